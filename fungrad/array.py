@@ -1,0 +1,121 @@
+"""``fungrad.Array``: an immutable concrete array.
+
+An Array holds a read-only numpy value (an ``ndarray`` or a numpy scalar for 0-d results) and
+a ``weak_type`` flag. Operators and methods (``+``, ``@``, ``x[idx]``, ``.at``, ``.sum()``...)
+are installed by ``fungrad.numpy.array_methods`` on both Array and Tracer, so eager and traced
+code behave alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fungrad import core
+
+
+class Array:
+    """A concrete, immutable n-dimensional array (JAX's ``jax.Array``)."""
+
+    __slots__ = ("_value", "weak_type", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, value, weak_type: bool = False):
+        if type(value) is np.ndarray and value.flags.writeable:
+            value.flags.writeable = False
+        self._value = value
+        self.weak_type = weak_type
+
+    @property
+    def aval(self) -> core.ShapedArray:
+        v = self._value
+        return core.ShapedArray(v.shape, v.dtype, self.weak_type)
+
+    shape = property(lambda self: self._value.shape)
+    dtype = property(lambda self: self._value.dtype)
+    ndim = property(lambda self: self._value.ndim)
+    size = property(lambda self: int(self._value.size))
+    itemsize = property(lambda self: self._value.dtype.itemsize)
+    nbytes = property(lambda self: int(self._value.nbytes))
+
+    def __array__(self, dtype=None, copy=None):
+        v = np.asarray(self._value)
+        if dtype is not None and np.dtype(dtype) != v.dtype:
+            return v.astype(dtype)
+        if copy:
+            return v.copy()
+        return v
+
+    def block_until_ready(self) -> Array:
+        """Wait for the value to be computed (CPU values always are) and return self."""
+        return self
+
+    def item(self, *args):
+        return np.asarray(self._value).item(*args)
+
+    def tolist(self):
+        return np.asarray(self._value).tolist()
+
+    def __bool__(self):
+        return bool(self._value)
+
+    def __int__(self):
+        return int(self._value)
+
+    def __float__(self):
+        return float(self._value)
+
+    def __complex__(self):
+        return complex(self._value)
+
+    def __index__(self):
+        if self._value.dtype.kind not in "iub" or self._value.ndim:
+            raise TypeError(f"only integer scalar arrays can be converted to a scalar index, "
+                            f"got {self.aval.str_short()}")
+        return int(self._value)
+
+    def __len__(self):
+        if not self._value.ndim:
+            raise TypeError("len() of unsized object (a 0-d Array)")
+        return self._value.shape[0]
+
+    def __iter__(self):
+        if not self._value.ndim:
+            raise TypeError("iteration over a 0-d Array")
+        return (self[i] for i in range(self._value.shape[0]))
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'Array'")
+
+    def __format__(self, spec):
+        if self._value.ndim == 0:
+            return format(self._value.item(), spec)
+        return format(str(self), spec)
+
+    def __str__(self):
+        return str(np.asarray(self._value))
+
+    def __repr__(self):
+        v = np.asarray(self._value)
+        suffix = f"dtype={v.dtype.name}"
+        if self.weak_type:
+            suffix += ", weak_type=True"
+        if v.size == 0:
+            body = f"[], shape={v.shape}" if v.shape != (0,) else "[]"
+        else:
+            body = np.array2string(v, separator=", ", prefix="Array(")
+        return f"Array({body}, {suffix})"
+
+    def __reduce__(self):
+        return (Array, (np.asarray(self._value).copy(), self.weak_type))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def is_arraylike(x) -> bool:
+    """Arrays, tracers, numpy values and Python scalars (what fungrad functions accept)."""
+    return (isinstance(x, (Array, core.Tracer, np.ndarray, np.generic))
+            or (isinstance(x, (bool, int, float)) and not isinstance(x, complex)))

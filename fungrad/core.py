@@ -1,0 +1,490 @@
+"""The core: avals, the jaxpr IR, primitives, traces and ``bind``, ``eval_jaxpr``, typechecking.
+
+Tracing model ("stackless", as in today's JAX and Autodidax2): one *current trace* per thread.
+``prim.bind(*args, **params)`` hands the primitive to the current trace. The base trace is the
+:class:`EvalTrace`, which runs the primitive's numpy ``impl`` on concrete values. A transform
+makes a new trace whose ``parent`` is the trace that was current, sets it current while the
+user's function runs, and in ``process_primitive`` unwraps *its own* tracers (recognised by
+``tracer._trace is self``), treats anything else as a constant, and binds the primitive's rule
+in the parent trace. Because ownership is explicit, nested transforms never confuse their
+perturbations.
+
+Rule signatures (each transform's table documents its own):
+
+* ``impl(*values, **params) -> value | list``: numpy reference (the oracle for the compilers);
+* ``abstract_eval(*avals, **params) -> ShapedArray | list[ShapedArray]``: shape/dtype rule.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from fungrad import dtypes
+from fungrad.config import config
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+
+
+class FungradTypeError(TypeError):
+    """Base of fungrad's tracing errors (a TypeError, as in JAX)."""
+
+
+class ConcretizationTypeError(FungradTypeError):
+    """A concrete Python value (bool, int, float, index) was needed from an abstract tracer."""
+
+
+class TracerArrayConversionError(FungradTypeError):
+    """A tracer was passed where a numpy array was needed (``np.asarray(tracer)``)."""
+
+
+class UnexpectedTracerError(Exception):
+    """A tracer escaped the transform that created it (stored in a global, returned by aux)."""
+
+
+class JaxprTypeError(TypeError):
+    """A jaxpr failed :func:`typecheck_jaxpr`."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Abstract values
+
+
+class ShapedArray:
+    """The abstract value of an array: static shape, dtype and weak-type flag."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+    array_abstraction_level = 1
+
+    def __init__(self, shape, dtype, weak_type: bool = False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self) -> ShapedArray:
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def str_short(self) -> str:
+        """``f32[3,4]``: the jaxpr printer's spelling."""
+        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __eq__(self, other):
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short()}{weak})"
+
+    # Concretisation of an abstract value is always an error; the message says how to fix it.
+    def _concretization_error(self, what: str, tracer=None):
+        raise ConcretizationTypeError(concretization_message(what, self, tracer))
+
+
+def concretization_message(what: str, aval: ShapedArray, tracer=None) -> str:
+    origin = getattr(tracer, "_origin", None) if tracer is not None else None
+    where = f" ({origin})" if origin else ""
+    return (
+        f"Abstract tracer value encountered where a concrete value is expected: {what} of a "
+        f"traced array with shape/dtype {aval.str_short()}{where}.\n"
+        "The value is only known when the compiled function runs, so Python cannot branch on "
+        "it or convert it. Fixes: use lax.cond / lax.switch / lax.while_loop for control flow, "
+        "fungrad.numpy.where to select values, or mark the argument static "
+        "(jit(f, static_argnums=...)) if it is a configuration value.")
+
+
+def get_aval(x) -> ShapedArray:
+    """The aval of an Array, tracer, numpy value or Python scalar (scalars are weak)."""
+    aval = getattr(x, "aval", None)
+    if aval is not None:
+        return aval
+    if isinstance(x, (bool, int, float)):
+        return ShapedArray((), dtypes.python_scalar_dtype(x), not isinstance(x, bool))
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), False)
+    raise TypeError(f"Value of type {type(x).__name__} is not a valid fungrad type: {x!r:.80}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The IR: Var, Literal, JaxprEqn, Jaxpr, ClosedJaxpr
+
+_var_ids = itertools.count()
+
+
+class Var:
+    """A variable of a jaxpr. Identity is the object; the printer assigns names."""
+
+    __slots__ = ("aval", "count")
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+        self.count = next(_var_ids)
+
+    def __repr__(self):
+        return f"Var({self.count}:{self.aval.str_short()})"
+
+
+class Literal:
+    """A scalar constant appearing directly as an equation input (``2.0:f32[]``)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Literal({self.val!r}:{self.aval.str_short()})"
+
+
+class JaxprEqn:
+    """One equation ``outvars = primitive[params] invars``. ``params`` values are hashable."""
+
+    __slots__ = ("primitive", "invars", "params", "outvars")
+
+    def __init__(self, primitive, invars, params, outvars):
+        self.primitive = primitive
+        self.invars = list(invars)
+        self.params = dict(params)
+        self.outvars = list(outvars)
+
+    def __repr__(self):
+        from fungrad.pretty import pp_eqn
+        return pp_eqn(self)
+
+
+class Jaxpr:
+    """``{ lambda constvars ; invars . let eqns in outvars }``."""
+
+    __slots__ = ("constvars", "invars", "eqns", "outvars")
+
+    def __init__(self, constvars, invars, eqns, outvars):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.eqns = list(eqns)
+        self.outvars = list(outvars)
+
+    in_avals = property(lambda self: [v.aval for v in self.invars])
+    out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+    def __str__(self):
+        from fungrad.pretty import pp_jaxpr
+        return pp_jaxpr(self)
+
+    __repr__ = __str__
+
+
+class ClosedJaxpr:
+    """A jaxpr together with the values of its constvars."""
+
+    __slots__ = ("jaxpr", "consts")
+
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
+        if len(consts) != len(jaxpr.constvars):
+            raise ValueError(f"ClosedJaxpr: {len(jaxpr.constvars)} constvars but "
+                             f"{len(consts)} consts")
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __call__(self, *args):
+        return eval_jaxpr(self.jaxpr, self.consts, *args)
+
+    def __str__(self):
+        from fungrad.pretty import pp_jaxpr
+        return pp_jaxpr(self.jaxpr)
+
+    __repr__ = __str__
+
+
+# ---------------------------------------------------------------------------------------------
+# Primitives
+
+primitives: dict[str, Primitive] = {}
+"""Every primitive by name: the registry that rule-completeness tests walk."""
+
+
+class Primitive:
+    """A named operation; its rules live in per-transform tables keyed by the primitive.
+
+    ``impl`` and ``abstract_eval`` are attributes set by the primitive's family module.
+    ``multiple_results`` primitives take and return lists.
+    """
+
+    __slots__ = ("name", "multiple_results", "impl", "abstract_eval", "__weakref__")
+
+    def __init__(self, name: str, *, multiple_results: bool = False):
+        if name in primitives:
+            raise ValueError(f"a primitive named {name!r} is already registered")
+        self.name = name
+        self.multiple_results = multiple_results
+        self.impl = None
+        self.abstract_eval = None
+        primitives[name] = self
+
+    def bind(self, *args, **params):
+        """Apply the primitive under the current trace (eagerly when no transform is active)."""
+        return _state.trace.process_primitive(self, args, params)
+
+    def __repr__(self):
+        return self.name
+
+
+# ---------------------------------------------------------------------------------------------
+# Traces and tracers
+
+
+class Trace:
+    """Interprets primitives. Subclasses: EvalTrace here; staging, JVP, batching elsewhere."""
+
+    parent: Trace | None = None
+
+    def process_primitive(self, primitive: Primitive, args, params):
+        raise AssertionError(f"{type(self).__name__} must define process_primitive")
+
+
+class Tracer:
+    """A value under a transform. Array methods and operators are installed by fungrad.numpy."""
+
+    __slots__ = ("_trace", "__weakref__")
+    __array_priority__ = 1000
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise AssertionError(f"{type(self).__name__} must define aval")
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def to_concrete_value(self):
+        """The concrete numpy value behind this tracer, or None when it is abstract."""
+        return None
+
+    def _concrete(self, what: str):
+        val = self.to_concrete_value()
+        if val is None:
+            self.aval._concretization_error(what, self)
+        return val
+
+    def __bool__(self):
+        return bool(self._concrete("bool()"))
+
+    def __int__(self):
+        return int(self._concrete("int()"))
+
+    def __float__(self):
+        return float(self._concrete("float()"))
+
+    def __index__(self):
+        return int(self._concrete("the __index__ method (used as an index or size)"))
+
+    def __complex__(self):
+        return complex(self._concrete("complex()"))
+
+    def __array__(self, dtype=None, copy=None):
+        val = self.to_concrete_value()
+        if val is None:
+            raise TracerArrayConversionError(
+                f"A traced array with shape/dtype {self.aval.str_short()} was converted to a "
+                "numpy array (np.asarray / np.array / a numpy function). numpy cannot see traced "
+                "values: use fungrad.numpy functions instead of numpy ones inside transformed "
+                "functions.")
+        return np.asarray(val, dtype=dtype)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: traced array ({self.aval.str_short()}); "
+                        "traced values cannot be dict keys or set members")
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+
+class EvalTrace(Trace):
+    """The base trace: runs each primitive's numpy impl on concrete values."""
+
+    def process_primitive(self, primitive, args, params):
+        from fungrad.array import Array
+
+        vals = []
+        any_weak = False
+        for a in args:
+            if type(a) is Array:
+                vals.append(a._value)
+                any_weak = any_weak or a.weak_type
+            elif isinstance(a, Tracer):
+                raise escaped_tracer_error(a, primitive)
+            else:
+                vals.append(a)
+        out = primitive.impl(*vals, **params)
+        if any_weak or config.check_impl_avals:
+            out_avals = primitive.abstract_eval(*map(get_aval, args), **params)
+            if config.check_impl_avals:
+                _check_impl_avals(primitive, out, out_avals, params)
+            if primitive.multiple_results:
+                return [Array(o, a.weak_type) for o, a in zip(out, out_avals)]
+            return Array(out, out_avals.weak_type)
+        if primitive.multiple_results:
+            return [Array(o) for o in out]
+        return Array(out)
+
+
+def _check_impl_avals(primitive, out, out_avals, params):
+    outs = out if primitive.multiple_results else [out]
+    avals = out_avals if primitive.multiple_results else [out_avals]
+    if len(outs) != len(avals):
+        raise AssertionError(f"{primitive}: impl gave {len(outs)} outputs, "
+                             f"abstract_eval {len(avals)}")
+    for o, a in zip(outs, avals):
+        if not isinstance(o, (np.ndarray, np.generic)):
+            raise AssertionError(f"{primitive}: impl returned {type(o).__name__}, "
+                                 "not a numpy value")
+        if tuple(o.shape) != a.shape or o.dtype != a.dtype:
+            raise AssertionError(
+                f"{primitive}[{params}]: impl gave {o.dtype}{list(o.shape)} but "
+                f"abstract_eval says {a.str_short()}")
+
+
+def escaped_tracer_error(tracer, primitive=None) -> UnexpectedTracerError:
+    what = f" as an input of {primitive}" if primitive is not None else ""
+    return UnexpectedTracerError(
+        f"Encountered a traced value {tracer!r}{what} outside the transformation that created "
+        "it. A tracer escaped: it was stored in a global or attribute, or returned through a "
+        "side channel, while a function was being transformed. Return it as an output "
+        "instead, or pass it in as an argument.")
+
+
+class _TraceState(threading.local):
+    def __init__(self):
+        self.trace: Trace = EvalTrace()
+
+
+_state = _TraceState()
+
+
+def current_trace() -> Trace:
+    return _state.trace
+
+
+@contextmanager
+def set_current_trace(trace: Trace):
+    """Make ``trace`` current for the duration of the block (per thread)."""
+    prev = _state.trace
+    _state.trace = trace
+    try:
+        yield
+    finally:
+        _state.trace = prev
+
+
+@contextmanager
+def eval_context():
+    """Run a block eagerly whatever transform is active (for concrete helper computations)."""
+    with set_current_trace(EvalTrace()):
+        yield
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluating and checking jaxprs
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list:
+    """Evaluate ``jaxpr`` by binding each equation under the current trace."""
+    from fungrad.array import Array
+
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"eval_jaxpr: jaxpr takes {len(jaxpr.invars)} arguments, "
+                        f"got {len(args)}")
+    env: dict[Var, Any] = {}
+
+    def read(v):
+        if type(v) is Literal:
+            return Array(v.val, v.aval.weak_type)
+        return env[v]
+
+    env.update(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+    for eqn in jaxpr.eqns:
+        out = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+        if eqn.primitive.multiple_results:
+            env.update(zip(eqn.outvars, out))
+        else:
+            env[eqn.outvars[0]] = out
+    return [read(v) for v in jaxpr.outvars]
+
+
+def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
+    """Raise JaxprTypeError unless every variable is bound once before use and every
+    equation's output avals are what its primitive's abstract_eval gives for its inputs."""
+    from fungrad.pretty import pp_eqn
+
+    bound: set[Var] = set()
+
+    def bind_var(v, where):
+        if type(v) is not Var:
+            raise JaxprTypeError(f"{where}: expected a Var, got {v!r}")
+        if v in bound:
+            raise JaxprTypeError(f"{where}: variable {v!r} is bound twice")
+        bound.add(v)
+
+    for v in jaxpr.constvars:
+        bind_var(v, "constvars")
+    for v in jaxpr.invars:
+        bind_var(v, "invars")
+    for i, eqn in enumerate(jaxpr.eqns):
+        for x in eqn.invars:
+            if type(x) is Var and x not in bound:
+                raise JaxprTypeError(f"equation {i} ({pp_eqn(eqn)}): input {x!r} is used "
+                                     "before it is defined")
+            if type(x) not in (Var, Literal):
+                raise JaxprTypeError(f"equation {i}: input {x!r} is not a Var or Literal")
+        try:
+            out = eqn.primitive.abstract_eval(*[x.aval for x in eqn.invars], **eqn.params)
+        except (TypeError, ValueError) as e:
+            raise JaxprTypeError(f"equation {i} ({pp_eqn(eqn)}) is ill-typed: {e}") from e
+        out_avals = out if eqn.primitive.multiple_results else [out]
+        if len(out_avals) != len(eqn.outvars):
+            raise JaxprTypeError(f"equation {i} ({pp_eqn(eqn)}): {eqn.primitive} produces "
+                                 f"{len(out_avals)} outputs, the equation binds "
+                                 f"{len(eqn.outvars)}")
+        for v, a in zip(eqn.outvars, out_avals):
+            if v.aval.strip_weak_type() != a.strip_weak_type():
+                raise JaxprTypeError(f"equation {i} ({pp_eqn(eqn)}): output {v!r} is declared "
+                                     f"{v.aval.str_short()} but {eqn.primitive} gives "
+                                     f"{a.str_short()}")
+            bind_var(v, f"equation {i}")
+    for v in jaxpr.outvars:
+        if type(v) is Var and v not in bound:
+            raise JaxprTypeError(f"output {v!r} is never defined")

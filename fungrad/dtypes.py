@@ -1,0 +1,207 @@
+"""Dtypes, canonicalisation and JAX's type-promotion lattice (with weak types).
+
+* Python scalars are *weakly typed*: ``x * 2.0`` keeps ``x``'s float32, and ``int32 + 1`` stays
+  int32. A weak value is represented by the canonical dtype of its kind plus a ``weak_type``
+  flag carried by its aval.
+* With ``enable_x64`` off (the default) 64-bit dtypes are canonicalised to 32-bit ones, as in
+  JAX; with it on they are kept.
+* :func:`result_type` follows JAX's lattice (jax.numpy type promotion), not numpy's value-based
+  rules: ``int32 + uint32 -> int64`` (int32 without x64), ``int64 + float16 -> float16``.
+
+Complex dtypes and bfloat16 are not supported (numpy has no bfloat16 without ml_dtypes).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from fungrad.config import config
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+
+SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+             float16, float32, float64)
+_SUPPORTED_SET = frozenset(SUPPORTED)
+
+_SHORT_NAMES = {
+    bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
+    uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
+    float16: "f16", float32: "f32", float64: "f64",
+}
+
+_X64_TO_32 = {int64: int32, uint64: uint32, float64: float32}
+
+
+def short_name(dtype: np.dtype) -> str:
+    """The jaxpr printer's name for ``dtype`` (``f32``, ``i32``, ``bool``...)."""
+    return _SHORT_NAMES[dtype]
+
+
+def canonicalize_dtype(dtype) -> np.dtype:
+    """``dtype`` as fungrad stores it: 64-bit types become 32-bit unless x64 is enabled.
+
+    Raises TypeError for dtypes fungrad does not support (complex, strings, objects).
+    """
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"{dtype!r} is not a valid dtype") from e
+    if dt not in _SUPPORTED_SET:
+        raise TypeError(
+            f"dtype {dt} is not supported by fungrad; supported dtypes are "
+            + ", ".join(str(d) for d in SUPPORTED))
+    if not config.enable_x64:
+        return _X64_TO_32.get(dt, dt)
+    return dt
+
+
+def default_float_dtype() -> np.dtype:
+    return float64 if config.enable_x64 else float32
+
+
+def default_int_dtype() -> np.dtype:
+    return int64 if config.enable_x64 else int32
+
+
+def default_uint_dtype() -> np.dtype:
+    return uint64 if config.enable_x64 else uint32
+
+
+def is_float(dtype) -> bool:
+    return np.dtype(dtype).kind == "f"
+
+
+def is_int(dtype) -> bool:
+    """True for signed and unsigned integers (not bool)."""
+    return np.dtype(dtype).kind in "iu"
+
+
+def is_signed(dtype) -> bool:
+    return np.dtype(dtype).kind == "i"
+
+
+def is_unsigned(dtype) -> bool:
+    return np.dtype(dtype).kind == "u"
+
+
+def is_bool(dtype) -> bool:
+    return np.dtype(dtype).kind == "b"
+
+
+def python_scalar_dtype(x) -> np.dtype:
+    """The (weak) dtype a Python scalar takes: bool -> bool, int -> int, float -> float."""
+    if isinstance(x, bool):
+        return bool_
+    if isinstance(x, int):
+        return default_int_dtype()
+    if isinstance(x, float):
+        return default_float_dtype()
+    raise TypeError(f"{type(x).__name__} is not a Python scalar type fungrad supports")
+
+
+# -- the promotion lattice ---------------------------------------------------------------
+# Nodes are dtypes or the weak kinds "i*" (Python int) and "f*" (Python float). An edge
+# a -> b means "a promotes to b"; result_type is the least upper bound. (JAX's lattice
+# without complex and bfloat16.)
+_I_WEAK, _F_WEAK = "i*", "f*"
+_LATTICE = {
+    bool_: [_I_WEAK],
+    _I_WEAK: [uint8, int8],
+    uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [_F_WEAK],
+    int8: [int16], int16: [int32], int32: [int64], int64: [_F_WEAK],
+    _F_WEAK: [float16],
+    float16: [float32], float32: [float64], float64: [],
+}
+
+
+def _upper_sets():
+    ups = {}
+
+    def visit(node):
+        if node not in ups:
+            s = {node}
+            for nxt in _LATTICE[node]:
+                s |= visit(nxt)
+            ups[node] = frozenset(s)
+        return ups[node]
+
+    for node in _LATTICE:
+        visit(node)
+    return ups
+
+
+_UPPER = _upper_sets()
+
+
+@functools.lru_cache(maxsize=None)
+def _join(nodes: frozenset):
+    common = functools.reduce(frozenset.intersection, (_UPPER[n] for n in nodes))
+    for cand in common:
+        if _UPPER[cand] == common:
+            return cand
+    raise TypeError(f"no common type for {sorted(map(str, nodes))}")  # unreachable for this lattice
+
+
+def _node(dtype: np.dtype, weak: bool):
+    if weak and dtype.kind in "iu":
+        return _I_WEAK
+    if weak and dtype.kind == "f":
+        return _F_WEAK
+    return dtype
+
+
+@functools.lru_cache(maxsize=4096)
+def _promote(pairs: tuple, x64: bool) -> tuple[np.dtype, bool]:
+    node = _join(frozenset(_node(dt, w) for dt, w in pairs))
+    if node == _I_WEAK:
+        return (int64 if x64 else int32), True
+    if node == _F_WEAK:
+        return (float64 if x64 else float32), True
+    if not x64:
+        node = _X64_TO_32.get(node, node)
+    return node, False
+
+
+def promote_types(*pairs: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
+    """Join ``(dtype, weak_type)`` pairs in JAX's lattice; returns ``(dtype, weak_type)``."""
+    return _promote(tuple(pairs), config.enable_x64)
+
+
+def dtype_and_weak(x) -> tuple[np.dtype, bool]:
+    """``(dtype, weak_type)`` of an array-like or Python scalar, canonicalised."""
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+        return python_scalar_dtype(x), not isinstance(x, bool)
+    aval = getattr(x, "aval", None)
+    if aval is not None:
+        return aval.dtype, aval.weak_type
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        raise TypeError(f"cannot determine a dtype for a value of type {type(x).__name__}")
+    return canonicalize_dtype(dt), False
+
+
+def result_type(*args, return_weak_type_flag: bool = False):
+    """The dtype JAX gives an operation on ``args`` (arrays, scalars or dtypes)."""
+    pairs = []
+    for a in args:
+        if isinstance(a, (np.dtype, type)) or isinstance(a, str):
+            pairs.append((canonicalize_dtype(a), False))
+        else:
+            pairs.append(dtype_and_weak(a))
+    if not pairs:
+        raise ValueError("result_type needs at least one argument")
+    dt, weak = promote_types(*pairs)
+    return (dt, weak) if return_weak_type_flag else dt
+
+
+def finfo(dtype):
+    return np.finfo(canonicalize_dtype(dtype))
+
+
+def iinfo(dtype):
+    return np.iinfo(canonicalize_dtype(dtype))

@@ -1,0 +1,15 @@
+"""``fungrad.lax``: the primitives' public wrappers, with JAX's lax names.
+
+Each family module defines its primitives once, with every rule beside them; this package
+only re-exports their public wrappers.
+"""
+
+from fungrad.lax import utils  # noqa: F401
+from fungrad.lax.conv import *  # noqa: F401,F403
+from fungrad.lax.dot import *  # noqa: F401,F403
+from fungrad.lax.elementwise import *  # noqa: F401,F403
+from fungrad.lax.indexing import *  # noqa: F401,F403
+from fungrad.lax.random_bits import *  # noqa: F401,F403
+from fungrad.lax.reduce import *  # noqa: F401,F403
+from fungrad.lax.shape import *  # noqa: F401,F403
+from fungrad.lax.sort import *  # noqa: F401,F403

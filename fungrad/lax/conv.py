@@ -1,0 +1,3 @@
+"""(being written) lax primitives: conv."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""(being written) lax primitives: dot."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""(being written) lax primitives: indexing."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""(being written) lax primitives: random_bits."""
+
+__all__: list[str] = []

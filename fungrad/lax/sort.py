@@ -1,0 +1,3 @@
+"""(being written) lax primitives: sort."""
+
+__all__: list[str] = []

@@ -1,0 +1,51 @@
+"""``fungrad.numpy``: the NumPy API with jax.numpy's semantics, written on fungrad.lax only.
+
+Differences from numpy follow JAX: float32 by default (float64 with enable_x64), JAX's type
+promotion with weak Python scalars, out-of-bounds gather indices clamp and scatter indices
+drop, arrays are immutable (use ``x.at[idx].set(v)``).
+"""
+
+import numpy as _np
+
+from fungrad import dtypes as _dtypes
+from fungrad.array import Array as ndarray  # noqa: F401
+from fungrad.numpy import linalg  # noqa: F401
+from fungrad.numpy.creation import *  # noqa: F401,F403
+from fungrad.numpy.indexing import *  # noqa: F401,F403
+from fungrad.numpy.linear import *  # noqa: F401,F403
+from fungrad.numpy.manipulation import *  # noqa: F401,F403
+from fungrad.numpy.reductions import *  # noqa: F401,F403
+from fungrad.numpy.sorting import *  # noqa: F401,F403
+from fungrad.numpy.ufuncs import *  # noqa: F401,F403
+from fungrad.numpy import array_methods as _array_methods  # noqa: E402
+
+# constants and dtype names, as in jax.numpy
+pi = _np.pi
+e = _np.e
+euler_gamma = _np.euler_gamma
+inf = _np.inf
+nan = _np.nan
+newaxis = None
+bool_ = _np.bool_
+int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
+uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
+float16, float32, float64 = _np.float16, _np.float32, _np.float64
+integer, signedinteger, unsignedinteger = _np.integer, _np.signedinteger, _np.unsignedinteger
+floating, inexact, number, generic = _np.floating, _np.inexact, _np.number, _np.generic
+dtype = _np.dtype
+issubdtype = _np.issubdtype
+result_type = _dtypes.result_type
+finfo = _dtypes.finfo
+iinfo = _dtypes.iinfo
+
+
+def promote_types(a, b):
+    """The dtype JAX promotes ``a`` and ``b`` (dtypes) to."""
+    return _dtypes.result_type(a, b)
+
+
+def can_cast(from_, to, casting="safe"):
+    return _np.can_cast(from_, to, casting)
+
+
+_array_methods.install()

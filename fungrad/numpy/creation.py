@@ -1,0 +1,3 @@
+"""(being written) fungrad.numpy: creation."""
+
+__all__: list[str] = []

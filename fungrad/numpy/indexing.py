@@ -1,0 +1,3 @@
+"""(being written) fungrad.numpy: indexing."""
+
+__all__: list[str] = []

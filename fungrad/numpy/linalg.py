@@ -1,0 +1,3 @@
+"""(being written) fungrad.numpy: linalg."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""(being written) fungrad.numpy: linear."""
+
+__all__: list[str] = []

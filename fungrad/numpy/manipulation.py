@@ -1,0 +1,3 @@
+"""(being written) fungrad.numpy: manipulation."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""(being written) fungrad.numpy: reductions."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""(being written) fungrad.numpy: sorting."""
+
+__all__: list[str] = []

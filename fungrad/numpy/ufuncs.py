@@ -1,0 +1,3 @@
+"""(being written) fungrad.numpy: ufuncs."""
+
+__all__: list[str] = []

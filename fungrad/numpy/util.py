@@ -1,0 +1,203 @@
+"""Argument handling shared by every fungrad.numpy function: checking, dtype promotion (JAX's
+lattice, weak types) and numpy-style shape broadcasting, all written on lax."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from fungrad import core, dtypes, lax
+from fungrad.array import Array
+
+_SCALAR_TYPES = (bool, int, float)
+
+
+def is_arraylike(x) -> bool:
+    return (type(x) is Array or isinstance(x, (core.Tracer, np.ndarray, np.generic))
+            or (isinstance(x, _SCALAR_TYPES)))
+
+
+def check_arraylike(fun_name: str, *args, names=None) -> None:
+    """TypeError naming the argument unless every arg is an array or a Python scalar."""
+    for i, a in enumerate(args):
+        if not is_arraylike(a):
+            which = names[i] if names else f"argument {i}"
+            extra = (" (lists and tuples are not arrays here: wrap them with fnp.asarray)"
+                     if isinstance(a, (list, tuple)) else "")
+            raise TypeError(f"{fun_name} requires ndarray or scalar arguments, but {which} is "
+                            f"of type {type(a).__name__}{extra}")
+
+
+def asarray(x, dtype=None, fun_name: str = "asarray"):
+    """``x`` (array, scalar, nested list/tuple of them) as an Array/tracer; canonical dtypes.
+
+    Python scalars stay weakly typed unless ``dtype`` is given.
+    """
+    if type(x) is Array or isinstance(x, core.Tracer):
+        return x if dtype is None else lax.convert_element_type(x, dtype)
+    if isinstance(x, (list, tuple)):
+        return _asarray_sequence(x, dtype, fun_name)
+    if isinstance(x, (np.ndarray, np.generic)):
+        if x.dtype.kind not in "biuf":
+            raise TypeError(f"{fun_name}: numpy arrays of dtype {x.dtype} are not supported")
+        dt = dtypes.canonicalize_dtype(x.dtype if dtype is None else dtype)
+        with np.errstate(all="ignore"):
+            return Array(np.array(x, dtype=dt))
+    if isinstance(x, _SCALAR_TYPES):
+        if dtype is not None:
+            dt = dtypes.canonicalize_dtype(dtype)
+            with np.errstate(all="ignore"):
+                return Array(np.asarray(x).astype(dt)[()])
+        return lax.utils.operand(x, fun_name)
+    if hasattr(x, "__array__") and not isinstance(x, (str, bytes)):
+        return asarray(np.asarray(x), dtype, fun_name)
+    raise TypeError(f"{fun_name}: cannot convert a value of type {type(x).__name__} to an array")
+
+
+def _asarray_sequence(seq, dtype, fun_name):
+    leaves = []
+
+    def collect(s):
+        if isinstance(s, (list, tuple)):
+            for e in s:
+                collect(e)
+        else:
+            leaves.append(s)
+
+    collect(seq)
+    if any(isinstance(e, core.Tracer) for e in leaves):
+        # A list that contains traced values: stack them with lax ops.
+        from fungrad.numpy import stack
+        return stack([asarray(e, dtype, fun_name) for e in seq])
+    for e in leaves:
+        if not is_arraylike(e):
+            raise TypeError(f"{fun_name}: element of type {type(e).__name__} in a list cannot be "
+                            "converted to an array")
+    try:
+        vals = np.array([np.asarray(e) if type(e) is Array else e for e in leaves], dtype=object)
+        arr = np.array(_rebuild(seq, iter(vals)))
+    except ValueError as e:
+        raise TypeError(f"{fun_name}: ragged nested sequence cannot become an array: {e}") from None
+    if dtype is None:
+        dt, _ = dtypes.result_type(*leaves, return_weak_type_flag=True) if leaves else (
+            dtypes.default_float_dtype(), False)
+    else:
+        dt = dtypes.canonicalize_dtype(dtype)
+    with np.errstate(all="ignore"):
+        return Array(arr.astype(dt))
+
+
+def _rebuild(s, it):
+    if isinstance(s, (list, tuple)):
+        return [_rebuild(e, it) for e in s]
+    return next(it)
+
+
+def promote_dtypes(*args):
+    """Convert args to their common dtype (JAX's lattice); Python scalars stay weak where the
+    result is weak."""
+    if len(args) < 2:
+        return [asarray(a) for a in args]
+    dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    return [_to_dtype(a, dt, weak) for a in args]
+
+
+def _to_dtype(a, dt, weak):
+    if isinstance(a, _SCALAR_TYPES) and not isinstance(a, np.generic):
+        return lax.utils.full_like_scalar(a, np.empty((), dt), weak)
+    a = asarray(a)
+    if a.dtype != dt or a.weak_type != weak:
+        return lax.convert_element_type(a, dt, weak)
+    return a
+
+
+def promote_dtypes_inexact(*args):
+    """Promote, then to the default float dtype if the common dtype is not floating."""
+    args = promote_dtypes(*args)
+    if args and not dtypes.is_float(args[0].dtype):
+        dt = dtypes.default_float_dtype()
+        args = [lax.convert_element_type(a, dt, a.weak_type) for a in args]
+    return args
+
+
+def broadcast_shapes(*shapes, fun_name: str = "broadcast_shapes") -> tuple[int, ...]:
+    """numpy's broadcasting of shapes; ValueError naming the operation and shapes on mismatch."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(ndim):
+        size = 1
+        for s in shapes:
+            d = s[i - ndim + len(s)] if i - ndim + len(s) >= 0 else 1
+            if d != 1:
+                if size != 1 and d != size:
+                    raise ValueError(
+                        f"{fun_name}: incompatible shapes for broadcasting: "
+                        + " and ".join(str(tuple(s)) for s in shapes))
+                size = d
+        out.append(size)
+    return tuple(out)
+
+
+def broadcast_to_shape(x, shape):
+    """Broadcast array ``x`` (numpy rules: align trailing dims) to ``shape``."""
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    nlead = len(shape) - x.ndim
+    if nlead < 0:
+        raise ValueError(f"broadcast_to: cannot broadcast shape {x.shape} to {shape}")
+    squeeze = [i for i, d in enumerate(x.shape) if d == 1 and shape[nlead + i] != 1]
+    for i, d in enumerate(x.shape):
+        if d not in (1, shape[nlead + i]):
+            raise ValueError(f"broadcast_to: incompatible shapes for broadcasting: {x.shape} "
+                             f"and requested shape {shape}")
+    if squeeze:
+        x = lax.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in squeeze))
+    dims = tuple(nlead + i for i in range(len(x.shape) + len(squeeze)) if i not in squeeze)
+    return lax.broadcast_in_dim(x, shape, dims)
+
+
+def promote_shapes(fun_name: str, *args):
+    """Broadcast non-scalar args to their common shape (0-d args are left for lax to broadcast)."""
+    shapes = [a.shape for a in args]
+    if all(s == shapes[0] for s in shapes):
+        return list(args)
+    result = broadcast_shapes(*shapes, fun_name=fun_name)
+    return [a if (not a.shape and result) else broadcast_to_shape(a, result) for a in args]
+
+
+def promote_args(fun_name: str, *args):
+    """check_arraylike + promote_dtypes + promote_shapes: what binary ufuncs need."""
+    check_arraylike(fun_name, *args)
+    return promote_shapes(fun_name, *promote_dtypes(*args))
+
+
+def promote_args_inexact(fun_name: str, *args):
+    """As :func:`promote_args`, with non-float results promoted to the default float."""
+    check_arraylike(fun_name, *args)
+    return promote_shapes(fun_name, *promote_dtypes_inexact(*args))
+
+
+def canonicalize_axis(axis, ndim: int, fun_name: str = "axis") -> int:
+    """A non-negative axis; ValueError (numpy's AxisError) naming the operation when out of range."""
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{fun_name}: axis must be an int, got {axis!r}") from None
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(
+            f"{fun_name}: axis {axis} is out of bounds for an array of dimension {ndim}")
+    return axis % ndim if ndim else axis
+
+
+def canonicalize_axes(axis, ndim: int, fun_name: str = "axis") -> tuple[int, ...]:
+    """``axis`` (None, int or sequence) as a sorted tuple of distinct non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(canonicalize_axis(a, ndim, fun_name) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"{fun_name}: repeated axis in {axis}")
+        return tuple(sorted(axes))
+    return (canonicalize_axis(axis, ndim, fun_name),)

@@ -1,0 +1,3 @@
+"""``fungrad.scipy``: SciPy functions with jax.scipy names."""
+
+from fungrad.scipy import special  # noqa: F401

@@ -1,0 +1,27 @@
+"""Test configuration: every eager primitive checks its impl against its abstract_eval, and
+hypothesis runs a bounded number of examples without deadlines (the machine is noisy)."""
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+import fungrad as fg
+
+settings.register_profile(
+    "default", max_examples=int(os.environ.get("FUNGRAD_HYPOTHESIS_EXAMPLES", "30")),
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile("default")
+
+fg.config.update("check_impl_avals", True)
+
+
+@pytest.fixture
+def x64():
+    """Run a test with enable_x64 on, restoring the previous value afterwards."""
+    old = fg.config.enable_x64
+    fg.config.update("enable_x64", True)
+    try:
+        yield
+    finally:
+        fg.config.update("enable_x64", old)

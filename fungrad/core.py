@@ -346,8 +346,10 @@ class EvalTrace(Trace):
                 any_weak = any_weak or a.weak_type
             elif isinstance(a, Tracer):
                 raise escaped_tracer_error(a, primitive)
-            else:
-                vals.append(a)
+            else:  # a raw Python or numpy value: give it its canonical dtype
+                aval = get_aval(a)
+                vals.append(np.asarray(a, dtype=dtypes.canonicalize_dtype(aval.dtype))[()])
+                any_weak = any_weak or aval.weak_type
         out = primitive.impl(*vals, **params)
         if any_weak or config.check_impl_avals:
             out_avals = primitive.abstract_eval(*map(get_aval, args), **params)

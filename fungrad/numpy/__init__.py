@@ -16,6 +16,7 @@ from fungrad.numpy.linear import *  # noqa: F401,F403
 from fungrad.numpy.manipulation import *  # noqa: F401,F403
 from fungrad.numpy.reductions import *  # noqa: F401,F403
 from fungrad.numpy.sorting import *  # noqa: F401,F403
+from fungrad.numpy.statistics import *  # noqa: F401,F403
 from fungrad.numpy.ufuncs import *  # noqa: F401,F403
 from fungrad.numpy import array_methods as _array_methods  # noqa: E402
 

@@ -10,7 +10,7 @@ binds it there. Tracing is abstract: ``bool(tracer)`` raises ConcretizationTypeE
 
 from __future__ import annotations
 
-from fungrad import core
+from fungrad import core, dtypes
 from fungrad.array import Array
 
 
@@ -69,8 +69,10 @@ class JaxprTrace(core.Trace):
                 raise core.escaped_tracer_error(x)
             return self._const_var(x)
         aval = core.get_aval(x)
+        if type(x) is not Array:
+            aval = aval.update(dtype=dtypes.canonicalize_dtype(aval.dtype))
         if not aval.shape:
-            val = x._value if type(x) is Array else x
+            val = x._value if type(x) is Array else aval.dtype.type(x)
             return core.Literal(val, aval)
         return self._const_var(x)
 

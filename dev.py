@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Set up a development environment and run the demo or the tests.
+
+    python3 dev.py demo    # create .venv, install fungrad + test deps, run examples/quickstart.py
+    python3 dev.py test    # same setup, then run the whole test suite (extra args go to pytest)
+
+Needs only Python >= 3.10 with pip. The virtual environment lives in .venv beside this file
+and is reinstalled when pyproject.toml changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+STAMP = VENV / ".fungrad-installed"
+
+
+def _venv_python() -> Path:
+    return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def _run(cmd, **kw) -> None:
+    print("+", " ".join(map(str, cmd)), flush=True)
+    subprocess.run(cmd, check=True, **kw)
+
+
+def setup() -> Path:
+    """Create .venv (if needed) and install fungrad editable with its test extra."""
+    if sys.version_info < (3, 10):
+        sys.exit(f"fungrad needs Python >= 3.10, this is {sys.version.split()[0]}")
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    py = _venv_python()
+    if py.exists() and STAMP.exists() and STAMP.read_text() == want:
+        return py
+    if not py.exists():
+        print(f"creating virtual environment in {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
+    _run([py, "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
+    _run([py, "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[dev]"])
+    STAMP.write_text(want)
+    return py
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("demo", "test", "setup"):
+        print(__doc__)
+        return 2
+    py = setup()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if argv[0] == "demo":
+        return subprocess.call([py, ROOT / "examples" / "quickstart.py"], env=env, cwd=ROOT)
+    if argv[0] == "test":
+        return subprocess.call([py, "-m", "pytest", *argv[1:]], env=env, cwd=ROOT)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,3 @@
+"""(being written) fungrad.numpy: statistics."""
+
+__all__: list[str] = []

@@ -138,7 +138,7 @@ def _upper_sets():
 _UPPER = _upper_sets()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _join(nodes: frozenset):
     common = functools.reduce(frozenset.intersection, (_UPPER[n] for n in nodes))
     for cand in common:

@@ -5,6 +5,7 @@ only re-exports their public wrappers.
 """
 
 from fungrad.lax import utils  # noqa: F401
+from fungrad.lax.control_flow import *  # noqa: F401,F403
 from fungrad.lax.conv import *  # noqa: F401,F403
 from fungrad.lax.dot import *  # noqa: F401,F403
 from fungrad.lax.elementwise import *  # noqa: F401,F403

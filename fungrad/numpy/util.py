@@ -180,7 +180,7 @@ def promote_args_inexact(fun_name: str, *args):
 
 
 def canonicalize_axis(axis, ndim: int, fun_name: str = "axis") -> int:
-    """A non-negative axis; ValueError (numpy's AxisError) naming the operation when out of range."""
+    """A non-negative axis; an AxisError (a ValueError) naming the operation if out of range."""
     try:
         axis = operator.index(axis)
     except TypeError:

@@ -1,0 +1,400 @@
+"""User-facing autodiff over pytrees: jvp, linearize, vjp, grad, value_and_grad.
+
+    vjp : (a -> b) -> a -> (b, T b -o T a)
+
+``vjp`` linearizes (partial_eval.linearize_flat: the primal runs for real, the tangent
+computation is staged as a linear jaxpr), then its ``vjp_fn`` transposes that jaxpr
+(transpose.backward_pass). ``grad`` is ``vjp`` fed a cotangent of 1.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from fungrad import core, dtypes, tree_util
+from fungrad.array import Array
+from fungrad.transforms import jvp as jvp_mod
+from fungrad.transforms.partial_eval import linearize_flat
+from fungrad.transforms.transpose import UndefPrimal, backward_pass
+
+
+def _as_array(x, what: str):
+    """A pytree leaf as an Array or tracer (canonical dtype; Python scalars stay weak)."""
+    if type(x) is Array or isinstance(x, core.Tracer):
+        return x
+    from fungrad.numpy import util
+    try:
+        return util.asarray(x, fun_name=what)
+    except TypeError:
+        raise TypeError(f"{what}: argument of type {type(x).__name__} is not a valid fungrad "
+                        "type; differentiable arguments must be arrays or Python scalars "
+                        "(or pytrees of them)") from None
+
+
+def _argnums_tuple(fun_name, argnums, nargs):
+    from fungrad.api import _normalize_argnums
+    return _normalize_argnums(fun_name, argnums, nargs)
+
+
+def _split_aux(fun_name: str, out, has_aux: bool):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"{fun_name} with has_aux=True requires the function to return a pair "
+                        f"(output, auxiliary_data), but it returned a {type(out).__name__}"
+                        + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
+    return out[0], out[1]
+
+
+def _flat_fun(fun, in_tree, out_store, fun_name, has_aux):
+    """Wrap ``fun`` as ``flat_fun(*leaves) -> leaves``; the output treedef (and aux) land in
+    ``out_store``."""
+
+    def flat_fun(*leaves):
+        args = tree_util.tree_unflatten(in_tree, leaves)
+        out, aux = _split_aux(fun_name, fun(*args), has_aux)
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        out_leaves = [_as_array(x, f"{fun_name} output") for x in out_leaves]
+        out_store["tree"] = out_tree
+        aux_leaves, aux_tree = tree_util.tree_flatten(aux)
+        out_store["aux"] = (aux_leaves, aux_tree)
+        return out_leaves + aux_leaves
+
+    return flat_fun
+
+
+def _unwrap_aux(trace_unpack, aux_leaves):
+    return [trace_unpack(a)[0] if isinstance(a, core.Tracer) else a for a in aux_leaves]
+
+
+# -- jvp / linearize ---------------------------------------------------------------------------
+
+def jvp(fun, primals, tangents, has_aux: bool = False):
+    """Forward mode: ``(fun(*primals), d fun(primals)[tangents])`` (plus aux with has_aux)."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples or lists of arguments, got "
+                        f"{type(primals).__name__} and {type(tangents).__name__}")
+    if len(primals) != len(tangents):
+        raise TypeError(f"jvp: {len(primals)} primal arguments but {len(tangents)} tangents")
+    flat_p, in_tree = tree_util.tree_flatten(tuple(primals))
+    flat_t, t_tree = tree_util.tree_flatten(tuple(tangents))
+    if in_tree != t_tree:
+        raise TypeError(f"jvp: primal and tangent arguments must have the same tree structure; "
+                        f"got {in_tree} and {t_tree}")
+    flat_p = [_as_array(p, "jvp") for p in flat_p]
+    flat_t = [_as_array(t, "jvp tangent") for t in flat_t]
+    tangents_in = []
+    for p, t in zip(flat_p, flat_t):
+        if p.shape != t.shape or (dtypes.is_float(p.dtype) and p.dtype != t.dtype):
+            raise TypeError(f"jvp: primal and tangent arguments must have equal shapes and "
+                            f"dtypes; got primal {p.aval.str_short()} and tangent "
+                            f"{t.aval.str_short()}")
+        tangents_in.append(t if dtypes.is_float(p.dtype) else
+                           jvp_mod.Zero(jvp_mod.tangent_aval(p.aval)))
+    store: dict = {}
+    flat_fun = _flat_fun(fun, in_tree, store, "jvp", has_aux)
+    outs_p, outs_t = jvp_mod.jvp_flat(flat_fun, flat_p, tangents_in)
+    n_aux = len(store["aux"][0])
+    n_out = len(outs_p) - n_aux
+    out_tree = store["tree"]
+    primal_out = tree_util.tree_unflatten(out_tree, outs_p[:n_out])
+    tangent_out = tree_util.tree_unflatten(
+        out_tree, [jvp_mod.instantiate_zeros(t) for t in outs_t[:n_out]])
+    if has_aux:
+        aux = tree_util.tree_unflatten(store["aux"][1], outs_p[n_out:])
+        return primal_out, tangent_out, aux
+    return primal_out, tangent_out
+
+
+def linearize(fun, *primals, has_aux: bool = False):
+    """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the staged linear map."""
+    flat_p, in_tree = tree_util.tree_flatten(primals)
+    flat_p = [_as_array(p, "linearize") for p in flat_p]
+    store: dict = {}
+    flat_fun = _flat_fun(fun, in_tree, store, "linearize", has_aux)
+    outs_p, linear, out_zero = linearize_flat(flat_fun, flat_p)
+    n_aux = len(store["aux"][0])
+    n_out = len(outs_p) - n_aux
+    out_tree = store["tree"]
+    out_avals = [jvp_mod.tangent_aval(core.get_aval(p)) for p in outs_p[:n_out]]
+
+    def f_jvp(*tangents):
+        flat_t, t_tree = tree_util.tree_flatten(tangents)
+        if t_tree != in_tree:
+            raise TypeError(f"linearize: the linearized function takes tangents structured as "
+                            f"{in_tree}, got {t_tree}")
+        res = iter(core.eval_jaxpr(linear.jaxpr, linear.consts,
+                                   *[_as_array(t, "f_jvp") for t in flat_t]))
+        outs = [jvp_mod.zeros_like_aval(a) if z else next(res)
+                for a, z in zip(out_avals, out_zero[:n_out])]
+        return tree_util.tree_unflatten(out_tree, outs)
+
+    primal_out = tree_util.tree_unflatten(out_tree, outs_p[:n_out])
+    if has_aux:
+        return primal_out, f_jvp, tree_util.tree_unflatten(store["aux"][1], outs_p[n_out:])
+    return primal_out, f_jvp
+
+
+# -- vjp / grad ----------------------------------------------------------------------------------
+
+def _vjp_flat(flat_fun, flat_p):
+    outs_p, linear, out_zero = linearize_flat(flat_fun, flat_p)
+    in_avals = [core.get_aval(p) for p in flat_p]
+
+    def vjp_flat(cts):
+        nonzero = [ct for ct, z in zip(cts, out_zero) if not z]
+        args = [UndefPrimal(v.aval) for v in linear.jaxpr.invars]
+        cts_in = backward_pass(linear.jaxpr, linear.consts, args, nonzero)
+        return [_zero_cotangent(a) if type(ct) is jvp_mod.Zero or not dtypes.is_float(a.dtype)
+                else ct for ct, a in zip(cts_in, in_avals)]
+
+    return outs_p, vjp_flat
+
+
+def _zero_cotangent(aval):
+    if not dtypes.is_float(aval.dtype):
+        # JAX's float0: integer and bool inputs have a trivial cotangent space.
+        return np.zeros(aval.shape, dtype=float0)
+    return jvp_mod.zeros_like_aval(aval.strip_weak_type())
+
+
+float0 = np.dtype([("float0", np.void, 0)])
+"""The dtype of cotangents of integer/bool inputs (as JAX's ``jax.dtypes.float0``)."""
+
+
+def vjp(fun, *primals, has_aux: bool = False):
+    """Reverse mode: ``(fun(*primals), vjp_fn)`` where ``vjp_fn(ct)`` returns one cotangent per
+    primal (a tuple), each shaped like its primal."""
+    flat_p, in_tree = tree_util.tree_flatten(primals)
+    flat_p = [_as_array(p, "vjp") for p in flat_p]
+    store: dict = {}
+    flat_fun = _flat_fun(fun, in_tree, store, "vjp", has_aux)
+    outs_p, vjp_flat = _vjp_flat(flat_fun, flat_p)
+    n_aux = len(store["aux"][0])
+    n_out = len(outs_p) - n_aux
+    out_tree = store["tree"]
+    out_avals = [core.get_aval(p) for p in outs_p[:n_out]]
+
+    def vjp_fn(ct):
+        flat_ct, ct_tree = tree_util.tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise TypeError(f"vjp_fn: the cotangent must have the structure of the function's "
+                            f"output, {out_tree}; got {ct_tree}")
+        cts = []
+        for c, a in zip(flat_ct, out_avals):
+            c = _as_array(c, "vjp_fn")
+            if c.shape != a.shape:
+                raise ValueError(f"vjp_fn: cotangent of shape {c.shape} does not match the "
+                                 f"output's shape {a.shape}")
+            cts.append(c)
+        return tree_util.tree_unflatten(in_tree, vjp_flat(cts))
+
+    primal_out = tree_util.tree_unflatten(out_tree, outs_p[:n_out])
+    if has_aux:
+        return primal_out, vjp_fn, tree_util.tree_unflatten(store["aux"][1], outs_p[n_out:])
+    return primal_out, vjp_fn
+
+
+def value_and_grad(fun, argnums=0, has_aux: bool = False, allow_int: bool = False):
+    """``fun``'s value and its gradient with respect to the ``argnums`` arguments."""
+    name = getattr(fun, "__name__", "fun")
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        nums = _argnums_tuple("grad", argnums, len(args))
+        diff_args = tuple(args[i] for i in nums)
+        flat_d, d_tree = tree_util.tree_flatten(diff_args)
+        flat_d = [_as_array(x, f"grad({name})") for x in flat_d]
+        for x in flat_d:
+            if not dtypes.is_float(x.dtype) and not allow_int:
+                raise TypeError(
+                    f"grad requires real-valued inputs (input dtype that is a sub-dtype of "
+                    f"np.floating), but got {x.dtype.name}. If you want to use Boolean- or "
+                    "integer-valued inputs, use vjp or set allow_int to True.")
+
+        def partial_fun(*d):
+            full = list(args)
+            for i, a in zip(nums, d):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        store: dict = {}
+        flat_fun = _flat_fun(partial_fun, d_tree, store, f"grad({name})", has_aux)
+        outs_p, vjp_flat = _vjp_flat(flat_fun, flat_d)
+        n_aux = len(store["aux"][0])
+        if len(outs_p) - n_aux != 1 or store["tree"].num_nodes != 1:
+            raise TypeError(f"Gradient only defined for scalar-output functions; grad({name}) "
+                            f"returned a pytree with {len(outs_p) - n_aux} leaves "
+                            f"({store['tree']}). Use jacrev/jacobian or vjp for non-scalar "
+                            "outputs.")
+        out = outs_p[0]
+        if out.shape != ():
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output had "
+                            f"shape: {out.shape}")
+        if not dtypes.is_float(out.dtype):
+            raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
+                            f"sub-dtype of np.floating), but got {out.dtype.name}")
+        from fungrad import lax
+        ct = lax.full((), 1, out.dtype)
+        g = tree_util.tree_unflatten(d_tree, vjp_flat([ct]))
+        g = g[0] if isinstance(argnums, int) else g
+        if has_aux:
+            aux = tree_util.tree_unflatten(store["aux"][1], outs_p[1:])
+            return (out, aux), g
+        return out, g
+
+    return value_and_grad_f
+
+
+def grad(fun, argnums=0, has_aux: bool = False, allow_int: bool = False):
+    """The gradient of scalar-valued ``fun`` with respect to its ``argnums`` arguments."""
+    vg = value_and_grad(fun, argnums, has_aux, allow_int)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        (value, g) = vg(*args, **kwargs)
+        if has_aux:
+            return g, value[1]
+        return g
+
+    return grad_f
+
+
+# -- jacobians -----------------------------------------------------------------------------------
+
+def _std_basis(leaves):
+    """Rows of the identity over all leaves' elements: one (N, *leaf.shape) array per leaf."""
+    import fungrad.numpy as fnp
+    sizes = [int(np.prod(x.shape, dtype=np.int64)) for x in leaves]
+    n = sum(sizes)
+    dtype = dtypes.result_type(*[x.dtype for x in leaves]) if leaves else np.float32
+    eye = fnp.eye(n, dtype=dtype)
+    out, start = [], 0
+    for x, s in zip(leaves, sizes):
+        block = eye[:, start:start + s].astype(x.dtype)
+        out.append(block.reshape((n,) + tuple(x.shape)))
+        start += s
+    return out
+
+
+def _slice_basis(x, axis: int, start: int, size: int):
+    """``x[..., start:start+size, ...]`` along ``axis``."""
+    idx = [slice(None)] * core.get_aval(x).ndim
+    idx[axis] = slice(start, start + size)
+    return x[tuple(idx)]
+
+
+def _size(x) -> int:
+    return int(np.prod(x.shape, dtype=np.int64))
+
+
+def _check_float_inputs(fun_name, leaves):
+    for x in leaves:
+        if not dtypes.is_float(x.dtype):
+            raise TypeError(f"{fun_name} requires real-valued inputs (input dtype that is a "
+                            f"sub-dtype of np.floating), but got {x.dtype.name}")
+
+
+def jacrev(fun, argnums=0, has_aux: bool = False):
+    """The Jacobian of ``fun`` by reverse mode (a vmap of vjps over the output's basis).
+    Result: a pytree shaped like the output, whose leaves are pytrees like the argnums
+    arguments, each block of shape ``out.shape + in.shape``."""
+    from fungrad.api import vmap
+
+    @functools.wraps(fun)
+    def jacfun(*args, **kwargs):
+        nums = _argnums_tuple("jacrev", argnums, len(args))
+        dyn = tuple(args[i] for i in nums)
+
+        def f_partial(*d):
+            full = list(args)
+            for i, a in zip(nums, d):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        res = vjp(f_partial, *dyn, has_aux=has_aux)
+        y, pullback = res[0], res[1]
+        flat_y, y_tree = tree_util.tree_flatten(y)
+        flat_in, in_tree = tree_util.tree_flatten(dyn)
+        flat_in = [_as_array(x, "jacrev") for x in flat_in]
+        _check_float_inputs("jacrev", flat_in)
+        basis = _std_basis(flat_y)
+        cts = vmap(lambda *b: tree_util.tree_leaves(pullback(tree_util.tree_unflatten(y_tree, b))))(
+            *basis)
+        # cts[j] has shape (N_out, *x_j.shape): rows of output leaf i are one basis slice.
+        blocks, start = [], 0
+        for y_i in flat_y:
+            s = _size(y_i)
+            blocks.append([_slice_basis(c, 0, start, s).reshape(tuple(y_i.shape) + tuple(x.shape))
+                           for c, x in zip(cts, flat_in)])
+            start += s
+        jac = _assemble(blocks, y_tree, in_tree, isinstance(argnums, int))
+        return (jac, res[2]) if has_aux else jac
+
+    return jacfun
+
+
+def _assemble(blocks, y_tree, in_tree, single_arg: bool):
+    per_out = []
+    for row in blocks:
+        inner = tree_util.tree_unflatten(in_tree, row)
+        per_out.append(inner[0] if single_arg else inner)
+    return tree_util.tree_unflatten(y_tree, per_out)
+
+
+def jacfwd(fun, argnums=0, has_aux: bool = False):
+    """The Jacobian of ``fun`` by forward mode (a vmap of jvps over the input's basis); same
+    layout as :func:`jacrev`."""
+    from fungrad.api import vmap
+
+    @functools.wraps(fun)
+    def jacfun(*args, **kwargs):
+        nums = _argnums_tuple("jacfwd", argnums, len(args))
+        dyn = tuple(args[i] for i in nums)
+        flat_in, in_tree = tree_util.tree_flatten(dyn)
+        flat_in = [_as_array(x, "jacfwd") for x in flat_in]
+        _check_float_inputs("jacfwd", flat_in)
+
+        def f_partial(*d):
+            full = list(args)
+            for i, a in zip(nums, d):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        dyn_arrays = tree_util.tree_unflatten(in_tree, flat_in)
+        out_store = []
+
+        def push(*basis_leaves):
+            tangents = tree_util.tree_unflatten(in_tree, basis_leaves)
+            res = jvp(f_partial, tuple(dyn_arrays), tuple(tangents), has_aux=has_aux)
+            y_leaves, y_tree = tree_util.tree_flatten(res[0])
+            out_store.append((y_leaves, y_tree, res[2] if has_aux else None))
+            return tree_util.tree_leaves(res[1])
+
+        basis = _std_basis(flat_in)
+        tangents_out = vmap(push, out_axes=-1)(*basis)
+        _, y_tree, aux = out_store[-1]
+        # tangents_out[i] has shape (*y_i.shape, N_in): columns of input leaf j are one slice.
+        rows = []
+        for t in tangents_out:
+            y_shape = tuple(core.get_aval(t).shape[:-1])
+            row, start = [], 0
+            for x in flat_in:
+                s = _size(x)
+                row.append(_slice_basis(t, -1 % core.get_aval(t).ndim, start, s)
+                           .reshape(y_shape + tuple(x.shape)))
+                start += s
+            rows.append(row)
+        jac = _assemble(rows, y_tree, in_tree, isinstance(argnums, int))
+        if has_aux:
+            return jac, aux
+        return jac
+
+    return jacfun
+
+
+def hessian(fun, argnums=0, has_aux: bool = False):
+    """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)

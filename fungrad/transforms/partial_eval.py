@@ -1,0 +1,81 @@
+"""Partial evaluation: split a computation into a known part, run now, and an unknown part,
+staged into a jaxpr; plus dead-code elimination.
+
+``PartialEvalTrace`` is a staging trace whose *unknown* values are its own tracers. A primitive
+none of whose inputs is unknown is evaluated right away in the parent trace (eagerly, or by an
+enclosing transform); one that touches an unknown value is staged, and the known values it reads
+become the staged jaxpr's constvars (the *residuals*).
+
+``linearize`` runs a JVP whose tangents are unknown: the primal computation happens for real and
+the tangent computation, linear in the input tangents, is recorded as a jaxpr. Transposing that
+jaxpr gives the VJP (see transpose.py); this is how forward and reverse mode share one rule set.
+"""
+
+from __future__ import annotations
+
+from fungrad import core
+from fungrad.core import set_current_trace
+from fungrad.transforms import jvp as jvp_mod
+from fungrad.transforms.staging import JaxprTrace
+
+
+class PartialEvalTrace(JaxprTrace):
+    """Stages only the equations that depend on its own (unknown) tracers."""
+
+    def process_primitive(self, primitive, args, params):
+        for a in args:
+            if isinstance(a, core.Tracer) and a._trace is self:
+                return super().process_primitive(primitive, args, params)
+        with set_current_trace(self.parent):
+            return primitive.bind(*args, **params)
+
+
+def linearize_flat(fun, primals):
+    """Linearize ``fun(*tracers) -> list`` at ``primals``.
+
+    Returns ``(primals_out, linear_jaxpr, out_zero)`` where ``linear_jaxpr`` is a ClosedJaxpr
+    mapping input tangents to the non-zero output tangents (residuals in its consts), and
+    ``out_zero[i]`` says that output ``i``'s tangent is symbolically zero (it is then not an
+    output of the jaxpr).
+    """
+    pe = PartialEvalTrace(core.current_trace())
+    tangent_args = [pe.new_arg(jvp_mod.tangent_aval(core.get_aval(p))) for p in primals]
+    trace = jvp_mod.JVPTrace(pe)
+    # Integer and bool inputs have no tangent space: their tangents are symbolic zeros (the
+    # jaxpr keeps an unused input for them so its signature matches the primals).
+    tracers = [jvp_mod.JVPTracer(trace, p, t if t.aval.dtype.kind == "f" else
+                                 jvp_mod.Zero(t.aval))
+               for p, t in zip(primals, tangent_args)]
+    with set_current_trace(trace):
+        outs = fun(*tracers)
+        unpacked = [trace._unpack(o) for o in outs]
+    primals_out = [p for p, _ in unpacked]
+    out_zero = [type(t) is jvp_mod.Zero for _, t in unpacked]
+    with set_current_trace(pe):
+        tangent_outs = [pe.to_tracer(t) for _, t in unpacked if type(t) is not jvp_mod.Zero]
+    linear = pe.to_jaxpr(tangent_args, tangent_outs)
+    return primals_out, dce_closed_jaxpr(linear), out_zero
+
+
+def dce_jaxpr(jaxpr: core.Jaxpr) -> core.Jaxpr:
+    """Drop equations whose outputs are never used (primitives have no side effects)."""
+    live = {v for v in jaxpr.outvars if type(v) is core.Var}
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if any(v in live for v in eqn.outvars):
+            kept.append(eqn)
+            live.update(v for v in eqn.invars if type(v) is core.Var)
+    kept.reverse()
+    return core.Jaxpr(jaxpr.constvars, jaxpr.invars, kept, jaxpr.outvars)
+
+
+def dce_closed_jaxpr(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
+    """DCE, also dropping constvars (residuals) that are no longer read."""
+    jaxpr = dce_jaxpr(closed.jaxpr)
+    used = {v for e in jaxpr.eqns for v in e.invars if type(v) is core.Var}
+    used.update(v for v in jaxpr.outvars if type(v) is core.Var)
+    keep = [i for i, v in enumerate(jaxpr.constvars) if v in used]
+    constvars = [jaxpr.constvars[i] for i in keep]
+    consts = [closed.consts[i] for i in keep]
+    return core.ClosedJaxpr(core.Jaxpr(constvars, jaxpr.invars, jaxpr.eqns, jaxpr.outvars),
+                            consts)

@@ -1,0 +1,113 @@
+"""Transposition of linear jaxprs (JAX's ``backward_pass``): the reverse half of reverse mode.
+
+A linear jaxpr's inputs are marked :class:`UndefPrimal` (their values are not known: the jaxpr is
+linear in them). Equations that read only known values (residual computations) are evaluated
+forward first; then the linear equations are visited in reverse, each primitive's transpose rule
+mapping output cotangents to input cotangents, which are accumulated per variable. Cotangents
+that are known to be zero stay symbolic (:class:`~fungrad.transforms.jvp.Zero`).
+
+Rule signature (``transpose_rules[prim]``)::
+
+    rule(cts_out, *invals, **params) -> list[ct | None]
+
+``cts_out`` is a list (one entry per output, possibly Zero); ``invals`` holds, per operand, its
+known value or an ``UndefPrimal`` for the linear operands; the result gives one cotangent per
+operand (None or Zero for non-linear operands and for zero contributions).
+"""
+
+from __future__ import annotations
+
+from fungrad import core
+from fungrad.array import Array
+from fungrad.transforms.jvp import Zero, add_tangents
+
+transpose_rules: dict[core.Primitive, object] = {}
+
+
+class UndefPrimal:
+    """A linear input of a jaxpr being transposed: only its aval is known."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: core.ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"UndefPrimal({self.aval.str_short()})"
+
+
+def is_undefined_primal(x) -> bool:
+    return type(x) is UndefPrimal
+
+
+def backward_pass(jaxpr: core.Jaxpr, consts, args, cts_out) -> list:
+    """Transpose ``jaxpr``: ``args`` has an UndefPrimal for each linear input and values for the
+    others; returns the cotangent (or Zero) of every input in order."""
+    linear_vars: set[core.Var] = set()
+    primal_env: dict[core.Var, object] = {}
+    primal_env.update(zip(jaxpr.constvars, consts))
+    for v, a in zip(jaxpr.invars, args):
+        if type(a) is UndefPrimal:
+            linear_vars.add(v)
+        else:
+            primal_env[v] = a
+
+    def read_primal(x):
+        if type(x) is core.Literal:
+            return Array(x.val, x.aval.weak_type)
+        if x in linear_vars:
+            return UndefPrimal(x.aval)
+        return primal_env[x]
+
+    # Forward: evaluate equations that only read known values; collect the linear ones.
+    linear_eqns = []
+    for eqn in jaxpr.eqns:
+        if any(type(x) is core.Var and x in linear_vars for x in eqn.invars):
+            linear_vars.update(eqn.outvars)
+            linear_eqns.append(eqn)
+        else:
+            out = eqn.primitive.bind(*map(read_primal, eqn.invars), **eqn.params)
+            if eqn.primitive.multiple_results:
+                primal_env.update(zip(eqn.outvars, out))
+            else:
+                primal_env[eqn.outvars[0]] = out
+
+    ct_env: dict[core.Var, object] = {}
+
+    def write_ct(v, ct):
+        if ct is None or type(ct) is Zero or type(v) is not core.Var or v not in linear_vars:
+            return
+        ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
+
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        write_ct(v, ct)
+
+    for eqn in reversed(linear_eqns):
+        cts = [ct_env.pop(v, None) for v in eqn.outvars]
+        if all(ct is None for ct in cts):
+            continue
+        cts = [Zero(v.aval.strip_weak_type()) if ct is None else ct
+               for v, ct in zip(eqn.outvars, cts)]
+        rule = transpose_rules.get(eqn.primitive)
+        if rule is None:
+            raise TypeError(f"Transpose rule (for reverse-mode differentiation) for "
+                            f"'{eqn.primitive}' not implemented")
+        cts_in = rule(cts, *map(read_primal, eqn.invars), **eqn.params)
+        for v, ct in zip(eqn.invars, cts_in):
+            write_ct(v, ct)
+
+    return [ct_env.get(v, Zero(v.aval.strip_weak_type())) if type(a) is UndefPrimal else None
+            for v, a in zip(jaxpr.invars, args)]
+
+
+def deflinear_transpose(primitive, transpose_fn):
+    """Register ``transpose_fn(ct, *invals, **params) -> list`` for a single-output linear
+    primitive; a Zero output cotangent gives Zero input cotangents without calling it."""
+
+    def rule(cts, *invals, **params):
+        (ct,) = cts
+        if type(ct) is Zero:
+            return [Zero(x.aval) if type(x) is UndefPrimal else None for x in invals]
+        return transpose_fn(ct, *invals, **params)
+
+    transpose_rules[primitive] = rule

@@ -224,7 +224,8 @@ def jvp_jaxpr(jaxpr: core.ClosedJaxpr, nonzeros, instantiate):
         primals = list(args[:len(in_avals)])
         it = iter(args[len(in_avals):])
         tangents = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros)]
-        outs, touts = jvp_flat(lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), primals, tangents)
+        outs, touts = jvp_flat(lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs),
+                               primals, tangents)
         touts = [instantiate_zeros(t) if i and type(t) is Zero else t for t, i in zip(touts, inst)]
         out_nz[:] = [type(t) is not Zero for t in touts]
         return outs + [t for t in touts if type(t) is not Zero]

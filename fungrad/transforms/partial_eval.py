@@ -18,16 +18,67 @@ from fungrad.core import set_current_trace
 from fungrad.transforms import jvp as jvp_mod
 from fungrad.transforms.staging import JaxprTrace
 
+partial_eval_rules: dict[core.Primitive, object] = {}
+"""Primitives that split themselves into known and unknown parts instead of being staged whole
+(scan: the known iterations run now and save residuals per step).
+``rule(trace, args, params) -> outs``; ``args`` mix the trace's unknown tracers and known values."""
+
 
 class PartialEvalTrace(JaxprTrace):
     """Stages only the equations that depend on its own (unknown) tracers."""
 
+    def is_unknown(self, x) -> bool:
+        return isinstance(x, core.Tracer) and x._trace is self
+
     def process_primitive(self, primitive, args, params):
         for a in args:
             if isinstance(a, core.Tracer) and a._trace is self:
-                return super().process_primitive(primitive, args, params)
+                rule = partial_eval_rules.get(primitive)
+                if rule is not None:
+                    return rule(self, args, params)
+                return self.stage(primitive, args, params)
         with set_current_trace(self.parent):
             return primitive.bind(*args, **params)
+
+    def stage(self, primitive, args, params):
+        """Record the equation as unknown (known inputs become residuals)."""
+        return JaxprTrace.process_primitive(self, primitive, args, params)
+
+
+def partial_eval_jaxpr(closed: core.ClosedJaxpr, in_unknowns, instantiate):
+    """Split ``closed`` by which inputs are unknown.
+
+    Returns ``(known, unknown, out_unknowns, num_res)``: ``known`` maps the known inputs to the
+    known outputs followed by ``num_res`` residuals; ``unknown`` maps ``(*residuals,
+    *unknown_inputs)`` to the unknown outputs. ``instantiate`` (a bool or one per output) forces
+    outputs to be unknown.
+    """
+    from fungrad.lax.control_flow import hoist_tracer_consts
+    from fungrad.transforms.staging import trace_to_jaxpr
+
+    n_out = len(closed.jaxpr.outvars)
+    inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
+    known_avals = [a for a, u in zip(closed.in_avals, in_unknowns) if not u]
+    unknown_avals = [a for a, u in zip(closed.in_avals, in_unknowns) if u]
+    box: dict = {}
+
+    def f_known(*known_args):
+        pe = PartialEvalTrace(core.current_trace())
+        unknown_args = [pe.new_arg(a) for a in unknown_avals]
+        k, u = iter(known_args), iter(unknown_args)
+        args = [next(u) if unk else next(k) for unk in in_unknowns]
+        with set_current_trace(pe):
+            outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+            outs = [pe.to_tracer(o) if i and not pe.is_unknown(o) else o
+                    for o, i in zip(outs, inst)]
+        out_unknowns = [pe.is_unknown(o) for o in outs]
+        unknown_jaxpr, residuals = hoist_tracer_consts(
+            pe.to_jaxpr(unknown_args, [o for o in outs if pe.is_unknown(o)]))
+        box.update(unknown=unknown_jaxpr, out_unknowns=out_unknowns, num_res=len(residuals))
+        return [o for o in outs if not pe.is_unknown(o)] + residuals
+
+    known = trace_to_jaxpr(f_known, known_avals)
+    return known, box["unknown"], box["out_unknowns"], box["num_res"]
 
 
 def linearize_flat(fun, primals):

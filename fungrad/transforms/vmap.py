@@ -170,7 +170,8 @@ def defreducer(primitive):
 
 
 def batch_jaxpr(jaxpr: core.ClosedJaxpr, axis_size: int, in_batched, instantiate):
-    """Batch a ClosedJaxpr (whose consts are concrete): batched inputs/outputs carry the batch axis first.
+    """Batch a ClosedJaxpr (with concrete consts); batched inputs/outputs carry the batch axis
+    first.
 
     ``instantiate`` (a bool or one per output) forces outputs to be batched. Returns
     ``(jaxpr, out_batched)``.
@@ -185,8 +186,8 @@ def batch_jaxpr(jaxpr: core.ClosedJaxpr, axis_size: int, in_batched, instantiate
 
     def f(*args):
         dims = [0 if b else None for b in in_batched]
-        outs, out_dims = vmap_flat(lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), axis_size,
-                                   list(args), dims)
+        outs, out_dims = vmap_flat(lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs),
+                                   axis_size, list(args), dims)
         res = []
         out_batched.clear()
         for o, d, i in zip(outs, out_dims, inst):

@@ -1,0 +1,182 @@
+"""cond and switch: the ``cond`` primitive with all its rules."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fungrad import core, tree_util
+from fungrad.array import Array
+from fungrad.lax.control_flow.common import check_same_avals, eval_closed, trace_body
+from fungrad.lax.utils import operand, standard_primitive
+from fungrad.transforms.jvp import Zero, instantiate_zeros, jvp_jaxpr, jvp_rules, tangent_aval
+from fungrad.transforms.staging import trace_to_jaxpr
+from fungrad.transforms.transpose import (
+    UndefPrimal,
+    backward_pass,
+    is_undefined_primal,
+    transpose_rules,
+)
+from fungrad.transforms.vmap import batch_jaxpr, batch_rules, bdim_at_front, moveaxis
+
+# -- cond / switch ---------------------------------------------------------------------------
+
+def _cond_impl(index, *ops, branches):
+    i = int(np.clip(index, 0, len(branches) - 1))
+    return [np.asarray(o._value if type(o) is Array else o)[()]
+            for o in eval_closed(branches[i], *[Array(x) for x in ops])]
+
+
+def _cond_abstract_eval(index, *ops, branches):
+    if index.shape != () or index.dtype.kind not in "iu":
+        raise TypeError(f"cond: the branch index must be an integer scalar, got "
+                        f"{index.str_short()}")
+    for i, b in enumerate(branches):
+        check_same_avals(f"cond branch {i} inputs", b.in_avals, ops, "")
+    out = branches[0].out_avals
+    for i, b in enumerate(branches[1:], 1):
+        check_same_avals(f"cond branch {i} outputs", out, b.out_avals,
+                          "All branches must return the same pytree of shapes and dtypes.")
+    return [a.strip_weak_type() if any(a != b.out_avals[k] for b in branches) else a
+            for k, a in enumerate(out)]
+
+
+cond_p = standard_primitive("cond", _cond_impl, _cond_abstract_eval, multiple_results=True)
+
+
+def switch(index, branches, *operands):
+    """Apply ``branches[index](*operands)``; ``index`` is clamped into range (JAX)."""
+    if not branches:
+        raise ValueError("switch: branches must be a non-empty sequence of functions")
+    for b in branches:
+        if not callable(b):
+            raise TypeError(f"switch: branches must be callable, got {type(b).__name__}")
+    idx = operand(index, "switch index")
+    if idx.shape != () or idx.dtype.kind not in "iub":
+        raise TypeError(f"switch: the index must be an integer scalar, got "
+                        f"{core.get_aval(idx).str_short()}")
+    from fungrad import lax
+    idx = lax.convert_element_type(idx, np.int32)
+    flat, in_tree = tree_util.tree_flatten(operands)
+    flat = [operand(x, "switch operand") for x in flat]
+    avals = [core.get_aval(x) for x in flat]
+    traced = [trace_body(b, in_tree, avals, f"branch {i}") for i, b in enumerate(branches)]
+    out_tree = traced[0][2]
+    for i, (_, _, t) in enumerate(traced[1:], 1):
+        if t != out_tree:
+            raise TypeError(f"cond/switch: branch 0 returns {out_tree} but branch {i} returns "
+                            f"{t}; all branches must return the same pytree structure")
+    # Every branch takes all branches' hoisted consts, then the operands.
+    all_consts = [c for _, consts, _ in traced for c in consts]
+    const_avals = [[core.get_aval(c) for c in consts] for _, consts, _ in traced]
+    jaxprs = []
+    for i, (closed, consts, _) in enumerate(traced):
+        j = closed.jaxpr
+        pre = [core.Var(a) for k in range(i) for a in const_avals[k]]
+        post = [core.Var(a) for k in range(i + 1, len(traced)) for a in const_avals[k]]
+        n = len(consts)
+        invars = pre + j.invars[:n] + post + j.invars[n:]
+        jaxprs.append(core.ClosedJaxpr(core.Jaxpr(j.constvars, invars, j.eqns, j.outvars),
+                                       closed.consts))
+    for i, j in enumerate(jaxprs[1:], 1):
+        check_same_avals(f"cond/switch branch {i} outputs", jaxprs[0].out_avals, j.out_avals,
+                          "All branches must return the same shapes and dtypes.")
+    outs = cond_p.bind(idx, *all_consts, *flat, branches=tuple(jaxprs))
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+def cond(pred, true_fun, false_fun, *operands):
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, traced once each.
+
+    ``pred`` must be a scalar (bool or number; nonzero is true). Both branches must return the
+    same pytree of shapes and dtypes.
+    """
+    p = operand(pred, "cond predicate")
+    if p.shape != ():
+        raise TypeError(f"cond: the predicate must be a scalar, got shape {p.shape}; use "
+                        "fungrad.numpy.where for elementwise selection")
+    from fungrad import lax
+    if p.dtype != np.bool_:
+        p = lax.ne(p, lax.full((), 0, p.dtype))
+    index = lax.convert_element_type(p, np.int32)
+    return switch(index, (false_fun, true_fun), *operands)
+
+
+
+
+# -- rules ---------------------------------------------------------------------------------------
+
+def _cond_jvp(primals, tangents, *, branches):
+    index, ops = primals[0], primals[1:]
+    op_tangents = tangents[1:]
+    nonzeros = [type(t) is not Zero for t in op_tangents]
+    out_nz = [False] * len(branches[0].out_avals)
+    for b in branches:
+        _, nz = jvp_jaxpr(b, nonzeros, instantiate=False)
+        out_nz = [a or c for a, c in zip(out_nz, nz)]
+    new_branches = tuple(jvp_jaxpr(b, nonzeros, instantiate=out_nz)[0] for b in branches)
+    nz_tangents = [t for t in op_tangents if type(t) is not Zero]
+    outs = cond_p.bind(index, *ops, *nz_tangents, branches=new_branches)
+    n = len(out_nz)
+    primal_out, tangent_it = outs[:n], iter(outs[n:])
+    tangent_out = [next(tangent_it) if nz else Zero(tangent_aval(a))
+                   for nz, a in zip(out_nz, branches[0].out_avals)]
+    return primal_out, tangent_out
+
+
+def _cond_transpose(cts, index, *ops, branches):
+    if is_undefined_primal(index):
+        raise TypeError("cond: the branch index cannot be a linear input")
+    linear = [is_undefined_primal(x) for x in ops]
+    res = [x for x, lin in zip(ops, linear) if not lin]
+    ct_avals = [tangent_aval(a) for a in branches[0].out_avals]
+    cts = [instantiate_zeros(ct) if type(ct) is Zero else ct for ct in cts]
+
+    def transposed(branch):
+        def f(*args):
+            r, c = iter(args[:len(res)]), args[len(res):]
+            primal_args = [UndefPrimal(x.aval) if lin else next(r) for x, lin in zip(ops, linear)]
+            ct_ins = backward_pass(branch.jaxpr, branch.consts, primal_args, list(c))
+            return [instantiate_zeros(ct) for ct, lin in zip(ct_ins, linear) if lin]
+        return trace_to_jaxpr(f, [core.get_aval(x) for x in res] + ct_avals)
+
+    new_branches = tuple(transposed(b) for b in branches)
+    outs = iter(cond_p.bind(index, *res, *cts, branches=new_branches))
+    return [None] + [next(outs) if lin else None for lin in linear]
+
+
+def _cond_batch(axis_size, args, dims, *, branches):
+    index, ops = args[0], args[1:]
+    idx_dim, op_dims = dims[0], dims[1:]
+    if idx_dim is not None:
+        # A batched index: every branch runs on the whole batch, then each example selects its
+        # branch's result (JAX turns cond into select the same way).
+        from fungrad import lax
+        ops0 = [bdim_at_front(x, d, axis_size) for x, d in zip(ops, op_dims)]
+        results = []
+        for b in branches:
+            bj, _ = batch_jaxpr(b, axis_size, [True] * len(ops), instantiate=True)
+            results.append(eval_closed(bj, *ops0))
+        idx = moveaxis(index, idx_dim, 0)
+        idx = lax.clamp(np.int32(0), idx, np.int32(len(branches) - 1))
+        outs = []
+        for k in range(len(results[0])):
+            cases = [r[k] for r in results]
+            shape = core.get_aval(cases[0]).shape
+            which = lax.broadcast_in_dim(idx, shape, (0,))
+            outs.append(lax.select_n(which, *cases))
+        return outs, [0] * len(outs)
+    batched = [d is not None for d in op_dims]
+    ops0 = [x if d is None else moveaxis(x, d, 0) for x, d in zip(ops, op_dims)]
+    out_b = [False] * len(branches[0].out_avals)
+    for b in branches:
+        _, ob = batch_jaxpr(b, axis_size, batched, instantiate=False)
+        out_b = [a or c for a, c in zip(out_b, ob)]
+    new_branches = tuple(batch_jaxpr(b, axis_size, batched, instantiate=out_b)[0]
+                         for b in branches)
+    outs = cond_p.bind(index, *ops0, branches=new_branches)
+    return outs, [0 if b else None for b in out_b]
+
+
+jvp_rules[cond_p] = _cond_jvp
+transpose_rules[cond_p] = _cond_transpose
+batch_rules[cond_p] = _cond_batch

@@ -1,0 +1,521 @@
+"""while_loop, fori_loop, scan and map: the ``while`` and ``scan`` primitives with their rules."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from fungrad import core, dtypes, tree_util
+from fungrad.array import Array
+from fungrad.core import ShapedArray
+from fungrad.lax.control_flow.common import avals_str, check_same_avals, eval_closed, trace_body
+from fungrad.lax.utils import operand, standard_primitive
+from fungrad.transforms.jvp import Zero, instantiate_zeros, jvp_jaxpr, jvp_rules, tangent_aval
+from fungrad.transforms.partial_eval import partial_eval_jaxpr, partial_eval_rules
+from fungrad.transforms.transpose import (
+    UndefPrimal,
+    backward_pass,
+    is_undefined_primal,
+    transpose_rules,
+)
+from fungrad.transforms.vmap import batch_jaxpr, batch_rules, bdim_at_front, moveaxis
+
+# -- while_loop / fori_loop ---------------------------------------------------------------------
+
+def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cconsts = [Array(a) for a in args[:cond_nconsts]]
+    bconsts = [Array(a) for a in args[cond_nconsts:cond_nconsts + body_nconsts]]
+    carry = [Array(a) for a in args[cond_nconsts + body_nconsts:]]
+    while bool(eval_closed(cond_jaxpr, *cconsts, *carry)[0]):
+        carry = eval_closed(body_jaxpr, *bconsts, *carry)
+    return [np.asarray(c._value)[()] for c in carry]
+
+
+def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    carry = avals[cond_nconsts + body_nconsts:]
+    check_same_avals("while_loop body_fun output", carry, body_jaxpr.out_avals,
+                      "body_fun must return a value with the same structure, shapes and "
+                      "dtypes as init_val.")
+    return list(carry)
+
+
+while_p = standard_primitive("while", _while_impl, _while_abstract_eval, multiple_results=True)
+
+
+def _strong_if_changes(init_avals, out_avals):
+    """Carry avals with weak types dropped wherever the body changes them (JAX promotes weakly
+    typed loop carries to strong when the body's output is strong)."""
+    return [a.strip_weak_type() if a.weak_type and not b.weak_type else a
+            for a, b in zip(init_avals, out_avals)]
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """Repeat ``val = body_fun(val)`` while ``cond_fun(val)``; returns the final ``val``.
+
+    Differentiable in forward mode and batchable; reverse mode needs a static trip count
+    (use fori_loop with Python-int bounds, or scan).
+    """
+    flat, in_tree = tree_util.tree_flatten(init_val)
+    flat = [operand(x, "while_loop init_val") for x in flat]
+    avals = [core.get_aval(x) for x in flat]
+    body, bconsts, out_tree = trace_body(body_fun, in_tree, avals, "while_loop body_fun")
+    if out_tree != in_tree:
+        raise TypeError(f"while_loop: body_fun must return the structure of init_val, "
+                        f"{in_tree}, but returned {out_tree}")
+    strong = _strong_if_changes(avals, body.out_avals)
+    if strong != avals:
+        from fungrad import lax
+        flat = [lax.convert_element_type(x, a.dtype, a.weak_type) for x, a in zip(flat, strong)]
+        avals = strong
+        body, bconsts, _ = trace_body(body_fun, in_tree, avals, "while_loop body_fun")
+    cond, cconsts, ctree = trace_body(cond_fun, in_tree, avals, "while_loop cond_fun")
+    (pred,) = cond.out_avals if len(cond.out_avals) == 1 else (None,)
+    if pred is None or pred.shape != () or pred.dtype != np.bool_:
+        got = avals_str(cond.out_avals)
+        raise TypeError(f"while_loop: cond_fun must return a boolean scalar, got {got}")
+    outs = while_p.bind(*cconsts, *bconsts, *flat, cond_jaxpr=cond, body_jaxpr=body,
+                        cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
+    return tree_util.tree_unflatten(in_tree, outs)
+
+
+def _concrete_int(x):
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return int(x)
+    if type(x) is Array and x.shape == () and x.dtype.kind in "iu":
+        return int(x)
+    return None
+
+
+def fori_loop(lower, upper, body_fun, init_val):
+    """``for i in range(lower, upper): val = body_fun(i, val)``.
+
+    With concrete (Python int) bounds this is a scan, so it is reverse-differentiable; with
+    traced bounds it is a while_loop.
+    """
+    lo, hi = _concrete_int(lower), _concrete_int(upper)
+    from fungrad import lax
+    if lo is not None and hi is not None:
+        dt = dtypes.result_type(lower, upper)
+
+        def step(carry, _):
+            i, val = carry
+            return (lax.add(i, lax.full((), 1, dt)), body_fun(i, val)), None
+
+        (_, out), _ = scan(step, (lax.full((), lo, dt), init_val), None,
+                           length=max(hi - lo, 0))
+        return out
+    lower, upper = operand(lower, "fori_loop lower"), operand(upper, "fori_loop upper")
+    dt = dtypes.result_type(lower, upper)
+    lower = lax.convert_element_type(lower, dt)
+    upper = lax.convert_element_type(upper, dt)
+
+    def cond_fun(c):
+        return lax.lt(c[0], c[2])
+
+    def body(c):
+        i, val, hi_ = c
+        return lax.add(i, lax.full((), 1, dt)), body_fun(i, val), hi_
+
+    return while_loop(cond_fun, body, (lower, init_val, upper))[1]
+
+
+# -- scan / map ----------------------------------------------------------------------------------
+
+def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, linear):
+    consts = [Array(a) for a in args[:num_consts]]
+    carry = [Array(a) for a in args[num_consts:num_consts + num_carry]]
+    xs = args[num_consts + num_carry:]
+    y_avals = jaxpr.out_avals[num_carry:]
+    ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
+    for step in range(length):
+        i = length - 1 - step if reverse else step
+        out = eval_closed(jaxpr, *consts, *carry, *[Array(np.asarray(x)[i]) for x in xs])
+        carry = out[:num_carry]
+        for y, o in zip(ys, out[num_carry:]):
+            y[i] = np.asarray(o)
+    return [np.asarray(c._value)[()] for c in carry] + ys
+
+
+def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, linear):
+    carry = avals[num_consts:num_consts + num_carry]
+    xs = avals[num_consts + num_carry:]
+    for x in xs:
+        if not x.shape or x.shape[0] != length:
+            raise TypeError(f"scan: every xs leaf must have leading dimension length={length}, "
+                            f"got {x.str_short()}")
+    check_same_avals("scan carry output", carry, jaxpr.out_avals[:num_carry],
+                      "f must return a carry with the same structure, shapes and dtypes as "
+                      "init.")
+    ys = [ShapedArray((length,) + a.shape, a.dtype, a.weak_type)
+          for a in jaxpr.out_avals[num_carry:]]
+    return list(carry) + ys
+
+
+scan_p = standard_primitive("scan", _scan_impl, _scan_abstract_eval, multiple_results=True)
+
+
+def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int = 1):
+    """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
+    ``(final_carry, stacked_ys)`` (``jax.lax.scan``). ``unroll`` is accepted for API
+    compatibility and does not change the result."""
+    del unroll
+    flat_init, init_tree = tree_util.tree_flatten(init)
+    flat_init = [operand(x, "scan init") for x in flat_init]
+    flat_xs, xs_tree = tree_util.tree_flatten(xs)
+    flat_xs = [operand(x, "scan xs") for x in flat_xs]
+    lengths = {x.shape[0] for x in flat_xs if x.ndim}
+    if any(x.ndim == 0 for x in flat_xs):
+        raise ValueError("scan: xs leaves must have a leading axis to scan over; got a 0-d array")
+    if length is not None:
+        length = operator.index(length)
+        lengths.add(length)
+    if len(lengths) > 1:
+        raise ValueError(f"scan got inconsistent lengths: xs leading dimensions "
+                         f"{[x.shape[0] for x in flat_xs]}" +
+                         (f" and length={length}" if length is not None else ""))
+    if not lengths:
+        raise ValueError("scan: length must be given when xs is None or has no leaves")
+    n = lengths.pop()
+    carry_avals = [core.get_aval(x) for x in flat_init]
+    x_avals = [core.get_aval(x).update(shape=x.shape[1:]) for x in flat_xs]
+
+    def body(carry, x):
+        out = f(carry, x)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError("scan: f must return a pair (carry, y), got "
+                            f"{type(out).__name__}")
+        return out
+
+    def trace(c_avals):
+        in_leaves_tree = tree_util.tree_structure(
+            (tree_util.tree_unflatten(init_tree, c_avals), tree_util.tree_unflatten(xs_tree,
+                                                                                   x_avals)))
+        return trace_body(body, in_leaves_tree, c_avals + x_avals, "scan f")
+
+    jaxpr, consts, out_tree = trace(carry_avals)
+    carry_tree = out_tree.children[0]
+    if carry_tree != init_tree:
+        raise TypeError(f"scan: f must return a carry with the structure of init, {init_tree}, "
+                        f"but returned {carry_tree}")
+    nc = len(flat_init)
+    strong = _strong_if_changes(carry_avals, jaxpr.out_avals[:nc])
+    if strong != carry_avals:
+        from fungrad import lax
+        flat_init = [lax.convert_element_type(x, a.dtype, a.weak_type)
+                     for x, a in zip(flat_init, strong)]
+        jaxpr, consts, out_tree = trace(strong)
+    outs = scan_p.bind(*consts, *flat_init, *flat_xs, jaxpr=jaxpr, num_consts=len(consts),
+                       num_carry=nc, length=n, reverse=bool(reverse),
+                       linear=(False,) * (len(consts) + nc + len(flat_xs)))
+    y_tree = out_tree.children[1]
+    return (tree_util.tree_unflatten(init_tree, outs[:nc]),
+            tree_util.tree_unflatten(y_tree, outs[nc:]))
+
+
+def map(f, xs):  # noqa: A001  (lax.map, as JAX names it)
+    """``stack([f(x) for x in xs])`` as a scan (``jax.lax.map``)."""
+    _, ys = scan(lambda _, x: ((), f(x)), (), xs)
+    return ys
+
+
+# -- while rules --------------------------------------------------------------------------------
+
+def _reorder_invars(closed: core.ClosedJaxpr, order) -> core.ClosedJaxpr:
+    """``closed`` with its invars permuted: new invar ``i`` is old invar ``order[i]``."""
+    j = closed.jaxpr
+    invars = [j.invars[i] for i in order]
+    return core.ClosedJaxpr(core.Jaxpr(j.constvars, invars, j.eqns, j.outvars), closed.consts)
+
+
+def _reorder_outvars(closed: core.ClosedJaxpr, order) -> core.ClosedJaxpr:
+    j = closed.jaxpr
+    outvars = [j.outvars[i] for i in order]
+    return core.ClosedJaxpr(core.Jaxpr(j.constvars, j.invars, j.eqns, outvars), closed.consts)
+
+
+def _with_unused_invars(closed: core.ClosedJaxpr, extra_avals) -> core.ClosedJaxpr:
+    """``closed`` taking extra trailing invars that it ignores."""
+    j = closed.jaxpr
+    invars = j.invars + [core.Var(a) for a in extra_avals]
+    return core.ClosedJaxpr(core.Jaxpr(j.constvars, invars, j.eqns, j.outvars), closed.consts)
+
+
+def _interleave_order(groups_primal, groups_tangent):
+    """Invar order mapping ``(*p_groups, *t_groups)`` to ``(p0, t0, p1, t1, ...)``."""
+    order, base_p, base_t = [], 0, sum(groups_primal)
+    for n_p, n_t in zip(groups_primal, groups_tangent):
+        order += list(range(base_p, base_p + n_p)) + list(range(base_t, base_t + n_t))
+        base_p += n_p
+        base_t += n_t
+    return order
+
+
+def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    nc, nb = cond_nconsts, body_nconsts
+    cconsts, bconsts, carry = primals[:nc], primals[nc:nc + nb], primals[nc + nb:]
+    bconst_t, carry_t = tangents[nc:nc + nb], tangents[nc + nb:]
+    bconst_nz = [type(t) is not Zero for t in bconst_t]
+    carry_nz = [type(t) is not Zero for t in carry_t]
+    for _ in range(len(carry) + 1):
+        _, out_nz = jvp_jaxpr(body_jaxpr, bconst_nz + carry_nz, instantiate=carry_nz)
+        new = [a or b for a, b in zip(carry_nz, out_nz)]
+        if new == carry_nz:
+            break
+        carry_nz = new
+    body_jvp, _ = jvp_jaxpr(body_jaxpr, bconst_nz + carry_nz, instantiate=carry_nz)
+    n_bt, n_ct = sum(bconst_nz), sum(carry_nz)
+    body_jvp = _reorder_invars(body_jvp, _interleave_order([nb, len(carry)], [n_bt, n_ct]))
+    ct_avals = [tangent_aval(core.get_aval(c)) for c, nz in zip(carry, carry_nz) if nz]
+    cond_aug = _with_unused_invars(cond_jaxpr, ct_avals)
+    bt = [t for t, nz in zip(bconst_t, bconst_nz) if nz]
+    ct = [instantiate_zeros(t) if type(t) is Zero else t
+          for t, nz in zip(carry_t, carry_nz) if nz]
+    outs = while_p.bind(*cconsts, *bconsts, *bt, *carry, *ct, cond_jaxpr=cond_aug,
+                        body_jaxpr=body_jvp, cond_nconsts=nc, body_nconsts=nb + n_bt)
+    primal_out, t_it = outs[:len(carry)], iter(outs[len(carry):])
+    tangent_out = [next(t_it) if nz else Zero(tangent_aval(core.get_aval(c)))
+                   for c, nz in zip(carry, carry_nz)]
+    return primal_out, tangent_out
+
+
+def _while_transpose(cts, *args, **params):
+    raise TypeError(
+        "Reverse-mode differentiation does not work for lax.while_loop with a dynamic trip "
+        "count. Use lax.fori_loop with Python-int bounds or lax.scan (whose trip count is "
+        "static), or while_loop(..., max_steps=N) to bound the loop.")
+
+
+def _while_batch(axis_size, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    from fungrad import lax
+    nc, nb = cond_nconsts, body_nconsts
+    cb = [d is not None for d in dims[:nc]]
+    bb = [d is not None for d in dims[nc:nc + nb]]
+    carry_b = [d is not None for d in dims[nc + nb:]]
+    for _ in range(len(carry_b) + 1):
+        _, out_b = batch_jaxpr(body_jaxpr, axis_size, bb + carry_b, instantiate=carry_b)
+        new = [a or b for a, b in zip(carry_b, out_b)]
+        if new == carry_b:
+            break
+        carry_b = new
+    _, (pred_b,) = batch_jaxpr(cond_jaxpr, axis_size, cb + carry_b, instantiate=False)
+    if pred_b:
+        carry_b = [True] * len(carry_b)
+    body_b, _ = batch_jaxpr(body_jaxpr, axis_size, bb + carry_b, instantiate=carry_b)
+    cond_b, _ = batch_jaxpr(cond_jaxpr, axis_size, cb + carry_b, instantiate=False)
+    vals = [x if d is None else moveaxis(x, d, 0) for x, d in zip(args, dims)]
+    vals = vals[:nc + nb] + [bdim_at_front(x, d, axis_size) if b and d is None else x
+                             for x, d, b in zip(vals[nc + nb:], dims[nc + nb:], carry_b)]
+    cconsts, bconsts, carry = vals[:nc], vals[nc:nc + nb], vals[nc + nb:]
+    if not pred_b:
+        outs = while_p.bind(*cconsts, *bconsts, *carry, cond_jaxpr=cond_b, body_jaxpr=body_b,
+                            cond_nconsts=nc, body_nconsts=nb)
+        return outs, [0 if b else None for b in carry_b]
+    # A batched predicate: run while any example is still looping; finished examples keep
+    # their carry (selected per example).
+    carry_avals = [core.get_aval(c) for c in carry]
+
+    def new_cond(*a):
+        (p,) = eval_closed(cond_b, *a)
+        return [lax.reduce_or(p, (0,))]
+
+    def new_body(*a):
+        cc, bc, c = a[:nc], a[nc:nc + nb], a[nc + nb:]
+        (p,) = eval_closed(cond_b, *cc, *c)
+        new_c = eval_closed(body_b, *bc, *c)
+        return [lax.select_n(lax.broadcast_in_dim(p, core.get_aval(x).shape, (0,)), x, y)
+                for x, y in zip(c, new_c)]
+
+    from fungrad.transforms.staging import trace_to_jaxpr
+    const_avals = [core.get_aval(x) for x in cconsts]
+    cond_any = trace_to_jaxpr(new_cond, const_avals + carry_avals)
+    body_sel = trace_to_jaxpr(new_body, const_avals + [core.get_aval(x) for x in bconsts]
+                              + carry_avals)
+    outs = while_p.bind(*cconsts, *cconsts, *bconsts, *carry, cond_jaxpr=cond_any,
+                        body_jaxpr=body_sel, cond_nconsts=nc, body_nconsts=nc + nb)
+    return outs, [0] * len(outs)
+
+
+jvp_rules[while_p] = _while_jvp
+transpose_rules[while_p] = _while_transpose
+batch_rules[while_p] = _while_batch
+
+
+# -- scan rules ---------------------------------------------------------------------------------
+
+def _split3(seq, a, b):
+    return list(seq[:a]), list(seq[a:a + b]), list(seq[a + b:])
+
+
+def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, linear):
+    consts, init, xs = _split3(primals, num_consts, num_carry)
+    const_t, init_t, xs_t = _split3(tangents, num_consts, num_carry)
+    const_nz = [type(t) is not Zero for t in const_t]
+    carry_nz = [type(t) is not Zero for t in init_t]
+    xs_nz = [type(t) is not Zero for t in xs_t]
+    ny = len(jaxpr.out_avals) - num_carry
+    for _ in range(num_carry + 1):
+        _, out_nz = jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz,
+                              instantiate=carry_nz + [False] * ny)
+        new = [a or b for a, b in zip(carry_nz, out_nz[:num_carry])]
+        if new == carry_nz:
+            break
+        carry_nz = new
+    jvp_j, out_nz = jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz,
+                              instantiate=carry_nz + [False] * ny)
+    n_ct, n_cr, n_x = sum(const_nz), sum(carry_nz), sum(xs_nz)
+    jvp_j = _reorder_invars(jvp_j, _interleave_order([num_consts, num_carry, len(xs)],
+                                                     [n_ct, n_cr, n_x]))
+    y_nz = out_nz[num_carry:]
+    n_yt = sum(y_nz)
+    # outputs (carry, ys, carry_t, ys_t) -> (carry, carry_t, ys, ys_t)
+    nc_out = num_carry
+    order = (list(range(nc_out)) + list(range(nc_out + ny, nc_out + ny + n_cr))
+             + list(range(nc_out, nc_out + ny)) + list(range(nc_out + ny + n_cr,
+                                                             nc_out + ny + n_cr + n_yt)))
+    jvp_j = _reorder_outvars(jvp_j, order)
+    ct = [t for t, nz in zip(const_t, const_nz) if nz]
+    it = [instantiate_zeros(t) for t, nz in zip(init_t, carry_nz) if nz]
+    xt = [t for t, nz in zip(xs_t, xs_nz) if nz]
+    args = [*consts, *ct, *init, *it, *xs, *xt]
+    outs = scan_p.bind(*args, jaxpr=jvp_j, num_consts=num_consts + n_ct,
+                       num_carry=num_carry + n_cr, length=length, reverse=reverse,
+                       linear=(False,) * len(args))
+    carry_out, carry_t_out, rest = _split3(outs, num_carry, n_cr)
+    ys, ys_t = rest[:ny], rest[ny:]
+    ct_it, yt_it = iter(carry_t_out), iter(ys_t)
+    carry_t = [next(ct_it) if nz else Zero(tangent_aval(core.get_aval(c)))
+               for c, nz in zip(carry_out, carry_nz)]
+    y_t = [next(yt_it) if nz else Zero(tangent_aval(core.get_aval(y)))
+           for y, nz in zip(ys, y_nz)]
+    return carry_out + ys, carry_t + y_t
+
+
+def _scan_partial_eval(trace, args, params):
+    """Run the known part of a scan now, saving residuals per iteration, and stage the unknown
+    part as a scan that reads them (so reverse mode can run it backwards)."""
+    jaxpr, num_consts, num_carry = params["jaxpr"], params["num_consts"], params["num_carry"]
+    length, reverse = params["length"], params["reverse"]
+    unknown = [trace.is_unknown(a) for a in args]
+    const_uk, carry_uk, xs_uk = _split3(unknown, num_consts, num_carry)
+    ny = len(jaxpr.out_avals) - num_carry
+    for _ in range(num_carry + 1):
+        _, _, out_uk, _ = partial_eval_jaxpr(jaxpr, const_uk + carry_uk + xs_uk,
+                                             instantiate=carry_uk + [False] * ny)
+        new = [a or b for a, b in zip(carry_uk, out_uk[:num_carry])]
+        if new == carry_uk:
+            break
+        carry_uk = new
+    known_j, unknown_j, out_uk, num_res = partial_eval_jaxpr(
+        jaxpr, const_uk + carry_uk + xs_uk, instantiate=carry_uk + [False] * ny)
+    consts, init, xs = _split3(args, num_consts, num_carry)
+    known_in = [a for a, u in zip(consts + init + xs, const_uk + carry_uk + xs_uk) if not u]
+    n_kc = sum(1 for u in const_uk if not u)
+    n_kcarry = sum(1 for u in carry_uk if not u)
+    with core.set_current_trace(trace.parent):
+        known_out = scan_p.bind(*known_in, jaxpr=known_j, num_consts=n_kc, num_carry=n_kcarry,
+                                length=length, reverse=reverse,
+                                linear=(False,) * len(known_in))
+    residuals = known_out[len(known_out) - num_res:]
+    known_out = known_out[:len(known_out) - num_res]
+    # unknown_j takes (*residuals, *unknown consts, *unknown carry, *unknown xs): put the
+    # residuals among the xs, where a scan body reads per-iteration values.
+    n_uc, n_ucarry = sum(const_uk), sum(carry_uk)
+    n_ux = sum(xs_uk)
+    order = (list(range(num_res, num_res + n_uc + n_ucarry)) + list(range(num_res))
+             + list(range(num_res + n_uc + n_ucarry, num_res + n_uc + n_ucarry + n_ux)))
+    unknown_j = _reorder_invars(unknown_j, order)
+    u_consts = [a for a, u in zip(consts, const_uk) if u]
+    u_init = [a if trace.is_unknown(a) else trace.to_tracer(a)
+              for a, u in zip(init, carry_uk) if u]
+    u_xs = [a for a, u in zip(xs, xs_uk) if u]
+    u_args = [*u_consts, *u_init, *residuals, *u_xs]
+    unknown_out = trace.stage(scan_p, u_args, dict(
+        jaxpr=unknown_j, num_consts=n_uc, num_carry=n_ucarry, length=length, reverse=reverse,
+        linear=(False,) * len(u_args)))
+    k_it, u_it = iter(known_out), iter(unknown_out)
+    return [next(u_it) if u else next(k_it) for u in out_uk]
+
+
+def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, linear):
+    from fungrad import lax
+    consts, init, xs = _split3(args, num_consts, num_carry)
+    const_lin = [is_undefined_primal(c) for c in consts]
+    xs_lin = [is_undefined_primal(x) for x in xs]
+    if not all(is_undefined_primal(c) for c in init):
+        raise TypeError("scan transpose: every carry of a linear scan must be linear")
+    res_consts = [c for c, lin in zip(consts, const_lin) if not lin]
+    res_xs = [x for x, lin in zip(xs, xs_lin) if not lin]
+    ct_carry = [instantiate_zeros(c) for c in cts[:num_carry]]
+    ct_ys = [instantiate_zeros(c) for c in cts[num_carry:]]
+    lin_const_avals = [c.aval for c, lin in zip(consts, const_lin) if lin]
+    carry_avals = [c.aval for c in init]
+    y_avals = [tangent_aval(a) for a in jaxpr.out_avals[num_carry:]]
+    n_rc, n_lc = len(res_consts), len(lin_const_avals)
+
+    def body_t(*a):
+        rc = a[:n_rc]
+        acc = a[n_rc:n_rc + n_lc]
+        c_ct = a[n_rc + n_lc:n_rc + n_lc + num_carry]
+        y_ct = a[n_rc + n_lc + num_carry:n_rc + n_lc + num_carry + len(y_avals)]
+        rx = a[n_rc + n_lc + num_carry + len(y_avals):]
+        rc_it, rx_it = iter(rc), iter(rx)
+        primal_args = ([UndefPrimal(c.aval) if lin else next(rc_it)
+                        for c, lin in zip(consts, const_lin)]
+                       + [UndefPrimal(c) for c in carry_avals]
+                       + [UndefPrimal(x.aval.update(shape=x.aval.shape[1:])) if lin
+                          else next(rx_it) for x, lin in zip(xs, xs_lin)])
+        ct_in = backward_pass(jaxpr.jaxpr, jaxpr.consts, primal_args, list(c_ct) + list(y_ct))
+        ct_consts, ct_init, ct_xs = _split3(ct_in, num_consts, num_carry)
+        new_acc = [lax.add(s, instantiate_zeros(c)) for s, c in
+                   zip(acc, [c for c, lin in zip(ct_consts, const_lin) if lin])]
+        return (new_acc + [instantiate_zeros(c) for c in ct_init]
+                + [instantiate_zeros(c) for c, lin in zip(ct_xs, xs_lin) if lin])
+
+    from fungrad.transforms.staging import trace_to_jaxpr
+    body_avals = ([core.get_aval(c) for c in res_consts] + lin_const_avals + carry_avals
+                  + y_avals + [core.get_aval(x).update(shape=core.get_aval(x).shape[1:])
+                               for x in res_xs])
+    body = trace_to_jaxpr(body_t, body_avals)
+    acc0 = [lax.full(a.shape, 0, a.dtype) for a in lin_const_avals]
+    scan_args = [*res_consts, *acc0, *ct_carry, *ct_ys, *res_xs]
+    outs = scan_p.bind(*scan_args, jaxpr=body, num_consts=n_rc, num_carry=n_lc + num_carry,
+                       length=length, reverse=not reverse, linear=(False,) * len(scan_args))
+    ct_consts, ct_init, ct_xs = outs[:n_lc], outs[n_lc:n_lc + num_carry], outs[n_lc + num_carry:]
+    c_it, x_it = iter(ct_consts), iter(ct_xs)
+    return ([next(c_it) if lin else None for lin in const_lin] + list(ct_init)
+            + [next(x_it) if lin else None for lin in xs_lin])
+
+
+def _scan_batch(axis_size, args, dims, *, jaxpr, num_consts, num_carry, length, reverse,
+                linear):
+    consts_d, init_d, xs_d = _split3(dims, num_consts, num_carry)
+    const_b = [d is not None for d in consts_d]
+    carry_b = [d is not None for d in init_d]
+    xs_b = [d is not None for d in xs_d]
+    ny = len(jaxpr.out_avals) - num_carry
+    for _ in range(num_carry + 1):
+        _, out_b = batch_jaxpr(jaxpr, axis_size, const_b + carry_b + xs_b,
+                               instantiate=carry_b + [False] * ny)
+        new = [a or b for a, b in zip(carry_b, out_b[:num_carry])]
+        if new == carry_b:
+            break
+        carry_b = new
+    body, out_b = batch_jaxpr(jaxpr, axis_size, const_b + carry_b + xs_b,
+                              instantiate=carry_b + [False] * ny)
+    consts, init, xs = _split3(args, num_consts, num_carry)
+    consts = [c if d is None else moveaxis(c, d, 0) for c, d in zip(consts, consts_d)]
+    init = [bdim_at_front(c, d, axis_size) if b else c
+            for c, d, b in zip(init, init_d, carry_b)]
+    # a batched xs leaf has its batch axis right after the scanned axis
+    xs = [x if d is None else moveaxis(x, d, 1) for x, d in zip(xs, xs_d)]
+    outs = scan_p.bind(*consts, *init, *xs, jaxpr=body, num_consts=num_consts,
+                       num_carry=num_carry, length=length, reverse=reverse, linear=linear)
+    out_dims = [0 if b else None for b in carry_b] + [1 if b else None for b in out_b[num_carry:]]
+    return outs, out_dims
+
+
+jvp_rules[scan_p] = _scan_jvp
+partial_eval_rules[scan_p] = _scan_partial_eval
+transpose_rules[scan_p] = _scan_transpose
+batch_rules[scan_p] = _scan_batch

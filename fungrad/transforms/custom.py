@@ -1,0 +1,414 @@
+"""User-defined derivatives: ``custom_jvp`` and ``custom_vjp`` (JAX's API).
+
+``f = custom_jvp(fun)`` + ``f.defjvp(jvp)`` binds ``custom_jvp_call``: evaluated it runs ``fun``;
+differentiated, the JVP trace runs the user's ``jvp(primals, tangents) -> (out, tangent_out)``
+instead of differentiating ``fun``.
+
+``f = custom_vjp(fun)`` + ``f.defvjp(fwd, bwd)`` binds ``custom_vjp_call``; its jvp rule runs
+``fwd`` (primal outputs and residuals) and emits ``custom_lin`` on the tangents, a linear
+primitive whose transpose calls ``bwd(residuals, cotangents)``. ``custom_lin`` has no impl of its
+own: forward-mode differentiation of a custom_vjp function is an error, as in JAX.
+
+Both work under ``vmap`` (their batch rules batch the function and the rules) and ``jit``.
+Arguments listed in ``nondiff_argnums`` are static Python values passed first to the rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+from fungrad import core, tree_util
+from fungrad.core import ShapedArray, get_aval
+from fungrad.transforms.jvp import Zero, instantiate_zeros, jvp_rules, tangent_aval
+from fungrad.transforms.transpose import transpose_rules
+from fungrad.transforms.vmap import batch_jaxpr, batch_rules, bdim_at_front
+
+
+def _resolve_args(fun, args, kwargs):
+    if not kwargs:
+        return args
+    try:
+        bound = inspect.signature(fun).bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{getattr(fun, '__name__', 'custom function')}: {e}") from None
+    bound.apply_defaults()
+    return bound.args
+
+
+def _split_nondiff(args, nondiff_argnums):
+    static = [args[i] for i in nondiff_argnums]
+    dyn = [a for i, a in enumerate(args) if i not in nondiff_argnums]
+    return static, dyn
+
+
+def _merge(static, dyn, nondiff_argnums, n):
+    s, d = iter(static), iter(dyn)
+    return [next(s) if i in nondiff_argnums else next(d) for i in range(n)]
+
+
+def _trace(fun, in_tree, leaves, what):
+    from fungrad.lax.control_flow import hoist_tracer_consts
+    from fungrad.transforms.autodiff import _as_array
+    from fungrad.transforms.staging import trace_to_jaxpr
+
+    out_box = []
+
+    def flat_fun(*xs):
+        out = fun(*tree_util.tree_unflatten(in_tree, xs))
+        flat, tree = tree_util.tree_flatten(out)
+        out_box.append(tree)
+        return [_as_array(o, f"{what} output") for o in flat]
+
+    closed = trace_to_jaxpr(flat_fun, [get_aval(x) for x in leaves])
+    closed, hoisted = hoist_tracer_consts(closed)
+    return closed, hoisted, out_box[0]
+
+
+def _check_outputs(what, expected_tree, expected_avals, tree, leaves, fix):
+    if tree != expected_tree:
+        raise TypeError(f"{what} must produce a pytree with the structure {expected_tree}, but "
+                        f"produced {tree}. {fix}")
+    for i, (x, a) in enumerate(zip(leaves, expected_avals)):
+        aval = get_aval(x)
+        if aval.shape != a.shape or aval.dtype != a.dtype:
+            raise TypeError(f"{what}: leaf {i} has shape/dtype {aval.str_short()}, expected "
+                            f"{a.strip_weak_type().str_short()} (to match the primal). {fix}")
+
+
+def _closure_error(name):
+    return TypeError(f"{name}: the function closes over a value that is being differentiated. "
+                     "Pass that value as an explicit argument of the custom_jvp/custom_vjp "
+                     "function instead of capturing it in a closure.")
+
+
+# -- custom_jvp -------------------------------------------------------------------------------
+
+def _custom_jvp_call_impl(*args, call_jaxpr, jvp, num_consts, symbolic_zeros):
+    from fungrad.array import Array
+    outs = core.eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *[Array(a) for a in args])
+    return [o._value for o in outs]
+
+
+def _custom_jvp_call_abstract_eval(*avals, call_jaxpr, jvp, num_consts, symbolic_zeros):
+    return call_jaxpr.out_avals
+
+
+custom_jvp_call_p = core.Primitive("custom_jvp_call", multiple_results=True)
+custom_jvp_call_p.impl = _custom_jvp_call_impl
+custom_jvp_call_p.abstract_eval = _custom_jvp_call_abstract_eval
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symbolic_zeros):
+    if any(type(t) is not Zero for t in tangents[:num_consts]):
+        raise _closure_error("custom_jvp")
+    args, ts = primals[num_consts:], tangents[num_consts:]
+    if not symbolic_zeros:
+        ts = [instantiate_zeros(t) for t in ts]
+    out, t_out = jvp(list(args), list(ts))
+    return out, t_out
+
+
+def _custom_jvp_call_batch(axis_size, args, dims, *, call_jaxpr, jvp, num_consts,
+                           symbolic_zeros):
+    from fungrad.api import vmap
+    batched = [d is not None for d in dims]
+    new_jaxpr, _ = batch_jaxpr(call_jaxpr, axis_size, batched, instantiate=True)
+    vals = [bdim_at_front(x, d, axis_size) if d is not None else x for x, d in zip(args, dims)]
+    example_avals = call_jaxpr.in_avals[num_consts:]
+
+    def batched_jvp(primals, tangents):
+        def in_axis(x, aval):
+            return 0 if get_aval(x).ndim == aval.ndim + 1 else None
+        p_axes = [in_axis(p, a) for p, a in zip(primals, example_avals)]
+        t_axes = [None if type(t) is Zero else in_axis(t, a)
+                  for t, a in zip(tangents, example_avals)]
+        zero_mask = [type(t) is Zero for t in tangents]
+        t_vals = [t for t in tangents if type(t) is not Zero]
+        t_axes_nz = [a for a, z in zip(t_axes, zero_mask) if not z]
+
+        def per_example(ps, tnz):
+            it = iter(tnz)
+            ts = [Zero(tangent_aval(a)) if z else next(it)
+                  for z, a in zip(zero_mask, example_avals)]
+            out, t_out = jvp(list(ps), ts)
+            return list(out), [instantiate_zeros(t) for t in t_out]
+
+        return vmap(per_example, in_axes=(p_axes, t_axes_nz), axis_size=axis_size)(
+            list(primals), t_vals)
+
+    outs = custom_jvp_call_p.bind(*vals, call_jaxpr=new_jaxpr, jvp=batched_jvp,
+                                  num_consts=num_consts, symbolic_zeros=symbolic_zeros)
+    return outs, [0] * len(outs)
+
+
+jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
+batch_rules[custom_jvp_call_p] = _custom_jvp_call_batch
+
+
+class custom_jvp:  # noqa: N801  (JAX's name)
+    """A function with a user-defined JVP rule (``jax.custom_jvp``)::
+
+        @custom_jvp
+        def f(x): ...
+        @f.defjvp
+        def f_jvp(primals, tangents): return f(*primals), ...
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp = None
+        self.symbolic_zeros = False
+
+    def defjvp(self, jvp, symbolic_zeros: bool = False):
+        """Set ``jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)``."""
+        self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
+        return jvp
+
+    def defjvps(self, *jvps):
+        """One rule per argument: ``jvp_i(g_i, primal_out, *primals)`` gives argument ``i``'s
+        contribution to the output tangent (None: the output does not depend on it)."""
+        if self.nondiff_argnums:
+            raise TypeError("custom_jvp.defjvps cannot be used with nondiff_argnums; use defjvp")
+
+        def jvp(primals, tangents):
+            out = self(*primals)
+            total = None
+            for rule, t in zip(jvps, tangents):
+                if rule is None:
+                    continue
+                contrib = rule(t, out, *primals)
+                total = contrib if total is None else tree_util.tree_map(
+                    lambda a, b: a + b, total, contrib)
+            if total is None:
+                total = tree_util.tree_map(lambda o: o * 0, out)
+            return out, total
+
+        self.defjvp(jvp)
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(self.fun, "__name__", "custom_jvp function")
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
+        args = _resolve_args(self.fun, args, kwargs)
+        static, dyn = _split_nondiff(args, self.nondiff_argnums)
+        n = len(args)
+        leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
+        from fungrad.transforms.autodiff import _as_array
+        leaves = [_as_array(x, name) for x in leaves]
+
+        def fun_dyn(*d):
+            return self.fun(*_merge(static, d, self.nondiff_argnums, n))
+
+        closed, hoisted, out_tree = _trace(fun_dyn, in_tree, leaves, name)
+        user_jvp, nondiff, symbolic = self.jvp, self.nondiff_argnums, self.symbolic_zeros
+        out_avals = closed.out_avals
+
+        def flat_jvp(primals, tangents):
+            ps = tree_util.tree_unflatten(in_tree, primals)
+            ts = tree_util.tree_unflatten(in_tree, [
+                _zero_tangent_value(t) if type(t) is Zero and not symbolic else t
+                for t in tangents])
+            res = user_jvp(*static, tuple(ps), tuple(ts)) if nondiff else user_jvp(
+                tuple(ps), tuple(ts))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(f"custom_jvp rule of {name} must return a pair "
+                                "(primal_out, tangent_out)")
+            out, t_out = res
+            out_flat, otree = tree_util.tree_flatten(out)
+            t_flat, ttree = tree_util.tree_flatten(t_out)
+            fix = "Check the custom_jvp rule passed to defjvp."
+            _check_outputs(f"custom_jvp rule of {name} (primal output)", out_tree, out_avals,
+                           otree, [_as_array(o, name) for o in out_flat], fix)
+            t_flat = [_as_array(t, name) for t in t_flat]
+            _check_outputs(f"custom_jvp rule of {name} (tangent output)", out_tree,
+                           [tangent_aval(a) for a in out_avals], ttree, t_flat, fix)
+            return [_as_array(o, name) for o in out_flat], t_flat
+
+        outs = custom_jvp_call_p.bind(*hoisted, *leaves, call_jaxpr=closed, jvp=flat_jvp,
+                                      num_consts=len(hoisted), symbolic_zeros=symbolic)
+        return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _zero_tangent_value(z: Zero):
+    from fungrad import lax
+    return lax.full(z.aval.shape, 0, z.aval.dtype)
+
+
+# -- custom_vjp -------------------------------------------------------------------------------
+
+def _custom_vjp_call_impl(*args, call_jaxpr, fwd, bwd, num_consts, out_avals):
+    return _custom_jvp_call_impl(*args, call_jaxpr=call_jaxpr, jvp=None, num_consts=num_consts,
+                                 symbolic_zeros=False)
+
+
+def _custom_vjp_call_abstract_eval(*avals, call_jaxpr, fwd, bwd, num_consts, out_avals):
+    return call_jaxpr.out_avals
+
+
+custom_vjp_call_p = core.Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p.impl = _custom_vjp_call_impl
+custom_vjp_call_p.abstract_eval = _custom_vjp_call_abstract_eval
+
+
+def _custom_lin_impl(*args, num_res, bwd, out_avals):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function; use "
+                    "reverse mode (grad / vjp), or define the rule with custom_jvp")
+
+
+def _custom_lin_abstract_eval(*avals, num_res, bwd, out_avals):
+    return list(out_avals)
+
+
+custom_lin_p = core.Primitive("custom_lin", multiple_results=True)
+custom_lin_p.impl = _custom_lin_impl
+custom_lin_p.abstract_eval = _custom_lin_abstract_eval
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, out_avals):
+    if any(type(t) is not Zero for t in tangents[:num_consts]):
+        raise _closure_error("custom_vjp")
+    args, ts = primals[num_consts:], tangents[num_consts:]
+    out, res = fwd(list(args))
+    ts = [instantiate_zeros(t) for t in ts]
+    t_out = custom_lin_p.bind(*res, *ts, num_res=len(res), bwd=bwd,
+                              out_avals=tuple(tangent_aval(a) for a in out_avals))
+    return out, t_out
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
+    res = args[:num_res]
+    cts = [instantiate_zeros(c) if type(c) is Zero else c for c in cts]
+    return [None] * num_res + list(bwd(list(res), cts))
+
+
+def _custom_vjp_call_batch(axis_size, args, dims, *, call_jaxpr, fwd, bwd, num_consts,
+                           out_avals):
+    from fungrad import lax
+    from fungrad.api import vmap
+    batched = [d is not None for d in dims]
+    new_jaxpr, _ = batch_jaxpr(call_jaxpr, axis_size, batched, instantiate=True)
+    vals = [bdim_at_front(x, d, axis_size) if d is not None else x for x, d in zip(args, dims)]
+    arg_axes = [0 if b else None for b in batched[num_consts:]]
+    res_box = []
+
+    def batched_fwd(xs):
+        out, res = vmap(lambda a: tuple(fwd(list(a))), in_axes=(arg_axes,),
+                        axis_size=axis_size)(list(xs))
+        res_box[:] = [len(res)]
+        return list(out), list(res)
+
+    def batched_bwd(res, cts):
+        ct_in = vmap(lambda r, c: list(bwd(list(r), list(c))), axis_size=axis_size)(
+            list(res), list(cts))
+        # Arguments that were not batched get the sum of their per-example cotangents.
+        return [c if b or c is None else lax.reduce_sum(c, (0,))
+                for c, b in zip(ct_in, batched[num_consts:])]
+
+    outs = custom_vjp_call_p.bind(
+        *vals, call_jaxpr=new_jaxpr, fwd=batched_fwd, bwd=batched_bwd, num_consts=num_consts,
+        out_avals=tuple(ShapedArray((axis_size, *a.shape), a.dtype) for a in out_avals))
+    return outs, [0] * len(outs)
+
+
+jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
+batch_rules[custom_vjp_call_p] = _custom_vjp_call_batch
+transpose_rules[custom_lin_p] = _custom_lin_transpose
+
+
+class custom_vjp:  # noqa: N801  (JAX's name)
+    """A function with a user-defined VJP (``jax.custom_vjp``)::
+
+        @custom_vjp
+        def f(x): ...
+        def f_fwd(x): return f(x), residuals
+        def f_bwd(residuals, g): return (cotangent_of_x,)
+        f.defvjp(f_fwd, f_bwd)
+
+    ``bwd`` returns a tuple with one entry per (non-``nondiff_argnums``) argument, each a pytree
+    shaped like that argument (None for a zero cotangent).
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd = None
+        self.bwd = None
+
+    def defvjp(self, fwd, bwd, symbolic_zeros: bool = False):
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(self.fun, "__name__", "custom_vjp function")
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
+        args = _resolve_args(self.fun, args, kwargs)
+        static, dyn = _split_nondiff(args, self.nondiff_argnums)
+        n = len(args)
+        leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
+        from fungrad.transforms.autodiff import _as_array
+        leaves = [_as_array(x, name) for x in leaves]
+
+        def fun_dyn(*d):
+            return self.fun(*_merge(static, d, self.nondiff_argnums, n))
+
+        closed, hoisted, out_tree = _trace(fun_dyn, in_tree, leaves, name)
+        user_fwd, user_bwd = self.fwd, self.bwd
+        out_avals = closed.out_avals
+        res_tree_box = []
+
+        def flat_fwd(xs):
+            full = _merge(static, tree_util.tree_unflatten(in_tree, xs), self.nondiff_argnums, n)
+            res = user_fwd(*full)
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(f"custom_vjp fwd rule of {name} must return a pair "
+                                "(primal_out, residuals)")
+            out, residuals = res
+            out_flat, otree = tree_util.tree_flatten(out)
+            out_flat = [_as_array(o, name) for o in out_flat]
+            _check_outputs(f"custom_vjp fwd rule of {name} (primal output)", out_tree,
+                           out_avals, otree, out_flat,
+                           "fwd must return the same output as the function.")
+            r_flat, r_tree = tree_util.tree_flatten(residuals)
+            res_tree_box[:] = [r_tree]
+            return out_flat, [_as_array(r, f"{name} residual") for r in r_flat]
+
+        def flat_bwd(res, cts):
+            residuals = tree_util.tree_unflatten(res_tree_box[0], res)
+            ct = tree_util.tree_unflatten(out_tree, cts)
+            out = user_bwd(*static, residuals, ct) if self.nondiff_argnums else user_bwd(
+                residuals, ct)
+            expected = tree_util.tree_structure(tuple(dyn))
+            if not isinstance(out, (tuple, list)):
+                raise TypeError(f"custom_vjp bwd rule of {name} must return a tuple with one "
+                                f"cotangent per differentiable argument, structured as "
+                                f"{expected}; got a {type(out).__name__}")
+            out = tuple(out)
+            if len(out) != len(dyn):
+                raise TypeError(f"custom_vjp bwd rule of {name} must return a tuple of length "
+                                f"{len(dyn)} (one cotangent per differentiable argument, "
+                                f"structured as {expected}); got length {len(out)}")
+            flat = []
+            for i, (o, d) in enumerate(zip(out, dyn)):
+                d_leaves, d_tree = tree_util.tree_flatten(d)
+                if o is None:
+                    flat += [_zero_tangent_value(Zero(tangent_aval(get_aval(_as_array(x, name)))))
+                             for x in d_leaves]
+                    continue
+                o_leaves, o_tree = tree_util.tree_flatten(o)
+                a_leaves = [_as_array(x, name) for x in d_leaves]
+                _check_outputs(f"custom_vjp bwd rule of {name} (cotangent of argument {i})",
+                               d_tree, [tangent_aval(get_aval(x)) for x in a_leaves], o_tree,
+                               [_as_array(x, name) for x in o_leaves],
+                               "bwd must return cotangents shaped like the primal inputs.")
+                flat += [_as_array(x, name) for x in o_leaves]
+            return flat
+
+        outs = custom_vjp_call_p.bind(*hoisted, *leaves, call_jaxpr=closed, fwd=flat_fwd,
+                                      bwd=flat_bwd, num_consts=len(hoisted),
+                                      out_avals=tuple(out_avals))
+        return tree_util.tree_unflatten(out_tree, outs)

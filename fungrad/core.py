@@ -339,28 +339,23 @@ class EvalTrace(Trace):
         from fungrad.array import Array
 
         vals = []
-        any_weak = False
         for a in args:
             if type(a) is Array:
                 vals.append(a._value)
-                any_weak = any_weak or a.weak_type
             elif isinstance(a, Tracer):
                 raise escaped_tracer_error(a, primitive)
             else:  # a raw Python or numpy value: give it its canonical dtype
                 aval = get_aval(a)
                 vals.append(np.asarray(a, dtype=dtypes.canonicalize_dtype(aval.dtype))[()])
-                any_weak = any_weak or aval.weak_type
+        # The shape rule runs first: bad input gets the primitive's own error (naming the
+        # operation, shapes and dtypes), never numpy's, and the impl only sees valid input.
+        out_avals = primitive.abstract_eval(*map(get_aval, args), **params)
         out = primitive.impl(*vals, **params)
-        if any_weak or config.check_impl_avals:
-            out_avals = primitive.abstract_eval(*map(get_aval, args), **params)
-            if config.check_impl_avals:
-                _check_impl_avals(primitive, out, out_avals, params)
-            if primitive.multiple_results:
-                return [Array(o, a.weak_type) for o, a in zip(out, out_avals)]
-            return Array(out, out_avals.weak_type)
+        if config.check_impl_avals:
+            _check_impl_avals(primitive, out, out_avals, params)
         if primitive.multiple_results:
-            return [Array(o) for o in out]
-        return Array(out)
+            return [Array(o, a.weak_type) for o, a in zip(out, out_avals)]
+        return Array(out, out_avals.weak_type)
 
 
 def _check_impl_avals(primitive, out, out_avals, params):

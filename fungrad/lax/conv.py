@@ -1,3 +1,363 @@
-"""(being written) lax primitives: conv."""
+"""Convolutions: the ``conv_general_dilated`` primitive and its wrappers (``conv``,
+``conv_with_general_padding``, ``conv_transpose``), with XLA's semantics.
 
-__all__: list[str] = []
+Dimension numbers say where the batch (N), feature (C) and spatial dimensions of lhs, the
+output (O) and input (I) features and spatial dimensions of rhs, and those of the output lie:
+``ConvDimensionNumbers(lhs_spec, rhs_spec, out_spec)`` lists, for each, the positions of
+(N, C, spatial...), (O, I, spatial...) and (N, C, spatial...). Any number of spatial
+dimensions works. The numpy reference dilates lhs by inserting zeros, pads it (negative
+padding crops), takes strided window views and contracts them with the kernel in one einsum.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import NamedTuple
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from fungrad import dtypes
+from fungrad.core import ShapedArray
+from fungrad.lax.dot import (
+    accumulation_dtype,
+    canonicalize_precision,
+    cast_result,
+    check_preferred_element_type,
+)
+from fungrad.lax.reduce import (
+    checked_bind,
+    dilate_and_pad,
+    dilate_dim,
+    padtype_to_pads,
+    strided_windows,
+)
+from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
+
+__all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_permutations",
+           "conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
+           "conv_general_dilated_p"]
+
+
+class ConvDimensionNumbers(NamedTuple):
+    """Positions of (N, C, spatial...) in lhs, (O, I, spatial...) in rhs and (N, C,
+    spatial...) in the output; spatial dimensions are listed in rhs order."""
+
+    lhs_spec: tuple[int, ...]
+    rhs_spec: tuple[int, ...]
+    out_spec: tuple[int, ...]
+
+
+def conv_general_permutations(dimension_numbers) -> tuple[tuple[int, ...], ...]:
+    """The (lhs, rhs, out) permutations for string specs like ``("NHWC", "HWIO", "NHWC")``."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    charpairs = (("N", "C"), ("O", "I"), ("N", "C"))
+    for i, (a, b) in enumerate(charpairs):
+        spec = dimension_numbers[i]
+        if not spec.count(a) == spec.count(b) == 1:
+            raise TypeError(f"convolution dimension_numbers[{i}] must contain the characters "
+                            f"'{a}' and '{b}' exactly once, got {spec}")
+        if len(spec) != len(set(spec)):
+            raise TypeError(f"convolution dimension_numbers[{i}] cannot have duplicate "
+                            f"characters, got {spec}")
+    spatial = [set(s) - set(c) for s, c in zip(dimension_numbers, charpairs)]
+    if not spatial[0] == spatial[1] == spatial[2]:
+        raise TypeError("convolution dimension_numbers elements must each have the same set "
+                        f"of spatial characters, got {tuple(dimension_numbers)}")
+
+    def perm(spec, chars):
+        dims = [i for i, c in enumerate(spec) if c not in chars]
+        if spec is not rhs_spec:
+            dims.sort(key=lambda i: rhs_spec.index(spec[i]))
+        return (spec.index(chars[0]), spec.index(chars[1])) + tuple(dims)
+
+    return tuple(perm(s, c) for s, c in zip(dimension_numbers, charpairs))
+
+
+def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimensionNumbers:
+    """Canonical :class:`ConvDimensionNumbers` from None (``NC...``/``OI...`` everywhere), a
+    triple of spec strings such as ``("NHWC", "HWIO", "NHWC")``, or ConvDimensionNumbers."""
+    if isinstance(dimension_numbers, ConvDimensionNumbers):
+        return dimension_numbers
+    if len(lhs_shape) != len(rhs_shape):
+        raise TypeError(f"convolution requires lhs and rhs of equal rank, got shapes "
+                        f"{tuple(lhs_shape)} and {tuple(rhs_shape)}")
+    if dimension_numbers is None:
+        iota = tuple(range(len(lhs_shape)))
+        return ConvDimensionNumbers(iota, iota, iota)
+    if not isinstance(dimension_numbers, (list, tuple)) or len(dimension_numbers) != 3:
+        raise TypeError("convolution dimension_numbers must be None, ConvDimensionNumbers or "
+                        f"three spec strings, got {dimension_numbers!r}")
+    if not all(isinstance(s, str) for s in dimension_numbers):
+        raise TypeError("convolution dimension_numbers elements must be strings, got "
+                        f"{dimension_numbers!r}")
+    for i, spec in enumerate(dimension_numbers):
+        if len(spec) != len(lhs_shape):
+            raise TypeError(f"convolution dimension_numbers[{i}] = {spec!r} must have one "
+                            f"character per dimension of lhs and rhs, shapes "
+                            f"{tuple(lhs_shape)} and {tuple(rhs_shape)}")
+    return ConvDimensionNumbers(*conv_general_permutations(dimension_numbers))
+
+
+# -- conv_general_dilated -----------------------------------------------------------------------
+
+def _check_spec(dnums, ndim: int) -> None:
+    for name, spec in zip(("lhs_spec", "rhs_spec", "out_spec"), dnums):
+        if sorted(spec) != list(range(ndim)):
+            raise TypeError(f"conv_general_dilated: dimension_numbers.{name} {spec} must be a "
+                            f"permutation of the {ndim} dimensions")
+
+
+def _check_groups(lhs, rhs, dnums, feature_group_count, batch_group_count) -> None:
+    name = "conv_general_dilated"
+    lhs_spec, rhs_spec, _ = dnums
+    n, c = lhs.shape[lhs_spec[0]], lhs.shape[lhs_spec[1]]
+    o, i = rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]
+    for what, g in (("feature_group_count", feature_group_count),
+                    ("batch_group_count", batch_group_count)):
+        if g < 1:
+            raise ValueError(f"{name}: {what} must be a positive integer, got {g}")
+        if o % g:
+            raise ValueError(f"{name}: the rhs output feature size {o} must be a multiple of "
+                             f"{what}={g} (rhs shape {rhs.shape})")
+    if feature_group_count > 1 and batch_group_count > 1:
+        raise ValueError(f"{name}: at most one of feature_group_count and batch_group_count may "
+                         f"be > 1, got {feature_group_count} and {batch_group_count}")
+    if c % feature_group_count or c // feature_group_count != i:
+        raise ValueError(f"{name}: the lhs feature size {c} divided by feature_group_count="
+                         f"{feature_group_count} must equal the rhs input feature size {i} "
+                         f"(lhs shape {lhs.shape}, rhs shape {rhs.shape})")
+    if n % batch_group_count:
+        raise ValueError(f"{name}: batch_group_count={batch_group_count} must divide the lhs "
+                         f"batch size {n} (lhs shape {lhs.shape})")
+
+
+def _conv_general_dilated_abstract_eval(
+        lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+        feature_group_count, batch_group_count, precision, preferred_element_type):
+    name = "conv_general_dilated"
+    if lhs.ndim != rhs.ndim or lhs.ndim < 2:
+        raise TypeError(f"{name}: lhs and rhs must have equal rank, at least 2, got shapes "
+                        f"{lhs.shape} and {rhs.shape}")
+    if lhs.dtype != rhs.dtype:
+        raise TypeError(f"{name} requires operands of the same dtype, got {lhs.dtype.name} and "
+                        f"{rhs.dtype.name}")
+    check_kinds(name, lhs.dtype, ANY)
+    nsp = lhs.ndim - 2
+    for what, vals in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation),
+                       ("rhs_dilation", rhs_dilation), ("padding", padding)):
+        if len(vals) != nsp:
+            raise TypeError(f"{name}: {what} {vals} must have one entry per spatial dimension "
+                            f"({nsp} for lhs shape {lhs.shape})")
+        if what != "padding" and any(v < 1 for v in vals):
+            raise ValueError(f"{name}: every element of {what} must be positive, got {vals}")
+    _check_spec(dimension_numbers, lhs.ndim)
+    _check_groups(lhs, rhs, dimension_numbers, feature_group_count, batch_group_count)
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    spatial = []
+    for k in range(nsp):
+        size = lhs.shape[lhs_spec[k + 2]]
+        lo, hi = padding[k]
+        padded = dilate_dim(size, lhs_dilation[k]) + lo + hi
+        if padded < 0:
+            raise ValueError(f"{name}: negative padding {padding[k]} is larger than spatial "
+                             f"dimension {k} of lhs (shape {lhs.shape})")
+        span = dilate_dim(rhs.shape[rhs_spec[k + 2]], rhs_dilation[k])
+        spatial.append(strided_windows(padded, span, window_strides[k]))
+    canonical = (lhs.shape[lhs_spec[0]] // batch_group_count, rhs.shape[rhs_spec[0]], *spatial)
+    shape = [0] * lhs.ndim
+    for k, d in enumerate(out_spec):
+        shape[d] = canonical[k]
+    out_dtype = check_preferred_element_type(name, lhs.dtype, preferred_element_type)
+    return ShapedArray(shape, out_dtype, lhs.weak_type and rhs.weak_type)
+
+
+def _conv_general_dilated_impl(
+        lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+        feature_group_count, batch_group_count, precision, preferred_element_type):
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
+    acc = accumulation_dtype(lhs.dtype, out_dtype)
+    x = np.transpose(lhs, lhs_spec).astype(acc)  # (N, C, spatial...)
+    w = np.transpose(rhs, rhs_spec).astype(acc)  # (O, I, window...)
+    nsp = x.ndim - 2
+    x = dilate_and_pad(x, acc.type(0), (1, 1) + lhs_dilation, ((0, 0), (0, 0)) + padding)
+    spans = tuple(dilate_dim(k, d) for k, d in zip(w.shape[2:], rhs_dilation))
+    out_spatial = tuple(strided_windows(p, s, st)
+                        for p, s, st in zip(x.shape[2:], spans, window_strides))
+    n, c = x.shape[:2]
+    o = w.shape[0]
+    bg, fg = batch_group_count, feature_group_count
+    if 0 in out_spatial or 0 in spans or 0 in x.shape[:2] or o == 0:
+        out = np.zeros((n // bg, o) + out_spatial, acc)
+    else:
+        # (N, C, out..., window...): strided views of every window position, no copies yet.
+        win = sliding_window_view(x, spans, axis=tuple(range(2, 2 + nsp)))
+        win = win[(slice(None), slice(None))
+                  + tuple(slice(None, None, s) for s in window_strides)
+                  + tuple(slice(None, None, d) for d in rhs_dilation)]
+        # NOTE: groups split the outer part of a dimension: batch N = (bg, N/bg), features
+        # C = (fg, C/fg), output features O = (bg, fg, O/(bg*fg)) (at most one group count > 1).
+        win = win.reshape((bg, n // bg, fg, c // fg) + win.shape[2:])
+        w = w.reshape((bg, fg, o // (bg * fg)) + w.shape[1:])
+        sp = list(range(6, 6 + nsp))
+        kk = list(range(6 + nsp, 6 + 2 * nsp))
+        with np.errstate(all="ignore"):
+            out = np.einsum(win, [0, 1, 2, 3] + sp + kk, w, [0, 2, 4, 3] + kk,
+                            [1, 0, 2, 4] + sp, optimize=True)
+        out = out.reshape((n // bg, o) + out_spatial)
+    return cast_result(np.transpose(out, np.argsort(out_spec)), out_dtype)
+
+
+conv_general_dilated_p = standard_primitive(
+    "conv_general_dilated", _conv_general_dilated_impl, _conv_general_dilated_abstract_eval)
+
+
+def _int_tuple(what: str, values, n: int, default: int = 1) -> tuple[int, ...]:
+    if values is None:
+        return (default,) * n
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        raise TypeError(f"conv_general_dilated: {what} must be a sequence of ints, got "
+                        f"{values!r}") from None
+
+
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
+                         rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
+                         batch_group_count=1, precision=None, preferred_element_type=None):
+    """General n-dimensional convolution with strides, padding, dilations and groups (XLA's
+    ConvGeneralDilated; it cross-correlates, the kernel is not flipped).
+
+    Args:
+      lhs: input, rank ``n + 2``.
+      rhs: kernel, rank ``n + 2``.
+      window_strides: ``n`` strides.
+      padding: ``"SAME"``, ``"SAME_LOWER"``, ``"VALID"`` or ``n`` ``(low, high)`` pairs
+        (negative values crop).
+      lhs_dilation: ``n`` input dilations (transposed convolution); string padding is then
+        not allowed.
+      rhs_dilation: ``n`` kernel dilations (atrous convolution).
+      dimension_numbers: None (``NC...``, ``OI...``, ``NC...``), three spec strings such as
+        ``("NHWC", "HWIO", "NHWC")``, or a :class:`ConvDimensionNumbers`.
+      feature_group_count: split features into groups (depthwise convolution when it equals
+        the input feature count).
+      batch_group_count: split the batch into groups, each with its own output features.
+      precision: None, a ``lax.Precision``, its name, or a pair of those.
+      preferred_element_type: the result dtype.
+
+    Example: ``conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO",
+    "NHWC"))``.
+    """
+    x, y = operand(lhs, "conv_general_dilated"), operand(rhs, "conv_general_dilated")
+    dnums = conv_dimension_numbers(x.shape, y.shape, dimension_numbers)
+    nsp = max(x.ndim - 2, 0)
+    window_strides = _int_tuple("window_strides", window_strides, nsp)
+    if isinstance(padding, str) and lhs_dilation is not None and any(d != 1 for d in
+                                                                       lhs_dilation):
+        raise ValueError("conv_general_dilated: string padding is not supported with "
+                         "lhs_dilation; give explicit (low, high) pairs or use conv_transpose")
+    lhs_dilation = _int_tuple("lhs_dilation", lhs_dilation, nsp)
+    rhs_dilation = _int_tuple("rhs_dilation", rhs_dilation, nsp)
+    if isinstance(padding, str):
+        lhs_spec, rhs_spec, _ = dnums
+        spans = [dilate_dim(y.shape[rhs_spec[k + 2]], d) for k, d in enumerate(rhs_dilation)]
+        in_shape = [x.shape[lhs_spec[k + 2]] for k in range(nsp)]
+        padding = padtype_to_pads(in_shape, spans, window_strides, padding)
+    try:
+        padding = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
+    except (TypeError, ValueError):
+        raise ValueError("conv_general_dilated: padding must be a string or a sequence of "
+                         f"(low, high) integer pairs, got {padding!r}") from None
+    preferred = None if preferred_element_type is None else \
+        dtypes.canonicalize_dtype(preferred_element_type)
+    return checked_bind(
+        conv_general_dilated_p, x, y, window_strides=window_strides, padding=padding,
+        lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dnums,
+        feature_group_count=operator.index(feature_group_count),
+        batch_group_count=operator.index(batch_group_count),
+        precision=canonicalize_precision(precision),
+        preferred_element_type=preferred)
+
+
+def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+    """Convolution with ``NC...``/``OI...`` layouts and ``"SAME"``/``"VALID"`` padding."""
+    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                              precision=None, preferred_element_type=None):
+    """Convolution with ``NC...``/``OI...`` layouts, explicit or string padding and
+    dilations."""
+    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
+                                rhs_dilation=rhs_dilation, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def _conv_transpose_padding(k: int, s: int, padding) -> tuple[int, int]:
+    """(low, high) padding of the dilated input that transposes a forward conv with kernel
+    span ``k``, stride ``s`` and ``padding`` (``"SAME"``, ``"VALID"`` or a pair)."""
+    if padding == "SAME":
+        pad_len = k + s - 2
+        pad_a = k - 1 if s > k - 1 else -(-pad_len // 2)
+    elif padding == "VALID":
+        pad_len = k + s - 2 + max(k - s, 0)
+        pad_a = k - 1
+    else:
+        lo, hi = padding
+        pad_a, pad_len = k - lo - 1, 2 * k - lo - hi - 2
+    return pad_a, pad_len - pad_a
+
+
+def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
+                   transpose_kernel=False, precision=None, preferred_element_type=None,
+                   use_consistent_padding=False):
+    """Transposed ("fractionally strided") convolution, computed directly as a convolution of
+    the stride-dilated input, as JAX does.
+
+    Args:
+      lhs, rhs: input and kernel; the layouts default to TensorFlow's (``NHWC``, ``HWIO``).
+      strides: the forward convolution's strides (the input dilation here).
+      padding: ``"SAME"``/``"VALID"`` (the forward convolution's padding) or ``(low, high)``
+        pairs: the transposed convolution's own padding, or, with
+        ``use_consistent_padding=True``, the forward padding (PyTorch's convention).
+      rhs_dilation: kernel dilation.
+      dimension_numbers: as in :func:`conv_general_dilated`.
+      transpose_kernel: flip the kernel's spatial dims and swap its I/O features (this makes
+        the result the gradient of the forward convolution, like Keras' Conv2DTranspose).
+
+    Example: ``conv_transpose(x, k, (2, 2), "SAME")`` doubles the spatial size of NHWC ``x``.
+    """
+    x, y = operand(lhs, "conv_transpose"), operand(rhs, "conv_transpose")
+    if x.ndim != y.ndim or x.ndim < 2:
+        raise TypeError(f"conv_transpose: lhs and rhs must have equal rank, at least 2, got "
+                        f"shapes {x.shape} and {y.shape}")
+    if dimension_numbers is None:
+        defaults = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"),
+                    4: ("NHWC", "HWIO", "NHWC"), 5: ("NHWDC", "HWDIO", "NHWDC")}
+        if x.ndim not in defaults:
+            raise ValueError(f"conv_transpose: no default dimension_numbers for rank {x.ndim}; "
+                             "pass dimension_numbers")
+        dimension_numbers = defaults[x.ndim]
+    dnums = conv_dimension_numbers(x.shape, y.shape, dimension_numbers)
+    nsp = x.ndim - 2
+    rhs_dilation = _int_tuple("rhs_dilation", rhs_dilation, nsp)
+    strides = _int_tuple("strides", strides, nsp)
+    if use_consistent_padding or padding in ("SAME", "VALID"):
+        spans = [dilate_dim(y.shape[dnums.rhs_spec[k + 2]], d) for k, d in enumerate(rhs_dilation)]
+        forward = [padding] * nsp if isinstance(padding, str) else list(padding)
+        pads = tuple(_conv_transpose_padding(k, s, p) for k, s, p in zip(spans, strides, forward))
+    else:
+        pads = padding
+    if transpose_kernel:
+        from fungrad.lax import shape
+
+        y = shape.rev(y, dnums.rhs_spec[2:])
+        perm = list(range(y.ndim))
+        perm[dnums.rhs_spec[0]], perm[dnums.rhs_spec[1]] = dnums.rhs_spec[1], dnums.rhs_spec[0]
+        y = shape.transpose(y, tuple(perm))
+    return conv_general_dilated(x, y, (1,) * nsp, pads, strides, rhs_dilation, dnums,
+                                precision=precision,
+                                preferred_element_type=preferred_element_type)

@@ -1,3 +1,252 @@
-"""(being written) lax primitives: dot."""
+"""Contractions: the ``dot_general`` primitive and its wrappers ``dot`` and ``batch_matmul``.
 
-__all__: list[str] = []
+``dot_general(lhs, rhs, dimension_numbers=((lhs_contract, rhs_contract), (lhs_batch,
+rhs_batch)))`` multiplies along the batch dimensions, sums over the contracting ones and lays
+the result out as XLA does: batch dimensions, then the free dimensions of lhs, then those of
+rhs. The operands share one dtype (the wrappers promote mixed dtypes as JAX does); the result
+has ``preferred_element_type`` when given, else the operand dtype. ``precision`` is recorded
+for the compilers; the numpy reference always computes at full precision.
+"""
+
+from __future__ import annotations
+
+import enum
+import operator
+
+import numpy as np
+
+from fungrad import dtypes
+from fungrad.core import ShapedArray
+from fungrad.lax.reduce import checked_bind
+from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
+
+__all__ = ["Precision", "dot_general", "dot", "batch_matmul", "dot_general_p"]
+
+
+class Precision(enum.Enum):
+    """Precision of a contraction on accelerators (``DEFAULT``, ``HIGH``, ``HIGHEST``).
+
+    Also constructible from JAX's strings: ``Precision("highest")``.
+    """
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        names = {"default": cls.DEFAULT, "fastest": cls.DEFAULT, "bfloat16": cls.DEFAULT,
+                 "high": cls.HIGH, "bfloat16_3x": cls.HIGH, "tensorfloat32": cls.HIGH,
+                 "highest": cls.HIGHEST, "float32": cls.HIGHEST}
+        return names.get(value.lower()) if isinstance(value, str) else None
+
+    def __repr__(self):
+        return f"Precision.{self.name}"
+
+    def __str__(self):
+        return self.name
+
+
+def canonicalize_precision(precision):
+    """``None`` or a pair of :class:`Precision` (one per operand), from None, a Precision, a
+    string or a pair of those."""
+    if precision is None:
+        return None
+    if isinstance(precision, (Precision, str)):
+        p = _precision(precision)
+        return (p, p)
+    if isinstance(precision, (list, tuple)) and len(precision) == 2:
+        return (_precision(precision[0]), _precision(precision[1]))
+    raise ValueError(f"precision must be None, a lax.Precision, one of its names ('default', "
+                     f"'high', 'highest', ...) or a pair of those, got {precision!r}")
+
+
+def _precision(p) -> Precision:
+    try:
+        return Precision(p)
+    except ValueError:
+        raise ValueError(f"precision: {p!r} is not a lax.Precision or one of its names "
+                         "('default', 'high', 'highest', 'fastest', 'tensorfloat32', "
+                         "'float32', 'bfloat16')") from None
+
+
+# -- result dtypes shared with conv_general_dilated ----------------------------------------------
+
+def check_preferred_element_type(name: str, input_dtype: np.dtype, preferred) -> np.dtype:
+    """The result dtype of a contraction of ``input_dtype`` operands. As in JAX, integer
+    inputs may not be narrowed (nor turned into bool); float and bool inputs take any dtype."""
+    if preferred is None:
+        return input_dtype
+    check_kinds(name, preferred, ANY, "preferred_element_type")
+    if input_dtype.kind in "iu" and (preferred.kind == "b"
+                                     or preferred.itemsize < input_dtype.itemsize):
+        raise TypeError(f"{name}: preferred_element_type {preferred.name} must not be narrower "
+                        f"than the operand dtype {input_dtype.name}")
+    return preferred
+
+
+def accumulation_dtype(input_dtype: np.dtype, out_dtype: np.dtype) -> np.dtype:
+    """The dtype the numpy reference contracts in: float32 or float64 for float inputs (float16
+    accumulates in float32), int64 for integer and bool inputs (products wrap modulo 2**64, so
+    the final cast gives XLA's wrapped result) unless the result is float."""
+    if input_dtype.kind == "f" or out_dtype.kind == "f":
+        widest = max(input_dtype.itemsize if input_dtype.kind == "f" else 0,
+                     out_dtype.itemsize if out_dtype.kind == "f" else 0)
+        return np.dtype(np.float64 if widest == 8 else np.float32)
+    return np.dtype(np.int64)
+
+
+def cast_result(x: np.ndarray, out_dtype: np.dtype):
+    """Cast a reference result to ``out_dtype`` with convert_element_type's semantics
+    (saturating float -> int, NaN -> 0, nonzero -> True, integers wrap)."""
+    from fungrad.lax import elementwise
+
+    if x.dtype == out_dtype:
+        return np.asarray(x)[()]
+    return elementwise.convert_element_type_p.impl(x, new_dtype=out_dtype, weak_type=False)
+
+
+# -- dot_general --------------------------------------------------------------------------------
+
+def _check_dims(side: str, shape, contract, batch) -> None:
+    name = "dot_general"
+    if any(not 0 <= d < len(shape) for d in contract + batch):
+        raise TypeError(f"{name}: {side} dimension numbers must be in [0, {len(shape)}) for "
+                        f"{side} of shape {shape}, got {side}_contracting {contract} and "
+                        f"{side}_batch {batch}")
+    if len(set(contract)) != len(contract) or len(set(batch)) != len(batch):
+        raise TypeError(f"{name}: {side} dimension numbers must be distinct, got "
+                        f"{side}_contracting {contract} and {side}_batch {batch}")
+    if set(contract) & set(batch):
+        raise TypeError(f"{name}: {side} batch dimensions {batch} overlap its contracting "
+                        f"dimensions {contract}")
+
+
+def _free_dims(ndim: int, contract, batch) -> tuple[int, ...]:
+    return tuple(d for d in range(ndim) if d not in contract and d not in batch)
+
+
+def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
+                               preferred_element_type):
+    name = "dot_general"
+    (lc, rc), (lb, rb) = dimension_numbers
+    if lhs.dtype != rhs.dtype:
+        raise TypeError(f"{name} requires operands of the same dtype, got {lhs.dtype.name} and "
+                        f"{rhs.dtype.name} (convert one with lax.convert_element_type)")
+    check_kinds(name, lhs.dtype, ANY)
+    _check_dims("lhs", lhs.shape, lc, lb)
+    _check_dims("rhs", rhs.shape, rc, rb)
+    for what, ld, rd in (("contracting", lc, rc), ("batch", lb, rb)):
+        lsizes = tuple(lhs.shape[d] for d in ld)
+        rsizes = tuple(rhs.shape[d] for d in rd)
+        if lsizes != rsizes:
+            raise TypeError(f"{name}: {what} dimensions must have equal sizes, got lhs "
+                            f"{what} {ld} of shape {lhs.shape} (sizes {lsizes}) and rhs "
+                            f"{what} {rd} of shape {rhs.shape} (sizes {rsizes})")
+    out_dtype = check_preferred_element_type(name, lhs.dtype, preferred_element_type)
+    shape = (tuple(lhs.shape[d] for d in lb)
+             + tuple(lhs.shape[d] for d in _free_dims(lhs.ndim, lc, lb))
+             + tuple(rhs.shape[d] for d in _free_dims(rhs.ndim, rc, rb)))
+    return ShapedArray(shape, out_dtype, lhs.weak_type and rhs.weak_type)
+
+
+def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+    # NOTE: each operand is transposed to (batch, free, contracting) order and flattened to 3-d,
+    # so one batched np.matmul (BLAS for floats) computes every case.
+    (lc, rc), (lb, rb) = dimension_numbers
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
+    acc = accumulation_dtype(lhs.dtype, out_dtype)
+    lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
+    batch_shape = tuple(lhs.shape[d] for d in lb)
+    out_shape = (batch_shape + tuple(lhs.shape[d] for d in lf)
+                 + tuple(rhs.shape[d] for d in rf))
+    if 0 in out_shape:
+        out = np.zeros(out_shape, acc)
+    else:
+        b, m, n, k = (int(np.prod([shape[d] for d in dims], dtype=np.int64)) for shape, dims in
+                      ((lhs.shape, lb), (lhs.shape, lf), (rhs.shape, rf), (lhs.shape, lc)))
+        a = np.transpose(lhs, lb + lf + lc).astype(acc).reshape(b, m, k)
+        c = np.transpose(rhs, rb + rc + rf).astype(acc).reshape(b, k, n)
+        with np.errstate(all="ignore"):
+            out = np.matmul(a, c).reshape(out_shape)
+    return cast_result(out, out_dtype)
+
+
+dot_general_p = standard_primitive("dot_general", _dot_general_impl, _dot_general_abstract_eval)
+
+
+def _dimension_numbers(dimension_numbers):
+    try:
+        (lc, rc), (lb, rb) = dimension_numbers
+        return ((tuple(map(operator.index, lc)), tuple(map(operator.index, rc))),
+                (tuple(map(operator.index, lb)), tuple(map(operator.index, rb))))
+    except (TypeError, ValueError):
+        raise TypeError("dot_general: dimension_numbers must be ((lhs_contracting, "
+                        "rhs_contracting), (lhs_batch, rhs_batch)), sequences of ints, got "
+                        f"{dimension_numbers!r}") from None
+
+
+def _promoted_operands(name: str, lhs, rhs):
+    """Both operands with their JAX-promoted common dtype (Python scalars are weak)."""
+    from fungrad.lax import elementwise
+
+    x, y = operand(lhs, name), operand(rhs, name)
+    if x.dtype == y.dtype:
+        return x, y
+    dt, weak = dtypes.promote_types(dtypes.dtype_and_weak(x), dtypes.dtype_and_weak(y))
+    return (elementwise.convert_element_type(x, dt, weak_type=weak),
+            elementwise.convert_element_type(y, dt, weak_type=weak))
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """General tensor contraction.
+
+    Args:
+      lhs, rhs: arrays (mixed dtypes are promoted first, as in JAX).
+      dimension_numbers: ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``.
+      precision: None, a :class:`Precision`, its name, or a pair of those.
+      preferred_element_type: the result dtype (e.g. int32 for int8 inputs).
+
+    Returns:
+      The contraction: batch dims, then lhs free dims, then rhs free dims.
+
+    Example: ``dot_general(a, b, (((1,), (0,)), ((), ())))`` is the matrix product ``a @ b``.
+    """
+    x, y = _promoted_operands("dot_general", lhs, rhs)
+    preferred = None if preferred_element_type is None else \
+        dtypes.canonicalize_dtype(preferred_element_type)
+    return checked_bind(dot_general_p, x, y,
+                        dimension_numbers=_dimension_numbers(dimension_numbers),
+                        precision=canonicalize_precision(precision),
+                        preferred_element_type=preferred)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    """Vector/matrix product: vector.vector, matrix.vector, vector.matrix or matrix.matrix.
+
+    Other ranks need :func:`dot_general` (or ``fungrad.numpy.dot`` / ``matmul``).
+
+    Example: ``dot(jnp.ones((2, 3)), jnp.ones(3))`` is ``[3., 3.]``.
+    """
+    x, y = operand(lhs, "dot"), operand(rhs, "dot")
+    if x.ndim not in (1, 2) or y.ndim not in (1, 2):
+        raise ValueError(f"dot: operands must be vectors or matrices, got shapes {x.shape} and "
+                         f"{y.shape}; use lax.dot_general for other ranks")
+    dims = (((x.ndim - 1,), (0,)), ((), ()))
+    return dot_general(x, y, dims, precision=precision,
+                       preferred_element_type=preferred_element_type)
+
+
+def batch_matmul(lhs, rhs, precision=None):
+    """Batched matrix product over the leading dimensions: ``(..., m, k) @ (..., k, n)``.
+
+    Example: shapes ``(5, 2, 3)`` and ``(5, 3, 4)`` give ``(5, 2, 4)``.
+    """
+    x, y = operand(lhs, "batch_matmul"), operand(rhs, "batch_matmul")
+    if min(x.ndim, y.ndim) < 2 or x.ndim != y.ndim:
+        raise ValueError(f"batch_matmul: operands must have the same rank, at least 2, got "
+                         f"shapes {x.shape} and {y.shape}")
+    batch = tuple(range(x.ndim - 2))
+    return dot_general(x, y, (((x.ndim - 1,), (y.ndim - 2,)), (batch, batch)),
+                       precision=precision)

@@ -2,20 +2,90 @@
 
 Each primitive is defined once here with all of its rules beside it (impl and abstract_eval
 now; jvp, transpose and batching rules join them with the transforms).
+
+Operands of an n-ary op share one dtype and have equal shapes, except that 0-d operands
+broadcast; Python scalars take the dtype of the array operands weakly (``operands_same_dtype``).
+The impls are the numpy references the compilers are tested against. They follow XLA where
+numpy differs: integer division truncates toward zero and never traps (``x / 0`` is -1, or
+all ones for unsigned; ``x % 0`` is ``x``; ``INT_MIN / -1`` is ``INT_MIN``), ``max``/``min``
+propagate NaN and order -0.0 below +0.0, shifts by at least the bit width give 0 (or the sign
+for ``shift_right_arithmetic``), and float -> int conversion saturates with NaN -> 0.
+Special functions (erf, lgamma...) are computed in float64 (``special_math``) and rounded.
 """
 
 from __future__ import annotations
 
+import enum
+import operator
+
 import numpy as np
 
-from fungrad import dtypes
+from fungrad import dtypes, tree_util
+from fungrad.array import Array
 from fungrad.core import ShapedArray
+from fungrad.lax import special_math
 from fungrad.lax.utils import (
-    ANY, FLOAT, NUMERIC, check_kinds, operand, operands_same_dtype, standard_naryop,
-    standard_primitive)
+    ANY,
+    FLOAT,
+    INT,
+    INT_OR_BOOL,
+    NUMERIC,
+    SIGNED,
+    broadcasting_shape,
+    check_kinds,
+    full_like_scalar,
+    operand,
+    operands_same_dtype,
+    standard_naryop,
+    standard_primitive,
+)
 
-__all__ = ["add", "sub", "mul", "neg", "sin", "exp", "convert_element_type",
-           "add_p", "sub_p", "mul_p", "neg_p", "sin_p", "exp_p", "convert_element_type_p"]
+__all__ = [
+    # arithmetic
+    "add", "sub", "mul", "div", "rem", "pow", "integer_pow", "neg", "sign", "floor", "ceil",
+    "round", "RoundingMethod", "abs", "max", "min", "nextafter", "square", "reciprocal",
+    # transcendental
+    "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "cbrt", "sin", "cos", "tan",
+    "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+    "logistic", "erf", "erfc", "erf_inv", "lgamma", "digamma", "is_finite",
+    # comparison, bitwise, logical
+    "eq", "ne", "lt", "le", "gt", "ge", "and_", "or_", "not_", "xor", "bitwise_and",
+    "bitwise_or", "bitwise_not", "bitwise_xor", "shift_left", "shift_right_logical",
+    "shift_right_arithmetic", "population_count", "clz",
+    # selection, conversion
+    "select_n", "select", "clamp", "convert_element_type", "bitcast_convert_type",
+    "stop_gradient",
+    # primitives
+    "add_p", "sub_p", "mul_p", "div_p", "rem_p", "pow_p", "integer_pow_p", "neg_p", "sign_p",
+    "floor_p", "ceil_p", "round_p", "abs_p", "max_p", "min_p", "nextafter_p", "square_p",
+    "exp_p", "exp2_p", "log_p", "log1p_p", "expm1_p", "sqrt_p", "rsqrt_p", "cbrt_p", "sin_p",
+    "cos_p", "tan_p", "asin_p", "acos_p", "atan_p", "atan2_p", "sinh_p", "cosh_p", "tanh_p",
+    "asinh_p", "acosh_p", "atanh_p", "logistic_p", "erf_p", "erfc_p", "erf_inv_p", "lgamma_p",
+    "digamma_p", "is_finite_p", "eq_p", "ne_p", "lt_p", "le_p", "gt_p", "ge_p", "and_p",
+    "or_p", "not_p", "xor_p", "shift_left_p", "shift_right_logical_p",
+    "shift_right_arithmetic_p", "population_count_p", "clz_p", "select_n_p", "clamp_p",
+    "convert_element_type_p", "bitcast_convert_type_p", "stop_gradient_p",
+]
+
+FLOAT_OR_SIGNED = FLOAT | SIGNED
+
+
+def _is_python_scalar(x) -> bool:
+    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+
+
+def _unsigned(dtype: np.dtype) -> np.dtype:
+    return np.dtype(f"u{dtype.itemsize}")
+
+
+def _signed(dtype: np.dtype) -> np.dtype:
+    return np.dtype(f"i{dtype.itemsize}")
+
+
+def _all_ones(dtype: np.dtype):
+    """-1 for signed integers, the maximum for unsigned ones (every bit set)."""
+    return np.invert(np.zeros((), dtype))
+
 
 # -- arithmetic -----------------------------------------------------------------------------
 
@@ -43,6 +113,132 @@ def mul(x, y):
     return mul_p.bind(*operands_same_dtype("mul", x, y))
 
 
+def _safe_divisor(x, y):
+    """``y`` with the trapping integer divisors (0, and -1 under INT_MIN) replaced by 1."""
+    zero = y == 0
+    bad = zero
+    if x.dtype.kind == "i":
+        bad = zero | ((x == np.iinfo(x.dtype).min) & (y == -1))
+    return np.where(bad, 1, y).astype(x.dtype), zero
+
+
+def _div_impl(x, y):
+    if x.dtype.kind == "f":
+        return np.true_divide(x, y)
+    safe_y, zero = _safe_divisor(x, y)
+    # C division truncates toward zero; x - fmod(x, y) is an exact multiple of y.
+    q = (x - np.fmod(x, safe_y)) // safe_y
+    return np.where(zero, _all_ones(x.dtype), q)
+
+
+div_p = standard_naryop("div", _div_impl, NUMERIC)
+
+
+def div(x, y):
+    """Elementwise division. Integers truncate toward zero (C semantics); ``x / 0`` is -1
+    (all ones for unsigned) and ``INT_MIN / -1`` is ``INT_MIN``, as XLA defines them."""
+    return div_p.bind(*operands_same_dtype("div", x, y))
+
+
+def _rem_impl(x, y):
+    if x.dtype.kind == "f":
+        return np.fmod(x, y)
+    safe_y, zero = _safe_divisor(x, y)
+    return np.where(zero, x, np.fmod(x, safe_y))
+
+
+rem_p = standard_naryop("rem", _rem_impl, NUMERIC)
+
+
+def rem(x, y):
+    """Elementwise remainder with the sign of the dividend (C ``fmod``); ``x % 0`` is ``x``
+    for integers (NaN for floats)."""
+    return rem_p.bind(*operands_same_dtype("rem", x, y))
+
+
+def _pow_impl(x, y):
+    # An integer exponent is converted to the base's float dtype first, as XLA lowers it.
+    # NOTE: the exponent is passed as a contiguous array of at least one dimension: for a
+    # scalar (or broadcast) exponent numpy takes shortcuts (0.5 -> sqrt) that give
+    # pow(-inf, 0.5) = nan and pow(-0.0, 0.5) = -0.0, where C's pow and XLA give inf and 0.0.
+    shape = np.broadcast_shapes(np.shape(x), np.shape(y))
+    y = np.array(np.broadcast_to(np.asarray(y).astype(x.dtype), shape), ndmin=1)
+    with np.errstate(all="ignore"):
+        return np.power(x, y).reshape(shape)
+
+
+def _pow_abstract_eval(x, y):
+    check_kinds("pow", x.dtype, FLOAT, "base (first argument)")
+    check_kinds("pow", y.dtype, NUMERIC, "exponent (second argument)")
+    if y.dtype.kind == "f" and y.dtype != x.dtype:
+        raise TypeError(f"pow: a floating exponent must have the base's dtype, got "
+                        f"{x.dtype.name} and {y.dtype.name}; convert one of them, or use "
+                        "fungrad.numpy.power for type promotion")
+    shape = broadcasting_shape("pow", x, y)
+    return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
+
+
+pow_p = standard_primitive("pow", _pow_impl, _pow_abstract_eval)
+
+
+def _weak_float(v, other):
+    """A Python scalar operand of pow as a weak float: ``other``'s float dtype if it has one."""
+    if isinstance(v, bool):
+        return operand(v, "pow")
+    if not _is_python_scalar(other) and other.dtype.kind == "f":
+        return full_like_scalar(float(v), other)
+    return Array(dtypes.default_float_dtype().type(v), True)
+
+
+def pow(x, y):
+    """Elementwise ``x ** y`` for a floating base. The exponent is a float of the base's
+    dtype or any integer array; a Python int exponent stays a (weak) integer."""
+    x = x if _is_python_scalar(x) else operand(x, "pow")
+    y = y if _is_python_scalar(y) else operand(y, "pow")
+    if _is_python_scalar(y):
+        y = operand(y, "pow") if type(y) is int else _weak_float(y, x)
+    if _is_python_scalar(x):
+        x = _weak_float(x, y)
+    return pow_p.bind(x, y)
+
+
+def _integer_pow_impl(x, *, y):
+    # Square-and-multiply in the operand's dtype (integers wrap), then a reciprocal for y < 0:
+    # the same sequence of roundings as XLA's lowering.
+    with np.errstate(all="ignore"):
+        if y == 0:
+            return np.ones_like(x)
+        acc, n = None, -y if y < 0 else y
+        while n > 0:
+            if n & 1:
+                acc = x if acc is None else np.multiply(acc, x)
+            n >>= 1
+            if n:
+                x = np.multiply(x, x)
+        return np.reciprocal(acc) if y < 0 else acc
+
+
+def _integer_pow_abstract_eval(x, *, y):
+    check_kinds("integer_pow", x.dtype, NUMERIC)
+    if y < 0 and x.dtype.kind in "iu":
+        raise TypeError(f"integer_pow: integers cannot be raised to negative powers, got "
+                        f"dtype {x.dtype.name} and y={y}; convert to a float dtype first")
+    return x
+
+
+integer_pow_p = standard_primitive("integer_pow", _integer_pow_impl, _integer_pow_abstract_eval)
+
+
+def integer_pow(x, y: int):
+    """Elementwise ``x ** y`` for a static Python int ``y`` (negative only for floats)."""
+    return integer_pow_p.bind(operand(x, "integer_pow"), y=operator.index(y))
+
+
+def reciprocal(x):
+    """Elementwise ``1 / x`` (``integer_pow(x, -1)``, as in JAX)."""
+    return integer_pow(x, -1)
+
+
 neg_p = standard_naryop("neg", np.negative, NUMERIC)
 
 
@@ -51,35 +247,453 @@ def neg(x):
     return neg_p.bind(operand(x, "neg"))
 
 
+def _sign_impl(x):
+    if x.dtype.kind == "f":  # keep the sign of zeros (numpy's sign(-0.0) is +0.0)
+        return np.where(x == 0, x, np.sign(x))
+    return np.sign(x)
+
+
+sign_p = standard_naryop("sign", _sign_impl, NUMERIC)
+
+
+def sign(x):
+    """Elementwise sign: -1, 0 or 1 (-0.0 and NaN for those float inputs)."""
+    return sign_p.bind(operand(x, "sign"))
+
+
+floor_p = standard_naryop("floor", np.floor, FLOAT)
+
+
+def floor(x):
+    """Elementwise floor."""
+    return floor_p.bind(operand(x, "floor"))
+
+
+ceil_p = standard_naryop("ceil", np.ceil, FLOAT)
+
+
+def ceil(x):
+    """Elementwise ceiling."""
+    return ceil_p.bind(operand(x, "ceil"))
+
+
+class RoundingMethod(enum.IntEnum):
+    """How ``round`` breaks ties between two integers."""
+
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+    def __str__(self):  # jaxprs print ``round[rounding_method=1]``, as JAX does
+        return str(self.value)
+
+
+def _round_impl(x, *, rounding_method):
+    if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
+        return np.rint(x)
+    # NB: trunc-and-compare, not trunc(x + 0.5), which rounds 0.49999997 up in float32.
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+round_p = standard_naryop("round", _round_impl, FLOAT)
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
+    """Elementwise rounding to the nearest integer; ties go away from zero by default, or to
+    even with ``RoundingMethod.TO_NEAREST_EVEN``."""
+    return round_p.bind(operand(x, "round"), rounding_method=RoundingMethod(rounding_method))
+
+
+abs_p = standard_naryop("abs", np.abs, FLOAT_OR_SIGNED)
+
+
+def abs(x):
+    """Elementwise absolute value (floats and signed integers; ``abs(INT_MIN)`` wraps)."""
+    return abs_p.bind(operand(x, "abs"))
+
+
+def _max_impl(x, y):
+    if x.dtype.kind != "f":
+        return np.maximum(x, y)
+    # NaN propagates, and +0.0 counts as larger than -0.0 (numpy returns either zero).
+    take_x = (x > y) | np.isnan(x) | ((x == y) & ~np.signbit(x))
+    return np.where(take_x, x, y)
+
+
+def _min_impl(x, y):
+    if x.dtype.kind != "f":
+        return np.minimum(x, y)
+    take_x = (x < y) | np.isnan(x) | ((x == y) & np.signbit(x))
+    return np.where(take_x, x, y)
+
+
+max_p = standard_naryop("max", _max_impl, ANY)
+
+
+def max(x, y):
+    """Elementwise maximum; NaN if either operand is NaN; ``max(-0.0, 0.0)`` is 0.0."""
+    return max_p.bind(*operands_same_dtype("max", x, y))
+
+
+min_p = standard_naryop("min", _min_impl, ANY)
+
+
+def min(x, y):
+    """Elementwise minimum; NaN if either operand is NaN; ``min(-0.0, 0.0)`` is -0.0."""
+    return min_p.bind(*operands_same_dtype("min", x, y))
+
+
+def _nextafter_impl(x1, x2):
+    # C's nextafter returns x2 when x1 == x2 (so nextafter(0.0, -0.0) is -0.0); numpy's
+    # float16 version returns x1.
+    return np.where(x1 == x2, x2, np.nextafter(x1, x2))
+
+
+nextafter_p = standard_naryop("nextafter", _nextafter_impl, FLOAT)
+
+
+def nextafter(x1, x2):
+    """The next representable value after ``x1`` in the direction of ``x2``."""
+    return nextafter_p.bind(*operands_same_dtype("nextafter", x1, x2))
+
+
+square_p = standard_naryop("square", np.square, NUMERIC)
+
+
+def square(x):
+    """Elementwise ``x * x``."""
+    return square_p.bind(operand(x, "square"))
+
+
 # -- transcendental ---------------------------------------------------------------------------
 
-sin_p = standard_naryop("sin", np.sin, FLOAT)
+def _float_unop(name: str, numpy_fn, doc: str):
+    """A float-only unary primitive and its wrapper (the wrapper's docstring is ``doc``)."""
+    prim = standard_naryop(name, numpy_fn, FLOAT)
+
+    def wrapper(x):
+        return prim.bind(operand(x, name))
+
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__doc__ = doc
+    return prim, wrapper
 
 
-def sin(x):
-    """Elementwise sine."""
-    return sin_p.bind(operand(x, "sin"))
+def _via_float64(fn):
+    """An impl computing ``fn`` in float64 and rounding to the operand's dtype (overflow to
+    inf included, without a warning)."""
+
+    def impl(x):
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(x), np.float64).astype(x.dtype)[()]
+
+    impl.__name__ = fn.__name__
+    return impl
 
 
-exp_p = standard_naryop("exp", np.exp, FLOAT)
+def _logistic(x):
+    x = np.asarray(x, np.float64)
+    e = np.exp(-np.abs(x))  # never overflows; 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
-def exp(x):
-    """Elementwise natural exponential."""
-    return exp_p.bind(operand(x, "exp"))
+def _rsqrt(x):
+    return np.reciprocal(np.sqrt(x))
+
+
+exp_p, exp = _float_unop("exp", np.exp, "Elementwise natural exponential.")
+exp2_p, exp2 = _float_unop("exp2", np.exp2, "Elementwise base-2 exponential.")
+log_p, log = _float_unop("log", np.log, "Elementwise natural logarithm.")
+log1p_p, log1p = _float_unop("log1p", np.log1p, "Elementwise ``log(1 + x)``, accurate near 0.")
+expm1_p, expm1 = _float_unop("expm1", np.expm1, "Elementwise ``exp(x) - 1``, accurate near 0.")
+sqrt_p, sqrt = _float_unop("sqrt", np.sqrt, "Elementwise square root.")
+rsqrt_p, rsqrt = _float_unop("rsqrt", _rsqrt, "Elementwise reciprocal square root.")
+cbrt_p, cbrt = _float_unop("cbrt", np.cbrt, "Elementwise cube root.")
+sin_p, sin = _float_unop("sin", np.sin, "Elementwise sine.")
+cos_p, cos = _float_unop("cos", np.cos, "Elementwise cosine.")
+tan_p, tan = _float_unop("tan", np.tan, "Elementwise tangent.")
+asin_p, asin = _float_unop("asin", np.arcsin, "Elementwise arc sine.")
+acos_p, acos = _float_unop("acos", np.arccos, "Elementwise arc cosine.")
+atan_p, atan = _float_unop("atan", np.arctan, "Elementwise arc tangent.")
+sinh_p, sinh = _float_unop("sinh", np.sinh, "Elementwise hyperbolic sine.")
+cosh_p, cosh = _float_unop("cosh", np.cosh, "Elementwise hyperbolic cosine.")
+tanh_p, tanh = _float_unop("tanh", np.tanh, "Elementwise hyperbolic tangent.")
+asinh_p, asinh = _float_unop("asinh", np.arcsinh, "Elementwise inverse hyperbolic sine.")
+acosh_p, acosh = _float_unop("acosh", np.arccosh, "Elementwise inverse hyperbolic cosine.")
+atanh_p, atanh = _float_unop("atanh", np.arctanh, "Elementwise inverse hyperbolic tangent.")
+logistic_p, logistic = _float_unop("logistic", _via_float64(_logistic),
+                                   "Elementwise logistic sigmoid ``1 / (1 + exp(-x))``.")
+erf_p, erf = _float_unop("erf", _via_float64(special_math.erf), "Elementwise error function.")
+erfc_p, erfc = _float_unop("erfc", _via_float64(special_math.erfc),
+                           "Elementwise complementary error function ``1 - erf(x)``.")
+erf_inv_p, erf_inv = _float_unop("erf_inv", _via_float64(special_math.erf_inv),
+                                 "Elementwise inverse error function (+-inf at +-1).")
+lgamma_p, lgamma = _float_unop("lgamma", _via_float64(special_math.lgamma),
+                               "Elementwise ``log |Gamma(x)|`` (inf at the poles).")
+digamma_p, digamma = _float_unop("digamma", _via_float64(special_math.digamma),
+                                 "Elementwise digamma ``d/dx lgamma(x)`` (NaN at the poles).")
+
+atan2_p = standard_naryop("atan2", np.arctan2, FLOAT)
+
+
+def atan2(x, y):
+    """Elementwise arc tangent of ``x / y`` in the quadrant of ``(y, x)``."""
+    return atan2_p.bind(*operands_same_dtype("atan2", x, y))
+
+
+is_finite_p = standard_naryop("is_finite", np.isfinite, FLOAT, result_dtype=dtypes.bool_)
+
+
+def is_finite(x):
+    """Elementwise test for neither infinite nor NaN (bool result)."""
+    return is_finite_p.bind(operand(x, "is_finite"))
+
+
+# -- comparisons ------------------------------------------------------------------------------
+
+eq_p = standard_naryop("eq", np.equal, ANY, result_dtype=dtypes.bool_)
+ne_p = standard_naryop("ne", np.not_equal, ANY, result_dtype=dtypes.bool_)
+lt_p = standard_naryop("lt", np.less, ANY, result_dtype=dtypes.bool_)
+le_p = standard_naryop("le", np.less_equal, ANY, result_dtype=dtypes.bool_)
+gt_p = standard_naryop("gt", np.greater, ANY, result_dtype=dtypes.bool_)
+ge_p = standard_naryop("ge", np.greater_equal, ANY, result_dtype=dtypes.bool_)
+
+
+def eq(x, y):
+    """Elementwise ``x == y`` (bool result)."""
+    return eq_p.bind(*operands_same_dtype("eq", x, y))
+
+
+def ne(x, y):
+    """Elementwise ``x != y`` (bool result; True where either is NaN)."""
+    return ne_p.bind(*operands_same_dtype("ne", x, y))
+
+
+def lt(x, y):
+    """Elementwise ``x < y`` (bool result)."""
+    return lt_p.bind(*operands_same_dtype("lt", x, y))
+
+
+def le(x, y):
+    """Elementwise ``x <= y`` (bool result)."""
+    return le_p.bind(*operands_same_dtype("le", x, y))
+
+
+def gt(x, y):
+    """Elementwise ``x > y`` (bool result)."""
+    return gt_p.bind(*operands_same_dtype("gt", x, y))
+
+
+def ge(x, y):
+    """Elementwise ``x >= y`` (bool result)."""
+    return ge_p.bind(*operands_same_dtype("ge", x, y))
+
+
+# -- bitwise and logical ------------------------------------------------------------------------
+
+and_p = standard_naryop("and", np.bitwise_and, INT_OR_BOOL)
+or_p = standard_naryop("or", np.bitwise_or, INT_OR_BOOL)
+xor_p = standard_naryop("xor", np.bitwise_xor, INT_OR_BOOL)
+not_p = standard_naryop("not", np.invert, INT_OR_BOOL)
+
+
+def and_(x, y):
+    """Elementwise bitwise AND (logical AND for bool)."""
+    return and_p.bind(*operands_same_dtype("and", x, y))
+
+
+def or_(x, y):
+    """Elementwise bitwise OR (logical OR for bool)."""
+    return or_p.bind(*operands_same_dtype("or", x, y))
+
+
+def xor(x, y):
+    """Elementwise bitwise XOR (logical XOR for bool)."""
+    return xor_p.bind(*operands_same_dtype("xor", x, y))
+
+
+def not_(x):
+    """Elementwise bitwise NOT (logical NOT for bool)."""
+    return not_p.bind(operand(x, "not"))
+
+
+# JAX's current names for the same primitives.
+bitwise_and, bitwise_or, bitwise_xor, bitwise_not = and_, or_, xor, not_
+
+
+def _shift_counts(x, y):
+    """Shift counts read as unsigned (as XLA does) and the mask of counts >= the bit width."""
+    uy = np.asarray(y).view(_unsigned(x.dtype))
+    too_big = uy >= 8 * x.dtype.itemsize
+    return np.where(too_big, 0, uy).astype(x.dtype), too_big
+
+
+def _shift_left_impl(x, y):
+    s, too_big = _shift_counts(x, y)
+    return np.where(too_big, 0, np.left_shift(x, s))
+
+
+def _shift_right_logical_impl(x, y):
+    s, too_big = _shift_counts(x, y)
+    u = _unsigned(x.dtype)
+    out = np.right_shift(np.asarray(x).view(u), s.view(u)).view(x.dtype)
+    return np.where(too_big, 0, out)
+
+
+def _shift_right_arithmetic_impl(x, y):
+    s, too_big = _shift_counts(x, y)
+    i = _signed(x.dtype)
+    sx = np.asarray(x).view(i)
+    out = np.where(too_big, np.where(sx < 0, -1, 0).astype(i), np.right_shift(sx, s.view(i)))
+    return out.view(x.dtype)
+
+
+shift_left_p = standard_naryop("shift_left", _shift_left_impl, INT)
+shift_right_logical_p = standard_naryop("shift_right_logical", _shift_right_logical_impl, INT)
+shift_right_arithmetic_p = standard_naryop(
+    "shift_right_arithmetic", _shift_right_arithmetic_impl, INT)
+
+
+def shift_left(x, y):
+    """Elementwise ``x << y``; counts >= the bit width (or negative) give 0."""
+    return shift_left_p.bind(*operands_same_dtype("shift_left", x, y))
+
+
+def shift_right_logical(x, y):
+    """Elementwise logical right shift (zero fill); counts >= the bit width give 0."""
+    return shift_right_logical_p.bind(*operands_same_dtype("shift_right_logical", x, y))
+
+
+def shift_right_arithmetic(x, y):
+    """Elementwise arithmetic right shift (sign fill, also for unsigned dtypes); counts >= the
+    bit width give -1 for negative ``x`` and 0 otherwise."""
+    return shift_right_arithmetic_p.bind(*operands_same_dtype("shift_right_arithmetic", x, y))
+
+
+def _population_count_impl(x):
+    return np.bitwise_count(np.asarray(x).view(_unsigned(x.dtype)))
+
+
+population_count_p = standard_naryop("population_count", _population_count_impl, INT)
+
+
+def population_count(x):
+    """Elementwise number of set bits."""
+    return population_count_p.bind(operand(x, "population_count"))
+
+
+def _clz_impl(x):
+    bits = 8 * x.dtype.itemsize
+    v = np.asarray(x).view(_unsigned(x.dtype)).astype(np.uint64)
+    length = np.zeros(v.shape, np.int64)  # bit length, by binary search over shifts
+    for s in (32, 16, 8, 4, 2, 1):
+        big = (v >> np.uint64(s)) != 0
+        length += np.where(big, s, 0)
+        v = np.where(big, v >> np.uint64(s), v)
+    return bits - (length + (v != 0))
+
+
+clz_p = standard_naryop("clz", _clz_impl, INT)
+
+
+def clz(x):
+    """Elementwise count of leading zero bits."""
+    return clz_p.bind(operand(x, "clz"))
+
+
+# -- selection --------------------------------------------------------------------------------
+
+def _select_n_impl(which, *cases):
+    # Out-of-range ``which`` picks the nearest case (JAX leaves it unspecified; this is what
+    # its binary tree of selects does).
+    out = cases[0]
+    for i, case in enumerate(cases[1:], start=1):
+        out = np.where(which >= i, case, out)
+    return out
+
+
+def _select_n_abstract_eval(which, *cases):
+    name = "select_n"
+    if not cases:
+        raise TypeError(f"{name} must have at least one case")
+    if which.dtype.kind not in "biu":
+        raise TypeError(f"{name}: `which` must be boolean or integer, got {which.dtype.name}")
+    if which.dtype.kind == "b" and len(cases) > 2:
+        raise TypeError(f"{name} with a boolean `which` takes at most 2 cases, got "
+                        f"{len(cases)}; use an integer `which`")
+    if any(c.dtype != cases[0].dtype for c in cases):
+        raise TypeError(f"{name} requires cases to have the same dtypes, got "
+                        + ", ".join(c.dtype.name for c in cases))
+    if any(c.shape != cases[0].shape for c in cases):
+        raise TypeError(f"{name} requires cases to have the same shapes, got "
+                        + ", ".join(str(c.shape) for c in cases))
+    if which.shape and which.shape != cases[0].shape:
+        raise TypeError(f"{name}: `which` must be scalar or have the cases' shape, got "
+                        f"`which` shape {which.shape} and case shape {cases[0].shape}")
+    return ShapedArray(cases[0].shape, cases[0].dtype, all(c.weak_type for c in cases))
+
+
+select_n_p = standard_primitive("select_n", _select_n_impl, _select_n_abstract_eval)
+
+
+def select_n(which, *cases):
+    """Pick elementwise from ``cases`` by ``which``: a bool (2 cases at most: False picks
+    ``cases[0]``) or an integer index. Cases share one dtype and shape; ``which`` is scalar
+    or has that shape."""
+    if not cases:
+        raise ValueError("select_n() must have at least one case")
+    return select_n_p.bind(operand(which, "select_n"), *operands_same_dtype("select_n", *cases))
+
+
+def select(pred, on_true, on_false):
+    """Elementwise ``on_true if pred else on_false`` (``select_n(pred, on_false, on_true)``)."""
+    return select_n(pred, on_false, on_true)
+
+
+def _clamp_impl(lo, x, hi):
+    with np.errstate(all="ignore"):
+        return np.asarray(_min_impl(_max_impl(x, lo), hi), x.dtype)[()]
+
+
+def _clamp_abstract_eval(lo, x, hi):
+    if not lo.dtype == x.dtype == hi.dtype:
+        raise TypeError(f"clamp requires arguments to have the same dtypes, got "
+                        f"{lo.dtype.name}, {x.dtype.name}, {hi.dtype.name}")
+    check_kinds("clamp", x.dtype, ANY)
+    for what, bound in (("min", lo), ("max", hi)):
+        if bound.shape and bound.shape != x.shape:
+            raise TypeError(f"clamp requires {what}.shape == operand.shape or {what}.shape == "
+                            f"(), got {what}.shape={bound.shape}, operand.shape={x.shape}")
+    return ShapedArray(x.shape, x.dtype, lo.weak_type and x.weak_type and hi.weak_type)
+
+
+clamp_p = standard_primitive("clamp", _clamp_impl, _clamp_abstract_eval)
+
+
+def clamp(min, x, max):
+    """Elementwise ``min(max(x, min), max)`` (NaN propagates); ``min``/``max`` are scalar or
+    have ``x``'s shape."""
+    return clamp_p.bind(*operands_same_dtype("clamp", min, x, max))
 
 
 # -- conversion -------------------------------------------------------------------------------
 
+def _float_to_int(x, new_dtype):
+    # Saturating with NaN -> 0, as XLA does (numpy's cast is undefined out of range). Every
+    # float16/32/64 value is exact in float64, and the bounds 2**(bits-1) and 2**bits too.
+    info = np.iinfo(new_dtype)
+    x = np.asarray(x, np.float64)
+    too_big = x >= float(info.max) + 1.0
+    too_small = x < float(info.min)
+    safe = np.where(too_big | too_small | np.isnan(x), 0.0, np.trunc(x))
+    out = np.where(too_big, info.max, np.where(too_small, info.min, safe.astype(new_dtype)))
+    return np.asarray(out, new_dtype)[()]
+
+
 def _convert_element_type_impl(x, *, new_dtype, weak_type):
     with np.errstate(all="ignore"):
         if x.dtype.kind == "f" and new_dtype.kind in "iu":
-            # Saturating float -> int with NaN -> 0, as XLA does (numpy's cast is undefined).
-            info = np.iinfo(new_dtype)
-            x = np.where(np.isnan(x), 0, np.clip(x, info.min, info.max))
-            x = np.trunc(x)
-            out = np.where(x >= info.max, info.max, x).astype(new_dtype)
-            return np.asarray(out)[()]
+            return _float_to_int(x, new_dtype)
         return np.asarray(x).astype(new_dtype)[()]
 
 
@@ -95,9 +709,74 @@ convert_element_type_p = standard_primitive(
 
 def convert_element_type(operand_, new_dtype, weak_type: bool = False):
     """Cast to ``new_dtype`` (canonicalised). Float -> int truncates toward zero, saturates at
-    the integer range and maps NaN to 0; bool -> 0/1; nonzero -> True."""
+    the integer range and maps NaN to 0; int -> narrower int wraps; bool -> 0/1;
+    nonzero (and NaN) -> True."""
     x = operand(operand_, "convert_element_type")
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
     if x.dtype == new_dtype and getattr(x, "weak_type", False) == weak_type:
         return x
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def _bitcast_convert_type_impl(x, *, new_dtype):
+    x = np.asarray(x).copy(order="C")  # views need contiguous memory
+    old, new = x.dtype.itemsize, new_dtype.itemsize
+    if old == new:
+        return x.view(new_dtype)
+    if old > new:  # each element becomes a trailing dimension of old // new elements
+        return x.reshape(x.shape + (1,)).view(new_dtype)
+    return x.view(new_dtype).reshape(x.shape[:-1])
+
+
+def _bitcast_convert_type_abstract_eval(x, *, new_dtype):
+    name = "bitcast_convert_type"
+    check_kinds(name, x.dtype, ANY)
+    check_kinds(name, new_dtype, ANY, "new_dtype")
+    if dtypes.bool_ in (x.dtype, new_dtype) and x.dtype != new_dtype:
+        raise TypeError(f"{name} does not convert to or from bool (got {x.dtype.name} -> "
+                        f"{new_dtype.name}); use convert_element_type")
+    old, new = x.dtype.itemsize, new_dtype.itemsize
+    if old == new:
+        shape = x.shape
+    elif old > new:
+        shape = x.shape + (old // new,)
+    else:
+        if not x.shape or x.shape[-1] != new // old:
+            raise ValueError(f"{name}: converting {x.str_short()} to the wider "
+                             f"{new_dtype.name} needs a last dimension of size {new // old}, "
+                             f"got shape {x.shape}")
+        shape = x.shape[:-1]
+    return ShapedArray(shape, new_dtype)
+
+
+bitcast_convert_type_p = standard_primitive(
+    "bitcast_convert_type", _bitcast_convert_type_impl, _bitcast_convert_type_abstract_eval)
+
+
+def bitcast_convert_type(operand_, new_dtype):
+    """Reinterpret the bits of each element as ``new_dtype``. A narrower ``new_dtype`` adds
+    a trailing dimension of ``old_size // new_size``; a wider one consumes the last
+    dimension, which must have size ``new_size // old_size``. The result is never weak."""
+    x = operand(operand_, "bitcast_convert_type")
+    return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonicalize_dtype(new_dtype))
+
+
+# -- autodiff markers -------------------------------------------------------------------------
+
+def _stop_gradient_impl(x):
+    return x
+
+
+def _stop_gradient_abstract_eval(x):
+    return x
+
+
+stop_gradient_p = standard_primitive(
+    "stop_gradient", _stop_gradient_impl, _stop_gradient_abstract_eval)
+
+
+def stop_gradient(x):
+    """The identity on each array of the pytree ``x``, which autodiff treats as a constant:
+    no gradient flows through it."""
+    return tree_util.tree_map(lambda leaf: stop_gradient_p.bind(operand(leaf, "stop_gradient")),
+                              x)

@@ -1,3 +1,536 @@
-"""(being written) lax primitives: indexing."""
+"""Gather and scatter primitives: XLA's general indexed read and indexed update.
 
-__all__: list[str] = []
+``gather`` reads one slice of ``operand`` per index vector of ``start_indices``; ``scatter``
+and its combining variants (``scatter-add``, ``scatter-mul``, ``scatter-min``, ``scatter-max``)
+write one window of ``updates`` per index vector. Their layout is described by JAX's
+:class:`GatherDimensionNumbers` / :class:`ScatterDimensionNumbers`; the index vector is always
+the last dimension of the indices. Out-of-bounds handling is a :class:`GatherScatterMode`:
+
+* ``CLIP``: start indices are clamped so the whole window is in bounds;
+* ``FILL_OR_DROP``: gather returns ``fill_value`` for a window that is not entirely in bounds,
+  scatter drops such a window;
+* ``PROMISE_IN_BOUNDS``: no checking. The reference impls define it as XLA behaves: gather
+  clamps, scatter drops.
+
+The numpy impls turn the dimension numbers into one fancy index per operand dimension (shape
+``batch + window``) and apply it in a single vectorised step (``np.add.at`` and friends for the
+combining scatters, so duplicate indices accumulate; plain scatter keeps one of the writers).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+import numpy as np
+
+from fungrad import dtypes
+from fungrad.core import ShapedArray
+from fungrad.lax.reduce import checked_bind
+from fungrad.lax.utils import (
+    ANY,
+    NUMERIC,
+    check_kinds,
+    full_like_scalar,
+    operand,
+    standard_primitive,
+)
+
+__all__ = [
+    "GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode",
+    "gather", "scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max",
+    "gather_p", "scatter_p", "scatter_add_p", "scatter_mul_p", "scatter_min_p", "scatter_max_p",
+]
+
+
+class GatherDimensionNumbers(NamedTuple):
+    """How the dimensions of operand, start_indices and output of a gather relate (JAX's).
+
+    offset_dims: output dimensions (ascending) that hold the slice's non-collapsed dimensions.
+    collapsed_slice_dims: operand dimensions (ascending, slice size 1) dropped from the output.
+    start_index_map: for each entry of an index vector, the operand dimension it starts.
+    operand_batching_dims / start_indices_batching_dims: paired dimensions of operand and
+    indices that are indexed together (slice size 1), as produced by vmap.
+    """
+
+    offset_dims: tuple[int, ...]
+    collapsed_slice_dims: tuple[int, ...]
+    start_index_map: tuple[int, ...]
+    operand_batching_dims: tuple[int, ...] = ()
+    start_indices_batching_dims: tuple[int, ...] = ()
+
+
+class ScatterDimensionNumbers(NamedTuple):
+    """How the dimensions of operand, scatter_indices and updates of a scatter relate (JAX's).
+
+    update_window_dims: updates dimensions (ascending) that form the written window.
+    inserted_window_dims: operand dimensions (ascending) the window has size 1 in (absent
+    from updates). scatter_dims_to_operand_dims: for each index-vector entry, the operand
+    dimension it starts. operand_batching_dims / scatter_indices_batching_dims: paired batch
+    dimensions, as in :class:`GatherDimensionNumbers`.
+    """
+
+    update_window_dims: tuple[int, ...]
+    inserted_window_dims: tuple[int, ...]
+    scatter_dims_to_operand_dims: tuple[int, ...]
+    operand_batching_dims: tuple[int, ...] = ()
+    scatter_indices_batching_dims: tuple[int, ...] = ()
+
+
+class GatherScatterMode(enum.Enum):
+    """How gather/scatter treat out-of-bounds indices (see the module docstring)."""
+
+    CLIP = enum.auto()
+    FILL_OR_DROP = enum.auto()
+    PROMISE_IN_BOUNDS = enum.auto()
+
+    @staticmethod
+    def from_any(s) -> GatherScatterMode:
+        """A mode from a GatherScatterMode, None (FILL_OR_DROP) or one of the strings "clip",
+        "fill", "drop", "promise_in_bounds"."""
+        if isinstance(s, GatherScatterMode):
+            return s
+        if s == "clip":
+            return GatherScatterMode.CLIP
+        if s is None or s == "fill" or s == "drop":
+            return GatherScatterMode.FILL_OR_DROP
+        if s == "promise_in_bounds":
+            return GatherScatterMode.PROMISE_IN_BOUNDS
+        raise ValueError(f'Unknown gather mode "{s}"; expected one of "clip", "fill", "drop", '
+                         '"promise_in_bounds" or a GatherScatterMode')
+
+
+# -- dimension-number checks shared by gather and scatter ---------------------------------------
+
+def _check_dims(name: str, what: str, dims, rank: int, sorted_: bool = True) -> None:
+    if len(set(dims)) != len(dims):
+        raise TypeError(f"{name}: {what} must not repeat; got {dims}")
+    if sorted_ and list(dims) != sorted(dims):
+        raise TypeError(f"{name}: {what} must be sorted; got {dims}")
+    for d in dims:
+        if not 0 <= d < rank:
+            raise TypeError(f"{name}: {what} must be in [0, {rank}); got {dims}")
+
+
+def _check_disjoint(name: str, a, b, what_a: str, what_b: str) -> None:
+    if set(a) & set(b):
+        raise TypeError(f"{name}: {what_a} {a} and {what_b} {b} must be disjoint")
+
+
+def _check_indices(name: str, indices: ShapedArray) -> None:
+    if not dtypes.is_int(indices.dtype):
+        raise TypeError(f"{name}: indices must have an integer dtype, got {indices.dtype.name}")
+    if indices.ndim < 1:
+        raise TypeError(f"{name}: indices must have at least one dimension (the index vector "
+                        "is the last one; add a trailing dimension of size 1 for scalar "
+                        f"indices), got shape {indices.shape}")
+
+
+def _check_batching(name, operand_batching, indices_batching, operand_shape, indices_shape):
+    _check_dims(name, "operand_batching_dims", operand_batching, len(operand_shape))
+    _check_dims(name, "indices batching dims", indices_batching, len(indices_shape) - 1,
+                sorted_=False)
+    if len(operand_batching) != len(indices_batching):
+        raise TypeError(f"{name}: operand_batching_dims {operand_batching} and the indices "
+                        f"batching dims {indices_batching} must have equal lengths")
+    op_sizes = tuple(operand_shape[d] for d in operand_batching)
+    idx_sizes = tuple(indices_shape[d] for d in indices_batching)
+    if op_sizes != idx_sizes:
+        raise TypeError(f"{name}: operand batching dimensions have sizes {op_sizes} but the "
+                        f"indices batching dimensions have sizes {idx_sizes}")
+
+
+# -- the shared numpy machinery -------------------------------------------------------------------
+
+def _start_indices(operand_shape, indices, start_index_map, operand_batching, indices_batching):
+    """Per operand dimension, the start index of each window: int64 arrays of the batch shape."""
+    batch_shape = indices.shape[:-1]
+    starts = [np.zeros(batch_shape, np.int64) for _ in operand_shape]
+    idx = indices.astype(np.int64)
+    for k, d in enumerate(start_index_map):
+        starts[d] = idx[..., k]
+    for od, bd in zip(operand_batching, indices_batching):
+        iota = np.arange(batch_shape[bd], dtype=np.int64)
+        shape = [1] * len(batch_shape)
+        shape[bd] = batch_shape[bd]
+        starts[od] = np.broadcast_to(iota.reshape(shape), batch_shape)
+    return starts
+
+
+def _in_bounds(starts, upper, dims, batch_shape):
+    """True where every start in ``dims`` lies in ``[0, upper[d]]`` (the window fits)."""
+    ok = np.ones(batch_shape, bool)
+    for d in dims:
+        ok &= (starts[d] >= 0) & (starts[d] <= upper[d])
+    return ok
+
+
+def _linear_indices(operand_shape, batch_shape, starts, window_dims, window_shape):
+    """Flat operand positions of every window element: shape ``batch + window``."""
+    nb, nw = len(batch_shape), len(window_dims)
+    lin = np.zeros(tuple(batch_shape) + tuple(window_shape), np.int64)
+    stride = 1
+    for d in reversed(range(len(operand_shape))):
+        pos = starts[d].reshape(tuple(batch_shape) + (1,) * nw)
+        if d in window_dims:
+            j = window_dims.index(d)
+            shape = [1] * (nb + nw)
+            shape[nb + j] = window_shape[j]
+            pos = pos + np.arange(window_shape[j], dtype=np.int64).reshape(shape)
+        lin += pos * stride
+        stride *= operand_shape[d]
+    return lin
+
+
+# -- gather ---------------------------------------------------------------------------------------
+
+def _gather_window_dims(ndim, dn: GatherDimensionNumbers):
+    return [d for d in range(ndim)
+            if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims]
+
+
+def _default_fill_value(dtype: np.dtype):
+    """JAX's fill for out-of-bounds gathers: NaN, the most negative signed int, the largest
+    unsigned int, True."""
+    if dtypes.is_float(dtype):
+        return float("nan")
+    if dtypes.is_signed(dtype):
+        return int(np.iinfo(dtype).min)
+    if dtypes.is_unsigned(dtype):
+        return int(np.iinfo(dtype).max)
+    return True
+
+
+def _gather_impl(operand_, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
+                 unique_indices, mode, fill_value):
+    dn = dimension_numbers
+    batch_shape = indices.shape[:-1]
+    nb = len(batch_shape)
+    window_dims = _gather_window_dims(operand_.ndim, dn)
+    window_shape = tuple(slice_sizes[d] for d in window_dims)
+    starts = _start_indices(operand_.shape, indices, dn.start_index_map,
+                            dn.operand_batching_dims, dn.start_indices_batching_dims)
+    upper = [n - s for n, s in zip(operand_.shape, slice_sizes)]
+    valid = None
+    if mode == GatherScatterMode.FILL_OR_DROP:
+        valid = _in_bounds(starts, upper, dn.start_index_map, batch_shape)
+    # CLIP and PROMISE_IN_BOUNDS clamp the window into the operand (XLA's gather semantics).
+    starts = [np.clip(s, 0, max(u, 0)) for s, u in zip(starts, upper)]
+    out_shape = batch_shape + window_shape
+    if operand_.size == 0 or int(np.prod(out_shape)) == 0:
+        res = np.zeros(out_shape, operand_.dtype)
+    else:
+        lin = _linear_indices(operand_.shape, batch_shape, starts, window_dims, window_shape)
+        res = operand_.reshape(-1)[lin]
+    if valid is not None:
+        fill = _default_fill_value(operand_.dtype) if fill_value is None else fill_value
+        with np.errstate(all="ignore"):
+            fill = np.asarray(fill).astype(operand_.dtype)
+        res = np.where(valid.reshape(batch_shape + (1,) * len(window_shape)), res, fill)
+    # Move the window dims to offset_dims; batch dims fill the other positions in order.
+    perm, bi, wi = [], 0, 0
+    for p in range(nb + len(window_shape)):
+        if p in dn.offset_dims:
+            perm.append(nb + wi)
+            wi += 1
+        else:
+            perm.append(bi)
+            bi += 1
+    return np.asarray(np.transpose(res, perm), dtype=operand_.dtype)[()]
+
+
+def _gather_abstract_eval(operand_, indices, *, dimension_numbers, slice_sizes,
+                          indices_are_sorted, unique_indices, mode, fill_value):
+    name = "gather"
+    dn = dimension_numbers
+    if not isinstance(dn, GatherDimensionNumbers):
+        raise TypeError(f"{name}: dimension_numbers must be a GatherDimensionNumbers, got "
+                        f"{type(dn).__name__}")
+    _check_indices(name, indices)
+    check_kinds(name, operand_.dtype, ANY)
+    batch_rank = indices.ndim - 1
+    out_rank = batch_rank + len(dn.offset_dims)
+    _check_dims(name, "offset_dims", dn.offset_dims, out_rank)
+    _check_dims(name, "collapsed_slice_dims", dn.collapsed_slice_dims, operand_.ndim)
+    _check_dims(name, "start_index_map", dn.start_index_map, operand_.ndim, sorted_=False)
+    _check_batching(name, dn.operand_batching_dims, dn.start_indices_batching_dims,
+                    operand_.shape, indices.shape)
+    _check_disjoint(name, dn.collapsed_slice_dims, dn.operand_batching_dims,
+                    "collapsed_slice_dims", "operand_batching_dims")
+    _check_disjoint(name, dn.start_index_map, dn.operand_batching_dims,
+                    "start_index_map", "operand_batching_dims")
+    if len(dn.start_index_map) != indices.shape[-1]:
+        raise TypeError(f"{name}: start_index_map {dn.start_index_map} has "
+                        f"{len(dn.start_index_map)} entries but the index vectors (last "
+                        f"dimension of indices of shape {indices.shape}) have "
+                        f"{indices.shape[-1]}")
+    if len(slice_sizes) != operand_.ndim:
+        raise TypeError(f"{name}: slice_sizes {slice_sizes} must have one entry per operand "
+                        f"dimension (operand shape {operand_.shape})")
+    window_dims = _gather_window_dims(operand_.ndim, dn)
+    if len(window_dims) != len(dn.offset_dims):
+        raise TypeError(f"{name}: every operand dimension must be an offset dimension or "
+                        f"collapsed/batching: operand rank {operand_.ndim}, offset_dims "
+                        f"{dn.offset_dims}, collapsed_slice_dims {dn.collapsed_slice_dims}, "
+                        f"operand_batching_dims {dn.operand_batching_dims}")
+    indices_empty = 0 in indices.shape
+    for d, (s, n) in enumerate(zip(slice_sizes, operand_.shape)):
+        if s < 0 or (s > n and not indices_empty):
+            raise TypeError(f"{name}: slice size {s} for operand dimension {d} is out of range "
+                            f"[0, {n}] (operand shape {operand_.shape})")
+    for d in dn.collapsed_slice_dims + dn.operand_batching_dims:
+        if slice_sizes[d] != 1 and not (slice_sizes[d] == 0 and d in dn.operand_batching_dims):
+            raise TypeError(f"{name}: collapsed or batching operand dimension {d} must have "
+                            f"slice size 1, got {slice_sizes[d]}")
+    if not isinstance(mode, GatherScatterMode):
+        raise TypeError(f"{name}: mode must be a GatherScatterMode, got {mode!r}")
+    batch = iter(indices.shape[:-1])
+    window = iter(slice_sizes[d] for d in window_dims)
+    shape = tuple(next(window) if p in dn.offset_dims else next(batch) for p in range(out_rank))
+    return ShapedArray(shape, operand_.dtype, operand_.weak_type)
+
+
+gather_p = standard_primitive("gather", _gather_impl, _gather_abstract_eval)
+
+
+def gather(operand_, start_indices, dimension_numbers: GatherDimensionNumbers, slice_sizes, *,
+           unique_indices: bool = False, indices_are_sorted: bool = False, mode=None,
+           fill_value=None):
+    """Gather slices of ``operand_`` at ``start_indices`` (XLA's Gather).
+
+    Args:
+      operand_: the array to read from.
+      start_indices: integer array whose last dimension is the index vector.
+      dimension_numbers: a :class:`GatherDimensionNumbers`.
+      slice_sizes: the size of the slice along every operand dimension.
+      unique_indices, indices_are_sorted: hints (not checked).
+      mode: a :class:`GatherScatterMode` or string; None means PROMISE_IN_BOUNDS (clamps).
+      fill_value: the value of out-of-bounds slices under FILL_OR_DROP; default NaN for
+        floats, the minimum for signed ints, the maximum for unsigned ints, True for bool.
+
+    Returns:
+      The gathered array (batch dims of ``start_indices`` and the slice's offset dims).
+
+    Example::
+
+      gather(x, idx[:, None], GatherDimensionNumbers((), (0,), (0,)), (1,))  # == x[idx]
+    """
+    x = operand(operand_, "gather")
+    idx = operand(start_indices, "gather")
+    parsed = (GatherScatterMode.PROMISE_IN_BOUNDS if mode is None
+              else GatherScatterMode.from_any(mode))
+    if parsed == GatherScatterMode.FILL_OR_DROP:
+        if fill_value is None:
+            fill_value = _default_fill_value(x.dtype)
+    else:
+        fill_value = None
+    return checked_bind(gather_p, x, idx, dimension_numbers=_gather_dnums(dimension_numbers),
+                         slice_sizes=tuple(int(s) for s in slice_sizes),
+                         indices_are_sorted=bool(indices_are_sorted),
+                         unique_indices=bool(unique_indices), mode=parsed,
+                         fill_value=fill_value)
+
+
+def _gather_dnums(dn) -> GatherDimensionNumbers:
+    if not isinstance(dn, GatherDimensionNumbers):
+        raise TypeError("gather: dimension_numbers must be a GatherDimensionNumbers, got "
+                        f"{type(dn).__name__}")
+    return GatherDimensionNumbers(*(tuple(int(d) for d in f) for f in dn))
+
+
+# -- scatter --------------------------------------------------------------------------------------
+
+def _scatter_window_dims(ndim, dn: ScatterDimensionNumbers):
+    return [d for d in range(ndim)
+            if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims]
+
+
+def _scatter_combine_set(flat, lin, vals):
+    # Duplicate indices: numpy keeps the last write; XLA promises only "one of them".
+    flat[lin] = vals
+
+
+def _make_scatter_impl(combine):
+    def impl(operand_, indices, updates, *, dimension_numbers, indices_are_sorted,
+             unique_indices, mode):
+        dn = dimension_numbers
+        out = np.array(operand_, copy=True, order="C")
+        batch_shape = indices.shape[:-1]
+        scatter_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+        upd = np.transpose(updates, scatter_dims + list(dn.update_window_dims))
+        window_dims = _scatter_window_dims(operand_.ndim, dn)
+        window_shape = upd.shape[len(batch_shape):]
+        sizes = [1] * operand_.ndim
+        for d, s in zip(window_dims, window_shape):
+            sizes[d] = s
+        starts = _start_indices(operand_.shape, indices, dn.scatter_dims_to_operand_dims,
+                                dn.operand_batching_dims, dn.scatter_indices_batching_dims)
+        upper = [n - s for n, s in zip(operand_.shape, sizes)]
+        if mode == GatherScatterMode.CLIP:
+            starts = [np.clip(s, 0, max(u, 0)) for s, u in zip(starts, upper)]
+        # After clamping only windows that cannot fit at all remain out of bounds.
+        valid = _in_bounds(starts, upper, dn.scatter_dims_to_operand_dims, batch_shape)
+        if upd.size == 0 or not valid.any():
+            return out[()]
+        lin = _linear_indices(operand_.shape, batch_shape, starts, window_dims, window_shape)
+        mask = np.broadcast_to(valid.reshape(batch_shape + (1,) * len(window_shape)), lin.shape)
+        with np.errstate(all="ignore"):
+            combine(out.reshape(-1), lin[mask], upd[mask])
+        return out[()]
+
+    return impl
+
+
+def _make_scatter_abstract_eval(name, kinds):
+    def abstract_eval(operand_, indices, updates, *, dimension_numbers, indices_are_sorted,
+                      unique_indices, mode):
+        dn = dimension_numbers
+        if not isinstance(dn, ScatterDimensionNumbers):
+            raise TypeError(f"{name}: dimension_numbers must be a ScatterDimensionNumbers, got "
+                            f"{type(dn).__name__}")
+        _check_indices(name, indices)
+        check_kinds(name, operand_.dtype, kinds)
+        if updates.dtype != operand_.dtype:
+            raise TypeError(f"{name}: updates dtype {updates.dtype.name} must equal the operand "
+                            f"dtype {operand_.dtype.name}")
+        batch_shape = indices.shape[:-1]
+        if updates.ndim != len(batch_shape) + len(dn.update_window_dims):
+            raise TypeError(f"{name}: updates must have rank {len(batch_shape)} (indices batch) "
+                            f"+ {len(dn.update_window_dims)} (update_window_dims) = "
+                            f"{len(batch_shape) + len(dn.update_window_dims)}, got shape "
+                            f"{updates.shape}")
+        _check_dims(name, "update_window_dims", dn.update_window_dims, updates.ndim)
+        _check_dims(name, "inserted_window_dims", dn.inserted_window_dims, operand_.ndim)
+        _check_dims(name, "scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims,
+                    operand_.ndim, sorted_=False)
+        _check_batching(name, dn.operand_batching_dims, dn.scatter_indices_batching_dims,
+                        operand_.shape, indices.shape)
+        _check_disjoint(name, dn.inserted_window_dims, dn.operand_batching_dims,
+                        "inserted_window_dims", "operand_batching_dims")
+        _check_disjoint(name, dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
+                        "scatter_dims_to_operand_dims", "operand_batching_dims")
+        if len(dn.scatter_dims_to_operand_dims) != indices.shape[-1]:
+            raise TypeError(f"{name}: scatter_dims_to_operand_dims "
+                            f"{dn.scatter_dims_to_operand_dims} has "
+                            f"{len(dn.scatter_dims_to_operand_dims)} entries but the index "
+                            f"vectors (last dimension of indices of shape {indices.shape}) "
+                            f"have {indices.shape[-1]}")
+        window_dims = _scatter_window_dims(operand_.ndim, dn)
+        if len(window_dims) != len(dn.update_window_dims):
+            raise TypeError(f"{name}: the window has {len(dn.update_window_dims)} "
+                            f"update_window_dims + {len(dn.inserted_window_dims)} "
+                            f"inserted_window_dims + {len(dn.operand_batching_dims)} batching "
+                            f"dims, which must equal the operand rank {operand_.ndim}")
+        for d, ud in zip(window_dims, dn.update_window_dims):
+            if updates.shape[ud] > operand_.shape[d]:
+                raise TypeError(f"{name}: updates window dimension {ud} has size "
+                                f"{updates.shape[ud]}, larger than operand dimension {d} of "
+                                f"size {operand_.shape[d]}")
+        scatter_sizes = tuple(s for i, s in enumerate(updates.shape)
+                              if i not in dn.update_window_dims)
+        if scatter_sizes != batch_shape:
+            raise TypeError(f"{name}: the scatter dimensions of updates (shape "
+                            f"{updates.shape}) have sizes {scatter_sizes}, which must equal the "
+                            f"batch dimensions of indices {batch_shape}")
+        if not isinstance(mode, GatherScatterMode):
+            raise TypeError(f"{name}: mode must be a GatherScatterMode, got {mode!r}")
+        return ShapedArray(operand_.shape, operand_.dtype, operand_.weak_type)
+
+    return abstract_eval
+
+
+def _scatter_primitive(name, combine, kinds):
+    return standard_primitive(name, _make_scatter_impl(combine),
+                              _make_scatter_abstract_eval(name, kinds))
+
+
+scatter_p = _scatter_primitive("scatter", _scatter_combine_set, ANY)
+scatter_add_p = _scatter_primitive("scatter-add", np.add.at, NUMERIC)
+scatter_mul_p = _scatter_primitive("scatter-mul", np.multiply.at, NUMERIC)
+scatter_min_p = _scatter_primitive("scatter-min", np.minimum.at, ANY)
+scatter_max_p = _scatter_primitive("scatter-max", np.maximum.at, ANY)
+
+
+def _scatter_dnums(name, dn) -> ScatterDimensionNumbers:
+    if not isinstance(dn, ScatterDimensionNumbers):
+        raise TypeError(f"{name}: dimension_numbers must be a ScatterDimensionNumbers, got "
+                        f"{type(dn).__name__}")
+    return ScatterDimensionNumbers(*(tuple(int(d) for d in f) for f in dn))
+
+
+def _bind_scatter(prim, name, operand_, scatter_indices, updates, dimension_numbers,
+                  indices_are_sorted, unique_indices, mode):
+    x = operand(operand_, name)
+    idx = operand(scatter_indices, name)
+    if isinstance(updates, (bool, int, float)) and not isinstance(updates, np.generic):
+        upd = full_like_scalar(updates, x)
+    else:
+        upd = operand(updates, name)
+    return checked_bind(prim, x, idx, upd,
+                        dimension_numbers=_scatter_dnums(name, dimension_numbers),
+                        indices_are_sorted=bool(indices_are_sorted),
+                        unique_indices=bool(unique_indices),
+                        mode=GatherScatterMode.from_any(mode))
+
+
+_SCATTER_DOC = """{what} ``updates`` into ``operand_`` at ``scatter_indices`` (XLA's Scatter).
+
+    Args:
+      operand_: the array to update (not modified; a new array is returned).
+      scatter_indices: integer array whose last dimension is the index vector.
+      updates: the windows to write, of ``operand_``'s dtype.
+      dimension_numbers: a :class:`ScatterDimensionNumbers`.
+      indices_are_sorted, unique_indices: hints (not checked).
+      mode: a :class:`GatherScatterMode` or string; None means FILL_OR_DROP (out-of-bounds
+        windows are dropped), "clip" clamps them into bounds.
+
+    Returns:
+      ``operand_`` with the updates {how}.
+
+    Example::
+
+      dn = ScatterDimensionNumbers((), (0,), (0,))
+      {fn}(x, idx[:, None], vals, dn)
+    """
+
+
+def scatter(operand_, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
+            indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+    return _bind_scatter(scatter_p, "scatter", operand_, scatter_indices, updates,
+                         dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+def scatter_add(operand_, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers,
+                *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+    return _bind_scatter(scatter_add_p, "scatter_add", operand_, scatter_indices, updates,
+                         dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+def scatter_mul(operand_, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers,
+                *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+    return _bind_scatter(scatter_mul_p, "scatter_mul", operand_, scatter_indices, updates,
+                         dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+def scatter_min(operand_, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers,
+                *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+    return _bind_scatter(scatter_min_p, "scatter_min", operand_, scatter_indices, updates,
+                         dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+def scatter_max(operand_, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers,
+                *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+    return _bind_scatter(scatter_max_p, "scatter_max", operand_, scatter_indices, updates,
+                         dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+scatter.__doc__ = _SCATTER_DOC.format(
+    what="Write", how="written (with duplicate indices, one of the writers wins)", fn="scatter")
+scatter_add.__doc__ = _SCATTER_DOC.format(
+    what="Add", how="added (duplicate indices accumulate)", fn="scatter_add")
+scatter_mul.__doc__ = _SCATTER_DOC.format(
+    what="Multiply", how="multiplied in (duplicate indices accumulate)", fn="scatter_mul")
+scatter_min.__doc__ = _SCATTER_DOC.format(
+    what="Take the minimum with", how="combined by minimum (NaN propagates)", fn="scatter_min")
+scatter_max.__doc__ = _SCATTER_DOC.format(
+    what="Take the maximum with", how="combined by maximum (NaN propagates)", fn="scatter_max")

@@ -1,15 +1,89 @@
-"""Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, concatenate,
-pad, slice, dynamic_slice, dynamic_update_slice, rev, iota."""
+"""Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, concatenate, pad, slice,
+dynamic_slice, dynamic_update_slice, rev, iota; and the lax wrappers built on them
+(expand_dims, broadcast, broadcasted_iota, full, full_like, collapse, the ``*_in_dim`` family).
+
+Every primitive keeps JAX's jaxpr spelling (``reshape[dimensions=None new_sizes=(3, 2)]``,
+``pad[padding_config=((1, 0, 0),)]``, ``dynamic_slice[slice_sizes=(2,)] x i j``...). Static
+metadata are tuple params; ``dynamic_slice`` / ``dynamic_update_slice`` take their start
+indices as 0-d integer operands after the array operands and clamp them so the slice fits
+(XLA's semantics). ``pad``'s padding value is a 0-d operand.
+"""
 
 from __future__ import annotations
 
+import math
+import operator
+
 import numpy as np
 
+from fungrad import core, dtypes
+from fungrad.array import Array
 from fungrad.core import ShapedArray
-from fungrad.lax.utils import operand, standard_primitive
+from fungrad.lax.utils import NUMERIC, check_kinds, operand, operands_same_dtype, standard_primitive
 
-__all__ = ["broadcast_in_dim", "broadcast_in_dim_p"]
+__all__ = [
+    "broadcast_in_dim", "reshape", "transpose", "squeeze", "concatenate", "pad", "slice",
+    "dynamic_slice", "dynamic_update_slice", "rev", "iota",
+    "expand_dims", "broadcast", "broadcast_to_rank", "broadcasted_iota", "full", "full_like",
+    "collapse", "slice_in_dim", "index_in_dim", "dynamic_slice_in_dim", "dynamic_index_in_dim",
+    "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
+    "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "concatenate_p", "pad_p",
+    "slice_p", "dynamic_slice_p", "dynamic_update_slice_p", "rev_p", "iota_p",
+]
 
+_builtin_slice = slice
+
+
+# -- static-argument helpers ---------------------------------------------------------------------
+
+def _int(x, name: str, what: str) -> int:
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise TypeError(f"{name}: {what} must be integers, got {x!r} of type "
+                        f"{type(x).__name__}") from None
+
+
+def _int_tuple(xs, name: str, what: str) -> tuple[int, ...]:
+    """``xs`` (a sequence of ints, or one int) as a tuple of Python ints."""
+    if isinstance(xs, (int, np.integer)):
+        return (int(xs),)
+    try:
+        items = list(xs)
+    except TypeError:
+        raise TypeError(f"{name}: {what} must be a sequence of integers, got {xs!r}") from None
+    return tuple(_int(x, name, what) for x in items)
+
+
+def _shape_tuple(shape, name: str, what: str = "shape") -> tuple[int, ...]:
+    shape = _int_tuple(shape, name, what)
+    if any(d < 0 for d in shape):
+        raise TypeError(f"{name}: {what} must be non-negative integers, got {shape}")
+    return shape
+
+
+def _canonical_axis(axis, ndim: int, name: str, what: str = "dimension") -> int:
+    axis = _int(axis, name, what)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name}: {what} {axis} is out of range for an array of rank {ndim}")
+    return axis % ndim
+
+
+def _check_dims(name: str, dims, ndim: int, shape, what: str = "dimensions") -> None:
+    """``dims`` must be distinct dimensions in ``[0, ndim)``."""
+    if any(not 0 <= d < ndim for d in dims) or len(set(dims)) != len(dims):
+        raise TypeError(f"{name}: {what} {dims} must be distinct dimensions of an operand of "
+                        f"shape {shape}")
+
+
+def _bind(prim, *args, **params):
+    """Check the avals with ``prim``'s abstract_eval, then bind: eager calls run the numpy impl
+    first, and its errors would not name the lax operation and shapes."""
+    prim.abstract_eval(*(core.get_aval(a) for a in args), **params)
+    return prim.bind(*args, **params)
+
+
+# -- broadcast_in_dim ----------------------------------------------------------------------------
 
 def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
     expanded = [1] * len(shape)
@@ -40,10 +114,604 @@ broadcast_in_dim_p = standard_primitive(
 
 
 def broadcast_in_dim(operand_, shape, broadcast_dimensions):
-    """Broadcast ``operand_`` to ``shape``; operand dim ``i`` maps to ``broadcast_dimensions[i]``."""
+    """Broadcast ``operand_`` to ``shape``; operand dim ``i`` maps to ``broadcast_dimensions[i]``.
+
+    Example: ``broadcast_in_dim(x_f32_3, (2, 3), (1,))`` repeats ``x`` as two rows.
+    """
     x = operand(operand_, "broadcast_in_dim")
-    shape = tuple(int(d) for d in shape)
-    broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
+    shape = _shape_tuple(shape, "broadcast_in_dim")
+    broadcast_dimensions = _int_tuple(broadcast_dimensions, "broadcast_in_dim",
+                                      "broadcast_dimensions")
     if x.shape == shape and broadcast_dimensions == tuple(range(len(shape))):
         return x
-    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=broadcast_dimensions)
+    return _bind(broadcast_in_dim_p, x, shape=shape, broadcast_dimensions=broadcast_dimensions)
+
+
+def broadcast(operand_, sizes):
+    """Add leading dimensions of ``sizes`` to ``operand_`` (``sizes + operand_.shape``)."""
+    x = operand(operand_, "broadcast")
+    sizes = _shape_tuple(sizes, "broadcast", "sizes")
+    dims = tuple(range(len(sizes), len(sizes) + x.ndim))
+    return broadcast_in_dim(x, sizes + tuple(x.shape), dims)
+
+
+def broadcast_to_rank(x, rank: int):
+    """Add leading size-1 dimensions to ``x`` until it has rank ``rank``."""
+    x = operand(x, "broadcast_to_rank")
+    ndim = x.ndim
+    if ndim == rank:
+        return x
+    if ndim > rank:
+        raise ValueError(f"broadcast_to_rank: operand of shape {x.shape} already has rank "
+                         f"{ndim} > {rank}")
+    return broadcast(x, (1,) * (rank - ndim))
+
+
+def expand_dims(array, dimensions):
+    """Insert size-1 dimensions at ``dimensions`` (positions in the result; negatives count
+    from the end of the result), via ``broadcast_in_dim`` as in JAX."""
+    x = operand(array, "expand_dims")
+    dimensions = _int_tuple(dimensions, "expand_dims", "dimensions")
+    ndim_out = x.ndim + len(dimensions)
+    dims = [_canonical_axis(d, ndim_out, "expand_dims") for d in dimensions]
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"expand_dims: repeated axis in dimensions {dimensions}")
+    shape = list(x.shape)
+    for d in sorted(dims):
+        shape.insert(d, 1)
+    kept = tuple(i for i in range(ndim_out) if i not in dims)
+    return broadcast_in_dim(x, tuple(shape), kept)
+
+
+# -- reshape ---------------------------------------------------------------------------------
+
+def _reshape_impl(x, *, new_sizes, dimensions):
+    if dimensions is not None:
+        x = np.transpose(x, dimensions)
+    return np.reshape(x, new_sizes)
+
+
+def _reshape_abstract_eval(x, *, new_sizes, dimensions):
+    if math.prod(new_sizes) != x.size:
+        raise TypeError(f"reshape: cannot reshape array of shape {x.shape} (size {x.size}) "
+                        f"into shape {new_sizes} (size {math.prod(new_sizes)})")
+    if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
+        raise TypeError(f"reshape: dimensions {dimensions} must be a permutation of the "
+                        f"operand dimensions (operand shape {x.shape})")
+    return ShapedArray(new_sizes, x.dtype, x.weak_type)
+
+
+reshape_p = standard_primitive("reshape", _reshape_impl, _reshape_abstract_eval)
+
+
+def reshape(operand_, new_sizes, dimensions=None):
+    """Reshape to ``new_sizes`` (row-major), after transposing by ``dimensions`` if given.
+
+    Unlike ``fungrad.numpy.reshape``, sizes are not inferred: ``-1`` is an error.
+    Example: ``reshape(x_f32_2x3, (3, 2), dimensions=(1, 0))`` ravels ``x.T``.
+    """
+    x = operand(operand_, "reshape")
+    new_sizes = _shape_tuple(new_sizes, "reshape", "new_sizes")
+    if dimensions is not None:
+        dimensions = _int_tuple(dimensions, "reshape", "dimensions")
+        if dimensions == tuple(range(x.ndim)):
+            dimensions = None
+    if dimensions is None and new_sizes == tuple(x.shape):
+        return x
+    return _bind(reshape_p, x, new_sizes=new_sizes, dimensions=dimensions)
+
+
+def collapse(operand_, start_dimension, stop_dimension=None):
+    """Merge dimensions ``[start_dimension, stop_dimension)`` into one (row-major order);
+    ``stop_dimension=None`` collapses through the last dimension."""
+    x = operand(operand_, "collapse")
+    lo, hi, _ = _builtin_slice(start_dimension, stop_dimension).indices(x.ndim)
+    if hi < lo:
+        raise ValueError(f"collapse: invalid dimension range {start_dimension}:{stop_dimension} "
+                         f"for an operand of shape {x.shape}")
+    shape = tuple(x.shape)
+    return reshape(x, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
+
+
+# -- transpose, squeeze, rev -----------------------------------------------------------------
+
+def _transpose_impl(x, *, permutation):
+    return np.transpose(x, permutation)
+
+
+def _transpose_abstract_eval(x, *, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        raise TypeError(f"transpose: permutation {permutation} is not a permutation of the "
+                        f"dimensions of an operand of shape {x.shape}")
+    return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
+
+
+transpose_p = standard_primitive("transpose", _transpose_impl, _transpose_abstract_eval)
+
+
+def transpose(operand_, permutation):
+    """Permute dimensions: result dimension ``i`` is operand dimension ``permutation[i]``."""
+    x = operand(operand_, "transpose")
+    permutation = _int_tuple(permutation, "transpose", "permutation")
+    if permutation == tuple(range(x.ndim)):
+        return x
+    return _bind(transpose_p, x, permutation=permutation)
+
+
+def _squeeze_impl(x, *, dimensions):
+    return np.reshape(x, _squeezed_shape(x.shape, dimensions))
+
+
+def _squeezed_shape(shape, dimensions):
+    return tuple(d for i, d in enumerate(shape) if i not in dimensions)
+
+
+def _squeeze_abstract_eval(x, *, dimensions):
+    _check_dims("squeeze", dimensions, x.ndim, x.shape)
+    if any(x.shape[d] != 1 for d in dimensions):
+        raise TypeError(f"squeeze: cannot squeeze dimensions {dimensions} of an operand of "
+                        f"shape {x.shape}: squeezed dimensions must have size 1")
+    return ShapedArray(_squeezed_shape(x.shape, dimensions), x.dtype, x.weak_type)
+
+
+squeeze_p = standard_primitive("squeeze", _squeeze_impl, _squeeze_abstract_eval)
+
+
+def squeeze(array, dimensions):
+    """Remove the size-1 ``dimensions`` (negative values count from the end)."""
+    x = operand(array, "squeeze")
+    dims = _int_tuple(dimensions, "squeeze", "dimensions")
+    dims = tuple(sorted(_canonical_axis(d, x.ndim, "squeeze") for d in dims))
+    if not dims:
+        return x
+    return _bind(squeeze_p, x, dimensions=dims)
+
+
+def _rev_impl(x, *, dimensions):
+    x = np.asarray(x)
+    return np.flip(x, dimensions) if dimensions else x
+
+
+def _rev_abstract_eval(x, *, dimensions):
+    _check_dims("rev", dimensions, x.ndim, x.shape)
+    return x
+
+
+rev_p = standard_primitive("rev", _rev_impl, _rev_abstract_eval)
+
+
+def rev(operand_, dimensions):
+    """Reverse the order of elements along ``dimensions``."""
+    x = operand(operand_, "rev")
+    dims = _int_tuple(dimensions, "rev", "dimensions")
+    if not dims:
+        return x
+    return _bind(rev_p, x, dimensions=dims)
+
+
+# -- concatenate and pad ---------------------------------------------------------------------
+
+def _concatenate_impl(*xs, dimension):
+    return np.concatenate(xs, axis=dimension)
+
+
+def _concatenate_abstract_eval(*xs, dimension):
+    if not xs:
+        raise TypeError("concatenate: needs at least one operand")
+    shapes = ", ".join(str(x.shape) for x in xs)
+    if len({x.dtype for x in xs}) != 1:
+        raise TypeError("concatenate requires arguments to have the same dtypes, got "
+                        + ", ".join(x.dtype.name for x in xs)
+                        + " (fungrad.numpy.concatenate promotes dtypes)")
+    ndim = xs[0].ndim
+    if ndim == 0 or any(x.ndim != ndim for x in xs):
+        raise TypeError(f"concatenate: operands must have the same rank >= 1, got shapes "
+                        f"{shapes}")
+    if not 0 <= dimension < ndim:
+        raise TypeError(f"concatenate: dimension {dimension} is out of range for shapes "
+                        f"{shapes}")
+    for x in xs:
+        if any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != dimension):
+            raise TypeError(f"concatenate: cannot concatenate arrays with shapes that differ in "
+                            f"dimensions other than dimension {dimension}: shapes {shapes}")
+    shape = list(xs[0].shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))
+
+
+concatenate_p = standard_primitive("concatenate", _concatenate_impl, _concatenate_abstract_eval)
+
+
+def concatenate(operands, dimension):
+    """Join arrays of one dtype along ``dimension`` (their other dimensions must agree)."""
+    if isinstance(operands, (Array, core.Tracer, np.ndarray)) or not hasattr(operands, "__len__"):
+        raise TypeError(f"concatenate: operands must be a sequence of arrays, got "
+                        f"{type(operands).__name__}")
+    xs = [operand(x, "concatenate") for x in operands]
+    if not xs:
+        raise ValueError("concatenate: needs a non-empty sequence of arrays")
+    if len(xs) == 1:
+        return xs[0]
+    dimension = _canonical_axis(dimension, max(xs[0].ndim, 1), "concatenate")
+    return _bind(concatenate_p, *xs, dimension=dimension)
+
+
+def _pad_impl(x, padding_value, *, padding_config):
+    x = np.asarray(x)
+    # Place x (with interior gaps) into a buffer padded by the non-negative lo/hi, then crop
+    # the negative lo/hi off its ends.
+    full_shape, places, crops = [], [], []
+    for n, (lo, hi, interior) in zip(x.shape, padding_config):
+        inner = n + max(n - 1, 0) * interior
+        full_shape.append(max(lo, 0) + inner + max(hi, 0))
+        places.append(_builtin_slice(max(lo, 0), max(lo, 0) + inner, interior + 1))
+        crops.append(_builtin_slice(max(-lo, 0), full_shape[-1] - max(-hi, 0)))
+    out = np.full(full_shape, padding_value, dtype=x.dtype)
+    out[tuple(places)] = x
+    return out[tuple(crops)]
+
+
+def _pad_abstract_eval(x, padding_value, *, padding_config):
+    if x.dtype != padding_value.dtype:
+        raise TypeError(f"pad: operand and padding_value must have the same dtype, got "
+                        f"{x.dtype.name} and {padding_value.dtype.name}")
+    if padding_value.shape:
+        raise TypeError(f"pad: padding_value must be a scalar (0-d), got shape "
+                        f"{padding_value.shape}")
+    if len(padding_config) != x.ndim or any(len(c) != 3 for c in padding_config):
+        raise TypeError(f"pad: padding_config {padding_config} must have one (lo, hi, interior) "
+                        f"triple per dimension of the operand shape {x.shape}")
+    if any(c[2] < 0 for c in padding_config):
+        raise ValueError(f"pad: interior padding must be non-negative, got padding_config "
+                         f"{padding_config}")
+    shape = tuple(lo + hi + n + max(n - 1, 0) * interior
+                  for n, (lo, hi, interior) in zip(x.shape, padding_config))
+    if any(d < 0 for d in shape):
+        raise ValueError(f"pad: dimension size after padding is negative: result shape {shape} "
+                         f"for padding_config {padding_config} and operand shape {x.shape}")
+    return ShapedArray(shape, x.dtype, x.weak_type and padding_value.weak_type)
+
+
+pad_p = standard_primitive("pad", _pad_impl, _pad_abstract_eval)
+
+
+def pad(operand_, padding_value, padding_config):
+    """Pad each dimension with ``(lo, hi, interior)`` copies of ``padding_value``.
+
+    Negative ``lo``/``hi`` remove elements from that end; ``interior`` inserts that many
+    values between neighbours. Example: ``pad([1, 2], 0, ((1, 0, 1),))`` is ``[0, 1, 0, 2]``.
+    """
+    x, v = operands_same_dtype("pad", operand_, padding_value)
+    config = tuple(_int_tuple(c, "pad", "padding_config") for c in padding_config)
+    return _bind(pad_p, x, v, padding_config=config)
+
+
+# -- static slices ---------------------------------------------------------------------------
+
+def _slice_impl(x, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * len(start_indices)
+    return np.asarray(x)[tuple(map(_builtin_slice, start_indices, limit_indices, strides))]
+
+
+def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
+    strides_ = strides or (1,) * x.ndim
+    if not len(start_indices) == len(limit_indices) == len(strides_) == x.ndim:
+        raise TypeError(f"slice: start_indices {start_indices}, limit_indices {limit_indices} "
+                        f"and strides {strides} must each have one entry per dimension of the "
+                        f"operand shape {x.shape}")
+    for s, lim, n in zip(start_indices, limit_indices, x.shape):
+        if not 0 <= s <= lim <= n:
+            raise TypeError(f"slice: start_indices {start_indices} and limit_indices "
+                            f"{limit_indices} must satisfy 0 <= start <= limit <= size for the "
+                            f"operand shape {x.shape}")
+    if any(st <= 0 for st in strides_):
+        raise TypeError(f"slice: strides must be positive, got {strides}")
+    shape = tuple(-(-(lim - s) // st) for s, lim, st in zip(start_indices, limit_indices,
+                                                              strides_))
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+slice_p = standard_primitive("slice", _slice_impl, _slice_abstract_eval)
+
+
+def slice(operand_, start_indices, limit_indices, strides=None):  # noqa: A001 (lax's name)
+    """``operand_[start:limit:stride]`` in every dimension, with static in-range bounds."""
+    x = operand(operand_, "slice")
+    start = _int_tuple(start_indices, "slice", "start_indices")
+    limit = _int_tuple(limit_indices, "slice", "limit_indices")
+    strides = None if strides is None else _int_tuple(strides, "slice", "strides")
+    if strides is not None and all(s == 1 for s in strides):
+        strides = None
+    if (strides is None and all(s == 0 for s in start) and limit == tuple(x.shape)
+            and len(start) == x.ndim):
+        return x
+    return _bind(slice_p, x, start_indices=start, limit_indices=limit, strides=strides)
+
+
+def slice_in_dim(operand_, start_index, limit_index, stride=1, axis=0):
+    """``operand_[..., start_index:limit_index:stride]`` along ``axis`` (negative indices
+    count from the end; None means the start/end)."""
+    x = operand(operand_, "slice_in_dim")
+    axis = _canonical_axis(axis, x.ndim, "slice_in_dim", "axis")
+    n = x.shape[axis]
+    start = 0 if start_index is None else _int(start_index, "slice_in_dim", "indices")
+    limit = n if limit_index is None else _int(limit_index, "slice_in_dim", "indices")
+    start = start + n if start < 0 else start
+    limit = limit + n if limit < 0 else limit
+    starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
+    starts[axis], limits[axis], strides[axis] = start, limit, _int(stride, "slice_in_dim",
+                                                                   "stride")
+    return slice(x, starts, limits, strides)
+
+
+def index_in_dim(operand_, index, axis=0, keepdims=True):
+    """``operand_[..., index]`` along ``axis`` with a static index (IndexError if out of
+    bounds); ``keepdims`` keeps the indexed dimension with size 1."""
+    x = operand(operand_, "index_in_dim")
+    axis = _canonical_axis(axis, x.ndim, "index_in_dim", "axis")
+    index = _int(index, "index_in_dim", "index")
+    n = x.shape[axis]
+    wrapped = index + n if index < 0 else index
+    if not 0 <= wrapped < n:
+        raise IndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} with "
+                         f"size {n}")
+    out = slice_in_dim(x, wrapped, wrapped + 1, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+# -- dynamic slices --------------------------------------------------------------------------
+
+def _clamped_starts(starts, operand_shape, sizes):
+    """XLA's rule: each start index is clamped to ``[0, dim - size]`` so the slice fits."""
+    return [min(max(int(s), 0), n - k) for s, n, k in zip(starts, operand_shape, sizes)]
+
+
+def _dynamic_slice_impl(x, *starts, slice_sizes):
+    x = np.asarray(x)
+    lo = _clamped_starts(starts, x.shape, slice_sizes)
+    return x[tuple(_builtin_slice(s, s + k) for s, k in zip(lo, slice_sizes))].copy()
+
+
+def _check_start_indices(name: str, x: ShapedArray, starts) -> None:
+    if len(starts) != x.ndim:
+        raise TypeError(f"{name}: got {len(starts)} start indices for an operand of shape "
+                        f"{x.shape}; pass one per dimension")
+    for s in starts:
+        if s.shape or s.dtype.kind not in "iu":
+            raise TypeError(f"{name}: start indices must be 0-d integer arrays, got "
+                            + ", ".join(a.str_short() for a in starts))
+
+
+def _dynamic_slice_abstract_eval(x, *starts, slice_sizes):
+    _check_start_indices("dynamic_slice", x, starts)
+    if len(slice_sizes) != x.ndim or any(not 0 <= k <= n for k, n in zip(slice_sizes, x.shape)):
+        raise TypeError(f"dynamic_slice: slice_sizes {slice_sizes} must be between 0 and the "
+                        f"operand shape {x.shape} in every dimension")
+    return ShapedArray(slice_sizes, x.dtype, x.weak_type)
+
+
+dynamic_slice_p = standard_primitive(
+    "dynamic_slice", _dynamic_slice_impl, _dynamic_slice_abstract_eval)
+
+
+def _dynamic_slice_indices(name: str, x, start_indices, allow_negative_indices):
+    """Start indices as 0-d integer operands, negative ones wrapped as Python does (JAX's
+    ``_dynamic_slice_indices``): statically for Python ints, with ``select_n`` otherwise."""
+    from fungrad.lax import elementwise
+
+    if isinstance(start_indices, (Array, core.Tracer, np.ndarray)):
+        if start_indices.ndim != 1:
+            raise ValueError(f"{name}: start_indices must be a 1-D sequence, got an array of "
+                             f"shape {start_indices.shape}")
+        if isinstance(start_indices, np.ndarray):
+            start_indices = list(start_indices)
+        else:
+            start_indices = [reshape(slice(start_indices, (i,), (i + 1,)), ())
+                             for i in range(start_indices.shape[0])]
+    start_indices = list(start_indices)
+    if len(start_indices) != x.ndim:
+        raise ValueError(f"{name}: got {len(start_indices)} start indices for an operand of "
+                         f"shape {x.shape}; pass one per dimension")
+    if isinstance(allow_negative_indices, bool):
+        allow_negative_indices = [allow_negative_indices] * x.ndim
+    out = []
+    for i, n, allow in zip(start_indices, x.shape, allow_negative_indices):
+        if isinstance(i, np.integer):
+            wrapped = i + n if (allow and i < 0) else i
+            out.append(operand(np.asarray(wrapped, dtype=i.dtype)[()], name))
+            continue
+        if isinstance(i, int) and not isinstance(i, bool):
+            out.append(operand(i + n if (allow and i < 0) else i, name))
+            continue
+        i = operand(i, name)
+        if i.shape or i.dtype.kind not in "iu":
+            raise TypeError(f"{name}: start indices must be integer scalars, got "
+                            f"{i.aval.str_short()}")
+        if allow and i.dtype.kind == "i":
+            size = Array(np.asarray(n, dtype=i.dtype)[()])
+            i = elementwise.select_n(elementwise.lt(i, 0), i, elementwise.add(i, size))
+        out.append(i)
+    return out
+
+
+def dynamic_slice(operand_, start_indices, slice_sizes, *, allow_negative_indices=True):
+    """The ``slice_sizes`` block starting at ``start_indices`` (possibly traced scalars).
+
+    Negative indices count from the end; then, as in XLA, each start is clamped to
+    ``[0, dim - size]`` so the block always fits. Example:
+    ``dynamic_slice(arange(5), (4,), (2,))`` is ``[3, 4]``.
+    """
+    x = operand(operand_, "dynamic_slice")
+    sizes = _shape_tuple(slice_sizes, "dynamic_slice", "slice_sizes")
+    starts = _dynamic_slice_indices("dynamic_slice", x, start_indices, allow_negative_indices)
+    return _bind(dynamic_slice_p, x, *starts, slice_sizes=sizes)
+
+
+def _dynamic_update_slice_impl(x, update, *starts):
+    out = np.array(x, copy=True)
+    lo = _clamped_starts(starts, out.shape, update.shape)
+    out[tuple(_builtin_slice(s, s + k) for s, k in zip(lo, update.shape))] = update
+    return out
+
+
+def _dynamic_update_slice_abstract_eval(x, update, *starts):
+    name = "dynamic_update_slice"
+    _check_start_indices(name, x, starts)
+    if update.dtype != x.dtype:
+        raise TypeError(f"{name}: update dtype {update.dtype.name} must equal the operand "
+                        f"dtype {x.dtype.name}")
+    if update.ndim != x.ndim or any(u > n for u, n in zip(update.shape, x.shape)):
+        raise TypeError(f"{name}: update shape {update.shape} must have the operand's rank and "
+                        f"fit inside the operand shape {x.shape}")
+    return x
+
+
+dynamic_update_slice_p = standard_primitive(
+    "dynamic_update_slice", _dynamic_update_slice_impl, _dynamic_update_slice_abstract_eval)
+
+
+def dynamic_update_slice(operand_, update, start_indices, *, allow_negative_indices=True):
+    """``operand_`` with the block at ``start_indices`` replaced by ``update``.
+
+    Start indices are wrapped and clamped as in :func:`dynamic_slice`, so the update always
+    lands entirely inside the operand.
+    """
+    x = operand(operand_, "dynamic_update_slice")
+    u = operand(update, "dynamic_update_slice")
+    starts = _dynamic_slice_indices("dynamic_update_slice", x, start_indices,
+                                     allow_negative_indices)
+    return _bind(dynamic_update_slice_p, x, u, *starts)
+
+
+def _zero_index_like(index):
+    """A 0 start index of ``index``'s integer dtype (JAX's ``_const(start_index, 0)``)."""
+    dt = getattr(index, "dtype", None)
+    return 0 if dt is None else np.zeros((), dtype=dt)[()]
+
+
+def dynamic_slice_in_dim(operand_, start_index, slice_size, axis=0, *,
+                         allow_negative_indices=True):
+    """``operand_[..., start_index:start_index + slice_size]`` along ``axis`` with a possibly
+    traced start (clamped into range as in :func:`dynamic_slice`)."""
+    x = operand(operand_, "dynamic_slice_in_dim")
+    axis = _canonical_axis(axis, x.ndim, "dynamic_slice_in_dim", "axis")
+    starts = [_zero_index_like(start_index)] * x.ndim
+    starts[axis] = start_index
+    sizes = list(x.shape)
+    sizes[axis] = _int(slice_size, "dynamic_slice_in_dim", "slice_size")
+    allow = [False] * x.ndim
+    allow[axis] = allow_negative_indices
+    return dynamic_slice(x, starts, sizes, allow_negative_indices=allow)
+
+
+def dynamic_index_in_dim(operand_, index, axis=0, keepdims=True, *,
+                         allow_negative_indices=True):
+    """``operand_[..., index]`` along ``axis`` with a possibly traced index (clamped)."""
+    x = operand(operand_, "dynamic_index_in_dim")
+    axis = _canonical_axis(axis, x.ndim, "dynamic_index_in_dim", "axis")
+    out = dynamic_slice_in_dim(x, index, 1, axis,
+                               allow_negative_indices=allow_negative_indices)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+def dynamic_update_slice_in_dim(operand_, update, start_index, axis, *,
+                                allow_negative_indices=True):
+    """Write ``update`` into ``operand_`` starting at ``start_index`` along ``axis``."""
+    x = operand(operand_, "dynamic_update_slice_in_dim")
+    axis = _canonical_axis(axis, x.ndim, "dynamic_update_slice_in_dim", "axis")
+    starts = [_zero_index_like(start_index)] * x.ndim
+    starts[axis] = start_index
+    allow = [False] * x.ndim
+    allow[axis] = allow_negative_indices
+    return dynamic_update_slice(x, update, starts, allow_negative_indices=allow)
+
+
+def dynamic_update_index_in_dim(operand_, update, index, axis, *,
+                                allow_negative_indices=True):
+    """Write ``update`` (with or without the size-1 ``axis``) at ``index`` along ``axis``."""
+    x = operand(operand_, "dynamic_update_index_in_dim")
+    u = operand(update, "dynamic_update_index_in_dim")
+    axis = _canonical_axis(axis, x.ndim, "dynamic_update_index_in_dim", "axis")
+    if u.ndim != x.ndim:
+        if u.ndim + 1 != x.ndim:
+            raise TypeError(f"dynamic_update_index_in_dim: update shape {u.shape} must have the "
+                            f"rank of the operand shape {x.shape} or one less")
+        u = expand_dims(u, (axis,))
+    return dynamic_update_slice_in_dim(x, u, index, axis,
+                                       allow_negative_indices=allow_negative_indices)
+
+
+# -- iota and full ---------------------------------------------------------------------------
+
+def _iota_impl(*, dtype, shape, dimension):
+    line = np.arange(shape[dimension], dtype=dtype)
+    expanded = [1] * len(shape)
+    expanded[dimension] = shape[dimension]
+    return np.broadcast_to(line.reshape(expanded), shape)
+
+
+def _iota_abstract_eval(*, dtype, shape, dimension):
+    check_kinds("iota", dtype, NUMERIC, "dtype")
+    if not 0 <= dimension < len(shape):
+        raise TypeError(f"iota: dimension {dimension} is out of range for shape {shape}")
+    return ShapedArray(shape, dtype, False)
+
+
+iota_p = standard_primitive("iota", _iota_impl, _iota_abstract_eval)
+
+
+def broadcasted_iota(dtype, shape, dimension):
+    """An array of ``shape`` whose values count 0, 1, ... along ``dimension``."""
+    dtype = dtypes.canonicalize_dtype(dtype)
+    shape = _shape_tuple(shape, "broadcasted_iota")
+    dimension = _canonical_axis(dimension, len(shape), "broadcasted_iota")
+    return _bind(iota_p, dtype=dtype, shape=shape, dimension=dimension)
+
+
+def iota(dtype, size):
+    """``[0, 1, ..., size - 1]`` of ``dtype``."""
+    return broadcasted_iota(dtype, (_int(size, "iota", "size"),), 0)
+
+
+def _is_weak(x) -> bool:
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+        return not isinstance(x, bool)
+    return bool(getattr(x, "weak_type", False))
+
+
+def _fill_scalar(name: str, fill_value, dtype: np.dtype, weak: bool):
+    """The 0-d fill value of ``dtype``: converted with ``convert_element_type``, except that a
+    Python number filling a float array becomes that float constant directly (so
+    ``full((2,), 2**40, float32)`` works although 2**40 is no int32)."""
+    from fungrad.lax import elementwise
+    if isinstance(fill_value, (int, float)) and not isinstance(fill_value, (bool, np.generic)) \
+            and dtype.kind == "f":
+        with np.errstate(over="ignore"):
+            return Array(np.asarray(fill_value, np.float64).astype(dtype)[()], weak)
+    v = operand(fill_value, name)
+    if v.shape:
+        raise TypeError(f"{name}: fill_value must be a scalar, got shape {v.shape}")
+    return elementwise.convert_element_type(v, dtype, weak)
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with the scalar ``fill_value`` (weakly typed when
+    ``fill_value`` is a Python scalar and no ``dtype`` is given).
+
+    Example: ``full((2,), 3)`` is ``Array([3, 3], dtype=int32, weak_type=True)``.
+    """
+    shape = _shape_tuple(shape, "full")
+    weak = dtype is None and _is_weak(fill_value)
+    if dtype is None:
+        dtype = operand(fill_value, "full").dtype
+    v = _fill_scalar("full", fill_value, dtypes.canonicalize_dtype(dtype), weak)
+    return broadcast(v, shape)
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``."""
+    xa = operand(x, "full_like")
+    shape = tuple(xa.shape) if shape is None else _shape_tuple(shape, "full_like")
+    weak = dtype is None and _is_weak(xa)
+    dt = dtypes.canonicalize_dtype(xa.dtype if dtype is None else dtype)
+    return broadcast(_fill_scalar("full_like", fill_value, dt, weak), shape)

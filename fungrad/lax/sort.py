@@ -1,3 +1,161 @@
-"""(being written) lax primitives: sort."""
+"""Sorting: the multi-operand ``sort`` primitive and ``top_k``.
 
-__all__: list[str] = []
+``sort`` orders all operands along ``dimension`` by the lexicographic order of the first
+``num_keys`` operands, stably. Floats use JAX's sort order: -0.0 and 0.0 compare equal, and
+every NaN (whatever its sign) sorts after +inf. ``top_k`` instead follows XLA's total order
+(-NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN), returning the k largest values along
+``axis`` in descending order with ties broken by the lower index, as JAX does.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from fungrad.core import ShapedArray
+from fungrad.lax.reduce import checked_bind
+from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
+
+__all__ = ["sort", "sort_key_val", "top_k", "sort_p", "top_k_p"]
+
+
+# -- sort ---------------------------------------------------------------------------------------
+
+def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
+    name = "sort"
+    if not operands:
+        raise TypeError(f"{name}: needs at least one operand")
+    for x in operands:
+        check_kinds(name, x.dtype, ANY)
+    shapes = {x.shape for x in operands}
+    if len(shapes) != 1:
+        raise TypeError(f"{name}: operands must have equal shapes, got "
+                        + ", ".join(str(x.shape) for x in operands))
+    shape = operands[0].shape
+    if not 0 <= dimension < len(shape):
+        raise ValueError(f"{name}: dimension {dimension} is not a dimension of operands of "
+                         f"shape {shape}")
+    if not 1 <= num_keys <= len(operands):
+        raise ValueError(f"{name}: num_keys={num_keys} must be between 1 and the number of "
+                         f"operands ({len(operands)})")
+    return [ShapedArray(x.shape, x.dtype, x.weak_type) for x in operands]
+
+
+def _sort_keys(x: np.ndarray) -> list[np.ndarray]:
+    """lexsort keys (most significant first) giving JAX's order for one operand: a float
+    sorts by (is NaN, value with -0.0 made +0.0)."""
+    if x.dtype.kind != "f":
+        return [x]
+    nan = np.isnan(x)
+    return [nan, np.where(nan, 0, x + x.dtype.type(0))]
+
+
+def _sort_impl(*operands, dimension, is_stable, num_keys):
+    # NB: the sort is always stable (an unstable sort may return any order of equal keys).
+    keys = [k for x in operands[:num_keys] for k in _sort_keys(np.asarray(x))]
+    perm = np.lexsort(keys[::-1], axis=dimension)  # lexsort's last key is the primary one
+    return [np.take_along_axis(np.asarray(x), perm, axis=dimension) for x in operands]
+
+
+sort_p = standard_primitive("sort", _sort_impl, _sort_abstract_eval, multiple_results=True)
+
+
+def _canonical_dimension(name: str, dimension, shape) -> int:
+    d = operator.index(dimension)
+    if not -len(shape) <= d < len(shape):
+        raise ValueError(f"{name}: dimension {dimension} is out of range for operands of shape "
+                         f"{tuple(shape)}")
+    return d % len(shape)
+
+
+def sort(operand_, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+    """Sort an array, or several arrays by the first ``num_keys`` of them, along ``dimension``.
+
+    Args:
+      operand_: an array or a sequence of arrays of one shape (dtypes may differ).
+      dimension: the dimension to sort (negative counts from the end).
+      is_stable: whether equal keys keep their order (fungrad always sorts stably).
+      num_keys: how many leading operands form the lexicographic key.
+
+    Returns:
+      The sorted array, or a tuple of sorted arrays for a sequence input.
+
+    Example: ``sort((keys, values))`` sorts ``values`` by ``keys``.
+    """
+    multiple = isinstance(operand_, (list, tuple))
+    xs = [operand(x, "sort") for x in (operand_ if multiple else [operand_])]
+    if not xs:
+        raise TypeError("sort: needs at least one operand")
+    out = checked_bind(sort_p, *xs,
+                       dimension=_canonical_dimension("sort", dimension, xs[0].shape),
+                       is_stable=bool(is_stable), num_keys=operator.index(num_keys))
+    return tuple(out) if multiple else out[0]
+
+
+def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
+    """Sort ``keys`` along ``dimension`` and apply the same permutation to ``values``.
+
+    Example: ``sort_key_val(jnp.array([3, 1, 2]), jnp.array([0., 1., 2.]))`` is
+    ``([1, 2, 3], [1., 2., 0.])``.
+    """
+    k, v = sort((keys, values), dimension=dimension, is_stable=is_stable, num_keys=1)
+    return k, v
+
+
+# -- top_k --------------------------------------------------------------------------------------
+
+def _top_k_abstract_eval(x, *, k, axis):
+    name = "top_k"
+    check_kinds(name, x.dtype, ANY)
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"{name}: axis {axis} is not a dimension of an operand of shape "
+                         f"{x.shape} (top_k needs at least one dimension)")
+    if not 0 <= k <= x.shape[axis]:
+        raise ValueError(f"{name}: k={k} must be between 0 and the size {x.shape[axis]} of axis "
+                         f"{axis} (operand shape {x.shape})")
+    shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+    # NB: JAX marks the indices weakly typed when the operand is; fungrad's int32 indices are
+    # never weak.
+    return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.int32)]
+
+
+def _total_order_key(x: np.ndarray) -> np.ndarray:
+    """An integer array ordered like ``x`` under XLA's total order (floats: their bits, with
+    the magnitude bits of negative values flipped so that -NaN < -inf < -0.0 < 0.0)."""
+    if x.dtype.kind == "f":
+        bits = np.dtype(f"i{x.dtype.itemsize}")
+        i = np.ascontiguousarray(x).view(bits)
+        return np.where(i < 0, i ^ np.iinfo(bits).max, i)
+    if x.dtype.kind == "b":
+        return x.astype(np.uint8)
+    return x
+
+
+def _top_k_impl(x, *, k, axis):
+    x = np.asarray(x)
+    # ~key reverses the order without overflow, and a stable ascending sort of it keeps equal
+    # values in index order: descending values, lowest index first.
+    order = np.argsort(~_total_order_key(x), axis=axis, kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int32)]
+
+
+top_k_p = standard_primitive("top_k", _top_k_impl, _top_k_abstract_eval, multiple_results=True)
+
+
+def top_k(operand_, k: int, *, axis: int = -1):
+    """The ``k`` largest entries along ``axis`` and their int32 indices, largest first.
+
+    Ties go to the lower index; NaN counts as larger than inf (and -NaN smaller than -inf),
+    and 0.0 as larger than -0.0, following XLA's total order.
+
+    Example: ``top_k(jnp.array([1., 3., 2.]), 2)`` is ``([3., 2.], [1, 2])``.
+    """
+    x = operand(operand_, "top_k")
+    k = operator.index(k)
+    if k < 0:
+        raise ValueError(f"top_k: k must be nonnegative, got {k}")
+    axis = _canonical_dimension("top_k", axis, x.shape)
+    values, indices = checked_bind(top_k_p, x, k=k, axis=axis)
+    return values, indices

@@ -1,5 +1,251 @@
-"""(being written) operators and methods of Array and Tracer."""
+"""Operators, methods and properties of ``fungrad.Array`` and of tracers (``x + y``, ``x[i]``,
+``x.at[i].set(v)``, ``x.sum()``, ``x.T``...), so eager and traced code read alike.
+
+:func:`install` (called once by ``fungrad.numpy``) sets them on both classes. Operators call
+the fungrad.numpy functions, so Python scalars are weakly typed (``x * 2.0`` keeps float32,
+``int32 array + 1`` stays int32). An operand that is not an array or scalar makes the operator
+return ``NotImplemented``, so Python raises its usual TypeError naming both operand types (or
+lets the other operand's reflected method handle it).
+
+Tracer already defines ``__bool__``, ``__int__``, ``__float__``, ``__index__``, ``__len__``,
+``__iter__`` and ``__array__`` (core.py): they are left alone, and ``item``/``tolist`` on a
+tracer go through ``__array__``, which raises for abstract values.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from fungrad import core, dtypes, lax
+from fungrad.array import Array
+from fungrad.numpy import indexing, reductions, ufuncs
+
+# The operand types operators accept (as jax.Array: Python scalars, numpy values, arrays).
+_ACCEPTED = (bool, int, float, np.generic, np.ndarray, Array, core.Tracer)
+# Containers are rejected outright by == and != (Python would otherwise compare identities).
+_REJECTED_EQ = (list, tuple, dict, set)
+
+
+def _fnp():
+    import fungrad.numpy as fnp
+    return fnp
+
+
+# ---------------------------------------------------------------------------------------------
+# Operators
+
+
+def _binary(fn, reflected: bool = False):
+    def op(self, other):
+        if not isinstance(other, _ACCEPTED):
+            return NotImplemented
+        return fn(other, self) if reflected else fn(self, other)
+
+    return op
+
+
+def _lazy_binary(name: str, reflected: bool = False):
+    """A binary operator calling ``fungrad.numpy.<name>`` (modules another helper owns)."""
+    def fn(x, y):
+        return getattr(_fnp(), name)(x, y)
+
+    return _binary(fn, reflected)
+
+
+def _comparison(fn, symbol: str):
+    def op(self, other):
+        if type(other) in _REJECTED_EQ:
+            raise TypeError(f"unsupported operand type(s) for {symbol}: "
+                            f"{type(self).__name__!r} and {type(other).__name__!r}")
+        if not isinstance(other, _ACCEPTED):
+            return NotImplemented
+        return fn(self, other)
+
+    return op
+
+
+def _pow(self, other, modulo=None):
+    if modulo is not None:
+        raise TypeError("pow() with a modulus is not supported for arrays")
+    if not isinstance(other, _ACCEPTED):
+        return NotImplemented
+    return ufuncs.power(self, other)
+
+
+def _rpow(self, other, modulo=None):
+    if modulo is not None:
+        raise TypeError("pow() with a modulus is not supported for arrays")
+    if not isinstance(other, _ACCEPTED):
+        return NotImplemented
+    return ufuncs.power(other, self)
+
+
+def _round_operator(self, ndigits=None):
+    return ufuncs.round(self, 0 if ndigits is None else ndigits)
+
+
+def _getitem(self, key):
+    return indexing.getitem(self, key)
+
+
+def _setitem(self, key, value):
+    raise TypeError(f"{type(self).__name__!r} object does not support item assignment: fungrad "
+                    "arrays are immutable. Use x = x.at[idx].set(value) (or .add, .multiply...) "
+                    "instead")
+
+
+def _contains(self, element):
+    return bool(reductions.any(ufuncs.equal(self, element)))
+
+
+_OPERATORS = {
+    "__add__": _binary(ufuncs.add), "__radd__": _binary(ufuncs.add, True),
+    "__sub__": _binary(ufuncs.subtract), "__rsub__": _binary(ufuncs.subtract, True),
+    "__mul__": _binary(ufuncs.multiply), "__rmul__": _binary(ufuncs.multiply, True),
+    "__truediv__": _binary(ufuncs.true_divide),
+    "__rtruediv__": _binary(ufuncs.true_divide, True),
+    "__floordiv__": _binary(ufuncs.floor_divide),
+    "__rfloordiv__": _binary(ufuncs.floor_divide, True),
+    "__mod__": _binary(ufuncs.remainder), "__rmod__": _binary(ufuncs.remainder, True),
+    "__divmod__": _binary(ufuncs.divmod), "__rdivmod__": _binary(ufuncs.divmod, True),
+    "__pow__": _pow, "__rpow__": _rpow,
+    "__matmul__": _lazy_binary("matmul"), "__rmatmul__": _lazy_binary("matmul", True),
+    "__and__": _binary(ufuncs.bitwise_and), "__rand__": _binary(ufuncs.bitwise_and, True),
+    "__or__": _binary(ufuncs.bitwise_or), "__ror__": _binary(ufuncs.bitwise_or, True),
+    "__xor__": _binary(ufuncs.bitwise_xor), "__rxor__": _binary(ufuncs.bitwise_xor, True),
+    "__lshift__": _binary(ufuncs.left_shift),
+    "__rlshift__": _binary(ufuncs.left_shift, True),
+    "__rshift__": _binary(ufuncs.right_shift),
+    "__rrshift__": _binary(ufuncs.right_shift, True),
+    "__eq__": _comparison(ufuncs.equal, "=="), "__ne__": _comparison(ufuncs.not_equal, "!="),
+    "__lt__": _comparison(ufuncs.less, "<"), "__le__": _comparison(ufuncs.less_equal, "<="),
+    "__gt__": _comparison(ufuncs.greater, ">"),
+    "__ge__": _comparison(ufuncs.greater_equal, ">="),
+    "__neg__": lambda self: ufuncs.negative(self),
+    "__pos__": lambda self: ufuncs.positive(self),
+    "__abs__": lambda self: ufuncs.absolute(self),
+    "__invert__": lambda self: ufuncs.invert(self),
+    "__round__": _round_operator,
+    "__getitem__": _getitem,
+    "__setitem__": _setitem,
+    "__contains__": _contains,
+}
+
+# ---------------------------------------------------------------------------------------------
+# Methods
+
+
+def _forward(name: str):
+    """A method calling ``fungrad.numpy.<name>(self, ...)`` with the same arguments."""
+    def method(self, *args, **kwargs):
+        return getattr(_fnp(), name)(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"Method form of :func:`fungrad.numpy.{name}`."
+    return method
+
+
+def _shape_args(args, what: str):
+    """``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` all mean the tuple ``(2, 3)``."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = args[0]
+    try:
+        return tuple(operator.index(a) for a in args)
+    except TypeError:
+        raise TypeError(f"{what}: expected integers, got {args!r}") from None
+
+
+def reshape(self, *shape, order: str = "C"):
+    """Reshape to ``shape`` (``x.reshape(2, 3)`` or ``x.reshape((2, 3))``; one entry may be -1)."""
+    return _fnp().reshape(self, _shape_args(shape, "reshape"), order=order)
+
+
+def transpose(self, *axes):
+    """Permute the axes (``x.transpose()`` reverses them; ``x.transpose(1, 0, 2)`` or
+    ``x.transpose((1, 0, 2))`` give the order)."""
+    if not axes or (len(axes) == 1 and axes[0] is None):
+        return _fnp().transpose(self)
+    return _fnp().transpose(self, _shape_args(axes, "transpose"))
+
+
+def astype(self, dtype, copy: bool = False, device=None):
+    """Cast to ``dtype`` (canonicalised: float64 becomes float32 unless x64 is enabled)."""
+    del copy, device
+    return lax.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
+
+
+def flatten(self, order: str = "C"):
+    """The elements as a 1-d array."""
+    return _fnp().ravel(self, order=order)
+
+
+def copy(self):
+    """A copy (arrays are immutable, so this is the array itself)."""
+    return self
+
+
+def item(self, *args):
+    """The element as a Python scalar (a traced value must be concrete)."""
+    return np.asarray(self).item(*args)
+
+
+def tolist(self):
+    """The array as nested Python lists (a traced value must be concrete)."""
+    return np.asarray(self).tolist()
+
+
+def _transpose_property(self):
+    return lax.transpose(self, tuple(reversed(range(self.ndim))))
+
+
+def _matrix_transpose_property(self):
+    if self.ndim < 2:
+        raise ValueError(f"mT: matrix transpose needs at least 2 dimensions, got an array of "
+                         f"shape {self.shape}")
+    perm = tuple(range(self.ndim - 2)) + (self.ndim - 1, self.ndim - 2)
+    return lax.transpose(self, perm)
+
+
+_METHODS = {
+    "reshape": reshape, "transpose": transpose, "astype": astype, "flatten": flatten,
+    "ravel": flatten, "copy": copy,
+    "sum": reductions.sum, "prod": reductions.prod, "mean": reductions.mean,
+    "max": reductions.max, "min": reductions.min, "argmax": reductions.argmax,
+    "argmin": reductions.argmin, "any": reductions.any, "all": reductions.all,
+    "std": reductions.std, "var": reductions.var, "ptp": reductions.ptp,
+    "cumsum": reductions.cumsum, "cumprod": reductions.cumprod,
+    "clip": ufuncs.clip, "round": ufuncs.round, "conj": ufuncs.conj,
+    "conjugate": ufuncs.conjugate,
+    # Functions that live in modules other helpers own, looked up when called.
+    "squeeze": _forward("squeeze"), "swapaxes": _forward("swapaxes"),
+    "repeat": _forward("repeat"), "take": _forward("take"), "dot": _forward("dot"),
+    "nonzero": _forward("nonzero"), "sort": _forward("sort"), "argsort": _forward("argsort"),
+    "trace": _forward("trace"), "diagonal": _forward("diagonal"),
+    "searchsorted": _forward("searchsorted"),
+}
+
+_PROPERTIES = {
+    "T": _transpose_property,
+    "mT": _matrix_transpose_property,
+    "real": ufuncs.real,
+    "imag": ufuncs.imag,
+    "at": lambda self: indexing.IndexUpdateHelper(self),
+}
+
+# Tracer-only: Array defines these itself on its concrete value.
+_TRACER_METHODS = {"item": item, "tolist": tolist}
 
 
 def install() -> None:
-    """Install operators and methods on Array and Tracer (being written)."""
+    """Set the operators, methods and properties on Array and Tracer."""
+    for cls in (Array, core.Tracer):
+        for name, op in _OPERATORS.items():
+            setattr(cls, name, op)
+        for name, method in _METHODS.items():
+            setattr(cls, name, method)
+        for name, prop in _PROPERTIES.items():
+            setattr(cls, name, property(prop))
+    for name, method in _TRACER_METHODS.items():
+        setattr(core.Tracer, name, method)

@@ -1,3 +1,410 @@
-"""(being written) fungrad.numpy: linalg."""
+"""``fungrad.numpy.linalg``: norms, matrix powers and small dense solvers (jax.numpy.linalg's
+names), written on fungrad.lax only.
 
-__all__: list[str] = []
+``det``, ``slogdet``, ``solve``, ``inv`` share one LU factorisation with partial pivoting, and
+``cholesky`` uses the column (right-looking) recurrence. Both are static Python loops over the
+(static) matrix size whose steps are batched over leading dimensions: the pivot is an
+``argmax``, row swaps and masked rank-1 updates are ``select_n`` over ``iota`` masks (no
+gathers, no scatters), so everything traces and lowers like any other composite. The work is
+O(n^3) in O(n) steps, meant for the small and medium matrices of this project, not as a LAPACK
+replacement. Matrix norms ``ord=2``, ``-2`` and ``'nuc'`` need singular values, which fungrad
+does not compute; they raise a ValueError saying so.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import NamedTuple
+
+import numpy as np
+
+from fungrad import lax
+from fungrad.numpy import linear, util
+
+__all__ = ["SlogdetResult", "cholesky", "cross", "det", "diagonal", "inv", "matmul",
+           "matrix_norm", "matrix_power", "matrix_transpose", "norm", "outer", "slogdet", "solve",
+           "tensordot", "trace", "vecdot", "vector_norm"]
+
+
+# -- re-exports with the array-API signatures of jax.numpy.linalg ------------------------------
+
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
+    """``fungrad.numpy.matmul``."""
+    return linear.matmul(x1, x2, precision=precision,
+                         preferred_element_type=preferred_element_type)
+
+
+def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
+    """``fungrad.numpy.vecdot``."""
+    return linear.vecdot(x1, x2, axis=axis, precision=precision,
+                         preferred_element_type=preferred_element_type)
+
+
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
+    """``fungrad.numpy.tensordot``."""
+    return linear.tensordot(x1, x2, axes, precision=precision,
+                            preferred_element_type=preferred_element_type)
+
+
+def outer(x1, x2, /):
+    """The outer product of two 1-D arrays."""
+    util.check_arraylike("linalg.outer", x1, x2)
+    x1, x2 = util.asarray(x1), util.asarray(x2)
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ValueError(f"linalg.outer: input arrays must be one-dimensional, got shapes "
+                         f"{x1.shape} and {x2.shape}")
+    return linear.outer(x1, x2)
+
+
+def trace(x, /, *, offset: int = 0, dtype=None):
+    """The trace of each matrix over the last two axes."""
+    return linear.trace(x, offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def diagonal(x, /, *, offset: int = 0):
+    """The ``offset`` diagonal of each matrix over the last two axes."""
+    return linear.diagonal(x, offset, axis1=-2, axis2=-1)
+
+
+def cross(x1, x2, /, *, axis: int = -1):
+    """The cross product of 3-vectors along ``axis``."""
+    util.check_arraylike("linalg.cross", x1, x2)
+    x1, x2 = util.asarray(x1), util.asarray(x2)
+    for x in (x1, x2):
+        if x.ndim == 0 or x.shape[util.canonicalize_axis(axis, x.ndim, "linalg.cross")] != 3:
+            raise ValueError(f"linalg.cross: both inputs need size 3 along axis {axis}, got "
+                             f"shapes {x1.shape} and {x2.shape}")
+    return linear.cross(x1, x2, axis=axis)
+
+
+def matrix_transpose(x, /):
+    """Swap the last two axes."""
+    util.check_arraylike("linalg.matrix_transpose", x)
+    x = util.asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"linalg.matrix_transpose: x must have at least 2 dimensions, got "
+                         f"shape {x.shape}")
+    return lax.transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
+
+
+# -- norms --------------------------------------------------------------------------------------
+
+_MATRIX_ORDS = "None, 'fro', 1, -1, inf, -inf"
+
+
+def _sum_squares_sqrt(x, axis, keepdims):
+    from fungrad.numpy import reductions, ufuncs
+    return ufuncs.sqrt(reductions.sum(ufuncs.multiply(x, x), axis=axis, keepdims=keepdims))
+
+
+def _vector_norm(x, ord, axis, keepdims):
+    from fungrad.numpy import reductions, ufuncs
+    if isinstance(ord, str) or isinstance(ord, bool):
+        raise ValueError(f"norm: invalid order {ord!r} for a vector norm; use None, a number, "
+                         "inf or -inf")
+    if ord is None or ord == 2:
+        return _sum_squares_sqrt(x, axis, keepdims)
+    if ord == np.inf:
+        return reductions.max(ufuncs.abs(x), axis=axis, keepdims=keepdims, initial=0)
+    if ord == -np.inf:
+        return reductions.min(ufuncs.abs(x), axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return reductions.sum(ufuncs.not_equal(x, 0), axis=axis, keepdims=keepdims,
+                              dtype=x.dtype)
+    if ord == 1:
+        return reductions.sum(ufuncs.abs(x), axis=axis, keepdims=keepdims)
+    p = float(ord)
+    total = reductions.sum(ufuncs.power(ufuncs.abs(x), p), axis=axis, keepdims=keepdims)
+    return ufuncs.power(total, 1.0 / p)
+
+
+def _matrix_norm(x, ord, axes, keepdims):
+    from fungrad.numpy import reductions, ufuncs
+    row, col = axes
+    if ord is None or (isinstance(ord, str) and ord in ("f", "fro")):
+        return _sum_squares_sqrt(x, axes, keepdims)
+    if isinstance(ord, str) and ord == "nuc" or (not isinstance(ord, str) and ord in (2, -2)):
+        raise ValueError(f"norm: matrix ord={ord!r} needs a singular value decomposition, which "
+                         f"fungrad does not provide; supported matrix ords are {_MATRIX_ORDS}")
+    if isinstance(ord, str) or ord not in (1, -1, np.inf, -np.inf):
+        raise ValueError(f"norm: invalid order {ord!r} for a matrix norm; supported matrix ords "
+                         f"are {_MATRIX_ORDS}")
+    # ord=+-1: max/min over columns of the column sums; ord=+-inf: the same over rows.
+    sum_axis, red_axis = (row, col) if abs(ord) == 1 else (col, row)
+    if not keepdims and red_axis > sum_axis:
+        red_axis -= 1
+    sums = reductions.sum(ufuncs.abs(x), axis=sum_axis, keepdims=keepdims)
+    if ord > 0:
+        return reductions.max(sums, axis=red_axis, keepdims=keepdims, initial=0)
+    return reductions.min(sums, axis=red_axis, keepdims=keepdims)
+
+
+def norm(x, ord=None, axis=None, keepdims: bool = False):
+    """A vector or matrix norm, as ``numpy.linalg.norm``.
+
+    With ``axis=None`` and ``ord=None`` this is the 2-norm of the flattened array; otherwise one
+    axis gives a vector norm (``ord`` None/2, 1, inf, -inf, 0 or any other number ``p``:
+    ``sum(|x|**p)**(1/p)``) and two axes a matrix norm (``ord`` None/'fro', 1, -1, inf, -inf).
+    Integer inputs are promoted to the default float.
+
+    Example: ``norm(array([3., 4.]))`` is ``5.0``.
+    """
+    util.check_arraylike("norm", x)
+    (x,) = util.promote_dtypes_inexact(util.asarray(x, fun_name="norm"))
+    if axis is None:
+        if ord is None:
+            return _sum_squares_sqrt(x, None, keepdims)
+        axes = tuple(range(x.ndim))
+    elif isinstance(axis, (tuple, list)):
+        axes = tuple(util.canonicalize_axis(a, x.ndim, "norm") for a in axis)
+    else:
+        axes = (util.canonicalize_axis(axis, x.ndim, "norm"),)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"norm: duplicate axes given: axis={axis}")
+    if len(axes) == 1:
+        return _vector_norm(x, ord, axes, keepdims)
+    if len(axes) == 2:
+        return _matrix_norm(x, ord, axes, keepdims)
+    raise ValueError(f"norm: improper number of axes {axis} for an array of shape {x.shape}: "
+                     "pass one axis for a vector norm or two for a matrix norm")
+
+
+def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
+    """The vector norm of ``x`` over ``axis`` (all axes when None: the flattened array)."""
+    util.check_arraylike("linalg.vector_norm", x)
+    (x,) = util.promote_dtypes_inexact(util.asarray(x, fun_name="linalg.vector_norm"))
+    if axis is None:
+        axes = tuple(range(x.ndim))
+    elif isinstance(axis, (tuple, list)):
+        axes = util.canonicalize_axes(tuple(axis), x.ndim, "linalg.vector_norm")
+    else:
+        axes = (util.canonicalize_axis(axis, x.ndim, "linalg.vector_norm"),)
+    return _vector_norm(x, ord, axes, keepdims)
+
+
+def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
+    """The matrix norm of each matrix over the last two axes."""
+    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+# -- helpers for the solvers --------------------------------------------------------------------
+# The solvers work on [..., n, m] arrays with lax ops directly: a vector indexed by row is
+# broadcast along the columns (and vice versa) with broadcast_in_dim, and iota masks select
+# which entries a step updates.
+
+def _square(fun_name: str, a, inexact: bool = True):
+    util.check_arraylike(fun_name, a)
+    a = util.asarray(a, fun_name=fun_name)
+    if inexact:
+        (a,) = util.promote_dtypes_inexact(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{fun_name}: argument must be a square matrix or a stack of square "
+                         f"matrices (shape [..., n, n]), got shape {a.shape}")
+    return a
+
+
+def _iota(shape, dim):
+    return lax.broadcasted_iota(np.int32, shape, dim)
+
+
+def _eye_like(a):
+    """Identity matrices of ``a``'s shape and dtype."""
+    eq = lax.eq(_iota(a.shape, a.ndim - 2), _iota(a.shape, a.ndim - 1))
+    return lax.convert_element_type(eq, a.dtype)
+
+
+def _batch(x) -> tuple[int, ...]:
+    return tuple(range(x.ndim - 2))
+
+
+def _row(x, i: int, shape):
+    """Row ``i`` of the [..., n, m] ``x``, repeated down the rows of ``shape``."""
+    nd = x.ndim
+    return lax.broadcast_in_dim(lax.index_in_dim(x, i, nd - 2, keepdims=False), shape,
+                                _batch(x) + (nd - 1,))
+
+
+def _col(x, j: int, shape):
+    """Column ``j`` of the [..., n, n] ``x``, repeated across the columns of ``shape``."""
+    nd = x.ndim
+    return lax.broadcast_in_dim(lax.index_in_dim(x, j, nd - 1, keepdims=False), shape,
+                                _batch(x) + (nd - 2,))
+
+
+def _swap_rows(x, k: int, p, rows):
+    """Swap row ``k`` (static) with row ``p`` (traced, one per batch entry) of [..., n, m]
+    ``x``. Row ``p`` is read by masking (select, then a sum of one value and zeros)."""
+    is_p = lax.eq(rows, lax.broadcast_in_dim(p, x.shape, _batch(x)))
+    row_p = lax.reduce_sum(lax.select_n(is_p, lax.full_like(x, 0), x), (x.ndim - 2,))
+    row_p = lax.broadcast_in_dim(row_p, x.shape, _batch(x) + (x.ndim - 1,))
+    return lax.select_n(lax.eq(rows, k), lax.select_n(is_p, x, _row(x, k, x.shape)), row_p)
+
+
+def _lu(a):
+    """LU with partial pivoting of the float [..., n, n] ``a``: ``P a = L U``.
+
+    Returns ``(lu, pivots)``: ``lu`` holds U on and above the diagonal and the multipliers of
+    the unit-lower L below it; ``pivots[k]`` (shape = batch) is the row swapped with row ``k``
+    at step ``k`` (LAPACK's ipiv). A zero pivot leaves its column unscaled, as LAPACK does, so
+    a singular matrix gets an exact zero on U's diagonal.
+    """
+    n, nd = a.shape[-1], a.ndim
+    rows, cols = _iota(a.shape, nd - 2), _iota(a.shape, nd - 1)
+    pivots = []
+    for k in range(n):
+        col = lax.index_in_dim(a, k, nd - 1, keepdims=False)  # [..., n]
+        p = lax.argmax(lax.abs(lax.slice_in_dim(col, k, n, axis=nd - 2)), nd - 2, np.int32)
+        p = lax.add(p, k) if k else p
+        pivots.append(p)
+        a = _swap_rows(a, k, p, rows)
+        pivot = lax.index_in_dim(lax.index_in_dim(a, k, nd - 1, keepdims=False), k, nd - 2,
+                                 keepdims=False)  # [...]
+        pivot = lax.select_n(lax.eq(pivot, 0.0), pivot, lax.full_like(pivot, 1))
+        mult = lax.div(_col(a, k, a.shape), lax.broadcast_in_dim(pivot, a.shape, _batch(a)))
+        below = lax.gt(rows, k)
+        update = lax.sub(a, lax.mul(mult, _row(a, k, a.shape)))
+        a = lax.select_n(lax.and_(below, lax.gt(cols, k)), a, update)
+        a = lax.select_n(lax.and_(below, lax.eq(cols, k)), a, mult)
+    return a, pivots
+
+
+def _pivot_sign(pivots, sign):
+    """``sign`` times (-1) ** (the number of real row swaps)."""
+    for k, p in enumerate(pivots):
+        sign = lax.select_n(lax.ne(p, k), sign, lax.neg(sign))
+    return sign
+
+
+class SlogdetResult(NamedTuple):
+    """``slogdet``'s result: ``det == sign * exp(logabsdet)``."""
+    sign: object
+    logabsdet: object
+
+
+def slogdet(a, *, method=None):
+    """The sign and the natural log of the absolute value of the determinant, from LU.
+
+    A singular matrix gives ``(0, -inf)``.
+    """
+    if method not in (None, "lu"):
+        raise ValueError(f"slogdet: method={method!r} is not supported; use 'lu'")
+    a = _square("slogdet", a)
+    lu, pivots = _lu(a)
+    d = linear.diagonal(lu, 0, -2, -1)
+    sign = _pivot_sign(pivots, lax.reduce_prod(lax.sign(d), (d.ndim - 1,)))
+    logabsdet = lax.reduce_sum(lax.log(lax.abs(d)), (d.ndim - 1,))
+    return SlogdetResult(sign, logabsdet)
+
+
+def det(a):
+    """The determinant of a square matrix (or a stack of them), from LU with partial pivoting.
+
+    Example: ``det(array([[1., 2.], [3., 4.]]))`` is ``-2.0``.
+    """
+    a = _square("det", a)
+    lu, pivots = _lu(a)
+    d = linear.diagonal(lu, 0, -2, -1)
+    return _pivot_sign(pivots, lax.reduce_prod(d, (d.ndim - 1,)))
+
+
+def _lu_solve(lu, pivots, b):
+    """Solve ``A x = b`` for [..., n, m] ``b`` given A's LU (with the batch shape of ``b``)."""
+    n, nd = lu.shape[-1], b.ndim
+    rows = _iota(b.shape, nd - 2)
+    for k, p in enumerate(pivots):  # P b
+        b = _swap_rows(b, k, p, rows)
+    for j in range(n):  # L y = P b, L unit lower triangular: eliminate below row j
+        update = lax.sub(b, lax.mul(_col(lu, j, b.shape), _row(b, j, b.shape)))
+        b = lax.select_n(lax.gt(rows, j), b, update)
+    for j in reversed(range(n)):  # U x = y: solve row j, eliminate above it
+        u_jj = lax.index_in_dim(lax.index_in_dim(lu, j, nd - 1, keepdims=False), j, nd - 2,
+                                keepdims=False)
+        x_j = lax.div(_row(b, j, b.shape), lax.broadcast_in_dim(u_jj, b.shape, _batch(b)))
+        update = lax.sub(b, lax.mul(_col(lu, j, b.shape), x_j))
+        b = lax.select_n(lax.eq(rows, j), lax.select_n(lax.lt(rows, j), b, update), x_j)
+    return b
+
+
+def solve(a, b):
+    """Solve ``a @ x = b`` by LU with partial pivoting.
+
+    ``a`` is [..., n, n]. A 1-D ``b`` is one right-hand side vector; otherwise ``b`` is
+    [..., n, m] and the batch dimensions of ``a`` and ``b`` broadcast (JAX >= 0.5 semantics).
+    """
+    a = _square("solve", a)
+    util.check_arraylike("solve", b)
+    a, b = util.promote_dtypes_inexact(a, util.asarray(b, fun_name="solve"))
+    n = a.shape[-1]
+    vector = b.ndim == 1
+    if (vector and b.shape[0] != n) or (not vector and (b.ndim < 2 or b.shape[-2] != n)):
+        raise ValueError(f"solve: invalid shapes {a.shape} and {b.shape}; b must be [n] or "
+                         f"[..., n, m] with n = {n} (for a batch of vectors use b[..., None])")
+    if vector:
+        b = lax.expand_dims(b, (1,))
+    batch = util.broadcast_shapes(a.shape[:-2], b.shape[:-2], fun_name="solve")
+    a = util.broadcast_to_shape(a, batch + a.shape[-2:])
+    b = util.broadcast_to_shape(b, batch + b.shape[-2:])
+    lu, pivots = _lu(a)
+    x = _lu_solve(lu, pivots, b)
+    return lax.squeeze(x, (-1,)) if vector else x
+
+
+def inv(a):
+    """The inverse of a square matrix (or a stack of them): ``solve(a, identity)``.
+
+    A singular matrix gives inf/NaN entries, as in JAX.
+    """
+    a = _square("inv", a)
+    lu, pivots = _lu(a)
+    return _lu_solve(lu, pivots, _eye_like(a))
+
+
+def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
+    """The Cholesky factor ``L`` (lower triangular, ``a = L @ L.T``) of a symmetric positive
+    definite matrix, by the right-looking column recurrence. ``upper=True`` returns ``L.T``.
+    With ``symmetrize_input`` the factorised matrix is ``(a + a.T) / 2``; otherwise only the
+    lower triangle of ``a`` is read. A matrix that is not positive definite gives NaNs, as in
+    JAX.
+    """
+    a = _square("cholesky", a)
+    n, nd = a.shape[-1], a.ndim
+    if symmetrize_input:
+        a = lax.mul(lax.add(a, matrix_transpose(a)), 0.5)
+    rows, cols = _iota(a.shape, nd - 2), _iota(a.shape, nd - 1)
+    zeros = lax.full_like(a, 0)
+    factor = zeros
+    for j in range(n):
+        d = lax.sqrt(lax.index_in_dim(lax.index_in_dim(a, j, nd - 1, keepdims=False), j,
+                                      nd - 2, keepdims=False))
+        d = lax.broadcast_in_dim(d, a.shape, _batch(a))
+        col = lax.select_n(lax.gt(rows, j), zeros, lax.div(_col(a, j, a.shape), d))
+        col = lax.select_n(lax.eq(rows, j), col, d)  # col[i, :] = L[i, j] on every column
+        factor = lax.select_n(lax.eq(cols, j), factor, col)
+        # Trailing block (rows and columns > j) loses the outer product of column j of L.
+        trailing = lax.and_(lax.gt(rows, j), lax.gt(cols, j))
+        a = lax.select_n(trailing, a, lax.sub(a, lax.mul(col, matrix_transpose(col))))
+    return matrix_transpose(factor) if upper else factor
+
+
+def matrix_power(a, n):
+    """``a`` (a square matrix or stack of them) to the integer power ``n`` by repeated squaring;
+    ``n == 0`` gives identities of ``a``'s dtype and ``n < 0`` powers of ``inv(a)``.
+    """
+    a = _square("matrix_power", a, inexact=False)
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"matrix_power: exponent must be an integer, got {n!r}") from None
+    if n == 0:
+        return _eye_like(a)
+    if n < 0:
+        a, n = inv(a), -n
+    result, z = None, a
+    while n:
+        if n & 1:
+            result = z if result is None else linear.matmul(result, z)
+        n >>= 1
+        if n:
+            z = linear.matmul(z, z)
+    return result
+

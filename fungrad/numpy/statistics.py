@@ -1,3 +1,278 @@
-"""(being written) fungrad.numpy: statistics."""
+"""fungrad.numpy statistics: cov, corrcoef, bincount, digitize, interp (jax.numpy semantics).
 
-__all__: list[str] = []
+All are compositions of other fungrad.numpy functions and lax. Differences from numpy follow
+JAX: ``bincount`` counts negative values in bin 0 and drops values past ``length``;
+``cov`` takes the absolute value of negative weights and does not clamp a negative
+normalisation ``N - ddof`` to 0.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from fungrad import core, dtypes, lax
+from fungrad.numpy import util
+
+__all__ = ["bincount", "corrcoef", "cov", "digitize", "interp"]
+
+
+def _fnp():
+    import fungrad.numpy as fnp
+    return fnp
+
+
+def _check_inexact_dtype(fun_name: str, dtype):
+    if dtype is None:
+        return None
+    dt = dtypes.canonicalize_dtype(dtype)
+    if not dtypes.is_float(dt):
+        raise ValueError(f"{fun_name}: dtype must be a floating dtype, got {dt.name}")
+    return dt
+
+
+def _sample_weights(fun_name: str, name: str, w, nobs: int):
+    """Validate a 1-d weight vector of length ``nobs`` (numpy's RuntimeErrors and messages)."""
+    util.check_arraylike(fun_name, w, names=[name])
+    w = util.asarray(w)
+    if w.ndim > 1:
+        raise RuntimeError(f"{fun_name}: cannot handle multidimensional {name} (shape "
+                           f"{w.shape})")
+    if w.ndim == 0 or w.shape[0] != nobs:
+        raise RuntimeError(f"{fun_name}: incompatible numbers of samples ({nobs}) and {name} "
+                           f"(shape {w.shape})")
+    return w
+
+
+def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=None,
+        aweights=None, dtype=None):
+    """Covariance matrix of the variables in ``m`` (and ``y``), as numpy.cov.
+
+    Args:
+        m: 1-d or 2-d array; each row is a variable and each column an observation (the
+            other way round with ``rowvar=False``).
+        y: optional extra variables, stacked after ``m``'s.
+        rowvar: whether rows (True) or columns (False) are the variables.
+        bias: normalise by ``N`` instead of ``N - 1`` (ignored when ``ddof`` is given).
+        ddof: delta degrees of freedom; overrides ``bias``.
+        fweights: integer frequency weights, one per observation.
+        aweights: observation ("analytic") weights, one per observation.
+        dtype: optional floating dtype to compute in.
+
+    Returns:
+        A ``(n_vars, n_vars)`` array, or a 0-d array for a single variable.
+
+    Example:
+        >>> cov(fnp.array([[0., 1., 2.], [2., 1., 0.]]))   # [[1., -1.], [-1., 1.]]
+    """
+    fnp = _fnp()
+    util.check_arraylike("cov", m)
+    if y is not None:
+        util.check_arraylike("cov", y, names=["y"])
+        m, y = util.promote_dtypes_inexact(m, y)
+        if y.ndim > 2:
+            raise ValueError(f"cov: y has more than 2 dimensions (shape {y.shape})")
+    else:
+        [m] = util.promote_dtypes_inexact(m)
+    if m.ndim > 2:
+        raise ValueError(f"cov: m has more than 2 dimensions (shape {m.shape})")
+    dtype = _check_inexact_dtype("cov", dtype)
+    X = fnp.atleast_2d(m)
+    if not rowvar and m.ndim != 1:
+        X = X.T
+    if X.shape[0] == 0:
+        return fnp.zeros((0, 0), X.dtype)
+    if y is not None:
+        y2 = fnp.atleast_2d(y)
+        if not rowvar and y2.shape[0] != 1:
+            y2 = y2.T
+        X = fnp.concatenate((X, y2), axis=0)
+    if dtype is not None:
+        X = lax.convert_element_type(X, dtype)
+    nvars, nobs = X.shape
+    if nobs == 0:  # numpy warns and returns NaN; so does JAX, without the warning
+        return fnp.full(() if nvars == 1 else (nvars, nvars), np.nan, X.dtype)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    ddof = operator.index(ddof)
+
+    w = None
+    if fweights is not None:
+        fweights = _sample_weights("cov", "fweights", fweights, nobs)
+        if not dtypes.is_int(fweights.dtype):
+            raise TypeError(f"cov: fweights must be integers, got dtype {fweights.dtype.name}")
+        w = fnp.abs(lax.convert_element_type(fweights, X.dtype))
+    if aweights is not None:
+        aweights = _sample_weights("cov", "aweights", aweights, nobs)
+        aweights = fnp.abs(lax.convert_element_type(aweights, X.dtype))
+        w = aweights if w is None else w * aweights
+
+    if w is None:
+        avg = fnp.mean(X, axis=1, keepdims=True)
+        f = nobs - ddof
+    else:
+        w_sum = fnp.sum(w)
+        avg = fnp.sum(X * w, axis=1, keepdims=True) / w_sum
+        if ddof == 0:
+            f = w_sum
+        elif aweights is None:
+            f = w_sum - ddof
+        else:
+            f = w_sum - ddof * fnp.sum(w * aweights) / w_sum
+    X = X - avg
+    X_T = (X if w is None else X * w).T
+    return fnp.squeeze(fnp.true_divide(fnp.dot(X, X_T), f))
+
+
+def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
+    """Pearson correlation coefficients ``cov / (std_i std_j)``, clipped to ``[-1, 1]``.
+
+    A variable with zero variance gives NaN in its row and column (numpy warns; fungrad, like
+    JAX, does not).
+    """
+    fnp = _fnp()
+    util.check_arraylike("corrcoef", x)
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim == 0:
+        return c / c  # NaN for nan/inf/0 variance, 1 otherwise
+    stddev = fnp.sqrt(fnp.diagonal(c))
+    c = c / fnp.expand_dims(stddev, 1) / fnp.expand_dims(stddev, 0)
+    return fnp.clip(c, -1, 1)
+
+
+def _concrete_max(x):
+    """The maximum of a concrete integer array, for sizing ``bincount``'s output."""
+    if isinstance(x, core.Tracer):
+        val = x.to_concrete_value()
+        if val is None:
+            raise core.ConcretizationTypeError(
+                "bincount: the output length depends on the values of x, which are traced "
+                f"({x.aval.str_short()}); pass a static length= argument")
+    else:
+        val = np.asarray(x)
+    return int(val.max())
+
+
+def bincount(x, weights=None, minlength=0, *, length=None):
+    """Count occurrences (or sum ``weights``) of each non-negative integer value in ``x``.
+
+    Output length is ``length`` if given (values ``>= length`` are dropped), else
+    ``max(minlength, x.max() + 1)``, which needs ``x`` concrete (pass ``length=`` under
+    jit). NB: negative values count towards bin 0, as in JAX (numpy raises).
+
+    Example:
+        >>> bincount(fnp.array([0, 1, 1, 3]))   # [1, 2, 0, 1] (int32)
+    """
+    fnp = _fnp()
+    util.check_arraylike("bincount", x)
+    x = util.asarray(x)
+    if dtypes.is_bool(x.dtype):
+        x = lax.convert_element_type(x, dtypes.default_int_dtype())
+    if not dtypes.is_int(x.dtype):
+        raise TypeError(f"bincount: x must have an integer dtype, got {x.dtype.name}")
+    if x.ndim != 1:
+        raise ValueError(f"bincount: x must be 1-dimensional, got shape {x.shape}")
+    try:
+        minlength = operator.index(minlength)
+    except TypeError:
+        raise TypeError(f"bincount: minlength must be an int, got {minlength!r}") from None
+    if minlength < 0:
+        raise ValueError(f"bincount: minlength must be non-negative, got {minlength}")
+    if length is None:
+        length = max(minlength, _concrete_max(x) + 1 if x.size else 0)
+    else:
+        try:
+            length = operator.index(length)
+        except TypeError:
+            raise TypeError(f"bincount: length must be a concrete int, got {length!r}") from None
+        if length < 0:
+            raise ValueError(f"bincount: length must be non-negative, got {length}")
+    if weights is None:
+        weights = fnp.ones(x.shape, dtypes.default_int_dtype())
+    else:
+        util.check_arraylike("bincount", weights, names=["weights"])
+        weights = util.asarray(weights)
+        if weights.shape != x.shape:
+            raise ValueError(f"bincount: weights must have the shape of x, got x {x.shape} and "
+                             f"weights {weights.shape}")
+    return fnp.zeros(length, weights.dtype).at[fnp.maximum(x, 0)].add(weights, mode="drop")
+
+
+def digitize(x, bins, right: bool = False, *, method=None):
+    """Indices of the bins (monotonic 1-d ``bins``) each value of ``x`` falls into.
+
+    For increasing bins, ``i`` with ``bins[i-1] <= x < bins[i]`` (``<`` and ``<=`` swapped
+    with ``right=True``); decreasing bins are handled as numpy does. ``method`` is passed to
+    ``searchsorted``.
+    """
+    fnp = _fnp()
+    util.check_arraylike("digitize", x, bins)
+    x, bins = util.asarray(x), util.asarray(bins)
+    if bins.ndim != 1:
+        raise ValueError(f"digitize: bins must be 1-dimensional, got shape {bins.shape}")
+    if bins.shape[0] == 0:
+        return fnp.zeros(x.shape, dtypes.int32)
+    side = "left" if right else "right"
+    kwds = {} if method is None else {"method": method}
+    increasing = bins[-1] >= bins[0]
+    return fnp.where(increasing, fnp.searchsorted(bins, x, side=side, **kwds),
+                     bins.shape[0] - fnp.searchsorted(bins[::-1], x, side=side, **kwds))
+
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """One-dimensional linear interpolation of ``(xp, fp)`` (``xp`` increasing) at ``x``.
+
+    ``left`` / ``right`` are the values below ``xp[0]`` / above ``xp[-1]`` (default
+    ``fp[0]`` / ``fp[-1]``), or the string ``"extrapolate"`` to extend the end segments.
+    With ``period``, ``xp`` is treated as periodic (``left`` / ``right`` are ignored).
+
+    Example:
+        >>> interp(fnp.array([1.5]), fnp.array([1., 2.]), fnp.array([10., 20.]))   # [15.]
+    """
+    fnp = _fnp()
+    util.check_arraylike("interp", x, xp, fp)
+    xp, fp = util.asarray(xp), util.asarray(fp)
+    if xp.shape != fp.shape or xp.ndim != 1:
+        raise ValueError(f"interp: xp and fp must be 1-dimensional arrays of equal size, got "
+                         f"shapes {xp.shape} and {fp.shape}")
+    if xp.shape[0] == 0:
+        raise ValueError("interp: xp and fp are empty; at least one sample point is needed")
+    extrapolate = {}
+    for name, v in (("left", left), ("right", right)):
+        if isinstance(v, str):
+            if v != "extrapolate":
+                raise ValueError(f"interp: the only valid string value of {name} is "
+                                 f"'extrapolate', got {v!r}")
+            extrapolate[name] = True
+        else:
+            if v is not None:
+                util.check_arraylike("interp", v, names=[name])
+            extrapolate[name] = False
+    x, xp = util.promote_dtypes_inexact(x, xp)
+    [fp] = util.promote_dtypes_inexact(fp)
+    if period is not None:
+        util.check_arraylike("interp", period, names=["period"])
+        if np.ndim(period) != 0:
+            raise ValueError(f"interp: period must be a scalar, got shape {np.shape(period)}")
+        period = fnp.abs(period)
+        x = fnp.remainder(x, period)
+        xp = fnp.remainder(xp, period)
+        xp, fp = lax.sort_key_val(xp, fp)
+        xp = fnp.concatenate([xp[-1:] - period, xp, xp[:1] + period])
+        fp = fnp.concatenate([fp[-1:], fp, fp[:1]])
+    if xp.shape[0] == 1:  # one sample point: a zero-width segment, so every x gets fp[0]
+        xp, fp = fnp.concatenate([xp, xp]), fnp.concatenate([fp, fp])
+    i = fnp.clip(fnp.searchsorted(xp, x, side="right"), 1, xp.shape[0] - 1)
+    df = fp[i] - fp[i - 1]
+    dx = xp[i] - xp[i - 1]
+    delta = x - xp[i - 1]
+    epsilon = float(np.spacing(np.finfo(xp.dtype).eps))
+    dx0 = fnp.abs(dx) <= epsilon  # equal sample points: take the left value (no 0/0)
+    f = fnp.where(dx0, fp[i - 1], fp[i - 1] + (delta / fnp.where(dx0, 1, dx)) * df)
+    if period is None:
+        if not extrapolate["left"]:
+            f = fnp.where(x < xp[0], fp[0] if left is None else left, f)
+        if not extrapolate["right"]:
+            f = fnp.where(x > xp[-1], fp[-1] if right is None else right, f)
+    return f

@@ -1,3 +1,953 @@
-"""(being written) fungrad.numpy: ufuncs."""
+"""Elementwise functions of fungrad.numpy (jax.numpy's ufuncs), written on fungrad.lax.
 
-__all__: list[str] = []
+Arguments are checked (:func:`fungrad.numpy.util.check_arraylike`), promoted with JAX's type
+lattice and broadcast with numpy's rules before the lax op is bound. Arithmetic keeps the
+promoted dtype (``int32 + int32 -> int32``); transcendental functions promote integers and bools
+to the default float (``sin(int32) -> float32``). Python scalars are weak: ``x * 2.0`` keeps
+``x``'s float32 and ``int8 array + 1000`` wraps the 1000 into int8, as JAX does.
+
+Integer division follows JAX: ``floor_divide``/``remainder`` use Python's floor semantics, and
+division by zero never traps (``7 // 0 == -2``, ``7 % 0 == 0`` for int32, as XLA computes them).
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from fungrad import core, dtypes, lax
+from fungrad.array import Array
+from fungrad.numpy import util
+
+__all__ = [
+    "abs", "absolute", "acos", "acosh", "add", "allclose", "arccos", "arccosh", "arcsin",
+    "arcsinh", "arctan", "arctan2", "arctanh", "around", "array_equal", "array_equiv", "asin",
+    "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_count", "bitwise_invert",
+    "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+    "cbrt", "ceil", "clip", "conj", "conjugate", "copysign", "cos", "cosh", "deg2rad", "degrees",
+    "divide", "divmod", "equal", "exp", "exp2", "expm1", "fabs", "fix", "float_power", "floor",
+    "floor_divide", "fmax", "fmin", "fmod", "frexp", "greater", "greater_equal", "heaviside",
+    "hypot", "imag", "invert", "isclose", "isfinite", "isinf", "isnan", "isneginf", "isposinf",
+    "ldexp", "left_shift", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp",
+    "logaddexp2", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum",
+    "minimum", "mod", "modf", "multiply", "nan_to_num", "negative", "nextafter", "not_equal",
+    "positive", "pow", "power", "rad2deg", "radians", "real", "reciprocal", "remainder",
+    "right_shift", "rint", "round", "sign", "signbit", "sin", "sinc", "sinh", "sqrt", "square",
+    "subtract", "tan", "tanh", "true_divide", "trunc",
+]
+
+# ---------------------------------------------------------------------------------------------
+# Argument handling
+
+
+def _is_python_scalar(x) -> bool:
+    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+
+
+def _weak_scalar(fun_name: str, x, dtype: np.dtype, weak: bool) -> Array:
+    """The Python scalar ``x`` as a 0-d Array of ``dtype``. As in JAX, a Python int must fit the
+    default integer dtype (else OverflowError) and then wraps into narrower integer dtypes."""
+    with np.errstate(all="ignore"):
+        if isinstance(x, int) and not isinstance(x, bool):
+            int_dtype = dtypes.default_int_dtype()
+            info = np.iinfo(int_dtype)
+            if not info.min <= x <= info.max:
+                raise OverflowError(
+                    f"{fun_name}: Python int {x} is out of range for the default integer dtype "
+                    f"{int_dtype.name}; pass an explicitly typed array instead")
+            value = np.asarray(x, int_dtype).astype(dtype)
+        else:
+            value = np.asarray(x).astype(dtype)
+    return Array(value[()], weak)
+
+
+def _convert_scalars(fun_name: str, args):
+    """Give each Python scalar in ``args`` the dtype it takes in the promoted operation."""
+    if not any(_is_python_scalar(a) for a in args):
+        return args
+    util.check_arraylike(fun_name, *args)
+    dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    return [_weak_scalar(fun_name, a, dtype, weak) if _is_python_scalar(a) else a for a in args]
+
+
+def promote_args(fun_name: str, *args):
+    """Check, promote (JAX's lattice, weak Python scalars) and broadcast ``args``."""
+    return util.promote_args(fun_name, *_convert_scalars(fun_name, args))
+
+
+def inexact_dtype(dtype) -> np.dtype:
+    """JAX's ``to_inexact_dtype``: floats stay, 64-bit integers become float64 and every other
+    integer or bool becomes float32 (even with x64 enabled: ``sin(int32) -> float32``)."""
+    dtype = np.dtype(dtype)
+    if dtypes.is_float(dtype):
+        return dtype
+    return dtypes.float64 if dtype.itemsize == 8 else dtypes.float32
+
+
+def promote_dtypes_inexact(fun_name: str, *args):
+    """Promote dtypes (not shapes); integers and bools become floating (:func:`inexact_dtype`)."""
+    util.check_arraylike(fun_name, *args)
+    args = util.promote_dtypes(*_convert_scalars(fun_name, args))
+    if args and not dtypes.is_float(args[0].dtype):
+        dt = inexact_dtype(args[0].dtype)
+        args = [lax.convert_element_type(a, dt, a.weak_type) for a in args]
+    return args
+
+
+def promote_args_inexact(fun_name: str, *args):
+    """As :func:`promote_args`, then integers and bools become floating (:func:`inexact_dtype`)."""
+    return util.promote_shapes(fun_name, *promote_dtypes_inexact(fun_name, *args))
+
+
+def promote_args_numeric(fun_name: str, *args):
+    """As :func:`promote_args`, then bools become the default integer dtype (as jnp does for
+    arithmetic that has no boolean meaning: floor_divide, power, shifts...)."""
+    args = promote_args(fun_name, *args)
+    if args and dtypes.is_bool(args[0].dtype):
+        args = [lax.convert_element_type(a, dtypes.default_int_dtype()) for a in args]
+    return args
+
+
+def _const(x, value) -> Array:
+    """``value`` as a weak 0-d constant of ``x``'s dtype (lax broadcasts 0-d operands)."""
+    with np.errstate(all="ignore"):
+        return Array(np.asarray(value).astype(x.dtype)[()], True)
+
+
+def _full_like(x, value, dtype=None):
+    """An array of ``x``'s shape filled with ``value`` (weak like ``x`` when dtype is None)."""
+    dt = x.dtype if dtype is None else np.dtype(dtype)
+    weak = dtype is None and x.weak_type
+    with np.errstate(all="ignore"):
+        fill = Array(np.asarray(value).astype(dt)[()], weak)
+    return util.broadcast_to_shape(fill, x.shape)
+
+
+def _where(condition, x, y):
+    """``lax.select`` with numpy broadcasting of its three array operands."""
+    shape = util.broadcast_shapes(condition.shape, x.shape, y.shape, fun_name="where")
+    condition, x, y = (util.broadcast_to_shape(a, shape) for a in (condition, x, y))
+    return lax.select(condition, x, y)
+
+
+def _to_bool(x):
+    return x if dtypes.is_bool(x.dtype) else lax.ne(x, _const(x, 0))
+
+
+def _require_kinds(fun_name: str, x, kinds: str, what: str) -> None:
+    if x.dtype.kind not in kinds:
+        raise TypeError(f"{fun_name} requires {what} arguments, got dtype {x.dtype.name}")
+
+
+def _is_float(x) -> bool:
+    return dtypes.is_float(x.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Functions that promote to floating point and apply one lax op
+
+
+def _inexact_unary(name: str, lax_name: str, doc: str):
+    def fn(x, /):
+        (x,) = promote_args_inexact(name, x)
+        return getattr(lax, lax_name)(x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+exp = _inexact_unary("exp", "exp", "Elementwise ``e**x`` (integers promote to float).")
+exp2 = _inexact_unary("exp2", "exp2", "Elementwise ``2**x``.")
+expm1 = _inexact_unary("expm1", "expm1", "Elementwise ``exp(x) - 1``, accurate near 0.")
+log = _inexact_unary("log", "log", "Elementwise natural logarithm.")
+log1p = _inexact_unary("log1p", "log1p", "Elementwise ``log(1 + x)``, accurate near 0.")
+sqrt = _inexact_unary("sqrt", "sqrt", "Elementwise non-negative square root.")
+cbrt = _inexact_unary("cbrt", "cbrt", "Elementwise real cube root.")
+sin = _inexact_unary("sin", "sin", "Elementwise sine.")
+cos = _inexact_unary("cos", "cos", "Elementwise cosine.")
+tan = _inexact_unary("tan", "tan", "Elementwise tangent.")
+arcsin = _inexact_unary("arcsin", "asin", "Elementwise inverse sine.")
+arccos = _inexact_unary("arccos", "acos", "Elementwise inverse cosine.")
+arctan = _inexact_unary("arctan", "atan", "Elementwise inverse tangent.")
+sinh = _inexact_unary("sinh", "sinh", "Elementwise hyperbolic sine.")
+cosh = _inexact_unary("cosh", "cosh", "Elementwise hyperbolic cosine.")
+tanh = _inexact_unary("tanh", "tanh", "Elementwise hyperbolic tangent.")
+arcsinh = _inexact_unary("arcsinh", "asinh", "Elementwise inverse hyperbolic sine.")
+arccosh = _inexact_unary("arccosh", "acosh", "Elementwise inverse hyperbolic cosine.")
+arctanh = _inexact_unary("arctanh", "atanh", "Elementwise inverse hyperbolic tangent.")
+fabs = _inexact_unary("fabs", "abs", "Elementwise absolute value as a float (ints promote).")
+
+# The array-API spellings.
+asin = _inexact_unary("asin", "asin", "Alias of :func:`arcsin`.")
+acos = _inexact_unary("acos", "acos", "Alias of :func:`arccos`.")
+atan = _inexact_unary("atan", "atan", "Alias of :func:`arctan`.")
+asinh = _inexact_unary("asinh", "asinh", "Alias of :func:`arcsinh`.")
+acosh = _inexact_unary("acosh", "acosh", "Alias of :func:`arccosh`.")
+atanh = _inexact_unary("atanh", "atanh", "Alias of :func:`arctanh`.")
+
+
+def log2(x, /):
+    """Elementwise base-2 logarithm."""
+    (x,) = promote_args_inexact("log2", x)
+    return lax.div(lax.log(x), lax.log(_const(x, 2)))
+
+
+def log10(x, /):
+    """Elementwise base-10 logarithm."""
+    (x,) = promote_args_inexact("log10", x)
+    return lax.div(lax.log(x), lax.log(_const(x, 10)))
+
+
+def reciprocal(x, /):
+    """Elementwise ``1 / x`` (integers promote to float, as in jnp)."""
+    (x,) = promote_args_inexact("reciprocal", x)
+    return lax.div(_const(x, 1), x)
+
+
+def arctan2(x1, x2, /):
+    """Elementwise arc tangent of ``x1 / x2`` choosing the quadrant by the signs of both."""
+    return lax.atan2(*promote_args_inexact("arctan2", x1, x2))
+
+
+def atan2(x1, x2, /):
+    """Alias of :func:`arctan2`."""
+    return lax.atan2(*promote_args_inexact("atan2", x1, x2))
+
+
+def deg2rad(x, /):
+    """Convert angles from degrees to radians."""
+    (x,) = promote_args_inexact("deg2rad", x)
+    return lax.mul(x, _const(x, np.pi / 180))
+
+
+def rad2deg(x, /):
+    """Convert angles from radians to degrees."""
+    (x,) = promote_args_inexact("rad2deg", x)
+    return lax.mul(x, _const(x, 180 / np.pi))
+
+
+def radians(x, /):
+    """Alias of :func:`deg2rad`."""
+    return deg2rad(x)
+
+
+def degrees(x, /):
+    """Alias of :func:`rad2deg`."""
+    return rad2deg(x)
+
+
+def nextafter(x1, x2, /):
+    """The next representable float after ``x1`` in the direction of ``x2``."""
+    return lax.nextafter(*promote_args_inexact("nextafter", x1, x2))
+
+
+def float_power(x1, x2, /):
+    """``x1 ** x2`` computed in floating point (default float, as jnp; numpy uses float64)."""
+    return lax.pow(*promote_args_inexact("float_power", x1, x2))
+
+
+def hypot(x1, x2, /):
+    """Elementwise ``sqrt(x1**2 + x2**2)`` without intermediate overflow; inf wins over NaN."""
+    x1, x2 = promote_args_inexact("hypot", x1, x2)
+    x1, x2 = lax.abs(x1), lax.abs(x2)
+    any_inf = lax.bitwise_or(isposinf(x1), isposinf(x2))
+    big, small = lax.max(x1, x2), lax.min(x1, x2)
+    is_zero = lax.eq(big, _const(big, 0))
+    safe_big = _where(is_zero, _full_like(big, 1), big)
+    ratio = lax.div(small, safe_big)
+    out = lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.mul(ratio, ratio))))
+    out = _where(is_zero, big, out)
+    return _where(any_inf, _full_like(out, np.inf), out)
+
+
+def logaddexp(x1, x2, /):
+    """Elementwise ``log(exp(x1) + exp(x2))`` without overflow."""
+    x1, x2 = promote_args_inexact("logaddexp", x1, x2)
+    amax = lax.max(x1, x2)
+    delta = lax.sub(x1, x2)
+    out = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
+    # delta is NaN for NaN inputs and for infinities of one sign, where x1 + x2 is the answer.
+    return _where(lax.ne(delta, delta), lax.add(x1, x2), out)
+
+
+def logaddexp2(x1, x2, /):
+    """Elementwise ``log2(2**x1 + 2**x2)`` without overflow."""
+    x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+    amax = lax.max(x1, x2)
+    delta = lax.sub(x1, x2)
+    tail = lax.mul(lax.log1p(lax.exp2(lax.neg(lax.abs(delta)))), _const(x1, 1 / np.log(2)))
+    return _where(lax.ne(delta, delta), lax.add(x1, x2), lax.add(amax, tail))
+
+
+def sinc(x, /):
+    """Normalised sinc: ``sin(pi x) / (pi x)``, and 1 at 0."""
+    (x,) = promote_args_inexact("sinc", x)
+    is_zero = lax.eq(x, _const(x, 0))
+    pi_x = lax.mul(_const(x, np.pi), x)
+    safe = _where(is_zero, _full_like(pi_x, 1), pi_x)
+    return _where(is_zero, _full_like(safe, 1), lax.div(lax.sin(safe), safe))
+
+
+# ---------------------------------------------------------------------------------------------
+# Arithmetic
+
+
+def add(x1, x2, /):
+    """Elementwise ``x1 + x2`` (for bools: logical or, as jnp)."""
+    x1, x2 = promote_args("add", x1, x2)
+    return lax.bitwise_or(x1, x2) if dtypes.is_bool(x1.dtype) else lax.add(x1, x2)
+
+
+def multiply(x1, x2, /):
+    """Elementwise ``x1 * x2`` (for bools: logical and, as jnp)."""
+    x1, x2 = promote_args("multiply", x1, x2)
+    return lax.bitwise_and(x1, x2) if dtypes.is_bool(x1.dtype) else lax.mul(x1, x2)
+
+
+def subtract(x1, x2, /):
+    """Elementwise ``x1 - x2``. Boolean subtraction is a TypeError (use logical_xor)."""
+    x1, x2 = promote_args("subtract", x1, x2)
+    if dtypes.is_bool(x1.dtype):
+        raise TypeError("subtract: boolean subtraction is not supported (both operands are "
+                        "bool); use logical_xor or convert to an integer dtype")
+    return lax.sub(x1, x2)
+
+
+def negative(x, /):
+    """Elementwise ``-x``. Negating a bool array is a TypeError (use logical_not)."""
+    (x,) = promote_args("negative", x)
+    if dtypes.is_bool(x.dtype):
+        raise TypeError("negative: boolean negation is not supported; use logical_not or "
+                        "convert to an integer dtype")
+    return lax.neg(x)
+
+
+def positive(x, /):
+    """Elementwise ``+x`` (a copy)."""
+    (x,) = promote_args("positive", x)
+    return x
+
+
+def true_divide(x1, x2, /):
+    """Elementwise ``x1 / x2`` in floating point (integers promote to the default float)."""
+    return lax.div(*promote_args_inexact("true_divide", x1, x2))
+
+
+def divide(x1, x2, /):
+    """Alias of :func:`true_divide`."""
+    return lax.div(*promote_args_inexact("divide", x1, x2))
+
+
+def _float_divmod(x1, x2):
+    """Floor quotient and remainder of floats (the remainder has the divisor's sign)."""
+    mod = lax.rem(x1, x2)
+    dividend = _where(lax.eq(x2, _const(x2, 0)), x1, lax.sub(x1, mod))
+    div = lax.div(dividend, x2)
+    adjust = lax.bitwise_and(lax.ne(mod, _const(mod, 0)), lax.ne(lax.sign(x2), lax.sign(mod)))
+    mod = _where(adjust, lax.add(mod, x2), mod)
+    div = _where(adjust, lax.sub(div, _const(div, 1)), div)
+    return lax.round(div), mod
+
+
+def floor_divide(x1, x2, /):
+    """Elementwise ``x1 // x2``, rounding toward negative infinity.
+
+    Integer division by zero does not trap: it gives what XLA computes (``7 // 0 == -2``,
+    ``-7 // 0 == 0`` for int32; ``x // 0 == max`` for unsigned), as in JAX.
+    """
+    x1, x2 = promote_args_numeric("floor_divide", x1, x2)
+    if dtypes.is_unsigned(x1.dtype):
+        return lax.div(x1, x2)
+    if dtypes.is_signed(x1.dtype):
+        quotient = lax.div(x1, x2)
+        inexact = lax.ne(lax.rem(x1, x2), _const(x1, 0))
+        fix_down = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)), inexact)
+        return _where(fix_down, lax.sub(quotient, _const(quotient, 1)), quotient)
+    return _float_divmod(x1, x2)[0]
+
+
+def remainder(x1, x2, /):
+    """Elementwise ``x1 % x2`` with the sign of the divisor (Python's ``%``).
+
+    Integer ``x % 0`` is 0, as in JAX.
+    """
+    x1, x2 = promote_args_numeric("remainder", x1, x2)
+    if dtypes.is_int(x2.dtype):
+        x2 = _where(lax.eq(x2, _const(x2, 0)), _full_like(x2, 1), x2)
+    trunc_mod = lax.rem(x1, x2)
+    zero = _const(trunc_mod, 0)
+    signs_differ = lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, _const(x2, 0)))
+    do_plus = lax.bitwise_and(signs_differ, lax.ne(trunc_mod, zero))
+    return _where(do_plus, lax.add(trunc_mod, x2), trunc_mod)
+
+
+def mod(x1, x2, /):
+    """Alias of :func:`remainder`."""
+    return remainder(x1, x2)
+
+
+def fmod(x1, x2, /):
+    """Elementwise remainder with the sign of the dividend (C's ``fmod``); integer
+    ``x fmod 0`` is 0, as in JAX."""
+    x1, x2 = promote_args_numeric("fmod", x1, x2)
+    if dtypes.is_int(x2.dtype):
+        x2 = _where(lax.eq(x2, _const(x2, 0)), _full_like(x2, 1), x2)
+    return lax.rem(x1, x2)
+
+
+def divmod(x1, x2, /):
+    """``(floor_divide(x1, x2), remainder(x1, x2))``."""
+    x1, x2 = promote_args_numeric("divmod", x1, x2)
+    if dtypes.is_float(x1.dtype):
+        return _float_divmod(x1, x2)
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def _concrete_int_exponent(x):
+    """The exponent as a Python int when it is statically a 0-d integer, else None."""
+    if isinstance(x, core.Tracer):
+        return None
+    if isinstance(x, (int, np.integer)) or (
+            isinstance(x, (Array, np.ndarray)) and x.ndim == 0 and x.dtype.kind in "biu"):
+        return operator.index(x) if not isinstance(x, (Array, np.ndarray)) else int(x)
+    return None
+
+
+def _pow_int_int(x1, x2):
+    """Integer power by binary exponentiation (jnp's algorithm: 6 bits of the exponent, since
+    any larger exponent overflows for |x1| > 1). Negative exponents give jnp's results."""
+    zero, one = _const(x2, 0), _const(x2, 1)
+    base_zero = lax.bitwise_and(lax.eq(x1, _const(x1, 0)), lax.ne(x2, zero))
+    acc = _where(base_zero, _full_like(x1, 0), _full_like(x1, 1))
+    acc = util.broadcast_to_shape(acc, util.broadcast_shapes(x1.shape, x2.shape))
+    for _ in range(6):
+        bit_set = lax.ne(lax.bitwise_and(x2, one), zero)
+        acc = _where(bit_set, lax.mul(acc, x1), acc)
+        x1 = lax.mul(x1, x1)
+        x2 = lax.shift_right_logical(x2, one)
+    return acc
+
+
+def power(x1, x2, /):
+    """Elementwise ``x1 ** x2``.
+
+    A static integer exponent uses ``lax.integer_pow`` and keeps ``x1``'s dtype (as jnp);
+    raising integers to a static negative power is a TypeError. Integer arrays use binary
+    exponentiation; everything else ``lax.pow`` after promotion.
+    """
+    util.check_arraylike("power", x1, x2)
+    n = _concrete_int_exponent(x2)
+    if n is not None:
+        (x1,) = promote_args_numeric("power", x1)
+        if n < 0 and not dtypes.is_float(x1.dtype):
+            raise TypeError(f"power: integers cannot be raised to negative powers, got "
+                            f"{x1.dtype.name} ** {n}")
+        return lax.integer_pow(x1, n)
+    x1, x2 = promote_args_numeric("power", x1, x2)
+    if dtypes.is_int(x1.dtype):
+        return _pow_int_int(x1, x2)
+    return lax.pow(x1, x2)
+
+
+def pow(x1, x2, /):
+    """Alias of :func:`power`."""
+    return power(x1, x2)
+
+
+def square(x, /):
+    """Elementwise ``x * x`` (bools promote to int, as jnp)."""
+    (x,) = promote_args_numeric("square", x)
+    return lax.mul(x, x)
+
+
+def absolute(x, /):
+    """Elementwise absolute value. Unsigned and bool inputs are returned unchanged; the
+    absolute value of the most negative integer is itself (two's complement), as in JAX."""
+    (x,) = promote_args("absolute", x)
+    if dtypes.is_bool(x.dtype) or dtypes.is_unsigned(x.dtype):
+        return x
+    return lax.abs(x)
+
+
+def abs(x, /):
+    """Alias of :func:`absolute`."""
+    return absolute(x)
+
+
+def sign(x, /):
+    """Elementwise sign: -1, 0 or 1 (NaN for NaN, and -0. for -0.). Bool is a TypeError."""
+    (x,) = promote_args("sign", x)
+    if dtypes.is_bool(x.dtype):
+        raise TypeError("sign does not accept dtype bool; accepted dtypes are integer and "
+                        "floating")
+    return lax.sign(x)
+
+
+def maximum(x1, x2, /):
+    """Elementwise maximum; NaN if either operand is NaN."""
+    return lax.max(*promote_args("maximum", x1, x2))
+
+
+def minimum(x1, x2, /):
+    """Elementwise minimum; NaN if either operand is NaN."""
+    return lax.min(*promote_args("minimum", x1, x2))
+
+
+def fmax(x1, x2, /):
+    """Elementwise maximum ignoring NaN (NaN only where both are NaN)."""
+    x1, x2 = promote_args("fmax", x1, x2)
+    out = lax.max(x1, x2)
+    if _is_float(x1):
+        out = _where(isnan(x1), x2, _where(isnan(x2), x1, out))
+    return out
+
+
+def fmin(x1, x2, /):
+    """Elementwise minimum ignoring NaN (NaN only where both are NaN)."""
+    x1, x2 = promote_args("fmin", x1, x2)
+    out = lax.min(x1, x2)
+    if _is_float(x1):
+        out = _where(isnan(x1), x2, _where(isnan(x2), x1, out))
+    return out
+
+
+_NO_VALUE = object()
+
+
+def clip(arr=None, /, min=None, max=None, *, a=_NO_VALUE, a_min=_NO_VALUE, a_max=_NO_VALUE):
+    """Clip values to ``[min, max]`` (either may be None); ``maximum`` then ``minimum``, so
+    ``min > max`` gives ``max`` and NaNs propagate, as in jnp. ``a``, ``a_min`` and ``a_max``
+    are numpy's spellings of the same arguments."""
+    for old, value, new in (("a", a, arr), ("a_min", a_min, min), ("a_max", a_max, max)):
+        if value is not _NO_VALUE and new is not None:
+            raise TypeError(f"clip: got both {old!r} and its new spelling; pass only one")
+    arr = arr if a is _NO_VALUE else a
+    min = min if a_min is _NO_VALUE else a_min
+    max = max if a_max is _NO_VALUE else a_max
+    if arr is None:
+        raise TypeError("clip: the array argument is required")
+    util.check_arraylike("clip", arr)
+    if min is not None:
+        arr = maximum(min, arr)
+    if max is not None:
+        arr = minimum(max, arr)
+    return util.asarray(arr)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rounding
+
+
+def floor(x, /):
+    """Elementwise floor (integers and bools are returned unchanged, as jnp)."""
+    (x,) = promote_args("floor", x)
+    return lax.floor(x) if _is_float(x) else x
+
+
+def ceil(x, /):
+    """Elementwise ceiling (integers and bools are returned unchanged)."""
+    (x,) = promote_args("ceil", x)
+    return lax.ceil(x) if _is_float(x) else x
+
+
+def trunc(x, /):
+    """Round toward zero (integers and bools are returned unchanged)."""
+    (x,) = promote_args("trunc", x)
+    if not _is_float(x):
+        return x
+    return _where(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x))
+
+
+def fix(x, /):
+    """Round toward zero (numpy's name; same as :func:`trunc`)."""
+    (x,) = promote_args("fix", x)
+    return trunc(x)
+
+
+def rint(x, /):
+    """Round to the nearest integer, halves to even (integers promote to float, as jnp)."""
+    (x,) = promote_args_inexact("rint", x)
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+def round(a, decimals: int = 0, out=None):
+    """Round to ``decimals`` decimal places, halves to even (``x * 10**d``, rint, divide).
+
+    Integer arrays are returned unchanged for ``decimals >= 0``; ``decimals < 0`` on integers
+    is a ValueError, as in jnp (convert to float first). Bools are a TypeError.
+    """
+    util.check_arraylike("round", a)
+    _check_out("round", out)
+    decimals = operator.index(decimals)
+    a = util.asarray(a)
+    if dtypes.is_bool(a.dtype):
+        raise TypeError("round: bool arrays cannot be rounded; convert to a numeric dtype")
+    if not _is_float(a):
+        if decimals < 0:
+            raise ValueError("round: decimals < 0 is not supported for integer arrays (as in "
+                             "jax.numpy); convert to a float dtype first")
+        return a
+    if decimals == 0:
+        return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
+    # float16 is rescaled in float32 so that 10**decimals does not overflow, as in jnp.
+    x = lax.convert_element_type(a, dtypes.float32, a.weak_type) if a.dtype == np.float16 else a
+    factor = _const(x, 10.0 ** decimals)
+    out_ = lax.div(lax.round(lax.mul(x, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
+    return lax.convert_element_type(out_, a.dtype, a.weak_type)
+
+
+def around(a, decimals: int = 0, out=None):
+    """Alias of :func:`round`."""
+    return round(a, decimals, out)
+
+
+def _check_out(fun_name: str, out) -> None:
+    if out is not None:
+        raise TypeError(f"{fun_name}: the 'out' argument is not supported (fungrad arrays are "
+                        "immutable); use the returned array")
+
+
+def modf(x, /, out=None):
+    """``(fractional part, integral part)``, both with ``x``'s sign. As in jnp, the fractional
+    part of +-inf is NaN (numpy gives 0)."""
+    _check_out("modf", out)
+    (x,) = promote_args_inexact("modf", x)
+    whole = _where(lax.ge(x, _const(x, 0)), lax.floor(x), lax.ceil(x))
+    return lax.sub(x, whole), whole
+
+
+# ---------------------------------------------------------------------------------------------
+# Floating-point classification and bit-level functions
+
+
+def isnan(x, /):
+    """Elementwise test for NaN (always False for integers and bools)."""
+    (x,) = promote_args("isnan", x)
+    return lax.ne(x, x) if _is_float(x) else _full_like(x, False, np.bool_)
+
+
+def isinf(x, /):
+    """Elementwise test for +-inf."""
+    (x,) = promote_args("isinf", x)
+    if not _is_float(x):
+        return _full_like(x, False, np.bool_)
+    return lax.eq(lax.abs(x), _const(x, np.inf))
+
+
+def isfinite(x, /):
+    """Elementwise test for finite values (not inf, not NaN)."""
+    (x,) = promote_args("isfinite", x)
+    return lax.is_finite(x) if _is_float(x) else _full_like(x, True, np.bool_)
+
+
+def isposinf(x, /, out=None):
+    """Elementwise test for +inf."""
+    _check_out("isposinf", out)
+    (x,) = promote_args("isposinf", x)
+    return lax.eq(x, _const(x, np.inf)) if _is_float(x) else _full_like(x, False, np.bool_)
+
+
+def isneginf(x, /, out=None):
+    """Elementwise test for -inf."""
+    _check_out("isneginf", out)
+    (x,) = promote_args("isneginf", x)
+    return lax.eq(x, _const(x, -np.inf)) if _is_float(x) else _full_like(x, False, np.bool_)
+
+
+_SAME_WIDTH_INT = {2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
+
+
+def signbit(x, /):
+    """Elementwise test of the sign bit (True for -0. and for NaNs with the sign bit set)."""
+    (x,) = promote_args("signbit", x)
+    if dtypes.is_bool(x.dtype) or dtypes.is_unsigned(x.dtype):
+        return _full_like(x, False, np.bool_)
+    if dtypes.is_signed(x.dtype):
+        return lax.lt(x, _const(x, 0))
+    bits = lax.bitcast_convert_type(x, _SAME_WIDTH_INT[x.dtype.itemsize])
+    return lax.lt(bits, _const(bits, 0))
+
+
+def copysign(x1, x2, /):
+    """``|x1|`` with the sign (bit) of ``x2``; integers promote to float, as jnp."""
+    x1, x2 = promote_args_inexact("copysign", x1, x2)
+    magnitude = lax.abs(x1)
+    return _where(signbit(x2), lax.neg(magnitude), magnitude)
+
+
+def heaviside(x1, x2, /):
+    """Heaviside step: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``,
+    NaN where ``x1`` is NaN."""
+    x1, x2 = promote_args_inexact("heaviside", x1, x2)
+    zero = _const(x1, 0)
+    out = _where(lax.gt(x1, zero), _full_like(x1, 1), _where(isnan(x1), x1, x2))
+    return _where(lax.lt(x1, zero), _full_like(x1, 0), out)
+
+
+def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
+    """Replace NaN by ``nan`` and +-inf by ``posinf``/``neginf`` (default: the dtype's largest
+    and smallest finite values). Integer and bool arrays are returned unchanged."""
+    del copy  # arrays are immutable
+    (x,) = promote_args("nan_to_num", x)
+    if not _is_float(x):
+        return x
+    info = np.finfo(x.dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    out = _where(isnan(x), _full_like(x, nan), x)
+    out = _where(isposinf(out), _full_like(out, posinf), out)
+    return _where(isneginf(out), _full_like(out, neginf), out)
+
+
+def _float_int_parts(x):
+    """``(bits, extra_exponent)`` of floats with subnormals scaled into the normal range."""
+    info = np.finfo(x.dtype)
+    int_dtype = _SAME_WIDTH_INT[x.dtype.itemsize]
+    subnormal = lax.lt(lax.abs(x), _const(x, info.tiny))
+    x = _where(subnormal, lax.mul(x, _const(x, 2.0 ** info.nmant)), x)
+    extra = _where(subnormal, _full_like(x, -info.nmant, int_dtype),
+                   _full_like(x, 0, int_dtype))
+    return lax.bitcast_convert_type(x, int_dtype), extra
+
+
+def frexp(x, /):
+    """Split ``x`` into mantissa in ``[0.5, 1)`` and an int32 exponent: ``x = m * 2**e``.
+    Zeros, infinities and NaNs give ``(x, 0)``."""
+    (x,) = promote_args_inexact("frexp", x)
+    info = np.finfo(x.dtype)
+    mask = (1 << info.nexp) - 1
+    bias = 1 - info.minexp
+    bits, exponent = _float_int_parts(x)
+    biased = lax.bitwise_and(lax.shift_right_logical(bits, _const(bits, info.nmant)),
+                             _const(bits, mask))
+    exponent = lax.add(exponent, lax.sub(biased, _const(biased, bias - 1)))
+    bits = lax.bitwise_and(bits, _const(bits, ~(mask << info.nmant)))
+    bits = lax.bitwise_or(bits, _const(bits, (bias - 1) << info.nmant))
+    mantissa = lax.bitcast_convert_type(bits, x.dtype)
+    special = lax.bitwise_or(lax.bitwise_not(lax.is_finite(x)), lax.eq(x, _const(x, 0)))
+    exponent = _where(special, _full_like(exponent, 0), exponent)
+    return _where(special, x, mantissa), lax.convert_element_type(exponent, np.int32)
+
+
+def ldexp(x1, x2, /):
+    """``x1 * 2**x2`` for float ``x1`` and integer ``x2``, without intermediate overflow."""
+    util.check_arraylike("ldexp", x1, x2)
+    x2 = util.asarray(x2)
+    if dtypes.is_bool(x2.dtype):
+        x2 = lax.convert_element_type(x2, dtypes.default_int_dtype())
+    if not dtypes.is_int(x2.dtype):
+        raise TypeError(f"ldexp: the exponent must be an integer array, got {x2.dtype.name}")
+    (x1,) = promote_args_inexact("ldexp", x1)
+    x1, x2 = util.promote_shapes("ldexp", x1, x2)
+    mantissa, exponent = frexp(x1)
+    exponent = lax.add(lax.convert_element_type(exponent, x2.dtype), x2)
+    exponent = lax.convert_element_type(exponent, x1.dtype)
+    # The exponent may overflow by one and still give a finite result.
+    positive_ = lax.gt(exponent, _const(exponent, 0))
+    mantissa = _where(positive_, lax.mul(mantissa, _const(mantissa, 2)), mantissa)
+    exponent = _where(positive_, lax.sub(exponent, _const(exponent, 1)), exponent)
+    out = lax.mul(mantissa, lax.pow(_full_like(exponent, 2), exponent))
+    keep = lax.bitwise_or(isinf(x1), lax.eq(x1, _const(x1, 0)))
+    return _where(keep, x1, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparisons and logical functions
+
+
+def _comparison(name: str, lax_name: str, doc: str):
+    def fn(x1, x2, /):
+        return getattr(lax, lax_name)(*promote_args(name, x1, x2))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+equal = _comparison("equal", "eq", "Elementwise ``x1 == x2`` after promotion (bool result).")
+not_equal = _comparison("not_equal", "ne", "Elementwise ``x1 != x2``.")
+less = _comparison("less", "lt", "Elementwise ``x1 < x2``.")
+less_equal = _comparison("less_equal", "le", "Elementwise ``x1 <= x2``.")
+greater = _comparison("greater", "gt", "Elementwise ``x1 > x2``.")
+greater_equal = _comparison("greater_equal", "ge", "Elementwise ``x1 >= x2``.")
+
+
+def logical_and(x1, x2, /):
+    """Elementwise truth-value and (nonzero is True)."""
+    x1, x2 = promote_args("logical_and", x1, x2)
+    return lax.bitwise_and(_to_bool(x1), _to_bool(x2))
+
+
+def logical_or(x1, x2, /):
+    """Elementwise truth-value or."""
+    x1, x2 = promote_args("logical_or", x1, x2)
+    return lax.bitwise_or(_to_bool(x1), _to_bool(x2))
+
+
+def logical_xor(x1, x2, /):
+    """Elementwise truth-value exclusive or."""
+    x1, x2 = promote_args("logical_xor", x1, x2)
+    return lax.bitwise_xor(_to_bool(x1), _to_bool(x2))
+
+
+def logical_not(x, /):
+    """Elementwise truth-value negation."""
+    (x,) = promote_args("logical_not", x)
+    return lax.bitwise_not(_to_bool(x))
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
+    """Elementwise ``|a - b| <= atol + rtol * |b|``; equal infinities are close, NaNs are close
+    to each other only with ``equal_nan``. Integer inputs are compared in floating point."""
+    a, b = promote_args_inexact("isclose", a, b)
+    util.check_arraylike("isclose", rtol, atol)
+    rtol = lax.convert_element_type(rtol, a.dtype)
+    atol = lax.convert_element_type(atol, a.dtype)
+    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+    out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(isfinite(b), in_range))
+    if equal_nan:
+        out = lax.bitwise_or(out, lax.bitwise_and(isnan(a), isnan(b)))
+    return out
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
+    """Whether every element of ``a`` and ``b`` is close (a 0-d bool array)."""
+    close = isclose(a, b, rtol, atol, equal_nan)
+    return lax.reduce_and(close, tuple(range(close.ndim)))
+
+
+def array_equal(a1, a2, equal_nan: bool = False):
+    """Whether ``a1`` and ``a2`` have the same shape and elements (a 0-d bool array)."""
+    util.check_arraylike("array_equal", a1, a2)
+    a1, a2 = util.asarray(a1), util.asarray(a2)
+    if a1.shape != a2.shape:
+        return Array(np.bool_(False))
+    eq = equal(a1, a2)
+    if equal_nan:
+        eq = lax.bitwise_or(eq, lax.bitwise_and(isnan(a1), isnan(a2)))
+    return lax.reduce_and(eq, tuple(range(eq.ndim)))
+
+
+def array_equiv(a1, a2):
+    """Whether ``a1`` and ``a2`` broadcast to one shape and are equal (a 0-d bool array)."""
+    util.check_arraylike("array_equiv", a1, a2)
+    a1, a2 = util.asarray(a1), util.asarray(a2)
+    try:
+        util.broadcast_shapes(a1.shape, a2.shape)
+    except ValueError:
+        return Array(np.bool_(False))
+    eq = equal(a1, a2)
+    return lax.reduce_and(eq, tuple(range(eq.ndim)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Bitwise functions (integers and bools)
+
+
+def _bitwise_binary(name: str, lax_name: str, doc: str):
+    def fn(x1, x2, /):
+        x1, x2 = promote_args(name, x1, x2)
+        _require_kinds(name, x1, "biu", "integer or boolean")
+        return getattr(lax, lax_name)(x1, x2)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+bitwise_and = _bitwise_binary("bitwise_and", "bitwise_and", "Elementwise bitwise and.")
+bitwise_or = _bitwise_binary("bitwise_or", "bitwise_or", "Elementwise bitwise or.")
+bitwise_xor = _bitwise_binary("bitwise_xor", "bitwise_xor", "Elementwise bitwise xor.")
+
+
+def _bitwise_not(name: str, x):
+    (x,) = promote_args(name, x)
+    _require_kinds(name, x, "biu", "integer or boolean")
+    return lax.bitwise_not(x)
+
+
+def bitwise_not(x, /):
+    """Elementwise bitwise not (``~x``; logical not for bools)."""
+    return _bitwise_not("bitwise_not", x)
+
+
+def bitwise_invert(x, /):
+    """Alias of :func:`bitwise_not`."""
+    return _bitwise_not("bitwise_invert", x)
+
+
+def invert(x, /):
+    """Alias of :func:`bitwise_not`."""
+    return _bitwise_not("invert", x)
+
+
+def _shift_args(name: str, x1, x2):
+    x1, x2 = promote_args_numeric(name, x1, x2)
+    _require_kinds(name, x1, "iu", "integer")
+    return x1, x2
+
+
+def left_shift(x1, x2, /):
+    """Elementwise ``x1 << x2``; shifts of the bit width or more (or negative) give 0."""
+    return lax.shift_left(*_shift_args("left_shift", x1, x2))
+
+
+def bitwise_left_shift(x1, x2, /):
+    """Alias of :func:`left_shift`."""
+    return lax.shift_left(*_shift_args("bitwise_left_shift", x1, x2))
+
+
+def _right_shift(name, x1, x2):
+    x1, x2 = _shift_args(name, x1, x2)
+    if dtypes.is_unsigned(x1.dtype):
+        return lax.shift_right_logical(x1, x2)
+    return lax.shift_right_arithmetic(x1, x2)
+
+
+def right_shift(x1, x2, /):
+    """Elementwise ``x1 >> x2`` (arithmetic for signed, logical for unsigned integers)."""
+    return _right_shift("right_shift", x1, x2)
+
+
+def bitwise_right_shift(x1, x2, /):
+    """Alias of :func:`right_shift`."""
+    return _right_shift("bitwise_right_shift", x1, x2)
+
+
+def bitwise_count(x, /):
+    """Number of one bits in ``|x|`` (uint8), as numpy and jnp."""
+    (x,) = promote_args("bitwise_count", x)
+    _require_kinds("bitwise_count", x, "biu", "integer or boolean")
+    if dtypes.is_bool(x.dtype):
+        return lax.convert_element_type(x, np.uint8)
+    return lax.convert_element_type(lax.population_count(absolute(x)), np.uint8)
+
+
+# ---------------------------------------------------------------------------------------------
+# Complex parts of real arrays (fungrad has no complex dtypes)
+
+
+def real(val, /):
+    """The real part: the array itself (fungrad arrays are real)."""
+    (val,) = promote_args("real", val)
+    return val
+
+
+def imag(val, /):
+    """The imaginary part of a real array: zeros of its dtype."""
+    (val,) = promote_args("imag", val)
+    return _full_like(val, 0)
+
+
+def conjugate(x, /):
+    """The complex conjugate of a real array: the array itself."""
+    (x,) = promote_args("conjugate", x)
+    return x
+
+
+def conj(x, /):
+    """Alias of :func:`conjugate`."""
+    return conjugate(x)
+

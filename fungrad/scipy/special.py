@@ -1,1 +1,284 @@
-"""(being written) fungrad.scipy.special."""
+"""``fungrad.scipy.special``: special functions with jax.scipy.special's names and semantics.
+
+Written on fungrad.lax / fungrad.numpy only. Integer and bool inputs promote to the default
+float dtype. This module is the one home of :func:`logsumexp` (``fungrad.nn`` re-exports it).
+The normal-distribution functions follow JAX's (Cephes-derived) algorithms: ``ndtr`` switches
+between ``erf`` and ``erfc`` to keep relative accuracy in both tails, ``ndtri`` is a piecewise
+rational approximation, and ``log_ndtr`` uses an asymptotic series for very negative ``x`` so
+it stays finite where ``log(ndtr(x))`` would underflow to ``-inf``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import fungrad.numpy as fnp
+from fungrad import dtypes, lax
+from fungrad.numpy import util
+
+__all__ = [
+    "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammaln", "log_ndtr", "logit",
+    "logsumexp", "ndtr", "ndtri", "xlog1py", "xlogy",
+]
+
+
+def _inexact(fun_name: str, x):
+    [x] = util.promote_args_inexact(fun_name, x)
+    return x
+
+
+# -- logsumexp -------------------------------------------------------------------------------
+
+def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False,
+              where=None):
+    """``log(sum(b * exp(a), axis))``, computed stably.
+
+    The maximum over ``axis`` (replaced by 0 where it is not finite, and held constant under
+    differentiation) is subtracted before exponentiating, so large values do not overflow,
+    a slice that is all ``-inf`` gives ``-inf`` (not NaN) and a slice containing ``+inf``
+    gives ``+inf``.
+
+    Args:
+        a: input array.
+        axis: int, tuple of ints or None (all axes) to reduce over.
+        b: optional scale factors, broadcastable against ``a``; where ``b == 0`` the term is
+            dropped even if ``a`` is infinite.
+        keepdims: keep the reduced axes as size-1 dimensions.
+        return_sign: return ``(log|sum|, sign(sum))`` instead of NaN for negative sums.
+        where: optional boolean mask of the elements to include.
+
+    Returns:
+        The reduction, or the pair ``(result, sign)`` if ``return_sign``.
+
+    Example:
+        >>> logsumexp(fnp.array([1000., 1000.]))   # 1000.6931
+    """
+    util.check_arraylike("logsumexp", a)
+    for name, v in (("b", b), ("where", where)):
+        if v is not None:
+            util.check_arraylike("logsumexp", v, names=[name])
+    if where is not None:
+        a = fnp.where(where, a, 0)  # masked-out entries may hold NaN; keep them out entirely
+    if b is not None:
+        a, b = util.promote_args_inexact("logsumexp", a, b)
+        a = fnp.where(b != 0, a, -np.inf)
+    else:
+        a = _inexact("logsumexp", a)
+    dims = util.canonicalize_axes(axis, a.ndim, "logsumexp")
+    amax = fnp.max(a, dims, where=where, initial=-np.inf, keepdims=True)
+    amax = lax.stop_gradient(fnp.where(fnp.isfinite(amax), amax, 0.0))
+    exp_a = fnp.exp(a - amax)
+    if b is not None:
+        exp_a = exp_a * b
+    sumexp = fnp.sum(exp_a, dims, where=where, keepdims=True)
+    sign = fnp.sign(sumexp)
+    out = fnp.log(fnp.abs(sumexp)) + amax
+    if not keepdims:
+        out, sign = fnp.squeeze(out, dims), fnp.squeeze(sign, dims)
+    if return_sign:
+        return out, sign
+    if b is not None:
+        out = fnp.where(sign < 0, np.nan, out)
+    return out
+
+
+# -- error function and logistic ------------------------------------------------------------
+
+def erf(x):
+    """Error function ``2/sqrt(pi) * integral_0^x exp(-t**2) dt``."""
+    return lax.erf(_inexact("erf", x))
+
+
+def erfc(x):
+    """Complementary error function ``1 - erf(x)``, accurate for large ``x``."""
+    return lax.erfc(_inexact("erfc", x))
+
+
+def erfinv(x):
+    """Inverse error function on ``[-1, 1]`` (``+-inf`` at ``+-1``, NaN outside)."""
+    return lax.erf_inv(_inexact("erfinv", x))
+
+
+def expit(x):
+    """Logistic sigmoid ``1 / (1 + exp(-x))``."""
+    return lax.logistic(_inexact("expit", x))
+
+
+def logit(x):
+    """Inverse of :func:`expit`: ``log(x / (1 - x))``."""
+    x = _inexact("logit", x)
+    return lax.log(lax.div(x, lax.sub(1.0, x)))
+
+
+# -- gamma family ----------------------------------------------------------------------------
+
+def gammaln(x):
+    """``log|Gamma(x)|`` (``lax.lgamma``); ``+inf`` at the poles ``0, -1, -2, ...``."""
+    return lax.lgamma(_inexact("gammaln", x))
+
+
+def digamma(x):
+    """Digamma function ``d/dx log Gamma(x)`` (``lax.digamma``)."""
+    return lax.digamma(_inexact("digamma", x))
+
+
+# -- x log y ---------------------------------------------------------------------------------
+
+def xlogy(x, y):
+    """``x * log(y)``, defined as 0 where ``x == 0`` (unless ``y`` is NaN, as in SciPy)."""
+    util.check_arraylike("xlogy", x, y)
+    x, y = util.promote_args_inexact("xlogy", x, y)
+    x_ok = (x != 0) | fnp.isnan(y)
+    return fnp.where(x_ok, x * fnp.log(y), fnp.zeros_like(x))
+
+
+def xlog1py(x, y):
+    """``x * log1p(y)``, defined as 0 where ``x == 0`` (unless ``y`` is NaN)."""
+    util.check_arraylike("xlog1py", x, y)
+    x, y = util.promote_args_inexact("xlog1py", x, y)
+    x_ok = (x != 0) | fnp.isnan(y)
+    return fnp.where(x_ok, x * fnp.log1p(y), fnp.zeros_like(x))
+
+
+def entr(x):
+    """Elementwise entropy ``-x log x`` for ``x >= 0`` (0 at 0), ``-inf`` for ``x < 0``."""
+    x = _inexact("entr", x)
+    return fnp.where(x < 0, -np.inf, -xlogy(x, x))
+
+
+# -- the normal distribution -----------------------------------------------------------------
+
+def _normal_inexact(fun_name: str, x):
+    """``x`` promoted to float32/float64; float16 is refused as in JAX (the polynomial
+    approximations below are tuned for single and double precision)."""
+    x = _inexact(fun_name, x)
+    if x.dtype not in (dtypes.float32, dtypes.float64):
+        raise TypeError(f"{fun_name}: dtype {x.dtype.name} is not supported; use float32 or "
+                        "float64")
+    return x
+
+
+def _polyval(coeffs, x):
+    """Horner evaluation of the polynomial with ``coeffs`` (highest power first)."""
+    acc = fnp.full_like(x, coeffs[0])
+    for c in coeffs[1:]:
+        acc = acc * x + c
+    return acc
+
+
+def ndtr(x):
+    """Standard normal CDF ``(1 + erf(x / sqrt(2))) / 2``, accurate in both tails."""
+    return _ndtr(_normal_inexact("ndtr", x))
+
+
+_HALF_SQRT_2 = 0.5 * float(np.sqrt(2.0))
+
+
+def _ndtr(x):
+    w = x * _HALF_SQRT_2
+    z = fnp.abs(w)
+    # |w| < 1/sqrt(2): erf is accurate; otherwise use erfc of |w| (relative accuracy in the
+    # lower tail, where 1 + erf(w) would cancel).
+    y = fnp.where(z < _HALF_SQRT_2, 1.0 + lax.erf(w),
+                  fnp.where(w > 0, 2.0 - lax.erfc(z), lax.erfc(z)))
+    return 0.5 * y
+
+
+# Cephes ndtri coefficients (highest power first): P0/Q0 for the central region
+# exp(-2) < p < 1 - exp(-2), P1/Q1 and P2/Q2 for the tails split at z = sqrt(-2 log p) = 8.
+_NDTRI_P0 = (-5.99633501014107895267e1, 9.80010754185999661536e1, -5.66762857469070293439e1,
+             1.39312609387279679503e1, -1.23916583867381258016e0)
+_NDTRI_Q0 = (1.0, 1.95448858338141759834e0, 4.67627912898881538453e0, 8.63602421390890590575e1,
+             -2.25462687854119370527e2, 2.00260212380060660359e2, -8.20372256168333339912e1,
+             1.59056225126211695515e1, -1.18331621121330003142e0)
+_NDTRI_P1 = (4.05544892305962419923e0, 3.15251094599893866154e1, 5.71628192246421288162e1,
+             4.40805073893200834700e1, 1.46849561928858024014e1, 2.18663306850790267539e0,
+             -1.40256079171354495875e-1, -3.50424626827848203418e-2,
+             -8.57456785154685413611e-4)
+_NDTRI_Q1 = (1.0, 1.57799883256466749731e1, 4.53907635128879210584e1, 4.13172038254672030440e1,
+             1.50425385692907503408e1, 2.50464946208309415979e0, -1.42182922854787788574e-1,
+             -3.80806407691578277194e-2, -9.33259480895457427372e-4)
+_NDTRI_P2 = (3.23774891776946035970e0, 6.91522889068984211695e0, 3.93881025292474443415e0,
+             1.33303460815807542389e0, 2.01485389549179081538e-1, 1.23716634817820021358e-2,
+             3.01581553508235416007e-4, 2.65806974686737550832e-6, 6.23974539184983293730e-9)
+_NDTRI_Q2 = (1.0, 6.02427039364742014255e0, 3.67983563856160859403e0, 1.37702099489081330271e0,
+             2.16236993594496635890e-1, 1.34204006088543189037e-2, 3.28014464682127739104e-4,
+             2.89247864745380683936e-6, 6.79019408009981274425e-9)
+_EXP_M2 = float(np.exp(-2.0))
+_SQRT_2PI = float(np.sqrt(2.0 * np.pi))
+
+
+def ndtri(p):
+    """Inverse of :func:`ndtr`: ``x`` with ``ndtr(x) == p``; ``-inf`` at 0, ``+inf`` at 1 and
+    NaN outside ``[0, 1]``."""
+    p = _normal_inexact("ndtri", p)
+    # Work with the smaller of p and 1 - p (the tails are symmetric) and sanitise 0, whose
+    # result is replaced below, so no branch produces NaN.
+    mcp = fnp.where(p > 1.0 - _EXP_M2, 1.0 - p, p)
+    mcp = fnp.where(mcp == 0.0, 0.5, mcp)
+    # Central region: x / sqrt(2 pi) = w + w**3 P0(w**2) / Q0(w**2), w = p - 1/2.
+    w = mcp - 0.5
+    ww = w * w
+    x_big = w + w * ww * (_polyval(_NDTRI_P0, ww) / _polyval(_NDTRI_Q0, ww))
+    x_big = x_big * -_SQRT_2PI
+    # Tails: x = z - log(z) / z - P(1/z) / (z Q(1/z)), z = sqrt(-2 log p).
+    z = fnp.sqrt(-2.0 * fnp.log(mcp))
+    first = z - fnp.log(z) / z
+    inv_z = 1.0 / z
+    x_small = first - _polyval(_NDTRI_P2, inv_z) / _polyval(_NDTRI_Q2, inv_z) / z
+    x_mid = first - _polyval(_NDTRI_P1, inv_z) / _polyval(_NDTRI_Q1, inv_z) / z
+    x = fnp.where(mcp > _EXP_M2, x_big, fnp.where(z >= 8.0, x_small, x_mid))
+    x = fnp.where(p > 1.0 - _EXP_M2, x, -x)
+    x = fnp.where(p == 0.0, -np.inf, fnp.where(p == 1.0, np.inf, x))
+    return fnp.where((p < 0) | (p > 1), np.nan, x)
+
+
+# log_ndtr switches to the asymptotic series below LOWER and to -ndtr(-x) above UPPER.
+_LOG_NDTR_SEGMENTS = {dtypes.float32: (-10.0, 5.0), dtypes.float64: (-20.0, 8.0)}
+_LOG_SQRT_2PI = 0.5 * float(np.log(2.0 * np.pi))
+
+
+def log_ndtr(x, series_order: int = 3):
+    """``log(ndtr(x))``, accurate far into both tails.
+
+    For ``x`` below -10 (float32) / -20 (float64) it uses the asymptotic series
+    ``log(phi(x) / -x) + log(1 + sum_n (-1)**n (2n-1)!! / x**(2n))`` with ``series_order``
+    terms; for large ``x`` it uses ``log(1 - q) ~ -q`` with ``q = ndtr(-x)``.
+    """
+    if isinstance(series_order, bool) or not isinstance(series_order, int):
+        raise TypeError(f"log_ndtr: series_order must be a Python int, got {series_order!r}")
+    if not 0 <= series_order <= 30:
+        raise ValueError(f"log_ndtr: series_order must be in [0, 30], got {series_order}")
+    x = _normal_inexact("log_ndtr", x)
+    lower, upper = _LOG_NDTR_SEGMENTS[x.dtype]
+    above = x > upper
+    # One ndtr call serves both the middle and the upper segment; its argument is clamped so
+    # the unused branches stay finite.
+    ndtr_res = _ndtr(fnp.where(above, -x, fnp.maximum(x, lower)))
+    return fnp.where(above, -ndtr_res,
+                     fnp.where(x > lower, fnp.log(ndtr_res),
+                               _log_ndtr_lower(fnp.minimum(x, lower), series_order)))
+
+
+def _log_ndtr_lower(x, series_order: int):
+    x_2 = x * x
+    log_scale = -0.5 * x_2 - fnp.log(-x) - _LOG_SQRT_2PI
+    return log_scale + fnp.log(_log_ndtr_asymptotic_series(x, series_order))
+
+
+def _log_ndtr_asymptotic_series(x, series_order: int):
+    """``1 + sum_{n=1}^{order} (-1)**n (2n-1)!! / x**(2n)``."""
+    if series_order <= 0:
+        return fnp.ones_like(x)
+    x_2 = x * x
+    even_sum = fnp.zeros_like(x)
+    odd_sum = fnp.zeros_like(x)
+    x_2n = x_2
+    for n in range(1, series_order + 1):
+        y = float(np.prod(np.arange(2 * n - 1, 1, -2, dtype=np.float64))) / x_2n
+        if n % 2:
+            odd_sum = odd_sum + y
+        else:
+            even_sum = even_sum + y
+        x_2n = x_2n * x_2
+    return 1.0 + even_sum - odd_sum

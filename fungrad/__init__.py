@@ -6,7 +6,7 @@
 
 __version__ = "0.1.0"
 
-from fungrad import lax, nn, numpy, random, scipy, tree_util  # noqa: E402,F401
+from fungrad import ad_checkpoint, lax, nn, numpy, random, scipy, tree_util  # noqa: E402,F401
 from fungrad.api import block_until_ready, make_jaxpr, vmap  # noqa: E402
 from fungrad.array import Array  # noqa: E402
 from fungrad.config import config  # noqa: E402
@@ -28,12 +28,22 @@ from fungrad.transforms.autodiff import (  # noqa: E402
     value_and_grad,
     vjp,
 )
+from fungrad.transforms.custom import custom_jvp, custom_vjp  # noqa: E402
+from fungrad.transforms.remat import checkpoint, checkpoint_policies, remat  # noqa: E402
 
 jacobian = jacrev
 
+
+def stop_gradient(x):
+    """``x`` with a zero derivative, leaf by leaf over a pytree (``jax.lax.stop_gradient``)."""
+    return tree_util.tree_map(lax.stop_gradient, x)
+
+
 __all__ = [
     "Array", "ClosedJaxpr", "ConcretizationTypeError", "Jaxpr", "ShapedArray",
-    "TracerArrayConversionError", "UnexpectedTracerError", "__version__", "block_until_ready",
-    "config", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "lax", "linearize",
-    "make_jaxpr", "nn", "numpy", "random", "scipy", "tree_util", "value_and_grad", "vjp", "vmap",
+    "TracerArrayConversionError", "UnexpectedTracerError", "__version__", "ad_checkpoint",
+    "block_until_ready", "checkpoint", "checkpoint_policies", "config", "custom_jvp",
+    "custom_vjp", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "lax", "linearize",
+    "make_jaxpr", "nn", "numpy", "random", "remat", "scipy", "stop_gradient", "tree_util",
+    "value_and_grad", "vjp", "vmap",
 ]

@@ -6,6 +6,7 @@ import functools
 
 from fungrad import core, tree_util
 from fungrad.array import Array, is_arraylike
+from fungrad.ir.passes import simplify
 from fungrad.transforms.staging import trace_to_jaxpr
 
 
@@ -38,6 +39,9 @@ def abstractify(x, what: str) -> core.ShapedArray:
 def make_jaxpr(fun, static_argnums=(), return_shape: bool = False):
     """Return a function that traces ``fun`` and gives its ClosedJaxpr (printable).
 
+    The jaxpr is simplified (common subexpressions merged, dead equations dropped), so e.g.
+    ``make_jaxpr(grad(f))`` shows the gradient program without the unused primal output.
+
     ``static_argnums`` arguments are passed to ``fun`` as Python values; all others are
     pytrees of arrays traced abstractly. With ``return_shape=True`` the function returns
     ``(jaxpr, out_shape)`` where ``out_shape`` is a pytree of ShapedArrays.
@@ -66,7 +70,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape: bool = False):
             out_tree.append(tree)
             return leaves
 
-        closed = trace_to_jaxpr(flat_fun, in_avals)
+        closed = simplify(trace_to_jaxpr(flat_fun, in_avals))
         if return_shape:
             shapes = tree_util.tree_unflatten(out_tree[0], closed.out_avals)
             return closed, shapes

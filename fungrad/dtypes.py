@@ -24,6 +24,10 @@ int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, 
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 
+float0 = np.dtype([("float0", np.void, 0)])
+"""The dtype of cotangents of integer and bool inputs (JAX's ``jax.dtypes.float0``): a
+zero-size type, since such inputs have no tangent space."""
+
 SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
              float16, float32, float64)
 _SUPPORTED_SET = frozenset(SUPPORTED)

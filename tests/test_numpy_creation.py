@@ -251,6 +251,7 @@ def test_like_functions_dtypes_and_weak_types():
     assert not fnp.zeros_like(1.0, dtype=np.float32).weak_type
     exact(fnp.full_like(fnp.zeros((2, 3)), fnp.arange(3)),
           np.broadcast_to(np.arange(3, dtype=np.float32), (2, 3)))
+    assert not fnp.full_like(fnp.full((3,), 1.0), fnp.arange(3)).weak_type  # as in JAX
     exact(fnp.ones_like(np.zeros(2, np.float64)), np.ones(2, np.float32))
     with pytest.raises(TypeError, match="zeros_like"):
         fnp.zeros_like([1, 2])

@@ -13,7 +13,7 @@ import fungrad.numpy as fnp
 from fungrad.testing import strategies as fst
 from tests.helpers import assert_array
 
-DTYPES = [np.float32, np.int32, np.bool_, np.uint8]
+DTYPES = [np.float32, np.int32, np.bool_, np.uint8, np.float16]
 
 
 def exact(actual, expected, dtype=None):
@@ -117,6 +117,8 @@ def test_expand_dims_squeeze_match_numpy(x, data):
 def test_squeeze_and_expand_dims_errors():
     with pytest.raises(ValueError, match=r"squeeze: cannot squeeze axis 0 of size 2"):
         fnp.squeeze(fnp.zeros((2, 1)), 0)
+    with pytest.raises(ValueError, match="squeeze: repeated axis"):
+        fnp.squeeze(fnp.zeros((1, 2)), (0, 0))
     with pytest.raises(ValueError, match="expand_dims: repeated axis"):
         fnp.expand_dims(fnp.zeros(2), (0, 0))
     with pytest.raises(np.exceptions.AxisError, match="expand_dims"):
@@ -185,6 +187,7 @@ JAX_PROMOTION = [
     ((np.bool_, np.int8), np.int8), ((np.uint8, np.int8), np.int16),
     ((np.int32, np.float32), np.float32), ((np.bool_, np.bool_), np.bool_),
     ((np.uint8, np.uint32), np.uint32), ((np.float16, np.float32), np.float32),
+    ((np.uint8, np.float16), np.float16),
 ]
 
 
@@ -645,3 +648,58 @@ def test_manipulation_jaxprs():
         assert prim in text, prim
     for got, want in zip(jaxpr(x), f(x)):
         exact(got, np.asarray(want))
+
+
+TRACED = {
+    "reshape_F": lambda x: fnp.reshape(x, (4, 3), order="F"),
+    "moveaxis": lambda x: fnp.moveaxis(x, 0, -1),
+    "stack": lambda x: fnp.stack([x, x + 1], axis=-1),
+    "vstack": lambda x: fnp.vstack([x, x]),
+    "block": lambda x: fnp.block([[x, x], [x, x]]),
+    "array_split": lambda x: fnp.array_split(x, 3, axis=1)[2],
+    "tile": lambda x: fnp.tile(x, (2, 1, 3)),
+    "repeat": lambda x: fnp.repeat(x, np.array([2, 0, 1, 3]), axis=1),
+    "repeat_scalar": lambda x: fnp.repeat(x, 2),
+    "roll": lambda x: fnp.roll(x, (1, -2), (0, 1)),
+    "rot90": lambda x: fnp.rot90(x, 3),
+    "pad_reflect": lambda x: fnp.pad(x, ((2, 3), (4, 1)), mode="reflect"),
+    "pad_wrap": lambda x: fnp.pad(x, 5, mode="wrap"),
+    "pad_ramp": lambda x: fnp.pad(x, 2, mode="linear_ramp", end_values=(1, -1)),
+    "pad_mean": lambda x: fnp.pad(x, 2, mode="mean", stat_length=2),
+    "pad_max": lambda x: fnp.pad(x, (1, 2), mode="maximum"),
+    "diff": lambda x: fnp.diff(x, 2, axis=0, append=0.0),
+    "delete": lambda x: fnp.delete(x, [0, 2], axis=1),
+    "delete_many": lambda x: fnp.delete(fnp.ravel(x), np.arange(0, 12, 2)),
+    "insert": lambda x: fnp.insert(x, 2, 9.0, axis=1),
+    "resize": lambda x: fnp.resize(x, (5, 5)),
+    "broadcast_to": lambda x: fnp.broadcast_to(x, (2, 3, 4)),
+    "tril": lambda x: fnp.tril(x, 1),
+    "linspace": lambda x: fnp.linspace(x[0], x[1], 5, axis=-1),
+    "geomspace": lambda x: fnp.geomspace(x[0] + 1, x[1] + 2, 4),
+    "full": lambda x: fnp.full((2, 3, 4), x),
+    "full_like": lambda x: fnp.full_like(x, x[0, 0]),
+    "meshgrid": lambda x: fnp.meshgrid(x[0], x[1, :2], indexing="ij")[0],
+    "array_of_tracers": lambda x: fnp.array([x[0, 0], 2.0, x[1, 1]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRACED))
+def test_functions_trace_and_evaluate(name):
+    fn = TRACED[name]
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    jaxpr = fg.make_jaxpr(fn)(x)
+    want = fn(fnp.asarray(x))
+    assert_array(jaxpr(x)[0], np.asarray(want), dtype=want.dtype, rtol=1e-6, atol=1e-6)
+
+
+def test_manipulation_x64(x64):
+    x = np.arange(6, dtype=np.float64).reshape(2, 3)
+    exact(fnp.concatenate([x, np.ones((1, 3), np.int64)]), np.concatenate([x, np.ones((1, 3))]))
+    exact(fnp.stack([np.arange(3), np.arange(3, dtype=np.int32)]),
+          np.stack([np.arange(3), np.arange(3)]))  # int64 + int32 -> int64
+    exact(fnp.pad(x, 2, mode="reflect"), np.pad(x, 2, mode="reflect"))
+    exact(fnp.repeat(x, 3, axis=1), np.repeat(x, 3, axis=1))
+    exact(fnp.diff(x, axis=0), np.diff(x, axis=0))
+    # JAX: float32 + int64 -> float32 (numpy gives float64)
+    assert fnp.concatenate([np.ones(2, np.float32), np.ones(2, np.int64)]).dtype == np.float32
+    exact(fnp.repeat(np.arange(3), 2), np.repeat(np.arange(3), 2))

@@ -101,7 +101,8 @@ def test_reductions_match_numpy(name, data):
     axis, keepdims = data.draw(axis_args(x.ndim))
     where = None
     if data.draw(st.booleans()):
-        where = data.draw(hnp.arrays(BOOL, hnp.broadcastable_shapes(x.shape, min_side=0, max_side=4)))
+        where_shape = hnp.broadcastable_shapes(x.shape, min_side=0, max_side=4)
+        where = data.draw(hnp.arrays(BOOL, where_shape))
         assume(np.broadcast_shapes(where.shape, x.shape) == x.shape)
     got = getattr(fnp, name)(fnp.asarray(x), axis=axis, keepdims=keepdims,
                              where=None if where is None else fnp.asarray(where))

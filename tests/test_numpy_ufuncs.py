@@ -294,6 +294,28 @@ def test_clip_matches_numpy(data):
                  dtype=dtype)
 
 
+@given(data=st.data())
+def test_gcd_lcm_match_numpy(data):
+    dtype = data.draw(st.sampled_from([I32, U32]))
+    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=2,
+                                                         min_side=0, max_side=3))
+    x1 = data.draw(arrays(dtype, shapes.input_shapes[0]))
+    x2 = data.draw(arrays(dtype, shapes.input_shapes[1]))
+    assert_array(fnp.gcd(to_fnp(x1), to_fnp(x2)), np.gcd(x1, x2), dtype=dtype)
+    assert_array(fnp.lcm(to_fnp(x1), to_fnp(x2)), np.lcm(x1, x2), dtype=dtype)
+
+
+def test_gcd_is_a_while_loop_and_rejects_floats():
+    x = to_fnp(np.array([12, -12, 0], np.int32))
+    y = to_fnp(np.array([18, 18, 0], np.int32))
+    jaxpr = fg.make_jaxpr(fnp.gcd)(x, y)
+    assert "while[" in str(jaxpr)
+    assert_array(jaxpr(x, y)[0], [6, 6, 0], dtype=I32)
+    assert_array(fnp.lcm(x, 8), [24, 24, 0], dtype=I32)
+    with pytest.raises(TypeError, match="gcd"):
+        fnp.gcd(to_fnp(np.ones(2, np.float32)), 2)
+
+
 # ---------------------------------------------------------------------------------------------
 # Hand-checked JAX results (jax 0.10, CPU)
 

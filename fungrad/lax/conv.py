@@ -26,7 +26,6 @@ from fungrad.lax.dot import (
     check_preferred_element_type,
 )
 from fungrad.lax.reduce import (
-    checked_bind,
     dilate_and_pad,
     dilate_dim,
     padtype_to_pads,
@@ -272,8 +271,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          f"(low, high) integer pairs, got {padding!r}") from None
     preferred = None if preferred_element_type is None else \
         dtypes.canonicalize_dtype(preferred_element_type)
-    return checked_bind(
-        conv_general_dilated_p, x, y, window_strides=window_strides, padding=padding,
+    return conv_general_dilated_p.bind(x, y, window_strides=window_strides, padding=padding,
         lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dnums,
         feature_group_count=operator.index(feature_group_count),
         batch_group_count=operator.index(batch_group_count),

@@ -17,7 +17,6 @@ import numpy as np
 
 from fungrad import dtypes
 from fungrad.core import ShapedArray
-from fungrad.lax.reduce import checked_bind
 from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
 
 __all__ = ["Precision", "dot_general", "dot", "batch_matmul", "dot_general_p"]
@@ -216,7 +215,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     x, y = _promoted_operands("dot_general", lhs, rhs)
     preferred = None if preferred_element_type is None else \
         dtypes.canonicalize_dtype(preferred_element_type)
-    return checked_bind(dot_general_p, x, y,
+    return dot_general_p.bind(x, y,
                         dimension_numbers=_dimension_numbers(dimension_numbers),
                         precision=canonicalize_precision(precision),
                         preferred_element_type=preferred)

@@ -5,6 +5,10 @@
 ``(x1, x2)`` under the key ``(k1, k2)``, exactly as JAX's ``threefry2x32_p`` does, so
 ``fungrad.random`` reproduces JAX's random streams bit for bit. All operands are uint32 of one
 shape (0-d operands broadcast); it has two uint32 results of that shape.
+
+Rules: the outputs are integers, so their tangents are zero (random bits never carry a
+derivative: gradients flow only through what samplers compute from them); batching is
+elementwise.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import numpy as np
 
 from fungrad.core import ShapedArray
 from fungrad.lax.utils import broadcasting_shape, operand, standard_primitive
+from fungrad.transforms.jvp import defjvp_zero
+from fungrad.transforms.vmap import defbroadcasting
 
 __all__ = ["threefry2x32", "threefry2x32_p"]
 
@@ -52,6 +58,8 @@ def _threefry2x32_abstract_eval(k1, k2, x1, x2):
 
 threefry2x32_p = standard_primitive("threefry2x32", _threefry2x32_impl,
                                     _threefry2x32_abstract_eval, multiple_results=True)
+defjvp_zero(threefry2x32_p)
+defbroadcasting(threefry2x32_p)
 
 
 def _is_python_int(x) -> bool:

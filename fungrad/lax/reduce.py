@@ -7,10 +7,18 @@ XLA: ``reduce_max`` of an empty float axis is ``-inf`` (``iinfo.min`` for ints, 
 index of the first NaN. The generic wrappers ``lax.reduce`` and ``lax.reduce_window`` recognise
 ``lax.add``/``lax.mul``/``lax.max``/``lax.min``/``lax.bitwise_*`` with their identity as init
 value and bind the matching primitive (fungrad has no reduction over arbitrary computations).
+
+Every primitive has its jvp, transpose (the linear ones: reduce_sum, cumsum, reduce_window_sum)
+and batching rules beside it. The rules are written with lax functions, so they are themselves
+differentiable and batchable: the cumulative jvps run a linear recurrence as a doubling scan of
+pads and products, the windowed max/min jvps pick tangents from strided slices of the padded
+operand (one slice per window element), as JAX's select_and_gather_add does.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import operator
 
 import numpy as np
@@ -28,6 +36,17 @@ from fungrad.lax.utils import (
     operand,
     standard_primitive,
 )
+from fungrad.transforms.jvp import (
+    Zero,
+    defjvp,
+    defjvp2,
+    defjvp_zero,
+    deflinear,
+    jvp_rules,
+    tangent_aval,
+)
+from fungrad.transforms.transpose import deflinear_transpose
+from fungrad.transforms.vmap import batch_rules, defreducer
 
 __all__ = [
     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
@@ -43,9 +62,8 @@ __all__ = [
 # -- shared helpers ---------------------------------------------------------------------------
 
 def checked_bind(prim, *args, **params):
-    """Check the avals with ``prim``'s abstract_eval, then bind. Eager calls run the numpy impl
-    first, whose errors would not name the lax operation and its shapes."""
-    prim.abstract_eval(*(core.get_aval(a) for a in args), **params)
+    """``prim.bind``. NB: kept only because fungrad/lax/indexing.py still imports it; the eager
+    trace now runs abstract_eval before impl, so wrappers bind directly."""
     return prim.bind(*args, **params)
 
 
@@ -147,7 +165,7 @@ def reduce_sum(operand_, axes):
     Example: ``reduce_sum(jnp.ones((2, 3)), (1,))`` is ``[3., 3.]``.
     """
     x = operand(operand_, "reduce_sum")
-    return checked_bind(reduce_sum_p, x, axes=_int_tuple("reduce_sum", "axes", axes))
+    return reduce_sum_p.bind(x, axes=_int_tuple("reduce_sum", "axes", axes))
 
 
 def _reduce_prod_impl(x, *, axes):
@@ -163,7 +181,7 @@ reduce_prod_p = standard_primitive("reduce_prod", _reduce_prod_impl,
 def reduce_prod(operand_, axes):
     """Product over ``axes``; an empty reduction gives 1 (integers wrap on overflow)."""
     x = operand(operand_, "reduce_prod")
-    return checked_bind(reduce_prod_p, x, axes=_int_tuple("reduce_prod", "axes", axes))
+    return reduce_prod_p.bind(x, axes=_int_tuple("reduce_prod", "axes", axes))
 
 
 def _reduce_max_impl(x, *, axes):
@@ -178,7 +196,7 @@ def reduce_max(operand_, axes):
     """Maximum over ``axes``. NaN propagates; an empty reduction gives -inf (floats),
     ``iinfo.min`` (ints) or False (bool)."""
     x = operand(operand_, "reduce_max")
-    return checked_bind(reduce_max_p, x, axes=_int_tuple("reduce_max", "axes", axes))
+    return reduce_max_p.bind(x, axes=_int_tuple("reduce_max", "axes", axes))
 
 
 def _reduce_min_impl(x, *, axes):
@@ -193,7 +211,7 @@ def reduce_min(operand_, axes):
     """Minimum over ``axes``. NaN propagates; an empty reduction gives inf (floats),
     ``iinfo.max`` (ints) or True (bool)."""
     x = operand(operand_, "reduce_min")
-    return checked_bind(reduce_min_p, x, axes=_int_tuple("reduce_min", "axes", axes))
+    return reduce_min_p.bind(x, axes=_int_tuple("reduce_min", "axes", axes))
 
 
 def _reduce_and_impl(x, *, axes):
@@ -207,7 +225,7 @@ reduce_and_p = standard_primitive("reduce_and", _reduce_and_impl,
 def reduce_and(operand_, axes):
     """Logical (bool) or bitwise (integer) AND over ``axes``; empty gives all bits set."""
     x = operand(operand_, "reduce_and")
-    return checked_bind(reduce_and_p, x, axes=_int_tuple("reduce_and", "axes", axes))
+    return reduce_and_p.bind(x, axes=_int_tuple("reduce_and", "axes", axes))
 
 
 def _reduce_or_impl(x, *, axes):
@@ -221,7 +239,7 @@ reduce_or_p = standard_primitive("reduce_or", _reduce_or_impl,
 def reduce_or(operand_, axes):
     """Logical (bool) or bitwise (integer) OR over ``axes``; empty gives 0 / False."""
     x = operand(operand_, "reduce_or")
-    return checked_bind(reduce_or_p, x, axes=_int_tuple("reduce_or", "axes", axes))
+    return reduce_or_p.bind(x, axes=_int_tuple("reduce_or", "axes", axes))
 
 
 def _reduce_xor_impl(x, *, axes):
@@ -235,7 +253,57 @@ reduce_xor_p = standard_primitive("reduce_xor", _reduce_xor_impl,
 def reduce_xor(operand_, axes):
     """Logical (bool) or bitwise (integer) XOR over ``axes``; empty gives 0 / False."""
     x = operand(operand_, "reduce_xor")
-    return checked_bind(reduce_xor_p, x, axes=_int_tuple("reduce_xor", "axes", axes))
+    return reduce_xor_p.bind(x, axes=_int_tuple("reduce_xor", "axes", axes))
+
+
+def _kept_dims(ndim: int, axes) -> tuple[int, ...]:
+    return tuple(d for d in range(ndim) if d not in axes)
+
+
+def _reduce_sum_transpose(ct, x, *, axes):
+    from fungrad import lax
+    shape = x.aval.shape
+    return [lax.broadcast_in_dim(ct, shape, _kept_dims(len(shape), axes))]
+
+
+def _reduce_chooser_jvp(t, ans, x, *, axes):
+    # JAX's _reduce_chooser_jvp_rule: the mean of the tangents at the locations equal to the
+    # result (ties share the derivative; a NaN result gets a NaN tangent).
+    from fungrad import lax
+    shape = core.get_aval(x).shape
+    ans = lax.broadcast_in_dim(ans, shape, _kept_dims(len(shape), axes))
+    location = lax.convert_element_type(lax.eq(x, ans), t.dtype)
+    counts = lax.reduce_sum(location, axes)
+    return lax.div(lax.reduce_sum(lax.mul(t, location), axes), counts)
+
+
+def _reduce_prod_jvp(t, x, *, axes):
+    # d prod = sum_i t_i * (product of the other elements), the product of the others being
+    # (product of those before i) * (product of those after i): exact when x has zeros.
+    from fungrad import lax
+    shape = core.get_aval(x).shape
+    n = math.prod(shape[a] for a in axes)
+    if n <= 1:  # an empty or single-element reduction: the tangent passes through (or is 0)
+        return lax.reduce_sum(t, axes)
+    kept = _kept_dims(len(shape), axes)
+    flat = (n,) + tuple(shape[d] for d in kept)
+    x2 = lax.reshape(x, flat, tuple(axes) + kept)
+    t2 = lax.reshape(t, flat, tuple(axes) + kept)
+    before = _shift(lax.cumprod(x2, 0), 0, 1, reverse=False)
+    after = _shift(lax.cumprod(x2, 0, reverse=True), 0, 1, reverse=True)
+    return lax.reduce_sum(lax.mul(t2, lax.mul(before, after)), (0,))
+
+
+deflinear(reduce_sum_p)
+deflinear_transpose(reduce_sum_p, _reduce_sum_transpose)
+defjvp(reduce_prod_p, _reduce_prod_jvp)
+defjvp2(reduce_max_p, _reduce_chooser_jvp)
+defjvp2(reduce_min_p, _reduce_chooser_jvp)
+for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):  # integer/bool valued
+    defjvp_zero(_p)
+for _p in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p,
+           reduce_xor_p):
+    defreducer(_p)
 
 
 # -- argmax / argmin ----------------------------------------------------------------------------
@@ -279,15 +347,21 @@ def argmax(operand_, axis: int, index_dtype):
     Example: ``argmax(jnp.array([1., 3., 3.]), 0, jnp.int32)`` is ``1``.
     """
     x = operand(operand_, "argmax")
-    return checked_bind(argmax_p, x, axes=(operator.index(axis),),
+    return argmax_p.bind(x, axes=(operator.index(axis),),
                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def argmin(operand_, axis: int, index_dtype):
     """Index of the minimum along ``axis`` (the first one on ties; the first NaN if any)."""
     x = operand(operand_, "argmin")
-    return checked_bind(argmin_p, x, axes=(operator.index(axis),),
+    return argmin_p.bind(x, axes=(operator.index(axis),),
                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+defjvp_zero(argmax_p)
+defjvp_zero(argmin_p)
+defreducer(argmax_p)  # passes index_dtype through
+defreducer(argmin_p)
 
 
 # -- cumulative reductions ----------------------------------------------------------------------
@@ -338,7 +412,7 @@ cumlogsumexp_p = _cumulative_primitive(
 
 def _bind_cumulative(prim, name, operand_, axis, reverse):
     x = operand(operand_, name)
-    return checked_bind(prim, x, axis=operator.index(axis), reverse=bool(reverse))
+    return prim.bind(x, axis=operator.index(axis), reverse=bool(reverse))
 
 
 def cumsum(operand_, axis: int = 0, reverse: bool = False):
@@ -367,6 +441,91 @@ def cummin(operand_, axis: int = 0, reverse: bool = False):
 def cumlogsumexp(operand_, axis: int = 0, reverse: bool = False):
     """Cumulative ``log(sum(exp(x)))`` along ``axis``, computed stably (floats only)."""
     return _bind_cumulative(cumlogsumexp_p, "cumlogsumexp", operand_, axis, reverse)
+
+
+def _shift(x, axis: int, fill, reverse: bool):
+    """``x`` moved one step along ``axis`` in scan order (towards the end, or towards the start
+    when ``reverse``), ``fill`` entering at the first position: element i holds x[i - 1]."""
+    from fungrad import lax
+    config = [(0, 0, 0)] * core.get_aval(x).ndim
+    config[axis] = (-1, 1, 0) if reverse else (1, -1, 0)
+    return lax.pad(x, fill, tuple(config))
+
+
+def _linear_recurrence(a, b, axis: int, reverse: bool):
+    """``d`` with ``d[i] = a[i] * d[i - 1] + b[i]`` along ``axis`` (``d[-1] = 0``; ``i - 1`` is
+    ``i + 1`` when ``reverse``), linear in ``b``.
+
+    The pairs (a, b) are affine maps, which compose associatively, so Hillis and Steele's
+    doubling scan computes ``d`` in ceil(log2 n) steps: after the step with shift s, element i
+    is the composition of the elements i - 2s + 1 .. i (the maps reaching past the start see
+    d = 0, so their ``a`` no longer matters).
+    """
+    from fungrad import lax
+    n = core.get_aval(b).shape[axis]
+    s = 1
+    while s < n:
+        config = [(0, 0, 0)] * core.get_aval(b).ndim
+        config[axis] = (-s, s, 0) if reverse else (s, -s, 0)
+        config = tuple(config)
+        b = lax.add(b, lax.mul(a, lax.pad(b, 0, config)))
+        if 2 * s < n:
+            a = lax.mul(a, lax.pad(a, 0, config))
+        s *= 2
+    return b
+
+
+def _cumsum_transpose(ct, x, *, axis, reverse):
+    return [cumsum(ct, axis, not reverse)]
+
+
+def _cumprod_jvp(t, ans, x, *, axis, reverse):
+    # d[i] = x[i] * d[i - 1] + t[i] * ans[i - 1]
+    from fungrad import lax
+    return _linear_recurrence(x, lax.mul(t, _shift(ans, axis, 1, reverse)), axis, reverse)
+
+
+def _cumlogsumexp_jvp(t, ans, x, *, axis, reverse):
+    # d[i] = sum_{j <= i} t[j] exp(x[j] - ans[i]) = exp(ans[i - 1] - ans[i]) d[i - 1]
+    # + t[i] exp(x[i] - ans[i]); every exponent is <= 0. Where ans is -inf (all -inf so far) it
+    # is replaced by 0 in the exponents, which makes those weights exp(-inf) = 0, not NaN.
+    from fungrad import lax
+    ninf = lax.full((), -np.inf, core.get_aval(ans).dtype)
+    safe = lax.select_n(lax.eq(ans, ninf), ans, lax.full_like(ans, 0))
+    a = lax.exp(lax.sub(_shift(ans, axis, -np.inf, reverse), safe))
+    b = lax.mul(t, lax.exp(lax.sub(x, safe)))
+    return _linear_recurrence(a, b, axis, reverse)
+
+
+def _cumulative_chooser_jvp(t, ans, x, *, axis, reverse):
+    # As reduce_max's jvp, per prefix: the mean of t[j] over j <= i with x[j] == ans[i]. Those
+    # j are where x[j] == ans[j] inside the run of equal ans values that ends at i (ans is
+    # monotone), so segmented sums (a recurrence that restarts where ans changes) give them.
+    from fungrad import lax
+    dtype = t.dtype
+    same_run = lax.convert_element_type(lax.eq(ans, _shift(ans, axis, 0, reverse)), dtype)
+    location = lax.convert_element_type(lax.eq(x, ans), dtype)
+    total = _linear_recurrence(same_run, lax.mul(t, location), axis, reverse)
+    counts = _linear_recurrence(same_run, location, axis, reverse)
+    return lax.div(total, counts)
+
+
+def _cumulative_batch(prim):
+    def rule(axis_size, args, dims, *, axis, reverse):
+        (x,), (d,) = args, dims
+        return prim.bind(x, axis=axis + (axis >= d), reverse=reverse), d
+
+    return rule
+
+
+deflinear(cumsum_p)
+deflinear_transpose(cumsum_p, _cumsum_transpose)
+defjvp2(cumprod_p, _cumprod_jvp)
+defjvp2(cumlogsumexp_p, _cumlogsumexp_jvp)
+defjvp2(cummax_p, _cumulative_chooser_jvp)
+defjvp2(cummin_p, _cumulative_chooser_jvp)
+for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
+    batch_rules[_p] = _cumulative_batch(_p)
 
 
 # -- windowed reductions ------------------------------------------------------------------------
@@ -465,6 +624,112 @@ reduce_window_max_p = standard_primitive(
 reduce_window_min_p = standard_primitive(
     "reduce_window_min", _reduce_window_impl(np.minimum, min_identity),
     _reduce_window_abstract_eval("reduce_window_min", ANY))
+
+
+def conv_vjp_lhs_padding(in_shape, window_dimensions, window_strides, out_shape, padding,
+                         lhs_dilation, rhs_dilation) -> tuple[tuple[int, int], ...]:
+    """The (low, high) padding of the stride-dilated cotangent of a windowed operation (a
+    convolution, reduce_window_sum) whose window correlation with the reversed window gives the
+    operand's cotangent (JAX's ``_conv_general_vjp_lhs_padding``)."""
+    pads = []
+    for n, w, s, o, (lo, _), ld, wd in zip(in_shape, window_dimensions, window_strides,
+                                           out_shape, padding, lhs_dilation, rhs_dilation):
+        span = dilate_dim(w, wd)
+        before = span - lo - 1
+        pads.append((before, dilate_dim(n, ld) + span - 1 - dilate_dim(o, s) - before))
+    return tuple(pads)
+
+
+def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, padding,
+                                 base_dilation, window_dilation):
+    # JAX's rule: dilate the cotangent by the strides, pad it, and sum it over the same windows
+    # with the base dilation as strides.
+    from fungrad import lax
+    shape = x.aval.shape
+    pads = conv_vjp_lhs_padding(shape, window_dimensions, window_strides,
+                                core.get_aval(ct).shape, padding, base_dilation, window_dilation)
+    config = tuple((lo, hi, s - 1) for (lo, hi), s in zip(pads, window_strides))
+    padded = lax.pad(ct, 0, config)
+    return [reduce_window_sum_p.bind(padded, window_dimensions=window_dimensions,
+                                     window_strides=base_dilation,
+                                     padding=((0, 0),) * len(shape),
+                                     base_dilation=(1,) * len(shape),
+                                     window_dilation=window_dilation)]
+
+
+def _window_patches(x, fill, out_shape, *, window_dimensions, window_strides, padding,
+                    base_dilation, window_dilation):
+    """One array of the output's shape per window element (row-major window order): the
+    elements of ``x`` (padded and base-dilated with ``fill``) that this window element reads
+    in every window."""
+    from fungrad import lax
+    padded = lax.pad(x, fill, tuple((lo, hi, b - 1)
+                                    for (lo, hi), b in zip(padding, base_dilation)))
+    patches = []
+    for offset in itertools.product(*(range(w) for w in window_dimensions)):
+        starts = tuple(k * d for k, d in zip(offset, window_dilation))
+        limits = tuple(st + (n - 1) * s + 1
+                       for st, n, s in zip(starts, out_shape, window_strides))
+        patches.append(lax.slice(padded, starts, limits, window_strides))
+    return patches
+
+
+def _reduce_window_chooser_jvp(prim, identity, better):
+    """jvp of a windowed max/min: each window's tangent is the one at its first extreme
+    element (what JAX's select_and_gather_add picks), found by scanning the window elements."""
+
+    def rule(primals, tangents, **params):
+        from fungrad import lax
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, **params)
+        out_aval = tangent_aval(core.get_aval(out))
+        if 0 in out_aval.shape:
+            return out, Zero(out_aval)
+        xs = _window_patches(x, float(identity(out_aval.dtype)), out_aval.shape, **params)
+        ts = _window_patches(t, 0, out_aval.shape, **params)
+        best, tangent = xs[0], ts[0]
+        for xk, tk in zip(xs[1:], ts[1:]):
+            take = better(xk, best)
+            best = lax.select_n(take, best, xk)
+            tangent = lax.select_n(take, tangent, tk)
+        return out, tangent
+
+    return rule
+
+
+def _reduce_window_batch(prim):
+    """Batch a windowed reduction: the batch dim gets a window of size 1."""
+
+    def rule(axis_size, args, dims, *, window_dimensions, window_strides, padding,
+             base_dilation, window_dilation):
+        (x,), (d,) = args, dims
+
+        def insert(values, v):
+            return values[:d] + (v,) + values[d:]
+
+        out = prim.bind(x, window_dimensions=insert(window_dimensions, 1),
+                        window_strides=insert(window_strides, 1),
+                        padding=insert(padding, (0, 0)),
+                        base_dilation=insert(base_dilation, 1),
+                        window_dilation=insert(window_dilation, 1))
+        return out, d
+
+    return rule
+
+
+def _window_rules():
+    from fungrad.lax import elementwise
+    return ((reduce_window_max_p, max_identity, elementwise.gt),
+            (reduce_window_min_p, min_identity, elementwise.lt))
+
+
+deflinear(reduce_window_sum_p)
+deflinear_transpose(reduce_window_sum_p, _reduce_window_sum_transpose)
+for _p, _identity, _better in ((reduce_window_max_p, max_identity, "gt"),
+                               (reduce_window_min_p, min_identity, "lt")):
+    jvp_rules[_p] = _reduce_window_chooser_jvp(_p, _identity, _better)
+for _p in (reduce_window_sum_p, reduce_window_max_p, reduce_window_min_p):
+    batch_rules[_p] = _reduce_window_batch(_p)
 
 
 def padtype_to_pads(in_shape, window_shape, window_strides, padding: str) -> list:
@@ -570,7 +835,7 @@ def reduce(operands, init_values, computation, dimensions):
     x = operand(operands, "reduce")
     prim, identity = _monoid("reduce", computation, _REDUCE_MONOIDS)
     _check_identity("reduce", init_values, identity(x.dtype), computation, x.dtype)
-    out = checked_bind(prim, x, axes=_int_tuple("reduce", "dimensions", dimensions))
+    out = prim.bind(x, axes=_int_tuple("reduce", "dimensions", dimensions))
     if out.weak_type and not _weak(init_values):
         from fungrad.lax import elementwise
         out = elementwise.convert_element_type(out, out.dtype, weak_type=False)
@@ -610,6 +875,6 @@ def reduce_window(operand_, init_value, computation, window_dimensions, window_s
         spans = [dilate_dim(w, d) for w, d in zip(window_dimensions, window_dilation)]
         padding = padtype_to_pads(x.shape, spans, window_strides, padding)
     padding = tuple(_int_tuple("reduce_window", "padding", p) for p in padding)
-    return checked_bind(prim, x, window_dimensions=window_dimensions,
+    return prim.bind(x, window_dimensions=window_dimensions,
                         window_strides=window_strides, padding=padding,
                         base_dilation=base_dilation, window_dilation=window_dilation)

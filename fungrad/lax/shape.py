@@ -7,6 +7,12 @@ Every primitive keeps JAX's jaxpr spelling (``reshape[dimensions=None new_sizes=
 metadata are tuple params; ``dynamic_slice`` / ``dynamic_update_slice`` take their start
 indices as 0-d integer operands after the array operands and clamp them so the slice fits
 (XLA's semantics). ``pad``'s padding value is a 0-d operand.
+
+Rules: every primitive here is linear in its array operand(s), so its jvp applies it to the
+tangents and its transpose is the adjoint shape operation (broadcast -> sum, slice -> pad, pad ->
+strided slice, dynamic_slice -> dynamic_update_slice into zeros...); integer start indices are
+never differentiated. Batch rules shift the dimension params past the batch dimension instead of
+moving data; batched start indices turn dynamic slices into gather/scatter with batching dims.
 """
 
 from __future__ import annotations
@@ -20,6 +26,17 @@ from fungrad import core, dtypes
 from fungrad.array import Array
 from fungrad.core import ShapedArray
 from fungrad.lax.utils import NUMERIC, check_kinds, operand, operands_same_dtype, standard_primitive
+from fungrad.transforms.jvp import (
+    Zero,
+    defjvp,
+    defjvp_zero,
+    deflinear,
+    instantiate_zeros,
+    jvp_rules,
+    tangent_aval,
+)
+from fungrad.transforms.transpose import deflinear_transpose, is_undefined_primal
+from fungrad.transforms.vmap import batch_rules, bdim_at_front, moveaxis
 
 __all__ = [
     "broadcast_in_dim", "reshape", "transpose", "squeeze", "concatenate", "pad", "slice",
@@ -77,8 +94,9 @@ def _check_dims(name: str, dims, ndim: int, shape, what: str = "dimensions") -> 
 
 
 def _bind(prim, *args, **params):
-    """Check the avals with ``prim``'s abstract_eval, then bind: eager calls run the numpy impl
-    first, and its errors would not name the lax operation and shapes."""
+    """Check the avals with ``prim``'s abstract_eval, then bind. Under vmap the primitive is
+    bound by its batch rule with shifted params, so checking here is what makes a bad call
+    report the user's own (per-example) shapes rather than the batched ones."""
     prim.abstract_eval(*(core.get_aval(a) for a in args), **params)
     return prim.bind(*args, **params)
 
@@ -125,6 +143,33 @@ def broadcast_in_dim(operand_, shape, broadcast_dimensions):
     if x.shape == shape and broadcast_dimensions == tuple(range(len(shape))):
         return x
     return _bind(broadcast_in_dim_p, x, shape=shape, broadcast_dimensions=broadcast_dimensions)
+
+
+def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
+    # Sum over the result dims the operand does not fill (new dims and size-1 dims that were
+    # stretched), then reshape to restore the operand's size-1 dims.
+    from fungrad.lax.reduce import reduce_sum
+    in_shape = x.aval.shape
+    kept = {d for i, d in enumerate(broadcast_dimensions) if in_shape[i] == shape[d]}
+    axes = tuple(d for d in range(len(shape)) if d not in kept)
+    summed = reduce_sum(ct, axes) if axes else ct
+    return [reshape(summed, in_shape)]
+
+
+def _broadcast_in_dim_batch(axis_size, args, dims, *, shape, broadcast_dimensions):
+    # The batch dim goes right after the result dim of the operand dim before it, so the
+    # broadcast_dimensions stay increasing and no transpose is needed.
+    (x,), (d,) = args, dims
+    out_d = broadcast_dimensions[d - 1] + 1 if d > 0 else 0
+    new_bdims = tuple(b + (b >= out_d) for b in broadcast_dimensions)
+    out = broadcast_in_dim_p.bind(x, shape=shape[:out_d] + (axis_size,) + shape[out_d:],
+                                  broadcast_dimensions=new_bdims[:d] + (out_d,) + new_bdims[d:])
+    return out, out_d
+
+
+deflinear(broadcast_in_dim_p)
+deflinear_transpose(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+batch_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
 
 
 def broadcast(operand_, sizes):
@@ -201,6 +246,26 @@ def reshape(operand_, new_sizes, dimensions=None):
     return _bind(reshape_p, x, new_sizes=new_sizes, dimensions=dimensions)
 
 
+def _reshape_transpose(ct, x, *, new_sizes, dimensions):
+    if dimensions is None:
+        return [reshape(ct, x.aval.shape)]
+    permuted = tuple(x.aval.shape[d] for d in dimensions)
+    return [transpose(reshape(ct, permuted), _inverse_permutation(dimensions))]
+
+
+def _reshape_batch(axis_size, args, dims, *, new_sizes, dimensions):
+    # reshape's own ``dimensions`` param moves the batch dim to the front.
+    (x,), (d,) = args, dims
+    perm = range(x.ndim - 1) if dimensions is None else dimensions
+    new_dims = (d,) + tuple(p + (p >= d) for p in perm)
+    return reshape(x, (axis_size,) + new_sizes, new_dims), 0
+
+
+deflinear(reshape_p)
+deflinear_transpose(reshape_p, _reshape_transpose)
+batch_rules[reshape_p] = _reshape_batch
+
+
 def collapse(operand_, start_dimension, stop_dimension=None):
     """Merge dimensions ``[start_dimension, stop_dimension)`` into one (row-major order);
     ``stop_dimension=None`` collapses through the last dimension."""
@@ -238,6 +303,22 @@ def transpose(operand_, permutation):
     return _bind(transpose_p, x, permutation=permutation)
 
 
+def _inverse_permutation(permutation) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argsort(permutation))
+
+
+def _transpose_batch(axis_size, args, dims, *, permutation):
+    (x,), (d,) = args, dims
+    perm = (d,) + tuple(p + (p >= d) for p in permutation)
+    return transpose_p.bind(x, permutation=perm), 0
+
+
+deflinear(transpose_p)
+deflinear_transpose(transpose_p, lambda ct, x, *, permutation:
+                    [transpose(ct, _inverse_permutation(permutation))])
+batch_rules[transpose_p] = _transpose_batch
+
+
 def _squeeze_impl(x, *, dimensions):
     return np.reshape(x, _squeezed_shape(x.shape, dimensions))
 
@@ -267,6 +348,17 @@ def squeeze(array, dimensions):
     return _bind(squeeze_p, x, dimensions=dims)
 
 
+def _squeeze_batch(axis_size, args, dims, *, dimensions):
+    (x,), (d,) = args, dims
+    out_d = d - sum(1 for k in dimensions if k < d)
+    return squeeze_p.bind(x, dimensions=tuple(k + (k >= d) for k in dimensions)), out_d
+
+
+deflinear(squeeze_p)
+deflinear_transpose(squeeze_p, lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
+batch_rules[squeeze_p] = _squeeze_batch
+
+
 def _rev_impl(x, *, dimensions):
     x = np.asarray(x)
     return np.flip(x, dimensions) if dimensions else x
@@ -287,6 +379,16 @@ def rev(operand_, dimensions):
     if not dims:
         return x
     return _bind(rev_p, x, dimensions=dims)
+
+
+def _rev_batch(axis_size, args, dims, *, dimensions):
+    (x,), (d,) = args, dims
+    return rev_p.bind(x, dimensions=tuple(k + (k >= d) for k in dimensions)), d
+
+
+deflinear(rev_p)
+deflinear_transpose(rev_p, lambda ct, x, *, dimensions: [rev(ct, dimensions)])
+batch_rules[rev_p] = _rev_batch
 
 
 # -- concatenate and pad ---------------------------------------------------------------------
@@ -334,6 +436,37 @@ def concatenate(operands, dimension):
         return xs[0]
     dimension = _canonical_axis(dimension, max(xs[0].ndim, 1), "concatenate")
     return _bind(concatenate_p, *xs, dimension=dimension)
+
+
+def _concatenate_transpose(ct, *xs, dimension):
+    cts, start = [], 0
+    for x in xs:
+        n = (x.aval if is_undefined_primal(x) else core.get_aval(x)).shape[dimension]
+        cts.append(slice_in_dim(ct, start, start + n, axis=dimension)
+                   if is_undefined_primal(x) else None)
+        start += n
+    return cts
+
+
+def _move_bdim(x, d, target: int, axis_size: int):
+    """``x`` with its batch dim at ``target`` (unbatched values are broadcast along it)."""
+    if d is not None:
+        return moveaxis(x, d, target)
+    shape = core.get_aval(x).shape
+    return broadcast_in_dim(x, shape[:target] + (axis_size,) + shape[target:],
+                            tuple(i + (i >= target) for i in range(len(shape))))
+
+
+def _concatenate_batch(axis_size, args, dims, *, dimension):
+    # All operands take the first batched operand's batch dim (unbatched ones are broadcast).
+    target = next(d for d in dims if d is not None)
+    xs = [_move_bdim(x, d, target, axis_size) for x, d in zip(args, dims)]
+    return concatenate_p.bind(*xs, dimension=dimension + (dimension >= target)), target
+
+
+deflinear(concatenate_p)
+deflinear_transpose(concatenate_p, _concatenate_transpose)
+batch_rules[concatenate_p] = _concatenate_batch
 
 
 def _pad_impl(x, padding_value, *, padding_config):
@@ -386,6 +519,43 @@ def pad(operand_, padding_value, padding_config):
     return _bind(pad_p, x, v, padding_config=config)
 
 
+def _pad_transpose(ct, x, padding_value, *, padding_config):
+    # The operand's cotangent undoes the padding: pad by the negated lo/hi (cropping what was
+    # added, restoring what negative padding cropped), then drop the interior with a stride.
+    from fungrad.lax.elementwise import sub
+    from fungrad.lax.reduce import reduce_sum
+    unpadded = pad(ct, 0, tuple((-lo, -hi, 0) for lo, hi, _ in padding_config))
+    ct_x = slice(unpadded, (0,) * ct.ndim, unpadded.shape,
+                 tuple(interior + 1 for _, _, interior in padding_config))
+    ct_v = None
+    if is_undefined_primal(padding_value):
+        # Every output element not taken from the operand is a copy of the padding value.
+        everything = tuple(range(ct.ndim))
+        ct_v = sub(reduce_sum(ct, everything), reduce_sum(ct_x, everything))
+    return [ct_x if is_undefined_primal(x) else None, ct_v]
+
+
+def _pad_batch(axis_size, args, dims, *, padding_config):
+    (x, v), (xd, vd) = args, dims
+    if xd is None:
+        x, xd = bdim_at_front(x, None, axis_size), 0
+    config = padding_config[:xd] + ((0, 0, 0),) + padding_config[xd:]
+    if vd is None:
+        return pad_p.bind(x, v, padding_config=config), xd
+    # A padding value per example: pad with zeros, then select it where the mask says padding.
+    from fungrad.lax import elementwise
+    padded = pad(x, 0, config)
+    shape = padded.shape
+    is_operand = pad(full(x.shape, True, np.bool_), False, config)
+    values = broadcast_in_dim(v, shape, (xd,))
+    return elementwise.select_n(is_operand, values, padded), xd
+
+
+deflinear(pad_p)
+deflinear_transpose(pad_p, _pad_transpose)
+batch_rules[pad_p] = _pad_batch
+
+
 # -- static slices ---------------------------------------------------------------------------
 
 def _slice_impl(x, *, start_indices, limit_indices, strides):
@@ -426,6 +596,31 @@ def slice(operand_, start_indices, limit_indices, strides=None):  # noqa: A001 (
             and len(start) == x.ndim):
         return x
     return _bind(slice_p, x, start_indices=start, limit_indices=limit, strides=strides)
+
+
+def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
+    # Zero-pad the cotangent back to the operand's shape; strides become interior padding.
+    in_shape = x.aval.shape
+    strides_ = strides or (1,) * len(in_shape)
+    # the last index read is start + (size - 1) * stride
+    real_limits = [s + (0 if k == 0 else 1 + (k - 1) * st)
+                   for s, k, st in zip(start_indices, ct.shape, strides_)]
+    config = tuple((s, n - lim, st - 1)
+                   for s, n, lim, st in zip(start_indices, in_shape, real_limits, strides_))
+    return [pad(ct, 0, config)]
+
+
+def _slice_batch(axis_size, args, dims, *, start_indices, limit_indices, strides):
+    (x,), (d,) = args, dims
+    start = start_indices[:d] + (0,) + start_indices[d:]
+    limit = limit_indices[:d] + (axis_size,) + limit_indices[d:]
+    strides = None if strides is None else strides[:d] + (1,) + strides[d:]
+    return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=strides), d
+
+
+deflinear(slice_p)
+deflinear_transpose(slice_p, _slice_transpose)
+batch_rules[slice_p] = _slice_batch
 
 
 def slice_in_dim(operand_, start_index, limit_index, stride=1, axis=0):
@@ -583,6 +778,108 @@ def dynamic_update_slice(operand_, update, start_indices, *, allow_negative_indi
     return _bind(dynamic_update_slice_p, x, u, *starts)
 
 
+# -- dynamic slice rules ---------------------------------------------------------------------
+
+def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
+    zeros = full(x.aval.shape, 0, x.aval.dtype)
+    return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + [None] * len(starts)
+
+
+def _dynamic_update_slice_jvp(primals, tangents):
+    x, u, *starts = primals
+    out = dynamic_update_slice_p.bind(x, u, *starts)
+    tx, tu = tangents[:2]  # the integer start indices have no derivative
+    if type(tx) is Zero and type(tu) is Zero:
+        return out, Zero(tangent_aval(core.get_aval(out)))
+    return out, dynamic_update_slice_p.bind(instantiate_zeros(tx), instantiate_zeros(tu),
+                                            *starts)
+
+
+def _dynamic_update_slice_transpose(ct, x, u, *starts):
+    u_shape = (u.aval if is_undefined_primal(u) else core.get_aval(u)).shape
+    ct_x = ct_u = None
+    if is_undefined_primal(x):
+        ct_x = dynamic_update_slice_p.bind(ct, full(u_shape, 0, ct.dtype), *starts)
+    if is_undefined_primal(u):
+        ct_u = dynamic_slice_p.bind(ct, *starts, slice_sizes=u_shape)
+    return [ct_x, ct_u] + [None] * len(starts)
+
+
+def _zero_index(starts):
+    return Array(np.zeros((), starts[0].dtype if starts else np.int32))
+
+
+def _batched_start_indices(starts, dims, axis_size: int):
+    """The start indices (some batched) as one ``(axis_size, len(starts))`` integer array, the
+    index vectors of a gather/scatter; mixed index dtypes are converted to the default int."""
+    from fungrad.lax import elementwise
+    dts = {core.get_aval(i).dtype for i in starts}
+    dt = dts.pop() if len(dts) == 1 else dtypes.canonicalize_dtype(np.int64)
+    cols = [broadcast_in_dim(elementwise.convert_element_type(i, dt), (axis_size, 1),
+                             () if d is None else (0,))
+            for i, d in zip(starts, dims)]
+    return concatenate(cols, 1)
+
+
+def _dynamic_slice_batch(axis_size, args, dims, *, slice_sizes):
+    (x, *starts), (xd, *sdims) = args, dims
+    if all(d is None for d in sdims):  # one slice position: slice the whole batch dim too
+        starts = starts[:xd] + [_zero_index(starts)] + starts[xd:]
+        sizes = slice_sizes[:xd] + (axis_size,) + slice_sizes[xd:]
+        return dynamic_slice_p.bind(x, *starts, slice_sizes=sizes), xd
+    # One position per example: a gather whose operand batch dim (if any) is a batching dim.
+    # Its CLIP mode clamps the windows into bounds exactly as dynamic_slice does.
+    from fungrad.lax import indexing
+    indices = _batched_start_indices(starts, sdims, axis_size)
+    n = len(starts)
+    if xd is None:
+        dnums = indexing.GatherDimensionNumbers(tuple(range(1, n + 1)), (), tuple(range(n)))
+        sizes = slice_sizes
+    else:
+        dnums = indexing.GatherDimensionNumbers(
+            offset_dims=tuple(range(1, n + 1)), collapsed_slice_dims=(),
+            start_index_map=tuple(k for k in range(n + 1) if k != xd),
+            operand_batching_dims=(xd,), start_indices_batching_dims=(0,))
+        sizes = slice_sizes[:xd] + (1,) + slice_sizes[xd:]
+    return indexing.gather(x, indices, dnums, sizes, mode=indexing.GatherScatterMode.CLIP), 0
+
+
+def _dynamic_update_slice_batch(axis_size, args, dims):
+    (x, u, *starts), (xd, ud, *sdims) = args, dims
+    if all(d is None for d in sdims):  # one update position: update the whole batch dim too
+        target = xd if xd is not None else ud
+        x = _move_bdim(x, xd, target, axis_size)
+        u = _move_bdim(u, ud, target, axis_size)
+        starts = starts[:target] + [_zero_index(starts)] + starts[target:]
+        return dynamic_update_slice_p.bind(x, u, *starts), target
+    # One position per example: a scatter whose operand batch dim is a batching dim (the
+    # windows of different examples never overlap, so the indices are unique).
+    from fungrad.lax import indexing
+    indices = _batched_start_indices(starts, sdims, axis_size)
+    n = len(starts)
+    if xd is None:
+        x, xd = bdim_at_front(x, None, axis_size), 0
+    if ud is None:
+        u, ud = bdim_at_front(u, None, axis_size), 0
+    dnums = indexing.ScatterDimensionNumbers(
+        update_window_dims=tuple(k for k in range(n + 1) if k != ud), inserted_window_dims=(),
+        scatter_dims_to_operand_dims=tuple(k for k in range(n + 1) if k != xd),
+        operand_batching_dims=(xd,), scatter_indices_batching_dims=(0,))
+    out = indexing.scatter(x, indices, u, dnums, indices_are_sorted=True, unique_indices=True,
+                           mode=indexing.GatherScatterMode.CLIP)
+    return out, xd
+
+
+defjvp(dynamic_slice_p,  # linear in the operand; the integer start indices have no derivative
+       lambda t, x, *starts, slice_sizes: dynamic_slice_p.bind(t, *starts,
+                                                               slice_sizes=slice_sizes))
+deflinear_transpose(dynamic_slice_p, _dynamic_slice_transpose)
+batch_rules[dynamic_slice_p] = _dynamic_slice_batch
+jvp_rules[dynamic_update_slice_p] = _dynamic_update_slice_jvp
+deflinear_transpose(dynamic_update_slice_p, _dynamic_update_slice_transpose)
+batch_rules[dynamic_update_slice_p] = _dynamic_update_slice_batch
+
+
 def _zero_index_like(index):
     """A 0 start index of ``index``'s integer dtype (JAX's ``_const(start_index, 0)``)."""
     dt = getattr(index, "dtype", None)
@@ -658,6 +955,16 @@ def _iota_abstract_eval(*, dtype, shape, dimension):
 
 
 iota_p = standard_primitive("iota", _iota_impl, _iota_abstract_eval)
+
+
+def _iota_batch(axis_size, args, dims, **params):
+    # NOTE: iota has no operands, so a BatchTrace always binds it unbatched without asking
+    # this rule; it exists so that the rule table is complete and says so.
+    return iota_p.bind(**params), None
+
+
+defjvp_zero(iota_p)
+batch_rules[iota_p] = _iota_batch
 
 
 def broadcasted_iota(dtype, shape, dimension):

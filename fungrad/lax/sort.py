@@ -14,7 +14,6 @@ import operator
 import numpy as np
 
 from fungrad.core import ShapedArray
-from fungrad.lax.reduce import checked_bind
 from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
 
 __all__ = ["sort", "sort_key_val", "top_k", "sort_p", "top_k_p"]
@@ -87,7 +86,7 @@ def sort(operand_, dimension: int = -1, is_stable: bool = True, num_keys: int = 
     xs = [operand(x, "sort") for x in (operand_ if multiple else [operand_])]
     if not xs:
         raise TypeError("sort: needs at least one operand")
-    out = checked_bind(sort_p, *xs,
+    out = sort_p.bind(*xs,
                        dimension=_canonical_dimension("sort", dimension, xs[0].shape),
                        is_stable=bool(is_stable), num_keys=operator.index(num_keys))
     return tuple(out) if multiple else out[0]
@@ -157,5 +156,5 @@ def top_k(operand_, k: int, *, axis: int = -1):
     if k < 0:
         raise ValueError(f"top_k: k must be nonnegative, got {k}")
     axis = _canonical_dimension("top_k", axis, x.shape)
-    values, indices = checked_bind(top_k_p, x, k=k, axis=axis)
+    values, indices = top_k_p.bind(x, k=k, axis=axis)
     return values, indices

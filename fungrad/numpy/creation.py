@@ -203,7 +203,9 @@ def full_like(a, fill_value, dtype=None, shape=None):
     weak = a_weak and dt is None
     dt = a_dtype if dt is None else dt
     shape = tuple(np.shape(a)) if shape is None else canonicalize_shape(shape, "full_like")
-    fill = lax.convert_element_type(util.asarray(fill_value, fun_name="full_like"), dt, weak)
+    fill = util.asarray(fill_value, fun_name="full_like")
+    # as in JAX, only a scalar fill keeps ``a``'s weak type
+    fill = lax.convert_element_type(fill, dt, weak and fill.ndim == 0)
     if fill.ndim == 0:
         return lax.full(shape, fill)
     return manipulation.broadcast_to(fill, shape)

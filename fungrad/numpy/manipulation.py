@@ -290,8 +290,7 @@ def squeeze(a, axis=None):
     if axis is None:
         dims = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:
-        dims = tuple(sorted({util.canonicalize_axis(ax, x.ndim, "squeeze")
-                             for ax in _axis_tuple(axis)}))
+        dims = util.canonicalize_axes(list(_axis_tuple(axis)), x.ndim, "squeeze")
         bad = [i for i in dims if x.shape[i] != 1]
         if bad:
             raise ValueError(f"squeeze: cannot squeeze axis {bad[0]} of size {x.shape[bad[0]]} "

@@ -13,14 +13,9 @@ import operator
 import numpy as np
 
 from fungrad import core, dtypes, lax
-from fungrad.numpy import util
+from fungrad.numpy import creation, linear, manipulation, reductions, sorting, ufuncs, util
 
 __all__ = ["bincount", "corrcoef", "cov", "digitize", "interp"]
-
-
-def _fnp():
-    import fungrad.numpy as fnp
-    return fnp
 
 
 def _check_inexact_dtype(fun_name: str, dtype):
@@ -66,7 +61,6 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
     Example:
         >>> cov(fnp.array([[0., 1., 2.], [2., 1., 0.]]))   # [[1., -1.], [-1., 1.]]
     """
-    fnp = _fnp()
     util.check_arraylike("cov", m)
     if y is not None:
         util.check_arraylike("cov", y, names=["y"])
@@ -78,51 +72,58 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
     if m.ndim > 2:
         raise ValueError(f"cov: m has more than 2 dimensions (shape {m.shape})")
     dtype = _check_inexact_dtype("cov", dtype)
-    X = fnp.atleast_2d(m)
+    X = manipulation.atleast_2d(m)
     if not rowvar and m.ndim != 1:
         X = X.T
     if X.shape[0] == 0:
-        return fnp.zeros((0, 0), X.dtype)
+        return creation.zeros((0, 0), X.dtype)
     if y is not None:
-        y2 = fnp.atleast_2d(y)
+        y2 = manipulation.atleast_2d(y)
         if not rowvar and y2.shape[0] != 1:
             y2 = y2.T
-        X = fnp.concatenate((X, y2), axis=0)
+        if y2.shape[1] != X.shape[1]:
+            raise ValueError(f"cov: m and y must have the same number of observations, got "
+                             f"{X.shape[1]} and {y2.shape[1]} (shapes {m.shape} and {y.shape}, "
+                             f"rowvar={rowvar})")
+        X = manipulation.concatenate((X, y2), axis=0)
     if dtype is not None:
         X = lax.convert_element_type(X, dtype)
     nvars, nobs = X.shape
     if nobs == 0:  # numpy warns and returns NaN; so does JAX, without the warning
-        return fnp.full(() if nvars == 1 else (nvars, nvars), np.nan, X.dtype)
+        return creation.full(() if nvars == 1 else (nvars, nvars), np.nan, X.dtype)
     if ddof is None:
         ddof = 0 if bias else 1
-    ddof = operator.index(ddof)
+    try:
+        ddof = operator.index(ddof)
+    except TypeError:
+        raise TypeError(f"cov: ddof must be an int, got {ddof!r}") from None
 
     w = None
     if fweights is not None:
         fweights = _sample_weights("cov", "fweights", fweights, nobs)
         if not dtypes.is_int(fweights.dtype):
             raise TypeError(f"cov: fweights must be integers, got dtype {fweights.dtype.name}")
-        w = fnp.abs(lax.convert_element_type(fweights, X.dtype))
+        w = ufuncs.abs(lax.convert_element_type(fweights, X.dtype))
     if aweights is not None:
         aweights = _sample_weights("cov", "aweights", aweights, nobs)
-        aweights = fnp.abs(lax.convert_element_type(aweights, X.dtype))
+        aweights = ufuncs.abs(lax.convert_element_type(aweights, X.dtype))
         w = aweights if w is None else w * aweights
 
     if w is None:
-        avg = fnp.mean(X, axis=1, keepdims=True)
+        avg = reductions.mean(X, axis=1, keepdims=True)
         f = nobs - ddof
     else:
-        w_sum = fnp.sum(w)
-        avg = fnp.sum(X * w, axis=1, keepdims=True) / w_sum
+        w_sum = reductions.sum(w)
+        avg = reductions.sum(X * w, axis=1, keepdims=True) / w_sum
         if ddof == 0:
             f = w_sum
         elif aweights is None:
             f = w_sum - ddof
         else:
-            f = w_sum - ddof * fnp.sum(w * aweights) / w_sum
+            f = w_sum - ddof * reductions.sum(w * aweights) / w_sum
     X = X - avg
     X_T = (X if w is None else X * w).T
-    return fnp.squeeze(fnp.true_divide(fnp.dot(X, X_T), f))
+    return manipulation.squeeze(ufuncs.true_divide(linear.dot(X, X_T), f))
 
 
 def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
@@ -131,14 +132,13 @@ def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
     A variable with zero variance gives NaN in its row and column (numpy warns; fungrad, like
     JAX, does not).
     """
-    fnp = _fnp()
     util.check_arraylike("corrcoef", x)
     c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return c / c  # NaN for nan/inf/0 variance, 1 otherwise
-    stddev = fnp.sqrt(fnp.diagonal(c))
-    c = c / fnp.expand_dims(stddev, 1) / fnp.expand_dims(stddev, 0)
-    return fnp.clip(c, -1, 1)
+    stddev = ufuncs.sqrt(linear.diagonal(c))
+    c = c / manipulation.expand_dims(stddev, 1) / manipulation.expand_dims(stddev, 0)
+    return ufuncs.clip(c, -1, 1)
 
 
 def _concrete_max(x):
@@ -164,7 +164,6 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     Example:
         >>> bincount(fnp.array([0, 1, 1, 3]))   # [1, 2, 0, 1] (int32)
     """
-    fnp = _fnp()
     util.check_arraylike("bincount", x)
     x = util.asarray(x)
     if dtypes.is_bool(x.dtype):
@@ -189,14 +188,14 @@ def bincount(x, weights=None, minlength=0, *, length=None):
         if length < 0:
             raise ValueError(f"bincount: length must be non-negative, got {length}")
     if weights is None:
-        weights = fnp.ones(x.shape, dtypes.default_int_dtype())
+        weights = creation.ones(x.shape, dtypes.default_int_dtype())
     else:
         util.check_arraylike("bincount", weights, names=["weights"])
         weights = util.asarray(weights)
         if weights.shape != x.shape:
             raise ValueError(f"bincount: weights must have the shape of x, got x {x.shape} and "
                              f"weights {weights.shape}")
-    return fnp.zeros(length, weights.dtype).at[fnp.maximum(x, 0)].add(weights, mode="drop")
+    return creation.zeros(length, weights.dtype).at[ufuncs.maximum(x, 0)].add(weights, mode="drop")
 
 
 def digitize(x, bins, right: bool = False, *, method=None):
@@ -206,18 +205,17 @@ def digitize(x, bins, right: bool = False, *, method=None):
     with ``right=True``); decreasing bins are handled as numpy does. ``method`` is passed to
     ``searchsorted``.
     """
-    fnp = _fnp()
     util.check_arraylike("digitize", x, bins)
     x, bins = util.asarray(x), util.asarray(bins)
     if bins.ndim != 1:
         raise ValueError(f"digitize: bins must be 1-dimensional, got shape {bins.shape}")
     if bins.shape[0] == 0:
-        return fnp.zeros(x.shape, dtypes.int32)
+        return creation.zeros(x.shape, dtypes.int32)
     side = "left" if right else "right"
     kwds = {} if method is None else {"method": method}
     increasing = bins[-1] >= bins[0]
-    return fnp.where(increasing, fnp.searchsorted(bins, x, side=side, **kwds),
-                     bins.shape[0] - fnp.searchsorted(bins[::-1], x, side=side, **kwds))
+    return sorting.where(increasing, sorting.searchsorted(bins, x, side=side, **kwds),
+                     bins.shape[0] - sorting.searchsorted(bins[::-1], x, side=side, **kwds))
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
@@ -230,7 +228,6 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     Example:
         >>> interp(fnp.array([1.5]), fnp.array([1., 2.]), fnp.array([10., 20.]))   # [15.]
     """
-    fnp = _fnp()
     util.check_arraylike("interp", x, xp, fp)
     xp, fp = util.asarray(xp), util.asarray(fp)
     if xp.shape != fp.shape or xp.ndim != 1:
@@ -255,24 +252,24 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         util.check_arraylike("interp", period, names=["period"])
         if np.ndim(period) != 0:
             raise ValueError(f"interp: period must be a scalar, got shape {np.shape(period)}")
-        period = fnp.abs(period)
-        x = fnp.remainder(x, period)
-        xp = fnp.remainder(xp, period)
+        period = ufuncs.abs(period)
+        x = ufuncs.remainder(x, period)
+        xp = ufuncs.remainder(xp, period)
         xp, fp = lax.sort_key_val(xp, fp)
-        xp = fnp.concatenate([xp[-1:] - period, xp, xp[:1] + period])
-        fp = fnp.concatenate([fp[-1:], fp, fp[:1]])
+        xp = manipulation.concatenate([xp[-1:] - period, xp, xp[:1] + period])
+        fp = manipulation.concatenate([fp[-1:], fp, fp[:1]])
     if xp.shape[0] == 1:  # one sample point: a zero-width segment, so every x gets fp[0]
-        xp, fp = fnp.concatenate([xp, xp]), fnp.concatenate([fp, fp])
-    i = fnp.clip(fnp.searchsorted(xp, x, side="right"), 1, xp.shape[0] - 1)
+        xp, fp = manipulation.concatenate([xp, xp]), manipulation.concatenate([fp, fp])
+    i = ufuncs.clip(sorting.searchsorted(xp, x, side="right"), 1, xp.shape[0] - 1)
     df = fp[i] - fp[i - 1]
     dx = xp[i] - xp[i - 1]
     delta = x - xp[i - 1]
     epsilon = float(np.spacing(np.finfo(xp.dtype).eps))
-    dx0 = fnp.abs(dx) <= epsilon  # equal sample points: take the left value (no 0/0)
-    f = fnp.where(dx0, fp[i - 1], fp[i - 1] + (delta / fnp.where(dx0, 1, dx)) * df)
+    dx0 = ufuncs.abs(dx) <= epsilon  # equal sample points: take the left value (no 0/0)
+    f = sorting.where(dx0, fp[i - 1], fp[i - 1] + (delta / sorting.where(dx0, 1, dx)) * df)
     if period is None:
         if not extrapolate["left"]:
-            f = fnp.where(x < xp[0], fp[0] if left is None else left, f)
+            f = sorting.where(x < xp[0], fp[0] if left is None else left, f)
         if not extrapolate["right"]:
-            f = fnp.where(x > xp[-1], fp[-1] if right is None else right, f)
+            f = sorting.where(x > xp[-1], fp[-1] if right is None else right, f)
     return f

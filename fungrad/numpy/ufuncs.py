@@ -27,9 +27,9 @@ __all__ = [
     "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
     "cbrt", "ceil", "clip", "conj", "conjugate", "copysign", "cos", "cosh", "deg2rad", "degrees",
     "divide", "divmod", "equal", "exp", "exp2", "expm1", "fabs", "fix", "float_power", "floor",
-    "floor_divide", "fmax", "fmin", "fmod", "frexp", "greater", "greater_equal", "heaviside",
+    "floor_divide", "fmax", "fmin", "fmod", "frexp", "gcd", "greater", "greater_equal", "heaviside",
     "hypot", "imag", "invert", "isclose", "isfinite", "isinf", "isnan", "isneginf", "isposinf",
-    "ldexp", "left_shift", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp",
+    "lcm", "ldexp", "left_shift", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp",
     "logaddexp2", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum",
     "minimum", "mod", "modf", "multiply", "nan_to_num", "negative", "nextafter", "not_equal",
     "positive", "pow", "power", "rad2deg", "radians", "real", "reciprocal", "remainder",
@@ -923,6 +923,47 @@ def bitwise_count(x, /):
     if dtypes.is_bool(x.dtype):
         return lax.convert_element_type(x, np.uint8)
     return lax.convert_element_type(lax.population_count(absolute(x)), np.uint8)
+
+
+def _integer_args(fun_name: str, x1, x2):
+    x1, x2 = promote_args_numeric(fun_name, x1, x2)
+    _require_kinds(fun_name, x1, "iu", "integer")
+    shape = util.broadcast_shapes(x1.shape, x2.shape)
+    return util.broadcast_to_shape(x1, shape), util.broadcast_to_shape(x2, shape)
+
+
+def _gcd_cond(carry):
+    _, x2 = carry
+    return lax.reduce_or(lax.ne(x2, _const(x2, 0)), tuple(range(x2.ndim)))
+
+
+def _gcd_body(carry):
+    """One Euclid step on every element whose remainder is still nonzero, keeping x1 >= x2."""
+    x1, x2 = carry
+    nonzero = lax.ne(x2, _const(x2, 0))
+    safe_x2 = _where(nonzero, x2, _full_like(x2, 1))
+    x1, x2 = (_where(nonzero, x2, x1),
+              _where(nonzero, lax.rem(x1, safe_x2), _full_like(x2, 0)))
+    swap = lax.lt(x1, x2)
+    return _where(swap, x2, x1), _where(swap, x1, x2)
+
+
+def gcd(x1, x2, /):
+    """Elementwise greatest common divisor of the absolute values (``gcd(0, 0) == 0``); a
+    ``lax.while_loop`` of Euclid steps, as in jnp."""
+    x1, x2 = _integer_args("gcd", x1, x2)
+    x1, x2 = absolute(x1), absolute(x2)
+    return lax.while_loop(_gcd_cond, _gcd_body, (x1, x2))[0]
+
+
+def lcm(x1, x2, /):
+    """Elementwise least common multiple of the absolute values (0 if either is 0)."""
+    x1, x2 = _integer_args("lcm", x1, x2)
+    x1, x2 = absolute(x1), absolute(x2)
+    d = gcd(x1, x2)
+    is_zero = lax.eq(d, _const(d, 0))
+    safe_d = _where(is_zero, _full_like(d, 1), d)
+    return _where(is_zero, _full_like(d, 0), lax.mul(x1, lax.div(x2, safe_d)))
 
 
 # ---------------------------------------------------------------------------------------------

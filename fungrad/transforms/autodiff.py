@@ -156,12 +156,8 @@ def _vjp_flat(flat_fun, flat_p):
 def _zero_cotangent(aval):
     if not dtypes.is_float(aval.dtype):
         # JAX's float0: integer and bool inputs have a trivial cotangent space.
-        return np.zeros(aval.shape, dtype=float0)
+        return np.zeros(aval.shape, dtype=dtypes.float0)
     return jvp_mod.zeros_like_aval(aval.strip_weak_type())
-
-
-float0 = np.dtype([("float0", np.void, 0)])
-"""The dtype of cotangents of integer/bool inputs (as JAX's ``jax.dtypes.float0``)."""
 
 
 def vjp(fun, *primals, has_aux: bool = False):

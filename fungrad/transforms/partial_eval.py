@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from fungrad import core
 from fungrad.core import set_current_trace
+from fungrad.ir.passes import simplify
 from fungrad.transforms import jvp as jvp_mod
 from fungrad.transforms.staging import JaxprTrace
 
@@ -105,28 +106,4 @@ def linearize_flat(fun, primals):
     with set_current_trace(pe):
         tangent_outs = [pe.to_tracer(t) for _, t in unpacked if type(t) is not jvp_mod.Zero]
     linear = pe.to_jaxpr(tangent_args, tangent_outs)
-    return primals_out, dce_closed_jaxpr(linear), out_zero
-
-
-def dce_jaxpr(jaxpr: core.Jaxpr) -> core.Jaxpr:
-    """Drop equations whose outputs are never used (primitives have no side effects)."""
-    live = {v for v in jaxpr.outvars if type(v) is core.Var}
-    kept = []
-    for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars):
-            kept.append(eqn)
-            live.update(v for v in eqn.invars if type(v) is core.Var)
-    kept.reverse()
-    return core.Jaxpr(jaxpr.constvars, jaxpr.invars, kept, jaxpr.outvars)
-
-
-def dce_closed_jaxpr(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
-    """DCE, also dropping constvars (residuals) that are no longer read."""
-    jaxpr = dce_jaxpr(closed.jaxpr)
-    used = {v for e in jaxpr.eqns for v in e.invars if type(v) is core.Var}
-    used.update(v for v in jaxpr.outvars if type(v) is core.Var)
-    keep = [i for i, v in enumerate(jaxpr.constvars) if v in used]
-    constvars = [jaxpr.constvars[i] for i in keep]
-    consts = [closed.consts[i] for i in keep]
-    return core.ClosedJaxpr(core.Jaxpr(constvars, jaxpr.invars, jaxpr.eqns, jaxpr.outvars),
-                            consts)
+    return primals_out, simplify(linear), out_zero

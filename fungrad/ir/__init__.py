@@ -1,0 +1,1 @@
+"""Passes over jaxprs (dead-code elimination, common-subexpression elimination)."""

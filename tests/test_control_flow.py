@@ -1,0 +1,137 @@
+"""lax.cond / switch / while_loop / fori_loop / scan / map: eager values against Python loops,
+jaxprs, and their derivatives and batching (finite differences, loops of per-example calls)."""
+
+import numpy as np
+import pytest
+
+import fungrad as fg
+import fungrad.numpy as fnp
+from fungrad import lax
+from fungrad.testing import check_grads
+
+
+def test_cond_and_switch_values():
+    assert float(lax.cond(True, lambda x: x + 1, lambda x: x - 1, 1.0)) == 2.0
+    assert float(lax.cond(0, lambda x: x + 1, lambda x: x - 1, 1.0)) == 0.0
+    branches = [lambda x: x * 0, lambda x: x * 1, lambda x: x * 2]
+    assert [float(lax.switch(i, branches, 3.0)) for i in (-5, 0, 1, 2, 7)] == [0, 0, 3, 6, 6]
+    out = lax.cond(True, lambda d: {"a": d["a"] * 2}, lambda d: {"a": d["a"]}, {"a": 2.0})
+    assert float(out["a"]) == 4.0
+
+
+def test_cond_jaxpr_and_closure():
+    w = fnp.arange(3.0)
+
+    def f(p, x):
+        return lax.cond(p, lambda x: x * w, lambda x: x + w, x)
+
+    jaxpr = fg.make_jaxpr(f)(True, np.ones(3, np.float32))
+    assert "cond[" in str(jaxpr) and "branches=(" in str(jaxpr)
+    (out,) = jaxpr(True, np.ones(3, np.float32))
+    np.testing.assert_array_equal(np.asarray(out), [0, 1, 2])
+
+
+def test_loops_match_python():
+    assert int(lax.fori_loop(0, 10, lambda i, s: s + i, 0)) == 45
+    assert int(lax.while_loop(lambda c: c < 100, lambda c: c * 2, 1)) == 128
+    xs = np.arange(5, dtype=np.float32)
+    carry, ys = lax.scan(lambda c, x: (c + x, c * x), 0.0, xs)
+    c, expected = 0.0, []
+    for x in xs:
+        expected.append(c * x)
+        c += x
+    assert float(carry) == c
+    np.testing.assert_array_equal(np.asarray(ys), expected)
+    carry_r, ys_r = lax.scan(lambda c, x: (c + x, c), 0.0, xs, reverse=True)
+    np.testing.assert_array_equal(np.asarray(ys_r), [10, 9, 7, 4, 0])
+    np.testing.assert_array_equal(np.asarray(lax.map(lambda x: x ** 2, xs)), xs ** 2)
+    # traced bounds: a while_loop
+    jaxpr = fg.make_jaxpr(lambda n: lax.fori_loop(0, n, lambda i, s: s + 1.0, 0.0))(3)
+    assert "while[" in str(jaxpr)
+
+
+def test_grad_through_cond(x64):
+    def f(x):
+        return lax.cond(x[0] > 0, lambda x: fnp.sum(fnp.sin(x) * x), lambda x: fnp.sum(x ** 3), x)
+
+    for x in (np.array([0.5, 1.2, -0.3]), np.array([-0.5, 1.2, -0.3])):
+        check_grads(f, (x,), order=2)
+
+
+def test_grad_through_scan_and_fori(x64):
+    w = np.array([[0.5, -0.2], [0.1, 0.3]])
+
+    def rnn(h0, xs):
+        def step(h, x):
+            h = fnp.tanh(w @ h + x)
+            return h, fnp.sum(h)
+        h, ys = lax.scan(step, h0, xs)
+        return fnp.sum(h) + fnp.sum(ys ** 2)
+
+    rng = np.random.default_rng(0)
+    check_grads(rnn, (rng.standard_normal(2), rng.standard_normal((4, 2))), order=2)
+
+    def power(x):
+        return lax.fori_loop(0, 4, lambda i, v: v * x + i, 1.0)
+
+    check_grads(power, (0.7,), order=2)
+    np.testing.assert_allclose(float(fg.grad(power)(0.7)),
+                               4 * 0.7 ** 3 + 3 * 0.7 ** 2 * 0 + 2 * 0.7 * 1 + 2, rtol=1e-6)
+
+
+def test_while_loop_forward_mode_and_reverse_error():
+    def f(x):
+        return lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * x), (0, 1.0))[1]
+
+    y, t = fg.jvp(f, (1.1,), (1.0,))
+    np.testing.assert_allclose(float(t), 5 * 1.1 ** 4, rtol=1e-5)
+    with pytest.raises(TypeError, match="Reverse-mode differentiation does not work for "
+                                        "lax.while_loop.*fori_loop"):
+        fg.grad(f)(1.1)
+
+
+def test_vmap_of_control_flow_matches_loop():
+    xs = np.array([-1.0, 0.5, 2.0, -3.0], np.float32)
+
+    def f(x):
+        return lax.cond(x > 0, lambda x: x * 10, lambda x: -x, x)
+
+    np.testing.assert_array_equal(np.asarray(fg.vmap(f)(xs)), [float(f(x)) for x in xs])
+    assert "select_n" in str(fg.make_jaxpr(fg.vmap(f))(xs))  # batched predicate -> select
+
+    def g(n):
+        return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 2.0), (0, 1.0))[1]
+
+    ns = np.array([0, 3, 1, 5], np.int32)
+    np.testing.assert_array_equal(np.asarray(fg.vmap(g)(ns)), [float(g(n)) for n in ns])
+
+    def h(x):
+        return lax.scan(lambda c, _: (c * x, c), 1.0, None, length=3)
+
+    carry, ys = fg.vmap(h)(xs)
+    np.testing.assert_allclose(np.asarray(carry), xs ** 3)
+    np.testing.assert_allclose(np.asarray(ys), np.stack([np.ones(4), xs, xs ** 2], axis=1))
+
+
+def test_per_example_grad_through_scan():
+    xs = np.linspace(0.1, 1.0, 4).astype(np.float32)
+
+    def f(x):
+        return lax.scan(lambda c, _: (fnp.sin(c) * x, None), x, None, length=3)[0]
+
+    got = fg.vmap(fg.grad(f))(xs)
+    expected = [float(fg.grad(f)(x)) for x in xs]
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5)
+
+
+def test_errors():
+    with pytest.raises(TypeError, match="branch 1 outputs"):
+        lax.cond(True, lambda x: x, lambda x: x.astype(np.int32), 1.0)
+    with pytest.raises(TypeError, match="body_fun output"):
+        lax.while_loop(lambda c: c < 3, lambda c: np.ones(2, np.float32) * c, 0.0)
+    with pytest.raises(TypeError, match="must return a boolean scalar"):
+        lax.while_loop(lambda c: c, lambda c: c + 1, 0.0)
+    with pytest.raises(ValueError, match="inconsistent lengths"):
+        lax.scan(lambda c, x: (c, x), 0.0, (np.ones(3), np.ones(4)))
+    with pytest.raises(fg.ConcretizationTypeError):
+        lax.cond(True, lambda x: x if x > 0 else -x, lambda x: x, 1.0)

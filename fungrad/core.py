@@ -208,7 +208,10 @@ class ClosedJaxpr:
     eqns = property(lambda self: self.jaxpr.eqns)
 
     def __call__(self, *args):
-        return eval_jaxpr(self.jaxpr, self.consts, *args)
+        """Evaluate with the given arguments (arrays, numpy values or Python scalars)."""
+        from fungrad.lax.utils import operand
+        return eval_jaxpr(self.jaxpr, self.consts, *[operand(a, "ClosedJaxpr argument")
+                                                     for a in args])
 
     def __str__(self):
         from fungrad.pretty import pp_jaxpr

@@ -124,6 +124,11 @@ def test_weak_types_through_operators():
     assert_array(b + 1, [2, 1], dtype=I32, weak_type=True)
     assert_array(b & True, [True, False], dtype=BOOL)
     assert_array(i * True, [1, 2], dtype=I32)
+    # numpy scalars on the left defer to the Array; they are not weak (float64 -> float32
+    # only because x64 is off)
+    assert_array(np.float32(2) * x, [2., 4.], dtype=F32, weak_type=False)
+    assert_array(np.float64(2) - x, [1., 0.], dtype=F32, weak_type=False)
+    assert_array(np.int32(3) + i, [4, 5], dtype=I32, weak_type=False)
     w = fnp.asarray(2.0)
     assert_array(w, 2.0, dtype=F32, weak_type=True)
     assert_array(w * 3, 6.0, dtype=F32, weak_type=True)

@@ -327,3 +327,14 @@ def test_make_jaxpr_prints_gather_and_scatter():
     for got, want in zip(jaxpr(x, idx), f(x, idx)):
         assert_array(got, np.asarray(want))
     assert_array(jaxpr(x, idx)[0], [0, 2, 2, 3, 8, 5])
+
+
+def test_gather_fill_value_must_be_static_scalar():
+    x = np.arange(3, dtype=np.float32)
+    dn = GatherDimensionNumbers((), (0,), (0,))
+    idx = np.array([[5]], np.int32)
+    assert_array(lax.gather(x, idx, dn, (1,), mode="fill", fill_value=np.float32(2)), [2.0])
+    assert_array(lax.gather(x, idx, dn, (1,), mode="fill", fill_value=lax.full((), 3.0)),
+                 [3.0])
+    with pytest.raises(TypeError, match="gather: fill_value must be a static scalar"):
+        lax.gather(x, idx, dn, (1,), mode="fill", fill_value=np.ones(2))

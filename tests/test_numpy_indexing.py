@@ -431,3 +431,13 @@ def test_ix():
     assert_array(fnp.asarray(x)[fnp.ix_(rows, cols)], x[np.ix_(rows, cols)])
     with pytest.raises(ValueError, match="ix_: arguments must be 1-dimensional"):
         fnp.ix_(np.zeros((2, 2), np.int32))
+
+
+def test_x64_index_dtypes(x64):
+    x = fnp.arange(10.0)
+    assert_array(x[np.array([1, -1], np.int64)], [1.0, 9.0], dtype=np.float64)
+    assert "i64[2,1]" in str(fg.make_jaxpr(lambda a, i: a[i])(x, np.array([1, 2], np.int64)))
+    assert_array(x.at[np.array([1, 20], np.int64)].add(1.0), np.arange(10.0) + np.eye(10)[1])
+    big = np.array([2**40], np.int64)   # clamps, does not wrap around
+    assert_array(x[big], [9.0])
+    assert_array(fnp.take(x, np.array([2**40], np.uint64), mode="clip"), [9.0])

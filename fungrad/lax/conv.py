@@ -7,6 +7,13 @@ output (O) and input (I) features and spatial dimensions of rhs, and those of th
 (N, C, spatial...), (O, I, spatial...) and (N, C, spatial...). Any number of spatial
 dimensions works. The numpy reference dilates lhs by inserting zeros, pads it (negative
 padding crops), takes strided window views and contracts them with the kernel in one einsum.
+
+The convolution is bilinear. Its transposes are convolutions too (JAX's
+``_conv_general_dilated_transpose_lhs/rhs``): the lhs cotangent convolves the cotangent with the
+spatially reversed kernel (features swapped, strides turned into lhs dilation), the rhs
+cotangent convolves lhs with the cotangent (groups becoming batch groups). The batch rule folds
+the vmapped axis into the batch dimension (lhs only), the output features (rhs only) or the
+feature groups (both), as JAX's ``_conv_general_dilated_batch_rule``.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from fungrad import dtypes
+from fungrad import core, dtypes
 from fungrad.core import ShapedArray
 from fungrad.lax.dot import (
     accumulation_dtype,
@@ -26,12 +33,16 @@ from fungrad.lax.dot import (
     check_preferred_element_type,
 )
 from fungrad.lax.reduce import (
+    conv_vjp_lhs_padding,
     dilate_and_pad,
     dilate_dim,
     padtype_to_pads,
     strided_windows,
 )
 from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
+from fungrad.transforms.jvp import Zero, defjvp
+from fungrad.transforms.transpose import deflinear_transpose, is_undefined_primal
+from fungrad.transforms.vmap import batch_rules
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_permutations",
            "conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
@@ -213,6 +224,193 @@ conv_general_dilated_p = standard_primitive(
     "conv_general_dilated", _conv_general_dilated_impl, _conv_general_dilated_abstract_eval)
 
 
+# -- rules ---------------------------------------------------------------------------------------
+
+def _conv_jvp_lhs(t, lhs, rhs, **params):
+    return conv_general_dilated_p.bind(t, rhs, **params)
+
+
+def _conv_jvp_rhs(t, lhs, rhs, **params):
+    return conv_general_dilated_p.bind(lhs, t, **params)
+
+
+def _reshape_axis_into(src: int, dst: int, x):
+    """Merge dimension ``src`` of ``x`` into dimension ``dst`` (numbered with ``src``
+    removed), ``src`` becoming the major part."""
+    from fungrad import lax
+    shape = core.get_aval(x).shape
+    perm = [i for i in range(len(shape)) if i != src]
+    perm.insert(dst, src)
+    new_shape = [d for i, d in enumerate(shape) if i != src]
+    new_shape[dst] *= shape[src]
+    return lax.reshape(x, tuple(new_shape), tuple(perm))
+
+
+def _reshape_axis_out_of(src: int, size1: int, x):
+    """Split dimension ``src`` of ``x`` into ``(size1, rest)``."""
+    from fungrad import lax
+    shape = list(core.get_aval(x).shape)
+    shape[src:src + 1] = [size1, shape[src] // size1]
+    return lax.reshape(x, tuple(shape))
+
+
+def _spec_transpose(spec) -> tuple[int, ...]:
+    """A spec with its first two entries (N and C, or O and I) swapped."""
+    return (spec[1], spec[0]) + tuple(spec[2:])
+
+
+def _conv_transpose_lhs(g, lhs_aval, rhs, *, window_strides, padding, lhs_dilation,
+                        rhs_dilation, dimension_numbers, feature_group_count,
+                        batch_group_count, precision, preferred_element_type):
+    from fungrad import lax
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    rhs_shape = core.get_aval(rhs).shape
+    if feature_group_count > 1:
+        # the groups move from the kernel's output features into its input features
+        rhs = _reshape_axis_out_of(rhs_spec[0], feature_group_count, rhs)
+        rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[1], rhs)
+    elif batch_group_count > 1:
+        rhs = _reshape_axis_out_of(rhs_spec[0], batch_group_count, rhs)
+        rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[1], rhs)
+        feature_group_count = batch_group_count
+    trans_dnums = ConvDimensionNumbers(out_spec, _spec_transpose(rhs_spec), lhs_spec)
+    pads = conv_vjp_lhs_padding(
+        [lhs_aval.shape[d] for d in lhs_spec[2:]], [rhs_shape[d] for d in rhs_spec[2:]],
+        window_strides, [core.get_aval(g).shape[d] for d in out_spec[2:]], padding,
+        lhs_dilation, rhs_dilation)
+    kernel = lax.rev(rhs, tuple(rhs_spec[2:]))
+    if kernel.dtype != g.dtype:
+        kernel = lax.convert_element_type(kernel, g.dtype)
+    out = conv_general_dilated_p.bind(
+        g, kernel, window_strides=lhs_dilation, padding=pads, lhs_dilation=window_strides,
+        rhs_dilation=rhs_dilation, dimension_numbers=trans_dnums,
+        feature_group_count=feature_group_count, batch_group_count=1, precision=precision,
+        preferred_element_type=preferred_element_type)
+    if out.dtype != lhs_aval.dtype:
+        out = lax.convert_element_type(out, lhs_aval.dtype)
+    if batch_group_count > 1:
+        out = _reshape_axis_out_of(lhs_spec[1], batch_group_count, out)
+        out = _reshape_axis_into(lhs_spec[1], lhs_spec[0], out)
+    return out
+
+
+def conv_vjp_rhs_padding(in_shape, window_dimensions, window_strides, out_shape, padding,
+                         lhs_dilation, rhs_dilation) -> tuple[tuple[int, int], ...]:
+    """The padding of lhs in the convolution of lhs with the cotangent that gives the kernel's
+    cotangent (JAX's ``_conv_general_vjp_rhs_padding``)."""
+    pads = []
+    for n, w, s, o, (lo, _), ld, wd in zip(in_shape, window_dimensions, window_strides,
+                                           out_shape, padding, lhs_dilation, rhs_dilation):
+        hi = dilate_dim(o, s) - dilate_dim(n, ld) + dilate_dim(w, wd) - lo - 1
+        pads.append((lo, hi))
+    return tuple(pads)
+
+
+def _conv_transpose_rhs(g, lhs, rhs_aval, *, window_strides, padding, lhs_dilation,
+                        rhs_dilation, dimension_numbers, feature_group_count,
+                        batch_group_count, precision, preferred_element_type):
+    from fungrad import lax
+    if core.get_aval(g).size == 0:  # no output: avoid a degenerate conv with empty windows
+        return Zero(rhs_aval.strip_weak_type())
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    lhs_shape = core.get_aval(lhs).shape
+    # feature groups of the forward conv become batch groups here, and vice versa
+    feature_group_count, batch_group_count = batch_group_count, feature_group_count
+    trans_dnums = ConvDimensionNumbers(_spec_transpose(lhs_spec), _spec_transpose(out_spec),
+                                       _spec_transpose(rhs_spec))
+    pads = conv_vjp_rhs_padding(
+        [lhs_shape[d] for d in lhs_spec[2:]], [rhs_aval.shape[d] for d in rhs_spec[2:]],
+        window_strides, [core.get_aval(g).shape[d] for d in out_spec[2:]], padding,
+        lhs_dilation, rhs_dilation)
+    if lhs.dtype != g.dtype:
+        lhs = lax.convert_element_type(lhs, g.dtype)
+    out = conv_general_dilated_p.bind(
+        lhs, g, window_strides=rhs_dilation, padding=pads, lhs_dilation=lhs_dilation,
+        rhs_dilation=window_strides, dimension_numbers=trans_dnums,
+        feature_group_count=feature_group_count, batch_group_count=batch_group_count,
+        precision=precision, preferred_element_type=preferred_element_type)
+    if out.dtype != rhs_aval.dtype:
+        out = lax.convert_element_type(out, rhs_aval.dtype)
+    return out
+
+
+def _conv_transpose(ct, lhs, rhs, **params):
+    if is_undefined_primal(lhs) and is_undefined_primal(rhs):
+        raise TypeError("conv_general_dilated: cannot transpose with respect to both operands "
+                        "(the convolution of two linear inputs is not linear)")
+    if is_undefined_primal(lhs):
+        return [_conv_transpose_lhs(ct, lhs.aval, rhs, **params), None]
+    return [None, _conv_transpose_rhs(ct, lhs, rhs.aval, **params)]
+
+
+def _conv_batch(axis_size, args, dims, *, dimension_numbers, feature_group_count,
+                batch_group_count, **params):
+    (lhs, rhs), (lbd, rbd) = args, dims
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    lhs_aval, rhs_aval = core.get_aval(lhs), core.get_aval(rhs)
+    fgc, bgc = feature_group_count, batch_group_count
+
+    def conv(x, y, fgc=fgc, bgc=bgc):
+        return conv_general_dilated_p.bind(x, y, dimension_numbers=dimension_numbers,
+                                           feature_group_count=fgc, batch_group_count=bgc,
+                                           **params)
+
+    if axis_size == 0:  # reshapes into N/C/O cannot carry a zero-sized batch
+        from fungrad import lax
+        lshape = list(lhs_aval.shape)
+        rshape = list(rhs_aval.shape)
+        if lbd is not None:
+            del lshape[lbd]
+        if rbd is not None:
+            del rshape[rbd]
+        out = conv_general_dilated_p.abstract_eval(
+            ShapedArray(tuple(lshape), lhs_aval.dtype), ShapedArray(tuple(rshape), rhs_aval.dtype),
+            dimension_numbers=dimension_numbers, feature_group_count=fgc,
+            batch_group_count=bgc, **params)
+        return lax.full((0,) + out.shape, 0, out.dtype), 0
+
+    if lbd is not None and rbd is not None:
+        # each example is its own feature group (or batch group)
+        if bgc > 1:
+            new_lhs = _reshape_axis_into(lbd, lhs_spec[0], lhs)
+            bgc *= axis_size
+        else:
+            new_lhs = _reshape_axis_into(lbd, lhs_spec[1], lhs)
+            fgc *= axis_size
+        new_rhs = _reshape_axis_into(rbd, rhs_spec[0], rhs)
+        out = conv(new_lhs, new_rhs, fgc, bgc)
+        return _reshape_axis_out_of(out_spec[1], axis_size, out), out_spec[1]
+
+    if lbd is not None:
+        if bgc == 1:  # the examples are more batch elements
+            out = conv(_reshape_axis_into(lbd, lhs_spec[0], lhs), rhs)
+        else:  # ... kept inside each batch group
+            new_lhs = _reshape_axis_out_of(lhs_spec[0] + int(lbd <= lhs_spec[0]), bgc, lhs)
+            new_lhs = _reshape_axis_into(lbd + int(lhs_spec[0] < lbd), lhs_spec[0] + 1, new_lhs)
+            new_lhs = _reshape_axis_into(lhs_spec[0], lhs_spec[0], new_lhs)
+            out = conv(new_lhs, rhs)
+        return _reshape_axis_out_of(out_spec[0], axis_size, out), out_spec[0]
+
+    if fgc == 1 and bgc == 1:  # the examples' kernels are more output features
+        out = conv(lhs, _reshape_axis_into(rbd, rhs_spec[0], rhs))
+        return _reshape_axis_out_of(out_spec[1], axis_size, out), out_spec[1]
+    # groups must stay outermost in the output features: split them out of O, put the examples
+    # inside each group, and undo that order on the output
+    groups = fgc if fgc > 1 else bgc
+    new_rhs = _reshape_axis_out_of(rhs_spec[0] + int(rbd <= rhs_spec[0]), groups, rhs)
+    new_rhs = _reshape_axis_into(rbd + int(rhs_spec[0] < rbd), rhs_spec[0] + 1, new_rhs)
+    new_rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[0], new_rhs)
+    out = conv(lhs, new_rhs)
+    out = _reshape_axis_out_of(out_spec[1], groups, out)
+    out = _reshape_axis_out_of(out_spec[1] + 1, axis_size, out)
+    return _reshape_axis_into(out_spec[1], out_spec[1] + 1, out), out_spec[1]
+
+
+defjvp(conv_general_dilated_p, _conv_jvp_lhs, _conv_jvp_rhs)
+deflinear_transpose(conv_general_dilated_p, _conv_transpose)
+batch_rules[conv_general_dilated_p] = _conv_batch
+
+
 def _int_tuple(what: str, values, n: int, default: int = 1) -> tuple[int, ...]:
     if values is None:
         return (default,) * n
@@ -271,8 +469,9 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          f"(low, high) integer pairs, got {padding!r}") from None
     preferred = None if preferred_element_type is None else \
         dtypes.canonicalize_dtype(preferred_element_type)
-    return conv_general_dilated_p.bind(x, y, window_strides=window_strides, padding=padding,
-        lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dnums,
+    return conv_general_dilated_p.bind(
+        x, y, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation, dimension_numbers=dnums,
         feature_group_count=operator.index(feature_group_count),
         batch_group_count=operator.index(batch_group_count),
         precision=canonicalize_precision(precision),

@@ -6,6 +6,11 @@ the result out as XLA does: batch dimensions, then the free dimensions of lhs, t
 rhs. The operands share one dtype (the wrappers promote mixed dtypes as JAX does); the result
 has ``preferred_element_type`` when given, else the operand dtype. ``precision`` is recorded
 for the compilers; the numpy reference always computes at full precision.
+
+dot_general is bilinear: its jvp is the sum of the two one-sided products, its transposes are
+dot_generals of the cotangent with the other operand (JAX's ``_dot_general_transpose_lhs/rhs``),
+and its batch rule folds the vmapped dimension into the dimension numbers (a batch dimension
+when both operands are vmapped, a free dimension when one is) instead of broadcasting.
 """
 
 from __future__ import annotations
@@ -15,9 +20,12 @@ import operator
 
 import numpy as np
 
-from fungrad import dtypes
+from fungrad import core, dtypes
 from fungrad.core import ShapedArray
 from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
+from fungrad.transforms.jvp import defjvp
+from fungrad.transforms.transpose import deflinear_transpose, is_undefined_primal
+from fungrad.transforms.vmap import batch_rules
 
 __all__ = ["Precision", "dot_general", "dot", "batch_matmul", "dot_general_p"]
 
@@ -175,6 +183,105 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
 dot_general_p = standard_primitive("dot_general", _dot_general_impl, _dot_general_abstract_eval)
 
 
+def _dot_general_jvp_lhs(t, lhs, rhs, **params):
+    return dot_general_p.bind(t, rhs, **params)
+
+
+def _dot_general_jvp_rhs(t, lhs, rhs, **params):
+    return dot_general_p.bind(lhs, t, **params)
+
+
+def _ranges_like(*xs):
+    """Consecutive ranges with the lengths of ``xs``: (0..len(x0)), (len(x0)..), ..."""
+    start = 0
+    for x in xs:
+        yield tuple(range(start, start + len(x)))
+        start += len(x)
+
+
+def _dot_general_transpose_lhs(g, x_aval, y, *, dimension_numbers, precision,
+                               preferred_element_type, swap_ans=False):
+    # JAX's _dot_general_transpose_lhs: contract g with y over y's free dims (and pair the batch
+    # dims); the result comes out as (batch, x free, x contracting sorted by y's), which a
+    # transpose puts back in x's order.
+    from fungrad import lax
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    y_ndim = core.get_aval(y).ndim
+    x_kept = _free_dims(x_aval.ndim, x_contract, x_batch)
+    y_kept = _free_dims(y_ndim, y_contract, y_batch)
+    if swap_ans:
+        ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+    else:
+        ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+    dims = ((ans_y, y_kept), (ans_batch, y_batch))
+    x_contract_sorted_by_y = tuple(int(x_contract[i]) for i in np.argsort(y_contract))
+    unsorted_axes = tuple(x_batch) + x_kept + x_contract_sorted_by_y
+    out_axes = tuple(int(i) for i in np.argsort(unsorted_axes))
+    if g.dtype != y.dtype:  # a preferred_element_type: contract in the wider dtype
+        common = np.promote_types(g.dtype, y.dtype)
+        g = lax.convert_element_type(g, common)
+        y = lax.convert_element_type(y, common)
+        preferred_element_type = None
+    out = dot_general_p.bind(g, y, dimension_numbers=dims, precision=precision,
+                             preferred_element_type=preferred_element_type)
+    x_bar = lax.transpose(out, out_axes)
+    if x_bar.dtype != x_aval.dtype:
+        x_bar = lax.convert_element_type(x_bar, x_aval.dtype)
+    return x_bar
+
+
+def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision, preferred_element_type):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    if is_undefined_primal(x) and is_undefined_primal(y):
+        raise TypeError("dot_general: cannot transpose with respect to both operands (the "
+                        "product of two linear inputs is not linear)")
+    if is_undefined_primal(x):
+        return [_dot_general_transpose_lhs(ct, x.aval, y, dimension_numbers=dimension_numbers,
+                                           precision=precision,
+                                           preferred_element_type=preferred_element_type),
+                None]
+    swapped = ((y_contract, x_contract), (y_batch, x_batch))
+    return [None, _dot_general_transpose_lhs(ct, y.aval, x, dimension_numbers=swapped,
+                                             precision=precision,
+                                             preferred_element_type=preferred_element_type,
+                                             swap_ans=True)]
+
+
+def _bump(dims, b: int) -> tuple[int, ...]:
+    """Dimension numbers of the unbatched operand renumbered for the batched one (dimension
+    ``b`` inserted)."""
+    return tuple(d + (d >= b) for d in dims)
+
+
+def _dot_general_batch(axis_size, args, dims, *, dimension_numbers, precision,
+                       preferred_element_type):
+    # JAX's _dot_general_batch_dim_nums: no data moves, only the dimension numbers change.
+    (lhs, rhs), (lbd, rbd) = args, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    if lbd is not None and rbd is not None:
+        # both vmapped: the vmapped dims become one more (leading) batch dimension
+        new = ((_bump(lc, lbd), _bump(rc, rbd)), ((lbd,) + _bump(lb, lbd),
+                                                   (rbd,) + _bump(rb, rbd)))
+        out_dim = 0
+    elif lbd is not None:
+        # lhs only: the vmapped dim is one more free dimension of lhs
+        lhs_free = _free_dims(core.get_aval(lhs).ndim, _bump(lc, lbd), _bump(lb, lbd))
+        out_dim = len(lb) + sum(1 for d in lhs_free if d < lbd)
+        new = ((_bump(lc, lbd), rc), (_bump(lb, lbd), rb))
+    else:
+        rhs_free = _free_dims(core.get_aval(rhs).ndim, _bump(rc, rbd), _bump(rb, rbd))
+        out_dim = core.get_aval(lhs).ndim - len(lc) + sum(1 for d in rhs_free if d < rbd)
+        new = ((lc, _bump(rc, rbd)), (lb, _bump(rb, rbd)))
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=new, precision=precision,
+                             preferred_element_type=preferred_element_type)
+    return out, out_dim
+
+
+defjvp(dot_general_p, _dot_general_jvp_lhs, _dot_general_jvp_rhs)
+deflinear_transpose(dot_general_p, _dot_general_transpose)
+batch_rules[dot_general_p] = _dot_general_batch
+
+
 def _dimension_numbers(dimension_numbers):
     try:
         (lc, rc), (lb, rb) = dimension_numbers
@@ -215,10 +322,9 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     x, y = _promoted_operands("dot_general", lhs, rhs)
     preferred = None if preferred_element_type is None else \
         dtypes.canonicalize_dtype(preferred_element_type)
-    return dot_general_p.bind(x, y,
-                        dimension_numbers=_dimension_numbers(dimension_numbers),
-                        precision=canonicalize_precision(precision),
-                        preferred_element_type=preferred)
+    return dot_general_p.bind(x, y, dimension_numbers=_dimension_numbers(dimension_numbers),
+                              precision=canonicalize_precision(precision),
+                              preferred_element_type=preferred)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):

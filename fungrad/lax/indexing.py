@@ -25,8 +25,10 @@ from typing import NamedTuple
 import numpy as np
 
 from fungrad import dtypes
+from fungrad.array import Array
+from fungrad import core
 from fungrad.core import ShapedArray
-from fungrad.lax.reduce import checked_bind
+from fungrad.lax import elementwise, shape
 from fungrad.lax.utils import (
     ANY,
     NUMERIC,
@@ -35,6 +37,16 @@ from fungrad.lax.utils import (
     operand,
     standard_primitive,
 )
+from fungrad.transforms.jvp import (
+    Zero,
+    add_tangents,
+    defjvp,
+    instantiate_zeros,
+    jvp_rules,
+    tangent_aval,
+)
+from fungrad.transforms.transpose import deflinear_transpose, is_undefined_primal
+from fungrad.transforms.vmap import batch_rules, moveaxis
 
 __all__ = [
     "GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode",
@@ -320,15 +332,25 @@ def gather(operand_, start_indices, dimension_numbers: GatherDimensionNumbers, s
     parsed = (GatherScatterMode.PROMISE_IN_BOUNDS if mode is None
               else GatherScatterMode.from_any(mode))
     if parsed == GatherScatterMode.FILL_OR_DROP:
-        if fill_value is None:
-            fill_value = _default_fill_value(x.dtype)
+        fill_value = (_default_fill_value(x.dtype) if fill_value is None
+                      else _static_scalar(fill_value))
     else:
         fill_value = None
-    return checked_bind(gather_p, x, idx, dimension_numbers=_gather_dnums(dimension_numbers),
+    return gather_p.bind(x, idx, dimension_numbers=_gather_dnums(dimension_numbers),
                          slice_sizes=tuple(int(s) for s in slice_sizes),
                          indices_are_sorted=bool(indices_are_sorted),
                          unique_indices=bool(unique_indices), mode=parsed,
                          fill_value=fill_value)
+
+
+def _static_scalar(v):
+    """``v`` as a Python scalar (a hashable param); a TypeError for arrays and traced values."""
+    if isinstance(v, (bool, int, float)):
+        return v
+    if isinstance(v, np.generic) or (type(v) is Array and v.ndim == 0):
+        return np.asarray(v).item()
+    raise TypeError(f"gather: fill_value must be a static scalar, got {type(v).__name__}: "
+                    f"{v!r:.60}")
 
 
 def _gather_dnums(dn) -> GatherDimensionNumbers:
@@ -466,11 +488,9 @@ def _bind_scatter(prim, name, operand_, scatter_indices, updates, dimension_numb
         upd = full_like_scalar(updates, x)
     else:
         upd = operand(updates, name)
-    return checked_bind(prim, x, idx, upd,
-                        dimension_numbers=_scatter_dnums(name, dimension_numbers),
-                        indices_are_sorted=bool(indices_are_sorted),
-                        unique_indices=bool(unique_indices),
-                        mode=GatherScatterMode.from_any(mode))
+    return prim.bind(x, idx, upd, dimension_numbers=_scatter_dnums(name, dimension_numbers),
+                     indices_are_sorted=bool(indices_are_sorted),
+                     unique_indices=bool(unique_indices), mode=GatherScatterMode.from_any(mode))
 
 
 _SCATTER_DOC = """{what} ``updates`` into ``operand_`` at ``scatter_indices`` (XLA's Scatter).

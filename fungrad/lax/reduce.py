@@ -348,14 +348,14 @@ def argmax(operand_, axis: int, index_dtype):
     """
     x = operand(operand_, "argmax")
     return argmax_p.bind(x, axes=(operator.index(axis),),
-                        index_dtype=dtypes.canonicalize_dtype(index_dtype))
+                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def argmin(operand_, axis: int, index_dtype):
     """Index of the minimum along ``axis`` (the first one on ties; the first NaN if any)."""
     x = operand(operand_, "argmin")
     return argmin_p.bind(x, axes=(operator.index(axis),),
-                        index_dtype=dtypes.canonicalize_dtype(index_dtype))
+                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 defjvp_zero(argmax_p)
@@ -674,9 +674,11 @@ def _window_patches(x, fill, out_shape, *, window_dimensions, window_strides, pa
     return patches
 
 
-def _reduce_window_chooser_jvp(prim, identity, better):
+def _reduce_window_chooser_jvp(prim, identity, better: str):
     """jvp of a windowed max/min: each window's tangent is the one at its first extreme
-    element (what JAX's select_and_gather_add picks), found by scanning the window elements."""
+    element (what JAX's select_and_gather_add picks), found by scanning the window elements;
+    ``better`` names the lax comparison (``"gt"``/``"lt"``) by which an element replaces the
+    best so far."""
 
     def rule(primals, tangents, **params):
         from fungrad import lax
@@ -689,7 +691,7 @@ def _reduce_window_chooser_jvp(prim, identity, better):
         ts = _window_patches(t, 0, out_aval.shape, **params)
         best, tangent = xs[0], ts[0]
         for xk, tk in zip(xs[1:], ts[1:]):
-            take = better(xk, best)
+            take = getattr(lax, better)(xk, best)
             best = lax.select_n(take, best, xk)
             tangent = lax.select_n(take, tangent, tk)
         return out, tangent
@@ -715,12 +717,6 @@ def _reduce_window_batch(prim):
         return out, d
 
     return rule
-
-
-def _window_rules():
-    from fungrad.lax import elementwise
-    return ((reduce_window_max_p, max_identity, elementwise.gt),
-            (reduce_window_min_p, min_identity, elementwise.lt))
 
 
 deflinear(reduce_window_sum_p)
@@ -875,6 +871,6 @@ def reduce_window(operand_, init_value, computation, window_dimensions, window_s
         spans = [dilate_dim(w, d) for w, d in zip(window_dimensions, window_dilation)]
         padding = padtype_to_pads(x.shape, spans, window_strides, padding)
     padding = tuple(_int_tuple("reduce_window", "padding", p) for p in padding)
-    return prim.bind(x, window_dimensions=window_dimensions,
-                        window_strides=window_strides, padding=padding,
-                        base_dilation=base_dilation, window_dilation=window_dilation)
+    return prim.bind(x, window_dimensions=window_dimensions, window_strides=window_strides,
+                     padding=padding, base_dilation=base_dilation,
+                     window_dilation=window_dilation)

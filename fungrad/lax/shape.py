@@ -524,7 +524,9 @@ def _pad_transpose(ct, x, padding_value, *, padding_config):
     # added, restoring what negative padding cropped), then drop the interior with a stride.
     from fungrad.lax.elementwise import sub
     from fungrad.lax.reduce import reduce_sum
-    unpadded = pad(ct, 0, tuple((-lo, -hi, 0) for lo, hi, _ in padding_config))
+    unpadded = ct
+    if any(lo or hi for lo, hi, _ in padding_config):
+        unpadded = pad(ct, 0, tuple((-lo, -hi, 0) for lo, hi, _ in padding_config))
     ct_x = slice(unpadded, (0,) * ct.ndim, unpadded.shape,
                  tuple(interior + 1 for _, _, interior in padding_config))
     ct_v = None

@@ -5,6 +5,10 @@
 every NaN (whatever its sign) sorts after +inf. ``top_k`` instead follows XLA's total order
 (-NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN), returning the k largest values along
 ``axis`` in descending order with ties broken by the lower index, as JAX does.
+
+Derivatives follow the permutation: the jvp sorts an iota along with the keys and gathers the
+tangents with the resulting indices (top_k gathers with its own indices); integer outputs have
+zero tangents. Batching shifts ``dimension`` / ``axis`` past the vmapped dimension.
 """
 
 from __future__ import annotations
@@ -13,8 +17,11 @@ import operator
 
 import numpy as np
 
+from fungrad import core
 from fungrad.core import ShapedArray
 from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
+from fungrad.transforms.jvp import Zero, jvp_rules, tangent_aval
+from fungrad.transforms.vmap import batch_rules, moveaxis
 
 __all__ = ["sort", "sort_key_val", "top_k", "sort_p", "top_k_p"]
 
@@ -60,6 +67,61 @@ def _sort_impl(*operands, dimension, is_stable, num_keys):
 sort_p = standard_primitive("sort", _sort_impl, _sort_abstract_eval, multiple_results=True)
 
 
+def _take_along_axis(x, indices, axis: int):
+    """``x`` read at ``indices`` along ``axis`` (every other dimension indexed by position): a
+    gather whose other dimensions are batching dimensions."""
+    from fungrad import lax
+    ndim = core.get_aval(x).ndim
+    others = tuple(d for d in range(ndim) if d != axis)
+    dnums = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
+                                       start_index_map=(axis,), operand_batching_dims=others,
+                                       start_indices_batching_dims=others)
+    return lax.gather(x, lax.expand_dims(indices, (ndim,)), dnums, (1,) * ndim,
+                      mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+    # JAX's _sort_jvp: sorting an iota with the keys gives the permutation the tangents follow.
+    from fungrad import lax
+    shape = core.get_aval(primals[0]).shape
+    iota = lax.broadcasted_iota(np.int32, shape, dimension)
+    *outs, perm = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
+                              num_keys=num_keys)
+    tangents_out = [Zero(tangent_aval(core.get_aval(o)))
+                    if type(t) is Zero or core.get_aval(o).dtype.kind != "f"
+                    else _take_along_axis(t, perm, dimension)
+                    for o, t in zip(outs, tangents)]
+    return outs, tangents_out
+
+
+def _sort_batch(axis_size, args, dims, *, dimension, is_stable, num_keys):
+    # The operands share one shape: unless all are vmapped along the same dimension, move the
+    # vmapped ones to the front and broadcast the others.
+    from fungrad import lax
+    batched = {d for d in dims if d is not None}
+    if len(batched) == 1 and None not in dims:
+        (d,) = batched
+        xs = list(args)
+    else:
+        d = 0
+        xs = []
+        for x, bd in zip(args, dims):
+            if bd is None:
+                shape = core.get_aval(x).shape
+                x = lax.broadcast_in_dim(x, (axis_size,) + shape,
+                                         tuple(range(1, len(shape) + 1)))
+            else:
+                x = moveaxis(x, bd, 0)
+            xs.append(x)
+    outs = sort_p.bind(*xs, dimension=dimension + (dimension >= d), is_stable=is_stable,
+                       num_keys=num_keys)
+    return outs, [d] * len(outs)
+
+
+jvp_rules[sort_p] = _sort_jvp
+batch_rules[sort_p] = _sort_batch
+
+
 def _canonical_dimension(name: str, dimension, shape) -> int:
     d = operator.index(dimension)
     if not -len(shape) <= d < len(shape):
@@ -86,9 +148,8 @@ def sort(operand_, dimension: int = -1, is_stable: bool = True, num_keys: int = 
     xs = [operand(x, "sort") for x in (operand_ if multiple else [operand_])]
     if not xs:
         raise TypeError("sort: needs at least one operand")
-    out = sort_p.bind(*xs,
-                       dimension=_canonical_dimension("sort", dimension, xs[0].shape),
-                       is_stable=bool(is_stable), num_keys=operator.index(num_keys))
+    out = sort_p.bind(*xs, dimension=_canonical_dimension("sort", dimension, xs[0].shape),
+                      is_stable=bool(is_stable), num_keys=operator.index(num_keys))
     return tuple(out) if multiple else out[0]
 
 
@@ -141,6 +202,22 @@ def _top_k_impl(x, *, k, axis):
 
 
 top_k_p = standard_primitive("top_k", _top_k_impl, _top_k_abstract_eval, multiple_results=True)
+
+
+def _top_k_jvp(primals, tangents, *, k, axis):
+    (x,), (t,) = primals, tangents
+    values, indices = top_k_p.bind(x, k=k, axis=axis)
+    return [values, indices], [_take_along_axis(t, indices, axis),
+                               Zero(tangent_aval(core.get_aval(indices)))]
+
+
+def _top_k_batch(axis_size, args, dims, *, k, axis):
+    (x,), (d,) = args, dims
+    return top_k_p.bind(x, k=k, axis=axis + (axis >= d)), [d, d]
+
+
+jvp_rules[top_k_p] = _top_k_jvp
+batch_rules[top_k_p] = _top_k_batch
 
 
 def top_k(operand_, k: int, *, axis: int = -1):

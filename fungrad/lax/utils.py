@@ -138,8 +138,8 @@ def _out_dtype_impl(fn):
     def impl(*args, **params):
         with np.errstate(all="ignore"):
             out = fn(*args, **params)
-        dt = args[0].dtype
-        return out if out.dtype == dt else out.astype(dt)
+            dt = args[0].dtype
+            return out if out.dtype == dt else out.astype(dt)
 
     impl.__name__ = getattr(fn, "__name__", "impl")
     return impl

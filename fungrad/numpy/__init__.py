@@ -9,6 +9,7 @@ import numpy as _np
 
 from fungrad import dtypes as _dtypes
 from fungrad.array import Array as ndarray  # noqa: F401
+from fungrad.numpy import array_methods as _array_methods  # noqa: E402
 from fungrad.numpy import linalg  # noqa: F401
 from fungrad.numpy.creation import *  # noqa: F401,F403
 from fungrad.numpy.indexing import *  # noqa: F401,F403
@@ -18,7 +19,6 @@ from fungrad.numpy.reductions import *  # noqa: F401,F403
 from fungrad.numpy.sorting import *  # noqa: F401,F403
 from fungrad.numpy.statistics import *  # noqa: F401,F403
 from fungrad.numpy.ufuncs import *  # noqa: F401,F403
-from fungrad.numpy import array_methods as _array_methods  # noqa: E402
 
 # constants and dtype names, as in jax.numpy
 pi = _np.pi

@@ -24,7 +24,7 @@ from fungrad.numpy import indexing, reductions, ufuncs
 
 # The operand types operators accept (as jax.Array: Python scalars, numpy values, arrays).
 _ACCEPTED = (bool, int, float, np.generic, np.ndarray, Array, core.Tracer)
-# Containers are rejected outright by == and != (Python would otherwise compare identities).
+# Containers are rejected outright by comparisons (== would otherwise compare identities).
 _REJECTED_EQ = (list, tuple, dict, set)
 
 

@@ -1,4 +1,4 @@
-"""fungrad.numpy indexing: ``x[idx]``, ``x.at[idx]``, take, where, nonzero and friends.
+"""fungrad.numpy indexing: ``x[idx]``, ``x.at[idx]``, take, take_along_axis and friends.
 
 NumPy's indexing rules with JAX's semantics:
 
@@ -32,8 +32,7 @@ from fungrad.numpy import util
 
 __all__ = [
     "IndexUpdateHelper", "getitem", "take", "take_along_axis", "put", "choose", "select",
-    "diag_indices",
-    "diag_indices_from", "tril_indices", "triu_indices", "tril_indices_from",
+    "diag_indices", "diag_indices_from", "tril_indices", "triu_indices", "tril_indices_from",
     "triu_indices_from", "ravel_multi_index", "unravel_index", "ix_",
 ]
 
@@ -80,6 +79,8 @@ def _static_slice(s: slice):
             return None
         try:
             return operator.index(v)
+        except core.ConcretizationTypeError:
+            raise
         except TypeError:
             raise TypeError(f"slice {what} must be a static integer or None, got "
                             f"{type(v).__name__}: {v!r:.40}") from None
@@ -557,6 +558,8 @@ def _ravel(x):
 def _static_int(v, fun_name: str, what: str) -> int:
     try:
         return operator.index(v)
+    except core.ConcretizationTypeError:
+        raise
     except TypeError:
         raise TypeError(f"{fun_name}: {what} must be a static integer, got {v!r:.40}") from None
 

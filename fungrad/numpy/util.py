@@ -139,23 +139,17 @@ def broadcast_shapes(*shapes, fun_name: str = "broadcast_shapes") -> tuple[int, 
     return tuple(out)
 
 
-def broadcast_to_shape(x, shape):
-    """Broadcast array ``x`` (numpy rules: align trailing dims) to ``shape``."""
+def broadcast_to_shape(x, shape, fun_name: str = "broadcast_to"):
+    """Broadcast array ``x`` (numpy rules: align trailing dims) to ``shape``: one
+    broadcast_in_dim (it accepts size-1 operand dimensions directly)."""
     shape = tuple(shape)
     if x.shape == shape:
         return x
     nlead = len(shape) - x.ndim
-    if nlead < 0:
-        raise ValueError(f"broadcast_to: cannot broadcast shape {x.shape} to {shape}")
-    squeeze = [i for i, d in enumerate(x.shape) if d == 1 and shape[nlead + i] != 1]
-    for i, d in enumerate(x.shape):
-        if d not in (1, shape[nlead + i]):
-            raise ValueError(f"broadcast_to: incompatible shapes for broadcasting: {x.shape} "
-                             f"and requested shape {shape}")
-    if squeeze:
-        x = lax.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in squeeze))
-    dims = tuple(nlead + i for i in range(len(x.shape) + len(squeeze)) if i not in squeeze)
-    return lax.broadcast_in_dim(x, shape, dims)
+    if nlead < 0 or any(d not in (1, shape[nlead + i]) for i, d in enumerate(x.shape)):
+        raise ValueError(f"{fun_name}: incompatible shapes for broadcasting: {tuple(x.shape)} "
+                         f"and requested shape {shape}")
+    return lax.broadcast_in_dim(x, shape, tuple(range(nlead, len(shape))))
 
 
 def promote_shapes(fun_name: str, *args):
@@ -164,7 +158,8 @@ def promote_shapes(fun_name: str, *args):
     if all(s == shapes[0] for s in shapes):
         return list(args)
     result = broadcast_shapes(*shapes, fun_name=fun_name)
-    return [a if (not a.shape and result) else broadcast_to_shape(a, result) for a in args]
+    return [a if (not a.shape and result) else broadcast_to_shape(a, result, fun_name)
+            for a in args]
 
 
 def promote_args(fun_name: str, *args):

@@ -33,7 +33,7 @@ dot, conv, sort = (importlib.import_module(f"fungrad.lax.{m}") for m in ("dot", 
 
 LINEAR = {dot.dot_general_p, conv.conv_general_dilated_p}  # bilinear: transposes per operand
 
-few = settings(max_examples=8)
+few = settings(max_examples=25)
 
 
 def test_registry_every_primitive_has_its_rules():
@@ -333,8 +333,8 @@ def test_conv_net_loss_gradient_matches_finite_differences(x64):
     rng = np.random.default_rng(7)
     x = rng.standard_normal((2, 5, 5, 1))
     w1 = rng.standard_normal((3, 3, 1, 4)) * 0.5
-    w2 = rng.standard_normal((2, 2, 2, 3)) * 0.5  # depthwise-ish: 2 groups of 2 channels
-    y = rng.standard_normal((2, 2, 2, 3))
+    w2 = rng.standard_normal((2, 2, 2, 4)) * 0.5  # 2 groups of 2 input channels
+    y = rng.standard_normal((2, 2, 2, 4))
     dn = ("NHWC", "HWIO", "NHWC")
 
     def loss(w1, w2):
@@ -357,6 +357,26 @@ def test_conv_net_loss_gradient_matches_finite_differences(x64):
             num[j] = (float(loss(*args_p)) - float(loss(*args_m))) / 2e-6
         np.testing.assert_allclose(np.ravel(g), num, rtol=1e-5, atol=1e-8)
     check_grads(loss, (w1, w2), order=2, modes=("fwd", "rev"))
+
+
+def test_per_example_gradients_of_conv_and_dot(x64):
+    # vmap(grad) batches the transposed convolutions and contractions (both operands batched)
+    rng = np.random.default_rng(9)
+    xs = rng.standard_normal((3, 1, 2, 6))  # 3 examples of a (1, 2, 6) NCH input
+    w = rng.standard_normal((4, 1, 3))
+    v = rng.standard_normal((4 * 3, 2))
+
+    def loss(w, v, x):
+        h = lax.conv_general_dilated(x, w, (2,), "SAME", rhs_dilation=(1,),
+                                     feature_group_count=2)
+        return fnp.sum(fnp.tanh(lax.dot(lax.reshape(h, (1, 12)), v)) ** 2)
+
+    gw, gv = fg.vmap(fg.grad(loss, argnums=(0, 1)), in_axes=(None, None, 0))(w, v, xs)
+    for i in range(3):
+        want_w, want_v = fg.grad(loss, argnums=(0, 1))(w, v, xs[i])
+        np.testing.assert_allclose(np.asarray(gw)[i], np.asarray(want_w), rtol=1e-10)
+        np.testing.assert_allclose(np.asarray(gv)[i], np.asarray(want_v), rtol=1e-10)
+    check_grads(lambda w, v: loss(w, v, xs[0]), (w, v), order=2, modes=("fwd", "rev"))
 
 
 def test_conv_jacfwd_equals_jacrev_and_transforms_commute(x64):

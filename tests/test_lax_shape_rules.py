@@ -489,7 +489,7 @@ def test_jacfwd_equals_jacrev(x64):
     x = rng.standard_normal((3, 2))
 
     def f(x):
-        p = lax.pad(x, np.float64(1.5), ((0, 1, 1), (1, -1, 0)))
+        p = lax.pad(x, np.float64(0.0), ((0, 1, 1), (1, -1, 0)))  # linear in x
         return lax.dynamic_update_slice(lax.rev(p, (0,)), lax.slice(x, (0, 0), (2, 1)), (1, 1))
 
     jf, jr = fg.jacfwd(f)(x), fg.jacrev(f)(x)
@@ -498,7 +498,7 @@ def test_jacfwd_equals_jacrev(x64):
     np.testing.assert_allclose(np.asarray(jf).reshape(12, 6), _jacobian(f, [x]), rtol=1e-12)
 
 
-def test_grad_through_batched_index_dynamic_slice(x64):
+def test_grad_through_batched_index_dynamic_slices(x64):
     # vmap with per-example start indices goes through gather/scatter: grad of it must still
     # equal the loop of per-example gradients.
     xs = np.random.default_rng(15).standard_normal((B, 5))
@@ -511,6 +511,17 @@ def test_grad_through_batched_index_dynamic_slice(x64):
     for b in range(B):
         np.testing.assert_allclose(np.asarray(g[b]), np.asarray(fg.grad(f)(xs[b], I[b])),
                                    rtol=1e-12)
+
+    def h(x, u, i):  # per-example update positions: a scatter under vmap
+        y = lax.dynamic_update_slice(x, lax.mul(u, u), (i,))
+        return lax.reduce_sum(lax.mul(y, y), (0,))
+
+    us = np.random.default_rng(16).standard_normal((B, 2))
+    gx, gu = fg.grad(lambda xs, us: fnp.sum(fg.vmap(h)(xs, us, J)), argnums=(0, 1))(xs, us)
+    for b in range(B):
+        lx, lu = fg.grad(h, argnums=(0, 1))(xs[b], us[b], J[b])
+        np.testing.assert_allclose(np.asarray(gx[b]), np.asarray(lx), rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(gu[b]), np.asarray(lu), rtol=1e-12)
 
 
 # -- threefry2x32 ---------------------------------------------------------------------------------

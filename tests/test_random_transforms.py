@@ -14,6 +14,7 @@ import pytest
 import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad import lax, random
+from fungrad.testing import check_grads
 
 B = 4
 KEY = random.PRNGKey(0)
@@ -35,6 +36,11 @@ SAMPLERS = {
     "gumbel": lambda k: random.gumbel(k, (3,)),
     "exponential": lambda k: random.exponential(k, (3,)),
     "normal_0d": lambda k: random.normal(k),
+    "truncated_normal": lambda k: random.truncated_normal(k, -1.0, 0.5, (3,)),
+    "permutation": lambda k: random.permutation(k, 5),
+    "choice": lambda k: random.choice(k, 5, (3,), replace=False),
+    "categorical": lambda k: random.categorical(k, np.array([0.0, 1.0, 2.0], np.float32),
+                                                shape=(4,)),
 }
 
 
@@ -130,10 +136,20 @@ def test_grad_of_uniform_bounds():
     np.testing.assert_allclose(float(g_hi), np.sum(u), rtol=1e-5)
 
 
+def test_check_grads_through_samplers(x64):
+    key = random.PRNGKey(3)
+    check_grads(lambda lo, hi: random.uniform(key, (3,), np.float64, lo, hi),
+                (np.float64(-1.0), np.float64(2.0)), order=2, modes=("fwd", "rev"))
+    check_grads(lambda lo, hi: random.truncated_normal(key, lo, hi, (4,), np.float64),
+                (np.float64(-1.0), np.float64(2.0)), order=1, modes=("fwd", "rev"))
+    check_grads(lambda m, s: m + s * random.normal(key, (2, 2), np.float64),
+                (np.float64(0.5), np.float64(1.5)), order=2, modes=("fwd", "rev"))
+
+
 def test_grad_with_key_derived_from_the_input():
     # The key depends on x (through an integer conversion): that path has zero tangent.
     def f(x):
-        k = random.fold_in(KEY, lax.convert_element_type(lax.index_in_dim(x, 0, False),
+        k = random.fold_in(KEY, lax.convert_element_type(lax.index_in_dim(x, 0, keepdims=False),
                                                          np.uint32))
         return fnp.sum(x * random.normal(k, (3,)))
 

@@ -294,7 +294,7 @@ def _conv_transpose_lhs(g, lhs_aval, rhs, *, window_strides, padding, lhs_dilati
     return out
 
 
-def conv_vjp_rhs_padding(in_shape, window_dimensions, window_strides, out_shape, padding,
+def _conv_vjp_rhs_padding(in_shape, window_dimensions, window_strides, out_shape, padding,
                          lhs_dilation, rhs_dilation) -> tuple[tuple[int, int], ...]:
     """The padding of lhs in the convolution of lhs with the cotangent that gives the kernel's
     cotangent (JAX's ``_conv_general_vjp_rhs_padding``)."""
@@ -318,7 +318,7 @@ def _conv_transpose_rhs(g, lhs, rhs_aval, *, window_strides, padding, lhs_dilati
     feature_group_count, batch_group_count = batch_group_count, feature_group_count
     trans_dnums = ConvDimensionNumbers(_spec_transpose(lhs_spec), _spec_transpose(out_spec),
                                        _spec_transpose(rhs_spec))
-    pads = conv_vjp_rhs_padding(
+    pads = _conv_vjp_rhs_padding(
         [lhs_shape[d] for d in lhs_spec[2:]], [rhs_aval.shape[d] for d in rhs_spec[2:]],
         window_strides, [core.get_aval(g).shape[d] for d in out_spec[2:]], padding,
         lhs_dilation, rhs_dilation)

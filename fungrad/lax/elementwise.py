@@ -1,7 +1,10 @@
 """Elementwise primitives: arithmetic, transcendental, comparison, bitwise, select, convert.
 
-Each primitive is defined once here with all of its rules beside it (impl and abstract_eval
-now; jvp, transpose and batching rules join them with the transforms).
+Each primitive is defined once here with all of its rules beside it: impl, abstract_eval, jvp
+(JAX's derivative formulas, written with lax functions so they differentiate again and batch),
+transpose for the primitives linear in some operand (add, sub, neg, mul, div in its numerator,
+select_n in its cases, float -> float convert_element_type) and batching (unary ops keep their
+batch dim; n-ary ops move batch dims to the front, leaving unbatched 0-d operands alone).
 
 Operands of an n-ary op share one dtype and have equal shapes, except that 0-d operands
 broadcast; Python scalars take the dtype of the array operands weakly (``operands_same_dtype``).
@@ -20,7 +23,7 @@ import operator
 
 import numpy as np
 
-from fungrad import dtypes, tree_util
+from fungrad import core, dtypes, tree_util
 from fungrad.array import Array
 from fungrad.core import ShapedArray
 from fungrad.lax import special_math
@@ -38,6 +41,25 @@ from fungrad.lax.utils import (
     operands_same_dtype,
     standard_naryop,
     standard_primitive,
+)
+from fungrad.transforms.jvp import (
+    Zero,
+    defjvp,
+    defjvp2,
+    defjvp_zero,
+    deflinear,
+    instantiate_zeros,
+    jvp_rules,
+    no_jvp,
+    tangent_aval,
+)
+from fungrad.transforms.transpose import deflinear_transpose, is_undefined_primal
+from fungrad.transforms.vmap import (
+    batch_rules,
+    bdim_at_front,
+    defbroadcasting,
+    defvectorized,
+    moveaxis,
 )
 
 __all__ = [
@@ -87,6 +109,63 @@ def _all_ones(dtype: np.dtype):
     return np.invert(np.zeros((), dtype))
 
 
+# -- helpers for the rules ------------------------------------------------------------------
+# Rules are written with the lax wrappers of this module (and lax.broadcast_in_dim / full_like /
+# reduce_sum, imported at call time), so they are traceable, batchable and differentiable again.
+
+def _const(x, value):
+    """``value`` as a weak 0-d array of ``x``'s dtype: it broadcasts against any operand."""
+    return full_like_scalar(value, x)
+
+
+def _shape(x) -> tuple[int, ...]:
+    return core.get_aval(x).shape
+
+
+def _out_shape(*xs) -> tuple[int, ...]:
+    """The shape of an elementwise op's result: the operands' common shape (0-d broadcast)."""
+    # NB: this module's ``max`` is lax.max; the common shape is the longest one.
+    return next((_shape(x) for x in xs if _shape(x)), ())
+
+
+def _broadcast_to(x, shape):
+    """``x`` (0-d or already of ``shape``) as an array of ``shape``."""
+    if _shape(x) == tuple(shape):
+        return x
+    from fungrad import lax
+    return lax.broadcast_in_dim(x, shape, ())
+
+
+def _zeros_like(x):
+    from fungrad import lax
+    return lax.full_like(x, 0)
+
+
+def _unbroadcast(aval: ShapedArray, ct):
+    """The cotangent of an operand of ``aval`` given ``ct`` of the op's result: a 0-d operand
+    broadcast inside the primitive receives the sum of ``ct`` over all axes."""
+    if _shape(ct) == aval.shape:
+        return ct
+    from fungrad import lax
+    return lax.reduce_sum(ct, tuple(range(len(_shape(ct)))))
+
+
+def _select_tangent(pred, t, shape):
+    """``t`` where ``pred`` holds and 0 elsewhere, as an array of ``shape``."""
+    t = _broadcast_to(t, shape)
+    return select_n_p.bind(_broadcast_to(pred, shape), _zeros_like(t), t)
+
+
+def _replace_zero(x):
+    """``x`` with its zeros replaced by ones (keeps log / reciprocal finite where a select
+    discards them, so that higher derivatives do not pick up ``0 * inf``)."""
+    return select_n_p.bind(eq(x, _const(x, 0)), x, _broadcast_to(_const(x, 1), _shape(x)))
+
+
+def _is_float(x) -> bool:
+    return core.get_aval(x).dtype.kind == "f"
+
+
 # -- arithmetic -----------------------------------------------------------------------------
 
 add_p = standard_naryop("add", np.add, NUMERIC)
@@ -111,6 +190,36 @@ mul_p = standard_naryop("mul", np.multiply, NUMERIC)
 def mul(x, y):
     """Elementwise ``x * y``."""
     return mul_p.bind(*operands_same_dtype("mul", x, y))
+
+
+def _add_jvp_operand(t, x, y):
+    return _broadcast_to(t, _out_shape(x, y))
+
+
+def _add_transpose(ct, x, y):
+    return [_unbroadcast(v.aval, ct) if is_undefined_primal(v) else None for v in (x, y)]
+
+
+def _sub_transpose(ct, x, y):
+    return [_unbroadcast(x.aval, ct) if is_undefined_primal(x) else None,
+            _unbroadcast(y.aval, neg(ct)) if is_undefined_primal(y) else None]
+
+
+def _mul_transpose(ct, x, y):
+    if is_undefined_primal(x) and is_undefined_primal(y):
+        raise TypeError("mul: cannot transpose a product of two linear operands (the "
+                        "expression is not linear in its inputs)")
+    if is_undefined_primal(x):
+        return [_unbroadcast(x.aval, mul(ct, y)), None]
+    return [None, _unbroadcast(y.aval, mul(x, ct))]
+
+
+defjvp(add_p, _add_jvp_operand, _add_jvp_operand)
+deflinear_transpose(add_p, _add_transpose)
+defjvp(sub_p, _add_jvp_operand, lambda t, x, y: _broadcast_to(neg(t), _out_shape(x, y)))
+deflinear_transpose(sub_p, _sub_transpose)
+defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
+deflinear_transpose(mul_p, _mul_transpose)
 
 
 def _safe_divisor(x, y):
@@ -140,6 +249,18 @@ def div(x, y):
     return div_p.bind(*operands_same_dtype("div", x, y))
 
 
+def _div_transpose(ct, x, y):
+    if is_undefined_primal(y):
+        raise TypeError("div: cannot transpose with respect to the divisor (div is linear in "
+                        "its numerator only)")
+    return [_unbroadcast(x.aval, div(ct, y)), None]
+
+
+defjvp(div_p, lambda t, x, y: div(t, y),
+       lambda t, x, y: mul(mul(neg(t), x), integer_pow(y, -2)))
+deflinear_transpose(div_p, _div_transpose)
+
+
 def _rem_impl(x, y):
     if x.dtype.kind == "f":
         return np.fmod(x, y)
@@ -154,6 +275,15 @@ def rem(x, y):
     """Elementwise remainder with the sign of the dividend (C ``fmod``); ``x % 0`` is ``x``
     for integers (NaN for floats)."""
     return rem_p.bind(*operands_same_dtype("rem", x, y))
+
+
+def _rem_jvp_rhs(t, x, y):
+    # rem(x, y) = x - y * trunc(x / y): d/dy = -trunc(x / y) (JAX's rule).
+    q = div(x, y)
+    return mul(neg(t), mul(sign(q), floor(abs(q))))
+
+
+defjvp(rem_p, _add_jvp_operand, _rem_jvp_rhs)
 
 
 def _pow_impl(x, y):
@@ -202,6 +332,24 @@ def pow(x, y):
     return pow_p.bind(x, y)
 
 
+def _pow_jvp_lhs(t, ans, x, y):
+    # JAX's _pow_jvp_lhs: y * x^(y-1), exactly 0 for an integer exponent 0 (even at x = 0).
+    if _is_float(y):
+        return mul(t, mul(y, pow(x, sub(y, _const(y, 1)))))
+    shape = _shape(ans)
+    yf = _broadcast_to(convert_element_type(y, core.get_aval(x).dtype), shape)
+    jac = mul(_replace_zero(yf), pow(_broadcast_to(x, shape), sub(yf, _const(yf, 1))))
+    return mul(t, select_n_p.bind(eq(yf, _const(yf, 0)), jac, _zeros_like(jac)))
+
+
+def _pow_jvp_rhs(t, ans, x, y):
+    # d/dy x^y = log(x) x^y, taken as 0 at x = 0 (JAX's convention).
+    return mul(t, mul(log(_replace_zero(x)), ans))
+
+
+defjvp2(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
+
+
 def _integer_pow_impl(x, *, y):
     # Square-and-multiply in the operand's dtype (integers wrap), then a reciprocal for y < 0:
     # the same sequence of roundings as XLA's lowering.
@@ -234,6 +382,19 @@ def integer_pow(x, y: int):
     return integer_pow_p.bind(operand(x, "integer_pow"), y=operator.index(y))
 
 
+def _integer_pow_jvp(t, x, *, y):
+    if y == 0:
+        return Zero(tangent_aval(core.get_aval(t)))
+    if y == 1:
+        return t
+    if y == 2:
+        return mul(t, mul(_const(x, 2), x))
+    return mul(t, mul(_const(x, y), integer_pow(x, y - 1)))
+
+
+defjvp(integer_pow_p, _integer_pow_jvp)
+
+
 def reciprocal(x):
     """Elementwise ``1 / x`` (``integer_pow(x, -1)``, as in JAX)."""
     return integer_pow(x, -1)
@@ -245,6 +406,10 @@ neg_p = standard_naryop("neg", np.negative, NUMERIC)
 def neg(x):
     """Elementwise ``-x``."""
     return neg_p.bind(operand(x, "neg"))
+
+
+deflinear(neg_p)
+deflinear_transpose(neg_p, lambda ct, x: [neg(ct)])
 
 
 def _sign_impl(x):
@@ -312,6 +477,10 @@ def abs(x):
     return abs_p.bind(operand(x, "abs"))
 
 
+# JAX's rule: the derivative at 0 (and -0.0) is 1, i.e. select(x >= 0, t, -t).
+defjvp(abs_p, lambda t, x: select_n_p.bind(ge(x, _const(x, 0)), neg(t), t))
+
+
 def _max_impl(x, y):
     if x.dtype.kind != "f":
         return np.maximum(x, y)
@@ -343,6 +512,19 @@ def min(x, y):
     return min_p.bind(*operands_same_dtype("min", x, y))
 
 
+def _balanced_eq(x, z, y):
+    """1 where ``x == z != y``, 1/2 where ``x == z == y`` (ties share the derivative 50/50, as
+    JAX's ``_balanced_eq``), 0 elsewhere (NaN results included)."""
+    dt = core.get_aval(z).dtype
+    hit = convert_element_type(eq(x, z), dt)
+    return div(hit, add(_const(hit, 1), convert_element_type(eq(y, z), dt)))
+
+
+for _p in (max_p, min_p):
+    defjvp2(_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+            lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
+
+
 def _nextafter_impl(x1, x2):
     # C's nextafter returns x2 when x1 == x2 (so nextafter(0.0, -0.0) is -0.0); numpy's
     # float16 version returns x1.
@@ -363,6 +545,17 @@ square_p = standard_naryop("square", np.square, NUMERIC)
 def square(x):
     """Elementwise ``x * x``."""
     return square_p.bind(operand(x, "square"))
+
+
+defjvp(square_p, lambda t, x: mul(t, mul(_const(x, 2), x)))
+
+# Piecewise-constant or integer-valued results: zero tangents (nextafter too, as a rounding).
+for _p in (sign_p, floor_p, ceil_p, round_p, nextafter_p):
+    defjvp_zero(_p)
+for _p in (neg_p, sign_p, floor_p, ceil_p, round_p, abs_p, square_p, integer_pow_p):
+    defvectorized(_p)
+for _p in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, nextafter_p):
+    defbroadcasting(_p)
 
 
 # -- transcendental ---------------------------------------------------------------------------
@@ -433,6 +626,42 @@ lgamma_p, lgamma = _float_unop("lgamma", _via_float64(special_math.lgamma),
 digamma_p, digamma = _float_unop("digamma", _via_float64(special_math.digamma),
                                  "Elementwise digamma ``d/dx lgamma(x)`` (NaN at the poles).")
 
+_SQRT_PI = float(np.sqrt(np.pi))
+
+# JAX's derivative formulas (jax/_src/lax/lax.py and special.py); ``ans`` is the primal output.
+defjvp2(exp_p, lambda t, ans, x: mul(t, ans))
+defjvp2(exp2_p, lambda t, ans, x: mul(t, mul(ans, _const(x, float(np.log(2))))))
+defjvp(log_p, lambda t, x: div(t, x))
+defjvp(log1p_p, lambda t, x: div(t, add(x, _const(x, 1))))
+defjvp2(expm1_p, lambda t, ans, x: mul(t, add(ans, _const(ans, 1))))
+defjvp2(sqrt_p, lambda t, ans, x: mul(t, div(_const(x, 0.5), ans)))
+defjvp2(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
+defjvp2(cbrt_p, lambda t, ans, x: mul(t, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
+defjvp(sin_p, lambda t, x: mul(t, cos(x)))
+defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
+defjvp2(tan_p, lambda t, ans, x: mul(t, add(_const(x, 1), square(ans))))
+defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(_const(x, 1), square(x)))))
+defjvp(acos_p, lambda t, x: mul(t, neg(rsqrt(sub(_const(x, 1), square(x))))))
+defjvp(atan_p, lambda t, x: div(t, add(_const(x, 1), square(x))))
+defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
+defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
+defjvp2(tanh_p, lambda t, ans, x: mul(add(t, mul(t, ans)), sub(_const(x, 1), ans)))
+defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), _const(x, 1)))))
+defjvp(acosh_p, lambda t, x: mul(t, rsqrt(sub(square(x), _const(x, 1)))))
+defjvp(atanh_p, lambda t, x: mul(reciprocal(add(_const(x, 1), x)), div(t, sub(_const(x, 1), x))))
+defjvp2(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(ans, 1), ans))))
+defjvp(erf_p, lambda t, x: mul(_const(x, 2 / _SQRT_PI), mul(t, exp(neg(square(x))))))
+defjvp(erfc_p, lambda t, x: mul(_const(x, -2 / _SQRT_PI), mul(t, exp(neg(square(x))))))
+defjvp2(erf_inv_p, lambda t, ans, x: mul(_const(x, _SQRT_PI / 2), mul(t, exp(square(ans)))))
+defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
+no_jvp[digamma_p] = ("its derivative is the trigamma function polygamma(1, x), which fungrad "
+                     "does not implement; wrap the call in fungrad.custom_jvp with your own "
+                     "trigamma, or apply lax.stop_gradient to its input")
+for _p in (exp_p, exp2_p, log_p, log1p_p, expm1_p, sqrt_p, rsqrt_p, cbrt_p, sin_p, cos_p,
+           tan_p, asin_p, acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p,
+           logistic_p, erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p):
+    defvectorized(_p)
+
 atan2_p = standard_naryop("atan2", np.arctan2, FLOAT)
 
 
@@ -441,12 +670,21 @@ def atan2(x, y):
     return atan2_p.bind(*operands_same_dtype("atan2", x, y))
 
 
+defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
+       lambda t, x, y: mul(t, div(neg(x), add(square(x), square(y)))))
+defbroadcasting(atan2_p)
+
+
 is_finite_p = standard_naryop("is_finite", np.isfinite, FLOAT, result_dtype=dtypes.bool_)
 
 
 def is_finite(x):
     """Elementwise test for neither infinite nor NaN (bool result)."""
     return is_finite_p.bind(operand(x, "is_finite"))
+
+
+defjvp_zero(is_finite_p)
+defvectorized(is_finite_p)
 
 
 # -- comparisons ------------------------------------------------------------------------------
@@ -487,6 +725,11 @@ def gt(x, y):
 def ge(x, y):
     """Elementwise ``x >= y`` (bool result)."""
     return ge_p.bind(*operands_same_dtype("ge", x, y))
+
+
+for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
+    defjvp_zero(_p)
+    defbroadcasting(_p)
 
 
 # -- bitwise and logical ------------------------------------------------------------------------
@@ -601,6 +844,15 @@ def clz(x):
     return clz_p.bind(operand(x, "clz"))
 
 
+# Bitwise ops act on integers and bools: no tangent space.
+for _p in (and_p, or_p, xor_p, shift_left_p, shift_right_logical_p, shift_right_arithmetic_p):
+    defjvp_zero(_p)
+    defbroadcasting(_p)
+for _p in (not_p, population_count_p, clz_p):
+    defjvp_zero(_p)
+    defvectorized(_p)
+
+
 # -- selection --------------------------------------------------------------------------------
 
 def _select_n_impl(which, *cases):
@@ -650,6 +902,70 @@ def select(pred, on_true, on_false):
     return select_n(pred, on_false, on_true)
 
 
+def _select_n_jvp(primals, tangents):
+    # Linear in the cases; ``which`` (bool or integer) has no tangent.
+    which, *cases = primals
+    out = select_n_p.bind(which, *cases)
+    case_tangents = tangents[1:]
+    if all(type(t) is Zero for t in case_tangents):
+        return out, Zero(tangent_aval(core.get_aval(out)))
+    return out, select_n_p.bind(which, *map(instantiate_zeros, case_tangents))
+
+
+def _select_n_transpose(ct, which, *cases):
+    # Case i receives ct where ``which`` picks it (out-of-range picks included: the same
+    # select_n routes them) and 0 elsewhere.
+    if is_undefined_primal(which):
+        raise TypeError("select_n: cannot transpose with respect to `which` (the predicate is "
+                        "not differentiable)")
+    zeros = _zeros_like(ct)
+    n = len(cases)
+    return [None] + [select_n_p.bind(which, *[ct if j == i else zeros for j in range(n)])
+                     if is_undefined_primal(c) else None for i, c in enumerate(cases)]
+
+
+def _example_shape(x, d):
+    shape = _shape(x)
+    return shape if d is None else shape[:d] + shape[d + 1:]
+
+
+def _batch_scalar_or_full(x, d, axis_size, example_shape):
+    """A ``which``/bound operand (0-d or of the main operand's per-example shape) for a
+    primitive whose main operand has its batch dim at the front: unbatched 0-d values stay
+    0-d, a batched per-example scalar is broadcast along ``example_shape``."""
+    if d is None and not _shape(x):
+        return x
+    if d is not None and len(_shape(x)) == 1 and example_shape:
+        from fungrad import lax
+        return lax.broadcast_in_dim(x, (axis_size, *example_shape), (0,))
+    return bdim_at_front(x, d, axis_size)
+
+
+def _fits(x, d, out_dim, example_shape) -> bool:
+    """``x`` can be used as is next to operands batched at ``out_dim``."""
+    if d is None:
+        return not _shape(x)
+    return d == out_dim and _example_shape(x, d) == example_shape
+
+
+def _select_n_batch(axis_size, args, dims):
+    which, *cases = args
+    which_dim, *case_dims = dims
+    example_shape = _example_shape(cases[0], case_dims[0])
+    d = case_dims[0]
+    if d is not None and all(cd == d for cd in case_dims) and \
+            _fits(which, which_dim, d, example_shape):
+        return select_n_p.bind(which, *cases), d
+    cases = [bdim_at_front(c, cd, axis_size) for c, cd in zip(cases, case_dims)]
+    which = _batch_scalar_or_full(which, which_dim, axis_size, example_shape)
+    return select_n_p.bind(which, *cases), 0
+
+
+jvp_rules[select_n_p] = _select_n_jvp
+deflinear_transpose(select_n_p, _select_n_transpose)
+batch_rules[select_n_p] = _select_n_batch
+
+
 def _clamp_impl(lo, x, hi):
     with np.errstate(all="ignore"):
         return np.asarray(_min_impl(_max_impl(x, lo), hi), x.dtype)[()]
@@ -674,6 +990,30 @@ def clamp(min, x, max):
     """Elementwise ``min(max(x, min), max)`` (NaN propagates); ``min``/``max`` are scalar or
     have ``x``'s shape."""
     return clamp_p.bind(*operands_same_dtype("clamp", min, x, max))
+
+
+# JAX's rule: x's tangent passes where min < x < max (strictly: 0 on the boundary), min's where
+# min > x (and min < max), max's where max < x.
+defjvp(clamp_p,
+       lambda t, lo, x, hi: _select_tangent(and_(gt(lo, x), lt(lo, hi)), t, _shape(x)),
+       lambda t, lo, x, hi: _select_tangent(and_(gt(x, lo), lt(x, hi)), t, _shape(x)),
+       lambda t, lo, x, hi: _select_tangent(lt(hi, x), t, _shape(x)))
+
+
+def _clamp_batch(axis_size, args, dims):
+    lo, x, hi = args
+    lo_dim, x_dim, hi_dim = dims
+    example_shape = _example_shape(x, x_dim)
+    if x_dim is not None and _fits(lo, lo_dim, x_dim, example_shape) and \
+            _fits(hi, hi_dim, x_dim, example_shape):
+        return clamp_p.bind(lo, x, hi), x_dim
+    x = bdim_at_front(x, x_dim, axis_size)
+    lo = _batch_scalar_or_full(lo, lo_dim, axis_size, example_shape)
+    hi = _batch_scalar_or_full(hi, hi_dim, axis_size, example_shape)
+    return clamp_p.bind(lo, x, hi), 0
+
+
+batch_rules[clamp_p] = _clamp_batch
 
 
 # -- conversion -------------------------------------------------------------------------------
@@ -716,6 +1056,25 @@ def convert_element_type(operand_, new_dtype, weak_type: bool = False):
     if x.dtype == new_dtype and getattr(x, "weak_type", False) == weak_type:
         return x
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def _convert_element_type_jvp(t, ans, x, *, new_dtype, weak_type):
+    # float -> float is linear; to or from integers/bool the tangent is zero.
+    if new_dtype.kind != "f" or not _is_float(x):
+        return Zero(tangent_aval(core.get_aval(ans)))
+    return convert_element_type(t, new_dtype)
+
+
+def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type):
+    old = x.aval.strip_weak_type()
+    if new_dtype.kind != "f" or old.dtype.kind != "f":
+        return [Zero(old)]
+    return [convert_element_type(ct, old.dtype)]
+
+
+defjvp2(convert_element_type_p, _convert_element_type_jvp)
+deflinear_transpose(convert_element_type_p, _convert_element_type_transpose)
+defvectorized(convert_element_type_p)
 
 
 def _bitcast_convert_type_impl(x, *, new_dtype):
@@ -761,6 +1120,18 @@ def bitcast_convert_type(operand_, new_dtype):
     return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonicalize_dtype(new_dtype))
 
 
+def _bitcast_convert_type_batch(axis_size, args, dims, *, new_dtype):
+    (x,), (d,) = args, dims
+    aval = core.get_aval(x)
+    if new_dtype.itemsize > aval.dtype.itemsize and d == aval.ndim - 1:
+        x, d = moveaxis(x, d, 0), 0  # widening consumes the last dimension: keep the batch dim
+    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
+
+
+defjvp_zero(bitcast_convert_type_p)  # reinterpreting bits is not differentiable (as in JAX)
+batch_rules[bitcast_convert_type_p] = _bitcast_convert_type_batch
+
+
 # -- autodiff markers -------------------------------------------------------------------------
 
 def _stop_gradient_impl(x):
@@ -780,3 +1151,9 @@ def stop_gradient(x):
     no gradient flows through it."""
     return tree_util.tree_map(lambda leaf: stop_gradient_p.bind(operand(leaf, "stop_gradient")),
                               x)
+
+
+defjvp_zero(stop_gradient_p)
+defvectorized(stop_gradient_p)
+
+del _p  # the loop variable of the rule registrations above

@@ -15,6 +15,15 @@ the last dimension of the indices. Out-of-bounds handling is a :class:`GatherSca
 The numpy impls turn the dimension numbers into one fancy index per operand dimension (shape
 ``batch + window``) and apply it in a single vectorised step (``np.add.at`` and friends for the
 combining scatters, so duplicate indices accumulate; plain scatter keeps one of the writers).
+
+Rules (JAX's, from jax/_src/lax/slicing.py): gather is linear in the operand and transposes to a
+scatter-add; scatter-add is linear in operand and updates and transposes to a gather; scatter is
+linear in both for fixed indices (JAX's id trick finds the winning update under repeated
+indices); scatter-mul is linear in each operand separately, and differentiable in its updates
+only with ``unique_indices=True`` (as in JAX; a clear error otherwise); scatter-min/max share the
+tangent among tied contenders. Every rule keeps the out-of-bounds mode consistent (see the rules
+section). Batch rules renumber the dimension numbers around the batch dims (batched operand and
+indices become paired batching dims) instead of moving data.
 """
 
 from __future__ import annotations
@@ -24,11 +33,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fungrad import dtypes
+from fungrad import core, dtypes
 from fungrad.array import Array
-from fungrad import core
 from fungrad.core import ShapedArray
-from fungrad.lax import elementwise, shape
+from fungrad.lax import elementwise
+from fungrad.lax import shape as shape_ops
 from fungrad.lax.utils import (
     ANY,
     NUMERIC,
@@ -554,3 +563,454 @@ scatter_min.__doc__ = _SCATTER_DOC.format(
     what="Take the minimum with", how="combined by minimum (NaN propagates)", fn="scatter_min")
 scatter_max.__doc__ = _SCATTER_DOC.format(
     what="Take the maximum with", how="combined by maximum (NaN propagates)", fn="scatter_max")
+
+
+# -- rules: shared helpers ------------------------------------------------------------------------
+#
+# Out-of-bounds handling is what ties the rules together. A gather and a scatter "read" and
+# "write" the same windows when their modes agree on out-of-bounds windows:
+#
+# * a FILL_OR_DROP gather reads nothing for a window that does not fit (its fill), and a
+#   FILL_OR_DROP or PROMISE_IN_BOUNDS scatter writes nothing for it (the impls drop it);
+# * a CLIP or PROMISE_IN_BOUNDS gather clamps the window into bounds (the impl clamps), and so
+#   does a CLIP scatter.
+#
+# So a gather transposes to a dropping scatter-add when it fills and to a clamping one when it
+# clamps (a clamped read sends its cotangent to the clamped location), and a scatter's inverse
+# gather fills with 0 when the scatter drops and clamps when it clamps (a dropped update gets a
+# zero derivative). NB: JAX transposes a PROMISE_IN_BOUNDS gather to a PROMISE_IN_BOUNDS
+# scatter-add, which XLA drops: there, out-of-bounds reads of ``x[idx]`` get no gradient although
+# their values depend on the clamped element; fungrad follows the values.
+
+def _aval(x) -> ShapedArray:
+    return x.aval if is_undefined_primal(x) else core.get_aval(x)
+
+
+def _scatter_mode_of_gather(mode: GatherScatterMode) -> GatherScatterMode:
+    """The scatter mode that writes exactly the windows a gather of ``mode`` reads."""
+    return (GatherScatterMode.FILL_OR_DROP if mode is GatherScatterMode.FILL_OR_DROP
+            else GatherScatterMode.CLIP)
+
+
+def _gather_mode_of_scatter(mode: GatherScatterMode) -> GatherScatterMode:
+    """The gather mode that reads exactly the windows a scatter of ``mode`` writes."""
+    return (GatherScatterMode.CLIP if mode is GatherScatterMode.CLIP
+            else GatherScatterMode.FILL_OR_DROP)
+
+
+def _gather_to_scatter_dnums(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
+    return ScatterDimensionNumbers(
+        update_window_dims=dn.offset_dims, inserted_window_dims=dn.collapsed_slice_dims,
+        scatter_dims_to_operand_dims=dn.start_index_map,
+        operand_batching_dims=dn.operand_batching_dims,
+        scatter_indices_batching_dims=dn.start_indices_batching_dims)
+
+
+def _scatter_to_gather_dnums(dn: ScatterDimensionNumbers) -> GatherDimensionNumbers:
+    return GatherDimensionNumbers(
+        offset_dims=dn.update_window_dims, collapsed_slice_dims=dn.inserted_window_dims,
+        start_index_map=dn.scatter_dims_to_operand_dims,
+        operand_batching_dims=dn.operand_batching_dims,
+        start_indices_batching_dims=dn.scatter_indices_batching_dims)
+
+
+def _read_windows(x, indices, dn: ScatterDimensionNumbers, updates_shape, mode, *,
+                  indices_are_sorted=False, unique_indices=False):
+    """The gather inverse to a scatter: for every element of the scatter's ``updates``, the
+    element of the operand-shaped ``x`` it is written to (0 where the scatter drops it)."""
+    window = iter(updates_shape[d] for d in dn.update_window_dims)
+    sizes = tuple(1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims
+                  else next(window) for d in range(_aval(x).ndim))
+    gmode = _gather_mode_of_scatter(mode)
+    return gather_p.bind(x, indices, dimension_numbers=_scatter_to_gather_dnums(dn),
+                         slice_sizes=sizes, indices_are_sorted=indices_are_sorted,
+                         unique_indices=unique_indices, mode=gmode,
+                         fill_value=0 if gmode is GatherScatterMode.FILL_OR_DROP else None)
+
+
+def _zeros(aval: ShapedArray, dtype=None):
+    return shape_ops.full(aval.shape, 0, aval.dtype if dtype is None else dtype)
+
+
+def _ones(aval: ShapedArray, dtype=None):
+    return shape_ops.full(aval.shape, 1, aval.dtype if dtype is None else dtype)
+
+
+def _where(pred, x, y):
+    return elementwise.select_n(pred, y, x)
+
+
+def _safe_reciprocal(n):
+    """``1 / n`` for the nonnegative counts ``n``, with 0 where ``n`` is 0 (no inf, so the
+    derivative coefficients built from it never produce NaN)."""
+    one = _ones(core.get_aval(n))
+    return _where(elementwise.gt(n, _zeros(core.get_aval(n))),
+                  elementwise.div(one, elementwise.max(n, one)), _zeros(core.get_aval(n)))
+
+
+def _winning_updates(operand_aval, indices, updates_aval, dn, mode, indices_are_sorted):
+    """JAX's id trick for a scatter with possibly repeated indices: scatter a distinct positive id
+    per index vector, then read the ids back. Returns ``(kept, won)``: ``kept`` (operand-shaped)
+    is True where no update is written, ``won`` (updates-shaped) is True for the update element
+    that the scatter keeps at its position (False for losing and dropped ones)."""
+    id_dtype = np.dtype(np.int32)
+    scatter_dims = tuple(d for d in range(updates_aval.ndim) if d not in dn.update_window_dims)
+    batch_shape = tuple(updates_aval.shape[d] for d in scatter_dims)
+    n = int(np.prod(batch_shape, dtype=np.int64))
+    if n >= np.iinfo(id_dtype).max:
+        raise ValueError(f"scatter: {n} index vectors are too many to differentiate a scatter "
+                         "with repeated indices (at most 2**31 - 2)")
+    ids = shape_ops.reshape(elementwise.add(shape_ops.iota(id_dtype, n), 1), batch_shape)
+    ids = shape_ops.broadcast_in_dim(ids, updates_aval.shape, scatter_dims)
+    scattered = scatter_p.bind(_zeros(operand_aval, id_dtype), indices, ids,
+                               dimension_numbers=dn, indices_are_sorted=indices_are_sorted,
+                               unique_indices=False, mode=mode)
+    read_back = _read_windows(scattered, indices, dn, updates_aval.shape, mode)
+    kept = elementwise.eq(scattered, _zeros(operand_aval, id_dtype))
+    return kept, elementwise.eq(ids, read_back)
+
+
+def _insert_dim(dims, pos: int) -> tuple[int, ...]:
+    """``dims`` renumbered after a new dimension is inserted at ``pos``."""
+    return tuple(d + (d >= pos) for d in dims)
+
+
+def _slot(sorted_dims, k: int, rank: int) -> tuple[int, int]:
+    """The positions ``(lo, hi)`` (inclusive) where a new dimension can be inserted into a
+    rank-``rank`` array so that exactly ``k`` of ``sorted_dims`` come before it."""
+    lo = sorted_dims[k - 1] + 1 if k > 0 else 0
+    hi = sorted_dims[k] if k < len(sorted_dims) else rank
+    return lo, hi
+
+
+def _broadcast_at(x, axis_size: int, pos: int):
+    """``x`` broadcast along a new dimension of size ``axis_size`` at ``pos``."""
+    shp = core.get_aval(x).shape
+    return shape_ops.broadcast_in_dim(x, shp[:pos] + (axis_size,) + shp[pos:],
+                                      _insert_dim(range(len(shp)), pos))
+
+
+def _batch_dim_at(x, bdim, axis_size: int, lo: int, hi: int):
+    """``x`` with its batch dimension somewhere in ``[lo, hi]``: kept where it is if it already
+    is, else moved (or, unbatched, broadcast) to ``lo``. Returns ``(x, bdim)``."""
+    if bdim is None:
+        return _broadcast_at(x, axis_size, lo), lo
+    if lo <= bdim <= hi:
+        return x, bdim
+    return moveaxis(x, bdim, lo), lo
+
+
+# -- gather rules ---------------------------------------------------------------------------------
+
+def _gather_jvp(t, operand_, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
+                unique_indices, mode, fill_value):
+    # Linear in the operand; filled (out-of-bounds) windows have a zero tangent.
+    return gather_p.bind(t, indices, dimension_numbers=dimension_numbers,
+                         slice_sizes=slice_sizes, indices_are_sorted=indices_are_sorted,
+                         unique_indices=unique_indices, mode=mode,
+                         fill_value=0 if mode is GatherScatterMode.FILL_OR_DROP else None)
+
+
+def _gather_transpose(ct, operand_, indices, *, dimension_numbers, slice_sizes,
+                      indices_are_sorted, unique_indices, mode, fill_value):
+    # JAX's _gather_transpose_rule: add every read window's cotangent back where it was read
+    # (repeated reads accumulate), with the mode that drops/clamps as the gather did.
+    zeros = _zeros(operand_.aval, core.get_aval(ct).dtype)
+    out = scatter_add_p.bind(zeros, indices, ct,
+                             dimension_numbers=_gather_to_scatter_dnums(dimension_numbers),
+                             indices_are_sorted=indices_are_sorted,
+                             unique_indices=unique_indices, mode=_scatter_mode_of_gather(mode))
+    return [out, None]
+
+
+def _gather_batch(axis_size, args, dims, *, dimension_numbers, slice_sizes, indices_are_sorted,
+                  unique_indices, mode, fill_value):
+    # JAX's _gather_batching_rule, but the batch dims stay where they are: the dimension
+    # numbers are renumbered around them instead of transposing the data.
+    (x, idx), (xd, idd) = args, dims
+    dn = dimension_numbers
+    if idd is not None and idd == core.get_aval(idx).ndim - 1:
+        idx, idd = moveaxis(idx, idd, 0), 0  # the index-vector dimension must stay last
+    idx_rank = core.get_aval(idx).ndim - (idd is not None)
+    out_rank = idx_rank - 1 + len(dn.offset_dims)
+    batch_out = [p for p in range(out_rank) if p not in dn.offset_dims]
+    params = dict(indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                  mode=mode, fill_value=fill_value)
+    if idd is None:
+        # Only the operand is batched: its batch dim is one more offset (window) dimension.
+        x_rank = core.get_aval(x).ndim - 1
+        window = [d for d in range(x_rank)
+                  if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims]
+        out_d, _ = _slot(dn.offset_dims, sum(1 for d in window if d < xd), out_rank)
+        new = GatherDimensionNumbers(
+            offset_dims=tuple(sorted(_insert_dim(dn.offset_dims, out_d) + (out_d,))),
+            collapsed_slice_dims=_insert_dim(dn.collapsed_slice_dims, xd),
+            start_index_map=_insert_dim(dn.start_index_map, xd),
+            operand_batching_dims=_insert_dim(dn.operand_batching_dims, xd),
+            start_indices_batching_dims=dn.start_indices_batching_dims)
+        sizes = slice_sizes[:xd] + (axis_size,) + slice_sizes[xd:]
+        return gather_p.bind(x, idx, dimension_numbers=new, slice_sizes=sizes, **params), out_d
+    # The indices are batched: their batch dim is one more batch dim of the output, placed
+    # among the output's batch dims as it is among the indices' batch dims.
+    out_d, _ = _slot(batch_out, idd, out_rank)
+    offset_dims = _insert_dim(dn.offset_dims, out_d)
+    sibd = _insert_dim(dn.start_indices_batching_dims, idd)
+    if xd is None:
+        # Examples may now read the same windows: the hints no longer hold.
+        params.update(indices_are_sorted=False, unique_indices=False)
+        new = dn._replace(offset_dims=offset_dims, start_indices_batching_dims=sibd)
+        return gather_p.bind(x, idx, dimension_numbers=new, slice_sizes=slice_sizes,
+                             **params), out_d
+    # Both batched: the two batch dims are paired batching dimensions.
+    j = sum(1 for d in dn.operand_batching_dims if d < xd)
+    obd = _insert_dim(dn.operand_batching_dims, xd)
+    new = GatherDimensionNumbers(
+        offset_dims=offset_dims,
+        collapsed_slice_dims=_insert_dim(dn.collapsed_slice_dims, xd),
+        start_index_map=_insert_dim(dn.start_index_map, xd),
+        operand_batching_dims=obd[:j] + (xd,) + obd[j:],
+        start_indices_batching_dims=sibd[:j] + (idd,) + sibd[j:])
+    sizes = slice_sizes[:xd] + (1 if axis_size else 0,) + slice_sizes[xd:]
+    return gather_p.bind(x, idx, dimension_numbers=new, slice_sizes=sizes, **params), out_d
+
+
+defjvp(gather_p, _gather_jvp, None)  # the integer indices have no derivative
+deflinear_transpose(gather_p, _gather_transpose)
+batch_rules[gather_p] = _gather_batch
+
+
+# -- scatter rules --------------------------------------------------------------------------------
+
+def _scatter_batch(prim, axis_size, args, dims, *, dimension_numbers, indices_are_sorted,
+                   unique_indices, mode):
+    # JAX's _scatter_batching_rule with the batch dims kept in place where the layout allows.
+    # The output is batched, so the operand is (broadcast if it is not).
+    (x, idx, upd), (xd, idd, ud) = args, dims
+    dn = dimension_numbers
+    if idd is not None and idd == core.get_aval(idx).ndim - 1:
+        idx, idd = moveaxis(idx, idd, 0), 0  # the index-vector dimension must stay last
+    x_rank = core.get_aval(x).ndim - (xd is not None)
+    u_rank = core.get_aval(upd).ndim - (ud is not None)
+    params = dict(indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
+    if idd is None:
+        # One index set for all examples: the batch dim is one more window dimension, the
+        # k-th of the operand's window dims and of the updates' update_window_dims alike.
+        window = [d for d in range(x_rank)
+                  if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims]
+        if xd is None:
+            k = sum(1 for d in dn.update_window_dims if d < ud)
+            x, xd = _batch_dim_at(x, None, axis_size, *_slot(window, k, x_rank))
+        else:
+            k = sum(1 for d in window if d < xd)
+        upd, ud = _batch_dim_at(upd, ud, axis_size, *_slot(dn.update_window_dims, k, u_rank))
+        new = ScatterDimensionNumbers(
+            update_window_dims=tuple(sorted(_insert_dim(dn.update_window_dims, ud) + (ud,))),
+            inserted_window_dims=_insert_dim(dn.inserted_window_dims, xd),
+            scatter_dims_to_operand_dims=_insert_dim(dn.scatter_dims_to_operand_dims, xd),
+            operand_batching_dims=_insert_dim(dn.operand_batching_dims, xd),
+            scatter_indices_batching_dims=dn.scatter_indices_batching_dims)
+        return prim.bind(x, idx, upd, dimension_numbers=new, **params), xd
+    # Batched indices: the batch dim pairs the operand's batch dim with the indices' (a
+    # batching dimension) and is a scatter dim of the updates, placed among them as it is among
+    # the indices' batch dims. Examples write disjoint parts, so the hints still hold.
+    if xd is None:
+        x, xd = _broadcast_at(x, axis_size, 0), 0
+    scatter_dims = [d for d in range(u_rank) if d not in dn.update_window_dims]
+    upd, ud = _batch_dim_at(upd, ud, axis_size, *_slot(scatter_dims, idd, u_rank))
+    j = sum(1 for d in dn.operand_batching_dims if d < xd)
+    obd = _insert_dim(dn.operand_batching_dims, xd)
+    sibd = _insert_dim(dn.scatter_indices_batching_dims, idd)
+    new = ScatterDimensionNumbers(
+        update_window_dims=_insert_dim(dn.update_window_dims, ud),
+        inserted_window_dims=_insert_dim(dn.inserted_window_dims, xd),
+        scatter_dims_to_operand_dims=_insert_dim(dn.scatter_dims_to_operand_dims, xd),
+        operand_batching_dims=obd[:j] + (xd,) + obd[j:],
+        scatter_indices_batching_dims=sibd[:j] + (idd,) + sibd[j:])
+    return prim.bind(x, idx, upd, dimension_numbers=new, **params), xd
+
+
+def _def_scatter_batch(prim):
+    def rule(axis_size, args, dims, **params):
+        return _scatter_batch(prim, axis_size, args, dims, **params)
+
+    batch_rules[prim] = rule
+
+
+def _zero_tangent_of(out):
+    return Zero(tangent_aval(core.get_aval(out)))
+
+
+def _scatter_add_jvp(primals, tangents, **params):
+    # Linear in operand and updates jointly (JAX's _scatter_addsub_jvp).
+    x, idx, upd = primals
+    gx, _, gu = tangents
+    out = scatter_add_p.bind(x, idx, upd, **params)
+    if type(gx) is Zero and type(gu) is Zero:
+        return out, _zero_tangent_of(out)
+    return out, scatter_add_p.bind(instantiate_zeros(gx), idx, instantiate_zeros(gu), **params)
+
+
+def _scatter_add_transpose(ct, x, idx, upd, *, dimension_numbers, indices_are_sorted,
+                           unique_indices, mode):
+    # The operand's cotangent passes through; each update element gets the cotangent of the
+    # position it was added to (0 if it was dropped).
+    ct_x = ct if is_undefined_primal(x) else None
+    ct_u = None
+    if is_undefined_primal(upd):
+        ct_u = _read_windows(ct, idx, dimension_numbers, upd.aval.shape, mode,
+                             indices_are_sorted=indices_are_sorted,
+                             unique_indices=unique_indices)
+    return [ct_x, None, ct_u]
+
+
+def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices,
+                 mode):
+    # JAX's _scatter_jvp. With unique indices a scatter is linear in (operand, updates): scatter
+    # the tangents. With repeated indices which update wins is the impl's choice, so find the
+    # winners with scattered ids and compute primal and tangent as scatter-adds of the masked
+    # values: the two then always agree on the winner.
+    x, idx, upd = primals
+    gx, _, gu = tangents
+    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
+                  unique_indices=unique_indices, mode=mode)
+    if type(gx) is Zero and type(gu) is Zero:
+        out = scatter_p.bind(x, idx, upd, **params)
+        return out, _zero_tangent_of(out)
+    gx, gu = instantiate_zeros(gx), instantiate_zeros(gu)
+    if unique_indices:
+        return scatter_p.bind(x, idx, upd, **params), scatter_p.bind(gx, idx, gu, **params)
+    x_aval, u_aval = core.get_aval(x), core.get_aval(upd)
+    kept, won = _winning_updates(x_aval, idx, u_aval, dimension_numbers, mode,
+                                 indices_are_sorted)
+
+    def masked_scatter(a, b):
+        a = _where(kept, a, _zeros(core.get_aval(a)))
+        b = _where(won, b, _zeros(core.get_aval(b)))
+        return scatter_add_p.bind(a, idx, b, **params)
+
+    return masked_scatter(x, upd), masked_scatter(gx, gu)
+
+
+def _scatter_transpose(ct, x, idx, upd, *, dimension_numbers, indices_are_sorted,
+                       unique_indices, mode):
+    # With the indices fixed, a scatter is linear in (operand, updates): the operand's cotangent
+    # is ct with the written positions zeroed, an update element gets the cotangent of its
+    # position if it is the one written there (the id trick finds it under repeated indices).
+    u_shape = _aval(upd).shape
+    ct_x = ct_u = None
+    if is_undefined_primal(x):
+        ct_x = scatter_p.bind(ct, idx, shape_ops.full(u_shape, 0, core.get_aval(ct).dtype),
+                              dimension_numbers=dimension_numbers,
+                              indices_are_sorted=indices_are_sorted, unique_indices=True,
+                              mode=mode)
+    if is_undefined_primal(upd):
+        ct_u = _read_windows(ct, idx, dimension_numbers, u_shape, mode,
+                             indices_are_sorted=indices_are_sorted,
+                             unique_indices=unique_indices)
+        if not unique_indices:
+            _, won = _winning_updates(_aval(x), idx, upd.aval, dimension_numbers, mode,
+                                      indices_are_sorted)
+            ct_u = _where(won, ct_u, _zeros(core.get_aval(ct_u)))
+    return [ct_x, None, ct_u]
+
+
+_SCATTER_MUL_UPDATES_LIMIT = (
+    "scatter-mul: differentiation with respect to `updates` is only implemented for "
+    "unique_indices=True (as in JAX): with repeated indices, the derivative of one update is "
+    "the product of the other updates written to its position. If the indices do not repeat, "
+    "pass unique_indices=True (e.g. x.at[idx].multiply(y, unique_indices=True)); otherwise "
+    "differentiate with respect to the operand only, or write the product with other "
+    "operations.")
+
+
+def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted,
+                     unique_indices, mode):
+    # JAX's rule: linear in the operand (scatter-mul the tangent by the same updates); in the
+    # updates only with unique indices, where out = x * y at each written position.
+    x, idx, upd = primals
+    gx, _, gu = tangents
+    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
+                  unique_indices=unique_indices, mode=mode)
+    out = scatter_mul_p.bind(x, idx, upd, **params)
+    tangent = _zero_tangent_of(out)
+    if type(gx) is not Zero:
+        tangent = scatter_mul_p.bind(gx, idx, upd, **params)
+    if type(gu) is not Zero:
+        if not unique_indices:
+            raise TypeError(_SCATTER_MUL_UPDATES_LIMIT)
+        spread = scatter_add_p.bind(_zeros(tangent_aval(core.get_aval(x))), idx, gu, **params)
+        tangent = add_tangents(tangent, elementwise.mul(x, spread))
+    return out, tangent
+
+
+def _scatter_mul_transpose(ct, x, idx, upd, *, dimension_numbers, indices_are_sorted,
+                           unique_indices, mode):
+    # Linear in the operand when the updates are fixed (and in the updates, for unique
+    # indices, when the operand is fixed).
+    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
+                  unique_indices=unique_indices, mode=mode)
+    if is_undefined_primal(x) and is_undefined_primal(upd):
+        raise TypeError("scatter-mul is not linear in operand and updates together; it can be "
+                        "transposed in one of them with the other fixed")
+    ct_x = ct_u = None
+    if is_undefined_primal(x):
+        ct_x = scatter_mul_p.bind(ct, idx, upd, **params)
+    else:
+        if not unique_indices:
+            raise TypeError(_SCATTER_MUL_UPDATES_LIMIT)
+        ct_u = _read_windows(elementwise.mul(ct, x), idx, dimension_numbers, upd.aval.shape,
+                             mode, indices_are_sorted=indices_are_sorted,
+                             unique_indices=unique_indices)
+    return [ct_x, None, ct_u]
+
+
+def _make_scatter_extremal_jvp(prim):
+    def jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode):
+        # JAX's _scatter_extremal_jvp: at each position, the tangent is the average of the
+        # tangents of every contender (operand and update elements) equal to the result.
+        x, idx, upd = primals
+        gx, _, gu = tangents
+        params = dict(dimension_numbers=dimension_numbers,
+                      indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                      mode=mode)
+        out = prim.bind(x, idx, upd, **params)
+        if type(gx) is Zero and type(gu) is Zero:
+            return out, _zero_tangent_of(out)
+        gx, gu = instantiate_zeros(gx), instantiate_zeros(gu)
+        x_aval, u_aval = tangent_aval(core.get_aval(x)), tangent_aval(core.get_aval(upd))
+
+        def read(v):
+            return _read_windows(v, idx, dimension_numbers, u_aval.shape, mode)
+
+        def count(mask):  # per update element: how many masked update elements share its spot
+            ones = elementwise.convert_element_type(mask, u_aval.dtype)
+            return read(scatter_add_p.bind(_zeros(x_aval), idx, ones, **params))
+
+        target = read(out)
+        won = elementwise.eq(upd, target)
+        kept = elementwise.eq(read(x), target)
+        share = _safe_reciprocal(elementwise.add(
+            count(won), elementwise.convert_element_type(kept, u_aval.dtype)))
+        u_coef = _where(won, share, _zeros(u_aval))
+        x_coef = _where(kept, share, _zeros(u_aval))
+        # Each of the n_refs update elements at a position adds gx * (x_coef - 1) / n_refs,
+        # which turns the operand's tangent there into gx * x_coef (dropped elements: 0).
+        n_refs = count(_ones(u_aval, np.dtype(bool)))
+        x_adj = elementwise.mul(elementwise.sub(x_coef, _ones(u_aval)), _safe_reciprocal(n_refs))
+        t_upd = elementwise.add(elementwise.mul(read(gx), x_adj), elementwise.mul(gu, u_coef))
+        return out, scatter_add_p.bind(gx, idx, t_upd, **params)
+
+    return jvp
+
+
+jvp_rules[scatter_add_p] = _scatter_add_jvp
+deflinear_transpose(scatter_add_p, _scatter_add_transpose)
+jvp_rules[scatter_p] = _scatter_jvp
+deflinear_transpose(scatter_p, _scatter_transpose)
+jvp_rules[scatter_mul_p] = _scatter_mul_jvp
+deflinear_transpose(scatter_mul_p, _scatter_mul_transpose)
+jvp_rules[scatter_min_p] = _make_scatter_extremal_jvp(scatter_min_p)
+jvp_rules[scatter_max_p] = _make_scatter_extremal_jvp(scatter_max_p)
+for _p in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+    _def_scatter_batch(_p)
+del _p

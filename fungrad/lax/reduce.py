@@ -299,11 +299,16 @@ deflinear_transpose(reduce_sum_p, _reduce_sum_transpose)
 defjvp(reduce_prod_p, _reduce_prod_jvp)
 defjvp2(reduce_max_p, _reduce_chooser_jvp)
 defjvp2(reduce_min_p, _reduce_chooser_jvp)
-for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):  # integer/bool valued
-    defjvp_zero(_p)
-for _p in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p,
-           reduce_xor_p):
-    defreducer(_p)
+defjvp_zero(reduce_and_p)  # integer/bool valued
+defjvp_zero(reduce_or_p)
+defjvp_zero(reduce_xor_p)
+defreducer(reduce_sum_p)
+defreducer(reduce_prod_p)
+defreducer(reduce_max_p)
+defreducer(reduce_min_p)
+defreducer(reduce_and_p)
+defreducer(reduce_or_p)
+defreducer(reduce_xor_p)
 
 
 # -- argmax / argmin ----------------------------------------------------------------------------
@@ -524,8 +529,11 @@ defjvp2(cumprod_p, _cumprod_jvp)
 defjvp2(cumlogsumexp_p, _cumlogsumexp_jvp)
 defjvp2(cummax_p, _cumulative_chooser_jvp)
 defjvp2(cummin_p, _cumulative_chooser_jvp)
-for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
-    batch_rules[_p] = _cumulative_batch(_p)
+batch_rules[cumsum_p] = _cumulative_batch(cumsum_p)
+batch_rules[cumprod_p] = _cumulative_batch(cumprod_p)
+batch_rules[cummax_p] = _cumulative_batch(cummax_p)
+batch_rules[cummin_p] = _cumulative_batch(cummin_p)
+batch_rules[cumlogsumexp_p] = _cumulative_batch(cumlogsumexp_p)
 
 
 # -- windowed reductions ------------------------------------------------------------------------
@@ -721,11 +729,13 @@ def _reduce_window_batch(prim):
 
 deflinear(reduce_window_sum_p)
 deflinear_transpose(reduce_window_sum_p, _reduce_window_sum_transpose)
-for _p, _identity, _better in ((reduce_window_max_p, max_identity, "gt"),
-                               (reduce_window_min_p, min_identity, "lt")):
-    jvp_rules[_p] = _reduce_window_chooser_jvp(_p, _identity, _better)
-for _p in (reduce_window_sum_p, reduce_window_max_p, reduce_window_min_p):
-    batch_rules[_p] = _reduce_window_batch(_p)
+jvp_rules[reduce_window_max_p] = _reduce_window_chooser_jvp(reduce_window_max_p, max_identity,
+                                                           "gt")
+jvp_rules[reduce_window_min_p] = _reduce_window_chooser_jvp(reduce_window_min_p, min_identity,
+                                                           "lt")
+batch_rules[reduce_window_sum_p] = _reduce_window_batch(reduce_window_sum_p)
+batch_rules[reduce_window_max_p] = _reduce_window_batch(reduce_window_max_p)
+batch_rules[reduce_window_min_p] = _reduce_window_batch(reduce_window_min_p)
 
 
 def padtype_to_pads(in_shape, window_shape, window_strides, padding: str) -> list:

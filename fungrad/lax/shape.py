@@ -867,7 +867,7 @@ def _dynamic_update_slice_batch(axis_size, args, dims):
         update_window_dims=tuple(k for k in range(n + 1) if k != ud), inserted_window_dims=(),
         scatter_dims_to_operand_dims=tuple(k for k in range(n + 1) if k != xd),
         operand_batching_dims=(xd,), scatter_indices_batching_dims=(0,))
-    out = indexing.scatter(x, indices, u, dnums, indices_are_sorted=True, unique_indices=True,
+    out = indexing.scatter(x, indices, u, dnums, unique_indices=True,
                            mode=indexing.GatherScatterMode.CLIP)
     return out, xd
 

@@ -27,14 +27,14 @@ __all__ = [
     "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
     "cbrt", "ceil", "clip", "conj", "conjugate", "copysign", "cos", "cosh", "deg2rad", "degrees",
     "divide", "divmod", "equal", "exp", "exp2", "expm1", "fabs", "fix", "float_power", "floor",
-    "floor_divide", "fmax", "fmin", "fmod", "frexp", "gcd", "greater", "greater_equal", "heaviside",
-    "hypot", "imag", "invert", "isclose", "isfinite", "isinf", "isnan", "isneginf", "isposinf",
-    "lcm", "ldexp", "left_shift", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp",
-    "logaddexp2", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum",
-    "minimum", "mod", "modf", "multiply", "nan_to_num", "negative", "nextafter", "not_equal",
-    "positive", "pow", "power", "rad2deg", "radians", "real", "reciprocal", "remainder",
-    "right_shift", "rint", "round", "sign", "signbit", "sin", "sinc", "sinh", "sqrt", "square",
-    "subtract", "tan", "tanh", "true_divide", "trunc",
+    "floor_divide", "fmax", "fmin", "fmod", "frexp", "gcd", "greater", "greater_equal",
+    "heaviside", "hypot", "imag", "invert", "isclose", "isfinite", "isinf", "isnan", "isneginf",
+    "isposinf", "lcm", "ldexp", "left_shift", "less", "less_equal", "log", "log10", "log1p",
+    "log2", "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "maximum", "minimum", "mod", "modf", "multiply", "nan_to_num", "negative", "nextafter",
+    "not_equal", "positive", "pow", "power", "rad2deg", "radians", "real", "reciprocal",
+    "remainder", "right_shift", "rint", "round", "sign", "signbit", "sin", "sinc", "sinh", "sqrt",
+    "square", "subtract", "tan", "tanh", "true_divide", "trunc",
 ]
 
 # ---------------------------------------------------------------------------------------------

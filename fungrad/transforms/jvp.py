@@ -214,7 +214,7 @@ def jvp_jaxpr(jaxpr: core.ClosedJaxpr, nonzeros, instantiate):
     """
     from fungrad.transforms.staging import trace_to_jaxpr
 
-    n_out = len(jaxpr.outvars)
+    n_out = len(jaxpr.jaxpr.outvars)
     inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
     in_avals = jaxpr.in_avals
     t_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]

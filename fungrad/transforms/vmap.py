@@ -178,7 +178,7 @@ def batch_jaxpr(jaxpr: core.ClosedJaxpr, axis_size: int, in_batched, instantiate
     """
     from fungrad.transforms.staging import trace_to_jaxpr
 
-    n_out = len(jaxpr.outvars)
+    n_out = len(jaxpr.jaxpr.outvars)
     inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
     avals = [a.update(shape=(axis_size, *a.shape)) if b else a
              for a, b in zip(jaxpr.in_avals, in_batched)]

@@ -9,6 +9,7 @@ from fungrad.array import Array
 from fungrad.lax.control_flow.common import check_same_avals, eval_closed, trace_body
 from fungrad.lax.utils import operand, standard_primitive
 from fungrad.transforms.jvp import Zero, instantiate_zeros, jvp_jaxpr, jvp_rules, tangent_aval
+from fungrad.transforms.partial_eval import partial_eval_rules
 from fungrad.transforms.staging import trace_to_jaxpr
 from fungrad.transforms.transpose import (
     UndefPrimal,
@@ -180,3 +181,61 @@ def _cond_batch(axis_size, args, dims, *, branches):
 jvp_rules[cond_p] = _cond_jvp
 transpose_rules[cond_p] = _cond_transpose
 batch_rules[cond_p] = _cond_batch
+
+
+def _cond_partial_eval(trace, args, params):
+    """Split a cond with some unknown operands (inside linearize) into a known cond, run now,
+    that computes the known outputs and every branch's residuals, and an unknown cond, staged,
+    that reads them. Branch ``i`` outputs zeros for the other branches' residual slots."""
+    from fungrad.transforms.partial_eval import partial_eval_jaxpr
+
+    branches = params["branches"]
+    index, ops = args[0], args[1:]
+    if trace.is_unknown(index):
+        return trace.stage(cond_p, args, params)
+    ops_uk = [trace.is_unknown(x) for x in ops]
+    n_out = len(branches[0].out_avals)
+    out_uk = [False] * n_out
+    for b in branches:
+        _, _, uk, _ = partial_eval_jaxpr(b, ops_uk, instantiate=False)
+        out_uk = [a or c for a, c in zip(out_uk, uk)]
+    splits = [partial_eval_jaxpr(b, ops_uk, instantiate=out_uk) for b in branches]
+    res_avals = [list(k.out_avals[len(k.out_avals) - n:]) for k, _, _, n in splits]
+    all_res = [a for avals in res_avals for a in avals]
+    known_ops = [x for x, u in zip(ops, ops_uk) if not u]
+    unknown_ops = [x for x, u in zip(ops, ops_uk) if u]
+    from fungrad import lax
+
+    def known_branch(i):
+        known_j, _, _, n_res = splits[i]
+
+        def f(*xs):
+            outs = eval_closed(known_j, *xs)
+            before = [a for avals in res_avals[:i] for a in avals]
+            after = [a for avals in res_avals[i + 1:] for a in avals]
+            zeros = [lax.full(a.shape, 0, a.dtype) for a in before]
+            zeros_after = [lax.full(a.shape, 0, a.dtype) for a in after]
+            return outs[:len(outs) - n_res] + zeros + outs[len(outs) - n_res:] + zeros_after
+        return trace_to_jaxpr(f, [core.get_aval(x) for x in known_ops])
+
+    def unknown_branch(i):
+        _, unknown_j, _, n_res = splits[i]
+        start = sum(len(r) for r in res_avals[:i])
+
+        def f(*xs):
+            res, rest = xs[:len(all_res)], xs[len(all_res):]
+            return eval_closed(unknown_j, *res[start:start + n_res], *rest)
+        return trace_to_jaxpr(f, all_res + [core.get_aval(x) for x in unknown_ops])
+
+    with core.set_current_trace(trace.parent):
+        known_out = cond_p.bind(index, *known_ops,
+                                branches=tuple(known_branch(i) for i in range(len(branches))))
+    n_known = n_out - sum(out_uk)
+    residuals = known_out[n_known:]
+    unknown_out = trace.stage(cond_p, [index, *residuals, *unknown_ops], dict(
+        branches=tuple(unknown_branch(i) for i in range(len(branches)))))
+    k_it, u_it = iter(known_out[:n_known]), iter(unknown_out)
+    return [next(u_it) if u else next(k_it) for u in out_uk]
+
+
+partial_eval_rules[cond_p] = _cond_partial_eval

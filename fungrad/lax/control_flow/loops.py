@@ -57,9 +57,10 @@ def while_loop(cond_fun, body_fun, init_val):
     (use fori_loop with Python-int bounds, or scan).
     """
     flat, in_tree = tree_util.tree_flatten(init_val)
+    arg_tree = tree_util.tree_structure((init_val,))  # the bodies take the carry as one argument
     flat = [operand(x, "while_loop init_val") for x in flat]
     avals = [core.get_aval(x) for x in flat]
-    body, bconsts, out_tree = trace_body(body_fun, in_tree, avals, "while_loop body_fun")
+    body, bconsts, out_tree = trace_body(body_fun, arg_tree, avals, "while_loop body_fun")
     if out_tree != in_tree:
         raise TypeError(f"while_loop: body_fun must return the structure of init_val, "
                         f"{in_tree}, but returned {out_tree}")
@@ -68,8 +69,8 @@ def while_loop(cond_fun, body_fun, init_val):
         from fungrad import lax
         flat = [lax.convert_element_type(x, a.dtype, a.weak_type) for x, a in zip(flat, strong)]
         avals = strong
-        body, bconsts, _ = trace_body(body_fun, in_tree, avals, "while_loop body_fun")
-    cond, cconsts, ctree = trace_body(cond_fun, in_tree, avals, "while_loop cond_fun")
+        body, bconsts, _ = trace_body(body_fun, arg_tree, avals, "while_loop body_fun")
+    cond, cconsts, _ = trace_body(cond_fun, arg_tree, avals, "while_loop cond_fun")
     (pred,) = cond.out_avals if len(cond.out_avals) == 1 else (None,)
     if pred is None or pred.shape != () or pred.dtype != np.bool_:
         got = avals_str(cond.out_avals)
@@ -442,8 +443,11 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, l
     consts, init, xs = _split3(args, num_consts, num_carry)
     const_lin = [is_undefined_primal(c) for c in consts]
     xs_lin = [is_undefined_primal(x) for x in xs]
-    if not all(is_undefined_primal(c) for c in init):
-        raise TypeError("scan transpose: every carry of a linear scan must be linear")
+    # Every carry of a linear scan is linear. A known init value here is an instantiated zero
+    # tangent (linearize materialised it when the carry became nonzero inside the loop): treat
+    # it as a linear input whose cotangent is not needed.
+    init = [c if is_undefined_primal(c) else UndefPrimal(core.get_aval(c).strip_weak_type())
+            for c in init]
     res_consts = [c for c, lin in zip(consts, const_lin) if not lin]
     res_xs = [x for x, lin in zip(xs, xs_lin) if not lin]
     ct_carry = [instantiate_zeros(c) for c in cts[:num_carry]]
@@ -483,7 +487,9 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, l
                        length=length, reverse=not reverse, linear=(False,) * len(scan_args))
     ct_consts, ct_init, ct_xs = outs[:n_lc], outs[n_lc:n_lc + num_carry], outs[n_lc + num_carry:]
     c_it, x_it = iter(ct_consts), iter(ct_xs)
-    return ([next(c_it) if lin else None for lin in const_lin] + list(ct_init)
+    ct_init = [ct if is_undefined_primal(a) else None
+               for ct, a in zip(ct_init, args[num_consts:num_consts + num_carry])]
+    return ([next(c_it) if lin else None for lin in const_lin] + ct_init
             + [next(x_it) if lin else None for lin in xs_lin])
 
 
@@ -519,3 +525,43 @@ jvp_rules[scan_p] = _scan_jvp
 partial_eval_rules[scan_p] = _scan_partial_eval
 transpose_rules[scan_p] = _scan_transpose
 batch_rules[scan_p] = _scan_batch
+
+
+def _while_partial_eval(trace, args, params):
+    """Inside linearize: run a while over the known carries now (when the predicate and those
+    carries do not depend on unknown values), and stage the whole loop for the unknown carries
+    (recomputing the known part; a while has no transpose, so no residuals are kept)."""
+    cond_j, body_j = params["cond_jaxpr"], params["body_jaxpr"]
+    nc, nb = params["cond_nconsts"], params["body_nconsts"]
+    unknown = [trace.is_unknown(a) for a in args]
+    cc_uk, bc_uk, carry_uk = unknown[:nc], unknown[nc:nc + nb], unknown[nc + nb:]
+    for _ in range(len(carry_uk) + 1):
+        _, _, out_uk, _ = partial_eval_jaxpr(body_j, bc_uk + carry_uk, instantiate=carry_uk)
+        new = [a or b for a, b in zip(carry_uk, out_uk)]
+        if new == carry_uk:
+            break
+        carry_uk = new
+    cond_known, _, (pred_uk,), _ = partial_eval_jaxpr(cond_j, cc_uk + carry_uk, instantiate=False)
+    unknown_out = trace.stage(while_p, args, params)
+    if pred_uk or all(carry_uk):
+        return unknown_out
+    body_known, _, _, n_res = partial_eval_jaxpr(body_j, bc_uk + carry_uk, instantiate=carry_uk)
+    bj = body_known.jaxpr
+    body_known = core.ClosedJaxpr(
+        core.Jaxpr(bj.constvars, bj.invars, bj.eqns, bj.outvars[:len(bj.outvars) - n_res]),
+        body_known.consts)
+    cj = cond_known.jaxpr
+    cond_known = core.ClosedJaxpr(core.Jaxpr(cj.constvars, cj.invars, cj.eqns, cj.outvars[:1]),
+                                  cond_known.consts)
+    known = [a for a, u in zip(args, unknown) if not u]
+    n_kcc = sum(1 for u in cc_uk if not u)
+    n_kbc = sum(1 for u in bc_uk if not u)
+    known = known[:n_kcc + n_kbc] + [a for a, u in zip(args[nc + nb:], carry_uk) if not u]
+    with core.set_current_trace(trace.parent):
+        known_out = while_p.bind(*known, cond_jaxpr=cond_known, body_jaxpr=body_known,
+                                 cond_nconsts=n_kcc, body_nconsts=n_kbc)
+    k_it = iter(known_out)
+    return [u_out if u else next(k_it) for u_out, u in zip(unknown_out, carry_uk)]
+
+
+partial_eval_rules[while_p] = _while_partial_eval

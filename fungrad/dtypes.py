@@ -204,8 +204,10 @@ def result_type(*args, return_weak_type_flag: bool = False):
 
 
 def finfo(dtype):
+    """Machine limits of a floating dtype (numpy's finfo of the canonical dtype)."""
     return np.finfo(canonicalize_dtype(dtype))
 
 
 def iinfo(dtype):
+    """Machine limits of an integer dtype (numpy's iinfo of the canonical dtype)."""
     return np.iinfo(canonicalize_dtype(dtype))

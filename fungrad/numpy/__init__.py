@@ -46,6 +46,7 @@ def promote_types(a, b):
 
 
 def can_cast(from_, to, casting="safe"):
+    """Whether ``from_`` can be cast to ``to`` under ``casting`` (numpy's rule)."""
     return _np.can_cast(from_, to, casting)
 
 

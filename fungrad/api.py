@@ -123,7 +123,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
     arguments (a tuple with one entry per argument); negative axes count from the end.
     ``out_axes`` likewise for the outputs. ``axis_size`` is needed when no argument is mapped.
     """
-    from fungrad.transforms.vmap import moveaxis, vmap_flat
+    from fungrad.transforms.vmap import bdim_at_front, moveaxis, vmap_flat
 
     name = getattr(fun, "__name__", "fun")
     if isinstance(in_axes, list):
@@ -183,9 +183,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
                                      "batched (depends on a mapped input)")
                 results.append(o)
                 continue
-            from fungrad.transforms.vmap import bdim_at_front
-            o = bdim_at_front(o, d, size)
-            results.append(moveaxis(o, 0, oa % core.get_aval(o).ndim))
+            if d is None:  # an output that does not depend on the mapped inputs
+                o, d = bdim_at_front(o, None, size), 0
+            results.append(moveaxis(o, d, oa % core.get_aval(o).ndim))
         return tree_util.tree_unflatten(out_tree, results)
 
     return vmap_f

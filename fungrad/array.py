@@ -16,7 +16,7 @@ from fungrad import core
 class Array:
     """A concrete, immutable n-dimensional array (JAX's ``jax.Array``)."""
 
-    __slots__ = ("_value", "weak_type", "__weakref__")
+    __slots__ = ("_value", "weak_type", "_aval", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, value, weak_type: bool = False):
@@ -24,11 +24,15 @@ class Array:
             value.flags.writeable = False
         self._value = value
         self.weak_type = weak_type
+        self._aval = None
 
     @property
     def aval(self) -> core.ShapedArray:
-        v = self._value
-        return core.ShapedArray(v.shape, v.dtype, self.weak_type)
+        aval = self._aval
+        if aval is None:  # computed once: the array is immutable
+            v = self._value
+            aval = self._aval = core.ShapedArray(v.shape, v.dtype, self.weak_type)
+        return aval
 
     shape = property(lambda self: self._value.shape)
     dtype = property(lambda self: self._value.dtype)

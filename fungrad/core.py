@@ -18,6 +18,7 @@ Rule signatures (each transform's table documents its own):
 from __future__ import annotations
 
 import itertools
+import operator
 import threading
 from collections.abc import Sequence
 from contextlib import contextmanager
@@ -63,8 +64,10 @@ class ShapedArray:
     array_abstraction_level = 1
 
     def __init__(self, shape, dtype, weak_type: bool = False):
-        self.shape = tuple(int(d) for d in shape)
-        self.dtype = np.dtype(dtype)
+        if type(shape) is not tuple or not all(type(d) is int for d in shape):
+            shape = tuple(map(operator.index, shape))
+        self.shape = shape
+        self.dtype = dtype if type(dtype) is np.dtype else np.dtype(dtype)
         self.weak_type = bool(weak_type)
 
     ndim = property(lambda self: len(self.shape))

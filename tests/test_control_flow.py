@@ -135,3 +135,24 @@ def test_errors():
         lax.scan(lambda c, x: (c, x), 0.0, (np.ones(3), np.ones(4)))
     with pytest.raises(fg.ConcretizationTypeError):
         lax.cond(True, lambda x: x if x > 0 else -x, lambda x: x, 1.0)
+
+
+def test_while_loop_max_steps_is_reverse_differentiable(x64):
+    def f(x):
+        # Newton iterations for sqrt(2) scaled by x, stopping when converged
+        def body(c):
+            y, i = c
+            return 0.5 * (y + 2.0 / y) * x, i + 1
+        return lax.while_loop(lambda c: c[1] < 4, body, (1.0, 0), max_steps=10)[0]
+
+    def ref(x):
+        y = 1.0
+        for _ in range(4):
+            y = 0.5 * (y + 2.0 / y) * x
+        return y
+
+    np.testing.assert_allclose(float(f(1.1)), ref(1.1), rtol=1e-12)
+    check_grads(f, (1.1,), order=2)
+    # more iterations than max_steps: stops after max_steps
+    out = lax.while_loop(lambda c: c < 100, lambda c: c + 1, 0, max_steps=7)
+    assert int(out) == 7

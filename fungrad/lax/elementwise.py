@@ -124,7 +124,7 @@ def _shape(x) -> tuple[int, ...]:
 
 def _out_shape(*xs) -> tuple[int, ...]:
     """The shape of an elementwise op's result: the operands' common shape (0-d broadcast)."""
-    # NB: this module's ``max`` is lax.max; the common shape is the longest one.
+    # Operand shapes are equal or 0-d, so the first non-0-d one is the result's.
     return next((_shape(x) for x in xs if _shape(x)), ())
 
 

@@ -50,12 +50,17 @@ def _strong_if_changes(init_avals, out_avals):
             for a, b in zip(init_avals, out_avals)]
 
 
-def while_loop(cond_fun, body_fun, init_val):
+def while_loop(cond_fun, body_fun, init_val, max_steps=None):
     """Repeat ``val = body_fun(val)`` while ``cond_fun(val)``; returns the final ``val``.
 
-    Differentiable in forward mode and batchable; reverse mode needs a static trip count
-    (use fori_loop with Python-int bounds, or scan).
+    Differentiable in forward mode and batchable. Reverse mode needs a bound on the trip count:
+    with ``max_steps=N`` (a fungrad extension) the loop runs as a scan of ``N`` steps that stop
+    updating ``val`` once ``cond_fun`` is false, so it is reverse-differentiable; the result is
+    the same as without the bound whenever the loop finishes within ``N`` iterations. (The body
+    is evaluated on every step, also after the loop is done.)
     """
+    if max_steps is not None:
+        return _bounded_while(cond_fun, body_fun, init_val, operator.index(max_steps))
     flat, in_tree = tree_util.tree_flatten(init_val)
     arg_tree = tree_util.tree_structure((init_val,))  # the bodies take the carry as one argument
     flat = [operand(x, "while_loop init_val") for x in flat]
@@ -78,6 +83,34 @@ def while_loop(cond_fun, body_fun, init_val):
     outs = while_p.bind(*cconsts, *bconsts, *flat, cond_jaxpr=cond, body_jaxpr=body,
                         cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
     return tree_util.tree_unflatten(in_tree, outs)
+
+
+def _bounded_while(cond_fun, body_fun, init_val, max_steps: int):
+    from fungrad import lax
+
+    def step(carry, _):
+        val, done = carry
+        pred = cond_fun(val)
+        p_aval = core.get_aval(operand(pred, "while_loop cond_fun output"))
+        if p_aval.shape != () or p_aval.dtype != np.bool_:
+            raise TypeError(f"while_loop: cond_fun must return a boolean scalar, got "
+                            f"{p_aval.str_short()}")
+        active = lax.bitwise_and(lax.bitwise_not(done), pred)
+        new = body_fun(val)
+        if tree_util.tree_structure(new) != tree_util.tree_structure(val):
+            raise TypeError(f"while_loop: body_fun must return the structure of init_val, "
+                            f"{tree_util.tree_structure(val)}, but returned "
+                            f"{tree_util.tree_structure(new)}")
+
+        def keep(old, upd):
+            shape = core.get_aval(old).shape
+            return lax.select_n(lax.broadcast_in_dim(active, shape, ()), old, upd)
+
+        val = tree_util.tree_map(keep, val, new)
+        return (val, lax.bitwise_or(done, lax.bitwise_not(active))), None
+
+    (val, _), _ = scan(step, (init_val, np.bool_(False)), None, length=max_steps)
+    return val
 
 
 def _concrete_int(x):

@@ -33,7 +33,7 @@ def _run(cmd, **kw) -> None:
 
 def setup() -> Path:
     """Create .venv (if needed) and install fungrad editable with its test extra."""
-    if sys.version_info < (3, 10):
+    if sys.version_info < (3, 10):  # noqa: UP036  (dev.py may run under any Python)
         sys.exit(f"fungrad needs Python >= 3.10, this is {sys.version.split()[0]}")
     want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     py = _venv_python()

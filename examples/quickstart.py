@@ -1,6 +1,7 @@
-"""fungrad quick start: eager arrays with JAX semantics, tracing to a jaxpr, pytrees, random.
+"""fungrad quick start: eager arrays with JAX semantics, tracing to a jaxpr, grad, jacobians,
+vmap and per-example gradients, control flow, pytrees, random.
 
-Run with `python3 dev.py demo`. Transforms (grad, vmap, jit) join this example as they land.
+Run with `python3 dev.py demo`. (jit arrives with the compilers.)
 """
 
 import numpy as np
@@ -42,11 +43,44 @@ def main():
     print("normal samples:", random.normal(k1, (3,)))
     assert np.array_equal(np.asarray(random.normal(k1, (3,))), np.asarray(random.normal(k1, (3,))))
 
+    # grad: derivatives of Python functions, to any order.
+    print("\ngrad(sin)(0.5) =", fg.grad(fnp.sin)(0.5), "| d2/dx2 =", fg.grad(fg.grad(fnp.sin))(0.5))
+
+    def loss(w, x, y):
+        return fnp.mean((fnp.tanh(x @ w) - y) ** 2)
+
+    rng = np.random.default_rng(0)
+    w = fnp.asarray(rng.standard_normal((3, 2)))
+    xs = fnp.asarray(rng.standard_normal((8, 3)))
+    ys = fnp.asarray(rng.standard_normal((8, 2)))
+    value, g = fg.value_and_grad(loss)(w, xs, ys)
+    print("loss", value, "grad shape", g.shape)
+    print("make_jaxpr(grad(loss)):")
+    print(fg.make_jaxpr(fg.grad(loss))(w, xs, ys))
+
+    # Jacobians: forward and reverse mode agree.
+    def f(v):
+        return fnp.sin(v) * v[::-1]
+
+    v = fnp.arange(3.0)
+    print("\njacfwd(f)(v) =\n", fg.jacfwd(f)(v))
+    assert np.allclose(np.asarray(fg.jacfwd(f)(v)), np.asarray(fg.jacrev(f)(v)), atol=1e-6)
+
+    # vmap: per-example gradients without a Python loop.
+    per_example = fg.vmap(fg.grad(loss), in_axes=(None, 0, 0))(w, xs[:, None], ys[:, None])
+    print("per-example gradients:", per_example.shape)
+
+    # Control flow that transforms: a scan is differentiable and batchable.
+    def power_sum(x):
+        return lax.scan(lambda c, _: (c * x, c), 1.0, None, length=4)[1].sum()
+
+    print("d/dx (1 + x + x^2 + x^3) at 2:", fg.grad(power_sum)(2.0))
+
     # lax: the primitives themselves, with their jaxpr names.
-    w = fnp.arange(12.0).reshape(3, 4)
-    out = lax.dot_general(w, w, (((1,), (1,)), ((), ())))
-    print("\nlax.dot_general(w, w^T):\n", out)
-    print(fg.make_jaxpr(fg.nn.softmax)(w))
+    m = fnp.arange(12.0).reshape(3, 4)
+    out = lax.dot_general(m, m, (((1,), (1,)), ((), ())))
+    print("\nlax.dot_general(m, m^T):\n", out)
+    print(fg.make_jaxpr(fg.nn.softmax)(m))
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ class JaxprTypeError(TypeError):
 class ShapedArray:
     """The abstract value of an array: static shape, dtype and weak-type flag."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
     array_abstraction_level = 1
 
     def __init__(self, shape, dtype, weak_type: bool = False):
@@ -69,6 +69,7 @@ class ShapedArray:
         self.shape = shape
         self.dtype = dtype if type(dtype) is np.dtype else np.dtype(dtype)
         self.weak_type = bool(weak_type)
+        self._hash = None
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
@@ -90,7 +91,10 @@ class ShapedArray:
                 and self.dtype == other.dtype and self.weak_type == other.weak_type)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((self.shape, self.dtype, self.weak_type))
+        return h
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
@@ -355,13 +359,32 @@ class EvalTrace(Trace):
                 vals.append(np.asarray(a, dtype=dtypes.canonicalize_dtype(aval.dtype))[()])
         # The shape rule runs first: bad input gets the primitive's own error (naming the
         # operation, shapes and dtypes), never numpy's, and the impl only sees valid input.
-        out_avals = primitive.abstract_eval(*map(get_aval, args), **params)
+        out_avals = _cached_abstract_eval(primitive, tuple(map(get_aval, args)), params)
         out = primitive.impl(*vals, **params)
         if config.check_impl_avals:
             _check_impl_avals(primitive, out, out_avals, params)
         if primitive.multiple_results:
             return [Array(o, a.weak_type) for o, a in zip(out, out_avals)]
         return Array(out, out_avals.weak_type)
+
+
+_abstract_eval_cache: dict = {}
+
+
+def _cached_abstract_eval(primitive, avals, params):
+    """``primitive.abstract_eval`` memoised on (primitive, input avals, params): eager code
+    repeats the same shapes, and shape rules are pure. Unhashable params are not cached."""
+    try:
+        key = (primitive, avals, tuple(params.items()), config.enable_x64)
+        out = _abstract_eval_cache.get(key)
+    except TypeError:
+        return primitive.abstract_eval(*avals, **params)
+    if out is None:
+        out = primitive.abstract_eval(*avals, **params)
+        if len(_abstract_eval_cache) >= 8192:
+            _abstract_eval_cache.clear()
+        _abstract_eval_cache[key] = out
+    return out
 
 
 def _check_impl_avals(primitive, out, out_avals, params):

@@ -65,7 +65,12 @@ def cse(jaxpr: core.Jaxpr) -> core.Jaxpr:
 
 def simplify(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
     """CSE + DCE; constvars no longer read are dropped with their values."""
-    j = dce(cse(closed.jaxpr))
+    return drop_unused_consts(core.ClosedJaxpr(dce(cse(closed.jaxpr)), closed.consts))
+
+
+def drop_unused_consts(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
+    """``closed`` without the constvars (and values) that nothing reads."""
+    j = closed.jaxpr
     used = {v for e in j.eqns for v in e.invars if type(v) is core.Var}
     used.update(v for v in j.outvars if type(v) is core.Var)
     keep = [i for i, v in enumerate(j.constvars) if v in used]

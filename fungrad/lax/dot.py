@@ -173,8 +173,8 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
     else:
         b, m, n, k = (int(np.prod([shape[d] for d in dims], dtype=np.int64)) for shape, dims in
                       ((lhs.shape, lb), (lhs.shape, lf), (rhs.shape, rf), (lhs.shape, lc)))
-        a = np.transpose(lhs, lb + lf + lc).astype(acc).reshape(b, m, k)
-        c = np.transpose(rhs, rb + rc + rf).astype(acc).reshape(b, k, n)
+        a = np.transpose(lhs, lb + lf + lc).astype(acc, copy=False).reshape(b, m, k)
+        c = np.transpose(rhs, rb + rc + rf).astype(acc, copy=False).reshape(b, k, n)
         with np.errstate(all="ignore"):
             out = np.matmul(a, c).reshape(out_shape)
     return cast_result(out, out_dtype)

@@ -41,63 +41,23 @@ __all__ = [
 # Argument handling
 
 
-def _is_python_scalar(x) -> bool:
-    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
-
-
-def _weak_scalar(fun_name: str, x, dtype: np.dtype, weak: bool) -> Array:
-    """The Python scalar ``x`` as a 0-d Array of ``dtype``. As in JAX, a Python int must fit the
-    default integer dtype (else OverflowError) and then wraps into narrower integer dtypes."""
-    with np.errstate(all="ignore"):
-        if isinstance(x, int) and not isinstance(x, bool):
-            int_dtype = dtypes.default_int_dtype()
-            info = np.iinfo(int_dtype)
-            if not info.min <= x <= info.max:
-                raise OverflowError(
-                    f"{fun_name}: Python int {x} is out of range for the default integer dtype "
-                    f"{int_dtype.name}; pass an explicitly typed array instead")
-            value = np.asarray(x, int_dtype).astype(dtype)
-        else:
-            value = np.asarray(x).astype(dtype)
-    return Array(value[()], weak)
-
-
-def _convert_scalars(fun_name: str, args):
-    """Give each Python scalar in ``args`` the dtype it takes in the promoted operation."""
-    if not any(_is_python_scalar(a) for a in args):
-        return args
-    util.check_arraylike(fun_name, *args)
-    dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
-    return [_weak_scalar(fun_name, a, dtype, weak) if _is_python_scalar(a) else a for a in args]
-
-
 def promote_args(fun_name: str, *args):
     """Check, promote (JAX's lattice, weak Python scalars) and broadcast ``args``."""
-    return util.promote_args(fun_name, *_convert_scalars(fun_name, args))
+    return util.promote_args(fun_name, *args)
 
 
-def inexact_dtype(dtype) -> np.dtype:
-    """JAX's ``to_inexact_dtype``: floats stay, 64-bit integers become float64 and every other
-    integer or bool becomes float32 (even with x64 enabled: ``sin(int32) -> float32``)."""
-    dtype = np.dtype(dtype)
-    if dtypes.is_float(dtype):
-        return dtype
-    return dtypes.float64 if dtype.itemsize == 8 else dtypes.float32
+inexact_dtype = util.inexact_dtype
 
 
 def promote_dtypes_inexact(fun_name: str, *args):
     """Promote dtypes (not shapes); integers and bools become floating (:func:`inexact_dtype`)."""
     util.check_arraylike(fun_name, *args)
-    args = util.promote_dtypes(*_convert_scalars(fun_name, args))
-    if args and not dtypes.is_float(args[0].dtype):
-        dt = inexact_dtype(args[0].dtype)
-        args = [lax.convert_element_type(a, dt, a.weak_type) for a in args]
-    return args
+    return util.promote_dtypes_inexact(*args)
 
 
 def promote_args_inexact(fun_name: str, *args):
     """As :func:`promote_args`, then integers and bools become floating (:func:`inexact_dtype`)."""
-    return util.promote_shapes(fun_name, *promote_dtypes_inexact(fun_name, *args))
+    return util.promote_args_inexact(fun_name, *args)
 
 
 def promote_args_numeric(fun_name: str, *args):

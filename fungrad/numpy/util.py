@@ -103,20 +103,46 @@ def promote_dtypes(*args):
     return [_to_dtype(a, dt, weak) for a in args]
 
 
+def python_scalar_as(x, dtype: np.dtype, weak: bool, fun_name: str = "promote"):
+    """The Python scalar ``x`` as a 0-d Array of ``dtype``. As in JAX, a Python int must fit the
+    default integer dtype (else OverflowError) and then wraps into narrower integer dtypes."""
+    with np.errstate(all="ignore"):
+        if isinstance(x, int) and not isinstance(x, bool):
+            int_dtype = dtypes.default_int_dtype()
+            info = np.iinfo(int_dtype)
+            if not info.min <= x <= info.max:
+                raise OverflowError(
+                    f"{fun_name}: Python int {x} is out of range for the default integer dtype "
+                    f"{int_dtype.name}; pass an explicitly typed array instead")
+            value = np.asarray(x, int_dtype).astype(dtype)
+        else:
+            value = np.asarray(x).astype(dtype)
+    return Array(value[()], weak)
+
+
 def _to_dtype(a, dt, weak):
     if isinstance(a, _SCALAR_TYPES) and not isinstance(a, np.generic):
-        return lax.utils.full_like_scalar(a, np.empty((), dt), weak)
+        return python_scalar_as(a, dt, weak)
     a = asarray(a)
     if a.dtype != dt or a.weak_type != weak:
         return lax.convert_element_type(a, dt, weak)
     return a
 
 
+def inexact_dtype(dtype) -> np.dtype:
+    """JAX's ``to_inexact_dtype``: floats stay, 64-bit integers become float64 and every other
+    integer or bool becomes float32 (even with x64 enabled: ``sin(int32) -> float32``)."""
+    dtype = np.dtype(dtype)
+    if dtypes.is_float(dtype):
+        return dtype
+    return dtypes.float64 if dtype.itemsize == 8 else dtypes.float32
+
+
 def promote_dtypes_inexact(*args):
-    """Promote, then to the default float dtype if the common dtype is not floating."""
+    """Promote, then integers and bools become floating (:func:`inexact_dtype`)."""
     args = promote_dtypes(*args)
     if args and not dtypes.is_float(args[0].dtype):
-        dt = dtypes.default_float_dtype()
+        dt = inexact_dtype(args[0].dtype)
         args = [lax.convert_element_type(a, dt, a.weak_type) for a in args]
     return args
 
@@ -169,7 +195,7 @@ def promote_args(fun_name: str, *args):
 
 
 def promote_args_inexact(fun_name: str, *args):
-    """As :func:`promote_args`, with non-float results promoted to the default float."""
+    """As :func:`promote_args`, then integers and bools become floating (:func:`inexact_dtype`)."""
     check_arraylike(fun_name, *args)
     return promote_shapes(fun_name, *promote_dtypes_inexact(*args))
 

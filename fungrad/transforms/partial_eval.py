@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from fungrad import core
 from fungrad.core import set_current_trace
-from fungrad.ir.passes import simplify
+from fungrad.ir.passes import dce, drop_unused_consts, simplify
 from fungrad.transforms import jvp as jvp_mod
 from fungrad.transforms.staging import JaxprTrace
 
@@ -106,4 +106,12 @@ def linearize_flat(fun, primals):
     with set_current_trace(pe):
         tangent_outs = [pe.to_tracer(t) for _, t in unpacked if type(t) is not jvp_mod.Zero]
     linear = pe.to_jaxpr(tangent_args, tangent_outs)
-    return primals_out, simplify(linear), out_zero
+    # Eagerly the linear jaxpr runs once, right away: dropping dead code (and with it dead
+    # residuals) is all that pays. Under an enclosing transform it becomes part of a larger
+    # program, so common subexpressions are merged too.
+    if isinstance(pe.parent, core.EvalTrace):
+        linear = core.ClosedJaxpr(dce(linear.jaxpr), linear.consts)
+        linear = drop_unused_consts(linear)
+    else:
+        linear = simplify(linear)
+    return primals_out, linear, out_zero

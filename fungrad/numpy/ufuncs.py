@@ -52,7 +52,7 @@ inexact_dtype = util.inexact_dtype
 def promote_dtypes_inexact(fun_name: str, *args):
     """Promote dtypes (not shapes); integers and bools become floating (:func:`inexact_dtype`)."""
     util.check_arraylike(fun_name, *args)
-    return util.promote_dtypes_inexact(*args)
+    return util.promote_dtypes_inexact(*args, fun_name=fun_name)
 
 
 def promote_args_inexact(fun_name: str, *args):

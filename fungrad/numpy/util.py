@@ -94,13 +94,13 @@ def _rebuild(s, it):
     return next(it)
 
 
-def promote_dtypes(*args):
+def promote_dtypes(*args, fun_name: str = "promote_dtypes"):
     """Convert args to their common dtype (JAX's lattice); Python scalars stay weak where the
     result is weak."""
     if len(args) < 2:
-        return [asarray(a) for a in args]
+        return [asarray(a, fun_name=fun_name) for a in args]
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
-    return [_to_dtype(a, dt, weak) for a in args]
+    return [_to_dtype(a, dt, weak, fun_name) for a in args]
 
 
 def python_scalar_as(x, dtype: np.dtype, weak: bool, fun_name: str = "promote"):
@@ -120,10 +120,10 @@ def python_scalar_as(x, dtype: np.dtype, weak: bool, fun_name: str = "promote"):
     return Array(value[()], weak)
 
 
-def _to_dtype(a, dt, weak):
+def _to_dtype(a, dt, weak, fun_name):
     if isinstance(a, _SCALAR_TYPES) and not isinstance(a, np.generic):
-        return python_scalar_as(a, dt, weak)
-    a = asarray(a)
+        return python_scalar_as(a, dt, weak, fun_name)
+    a = asarray(a, fun_name=fun_name)
     if a.dtype != dt or a.weak_type != weak:
         return lax.convert_element_type(a, dt, weak)
     return a
@@ -138,9 +138,9 @@ def inexact_dtype(dtype) -> np.dtype:
     return dtypes.float64 if dtype.itemsize == 8 else dtypes.float32
 
 
-def promote_dtypes_inexact(*args):
+def promote_dtypes_inexact(*args, fun_name: str = "promote_dtypes_inexact"):
     """Promote, then integers and bools become floating (:func:`inexact_dtype`)."""
-    args = promote_dtypes(*args)
+    args = promote_dtypes(*args, fun_name=fun_name)
     if args and not dtypes.is_float(args[0].dtype):
         dt = inexact_dtype(args[0].dtype)
         args = [lax.convert_element_type(a, dt, a.weak_type) for a in args]
@@ -191,13 +191,13 @@ def promote_shapes(fun_name: str, *args):
 def promote_args(fun_name: str, *args):
     """check_arraylike + promote_dtypes + promote_shapes: what binary ufuncs need."""
     check_arraylike(fun_name, *args)
-    return promote_shapes(fun_name, *promote_dtypes(*args))
+    return promote_shapes(fun_name, *promote_dtypes(*args, fun_name=fun_name))
 
 
 def promote_args_inexact(fun_name: str, *args):
     """As :func:`promote_args`, then integers and bools become floating (:func:`inexact_dtype`)."""
     check_arraylike(fun_name, *args)
-    return promote_shapes(fun_name, *promote_dtypes_inexact(*args))
+    return promote_shapes(fun_name, *promote_dtypes_inexact(*args, fun_name=fun_name))
 
 
 def canonicalize_axis(axis, ndim: int, fun_name: str = "axis") -> int:

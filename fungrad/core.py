@@ -18,6 +18,7 @@ Rule signatures (each transform's table documents its own):
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 import threading
 from collections.abc import Sequence
@@ -72,7 +73,7 @@ class ShapedArray:
         self._hash = None
 
     ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    size = property(lambda self: math.prod(self.shape))
 
     def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
         return ShapedArray(self.shape if shape is None else shape,
@@ -119,6 +120,9 @@ def concretization_message(what: str, aval: ShapedArray, tracer=None) -> str:
 
 def get_aval(x) -> ShapedArray:
     """The aval of an Array, tracer, numpy value or Python scalar (scalars are weak)."""
+    aval = getattr(x, "_aval", None)  # Arrays cache theirs
+    if aval is not None:
+        return aval
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval

@@ -16,6 +16,7 @@ when both operands are vmapped, a free dimension when one is) instead of broadca
 from __future__ import annotations
 
 import enum
+import math
 import operator
 
 import numpy as np
@@ -171,7 +172,7 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
     if 0 in out_shape:
         out = np.zeros(out_shape, acc)
     else:
-        b, m, n, k = (int(np.prod([shape[d] for d in dims], dtype=np.int64)) for shape, dims in
+        b, m, n, k = (math.prod([shape[d] for d in dims]) for shape, dims in
                       ((lhs.shape, lb), (lhs.shape, lf), (rhs.shape, rf), (lhs.shape, lc)))
         a = np.transpose(lhs, lb + lf + lc).astype(acc, copy=False).reshape(b, m, k)
         c = np.transpose(rhs, rb + rc + rf).astype(acc, copy=False).reshape(b, k, n)

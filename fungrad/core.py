@@ -277,6 +277,24 @@ class Trace:
         raise AssertionError(f"{type(self).__name__} must define process_primitive")
 
 
+def is_ancestor(trace: Trace, other: Trace) -> bool:
+    """Whether ``other`` encloses ``trace`` (is its parent, grandparent, ...)."""
+    t = trace.parent
+    while t is not None:
+        if t is other:
+            return True
+        t = t.parent
+    return False
+
+
+def eval_closed_jaxpr_impl(closed: ClosedJaxpr, *values) -> list:
+    """Evaluate ``closed`` on numpy values, returning numpy values: the impl of every
+    primitive that just runs the jaxpr it holds (custom_jvp_call, checkpoint...)."""
+    from fungrad.array import Array
+    outs = eval_jaxpr(closed.jaxpr, closed.consts, *[Array(v) for v in values])
+    return [o._value for o in outs]
+
+
 class Tracer:
     """A value under a transform. Array methods and operators are installed by fungrad.numpy."""
 

@@ -47,24 +47,6 @@ def _merge(static, dyn, nondiff_argnums, n):
     return [next(s) if i in nondiff_argnums else next(d) for i in range(n)]
 
 
-def _trace(fun, in_tree, leaves, what):
-    from fungrad.lax.control_flow import hoist_tracer_consts
-    from fungrad.transforms.autodiff import _as_array
-    from fungrad.transforms.staging import trace_to_jaxpr
-
-    out_box = []
-
-    def flat_fun(*xs):
-        out = fun(*tree_util.tree_unflatten(in_tree, xs))
-        flat, tree = tree_util.tree_flatten(out)
-        out_box.append(tree)
-        return [_as_array(o, f"{what} output") for o in flat]
-
-    closed = trace_to_jaxpr(flat_fun, [get_aval(x) for x in leaves])
-    closed, hoisted = hoist_tracer_consts(closed)
-    return closed, hoisted, out_box[0]
-
-
 def _check_outputs(what, expected_tree, expected_avals, tree, leaves, fix):
     if tree != expected_tree:
         raise TypeError(f"{what} must produce a pytree with the structure {expected_tree}, but "
@@ -85,9 +67,7 @@ def _closure_error(name):
 # -- custom_jvp -------------------------------------------------------------------------------
 
 def _custom_jvp_call_impl(*args, call_jaxpr, jvp, num_consts, symbolic_zeros):
-    from fungrad.array import Array
-    outs = core.eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *[Array(a) for a in args])
-    return [o._value for o in outs]
+    return core.eval_closed_jaxpr_impl(call_jaxpr, *args)
 
 
 def _custom_jvp_call_abstract_eval(*avals, call_jaxpr, jvp, num_consts, symbolic_zeros):
@@ -146,7 +126,36 @@ jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
 batch_rules[custom_jvp_call_p] = _custom_jvp_call_batch
 
 
-class custom_jvp:  # noqa: N801  (JAX's name)
+class _CustomFunction:
+    """What custom_jvp and custom_vjp share: wrapping ``fun``, splitting off the
+    ``nondiff_argnums`` arguments and tracing ``fun`` on the others."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+
+    def _trace_call(self, args, kwargs):
+        """Returns ``(name, static, dyn, leaves, in_tree, closed, hoisted, out_tree, merge)``;
+        ``merge(dyn_args)`` rebuilds the full argument list."""
+        from fungrad.lax.control_flow.common import trace_body
+        from fungrad.transforms.autodiff import _as_array
+        name = getattr(self.fun, "__name__", type(self).__name__ + " function")
+        args = _resolve_args(self.fun, args, kwargs)
+        static, dyn = _split_nondiff(args, self.nondiff_argnums)
+        n, nondiff = len(args), self.nondiff_argnums
+        leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
+        leaves = [_as_array(x, name) for x in leaves]
+
+        def merge(d):
+            return _merge(static, d, nondiff, n)
+
+        closed, hoisted, out_tree = trace_body(lambda *d: self.fun(*merge(d)), in_tree,
+                                               [get_aval(x) for x in leaves], name)
+        return name, static, dyn, leaves, in_tree, closed, hoisted, out_tree, merge
+
+
+class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
     """A function with a user-defined JVP rule (``jax.custom_jvp``)::
 
         @custom_jvp
@@ -156,9 +165,7 @@ class custom_jvp:  # noqa: N801  (JAX's name)
     """
 
     def __init__(self, fun, nondiff_argnums=()):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        super().__init__(fun, nondiff_argnums)
         self.jvp = None
         self.symbolic_zeros = False
 
@@ -190,20 +197,12 @@ class custom_jvp:  # noqa: N801  (JAX's name)
         self.defjvp(jvp)
 
     def __call__(self, *args, **kwargs):
-        name = getattr(self.fun, "__name__", "custom_jvp function")
         if self.jvp is None:
+            name = getattr(self.fun, "__name__", "custom_jvp function")
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-        args = _resolve_args(self.fun, args, kwargs)
-        static, dyn = _split_nondiff(args, self.nondiff_argnums)
-        n = len(args)
-        leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
         from fungrad.transforms.autodiff import _as_array
-        leaves = [_as_array(x, name) for x in leaves]
-
-        def fun_dyn(*d):
-            return self.fun(*_merge(static, d, self.nondiff_argnums, n))
-
-        closed, hoisted, out_tree = _trace(fun_dyn, in_tree, leaves, name)
+        name, static, _, leaves, in_tree, closed, hoisted, out_tree, _ = self._trace_call(
+            args, kwargs)
         user_jvp, nondiff, symbolic = self.jvp, self.nondiff_argnums, self.symbolic_zeros
         out_avals = closed.out_avals
 
@@ -241,8 +240,7 @@ def _zero_tangent_value(z: Zero):
 # -- custom_vjp -------------------------------------------------------------------------------
 
 def _custom_vjp_call_impl(*args, call_jaxpr, fwd, bwd, num_consts, out_avals):
-    return _custom_jvp_call_impl(*args, call_jaxpr=call_jaxpr, jvp=None, num_consts=num_consts,
-                                 symbolic_zeros=False)
+    return core.eval_closed_jaxpr_impl(call_jaxpr, *args)
 
 
 def _custom_vjp_call_abstract_eval(*avals, call_jaxpr, fwd, bwd, num_consts, out_avals):
@@ -319,7 +317,7 @@ batch_rules[custom_vjp_call_p] = _custom_vjp_call_batch
 transpose_rules[custom_lin_p] = _custom_lin_transpose
 
 
-class custom_vjp:  # noqa: N801  (JAX's name)
+class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
     """A function with a user-defined VJP (``jax.custom_vjp``)::
 
         @custom_vjp
@@ -333,9 +331,7 @@ class custom_vjp:  # noqa: N801  (JAX's name)
     """
 
     def __init__(self, fun, nondiff_argnums=()):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        super().__init__(fun, nondiff_argnums)
         self.fwd = None
         self.bwd = None
 
@@ -343,27 +339,18 @@ class custom_vjp:  # noqa: N801  (JAX's name)
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args, **kwargs):
-        name = getattr(self.fun, "__name__", "custom_vjp function")
         if self.fwd is None:
+            name = getattr(self.fun, "__name__", "custom_vjp function")
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-        args = _resolve_args(self.fun, args, kwargs)
-        static, dyn = _split_nondiff(args, self.nondiff_argnums)
-        n = len(args)
-        leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
         from fungrad.transforms.autodiff import _as_array
-        leaves = [_as_array(x, name) for x in leaves]
-
-        def fun_dyn(*d):
-            return self.fun(*_merge(static, d, self.nondiff_argnums, n))
-
-        closed, hoisted, out_tree = _trace(fun_dyn, in_tree, leaves, name)
+        name, static, dyn, leaves, in_tree, closed, hoisted, out_tree, merge = \
+            self._trace_call(args, kwargs)
         user_fwd, user_bwd = self.fwd, self.bwd
         out_avals = closed.out_avals
         res_tree_box = []
 
         def flat_fwd(xs):
-            full = _merge(static, tree_util.tree_unflatten(in_tree, xs), self.nondiff_argnums, n)
-            res = user_fwd(*full)
+            res = user_fwd(*merge(tree_util.tree_unflatten(in_tree, xs)))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(f"custom_vjp fwd rule of {name} must return a pair "
                                 "(primal_out, residuals)")

@@ -94,7 +94,7 @@ class JVPTrace(Trace):
     def _unpack(self, x):
         if isinstance(x, JVPTracer) and x._trace is self:
             return x.primal, x.tangent
-        if isinstance(x, Tracer) and not _is_ancestor(self, x._trace):
+        if isinstance(x, Tracer) and not core.is_ancestor(self, x._trace):
             raise core.escaped_tracer_error(x)
         return x, Zero(tangent_aval(get_aval(x)))
 
@@ -123,15 +123,6 @@ class NotDifferentiableError(TypeError):
         else:
             msg = f"Differentiation rule for '{primitive}' not implemented"
         super().__init__(msg)
-
-
-def _is_ancestor(trace: Trace, other: Trace) -> bool:
-    t = trace.parent
-    while t is not None:
-        if t is other:
-            return True
-        t = t.parent
-    return False
 
 
 def jvp_flat(fun, primals, tangents):

@@ -55,9 +55,7 @@ checkpoint_policies = types.SimpleNamespace(
 
 
 def _checkpoint_impl(*args, jaxpr, prevent_cse, differentiated, policy):
-    from fungrad.array import Array
-    outs = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *[Array(a) for a in args])
-    return [o._value for o in outs]
+    return core.eval_closed_jaxpr_impl(jaxpr, *args)
 
 
 def _checkpoint_abstract_eval(*avals, jaxpr, prevent_cse, differentiated, policy):

@@ -42,14 +42,6 @@ class JaxprTrace(core.Trace):
     def new_arg(self, aval: core.ShapedArray) -> JaxprTracer:
         return JaxprTracer(self, aval, core.Var(aval))
 
-    def _is_ancestor(self, trace) -> bool:
-        t = self.parent
-        while t is not None:
-            if t is trace:
-                return True
-            t = t.parent
-        return False
-
     def _const_var(self, x) -> core.Var:
         var = self._const_ids.get(id(x))
         if var is None:
@@ -65,7 +57,7 @@ class JaxprTrace(core.Trace):
         if isinstance(x, core.Tracer):
             if x._trace is self:
                 return x.var
-            if not self._is_ancestor(x._trace):
+            if not core.is_ancestor(self, x._trace):
                 raise core.escaped_tracer_error(x)
             return self._const_var(x)
         aval = core.get_aval(x)
@@ -80,7 +72,7 @@ class JaxprTrace(core.Trace):
         """``x`` as one of this trace's tracers (constants become constvar-backed tracers)."""
         if isinstance(x, core.Tracer) and x._trace is self:
             return x
-        if isinstance(x, core.Tracer) and not self._is_ancestor(x._trace):
+        if isinstance(x, core.Tracer) and not core.is_ancestor(self, x._trace):
             raise core.escaped_tracer_error(x)
         var = self._const_var(x)
         return JaxprTracer(self, var.aval, var)

@@ -48,12 +48,8 @@ class BatchTrace(Trace):
     def _unpack(self, x):
         if isinstance(x, BatchTracer) and x._trace is self:
             return x.val, x.bdim
-        if isinstance(x, Tracer):
-            t = self.parent
-            while t is not None and t is not x._trace:
-                t = t.parent
-            if t is None:
-                raise core.escaped_tracer_error(x)
+        if isinstance(x, Tracer) and not core.is_ancestor(self, x._trace):
+            raise core.escaped_tracer_error(x)
         return x, not_mapped
 
     def process_primitive(self, primitive, args, params):

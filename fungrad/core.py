@@ -381,7 +381,7 @@ class EvalTrace(Trace):
                 vals.append(np.asarray(a, dtype=dtypes.canonicalize_dtype(aval.dtype))[()])
         # The shape rule runs first: bad input gets the primitive's own error (naming the
         # operation, shapes and dtypes), never numpy's, and the impl only sees valid input.
-        out_avals = _cached_abstract_eval(primitive, tuple(map(get_aval, args)), params)
+        out_avals = cached_abstract_eval(primitive, tuple(map(get_aval, args)), params)
         out = primitive.impl(*vals, **params)
         if config.check_impl_avals:
             _check_impl_avals(primitive, out, out_avals, params)
@@ -393,7 +393,7 @@ class EvalTrace(Trace):
 _abstract_eval_cache: dict = {}
 
 
-def _cached_abstract_eval(primitive, avals, params):
+def cached_abstract_eval(primitive, avals, params):
     """``primitive.abstract_eval`` memoised on (primitive, input avals, params): eager code
     repeats the same shapes, and shape rules are pure. Unhashable params are not cached."""
     try:

@@ -80,7 +80,7 @@ class JaxprTrace(core.Trace):
     # -- primitives ---------------------------------------------------------------------------
     def process_primitive(self, primitive, args, params):
         invars = [self._input(a) for a in args]
-        out = primitive.abstract_eval(*[v.aval for v in invars], **params)
+        out = core.cached_abstract_eval(primitive, tuple(v.aval for v in invars), params)
         out_avals = out if primitive.multiple_results else [out]
         outvars = [core.Var(a) for a in out_avals]
         self.eqns.append(core.JaxprEqn(primitive, invars, params, outvars))

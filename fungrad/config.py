@@ -16,6 +16,9 @@ _OPTIONS = {
     # dtype that its abstract_eval predicts. The test suite turns it on; it is cheap
     # enough to use while debugging a new primitive.
     "check_impl_avals": False,
+    # Do not read or write the on-disk cache of compiled CPU code (fungrad/lowering/cache.py);
+    # the environment variable FUNGRAD_DISABLE_CACHE=1 does the same.
+    "disable_compile_cache": False,
 }
 
 

@@ -2,6 +2,7 @@
 hypothesis runs a bounded number of examples without deadlines (the machine is noisy)."""
 
 import os
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -14,6 +15,9 @@ settings.register_profile(
 settings.load_profile("default")
 
 fg.config.update("check_impl_avals", True)
+
+# Compiled objects from the tests go to a throwaway cache, never the user's ~/.cache/fungrad.
+os.environ.setdefault("FUNGRAD_CACHE_DIR", tempfile.mkdtemp(prefix="fungrad-test-cache-"))
 
 
 @pytest.fixture

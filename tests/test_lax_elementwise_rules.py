@@ -43,7 +43,7 @@ def test_registry_every_primitive_has_its_rules():
         assert p in jvp_rules or p in no_jvp, f"{p} has no jvp rule"
         assert p in batch_rules, f"{p} has no batch rule"
         assert (p in transpose_rules) == (p in LINEAR), f"{p}: transpose rule mismatch"
-    assert set(no_jvp) & set(prims) == {ew.digamma_p}
+    assert set(no_jvp) & set(prims) == {ew.digamma_p, ew.nextafter_p}
 
 
 def test_digamma_has_no_jvp_and_says_why():
@@ -294,11 +294,13 @@ def test_integer_and_piecewise_constant_ops_have_zero_derivatives(x64):
     x = np.array([-1.7, -0.2, 0.6, 2.5])
     t = np.array([1.0, 2.0, 3.0, 4.0])
     for fn in (lax.sign, lax.floor, lax.ceil, lax.round,
-               lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
-               lambda x: lax.nextafter(x, np.full(4, np.inf))):
+               lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)):
         _, tangent = fg.jvp(fn, (x,), (t,))
         assert_array(tangent, np.zeros(4), dtype=np.float64)
         assert_array(fg.grad(lambda x, fn=fn: fnp.sum(fn(x)))(x), np.zeros(4), dtype=np.float64)
+    # nextafter has no derivative rule (as JAX): the error says why and what to do
+    with pytest.raises(TypeError, match="nextafter steps its input by one ulp"):
+        fg.jvp(lambda x: lax.nextafter(x, np.full(4, np.inf)), (x,), (t,))
 
     def f(x):
         # comparisons, is_finite and bitwise ops feed only integer/bool values onwards

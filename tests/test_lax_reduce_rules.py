@@ -1,4 +1,5 @@
-"""jvp, transpose and batching rules of the reductions (fungrad/lax/reduce.py).
+"""jvp, transpose and batching rules of the reductions (fungrad/lax/reduce.py and
+fungrad/lax/windowed_reductions.py).
 
 Oracles: the linear primitives (reduce_sum, cumsum, reduce_window_sum) against their Jacobian
 matrix built by evaluating the primitive eagerly on unit vectors (jvp = J t, vjp = J^T ct);
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad import core, lax
+from fungrad.lax import windowed_reductions as windowed
 from fungrad.scipy.special import logsumexp
 from fungrad.testing import check_grads
 from fungrad.testing.gradcheck import assert_transforms_commute
@@ -31,13 +33,14 @@ from fungrad.transforms.vmap import batch_rules, vmap_flat
 # NB: ``fungrad.lax.reduce`` is the lax.reduce function; the module is reached by its full name.
 reduce = importlib.import_module("fungrad.lax.reduce")
 
-LINEAR = {reduce.reduce_sum_p, reduce.cumsum_p, reduce.reduce_window_sum_p}
+LINEAR = {reduce.reduce_sum_p, reduce.cumsum_p, windowed.reduce_window_sum_p}
 
 few = settings(max_examples=25)
 
 
 def test_registry_every_primitive_has_its_rules():
-    prims = {v for v in vars(reduce).values() if isinstance(v, core.Primitive)}
+    prims = {v for m in (reduce, windowed) for v in vars(m).values()
+             if isinstance(v, core.Primitive)}
     assert {p.name for p in prims} == {
         "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
         "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin",
@@ -112,12 +115,12 @@ def window_cases(draw, max_padding=2):
 
 
 def _window_shape(shape, p):
-    return reduce._reduce_window_shape(shape, p["window_dimensions"], p["window_strides"],
-                                       p["padding"], p["base_dilation"], p["window_dilation"])
+    return windowed._reduce_window_shape(shape, p["window_dimensions"], p["window_strides"],
+                                         p["padding"], p["base_dilation"], p["window_dilation"])
 
 
 def _valid_window_case(shape, p):
-    padded = [reduce.dilate_dim(n, b) + lo + hi
+    padded = [windowed.dilate_dim(n, b) + lo + hi
               for n, b, (lo, hi) in zip(shape, p["base_dilation"], p["padding"])]
     return min(padded) >= 0
 
@@ -130,7 +133,7 @@ def test_reduce_window_sum_rules_hypothesis(case):
         return
     fg.config.update("enable_x64", True)
     try:
-        check_linear(lambda x: reduce.reduce_window_sum_p.bind(x, **p),
+        check_linear(lambda x: windowed.reduce_window_sum_p.bind(x, **p),
                      np.random.default_rng(3).standard_normal(shape))
     finally:
         fg.config.update("enable_x64", False)
@@ -166,7 +169,7 @@ def test_reduce_window_max_min_jvp_hypothesis(case, kind):
     shape, p = case
     if not _valid_window_case(shape, p):
         return
-    prim = reduce.reduce_window_max_p if kind == "max" else reduce.reduce_window_min_p
+    prim = windowed.reduce_window_max_p if kind == "max" else windowed.reduce_window_min_p
     better = np.greater if kind == "max" else np.less
     rng = np.random.default_rng(4)
     x = rng.permutation(np.arange(np.prod(shape), dtype=np.float32)).reshape(shape)

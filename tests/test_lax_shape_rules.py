@@ -1,5 +1,5 @@
-"""jvp, transpose and batching rules of the shape primitives (fungrad/lax/shape.py) and of
-``threefry2x32`` (fungrad/lax/random_bits.py).
+"""jvp, transpose and batching rules of the shape and slicing primitives (fungrad/lax/shape.py,
+fungrad/lax/slicing.py) and of ``threefry2x32`` (fungrad/lax/random_bits.py).
 
 Every shape primitive is linear in its array operands, so its derivatives have an exact
 independent oracle: the Jacobian matrix ``J``, built column by column by evaluating the
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad import core, dtypes, lax
-from fungrad.lax import random_bits, shape
+from fungrad.lax import random_bits, shape, slicing
 from fungrad.testing import check_grads
 from fungrad.testing.gradcheck import assert_transforms_commute
 from fungrad.transforms.jvp import jvp_rules, no_jvp
@@ -26,8 +26,8 @@ from fungrad.transforms.transpose import transpose_rules
 from fungrad.transforms.vmap import batch_rules, vmap_flat
 
 LINEAR = {shape.broadcast_in_dim_p, shape.reshape_p, shape.transpose_p, shape.squeeze_p,
-          shape.concatenate_p, shape.pad_p, shape.slice_p, shape.dynamic_slice_p,
-          shape.dynamic_update_slice_p, shape.rev_p}
+          slicing.concatenate_p, slicing.pad_p, slicing.slice_p, slicing.dynamic_slice_p,
+          slicing.dynamic_update_slice_p, shape.rev_p}
 
 few = settings(max_examples=12)
 
@@ -35,7 +35,7 @@ few = settings(max_examples=12)
 # -- registry ------------------------------------------------------------------------------------
 
 def _family_primitives():
-    return [v for m in (shape, random_bits) for v in vars(m).values()
+    return [v for m in (shape, slicing, random_bits) for v in vars(m).values()
             if isinstance(v, core.Primitive)]
 
 

@@ -13,4 +13,6 @@ from fungrad.lax.indexing import *  # noqa: F401,F403
 from fungrad.lax.random_bits import *  # noqa: F401,F403
 from fungrad.lax.reduce import *  # noqa: F401,F403
 from fungrad.lax.shape import *  # noqa: F401,F403
+from fungrad.lax.slicing import *  # noqa: F401,F403
 from fungrad.lax.sort import *  # noqa: F401,F403
+from fungrad.lax.windowed_reductions import *  # noqa: F401,F403

@@ -32,14 +32,14 @@ from fungrad.lax.dot import (
     cast_result,
     check_preferred_element_type,
 )
-from fungrad.lax.reduce import (
+from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
+from fungrad.lax.windowed_reductions import (
     conv_vjp_lhs_padding,
     dilate_and_pad,
     dilate_dim,
     padtype_to_pads,
     strided_windows,
 )
-from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
 from fungrad.transforms.jvp import Zero, defjvp
 from fungrad.transforms.transpose import deflinear_transpose, is_undefined_primal
 from fungrad.transforms.vmap import batch_rules

@@ -549,9 +549,14 @@ def square(x):
 
 defjvp(square_p, lambda t, x: mul(t, mul(_const(x, 2), x)))
 
-# Piecewise-constant or integer-valued results: zero tangents (nextafter too, as a rounding).
-for _p in (sign_p, floor_p, ceil_p, round_p, nextafter_p):
+# Piecewise-constant or integer-valued results: zero tangents.
+for _p in (sign_p, floor_p, ceil_p, round_p):
     defjvp_zero(_p)
+# nextafter(x, y) is x moved by one ulp: a zero tangent would be wrong and the identity in x is
+# a guess, so (as JAX) it has no derivative rule.
+no_jvp[nextafter_p] = ("nextafter steps its input by one ulp and has no derivative rule (as in "
+                       "JAX); apply lax.stop_gradient to its operands if a zero derivative is "
+                       "what you want")
 for _p in (neg_p, sign_p, floor_p, ceil_p, round_p, abs_p, square_p, integer_pow_p):
     defvectorized(_p)
 for _p in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, nextafter_p):

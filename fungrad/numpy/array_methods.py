@@ -20,7 +20,7 @@ import numpy as np
 
 from fungrad import core, dtypes, lax
 from fungrad.array import Array
-from fungrad.numpy import indexing, reductions, ufuncs
+from fungrad.numpy import indexing, logic, reductions, ufuncs
 
 # The operand types operators accept (as jax.Array: Python scalars, numpy values, arrays).
 _ACCEPTED = (bool, int, float, np.generic, np.ndarray, Array, core.Tracer)
@@ -97,7 +97,7 @@ def _setitem(self, key, value):
 
 
 def _contains(self, element):
-    return bool(reductions.any(ufuncs.equal(self, element)))
+    return bool(reductions.any(logic.equal(self, element)))
 
 
 _OPERATORS = {
@@ -112,21 +112,21 @@ _OPERATORS = {
     "__divmod__": _binary(ufuncs.divmod), "__rdivmod__": _binary(ufuncs.divmod, True),
     "__pow__": _pow, "__rpow__": _rpow,
     "__matmul__": _lazy_binary("matmul"), "__rmatmul__": _lazy_binary("matmul", True),
-    "__and__": _binary(ufuncs.bitwise_and), "__rand__": _binary(ufuncs.bitwise_and, True),
-    "__or__": _binary(ufuncs.bitwise_or), "__ror__": _binary(ufuncs.bitwise_or, True),
-    "__xor__": _binary(ufuncs.bitwise_xor), "__rxor__": _binary(ufuncs.bitwise_xor, True),
-    "__lshift__": _binary(ufuncs.left_shift),
-    "__rlshift__": _binary(ufuncs.left_shift, True),
-    "__rshift__": _binary(ufuncs.right_shift),
-    "__rrshift__": _binary(ufuncs.right_shift, True),
-    "__eq__": _comparison(ufuncs.equal, "=="), "__ne__": _comparison(ufuncs.not_equal, "!="),
-    "__lt__": _comparison(ufuncs.less, "<"), "__le__": _comparison(ufuncs.less_equal, "<="),
-    "__gt__": _comparison(ufuncs.greater, ">"),
-    "__ge__": _comparison(ufuncs.greater_equal, ">="),
+    "__and__": _binary(logic.bitwise_and), "__rand__": _binary(logic.bitwise_and, True),
+    "__or__": _binary(logic.bitwise_or), "__ror__": _binary(logic.bitwise_or, True),
+    "__xor__": _binary(logic.bitwise_xor), "__rxor__": _binary(logic.bitwise_xor, True),
+    "__lshift__": _binary(logic.left_shift),
+    "__rlshift__": _binary(logic.left_shift, True),
+    "__rshift__": _binary(logic.right_shift),
+    "__rrshift__": _binary(logic.right_shift, True),
+    "__eq__": _comparison(logic.equal, "=="), "__ne__": _comparison(logic.not_equal, "!="),
+    "__lt__": _comparison(logic.less, "<"), "__le__": _comparison(logic.less_equal, "<="),
+    "__gt__": _comparison(logic.greater, ">"),
+    "__ge__": _comparison(logic.greater_equal, ">="),
     "__neg__": lambda self: ufuncs.negative(self),
     "__pos__": lambda self: ufuncs.positive(self),
     "__abs__": lambda self: ufuncs.absolute(self),
-    "__invert__": lambda self: ufuncs.invert(self),
+    "__invert__": lambda self: logic.invert(self),
     "__round__": _round_operator,
     "__getitem__": _getitem,
     "__setitem__": _setitem,

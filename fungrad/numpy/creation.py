@@ -16,7 +16,6 @@ import operator
 import numpy as np
 
 from fungrad import core, dtypes, lax
-from fungrad.array import Array
 from fungrad.numpy import manipulation, ufuncs, util
 
 __all__ = [
@@ -24,46 +23,6 @@ __all__ = [
     "fromfunction", "full", "full_like", "geomspace", "identity", "indices", "linspace",
     "logspace", "meshgrid", "ones", "ones_like", "tri", "tril", "triu", "zeros", "zeros_like",
 ]
-
-
-# -- helpers shared with manipulation.py ------------------------------------------------------
-
-def concrete_or_error(x, context: str):
-    """The concrete value of ``x`` (a Python scalar stays one; arrays become numpy values).
-
-    An abstract tracer (inside ``make_jaxpr``/``jit``) raises ConcretizationTypeError whose
-    message ends with ``context`` (which argument of which function needed the value).
-    """
-    if isinstance(x, core.Tracer):
-        val = x.to_concrete_value()
-        if val is None:
-            raise core.ConcretizationTypeError(
-                core.concretization_message("the value", x.aval, x) + f"\nIt arose in {context}.")
-        return np.asarray(val)
-    if type(x) is Array:
-        return np.asarray(x)
-    return x
-
-
-def canonicalize_shape(shape, fun_name: str) -> tuple[int, ...]:
-    """``shape`` (an int or a sequence of ints, concrete) as a tuple of non-negative ints."""
-    if isinstance(shape, (tuple, list)) or getattr(shape, "ndim", 0) == 1:
-        elems = list(shape)
-    else:
-        elems = [shape]
-    out = []
-    for d in elems:
-        d = concrete_or_error(d, f"the shape argument of {fun_name} (shapes must be static)")
-        try:
-            d = operator.index(d)
-        except TypeError:
-            raise TypeError(f"{fun_name}: shape must be an int or a sequence of ints, got "
-                            f"{shape!r}") from None
-        if d < 0:
-            raise ValueError(f"{fun_name}: negative dimensions are not allowed, got shape "
-                             f"{shape!r}")
-        out.append(d)
-    return tuple(out)
 
 
 def _user_dtype(dtype, fun_name: str, shape=None):
@@ -158,7 +117,7 @@ def full(shape, fill_value, dtype=None):
     """
     dt = _user_dtype(dtype, "full", shape)
     util.check_arraylike("full", fill_value, names=["fill_value"])
-    shape = canonicalize_shape(shape, "full")
+    shape = util.canonicalize_shape(shape, "full")
     fill = util.asarray(fill_value, dt, "full")
     if fill.ndim == 0:
         return lax.full(shape, fill)
@@ -173,19 +132,19 @@ def zeros(shape, dtype=None):
         Array([0, 0], dtype=int32)
     """
     dt = _user_dtype(dtype, "zeros", shape) or dtypes.default_float_dtype()
-    return lax.full(canonicalize_shape(shape, "zeros"), 0, dt)
+    return lax.full(util.canonicalize_shape(shape, "zeros"), 0, dt)
 
 
 def ones(shape, dtype=None):
     """An array of ones (default dtype float32, float64 with x64)."""
     dt = _user_dtype(dtype, "ones", shape) or dtypes.default_float_dtype()
-    return lax.full(canonicalize_shape(shape, "ones"), 1, dt)
+    return lax.full(util.canonicalize_shape(shape, "ones"), 1, dt)
 
 
 def empty(shape, dtype=None):
     """As :func:`zeros`: arrays are immutable, so uninitialised memory is never exposed."""
     dt = _user_dtype(dtype, "empty", shape) or dtypes.default_float_dtype()
-    return lax.full(canonicalize_shape(shape, "empty"), 0, dt)
+    return lax.full(util.canonicalize_shape(shape, "empty"), 0, dt)
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
@@ -202,7 +161,7 @@ def full_like(a, fill_value, dtype=None, shape=None):
     dt = _user_dtype(dtype, "full_like")
     weak = a_weak and dt is None
     dt = a_dtype if dt is None else dt
-    shape = tuple(np.shape(a)) if shape is None else canonicalize_shape(shape, "full_like")
+    shape = tuple(np.shape(a)) if shape is None else util.canonicalize_shape(shape, "full_like")
     fill = util.asarray(fill_value, fun_name="full_like")
     # as in JAX, only a scalar fill keeps ``a``'s weak type
     fill = lax.convert_element_type(fill, dt, weak and fill.ndim == 0)
@@ -250,7 +209,7 @@ def arange(start, stop=None, step=None, dtype=None):
             bounds.append(None)
             continue
         util.check_arraylike("arange", v, names=[name])
-        v = concrete_or_error(v, f"the arange argument {name!r} (the output size must be "
+        v = util.concrete_or_error(v, f"the arange argument {name!r} (the output size must be "
                                  "static; use fixed bounds or fnp.linspace)")
         if np.ndim(v) != 0:
             raise ValueError(f"arange: arguments must be scalars, got {name} with shape "
@@ -282,7 +241,7 @@ def _scalar(v):
 
 
 def _check_num(num, fun_name: str) -> int:
-    num = operator.index(concrete_or_error(num, f"the {fun_name} argument 'num'"))
+    num = operator.index(util.concrete_or_error(num, f"the {fun_name} argument 'num'"))
     if num < 0:
         raise ValueError(f"{fun_name}: number of samples num={num} must be non-negative")
     return num
@@ -417,8 +376,8 @@ def eye(N, M=None, k=0, dtype=None):
                [0., 0., 1.]], dtype=float32)
     """
     dt = _user_dtype(dtype, "eye") or dtypes.default_float_dtype()
-    n, = canonicalize_shape(N, "eye")
-    m = n if M is None else canonicalize_shape(M, "eye")[0]
+    n, = util.canonicalize_shape(N, "eye")
+    m = n if M is None else util.canonicalize_shape(M, "eye")[0]
     return lax.convert_element_type(_tri_mask(n, m, k, "eye", lax.eq), dt)
 
 
@@ -437,8 +396,8 @@ def tri(N, M=None, k: int = 0, dtype=None):
                [1, 1]], dtype=int32)
     """
     dt = _user_dtype(dtype, "tri") or dtypes.default_float_dtype()
-    n, = canonicalize_shape(N, "tri")
-    m = n if M is None else canonicalize_shape(M, "tri")[0]
+    n, = util.canonicalize_shape(N, "tri")
+    m = n if M is None else util.canonicalize_shape(M, "tri")[0]
     return lax.convert_element_type(_tri_mask(n, m, k, "tri", lax.ge), dt)
 
 
@@ -514,7 +473,7 @@ def indices(dimensions, dtype=None, sparse: bool = False):
         Array([[0, 1, 2],
                [0, 1, 2]], dtype=int32)
     """
-    dims = canonicalize_shape(tuple(dimensions), "indices")
+    dims = util.canonicalize_shape(tuple(dimensions), "indices")
     dt = _user_dtype(dtype, "indices") or dtypes.default_int_dtype()
     out = _index_grids(dims, dt, sparse)
     if sparse:
@@ -544,6 +503,6 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
         Array([[0, 1, 2],
                [1, 2, 3]], dtype=int32)
     """
-    shape = canonicalize_shape(shape, "fromfunction")
+    shape = util.canonicalize_shape(shape, "fromfunction")
     dt = _user_dtype(dtype, "fromfunction")
     return function(*_index_grids(shape, dt, sparse=False), **kwargs)

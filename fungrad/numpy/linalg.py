@@ -98,7 +98,7 @@ def _sum_squares_sqrt(x, axis, keepdims):
 
 
 def _vector_norm(x, ord, axis, keepdims):
-    from fungrad.numpy import reductions, ufuncs
+    from fungrad.numpy import logic, reductions, ufuncs
     if isinstance(ord, str) or isinstance(ord, bool):
         raise ValueError(f"norm: invalid order {ord!r} for a vector norm; use None, a number, "
                          "inf or -inf")
@@ -109,7 +109,7 @@ def _vector_norm(x, ord, axis, keepdims):
     if ord == -np.inf:
         return reductions.min(ufuncs.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        return reductions.sum(ufuncs.not_equal(x, 0), axis=axis, keepdims=keepdims,
+        return reductions.sum(logic.not_equal(x, 0), axis=axis, keepdims=keepdims,
                               dtype=x.dtype)
     if ord == 1:
         return reductions.sum(ufuncs.abs(x), axis=axis, keepdims=keepdims)

@@ -1,7 +1,7 @@
 """fungrad.numpy shape manipulation: reshaping and axis permutation, broadcasting, joining
 (``concatenate``/``stack``/``block``), splitting, tiling and repeating, flips and rolls,
-``pad`` (every NumPy mode but ``median`` and callables), ``diff``, ``append``/``delete``/
-``insert``, ``resize`` and ``trim_zeros``.
+``diff``, ``append``/``delete``/``insert``, ``resize`` and ``trim_zeros``. (``pad`` lives in
+padding.py, and uses this module's ``_arr``, ``_slice_axis`` and ``_broadcast_along``.)
 
 Everything is written on fungrad.lax shape ops (reshape, transpose, broadcast_in_dim,
 concatenate, pad, slice, rev, squeeze, expand_dims); ``take`` (a gather) is used only to
@@ -19,14 +19,14 @@ import numpy as np
 
 from fungrad import core, dtypes, lax
 from fungrad.array import Array
-from fungrad.numpy import creation, indexing, reductions, ufuncs, util
+from fungrad.numpy import creation, indexing, util
 
 __all__ = [
     "append", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "block",
     "broadcast_arrays", "broadcast_shapes", "broadcast_to", "column_stack", "concat",
     "concatenate", "delete", "diff", "dsplit", "dstack", "ediff1d", "expand_dims", "flip",
     "fliplr", "flipud", "hsplit", "hstack", "insert", "matrix_transpose", "moveaxis", "ndim",
-    "pad", "permute_dims", "ravel", "repeat", "reshape", "resize", "roll", "rollaxis", "rot90",
+    "permute_dims", "ravel", "repeat", "reshape", "resize", "roll", "rollaxis", "rot90",
     "row_stack", "shape", "size", "split", "squeeze", "stack", "swapaxes", "tile",
     "transpose", "trim_zeros", "unstack", "vsplit", "vstack",
 ]
@@ -131,7 +131,7 @@ def _reshape_shape(old: tuple[int, ...], newshape, fun_name: str) -> tuple[int, 
     elems = list(newshape) if isinstance(newshape, (tuple, list)) else [newshape]
     dims = []
     for d in elems:
-        d = creation.concrete_or_error(d, f"the shape argument of {fun_name}")
+        d = util.concrete_or_error(d, f"the shape argument of {fun_name}")
         try:
             dims.append(operator.index(d))
         except TypeError:
@@ -314,7 +314,7 @@ def broadcast_to(array, shape):
         (2, 3)
     """
     x = _arr(array, "broadcast_to", "array")
-    return util.broadcast_to_shape(x, creation.canonicalize_shape(shape, "broadcast_to"))
+    return util.broadcast_to_shape(x, util.canonicalize_shape(shape, "broadcast_to"))
 
 
 def broadcast_arrays(*args) -> list:
@@ -538,7 +538,7 @@ def _split(fun_name: str, ary, indices_or_sections, axis):
     n = x.shape[axis]
     ios = indices_or_sections
     if isinstance(ios, (tuple, list)) or (_is_array(ios) and ios.ndim > 0):
-        cuts = creation.concrete_or_error(
+        cuts = util.concrete_or_error(
             ios, f"the indices_or_sections argument of {fun_name}") if _is_array(ios) else ios
         cuts = [operator.index(c) for c in cuts]
         # NB: NumPy's slicing semantics (indices clamp, negative ones count from the end,
@@ -549,7 +549,7 @@ def _split(fun_name: str, ary, indices_or_sections, axis):
             start, stop, _ = slice(lo, hi).indices(n)
             pieces.append((start, max(start, stop)))
     else:
-        sections = operator.index(creation.concrete_or_error(
+        sections = operator.index(util.concrete_or_error(
             ios, f"the indices_or_sections argument of {fun_name}"))
         if sections <= 0:
             raise ValueError(f"{fun_name}: number of sections must be positive, got {sections}")
@@ -612,9 +612,9 @@ def tile(A, reps):
         (2, 6)
     """
     x = _arr(A, "tile", "A")
-    reps = tuple(operator.index(creation.concrete_or_error(r, "the reps argument of tile"))
+    reps = tuple(operator.index(util.concrete_or_error(r, "the reps argument of tile"))
                  for r in (reps if isinstance(reps, (tuple, list)) else
-                           np.atleast_1d(creation.concrete_or_error(reps, "tile"))))
+                           np.atleast_1d(util.concrete_or_error(reps, "tile"))))
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: reps must be non-negative, got {reps}")
     nd = max(len(reps), x.ndim)
@@ -646,7 +646,7 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
     axis = util.canonicalize_axis(axis, x.ndim, "repeat")
     n = x.shape[axis]
     if total_repeat_length is None:
-        reps = creation.concrete_or_error(
+        reps = util.concrete_or_error(
             repeats, "the repeats argument of repeat (the output size depends on it; pass a "
                      "static total_repeat_length to repeat traced counts)")
     else:
@@ -741,7 +741,7 @@ def roll(a, shift, axis=None):
     if axis is None:
         return reshape(roll(ravel(x), shift, 0), tuple(x.shape))
     shifts = _maybe_concrete(shift) if not isinstance(shift, (tuple, list)) else \
-        np.asarray([creation.concrete_or_error(s, "the shift argument of roll") for s in shift])
+        np.asarray([util.concrete_or_error(s, "the shift argument of roll") for s in shift])
     axes = np.asarray(_axis_tuple(axis))
     if shifts is None:
         return _roll_traced(x, shift, axes)
@@ -815,209 +815,6 @@ def rot90(m, k: int = 1, axes=(0, 1)):
     return lax.rev(lax.transpose(x, tuple(perm)), (ax2,))
 
 
-# -- pad ----------------------------------------------------------------------------------------
-
-_PAD_MODES = {
-    "constant": ("constant_values",), "empty": (), "edge": (), "wrap": (),
-    "linear_ramp": ("end_values",), "maximum": ("stat_length",), "minimum": ("stat_length",),
-    "mean": ("stat_length",), "reflect": ("reflect_type",), "symmetric": ("reflect_type",),
-}
-
-
-def _concrete_tree(v, context: str):
-    if isinstance(v, (tuple, list)):
-        return [_concrete_tree(e, context) for e in v]
-    return creation.concrete_or_error(v, context)
-
-
-def _pad_pairs(values, nd: int, name: str, integral: bool):
-    """NumPy's pad-width forms (scalar, (n,), (before, after), ((b, a),)*nd) as nd pairs."""
-    try:
-        arr = np.asarray(_concrete_tree(values, f"the {name} argument of pad"))
-    except ValueError:
-        raise TypeError(f"pad: {name} entries must all have the same shape, got "
-                        f"{values!r}") from None
-    if integral and arr.size and arr.dtype.kind not in "iu":
-        raise TypeError(f"pad: {name} must be integers, got {values!r}")
-    if arr.shape == (nd, 2) or (nd == 0 and arr.size == 0):
-        pairs = arr.reshape(nd, 2)
-    elif arr.shape in ((1, 2), (2,)):
-        pairs = np.broadcast_to(arr.reshape(1, 2), (nd, 2))
-    elif arr.shape in ((), (1,)):
-        pairs = np.broadcast_to(arr.reshape(1, 1), (nd, 2))
-    else:
-        raise ValueError(f"pad: {name} of shape {arr.shape} is not valid for a {nd}-D array; "
-                         f"valid shapes are ({nd}, 2), (1, 2), (2,), (1,) and ()")
-    if integral:
-        return [(int(b), int(a)) for b, a in pairs]
-    return [(b, a) for b, a in pairs]
-
-
-def pad(array, pad_width, mode: str = "constant", **kwargs):
-    """``array`` padded by ``pad_width`` (int, (before, after) or one pair per axis).
-
-    Modes follow NumPy: ``constant`` (``constant_values``, default 0), ``edge``, ``wrap``,
-    ``reflect`` / ``symmetric`` (``reflect_type`` "even" or "odd"), ``linear_ramp``
-    (``end_values``), ``maximum`` / ``minimum`` / ``mean`` (``stat_length``) and ``empty``
-    (zeros here). Median and callable modes are not supported.
-
-    Example:
-        >>> fnp.pad(fnp.array([1, 2, 3]), (1, 2), mode="reflect")
-        Array([2, 1, 2, 3, 2, 1], dtype=int32)
-    """
-    x = _arr(array, "pad", "array")
-    if not isinstance(mode, str) or mode not in _PAD_MODES:
-        raise ValueError(f"pad: unsupported mode {mode!r}; supported modes are "
-                         + ", ".join(_PAD_MODES))
-    unknown = set(kwargs) - set(_PAD_MODES[mode])
-    if unknown:
-        raise ValueError(f"pad: unsupported keyword arguments for mode {mode!r}: "
-                         f"{sorted(unknown)}")
-    widths = _pad_pairs(pad_width, x.ndim, "pad_width", integral=True)
-    if any(b < 0 or a < 0 for b, a in widths):
-        raise ValueError(f"pad: pad_width must be non-negative, got {pad_width!r}")
-    if x.ndim == 0:
-        return x
-    if mode == "constant":
-        return _pad_constant(x, widths, kwargs.get("constant_values", 0))
-    if mode == "empty":
-        return _pad_constant(x, widths, 0)
-    if mode in ("edge", "wrap", "reflect", "symmetric", "linear_ramp"):
-        for i, (b, a) in enumerate(widths):
-            if x.shape[i] == 0 and (b or a):
-                raise ValueError(f"pad: cannot apply {mode!r} padding to axis {i} of size 0")
-    if mode == "edge":
-        return _pad_edge(x, widths)
-    if mode == "wrap":
-        return _pad_wrap(x, widths)
-    if mode in ("reflect", "symmetric"):
-        reflect_type = kwargs.get("reflect_type", "even")
-        if reflect_type not in ("even", "odd"):
-            raise ValueError(f"pad: reflect_type must be 'even' or 'odd', got {reflect_type!r}")
-        return _pad_reflect(x, widths, mode, reflect_type)
-    if mode == "linear_ramp":
-        ends = _pad_pairs(kwargs.get("end_values", 0), x.ndim, "end_values", integral=False)
-        return _pad_linear_ramp(x, widths, ends)
-    stat_length = kwargs.get("stat_length")
-    if stat_length is not None:
-        stat_length = _pad_pairs(stat_length, x.ndim, "stat_length", integral=True)
-    return _pad_stats(x, widths, stat_length, mode)
-
-
-def _pad_constant(x, widths, constant_values):
-    if not isinstance(constant_values, (tuple, list)):
-        util.check_arraylike("pad", constant_values, names=["constant_values"])
-    cv = lax.convert_element_type(util.asarray(constant_values, fun_name="pad"), x.dtype,
-                                  x.weak_type)
-    if cv.ndim == 1 and cv.shape[0] == 1:
-        cv = lax.reshape(cv, ())
-    if cv.ndim == 0:
-        return lax.pad(x, cv, tuple((b, a, 0) for b, a in widths))
-    if cv.ndim > 2 or cv.shape[-1] != 2 or (cv.ndim == 2 and cv.shape[0] not in (1, x.ndim)):
-        raise ValueError(f"pad: constant_values of shape {tuple(cv.shape)} is not valid for a "
-                         f"{x.ndim}-D array; give a scalar, (before, after) or one pair per axis")
-    cv = lax.broadcast_in_dim(lax.reshape(cv, (cv.size // 2, 2)), (x.ndim, 2), (0, 1))
-    for i, (b, a) in enumerate(widths):
-        for j, w in enumerate((b, a)):
-            if w:
-                val = lax.reshape(lax.slice(cv, (i, j), (i + 1, j + 1)), ())
-                config = [(0, 0, 0)] * x.ndim
-                config[i] = (w, 0, 0) if j == 0 else (0, w, 0)
-                x = lax.pad(x, val, tuple(config))
-    return x
-
-
-def _pad_edge(x, widths):
-    for i, (b, a) in enumerate(widths):
-        n = x.shape[i]
-        if n == 0 or not (b or a):
-            continue
-        x = lax.concatenate([_broadcast_along(_slice_axis(x, 0, 1, i), i, b), x,
-                             _broadcast_along(_slice_axis(x, n - 1, n, i), i, a)], i)
-    return x
-
-
-def _pad_wrap(x, widths):
-    for i, (b, a) in enumerate(widths):
-        n = x.shape[i]
-        if n == 0 or not (b or a):
-            continue
-        left_reps, left_rem = divmod(b, n)
-        right_reps, right_rem = divmod(a, n)
-        parts = [_slice_axis(x, n - left_rem, n, i)] if left_rem else []
-        parts += [x] * (left_reps + right_reps + 1)
-        parts += [_slice_axis(x, 0, right_rem, i)] if right_rem else []
-        x = lax.concatenate(parts, i)
-    return x
-
-
-def _pad_reflect(x, widths, mode: str, reflect_type: str):
-    # NumPy's algorithm: reflect repeatedly, each round adding at most (size - offset) values.
-    for i, (b, a) in enumerate(widths):
-        n = x.shape[i]
-        if n == 0 or not (b or a):
-            continue
-        offset = 1 if (mode == "reflect" and n > 1) else 0
-        for before, width in ((True, b), (False, a)):
-            edge = _slice_axis(x, 0, 1, i) if before else _slice_axis(x, x.shape[i] - 1,
-                                                                      x.shape[i], i)
-            while width > 0:
-                cur = min(width, n - offset)
-                width -= cur
-                size_i = x.shape[i]
-                if before:
-                    start, stop = offset, offset + cur
-                else:
-                    stop = size_i if (mode == "symmetric" or n == 1) else size_i - 1
-                    start = stop - cur
-                part = lax.rev(_slice_axis(x, start, stop, i), (i,))
-                if reflect_type == "odd":
-                    part = lax.sub(lax.mul(_broadcast_along(edge, i, cur), 2), part)
-                    if n > 1:
-                        edge = _slice_axis(part, 0, 1, i) if before else \
-                            _slice_axis(part, cur - 1, cur, i)
-                x = lax.concatenate([part, x] if before else [x, part], i)
-    return x
-
-
-def _pad_linear_ramp(x, widths, ends):
-    for i, (b, a) in enumerate(widths):
-        n = x.shape[i]
-        parts = []
-        for before, width, end in ((True, b, ends[i][0]), (False, a, ends[i][1])):
-            edge = _slice_axis(x, 0, 1, i) if before else _slice_axis(x, n - 1, n, i)
-            ramp = creation.linspace(end, lax.squeeze(edge, (i,)), width, endpoint=False,
-                                     dtype=x.dtype, axis=i)
-            ramp = lax.convert_element_type(ramp, x.dtype, x.weak_type)
-            parts.append(ramp if before else lax.rev(ramp, (i,)))
-        x = lax.concatenate([parts[0], x, parts[1]], i)
-    return x
-
-
-def _pad_stats(x, widths, stat_length, mode: str):
-    stat = {"maximum": reductions.max, "minimum": reductions.min, "mean": reductions.mean}[mode]
-    for i, (b, a) in enumerate(widths):
-        n = x.shape[i]
-        if not (b or a):
-            continue
-        if n == 0:
-            raise ValueError(f"pad: cannot apply {mode!r} padding to axis {i} of size 0")
-        if stat_length is None:
-            lo = hi = stat(x, axis=i, keepdims=True)
-        else:
-            len_b, len_a = stat_length[i]
-            if len_b == 0 or len_a == 0:
-                raise ValueError("pad: stat_length of 0 yields no value for padding")
-            lo = stat(_slice_axis(x, 0, min(len_b, n), i), axis=i, keepdims=True)
-            hi = stat(_slice_axis(x, n - min(len_a, n), n, i), axis=i, keepdims=True)
-        if not dtypes.is_float(x.dtype) and dtypes.is_float(lo.dtype):
-            lo, hi = ufuncs.round(lo), ufuncs.round(hi)  # NumPy rounds half to even too
-        lo = lax.convert_element_type(lo, x.dtype, x.weak_type)
-        hi = lax.convert_element_type(hi, x.dtype, x.weak_type)
-        x = lax.concatenate([_broadcast_along(lo, i, b), x, _broadcast_along(hi, i, a)], i)
-    return x
-
-
 # -- differences and editing --------------------------------------------------------------------
 
 def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
@@ -1084,10 +881,10 @@ def append(arr, values, axis: int | None = None):
 
 def _static_index_array(obj, fun_name: str):
     if isinstance(obj, (tuple, list)):
-        obj = [creation.concrete_or_error(o, f"the obj argument of {fun_name}") for o in obj]
+        obj = [util.concrete_or_error(o, f"the obj argument of {fun_name}") for o in obj]
     else:
         util.check_arraylike(fun_name, obj, names=["obj"])
-        obj = creation.concrete_or_error(
+        obj = util.concrete_or_error(
             obj, f"the obj argument of {fun_name} (the output size depends on it)")
     return np.asarray(obj)
 
@@ -1180,7 +977,7 @@ def resize(a, new_shape):
     """``a`` flattened, repeated cyclically and reshaped to ``new_shape`` (zeros when ``a``
     is empty)."""
     x = ravel(_arr(a, "resize"))
-    new_shape = creation.canonicalize_shape(new_shape, "resize")
+    new_shape = util.canonicalize_shape(new_shape, "resize")
     total = math.prod(new_shape)
     if x.size == 0 or total == 0:
         return creation.zeros_like(x, shape=new_shape)
@@ -1197,7 +994,7 @@ def trim_zeros(filt, trim: str = "fb", axis=None):
         Array([1, 0, 2], dtype=int32)
     """
     x = _arr(filt, "trim_zeros", "filt")
-    val = creation.concrete_or_error(x, "the filt argument of trim_zeros (the output size "
+    val = util.concrete_or_error(x, "the filt argument of trim_zeros (the output size "
                                         "depends on its values)")
     trim = trim.lower()
     axes = util.canonicalize_axes(None if axis is None else _axis_tuple(axis), x.ndim,

@@ -13,7 +13,7 @@ import math
 
 from fungrad import dtypes, lax
 from fungrad.lax import GatherScatterMode, ScatterDimensionNumbers
-from fungrad.numpy import indexing, util
+from fungrad.numpy import index_tricks, indexing, util
 
 __all__ = [
     "sort", "argsort", "lexsort", "searchsorted", "partition", "argpartition", "unique",
@@ -399,7 +399,7 @@ def nonzero(a, *, size=None, fill_value=None):
     flat = lax.scatter(lax.full((size,), 0, dt), lax.expand_dims(target, (1,)),
                        lax.iota(dt, mask.size), sdn, indices_are_sorted=True,
                        unique_indices=True, mode=GatherScatterMode.FILL_OR_DROP)
-    coords = indexing._unravel_nonneg(flat, arr.shape)
+    coords = index_tricks._unravel_nonneg(flat, arr.shape)
     if fill_value is None:
         return coords
     fills = fill_value if isinstance(fill_value, (tuple, list)) else (fill_value,) * arr.ndim

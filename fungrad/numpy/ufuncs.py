@@ -1,4 +1,6 @@
 """Elementwise functions of fungrad.numpy (jax.numpy's ufuncs), written on fungrad.lax.
+Comparisons, logical and bitwise functions live in logic.py, which uses the argument handling
+defined here.
 
 Arguments are checked (:func:`fungrad.numpy.util.check_arraylike`), promoted with JAX's type
 lattice and broadcast with numpy's rules before the lax op is bound. Arithmetic keeps the
@@ -21,20 +23,16 @@ from fungrad.array import Array
 from fungrad.numpy import util
 
 __all__ = [
-    "abs", "absolute", "acos", "acosh", "add", "allclose", "arccos", "arccosh", "arcsin",
-    "arcsinh", "arctan", "arctan2", "arctanh", "around", "array_equal", "array_equiv", "asin",
-    "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_count", "bitwise_invert",
-    "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
-    "cbrt", "ceil", "clip", "conj", "conjugate", "copysign", "cos", "cosh", "deg2rad", "degrees",
-    "divide", "divmod", "equal", "exp", "exp2", "expm1", "fabs", "fix", "float_power", "floor",
-    "floor_divide", "fmax", "fmin", "fmod", "frexp", "gcd", "greater", "greater_equal",
-    "heaviside", "hypot", "imag", "invert", "isclose", "isfinite", "isinf", "isnan", "isneginf",
-    "isposinf", "lcm", "ldexp", "left_shift", "less", "less_equal", "log", "log10", "log1p",
-    "log2", "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or", "logical_xor",
-    "maximum", "minimum", "mod", "modf", "multiply", "nan_to_num", "negative", "nextafter",
-    "not_equal", "positive", "pow", "power", "rad2deg", "radians", "real", "reciprocal",
-    "remainder", "right_shift", "rint", "round", "sign", "signbit", "sin", "sinc", "sinh", "sqrt",
-    "square", "subtract", "tan", "tanh", "true_divide", "trunc",
+    "abs", "absolute", "acos", "acosh", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
+    "arctan2", "arctanh", "around", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil",
+    "clip", "conj", "conjugate", "copysign", "cos", "cosh", "deg2rad", "degrees", "divide",
+    "divmod", "exp", "exp2", "expm1", "fabs", "fix", "float_power", "floor", "floor_divide", "fmax",
+    "fmin", "fmod", "frexp", "gcd", "heaviside", "hypot", "imag", "isfinite", "isinf", "isnan",
+    "isneginf", "isposinf", "lcm", "ldexp", "log", "log10", "log1p", "log2", "logaddexp",
+    "logaddexp2", "maximum", "minimum", "mod", "modf", "multiply", "nan_to_num", "negative",
+    "nextafter", "positive", "pow", "power", "rad2deg", "radians", "real", "reciprocal",
+    "remainder", "rint", "round", "sign", "signbit", "sin", "sinc", "sinh", "sqrt", "square",
+    "subtract", "tan", "tanh", "true_divide", "trunc",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -90,9 +88,6 @@ def _where(condition, x, y):
     condition, x, y = (util.broadcast_to_shape(a, shape) for a in (condition, x, y))
     return lax.select(condition, x, y)
 
-
-def _to_bool(x):
-    return x if dtypes.is_bool(x.dtype) else lax.ne(x, _const(x, 0))
 
 
 def _require_kinds(fun_name: str, x, kinds: str, what: str) -> None:
@@ -714,175 +709,7 @@ def ldexp(x1, x2, /):
 
 
 # ---------------------------------------------------------------------------------------------
-# Comparisons and logical functions
-
-
-def _comparison(name: str, lax_name: str, doc: str):
-    def fn(x1, x2, /):
-        return getattr(lax, lax_name)(*promote_args(name, x1, x2))
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return fn
-
-
-equal = _comparison("equal", "eq", "Elementwise ``x1 == x2`` after promotion (bool result).")
-not_equal = _comparison("not_equal", "ne", "Elementwise ``x1 != x2``.")
-less = _comparison("less", "lt", "Elementwise ``x1 < x2``.")
-less_equal = _comparison("less_equal", "le", "Elementwise ``x1 <= x2``.")
-greater = _comparison("greater", "gt", "Elementwise ``x1 > x2``.")
-greater_equal = _comparison("greater_equal", "ge", "Elementwise ``x1 >= x2``.")
-
-
-def logical_and(x1, x2, /):
-    """Elementwise truth-value and (nonzero is True)."""
-    x1, x2 = promote_args("logical_and", x1, x2)
-    return lax.bitwise_and(_to_bool(x1), _to_bool(x2))
-
-
-def logical_or(x1, x2, /):
-    """Elementwise truth-value or."""
-    x1, x2 = promote_args("logical_or", x1, x2)
-    return lax.bitwise_or(_to_bool(x1), _to_bool(x2))
-
-
-def logical_xor(x1, x2, /):
-    """Elementwise truth-value exclusive or."""
-    x1, x2 = promote_args("logical_xor", x1, x2)
-    return lax.bitwise_xor(_to_bool(x1), _to_bool(x2))
-
-
-def logical_not(x, /):
-    """Elementwise truth-value negation."""
-    (x,) = promote_args("logical_not", x)
-    return lax.bitwise_not(_to_bool(x))
-
-
-def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
-    """Elementwise ``|a - b| <= atol + rtol * |b|``; equal infinities are close, NaNs are close
-    to each other only with ``equal_nan``. Integer inputs are compared in floating point."""
-    a, b = promote_args_inexact("isclose", a, b)
-    util.check_arraylike("isclose", rtol, atol)
-    rtol = lax.convert_element_type(rtol, a.dtype)
-    atol = lax.convert_element_type(atol, a.dtype)
-    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
-    out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(isfinite(b), in_range))
-    if equal_nan:
-        out = lax.bitwise_or(out, lax.bitwise_and(isnan(a), isnan(b)))
-    return out
-
-
-def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
-    """Whether every element of ``a`` and ``b`` is close (a 0-d bool array)."""
-    close = isclose(a, b, rtol, atol, equal_nan)
-    return lax.reduce_and(close, tuple(range(close.ndim)))
-
-
-def array_equal(a1, a2, equal_nan: bool = False):
-    """Whether ``a1`` and ``a2`` have the same shape and elements (a 0-d bool array)."""
-    util.check_arraylike("array_equal", a1, a2)
-    a1, a2 = util.asarray(a1), util.asarray(a2)
-    if a1.shape != a2.shape:
-        return Array(np.bool_(False))
-    eq = equal(a1, a2)
-    if equal_nan:
-        eq = lax.bitwise_or(eq, lax.bitwise_and(isnan(a1), isnan(a2)))
-    return lax.reduce_and(eq, tuple(range(eq.ndim)))
-
-
-def array_equiv(a1, a2):
-    """Whether ``a1`` and ``a2`` broadcast to one shape and are equal (a 0-d bool array)."""
-    util.check_arraylike("array_equiv", a1, a2)
-    a1, a2 = util.asarray(a1), util.asarray(a2)
-    try:
-        util.broadcast_shapes(a1.shape, a2.shape)
-    except ValueError:
-        return Array(np.bool_(False))
-    eq = equal(a1, a2)
-    return lax.reduce_and(eq, tuple(range(eq.ndim)))
-
-
-# ---------------------------------------------------------------------------------------------
-# Bitwise functions (integers and bools)
-
-
-def _bitwise_binary(name: str, lax_name: str, doc: str):
-    def fn(x1, x2, /):
-        x1, x2 = promote_args(name, x1, x2)
-        _require_kinds(name, x1, "biu", "integer or boolean")
-        return getattr(lax, lax_name)(x1, x2)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return fn
-
-
-bitwise_and = _bitwise_binary("bitwise_and", "bitwise_and", "Elementwise bitwise and.")
-bitwise_or = _bitwise_binary("bitwise_or", "bitwise_or", "Elementwise bitwise or.")
-bitwise_xor = _bitwise_binary("bitwise_xor", "bitwise_xor", "Elementwise bitwise xor.")
-
-
-def _bitwise_not(name: str, x):
-    (x,) = promote_args(name, x)
-    _require_kinds(name, x, "biu", "integer or boolean")
-    return lax.bitwise_not(x)
-
-
-def bitwise_not(x, /):
-    """Elementwise bitwise not (``~x``; logical not for bools)."""
-    return _bitwise_not("bitwise_not", x)
-
-
-def bitwise_invert(x, /):
-    """Alias of :func:`bitwise_not`."""
-    return _bitwise_not("bitwise_invert", x)
-
-
-def invert(x, /):
-    """Alias of :func:`bitwise_not`."""
-    return _bitwise_not("invert", x)
-
-
-def _shift_args(name: str, x1, x2):
-    x1, x2 = promote_args_numeric(name, x1, x2)
-    _require_kinds(name, x1, "iu", "integer")
-    return x1, x2
-
-
-def left_shift(x1, x2, /):
-    """Elementwise ``x1 << x2``; shifts of the bit width or more (or negative) give 0."""
-    return lax.shift_left(*_shift_args("left_shift", x1, x2))
-
-
-def bitwise_left_shift(x1, x2, /):
-    """Alias of :func:`left_shift`."""
-    return lax.shift_left(*_shift_args("bitwise_left_shift", x1, x2))
-
-
-def _right_shift(name, x1, x2):
-    x1, x2 = _shift_args(name, x1, x2)
-    if dtypes.is_unsigned(x1.dtype):
-        return lax.shift_right_logical(x1, x2)
-    return lax.shift_right_arithmetic(x1, x2)
-
-
-def right_shift(x1, x2, /):
-    """Elementwise ``x1 >> x2`` (arithmetic for signed, logical for unsigned integers)."""
-    return _right_shift("right_shift", x1, x2)
-
-
-def bitwise_right_shift(x1, x2, /):
-    """Alias of :func:`right_shift`."""
-    return _right_shift("bitwise_right_shift", x1, x2)
-
-
-def bitwise_count(x, /):
-    """Number of one bits in ``|x|`` (uint8), as numpy and jnp."""
-    (x,) = promote_args("bitwise_count", x)
-    _require_kinds("bitwise_count", x, "biu", "integer or boolean")
-    if dtypes.is_bool(x.dtype):
-        return lax.convert_element_type(x, np.uint8)
-    return lax.convert_element_type(lax.population_count(absolute(x)), np.uint8)
+# Integer functions (gcd, lcm)
 
 
 def _integer_args(fun_name: str, x1, x2):

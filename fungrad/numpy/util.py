@@ -1,5 +1,6 @@
 """Argument handling shared by every fungrad.numpy function: checking, dtype promotion (JAX's
-lattice, weak types) and numpy-style shape broadcasting, all written on lax."""
+lattice, weak types), numpy-style shape broadcasting, all written on lax, and static arguments
+(``concrete_or_error``, ``canonicalize_shape``: shapes and sizes must be concrete, as in JAX)."""
 
 from __future__ import annotations
 
@@ -222,3 +223,43 @@ def canonicalize_axes(axis, ndim: int, fun_name: str = "axis") -> tuple[int, ...
             raise ValueError(f"{fun_name}: repeated axis in {axis}")
         return tuple(sorted(axes))
     return (canonicalize_axis(axis, ndim, fun_name),)
+
+
+# -- static (concrete) arguments ----------------------------------------------------------------
+
+def concrete_or_error(x, context: str):
+    """The concrete value of ``x`` (a Python scalar stays one; arrays become numpy values).
+
+    An abstract tracer (inside ``make_jaxpr``/``jit``) raises ConcretizationTypeError whose
+    message ends with ``context`` (which argument of which function needed the value).
+    """
+    if isinstance(x, core.Tracer):
+        val = x.to_concrete_value()
+        if val is None:
+            raise core.ConcretizationTypeError(
+                core.concretization_message("the value", x.aval, x) + f"\nIt arose in {context}.")
+        return np.asarray(val)
+    if type(x) is Array:
+        return np.asarray(x)
+    return x
+
+
+def canonicalize_shape(shape, fun_name: str) -> tuple[int, ...]:
+    """``shape`` (an int or a sequence of ints, concrete) as a tuple of non-negative ints."""
+    if isinstance(shape, (tuple, list)) or getattr(shape, "ndim", 0) == 1:
+        elems = list(shape)
+    else:
+        elems = [shape]
+    out = []
+    for d in elems:
+        d = concrete_or_error(d, f"the shape argument of {fun_name} (shapes must be static)")
+        try:
+            d = operator.index(d)
+        except TypeError:
+            raise TypeError(f"{fun_name}: shape must be an int or a sequence of ints, got "
+                            f"{shape!r}") from None
+        if d < 0:
+            raise ValueError(f"{fun_name}: negative dimensions are not allowed, got shape "
+                             f"{shape!r}")
+        out.append(d)
+    return tuple(out)

@@ -171,6 +171,10 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
                  + tuple(rhs.shape[d] for d in rf))
     if 0 in out_shape:
         out = np.zeros(out_shape, acc)
+    elif (not lb and lhs.ndim <= 2 and rhs.ndim <= 2 and lc == (lhs.ndim - 1,) and rc == (0,)
+          and acc == lhs.dtype == rhs.dtype):
+        with np.errstate(all="ignore"):  # a plain matrix/vector product (the common case)
+            out = np.matmul(lhs, rhs)
     else:
         b, m, n, k = (math.prod([shape[d] for d in dims]) for shape, dims in
                       ((lhs.shape, lb), (lhs.shape, lf), (rhs.shape, rf), (lhs.shape, lc)))

@@ -104,6 +104,9 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     if a.shape[-1] != b.shape[b_contract]:
         raise ValueError(f"matmul: contraction dimensions do not match: {a.shape} @ {b.shape} "
                          f"({a.shape[-1]} != {b.shape[b_contract]})")
+    if a.ndim <= 2 and b.ndim <= 2:  # no batch dims: one dot_general, already in order
+        out = _dot_general(a, b, ((a.ndim - 1,), (b_contract,)), ((), ()), out_dtype, precision)
+        return _finish(out, out_dtype, weak)
     a_batch, b_batch = a.shape[:-2], b.shape[:-2]
     nbatch = max(len(a_batch), len(b_batch))
     a_batch = (None,) * (nbatch - len(a_batch)) + tuple(a_batch)

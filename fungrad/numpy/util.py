@@ -107,6 +107,9 @@ def promote_dtypes(*args, fun_name: str = "promote_dtypes"):
 def python_scalar_as(x, dtype: np.dtype, weak: bool, fun_name: str = "promote"):
     """The Python scalar ``x`` as a 0-d Array of ``dtype``. As in JAX, a Python int must fit the
     default integer dtype (else OverflowError) and then wraps into narrower integer dtypes."""
+    if isinstance(x, float) and dtype.kind == "f" and dtype.itemsize >= 4 and (
+            dtype.itemsize == 8 or not abs(x) > 3.4028234663852886e38):
+        return Array(dtype.type(x), weak)  # correctly rounded, cannot overflow: no warning
     with np.errstate(all="ignore"):
         if isinstance(x, int) and not isinstance(x, bool):
             int_dtype = dtypes.default_int_dtype()
@@ -182,7 +185,8 @@ def broadcast_to_shape(x, shape, fun_name: str = "broadcast_to"):
 def promote_shapes(fun_name: str, *args):
     """Broadcast non-scalar args to their common shape (0-d args are left for lax to broadcast)."""
     shapes = [a.shape for a in args]
-    if all(s == shapes[0] for s in shapes):
+    nonscalar = [s for s in shapes if s]
+    if all(s == nonscalar[0] for s in nonscalar):  # equal shapes, 0-d ones broadcast in lax
         return list(args)
     result = broadcast_shapes(*shapes, fun_name=fun_name)
     return [a if (not a.shape and result) else broadcast_to_shape(a, result, fun_name)

@@ -41,6 +41,6 @@ def report(title: str, rows: list[tuple[str, float]], baseline: str) -> None:
     """Print ``rows`` of (name, seconds per call) with calls/s and the ratio to ``baseline``."""
     base = dict(rows)[baseline]
     print(f"\n{title}")
-    print(f"  {'implementation':<28}{'time/call':>14}{'calls/s':>12}{'vs ' + baseline:>16}")
+    print(f"  {'implementation':<28}{'time/call':>14}{'calls/s':>12}   vs {baseline}")
     for name, t in rows:
-        print(f"  {name:<28}{t * 1e6:>11.1f} us{1 / t:>12.0f}{base / t:>15.2f}x")
+        print(f"  {name:<28}{t * 1e6:>11.1f} us{1 / t:>12.0f}{base / t:>10.2f}x")

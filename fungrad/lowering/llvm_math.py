@@ -104,11 +104,11 @@ def _consts(ft: _FloatType) -> dict[str, tuple[float, ...]]:
         "log2e": _split(d(lambda: 1 / _LN2), ft, 2),
         "log10_2": _split(d(lambda: _LN2 / _LN10), ft, 2),
         "log10e": _split(d(lambda: 1 / _LN10), ft, 2),
-        "pio2_3": _split(d(lambda: _PI / 2), ft, 3),
+        "pio2_4": _split(d(lambda: _PI / 2), ft, 4),
         "pi": _split(_PI, ft, 2),
         "pio2": _split(d(lambda: _PI / 2), ft, 2),
         "pio4": _split(d(lambda: _PI / 4), ft, 2),
-        "2/pi": _split(d(lambda: 2 / _PI), ft, 1),
+        "2/pi": _split(d(lambda: 2 / _PI), ft, 2),
         "2/3": _split(d(lambda: Decimal(2) / 3), ft, 2),
     }
 
@@ -306,11 +306,12 @@ def _exp_reduce(b: _Builder, x: _V) -> tuple[_V, _V, _V]:
 def _exp_poly(b: _Builder, r: _V, rl: _V) -> tuple[_V, _V]:
     """(r, tail) with e**(r + rl) - 1 = r + tail, |tail| <~ r^2/2."""
     t = r * r * _horner(b, r, _EXP_P[r.ft])
-    return r, t + rl * (1.0 + r)
+    return r, b.fma(rl, 1.0 + (r + t), t)  # e^(r + rl) = e^r (1 + rl), rl up to ~1e-13
 
 
-def _exp_kernel(b: _Builder, x: _V, lo=None, shift: int = 0) -> _V:
-    """2**shift * exp(x + lo) for any non-NaN x (|lo| <= ulp(x)); NaN gives garbage."""
+def _exp_kernel(b: _Builder, x: _V, lo=None, shift: int = 0, dd: bool = False):
+    """2**shift * exp(x + lo) for any non-NaN x (|lo| <= ulp(x)); NaN gives garbage.
+    With ``dd`` the result comes as an unrounded pair hi + lo (exact scaling unless denormal)."""
     ft = x.ft
     xc = _clamp(b, x, *_EXP_BOUNDS[ft])
     k, r, rl = _exp_reduce(b, xc)
@@ -318,8 +319,11 @@ def _exp_kernel(b: _Builder, x: _V, lo=None, shift: int = 0) -> _V:
         rl = rl + b.select(b.cmp("oeq", xc, x), lo, 0.0)
     r, tail = _exp_poly(b, r, rl)
     s, e = _fast_two_sum(1.0, r)
-    y = s + (e + tail)
-    return _ldexp(b, y, _to_int(b, k) + shift)
+    if dd:
+        ki = _to_int(b, k) + shift
+        hi, lo = _fast_two_sum(s, e + tail)
+        return _ldexp(b, hi, ki), _ldexp(b, lo, ki)
+    return _ldexp(b, s + (e + tail), _to_int(b, k) + shift)
 
 
 def _exp(b: _Builder, x: _V) -> _V:
@@ -340,8 +344,8 @@ def _exp2(b: _Builder, x: _V) -> _V:
     return _nan_in_nan_out(b, x, y)
 
 
-def _expm1_kernel(b: _Builder, x: _V) -> _V:
-    """expm1 for x <= the threshold in _expm1 (below it 2**k stays exact)."""
+def _expm1_kernel(b: _Builder, x: _V) -> tuple[_V, _V]:
+    """expm1(x) as hi + lo, for x up to the threshold in _expm1 (2**k stays finite)."""
     ft = x.ft
     top = 40.0 if ft is F64 else 20.0
     xc = _clamp(b, x, -top, top)
@@ -354,12 +358,13 @@ def _expm1_kernel(b: _Builder, x: _V) -> _V:
     a_hi = b.select(small_k, two_k - 1.0, two_k)
     a_lo = b.select(small_k, 0.0, -1.0, ft.ir)
     s, e = _two_sum(a_hi, two_k * r)
-    return s + (e + (two_k * tail + a_lo))
+    return _fast_two_sum(s, e + (two_k * tail + a_lo))
 
 
 def _expm1(b: _Builder, x: _V) -> _V:
     top = 40.0 if x.ft is F64 else 20.0
-    r = b.select(b.cmp("ogt", x, top), _exp_kernel(b, x), _expm1_kernel(b, x))
+    hi, lo = _expm1_kernel(b, x)
+    r = b.select(b.cmp("ogt", x, top), _exp_kernel(b, x), hi + lo)
     r = b.select(b.cmp("oeq", x, 0.0), x, r)  # expm1(-0) = -0
     return _nan_in_nan_out(b, x, r)
 
@@ -433,8 +438,9 @@ def _log_core(b: _Builder, u: _V, base: str = "e", ul=None, kadd=None) -> _V:
     safe = b.select(b.cmp("oeq", safe, float("inf")), 1.0, safe)
     k, f = _log_split(b, safe)
     hi, lo = _log1p_of_f(b, f)
-    if ul is not None:
-        lo = lo + ul / safe
+    if ul is not None:  # log(u + ul) = log(u) + q - q^2 / 2, q = ul / u
+        q = ul / safe
+        lo = lo + b.fma(-0.5 * q, q, q)
     if kadd is not None:
         k = k + kadd
     r = _log_combine(b, k, hi, lo, base)
@@ -445,6 +451,16 @@ def _log_core(b: _Builder, u: _V, base: str = "e", ul=None, kadd=None) -> _V:
     return _nan_in_nan_out(b, u, r)
 
 
+def _log1p_tiny(b: _Builder, r: _V, yh: _V, yl, use=None) -> _V:
+    """r, except log1p(yh + yl) = y - y^2 / 2 where |yh| is tiny: through u = 1 + y the log
+    kernel would cancel hi against lo and round a few times too often there."""
+    tiny = b.cmp("olt", b.fabs(yh), 2.0 ** (-27 if yh.ft is F64 else -13))
+    if use is not None:
+        tiny = tiny & use
+    series = b.fma(-0.5 * yh, yh, yh if yl is None else yl)
+    return b.select(tiny, series if yl is None else yh + series, r)
+
+
 def _log(b, x): return _log_core(b, x, "e")
 def _log2(b, x): return _log_core(b, x, "2")
 def _log10(b, x): return _log_core(b, x, "10")
@@ -452,7 +468,7 @@ def _log10(b, x): return _log_core(b, x, "10")
 
 def _log1p(b: _Builder, x: _V) -> _V:
     u, ul = _two_sum(1.0, x)
-    r = _log_core(b, u, "e", ul=ul)
+    r = _log1p_tiny(b, _log_core(b, u, "e", ul=ul), x, None)
     r = b.select(b.cmp("oeq", x, float("inf")), x, r)
     return b.select(b.cmp("oeq", x, 0.0), x, r)  # log1p(-0) = -0
 
@@ -483,26 +499,38 @@ def _tanh(b: _Builder, x: _V) -> _V:
 
 
 def _logistic(b: _Builder, x: _V) -> _V:
-    """1 / (1 + exp(-x)), as e / (1 + e) with e = exp(x) for x < 0 so it underflows gradually."""
-    e = b.call(f"fg_exp_{x.ft.suffix}", -b.fabs(x))
-    d = 1.0 + e
-    return b.select(b.cmp("oge", x, 0.0), 1.0 / d, e / d)
+    """1 / (1 + exp(-x)), as e / (1 + e) with e = exp(x) for x < 0 so it underflows gradually;
+    e and 1 + e are kept as hi + lo pairs and the quotient corrected by its fma residual."""
+    eh, el = _exp_kernel(b, -b.fabs(x), dd=True)
+    dh, dl = _fast_two_sum(1.0, eh)
+    dl = dl + el
+    pos = b.cmp("oge", x, 0.0)
+    nh, nl = b.select(pos, 1.0, eh), b.select(pos, 0.0, el)
+    q = nh / dh
+    r = q + (b.fma(-q, dh, nh) + (nl - q * dl)) / dh
+    return _nan_in_nan_out(b, x, r)
 
 
 def _sinh(b: _Builder, x: _V) -> _V:
     a = b.fabs(x)
-    t = _expm1_kernel(b, b.select(b.cmp("olt", a, 1.0), a, 0.0))
-    small = 0.5 * (t + t - t * t / (t + 1.0))  # fdlibm, |x| < 1
-    h = _exp_kernel(b, a, shift=-1)  # e^|x| / 2, overflows only when sinh does
-    large = h - 0.25 / h
-    r = b.select(b.cmp("olt", a, 1.0), small, large)
+    top = 40.0 if x.ft is F64 else 20.0  # beyond, sinh = e^|x| / 2 to the last bit
+    th, tl = _expm1_kernel(b, a)
+    # (t + t / (t + 1)) / 2 with t = expm1|x| = th + tl; the quotient fma-corrected
+    dh, dl = _fast_two_sum(1.0, th)
+    q = th / dh
+    q = q + (b.fma(-q, dh, th) + (tl - q * (dl + tl))) / dh
+    s, e = _two_sum(th, q)
+    small = 0.5 * (s + (e + tl))
+    large = _exp_kernel(b, a, shift=-1)  # overflows only when sinh does
+    r = b.select(b.cmp("ole", a, top), small, large)
     return _nan_in_nan_out(b, x, b.copysign(r, x))
 
 
 def _cosh(b: _Builder, x: _V) -> _V:
     a = b.fabs(x)
     cut = 0.3465735902799727  # ln(2) / 2
-    t = _expm1_kernel(b, b.select(b.cmp("olt", a, cut), a, 0.0))
+    th, tl = _expm1_kernel(b, b.select(b.cmp("olt", a, cut), a, 0.0))
+    t = th + tl
     small = 1.0 + t * t / (2.0 * (1.0 + t))
     h = _exp_kernel(b, a, shift=-1)
     large = h + 0.25 / h
@@ -517,11 +545,13 @@ def _asinh(b: _Builder, x: _V) -> _V:
     big = b.cmp("ogt", a, 2.0)
     t = a * a
     u_big = 2.0 * a + 1.0 / (b.sqrt(t + 1.0) + a)
-    y = a + t / (1.0 + b.sqrt(1.0 + t))  # asinh = log1p(y)
-    u_small, ul_small = _two_sum(1.0, y)
+    yh, yl = _fast_two_sum(a, t / (1.0 + b.sqrt(1.0 + t)))  # asinh = log1p(y)
+    u_small, ul_small = _two_sum(1.0, yh)
+    ul_small = ul_small + yl
     u = b.select(huge, a, b.select(big, u_big, u_small))
     ul = b.select(big, 0.0, ul_small)
     r = _log_core(b, u, "e", ul=ul, kadd=b.select(huge, 1.0, 0.0, ft.ir))
+    r = _log1p_tiny(b, r, yh, yl, b.not_(big))
     return b.copysign(r, x)
 
 
@@ -531,8 +561,14 @@ def _acosh(b: _Builder, x: _V) -> _V:
     big = b.cmp("ogt", x, 2.0)
     u_big = 2.0 * x - 1.0 / (x + b.sqrt(x * x - 1.0))
     t = x - 1.0  # exact for x in [1, 2]
-    y = t + b.sqrt(2.0 * t + t * t)  # acosh = log1p(y)
-    u_small, ul_small = _two_sum(1.0, y)
+    t2, t2l = _two_prod(b, t, t)
+    wh, wl = _two_sum(2.0 * t, t2)  # 2t + t^2 = wh + wl
+    sq = b.sqrt(wh)
+    sql = (b.fma(-sq, sq, wh) + (wl + t2l)) / (sq + sq)  # sqrt(w) = sq + sql
+    sql = b.select(b.cmp("oeq", sq, 0.0), 0.0, sql)
+    yh, yl = _fast_two_sum(sq, t)  # acosh = log1p(y), y = t + sqrt(2t + t^2)
+    u_small, ul_small = _two_sum(1.0, yh)
+    ul_small = ul_small + (yl + sql)
     u = b.select(huge, x, b.select(big, u_big, u_small))
     ul = b.select(big, 0.0, ul_small)
     r = _log_core(b, u, "e", ul=ul, kadd=b.select(huge, 1.0, 0.0, ft.ir))
@@ -542,9 +578,14 @@ def _acosh(b: _Builder, x: _V) -> _V:
 def _atanh(b: _Builder, x: _V) -> _V:
     a = b.fabs(x)
     t = a + a
-    y = b.select(b.cmp("olt", a, 0.5), t + t * a / (1.0 - a), t / (1.0 - a))
-    u, ul = _two_sum(1.0, y)
-    r = 0.5 * _log_core(b, u, "e", ul=ul)
+    small = b.cmp("olt", a, 0.5)
+    ys, ysl = _fast_two_sum(t, t * a / (1.0 - a))
+    yb = t / (1.0 - a)  # 1 - a is exact here
+    ybl = b.fma(-yb, 1.0 - a, t) / (1.0 - a)
+    u, ul = _two_sum(1.0, b.select(small, ys, yb))  # atanh = log1p(y) / 2
+    ul = ul + b.select(small, ysl, ybl)
+    yh, yl = b.select(small, ys, yb), b.select(small, ysl, ybl)
+    r = 0.5 * _log1p_tiny(b, _log_core(b, u, "e", ul=ul), yh, yl)
     r = b.select(b.cmp("oeq", a, 1.0), float("inf"), r)
     r = b.select(b.cmp("ogt", a, 1.0), float("nan"), r)
     return b.copysign(r, x)
@@ -575,12 +616,19 @@ _TAN_PQ64 = ((-1.30936939181383777646e4, 1.15351664838587416140e6, -1.7956525197
 def _reduce_pio2(b: _Builder, a: _V) -> tuple[_V, _V, _V]:
     """(rh, rl, q mod 4) with a = q pi/2 + rh + rl, |rh| <~ pi/4, for a = |x| >= 0."""
     c = _C[a.ft]
-    p1, p2, p3 = c["pio2_3"]
-    q = b.rint(a * c["2/pi"][0])
+    p1, p2, p3, p4 = c["pio2_4"]
+    # q = nearest integer to a 2/pi: rint of the rounded product, then +-1 from the exact rest
+    # (the product's rounding error exceeds 1/2 ulp of q once a is large)
+    ph, pl = _two_prod(b, a, c["2/pi"][0])
+    q = b.rint(ph)
+    frac = (ph - q) + (pl + a * c["2/pi"][1])
+    q = q + b.select(b.cmp("ogt", frac, 0.5), 1.0, b.select(b.cmp("olt", frac, -0.5), -1.0, 0.0,
+                                                             a.ty))
     t1 = b.fma(-q, p1, a)  # exact while q < 2^(mant - 1)
     m2, m2e = _two_prod(b, q, p2)
     s, e = _two_sum(t1, -m2)
-    rh, rl = _fast_two_sum(s, (e - m2e) - q * p3)
+    m3, m3e = _two_prod(b, q, p3)
+    rh, rl = _fast_two_sum(s, ((e - m2e) - m3) - (m3e + q * p4))
     quad = _to_int(b, q - 4.0 * b.rint(q * 0.25)) & 3
     return rh, rl, quad
 
@@ -602,6 +650,13 @@ def _cos_kernel(b: _Builder, r: _V, rl: _V) -> _V:
     return w + (((1.0 - w) - hz) + (z * z * _horner(b, z, _COS_P[r.ft]) - r * rl))
 
 
+def _trig_range(b: _Builder, x: _V, r: _V) -> _V:
+    """NaN where |x| is beyond the reduction's range (2^24 float32, 2^53 float64): the result
+    would be meaningless there, and inf gives NaN as it should."""
+    limit = 2.0 ** (x.ft.mant + 1)
+    return b.select(b.cmp("olt", b.fabs(x), limit), r, float("nan"))
+
+
 def _sincos_parts(b: _Builder, x: _V):
     a = b.fabs(x)
     rh, rl, quad = _reduce_pio2(b, a)
@@ -612,13 +667,15 @@ def _sin(b: _Builder, x: _V) -> _V:
     s, c, quad = _sincos_parts(b, x)
     r = b.select(b.cmp("ne", quad & 1, 0), c, s)
     r = b.select(b.cmp("ne", quad & 2, 0), -r, r)
-    return b.select(_signbit(b, x), -r, r)  # sin is odd; sin(-0) = -0
+    r = b.select(_signbit(b, x), -r, r)  # sin is odd; sin(-0) = -0
+    return _nan_in_nan_out(b, x, _trig_range(b, x, r))
 
 
 def _cos(b: _Builder, x: _V) -> _V:
     s, c, quad = _sincos_parts(b, x)
     r = b.select(b.cmp("ne", quad & 1, 0), s, c)
-    return b.select(b.cmp("ne", (quad + 1) & 2, 0), -r, r)
+    r = b.select(b.cmp("ne", (quad + 1) & 2, 0), -r, r)
+    return _nan_in_nan_out(b, x, _trig_range(b, x, r))
 
 
 def _tan(b: _Builder, x: _V) -> _V:
@@ -633,9 +690,11 @@ def _tan(b: _Builder, x: _V) -> _V:
     th, tl = _fast_two_sum(rh, u)
     tl = tl + rl * (1.0 + th * th)  # tan(r + rl) = tan r + rl sec^2 r
     inv = -1.0 / th
-    cot = inv + inv * inv * tl  # -1/(th + tl) to first order
+    # -1/(th + tl) = inv (1 + e) + inv^2 tl to first order, e = 1 + inv th exactly (fma)
+    cot = inv + inv * (b.fma(inv, th, 1.0) + inv * tl)
     r = b.select(b.cmp("ne", quad & 1, 0), cot, th + tl)
-    return b.select(_signbit(b, x), -r, r)
+    r = b.select(_signbit(b, x), -r, r)
+    return _nan_in_nan_out(b, x, _trig_range(b, x, r))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -656,40 +715,75 @@ _ASIN_PQ64 = ((3.47933107596021167570e-05, 7.91534994289814532176e-04, -4.005553
                -2.40339491173441421878e+00, 1.0))
 
 
-def _atan_kernel(b: _Builder, a: _V) -> _V:
-    """atan(a) for a >= 0 (inf allowed)."""
-    ft = a.ft
-    c = _C[ft]
-    big = b.cmp("ogt", a, 2.414213562373095)  # tan(3 pi / 8)
-    mid = b.cmp("ogt", a, 0.4142135623730950 if ft is F32 else 0.66)
-    t = b.select(big, -1.0 / a, b.select(mid, (a - 1.0) / (a + 1.0), a))
-    base_hi = b.select(big, c["pio2"][0], b.select(mid, c["pio4"][0], 0.0, ft.ir))
-    base_lo = b.select(big, c["pio2"][1], b.select(mid, c["pio4"][1], 0.0, ft.ir))
+def _pio4_multiple(b: _Builder, m: _V, ft: _FloatType) -> tuple[_V, _V]:
+    """m * pi/4 as hi + lo for an integer m in 0..4."""
+    his, los = [0.0], [0.0]
+    for i in range(1, 5):
+        hi, lo = _split(_dec(lambda i=i: _PI * i / 4), ft, 2)
+        his.append(hi)
+        los.append(lo)
+    hi, lo = b.lift(0.0, ft.ir), b.lift(0.0, ft.ir)
+    for i in range(1, 5):
+        hit = b.cmp("eq", m, i)
+        hi, lo = b.select(hit, his[i], hi), b.select(hit, los[i], lo)
+    return hi, lo
+
+
+def _atan_parts(b: _Builder, num: _V, den: _V) -> tuple[_V, _V]:
+    """(m, p) with atan(num / den) = m pi/4 + p, for num, den >= 0 finite, den > 0 unless
+    num is inf. The reduced argument t = (num - den) / (num + den) or -den / num is formed
+    with its rounding error tl (two_sum, fma residual), so only the final sum rounds."""
+    ft = num.ft
+    big = b.cmp("ogt", num, den * 2.414213562373095)  # tan(3 pi / 8)
+    mid = b.cmp("ogt", num, den * (0.4142135623730950 if ft is F32 else 0.66))
+    dh, dl = _two_sum(num, den)
+    nh, nl = _two_sum(num, -den)
+    n_hi = b.select(big, -den, b.select(mid, nh, num))
+    n_lo = b.select(mid, b.select(big, 0.0, nl), 0.0)
+    d_hi = b.select(big, num, b.select(mid, dh, den))
+    d_lo = b.select(mid, b.select(big, 0.0, dl), 0.0)
+    t = n_hi / d_hi
+    tl = (b.fma(-t, d_hi, n_hi) + (n_lo - t * d_lo)) / d_hi
+    tl = b.select(b.cmp("oeq", d_hi, float("inf")), 0.0, tl)
     z = t * t
     if ft is F32:
         p = b.fma(t * z, _horner(b, z, _ATAN_P32), t)
     else:
         pp, qq = _ATAN_PQ64
         p = b.fma(t, z * _horner(b, z, pp) / _horner(b, z, qq), t)
-    return base_hi + (p + base_lo)
+    p = b.fma(tl, 1.0 - z, p)  # atan(t + tl) = atan(t) + tl / (1 + t^2)
+    m = b.select(big, 2, b.select(mid, 1, 0, ft.int_ir))
+    return m, p
 
 
 def _atan(b: _Builder, x: _V) -> _V:
-    return b.copysign(_atan_kernel(b, b.fabs(x)), x)
+    m, p = _atan_parts(b, b.fabs(x), b.lift(1.0, x.ty))
+    hi, lo = _pio4_multiple(b, m, x.ft)
+    return b.copysign(hi + (p + lo), x)
 
 
 def _atan2(b: _Builder, y: _V, x: _V) -> _V:
-    c = _C[x.ft]
     ax, ay = b.fabs(x), b.fabs(y)
     swap = b.cmp("ogt", ay, ax)
     num, den = b.select(swap, ax, ay), b.select(swap, ay, ax)
-    t = num / den
-    both_inf = b.cmp("oeq", num, float("inf"))  # then den is inf too
-    t = b.select(both_inf, 1.0, b.select(b.cmp("oeq", num, 0.0), 0.0, t))
-    r = _atan_kernel(b, t)
-    r = b.select(swap, (c["pio2"][0] - r) + c["pio2"][1], r)
-    r = b.select(_signbit(b, x), (c["pi"][0] - r) + c["pi"][1], r)  # x = -0 counts as negative
-    r = b.copysign(r, y)
+    both_inf = b.cmp("oeq", num, float("inf"))  # then den is inf too: atan(1)
+    zero = b.cmp("oeq", num, 0.0)  # atan(0), also for 0/0
+    num = b.select(both_inf, 1.0, b.select(zero, 0.0, num))
+    den = b.select(both_inf | zero, 1.0, den)
+    # scale tiny pairs up (exactly) so that den * threshold in _atan_parts does not round,
+    # huge ones down so that num + den does not overflow
+    tiny = b.cmp("olt", den, 2.0 ** (x.ft.mant + 3 - x.ft.bias))
+    huge = b.cmp("ogt", den, 2.0 ** (x.ft.bias - 2))
+    scale = b.select(tiny, 2.0 ** (x.ft.mant + 3), b.select(huge, 0.25, 1.0, x.ty))
+    num, den = num * scale, den * scale
+    m, p = _atan_parts(b, num, den)
+    # atan2 = sign(y) (B + s (m pi/4 + p)) with (B, s) = (0, +), (pi/2, -) if swapped,
+    # (pi, -) if x < 0 (x = -0 included), (pi/2, +) if both; summed with one rounding.
+    x_neg = _signbit(b, x)
+    base = b.select(swap, 2, b.select(x_neg, 4, 0, x.ft.int_ir))
+    minus = swap ^ x_neg
+    hi, lo = _pio4_multiple(b, base + b.select(minus, -m, m), x.ft)
+    r = b.copysign(hi + (b.select(minus, -p, p) + lo), y)
     return b.select(b.cmp("uno", x, y), x + y, r)
 
 
@@ -714,7 +808,8 @@ def _asin_acos_parts(b: _Builder, x: _V):
 def _asin(b: _Builder, x: _V) -> _V:
     c = _C[x.ft]
     a, small, s, w = _asin_acos_parts(b, x)
-    large = (c["pio2"][0] - 2.0 * s) + (c["pio2"][1] - 2.0 * w)
+    h, e = _two_sum(c["pio2"][0], -2.0 * s)
+    large = h + (e + (c["pio2"][1] - 2.0 * w))
     return b.copysign(b.select(small, a + w, large), x)
 
 
@@ -723,7 +818,8 @@ def _acos(b: _Builder, x: _V) -> _V:
     a, small, s, w = _asin_acos_parts(b, x)
     mid = c["pio2"][0] - (x - (c["pio2"][1] - b.copysign(w, x)))
     pos = 2.0 * (s + w)
-    neg = (c["pi"][0] - 2.0 * s) + (c["pi"][1] - 2.0 * w)
+    h, e = _two_sum(c["pi"][0], -2.0 * s)
+    neg = h + (e + (c["pi"][1] - 2.0 * w))
     del a
     return b.select(small, mid, b.select(b.cmp("ogt", x, 0.0), pos, neg))
 
@@ -793,7 +889,8 @@ def _erf(b: _Builder, x: _V) -> _V:
 def _erfc(b: _Builder, x: _V) -> _V:
     a, i0, i1, rat, big = _erf_parts(b, x)
     pos = b.cmp("ogt", x, 0.0)
-    r0 = b.select(b.cmp("olt", x, 0.25), 1.0 - b.fma(x, rat, x), 0.5 - (x * rat + (x - 0.5)))
+    h, e = _two_sum(1.0, -x)
+    r0 = h + b.fma(-x, rat, e)  # 1 - x - x rat with one rounding (fdlibm rounds twice)
     r1 = b.select(pos, (1.0 - _ERX) - rat, 1.0 + (_ERX + rat))
     r2 = b.select(pos, big, 2.0 - big)
     r = b.select(i0, r0, b.select(i1, r1, r2))
@@ -869,20 +966,22 @@ _CBRT_B = {F32: 709958130, F64: 715094163 << 32}  # fdlibm's biased exponent off
 def _cbrt(b: _Builder, x: _V) -> _V:
     ft = x.ft
     a = b.fabs(x)
-    tiny = b.cmp("olt", a, 2.0 ** (1 - ft.bias))
-    m = 8 if ft is F32 else 18  # denormals scaled by 2^(3m), the result back by 2^-m
-    a = b.select(tiny, a * 2.0 ** (3 * m), a)
+    # keep a, y^3 and the residual terms normal: scale by 2^(+-3m), the result back by 2^(-+m)
+    tiny = b.cmp("olt", a, 2.0 ** (27 - ft.bias))
+    huge = b.cmp("ogt", a, 2.0 ** (ft.bias - 27))
+    m = 16 if ft is F32 else 36
+    a = b.select(tiny, a * 2.0 ** (3 * m), b.select(huge, a * 2.0 ** (-3 * m), a))
     bits = b.cast("sitofp", b.cast("bitcast", a, ft.int_ir), ft.ir)
     # a's bits / 3 + B approximates the bits of a^(1/3); the quotient fits the integer type
     guess = b.cast("fptosi", bits * (1.0 / 3.0), ft.int_ir) + _CBRT_B[ft]
     y = b.cast("bitcast", guess, ft.ir)  # within a few percent of cbrt(a)
     for _ in range(2 if ft is F32 else 3):  # Halley: cubic convergence
         t = y * y * y
-        y = y * (t + a + a) / (t + t + a)
+        y = y * ((t + a + a) / (t + t + a))
     h, l = _two_prod(b, y, y)
     res = b.fma(-h, y, a) - l * y  # a - y^3, nearly exact
     y = y + res / (3.0 * h)
-    y = y * b.select(tiny, 2.0 ** -m, 1.0, ft.ir)
+    y = y * b.select(tiny, 2.0 ** -m, b.select(huge, 2.0 ** m, 1.0, ft.ir))
     r = b.copysign(y, x)
     special = b.cmp("oeq", x, 0.0) | b.cmp("oeq", a, float("inf")) | b.cmp("uno", x, x)
     return b.select(special, x, r)

@@ -1,37 +1,44 @@
 """Vectorisable float32/float64 math functions as LLVM IR text, for the CPU renderer's prelude.
 
 Why: LLVM lowers ``llvm.exp.*``/``llvm.tanh.*`` (and libm calls) inside a vectorised loop into one
-scalar libm call per lane. Measured here (docs/LOWERING.md section 1): ``tanh(x)*2 + exp(-x)`` over
-4M float32 took 80 ms that way, 12.4 ms in numpy, and 3.3 ms (3.7x numpy) with inline polynomials
-written with fma/rint/bitcast/select only, which the loop vectoriser widens to zmm/ymm code.
-LLVM 22 no longer accepts ``-vector-library``, so polynomials in IR are the portable route.
+scalar libm call per lane. Measured for the lowering notes (LOWERING.md, section 1):
+``tanh(x)*2 + exp(-x)`` over 4M float32 took 80 ms that way, 12.4 ms in numpy, and 3.3 ms with
+inline polynomials written with fma/rint/bitcast/select only, which the loop vectoriser widens to
+ymm/zmm code. LLVM 22 dropped ``-vector-library``, so polynomials in IR are the portable route.
 
 Entry points: ``prelude(dtypes_needed, fns_needed)`` returns the IR text of the requested
 ``define internal <ty> @fg_<name>_<f32|f64>(...) alwaysinline`` functions (plus the functions they
-call and, optionally, the intrinsic declarations); ``math_symbol(name, dtype)`` names one of them;
-``MATH_FUNCTIONS`` maps each name to its arity.
+call, e.g. tanh calls exp, and the intrinsic declarations); ``math_symbol(name, dtype)`` names one
+of them; ``MATH_FUNCTIONS`` maps each name to its arity (atan2(y, x) and pow(x, y) take two).
 
 Contract (tests/test_lowering_llvm_math.py measures it against long-double references):
-- Bodies use only fadd/fsub/fmul/fdiv, integer ops, bitcast, fptosi/sitofp (on clamped values),
-  select/fcmp/icmp and the intrinsics fma, rint, fabs, copysign, sqrt: no branches, no libm, no
-  fast-math flags (they would delete the NaN/Inf handling), so loops over them vectorise fully.
-- Accuracy (max ulp error, float32 / float64): exp, exp2, expm1, log, log2, log10, log1p, sinh,
-  cosh, asinh, acosh, atanh, atan, cbrt, pow: <= 1.5 / 1.5; tanh, logistic, asin, acos, atan2,
-  erf, erfc, sin, cos, tan: <= 2.5 / 2.5. The exact per-function numbers are in the test file.
-- Edge cases follow numpy (C99 Annex F): NaN in -> NaN out, +-inf and +-0 (sign kept: odd
-  functions of -0 give -0), overflow to +-inf, gradual underflow to correctly scaled denormals
-  (exp applies 2**k in two steps), denormal inputs, domain errors -> NaN, pow's special cases.
-- sin/cos/tan reduce with a three-part Cody-Waite pi/2 evaluated with fma plus an exact tail (no
-  Payne-Hanek): accurate for |x| <= 2**20 (float32) and |x| <= 2**40 (float64); beyond that the
-  reduction loses bits and the results lose accuracy gradually (float32 from about 1e7 on returns
-  values unrelated to sin(x)). NB: numpy and JAX stay accurate there.
-- float32 pow is computed in float64 internally (one fpext/fptrunc); everything else works in
-  its own precision so float32 loops get 16 lanes per zmm register.
+- Bodies are straight-line code of fadd/fsub/fmul/fdiv, integer ops, bitcast, fptosi/sitofp of
+  clamped values, select/fcmp/icmp and the intrinsics fma, rint, fabs, copysign, sqrt: no
+  branches, no libm, no fast-math flags (they would delete the NaN/inf handling), so a loop over
+  them vectorises fully. They need hardware fma to be fast (x86-64-v3, AArch64); results are
+  bit-identical on every host.
+- Accuracy: max error <= 1 ulp for exp, exp2, log, log2, log10, log1p, logistic, sin, cos, asin,
+  acos, erf, cbrt, pow; <= 1.5 ulp for expm1, tanh, tan, atan, atan2, sinh, cosh, asinh,
+  acosh, atanh; <= 2.5 ulp for erfc (fdlibm's formulas near |x| = 1). The same in float32 and
+  float64; the per-function numbers are in the test file. Kernels: Cephes (float32 exp, sin, cos,
+  tan, atan, asin, tanh polynomials; float64 tan, atan, tanh rational functions), fdlibm (log,
+  sin/cos kernels, asin, erf/erfc), Taylor series (float64 exp; float64 log for pow); error-free
+  transformations (two_sum, fma residuals) carry the low parts that make the difference.
+- Edge cases follow numpy (C99 Annex F): NaN in -> NaN out, +-inf and +-0 (odd functions keep
+  the sign of -0), overflow to +-inf, gradual underflow to correctly scaled denormals (2**k is
+  applied in two steps), denormal inputs, domain errors -> NaN, every special case of pow.
+- sin/cos/tan reduce |x| by pi/2 Cody-Waite style in four parts, with fma and an exact tail, and
+  no Payne-Hanek: accurate (<= 1.5 ulp) for |x| < 2**24 in float32 and |x| < 2**53 in float64
+  (well past the 1e5 / 1e9 that was asked for). NB: beyond that the result is NaN, where numpy
+  and JAX are still accurate; float32 values that large are integers spaced 2 or more apart.
+- float32 pow works in float64 internally (fpext/fptrunc); everything else works in its own
+  precision, so float32 loops get 8 lanes per ymm or 16 per zmm register.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -255,10 +262,12 @@ def _clamp(b: _Builder, x: _V, lo: float, hi: float) -> _V:
     return b.select(b.cmp("ult", x, lo), lo, b.select(b.cmp("ogt", x, hi), hi, x))
 
 
-def _to_int(b: _Builder, v: _V) -> _V:
-    """fptosi of an integral float known to be small; NaN maps to 0 (fptosi(NaN) is poison)."""
-    safe = b.select(b.cmp("olt", b.fabs(v), 2.0 ** 30), v, 0.0)
-    return b.cast("fptosi", safe, v.ft.int_ir)
+def _to_int(b: _Builder, v: _V, clamped: bool = False) -> _V:
+    """fptosi of an integral float; unless the caller ``clamped`` it, large values and NaN
+    map to 0 first (fptosi of those is poison)."""
+    if not clamped:
+        v = b.select(b.cmp("olt", b.fabs(v), 2.0 ** 30), v, 0.0)
+    return b.cast("fptosi", v, v.ft.int_ir)
 
 
 def _pow2(b: _Builder, k: _V, ft: _FloatType) -> _V:
@@ -267,7 +276,8 @@ def _pow2(b: _Builder, k: _V, ft: _FloatType) -> _V:
 
 
 def _ldexp(b: _Builder, y: _V, k: _V) -> _V:
-    """y * 2**k in two exact steps, so overflow gives inf and denormal results round once."""
+    """y * 2**k in two steps (2**k itself may be out of range): the first is exact, so overflow
+    gives inf and a denormal result is rounded once by the second."""
     k1 = k >> 1
     return y * _pow2(b, k1, y.ft) * _pow2(b, k - k1, y.ft)
 
@@ -287,8 +297,7 @@ def _nan_in_nan_out(b: _Builder, x: _V, r: _V) -> _V:
 _EXP_P = {
     F32: (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
           5.0000001201e-1),
-    F64: tuple(1.0 / float(np.prod(np.arange(1, n + 1, dtype=np.float64)))
-               for n in range(13, 1, -1)),
+    F64: tuple(1.0 / math.factorial(n) for n in range(13, 1, -1)),  # 1/13!, ..., 1/2!
 }
 # x is clamped into these bounds before reduction: beyond them exp is 0 or inf (also after the
 # extra 2**-1 of sinh/cosh), and 2**k splits into two normal powers of two.
@@ -320,10 +329,10 @@ def _exp_kernel(b: _Builder, x: _V, lo=None, shift: int = 0, dd: bool = False):
     r, tail = _exp_poly(b, r, rl)
     s, e = _fast_two_sum(1.0, r)
     if dd:
-        ki = _to_int(b, k) + shift
+        ki = _to_int(b, k, clamped=True) + shift
         hi, lo = _fast_two_sum(s, e + tail)
         return _ldexp(b, hi, ki), _ldexp(b, lo, ki)
-    return _ldexp(b, s + (e + tail), _to_int(b, k) + shift)
+    return _ldexp(b, s + (e + tail), _to_int(b, k, clamped=True) + shift)
 
 
 def _exp(b: _Builder, x: _V) -> _V:
@@ -340,7 +349,7 @@ def _exp2(b: _Builder, x: _V) -> _V:
     r, rl = _two_prod(b, r0, ln2[0])
     r, tail = _exp_poly(b, r, rl + r0 * ln2[1])
     s, e = _fast_two_sum(1.0, r)
-    y = _ldexp(b, s + (e + tail), _to_int(b, k))
+    y = _ldexp(b, s + (e + tail), _to_int(b, k, clamped=True))
     return _nan_in_nan_out(b, x, y)
 
 
@@ -351,7 +360,7 @@ def _expm1_kernel(b: _Builder, x: _V) -> tuple[_V, _V]:
     xc = _clamp(b, x, -top, top)
     k, r, rl = _exp_reduce(b, xc)
     r, tail = _exp_poly(b, r, rl)
-    ki = _to_int(b, k)
+    ki = _to_int(b, k, clamped=True)
     two_k = _pow2(b, ki, ft)
     # expm1 = (2^k - 1) + 2^k r + 2^k tail; 2^k - 1 is exact while k <= mant, else split off -1.
     small_k = b.cmp("sle", ki, ft.mant)
@@ -433,7 +442,6 @@ def _log_combine(b: _Builder, k: _V, hi: _V, lo: _V, base: str) -> _V:
 
 def _log_core(b: _Builder, u: _V, base: str = "e", ul=None, kadd=None) -> _V:
     """log_base(u + ul) (+ kadd log_base 2) with the IEEE special cases of log(u)."""
-    ft = u.ft
     safe = b.select(b.cmp("ogt", u, 0.0), u, 1.0)
     safe = b.select(b.cmp("oeq", safe, float("inf")), 1.0, safe)
     k, f = _log_split(b, safe)
@@ -447,7 +455,6 @@ def _log_core(b: _Builder, u: _V, base: str = "e", ul=None, kadd=None) -> _V:
     r = b.select(b.cmp("oeq", u, float("inf")), float("inf"), r)
     r = b.select(b.cmp("oeq", u, 0.0), float("-inf"), r)
     r = b.select(b.cmp("olt", u, 0.0), float("nan"), r)
-    del ft
     return _nan_in_nan_out(b, u, r)
 
 
@@ -582,19 +589,18 @@ def _atanh(b: _Builder, x: _V) -> _V:
     ys, ysl = _fast_two_sum(t, t * a / (1.0 - a))
     yb = t / (1.0 - a)  # 1 - a is exact here
     ybl = b.fma(-yb, 1.0 - a, t) / (1.0 - a)
-    u, ul = _two_sum(1.0, b.select(small, ys, yb))  # atanh = log1p(y) / 2
-    ul = ul + b.select(small, ysl, ybl)
     yh, yl = b.select(small, ys, yb), b.select(small, ysl, ybl)
-    r = 0.5 * _log1p_tiny(b, _log_core(b, u, "e", ul=ul), yh, yl)
+    u, ul = _two_sum(1.0, yh)  # atanh = log1p(y) / 2
+    r = 0.5 * _log1p_tiny(b, _log_core(b, u, "e", ul=ul + yl), yh, yl)
     r = b.select(b.cmp("oeq", a, 1.0), float("inf"), r)
     r = b.select(b.cmp("ogt", a, 1.0), float("nan"), r)
     return b.copysign(r, x)
 
 
 # ----------------------------------------------------------------------------------------------
-# sin/cos/tan: q = rint(|x| 2/pi), r = |x| - q pi/2 with pi/2 in three parts (first product exact
-# under fma, second one's error recovered by two_prod), kept as rh + rl; kernels are fdlibm's
-# k_sin/k_cos (float64) and Cephes sinf/cosf/tanf (float32), Cephes tan (float64).
+# sin/cos/tan: q = nearest integer to |x| 2/pi, r = |x| - q pi/2 with pi/2 in four parts (the
+# first product exact under fma, the next two recovered by two_prod), kept as rh + rl; kernels
+# are fdlibm's k_sin/k_cos (float64), Cephes sinf/cosf/tanf (float32) and Cephes tan (float64).
 
 _SIN_P = {
     F32: (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1),
@@ -624,7 +630,7 @@ def _reduce_pio2(b: _Builder, a: _V) -> tuple[_V, _V, _V]:
     frac = (ph - q) + (pl + a * c["2/pi"][1])
     q = q + b.select(b.cmp("ogt", frac, 0.5), 1.0, b.select(b.cmp("olt", frac, -0.5), -1.0, 0.0,
                                                              a.ty))
-    t1 = b.fma(-q, p1, a)  # exact while q < 2^(mant - 1)
+    t1 = b.fma(-q, p1, a)  # exact: a short multiple of ulp(p1), for q < 2^mant
     m2, m2e = _two_prod(b, q, p2)
     s, e = _two_sum(t1, -m2)
     m3, m3e = _two_prod(b, q, p3)
@@ -815,12 +821,11 @@ def _asin(b: _Builder, x: _V) -> _V:
 
 def _acos(b: _Builder, x: _V) -> _V:
     c = _C[x.ft]
-    a, small, s, w = _asin_acos_parts(b, x)
+    _, small, s, w = _asin_acos_parts(b, x)
     mid = c["pio2"][0] - (x - (c["pio2"][1] - b.copysign(w, x)))
     pos = 2.0 * (s + w)
     h, e = _two_sum(c["pi"][0], -2.0 * s)
     neg = h + (e + (c["pi"][1] - 2.0 * w))
-    del a
     return b.select(small, mid, b.select(b.cmp("ogt", x, 0.0), pos, neg))
 
 
@@ -854,9 +859,11 @@ _ERF_PQ = (  # (P ascending, Q ascending) per interval
 )
 
 
-def _erf_parts(b: _Builder, x: _V):
-    """Interval masks of |x|, the rational function value, and exp(-x^2 - 0.5625 + rat)."""
-    a = b.fabs(x)
+def _erf_parts(b: _Builder, x: _V, a_max: float):
+    """Interval masks of |x|, the rational function value, and exp(-x^2 - 0.5625 + rat)/|x|,
+    with |x| limited to a_max (beyond it the result is a constant; this also keeps erf free
+    of slow denormal arithmetic)."""
+    a = b.select(b.cmp("olt", b.fabs(x), a_max), b.fabs(x), a_max)
     i0 = b.cmp("olt", a, 0.84375)
     i1 = b.cmp("olt", a, 1.25)
     i2 = b.cmp("olt", a, 1.0 / 0.35)
@@ -880,14 +887,14 @@ def _erf_parts(b: _Builder, x: _V):
 
 
 def _erf(b: _Builder, x: _V) -> _V:
-    a, i0, i1, rat, big = _erf_parts(b, x)
+    a, i0, i1, rat, big = _erf_parts(b, x, 6.0)
     r = b.select(i0, b.fma(a, rat, a), b.select(i1, _ERX + rat, 1.0 - big))
     r = b.select(b.cmp("oge", a, 6.0), 1.0, r)
     return _nan_in_nan_out(b, x, b.copysign(r, x))
 
 
 def _erfc(b: _Builder, x: _V) -> _V:
-    a, i0, i1, rat, big = _erf_parts(b, x)
+    a, i0, i1, rat, big = _erf_parts(b, x, 28.0)
     pos = b.cmp("ogt", x, 0.0)
     h, e = _two_sum(1.0, -x)
     r0 = h + b.fma(-x, rat, e)  # 1 - x - x rat with one rounding (fdlibm rounds twice)
@@ -901,24 +908,33 @@ def _erfc(b: _Builder, x: _V) -> _V:
 # ----------------------------------------------------------------------------------------------
 # pow and cbrt
 
-_LOG_DD_R = tuple(2.0 / n for n in range(25, 3, -2))  # 2/25, ..., 2/5: log = 2s + 2/3 s^3 + ...
+_LOG_DD_R = tuple(2.0 / n for n in range(25, 5, -2))  # 2/25, ..., 2/7
 
 
 def _log_dd(b: _Builder, a: _V) -> tuple[_V, _V]:
-    """log(a) as a float64 double-word hi + lo (error about 2^-68 absolute), a > 0 finite."""
+    """log(a) as a float64 double-word hi + lo, a > 0 finite: 2s + 2/3 s^3 + 2/5 s^5 + ...,
+    s = f / (2 + f), with the first three terms in double-word arithmetic (error about 2^-69
+    absolute, so y log(a) stays good to 2^-60 relative for every finite pow result)."""
     c = _C[F64]
     k, f = _log_split(b, a)
     dh, dl = _fast_two_sum(2.0, f)
     sh = f / dh
-    sl = (b.fma(-sh, dh, f) - sh * dl) / dh  # s = f / (2 + f) = sh + sl
+    sl = (b.fma(-sh, dh, f) - sh * dl) / dh  # s = sh + sl
     z, zl = _two_prod(b, sh, sh)
+    zl = zl + 2.0 * sh * sl  # s^2 = z + zl
     c3h, c3e = _two_prod(b, sh, z)  # s^3 = c3h + c3l
-    c3l = c3e + (sh * zl + 3.0 * z * sl)
-    t3h, t3e = _two_prod(b, c3h, c["2/3"][0])
-    t3l = t3e + (c3l * c["2/3"][0] + c3h * c["2/3"][1])
-    u = c3h * z * _horner(b, z, _LOG_DD_R)
+    c3l = c3e + (sh * zl + z * sl)
+    c5h, c5e = _two_prod(b, c3h, z)  # s^5 = c5h + c5l
+    c5l = c5e + (c3h * zl + c3l * z)
+    two3, two5 = c["2/3"], _split(_dec(lambda: Decimal(2) / 5), F64, 2)
+    t3h, t3e = _two_prod(b, c3h, two3[0])
+    t3l = t3e + (c3l * two3[0] + c3h * two3[1])
+    t5h, t5e = _two_prod(b, c5h, two5[0])
+    t5l = t5e + (c5l * two5[0] + c5h * two5[1])
+    u = c5h * z * _horner(b, z, _LOG_DD_R)  # 2/7 s^7 + ... + 2/25 s^25, below 2^-19
     lh, e = _two_sum(sh + sh, t3h)
-    ll = e + ((sl + sl) + (t3l + u))
+    lh, e1 = _two_sum(lh, t5h)
+    ll = (e + e1) + ((sl + sl) + (t3l + (t5l + u)))
     kh, ke = _two_prod(b, k, c["ln2"][0])
     h, e2 = _two_sum(kh, lh)
     return _fast_two_sum(h, e2 + (ll + (ke + k * c["ln2"][1])))

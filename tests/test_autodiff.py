@@ -161,3 +161,24 @@ def test_errors():
         fg.jvp(fnp.sin, (np.ones(3, np.float32),), (np.ones(2, np.float32),))
     with pytest.raises(TypeError, match="is not a valid fungrad type"):
         fg.grad(lambda x: x)("a")
+
+
+def test_functions_returning_integer_cotangents_compose(x64):
+    # vjp_fn returns float0 cotangents for integer inputs; transforming such a function works
+    # (JAX accepts float0 outputs), so second-order reverse checks of functions with integer
+    # arguments run.
+    def f(x, i):
+        return fg.lax.dynamic_slice(x, (i, i), (1, 2))
+
+    def g(x, i):
+        _, vjp_fn = fg.vjp(f, x, i)
+        return vjp_fn(f(x, i))
+
+    x = np.arange(9.0).reshape(3, 3)
+    (gx, gi), vjp_g = fg.vjp(g, x, np.int32(1))
+    assert gi.dtype == fg.dtypes.float0
+    ct_x, ct_i = vjp_g((np.ones((3, 3)), np.zeros((), fg.dtypes.float0)))
+    assert ct_x.shape == (3, 3) and ct_i.dtype == fg.dtypes.float0
+    _, (tx, ti) = fg.jvp(g, (x, np.int32(1)), (np.ones((3, 3)), np.zeros((), fg.dtypes.float0)))
+    assert tx.shape == (3, 3) and ti.dtype == fg.dtypes.float0
+    check_grads(f, (x, np.int32(1)), order=2, modes=("rev",))

@@ -20,10 +20,18 @@ from fungrad.transforms.partial_eval import linearize_flat
 from fungrad.transforms.transpose import UndefPrimal, backward_pass
 
 
+def _is_float0(x) -> bool:
+    return isinstance(x, np.ndarray) and x.dtype == dtypes.float0
+
+
 def _as_array(x, what: str):
-    """A pytree leaf as an Array or tracer (canonical dtype; Python scalars stay weak)."""
+    """A pytree leaf as an Array or tracer (canonical dtype; Python scalars stay weak). A float0
+    array (the cotangent of an integer input) stands in as a bool array of zeros: it carries no
+    derivative information, and :func:`_restore_float0` turns outputs back into float0."""
     if type(x) is Array or isinstance(x, core.Tracer):
         return x
+    if _is_float0(x):
+        return Array(np.zeros(x.shape, np.bool_))
     from fungrad.numpy import util
     try:
         return util.asarray(x, fun_name=what)
@@ -56,6 +64,7 @@ def _flat_fun(fun, in_tree, out_store, fun_name, has_aux):
         args = tree_util.tree_unflatten(in_tree, leaves)
         out, aux = _split_aux(fun_name, fun(*args), has_aux)
         out_leaves, out_tree = tree_util.tree_flatten(out)
+        out_store["float0"] = [i for i, x in enumerate(out_leaves) if _is_float0(x)]
         out_leaves = [_as_array(x, f"{fun_name} output") for x in out_leaves]
         out_store["tree"] = out_tree
         aux_leaves, aux_tree = tree_util.tree_flatten(aux)
@@ -63,6 +72,14 @@ def _flat_fun(fun, in_tree, out_store, fun_name, has_aux):
         return out_leaves + aux_leaves
 
     return flat_fun
+
+
+def _restore_float0(store, leaves) -> list:
+    """Output leaves with the function's float0 outputs (and their tangents) back as float0."""
+    leaves = list(leaves)
+    for i in store["float0"]:
+        leaves[i] = np.zeros(core.get_aval(leaves[i]).shape, dtypes.float0)
+    return leaves
 
 
 def _unwrap_aux(trace_unpack, aux_leaves):
@@ -99,9 +116,9 @@ def jvp(fun, primals, tangents, has_aux: bool = False):
     n_aux = len(store["aux"][0])
     n_out = len(outs_p) - n_aux
     out_tree = store["tree"]
-    primal_out = tree_util.tree_unflatten(out_tree, outs_p[:n_out])
-    tangent_out = tree_util.tree_unflatten(
-        out_tree, [jvp_mod.instantiate_zeros(t) for t in outs_t[:n_out]])
+    primal_out = tree_util.tree_unflatten(out_tree, _restore_float0(store, outs_p[:n_out]))
+    tangent_out = tree_util.tree_unflatten(out_tree, _restore_float0(
+        store, [jvp_mod.instantiate_zeros(t) for t in outs_t[:n_out]]))
     if has_aux:
         aux = tree_util.tree_unflatten(store["aux"][1], outs_p[n_out:])
         return primal_out, tangent_out, aux
@@ -187,7 +204,7 @@ def vjp(fun, *primals, has_aux: bool = False):
             cts.append(c)
         return tree_util.tree_unflatten(in_tree, vjp_flat(cts))
 
-    primal_out = tree_util.tree_unflatten(out_tree, outs_p[:n_out])
+    primal_out = tree_util.tree_unflatten(out_tree, _restore_float0(store, outs_p[:n_out]))
     if has_aux:
         return primal_out, vjp_fn, tree_util.tree_unflatten(store["aux"][1], outs_p[n_out:])
     return primal_out, vjp_fn

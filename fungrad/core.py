@@ -378,7 +378,7 @@ class EvalTrace(Trace):
                 raise escaped_tracer_error(a, primitive)
             else:  # a raw Python or numpy value: give it its canonical dtype
                 aval = get_aval(a)
-                vals.append(np.asarray(a, dtype=dtypes.canonicalize_dtype(aval.dtype))[()])
+                vals.append(np.array(a, dtype=dtypes.canonicalize_dtype(aval.dtype))[()])
         # The shape rule runs first: bad input gets the primitive's own error (naming the
         # operation, shapes and dtypes), never numpy's, and the impl only sees valid input.
         out_avals = cached_abstract_eval(primitive, tuple(map(get_aval, args)), params)

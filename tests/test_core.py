@@ -182,3 +182,13 @@ def test_array_is_immutable_and_numpy_interop():
     assert np.asarray(x).tolist() == [0, 1, 2]
     assert repr(fnp.array([1.0, 2.0])) == "Array([1., 2.], dtype=float32)"
     assert repr(lax.mul(2.0, 3.0)) == "Array(6., dtype=float32, weak_type=True)"
+
+
+def test_callers_numpy_arrays_stay_writeable():
+    # Arrays freeze their buffer; a numpy argument must be copied, never frozen in place.
+    for fn in (lambda v: lax.add(v, 1.0), lambda v: lax.reshape(v, (3,)), fnp.sin,
+               lambda v: fg.grad(lambda a: fnp.sum(a * 2))(v), fg.vmap(lambda a: a * 2),
+               lambda v: fg.make_jaxpr(lambda a: a + 1)(v)(v)):
+        x = np.ones(3, np.float32)
+        fn(x)
+        x[0] = 5.0  # would raise "assignment destination is read-only"

@@ -51,7 +51,8 @@ def operand(x, name: str = "operand"):
         return x
     if isinstance(x, (np.ndarray, np.generic)):
         dt = dtypes.canonicalize_dtype(x.dtype)
-        return Array(np.asarray(x, dtype=dt))
+        # A copy: Arrays are immutable and freeze their buffer, which must not be the caller's.
+        return Array(np.array(x, dtype=dt))
     if isinstance(x, (bool, int, float)):
         dt = dtypes.python_scalar_dtype(x)
         return Array(_scalar(x, dt), not isinstance(x, bool))

@@ -195,8 +195,24 @@ def promote_shapes(fun_name: str, *args):
 
 def promote_args(fun_name: str, *args):
     """check_arraylike + promote_dtypes + promote_shapes: what binary ufuncs need."""
+    if _already_promoted(args):
+        return list(args)
     check_arraylike(fun_name, *args)
     return promote_shapes(fun_name, *promote_dtypes(*args, fun_name=fun_name))
+
+
+def _already_promoted(args) -> bool:
+    """The common case, cheaply: arrays (or tracers) of one aval need no promotion."""
+    first = None
+    for a in args:
+        if type(a) is not Array and not isinstance(a, core.Tracer):
+            return False
+        aval = a.aval
+        if first is None:
+            first = aval
+        elif aval != first:
+            return False
+    return first is not None
 
 
 def promote_args_inexact(fun_name: str, *args):

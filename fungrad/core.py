@@ -446,15 +446,22 @@ def current_trace() -> Trace:
     return _state.trace
 
 
-@contextmanager
-def set_current_trace(trace: Trace):
-    """Make ``trace`` current for the duration of the block (per thread)."""
-    prev = _state.trace
-    _state.trace = trace
-    try:
-        yield
-    finally:
-        _state.trace = prev
+class set_current_trace:  # noqa: N801  (used like a function: ``with set_current_trace(t):``)
+    """Make ``trace`` current for the duration of the block (per thread). A small class rather
+    than a generator-based context manager: every transformed primitive enters one."""
+
+    __slots__ = ("trace", "prev")
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+
+    def __enter__(self):
+        self.prev = _state.trace
+        _state.trace = self.trace
+
+    def __exit__(self, *exc):
+        _state.trace = self.prev
+        return False
 
 
 @contextmanager

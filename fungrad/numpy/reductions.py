@@ -470,10 +470,15 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, where=No
     if not dtypes.is_float(a.dtype):
         return mean(a, axis, dtype, out, keepdims, where=where)
     _check_out("nanmean", out)
+    return mean(a, axis, dtype, keepdims=keepdims, where=_not_nan_where("nanmean", a, where))
+
+
+def _not_nan_where(fun_name: str, a, where):
+    """The mask of ``a``'s non-NaN elements, and-ed with the user's ``where`` if given."""
     not_nan = lax.bitwise_not(ufuncs.isnan(a))
-    mask = not_nan if where is None else lax.bitwise_and(not_nan, _where_mask("nanmean", where,
-                                                                             a.shape))
-    return mean(a, axis, dtype, keepdims=keepdims, where=mask)
+    if where is None:
+        return not_nan
+    return lax.bitwise_and(not_nan, _where_mask(fun_name, where, a.shape))
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, where=None,
@@ -481,9 +486,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, w
     """:func:`var` of the non-NaN elements."""
     a = _operand("nanvar", a)
     if dtypes.is_float(a.dtype):
-        not_nan = lax.bitwise_not(ufuncs.isnan(a))
-        where = not_nan if where is None else lax.bitwise_and(
-            not_nan, _where_mask("nanvar", where, a.shape))
+        where = _not_nan_where("nanvar", a, where)
     return var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                correction=correction)
 
@@ -493,9 +496,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, w
     """:func:`std` of the non-NaN elements."""
     a = _operand("nanstd", a)
     if dtypes.is_float(a.dtype):
-        not_nan = lax.bitwise_not(ufuncs.isnan(a))
-        where = not_nan if where is None else lax.bitwise_and(
-            not_nan, _where_mask("nanstd", where, a.shape))
+        where = _not_nan_where("nanstd", a, where)
     return std(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                correction=correction)
 

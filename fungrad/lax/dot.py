@@ -24,6 +24,7 @@ import numpy as np
 from fungrad import core, dtypes
 from fungrad.core import ShapedArray
 from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
+from fungrad.lowering import kernel
 from fungrad.transforms.jvp import defjvp
 from fungrad.transforms.transpose import deflinear_transpose, is_undefined_primal
 from fungrad.transforms.vmap import batch_rules
@@ -360,3 +361,76 @@ def batch_matmul(lhs, rhs, precision=None):
     batch = tuple(range(x.ndim - 2))
     return dot_general(x, y, (((x.ndim - 1,), (y.ndim - 2,)), (batch, batch)),
                        precision=precision)
+
+
+# -- lowering: BLAS for large float matrices, an inline reduction otherwise -------------------
+
+_BLAS_MIN_FLOPS = 16384  # below ~32^3 multiply-adds a fused loop beats a BLAS call
+
+
+def _layout_of(x) -> tuple[int, ...] | None:
+    """The order of x's dims in memory when x is a (permuted) view of a stored buffer."""
+    if x.view is None:
+        return None
+    _, p = x.view
+    inv = [0] * len(p)
+    for j, q in enumerate(p):
+        inv[q] = j
+    return tuple(inv)
+
+
+def _operand_buffer(ctx, x, order, trans_order):
+    """x's buffer laid out in ``order`` (trans False) or ``trans_order`` (trans True),
+    storing a copy in ``order`` when it is neither."""
+    lay = _layout_of(x)
+    if lay == tuple(order) or (lay is not None and lay == tuple(trans_order)):
+        return x.view[0], lay != tuple(order)
+    t = ctx.materialize(kernel.transposed(ctx, x, order, "dot_general operand"))
+    return t.buffer, False
+
+
+def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
+                          preferred_element_type):
+    from fungrad.lowering import blas
+    from fungrad.lowering.fusion import Gemm
+    (lc, rc), (lb, rb) = dimension_numbers
+    out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
+    acc = accumulation_dtype(lhs.dtype, out_dtype)
+    lf, rf = _free_dims(len(lhs.shape), lc, lb), _free_dims(len(rhs.shape), rc, rb)
+    out_shape = (tuple(lhs.shape[d] for d in lb) + tuple(lhs.shape[d] for d in lf)
+                 + tuple(rhs.shape[d] for d in rf))
+    b, m, n, k = (math.prod(shape[d] for d in dims) for shape, dims in
+                  ((lhs.shape, lb), (lhs.shape, lf), (rhs.shape, rf), (lhs.shape, lc)))
+    if (acc.kind == "f" and lhs.dtype == rhs.dtype == out_dtype == acc and min(m, n, k) > 0
+            and m * n * k >= _BLAS_MIN_FLOPS and b <= 64 and blas.find_blas().available):
+        a_buf, trans_a = _operand_buffer(ctx, lhs, lb + lf + lc, lb + lc + lf)
+        b_buf, trans_b = _operand_buffer(ctx, rhs, rb + rc + rf, rb + rf + rc)
+        c_buf = ctx.planner.new_buffer(out_shape, out_dtype, "temp")
+        ctx.planner.add_step(Gemm("dot_general", a_buf, b_buf, c_buf, m, n, k, trans_a,
+                                  trans_b, b))
+        return ctx.planner.buffer_tensor(c_buf, "dot_general")
+    nb, nf = len(lb), len(lf)
+    k_extents = [lhs.shape[d] for d in lc]
+
+    def element(idx):
+        def body(*r):
+            li, ri = [None] * len(lhs.shape), [None] * len(rhs.shape)
+            for j, (dl, dr) in enumerate(zip(lb, rb)):
+                li[dl] = ri[dr] = idx[j]
+            for j, d in enumerate(lf):
+                li[d] = idx[nb + j]
+            for j, d in enumerate(rf):
+                ri[d] = idx[nb + nf + j]
+            for j, (dl, dr) in enumerate(zip(lc, rc)):
+                li[dl] = ri[dr] = r[j]
+            return ctx.op("mul", ctx.convert(lhs.at(tuple(li)), acc),
+                          ctx.convert(rhs.at(tuple(ri)), acc))
+        if 0 in k_extents or not k_extents:
+            if not k_extents:
+                return ctx.convert(body(), out_dtype)
+            return ctx.const(0, out_dtype)
+        return ctx.convert(ctx.reduce("add", k_extents, body), out_dtype)
+    return kernel.from_fn(out_shape, out_dtype, element, "dot_general")
+
+
+kernel.register_lowering(dot_general_p, _dot_general_lowering)

@@ -42,6 +42,7 @@ from fungrad.lax.utils import (
     standard_naryop,
     standard_primitive,
 )
+from fungrad.lowering import kernel
 from fungrad.transforms.jvp import (
     Zero,
     defjvp,
@@ -1162,3 +1163,105 @@ defjvp_zero(stop_gradient_p)
 defvectorized(stop_gradient_p)
 
 del _p  # the loop variable of the rule registrations above
+
+
+# -- lowering to kernel ops (fungrad/lowering/kernel.py) --------------------------------------
+
+for _p, _op in ((add_p, "add"), (sub_p, "sub"), (mul_p, "mul"), (div_p, "div"), (rem_p, "rem"),
+                (neg_p, "neg"), (sign_p, "sign"), (floor_p, "floor"), (ceil_p, "ceil"),
+                (abs_p, "abs"), (max_p, "max"), (min_p, "min"), (nextafter_p, "nextafter"),
+                (atan2_p, "atan2"), (is_finite_p, "is_finite"), (eq_p, "eq"), (ne_p, "ne"),
+                (lt_p, "lt"), (le_p, "le"), (gt_p, "gt"), (ge_p, "ge"), (and_p, "and"),
+                (or_p, "or"), (xor_p, "xor"), (not_p, "not"), (shift_left_p, "shl"),
+                (shift_right_logical_p, "shr_logical"),
+                (shift_right_arithmetic_p, "shr_arith"), (population_count_p, "popcnt"),
+                (clz_p, "clz"), (sqrt_p, "sqrt"), (rsqrt_p, "rsqrt"), (cbrt_p, "cbrt"),
+                (exp_p, "exp"), (exp2_p, "exp2"), (log_p, "log"), (log1p_p, "log1p"),
+                (expm1_p, "expm1"), (sin_p, "sin"), (cos_p, "cos"), (tan_p, "tan"),
+                (asin_p, "asin"), (acos_p, "acos"), (atan_p, "atan"), (sinh_p, "sinh"),
+                (cosh_p, "cosh"), (tanh_p, "tanh"), (asinh_p, "asinh"), (acosh_p, "acosh"),
+                (atanh_p, "atanh"), (logistic_p, "logistic"), (erf_p, "erf"), (erfc_p, "erfc")):
+    kernel.elementwise_lowering(_p, _op)
+
+
+def _round_lowering(ctx, x, *, rounding_method):
+    op = "round_even" if rounding_method == RoundingMethod.TO_NEAREST_EVEN else "round_away"
+    return kernel.map_op(ctx, op, x, origin="round")
+
+
+def _square_lowering(ctx, x):
+    return kernel.map_fn(ctx, lambda a: ctx.op("mul", a, a), x, dtype=x.dtype, origin="square")
+
+
+def _integer_pow_lowering(ctx, x, *, y):
+    def element(a):  # the impl's square-and-multiply sequence, so results round identically
+        if y == 0:
+            return ctx.const(1, x.dtype)
+        acc, n = None, -y if y < 0 else y
+        while n > 0:
+            if n & 1:
+                acc = a if acc is None else ctx.op("mul", acc, a)
+            n >>= 1
+            if n:
+                a = ctx.op("mul", a, a)
+        return ctx.op("div", ctx.const(1, x.dtype), acc) if y < 0 else acc
+    return kernel.map_fn(ctx, element, x, dtype=x.dtype, origin="integer_pow")
+
+
+def _pow_lowering(ctx, x, y):
+    return kernel.map_fn(ctx, lambda a, b: ctx.op("pow", a, ctx.convert(b, x.dtype)), x, y,
+                         dtype=x.dtype, origin="pow")
+
+
+def _select_n_lowering(ctx, which, *cases):
+    def element(w, *cs):
+        out = cs[0]
+        for i, c in enumerate(cs[1:], start=1):
+            pred = w if w.dtype.kind == "b" else ctx.op("ge", w, ctx.const(i, w.dtype))
+            out = ctx.select(pred, c, out)
+        return out
+    return kernel.map_fn(ctx, element, which, *cases, dtype=cases[0].dtype, origin="select_n")
+
+
+def _clamp_lowering(ctx, lo, x, hi):
+    return kernel.map_fn(ctx, lambda a, b, c: ctx.op("min", ctx.op("max", b, a), c), lo, x, hi,
+                         dtype=x.dtype, origin="clamp")
+
+
+def _convert_lowering(ctx, x, *, new_dtype, weak_type):
+    return kernel.map_fn(ctx, lambda a: ctx.convert(a, new_dtype), x, dtype=new_dtype,
+                         origin="convert_element_type")
+
+
+def _bitcast_lowering(ctx, x, *, new_dtype):
+    old, new = x.dtype.itemsize, new_dtype.itemsize
+    old_int, new_int = np.dtype(f"u{old}"), np.dtype(f"u{new}")
+    if old == new:
+        return kernel.map_fn(ctx, lambda a: ctx.bitcast(a, new_dtype), x, dtype=new_dtype,
+                             origin="bitcast_convert_type")
+    if old > new:  # one element becomes old // new little-endian pieces along a new last axis
+        def narrow(idx):
+            bits = ctx.bitcast(x.at(idx[:-1]), old_int)
+            shift = ctx.convert(ctx.imul(idx[-1], ctx.iconst(8 * new)), old_int)
+            piece = ctx.convert(ctx.op("shr_logical", bits, shift), new_int)
+            return ctx.bitcast(piece, new_dtype)
+        return kernel.from_fn((*x.shape, old // new), new_dtype, narrow, "bitcast_convert_type")
+
+    def widen(idx):  # the last axis's pieces, little-endian, become one element
+        acc = ctx.const(0, new_int)
+        for k in range(new // old):
+            piece = ctx.convert(ctx.bitcast(x.at((*idx, ctx.iconst(k))), old_int), new_int)
+            acc = ctx.op("or", acc, ctx.op("shl", piece, ctx.const(8 * old * k, new_int)))
+        return ctx.bitcast(acc, new_dtype)
+    return kernel.from_fn(x.shape[:-1], new_dtype, widen, "bitcast_convert_type")
+
+
+kernel.register_lowering(round_p, _round_lowering)
+kernel.register_lowering(square_p, _square_lowering)
+kernel.register_lowering(integer_pow_p, _integer_pow_lowering)
+kernel.register_lowering(pow_p, _pow_lowering)
+kernel.register_lowering(select_n_p, _select_n_lowering)
+kernel.register_lowering(clamp_p, _clamp_lowering)
+kernel.register_lowering(convert_element_type_p, _convert_lowering)
+kernel.register_lowering(bitcast_convert_type_p, _bitcast_lowering)
+kernel.register_lowering(stop_gradient_p, lambda ctx, x: x)

@@ -34,6 +34,7 @@ from fungrad.lax.utils import (
     operand,
     standard_primitive,
 )
+from fungrad.lowering import kernel
 from fungrad.transforms.jvp import defjvp, defjvp2, defjvp_zero, deflinear
 from fungrad.transforms.transpose import deflinear_transpose
 from fungrad.transforms.vmap import batch_rules, defreducer
@@ -602,3 +603,26 @@ def reduce(operands, init_values, computation, dimensions):
         from fungrad.lax import elementwise
         out = elementwise.convert_element_type(out, out.dtype, weak_type=False)
     return out
+
+
+# -- lowering (fungrad/lowering/kernel.py) ------------------------------------------------------
+
+def _reduce_lowering(op):
+    def rule(ctx, x, *, axes):
+        acc = _accumulation_dtype(x.dtype) if op in ("add", "mul") else x.dtype
+        return kernel.reduced(ctx, x, axes, op, acc, x.dtype, f"reduce_{op}")
+    return rule
+
+
+def _arg_lowering(op):
+    def rule(ctx, x, *, axes, index_dtype):
+        return kernel.reduced(ctx, x, axes, op, x.dtype, index_dtype, op)
+    return rule
+
+
+for _p, _op in ((reduce_sum_p, "add"), (reduce_prod_p, "mul"), (reduce_max_p, "max"),
+                (reduce_min_p, "min"), (reduce_and_p, "and"), (reduce_or_p, "or"),
+                (reduce_xor_p, "xor")):
+    kernel.register_lowering(_p, _reduce_lowering(_op))
+kernel.register_lowering(argmax_p, _arg_lowering("argmax"))
+kernel.register_lowering(argmin_p, _arg_lowering("argmin"))

@@ -26,6 +26,7 @@ from fungrad import core, dtypes
 from fungrad.array import Array
 from fungrad.core import ShapedArray
 from fungrad.lax.utils import NUMERIC, check_kinds, operand, standard_primitive
+from fungrad.lowering import kernel
 from fungrad.transforms.jvp import defjvp_zero, deflinear
 from fungrad.transforms.transpose import deflinear_transpose
 from fungrad.transforms.vmap import batch_rules
@@ -462,3 +463,67 @@ def full_like(x, fill_value, dtype=None, shape=None):
     weak = dtype is None and _is_weak(xa)
     dt = dtypes.canonicalize_dtype(xa.dtype if dtype is None else dtype)
     return broadcast(_fill_scalar("full_like", fill_value, dt, weak), shape)
+
+
+# -- lowering: index arithmetic, nothing is copied (fungrad/lowering/kernel.py) ---------------
+
+def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions):
+    zero = ctx.iconst(0)
+    return kernel.from_fn(shape, x.dtype, lambda idx: x.at(tuple(
+        idx[d] if x.shape[i] != 1 else zero for i, d in enumerate(broadcast_dimensions))),
+        "broadcast_in_dim")
+
+
+def _reshape_lowering(ctx, x, *, new_sizes, dimensions):
+    if dimensions is not None:
+        x = kernel.transposed(ctx, x, dimensions)
+    src = tuple(d for d in x.shape if d != 1)
+    if src == tuple(d for d in new_sizes if d != 1):  # only size-1 dims come or go
+        kept_out = [i for i, d in enumerate(new_sizes) if d != 1]
+        zero = ctx.iconst(0)
+
+        def element(idx):
+            it = iter(idx[i] for i in kept_out)
+            return x.at(tuple(next(it) if d != 1 else zero for d in x.shape))
+    else:
+        def element(idx):
+            return x.at(ctx.unflatten(ctx.flat_index(idx, new_sizes), x.shape))
+    t = kernel.from_fn(new_sizes, x.dtype, element, "reshape")
+    if x.view is not None and x.view[1] == tuple(range(x.ndim)):
+        t.view = (x.view[0], tuple(range(len(new_sizes))))
+    return t
+
+
+def _transpose_lowering(ctx, x, *, permutation):
+    return kernel.transposed(ctx, x, permutation)
+
+
+def _squeeze_lowering(ctx, x, *, dimensions):
+    zero = ctx.iconst(0)
+
+    def element(idx):
+        it = iter(idx)
+        return x.at(tuple(zero if d in dimensions else next(it) for d in range(x.ndim)))
+    t = kernel.from_fn(_squeezed_shape(x.shape, dimensions), x.dtype, element, "squeeze")
+    if x.view is not None and x.view[1] == tuple(range(x.ndim)):
+        t.view = (x.view[0], tuple(range(t.ndim)))
+    return t
+
+
+def _rev_lowering(ctx, x, *, dimensions):
+    def element(idx):
+        return x.at(tuple(ctx.isub(ctx.iconst(n - 1), i) if d in dimensions else i
+                          for d, (i, n) in enumerate(zip(idx, x.shape))))
+    return kernel.from_fn(x.shape, x.dtype, element, "rev")
+
+
+def _iota_lowering(ctx, *, dtype, shape, dimension):
+    return kernel.from_fn(shape, dtype, lambda idx: ctx.convert(idx[dimension], dtype), "iota")
+
+
+kernel.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
+kernel.register_lowering(reshape_p, _reshape_lowering)
+kernel.register_lowering(transpose_p, _transpose_lowering)
+kernel.register_lowering(squeeze_p, _squeeze_lowering)
+kernel.register_lowering(rev_p, _rev_lowering)
+kernel.register_lowering(iota_p, _iota_lowering)

@@ -1,9 +1,29 @@
 """Lowering of jaxprs to native code.
 
-Today this package holds the CPU compiler's foundations, each tested on its own: ``cpu``
-(LLVM IR text -> native functions through llvmlite), ``cache`` (the on-disk object cache),
-``threads`` (``parallel_for``), ``blas`` (numpy's OpenBLAS callable from generated code) and
-``llvm_math`` (vectorisable math functions in IR). The kernel-op set, the fusion planner, the
-LLVM and WGSL renderers and ``jit`` itself come with issues 4 and 5; nothing in fungrad calls
-this package yet.
+``compile_jaxpr(closed_jaxpr, backend, name)`` optimises a jaxpr (``fungrad.ir.passes``),
+plans kernels (``fusion``: which values live in memory, which loops fuse), renders LLVM IR
+(``llvm`` + ``llvm_ops`` + ``llvm_math``) and compiles it (``cpu``; ``cache`` keeps objects on
+disk). ``kernel`` is the small set of scalar ops lowering rules produce; the rules themselves
+live beside their primitives in ``fungrad/lax``. ``blas`` calls numpy's OpenBLAS from native
+code, ``threads`` and ``runtime`` split large loops across cores, ``abi`` lets native code read
+array pointers from Python objects.
 """
+
+from __future__ import annotations
+
+from fungrad.lowering.cpu import CompileError
+from fungrad.lowering.fusion import LoweringError
+
+BACKENDS = ("cpu",)
+
+
+def compile_jaxpr(closed, backend: str | None = "cpu", name: str = "main"):
+    """Compile a ClosedJaxpr for ``backend``; returns an :class:`Executable`."""
+    from fungrad.lowering.executable import Executable
+    if backend not in (None, "cpu"):
+        raise ValueError(f"jit: unknown backend {backend!r}; supported backends: "
+                         f"{', '.join(BACKENDS)}")
+    return Executable(closed, name)
+
+
+__all__ = ["compile_jaxpr", "CompileError", "LoweringError", "BACKENDS"]

@@ -1,0 +1,75 @@
+"""A compiled jaxpr: native code plus what a call needs (constants, output specs, scratch).
+
+``Executable.call`` is the hot path of every jitted call: it allocates the outputs, takes a
+scratch area from a free list (so concurrent calls from several threads never share one) and
+makes one ctypes call; the entry point reads the data pointers from the argument tuple itself
+(``abi.py``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+
+import numpy as np
+
+from fungrad import core
+from fungrad.array import Array
+from fungrad.lowering import abi, cpu, fusion, llvm, threads
+
+ENTRY = "fg_entry"
+_compile_lock = threading.RLock()  # the planner's interning tables and LLVM are not reentrant
+
+
+class Executable:
+    """Native code for one closed jaxpr on the CPU (see :func:`fungrad.lowering.compile_jaxpr`).
+
+    Attributes: ``in_avals``, ``out_avals``, ``program`` (the fusion plan), ``ir`` (LLVM IR
+    text), ``jaxpr`` (the optimised jaxpr) and ``compile_time_s``.
+    """
+
+    def __init__(self, closed: core.ClosedJaxpr, name: str = "main"):
+        from fungrad.ir import passes
+        t0 = time.perf_counter()
+        self.name = name
+        self.in_avals = list(closed.in_avals)
+        self.out_avals = list(closed.out_avals)
+        with _compile_lock:
+            self.jaxpr = passes.optimize(closed)
+            self.program = fusion.plan(self.jaxpr, ENTRY)
+            abi.layout()
+            self.ir = llvm.render(self.program)
+            self.module = cpu.compile_module(self.ir, [ENTRY], name=name)
+        self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.py_object, ctypes.c_int64)(
+            self.module.address(ENTRY))
+        self._consts = tuple(c for _, c in self.program.consts)
+        self._outs = tuple((a.shape, a.dtype, a.weak_type) for a in self.out_avals)
+        self._scratch_bytes = self.program.scratch_bytes
+        self._scratch: list[np.ndarray] = []
+        self.compile_time_s = time.perf_counter() - t0
+
+    def call(self, args) -> list[Array]:
+        """Run on ``args`` (Arrays or numpy values with exactly ``in_avals``, checked by the
+        caller); returns the outputs as Arrays."""
+        values = [a._value if type(a) is Array else a for a in args]
+        outs = [np.empty(s, d) for s, d, _ in self._outs]
+        tail = (*self._consts, *outs)
+        if self._scratch_bytes:
+            try:
+                scratch = self._scratch.pop()
+            except IndexError:
+                scratch = np.empty(self._scratch_bytes, np.uint8)
+            tail = (*tail, scratch)
+        status = self._fn((*values, *tail), threads.num_threads())
+        while status:  # input status-1 is not a contiguous aligned array: pass a copy
+            values[status - 1] = np.ascontiguousarray(values[status - 1])
+            status = self._fn((*values, *tail), threads.num_threads())
+        if self._scratch_bytes:
+            self._scratch.append(scratch)
+        return [Array(o, w) for o, (_, _, w) in zip(outs, self._outs)]
+
+    def as_text(self) -> str:
+        """The optimised jaxpr, the fusion plan and the LLVM IR."""
+        return (f"# optimised jaxpr\n{self.jaxpr}\n\n# {self.program.describe()}\n\n"
+                f"# LLVM IR\n{self.ir}")

@@ -1,0 +1,353 @@
+"""The fusion planner: a jaxpr becomes a :class:`Program` of kernels over buffers.
+
+This is the only module that decides fusion; it is backend-neutral (the LLVM renderer and the
+WGSL renderer both consume a :class:`Program`).
+
+How it works. Each equation's lowering rule turns lazy input tensors into lazy output tensors
+(``kernel.py``), so a chain of elementwise, broadcast, reshape, transpose, slice and reduction
+rules composes into one expression per output element without computing anything. A tensor is
+*stored* (materialised in a buffer) only when it must be:
+
+* it is a program output;
+* a rule needs it in memory (a matmul through BLAS, a sort, a scatter, a loop carry);
+* inlining it would recompute a reduction: a reduction evaluated inside loops it does not depend
+  on (``s[i] * s[j]`` with ``s`` a row sum) is stored by an earlier kernel instead.
+
+Stored tensors waiting for a kernel are grouped: consecutive ones with the same shape that do
+not read each other become one loop nest with several stores (multi-output fusion), so row
+softmax (max, sum of exp, divide) is one kernel. The renderer computes every node of a kernel's
+expressions at the outermost loop where its indices are defined, which is what makes a row's
+maximum computed once per row.
+
+Temporaries get offsets in one scratch area by liveness (first fit): a buffer's bytes are reused
+once its last reader has run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fungrad import core
+from fungrad.lowering import kernel as K
+from fungrad.lowering.kernel import Buffer, Ctx, Expr, Tensor, Var
+
+
+@dataclass
+class Store:
+    """``buffer[index] = value`` (or ``buffer[index] = combine(buffer[index], value)``),
+    skipped where ``mask`` (a bool expression) is false."""
+    buffer: Buffer
+    index: Expr
+    value: Expr
+    combine: str | None = None
+    mask: Expr | None = None
+
+
+@dataclass
+class Kernel:
+    """One loop nest: ``for loops: stores``. ``parallel``: iterations of the outermost loop are
+    independent, so it may be split across threads."""
+    name: str
+    loops: tuple[Var, ...]
+    stores: list[Store]
+    parallel: bool = True
+    origins: tuple[str, ...] = ()
+
+    def reads(self) -> set[Buffer]:
+        exprs = [e for s in self.stores for e in (s.value, s.index, s.mask) if e is not None]
+        return _loaded_buffers(exprs) | {s.buffer for s in self.stores if s.combine}
+
+    def writes(self) -> set[Buffer]:
+        return {s.buffer for s in self.stores}
+
+    def cost(self) -> int:
+        """Rough work estimate: nodes per innermost iteration times the iteration count."""
+        n = sum(_count_nodes(s.value) for s in self.stores)
+        return n * math.prod(v.extent for v in self.loops)
+
+
+@dataclass
+class Gemm:
+    """``c[b] = a[b] @ b[b]`` for row-major matrices through BLAS (``trans_a``: a holds A^T).
+    ``batch`` matrices at element strides ``stride_a/b/c``."""
+    name: str
+    a: Buffer
+    b: Buffer
+    c: Buffer
+    m: int
+    n: int
+    k: int
+    trans_a: bool
+    trans_b: bool
+    batch: int = 1
+
+    def reads(self) -> set[Buffer]:
+        return {self.a, self.b}
+
+    def writes(self) -> set[Buffer]:
+        return {self.c}
+
+
+@dataclass
+class Program:
+    """What a renderer turns into code: buffers and an ordered list of steps."""
+    name: str
+    inputs: list[Buffer]
+    outputs: list[Buffer]
+    consts: list[tuple[Buffer, np.ndarray]]
+    temps: list[Buffer]
+    steps: list = field(default_factory=list)
+    scratch_bytes: int = 0
+
+    def describe(self) -> str:
+        """The fusion plan as text (for ``jit(f).lower(...).as_text()``)."""
+        lines = [f"fusion plan of {self.name}: {len(self.steps)} steps, "
+                 f"{self.scratch_bytes} bytes of temporaries"]
+        for s in self.steps:
+            if isinstance(s, Kernel):
+                shape = [v.extent for v in s.loops]
+                outs = ", ".join(st.buffer.name for st in s.stores)
+                ins = ", ".join(sorted(b.name for b in s.reads()))
+                par = " parallel" if s.parallel else ""
+                lines.append(f"  kernel {s.name}{par} loops={shape} writes {outs} reads [{ins}]"
+                             f" fuses [{', '.join(s.origins)}]")
+            else:
+                lines.append(f"  {type(s).__name__.lower()} {s.name}: writes "
+                             f"{', '.join(b.name for b in s.writes())} reads "
+                             f"{', '.join(b.name for b in s.reads())}")
+        return "\n".join(lines)
+
+
+def _walk(roots):
+    seen, stack, out = set(), list(roots), []
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        out.append(e)
+        stack.extend(e.args)
+    return out
+
+
+def _loaded_buffers(roots) -> set[Buffer]:
+    return {e.attr for e in _walk(roots) if e.op == "load"}
+
+
+def _count_nodes(root) -> int:
+    return sum(1 for e in _walk([root]) if e.op not in ("const", "idx"))
+
+
+class LoweringError(Exception):
+    """A jaxpr cannot be lowered: names the primitive and the reason."""
+
+
+class Planner:
+    """Builds a :class:`Program` from a closed jaxpr (see the module docstring)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.ctx = Ctx(self)
+        self.buffers: list[Buffer] = []
+        self.steps: list = []
+        self.pending: list[Tensor] = []
+        self.origins: list[str] = []  # primitives lowered since the last flush
+        self._n = {"kernel": 0}
+
+    # buffers and tensors
+    def new_buffer(self, shape, dtype, kind: str, name: str | None = None) -> Buffer:
+        b = Buffer(len(self.buffers), tuple(shape), np.dtype(dtype), kind,
+                   name or f"{kind[0]}{len(self.buffers)}", self.ctx)
+        self.buffers.append(b)
+        return b
+
+    def buffer_tensor(self, buf: Buffer, origin: str) -> Tensor:
+        """The tensor reading ``buf``."""
+        ctx = self.ctx
+        t = Tensor(buf.shape, buf.dtype,
+                   lambda idx: ctx.load(buf, ctx.flat_index(idx, buf.shape)), origin)
+        t.buffer = buf
+        t.view = (buf, tuple(range(len(buf.shape))))
+        return t
+
+    def materialize(self, t: Tensor) -> Tensor:
+        if t.buffer is None:
+            t.buffer = self.new_buffer(t.shape, t.dtype, "temp")
+            self.pending.append(t)
+        return t
+
+    def add_step(self, step) -> None:
+        """Append a non-kernel step (its inputs are stored first)."""
+        self.flush()
+        self.steps.append(step)
+        for b in step.writes():
+            b.ready = True
+
+    # kernels
+    def flush(self) -> None:
+        """Schedule every pending stored tensor into kernels."""
+        while self.pending:
+            group = [self.pending.pop(0)]
+            while (self.pending and self.pending[0].shape == group[0].shape
+                   and not self._reads_any(self.pending[0], group)):
+                group.append(self.pending.pop(0))
+            self._schedule(group)
+        self.origins = []
+
+    def _reads_any(self, t: Tensor, group) -> bool:
+        # conservative: would t's element read a buffer one of the group writes?
+        written = {g.buffer for g in group}
+        probe = [self.ctx.index(Var(n)) for n in t.shape]
+        return bool(_loaded_buffers([t.at(probe)]) & written)
+
+    def _schedule(self, group: list[Tensor]) -> None:
+        while True:
+            kern = self._build(group)
+            bad = self._recomputed_reductions(kern)
+            if not bad:
+                break
+            for t in bad:  # store those reductions first, then rebuild this kernel
+                self.materialize(t)
+                self.pending.remove(t)
+                self._schedule([t])
+        self.steps.append(kern)
+        for t in group:
+            t.buffer.ready = True
+
+    def _build(self, group: list[Tensor]) -> Kernel:
+        shape = group[0].shape
+        loops = tuple(Var(n) for n in shape)
+        idx = tuple(self.ctx.index(v) for v in loops)
+        flat = self.ctx.flat_index(idx, shape)
+        stores = []
+        for t in group:
+            t.memo.pop(idx, None)
+            K._building.append(t)
+            try:
+                value = t.fn(idx)  # the element itself (t.at would read t's own buffer)
+            finally:
+                K._building.pop()
+            stores.append(Store(t.buffer, flat, value))
+        self._n["kernel"] += 1
+        origins = tuple(dict.fromkeys(t.origin for t in group))
+        return Kernel(f"k{self._n['kernel']}", loops, stores, True, origins)
+
+    def _recomputed_reductions(self, kern: Kernel) -> list[Tensor]:
+        """Reductions the renderer would evaluate inside loops they do not depend on."""
+        chain = {v: kern.loops[:i + 1] for i, v in enumerate(kern.loops)}
+        bad = []
+        for e in _walk([s.value for s in kern.stores]):
+            if e.op != "reduce":
+                continue
+            outer = _placement_chain(e, chain)
+            if not set(outer) <= e.free:
+                t = self.ctx.reduce_origin.get(e)
+                if t is not None and t.buffer is None and t not in bad:
+                    bad.append(t)
+        return bad
+
+
+def _placement_chain(e: Expr, chain: dict) -> tuple[Var, ...]:
+    """The loops enclosing the point where reduce node ``e`` is evaluated; records the chains
+    of its bound variables in ``chain``."""
+    deepest: tuple[Var, ...] = ()
+    for v in e.free:
+        c = chain.get(v)
+        if c is not None and len(c) > len(deepest):
+            deepest = c
+    for i, v in enumerate(e.attr.vars):
+        chain.setdefault(v, deepest + e.attr.vars[:i + 1])
+    return deepest
+
+
+def plan(closed: core.ClosedJaxpr, name: str = "main") -> Program:
+    """Lower ``closed`` (already optimised) to a :class:`Program`."""
+    p = Planner(name)
+    jaxpr = closed.jaxpr
+    env: dict = {}
+    inputs = []
+    for i, v in enumerate(jaxpr.invars):
+        b = p.new_buffer(v.aval.shape, v.aval.dtype, "input", f"in{i}")
+        b.index = i
+        inputs.append(b)
+        env[v] = p.buffer_tensor(b, f"in{i}")
+    consts = []
+    for i, (v, c) in enumerate(zip(jaxpr.constvars, closed.consts)):
+        b = p.new_buffer(v.aval.shape, v.aval.dtype, "const", f"const{i}")
+        b.index = i
+        consts.append((b, np.ascontiguousarray(np.asarray(c, dtype=v.aval.dtype))))
+        env[v] = p.buffer_tensor(b, f"const{i}")
+
+    def read(x):
+        if isinstance(x, core.Literal):
+            value, dtype = x.val, x.aval.dtype
+            return K.from_fn(x.aval.shape, dtype, lambda idx: p.ctx.const(value, dtype),
+                             "literal")
+        return env[x]
+
+    for eqn in jaxpr.eqns:
+        rule = K.lowering_rules.get(eqn.primitive)
+        if rule is None:
+            raise LoweringError(f"jit: the primitive {eqn.primitive.name} has no lowering "
+                                f"rule for the CPU compiler")
+        outs = rule(p.ctx, *map(read, eqn.invars), **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        for v, t in zip(eqn.outvars, outs):
+            if t.shape != v.aval.shape or t.dtype != v.aval.dtype:
+                raise LoweringError(f"lowering rule of {eqn.primitive.name} produced "
+                                    f"{t.dtype.name}{list(t.shape)}, expected "
+                                    f"{v.aval.str_short()}")
+            if not t.origin or t.origin in ("literal",):
+                t.origin = eqn.primitive.name
+            env[v] = t
+    outputs = []
+    claimed = set()
+    for i, v in enumerate(jaxpr.outvars):
+        t = read(v)
+        if t.buffer is not None and t.buffer.kind == "temp" and id(t.buffer) not in claimed:
+            b = t.buffer  # computed into a temporary: make that temporary the output
+            b.kind, b.name = "output", f"out{i}"
+        else:
+            b = p.new_buffer(t.shape, t.dtype, "output", f"out{i}")
+            src = t
+            t = K.from_fn(t.shape, t.dtype, src.at, src.origin)
+            t.buffer = b
+            p.pending.append(t)
+        claimed.add(id(b))
+        b.index = i
+        outputs.append(b)
+    p.flush()
+    temps = [b for b in p.buffers if b.kind == "temp"]
+    prog = Program(name, inputs, outputs, consts, temps, p.steps)
+    prog.scratch_bytes = _assign_offsets(prog)
+    return prog
+
+
+def _assign_offsets(prog: Program) -> int:
+    """First-fit offsets for temporaries by liveness; returns the scratch size in bytes."""
+    first, last = {}, {}
+    for i, step in enumerate(prog.steps):
+        for b in step.writes():
+            first.setdefault(b.id, i)
+            last[b.id] = max(last.get(b.id, i), i)
+        for b in step.reads():
+            last[b.id] = i
+    live: list[tuple[int, int, int]] = []  # (offset, size, last step)
+    top = 0
+    for b in sorted(prog.temps, key=lambda b: first.get(b.id, 0)):
+        start = first.get(b.id, 0)
+        live = [x for x in live if x[2] >= start]
+        size = max(64, -(-b.nbytes // 64) * 64)  # 64-byte aligned slots
+        offset = 0
+        for off, sz, _ in sorted(live):
+            if off - offset >= size:
+                break
+            offset = max(offset, off + sz)
+        b.index = offset
+        live.append((offset, size, last.get(b.id, start)))
+        top = max(top, offset + size)
+    return top

@@ -1,0 +1,464 @@
+"""Kernel ops: the small closed set of scalar operations both renderers know.
+
+A compiled program computes arrays element by element. Every value the lowering manipulates is
+a *scalar expression* (:class:`Expr`) over loop indices: ``x[i, j] * 2`` is
+``mul(load(x, i*n + j), 2)``. Primitives never reach the renderers. Each primitive's *lowering
+rule* (beside the primitive, in its ``fungrad/lax`` family module, registered in
+:data:`lowering_rules`) maps lazy input :class:`Tensor` s to lazy output tensors, i.e. it says
+how to compute one output element from input elements:
+
+* elementwise primitives map one kernel op over their operands (:func:`map_op`);
+* reshape / transpose / broadcast / slice / pad / concatenate / gather are index arithmetic
+  (:func:`from_fn`): nothing is copied, the consumer just reads the producer at other indices;
+* reductions introduce bound loop variables (:meth:`Ctx.reduce`);
+* operations that cannot be expressed per element (matmul through BLAS, sort, scatter, loops)
+  ask for their inputs in memory (:meth:`Ctx.materialize`) and append a *step* to the program.
+
+Because a tensor is a function from indices to an expression, composing rules *is* fusion:
+``tanh(x) * 0.5 + exp(-x)`` becomes one expression tree evaluated in one loop. The planner
+(``fusion.py``) decides which tensors are stored to memory; the renderer places each node of
+the tree at the outermost loop where its indices are defined (so a row maximum is computed once
+per row, not once per element).
+
+Expressions are interned per compilation (:class:`Ctx`), so equal subtrees are one node: common
+subexpressions are computed once in a kernel.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+INDEX = np.dtype(np.int64)
+BOOL = np.dtype(np.bool_)
+
+# -- the kernel-op set ---------------------------------------------------------------------------
+
+#: float-only unary ops implemented by ``llvm_math`` polynomials (and by WGSL builtins)
+MATH_UNARY = frozenset({
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh", "logistic", "sin", "cos",
+    "tan", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
+    "cbrt", "lgamma", "digamma", "erf_inv"})
+UNARY = frozenset({"neg", "abs", "sign", "floor", "ceil", "round_even", "round_away", "sqrt",
+                   "rsqrt", "not", "popcnt", "clz", "is_finite", "isnan"}) | MATH_UNARY
+BINARY = frozenset({"add", "sub", "mul", "div", "rem", "max", "min", "pow", "atan2", "and",
+                    "or", "xor", "shl", "shr_logical", "shr_arith", "nextafter"})
+COMPARE = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+REDUCE_OPS = frozenset({"add", "mul", "max", "min", "and", "or", "xor", "argmax", "argmin"})
+#: all ops an Expr may carry
+OPS = UNARY | BINARY | COMPARE | frozenset({
+    "const", "idx", "load", "select", "convert", "bitcast", "reduce", "idiv", "irem"})
+
+
+class Var:
+    """A loop variable: ``0 <= var < extent``. Kernel loops and reduction loops bind them."""
+
+    __slots__ = ("id", "extent")
+    _ids = itertools.count()
+
+    def __init__(self, extent: int):
+        self.id = next(Var._ids)
+        self.extent = int(extent)
+
+    def __repr__(self):
+        return f"v{self.id}<{self.extent}>"
+
+
+class Buffer:
+    """A named array in memory: a program input, output, constant or temporary."""
+
+    __slots__ = ("id", "shape", "dtype", "kind", "name", "ready", "ctx", "index")
+
+    def __init__(self, id: int, shape: tuple[int, ...], dtype: np.dtype, kind: str, name: str,
+                 ctx=None):
+        self.id, self.shape, self.dtype, self.kind, self.name = id, shape, dtype, kind, name
+        self.ready = kind in ("input", "const")  # holds its value before the current step
+        self.ctx = ctx
+        self.index = 0  # position among the inputs/outputs/consts, or offset of a temporary
+
+    size = property(lambda self: math.prod(self.shape))
+    nbytes = property(lambda self: self.size * self.dtype.itemsize)
+
+    def __repr__(self):
+        return f"{self.name}:{self.dtype.name}{list(self.shape)}"
+
+
+class Expr:
+    """One interned node of a scalar expression. Build nodes through a :class:`Ctx`.
+
+    ``free`` is the set of loop variables the value depends on (a reduction's own variables are
+    bound inside it, so not free). ``dtype`` is the element dtype (``INDEX`` for index math).
+    """
+
+    __slots__ = ("op", "args", "dtype", "attr", "free", "__weakref__")
+
+    def __init__(self, op, args, dtype, attr, free):
+        self.op, self.args, self.dtype, self.attr, self.free = op, args, dtype, attr, free
+
+    def __repr__(self):
+        if self.op == "const":
+            return repr(self.attr)
+        if self.op == "idx":
+            return repr(self.attr)
+        return f"{self.op}({', '.join(map(repr, self.args))})"
+
+    @property
+    def is_const(self) -> bool:
+        return self.op == "const"
+
+
+class Reduction:
+    """``attr`` of a ``reduce`` node: the monoid and the variables it binds (outermost first)."""
+
+    __slots__ = ("op", "vars")
+
+    def __init__(self, op: str, vars: tuple[Var, ...]):
+        self.op, self.vars = op, vars
+
+    def __repr__(self):
+        return f"{self.op}{list(self.vars)}"
+
+
+_building: list = []  # tensors whose element is being built (innermost last); compiles are serial
+
+
+class Tensor:
+    """A lazy array: ``shape``, ``dtype`` and a rule ``fn(index_exprs) -> Expr`` giving one
+    element. ``at`` memoises per index tuple (indices are interned nodes), so asking twice for
+    the same element yields the same node."""
+
+    __slots__ = ("shape", "dtype", "fn", "memo", "buffer", "origin", "view")
+
+    def __init__(self, shape, dtype, fn: Callable[[tuple[Expr, ...]], Expr], origin: str = ""):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.fn = fn
+        self.memo: dict = {}
+        self.buffer: Buffer | None = None  # set when the planner stores this tensor
+        self.origin = origin
+        # (buffer, perm) when the tensor is a buffer's data read through a dimension permutation
+        # (a transpose or reshape of a stored array): contractions then use it in place.
+        self.view: tuple[Buffer, tuple[int, ...]] | None = None
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+
+    def at(self, idx: Sequence[Expr]) -> Expr:
+        idx = tuple(idx)
+        buf = self.buffer
+        if buf is not None and buf.ready:  # stored by an earlier step: read it back
+            return buf.ctx.load(buf, buf.ctx.flat_index(idx, self.shape))
+        if len(idx) != len(self.shape):
+            raise ValueError(f"lowering: {self.origin or 'tensor'} of shape {self.shape} indexed "
+                             f"with {len(idx)} indices")
+        e = self.memo.get(idx)
+        if e is None:
+            _building.append(self)
+            try:
+                e = self.memo[idx] = self.fn(idx)
+            finally:
+                _building.pop()
+            if e.dtype != self.dtype:
+                raise TypeError(f"lowering rule of {self.origin}: element dtype {e.dtype} but "
+                                f"the tensor is {self.dtype}")
+        return e
+
+    def __repr__(self):
+        where = f" in {self.buffer.name}" if self.buffer is not None else ""
+        return f"Tensor({self.origin}: {self.dtype.name}{list(self.shape)}{where})"
+
+
+# -- the per-compilation context: interning and expression builders -----------------------------
+
+def _free_of(op, args, attr) -> frozenset:
+    if op == "idx":
+        return frozenset((attr,))
+    free = frozenset().union(*(a.free for a in args)) if args else frozenset()
+    if op == "reduce":
+        free = free - frozenset(attr.vars)
+    return free
+
+
+class Ctx:
+    """Builds interned expression nodes, and records what the planner must know: tensors that
+    must live in memory and the program's steps. Lowering rules receive one as ``ctx``."""
+
+    def __init__(self, planner=None):
+        self._nodes: dict = {}
+        self.planner = planner
+        self.reduce_origin: dict[Expr, Tensor] = {}  # reduce node -> the tensor it computes
+
+    # nodes
+    def node(self, op: str, args: tuple, dtype, attr=None) -> Expr:
+        dtype = np.dtype(dtype)
+        key = (op, tuple(id(a) for a in args), dtype, attr if op != "const" else
+               (attr, np.asarray(attr).tobytes()))
+        e = self._nodes.get(key)
+        if e is None:
+            # interned nodes live as long as the context, so argument ids stay unique
+            e = self._nodes[key] = Expr(op, tuple(args), dtype, attr, _free_of(op, args, attr))
+        return e
+
+    def const(self, value, dtype) -> Expr:
+        dtype = np.dtype(dtype)
+        return self.node("const", (), dtype, dtype.type(value).item()
+                         if dtype.kind != "f" else float(dtype.type(value)))
+
+    def index(self, var: Var) -> Expr:
+        return self.node("idx", (), INDEX, var)
+
+    def load(self, buffer: Buffer, flat_index: Expr) -> Expr:
+        return self.node("load", (flat_index,), buffer.dtype, buffer)
+
+    # index arithmetic (int64), folded where trivial so kernels stay simple
+    def iadd(self, a: Expr, b: Expr) -> Expr:
+        if a.is_const and b.is_const:
+            return self.const(a.attr + b.attr, INDEX)
+        if a.is_const and a.attr == 0:
+            return b
+        if b.is_const and b.attr == 0:
+            return a
+        return self.node("add", (a, b), INDEX)
+
+    def isub(self, a: Expr, b: Expr) -> Expr:
+        if b.is_const:
+            return self.iadd(a, self.const(-b.attr, INDEX))
+        if a is b:
+            return self.const(0, INDEX)
+        return self.node("sub", (a, b), INDEX)
+
+    def imul(self, a: Expr, b: Expr) -> Expr:
+        if a.is_const and b.is_const:
+            return self.const(a.attr * b.attr, INDEX)
+        for x, y in ((a, b), (b, a)):
+            if x.is_const and x.attr == 1:
+                return y
+            if x.is_const and x.attr == 0:
+                return x
+        return self.node("mul", (a, b), INDEX)
+
+    def idiv(self, a: Expr, b: Expr) -> Expr:
+        """Floor division of non-negative index values."""
+        if a.is_const and b.is_const:
+            return self.const(a.attr // b.attr, INDEX)
+        if b.is_const and b.attr == 1:
+            return a
+        return self.node("idiv", (a, b), INDEX)
+
+    def irem(self, a: Expr, b: Expr) -> Expr:
+        if a.is_const and b.is_const:
+            return self.const(a.attr % b.attr, INDEX)
+        if b.is_const and b.attr == 1:
+            return self.const(0, INDEX)
+        if a.op == "idx" and b.is_const and a.attr.extent <= b.attr:
+            return a
+        return self.node("irem", (a, b), INDEX)
+
+    def iconst(self, v: int) -> Expr:
+        return self.const(int(v), INDEX)
+
+    def flat_index(self, idx: Sequence[Expr], shape: Sequence[int]) -> Expr:
+        """Row-major offset of ``idx`` in an array of ``shape``."""
+        flat = self.iconst(0)
+        for i, n in zip(idx, shape):
+            flat = self.iadd(self.imul(flat, self.iconst(n)), i)
+        return flat
+
+    def unflatten(self, flat: Expr, shape: Sequence[int]) -> tuple[Expr, ...]:
+        """The inverse of :meth:`flat_index` (div/mod by the trailing sizes)."""
+        out = []
+        stride = math.prod(shape)
+        for n in shape:
+            stride //= n
+            out.append(self.irem(self.idiv(flat, self.iconst(stride)), self.iconst(n))
+                       if n != 1 else self.iconst(0))
+        return tuple(out)
+
+    # scalar ops
+    def op(self, name: str, *args: Expr, dtype=None) -> Expr:
+        """Apply kernel op ``name``; the result dtype is the first operand's unless ``dtype``
+        is given (comparisons give bool)."""
+        if name not in OPS:
+            raise ValueError(f"unknown kernel op {name!r}")
+        if dtype is None:
+            dtype = BOOL if name in COMPARE or name == "isnan" or name == "is_finite" \
+                else args[0].dtype
+        return self.node(name, tuple(args), dtype)
+
+    def select(self, pred: Expr, on_true: Expr, on_false: Expr) -> Expr:
+        if pred.is_const:
+            return on_true if pred.attr else on_false
+        if on_true is on_false:
+            return on_true
+        return self.node("select", (pred, on_true, on_false), on_true.dtype)
+
+    def convert(self, x: Expr, dtype) -> Expr:
+        dtype = np.dtype(dtype)
+        if x.dtype == dtype:
+            return x
+        if x.is_const:
+            with np.errstate(all="ignore"):
+                return self.const(np.asarray(x.attr, x.dtype).astype(dtype)[()], dtype)
+        return self.node("convert", (x,), dtype)
+
+    def bitcast(self, x: Expr, dtype) -> Expr:
+        dtype = np.dtype(dtype)
+        if x.dtype == dtype:
+            return x
+        return self.node("bitcast", (x,), dtype)
+
+    def reduce(self, op: str, extents: Sequence[int], body: Callable[..., Expr],
+               dtype=None) -> Expr:
+        """``op``-reduce ``body(*index_exprs)`` over fresh loop variables with ``extents``.
+
+        ``argmax``/``argmin`` give the (first) position of the extreme value (NaN counts as
+        the extreme, as in JAX) as a flat int64 index over ``extents``; ``dtype`` converts it.
+        """
+        if op not in REDUCE_OPS:
+            raise ValueError(f"unknown reduction {op!r}")
+        vars_ = tuple(Var(n) for n in extents)
+        value = body(*[self.index(v) for v in vars_])
+        out_dtype = INDEX if op in ("argmax", "argmin") else value.dtype
+        e = self.node("reduce", (value,), out_dtype, Reduction(op, vars_))
+        if _building:
+            self.reduce_origin.setdefault(e, _building[-1])
+        if dtype is not None:
+            e = self.convert(e, dtype)
+        return e
+
+    # tensors
+    def materialize(self, t: Tensor) -> Tensor:
+        """``t`` stored in memory: a tensor that loads from the buffer the planner gives it."""
+        return self.planner.materialize(t)
+
+
+# -- building tensors -----------------------------------------------------------------------------
+
+def from_fn(shape, dtype, fn, origin="") -> Tensor:
+    """A tensor whose element at ``idx`` is ``fn(idx)``."""
+    return Tensor(shape, dtype, fn, origin)
+
+
+def broadcast_index(ctx: Ctx, t: Tensor, idx: Sequence[Expr]) -> tuple[Expr, ...]:
+    """Index into ``t`` for an element of a result with ``len(idx)`` dims: 0-d operands of an
+    elementwise op broadcast, others have the result's shape."""
+    if not t.shape:
+        return ()
+    return tuple(idx)
+
+
+def map_op(ctx: Ctx, op: str, *args: Tensor, dtype=None, origin: str = "") -> Tensor:
+    """Elementwise kernel op over tensors of one shape (0-d operands broadcast)."""
+    shape = max((a.shape for a in args), key=len)
+    if dtype is None:
+        dtype = BOOL if op in COMPARE or op in ("isnan", "is_finite") else args[0].dtype
+
+    def fn(idx):
+        return ctx.op(op, *[a.at(broadcast_index(ctx, a, idx)) for a in args], dtype=dtype)
+    return Tensor(shape, dtype, fn, origin or op)
+
+
+def map_fn(ctx: Ctx, fn: Callable[..., Expr], *args: Tensor, dtype, origin: str) -> Tensor:
+    """Elementwise tensor computing ``fn(*elements)`` with scalar expression builders."""
+    shape = max((a.shape for a in args), key=len)
+
+    def at(idx):
+        return fn(*[a.at(broadcast_index(ctx, a, idx)) for a in args])
+    return Tensor(shape, dtype, at, origin)
+
+
+def reduce_identity(op: str, dtype) -> object:
+    """The identity element of a reduction monoid in ``dtype``."""
+    dtype = np.dtype(dtype)
+    if op == "add" or op == "or" or op == "xor":
+        return False if dtype.kind == "b" else 0
+    if op == "mul" or op == "and":
+        return True if dtype.kind == "b" else (1 if op == "mul" else -1)
+    if op == "max":
+        if dtype.kind == "f":
+            return -np.inf
+        return False if dtype.kind == "b" else np.iinfo(dtype).min
+    if op == "min":
+        if dtype.kind == "f":
+            return np.inf
+        return True if dtype.kind == "b" else np.iinfo(dtype).max
+    raise ValueError(f"no identity for reduction {op!r}")
+
+
+#: primitive -> lowering rule ``rule(ctx, *tensors, **params) -> Tensor | list[Tensor]``.
+#: Rules live beside their primitives in ``fungrad/lax``; the registry test checks coverage.
+lowering_rules: dict = {}
+
+
+def register_lowering(prim, rule=None):
+    """Register ``rule`` for ``prim`` (usable as a decorator)."""
+    if rule is None:
+        return lambda r: register_lowering(prim, r)
+    lowering_rules[prim] = rule
+    return rule
+
+
+def elementwise_lowering(prim, op: str) -> None:
+    """Lower ``prim`` to the one kernel op ``op`` (result dtype from the primitive)."""
+    def rule(ctx, *args, **params):
+        return map_op(ctx, op, *args, origin=prim.name)
+    lowering_rules[prim] = rule
+
+
+# -- shared pieces of lowering rules ---------------------------------------------------------------
+
+def transposed(ctx: Ctx, x: Tensor, permutation: Sequence[int], origin: str = "transpose"
+               ) -> Tensor:
+    """``x.transpose(permutation)`` as index arithmetic (a view of x's buffer stays a view)."""
+    perm = tuple(permutation)
+    inv = [0] * len(perm)
+    for j, d in enumerate(perm):
+        inv[d] = j
+    t = Tensor(tuple(x.shape[d] for d in perm), x.dtype,
+               lambda idx: x.at(tuple(idx[inv[d]] for d in range(len(perm)))), origin)
+    if x.view is not None:
+        buf, p = x.view
+        t.view = (buf, tuple(p[q] for q in perm))
+    return t
+
+
+def reduced(ctx: Ctx, x: Tensor, axes: Sequence[int], op: str, acc_dtype=None,
+            out_dtype=None, origin: str = "reduce") -> Tensor:
+    """``op``-reduce ``x`` over ``axes`` (innermost loop over the last reduced axis).
+    Elements are converted to ``acc_dtype`` before accumulating and the result to
+    ``out_dtype`` (both default to x's dtype)."""
+    axes = tuple(sorted(axes))
+    acc_dtype = np.dtype(acc_dtype or x.dtype)
+    out_dtype = np.dtype(out_dtype or x.dtype)
+    kept = [d for d in range(x.ndim) if d not in axes]
+    extents = [x.shape[a] for a in axes]
+
+    def element(idx):
+        def body(*r):
+            full = [None] * x.ndim
+            for d, i in zip(kept, idx):
+                full[d] = i
+            for a, i in zip(axes, r):
+                full[a] = i
+            return ctx.convert(x.at(tuple(full)), acc_dtype)
+        if not axes:
+            return ctx.convert(body(), out_dtype)
+        if 0 in extents and op not in ("argmax", "argmin"):
+            return ctx.const(reduce_identity(op, acc_dtype), out_dtype)
+        return ctx.convert(ctx.reduce(op, extents, body), out_dtype)
+    return Tensor(tuple(x.shape[d] for d in kept), out_dtype, element, origin)
+
+
+def clamp_index(ctx: Ctx, i: Expr, lo: int, hi: int) -> Expr:
+    """``min(max(i, lo), hi)`` on index values (keeps loads in bounds)."""
+    if i.is_const:
+        return ctx.iconst(min(max(i.attr, lo), hi))
+    return ctx.op("min", ctx.op("max", i, ctx.iconst(lo)), ctx.iconst(hi))
+
+
+def scalar_index(ctx: Ctx, t: Tensor) -> Expr:
+    """The value of a 0-d integer tensor as an index."""
+    return ctx.convert(t.at(()), INDEX)

@@ -1,0 +1,375 @@
+"""The LLVM renderer: a :class:`~fungrad.lowering.fusion.Program` becomes one LLVM IR module.
+
+The module has one entry point, ``i32 @<name>(ptr %args, i64 %nthreads)``. ``%args`` is a
+Python tuple object (``(inputs..., consts..., outputs..., scratch)``, numpy arrays or numpy
+scalars) whose data pointers the entry reads itself (``abi.py`` measured the object layout at
+start-up), so a jitted call is one ctypes call with no per-argument pointer extraction in
+Python. The entry returns 0, or ``i + 1`` when input ``i`` is not a C-contiguous aligned array
+(the caller then passes a contiguous copy).
+
+Each kernel becomes an internal function ``@kN(ptr noalias %buf..., i64 %start, i64 %end)``
+looping over its index space; the outermost loop runs ``[start, end)`` so a kernel can be split
+across threads. Every expression node is emitted once, at the outermost loop where all its
+indices are defined; reductions become inner loops with phi accumulators (``reassoc`` on float
+adds/muls so the vectoriser can reorder them). No ``nnan``/``ninf`` flags anywhere.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from fungrad.lowering import abi, llvm_math
+from fungrad.lowering.fusion import Gemm, Kernel, Program
+from fungrad.lowering.kernel import INDEX, Buffer, Expr, Var, reduce_identity
+
+# -- types and constants ---------------------------------------------------------------------
+
+
+def llvm_type(dtype: np.dtype) -> str:
+    """Register type of a dtype (bool is i1 in registers, i8 in memory)."""
+    k, n = dtype.kind, dtype.itemsize
+    if k == "b":
+        return "i1"
+    if k in "iu":
+        return f"i{8 * n}"
+    if k == "f":
+        return {2: "half", 4: "float", 8: "double"}[n]
+    raise TypeError(f"jit: dtype {dtype} is not supported by the CPU compiler")
+
+
+def memory_type(dtype: np.dtype) -> str:
+    return "i8" if dtype.kind == "b" else llvm_type(dtype)
+
+
+def literal(value, dtype: np.dtype) -> str:
+    """LLVM text for a constant of ``dtype``."""
+    k = dtype.kind
+    if k == "b":
+        return "true" if value else "false"
+    if k in "iu":
+        v = int(value)
+        bits = 8 * dtype.itemsize
+        v &= (1 << bits) - 1
+        if v >= 1 << (bits - 1):
+            v -= 1 << bits
+        return str(v)
+    if dtype.itemsize == 2:
+        return "0xH" + np.asarray(value, np.float16).view(np.uint16).item().to_bytes(2, "big").hex()
+    # float and double constants are written as the hex of the (exactly representable) double
+    v = float(np.asarray(value, dtype))
+    return "0x" + struct.pack(">d", v).hex().upper()
+
+
+# -- kernels -----------------------------------------------------------------------------------
+
+_FCMP = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
+_ICMP_S = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+_ICMP_U = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
+_FLOAT_FLAGS = "reassoc contract"  # only inside reductions; never nnan/ninf
+
+
+class _KernelWriter:
+    """Emits the body of one kernel function (see the module docstring for placement)."""
+
+    def __init__(self, module: ModuleWriter, kern: Kernel, buf_names: dict[int, str]):
+        self.m = module
+        self.kern = kern
+        self.bufs = buf_names  # buffer id -> the pointer argument's name
+        self.lines: dict[Var | None, list[str]] = {None: []}
+        self.chain: dict[Var, tuple[Var, ...]] = {}
+        self.names: dict[int, str] = {}
+        self.n = 0
+
+    def tmp(self, hint: str = "t") -> str:
+        self.n += 1
+        return f"%{hint}{self.n}"
+
+    def scope(self, e: Expr) -> Var | None:
+        best: tuple[Var, ...] = ()
+        for v in e.free:
+            c = self.chain[v]
+            if len(c) > len(best):
+                best = c
+        return best[-1] if best else None
+
+    def emit(self, scope: Var | None, line: str) -> None:
+        self.lines[scope].append(line)
+
+    # values
+    def value(self, e: Expr) -> str:
+        name = self.names.get(id(e))
+        if name is not None:
+            return name
+        op = e.op
+        if op == "const":
+            name = literal(e.attr, e.dtype)
+        elif op == "idx":
+            name = f"%v{e.attr.id}"
+        elif op == "reduce":
+            name = self._reduce(e)
+        else:
+            args = [self.value(a) for a in e.args]
+            name = self._instruction(e, args)
+        self.names[id(e)] = name
+        return name
+
+    def _instruction(self, e: Expr, args: list[str]) -> str:
+        s = self.scope(e)
+        out = self.tmp()
+        lines = self.lines[s]
+        ty = llvm_type(e.dtype)
+        op = e.op
+        a0 = e.args[0] if e.args else None
+        if op == "load":
+            buf = e.attr
+            mt = memory_type(buf.dtype)
+            p = self.tmp("p")
+            lines.append(f"  {p} = getelementptr inbounds {mt}, ptr {self.bufs[buf.id]}, "
+                         f"i64 {args[0]}")
+            if buf.dtype.kind == "b":
+                b = self.tmp()
+                lines.append(f"  {b} = load i8, ptr {p}")
+                lines.append(f"  {out} = icmp ne i8 {b}, 0")
+            else:
+                lines.append(f"  {out} = load {mt}, ptr {p}")
+            return out
+        if op == "select":
+            lines.append(f"  {out} = select i1 {args[0]}, {ty} {args[1]}, {ty} {args[2]}")
+            return out
+        if op == "convert":
+            return self.m.ops.convert(lines, out, a0.dtype, e.dtype, args[0], self)
+        if op == "bitcast":
+            src, dst = llvm_type(a0.dtype), ty
+            lines.append(f"  {out} = bitcast {src} {args[0]} to {dst}")
+            return out
+        return self.m.ops.emit(lines, out, e, args, self)
+
+    def _reduce(self, e: Expr) -> str:
+        """Emit the loops of reduction ``e`` into its scope; returns the accumulator."""
+        red = e.attr
+        parent = self.scope(e)
+        base = self.chain[parent] if parent is not None else ()
+        for i, v in enumerate(red.vars):
+            self.chain[v] = base + red.vars[:i + 1]
+            self.lines[v] = []
+        body = e.args[0]
+        bval = self.value(body)
+        bt = llvm_type(body.dtype)
+        op = red.op
+        arg = op in ("argmax", "argmin")
+        init = literal(reduce_identity({"argmax": "max", "argmin": "min"}.get(op, op),
+                                       body.dtype), body.dtype)
+        vars_ = red.vars
+        acc = [f"%acc{v.id}" for v in vars_]
+        pos = [f"%pos{v.id}" for v in vars_]
+        inner_acc, inner_pos = f"{acc[-1]}.new", f"{pos[-1]}.new"
+        chunk: list[str] = []
+        for j, v in enumerate(vars_):  # open the loops, outermost first
+            lv = f"r{v.id}"
+            nxt = acc[j + 1] if j + 1 < len(vars_) else inner_acc
+            chunk += [f"  br label %{lv}.entry", f"{lv}.entry:", f"  br label %{lv}.head",
+                      f"{lv}.head:",
+                      f"  %v{v.id} = phi i64 [0, %{lv}.entry], [%v{v.id}.next, %{lv}.latch]",
+                      f"  {acc[j]} = phi {bt} [{acc[j - 1] if j else init}, %{lv}.entry], "
+                      f"[{nxt}, %{lv}.latch]"]
+            if arg:
+                pnxt = pos[j + 1] if j + 1 < len(vars_) else inner_pos
+                chunk.append(f"  {pos[j]} = phi i64 [{pos[j - 1] if j else 0}, %{lv}.entry], "
+                             f"[{pnxt}, %{lv}.latch]")
+            chunk += [f"  %{lv}.c = icmp slt i64 %v{v.id}, {v.extent}",
+                      f"  br i1 %{lv}.c, label %{lv}.body, label %{lv}.exit", f"{lv}.body:"]
+            chunk += self.lines.pop(v)
+        if arg:
+            flat = "0"
+            for v in vars_:  # the position as a flat index over the reduced extents
+                t1, t2 = self.tmp(), self.tmp()
+                chunk += [f"  {t1} = mul i64 {flat}, {v.extent}",
+                          f"  {t2} = add i64 {t1}, %v{v.id}"]
+                flat = t2
+            better = self.m.ops.arg_better(chunk, op, body.dtype, bval, acc[-1], self)
+            chunk += [f"  {inner_acc} = select i1 {better}, {bt} {bval}, {bt} {acc[-1]}",
+                      f"  {inner_pos} = select i1 {better}, i64 {flat}, i64 {pos[-1]}"]
+        else:
+            self.m.ops.combine(chunk, inner_acc, op, body.dtype, acc[-1], bval)
+        for v in reversed(vars_):  # close the loops, innermost first
+            lv = f"r{v.id}"
+            chunk += [f"  br label %{lv}.latch", f"{lv}.latch:",
+                      f"  %v{v.id}.next = add nuw nsw i64 %v{v.id}, 1",
+                      f"  br label %{lv}.head", f"{lv}.exit:"]
+        self.lines[parent].extend(chunk)
+        return pos[0] if arg else acc[0]
+
+    # the kernel function
+    def function(self) -> str:
+        kern = self.kern
+        for i, v in enumerate(kern.loops):
+            self.chain[v] = kern.loops[:i + 1]
+            self.lines[v] = []
+        for k, st in enumerate(kern.stores):
+            val = self.value(st.value)
+            idx = self.value(st.index)
+            where = kern.loops[-1] if kern.loops else None
+            buf = st.buffer
+            mt = memory_type(buf.dtype)
+            p = self.tmp("p")
+            lines = self.lines[where]
+            if st.mask is not None:  # a conditional store: branch around it
+                cond = self.value(st.mask)
+                lbl = f"st{k}.{self.n}"
+                lines += [f"  br i1 {cond}, label %{lbl}.do, label %{lbl}.skip", f"{lbl}.do:"]
+            lines.append(f"  {p} = getelementptr inbounds {mt}, ptr {self.bufs[buf.id]}, i64 {idx}")
+            if st.combine is not None:
+                old = self.tmp()
+                if buf.dtype.kind == "b":
+                    raw = self.tmp()
+                    lines.append(f"  {raw} = load i8, ptr {p}")
+                    lines.append(f"  {old} = icmp ne i8 {raw}, 0")
+                else:
+                    lines.append(f"  {old} = load {mt}, ptr {p}")
+                new = self.tmp()
+                self.m.ops.combine(lines, new, st.combine, buf.dtype, old, val, exact=True)
+                val = new
+            if buf.dtype.kind == "b":
+                z = self.tmp()
+                lines.append(f"  {z} = zext i1 {val} to i8")
+                val = z
+            lines.append(f"  store {mt} {val}, ptr {p}")
+            if st.mask is not None:
+                lines += [f"  br label %{lbl}.skip", f"{lbl}.skip:"]
+        body: list[str] = list(self.lines[None])
+        # nest the kernel loops, innermost last
+        tail: list[str] = []
+        for depth, v in enumerate(kern.loops):
+            lv = f"l{v.id}"
+            lo = "%start" if depth == 0 else "0"
+            hi = "%end" if depth == 0 else str(v.extent)
+            body += [f"  br label %{lv}.entry", f"{lv}.entry:", f"  br label %{lv}.head",
+                     f"{lv}.head:",
+                     f"  %v{v.id} = phi i64 [{lo}, %{lv}.entry], [%v{v.id}.next, %{lv}.latch]",
+                     f"  %{lv}.c = icmp slt i64 %v{v.id}, {hi}",
+                     f"  br i1 %{lv}.c, label %{lv}.body, label %{lv}.exit", f"{lv}.body:"]
+            body += self.lines[v]
+            tail = [f"  br label %{lv}.latch", f"{lv}.latch:",
+                    f"  %v{v.id}.next = add nuw nsw i64 %v{v.id}, 1",
+                    f"  br label %{lv}.head", f"{lv}.exit:"] + tail
+        body += tail
+        params = ", ".join(f"ptr noalias {n}" for n in self.bufs.values())
+        return (f"define internal void @{kern.name}({params}{', ' if params else ''}"
+                f"i64 %start, i64 %end) {{\nentry:\n" + "\n".join(body) + "\n  ret void\n}\n")
+
+
+class ModuleWriter:
+    """Renders a whole :class:`Program` (see the module docstring)."""
+
+    def __init__(self, prog: Program):
+        from fungrad.lowering.llvm_ops import OpEmitter
+        self.prog = prog
+        self.ops = OpEmitter(self)
+        self.math: set[tuple[str, str]] = set()   # (function, float dtype name)
+        self.externals: dict[str, str] = {}       # symbol -> declare line
+        self.functions: list[str] = []
+
+    def need_math(self, fn: str, dtype: np.dtype) -> str:
+        self.math.add((fn, dtype.name))
+        return llvm_math.math_symbol(fn, dtype)
+
+    def declare(self, symbol: str, line: str) -> None:
+        self.externals[symbol] = line
+
+    def render(self) -> str:
+        prog = self.prog
+        entry: list[str] = []
+        lay = abi.layout()
+        slots = [*prog.inputs, *(b for b, _ in prog.consts), *prog.outputs]
+        ptr = {}
+        for i, b in enumerate(slots):
+            obj, data = f"%obj{i}", f"%buf{b.id}"
+            entry.append(f"  %slot{i} = getelementptr inbounds i8, ptr %args, "
+                         f"i64 {lay.tuple_items + 8 * i}")
+            entry.append(f"  {obj} = load ptr, ptr %slot{i}")
+            if b.kind == "input":
+                entry.extend(self._input_pointer(i, obj, data, lay))
+            else:
+                entry.append(f"  %dp{i} = getelementptr inbounds i8, ptr {obj}, "
+                             f"i64 {lay.array_data}")
+                entry.append(f"  {data} = load ptr, ptr %dp{i}")
+            ptr[b.id] = data
+        if prog.temps:
+            i = len(slots)
+            entry.append(f"  %slot{i} = getelementptr inbounds i8, ptr %args, "
+                         f"i64 {lay.tuple_items + 8 * i}")
+            entry.append(f"  %scratchobj = load ptr, ptr %slot{i}")
+            entry.append(f"  %sp = getelementptr inbounds i8, ptr %scratchobj, "
+                         f"i64 {lay.array_data}")
+            entry.append("  %scratch = load ptr, ptr %sp")
+            for b in prog.temps:
+                entry.append(f"  %buf{b.id} = getelementptr inbounds i8, ptr %scratch, "
+                             f"i64 {b.index}")
+                ptr[b.id] = f"%buf{b.id}"
+        for step in prog.steps:
+            if isinstance(step, Kernel):
+                entry.extend(self._kernel_call(step, ptr))
+            elif isinstance(step, Gemm):
+                entry.extend(self.ops.gemm(step, ptr))
+            elif hasattr(step, "render_llvm"):  # a step kind defined beside its lowering rule
+                entry.extend(step.render_llvm(self, ptr))
+            else:
+                raise TypeError(f"LLVM renderer: unknown step {type(step).__name__}")
+        funcs = "\n".join(self.functions)
+        head = (f"define i32 @{prog.name}(ptr noalias %args, i64 %nthreads) {{\nentry:\n"
+                + "\n".join(entry) + "\n  ret i32 0\n}\n")
+        decls = "\n".join(sorted(self.externals.values()))
+        pre = ""
+        if self.math:
+            pre = llvm_math.prelude(sorted({d for _, d in self.math}),
+                                    sorted({f for f, _ in self.math}),
+                                    declare_intrinsics=False)
+        return "\n".join(x for x in (decls, pre, funcs, head) if x)
+
+    def _input_pointer(self, i: int, obj: str, data: str, lay) -> list[str]:
+        """Data pointer of input ``i``: an ndarray's data, or a numpy scalar's inline value;
+        non-contiguous or misaligned arrays make the entry return ``i + 1``."""
+        self.declare("fg_ndarray_type", "@fg_ndarray_type = external global ptr")
+        return [
+            f"  %tp{i} = getelementptr inbounds i8, ptr {obj}, i64 {lay.object_type}",
+            f"  %ty{i} = load ptr, ptr %tp{i}",
+            f"  %nd{i} = load ptr, ptr @fg_ndarray_type",
+            f"  %isarr{i} = icmp eq ptr %ty{i}, %nd{i}",
+            f"  br i1 %isarr{i}, label %arr{i}, label %scal{i}",
+            f"arr{i}:",
+            f"  %fp{i} = getelementptr inbounds i8, ptr {obj}, i64 {lay.array_flags}",
+            f"  %fl{i} = load i32, ptr %fp{i}",
+            f"  %ok{i}.m = and i32 %fl{i}, {lay.required_flags}",
+            f"  %ok{i} = icmp eq i32 %ok{i}.m, {lay.required_flags}",
+            f"  br i1 %ok{i}, label %arrok{i}, label %bad{i}",
+            f"bad{i}:",
+            f"  ret i32 {i + 1}",
+            f"arrok{i}:",
+            f"  %dp{i} = getelementptr inbounds i8, ptr {obj}, i64 {lay.array_data}",
+            f"  %ad{i} = load ptr, ptr %dp{i}",
+            f"  br label %got{i}",
+            f"scal{i}:",
+            f"  %sd{i} = getelementptr inbounds i8, ptr {obj}, i64 {lay.scalar_data}",
+            f"  br label %got{i}",
+            f"got{i}:",
+            f"  {data} = phi ptr [%ad{i}, %arrok{i}], [%sd{i}, %scal{i}]",
+        ]
+
+    def _kernel_call(self, kern: Kernel, ptr: dict[int, str]) -> list[str]:
+        used = sorted({s.buffer.id for s in kern.stores} | {b.id for b in kern.reads()})
+        names = {bid: f"%b{bid}" for bid in used}
+        self.functions.append(_KernelWriter(self, kern, names).function())
+        n = kern.loops[0].extent if kern.loops else 1
+        args = ", ".join(f"ptr {ptr[bid]}" for bid in used)
+        sep = ", " if args else ""
+        return [f"  call void @{kern.name}({args}{sep}i64 0, i64 {n})"]
+
+
+def render(prog: Program) -> str:
+    """LLVM IR text of ``prog``."""
+    return ModuleWriter(prog).render()
+
+
+__all__ = ["render", "llvm_type", "literal", "INDEX", "Buffer"]

@@ -1,0 +1,339 @@
+"""LLVM IR for each kernel op, with the semantics the numpy reference implements.
+
+Integer division and remainder never trap (the divisor is guarded: ``x / 0 = -1``,
+``x % 0 = x``, ``INT_MIN / -1 = INT_MIN``, as in JAX); shifts by the bit width or more give 0
+(or the sign for arithmetic shifts); float max/min propagate NaN and order ``-0 < +0``
+(``llvm.maximum``); float -> int conversion saturates and maps NaN to 0 (``fptosi.sat``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fungrad.lowering.kernel import MATH_UNARY, Expr
+
+_FCMP = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
+_ICMP_S = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+_ICMP_U = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
+_INTRINSIC_SUFFIX = {"half": "f16", "float": "f32", "double": "f64"}
+
+
+def _ty(dtype):
+    from fungrad.lowering.llvm import llvm_type
+    return llvm_type(dtype)
+
+
+def _lit(value, dtype):
+    from fungrad.lowering.llvm import literal
+    return literal(value, np.dtype(dtype))
+
+
+class OpEmitter:
+    """Appends the instructions of one kernel op to a list of IR lines."""
+
+    def __init__(self, module):
+        self.m = module
+        self.n = 0
+
+    def tmp(self) -> str:
+        self.n += 1
+        return f"%o{self.n}"
+
+    def emit(self, lines: list[str], out: str, e: Expr, args: list[str], kw) -> str:
+        op = e.op
+        dt = e.args[0].dtype
+        ty = _ty(dt)
+        kind = dt.kind
+        is_f = kind == "f"
+        signed = kind == "i"
+        if op in ("eq", "ne", "lt", "le", "gt", "ge"):
+            if is_f:
+                lines.append(f"  {out} = fcmp {_FCMP[op]} {ty} {args[0]}, {args[1]}")
+            else:
+                table = _ICMP_S if signed else _ICMP_U
+                lines.append(f"  {out} = icmp {table[op]} {ty} {args[0]}, {args[1]}")
+            return out
+        if op in ("add", "sub", "mul"):
+            if kind == "b":  # bool add is or, mul is and
+                ins = {"add": "or", "mul": "and", "sub": "xor"}[op]
+            else:
+                ins = ("f" + op) if is_f else op
+            lines.append(f"  {out} = {ins} {ty} {args[0]}, {args[1]}")
+            return out
+        if op in ("idiv", "irem"):  # index arithmetic: non-negative, non-zero divisors
+            ins = "udiv" if op == "idiv" else "urem"
+            lines.append(f"  {out} = {ins} i64 {args[0]}, {args[1]}")
+            return out
+        if op == "div":
+            return self._div_rem(lines, out, "div", dt, args)
+        if op == "rem":
+            return self._div_rem(lines, out, "rem", dt, args)
+        if op in ("max", "min"):
+            return self.minmax(lines, out, op, dt, args[0], args[1])
+        if op in ("and", "or", "xor"):
+            lines.append(f"  {out} = {op} {ty} {args[0]}, {args[1]}")
+            return out
+        if op == "not":
+            lines.append(f"  {out} = xor {ty} {args[0]}, {'true' if kind == 'b' else -1}")
+            return out
+        if op in ("shl", "shr_logical", "shr_arith"):
+            return self._shift(lines, out, op, dt, args)
+        if op == "neg":
+            if is_f:
+                lines.append(f"  {out} = fneg {ty} {args[0]}")
+            else:
+                lines.append(f"  {out} = sub {ty} 0, {args[0]}")
+            return out
+        if op == "abs":
+            if is_f:
+                lines.append(f"  {out} = call {ty} @llvm.fabs.{_INTRINSIC_SUFFIX[ty]}"
+                             f"({ty} {args[0]})")
+            else:
+                lines.append(f"  {out} = call {ty} @llvm.abs.{ty}({ty} {args[0]}, i1 false)")
+            return out
+        if op == "sign":
+            return self._sign(lines, out, dt, args[0])
+        if op in ("floor", "ceil", "round_even", "round_away", "sqrt"):
+            name = {"round_even": "roundeven", "round_away": "round"}.get(op, op)
+            lines.append(f"  {out} = call {ty} @llvm.{name}.{_INTRINSIC_SUFFIX[ty]}"
+                         f"({ty} {args[0]})")
+            return out
+        if op == "rsqrt":
+            s = self.tmp()
+            lines.append(f"  {s} = call {ty} @llvm.sqrt.{_INTRINSIC_SUFFIX[ty]}({ty} {args[0]})")
+            lines.append(f"  {out} = fdiv {ty} {_lit(1.0, dt)}, {s}")
+            return out
+        if op == "popcnt":
+            lines.append(f"  {out} = call {ty} @llvm.ctpop.{ty}({ty} {args[0]})")
+            return out
+        if op == "clz":
+            lines.append(f"  {out} = call {ty} @llvm.ctlz.{ty}({ty} {args[0]}, i1 false)")
+            return out
+        if op == "isnan":
+            lines.append(f"  {out} = fcmp uno {ty} {args[0]}, {args[0]}")
+            return out
+        if op == "is_finite":
+            a = self.tmp()
+            lines.append(f"  {a} = call {ty} @llvm.fabs.{_INTRINSIC_SUFFIX[ty]}({ty} {args[0]})")
+            lines.append(f"  {out} = fcmp olt {ty} {a}, {_lit(np.inf, dt)}")
+            return out
+        if op == "nextafter":
+            return self._nextafter(lines, out, dt, args)
+        if op in MATH_UNARY or op in ("pow", "atan2"):
+            return self._math(lines, out, op, dt, args)
+        raise TypeError(f"LLVM renderer: no lowering for kernel op {op!r} on {dt.name}")
+
+    # helpers ----------------------------------------------------------------------------
+    def minmax(self, lines, out, op, dt, a, b) -> str:
+        ty = _ty(dt)
+        if dt.kind == "f":
+            name = "maximum" if op == "max" else "minimum"
+            lines.append(f"  {out} = call {ty} @llvm.{name}.{_INTRINSIC_SUFFIX[ty]}"
+                         f"({ty} {a}, {ty} {b})")
+            return out
+        if dt.kind == "b":
+            lines.append(f"  {out} = {'or' if op == 'max' else 'and'} i1 {a}, {b}")
+            return out
+        pre = "s" if dt.kind == "i" else "u"
+        lines.append(f"  {out} = call {ty} @llvm.{pre}{op}.{ty}({ty} {a}, {ty} {b})")
+        return out
+
+    def _div_rem(self, lines, out, op, dt, args) -> str:
+        ty = _ty(dt)
+        x, y = args
+        if dt.kind == "f":
+            lines.append(f"  {out} = {'fdiv' if op == 'div' else 'frem'} {ty} {x}, {y}")
+            return out
+        zero, bad, safe, q = self.tmp(), self.tmp(), self.tmp(), self.tmp()
+        lines.append(f"  {zero} = icmp eq {ty} {y}, 0")
+        if dt.kind == "i":
+            mn = _lit(np.iinfo(dt).min, dt)
+            c1, c2, c3 = self.tmp(), self.tmp(), self.tmp()
+            lines.append(f"  {c1} = icmp eq {ty} {x}, {mn}")
+            lines.append(f"  {c2} = icmp eq {ty} {y}, -1")
+            lines.append(f"  {c3} = and i1 {c1}, {c2}")
+            lines.append(f"  {bad} = or i1 {zero}, {c3}")
+            ins = "sdiv" if op == "div" else "srem"
+        else:
+            lines.append(f"  {bad} = or i1 {zero}, false")
+            ins = "udiv" if op == "div" else "urem"
+        lines.append(f"  {safe} = select i1 {bad}, {ty} 1, {ty} {y}")
+        lines.append(f"  {q} = {ins} {ty} {x}, {safe}")
+        on_zero = "-1" if op == "div" else x
+        lines.append(f"  {out} = select i1 {zero}, {ty} {on_zero}, {ty} {q}")
+        return out
+
+    def _shift(self, lines, out, op, dt, args) -> str:
+        ty = _ty(dt)
+        bits = 8 * dt.itemsize
+        x, y = args
+        big, s, r = self.tmp(), self.tmp(), self.tmp()
+        lines.append(f"  {big} = icmp uge {ty} {y}, {bits}")
+        lines.append(f"  {s} = select i1 {big}, {ty} 0, {ty} {y}")
+        ins = {"shl": "shl", "shr_logical": "lshr", "shr_arith": "ashr"}[op]
+        lines.append(f"  {r} = {ins} {ty} {x}, {s}")
+        if op == "shr_arith":
+            fill = self.tmp()
+            lines.append(f"  {fill} = ashr {ty} {x}, {bits - 1}")
+            lines.append(f"  {out} = select i1 {big}, {ty} {fill}, {ty} {r}")
+        else:
+            lines.append(f"  {out} = select i1 {big}, {ty} 0, {ty} {r}")
+        return out
+
+    def _sign(self, lines, out, dt, x) -> str:
+        ty = _ty(dt)
+        if dt.kind == "f":
+            gt, lt, s = self.tmp(), self.tmp(), self.tmp()
+            lines.append(f"  {gt} = fcmp ogt {ty} {x}, {_lit(0, dt)}")
+            lines.append(f"  {lt} = fcmp olt {ty} {x}, {_lit(0, dt)}")
+            lines.append(f"  {s} = select i1 {lt}, {ty} {_lit(-1, dt)}, {ty} {x}")
+            lines.append(f"  {out} = select i1 {gt}, {ty} {_lit(1, dt)}, {ty} {s}")
+            return out
+        if dt.kind == "u":
+            nz = self.tmp()
+            lines.append(f"  {nz} = icmp ne {ty} {x}, 0")
+            lines.append(f"  {out} = zext i1 {nz} to {ty}")
+            return out
+        gt, lt, a, b = self.tmp(), self.tmp(), self.tmp(), self.tmp()
+        lines.append(f"  {gt} = icmp sgt {ty} {x}, 0")
+        lines.append(f"  {lt} = icmp slt {ty} {x}, 0")
+        lines.append(f"  {a} = zext i1 {gt} to {ty}")
+        lines.append(f"  {b} = zext i1 {lt} to {ty}")
+        lines.append(f"  {out} = sub {ty} {a}, {b}")
+        return out
+
+    def _nextafter(self, lines, out, dt, args) -> str:
+        """On the bit pattern: step the magnitude away from or toward zero (vectorisable)."""
+        ty = _ty(dt)
+        ity = f"i{8 * dt.itemsize}"
+        x, y = args
+        t = [self.tmp() for _ in range(14)]
+        lines += [
+            f"  {t[0]} = fcmp uno {ty} {x}, {y}",
+            f"  {t[1]} = fadd {ty} {x}, {y}",
+            f"  {t[2]} = fcmp oeq {ty} {x}, {y}",
+            f"  {t[3]} = bitcast {ty} {x} to {ity}",
+            f"  {t[4]} = fcmp oeq {ty} {x}, {_lit(0, dt)}",
+            # from zero: the smallest subnormal with y's sign
+            f"  {t[5]} = bitcast {ty} {y} to {ity}",
+            f"  {t[6]} = and {ity} {t[5]}, {-(1 << (8 * dt.itemsize - 1))}",
+            f"  {t[7]} = or {ity} {t[6]}, 1",
+            # away from zero when (y > x) == (x > 0)
+            f"  {t[8]} = fcmp olt {ty} {x}, {y}",
+            f"  {t[9]} = fcmp ogt {ty} {x}, {_lit(0, dt)}",
+            f"  {t[10]} = icmp eq i1 {t[8]}, {t[9]}",
+            f"  {t[11]} = select i1 {t[10]}, {ity} 1, {ity} -1",
+            f"  {t[12]} = add {ity} {t[3]}, {t[11]}",
+            f"  {t[13]} = select i1 {t[4]}, {ity} {t[7]}, {ity} {t[12]}",
+        ]
+        r, s = self.tmp(), self.tmp()
+        lines.append(f"  {r} = bitcast {ity} {t[13]} to {ty}")
+        lines.append(f"  {s} = select i1 {t[2]}, {ty} {y}, {ty} {r}")
+        lines.append(f"  {out} = select i1 {t[0]}, {ty} {t[1]}, {ty} {s}")
+        return out
+
+    def _math(self, lines, out, op, dt, args) -> str:
+        ty = _ty(dt)
+        if dt.itemsize == 2:  # half: compute in float, round once
+            wide = [self.tmp() for _ in args]
+            for w, a in zip(wide, args):
+                lines.append(f"  {w} = fpext half {a} to float")
+            r = self.tmp()
+            self._math(lines, r, op, np.dtype(np.float32), wide)
+            lines.append(f"  {out} = fptrunc float {r} to half")
+            return out
+        sym = self.m.need_math(op, dt)
+        params = ", ".join(f"{ty} {a}" for a in args)
+        lines.append(f"  {out} = call {ty} @{sym}({params})")
+        return out
+
+    def convert(self, lines, out, src, dst, x, kw) -> str:
+        st, dt_ = _ty(src), _ty(dst)
+        sk, dk = src.kind, dst.kind
+        if sk == "f" and dk == "f":
+            ins = "fpext" if dst.itemsize > src.itemsize else "fptrunc"
+            lines.append(f"  {out} = {ins} {st} {x} to {dt_}")
+        elif dk == "b":
+            if sk == "f":
+                lines.append(f"  {out} = fcmp une {st} {x}, {_lit(0, src)}")
+            else:
+                lines.append(f"  {out} = icmp ne {st} {x}, 0")
+        elif dk == "f":
+            ins = "sitofp" if sk == "i" else "uitofp"
+            lines.append(f"  {out} = {ins} {st} {x} to {dt_}")
+        elif sk == "f":
+            sat = "fptosi" if dk == "i" else "fptoui"
+            lines.append(f"  {out} = call {dt_} @llvm.{sat}.sat.{dt_}."
+                         f"{_INTRINSIC_SUFFIX[st]}({st} {x})")
+        else:  # int/bool -> int
+            sb = 1 if sk == "b" else 8 * src.itemsize
+            db = 8 * dst.itemsize
+            if sb == db:
+                return x
+            if db < sb:
+                lines.append(f"  {out} = trunc {st} {x} to {dt_}")
+            else:
+                ins = "sext" if sk == "i" else "zext"
+                lines.append(f"  {out} = {ins} {st} {x} to {dt_}")
+        return out
+
+    def combine(self, lines, out, op, dt, acc, val, exact: bool = False) -> None:
+        """``out = acc (op) val`` for a reduction (reassociable floats unless ``exact``)."""
+        ty = _ty(dt)
+        if op in ("max", "min"):
+            self.minmax(lines, out, op, dt, acc, val)
+            return
+        if dt.kind == "f" and op in ("add", "mul"):
+            flags = "" if exact else " reassoc contract"
+            lines.append(f"  {out} = f{op}{flags} {ty} {acc}, {val}")
+            return
+        if dt.kind == "b":
+            op = {"add": "or", "mul": "and"}.get(op, op)
+        lines.append(f"  {out} = {op} {ty} {acc}, {val}")
+
+    def arg_better(self, lines, op, dt, v, acc, kw) -> str:
+        """Does ``v`` replace the current extreme ``acc`` (first occurrence wins; NaN is the
+        extreme of floats)?"""
+        ty = _ty(dt)
+        out = self.tmp()
+        if dt.kind == "f":
+            c, vn, an, nan_wins = self.tmp(), self.tmp(), self.tmp(), self.tmp()
+            lines.append(f"  {c} = fcmp {'ogt' if op == 'argmax' else 'olt'} {ty} {v}, {acc}")
+            lines.append(f"  {vn} = fcmp uno {ty} {v}, {v}")
+            lines.append(f"  {an} = fcmp ord {ty} {acc}, {acc}")
+            lines.append(f"  {nan_wins} = and i1 {vn}, {an}")
+            lines.append(f"  {out} = or i1 {c}, {nan_wins}")
+            return out
+        table = _ICMP_S if dt.kind == "i" else _ICMP_U
+        lines.append(f"  {out} = icmp {table['gt' if op == 'argmax' else 'lt']} {ty} {v}, {acc}")
+        return out
+
+    def gemm(self, step, ptr: dict[int, str]) -> list[str]:
+        """A BLAS call per batch matrix (``fg_sgemm`` / ``fg_dgemm``, ILP64 cblas)."""
+        from fungrad.lowering import blas
+        info = blas.register_llvm_symbols()
+        dt = step.c.dtype
+        single = dt == np.dtype(np.float32)
+        sym = "fg_sgemm" if single else "fg_dgemm"
+        self.m.declare(sym, info.sgemm_decl if single else info.dgemm_decl)
+        ty = _ty(dt)
+        m, n, k = step.m, step.n, step.k
+        lda = m if step.trans_a else k
+        ldb = k if step.trans_b else n
+        ta = 112 if step.trans_a else 111
+        tb = 112 if step.trans_b else 111
+        one, zero = _lit(1.0, dt), _lit(0.0, dt)
+        lines = []
+        isz = dt.itemsize
+        for bi in range(step.batch):
+            pa, pb, pc = self.tmp(), self.tmp(), self.tmp()
+            lines.append(f"  {pa} = getelementptr inbounds i8, ptr {ptr[step.a.id]}, "
+                         f"i64 {bi * m * k * isz}")
+            lines.append(f"  {pb} = getelementptr inbounds i8, ptr {ptr[step.b.id]}, "
+                         f"i64 {bi * k * n * isz}")
+            lines.append(f"  {pc} = getelementptr inbounds i8, ptr {ptr[step.c.id]}, "
+                         f"i64 {bi * m * n * isz}")
+            lines.append(f"  call void @{sym}(i32 101, i32 {ta}, i32 {tb}, i64 {m}, i64 {n}, "
+                         f"i64 {k}, {ty} {one}, ptr {pa}, i64 {lda}, ptr {pb}, i64 {ldb}, "
+                         f"{ty} {zero}, ptr {pc}, i64 {n})")
+        return lines

@@ -1,1 +1,2 @@
-"""Passes over jaxprs (dead-code elimination, common-subexpression elimination)."""
+"""Passes over jaxprs: dead-code and common-subexpression elimination, inlining of calls,
+constant folding, algebraic simplification, and ``optimize`` (the compiler's pipeline)."""

@@ -126,6 +126,8 @@ def _ufunc_reduce(ufunc, x, axes, identity):
 # -- reduce_sum ... reduce_xor ---------------------------------------------------------------
 
 def _reduce_sum_impl(x, *, axes):
+    if not axes:  # the identity, as in JAX (np.sum would turn -0.0 into 0.0)
+        return x
     with np.errstate(all="ignore"):
         out = np.sum(x, axis=axes, dtype=_accumulation_dtype(x.dtype))
     return np.asarray(out).astype(x.dtype)[()]
@@ -626,3 +628,103 @@ for _p, _op in ((reduce_sum_p, "add"), (reduce_prod_p, "mul"), (reduce_max_p, "m
     kernel.register_lowering(_p, _reduce_lowering(_op))
 kernel.register_lowering(argmax_p, _arg_lowering("argmax"))
 kernel.register_lowering(argmin_p, _arg_lowering("argmin"))
+
+
+# -- lowering of the cumulative reductions ------------------------------------------------------
+#
+# A scan is one kernel over the operand's index space whose store reads the previous element
+# from its own output buffer: out[i] = combine(out[i - 1], x[i]) (out[i + 1] when reverse), with
+# out[first] = x[first]. Loops run in the operand's dimension order, so the scanned axis is
+# sequential and the dimensions before it are independent (the kernel is parallel when the axis
+# is not the outermost one); the operand's own expression fuses into the kernel. float16 sums,
+# products and logsumexps accumulate in a float32 buffer, rounded once per element as in the
+# impl. The combines are the impl's ufuncs (logaddexp to the ulps of exp/log1p); float max/min
+# are the kernel ops (NaN sticks, -0.0 < 0.0). NB: that is JAX's cummax/cummin; numpy's
+# maximum/minimum pick either zero on a -0.0/0.0 tie, depending on the dtype and SIMD path.
+
+_LOGE2 = float(np.log(2.0))
+
+
+def _logaddexp_combine(ctx, x, y):
+    # numpy's npy_logaddexp: x + log(2) when equal (same-sign infinities), NaN from x - y,
+    # else max + log1p(exp(-|x - y|))
+    dt = x.dtype
+    tmp = ctx.op("sub", x, y)
+    pos = ctx.op("gt", tmp, ctx.const(0, dt))
+    big = ctx.select(pos, x, y)
+    tail = ctx.op("log1p", ctx.op("exp", ctx.op("neg", ctx.op("abs", tmp))))
+    r = ctx.select(ctx.op("isnan", tmp), tmp, ctx.op("add", big, tail))
+    return ctx.select(ctx.op("eq", x, y), ctx.op("add", x, ctx.const(_LOGE2, dt)), r)
+
+
+def _cumulative_combine(ctx, op, prev, cur):
+    if op == "logaddexp":
+        return _logaddexp_combine(ctx, prev, cur)
+    return ctx.op(op, prev, cur)
+
+
+def _recomputes_reduction(root, loops) -> bool:
+    """Would a reduction inside ``root`` run inside loops it does not depend on (so once per
+    iteration of those)? The renderer evaluates a node in the loop of its innermost index;
+    a reduction's own variables nest inside that loop (as the planner reasons)."""
+    chain = {v: loops[:i + 1] for i, v in enumerate(loops)}
+    seen, stack = set(), [root]
+    while stack:  # parents before children, so a nested reduction finds its outer chain
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if e.op == "reduce":
+            outer = max((chain.get(v, ()) for v in e.free), key=len, default=())
+            if not set(outer) <= e.free:
+                return True
+            for i, v in enumerate(e.attr.vars):
+                chain.setdefault(v, outer + e.attr.vars[:i + 1])
+        stack.extend(e.args)
+    return False
+
+
+def _cumulative_lowering(name: str, op: str):
+    def rule(ctx, x, *, axis, reverse):
+        from fungrad.lowering.fusion import Kernel, Store
+        acc = _accumulation_dtype(x.dtype) if op in ("add", "mul", "logaddexp") else x.dtype
+        if x.size == 0:
+            return kernel.from_fn(x.shape, x.dtype, lambda idx: ctx.const(0, x.dtype), name)
+        planner = ctx.planner
+        planner.flush()  # stored inputs are read back, not recomputed inside the scan
+
+        loops = tuple(kernel.Var(d) for d in x.shape)
+        n = x.shape[axis]
+        pos = [ctx.index(v) for v in loops]
+        if reverse:
+            pos[axis] = ctx.isub(ctx.iconst(n - 1), pos[axis])
+        pos = tuple(pos)
+        cur = ctx.convert(x.at(pos), acc)
+        if _recomputes_reduction(cur, loops):
+            # a reduction inside the operand would be re-evaluated for every scanned element:
+            # store the operand first
+            x = ctx.materialize(x)
+            planner.flush()
+            cur = ctx.convert(x.at(pos), acc)
+        buf = planner.new_buffer(x.shape, acc, "temp")
+        prev = list(pos)
+        prev[axis] = kernel.clamp_index(ctx, ctx.iadd(pos[axis], ctx.iconst(1 if reverse else -1)),
+                                        0, n - 1)
+        combined = _cumulative_combine(ctx, op, ctx.load(buf, ctx.flat_index(prev, x.shape)), cur)
+        first = ctx.op("eq", ctx.index(loops[axis]), ctx.iconst(0))
+        store = Store(buf, ctx.flat_index(pos, x.shape), ctx.select(first, cur, combined))
+        kern = Kernel(f"{name}_{buf.name}", loops, [store], parallel=axis > 0, origins=(name,))
+        planner.add_step(kern)
+        out = planner.buffer_tensor(buf, name)
+        if acc != x.dtype:
+            out = kernel.map_fn(ctx, lambda a: ctx.convert(a, x.dtype), out, dtype=x.dtype,
+                                origin=name)
+        return out
+    return rule
+
+
+for _p, _name, _op in ((cumsum_p, "cumsum", "add"), (cumprod_p, "cumprod", "mul"),
+                       (cummax_p, "cummax", "max"), (cummin_p, "cummin", "min"),
+                       (cumlogsumexp_p, "cumlogsumexp", "logaddexp")):
+    kernel.register_lowering(_p, _cumulative_lowering(_name, _op))
+del _p, _name, _op

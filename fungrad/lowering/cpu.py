@@ -85,6 +85,10 @@ def host() -> Host:
                 triple = llvm.get_process_triple()
                 target = llvm.Target.from_triple(triple)
                 cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+                if "+avx512f" in features.split(","):
+                    # LLVM prefers 256-bit vectors on AVX-512 CPUs; full-width zmm loops were
+                    # 1.35-1.4x faster on our math kernels (measured, Zen 4)
+                    features += ",-prefer-256-bit"
                 tm = target.create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
                 tm0 = target.create_target_machine(cpu=cpu, features=features, opt=0, jit=True)
                 blas.register_llvm_symbols()

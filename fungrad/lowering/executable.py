@@ -47,6 +47,23 @@ class Executable:
         self._outs = tuple((a.shape, a.dtype, a.weak_type) for a in self.out_avals)
         self._scratch_bytes = self.program.scratch_bytes
         self._scratch: list[np.ndarray] = []
+        self._weak = tuple(a.weak_type for a in self.out_avals)
+        # the thread budget (FUNGRAD_NUM_THREADS, CPU affinity) is read once per executable
+        self._nthreads = threads.num_threads()
+        if len(self._outs) == 1 and not self._consts and not self._scratch_bytes:
+            self.call = self._call_simple  # the common small case, without the general packing
+
+    def _call_simple(self, args) -> list[Array]:
+        shape, dtype, weak = self._outs[0]
+        out = np.empty(shape, dtype)
+        if len(args) == 1:
+            a = args[0]
+            packed = (a._value if type(a) is Array else a, out)
+        else:
+            packed = (*[a._value if type(a) is Array else a for a in args], out)
+        if self._fn(packed, self._nthreads):
+            return Executable.call(self, args)  # a non-contiguous input: the general path
+        return [Array(out, weak)]
         self.compile_time_s = time.perf_counter() - t0
 
     def call(self, args) -> list[Array]:
@@ -54,20 +71,23 @@ class Executable:
         caller); returns the outputs as Arrays."""
         values = [a._value if type(a) is Array else a for a in args]
         outs = [np.empty(s, d) for s, d, _ in self._outs]
-        tail = (*self._consts, *outs)
         if self._scratch_bytes:
             try:
                 scratch = self._scratch.pop()
             except IndexError:
                 scratch = np.empty(self._scratch_bytes, np.uint8)
-            tail = (*tail, scratch)
-        status = self._fn((*values, *tail), threads.num_threads())
+            packed = (*values, *self._consts, *outs, scratch)
+        else:
+            scratch = None
+            packed = (*values, *self._consts, *outs)
+        status = self._fn(packed, self._nthreads)
         while status:  # input status-1 is not a contiguous aligned array: pass a copy
             values[status - 1] = np.ascontiguousarray(values[status - 1])
-            status = self._fn((*values, *tail), threads.num_threads())
-        if self._scratch_bytes:
+            packed = (*values, *packed[len(values):])
+            status = self._fn(packed, self._nthreads)
+        if scratch is not None:
             self._scratch.append(scratch)
-        return [Array(o, w) for o, (_, _, w) in zip(outs, self._outs)]
+        return [Array(o, w) for o, w in zip(outs, self._weak)]
 
     def as_text(self) -> str:
         """The optimised jaxpr, the fusion plan and the LLVM IR."""

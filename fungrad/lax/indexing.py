@@ -24,6 +24,10 @@ only with ``unique_indices=True`` (as in JAX; a clear error otherwise); scatter-
 tangent among tied contenders. Every rule keeps the out-of-bounds mode consistent (see the rules
 section). Batch rules renumber the dimension numbers around the batch dims (batched operand and
 indices become paired batching dims) instead of moving data.
+
+Lowering rules (for ``jit``, at the end): a gather is index arithmetic (it fuses); a scatter
+copies the operand and then applies the updates in one sequential loop nest, in the impl's
+order.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from fungrad.array import Array
 from fungrad.core import ShapedArray
 from fungrad.lax import elementwise
 from fungrad.lax import shape as shape_ops
+from fungrad.lax.slicing import append_kernel
 from fungrad.lax.utils import (
     ANY,
     NUMERIC,
@@ -46,6 +51,8 @@ from fungrad.lax.utils import (
     operand,
     standard_primitive,
 )
+from fungrad.lowering import kernel
+from fungrad.lowering.fusion import Store
 from fungrad.transforms.jvp import (
     Zero,
     add_tangents,
@@ -1014,3 +1021,121 @@ jvp_rules[scatter_max_p] = _make_scatter_extremal_jvp(scatter_max_p)
 for _p in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
     _def_scatter_batch(_p)
 del _p
+
+
+# -- lowering (fungrad/lowering/kernel.py) ------------------------------------------------------
+#
+# A gather is index arithmetic: each output element reads its window's start indices from
+# ``indices`` and loads the operand there (clamped, so every load is in bounds), selecting the
+# fill value for windows that do not fit under FILL_OR_DROP. A scatter copies the operand into
+# the output buffer (a kernel that fuses the operand's computation), then runs one sequential
+# loop nest over the updates in the impl's order (index vectors in row-major order, then the
+# window), storing each update with a read-modify-write for the combining scatters; under
+# FILL_OR_DROP / PROMISE_IN_BOUNDS a store is masked off when its window does not fit. So
+# duplicate indices combine in the impl's order and a plain scatter's last writer wins.
+
+def _window_starts(ctx, indices, batch_idx, ndim, index_map, operand_batching,
+                   indices_batching):
+    """Per operand dimension, the window start of index vector ``batch_idx`` (int64 exprs):
+    read from ``indices`` for the mapped dimensions, the batch position for batching ones."""
+    starts = [ctx.iconst(0)] * ndim
+    for k, d in enumerate(index_map):
+        starts[d] = ctx.convert(indices.at((*batch_idx, ctx.iconst(k))), kernel.INDEX)
+    for od, bd in zip(operand_batching, indices_batching):
+        starts[od] = batch_idx[bd]
+    return starts
+
+
+def _fits(ctx, starts, upper, dims):
+    """True where every start in ``dims`` lies in ``[0, upper[d]]`` (None: no dims)."""
+    ok = None
+    for d in dims:
+        c = ctx.op("and", ctx.op("ge", starts[d], ctx.iconst(0)),
+                   ctx.op("le", starts[d], ctx.iconst(upper[d])))
+        ok = c if ok is None else ctx.op("and", ok, c)
+    return ok
+
+
+def _gather_lowering(ctx, x, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
+                     unique_indices, mode, fill_value):
+    dn = dimension_numbers
+    batch_shape = indices.shape[:-1]
+    window_dims = _gather_window_dims(x.ndim, dn)
+    out_rank = len(batch_shape) + len(dn.offset_dims)
+    batch_pos = [p for p in range(out_rank) if p not in dn.offset_dims]
+    window = iter(slice_sizes[d] for d in window_dims)
+    batch = iter(batch_shape)
+    shape = tuple(next(window) if p in dn.offset_dims else next(batch) for p in range(out_rank))
+    upper = [n - s for n, s in zip(x.shape, slice_sizes)]
+    fill = None
+    if mode == GatherScatterMode.FILL_OR_DROP:
+        fv = _default_fill_value(x.dtype) if fill_value is None else fill_value
+        with np.errstate(all="ignore"):
+            fill = np.asarray(fv).astype(x.dtype)[()]
+
+    def element(idx):
+        b = tuple(idx[p] for p in batch_pos)
+        starts = _window_starts(ctx, indices, b, x.ndim, dn.start_index_map,
+                                dn.operand_batching_dims, dn.start_indices_batching_dims)
+        valid = None if fill is None else _fits(ctx, starts, upper, dn.start_index_map)
+        offsets = iter(idx[p] for p in dn.offset_dims)
+        pos = []
+        for d in range(x.ndim):
+            s = starts[d]
+            if d not in dn.operand_batching_dims:  # batch positions are always in range
+                s = kernel.clamp_index(ctx, s, 0, max(upper[d], 0))
+            pos.append(ctx.iadd(s, next(offsets)) if d in window_dims else s)
+        v = x.at(pos)
+        return v if valid is None else ctx.select(valid, v, ctx.const(fill, x.dtype))
+    return kernel.from_fn(shape, x.dtype, element, "gather")
+
+
+def _scatter_lowering(name: str, combine: str | None):
+    def rule(ctx, x, indices, updates, *, dimension_numbers, indices_are_sorted,
+             unique_indices, mode):
+        dn = dimension_numbers
+        # the output starts as a copy of the operand (its computation fuses into the copy)
+        out = ctx.materialize(kernel.from_fn(x.shape, x.dtype, x.at, name)).buffer
+        scatter_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+        loop_dims = scatter_dims + list(dn.update_window_dims)  # the impl's order
+        window_dims = _scatter_window_dims(x.ndim, dn)
+        sizes = [1] * x.ndim
+        for d, ud in zip(window_dims, dn.update_window_dims):
+            sizes[d] = updates.shape[ud]
+        upper = [n - s for n, s in zip(x.shape, sizes)]
+        clip = mode == GatherScatterMode.CLIP
+        mapped = dn.scatter_dims_to_operand_dims
+        never = clip and any(upper[d] < 0 for d in mapped)  # no window fits, even clamped
+        if updates.size == 0 or x.size == 0 or never:
+            ctx.planner.flush()
+            return ctx.planner.buffer_tensor(out, name)
+        nb = len(scatter_dims)
+
+        def stores(idx):
+            b, w = idx[:nb], idx[nb:]
+            uidx = [None] * updates.ndim
+            for d, i in zip(loop_dims, idx):
+                uidx[d] = i
+            starts = _window_starts(ctx, indices, b, x.ndim, mapped, dn.operand_batching_dims,
+                                    dn.scatter_indices_batching_dims)
+            mask = None if clip else _fits(ctx, starts, upper, mapped)
+            offsets = iter(w)
+            pos = []
+            for d in range(x.ndim):
+                s = starts[d]
+                if d in mapped:  # clamp: CLIP's semantics, else keeps masked-off math in range
+                    s = kernel.clamp_index(ctx, s, 0, max(upper[d], 0))
+                pos.append(ctx.iadd(s, next(offsets)) if d in window_dims else s)
+            return [Store(out, ctx.flat_index(pos, x.shape), updates.at(uidx), combine, mask)]
+
+        append_kernel(ctx, name.replace("-", "_"), [updates.shape[d] for d in loop_dims],
+                      stores, parallel=False, origin=name)
+        return ctx.planner.buffer_tensor(out, name)
+    return rule
+
+
+kernel.register_lowering(gather_p, _gather_lowering)
+for _p, _combine in ((scatter_p, None), (scatter_add_p, "add"), (scatter_mul_p, "mul"),
+                     (scatter_min_p, "min"), (scatter_max_p, "max")):
+    kernel.register_lowering(_p, _scatter_lowering(_p.name, _combine))
+del _p, _combine

@@ -15,6 +15,11 @@ concatenate -> slices, dynamic_slice -> dynamic_update_slice into zeros...); int
 indices are never differentiated. Batch rules shift the dimension params past the batch
 dimension instead of moving data; batched start indices turn dynamic slices into
 gather/scatter with batching dims.
+
+Lowering rules (for ``jit``, at the end) are index arithmetic that fuses with producers and
+consumers: every index is clamped so that each load is in bounds, and pad / dynamic_update_slice
+/ concatenate select between their sources. Concatenating more than a few pieces copies each
+into its part of one buffer instead (one load per element rather than one per piece).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from fungrad.lax.shape import (
     squeeze,
 )
 from fungrad.lax.utils import operand, operands_same_dtype, standard_primitive
+from fungrad.lowering import kernel
+from fungrad.lowering.fusion import Kernel, Store
 from fungrad.transforms.jvp import (
     Zero,
     defjvp,
@@ -605,3 +612,156 @@ def dynamic_update_index_in_dim(operand_, update, index, axis, *,
         u = expand_dims(u, (axis,))
     return dynamic_update_slice_in_dim(x, u, index, axis,
                                        allow_negative_indices=allow_negative_indices)
+
+
+# -- lowering (fungrad/lowering/kernel.py): index arithmetic, clamped so every load is in bounds
+
+_CONCAT_SELECT_MAX = 4  # up to this many pieces, concatenate is a select chain (fuses)
+
+
+def append_kernel(ctx, prefix: str, shape, stores_at, *, parallel: bool = True,
+                  origin: str = "") -> None:
+    """Append a loop nest over ``shape`` whose stores are ``stores_at(index_exprs)`` (a list of
+    ``fusion.Store``). Pending tensors are stored first, so the stores read them from memory;
+    reductions the loop nest would recompute (evaluated inside loops they do not depend on)
+    are stored by earlier kernels, as the planner does for its own kernels."""
+    planner = ctx.planner
+    planner.flush()
+    planner._n["kernel"] += 1  # the program-wide kernel count keeps function names unique
+    name = f"{prefix}{planner._n['kernel']}"
+    while True:
+        loops = tuple(kernel.Var(n) for n in shape)  # fresh variables: no stale memo entries
+        kern = Kernel(name, loops, stores_at(tuple(ctx.index(v) for v in loops)), parallel,
+                      (origin or prefix,))
+        recomputed = planner._recomputed_reductions(kern)
+        if not recomputed:
+            break
+        for t in recomputed:
+            ctx.materialize(t)
+        planner.flush()
+    planner.add_step(kern)
+
+
+def _clamped_start(ctx, start: kernel.Tensor, hi: int) -> kernel.Expr:
+    """A dynamic start index clamped to ``[0, hi]`` (XLA's rule), exact for every integer
+    dtype: uint64 values above the int64 range are clamped before the conversion."""
+    if hi <= 0:
+        return ctx.iconst(0)
+    s = start.at(())
+    if s.dtype == np.uint64:
+        s = ctx.op("min", s, ctx.const(hi, s.dtype))
+    return kernel.clamp_index(ctx, ctx.convert(s, kernel.INDEX), 0, hi)
+
+
+def _all(ctx, conds):
+    """The conjunction of bool expressions (None when there are none)."""
+    out = None
+    for c in conds:
+        out = c if out is None else ctx.op("and", out, c)
+    return out
+
+
+def _concatenate_lowering(ctx, *xs, dimension):
+    shape = list(xs[0].shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    dtype = xs[0].dtype
+    pieces, offset = [], 0
+    for x in xs:
+        if x.shape[dimension]:
+            pieces.append((offset, x))
+        offset += x.shape[dimension]
+    if len(pieces) > _CONCAT_SELECT_MAX:
+        # Many pieces: each is copied into its part of one buffer by its own loop nest, so an
+        # element costs one load instead of one per piece.
+        out = ctx.planner.new_buffer(shape, dtype, "temp")
+        for off, x in pieces:
+            def stores(idx, off=off, x=x):
+                pos = list(idx)
+                pos[dimension] = ctx.iadd(idx[dimension], ctx.iconst(off))
+                return [Store(out, ctx.flat_index(pos, shape), x.at(idx))]
+            append_kernel(ctx, "concatenate", x.shape, stores)
+        return ctx.planner.buffer_tensor(out, "concatenate")
+
+    def element(idx):
+        i = idx[dimension]
+        value = None
+        for off, x in reversed(pieces):  # select(i < end_0, x_0, select(i < end_1, x_1, ...))
+            n = x.shape[dimension]
+            pos = list(idx)
+            pos[dimension] = kernel.clamp_index(ctx, ctx.isub(i, ctx.iconst(off)), 0, n - 1)
+            v = x.at(pos)
+            value = v if value is None else ctx.select(
+                ctx.op("lt", i, ctx.iconst(off + n)), v, value)
+        return ctx.const(0, dtype) if value is None else value
+    return kernel.from_fn(shape, dtype, element, "concatenate")
+
+
+def _pad_lowering(ctx, x, padding_value, *, padding_config):
+    shape = tuple(lo + hi + n + max(n - 1, 0) * interior
+                  for n, (lo, hi, interior) in zip(x.shape, padding_config))
+
+    def element(idx):
+        fill = padding_value.at(())
+        if x.size == 0:
+            return fill
+        pos, conds = [], []
+        for i, n, (lo, hi, interior) in zip(idx, x.shape, padding_config):
+            t = ctx.isub(i, ctx.iconst(lo))  # position in the interior-padded operand
+            step = interior + 1
+            if lo > 0:
+                conds.append(ctx.op("ge", t, ctx.iconst(0)))
+                t = ctx.op("max", t, ctx.iconst(0))
+            if step > 1:
+                conds.append(ctx.op("eq", ctx.irem(t, ctx.iconst(step)), ctx.iconst(0)))
+                t = ctx.idiv(t, ctx.iconst(step))
+            if hi > 0:  # past the last element (at n - 1) on the high side
+                conds.append(ctx.op("lt", t, ctx.iconst(n)))
+                t = ctx.op("min", t, ctx.iconst(n - 1))
+            pos.append(t)
+        inside = _all(ctx, conds)
+        v = x.at(pos)
+        return v if inside is None else ctx.select(inside, v, fill)
+    return kernel.from_fn(shape, x.dtype, element, "pad")
+
+
+def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
+    strides_ = strides or (1,) * x.ndim
+    shape = tuple(-(-(lim - s) // st)
+                  for s, lim, st in zip(start_indices, limit_indices, strides_))
+    return kernel.from_fn(shape, x.dtype, lambda idx: x.at(tuple(
+        ctx.iadd(ctx.iconst(s), ctx.imul(i, ctx.iconst(st)))
+        for i, s, st in zip(idx, start_indices, strides_))), "slice")
+
+
+def _dynamic_slice_lowering(ctx, x, *starts, slice_sizes):
+    def element(idx):
+        lo = [_clamped_start(ctx, s, n - k) for s, n, k in zip(starts, x.shape, slice_sizes)]
+        return x.at(tuple(ctx.iadd(s, i) for s, i in zip(lo, idx)))
+    return kernel.from_fn(slice_sizes, x.dtype, element, "dynamic_slice")
+
+
+def _dynamic_update_slice_lowering(ctx, x, update, *starts):
+    if update.size == 0:
+        return x
+
+    def element(idx):
+        lo = [_clamped_start(ctx, s, n - k) for s, n, k in zip(starts, x.shape, update.shape)]
+        pos, conds = [], []
+        for i, s, n, k in zip(idx, lo, x.shape, update.shape):
+            t = ctx.isub(i, s)  # position in the update
+            if k < n:
+                conds.append(ctx.op("ge", t, ctx.iconst(0)))
+                conds.append(ctx.op("lt", t, ctx.iconst(k)))
+                t = kernel.clamp_index(ctx, t, 0, k - 1)
+            pos.append(t)
+        inside = _all(ctx, conds)
+        u = update.at(pos)
+        return u if inside is None else ctx.select(inside, u, x.at(idx))
+    return kernel.from_fn(x.shape, x.dtype, element, "dynamic_update_slice")
+
+
+kernel.register_lowering(concatenate_p, _concatenate_lowering)
+kernel.register_lowering(pad_p, _pad_lowering)
+kernel.register_lowering(slice_p, _slice_lowering)
+kernel.register_lowering(dynamic_slice_p, _dynamic_slice_lowering)
+kernel.register_lowering(dynamic_update_slice_p, _dynamic_update_slice_lowering)

@@ -12,6 +12,9 @@ Every primitive has its jvp, transpose (reduce_window_sum, the linear one) and b
 beside it. The rules are written with lax functions, so they are themselves differentiable and
 batchable: the windowed max/min jvps pick tangents from strided slices of the padded operand
 (one slice per window element), as JAX's select_and_gather_add does.
+
+The lowering rules (for ``jit``, at the end) reduce each window inline in the output's loop
+nest: padding and base-dilation holes are masked to the identity, loads clamped into bounds.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from fungrad.lax.reduce import (
     min_identity,
 )
 from fungrad.lax.utils import ANY, NUMERIC, check_kinds, operand, standard_primitive
+from fungrad.lowering import kernel
 from fungrad.transforms.jvp import Zero, deflinear, jvp_rules, tangent_aval
 from fungrad.transforms.transpose import deflinear_transpose
 from fungrad.transforms.vmap import batch_rules
@@ -309,3 +313,56 @@ def reduce_window(operand_, init_value, computation, window_dimensions, window_s
     return prim.bind(x, window_dimensions=window_dimensions, window_strides=window_strides,
                      padding=padding, base_dilation=base_dilation,
                      window_dilation=window_dilation)
+
+
+# -- lowering (fungrad/lowering/kernel.py): an inline reduction over each window ---------------
+
+def _reduce_window_lowering(name: str, op: str, identity):
+    def rule(ctx, x, *, window_dimensions, window_strides, padding, base_dilation,
+             window_dilation):
+        shape = _reduce_window_shape(x.shape, window_dimensions, window_strides, padding,
+                                     base_dilation, window_dilation)
+        if x.ndim == 0:
+            return x
+        acc = _accumulation_dtype(x.dtype)
+        init = ctx.const(identity(acc), acc)
+        if x.size == 0:  # every window holds only padding
+            return kernel.from_fn(shape, x.dtype, lambda idx: ctx.convert(init, x.dtype),
+                                  name)
+        dims = list(zip(x.shape, window_dimensions, window_strides, padding, base_dilation,
+                        window_dilation, shape))
+
+        def element(idx):
+            def body(*ks):
+                pos, conds = [], []
+                for o, k, (n, w, s, (lo, _), b, wd, m) in zip(idx, ks, dims):
+                    # the position in the dilated operand (padding removed): o*s + k*wd - lo
+                    p = ctx.isub(ctx.iadd(ctx.imul(o, ctx.iconst(s)),
+                                          ctx.imul(k, ctx.iconst(wd))), ctx.iconst(lo))
+                    if lo > 0:  # the low padding
+                        conds.append(ctx.op("ge", p, ctx.iconst(0)))
+                        p = ctx.op("max", p, ctx.iconst(0))
+                    if b > 1:  # the holes of the base dilation
+                        conds.append(ctx.op("eq", ctx.irem(p, ctx.iconst(b)), ctx.iconst(0)))
+                        p = ctx.idiv(p, ctx.iconst(b))
+                    if (m - 1) * s + (w - 1) * wd - lo > (n - 1) * b:  # the high padding
+                        conds.append(ctx.op("lt", p, ctx.iconst(n)))
+                        p = ctx.op("min", p, ctx.iconst(n - 1))
+                    pos.append(p)
+                v = ctx.convert(x.at(pos), acc)
+                if not conds:
+                    return v
+                inside = conds[0]
+                for c in conds[1:]:
+                    inside = ctx.op("and", inside, c)
+                return ctx.select(inside, v, init)
+            return ctx.convert(ctx.reduce(op, window_dimensions, body), x.dtype)
+        return kernel.from_fn(shape, x.dtype, element, name)
+    return rule
+
+
+for _p, _op, _identity in ((reduce_window_sum_p, "add", _zero),
+                          (reduce_window_max_p, "max", max_identity),
+                          (reduce_window_min_p, "min", min_identity)):
+    kernel.register_lowering(_p, _reduce_window_lowering(_p.name, _op, _identity))
+del _p, _op, _identity

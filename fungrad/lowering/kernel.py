@@ -462,3 +462,20 @@ def clamp_index(ctx: Ctx, i: Expr, lo: int, hi: int) -> Expr:
 def scalar_index(ctx: Ctx, t: Tensor) -> Expr:
     """The value of a 0-d integer tensor as an index."""
     return ctx.convert(t.at(()), INDEX)
+
+
+def substitute(ctx: Ctx, e: Expr, var: Var, by: Expr, memo: dict | None = None) -> Expr:
+    """``e`` with loop variable ``var`` replaced by the index expression ``by`` (interned, so
+    the result is identical to a node built directly at that index)."""
+    memo = {} if memo is None else memo
+    if var not in e.free:
+        return e
+    got = memo.get(id(e))
+    if got is None:
+        if e.op == "idx":
+            got = by
+        else:
+            got = ctx.node(e.op, tuple(substitute(ctx, a, var, by, memo) for a in e.args),
+                           e.dtype, e.attr)
+        memo[id(e)] = got
+    return got

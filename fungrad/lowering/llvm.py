@@ -21,8 +21,16 @@ import struct
 import numpy as np
 
 from fungrad.lowering import abi, llvm_math
-from fungrad.lowering.fusion import Gemm, Kernel, Program
-from fungrad.lowering.kernel import INDEX, Buffer, Expr, Var, reduce_identity
+from fungrad.lowering.fusion import Gemm, Kernel, Program, _walk
+from fungrad.lowering.kernel import (
+    INDEX,
+    MATH_UNARY,
+    Buffer,
+    Expr,
+    Var,
+    reduce_identity,
+    substitute,
+)
 
 # -- types and constants ---------------------------------------------------------------------
 
@@ -81,6 +89,8 @@ class _KernelWriter:
         self.chain: dict[Var, tuple[Var, ...]] = {}
         self.names: dict[int, str] = {}
         self.n = 0
+        self.row_loads: dict[int, tuple[str, str]] = {}   # node id -> (row buffer, type)
+        self.row_stores: dict[int, list] = {}             # reduce id -> [(node, row, type)]
 
     def tmp(self, hint: str = "t") -> str:
         self.n += 1
@@ -103,7 +113,13 @@ class _KernelWriter:
         if name is not None:
             return name
         op = e.op
-        if op == "const":
+        row = self.row_loads.get(id(e))
+        if row is not None:  # computed by a reduction's loop and kept in a row buffer
+            inner = self.kern.loops[-1]
+            p, name = self.tmp("p"), self.tmp()
+            self.lines[inner] += [f"  {p} = getelementptr inbounds {row[1]}, ptr {row[0]}, "
+                                  f"i64 %v{inner.id}", f"  {name} = load {row[1]}, ptr {p}"]
+        elif op == "const":
             name = literal(e.attr, e.dtype)
         elif op == "idx":
             name = f"%v{e.attr.id}"
@@ -157,6 +173,11 @@ class _KernelWriter:
         body = e.args[0]
         bval = self.value(body)
         bt = llvm_type(body.dtype)
+        for node, row, ty in self.row_stores.get(id(e), ()):
+            r = red.vars[0]
+            p = self.tmp("p")
+            self.lines[r] += [f"  {p} = getelementptr inbounds {ty}, ptr {row}, i64 %v{r.id}",
+                              f"  store {ty} {self.value(node)}, ptr {p}"]
         op = red.op
         arg = op in ("argmax", "argmin")
         init = literal(reduce_identity({"argmax": "max", "argmin": "min"}.get(op, op),
@@ -197,9 +218,52 @@ class _KernelWriter:
             lv = f"r{v.id}"
             chunk += [f"  br label %{lv}.latch", f"{lv}.latch:",
                       f"  %v{v.id}.next = add nuw nsw i64 %v{v.id}, 1",
-                      f"  br label %{lv}.head", f"{lv}.exit:"]
+                      f"  br label %{lv}.head{self.m.loop_md()}", f"{lv}.exit:"]
         self.lines[parent].extend(chunk)
         return pos[0] if arg else acc[0]
+
+    def _plan_row_buffers(self) -> None:
+        """Compute-at for rows: when a reduction over the innermost extent (softmax's sum of
+        ``exp(x - max)``) computes an expensive value that the stores need again at the same
+        row (``exp(x - max) / sum``), keep it in a stack row buffer instead of computing it
+        twice."""
+        kern, ctx = self.kern, self.m.prog.ctx
+        if not kern.loops or ctx is None or kern.loops[-1].extent > 16384:
+            return
+        inner = kern.loops[-1]
+        outer = set(kern.loops[:-1])
+        used = {id(x) for x in _walk([s.value for s in kern.stores])}
+        expensive: dict[int, bool] = {}
+
+        def costly(x):
+            c = expensive.get(id(x))
+            if c is None:
+                c = expensive[id(x)] = (x.op in MATH_UNARY or x.op in ("pow", "atan2")
+                                        or any(costly(a) for a in x.args))
+            return c
+        for red in [x for x in _walk([s.value for s in kern.stores]) if x.op == "reduce"]:
+            if len(red.attr.vars) != 1 or red.attr.vars[0].extent != inner.extent \
+                    or not red.free <= outer:
+                continue
+            r = red.attr.vars[0]
+            stack, seen = [red.args[0]], set()
+            while stack:
+                x = stack.pop()
+                if id(x) in seen or r not in x.free:
+                    continue
+                seen.add(id(x))
+                if x.op == "reduce" or not costly(x):
+                    continue
+                if x.op in MATH_UNARY or x.op in ("pow", "atan2"):
+                    twin = substitute(ctx, x, r, ctx.index(inner))
+                    if id(twin) in used and id(twin) not in self.row_loads:
+                        ty, row = llvm_type(x.dtype), self.tmp("row")
+                        self.lines[None].append(f"  {row} = alloca {ty}, i64 {inner.extent}, "
+                                                f"align 64")
+                        self.row_loads[id(twin)] = (row, ty)
+                        self.row_stores.setdefault(id(red), []).append((x, row, ty))
+                        continue
+                stack.extend(x.args)
 
     # the kernel function
     def function(self) -> str:
@@ -207,6 +271,7 @@ class _KernelWriter:
         for i, v in enumerate(kern.loops):
             self.chain[v] = kern.loops[:i + 1]
             self.lines[v] = []
+        self._plan_row_buffers()
         for k, st in enumerate(kern.stores):
             val = self.value(st.value)
             idx = self.value(st.index)
@@ -253,7 +318,7 @@ class _KernelWriter:
             body += self.lines[v]
             tail = [f"  br label %{lv}.latch", f"{lv}.latch:",
                     f"  %v{v.id}.next = add nuw nsw i64 %v{v.id}, 1",
-                    f"  br label %{lv}.head", f"{lv}.exit:"] + tail
+                    f"  br label %{lv}.head{self.m.loop_md()}", f"{lv}.exit:"] + tail
         body += tail
         params = ", ".join(f"ptr noalias {n}" for n in self.bufs.values())
         return (f"define internal void @{kern.name}({params}{', ' if params else ''}"
@@ -270,6 +335,14 @@ class ModuleWriter:
         self.math: set[tuple[str, str]] = set()   # (function, float dtype name)
         self.externals: dict[str, str] = {}       # symbol -> declare line
         self.functions: list[str] = []
+        self.n_loops = 0
+
+    def loop_md(self) -> str:
+        """Loop metadata for a back edge: no unrolling. Fully unrolling a short inner loop
+        (say 32 columns) made LLVM vectorise the outer loop with gathers and scatters, 20x
+        slower; the vectoriser still interleaves the loops it vectorises."""
+        self.n_loops += 1
+        return f", !llvm.loop !{self.n_loops + 1}"
 
     def need_math(self, fn: str, dtype: np.dtype) -> str:
         self.math.add((fn, dtype.name))
@@ -308,15 +381,7 @@ class ModuleWriter:
                 entry.append(f"  %buf{b.id} = getelementptr inbounds i8, ptr %scratch, "
                              f"i64 {b.index}")
                 ptr[b.id] = f"%buf{b.id}"
-        for step in prog.steps:
-            if isinstance(step, Kernel):
-                entry.extend(self._kernel_call(step, ptr))
-            elif isinstance(step, Gemm):
-                entry.extend(self.ops.gemm(step, ptr))
-            elif hasattr(step, "render_llvm"):  # a step kind defined beside its lowering rule
-                entry.extend(step.render_llvm(self, ptr))
-            else:
-                raise TypeError(f"LLVM renderer: unknown step {type(step).__name__}")
+        entry.extend(self.render_steps(prog.steps, ptr))
         funcs = "\n".join(self.functions)
         head = (f"define i32 @{prog.name}(ptr noalias %args, i64 %nthreads) {{\nentry:\n"
                 + "\n".join(entry) + "\n  ret i32 0\n}\n")
@@ -326,7 +391,25 @@ class ModuleWriter:
             pre = llvm_math.prelude(sorted({d for _, d in self.math}),
                                     sorted({f for f, _ in self.math}),
                                     declare_intrinsics=False)
-        return "\n".join(x for x in (decls, pre, funcs, head) if x)
+        md = "\n".join(['!1 = !{!"llvm.loop.unroll.disable"}']
+                       + [f"!{i + 2} = distinct !{{!{i + 2}, !1}}" for i in range(self.n_loops)])
+        return "\n".join(x for x in (decls, pre, funcs, head, md) if x)
+
+    def render_steps(self, steps, ptr: dict[int, str]) -> list[str]:
+        """Entry-function lines running ``steps`` in order; ``ptr`` maps a buffer id to the
+        LLVM value holding its address (control-flow steps render their bodies with it, each
+        body once, binding loop-carried buffers to phi values)."""
+        lines: list[str] = []
+        for step in steps:
+            if isinstance(step, Kernel):
+                lines.extend(self._kernel_call(step, ptr))
+            elif isinstance(step, Gemm):
+                lines.extend(self.ops.gemm(step, ptr))
+            elif hasattr(step, "render_llvm"):  # a step kind defined beside its lowering rule
+                lines.extend(step.render_llvm(self, ptr))
+            else:
+                raise TypeError(f"LLVM renderer: unknown step {type(step).__name__}")
+        return lines
 
     def _input_pointer(self, i: int, obj: str, data: str, lay) -> list[str]:
         """Data pointer of input ``i``: an ndarray's data, or a numpy scalar's inline value;

@@ -101,6 +101,7 @@ class Program:
     temps: list[Buffer]
     steps: list = field(default_factory=list)
     scratch_bytes: int = 0
+    ctx: Ctx | None = None  # the expression context (renderers build substituted nodes)
 
     def describe(self) -> str:
         """The fusion plan as text (for ``jit(f).lower(...).as_text()``)."""
@@ -118,6 +119,8 @@ class Program:
                 lines.append(f"  {type(s).__name__.lower()} {s.name}: writes "
                              f"{', '.join(b.name for b in s.writes())} reads "
                              f"{', '.join(b.name for b in s.reads())}")
+                if hasattr(s, "describe_body"):  # control flow: its sub-programs, indented
+                    lines.extend(f"    {line}" for line in s.describe_body())
         return "\n".join(lines)
 
 
@@ -148,14 +151,19 @@ class LoweringError(Exception):
 class Planner:
     """Builds a :class:`Program` from a closed jaxpr (see the module docstring)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, parent: Planner | None = None):
         self.name = name
-        self.ctx = Ctx(self)
-        self.buffers: list[Buffer] = []
+        if parent is None:
+            self.ctx = Ctx(self)
+            self.buffers: list[Buffer] = []
+            self.consts: list[tuple[Buffer, np.ndarray]] = []
+            self._n = {"kernel": 0}
+        else:  # a sub-program (a control-flow body): one program's nodes, buffers and names
+            self.ctx, self.buffers, self.consts, self._n = (
+                parent.ctx, parent.buffers, parent.consts, parent._n)
         self.steps: list = []
         self.pending: list[Tensor] = []
         self.origins: list[str] = []  # primitives lowered since the last flush
-        self._n = {"kernel": 0}
 
     # buffers and tensors
     def new_buffer(self, shape, dtype, kind: str, name: str | None = None) -> Buffer:
@@ -172,6 +180,54 @@ class Planner:
         t.buffer = buf
         t.view = (buf, tuple(range(len(buf.shape))))
         return t
+
+    def add_const(self, value, aval) -> Buffer:
+        """A buffer holding the constant ``value`` (passed to the entry point with the
+        program's other constants)."""
+        i = len(self.consts)
+        b = self.new_buffer(aval.shape, aval.dtype, "const", f"const{i}")
+        b.index = i
+        self.consts.append((b, np.ascontiguousarray(np.asarray(value, dtype=aval.dtype))))
+        return b
+
+    def lower_jaxpr(self, closed: core.ClosedJaxpr, args: list[Tensor]) -> list[Tensor]:
+        """Apply the lowering rules of ``closed``'s equations to the tensors ``args``; returns
+        the output tensors. Its consts become const buffers. While it runs, rules see this
+        planner as ``ctx.planner`` (a sub-program's steps go to the sub-planner)."""
+        jaxpr = closed.jaxpr
+        env: dict = dict(zip(jaxpr.invars, args))
+        for v, c in zip(jaxpr.constvars, closed.consts):
+            b = self.add_const(c, v.aval)
+            env[v] = self.buffer_tensor(b, b.name)
+
+        def read(x):
+            if isinstance(x, core.Literal):
+                value, dtype = x.val, x.aval.dtype
+                return K.from_fn(x.aval.shape, dtype, lambda idx: self.ctx.const(value, dtype),
+                                 "literal")
+            return env[x]
+
+        outer, self.ctx.planner = self.ctx.planner, self
+        try:
+            for eqn in jaxpr.eqns:
+                rule = K.lowering_rules.get(eqn.primitive)
+                if rule is None:
+                    raise LoweringError(f"jit: the primitive {eqn.primitive.name} has no "
+                                        f"lowering rule for the CPU compiler")
+                outs = rule(self.ctx, *map(read, eqn.invars), **eqn.params)
+                if not eqn.primitive.multiple_results:
+                    outs = [outs]
+                for v, t in zip(eqn.outvars, outs):
+                    if t.shape != v.aval.shape or t.dtype != v.aval.dtype:
+                        raise LoweringError(f"lowering rule of {eqn.primitive.name} produced "
+                                            f"{t.dtype.name}{list(t.shape)}, expected "
+                                            f"{v.aval.str_short()}")
+                    if not t.origin or t.origin in ("literal",):
+                        t.origin = eqn.primitive.name
+                    env[v] = t
+        finally:
+            self.ctx.planner = outer
+        return [read(v) for v in jaxpr.outvars]
 
     def materialize(self, t: Tensor) -> Tensor:
         if t.buffer is None:
@@ -267,47 +323,15 @@ def plan(closed: core.ClosedJaxpr, name: str = "main") -> Program:
     """Lower ``closed`` (already optimised) to a :class:`Program`."""
     p = Planner(name)
     jaxpr = closed.jaxpr
-    env: dict = {}
     inputs = []
     for i, v in enumerate(jaxpr.invars):
         b = p.new_buffer(v.aval.shape, v.aval.dtype, "input", f"in{i}")
         b.index = i
         inputs.append(b)
-        env[v] = p.buffer_tensor(b, f"in{i}")
-    consts = []
-    for i, (v, c) in enumerate(zip(jaxpr.constvars, closed.consts)):
-        b = p.new_buffer(v.aval.shape, v.aval.dtype, "const", f"const{i}")
-        b.index = i
-        consts.append((b, np.ascontiguousarray(np.asarray(c, dtype=v.aval.dtype))))
-        env[v] = p.buffer_tensor(b, f"const{i}")
-
-    def read(x):
-        if isinstance(x, core.Literal):
-            value, dtype = x.val, x.aval.dtype
-            return K.from_fn(x.aval.shape, dtype, lambda idx: p.ctx.const(value, dtype),
-                             "literal")
-        return env[x]
-
-    for eqn in jaxpr.eqns:
-        rule = K.lowering_rules.get(eqn.primitive)
-        if rule is None:
-            raise LoweringError(f"jit: the primitive {eqn.primitive.name} has no lowering "
-                                f"rule for the CPU compiler")
-        outs = rule(p.ctx, *map(read, eqn.invars), **eqn.params)
-        if not eqn.primitive.multiple_results:
-            outs = [outs]
-        for v, t in zip(eqn.outvars, outs):
-            if t.shape != v.aval.shape or t.dtype != v.aval.dtype:
-                raise LoweringError(f"lowering rule of {eqn.primitive.name} produced "
-                                    f"{t.dtype.name}{list(t.shape)}, expected "
-                                    f"{v.aval.str_short()}")
-            if not t.origin or t.origin in ("literal",):
-                t.origin = eqn.primitive.name
-            env[v] = t
+    results = p.lower_jaxpr(closed, [p.buffer_tensor(b, b.name) for b in inputs])
     outputs = []
     claimed = set()
-    for i, v in enumerate(jaxpr.outvars):
-        t = read(v)
+    for i, t in enumerate(results):
         if t.buffer is not None and t.buffer.kind == "temp" and id(t.buffer) not in claimed:
             b = t.buffer  # computed into a temporary: make that temporary the output
             b.kind, b.name = "output", f"out{i}"
@@ -322,7 +346,7 @@ def plan(closed: core.ClosedJaxpr, name: str = "main") -> Program:
         outputs.append(b)
     p.flush()
     temps = [b for b in p.buffers if b.kind == "temp"]
-    prog = Program(name, inputs, outputs, consts, temps, p.steps)
+    prog = Program(name, inputs, outputs, p.consts, temps, p.steps, ctx=p.ctx)
     prog.scratch_bytes = _assign_offsets(prog)
     return prog
 

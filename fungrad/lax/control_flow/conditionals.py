@@ -8,6 +8,8 @@ from fungrad import core, tree_util
 from fungrad.array import Array
 from fungrad.lax.control_flow.common import check_same_avals, eval_closed, trace_body
 from fungrad.lax.utils import operand, standard_primitive
+from fungrad.lowering import control_flow as control_flow_lowering
+from fungrad.lowering import kernel
 from fungrad.transforms.jvp import Zero, instantiate_zeros, jvp_jaxpr, jvp_rules, tangent_aval
 from fungrad.transforms.partial_eval import partial_eval_rules
 from fungrad.transforms.staging import trace_to_jaxpr
@@ -239,3 +241,12 @@ def _cond_partial_eval(trace, args, params):
 
 
 partial_eval_rules[cond_p] = _cond_partial_eval
+
+
+# -- lowering (fungrad/lowering/control_flow.py: a switch over natively compiled branches) -----
+
+def _cond_lowering(ctx, index, *ops, branches):
+    return control_flow_lowering.lower_cond(ctx, index, ops, branches)
+
+
+kernel.register_lowering(cond_p, _cond_lowering)

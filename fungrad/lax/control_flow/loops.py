@@ -11,6 +11,8 @@ from fungrad.array import Array
 from fungrad.core import ShapedArray
 from fungrad.lax.control_flow.common import avals_str, check_same_avals, eval_closed, trace_body
 from fungrad.lax.utils import operand, standard_primitive
+from fungrad.lowering import control_flow as control_flow_lowering
+from fungrad.lowering import kernel
 from fungrad.transforms.jvp import Zero, instantiate_zeros, jvp_jaxpr, jvp_rules, tangent_aval
 from fungrad.transforms.partial_eval import partial_eval_jaxpr, partial_eval_rules
 from fungrad.transforms.transpose import (
@@ -598,3 +600,20 @@ def _while_partial_eval(trace, args, params):
 
 
 partial_eval_rules[while_p] = _while_partial_eval
+
+
+# -- lowering (fungrad/lowering/control_flow.py: native loops over compiled bodies) --------------
+
+def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    nc, nb = cond_nconsts, body_nconsts
+    return control_flow_lowering.lower_while(ctx, cond_jaxpr, body_jaxpr, args[:nc],
+                                             args[nc:nc + nb], args[nc + nb:])
+
+
+def _scan_lowering(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, linear):
+    consts, init, xs = _split3(args, num_consts, num_carry)
+    return control_flow_lowering.lower_scan(ctx, jaxpr, consts, init, xs, length, reverse)
+
+
+kernel.register_lowering(while_p, _while_lowering)
+kernel.register_lowering(scan_p, _scan_lowering)

@@ -385,6 +385,8 @@ def _operand_buffer(ctx, x, order, trans_order):
     lay = _layout_of(x)
     if lay == tuple(order) or (lay is not None and lay == tuple(trans_order)):
         return x.view[0], lay != tuple(order)
+    if tuple(trans_order) == tuple(range(len(x.shape))):  # store it as it is, BLAS transposes
+        return ctx.materialize(x).buffer, True
     t = ctx.materialize(kernel.transposed(ctx, x, order, "dot_general operand"))
     return t.buffer, False
 

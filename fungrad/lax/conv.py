@@ -14,10 +14,16 @@ spatially reversed kernel (features swapped, strides turned into lhs dilation), 
 cotangent convolves lhs with the cotangent (groups becoming batch groups). The batch rule folds
 the vmapped axis into the batch dimension (lhs only), the output features (rhs only) or the
 feature groups (both), as JAX's ``_conv_general_dilated_batch_rule``.
+
+The CPU lowering multiplies an im2col patch matrix by the kernel through BLAS for large float
+convolutions without groups, and otherwise reduces over the window and input features inline,
+per output element; both read the lhs through masked, clamped loads (padding and dilation holes
+are zeros).
 """
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import NamedTuple
 
@@ -40,6 +46,7 @@ from fungrad.lax.windowed_reductions import (
     padtype_to_pads,
     strided_windows,
 )
+from fungrad.lowering import blas, kernel
 from fungrad.transforms.jvp import Zero, defjvp
 from fungrad.transforms.transpose import deflinear_transpose, is_undefined_primal
 from fungrad.transforms.vmap import batch_rules
@@ -558,3 +565,162 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
     return conv_general_dilated(x, y, (1,) * nsp, pads, strides, rhs_dilation, dnums,
                                 precision=precision,
                                 preferred_element_type=preferred_element_type)
+
+
+# -- lowering (fungrad/lowering/kernel.py) ------------------------------------------------------
+
+def _conv_input_index(ctx, p, k, *, stride, dilation, lo, lhs_dilation, size):
+    """(valid, index) of the lhs element under output position ``p`` and window offset ``k``
+    of one spatial dimension: the position in the dilated, padded input is
+    ``p * stride + k * dilation``; it holds an element when it is past the low padding, on the
+    lhs dilation grid and before the end. ``index`` is clamped, so the load is always in
+    bounds (the caller zeroes it where ``valid`` is false)."""
+    q = ctx.iadd(ctx.iadd(ctx.imul(p, ctx.iconst(stride)), ctx.imul(k, ctx.iconst(dilation))),
+                 ctx.iconst(-lo))
+    valid = ctx.op("ge", q, ctx.iconst(0))
+    qc = kernel.clamp_index(ctx, q, 0, lhs_dilation * size)
+    if lhs_dilation > 1:
+        on_grid = ctx.op("eq", ctx.irem(qc, ctx.iconst(lhs_dilation)), ctx.iconst(0))
+        valid = ctx.op("and", valid, on_grid)
+        qc = ctx.idiv(qc, ctx.iconst(lhs_dilation))
+    valid = ctx.op("and", valid, ctx.op("lt", qc, ctx.iconst(size)))
+    return valid, kernel.clamp_index(ctx, qc, 0, size - 1)
+
+
+def _stored_in_order(ctx, x, order):
+    """``x`` with its dimensions permuted to ``order``, as a tensor reading a buffer laid out in
+    that order: x's own buffer when it already is, else a stored copy (which also computes a
+    fused producer once instead of once per use)."""
+    t = kernel.transposed(ctx, x, order, "conv_general_dilated operand")
+    if t.view is not None and t.view[1] == tuple(range(len(order))):
+        return t
+    return ctx.materialize(t)
+
+
+_GEMM_MIN_FLOPS = 16384  # below ~32^3 multiply-adds the inline reduction wins
+_GEMM_MAX_PATCH_BYTES = 1 << 28  # the patch matrix is a temporary: 256 MiB at most
+
+
+def _conv_patches(ctx, x, n, pos, ks, ci, *, c_base, zero, acc, params):
+    """The (masked) lhs element under output ``pos``, window offset ``ks`` and input feature
+    ``ci`` of the group at ``c_base``; ``x`` is laid out (N, spatial..., C) or None when lhs
+    is empty (all padding)."""
+    if x is None:
+        return zero
+    window_strides, padding, lhs_dilation, rhs_dilation, in_sp = params
+    li, valid = [n], None
+    for k in range(len(pos)):
+        v, i = _conv_input_index(
+            ctx, pos[k], ks[k], stride=window_strides[k], dilation=rhs_dilation[k],
+            lo=padding[k][0], lhs_dilation=lhs_dilation[k], size=in_sp[k])
+        li.append(i)
+        valid = v if valid is None else ctx.op("and", valid, v)
+    li.append(ctx.iadd(c_base, ci))
+    xv = ctx.convert(x.at(tuple(li)), acc)
+    return xv if valid is None else ctx.select(valid, xv, zero)
+
+
+def _conv_as_gemm(ctx, x, rhs, rhs_spec, out_spec, canonical, out_shape, extents, acc, zero,
+                  params):
+    """im2col: the (masked) lhs windows stored as a (N*spatial, window*I) matrix, multiplied by
+    the kernel as a (window*I, O) matrix through BLAS (as dot_general); the (N, spatial..., O)
+    product is read back in the output's dimension order."""
+    from fungrad.lowering.fusion import Gemm
+    nsp = len(canonical) - 2
+    o_total = canonical[1]
+    spatial = canonical[2:]
+
+    def patch(idx):
+        n, pos, ks, ci = idx[0], idx[1:1 + nsp], idx[1 + nsp:1 + 2 * nsp], idx[-1]
+        return _conv_patches(ctx, x, n, pos, ks, ci, c_base=ctx.iconst(0), zero=zero, acc=acc,
+                             params=params)
+    patches = ctx.materialize(kernel.from_fn((canonical[0], *spatial, *extents), acc, patch,
+                                             "conv_general_dilated patches"))
+    w = _stored_in_order(ctx, rhs, (*rhs_spec[2:], rhs_spec[1], rhs_spec[0]))
+    w_buf = w.buffer if w.buffer is not None else w.view[0]
+    planner = ctx.planner
+    c = planner.new_buffer((canonical[0], *spatial, o_total), acc, "temp")
+    m, k = canonical[0] * math.prod(spatial), math.prod(extents)
+    planner.add_step(Gemm("conv_general_dilated", patches.buffer, w_buf, c, m, o_total, k,
+                          False, False))
+    prod = planner.buffer_tensor(c, "conv_general_dilated")
+    perm = [0] * len(out_shape)  # output dim -> dim of the (N, spatial..., O) product
+    perm[out_spec[0]], perm[out_spec[1]] = 0, nsp + 1
+    for j in range(nsp):
+        perm[out_spec[j + 2]] = j + 1
+    if perm == sorted(perm):
+        return prod
+    return kernel.transposed(ctx, prod, perm, "conv_general_dilated")
+
+
+def _conv_general_dilated_lowering(
+        ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+        dimension_numbers, feature_group_count, batch_group_count, precision,
+        preferred_element_type):
+    """Float convolutions without groups large enough for BLAS are an im2col matrix product
+    (:func:`_conv_as_gemm`). Otherwise an inline reduction per output element over (window
+    offsets, input feature in the group), the input feature innermost: both operands are read
+    from buffers laid out as
+    (N, spatial..., C) and (O, window..., I) (copied there when they are not), so the inner
+    loop is a contiguous dot product the vectoriser handles. lhs elements come through masked,
+    clamped loads: positions in the padding or between dilated elements are zero, multiplied
+    with the kernel value as in the impl (so 0 * inf is NaN there too). Products accumulate in
+    the impl's dtype (float32 for float16, int64 for integers and bool) and are cast like
+    ``convert_element_type``."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
+    acc = accumulation_dtype(lhs.dtype, out_dtype)
+    nsp = len(lhs.shape) - 2
+    n_total, o_total = lhs.shape[lhs_spec[0]], rhs.shape[rhs_spec[0]]
+    i_size = rhs.shape[rhs_spec[1]]
+    in_sp = [lhs.shape[lhs_spec[k + 2]] for k in range(nsp)]
+    win = [rhs.shape[rhs_spec[k + 2]] for k in range(nsp)]
+    spatial = [strided_windows(dilate_dim(in_sp[k], lhs_dilation[k]) + sum(padding[k]),
+                               dilate_dim(win[k], rhs_dilation[k]), window_strides[k])
+               for k in range(nsp)]
+    bg, fg = batch_group_count, feature_group_count
+    canonical = (n_total // bg, o_total, *spatial)
+    out_shape = [0] * len(out_spec)
+    for k, d in enumerate(out_spec):
+        out_shape[d] = canonical[k]
+    extents = [*win, i_size]
+    if 0 in extents or 0 in out_shape:
+        return kernel.from_fn(tuple(out_shape), out_dtype,
+                              lambda idx: ctx.const(0, out_dtype), "conv_general_dilated")
+    lhs_order = (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])  # (N, spatial..., C)
+    zero = ctx.const(0, acc)
+    params = (window_strides, padding, lhs_dilation, rhs_dilation, in_sp)
+    m, k = canonical[0] * math.prod(spatial), math.prod(extents)
+    if (bg == 1 and fg == 1 and acc.kind == "f" and lhs.dtype == rhs.dtype == out_dtype == acc
+            and m * o_total * k >= _GEMM_MIN_FLOPS
+            and m * k * acc.itemsize <= _GEMM_MAX_PATCH_BYTES
+            and blas.find_blas().available):
+        x = None  # the patches read a stored lhs in any layout
+        if lhs.size:
+            x = kernel.transposed(ctx, lhs, lhs_order, "conv_general_dilated operand")
+            x = x if x.view is not None else ctx.materialize(x)
+        return _conv_as_gemm(ctx, x, rhs, rhs_spec, out_spec, canonical, out_shape, extents,
+                             acc, zero, params)
+    x = None if lhs.size == 0 else _stored_in_order(ctx, lhs, lhs_order)
+    w = _stored_in_order(ctx, rhs, (rhs_spec[0], *rhs_spec[2:], rhs_spec[1]))  # (O, window.., I)
+
+    def element(idx):
+        n, o = idx[out_spec[0]], idx[out_spec[1]]
+        pos = [idx[out_spec[k + 2]] for k in range(nsp)]
+        if bg > 1:  # batch group g of the output features reads batch slice g
+            g = ctx.idiv(o, ctx.iconst(o_total // bg))
+            n = ctx.iadd(ctx.imul(g, ctx.iconst(n_total // bg)), n)
+        c_base = ctx.imul(ctx.idiv(o, ctx.iconst(o_total // fg)), ctx.iconst(i_size)) \
+            if fg > 1 else ctx.iconst(0)
+
+        def body(*r):
+            ks, ci = r[:nsp], r[nsp]
+            xv = _conv_patches(ctx, x, n, pos, ks, ci, c_base=c_base, zero=zero, acc=acc,
+                               params=params)
+            return ctx.op("mul", xv, ctx.convert(w.at((o, *ks, ci)), acc))
+        return ctx.convert(ctx.reduce("add", extents, body), out_dtype)
+
+    return kernel.from_fn(tuple(out_shape), out_dtype, element, "conv_general_dilated")
+
+
+kernel.register_lowering(conv_general_dilated_p, _conv_general_dilated_lowering)

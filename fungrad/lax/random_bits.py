@@ -8,7 +8,8 @@ shape (0-d operands broadcast); it has two uint32 results of that shape.
 
 Rules: the outputs are integers, so their tangents are zero (random bits never carry a
 derivative: gradients flow only through what samplers compute from them); batching is
-elementwise.
+elementwise. The lowering is the cipher in uint32 kernel ops per element (so it fuses with the
+samplers around it).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from fungrad.core import ShapedArray
 from fungrad.lax.utils import broadcasting_shape, operand, standard_primitive
+from fungrad.lowering import kernel
 from fungrad.transforms.jvp import defjvp_zero
 from fungrad.transforms.vmap import defbroadcasting
 
@@ -84,3 +86,41 @@ def threefry2x32(key1, key2, x1, x2):
             for a in (key1, key2, x1, x2)]
     _threefry2x32_abstract_eval(*(a.aval for a in args))
     return threefry2x32_p.bind(*args)
+
+
+# -- lowering (fungrad/lowering/kernel.py) ------------------------------------------------------
+
+def _threefry2x32_lowering(ctx, k1, k2, x1, x2):
+    """The 20 rounds as uint32 kernel ops per element (additions wrap, rotations are
+    shl/shr_logical/or). Both outputs share one interned expression, so when they are stored
+    by one kernel the cipher runs once per element."""
+    u32 = np.dtype(np.uint32)
+    shape = max((t.shape for t in (k1, k2, x1, x2)), key=len)
+    memo: dict = {}
+
+    def c(v: int):
+        return ctx.const(v, u32)
+
+    def rotl(v, r: int):
+        return ctx.op("or", ctx.op("shl", v, c(r)), ctx.op("shr_logical", v, c(32 - r)))
+
+    def cipher(idx):
+        key = tuple(idx)
+        if key not in memo:
+            a, b, y0, y1 = (t.at(kernel.broadcast_index(ctx, t, idx)) for t in (k1, k2, x1, x2))
+            ks = (a, b, ctx.op("xor", ctx.op("xor", a, b), c(int(_KS_PARITY))))
+            y = [ctx.op("add", y0, ks[0]), ctx.op("add", y1, ks[1])]
+            for i in range(5):
+                for r in _ROTATIONS[i % 2]:
+                    y[0] = ctx.op("add", y[0], y[1])
+                    y[1] = ctx.op("xor", rotl(y[1], r), y[0])
+                y[0] = ctx.op("add", y[0], ks[(i + 1) % 3])
+                y[1] = ctx.op("add", ctx.op("add", y[1], ks[(i + 2) % 3]), c(i + 1))
+            memo[key] = y
+        return memo[key]
+
+    return [kernel.from_fn(shape, u32, lambda idx: cipher(idx)[0], "threefry2x32"),
+            kernel.from_fn(shape, u32, lambda idx: cipher(idx)[1], "threefry2x32")]
+
+
+kernel.register_lowering(threefry2x32_p, _threefry2x32_lowering)

@@ -632,15 +632,16 @@ kernel.register_lowering(argmin_p, _arg_lowering("argmin"))
 
 # -- lowering of the cumulative reductions ------------------------------------------------------
 #
-# A scan is one kernel over the operand's index space whose store reads the previous element
-# from its own output buffer: out[i] = combine(out[i - 1], x[i]) (out[i + 1] when reverse), with
-# out[first] = x[first]. Loops run in the operand's dimension order, so the scanned axis is
-# sequential and the dimensions before it are independent (the kernel is parallel when the axis
-# is not the outermost one); the operand's own expression fuses into the kernel. float16 sums,
-# products and logsumexps accumulate in a float32 buffer, rounded once per element as in the
-# impl. The combines are the impl's ufuncs (logaddexp to the ulps of exp/log1p); float max/min
-# are the kernel ops (NaN sticks, -0.0 < 0.0). NB: that is JAX's cummax/cummin; numpy's
-# maximum/minimum pick either zero on a -0.0/0.0 tie, depending on the dtype and SIMD path.
+# A scan is a kernel over the operand's index space whose store reads the previous element
+# from its own output buffer: out[i] = combine(out[i - 1], x[i]) (out[i + 1] when reverse),
+# after a small kernel stored out[first] = x[first]. Loops run in the operand's dimension order,
+# so the scanned axis is sequential and the dimensions before it are independent (the kernel is
+# parallel when the axis is not the outermost one); the operand's own expression fuses into the
+# kernels. float16 sums, products and logsumexps accumulate in a float32 buffer, rounded once
+# per element as in the impl. The combines are the impl's ufuncs (logaddexp to the ulps of
+# exp/log1p); float max/min are the kernel ops (NaN sticks, -0.0 < 0.0). NB: that is JAX's
+# cummax/cummin; numpy's maximum/minimum pick either zero on a -0.0/0.0 tie, depending on the
+# dtype and SIMD path.
 
 _LOGE2 = float(np.log(2.0))
 
@@ -692,29 +693,46 @@ def _cumulative_lowering(name: str, op: str):
             return kernel.from_fn(x.shape, x.dtype, lambda idx: ctx.const(0, x.dtype), name)
         planner = ctx.planner
         planner.flush()  # stored inputs are read back, not recomputed inside the scan
-
-        loops = tuple(kernel.Var(d) for d in x.shape)
         n = x.shape[axis]
-        pos = [ctx.index(v) for v in loops]
-        if reverse:
-            pos[axis] = ctx.isub(ctx.iconst(n - 1), pos[axis])
-        pos = tuple(pos)
-        cur = ctx.convert(x.at(pos), acc)
-        if _recomputes_reduction(cur, loops):
-            # a reduction inside the operand would be re-evaluated for every scanned element:
-            # store the operand first
+
+        def position(loops, at):
+            idx = [ctx.index(v) for v in loops]
+            idx.insert(axis, at)
+            return tuple(idx)
+
+        # kernel 1 stores the first element of every line; kernel 2 runs u over [0, n - 1):
+        # out[u + 1] = combine(out[u], x[u + 1]) (mirrored when reverse). The indices stay
+        # affine, so LLVM forwards each stored value to the next step's load, and sees that
+        # lines of one step are independent.
+        others = tuple(kernel.Var(d) for i, d in enumerate(x.shape) if i != axis)
+        step = kernel.Var(n - 1)
+        u = ctx.index(step)
+        first = position(others, ctx.iconst(n - 1 if reverse else 0))
+        pos = position(others, ctx.isub(ctx.iconst(n - 2), u) if reverse else
+                       ctx.iadd(u, ctx.iconst(1)))
+        prev = position(others, ctx.isub(ctx.iconst(n - 1), u) if reverse else u)
+        x0, cur = ctx.convert(x.at(first), acc), ctx.convert(x.at(pos), acc)
+        scan_loops = (*others[:axis], step, *others[axis:])
+        if _recomputes_reduction(x0, others) or _recomputes_reduction(cur, scan_loops):
+            # a reduction inside the operand would be re-evaluated for every line or scanned
+            # element: store the operand first
             x = ctx.materialize(x)
             planner.flush()
-            cur = ctx.convert(x.at(pos), acc)
+            x0, cur = ctx.convert(x.at(first), acc), ctx.convert(x.at(pos), acc)
         buf = planner.new_buffer(x.shape, acc, "temp")
-        prev = list(pos)
-        prev[axis] = kernel.clamp_index(ctx, ctx.iadd(pos[axis], ctx.iconst(1 if reverse else -1)),
-                                        0, n - 1)
-        combined = _cumulative_combine(ctx, op, ctx.load(buf, ctx.flat_index(prev, x.shape)), cur)
-        first = ctx.op("eq", ctx.index(loops[axis]), ctx.iconst(0))
-        store = Store(buf, ctx.flat_index(pos, x.shape), ctx.select(first, cur, combined))
-        kern = Kernel(f"{name}_{buf.name}", loops, [store], parallel=axis > 0, origins=(name,))
-        planner.add_step(kern)
+        planner.add_step(Kernel(f"{name}_{buf.name}_first", others,
+                                [Store(buf, ctx.flat_index(first, x.shape), x0)],
+                                parallel=bool(others), origins=(name,)))
+        if n > 1:
+            combined = _cumulative_combine(ctx, op, ctx.load(buf, ctx.flat_index(prev, x.shape)),
+                                           cur)
+            # the dimensions in order: lines before the axis are independent; a compute-bound
+            # combine (logaddexp) scans in the outermost loop instead, so the independent
+            # lines of one step form the inner loops, which vectorise
+            nest = (step, *others) if op == "logaddexp" else scan_loops
+            planner.add_step(Kernel(f"{name}_{buf.name}", nest,
+                                    [Store(buf, ctx.flat_index(pos, x.shape), combined)],
+                                    parallel=nest[0] is not step, origins=(name,)))
         out = planner.buffer_tensor(buf, name)
         if acc != x.dtype:
             out = kernel.map_fn(ctx, lambda a: ctx.convert(a, x.dtype), out, dtype=x.dtype,

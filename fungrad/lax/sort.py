@@ -8,7 +8,8 @@ every NaN (whatever its sign) sorts after +inf. ``top_k`` instead follows XLA's 
 
 Derivatives follow the permutation: the jvp sorts an iota along with the keys and gathers the
 tangents with the resulting indices (top_k gathers with its own indices); integer outputs have
-zero tangents. Batching shifts ``dimension`` / ``axis`` past the vmapped dimension.
+zero tangents. Batching shifts ``dimension`` / ``axis`` past the vmapped dimension. Both lower
+to a native stable merge sort step (``fungrad/lowering/sort_step.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 from fungrad import core
 from fungrad.core import ShapedArray
 from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
+from fungrad.lowering import kernel
 from fungrad.transforms.jvp import Zero, jvp_rules, tangent_aval
 from fungrad.transforms.vmap import batch_rules, moveaxis
 
@@ -235,3 +237,34 @@ def top_k(operand_, k: int, *, axis: int = -1):
     axis = _canonical_dimension("top_k", axis, x.shape)
     values, indices = top_k_p.bind(x, k=k, axis=axis)
     return values, indices
+
+
+# -- lowering: a native merge sort step (fungrad/lowering/sort_step.py) --------------------------
+
+def _sort_step(ctx, operands, dimension, num_keys, order, k):
+    from fungrad.lowering.sort_step import SortStep, scratch_slots
+    planner = ctx.planner
+    shape = operands[0].shape
+    inputs = [ctx.materialize(x).buffer for x in operands]
+    outs = [planner.new_buffer(shape[:dimension] + (k,) + shape[dimension + 1:], x.dtype, "temp")
+            for x in operands]
+    index = None
+    if order == "top_k":
+        index = planner.new_buffer(outs[0].shape, np.int32, "temp")
+    slots = scratch_slots(shape, dimension)
+    scratch = planner.new_buffer((4 * shape[dimension] * slots,), np.int64, "temp")
+    planner.add_step(SortStep(f"{order}_{outs[0].name}", inputs, outs, scratch, shape,
+                              dimension, num_keys, order, k, index))
+    return [planner.buffer_tensor(b, order) for b in outs + ([index] if index else [])]
+
+
+def _sort_lowering(ctx, *operands, dimension, is_stable, num_keys):
+    return _sort_step(ctx, operands, dimension, num_keys, "sort", operands[0].shape[dimension])
+
+
+def _top_k_lowering(ctx, x, *, k, axis):
+    return _sort_step(ctx, [x], axis, 1, "top_k", k)
+
+
+kernel.register_lowering(sort_p, _sort_lowering)
+kernel.register_lowering(top_k_p, _top_k_lowering)

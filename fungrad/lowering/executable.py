@@ -52,6 +52,7 @@ class Executable:
         self._nthreads = threads.num_threads()
         if len(self._outs) == 1 and not self._consts and not self._scratch_bytes:
             self.call = self._call_simple  # the common small case, without the general packing
+        self.compile_time_s = time.perf_counter() - t0
 
     def _call_simple(self, args) -> list[Array]:
         shape, dtype, weak = self._outs[0]
@@ -64,7 +65,6 @@ class Executable:
         if self._fn(packed, self._nthreads):
             return Executable.call(self, args)  # a non-contiguous input: the general path
         return [Array(out, weak)]
-        self.compile_time_s = time.perf_counter() - t0
 
     def call(self, args) -> list[Array]:
         """Run on ``args`` (Arrays or numpy values with exactly ``in_avals``, checked by the

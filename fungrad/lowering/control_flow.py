@@ -47,16 +47,18 @@ class Carry:
 
     __slots__ = ("home", "spare", "cur", "nxt", "start_home")
 
-    def __init__(self, planner: Planner, t: Tensor, name: str, start_home: bool):
+    def __init__(self, planner: Planner, t: Tensor, name: str, start_home: bool,
+                 store_init: bool = True):
         self.home = planner.new_buffer(t.shape, t.dtype, "temp")
         self.spare = planner.new_buffer(t.shape, t.dtype, "temp")
         self.cur = planner.new_buffer(t.shape, t.dtype, "view", f"{name}.cur")
         self.nxt = planner.new_buffer(t.shape, t.dtype, "view", f"{name}.next")
         self.cur.ready = True  # holds the carry when an iteration starts
         self.start_home = start_home
-        init = K.from_fn(t.shape, t.dtype, t.at, f"{name} init")
-        init.buffer = self.home if start_home else self.spare
-        planner.pending.append(init)  # stored by a kernel before the loop step
+        if store_init:  # (not when nothing can read the initial value)
+            init = K.from_fn(t.shape, t.dtype, t.at, f"{name} init")
+            init.buffer = self.home if start_home else self.spare
+            planner.pending.append(init)  # stored by a kernel before the loop step
 
 
 class Slice:
@@ -68,9 +70,25 @@ class Slice:
         self.view, self.whole = view, whole
 
 
-def _stored(ctx: K.Ctx, t: Tensor) -> Buffer:
-    """A buffer holding ``t`` (stored by the parent program before the step)."""
-    return ctx.materialize(t).buffer
+def _stored(ctx: K.Ctx, t: Tensor, used: bool = True) -> Buffer | None:
+    """A buffer holding ``t`` (stored by the parent program before the step), or None when
+    no sub-program reads it (then it is not stored at all)."""
+    return ctx.materialize(t).buffer if used else None
+
+
+def _used_invars(closed: core.ClosedJaxpr) -> list[bool]:
+    """Which inputs of ``closed`` its equations or outputs read."""
+    j = closed.jaxpr
+    read = {id(x) for e in j.eqns for x in e.invars} | {id(x) for x in j.outvars}
+    return [id(v) in read for v in j.invars]
+
+
+def _unread(aval) -> Tensor:
+    """The input tensor of a sub-program for an operand it never reads."""
+    def element(idx):
+        raise RuntimeError(f"lowering: an operand of shape {aval.shape} that a control-flow "
+                           "body does not use was read")
+    return K.from_fn(aval.shape, aval.dtype, element, "unused operand")
 
 
 def _step_name(planner: Planner, kind: str) -> str:
@@ -78,12 +96,15 @@ def _step_name(planner: Planner, kind: str) -> str:
     return f"{kind}{n}"
 
 
-def _sub_program(parent: Planner, name: str, closed: core.ClosedJaxpr, inputs: list[Buffer],
-                 targets: list[Buffer | None]) -> Planner:
-    """Plan ``closed`` applied to the buffers ``inputs``; output ``k`` is stored into
-    ``targets[k]`` (skipped where None). Returns the sub-planner (its ``steps``)."""
+def _sub_program(parent: Planner, name: str, closed: core.ClosedJaxpr,
+                 inputs: list[Buffer | None], targets: list[Buffer | None]) -> Planner:
+    """Plan ``closed`` applied to the buffers ``inputs`` (None: an input it does not read);
+    output ``k`` is stored into ``targets[k]`` (skipped where None). Returns the sub-planner
+    (its ``steps``)."""
     sub = Planner(name, parent)
-    outs = sub.lower_jaxpr(closed, [sub.buffer_tensor(b, b.name) for b in inputs])
+    args = [_unread(v.aval) if b is None else sub.buffer_tensor(b, b.name)
+            for b, v in zip(inputs, closed.jaxpr.invars)]
+    outs = sub.lower_jaxpr(closed, args)
     for t, target in zip(outs, targets):
         if target is not None:
             store = K.from_fn(t.shape, t.dtype, t.at, t.origin or name)
@@ -117,17 +138,18 @@ class _ControlStep:
             for s in steps:
                 r |= real(s.reads())
                 w |= real(s.writes())
-        self._reads, self._writes = set(reads), set(writes)
+        self._reads, self._writes = r, w
 
     def reads(self) -> set[Buffer]:
         return self._reads
 
-    def _body_lines(self, title: str, steps: list) -> list[str]:
-        lines = Program(title, [], [], [], [], steps).describe().splitlines()[1:]
-        return [f"{title}: {len(steps)} steps"] + lines
-
     def writes(self) -> set[Buffer]:
         return self._writes
+
+    def _body_lines(self, title: str, steps: list) -> list[str]:
+        """A sub-program's plan as text (``Program.describe`` shows it under the step)."""
+        lines = Program(title, [], [], [], [], steps).describe().splitlines()[1:]
+        return [f"{title}: {len(steps)} steps"] + lines
 
 
 def _labels(mw) -> str:
@@ -207,7 +229,8 @@ def lower_cond(ctx: K.Ctx, index: Tensor, operands, branches) -> list[Tensor]:
         return parent.lower_jaxpr(branches[k], list(operands))
     name = _step_name(parent, "cond")
     idx = _stored(ctx, index)
-    ins = [_stored(ctx, t) for t in operands]
+    used = [any(u) for u in zip(*map(_used_invars, branches))]
+    ins = [_stored(ctx, t, u) for t, u in zip(operands, used)]
     outs = [parent.new_buffer(a.shape, a.dtype, "temp") for a in branches[0].out_avals]
     progs = [_sub_program(parent, f"{name}.branch{b}", br, ins, outs).steps
              for b, br in enumerate(branches)]
@@ -254,13 +277,15 @@ def lower_while(ctx: K.Ctx, cond_jaxpr, body_jaxpr, cond_consts, body_consts, in
     """Lowering of ``while[cond_jaxpr body_jaxpr ...] *cond_consts *body_consts *init``."""
     parent = ctx.planner
     name = _step_name(parent, "while")
-    cconsts = [_stored(ctx, t) for t in cond_consts]
-    bconsts = [_stored(ctx, t) for t in body_consts]
-    fixed = _invariant(body_jaxpr, len(body_consts), len(init))
+    nc, nb = len(cond_consts), len(body_consts)
+    cond_used, body_used = _used_invars(cond_jaxpr), _used_invars(body_jaxpr)
+    cconsts = [_stored(ctx, t, u) for t, u in zip(cond_consts, cond_used)]
+    bconsts = [_stored(ctx, t, u) for t, u in zip(body_consts, body_used)]
+    fixed = _invariant(body_jaxpr, nb, len(init))
     carries, cur_in, out_tensors, nxt = [], [], [], []
     for k, (t, inv) in enumerate(zip(init, fixed)):
         if inv:  # passed through unchanged: a constant of the loop
-            cur_in.append(_stored(ctx, t))
+            cur_in.append(_stored(ctx, t, cond_used[nc + k] or body_used[nb + k]))
             out_tensors.append(t)
             nxt.append(None)
         else:
@@ -297,8 +322,6 @@ class ScanStep(_ControlStep):
         return self._body_lines(f"body ({order}length {self.length})", self.body)
 
     def render_llvm(self, mw, ptr: dict[int, str]) -> list[str]:
-        if self.length == 0:  # carries stay at their initial value (stored home), ys are empty
-            return []
         lbl = _labels(mw)
         inner = dict(ptr)
         lines = [f"  br label %{lbl}.pre", f"{lbl}.pre:", f"  br label %{lbl}.head",
@@ -327,36 +350,46 @@ class ScanStep(_ControlStep):
 def lower_scan(ctx: K.Ctx, jaxpr, consts, init, xs, length: int, reverse: bool
                ) -> list[Tensor]:
     """Lowering of ``scan[jaxpr num_consts num_carry length reverse] *consts *init *xs``."""
+    if length == 0:  # the carries keep their init values; the ys are empty
+        return list(init) + [
+            K.from_fn((0, *a.shape), a.dtype, lambda idx, a=a: ctx.const(0, a.dtype), "scan")
+            for a in jaxpr.out_avals[len(init):]]
     parent = ctx.planner
     name = _step_name(parent, "scan")
-    const_bufs = [_stored(ctx, t) for t in consts]
+    n_consts, n_carry = len(consts), len(init)
+    used = _used_invars(jaxpr)
+    const_bufs = [_stored(ctx, t, u) for t, u in zip(consts, used)]
     # after `length` swaps the final value is where the initial one was iff length is even
     start_home = length % 2 == 0
-    fixed = _invariant(jaxpr, len(consts), len(init))
+    fixed = _invariant(jaxpr, n_consts, n_carry)
     carries, cur_in, carry_outs, targets = [], [], [], []
     for k, (t, inv) in enumerate(zip(init, fixed)):
-        if inv or length == 0:  # unchanged (or never run): the init value is the result
-            cur_in.append(_stored(ctx, t))
+        if inv:  # passed through unchanged: a constant of the loop
+            cur_in.append(_stored(ctx, t, used[n_consts + k]))
             carry_outs.append(t)
             targets.append(None)
         else:
-            c = Carry(parent, t, f"{name}.carry{k}", start_home)
+            # the body runs at least once: an initial value it never reads is never seen
+            c = Carry(parent, t, f"{name}.carry{k}", start_home, used[n_consts + k])
             carries.append(c)
             cur_in.append(c.cur)
             carry_outs.append(parent.buffer_tensor(c.home, name))
             targets.append(c.nxt)
-    x_slices = []
+    x_slices, x_in = [], []
     for k, t in enumerate(xs):
+        if not used[n_consts + n_carry + k]:
+            x_in.append(None)
+            continue
         view = parent.new_buffer(t.shape[1:], t.dtype, "view", f"{name}.x{k}")
         view.ready = True
         x_slices.append(Slice(view, _stored(ctx, t)))
+        x_in.append(view)
     y_slices = []
     for k, a in enumerate(jaxpr.out_avals[len(init):]):
         whole = parent.new_buffer((length, *a.shape), a.dtype, "temp")
         y_slices.append(Slice(parent.new_buffer(a.shape, a.dtype, "view", f"{name}.y{k}"),
                               whole))
-    body = _sub_program(parent, f"{name}.body", jaxpr,
-                        const_bufs + cur_in + [s.view for s in x_slices],
+    body = _sub_program(parent, f"{name}.body", jaxpr, const_bufs + cur_in + x_in,
                         targets + [s.view for s in y_slices])
     parent.add_step(ScanStep(name, body.steps, carries, x_slices, y_slices, length, reverse))
     return carry_outs + [parent.buffer_tensor(s.whole, name) for s in y_slices]

@@ -117,8 +117,8 @@ class Program:
                              f" fuses [{', '.join(s.origins)}]")
             else:
                 lines.append(f"  {type(s).__name__.lower()} {s.name}: writes "
-                             f"{', '.join(b.name for b in s.writes())} reads "
-                             f"{', '.join(b.name for b in s.reads())}")
+                             f"{', '.join(sorted(b.name for b in s.writes()))} reads "
+                             f"{', '.join(sorted(b.name for b in s.reads()))}")
                 if hasattr(s, "describe_body"):  # control flow: its sub-programs, indented
                     lines.extend(f"    {line}" for line in s.describe_body())
         return "\n".join(lines)

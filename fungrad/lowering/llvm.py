@@ -447,7 +447,53 @@ class ModuleWriter:
         n = kern.loops[0].extent if kern.loops else 1
         args = ", ".join(f"ptr {ptr[bid]}" for bid in used)
         sep = ", " if args else ""
-        return [f"  call void @{kern.name}({args}{sep}i64 0, i64 {n})"]
+        if not (kern.parallel and n >= 2 and kernel_cost(kern) >= PARALLEL_COST):
+            return [f"  call void @{kern.name}({args}{sep}i64 0, i64 {n})"]
+        # large: split the outermost loop across threads (runtime.py's fg_parallel_for);
+        # a trampoline unpacks the buffer pointers from a small array on the stack
+        from fungrad.lowering import runtime
+        runtime.ensure_registered()
+        self.declare("fg_parallel_for", runtime.parallel_for_decl())
+        k, m = kern.name, len(used)
+        loads = [f"  %p{i} = getelementptr inbounds ptr, ptr %ctx, i64 {i}\n"
+                 f"  %a{i} = load ptr, ptr %p{i}" for i in range(m)]
+        targs = ", ".join(f"ptr %a{i}" for i in range(m))
+        self.functions.append(
+            f"define internal void @{k}.par(ptr %ctx, i64 %s, i64 %e) {{\nentry:\n"
+            + "\n".join(loads) + ("\n" if loads else "")
+            + f"  call void @{k}({targs}{', ' if targs else ''}i64 %s, i64 %e)\n  ret void\n}}\n")
+        lines = [f"  %{k}.ss = call ptr @llvm.stacksave.p0()",
+                 f"  %{k}.ctx = alloca ptr, i64 {max(m, 1)}"]
+        for i, bid in enumerate(used):
+            lines += [f"  %{k}.c{i} = getelementptr inbounds ptr, ptr %{k}.ctx, i64 {i}",
+                      f"  store ptr {ptr[bid]}, ptr %{k}.c{i}"]
+        lines += [f"  call void @fg_parallel_for(ptr @{k}.par, ptr %{k}.ctx, i64 {n}, "
+                  f"i64 %nthreads)",
+                  f"  call void @llvm.stackrestore.p0(ptr %{k}.ss)"]
+        return lines
+
+
+#: a kernel estimated at this many operations (~100 us on one core) is split across threads
+PARALLEL_COST = 2_000_000
+_OP_COST = dict.fromkeys(MATH_UNARY, 20) | {"pow": 40, "atan2": 30, "div": 4, "rem": 6,
+                                             "sqrt": 4, "rsqrt": 5, "const": 0, "idx": 0}
+
+
+def kernel_cost(kern: Kernel) -> int:
+    """Rough operation count of a kernel (transcendentals weigh ~20 adds; reductions multiply
+    their body by their extent); decides whether threads pay for themselves."""
+    memo: dict[int, int] = {}
+
+    def cost(e: Expr) -> int:
+        c = memo.get(id(e))
+        if c is None:
+            c = _OP_COST.get(e.op, 1) + sum(cost(a) for a in e.args)
+            if e.op == "reduce":
+                c = c * int(np.prod([v.extent for v in e.attr.vars]))
+            memo[id(e)] = c
+        return c
+    per_iter = sum(cost(s.value) + 1 for s in kern.stores)
+    return per_iter * int(np.prod([v.extent for v in kern.loops]))
 
 
 def render(prog: Program) -> str:

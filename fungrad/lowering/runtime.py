@@ -162,33 +162,24 @@ def _register() -> None:
     _module = module
 
 
-def _pause_instruction() -> str:
-    """The spin-wait hint of this CPU as an IR call (none on other architectures)."""
-    arch = cpu.host().triple.split("-")[0]
-    if arch in ("x86_64", "i386", "i686"):
-        return "call void @llvm.x86.sse2.pause()"
-    if arch in ("aarch64", "arm64"):
-        return "call void @llvm.aarch64.hint(i32 1)"  # YIELD
-    return ""
+_PAUSE = {  # arch -> (declaration, spin-wait hint); other architectures spin without a hint
+    "x86_64": ("declare void @llvm.x86.sse2.pause()", "call void @llvm.x86.sse2.pause()"),
+    "aarch64": ("declare void @llvm.aarch64.hint(i32)", "call void @llvm.aarch64.hint(i32 1)"),
+}
+_PAUSE["arm64"] = _PAUSE["aarch64"]  # macOS spelling of the triple
 
 
-def _pause_declare() -> str:
-    arch = cpu.host().triple.split("-")[0]
-    if arch in ("x86_64", "i386", "i686"):
-        return "declare void @llvm.x86.sse2.pause()"
-    if arch in ("aarch64", "arm64"):
-        return "declare void @llvm.aarch64.hint(i32)"
-    return ""
-
-
-def runtime_ir() -> str:
-    """The runtime module's IR text for this host (pause instruction and signal numbers)."""
+def runtime_ir(arch: str | None = None) -> str:
+    """The runtime module's IR text for ``arch`` (default: this host's, from its triple): the
+    spin-wait hint (x86 ``pause``, AArch64 ``yield``) and this platform's signal numbers."""
+    arch = cpu.host().triple.split("-")[0] if arch is None else arch
+    declare, pause = _PAUSE.get(arch, ("", ""))
     unblocked = [signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT,
                  signal.SIGTRAP]
     keep = "\n".join(f"  call i32 @fg_rt_sigdelset(ptr %newmask, i32 {int(s)})"
                      for s in unblocked)
     return _IR.substitute(
-        PAUSE=_pause_instruction(), PAUSE_DECLARE=_pause_declare(), MAX_THREADS=MAX_THREADS,
+        PAUSE=pause, PAUSE_DECLARE=declare, MAX_THREADS=MAX_THREADS,
         MAX_WORKERS=MAX_THREADS - 1, STACK_BYTES=_STACK_BYTES, WORKER_SPIN=_WORKER_SPIN,
         WORKER_YIELDS=_WORKER_YIELDS, CALLER_SPIN=_CALLER_SPIN, SIG_BLOCK=int(signal.SIG_BLOCK),
         SIG_SETMASK=int(signal.SIG_SETMASK), KEEP_SIGNALS=keep)
@@ -490,7 +481,7 @@ publish:
   store atomic i64 %nw, ptr @word seq_cst, align 8
   %s32 = load atomic i32, ptr @sleepers seq_cst, align 4
   %s = sext i32 %s32 to i64
-  %nsignal = add i64 0, 0
+  %nsignal = call i64 @llvm.smin.i64(i64 %s, i64 %rest)
   %wake = icmp sgt i64 %nsignal, 0
   br i1 %wake, label %signal_lock, label %run0
 signal_lock:

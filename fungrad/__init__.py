@@ -7,7 +7,7 @@
 __version__ = "0.1.0"
 
 from fungrad import ad_checkpoint, lax, nn, numpy, random, scipy, tree_util  # noqa: E402,F401
-from fungrad.api import block_until_ready, make_jaxpr, vmap  # noqa: E402
+from fungrad.api import block_until_ready, jit, make_jaxpr, vmap  # noqa: E402
 from fungrad.array import Array  # noqa: E402
 from fungrad.config import config  # noqa: E402
 from fungrad.core import (  # noqa: E402
@@ -43,7 +43,8 @@ __all__ = [
     "Array", "ClosedJaxpr", "ConcretizationTypeError", "Jaxpr", "ShapedArray",
     "TracerArrayConversionError", "UnexpectedTracerError", "__version__", "ad_checkpoint",
     "block_until_ready", "checkpoint", "checkpoint_policies", "config", "custom_jvp",
-    "custom_vjp", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "lax", "linearize",
+    "custom_vjp", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax",
+    "linearize",
     "make_jaxpr", "nn", "numpy", "random", "remat", "scipy", "stop_gradient", "tree_util",
     "value_and_grad", "vjp", "vmap",
 ]

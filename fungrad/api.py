@@ -7,6 +7,7 @@ import functools
 from fungrad import core, tree_util
 from fungrad.array import Array, is_arraylike
 from fungrad.ir.passes import simplify
+from fungrad.transforms.jit import jit  # noqa: F401  (re-exported: fungrad.jit)
 from fungrad.transforms.staging import trace_to_jaxpr
 
 

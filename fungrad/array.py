@@ -49,6 +49,18 @@ class Array:
             return v.copy()
         return v
 
+    def delete(self) -> None:
+        """Free the value (``jax.Array.delete``); any later use raises RuntimeError. jit deletes
+        the Arrays passed for ``donate_argnums`` this way."""
+        if type(self._value) is not _DeletedValue:
+            aval = self.aval
+            self._value = _DeletedValue(f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]")
+            self._aval = None
+
+    def is_deleted(self) -> bool:
+        """Whether :meth:`delete` (or a donating jit call) freed this Array."""
+        return type(self._value) is _DeletedValue
+
     def block_until_ready(self) -> Array:
         """Wait for the value to be computed (CPU values always are) and return self."""
         return self
@@ -117,6 +129,25 @@ class Array:
 
     def __deepcopy__(self, memo):
         return self
+
+
+class _DeletedValue:
+    """The value of a deleted Array: every use (numpy conversion, an attribute such as
+    ``shape``, ``bool()``...) raises RuntimeError, as using a deleted ``jax.Array`` does."""
+
+    __slots__ = ("shape_str",)
+
+    def __init__(self, shape_str: str):
+        self.shape_str = shape_str
+
+    def _fail(self, *args, **kwargs):
+        raise RuntimeError(
+            f"Array has been deleted with shape={self.shape_str}. It was donated to a jitted "
+            "function (donate_argnums) or deleted with Array.delete(); use the function's "
+            "outputs instead of a donated argument.")
+
+    __getattr__ = __array__ = __bool__ = __int__ = __float__ = __index__ = _fail
+    __len__ = __iter__ = __getitem__ = __complex__ = _fail
 
 
 def is_arraylike(x) -> bool:

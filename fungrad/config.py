@@ -19,6 +19,12 @@ _OPTIONS = {
     # Do not read or write the on-disk cache of compiled CPU code (fungrad/lowering/cache.py);
     # the environment variable FUNGRAD_DISABLE_CACHE=1 does the same.
     "disable_compile_cache": False,
+    # Log (logger "fungrad.jit", level WARNING) why a jitted function is traced again: which
+    # argument's shape, dtype, weak type or static value changed, or its pytree structure.
+    "explain_recompiles": False,
+    # A jitted function traced more than this many times warns once (RetraceWarning) with the
+    # last change; 0 turns the warning off.
+    "jit_retrace_warning_threshold": 8,
 }
 
 

@@ -337,6 +337,8 @@ SAMPLES = {
     "custom_vjp_call": _binary(_exp_times, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
     "checkpoint": _binary(fg.checkpoint(lambda x, y: lax.mul(lax.sin(x), y)),
                           lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
+    "jit": _binary(fg.jit(lambda x, y: lax.mul(lax.sin(x), y)),
+                   lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
 }
 
 NAMES = sorted(SAMPLES)

@@ -21,9 +21,10 @@ How the pool works (all of it is LLVM IR text compiled here once per process; no
   late can never take a chunk of a later job, and the caller itself takes any chunk no worker has
   claimed yet: no call waits on a sleeping thread, and correctness never depends on the workers
   (a failed ``pthread_create`` or a forked child just runs more chunks on the caller).
-- An idle worker spins on the word (``pause``) for ~20 µs, yields a few times, then sleeps on a
-  pthread condition variable; the caller signals only as many sleepers as it has chunks. So
-  back-to-back kernels cost no wake-up, and an idle pool costs no CPU.
+- An idle worker spins on the word (2000 ``pause``: ~8 µs on Zen 4, ~10x that on recent Intel
+  cores), calls ``sched_yield`` 16 times, then sleeps on a pthread condition variable; the caller
+  signals only as many sleepers as it has chunks. So back-to-back kernels cost no wake-up (a
+  fork-join then costs ~0.3-0.4 µs), and an idle pool costs no CPU.
 - The caller waits for the workers' chunks by spinning, then ``sched_yield``.
 - One job at a time: a caller that finds the pool busy (another Python thread, or ``fn`` itself
   calling ``fg_parallel_for``) runs ``fn(ctx, 0, n)`` inline. Nested and concurrent calls are
@@ -67,8 +68,9 @@ MAX_THREADS = 256
 """Most threads one ``fg_parallel_for`` call uses (the caller plus 255 workers)."""
 
 _STACK_BYTES = 8 << 20
-# Spin counts, measured on the 2-vCPU Zen 4 VM (bench numbers in the issue-4 report): one pause
-# iteration there is ~10 ns, so workers spin ~20 µs before yielding and sleeping.
+# Spin counts. One pause iteration takes ~4 ns on the Zen 4 VM this was measured on, so an idle
+# worker spins ~8 µs, then yields 16 times (~10 µs more when the core is free) before it sleeps:
+# long enough to catch the next kernel of the same jitted call, or the next call from Python.
 _WORKER_SPIN = 2000
 _WORKER_YIELDS = 16
 _CALLER_SPIN = 4000
@@ -191,7 +193,7 @@ def runtime_ir(arch: str | None = None) -> str:
 #   @done      chunks finished by workers in the current job
 #   @busy      1 while a caller owns the pool (one job at a time)
 #   @sleepers  workers asleep (or about to sleep) on @cond; changed under @mutex
-#   @job       fn, ctx, n, k of the current job: written by the owning caller before it publishes
+#   @job_state fn, ctx, n, k of the current job: written by the owning caller before it publishes
 #              @word (release), read by a worker only after its claim succeeded (acquire), which
 #              also keeps the caller from starting another job before that chunk is done
 # Each hot variable sits on its own cache line. pthread objects get 256 bytes, more than any

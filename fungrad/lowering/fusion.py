@@ -233,6 +233,8 @@ class Planner:
         if t.buffer is None:
             t.buffer = self.new_buffer(t.shape, t.dtype, "temp")
             self.pending.append(t)
+            if t.view is None:  # once stored, transposes/reshapes of t are views of it
+                t.view = (t.buffer, tuple(range(len(t.shape))))
         return t
 
     def add_step(self, step) -> None:

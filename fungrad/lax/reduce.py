@@ -612,8 +612,33 @@ def reduce(operands, init_values, computation, dimensions):
 def _reduce_lowering(op):
     def rule(ctx, x, *, axes):
         acc = _accumulation_dtype(x.dtype) if op in ("add", "mul") else x.dtype
+        if (acc == x.dtype and axes and x.ndim - 1 not in axes and x.size >= 4096
+                and min(x.shape[a] for a in axes) >= 8):
+            return _column_reduction(ctx, x, axes, op)
         return kernel.reduced(ctx, x, axes, op, acc, x.dtype, f"reduce_{op}")
     return rule
+
+
+def _column_reduction(ctx, x, axes, op):
+    """A reduction that keeps the last axis (bias gradients: sum over the batch) walks x in
+    memory order and accumulates into the output row, instead of one strided inner loop per
+    output element: a kernel storing the identity, then a read-modify-write kernel."""
+    from fungrad.lowering.fusion import Store
+    planner = ctx.planner
+    kept = [d for d in range(x.ndim) if d not in axes]
+    out_shape = tuple(x.shape[d] for d in kept)
+    buf = planner.new_buffer(out_shape, x.dtype, "temp")
+    ident = ctx.const(kernel.reduce_identity(op, x.dtype), x.dtype)
+    planner.add_kernel("init", out_shape, lambda idx: [
+        Store(buf, ctx.flat_index(idx, out_shape), ident)], origin=f"reduce_{op}")
+
+    def accumulate(idx):
+        at = ctx.flat_index([idx[d] for d in kept], out_shape)
+        return [Store(buf, at, x.at(idx), combine=op)]
+    # the outermost loop may run in parallel only when it is not reduced
+    planner.add_kernel("colred", x.shape, accumulate, parallel=0 not in axes,
+                       origin=f"reduce_{op}")
+    return planner.buffer_tensor(buf, f"reduce_{op}")
 
 
 def _arg_lowering(op):

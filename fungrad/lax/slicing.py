@@ -43,7 +43,7 @@ from fungrad.lax.shape import (
 )
 from fungrad.lax.utils import operand, operands_same_dtype, standard_primitive
 from fungrad.lowering import kernel
-from fungrad.lowering.fusion import Kernel, Store
+from fungrad.lowering.fusion import Store
 from fungrad.transforms.jvp import (
     Zero,
     defjvp,
@@ -621,25 +621,9 @@ _CONCAT_SELECT_MAX = 4  # up to this many pieces, concatenate is a select chain 
 
 def append_kernel(ctx, prefix: str, shape, stores_at, *, parallel: bool = True,
                   origin: str = "") -> None:
-    """Append a loop nest over ``shape`` whose stores are ``stores_at(index_exprs)`` (a list of
-    ``fusion.Store``). Pending tensors are stored first, so the stores read them from memory;
-    reductions the loop nest would recompute (evaluated inside loops they do not depend on)
-    are stored by earlier kernels, as the planner does for its own kernels."""
-    planner = ctx.planner
-    planner.flush()
-    planner._n["kernel"] += 1  # the program-wide kernel count keeps function names unique
-    name = f"{prefix}{planner._n['kernel']}"
-    while True:
-        loops = tuple(kernel.Var(n) for n in shape)  # fresh variables: no stale memo entries
-        kern = Kernel(name, loops, stores_at(tuple(ctx.index(v) for v in loops)), parallel,
-                      (origin or prefix,))
-        recomputed = planner._recomputed_reductions(kern)
-        if not recomputed:
-            break
-        for t in recomputed:
-            ctx.materialize(t)
-        planner.flush()
-    planner.add_step(kern)
+    """Append a loop nest over ``shape`` whose stores are ``stores_at(index_exprs)``
+    (``fusion.Planner.add_kernel``)."""
+    ctx.planner.add_kernel(prefix, shape, stores_at, parallel=parallel, origin=origin)
 
 
 def _clamped_start(ctx, start: kernel.Tensor, hi: int) -> kernel.Expr:

@@ -237,6 +237,27 @@ class Planner:
                 t.view = (t.buffer, tuple(range(len(t.shape))))
         return t
 
+    def add_kernel(self, prefix: str, shape, stores_at, *, parallel: bool = True,
+                   origin: str = "") -> None:
+        """Append a hand-built loop nest over ``shape`` whose stores are
+        ``stores_at(index_exprs)`` (a list of :class:`Store`): for rules that write memory
+        themselves (scatter, column reductions). Pending tensors are stored first; reductions
+        the nest would recompute are stored by earlier kernels."""
+        self.flush()
+        self._n["kernel"] += 1  # program-wide count: names stay unique in sub-programs
+        name = f"{prefix}{self._n['kernel']}"
+        while True:
+            loops = tuple(Var(n) for n in shape)  # fresh variables: no stale memo entries
+            kern = Kernel(name, loops, stores_at(tuple(self.ctx.index(v) for v in loops)),
+                          parallel, (origin or prefix,))
+            recomputed = self._recomputed_reductions(kern)
+            if not recomputed:
+                break
+            for t in recomputed:
+                self.materialize(t)
+            self.flush()
+        self.add_step(kern)
+
     def add_step(self, step) -> None:
         """Append a non-kernel step (its inputs are stored first)."""
         self.flush()

@@ -89,11 +89,11 @@ class _Once:
 
 class _JaxprMemo:
     """Values derived from a ClosedJaxpr (its jvp, batched, partially evaluated or transposed
-    jaxpr, its executable), memoised per jaxpr *object* and made once each.
+    jaxpr; its executable), memoised per jaxpr *object* and made once each.
 
     NB: ClosedJaxpr has no ``__weakref__`` slot, so this is keyed by ``id(jaxpr)`` with the
     jaxpr kept alive by its entry (so the id cannot be reused), in an LRU bounded to
-    ``maxsize`` entries, as JAX's ``weakref_lru_cache`` bounds the same memos.
+    ``maxsize`` entries (JAX bounds the same memos, with weak keys).
     """
 
     def __init__(self, maxsize: int):
@@ -118,7 +118,13 @@ class _JaxprMemo:
             self._entries.clear()
 
 
-_memo = _JaxprMemo(4096)
+_memo = _JaxprMemo(2048)
+"""Transformed jaxprs (small)."""
+
+_exe_memo = _JaxprMemo(128)
+"""Executables of jaxprs bound as ``jit`` equations outside the hot path (transformed jaxprs
+evaluated eagerly, jit calls inside eagerly run control flow). ~200 KB of machine code each,
+hence the smaller bound; the hot path keeps its executables on the jitted function instead."""
 
 
 # -- the call primitive and its rules -------------------------------------------------------------
@@ -132,7 +138,7 @@ def _compile(jaxpr: core.ClosedJaxpr, backend: str, name: str):
 
 def _executable(jaxpr: core.ClosedJaxpr, name: str, backend: str = "cpu"):
     """The executable of ``jaxpr``, compiled once per jaxpr object and backend."""
-    return _memo.get(jaxpr, ("exe", backend), lambda: _compile(jaxpr, backend, name))
+    return _exe_memo.get(jaxpr, backend, lambda: _compile(jaxpr, backend, name))
 
 
 def _jit_impl(*args, jaxpr, name):
@@ -702,9 +708,8 @@ class _JitFunction:
                                              tuple(sorted(i for i in donated if 0 <= i < n)))
 
     def executable(self, traced: _Traced):
-        # Kept on the trace-cache entry too: the memo is bounded, the entry lives as long as
-        # the jitted function.
-        return traced.compiled.get(lambda: _executable(traced.jaxpr, self.name, self.backend))
+        # Kept on the trace-cache entry, so it lives exactly as long as the jitted function.
+        return traced.compiled.get(lambda: _compile(traced.jaxpr, self.backend, self.name))
 
     def clear_cache(self):
         with self.lock:

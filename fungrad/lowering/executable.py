@@ -82,6 +82,7 @@ class Executable:
                             for a in self.out_avals)
         # the thread budget (FUNGRAD_NUM_THREADS, CPU affinity) is read once per executable
         self._nthreads = threads.num_threads()
+        self._aval0 = self.out_avals[0] if self.out_avals else None
         if len(self._outs) == 1 and not self._consts and not self._scratch_bytes:
             self.call = self._call_simple  # the common small case, without the general packing
         self.compile_time_s = time.perf_counter() - t0
@@ -97,7 +98,9 @@ class Executable:
             packed = (*[a._value if type(a) is Array else a for a in args], out)
         if self._fn(packed, self._nthreads):
             return Executable.call(self, args)  # a non-contiguous input: the general path
-        return [Array(out, weak)]
+        r = Array(out, weak)
+        r._aval = self._aval0  # known: chained calls (y = f(y)) skip rebuilding it
+        return [r]
 
     def call(self, args) -> list[Array]:
         """Run on ``args`` (Arrays or numpy values with exactly ``in_avals``, checked by the
@@ -121,7 +124,10 @@ class Executable:
             status = self._fn(packed, self._nthreads)
         if scratch is not None:
             self._scratch.append(scratch)
-        return [Array(o, w) for o, w in zip(outs, self._weak)]
+        res = [Array(o, w) for o, w in zip(outs, self._weak)]
+        for r, a in zip(res, self.out_avals):
+            r._aval = a
+        return res
 
     def as_text(self) -> str:
         """The optimised jaxpr, the fusion plan and the LLVM IR."""

@@ -456,6 +456,8 @@ class _JitFunction:
         # avals -> (exe.call, out_tree or None for a single output); and the last hit of each.
         self.fast: tuple[dict, dict] = ({}, {})
         self.last = [(None, None), (None, None)]
+        # pytrees of Arrays (nested tuples/lists/dicts): structure-and-avals key -> same value
+        self.fast_trees: tuple[dict, dict] = ({}, {})
         self.flat_trees: dict = {}   # (number of positional, keywords) -> treedef of leaves
         self.layouts: dict = {}      # number of positional arguments -> which are static
         self.num_traces = 0
@@ -683,6 +685,15 @@ class _JitFunction:
                 c.leaves[i].delete()
         if not kwargs:
             self.remember(c, exe, traced, avals)
+            if not self.has_options:
+                try:
+                    key = tuple(_tree_key(a, []) for a in args)
+                except TypeError:
+                    key = None
+                if key is not None:
+                    tree = None if tree_util.treedef_is_leaf(traced.out_tree) else \
+                        traced.out_tree
+                    self.fast_trees[config.enable_x64][key] = (exe.call, tree)
         return tree_util.tree_unflatten(traced.out_tree, outs)
 
     def remember(self, c: _Call, exe, traced: _Traced, avals):
@@ -714,7 +725,7 @@ class _JitFunction:
     def clear_cache(self):
         with self.lock:
             self.cache.clear()
-            for table in self.fast:
+            for table in (*self.fast, *self.fast_trees):
                 table.clear()
             self.layouts.clear()
             self.last[:] = [(None, None), (None, None)]
@@ -819,6 +830,22 @@ class Compiled:
 # -- the public function --------------------------------------------------------------------------
 
 _aval_of = Array._aval.__get__   # the cached aval of an Array; a TypeError for anything else
+
+
+def _tree_key(x, leaves: list):
+    """Structure-and-avals key of a pytree made only of Arrays, tuples, lists and dicts,
+    appending its leaves in ``tree_flatten``'s order (dict keys sorted); a TypeError for
+    anything else. Much cheaper than ``tree_flatten`` plus aval tuples on the hot path."""
+    t = type(x)
+    if t is Array:
+        leaves.append(x)
+        return _aval_of(x) or x.aval
+    if t is tuple or t is list:
+        return (t, *[_tree_key(e, leaves) for e in x])
+    if t is dict:
+        keys = sorted(x)
+        return (dict, tuple(keys), *[_tree_key(x[k], leaves) for k in keys])
+    raise TypeError
 _trace_state = core._state
 
 
@@ -887,7 +914,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), b
                         return outs[0] if tree is None else tree.unflatten(outs)
             return general(args, kwargs)
     else:
-        fast, last = info.fast, info.last
+        fast, last, trees = info.fast, info.last, info.fast_trees
         state = _trace_state
         aval_of = _aval_of
 
@@ -915,6 +942,15 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), b
                     hit = None
                 if hit is not None:
                     outs = hit[0](args)
+                    tree = hit[1]
+                    return outs[0] if tree is None else tree.unflatten(outs)
+                try:  # pytrees of Arrays
+                    leaves: list = []
+                    hit = trees[x64].get(tuple([_tree_key(a, leaves) for a in args]))
+                except TypeError:
+                    hit = None
+                if hit is not None:
+                    outs = hit[0](leaves)
                     tree = hit[1]
                     return outs[0] if tree is None else tree.unflatten(outs)
             return general(args, kwargs)

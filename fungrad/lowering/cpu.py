@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import sys
 import tempfile
 import threading
 import time
@@ -181,6 +182,9 @@ class CompiledModule:
                 engine.close()
 
     def __del__(self):
+        # at interpreter exit llvmlite's own globals may already be gone: leave the memory
+        if sys.is_finalizing():
+            return
         if getattr(self, "_engine", None) is not None and llvm_lock is not None:
             self.close()
 

@@ -18,6 +18,8 @@ from fungrad.core import (  # noqa: E402
     TracerArrayConversionError,
     UnexpectedTracerError,
 )
+from fungrad.lowering.cpu import CompileError  # noqa: E402
+from fungrad.lowering.fusion import LoweringError  # noqa: E402
 from fungrad.transforms.autodiff import (  # noqa: E402
     grad,
     hessian,
@@ -40,7 +42,8 @@ def stop_gradient(x):
 
 
 __all__ = [
-    "Array", "ClosedJaxpr", "ConcretizationTypeError", "Jaxpr", "ShapedArray",
+    "Array", "ClosedJaxpr", "CompileError", "ConcretizationTypeError", "Jaxpr", "LoweringError",
+    "ShapedArray",
     "TracerArrayConversionError", "UnexpectedTracerError", "__version__", "ad_checkpoint",
     "block_until_ready", "checkpoint", "checkpoint_policies", "config", "custom_jvp",
     "custom_vjp", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax",

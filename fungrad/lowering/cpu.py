@@ -92,6 +92,10 @@ def host() -> Host:
                     features += ",-prefer-256-bit"
                 tm = target.create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
                 tm0 = target.create_target_machine(cpu=cpu, features=features, opt=0, jit=True)
+                # libc/libm symbols become resolvable (for the link check below) only once an
+                # MCJIT engine exists in the process: create and drop one now
+                llvm.create_mcjit_compiler(llvm.parse_assembly(""),
+                                           target.create_target_machine(jit=True)).close()
                 blas.register_llvm_symbols()
                 _host = Host(triple, cpu, features, str(tm.target_data), target, tm, tm0)
     return _host
@@ -326,6 +330,9 @@ def _check_externals(ir_text, name, externals):
     to address 0 and the first call would crash the interpreter."""
     import llvmlite.binding as llvm
 
+    if "fg_parallel_for" in externals:  # the native thread pool: compiled on first use
+        from fungrad.lowering import runtime
+        runtime.ensure_registered()
     with llvm_lock:
         missing = [s for s in externals if llvm.address_of_symbol(s) is None]
     if missing:

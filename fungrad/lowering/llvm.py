@@ -473,8 +473,9 @@ class ModuleWriter:
         return lines
 
 
-#: a kernel estimated at this many operations (~100 us on one core) is split across threads
-PARALLEL_COST = 2_000_000
+#: a kernel estimated at this many operations (~20-50 us on one core) is split across threads;
+#: a fork-join of the native pool costs ~0.3 us with awake workers, ~3 us waking them
+PARALLEL_COST = 300_000
 _OP_COST = dict.fromkeys(MATH_UNARY, 20) | {"pow": 40, "atan2": 30, "div": 4, "rem": 6,
                                              "sqrt": 4, "rsqrt": 5, "const": 0, "idx": 0}
 

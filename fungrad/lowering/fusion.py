@@ -64,9 +64,24 @@ class Kernel:
         return {s.buffer for s in self.stores}
 
     def cost(self) -> int:
-        """Rough work estimate: nodes per innermost iteration times the iteration count."""
-        n = sum(_count_nodes(s.value) for s in self.stores)
-        return n * math.prod(v.extent for v in self.loops)
+        """Rough operation count (a transcendental weighs ~20 adds; a reduction multiplies its
+        body by its extent): renderers use it to decide whether threads pay for themselves."""
+        memo: dict[int, int] = {}
+
+        def cost(e: Expr) -> int:
+            c = memo.get(id(e))
+            if c is None:
+                c = _OP_COST.get(e.op, 1) + sum(cost(a) for a in e.args)
+                if e.op == "reduce":
+                    c *= math.prod(v.extent for v in e.attr.vars)
+                memo[id(e)] = c
+            return c
+        per_iter = sum(cost(s.value) + 1 for s in self.stores)
+        return per_iter * math.prod(v.extent for v in self.loops)
+
+
+_OP_COST = dict.fromkeys(K.MATH_UNARY, 20) | {"pow": 40, "atan2": 30, "div": 4, "rem": 6,
+                                               "sqrt": 4, "rsqrt": 5, "const": 0, "idx": 0}
 
 
 @dataclass
@@ -138,10 +153,6 @@ def _walk(roots):
 
 def _loaded_buffers(roots) -> set[Buffer]:
     return {e.attr for e in _walk(roots) if e.op == "load"}
-
-
-def _count_nodes(root) -> int:
-    return sum(1 for e in _walk([root]) if e.op not in ("const", "idx"))
 
 
 class LoweringError(Exception):

@@ -23,9 +23,7 @@ import numpy as np
 from fungrad.lowering import abi, llvm_math
 from fungrad.lowering.fusion import Gemm, Kernel, Program, _walk
 from fungrad.lowering.kernel import (
-    INDEX,
     MATH_UNARY,
-    Buffer,
     Expr,
     Var,
     reduce_identity,
@@ -71,12 +69,6 @@ def literal(value, dtype: np.dtype) -> str:
 
 
 # -- kernels -----------------------------------------------------------------------------------
-
-_FCMP = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
-_ICMP_S = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
-_ICMP_U = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
-_FLOAT_FLAGS = "reassoc contract"  # only inside reductions; never nnan/ninf
-
 
 class _KernelWriter:
     """Emits the body of one kernel function (see the module docstring for placement)."""
@@ -140,17 +132,10 @@ class _KernelWriter:
         a0 = e.args[0] if e.args else None
         if op == "load":
             buf = e.attr
-            mt = memory_type(buf.dtype)
             p = self.tmp("p")
-            lines.append(f"  {p} = getelementptr inbounds {mt}, ptr {self.bufs[buf.id]}, "
-                         f"i64 {args[0]}")
-            if buf.dtype.kind == "b":
-                b = self.tmp()
-                lines.append(f"  {b} = load i8, ptr {p}")
-                lines.append(f"  {out} = icmp ne i8 {b}, 0")
-            else:
-                lines.append(f"  {out} = load {mt}, ptr {p}")
-            return out
+            lines.append(f"  {p} = getelementptr inbounds {memory_type(buf.dtype)}, "
+                         f"ptr {self.bufs[buf.id]}, i64 {args[0]}")
+            return self._load(lines, out, p, buf.dtype)
         if op == "select":
             lines.append(f"  {out} = select i1 {args[0]}, {ty} {args[1]}, {ty} {args[2]}")
             return out
@@ -161,6 +146,15 @@ class _KernelWriter:
             lines.append(f"  {out} = bitcast {src} {args[0]} to {dst}")
             return out
         return self.m.ops.emit(lines, out, e, args, self)
+
+    def _load(self, lines: list[str], out: str, p: str, dtype) -> str:
+        """``out = *p`` for an element of ``dtype`` (bool is an i8 in memory)."""
+        if dtype.kind == "b":
+            raw = self.tmp()
+            lines += [f"  {raw} = load i8, ptr {p}", f"  {out} = icmp ne i8 {raw}, 0"]
+        else:
+            lines.append(f"  {out} = load {memory_type(dtype)}, ptr {p}")
+        return out
 
     def _reduce(self, e: Expr) -> str:
         """Emit the loops of reduction ``e`` into its scope; returns the accumulator."""
@@ -286,13 +280,7 @@ class _KernelWriter:
                 lines += [f"  br i1 {cond}, label %{lbl}.do, label %{lbl}.skip", f"{lbl}.do:"]
             lines.append(f"  {p} = getelementptr inbounds {mt}, ptr {self.bufs[buf.id]}, i64 {idx}")
             if st.combine is not None:
-                old = self.tmp()
-                if buf.dtype.kind == "b":
-                    raw = self.tmp()
-                    lines.append(f"  {raw} = load i8, ptr {p}")
-                    lines.append(f"  {old} = icmp ne i8 {raw}, 0")
-                else:
-                    lines.append(f"  {old} = load {mt}, ptr {p}")
+                old = self._load(lines, self.tmp(), p, buf.dtype)
                 new = self.tmp()
                 self.m.ops.combine(lines, new, st.combine, buf.dtype, old, val, exact=True)
                 val = new
@@ -447,13 +435,9 @@ class ModuleWriter:
         n = kern.loops[0].extent if kern.loops else 1
         args = ", ".join(f"ptr {ptr[bid]}" for bid in used)
         sep = ", " if args else ""
-        if not (kern.parallel and n >= 2 and kernel_cost(kern) >= PARALLEL_COST):
+        if not (kern.parallel and n >= 2 and kern.cost() >= PARALLEL_COST):
             return [f"  call void @{kern.name}({args}{sep}i64 0, i64 {n})"]
-        # large: split the outermost loop across threads (runtime.py's fg_parallel_for);
-        # a trampoline unpacks the buffer pointers from a small array on the stack
-        from fungrad.lowering import runtime
-        runtime.ensure_registered()
-        self.declare("fg_parallel_for", runtime.parallel_for_decl())
+        # large: split the outermost loop across threads; a trampoline unpacks the pointers
         k, m = kern.name, len(used)
         loads = [f"  %p{i} = getelementptr inbounds ptr, ptr %ctx, i64 {i}\n"
                  f"  %a{i} = load ptr, ptr %p{i}" for i in range(m)]
@@ -462,39 +446,27 @@ class ModuleWriter:
             f"define internal void @{k}.par(ptr %ctx, i64 %s, i64 %e) {{\nentry:\n"
             + "\n".join(loads) + ("\n" if loads else "")
             + f"  call void @{k}({targs}{', ' if targs else ''}i64 %s, i64 %e)\n  ret void\n}}\n")
-        lines = [f"  %{k}.ss = call ptr @llvm.stacksave.p0()",
-                 f"  %{k}.ctx = alloca ptr, i64 {max(m, 1)}"]
-        for i, bid in enumerate(used):
-            lines += [f"  %{k}.c{i} = getelementptr inbounds ptr, ptr %{k}.ctx, i64 {i}",
-                      f"  store ptr {ptr[bid]}, ptr %{k}.c{i}"]
-        lines += [f"  call void @fg_parallel_for(ptr @{k}.par, ptr %{k}.ctx, i64 {n}, "
-                  f"i64 %nthreads)",
-                  f"  call void @llvm.stackrestore.p0(ptr %{k}.ss)"]
-        return lines
+        return self.parallel_for(f"{k}.par", [ptr[bid] for bid in used], n, k)
+
+    def parallel_for(self, fn: str, pointers: list[str], n: int, tag: str) -> list[str]:
+        """Entry lines running ``void @fn(ptr ctx, i64 start, i64 end)`` over ``[0, n)`` on the
+        native thread pool (runtime.py), ``ctx`` being ``pointers`` stored on the stack."""
+        from fungrad.lowering import runtime
+        runtime.ensure_registered()
+        self.declare("fg_parallel_for", runtime.parallel_for_decl())
+        lines = [f"  %{tag}.ss = call ptr @llvm.stacksave.p0()",
+                 f"  %{tag}.ctx = alloca ptr, i64 {max(len(pointers), 1)}"]
+        for i, p in enumerate(pointers):
+            lines += [f"  %{tag}.c{i} = getelementptr inbounds ptr, ptr %{tag}.ctx, i64 {i}",
+                      f"  store ptr {p}, ptr %{tag}.c{i}"]
+        return lines + [f"  call void @fg_parallel_for(ptr @{fn}, ptr %{tag}.ctx, i64 {n}, "
+                        f"i64 %nthreads)",
+                        f"  call void @llvm.stackrestore.p0(ptr %{tag}.ss)"]
 
 
 #: a kernel estimated at this many operations (~20-50 us on one core) is split across threads;
 #: a fork-join of the native pool costs ~0.3 us with awake workers, ~3 us waking them
 PARALLEL_COST = 300_000
-_OP_COST = dict.fromkeys(MATH_UNARY, 20) | {"pow": 40, "atan2": 30, "div": 4, "rem": 6,
-                                             "sqrt": 4, "rsqrt": 5, "const": 0, "idx": 0}
-
-
-def kernel_cost(kern: Kernel) -> int:
-    """Rough operation count of a kernel (transcendentals weigh ~20 adds; reductions multiply
-    their body by their extent); decides whether threads pay for themselves."""
-    memo: dict[int, int] = {}
-
-    def cost(e: Expr) -> int:
-        c = memo.get(id(e))
-        if c is None:
-            c = _OP_COST.get(e.op, 1) + sum(cost(a) for a in e.args)
-            if e.op == "reduce":
-                c = c * int(np.prod([v.extent for v in e.attr.vars]))
-            memo[id(e)] = c
-        return c
-    per_iter = sum(cost(s.value) + 1 for s in kern.stores)
-    return per_iter * int(np.prod([v.extent for v in kern.loops]))
 
 
 def render(prog: Program) -> str:
@@ -502,4 +474,4 @@ def render(prog: Program) -> str:
     return ModuleWriter(prog).render()
 
 
-__all__ = ["render", "llvm_type", "literal", "INDEX", "Buffer"]
+__all__ = ["render", "llvm_type", "literal", "memory_type"]

@@ -87,20 +87,9 @@ class SortStep:
         if slots == 1:
             args = ", ".join(f"ptr {ptr[b.id]}" for b in buffers)
             return [f"  call void @{self.name}({args}, i64 0, i64 {rows})"]
-        from fungrad.lowering import runtime
-        runtime.ensure_registered()
-        module.declare("fg_parallel_for", runtime.parallel_for_decl())
         module.functions.append(self._slots_function(len(buffers), n, rows))
-        tag = self.name.replace(".", "_")
-        lines = [f"  %{tag}.sp = call ptr @llvm.stacksave.p0()",
-                 f"  %{tag}.ctx = alloca [{len(buffers)} x ptr]"]
-        for i, b in enumerate(buffers):
-            lines += [f"  %{tag}.c{i} = getelementptr inbounds ptr, ptr %{tag}.ctx, i64 {i}",
-                      f"  store ptr {ptr[b.id]}, ptr %{tag}.c{i}"]
-        lines += [f"  call void @fg_parallel_for(ptr @{self.name}.slots, ptr %{tag}.ctx, "
-                  f"i64 {slots}, i64 %nthreads)",
-                  f"  call void @llvm.stackrestore.p0(ptr %{tag}.sp)"]
-        return lines
+        return module.parallel_for(f"{self.name}.slots", [ptr[b.id] for b in buffers], slots,
+                                   self.name.replace(".", "_"))
 
     @property
     def slots(self) -> int:

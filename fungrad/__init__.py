@@ -18,6 +18,7 @@ from fungrad.core import (  # noqa: E402
     TracerArrayConversionError,
     UnexpectedTracerError,
 )
+from fungrad.devices import Device, GpuArray, device_put, devices  # noqa: E402
 from fungrad.lowering.cpu import CompileError  # noqa: E402
 from fungrad.lowering.fusion import LoweringError  # noqa: E402
 from fungrad.transforms.autodiff import (  # noqa: E402
@@ -42,11 +43,12 @@ def stop_gradient(x):
 
 
 __all__ = [
-    "Array", "ClosedJaxpr", "CompileError", "ConcretizationTypeError", "Jaxpr", "LoweringError",
-    "ShapedArray",
+    "Array", "ClosedJaxpr", "CompileError", "ConcretizationTypeError", "Device", "GpuArray",
+    "Jaxpr", "LoweringError", "ShapedArray",
     "TracerArrayConversionError", "UnexpectedTracerError", "__version__", "ad_checkpoint",
     "block_until_ready", "checkpoint", "checkpoint_policies", "config", "custom_jvp",
-    "custom_vjp", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax",
+    "custom_vjp", "device_put", "devices", "grad", "hessian", "jacfwd", "jacobian", "jacrev",
+    "jit", "jvp", "lax",
     "linearize",
     "make_jaxpr", "nn", "numpy", "random", "remat", "scipy", "stop_gradient", "tree_util",
     "value_and_grad", "vjp", "vmap",

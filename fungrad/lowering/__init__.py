@@ -14,11 +14,15 @@ from __future__ import annotations
 from fungrad.lowering.cpu import CompileError
 from fungrad.lowering.fusion import LoweringError
 
-BACKENDS = ("cpu",)
+BACKENDS = ("cpu", "gpu")
 
 
 def compile_jaxpr(closed, backend: str | None = "cpu", name: str = "main"):
-    """Compile a ClosedJaxpr for ``backend``; returns an :class:`Executable`."""
+    """Compile a ClosedJaxpr for ``backend``: an :class:`Executable` (native code) for
+    ``"cpu"``, a :class:`GpuExecutable` (WGSL through wgpu) for ``"gpu"``."""
+    if backend == "gpu":
+        from fungrad.lowering.gpu_executable import GpuExecutable
+        return GpuExecutable(closed, name)
     from fungrad.lowering.executable import Executable
     if backend not in (None, "cpu"):
         raise ValueError(f"jit: unknown backend {backend!r}; supported backends: "

@@ -101,7 +101,7 @@ def _sub_program(parent: Planner, name: str, closed: core.ClosedJaxpr,
     """Plan ``closed`` applied to the buffers ``inputs`` (None: an input it does not read);
     output ``k`` is stored into ``targets[k]`` (skipped where None). Returns the sub-planner
     (its ``steps``)."""
-    sub = Planner(name, parent)
+    sub = type(parent)(name, parent)  # the backend's planner class
     args = [_unread(v.aval) if b is None else sub.buffer_tensor(b, b.name)
             for b, v in zip(inputs, closed.jaxpr.invars)]
     outs = sub.lower_jaxpr(closed, args)

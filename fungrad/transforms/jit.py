@@ -38,6 +38,7 @@ from fungrad import core, tree_util
 from fungrad.array import Array
 from fungrad.config import config
 from fungrad.core import EvalTrace, set_current_trace
+from fungrad.devices import GpuArray
 from fungrad.ir.passes import simplify
 from fungrad.transforms.jvp import Zero, jvp_jaxpr, jvp_rules, tangent_aval
 from fungrad.transforms.partial_eval import partial_eval_jaxpr, partial_eval_rules
@@ -52,8 +53,8 @@ from fungrad.transforms.vmap import batch_jaxpr, batch_rules, moveaxis
 
 __all__ = ["Compiled", "Lowered", "RetraceWarning", "jit", "jit_p"]
 
-BACKENDS = ("cpu",)
-"""The backends ``jit`` can compile for (``gpu``, through WebGPU, is not available yet)."""
+BACKENDS = ("cpu", "gpu")
+"""The backends ``jit`` compiles for: native code through LLVM, WGSL through WebGPU."""
 
 logger = logging.getLogger("fungrad.jit")
 
@@ -141,12 +142,18 @@ def _executable(jaxpr: core.ClosedJaxpr, name: str, backend: str = "cpu"):
     return _exe_memo.get(jaxpr, backend, lambda: _compile(jaxpr, backend, name))
 
 
-def _jit_impl(*args, jaxpr, name):
-    exe = _executable(jaxpr, name)
+def _backend_param(backend: str) -> dict:
+    """The jit equation's ``backend`` param: absent for the default CPU (jaxprs print as
+    before), ``backend='gpu'`` otherwise."""
+    return {} if backend == "cpu" else {"backend": backend}
+
+
+def _jit_impl(*args, jaxpr, name, backend="cpu"):
+    exe = _executable(jaxpr, name, backend)
     return [o._value for o in exe.call(list(args))]
 
 
-def _jit_abstract_eval(*avals, jaxpr, name):
+def _jit_abstract_eval(*avals, jaxpr, name, backend="cpu"):
     expected = jaxpr.in_avals
     if len(avals) != len(expected) or any(
             a.strip_weak_type() != b.strip_weak_type() for a, b in zip(avals, expected)):
@@ -162,12 +169,12 @@ jit_p.impl = _jit_impl
 jit_p.abstract_eval = _jit_abstract_eval
 
 
-def _jit_jvp(primals, tangents, *, jaxpr, name):
+def _jit_jvp(primals, tangents, *, jaxpr, name, backend="cpu"):
     nonzeros = tuple(type(t) is not Zero for t in tangents)
     jvp_j, out_nz = _memo.get(jaxpr, ("jvp", nonzeros),
                               lambda: jvp_jaxpr(jaxpr, nonzeros, instantiate=False))
     outs = jit_p.bind(*primals, *[t for t in tangents if type(t) is not Zero],
-                      jaxpr=jvp_j, name=name)
+                      jaxpr=jvp_j, name=name, **_backend_param(backend))
     n = len(jaxpr.out_avals)
     t_it = iter(outs[n:])
     return outs[:n], [next(t_it) if nz else Zero(tangent_aval(a))
@@ -178,6 +185,7 @@ def _jit_partial_eval(trace, args, params):
     # The known part runs now, as a jit call in the enclosing trace (compiled when that is the
     # eager one); the unknown part is staged as a jit equation reading the residuals.
     jaxpr, name = params["jaxpr"], params["name"]
+    where = _backend_param(params.get("backend", "cpu"))
     unknowns = tuple(trace.is_unknown(a) for a in args)
     known_j, unknown_j, out_uk, n_res = _memo.get(
         jaxpr, ("partial_eval", unknowns),
@@ -186,13 +194,13 @@ def _jit_partial_eval(trace, args, params):
     if known_j.out_avals:
         with set_current_trace(trace.parent):
             known_out = jit_p.bind(*[a for a, u in zip(args, unknowns) if not u],
-                                   jaxpr=known_j, name=name)
+                                   jaxpr=known_j, name=name, **where)
     n_known = len(known_out) - n_res
     residuals = known_out[n_known:]
     unknown_out = []
     if any(out_uk):
         unknown_out = trace.stage(jit_p, [*residuals, *[a for a, u in zip(args, unknowns) if u]],
-                                  dict(jaxpr=unknown_j, name=name))
+                                  dict(jaxpr=unknown_j, name=name, **where))
     k_it, u_it = iter(known_out[:n_known]), iter(unknown_out)
     return [next(u_it) if u else next(k_it) for u in out_uk]
 
@@ -219,7 +227,7 @@ def _transpose_jaxpr(jaxpr: core.ClosedJaxpr, linear, ct_nonzero):
     return closed, tuple(out_nz)
 
 
-def _jit_transpose(cts, *args, jaxpr, name):
+def _jit_transpose(cts, *args, jaxpr, name, backend="cpu"):
     linear = tuple(is_undefined_primal(a) for a in args)
     ct_nonzero = tuple(type(ct) is not Zero for ct in cts)
     zeros = [Zero(tangent_aval(a.aval)) if lin else None for a, lin in zip(args, linear)]
@@ -229,18 +237,19 @@ def _jit_transpose(cts, *args, jaxpr, name):
                                 lambda: _transpose_jaxpr(jaxpr, linear, ct_nonzero))
     outs = iter(jit_p.bind(*[a for a, lin in zip(args, linear) if not lin],
                            *[ct for ct in cts if type(ct) is not Zero],
-                           jaxpr=t_jaxpr, name=name) if any(out_nz) else [])
+                           jaxpr=t_jaxpr, name=name, **_backend_param(backend))
+                if any(out_nz) else [])
     nz_it = iter(out_nz)
     return [(next(outs) if next(nz_it) else z) if lin else None
             for z, lin in zip(zeros, linear)]
 
 
-def _jit_batch(axis_size, args, dims, *, jaxpr, name):
+def _jit_batch(axis_size, args, dims, *, jaxpr, name, backend="cpu"):
     batched = tuple(d is not None for d in dims)
     new_j, out_b = _memo.get(jaxpr, ("batch", axis_size, batched),
                              lambda: batch_jaxpr(jaxpr, axis_size, batched, instantiate=False))
     vals = [x if d is None else moveaxis(x, d, 0) for x, d in zip(args, dims)]
-    outs = jit_p.bind(*vals, jaxpr=new_j, name=name)
+    outs = jit_p.bind(*vals, jaxpr=new_j, name=name, **_backend_param(backend))
     return outs, [0 if b else None for b in out_b]
 
 
@@ -277,6 +286,8 @@ def _index_tuple(what: str, value, kind) -> tuple:
 def _check_backend(backend) -> str:
     if backend is None or backend == "cpu":
         return "cpu"
+    if backend == "gpu":
+        return "gpu"
     raise ValueError(f"jit: backend {backend!r} is not available; the supported backends are "
                      f"{', '.join(map(repr, BACKENDS))} (or None for the default, 'cpu')")
 
@@ -663,7 +674,8 @@ class _JitFunction:
         """Split, convert and look up a call: ``(call, leaves, avals, traced)``. With
         ``abstract`` (``lower``), ShapedArray leaves stand for arguments of that type."""
         c = self.split(args, kwargs)
-        leaves = [x if type(x) is Array or (abstract and type(x) is core.ShapedArray) else
+        leaves = [x if type(x) is Array or type(x) is GpuArray
+                  or (abstract and type(x) is core.ShapedArray) else
                   _as_operand(x, self, lambda i=i: c.leaf_paths()[i])
                   for i, x in enumerate(c.leaves)]
         avals = tuple(x if type(x) is core.ShapedArray else x.aval for x in leaves)
@@ -675,7 +687,8 @@ class _JitFunction:
         top = type(core.current_trace()) is EvalTrace and not traced.hoisted and not any(
             isinstance(x, core.Tracer) for x in leaves)
         if not top:
-            outs = jit_p.bind(*traced.hoisted, *leaves, jaxpr=traced.jaxpr, name=self.name)
+            outs = jit_p.bind(*traced.hoisted, *leaves, jaxpr=traced.jaxpr, name=self.name,
+                              **_backend_param(self.backend))
             return tree_util.tree_unflatten(traced.out_tree, outs)
         exe = self.executable(traced)
         outs = exe.call(leaves)
@@ -863,7 +876,10 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), b
       donate_argnums: positional arguments whose Arrays the call consumes: after the call they
         are deleted (any use raises RuntimeError), which lets the caller give up buffers it no
         longer needs. Ignored under transforms, as in JAX.
-      backend: ``None`` or ``"cpu"`` (LLVM).
+      backend: ``None`` or ``"cpu"`` (native code through LLVM), or ``"gpu"`` (WGSL compute
+        shaders through WebGPU: Vulkan, Metal, DirectX 12; float32/int32/uint32/bool
+        programs). GPU results are :class:`~fungrad.devices.GpuArray` s: they stay on the
+        device, and passing them to another GPU function copies nothing.
 
     Returns:
       A function with the signature of ``fun`` (``functools.wraps``), plus ``lower(*args,

@@ -1,0 +1,158 @@
+"""Devices and device-resident arrays: ``fg.devices()``, ``fg.device_put``, ``GpuArray``.
+
+A :class:`GpuArray` is an :class:`~fungrad.Array` whose value lives in GPU memory: the result
+of a ``jit(f, backend="gpu")`` call, or of ``device_put(x, backend="gpu")``. Passing it to
+another GPU-jitted function uses the device buffer directly, so chained GPU calls never go
+through the host. Anything that needs the value on the host (``np.asarray``, printing, an
+eager fungrad operation, ``.item()``) downloads it once and keeps the copy.
+
+The GPU runtime (``fungrad/lowering/gpu.py``) is loaded on first use only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fungrad import core
+from fungrad.array import Array
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device arrays can live on (``jax.Device``): ``platform`` is ``"cpu"`` or ``"gpu"``;
+    ``device_kind`` names it; ``active`` says whether ``backend="gpu"`` computes on it (one
+    adapter per process, chosen as ``fungrad/lowering/gpu.py`` describes)."""
+    id: int
+    platform: str
+    device_kind: str
+    active: bool = True
+
+    def __repr__(self):
+        if self.platform == "cpu":
+            return f"CpuDevice(id={self.id})"
+        return f"GpuDevice(id={self.id}, kind={self.device_kind!r}" + (
+            ")" if self.active else ", inactive)")
+
+
+CPU = Device(0, "cpu", "cpu")
+
+
+def devices(backend: str | None = None) -> list[Device]:
+    """The CPU and the GPU adapters found (``backend="cpu"`` or ``"gpu"`` for one kind).
+    Listing adapters starts no GPU device."""
+    if backend not in (None, "cpu", "gpu"):
+        raise ValueError(f"devices: unknown backend {backend!r}; use 'cpu' or 'gpu'")
+    out = [CPU] if backend in (None, "cpu") else []
+    if backend in (None, "gpu"):
+        from fungrad.lowering import gpu
+        found = gpu.adapters()
+        try:
+            chosen = gpu.select_adapter()
+        except gpu.GpuUnavailableError:
+            chosen = None
+        out += [Device(i, "gpu", gpu.describe(a.info), a is chosen)
+                for i, a in enumerate(found)]
+    return out
+
+
+def _gpu_runtime():
+    from fungrad.lowering import gpu
+    return gpu.runtime()
+
+
+class GpuArray(Array):
+    """An Array held in GPU memory (see the module docstring)."""
+
+    __slots__ = ("_dbuf", "_host")
+
+    def __init__(self, dbuf, aval: core.ShapedArray, weak_type: bool = False):
+        # Array.__init__ is not called: the value is the device buffer, downloaded on demand
+        self._dbuf = dbuf
+        self._host = None
+        self.weak_type = weak_type
+        self._aval = aval
+
+    @property
+    def _value(self):
+        host = self._host
+        if host is None:
+            if self._dbuf is None:
+                from fungrad.array import _DeletedValue
+                aval = self._aval
+                return _DeletedValue(f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]")
+            aval = self._aval
+            host = _gpu_runtime().download(self._dbuf, aval.shape, aval.dtype)
+            host.flags.writeable = False
+            if not aval.shape:
+                host = host[()]
+            self._host = host
+        return host
+
+    aval = property(lambda self: self._aval)
+    shape = property(lambda self: self._aval.shape)
+    dtype = property(lambda self: self._aval.dtype)
+    ndim = property(lambda self: len(self._aval.shape))
+    size = property(lambda self: int(np.prod(self._aval.shape, dtype=np.int64)))
+    nbytes = property(lambda self: self.size * self._aval.dtype.itemsize)
+
+    @property
+    def device(self) -> Device:
+        return next(d for d in devices("gpu") if d.active)
+
+    def delete(self) -> None:
+        self._dbuf = None
+        self._host = None
+
+    def is_deleted(self) -> bool:
+        return self._dbuf is None
+
+    def block_until_ready(self) -> GpuArray:
+        """Wait until the GPU has finished the work that computes this array."""
+        if self._dbuf is not None:
+            _gpu_runtime().queue.on_submitted_work_done_sync()
+        return self
+
+    def __repr__(self):
+        return "Gpu" + super().__repr__()
+
+
+def device_buffer(x):
+    """The device buffer of ``x`` for a GPU call: a GpuArray's own, else ``x`` uploaded."""
+    if type(x) is GpuArray:
+        if x._dbuf is None:
+            x._value._fail()  # a deleted array: the usual RuntimeError
+        return x._dbuf
+    value = x._value if isinstance(x, Array) else x
+    return _gpu_runtime().upload(np.asarray(value))
+
+
+def device_put(x, device=None, *, backend: str | None = None):
+    """Arrays of pytree ``x`` on ``device`` (a :class:`Device`, ``"cpu"`` or ``"gpu"``) or
+    ``backend``; the default is the CPU. On the GPU they stay there until read."""
+    from fungrad import tree_util
+    from fungrad.lax.utils import operand
+    target = backend if device is None else device
+    if isinstance(target, Device):
+        if target.platform == "gpu" and not target.active:
+            raise ValueError(f"device_put: {target!r} is not the adapter this process computes "
+                             "on; choose it with the FUNGRAD_GPU_ADAPTER environment variable "
+                             "before the first GPU use")
+        target = target.platform
+    if target not in (None, "cpu", "gpu"):
+        raise ValueError(f"device_put: unknown device {target!r}; use 'cpu', 'gpu' or an "
+                         "element of fungrad.devices()")
+
+    def put(leaf):
+        if isinstance(leaf, core.Tracer):
+            return leaf
+        if target == "gpu":
+            if type(leaf) is GpuArray:
+                return leaf
+            arr = leaf if isinstance(leaf, Array) else operand(leaf, "device_put")
+            return GpuArray(device_buffer(arr), arr.aval, arr.weak_type)
+        if type(leaf) is GpuArray:
+            return Array(np.array(leaf._value), leaf.weak_type)
+        return leaf if isinstance(leaf, Array) else operand(leaf, "device_put")
+    return tree_util.tree_map(put, x)

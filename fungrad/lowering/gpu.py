@@ -1,0 +1,228 @@
+"""The WebGPU runtime: adapter and device, buffers, pipelines, transfers.
+
+One process-wide :class:`Runtime` (``runtime()``) owns the wgpu device. It is created on first
+use, so ``import fungrad`` never touches the GPU.
+
+Adapter choice: native APIs first (Vulkan, Metal, DirectX 12; OpenGL only as a last resort,
+since it gets integer ``/`` and ``%`` of negatives wrong and lacks features), then discrete
+over integrated over software GPUs. ``FUNGRAD_GPU_ADAPTER`` picks another: an adapter whose
+description contains that text (case-insensitive), e.g. ``llvmpipe``, ``nvidia`` or
+``opengl``; ``fungrad.devices()`` lists them.
+
+Device arrays are plain ``array<u32>`` storage buffers (one 32-bit word per element; bool is
+0/1), taken from a pool by size and handed back when their :class:`DeviceBuffer` is dropped,
+so steady-state calls allocate nothing. Pipelines are cached by WGSL source.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import weakref
+
+import numpy as np
+
+_BACKEND_RANK = {"Vulkan": 0, "Metal": 0, "D3D12": 0, "OpenGL": 2}
+_TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "Unknown": 2, "CPU": 3}
+HOW_TO_GET_ONE = (
+    "Install a Vulkan driver for your GPU (Linux: your vendor's driver, or Mesa's: "
+    "`apt install mesa-vulkan-drivers`, which includes the software driver lavapipe), or "
+    "use backend='cpu'.")
+
+
+class GpuUnavailableError(RuntimeError):
+    """No usable WebGPU adapter (or wgpu itself is missing)."""
+
+
+class GpuCompileError(RuntimeError):
+    """A generated WGSL shader was rejected; the message names the kernel and a file holding
+    the shader text."""
+
+
+def _wgpu():
+    try:
+        import wgpu
+    except ImportError as e:  # pragma: no cover - wgpu is a dependency
+        raise GpuUnavailableError(f"backend='gpu' needs the wgpu package ({e}); "
+                                  "`pip install wgpu`") from None
+    return wgpu
+
+
+def describe(info) -> str:
+    """One line naming an adapter: device, backend and kind."""
+    return (f"{info.get('device') or info.get('vendor') or 'unknown'} "
+            f"({info.get('backend_type', '?')}, {info.get('adapter_type', '?')})")
+
+
+_adapters_lock = threading.Lock()
+_adapters: list | None = None
+
+
+def adapters() -> list:
+    """The wgpu adapters found, best first (see the module docstring)."""
+    global _adapters
+    with _adapters_lock:
+        if _adapters is None:
+            try:
+                found = list(_wgpu().gpu.enumerate_adapters_sync())
+            except Exception:  # a broken driver stack: no adapter, not a crash
+                found = []
+            found.sort(key=lambda a: (_BACKEND_RANK.get(a.info.get("backend_type"), 1),
+                                      _TYPE_RANK.get(a.info.get("adapter_type"), 2)))
+            _adapters = found
+        return list(_adapters)
+
+
+def select_adapter():
+    """The adapter ``backend='gpu'`` uses, or GpuUnavailableError saying how to get one."""
+    found = adapters()
+    want = os.environ.get("FUNGRAD_GPU_ADAPTER", "").strip().lower()
+    if want:
+        for a in found:
+            if want in describe(a.info).lower() or want in str(a.info.get("vendor", "")).lower():
+                return a
+        names = "; ".join(describe(a.info) for a in found) or "none"
+        raise GpuUnavailableError(f"FUNGRAD_GPU_ADAPTER={want!r} matches no adapter (found: "
+                                  f"{names})")
+    if not found:
+        raise GpuUnavailableError(f"backend='gpu': no GPU adapter was found. {HOW_TO_GET_ONE}")
+    return found[0]
+
+
+class DeviceBuffer:
+    """A pooled storage buffer holding ``words`` 32-bit words; returns to the pool when the
+    last reference goes."""
+
+    __slots__ = ("buffer", "words", "__weakref__")
+
+    def __init__(self, rt: Runtime, buffer, words: int):
+        self.buffer, self.words = buffer, words
+        weakref.finalize(self, rt._release, buffer)
+
+
+class Runtime:
+    """The device, the queue, and the caches (see the module docstring)."""
+
+    POOL_KEEP = 8  # free buffers kept per size
+
+    def __init__(self, adapter):
+        wgpu = _wgpu()
+        self.wgpu = wgpu
+        self.adapter = adapter
+        self.info = dict(adapter.info)
+        lim = adapter.limits
+        wanted = {k: lim[k] for k in ("max-storage-buffers-per-shader-stage",
+                                      "max-storage-buffer-binding-size", "max-buffer-size")
+                  if k in lim}
+        self.device = adapter.request_device_sync(required_limits=wanted)
+        self.queue = self.device.queue
+        self.max_bindings = int(wanted.get("max-storage-buffers-per-shader-stage", 8))
+        self.max_binding_bytes = int(wanted.get("max-storage-buffer-binding-size", 1 << 27))
+        self.usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
+                      | wgpu.BufferUsage.COPY_DST)
+        self.lock = threading.Lock()
+        self._free: dict[int, list] = {}
+        self._pipelines: dict[str, object] = {}
+        self.transfers = {"upload": 0, "download": 0}  # counted, for residency tests
+
+    @property
+    def name(self) -> str:
+        return describe(self.info)
+
+    # buffers
+    def alloc(self, words: int) -> DeviceBuffer:
+        """A buffer of at least ``words`` words (at least one: bindings may not be empty)."""
+        size = max(4 * words, 16)
+        size = -(-size // 256) * 256
+        if size > self.max_binding_bytes:
+            raise ValueError(f"backend='gpu': an array of {4 * words} bytes exceeds this "
+                             f"adapter's largest storage binding ({self.max_binding_bytes} "
+                             "bytes); split the array or use backend='cpu'")
+        with self.lock:
+            free = self._free.get(size)
+            buf = free.pop() if free else None
+        if buf is None:
+            buf = self.device.create_buffer(size=size, usage=self.usage)
+        return DeviceBuffer(self, buf, words)
+
+    def _release(self, buf) -> None:
+        with self.lock:
+            free = self._free.setdefault(buf.size, [])
+            if len(free) < self.POOL_KEEP:
+                free.append(buf)
+
+    def upload(self, value: np.ndarray) -> DeviceBuffer:
+        """A new device buffer holding ``value`` (one word per element)."""
+        words = to_words(value)
+        db = self.alloc(words.size)
+        if words.size:
+            self.queue.write_buffer(db.buffer, 0, words)
+        self.transfers["upload"] += 1
+        return db
+
+    def download(self, db: DeviceBuffer, shape, dtype) -> np.ndarray:
+        """The array of ``shape`` and ``dtype`` held by ``db`` (waits for pending work)."""
+        dtype = np.dtype(dtype)
+        n = int(np.prod(shape, dtype=np.int64))
+        self.transfers["download"] += 1
+        if n == 0:
+            return np.empty(shape, dtype)
+        raw = np.frombuffer(self.queue.read_buffer(db.buffer, 0, 4 * n), np.uint32)
+        if dtype == np.bool_:
+            return (raw != 0).reshape(shape)
+        return raw.view(dtype).reshape(shape).copy()
+
+    # pipelines
+    def pipeline(self, name: str, source: str):
+        """The compute pipeline of WGSL ``source`` (cached)."""
+        p = self._pipelines.get(source)
+        if p is None:
+            try:
+                module = self.device.create_shader_module(code=source)
+                p = self.device.create_compute_pipeline(
+                    layout="auto", compute={"module": module, "entry_point": "main"})
+            except Exception as e:
+                fd, path = tempfile.mkstemp(prefix=f"fungrad-{name}-", suffix=".wgsl")
+                with os.fdopen(fd, "w") as f:
+                    f.write(source)
+                raise GpuCompileError(f"jit(backend='gpu'): the WGSL shader of kernel {name} "
+                                      f"was rejected by {self.name}: {e}\nshader written to "
+                                      f"{path}") from None
+            self._pipelines[source] = p
+        return p
+
+
+def to_words(value: np.ndarray) -> np.ndarray:
+    """``value`` as the device's 32-bit words (bool becomes 0/1)."""
+    a = np.ascontiguousarray(value)
+    if a.dtype == np.bool_:
+        return a.astype(np.uint32).ravel()
+    if a.dtype.itemsize != 4:
+        raise TypeError(f"backend='gpu': {a.dtype.name} arrays cannot live on the GPU "
+                        "(WGSL has 32-bit types only: float32, int32, uint32, bool); convert "
+                        "to float32/int32 or use backend='cpu'")
+    return a.ravel().view(np.uint32)
+
+
+_runtime: Runtime | None = None
+_runtime_lock = threading.Lock()
+
+
+def runtime() -> Runtime:
+    """The process-wide runtime (created on first use)."""
+    global _runtime
+    if _runtime is None:
+        with _runtime_lock:
+            if _runtime is None:
+                _runtime = Runtime(select_adapter())
+    return _runtime
+
+
+def available() -> bool:
+    """Whether ``backend='gpu'`` can run here."""
+    try:
+        runtime()
+    except GpuUnavailableError:
+        return False
+    return True

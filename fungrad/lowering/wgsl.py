@@ -1,0 +1,576 @@
+"""WGSL compute shaders for the steps of a fusion :class:`~fungrad.lowering.fusion.Program`.
+
+The GPU twin of ``llvm.py``: the same kernels (``fusion.Kernel``: a loop nest of stores of
+scalar expressions) become one compute shader each, and ``fusion.Gemm`` becomes a tiled
+matmul shader. ``gpu_executable.py`` decides where buffers live and runs the shaders.
+
+Memory. Every device buffer is bound as ``array<u32>`` and each element is one 32-bit word
+(WGSL has no 8-, 16- or 64-bit storage types in core): float32 and int32 values are
+``bitcast``, bool is 0 or 1. A buffer is addressed as *(binding, word offset)*, so several
+arrays can share one device buffer (the temporaries' arena, the constants).
+
+Parallelism. A parallel kernel runs one invocation per element of its loop nest (flattened;
+more than 65535 workgroups use a 2-D grid). Reductions are loops inside the invocation, each
+node computed at the outermost loop where its indices are defined, as on the CPU; the GPU
+planner stores reductions that would otherwise be recomputed by every invocation of a row.
+A kernel whose iterations conflict (``parallel=False``: scatter, whose updates may collide)
+runs its whole loop nest in one invocation, in order, which is exact.
+
+Semantics follow ``llvm_ops.py`` (JAX's): integer division never traps (``x / 0 = -1``,
+``x % 0 = x``) and is done on magnitudes (OpenGL's signed ``/`` and ``%`` are wrong for
+negatives); float max/min propagate NaN and order ``-0 < +0`` (WGSL's builtins drop NaN);
+NaN is tested on the bits (Vulkan drivers fold ``v != v`` to false); float -> int saturates
+and maps NaN to 0. Known difference: float ``rem`` is WGSL's ``x - y * trunc(x / y)``, which
+loses accuracy when the quotient is large (the CPU's is exact).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from fungrad.lowering import wgsl_math
+from fungrad.lowering.fusion import Gemm, Kernel, LoweringError
+from fungrad.lowering.kernel import INDEX, MATH_UNARY, Expr, Var, reduce_identity
+
+#: element dtypes a GPU program may use (one 32-bit word each on the device)
+DEVICE_DTYPES = frozenset(np.dtype(d) for d in (np.float32, np.int32, np.uint32, np.bool_))
+WORKGROUP = 64
+MAX_GROUPS = 65535
+
+
+def wgsl_type(dtype) -> str:
+    dtype = np.dtype(dtype)
+    if dtype == INDEX or dtype == np.int32:
+        return "i32"
+    if dtype == np.float32:
+        return "f32"
+    if dtype == np.uint32:
+        return "u32"
+    if dtype == np.bool_:
+        return "bool"
+    raise LoweringError(f"jit(backend='gpu'): no WGSL type for {dtype.name}")
+
+
+def literal(value, dtype) -> str:
+    """A WGSL literal of ``dtype`` (index values are i32)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return "true" if value else "false"
+    if dtype == np.float32:
+        v = np.float32(value)
+        if np.isfinite(v) and (v == 0 or abs(v) >= np.finfo(np.float32).tiny):
+            return f"{float(v)!r}f"
+        bits = struct.unpack("<I", struct.pack("<f", v))[0]
+        return f"bitcast<f32>({bits:#010x}u)"
+    if dtype == np.uint32:
+        return f"{int(value) & 0xFFFFFFFF}u"
+    v = int(value)
+    if not -2**31 <= v < 2**31:
+        raise LoweringError(f"jit(backend='gpu'): the index or int32 constant {v} does not fit "
+                            "in 32 bits; WGSL has no 64-bit integers")
+    return "bitcast<i32>(0x80000000u)" if v == -2**31 else f"{v}i"
+
+
+# -- helper functions a shader may need (emitted once each, only when used) -------------------
+
+_HELPERS = {
+    "isnan": """fn fg_isnan(x: f32) -> bool {
+  return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}""",
+    "max_f32": """fn fg_max_f32(a: f32, b: f32) -> f32 {
+  if (fg_isnan(a) || fg_isnan(b)) { return a + b; }
+  if (a == b) { return bitcast<f32>(bitcast<u32>(a) & bitcast<u32>(b)); }
+  return select(b, a, a > b);
+}""",
+    "min_f32": """fn fg_min_f32(a: f32, b: f32) -> f32 {
+  if (fg_isnan(a) || fg_isnan(b)) { return a + b; }
+  if (a == b) { return bitcast<f32>(bitcast<u32>(a) | bitcast<u32>(b)); }
+  return select(b, a, a < b);
+}""",
+    "div_i32": """fn fg_div_i32(a: i32, b: i32) -> i32 {
+  if (b == 0) { return -1i; }
+  let ma = select(bitcast<u32>(a), 0u - bitcast<u32>(a), a < 0i);
+  let mb = select(bitcast<u32>(b), 0u - bitcast<u32>(b), b < 0i);
+  let q = ma / mb;
+  return bitcast<i32>(select(q, 0u - q, (a < 0i) != (b < 0i)));
+}""",
+    "rem_i32": """fn fg_rem_i32(a: i32, b: i32) -> i32 {
+  if (b == 0) { return a; }
+  let ma = select(bitcast<u32>(a), 0u - bitcast<u32>(a), a < 0i);
+  let mb = select(bitcast<u32>(b), 0u - bitcast<u32>(b), b < 0i);
+  let r = ma % mb;
+  return bitcast<i32>(select(r, 0u - r, a < 0i));
+}""",
+    "div_u32": """fn fg_div_u32(a: u32, b: u32) -> u32 {
+  if (b == 0u) { return 0xffffffffu; }
+  return a / b;
+}""",
+    "rem_u32": """fn fg_rem_u32(a: u32, b: u32) -> u32 {
+  if (b == 0u) { return a; }
+  return a % b;
+}""",
+    "rem_f32": """fn fg_rem_f32(x: f32, y: f32) -> f32 {
+  let ax = bitcast<u32>(x) & 0x7fffffffu;
+  let ay = bitcast<u32>(y) & 0x7fffffffu;
+  if (ax >= 0x7f800000u || ay > 0x7f800000u || ay == 0u) { return bitcast<f32>(0x7fc00000u); }
+  if (ay == 0x7f800000u || ax < ay) { return x; }
+  let r = x - y * trunc(x / y);
+  let sign = bitcast<u32>(x) & 0x80000000u;
+  return bitcast<f32>((bitcast<u32>(r) & 0x7fffffffu) | sign);
+}""",
+    "round_away": """fn fg_round_away(x: f32) -> f32 {
+  let t = trunc(x);
+  return select(t, t + sign(x), abs(x - t) >= 0.5f);
+}""",
+    "nextafter": """fn fg_nextafter(x: f32, y: f32) -> f32 {
+  if (fg_isnan(x) || fg_isnan(y)) { return x + y; }
+  if (x == y) { return y; }
+  if (x == 0.0f) { return bitcast<f32>((bitcast<u32>(y) & 0x80000000u) | 1u); }
+  let up = (x < y) == (x > 0.0f);
+  let b = bitcast<u32>(x);
+  return bitcast<f32>(select(b - 1u, b + 1u, up));
+}""",
+    "f2i": """fn fg_f32_to_i32(x: f32) -> i32 {
+  if (fg_isnan(x)) { return 0i; }
+  if (x >= 2147483648.0f) { return 2147483647i; }
+  if (x < -2147483648.0f) { return bitcast<i32>(0x80000000u); }
+  return i32(x);
+}""",
+    "f2u": """fn fg_f32_to_u32(x: f32) -> u32 {
+  if (fg_isnan(x) || x <= 0.0f) { return 0u; }
+  if (x >= 4294967296.0f) { return 0xffffffffu; }
+  return u32(x);
+}""",
+}
+_HELPER_DEPS = {"max_f32": ("isnan",), "min_f32": ("isnan",), "nextafter": ("isnan",),
+                "f2i": ("isnan",), "f2u": ("isnan",)}
+
+
+class _Source:
+    """The helper functions one shader needs, in dependency order."""
+
+    def __init__(self):
+        self.helpers: dict[str, str] = {}
+        self.math: dict[str, str] = {}
+
+    def need(self, name: str) -> str:
+        if name not in self.helpers:
+            for dep in _HELPER_DEPS.get(name, ()):
+                self.need(dep)
+            self.helpers[name] = _HELPERS[name]
+        return name
+
+    def need_math(self, name: str) -> str:
+        fn, texts = wgsl_math.function(name)
+        for key, text in texts:
+            if key == "isnan":
+                self.need("isnan")
+            else:
+                self.math.setdefault(key, text)
+        return fn
+
+    def prelude(self) -> str:
+        return "\n\n".join([*self.helpers.values(), *self.math.values()])
+
+
+# -- the shaders ----------------------------------------------------------------------------------
+
+@dataclass
+class Shader:
+    """One compute shader and how to dispatch it.
+
+    ``bindings``: (slot key, writable) per ``@binding(i)``: the device buffer the executable
+    binds there. ``grid``: workgroups in x, y, z (0 workgroups: nothing to run)."""
+    name: str
+    source: str
+    bindings: list[tuple[str, bool]]
+    grid: tuple[int, int, int]
+
+
+def grid_1d(invocations: int, per_group: int) -> tuple[int, int, int]:
+    """Workgroups for ``invocations`` flat invocations: 2-D beyond 65535 groups."""
+    groups = -(-invocations // per_group)
+    if groups <= MAX_GROUPS:
+        return (groups, 1, 1)
+    y = -(-groups // MAX_GROUPS)
+    if y > MAX_GROUPS:
+        raise LoweringError(f"jit(backend='gpu'): {invocations} invocations exceed the "
+                            f"{MAX_GROUPS}x{MAX_GROUPS} workgroup grid")
+    return (MAX_GROUPS, y, 1)
+
+
+class _Slots:
+    """Binding numbers of the device buffers a shader touches."""
+
+    def __init__(self, place: dict[int, tuple[str, int]]):
+        self.place = place
+        self.keys: dict[str, int] = {}
+        self.writable: set[str] = set()
+
+    def ref(self, buf, index: str, write: bool = False) -> str:
+        key, offset = self.place[buf.id]
+        b = self.keys.setdefault(key, len(self.keys))
+        if write:
+            self.writable.add(key)
+        at = index if offset == 0 else f"{offset}i + {index}"
+        return f"b{b}[{at}]"
+
+    def declarations(self) -> list[str]:
+        out = []
+        for key, b in self.keys.items():
+            access = "read_write" if key in self.writable else "read"
+            out.append(f"@group(0) @binding({b}) var<storage, {access}> b{b}: array<u32>;")
+        return out
+
+    def bindings(self) -> list[tuple[str, bool]]:
+        return [(k, k in self.writable) for k in self.keys]
+
+
+def _from_word(word: str, dtype) -> str:
+    t = wgsl_type(dtype)
+    if t == "u32":
+        return word
+    if t == "bool":
+        return f"({word} != 0u)"
+    return f"bitcast<{t}>({word})"
+
+
+def _to_word(value: str, dtype) -> str:
+    t = wgsl_type(dtype)
+    if t == "u32":
+        return value
+    if t == "bool":
+        return f"select(0u, 1u, {value})"
+    return f"bitcast<u32>({value})"
+
+
+class _KernelShader:
+    """Writes one kernel as a shader (the structure mirrors ``llvm._KernelWriter``)."""
+
+    def __init__(self, kern: Kernel, place):
+        self.kern = kern
+        self.slots = _Slots(place)
+        self.src = _Source()
+        self.serial = not kern.parallel
+        self.lines: dict[Var | None, list[str]] = {None: []}
+        self.chain: dict[Var, tuple[Var, ...]] = {}
+        self.names: dict[int, str] = {}
+        self.n = 0
+
+    def tmp(self, hint: str = "t") -> str:
+        self.n += 1
+        return f"{hint}{self.n}"
+
+    def scope(self, e: Expr) -> Var | None:
+        best: tuple[Var, ...] = ()
+        for v in e.free:
+            c = self.chain[v]
+            if len(c) > len(best):
+                best = c
+        return best[-1] if best else None
+
+    def let(self, e: Expr, text: str) -> str:
+        name = self.tmp()
+        self.lines[self.scope(e)].append(f"  let {name} = {text};")
+        return name
+
+    # values
+    def value(self, e: Expr) -> str:
+        name = self.names.get(id(e))
+        if name is None:
+            if e.op == "const":
+                name = literal(e.attr, e.dtype)
+            elif e.op == "idx":
+                name = f"v{e.attr.id}"
+            elif e.op == "reduce":
+                name = self._reduce(e)
+            else:
+                name = self.let(e, self._expression(e, [self.value(a) for a in e.args]))
+            self.names[id(e)] = name
+        return name
+
+    def _expression(self, e: Expr, a: list[str]) -> str:
+        op = e.op
+        if op == "load":
+            return _from_word(self.slots.ref(e.attr, a[0]), e.attr.dtype)
+        if op == "select":
+            return f"select({a[2]}, {a[1]}, {a[0]})"
+        if op == "convert":
+            return self._convert(e.args[0].dtype, e.dtype, a[0])
+        if op == "bitcast":
+            return f"bitcast<{wgsl_type(e.dtype)}>({a[0]})"
+        return self._op(op, e.args[0].dtype, a)
+
+    def _op(self, op: str, dt, a: list[str]) -> str:
+        t = wgsl_type(dt)
+        f, b = t == "f32", t == "bool"
+        if op in ("eq", "ne", "lt", "le", "gt", "ge"):
+            sym = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[op]
+            if f and op == "ne":  # not (a == b): true for NaN even where != is folded
+                return f"!({a[0]} == {a[1]})"
+            return f"({a[0]} {sym} {a[1]})"
+        if op in ("add", "sub", "mul") and b:
+            return f"({a[0]} {'|' if op == 'add' else '&' if op == 'mul' else '!='} {a[1]})"
+        if op in ("add", "sub", "mul", "idiv", "irem"):
+            sym = {"add": "+", "sub": "-", "mul": "*", "idiv": "/", "irem": "%"}[op]
+            return f"({a[0]} {sym} {a[1]})"
+        if op in ("div", "rem"):
+            if f and op == "div":
+                return f"({a[0]} / {a[1]})"
+            return f"fg_{self.src.need(f'{op}_{t}')}({a[0]}, {a[1]})"
+        if op in ("max", "min"):
+            return self.minmax(op, dt, a[0], a[1])
+        if op in ("and", "or", "xor"):
+            sym = {"and": "&", "or": "|", "xor": "!=" if b else "^"}[op]
+            return f"({a[0]} {sym} {a[1]})"
+        if op == "not":
+            return f"(!{a[0]})" if b else f"(~{a[0]})"
+        if op in ("shl", "shr_logical", "shr_arith"):
+            s = f"u32({a[1]})" if t == "i32" else a[1]
+            bits, zero = 32, literal(0, dt)
+            if op == "shl":
+                return f"select({a[0]} << {s}, {zero}, {s} >= {bits}u)"
+            if op == "shr_logical":
+                shifted = (f"bitcast<i32>(bitcast<u32>({a[0]}) >> {s})" if t == "i32"
+                           else f"({a[0]} >> {s})")
+                return f"select({shifted}, {zero}, {s} >= {bits}u)"
+            signed = f"bitcast<i32>({a[0]})" if t == "u32" else a[0]
+            r = f"({signed} >> min({s}, 31u))"
+            return f"bitcast<u32>{r}" if t == "u32" else r
+        if op == "neg":
+            return f"(-{a[0]})"
+        if op == "abs":
+            return f"abs({a[0]})"
+        if op == "sign":
+            if f:
+                return (f"select(select({a[0]}, -1.0f, {a[0]} < 0.0f), 1.0f, "
+                        f"{a[0]} > 0.0f)")
+            return f"sign({a[0]})" if t == "i32" else f"select(0u, 1u, {a[0]} != 0u)"
+        if op in ("floor", "ceil", "sqrt"):
+            return f"{op}({a[0]})"
+        if op == "round_even":
+            return f"round({a[0]})"
+        if op == "round_away":
+            return f"fg_{self.src.need('round_away')}({a[0]})"
+        if op == "rsqrt":
+            return f"(1.0f / sqrt({a[0]}))"
+        if op == "popcnt":
+            return f"countOneBits({a[0]})"
+        if op == "clz":
+            return f"countLeadingZeros({a[0]})"
+        if op == "isnan":
+            return f"fg_{self.src.need('isnan')}({a[0]})"
+        if op == "is_finite":
+            return f"((bitcast<u32>({a[0]}) & 0x7f800000u) != 0x7f800000u)"
+        if op == "nextafter":
+            return f"fg_{self.src.need('nextafter')}({a[0]}, {a[1]})"
+        if op in MATH_UNARY or op in ("pow", "atan2"):
+            if not f:
+                raise LoweringError(f"jit(backend='gpu'): {op} of {np.dtype(dt).name}")
+            return f"{self.src.need_math(op)}({', '.join(a)})"
+        raise LoweringError(f"jit(backend='gpu'): no WGSL for kernel op {op!r} on "
+                            f"{np.dtype(dt).name}")
+
+    def minmax(self, op: str, dt, x: str, y: str) -> str:
+        t = wgsl_type(dt)
+        if t == "f32":
+            return f"fg_{self.src.need(op + '_f32')}({x}, {y})"
+        if t == "bool":
+            return f"({x} {'|' if op == 'max' else '&'} {y})"
+        return f"{op}({x}, {y})"
+
+    def _convert(self, src, dst, x: str) -> str:
+        s, d = wgsl_type(src), wgsl_type(dst)
+        if s == d:
+            return x
+        if d == "bool":
+            return f"!({x} == 0.0f)" if s == "f32" else f"({x} != {literal(0, src)})"
+        if s == "bool":
+            return f"select({literal(0, dst)}, {literal(1, dst)}, {x})"
+        if d == "f32":
+            return f"f32({x})"
+        if s == "f32":
+            return f"fg_{self.src.need('f2i' if d == 'i32' else 'f2u')}({x})"
+        return f"bitcast<{d}>({x})"  # i32 <-> u32 keep the bits, as numpy's astype does
+
+    def combine(self, op: str, dt, acc: str, val: str) -> str:
+        if op in ("max", "min"):
+            return self.minmax(op, dt, acc, val)
+        return self._op(op, dt, [acc, val])
+
+    def _reduce(self, e: Expr) -> str:
+        red = e.attr
+        parent = self.scope(e)
+        base = self.chain[parent] if parent is not None else ()
+        for i, v in enumerate(red.vars):
+            self.chain[v] = base + red.vars[:i + 1]
+            self.lines[v] = []
+        body = e.args[0]
+        val = self.value(body)
+        op = red.op
+        arg = op in ("argmax", "argmin")
+        dt = body.dtype
+        t = wgsl_type(dt)
+        acc = self.tmp("acc")
+        init = literal(reduce_identity({"argmax": "max", "argmin": "min"}.get(op, op), dt), dt)
+        out = self.lines[parent]
+        out.append(f"  var {acc}: {t} = {init};")
+        if arg:
+            pos = self.tmp("pos")
+            out.append(f"  var {pos}: i32 = 0i;")
+        chunk: list[str] = []
+        for v in red.vars:
+            chunk.append(f"  for (var v{v.id}: i32 = 0i; v{v.id} < {v.extent}i; v{v.id}++) {{")
+            chunk += self.lines.pop(v)
+        if arg:
+            flat = "0i"
+            for v in red.vars:
+                flat = f"({flat} * {v.extent}i + v{v.id})"
+            cmp = ">" if op == "argmax" else "<"
+            better = f"({val} {cmp} {acc})"
+            if t == "f32":
+                isnan = self.src.need("isnan")
+                better = f"({better} || (fg_{isnan}({val}) && !fg_{isnan}({acc})))"
+            chunk += [f"  if {better} {{", f"    {acc} = {val};", f"    {pos} = {flat};", "  }"]
+        else:
+            chunk.append(f"  {acc} = {self.combine(op, dt, acc, val)};")
+        chunk += ["  }"] * len(red.vars)
+        out.extend(chunk)
+        return pos if arg else acc
+
+    # the shader
+    def source(self) -> Shader:
+        kern = self.kern
+        loops = kern.loops
+        for i, v in enumerate(loops):
+            self.chain[v] = loops[:i + 1] if self.serial else ()
+            if self.serial:
+                self.lines[v] = []
+        for st in kern.stores:
+            self._store(st)
+        total = math.prod(v.extent for v in loops)
+        head: list[str] = []
+        if self.serial:
+            body = list(self.lines[None])
+            for v in loops:
+                body.append(f"  for (var v{v.id}: i32 = 0i; v{v.id} < {v.extent}i; v{v.id}++) {{")
+                body += self.lines[v]
+            body += ["  }"] * len(loops)
+            size, grid = 1, (1 if total else 0, 1, 1)
+        else:
+            head = ["  let flat = i32(gid.x + gid.y * nwg.x * "
+                    f"{WORKGROUP}u);", f"  if (flat >= {total}i) {{ return; }}"]
+            stride = total
+            for i, v in enumerate(loops):
+                stride //= v.extent
+                q = "flat" if stride == 1 else f"(flat / {stride}i)"
+                head.append(f"  let v{v.id} = {q if i == 0 else f'{q} % {v.extent}i'};")
+            body = head + self.lines[None]
+            size, grid = WORKGROUP, grid_1d(total, WORKGROUP) if total else (0, 1, 1)
+        text = "\n".join([
+            *self.slots.declarations(), "", self.src.prelude(), "",
+            f"@compute @workgroup_size({size})",
+            "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+            "@builtin(num_workgroups) nwg: vec3<u32>) {", *body, "}", ""])
+        return Shader(kern.name, text, self.slots.bindings(), grid)
+
+    def _store(self, st) -> None:
+        val = self.value(st.value)
+        idx = self.value(st.index)
+        where = self.kern.loops[-1] if self.serial and self.kern.loops else None
+        lines = self.lines[where]
+        indent = "  "
+        if st.mask is not None:
+            lines.append(f"  if ({self.value(st.mask)}) {{")
+            indent = "    "
+        ref = self.slots.ref(st.buffer, idx, write=True)
+        if st.combine is not None:
+            old = _from_word(ref, st.buffer.dtype)
+            val = self.combine(st.combine, st.buffer.dtype, old, val)
+        lines.append(f"{indent}{ref} = {_to_word(val, st.buffer.dtype)};")
+        if st.mask is not None:
+            lines.append("  }")
+
+
+def render_kernel(kern: Kernel, place: dict[int, tuple[str, int]]) -> Shader:
+    """The shader of ``kern``; ``place`` maps a buffer id to (slot key, word offset)."""
+    return _KernelShader(kern, place).source()
+
+
+# -- matmul ----------------------------------------------------------------------------------------
+
+TILE = 64     # output tile edge per workgroup
+THREADS = 16  # threads per tile edge: each computes 4 x 4 outputs
+KSTEP = 16
+
+
+def render_gemm(step: Gemm, place: dict[int, tuple[str, int]]) -> Shader:
+    """``c = a @ b`` per batch matrix: 64x64 output tiles through workgroup memory, 4x4
+    outputs per thread (rows ``ty + 16 i``, columns ``tx + 16 j``: coalesced reads/writes)."""
+    if step.c.dtype != np.float32:
+        raise LoweringError(f"jit(backend='gpu'): matmul of {step.c.dtype.name}")
+    slots = _Slots(place)
+    m, n, k = step.m, step.n, step.k
+    ia = f"gp * {m}i + gi" if step.trans_a else f"gi * {k}i + gp"
+    ib = f"gc * {k}i + gq" if step.trans_b else f"gq * {n}i + gc"
+    a_ref = slots.ref(step.a, f"abase + {ia}")
+    b_ref = slots.ref(step.b, f"bbase + {ib}")
+    c_ref = slots.ref(step.c, f"cbase + r * {n}i + c", write=True)
+    per = TILE * KSTEP // (THREADS * THREADS)
+    fma = []
+    for i in range(4):
+        fma.append(f"      let a{i} = ta[(ty + {16 * i}i) * {KSTEP}i + kk];")
+    for j in range(4):
+        fma.append(f"      let c{j} = tb[kk * {TILE}i + tx + {16 * j}i];")
+    for i in range(4):
+        for j in range(4):
+            fma.append(f"      acc[{4 * i + j}] = fma(a{i}, c{j}, acc[{4 * i + j}]);")
+    stores = []
+    for i in range(4):
+        for j in range(4):
+            stores += [f"  {{ let r = row0 + ty + {16 * i}i; let c = col0 + tx + {16 * j}i;",
+                       f"    if (r < {m}i && c < {n}i) {{ {c_ref} = bitcast<u32>(acc[{4 * i + j}]);"
+                       " } }"]
+    text = "\n".join([
+        *slots.declarations(), "",
+        f"var<workgroup> ta: array<f32, {TILE * KSTEP}>;",
+        f"var<workgroup> tb: array<f32, {TILE * KSTEP}>;", "",
+        f"@compute @workgroup_size({THREADS}, {THREADS})",
+        "fn main(@builtin(local_invocation_id) lid: vec3<u32>, "
+        "@builtin(workgroup_id) wid: vec3<u32>) {",
+        "  let tx = i32(lid.x); let ty = i32(lid.y);",
+        f"  let row0 = i32(wid.y) * {TILE}i; let col0 = i32(wid.x) * {TILE}i;",
+        "  let bt = i32(wid.z);",
+        f"  let abase = bt * {m * k}i; let bbase = bt * {k * n}i; let cbase = bt * {m * n}i;",
+        "  var acc: array<f32, 16>;",
+        "  let t = ty * 16i + tx;",
+        f"  for (var p0: i32 = 0i; p0 < {k}i; p0 += {KSTEP}i) {{",
+        f"    for (var q: i32 = 0i; q < {per}i; q++) {{",
+        f"      let e = t + q * {THREADS * THREADS}i;",
+        f"      let gi = row0 + e / {KSTEP}i; let gp = p0 + e % {KSTEP}i;",
+        "      var va = 0.0f;",
+        f"      if (gi < {m}i && gp < {k}i) {{ va = bitcast<f32>({a_ref}); }}",
+        "      ta[e] = va;",
+        f"      let gq = p0 + e / {TILE}i; let gc = col0 + e % {TILE}i;",
+        "      var vb = 0.0f;",
+        f"      if (gq < {k}i && gc < {n}i) {{ vb = bitcast<f32>({b_ref}); }}",
+        "      tb[e] = vb;",
+        "    }",
+        "    workgroupBarrier();",
+        f"    for (var kk: i32 = 0i; kk < {KSTEP}i; kk++) {{",
+        *fma,
+        "    }",
+        "    workgroupBarrier();",
+        "  }",
+        *stores,
+        "}", ""])
+    gx, gy = -(-n // TILE), -(-m // TILE)
+    if max(gx, gy, step.batch) > MAX_GROUPS:
+        raise LoweringError(f"jit(backend='gpu'): matmul {m}x{k}x{n} (batch {step.batch}) "
+                            f"needs more than {MAX_GROUPS} workgroups along one axis")
+    grid = (gx, gy, step.batch) if m and n else (0, 1, 1)
+    return Shader(step.name, text, slots.bindings(), grid)

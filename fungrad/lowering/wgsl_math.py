@@ -1,0 +1,237 @@
+"""float32 math functions as WGSL, from the same definitions as the CPU's.
+
+``llvm_math.py`` writes each function (exp, log, sin, tanh, erf, ...) once, against a tiny
+SSA builder whose values overload the arithmetic operators. This module is a second builder
+for that interface that writes WGSL statements instead of LLVM IR, so the GPU gets the same
+algorithms, accuracy and NaN/inf/-0 edges as the CPU, rather than WGSL's builtins (whose
+precision the spec leaves loose, e.g. 4096 ulp for ``atan``, and llvmpipe's ``tanh`` is off by
+1e-3 near 0).
+
+WGSL has no float64: functions whose float32 version works in float64 (``pow``, ``lgamma``,
+``digamma``, ``erf_inv``) get no translation here; ``pow`` has a float32 formulation below,
+the other three raise a LoweringError naming the function when a GPU program needs them.
+Denormals may be flushed to zero by the GPU, so results that are denormal on the CPU can be
+0 on the GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import struct
+
+from fungrad.lowering import llvm_math as lm
+from fungrad.lowering.fusion import LoweringError
+
+_WGSL_TYPE = {"float": "f32", "i32": "i32", "i1": "bool"}
+
+
+class _NoFloat64(Exception):
+    """The function needs float64 (or 64-bit integers), which WGSL lacks."""
+
+
+def _wtype(ty: str) -> str:
+    t = _WGSL_TYPE.get(ty)
+    if t is None:
+        raise _NoFloat64(ty)
+    return t
+
+
+def _f32_literal(v: float) -> str:
+    bits = struct.unpack("<I", struct.pack("<f", float(v)))[0]
+    r = struct.unpack("<f", struct.pack("<I", bits))[0]
+    if r == r and abs(r) != float("inf") and (r == 0 or abs(r) >= 1.1754943508222875e-38):
+        return f"{r!r}f"
+    return f"bitcast<f32>({bits:#010x}u)"
+
+
+_BINARY = {"fadd": "+", "add": "+", "fsub": "-", "sub": "-", "fmul": "*", "mul": "*",
+           "fdiv": "/", "and": "&", "or": "|", "xor": "^", "shl": "<<", "ashr": ">>"}
+
+
+#: float32 seen as "not the CPU's float32": emitters that give float32 a float64 shortcut
+#: (``if x.ft is F32``) take their generic, same-precision path with it
+_F32_GENERIC = dataclasses.replace(lm.F32)
+_GENERIC = frozenset({"sin", "cos"})
+
+
+class _W(lm._V):
+    """A WGSL value (a ``let`` name or a literal) of LLVM type name ``ty``."""
+
+    __slots__ = ()
+
+    @property
+    def ft(self):
+        ft = lm._FT[self.ty]
+        return _F32_GENERIC if ft is lm.F32 and self.b.generic else ft
+
+    def _op(self, fop: str, iop: str, other, swap: bool = False) -> _W:
+        o = self.b.lift(other, self.ty)
+        a, c = (o, self) if swap else (self, o)
+        op = fop if self.ty in lm._FT else iop
+        sym = _BINARY.get(op)
+        if sym is None:
+            raise TypeError(f"wgsl_math: no {op} on {self.ty}")
+        if self.ty == "i1" and op == "xor":
+            sym = "!="
+        right = f"u32({c.ref})" if op in ("shl", "ashr") else c.ref
+        return self.b.emit(f"({a.ref} {sym} {right})", self.ty)
+
+    def __neg__(self) -> _W:
+        return self.b.emit(f"(-{self.ref})", self.ty)
+
+
+_FCMP = {"oeq": "{a} == {c}", "ogt": "{a} > {c}", "oge": "{a} >= {c}", "olt": "{a} < {c}",
+         "ole": "{a} <= {c}", "une": "!({a} == {c})", "ult": "!({a} >= {c})",
+         "ule": "!({a} > {c})", "ugt": "!({a} <= {c})", "uge": "!({a} < {c})",
+         "uno": "fg_isnan({a}) || fg_isnan({c})", "ord": "!(fg_isnan({a}) || fg_isnan({c}))",
+         "one": "!({a} == {c}) && !(fg_isnan({a}) || fg_isnan({c}))",
+         "ueq": "{a} == {c} || fg_isnan({a}) || fg_isnan({c})"}
+_ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="}
+
+
+class _WBuilder(lm._Builder):
+    """``llvm_math``'s builder interface, writing WGSL ``let`` statements."""
+
+    def __init__(self, generic: bool = False):
+        super().__init__()
+        self.generic = generic
+
+    def emit(self, rhs: str, ty: str) -> _W:
+        name = f"v{len(self.lines)}"
+        self.lines.append(f"  let {name} = {rhs};")
+        return _W(self, name, ty)
+
+    def lift(self, v, ty: str) -> _W:
+        if isinstance(v, lm._V):
+            if v.ty != ty:
+                raise TypeError(f"wgsl_math: operand of type {v.ty} where {ty} is expected")
+            return v
+        t = _wtype(ty)
+        if t == "f32":
+            return _W(self, _f32_literal(v), ty)
+        if t == "bool":
+            return _W(self, "true" if v else "false", ty)
+        v = int(v)
+        return _W(self, "bitcast<i32>(0x80000000u)" if v == -2**31 else f"{v}i", ty)
+
+    def cmp(self, pred: str, a, c) -> _W:
+        ty = a.ty if isinstance(a, lm._V) else c.ty
+        a, c = self.lift(a, ty), self.lift(c, ty)
+        if ty in lm._FT:
+            _wtype(ty)
+            self.callees.add("isnan")
+            text = _FCMP[pred].format(a=a.ref, c=c.ref)
+        elif pred in _ICMP:
+            text = f"{a.ref} {_ICMP[pred]} {c.ref}"
+        else:  # unsigned comparisons of i32 bits
+            sym = {"ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}[pred]
+            text = f"bitcast<u32>({a.ref}) {sym} bitcast<u32>({c.ref})"
+        return self.emit(f"({text})", "i1")
+
+    def select(self, cond, a, c, ty: str | None = None) -> _W:
+        ty = ty or (a.ty if isinstance(a, lm._V) else c.ty)
+        a, c = self.lift(a, ty), self.lift(c, ty)
+        return self.emit(f"select({c.ref}, {a.ref}, {cond.ref})", ty)
+
+    def intrinsic(self, name: str, *args) -> _W:
+        ty = next(a.ty for a in args if isinstance(a, lm._V))
+        _wtype(ty)
+        v = [self.lift(a, ty).ref for a in args]
+        if name == "copysign":
+            return self.emit(f"bitcast<f32>((bitcast<u32>({v[0]}) & 0x7fffffffu) | "
+                             f"(bitcast<u32>({v[1]}) & 0x80000000u))", ty)
+        fn = {"fma": "fma", "rint": "round", "fabs": "abs", "sqrt": "sqrt"}[name]
+        return self.emit(f"{fn}({', '.join(v)})", ty)
+
+    def cast(self, op: str, v, ty: str) -> _W:
+        t = _wtype(ty)
+        _wtype(v.ty)
+        if op == "bitcast":
+            return self.emit(f"bitcast<{t}>({v.ref})", ty)
+        if op in ("fptosi", "sitofp"):
+            return self.emit(f"{t}({v.ref})", ty)
+        raise _NoFloat64(op)
+
+    def call(self, fn: str, *args) -> _W:
+        if not fn.endswith("_f32"):
+            raise _NoFloat64(fn)
+        self.callees.add(fn)
+        return self.emit(f"{fn}({', '.join(a.ref for a in args)})", args[0].ty)
+
+
+# pow in float32 only: |x|**y = exp2(y * log2|x|) with the product carried in two parts, and
+# the sign and special cases of C99's pow (numpy's): pow(x, +-0) = 1, pow(1, y) = 1, NaN
+# otherwise propagates, a negative base needs an integer exponent, zeros and infinities by
+# the sign of y and the parity of integer y.
+_POW = """fn fg_pow_f32(x: f32, y: f32) -> f32 {
+  if (y == 0.0f || x == 1.0f) { return 1.0f; }
+  if (fg_isnan(x) || fg_isnan(y)) { return x + y; }
+  let ax = abs(x);
+  let ay = abs(y);
+  let y_int = trunc(y) == y;
+  let y_odd = y_int && ay < 16777216.0f && (i32(ay) & 1i) == 1i;
+  if (x < 0.0f && !y_int && ax != bitcast<f32>(0x7f800000u)) {
+    return bitcast<f32>(0x7fc00000u);
+  }
+  let inf = bitcast<f32>(0x7f800000u);
+  if (ay == inf) {
+    if (ax == 1.0f) { return 1.0f; }
+    return select(0.0f, inf, (ax > 1.0f) == (y > 0.0f));
+  }
+  var mag: f32;
+  if (ax == 0.0f) {
+    mag = select(inf, 0.0f, y > 0.0f);
+  } else if (ax == inf) {
+    mag = select(0.0f, inf, y > 0.0f);
+  } else {
+    let l = fg_log2_f32(ax);
+    let p = y * l;
+    let e = fma(y, l, -p);
+    mag = fg_exp2_f32(p) * (1.0f + e * 0.6931471805599453f);
+  }
+  let neg = x < 0.0f || (x == 0.0f && (bitcast<u32>(x) & 0x80000000u) != 0u);
+  return select(mag, -mag, neg && y_odd);
+}"""
+
+
+@functools.cache
+def _define(name: str) -> tuple[str, frozenset[str]]:
+    """(WGSL text, called functions) of ``fg_<name>_f32``."""
+    if name == "pow":
+        return _POW, frozenset({"fg_log2_f32", "fg_exp2_f32", "isnan"})
+    arity, emit = lm._EMITTERS[name]
+    b = _WBuilder(generic=name in _GENERIC)
+    params = [_W(b, f"a{i}", "float") for i in range(arity)]
+    result = emit(b, *params)
+    sig = ", ".join(f"{p.ref}: f32" for p in params)
+    text = "\n".join([f"fn fg_{name}_f32({sig}) -> f32 {{", *b.lines,
+                      f"  return {result.ref};", "}"])
+    return text, frozenset(b.callees)
+
+
+def function(name: str) -> tuple[str, list[tuple[str, str]]]:
+    """The WGSL function computing ``name`` on f32 and the definitions it needs, as
+    ``(function name, [(key, text), ...])`` in dependency order (callees first); the key
+    ``"isnan"`` (empty text) asks for the renderer's own ``fg_isnan`` helper."""
+    out: dict[str, str] = {}
+
+    def add(sym: str) -> None:
+        if sym in out:
+            return
+        if sym == "isnan":  # wgsl.py's helper ``fg_isnan``, shared with the kernels
+            out[sym] = ""
+            return
+        try:
+            text, callees = _define(sym[3:-4])
+        except _NoFloat64:
+            raise LoweringError(
+                f"jit(backend='gpu'): {sym[3:-4]} has no float32-only formulation for the GPU "
+                "yet (its float32 version computes in float64, which WGSL lacks); use "
+                "backend='cpu' for programs that need it") from None
+        for c in sorted(callees):
+            add(c)
+        out[sym] = text
+
+    add(f"fg_{name}_f32")
+    return f"fg_{name}_f32", list(out.items())

@@ -111,7 +111,7 @@ class GpuArray(Array):
     def block_until_ready(self) -> GpuArray:
         """Wait until the GPU has finished the work that computes this array."""
         if self._dbuf is not None:
-            _gpu_runtime().queue.on_submitted_work_done_sync()
+            _gpu_runtime().wait(self._dbuf)
         return self
 
     def __repr__(self):

@@ -32,3 +32,16 @@ def x64():
         yield
     finally:
         fg.config.update("enable_x64", old)
+
+
+@pytest.fixture(scope="session")
+def gpu():
+    """The GPU runtime. Without an adapter the GPU tests skip with the reason, except under CI
+    (``CI=true``), where they fail: CI installs Mesa's software Vulkan driver (dev.py)."""
+    from fungrad.lowering import gpu as gpu_runtime
+    try:
+        return gpu_runtime.runtime()
+    except gpu_runtime.GpuUnavailableError as e:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"CI must run the GPU tests, but: {e}")
+        pytest.skip(str(e))

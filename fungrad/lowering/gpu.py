@@ -125,6 +125,29 @@ class Runtime:
         self._free: dict[int, list] = {}
         self._pipelines: dict[str, object] = {}
         self.transfers = {"upload": 0, "download": 0}  # counted, for residency tests
+        self.fused_fma = self._probe_fma()
+
+    def _probe_fma(self) -> bool:
+        """Does this adapter's ``fma`` round once? (llvmpipe's is a multiply and an add.)"""
+        src = ("@group(0) @binding(0) var<storage, read_write> b: array<f32>;\n"
+               "@compute @workgroup_size(1)\nfn main() {\n"
+               "  let a = b[0];\n  b[1] = fma(a, a, -(a * a));\n}\n")
+        db = self.upload(np.array([1 + 2.0 ** -12, 0], np.float32))
+        pipeline = self.pipeline("probe_fma", src)
+        group = self.device.create_bind_group(
+            layout=pipeline.get_bind_group_layout(0),
+            entries=[{"binding": 0, "resource": {"buffer": db.buffer, "offset": 0,
+                                                 "size": db.buffer.size}}])
+        encoder = self.device.create_command_encoder()
+        cpass = encoder.begin_compute_pass()
+        cpass.set_pipeline(pipeline)
+        cpass.set_bind_group(0, group)
+        cpass.dispatch_workgroups(1)
+        cpass.end()
+        self.queue.submit([encoder.finish()])
+        residual = self.download(db, (2,), np.float32)[1]
+        self.transfers = {"upload": 0, "download": 0}
+        return bool(residual == 2.0 ** -24)
 
     @property
     def name(self) -> str:
@@ -172,6 +195,11 @@ class Runtime:
         if dtype == np.bool_:
             return (raw != 0).reshape(shape)
         return raw.view(dtype).reshape(shape).copy()
+
+    def wait(self, db: DeviceBuffer) -> None:
+        """Block until the submitted work writing ``db`` is done (a 4-byte read waits for
+        the queue; wgpu's work-done callback is not usable from Python in wgpu 0.32)."""
+        self.queue.read_buffer(db.buffer, 0, 4)
 
     # pipelines
     def pipeline(self, name: str, source: str):

@@ -110,7 +110,7 @@ class GpuExecutable:
         self.shaders: list[wgsl.Shader] = []
         for step in prog.steps:
             if isinstance(step, Kernel):
-                self.shaders += [wgsl.render_kernel(k, place)
+                self.shaders += [wgsl.render_kernel(k, place, rt.fused_fma)
                                  for k in _split_bindings(step, place, rt.max_bindings)]
             elif isinstance(step, Gemm):
                 self.shaders.append(wgsl.render_gemm(step, place))

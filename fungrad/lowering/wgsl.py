@@ -20,8 +20,8 @@ Semantics follow ``llvm_ops.py`` (JAX's): integer division never traps (``x / 0 
 ``x % 0 = x``) and is done on magnitudes (OpenGL's signed ``/`` and ``%`` are wrong for
 negatives); float max/min propagate NaN and order ``-0 < +0`` (WGSL's builtins drop NaN);
 NaN is tested on the bits (Vulkan drivers fold ``v != v`` to false); float -> int saturates
-and maps NaN to 0. Known difference: float ``rem`` is WGSL's ``x - y * trunc(x / y)``, which
-loses accuracy when the quotient is large (the CPU's is exact).
+and maps NaN to 0; float ``rem`` is C's exact ``fmod`` (WGSL's ``%`` is ``x - y * trunc(x /
+y)``, wrong for large quotients).
 """
 
 from __future__ import annotations
@@ -113,14 +113,22 @@ _HELPERS = {
   if (b == 0u) { return a; }
   return a % b;
 }""",
+    # fmod, exact: long division of |x| by |y| on the exponents, each step an exact subtraction
     "rem_f32": """fn fg_rem_f32(x: f32, y: f32) -> f32 {
-  let ax = bitcast<u32>(x) & 0x7fffffffu;
-  let ay = bitcast<u32>(y) & 0x7fffffffu;
-  if (ax >= 0x7f800000u || ay > 0x7f800000u || ay == 0u) { return bitcast<f32>(0x7fc00000u); }
-  if (ay == 0x7f800000u || ax < ay) { return x; }
-  let r = x - y * trunc(x / y);
-  let sign = bitcast<u32>(x) & 0x80000000u;
-  return bitcast<f32>((bitcast<u32>(r) & 0x7fffffffu) | sign);
+  let ax = abs(x);
+  let ay = abs(y);
+  if (fg_isnan(x) || fg_isnan(y) || ax == bitcast<f32>(0x7f800000u) || ay == 0.0f) {
+    return bitcast<f32>(0x7fc00000u);
+  }
+  if (ay == bitcast<f32>(0x7f800000u) || ax < ay) { return x; }
+  var r = ax;
+  for (var i = 0i; i < 300i && r >= ay; i++) {
+    let k = (bitcast<u32>(r) >> 23u) - (bitcast<u32>(ay) >> 23u);
+    var t = bitcast<f32>(bitcast<u32>(ay) + (k << 23u));
+    if (t > r) { t = t * 0.5f; }
+    r = r - t;
+  }
+  return bitcast<f32>(bitcast<u32>(r) | (bitcast<u32>(x) & 0x80000000u));
 }""",
     "round_away": """fn fg_round_away(x: f32) -> f32 {
   let t = trunc(x);
@@ -134,26 +142,27 @@ _HELPERS = {
   let b = bitcast<u32>(x);
   return bitcast<f32>(select(b - 1u, b + 1u, up));
 }""",
-    "f2i": """fn fg_f32_to_i32(x: f32) -> i32 {
+    "f2i": """fn fg_f2i(x: f32) -> i32 {
   if (fg_isnan(x)) { return 0i; }
   if (x >= 2147483648.0f) { return 2147483647i; }
   if (x < -2147483648.0f) { return bitcast<i32>(0x80000000u); }
   return i32(x);
 }""",
-    "f2u": """fn fg_f32_to_u32(x: f32) -> u32 {
+    "f2u": """fn fg_f2u(x: f32) -> u32 {
   if (fg_isnan(x) || x <= 0.0f) { return 0u; }
   if (x >= 4294967296.0f) { return 0xffffffffu; }
   return u32(x);
 }""",
 }
-_HELPER_DEPS = {"max_f32": ("isnan",), "min_f32": ("isnan",), "nextafter": ("isnan",),
-                "f2i": ("isnan",), "f2u": ("isnan",)}
+_HELPER_DEPS = dict.fromkeys(("rem_f32", "max_f32", "min_f32", "nextafter", "f2i", "f2u"),
+                             ("isnan",))
 
 
 class _Source:
     """The helper functions one shader needs, in dependency order."""
 
-    def __init__(self):
+    def __init__(self, fused_fma: bool):
+        self.fused_fma = fused_fma
         self.helpers: dict[str, str] = {}
         self.math: dict[str, str] = {}
 
@@ -165,7 +174,7 @@ class _Source:
         return name
 
     def need_math(self, name: str) -> str:
-        fn, texts = wgsl_math.function(name)
+        fn, texts = wgsl_math.function(name, self.fused_fma)
         for key, text in texts:
             if key == "isnan":
                 self.need("isnan")
@@ -251,10 +260,10 @@ def _to_word(value: str, dtype) -> str:
 class _KernelShader:
     """Writes one kernel as a shader (the structure mirrors ``llvm._KernelWriter``)."""
 
-    def __init__(self, kern: Kernel, place):
+    def __init__(self, kern: Kernel, place, fused_fma: bool):
         self.kern = kern
         self.slots = _Slots(place)
-        self.src = _Source()
+        self.src = _Source(fused_fma)
         self.serial = not kern.parallel
         self.lines: dict[Var | None, list[str]] = {None: []}
         self.chain: dict[Var, tuple[Var, ...]] = {}
@@ -496,9 +505,12 @@ class _KernelShader:
             lines.append("  }")
 
 
-def render_kernel(kern: Kernel, place: dict[int, tuple[str, int]]) -> Shader:
-    """The shader of ``kern``; ``place`` maps a buffer id to (slot key, word offset)."""
-    return _KernelShader(kern, place).source()
+def render_kernel(kern: Kernel, place: dict[int, tuple[str, int]],
+                  fused_fma: bool = True) -> Shader:
+    """The shader of ``kern``; ``place`` maps a buffer id to (slot key, word offset).
+    ``fused_fma``: the adapter's fma rounds once (else math functions compute it in
+    software: their error-free transformations need a fused one)."""
+    return _KernelShader(kern, place, fused_fma).source()
 
 
 # -- matmul ----------------------------------------------------------------------------------------

@@ -93,9 +93,10 @@ _ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=
 class _WBuilder(lm._Builder):
     """``llvm_math``'s builder interface, writing WGSL ``let`` statements."""
 
-    def __init__(self, generic: bool = False):
+    def __init__(self, generic: bool = False, fused_fma: bool = True):
         super().__init__()
         self.generic = generic
+        self.fused_fma = fused_fma
 
     def emit(self, rhs: str, ty: str) -> _W:
         name = f"v{len(self.lines)}"
@@ -141,6 +142,9 @@ class _WBuilder(lm._Builder):
         if name == "copysign":
             return self.emit(f"bitcast<f32>((bitcast<u32>({v[0]}) & 0x7fffffffu) | "
                              f"(bitcast<u32>({v[1]}) & 0x80000000u))", ty)
+        if name == "fma" and not self.fused_fma:
+            self.callees.add("fma")
+            return self.emit(f"fg_fma({', '.join(v)})", ty)
         fn = {"fma": "fma", "rint": "round", "fabs": "abs", "sqrt": "sqrt"}[name]
         return self.emit(f"{fn}({', '.join(v)})", ty)
 
@@ -195,13 +199,35 @@ _POW = """fn fg_pow_f32(x: f32, y: f32) -> f32 {
 }"""
 
 
+# fma with one rounding, for adapters whose fma is a multiply then an add (llvmpipe): the
+# functions' error-free transformations (residuals such as fma(a, b, -a*b)) need it. The
+# product's error comes from Dekker's split, the sum's from Knuth's two-sum.
+_FMA = """fn fg_fma(a: f32, b: f32, c: f32) -> f32 {
+  let p = a * b;
+  if (!(abs(p) < 1e30f) || abs(a) > 1e30f || abs(b) > 1e30f || !(abs(c) < 1e30f)) {
+    return p + c;
+  }
+  let ca = 4097.0f * a;
+  let ah = ca - (ca - a);
+  let al = a - ah;
+  let cb = 4097.0f * b;
+  let bh = cb - (cb - b);
+  let bl = b - bh;
+  let e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+  let s = p + c;
+  let bb = s - p;
+  let t = (p - (s - bb)) + (c - bb);
+  return s + (t + e);
+}"""
+
+
 @functools.cache
-def _define(name: str) -> tuple[str, frozenset[str]]:
+def _define(name: str, fused_fma: bool) -> tuple[str, frozenset[str]]:
     """(WGSL text, called functions) of ``fg_<name>_f32``."""
     if name == "pow":
         return _POW, frozenset({"fg_log2_f32", "fg_exp2_f32", "isnan"})
     arity, emit = lm._EMITTERS[name]
-    b = _WBuilder(generic=name in _GENERIC)
+    b = _WBuilder(generic=name in _GENERIC, fused_fma=fused_fma)
     params = [_W(b, f"a{i}", "float") for i in range(arity)]
     result = emit(b, *params)
     sig = ", ".join(f"{p.ref}: f32" for p in params)
@@ -210,10 +236,11 @@ def _define(name: str) -> tuple[str, frozenset[str]]:
     return text, frozenset(b.callees)
 
 
-def function(name: str) -> tuple[str, list[tuple[str, str]]]:
+def function(name: str, fused_fma: bool = True) -> tuple[str, list[tuple[str, str]]]:
     """The WGSL function computing ``name`` on f32 and the definitions it needs, as
     ``(function name, [(key, text), ...])`` in dependency order (callees first); the key
-    ``"isnan"`` (empty text) asks for the renderer's own ``fg_isnan`` helper."""
+    ``"isnan"`` (empty text) asks for the renderer's own ``fg_isnan`` helper. Without
+    ``fused_fma`` (the adapter rounds fma twice) fma is computed in software."""
     out: dict[str, str] = {}
 
     def add(sym: str) -> None:
@@ -222,8 +249,11 @@ def function(name: str) -> tuple[str, list[tuple[str, str]]]:
         if sym == "isnan":  # wgsl.py's helper ``fg_isnan``, shared with the kernels
             out[sym] = ""
             return
+        if sym == "fma":
+            out[sym] = _FMA
+            return
         try:
-            text, callees = _define(sym[3:-4])
+            text, callees = _define(sym[3:-4], fused_fma)
         except _NoFloat64:
             raise LoweringError(
                 f"jit(backend='gpu'): {sym[3:-4]} has no float32-only formulation for the GPU "

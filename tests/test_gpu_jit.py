@@ -1,0 +1,143 @@
+"""``jit(f, backend="gpu")``: devices, residency (no host round trips between calls), grad and
+vmap programs, a training loop, random bits, and the errors (no adapter, float64, what the
+GPU does not lower yet). The reference is the same function run eagerly (numpy impls)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fungrad as fg
+import fungrad.numpy as fnp
+from fungrad.lowering import gpu as gpu_runtime
+from tests.test_jit_training import init, loss, sgd_step
+
+pytestmark = pytest.mark.usefixtures("gpu")
+
+
+def test_devices_lists_the_cpu_and_the_adapters():
+    devs = fg.devices()
+    assert devs[0].platform == "cpu"
+    gpus = fg.devices("gpu")
+    assert gpus and all(d.platform == "gpu" for d in gpus)
+    assert sum(d.active for d in gpus) == 1
+    assert "GpuDevice" in repr(gpus[0])
+
+
+def test_device_put_round_trips_and_results_stay_on_the_device(gpu):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    gx = fg.device_put(x, backend="gpu")
+    assert isinstance(gx, fg.GpuArray) and gx.shape == (3, 4) and gx.dtype == np.float32
+    f = fg.jit(lambda v: v * 2 + 1, backend="gpu")
+    gpu.transfers.update(upload=0, download=0)
+    y = gx
+    for _ in range(5):
+        y = f(y)  # chained calls: device buffers are bound as they are
+    assert gpu.transfers == {"upload": 0, "download": 0}
+    expected = x
+    for _ in range(5):
+        expected = expected * 2 + 1
+    np.testing.assert_array_equal(np.asarray(y), expected)
+    assert gpu.transfers["download"] == 1
+    np.asarray(y)  # the host copy is kept
+    assert gpu.transfers["download"] == 1
+    back = fg.device_put(y, "cpu")
+    assert type(back) is fg.Array
+    np.testing.assert_array_equal(np.asarray(back), expected)
+    assert y.block_until_ready() is y
+
+
+def test_host_inputs_are_uploaded_and_pytrees_work():
+    f = fg.jit(lambda d: {"s": d["a"] + d["b"], "p": d["a"] * d["b"]}, backend="gpu")
+    a, b = np.float32([1, 2, 3]), np.float32([4, 5, 6])
+    out = f({"a": a, "b": fnp.asarray(b)})
+    np.testing.assert_array_equal(np.asarray(out["s"]), a + b)
+    np.testing.assert_array_equal(np.asarray(out["p"]), a * b)
+
+
+def test_gpu_arrays_work_in_eager_code_and_in_cpu_jit():
+    g = fg.device_put(np.float32([0.5, 1.5]), backend="gpu")
+    np.testing.assert_allclose(np.asarray(fnp.sin(g)), np.sin([0.5, 1.5]), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(fg.jit(fnp.exp)(g)), np.exp([0.5, 1.5]), rtol=1e-6)
+    assert float(g[1]) == 1.5 and g.tolist() == [0.5, 1.5]
+
+
+def test_grad_and_vmap_programs_run_on_the_gpu():
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((8, 3)).astype(np.float32)
+    xs = rng.standard_normal((16, 8)).astype(np.float32)
+
+    def f(w, x):
+        return fnp.sum(fnp.tanh(x @ w) ** 2)
+    per_example = fg.jit(fg.vmap(fg.grad(f), in_axes=(None, 0)), backend="gpu")
+    got = np.asarray(per_example(w, xs))
+    want = np.stack([np.asarray(fg.grad(f)(w, x)) for x in xs])
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+    hess_vec = fg.jit(lambda w, v: fg.jvp(fg.grad(lambda w: f(w, xs[0])), (w,), (v,))[1],
+                      backend="gpu")
+    v = np.ones_like(w)
+    np.testing.assert_allclose(np.asarray(hess_vec(w, v)),
+                               np.asarray(fg.jvp(fg.grad(lambda w: f(w, xs[0])), (w,), (v,))[1]),
+                               rtol=2e-5, atol=2e-6)
+
+
+def test_grad_of_a_gpu_jitted_function():
+    f = fg.jit(lambda x: fnp.sum(fnp.sin(x) * x), backend="gpu")
+    x = np.linspace(-1, 1, 7, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(fg.grad(f)(x)), np.cos(x) * x + np.sin(x),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_mlp_trains_on_the_gpu_and_matches_eager_steps():
+    rng = np.random.default_rng(0)
+    sizes = (20, 64, 32, 5)
+    params = init(rng, sizes)
+    x = fnp.asarray(rng.standard_normal((48, sizes[0])).astype(np.float32))
+    labels = fnp.asarray(np.eye(sizes[-1], dtype=np.float32)[rng.integers(0, 5, 48)])
+    step = fg.jit(sgd_step, backend="gpu")
+    eager_params = params
+    losses = []
+    for _ in range(15):
+        params, value = step(params, x, labels)
+        eager_params, eager_value = sgd_step(eager_params, x, labels)
+        np.testing.assert_allclose(float(value), float(eager_value), rtol=1e-4, atol=1e-5)
+        losses.append(float(value))
+    for p, q in zip(fg.tree_util.tree_leaves(params), fg.tree_util.tree_leaves(eager_params)):
+        assert isinstance(p, fg.GpuArray)
+        np.testing.assert_allclose(np.asarray(p), np.asarray(q), rtol=2e-3, atol=2e-4)
+    assert losses[-1] < 0.7 * losses[0], losses
+    text = step.lower(params, x, labels).as_text()
+    assert "@compute" in text and "fusion plan" in text
+    assert float(loss(params, x, labels)) == pytest.approx(losses[-1], rel=0.2)
+
+
+def test_random_bits_and_uniform_match_the_cpu():
+    key = fg.random.key(42)
+    for fn in (lambda k: fg.random.bits(k, (5, 7)),
+               lambda k: fg.random.uniform(k, (1000,)),
+               lambda k: fg.random.randint(k, (50,), -3, 9)):
+        np.testing.assert_array_equal(np.asarray(fg.jit(fn, backend="gpu")(key)),
+                                      np.asarray(fn(key)))
+
+
+def test_control_flow_is_reported_as_not_lowered_yet():
+    f = fg.jit(lambda x: fg.lax.fori_loop(0, 3, lambda i, v: v * 2, x), backend="gpu")
+    with pytest.raises(fg.LoweringError, match="no GPU lowering yet.*backend='cpu'"):
+        f(np.float32(1.0))
+
+
+def test_without_an_adapter_gpu_jit_says_how_to_get_one(monkeypatch):
+    monkeypatch.setattr(gpu_runtime, "_runtime", None)
+    monkeypatch.setattr(gpu_runtime, "_adapters", [])
+    f = fg.jit(lambda v: v + 1, backend="gpu")
+    with pytest.raises(gpu_runtime.GpuUnavailableError, match="mesa-vulkan-drivers"):
+        f(np.float32(1.0))
+    assert fg.devices() == [fg.devices("cpu")[0]]
+    monkeypatch.setenv("FUNGRAD_GPU_ADAPTER", "no-such-adapter")
+    with pytest.raises(gpu_runtime.GpuUnavailableError, match="matches no adapter"):
+        gpu_runtime.select_adapter()
+
+
+def test_unknown_backend_is_a_clear_error():
+    with pytest.raises(ValueError, match="backend 'tpu'"):
+        fg.jit(lambda v: v, backend="tpu")

@@ -9,8 +9,13 @@ are; host arrays are uploaded. Outputs are GpuArrays: they stay on the device.
 Where buffers live: each input and output has its own device buffer (slot ``in<i>`` /
 ``out<i>``); the constants share one buffer uploaded at compile time (``consts``); the
 temporaries share one arena per call (``arena``) at word offsets chosen by liveness, as on the
-CPU. Bind groups are cached per dispatch and set of buffers, which repeat from call to call
-because buffers come from the runtime's pool.
+CPU; loop counters live in ``ctl``. Bind groups are cached per pipeline and set of buffers,
+which repeat from call to call because buffers come from the runtime's pool.
+
+Control flow: a scan's body is dispatched once per iteration, its per-iteration views (the
+rows of ``xs``/``ys``, the double-buffered carries) being offsets computed in the shaders from
+the loop counter; a cond dispatches every branch, each guarded by the index; a while loop is
+run from the host, reading its predicate back after each iteration.
 """
 
 from __future__ import annotations
@@ -107,32 +112,105 @@ class GpuExecutable:
             at += w.size
         self._consts = rt.upload(np.concatenate(words)) if words else None
         self.arena_words = _arena_offsets(prog, place)
+        # A loop carry's two buffers alternate in one binding, so a carry whose home is a
+        # program output lives in the arena and is copied out at the end.
+        copies_out = []
+        for b in _carry_buffers(prog.steps):
+            if b.kind == "output":
+                copies_out.append((place[b.id], ("arena", self.arena_words), max(1, b.size)))
+                place[b.id] = ("arena", self.arena_words)
+                self.arena_words += -(-max(1, b.size) // 16) * 16
+        self._place = place
         self.shaders: list[wgsl.Shader] = []
-        for step in prog.steps:
-            if isinstance(step, Kernel):
-                self.shaders += [wgsl.render_kernel(k, place, rt.fused_fma)
-                                 for k in _split_bindings(step, place, rt.max_bindings)]
-            elif isinstance(step, Gemm):
-                self.shaders.append(wgsl.render_gemm(step, place))
-            else:
-                raise LoweringError(
-                    f"jit({name}, backend='gpu'): the {type(step).__name__} step {step.name} "
-                    "(control flow or sort) has no GPU lowering yet; use backend='cpu' for "
-                    "this function")
-        self._dispatches = [(rt.pipeline(s.name, s.source), s.bindings, s.grid)
-                            for s in self.shaders if s.grid[0]]
+        self._pipelines: dict[str, object] = {}
+        self.ctl_words = 0
+        self._commands = self._flatten(prog.steps, wgsl.TOP)
+        for dst, src, words in copies_out:
+            self._commands += self._dispatch(wgsl.render_copy(dst, src, words))
         self._bind_groups: OrderedDict = OrderedDict()
         self._out_words = [max(1, int(np.prod(a.shape, dtype=np.int64))) for a in self.out_avals]
         self.compile_time_s = time.perf_counter() - t0
 
+    # -- the program as a list of dispatches ------------------------------------------------------
+    def _dispatch(self, shader: wgsl.Shader) -> list:
+        self.shaders.append(shader)
+        if not shader.grid[0]:
+            return []
+        p = self._pipelines.get(shader.source)
+        if p is None:
+            p = self._pipelines[shader.source] = self.rt.pipeline(shader.name, shader.source)
+        return [_Dispatch(p, shader.bindings, shader.grid)]
+
+    def _flatten(self, steps, scope: wgsl.Scope) -> list:
+        """The commands running ``steps`` in ``scope``: dispatches, and host-driven while
+        loops. A scan's body is dispatched once per iteration (one submission for all);
+        a cond's branches are all dispatched, each doing nothing unless selected."""
+        from fungrad.lowering.control_flow import CondStep, ScanStep, WhileStep
+        place, rt, out = self._place, self.rt, []
+        for step in steps:
+            if isinstance(step, Kernel):
+                for k in _split_bindings(step, place, rt.max_bindings):
+                    out += self._dispatch(wgsl.render_kernel(k, place, rt.fused_fma, scope))
+            elif isinstance(step, Gemm):
+                out += self._dispatch(wgsl.render_gemm(step, place, scope))
+            elif isinstance(step, CondStep):
+                n = len(step.branches)
+                for b, sub in enumerate(step.branches):
+                    inner = wgsl.Scope(scope.loops, (*scope.guards, (step.index, b, n)))
+                    out += self._flatten(sub, inner)
+            elif isinstance(step, ScanStep):
+                d = scope.loops
+                self.ctl_words = max(self.ctl_words, d + 1)
+                it = f"it{d}"
+                _place_carries(place, step.carries, it)
+                for sl in step.xs + step.ys:
+                    key, base = place[sl.whole.id]
+                    row = f"({step.length - 1}i - {it})" if step.reverse else it
+                    place[sl.view.id] = (key, f"({_offset(base)} + {row} * "
+                                              f"{max(1, sl.view.size)}i)")
+                body = self._flatten(step.body, wgsl.Scope(d + 1, scope.guards))
+                out += self._dispatch(wgsl.render_counter(d, "0i", place, scope))
+                step_it = self._dispatch(wgsl.render_counter(d, f"{it} + 1i", place, scope))
+                for _ in range(step.length):
+                    out += body + step_it
+            elif isinstance(step, WhileStep):
+                if scope.loops or scope.guards:
+                    raise LoweringError(
+                        f"jit({self.name}, backend='gpu'): a while_loop inside another loop or "
+                        "a cond has no GPU lowering yet (the GPU runs while loops from the "
+                        "host); use fori_loop/scan, or backend='cpu'")
+                self.ctl_words = max(self.ctl_words, 1)
+                _place_carries(place, step.carries, "it0")
+                inner = wgsl.Scope(1, ())
+                cond = self._flatten(step.cond, inner)
+                body = self._flatten(step.body, inner) + self._dispatch(
+                    wgsl.render_counter(0, "it0 + 1i", place, inner))
+                homes = []
+                for c in step.carries:  # after an odd number of iterations: spare -> home
+                    words = max(1, c.home.size)
+                    homes += self._dispatch(wgsl.render_copy(place[c.home.id],
+                                                             place[c.spare.id], words))
+                out.append(_HostWhile(self._dispatch(wgsl.render_counter(0, "0i", place)),
+                                      cond, place[step.pred.id], body, homes))
+            else:
+                raise LoweringError(
+                    f"jit({self.name}, backend='gpu'): the {type(step).__name__} step "
+                    f"{step.name} (sort) has no GPU lowering yet; use backend='cpu' for this "
+                    "function")
+        return out
+
     @property
     def num_dispatches(self) -> int:
-        """Dispatches per call (kernels with work to do)."""
-        return len(self._dispatches)
+        """Dispatches per call (a while loop's: one iteration's cond and body)."""
+        n = 0
+        for c in self._commands:
+            n += len(c.cond) + len(c.body) if isinstance(c, _HostWhile) else 1
+        return n
 
     def call(self, args) -> list[GpuArray]:
         """Run on ``args`` (GpuArrays, Arrays or numpy values with ``in_avals``); the outputs
-        stay on the GPU."""
+        stay on the GPU. One queue submission, unless the program has a while loop (whose
+        predicate the host reads after each iteration)."""
         rt = self.rt
         slots = {f"in{i}": device_buffer(a) for i, a in enumerate(args)}
         outs = [rt.alloc(w) for w in self._out_words]
@@ -141,23 +219,47 @@ class GpuExecutable:
             slots["consts"] = self._consts
         if self.arena_words:
             slots["arena"] = rt.alloc(self.arena_words)
-        encoder = rt.device.create_command_encoder()
-        cpass = encoder.begin_compute_pass()
-        for i, (pipeline, bindings, grid) in enumerate(self._dispatches):
-            cpass.set_pipeline(pipeline)
-            cpass.set_bind_group(0, self._bind_group(i, pipeline, bindings, slots))
-            cpass.dispatch_workgroups(*grid)
-        cpass.end()
-        rt.queue.submit([encoder.finish()])
+        if self.ctl_words:
+            slots["ctl"] = rt.alloc(self.ctl_words)
+        pending: list = []
+        for c in self._commands:
+            if isinstance(c, _Dispatch):
+                pending.append(c)
+                continue
+            self._submit(pending + c.start, slots)
+            pending = []
+            iterations = 0
+            while True:
+                self._submit(c.cond, slots)
+                key, offset = c.pred
+                if not rt.queue.read_buffer(slots[key].buffer, 4 * offset, 4)[0]:
+                    break
+                self._submit(c.body, slots)
+                iterations += 1
+            if iterations % 2:
+                pending += c.homes
+        self._submit(pending, slots)
         return [GpuArray(o, a, a.weak_type) for o, a in zip(outs, self.out_avals)]
 
-    def _bind_group(self, i: int, pipeline, bindings, slots):
-        bufs = tuple(slots[key].buffer for key, _ in bindings)
-        key = (i, *map(id, bufs))
+    def _submit(self, dispatches: list, slots: dict) -> None:
+        if not dispatches:
+            return
+        encoder = self.rt.device.create_command_encoder()
+        cpass = encoder.begin_compute_pass()
+        for d in dispatches:
+            cpass.set_pipeline(d.pipeline)
+            cpass.set_bind_group(0, self._bind_group(d, slots))
+            cpass.dispatch_workgroups(*d.grid)
+        cpass.end()
+        self.rt.queue.submit([encoder.finish()])
+
+    def _bind_group(self, d: _Dispatch, slots):
+        bufs = tuple(slots[key].buffer for key, _ in d.bindings)
+        key = (id(d.pipeline), *map(id, bufs))
         bg = self._bind_groups.get(key)
         if bg is None:
             bg = self.rt.device.create_bind_group(
-                layout=pipeline.get_bind_group_layout(0),
+                layout=d.pipeline.get_bind_group_layout(0),
                 entries=[{"binding": k, "resource": {"buffer": b, "offset": 0, "size": b.size}}
                          for k, b in enumerate(bufs)])
             self._bind_groups[key] = (bg, bufs)  # the buffers stay alive with their group
@@ -172,6 +274,59 @@ class GpuExecutable:
                             f"{[k for k, _ in s.bindings]}\n{s.source}" for s in self.shaders)
         return (f"# optimised jaxpr\n{self.jaxpr}\n\n# {self.program.describe()}\n\n"
                 f"# WGSL on {self.rt.name}\n{shaders}")
+
+
+class _Dispatch:
+    """One compute dispatch: its pipeline, the slot keys bound, the workgroup grid."""
+
+    __slots__ = ("pipeline", "bindings", "grid")
+
+    def __init__(self, pipeline, bindings, grid):
+        self.pipeline, self.bindings, self.grid = pipeline, bindings, grid
+
+
+class _HostWhile:
+    """A while loop run from the host: ``start`` resets the counter, then ``cond`` is
+    submitted and its predicate (``pred``: slot key, word offset) read back before each
+    ``body``; ``homes`` copy carries left in their spare buffers home."""
+
+    __slots__ = ("start", "cond", "pred", "body", "homes")
+
+    def __init__(self, start, cond, pred, body, homes):
+        self.start, self.cond, self.pred, self.body, self.homes = start, cond, pred, body, homes
+
+
+def _carry_buffers(steps) -> list:
+    """The home and spare buffers of every loop carry in ``steps`` (sub-programs included)."""
+    from fungrad.lowering.control_flow import CondStep, ScanStep, WhileStep
+    out = []
+    for step in steps:
+        if isinstance(step, (ScanStep, WhileStep)):
+            out += [b for c in step.carries for b in (c.home, c.spare)]
+            out += _carry_buffers(step.body)
+            if isinstance(step, WhileStep):
+                out += _carry_buffers(step.cond)
+        elif isinstance(step, CondStep):
+            for branch in step.branches:
+                out += _carry_buffers(branch)
+    return out
+
+
+def _offset(base: int | str) -> str:
+    return base if isinstance(base, str) else f"{base}i"
+
+
+def _place_carries(place: dict, carries, it: str) -> None:
+    """Loop carries alternate between two buffers: iteration ``it`` reads ``cur`` from the
+    first (even iterations) or the second, and writes ``nxt`` to the other."""
+    for c in carries:
+        first, second = (c.home, c.spare) if c.start_home else (c.spare, c.home)
+        (k1, o1), (k2, o2) = place[first.id], place[second.id]
+        if k1 != k2:
+            raise LoweringError("GPU lowering: a loop carry's two buffers must share a slot")
+        even = f"({it} % 2i == 0i)"
+        place[c.cur.id] = (k1, f"select({_offset(o2)}, {_offset(o1)}, {even})")
+        place[c.nxt.id] = (k1, f"select({_offset(o1)}, {_offset(o2)}, {even})")
 
 
 def _arena_offsets(prog: fusion.Program, place: dict) -> int:

@@ -212,21 +212,54 @@ def grid_1d(invocations: int, per_group: int) -> tuple[int, int, int]:
     return (MAX_GROUPS, y, 1)
 
 
+@dataclass(frozen=True)
+class Scope:
+    """Where a step runs inside control flow (the GPU runs loops by re-dispatching bodies).
+
+    ``loops``: enclosing loops; loop ``d``'s iteration count is word ``d`` of the ``ctl``
+    buffer, read as ``it<d>`` (a view's offset, such as a scan's row of ``xs``, is an
+    expression in it). ``guards``: enclosing ``cond`` branches as (index buffer, branch,
+    number of branches): the step does nothing unless every index selects its branch."""
+    loops: int = 0
+    guards: tuple = ()
+
+
+TOP = Scope()
+
+
 class _Slots:
     """Binding numbers of the device buffers a shader touches."""
 
-    def __init__(self, place: dict[int, tuple[str, int]]):
+    def __init__(self, place: dict[int, tuple[str, int | str]]):
         self.place = place
         self.keys: dict[str, int] = {}
         self.writable: set[str] = set()
 
     def ref(self, buf, index: str, write: bool = False) -> str:
         key, offset = self.place[buf.id]
+        return self.word(key, offset, index, write)
+
+    def word(self, key: str, offset: int | str, index: str, write: bool = False) -> str:
         b = self.keys.setdefault(key, len(self.keys))
         if write:
             self.writable.add(key)
-        at = index if offset == 0 else f"{offset}i + {index}"
+        if isinstance(offset, str):
+            at = f"{offset} + {index}"
+        else:
+            at = index if offset == 0 else f"{offset}i + {index}"
         return f"b{b}[{at}]"
+
+    def scope_lines(self, scope: Scope) -> tuple[list[str], str | None]:
+        """(lines defining ``it<d>``, the guard condition or None) for ``scope``."""
+        lines = [f"  let it{d} = bitcast<i32>({self.word('ctl', 0, f'{d}i')});"
+                 for d in range(scope.loops)]
+        conds = []
+        for j, (index, branch, n) in enumerate(scope.guards):
+            raw = _from_word(self.ref(index, "0i"), index.dtype)
+            value = f"i32({raw})" if wgsl_type(index.dtype) != "i32" else raw
+            lines.append(f"  let sel{j} = clamp({value}, 0i, {n - 1}i);")
+            conds.append(f"sel{j} == {branch}i")
+        return lines, " && ".join(conds) or None
 
     def declarations(self) -> list[str]:
         out = []
@@ -260,8 +293,9 @@ def _to_word(value: str, dtype) -> str:
 class _KernelShader:
     """Writes one kernel as a shader (the structure mirrors ``llvm._KernelWriter``)."""
 
-    def __init__(self, kern: Kernel, place, fused_fma: bool):
+    def __init__(self, kern: Kernel, place, fused_fma: bool, scope: Scope):
         self.kern = kern
+        self.scope_of = scope
         self.slots = _Slots(place)
         self.src = _Source(fused_fma)
         self.serial = not kern.parallel
@@ -462,17 +496,19 @@ class _KernelShader:
         for st in kern.stores:
             self._store(st)
         total = math.prod(v.extent for v in loops)
-        head: list[str] = []
+        head, guard = self.slots.scope_lines(self.scope_of)
+        if guard is not None:
+            head.append(f"  if (!({guard})) {{ return; }}")
         if self.serial:
-            body = list(self.lines[None])
+            body = head + self.lines[None]
             for v in loops:
                 body.append(f"  for (var v{v.id}: i32 = 0i; v{v.id} < {v.extent}i; v{v.id}++) {{")
                 body += self.lines[v]
             body += ["  }"] * len(loops)
             size, grid = 1, (1 if total else 0, 1, 1)
         else:
-            head = ["  let flat = i32(gid.x + gid.y * nwg.x * "
-                    f"{WORKGROUP}u);", f"  if (flat >= {total}i) {{ return; }}"]
+            head += ["  let flat = i32(gid.x + gid.y * nwg.x * "
+                     f"{WORKGROUP}u);", f"  if (flat >= {total}i) {{ return; }}"]
             stride = total
             for i, v in enumerate(loops):
                 stride //= v.extent
@@ -505,12 +541,44 @@ class _KernelShader:
             lines.append("  }")
 
 
-def render_kernel(kern: Kernel, place: dict[int, tuple[str, int]],
-                  fused_fma: bool = True) -> Shader:
-    """The shader of ``kern``; ``place`` maps a buffer id to (slot key, word offset).
-    ``fused_fma``: the adapter's fma rounds once (else math functions compute it in
-    software: their error-free transformations need a fused one)."""
-    return _KernelShader(kern, place, fused_fma).source()
+def render_kernel(kern: Kernel, place: dict[int, tuple[str, int | str]],
+                  fused_fma: bool = True, scope: Scope = TOP) -> Shader:
+    """The shader of ``kern``; ``place`` maps a buffer id to (slot key, word offset: an int,
+    or an i32 expression in the loop counters of ``scope``). ``fused_fma``: the adapter's fma
+    rounds once (else math functions compute it in software: their error-free
+    transformations need a fused one)."""
+    return _KernelShader(kern, place, fused_fma, scope).source()
+
+
+def render_counter(d: int, value: str, place, scope: Scope = TOP) -> Shader:
+    """A one-invocation shader setting loop counter ``d`` (word ``d`` of ``ctl``) to the
+    i32 expression ``value`` (of ``it<d>`` and the outer counters), under ``scope``'s
+    guards."""
+    slots = _Slots(place)
+    head, guard = slots.scope_lines(Scope(max(scope.loops, d + 1), scope.guards))
+    if guard is not None:
+        head.append(f"  if (!({guard})) {{ return; }}")
+    head.append(f"  {slots.word('ctl', 0, f'{d}i', write=True)} = bitcast<u32>({value});")
+    text = "\n".join([*slots.declarations(), "", "@compute @workgroup_size(1)",
+                      "fn main() {", *head, "}", ""])
+    return Shader(f"counter{d}", text, slots.bindings(), (1, 1, 1))
+
+
+def render_copy(dst: tuple[str, int | str], src: tuple[str, int | str], words: int,
+                scope: Scope = TOP) -> Shader:
+    """``words`` words from ``src`` to ``dst`` (slot key, offset), e.g. a while loop's final
+    carry from its spare buffer home (WebGPU cannot copy a buffer onto itself)."""
+    slots = _Slots({})
+    head, guard = slots.scope_lines(scope)
+    if guard is not None:
+        head.append(f"  if (!({guard})) {{ return; }}")
+    head += ["  let flat = i32(gid.x + gid.y * nwg.x * "
+             f"{WORKGROUP}u);", f"  if (flat >= {words}i) {{ return; }}",
+             f"  {slots.word(*dst, 'flat', write=True)} = {slots.word(*src, 'flat')};"]
+    text = "\n".join([*slots.declarations(), "", f"@compute @workgroup_size({WORKGROUP})",
+                      "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+                      "@builtin(num_workgroups) nwg: vec3<u32>) {", *head, "}", ""])
+    return Shader("copy", text, slots.bindings(), grid_1d(words, WORKGROUP))
 
 
 # -- matmul ----------------------------------------------------------------------------------------
@@ -520,12 +588,18 @@ THREADS = 16  # threads per tile edge: each computes 4 x 4 outputs
 KSTEP = 16
 
 
-def render_gemm(step: Gemm, place: dict[int, tuple[str, int]]) -> Shader:
+def render_gemm(step: Gemm, place: dict[int, tuple[str, int | str]],
+                scope: Scope = TOP) -> Shader:
     """``c = a @ b`` per batch matrix: 64x64 output tiles through workgroup memory, 4x4
     outputs per thread (rows ``ty + 16 i``, columns ``tx + 16 j``: coalesced reads/writes)."""
     if step.c.dtype != np.float32:
         raise LoweringError(f"jit(backend='gpu'): matmul of {step.c.dtype.name}")
     slots = _Slots(place)
+    head, guard = slots.scope_lines(scope)
+    if guard is not None:  # uniform for the barriers: through workgroup memory
+        head += ["  if (lid.x == 0u && lid.y == 0u) {",
+                 f"    run = select(0u, 1u, {guard});", "  }",
+                 "  if (workgroupUniformLoad(&run) == 0u) { return; }"]
     m, n, k = step.m, step.n, step.k
     ia = f"gp * {m}i + gi" if step.trans_a else f"gi * {k}i + gp"
     ib = f"gc * {k}i + gq" if step.trans_b else f"gq * {n}i + gc"
@@ -550,10 +624,12 @@ def render_gemm(step: Gemm, place: dict[int, tuple[str, int]]) -> Shader:
     text = "\n".join([
         *slots.declarations(), "",
         f"var<workgroup> ta: array<f32, {TILE * KSTEP}>;",
-        f"var<workgroup> tb: array<f32, {TILE * KSTEP}>;", "",
+        f"var<workgroup> tb: array<f32, {TILE * KSTEP}>;",
+        *(["var<workgroup> run: u32;"] if guard is not None else []), "",
         f"@compute @workgroup_size({THREADS}, {THREADS})",
         "fn main(@builtin(local_invocation_id) lid: vec3<u32>, "
         "@builtin(workgroup_id) wid: vec3<u32>) {",
+        *head,
         "  let tx = i32(lid.x); let ty = i32(lid.y);",
         f"  let row0 = i32(wid.y) * {TILE}i; let col0 = i32(wid.x) * {TILE}i;",
         "  let bt = i32(wid.z);",

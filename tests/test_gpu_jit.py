@@ -171,10 +171,16 @@ def test_grad_through_scan_on_the_gpu():
     _same(fg.grad(loss), np.float32([0.5, -0.3]), xs)
 
 
-def test_sort_is_reported_as_not_lowered_yet():
-    f = fg.jit(fnp.sort, backend="gpu")
-    with pytest.raises(fg.LoweringError, match="no GPU lowering yet.*backend='cpu'"):
-        f(np.float32([3, 1, 2]))
+def test_sort_argsort_and_top_k_on_the_gpu():
+    x = np.float32([[3, -0.0, np.nan, 1, 0.0, -np.inf, 1, 2], [5, 4, 3, 2, 1, 0, -1, -2]])
+    for f in (lambda v: fnp.sort(v, axis=-1), lambda v: fnp.sort(v, axis=0),
+              lambda v: fnp.argsort(v, axis=-1), lambda v: fg.lax.top_k(v, 3)):
+        got = fg.tree_util.tree_leaves(fg.jit(f, backend="gpu")(x))
+        want = fg.tree_util.tree_leaves(f(x))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    i = np.int32([[4, -2, 4, 0, -2]])
+    _same(lambda v: fg.lax.sort((v, fnp.arange(5, dtype=np.int32)[None]), num_keys=1), i)
 
 
 def test_without_an_adapter_gpu_jit_says_how_to_get_one(monkeypatch):

@@ -146,6 +146,7 @@ class GpuExecutable:
         loops. A scan's body is dispatched once per iteration (one submission for all);
         a cond's branches are all dispatched, each doing nothing unless selected."""
         from fungrad.lowering.control_flow import CondStep, ScanStep, WhileStep
+        from fungrad.lowering.sort_step import SortStep
         place, rt, out = self._place, self.rt, []
         for step in steps:
             if isinstance(step, Kernel):
@@ -153,6 +154,8 @@ class GpuExecutable:
                     out += self._dispatch(wgsl.render_kernel(k, place, rt.fused_fma, scope))
             elif isinstance(step, Gemm):
                 out += self._dispatch(wgsl.render_gemm(step, place, scope))
+            elif isinstance(step, SortStep):
+                out += self._dispatch(wgsl.render_sort(step, place, scope))
             elif isinstance(step, CondStep):
                 n = len(step.branches)
                 for b, sub in enumerate(step.branches):
@@ -195,8 +198,7 @@ class GpuExecutable:
             else:
                 raise LoweringError(
                     f"jit({self.name}, backend='gpu'): the {type(step).__name__} step "
-                    f"{step.name} (sort) has no GPU lowering yet; use backend='cpu' for this "
-                    "function")
+                    f"{step.name} has no GPU lowering; use backend='cpu' for this function")
         return out
 
     @property

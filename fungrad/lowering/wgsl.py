@@ -662,3 +662,76 @@ def render_gemm(step: Gemm, place: dict[int, tuple[str, int | str]],
                             f"needs more than {MAX_GROUPS} workgroups along one axis")
     grid = (gx, gy, step.batch) if m and n else (0, 1, 1)
     return Shader(step.name, text, slots.bindings(), grid)
+
+
+# -- sort ------------------------------------------------------------------------------------------
+
+def _sort_key(value: str, dtype, order: str) -> str:
+    """An i32 whose signed order is the sort order of ``value`` (sort_step.py's orders):
+    ``"sort"`` merges -0.0 with 0.0 and puts every NaN last; ``"top_k"`` is the total order
+    on the bits, reversed (descending)."""
+    t = wgsl_type(dtype)
+    if t == "f32":
+        bits = f"bitcast<i32>({value})"
+        if order == "sort":
+            bits = (f"select(select({bits}, 0i, {value} == 0.0f), 2147483647i, "
+                    f"fg_isnan({value}))")
+        key = f"select({bits}, {bits} ^ 2147483647i, {bits} < 0i)"
+    elif t == "u32":
+        key = f"bitcast<i32>({value} ^ 0x80000000u)"
+    elif t == "bool":
+        key = f"select(0i, 1i, {value})"
+    else:
+        key = value
+    return f"(~{key})" if order == "top_k" else key
+
+
+def render_sort(step, place, scope: Scope = TOP) -> Shader:
+    """A stable sort (``sort_step.SortStep``) by ranks: one invocation per element counts the
+    elements of its row that sort before it (smaller keys, or equal keys at smaller
+    positions) and writes every operand there. O(n) per element: fine for rows of up to a few
+    thousand; longer rows want a merge or bitonic network (not written yet)."""
+    slots = _Slots(place)
+    head, guard = slots.scope_lines(scope)
+    if guard is not None:
+        head.append(f"  if (!({guard})) {{ return; }}")
+    shape, d = step.shape, step.dimension
+    n = shape[d]
+    inner = math.prod(shape[d + 1:])
+    total = math.prod(shape)
+    src = _Source(False)
+    uses_nan = any(b.dtype == np.float32 for b in step.inputs[:step.num_keys])
+    if uses_nan:
+        src.need("isnan")
+
+    def key_at(m: int, pos: str, name: str) -> list[str]:
+        buf = step.inputs[m]
+        v = _from_word(slots.ref(buf, f"base + {pos} * {inner}i"), buf.dtype)
+        return [f"    let {name} = {_sort_key(v, buf.dtype, step.order)};"]
+    lines = head + [
+        f"  let flat = i32(gid.x + gid.y * nwg.x * {WORKGROUP}u);",
+        f"  if (flat >= {total}i) {{ return; }}",
+        f"  let q = flat % {inner}i;", f"  let i = (flat / {inner}i) % {n}i;",
+        f"  let o = flat / {inner * n}i;", f"  let base = o * {n * inner}i + q;",
+        "  var rank = 0i;",
+        f"  for (var j = 0i; j < {n}i; j++) {{",
+        "    var before = false;", "    var decided = false;"]
+    for m in range(step.num_keys):
+        lines += key_at(m, "i", f"ki{m}") + key_at(m, "j", f"kj{m}")
+        lines += [f"    if (!decided && kj{m} != ki{m}) {{ before = kj{m} < ki{m}; "
+                  "decided = true; }"]
+    lines += ["    if (!decided) { before = j < i; }",
+              "    rank += select(0i, 1i, before);", "  }",
+              f"  if (rank >= {step.k}i) {{ return; }}",
+              f"  let at = (o * {step.k}i + rank) * {inner}i + q;"]
+    for src_buf, dst in zip(step.inputs, step.outputs):
+        lines.append(f"  {slots.ref(dst, 'at', write=True)} = "
+                     f"{slots.ref(src_buf, f'base + i * {inner}i')};")
+    if step.index_output is not None:
+        lines.append(f"  {slots.ref(step.index_output, 'at', write=True)} = bitcast<u32>(i);")
+    text = "\n".join([*slots.declarations(), "", src.prelude(), "",
+                      f"@compute @workgroup_size({WORKGROUP})",
+                      "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+                      "@builtin(num_workgroups) nwg: vec3<u32>) {", *lines, "}", ""])
+    grid = grid_1d(total, WORKGROUP) if total and step.k else (0, 1, 1)
+    return Shader(step.name, text, slots.bindings(), grid)

@@ -219,3 +219,18 @@ def test_float64_programs_raise_a_clear_type_error(x64):
     f = fg.jit(lambda v: v * 2, backend="gpu")
     with pytest.raises(TypeError, match="float64.*float32.*backend='cpu'"):
         f(np.ones(3))
+
+
+def test_erf_inv_and_random_normal_in_float32_only():
+    x = np.concatenate([np.float32([0.0, -0.0, 1.0, -1.0, 1.5, np.nan, 0.999999, -0.9999]),
+                        np.linspace(-0.995, 0.995, 199, dtype=np.float32)])
+    assert_gpu(lax.erf_inv, x, rtol=2e-6, atol=1e-7)
+    key = fg.random.key(0)
+    f = lambda k: fg.random.normal(k, (2000,))  # noqa: E731
+    np.testing.assert_allclose(np.asarray(fg.jit(f, backend="gpu")(key)), np.asarray(f(key)),
+                               rtol=2e-6, atol=2e-6)
+
+
+def test_lgamma_reports_that_the_gpu_lacks_it():
+    with pytest.raises(fg.LoweringError, match="lgamma.*float64.*backend='cpu'"):
+        gpu_compiled(lax.lgamma, np.float32([1.5]))

@@ -8,8 +8,10 @@ precision the spec leaves loose, e.g. 4096 ulp for ``atan``, and llvmpipe's ``ta
 1e-3 near 0).
 
 WGSL has no float64: functions whose float32 version works in float64 (``pow``, ``lgamma``,
-``digamma``, ``erf_inv``) get no translation here; ``pow`` has a float32 formulation below,
-the other three raise a LoweringError naming the function when a GPU program needs them.
+``digamma``, ``erf_inv``) get no translation here; ``pow`` and ``erf_inv`` have float32
+formulations below, ``lgamma`` and ``digamma`` raise a LoweringError naming the function
+when a GPU program needs them. ``sin``/``cos`` take llvm_math's same-precision path (its
+float32 shortcut goes through float64).
 Denormals may be flushed to zero by the GPU, so results that are denormal on the CPU can be
 0 on the GPU.
 """
@@ -199,6 +201,34 @@ _POW = """fn fg_pow_f32(x: f32, y: f32) -> f32 {
 }"""
 
 
+# erf_inv in float32 only: Giles' single-precision approximation ("Approximating the erfinv
+# function", GPU Computing Gems 2, 2011), then one Newton step on erf(y) = x in the central
+# range (w < 5, |x| < 0.9966), where erf(y) - x keeps its relative accuracy.
+_ERF_INV = """fn fg_erf_inv_f32(x: f32) -> f32 {
+  let a = abs(x);
+  if (fg_isnan(x) || a > 1.0f) { return bitcast<f32>(0x7fc00000u); }
+  if (a == 1.0f) { return bitcast<f32>(bitcast<u32>(x) & 0x80000000u | 0x7f800000u); }
+  var w = -fg_log_f32((1.0f - x) * (1.0f + x));
+  var p: f32;
+  if (w < 5.0f) {
+    w = w - 2.5f;
+    p = 2.81022636e-08f;
+    p = fma(p, w, 3.43273939e-07f); p = fma(p, w, -3.5233877e-06f);
+    p = fma(p, w, -4.39150654e-06f); p = fma(p, w, 0.00021858087f);
+    p = fma(p, w, -0.00125372503f); p = fma(p, w, -0.00417768164f);
+    p = fma(p, w, 0.246640727f); p = fma(p, w, 1.50140941f);
+    let y = p * x;
+    return y - (fg_erf_f32(y) - x) / (1.1283791670955126f * fg_exp_f32(-y * y));
+  }
+  w = sqrt(w) - 3.0f;
+  p = -0.000200214257f;
+  p = fma(p, w, 0.000100950558f); p = fma(p, w, 0.00134934322f);
+  p = fma(p, w, -0.00367342844f); p = fma(p, w, 0.00573950773f);
+  p = fma(p, w, -0.0076224613f); p = fma(p, w, 0.00943887047f);
+  p = fma(p, w, 1.00167406f); p = fma(p, w, 2.83297682f);
+  return p * x;
+}"""
+
 # fma with one rounding, for adapters whose fma is a multiply then an add (llvmpipe): the
 # functions' error-free transformations (residuals such as fma(a, b, -a*b)) need it. The
 # product's error comes from Dekker's split, the sum's from Knuth's two-sum.
@@ -226,6 +256,8 @@ def _define(name: str, fused_fma: bool) -> tuple[str, frozenset[str]]:
     """(WGSL text, called functions) of ``fg_<name>_f32``."""
     if name == "pow":
         return _POW, frozenset({"fg_log2_f32", "fg_exp2_f32", "isnan"})
+    if name == "erf_inv":
+        return _ERF_INV, frozenset({"fg_log_f32", "fg_erf_f32", "fg_exp_f32", "isnan"})
     arity, emit = lm._EMITTERS[name]
     b = _WBuilder(generic=name in _GENERIC, fused_fma=fused_fma)
     params = [_W(b, f"a{i}", "float") for i in range(arity)]

@@ -606,6 +606,13 @@ def render_gemm(step: Gemm, place: dict[int, tuple[str, int | str]],
     a_ref = slots.ref(step.a, f"abase + {ia}")
     b_ref = slots.ref(step.b, f"bbase + {ib}")
     c_ref = slots.ref(step.c, f"cbase + r * {n}i + c", write=True)
+    # c = alpha * a @ b + beta * c0 (the planner folds an SGD update into a gemm this way)
+    alpha, beta, c0 = step.alpha, step.beta, step.c0 or step.c
+    result = "acc[{i}]" if alpha == 1.0 else f"{literal(alpha, np.float32)} * acc[{{i}}]"
+    if beta:
+        old = f"bitcast<f32>({slots.ref(c0, f'cbase + r * {n}i + c')})"
+        scaled = old if beta == 1.0 else f"{literal(beta, np.float32)} * {old}"
+        result = f"{result} + {scaled}"
     per = TILE * KSTEP // (THREADS * THREADS)
     fma = []
     for i in range(4):
@@ -619,8 +626,8 @@ def render_gemm(step: Gemm, place: dict[int, tuple[str, int | str]],
     for i in range(4):
         for j in range(4):
             stores += [f"  {{ let r = row0 + ty + {16 * i}i; let c = col0 + tx + {16 * j}i;",
-                       f"    if (r < {m}i && c < {n}i) {{ {c_ref} = bitcast<u32>(acc[{4 * i + j}]);"
-                       " } }"]
+                       f"    if (r < {m}i && c < {n}i) {{ {c_ref} = "
+                       f"bitcast<u32>({result.format(i=4 * i + j)}); }} }}"]
     text = "\n".join([
         *slots.declarations(), "",
         f"var<workgroup> ta: array<f32, {TILE * KSTEP}>;",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import struct
 
 from fungrad.lowering import llvm_math as lm
@@ -92,6 +93,9 @@ _FCMP = {"oeq": "{a} == {c}", "ogt": "{a} > {c}", "oge": "{a} >= {c}", "olt": "{
 _ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="}
 
 
+_LDEXP = re.compile(r"call float @llvm\.ldexp\.f32\.i32\(float (\S+), i32 (\S+)\)")
+
+
 class _WBuilder(lm._Builder):
     """``llvm_math``'s builder interface, writing WGSL ``let`` statements."""
 
@@ -101,6 +105,9 @@ class _WBuilder(lm._Builder):
         self.fused_fma = fused_fma
 
     def emit(self, rhs: str, ty: str) -> _W:
+        m = _LDEXP.fullmatch(rhs)
+        if m:  # llvm_math's _ldexp writes the LLVM intrinsic call itself: WGSL has ldexp too
+            rhs = f"ldexp({m.group(1)}, {m.group(2)})"
         name = f"v{len(self.lines)}"
         self.lines.append(f"  let {name} = {rhs};")
         return _W(self, name, ty)

@@ -57,6 +57,9 @@ def child(framework: str, stages: bool = False) -> dict:
             result = fw.block_until_ready(compiled(*args))
             t3 = time.perf_counter()
             out.update(lower=t1 - t0, compile=t2 - t1, run=t3 - t2)
+            if framework == "fungrad":  # where compile went: LLVM's steps, all modules
+                from fungrad.lowering import cpu
+                out["llvm"] = cpu.compile_stats()
         else:
             result = fw.block_until_ready(step(*args))
             out["first"] = time.perf_counter() - t0
@@ -136,6 +139,12 @@ def print_table(results: dict[str, dict]) -> None:
         if st:
             print(f"  {name} ahead of time, one more process: lower (trace) {st['lower']:.3f} s, "
                   f"compile {st['compile']:.3f} s, first run {st['run'] * 1e3:.1f} ms")
+            llvm = st.get("llvm")
+            if llvm:
+                ms = {k: llvm[k] * 1e3 for k in ("parse_s", "optimize_s", "codegen_s", "load_s")}
+                print(f"    of which LLVM ({llvm['modules']} module(s)): parse "
+                      f"{ms['parse_s']:.0f} ms, optimize {ms['optimize_s']:.0f} ms, "
+                      f"codegen {ms['codegen_s']:.0f} ms, load {ms['load_s']:.1f} ms")
 
 
 def main(argv=None) -> int:

@@ -26,6 +26,15 @@ class Array:
         self.weak_type = weak_type
         self._aval = None
 
+    @classmethod
+    def from_impl(cls, value, aval: core.ShapedArray) -> Array:
+        """The Array for a primitive impl's output ``value`` whose aval the primitive's
+        abstract_eval already gave (it is stored, not recomputed: ``config.check_impl_avals``
+        verifies that impls agree with their shape rules)."""
+        arr = cls(value, aval.weak_type)
+        arr._aval = aval
+        return arr
+
     @property
     def aval(self) -> core.ShapedArray:
         aval = self._aval
@@ -148,6 +157,9 @@ class _DeletedValue:
 
     __getattr__ = __array__ = __bool__ = __int__ = __float__ = __index__ = _fail
     __len__ = __iter__ = __getitem__ = __complex__ = _fail
+
+
+core._array_type = Array
 
 
 def is_arraylike(x) -> bool:

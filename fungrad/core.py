@@ -368,26 +368,32 @@ class EvalTrace(Trace):
     """The base trace: runs each primitive's numpy impl on concrete values."""
 
     def process_primitive(self, primitive, args, params):
-        from fungrad.array import Array
-
-        vals = []
+        array_type = _array_type
+        vals, avals = [], []
         for a in args:
-            if type(a) is Array:
+            if type(a) is array_type:
                 vals.append(a._value)
+                aval = a._aval
+                avals.append(a.aval if aval is None else aval)
             elif isinstance(a, Tracer):
                 raise escaped_tracer_error(a, primitive)
             else:  # a raw Python or numpy value: give it its canonical dtype
                 aval = get_aval(a)
                 vals.append(np.array(a, dtype=dtypes.canonicalize_dtype(aval.dtype))[()])
+                avals.append(aval)
         # The shape rule runs first: bad input gets the primitive's own error (naming the
         # operation, shapes and dtypes), never numpy's, and the impl only sees valid input.
-        out_avals = cached_abstract_eval(primitive, tuple(map(get_aval, args)), params)
+        out_avals = cached_abstract_eval(primitive, tuple(avals), params)
         out = primitive.impl(*vals, **params)
         if config.check_impl_avals:
             _check_impl_avals(primitive, out, out_avals, params)
         if primitive.multiple_results:
-            return [Array(o, a.weak_type) for o, a in zip(out, out_avals)]
-        return Array(out, out_avals.weak_type)
+            return [array_type.from_impl(o, a) for o, a in zip(out, out_avals)]
+        return array_type.from_impl(out, out_avals)
+
+
+_array_type: type = type(None)
+"""``fungrad.Array`` (set by fungrad.array when it is imported: core cannot import it)."""
 
 
 _abstract_eval_cache: dict = {}

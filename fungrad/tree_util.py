@@ -103,8 +103,12 @@ class PyTreeDef:
         self.node_type = node_type          # None for a leaf
         self.node_data = node_data
         self.children = children
-        self.num_leaves = 1 if node_type is None else sum(c.num_leaves for c in children)
-        self.num_nodes = 1 + sum(c.num_nodes for c in children)
+        num_leaves, num_nodes = (1 if node_type is None else 0), 1
+        for c in children:
+            num_leaves += c.num_leaves
+            num_nodes += c.num_nodes
+        self.num_leaves = num_leaves
+        self.num_nodes = num_nodes
         self._hash = None
 
     def unflatten(self, leaves):
@@ -198,11 +202,16 @@ def _flatten(x, leaves: list, is_leaf) -> PyTreeDef:
     if is_leaf is not None and is_leaf(x):
         leaves.append(x)
         return _LEAF
-    node_type, data, children = _node_info(x)
-    if node_type is None:
+    t = type(x)
+    rec = _registry.get(t)
+    if rec is not None:
+        children, data = rec.flatten(x)
+    elif isinstance(x, tuple) and hasattr(t, "_fields"):
+        t, data, children = _NAMEDTUPLE, t, x
+    else:
         leaves.append(x)
         return _LEAF
-    return PyTreeDef(node_type, data, tuple(_flatten(c, leaves, is_leaf) for c in children))
+    return PyTreeDef(t, data, tuple([_flatten(c, leaves, is_leaf) for c in children]))
 
 
 def tree_flatten(tree, is_leaf=None) -> tuple[list, PyTreeDef]:

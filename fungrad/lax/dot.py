@@ -385,8 +385,10 @@ def _operand_buffer(ctx, x, order, trans_order):
     lay = _layout_of(x)
     if lay == tuple(order) or (lay is not None and lay == tuple(trans_order)):
         return x.view[0], lay != tuple(order)
-    if tuple(trans_order) == tuple(range(len(x.shape))):  # store it as it is, BLAS transposes
-        return ctx.materialize(x).buffer, True
+    identity = tuple(range(len(x.shape)))
+    if x.view is None and identity in (tuple(order), tuple(trans_order)):
+        # store x itself (BLAS transposes if need be): its other readers then load it too
+        return ctx.materialize(x).buffer, tuple(order) != identity
     t = ctx.materialize(kernel.transposed(ctx, x, order, "dot_general operand"))
     return t.buffer, False
 
@@ -407,6 +409,17 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
             and m * n * k >= _BLAS_MIN_FLOPS and b <= 64 and blas.find_blas().available):
         a_buf, trans_a = _operand_buffer(ctx, lhs, lb + lf + lc, lb + lc + lf)
         b_buf, trans_b = _operand_buffer(ctx, rhs, rb + rc + rf, rb + rf + rc)
+        nb, nl = len(lb), len(lf)
+        swapped = (tuple(range(nb)) + tuple(range(nb + nl, len(out_shape)))
+                   + tuple(range(nb, nb + nl)))
+        if ctx.planner.read_permutation() == swapped and swapped != tuple(range(len(swapped))):
+            # every reader transposes the result: write C^T = B^T A^T, its readers' layout
+            c_buf = ctx.planner.new_buffer([out_shape[d] for d in swapped], out_dtype, "temp")
+            ctx.planner.add_step(Gemm("dot_general", b_buf, a_buf, c_buf, n, m, k,
+                                      not trans_b, not trans_a, b))
+            inverse = tuple(swapped.index(d) for d in range(len(swapped)))
+            return kernel.transposed(ctx, ctx.planner.buffer_tensor(c_buf, "dot_general"),
+                                     inverse, "dot_general")
         c_buf = ctx.planner.new_buffer(out_shape, out_dtype, "temp")
         ctx.planner.add_step(Gemm("dot_general", a_buf, b_buf, c_buf, m, n, k, trans_a,
                                   trans_b, b))

@@ -1058,8 +1058,11 @@ def convert_element_type(operand_, new_dtype, weak_type: bool = False):
     the integer range and maps NaN to 0; int -> narrower int wraps; bool -> 0/1;
     nonzero (and NaN) -> True."""
     x = operand(operand_, "convert_element_type")
+    aval = x.aval
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:  # nothing to do (the common case)
+        return x
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    if x.dtype == new_dtype and getattr(x, "weak_type", False) == weak_type:
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return x
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
 

@@ -129,8 +129,8 @@ def _reduce_sum_impl(x, *, axes):
     if not axes:  # the identity, as in JAX (np.sum would turn -0.0 into 0.0)
         return x
     with np.errstate(all="ignore"):
-        out = np.sum(x, axis=axes, dtype=_accumulation_dtype(x.dtype))
-    return np.asarray(out).astype(x.dtype)[()]
+        out = np.add.reduce(x, axis=axes, dtype=_accumulation_dtype(x.dtype))
+    return np.asarray(out).astype(x.dtype, copy=False)[()]
 
 
 def _reduce_sum_abstract_eval(x, *, axes):
@@ -251,9 +251,12 @@ def _kept_dims(ndim: int, axes) -> tuple[int, ...]:
 
 
 def _reduce_sum_transpose(ct, x, *, axes):
-    from fungrad import lax
+    from fungrad.lax.shape import broadcast_in_dim_p
+    if not axes:
+        return [ct]
     shape = x.aval.shape
-    return [lax.broadcast_in_dim(ct, shape, _kept_dims(len(shape), axes))]
+    return [broadcast_in_dim_p.bind(ct, shape=shape,
+                                    broadcast_dimensions=_kept_dims(len(shape), axes))]
 
 
 def _reduce_chooser_jvp(t, ans, x, *, axes):
@@ -378,11 +381,11 @@ def _cumulative_impl(accumulate):
     def impl(x, *, axis, reverse):
         if reverse:
             x = np.flip(x, axis)
-        with np.errstate(all="ignore"):
-            out = accumulate(x, axis)
+        with np.errstate(all="ignore"):  # (float16 results may overflow to inf, as in JAX)
+            out = np.asarray(accumulate(x, axis)).astype(x.dtype)
         if reverse:
             out = np.flip(out, axis)
-        return np.asarray(out).astype(x.dtype)
+        return out
 
     return impl
 
@@ -612,8 +615,9 @@ def reduce(operands, init_values, computation, dimensions):
 def _reduce_lowering(op):
     def rule(ctx, x, *, axes):
         acc = _accumulation_dtype(x.dtype) if op in ("add", "mul") else x.dtype
+        # (not on the GPU: its invocations would race on the accumulated row)
         if (acc == x.dtype and axes and x.ndim - 1 not in axes and x.size >= 4096
-                and min(x.shape[a] for a in axes) >= 8):
+                and min(x.shape[a] for a in axes) >= 8 and ctx.planner.backend == "cpu"):
             return _column_reduction(ctx, x, axes, op)
         return kernel.reduced(ctx, x, axes, op, acc, x.dtype, f"reduce_{op}")
     return rule

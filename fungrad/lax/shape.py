@@ -95,7 +95,7 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
     expanded = [1] * len(shape)
     for i, d in enumerate(broadcast_dimensions):
         expanded[d] = x.shape[i]
-    return np.broadcast_to(np.reshape(x, expanded), shape)
+    return np.broadcast_to(x.reshape(expanded), shape)
 
 
 def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):

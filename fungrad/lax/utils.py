@@ -56,6 +56,8 @@ def operand(x, name: str = "operand"):
     if isinstance(x, (bool, int, float)):
         dt = dtypes.python_scalar_dtype(x)
         return Array(_scalar(x, dt), not isinstance(x, bool))
+    if isinstance(x, Array):  # an Array subclass: a GpuArray (fungrad/devices.py)
+        return x
     raise TypeError(f"{name}: expected an array, got a value of type {type(x).__name__}: "
                     f"{x!r:.60}")
 
@@ -77,6 +79,11 @@ def full_like_scalar(x, ref, weak: bool = True):
 def operands_same_dtype(name: str, *args):
     """Convert args for an n-ary lax op whose operands must share one dtype. Python scalars take
     the dtype of the array operands (weakly), as lax does; arrays must already agree."""
+    for a in args:
+        if type(a) is not Array and not isinstance(a, core.Tracer):
+            break
+    else:  # only arrays and tracers (the common case): nothing to convert
+        return list(args)
     ref = next((a for a in args if not _is_python_scalar(a)), None)
     if ref is None:  # only Python scalars: JAX promotes them among themselves
         dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)

@@ -70,6 +70,11 @@ class Executable:
             abi.layout()
             self.ir = llvm.render(self.program)
             self.module = cpu.compile_module(self.ir, [ENTRY], name=name)
+        # the thread budget (FUNGRAD_NUM_THREADS, CPU affinity) is read once per executable; the
+        # native pool is compiled only when a parallel step may use it (llvm.parallel_for)
+        self._nthreads = threads.num_threads()
+        if self._nthreads > 1 and llvm.POOL_SYMBOL in self.ir:
+            llvm.enable_thread_pool()
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.py_object, ctypes.c_int64)(
             self.module.address(ENTRY))
         self._consts = tuple(c for _, c in self.program.consts)
@@ -80,8 +85,6 @@ class Executable:
         self._pools = tuple(_OutputPool(a.shape, a.dtype)
                             if a.size * a.dtype.itemsize >= POOL_MIN_BYTES else None
                             for a in self.out_avals)
-        # the thread budget (FUNGRAD_NUM_THREADS, CPU affinity) is read once per executable
-        self._nthreads = threads.num_threads()
         self._aval0 = self.out_avals[0] if self.out_avals else None
         if len(self._outs) == 1 and not self._consts and not self._scratch_bytes:
             self.call = self._call_simple  # the common small case, without the general packing
@@ -93,9 +96,9 @@ class Executable:
         out = np.empty(shape, dtype) if pool is None else pool.take()
         if len(args) == 1:
             a = args[0]
-            packed = (a._value if type(a) is Array else a, out)
+            packed = (a._value if isinstance(a, Array) else a, out)
         else:
-            packed = (*[a._value if type(a) is Array else a for a in args], out)
+            packed = (*[a._value if isinstance(a, Array) else a for a in args], out)
         if self._fn(packed, self._nthreads):
             return Executable.call(self, args)  # a non-contiguous input: the general path
         r = Array(out, weak)
@@ -105,7 +108,7 @@ class Executable:
     def call(self, args) -> list[Array]:
         """Run on ``args`` (Arrays or numpy values with exactly ``in_avals``, checked by the
         caller); returns the outputs as Arrays."""
-        values = [a._value if type(a) is Array else a for a in args]
+        values = [a._value if isinstance(a, Array) else a for a in args]
         outs = [np.empty(s, d) if pool is None else pool.take()
                 for (s, d, _), pool in zip(self._outs, self._pools)]
         if self._scratch_bytes:

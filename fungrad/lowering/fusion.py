@@ -86,8 +86,12 @@ _OP_COST = dict.fromkeys(K.MATH_UNARY, 20) | {"pow": 40, "atan2": 30, "div": 4, 
 
 @dataclass
 class Gemm:
-    """``c[b] = a[b] @ b[b]`` for row-major matrices through BLAS (``trans_a``: a holds A^T).
-    ``batch`` matrices at element strides ``stride_a/b/c``."""
+    """``c[b] = alpha * a[b] @ b[b] + beta * c0[b]`` for row-major matrices (``trans_a``: a
+    holds A^T), ``batch`` matrices one after the other in each buffer; ``c0`` None means c.
+    Lowering rules make ``alpha = 1, beta = 0``; the planner folds a scaled update of the
+    product (``w - lr * (a @ b)``) into ``alpha``, ``beta = 1`` and ``c0 = w``
+    (:func:`_fuse_gemm_updates`). The LLVM renderer runs small float32 products through its
+    own kernel (``matmul.py``) and the others through BLAS."""
     name: str
     a: Buffer
     b: Buffer
@@ -98,9 +102,12 @@ class Gemm:
     trans_a: bool
     trans_b: bool
     batch: int = 1
+    alpha: float = 1.0
+    beta: float = 0.0
+    c0: Buffer | None = None
 
     def reads(self) -> set[Buffer]:
-        return {self.a, self.b}
+        return {self.a, self.b} | ({self.c0 or self.c} if self.beta else set())
 
     def writes(self) -> set[Buffer]:
         return {self.c}
@@ -162,6 +169,8 @@ class LoweringError(Exception):
 class Planner:
     """Builds a :class:`Program` from a closed jaxpr (see the module docstring)."""
 
+    backend = "cpu"  # rules that choose a layout by backend read this (GpuPlanner: "gpu")
+
     def __init__(self, name: str, parent: Planner | None = None):
         self.name = name
         if parent is None:
@@ -175,6 +184,8 @@ class Planner:
         self.steps: list = []
         self.pending: list[Tensor] = []
         self.origins: list[str] = []  # primitives lowered since the last flush
+        self.eqn: core.JaxprEqn | None = None  # the equation whose rule is running
+        self._readers: dict = {}  # var -> the equations reading it (None: a jaxpr output)
 
     # buffers and tensors
     def new_buffer(self, shape, dtype, kind: str, name: str | None = None) -> Buffer:
@@ -218,13 +229,24 @@ class Planner:
                                  "literal")
             return env[x]
 
+        readers: dict = {}
+        for eqn in jaxpr.eqns:
+            for v in eqn.invars:
+                if not isinstance(v, core.Literal):
+                    readers.setdefault(v, []).append(eqn)
+        for v in jaxpr.outvars:
+            if not isinstance(v, core.Literal):
+                readers.setdefault(v, []).append(None)
         outer, self.ctx.planner = self.ctx.planner, self
+        saved = self.eqn, self._readers
+        self._readers = readers
         try:
             for eqn in jaxpr.eqns:
                 rule = K.lowering_rules.get(eqn.primitive)
                 if rule is None:
                     raise LoweringError(f"jit: the primitive {eqn.primitive.name} has no "
                                         f"lowering rule for the CPU compiler")
+                self.eqn = eqn
                 outs = rule(self.ctx, *map(read, eqn.invars), **eqn.params)
                 if not eqn.primitive.multiple_results:
                     outs = [outs]
@@ -238,7 +260,26 @@ class Planner:
                     env[v] = t
         finally:
             self.ctx.planner = outer
+            self.eqn, self._readers = saved
         return [read(v) for v in jaxpr.outvars]
+
+    def read_permutation(self) -> tuple[int, ...] | None:
+        """The permutation every reader of the running equation's (single) output applies to
+        it, when all of them are ``transpose`` with the same ``permutation`` (and the output is
+        no program output); else None. A rule that can lay its result out in that order (a
+        matmul through BLAS computes ``C^T = B^T A^T`` as cheaply as ``C``) spares the readers
+        strided loads: the SGD update of a weight reads its gradient, which the transpose rule
+        of ``x @ w`` produces as ``transpose(dot_general(g, x))``."""
+        eqn = self.eqn
+        if eqn is None or len(eqn.outvars) != 1:
+            return None
+        readers = self._readers.get(eqn.outvars[0], [])
+        perms = {r.params["permutation"] if r is not None and r.primitive.name == "transpose"
+                 else None for r in readers}
+        if len(perms) != 1:
+            return None
+        perm = perms.pop()
+        return None if perm is None else tuple(perm)
 
     def materialize(self, t: Tensor) -> Tensor:
         if t.buffer is None:
@@ -353,9 +394,10 @@ def _placement_chain(e: Expr, chain: dict) -> tuple[Var, ...]:
     return deepest
 
 
-def plan(closed: core.ClosedJaxpr, name: str = "main") -> Program:
-    """Lower ``closed`` (already optimised) to a :class:`Program`."""
-    p = Planner(name)
+def plan(closed: core.ClosedJaxpr, name: str = "main", planner: type | None = None) -> Program:
+    """Lower ``closed`` (already optimised) to a :class:`Program`; ``planner`` is a Planner
+    subclass with a backend's placement policy (the GPU's stores more reductions)."""
+    p = (planner or Planner)(name)
     jaxpr = closed.jaxpr
     inputs = []
     for i, v in enumerate(jaxpr.invars):
@@ -379,7 +421,10 @@ def plan(closed: core.ClosedJaxpr, name: str = "main") -> Program:
         b.index = i
         outputs.append(b)
     p.flush()
-    temps = [b for b in p.buffers if b.kind == "temp"]
+    _fuse_gemm_updates(p.steps)
+    _merge_column_reductions(p.steps, p.ctx)
+    used = {b.id for step in p.steps for b in (*step.reads(), *step.writes())}
+    temps = [b for b in p.buffers if b.kind == "temp" and b.id in used]
     prog = Program(name, inputs, outputs, p.consts, temps, p.steps, ctx=p.ctx)
     prog.scratch_bytes = _assign_offsets(prog)
     return prog
@@ -409,3 +454,119 @@ def _assign_offsets(prog: Program) -> int:
         live.append((offset, size, last.get(b.id, start)))
         top = max(top, offset + size)
     return top
+
+
+# -- peephole passes over a finished step list -------------------------------------------------
+
+def _between(steps, lo: int, hi: int):
+    """Buffers read and written by ``steps[lo:hi]``."""
+    reads, writes = set(), set()
+    for step in steps[lo:hi]:
+        reads |= step.reads()
+        writes |= step.writes()
+    return reads, writes
+
+
+def _scaled_update(value: Expr, index: Expr, product: Buffer):
+    """``(w, alpha)`` when ``value`` is ``w[index] + alpha * product[index]`` (or
+    ``w - alpha * product``, either operand order), with the same index everywhere; else None."""
+    def load_at(e):
+        return e.attr if e.op == "load" and e.args[0] is index else None
+
+    def scaled(e):  # alpha * product[index]
+        if load_at(e) is product:
+            return 1.0
+        if e.op == "mul":
+            for c, x in (e.args, e.args[::-1]):
+                if c.is_const and load_at(x) is product:
+                    return float(c.attr)
+        return None
+    if value.op not in ("add", "sub"):
+        return None
+    x, y = value.args
+    for w_e, p_e, sign in ((x, y, 1.0), (y, x, 1.0)) if value.op == "add" else ((x, y, -1.0),):
+        w, alpha = load_at(w_e), scaled(p_e)
+        if w is not None and w is not product and alpha is not None:
+            return w, sign * alpha
+    return None
+
+
+def _fuse_gemm_updates(steps: list) -> None:
+    """Fold ``out = w + alpha * c`` into the product that computes ``c``.
+
+    An SGD step reads each weight gradient once, in ``w - lr * grad``: a kernel reading ``w``
+    and the product and writing ``out``. Instead the product writes ``out`` itself, as
+    ``alpha * a @ b + 1 * w``: two passes over the weight-sized arrays fewer (the own kernel's
+    epilogue reads ``w``; through BLAS, ``w`` is copied into ``out`` first)."""
+    i = 0
+    while i < len(steps):
+        g = steps[i]
+        i += 1
+        if not (isinstance(g, Gemm) and g.beta == 0 and g.alpha == 1 and g.c.kind == "temp"):
+            continue
+        readers = [j for j in range(i, len(steps)) if g.c in steps[j].reads()]
+        if len(readers) != 1:
+            continue
+        j = readers[0]
+        kern = steps[j]
+        if not (isinstance(kern, Kernel) and len(kern.stores) == 1):
+            continue
+        st = kern.stores[0]
+        out = st.buffer
+        if (st.combine is not None or st.mask is not None or out.shape != g.c.shape
+                or out.dtype != g.c.dtype or tuple(v.extent for v in kern.loops) != out.shape
+                or g.c in kern.writes() or out in (g.a, g.b)):
+            continue
+        found = _scaled_update(st.value, st.index, g.c)
+        if found is None:
+            continue
+        w, alpha = found
+        reads, writes = _between(steps, i, j)  # the steps after the call, before the update
+        if w in writes or g.c is w or out in reads | writes or w in g.writes():
+            continue
+        g.c, g.c0, g.alpha, g.beta = out, w, alpha, 1.0
+        g.name = f"{g.name} + update"
+        del steps[j]
+
+
+def _merge_column_reductions(steps: list, ctx: Ctx) -> None:
+    """Move a column reduction (``acc[j] += x[i, j]``) into the next kernel over the same loops
+    that stores ``x`` itself (a bias gradient and the activation gradient a matmul needs): x is
+    then computed once, in one pass."""
+    from fungrad.lowering.kernel import substitute
+    i = 0
+    while i < len(steps):
+        red = steps[i]
+        i += 1
+        if not (isinstance(red, Kernel) and red.stores and red.loops
+                and all(s.combine is not None and s.mask is None for s in red.stores)):
+            continue
+        extents = tuple(v.extent for v in red.loops)
+        accs = red.writes()
+        for j in range(i, len(steps)):
+            kern = steps[j]
+            reads, writes = _between(steps, i, j)
+            if (accs & (reads | writes)) or (red.reads() & writes):
+                break
+            if not (isinstance(kern, Kernel) and tuple(v.extent for v in kern.loops) == extents):
+                continue
+            if accs & (kern.reads() | kern.writes()) or red.reads() & kern.writes() - accs:
+                break
+            moved = []
+            for s in red.stores:
+                memo: dict = {}
+                value, index = s.value, s.index
+                for a, b in zip(red.loops, kern.loops):
+                    value = substitute(ctx, value, a, ctx.index(b), memo)
+                    index = substitute(ctx, index, a, ctx.index(b), memo)
+                    memo = {}
+                moved.append(Store(s.buffer, index, value, s.combine))
+            stored = {id(s.value) for s in kern.stores if s.combine is None and s.mask is None}
+            if not all(id(s.value) in stored for s in moved):
+                continue
+            kern.stores.extend(moved)
+            kern.parallel = kern.parallel and red.parallel
+            kern.origins = tuple(dict.fromkeys((*kern.origins, *red.origins)))
+            del steps[i - 1]
+            i -= 1
+            break

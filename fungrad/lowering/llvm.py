@@ -16,11 +16,12 @@ adds/muls so the vectoriser can reorder them). No ``nnan``/``ninf`` flags anywhe
 
 from __future__ import annotations
 
+import ctypes
 import struct
 
 import numpy as np
 
-from fungrad.lowering import abi, llvm_math
+from fungrad.lowering import abi, cpu, llvm_math
 from fungrad.lowering.fusion import Gemm, Kernel, Program, _walk
 from fungrad.lowering.kernel import (
     MATH_UNARY,
@@ -81,8 +82,9 @@ class _KernelWriter:
         self.chain: dict[Var, tuple[Var, ...]] = {}
         self.names: dict[int, str] = {}
         self.n = 0
-        self.row_loads: dict[int, tuple[str, str]] = {}   # node id -> (row buffer, type)
-        self.row_stores: dict[int, list] = {}             # reduce id -> [(node, row, type)]
+        self.row_loads: dict[int, tuple] = {}  # node id -> (row buffer, type, index var)
+        self.row_stores: dict[int, list] = {}  # reduce id -> [(node, row buffer, type)]
+        self.prefetch: tuple | None = None     # (streams, strip) of _plan_prefetch, unplaced
 
     def tmp(self, hint: str = "t") -> str:
         self.n += 1
@@ -106,11 +108,11 @@ class _KernelWriter:
             return name
         op = e.op
         row = self.row_loads.get(id(e))
-        if row is not None:  # computed by a reduction's loop and kept in a row buffer
-            inner = self.kern.loops[-1]
+        if row is not None:  # computed by a fill loop (_fill_rows), kept in a row buffer
+            buf, ty, var = row
             p, name = self.tmp("p"), self.tmp()
-            self.lines[inner] += [f"  {p} = getelementptr inbounds {row[1]}, ptr {row[0]}, "
-                                  f"i64 %v{inner.id}", f"  {name} = load {row[1]}, ptr {p}"]
+            self.lines[var] += [f"  {p} = getelementptr inbounds {ty}, ptr {buf}, i64 %v{var.id}",
+                                f"  {name} = load {ty}, ptr {p}"]
         elif op == "const":
             name = literal(e.attr, e.dtype)
         elif op == "idx":
@@ -165,17 +167,22 @@ class _KernelWriter:
             self.chain[v] = base + red.vars[:i + 1]
             self.lines[v] = []
         body = e.args[0]
+        fills = self.row_stores.get(id(e), ())
+        if fills:  # the costly values are computed into row buffers first, then summed
+            self.lines[parent].extend(self._fill_rows(parent, red.vars[0], fills))
+            for node, row, ty in fills:
+                self.row_loads[id(node)] = (row, ty, red.vars[0])
         bval = self.value(body)
         bt = llvm_type(body.dtype)
-        for node, row, ty in self.row_stores.get(id(e), ()):
-            r = red.vars[0]
-            p = self.tmp("p")
-            self.lines[r] += [f"  {p} = getelementptr inbounds {ty}, ptr {row}, i64 %v{r.id}",
-                              f"  store {ty} {self.value(node)}, ptr {p}"]
         op = red.op
         arg = op in ("argmax", "argmin")
         init = literal(reduce_identity({"argmax": "max", "argmin": "min"}.get(op, op),
                                        body.dtype), body.dtype)
+        keyed = op in ("max", "min") and body.dtype.kind == "f"
+        if keyed:  # float max/min accumulate integer keys (see OpEmitter.float_key)
+            ops = self.m.ops
+            bt = ops.key_type(body.dtype)
+            init = ops.key_literal(reduce_identity(op, body.dtype), body.dtype)
         vars_ = red.vars
         acc = [f"%acc{v.id}" for v in vars_]
         pos = [f"%pos{v.id}" for v in vars_]
@@ -206,6 +213,10 @@ class _KernelWriter:
             better = self.m.ops.arg_better(chunk, op, body.dtype, bval, acc[-1], self)
             chunk += [f"  {inner_acc} = select i1 {better}, {bt} {bval}, {bt} {acc[-1]}",
                       f"  {inner_pos} = select i1 {better}, i64 {flat}, i64 {pos[-1]}"]
+        elif keyed:
+            key = ops.float_key(chunk, op, body.dtype, bval)
+            chunk.append(f"  {inner_acc} = call {bt} @llvm.s{op}.{bt}({bt} {acc[-1]}, "
+                         f"{bt} {key})")
         else:
             self.m.ops.combine(chunk, inner_acc, op, body.dtype, acc[-1], bval)
         for v in reversed(vars_):  # close the loops, innermost first
@@ -214,13 +225,16 @@ class _KernelWriter:
                       f"  %v{v.id}.next = add nuw nsw i64 %v{v.id}, 1",
                       f"  br label %{lv}.head{self.m.loop_md()}", f"{lv}.exit:"]
         self.lines[parent].extend(chunk)
+        if keyed:
+            return ops.from_key(self.lines[parent], body.dtype, acc[0])
         return pos[0] if arg else acc[0]
 
     def _plan_row_buffers(self) -> None:
         """Compute-at for rows: when a reduction over the innermost extent (softmax's sum of
         ``exp(x - max)``) computes an expensive value that the stores need again at the same
         row (``exp(x - max) / sum``), keep it in a stack row buffer instead of computing it
-        twice."""
+        twice. A loop of its own fills the buffer (``_fill_rows``), then the reduction and
+        the stores read it."""
         kern, ctx = self.kern, self.m.prog.ctx
         if not kern.loops or ctx is None or kern.loops[-1].extent > 16384:
             return
@@ -254,10 +268,128 @@ class _KernelWriter:
                         ty, row = llvm_type(x.dtype), self.tmp("row")
                         self.lines[None].append(f"  {row} = alloca {ty}, i64 {inner.extent}, "
                                                 f"align 64")
-                        self.row_loads[id(twin)] = (row, ty)
+                        self.row_loads[id(twin)] = (row, ty, inner)
                         self.row_stores.setdefault(id(red), []).append((x, row, ty))
                         continue
                 stack.extend(x.args)
+
+    #: rows are prefetched this many outer iterations ahead (softmax 4096x1024 float32, one
+    #: core, prefetches in the store loop: 2 ahead 16% faster than none, 1 ahead 10%, a row's
+    #: 64 lines at once 7%; in the fill loop, 2 ahead: 31% faster than none)
+    PREFETCH_ROWS_AHEAD = 2
+
+    def _plan_prefetch(self) -> None:
+        """Software prefetch for row kernels: when reductions over the innermost extent read
+        input rows first (softmax's max and sum, a norm's mean), the loop that stores the row
+        runs with no loads of its own, and the next rows' first touch stalls the next
+        reductions. A loop over the row without loads of the row's first touch (the fill
+        loop of a row buffer, else the store loop) is then strip-mined by cache lines, and
+        each strip prefetches the same line of the input rows and of the output rows (for
+        writing) ``PREFETCH_ROWS_AHEAD`` ahead: one prefetch per 64 bytes and stream, spread
+        over the row's compute (a prefetch inside the vectorised loop would be repeated for
+        every lane). Planned here, placed by ``_strip_prefetches``."""
+        kern, ctx = self.kern, self.m.prog.ctx
+        if len(kern.loops) < 2 or ctx is None:
+            return
+        inner, outer = kern.loops[-1], kern.loops[-2]
+
+        def row_start(i: Expr, v: Var) -> Expr | None:
+            """X where index ``i`` is X + v and X advances with the rows, else None."""
+            rest = [a for a in i.args if not (a.op == "idx" and a.attr is v)]
+            if i.op != "add" or len(rest) != 1 or v in rest[0].free or outer not in rest[0].free:
+                return None
+            return rest[0]
+
+        written = {st.buffer.id for st in kern.stores}
+        reads: dict[tuple[int, int], tuple] = {}
+        for red in [x for x in _walk([s.value for s in kern.stores]) if x.op == "reduce"]:
+            if len(red.attr.vars) != 1 or red.attr.vars[0].extent != inner.extent \
+                    or not red.free <= set(kern.loops[:-1]):
+                continue
+            for x in _walk([red.args[0]]):
+                if x.op == "load" and x.attr.id not in written:
+                    base = row_start(x.args[0], red.attr.vars[0])
+                    if base is not None:
+                        reads.setdefault((x.attr.id, id(base)), (x.attr, base, 0))
+        if not reads:
+            return
+        writes = {}  # the output rows too (measured 5% more): no read-for-ownership stall
+        for st in kern.stores:
+            base = row_start(st.index, inner)
+            if st.mask is None and st.combine is None and base is not None:
+                writes.setdefault((st.buffer.id, id(base)), (st.buffer, base, 1))
+        streams = [*reads.values(), *writes.values()][:4]
+        itemsize = min(b.dtype.itemsize for b, _, _ in streams)
+        strip = 64 // itemsize
+        if inner.extent % strip or inner.extent * itemsize < 1024:
+            return
+        self.prefetch = (streams, strip)
+
+    def _strip_prefetches(self, parent: Var | None, extent: int) -> tuple[Var, int]:
+        """A strip variable (steps of the planned strip length, below ``parent``) and, in its
+        scope, the planned prefetches of the rows ``PREFETCH_ROWS_AHEAD`` ahead."""
+        streams, strip = self.prefetch
+        self.prefetch = None  # placed once per row: in the first fill loop, or the stores
+        ctx, outer = self.m.prog.ctx, self.kern.loops[-2]
+        sv = Var(extent)
+        self.chain[sv] = (self.chain[parent] if parent is not None else ()) + (sv,)
+        self.lines[sv] = []
+        ahead = ctx.iadd(ctx.index(outer), ctx.iconst(self.PREFETCH_ROWS_AHEAD))
+        for buf, base, write in streams:
+            at = ctx.iadd(substitute(ctx, base, outer, ahead), ctx.index(sv))
+            idx, p = self.value(at), self.tmp("pf")
+            self.lines[sv] += [
+                f"  {p} = getelementptr {memory_type(buf.dtype)}, ptr {self.bufs[buf.id]}, "
+                f"i64 {idx}",  # no inbounds: past the last row it points anywhere
+                f"  call void @llvm.prefetch.p0(ptr {p}, i32 {write}, i32 3, i32 1)"]
+        return sv, strip
+
+    def _fill_rows(self, parent: Var | None, r: Var, fills) -> list[str]:
+        """The loop storing each ``(node, row buffer, type)`` of ``fills`` for every value of
+        the reduction variable ``r``: strip-mined with the row prefetches when planned. A
+        loop without the reduction's add vectorises into plain stores, so the prefetches can
+        sit between them (measured: softmax 21% faster than with the prefetches in the
+        store loop and the sum taken while filling)."""
+        ctx = self.m.prog.ctx
+        fv = Var(r.extent)
+        self.lines[fv] = []
+        if self.prefetch is not None and parent is self.kern.loops[-2]:  # once per row
+            sv, n = self._strip_prefetches(parent, r.extent)
+            self.chain[fv] = self.chain[sv] + (fv,)
+        else:
+            sv, n = None, 1
+            self.chain[fv] = (self.chain[parent] if parent is not None else ()) + (fv,)
+        for node, row, ty in fills:
+            val = self.value(substitute(ctx, node, r, ctx.index(fv)))
+            p = self.tmp("p")
+            self.lines[fv] += [f"  {p} = getelementptr inbounds {ty}, ptr {row}, i64 %v{fv.id}",
+                               f"  store {ty} {val}, ptr {p}"]
+        head, tail = self._loop_open(fv, sv, n)
+        return head + self.lines[fv] + tail
+
+    def _loop_open(self, v: Var, sv: Var | None, n: int, lo: str = "0",
+                   hi: str | None = None) -> tuple[list[str], list[str]]:
+        """(lines before the body, lines after it) of loop ``v`` over ``[lo, hi)`` (default
+        ``[0, extent)``); with a strip variable ``sv``, as strips of ``n`` iterations whose
+        loop runs ``self.lines[sv]`` before the loop over the strip."""
+        hi = str(v.extent) if hi is None else hi
+        if sv is None:
+            return self._counted(f"l{v.id}", f"%v{v.id}", lo, hi, 1)
+        sh, st = self._counted(f"l{sv.id}", f"%v{sv.id}", "0", hi, n)
+        jh, jt = self._counted(f"l{v.id}", f"%l{v.id}.j", "0", str(n), 1)
+        return (sh + self.lines[sv] + jh
+                + [f"  %v{v.id} = add nuw nsw i64 %v{sv.id}, %l{v.id}.j"], jt + st)
+
+    def _counted(self, lv: str, iv: str, lo: str, hi: str, step: int):
+        """Head and tail lines of a loop ``for iv in range(lo, hi, step)`` labelled ``lv``."""
+        head = [f"  br label %{lv}.entry", f"{lv}.entry:", f"  br label %{lv}.head",
+                f"{lv}.head:", f"  {iv} = phi i64 [{lo}, %{lv}.entry], [{iv}.next, %{lv}.latch]",
+                f"  %{lv}.c = icmp slt i64 {iv}, {hi}",
+                f"  br i1 %{lv}.c, label %{lv}.body, label %{lv}.exit", f"{lv}.body:"]
+        tail = [f"  br label %{lv}.latch", f"{lv}.latch:",
+                f"  {iv}.next = add nuw nsw i64 {iv}, {step}",
+                f"  br label %{lv}.head{self.m.loop_md()}", f"{lv}.exit:"]
+        return head, tail
 
     # the kernel function
     def function(self) -> str:
@@ -266,6 +398,7 @@ class _KernelWriter:
             self.chain[v] = kern.loops[:i + 1]
             self.lines[v] = []
         self._plan_row_buffers()
+        self._plan_prefetch()
         for k, st in enumerate(kern.stores):
             val = self.value(st.value)
             idx = self.value(st.index)
@@ -291,22 +424,18 @@ class _KernelWriter:
             lines.append(f"  store {mt} {val}, ptr {p}")
             if st.mask is not None:
                 lines += [f"  br label %{lbl}.skip", f"{lbl}.skip:"]
+        sv, n = None, 1
+        if self.prefetch is not None:  # no fill loop took them: the store loop runs them
+            sv, n = self._strip_prefetches(kern.loops[-2], kern.loops[-1].extent)
         body: list[str] = list(self.lines[None])
         # nest the kernel loops, innermost last
         tail: list[str] = []
         for depth, v in enumerate(kern.loops):
-            lv = f"l{v.id}"
-            lo = "%start" if depth == 0 else "0"
-            hi = "%end" if depth == 0 else str(v.extent)
-            body += [f"  br label %{lv}.entry", f"{lv}.entry:", f"  br label %{lv}.head",
-                     f"{lv}.head:",
-                     f"  %v{v.id} = phi i64 [{lo}, %{lv}.entry], [%v{v.id}.next, %{lv}.latch]",
-                     f"  %{lv}.c = icmp slt i64 %v{v.id}, {hi}",
-                     f"  br i1 %{lv}.c, label %{lv}.body, label %{lv}.exit", f"{lv}.body:"]
-            body += self.lines[v]
-            tail = [f"  br label %{lv}.latch", f"{lv}.latch:",
-                    f"  %v{v.id}.next = add nuw nsw i64 %v{v.id}, 1",
-                    f"  br label %{lv}.head{self.m.loop_md()}", f"{lv}.exit:"] + tail
+            strip = sv if v is kern.loops[-1] else None
+            head, close = self._loop_open(v, strip, n, *(("%start", "%end") if depth == 0
+                                                        else ("0", None)))
+            body += head + self.lines[v]
+            tail = close + tail
         body += tail
         params = ", ".join(f"ptr noalias {n}" for n in self.bufs.values())
         return (f"define internal void @{kern.name}({params}{', ' if params else ''}"
@@ -324,6 +453,7 @@ class ModuleWriter:
         self.externals: dict[str, str] = {}       # symbol -> declare line
         self.functions: list[str] = []
         self.n_loops = 0
+        self.serial_for = False  # @fg_serial_for added (parallel_for)
 
     def loop_md(self) -> str:
         """Loop metadata for a back edge: no unrolling. Fully unrolling a short inner loop
@@ -435,8 +565,11 @@ class ModuleWriter:
         n = kern.loops[0].extent if kern.loops else 1
         args = ", ".join(f"ptr {ptr[bid]}" for bid in used)
         sep = ", " if args else ""
+        # kernels are called ``noinline``: inlined into its caller, a kernel's body went through
+        # LLVM's function simplification passes twice (~10% more LLVM time on the MLP step of
+        # bench/first_call.py, no faster code; constant arguments still propagate)
         if not (kern.parallel and n >= 2 and kern.cost() >= PARALLEL_COST):
-            return [f"  call void @{kern.name}({args}{sep}i64 0, i64 {n})"]
+            return [f"  call void @{kern.name}({args}{sep}i64 0, i64 {n}) noinline"]
         # large: split the outermost loop across threads; a trampoline unpacks the pointers
         k, m = kern.name, len(used)
         loads = [f"  %p{i} = getelementptr inbounds ptr, ptr %ctx, i64 {i}\n"
@@ -445,23 +578,77 @@ class ModuleWriter:
         self.functions.append(
             f"define internal void @{k}.par(ptr %ctx, i64 %s, i64 %e) {{\nentry:\n"
             + "\n".join(loads) + ("\n" if loads else "")
-            + f"  call void @{k}({targs}{', ' if targs else ''}i64 %s, i64 %e)\n  ret void\n}}\n")
+            + f"  call void @{k}({targs}{', ' if targs else ''}i64 %s, i64 %e) noinline\n"
+            "  ret void\n}\n")
         return self.parallel_for(f"{k}.par", [ptr[bid] for bid in used], n, k)
 
     def parallel_for(self, fn: str, pointers: list[str], n: int, tag: str) -> list[str]:
-        """Entry lines running ``void @fn(ptr ctx, i64 start, i64 end)`` over ``[0, n)`` on the
-        native thread pool (runtime.py), ``ctx`` being ``pointers`` stored on the stack."""
-        from fungrad.lowering import runtime
-        runtime.ensure_registered()
-        self.declare("fg_parallel_for", runtime.parallel_for_decl())
+        """Entry lines running ``void @fn(ptr ctx, i64 start, i64 end)`` over ``[0, n)``, ``ctx``
+        being ``pointers`` stored on the stack: on the native thread pool (runtime.py) when the
+        call has ``%nthreads > 1`` and the pool is compiled (:func:`enable_thread_pool`), else as
+        one call ``fn(ctx, 0, n)`` on this thread. The callee is chosen at run time, so the pool
+        is compiled only by processes that use threads; ``@fn`` is only ever called through a
+        pointer, so LLVM keeps one copy of its body."""
+        self.declare("fg_parallel_for_fn", f"@{POOL_SYMBOL} = external global ptr")
+        if not self.serial_for:
+            self.serial_for = True
+            self.functions.append(_SERIAL_FOR)
         lines = [f"  %{tag}.ss = call ptr @llvm.stacksave.p0()",
                  f"  %{tag}.ctx = alloca ptr, i64 {max(len(pointers), 1)}"]
         for i, p in enumerate(pointers):
             lines += [f"  %{tag}.c{i} = getelementptr inbounds ptr, ptr %{tag}.ctx, i64 {i}",
                       f"  store ptr {p}, ptr %{tag}.c{i}"]
-        return lines + [f"  call void @fg_parallel_for(ptr @{fn}, ptr %{tag}.ctx, i64 {n}, "
-                        f"i64 %nthreads)",
-                        f"  call void @llvm.stackrestore.p0(ptr %{tag}.ss)"]
+        return lines + [
+            f"  %{tag}.pool = load ptr, ptr @{POOL_SYMBOL}",
+            f"  %{tag}.nopool = icmp eq ptr %{tag}.pool, null",
+            f"  %{tag}.one = icmp sle i64 %nthreads, 1",
+            f"  %{tag}.serial = or i1 %{tag}.nopool, %{tag}.one",
+            f"  %{tag}.for = select i1 %{tag}.serial, ptr @fg_serial_for, ptr %{tag}.pool",
+            f"  call void %{tag}.for(ptr @{fn}, ptr %{tag}.ctx, i64 {n}, i64 %nthreads)",
+            f"  call void @llvm.stackrestore.p0(ptr %{tag}.ss)"]
+
+
+POOL_SYMBOL = "fg_parallel_for_fn"
+"""Generated code's pointer to the native pool's ``fg_parallel_for``; null until
+:func:`enable_thread_pool` compiled the pool, and then always called with ``%nthreads > 1``."""
+
+# ``noinline``: inlined, the indirect call would become direct calls, each inlining its kernel
+# a second time (twice the kernel code to optimise and compile)
+_SERIAL_FOR = ("define internal void @fg_serial_for(ptr %fn, ptr %ctx, i64 %n, i64 %nthreads) "
+               "noinline {\nentry:\n  call void %fn(ptr %ctx, i64 0, i64 %n)\n  ret void\n}\n")
+
+_pool_cell = ctypes.c_void_p(0)
+_pool_cell_registered = False
+
+
+def register_pool_symbol() -> None:
+    """Make ``@fg_parallel_for_fn`` resolvable (a cell holding null until the pool exists); every
+    module that :meth:`ModuleWriter.parallel_for` wrote needs it. Idempotent, thread safe."""
+    global _pool_cell_registered
+    if not _pool_cell_registered:
+        with cpu.llvm_lock:
+            if not _pool_cell_registered:
+                import llvmlite.binding as llvm
+
+                cpu.host()  # initialises LLVM
+                llvm.add_symbol(POOL_SYMBOL, ctypes.addressof(_pool_cell))
+                _pool_cell_registered = True
+
+
+def enable_thread_pool() -> None:
+    """Compile the native thread pool (once per process: runtime.py) and point generated code's
+    ``@fg_parallel_for_fn`` at it. Executables call this when they may use more than one thread:
+    a process that never does (one core, ``FUNGRAD_NUM_THREADS=1``) never compiles the pool."""
+    if _pool_cell.value:
+        return
+    from fungrad.lowering import runtime
+
+    register_pool_symbol()
+    runtime.ensure_registered()
+    with cpu.llvm_lock:
+        import llvmlite.binding as llvm
+
+        _pool_cell.value = llvm.address_of_symbol("fg_parallel_for")
 
 
 #: a kernel estimated at this many operations (~20-50 us on one core) is split across threads;
@@ -470,8 +657,14 @@ PARALLEL_COST = 300_000
 
 
 def render(prog: Program) -> str:
-    """LLVM IR text of ``prog``."""
-    return ModuleWriter(prog).render()
+    """LLVM IR text of ``prog`` (the symbols it needs are registered: :func:`register_pool_symbol`,
+    ``abi.layout``)."""
+    writer = ModuleWriter(prog)
+    text = writer.render()
+    if writer.serial_for:
+        register_pool_symbol()
+    return text
 
 
-__all__ = ["render", "llvm_type", "literal", "memory_type"]
+__all__ = ["POOL_SYMBOL", "enable_thread_pool", "literal", "llvm_type", "memory_type",
+           "register_pool_symbol", "render"]

@@ -295,6 +295,50 @@ class OpEmitter:
             op = {"add": "or", "mul": "and"}.get(op, op)
         lines.append(f"  {out} = {op} {ty} {acc}, {val}")
 
+    # Float max/min reductions run on integer keys: ``llvm.maximum`` (NaN-propagating, -0 < +0)
+    # has no single x86 instruction, and its reduction loop was a serial chain of six
+    # instructions per vector (softmax's row max; 4% of its time). The key of a float is its
+    # bit pattern with the magnitude bits flipped for negative values, so signed integer order
+    # is float order (-0 < +0); NaN gets the extreme key, so it wins as in ``llvm.maximum``.
+    # Integer smax/smin reductions vectorise and interleave fully. The map is an involution.
+    @staticmethod
+    def key_type(dt) -> str:
+        return f"i{8 * dt.itemsize}"
+
+    @staticmethod
+    def key_literal(value, dt) -> str:
+        """The key of the float ``value`` in ``dt``, as an integer literal."""
+        raw = int(np.asarray(value, dt).view(f"i{dt.itemsize}"))
+        return str(raw ^ ((1 << (8 * dt.itemsize - 1)) - 1) if raw < 0 else raw)
+
+    def _flip(self, lines, ity: str, v: str) -> str:
+        """``v ^ ((v >> (bits - 1)) & INT_MAX)``: float bits <-> key, both ways."""
+        bits = int(ity[1:])
+        sign, mag, out = self.tmp(), self.tmp(), self.tmp()
+        lines += [f"  {sign} = ashr {ity} {v}, {bits - 1}",
+                  f"  {mag} = and {ity} {sign}, {(1 << (bits - 1)) - 1}",
+                  f"  {out} = xor {ity} {v}, {mag}"]
+        return out
+
+    def float_key(self, lines, op, dt, x) -> str:
+        """The key of float ``x`` for a ``max``/``min`` reduction (NaN the winning extreme)."""
+        ity, ty = self.key_type(dt), _ty(dt)
+        raw, nan, out = self.tmp(), self.tmp(), self.tmp()
+        lines.append(f"  {raw} = bitcast {ty} {x} to {ity}")
+        key = self._flip(lines, ity, raw)
+        bits = 8 * dt.itemsize
+        extreme = (1 << (bits - 1)) - 1 if op == "max" else -(1 << (bits - 1))
+        lines += [f"  {nan} = fcmp uno {ty} {x}, {x}",
+                  f"  {out} = select i1 {nan}, {ity} {extreme}, {ity} {key}"]
+        return out
+
+    def from_key(self, lines, dt, key) -> str:
+        """The float whose key is ``key`` (the NaN keys give NaNs)."""
+        out = self.tmp()
+        raw = self._flip(lines, self.key_type(dt), key)
+        lines.append(f"  {out} = bitcast {self.key_type(dt)} {raw} to {_ty(dt)}")
+        return out
+
     def arg_better(self, lines, op, dt, v, acc, kw) -> str:
         """Does ``v`` replace the current extreme ``acc`` (first occurrence wins; NaN is the
         extreme of floats)?"""
@@ -313,7 +357,30 @@ class OpEmitter:
         return out
 
     def gemm(self, step, ptr: dict[int, str]) -> list[str]:
-        """A BLAS call per batch matrix (``fg_sgemm`` / ``fg_dgemm``, ILP64 cblas)."""
+        """``c = alpha * op(a) @ op(b) + beta * c0``: small float32 products through the own
+        register-blocked kernel (``matmul.py``; it wins below BLAS's blocking sizes and fuses
+        the ``c0`` update), the others through BLAS. Large products take BLAS when the call
+        may use several threads (BLAS parallelises; the own kernel runs on one core)."""
+        from fungrad.lowering import matmul
+        if not matmul.supports(step):
+            return self._blas_gemm(step, ptr)
+        self.n += 1
+        fn = f"mm{self.n}"
+        self.m.functions.append(matmul.render_matmul(step, fn, self.m.loop_md))
+        c0 = ptr[(step.c0 or step.c).id]
+        own = [f"  call void @{fn}(ptr {ptr[step.a.id]}, ptr {ptr[step.b.id]}, "
+               f"ptr {ptr[step.c.id]}, ptr {c0}) noinline"]  # (inlined, it is optimised twice)
+        if step.m * step.n * step.k < matmul.SERIAL_WORK:
+            return own
+        t = fn
+        return ([f"  %{t}.par = icmp sgt i64 %nthreads, 1",
+                 f"  br i1 %{t}.par, label %{t}.blas, label %{t}.own", f"{t}.blas:"]
+                + self._blas_gemm(step, ptr) + [f"  br label %{t}.done", f"{t}.own:"]
+                + own + [f"  br label %{t}.done", f"{t}.done:"])
+
+    def _blas_gemm(self, step, ptr: dict[int, str]) -> list[str]:
+        """A BLAS call per batch matrix (``fg_sgemm`` / ``fg_dgemm``, cblas); a ``c0`` other
+        than ``c`` is copied into ``c`` first (BLAS accumulates into its output)."""
         from fungrad.lowering import blas
         info = blas.register_llvm_symbols()
         dt = step.c.dtype
@@ -326,8 +393,12 @@ class OpEmitter:
         ldb = k if step.trans_b else n
         ta = 112 if step.trans_a else 111
         tb = 112 if step.trans_b else 111
-        one, zero = _lit(1.0, dt), _lit(0.0, dt)
+        alpha, beta = _lit(step.alpha, dt), _lit(step.beta, dt)
+        ity = f"i{info.int_bits}"
         lines = []
+        if step.beta and step.c0 is not None and step.c0 is not step.c:
+            lines.append(f"  call void @llvm.memcpy.p0.p0.i64(ptr {ptr[step.c.id]}, "
+                         f"ptr {ptr[step.c0.id]}, i64 {step.c.nbytes}, i1 false)")
         isz = dt.itemsize
         for bi in range(step.batch):
             pa, pb, pc = self.tmp(), self.tmp(), self.tmp()
@@ -337,7 +408,7 @@ class OpEmitter:
                          f"i64 {bi * k * n * isz}")
             lines.append(f"  {pc} = getelementptr inbounds i8, ptr {ptr[step.c.id]}, "
                          f"i64 {bi * m * n * isz}")
-            lines.append(f"  call void @{sym}(i32 101, i32 {ta}, i32 {tb}, i64 {m}, i64 {n}, "
-                         f"i64 {k}, {ty} {one}, ptr {pa}, i64 {lda}, ptr {pb}, i64 {ldb}, "
-                         f"{ty} {zero}, ptr {pc}, i64 {n})")
+            lines.append(f"  call void @{sym}(i32 101, i32 {ta}, i32 {tb}, {ity} {m}, "
+                         f"{ity} {n}, {ity} {k}, {ty} {alpha}, ptr {pa}, {ity} {lda}, ptr {pb}, "
+                         f"{ity} {ldb}, {ty} {beta}, ptr {pc}, {ity} {n})")
         return lines

@@ -20,7 +20,7 @@ import numpy as np
 
 from fungrad import core, dtypes, lax
 from fungrad.array import Array
-from fungrad.numpy import indexing, logic, reductions, ufuncs
+from fungrad.numpy import indexing, linear, logic, reductions, ufuncs
 
 # The operand types operators accept (as jax.Array: Python scalars, numpy values, arrays).
 _ACCEPTED = (bool, int, float, np.generic, np.ndarray, Array, core.Tracer)
@@ -44,14 +44,6 @@ def _binary(fn, reflected: bool = False):
         return fn(other, self) if reflected else fn(self, other)
 
     return op
-
-
-def _lazy_binary(name: str, reflected: bool = False):
-    """A binary operator calling ``fungrad.numpy.<name>`` (modules another helper owns)."""
-    def fn(x, y):
-        return getattr(_fnp(), name)(x, y)
-
-    return _binary(fn, reflected)
 
 
 def _comparison(fn, symbol: str):
@@ -111,7 +103,7 @@ _OPERATORS = {
     "__mod__": _binary(ufuncs.remainder), "__rmod__": _binary(ufuncs.remainder, True),
     "__divmod__": _binary(ufuncs.divmod), "__rdivmod__": _binary(ufuncs.divmod, True),
     "__pow__": _pow, "__rpow__": _rpow,
-    "__matmul__": _lazy_binary("matmul"), "__rmatmul__": _lazy_binary("matmul", True),
+    "__matmul__": _binary(linear.matmul), "__rmatmul__": _binary(linear.matmul, True),
     "__and__": _binary(logic.bitwise_and), "__rand__": _binary(logic.bitwise_and, True),
     "__or__": _binary(logic.bitwise_or), "__ror__": _binary(logic.bitwise_or, True),
     "__xor__": _binary(logic.bitwise_xor), "__rxor__": _binary(logic.bitwise_xor, True),

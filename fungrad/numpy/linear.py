@@ -21,6 +21,7 @@ import string
 import numpy as np
 
 from fungrad import dtypes, lax
+from fungrad.lax.dot import canonicalize_precision
 from fungrad.numpy import util
 
 __all__ = ["convolve", "correlate", "cross", "diag", "diagflat", "diagonal", "dot", "einsum",
@@ -40,15 +41,36 @@ def _promote(fun_name: str, args, preferred_element_type=None):
     return arrays, dt, weak
 
 
+def _promote_same(a, b):
+    """The promotion of :func:`_promote` for the common case, without its general machinery:
+    two arrays (numpy arrays of canonical dtype included) of one dtype and weak flag need no
+    conversion. None when the general path is needed."""
+    a, b = util.plain_operand(a), util.plain_operand(b)
+    if a is None or b is None:
+        return None
+    aval_a, aval_b = a.aval, b.aval
+    if aval_a.dtype != aval_b.dtype or aval_a.weak_type != aval_b.weak_type:
+        return None
+    return [a, b], aval_a.dtype, aval_a.weak_type
+
+
 def _dot_general(x, y, contracting, batch, out_dtype, precision):
     """``lax.dot_general`` contracting ``contracting = (x_dims, y_dims)`` over the batch dims
     ``batch = (x_dims, y_dims)``; result dims: batch, free dims of x, free dims of y."""
     dims = ((tuple(contracting[0]), tuple(contracting[1])), (tuple(batch[0]), tuple(batch[1])))
+    if x.dtype == y.dtype and out_dtype is not None:
+        # Operands already promoted (the callers' _promote): bind without lax's re-checking.
+        return lax.dot_general_p.bind(
+            x, y, dimension_numbers=dims, precision=canonicalize_precision(precision),
+            preferred_element_type=dtypes.canonicalize_dtype(out_dtype))
     return lax.dot_general(x, y, dims, precision=precision, preferred_element_type=out_dtype)
 
 
 def _finish(x, dtype, weak: bool):
     """The product with jax.numpy's result dtype and weak flag."""
+    aval = x.aval
+    if aval.dtype == dtype and aval.weak_type == weak:
+        return x
     return lax.convert_element_type(x, dtype, weak)
 
 
@@ -94,7 +116,10 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
 
     Example: ``matmul(ones((5, 2, 3)), ones((3, 4))).shape == (5, 2, 4)``.
     """
-    (a, b), out_dtype, weak = _promote("matmul", (a, b), preferred_element_type)
+    promoted = None if preferred_element_type is not None else _promote_same(a, b)
+    if promoted is None:
+        promoted = _promote("matmul", (a, b), preferred_element_type)
+    (a, b), out_dtype, weak = promoted
     for i, x in enumerate((a, b)):
         if x.ndim == 0:
             raise ValueError(f"matmul: input operand {i} must have ndim at least 1, but it has "

@@ -44,6 +44,9 @@ def _check_out(fun_name: str, out) -> None:
 
 
 def _operand(fun_name: str, a):
+    x = util.plain_operand(a)
+    if x is not None:
+        return x
     util.check_arraylike(fun_name, a)
     return util.asarray(a, fun_name=fun_name)
 
@@ -105,6 +108,8 @@ def _identity(kind: str, dtype: np.dtype):
 
 def _promote_integer(dtype: np.dtype) -> np.dtype:
     """jnp's ``promote_integers``: bools and narrow ints accumulate in the default int."""
+    if dtype.kind == "f":
+        return dtype
     if dtypes.is_bool(dtype):
         return dtypes.default_int_dtype()
     if dtypes.is_signed(dtype) and dtype.itemsize < dtypes.default_int_dtype().itemsize:

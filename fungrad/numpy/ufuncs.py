@@ -104,9 +104,13 @@ def _is_float(x) -> bool:
 
 
 def _inexact_unary(name: str, lax_name: str, doc: str):
+    lax_fn = getattr(lax, lax_name)
+
     def fn(x, /):
-        (x,) = promote_args_inexact(name, x)
-        return getattr(lax, lax_name)(x)
+        y = util.plain_operand(x)
+        if y is None or y.aval.dtype.kind != "f":  # promotion needed (ints, scalars, lists...)
+            (y,) = promote_args_inexact(name, x)
+        return lax_fn(y)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc

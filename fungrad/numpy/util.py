@@ -15,7 +15,7 @@ _SCALAR_TYPES = (bool, int, float)
 
 
 def is_arraylike(x) -> bool:
-    return (type(x) is Array or isinstance(x, (core.Tracer, np.ndarray, np.generic))
+    return (type(x) is Array or isinstance(x, (Array, core.Tracer, np.ndarray, np.generic))
             or (isinstance(x, _SCALAR_TYPES)))
 
 
@@ -30,12 +30,31 @@ def check_arraylike(fun_name: str, *args, names=None) -> None:
                             f"of type {type(a).__name__}{extra}")
 
 
+def plain_operand(x):
+    """``x`` as an Array or tracer when that needs no dtype decision: Arrays and tracers
+    themselves, and numpy arrays whose dtype is already canonical (copied: an Array freezes
+    its buffer, which must not be the caller's). None for anything else (Python and numpy
+    scalars, lists, 64-bit arrays without x64...), which the general argument handling takes.
+    The fast paths of the numpy wrappers start here."""
+    if type(x) is Array or isinstance(x, core.Tracer):
+        return x
+    if type(x) is np.ndarray and x.dtype in _SUPPORTED_DTYPES and \
+            dtypes.canonicalize_dtype(x.dtype) == x.dtype:
+        return Array(np.array(x))
+    if isinstance(x, Array):  # an Array subclass: a GpuArray (fungrad/devices.py)
+        return x
+    return None
+
+
+_SUPPORTED_DTYPES = frozenset(dtypes.SUPPORTED)
+
+
 def asarray(x, dtype=None, fun_name: str = "asarray"):
     """``x`` (array, scalar, nested list/tuple of them) as an Array/tracer; canonical dtypes.
 
     Python scalars stay weakly typed unless ``dtype`` is given.
     """
-    if type(x) is Array or isinstance(x, core.Tracer):
+    if type(x) is Array or isinstance(x, (Array, core.Tracer)):
         return x if dtype is None else lax.convert_element_type(x, dtype)
     if isinstance(x, (list, tuple)):
         return _asarray_sequence(x, dtype, fun_name)
@@ -43,6 +62,8 @@ def asarray(x, dtype=None, fun_name: str = "asarray"):
         if x.dtype.kind not in "biuf":
             raise TypeError(f"{fun_name}: numpy arrays of dtype {x.dtype} are not supported")
         dt = dtypes.canonicalize_dtype(x.dtype if dtype is None else dtype)
+        if dt == x.dtype:  # a copy, no conversion (Arrays freeze their buffer)
+            return Array(np.array(x))
         with np.errstate(all="ignore"):
             return Array(np.array(x, dtype=dt))
     if isinstance(x, _SCALAR_TYPES):

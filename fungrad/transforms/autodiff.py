@@ -16,12 +16,12 @@ import numpy as np
 from fungrad import core, dtypes, tree_util
 from fungrad.array import Array
 from fungrad.transforms import jvp as jvp_mod
-from fungrad.transforms.partial_eval import linearize_flat
+from fungrad.transforms.partial_eval import linearize_flat, tape_vjp_flat
 from fungrad.transforms.transpose import UndefPrimal, backward_pass
 
 
 def _is_float0(x) -> bool:
-    return isinstance(x, np.ndarray) and x.dtype == dtypes.float0
+    return type(x) is np.ndarray and x.dtype == dtypes.float0
 
 
 def _as_array(x, what: str):
@@ -60,12 +60,14 @@ def _flat_fun(fun, in_tree, out_store, fun_name, has_aux):
     """Wrap ``fun`` as ``flat_fun(*leaves) -> leaves``; the output treedef (and aux) land in
     ``out_store``."""
 
+    what = f"{fun_name} output"
+
     def flat_fun(*leaves):
         args = tree_util.tree_unflatten(in_tree, leaves)
         out, aux = _split_aux(fun_name, fun(*args), has_aux)
         out_leaves, out_tree = tree_util.tree_flatten(out)
         out_store["float0"] = [i for i, x in enumerate(out_leaves) if _is_float0(x)]
-        out_leaves = [_as_array(x, f"{fun_name} output") for x in out_leaves]
+        out_leaves = [_as_array(x, what) for x in out_leaves]
         out_store["tree"] = out_tree
         aux_leaves, aux_tree = tree_util.tree_flatten(aux)
         out_store["aux"] = (aux_leaves, aux_tree)
@@ -164,8 +166,21 @@ def _vjp_flat(flat_fun, flat_p):
         nonzero = [ct for ct, z in zip(cts, out_zero) if not z]
         args = [UndefPrimal(v.aval) for v in linear.jaxpr.invars]
         cts_in = backward_pass(linear.jaxpr, linear.consts, args, nonzero)
-        return [_zero_cotangent(a) if type(ct) is jvp_mod.Zero or not dtypes.is_float(a.dtype)
+        return [_zero_cotangent(a) if type(ct) is jvp_mod.Zero or a.dtype.kind != "f"
                 else ct for ct, a in zip(cts_in, in_avals)]
+
+    return outs_p, vjp_flat
+
+
+def _tape_vjp_flat(flat_fun, flat_p):
+    """:func:`_vjp_flat` for a pullback used once, right away, on concrete values (eager
+    ``grad``): partial_eval.tape_vjp_flat, without a jaxpr of the whole function."""
+    outs_p, tape_vjp = tape_vjp_flat(flat_fun, flat_p)
+    in_avals = [core.get_aval(p) for p in flat_p]
+
+    def vjp_flat(cts):
+        return [_zero_cotangent(a) if type(ct) is jvp_mod.Zero or a.dtype.kind != "f"
+                else ct for ct, a in zip(tape_vjp(cts), in_avals)]
 
     return outs_p, vjp_flat
 
@@ -213,15 +228,19 @@ def vjp(fun, *primals, has_aux: bool = False):
 def value_and_grad(fun, argnums=0, has_aux: bool = False, allow_int: bool = False):
     """``fun``'s value and its gradient with respect to the ``argnums`` arguments."""
     name = getattr(fun, "__name__", "fun")
+    what = f"grad({name})"
+    nums_by_nargs: dict[int, tuple[int, ...]] = {}
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
-        nums = _argnums_tuple("grad", argnums, len(args))
-        diff_args = tuple(args[i] for i in nums)
+        nums = nums_by_nargs.get(len(args))
+        if nums is None:
+            nums = nums_by_nargs[len(args)] = _argnums_tuple("grad", argnums, len(args))
+        diff_args = tuple([args[i] for i in nums])
         flat_d, d_tree = tree_util.tree_flatten(diff_args)
-        flat_d = [_as_array(x, f"grad({name})") for x in flat_d]
+        flat_d = [_as_array(x, what) for x in flat_d]
         for x in flat_d:
-            if not dtypes.is_float(x.dtype) and not allow_int:
+            if x.dtype.kind != "f" and not allow_int:
                 raise TypeError(
                     f"grad requires real-valued inputs (input dtype that is a sub-dtype of "
                     f"np.floating), but got {x.dtype.name}. If you want to use Boolean- or "
@@ -234,8 +253,11 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, allow_int: bool = Fals
             return fun(*full, **kwargs)
 
         store: dict = {}
-        flat_fun = _flat_fun(partial_fun, d_tree, store, f"grad({name})", has_aux)
-        outs_p, vjp_flat = _vjp_flat(flat_fun, flat_d)
+        flat_fun = _flat_fun(partial_fun, d_tree, store, what, has_aux)
+        if type(core.current_trace()) is core.EvalTrace:  # eager: tape-based reverse mode
+            outs_p, vjp_flat = _tape_vjp_flat(flat_fun, flat_d)
+        else:
+            outs_p, vjp_flat = _vjp_flat(flat_fun, flat_d)
         n_aux = len(store["aux"][0])
         if len(outs_p) - n_aux != 1 or store["tree"].num_nodes != 1:
             raise TypeError(f"Gradient only defined for scalar-output functions; grad({name}) "
@@ -246,11 +268,10 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, allow_int: bool = Fals
         if out.shape != ():
             raise TypeError(f"Gradient only defined for scalar-output functions. Output had "
                             f"shape: {out.shape}")
-        if not dtypes.is_float(out.dtype):
+        if out.dtype.kind != "f":
             raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
                             f"sub-dtype of np.floating), but got {out.dtype.name}")
-        from fungrad import lax
-        ct = lax.full((), 1, out.dtype)
+        ct = Array(out.dtype.type(1))
         g = tree_util.tree_unflatten(d_tree, vjp_flat([ct]))
         g = g[0] if isinstance(argnums, int) else g
         if has_aux:

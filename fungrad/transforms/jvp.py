@@ -76,7 +76,12 @@ class JVPTracer(Tracer):
 
     @property
     def aval(self):
-        return get_aval(self.primal)
+        p = self.primal
+        if type(p) is core._array_type:
+            aval = p._aval
+            if aval is not None:
+                return aval
+        return get_aval(p)
 
     def to_concrete_value(self):
         p = self.primal
@@ -92,22 +97,41 @@ class JVPTrace(Trace):
         self.parent = parent
 
     def _unpack(self, x):
-        if isinstance(x, JVPTracer) and x._trace is self:
+        if type(x) is JVPTracer and x._trace is self:
             return x.primal, x.tangent
-        if isinstance(x, Tracer) and not core.is_ancestor(self, x._trace):
+        if isinstance(x, Tracer) and x._trace is not self and \
+                not core.is_ancestor(self, x._trace):
             raise core.escaped_tracer_error(x)
         return x, Zero(tangent_aval(get_aval(x)))
 
     def process_primitive(self, primitive, args, params):
-        primals, tangents = zip(*map(self._unpack, args)) if args else ((), ())
-        if all(type(t) is Zero for t in tangents):
-            with set_current_trace(self.parent):
+        # One pass over the arguments: this trace's tracers give (primal, tangent); anything
+        # else is a constant of this trace, whose zero tangent is only built when needed.
+        primals = []
+        any_tangent = False
+        for x in args:
+            if type(x) is JVPTracer and x._trace is self:
+                primals.append(x.primal)
+                if type(x.tangent) is not Zero:
+                    any_tangent = True
+            else:
+                if isinstance(x, Tracer) and not core.is_ancestor(self, x._trace):
+                    raise core.escaped_tracer_error(x)
+                primals.append(x)
+        state = core._state
+        prev = state.trace
+        state.trace = self.parent
+        try:
+            if not any_tangent:  # no perturbation flows through: a plain primitive
                 return primitive.bind(*primals, **params)
-        rule = jvp_rules.get(primitive)
-        if rule is None:
-            raise NotDifferentiableError(primitive)
-        with set_current_trace(self.parent):
-            primal_out, tangent_out = rule(list(primals), list(tangents), **params)
+            rule = jvp_rules.get(primitive)
+            if rule is None:
+                raise NotDifferentiableError(primitive)
+            tangents = [x.tangent if type(x) is JVPTracer and x._trace is self
+                        else Zero(tangent_aval(get_aval(x))) for x in args]
+            primal_out, tangent_out = rule(primals, tangents, **params)
+        finally:
+            state.trace = prev
         if primitive.multiple_results:
             return [JVPTracer(self, p, t) for p, t in zip(primal_out, tangent_out)]
         return JVPTracer(self, primal_out, tangent_out)

@@ -79,13 +79,16 @@ class JaxprTrace(core.Trace):
 
     # -- primitives ---------------------------------------------------------------------------
     def process_primitive(self, primitive, args, params):
-        invars = [self._input(a) for a in args]
-        out = core.cached_abstract_eval(primitive, tuple(v.aval for v in invars), params)
-        out_avals = out if primitive.multiple_results else [out]
-        outvars = [core.Var(a) for a in out_avals]
+        invars = [a.var if type(a) is JaxprTracer and a._trace is self else self._input(a)
+                  for a in args]
+        out = core.cached_abstract_eval(primitive, tuple([v.aval for v in invars]), params)
+        if not primitive.multiple_results:
+            var = core.Var(out)
+            self.eqns.append(core.JaxprEqn(primitive, invars, params, [var]))
+            return JaxprTracer(self, out, var)
+        outvars = [core.Var(a) for a in out]
         self.eqns.append(core.JaxprEqn(primitive, invars, params, outvars))
-        tracers = [JaxprTracer(self, a, v) for a, v in zip(out_avals, outvars)]
-        return tracers if primitive.multiple_results else tracers[0]
+        return [JaxprTracer(self, a, v) for a, v in zip(out, outvars)]
 
     def to_jaxpr(self, in_tracers, out_tracers) -> core.ClosedJaxpr:
         jaxpr = core.Jaxpr(self.constvars, [t.var for t in in_tracers], self.eqns,

@@ -43,9 +43,9 @@ def is_undefined_primal(x) -> bool:
 def backward_pass(jaxpr: core.Jaxpr, consts, args, cts_out) -> list:
     """Transpose ``jaxpr``: ``args`` has an UndefPrimal for each linear input and values for the
     others; returns the cotangent (or Zero) of every input in order."""
+    Var, Literal = core.Var, core.Literal
     linear_vars: set[core.Var] = set()
-    primal_env: dict[core.Var, object] = {}
-    primal_env.update(zip(jaxpr.constvars, consts))
+    primal_env: dict[core.Var, object] = dict(zip(jaxpr.constvars, consts))
     for v, a in zip(jaxpr.invars, args):
         if type(a) is UndefPrimal:
             linear_vars.add(v)
@@ -53,7 +53,7 @@ def backward_pass(jaxpr: core.Jaxpr, consts, args, cts_out) -> list:
             primal_env[v] = a
 
     def read_primal(x):
-        if type(x) is core.Literal:
+        if type(x) is Literal:
             return Array(x.val, x.aval.weak_type)
         if x in linear_vars:
             return UndefPrimal(x.aval)
@@ -62,9 +62,11 @@ def backward_pass(jaxpr: core.Jaxpr, consts, args, cts_out) -> list:
     # Forward: evaluate equations that only read known values; collect the linear ones.
     linear_eqns = []
     for eqn in jaxpr.eqns:
-        if any(type(x) is core.Var and x in linear_vars for x in eqn.invars):
-            linear_vars.update(eqn.outvars)
-            linear_eqns.append(eqn)
+        for x in eqn.invars:
+            if type(x) is Var and x in linear_vars:
+                linear_vars.update(eqn.outvars)
+                linear_eqns.append(eqn)
+                break
         else:
             out = eqn.primitive.bind(*map(read_primal, eqn.invars), **eqn.params)
             if eqn.primitive.multiple_results:
@@ -75,19 +77,27 @@ def backward_pass(jaxpr: core.Jaxpr, consts, args, cts_out) -> list:
     ct_env: dict[core.Var, object] = {}
 
     def write_ct(v, ct):
-        if ct is None or type(ct) is Zero or type(v) is not core.Var or v not in linear_vars:
+        if ct is None or type(ct) is Zero or type(v) is not Var or v not in linear_vars:
             return
-        ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
+        prev = ct_env.get(v)
+        ct_env[v] = ct if prev is None else add_tangents(prev, ct)
 
     for v, ct in zip(jaxpr.outvars, cts_out):
         write_ct(v, ct)
 
     for eqn in reversed(linear_eqns):
-        cts = [ct_env.pop(v, None) for v in eqn.outvars]
-        if all(ct is None for ct in cts):
-            continue
-        cts = [Zero(v.aval.strip_weak_type()) if ct is None else ct
-               for v, ct in zip(eqn.outvars, cts)]
+        outvars = eqn.outvars
+        if len(outvars) == 1:  # the common case: one output, live or dead
+            ct = ct_env.pop(outvars[0], None)
+            if ct is None:
+                continue
+            cts = [ct]
+        else:
+            cts = [ct_env.pop(v, None) for v in outvars]
+            if all(ct is None for ct in cts):
+                continue
+            cts = [Zero(v.aval.strip_weak_type()) if ct is None else ct
+                   for v, ct in zip(outvars, cts)]
         rule = transpose_rules.get(eqn.primitive)
         if rule is None:
             raise TypeError(f"Transpose rule (for reverse-mode differentiation) for "

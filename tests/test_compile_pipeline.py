@@ -1,0 +1,145 @@
+"""How a jitted function becomes native code (fungrad/lowering/llvm.py ModuleWriter, executable.py,
+cpu.py): parallel steps pick the native thread pool or a serial call at run time, so a process
+that runs on one thread never compiles the pool; both ways give numpy's results; each kernel body
+is compiled once; the per-stage compile statistics add up."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+import fungrad as fg
+import fungrad.numpy as fnp
+from fungrad.lowering import cpu, llvm
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# A fresh interpreter, since the pool is compiled once per process. The kernels of f are large
+# enough to be split across threads (llvm.PARALLEL_COST).
+POOL_SCRIPT = textwrap.dedent("""
+    import os, sys, json
+    import numpy as np
+    import fungrad as fg, fungrad.numpy as fnp
+    from fungrad.lowering import cpu, runtime
+
+    def f(x):
+        return fnp.tanh(x) * 2.0 + fnp.exp(-x * x)
+
+    x = np.linspace(-3, 3, 1 << 20, dtype=np.float32).reshape(1024, 1024)
+    want = np.tanh(x) * np.float32(2) + np.exp(-x * x)
+    out = {}
+    os.environ["FUNGRAD_NUM_THREADS"] = "1"
+    y1 = np.asarray(fg.jit(f)(x))
+    out["modules_one_thread"] = cpu.compile_stats()["modules"]
+    out["err_one_thread"] = float(np.max(np.abs(y1 - want)))
+    os.environ["FUNGRAD_NUM_THREADS"] = "2"
+    y2 = np.asarray(fg.jit(lambda x: f(x))(x))  # a new executable: reads the thread budget
+    out["modules_two_threads"] = cpu.compile_stats()["modules"]
+    out["workers"] = runtime.pool_workers()
+    out["err_two_threads"] = float(np.max(np.abs(y2 - want)))
+    out["same"] = bool(np.array_equal(y1, y2))
+    print(json.dumps(out))
+""")
+
+
+def run_fresh(script: str) -> dict:
+    import json
+
+    env = dict(os.environ, FUNGRAD_DISABLE_CACHE="1")
+    env.pop("FUNGRAD_NUM_THREADS", None)
+    proc = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_pool_is_compiled_only_when_a_call_may_use_threads():
+    r = run_fresh(POOL_SCRIPT)
+    assert r["modules_one_thread"] == 1  # the jitted function only: no thread pool
+    assert r["modules_two_threads"] == 3  # the second function, and the pool for it
+    assert r["workers"] >= 1  # the parallel kernel really ran on the pool
+    assert r["err_one_thread"] < 1e-5 and r["err_two_threads"] < 1e-5
+    assert r["same"]  # the split does not change any element
+
+
+def big_program():
+    """A jitted function with two large (parallel) kernels around matmuls, its inputs, and the
+    float64 numpy result."""
+    def f(x, w):
+        h = fnp.tanh(x @ w) + 1.0
+        return fnp.tanh(h @ w) * 2.0, fnp.sum(h, axis=0)
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((256, 512)).astype(np.float32)
+    w = (rng.standard_normal((512, 512)) / 24).astype(np.float32)
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    h = np.tanh(x64 @ w64) + 1.0
+    return fg.jit(f), (x, w), (np.tanh(h @ w64) * 2.0, h.sum(axis=0))
+
+
+def test_parallel_steps_share_one_serial_helper_and_each_kernel_is_called_through_it():
+    jf, args, _ = big_program()
+    text = jf.lower(*args).as_text()
+    ir = text[text.index("# LLVM IR"):]
+    assert ir.count("define internal void @fg_serial_for(") == 1
+    assert f"@{llvm.POOL_SYMBOL} = external global ptr" in ir
+    calls = [ln for ln in ir.splitlines() if "call void %" in ln and ".for(" in ln]
+    assert len(calls) >= 2  # each parallel step picks pool or serial helper at run time
+    for ln in calls:
+        callee = ln.split("(ptr @", 1)[1].split(",", 1)[0]
+        # the kernel's trampoline is never called directly, so it is never inlined (twice)
+        assert f"call void @{callee}(" not in ir
+
+
+def test_kernels_are_called_without_inlining():
+    """Inlined, a kernel's body would go through LLVM's function simplification passes a second
+    time inside its caller (the trampoline or the entry point): ~10% more LLVM work, no faster
+    code (measured). So every call of a kernel function is marked ``noinline``."""
+    jf, args, _ = big_program()
+    exe = jf.lower(*args).compile()._exe
+    kernel_calls = [ln for ln in exe.ir.splitlines()
+                    if ln.lstrip().startswith("call void @")
+                    and any(ln.lstrip().startswith(f"call void @{s.name}(")
+                            for s in exe.program.steps if hasattr(s, "loops"))]
+    assert kernel_calls
+    assert all(ln.endswith(") noinline") for ln in kernel_calls), kernel_calls
+
+
+def test_serial_and_threaded_calls_match_numpy(monkeypatch):
+    jf, args, want = big_program()
+    for n in ("1", "2", "3"):
+        monkeypatch.setenv("FUNGRAD_NUM_THREADS", n)
+        g = fg.jit(lambda *v: jf(*v))  # a new executable per thread budget
+        got = g(*args)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(np.asarray(a), b, rtol=1e-4, atol=1e-4)
+
+
+def test_compile_stats_add_up_per_stage():
+    before = cpu.compile_stats()
+    mod = cpu.compile_module(textwrap.dedent("""
+        define void @k(ptr noalias %x, i64 %n) {
+        entry:
+          br label %loop
+        loop:
+          %i = phi i64 [0, %entry], [%i1, %loop]
+          %p = getelementptr inbounds float, ptr %x, i64 %i
+          %v = load float, ptr %p
+          %w = fmul float %v, 3.0
+          store float %w, ptr %p
+          %i1 = add nuw nsw i64 %i, 1
+          %c = icmp slt i64 %i1, %n
+          br i1 %c, label %loop, label %exit
+        exit:
+          ret void
+        }"""), ["k"], name="stats_test")
+    s = mod.stats
+    assert abs(s.total_s - (s.parse_s + s.optimize_s + s.codegen_s + s.load_s)) < 1e-12
+    after = cpu.compile_stats()
+    assert after["modules"] == before["modules"] + 1
+    x = np.arange(5, dtype=np.float32)
+    mod.function("k", [np.ctypeslib.ctypes.c_void_p, np.ctypeslib.ctypes.c_int64])(
+        x.ctypes.data, 5)
+    np.testing.assert_array_equal(x, np.arange(5, dtype=np.float32) * 3)

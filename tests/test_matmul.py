@@ -1,0 +1,172 @@
+"""The own float32 matmul kernel (fungrad/lowering/matmul.py) and the planner's rewrites around
+products (fused weight updates, results laid out for transposing readers, column reductions
+merged into the kernel storing their operand), against the float64 numpy product."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fungrad as fg
+import fungrad.numpy as fnp
+from fungrad import nn
+from fungrad.lowering import compile_jaxpr, fusion, matmul
+
+
+def build(f, *args):
+    args = [fnp.asarray(a) for a in args]
+    return compile_jaxpr(fg.make_jaxpr(f)(*args), "cpu", "test"), args
+
+
+def run(exe, args, nthreads=None):
+    if nthreads is not None:
+        exe._nthreads = nthreads
+    return [np.asarray(o) for o in exe.call(args)]
+
+
+def gemms(exe):
+    return [s for s in exe.program.steps if isinstance(s, fusion.Gemm)]
+
+
+def close(got, want, k):
+    # float32 accumulation over k terms of O(1) products
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-6 * k + 1e-5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=st.integers(1, 40), n=st.integers(1, 70), k=st.integers(1, 40), trans_a=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_own_kernel_ragged_shapes(m, n, k, trans_a, seed):
+    rng = np.random.default_rng(seed)
+    if m * n * k < 16384:  # below this, dot_general lowers to an inline loop, not a Gemm
+        k = -(-16384 // (m * n))
+        if k > 4096:
+            return
+    a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    f = (lambda a, b: a.T @ b) if trans_a else (lambda a, b: a @ b)
+    exe, args = build(f, a, b)
+    (g,) = gemms(exe)
+    assert matmul.supports(g) == (k * (-(-n // 32)) * 32 <= matmul.MAX_STACK_FLOATS
+                                  if trans_a else m * k <= matmul.MAX_STACK_FLOATS)
+    (out,) = run(exe, args)
+    close(out, (a.T if trans_a else a).astype(np.float64) @ b, k)
+
+
+def test_own_kernel_propagates_nan_and_inf():
+    a = np.ones((64, 32), np.float32)
+    b = np.ones((32, 20), np.float32)
+    a[3, 5], b[7, 19] = np.nan, np.inf
+    exe, args = build(lambda a, b: a @ b, a, b)
+    (out,) = run(exe, args)
+    want = a.astype(np.float64) @ b
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(out), np.isinf(want))
+
+
+@pytest.mark.parametrize("lr,sign", [(0.1, -1), (0.5, 1), (1.0, -1)])
+def test_weight_update_is_fused_into_the_product(lr, sign):
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((40, 24)).astype(np.float32)
+    x = rng.standard_normal((33, 40)).astype(np.float32)
+    g = rng.standard_normal((33, 24)).astype(np.float32)
+    # the gradient of x @ w, as JAX's transpose rule writes it: transpose(dot_general(g, x))
+    exe, args = build(lambda w, x, g: w + sign * lr * (g.T @ x).T, w, x, g)
+    assert [type(s).__name__ for s in exe.program.steps] == ["Gemm"]
+    (step,) = gemms(exe)
+    assert step.beta == 1.0 and step.alpha == pytest.approx(sign * lr) and step.c0.kind == "input"
+    assert exe.program.scratch_bytes == 0
+    (out,) = run(exe, args)
+    close(out, w + sign * lr * (x.T.astype(np.float64) @ g), 33)
+
+
+def test_weight_update_through_blas_copies_the_weights_first():
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((48, 30)).astype(np.float32)
+    a = rng.standard_normal((48, 64)).astype(np.float32)
+    b = rng.standard_normal((30, 64)).astype(np.float32)
+    exe, args = build(lambda w, a, b: w - 0.25 * (a @ b.T), w, a, b)  # b transposed: BLAS
+    (step,) = gemms(exe)
+    assert step.trans_b and not matmul.supports(step) and step.beta == 1.0
+    assert "llvm.memcpy" in exe.ir and "fg_sgemm" in exe.ir
+    (out,) = run(exe, args)
+    close(out, w - 0.25 * (a.astype(np.float64) @ b.T), 64)
+
+
+def test_large_products_take_blas_when_threads_may_be_used():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((128, 128)).astype(np.float32)
+    b = rng.standard_normal((128, 128)).astype(np.float32)
+    exe, args = build(lambda a, b: a @ b, a, b)
+    assert "fg_sgemm" in exe.ir and "@mm" in exe.ir  # both paths, chosen by %nthreads
+    want = a.astype(np.float64) @ b
+    for nthreads in (1, 2):
+        (out,) = run(exe, args, nthreads)
+        close(out, want, 128)
+
+
+def test_transposed_reader_gets_the_transposed_layout():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((64, 40)).astype(np.float32)
+    b = rng.standard_normal((64, 50)).astype(np.float32)
+    exe, args = build(lambda a, b: fnp.tanh((a.T @ b).T), a, b)
+    (step,) = gemms(exe)
+    assert step.c.shape == (50, 40) and (step.m, step.n) == (50, 40)
+    (kern,) = [s for s in exe.program.steps if isinstance(s, fusion.Kernel)]
+    # the tanh kernel reads the product in its own (row-major) order: no strided loads
+    assert all(st.index is kern.stores[0].index for st in kern.stores)
+    (out,) = run(exe, args)
+    np.testing.assert_allclose(out, np.tanh(b.T.astype(np.float64) @ a), rtol=1e-4, atol=1e-5)
+
+
+def test_column_reduction_merges_into_the_kernel_storing_its_operand():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((128, 48)).astype(np.float32)
+    w = rng.standard_normal((48, 64)).astype(np.float32)
+    v = rng.standard_normal((64, 16)).astype(np.float32)
+
+    def f(x, w, v):
+        h = nn.relu(x @ w)
+        s = fnp.sum(h, axis=0)  # summed over the batch first, then stored for the product
+        return h @ v, s
+    exe, args = build(f, x, w, v)
+    kerns = [s for s in exe.program.steps if isinstance(s, fusion.Kernel)]
+    merged = [k for k in kerns if any(s.combine for s in k.stores)
+              and any(s.combine is None for s in k.stores)]
+    assert len(merged) == 1 and not merged[0].parallel
+    out, colsum = run(exe, args)
+    h = np.maximum(x.astype(np.float64) @ w, 0)
+    close(out, h @ v, 48 * 64)
+    close(colsum, h.sum(0), 128 * 48)
+
+
+def test_mlp_step_plan_has_no_weight_sized_passes():
+    rng = np.random.default_rng(6)
+    sizes = (96, 64, 64, 10)
+    params = [(fnp.asarray((rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32)),
+               fnp.zeros(n)) for m, n in zip(sizes[:-1], sizes[1:])]
+    x = fnp.asarray(rng.standard_normal((32, sizes[0])).astype(np.float32))
+    y = fnp.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, 32)])
+
+    def loss(params, x, y):
+        (w1, b1), (w2, b2), (w3, b3) = params
+        h = fnp.tanh(x @ w1 + b1)
+        h = nn.relu(h @ w2 + b2)
+        return -fnp.mean(fnp.sum(y * nn.log_softmax(h @ w3 + b3), axis=-1))
+
+    def step(params, x, y):
+        value, grads = fg.value_and_grad(loss)(params, x, y)
+        return fg.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads), value
+    exe = compile_jaxpr(fg.make_jaxpr(step)(params, x, y), "cpu", "test")
+    args = fg.tree_util.tree_leaves((params, x, y))
+    updates = [g for g in gemms(exe) if g.beta]
+    assert len(updates) == 3 and {g.c.kind for g in updates} == {"output"}
+    for k in exe.program.steps:  # no kernel runs over a weight matrix
+        if isinstance(k, fusion.Kernel):
+            assert [v.extent for v in k.loops] not in ([96, 64], [64, 64], [64, 10])
+    outs = run(exe, args)
+    refs = fg.tree_util.tree_leaves(step(params, x, y))
+    for o, r in zip(outs, refs):
+        np.testing.assert_allclose(o, np.asarray(r), rtol=1e-4, atol=1e-5)

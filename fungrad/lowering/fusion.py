@@ -431,7 +431,18 @@ def plan(closed: core.ClosedJaxpr, name: str = "main", planner: type | None = No
 
 
 def _assign_offsets(prog: Program) -> int:
-    """First-fit offsets for temporaries by liveness; returns the scratch size in bytes."""
+    """First-fit byte offsets (``Buffer.index``) for temporaries by liveness, in 64-byte
+    aligned slots; returns the scratch size in bytes."""
+    offsets, top = liveness_offsets(prog, lambda b: max(64, -(-b.nbytes // 64) * 64))
+    for b in prog.temps:
+        b.index = offsets[b.id]
+    return top
+
+
+def liveness_offsets(prog: Program, slot_size) -> tuple[dict[int, int], int]:
+    """First-fit offsets of ``prog``'s temporaries, a slot of ``slot_size(buffer)`` units
+    each, reused once the buffer's last reader has run: ``({buffer id: offset}, size)``.
+    (The GPU sizes slots in 32-bit words, the CPU in bytes.)"""
     first, last = {}, {}
     for i, step in enumerate(prog.steps):
         for b in step.writes():
@@ -441,19 +452,20 @@ def _assign_offsets(prog: Program) -> int:
             last[b.id] = i
     live: list[tuple[int, int, int]] = []  # (offset, size, last step)
     top = 0
+    offsets: dict[int, int] = {}
     for b in sorted(prog.temps, key=lambda b: first.get(b.id, 0)):
         start = first.get(b.id, 0)
         live = [x for x in live if x[2] >= start]
-        size = max(64, -(-b.nbytes // 64) * 64)  # 64-byte aligned slots
+        size = slot_size(b)
         offset = 0
         for off, sz, _ in sorted(live):
             if off - offset >= size:
                 break
             offset = max(offset, off + sz)
-        b.index = offset
+        offsets[b.id] = offset
         live.append((offset, size, last.get(b.id, start)))
         top = max(top, offset + size)
-    return top
+    return offsets, top
 
 
 # -- peephole passes over a finished step list -------------------------------------------------

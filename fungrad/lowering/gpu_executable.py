@@ -332,29 +332,11 @@ def _place_carries(place: dict, carries, it: str) -> None:
 
 
 def _arena_offsets(prog: fusion.Program, place: dict) -> int:
-    """Word offsets of the temporaries in the arena, reusing a slot once its last reader has
-    run (first fit by liveness); returns the arena's size in words."""
-    first, last = {}, {}
-    for i, step in enumerate(prog.steps):
-        for b in step.writes():
-            first.setdefault(b.id, i)
-            last[b.id] = max(last.get(b.id, i), i)
-        for b in step.reads():
-            last[b.id] = i
-    live: list[tuple[int, int, int]] = []
-    top = 0
-    for b in sorted(prog.temps, key=lambda b: first.get(b.id, 0)):
-        start = first.get(b.id, 0)
-        live = [x for x in live if x[2] >= start]
-        size = -(-_words(b) // 16) * 16
-        offset = 0
-        for off, sz, _ in sorted(live):
-            if off - offset >= size:
-                break
-            offset = max(offset, off + sz)
-        place[b.id] = ("arena", offset)
-        live.append((offset, size, last.get(b.id, start)))
-        top = max(top, offset + size)
+    """Word offsets of the temporaries in the arena (the planner's liveness first fit, in
+    16-word slots); returns the arena's size in words."""
+    offsets, top = fusion.liveness_offsets(prog, lambda b: -(-_words(b) // 16) * 16)
+    for b in prog.temps:
+        place[b.id] = ("arena", offsets[b.id])
     return top
 
 

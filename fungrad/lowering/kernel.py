@@ -464,6 +464,17 @@ def scalar_index(ctx: Ctx, t: Tensor) -> Expr:
     return ctx.convert(t.at(()), INDEX)
 
 
+def innermost_loop(chain: dict, e: Expr) -> Var | None:
+    """The loop a renderer evaluates ``e`` in: the innermost of the loops binding its free
+    variables (``chain`` maps each variable to the loops enclosing it, outermost first)."""
+    best: tuple[Var, ...] = ()
+    for v in e.free:
+        c = chain[v]
+        if len(c) > len(best):
+            best = c
+    return best[-1] if best else None
+
+
 def substitute(ctx: Ctx, e: Expr, var: Var, by: Expr, memo: dict | None = None) -> Expr:
     """``e`` with loop variable ``var`` replaced by the index expression ``by`` (interned, so
     the result is identical to a node built directly at that index)."""

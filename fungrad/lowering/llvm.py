@@ -27,6 +27,7 @@ from fungrad.lowering.kernel import (
     MATH_UNARY,
     Expr,
     Var,
+    innermost_loop,
     reduce_identity,
     substitute,
 )
@@ -91,12 +92,7 @@ class _KernelWriter:
         return f"%{hint}{self.n}"
 
     def scope(self, e: Expr) -> Var | None:
-        best: tuple[Var, ...] = ()
-        for v in e.free:
-            c = self.chain[v]
-            if len(c) > len(best):
-                best = c
-        return best[-1] if best else None
+        return innermost_loop(self.chain, e)
 
     def emit(self, scope: Var | None, line: str) -> None:
         self.lines[scope].append(line)

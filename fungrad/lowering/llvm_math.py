@@ -224,6 +224,22 @@ class _Builder:
         return self.emit(f"call {ty} @{fn}({argtext})", ty)
 
     def fma(self, a, c, d) -> _V: return self.intrinsic("fma", a, c, d)
+
+    def fma_exact(self, a, c, d) -> _V:
+        """fma whose single rounding the algorithm relies on (the residual of an error-free
+        transformation, e.g. ``fma(a, c, -a*c)``); a polynomial step uses :meth:`fma`. The
+        same instruction here; a target whose fma rounds twice computes this one exactly."""
+        return self.fma(a, c, d)
+
+    def ldexp(self, y, k) -> _V:
+        """y * 2**k for an integer k (see :func:`_ldexp`): ``llvm.ldexp`` where it vectorises
+        (x86-64 with AVX-512), else the two-step multiply."""
+        if not _vector_ldexp():
+            return _ldexp_two_step(self, y, k)
+        fn = f"llvm.ldexp.{y.ft.suffix}.i32"
+        self.intrinsics[fn] = f"declare {y.ty} @{fn}({y.ty}, i32)"
+        k32 = k if k.ty == "i32" else self.cast("trunc", k, "i32")
+        return self.emit(f"call {y.ty} @{fn}({y.ty} {y.ref}, i32 {k32.ref})", y.ty)
     def rint(self, a) -> _V: return self.intrinsic("rint", a)
     def fabs(self, a) -> _V: return self.intrinsic("fabs", a)
     def copysign(self, a, s) -> _V: return self.intrinsic("copysign", a, s)
@@ -266,7 +282,7 @@ def _fast_two_sum(a, c) -> tuple[_V, _V]:
 
 def _two_prod(b: _Builder, a: _V, c) -> tuple[_V, _V]:
     p = a * c
-    return p, b.fma(a, c, -p)
+    return p, b.fma_exact(a, c, -p)
 
 
 def _clamp(b: _Builder, x: _V, lo: float, hi: float) -> _V:
@@ -303,11 +319,10 @@ def _ldexp(b: _Builder, y: _V, k: _V) -> _V:
     """y * 2**k for integer k, rounded once (overflow gives inf, a denormal result is rounded
     correctly): ``llvm.ldexp`` where it vectorises, else two multiplications by powers of two
     (2**k itself may be out of range; the first step is exact). Both give the same bits."""
-    if _vector_ldexp():
-        fn = f"llvm.ldexp.{y.ft.suffix}.i32"
-        b.intrinsics[fn] = f"declare {y.ty} @{fn}({y.ty}, i32)"
-        k32 = k if k.ty == "i32" else b.cast("trunc", k, "i32")
-        return b.emit(f"call {y.ty} @{fn}({y.ty} {y.ref}, i32 {k32.ref})", y.ty)
+    return b.ldexp(y, k)
+
+
+def _ldexp_two_step(b: _Builder, y: _V, k: _V) -> _V:
     k1 = k >> 1
     return y * _pow2(b, k1, y.ft) * _pow2(b, k - k1, y.ft)
 
@@ -337,7 +352,7 @@ _EXP_BOUNDS = {F32: (-104.0, 90.0), F64: (-746.0, 711.0)}
 def _exp_reduce(b: _Builder, x: _V) -> tuple[_V, _V, _V]:
     c = _C[x.ft]
     k = b.rint(x * c["log2e"][0])
-    t1 = b.fma(-k, c["ln2"][0], x)  # exact: the result is a short multiple of ulp(ln2_hi)
+    t1 = b.fma_exact(-k, c["ln2"][0], x)  # exact: the result is a short multiple of ulp(ln2_hi)
     r, rl = _two_sum(t1, -(k * c["ln2"][1]))
     return k, r, rl
 
@@ -375,13 +390,13 @@ _ROUND_MAGIC = 1.5 * 2.0 ** 23  # v + this, rounded to float32, holds rint(v) in
 def _exp_f32(b: _Builder, x: _V) -> tuple[_V, _V]:
     """(y, k) with exp(x) = y 2**k, y in [0.7, 1.42] and k an i32, for x already clamped to
     |x| < 2**21 (NaN gives a NaN y). k = rint(x log2 e) comes from one fma with a magic
-    constant: its result's low bits are k, and subtracting the constant gives k as a float,
-    both exact."""
+    constant: its result's low bits are k, converted back to a float exactly (not as
+    ``t - constant``, which GPU compilers fold back to ``x log2 e``)."""
     c = _C[F32]
     t = b.fma(x, c["log2e"][0], _ROUND_MAGIC)
-    k = t - _ROUND_MAGIC
-    r = b.fma(-k, c["ln2"][1], b.fma(-k, c["ln2"][0], x))
     ki = b.cast("bitcast", t, "i32") - struct.unpack("<i", struct.pack("<f", _ROUND_MAGIC))[0]
+    k = b.cast("sitofp", ki, "float")
+    r = b.fma_exact(-k, c["ln2"][1], b.fma_exact(-k, c["ln2"][0], x))
     return 1.0 + b.fma(r * r, _horner(b, r, _EXP_P32_SHORT), r), ki
 
 
@@ -579,7 +594,7 @@ def _logistic(b: _Builder, x: _V) -> _V:
     pos = b.cmp("oge", x, 0.0)
     nh, nl = b.select(pos, 1.0, eh), b.select(pos, 0.0, el)
     q = nh / dh
-    r = q + (b.fma(-q, dh, nh) + (nl - q * dl)) / dh
+    r = q + (b.fma_exact(-q, dh, nh) + (nl - q * dl)) / dh
     return _nan_in_nan_out(b, x, r)
 
 
@@ -590,7 +605,7 @@ def _sinh(b: _Builder, x: _V) -> _V:
     # (t + t / (t + 1)) / 2 with t = expm1|x| = th + tl; the quotient fma-corrected
     dh, dl = _fast_two_sum(1.0, th)
     q = th / dh
-    q = q + (b.fma(-q, dh, th) + (tl - q * (dl + tl))) / dh
+    q = q + (b.fma_exact(-q, dh, th) + (tl - q * (dl + tl))) / dh
     s, e = _two_sum(th, q)
     small = 0.5 * (s + (e + tl))
     large = _exp_kernel(b, a, shift=-1)  # overflows only when sinh does
@@ -636,7 +651,7 @@ def _acosh(b: _Builder, x: _V) -> _V:
     t2, t2l = _two_prod(b, t, t)
     wh, wl = _two_sum(2.0 * t, t2)  # 2t + t^2 = wh + wl
     sq = b.sqrt(wh)
-    sql = (b.fma(-sq, sq, wh) + (wl + t2l)) / (sq + sq)  # sqrt(w) = sq + sql
+    sql = (b.fma_exact(-sq, sq, wh) + (wl + t2l)) / (sq + sq)  # sqrt(w) = sq + sql
     sql = b.select(b.cmp("oeq", sq, 0.0), 0.0, sql)
     yh, yl = _fast_two_sum(sq, t)  # acosh = log1p(y), y = t + sqrt(2t + t^2)
     u_small, ul_small = _two_sum(1.0, yh)
@@ -653,7 +668,7 @@ def _atanh(b: _Builder, x: _V) -> _V:
     small = b.cmp("olt", a, 0.5)
     ys, ysl = _fast_two_sum(t, t * a / (1.0 - a))
     yb = t / (1.0 - a)  # 1 - a is exact here
-    ybl = b.fma(-yb, 1.0 - a, t) / (1.0 - a)
+    ybl = b.fma_exact(-yb, 1.0 - a, t) / (1.0 - a)
     yh, yl = b.select(small, ys, yb), b.select(small, ysl, ybl)
     u, ul = _two_sum(1.0, yh)  # atanh = log1p(y) / 2
     r = 0.5 * _log1p_tiny(b, _log_core(b, u, "e", ul=ul + yl), yh, yl)
@@ -695,7 +710,7 @@ def _reduce_pio2(b: _Builder, a: _V) -> tuple[_V, _V, _V]:
     frac = (ph - q) + (pl + a * c["2/pi"][1])
     q = q + b.select(b.cmp("ogt", frac, 0.5), 1.0, b.select(b.cmp("olt", frac, -0.5), -1.0, 0.0,
                                                              a.ty))
-    t1 = b.fma(-q, p1, a)  # exact: a short multiple of ulp(p1), for q < 2^mant
+    t1 = b.fma_exact(-q, p1, a)  # exact: a short multiple of ulp(p1), for q < 2^mant
     m2, m2e = _two_prod(b, q, p2)
     s, e = _two_sum(t1, -m2)
     m3, m3e = _two_prod(b, q, p3)
@@ -752,7 +767,7 @@ def _sin_cos_f32(b: _Builder, x: _V, cos: bool) -> _V:
     pi = _C[F64]["pi"]
     q = b.rint(ad * (1.0 / math.pi) - (0.5 if cos else 0.0))
     m = q + 0.5 if cos else q  # exact
-    r = b.fma(-m, pi[1], b.fma(-m, pi[0], ad))
+    r = b.fma_exact(-m, pi[1], b.fma_exact(-m, pi[0], ad))
     z = r * r
     s = b.cast("fptrunc", b.fma(r * z, _horner(b, z, _SIN_PI_P32), r), "float")
     flip = b.cast("fptosi", q, "i32") << 31  # (-1)^q in the sign bit
@@ -848,7 +863,7 @@ def _atan_parts(b: _Builder, num: _V, den: _V) -> tuple[_V, _V]:
     d_hi = b.select(big, num, b.select(mid, dh, den))
     d_lo = b.select(mid, b.select(big, 0.0, dl), 0.0)
     t = n_hi / d_hi
-    tl = (b.fma(-t, d_hi, n_hi) + (n_lo - t * d_lo)) / d_hi
+    tl = (b.fma_exact(-t, d_hi, n_hi) + (n_lo - t * d_lo)) / d_hi
     tl = b.select(b.cmp("oeq", d_hi, float("inf")), 0.0, tl)
     z = t * t
     if ft is F32:
@@ -903,7 +918,7 @@ def _asin_acos_parts(b: _Builder, x: _V):
     else:
         pp, qq = _ASIN_PQ64
         rat = z * _horner(b, z, pp) / _horner(b, z, qq)
-    corr = b.fma(-s, s, z) / (s + s)  # sqrt(z) = s + corr to second order
+    corr = b.fma_exact(-s, s, z) / (s + s)  # sqrt(z) = s + corr to second order
     corr = b.select(b.cmp("oeq", s, 0.0), 0.0, corr)
     base = b.select(small, a, s)
     w = base * rat
@@ -996,7 +1011,7 @@ def _erfc(b: _Builder, x: _V) -> _V:
     a, i0, i1, rat, big = _erf_parts(b, x, 28.0)
     pos = b.cmp("ogt", x, 0.0)
     h, e = _two_sum(1.0, -x)
-    r0 = h + b.fma(-x, rat, e)  # 1 - x - x rat with one rounding (fdlibm rounds twice)
+    r0 = h + b.fma_exact(-x, rat, e)  # 1 - x - x rat with one rounding (fdlibm rounds twice)
     r1 = b.select(pos, (1.0 - _ERX) - rat, 1.0 + (_ERX + rat))
     r2 = b.select(pos, big, 2.0 - big)
     r = b.select(i0, r0, b.select(i1, r1, r2))
@@ -1018,7 +1033,7 @@ def _log_dd(b: _Builder, a: _V) -> tuple[_V, _V]:
     k, f = _log_split(b, a)
     dh, dl = _fast_two_sum(2.0, f)
     sh = f / dh
-    sl = (b.fma(-sh, dh, f) - sh * dl) / dh  # s = sh + sl
+    sl = (b.fma_exact(-sh, dh, f) - sh * dl) / dh  # s = sh + sl
     z, zl = _two_prod(b, sh, sh)
     zl = zl + 2.0 * sh * sl  # s^2 = z + zl
     c3h, c3e = _two_prod(b, sh, z)  # s^3 = c3h + c3l
@@ -1094,7 +1109,7 @@ def _cbrt(b: _Builder, x: _V) -> _V:
         t = y * y * y
         y = y * ((t + a + a) / (t + t + a))
     h, l = _two_prod(b, y, y)
-    res = b.fma(-h, y, a) - l * y  # a - y^3, nearly exact
+    res = b.fma_exact(-h, y, a) - l * y  # a - y^3, nearly exact
     y = y + res / (3.0 * h)
     y = y * b.select(tiny, 2.0 ** -m, b.select(huge, 2.0 ** m, 1.0, ft.ir))
     r = b.copysign(y, x)

@@ -34,7 +34,14 @@ import numpy as np
 
 from fungrad.lowering import wgsl_math
 from fungrad.lowering.fusion import Gemm, Kernel, LoweringError
-from fungrad.lowering.kernel import INDEX, MATH_UNARY, Expr, Var, reduce_identity
+from fungrad.lowering.kernel import (
+    INDEX,
+    MATH_UNARY,
+    Expr,
+    Var,
+    innermost_loop,
+    reduce_identity,
+)
 
 #: element dtypes a GPU program may use (one 32-bit word each on the device)
 DEVICE_DTYPES = frozenset(np.dtype(d) for d in (np.float32, np.int32, np.uint32, np.bool_))
@@ -309,12 +316,7 @@ class _KernelShader:
         return f"{hint}{self.n}"
 
     def scope(self, e: Expr) -> Var | None:
-        best: tuple[Var, ...] = ()
-        for v in e.free:
-            c = self.chain[v]
-            if len(c) > len(best):
-                best = c
-        return best[-1] if best else None
+        return innermost_loop(self.chain, e)
 
     def let(self, e: Expr, text: str) -> str:
         name = self.tmp()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 import struct
 
 from fungrad.lowering import llvm_math as lm
@@ -77,18 +76,11 @@ class _W(lm._V):
             raise TypeError(f"wgsl_math: no {op} on {self.ty}")
         if self.ty == "i1" and op == "xor":
             sym = "!="
-        if op == "fsub" and not swap and c.ref == self.b.magic.get(a.ref):
-            # (x + M) - M with M = 1.5 * 2**23 rounds x to an integer, but GPU compilers fold
-            # it back to x (Mesa does): take the integer from the bits of x + M instead
-            bits = struct.unpack("<i", struct.pack("<f", _MAGIC))[0]
-            return self.b.emit(f"f32(bitcast<i32>({a.ref}) - {bits}i)", self.ty)
         right = f"u32({c.ref})" if op in ("shl", "ashr") else c.ref
         return self.b.emit(f"({a.ref} {sym} {right})", self.ty)
 
     def __neg__(self) -> _W:
-        out = self.b.emit(f"(-{self.ref})", self.ty)
-        self.b.negated.add(out.ref)
-        return out
+        return self.b.emit(f"(-{self.ref})", self.ty)
 
 
 _FCMP = {"oeq": "{a} == {c}", "ogt": "{a} > {c}", "oge": "{a} >= {c}", "olt": "{a} < {c}",
@@ -100,10 +92,6 @@ _FCMP = {"oeq": "{a} == {c}", "ogt": "{a} > {c}", "oge": "{a} >= {c}", "olt": "{
 _ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="}
 
 
-_MAGIC = 1.5 * 2.0 ** 23
-_LDEXP = re.compile(r"call float @llvm\.ldexp\.f32\.i32\(float (\S+), i32 (\S+)\)")
-
-
 class _WBuilder(lm._Builder):
     """``llvm_math``'s builder interface, writing WGSL ``let`` statements."""
 
@@ -111,13 +99,8 @@ class _WBuilder(lm._Builder):
         super().__init__()
         self.generic = generic
         self.fused_fma = fused_fma
-        self.negated: set[str] = set()  # values made by negation (see intrinsic)
-        self.magic: dict[str, str] = {}  # fma(x, c, M) results -> M (see _W._op)
 
     def emit(self, rhs: str, ty: str) -> _W:
-        m = _LDEXP.fullmatch(rhs)
-        if m:  # llvm_math's _ldexp writes the LLVM intrinsic call itself: WGSL has ldexp too
-            rhs = f"ldexp({m.group(1)}, {m.group(2)})"
         name = f"v{len(self.lines)}"
         self.lines.append(f"  let {name} = {rhs};")
         return _W(self, name, ty)
@@ -161,17 +144,22 @@ class _WBuilder(lm._Builder):
         if name == "copysign":
             return self.emit(f"bitcast<f32>((bitcast<u32>({v[0]}) & 0x7fffffffu) | "
                              f"(bitcast<u32>({v[1]}) & 0x80000000u))", ty)
-        if name == "fma" and not self.fused_fma and (v[0] in self.negated
-                                                     or v[2] in self.negated):
-            # A residual (fma(-q, d, n), fma(a, c, -a*c): llvm_math writes every error-free
-            # transformation this way) needs one rounding; a polynomial step does not.
-            self.callees.add("fma")
-            return self.emit(f"fg_fma({', '.join(v)})", ty)
         fn = {"fma": "fma", "rint": "round", "fabs": "abs", "sqrt": "sqrt"}[name]
-        out = self.emit(f"{fn}({', '.join(v)})", ty)
-        if name == "fma" and v[2] == _f32_literal(_MAGIC):
-            self.magic[out.ref] = v[2]
-        return out
+        return self.emit(f"{fn}({', '.join(v)})", ty)
+
+    def fma_exact(self, a, c, d) -> _W:
+        """A residual needs one rounding: in software where the adapter's fma rounds twice."""
+        if self.fused_fma:
+            return self.fma(a, c, d)
+        ty = next(x.ty for x in (a, c, d) if isinstance(x, lm._V))
+        v = [self.lift(x, ty).ref for x in (a, c, d)]
+        self.callees.add("fma")
+        return self.emit(f"fg_fma({', '.join(v)})", ty)
+
+    def ldexp(self, y, k) -> _W:
+        """The two-step multiply: WGSL's ``ldexp`` is undefined for exponents above 128,
+        which float32 exp uses."""
+        return lm._ldexp_two_step(self, y, k)
 
     def cast(self, op: str, v, ty: str) -> _W:
         t = _wtype(ty)

@@ -231,6 +231,17 @@ class _Builder:
         same instruction here; a target whose fma rounds twice computes this one exactly."""
         return self.fma(a, c, d)
 
+    def two_prod(self, a, c) -> tuple[_V, _V]:
+        """(p, e) with p = fl(a c) and p + e == a c exactly (no underflow or overflow)."""
+        p = a * c
+        return p, self.fma_exact(a, c, -p)
+
+    def sub_multiple(self, k, c: float, x, k_bits: int) -> _V:
+        """x - k c, exactly, for an integral k with |k| < 2**k_bits where the caller knows the
+        difference is representable (a Cody-Waite reduction step: x is close to k c). One fma
+        here; a target whose fma rounds twice splits c instead (see wgsl_math)."""
+        return self.fma_exact(-k, c, x)
+
     def ldexp(self, y, k) -> _V:
         """y * 2**k for an integer k (see :func:`_ldexp`): ``llvm.ldexp`` where it vectorises
         (x86-64 with AVX-512), else the two-step multiply."""
@@ -281,8 +292,7 @@ def _fast_two_sum(a, c) -> tuple[_V, _V]:
 
 
 def _two_prod(b: _Builder, a: _V, c) -> tuple[_V, _V]:
-    p = a * c
-    return p, b.fma_exact(a, c, -p)
+    return b.two_prod(a, c)
 
 
 def _clamp(b: _Builder, x: _V, lo: float, hi: float) -> _V:
@@ -352,7 +362,7 @@ _EXP_BOUNDS = {F32: (-104.0, 90.0), F64: (-746.0, 711.0)}
 def _exp_reduce(b: _Builder, x: _V) -> tuple[_V, _V, _V]:
     c = _C[x.ft]
     k = b.rint(x * c["log2e"][0])
-    t1 = b.fma_exact(-k, c["ln2"][0], x)  # exact: the result is a short multiple of ulp(ln2_hi)
+    t1 = b.sub_multiple(k, c["ln2"][0], x, 11)  # a short multiple of ulp(ln2_hi); |k| <= 1077
     r, rl = _two_sum(t1, -(k * c["ln2"][1]))
     return k, r, rl
 
@@ -396,7 +406,9 @@ def _exp_f32(b: _Builder, x: _V) -> tuple[_V, _V]:
     t = b.fma(x, c["log2e"][0], _ROUND_MAGIC)
     ki = b.cast("bitcast", t, "i32") - struct.unpack("<i", struct.pack("<f", _ROUND_MAGIC))[0]
     k = b.cast("sitofp", ki, "float")
-    r = b.fma_exact(-k, c["ln2"][1], b.fma_exact(-k, c["ln2"][0], x))
+    # x - k ln2_hi is exact (|k| <= 150); the second step's product k ln2_lo (<= 3e-7) may
+    # round before the sum without harm, so it needs no exact fma
+    r = b.fma(-k, c["ln2"][1], b.sub_multiple(k, c["ln2"][0], x, 8))
     return 1.0 + b.fma(r * r, _horner(b, r, _EXP_P32_SHORT), r), ki
 
 
@@ -710,7 +722,7 @@ def _reduce_pio2(b: _Builder, a: _V) -> tuple[_V, _V, _V]:
     frac = (ph - q) + (pl + a * c["2/pi"][1])
     q = q + b.select(b.cmp("ogt", frac, 0.5), 1.0, b.select(b.cmp("olt", frac, -0.5), -1.0, 0.0,
                                                              a.ty))
-    t1 = b.fma_exact(-q, p1, a)  # exact: a short multiple of ulp(p1), for q < 2^mant
+    t1 = b.sub_multiple(q, p1, a, a.ft.mant + 1)  # a short multiple of ulp(p1)
     m2, m2e = _two_prod(b, q, p2)
     s, e = _two_sum(t1, -m2)
     m3, m3e = _two_prod(b, q, p3)

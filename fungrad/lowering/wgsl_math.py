@@ -14,6 +14,13 @@ when a GPU program needs them. ``sin``/``cos`` take llvm_math's same-precision p
 float32 shortcut goes through float64).
 Denormals may be flushed to zero by the GPU, so results that are denormal on the CPU can be
 0 on the GPU.
+
+Two GPU compiler behaviours shape the output (both measured on Mesa's llvmpipe):
+- Where the adapter's ``fma`` rounds twice, the steps that need one rounding are done without
+  it: exact products by Dekker's split of 12-bit halves (``two_prod``), Cody-Waite steps by
+  splitting the constant (``sub_multiple``), and ``fg_fma`` for the remaining residuals.
+- Float algebra is simplified unless prevented ((a + b) - b becomes a): the builder spots a sum
+  meeting one of its own operands and hides the inner value behind an opaque integer OR.
 """
 
 from __future__ import annotations
@@ -76,11 +83,18 @@ class _W(lm._V):
             raise TypeError(f"wgsl_math: no {op} on {self.ty}")
         if self.ty == "i1" and op == "xor":
             sym = "!="
+        if op in ("fadd", "fsub"):
+            a, c = self.b.guard_cancellation(a, c)
         right = f"u32({c.ref})" if op in ("shl", "ashr") else c.ref
-        return self.b.emit(f"({a.ref} {sym} {right})", self.ty)
+        out = self.b.emit(f"({a.ref} {sym} {right})", self.ty)
+        if op in ("fadd", "fsub"):
+            self.b.terms[out.ref] = (self.b.base(a.ref), self.b.base(c.ref))
+        return out
 
     def __neg__(self) -> _W:
-        return self.b.emit(f"(-{self.ref})", self.ty)
+        out = self.b.emit(f"(-{self.ref})", self.ty)
+        self.b.negations[out.ref] = self.ref
+        return out
 
 
 _FCMP = {"oeq": "{a} == {c}", "ogt": "{a} > {c}", "oge": "{a} >= {c}", "olt": "{a} < {c}",
@@ -95,10 +109,46 @@ _ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=
 class _WBuilder(lm._Builder):
     """``llvm_math``'s builder interface, writing WGSL ``let`` statements."""
 
-    def __init__(self, generic: bool = False, fused_fma: bool = True):
+    def __init__(self, generic: bool = False, fused_fma: bool = True, arg: str = "a0"):
         super().__init__()
         self.generic = generic
         self.fused_fma = fused_fma
+        self.arg = arg  # an f32 parameter, the seed of the opaque zero
+        self.terms: dict[str, tuple[str, str]] = {}  # sum or difference -> its operands
+        self.negations: dict[str, str] = {}  # -v -> v
+        self.opaque: dict[str, _W] = {}
+        self.zero: _W | None = None
+
+    # Shader compilers simplify float algebra unless told not to, and WGSL cannot tell them:
+    # Mesa rewrites (a + b) - b to a and a - (a - b) to b, which turns the error terms of
+    # two-sum and of fdlibm's tails into 0 (measured: log1p lost 10 bits near 1e-4), and it
+    # moves constants across additions, so even ``(v + z) - b`` with an opaque zero z folds.
+    # So where a sum or difference meets one of its own operands, the inner value's bits
+    # are first OR-ed with an integer zero the compiler cannot prove is zero.
+
+    def base(self, ref: str) -> str:
+        return self.negations.get(ref, ref)
+
+    def guard_cancellation(self, a: _W, c: _W) -> tuple[_W, _W]:
+        """(a, c), with whichever is a sum or difference holding the other made opaque."""
+        ra, rc = self.base(a.ref), self.base(c.ref)
+        if rc in self.terms.get(ra, ()):
+            a = self._opaque(a)
+        elif ra in self.terms.get(rc, ()):
+            c = self._opaque(c)
+        return a, c
+
+    def _opaque(self, v: _W) -> _W:
+        got = self.opaque.get(v.ref)
+        if got is None:
+            if self.zero is None:  # u (u + 1) is even for every u: (u * u + u) & 1 == 0
+                u = f"bitcast<u32>({self.arg})"
+                self.zero = self.emit(f"(({u} * {u}) + {u}) & 1u", "i32")  # a u32 in WGSL
+            got = self.emit(f"bitcast<f32>(bitcast<u32>({v.ref}) | {self.zero.ref})", v.ty)
+            self.opaque[v.ref] = got
+            if v.ref in self.terms:  # still the same sum to the cancellation check
+                self.terms[got.ref] = self.terms[v.ref]
+        return got
 
     def emit(self, rhs: str, ty: str) -> _W:
         name = f"v{len(self.lines)}"
@@ -144,6 +194,9 @@ class _WBuilder(lm._Builder):
         if name == "copysign":
             return self.emit(f"bitcast<f32>((bitcast<u32>({v[0]}) & 0x7fffffffu) | "
                              f"(bitcast<u32>({v[1]}) & 0x80000000u))", ty)
+        if name == "fma" and not self.fused_fma:  # a polynomial step: rounding twice is fine,
+            # and on llvmpipe the written-out form measured more accurate than its fma builtin
+            return self.emit(f"(({v[0]} * {v[1]}) + {v[2]})", ty)
         fn = {"fma": "fma", "rint": "round", "fabs": "abs", "sqrt": "sqrt"}[name]
         return self.emit(f"{fn}({', '.join(v)})", ty)
 
@@ -155,6 +208,41 @@ class _WBuilder(lm._Builder):
         v = [self.lift(x, ty).ref for x in (a, c, d)]
         self.callees.add("fma")
         return self.emit(f"fg_fma({', '.join(v)})", ty)
+
+    def two_prod(self, a, c) -> tuple[_W, _W]:
+        """Dekker's exact product where the adapter's fma rounds twice: each factor split
+        into two 12-bit halves (by masking its bits: a literal at build time, a value with
+        one ``&``), so the four partial products are exact. Cheaper than ``fg_fma``: no
+        two-sum with the addend and no range checks."""
+        if self.fused_fma:
+            return super().two_prod(a, c)
+        p = a * c
+        ah, al = self._split(a, 12)
+        ch, cl = self._split(c, 12)
+        return p, ((ah * ch - p) + ah * cl + al * ch) + al * cl
+
+    def sub_multiple(self, k, c: float, x, k_bits: int) -> _W:
+        """x - k c exactly (see llvm_math) without an exact fma: for a short k (at most 12
+        bits) c splits at build time so both k c_hi and k c_lo are exact and x - k c_hi
+        cancels exactly; a longer k goes through :meth:`two_prod`."""
+        if self.fused_fma:
+            return super().sub_multiple(k, c, x, k_bits)
+        if k_bits <= 12:
+            ch, cl = self._split(c, 24 - k_bits)
+            return (x - k * ch) - k * cl
+        p, e = self.two_prod(k, c)
+        return (x - p) - e
+
+    def _split(self, v, bits: int):
+        """(hi, lo): hi keeps the leading ``bits`` significant bits of the float32 ``v``
+        (truncated), lo = v - hi exactly."""
+        mask = (0xFFFFFFFF << (24 - bits)) & 0xFFFFFFFF
+        if not isinstance(v, lm._V):
+            raw = struct.unpack("<I", struct.pack("<f", float(v)))[0]
+            hi = struct.unpack("<f", struct.pack("<I", raw & mask))[0]
+            return hi, float(v) - hi
+        hi = self.emit(f"bitcast<f32>(bitcast<u32>({v.ref}) & {mask:#010x}u)", v.ty)
+        return hi, v - hi
 
     def ldexp(self, y, k) -> _W:
         """The two-step multiply: WGSL's ``ldexp`` is undefined for exponents above 128,

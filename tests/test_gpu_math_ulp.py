@@ -70,3 +70,20 @@ def test_float32_math_within_ulps(name):
     worst = int(np.argmax(err))
     assert err[worst] <= bound, (f"{name}({x[worst]!r}) = {y[worst]!r} on the GPU, "
                                  f"{ref[worst]!r} exactly: {err[worst]:.1f} ulp > {bound}")
+
+
+@pytest.mark.parametrize("x_range, y_range", [((0.1, 100.0), (-10.0, 10.0)),
+                                              ((0.5, 2.0), (-100.0, 100.0)),
+                                              ((1e-30, 1e30), (-1.2, 1.2))])
+def test_pow_within_ulps(x_range, y_range):
+    """pow's log in double-word float32 (the GPU has no float64): within 1 ulp, where a
+    float32 log2 times y lost up to 64 ulp."""
+    rng = np.random.default_rng(1)
+    x = np.exp(rng.uniform(*np.log(x_range), 100_000)).astype(np.float32)
+    y = rng.uniform(*y_range, 100_000).astype(np.float32)
+    got = np.asarray(fg.jit(lax.pow, backend="gpu")(x, y))
+    ref = np.power(x.astype(np.float64), y.astype(np.float64))
+    with np.errstate(over="ignore"):
+        err = _ulps(got, ref)
+    worst = int(np.argmax(err))
+    assert err[worst] <= 1.0, f"pow({x[worst]!r}, {y[worst]!r}): {err[worst]:.1f} ulp"

@@ -1038,10 +1038,12 @@ _LOG_DD_R = tuple(2.0 / n for n in range(25, 5, -2))  # 2/25, ..., 2/7
 
 
 def _log_dd(b: _Builder, a: _V) -> tuple[_V, _V]:
-    """log(a) as a float64 double-word hi + lo, a > 0 finite: 2s + 2/3 s^3 + 2/5 s^5 + ...,
-    s = f / (2 + f), with the first three terms in double-word arithmetic (error about 2^-69
-    absolute, so y log(a) stays good to 2^-60 relative for every finite pow result)."""
-    c = _C[F64]
+    """log(a) as a double-word hi + lo, a > 0 finite: 2s + 2/3 s^3 + 2/5 s^5 + ..., s = f /
+    (2 + f), with the first three terms in double-word arithmetic (float64: error about 2^-69
+    absolute, so y log(a) stays good to 2^-60 relative for every finite pow result; the same
+    in float32 words, for the GPU, about 2^-40)."""
+    ft = a.ft
+    c = _C[ft]
     k, f = _log_split(b, a)
     dh, dl = _fast_two_sum(2.0, f)
     sh = f / dh
@@ -1052,7 +1054,7 @@ def _log_dd(b: _Builder, a: _V) -> tuple[_V, _V]:
     c3l = c3e + (sh * zl + z * sl)
     c5h, c5e = _two_prod(b, c3h, z)  # s^5 = c5h + c5l
     c5l = c5e + (c3h * zl + c3l * z)
-    two3, two5 = c["2/3"], _split(_dec(lambda: Decimal(2) / 5), F64, 2)
+    two3, two5 = c["2/3"], _split(_dec(lambda: Decimal(2) / 5), ft, 2)
     t3h, t3e = _two_prod(b, c3h, two3[0])
     t3l = t3e + (c3l * two3[0] + c3h * two3[1])
     t5h, t5e = _two_prod(b, c5h, two5[0])
@@ -1067,8 +1069,9 @@ def _log_dd(b: _Builder, a: _V) -> tuple[_V, _V]:
 
 
 def _pow_magnitude(b: _Builder, ax: _V, y: _V) -> _V:
-    """|x|**y for finite |x| > 0, via exp(y log|x|) with log in extra precision."""
-    if ax.ft is F64:
+    """|x|**y for finite |x| > 0, via exp(y log|x|) with log in extra precision: double-word
+    arithmetic in the value's own type, except that the CPU's float32 works in float64."""
+    if ax.ft is not F32:
         lh, ll = _log_dd(b, ax)
         yh, ye = _two_prod(b, y, lh)
         return _exp_kernel(b, yh, ye + y * ll)

@@ -7,11 +7,12 @@ algorithms, accuracy and NaN/inf/-0 edges as the CPU, rather than WGSL's builtin
 precision the spec leaves loose, e.g. 4096 ulp for ``atan``, and llvmpipe's ``tanh`` is off by
 1e-3 near 0).
 
-WGSL has no float64: functions whose float32 version works in float64 (``pow``, ``lgamma``,
-``digamma``, ``erf_inv``) get no translation here; ``pow`` and ``erf_inv`` have float32
-formulations below, ``lgamma`` and ``digamma`` raise a LoweringError naming the function
-when a GPU program needs them. ``sin``/``cos`` take llvm_math's same-precision path (its
-float32 shortcut goes through float64).
+WGSL has no float64: functions whose float32 version works in float64 (``lgamma``,
+``digamma``, ``erf_inv``) get no translation here; ``erf_inv`` has a float32 formulation
+below, ``lgamma`` and ``digamma`` raise a LoweringError naming the function when a GPU
+program needs them. ``sin``, ``cos`` and ``pow`` take llvm_math's same-precision path (the
+float64 one, in float32 words: pow's log in double-word arithmetic), where the CPU's float32
+shortcut goes through float64.
 Denormals may be flushed to zero by the GPU, so results that are denormal on the CPU can be
 0 on the GPU.
 
@@ -61,7 +62,7 @@ _BINARY = {"fadd": "+", "add": "+", "fsub": "-", "sub": "-", "fmul": "*", "mul":
 #: float32 seen as "not the CPU's float32": emitters that give float32 a float64 shortcut
 #: (``if x.ft is F32``) take their generic, same-precision path with it
 _F32_GENERIC = dataclasses.replace(lm.F32)
-_GENERIC = frozenset({"sin", "cos"})
+_GENERIC = frozenset({"sin", "cos", "pow"})
 
 
 class _W(lm._V):
@@ -265,41 +266,6 @@ class _WBuilder(lm._Builder):
         return self.emit(f"{fn}({', '.join(a.ref for a in args)})", args[0].ty)
 
 
-# pow in float32 only: |x|**y = exp2(y * log2|x|) with the product carried in two parts, and
-# the sign and special cases of C99's pow (numpy's): pow(x, +-0) = 1, pow(1, y) = 1, NaN
-# otherwise propagates, a negative base needs an integer exponent, zeros and infinities by
-# the sign of y and the parity of integer y.
-_POW = """fn fg_pow_f32(x: f32, y: f32) -> f32 {
-  if (y == 0.0f || x == 1.0f) { return 1.0f; }
-  if (fg_isnan(x) || fg_isnan(y)) { return x + y; }
-  let ax = abs(x);
-  let ay = abs(y);
-  let y_int = trunc(y) == y;
-  let y_odd = y_int && ay < 16777216.0f && (i32(ay) & 1i) == 1i;
-  if (x < 0.0f && !y_int && ax != bitcast<f32>(0x7f800000u)) {
-    return bitcast<f32>(0x7fc00000u);
-  }
-  let inf = bitcast<f32>(0x7f800000u);
-  if (ay == inf) {
-    if (ax == 1.0f) { return 1.0f; }
-    return select(0.0f, inf, (ax > 1.0f) == (y > 0.0f));
-  }
-  var mag: f32;
-  if (ax == 0.0f) {
-    mag = select(inf, 0.0f, y > 0.0f);
-  } else if (ax == inf) {
-    mag = select(0.0f, inf, y > 0.0f);
-  } else {
-    let l = fg_log2_f32(ax);
-    let p = y * l;
-    let e = fma(y, l, -p);
-    mag = fg_exp2_f32(p) * (1.0f + e * 0.6931471805599453f);
-  }
-  let neg = x < 0.0f || (x == 0.0f && (bitcast<u32>(x) & 0x80000000u) != 0u);
-  return select(mag, -mag, neg && y_odd);
-}"""
-
-
 # erf_inv in float32 only: Giles' single-precision approximation ("Approximating the erfinv
 # function", GPU Computing Gems 2, 2011), then one Newton step on erf(y) = x in the central
 # range (w < 5, |x| < 0.9966), where erf(y) - x keeps its relative accuracy.
@@ -353,8 +319,6 @@ _FMA = """fn fg_fma(a: f32, b: f32, c: f32) -> f32 {
 @functools.cache
 def _define(name: str, fused_fma: bool) -> tuple[str, frozenset[str]]:
     """(WGSL text, called functions) of ``fg_<name>_f32``."""
-    if name == "pow":
-        return _POW, frozenset({"fg_log2_f32", "fg_exp2_f32", "isnan"})
     if name == "erf_inv":
         return _ERF_INV, frozenset({"fg_log_f32", "fg_erf_f32", "fg_exp_f32", "isnan"})
     arity, emit = lm._EMITTERS[name]

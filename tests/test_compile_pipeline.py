@@ -117,9 +117,7 @@ def test_serial_and_threaded_calls_match_numpy(monkeypatch):
             np.testing.assert_allclose(np.asarray(a), b, rtol=1e-4, atol=1e-4)
 
 
-def test_compile_stats_add_up_per_stage():
-    before = cpu.compile_stats()
-    mod = cpu.compile_module(textwrap.dedent("""
+SCALE_IR = textwrap.dedent("""
         define void @k(ptr noalias %x, i64 %n) {
         entry:
           br label %loop
@@ -134,7 +132,13 @@ def test_compile_stats_add_up_per_stage():
           br i1 %c, label %loop, label %exit
         exit:
           ret void
-        }"""), ["k"], name="stats_test")
+        }""")
+"""``x[i] *= 3`` for i < n: a loop the optimiser vectorises."""
+
+
+def test_compile_stats_add_up_per_stage():
+    before = cpu.compile_stats()
+    mod = cpu.compile_module(SCALE_IR, ["k"], name="stats_test")
     s = mod.stats
     assert abs(s.total_s - (s.parse_s + s.optimize_s + s.codegen_s + s.load_s)) < 1e-12
     after = cpu.compile_stats()
@@ -143,3 +147,22 @@ def test_compile_stats_add_up_per_stage():
     mod.function("k", [np.ctypeslib.ctypes.c_void_p, np.ctypeslib.ctypes.c_int64])(
         x.ctypes.data, 5)
     np.testing.assert_array_equal(x, np.arange(5, dtype=np.float32) * 3)
+
+
+def test_codegen_only_pipeline_skips_the_optimiser(tmp_path, monkeypatch):
+    """``passes=False`` (the matmul library's hand-vectorised IR) runs no IR pass, only code
+    generation, and is cached under its own key."""
+    import ctypes
+
+    monkeypatch.setenv("FUNGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FUNGRAD_DISABLE_CACHE", raising=False)
+    raw = cpu.compile_module(SCALE_IR, ["k"], name="raw", passes=False, debug_info=True)
+    assert raw.stats.optimize_s < 1e-3
+    assert "x float>" not in raw.optimized_ir  # not vectorised: no pass ran
+    x = np.arange(100, dtype=np.float32)
+    raw.function("k", [ctypes.c_void_p, ctypes.c_int64])(x.ctypes.data, 100)
+    np.testing.assert_array_equal(x, np.arange(100, dtype=np.float32) * 3)
+    assert cpu.compile_module(SCALE_IR, ["k"], name="raw", passes=False).stats.cache_hit
+    assert not cpu.compile_module(SCALE_IR, ["k"], name="opt").stats.cache_hit  # another key
+    opt = cpu.compile_module(SCALE_IR, ["k"], name="opt", debug_info=True)
+    assert "x float>" in opt.optimized_ir

@@ -2,10 +2,10 @@
 
 ``compile_module(ir_text, entry_points, name=...)`` parses and verifies the text, checks that every
 external it declares can be resolved, runs the new pass manager's default pipeline (O3 with loop
-and SLP vectorization by default), emits an object file with the host TargetMachine and loads it
-into its own MCJIT engine. The object is stored in the on-disk cache (cache.py), so the same IR in a
-later process is loaded in ~1-2 ms instead of compiled. Any failure raises :class:`CompileError`
-(with the IR written to a temp file) and caches nothing.
+and SLP vectorization by default; none with ``passes=False``), emits an object file with the
+host TargetMachine and loads it into its own MCJIT engine. The object is stored in the on-disk
+cache (cache.py), so the same IR in a later process is loaded in ~1-2 ms instead of compiled.
+Any failure raises :class:`CompileError` (with the IR written to a temp file) and caches nothing.
 
 All LLVM work runs under ``llvm_lock``: llvmlite uses LLVM's global context, which is not
 thread-safe. Compile times are recorded per module (:class:`CompileStats`) and in process-wide
@@ -201,17 +201,20 @@ def ctypes_function(address: int, argtypes, restype=None, *, keepalive=None):
     return fn
 
 
-def _pipeline_options(opt_level: int) -> dict[str, object]:
+def _pipeline_options(opt_level: int, passes: bool = True) -> dict[str, object]:
     if opt_level not in (0, 1, 2, 3):
         raise ValueError(f"compile_module: opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
     vectorize = opt_level >= 2  # O1 is the cheap pipeline for small modules: no vectorizers
     # codegen at opt 1 or 2 costs the same as at 3 (measured); only opt 0 (FastISel) is cheaper
-    return {"speed_level": opt_level, "loop_vectorization": vectorize,
-            "slp_vectorization": vectorize, "codegen_opt": 0 if opt_level == 0 else 3}
+    options = {"speed_level": opt_level, "loop_vectorization": vectorize,
+               "slp_vectorization": vectorize, "codegen_opt": 0 if opt_level == 0 else 3}
+    if not passes:  # (only then: the cache keys of other modules stay as they were)
+        options["passes"] = False
+    return options
 
 
 def compile_module(ir_text: str, entry_points, *, name: str, opt_level: int = 3,
-                   debug_info: bool = False) -> CompiledModule:
+                   passes: bool = True, debug_info: bool = False) -> CompiledModule:
     """Compile LLVM IR text for this CPU and return its native code.
 
     Args:
@@ -221,6 +224,10 @@ def compile_module(ir_text: str, entry_points, *, name: str, opt_level: int = 3,
       opt_level: 3 (default) runs the O3 pipeline with loop and SLP vectorization; 1 a cheaper
         O1 pipeline without vectorizers (small modules); 0 no optimisation and the fast
         instruction selector (run-once code: ~2.5 ms instead of ~15 ms for a small kernel).
+      passes: False skips the IR optimiser, leaving only code generation at ``opt_level``:
+        for hand-vectorised IR written in SSA form (matmul.py's library), which the passes
+        cannot improve and which they would take several times longer to optimise than to
+        compile.
       debug_info: keep the optimised IR and the assembly on the result (``optimized_ir``,
         ``assembly``); this bypasses the cache lookup, since a cached object has neither.
 
@@ -234,7 +241,7 @@ def compile_module(ir_text: str, entry_points, *, name: str, opt_level: int = 3,
         raise TypeError(f"compile_module: entry_points must be a sequence of names, got the "
                         f"string {entry_points!r}; write [{entry_points!r}]")
     entry_points = tuple(entry_points)
-    pipeline = _pipeline_options(opt_level)
+    pipeline = _pipeline_options(opt_level, passes)
     h = host()
     store = cache.default_cache()
     key = None
@@ -293,11 +300,12 @@ def _compile_object(ir_text, name, entry_points, pipeline, stats, debug_info):
             _check_externals(ir_text, name, externals)
             t1 = time.perf_counter()
             step = "optimize"
-            pto = llvm.create_pipeline_tuning_options(speed_level=pipeline["speed_level"])
-            pto.loop_vectorization = pipeline["loop_vectorization"]
-            pto.slp_vectorization = pipeline["slp_vectorization"]
-            pb = llvm.create_pass_builder(h.target_machine, pto)
-            pb.getModulePassManager().run(mod, pb)
+            if pipeline.get("passes", True):
+                pto = llvm.create_pipeline_tuning_options(speed_level=pipeline["speed_level"])
+                pto.loop_vectorization = pipeline["loop_vectorization"]
+                pto.slp_vectorization = pipeline["slp_vectorization"]
+                pb = llvm.create_pass_builder(h.target_machine, pto)
+                pb.getModulePassManager().run(mod, pb)
             t2 = time.perf_counter()
             step = "codegen"
             tm = h.target_machine_o0 if pipeline["codegen_opt"] == 0 else h.target_machine
@@ -333,6 +341,9 @@ def _check_externals(ir_text, name, externals):
     if "fg_parallel_for" in externals:  # the native thread pool: compiled on first use
         from fungrad.lowering import runtime
         runtime.ensure_registered()
+    if "fg_matmul_f32" in externals:  # the matmul library: likewise
+        from fungrad.lowering import matmul
+        matmul.ensure_library()
     with llvm_lock:
         missing = [s for s in externals if llvm.address_of_symbol(s) is None]
     if missing:

@@ -21,7 +21,7 @@ import struct
 
 import numpy as np
 
-from fungrad.lowering import abi, cpu, llvm_math
+from fungrad.lowering import abi, cpu, llvm_math, matmul
 from fungrad.lowering.fusion import Gemm, Kernel, Program, _walk
 from fungrad.lowering.kernel import (
     MATH_UNARY,
@@ -497,6 +497,8 @@ class ModuleWriter:
                 ptr[b.id] = f"%buf{b.id}"
         entry.extend(self.render_steps(prog.steps, ptr))
         funcs = "\n".join(self.functions)
+        if f"@{matmul.SYMBOL}(" in funcs:  # products written by matmul.render_matmul
+            self.declare(matmul.SYMBOL, matmul.library_decl())
         head = (f"define i32 @{prog.name}(ptr noalias %args, i64 %nthreads) {{\nentry:\n"
                 + "\n".join(entry) + "\n  ret i32 0\n}\n")
         decls = "\n".join(sorted(self.externals.values()))
@@ -654,11 +656,13 @@ PARALLEL_COST = 300_000
 
 def render(prog: Program) -> str:
     """LLVM IR text of ``prog`` (the symbols it needs are registered: :func:`register_pool_symbol`,
-    ``abi.layout``)."""
+    ``abi.layout``, the matmul library)."""
     writer = ModuleWriter(prog)
     text = writer.render()
     if writer.serial_for:
         register_pool_symbol()
+    if matmul.SYMBOL in writer.externals:
+        matmul.ensure_library()
     return text
 
 

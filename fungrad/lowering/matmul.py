@@ -1,53 +1,80 @@
-"""A register-blocked float32 matmul in LLVM IR, with the SGD-style epilogue fused.
+"""The float32 matmul library: one generic register-blocked gemm, compiled once per process.
 
-``c = alpha * op(a) @ b + beta * c0`` for row-major matrices with static shapes, ``b`` not
-transposed (``[k, n]`` rows: each k step loads whole vectors of a row of b), ``a`` either way
-(``[m, k]`` or, ``trans_a``, ``[k, m]``). BLAS can only accumulate into its own output
-(``beta * c``), so ``w - lr * grad`` through BLAS needs ``w`` copied into the output first;
-here the epilogue reads ``c0`` (the weights) and writes ``c`` (the new weights) directly, one
-pass over the weight-sized arrays fewer.
+``c = alpha * op(a) @ b + beta * c0`` for row-major matrices with run-time shapes and row
+strides, ``b`` not transposed (``[k, n]`` rows: each k step loads whole vectors of a row of b),
+``a`` either way (``[m, k]`` or, ``trans_a``, ``[k, m]``). BLAS can only accumulate into its own
+output (``beta * c``), so ``w - lr * grad`` through BLAS needs ``w`` copied into the output
+first; here the epilogue reads ``c0`` (the weights) and writes ``c`` (the new weights) directly,
+one pass over the weight-sized arrays fewer.
 
-The kernel keeps an ``MR x NR`` tile of ``c`` in vector registers (``MR`` rows, ``NR / 16``
-``<16 x float>`` accumulators per row; 8 x 32 on wide outputs, 16 x 16 when n <= 16), runs the
-whole k loop over it (one vector load of b per 16 columns, one broadcast of a per row, one fma
-per accumulator), then applies the epilogue and stores the tile. Column blocks are the outer
-loop, so a ``k x NR`` panel of b stays in the nearer caches while the row tiles stream a. The
-last column block is masked (``llvm.masked.load/store``), the last row block is a smaller tile.
-On a Cascade Lake core this runs the MLP's weight-gradient products (k = 128) at OpenBLAS's
-speed (measured in the report of the change that added it); shapes it does not handle stay
-with BLAS (:func:`supports`).
+Why a library: a specialised copy of the kernel per product (shapes baked in) made the MLP
+step's module hold six of them, half of its LLVM compile time. Now every program's module calls
+the one native function ``@fg_matmul_f32`` (:func:`library_decl`, cblas-like argument order)::
+
+    void fg_matmul_f32(i32 trans_a, i64 m, i64 n, i64 k, float alpha, ptr a, i64 lda,
+                       ptr b, i64 ldb, float beta, ptr c0, ptr c, i64 ldc)
+
+``c0`` shares ``c``'s row stride and may be ``c`` itself; it is read only when ``beta != 0``
+(so ``beta = 0`` ignores NaNs in it, like BLAS). Its module is hand-vectorised IR (explicit
+``<16 x float>`` operations, SSA written directly), so it skips the IR optimiser and only runs
+O3 code generation; it is compiled on first use (:func:`ensure_library`, thread safe: under
+``cpu.llvm_lock``), stored in the on-disk cache like any module, registered with
+``llvm.add_symbol`` and kept for the life of the process (forked children inherit it).
+
+Two schedules (one function each), both built on one register tile of ``MR x NR`` = 8 x 32
+(16 ``<16 x float>`` accumulators as phis; per k step one vector load of b per 16 columns, one
+broadcast of A per row, one fma per accumulator; outputs of at most 16 columns run the first
+vector only) and one epilogue (``alpha * acc + beta * c0``, or ``+ c`` after the first k block
+of ``KC``; masked at the right edge, row by row to the bottom edge):
+
+- ``rows`` (A is ``[m, k]``): per k block and column panel, pack the panel of b (``kc x NR``,
+  contiguous, zero past n: the k loop never walks b at its power-of-two row stride), then run
+  every row tile against it, reading A's rows in place (each row its own pointer).
+- ``columns`` (A^T is ``[k, m]``, A's rows strided): per column block (as many panels as the
+  ``B_FLOATS`` budget holds) and k block, pack all its panels; then per row tile pack its
+  ``kc x MR`` slice of A^T (interleaved: one vector copy per k step) and run it against every
+  panel, so each tile of c (the weights of an SGD update) is read and written in row order.
+
+These are the loop orders of the specialised kernels this library replaced, which ran the MLP's
+products at OpenBLAS's speed; the MLP step runs as fast as with them (measured in the report
+of the change). Rows past m repeat row m-1 (their results are never stored); the packed
+buffers live on the stack (``B_FLOATS + MR * KC`` floats, 528 KiB).
+
+``supports`` keeps the shapes this runs at OpenBLAS's speed on one core; larger products stay
+with BLAS, which blocks for L3 and uses every core.
 """
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
-__all__ = ["supports", "render_matmul"]
+__all__ = ["SYMBOL", "ensure_library", "gemm", "library_decl", "library_ir", "render_matmul",
+           "supports"]
 
 #: from this many multiply-adds on, a call that may use several threads takes BLAS instead
 SERIAL_WORK = 1 << 21
-MAX_STACK_FLOATS = 1 << 17  # packed b lives on the stack: at most 512 KiB
+MAX_STACK_FLOATS = 1 << 17  # the cache plan of supports(): A or b within 512 KiB
 VEC = 16  # float32 lanes of one vector (64 bytes; two AVX2 registers where AVX-512 is absent)
+KC = 512  # k block: an 8 x KC slice of A (16 KiB) stays in L1
+B_FLOATS = 1 << 17  # packed b (512 KiB): one panel, or a column block of panels for A^T
+SYMBOL = "fg_matmul_f32"
+MR, NV = 8, 2  # the register tile: MR rows of NV vectors (16 accumulators)
+NR = NV * VEC  # columns of a packed panel of b
 
 
 def supports(step) -> bool:
-    """Whether :func:`render_matmul` handles this :class:`~fungrad.lowering.fusion.Gemm`
-    well: float32, b not transposed, one matrix, and the operands small enough for the cache
-    plan (A re-read from L2 per column block, or b packed whole on the stack). Larger products
-    stay with BLAS, which blocks for L3."""
+    """Whether the library runs this :class:`~fungrad.lowering.fusion.Gemm` well: float32, b
+    not transposed, one matrix, and the operands small enough for the cache plan (A read from
+    L2 per column block, or b packed whole in L2). Larger products stay with BLAS, which blocks
+    for L3."""
     if not (step.c.dtype == np.dtype(np.float32) and not step.trans_b and step.batch == 1
             and min(step.m, step.n, step.k) > 0):
         return False
-    _, nv = _tile_shape(step.n)
     if step.trans_a:
-        padded_n = -(-step.n // (nv * VEC)) * nv * VEC
-        return step.k * padded_n <= MAX_STACK_FLOATS
-    return step.k * nv * VEC <= MAX_STACK_FLOATS and step.m * step.k <= MAX_STACK_FLOATS
-
-
-def _tile_shape(n: int) -> tuple[int, int]:
-    """(rows, vectors per row) of the register tile: 16 accumulators either way."""
-    return (16, 1) if n <= VEC else (8, 2)
+        return step.k * -(-step.n // NR) * NR <= MAX_STACK_FLOATS
+    return step.k * NR <= MAX_STACK_FLOATS and step.m * step.k <= MAX_STACK_FLOATS
 
 
 def _f(x: float) -> str:
@@ -55,244 +82,433 @@ def _f(x: float) -> str:
     return literal(x, np.dtype(np.float32))
 
 
-class _Writer:
-    """Emits the function of one product (see the module docstring)."""
+def library_decl() -> str:
+    """The LLVM ``declare`` of ``@fg_matmul_f32`` for modules that call the library."""
+    return (f"declare void @{SYMBOL}(i32, i64, i64, i64, float, ptr, i64, ptr, i64, float, ptr, "
+            "ptr, i64)")
 
-    def __init__(self, step, fn: str, loop_md):
-        self.s, self.fn, self.loop_md = step, fn, loop_md
+
+def render_matmul(step, fn: str, loop_md=None) -> str:
+    """The LLVM function ``void @fn(ptr a, ptr b, ptr c, ptr c0)`` computing ``step`` through
+    the library (``c0`` is read only when ``step.beta != 0``). The module that holds it must
+    declare :func:`library_decl` (the LLVM renderer does when it sees the symbol); ``loop_md``
+    is unused (the function has no loops)."""
+    del loop_md
+    lda = step.m if step.trans_a else step.k
+    return (f"define internal void @{fn}(ptr noalias %a, ptr noalias %b, ptr %c, ptr %c0) {{\n"
+            f"entry:\n  call void @{SYMBOL}(i32 {int(step.trans_a)}, i64 {step.m}, i64 {step.n}, "
+            f"i64 {step.k}, float {_f(step.alpha)}, ptr %a, i64 {lda}, ptr %b, i64 {step.n}, "
+            f"float {_f(step.beta)}, ptr %c0, ptr %c, i64 {step.n})\n  ret void\n}}\n")
+
+
+# -- the library's IR ------------------------------------------------------------------------
+
+_ONES = "<" + ", ".join(["i1 true"] * VEC) + ">"
+_ARGS = ("i64 %m, i64 %n, i64 %k, float %alpha, ptr %a, i64 %lda, ptr %b, i64 %ldb, "
+         "float %beta, ptr %c0, ptr %c, i64 %ldc")
+
+
+class _Writer:
+    """Emits the driver functions ``@fg_mm_rows`` and ``@fg_mm_columns`` (:meth:`function`)."""
+
+    def __init__(self):
+        self.mr, self.nv, self.nr = MR, NV, NR
+        self.x = ""  # the schedule being written: a prefix of its names
         self.lines: list[str] = []
         self.n = 0
 
-    def tmp(self, hint="t") -> str:
+    def tmp(self, hint: str = "t") -> str:
         self.n += 1
         return f"%{hint}{self.n}"
 
     def emit(self, *lines: str) -> None:
         self.lines.extend(lines)
 
-    def loop(self, name: str, count: int, body) -> None:
-        """``for %name in [0, count): body(%name)`` (``body`` emits straight-line code or
-        whole nested loops)."""
-        e, iv = self.emit, f"%{name}"
-        e(f"  br label %{name}.pre", f"{name}.pre:", f"  br label %{name}.h", f"{name}.h:",
-          f"  {iv} = phi i64 [0, %{name}.pre], [{iv}.n, %{name}.l]")
-        body(iv)
-        e(f"  br label %{name}.l", f"{name}.l:", f"  {iv}.n = add nuw nsw i64 {iv}, 1",
-          f"  %{name}.c = icmp ult i64 {iv}.n, {count}",
-          f"  br i1 %{name}.c, label %{name}.h, label %{name}.x{self.loop_md()}",
-          f"{name}.x:")
-
-    def gep(self, base: str, *offsets: str | int) -> str:
-        """``base + sum(offsets)`` floats."""
-        idx = "0"
-        for o in offsets:
-            if idx == "0":
-                idx = str(o)
-            elif o != 0:
-                t = self.tmp()
-                self.emit(f"  {t} = add i64 {idx}, {o}")
-                idx = t
-        p = self.tmp("p")
-        self.emit(f"  {p} = getelementptr inbounds float, ptr {base}, i64 {idx}")
-        return p
-
-    def mul(self, x: str, c: int) -> str:
-        t = self.tmp()
-        self.emit(f"  {t} = mul i64 {x}, {c}")
+    def op(self, text: str, hint: str = "t") -> str:
+        """``%t = text``; returns %t."""
+        t = self.tmp(hint)
+        self.emit(f"  {t} = {text}")
         return t
 
-    def vload(self, p: str, mask: int | None = None, lanes: int = VEC) -> str:
-        x, vty = self.tmp(), f"<{lanes} x float>"
-        if mask is None:
-            self.emit(f"  {x} = load {vty}, ptr {p}, align 4")
-        else:
-            self.emit(f"  {x} = call {vty} @llvm.masked.load.v{VEC}f32.p0(ptr {p}, i32 4, "
-                      f"<{VEC} x i1> {_mask(mask)}, {vty} zeroinitializer)")
-        return x
+    def gep(self, base: str, offset: str | int) -> str:
+        return self.op(f"getelementptr float, ptr {base}, i64 {offset}", "p")
 
-    def vstore(self, x: str, p: str, mask: int | None = None, lanes: int = VEC) -> None:
+    def gep_ptr(self, base: str, i: int) -> str:
+        return self.op(f"getelementptr ptr, ptr {base}, i64 {i}", "p")
+
+    def umin(self, x: str, y: str | int) -> str:
+        lt = self.op(f"icmp ult i64 {x}, {y}")
+        return self.op(f"select i1 {lt}, i64 {x}, i64 {y}")
+
+    def splat(self, scalar: str, lanes: int = VEC) -> str:
         vty = f"<{lanes} x float>"
-        if mask is None:
-            self.emit(f"  store {vty} {x}, ptr {p}, align 4")
+        ins = self.op(f"insertelement {vty} poison, float {scalar}, i64 0")
+        return self.op(f"shufflevector {vty} {ins}, {vty} poison, <{lanes} x i32> zeroinitializer")
+
+    def lane_mask(self, count: str, lanes: int = VEC) -> str:
+        """``<lanes x i1>``: lane j set when ``j < count`` (an i64, possibly <= 0 or > lanes),
+        built from the bits ``(1 << count) - 1`` (a k-register move on AVX-512)."""
+        lo = self.op(f"icmp slt i64 {count}, 0")
+        c0 = self.op(f"select i1 {lo}, i64 0, i64 {count}")
+        c1 = self.umin(c0, lanes)
+        bits = self.op(f"sub i64 {self.op(f'shl i64 1, {c1}')}, 1")
+        small = self.op(f"trunc i64 {bits} to i{lanes}")
+        return self.op(f"bitcast i{lanes} {small} to <{lanes} x i1>", "mk")
+
+    def masked_load(self, p: str, mask: str, lanes: int = VEC) -> str:
+        vty = f"<{lanes} x float>"
+        return self.op(f"call {vty} @llvm.masked.load.v{lanes}f32.p0(ptr {p}, i32 4, "
+                       f"<{lanes} x i1> {mask}, {vty} zeroinitializer)", "v")
+
+    def loop(self, name: str, start: str | int, stop: str, step: int | str, body, *,
+             guarded: bool) -> None:
+        """``for %name = start; %name < stop; %name += step: body(%name)``. Unguarded loops
+        run their first iteration unconditionally (the caller knows ``start < stop``)."""
+        e, iv = self.emit, f"%{name}"
+        e(f"  br label %{name}.pre", f"{name}.pre:")
+        if guarded:
+            go = self.op(f"icmp slt i64 {start}, {stop}")
+            e(f"  br i1 {go}, label %{name}.h, label %{name}.x")
         else:
-            self.emit(f"  call void @llvm.masked.store.v{VEC}f32.p0({vty} {x}, ptr {p}, i32 4, "
-                      f"<{VEC} x i1> {_mask(mask)})")
+            e(f"  br label %{name}.h")
+        e(f"{name}.h:", f"  {iv} = phi i64 [{start}, %{name}.pre], [{iv}.n, %{name}.l]")
+        body(iv)
+        e(f"  br label %{name}.l", f"{name}.l:", f"  {iv}.n = add nuw nsw i64 {iv}, {step}",
+          f"  %{name}.c = icmp slt i64 {iv}.n, {stop}",
+          f"  br i1 %{name}.c, label %{name}.h, label %{name}.x", f"{name}.x:")
 
-    # pieces -----------------------------------------------------------------------------------
-    def pack_b(self, name: str, dst: str, col: str, nv: int, mask) -> None:
-        """``dst[kk, :] = b[kk, col : col + nv * VEC]`` for every kk: a contiguous panel (the k
-        loop then never walks b at its row stride, a power of two in most networks, which maps
-        every row to the same few L1 sets)."""
-        def body(kk):
-            src, to = self.mul(kk, self.s.n), self.mul(kk, nv * VEC)
-            for v in range(nv):
-                x = self.vload(self.gep("%b", src, col, v * VEC), mask if v == nv - 1 else None)
-                self.vstore(x, self.gep(dst, to, v * VEC))
-        self.loop(name, self.s.k, body)
+    # pieces ---------------------------------------------------------------------------------
+    def mul(self, x: str, c: int | str) -> str:
+        return self.op(f"mul i64 {x}, {c}")
 
-    def pack_a(self, name: str, row: str, mr: int) -> None:
-        """``%apk[kk, r] = A[row + r, kk]`` from a holding A^T (contiguous rows of ``mr``)."""
-        def body(kk):
-            src, to = self.mul(kk, self.s.m), self.mul(kk, mr)
-            x = self.vload(self.gep("%a", src, row), lanes=mr)
-            self.vstore(x, self.gep("%apk", to), lanes=mr)
-        self.loop(name, self.s.k, body)
+    def col_masks(self, col: str) -> list[str]:
+        """Masks of the panel's columns that exist (``col + lane < n``), one per vector."""
+        left = self.op(f"sub i64 %n, {col}")
+        return [self.lane_mask(self.op(f"sub i64 {left}, {v * VEC}") if v else left)
+                for v in range(self.nv)]
 
-    def tile(self, name: str, row: str, col: str, mr: int, nv: int, mask, a_elem, panel: str
-             ) -> None:
-        """One ``mr x nv * VEC`` tile of c at (row, col): the k loop over registers, then the
-        epilogue. ``a_elem(kk, r)`` gives the pointer of A[row + r, kk]; ``panel`` holds the
-        packed columns of b."""
-        e, vty = self.emit, f"<{VEC} x float>"
-        kk = f"%{name}"
-        acc = [[f"%{name}a{r}_{v}" for v in range(nv)] for r in range(mr)]
-        new = [[f"{a}.n" for a in row_] for row_ in acc]
-        e(f"  br label %{name}.pre", f"{name}.pre:", f"  br label %{name}.h", f"{name}.h:",
-          f"  {kk} = phi i64 [0, %{name}.pre], [{kk}.n, %{name}.h]")
+    def k_block(self, pc: str) -> str:
+        """Per k block: its length (returned) and what the epilogue adds: ``beta * c0`` in the
+        first block, ``c`` itself in later ones (``%X.rd``: read it at all)."""
+        x, e = self.x, self.emit
+        kc = self.umin(self.op(f"sub i64 %k, {pc}"), KC)
+        # bt = -0.0 when nothing is read: the masked load gives +0, -0 * +0 = -0, and
+        # -0 + t == t for every t (-0 and NaN included), so the sum needs no select
+        e(f"  %{x}.later = icmp ne i64 {pc}, 0",
+          f"  %{x}.rd = or i1 %{x}.later, %bnz",
+          f"  %{x}.b0 = select i1 %bnz, float %beta, float -0.0",
+          f"  %{x}.bt = select i1 %{x}.later, float 1.0, float %{x}.b0",
+          f"  %{x}.src = select i1 %{x}.later, ptr %c, ptr %c0")
+        bt = self.splat(f"%{x}.bt")
+        e(f"  %{x}.bt.v = bitcast <{VEC} x float> {bt} to <{VEC} x float>")
+        return kc
+
+    def pack_b(self, dst: str, col: str, masks: list[str], kc: str) -> None:
+        """``dst[kk][:] = b[pc + kk, col:][:NR]`` (zero past n; ``%ps`` floats per row, 16 for
+        outputs of at most 16 columns, so their panel takes half the cache): a contiguous panel,
+        so the k loop never walks b at its row stride (a power of two in most networks, which
+        maps every row to the same few L1 sets)."""
+        src0 = self.gep("%b", self.op(f"add i64 {self.mul(f'%{self.x}.pc', '%ldb')}, {col}"))
+
+        def row(kk):
+            src = self.gep(src0, self.mul(kk, "%ldb"))
+            to = self.gep(dst, self.mul(kk, "%ps"))
+            for v in range(self.nv):
+                x = self.masked_load(self.gep(src, v * VEC), masks[v])
+                if v:  # (outputs of at most 16 columns: panels of one vector per k step)
+                    self.emit(f"  call void @llvm.masked.store.v{VEC}f32.p0(<{VEC} x float> {x}, "
+                              f"ptr {self.gep(to, v * VEC)}, i32 64, <{VEC} x i1> %wide.m)")
+                else:
+                    self.emit(f"  store <{VEC} x float> {x}, ptr {to}, align 64")
+        self.loop(f"{self.x}.pb", 0, kc, 1, row, guarded=True)
+
+    def k_loop(self, tag: str, starts: list[str], panel: str, kc: str, nv: int) -> list[list[str]]:
+        """The register tile's k loop (blocks ``tag.*``, entered at ``%tag.kp``) over
+        ``panel``, for the first ``nv`` vectors of each row (the others stay zero); returns the
+        final accumulators (rows of vectors; zero when kc is 0). ``starts`` holds one pointer,
+        to a tile of A^T packed interleaved (row r at offset r, MR floats per k step), or one
+        per row of A, read in place (each row its own pointer: a run-time row stride cannot be
+        an address displacement)."""
+        e, vty, mr = self.emit, f"<{VEC} x float>", self.mr
+        acc = [[f"%{tag}.a{r}_{v}" for v in range(nv)] for r in range(mr)]
+        new = [[f"{a}.n" for a in row] for row in acc]
+        ap = [f"%{tag}.ap{j}" for j in range(len(starts))]
+        go = self.op(f"icmp sgt i64 {kc}, 0")
+        e(f"  br i1 {go}, label %{tag}.kl, label %{tag}.kx",
+          f"{tag}.kl:", f"  %{tag}.kk = phi i64 [0, %{tag}.kp], [%{tag}.kk.n, %{tag}.kl]",
+          f"  %{tag}.bp = phi ptr [{panel}, %{tag}.kp], [%{tag}.bp.n, %{tag}.kl]",
+          *(f"  {p} = phi ptr [{s0}, %{tag}.kp], [{p}.n, %{tag}.kl]" for p, s0 in zip(ap, starts)))
         for r in range(mr):
             for v in range(nv):
-                e(f"  {acc[r][v]} = phi {vty} [zeroinitializer, %{name}.pre], "
-                  f"[{new[r][v]}, %{name}.h]")
-        brow = self.mul(kk, nv * VEC)
-        bvec = [self.vload(self.gep(panel, brow, v * VEC)) for v in range(nv)]
+                e(f"  {acc[r][v]} = phi {vty} [zeroinitializer, %{tag}.kp], "
+                  f"[{new[r][v]}, %{tag}.kl]")
+        bvec = [self.op(f"load {vty}, ptr {self.gep(f'%{tag}.bp', v * VEC)}, align 64", "b")
+                for v in range(nv)]
         for r in range(mr):
-            x, ins, spl = self.tmp(), self.tmp(), self.tmp()
-            e(f"  {x} = load float, ptr {a_elem(kk, r)}",
-              f"  {ins} = insertelement {vty} poison, float {x}, i64 0",
-              f"  {spl} = shufflevector {vty} {ins}, {vty} poison, <{VEC} x i32> zeroinitializer")
+            p = ap[r] if len(ap) > 1 else self.gep(ap[0], r)
+            spl = self.splat(self.op(f"load float, ptr {p}, align 4", "x"))
             for v in range(nv):
-                e(f"  {new[r][v]} = call {vty} @llvm.fma.v{VEC}f32({vty} {spl}, "
-                  f"{vty} {bvec[v]}, {vty} {acc[r][v]})")
-        e(f"  {kk}.n = add nuw nsw i64 {kk}, 1", f"  %{name}.c = icmp ult i64 {kk}.n, {self.s.k}",
-          f"  br i1 %{name}.c, label %{name}.h, label %{name}.x{self.loop_md()}",
-          f"{name}.x:")
-        self.epilogue(new, row, col, mr, nv, mask)
+                e(f"  {new[r][v]} = call {vty} @llvm.fma.v{VEC}f32({vty} {spl}, {vty} {bvec[v]}, "
+                  f"{vty} {acc[r][v]})")
+        step = 1 if len(ap) > 1 else mr
+        e(*(f"  {p}.n = getelementptr float, ptr {p}, i64 {step}" for p in ap),
+          f"  %{tag}.bp.n = getelementptr float, ptr %{tag}.bp, i64 {nv * VEC}",
+          f"  %{tag}.kk.n = add nuw nsw i64 %{tag}.kk, 1",
+          f"  %{tag}.kc = icmp slt i64 %{tag}.kk.n, {kc}",
+          f"  br i1 %{tag}.kc, label %{tag}.kl, label %{tag}.kx", f"{tag}.kx:")
+        return [[self.op(f"phi {vty} [zeroinitializer, %{tag}.kp], [{new[r][v]}, %{tag}.kl]",
+                         "f") if v < nv else "zeroinitializer"
+                 for v in range(self.nv)] for r in range(mr)]
 
-    def epilogue(self, acc, row: str, col: str, mr: int, nv: int, mask) -> None:
-        """``c = alpha * acc + beta * c0`` for the tile."""
-        s, e, vty = self.s, self.emit, f"<{VEC} x float>"
+    def tile_product(self, starts: list[str], panel: str, kc: str) -> list[list[str]]:
+        """The k loop of one register tile: for outputs of at most 16 columns, a loop over
+        the first vector of each row only (an 8 x 16 tile: half the multiply-adds)."""
+        x, e, vty = self.x, self.emit, f"<{VEC} x float>"
+        e(f"  br i1 %narrow, label %{x}.h.kp, label %{x}.w.kp", f"{x}.w.kp:")
+        wide = self.k_loop(f"{x}.w", starts, panel, kc, self.nv)
+        e(f"  br label %{x}.kj", f"{x}.h.kp:")
+        half = self.k_loop(f"{x}.h", starts, panel, kc, 1)
+        e(f"  br label %{x}.kj", f"{x}.kj:")
+        return [[self.op(f"phi {vty} [{w}, %{x}.w.kx], [{h}, %{x}.h.kx]", "f")
+                 for w, h in zip(wr, hr)] for wr, hr in zip(wide, half)]
 
-        def splat(x):
-            return f"<{', '.join([f'float {_f(x)}'] * VEC)}>"
-        for r in range(mr):
-            at = self.tmp()
-            e(f"  {at} = add i64 {row}, {r}")
-            off = self.mul(at, s.n)
-            for v in range(nv):
-                m_ = mask if v == nv - 1 else None
-                val = acc[r][v]
-                if s.alpha != 1.0:
-                    t = self.tmp()
-                    e(f"  {t} = fmul {vty} {val}, {splat(s.alpha)}")
-                    val = t
-                if s.beta != 0.0:
-                    old = self.vload(self.gep("%c0", off, col, v * VEC), m_)
-                    if s.beta != 1.0:
-                        t = self.tmp()
-                        e(f"  {t} = fmul {vty} {old}, {splat(s.beta)}")
-                        old = t
-                    t = self.tmp()
-                    e(f"  {t} = fadd {vty} {old}, {val}")
-                    val = t
-                self.vstore(val, self.gep("%c", off, col, v * VEC), m_)
+    def row_pointers(self, row: str, kc: str) -> list[str]:
+        """Pointers to ``A[row + r, pc]`` for the tile's rows (rows past m repeat row m-1).
+        They pass through memory (volatile: nothing folds them): computed in the loop's
+        preheader, code generation (there is no IR optimiser here) would recompute the run-time
+        row offsets inside the k loop; loaded, they stay in registers."""
+        e = self.emit
+        an = self.gep("%a", self.op(f"add i64 {self.mul(row, '%lda')}, %{self.x}.pc"))
+        last = self.op(f"sub i64 {self.umin(self.op(f'sub i64 %m, {row}'), self.mr)}, 1")
+        for r in range(self.mr):
+            p = self.gep(an, self.mul(self.umin(last, r), "%lda")) if r else an
+            e(f"  store ptr {p}, ptr {self.gep_ptr('%rowp', r)}")
+        e(f"  br label %{self.x}.rows", f"{self.x}.rows:")
+        return [self.op(f"load volatile ptr, ptr {self.gep_ptr('%rowp', r)}", "rp")
+                for r in range(self.mr)]
 
-    # schedules ----------------------------------------------------------------------------
-    def parts(self):
-        """Row parts ``(i0, tiles, mr)`` and column parts ``(j0, tiles, nv, mask)``: whole tiles,
-        then the ragged rest (a smaller row tile; whole vectors, the last one masked)."""
-        s = self.s
-        mr, nv = _tile_shape(s.n)
-        nr = nv * VEC
-        full_i, rest_i = divmod(s.m, mr)
-        full_j, rest_j = divmod(s.n, nr)
-        rows = ([(0, full_i, mr)] if full_i else []) + \
-            ([(full_i * mr, 1, rest_i)] if rest_i else [])
-        cols = [(0, full_j, nv, None)] if full_j else []
-        if rest_j:
-            rv = -(-rest_j // VEC)
-            lanes = rest_j - (rv - 1) * VEC
-            cols.append((full_j * nr, 1, rv, None if lanes == VEC else (1 << lanes) - 1))
-        return rows, cols
+    def epilogue(self, acc, row: str, col: str, masks: list[str]) -> None:
+        """``c = alpha * acc + bt * src`` (``src`` read only when ``rd``) for the tile at
+        (row, col), straight from the registers: row by row while below m (branches cost less
+        than per-row masks), masked to the columns below n."""
+        vty, mty, e, x = f"<{VEC} x float>", f"<{VEC} x i1>", self.emit, self.x
+        reads = [self.op(f"select i1 %{x}.rd, {mty} {m}, {mty} zeroinitializer", "mk")
+                 for m in masks]
+        off = self.op(f"add i64 {self.mul(row, '%ldc')}, {col}")
+        left = self.op(f"sub i64 %m, {row}")
+        src, dst = self.gep(f"%{x}.src", off), self.gep("%c", off)
+        for r in range(self.mr):
+            if r:
+                ok = self.op(f"icmp sgt i64 {left}, {r}")
+                e(f"  br i1 {ok}, label %{x}.e{r}, label %{x}.ex", f"{x}.e{r}:")
+                src, dst = self.gep(src, "%ldc"), self.gep(dst, "%ldc")
+            for v in range(self.nv):
+                old = self.masked_load(self.gep(src, v * VEC), reads[v])
+                t = self.op(f"fmul {vty} %alpha.v, {acc[r][v]}")
+                u = self.op(f"fmul {vty} %{x}.bt.v, {old}")
+                val = self.op(f"fadd {vty} {u}, {t}")
+                e(f"  call void @llvm.masked.store.v{VEC}f32.p0({vty} {val}, "
+                  f"ptr {self.gep(dst, v * VEC)}, i32 4, {mty} {masks[v]})")
+        e(f"  br label %{x}.ex", f"{x}.ex:")
 
-    def index(self, iv: str, start: int, step: int) -> str:
-        t = self.tmp()
-        self.emit(f"  {t} = mul i64 {iv}, {step}")
-        u = self.tmp()
-        self.emit(f"  {u} = add i64 {t}, {start}")
-        return u
+    # schedules ------------------------------------------------------------------------------
+    def k_blocks(self, body) -> None:
+        """``body(kc)`` for each k block (starting at ``%X.pc``); at least one, so that k == 0
+        still writes ``alpha * 0 + beta * c0``."""
+        x, e = self.x, self.emit
+        e(f"  br label %{x}.pc.pre", f"{x}.pc.pre:", f"  br label %{x}.pc.h", f"{x}.pc.h:",
+          f"  %{x}.pc = phi i64 [0, %{x}.pc.pre], [%{x}.pc.n, %{x}.pc.l]")
+        body(self.k_block(f"%{x}.pc"))
+        e(f"  br label %{x}.pc.l", f"{x}.pc.l:", f"  %{x}.pc.n = add nuw nsw i64 %{x}.pc, {KC}",
+          f"  %{x}.pc.c = icmp slt i64 %{x}.pc.n, %k",
+          f"  br i1 %{x}.pc.c, label %{x}.pc.h, label %{x}.pc.x", f"{x}.pc.x:")
 
-    def panel_schedule(self, rows, cols) -> None:
-        """a holds A: for each column block, pack its panel of b, then stream the row tiles
-        of A past it (the panel stays in L1/L2, A's rows are read sequentially)."""
-        s = self.s
-        for pj, (j0, tj, nv, mask) in enumerate(cols):
-            def col_body(jv, pj=pj, j0=j0, nv=nv, mask=mask):
-                col = self.index(jv, j0, nv * VEC)
-                self.pack_b(f"pb{pj}", "%pack", col, nv, mask)
-                for pi, (i0, ti, mr) in enumerate(rows):
-                    def row_body(iv, pi=pi, i0=i0, mr=mr):
-                        row = self.index(iv, i0, mr)
+    def rows_schedule(self) -> None:
+        """A in rows (``[m, k]``): for each k block and column panel, pack the panel, then run
+        every row tile against it, reading A in place (the panel stays in L1/L2 while A's rows
+        stream past)."""
+        self.x = "n"
+        np_ = self.op(f"lshr i64 {self.op(f'add i64 %n, {self.nr - 1}')}, "
+                      f"{self.nr.bit_length() - 1}")
 
-                        def a_elem(kk, r, row=row):
-                            t = self.tmp()
-                            self.emit(f"  {t} = add i64 {row}, {r}")
-                            return self.gep("%a", self.mul(t, s.k), kk)
-                        self.tile(f"k{pj}_{pi}", row, col, mr, nv, mask, a_elem, "%pack")
-                    self.loop(f"i{pj}_{pi}", ti, row_body)
-            self.loop(f"j{pj}", tj, col_body)
+        def k_block(kc):
+            def panel(jr):
+                col = self.mul(jr, self.nr)
+                masks = self.col_masks(col)
+                self.pack_b("%bpk", col, masks, kc)
 
-    def packed_schedule(self, rows, cols) -> None:
-        """a holds A^T (its rows of A are strided): pack all of b into panels once, then for
-        each row tile pack its ``k x mr`` slice of A and run it against every panel."""
-        s = self.s
-        offsets, top = [], 0
-        for _, tj, nv, _ in cols:
-            offsets.append(top)
-            top += tj * s.k * nv * VEC
-        self.emit(f"  %bpk = alloca float, i64 {top}, align 64",
-                  f"  %apk = alloca float, i64 {s.k * max(r[2] for r in rows)}, align 64")
-        for pj, (j0, tj, nv, mask) in enumerate(cols):
-            def pack_body(jv, pj=pj, j0=j0, nv=nv, mask=mask):
-                col = self.index(jv, j0, nv * VEC)
-                dst = self.gep("%bpk", offsets[pj], self.mul(jv, s.k * nv * VEC))
-                self.pack_b(f"pb{pj}", dst, col, nv, mask)
-            self.loop(f"pj{pj}", tj, pack_body)
-        for pi, (i0, ti, mr) in enumerate(rows):
-            def row_body(iv, pi=pi, i0=i0, mr=mr):
-                row = self.index(iv, i0, mr)
-                self.pack_a(f"pa{pi}", row, mr)
-                for pj, (j0, tj, nv, mask) in enumerate(cols):
-                    def col_body(jv, pj=pj, j0=j0, nv=nv, mask=mask):
-                        col = self.index(jv, j0, nv * VEC)
-                        panel = self.gep("%bpk", offsets[pj], self.mul(jv, s.k * nv * VEC))
+                def tile(i):
+                    acc = self.tile_product(self.row_pointers(i, kc), "%bpk", kc)
+                    self.epilogue(acc, i, col, masks)
+                self.loop("n.i", 0, "%m", self.mr, tile, guarded=False)
+            self.loop("n.j", 0, np_, 1, panel, guarded=False)
+        self.k_blocks(k_block)
 
-                        def a_elem(kk, r, mr=mr):
-                            return self.gep("%apk", self.mul(kk, mr), r)
-                        self.tile(f"k{pj}_{pi}", row, col, mr, nv, mask, a_elem, panel)
-                    self.loop(f"j{pi}_{pj}", tj, col_body)
-            self.loop(f"i{pi}", ti, row_body)
+    def columns_schedule(self) -> None:
+        """A^T (``[k, m]``: A's rows are strided): for each column block (as many panels as the
+        packed-b budget holds beside the first, largest k block) and k block, pack all its
+        panels; then for each row tile pack its slice of A^T (``kc x MR``, interleaved) and run
+        it against every panel. Each tile of c is written whole rows at a time."""
+        self.x = "t"
+        e, mr = self.emit, self.mr
+        k1 = self.umin("%k", KC)
+        k1 = self.op(f"select i1 {self.op(f'icmp eq i64 {k1}, 0')}, i64 1, i64 {k1}")
+        e(f"  %ncs = and i64 {self.op(f'udiv i64 {B_FLOATS}, {k1}')}, {-self.nr}")
 
-    def function(self) -> str:
-        s = self.s
-        rows, cols = self.parts()
-        self.emit("entry:")
-        if s.trans_a:
-            self.packed_schedule(rows, cols)
-        else:
-            self.emit(f"  %pack = alloca float, i64 {s.k * cols[0][2] * VEC}, align 64")
-            self.panel_schedule(rows, cols)
-        self.emit("  ret void")
-        return (f"define internal void @{self.fn}(ptr noalias %a, ptr noalias %b, "
-                f"ptr noalias %c, ptr noalias %c0) {{\n" + "\n".join(self.lines) + "\n}\n")
+        def col_block(jc):
+            nc = self.umin(self.op(f"sub i64 %n, {jc}"), "%ncs")
+            np_ = self.op(f"lshr i64 {self.op(f'add i64 {nc}, {self.nr - 1}')}, "
+                          f"{self.nr.bit_length() - 1}")
+
+            def k_block(kc):
+                panel_size = self.mul(kc, "%ps")
+
+                def pack(p):
+                    col = self.op(f"add i64 {jc}, {self.mul(p, self.nr)}")
+                    self.pack_b(self.gep("%bpk", self.mul(p, panel_size)), col,
+                                self.col_masks(col), kc)
+                self.loop("t.pp", 0, np_, 1, pack, guarded=False)
+
+                def tile(i):
+                    mask = self.lane_mask(self.op(f"sub i64 %m, {i}"), mr)
+                    src0 = self.gep("%a", self.op(f"add i64 {self.mul('%t.pc', '%lda')}, {i}"))
+
+                    def step(kk):
+                        v = self.masked_load(self.gep(src0, self.mul(kk, "%lda")), mask, mr)
+                        e(f"  store <{mr} x float> {v}, ptr "
+                          f"{self.gep('%apk', self.mul(kk, mr))}, align 4")
+                    self.loop("t.pa", 0, kc, 1, step, guarded=True)
+
+                    def panel(p):
+                        col = self.op(f"add i64 {jc}, {self.mul(p, self.nr)}")
+                        masks = self.col_masks(col)
+                        acc = self.tile_product(
+                            ["%apk"], self.gep("%bpk", self.mul(p, panel_size)), kc)
+                        self.epilogue(acc, i, col, masks)
+                    self.loop("t.j", 0, np_, 1, panel, guarded=False)
+                self.loop("t.i", 0, "%m", mr, tile, guarded=False)
+            self.k_blocks(k_block)
+        self.loop("t.jc", 0, "%n", "%ncs", col_block, guarded=False)
+
+    def function(self, schedule: str) -> str:
+        """The driver of one schedule (``rows`` or ``columns``), a function of its own: code
+        generation costs grow faster than linearly with a function's size."""
+        self.lines, e = [], self.emit
+        e("entry:",
+          f"  %bpk = alloca float, i64 {B_FLOATS}, align 64",
+          f"  %apk = alloca float, i64 {self.mr * KC}, align 64",
+          f"  %rowp = alloca ptr, i64 {self.mr}",
+          "  %bnz = fcmp une float %beta, 0.0",
+          f"  %narrow = icmp sle i64 %n, {VEC}",
+          f"  %ps = select i1 %narrow, i64 {VEC}, i64 {self.nr}",  # floats per panel row
+          f"  %wide.m = select i1 %narrow, <{VEC} x i1> zeroinitializer, "
+          f"<{VEC} x i1> {_ONES}")
+        alpha = self.splat("%alpha")
+        e(f"  %alpha.v = bitcast <{VEC} x float> {alpha} to <{VEC} x float>")
+        getattr(self, f"{schedule}_schedule")()
+        e("  ret void")
+        return (f"define internal void @fg_mm_{schedule}({_ARGS}) {{\n"
+                + "\n".join(self.lines) + "\n}\n")
 
 
-def _mask(bits: int) -> str:
-    return "<" + ", ".join(f"i1 {'true' if bits >> i & 1 else 'false'}"
-                           for i in range(VEC)) + ">"
+def library_ir() -> str:
+    """The library module: the exported ``@fg_matmul_f32`` (returns at once when m or n is 0)
+    and the driver of each schedule."""
+    entry = (f"define void @{SYMBOL}(i32 %trans_a, {_ARGS}) {{\nentry:\n"
+             "  %m0 = icmp sle i64 %m, 0\n  %n0 = icmp sle i64 %n, 0\n"
+             "  %empty = or i1 %m0, %n0\n  br i1 %empty, label %done, label %go\ngo:\n"
+             "  %ta = icmp ne i32 %trans_a, 0\n  br i1 %ta, label %cols, label %rows\n"
+             f"rows:\n  call void @fg_mm_rows({_ARGS})\n  br label %done\n"
+             f"cols:\n  call void @fg_mm_columns({_ARGS})\n  br label %done\n"
+             "done:\n  ret void\n}\n")
+    decls = "\n".join([
+        f"declare <{VEC} x float> @llvm.fma.v{VEC}f32(<{VEC} x float>, <{VEC} x float>, "
+        f"<{VEC} x float>)",
+        *(f"declare <{n} x float> @llvm.masked.load.v{n}f32.p0(ptr, i32, <{n} x i1>, "
+          f"<{n} x float>)" for n in sorted({VEC, MR})),
+        f"declare void @llvm.masked.store.v{VEC}f32.p0(<{VEC} x float>, ptr, i32, "
+        f"<{VEC} x i1>)"])
+    w = _Writer()
+    return "\n".join([decls, "", entry, w.function("rows"), w.function("columns")])
 
 
-def render_matmul(step, fn: str, loop_md) -> str:
-    """The LLVM function ``void @fn(ptr a, ptr b, ptr c, ptr c0)`` computing ``step``
-    (``c0`` is read only when ``step.beta != 0``); ``loop_md()`` gives each back edge's loop
-    metadata suffix (the module renderer's, which disables unrolling)."""
-    return _Writer(step, fn, loop_md).function()
+# -- the compiled library ------------------------------------------------------------------
+
+_module = None  # the CompiledModule, kept for the life of the process
+_function = None  # ctypes function of fg_matmul_f32 (gemm)
+
+
+def ensure_library() -> None:
+    """Compile the library (once per process; the on-disk cache may hold its object) and make
+    ``@fg_matmul_f32`` resolvable by every module compiled afterwards. Thread safe: two
+    threads compiling programs at once compile it once (under ``cpu.llvm_lock``, which
+    compile_module takes anyway, so there is one lock order). Cheap after the first call."""
+    if _module is not None:
+        return
+    from fungrad.lowering import cpu
+    with cpu.llvm_lock:
+        if _module is None:
+            _compile()
+
+
+def _compile() -> None:
+    global _module, _function
+    import llvmlite.binding as llvm
+
+    from fungrad.lowering import cpu
+    module = cpu.compile_module(library_ir(), [SYMBOL], name="fungrad_matmul", passes=False)
+    # every program's code calls into this one: never free it (a CompiledModule frees its code
+    # when collected, e.g. while modules are torn down at interpreter exit)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(module))
+    i64, ptr, f32 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_float
+    _function = module.function(SYMBOL, [ctypes.c_int32, i64, i64, i64, f32, ptr, i64, ptr, i64,
+                                         f32, ptr, ptr, i64])
+    llvm.add_symbol(SYMBOL, module.address(SYMBOL))
+    _module = module
+
+
+def _rows(x: np.ndarray, name: str) -> int:
+    """The row stride (in elements) of a 2-D float32 array with contiguous rows."""
+    if x.dtype != np.float32 or x.ndim != 2:
+        raise TypeError(f"matmul.gemm: {name} must be a 2-D float32 array, got {x.dtype} with "
+                        f"shape {x.shape}")
+    if x.size == 0 or x.shape[0] == 1:
+        return x.shape[1]  # (the stride is never used)
+    if x.shape[1] > 1 and x.strides[1] != 4 or x.strides[0] % 4 or x.strides[0] <= 0:
+        raise ValueError(f"matmul.gemm: the rows of {name} must be contiguous with a positive "
+                         f"row stride, got strides {x.strides}; pass np.ascontiguousarray({name})")
+    return max(x.strides[0] // 4, x.shape[1])
+
+
+def gemm(a: np.ndarray, b: np.ndarray, *, trans_a: bool = False, alpha: float = 1.0,
+         beta: float = 0.0, c0: np.ndarray | None = None,
+         out: np.ndarray | None = None) -> np.ndarray:
+    """``alpha * op(a) @ b + beta * c0`` through the native library (tests, benchmarks).
+
+    ``a`` is ``[m, k]`` (``trans_a``: ``[k, m]``), ``b`` ``[k, n]``; every operand is 2-D
+    float32 with contiguous rows and any row stride (e.g. a column slice of a wider array).
+    ``c0`` (read only when ``beta != 0``) and ``out`` are ``[m, n]`` with the same row stride;
+    ``out`` may be ``c0``. Returns ``out`` (a new array when None)."""
+    ensure_library()
+    lda, ldb = _rows(a, "a"), _rows(b, "b")
+    m, k = (a.shape[1], a.shape[0]) if trans_a else a.shape
+    if b.shape[0] != k:
+        raise ValueError(f"matmul.gemm: op(a) is {m}x{k} but b is {b.shape[0]}x{b.shape[1]}; "
+                         "their inner dimensions must agree")
+    n = b.shape[1]
+    if out is None:
+        out = np.empty((m, n), np.float32)
+    if c0 is None:
+        if beta != 0:
+            raise ValueError("matmul.gemm: beta != 0 needs c0")
+        c0 = out
+    for x, name in ((out, "out"), (c0, "c0")):
+        if x.shape != (m, n):
+            raise ValueError(f"matmul.gemm: {name} must have shape {(m, n)}, got {x.shape}")
+    ldc = _rows(out, "out")
+    if _rows(c0, "c0") != ldc:
+        raise ValueError(f"matmul.gemm: c0 and out must share a row stride, got "
+                         f"{c0.strides[0]} and {out.strides[0]} bytes")
+    _function(int(trans_a), m, n, k, alpha, a.ctypes.data, lda, b.ctypes.data, ldb, beta,
+              c0.ctypes.data, out.ctypes.data, ldc)
+    return out

@@ -1,0 +1,235 @@
+"""The process-wide float32 matmul library (fungrad/lowering/matmul.py): one generic gemm with
+run-time shapes, strides, layouts and alpha/beta/c0, compiled once per process and called from
+every jitted program; checked against numpy (float64 products) on odd shapes, edges, both
+schedules, several k and column blocks, and for thread and fork safety, caching and errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fungrad as fg
+from fungrad.lowering import matmul
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ODD = (1, 7, 8, 9, 31, 33, 100)
+
+
+def reference(a, b, trans_a, alpha, beta, c0):
+    op_a = (a.T if trans_a else a).astype(np.float64)
+    out = np.float64(alpha) * (op_a @ b.astype(np.float64))
+    return out + np.float64(beta) * c0 if beta else out
+
+
+def check(got, want, k):
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * (k + 1))
+
+
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (-0.1, 1.0), (2.5, -0.75)])
+def test_odd_shapes_match_numpy(trans_a, alpha, beta):
+    rng = np.random.default_rng(0)
+    for m in ODD:
+        for n in ODD:
+            for k in ODD:
+                a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
+                b = rng.standard_normal((k, n)).astype(np.float32)
+                c0 = rng.standard_normal((m, n)).astype(np.float32)
+                got = matmul.gemm(a, b, trans_a=trans_a, alpha=alpha, beta=beta,
+                                  c0=c0 if beta else None)
+                check(got, reference(a, b, trans_a, alpha, beta, c0), k)
+
+
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("m,n,k", [(40, 300, 600), (17, 70, 1100), (9, 16, 513), (130, 5, 3)])
+def test_several_k_blocks_and_column_blocks(trans_a, m, n, k):
+    # k > KC runs several k blocks (later ones accumulate into c); for A^T, n * kc beyond the
+    # packed-b budget runs several column blocks
+    rng = np.random.default_rng(m + n + k)
+    a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    got = matmul.gemm(a, b, trans_a=trans_a, alpha=-0.5, beta=1.0, c0=c0)
+    check(got, reference(a, b, trans_a, -0.5, 1.0, c0), k)
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(1, 70), n=st.integers(1, 70), k=st.integers(0, 70), trans_a=st.booleans(),
+       alpha=st.sampled_from([1.0, -1.0, 0.5, 3.0]), beta=st.sampled_from([0.0, 1.0, -2.0]),
+       seed=st.integers(0, 2**16))
+def test_random_shapes_match_numpy(m, n, k, trans_a, alpha, beta, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    got = matmul.gemm(a, b, trans_a=trans_a, alpha=alpha, beta=beta, c0=c0 if beta else None)
+    check(got, reference(a, b, trans_a, alpha, beta, c0), k)
+
+
+@pytest.mark.parametrize("trans_a", [False, True])
+def test_size_zero(trans_a):
+    rng = np.random.default_rng(1)
+    for m, n in ((0, 5), (5, 0), (0, 0)):
+        a = np.zeros((3, m) if trans_a else (m, 3), np.float32)
+        out = matmul.gemm(a, np.ones((3, n), np.float32), trans_a=trans_a)
+        assert out.shape == (m, n)
+    # k == 0: the product is zero, so c = beta * c0 exactly (and alpha * 0 keeps its sign)
+    c0 = rng.standard_normal((6, 40)).astype(np.float32)
+    a = np.zeros((0, 6) if trans_a else (6, 0), np.float32)
+    b = np.zeros((0, 40), np.float32)
+    np.testing.assert_array_equal(
+        matmul.gemm(a, b, trans_a=trans_a, alpha=2.0, beta=0.5, c0=c0), np.float32(0.5) * c0)
+    zero = matmul.gemm(a, b, trans_a=trans_a, alpha=-1.0)
+    assert not zero.any() and np.signbit(zero).all()  # -1 * (+0) = -0, as numpy gives
+
+
+def test_strided_rows_and_in_place_update():
+    rng = np.random.default_rng(2)
+    big_a = rng.standard_normal((33, 50)).astype(np.float32)
+    big_b = rng.standard_normal((20, 90)).astype(np.float32)
+    a, b = big_a[:, 3:23], big_b[:, 5:46]  # row strides 50 and 90 floats
+    w_big = rng.standard_normal((33, 64)).astype(np.float32)
+    w = w_big[:, :41]
+    want = w.astype(np.float64) - 0.25 * (a.astype(np.float64) @ b)
+    out = matmul.gemm(a, b, alpha=-0.25, beta=1.0, c0=w, out=w)  # c0 is c: the SGD update
+    assert out is w
+    check(w, want, 20)
+    at = rng.standard_normal((20, 60)).astype(np.float32)[:, 4:37]  # A^T: 20 x 33, stride 60
+    check(matmul.gemm(at, b, trans_a=True), at.T.astype(np.float64) @ b, 20)
+
+
+def test_nan_inf_and_signed_zero():
+    a = np.ones((9, 12), np.float32)
+    b = np.ones((12, 40), np.float32)
+    a[3, 5], b[7, 39] = np.nan, np.inf
+    c0 = np.full((9, 40), np.nan, np.float32)
+    got = matmul.gemm(a, b, c0=c0, beta=0.0)  # beta == 0 never reads c0
+    want = a.astype(np.float64) @ b
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    c0 = np.zeros((9, 40), np.float32)
+    c0[2, 2] = np.inf
+    got = matmul.gemm(a, b, c0=c0, beta=1.0)
+    assert np.isinf(got[2, 2]) or np.isnan(got[2, 2])
+    z = np.zeros((9, 12), np.float32)
+    np.testing.assert_array_equal(np.signbit(matmul.gemm(z, b[:, :30] * 0, alpha=-3.0)),
+                                  np.ones((9, 30), bool))
+
+
+def test_bad_arguments_are_named():
+    a = np.ones((4, 5), np.float32)
+    with pytest.raises(TypeError, match="2-D float32"):
+        matmul.gemm(a.astype(np.float64), np.ones((5, 3), np.float32))
+    with pytest.raises(ValueError, match="inner dimensions"):
+        matmul.gemm(a, np.ones((4, 3), np.float32))
+    with pytest.raises(ValueError, match="needs c0"):
+        matmul.gemm(a, np.ones((5, 3), np.float32), beta=1.0)
+    with pytest.raises(ValueError, match="rows of b must be contiguous"):
+        matmul.gemm(a, np.ones((5, 6), np.float32)[:, ::2])
+
+
+def test_jitted_products_call_the_library():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((33, 70)).astype(np.float32)
+    w = rng.standard_normal((70, 45)).astype(np.float32)
+    g = rng.standard_normal((33, 45)).astype(np.float32)
+
+    def step(w, x, g):
+        return w - 0.1 * (x.T @ g), x @ w  # a weight update (A^T, fused) and a plain product
+    jf = fg.jit(step)
+    exe = jf.lower(w, x, g).compile()._exe
+    assert exe.ir.count(f"call void @{matmul.SYMBOL}(") == 2
+    assert "llvm.fma.v16f32" not in exe.ir  # no specialised copy of the kernel in the module
+    new_w, y = (np.asarray(o) for o in jf(w, x, g))
+    check(new_w, w - 0.1 * (x.T.astype(np.float64) @ g), 33)
+    check(y, x.astype(np.float64) @ w, 70)
+
+
+def run_fresh(script: str, **env) -> dict:
+    env = {**os.environ, "FUNGRAD_DISABLE_CACHE": "1", **env}
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_compiled_once_when_threads_compile_programs_at_once():
+    out = run_fresh("""
+        import json, threading
+        import numpy as np
+        import fungrad as fg
+        from fungrad.lowering import cpu
+        names, real = [], cpu.compile_module
+        def counting(ir, entries, *, name, **kw):
+            names.append(name)
+            return real(ir, entries, name=name, **kw)
+        cpu.compile_module = counting
+        results, start = {}, threading.Barrier(4)
+        def work(i):
+            a = np.full((40 + i, 50), 1.0, np.float32)
+            b = np.full((50, 30 + i), 2.0, np.float32)
+            start.wait()
+            results[i] = bool(np.all(np.asarray(fg.jit(lambda a, b: a @ b)(a, b)) == 100.0))
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        print(json.dumps({"ok": sorted(results.values()),
+                          "library": names.count("fungrad_matmul")}))
+    """)
+    assert out == {"ok": [True] * 4, "library": 1}
+
+
+def test_forked_child_uses_the_library():
+    out = run_fresh("""
+        import json, os
+        import numpy as np
+        from fungrad.lowering import matmul
+        a = np.arange(12, dtype=np.float32).reshape(3, 4)
+        b = np.ones((4, 20), np.float32)
+        matmul.gemm(a, b)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            ok = np.array_equal(matmul.gemm(a, b), a @ b)
+            os.write(w, b"1" if ok else b"0")
+            os._exit(0)
+        os.waitpid(pid, 0)
+        print(json.dumps({"child": os.read(r, 1).decode()}))
+    """)
+    assert out == {"child": "1"}
+
+
+def test_library_is_stored_in_the_disk_cache(tmp_path):
+    script = """
+        import json
+        import numpy as np
+        from fungrad.lowering import matmul
+        matmul.ensure_library()
+        print(json.dumps({"hit": matmul._module.stats.cache_hit}))
+    """
+    env = {"FUNGRAD_DISABLE_CACHE": "0", "FUNGRAD_CACHE_DIR": str(tmp_path / "cache")}
+    assert run_fresh(script, **env) == {"hit": False}
+    assert run_fresh(script, **env) == {"hit": True}
+
+
+def test_compile_error_names_the_library_and_keeps_its_ir():
+    out = run_fresh("""
+        import json, os
+        from fungrad.lowering import matmul
+        from fungrad import CompileError
+        matmul.library_ir = lambda: "define void @fg_matmul_f32( {"
+        try:
+            matmul.ensure_library()
+        except CompileError as e:
+            print(json.dumps({"module": e.module_name, "file": os.path.exists(e.ir_path),
+                              "named": "fungrad_matmul" in str(e)}))
+    """)
+    assert out == {"module": "fungrad_matmul", "file": True, "named": True}

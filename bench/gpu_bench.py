@@ -9,8 +9,14 @@ Workloads (issue 5):
   as achieved bandwidth (read 4 MB + write 4 MB) as a fraction of what the device copies.
 - MLP step: the 784-512-512-10 training step of bench/jit_workloads.py on the GPU, params
   resident, steps/s (the loss is read back at the end and checked against numpy).
+- reduce: a full sum and argmax of 1M float32, the serial loop (one invocation) against
+  workgroup-tree reductions (forced with ``TREE_REDUCTIONS = "always"``).
+- scatter: 60000 duplicate-heavy scatter-add / scatter-set updates, one invocation per update
+  against the serial loop.
+- sort: rows of 32 .. 16384 float32, the rank sort against the bitonic network.
+- overhead: the per-call cost of a tiny function on GpuArrays (jit's GPU hot path).
 Every result is checked against numpy (float64 where it matters). Dispatches per call are
-counted. Run: python bench/gpu_bench.py [--n 1048576]
+counted. Run: python bench/gpu_bench.py [--n 1048576] [--only WORKLOAD ...]
 """
 
 from __future__ import annotations
@@ -167,14 +173,158 @@ def bench_mlp() -> None:
     print(f"  {exe.num_dispatches} dispatches per step; {1 / t:8.1f} steps/s ({t * 1e3:.1f} ms)")
 
 
+def _compiled(f, args, tree: str):
+    """``f``'s GPU executable with tree reductions in mode ``tree``."""
+    from fungrad.lowering import compile_jaxpr
+    from fungrad.lowering import gpu_executable as ge
+    old, ge.TREE_REDUCTIONS = ge.TREE_REDUCTIONS, tree
+    try:
+        return compile_jaxpr(fg.make_jaxpr(f)(*args), "gpu", "bench")
+    finally:
+        ge.TREE_REDUCTIONS = old
+
+
+def bench_reduce(n: int) -> None:
+    """A full sum and argmax of n float32 (one output each): the serial loop (one
+    invocation) against workgroup trees, result read back. Where the adapter stops loops
+    early (lavapipe: 65535 iterations) the serial loop is compared at 60000 elements."""
+    rt = gpu.runtime()
+    sizes = [n] if rt.loop_limit is None or n < rt.loop_limit else [60000, n]
+    for size in sizes:
+        x = np.random.default_rng(0).standard_normal(size).astype(np.float32)
+        gx = fg.device_put(x, backend="gpu")
+        scale = float(np.abs(x).astype(np.float64).sum())
+        print(f"\nfull reductions of {size} float32 on {rt.name} (+ readback)")
+        for name, f, ref in (("sum", fnp.sum, x.astype(np.float64).sum()),
+                             ("argmax", fnp.argmax, np.argmax(x))):
+            row = f"  {name:7s}"
+            times = {}
+            for mode in ("never", "always"):
+                try:
+                    exe = _compiled(f, [gx], mode)
+                except fg.LoweringError:
+                    row += " serial: beyond the adapter's loop limit"
+                    continue
+                run = lambda exe=exe, gx=gx: np.asarray(exe.call([gx])[0])  # noqa: E731
+                got = run()
+                # float32 sums accumulate rounding errors: bound them by the sum of |x|
+                assert abs(float(got) - float(ref)) <= 1e-4 * scale, (name, mode, got, ref)
+                t = times[mode] = timeit(run, min_time=1.0)[0]
+                label = "serial" if mode == "never" else "tree"
+                row += f" {label} ({exe.num_dispatches} dispatches) {t * 1e3:8.2f} ms "
+            if len(times) == 2:
+                row += f"  serial/tree {times['never'] / times['always']:5.2f}x"
+            print(row)
+
+
+def bench_scatter(m: int = 60000, n: int = 1000) -> None:
+    """x.at[i].add(u) and .set(u) with m duplicate-heavy updates into n elements: one
+    invocation per update (atomics; the set's last-wins claim) against the serial loop the
+    GPU backend used before (forced here by patching the executable's scatter test)."""
+    from fungrad.lowering import compile_jaxpr
+    from fungrad.lowering import gpu_executable as ge
+    rt = gpu.runtime()
+    rng = np.random.default_rng(0)
+    args = [fg.device_put(a, backend="gpu") for a in (
+        rng.uniform(-1, 1, n).astype(np.float32), rng.integers(0, n, m).astype(np.int32),
+        rng.uniform(-1, 1, m).astype(np.float32))]
+    print(f"\nscatter of {m} updates into {n} float32 on {rt.name} (+ readback)")
+    for name, f in (("add", lambda x, i, u: x.at[i].add(u)),
+                    ("set", lambda x, i, u: x.at[i].set(u))):
+        ref = np.asarray(fg.jit(f)(*[np.asarray(a) for a in args]))
+        times, row = {}, f"  {name:4s}"
+        for label in ("serial", "parallel"):
+            patch = ge._scatter_like
+            if label == "serial":
+                ge._scatter_like = lambda kern: False
+            try:
+                exe = compile_jaxpr(fg.make_jaxpr(f)(*args), "gpu", "bench")
+            finally:
+                ge._scatter_like = patch
+            run = lambda exe=exe: np.asarray(exe.call(args)[0])  # noqa: E731
+            np.testing.assert_allclose(run(), ref, rtol=1e-4, atol=1e-4)
+            times[label] = t = timeit(run, min_time=1.0)[0]
+            row += f" {label} ({exe.num_dispatches} dispatches) {t * 1e3:8.2f} ms "
+        print(row + f"  serial/parallel {times['serial'] / times['parallel']:5.2f}x")
+
+
+def bench_overhead() -> None:
+    """Per-call cost of a tiny GPU function (x * 2 + 1 on 8 float32, GpuArray in and out, no
+    readback): the jitted call (the GPU hot path), the same call through jit's general path
+    (a keyword argument skips the hot path), and the executable's own call (the floor)."""
+    rt = gpu.runtime()
+
+    def tiny(x):
+        return x * 2 + 1
+    f = fg.jit(tiny, backend="gpu")
+    gx = fg.device_put(np.arange(8, dtype=np.float32), backend="gpu")
+    np.testing.assert_array_equal(np.asarray(f(gx)), np.arange(8) * 2 + 1)
+    exe = f.lower(gx).compile()._exe
+    rows = [("jit hot path f(gx)", lambda: f(gx)), ("jit general path f(x=gx)", lambda: f(x=gx)),
+            ("executable call (floor)", lambda: exe.call([gx]))]
+    best = {name: float("inf") for name, _ in rows}
+    for _ in range(3):  # interleaved: the machine is noisy
+        for name, fn in rows:
+            best[name] = min(best[name], timeit(fn, min_time=0.3)[0])
+            gx.block_until_ready()
+    print(f"\nper-call overhead of x * 2 + 1 on 8 float32 on {rt.name} (no readback)")
+    for name, _ in rows:
+        print(f"  {name:26s} {best[name] * 1e6:8.1f} us")
+
+
+def bench_sort() -> None:
+    """Sorting rows (float32, read back): the rank sort (one dispatch, O(n) per element)
+    against the bitonic network, forced either way through ``SORT_RANK_MAX_ROW``."""
+    from fungrad.lowering import compile_jaxpr
+    from fungrad.lowering import gpu_executable as ge
+    rt = gpu.runtime()
+    rng = np.random.default_rng(0)
+    print(f"\nsort along the last axis on {rt.name} (+ readback)")
+    for shape in ((256, 32), (64, 128), (1, 2048), (64, 2048), (1, 16384)):
+        x = fg.device_put(rng.standard_normal(shape).astype(np.float32), backend="gpu")
+        ref = np.sort(np.asarray(x), axis=1)
+        row, times = f"  {str(shape):12s}", {}
+        for label, limit in (("rank", 1 << 30), ("bitonic", 0)):
+            old, ge.SORT_RANK_MAX_ROW = ge.SORT_RANK_MAX_ROW, limit
+            try:
+                exe = compile_jaxpr(fg.make_jaxpr(lambda v: fnp.sort(v, axis=1))(x), "gpu",
+                                    "bench")
+            except fg.LoweringError:
+                row += f" {label}: beyond the adapter's loop limit"
+                continue
+            finally:
+                ge.SORT_RANK_MAX_ROW = old
+            run = lambda exe=exe, x=x: np.asarray(exe.call([x])[0])  # noqa: E731
+            np.testing.assert_array_equal(run(), ref)
+            times[label] = t = timeit(run, min_time=0.5, repeats=3)[0]
+            row += f" {label} ({exe.num_dispatches}) {t * 1e3:8.2f} ms "
+        if len(times) == 2:
+            row += f"  rank/bitonic {times['rank'] / times['bitonic']:6.2f}x"
+        print(row)
+
+
+WORKLOADS = ("chain", "reduce", "scatter", "sort", "overhead", "mlp")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1 << 20)
-    ap.add_argument("--skip-mlp", action="store_true")
+    ap.add_argument("--only", choices=WORKLOADS, action="append",
+                    help="run only these workloads (repeatable)")
     a = ap.parse_args()
+    only = a.only or WORKLOADS
     t0 = time.perf_counter()
-    bench_chain(a.n)
-    if not a.skip_mlp:
+    if "chain" in only:
+        bench_chain(a.n)
+    if "reduce" in only:
+        bench_reduce(a.n)
+    if "scatter" in only:
+        bench_scatter()
+    if "sort" in only:
+        bench_sort()
+    if "overhead" in only:
+        bench_overhead()
+    if "mlp" in only:
         bench_mlp()
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
 

@@ -160,6 +160,31 @@ def test_cond_switch_and_while_run_on_the_gpu():
         _same(collatz_steps, np.int32(n))
 
 
+def _collatz_steps(n):
+    def body(s):
+        k, v = s
+        return k + 1, fnp.where(v % 2 == 0, v // 2, 3 * v + 1)
+    return fg.lax.while_loop(lambda s: s[1] != 1, body, (np.int32(0), n))[0]
+
+
+def test_while_loops_inside_scan_fori_cond_and_while_run_on_the_gpu():
+    """Host-driven while loops anywhere: once per scan/fori iteration (their own counter
+    word), inside a cond's branch (no iteration when unselected: the predicate is cleared
+    first), and inside another while loop; odd and even trip counts (carry homes)."""
+    def f(ns, p):
+        c, ks = fg.lax.scan(lambda c, n: (c + _collatz_steps(n), _collatz_steps(n)),
+                            np.int32(0), ns)
+        z = fg.lax.cond(p > 0, lambda: _collatz_steps(ns[0] + 1), lambda: -_collatz_steps(ns[1]))
+        w = fg.lax.fori_loop(0, 3, lambda i, acc: acc + _collatz_steps(ns[i]), np.int32(0))
+        o = fg.lax.while_loop(lambda s: s[0] < 4,
+                              lambda s: (s[0] + 1, s[1] + _collatz_steps(ns[s[0]])),
+                              (np.int32(0), np.int32(0)))
+        return c, ks, z, w, o
+    ns = fnp.asarray(np.int32([6, 27, 1, 7, 9]))  # 8, 111, 0, 16, 19 steps
+    for p in (1, -1):
+        _same(f, ns, np.int32(p))
+
+
 def test_grad_through_scan_on_the_gpu():
     xs = np.linspace(-1, 1, 8, dtype=np.float32).reshape(4, 2)
 
@@ -198,3 +223,38 @@ def test_without_an_adapter_gpu_jit_says_how_to_get_one(monkeypatch):
 def test_unknown_backend_is_a_clear_error():
     with pytest.raises(ValueError, match="backend 'tpu'"):
         fg.jit(lambda v: v, backend="tpu")
+
+
+def test_gpu_arrays_take_the_hot_path_after_the_first_call(monkeypatch):
+    """A call on GpuArrays (or Arrays) with a signature seen before goes straight to the
+    executable: with jit's general path broken, it still runs; a new signature, keywords or
+    a transform need the general path."""
+    from fungrad.transforms.jit import _JitFunction
+    f = fg.jit(lambda x, y: (x * 2 + y, {"d": x - y}), backend="gpu")
+    gx = fg.device_put(np.arange(8, dtype=np.float32), backend="gpu")
+    gy = fnp.ones(8, np.float32)
+    first = f(gx, gy)
+
+    def broken(self, *args, **kwargs):
+        raise AssertionError("the general path was taken")
+    monkeypatch.setattr(_JitFunction, "prepare", broken)
+    out, tree = f(gx, gy)
+    assert isinstance(out, fg.GpuArray)
+    np.testing.assert_array_equal(np.asarray(out), np.arange(8) * 2 + 1)
+    np.testing.assert_array_equal(np.asarray(tree["d"]), np.asarray(first[1]["d"]))
+    y = gx
+    for _ in range(3):  # chained GpuArray calls stay on the hot path
+        y, _ = f(y, gy)
+    np.testing.assert_array_equal(np.asarray(y), ((np.arange(8) * 2 + 1) * 2 + 1) * 2 + 1)
+    for call in (lambda: f(gx[:4], gy[:4]), lambda: f(x=gx, y=gy),
+                 lambda: f(np.ones(8, np.float32), gy)):
+        with pytest.raises(AssertionError, match="general path"):
+            call()
+    monkeypatch.undo()
+    f.clear_cache()
+    monkeypatch.setattr(_JitFunction, "prepare", broken)
+    with pytest.raises(AssertionError, match="general path"):  # clear_cache empties it
+        f(gx, gy)
+    monkeypatch.undo()
+    g = fg.grad(lambda v: fnp.sum(f(v, gy)[0]))(fnp.ones(8, np.float32))
+    np.testing.assert_array_equal(np.asarray(g), np.full(8, 2.0, np.float32))

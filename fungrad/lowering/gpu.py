@@ -12,6 +12,10 @@ description contains that text (case-insensitive), e.g. ``llvmpipe``, ``nvidia``
 Device arrays are plain ``array<u32>`` storage buffers (one 32-bit word per element; bool is
 0/1), taken from a pool by size and handed back when their :class:`DeviceBuffer` is dropped,
 so steady-state calls allocate nothing. Pipelines are cached by WGSL source.
+
+Two probes run at start-up: whether the adapter's ``fma`` rounds once (``fused_fma``), and how
+many loop iterations one invocation may run (``loop_limit``: 65535 on llvmpipe, whose guard
+against endless loops silently ends them; None where loops run to completion).
 """
 
 from __future__ import annotations
@@ -125,15 +129,23 @@ class Runtime:
         self._free: dict[int, list] = {}
         self._pipelines: dict[str, object] = {}
         self.transfers = {"upload": 0, "download": 0}  # counted, for residency tests
-        self.fused_fma = self._probe_fma()
+        self.fused_fma = self._probe("fma", "let a = b[0];\n  b[1] = fma(a, a, -(a * a));",
+                                     np.array([1 + 2.0 ** -12, 0], np.float32))[1] == 2.0 ** -24
+        # gallivm (llvmpipe/lavapipe; Mesa 22.3 measured) ends every invocation's loops
+        # after 65535 iterations in all, silently (its endless-loop guard): count them
+        count = self._probe("loops", f"for (var i = 0u; i < {self.PROBE_LOOP}u; i++) {{\n"
+                            "    b[0] = b[0] + 1.0f;\n  }", np.zeros(1, np.float32))[0]
+        self.loop_limit = int(count) if count < self.PROBE_LOOP else None
+        self.transfers = {"upload": 0, "download": 0}
 
-    def _probe_fma(self) -> bool:
-        """Does this adapter's ``fma`` round once? (llvmpipe's is a multiply and an add.)"""
+    PROBE_LOOP = 1 << 18
+
+    def _probe(self, name: str, body: str, data: np.ndarray) -> np.ndarray:
+        """``data`` after one invocation of ``body`` on it (as ``b: array<f32>``)."""
         src = ("@group(0) @binding(0) var<storage, read_write> b: array<f32>;\n"
-               "@compute @workgroup_size(1)\nfn main() {\n"
-               "  let a = b[0];\n  b[1] = fma(a, a, -(a * a));\n}\n")
-        db = self.upload(np.array([1 + 2.0 ** -12, 0], np.float32))
-        pipeline = self.pipeline("probe_fma", src)
+               f"@compute @workgroup_size(1)\nfn main() {{\n  {body}\n}}\n")
+        db = self.upload(data)
+        pipeline = self.pipeline(f"probe_{name}", src)
         group = self.device.create_bind_group(
             layout=pipeline.get_bind_group_layout(0),
             entries=[{"binding": 0, "resource": {"buffer": db.buffer, "offset": 0,
@@ -145,13 +157,17 @@ class Runtime:
         cpass.dispatch_workgroups(1)
         cpass.end()
         self.queue.submit([encoder.finish()])
-        residual = self.download(db, (2,), np.float32)[1]
-        self.transfers = {"upload": 0, "download": 0}
-        return bool(residual == 2.0 ** -24)
+        return self.download(db, data.shape, np.float32)
 
     @property
     def name(self) -> str:
         return describe(self.info)
+
+    @property
+    def cpu_adapter(self) -> bool:
+        """Whether the adapter is a CPU (lavapipe, WARP): its invocations are threads of
+        a few cores, so the parallel-reduction trees that pay on a GPU do not."""
+        return self.info.get("adapter_type") == "CPU"
 
     # buffers
     def alloc(self, words: int) -> DeviceBuffer:

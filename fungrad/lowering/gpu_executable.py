@@ -15,11 +15,18 @@ which repeat from call to call because buffers come from the runtime's pool.
 Control flow: a scan's body is dispatched once per iteration, its per-iteration views (the
 rows of ``xs``/``ys``, the double-buffered carries) being offsets computed in the shaders from
 the loop counter; a cond dispatches every branch, each guarded by the index; a while loop is
-run from the host, reading its predicate back after each iteration.
+run from the host, reading its predicate back after each iteration (anywhere: inside scans,
+conds and other while loops).
+
+Policies: which reductions become workgroup trees (``TREE_REDUCTIONS``, ``_tree_groups``),
+which serial kernels run as parallel scatters (``_scatter_like``), which sorts take the
+bitonic network (``SORT_RANK_MAX_ROW``); the scratch these need (tree partials, scatter
+winners, sort positions) lives past the arena's temporaries (``scratch_words``).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -51,6 +58,33 @@ class GpuPlanner(fusion.Planner):
                 if t is not None and t.buffer is None and t not in bad:
                     bad.append(t)
         return bad
+
+
+#: Tree reductions (see ``GpuExecutable._tree_groups``): for kernels of at most
+#: TREE_MAX_OUTPUTS output elements, reductions of at least TREE_MIN_LENGTH elements
+#: ("auto" mode), about TREE_PER_INVOCATION elements per invocation in the first pass, and
+#: at most TREE_GROUPS workgroups in all.
+TREE_MAX_OUTPUTS = 4096
+TREE_MIN_LENGTH = 256
+TREE_PER_INVOCATION = 16
+TREE_GROUPS = 1024
+#: "auto" (trees on real GPUs only), "always" (wherever outputs are few, whatever the
+#: adapter and reduction length: tests use it on lavapipe) or "never". The environment
+#: variable FUNGRAD_GPU_TREE_REDUCE, when set, wins. Read when a function is compiled.
+TREE_REDUCTIONS = "auto"
+#: Rows of at most this many elements sort by ranks (one dispatch, O(n) per element), longer
+#: ones by a bitonic network (``wgsl.render_bitonic``); the crossover measured on lavapipe
+#: lies between 32 and 128.
+SORT_RANK_MAX_ROW = 64
+
+
+def tree_reductions() -> str:
+    """The tree-reduction mode in force (``TREE_REDUCTIONS`` or its environment override)."""
+    mode = os.environ.get("FUNGRAD_GPU_TREE_REDUCE", "").strip().lower() or TREE_REDUCTIONS
+    if mode not in ("auto", "always", "never"):
+        raise ValueError(f"FUNGRAD_GPU_TREE_REDUCE / gpu_executable.TREE_REDUCTIONS: {mode!r} "
+                         "is not one of 'auto', 'always', 'never'")
+    return mode
 
 
 def check_dtypes(jaxpr: core.ClosedJaxpr, name: str) -> None:
@@ -124,7 +158,9 @@ class GpuExecutable:
         self.shaders: list[wgsl.Shader] = []
         self._pipelines: dict[str, object] = {}
         self.ctl_words = 0
+        self.scratch_words = 0
         self._commands = self._flatten(prog.steps, wgsl.TOP)
+        self.arena_words += self.scratch_words
         for dst, src, words in copies_out:
             self._commands += self._dispatch(wgsl.render_copy(dst, src, words))
         self._bind_groups: OrderedDict = OrderedDict()
@@ -133,6 +169,14 @@ class GpuExecutable:
 
     # -- the program as a list of dispatches ------------------------------------------------------
     def _dispatch(self, shader: wgsl.Shader) -> list:
+        limit = self.rt.loop_limit
+        if limit is not None and shader.loop_iterations >= limit:
+            raise LoweringError(
+                f"jit({self.name}, backend='gpu'): shader {shader.name} loops "
+                f"{shader.loop_iterations} times per invocation, but {self.rt.name} stops "
+                f"an invocation's loops after {limit} iterations (llvmpipe's guard against "
+                "endless loops); use backend='cpu' for this function, smaller arrays, or a "
+                "real GPU")
         self.shaders.append(shader)
         if not shader.grid[0]:
             return []
@@ -140,6 +184,107 @@ class GpuExecutable:
         if p is None:
             p = self._pipelines[shader.source] = self.rt.pipeline(shader.name, shader.source)
         return [_Dispatch(p, shader.bindings, shader.grid)]
+
+    def _tree_groups(self, kern: Kernel, scope: wgsl.Scope) -> int:
+        """Workgroups per output element for ``kern``'s top-level reductions as workgroup
+        trees (``wgsl.Tree``), or 0 to keep one invocation per output element. Trees pay
+        where outputs are few (a full sum is otherwise one invocation) and the adapter is a
+        real GPU (on a CPU adapter such as lavapipe, invocations are CPU threads: the serial
+        loop is faster), and they are needed wherever one invocation would loop more often
+        than the adapter allows (``gpu.Runtime.loop_limit``); ``tree_reductions()`` can
+        force them on or off."""
+        mode = tree_reductions()
+        if mode == "never" or not kern.parallel:
+            return 0
+        tops = wgsl.top_reductions(kern)
+        outputs = int(np.prod([v.extent for v in kern.loops], dtype=np.int64))
+        if not tops or not outputs:
+            return 0
+        longest = max(int(np.prod([v.extent for v in e.attr.vars])) for e in tops)
+        limit = self.rt.loop_limit
+        too_long = limit is not None and wgsl.render_kernel(
+            kern, self._place, self.rt.fused_fma, scope).loop_iterations >= limit
+        if not too_long and (outputs > TREE_MAX_OUTPUTS or mode == "auto" and (
+                self.rt.cpu_adapter or longest < TREE_MIN_LENGTH)):
+            return 0
+        if not wgsl.reductions_independent(tops):
+            return 1
+        groups = min(-(-longest // (wgsl.TREE_WG * TREE_PER_INVOCATION)),
+                     TREE_GROUPS // outputs)
+        if limit is not None:  # a quarter of the budget: the body may loop too
+            groups = max(groups, -(-longest // (wgsl.TREE_WG * (limit // 4))))
+        return max(1, groups)
+
+    def _kernel(self, kern: Kernel, groups: int, scope: wgsl.Scope) -> list:
+        """The dispatches of one kernel: one, a tree reduction's one or two passes, or a
+        parallel scatter's one or three (``wgsl.Scatter``). Tree partials and the scatter's
+        winners live past the arena's temporaries (``scratch_words``)."""
+        place, fma = self._place, self.rt.fused_fma
+        base = self.arena_words
+        if _scatter_like(kern):
+            st, = kern.stores
+            if st.combine is not None:
+                return self._dispatch(wgsl.render_kernel(kern, place, fma, scope,
+                                                         scatter=wgsl.Scatter("combine")))
+            words = _words(st.buffer)
+            self.scratch_words = max(self.scratch_words, words)
+            out = self._dispatch(wgsl.render_fill(("arena", base), words, scope))
+            for mode in ("claim", "write"):
+                out += self._dispatch(wgsl.render_kernel(kern, place, fma, scope,
+                                                         scatter=wgsl.Scatter(mode, base)))
+            return out
+        if not groups:
+            return self._dispatch(wgsl.render_kernel(kern, place, fma, scope))
+        out = []
+        if groups > 1:
+            self.scratch_words = max(self.scratch_words, wgsl.partial_words(kern, groups))
+            first = wgsl.Tree(groups, base, partial=True)
+            out += self._dispatch(wgsl.render_kernel(kern, place, fma, scope, first))
+        return out + self._dispatch(wgsl.render_kernel(kern, place, fma, scope,
+                                                       wgsl.Tree(groups, base)))
+
+    def _sort(self, step, scope: wgsl.Scope) -> list:
+        """A sort's dispatches: the rank sort (one invocation per element, a loop over its
+        row) for short rows, else a bitonic network (``wgsl.render_bitonic``), whose
+        positions live past the arena's temporaries and whose stage parameters take four
+        ``ctl`` words after the enclosing loops' counters."""
+        n = step.shape[step.dimension]
+        limit = self.rt.loop_limit
+        if n <= max(1, SORT_RANK_MAX_ROW) and (limit is None or n < limit):
+            return self._dispatch(wgsl.render_sort(step, self._place, scope))
+        rows = int(np.prod(step.shape, dtype=np.int64)) // n
+        self.scratch_words = max(self.scratch_words, rows * wgsl.bitonic_width(step))
+        self.ctl_words = max(self.ctl_words, scope.loops + 4)
+        out = []
+        for shader in wgsl.render_bitonic(step, self._place, scope, self.arena_words,
+                                          scope.loops):
+            out += self._dispatch(shader)
+        return out
+
+    def _while(self, step, scope: wgsl.Scope) -> _HostWhile:
+        """A while loop run from the host (``_HostWhile``), wherever it is: inside a scan's
+        body it runs once per iteration of the scan (its counter is the next ``ctl`` word),
+        inside another while loop once per iteration of that one, and inside a cond's branch
+        its predicate is cleared first, unguarded, so an unselected branch runs no iteration
+        (its guarded cond program never sets the predicate)."""
+        place, d = self._place, scope.loops
+        self.ctl_words = max(self.ctl_words, d + 1)
+        _place_carries(place, step.carries, f"it{d}")
+        inner = wgsl.Scope(d + 1, scope.guards)
+        cond = self._flatten(step.cond, inner)
+        body = self._flatten(step.body, inner) + self._dispatch(
+            wgsl.render_counter(d, f"it{d} + 1i", place, inner))
+        homes = []  # (no guard: they run only after iterations, in a selected branch)
+        for c in step.carries:  # after an odd number of iterations: spare -> home
+            homes += self._dispatch(wgsl.render_copy(place[c.home.id], place[c.spare.id],
+                                                     max(1, c.home.size), wgsl.Scope(d)))
+        pred = place[step.pred.id]
+        if not isinstance(pred[1], int):
+            raise LoweringError(f"GPU lowering: the predicate of {step.name} has no fixed place")
+        start = self._dispatch(wgsl.render_counter(d, "0i", place, scope))
+        if scope.guards:
+            start += self._dispatch(wgsl.render_fill(pred, 1, wgsl.Scope(d)))
+        return _HostWhile(start, cond, pred, body, homes)
 
     def _flatten(self, steps, scope: wgsl.Scope) -> list:
         """The commands running ``steps`` in ``scope``: dispatches, and host-driven while
@@ -150,12 +295,13 @@ class GpuExecutable:
         place, rt, out = self._place, self.rt, []
         for step in steps:
             if isinstance(step, Kernel):
-                for k in _split_bindings(step, place, rt.max_bindings):
-                    out += self._dispatch(wgsl.render_kernel(k, place, rt.fused_fma, scope))
+                tree = self._tree_groups(step, scope)
+                for k in _split_bindings(step, place, rt.max_bindings - bool(tree)):
+                    out += self._kernel(k, tree, scope)
             elif isinstance(step, Gemm):
                 out += self._dispatch(wgsl.render_gemm(step, place, scope))
             elif isinstance(step, SortStep):
-                out += self._dispatch(wgsl.render_sort(step, place, scope))
+                out += self._sort(step, scope)
             elif isinstance(step, CondStep):
                 n = len(step.branches)
                 for b, sub in enumerate(step.branches):
@@ -177,24 +323,7 @@ class GpuExecutable:
                 for _ in range(step.length):
                     out += body + step_it
             elif isinstance(step, WhileStep):
-                if scope.loops or scope.guards:
-                    raise LoweringError(
-                        f"jit({self.name}, backend='gpu'): a while_loop inside another loop or "
-                        "a cond has no GPU lowering yet (the GPU runs while loops from the "
-                        "host); use fori_loop/scan, or backend='cpu'")
-                self.ctl_words = max(self.ctl_words, 1)
-                _place_carries(place, step.carries, "it0")
-                inner = wgsl.Scope(1, ())
-                cond = self._flatten(step.cond, inner)
-                body = self._flatten(step.body, inner) + self._dispatch(
-                    wgsl.render_counter(0, "it0 + 1i", place, inner))
-                homes = []
-                for c in step.carries:  # after an odd number of iterations: spare -> home
-                    words = max(1, c.home.size)
-                    homes += self._dispatch(wgsl.render_copy(place[c.home.id],
-                                                             place[c.spare.id], words))
-                out.append(_HostWhile(self._dispatch(wgsl.render_counter(0, "0i", place)),
-                                      cond, place[step.pred.id], body, homes))
+                out.append(self._while(step, scope))
             else:
                 raise LoweringError(
                     f"jit({self.name}, backend='gpu'): the {type(step).__name__} step "
@@ -204,10 +333,10 @@ class GpuExecutable:
     @property
     def num_dispatches(self) -> int:
         """Dispatches per call (a while loop's: one iteration's cond and body)."""
-        n = 0
-        for c in self._commands:
-            n += len(c.cond) + len(c.body) if isinstance(c, _HostWhile) else 1
-        return n
+        def count(commands) -> int:
+            return sum(count(c.cond) + count(c.body) if isinstance(c, _HostWhile) else 1
+                       for c in commands)
+        return count(self._commands)
 
     def call(self, args) -> list[GpuArray]:
         """Run on ``args`` (GpuArrays, Arrays or numpy values with ``in_avals``); the outputs
@@ -223,25 +352,31 @@ class GpuExecutable:
             slots["arena"] = rt.alloc(self.arena_words)
         if self.ctl_words:
             slots["ctl"] = rt.alloc(self.ctl_words)
-        pending: list = []
-        for c in self._commands:
-            if isinstance(c, _Dispatch):
+        self._submit(self._run(self._commands, slots, []), slots)
+        return [GpuArray(o, a, a.weak_type) for o, a in zip(outs, self.out_avals)]
+
+    def _run(self, commands: list, slots: dict, pending: list) -> list:
+        """Run ``commands`` after the dispatches ``pending``: dispatches are collected, and
+        each while loop submits what precedes its predicate's read-back; returns the
+        dispatches still to submit."""
+        for c in commands:
+            if type(c) is _Dispatch:
                 pending.append(c)
                 continue
-            self._submit(pending + c.start, slots)
-            pending = []
+            pending += c.start
             iterations = 0
+            key, offset = c.pred
             while True:
-                self._submit(c.cond, slots)
-                key, offset = c.pred
-                if not rt.queue.read_buffer(slots[key].buffer, 4 * offset, 4)[0]:
+                pending = self._run(c.cond, slots, pending)
+                self._submit(pending, slots)
+                pending = []
+                if not self.rt.queue.read_buffer(slots[key].buffer, 4 * offset, 4)[0]:
                     break
-                self._submit(c.body, slots)
+                pending = self._run(c.body, slots, pending)
                 iterations += 1
             if iterations % 2:
                 pending += c.homes
-        self._submit(pending, slots)
-        return [GpuArray(o, a, a.weak_type) for o, a in zip(outs, self.out_avals)]
+        return pending
 
     def _submit(self, dispatches: list, slots: dict) -> None:
         if not dispatches:
@@ -338,6 +473,17 @@ def _arena_offsets(prog: fusion.Program, place: dict) -> int:
     for b in prog.temps:
         place[b.id] = ("arena", offsets[b.id])
     return top
+
+
+def _scatter_like(kern: Kernel) -> bool:
+    """Is ``kern`` a serial loop whose iterations only collide on the elements they store (a
+    scatter), so ``wgsl.Scatter`` runs it in parallel exactly? Not when the store reads its
+    own buffer (a cumulative sum reads the previous element)."""
+    if kern.parallel or len(kern.stores) != 1:
+        return False
+    st, = kern.stores
+    exprs = [e for e in (st.value, st.index, st.mask) if e is not None]
+    return st.buffer not in fusion._loaded_buffers(exprs)
 
 
 def _split_bindings(kern: Kernel, place: dict, limit: int) -> list[Kernel]:

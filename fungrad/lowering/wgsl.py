@@ -13,8 +13,13 @@ Parallelism. A parallel kernel runs one invocation per element of its loop nest 
 more than 65535 workgroups use a 2-D grid). Reductions are loops inside the invocation, each
 node computed at the outermost loop where its indices are defined, as on the CPU; the GPU
 planner stores reductions that would otherwise be recomputed by every invocation of a row.
-A kernel whose iterations conflict (``parallel=False``: scatter, whose updates may collide)
-runs its whole loop nest in one invocation, in order, which is exact.
+Where outputs are few, a kernel's reductions can be workgroup trees instead (:class:`Tree`).
+A scatter (``parallel=False``: updates may collide) runs one invocation per update with
+atomics, the last update winning an overwrite as in the serial loop (:class:`Scatter`);
+other serial kernels (cumulative sums) run their loop nest in one invocation, in order.
+Sorts are rank sorts for short rows and bitonic networks for long ones
+(:func:`render_sort`, :func:`render_bitonic`). Every shader records the loop iterations an
+invocation may run (``Shader.loop_iterations``: lavapipe stops them after 65535).
 
 Semantics follow ``llvm_ops.py`` (JAX's): integer division never traps (``x / 0 = -1``,
 ``x % 0 = x``) and is done on magnitudes (OpenGL's signed ``/`` and ``%`` are wrong for
@@ -33,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fungrad.lowering import wgsl_math
-from fungrad.lowering.fusion import Gemm, Kernel, LoweringError
+from fungrad.lowering.fusion import Gemm, Kernel, LoweringError, _walk
 from fungrad.lowering.kernel import (
     INDEX,
     MATH_UNARY,
@@ -200,11 +205,14 @@ class Shader:
     """One compute shader and how to dispatch it.
 
     ``bindings``: (slot key, writable) per ``@binding(i)``: the device buffer the executable
-    binds there. ``grid``: workgroups in x, y, z (0 workgroups: nothing to run)."""
+    binds there. ``grid``: workgroups in x, y, z (0 workgroups: nothing to run).
+    ``loop_iterations``: loop iterations one invocation runs, all loops together (an upper
+    bound; some adapters stop an invocation's loops after 65535: ``gpu.Runtime.loop_limit``)."""
     name: str
     source: str
     bindings: list[tuple[str, bool]]
     grid: tuple[int, int, int]
+    loop_iterations: int = 0
 
 
 def grid_1d(invocations: int, per_group: int) -> tuple[int, int, int]:
@@ -241,6 +249,7 @@ class _Slots:
         self.place = place
         self.keys: dict[str, int] = {}
         self.writable: set[str] = set()
+        self.atomic: set[str] = set()  # bound as array<atomic<u32>>: read with atomicLoad
 
     def ref(self, buf, index: str, write: bool = False) -> str:
         key, offset = self.place[buf.id]
@@ -254,6 +263,8 @@ class _Slots:
             at = f"{offset} + {index}"
         else:
             at = index if offset == 0 else f"{offset}i + {index}"
+        if key in self.atomic:
+            return f"atomicLoad(&b{b}[{at}])" if not write else f"&b{b}[{at}]"
         return f"b{b}[{at}]"
 
     def scope_lines(self, scope: Scope) -> tuple[list[str], str | None]:
@@ -272,7 +283,8 @@ class _Slots:
         out = []
         for key, b in self.keys.items():
             access = "read_write" if key in self.writable else "read"
-            out.append(f"@group(0) @binding({b}) var<storage, {access}> b{b}: array<u32>;")
+            t = "atomic<u32>" if key in self.atomic else "u32"
+            out.append(f"@group(0) @binding({b}) var<storage, {access}> b{b}: array<{t}>;")
         return out
 
     def bindings(self) -> list[tuple[str, bool]]:
@@ -300,14 +312,25 @@ def _to_word(value: str, dtype) -> str:
 class _KernelShader:
     """Writes one kernel as a shader (the structure mirrors ``llvm._KernelWriter``)."""
 
-    def __init__(self, kern: Kernel, place, fused_fma: bool, scope: Scope):
+    def __init__(self, kern: Kernel, place, fused_fma: bool, scope: Scope,
+                 tree: Tree | None = None, scatter: Scatter | None = None):
         self.kern = kern
+        self.tree = tree
+        self.tree_at = 0
+        self.outputs = math.prod(v.extent for v in kern.loops)
         self.scope_of = scope
         self.slots = _Slots(place)
         self.src = _Source(fused_fma)
-        self.serial = not kern.parallel
+        self.scatter = scatter
+        self.serial = not kern.parallel and scatter is None
+        if scatter is not None and scatter.mode != "write":
+            st, = kern.stores
+            self.slots.atomic.add(place[st.buffer.id][0] if scatter.mode == "combine"
+                                  else "arena")
         self.lines: dict[Var | None, list[str]] = {None: []}
         self.chain: dict[Var, tuple[Var, ...]] = {}
+        self.trips: dict[Var | None, int] = {None: 1}  # iterations of each loop's body
+        self.iterations = 0
         self.names: dict[int, str] = {}
         self.n = 0
 
@@ -447,13 +470,34 @@ class _KernelShader:
             return self.minmax(op, dt, acc, val)
         return self._op(op, dt, [acc, val])
 
+    def _better(self, op: str, dt, val: str, acc: str, ties: tuple[str, str] | None) -> str:
+        """Whether ``val`` replaces ``acc`` in an argmax/argmin: larger (smaller), NaN beating
+        any number; ``ties`` (val's position, acc's): an equal value at a smaller position
+        (merging partial results: the first occurrence wins, as in the serial scan)."""
+        cmp = ">" if op == "argmax" else "<"
+        better = f"({val} {cmp} {acc})"
+        same = f"({val} == {acc})"
+        if wgsl_type(dt) == "f32":
+            isnan = f"fg_{self.src.need('isnan')}"
+            better = f"({better} || ({isnan}({val}) && !{isnan}({acc})))"
+            same = f"({same} || ({isnan}({val}) && {isnan}({acc})))"
+        if ties is not None:
+            better = f"({better} || ({same} && {ties[0]} < {ties[1]}))"
+        return better
+
     def _reduce(self, e: Expr) -> str:
         red = e.attr
         parent = self.scope(e)
+        if self.tree is not None and parent is None:
+            return self._tree_reduce(e)
         base = self.chain[parent] if parent is not None else ()
+        trips = self.trips[parent]
         for i, v in enumerate(red.vars):
             self.chain[v] = base + red.vars[:i + 1]
             self.lines[v] = []
+            trips *= v.extent
+            self.trips[v] = trips
+            self.iterations += trips
         body = e.args[0]
         val = self.value(body)
         op = red.op
@@ -475,17 +519,128 @@ class _KernelShader:
             flat = "0i"
             for v in red.vars:
                 flat = f"({flat} * {v.extent}i + v{v.id})"
-            cmp = ">" if op == "argmax" else "<"
-            better = f"({val} {cmp} {acc})"
-            if t == "f32":
-                isnan = self.src.need("isnan")
-                better = f"({better} || (fg_{isnan}({val}) && !fg_{isnan}({acc})))"
-            chunk += [f"  if {better} {{", f"    {acc} = {val};", f"    {pos} = {flat};", "  }"]
+            chunk += [f"  if {self._better(op, dt, val, acc, None)} {{", f"    {acc} = {val};",
+                      f"    {pos} = {flat};", "  }"]
         else:
             chunk.append(f"  {acc} = {self.combine(op, dt, acc, val)};")
         chunk += ["  }"] * len(red.vars)
         out.extend(chunk)
         return pos if arg else acc
+
+    def _tree_reduce(self, e: Expr) -> str:
+        """A top-level reduction computed by the whole workgroup (see :class:`Tree`): each
+        invocation folds a strided share (of the elements, or of the first pass's partials),
+        then the workgroup combines its ``TREE_WG`` values pairwise in workgroup memory."""
+        red, tree = e.attr, self.tree
+        op, body = red.op, e.args[0]
+        arg = op in ("argmax", "argmin")
+        dt = body.dtype
+        t = wgsl_type(dt)
+        n = math.prod(v.extent for v in red.vars)
+        g = tree.groups
+        words = self.outputs * g
+        at = tree.base + self.tree_at
+        self.tree_at += words * (2 if arg else 1)
+        vref = lambda i: self.slots.word("arena", at, i, write=tree.partial)  # noqa: E731
+        pref = lambda i: self.slots.word("arena", at + words, i, write=tree.partial)  # noqa: E731
+        r = self.tmp("r")
+        start, step = "i32(lid)", TREE_WG
+        if tree.partial:
+            start, step = f"grp * {TREE_WG}i + i32(lid)", TREE_WG * g
+        self.iterations += -(-(g if g > 1 and not tree.partial else n) // step)
+        if g > 1 and not tree.partial:  # fold the partials of this output
+            val = self.tmp("pv")
+            pos_of = self.tmp("pp")
+            chunk = [f"  for (var {r} = i32(lid); {r} < {g}i; {r} += {TREE_WG}i) {{",
+                     f"    let {val} = {_from_word(vref(f'flat * {g}i + {r}'), dt)};"]
+            if arg:
+                chunk.append(f"    let {pos_of} = bitcast<i32>({pref(f'flat * {g}i + {r}')});")
+        else:
+            for i, v in enumerate(red.vars):
+                self.chain[v] = red.vars[:i + 1]
+                self.lines[v] = []
+                self.trips[v] = -(-n // step)
+            val = self.value(body)
+            pos_of = r
+            chunk = [f"  for (var {r} = {start}; {r} < {n}i; {r} += {step}i) {{"]
+            stride = n
+            for v in red.vars:
+                stride //= v.extent
+                q = r if stride == 1 else f"({r} / {stride}i)"
+                chunk.append(f"  let v{v.id} = {q} % {v.extent}i;")
+            for v in red.vars:
+                chunk += self.lines.pop(v)
+        acc, pos = self.tmp("acc"), self.tmp("pos")
+        init = literal(reduce_identity({"argmax": "max", "argmin": "min"}.get(op, op), dt), dt)
+        out = self.lines[None]
+        out += [f"  var {acc}: {t} = {init};", f"  var {pos}: i32 = 0i;"]
+        if arg:
+            ties = (pos_of, pos) if g > 1 and not tree.partial else None
+            chunk += [f"  if {self._better(op, dt, val, acc, ties)} {{", f"    {acc} = {val};",
+                      f"    {pos} = {pos_of};", "  }"]
+        else:
+            chunk.append(f"  {acc} = {self.combine(op, dt, acc, val)};")
+        out += [*chunk, "  }", f"  fg_tv[lid] = {_to_word(acc, dt)};", f"  fg_tp[lid] = {pos};",
+                "  workgroupBarrier();"]
+        s = TREE_WG // 2
+        while s:
+            a, b = _from_word("fg_tv[lid]", dt), _from_word(f"fg_tv[lid + {s}u]", dt)
+            out.append(f"  if (lid < {s}u) {{")
+            if arg:
+                better = self._better(op, dt, "rb", "ra", ("qb", "qa"))
+                out += [f"    let ra = {a};", f"    let rb = {b};", "    let qa = fg_tp[lid];",
+                        f"    let qb = fg_tp[lid + {s}u];",
+                        f"    if {better} {{", f"      fg_tv[lid] = {_to_word('rb', dt)};",
+                        "      fg_tp[lid] = qb;", "    }"]
+            else:
+                out.append(f"    fg_tv[lid] = {_to_word(self.combine(op, dt, a, b), dt)};")
+            out += ["  }", "  workgroupBarrier();"]
+            s //= 2
+        if tree.partial:
+            out.append(f"  if (lid == 0u) {{ {vref(f'flat * {g}i + grp')} = fg_tv[0];")
+            if arg:
+                out.append(f"    {pref(f'flat * {g}i + grp')} = bitcast<u32>(fg_tp[0]);")
+            out.append("  }")
+            result = acc  # the partial pass stores nothing: any value of the right type
+        else:
+            result = self.tmp("red")
+            value = "fg_tp[0]" if arg else _from_word("fg_tv[0]", dt)
+            out.append(f"  let {result} = {value};")
+        out.append("  workgroupBarrier();")  # fg_tv is reused by the next reduction
+        return result
+
+    def _scatter_store(self, st, val: str, idx: str, mask: str | None, lines: list) -> None:
+        """A scatter's store with its iterations in parallel (see :class:`Scatter`)."""
+        sc, dt = self.scatter, st.buffer.dtype
+        t = wgsl_type(dt)
+        order = "bitcast<u32>(flat) + 1u"  # the iteration's place in the serial order, + 1
+        body: list[str] = []
+        if sc.mode == "claim":
+            body.append(f"atomicMax({self.slots.word('arena', sc.base, idx, True)}, {order});")
+        elif sc.mode == "write":
+            won = f"{self.slots.word('arena', sc.base, idx)} == {order}"
+            body += [f"if ({won}) {{",
+                     f"  {self.slots.ref(st.buffer, idx, write=True)} = {_to_word(val, dt)};",
+                     "}"]
+        else:
+            ptr = self.slots.ref(st.buffer, idx, write=True)
+            op = st.combine
+            builtin = {("add", "i32"): "atomicAdd", ("add", "u32"): "atomicAdd",
+                       ("min", "u32"): "atomicMin", ("max", "u32"): "atomicMax",
+                       ("add", "bool"): "atomicOr", ("max", "bool"): "atomicOr",
+                       ("mul", "bool"): "atomicAnd", ("min", "bool"): "atomicAnd"}.get((op, t))
+            if builtin is not None:
+                body.append(f"{builtin}({ptr}, {_to_word(val, dt)});")
+            else:  # compare-and-swap the combined value's bits until no one came between
+                new = self.combine(op, dt, _from_word("old", dt), val)
+                body += ["var old = atomicLoad(" + ptr + ");", "loop {",
+                         f"  let r = atomicCompareExchangeWeak({ptr}, old, {_to_word(new, dt)});",
+                         "  if (r.exchanged) { break; }", "  old = r.old_value;", "}"]
+        if mask is not None:
+            body = [f"if ({mask}) {{", *(f"  {b}" for b in body), "}"]
+        lines.append("  {")
+        lines += [f"    {b}" for b in body]
+        lines.append("  }")
 
     # the shader
     def source(self) -> Shader:
@@ -495,10 +650,14 @@ class _KernelShader:
             self.chain[v] = loops[:i + 1] if self.serial else ()
             if self.serial:
                 self.lines[v] = []
+                self.trips[v] = self.trips.get(loops[i - 1], 1) * v.extent if i else v.extent
+                self.iterations += self.trips[v]
         for st in kern.stores:
             self._store(st)
-        total = math.prod(v.extent for v in loops)
+        total = self.outputs
         head, guard = self.slots.scope_lines(self.scope_of)
+        if self.tree is not None:
+            return self._tree_source(head, guard)
         if guard is not None:
             head.append(f"  if (!({guard})) {{ return; }}")
         if self.serial:
@@ -511,45 +670,153 @@ class _KernelShader:
         else:
             head += ["  let flat = i32(gid.x + gid.y * nwg.x * "
                      f"{WORKGROUP}u);", f"  if (flat >= {total}i) {{ return; }}"]
-            stride = total
-            for i, v in enumerate(loops):
-                stride //= v.extent
-                q = "flat" if stride == 1 else f"(flat / {stride}i)"
-                head.append(f"  let v{v.id} = {q if i == 0 else f'{q} % {v.extent}i'};")
-            body = head + self.lines[None]
+            body = head + self._loop_indices() + self.lines[None]
             size, grid = WORKGROUP, grid_1d(total, WORKGROUP) if total else (0, 1, 1)
         text = "\n".join([
             *self.slots.declarations(), "", self.src.prelude(), "",
             f"@compute @workgroup_size({size})",
             "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
             "@builtin(num_workgroups) nwg: vec3<u32>) {", *body, "}", ""])
-        return Shader(kern.name, text, self.slots.bindings(), grid)
+        return Shader(kern.name, text, self.slots.bindings(), grid, self.iterations)
+
+    def _loop_indices(self) -> list[str]:
+        """The kernel's loop indices of the output element ``flat`` (row-major)."""
+        out, stride = [], self.outputs
+        if not stride:
+            return out  # nothing runs
+        for i, v in enumerate(self.kern.loops):
+            stride //= v.extent
+            q = "flat" if stride == 1 else f"(flat / {stride}i)"
+            out.append(f"  let v{v.id} = {q if i == 0 else f'{q} % {v.extent}i'};")
+        return out
+
+    def _tree_source(self, head: list[str], guard: str | None) -> Shader:
+        """The shader of a kernel whose top-level reductions are workgroup trees: one
+        workgroup per output element (per output and group of elements in the first pass);
+        barriers need uniform control flow, so the guard goes through workgroup memory."""
+        tree = self.tree
+        g = tree.groups if tree.partial else 1
+        head = ["  let wg = i32(wid.x + wid.y * nwg.x);",
+                f"  let flat = wg / {g}i;" if g > 1 else "  let flat = wg;",
+                *([f"  let grp = wg % {g}i;"] if tree.partial else []),
+                f"  if (flat >= {self.outputs}i) {{ return; }}", *head]
+        name = f"{self.kern.name}_partial" if tree.partial else self.kern.name
+        text = _workgroup_text(self.slots, self.src,
+                               [f"var<workgroup> fg_tv: array<u32, {TREE_WG}>;",
+                                f"var<workgroup> fg_tp: array<i32, {TREE_WG}>;"],
+                               TREE_WG, head, guard, self._loop_indices() + self.lines[None])
+        grid = grid_1d(self.outputs * g, 1) if self.outputs else (0, 1, 1)
+        return Shader(name, text, self.slots.bindings(), grid, self.iterations)
 
     def _store(self, st) -> None:
         val = self.value(st.value)
         idx = self.value(st.index)
+        mask = None if st.mask is None else self.value(st.mask)
+        if self.tree is not None and self.tree.partial:
+            return  # the first pass of a tree reduction writes partials only
         where = self.kern.loops[-1] if self.serial and self.kern.loops else None
         lines = self.lines[where]
+        if self.scatter is not None:
+            return self._scatter_store(st, val, idx, mask, lines)
         indent = "  "
-        if st.mask is not None:
-            lines.append(f"  if ({self.value(st.mask)}) {{")
+        conds = [c for c in (mask, "lid == 0u" if self.tree is not None else None) if c]
+        if conds:
+            lines.append(f"  if ({' && '.join(f'({c})' for c in conds)}) {{")
             indent = "    "
         ref = self.slots.ref(st.buffer, idx, write=True)
         if st.combine is not None:
             old = _from_word(ref, st.buffer.dtype)
             val = self.combine(st.combine, st.buffer.dtype, old, val)
         lines.append(f"{indent}{ref} = {_to_word(val, st.buffer.dtype)};")
-        if st.mask is not None:
+        if conds:
             lines.append("  }")
 
 
+def _workgroup_text(slots: _Slots, src: _Source, shared: list[str], size: int,
+                    head: list[str], guard: str | None, body: list[str]) -> str:
+    """The text of a shader whose workgroups (``size`` invocations, ``lid``; ``wid``/``nwg``:
+    the workgroup's index and the grid) cooperate through workgroup memory (``shared``
+    declarations). Barriers need uniform control flow, so the guard of a cond's branch is
+    made uniform through workgroup memory (``fg_run``) after ``head``."""
+    if guard is not None:
+        head = [*head, "  if (lid == 0u) {", f"    fg_run = select(0u, 1u, {guard});", "  }",
+                "  if (workgroupUniformLoad(&fg_run) == 0u) { return; }"]
+    return "\n".join([
+        *slots.declarations(), "", src.prelude(), "", *shared,
+        *(["var<workgroup> fg_run: u32;"] if guard is not None else []), "",
+        f"@compute @workgroup_size({size})",
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, "
+        "@builtin(local_invocation_index) lid: u32) {", *head, *body, "}", ""])
+
+
 def render_kernel(kern: Kernel, place: dict[int, tuple[str, int | str]],
-                  fused_fma: bool = True, scope: Scope = TOP) -> Shader:
+                  fused_fma: bool = True, scope: Scope = TOP, tree: Tree | None = None,
+                  scatter: Scatter | None = None) -> Shader:
     """The shader of ``kern``; ``place`` maps a buffer id to (slot key, word offset: an int,
     or an i32 expression in the loop counters of ``scope``). ``fused_fma``: the adapter's fma
     rounds once (else math functions compute it in software: their error-free
-    transformations need a fused one)."""
-    return _KernelShader(kern, place, fused_fma, scope).source()
+    transformations need a fused one). ``tree``: compute the top-level reductions with
+    workgroup trees (this shader is one of the passes :class:`Tree` describes).
+    ``scatter``: run a scatter kernel's iterations in parallel (:class:`Scatter`)."""
+    return _KernelShader(kern, place, fused_fma, scope, tree, scatter).source()
+
+
+@dataclass(frozen=True)
+class Scatter:
+    """A scatter kernel (``parallel=False``: one store whose iterations may hit the same
+    element) run with one invocation per iteration, exactly as the serial loop would.
+    ``mode="combine"`` (scatter-add/mul/min/max): each invocation combines its update into
+    the element atomically (WGSL has no float atomics: a compare-and-swap loop on the bits,
+    or ``atomicAdd``/``Min``/``Max``/``Or``/``And`` where they compute the same thing).
+    Overwriting scatters keep the serial loop's rule, the last update wins, in three
+    dispatches: the arena words at ``base`` (one per element of the output) are zeroed
+    (:func:`render_fill`), ``mode="claim"`` has each invocation ``atomicMax`` its iteration
+    number + 1 into its element's word, and ``mode="write"`` lets only the winner store."""
+    mode: str
+    base: int = 0
+
+
+# -- workgroup-tree reductions ---------------------------------------------------------------------
+
+TREE_WG = 256  # invocations per workgroup of a tree reduction (WebGPU's default maximum)
+
+
+@dataclass(frozen=True)
+class Tree:
+    """How a kernel's top-level reductions (those evaluated once per output element) run as
+    workgroup trees, for kernels with few outputs and long reductions. ``groups == 1``: one
+    dispatch, one workgroup per output element; its ``TREE_WG`` invocations fold a strided
+    share of the elements each, then combine their values pairwise through workgroup memory
+    (log2 steps), and invocation 0 does the stores. ``groups > 1``: a first pass
+    (``partial``) of ``groups`` workgroups per output writes one partial result each (and
+    its position, for argmax/argmin) to the arena at word ``base``; the second pass (the
+    same kernel, ``partial=False``) folds the partials of its output the same way. The
+    partials of the reductions of one kernel follow one another (``partial_words``)."""
+    groups: int
+    base: int
+    partial: bool = False
+
+
+def top_reductions(kern: Kernel) -> list[Expr]:
+    """The reductions of ``kern`` evaluated once per output element (at no inner loop)."""
+    loops = set(kern.loops)
+    roots = [e for st in kern.stores for e in (st.value, st.index, st.mask) if e is not None]
+    return [e for e in _walk(roots) if e.op == "reduce" and e.free <= loops]
+
+
+def reductions_independent(tops: list[Expr]) -> bool:
+    """No top-level reduction reads another (softmax's sum of exp(x - max) reads the max:
+    such a kernel cannot split its reductions into two passes)."""
+    ids = {id(e) for e in tops}
+    return not any(id(x) in ids for e in tops for x in _walk([e.args[0]]))
+
+
+def partial_words(kern: Kernel, groups: int) -> int:
+    """Arena words the first pass of ``kern``'s tree reductions writes (value and, for
+    argmax/argmin, position per output, group and reduction)."""
+    outputs = math.prod(v.extent for v in kern.loops)
+    return sum(outputs * groups * (2 if e.attr.op in ("argmax", "argmin") else 1)
+               for e in top_reductions(kern))
 
 
 def render_counter(d: int, value: str, place, scope: Scope = TOP) -> Shader:
@@ -570,17 +837,27 @@ def render_copy(dst: tuple[str, int | str], src: tuple[str, int | str], words: i
                 scope: Scope = TOP) -> Shader:
     """``words`` words from ``src`` to ``dst`` (slot key, offset), e.g. a while loop's final
     carry from its spare buffer home (WebGPU cannot copy a buffer onto itself)."""
+    return _word_shader("copy", dst, words, scope, lambda slots: slots.word(*src, "flat"))
+
+
+def render_fill(dst: tuple[str, int | str], words: int, scope: Scope = TOP) -> Shader:
+    """``words`` zero words at ``dst`` (slot key, offset)."""
+    return _word_shader("fill", dst, words, scope, lambda slots: "0u")
+
+
+def _word_shader(name: str, dst, words: int, scope: Scope, value) -> Shader:
+    """One invocation per word ``flat`` of ``dst``, storing ``value(slots)``."""
     slots = _Slots({})
     head, guard = slots.scope_lines(scope)
     if guard is not None:
         head.append(f"  if (!({guard})) {{ return; }}")
     head += ["  let flat = i32(gid.x + gid.y * nwg.x * "
              f"{WORKGROUP}u);", f"  if (flat >= {words}i) {{ return; }}",
-             f"  {slots.word(*dst, 'flat', write=True)} = {slots.word(*src, 'flat')};"]
+             f"  {slots.word(*dst, 'flat', write=True)} = {value(slots)};"]
     text = "\n".join([*slots.declarations(), "", f"@compute @workgroup_size({WORKGROUP})",
                       "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
                       "@builtin(num_workgroups) nwg: vec3<u32>) {", *head, "}", ""])
-    return Shader("copy", text, slots.bindings(), grid_1d(words, WORKGROUP))
+    return Shader(name, text, slots.bindings(), grid_1d(words, WORKGROUP))
 
 
 # -- matmul ----------------------------------------------------------------------------------------
@@ -670,7 +947,7 @@ def render_gemm(step: Gemm, place: dict[int, tuple[str, int | str]],
         raise LoweringError(f"jit(backend='gpu'): matmul {m}x{k}x{n} (batch {step.batch}) "
                             f"needs more than {MAX_GROUPS} workgroups along one axis")
     grid = (gx, gy, step.batch) if m and n else (0, 1, 1)
-    return Shader(step.name, text, slots.bindings(), grid)
+    return Shader(step.name, text, slots.bindings(), grid, -(-k // KSTEP) * (1 + per + KSTEP))
 
 
 # -- sort ------------------------------------------------------------------------------------------
@@ -695,52 +972,215 @@ def _sort_key(value: str, dtype, order: str) -> str:
     return f"(~{key})" if order == "top_k" else key
 
 
-def render_sort(step, place, scope: Scope = TOP) -> Shader:
-    """A stable sort (``sort_step.SortStep``) by ranks: one invocation per element counts the
-    elements of its row that sort before it (smaller keys, or equal keys at smaller
-    positions) and writes every operand there. O(n) per element: fine for rows of up to a few
-    thousand; longer rows want a merge or bitonic network (not written yet)."""
-    slots = _Slots(place)
+def _sort_keys(step, slots: _Slots, src: _Source, row: str, pos: str, name: str,
+               indent: str = "    ") -> list[str]:
+    """Lines binding ``<name><m>`` to the ``m``-th sort key of the element at position
+    ``pos`` of the row starting at word ``row`` (a line of a sort lies ``inner`` apart)."""
+    inner = math.prod(step.shape[step.dimension + 1:])
+    out = []
+    for m in range(step.num_keys):
+        buf = step.inputs[m]
+        if buf.dtype == np.float32:
+            src.need("isnan")
+        v = _from_word(slots.ref(buf, f"{row} + {pos} * {inner}i"), buf.dtype)
+        out.append(f"{indent}let {name}{m} = {_sort_key(v, buf.dtype, step.order)};")
+    return out
+
+
+def _sort_gather(step, slots: _Slots, o: str, q: str, rank: str, pos: str) -> list[str]:
+    """Lines writing the element at position ``pos`` of row (``o``, ``q``) to sorted position
+    ``rank``: every operand, and the position itself for top_k."""
+    n, inner = step.shape[step.dimension], math.prod(step.shape[step.dimension + 1:])
+    lines = [f"  let at = ({o} * {step.k}i + {rank}) * {inner}i + {q};",
+             f"  let src_at = {o} * {n * inner}i + {pos} * {inner}i + {q};"]
+    for src_buf, dst in zip(step.inputs, step.outputs):
+        lines.append(f"  {slots.ref(dst, 'at', write=True)} = {slots.ref(src_buf, 'src_at')};")
+    if step.index_output is not None:
+        lines.append(f"  {slots.ref(step.index_output, 'at', write=True)} = "
+                     f"bitcast<u32>({pos});")
+    return lines
+
+
+def _flat_shader(name: str, slots: _Slots, src: _Source, scope: Scope, invocations: int,
+                 body: list[str], iterations: int = 0) -> Shader:
+    """A shader of ``invocations`` invocations (``flat``) running ``body`` under ``scope``."""
     head, guard = slots.scope_lines(scope)
     if guard is not None:
         head.append(f"  if (!({guard})) {{ return; }}")
+    lines = [*head, f"  let flat = i32(gid.x + gid.y * nwg.x * {WORKGROUP}u);",
+             f"  if (flat >= {invocations}i) {{ return; }}", *body]
+    text = "\n".join([*slots.declarations(), "", src.prelude(), "",
+                      f"@compute @workgroup_size({WORKGROUP})",
+                      "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+                      "@builtin(num_workgroups) nwg: vec3<u32>) {", *lines, "}", ""])
+    grid = grid_1d(invocations, WORKGROUP) if invocations else (0, 1, 1)
+    return Shader(name, text, slots.bindings(), grid, iterations)
+
+
+def render_sort(step, place, scope: Scope = TOP) -> Shader:
+    """A stable sort (``sort_step.SortStep``) by ranks: one invocation per element counts the
+    elements of its row that sort before it (smaller keys, or equal keys at smaller
+    positions) and writes every operand there. O(n) per element: for short rows (long ones
+    take :func:`render_bitonic`)."""
+    slots, src = _Slots(place), _Source(False)
     shape, d = step.shape, step.dimension
     n = shape[d]
     inner = math.prod(shape[d + 1:])
-    total = math.prod(shape)
-    src = _Source(False)
-    uses_nan = any(b.dtype == np.float32 for b in step.inputs[:step.num_keys])
-    if uses_nan:
-        src.need("isnan")
-
-    def key_at(m: int, pos: str, name: str) -> list[str]:
-        buf = step.inputs[m]
-        v = _from_word(slots.ref(buf, f"base + {pos} * {inner}i"), buf.dtype)
-        return [f"    let {name} = {_sort_key(v, buf.dtype, step.order)};"]
-    lines = head + [
-        f"  let flat = i32(gid.x + gid.y * nwg.x * {WORKGROUP}u);",
-        f"  if (flat >= {total}i) {{ return; }}",
-        f"  let q = flat % {inner}i;", f"  let i = (flat / {inner}i) % {n}i;",
-        f"  let o = flat / {inner * n}i;", f"  let base = o * {n * inner}i + q;",
-        "  var rank = 0i;",
-        f"  for (var j = 0i; j < {n}i; j++) {{",
-        "    var before = false;", "    var decided = false;"]
+    lines = [f"  let q = flat % {inner}i;", f"  let i = (flat / {inner}i) % {n}i;",
+             f"  let o = flat / {inner * n}i;", f"  let base = o * {n * inner}i + q;",
+             "  var rank = 0i;",
+             f"  for (var j = 0i; j < {n}i; j++) {{",
+             "    var before = false;", "    var decided = false;",
+             *_sort_keys(step, slots, src, "base", "i", "ki"),
+             *_sort_keys(step, slots, src, "base", "j", "kj")]
     for m in range(step.num_keys):
-        lines += key_at(m, "i", f"ki{m}") + key_at(m, "j", f"kj{m}")
         lines += [f"    if (!decided && kj{m} != ki{m}) {{ before = kj{m} < ki{m}; "
                   "decided = true; }"]
     lines += ["    if (!decided) { before = j < i; }",
               "    rank += select(0i, 1i, before);", "  }",
               f"  if (rank >= {step.k}i) {{ return; }}",
-              f"  let at = (o * {step.k}i + rank) * {inner}i + q;"]
-    for src_buf, dst in zip(step.inputs, step.outputs):
-        lines.append(f"  {slots.ref(dst, 'at', write=True)} = "
-                     f"{slots.ref(src_buf, f'base + i * {inner}i')};")
-    if step.index_output is not None:
-        lines.append(f"  {slots.ref(step.index_output, 'at', write=True)} = bitcast<u32>(i);")
-    text = "\n".join([*slots.declarations(), "", src.prelude(), "",
-                      f"@compute @workgroup_size({WORKGROUP})",
-                      "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
-                      "@builtin(num_workgroups) nwg: vec3<u32>) {", *lines, "}", ""])
-    grid = grid_1d(total, WORKGROUP) if total and step.k else (0, 1, 1)
-    return Shader(step.name, text, slots.bindings(), grid)
+              *_sort_gather(step, slots, "o", "q", "rank", "i")]
+    total = math.prod(shape) if step.k else 0
+    return _flat_shader(step.name, slots, src, scope, total, lines, iterations=n)
+
+
+def bitonic_width(step) -> int:
+    """The power of two a bitonic sort pads the rows of ``step`` to."""
+    return 1 << max(0, step.shape[step.dimension] - 1).bit_length()
+
+
+SORT_TILE = 512  # positions a workgroup sorts in its memory (TILE / 2 invocations)
+
+
+def bitonic_stages(width: int) -> list[tuple[str, int]]:
+    """The dispatches of a bitonic sort of rows of ``width`` (a power of two): ``("tile",
+    0)`` sorts every tile of ``SORT_TILE`` positions (all blocks up to a tile), then for each
+    larger block ``("global", jj)`` compare-exchanges at each distance ``jj`` >= a tile, and
+    ``("local", 0)`` the distances within a tile."""
+    tile = min(width, SORT_TILE)
+    out = [("tile", 0)]
+    kk = 2 * tile
+    while kk <= width:
+        jj = kk // 2
+        while jj >= tile:
+            out.append(("global", jj))
+            jj //= 2
+        out.append(("local", 0))
+        kk *= 2
+    return out
+
+
+def render_bitonic(step, place, scope: Scope, base: int, ctl: int) -> list[Shader]:
+    """A stable sort (``sort_step.SortStep``) of long rows by a bitonic network on positions
+    (``O(n log^2 n)`` work; rows padded to a power of two, the padding ordered last; the
+    dispatches are :func:`bitonic_stages`). Each row's positions live in the arena at word
+    ``base`` (``bitonic_width`` words per row); two elements compare by their keys, then by
+    position, a total order, so the network's result is the stable sort. Distances within a
+    tile of ``SORT_TILE`` positions are done by one workgroup in its memory, one dispatch for
+    all of them; larger ones take a dispatch each (one invocation per pair). The block size
+    and distance of a dispatch are two ``ctl`` words (``ctl``, ``ctl + 1`` or ``ctl + 2``,
+    ``ctl + 3``): its first invocation writes the next dispatch's to the other pair, so one
+    shader per kind and parity serves every stage. The last dispatch gathers the operands."""
+    shape, d = step.shape, step.dimension
+    n, inner = shape[d], math.prod(shape[d + 1:])
+    rows = math.prod(shape) // n
+    width = bitonic_width(step)
+    tile = min(width, SORT_TILE)
+    src = _Source(False)
+
+    def ctl_word(slots, w: int, write: bool = False) -> str:
+        return slots.word("ctl", 0, f"{ctl + w}i", write)
+
+    def idx(slots, at: str, write: bool = False) -> str:
+        return slots.word("arena", base, at, write)
+
+    def compare(slots) -> list[str]:
+        """``swap``: does position ``y`` come before ``x`` (keys, then position)?"""
+        lines = ["  var swap = y < x;", f"  if (x < {n}i && y < {n}i) {{",
+                 *_sort_keys(step, slots, src, "rowbase", "x", "kx"),
+                 *_sort_keys(step, slots, src, "rowbase", "y", "ky"),
+                 "    var decided = false;"]
+        lines += [f"    if (!decided && kx{m} != ky{m}) {{ swap = ky{m} < kx{m}; "
+                  "decided = true; }" for m in range(step.num_keys)]
+        return lines + ["  }"]
+
+    def exchange(slots, i: str, jj: str, kk: str, load, store, pos: str) -> list[str]:
+        """Compare-exchange places ``i`` and ``i + jj``: ascending where bit ``kk`` of the
+        row position ``pos`` (of place ``i``) is clear, descending elsewhere."""
+        return [f"  let a = {load(i)};", f"  let b = {load(f'{i} + {jj}')};",
+                f"  let up = ({pos} & {kk}) == 0i;",
+                "  let x = select(b, a, up);", "  let y = select(a, b, up);", *compare(slots),
+                "  if (swap) {", f"  {store(i, 'b')}", f"  {store(f'{i} + {jj}', 'a')}", "  }"]
+
+    def next_params(slots, w: int, kk: str, jj: str, first: str) -> list[str]:
+        return [f"  if ({first}) {{", f"    {ctl_word(slots, w, True)} = bitcast<u32>({kk});",
+                f"    {ctl_word(slots, w + 1, True)} = bitcast<u32>({jj});", "  }"]
+
+    def global_stage(parity: int) -> Shader:
+        slots = _Slots(place)
+        r, w = 2 * parity, 2 - 2 * parity
+        body = [f"  let kk = bitcast<i32>({ctl_word(slots, r)});",
+                f"  let jj = bitcast<i32>({ctl_word(slots, r + 1)});",
+                *next_params(slots, w, "kk", "jj / 2i", "flat == 0i"),
+                f"  let row = flat / {width // 2}i;", f"  let p = flat % {width // 2}i;",
+                "  let i = (p / jj) * 2i * jj + p % jj;",
+                f"  let rowbase = (row / {inner}i) * {n * inner}i + row % {inner}i;",
+                *exchange(slots, "i", "jj", "kk",
+                          lambda at: f"bitcast<i32>({idx(slots, f'row * {width}i + {at}')})",
+                          lambda at, v: f"  {idx(slots, f'row * {width}i + {at}', True)} = "
+                                        f"bitcast<u32>({v});", "i")]
+        return _flat_shader(f"{step.name}_stage", slots, src, scope, rows * (width // 2), body)
+
+    def tile_stage(kind: str, parity: int) -> Shader:
+        slots = _Slots(place)
+        head, guard = slots.scope_lines(scope)
+        per_row = width // tile
+        head += ["  let wg = i32(wid.x + wid.y * nwg.x);", f"  let row = wg / {per_row}i;",
+                 f"  let t0 = (wg % {per_row}i) * {tile}i;",
+                 f"  if (row >= {rows}i) {{ return; }}"]
+        half = tile // 2
+        body = [f"  let rowbase = (row / {inner}i) * {n * inner}i + row % {inner}i;",
+                f"  let at = row * {width}i + t0;"]
+        if kind == "tile":  # the positions start as 0 .. width - 1
+            body += ["  fg_sp[lid] = t0 + i32(lid);",
+                     f"  fg_sp[lid + {half}u] = t0 + i32(lid) + {half}i;"]
+            body += next_params(slots, 0, f"{2 * tile}i", f"{tile}i", "wg == 0i && lid == 0u")
+            loops = [f"  for (var kk = 2i; kk <= {tile}i; kk *= 2i) {{",
+                     "  for (var jj = kk / 2i; jj > 0i; jj /= 2i) {"]
+        else:
+            r, w = 2 * parity, 2 - 2 * parity
+            body += [f"  let kk = bitcast<i32>({ctl_word(slots, r)});",
+                     *next_params(slots, w, "kk * 2i", "kk", "wg == 0i && lid == 0u"),
+                     f"  fg_sp[lid] = bitcast<i32>({idx(slots, 'at + i32(lid)')});",
+                     f"  fg_sp[lid + {half}u] = "
+                     f"bitcast<i32>({idx(slots, f'at + i32(lid) + {half}i')});"]
+            loops = [f"  for (var jj = {half}i; jj > 0i; jj /= 2i) {{"]
+        body += ["  workgroupBarrier();", *loops,
+                 "  let i = (i32(lid) / jj) * 2i * jj + i32(lid) % jj;", "  let g = t0 + i;",
+                 *exchange(slots, "i", "jj", "kk", lambda at: f"fg_sp[{at}]",
+                           lambda at, v: f"  fg_sp[{at}] = {v};", "g"),
+                 "  workgroupBarrier();", *["  }"] * len(loops)]
+        body += [f"  {idx(slots, 'at + i32(lid)', True)} = bitcast<u32>(fg_sp[lid]);",
+                 f"  {idx(slots, f'at + i32(lid) + {half}i', True)} = "
+                 f"bitcast<u32>(fg_sp[lid + {half}u]);"]
+        text = _workgroup_text(slots, src, [f"var<workgroup> fg_sp: array<i32, {tile}>;"],
+                               half, head, guard, body)
+        levels = tile.bit_length() - 1
+        iterations = levels * (levels + 3) // 2 if kind == "tile" else levels
+        return Shader(f"{step.name}_{kind}", text, slots.bindings(),
+                      grid_1d(rows * per_row, 1), iterations)
+
+    made: dict = {}
+    shaders = []
+    for t, (kind, _) in enumerate(bitonic_stages(width)):
+        parity = (t - 1) % 2  # the tile dispatch writes pair 0, read by dispatch 1
+        key = (kind, parity if kind != "tile" else 0)
+        if key not in made:
+            made[key] = global_stage(parity) if kind == "global" else tile_stage(kind, parity)
+        shaders.append(made[key])
+    slots = _Slots(place)
+    body = [f"  let row = flat / {step.k}i;", f"  let rank = flat % {step.k}i;",
+            f"  let pos = bitcast<i32>({idx(slots, f'row * {width}i + rank')});",
+            *_sort_gather(step, slots, f"(row / {inner}i)", f"(row % {inner}i)", "rank", "pos")]
+    shaders.append(_flat_shader(f"{step.name}_gather", slots, src, scope, rows * step.k, body))
+    return shaders

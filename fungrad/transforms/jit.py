@@ -862,6 +862,37 @@ def _tree_key(x, leaves: list):
 _trace_state = core._state
 
 
+# -- the GPU backend's hot path --------------------------------------------------------------------
+
+def _gpu_hot_path(info: _JitFunction):
+    """The call of ``jit(f, backend="gpu")`` (without static or donated arguments): a call
+    whose positional arguments are all GpuArrays or Arrays, with a signature seen before and
+    no transform active, goes straight to the executable; anything else takes the general
+    path, which then enters the signature in ``info.fast`` (cleared by ``clear_cache``) under
+    the tuple of the arguments' avals."""
+    fast, general, state, aval_of = info.fast, info.call, _trace_state, _aval_of
+
+    def jitted(*args, **kwargs):
+        if type(state.trace) is not EvalTrace or kwargs:
+            return general(args, kwargs)
+        x64 = config.enable_x64
+        try:  # a TypeError unless every argument is an Array (GpuArray included)
+            key = tuple([aval_of(a) or a.aval for a in args])
+        except TypeError:
+            return general(args, kwargs)
+        hit = fast[x64].get(key)
+        if hit is not None:
+            outs = hit[0](args)
+            return outs[0] if hit[1] is None else hit[1].unflatten(outs)
+        out = general(args, kwargs)
+        c, leaves, _, traced = info.prepare(args, kwargs)  # found in the cache now
+        if not traced.hoisted and len(leaves) == len(args):
+            tree = None if tree_util.treedef_is_leaf(traced.out_tree) else traced.out_tree
+            fast[x64][key] = (info.executable(traced).call, tree)
+        return out
+    return jitted
+
+
 def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), backend=None):
     """Compile ``fun`` to one native function per signature (``jax.jit``).
 
@@ -904,7 +935,9 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), b
                         _check_backend(backend))
     general = info.call
 
-    if info.has_options:
+    if info.backend == "gpu" and not info.has_options:
+        jitted = _gpu_hot_path(info)
+    elif info.has_options:
         fast, layouts = info.fast, info.layouts
         state = _trace_state
         aval_of = _aval_of

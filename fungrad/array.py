@@ -21,7 +21,7 @@ class Array:
 
     def __init__(self, value, weak_type: bool = False):
         if type(value) is np.ndarray and value.flags.writeable:
-            value.flags.writeable = False
+            value.setflags(write=False)  # (cheaper than assigning flags.writeable)
         self._value = value
         self.weak_type = weak_type
         self._aval = None
@@ -40,7 +40,7 @@ class Array:
         aval = self._aval
         if aval is None:  # computed once: the array is immutable
             v = self._value
-            aval = self._aval = core.ShapedArray(v.shape, v.dtype, self.weak_type)
+            aval = self._aval = core.interned_aval(v.shape, v.dtype, self.weak_type)
         return aval
 
     shape = property(lambda self: self._value.shape)

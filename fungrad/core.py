@@ -106,6 +106,22 @@ class ShapedArray:
         raise ConcretizationTypeError(concretization_message(what, self, tracer))
 
 
+_interned_avals: dict = {}
+
+
+def interned_aval(shape: tuple, dtype: np.dtype, weak_type: bool) -> ShapedArray:
+    """The ShapedArray of a concrete value (``shape`` a tuple of ints, ``dtype`` a numpy
+    dtype), one shared object per distinct aval: eager code compares avals in its cache keys
+    all the time, and equal objects that are the same object compare without a call."""
+    key = (shape, dtype, weak_type)
+    aval = _interned_avals.get(key)
+    if aval is None:
+        if len(_interned_avals) >= 4096:
+            _interned_avals.clear()
+        aval = _interned_avals[key] = ShapedArray(shape, dtype, weak_type)
+    return aval
+
+
 def concretization_message(what: str, aval: ShapedArray, tracer=None) -> str:
     origin = getattr(tracer, "_origin", None) if tracer is not None else None
     where = f" ({origin})" if origin else ""
@@ -127,9 +143,9 @@ def get_aval(x) -> ShapedArray:
     if aval is not None:
         return aval
     if isinstance(x, (bool, int, float)):
-        return ShapedArray((), dtypes.python_scalar_dtype(x), not isinstance(x, bool))
+        return interned_aval((), dtypes.python_scalar_dtype(x), not isinstance(x, bool))
     if isinstance(x, (np.ndarray, np.generic)):
-        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), False)
+        return interned_aval(x.shape, dtypes.canonicalize_dtype(x.dtype), False)
     raise TypeError(f"Value of type {type(x).__name__} is not a valid fungrad type: {x!r:.80}")
 
 

@@ -51,6 +51,10 @@ def canonicalize_dtype(dtype) -> np.dtype:
 
     Raises TypeError for dtypes fungrad does not support (complex, strings, objects).
     """
+    if isinstance(dtype, np.dtype):  # the common case: a table lookup
+        dt = (_CANONICAL_X64 if config.enable_x64 else _CANONICAL_32).get(dtype)
+        if dt is not None:
+            return dt
     try:
         dt = np.dtype(dtype)
     except TypeError as e:
@@ -62,6 +66,10 @@ def canonicalize_dtype(dtype) -> np.dtype:
     if not config.enable_x64:
         return _X64_TO_32.get(dt, dt)
     return dt
+
+
+_CANONICAL_32 = {dt: _X64_TO_32.get(dt, dt) for dt in SUPPORTED}
+_CANONICAL_X64 = {dt: dt for dt in SUPPORTED}
 
 
 def default_float_dtype() -> np.dtype:

@@ -116,6 +116,11 @@ class PyTreeDef:
         if len(leaves) != self.num_leaves:
             raise ValueError(f"tree_unflatten: {self} expects {self.num_leaves} leaves, "
                              f"got {len(leaves)}")
+        if self.num_nodes == self.num_leaves + 1:  # a node of leaves (an argument tuple...)
+            if self.node_type is tuple:
+                return tuple(leaves)
+            if self.node_type is list:
+                return leaves
         it = iter(leaves)
         return self._build(it)
 

@@ -16,6 +16,7 @@ when both operands are vmapped, a free dimension when one is) instead of broadca
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import operator
 
@@ -23,7 +24,14 @@ import numpy as np
 
 from fungrad import core, dtypes
 from fungrad.core import ShapedArray
-from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
+from fungrad.lax.utils import (
+    ANY,
+    check_kinds,
+    ignore_fp_errors,
+    operand,
+    specialized_impls,
+    standard_primitive,
+)
 from fungrad.lowering import kernel
 from fungrad.transforms.jvp import defjvp
 from fungrad.transforms.transpose import deflinear_transpose, is_undefined_primal
@@ -159,34 +167,76 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
     return ShapedArray(shape, out_dtype, lhs.weak_type and rhs.weak_type)
 
 
+@ignore_fp_errors
 def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
-    # NOTE: each operand is transposed to (batch, free, contracting) order and flattened to 3-d,
-    # so one batched np.matmul (BLAS for floats) computes every case.
-    (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-    out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
-    acc = accumulation_dtype(lhs.dtype, out_dtype)
-    lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
-    batch_shape = tuple(lhs.shape[d] for d in lb)
-    out_shape = (batch_shape + tuple(lhs.shape[d] for d in lf)
-                 + tuple(rhs.shape[d] for d in rf))
-    if 0 in out_shape:
-        out = np.zeros(out_shape, acc)
-    elif (not lb and lhs.ndim <= 2 and rhs.ndim <= 2 and lc == (lhs.ndim - 1,) and rc == (0,)
-          and acc == lhs.dtype == rhs.dtype):
-        with np.errstate(all="ignore"):  # a plain matrix/vector product (the common case)
-            out = np.matmul(lhs, rhs)
-    else:
-        b, m, n, k = (math.prod([shape[d] for d in dims]) for shape, dims in
-                      ((lhs.shape, lb), (lhs.shape, lf), (rhs.shape, rf), (lhs.shape, lc)))
-        a = np.transpose(lhs, lb + lf + lc).astype(acc, copy=False).reshape(b, m, k)
-        c = np.transpose(rhs, rb + rc + rf).astype(acc, copy=False).reshape(b, k, n)
-        with np.errstate(all="ignore"):
-            out = np.matmul(a, c).reshape(out_shape)
-    return cast_result(out, out_dtype)
+    return _dot_plan(lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, dimension_numbers,
+                     preferred_element_type)(lhs, rhs)
+
+
+@functools.lru_cache(maxsize=1024)
+def _dot_plan(lhs_shape, lhs_dtype, rhs_shape, rhs_dtype, dimension_numbers, preferred):
+    """``fn(lhs, rhs)`` computing one signature of dot_general in numpy, with every layout
+    decision taken once: each operand is transposed to (batch, free, contracting) order and
+    flattened to 3-d, so one batched matmul (BLAS for floats) computes every case; identity
+    transposes and reshapes are skipped, and without batch dimensions the product is one 2-d
+    ``np.dot``. Eager code repeats signatures, and this bookkeeping costs more than a small
+    product: with the plan cached, a call costs the lookup and the numpy calls."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    out_dtype = lhs_dtype if preferred is None else preferred
+    acc = accumulation_dtype(lhs_dtype, out_dtype)
+    lf = _free_dims(len(lhs_shape), lc, lb)
+    rf = _free_dims(len(rhs_shape), rc, rb)
+    out_shape = (tuple(lhs_shape[d] for d in lb) + tuple(lhs_shape[d] for d in lf)
+                 + tuple(rhs_shape[d] for d in rf))
+    if 0 in out_shape or 0 in lhs_shape:  # an empty result, or an empty sum (zeros)
+        return lambda lhs, rhs: cast_result(np.zeros(out_shape, acc), out_dtype)
+    b, m, n, k = (math.prod([shape[d] for d in dims]) for shape, dims in
+                  ((lhs_shape, lb), (lhs_shape, lf), (rhs_shape, rf), (lhs_shape, lc)))
+    batched = bool(lb)
+    a_shape, c_shape = ((b, m, k), (b, k, n)) if batched else ((m, k), (k, n))
+    a_prep = _operand_prep(lhs_shape, lhs_dtype, lb + lf + lc, acc, a_shape)
+    c_prep = _operand_prep(rhs_shape, rhs_dtype, rb + rc + rf, acc, c_shape)
+    product = np.matmul if batched else np.dot  # (run under ignore_fp_errors)
+    reshape_out = out_shape != (a_shape[:-1] + c_shape[-1:] if not batched else (b, m, n))
+    cast = acc != out_dtype
+
+    def run(lhs, rhs):
+        out = product(a_prep(lhs), c_prep(rhs))
+        if reshape_out:
+            out = out.reshape(out_shape)
+        return cast_result(out, out_dtype) if cast else out[()]
+
+    return run
+
+
+def _operand_prep(shape, dtype, perm, acc, flat_shape):
+    """``fn(x)``: ``x`` transposed by ``perm``, cast to ``acc`` and reshaped to ``flat_shape``,
+    each step only when it changes something."""
+    steps = []
+    if perm != tuple(range(len(shape))):
+        steps.append(lambda x: x.transpose(perm))
+    if dtype != acc:
+        steps.append(lambda x: x.astype(acc))
+    if flat_shape != tuple(shape[d] for d in perm):
+        steps.append(lambda x: x.reshape(flat_shape))
+    if not steps:
+        return lambda x: x
+    if len(steps) == 1:
+        return steps[0]
+
+    def prep(x):
+        for step in steps:
+            x = step(x)
+        return x
+
+    return prep
 
 
 dot_general_p = standard_primitive("dot_general", _dot_general_impl, _dot_general_abstract_eval)
+specialized_impls[dot_general_p] = (
+    lambda lhs, rhs, *, dimension_numbers, precision, preferred_element_type: _dot_plan(
+        lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, dimension_numbers, preferred_element_type))
 
 
 def _dot_general_jvp_lhs(t, lhs, rhs, **params):
@@ -205,15 +255,13 @@ def _ranges_like(*xs):
         start += len(x)
 
 
-def _dot_general_transpose_lhs(g, x_aval, y, *, dimension_numbers, precision,
-                               preferred_element_type, swap_ans=False):
-    # JAX's _dot_general_transpose_lhs: contract g with y over y's free dims (and pair the batch
-    # dims); the result comes out as (batch, x free, x contracting sorted by y's), which a
-    # transpose puts back in x's order.
-    from fungrad import lax
+@functools.lru_cache(maxsize=1024)
+def _transpose_lhs_layout(x_ndim: int, y_ndim: int, dimension_numbers, swap_ans: bool):
+    """(dimension numbers of the product of the cotangent with y, the permutation putting its
+    result in x's order) for :func:`_dot_general_transpose_lhs`: pure index work on the
+    signature, done once per signature."""
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
-    y_ndim = core.get_aval(y).ndim
-    x_kept = _free_dims(x_aval.ndim, x_contract, x_batch)
+    x_kept = _free_dims(x_ndim, x_contract, x_batch)
     y_kept = _free_dims(y_ndim, y_contract, y_batch)
     if swap_ans:
         ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
@@ -222,7 +270,17 @@ def _dot_general_transpose_lhs(g, x_aval, y, *, dimension_numbers, precision,
     dims = ((ans_y, y_kept), (ans_batch, y_batch))
     x_contract_sorted_by_y = tuple(int(x_contract[i]) for i in np.argsort(y_contract))
     unsorted_axes = tuple(x_batch) + x_kept + x_contract_sorted_by_y
-    out_axes = tuple(int(i) for i in np.argsort(unsorted_axes))
+    return dims, tuple(int(i) for i in np.argsort(unsorted_axes))
+
+
+def _dot_general_transpose_lhs(g, x_aval, y, *, dimension_numbers, precision,
+                               preferred_element_type, swap_ans=False):
+    # JAX's _dot_general_transpose_lhs: contract g with y over y's free dims (and pair the batch
+    # dims); the result comes out as (batch, x free, x contracting sorted by y's), which a
+    # transpose puts back in x's order.
+    from fungrad import lax
+    dims, out_axes = _transpose_lhs_layout(x_aval.ndim, core.get_aval(y).ndim,
+                                           dimension_numbers, swap_ans)
     if g.dtype != y.dtype:  # a preferred_element_type: contract in the wider dtype
         common = np.promote_types(g.dtype, y.dtype)
         g = lax.convert_element_type(g, common)

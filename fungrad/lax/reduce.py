@@ -31,6 +31,7 @@ from fungrad.lax.utils import (
     INT_OR_BOOL,
     NUMERIC,
     check_kinds,
+    ignore_fp_errors,
     operand,
     standard_primitive,
 )
@@ -117,19 +118,19 @@ def _reduction_abstract_eval(name: str, kinds):
     return abstract_eval
 
 
+@ignore_fp_errors
 def _ufunc_reduce(ufunc, x, axes, identity):
-    with np.errstate(all="ignore"):
-        out = ufunc.reduce(x, axis=axes, initial=identity)
+    out = ufunc.reduce(x, axis=axes, initial=identity)
     return np.asarray(out, dtype=x.dtype)[()]
 
 
 # -- reduce_sum ... reduce_xor ---------------------------------------------------------------
 
+@ignore_fp_errors
 def _reduce_sum_impl(x, *, axes):
     if not axes:  # the identity, as in JAX (np.sum would turn -0.0 into 0.0)
         return x
-    with np.errstate(all="ignore"):
-        out = np.add.reduce(x, axis=axes, dtype=_accumulation_dtype(x.dtype))
+    out = np.add.reduce(x, axis=axes, dtype=_accumulation_dtype(x.dtype))
     return np.asarray(out).astype(x.dtype, copy=False)[()]
 
 
@@ -158,9 +159,9 @@ def reduce_sum(operand_, axes):
     return reduce_sum_p.bind(x, axes=_int_tuple("reduce_sum", "axes", axes))
 
 
+@ignore_fp_errors
 def _reduce_prod_impl(x, *, axes):
-    with np.errstate(all="ignore"):
-        out = np.prod(x, axis=axes, dtype=_accumulation_dtype(x.dtype))
+    out = np.prod(x, axis=axes, dtype=_accumulation_dtype(x.dtype))
     return np.asarray(out).astype(x.dtype)[()]
 
 

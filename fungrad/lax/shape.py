@@ -51,6 +51,8 @@ def _int(x, name: str, what: str) -> int:
 
 def _int_tuple(xs, name: str, what: str) -> tuple[int, ...]:
     """``xs`` (a sequence of ints, or one int) as a tuple of Python ints."""
+    if type(xs) is tuple and all(type(x) is int for x in xs):  # already one (the common case)
+        return xs
     if isinstance(xs, (int, np.integer)):
         return (int(xs),)
     try:
@@ -85,7 +87,7 @@ def _bind(prim, *args, **params):
     """Check the avals with ``prim``'s abstract_eval, then bind. Under vmap the primitive is
     bound by its batch rule with shifted params, so checking here is what makes a bad call
     report the user's own (per-example) shapes rather than the batched ones."""
-    prim.abstract_eval(*(core.get_aval(a) for a in args), **params)
+    core.cached_abstract_eval(prim, tuple([core.get_aval(a) for a in args]), params)
     return prim.bind(*args, **params)
 
 
@@ -95,7 +97,15 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
     expanded = [1] * len(shape)
     for i, d in enumerate(broadcast_dimensions):
         expanded[d] = x.shape[i]
-    return np.broadcast_to(x.reshape(expanded), shape)
+    x = x.reshape(expanded)
+    if x.size == 0 or not x.flags.c_contiguous:
+        return np.broadcast_to(x, shape)
+    # The read-only view np.broadcast_to makes (stride 0 along the broadcast dimensions), made
+    # directly: np.broadcast_to costs several microseconds, far more than a small operand.
+    strides = tuple([s if e == n else 0 for e, n, s in zip(expanded, shape, x.strides)])
+    out = np.ndarray(shape, x.dtype, x, 0, strides)
+    out.setflags(write=False)
+    return out
 
 
 def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):

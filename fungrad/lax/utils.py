@@ -14,6 +14,8 @@ general broadcasting with ``broadcast_in_dim`` before it binds.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from fungrad import core, dtypes
@@ -139,15 +141,72 @@ def naryop_abstract_eval(name: str, kinds, result_dtype=None):
     return abstract_eval
 
 
+# -- numpy's floating-point error state ----------------------------------------------------------
+
+try:  # numpy 2 keeps the error state in a context variable
+    from numpy._core.umath import _extobj_contextvar as _fp_state
+    from numpy._core.umath import _make_extobj
+except ImportError:  # numpy 1.x
+    _fp_state = None
+
+
+def ignore_fp_errors(fn):
+    """``fn`` running with numpy's floating-point errors ignored, as ``np.errstate(all=
+    "ignore")`` does: impls never warn (compiled code cannot either), overflow gives inf.
+    With numpy 2 the error state is a context variable, set here directly: a ``with
+    np.errstate(...)`` block costs about 2.5 µs a call, several times a small ufunc, and eager
+    code runs impls on small arrays all the time. (The ignoring state is built once, at import:
+    it keeps the buffer size numpy had then.)
+
+    ``unguarded(impl)`` gives ``fn`` back, for callers that set the state once around several
+    such impls (see :data:`FP_STATE`)."""
+    if _fp_state is None:
+        return functools.wraps(fn)(np.errstate(all="ignore")(fn))
+    set_state, reset_state = _fp_state.set, _fp_state.reset
+
+    @functools.wraps(fn)
+    def ignoring(*args, **params):
+        token = set_state(FP_IGNORE_ALL)
+        try:
+            return fn(*args, **params)
+        finally:
+            reset_state(token)
+
+    ignoring._fp_unguarded = fn
+    return ignoring
+
+
+FP_STATE = _fp_state
+"""numpy's floating-point error state (a ContextVar), or None when numpy keeps it elsewhere
+(numpy 1.x): ``token = FP_STATE.set(FP_IGNORE_ALL)`` ... ``FP_STATE.reset(token)`` runs
+:func:`unguarded` impls as their :func:`ignore_fp_errors` wrappers would."""
+
+FP_IGNORE_ALL = None if _fp_state is None else _make_extobj(all="ignore")
+
+
+specialized_impls: dict = {}
+"""primitive -> ``specialize(*in_avals, **params) -> fn(*values)``: the primitive's impl for
+one signature, with the work that depends only on the signature done once (a dot_general's
+layout plan...). ``fn`` runs with floating-point errors already ignored (:data:`FP_STATE`)
+and returns what the impl would. Used where a signature runs many times (eager grad's
+cached linearizations, transforms.partial_eval.python_function)."""
+
+
+def unguarded(impl):
+    """The function an :func:`ignore_fp_errors` impl wraps (to be called with the error
+    state already set through :data:`FP_STATE`), or None for any other impl."""
+    return getattr(impl, "_fp_unguarded", None)
+
+
 def _out_dtype_impl(fn):
     """Wrap a numpy elementwise function so it returns its first operand's dtype (numpy may
     upcast 0-d or mixed inputs) and never emits floating-point warnings."""
 
+    @ignore_fp_errors
     def impl(*args, **params):
-        with np.errstate(all="ignore"):
-            out = fn(*args, **params)
-            dt = args[0].dtype
-            return out if out.dtype == dt else out.astype(dt)
+        out = fn(*args, **params)
+        dt = args[0].dtype
+        return out if out.dtype == dt else out.astype(dt)
 
     impl.__name__ = getattr(fn, "__name__", "impl")
     return impl
@@ -158,9 +217,9 @@ def standard_naryop(name: str, numpy_fn, kinds, result_dtype=None):
     if result_dtype is None:
         impl = _out_dtype_impl(numpy_fn)
     else:
+        @ignore_fp_errors
         def impl(*args, **params):
-            with np.errstate(all="ignore"):
-                return np.asarray(numpy_fn(*args, **params), dtype=result_dtype)[()]
+            return np.asarray(numpy_fn(*args, **params), dtype=result_dtype)[()]
     return standard_primitive(name, impl, naryop_abstract_eval(name, kinds, result_dtype))
 
 

@@ -120,17 +120,19 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     if promoted is None:
         promoted = _promote("matmul", (a, b), preferred_element_type)
     (a, b), out_dtype, weak = promoted
-    for i, x in enumerate((a, b)):
-        if x.ndim == 0:
+    a_shape, b_shape = a.shape, b.shape
+    for i, shape in enumerate((a_shape, b_shape)):
+        if not shape:
             raise ValueError(f"matmul: input operand {i} must have ndim at least 1, but it has "
-                             f"shape {x.shape}; use multiply for scalars")
-    a_is_mat, b_is_mat = a.ndim > 1, b.ndim > 1
-    b_contract = b.ndim - 2 if b_is_mat else 0
-    if a.shape[-1] != b.shape[b_contract]:
-        raise ValueError(f"matmul: contraction dimensions do not match: {a.shape} @ {b.shape} "
-                         f"({a.shape[-1]} != {b.shape[b_contract]})")
-    if a.ndim <= 2 and b.ndim <= 2:  # no batch dims: one dot_general, already in order
-        out = _dot_general(a, b, ((a.ndim - 1,), (b_contract,)), ((), ()), out_dtype, precision)
+                             f"shape {shape}; use multiply for scalars")
+    a_is_mat, b_is_mat = len(a_shape) > 1, len(b_shape) > 1
+    b_contract = len(b_shape) - 2 if b_is_mat else 0
+    if a_shape[-1] != b_shape[b_contract]:
+        raise ValueError(f"matmul: contraction dimensions do not match: {a_shape} @ {b_shape} "
+                         f"({a_shape[-1]} != {b_shape[b_contract]})")
+    if len(a_shape) <= 2 and len(b_shape) <= 2:  # no batch dims: one dot_general, in order
+        out = _dot_general(a, b, ((len(a_shape) - 1,), (b_contract,)), ((), ()), out_dtype,
+                           precision)
         return _finish(out, out_dtype, weak)
     a_batch, b_batch = a.shape[:-2], b.shape[:-2]
     nbatch = max(len(a_batch), len(b_batch))

@@ -190,6 +190,13 @@ def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None
     Example: ``fnp.sum(fnp.ones((2, 3)), axis=1)`` is ``Array([3., 3.], dtype=float32)``.
     """
     a = _operand("sum", a)
+    if axis is None and out is None and initial is None and where is None and not keepdims:
+        aval = a.aval
+        if (aval.dtype.kind == "f" and aval.dtype.itemsize > 2 and not aval.weak_type
+                and (dtype is None or dtype == aval.dtype)):
+            # The common case, a float sum of everything: exactly the reduce_sum that the
+            # general path below binds, without its argument handling.
+            return lax.reduce_sum_p.bind(a, axes=tuple(range(len(aval.shape))))
     result_dtype, comp = _sum_dtypes("sum", a, dtype, promote_integers)
     return _reduction("sum", "sum", a, axis, out=out, keepdims=keepdims, initial=initial,
                       where=where, result_dtype=result_dtype, computation_dtype=comp)

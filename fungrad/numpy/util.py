@@ -174,19 +174,16 @@ def promote_dtypes_inexact(*args, fun_name: str = "promote_dtypes_inexact"):
 
 def broadcast_shapes(*shapes, fun_name: str = "broadcast_shapes") -> tuple[int, ...]:
     """numpy's broadcasting of shapes; ValueError naming the operation and shapes on mismatch."""
-    ndim = max((len(s) for s in shapes), default=0)
+    ndim = max(map(len, shapes), default=0)
     out = []
-    for i in range(ndim):
-        size = 1
-        for s in shapes:
-            d = s[i - ndim + len(s)] if i - ndim + len(s) >= 0 else 1
-            if d != 1:
-                if size != 1 and d != size:
-                    raise ValueError(
-                        f"{fun_name}: incompatible shapes for broadcasting: "
-                        + " and ".join(str(tuple(s)) for s in shapes))
-                size = d
-        out.append(size)
+    for sizes in zip(*[(1,) * (ndim - len(s)) + tuple(s) for s in shapes]):
+        sizes = set(sizes)
+        if len(sizes) > 1:
+            sizes.discard(1)
+            if len(sizes) > 1:
+                raise ValueError(f"{fun_name}: incompatible shapes for broadcasting: "
+                                 + " and ".join(str(tuple(s)) for s in shapes))
+        out.append(sizes.pop())
     return tuple(out)
 
 
@@ -216,24 +213,40 @@ def promote_shapes(fun_name: str, *args):
 
 def promote_args(fun_name: str, *args):
     """check_arraylike + promote_dtypes + promote_shapes: what binary ufuncs need."""
-    if _already_promoted(args):
-        return list(args)
+    promoted = _promote_args_fast(fun_name, args)
+    if promoted is not None:
+        return promoted
     check_arraylike(fun_name, *args)
     return promote_shapes(fun_name, *promote_dtypes(*args, fun_name=fun_name))
 
 
-def _already_promoted(args) -> bool:
-    """The common case, cheaply: arrays (or tracers) of one aval need no promotion."""
-    first = None
+def _promote_args_fast(fun_name: str, args):
+    """:func:`promote_args` for the common cases, cheaply: arrays (or tracers) of one dtype
+    and weak flag, and a strongly typed float array with Python floats and ints (which take
+    its dtype, strongly typed, as JAX's promotion gives). None for anything else."""
+    ref, same, scalars = None, True, False
     for a in args:
-        if type(a) is not Array and not isinstance(a, core.Tracer):
-            return False
-        aval = a.aval
-        if first is None:
-            first = aval
-        elif aval != first:
-            return False
-    return first is not None
+        if type(a) is Array or isinstance(a, core.Tracer):
+            aval = a.aval
+            if ref is None:
+                ref = aval
+            elif aval is not ref:
+                if aval.dtype != ref.dtype or aval.weak_type != ref.weak_type:
+                    return None
+                same = same and aval.shape == ref.shape
+        elif type(a) is float or type(a) is int:
+            scalars = True
+        else:
+            return None
+    if ref is None:
+        return None
+    if scalars:
+        if ref.weak_type or ref.dtype.kind != "f":
+            return None
+        args = [python_scalar_as(a, ref.dtype, False, fun_name)
+                if type(a) is float or type(a) is int else a for a in args]
+        same = False  # the scalars are 0-d: promote_shapes leaves them to lax
+    return list(args) if same else promote_shapes(fun_name, *args)
 
 
 def promote_args_inexact(fun_name: str, *args):

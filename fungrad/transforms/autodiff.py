@@ -15,6 +15,7 @@ import numpy as np
 
 from fungrad import core, dtypes, tree_util
 from fungrad.array import Array
+from fungrad.numpy import util
 from fungrad.transforms import jvp as jvp_mod
 from fungrad.transforms.partial_eval import linearize_flat, tape_vjp_flat
 from fungrad.transforms.transpose import UndefPrimal, backward_pass
@@ -28,11 +29,11 @@ def _as_array(x, what: str):
     """A pytree leaf as an Array or tracer (canonical dtype; Python scalars stay weak). A float0
     array (the cotangent of an integer input) stands in as a bool array of zeros: it carries no
     derivative information, and :func:`_restore_float0` turns outputs back into float0."""
-    if type(x) is Array or isinstance(x, core.Tracer):
-        return x
+    y = util.plain_operand(x)  # Arrays, tracers, numpy arrays of a canonical dtype
+    if y is not None:
+        return y
     if _is_float0(x):
         return Array(np.zeros(x.shape, np.bool_))
-    from fungrad.numpy import util
     try:
         return util.asarray(x, fun_name=what)
     except TypeError:
@@ -65,15 +66,26 @@ def _flat_fun(fun, in_tree, out_store, fun_name, has_aux):
     def flat_fun(*leaves):
         args = tree_util.tree_unflatten(in_tree, leaves)
         out, aux = _split_aux(fun_name, fun(*args), has_aux)
-        out_leaves, out_tree = tree_util.tree_flatten(out)
-        out_store["float0"] = [i for i, x in enumerate(out_leaves) if _is_float0(x)]
-        out_leaves = [_as_array(x, what) for x in out_leaves]
-        out_store["tree"] = out_tree
+        if type(out) is Array or isinstance(out, core.Tracer):  # one array (grad's case)
+            out_store["float0"] = []
+            out_store["tree"] = _LEAF
+            out_leaves = [out]
+        else:
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            out_store["float0"] = [i for i, x in enumerate(out_leaves) if _is_float0(x)]
+            out_leaves = [_as_array(x, what) for x in out_leaves]
+            out_store["tree"] = out_tree
+        if not has_aux:
+            out_store["aux"] = ((), None)
+            return out_leaves
         aux_leaves, aux_tree = tree_util.tree_flatten(aux)
         out_store["aux"] = (aux_leaves, aux_tree)
         return out_leaves + aux_leaves
 
     return flat_fun
+
+
+_LEAF = tree_util.tree_structure(0)
 
 
 def _restore_float0(store, leaves) -> list:
@@ -172,17 +184,15 @@ def _vjp_flat(flat_fun, flat_p):
     return outs_p, vjp_flat
 
 
-def _tape_vjp_flat(flat_fun, flat_p):
-    """:func:`_vjp_flat` for a pullback used once, right away, on concrete values (eager
-    ``grad``): partial_eval.tape_vjp_flat, without a jaxpr of the whole function."""
-    outs_p, tape_vjp = tape_vjp_flat(flat_fun, flat_p)
-    in_avals = [core.get_aval(p) for p in flat_p]
-
-    def vjp_flat(cts):
-        return [_zero_cotangent(a) if type(ct) is jvp_mod.Zero or a.dtype.kind != "f"
-                else ct for ct, a in zip(tape_vjp(cts), in_avals)]
-
-    return outs_p, vjp_flat
+def _tape_cotangents(cts, primals) -> list:
+    """The numpy cotangents (None for none) that partial_eval.tape_vjp_flat's pullback gives,
+    as the cotangents :func:`_vjp_flat`'s pullback gives for ``primals``."""
+    out = []
+    for ct, p in zip(cts, primals):
+        aval = p.aval
+        out.append(_zero_cotangent(aval) if ct is None or aval.dtype.kind != "f" else
+                   Array.from_impl(ct, aval.strip_weak_type()))
+    return out
 
 
 def _zero_cotangent(aval):
@@ -254,8 +264,11 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, allow_int: bool = Fals
 
         store: dict = {}
         flat_fun = _flat_fun(partial_fun, d_tree, store, what, has_aux)
-        if type(core.current_trace()) is core.EvalTrace:  # eager: tape-based reverse mode
-            outs_p, vjp_flat = _tape_vjp_flat(flat_fun, flat_d)
+        # Eagerly, the pullback runs once, right away, on concrete values: reverse mode on a
+        # tape (partial_eval.tape_vjp_flat), without a jaxpr of the whole function.
+        eager = type(core.current_trace()) is core.EvalTrace
+        if eager:
+            outs_p, tape_vjp = tape_vjp_flat(flat_fun, flat_d)
         else:
             outs_p, vjp_flat = _vjp_flat(flat_fun, flat_d)
         n_aux = len(store["aux"][0])
@@ -271,8 +284,9 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, allow_int: bool = Fals
         if out.dtype.kind != "f":
             raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
                             f"sub-dtype of np.floating), but got {out.dtype.name}")
-        ct = Array(out.dtype.type(1))
-        g = tree_util.tree_unflatten(d_tree, vjp_flat([ct]))
+        one = out.dtype.type(1)
+        g = tree_util.tree_unflatten(d_tree, _tape_cotangents(tape_vjp([one]), flat_d) if eager
+                                     else vjp_flat([Array(one)]))
         g = g[0] if isinstance(argnums, int) else g
         if has_aux:
             aux = tree_util.tree_unflatten(store["aux"][1], outs_p[1:])

@@ -14,6 +14,10 @@ jaxpr gives the VJP (see transpose.py); this is how forward and reverse mode sha
 from __future__ import annotations
 
 import enum
+import itertools
+import keyword
+import linecache
+import re
 
 import numpy as np
 
@@ -137,106 +141,152 @@ def linearize_flat(fun, primals):
 # signature (by tracing the jvp rule abstractly) into two small jaxprs of first-order
 # primitives: ``known`` computes the primal outputs and the residuals, ``bwd`` maps the
 # residuals and the output cotangents to the input cotangents (the transposed linear part).
-# Later calls evaluate them with the primitives' numpy impls directly, and the backward pass
-# walks the tape in reverse. A primitive whose rule cannot be traced that way (higher-order
-# primitives, custom rules, rules that look at values) is linearized as it runs, exactly as
-# ``linearize_flat`` does, into a linear jaxpr that the backward pass transposes.
+# Both are compiled to plain Python functions calling the primitives' numpy impls, so a later
+# call with the same signature costs about what numpy does, and the backward pass walks the
+# tape in reverse calling the ``bwd`` functions. A primitive whose rule cannot be traced that
+# way (higher-order primitives, custom rules, rules that look at values) is linearized as it
+# runs, exactly as ``linearize_flat`` does, into a linear jaxpr that the backward pass
+# transposes.
 
 
 class TapeTracer(core.Tracer):
-    """A value with a non-zero tangent under a :class:`TapeTrace`: its concrete primal (an
-    Array) and the tape node its cotangent is accumulated in."""
+    """A value with a non-zero tangent under a :class:`TapeTrace`: its concrete numpy value,
+    its aval, and the tape node its cotangent is accumulated in. The value is made read-only
+    when it leaves the tape (``primal``, ``to_concrete_value``): residuals alias it."""
 
-    __slots__ = ("primal", "node")
+    __slots__ = ("value", "aval", "node")
 
-    def __init__(self, trace: TapeTrace, primal, node: int):
+    def __init__(self, trace: TapeTrace, value, aval, node: int):
         self._trace = trace
-        self.primal = primal
+        self.value = value
+        self.aval = aval
         self.node = node
 
     @property
-    def aval(self):
-        p = self.primal
-        aval = getattr(p, "_aval", None)
-        return core.get_aval(p) if aval is None else aval
+    def primal(self):
+        """The value as an Array (made on each request: the value stays the tape's)."""
+        return core._array_type.from_impl(self.value, self.aval)
 
     def to_concrete_value(self):
-        p = self.primal
-        return getattr(p, "_value", p)
+        v = self.value
+        if type(v) is np.ndarray:
+            v.setflags(write=False)
+        return v
 
 
-class _Program:
-    """A jaxpr of first-order primitives compiled for :meth:`run`: numpy values in, numpy
-    values out, each equation calling its primitive's impl, values held in a list by slot
-    (constants and literals first, then the inputs, then each equation's outputs)."""
+_compiled_count = itertools.count()
 
-    __slots__ = ("slots", "n_in", "steps", "outs", "out_avals")
 
-    def __init__(self, closed: core.ClosedJaxpr):
-        from fungrad.array import Array
-        jaxpr = closed.jaxpr
-        slots = [c._value if type(c) is Array else c for c in closed.consts]
-        index = {v: i for i, v in enumerate(jaxpr.constvars)}
+def python_function(closed: core.ClosedJaxpr, name: str, out_positions=None):
+    """Compile ``closed``, a jaxpr of first-order primitives, to a Python function from numpy
+    values to a list of numpy values: one call of its primitive's impl per equation, in
+    order, with the params and constants bound as globals of the generated code. This is the
+    cheapest way to run a small jaxpr many times (no environment to look variables up in):
+    numpy's floating-point error state is set once for the whole function, around the impls
+    that would each set it (lax.utils.ignore_fp_errors), and a primitive with an entry in
+    lax.utils.specialized_impls runs the function that entry makes for the equation's avals
+    and params. With ``config.check_impl_avals`` a second version of the code runs, which
+    checks each impl's output against its equation.
 
-        def slot(x):
-            if type(x) is core.Literal:
-                slots.append(x.val)
-                return len(slots) - 1
-            return index[x]
+    ``out_positions`` ``(n, positions)`` spreads the outputs over a list of length ``n``, at
+    ``positions``, with None elsewhere."""
+    from fungrad.array import Array
+    from fungrad.lax import utils as lax_utils
 
-        literal_slots = [[slot(x) if type(x) is core.Literal else None for x in e.invars]
-                         for e in jaxpr.eqns]
-        out_literals = [slot(x) if type(x) is core.Literal else None for x in jaxpr.outvars]
-        self.slots = slots
-        self.n_in = len(jaxpr.invars)
-        n = len(slots)
-        for v in jaxpr.invars:
-            index[v] = n
-            n += 1
-        steps = []
-        for e, lits in zip(jaxpr.eqns, literal_slots):
-            ins = tuple(i if i is not None else index[x] for i, x in zip(lits, e.invars))
-            steps.append((e.primitive, ins, e.params, [v.aval for v in e.outvars]))
-            for v in e.outvars:
-                index[v] = n
-                n += 1
-        self.steps = steps
-        self.outs = [i if i is not None else index[x] for i, x in zip(out_literals,
-                                                                      jaxpr.outvars)]
-        self.out_avals = [x.aval for x in jaxpr.outvars]
+    jaxpr = closed.jaxpr
+    env: dict = {"config": config, "check": core._check_impl_avals,
+                 "fp_state": lax_utils.FP_STATE, "fp_ignore": lax_utils.FP_IGNORE_ALL}
+    names: dict = {}
 
-    def run(self, args) -> list:
-        env = self.slots + args
-        check = config.check_impl_avals
-        for prim, ins, params, avals in self.steps:
-            out = prim.impl(*[env[i] for i in ins], **params)
-            if prim.multiple_results:
-                if check:
-                    core._check_impl_avals(prim, out, avals, params)
-                env.extend(out)
-            else:
-                if check:
-                    core._check_impl_avals(prim, out, avals[0], params)
-                env.append(out)
-        return [env[i] for i in self.outs]
+    def glob(value, prefix: str) -> str:
+        n = f"{prefix}{len(env)}"
+        env[n] = value
+        return n
+
+    for v, c in zip(jaxpr.constvars, closed.consts):
+        names[v] = glob(c._value if type(c) is Array else c, "c")
+    args = [f"a{i}" for i in range(len(jaxpr.invars))]
+    names.update(zip(jaxpr.invars, args))
+
+    def read(x) -> str:
+        return glob(x.val, "l") if type(x) is core.Literal else names[x]
+
+    fast, checked, guarded = [], [], False
+    for i, e in enumerate(jaxpr.eqns):
+        prim, ins = e.primitive, ", ".join(map(read, e.invars))
+        if all(k.isidentifier() and not keyword.iskeyword(k) for k in e.params):
+            kwargs = [f"{k}={glob(v, 'p')}" for k, v in e.params.items()]
+        else:
+            kwargs = [f"**{glob(e.params, 'p')}"]
+        call_args = ", ".join([ins] * bool(ins) + kwargs)
+        impl = lax_utils.unguarded(prim.impl)
+        specialize = lax_utils.specialized_impls.get(prim)
+        if lax_utils.FP_STATE is not None and specialize is not None and \
+                not any(type(x) is core.Literal for x in e.invars):
+            call = f"{glob(specialize(*[x.aval for x in e.invars], **e.params), 'g')}({ins})"
+            guarded = True
+        elif impl is not None:
+            call = f"{glob(impl, 'f')}({call_args})"
+            guarded = True
+        else:
+            call = f"{glob(prim.impl, 'f')}({call_args})"
+        outs = [f"v{i}_{j}" for j in range(len(e.outvars))]
+        names.update(zip(e.outvars, outs))
+        avals = [v.aval for v in e.outvars]
+        target = ", ".join(outs) + ("," if prim.multiple_results else "") if outs else "_"
+        fast.append(f"{target} = {call}")
+        checked += [f"out = {call}",
+                    f"check({glob(prim, 'q')}, out, "
+                    f"{glob(avals if prim.multiple_results else avals[0], 'o')}, "
+                    f"{glob(e.params, 'k')})",
+                    f"{target} = out"]
+    outs = list(map(read, jaxpr.outvars))
+    if out_positions is not None:
+        n, positions = out_positions
+        spread = ["None"] * n
+        for i, o in zip(positions, outs):
+            spread[i] = o
+        outs = spread
+    ret = f"return [{', '.join(outs)}]"
+    fast.append(ret)
+    checked.append(ret)
+    if guarded:
+        fast, checked = _fp_guarded(fast), _fp_guarded(checked)
+    name = re.sub(r"\W", "_", name)  # (primitive names such as scatter-add)
+    signature = ", ".join(args)
+    source = "\n".join(
+        [f"def {name}_checked({signature}):", *["    " + b for b in checked],
+         f"def {name}({signature}):",
+         f"    if config.check_impl_avals: return {name}_checked({signature})",
+         *["    " + b for b in fast]])
+    filename = f"<fungrad {name} {next(_compiled_count)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), env)  # noqa: S102
+    return env[name]
+
+
+def _fp_guarded(body: list) -> list:
+    """Lines of code: ``body`` run with numpy's floating-point errors ignored."""
+    return (["token = fp_state.set(fp_ignore)", "try:"] + ["    " + line for line in body]
+            + ["finally:", "    fp_state.reset(token)"])
 
 
 class _Linearized:
-    """One primitive's cached linearization (see the section comment): ``known`` maps the
-    primal inputs to the primal outputs and the residuals, ``bwd`` maps the residuals and the
-    cotangents of the outputs with a non-zero tangent to the cotangents of the inputs that
-    ``in_mask`` marks (the other tangent inputs get none)."""
+    """One primitive's cached linearization (see the section comment). ``known(*values)``
+    gives the primal outputs followed by the residuals; ``bwd(*residuals, *cts)`` maps the
+    cotangents of the outputs with a non-zero tangent (``out_nonzero``) to one cotangent per
+    input of the primitive (None for the inputs ``ct_inputs`` does not list)."""
 
-    __slots__ = ("known", "out_avals", "out_nonzero", "bwd", "ct_avals", "in_mask")
+    __slots__ = ("known", "n_out", "out_avals", "out_nonzero", "bwd", "ct_avals", "single")
 
-    def __init__(self, known, n_out, out_nonzero, bwd, in_mask):
-        self.known = _Program(known)
-        self.out_avals = self.known.out_avals[:n_out]
+    def __init__(self, primitive, known, n_out, out_nonzero, bwd, n_in, ct_inputs):
+        self.known = python_function(known, f"{primitive.name}_known")
+        self.n_out = n_out
+        self.out_avals = known.jaxpr.out_avals[:n_out]
         self.out_nonzero = out_nonzero
-        self.bwd = _Program(bwd)
-        self.ct_avals = [v.aval for v in bwd.jaxpr.invars[len(bwd.jaxpr.invars)
-                                                           - sum(out_nonzero):]]
-        self.in_mask = in_mask
+        self.bwd = python_function(bwd, f"{primitive.name}_bwd", (n_in, ct_inputs))
+        self.ct_avals = [a for a, nz in zip(self.out_avals, out_nonzero) if nz]
+        self.single = n_out == 1 and out_nonzero[0]  # the common case: one differentiable output
 
 
 _GENERAL = object()   # cache entry: this signature is linearized as it runs
@@ -259,14 +309,15 @@ def _first_order(jaxpr: core.Jaxpr) -> bool:
 
 
 def _build_linearized(primitive, in_avals, params, nonzero):
-    """Trace ``primitive``'s jvp rule at ``in_avals`` into a :class:`_Linearized`, or None
-    when the rule cannot be captured that way (the caller then linearizes as it runs)."""
+    """Trace ``primitive``'s jvp rule at ``in_avals`` (``params`` are plain values) into the
+    arguments of :class:`_Linearized` after ``primitive``, or None when the rule cannot be
+    captured that way (the caller then linearizes as it runs)."""
     from fungrad.lax.control_flow import hoist_tracer_consts
     from fungrad.transforms.staging import JaxprTracer, trace_to_jaxpr
     from fungrad.transforms.transpose import UndefPrimal, backward_pass
 
     rule = jvp_mod.jvp_rules.get(primitive)
-    if rule is None or not all(_is_simple_param(v) for v in params.values()):
+    if rule is None:
         return None
     tangent_aval = jvp_mod.tangent_aval
     with set_current_trace(core.EvalTrace()):
@@ -304,29 +355,37 @@ def _build_linearized(primitive, in_avals, params, nonzero):
             bwd, [v.aval for v in lin_in[:n_res]] + [v.aval for v in lin.jaxpr.outvars]))
     if not (_first_order(known_jaxpr.jaxpr) and _first_order(bwd_jaxpr.jaxpr)):
         return None
-    return _Linearized(known_jaxpr, len(p_out), out_nonzero, bwd_jaxpr, in_mask)
+    tangent_inputs = [i for i, nz in enumerate(nonzero) if nz]
+    ct_inputs = tuple(i for i, m in zip(tangent_inputs, in_mask) if m)
+    return known_jaxpr, len(p_out), out_nonzero, bwd_jaxpr, len(in_avals), ct_inputs
 
 
-def _cached_linearized(primitive, avals, params, nonzero):
+def _new_linearized(key):
+    """The cache entry for ``key`` = (primitive, avals, params items, nonzero, x64), built
+    and stored: a :class:`_Linearized`, or ``_GENERAL``. A primitive whose params are not
+    plain values (sub-jaxprs, functions: new objects at each call) is always linearized as it
+    runs, and not stored: the cache would only keep those objects (and their constants)
+    alive."""
+    primitive, avals, params, nonzero, _ = key
+    if not all(_is_simple_param(v) for _, v in params):
+        return _GENERAL
     try:
-        key = (primitive, avals, tuple(params.items()), nonzero, config.enable_x64)
-        entry = _linearized_cache.get(key)
-    except TypeError:  # unhashable params
-        return None
-    if entry is None:
-        try:
-            entry = _build_linearized(primitive, avals, params, nonzero)
-        except Exception:  # noqa: BLE001  (the rule needs values: linearize as it runs)
-            entry = None
-        if len(_linearized_cache) >= 4096:
-            _linearized_cache.clear()
-        _linearized_cache[key] = _GENERAL if entry is None else entry
-    return None if entry is _GENERAL else entry
+        parts = _build_linearized(primitive, avals, dict(params), nonzero)
+    except Exception:  # noqa: BLE001  (the rule needs values: linearize as it runs)
+        parts = None
+    if len(_linearized_cache) >= 4096:
+        _linearized_cache.clear()
+    entry = _linearized_cache[key] = _GENERAL if parts is None else \
+        _Linearized(primitive, *parts)
+    return entry
 
 
 class TapeTrace(core.Trace):
     """Eager reverse mode over a concrete parent (the EvalTrace): primals are computed for
-    real and each primitive that touches a tangent appends its linearization to ``tape``;
+    real and each primitive that touches a tangent appends a record to ``tape``:
+    ``(bwd, residuals, in_nodes, out_nodes, ct_avals)``, where ``bwd(*residuals, *cts)`` maps
+    the cotangents of the ``out_nodes`` to one per input of the primitive, whose nodes are
+    ``in_nodes`` (None for an input that is not a node, or where no cotangent flows).
     :meth:`backward` then accumulates cotangents per node in reverse order."""
 
     def __init__(self, parent: core.Trace):
@@ -334,75 +393,93 @@ class TapeTrace(core.Trace):
         self.tape: list = []
         self.num_nodes = 0
 
-    def new_tracer(self, primal) -> TapeTracer:
+    def new_tracer(self, array) -> TapeTracer:
+        """A fresh node for the Array ``array`` (an input of the differentiated function)."""
         node = self.num_nodes
         self.num_nodes = node + 1
-        return TapeTracer(self, primal, node)
+        return TapeTracer(self, array._value, array.aval, node)
 
     def process_primitive(self, primitive, args, params):
-        primals, in_nodes = [], []
+        array_type = core._array_type
+        vals, avals, nodes, nonzero = [], [], [], []
         any_node = False
         for x in args:
             if type(x) is TapeTracer and x._trace is self:
-                primals.append(x.primal)
-                in_nodes.append(x.node)
+                vals.append(x.value)
+                avals.append(x.aval)
+                nodes.append(x.node)
+                nonzero.append(True)
                 any_node = True
-            else:
-                if isinstance(x, core.Tracer) and not core.is_ancestor(self, x._trace):
-                    raise core.escaped_tracer_error(x, primitive)
-                primals.append(x)
-                in_nodes.append(None)
-        state = core._state
-        prev = state.trace
-        state.trace = parent = self.parent
-        try:
-            if not any_node:  # no tangent flows through: a plain primitive
-                return parent.process_primitive(primitive, primals, params)
-            avals = tuple([core.get_aval(p) for p in primals])
-            entry = _cached_linearized(primitive, avals, params,
-                                       tuple([n is not None for n in in_nodes]))
-            if entry is None:
-                return self._linearize_now(primitive, primals, in_nodes, params)
-            return self._run_linearized(primitive, entry, primals, avals, in_nodes)
-        finally:
-            state.trace = prev
-
-    def _run_linearized(self, primitive, entry: _Linearized, primals, avals, in_nodes):
-        array_type = core._array_type
-        vals = [p._value if type(p) is array_type else
-                np.array(p, dtype=dtypes.canonicalize_dtype(a.dtype))[()]
-                for p, a in zip(primals, avals)]
-        outs = entry.known.run(vals)
-        results, out_nodes = [], []
+                continue
+            if type(x) is array_type:
+                vals.append(x._value)
+                aval = x._aval
+                avals.append(x.aval if aval is None else aval)
+            elif isinstance(x, core.Tracer):  # the parent is concrete: it has no tracers
+                raise core.escaped_tracer_error(x, primitive)
+            else:  # a raw Python or numpy value: give it its canonical dtype
+                aval = core.get_aval(x)
+                vals.append(np.array(x, dtype=dtypes.canonicalize_dtype(aval.dtype))[()])
+                avals.append(aval)
+            nodes.append(None)
+            nonzero.append(False)
+        if any_node:
+            try:
+                key = (primitive, tuple(avals), tuple(params.items()), tuple(nonzero),
+                       config.enable_x64)
+                entry = _linearized_cache[key]
+            except KeyError:
+                entry = _new_linearized(key)
+            except TypeError:  # unhashable params
+                entry = _GENERAL
+        if not any_node or entry is _GENERAL:
+            state = core._state
+            prev = state.trace
+            state.trace = self.parent
+            try:
+                if not any_node:  # no tangent flows through: a plain primitive
+                    return self.parent.process_primitive(primitive, args, params)
+                return self._linearize_now(primitive, args, nodes, params)
+            finally:
+                state.trace = prev
+        # (The impls of a cached linearization are numpy code: no trace is involved.)
+        outs = entry.known(*vals)
+        n_out = entry.n_out
         node = self.num_nodes
+        if entry.single:
+            self.num_nodes = node + 1
+            self.tape.append((entry.bwd, outs[1:], nodes, (node,), None))
+            out = TapeTracer(self, outs[0], entry.out_avals[0], node)
+            return [out] if primitive.multiple_results else out
+        results, out_nodes = [], []
         for v, aval, nz in zip(outs, entry.out_avals, entry.out_nonzero):
-            arr = array_type.from_impl(v, aval)
             if nz:
-                results.append(TapeTracer(self, arr, node))
+                results.append(TapeTracer(self, v, aval, node))
                 out_nodes.append(node)
                 node += 1
             else:
-                results.append(arr)
+                results.append(array_type.from_impl(v, aval))
         if out_nodes:
             self.num_nodes = node
-            self.tape.append((entry, outs[len(entry.out_avals):],
-                              [n for n in in_nodes if n is not None], out_nodes))
+            self.tape.append((entry.bwd, outs[n_out:], nodes, out_nodes, entry.ct_avals))
         return results if primitive.multiple_results else results[0]
 
-    def _linearize_now(self, primitive, primals, in_nodes, params):
+    def _linearize_now(self, primitive, args, nodes, params):
         """The general path: run the jvp rule with the tangents staged (as linearize_flat
-        does) and tape the resulting linear jaxpr, residuals included."""
+        does) and tape the resulting linear jaxpr, residuals included, with a ``bwd`` that
+        transposes it by binding the transpose rules eagerly."""
         rule = jvp_mod.jvp_rules.get(primitive)
         if rule is None:
             raise jvp_mod.NotDifferentiableError(primitive)
         pe = PartialEvalTrace(self.parent)
-        t_args, tangents = [], []
-        for p, n in zip(primals, in_nodes):
-            aval = jvp_mod.tangent_aval(core.get_aval(p))
+        primals, t_args, tangents = [], [], []
+        for x, n in zip(args, nodes):
             if n is None:
-                tangents.append(jvp_mod.Zero(aval))
+                primals.append(x)
+                tangents.append(jvp_mod.Zero(jvp_mod.tangent_aval(core.get_aval(x))))
             else:
-                t = pe.new_arg(aval)
+                primals.append(x.primal)
+                t = pe.new_arg(jvp_mod.tangent_aval(x.aval))
                 t_args.append(t)
                 tangents.append(t)
         with set_current_trace(pe):
@@ -414,44 +491,66 @@ class TapeTrace(core.Trace):
             if type(t) is jvp_mod.Zero:
                 results.append(p)
                 continue
-            tracer = self.new_tracer(p)
-            results.append(tracer)
-            out_nodes.append(tracer.node)
+            if type(p) is not core._array_type:  # a rule may return a raw input as is
+                from fungrad.lax.utils import operand
+                p = operand(p)
+            node = self.num_nodes
+            self.num_nodes = node + 1
+            results.append(TapeTracer(self, p._value, p.aval, node))
+            out_nodes.append(node)
             lin_outs.append(pe.to_tracer(t))
         if out_nodes:
-            self.tape.append((pe.to_jaxpr(t_args, lin_outs), None,
-                              [n for n in in_nodes if n is not None], out_nodes))
+            self.tape.append((_transpose_fn(pe.to_jaxpr(t_args, lin_outs), nodes), (), nodes,
+                              out_nodes, None))
         return results if primitive.multiple_results else results[0]
 
     def backward(self, cts: dict) -> dict:
         """Accumulate cotangents (numpy values by node, seeded with ``cts``) back through the
         tape; returns the cotangent of every node that received one."""
-        from fungrad.array import Array
-        from fungrad.transforms.transpose import UndefPrimal, backward_pass
-
         add = _add_impl()
-        for entry, residuals, in_nodes, out_nodes in reversed(self.tape):
-            out_cts = [cts.pop(n, None) for n in out_nodes]
-            if all(ct is None for ct in out_cts):
-                continue
-            if type(entry) is _Linearized:
-                out_cts = [np.zeros(a.shape, a.dtype) if ct is None else ct
-                           for ct, a in zip(out_cts, entry.ct_avals)]
-                it = iter(entry.bwd.run(residuals + out_cts))
-                in_cts = [next(it) if m else None for m in entry.in_mask]
-            else:  # a linear jaxpr, transposed by binding its transpose rules eagerly
-                lin = entry
-                cts_arrays = [jvp_mod.Zero(v.aval) if ct is None else Array.from_impl(ct, v.aval)
-                              for ct, v in zip(out_cts, lin.jaxpr.outvars)]
-                in_cts = [None if ct is None or type(ct) is jvp_mod.Zero else ct._value
-                          for ct in backward_pass(lin.jaxpr, lin.consts,
-                                                  [UndefPrimal(v.aval) for v in lin.jaxpr.invars],
-                                                  cts_arrays)]
+        pop = cts.pop
+        for bwd, residuals, in_nodes, out_nodes, ct_avals in reversed(self.tape):
+            if len(out_nodes) == 1:
+                ct = pop(out_nodes[0], None)
+                if ct is None:
+                    continue
+                in_cts = bwd(*residuals, ct)
+            else:
+                out_cts = [pop(n, None) for n in out_nodes]
+                if all(ct is None for ct in out_cts):
+                    continue
+                if ct_avals is not None:  # a cached linearization takes zeros, not None
+                    out_cts = [np.zeros(a.shape, a.dtype) if ct is None else ct
+                               for ct, a in zip(out_cts, ct_avals)]
+                in_cts = bwd(*residuals, *out_cts)
             for n, ct in zip(in_nodes, in_cts):
                 if ct is not None:
                     prev = cts.get(n)
                     cts[n] = ct if prev is None else add(prev, ct)
         return cts
+
+
+def _transpose_fn(linear: core.ClosedJaxpr, nodes):
+    """``bwd(*cts)`` for a linear jaxpr taped by the general path (its inputs: the tangents of
+    the primitive's inputs that are nodes): numpy cotangents of its outputs (None for none) to
+    one numpy cotangent per input of the primitive (None where none flows)."""
+    from fungrad.array import Array
+    from fungrad.transforms.transpose import UndefPrimal, backward_pass
+
+    jaxpr = linear.jaxpr
+
+    def bwd(*out_cts):
+        cts = [jvp_mod.Zero(v.aval) if ct is None else Array.from_impl(ct, v.aval)
+               for ct, v in zip(out_cts, jaxpr.outvars)]
+        in_cts = iter(backward_pass(jaxpr, linear.consts,
+                                    [UndefPrimal(v.aval) for v in jaxpr.invars], cts))
+        out = []
+        for n in nodes:
+            ct = None if n is None else next(in_cts)
+            out.append(None if ct is None or type(ct) is jvp_mod.Zero else ct._value)
+        return out
+
+    return bwd
 
 
 def _add_impl():
@@ -469,11 +568,9 @@ _add = None
 def tape_vjp_flat(fun, primals):
     """Eager reverse mode of ``fun(*tracers) -> list`` at concrete ``primals`` (Arrays).
 
-    Returns ``(primals_out, vjp_flat)``; ``vjp_flat(cts)`` takes one concrete cotangent Array
-    per output and gives one cotangent per primal (a :class:`~jvp.Zero` where none flows),
-    evaluating the tape right away: this is for a pullback used once, eagerly (grad's)."""
-    from fungrad.array import Array
-
+    Returns ``(primals_out, vjp_flat)``; ``vjp_flat(cts)`` takes one numpy cotangent (or None)
+    per output and gives one numpy cotangent per primal (None where none flows), evaluating
+    the tape right away: this is for a pullback used once, eagerly (grad's)."""
     trace = TapeTrace(core.current_trace())
     tracers = [trace.new_tracer(p) if p.aval.dtype.kind == "f" else p for p in primals]
     with set_current_trace(trace):
@@ -493,15 +590,9 @@ def tape_vjp_flat(fun, primals):
         seed: dict = {}
         add = _add_impl()
         for n, ct in zip(out_nodes, cts):
-            if n is not None and type(ct) is not jvp_mod.Zero:
-                v = ct._value
-                seed[n] = v if n not in seed else add(seed[n], v)
+            if n is not None and ct is not None:
+                seed[n] = ct if n not in seed else add(seed[n], ct)
         got = trace.backward(seed)
-        out = []
-        for t in tracers:
-            aval = jvp_mod.tangent_aval(core.get_aval(t))
-            ct = got.get(t.node) if type(t) is TapeTracer else None
-            out.append(jvp_mod.Zero(aval) if ct is None else Array.from_impl(ct, aval))
-        return out
+        return [got.get(t.node) if type(t) is TapeTracer else None for t in tracers]
 
     return primals_out, vjp_flat

@@ -143,11 +143,13 @@ def naryop_abstract_eval(name: str, kinds, result_dtype=None):
 
 # -- numpy's floating-point error state ----------------------------------------------------------
 
-try:  # numpy 2 keeps the error state in a context variable
+try:  # numpy 2 keeps the error state in a context variable (private API: any surprise in it
+    # falls back to np.errstate, as numpy 1.x does)
     from numpy._core.umath import _extobj_contextvar as _fp_state
     from numpy._core.umath import _make_extobj
-except ImportError:  # numpy 1.x
-    _fp_state = None
+    _fp_ignore_all = _make_extobj(all="ignore")
+except (ImportError, AttributeError, TypeError, ValueError):
+    _fp_state = _fp_ignore_all = None
 
 
 def ignore_fp_errors(fn):
@@ -181,7 +183,7 @@ FP_STATE = _fp_state
 (numpy 1.x): ``token = FP_STATE.set(FP_IGNORE_ALL)`` ... ``FP_STATE.reset(token)`` runs
 :func:`unguarded` impls as their :func:`ignore_fp_errors` wrappers would."""
 
-FP_IGNORE_ALL = None if _fp_state is None else _make_extobj(all="ignore")
+FP_IGNORE_ALL = _fp_ignore_all
 
 
 specialized_impls: dict = {}

@@ -228,11 +228,13 @@ class _Writer:
         final accumulators (rows of vectors; zero when kc is 0). ``starts`` holds one pointer,
         to a tile of A^T packed interleaved (row r at offset r, MR floats per k step), or one
         per row of A, read in place (each row its own pointer: a run-time row stride cannot be
-        an address displacement)."""
+        an address displacement), indexed by the k counter."""
         e, vty, mr = self.emit, f"<{VEC} x float>", self.mr
         acc = [[f"%{tag}.a{r}_{v}" for v in range(nv)] for r in range(mr)]
         new = [[f"{a}.n" for a in row] for row in acc]
-        ap = [f"%{tag}.ap{j}" for j in range(len(starts))]
+        # one pointer per row would need eight increments per step: rows of A are addressed
+        # from their fixed starts by the k counter instead (base + index addressing)
+        ap = [f"%{tag}.ap{j}" for j in range(len(starts))] if len(starts) == 1 else []
         go = self.op(f"icmp sgt i64 {kc}, 0")
         e(f"  br i1 {go}, label %{tag}.kl, label %{tag}.kx",
           f"{tag}.kl:", f"  %{tag}.kk = phi i64 [0, %{tag}.kp], [%{tag}.kk.n, %{tag}.kl]",
@@ -245,13 +247,12 @@ class _Writer:
         bvec = [self.op(f"load {vty}, ptr {self.gep(f'%{tag}.bp', v * VEC)}, align 64", "b")
                 for v in range(nv)]
         for r in range(mr):
-            p = ap[r] if len(ap) > 1 else self.gep(ap[0], r)
+            p = self.gep(ap[0], r) if ap else self.gep(starts[r], f"%{tag}.kk")
             spl = self.splat(self.op(f"load float, ptr {p}, align 4", "x"))
             for v in range(nv):
                 e(f"  {new[r][v]} = call {vty} @llvm.fma.v{VEC}f32({vty} {spl}, {vty} {bvec[v]}, "
                   f"{vty} {acc[r][v]})")
-        step = 1 if len(ap) > 1 else mr
-        e(*(f"  {p}.n = getelementptr float, ptr {p}, i64 {step}" for p in ap),
+        e(*(f"  {p}.n = getelementptr float, ptr {p}, i64 {mr}" for p in ap),
           f"  %{tag}.bp.n = getelementptr float, ptr %{tag}.bp, i64 {nv * VEC}",
           f"  %{tag}.kk.n = add nuw nsw i64 %{tag}.kk, 1",
           f"  %{tag}.kc = icmp slt i64 %{tag}.kk.n, {kc}",

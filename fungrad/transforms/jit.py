@@ -674,7 +674,7 @@ class _JitFunction:
         """Split, convert and look up a call: ``(call, leaves, avals, traced)``. With
         ``abstract`` (``lower``), ShapedArray leaves stand for arguments of that type."""
         c = self.split(args, kwargs)
-        leaves = [x if type(x) is Array or type(x) is GpuArray
+        leaves = [x if type(x) in _HOT_TYPES
                   or (abstract and type(x) is core.ShapedArray) else
                   _as_operand(x, self, lambda i=i: c.leaf_paths()[i])
                   for i, x in enumerate(c.leaves)]
@@ -716,7 +716,7 @@ class _JitFunction:
         if len(c.leaves) != n - len(c.static_pos):  # some argument is a pytree
             return
         dyn_idx = tuple(i for i in range(n) if i not in c.static_pos)
-        if not all(type(args[i]) is Array for i in dyn_idx):
+        if not all(type(args[i]) in _HOT_TYPES for i in dyn_idx):
             return
         tree = None if tree_util.treedef_is_leaf(traced.out_tree) else traced.out_tree
         if not self.has_options:
@@ -843,6 +843,7 @@ class Compiled:
 # -- the public function --------------------------------------------------------------------------
 
 _aval_of = Array._aval.__get__   # the cached aval of an Array; a TypeError for anything else
+_HOT_TYPES = (Array, GpuArray)  # argument types the hot paths take (GPU results stay GpuArrays)
 
 
 def _tree_key(x, leaves: list):
@@ -850,7 +851,7 @@ def _tree_key(x, leaves: list):
     appending its leaves in ``tree_flatten``'s order (dict keys sorted); a TypeError for
     anything else. Much cheaper than ``tree_flatten`` plus aval tuples on the hot path."""
     t = type(x)
-    if t is Array:
+    if t is Array or t is GpuArray:
         leaves.append(x)
         return _aval_of(x) or x.aval
     if t is tuple or t is list:
@@ -860,37 +861,6 @@ def _tree_key(x, leaves: list):
         return (dict, tuple(keys), *[_tree_key(x[k], leaves) for k in keys])
     raise TypeError
 _trace_state = core._state
-
-
-# -- the GPU backend's hot path --------------------------------------------------------------------
-
-def _gpu_hot_path(info: _JitFunction):
-    """The call of ``jit(f, backend="gpu")`` (without static or donated arguments): a call
-    whose positional arguments are all GpuArrays or Arrays, with a signature seen before and
-    no transform active, goes straight to the executable; anything else takes the general
-    path, which then enters the signature in ``info.fast`` (cleared by ``clear_cache``) under
-    the tuple of the arguments' avals."""
-    fast, general, state, aval_of = info.fast, info.call, _trace_state, _aval_of
-
-    def jitted(*args, **kwargs):
-        if type(state.trace) is not EvalTrace or kwargs:
-            return general(args, kwargs)
-        x64 = config.enable_x64
-        try:  # a TypeError unless every argument is an Array (GpuArray included)
-            key = tuple([aval_of(a) or a.aval for a in args])
-        except TypeError:
-            return general(args, kwargs)
-        hit = fast[x64].get(key)
-        if hit is not None:
-            outs = hit[0](args)
-            return outs[0] if hit[1] is None else hit[1].unflatten(outs)
-        out = general(args, kwargs)
-        c, leaves, _, traced = info.prepare(args, kwargs)  # found in the cache now
-        if not traced.hoisted and len(leaves) == len(args):
-            tree = None if tree_util.treedef_is_leaf(traced.out_tree) else traced.out_tree
-            fast[x64][key] = (info.executable(traced).call, tree)
-        return out
-    return jitted
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), backend=None):
@@ -935,9 +905,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), b
                         _check_backend(backend))
     general = info.call
 
-    if info.backend == "gpu" and not info.has_options:
-        jitted = _gpu_hot_path(info)
-    elif info.has_options:
+    if info.has_options:
         fast, layouts = info.fast, info.layouts
         state = _trace_state
         aval_of = _aval_of

@@ -291,10 +291,6 @@ def _fast_two_sum(a, c) -> tuple[_V, _V]:
     return s, c - (s - a)
 
 
-def _two_prod(b: _Builder, a: _V, c) -> tuple[_V, _V]:
-    return b.two_prod(a, c)
-
-
 def _clamp(b: _Builder, x: _V, lo: float, hi: float) -> _V:
     """x limited to [lo, hi]; NaN becomes lo (callers restore NaN at the end). Written as
     max-then-min selects that x86 matches to one maxps and one minps."""
@@ -431,7 +427,7 @@ def _exp2(b: _Builder, x: _V) -> _V:
     k = b.rint(xc)
     r0 = xc - k  # exact
     ln2 = _C[ft]["ln2"]
-    r, rl = _two_prod(b, r0, ln2[0])
+    r, rl = b.two_prod(r0, ln2[0])
     r, tail = _exp_poly(b, r, rl + r0 * ln2[1])
     s, e = _fast_two_sum(1.0, r)
     y = _ldexp(b, s + (e + tail), _to_int(b, k, clamped=True))
@@ -512,13 +508,13 @@ def _log_combine(b: _Builder, k: _V, hi: _V, lo: _V, base: str) -> _V:
         ph, pl = hi, lo
     else:
         m = c["log2e" if base == "2" else "log10e"]
-        ph, e0 = _two_prod(b, hi, m[0])
+        ph, e0 = b.two_prod(hi, m[0])
         pl = e0 + (hi * m[1] + lo * m[0])
     if base == "2":
         kh, kl = k, None
     else:
         cc = c["ln2" if base == "e" else "log10_2"]
-        kh, e1 = _two_prod(b, k, cc[0])
+        kh, e1 = b.two_prod(k, cc[0])
         kl = e1 + k * cc[1]
     s, e = _two_sum(kh, ph)
     low = pl if kl is None else pl + kl
@@ -660,7 +656,7 @@ def _acosh(b: _Builder, x: _V) -> _V:
     big = b.cmp("ogt", x, 2.0)
     u_big = 2.0 * x - 1.0 / (x + b.sqrt(x * x - 1.0))
     t = x - 1.0  # exact for x in [1, 2]
-    t2, t2l = _two_prod(b, t, t)
+    t2, t2l = b.two_prod(t, t)
     wh, wl = _two_sum(2.0 * t, t2)  # 2t + t^2 = wh + wl
     sq = b.sqrt(wh)
     sql = (b.fma_exact(-sq, sq, wh) + (wl + t2l)) / (sq + sq)  # sqrt(w) = sq + sql
@@ -717,15 +713,15 @@ def _reduce_pio2(b: _Builder, a: _V) -> tuple[_V, _V, _V]:
     p1, p2, p3, p4 = c["pio2_4"]
     # q = nearest integer to a 2/pi: rint of the rounded product, then +-1 from the exact rest
     # (the product's rounding error exceeds 1/2 ulp of q once a is large)
-    ph, pl = _two_prod(b, a, c["2/pi"][0])
+    ph, pl = b.two_prod(a, c["2/pi"][0])
     q = b.rint(ph)
     frac = (ph - q) + (pl + a * c["2/pi"][1])
     q = q + b.select(b.cmp("ogt", frac, 0.5), 1.0, b.select(b.cmp("olt", frac, -0.5), -1.0, 0.0,
                                                              a.ty))
     t1 = b.sub_multiple(q, p1, a, a.ft.mant + 1)  # a short multiple of ulp(p1)
-    m2, m2e = _two_prod(b, q, p2)
+    m2, m2e = b.two_prod(q, p2)
     s, e = _two_sum(t1, -m2)
-    m3, m3e = _two_prod(b, q, p3)
+    m3, m3e = b.two_prod(q, p3)
     rh, rl = _fast_two_sum(s, ((e - m2e) - m3) - (m3e + q * p4))
     quad = _to_int(b, q - 4.0 * b.rint(q * 0.25)) & 3
     return rh, rl, quad
@@ -1005,7 +1001,7 @@ def _erf_parts(b: _Builder, x: _V, a_max: float):
     den = _horner(b, v, [coeff(1, i) for i in range(8, -1, -1)])
     rat = num / den
     # exp(-a^2 - 0.5625 + rat) with -a^2 exact as h + l (fdlibm truncates a instead)
-    h, l = _two_prod(b, a, a)
+    h, l = b.two_prod(a, a)
     s1, e1 = _fast_two_sum(-h, -0.5625)
     s2, e2 = _fast_two_sum(s1, rat)
     big = _exp_kernel(b, s2, (e1 + e2) - l) / a
@@ -1048,22 +1044,22 @@ def _log_dd(b: _Builder, a: _V) -> tuple[_V, _V]:
     dh, dl = _fast_two_sum(2.0, f)
     sh = f / dh
     sl = (b.fma_exact(-sh, dh, f) - sh * dl) / dh  # s = sh + sl
-    z, zl = _two_prod(b, sh, sh)
+    z, zl = b.two_prod(sh, sh)
     zl = zl + 2.0 * sh * sl  # s^2 = z + zl
-    c3h, c3e = _two_prod(b, sh, z)  # s^3 = c3h + c3l
+    c3h, c3e = b.two_prod(sh, z)  # s^3 = c3h + c3l
     c3l = c3e + (sh * zl + z * sl)
-    c5h, c5e = _two_prod(b, c3h, z)  # s^5 = c5h + c5l
+    c5h, c5e = b.two_prod(c3h, z)  # s^5 = c5h + c5l
     c5l = c5e + (c3h * zl + c3l * z)
     two3, two5 = c["2/3"], _split(_dec(lambda: Decimal(2) / 5), ft, 2)
-    t3h, t3e = _two_prod(b, c3h, two3[0])
+    t3h, t3e = b.two_prod(c3h, two3[0])
     t3l = t3e + (c3l * two3[0] + c3h * two3[1])
-    t5h, t5e = _two_prod(b, c5h, two5[0])
+    t5h, t5e = b.two_prod(c5h, two5[0])
     t5l = t5e + (c5l * two5[0] + c5h * two5[1])
     u = c5h * z * _horner(b, z, _LOG_DD_R)  # 2/7 s^7 + ... + 2/25 s^25, below 2^-19
     lh, e = _two_sum(sh + sh, t3h)
     lh, e1 = _two_sum(lh, t5h)
     ll = (e + e1) + ((sl + sl) + (t3l + (t5l + u)))
-    kh, ke = _two_prod(b, k, c["ln2"][0])
+    kh, ke = b.two_prod(k, c["ln2"][0])
     h, e2 = _two_sum(kh, lh)
     return _fast_two_sum(h, e2 + (ll + (ke + k * c["ln2"][1])))
 
@@ -1073,7 +1069,7 @@ def _pow_magnitude(b: _Builder, ax: _V, y: _V) -> _V:
     arithmetic in the value's own type, except that the CPU's float32 works in float64."""
     if ax.ft is not F32:
         lh, ll = _log_dd(b, ax)
-        yh, ye = _two_prod(b, y, lh)
+        yh, ye = b.two_prod(y, lh)
         return _exp_kernel(b, yh, ye + y * ll)
     axd, yd = b.cast("fpext", ax, "double"), b.cast("fpext", y, "double")
     k, f = _log_split(b, axd)
@@ -1123,7 +1119,7 @@ def _cbrt(b: _Builder, x: _V) -> _V:
     for _ in range(2 if ft is F32 else 3):  # Halley: cubic convergence
         t = y * y * y
         y = y * ((t + a + a) / (t + t + a))
-    h, l = _two_prod(b, y, y)
+    h, l = b.two_prod(y, y)
     res = b.fma_exact(-h, y, a) - l * y  # a - y^3, nearly exact
     y = y + res / (3.0 * h)
     y = y * b.select(tiny, 2.0 ** -m, b.select(huge, 2.0 ** m, 1.0, ft.ir))

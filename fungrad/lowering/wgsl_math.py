@@ -110,11 +110,10 @@ _ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=
 class _WBuilder(lm._Builder):
     """``llvm_math``'s builder interface, writing WGSL ``let`` statements."""
 
-    def __init__(self, generic: bool = False, fused_fma: bool = True, arg: str = "a0"):
+    def __init__(self, generic: bool = False, fused_fma: bool = True):
         super().__init__()
         self.generic = generic
         self.fused_fma = fused_fma
-        self.arg = arg  # an f32 parameter, the seed of the opaque zero
         self.terms: dict[str, tuple[str, str]] = {}  # sum or difference -> its operands
         self.negations: dict[str, str] = {}  # -v -> v
         self.opaque: dict[str, _W] = {}
@@ -143,7 +142,7 @@ class _WBuilder(lm._Builder):
         got = self.opaque.get(v.ref)
         if got is None:
             if self.zero is None:  # u (u + 1) is even for every u: (u * u + u) & 1 == 0
-                u = f"bitcast<u32>({self.arg})"
+                u = "bitcast<u32>(a0)"  # every function's first parameter
                 self.zero = self.emit(f"(({u} * {u}) + {u}) & 1u", "i32")  # a u32 in WGSL
             got = self.emit(f"bitcast<f32>(bitcast<u32>({v.ref}) | {self.zero.ref})", v.ty)
             self.opaque[v.ref] = got

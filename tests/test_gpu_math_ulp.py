@@ -87,3 +87,34 @@ def test_pow_within_ulps(x_range, y_range):
         err = _ulps(got, ref)
     worst = int(np.argmax(err))
     assert err[worst] <= 1.0, f"pow({x[worst]!r}, {y[worst]!r}): {err[worst]:.1f} ulp"
+
+
+# float32 arguments nearest a multiple of pi/2 in each binade up to 2^24 (found exhaustively in
+# float64 with a three-part pi/2: |x - q pi/2| down to 2^-27.8 at 252.898...)
+HARDEST = np.float32([1.5707963705062866, 3.1415927410125732, 4.71238899230957, 9.42477798461914,
+                      18.84955596923828, 37.69911193847656, 75.39822387695312,
+                      252.89820861816406, 505.7964172363281, 1011.5928344726562,
+                      2023.1856689453125, 2238.384765625, 4476.76953125, 8953.5390625,
+                      17907.078125, 52516.43359375, 105032.8671875, 210065.734375,
+                      267058.9375, 534117.875, 1068235.75, 2709675.5, 5419351.0, 10838702.0])
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_sin_cos_near_multiples_of_pi_over_2_up_to_2_24(name):
+    """Where |x| is closest to a multiple of pi/2 the result is tiny (or +-1) and the
+    reduction's error is all of it: the float32 neighbours (+-3 ulp) of q pi/2 for random q
+    below 2^24 2/pi, and the hardest float32 argument of each binade, within 1 ulp."""
+    f, reference, _, _ = FUNCTIONS[name]
+    rng = np.random.default_rng(2)
+    q = np.concatenate([rng.integers(1, int(2**24 / (np.pi / 2)), 40_000),
+                        rng.integers(1, 5000, 10_000)])
+    near = (q * (np.pi / 2)).astype(np.float32)
+    x = np.concatenate([near + k * np.spacing(near) for k in range(-3, 4)] + [HARDEST])
+    x = np.concatenate([x, -x]).astype(np.float32)
+    x = x[np.abs(x) < 2**24]
+    y = np.asarray(fg.jit(f, backend="gpu")(x))
+    err = _ulps(y, reference(x.astype(np.float64)))
+    worst = int(np.argmax(err))
+    assert err[worst] <= 1.0, (f"{name}({x[worst]!r}) = {y[worst]!r} on the GPU, "
+                               f"{reference(np.float64(x[worst]))!r} exactly: "
+                               f"{err[worst]:.2f} ulp")

@@ -346,11 +346,37 @@ def test_long_rows_sort_past_the_loop_limit_in_log_squared_dispatches():
     assert exe.num_dispatches == 1 + 1 + sum(b - 9 + 1 for b in range(10, 18)) + 1
 
 
-def test_a_matmul_too_long_for_the_loop_limit_is_an_error_not_a_wrong_result(gpu):
-    a, b = np.ones((1, 60_000), np.float32), np.ones((60_000, 2), np.float32)
+def test_a_matmul_too_long_for_the_loop_limit_splits_its_contraction(gpu, monkeypatch):
+    """k = 60000 would loop 78750 times per invocation (lavapipe stops at 65535; unchecked it
+    returned 58255 for a sum of ones): the contraction splits into ranges (``wgsl.SplitK``)
+    whose partial products a second pass adds, with the planner's folded SGD update
+    (alpha, beta), transposed operands and batches."""
+    rng = np.random.default_rng(10)
+    k = 60_000
+    a, b = np.ones((1, k), np.float32), np.ones((k, 2), np.float32)
     f = fg.jit(lambda a, b: a @ b, backend="gpu")
-    if gpu.loop_limit is None:
-        np.testing.assert_array_equal(np.asarray(f(a, b)), [[60_000, 60_000]])
-    else:  # unchecked, lavapipe returns 58255
-        with pytest.raises(fg.LoweringError, match="dot_general loops 78750 times"):
-            f(a, b)
+    np.testing.assert_array_equal(np.asarray(f(a, b)), [[k, k]])
+    exe = f.lower(a, b).compile()._exe
+    split = gpu.loop_limit is not None
+    assert exe.num_dispatches == (2 if split else 1)
+    assert all(s.loop_iterations < (gpu.loop_limit or 2**31) for s in exe.shaders)
+    monkeypatch.setattr(gpu, "loop_limit", 3000)  # (smaller products split the same way)
+    k = 10_000
+    x = rng.uniform(-1, 1, (k + 3, 5)).astype(np.float32)
+    g = rng.uniform(-1, 1, (k + 3, 3)).astype(np.float32)
+    w = rng.uniform(-1, 1, (5, 3)).astype(np.float32)
+    bx = rng.uniform(-1, 1, (2, 4, k + 3)).astype(np.float32)
+    by = rng.uniform(-1, 1, (2, 3, k + 3)).astype(np.float32)
+
+    def step(w, x, g, bx, by):  # x.T @ g (trans_a) into an SGD update; batched a @ b.T
+        return w - 0.125 * (x.T @ g), fnp.einsum("bik,bjk->bij", bx, by)
+    args = [w, x, g, bx, by]
+    f = fg.jit(step, backend="gpu")
+    got = f(*args)
+    exe = f.lower(*args).compile()._exe
+    assert [s.name.rsplit("_", 1)[1] for s in exe.shaders].count("split") == 2
+    assert all(s.loop_iterations < 3000 for s in exe.shaders)
+    want = (w - 0.125 * (x.T.astype(np.float64) @ g),
+            np.einsum("bik,bjk->bij", bx.astype(np.float64), by))
+    for o, r in zip(got, want):  # float32 sums of 10000 products of size <= 1
+        np.testing.assert_allclose(np.asarray(o), r, rtol=0, atol=2e-4)

@@ -565,19 +565,6 @@ def test_bad_requests_raise_value_error():
         math_symbol("sqrt", np.float32)
 
 
-def test_constants_are_exact_splits():
-    # the Cody-Waite parts of pi/2 add up to pi/2 far beyond the working precision
-    from decimal import Decimal, localcontext
-
-    for ft, bits in ((llvm_math.F32, 24), (llvm_math.F64, 53)):
-        parts = llvm_math._C[ft]["pio2_4"]
-        with localcontext() as ctx:
-            ctx.prec = 80
-            total = sum(Decimal(p) for p in parts)
-            assert abs(total - llvm_math._PI / 2) < Decimal(2) ** (-4 * bits + 4)
-        assert all(ft.round(p) == p for p in parts)
-
-
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 def test_ldexp_intrinsic_and_two_step_scaling_agree(monkeypatch, dtype):
     # On AVX-512 hosts 2**k is applied by llvm.ldexp (vscalef), elsewhere by two multiplications;

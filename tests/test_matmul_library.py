@@ -233,3 +233,107 @@ def test_compile_error_names_the_library_and_keeps_its_ir():
                               "named": "fungrad_matmul" in str(e)}))
     """)
     assert out == {"module": "fungrad_matmul", "file": True, "named": True}
+
+
+# -- b transposed (``[n, k]`` rows: the backward products dy @ W^T) ------------------------------
+
+def reference_t(a, bt, alpha, beta, c0):
+    out = np.float64(alpha) * (a.astype(np.float64) @ bt.T.astype(np.float64))
+    return out + np.float64(beta) * c0 if beta else out
+
+
+TB_ODD = (1, 7, 8, 9, 15, 16, 17, 33)
+
+
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (-0.5, 2.0)])
+def test_trans_b_odd_shapes_match_numpy(alpha, beta):
+    # n and k around the 16 x 16 transposed blocks and the 32-column panels
+    rng = np.random.default_rng(5)
+    for m in TB_ODD:
+        for n in TB_ODD:
+            for k in TB_ODD:
+                a = rng.standard_normal((m, k)).astype(np.float32)
+                bt = rng.standard_normal((n, k)).astype(np.float32)
+                c0 = rng.standard_normal((m, n)).astype(np.float32)
+                got = matmul.gemm(a, bt, trans_b=True, alpha=alpha, beta=beta,
+                                  c0=c0 if beta else None)
+                check(got, reference_t(a, bt, alpha, beta, c0), k)
+
+
+@pytest.mark.parametrize("m,n,k", [(128, 512, 10), (20, 100, 1100), (9, 70, 513), (3, 5, 0)])
+def test_trans_b_panels_and_k_blocks(m, n, k):
+    # the MLP's dh2 shape, several k blocks (k > KC) with a partial 16-step block, many panels
+    rng = np.random.default_rng(m + n + k)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    bt = rng.standard_normal((n, k)).astype(np.float32)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    got = matmul.gemm(a, bt, trans_b=True, alpha=0.75, beta=-1.0, c0=c0)
+    check(got, reference_t(a, bt, 0.75, -1.0, c0), k)
+
+
+def test_trans_b_strided_in_place_and_nan_c0():
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((17, 60)).astype(np.float32)[:, 3:40]  # row stride 60
+    bt = rng.standard_normal((33, 50)).astype(np.float32)[:, 1:38]  # b^T: 33 x 37, stride 50
+    w = rng.standard_normal((17, 40)).astype(np.float32)[:, :33]
+    want = reference_t(a, bt, -0.1, 1.0, w.astype(np.float64))
+    assert matmul.gemm(a, bt, trans_b=True, alpha=-0.1, beta=1.0, c0=w, out=w) is w
+    check(w, want, 37)
+    nan = np.full((17, 33), np.nan, np.float32)  # beta == 0 never reads c0
+    check(matmul.gemm(a, bt, trans_b=True, c0=nan), reference_t(a, bt, 1.0, 0.0, None), 37)
+    bt = bt.copy()
+    bt[4, 9] = np.inf
+    got = matmul.gemm(a, bt, trans_b=True)
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(a @ bt.T))
+
+
+@settings(max_examples=30, deadline=None)
+@given(m=st.integers(1, 40), n=st.integers(1, 70), k=st.integers(0, 70),
+       beta=st.sampled_from([0.0, 1.0]), seed=st.integers(0, 2**16))
+def test_trans_b_random_shapes(m, n, k, beta, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    bt = rng.standard_normal((n, k)).astype(np.float32)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    got = matmul.gemm(a, bt, trans_b=True, beta=beta, c0=c0 if beta else None)
+    check(got, reference_t(a, bt, 1.0, beta, c0), k)
+
+
+def test_trans_b_errors():
+    with pytest.raises(ValueError, match="both be transposed"):
+        matmul.gemm(np.ones((3, 4), np.float32), np.ones((5, 3), np.float32), trans_a=True,
+                    trans_b=True)
+    with pytest.raises(ValueError, match=r"op\(b\) is 5x3"):
+        matmul.gemm(np.ones((4, 4), np.float32), np.ones((3, 5), np.float32), trans_b=True)
+
+
+def test_trans_b_without_avx512_transposes_with_shufflevector():
+    # hosts without AVX-512 transpose b^T's blocks with plain shufflevector networks: compile
+    # that variant here (under its own symbol) and check it against numpy
+    import ctypes
+
+    from fungrad.lowering import cpu
+    ir = matmul.library_ir(avx512=False).replace(f"@{matmul.SYMBOL}(", "@fg_mm_generic(")
+    assert "vpermi2var" not in ir and "vpermi2var" in matmul.library_ir(avx512=True)
+    module = cpu.compile_module(ir, ["fg_mm_generic"], name="fg_mm_generic", passes=False)
+    i64, ptr, f32 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_float
+    fn = module.function("fg_mm_generic", [ctypes.c_int32, i64, i64, i64, f32, ptr, i64, ptr,
+                                           i64, f32, ptr, ptr, i64])
+    rng = np.random.default_rng(7)
+    for m, n, k in ((9, 33, 17), (16, 10, 40), (1, 1, 1)):
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        bt = rng.standard_normal((n, k)).astype(np.float32)
+        out = np.empty((m, n), np.float32)
+        fn(2, m, n, k, 1.0, a.ctypes.data, k, bt.ctypes.data, k, 0.0, out.ctypes.data,
+           out.ctypes.data, n)
+        check(out, reference_t(a, bt, 1.0, 0.0, None), k)
+
+
+def test_jit_routes_b_transposed_products_to_the_library():
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((32, 48)).astype(np.float32)
+    w = rng.standard_normal((40, 48)).astype(np.float32)
+    f = fg.jit(lambda x, w: x @ w.T)
+    text = f.lower(x, w).as_text()
+    assert f"@{matmul.SYMBOL}(i32 2, i64 32, i64 40, i64 48" in text
+    check(np.asarray(f(x, w)), x.astype(np.float64) @ w.T.astype(np.float64), 48)

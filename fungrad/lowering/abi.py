@@ -84,12 +84,10 @@ def layout() -> Layout:
     if _layout is None:
         with _lock:
             if _layout is None:
-                import llvmlite.binding as llvm
-
-                from fungrad.lowering import cpu
+                from fungrad.lowering import cpu, llvm_capi
                 cpu.host()  # initialises LLVM
                 lay = _measure()
                 with cpu.llvm_lock:
-                    llvm.add_symbol("fg_ndarray_type", ctypes.addressof(_type_cell))
+                    llvm_capi.add_symbol("fg_ndarray_type", ctypes.addressof(_type_cell))
                 _layout = lay
     return _layout

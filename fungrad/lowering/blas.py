@@ -160,13 +160,11 @@ def register_llvm_symbols() -> BlasInfo:
     global _registered
     info = find_blas()
     if info.available and not _registered:
-        import llvmlite.binding as llvm
-
-        from fungrad.lowering import cpu
+        from fungrad.lowering import cpu, llvm_capi
 
         with cpu.llvm_lock:
             if not _registered:
-                llvm.add_symbol("fg_sgemm", info.sgemm_address)
-                llvm.add_symbol("fg_dgemm", info.dgemm_address)
+                llvm_capi.add_symbol("fg_sgemm", info.sgemm_address)
+                llvm_capi.add_symbol("fg_dgemm", info.dgemm_address)
                 _registered = True
     return info

@@ -75,13 +75,12 @@ def default_cache_dir() -> Path:
 def cache_key(ir_text: str, *, triple: str, cpu: str, features: str,
               pipeline: dict[str, object]) -> str:
     """sha256 hex digest naming the object code that ``ir_text`` compiles to on this host."""
-    import llvmlite
-    import llvmlite.binding as llvm
+    from fungrad.lowering import llvm_capi
 
     parts = {
         "triple": triple, "cpu": cpu, "features": features,
-        "llvm": ".".join(map(str, llvm.llvm_version_info)),
-        "llvmlite": llvmlite.__version__, "fungrad": fungrad.__version__,
+        "llvm": ".".join(map(str, llvm_capi.llvm_version())),
+        "llvmlite": llvm_capi.llvmlite_version(), "fungrad": fungrad.__version__,
         "pipeline": sorted(pipeline.items()),
     }
     h = hashlib.sha256(json.dumps(parts, sort_keys=True).encode())

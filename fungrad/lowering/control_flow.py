@@ -126,6 +126,9 @@ class _ControlStep:
     Sub-steps are final when the step is built, so both sets are computed once."""
 
     name: str
+    #: its code runs inside the entry function (loops, branches), which is then compiled with
+    #: the full pipeline (``llvm.ModuleWriter.render``)
+    in_entry = True
 
     def _collect(self, programs, backing: dict[int, tuple[Buffer, ...]], reads, writes):
         def real(bufs):

@@ -1,4 +1,4 @@
-"""CPU runtime: LLVM IR text in, callable native functions out (llvmlite 0.50, LLVM 22).
+"""CPU runtime: LLVM IR text in, callable native functions out (llvmlite 0.50's LLVM 22).
 
 ``compile_module(ir_text, entry_points, name=...)`` parses and verifies the text, checks that every
 external it declares can be resolved, runs the new pass manager's default pipeline (O3 with loop
@@ -7,9 +7,9 @@ host TargetMachine and loads it into its own MCJIT engine. The object is stored 
 cache (cache.py), so the same IR in a later process is loaded in ~1-2 ms instead of compiled.
 Any failure raises :class:`CompileError` (with the IR written to a temp file) and caches nothing.
 
-All LLVM work runs under ``llvm_lock``: llvmlite uses LLVM's global context, which is not
-thread-safe. Compile times are recorded per module (:class:`CompileStats`) and in process-wide
-totals (:func:`compile_stats`).
+LLVM is reached through ``llvm_capi`` (llvmlite's shared library, without its Python package).
+All LLVM work runs under ``llvm_lock``: LLVM's global context is not thread-safe. Compile times
+are recorded per module (:class:`CompileStats`) and in process-wide totals (:func:`compile_stats`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from fungrad.lowering import blas, cache
+from fungrad.lowering import blas, cache, llvm_capi
 
 __all__ = [
     "CompileError", "CompileStats", "CompiledModule", "compile_module", "compile_stats",
@@ -58,46 +58,42 @@ class Host:
     cpu: str
     features: str
     data_layout: str
-    target: object = field(repr=False)
-    target_machine: object = field(repr=False)  # opt=3: passes and emit_object; never given away
+    target_machine: object = field(repr=False)  # opt=3: passes and emit; never given away
     target_machine_o0: object = field(repr=False)  # opt=0 codegen (FastISel): ~6x cheaper
 
     def new_target_machine(self):
         """A fresh TargetMachine: an MCJIT engine takes ownership of (and frees) the one it gets,
         so each engine needs its own."""
-        return self.target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
-                                                 jit=True)
+        return llvm_capi.create_target_machine(self.triple, self.cpu, self.features, 3)
 
 
 _host: Host | None = None
 
 
 def host() -> Host:
-    """Initialise llvmlite once (native target + asm printer; ``llvm.initialize()`` raises in
+    """Initialise LLVM once (native target + asm printer; ``llvm.initialize()`` raises in
     0.50) and describe the host. Also registers numpy's BLAS as ``@fg_sgemm``/``@fg_dgemm``."""
     global _host
     if _host is None:
         with llvm_lock:
             if _host is None:
-                import llvmlite.binding as llvm
-
-                llvm.initialize_native_target()
-                llvm.initialize_native_asmprinter()
-                triple = llvm.get_process_triple()
-                target = llvm.Target.from_triple(triple)
-                cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+                capi = llvm_capi
+                capi.lib()  # loads LLVM, initialises the native target
+                triple = capi.process_triple()
+                cpu, features = capi.host_cpu_name(), capi.host_cpu_features()
                 if "+avx512f" in features.split(","):
                     # LLVM prefers 256-bit vectors on AVX-512 CPUs; full-width zmm loops were
                     # 1.35-1.4x faster on our math kernels (measured, Zen 4)
                     features += ",-prefer-256-bit"
-                tm = target.create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
-                tm0 = target.create_target_machine(cpu=cpu, features=features, opt=0, jit=True)
+                tm = capi.create_target_machine(triple, cpu, features, 3)
+                tm0 = capi.create_target_machine(triple, cpu, features, 0)
                 # libc/libm symbols become resolvable (for the link check below) only once an
                 # MCJIT engine exists in the process: create and drop one now
-                llvm.create_mcjit_compiler(llvm.parse_assembly(""),
-                                           target.create_target_machine(jit=True)).close()
+                capi.dispose_engine(capi.create_engine(capi.parse_module(""),
+                                                       capi.create_target_machine(triple, "", "",
+                                                                                  2)))
                 blas.register_llvm_symbols()
-                _host = Host(triple, cpu, features, str(tm.target_data), target, tm, tm0)
+                _host = Host(triple, cpu, features, capi.data_layout(tm), tm, tm0)
     return _host
 
 
@@ -166,7 +162,7 @@ class CompiledModule:
             if self._engine is None:
                 raise ValueError(f"CompiledModule {self.name!r} is closed")
             with llvm_lock:
-                addr = self._engine.get_function_address(name)
+                addr = llvm_capi.function_address(self._engine, name)
             if not addr:
                 raise KeyError(f"module {self.name!r} has no function {name!r}; entry points: "
                                f"{sorted(self._addresses)}")
@@ -183,10 +179,10 @@ class CompiledModule:
         self._addresses.clear()
         if engine is not None:
             with llvm_lock:
-                engine.close()
+                llvm_capi.dispose_engine(engine)
 
     def __del__(self):
-        # at interpreter exit llvmlite's own globals may already be gone: leave the memory
+        # at interpreter exit the binding's own globals may already be gone: leave the memory
         if sys.is_finalizing():
             return
         if getattr(self, "_engine", None) is not None and llvm_lock is not None:
@@ -279,47 +275,42 @@ def compile_module(ir_text: str, entry_points, *, name: str, opt_level: int = 3,
 
 def _compile_object(ir_text, name, entry_points, pipeline, stats, debug_info):
     """parse -> verify -> externals check -> optimise -> emit_object, all under the lock."""
-    import llvmlite.binding as llvm
-
+    capi = llvm_capi
     h = host()
     with llvm_lock:
         t0 = time.perf_counter()
         step = "parse"
         mod = None
         try:
-            mod = llvm.parse_assembly(ir_text)
-            mod.name = name
+            mod = capi.parse_module(ir_text)
             step = "verify"
-            mod.verify()
-            mod.triple, mod.data_layout = h.triple, h.data_layout
-            functions = [fn.name for fn in mod.functions if not fn.is_declaration
-                         and fn.linkage not in (llvm.Linkage.internal, llvm.Linkage.private)]
-            externals = [fn.name for fn in mod.functions
-                         if fn.is_declaration and not fn.name.startswith("llvm.")]
+            capi.verify_module(mod)
+            capi.set_module_target(mod, name, h.triple, h.data_layout)
+            listed = capi.module_functions(mod)
+            local = (capi.LINKAGE_INTERNAL, capi.LINKAGE_PRIVATE)
+            functions = [f for f, decl, linkage in listed if not decl and linkage not in local]
+            externals = [f for f, decl, _ in listed if decl and not f.startswith("llvm.")]
             _check_entry_points(ir_text, name, entry_points, functions)
             _check_externals(ir_text, name, externals)
             t1 = time.perf_counter()
             step = "optimize"
             if pipeline.get("passes", True):
-                pto = llvm.create_pipeline_tuning_options(speed_level=pipeline["speed_level"])
-                pto.loop_vectorization = pipeline["loop_vectorization"]
-                pto.slp_vectorization = pipeline["slp_vectorization"]
-                pb = llvm.create_pass_builder(h.target_machine, pto)
-                pb.getModulePassManager().run(mod, pb)
+                capi.optimize(mod, h.target_machine, pipeline["speed_level"],
+                              pipeline["loop_vectorization"], pipeline["slp_vectorization"])
             t2 = time.perf_counter()
             step = "codegen"
             tm = h.target_machine_o0 if pipeline["codegen_opt"] == 0 else h.target_machine
-            obj = tm.emit_object(mod)
+            obj = capi.emit(tm, mod)
             t3 = time.perf_counter()
-            optimized_ir = str(mod) if debug_info else None
-            assembly = tm.emit_assembly(mod) if debug_info else None
+            optimized_ir = capi.module_text(mod) if debug_info else None
+            assembly = capi.emit(tm, mod, object_file=False).decode() if debug_info else None
         except RuntimeError as e:
             if isinstance(e, CompileError):
                 raise
             raise _error(ir_text, name, step, str(e)) from None
         finally:
             if mod is not None:
-                mod.close()
+                capi.dispose_module(mod)
     stats.parse_s, stats.optimize_s, stats.codegen_s = t1 - t0, t2 - t1, t3 - t2
     stats.object_bytes = len(obj)
     meta = {"name": name, "functions": functions, "externals": externals}
@@ -336,8 +327,6 @@ def _check_entry_points(ir_text, name, entry_points, functions):
 def _check_externals(ir_text, name, externals):
     """Refuse to load code that calls a symbol this process cannot resolve: MCJIT would link it
     to address 0 and the first call would crash the interpreter."""
-    import llvmlite.binding as llvm
-
     if "fg_parallel_for" in externals:  # the native thread pool: compiled on first use
         from fungrad.lowering import runtime
         runtime.ensure_registered()
@@ -345,7 +334,7 @@ def _check_externals(ir_text, name, externals):
         from fungrad.lowering import matmul
         matmul.ensure_library()
     with llvm_lock:
-        missing = [s for s in externals if llvm.address_of_symbol(s) is None]
+        missing = [s for s in externals if llvm_capi.address_of_symbol(s) is None]
     if missing:
         why = ""
         if any(s in ("fg_sgemm", "fg_dgemm") for s in missing):
@@ -356,25 +345,23 @@ def _check_externals(ir_text, name, externals):
 def _load(name, entry_points, obj, stats) -> CompiledModule:
     """A fresh MCJIT engine holding object file ``obj``, entry points resolved; RuntimeError
     (LLVM's message) if the object does not load."""
-    import llvmlite.binding as llvm
-
+    capi = llvm_capi
     h = host()
     with llvm_lock:
         t0 = time.perf_counter()
         engine = None
         try:
-            engine = llvm.create_mcjit_compiler(
-                llvm.parse_assembly(f'target triple = "{h.triple}"'), h.new_target_machine())
-            engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-            engine.finalize_object()
-            addresses = {e: engine.get_function_address(e) for e in entry_points}
+            engine = capi.create_engine(capi.parse_module(f'target triple = "{h.triple}"'),
+                                        h.new_target_machine())
+            capi.engine_add_object(engine, obj)
+            addresses = {e: capi.function_address(engine, e) for e in entry_points}
         except RuntimeError:
             if engine is not None:
-                engine.close()
+                capi.dispose_engine(engine)
             raise
         missing = [e for e, a in addresses.items() if not a]
         if missing:
-            engine.close()
+            capi.dispose_engine(engine)
             raise RuntimeError(f"entry point(s) {missing} not in the object file")
         stats.load_s = time.perf_counter() - t0
     return CompiledModule(name, engine, addresses, stats)

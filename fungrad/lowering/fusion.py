@@ -55,10 +55,20 @@ class Kernel:
     stores: list[Store]
     parallel: bool = True
     origins: tuple[str, ...] = ()
+    _reads: tuple = field(default=((), frozenset()), repr=False, compare=False)
 
     def reads(self) -> set[Buffer]:
-        exprs = [e for s in self.stores for e in (s.value, s.index, s.mask) if e is not None]
-        return _loaded_buffers(exprs) | {s.buffer for s in self.stores if s.combine}
+        # Remembered for the stores it was computed from (the planner asks again and again,
+        # and walking the expressions was its largest cost); stores may still be replaced.
+        parts = tuple(x for s in self.stores
+                      for x in (s.value, s.index, s.mask, s.combine, s.buffer))
+        seen, reads = self._reads
+        if len(seen) != len(parts) or any(a is not b for a, b in zip(seen, parts)):
+            exprs = [e for s in self.stores for e in (s.value, s.index, s.mask) if e is not None]
+            reads = frozenset(_loaded_buffers(exprs) | {s.buffer for s in self.stores
+                                                        if s.combine})
+            self._reads = (parts, reads)
+        return set(reads)
 
     def writes(self) -> set[Buffer]:
         return {s.buffer for s in self.stores}

@@ -19,9 +19,11 @@ run from the host, reading its predicate back after each iteration (anywhere: in
 conds and other while loops).
 
 Policies: which reductions become workgroup trees (``TREE_REDUCTIONS``, ``_tree_groups``),
-which serial kernels run as parallel scatters (``_scatter_like``), which sorts take the
-bitonic network (``SORT_RANK_MAX_ROW``); the scratch these need (tree partials, scatter
-winners, sort positions) lives past the arena's temporaries (``scratch_words``).
+which serial kernels run as parallel scatters (``_scatter_like``), which scans split their
+lines into blocks (``SCAN``, ``SCAN_BLOCK``), which sorts take the bitonic network
+(``SORT_RANK_MAX_ROW``), and how long matmul contractions split (``_gemm``); the scratch
+these need (tree partials, scatter winners, scan block totals, sort positions, partial
+products) lives past the arena's temporaries (``scratch_words``).
 """
 
 from __future__ import annotations
@@ -78,13 +80,36 @@ TREE_REDUCTIONS = "auto"
 SORT_RANK_MAX_ROW = 64
 
 
+#: Scans (cumulative reductions: ``wgsl.scan_of``, ``wgsl.render_scan``) run one invocation
+#: per line, in order, or split their lines into blocks (three dispatches). "auto": blocks
+#: of about SCAN_BLOCK elements where lines are too few to fill the device: fewer than
+#: SCAN_SERIAL_ROWS on a GPU, fewer than two per CPU core on a CPU adapter (lavapipe, 2
+#: cores: blocks 1.6x faster for 2 lines of 60000, 0.7x for 8); "always": blocks of
+#: SCAN_BLOCK wherever a line is longer (tests use it with small blocks); "never": one
+#: block unless a line would loop past the adapter's limit (``gpu.Runtime.loop_limit``),
+#: which splits it in every mode. The environment variable FUNGRAD_GPU_SCAN, when set,
+#: wins. Read when a function is compiled.
+SCAN = "auto"
+SCAN_BLOCK = 512
+SCAN_SERIAL_ROWS = 4096
+
+
+def _mode(variable: str, name: str, default: str) -> str:
+    mode = os.environ.get(variable, "").strip().lower() or default
+    if mode not in ("auto", "always", "never"):
+        raise ValueError(f"{variable} / gpu_executable.{name}: {mode!r} is not one of 'auto', "
+                         "'always', 'never'")
+    return mode
+
+
+def scan_mode() -> str:
+    """The scan mode in force (``SCAN`` or its environment override FUNGRAD_GPU_SCAN)."""
+    return _mode("FUNGRAD_GPU_SCAN", "SCAN", SCAN)
+
+
 def tree_reductions() -> str:
     """The tree-reduction mode in force (``TREE_REDUCTIONS`` or its environment override)."""
-    mode = os.environ.get("FUNGRAD_GPU_TREE_REDUCE", "").strip().lower() or TREE_REDUCTIONS
-    if mode not in ("auto", "always", "never"):
-        raise ValueError(f"FUNGRAD_GPU_TREE_REDUCE / gpu_executable.TREE_REDUCTIONS: {mode!r} "
-                         "is not one of 'auto', 'always', 'never'")
-    return mode
+    return _mode("FUNGRAD_GPU_TREE_REDUCE", "TREE_REDUCTIONS", TREE_REDUCTIONS)
 
 
 def check_dtypes(jaxpr: core.ClosedJaxpr, name: str) -> None:
@@ -243,6 +268,48 @@ class GpuExecutable:
         return out + self._dispatch(wgsl.render_kernel(kern, place, fma, scope,
                                                        wgsl.Tree(groups, base)))
 
+    def _scan(self, kern: Kernel, scan: wgsl.ScanInfo, scope: wgsl.Scope) -> list:
+        """A scan's dispatches (``wgsl.render_scan``): one invocation per line, or blocks of
+        lines (``SCAN``, ``SCAN_BLOCK``) whose totals live past the arena's temporaries;
+        lines an invocation could not loop through on this adapter are always split."""
+        place, fma = self._place, self.rt.fused_fma
+        _split_bindings(kern, place, self.rt.max_bindings)  # (says so when too many)
+        n = scan.var.extent + 1
+        rows = int(np.prod([v.extent for v in kern.loops], dtype=np.int64)) // (n - 1)
+        mode = scan_mode()
+        blocks = 1
+        few = 2 * (os.cpu_count() or 1) if self.rt.cpu_adapter else SCAN_SERIAL_ROWS
+        if mode == "always" or mode == "auto" and rows < few:
+            blocks = -(-n // max(1, SCAN_BLOCK))
+        limit = self.rt.loop_limit
+        if limit is not None:  # (with some room for rounding the blocks up)
+            serial = wgsl.render_scan(kern, scan, place, fma, scope)[0].loop_iterations
+            blocks = max(blocks, -(-serial // max(1, limit - 256)))
+        blocks = -(-n // -(-n // blocks))  # every block full but the last, none empty
+        if blocks > 1:
+            self.scratch_words = max(self.scratch_words, rows * blocks)
+        out = []
+        for shader in wgsl.render_scan(kern, scan, place, fma, scope, blocks,
+                                       self.arena_words):
+            out += self._dispatch(shader)
+        return out
+
+    def _gemm(self, step: Gemm, scope: wgsl.Scope) -> list:
+        """A matmul's dispatches: one, or, where one invocation would loop through ``k``
+        more often than the adapter allows, the contraction split into ranges
+        (``wgsl.SplitK``): partial products past the arena's temporaries, then their sum."""
+        shader = wgsl.render_gemm(step, self._place, scope)
+        limit = self.rt.loop_limit
+        if limit is None or shader.loop_iterations < limit:
+            return self._dispatch(shader)
+        chunks = -(-shader.loop_iterations // (limit - 256))
+        size = -(-step.k // chunks // wgsl.KSTEP) * wgsl.KSTEP
+        split = wgsl.SplitK(-(-step.k // size), size, self.arena_words)
+        self.scratch_words = max(self.scratch_words,
+                                 split.chunks * step.batch * step.m * step.n)
+        return (self._dispatch(wgsl.render_gemm(step, self._place, scope, split))
+                + self._dispatch(wgsl.render_gemm_sum(step, self._place, scope, split)))
+
     def _sort(self, step, scope: wgsl.Scope) -> list:
         """A sort's dispatches: the rank sort (one invocation per element, a loop over its
         row) for short rows, else a bitonic network (``wgsl.render_bitonic``), whose
@@ -294,12 +361,14 @@ class GpuExecutable:
         from fungrad.lowering.sort_step import SortStep
         place, rt, out = self._place, self.rt, []
         for step in steps:
-            if isinstance(step, Kernel):
+            if isinstance(step, Kernel) and (scan := wgsl.scan_of(step)) is not None:
+                out += self._scan(step, scan, scope)
+            elif isinstance(step, Kernel):
                 tree = self._tree_groups(step, scope)
                 for k in _split_bindings(step, place, rt.max_bindings - bool(tree)):
                     out += self._kernel(k, tree, scope)
             elif isinstance(step, Gemm):
-                out += self._dispatch(wgsl.render_gemm(step, place, scope))
+                out += self._gemm(step, scope)
             elif isinstance(step, SortStep):
                 out += self._sort(step, scope)
             elif isinstance(step, CondStep):
@@ -478,8 +547,9 @@ def _arena_offsets(prog: fusion.Program, place: dict) -> int:
 def _scatter_like(kern: Kernel) -> bool:
     """Is ``kern`` a serial loop whose iterations only collide on the elements they store (a
     scatter), so ``wgsl.Scatter`` runs it in parallel exactly? Not when the store reads its
-    own buffer (a cumulative sum reads the previous element)."""
-    if kern.parallel or len(kern.stores) != 1:
+    own buffer (a cumulative sum reads the previous element), nor when it has one
+    iteration (a scan's first element: one invocation, one dispatch)."""
+    if kern.parallel or len(kern.stores) != 1 or all(v.extent == 1 for v in kern.loops):
         return False
     st, = kern.stores
     exprs = [e for e in (st.value, st.index, st.mask) if e is not None]

@@ -21,7 +21,7 @@ import struct
 
 import numpy as np
 
-from fungrad.lowering import abi, cpu, llvm_math, matmul
+from fungrad.lowering import abi, cpu, llvm_capi, llvm_math, matmul
 from fungrad.lowering.fusion import Gemm, Kernel, Program, _walk
 from fungrad.lowering.kernel import (
     MATH_UNARY,
@@ -31,6 +31,20 @@ from fungrad.lowering.kernel import (
     reduce_identity,
     substitute,
 )
+
+#: loops known to run fewer times than this are not vectorised (``ModuleWriter.loop_md``)
+SHORT_LOOP = 16
+#: attributes of functions that only pass their arguments on (trampolines, the entry point
+#: without control flow): no IR passes and FastISel, which cost a fraction of LLVM's full
+#: per-function pipeline (~1 ms per function, even an empty one: measured)
+_GLUE = "optnone noinline"
+
+
+def _trip_count(lo: str, hi: str, step: int) -> int | None:
+    """Iterations of ``range(lo, hi, step)`` when both bounds are literals, else None."""
+    if lo.isdigit() and hi.isdigit():
+        return max(0, -(-(int(hi) - int(lo)) // step))
+    return None
 
 # -- types and constants ---------------------------------------------------------------------
 
@@ -219,7 +233,7 @@ class _KernelWriter:
             lv = f"r{v.id}"
             chunk += [f"  br label %{lv}.latch", f"{lv}.latch:",
                       f"  %v{v.id}.next = add nuw nsw i64 %v{v.id}, 1",
-                      f"  br label %{lv}.head{self.m.loop_md()}", f"{lv}.exit:"]
+                      f"  br label %{lv}.head{self.m.loop_md(v.extent)}", f"{lv}.exit:"]
         self.lines[parent].extend(chunk)
         if keyed:
             return ops.from_key(self.lines[parent], body.dtype, acc[0])
@@ -384,7 +398,8 @@ class _KernelWriter:
                 f"  br i1 %{lv}.c, label %{lv}.body, label %{lv}.exit", f"{lv}.body:"]
         tail = [f"  br label %{lv}.latch", f"{lv}.latch:",
                 f"  {iv}.next = add nuw nsw i64 {iv}, {step}",
-                f"  br label %{lv}.head{self.m.loop_md()}", f"{lv}.exit:"]
+                f"  br label %{lv}.head{self.m.loop_md(_trip_count(lo, hi, step))}",
+                f"{lv}.exit:"]
         return head, tail
 
     # the kernel function
@@ -449,13 +464,20 @@ class ModuleWriter:
         self.externals: dict[str, str] = {}       # symbol -> declare line
         self.functions: list[str] = []
         self.n_loops = 0
+        self.short_loops: set[int] = set()  # metadata ids of loops run fewer than SHORT_LOOP
         self.serial_for = False  # @fg_serial_for added (parallel_for)
 
-    def loop_md(self) -> str:
+    def loop_md(self, trip: int | None = None) -> str:
         """Loop metadata for a back edge: no unrolling. Fully unrolling a short inner loop
         (say 32 columns) made LLVM vectorise the outer loop with gathers and scatters, 20x
-        slower; the vectoriser still interleaves the loops it vectorises."""
+        slower; the vectoriser still interleaves the loops it vectorises. A loop known to run
+        fewer than ``SHORT_LOOP`` times (``trip``) is not vectorised either: its vector body
+        would run at most once beside a scalar remainder, two copies of the body (with any
+        inlined exp or log) for LLVM to optimise and compile; the MLP step's ten-class
+        softmax loops cost 17 ms of its ~150 ms module compile that way (measured)."""
         self.n_loops += 1
+        if trip is not None and trip < SHORT_LOOP:
+            self.short_loops.add(self.n_loops + 1)
         return f", !llvm.loop !{self.n_loops + 1}"
 
     def need_math(self, fn: str, dtype: np.dtype) -> str:
@@ -497,9 +519,11 @@ class ModuleWriter:
                 ptr[b.id] = f"%buf{b.id}"
         entry.extend(self.render_steps(prog.steps, ptr))
         funcs = "\n".join(self.functions)
-        if f"@{matmul.SYMBOL}(" in funcs:  # products written by matmul.render_matmul
-            self.declare(matmul.SYMBOL, matmul.library_decl())
-        head = (f"define i32 @{prog.name}(ptr noalias %args, i64 %nthreads) {{\nentry:\n"
+        # Straight-line glue (read the arguments, call the kernels) is not worth optimising:
+        # as _GLUE it took the MLP step's entry function from ~26 to ~10 ms of LLVM time
+        # (measured). Entry functions that hold control flow's loops keep the full pipeline.
+        attrs = "" if any(getattr(s, "in_entry", False) for s in prog.steps) else f" {_GLUE}"
+        head = (f"define i32 @{prog.name}(ptr noalias %args, i64 %nthreads){attrs} {{\nentry:\n"
                 + "\n".join(entry) + "\n  ret i32 0\n}\n")
         decls = "\n".join(sorted(self.externals.values()))
         pre = ""
@@ -507,8 +531,11 @@ class ModuleWriter:
             pre = llvm_math.prelude(sorted({d for _, d in self.math}),
                                     sorted({f for f, _ in self.math}),
                                     declare_intrinsics=False)
+        novec = f"!{self.n_loops + 2}"  # the extra property of short loops
         md = "\n".join(['!1 = !{!"llvm.loop.unroll.disable"}']
-                       + [f"!{i + 2} = distinct !{{!{i + 2}, !1}}" for i in range(self.n_loops)])
+                       + [f"!{i} = distinct !{{!{i}, !1{(', ' + novec) * (i in self.short_loops)}}}"
+                          for i in range(2, self.n_loops + 2)]
+                       + [f'{novec} = !{{!"llvm.loop.vectorize.enable", i1 false}}'])
         return "\n".join(x for x in (decls, pre, funcs, head, md) if x)
 
     def render_steps(self, steps, ptr: dict[int, str]) -> list[str]:
@@ -574,7 +601,7 @@ class ModuleWriter:
                  f"  %a{i} = load ptr, ptr %p{i}" for i in range(m)]
         targs = ", ".join(f"ptr %a{i}" for i in range(m))
         self.functions.append(
-            f"define internal void @{k}.par(ptr %ctx, i64 %s, i64 %e) {{\nentry:\n"
+            f"define internal void @{k}.par(ptr %ctx, i64 %s, i64 %e) {_GLUE} {{\nentry:\n"
             + "\n".join(loads) + ("\n" if loads else "")
             + f"  call void @{k}({targs}{', ' if targs else ''}i64 %s, i64 %e) noinline\n"
             "  ret void\n}\n")
@@ -613,7 +640,7 @@ POOL_SYMBOL = "fg_parallel_for_fn"
 # ``noinline``: inlined, the indirect call would become direct calls, each inlining its kernel
 # a second time (twice the kernel code to optimise and compile)
 _SERIAL_FOR = ("define internal void @fg_serial_for(ptr %fn, ptr %ctx, i64 %n, i64 %nthreads) "
-               "noinline {\nentry:\n  call void %fn(ptr %ctx, i64 0, i64 %n)\n  ret void\n}\n")
+               f"{_GLUE} {{\nentry:\n  call void %fn(ptr %ctx, i64 0, i64 %n)\n  ret void\n}}\n")
 
 _pool_cell = ctypes.c_void_p(0)
 _pool_cell_registered = False
@@ -626,10 +653,8 @@ def register_pool_symbol() -> None:
     if not _pool_cell_registered:
         with cpu.llvm_lock:
             if not _pool_cell_registered:
-                import llvmlite.binding as llvm
-
                 cpu.host()  # initialises LLVM
-                llvm.add_symbol(POOL_SYMBOL, ctypes.addressof(_pool_cell))
+                llvm_capi.add_symbol(POOL_SYMBOL, ctypes.addressof(_pool_cell))
                 _pool_cell_registered = True
 
 
@@ -644,9 +669,7 @@ def enable_thread_pool() -> None:
     register_pool_symbol()
     runtime.ensure_registered()
     with cpu.llvm_lock:
-        import llvmlite.binding as llvm
-
-        _pool_cell.value = llvm.address_of_symbol("fg_parallel_for")
+        _pool_cell.value = llvm_capi.address_of_symbol("fg_parallel_for")
 
 
 #: a kernel estimated at this many operations (~20-50 us on one core) is split across threads;

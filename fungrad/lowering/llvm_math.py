@@ -54,7 +54,6 @@ import math
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from decimal import Decimal, localcontext
 
 import numpy as np
 
@@ -90,49 +89,43 @@ F64 = _FloatType("double", "f64", "i64", 52, 1023)
 _FT = {"float": F32, "double": F64}
 _BY_DTYPE = {"float32": F32, "float64": F64}
 
-_PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494459230781640628620"
-              "89986280348253421170679")
-
-
-def _dec(fn: Callable[[], Decimal]) -> Decimal:
-    with localcontext() as ctx:
-        ctx.prec = 90
-        return +fn()
-
-
-_LN2 = _dec(lambda: Decimal(2).ln())
-_LN10 = _dec(lambda: Decimal(10).ln())
-
-
-def _split(value: Decimal, ft: _FloatType, parts: int) -> tuple[float, ...]:
-    """``value`` as a sum of ``parts`` numbers of type ``ft``, each the rounded remainder."""
-    out = []
-    with localcontext() as ctx:
-        ctx.prec = 90
-        for _ in range(parts):
-            c = ft.round(float(value))
-            out.append(c)
-            value = value - Decimal(c)
-    return tuple(out)
-
-
-def _consts(ft: _FloatType) -> dict[str, tuple[float, ...]]:
-    d = _dec
-    return {
-        "ln2": _split(_LN2, ft, 2),
-        "log2e": _split(d(lambda: 1 / _LN2), ft, 2),
-        "log10_2": _split(d(lambda: _LN2 / _LN10), ft, 2),
-        "log10e": _split(d(lambda: 1 / _LN10), ft, 2),
-        "pio2_4": _split(d(lambda: _PI / 2), ft, 4),
-        "pi": _split(_PI, ft, 2),
-        "pio2": _split(d(lambda: _PI / 2), ft, 2),
-        "pio4": _split(d(lambda: _PI / 4), ft, 2),
-        "2/pi": _split(d(lambda: 2 / _PI), ft, 2),
-        "2/3": _split(d(lambda: Decimal(2) / 3), ft, 2),
-    }
-
-
-_C = {F32: _consts(F32), F64: _consts(F64)}
+# Constants as sums of 2 (or 4) numbers of each float type, each part the remainder of the
+# ones before rounded to nearest: c[0] + c[1] (+ ...) carries ~2x (4x) the type's precision.
+# Written out rather than computed with ``decimal`` at import (importing and running it took ~9 ms
+# of every first jit call); tests/test_llvm_math_constants.py derives them again from 90-digit
+# values of pi, ln 2 and ln 10 and checks every part.
+_C = {
+    F32: {
+        "ln2": (0.6931471824645996, -1.9046542121259336e-09),
+        "log2e": (1.4426950216293335, 1.925963033500011e-08),
+        "log10_2": (0.3010300099849701, -1.432098883924482e-08),
+        "log10e": (0.4342944920063019, -1.0103049952192578e-08),
+        "pio2_4": (1.5707963705062866, -4.371138828673793e-08,
+                   -1.7151245100058819e-15, 1.056299898220315e-23),
+        "pi": (3.1415927410125732, -8.742277657347586e-08),
+        "pio2": (1.5707963705062866, -4.371138828673793e-08),
+        "pio4": (0.7853981852531433, -2.1855694143368964e-08),
+        "3pio4": (2.356194496154785, -5.962440319251527e-09),
+        "2/pi": (0.6366197466850281, 2.5682552973194106e-08),
+        "2/3": (0.6666666865348816, -1.9868215517249155e-08),
+        "2/5": (0.4000000059604645, -5.9604645663569045e-09),
+    },
+    F64: {
+        "ln2": (0.6931471805599453, 2.3190468138462996e-17),
+        "log2e": (1.4426950408889634, 2.0355273740931033e-17),
+        "log10_2": (0.3010299956639812, -2.8037281277851704e-18),
+        "log10e": (0.4342944819032518, 1.098319650216765e-17),
+        "pio2_4": (1.5707963267948966, 6.123233995736766e-17,
+                   -1.4973849048591698e-33, 5.562271104316826e-50),
+        "pi": (3.141592653589793, 1.2246467991473532e-16),
+        "pio2": (1.5707963267948966, 6.123233995736766e-17),
+        "pio4": (0.7853981633974483, 3.061616997868383e-17),
+        "3pio4": (2.356194490192345, 9.184850993605148e-17),
+        "2/pi": (0.6366197723675814, -3.935735335036497e-17),
+        "2/3": (0.6666666666666666, 3.700743415417188e-17),
+        "2/5": (0.4, -2.2204460492503132e-17),
+    },
+}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -845,11 +838,8 @@ _ASIN_PQ64 = ((3.47933107596021167570e-05, 7.91534994289814532176e-04, -4.005553
 
 def _pio4_multiple(b: _Builder, m: _V, ft: _FloatType) -> tuple[_V, _V]:
     """m * pi/4 as hi + lo for an integer m in 0..4."""
-    his, los = [0.0], [0.0]
-    for i in range(1, 5):
-        hi, lo = _split(_dec(lambda i=i: _PI * i / 4), ft, 2)
-        his.append(hi)
-        los.append(lo)
+    c = _C[ft]
+    his, los = zip((0.0, 0.0), c["pio4"], c["pio2"], c["3pio4"], c["pi"])
     hi, lo = b.lift(0.0, ft.ir), b.lift(0.0, ft.ir)
     for i in range(1, 5):
         hit = b.cmp("eq", m, i)
@@ -1050,7 +1040,7 @@ def _log_dd(b: _Builder, a: _V) -> tuple[_V, _V]:
     c3l = c3e + (sh * zl + z * sl)
     c5h, c5e = b.two_prod(c3h, z)  # s^5 = c5h + c5l
     c5l = c5e + (c3h * zl + c3l * z)
-    two3, two5 = c["2/3"], _split(_dec(lambda: Decimal(2) / 5), ft, 2)
+    two3, two5 = c["2/3"], c["2/5"]
     t3h, t3e = b.two_prod(c3h, two3[0])
     t3l = t3e + (c3l * two3[0] + c3h * two3[1])
     t5h, t5e = b.two_prod(c5h, two5[0])

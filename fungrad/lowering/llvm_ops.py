@@ -365,14 +365,12 @@ class OpEmitter:
         if not matmul.supports(step):
             return self._blas_gemm(step, ptr)
         self.n += 1
-        fn = f"mm{self.n}"
-        self.m.functions.append(matmul.render_matmul(step, fn, self.m.loop_md))
+        self.m.declare(matmul.SYMBOL, matmul.library_decl())
         c0 = ptr[(step.c0 or step.c).id]
-        own = [f"  call void @{fn}(ptr {ptr[step.a.id]}, ptr {ptr[step.b.id]}, "
-               f"ptr {ptr[step.c.id]}, ptr {c0}) noinline"]  # (inlined, it is optimised twice)
+        own = [matmul.library_call(step, ptr[step.a.id], ptr[step.b.id], ptr[step.c.id], c0)]
         if step.m * step.n * step.k < matmul.SERIAL_WORK:
             return own
-        t = fn
+        t = f"mm{self.n}"
         return ([f"  %{t}.par = icmp sgt i64 %nthreads, 1",
                  f"  br i1 %{t}.par, label %{t}.blas, label %{t}.own", f"{t}.blas:"]
                 + self._blas_gemm(step, ptr) + [f"  br label %{t}.done", f"{t}.own:"]

@@ -138,16 +138,16 @@ def _register() -> None:
                            f"{platform.system()} is not supported (jit code runs on one thread)")
     if ctypes.sizeof(ctypes.c_void_p) != 8:
         raise RuntimeError("fungrad.lowering.runtime: native threading needs a 64-bit host")
-    import llvmlite.binding as llvm
+    from fungrad.lowering import llvm_capi
 
-    cpu.host()  # initialises llvmlite
+    cpu.host()  # initialises LLVM
     process = ctypes.CDLL(None)
     for name in _LIBC:
         fn = getattr(process, name, None)
         if fn is None:
             raise RuntimeError(f"fungrad.lowering.runtime: the process has no {name}(); "
                                f"native threading is unavailable on {sys.platform}")
-        llvm.add_symbol(f"fg_rt_{name}", ctypes.cast(fn, ctypes.c_void_p).value)
+        llvm_capi.add_symbol(f"fg_rt_{name}", ctypes.cast(fn, ctypes.c_void_p).value)
     module = cpu.compile_module(runtime_ir(), _ENTRY_POINTS, name="fungrad_runtime",
                                 opt_level=2)
     module.function("fg_runtime_init", [])()
@@ -159,7 +159,7 @@ def _register() -> None:
     workers = module.function("fg_runtime_workers", [], ctypes.c_int64)
     after_fork = module.function("fg_runtime_after_fork", [])
     os.register_at_fork(after_in_child=after_fork)
-    llvm.add_symbol("fg_parallel_for", module.address("fg_parallel_for"))
+    llvm_capi.add_symbol("fg_parallel_for", module.address("fg_parallel_for"))
     _pfor, _workers = pfor, workers
     _module = module
 

@@ -16,7 +16,10 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported when a pool is first made: concurrent.futures takes ~7 ms to load,
+    from concurrent.futures import ThreadPoolExecutor  # and most processes never need one
 
 __all__ = ["chunk_ranges", "num_threads", "parallel_for"]
 
@@ -48,6 +51,8 @@ def _get_pool(workers: int) -> ThreadPoolExecutor:
     asks for more. A replaced pool is not shut down (a concurrent caller may still be submitting
     to it); its idle threads exit once it is garbage."""
     global _pool, _pool_workers
+    from concurrent.futures import ThreadPoolExecutor
+
     with _pool_lock:
         if _pool is None or _pool_workers < workers:
             _pool_workers = max(workers, num_threads() - 1)

@@ -16,7 +16,9 @@ planner stores reductions that would otherwise be recomputed by every invocation
 Where outputs are few, a kernel's reductions can be workgroup trees instead (:class:`Tree`).
 A scatter (``parallel=False``: updates may collide) runs one invocation per update with
 atomics, the last update winning an overwrite as in the serial loop (:class:`Scatter`);
-other serial kernels (cumulative sums) run their loop nest in one invocation, in order.
+a scan (cumulative sums: a store reading what the previous iteration stored,
+:func:`scan_of`) runs one invocation per line or reduce-then-scan over blocks
+(:func:`render_scan`); other serial kernels run their loop nest in one invocation, in order.
 Sorts are rank sorts for short rows and bitonic networks for long ones
 (:func:`render_sort`, :func:`render_bitonic`). Every shader records the loop iterations an
 invocation may run (``Shader.loop_iterations``: lavapipe stops them after 65535).
@@ -867,10 +869,36 @@ THREADS = 16  # threads per tile edge: each computes 4 x 4 outputs
 KSTEP = 16
 
 
+def _gemm_epilogue(step: Gemm, slots: _Slots, acc: str, at: str) -> str:
+    """``alpha * acc + beta * c0[at]`` (the planner folds an SGD update into a gemm as
+    ``c = alpha * a @ b + beta * c0``), as f32 text."""
+    alpha, beta, c0 = step.alpha, step.beta, step.c0 or step.c
+    result = acc if alpha == 1.0 else f"{literal(alpha, np.float32)} * {acc}"
+    if beta:
+        old = f"bitcast<f32>({slots.ref(c0, at)})"
+        scaled = old if beta == 1.0 else f"{literal(beta, np.float32)} * {old}"
+        result = f"{result} + {scaled}"
+    return result
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """A matmul whose contraction is split into ``chunks`` ranges of ``size`` (a multiple
+    of ``KSTEP``), where one invocation could not loop through all of ``k`` on this
+    adapter: the tiles of each range write partial products to the arena at word ``base``
+    (``chunks * batch * m * n`` words, range-major), then :func:`render_gemm_sum` adds the
+    ranges of each output in order and applies alpha and beta."""
+    chunks: int
+    size: int
+    base: int
+
+
 def render_gemm(step: Gemm, place: dict[int, tuple[str, int | str]],
-                scope: Scope = TOP) -> Shader:
+                scope: Scope = TOP, split: SplitK | None = None) -> Shader:
     """``c = a @ b`` per batch matrix: 64x64 output tiles through workgroup memory, 4x4
-    outputs per thread (rows ``ty + 16 i``, columns ``tx + 16 j``: coalesced reads/writes)."""
+    outputs per thread (rows ``ty + 16 i``, columns ``tx + 16 j``: coalesced reads/writes).
+    ``split``: this is the first pass of a split contraction (:class:`SplitK`): workgroup
+    ``z`` computes range ``z / batch`` of batch matrix ``z % batch``."""
     if step.c.dtype != np.float32:
         raise LoweringError(f"jit(backend='gpu'): matmul of {step.c.dtype.name}")
     slots = _Slots(place)
@@ -884,14 +912,17 @@ def render_gemm(step: Gemm, place: dict[int, tuple[str, int | str]],
     ib = f"gc * {k}i + gq" if step.trans_b else f"gq * {n}i + gc"
     a_ref = slots.ref(step.a, f"abase + {ia}")
     b_ref = slots.ref(step.b, f"bbase + {ib}")
-    c_ref = slots.ref(step.c, f"cbase + r * {n}i + c", write=True)
-    # c = alpha * a @ b + beta * c0 (the planner folds an SGD update into a gemm this way)
-    alpha, beta, c0 = step.alpha, step.beta, step.c0 or step.c
-    result = "acc[{i}]" if alpha == 1.0 else f"{literal(alpha, np.float32)} * acc[{{i}}]"
-    if beta:
-        old = f"bitcast<f32>({slots.ref(c0, f'cbase + r * {n}i + c')})"
-        scaled = old if beta == 1.0 else f"{literal(beta, np.float32)} * {old}"
-        result = f"{result} + {scaled}"
+    if split is None:
+        c_ref = slots.ref(step.c, f"cbase + r * {n}i + c", write=True)
+        result = _gemm_epilogue(step, slots, "acc[{i}]", f"cbase + r * {n}i + c")
+        batch_of, kbeg, kend, size = "i32(wid.z)", "0i", f"{k}i", k
+    else:
+        c_ref = slots.word("arena", split.base, f"i32(wid.z) * {m * n}i + r * {n}i + c", True)
+        result = "acc[{i}]"
+        batch_of = f"i32(wid.z) % {step.batch}i"
+        kbeg = f"(i32(wid.z) / {step.batch}i) * {split.size}i"
+        kend = f"min({kbeg} + {split.size}i, {k}i)"
+        size = split.size
     per = TILE * KSTEP // (THREADS * THREADS)
     fma = []
     for i in range(4):
@@ -918,20 +949,21 @@ def render_gemm(step: Gemm, place: dict[int, tuple[str, int | str]],
         *head,
         "  let tx = i32(lid.x); let ty = i32(lid.y);",
         f"  let row0 = i32(wid.y) * {TILE}i; let col0 = i32(wid.x) * {TILE}i;",
-        "  let bt = i32(wid.z);",
+        f"  let bt = {batch_of};",
         f"  let abase = bt * {m * k}i; let bbase = bt * {k * n}i; let cbase = bt * {m * n}i;",
+        f"  let kbeg = {kbeg}; let kend = {kend};",
         "  var acc: array<f32, 16>;",
         "  let t = ty * 16i + tx;",
-        f"  for (var p0: i32 = 0i; p0 < {k}i; p0 += {KSTEP}i) {{",
+        f"  for (var p0: i32 = kbeg; p0 < kend; p0 += {KSTEP}i) {{",
         f"    for (var q: i32 = 0i; q < {per}i; q++) {{",
         f"      let e = t + q * {THREADS * THREADS}i;",
         f"      let gi = row0 + e / {KSTEP}i; let gp = p0 + e % {KSTEP}i;",
         "      var va = 0.0f;",
-        f"      if (gi < {m}i && gp < {k}i) {{ va = bitcast<f32>({a_ref}); }}",
+        f"      if (gi < {m}i && gp < kend) {{ va = bitcast<f32>({a_ref}); }}",
         "      ta[e] = va;",
         f"      let gq = p0 + e / {TILE}i; let gc = col0 + e % {TILE}i;",
         "      var vb = 0.0f;",
-        f"      if (gq < {k}i && gc < {n}i) {{ vb = bitcast<f32>({b_ref}); }}",
+        f"      if (gq < kend && gc < {n}i) {{ vb = bitcast<f32>({b_ref}); }}",
         "      tb[e] = vb;",
         "    }",
         "    workgroupBarrier();",
@@ -943,11 +975,249 @@ def render_gemm(step: Gemm, place: dict[int, tuple[str, int | str]],
         *stores,
         "}", ""])
     gx, gy = -(-n // TILE), -(-m // TILE)
-    if max(gx, gy, step.batch) > MAX_GROUPS:
+    gz = step.batch * (split.chunks if split else 1)
+    if max(gx, gy, gz) > MAX_GROUPS:
         raise LoweringError(f"jit(backend='gpu'): matmul {m}x{k}x{n} (batch {step.batch}) "
                             f"needs more than {MAX_GROUPS} workgroups along one axis")
-    grid = (gx, gy, step.batch) if m and n else (0, 1, 1)
-    return Shader(step.name, text, slots.bindings(), grid, -(-k // KSTEP) * (1 + per + KSTEP))
+    grid = (gx, gy, gz) if m and n else (0, 1, 1)
+    name = f"{step.name}_split" if split else step.name
+    return Shader(name, text, slots.bindings(), grid, -(-size // KSTEP) * (1 + per + KSTEP))
+
+
+def render_gemm_sum(step: Gemm, place, scope: Scope, split: SplitK) -> Shader:
+    """The second pass of a split contraction (:class:`SplitK`): one invocation per output
+    element adds its ranges' partial products in order, then applies alpha and beta."""
+    slots, src = _Slots(place), _Source(False)
+    outputs = step.batch * step.m * step.n
+    part = slots.word("arena", split.base, f"q * {outputs}i + flat")
+    body = ["  var acc = 0.0f;",
+            f"  for (var q = 0i; q < {split.chunks}i; q++) {{ acc += bitcast<f32>({part}); }}",
+            f"  {slots.ref(step.c, 'flat', write=True)} = "
+            f"bitcast<u32>({_gemm_epilogue(step, slots, 'acc', 'flat')});"]
+    return _flat_shader(f"{step.name}_sum", slots, src, scope, outputs, body, split.chunks)
+
+
+# -- cumulative scans ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ScanInfo:
+    """A serial kernel recognised as a scan along loop ``var`` (:func:`scan_of`): its one
+    store writes ``combine(prev, elem)`` where ``prev`` loads the element the previous
+    iteration stored (the first iteration's ``prev`` was stored by an earlier kernel)."""
+    var: Var
+    prev: Expr
+    elem: Expr
+
+
+def _affine(e: Expr) -> tuple[int, dict] | None:
+    """(constant, {var: coefficient}) of an index expression built from constants, loop
+    indices, + and -, and products by constants; None for any other expression."""
+    if e.op == "const":
+        return int(e.attr), {}
+    if e.op == "idx":
+        return 0, {e.attr: 1}
+    if e.dtype != INDEX or e.op not in ("add", "sub", "mul"):
+        return None
+    a, b = _affine(e.args[0]), _affine(e.args[1])
+    if a is None or b is None:
+        return None
+    if e.op == "mul":
+        if a[1] and b[1]:
+            return None
+        (c, k), (coef, terms) = (a, b) if not a[1] else (b, a)
+        del k
+        return c * coef, {v: c * x for v, x in terms.items()}
+    sign = 1 if e.op == "add" else -1
+    terms = dict(a[1])
+    for v, x in b[1].items():
+        terms[v] = terms.get(v, 0) + sign * x
+    return a[0] + sign * b[0], {v: x for v, x in terms.items() if x}
+
+
+def _injective(terms: dict, extents: dict) -> bool:
+    """Does ``sum(terms[v] * v)`` take distinct values on the box ``0 <= v < extents[v]``?
+    (Sufficient test: each coefficient exceeds the span of the smaller ones, as in a
+    row-major layout.)"""
+    span = 0
+    for v in sorted((v for v in extents if extents[v] > 1), key=lambda v: abs(terms.get(v, 0))):
+        coef = abs(terms.get(v, 0))
+        if coef <= span:
+            return False
+        span += coef * (extents[v] - 1)
+    return True
+
+
+_ASSOCIATIVE = frozenset({"add", "mul", "max", "min", "and", "or", "xor"})
+
+
+def scan_of(kern: Kernel) -> ScanInfo | None:
+    """``kern`` as a scan, or None. A scan is a kernel with one store ``buf[I] = value``
+    (no mask or combine) whose value reads ``buf`` once, at ``J``, through a combine
+    ``value = f(prev, elem)`` with ``prev = buf[J]``, ``elem`` free of ``buf`` and ``f``
+    built of constants and ops only; ``I`` and ``J`` are affine with ``J(x + e_s) = I(x)``
+    for a loop ``s`` (each iteration reads what the previous one along ``s`` stored) and
+    ``I`` is one-to-one even with ``s`` extended to -1 (no store overwrites an element
+    read later, nor a first element). ``f`` must be associative, as blocks combine in
+    another order: an associative op of ``prev`` and ``elem``, or the cumulative
+    logsumexp's combine. The cumulative reductions (lax/reduce.py) lower to such kernels."""
+    if len(kern.stores) != 1:
+        return None
+    st, = kern.stores
+    if st.combine is not None or st.mask is not None:
+        return None
+    loads = {id(e): e for e in _walk([st.value, st.index])
+             if e.op == "load" and e.attr is st.buffer}
+    if len(loads) != 1:
+        return None
+    prev, = loads.values()
+    elem = None
+    for cand in {id(e.args[1]): e.args[1] for e in _walk([st.value])
+                 if len(e.args) == 2 and e.args[0] is prev and e.args[1].free}.values():
+        if _closed(st.value, prev, cand):
+            elem = cand
+            break
+    if elem is None or st.value.dtype != st.buffer.dtype or elem.dtype != st.buffer.dtype:
+        return None
+    root = st.value
+    if not (root.op in _ASSOCIATIVE and {id(a) for a in root.args} == {id(prev), id(elem)}
+            or kern.origins == ("cumlogsumexp",)):  # (reduce.py's logaddexp combine)
+        return None  # e.g. x[i] = x[i - 1] - y[i]: blocks would combine in another order
+    ai, aj = _affine(st.index), _affine(prev.args[0])
+    if ai is None or aj is None or ai[1] != aj[1] or not set(ai[1]) <= set(kern.loops):
+        return None
+    extents = {v: v.extent for v in kern.loops}
+    for s in kern.loops:
+        coef = ai[1].get(s, 0)
+        if coef and ai[0] == aj[0] + coef and _injective(ai[1], {**extents, s: s.extent + 1}):
+            return ScanInfo(s, prev, elem)
+    return None
+
+
+def _closed(root: Expr, prev: Expr, elem: Expr) -> bool:
+    """Is ``root`` a function of ``prev`` and ``elem`` alone (constants aside), with
+    ``elem`` not reading ``prev``?"""
+    if any(e is prev for e in _walk([elem])):
+        return False
+    seen, stack = set(), [root]
+    while stack:
+        e = stack.pop()
+        if e is prev or e is elem or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if e.op in ("idx", "load", "reduce"):
+            return False
+        stack.extend(e.args)
+    return True
+
+
+class _ScanShader(_KernelShader):
+    """Writes the passes of a scan (:func:`render_scan`). The scan loop ``s`` is the only
+    loop inside the invocation: nodes depending on it are written into its body
+    (``lines[s]``), the other loops' indices come from the invocation's line."""
+
+    def __init__(self, kern: Kernel, scan: ScanInfo, place, fused_fma: bool, scope: Scope,
+                 blocks: int, base: int):
+        super().__init__(kern, place, fused_fma, scope)
+        self.scan, self.blocks, self.base = scan, blocks, base
+        s = scan.var
+        self.length = s.extent + 1
+        self.block = -(-self.length // blocks)
+        self.others = [v for v in kern.loops if v is not s]
+        self.rows = math.prod(v.extent for v in self.others)
+        for v in self.others:
+            self.chain[v] = ()
+        self.chain[s] = (s,)
+        self.lines[s] = []
+        self.trips[s] = self.block
+
+    def _at(self, e: Expr) -> tuple[list[str], str]:
+        """(lines, name) computing ``e`` in a block of its own: the names defined there are
+        forgotten afterwards, so later uses recompute them in their own blocks."""
+        s = self.scan.var
+        self.lines[s] = []
+        name = self.value(e)
+        lines, self.lines[s] = self.lines[s], []
+        local = {w.split()[1].rstrip(":") for w in lines if w.split()[0] in ("let", "var")}
+        self.names = {k: v for k, v in self.names.items() if v not in local}
+        return lines, name
+
+    def _word(self, at: str, write: bool = False) -> str:
+        return self.slots.word("arena", self.base, at, write)
+
+    def shader(self, kind: str) -> Shader:
+        """One pass: ``"totals"`` (each block but the last folds its elements), ``"prefix"``
+        (each line turns its block totals into exclusive prefixes, in place) or ``"scan"``
+        (each block folds its elements from its prefix and stores every result)."""
+        st, scan, s = self.kern.stores[0], self.scan, self.scan.var
+        dt = st.buffer.dtype
+        t, blocks = wgsl_type(dt), self.blocks
+        per_row = {"totals": blocks - 1, "prefix": 1, "scan": blocks}[kind]
+        head = [f"  let row = flat / {per_row}i;", f"  let blk = flat % {per_row}i;"]
+        stride = self.rows
+        for v in self.others:
+            stride //= v.extent
+            q = "row" if stride == 1 else f"(row / {stride}i)"
+            head.append(f"  let v{v.id} = {q} % {v.extent}i;")
+        if kind == "prefix":
+            self.names[id(scan.prev)], self.names[id(scan.elem)] = "acc", "tv"
+            combine, r = self._at(st.value)
+            body = [f"  var acc = {_from_word(self._word(f'row * {blocks}i'), dt)};",
+                    f"  for (var b = 1i; b < {blocks}i; b++) {{",
+                    f"    let tv = {_from_word(self._word(f'row * {blocks}i + b'), dt)};",
+                    f"    {self._word(f'row * {blocks}i + b', True)} = {_to_word('acc', dt)};",
+                    *combine, f"    acc = {r};", "  }"]
+            iterations = blocks
+        else:
+            first, p0 = self._at(scan.prev)  # the first element, stored by an earlier kernel
+            self.names[id(scan.prev)] = "acc"
+            self.lines[s] = []
+            r, c = self.value(st.value), self.value(scan.elem)
+            body = [f"  var acc: {t};", f"  let k0 = blk * {self.block}i;",
+                    f"  let k1 = min(k0 + {self.block}i, {self.length}i);", "  var k = k0;"]
+            if kind == "totals":
+                body += ["  var fresh = true;", "  if (blk == 0i) {", f"    let v{s.id} = 0i;",
+                         *first, f"    acc = {p0};", "    fresh = false;", "    k = 1i;", "  }"]
+                update = [f"    acc = select({r}, {c}, fresh);", "    fresh = false;"]
+                store = f"  {self._word(f'row * {blocks}i + blk', True)} = {_to_word('acc', dt)};"
+            else:
+                body += ["  if (blk == 0i) {", f"    let v{s.id} = 0i;", *first,
+                         f"    acc = {p0};", "    k = 1i;", "  }"]
+                if blocks > 1:
+                    prefix = _from_word(self._word(f"row * {blocks}i + blk"), dt)
+                    body[-1] = f"  }} else {{ acc = {prefix}; }}"
+                idx = self.value(st.index)
+                update = [f"    acc = {r};",
+                          f"    {self.slots.ref(st.buffer, idx, write=True)} = "
+                          f"{_to_word('acc', dt)};"]
+                store = ""
+            body += ["  for (; k < k1; k++) {", f"    let v{s.id} = k - 1i;", *self.lines[s],
+                     *update,
+                     "  }", store]
+            iterations = self.block + self.iterations
+        name = {"totals": f"{self.kern.name}_totals", "prefix": f"{self.kern.name}_prefix",
+                "scan": self.kern.name}[kind]
+        return _flat_shader(name, self.slots, self.src, self.scope_of, self.rows * per_row,
+                            [*head, *self.lines[None], *body], iterations)
+
+
+def render_scan(kern: Kernel, scan: ScanInfo, place, fused_fma: bool = True,
+                scope: Scope = TOP, blocks: int = 1, base: int = 0) -> list[Shader]:
+    """The dispatches of a scan (:func:`scan_of`) whose lines (the other loops) are split
+    into ``blocks`` blocks of consecutive elements. One block: one invocation per line runs
+    the line in order (one dispatch). More (a line longer than an invocation may loop, or
+    too few lines to fill the device): reduce, scan the totals, scan again: ``totals`` has
+    an invocation per line and block (the last excepted) fold the block into the arena at
+    word ``base`` (``rows * blocks`` words), ``prefix`` has an invocation per line turn its
+    totals into exclusive prefixes, and ``scan`` has an invocation per line and block fold
+    its block again, starting from its prefix, storing each result. No barriers (llvmpipe
+    runs a workgroup's barriers as coroutine switches: slow); 3 dispatches, reading the
+    operand twice. The combine is reassociated, so float sums and products may round
+    differently from the serial loop (max/min and integer results are exact)."""
+    def make(kind: str) -> Shader:
+        return _ScanShader(kern, scan, place, fused_fma, scope, blocks, base).shader(kind)
+    if blocks == 1:
+        return [make("scan")]
+    return [make("totals"), make("prefix"), make("scan")]
 
 
 # -- sort ------------------------------------------------------------------------------------------

@@ -1022,11 +1022,10 @@ def _affine(e: Expr) -> tuple[int, dict] | None:
     if a is None or b is None:
         return None
     if e.op == "mul":
-        if a[1] and b[1]:
+        (scale, constant_terms), (const, terms) = (a, b) if not a[1] else (b, a)
+        if constant_terms:  # a product of two loop-dependent factors
             return None
-        (c, k), (coef, terms) = (a, b) if not a[1] else (b, a)
-        del k
-        return c * coef, {v: c * x for v, x in terms.items()}
+        return scale * const, {v: scale * x for v, x in terms.items()}
     sign = 1 if e.op == "add" else -1
     terms = dict(a[1])
     for v, x in b[1].items():

@@ -3,7 +3,7 @@
 fungrad compiles through llvmlite's ``libllvmlite`` (LLVM plus a C interface, the ``LLVMPY_*``
 functions), but not through its Python package: ``import llvmlite.binding`` loads ~50 Python
 modules and declares ~400 ctypes prototypes, ~65 ms of every process's first jit call on this
-machine (the library itself loads in ~11 ms). This module declares only the ~40 functions fungrad
+machine (the library itself loads in ~11 ms). This module declares only the ~50 functions fungrad
 uses, when first needed, with the same argument types llvmlite declares for them.
 
 Those prototypes are llvmlite's internal interface, so the supported llvmlite versions are

@@ -224,6 +224,12 @@ class _Builder:
         same instruction here; a target whose fma rounds twice computes this one exactly."""
         return self.fma(a, c, d)
 
+    def keep(self, v: _V) -> _V:
+        """``v`` as a value the compiler must not reassociate with its neighbours, where a
+        small tail inside it would be lost (``r + (p + t)`` turned into ``(r + p) + t``). LLVM
+        without fast-math never does that: here it is ``v`` itself (wgsl_math hides it)."""
+        return v
+
     def two_prod(self, a, c) -> tuple[_V, _V]:
         """(p, e) with p = fl(a c) and p + e == a c exactly (no underflow or overflow)."""
         p = a * c
@@ -724,7 +730,7 @@ def _sin_kernel(b: _Builder, r: _V, rl: _V) -> _V:
     z = r * r
     v = z * r
     if r.ft is F32:
-        return r + (v * _horner(b, z, _SIN_P[F32]) + rl * (1.0 - 0.5 * z))
+        return r + b.keep(v * _horner(b, z, _SIN_P[F32]) + rl * (1.0 - 0.5 * z))
     p = _SIN_P[F64]
     rr = _horner(b, z, p[:-1])
     return r - ((z * (0.5 * rl - v * rr) - rl) - v * p[-1])  # fdlibm __sin(x, y, 1)
@@ -734,7 +740,7 @@ def _cos_kernel(b: _Builder, r: _V, rl: _V) -> _V:
     z = r * r
     hz = 0.5 * z
     w = 1.0 - hz
-    return w + (((1.0 - w) - hz) + (z * z * _horner(b, z, _COS_P[r.ft]) - r * rl))
+    return w + b.keep(((1.0 - w) - hz) + (z * z * _horner(b, z, _COS_P[r.ft]) - r * rl))
 
 
 def _trig_range(b: _Builder, x: _V, r: _V) -> _V:

@@ -25,7 +25,8 @@ Two GPU compiler behaviours shape the output (both measured on Mesa's llvmpipe):
 - Float algebra is simplified unless prevented ((a + b) - b becomes a): the builder spots a sum
   meeting one of its own operands and hides the inner value behind an opaque integer OR.
   Sums are also reassociated: r + (p + t) became (r + p) + t, dropping a tail t below half an
-  ulp of r (sin/cos: 1.2 ulp instead of 0.84); emitters written here hide such inner sums.
+  ulp of r (sin/cos: 1.2 ulp instead of 0.84); llvm_math marks such tails with ``keep``,
+  which the builder here hides the same way.
 """
 
 from __future__ import annotations
@@ -134,6 +135,10 @@ class _WBuilder(lm._Builder):
 
     def base(self, ref: str) -> str:
         return self.negations.get(ref, ref)
+
+    def keep(self, v: _W) -> _W:
+        """Behind the opaque OR: llvmpipe reassociates sums (see the module docstring)."""
+        return self._opaque(v)
 
     def guard_cancellation(self, a: _W, c: _W) -> tuple[_W, _W]:
         """(a, c), with whichever is a sum or difference holding the other made opaque."""
@@ -327,15 +332,9 @@ def _sin_cos(b: _WBuilder, x: _W, cos: bool) -> _W:
     s, e1 = lm._fast_two_sum(t, -(ql * p3))
     rh, e2 = lm._fast_two_sum(s, -(qh * p4))
     rl = (e1 + e2) - (ql * p4 + q * _PIO2_REST)
-    # Cephes' float32 kernels with the tail, as llvm_math's; the tails are made opaque, as
-    # llvmpipe otherwise reassociates r + (p + t) into (r + p) + t and loses rl (1.2 ulp)
-    z = rh * rh
-    p = rh * z * lm._horner(b, z, lm._SIN_P[lm.F32])
-    sin_r = rh + b._opaque(p + rl * (1.0 - 0.5 * z))
-    hz = 0.5 * z
-    w = 1.0 - hz
-    tail = ((1.0 - w) - hz) + (z * z * lm._horner(b, z, lm._COS_P[lm.F32]) - rh * rl)
-    cos_r = w + b._opaque(tail)
+    # Cephes' float32 kernels with the tail (llvm_math's; ``keep`` hides their tails from
+    # llvmpipe, which reassociates r + (p + t) into (r + p) + t and loses rl: 1.2 ulp)
+    sin_r, cos_r = lm._sin_kernel(b, rh, rl), lm._cos_kernel(b, rh, rl)
     quad = b.cast("fptosi", q, "i32")
     if cos:  # cos(x) = sin(x + pi/2)
         quad = quad + 1

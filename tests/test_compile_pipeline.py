@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import fungrad as fg
 import fungrad.numpy as fnp
@@ -166,3 +167,124 @@ def test_codegen_only_pipeline_skips_the_optimiser(tmp_path, monkeypatch):
     assert not cpu.compile_module(SCALE_IR, ["k"], name="opt").stats.cache_hit  # another key
     opt = cpu.compile_module(SCALE_IR, ["k"], name="opt", debug_info=True)
     assert "x float>" in opt.optimized_ir
+
+
+# -- glue and small kernels without optimisation; shared kernel bodies --------------------------
+
+CALLER_IR = textwrap.dedent("""
+        declare void @k(ptr noalias, i64)
+        define void @twice(ptr %x, i64 %n) {
+        entry:
+          call void @k(ptr %x, i64 %n)
+          call void @k(ptr %x, i64 %n)
+          ret void
+        }""")
+"""Calls ``@k`` of SCALE_IR, defined in another module."""
+
+
+def test_modules_call_each_other_and_are_cached_one_by_one(tmp_path, monkeypatch):
+    import ctypes
+
+    monkeypatch.setenv("FUNGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FUNGRAD_DISABLE_CACHE", raising=False)
+    parts = [cpu.Part(SCALE_IR, 3), cpu.Part(CALLER_IR, 0, passes=False)]
+    for hit in (False, True):
+        mod = cpu.compile_modules(parts, ["twice"], name="linked")
+        assert mod.stats.cache_hit is hit
+        x = np.arange(50, dtype=np.float32)
+        mod.function("twice", [ctypes.c_void_p, ctypes.c_int64])(x.ctypes.data, 50)
+        np.testing.assert_array_equal(x, np.arange(50, dtype=np.float32) * 9)
+    # alone, the caller's external is unresolved: a CompileError, never a call to address 0
+    with pytest.raises(cpu.CompileError, match=r"unresolved external symbol\(s\) \['k'\]"):
+        cpu.compile_modules(parts[1:], ["twice"], name="unlinked")
+    with pytest.raises(cpu.CompileError, match="entry point"):
+        cpu.compile_modules(parts, ["thrice"], name="noentry")
+
+
+def mlp_like_program():
+    """Large tanh/relu layers around products, a small softmax loss and two bias vectors
+    updated by the same code: ``(jitted step, args, float64 reference)``."""
+    def step(x, w1, w2, b1, b2, y):
+        h = fnp.tanh(x @ w1 + b1)
+        z = fnp.maximum(h @ w2 + b2, 0.0)
+        loss = -fnp.mean(fnp.sum(y * fg.nn.log_softmax(z), axis=1))
+        return loss, b1 - 0.1 * fnp.sum(h, axis=0), b2 - 0.1 * fnp.sum(z, axis=0)
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((64, 256)).astype(np.float32)
+    w1 = (rng.standard_normal((256, 256)) / 16).astype(np.float32)
+    w2 = (rng.standard_normal((256, 10)) / 16).astype(np.float32)
+    b1, b2 = rng.standard_normal(256).astype(np.float32), np.zeros(10, np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 64)]
+    a = [v.astype(np.float64) for v in (x, w1, w2, b1, b2, y)]
+    h = np.tanh(a[0] @ a[1] + a[3])
+    z = np.maximum(h @ a[2] + a[4], 0.0)
+    zs = z - z.max(axis=1, keepdims=True)
+    logp = zs - np.log(np.exp(zs).sum(axis=1, keepdims=True))
+    want = (-np.mean(np.sum(a[5] * logp, axis=1)), a[3] - 0.1 * h.sum(axis=0),
+            a[4] - 0.1 * z.sum(axis=0))
+    return fg.jit(step), (x, w1, w2, b1, b2, y), want
+
+
+def test_small_kernels_and_glue_compile_without_optimisation():
+    """Kernels under ``llvm.COLD_COST`` or ``COLD_SHARE`` of the program's work go with the
+    entry point into a module compiled without passes and with FastISel; the large kernels
+    get the full pipeline in another module, and the results do not change."""
+    jf, args, want = mlp_like_program()
+    exe = jf.lower(*args).compile()._exe
+    parts = llvm.render(exe.program)
+    assert [(p.opt_level, p.passes) for p in parts] == [(3, True), (0, False)]
+    hot, glue = parts
+    kernels = [s for s in exe.program.steps if hasattr(s, "loops")]
+    cold = llvm._cold_kernels(exe.program.steps)
+    assert 0 < len(cold) < len(kernels)
+    for k in kernels:
+        where = glue if id(k) in cold else hot
+        other = hot if where is glue else glue
+        assert f"void @{k.name}(" in where.ir_text.replace("declare", "define")
+        assert f"define internal void @{k.name}(" not in other.ir_text
+    assert f"define i32 @{exe.program.name}(" in glue.ir_text
+    for got, ref in zip(jf(*args), want):
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=2e-5, atol=2e-5)
+
+
+def test_tiny_programs_are_one_module_without_optimisation():
+    exe = fg.jit(lambda x: x * 2.0 + 1.0).lower(np.float32(3)).compile()._exe
+    assert [(p.opt_level, p.passes) for p in llvm.render(exe.program)] == [(0, False)]
+    assert float(fg.jit(lambda x: x * 2.0 + 1.0)(np.float32(3))) == 7.0
+
+
+def test_kernels_with_the_same_code_share_one_function():
+    """Two layers' bias updates run the same code on other buffers: one function each for
+    zeroing the column sums and for the column sums, not two."""
+    def f(x, w1, w2, b1, b2):
+        h = fnp.tanh(x @ w1 + b1)
+        z = fnp.tanh(h @ w2 + b2)
+        return b1 - 0.1 * fnp.sum(h, axis=0), b2 - 0.1 * fnp.sum(z, axis=0), z
+
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.float32)
+            for s in [(64, 256), (256, 256), (256, 256), (256,), (256,)]]
+    jf = fg.jit(f)
+    exe = jf.lower(*args).compile()._exe
+    kernels = [s.name for s in exe.program.steps if hasattr(s, "loops")]
+    defined = [k for k in kernels if f"void @{k}(" in exe.ir.replace("declare", "define")]
+    assert len(defined) <= len(kernels) - 2, (kernels, defined)
+    x, w1, w2, b1, b2 = (a.astype(np.float64) for a in args)
+    h = np.tanh(x @ w1 + b1)
+    z = np.tanh(h @ w2 + b2)
+    for got, ref in zip(jf(*args), (b1 - 0.1 * h.sum(0), b2 - 0.1 * z.sum(0), z)):
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_kernel_cost_counts_hoisted_work_once():
+    """A row softmax evaluates each row's max and sum once, not once per element: the cost
+    grows like rows x columns, not rows x columns^2."""
+    from fungrad.lowering import fusion
+
+    def cost(cols):
+        x = np.ones((8, cols), np.float32)
+        prog = fg.jit(lambda x: fg.nn.softmax(x, axis=1)).lower(x).compile()._exe.program
+        return sum(s.cost() for s in prog.steps if isinstance(s, fusion.Kernel))
+
+    assert 1.8 < cost(256) / cost(128) < 2.2

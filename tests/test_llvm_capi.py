@@ -58,6 +58,7 @@ def test_module_functions_and_compiled_code():
         engine = llvm_capi.create_engine(llvm_capi.parse_module(""), h.new_target_machine())
         try:
             llvm_capi.engine_add_object(engine, obj)
+            llvm_capi.finalize_engine(engine)
             address = llvm_capi.function_address(engine, "add3")
             assert address
             fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(address)

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from fungrad.lowering import blas, cache, llvm_capi
 
 __all__ = [
-    "CompileError", "CompileStats", "CompiledModule", "compile_module", "compile_stats",
+    "CompileError", "CompileStats", "CompiledModule", "Part", "compile_module", "compile_modules",
+    "compile_stats",
     "ctypes_function", "host", "llvm_lock", "reset_compile_stats",
 ]
 
@@ -209,6 +210,16 @@ def _pipeline_options(opt_level: int, passes: bool = True) -> dict[str, object]:
     return options
 
 
+@dataclass(frozen=True)
+class Part:
+    """One module of :func:`compile_modules`: IR text and how to compile it (``opt_level`` and
+    ``passes`` as in :func:`compile_module`)."""
+
+    ir_text: str
+    opt_level: int = 3
+    passes: bool = True
+
+
 def compile_module(ir_text: str, entry_points, *, name: str, opt_level: int = 3,
                    passes: bool = True, debug_info: bool = False) -> CompiledModule:
     """Compile LLVM IR text for this CPU and return its native code.
@@ -219,7 +230,8 @@ def compile_module(ir_text: str, entry_points, *, name: str, opt_level: int = 3,
       name: module name, used in errors and stats.
       opt_level: 3 (default) runs the O3 pipeline with loop and SLP vectorization; 1 a cheaper
         O1 pipeline without vectorizers (small modules); 0 no optimisation and the fast
-        instruction selector (run-once code: ~2.5 ms instead of ~15 ms for a small kernel).
+        instruction selector and register allocator (run-once code: ~0.15 ms of codegen per
+        function instead of ~1.4 ms for a small loop).
       passes: False skips the IR optimiser, leaving only code generation at ``opt_level``:
         for hand-vectorised IR written in SSA form (matmul.py's library), which the passes
         cannot improve and which they would take several times longer to optimise than to
@@ -233,48 +245,80 @@ def compile_module(ir_text: str, entry_points, *, name: str, opt_level: int = 3,
     Raises:
       CompileError: LLVM failed at some step; nothing is cached.
     """
+    return compile_modules([Part(ir_text, opt_level, passes)], entry_points, name=name,
+                           debug_info=debug_info)
+
+
+def compile_modules(parts, entry_points, *, name: str,
+                    debug_info: bool = False) -> CompiledModule:
+    """Compile several modules, each at its own level, into one engine where they call each
+    other's external functions (a program's glue at ``opt_level=0`` beside its kernels at 3:
+    see llvm.py). Each part is cached on its own; arguments, result and errors are as for
+    :func:`compile_module`, and ``stats`` sums the parts."""
     if isinstance(entry_points, str):
         raise TypeError(f"compile_module: entry_points must be a sequence of names, got the "
                         f"string {entry_points!r}; write [{entry_points!r}]")
     entry_points = tuple(entry_points)
-    pipeline = _pipeline_options(opt_level, passes)
+    parts = list(parts)
+    pipelines = [_pipeline_options(p.opt_level, p.passes) for p in parts]
     h = host()
     store = cache.default_cache()
-    key = None
+    keys = [None] * len(parts)
     if store is not None:
-        key = cache.cache_key(ir_text, triple=h.triple, cpu=h.cpu, features=h.features,
-                              pipeline=pipeline)
-        if not debug_info:
-            t0 = time.perf_counter()
-            entry = store.get(key)
-            if entry is not None:
-                obj, meta = entry
-                _check_entry_points(ir_text, name, entry_points, meta.get("functions", []))
-                _check_externals(ir_text, name, meta.get("externals", []))
-                try:
-                    module = _load(name, entry_points, obj, CompileStats(cache_hit=True))
-                except RuntimeError:
-                    store.invalidate(key)  # an unloadable entry: rebuild it below
-                else:
-                    module.stats.load_s = time.perf_counter() - t0  # cache read included
-                    _record(module.stats)
-                    return module
-    stats = CompileStats()
-    obj, meta, optimized_ir, assembly = _compile_object(ir_text, name, entry_points, pipeline,
-                                                        stats, debug_info)
-    try:
-        module = _load(name, entry_points, obj, stats)
-    except RuntimeError as e:
-        raise _error(ir_text, name, "load", str(e)) from None
-    module.optimized_ir, module.assembly = optimized_ir, assembly
+        keys = [cache.cache_key(p.ir_text, triple=h.triple, cpu=h.cpu, features=h.features,
+                                pipeline=pl) for p, pl in zip(parts, pipelines)]
+    built: list = [None] * len(parts)  # (object, meta, stats, optimized IR, assembly)
+    for attempt in (0, 1):
+        for i, (part, pipeline) in enumerate(zip(parts, pipelines)):
+            if built[i] is not None:
+                continue
+            if keys[i] is not None and not debug_info and attempt == 0:
+                t0 = time.perf_counter()
+                entry = store.get(keys[i])
+                if entry is not None:
+                    stats = CompileStats(cache_hit=True, load_s=time.perf_counter() - t0)
+                    built[i] = (entry[0], entry[1], stats, None, None)
+                    continue
+            stats = CompileStats()
+            obj, meta, opt_ir, asm = _compile_object(part.ir_text, name, pipeline, stats,
+                                                     debug_info)
+            built[i] = (obj, meta, stats, opt_ir, asm)
+        _check_links(parts, name, entry_points, [b[1] for b in built])
+        t0 = time.perf_counter()
+        try:
+            engine, addresses = _load(entry_points, [b[0] for b in built])
+            break
+        except RuntimeError as e:
+            cached = [i for i, b in enumerate(built) if b[2].cache_hit]
+            if attempt or not cached:
+                raise _error("\n".join(p.ir_text for p in parts), name, "load", str(e)) from None
+            for i in cached:  # an unloadable cache entry: rebuild it
+                store.invalidate(keys[i])
+                built[i] = None
+    total = CompileStats(cache_hit=all(b[2].cache_hit for b in built))
+    for obj, _meta, stats, _, _ in built:
+        for k in ("parse_s", "optimize_s", "codegen_s", "load_s"):
+            setattr(total, k, getattr(total, k) + getattr(stats, k))
+        total.object_bytes += len(obj)
+        _record(stats)
+    total.load_s += time.perf_counter() - t0
+    with llvm_lock:
+        _totals["load_s"] += time.perf_counter() - t0
+    module = CompiledModule(name, engine, addresses, total)
+    if debug_info:
+        module.optimized_ir = "\n".join(b[3] for b in built)
+        module.assembly = "\n".join(b[4] for b in built)
     if store is not None:
-        store.put(key, obj, meta)
-    _record(stats)
+        for key, (obj, meta, stats, _, _) in zip(keys, built):
+            if not stats.cache_hit:
+                store.put(key, obj, meta)
     return module
 
 
-def _compile_object(ir_text, name, entry_points, pipeline, stats, debug_info):
-    """parse -> verify -> externals check -> optimise -> emit_object, all under the lock."""
+def _compile_object(ir_text, name, pipeline, stats, debug_info):
+    """parse -> verify -> optimise -> emit_object, all under the lock; returns the object, its
+    meta (functions it defines, externals it declares), and the optimised IR and assembly
+    when ``debug_info``."""
     capi = llvm_capi
     h = host()
     with llvm_lock:
@@ -290,8 +334,6 @@ def _compile_object(ir_text, name, entry_points, pipeline, stats, debug_info):
             local = (capi.LINKAGE_INTERNAL, capi.LINKAGE_PRIVATE)
             functions = [f for f, decl, linkage in listed if not decl and linkage not in local]
             externals = [f for f, decl, _ in listed if decl and not f.startswith("llvm.")]
-            _check_entry_points(ir_text, name, entry_points, functions)
-            _check_externals(ir_text, name, externals)
             t1 = time.perf_counter()
             step = "optimize"
             if pipeline.get("passes", True):
@@ -315,6 +357,16 @@ def _compile_object(ir_text, name, entry_points, pipeline, stats, debug_info):
     stats.object_bytes = len(obj)
     meta = {"name": name, "functions": functions, "externals": externals}
     return obj, meta, optimized_ir, assembly
+
+
+def _check_links(parts, name, entry_points, metas):
+    """Every entry point is defined by some part; every external a part declares is defined by
+    another part or resolvable in this process."""
+    defined = {f for m in metas for f in m.get("functions", [])}
+    _check_entry_points("\n".join(p.ir_text for p in parts), name, entry_points, defined)
+    for part, meta in zip(parts, metas):
+        _check_externals(part.ir_text, name,
+                         [f for f in meta.get("externals", []) if f not in defined])
 
 
 def _check_entry_points(ir_text, name, entry_points, functions):
@@ -342,18 +394,19 @@ def _check_externals(ir_text, name, externals):
         raise _error(ir_text, name, "link", f"unresolved external symbol(s) {missing}{why}")
 
 
-def _load(name, entry_points, obj, stats) -> CompiledModule:
-    """A fresh MCJIT engine holding object file ``obj``, entry points resolved; RuntimeError
-    (LLVM's message) if the object does not load."""
+def _load(entry_points, objects) -> tuple[object, dict[str, int]]:
+    """A fresh MCJIT engine holding the object files (linked to each other, then finalised) and
+    the entry points' addresses; RuntimeError (LLVM's message) if they do not load."""
     capi = llvm_capi
     h = host()
     with llvm_lock:
-        t0 = time.perf_counter()
         engine = None
         try:
             engine = capi.create_engine(capi.parse_module(f'target triple = "{h.triple}"'),
                                         h.new_target_machine())
-            capi.engine_add_object(engine, obj)
+            for obj in objects:
+                capi.engine_add_object(engine, obj)
+            capi.finalize_engine(engine)
             addresses = {e: capi.function_address(engine, e) for e in entry_points}
         except RuntimeError:
             if engine is not None:
@@ -363,8 +416,7 @@ def _load(name, entry_points, obj, stats) -> CompiledModule:
         if missing:
             capi.dispose_engine(engine)
             raise RuntimeError(f"entry point(s) {missing} not in the object file")
-        stats.load_s = time.perf_counter() - t0
-    return CompiledModule(name, engine, addresses, stats)
+    return engine, addresses
 
 
 def _error(ir_text: str, name: str, step: str, message: str) -> CompileError:

@@ -68,8 +68,9 @@ class Executable:
             self.jaxpr = passes.optimize(closed)
             self.program = fusion.plan(self.jaxpr, ENTRY)
             abi.layout()
-            self.ir = llvm.render(self.program)
-            self.module = cpu.compile_module(self.ir, [ENTRY], name=name)
+            parts = llvm.render(self.program)
+            self.ir = "\n".join(p.ir_text for p in parts)
+            self.module = cpu.compile_modules(parts, [ENTRY], name=name)
         # the thread budget (FUNGRAD_NUM_THREADS, CPU affinity) is read once per executable; the
         # native pool is compiled only when a parallel step may use it (llvm.parallel_for)
         self._nthreads = threads.num_threads()

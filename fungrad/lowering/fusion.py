@@ -74,20 +74,27 @@ class Kernel:
         return {s.buffer for s in self.stores}
 
     def cost(self) -> int:
-        """Rough operation count (a transcendental weighs ~20 adds; a reduction multiplies its
-        body by its extent): renderers use it to decide whether threads pay for themselves."""
-        memo: dict[int, int] = {}
-
-        def cost(e: Expr) -> int:
-            c = memo.get(id(e))
-            if c is None:
-                c = _OP_COST.get(e.op, 1) + sum(cost(a) for a in e.args)
-                if e.op == "reduce":
-                    c *= math.prod(v.extent for v in e.attr.vars)
-                memo[id(e)] = c
-            return c
-        per_iter = sum(cost(s.value) + 1 for s in self.stores)
-        return per_iter * math.prod(v.extent for v in self.loops)
+        """Estimated operation count of one run: every distinct node weighs its op's cost (a
+        transcendental ~20 adds) times how often it runs, which is once per iteration of the
+        kernel loops out to the innermost one it depends on (renderers hoist it out of the
+        others) and of the reduction variables it depends on. Renderers use it to decide whether
+        threads pay for themselves and which kernels are worth a full optimising compile."""
+        pos = {v: i for i, v in enumerate(self.loops)}
+        runs = [1]  # runs[i]: iterations of the i outermost kernel loops
+        for v in self.loops:
+            runs.append(runs[-1] * v.extent)
+        total, seen = runs[-1] * len(self.stores), set()
+        stack = [e for s in self.stores for e in (s.value, s.index, s.mask) if e is not None]
+        while stack:
+            e = stack.pop()
+            if id(e) in seen:
+                continue
+            seen.add(id(e))
+            depth = max((pos[v] + 1 for v in e.free if v in pos), default=0)
+            bound = math.prod(v.extent for v in e.free if v not in pos)
+            total += _OP_COST.get(e.op, 1) * runs[depth] * bound
+            stack.extend(e.args)
+        return total
 
 
 _OP_COST = dict.fromkeys(K.MATH_UNARY, 20) | {"pow": 40, "atan2": 30, "div": 4, "rem": 6,

@@ -1,4 +1,4 @@
-"""The LLVM renderer: a :class:`~fungrad.lowering.fusion.Program` becomes one LLVM IR module.
+"""The LLVM renderer: a :class:`~fungrad.lowering.fusion.Program` becomes LLVM IR modules.
 
 The module has one entry point, ``i32 @<name>(ptr %args, i64 %nthreads)``. ``%args`` is a
 Python tuple object (``(inputs..., consts..., outputs..., scratch)``, numpy arrays or numpy
@@ -12,11 +12,19 @@ looping over its index space; the outermost loop runs ``[start, end)`` so a kern
 across threads. Every expression node is emitted once, at the outermost loop where all its
 indices are defined; reductions become inner loops with phi accumulators (``reassoc`` on float
 adds/muls so the vectoriser can reorder them). No ``nnan``/``ninf`` flags anywhere.
+
+LLVM's full pipeline costs ~3 ms per loop, even a trivial one, so not every function gets it.
+The entry point, the trampolines and the kernels that do little work (``COLD_COST``,
+``COLD_SHARE``) are *glue*: when a program has such small kernels, the glue is a second module
+compiled without IR passes and with FastISel (~0.15 ms per function), linked to the first in
+one engine (``cpu.compile_modules``). Kernels whose bodies are the same up to the names of their
+values are defined once.
 """
 
 from __future__ import annotations
 
 import ctypes
+import re
 import struct
 
 import numpy as np
@@ -403,7 +411,10 @@ class _KernelWriter:
         return head, tail
 
     # the kernel function
-    def function(self) -> str:
+    def function(self, whole: bool = False) -> str:
+        """The function's text. ``whole``: every call runs the outermost loop's whole extent,
+        written as constants (the calls still pass ``0, extent``), so LLVM knows the trip
+        count of a kernel it cannot see called."""
         kern = self.kern
         for i, v in enumerate(kern.loops):
             self.chain[v] = kern.loops[:i + 1]
@@ -443,8 +454,8 @@ class _KernelWriter:
         tail: list[str] = []
         for depth, v in enumerate(kern.loops):
             strip = sv if v is kern.loops[-1] else None
-            head, close = self._loop_open(v, strip, n, *(("%start", "%end") if depth == 0
-                                                        else ("0", None)))
+            bounds = ("%start", "%end") if depth == 0 and not whole else ("0", None)
+            head, close = self._loop_open(v, strip, n, *bounds)
             body += head + self.lines[v]
             tail = close + tail
         body += tail
@@ -462,7 +473,11 @@ class ModuleWriter:
         self.ops = OpEmitter(self)
         self.math: set[tuple[str, str]] = set()   # (function, float dtype name)
         self.externals: dict[str, str] = {}       # symbol -> declare line
-        self.functions: list[str] = []
+        self.functions: list[str] = []  # compiled with LLVM's full pipeline
+        self.glue: list[str] = []  # compiled without optimisation (see _cold_kernels)
+        self.cold: set[int] = set()  # ids of the kernels among the glue
+        self.bodies: dict[tuple[str, bool], str] = {}  # (canonical text, cold) -> function
+        self.trampolines: set[str] = set()
         self.n_loops = 0
         self.short_loops: set[int] = set()  # metadata ids of loops run fewer than SHORT_LOOP
         self.serial_for = False  # @fg_serial_for added (parallel_for)
@@ -487,8 +502,11 @@ class ModuleWriter:
     def declare(self, symbol: str, line: str) -> None:
         self.externals[symbol] = line
 
-    def render(self) -> str:
+    def render(self) -> list[cpu.Part]:
+        """The program as one or two modules: kernels worth LLVM's full pipeline, and glue
+        (the entry point, trampolines, small kernels) compiled without optimisation."""
         prog = self.prog
+        self.cold = _cold_kernels(prog.steps)
         entry: list[str] = []
         lay = abi.layout()
         slots = [*prog.inputs, *(b for b, _ in prog.consts), *prog.outputs]
@@ -518,25 +536,41 @@ class ModuleWriter:
                              f"i64 {b.index}")
                 ptr[b.id] = f"%buf{b.id}"
         entry.extend(self.render_steps(prog.steps, ptr))
-        funcs = "\n".join(self.functions)
-        # Straight-line glue (read the arguments, call the kernels) is not worth optimising:
-        # as _GLUE it took the MLP step's entry function from ~26 to ~10 ms of LLVM time
-        # (measured). Entry functions that hold control flow's loops keep the full pipeline.
-        attrs = "" if any(getattr(s, "in_entry", False) for s in prog.steps) else f" {_GLUE}"
+        # Straight-line glue (read the arguments, call the kernels) is not worth optimising;
+        # entry functions that hold control flow's loops get the full pipeline
+        hot_entry = any(getattr(s, "in_entry", False) for s in prog.steps)
+        attrs = "" if hot_entry else f" {_GLUE}"
         head = (f"define i32 @{prog.name}(ptr noalias %args, i64 %nthreads){attrs} {{\nentry:\n"
                 + "\n".join(entry) + "\n  ret i32 0\n}\n")
+        (self.functions if hot_entry else self.glue).append(head)
         decls = "\n".join(sorted(self.externals.values()))
-        pre = ""
-        if self.math:
-            pre = llvm_math.prelude(sorted({d for _, d in self.math}),
-                                    sorted({f for f, _ in self.math}),
-                                    declare_intrinsics=False)
         novec = f"!{self.n_loops + 2}"  # the extra property of short loops
         md = "\n".join(['!1 = !{!"llvm.loop.unroll.disable"}']
                        + [f"!{i} = distinct !{{!{i}, !1{(', ' + novec) * (i in self.short_loops)}}}"
                           for i in range(2, self.n_loops + 2)]
                        + [f'{novec} = !{{!"llvm.loop.vectorize.enable", i1 false}}'])
-        return "\n".join(x for x in (decls, pre, funcs, head, md) if x)
+        if self.functions and not self.cold:
+            # glue alone in its own module cost more than it saved (~3 ms: the chain, softmax)
+            self.functions, self.glue = self.functions + self.glue, []
+        modules = [(funcs, level) for funcs, level in ((self.functions, 3), (self.glue, 0))
+                   if funcs]
+        if len(modules) == 2:
+            _link(self.functions, self.glue)
+        parts = []
+        for funcs, level in modules:
+            text = "\n".join(funcs)
+            # the math functions this module calls (a module without passes would compile
+            # any other one it defined)
+            used = [(f, d) for f, d in self.math
+                    if f"@{llvm_math.math_symbol(f, np.dtype(d))}(" in text]
+            pre = ""
+            if used:
+                pre = llvm_math.prelude(sorted({d for _, d in used}),
+                                        sorted({f for f, _ in used}),
+                                        declare_intrinsics=False)
+            ir = "\n".join(x for x in (decls, pre, text, md) if x)
+            parts.append(cpu.Part(ir, level, passes=level > 0))
+        return parts
 
     def render_steps(self, steps, ptr: dict[int, str]) -> list[str]:
         """Entry-function lines running ``steps`` in order; ``ptr`` maps a buffer id to the
@@ -586,26 +620,45 @@ class ModuleWriter:
     def _kernel_call(self, kern: Kernel, ptr: dict[int, str]) -> list[str]:
         used = sorted({s.buffer.id for s in kern.stores} | {b.id for b in kern.reads()})
         names = {bid: f"%b{bid}" for bid in used}
-        self.functions.append(_KernelWriter(self, kern, names).function())
         n = kern.loops[0].extent if kern.loops else 1
+        cold = id(kern) in self.cold
+        par = not cold and kern.parallel and n >= 2 and kern.cost() >= PARALLEL_COST
+        text = _KernelWriter(self, kern, names).function(whole=not par)
+        fn = self._define(kern.name, text, cold)
         args = ", ".join(f"ptr {ptr[bid]}" for bid in used)
         sep = ", " if args else ""
-        # kernels are called ``noinline``: inlined into its caller, a kernel's body went through
-        # LLVM's function simplification passes twice (~10% more LLVM time on the MLP step of
-        # bench/first_call.py, no faster code; constant arguments still propagate)
-        if not (kern.parallel and n >= 2 and kern.cost() >= PARALLEL_COST):
-            return [f"  call void @{kern.name}({args}{sep}i64 0, i64 {n}) noinline"]
+        # kernels are called ``noinline``: inlined, a kernel's body went through LLVM's
+        # function simplification passes twice (~10% more LLVM time on the MLP step of
+        # bench/first_call.py, no faster code)
+        if not par:
+            return [f"  call void @{fn}({args}{sep}i64 0, i64 {n}) noinline"]
         # large: split the outermost loop across threads; a trampoline unpacks the pointers
-        k, m = kern.name, len(used)
-        loads = [f"  %p{i} = getelementptr inbounds ptr, ptr %ctx, i64 {i}\n"
-                 f"  %a{i} = load ptr, ptr %p{i}" for i in range(m)]
-        targs = ", ".join(f"ptr %a{i}" for i in range(m))
-        self.functions.append(
-            f"define internal void @{k}.par(ptr %ctx, i64 %s, i64 %e) {_GLUE} {{\nentry:\n"
-            + "\n".join(loads) + ("\n" if loads else "")
-            + f"  call void @{k}({targs}{', ' if targs else ''}i64 %s, i64 %e) noinline\n"
-            "  ret void\n}\n")
-        return self.parallel_for(f"{k}.par", [ptr[bid] for bid in used], n, k)
+        m = len(used)
+        if fn not in self.trampolines:
+            self.trampolines.add(fn)
+            loads = [f"  %p{i} = getelementptr inbounds ptr, ptr %ctx, i64 {i}\n"
+                     f"  %a{i} = load ptr, ptr %p{i}" for i in range(m)]
+            targs = ", ".join(f"ptr %a{i}" for i in range(m))
+            self.glue.append(
+                f"define internal void @{fn}.par(ptr %ctx, i64 %s, i64 %e) {_GLUE} {{\nentry:\n"
+                + "\n".join(loads) + ("\n" if loads else "")
+                + f"  call void @{fn}({targs}{', ' if targs else ''}i64 %s, i64 %e) noinline\n"
+                "  ret void\n}\n")
+        return self.parallel_for(f"{fn}.par", [ptr[bid] for bid in used], n, kern.name)
+
+    def _define(self, name: str, text: str, cold: bool) -> str:
+        """Adds kernel function ``text`` (of function ``name``) unless a kernel with the same
+        body up to the names of its values is there (the MLP step updates two bias vectors with
+        the same code); returns the name of the function to call."""
+        local: dict[str, str] = {}
+        key = _LOOP_MD.sub(lambda m: "!S" if int(m.group(1)) in self.short_loops else "!L",
+                           text.replace(f"@{name}(", "@(", 1))
+        key = _LOCAL.sub(lambda m: local.setdefault(m.group(0).lstrip("%"), f"%{len(local)}"),
+                         key)
+        fn = self.bodies.setdefault((key, cold), name)
+        if fn == name:
+            (self.glue if cold else self.functions).append(text)
+        return fn
 
     def parallel_for(self, fn: str, pointers: list[str], n: int, tag: str) -> list[str]:
         """Entry lines running ``void @fn(ptr ctx, i64 start, i64 end)`` over ``[0, n)``, ``ctx``
@@ -617,7 +670,7 @@ class ModuleWriter:
         self.declare("fg_parallel_for_fn", f"@{POOL_SYMBOL} = external global ptr")
         if not self.serial_for:
             self.serial_for = True
-            self.functions.append(_SERIAL_FOR)
+            self.glue.append(_SERIAL_FOR)
         lines = [f"  %{tag}.ss = call ptr @llvm.stacksave.p0()",
                  f"  %{tag}.ctx = alloca ptr, i64 {max(len(pointers), 1)}"]
         for i, p in enumerate(pointers):
@@ -677,16 +730,60 @@ def enable_thread_pool() -> None:
 PARALLEL_COST = 300_000
 
 
-def render(prog: Program) -> str:
-    """LLVM IR text of ``prog`` (the symbols it needs are registered: :func:`register_pool_symbol`,
-    ``abi.layout``, the matmul library)."""
+#: kernels estimated (``Kernel.cost``) at most this many operations are compiled without
+#: optimisation, as glue: their code runs ~3-10x slower, under a microsecond here, and LLVM's
+#: full pipeline costs ~3 ms per loop (measured: 20 small loop functions took 67 ms at O3,
+#: 3 ms without passes and with FastISel)
+COLD_COST = 1024
+#: ... and so are those under this share of the program's estimated work, a product counting
+#: one operation per ``GEMM_FLOPS_PER_OP`` flops (the MLP step's loss, its gradient and the
+#: bias updates: ~55 ms less compile time, ~1% slower steps)
+COLD_SHARE = 1 / 200
+GEMM_FLOPS_PER_OP = 8
+
+
+def _cold_kernels(steps) -> set[int]:
+    """Ids of the top-level kernels of ``steps`` to compile without optimisation (see
+    COLD_COST). Kernels inside control flow may run many times: they are always optimised."""
+    total = 0
+    for step in steps:
+        if isinstance(step, Kernel):
+            total += step.cost()
+        elif isinstance(step, Gemm):
+            total += 2 * step.m * step.n * step.k * step.batch // GEMM_FLOPS_PER_OP
+    limit = max(COLD_COST, total * COLD_SHARE)
+    return {id(s) for s in steps if isinstance(s, Kernel) and s.cost() <= limit}
+
+
+def _link(a: list[str], b: list[str]) -> None:
+    """Let two modules' function lists call each other: a function one module calls and the
+    other defines loses its ``internal`` linkage there and is declared where it is called."""
+    for defs, users in ((a, b), (b, a)):
+        text = "\n".join(users)
+        for i, f in enumerate(defs):
+            for m in _HEADER.finditer(f):
+                if re.search(f"@{re.escape(m.group(2))}(?![-\\w.$])", text):
+                    defs[i] = defs[i].replace(f"define internal {m.group(1)} @{m.group(2)}(",
+                                              f"define {m.group(1)} @{m.group(2)}(", 1)
+                    params = re.sub(r"\s*%[-\w.$]+", "", m.group(3))
+                    users.insert(0, f"declare {m.group(1)} @{m.group(2)}({params})\n")
+
+
+_HEADER = re.compile(r"^define (?:internal )?(\S+) @([-\w.$]+)\(([^)]*)\)", re.M)
+_LOCAL = re.compile(r"%[-\w.$]+|^[-\w.$]+(?=:)", re.M)  # local names and label definitions
+_LOOP_MD = re.compile(r"!llvm\.loop !(\d+)")
+
+
+def render(prog: Program) -> list[cpu.Part]:
+    """The LLVM modules of ``prog`` (see :meth:`ModuleWriter.render`); the symbols they need are
+    registered: :func:`register_pool_symbol`, ``abi.layout``, the matmul library."""
     writer = ModuleWriter(prog)
-    text = writer.render()
+    parts = writer.render()
     if writer.serial_for:
         register_pool_symbol()
     if matmul.SYMBOL in writer.externals:
         matmul.ensure_library()
-    return text
+    return parts
 
 
 __all__ = ["POOL_SYMBOL", "enable_thread_pool", "literal", "llvm_type", "memory_type",

@@ -28,7 +28,7 @@ from ctypes import POINTER, c_bool, c_char_p, c_int, c_size_t, c_uint, c_uint64,
 
 __all__ = ["SUPPORTED", "add_symbol", "address_of_symbol", "create_engine",
            "create_target_machine", "data_layout", "dispose_engine", "dispose_module",
-           "emit", "engine_add_object", "function_address", "host_cpu_features",
+           "emit", "engine_add_object", "finalize_engine", "function_address", "host_cpu_features",
            "host_cpu_name", "lib", "llvm_version", "llvmlite_version", "module_functions",
            "module_text", "optimize", "parse_module", "process_triple", "set_module_target",
            "verify_module"]
@@ -297,7 +297,8 @@ def create_engine(mod: c_void_p, tm: c_void_p) -> c_void_p:
 
 
 def engine_add_object(engine: c_void_p, obj: bytes) -> None:
-    """Load object file ``obj`` into ``engine`` and finalise it (relocate, make executable)."""
+    """Load object file ``obj`` into ``engine``; :func:`finalize_engine` then links the objects
+    loaded so far (relocates, resolves their symbols, makes the code executable)."""
     L = lib()
     handle = L.LLVMPY_CreateObjectFile(obj, len(obj))
     if not handle:
@@ -306,7 +307,10 @@ def engine_add_object(engine: c_void_p, obj: bytes) -> None:
         L.LLVMPY_MCJITAddObjectFile(engine, handle)  # moves the binary into the engine
     finally:
         L.LLVMPY_DisposeObjectFile(handle)
-    L.LLVMPY_FinalizeObject(engine)
+
+
+def finalize_engine(engine: c_void_p) -> None:
+    lib().LLVMPY_FinalizeObject(engine)
 
 
 def function_address(engine: c_void_p, name: str) -> int:

@@ -476,7 +476,8 @@ class ModuleWriter:
         self.functions: list[str] = []  # compiled with LLVM's full pipeline
         self.glue: list[str] = []  # compiled without optimisation (see _cold_kernels)
         self.cold: set[int] = set()  # ids of the kernels among the glue
-        self.bodies: dict[tuple[str, bool], str] = {}  # (canonical text, cold) -> function
+        # (text without digits, cold) -> [(function, text)]: see _define
+        self.bodies: dict[tuple[str, bool], list[tuple[str, str]]] = {}
         self.trampolines: set[str] = set()
         self.n_loops = 0
         self.short_loops: set[int] = set()  # metadata ids of loops run fewer than SHORT_LOOP
@@ -649,16 +650,25 @@ class ModuleWriter:
     def _define(self, name: str, text: str, cold: bool) -> str:
         """Adds kernel function ``text`` (of function ``name``) unless a kernel with the same
         body up to the names of its values is there (the MLP step updates two bias vectors with
-        the same code); returns the name of the function to call."""
+        the same code); returns the name of the function to call. Only kernels whose texts
+        agree without their digits are compared name by name."""
+        text_ = text.replace(f"@{name}(", "@(", 1)
+        twins = self.bodies.setdefault((text_.translate(_NO_DIGITS), cold), [])
+        for other, other_text in twins:
+            if self._canonical(other_text) == self._canonical(text_):
+                return other
+        twins.append((name, text_))
+        (self.glue if cold else self.functions).append(text)
+        return name
+
+    def _canonical(self, text: str) -> str:
+        """``text`` with its values and labels renamed in order of appearance and its loop
+        metadata reduced to what it says (short loop or not)."""
         local: dict[str, str] = {}
-        key = _LOOP_MD.sub(lambda m: "!S" if int(m.group(1)) in self.short_loops else "!L",
-                           text.replace(f"@{name}(", "@(", 1))
-        key = _LOCAL.sub(lambda m: local.setdefault(m.group(0).lstrip("%"), f"%{len(local)}"),
-                         key)
-        fn = self.bodies.setdefault((key, cold), name)
-        if fn == name:
-            (self.glue if cold else self.functions).append(text)
-        return fn
+        text = _LOOP_MD.sub(lambda m: "!S" if int(m.group(1)) in self.short_loops else "!L",
+                            text)
+        return _LOCAL.sub(lambda m: local.setdefault(m.group(0).lstrip("%"), f"%{len(local)}"),
+                          text)
 
     def parallel_for(self, fn: str, pointers: list[str], n: int, tag: str) -> list[str]:
         """Entry lines running ``void @fn(ptr ctx, i64 start, i64 end)`` over ``[0, n)``, ``ctx``
@@ -759,19 +769,22 @@ def _link(a: list[str], b: list[str]) -> None:
     """Let two modules' function lists call each other: a function one module calls and the
     other defines loses its ``internal`` linkage there and is declared where it is called."""
     for defs, users in ((a, b), (b, a)):
-        text = "\n".join(users)
+        called = set(_GLOBAL.findall("\n".join(users)))
         for i, f in enumerate(defs):
             for m in _HEADER.finditer(f):
-                if re.search(f"@{re.escape(m.group(2))}(?![-\\w.$])", text):
-                    defs[i] = defs[i].replace(f"define internal {m.group(1)} @{m.group(2)}(",
-                                              f"define {m.group(1)} @{m.group(2)}(", 1)
-                    params = re.sub(r"\s*%[-\w.$]+", "", m.group(3))
-                    users.insert(0, f"declare {m.group(1)} @{m.group(2)}({params})\n")
+                ret, fn, params = m.groups()
+                if fn in called:
+                    defs[i] = defs[i].replace(f"define internal {ret} @{fn}(",
+                                              f"define {ret} @{fn}(", 1)
+                    params = re.sub(r"\s*%[-\w.$]+", "", params)
+                    users.insert(0, f"declare {ret} @{fn}({params})\n")
 
 
+_GLOBAL = re.compile(r"@([-\w.$]+)")
 _HEADER = re.compile(r"^define (?:internal )?(\S+) @([-\w.$]+)\(([^)]*)\)", re.M)
 _LOCAL = re.compile(r"%[-\w.$]+|^[-\w.$]+(?=:)", re.M)  # local names and label definitions
 _LOOP_MD = re.compile(r"!llvm\.loop !(\d+)")
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def render(prog: Program) -> list[cpu.Part]:

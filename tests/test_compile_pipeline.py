@@ -4,6 +4,7 @@ that runs on one thread never compiles the pool; both ways give numpy's results;
 is compiled once; the per-stage compile statistics add up."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -288,3 +289,28 @@ def test_kernel_cost_counts_hoisted_work_once():
         return sum(s.cost() for s in prog.steps if isinstance(s, fusion.Kernel))
 
     assert 1.8 < cost(256) / cost(128) < 2.2
+
+
+def test_an_entry_with_loops_is_optimised_and_calls_the_glue():
+    """An entry point holding a loop (fori_loop) gets the full pipeline; the small kernels stay
+    glue, called across the two modules, and sort's functions are optimised."""
+    def f(x, b):
+        y = fnp.tanh(x) * 2.0 + fnp.exp(-x * x)
+        s = fg.lax.fori_loop(0, 5, lambda i, c: c * 1.01 + fnp.sum(b), b)
+        return y, s - 1.0, fnp.sort(b)
+
+    x = np.linspace(-3, 3, 1 << 18, dtype=np.float32).reshape(512, 512)
+    b = np.array([3, -1, 2, 7, 0, 5, 4], np.float32)
+    jf = fg.jit(f)
+    exe = jf.lower(x, b).compile()._exe
+    hot, glue = llvm.render(exe.program)
+    assert (hot.opt_level, glue.opt_level) == (3, 0)
+    assert f"define i32 @{exe.program.name}(" in hot.ir_text
+    assert re.search(r"^define void @k\d+\(", glue.ir_text, re.M)  # a small kernel
+    y, s, srt = jf(x, b)
+    c = b.astype(np.float64)
+    for _ in range(5):
+        c = c * 1.01 + b.sum()
+    np.testing.assert_allclose(np.asarray(y), np.tanh(x) * 2 + np.exp(-x * x), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(s), c - 1, rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(srt), np.sort(b))

@@ -69,7 +69,10 @@ class Executable:
             self.program = fusion.plan(self.jaxpr, ENTRY)
             abi.layout()
             parts = llvm.render(self.program)
-            self.ir = "\n".join(p.ir_text for p in parts)
+            # one text, each module under a comment saying how it is compiled
+            self.ir = "\n".join(
+                f"; module {i}: " + ("LLVM O3" if p.passes else "glue: no passes, O0 codegen")
+                + f"\n{p.ir_text}" for i, p in enumerate(parts))
             self.module = cpu.compile_modules(parts, [ENTRY], name=name)
         # the thread budget (FUNGRAD_NUM_THREADS, CPU affinity) is read once per executable; the
         # native pool is compiled only when a parallel step may use it (llvm.parallel_for)

@@ -6,6 +6,8 @@ and SLP vectorization by default; none with ``passes=False``), emits an object f
 host TargetMachine and loads it into its own MCJIT engine. The object is stored in the on-disk
 cache (cache.py), so the same IR in a later process is loaded in ~1-2 ms instead of compiled.
 Any failure raises :class:`CompileError` (with the IR written to a temp file) and caches nothing.
+``compile_modules(parts, ...)`` compiles several modules, each with its own pipeline and cache
+entry, and links their objects in one engine (a jitted program's kernels and its glue).
 
 LLVM is reached through ``llvm_capi`` (llvmlite's shared library, without its Python package).
 All LLVM work runs under ``llvm_lock``: LLVM's global context is not thread-safe. Compile times

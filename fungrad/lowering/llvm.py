@@ -1,6 +1,6 @@
 """The LLVM renderer: a :class:`~fungrad.lowering.fusion.Program` becomes LLVM IR modules.
 
-The module has one entry point, ``i32 @<name>(ptr %args, i64 %nthreads)``. ``%args`` is a
+A program has one entry point, ``i32 @<name>(ptr %args, i64 %nthreads)``. ``%args`` is a
 Python tuple object (``(inputs..., consts..., outputs..., scratch)``, numpy arrays or numpy
 scalars) whose data pointers the entry reads itself (``abi.py`` measured the object layout at
 start-up), so a jitted call is one ctypes call with no per-argument pointer extraction in

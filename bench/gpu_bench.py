@@ -5,6 +5,8 @@ Workloads (issue 5):
   device, result read back every call; against one hand-written WGSL kernel run through wgpu
   the same way (WGSL builtins, one dispatch, same readback), and against the same chain as 11
   unfused dispatches (one per operation). Target: fungrad <= 1.1x the hand-written kernel.
+- chain_parts: the chain's kernel with one math function at a time swapped for the WGSL
+  builtin or removed, to see what each costs (same run).
 - copy bandwidth: a device-to-device buffer copy of the chain's input, to express the chain
   as achieved bandwidth (read 4 MB + write 4 MB) as a fraction of what the device copies.
 - MLP step: the 784-512-512-10 training step of bench/jit_workloads.py on the GPU, params
@@ -162,6 +164,55 @@ def bench_chain(n: int) -> None:
     copy_gbps = 8 * n / t_copy / 1e9
     print(f"  fungrad without readback            {t_fg_dev * 1e3:8.2f} ms   {gbps:6.1f} GB/s = "
           f"{gbps / copy_gbps:.0%} of a buffer copy's {copy_gbps:.1f} GB/s")
+
+
+def _replace_function(source: str, name: str, body: str) -> str:
+    """``source`` with WGSL function ``name``'s body replaced by ``body``."""
+    i = source.index(f"fn {name}(")
+    j = source.index("\n}\n", i)
+    return source[:source.index("{", i) + 1] + f"\n  {body}" + source[j:]
+
+
+def bench_chain_parts(n: int) -> None:
+    """What each of the chain's math functions costs: fungrad's chain kernel with one of its
+    functions (fg_exp_f32, fg_tanh_f32, fg_sin_f32) swapped for the WGSL builtin or removed
+    (``return a0``), and the division made a product, against the hand-written kernel, in
+    turns in one run (device time: submit and wait, no readback)."""
+    rt = gpu.runtime()
+    x = np.linspace(-4, 4, n, dtype=np.float32)
+    gx = fg.device_put(x, backend="gpu")
+    exe = fg.jit(chain, backend="gpu").lower(gx).compile()._exe
+    (shader,) = exe.shaders
+    src = shader.source
+    head, main = src[:src.index("@compute")], src[src.index("@compute"):]
+    variants = {"fungrad": src}
+    for fn in ("exp", "tanh", "sin"):
+        variants[f"builtin {fn}"] = head + main.replace(f"fg_{fn}_f32(", f"{fn}(")
+        variants[f"no {fn}"] = _replace_function(src, f"fg_{fn}_f32", "return a0;")
+    variants["all builtins"] = head + main.replace("fg_", "").replace("_f32(", "(")
+    variants["no division"] = head + main.replace("(t8 / t10)", "(t8 * t10)")
+    variants["hand-written"] = HAND
+    xb = rt.device.create_buffer_with_data(data=x, usage=rt.usage)
+    yb = rt.device.create_buffer(size=4 * n, usage=rt.usage)
+    ref = chain(x.astype(np.float64))
+    runs = {}
+    for name, source in variants.items():
+        d = [_dispatch(rt, rt.pipeline(name, source), [xb, yb], -(-n // 64))]
+        _run(rt, d)
+        if "no " not in name:
+            got = np.frombuffer(rt.queue.read_buffer(yb, 0, 4 * n), np.float32)
+            assert np.max(np.abs(got - ref)) < 1e-4, name
+
+        def run(d=d):
+            _run(rt, d)
+            rt.queue.read_buffer(yb, 0, 4)
+        runs[name] = run
+    best = _interleaved(runs, rounds=15)
+    t_hand, t_fg = best["hand-written"], best["fungrad"]
+    print(f"\nchain kernel parts over {n} float32 on {rt.name} (device time, no readback)")
+    for name, t in best.items():
+        print(f"  {name:14s} {t * 1e3:7.2f} ms  {t / t_hand:5.2f}x hand-written   "
+              f"{(t_fg - t) * 1e3:+6.2f} ms vs fungrad")
 
 
 def bench_mlp() -> None:
@@ -349,7 +400,7 @@ def bench_scan(n: int) -> None:
             for label, t in best.items()))
 
 
-WORKLOADS = ("chain", "reduce", "scatter", "sort", "scan", "overhead", "mlp")
+WORKLOADS = ("chain", "chain_parts", "reduce", "scatter", "sort", "scan", "overhead", "mlp")
 
 
 def main():
@@ -362,6 +413,8 @@ def main():
     t0 = time.perf_counter()
     if "chain" in only:
         bench_chain(a.n)
+    if "chain_parts" in only:
+        bench_chain_parts(a.n)
     if "reduce" in only:
         bench_reduce(a.n)
     if "scatter" in only:

@@ -231,6 +231,15 @@ def test_erf_inv_and_random_normal_in_float32_only():
                                rtol=2e-6, atol=2e-6)
 
 
-def test_lgamma_reports_that_the_gpu_lacks_it():
-    with pytest.raises(fg.LoweringError, match="lgamma.*float64.*backend='cpu'"):
-        gpu_compiled(lax.lgamma, np.float32([1.5]))
+def test_a_math_function_needing_float64_reports_it(monkeypatch):
+    """A function without a float32-only formulation (here llvm_math's lgamma, which rounds
+    its float64 version, in place of wgsl_math's) is a LoweringError naming it, not a crash."""
+    from fungrad.lowering import wgsl_math
+    monkeypatch.delitem(wgsl_math._GPU_EMITTERS, "lgamma")
+    wgsl_math._define.cache_clear()
+    try:
+        with pytest.raises(fg.LoweringError, match="lgamma.*float64.*backend='cpu'"):
+            gpu_compiled(lambda v: lax.lgamma(v), np.float32([1.5]))
+    finally:
+        monkeypatch.undo()
+        wgsl_math._define.cache_clear()

@@ -99,19 +99,25 @@ HARDEST = np.float32([1.5707963705062866, 3.1415927410125732, 4.71238899230957, 
                       267058.9375, 534117.875, 1068235.75, 2709675.5, 5419351.0, 10838702.0])
 
 
+def near_multiples_of_pi_over_2(n: int) -> np.ndarray:
+    """The float32 neighbours (+-3 ulp) of q pi/2 for n random q below 2^24 2/pi (a fifth of
+    them below 5000), the HARDEST arguments, and their negatives."""
+    rng = np.random.default_rng(2)
+    q = np.concatenate([rng.integers(1, int(2**24 / (np.pi / 2)), n - n // 5),
+                        rng.integers(1, 5000, n // 5)])
+    near = (q * (np.pi / 2)).astype(np.float32)
+    x = np.concatenate([near + k * np.spacing(near) for k in range(-3, 4)] + [HARDEST])
+    x = np.concatenate([x, -x]).astype(np.float32)
+    return x[np.abs(x) < 2**24]
+
+
 @pytest.mark.parametrize("name", ["sin", "cos"])
 def test_sin_cos_near_multiples_of_pi_over_2_up_to_2_24(name):
     """Where |x| is closest to a multiple of pi/2 the result is tiny (or +-1) and the
     reduction's error is all of it: the float32 neighbours (+-3 ulp) of q pi/2 for random q
     below 2^24 2/pi, and the hardest float32 argument of each binade, within 1 ulp."""
     f, reference, _, _ = FUNCTIONS[name]
-    rng = np.random.default_rng(2)
-    q = np.concatenate([rng.integers(1, int(2**24 / (np.pi / 2)), 40_000),
-                        rng.integers(1, 5000, 10_000)])
-    near = (q * (np.pi / 2)).astype(np.float32)
-    x = np.concatenate([near + k * np.spacing(near) for k in range(-3, 4)] + [HARDEST])
-    x = np.concatenate([x, -x]).astype(np.float32)
-    x = x[np.abs(x) < 2**24]
+    x = near_multiples_of_pi_over_2(50_000)
     y = np.asarray(fg.jit(f, backend="gpu")(x))
     err = _ulps(y, reference(x.astype(np.float64)))
     worst = int(np.argmax(err))

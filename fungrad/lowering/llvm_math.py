@@ -365,7 +365,7 @@ def _exp_reduce(b: _Builder, x: _V) -> tuple[_V, _V, _V]:
 def _exp_poly(b: _Builder, r: _V, rl: _V) -> tuple[_V, _V]:
     """(r, tail) with e**(r + rl) - 1 = r + tail, |tail| <~ r^2/2."""
     t = r * r * _horner(b, r, _EXP_P[r.ft])
-    return r, b.fma(rl, 1.0 + (r + t), t)  # e^(r + rl) = e^r (1 + rl), rl up to ~1e-13
+    return r, b.fma(rl, 1.0 + b.keep(r + t), t)  # e^(r + rl) = e^r (1 + rl), rl up to ~1e-13
 
 
 def _exp_kernel(b: _Builder, x: _V, lo=None, shift: int = 0, dd: bool = False):
@@ -656,7 +656,7 @@ def _acosh(b: _Builder, x: _V) -> _V:
     u_big = 2.0 * x - 1.0 / (x + b.sqrt(x * x - 1.0))
     t = x - 1.0  # exact for x in [1, 2]
     t2, t2l = b.two_prod(t, t)
-    wh, wl = _two_sum(2.0 * t, t2)  # 2t + t^2 = wh + wl
+    wh, wl = _two_sum(2.0 * t, b.keep(t2))  # 2t + t^2 = wh + wl
     sq = b.sqrt(wh)
     sql = (b.fma_exact(-sq, sq, wh) + (wl + t2l)) / (sq + sq)  # sqrt(w) = sq + sql
     sql = b.select(b.cmp("oeq", sq, 0.0), 0.0, sql)
@@ -1016,7 +1016,7 @@ def _erfc(b: _Builder, x: _V) -> _V:
     pos = b.cmp("ogt", x, 0.0)
     h, e = _two_sum(1.0, -x)
     r0 = h + b.fma_exact(-x, rat, e)  # 1 - x - x rat with one rounding (fdlibm rounds twice)
-    r1 = b.select(pos, (1.0 - _ERX) - rat, 1.0 + (_ERX + rat))
+    r1 = b.select(pos, (1.0 - _ERX) - rat, 1.0 + b.keep(_ERX + rat))
     r2 = b.select(pos, big, 2.0 - big)
     r = b.select(i0, r0, b.select(i1, r1, r2))
     r = b.select(b.cmp("oge", a, 28.0), b.select(pos, 0.0, 2.0, x.ty), r)

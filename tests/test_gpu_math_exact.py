@@ -1,0 +1,145 @@
+"""The GPU computes the WGSL that wgsl_math.py writes, operation for operation.
+
+Mesa (lavapipe) simplifies float algebra unless the builder hides the operands (an opaque
+integer OR: ``keep`` and the cancellation guard): measured, it rewrote ``c + (a + b)`` with a
+constant c as ``(c + a) + b`` (erfc's ``1 + (erx + rat)``: 15609 results of 2M off by an ulp),
+``x + (p + q)`` with two products as ``(x + p) + q`` (sin/cos lost their tails: 1.2 ulp),
+``2 t + t t`` as ``t (2 + t)`` (acosh's two-sum), and ``1 + (r + r^2 P)`` as ``(1 + r) +
+r^2 P`` (exp's last step). Each of those changes a few results by an ulp, which tolerance
+tests miss. Here every function's WGSL is also evaluated in numpy, each operation rounded
+once in float32 (division and sqrt correctly rounded, as on CPU adapters), and on a CPU adapter
+the GPU's bits must be those. Other adapters may round division and sqrt differently (WGSL
+allows 2.5 ulp): there the results must agree within 3 ulp."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import fungrad as fg
+from fungrad import lax
+from fungrad.lowering import gpu as gpu_runtime
+from fungrad.lowering import wgsl_math
+
+pytestmark = pytest.mark.usefixtures("gpu")
+
+F32, I32, U32 = np.float32, np.int32, np.uint32
+_TYPES = {"f32": F32, "i32": I32, "u32": U32}
+
+# name: (lo, hi) of the arguments (log-spaced when lo > 0), where the functions' tails matter
+FUNCTIONS = {
+    "exp": (-104.0, 89.0), "exp2": (-140.0, 128.0), "expm1": (-20.0, 30.0),
+    "log": (1e-30, 1e30), "log1p": (-0.999, 1e6), "tanh": (-10.0, 10.0),
+    "logistic": (-80.0, 30.0), "sin": (-1e4, 1e4), "cos": (-1e4, 1e4), "tan": (-100.0, 100.0),
+    "sinh": (-89.0, 89.0), "cosh": (-89.0, 89.0), "asinh": (-1e3, 1e3), "acosh": (1.0, 3.0),
+    "atanh": (-1.0, 1.0), "atan": (-50.0, 50.0), "asin": (-1.0, 1.0), "acos": (-1.0, 1.0),
+    "erf": (-4.0, 4.0), "erfc": (-4.0, 9.0), "cbrt": (-1e4, 1e4), "lgamma": (-10.0, 20.0),
+    "digamma": (-10.0, 20.0),
+}
+
+
+def _bitcast(ty: str, v):
+    return np.asarray(v).view(_TYPES[ty])
+
+
+def _convert(ty: str, v):
+    v = np.asarray(v)
+    if ty == "u32" and v.ndim == 0 and v.dtype == I32:
+        return int(v)  # a shift amount: the shifted value keeps its type
+    if ty == "i32" and v.dtype == F32:  # WGSL saturates; the functions only convert in range
+        return np.clip(np.nan_to_num(v), -2.0 ** 31, 2.0 ** 31 - 128).astype(I32)
+    return v.astype(_TYPES[ty])
+
+
+def _fma(a, b, c):  # a b is exact in float64
+    return (a.astype(np.float64) * b + c).astype(F32)
+
+
+_SUBSTITUTIONS = [
+    (r"bitcast<(\w+)>\(", r"_bitcast('\1', "), (r"\b(f32|i32|u32)\(", r"_convert('\1', "),
+    (r"(?<![\w.])(\d+\.\d*(?:e[-+]?\d+)?|\d+e[-+]?\d+)f\b", r"F32(\1)"),
+    (r"\b(0x[0-9a-fA-F]+|\d+)u\b", r"U32(\1)"), (r"\b(\d+)i\b", r"I32(\1)"),
+    (r"&&", "&"), (r"\|\|", "|"), (r"!(?=[(\w])", "~"), (r"\btrue\b", "True"),
+    (r"\bfalse\b", "False"), (r"\bselect\(", "_select("), (r"\babs\(", "np.abs("),
+    (r"\bround\(", "np.rint("), (r"\bfloor\(", "np.floor("), (r"\bsqrt\(", "np.sqrt("),
+    (r"\bfma\(", "_fma("),
+]
+
+
+def _python(wgsl: str) -> str:
+    """One of wgsl_math's generated functions (``let`` statements and a return) as Python."""
+    lines = wgsl.strip().split("\n")
+    head = re.match(r"fn (\w+)\(([^)]*)\) -> f32 \{", lines[0])
+    params = [p.split(":")[0].strip() for p in head.group(2).split(",")]
+    out = [f"def {head.group(1)}({', '.join(params)}):"]
+    for line in lines[1:-1]:
+        m = re.fullmatch(r"\s*(?:let (\w+) = |(return) )(.*);", line)
+        expr = m.group(3)
+        for pattern, repl in _SUBSTITUTIONS:
+            expr = re.sub(pattern, repl, expr)
+        out.append(f"    {m.group(1)} = {expr}" if m.group(1) else f"    return {expr}")
+    return "\n".join(out)
+
+
+def _evaluate(name: str, *args: np.ndarray) -> np.ndarray:
+    """``name`` on float32 ``args`` as its WGSL says, each operation rounded once."""
+    fn, definitions = wgsl_math.function(name, gpu_runtime.runtime().fused_fma)
+    env = {"np": np, "F32": F32, "I32": I32, "U32": U32, "_bitcast": _bitcast, "_fma": _fma,
+           "_convert": _convert, "_select": lambda f, t, c: np.where(c, t, f),
+           "fg_isnan": np.isnan,
+           "fg_fma": lambda a, b, c: _fma(*(np.asarray(v, F32) for v in (a, b, c)))}
+    for _, text in definitions:
+        if text and not text.startswith("fn fg_fma("):  # fg_fma: an exact fma, above
+            exec(_python(text), env)
+    with np.errstate(all="ignore"):
+        return np.asarray(env[fn](*args), F32)
+
+
+def _arguments(lo: float, hi: float, n: int = 200_000) -> np.ndarray:
+    rng = np.random.default_rng(11)
+    if lo > 0:
+        return np.exp(rng.uniform(np.log(lo), np.log(hi), n)).astype(F32)
+    return np.concatenate([rng.uniform(lo, hi, n), rng.uniform(lo / 50, hi / 50, n)]).astype(F32)
+
+
+def _assert_as_written(got: np.ndarray, want: np.ndarray, label: str, *args) -> None:
+    if gpu_runtime.runtime().cpu_adapter:
+        bad = (got.view(I32) != want.view(I32)) & ~(np.isnan(got) & np.isnan(want))
+    else:
+        with np.errstate(invalid="ignore"):
+            bad = np.abs(got.astype(np.float64) - want) > 3 * np.spacing(np.abs(want))
+        bad &= ~((got == want) | (np.isnan(got) & np.isnan(want)))
+    where = np.flatnonzero(bad)
+    assert where.size == 0, (
+        f"{label}: {where.size} of {got.size} results differ from the WGSL as written, e.g. at "
+        f"{tuple(a[where[0]] for a in args)}: {got[where[0]]!r} instead of {want[where[0]]!r}")
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_gpu_computes_the_wgsl_as_written(name):
+    x = _arguments(*FUNCTIONS[name])
+    got = np.asarray(fg.jit(getattr(lax, name), backend="gpu")(x))
+    _assert_as_written(got, _evaluate(name, x), name, x)
+
+
+@pytest.mark.parametrize("name", ["pow", "atan2"])
+def test_two_argument_functions_as_written(name):
+    rng = np.random.default_rng(12)
+    if name == "pow":
+        a = np.exp(rng.uniform(np.log(1e-3), np.log(1e3), 200_000)).astype(F32)
+        c = rng.uniform(-12, 12, 200_000).astype(F32)
+    else:
+        a, c = (rng.uniform(-10, 10, 200_000).astype(F32) for _ in range(2))
+    got = np.asarray(fg.jit(getattr(lax, name), backend="gpu")(a, c))
+    _assert_as_written(got, _evaluate(name, a, c), name, a, c)
+
+
+def test_the_evaluation_follows_float32_rounding():
+    """The evaluator itself: one function checked against values computed by hand."""
+    x = np.float32([0.0, 1.0, -2.5, 10.0, np.inf, -np.inf, np.nan])
+    with np.errstate(over="ignore", invalid="ignore"):
+        ref = np.exp(x.astype(np.float64))
+    got = _evaluate("exp", x)
+    np.testing.assert_allclose(got, ref, rtol=1.2e-7)

@@ -299,6 +299,49 @@ def test_trans_b_random_shapes(m, n, k, beta, seed):
     check(got, reference_t(a, bt, 1.0, beta, c0), k)
 
 
+LAYOUTS = ((False, False), (True, False), (False, True))  # (trans_a, trans_b): one loop nest
+
+
+def operands(rng, m, n, k, trans_a, trans_b):
+    a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
+    want = (a.T if trans_a else a).astype(np.float64) @ (b.T if trans_b else b).astype(np.float64)
+    return a, b, want
+
+
+@pytest.mark.parametrize("trans_a,trans_b", LAYOUTS)
+def test_every_layout_odd_shapes_nan_c0_and_in_place(trans_a, trans_b):
+    # shapes around the 8-row tiles, the 16-lane vectors and 32-column panels in every layout;
+    # beta = 0 never reads c0 (NaN here), beta != 0 reads it (here c0 is the output itself)
+    rng = np.random.default_rng(11)
+    for m in TB_ODD:
+        for n in TB_ODD:
+            for k in TB_ODD:
+                a, b, want = operands(rng, m, n, k, trans_a, trans_b)
+                nan = np.full((m, n), np.nan, np.float32)
+                got = matmul.gemm(a, b, trans_a=trans_a, trans_b=trans_b, alpha=-2.0, c0=nan)
+                check(got, -2.0 * want, k)
+                c = rng.standard_normal((m, n)).astype(np.float32)
+                c0 = c.astype(np.float64)
+                matmul.gemm(a, b, trans_a=trans_a, trans_b=trans_b, alpha=0.5, beta=-1.5, c0=c,
+                            out=c)
+                check(c, 0.5 * want - 1.5 * c0, k)
+
+
+@pytest.mark.parametrize("trans_a,trans_b", LAYOUTS)
+def test_every_layout_several_k_and_column_blocks_in_place(trans_a, trans_b):
+    # later k blocks accumulate into c, which here is c0 too; for A^T, 300 columns x kc = 512
+    # exceed the packed-b budget (two column blocks), each reusing packed slices of A^T
+    rng = np.random.default_rng(12)
+    for m, n, k in ((40, 300, 600), (9, 33, 1025), (130, 10, 513)):
+        a, b, want = operands(rng, m, n, k, trans_a, trans_b)
+        w = rng.standard_normal((m, n)).astype(np.float32)
+        w_before = w.astype(np.float64)
+        assert matmul.gemm(a, b, trans_a=trans_a, trans_b=trans_b, alpha=-0.1, beta=1.0, c0=w,
+                           out=w) is w
+        check(w, w_before - 0.1 * want, k)
+
+
 def test_trans_b_errors():
     with pytest.raises(ValueError, match="both be transposed"):
         matmul.gemm(np.ones((3, 4), np.float32), np.ones((5, 3), np.float32), trans_a=True,

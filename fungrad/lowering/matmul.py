@@ -23,28 +23,38 @@ O3 code generation; it is compiled on first use (:func:`ensure_library`, thread 
 ``cpu.llvm_lock``), stored in the on-disk cache like any module, registered with
 ``llvm.add_symbol`` and kept for the life of the process (forked children inherit it).
 
-Two schedules (one function each) share one register tile, ``@fg_mm_tile``, of ``MR x NR`` =
-8 x 32 (16 ``<16 x float>`` accumulators as phis; per k step one vector load of b per 16
-columns, one broadcast of A per row, one fma per accumulator; outputs of at most 16 columns run
-the first vector only) and its epilogue (``alpha * acc + beta * c0``, or ``+ c`` after the first
-k block of ``KC``; masked at the right edge, row by row to the bottom edge):
+Two functions: the exported one holds the whole schedule, one loop nest for every layout
+(run-time flags choose how b is packed and A read), and calls one register tile,
+``@fg_mm_tile``, of ``MR x NR`` = 8 x 32 (16 ``<16 x float>`` accumulators as phis; per k step
+one vector load of b per 16 columns, one broadcast of A per row, one fma per accumulator;
+outputs of at most 16 columns run the first vector only) and its epilogue (``alpha * acc +
+beta * c0``, or ``+ c`` after the first k block; masked at the right edge, row by row to the
+bottom edge). Per k block and column block, pack the block's panels of b (``kc x NR``,
+contiguous, zero past n: the k loop never walks b at its power-of-two row stride; from b^T,
+16 x 16 blocks transposed in registers), then run every row tile against every panel:
 
-- ``rows`` (A is ``[m, k]``): per k block and column panel, pack the panel of b (``kc x NR``,
-  contiguous, zero past n: the k loop never walks b at its power-of-two row stride; from b^T,
-  16 x 16 blocks transposed in registers), then run every row tile against it, reading A's
-  rows in place (each row its own pointer).
-- ``columns`` (A^T is ``[k, m]``, A's rows strided): per column block (as many panels as the
-  ``B_FLOATS`` budget holds) and k block, pack all its panels; then per row tile pack its
-  ``kc x MR`` slice of A^T (interleaved: one vector copy per k step) and run it against every
-  panel, so each tile of c (the weights of an SGD update) is read and written in row order.
+- A is ``[m, k]``: column blocks of one panel, A's rows read in place while the panel stays
+  in cache; k blocks of ``KC_L1`` for outputs wider than 16 columns from b in rows (the panel,
+  16 KiB, stays in L1: 3-10% faster at the MLP's forward shapes than ``KC``, whose 64 KiB panel
+  streams from L2 for every row tile), else ``KC`` (narrow outputs and b^T gained nothing).
+- A^T is ``[k, m]`` (A's rows strided): column blocks of as many panels as the ``B_FLOATS``
+  budget holds; per two row tiles their ``kc x 2 MR`` slice of A^T is packed (interleaved: one
+  vector copy per k step, each cache line of A^T read once; packing per tile read each twice
+  and cost the narrow ``dW = x^T @ dy`` of a 10-class output a tenth of its time) and each tile
+  runs against every panel, so each tile of c (the weights of an SGD update) is read and
+  written in row order.
 
 These are the loop orders of the specialised kernels this library replaced, which ran the MLP's
-products at OpenBLAS's speed; the MLP step runs as fast as with them (measured in the report
-of the change). Rows past m repeat row m-1 (their results are never stored); the packed
-buffers live on the stack (``B_FLOATS + MR * KC`` floats, 528 KiB).
+products at OpenBLAS's speed. One loop nest instead of one function per layout (session 6) cut
+the library's code generation by a fifth at the same speed. Rows past m repeat row m-1 (their
+results are never stored); the packed buffers live on the stack (``B_FLOATS + 2 * MR * KC``
+floats, 544 KiB).
 
-Against OpenBLAS on one core at the MLP's shapes (same process, best of 50): ``dy @ W^T`` with
-W 512 x 512 0.86x BLAS's time (BLAS takes its slower NT path), with W 512 x 10 0.74x.
+Against OpenBLAS on one core at the MLP's shapes (same process, best of 40 runs of 3 ms, session
+6): ``x @ W1`` 0.90x BLAS's time, ``h @ W2`` 0.95x, ``h @ W3`` 0.95x, ``dy @ W^T`` 0.85x with W
+512 x 512 (BLAS takes its slower NT path) and 0.93x with W 512 x 10; the weight updates
+``W - lr * x^T @ dy`` 1.1x (W 512 x 512 and 784 x 512) and 1.15x (512 x 10), BLAS timed updating
+its output in place (its callers first copy ``c0`` there, which the times leave out).
 
 ``supports`` keeps the shapes this runs at OpenBLAS's speed on one core; larger products stay
 with BLAS, which blocks for L3 and uses every core.
@@ -63,7 +73,8 @@ __all__ = ["SYMBOL", "ensure_library", "gemm", "library_call", "library_decl", "
 SERIAL_WORK = 1 << 21
 MAX_STACK_FLOATS = 1 << 17  # the cache plan of supports(): A or b within 512 KiB
 VEC = 16  # float32 lanes of one vector (64 bytes; two AVX2 registers where AVX-512 is absent)
-KC = 512  # k block: an 8 x KC slice of A (16 KiB) stays in L1
+KC = 512  # k block (A^T, b^T or narrow outputs): an 8 x KC slice of A (16 KiB) stays in L1
+KC_L1 = 128  # k block of wide products with A and b in place: a panel of b (16 KiB) stays in L1
 B_FLOATS = 1 << 17  # packed b (512 KiB): one panel, or a column block of panels for A^T
 SYMBOL = "fg_matmul_f32"
 MR, NV = 8, 2  # the register tile: MR rows of NV vectors (16 accumulators)
@@ -119,12 +130,12 @@ _ONES = "<" + ", ".join(["i1 true"] * VEC) + ">"
 _ARGS = ("i64 %m, i64 %n, i64 %k, float %alpha, ptr %a, i64 %lda, ptr %b, i64 %ldb, "
          "float %beta, ptr %c0, ptr %c, i64 %ldc")
 _VPERM = "llvm.x86.avx512.vpermi2var.ps.512"
-_TILE_ARGS = ("ptr %rowp, i64 %s, ptr %panel, i64 %kc, i1 %narrow, ptr %dst, ptr %src, "
+_TILE_ARGS = ("ptr %an, i64 %rs, i64 %s, ptr %panel, i64 %kc, i1 %narrow, ptr %dst, ptr %src, "
               "i64 %ldc, i64 %left, i64 %cleft, i1 %rd, float %bt, float %alpha")
 
 
 class _Writer:
-    """Emits the driver functions ``@fg_mm_rows`` and ``@fg_mm_columns`` (:meth:`function`)."""
+    """Emits ``@fg_matmul_f32`` (:meth:`function`) and ``@fg_mm_tile`` (:meth:`tile_function`)."""
 
     def __init__(self, avx512: bool):
         self.mr, self.nv, self.nr = MR, NV, NR
@@ -209,7 +220,7 @@ class _Writer:
         first block, ``c`` itself in later ones (``%X.rd``: read it at all; ``%X.bt``: its
         factor; ``%X.src``: where)."""
         x, e = self.x, self.emit
-        kc = self.umin(self.op(f"sub i64 %k, {pc}"), KC)
+        kc = self.umin(self.op(f"sub i64 %k, {pc}"), "%kcb")
         # bt = -0.0 when nothing is read: the masked load gives +0, -0 * +0 = -0, and
         # -0 + t == t for every t (-0 and NaN included), so the sum needs no select
         e(f"  %{x}.later = icmp ne i64 {pc}, 0",
@@ -373,13 +384,15 @@ class _Writer:
         """``@fg_mm_tile``: one register tile of ``MR x NR`` (16 ``<16 x float>`` accumulators
         as phis; per k step one vector load of the packed panel per 16 columns, one broadcast
         of A per row, one fma per accumulator; outputs of at most 16 columns, ``%narrow``, run
-        the first vector only) and its epilogue. One function that both schedules call: code
-        generation costs grow with the code, and a call per tile is nothing beside its k
-        loop."""
+        the first vector only) and its epilogue; A's row r at ``%an + min(r, left - 1) * %rs``
+        (rows past m repeat the last one), ``%s`` floats per k step. A function of its own:
+        code generation costs grow faster than the code, and a call per tile is nothing beside
+        its k loop."""
         self.lines, e, vty = [], self.emit, f"<{VEC} x float>"
         e("entry:")
-        starts = [self.op(f"load ptr, ptr {self.gep_ptr('%rowp', r)}", "rp")
-                  for r in range(self.mr)]
+        last = self.op(f"sub i64 {self.umin('%left', self.mr)}, 1")
+        starts = ["%an"] + [self.gep("%an", self.mul(self.umin(last, r), "%rs"))
+                            for r in range(1, self.mr)]
         e("  br i1 %narrow, label %h.kp, label %w.kp", "w.kp:")
         wide = self.k_loop("w", starts, "%kc", self.nv)
         e("  br label %kj", "h.kp:")
@@ -392,24 +405,37 @@ class _Writer:
                 + "\n".join(self.lines) + "\n}\n")
 
     # schedules ------------------------------------------------------------------------------
-    def tile(self, step: int, panel: str, kc: str, row: str, col: str) -> None:
-        """Calls ``@fg_mm_tile`` for the tile of c at (row, col), A's rows at ``%rowp``."""
+    def tile(self, panel: str, kc: str, row: str, col: str) -> None:
+        """Calls ``@fg_mm_tile`` for the tile of c at (row, col), A's rows from ``%an``."""
         x = self.x
         off = self.op(f"add i64 {self.mul(row, '%ldc')}, {col}")
         dst, src = self.gep("%c", off), self.gep(f"%{x}.src", off)
         left, cleft = self.op(f"sub i64 %m, {row}"), self.op(f"sub i64 %n, {col}")
-        self.emit(f"  call void @fg_mm_tile(ptr %rowp, i64 {step}, ptr {panel}, i64 {kc}, "
+        self.emit(f"  call void @fg_mm_tile(ptr %an, i64 %rs, i64 %s, ptr {panel}, i64 {kc}, "
                   f"i1 %narrow, ptr {dst}, ptr {src}, i64 %ldc, i64 {left}, i64 {cleft}, "
                   f"i1 %{x}.rd, float %{x}.bt, float %alpha)")
 
-    def row_pointers(self, row: str) -> None:
-        """``%rowp[r]`` = ``&A[row + r, pc]`` for the tile's rows (rows past m repeat row
-        m-1)."""
-        an = self.gep("%a", self.op(f"add i64 {self.mul(row, '%lda')}, %{self.x}.pc"))
-        last = self.op(f"sub i64 {self.umin(self.op(f'sub i64 %m, {row}'), self.mr)}, 1")
-        for r in range(self.mr):
-            p = self.gep(an, self.mul(self.umin(last, r), "%lda")) if r else an
-            self.emit(f"  store ptr {p}, ptr {self.gep_ptr('%rowp', r)}")
+    def a_rows(self, row: str, kc: str) -> None:
+        """Where the tile reads A for the rows from ``row``: ``%an``, its first row, then every
+        ``%rs`` floats (``%s`` per k step): A's rows in place (``&A[row, pc]``) or, ``%ta``,
+        from the slice of A^T packed here for this row tile and the next (``kc x 2 MR``,
+        interleaved: one vector copy per k step, a whole cache line of A^T; read in place,
+        A^T's strided rows would make the k loop wait on the cache)."""
+        x, e, w = self.x, self.emit, 2 * self.mr
+        odd = self.op(f"and i64 {row}, {w - 1}")
+        first = self.op(f"icmp eq i64 {odd}, 0")
+        e(f"  %{x}.pk = and i1 %ta, {first}",
+          f"  br i1 %{x}.pk, label %{x}.ap, label %{x}.ad", f"{x}.ap:")
+        mask = self.lane_mask(self.op(f"sub i64 %m, {row}"), w)
+        src0 = self.gep("%a", self.op(f"add i64 {self.mul(f'%{x}.pc', '%lda')}, {row}"))
+
+        def step(kk):
+            v = self.masked_load(self.gep(src0, self.mul(kk, "%lda")), mask, w)
+            e(f"  store <{w} x float> {v}, ptr {self.gep('%apk', self.mul(kk, w))}, align 64")
+        self.loop(f"{x}.pa", 0, kc, 1, step, guarded=True)
+        e(f"  br label %{x}.ad", f"{x}.ad:")
+        an = self.gep("%a", self.op(f"add i64 {self.mul(row, '%lda')}, %{x}.pc"))
+        e(f"  %an = select i1 %ta, ptr {self.gep('%apk', odd)}, ptr {an}")
 
     def k_blocks(self, body) -> None:
         """``body(kc)`` for each k block (starting at ``%X.pc``); at least one, so that k == 0
@@ -418,124 +444,96 @@ class _Writer:
         e(f"  br label %{x}.pc.pre", f"{x}.pc.pre:", f"  br label %{x}.pc.h", f"{x}.pc.h:",
           f"  %{x}.pc = phi i64 [0, %{x}.pc.pre], [%{x}.pc.n, %{x}.pc.l]")
         body(self.k_block(f"%{x}.pc"))
-        e(f"  br label %{x}.pc.l", f"{x}.pc.l:", f"  %{x}.pc.n = add nuw nsw i64 %{x}.pc, {KC}",
+        e(f"  br label %{x}.pc.l", f"{x}.pc.l:", f"  %{x}.pc.n = add nuw nsw i64 %{x}.pc, %kcb",
           f"  %{x}.pc.c = icmp slt i64 %{x}.pc.n, %k",
           f"  br i1 %{x}.pc.c, label %{x}.pc.h, label %{x}.pc.x", f"{x}.pc.x:")
 
-    def rows_schedule(self) -> None:
-        """A in rows (``[m, k]``): for each k block and column panel, pack the panel (from b
-        or, ``%tb``, from b^T), then run every row tile against it, reading A in place (the
-        panel stays in L1/L2 while A's rows stream past)."""
-        self.x, e = "n", self.emit
-        np_ = self.op(f"lshr i64 {self.op(f'add i64 %n, {self.nr - 1}')}, "
-                      f"{self.nr.bit_length() - 1}")
+    def schedule(self) -> None:
+        """For each k block and column block (``%ncs`` columns: one panel when A is read in
+        place, it stays in L1/L2 while A's rows stream past; for A^T as many as the packed-b
+        budget holds, so each packed slice of A^T serves them all), pack its panels (from b or,
+        ``%tb``, from b^T), then for each row tile of A run the tile against every panel: each
+        tile of c (the weights of an SGD update) is read and written in row order."""
+        self.x, e = "s", self.emit
+        np_ = f"%{self.x}.np"
 
         def k_block(kc):
-            def panel(jr):
-                col = self.mul(jr, self.nr)
-                e("  br i1 %tb, label %n.pkt, label %n.pkn", "n.pkt:")
-                self.pack_bt("%bpk", col, kc)
-                e("  br label %n.pkd", "n.pkn:")
-                self.pack_b("%bpk", col, self.col_masks(col), kc)
-                e("  br label %n.pkd", "n.pkd:")
+            panel_size = self.mul(kc, "%ps")
 
-                def tile(i):
-                    self.row_pointers(i)
-                    self.tile(1, "%bpk", kc, i, col)
-                self.loop("n.i", 0, "%m", self.mr, tile, guarded=False)
-            self.loop("n.j", 0, np_, 1, panel, guarded=False)
-        self.k_blocks(k_block)
-
-    def columns_schedule(self) -> None:
-        """A^T (``[k, m]``: A's rows are strided): for each column block (as many panels as the
-        packed-b budget holds beside the first, largest k block) and k block, pack all its
-        panels; then for each row tile pack its slice of A^T (``kc x MR``, interleaved: one
-        vector copy per k step) and run it against every panel, so each tile of c (the weights
-        of an SGD update) is read and written in row order."""
-        self.x = "t"
-        e, mr = self.emit, self.mr
-        for r in range(mr):  # the interleaved slice: row r at offset r, MR floats per k step
-            e(f"  store ptr {self.gep('%apk', r)}, ptr {self.gep_ptr('%rowp', r)}")
-        k1 = self.umin("%k", KC)
-        k1 = self.op(f"select i1 {self.op(f'icmp eq i64 {k1}, 0')}, i64 1, i64 {k1}")
-        e(f"  %ncs = and i64 {self.op(f'udiv i64 {B_FLOATS}, {k1}')}, {-self.nr}")
-
-        def col_block(jc):
-            nc = self.umin(self.op(f"sub i64 %n, {jc}"), "%ncs")
-            np_ = self.op(f"lshr i64 {self.op(f'add i64 {nc}, {self.nr - 1}')}, "
-                          f"{self.nr.bit_length() - 1}")
-
-            def k_block(kc):
-                panel_size = self.mul(kc, "%ps")
+            def col_block(jc):
+                nc = self.umin(self.op(f"sub i64 %n, {jc}"), "%ncs")
+                e(f"  {np_} = lshr i64 {self.op(f'add i64 {nc}, {self.nr - 1}')}, "
+                  f"{self.nr.bit_length() - 1}")
 
                 def pack(p):
                     col = self.op(f"add i64 {jc}, {self.mul(p, self.nr)}")
-                    self.pack_b(self.gep("%bpk", self.mul(p, panel_size)), col,
-                                self.col_masks(col), kc)
-                self.loop("t.pp", 0, np_, 1, pack, guarded=False)
+                    dst = self.gep("%bpk", self.mul(p, panel_size))
+                    e("  br i1 %tb, label %s.pkt, label %s.pkn", "s.pkt:")
+                    self.pack_bt(dst, col, kc)
+                    e("  br label %s.pkd", "s.pkn:")
+                    self.pack_b(dst, col, self.col_masks(col), kc)
+                    e("  br label %s.pkd", "s.pkd:")
+                self.loop("s.pp", 0, np_, 1, pack, guarded=False)
 
                 def tile(i):
-                    mask = self.lane_mask(self.op(f"sub i64 %m, {i}"), mr)
-                    src0 = self.gep("%a", self.op(f"add i64 {self.mul('%t.pc', '%lda')}, {i}"))
-
-                    def step(kk):
-                        v = self.masked_load(self.gep(src0, self.mul(kk, "%lda")), mask, mr)
-                        e(f"  store <{mr} x float> {v}, ptr "
-                          f"{self.gep('%apk', self.mul(kk, mr))}, align 4")
-                    self.loop("t.pa", 0, kc, 1, step, guarded=True)
+                    self.a_rows(i, kc)
 
                     def panel(p):
                         col = self.op(f"add i64 {jc}, {self.mul(p, self.nr)}")
-                        self.tile(mr, self.gep("%bpk", self.mul(p, panel_size)), kc, i, col)
-                    self.loop("t.j", 0, np_, 1, panel, guarded=False)
-                self.loop("t.i", 0, "%m", mr, tile, guarded=False)
-            self.k_blocks(k_block)
-        self.loop("t.jc", 0, "%n", "%ncs", col_block, guarded=False)
+                        self.tile(self.gep("%bpk", self.mul(p, panel_size)), kc, i, col)
+                    self.loop("s.j", 0, np_, 1, panel, guarded=False)
+                self.loop("s.i", 0, "%m", self.mr, tile, guarded=False)
+            self.loop("s.jc", 0, "%n", "%ncs", col_block, guarded=False)
+        self.k_blocks(k_block)
 
-    def function(self, schedule: str) -> str:
-        """The driver of one schedule (``rows`` or ``columns``), a function of its own: code
-        generation costs grow faster than linearly with a function's size."""
-        self.lines, e = [], self.emit
+    def function(self) -> str:
+        """The exported ``@fg_matmul_f32`` (returns at once when m or n is 0): the schedule,
+        one loop nest for every layout, run-time flags choosing how b is packed and A read
+        (code generation costs grow with the code, so each piece exists once)."""
+        self.lines, e, mr = [], self.emit, self.mr
         e("entry:",
           f"  %bpk = alloca float, i64 {B_FLOATS}, align 64",
-          f"  %apk = alloca float, i64 {self.mr * KC}, align 64",
-          f"  %rowp = alloca ptr, i64 {self.mr}",
+          f"  %apk = alloca float, i64 {2 * mr * KC}, align 64",
           f"  %btp = alloca ptr, i64 {self.nr}",
+          "  %m0 = icmp sle i64 %m, 0", "  %n0 = icmp sle i64 %n, 0",
+          "  %empty = or i1 %m0, %n0", "  br i1 %empty, label %done, label %go", "go:",
+          "  %ta = trunc i32 %trans to i1",
+          "  %tb.b = and i32 %trans, 2", "  %tb = icmp ne i32 %tb.b, 0",
+          f"  %s = select i1 %ta, i64 {2 * mr}, i64 1",  # floats per k step of A's rows
+          "  %rs = select i1 %ta, i64 1, i64 %lda",  # floats from one of A's rows to the next
           "  %bnz = fcmp une float %beta, 0.0",
           f"  %narrow = icmp sle i64 %n, {VEC}",
           f"  %ps = select i1 %narrow, i64 {VEC}, i64 {self.nr}",  # floats per panel row
           f"  %wide.m = select i1 %narrow, <{VEC} x i1> zeroinitializer, "
           f"<{VEC} x i1> {_ONES}")
+        # columns per block: one panel when A is read in place, else what the budget holds
+        # beside the first (largest) k block
+        fast = self.op(f"or i1 {self.op('or i1 %ta, %tb')}, %narrow")
+        e(f"  %kcb = select i1 {fast}, i64 {KC}, i64 {KC_L1}")
+        k1 = self.umin("%k", KC)
+        k1 = self.op(f"select i1 {self.op(f'icmp eq i64 {k1}, 0')}, i64 1, i64 {k1}")
+        many = self.op(f"and i64 {self.op(f'udiv i64 {B_FLOATS}, {k1}')}, {-self.nr}")
+        e(f"  %ncs = select i1 %ta, i64 {many}, i64 {self.nr}")
         self.perms = {}
-        getattr(self, f"{schedule}_schedule")()
-        e("  ret void")
+        self.schedule()
+        e("  br label %done", "done:", "  ret void")
         ity = f"<{VEC} x i32>"
         self.lines[1:1] = [line for idx, slot in self.perms.items() for line in (
             f"  {slot} = alloca {ity}, align 64",
             f"  store {ity} <{', '.join(f'i32 {j}' for j in idx)}>, ptr {slot}, align 64")]
-        tb = "i1 %tb, " if schedule == "rows" else ""
-        return (f"define internal void @fg_mm_{schedule}({tb}{_ARGS}) {{\n"
+        return (f"define void @{SYMBOL}(i32 %trans, {_ARGS}) {{\n"
                 + "\n".join(self.lines) + "\n}\n")
 
 
 def library_ir(avx512: bool | None = None) -> str:
-    """The library module: the exported ``@fg_matmul_f32`` (returns at once when m or n is 0),
-    the driver of each schedule and the register tile they share. ``avx512`` (default: whether
+    """The library module: the exported ``@fg_matmul_f32`` (the schedule; returns at once when
+    m or n is 0) and the register tile it calls. ``avx512`` (default: whether
     the host has it) picks how b^T's blocks are transposed (see ``_Writer.transpose``)."""
-    entry = (f"define void @{SYMBOL}(i32 %trans, {_ARGS}) {{\nentry:\n"
-             "  %m0 = icmp sle i64 %m, 0\n  %n0 = icmp sle i64 %n, 0\n"
-             "  %empty = or i1 %m0, %n0\n  br i1 %empty, label %done, label %go\ngo:\n"
-             "  %ta.b = and i32 %trans, 1\n  %ta = icmp ne i32 %ta.b, 0\n"
-             "  %tb.b = and i32 %trans, 2\n  %tb = icmp ne i32 %tb.b, 0\n"
-             "  br i1 %ta, label %cols, label %rows\n"
-             f"rows:\n  call void @fg_mm_rows(i1 %tb, {_ARGS})\n  br label %done\n"
-             f"cols:\n  call void @fg_mm_columns({_ARGS})\n  br label %done\n"
-             "done:\n  ret void\n}\n")
     decls = "\n".join([
         (f"declare <{VEC} x float> @llvm.fma.v{VEC}f32(<{VEC} x float>, <{VEC} x float>, "
          f"<{VEC} x float>)"),
         *(f"declare <{n} x float> @llvm.masked.load.v{n}f32.p0(ptr, i32, <{n} x i1>, "
-          f"<{n} x float>)" for n in sorted({VEC, MR})),
+          f"<{n} x float>)" for n in sorted({VEC, 2 * MR})),
         (f"declare void @llvm.masked.store.v{VEC}f32.p0(<{VEC} x float>, ptr, i32, "
          f"<{VEC} x i1>)")])
     if avx512 is None:
@@ -545,8 +543,7 @@ def library_ir(avx512: bool | None = None) -> str:
         decls += (f"\ndeclare <{VEC} x float> @{_VPERM}(<{VEC} x float>, <{VEC} x i32>, "
                   f"<{VEC} x float>)")
     w = _Writer(avx512)
-    return "\n".join([decls, "", entry, w.function("rows"), w.function("columns"),
-                      w.tile_function()])
+    return "\n".join([decls, "", w.function(), w.tile_function()])
 
 
 # -- the compiled library ------------------------------------------------------------------

@@ -314,3 +314,29 @@ def test_an_entry_with_loops_is_optimised_and_calls_the_glue():
     np.testing.assert_allclose(np.asarray(y), np.tanh(x) * 2 + np.exp(-x * x), atol=1e-6)
     np.testing.assert_allclose(np.asarray(s), c - 1, rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(srt), np.sort(b))
+
+
+def test_a_compile_error_names_the_kernel_and_what_it_computes(monkeypatch):
+    """An LLVM failure inside a kernel's code says which kernel, which operations were fused
+    into it, and where the IR is; nothing is cached and the process goes on."""
+    orig = llvm._KernelWriter.function
+
+    def broken(self, whole=False):
+        text = orig(self, whole)
+        if "tanh" in repr(self.kern.stores):
+            text = text.replace("entry:\n", "entry:\n  %bad = fadd float %undefined, 1.0\n", 1)
+        return text
+
+    monkeypatch.setattr(llvm._KernelWriter, "function", broken)
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    with pytest.raises(fg.CompileError) as info:
+        fg.jit(lambda x: fnp.tanh(x) * 2.0)(x)
+    err = info.value
+    assert err.step == "parse" and "%undefined" in err.llvm_message
+    assert err.where is not None and err.where.startswith("kernel k")
+    assert "tanh" in err.where and "tanh" in str(err)
+    with open(err.ir_path) as f:
+        assert "%undefined" in f.read()
+    monkeypatch.undo()
+    np.testing.assert_allclose(np.asarray(fg.jit(lambda x: fnp.tanh(x) * 2.0)(x)),
+                               np.tanh(x) * 2.0, rtol=1e-6)

@@ -41,16 +41,20 @@ class CompileError(RuntimeError):
     """LLVM rejected a module. ``step`` is where (parse, verify, link, optimize, codegen, load),
     ``ir_path`` a file holding the IR text, ``llvm_message`` LLVM's own words."""
 
-    def __init__(self, module_name: str, step: str, llvm_message: str, ir_path: str):
+    def __init__(self, module_name: str, step: str, llvm_message: str, ir_path: str,
+                 where: str | None = None):
         self.module_name = module_name
         self.step = step
         self.llvm_message = llvm_message
         self.ir_path = ir_path
+        self.where = where  # the kernel and the operations behind it, when known
         super().__init__(f"LLVM {step} failed for module {module_name!r}: {llvm_message}\n"
-                         f"  the IR text is in {ir_path}")
+                         + (f"  in {where}\n" if where else "")
+                         + f"  the IR text is in {ir_path}")
 
     def __reduce__(self):  # picklable, e.g. from a fuzzing subprocess
-        return CompileError, (self.module_name, self.step, self.llvm_message, self.ir_path)
+        return CompileError, (self.module_name, self.step, self.llvm_message, self.ir_path,
+                              self.where)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ makes one ctypes call; the entry point reads the data pointers from the argument
 from __future__ import annotations
 
 import ctypes
+import re
 import sys
 import threading
 import time
@@ -51,6 +52,50 @@ class _OutputPool:
 _compile_lock = threading.RLock()  # the planner's interning tables and LLVM are not reentrant
 
 
+def _blame(err: cpu.CompileError, program: fusion.Program) -> cpu.CompileError:
+    """``err`` naming the kernel LLVM failed in and the operations fused into it, when its
+    message points at one: a line of the IR text (parse errors) or a function's name."""
+    kernels = {}
+    stack = list(program.steps)
+    while stack:  # the kernels of the program and of its control flow's sub-programs
+        step = stack.pop()
+        if isinstance(step, fusion.Kernel):
+            kernels[step.name] = step
+        elif hasattr(step, "__dict__"):
+            for v in vars(step).values():
+                if isinstance(v, list):
+                    stack.extend(x for x in v if not isinstance(x, list))
+                    stack.extend(y for x in v if isinstance(x, list) for y in x)
+    names = []
+    line = re.search(r"<string>:(\d+):", err.llvm_message)
+    if line:
+        try:
+            with open(err.ir_path) as f:
+                before = f.read().splitlines()[:int(line.group(1))]
+            names = [m.group(1) for ln in reversed(before)
+                     if (m := re.match(r"define [^@]*@([-\w.$]+)\(", ln))][:1]
+        except OSError:
+            pass
+    names += re.findall(r"@?\b([-\w$]+)(?:\.par)?\b", err.llvm_message)
+    kern = next((kernels[n.removesuffix(".par")] for n in names
+                 if n.removesuffix(".par") in kernels), None)
+    if kern is None:
+        return err
+    ops, seen, stack = [], set(), [st.value for st in kern.stores]
+    while stack:  # the kernel ops of its stored values (not of their load indices)
+        e = stack.pop()
+        if id(e) not in seen:
+            seen.add(id(e))
+            if e.op not in ("load", "const", "idx"):
+                ops.append(e.op)
+                stack.extend(reversed(e.args))
+    return cpu.CompileError(
+        err.module_name, err.step, err.llvm_message, err.ir_path,
+        where=f"kernel {kern.name} (the result of {', '.join(kern.origins) or 'a store'}; "
+              f"computes {', '.join(dict.fromkeys(ops)) or 'copies'}: jit(f).lower(...)"
+              f".as_text() shows the fusion plan)")
+
+
 class Executable:
     """Native code for one closed jaxpr on the CPU (see :func:`fungrad.lowering.compile_jaxpr`).
 
@@ -73,7 +118,10 @@ class Executable:
             self.ir = "\n".join(
                 f"; module {i}: " + ("LLVM O3" if p.passes else "glue: no passes, O0 codegen")
                 + f"\n{p.ir_text}" for i, p in enumerate(parts))
-            self.module = cpu.compile_modules(parts, [ENTRY], name=name)
+            try:
+                self.module = cpu.compile_modules(parts, [ENTRY], name=name)
+            except cpu.CompileError as e:
+                raise _blame(e, self.program) from None
         # the thread budget (FUNGRAD_NUM_THREADS, CPU affinity) is read once per executable; the
         # native pool is compiled only when a parallel step may use it (llvm.parallel_for)
         self._nthreads = threads.num_threads()

@@ -411,22 +411,12 @@ def main():
     a = ap.parse_args()
     only = a.only or WORKLOADS
     t0 = time.perf_counter()
-    if "chain" in only:
-        bench_chain(a.n)
-    if "chain_parts" in only:
-        bench_chain_parts(a.n)
-    if "reduce" in only:
-        bench_reduce(a.n)
-    if "scatter" in only:
-        bench_scatter()
-    if "sort" in only:
-        bench_sort()
-    if "scan" in only:
-        bench_scan(a.n)
-    if "overhead" in only:
-        bench_overhead()
-    if "mlp" in only:
-        bench_mlp()
+    runs = {"chain": lambda: bench_chain(a.n), "chain_parts": lambda: bench_chain_parts(a.n),
+            "reduce": lambda: bench_reduce(a.n), "scatter": bench_scatter, "sort": bench_sort,
+            "scan": lambda: bench_scan(a.n), "overhead": bench_overhead, "mlp": bench_mlp}
+    for name in WORKLOADS:
+        if name in only:
+            runs[name]()
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
 
 

@@ -76,8 +76,8 @@ def _blame(err: cpu.CompileError, program: fusion.Program) -> cpu.CompileError:
                      if (m := re.match(r"define [^@]*@([-\w.$]+)\(", ln))][:1]
         except OSError:
             pass
-    names += re.findall(r"@?\b([-\w$]+)(?:\.par)?\b", err.llvm_message)
-    kern = next((kernels[n.removesuffix(".par")] for n in names
+    names += re.findall(r"[-\w$]+", err.llvm_message)  # a function LLVM's message names
+    kern = next((kernels[n.removesuffix(".par")] for n in names  # a trampoline: its kernel
                  if n.removesuffix(".par") in kernels), None)
     if kern is None:
         return err

@@ -755,14 +755,11 @@ GEMM_FLOPS_PER_OP = 8
 def _cold_kernels(steps) -> set[int]:
     """Ids of the top-level kernels of ``steps`` to compile without optimisation (see
     COLD_COST). Kernels inside control flow may run many times: they are always optimised."""
-    total = 0
-    for step in steps:
-        if isinstance(step, Kernel):
-            total += step.cost()
-        elif isinstance(step, Gemm):
-            total += 2 * step.m * step.n * step.k * step.batch // GEMM_FLOPS_PER_OP
+    costs = {id(s): s.cost() for s in steps if isinstance(s, Kernel)}
+    total = sum(costs.values()) + sum(2 * s.m * s.n * s.k * s.batch // GEMM_FLOPS_PER_OP
+                                      for s in steps if isinstance(s, Gemm))
     limit = max(COLD_COST, total * COLD_SHARE)
-    return {id(s) for s in steps if isinstance(s, Kernel) and s.cost() <= limit}
+    return {i for i, c in costs.items() if c <= limit}
 
 
 def _link(a: list[str], b: list[str]) -> None:

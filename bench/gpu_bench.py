@@ -7,6 +7,9 @@ Workloads (issue 5):
   unfused dispatches (one per operation). Target: fungrad <= 1.1x the hand-written kernel.
 - chain_parts: the chain's kernel with one math function at a time swapped for the WGSL
   builtin or removed, to see what each costs (same run).
+- depth: what one WGSL function costs (8 evaluations per invocation, minus a copy): fungrad's
+  sin against the builtin and a short Cody-Waite sin, and chains of 20 dependent steps. On
+  llvmpipe the cost follows the longest dependency chain, not the operation count.
 - copy bandwidth: a device-to-device buffer copy of the chain's input, to express the chain
   as achieved bandwidth (read 4 MB + write 4 MB) as a fraction of what the device copies.
 - MLP step: the 784-512-512-10 training step of bench/jit_workloads.py on the GPU, params
@@ -215,6 +218,74 @@ def bench_chain_parts(n: int) -> None:
               f"{(t_fg - t) * 1e3:+6.2f} ms vs fungrad")
 
 
+_DEPTH_STEPS = 20
+_DEPTH_KERNELS = {  # name: (statement j of a chain of _DEPTH_STEPS, from t0 = the argument)
+    "20 dependent mul+add": "let t{j} = t{i} * 1.0001f + 0.5f;",
+    "20 products, summed": "let t{j} = t{i} + t0 * {c}f;",
+    "20 dependent mul|or": "let t{j} = bitcast<f32>(bitcast<u32>(t{i} * 1.0001f) | 1u);",
+}
+# Cody-Waite in three float32 pieces of pi/2, no tail, Cephes' kernels: about half the
+# critical path of fungrad's sin, accurate only away from zeros of large arguments
+_SHORT_SIN = """
+  let a = abs(t0);
+  let q = round(a * 0.63661975f);
+  let r = ((a - q * 1.5703125f) - q * 0.00048375129699707031f) - q * 7.5497899548918821e-08f;
+  let z = r * r;
+  let s = r + r * z * fma(fma(-0.00019515296f, z, 0.0083321608f), z, -0.16666654f);
+  let c = 1.0f - 0.5f * z + z * z * fma(fma(2.4433157e-05f, z, -0.0013887316f), z, 0.041666646f);
+  let qi = i32(q);
+  let v = select(s, c, (qi & 1) != 0);
+  let flip = ((qi & 2) << 30u) ^ (bitcast<i32>(t0) & bitcast<i32>(0x80000000u));
+  let t20 = bitcast<f32>(bitcast<i32>(v) ^ flip);"""
+
+
+def bench_depth(n: int) -> None:
+    """What a WGSL function costs on this adapter: kernels evaluating one function 8 times
+    per invocation (arguments x + j/1000), minus a kernel that only copies. On llvmpipe the
+    cost follows the longest chain of dependent operations, not the operation count: compare
+    fungrad's sin (exact reduction, a long chain) with a short Cody-Waite sin and the builtin,
+    and chains of 20 steps with and without float latency."""
+    from fungrad.lowering import wgsl_math
+    rt = gpu.runtime()
+    x = np.linspace(-4, 4, n, dtype=np.float32)
+
+    def kernel(defs: str, body: str, result: str = "t20") -> str:
+        return (defs + "\nfn f(t0: f32) -> f32 {\n" + body + f"\n  return {result};\n}}\n"
+                "@group(0) @binding(0) var<storage, read> x: array<f32>;\n"
+                "@group(0) @binding(1) var<storage, read_write> y: array<f32>;\n"
+                "@compute @workgroup_size(64)\n"
+                "fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n"
+                "  let i = id.x;\n  if (i >= arrayLength(&y)) { return; }\n"
+                "  var acc = 0.0f;\n  for (var j = 0; j < 8; j++) { acc += f(x[i] + f32(j) * "
+                "0.001f); }\n  y[i] = acc * 0.125f;\n}\n")
+    sin_defs = "\n".join(src for _, src in wgsl_math.function("sin")[1])
+    variants = {"copy": kernel("", "", "t0"), "builtin sin": kernel("", "", "sin(t0)"),
+                "fungrad sin": kernel(sin_defs, "", "fg_sin_f32(t0)"),
+                "short sin": kernel("", _SHORT_SIN)}
+    for name, step in _DEPTH_KERNELS.items():
+        variants[name] = kernel("", "\n".join("  " + step.format(i=j - 1, j=j, c=1 + j / 1000)
+                                              for j in range(1, _DEPTH_STEPS + 1)))
+    xb = rt.device.create_buffer_with_data(data=x, usage=rt.usage)
+    yb = rt.device.create_buffer(size=4 * n, usage=rt.usage)
+    ref = np.mean([np.sin((x + np.float32(j / 1000)).astype(np.float64)) for j in range(8)], 0)
+    runs = {}
+    for name, source in variants.items():
+        d = [_dispatch(rt, rt.pipeline(name, source), [xb, yb], -(-n // 64))]
+        _run(rt, d)
+        if "sin" in name:
+            got = np.frombuffer(rt.queue.read_buffer(yb, 0, 4 * n), np.float32)
+            assert np.max(np.abs(got - ref)) < 1e-6, name
+
+        def run(d=d):
+            _run(rt, d)
+            rt.queue.read_buffer(yb, 0, 4)
+        runs[name] = run
+    best = _interleaved(runs, rounds=10)
+    print(f"\nfunction cost over {n} x 8 float32 evaluations on {rt.name} (device time)")
+    for name, t in best.items():
+        print(f"  {name:22s} {t * 1e3:7.2f} ms   {(t - best['copy']) * 1e3:+7.2f} ms over copy")
+
+
 def bench_mlp() -> None:
     import jit_workloads as W
     step, args = W.MLP.build(fg)
@@ -400,7 +471,8 @@ def bench_scan(n: int) -> None:
             for label, t in best.items()))
 
 
-WORKLOADS = ("chain", "chain_parts", "reduce", "scatter", "sort", "scan", "overhead", "mlp")
+WORKLOADS = ("chain", "chain_parts", "depth", "reduce", "scatter", "sort", "scan", "overhead",
+             "mlp")
 
 
 def main():
@@ -412,6 +484,7 @@ def main():
     only = a.only or WORKLOADS
     t0 = time.perf_counter()
     runs = {"chain": lambda: bench_chain(a.n), "chain_parts": lambda: bench_chain_parts(a.n),
+            "depth": lambda: bench_depth(a.n),
             "reduce": lambda: bench_reduce(a.n), "scatter": bench_scatter, "sort": bench_sort,
             "scan": lambda: bench_scan(a.n), "overhead": bench_overhead, "mlp": bench_mlp}
     for name in WORKLOADS:

@@ -290,18 +290,24 @@ class _WBuilder(lm._Builder):
 
 # sin and cos: the reduction |x| = q pi/2 + r (|x| < 2^24; beyond, NaN as on the CPU) is
 # exact with float32 products only, so it needs neither a fused fma nor Dekker splits at run
-# time: q (< 2^24) splits into qh = a multiple of 2^12 and ql < 2^12, and pi/2 into pieces of
-# 12 significant bits (_PIO2_12), so every product of a half of q with a piece is exact. The
-# products of the first two pieces (and qh with the third) have quanta of at least 2^-23 and
-# leave less than 2 (|r| <= pi/4 plus q (pi/2 - P1 - P2) <= 0.81): subtracted in order,
-# each result is exact. The three smaller terms are ql P3 (< 2^-11.6), qh P4 (< 2^-15.2) and
+# time: q (< 2^24) splits into qh = a multiple of 2^12 and |ql| <= 2^11 + 1, and pi/2 into
+# pieces of 12 significant bits (_PIO2_12), so every product of a half of q with a piece is
+# exact. The products of the first two pieces (and qh with the third) have quanta of at least
+# 2^-23 and leave less than 2 (|r| <= pi/4 plus q (pi/2 - P1 - P2) <= 0.81): subtracted in
+# order, qh's two first (a - qh P1 - qh P2 is ql pi/2 + r + qh (pi/2 - P1 - P2), below 2^12,
+# a multiple of a's quantum or of 2^-11, so exact too; ql arrives later), each result is
+# exact. The three smaller terms are ql P3 (< 2^-11.6), qh P4 (< 2^-15.2) and
 # ql P4 + q P5 (< 2^-26, rounded); the first two are subtracted by fast two-sums whose tails
 # go to rl (where |t| < |ql P3| or |s| < |qh P4| the subtraction is exact: both are multiples
 # of a quantum 2^24 times smaller than the bound), so r = rh + rl to about 2^-53 absolute:
 # the closest float32 below 2^24 to a multiple of pi/2 lies 2^-27.8 from it (252.898...).
 # q itself must be the nearest integer to |x| 2/pi (the kernels hold for |r| <= pi/4): the
-# product a (2/pi) rounds by up to 0.5 near 2^23, so q = rint(H) + rint((H - rint(H)) + X)
-# with H = ah CH exact (ah: the leading 12 bits of a, CH: of 2/pi) and X the small rest.
+# product a (2/pi) rounds by up to 0.5 near 2^23, so with H = ah CH exact (ah: the leading 12
+# bits of a, CH: of 2/pi) and X the small rest, qh is the multiple of 2^12 nearest to H and
+# ql = rint((H - qh) + X) (H - qh is exact), q = qh + ql. Both halves come straight from H:
+# on llvmpipe a function costs its longest dependency chain (docs/architecture.md), and
+# rounding q first and splitting it after (floor(q 2^-12) 2^12) made that chain 4 operations
+# longer: sin cost ~15% more (bench/gpu_bench.py --only depth).
 # Then Cephes' float32 sin and cos kernels with the tail rl (llvm_math's), both computed and
 # selected by the quadrant (no branches). Measured on lavapipe (bit-identical to a numpy
 # float32 emulation), 2M arguments per range up to 2^24: at most 0.84 ulp, 0.63 ulp on the
@@ -335,11 +341,13 @@ def _reduce_pio2(b: _WBuilder, a: _W) -> tuple[_W, _W, _W]:
     p1, p2, p3, p4 = _PIO2_12
     ah, al = b._split(a, 12)
     h = ah * _TWO_OPI_12  # exact
-    q1 = b.rint(h)
-    q = q1 + b.rint((h - q1) + (ah * _TWO_OPI_REST + al * float(1 / _PIO2)))
-    qh = b.intrinsic("floor", q * 2.0 ** -12) * 2.0 ** 12
-    ql = q - qh
-    t = (((a - qh * p1) - ql * p1) - qh * p2) - ql * p2
+    qh = b.rint(h * 2.0 ** -12) * 2.0 ** 12
+    # h - qh is exact; both terms are kept, or Mesa reassociates the sum (into (x + p) + q
+    # for x + (p + q) with products p and q; the difference away) and q can miss the nearest
+    # integer (tests/test_gpu_math_exact.py, test_gpu_math_ulp.py)
+    ql = b.rint(b.keep(h - qh) + b.keep(ah * _TWO_OPI_REST + al * float(1 / _PIO2)))
+    q = qh + ql
+    t = (((a - qh * p1) - qh * p2) - ql * p1) - ql * p2  # (qh first: ql comes later)
     t = t - qh * p3
     s, e1 = lm._fast_two_sum(t, -(ql * p3))
     rh, e2 = lm._fast_two_sum(s, -(qh * p4))

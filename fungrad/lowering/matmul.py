@@ -45,7 +45,7 @@ run every row tile against every panel:
   runs against every panel, so each tile of c (the weights of an SGD update) is read and
   written in row order. Packing the column block's panels row by row of b (session 7; before,
   panel by panel: a new cache line every ``ldb`` floats, which the hardware prefetcher does not
-  follow) made the MLP's ``dW1`` and ``dW2`` 3-7% faster. The same for A in place (all panels
+  follow) made the MLP's ``dW1`` 2-7% and ``dW2`` 1-9% faster. The same for A in place (all panels
   first, then panel by panel) was 3-9% slower: the panels then come from L2, not L1, and a
   software prefetch of the next panel's lines during the tiles gained nothing measurable.
 

@@ -239,11 +239,12 @@ class _Writer:
         """The ``np_`` panels of b's k block from column ``jc`` (``panel p, row kk`` holds
         ``b[pc + kk, jc + p * NR:][:NR]``, zero past n; ``%ps`` floats per row, 16 for outputs
         of at most 16 columns, so their panel takes half the cache), copied row by row of b:
-        each row is read from left to right, a stream the hardware prefetcher follows. Copied
-        panel by panel (down a column slice of b, a new cache line every ``ldb`` floats, two
-        rows per page at the MLP's strides), the copy waited on memory for ~10% of the
-        products' time. Contiguous panels keep the k loop from walking b at its row stride (a
-        power of two in most networks, which maps every row to the same few L1 sets)."""
+        with several panels (A^T's column blocks) each row is read from left to right, a
+        stream the hardware prefetcher follows; panel by panel (down a column slice of b, a
+        new cache line every ``ldb`` floats, two rows per page at the MLP's strides) the copy
+        waited on memory (with one panel per block, A in place, it still does). Contiguous
+        panels keep the k loop from walking b at its row stride (a power of two in most
+        networks, which maps every row to the same few L1 sets)."""
         x, e = self.x, self.emit
         mty = f"<{VEC} x i1>"
         last = self.op(f"sub i64 {np_}, 1")
@@ -269,7 +270,7 @@ class _Writer:
         self.loop(f"{x}.rb", 0, kc, 1, row, guarded=True)
 
     def pack_bt(self, dst: str, col: str, kc: str) -> None:
-        """:meth:`pack_b` for ``b`` transposed (``[n, k]`` rows: ``b[pc + kk, col + j]`` is
+        """:meth:`pack_rows` for ``b`` transposed (``[n, k]`` rows: ``b[pc + kk, col + j]`` is
         ``bt[col + j, pc + kk]``): per 16 k steps and vector of the panel, 16 vector loads
         along rows of b^T (masked past kc; rows past n repeat row n-1, whose results are never
         stored) and a 16 x 16 transpose in registers. Rows of the panel past kc (up to the

@@ -307,7 +307,7 @@ class _WBuilder(lm._Builder):
 # ql = rint((H - qh) + X) (H - qh is exact), q = qh + ql. Both halves come straight from H:
 # on llvmpipe a function costs its longest dependency chain (docs/architecture.md), and
 # rounding q first and splitting it after (floor(q 2^-12) 2^12) made that chain 4 operations
-# longer: sin cost ~15% more (bench/gpu_bench.py --only depth).
+# longer: sin cost ~20% more (bench/gpu_bench.py --only depth).
 # Then Cephes' float32 sin and cos kernels with the tail rl (llvm_math's), both computed and
 # selected by the quadrant (no branches). Measured on lavapipe (bit-identical to a numpy
 # float32 emulation), 2M arguments per range up to 2^24: at most 0.84 ulp, 0.63 ulp on the

@@ -176,6 +176,30 @@ def _replace_function(source: str, name: str, body: str) -> str:
     return source[:source.index("{", i) + 1] + f"\n  {body}" + source[j:]
 
 
+def _time_kernels(rt, variants: dict, x: np.ndarray, checks: dict, rounds: int) -> dict:
+    """Best device time (submit and wait, no readback) of each WGSL kernel of ``variants``
+    (name: source binding x at 0 and a result of x's size at 1, 64 invocations per group),
+    in turns; first each kernel named in ``checks`` (name: (reference, max abs error)) is
+    run once and its result checked."""
+    n = x.size
+    xb = rt.device.create_buffer_with_data(data=x, usage=rt.usage)
+    yb = rt.device.create_buffer(size=4 * n, usage=rt.usage)
+    runs = {}
+    for name, source in variants.items():
+        d = [_dispatch(rt, rt.pipeline(name, source), [xb, yb], -(-n // 64))]
+        _run(rt, d)
+        if name in checks:
+            ref, tol = checks[name]
+            got = np.frombuffer(rt.queue.read_buffer(yb, 0, 4 * n), np.float32)
+            assert np.max(np.abs(got - ref)) < tol, name
+
+        def run(d=d):
+            _run(rt, d)
+            rt.queue.read_buffer(yb, 0, 4)
+        runs[name] = run
+    return _interleaved(runs, rounds=rounds)
+
+
 def bench_chain_parts(n: int) -> None:
     """What each of the chain's math functions costs: fungrad's chain kernel with one of its
     functions (fg_exp_f32, fg_tanh_f32, fg_sin_f32) swapped for the WGSL builtin or removed
@@ -195,22 +219,9 @@ def bench_chain_parts(n: int) -> None:
     variants["all builtins"] = head + main.replace("fg_", "").replace("_f32(", "(")
     variants["no division"] = head + main.replace("(t8 / t10)", "(t8 * t10)")
     variants["hand-written"] = HAND
-    xb = rt.device.create_buffer_with_data(data=x, usage=rt.usage)
-    yb = rt.device.create_buffer(size=4 * n, usage=rt.usage)
     ref = chain(x.astype(np.float64))
-    runs = {}
-    for name, source in variants.items():
-        d = [_dispatch(rt, rt.pipeline(name, source), [xb, yb], -(-n // 64))]
-        _run(rt, d)
-        if "no " not in name:
-            got = np.frombuffer(rt.queue.read_buffer(yb, 0, 4 * n), np.float32)
-            assert np.max(np.abs(got - ref)) < 1e-4, name
-
-        def run(d=d):
-            _run(rt, d)
-            rt.queue.read_buffer(yb, 0, 4)
-        runs[name] = run
-    best = _interleaved(runs, rounds=15)
+    best = _time_kernels(rt, variants, x, {k: (ref, 1e-4) for k in variants if "no " not in k},
+                         rounds=15)
     t_hand, t_fg = best["hand-written"], best["fungrad"]
     print(f"\nchain kernel parts over {n} float32 on {rt.name} (device time, no readback)")
     for name, t in best.items():
@@ -265,22 +276,9 @@ def bench_depth(n: int) -> None:
     for name, step in _DEPTH_KERNELS.items():
         variants[name] = kernel("", "\n".join("  " + step.format(i=j - 1, j=j, c=1 + j / 1000)
                                               for j in range(1, _DEPTH_STEPS + 1)))
-    xb = rt.device.create_buffer_with_data(data=x, usage=rt.usage)
-    yb = rt.device.create_buffer(size=4 * n, usage=rt.usage)
     ref = np.mean([np.sin((x + np.float32(j / 1000)).astype(np.float64)) for j in range(8)], 0)
-    runs = {}
-    for name, source in variants.items():
-        d = [_dispatch(rt, rt.pipeline(name, source), [xb, yb], -(-n // 64))]
-        _run(rt, d)
-        if "sin" in name:
-            got = np.frombuffer(rt.queue.read_buffer(yb, 0, 4 * n), np.float32)
-            assert np.max(np.abs(got - ref)) < 1e-6, name
-
-        def run(d=d):
-            _run(rt, d)
-            rt.queue.read_buffer(yb, 0, 4)
-        runs[name] = run
-    best = _interleaved(runs, rounds=10)
+    best = _time_kernels(rt, variants, x, {k: (ref, 1e-6) for k in variants if "sin" in k},
+                         rounds=10)
     print(f"\nfunction cost over {n} x 8 float32 evaluations on {rt.name} (device time)")
     for name, t in best.items():
         print(f"  {name:22s} {t * 1e3:7.2f} ms   {(t - best['copy']) * 1e3:+7.2f} ms over copy")

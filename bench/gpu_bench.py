@@ -5,8 +5,9 @@ Workloads (issue 5):
   device, result read back every call; against one hand-written WGSL kernel run through wgpu
   the same way (WGSL builtins, one dispatch, same readback), and against the same chain as 11
   unfused dispatches (one per operation). Target: fungrad <= 1.1x the hand-written kernel.
-- chain_parts: the chain's kernel with one math function at a time swapped for the WGSL
-  builtin or removed, to see what each costs (same run).
+- chain_parts: where the chain kernel's time goes: fungrad's kernel against the same chain
+  calling fungrad's math functions in order (not interleaved), that with one function at a
+  time swapped for the WGSL builtin, and the hand-written kernel (same run).
 - depth: what one WGSL function costs (8 evaluations per invocation, minus a copy): fungrad's
   sin against the builtin and a short Cody-Waite sin, and chains of 20 dependent steps. On
   llvmpipe the cost follows the longest dependency chain, not the operation count.
@@ -169,13 +170,6 @@ def bench_chain(n: int) -> None:
           f"{gbps / copy_gbps:.0%} of a buffer copy's {copy_gbps:.1f} GB/s")
 
 
-def _replace_function(source: str, name: str, body: str) -> str:
-    """``source`` with WGSL function ``name``'s body replaced by ``body``."""
-    i = source.index(f"fn {name}(")
-    j = source.index("\n}\n", i)
-    return source[:source.index("{", i) + 1] + f"\n  {body}" + source[j:]
-
-
 def _time_kernels(rt, variants: dict, x: np.ndarray, checks: dict, rounds: int) -> dict:
     """Best device time (submit and wait, no readback) of each WGSL kernel of ``variants``
     (name: source binding x at 0 and a result of x's size at 1, 64 invocations per group),
@@ -200,32 +194,44 @@ def _time_kernels(rt, variants: dict, x: np.ndarray, checks: dict, rounds: int) 
     return _interleaved(runs, rounds=rounds)
 
 
+def _called_chain(builtins: tuple[str, ...] = ()) -> str:
+    """The hand-written kernel calling fungrad's math functions (``fg_<name>_f32``, the
+    renderer's form before it wrote them out and interleaved them), WGSL's builtins for the
+    functions named in ``builtins``."""
+    from fungrad.lowering import wgsl, wgsl_math
+    defs = {"isnan": wgsl._HELPERS["isnan"]}
+    call = {}
+    for fn in ("tanh", "exp", "sin"):
+        call[fn] = fn
+        if fn not in builtins:
+            call[fn], texts = wgsl_math.function(fn)
+            defs.update((k, t) for k, t in texts if k != "isnan")
+    body = HAND.replace("tanh(v)", f"{call['tanh']}(v)").replace(
+        "exp(-v", f"{call['exp']}(-v").replace("sin(v)", f"{call['sin']}(v)")
+    return "\n\n".join(defs.values()) + body
+
+
 def bench_chain_parts(n: int) -> None:
-    """What each of the chain's math functions costs: fungrad's chain kernel with one of its
-    functions (fg_exp_f32, fg_tanh_f32, fg_sin_f32) swapped for the WGSL builtin or removed
-    (``return a0``), and the division made a product, against the hand-written kernel, in
-    turns in one run (device time: submit and wait, no readback)."""
+    """Where the chain kernel's time goes: fungrad's kernel (math functions written out and
+    interleaved by ``wgsl.schedule``) against the hand-written kernel calling fungrad's
+    functions in order ("called"), that with one function at a time, or all, swapped for
+    WGSL's builtin, and the hand-written kernel (builtins), in turns in one run (device time:
+    submit and wait, no readback)."""
     rt = gpu.runtime()
     x = np.linspace(-4, 4, n, dtype=np.float32)
     gx = fg.device_put(x, backend="gpu")
     exe = fg.jit(chain, backend="gpu").lower(gx).compile()._exe
     (shader,) = exe.shaders
-    src = shader.source
-    head, main = src[:src.index("@compute")], src[src.index("@compute"):]
-    variants = {"fungrad": src}
+    variants = {"fungrad": shader.source, "called": _called_chain()}
     for fn in ("exp", "tanh", "sin"):
-        variants[f"builtin {fn}"] = head + main.replace(f"fg_{fn}_f32(", f"{fn}(")
-        variants[f"no {fn}"] = _replace_function(src, f"fg_{fn}_f32", "return a0;")
-    variants["all builtins"] = head + main.replace("fg_", "").replace("_f32(", "(")
-    variants["no division"] = head + main.replace("(t8 / t10)", "(t8 * t10)")
+        variants[f"called, builtin {fn}"] = _called_chain((fn,))
     variants["hand-written"] = HAND
     ref = chain(x.astype(np.float64))
-    best = _time_kernels(rt, variants, x, {k: (ref, 1e-4) for k in variants if "no " not in k},
-                         rounds=15)
+    best = _time_kernels(rt, variants, x, {k: (ref, 1e-4) for k in variants}, rounds=15)
     t_hand, t_fg = best["hand-written"], best["fungrad"]
     print(f"\nchain kernel parts over {n} float32 on {rt.name} (device time, no readback)")
     for name, t in best.items():
-        print(f"  {name:14s} {t * 1e3:7.2f} ms  {t / t_hand:5.2f}x hand-written   "
+        print(f"  {name:20s} {t * 1e3:7.2f} ms  {t / t_hand:5.2f}x hand-written   "
               f"{(t_fg - t) * 1e3:+6.2f} ms vs fungrad")
 
 

@@ -236,10 +236,10 @@ def test_a_math_function_needing_float64_reports_it(monkeypatch):
     its float64 version, in place of wgsl_math's) is a LoweringError naming it, not a crash."""
     from fungrad.lowering import wgsl_math
     monkeypatch.delitem(wgsl_math._GPU_EMITTERS, "lgamma")
-    wgsl_math._define.cache_clear()
+    wgsl_math._body.cache_clear()
     try:
         with pytest.raises(fg.LoweringError, match="lgamma.*float64.*backend='cpu'"):
             gpu_compiled(lambda v: lax.lgamma(v), np.float32([1.5]))
     finally:
         monkeypatch.undo()
-        wgsl_math._define.cache_clear()
+        wgsl_math._body.cache_clear()

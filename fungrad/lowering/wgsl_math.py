@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 import struct
 from fractions import Fraction
 
@@ -618,26 +619,43 @@ _FMA = """fn fg_fma(a: f32, b: f32, c: f32) -> f32 {
 }"""
 
 
+@dataclasses.dataclass(frozen=True)
+class _Body:
+    """A builder function's straight-line WGSL: ``let`` statements (``v<i>`` the values,
+    ``a<i>`` the parameters), the returned value and the functions it calls."""
+    arity: int
+    lines: tuple[str, ...]
+    result: str
+    callees: frozenset[str]
+
+
 @functools.cache
-def _define(name: str, fused_fma: bool) -> tuple[str, frozenset[str]]:
-    """(WGSL text, called functions) of ``fg_<name>_f32``."""
+def _body(name: str, fused_fma: bool) -> _Body | None:
+    """``fg_<name>_f32``'s body, or None for the function written as WGSL text (erf_inv)."""
     if name == "erf_inv":
-        return _ERF_INV, frozenset({"fg_log_f32", "fg_erf_f32", "fg_exp_f32", "isnan"})
+        return None
     arity, emit = _GPU_EMITTERS.get(name) or lm._EMITTERS[name]
     b = _WBuilder(generic=name in _GENERIC, fused_fma=fused_fma)
     params = [_W(b, f"a{i}", "float") for i in range(arity)]
     result = emit(b, *params)
-    sig = ", ".join(f"{p.ref}: f32" for p in params)
-    text = "\n".join([f"fn fg_{name}_f32({sig}) -> f32 {{", *b.lines,
-                      f"  return {result.ref};", "}"])
-    return text, frozenset(b.callees)
+    return _Body(arity, tuple(b.lines), result.ref, frozenset(b.callees))
 
 
-def function(name: str, fused_fma: bool = True) -> tuple[str, list[tuple[str, str]]]:
-    """The WGSL function computing ``name`` on f32 and the definitions it needs, as
-    ``(function name, [(key, text), ...])`` in dependency order (callees first); the key
-    ``"isnan"`` (empty text) asks for the renderer's own ``fg_isnan`` helper. Without
-    ``fused_fma`` (the adapter rounds fma twice) fma is computed in software."""
+def _define(name: str, fused_fma: bool) -> tuple[str, frozenset[str]]:
+    """(WGSL text, called functions) of ``fg_<name>_f32``."""
+    body = _body(name, fused_fma)
+    if body is None:
+        return _ERF_INV, frozenset({"fg_log_f32", "fg_erf_f32", "fg_exp_f32", "isnan"})
+    sig = ", ".join(f"a{i}: f32" for i in range(body.arity))
+    text = "\n".join([f"fn fg_{name}_f32({sig}) -> f32 {{", *body.lines,
+                      f"  return {body.result};", "}"])
+    return text, body.callees
+
+
+def _definitions(syms, fused_fma: bool) -> list[tuple[str, str]]:
+    """The WGSL definitions of functions ``syms`` and of all they call, as ``[(key, text),
+    ...]`` in dependency order (callees first); the key ``"isnan"`` (empty text) asks for
+    the renderer's own ``fg_isnan`` helper."""
     out: dict[str, str] = {}
 
     def add(sym: str) -> None:
@@ -660,5 +678,41 @@ def function(name: str, fused_fma: bool = True) -> tuple[str, list[tuple[str, st
             add(c)
         out[sym] = text
 
-    add(f"fg_{name}_f32")
-    return f"fg_{name}_f32", list(out.items())
+    for sym in syms:
+        add(sym)
+    return list(out.items())
+
+
+def function(name: str, fused_fma: bool = True) -> tuple[str, list[tuple[str, str]]]:
+    """The WGSL function computing ``name`` on f32 and the definitions it needs, as
+    ``(function name, [(key, text), ...])`` in dependency order (callees first); the key
+    ``"isnan"`` (empty text) asks for the renderer's own ``fg_isnan`` helper. Without
+    ``fused_fma`` (the adapter rounds fma twice) fma is computed in software."""
+    return f"fg_{name}_f32", _definitions([f"fg_{name}_f32"], fused_fma)
+
+
+_NAME = re.compile(r"\b([av])(\d+)\b")
+
+
+def inline(name: str, args: list[str], prefix: str, fused_fma: bool = True
+           ) -> tuple[list[str], str, list[tuple[str, str]]] | None:
+    """``name`` of ``args`` as statements for the caller's body: ``(let statements, the
+    result, definitions of what they call)`` (as :func:`function`'s), the values named
+    ``<prefix>_v<i>``; None where the function is not straight-line (erf_inv: call it).
+
+    The renderer inlines so that it can interleave independent functions' statements
+    (:func:`fungrad.lowering.wgsl.schedule`): llvmpipe runs them in about the order written,
+    and a function's cost there is its dependency chain."""
+    try:
+        body = _body(name, fused_fma)
+    except _NoFloat64:
+        body = None
+    if body is None:
+        return None
+
+    def rename(text: str) -> str:
+        return _NAME.sub(lambda m: args[int(m.group(2))] if m.group(1) == "a"
+                         else f"{prefix}_v{m.group(2)}", text)
+
+    return ([rename(line) for line in body.lines], rename(body.result),
+            _definitions(sorted(body.callees), fused_fma))

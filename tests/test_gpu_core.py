@@ -198,6 +198,9 @@ def test_chain_is_one_dispatch_and_softmax_stores_its_row_reductions():
     exe = assert_gpu(lambda x: fnp.tanh(x) * 0.5 + fnp.exp(-x * x) - fnp.sin(x) / (1 + x * x),
                      x, rtol=4e-6, atol=1e-6)
     assert exe.num_dispatches == 1
+    # the math functions are written out in the kernel (to be interleaved), not called
+    (shader,) = exe.shaders
+    assert "fn fg_sin_f32" not in shader.source and "let flat = i32(gid.x);" in shader.source
     m = np.random.default_rng(0).standard_normal((16, 100)).astype(np.float32)
 
     def softmax(x):
@@ -212,7 +215,15 @@ def test_more_than_65535_workgroups_use_a_2d_grid():
     n = 65536 * 64 + 100
     x = np.arange(n, dtype=np.float32)
     exe = assert_gpu(lambda v: v * 2 + 1, x)
-    assert exe.shaders[0].grid[1] > 1
+    assert exe.shaders[0].grid[1] > 1 and "gid.y" in exe.shaders[0].source
+
+
+def test_math_functions_of_literals_written_out():
+    """A literal argument of a written-out math function gets a name first (``-a0`` of
+    ``-1.5f`` must not become ``--1.5f``); the value matches the CPU."""
+    x = np.float32([0.5, 1.0, 2.0, 7.0])
+    assert_gpu(lambda v: lax.pow(v, -1.5) + lax.atan2(np.float32(-2.0), v)
+               + lax.pow(np.float32(-0.5), v), x, rtol=4e-6)
 
 
 def test_float64_programs_raise_a_clear_type_error(x64):

@@ -193,12 +193,12 @@ class _Source:
         self._add_math(texts)
         return fn
 
-    def inline_math(self, name: str, args: list[str], prefix: str
+    def inline_math(self, name: str, args: list[str], prefix: str, zero: str
                     ) -> tuple[list[str], str] | None:
         """(let statements, result) of math function ``name`` written out in the caller
-        (``wgsl_math.inline``), its callees added to the prelude; None where it must be
-        called instead."""
-        got = wgsl_math.inline(name, args, prefix, self.fused_fma)
+        (``wgsl_math.inline``; ``zero``: the caller's opaque zero), its callees added to the
+        prelude; None where it must be called instead."""
+        got = wgsl_math.inline(name, args, prefix, self.fused_fma, zero)
         if got is None:
             return None
         lines, result, texts = got
@@ -351,6 +351,7 @@ class _KernelShader:
         self.iterations = 0
         self.names: dict[int, str] = {}
         self.n = 0
+        self.zero = False  # the opaque zero of written-out math functions is defined
 
     def tmp(self, hint: str = "t") -> str:
         self.n += 1
@@ -392,7 +393,10 @@ class _KernelShader:
             if not a.isidentifier():
                 args[i] = f"{prefix}_a{i}"
                 lines.append(f"  let {args[i]} = {a};")
-        got = self.src.inline_math(e.op, args, prefix)
+        if not self.zero:  # every shader with kernel values has ``nwg`` (uniform) in main
+            self.lines[None].append(f"  let {_ZERO} = ((nwg.x * nwg.x) + nwg.x) & 1u;")
+            self.zero = True
+        got = self.src.inline_math(e.op, args, prefix, _ZERO)
         if got is None:
             return None
         body, result = got
@@ -771,6 +775,9 @@ class _KernelShader:
             lines.append("  }")
 
 
+#: a u32 zero no compiler can prove (u (u + 1) is even), for written-out math functions'
+#: opaque ORs (see wgsl_math); from the uniform ``nwg.x``, so computed once per workgroup
+_ZERO = "fg_zero"
 _LET = re.compile(r"\s*let (\w+) = (.*);$")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 

@@ -622,11 +622,13 @@ _FMA = """fn fg_fma(a: f32, b: f32, c: f32) -> f32 {
 @dataclasses.dataclass(frozen=True)
 class _Body:
     """A builder function's straight-line WGSL: ``let`` statements (``v<i>`` the values,
-    ``a<i>`` the parameters), the returned value and the functions it calls."""
+    ``a<i>`` the parameters), the returned value, the functions it calls and the value its
+    opaque ORs use as zero (None: it has none)."""
     arity: int
     lines: tuple[str, ...]
     result: str
     callees: frozenset[str]
+    zero: str | None
 
 
 @functools.cache
@@ -638,7 +640,8 @@ def _body(name: str, fused_fma: bool) -> _Body | None:
     b = _WBuilder(generic=name in _GENERIC, fused_fma=fused_fma)
     params = [_W(b, f"a{i}", "float") for i in range(arity)]
     result = emit(b, *params)
-    return _Body(arity, tuple(b.lines), result.ref, frozenset(b.callees))
+    return _Body(arity, tuple(b.lines), result.ref, frozenset(b.callees),
+                 b.zero.ref if b.zero is not None else None)
 
 
 def _define(name: str, fused_fma: bool) -> tuple[str, frozenset[str]]:
@@ -694,11 +697,13 @@ def function(name: str, fused_fma: bool = True) -> tuple[str, list[tuple[str, st
 _NAME = re.compile(r"\b([av])(\d+)\b")
 
 
-def inline(name: str, args: list[str], prefix: str, fused_fma: bool = True
-           ) -> tuple[list[str], str, list[tuple[str, str]]] | None:
+def inline(name: str, args: list[str], prefix: str, fused_fma: bool = True,
+           zero: str | None = None) -> tuple[list[str], str, list[tuple[str, str]]] | None:
     """``name`` of ``args`` as statements for the caller's body: ``(let statements, the
     result, definitions of what they call)`` (as :func:`function`'s), the values named
     ``<prefix>_v<i>``; None where the function is not straight-line (erf_inv: call it).
+    ``zero``: the caller's own opaque u32 zero, used in place of the one the function
+    derives from its argument (the caller computes it once, from a uniform value).
 
     The renderer inlines so that it can interleave independent functions' statements
     (:func:`fungrad.lowering.wgsl.schedule`): llvmpipe runs them in about the order written,
@@ -710,9 +715,13 @@ def inline(name: str, args: list[str], prefix: str, fused_fma: bool = True
     if body is None:
         return None
 
-    def rename(text: str) -> str:
-        return _NAME.sub(lambda m: args[int(m.group(2))] if m.group(1) == "a"
-                         else f"{prefix}_v{m.group(2)}", text)
+    def rename(m: re.Match) -> str:
+        if m.group(1) == "a":
+            return args[int(m.group(2))]
+        return zero if zero is not None and m.group(0) == body.zero else f"{prefix}_v{m.group(2)}"
 
-    return ([rename(line) for line in body.lines], rename(body.result),
+    lines = body.lines
+    if zero is not None and body.zero is not None:
+        lines = [line for line in lines if not line.startswith(f"  let {body.zero} = ")]
+    return ([_NAME.sub(rename, line) for line in lines], _NAME.sub(rename, body.result),
             _definitions(sorted(body.callees), fused_fma))

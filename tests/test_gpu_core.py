@@ -16,7 +16,7 @@ from hypothesis.extra import numpy as hnp
 import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad import lax
-from fungrad.lowering import compile_jaxpr
+from fungrad.lowering import compile_jaxpr, wgsl
 from tests.test_compile_core import BINARY, INT_BINARY, SPECIAL, UNARY
 
 pytestmark = pytest.mark.usefixtures("gpu")
@@ -212,7 +212,7 @@ def test_chain_is_one_dispatch_and_softmax_stores_its_row_reductions():
 
 
 def test_more_than_65535_workgroups_use_a_2d_grid():
-    n = 65536 * 64 + 100
+    n = 65536 * wgsl.KERNEL_WORKGROUP + 100
     x = np.arange(n, dtype=np.float32)
     exe = assert_gpu(lambda v: v * 2 + 1, x)
     assert exe.shaders[0].grid[1] > 1 and "gid.y" in exe.shaders[0].source

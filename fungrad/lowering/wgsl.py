@@ -54,6 +54,10 @@ from fungrad.lowering.kernel import (
 #: element dtypes a GPU program may use (one 32-bit word each on the device)
 DEVICE_DTYPES = frozenset(np.dtype(d) for d in (np.float32, np.int32, np.uint32, np.bool_))
 WORKGROUP = 64
+#: invocations per workgroup of a kernel run one invocation per element: llvmpipe has a cost
+#: per workgroup, and 256 made the benchmark chain 8% faster there (the hand-written kernel:
+#: 11%); the sort and scan shaders measured slower with 256 and keep WORKGROUP
+KERNEL_WORKGROUP = 256
 MAX_GROUPS = 65535
 
 
@@ -710,8 +714,9 @@ class _KernelShader:
             body += ["  }"] * len(loops)
             size, grid = 1, (1 if total else 0, 1, 1)
         else:
-            size, grid = WORKGROUP, grid_1d(total, WORKGROUP) if total else (0, 1, 1)
-            flat = "gid.x" if grid[1] == 1 else f"gid.x + gid.y * nwg.x * {WORKGROUP}u"
+            size = KERNEL_WORKGROUP
+            grid = grid_1d(total, size) if total else (0, 1, 1)
+            flat = "gid.x" if grid[1] == 1 else f"gid.x + gid.y * nwg.x * {size}u"
             head += [f"  let flat = i32({flat});", f"  if (flat >= {total}i) {{ return; }}"]
             body = head + self._loop_indices() + self.lines[None]
         text = "\n".join([

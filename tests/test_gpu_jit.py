@@ -47,6 +47,18 @@ def test_device_put_round_trips_and_results_stay_on_the_device(gpu):
     assert y.block_until_ready() is y
 
 
+def test_ahead_of_time_compiled_gpu_functions_take_gpu_arrays(gpu):
+    """``jit(f).lower(x).compile()`` called with GpuArrays keeps them on the device, as the
+    jitted function does (it raised "not an array")."""
+    gx = fg.device_put(np.arange(6, dtype=np.float32), backend="gpu")
+    compiled = fg.jit(lambda v: fnp.sin(v) * 2, backend="gpu").lower(gx).compile()
+    gpu.transfers.update(upload=0, download=0)
+    y = compiled(compiled(gx))
+    assert isinstance(y, fg.GpuArray) and gpu.transfers == {"upload": 0, "download": 0}
+    np.testing.assert_allclose(np.asarray(y), np.sin(np.sin(np.arange(6.0)) * 2) * 2,
+                               rtol=1e-6, atol=1e-6)
+
+
 def test_host_inputs_are_uploaded_and_pytrees_work():
     f = fg.jit(lambda d: {"s": d["a"] + d["b"], "p": d["a"] * d["b"]}, backend="gpu")
     a, b = np.float32([1, 2, 3]), np.float32([4, 5, 6])

@@ -370,7 +370,7 @@ def _leaf_paths(tree, prefix: str) -> list[str]:
 def _as_operand(x, info: _JitFunction, path_of):
     """A dynamic argument leaf as an Array or tracer (canonical dtype, weak Python scalars);
     ``path_of()`` names the argument in the error for anything else."""
-    if type(x) is Array or isinstance(x, core.Tracer):
+    if type(x) in _HOT_TYPES or isinstance(x, core.Tracer):  # GpuArrays stay on the GPU
         return x
     ok_numpy = isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biuf"
     if ok_numpy or (isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)):

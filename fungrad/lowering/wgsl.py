@@ -9,19 +9,21 @@ Memory. Every device buffer is bound as ``array<u32>`` and each element is one 3
 ``bitcast``, bool is 0 or 1. A buffer is addressed as *(binding, word offset)*, so several
 arrays can share one device buffer (the temporaries' arena, the constants).
 
-Parallelism. A parallel kernel runs one invocation per element of its loop nest (flattened;
-more than 65535 workgroups use a 2-D grid). Reductions are loops inside the invocation, each
-node computed at the outermost loop where its indices are defined, as on the CPU; the GPU
-planner stores reductions that would otherwise be recomputed by every invocation of a row.
-Where outputs are few, a kernel's reductions can be workgroup trees instead (:class:`Tree`).
-A scatter (``parallel=False``: updates may collide) runs one invocation per update with
-atomics, the last update winning an overwrite as in the serial loop (:class:`Scatter`);
-a scan (cumulative sums: a store reading what the previous iteration stored,
-:func:`scan_of`) runs one invocation per line or reduce-then-scan over blocks
+Parallelism. A parallel kernel runs one invocation per element of its loop nest (flattened,
+``KERNEL_WORKGROUP`` to a workgroup; more than 65535 workgroups use a 2-D grid). Its math
+functions are written out in its body and its ``let`` statements ordered by dependency level
+(:func:`schedule`), so that independent chains interleave. Reductions are loops inside the
+invocation, each node computed at the outermost loop where its indices are defined, as on the
+CPU; the GPU planner stores reductions that would otherwise be recomputed by every invocation
+of a row. Where outputs are few, a kernel's reductions can be workgroup trees instead
+(:class:`Tree`). A scatter (``parallel=False``: updates may collide) runs one invocation per
+update with atomics, the last update winning an overwrite as in the serial loop
+(:class:`Scatter`); a scan (cumulative sums: a store reading what the previous iteration
+stored, :func:`scan_of`) runs one invocation per line or reduce-then-scan over blocks
 (:func:`render_scan`); other serial kernels run their loop nest in one invocation, in order.
-Sorts are rank sorts for short rows and bitonic networks for long ones
-(:func:`render_sort`, :func:`render_bitonic`). Every shader records the loop iterations an
-invocation may run (``Shader.loop_iterations``: lavapipe stops them after 65535).
+Sorts are rank sorts for short rows and bitonic networks for long ones (:func:`render_sort`,
+:func:`render_bitonic`). Every shader records the loop iterations an invocation may run
+(``Shader.loop_iterations``: lavapipe stops them after 65535).
 
 Semantics follow ``llvm_ops.py`` (JAX's): integer division never traps (``x / 0 = -1``,
 ``x % 0 = x``) and is done on magnitudes (OpenGL's signed ``/`` and ``%`` are wrong for

@@ -61,6 +61,8 @@ WORKGROUP = 64
 #: 11%); the sort and scan shaders measured slower with 256 and keep WORKGROUP
 KERNEL_WORKGROUP = 256
 MAX_GROUPS = 65535
+#: kernel ops computed by a wgsl_math function (float32 only)
+_MATH_OPS = MATH_UNARY | {"pow", "atan2"}
 
 
 def wgsl_type(dtype) -> str:
@@ -390,8 +392,7 @@ class _KernelShader:
     def _inline(self, e: Expr, args: list[str]) -> str | None:
         """A float32 math function written out here rather than called (so that
         :func:`schedule` can interleave it with the rest); None for everything else."""
-        if not ((e.op in MATH_UNARY or e.op in ("pow", "atan2"))
-                and wgsl_type(e.args[0].dtype) == "f32"):
+        if e.op not in _MATH_OPS or wgsl_type(e.args[0].dtype) != "f32":
             return None
         prefix = self.tmp("m")
         lines = self.lines[self.scope(e)]
@@ -399,12 +400,12 @@ class _KernelShader:
             if not a.isidentifier():
                 args[i] = f"{prefix}_a{i}"
                 lines.append(f"  let {args[i]} = {a};")
-        if not self.zero:  # every shader with kernel values has ``nwg`` (uniform) in main
-            self.lines[None].append(f"  let {_ZERO} = ((nwg.x * nwg.x) + nwg.x) & 1u;")
-            self.zero = True
         got = self.src.inline_math(e.op, args, prefix, _ZERO)
         if got is None:
             return None
+        if not self.zero:  # every shader with kernel values has ``nwg`` (uniform) in main
+            self.lines[None].append(f"  let {_ZERO} = ((nwg.x * nwg.x) + nwg.x) & 1u;")
+            self.zero = True
         body, result = got
         lines += body
         return result if result.isidentifier() else self.let(e, result)
@@ -484,7 +485,7 @@ class _KernelShader:
             return f"((bitcast<u32>({a[0]}) & 0x7f800000u) != 0x7f800000u)"
         if op == "nextafter":
             return f"fg_{self.src.need('nextafter')}({a[0]}, {a[1]})"
-        if op in MATH_UNARY or op in ("pow", "atan2"):
+        if op in _MATH_OPS:
             if not f:
                 raise LoweringError(f"jit(backend='gpu'): {op} of {np.dtype(dt).name}")
             return f"{self.src.need_math(op)}({', '.join(a)})"

@@ -197,7 +197,10 @@ def _dot_plan(lhs_shape, lhs_dtype, rhs_shape, rhs_dtype, dimension_numbers, pre
     a_shape, c_shape = ((b, m, k), (b, k, n)) if batched else ((m, k), (k, n))
     a_prep = _operand_prep(lhs_shape, lhs_dtype, lb + lf + lc, acc, a_shape)
     c_prep = _operand_prep(rhs_shape, rhs_dtype, rb + rc + rf, acc, c_shape)
-    product = np.matmul if batched else np.dot  # (run under ignore_fp_errors)
+    # NOTE: a contraction of size 1 is one product per element, computed as such: numpy's dot
+    # sends a (1, 1) operand to BLAS's axpy, which skips the whole update when the scalar is
+    # 0 (inf * 0 gave 0, not NaN; -3 * 0 gave +0, not -0, as XLA's single product does).
+    product = np.multiply if k == 1 else np.matmul if batched else np.dot  # (ignore_fp_errors)
     reshape_out = out_shape != (a_shape[:-1] + c_shape[-1:] if not batched else (b, m, n))
     cast = acc != out_dtype
 
@@ -498,10 +501,10 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
                 li[dl] = ri[dr] = r[j]
             return ctx.op("mul", ctx.convert(lhs.at(tuple(li)), acc),
                           ctx.convert(rhs.at(tuple(ri)), acc))
-        if 0 in k_extents or not k_extents:
-            if not k_extents:
-                return ctx.convert(body(), out_dtype)
+        if 0 in k_extents:
             return ctx.const(0, out_dtype)
+        if math.prod(k_extents) == 1:  # one product, its sign kept (XLA's size-1 contraction)
+            return ctx.convert(body(*[ctx.iconst(0)] * len(k_extents)), out_dtype)
         return ctx.convert(ctx.reduce("add", k_extents, body), out_dtype)
     return kernel.from_fn(out_shape, out_dtype, element, "dot_general")
 

@@ -7,13 +7,22 @@ loading it into MCJIT takes ~1-2 ms where compiling takes 10-40 ms (LOWERING.md 
   cpu name and feature string, LLVM / llvmlite / fungrad versions and the pipeline options
   (:func:`cache_key`).
 - Directory: ``$FUNGRAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/fungrad/<version>`` (``~/.cache``;
-  ``~/Library/Caches`` on macOS), created with mode 0700. A directory that another user owns or
-  that others can write is refused (a :class:`CacheWarning`): its objects would run as our code.
+  ``~/Library/Caches`` on macOS). Every directory fungrad creates on the way (``~/.cache`` too,
+  as XDG asks) is made 0700 whatever the umask, and an existing cache directory of ours that
+  others can read (0755) is tightened to 0700; parents that exist already are left alone. A
+  directory that another user owns or that others can write is refused (a
+  :class:`CacheWarning`): its objects would run as our code.
 - Entries are written to a temporary file and renamed with ``os.replace`` (atomic across processes).
-  Each holds a checksum, so a corrupt or truncated entry is counted, deleted and rebuilt, never
-  loaded.
-- A size cap (``FUNGRAD_CACHE_MAX_BYTES``, default 512 MiB) evicts the least recently used
-  entries first (a hit refreshes the entry's mtime).
+  Each entry (header, metadata and object alike) is signed with an HMAC-SHA256 under a per-user
+  secret key, the file ``key`` (32 random bytes, mode 0600) in the cache directory. An entry
+  whose tag does not verify (truncated, flipped bits, edited metadata, or an object someone
+  else wrote, even with its checksum recomputed) is counted as ``corrupt``, deleted and rebuilt,
+  never loaded: only objects this user's fungrad wrote ever run. (Writing needs the owner's 0700
+  directory already; the key is defence in depth.)
+- A size cap (``FUNGRAD_CACHE_MAX_BYTES``: bytes, or with a unit ``K``/``M``/``G``/``T``
+  (powers of 1024, optionally followed by ``B`` or ``iB``: ``512M``, ``1.5GiB``); default 512 MiB)
+  evicts the least recently used entries first (a hit refreshes the entry's mtime). A value
+  that is not a size warns (:class:`CacheWarning`) and the default is used.
 - ``FUNGRAD_DISABLE_CACHE=1`` or ``config.update("disable_compile_cache", True)`` turns it off.
 
 Failures are never cached: the compiler only calls :meth:`ObjectCache.put` after a successful load.
@@ -22,8 +31,11 @@ Failures are never cached: the compiler only calls :meth:`ObjectCache.put` after
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import re
+import secrets
 import struct
 import sys
 import tempfile
@@ -37,13 +49,17 @@ from fungrad.config import config
 
 __all__ = [
     "CacheWarning", "ObjectCache", "cache_enabled", "cache_key", "default_cache",
-    "default_cache_dir",
+    "default_cache_dir", "parse_size",
 ]
 
-_MAGIC = b"FGOBJ001"
+_MAGIC = b"FGOBJ002"
 _HEADER = struct.Struct("<8sI")  # magic, length of the JSON header that follows
+_TAG_BYTES = 32  # the HMAC-SHA256 tag that ends every entry
 _SUFFIX = ".fgo"
 _PARTIAL = ".partial"  # temp files being written; left behind only by a crashed writer
+KEY_FILE = "key"
+"""The per-user secret that signs entries, in the cache directory (mode 0600)."""
+_KEY_BYTES = 32
 DEFAULT_MAX_BYTES = 512 * 2**20
 
 
@@ -70,6 +86,22 @@ def default_cache_dir() -> Path:
     else:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "fungrad" / fungrad.__version__
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:([kmgt])(?:i?b)?|b)?\s*", re.IGNORECASE)
+_UNIT = {None: 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``text``: a number with an optional unit ``K``, ``M``, ``G`` or ``T`` (powers of
+    1024), optionally followed by ``B`` or ``iB``, any case (``4000``, ``512M``, ``1.5GiB``).
+    Raises ValueError for anything else."""
+    m = _SIZE.fullmatch(text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a size: write a number of bytes, optionally with a "
+                         "unit K, M, G or T (powers of 1024), e.g. 512M or 2G")
+    unit = m.group(2).lower() if m.group(2) else None
+    return int(float(m.group(1)) * _UNIT[unit])
 
 
 def cache_key(ir_text: str, *, triple: str, cpu: str, features: str,
@@ -105,7 +137,8 @@ class ObjectCache:
         self.writes = 0
         self.evictions = 0
         self._lock = threading.Lock()
-        self._usable: bool | None = None  # directory checked lazily, once
+        self._secret: bytes | None = None  # the signing key, once the directory is checked
+        self._checked = False  # the directory is checked lazily, once
         self._approx_bytes: int | None = None  # running total, rescanned when over the cap
 
     def __repr__(self) -> str:
@@ -119,7 +152,8 @@ class ObjectCache:
     def get(self, key: str) -> tuple[bytes, dict] | None:
         """The stored ``(object_bytes, meta)`` for ``key``, or None (a miss). A corrupt entry is
         deleted and counts as a miss and as ``corrupt``."""
-        if not self._ensure_dir():
+        secret = self._ensure_dir()
+        if secret is None:
             return None
         path = self.path_for(key)
         try:
@@ -127,7 +161,7 @@ class ObjectCache:
         except OSError:
             self._count("misses")
             return None
-        entry = _decode(blob, key)
+        entry = _decode(blob, key, secret)
         if entry is None:
             self._count("corrupt")
             self._count("misses")
@@ -143,9 +177,10 @@ class ObjectCache:
     def put(self, key: str, data: bytes, meta: dict | None = None) -> None:
         """Store ``data`` under ``key`` atomically (temp file + ``os.replace``), then evict the
         oldest entries if the directory grew past ``max_bytes``. Write errors warn, never raise."""
-        if not self._ensure_dir():
+        secret = self._ensure_dir()
+        if secret is None:
             return
-        blob = _encode(key, data, meta or {})
+        blob = _encode(key, data, meta or {}, secret)
         try:
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=_PARTIAL)
             try:
@@ -215,60 +250,147 @@ class ObjectCache:
         with self._lock:
             setattr(self, name, getattr(self, name) + 1)
 
-    def _ensure_dir(self) -> bool:
-        if self._usable is None:
+    def _ensure_dir(self) -> bytes | None:
+        """The signing key, or None when the directory cannot be used (checked once)."""
+        if not self._checked:
             with self._lock:
-                if self._usable is None:
-                    self._usable = self._check_dir()
-        return self._usable
+                if not self._checked:
+                    self._secret = self._check_dir()
+                    self._checked = True
+        return self._secret
 
-    def _check_dir(self) -> bool:
+    def _check_dir(self) -> bytes | None:
         d = self.directory
         try:
-            d.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                d.mkdir(mode=0o700)
-                os.chmod(d, 0o700)  # mkdir's mode is filtered by the umask
-            except FileExistsError:
-                pass
+            _make_private_dirs(d)
             st = d.stat()
         except OSError as e:
             warnings.warn(f"fungrad compile cache disabled: cannot create {d}: {e}", CacheWarning,
-                          stacklevel=4)
-            return False
+                          stacklevel=5)
+            return None
         getuid = getattr(os, "getuid", None)
         if getuid is not None and (st.st_uid != getuid() or st.st_mode & 0o022):
             warnings.warn(f"fungrad compile cache disabled: {d} is owned by another user or "
                           f"writable by others (mode {st.st_mode & 0o777:o}); use a private "
-                          "directory (FUNGRAD_CACHE_DIR)", CacheWarning, stacklevel=4)
-            return False
-        return True
+                          "directory (FUNGRAD_CACHE_DIR)", CacheWarning, stacklevel=5)
+            return None
+        if getuid is not None and st.st_mode & 0o077:
+            try:  # ours, but others can list it: tighten it
+                os.chmod(d, 0o700)
+            except OSError as e:
+                warnings.warn(f"fungrad compile cache disabled: cannot make {d} private "
+                              f"(mode {st.st_mode & 0o777:o}): {e}", CacheWarning, stacklevel=5)
+                return None
+        try:
+            return _load_key(d)
+        except (OSError, _KeyError) as e:
+            warnings.warn(f"fungrad compile cache disabled: {e}", CacheWarning, stacklevel=5)
+            return None
 
 
-def _encode(key: str, data: bytes, meta: dict) -> bytes:
-    header = json.dumps({"key": key, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-                         "meta": meta}).encode()
-    return _HEADER.pack(_MAGIC, len(header)) + header + data
+def _make_private_dirs(d: Path) -> None:
+    """Create ``d`` and its missing parents, each 0700 whatever the umask (XDG's rule for the
+    cache base directory); directories that exist already are not touched here."""
+    missing = []
+    p = d
+    while not p.exists() and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    for p in reversed(missing):
+        try:
+            os.mkdir(p, 0o700)
+        except FileExistsError:  # another process made it meanwhile
+            continue
+        os.chmod(p, 0o700)  # mkdir's mode is filtered by the umask (0o700 & ~umask)
 
 
-def _decode(blob: bytes, key: str) -> tuple[bytes, dict] | None:
-    """``(data, meta)`` if ``blob`` is a complete, intact entry for ``key``, else None."""
-    if len(blob) < _HEADER.size:
+class _KeyError(Exception):
+    """The key file cannot be trusted and cannot be replaced."""
+
+
+def _load_key(d: Path) -> bytes:
+    """The signing key in ``d/key``, made now if there is none (32 random bytes, 0600, written
+    to a temp file and hard-linked into place, so concurrent processes agree on one key). A key
+    file that others could read or of the wrong size is replaced by a new one (a warning: the
+    entries signed with the old key are then rebuilt); one another user owns is refused."""
+    path = d / KEY_FILE
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
+            _write_key(path, replace=False)
+            continue
+        try:
+            st = os.fstat(fd)
+            with os.fdopen(fd, "rb") as f:
+                fd = None
+                secret = f.read(_KEY_BYTES + 1)
+        finally:
+            if fd is not None:
+                os.close(fd)
+        getuid = getattr(os, "getuid", None)
+        if getuid is not None and st.st_uid != getuid():
+            raise _KeyError(f"the key file {path} is owned by another user; delete it")
+        private = getuid is None or not st.st_mode & 0o077
+        if private and len(secret) == _KEY_BYTES:
+            return secret
+        warnings.warn(f"fungrad compile cache: the key file {path} "
+                      + ("was readable by others" if not private else "had the wrong size")
+                      + "; replaced it with a new key (cached entries will be rebuilt)",
+                      CacheWarning, stacklevel=6)
+        _write_key(path, replace=True)
+    raise _KeyError(f"cannot create a usable key file {path}")
+
+
+def _write_key(path: Path, replace: bool) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=_PARTIAL)  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(_KEY_BYTES))
+        if replace:
+            os.replace(tmp, path)
+            return
+        try:
+            os.link(tmp, path)  # fails if another process made the key first: theirs is kept
+        except FileExistsError:
+            pass
+        except OSError:  # no hard links on this file system
+            os.replace(tmp, path)
+            return
+    finally:
+        _unlink(Path(tmp))
+
+
+def _tag(secret: bytes, signed: bytes) -> bytes:
+    return hmac.new(secret, signed, hashlib.sha256).digest()
+
+
+def _encode(key: str, data: bytes, meta: dict, secret: bytes) -> bytes:
+    header = json.dumps({"key": key, "size": len(data), "meta": meta}).encode()
+    signed = _HEADER.pack(_MAGIC, len(header)) + header + data
+    return signed + _tag(secret, signed)
+
+
+def _decode(blob: bytes, key: str, secret: bytes) -> tuple[bytes, dict] | None:
+    """``(data, meta)`` if ``blob`` is a complete entry for ``key`` signed with ``secret``,
+    else None. Nothing of the entry is interpreted before its tag verifies."""
+    if len(blob) < _HEADER.size + _TAG_BYTES:
         return None
-    magic, hlen = _HEADER.unpack_from(blob)
-    if magic != _MAGIC or _HEADER.size + hlen > len(blob):
+    signed, tag = blob[:-_TAG_BYTES], blob[-_TAG_BYTES:]
+    if not hmac.compare_digest(tag, _tag(secret, signed)):
+        return None
+    magic, hlen = _HEADER.unpack_from(signed)
+    if magic != _MAGIC or _HEADER.size + hlen > len(signed):
         return None
     try:
-        header = json.loads(blob[_HEADER.size:_HEADER.size + hlen])
+        header = json.loads(signed[_HEADER.size:_HEADER.size + hlen])
     except ValueError:
         return None
-    data = blob[_HEADER.size + hlen:]
+    data = signed[_HEADER.size + hlen:]
     if (not isinstance(header, dict) or header.get("key") != key
-            or header.get("size") != len(data)
-            or header.get("sha256") != hashlib.sha256(data).hexdigest()):
+            or header.get("size") != len(data) or not isinstance(header.get("meta"), dict)):
         return None
-    meta = header.get("meta")
-    return data, meta if isinstance(meta, dict) else {}
+    return data, header["meta"]
 
 
 def _unlink(path: Path) -> bool:
@@ -292,12 +414,29 @@ def default_cache() -> ObjectCache | None:
     if not cache_enabled():
         return None
     directory = default_cache_dir()
-    raw = os.environ.get("FUNGRAD_CACHE_MAX_BYTES", "").strip()
-    if raw and not raw.isdigit():
-        raise ValueError(f"FUNGRAD_CACHE_MAX_BYTES must be a number of bytes, got {raw!r}")
-    max_bytes = int(raw) if raw else DEFAULT_MAX_BYTES
+    max_bytes = _max_bytes_from_env()
     with _caches_lock:
         cache = _caches.get((directory, max_bytes))
         if cache is None:
             cache = _caches[(directory, max_bytes)] = ObjectCache(directory, max_bytes)
         return cache
+
+
+_warned_sizes: set[str] = set()
+
+
+def _max_bytes_from_env() -> int:
+    """``FUNGRAD_CACHE_MAX_BYTES`` in bytes (see :func:`parse_size`), or the default; a value
+    that is not a size warns once and the default is used (a cache problem never stops jit)."""
+    raw = os.environ.get("FUNGRAD_CACHE_MAX_BYTES", "").strip()
+    if not raw:
+        return DEFAULT_MAX_BYTES
+    try:
+        return parse_size(raw)
+    except ValueError as e:
+        if raw not in _warned_sizes:
+            _warned_sizes.add(raw)
+            warnings.warn(f"fungrad compile cache: FUNGRAD_CACHE_MAX_BYTES={e}; using the "
+                          f"default cap, {DEFAULT_MAX_BYTES // 2**20}M", CacheWarning,
+                          stacklevel=4)
+        return DEFAULT_MAX_BYTES

@@ -25,6 +25,10 @@ _OPTIONS = {
     # A jitted function traced more than this many times warns once (RetraceWarning) with the
     # last change; 0 turns the warning off.
     "jit_retrace_warning_threshold": 8,
+    # A jitted function keeps at most this many traced-and-compiled signatures (shapes, dtypes,
+    # static values...); beyond it the least recently used are dropped (JAX's bound is also
+    # 4096). 0 keeps every one.
+    "jit_cache_max_entries": 4096,
 }
 
 

@@ -483,6 +483,54 @@ def test_retrace_warning_threshold_zero_disables(option):
             jf(fnp.ones(n))
 
 
+def _lru_misses(calls, cap):
+    """The calls that miss an LRU cache of ``cap`` entries (the reference)."""
+    held, misses = [], []
+    for c in calls:
+        if c in held:
+            held.remove(c)
+        else:
+            misses.append(c)
+            if len(held) == cap:
+                held.pop(0)
+        held.append(c)
+    return misses
+
+
+def test_issue15_per_function_cache_is_a_bounded_lru(option):
+    """Issue 15 item 17: a function called with thousands of shapes kept every compiled entry.
+    At most jit_cache_max_entries signatures stay; the least recently used (hot-path calls
+    count) are dropped and traced again, and their results stay right."""
+    option("jit_cache_max_entries", 3)
+    option("jit_retrace_warning_threshold", 0)
+    traces = []
+
+    def f(x, scale=2.0):
+        traces.append(x.shape[0])
+        return x * scale + 1.0
+
+    calls = [1, 2, 3, 1, 1, 4, 1, 5, 6, 7, 1, 2, 7, 6, 6, 2]
+    expected = _lru_misses(calls, 3)
+    assert expected == [1, 2, 3, 4, 5, 6, 7, 1, 2, 6]  # 1 survives 4 and 5, not 5, 6 and 7
+    for jf, kw in [(fg.jit(f), {}), (fg.jit(f, static_argnames="scale"), {"scale": 2.0})]:
+        traces.clear()
+        for n in calls:
+            x = np.arange(n, dtype=np.float32)
+            np.testing.assert_array_equal(np.asarray(jf(fnp.asarray(x), **kw)), x * 2 + 1)
+            assert jf._cache_size() == min(3, len(set(traces)))
+        assert traces == expected, kw
+
+
+def test_issue15_retrace_warning_names_the_cache_bound(option):
+    option("jit_retrace_warning_threshold", 2)
+    option("jit_cache_max_entries", 5)
+    jf = fg.jit(lambda x: x + 1)
+    with pytest.warns(RetraceWarning, match=r"At most 5 signatures are kept per function "
+                                            r"\(config 'jit_cache_max_entries'\)"):
+        for n in range(1, 5):
+            jf(fnp.ones(n))
+
+
 # -- thread safety --------------------------------------------------------------------------------
 
 def test_first_calls_from_many_threads_trace_and_compile_once(compiles):

@@ -21,6 +21,13 @@ WARNING) why a jitted function was traced again, naming the argument (by pytree 
 shape, dtype, weak type or static value changed, or the change of pytree structure; and a
 function traced more than ``config.jit_retrace_warning_threshold`` times (8; 0 turns it off)
 gets one :class:`RetraceWarning` naming it and the last change.
+
+Each jitted function keeps at most ``config.jit_cache_max_entries`` (4096, as JAX) signatures
+with their executables, dropping the least recently used: a function called with thousands of
+shapes no longer keeps thousands of compiled programs (~70 KB each). The hot paths do not record
+their hits (that would cost every call); instead, whenever a new signature enters a full cache,
+their tables are emptied, so each signature's next call takes the general path once and
+refreshes its place: the order is exact up to calls since the last new signature.
 """
 
 from __future__ import annotations
@@ -462,7 +469,7 @@ class _JitFunction:
                              "static_argnums/static_argnames and donate_argnums")
         self.has_options = bool(self.static_nums or self.static_names or self.donate_nums)
         self.lock = threading.Lock()
-        self.cache: dict = {}                      # key -> _Once of _Traced
+        self.cache: OrderedDict = OrderedDict()    # key -> _Once of _Traced, oldest use first
         # The hot path's tables, indexed by enable_x64: avals (one argument) or a tuple of
         # avals -> (exe.call, out_tree or None for a single output); and the last hit of each.
         self.fast: tuple[dict, dict] = ({}, {})
@@ -572,6 +579,9 @@ class _JitFunction:
             if new:
                 previous = list(self.cache)
                 once = self.cache[key] = _Once()
+                self._bound_cache()
+            else:
+                self.cache.move_to_end(key)
         if new and previous:
             self._note_retrace(key, previous, c)
         try:
@@ -588,6 +598,24 @@ class _JitFunction:
                 if self.cache.get(key) is once:
                     del self.cache[key]
         return traced
+
+    def _bound_cache(self):
+        """Drop the least recently used signatures beyond ``config.jit_cache_max_entries``
+        (called with the lock held, after a new one entered). Once the cache is full, the hot
+        paths' tables are emptied at every new signature: they hold executables (an evicted one
+        must not stay alive there) and their hits do not refresh the order, so each signature's
+        next call goes through :meth:`lookup` once and is refreshed there."""
+        cap = config.jit_cache_max_entries
+        if cap <= 0 or len(self.cache) < cap:
+            return
+        while len(self.cache) > cap:
+            self.cache.popitem(last=False)
+        self._clear_hot_tables()
+
+    def _clear_hot_tables(self):
+        for table in (*self.fast, *self.fast_trees):
+            table.clear()
+        self.last[:] = [(None, None), (None, None)]
 
     # -- explaining retraces --------------------------------------------------------------------
     def _note_retrace(self, key, previous, c: _Call):
@@ -608,7 +636,10 @@ class _JitFunction:
                 f"last trace happened because {reason}. Keep argument shapes and dtypes stable "
                 "(pad to a few sizes), make values that change on every call dynamic instead of "
                 "static, and set config 'explain_recompiles' to see every retrace (config "
-                "'jit_retrace_warning_threshold' changes this limit; 0 silences it).",
+                "'jit_retrace_warning_threshold' changes this limit; 0 silences it). At most "
+                f"{config.jit_cache_max_entries or 'unlimited'} signatures are kept per function "
+                "(config 'jit_cache_max_entries'); beyond that the least recently used are "
+                "dropped and traced again when called.",
                 RetraceWarning, stacklevel=6)
 
     def explain(self, key, previous, c: _Call) -> str:
@@ -738,10 +769,8 @@ class _JitFunction:
     def clear_cache(self):
         with self.lock:
             self.cache.clear()
-            for table in (*self.fast, *self.fast_trees):
-                table.clear()
+            self._clear_hot_tables()
             self.layouts.clear()
-            self.last[:] = [(None, None), (None, None)]
 
     def lower(self, args, kwargs) -> Lowered:
         c, leaves, avals, traced = self.prepare(args, kwargs, abstract=True)

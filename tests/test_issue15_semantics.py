@@ -67,3 +67,55 @@ def test_issue15_einsum_with_bool_size_one_operand():
         for f in (lambda a, b: fnp.einsum("a,b->a", a, b), fnp.multiply):
             _same_floats(f(a, np.array([False])), ref)
             _same_floats(fg.jit(f)(a, np.array([False])), ref)
+
+
+# -- item 6: out-of-bounds gathers differentiate as in JAX ----------------------------------------
+
+INT_MAX = np.iinfo(np.int32).max
+
+
+def _kept_grad(idx, n, clip=False, wrap=True):
+    """JAX's gradient of ``sum(v[idx])`` for ``v`` of size ``n``: one per read, at the position
+    read after negative indices wrap once (unless ``wrap`` is False: numpy's take clips them);
+    reads still out of bounds are dropped, or, under ``clip``, go to the clamped position."""
+    idx = np.asarray(idx, np.int64)
+    idx = np.where(idx < 0, idx + n, idx) if wrap else idx
+    if clip:
+        idx = np.clip(idx, 0, n - 1)
+    g = np.zeros(n, np.float32)
+    np.add.at(g, idx[(idx >= 0) & (idx < n)], 1.0)
+    return g
+
+
+@given(st.integers(1, 4), st.lists(st.sampled_from([-6, -2, -1, 0, 1, 3, 5, INT_MAX]),
+                                   min_size=1, max_size=5))
+def test_issue15_out_of_bounds_gather_gradients_follow_jax(n, idx):
+    v = np.arange(1.0, n + 1, dtype=np.float32)
+    idx = np.asarray(idx, np.int32)
+    drop, clip = _kept_grad(idx, n), _kept_grad(idx, n, clip=True)
+    cases = [
+        (lambda v: fnp.sum(v[idx]), drop),                               # promise_in_bounds
+        (lambda v: fnp.sum(v.at[idx].get()), drop),
+        (lambda v: fnp.sum(v.at[idx].get(mode="clip")), clip),
+        (lambda v: fnp.sum(v.at[idx].get(mode="fill", fill_value=0.0)), drop),
+        (lambda v: fnp.sum(fnp.take(v, idx, fill_value=0.0)), drop),     # take fills by default
+        (lambda v: fnp.sum(fnp.take(v, idx, mode="clip")), _kept_grad(idx, n, True, False)),
+        (lambda v: fnp.sum(fnp.take_along_axis(v, idx, axis=0, fill_value=0.0)), drop),
+    ]
+    for f, want in cases:
+        np.testing.assert_array_equal(np.asarray(fg.grad(f)(v)), want)
+        np.testing.assert_array_equal(np.asarray(fg.jit(fg.grad(f))(v)), want)
+
+
+def test_issue15_issue_example_and_clamped_windows():
+    v = fnp.ones(1)
+    idx = np.array([-1, 2, INT_MAX, INT_MAX], np.int32)
+    assert float(fg.grad(lambda v: fnp.sum(v[idx]))(v)[0]) == 1.0  # JAX: 1.0 (was 4.0)
+    np.testing.assert_array_equal(np.asarray(v[idx]), [1.0] * 4)    # the forward clamps
+    # dynamic_slice clamps its start, and the gradient follows the clamped window (JAX)
+    x = fnp.arange(3.0)
+    np.testing.assert_array_equal(
+        np.asarray(fg.grad(lambda x: fnp.sum(lax.dynamic_slice(x, (2,), (2,))))(x)), [0, 1, 1])
+    np.testing.assert_array_equal(
+        np.asarray(fg.grad(lambda x: lax.dynamic_index_in_dim(x, 5, keepdims=False))(x)),
+        [0, 0, 1])

@@ -10,8 +10,9 @@ Oracles:
   nonlinear scatter-mul/min/max;
 * vmap against a Python loop for in_axes 0, 1, -1 and None mixes of every operand.
 
-Where fungrad deliberately differs from JAX (a PROMISE_IN_BOUNDS gather clamps, and its
-cotangent goes to the clamped element, where JAX's transpose drops it), the test says so.
+A PROMISE_IN_BOUNDS gather and scatter-add transpose as in JAX, into each other with the same
+mode, which is not the adjoint for out-of-bounds indices (the gather clamps, the scatter-add
+drops): their vjp oracle is the Jacobian of the mode that the transpose behaves as.
 """
 
 from __future__ import annotations
@@ -131,12 +132,14 @@ def _jacobian(f, shapes):
     return np.stack(cols, 1)
 
 
-def check_linear(f, shapes, seed=0):
+def check_linear(f, shapes, seed=0, reverse=None):
     """jvp == J t, vjp == J^T ct (cotangents of exactly the operands' shapes and dtypes), and
     linearize agrees, for ``f`` affine in float64 args of ``shapes`` (scatter-mul's result is
-    affine in its updates: unwritten positions keep the operand)."""
+    affine in its updates: unwritten positions keep the operand). With ``reverse``, vjp is
+    checked against the Jacobian of ``reverse`` instead (JAX's PROMISE_IN_BOUNDS transposes)."""
     rng = _rng(seed)
     jac = _jacobian(f, shapes)
+    rev_jac = jac if reverse is None else _jacobian(reverse, shapes)
     args = [rng.standard_normal(s) for s in shapes]
     out = np.asarray(f(*args))
     tangents = [rng.standard_normal(s) for s in shapes]
@@ -149,7 +152,7 @@ def check_linear(f, shapes, seed=0):
     cts = vjp_fn(ct)
     for c, s in zip(cts, shapes):
         assert np.asarray(c).shape == tuple(s) and np.asarray(c).dtype == np.float64
-    np.testing.assert_allclose(_flat(cts), jac.T @ np.ravel(ct), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(_flat(cts), rev_jac.T @ np.ravel(ct), rtol=1e-10, atol=1e-12)
     _, f_lin = fg.linearize(f, *args)
     np.testing.assert_allclose(np.ravel(f_lin(*tangents)), jac @ _flat(tangents), rtol=1e-10,
                                atol=1e-12)
@@ -159,7 +162,9 @@ def check_linear(f, shapes, seed=0):
 @pytest.mark.parametrize("layout", sorted(GATHERS))
 def test_gather_matches_jacobian(layout, mode, x64):
     f, shapes = _gather_fn(layout, mode)
-    check_linear(f, shapes)
+    # JAX: a PROMISE_IN_BOUNDS gather clamps, its transpose drops out-of-bounds windows
+    reverse = _gather_fn(layout, Mode.FILL_OR_DROP)[0] if mode is Mode.PROMISE_IN_BOUNDS else None
+    check_linear(f, shapes, reverse=reverse)
 
 
 @pytest.mark.parametrize("mode", MODES, ids=str)
@@ -168,10 +173,12 @@ def test_gather_matches_jacobian(layout, mode, x64):
 def test_scatter_add_and_scatter_match_jacobian(prim, layout, mode, x64):
     # Linear in (operand, updates) jointly with the indices fixed. With repeated indices the
     # scatter's Jacobian is that of the impl's winner (the id trick must find the same one).
-    f, shapes = _scatter_fn(prim, layout, mode)
-    check_linear(f, shapes)
-    f, shapes = _scatter_fn(prim, layout, mode, unique=True)
-    check_linear(f, shapes)
+    # JAX: a PROMISE_IN_BOUNDS scatter-add drops, its transpose reads clamped windows
+    promise_add = prim == "scatter-add" and mode is Mode.PROMISE_IN_BOUNDS
+    for unique in (False, True):
+        f, shapes = _scatter_fn(prim, layout, mode, unique=unique)
+        reverse = _scatter_fn(prim, layout, Mode.CLIP, unique=unique)[0] if promise_add else None
+        check_linear(f, shapes, reverse=reverse)
 
 
 @pytest.mark.parametrize("mode", MODES, ids=str)
@@ -182,17 +189,29 @@ def test_scatter_mul_matches_jacobian_in_each_operand(layout, mode, x64):
     check_linear(lambda x: f(x, u), [xs])  # repeated indices: fine in the operand
     f, (xs, us) = _scatter_fn("scatter-mul", layout, mode, unique=True)
     x = _rng(4).standard_normal(xs)
-    check_linear(lambda u: f(x, u), [us])
+    # JAX: the jvp in the updates is x * scatter-add(t), so PROMISE_IN_BOUNDS transposes clamped
+    clip = _scatter_fn("scatter-mul", layout, Mode.CLIP, unique=True)[0]
+    reverse = (lambda u: clip(x, u)) if mode is Mode.PROMISE_IN_BOUNDS else None
+    check_linear(lambda u: f(x, u), [us], reverse=reverse)
 
 
 # -- check_grads on every primitive (second order, both modes) -----------------------------------
+
+def _grad_modes(mode, prim="gather"):
+    """check_grads' modes: JAX's PROMISE_IN_BOUNDS transposes of gather, scatter-add and
+    scatter-mul (in the updates) are not adjoints for these out-of-bounds indices, so only the
+    forward mode matches finite differences (check_linear checks their reverse mode exactly)."""
+    if mode is Mode.PROMISE_IN_BOUNDS and prim in ("gather", "scatter-add", "scatter-mul"):
+        return ("fwd",)
+    return ("fwd", "rev")
+
 
 @pytest.mark.parametrize("mode", MODES, ids=str)
 @pytest.mark.parametrize("layout", ["take", "windows", "batching"])
 def test_gather_check_grads(layout, mode, x64):
     f, shapes = _gather_fn(layout, mode)
     x = _rng(1).standard_normal(shapes[0])
-    check_grads(lambda x: lax.mul(f(x), f(x)), [x], order=2, modes=("fwd", "rev"))
+    check_grads(lambda x: lax.mul(f(x), f(x)), [x], order=2, modes=_grad_modes(mode))
 
 
 @pytest.mark.parametrize("mode", MODES, ids=str)
@@ -205,7 +224,8 @@ def test_scatter_check_grads(prim, layout, mode, x64):
     f, shapes = _scatter_fn(prim, layout, mode, unique=unique)
     rng = _rng(2)
     args = [rng.standard_normal(s) for s in shapes]
-    check_grads(lambda x, u: lax.mul(f(x, u), f(x, u)), args, order=2, modes=("fwd", "rev"))
+    check_grads(lambda x, u: lax.mul(f(x, u), f(x, u)), args, order=2,
+                modes=_grad_modes(mode, prim))
 
 
 def test_scatter_mul_operand_check_grads_with_repeated_indices(x64):
@@ -221,13 +241,12 @@ def test_clamped_gather_sends_cotangent_to_clamped_element(x64):
     x = np.arange(5.0)
     idx = np.array([[7], [-3], [1], [1]], np.int32)
     dn = GDN((), (0,), (0,))
-    for mode in (Mode.CLIP, Mode.PROMISE_IN_BOUNDS):
+    for mode, expected in ((Mode.CLIP, [1.0, 2.0, 0.0, 0.0, 1.0]),
+                           # JAX: the clamped reads get no gradient (the transpose drops them)
+                           (Mode.PROMISE_IN_BOUNDS, [0.0, 2.0, 0.0, 0.0, 0.0])):
         g = fg.grad(lambda x, m=mode: lax.reduce_sum(lax.gather(x, idx, dn, (1,), mode=m),
                                                           (0,)))(x)
-        # NB: JAX drops the cotangent of out-of-bounds PROMISE_IN_BOUNDS reads (its transpose
-        # scatter-add drops them) although their value is the clamped element's; fungrad follows
-        # the values, so finite differences agree.
-        np.testing.assert_array_equal(np.asarray(g), [1.0, 2.0, 0.0, 0.0, 1.0])
+        np.testing.assert_array_equal(np.asarray(g), expected)
     g = fg.grad(lambda x: lax.reduce_sum(
         lax.gather(x, idx, dn, (1,), mode=Mode.FILL_OR_DROP, fill_value=0.0), (0,)))(x)
     np.testing.assert_array_equal(np.asarray(g), [0.0, 2.0, 0.0, 0.0, 0.0])
@@ -242,7 +261,11 @@ def test_dropped_updates_get_zero_gradient(x64):
             unique = name == "scatter-mul"
             g = fg.grad(lambda u, fn=fn, m=mode, q=unique: lax.reduce_sum(
                 fn(x, idx, u, dn, mode=m, unique_indices=q), (0,)))(u)
-            assert np.asarray(g)[1:].tolist() == [0.0, 0.0], (name, mode)
+            # JAX transposes PROMISE_IN_BOUNDS scatter-add (and scatter-mul's jvp, a
+            # scatter-add) to a clamping gather: dropped updates read the clamped positions
+            expected = {"scatter-add": [1.0, 1.0], "scatter-mul": [x[3], x[0]]}.get(
+                name, [0.0, 0.0]) if mode is Mode.PROMISE_IN_BOUNDS else [0.0, 0.0]
+            assert np.asarray(g)[1:].tolist() == expected, (name, mode)
     # CLIP writes them at the clamped positions instead: 4 -> 3 and -1 -> 0.
     g = fg.grad(lambda x, u: lax.reduce_sum(lax.mul(
         lax.scatter_add(x, idx, u, dn, mode=Mode.CLIP), np.arange(1.0, 5.0)), (0,)),
@@ -326,7 +349,7 @@ def test_transposed_jaxprs_use_the_matching_primitives(x64):
     idx = np.array([[1], [6]], np.int32)
     dn = GDN((), (0,), (0,))
     for mode, transposed in [("fill", "FILL_OR_DROP"), ("clip", "CLIP"),
-                             ("promise_in_bounds", "CLIP")]:
+                             ("promise_in_bounds", "PROMISE_IN_BOUNDS")]:
         text = str(fg.make_jaxpr(fg.grad(lambda x, m=mode: lax.reduce_sum(
             lax.gather(x, idx, dn, (1,), mode=m, fill_value=0.0), (0,))))(x))
         (line,) = [ln for ln in text.splitlines() if "scatter-add[" in ln]
@@ -497,10 +520,14 @@ def test_window_gather_scatter_rules_hypothesis(case):
     try:
         gdn, sdn = GDN((1,), (), (0,)), SDN((1,), (), (0,))
         fill = 0.0 if mode is Mode.FILL_OR_DROP else None
+        promise = mode is Mode.PROMISE_IN_BOUNDS  # JAX's transposes: see the module docstring
         check_linear(lambda x: lax.gather(x, idx, gdn, (window,), mode=mode, fill_value=fill),
-                     [(n,)])
+                     [(n,)], reverse=(lambda x: lax.gather(x, idx, gdn, (window,), mode="fill",
+                                                           fill_value=0.0)) if promise else None)
         ushape = (len(idx), window)
-        check_linear(lambda x, u: lax.scatter_add(x, idx, u, sdn, mode=mode), [(n,), ushape])
+        check_linear(lambda x, u: lax.scatter_add(x, idx, u, sdn, mode=mode), [(n,), ushape],
+                     reverse=(lambda x, u: lax.scatter_add(x, idx, u, sdn, mode="clip"))
+                     if promise else None)
         check_linear(lambda x, u: lax.scatter(x, idx, u, sdn, mode=mode), [(n,), ushape])
     finally:
         fg.config.update("enable_x64", False)

@@ -582,21 +582,18 @@ scatter_max.__doc__ = _SCATTER_DOC.format(
 # * a CLIP or PROMISE_IN_BOUNDS gather clamps the window into bounds (the impl clamps), and so
 #   does a CLIP scatter.
 #
-# So a gather transposes to a dropping scatter-add when it fills and to a clamping one when it
-# clamps (a clamped read sends its cotangent to the clamped location), and a scatter's inverse
-# gather fills with 0 when the scatter drops and clamps when it clamps (a dropped update gets a
-# zero derivative). NB: JAX transposes a PROMISE_IN_BOUNDS gather to a PROMISE_IN_BOUNDS
-# scatter-add, which XLA drops: there, out-of-bounds reads of ``x[idx]`` get no gradient although
-# their values depend on the clamped element; fungrad follows the values.
+# So a scatter's inverse gather (the id trick, the extremal and scatter-mul rules) fills with 0
+# when the scatter drops and clamps when it clamps: a dropped update gets a zero derivative.
+#
+# The linear pair gather / scatter-add transpose as JAX transposes them, into each other with
+# the *same* mode (jax/_src/lax/slicing.py): FILL_OR_DROP and CLIP are exact adjoints, but a
+# PROMISE_IN_BOUNDS gather (``x[idx]``'s mode) clamps while its transpose, a PROMISE_IN_BOUNDS
+# scatter-add, drops. So, as in JAX, an out-of-bounds read of ``x[idx]`` gets its clamped value
+# and no gradient (grad of ``sum(v[[0, 5]])`` for ``v`` of shape (1,) is 1, not 2), and an
+# update a PROMISE_IN_BOUNDS scatter-add drops gets the cotangent of the clamped position.
 
 def _aval(x) -> ShapedArray:
     return x.aval if is_undefined_primal(x) else core.get_aval(x)
-
-
-def _scatter_mode_of_gather(mode: GatherScatterMode) -> GatherScatterMode:
-    """The scatter mode that writes exactly the windows a gather of ``mode`` reads."""
-    return (GatherScatterMode.FILL_OR_DROP if mode is GatherScatterMode.FILL_OR_DROP
-            else GatherScatterMode.CLIP)
 
 
 def _gather_mode_of_scatter(mode: GatherScatterMode) -> GatherScatterMode:
@@ -622,13 +619,14 @@ def _scatter_to_gather_dnums(dn: ScatterDimensionNumbers) -> GatherDimensionNumb
 
 
 def _read_windows(x, indices, dn: ScatterDimensionNumbers, updates_shape, mode, *,
-                  indices_are_sorted=False, unique_indices=False):
+                  indices_are_sorted=False, unique_indices=False, gather_mode=None):
     """The gather inverse to a scatter: for every element of the scatter's ``updates``, the
-    element of the operand-shaped ``x`` it is written to (0 where the scatter drops it)."""
+    element of the operand-shaped ``x`` it is written to (0 where the scatter drops it), or,
+    given ``gather_mode``, the element that gather mode reads there."""
     window = iter(updates_shape[d] for d in dn.update_window_dims)
     sizes = tuple(1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims
                   else next(window) for d in range(_aval(x).ndim))
-    gmode = _gather_mode_of_scatter(mode)
+    gmode = _gather_mode_of_scatter(mode) if gather_mode is None else gather_mode
     return gather_p.bind(x, indices, dimension_numbers=_scatter_to_gather_dnums(dn),
                          slice_sizes=sizes, indices_are_sorted=indices_are_sorted,
                          unique_indices=unique_indices, mode=gmode,
@@ -721,12 +719,12 @@ def _gather_jvp(t, operand_, indices, *, dimension_numbers, slice_sizes, indices
 def _gather_transpose(ct, operand_, indices, *, dimension_numbers, slice_sizes,
                       indices_are_sorted, unique_indices, mode, fill_value):
     # JAX's _gather_transpose_rule: add every read window's cotangent back where it was read
-    # (repeated reads accumulate), with the mode that drops/clamps as the gather did.
+    # (repeated reads accumulate), in the gather's mode (see the rules section on modes).
     zeros = _zeros(operand_.aval, core.get_aval(ct).dtype)
     out = scatter_add_p.bind(zeros, indices, ct,
                              dimension_numbers=_gather_to_scatter_dnums(dimension_numbers),
                              indices_are_sorted=indices_are_sorted,
-                             unique_indices=unique_indices, mode=_scatter_mode_of_gather(mode))
+                             unique_indices=unique_indices, mode=mode)
     return [out, None]
 
 
@@ -859,14 +857,15 @@ def _scatter_add_jvp(primals, tangents, **params):
 
 def _scatter_add_transpose(ct, x, idx, upd, *, dimension_numbers, indices_are_sorted,
                            unique_indices, mode):
-    # The operand's cotangent passes through; each update element gets the cotangent of the
-    # position it was added to (0 if it was dropped).
+    # JAX's _scatter_add_transpose_rule: the operand's cotangent passes through; each update
+    # element gets the cotangent its window reads in the same mode (0 where FILL_OR_DROP drops
+    # it, the clamped position's under CLIP and PROMISE_IN_BOUNDS; see the rules section).
     ct_x = ct if is_undefined_primal(x) else None
     ct_u = None
     if is_undefined_primal(upd):
         ct_u = _read_windows(ct, idx, dimension_numbers, upd.aval.shape, mode,
                              indices_are_sorted=indices_are_sorted,
-                             unique_indices=unique_indices)
+                             unique_indices=unique_indices, gather_mode=mode)
     return [ct_x, None, ct_u]
 
 

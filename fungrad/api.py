@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
+
+import numpy as np
 
 from fungrad import core, tree_util
 from fungrad.array import Array, is_arraylike
 from fungrad.ir.passes import simplify
-from fungrad.transforms.jit import jit  # noqa: F401  (re-exported: fungrad.jit)
+from fungrad.transforms.jit import (
+    Signature,
+    jit,  # noqa: F401  (re-exported: fungrad.jit)
+    leaf_paths,
+    path_segments,
+)
 from fungrad.transforms.staging import trace_to_jaxpr
 
 
@@ -90,45 +98,118 @@ def block_until_ready(x):
 
 # -- vmap ---------------------------------------------------------------------------------------
 
-def _flatten_axes(what: str, tree_def, axes) -> list:
-    """Broadcast an in_axes/out_axes spec (an int/None, or a pytree prefix of the values) to one
-    entry per leaf of ``tree_def``."""
-    if axes is None or isinstance(axes, int):
-        return [axes] * tree_def.num_leaves
-    leaf_marker = object()
-    proxy = tree_util.tree_unflatten(tree_def, [leaf_marker] * tree_def.num_leaves)
-    out: list = []
+def _is_axis(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
-    def walk(spec, sub):
-        if spec is None or isinstance(spec, int):
-            out.extend([spec] * len(tree_util.tree_leaves(sub, is_leaf=lambda x: x is leaf_marker)))
+
+def _check_axes_leaves(name: str, what: str, axes) -> None:
+    """A TypeError unless every leaf of the ``in_axes``/``out_axes`` spec is an int or None
+    (checked when ``vmap`` is applied, as JAX does)."""
+    leaves, tree = tree_util.tree_flatten(axes, is_leaf=lambda x: x is None)
+    for path, leaf in zip(leaf_paths(tree, what), leaves):
+        if leaf is not None and not _is_axis(leaf):
+            raise TypeError(
+                f"vmap({name}) {what} must be an int, None, or a (nested) tuple/list/dict of "
+                "them, but "
+                f"{path} is {leaf!r} (a {type(leaf).__name__}); write an int axis (negative "
+                "counts from the end) or None for a value that is not mapped")
+
+
+def _describe(tree) -> str:
+    """A treedef node in words, for prefix-mismatch errors."""
+    kind = tree.node_type
+    if kind is None:
+        return "a leaf (an array)"
+    if kind in (tuple, list):
+        return f"a {kind.__name__} of length {len(tree.children)}"
+    if kind in (dict, OrderedDict):
+        return f"a {kind.__name__} with keys {list(tree.node_data)}"
+    if kind == "namedtuple":
+        return f"a {tree.node_data.__name__} namedtuple"
+    if kind is type(None):
+        return "None"
+    return f"a {getattr(kind, '__name__', kind)}"
+
+
+def _broadcast_axes(name: str, what: str, spec, spec_path: str, value_tree, value_path: str,
+                    out: list) -> None:
+    """Append one axis per leaf of ``value_tree``, reading ``spec`` as a tree prefix of it (an
+    int or None stands for a whole subtree); a ValueError names both paths where they part."""
+    spec_leaves, spec_tree = tree_util.tree_flatten(spec, is_leaf=lambda x: x is None)
+    it = iter(spec_leaves)
+    noun = "arguments" if what == "in_axes" else "outputs"
+
+    def walk(s, v, sp, vp):
+        if s.node_type is None:
+            out.extend([next(it)] * v.num_leaves)
             return
-        spec_leaves, spec_tree = tree_util.tree_flatten(spec, is_leaf=lambda x: x is None)
-        try:
-            subtrees = spec_tree.flatten_up_to(sub)
-        except ValueError:
-            raise ValueError(f"vmap {what} specification must be a tree prefix of the "
-                             f"corresponding value, got specification {axes} for value tree "
-                             f"{tree_def}") from None
-        for s, t in zip(spec_leaves, subtrees):
-            walk(s, t)
+        if (v.node_type != s.node_type or v.node_data != s.node_data
+                or len(v.children) != len(s.children)):
+            raise ValueError(
+                f"vmap({name}) {what} must be a tree prefix of the {noun}, but {sp} is "
+                f"{_describe(s)} where {vp} is {_describe(v)}. Give an int or None for the "
+                f"whole of {vp}, or a container of the same type and keys/length")
+        for seg, sc, vc in zip(path_segments(s), s.children, v.children):
+            walk(sc, vc, sp + seg, vp + seg)
 
-    walk(axes, proxy)
-    return out
+    walk(spec_tree, value_tree, spec_path, value_path)
+
+
+def _mapped_sizes_error(name: str, mapped, axis_size) -> ValueError:
+    """The error for mapped axes of different sizes: each size with the leaves that have it."""
+    by_size: dict[int, list[str]] = {}
+    for path, ax, aval in mapped:
+        by_size.setdefault(aval.shape[ax], []).append(
+            f"axis {ax} of {path} ({aval.str_short()})")
+    lines = []
+    for size, where in sorted(by_size.items(), key=lambda kv: -len(kv[1])):
+        more = f", and {len(where) - 3} more" if len(where) > 3 else ""
+        lines.append(f"  * size {size}: {', '.join(where[:3])}{more}")
+    if axis_size is not None:
+        lines.append(f"  * axis_size={axis_size}")
+    return ValueError(
+        f"vmap({name}) got inconsistent sizes for the mapped axes:\n" + "\n".join(lines)
+        + "\nEvery mapped axis must have the same size: fix the shapes, map another axis with "
+          "in_axes, or pass in_axes=None for an argument that is the same for every example.")
+
+
+def _as_vmap_value(x, name: str, path: str):
+    from fungrad.transforms.autodiff import _as_array
+    try:
+        return _as_array(x, f"vmap({name})")
+    except TypeError:
+        raise TypeError(f"vmap({name}): {path} is a {type(x).__name__} ({x!r:.60}), not an "
+                        "array; vmap maps arrays, numpy values and Python scalars (or pytrees "
+                        "of them). Pass other values by closing over them "
+                        "(functools.partial)") from None
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
     """Vectorise ``fun`` over a leading (or ``in_axes``) array axis, as ``jax.vmap``.
 
     ``in_axes``: an int, None (argument not mapped) or a pytree prefix of the positional
-    arguments (a tuple with one entry per argument); negative axes count from the end.
-    ``out_axes`` likewise for the outputs. ``axis_size`` is needed when no argument is mapped.
+    arguments (a tuple with one entry per argument; a list is read as a tuple, as JAX does);
+    negative axes count from the end. ``out_axes`` likewise for the outputs, each within
+    ``[-r, r)`` for an output of rank ``r`` including the mapped axis. ``axis_size`` is needed
+    when no argument is mapped. Keyword arguments are passed unmapped. Errors name the
+    function's parameters and the pytree path of the leaf (``argument params['w']``).
     """
     from fungrad.transforms.vmap import bdim_at_front, moveaxis, vmap_flat
 
+    if not callable(fun):
+        raise TypeError(f"vmap: expected a function, got a {type(fun).__name__}: {fun!r:.60}")
     name = getattr(fun, "__name__", "fun")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
+    if not (in_axes is None or _is_axis(in_axes) or type(in_axes) is tuple):
+        raise TypeError(f"vmap({name}) in_axes must be an int, None, or a tuple of entries "
+                        f"corresponding to the positional arguments, got {in_axes!r}")
+    _check_axes_leaves(name, "in_axes", in_axes)
+    _check_axes_leaves(name, "out_axes", out_axes)
+    if axis_size is not None and not (_is_axis(axis_size) and axis_size >= 0):
+        raise TypeError(f"vmap({name}): axis_size must be a non-negative int or None, got "
+                        f"{axis_size!r}")
+    sig = Signature(fun)
 
     @functools.wraps(fun)
     def vmap_f(*args, **kwargs):
@@ -137,56 +218,68 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
                              f"corresponding to the positional arguments; got a tuple of length "
                              f"{len(in_axes)} for {len(args)} positional arguments")
         flat, in_tree = tree_util.tree_flatten(args)
-        spec = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
-        axes = _flatten_axes("in_axes", in_tree, spec if args else ())
-        from fungrad.transforms.autodiff import _as_array
-        flat = [_as_array(x, f"vmap({name})") for x in flat]
-        dims, sizes = [], []
-        for i, (x, ax) in enumerate(zip(flat, axes)):
+        axes: list = []
+        paths: list[str] = []
+        for i, sub in enumerate(in_tree.children):
+            arg = f"argument {sig.arg_name(i)}"
+            spec = in_axes[i] if isinstance(in_axes, tuple) else in_axes
+            _broadcast_axes(name, "in_axes", spec, f"in_axes[{i}]", sub, arg, axes)
+            paths += leaf_paths(sub, arg)
+        flat = [_as_vmap_value(x, name, p) for x, p in zip(flat, paths)]
+        dims, mapped = [], []
+        for x, ax, path in zip(flat, axes, paths):
             if ax is None:
                 dims.append(None)
                 continue
-            if not -x.ndim <= ax < x.ndim or x.ndim == 0:
-                raise ValueError(f"vmap({name}) was requested to map its argument along axis "
-                                 f"{ax}, which implies that its rank should be at least "
-                                 f"{max(ax + 1, -ax)}, but is only {x.ndim} (its shape is "
-                                 f"{x.shape})")
-            ax %= x.ndim
-            dims.append(ax)
-            sizes.append((i, x.shape[ax]))
-        distinct = {s for _, s in sizes}
+            aval = core.get_aval(x)
+            if not -aval.ndim <= ax < aval.ndim:
+                raise ValueError(f"vmap({name}) was requested to map {path} along axis {ax}, "
+                                 f"which implies that its rank should be at least "
+                                 f"{ax + 1 if ax >= 0 else -ax}, but is only {aval.ndim} (its "
+                                 f"shape is {aval.shape}); fix in_axes")
+            dims.append(int(ax) % aval.ndim)
+            mapped.append((path, dims[-1], aval))
+        sizes = {aval.shape[d] for _, d, aval in mapped}
         if axis_size is not None:
-            distinct.add(axis_size)
-        if len(distinct) > 1:
-            leaves_desc = ", ".join(f"argument leaf {i} has size {s}" for i, s in sizes)
-            raise ValueError(f"vmap({name}) got inconsistent sizes for the mapped axis: "
-                             f"{leaves_desc}" + (f", axis_size={axis_size}" if axis_size else ""))
-        if not distinct:
+            sizes.add(axis_size)
+        if len(sizes) > 1:
+            raise _mapped_sizes_error(name, mapped, axis_size)
+        if not sizes:
             raise ValueError(f"vmap({name}) must have at least one non-None value in in_axes, "
                              "or be given axis_size")
-        size = distinct.pop()
+        size = sizes.pop()
         out_tree_store = []
 
         def flat_fun(*leaves):
             out = fun(*tree_util.tree_unflatten(in_tree, leaves), **kwargs)
             out_leaves, out_tree = tree_util.tree_flatten(out)
             out_tree_store.append(out_tree)
-            return [_as_array(o, f"vmap({name}) output") for o in out_leaves]
+            return [_as_vmap_value(o, name, p)
+                    for o, p in zip(out_leaves, leaf_paths(out_tree, "output"))]
 
         outs, out_dims = vmap_flat(flat_fun, size, flat, dims)
         out_tree = out_tree_store[0]
-        oaxes = _flatten_axes("out_axes", out_tree, out_axes)
-        results = []
-        for o, d, oa in zip(outs, out_dims, oaxes):
-            if oa is None:
-                if d is not None:
-                    raise ValueError(f"vmap({name}) has out_axes None for an output that is "
-                                     "batched (depends on a mapped input)")
-                results.append(o)
-                continue
-            if d is None:  # an output that does not depend on the mapped inputs
-                o, d = bdim_at_front(o, None, size), 0
-            results.append(moveaxis(o, d, oa % core.get_aval(o).ndim))
-        return tree_util.tree_unflatten(out_tree, results)
+        oaxes: list = []
+        _broadcast_axes(name, "out_axes", out_axes, "out_axes", out_tree, "output", oaxes)
+        return tree_util.tree_unflatten(out_tree, [
+            _place_output(name, o, d, oa, path, size, bdim_at_front, moveaxis)
+            for o, d, oa, path in zip(outs, out_dims, oaxes, leaf_paths(out_tree, "output"))])
 
     return vmap_f
+
+
+def _place_output(name, o, d, oa, path, size, bdim_at_front, moveaxis):
+    """Output ``o`` (batched along ``d``, or None) with its mapped axis at ``oa``."""
+    if oa is None:
+        if d is not None:
+            raise ValueError(f"vmap({name}) has out_axes None for {path}, which is batched (it "
+                             "depends on a mapped input); give it an int out_axes")
+        return o
+    if d is None:  # an output that does not depend on the mapped inputs
+        o, d = bdim_at_front(o, None, size), 0
+    rank = core.get_aval(o).ndim
+    if not -rank <= oa < rank:
+        raise ValueError(f"vmap({name}) out_axes={oa} is out of range for {path}: with the "
+                         f"mapped axis it has rank {rank} (shape {core.get_aval(o).shape}), so "
+                         f"its out_axes must be in [{-rank}, {rank})")
+    return moveaxis(o, d, int(oa) % rank)

@@ -299,7 +299,7 @@ def _check_backend(backend) -> str:
                      f"{', '.join(map(repr, BACKENDS))} (or None for the default, 'cpu')")
 
 
-class _Signature:
+class Signature:
     """What jit knows of ``fun``'s parameters: the names of its positional parameters (to name
     arguments in messages and relate static_argnums to static_argnames, as JAX does), whether
     it takes ``*args`` and ``**kwargs``."""
@@ -330,7 +330,7 @@ class _Signature:
         return f"args[{i}]"
 
 
-def _resolve_argnums(sig: _Signature, what: str, nums, names) -> tuple[tuple, frozenset]:
+def _resolve_argnums(sig: Signature, what: str, nums, names) -> tuple[tuple, frozenset]:
     """Validate ``{what}_argnums`` / ``{what}_argnames`` against the signature and complete each
     from the other (JAX: a static positional parameter is also static when passed by keyword)."""
     if sig.known and not sig.var_positional:
@@ -358,19 +358,24 @@ def _resolve_argnums(sig: _Signature, what: str, nums, names) -> tuple[tuple, fr
     return tuple(nums), frozenset(names)
 
 
-def _leaf_paths(tree, prefix: str) -> list[str]:
+def path_segments(tree) -> list[str]:
+    """How each child of a treedef node is reached: ``['w']`` (dict), ``.field`` (namedtuple),
+    ``[0]`` (sequences and other nodes)."""
+    kind, data = tree.node_type, tree.node_data
+    if kind in (dict, OrderedDict):
+        return [f"[{k!r}]" for k in data]
+    if kind == "namedtuple":
+        return [f".{f}" for f in data._fields]
+    return [f"[{i}]" for i in range(len(tree.children))]
+
+
+def leaf_paths(tree, prefix: str) -> list[str]:
     """Readable paths (``x``, ``x[0]``, ``params['w']``, ``p.field``) of a treedef's leaves."""
     if tree.node_type is None:
         return [prefix]
-    kind, data, out = tree.node_type, tree.node_data, []
-    for i, child in enumerate(tree.children):
-        if kind in (dict, OrderedDict):
-            seg = f"[{data[i]!r}]"
-        elif kind == "namedtuple":
-            seg = f".{data._fields[i]}"
-        else:
-            seg = f"[{i}]"
-        out += _leaf_paths(child, prefix + seg)
+    out = []
+    for seg, child in zip(path_segments(tree), tree.children):
+        out += leaf_paths(child, prefix + seg)
     return out
 
 
@@ -430,9 +435,9 @@ class _Call:
         pos_tree, kw_tree = self.in_tree.children
         paths = []
         for name, sub in zip(self.dyn_names, pos_tree.children):
-            paths += _leaf_paths(sub, name)
+            paths += leaf_paths(sub, name)
         for key, sub in zip(kw_tree.node_data, kw_tree.children):
-            paths += _leaf_paths(sub, key)
+            paths += leaf_paths(sub, key)
         return paths
 
 
@@ -456,7 +461,7 @@ class _JitFunction:
         self.fun = fun
         self.name = _fun_name(fun)
         self.backend = backend
-        self.sig = _Signature(fun)
+        self.sig = Signature(fun)
         self.static_nums, self.static_names = _resolve_argnums(
             self.sig, "static", _index_tuple("static_argnums", static_argnums, int),
             _index_tuple("static_argnames", static_argnames, str))

@@ -358,6 +358,8 @@ class Planner:
             if not bad:
                 break
             for t in bad:  # store those reductions first, then rebuild this kernel
+                if t.buffer is not None:
+                    continue  # an earlier one's kernel read it and stored it first
                 self.materialize(t)
                 self.pending.remove(t)
                 self._schedule([t])

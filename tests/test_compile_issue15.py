@@ -1,0 +1,182 @@
+"""Issue 15 (right answers on programs nobody here wrote), the compiler's planner, kernels and
+sort: random chains of small products, elementwise ops and reductions (the planner's
+scheduling), arrays with a zero-size dimension (index arithmetic, steps), and the compiled sort
+with NaN, -0.0, +0.0 and inf. The reference is the same function run eagerly (numpy impls),
+on the CPU and on the GPU (``backend="gpu"``: the same planner with GpuPlanner's policy)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fungrad as fg
+import fungrad.numpy as fnp
+
+
+@pytest.fixture(params=["cpu", "gpu"])
+def backend(request):
+    """Each backend in turn (the GPU's tests skip without an adapter, as the gpu fixture)."""
+    if request.param == "gpu":
+        request.getfixturevalue("gpu")
+    return request.param
+
+
+def _leaves(tree):
+    return [np.asarray(x) for x in fg.tree_util.tree_leaves(tree)]
+
+
+def assert_jit_matches_eager(f, *args, backend="cpu", rtol=2e-5, atol=2e-6):
+    """``jit(f, backend)`` against ``f`` run eagerly: shapes and dtypes equal, values close
+    (bitwise for integers and bools, NaN where eager has NaN)."""
+    want = _leaves(f(*args))
+    got = _leaves(fg.jit(f, backend=backend)(*args))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+        if w.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+# -- 9: random chains of small products, elementwise ops and reductions ------------------------
+
+#: what one step of a random chain does to the current value ``v`` (2-d) given earlier values
+#: and fresh weight inputs; the shapes are the repros' (2..4 on a side)
+_STEPS = ("left_matmul", "right_matmul", "gram", "tanh", "sin", "axpy_earlier", "add_earlier",
+          "row_sum_times", "col_mean_times", "softmax_rows", "softmax_cols", "transpose",
+          "nansum_matvec")
+
+
+@st.composite
+def chains(draw):
+    """``(steps, shapes)``: a random chain and the shapes of its inputs (the first is x,
+    the others weights the steps consume in order)."""
+    rows, cols = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    shapes, steps, seen = [(rows, cols)], [], [(rows, cols)]
+    for _ in range(draw(st.integers(2, 7))):
+        step = draw(st.sampled_from(_STEPS))
+        if step == "left_matmul":
+            m = draw(st.integers(1, 4))
+            shapes.append((m, rows))
+            rows = m
+        elif step == "right_matmul":
+            n = draw(st.integers(1, 4))
+            shapes.append((cols, n))
+            cols = n
+        elif step == "gram":
+            cols = rows
+        elif step == "transpose":
+            rows, cols = cols, rows
+        elif step in ("axpy_earlier", "add_earlier"):
+            same = [i for i, s in enumerate(seen) if s == (rows, cols)]
+            step = (step, draw(st.sampled_from(same)))
+        steps.append(step)
+        seen.append((rows, cols))
+    return steps, shapes
+
+
+def chain_function(steps, grad: bool):
+    """The function a chain describes: ``f(x, *weights)`` returning every intermediate value
+    (so each is a program output or read by one), or the gradient of their sum of tanh with
+    respect to x and the weights."""
+    def f(x, *weights):
+        w = iter(weights)
+        values = [x]
+        v = x
+        for step in steps:
+            if step == "left_matmul":
+                v = next(w) @ v
+            elif step == "right_matmul":
+                v = v @ next(w)
+            elif step == "gram":
+                v = v @ v.T * 0.5
+            elif step == "tanh":
+                v = fnp.tanh(v)
+            elif step == "sin":
+                v = fnp.sin(v) * 0.9
+            elif step == "transpose":
+                v = v.T
+            elif step == "row_sum_times":
+                v = fnp.sum(v, axis=1, keepdims=True) * v * 0.3
+            elif step == "col_mean_times":
+                v = v - fnp.mean(v, axis=0) * v
+            elif step == "softmax_rows":
+                v = fg.nn.softmax(v, axis=1)
+            elif step == "softmax_cols":
+                v = fg.nn.softmax(v, axis=0)
+            elif step == "nansum_matvec":  # a matrix-vector product of a reduction, broadcast
+                v = v * (fnp.nansum(v, axis=0) @ v.T)[:, None] * 0.2
+            elif step[0] == "axpy_earlier":  # an RK4 stage: earlier + h * v
+                v = values[step[1]] + 0.1 * v
+            else:
+                v = values[step[1]] + v
+            values.append(v)
+        return values
+    if not grad:
+        return f
+    return fg.grad(lambda *a: sum(fnp.sum(fnp.tanh(v)) for v in f(*a)[1:]),
+                   argnums=tuple(range(1 + sum(s in ("left_matmul", "right_matmul")
+                                                for s in steps))))
+
+
+def _chain_args(shapes, seed):
+    rng = np.random.default_rng(seed)
+    return [fnp.asarray(rng.uniform(-1, 1, s).astype(np.float32)) for s in shapes]
+
+
+def check_chain(chain, grad, seed, backend):
+    steps, shapes = chain
+    assert_jit_matches_eager(chain_function(steps, grad), *_chain_args(shapes, seed),
+                             backend=backend, rtol=1e-4, atol=1e-5)
+
+
+@settings(max_examples=25)
+@given(chain=chains(), grad=st.booleans(), seed=st.integers(0, 2**16))
+def test_issue15_random_chains_of_small_products_plan_and_match_eager(chain, grad, seed):
+    """Chains of small products (which lower to kernels with reductions, not Gemm steps),
+    elementwise ops, reductions and softmaxes, values reused later (RK4 stages), and their
+    gradients: the planner used to schedule a reduction twice (``list.remove(x): x not in
+    list``) when one reduction it had to store first read another one it also had to store."""
+    check_chain(chain, grad, seed, "cpu")
+
+
+@settings(max_examples=8)
+@given(chain=chains(), grad=st.booleans(), seed=st.integers(0, 2**16))
+def test_issue15_random_chains_of_small_products_on_the_gpu(gpu, chain, grad, seed):
+    """The same on the GPU (GpuPlanner stores more reductions, so it met the bug more)."""
+    check_chain(chain, grad, seed, "gpu")
+
+
+def test_issue15_the_reported_scheduling_crashes(backend):
+    """The issue's repros: an RK4 step with a 2x2 rotation, a value_and_grad SGD step of a
+    two-layer tanh MLP with its parameters in a dict, grad of a 2x2 solve, and a product of
+    a nansum of a softmax."""
+    rng = np.random.default_rng(0)
+
+    def arr(*shape):
+        return fnp.asarray(rng.uniform(-1, 1, shape).astype(np.float32))
+
+    def rk4(rot, y, h=0.1):
+        k1 = rot @ y
+        k2 = rot @ (y + h * k1)
+        k3 = rot @ (y + h * k2)
+        return y + k1 + k2 + k3
+    assert_jit_matches_eager(rk4, arr(2, 2), arr(2), backend=backend)
+
+    def loss(p, x, y):
+        return fnp.mean((fnp.tanh(x @ p["w"]) @ p["w2"] - y) ** 2)
+
+    def sgd(p, x, y):
+        value, g = fg.value_and_grad(loss)(p, x, y)
+        return value, fg.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g)
+    assert_jit_matches_eager(sgd, {"w": arr(3, 4), "w2": arr(4, 2)}, arr(4, 3), arr(4, 2),
+                             backend=backend)
+    a = arr(2, 2) + 3 * fnp.eye(2)
+    assert_jit_matches_eager(fg.grad(lambda a, b: fnp.sum(fnp.linalg.solve(a, b))), a,
+                             arr(2, 2), backend=backend, rtol=1e-4, atol=1e-5)
+    assert_jit_matches_eager(
+        lambda x: fnp.matmul(fnp.nansum(fg.nn.softmax(x, axis=-3), axis=(0, -2, 3)), x),
+        arr(2, 3, 3, 2), backend=backend)

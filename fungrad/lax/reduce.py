@@ -126,11 +126,23 @@ def _ufunc_reduce(ufunc, x, axes, identity):
 
 # -- reduce_sum ... reduce_xor ---------------------------------------------------------------
 
+def _sum_dtype(x: np.ndarray, axes) -> np.dtype:
+    """The dtype the eager sum of ``x`` over ``axes`` accumulates in. numpy sums pairwise
+    only along a contiguous innermost axis; over any other axes it adds serially (2^24
+    float32 rows of ones sum to 2^24), so float16/float32 sums accumulate in float64 there,
+    rounded once (a bound independent of the length, as the compiled sums)."""
+    acc = _accumulation_dtype(x.dtype)
+    if acc.kind == "f" and acc.itemsize < 8 and not (
+            tuple(axes) == (x.ndim - 1,) and x.flags.c_contiguous):
+        return np.dtype(np.float64)
+    return acc
+
+
 @ignore_fp_errors
 def _reduce_sum_impl(x, *, axes):
     if not axes:  # the identity, as in JAX (np.sum would turn -0.0 into 0.0)
         return x
-    out = np.add.reduce(x, axis=axes, dtype=_accumulation_dtype(x.dtype))
+    out = np.add.reduce(x, axis=axes, dtype=_sum_dtype(x, axes))
     return np.asarray(out).astype(x.dtype, copy=False)[()]
 
 
@@ -624,26 +636,79 @@ def _reduce_lowering(op):
     return rule
 
 
+#: a float column sum adds at most this many elements into one accumulator; longer ones sum
+#: blocks of this many into partial rows first (see _column_reduction)
+COLUMN_SUM_BLOCK = 32
+
+
 def _column_reduction(ctx, x, axes, op):
     """A reduction that keeps the last axis (bias gradients: sum over the batch) walks x in
     memory order and accumulates into the output row, instead of one strided inner loop per
-    output element: a kernel storing the identity, then a read-modify-write kernel."""
+    output element: a kernel storing the identity, then a read-modify-write kernel.
+
+    Such an accumulation is serial: a float sum over R reduced positions would be off by up
+    to R ulps of ``sum(|x|)`` (2^24 rows of ones stop at 2^24). A float sum over more than
+    ``COLUMN_SUM_BLOCK`` positions therefore sums blocks of at most that many consecutive
+    positions into rows of partial sums (``_column_blocks``), then sums the partial rows the
+    same way, recursively: about ``COLUMN_SUM_BLOCK * log_32(R)`` ulps."""
     from fungrad.lowering.fusion import Store
     planner = ctx.planner
+    axes = tuple(sorted(axes))
     kept = [d for d in range(x.ndim) if d not in axes]
     out_shape = tuple(x.shape[d] for d in kept)
-    buf = planner.new_buffer(out_shape, x.dtype, "temp")
+    split = None
+    if op == "add" and x.dtype.kind == "f":
+        split = _column_blocks(x.shape, axes)
+    if split is None:
+        loops, part_shape = x.shape, out_shape
+    else:  # the reduced axis ``a`` runs as ``nb`` blocks of ``tb``: loops (..., b, t, ...)
+        a, tb = split
+        nb = -(-x.shape[a] // tb)
+        loops = (*x.shape[:a], nb, tb, *x.shape[a + 1:])
+        part_shape = (*(x.shape[r] for r in axes if r < a), nb, *out_shape)
+    buf = planner.new_buffer(part_shape, x.dtype, "temp")
     ident = ctx.const(kernel.reduce_identity(op, x.dtype), x.dtype)
-    planner.add_kernel("init", out_shape, lambda idx: [
-        Store(buf, ctx.flat_index(idx, out_shape), ident)], origin=f"reduce_{op}")
+    planner.add_kernel("init", part_shape, lambda idx: [
+        Store(buf, ctx.flat_index(idx, part_shape), ident)], origin=f"reduce_{op}")
 
     def accumulate(idx):
-        at = ctx.flat_index([idx[d] for d in kept], out_shape)
-        return [Store(buf, at, x.at(idx), combine=op)]
-    # the outermost loop may run in parallel only when it is not reduced
-    planner.add_kernel("colred", x.shape, accumulate, parallel=0 not in axes,
-                       origin=f"reduce_{op}")
-    return planner.buffer_tensor(buf, f"reduce_{op}")
+        if split is None:
+            value, at = x.at(idx), [idx[d] for d in kept]
+        else:
+            n = x.shape[a]
+            i = ctx.iadd(ctx.imul(idx[a], ctx.iconst(tb)), idx[a + 1])
+            if n % tb:  # the last block is partial: its positions past the end add zero
+                full = (*idx[:a], kernel.clamp_index(ctx, i, 0, n - 1), *idx[a + 2:])
+                value = ctx.select(ctx.op("lt", i, ctx.iconst(n)), x.at(full),
+                                   ctx.const(0, x.dtype))
+            else:
+                full = (*idx[:a], i, *idx[a + 2:])
+                value = x.at(full)
+            at = [full[r] for r in axes if r < a] + [idx[a]] + [full[d] for d in kept]
+        return [Store(buf, ctx.flat_index(at, part_shape), value, combine=op)]
+    # the outermost loop may run in parallel when it is not reduced, or when it numbers the
+    # blocks (each writes its own partial row)
+    parallel = 0 not in axes or (split is not None and split[0] == 0)
+    planner.add_kernel("colred", loops, accumulate, parallel=parallel, origin=f"reduce_{op}")
+    out = planner.buffer_tensor(buf, f"reduce_{op}")
+    if split is not None:  # sum the partial rows (a column sum again, blocked when long)
+        return _reduce_lowering(op)(ctx, out, axes=tuple(range(len(part_shape)
+                                                                - len(out_shape))))
+    return out
+
+
+def _column_blocks(shape, axes) -> tuple[int, int] | None:
+    """How a column sum over ``axes`` of ``shape`` splits into blocks of at most
+    ``COLUMN_SUM_BLOCK`` reduced positions: ``(axis, length)`` when the innermost reduced
+    axes fit into a block whole and ``axis`` (the next one out) is cut into pieces of
+    ``length``; None when the whole reduction fits into one block."""
+    inner = 1
+    for a in reversed(axes):
+        n = shape[a]
+        if inner * n > COLUMN_SUM_BLOCK:
+            return a, max(1, COLUMN_SUM_BLOCK // inner)
+        inner *= n
+    return None
 
 
 def _arg_lowering(op):

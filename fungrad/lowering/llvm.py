@@ -108,6 +108,7 @@ class _KernelWriter:
         self.row_loads: dict[int, tuple] = {}  # node id -> (row buffer, type, index var)
         self.row_stores: dict[int, list] = {}  # reduce id -> [(node, row buffer, type)]
         self.prefetch: tuple | None = None     # (streams, strip) of _plan_prefetch, unplaced
+        self.allocas: list[str] = []  # stack slots, placed at the top of the entry block
 
     def tmp(self, hint: str = "t") -> str:
         self.n += 1
@@ -193,6 +194,8 @@ class _KernelWriter:
         bval = self.value(body)
         bt = llvm_type(body.dtype)
         op = red.op
+        if op == "add" and body.dtype.kind == "f":
+            return self._blocked_sum(parent, red.vars, bval, body.dtype)
         arg = op in ("argmax", "argmin")
         init = literal(reduce_identity({"argmax": "max", "argmin": "min"}.get(op, op),
                                        body.dtype), body.dtype)
@@ -246,6 +249,138 @@ class _KernelWriter:
         if keyed:
             return ops.from_key(self.lines[parent], body.dtype, acc[0])
         return pos[0] if arg else acc[0]
+
+    def _blocked_sum(self, parent: Var | None, vars_: tuple[Var, ...], bval: str,
+                     dtype: np.dtype) -> str:
+        """Emit a float sum of ``bval`` over the loops ``vars_`` into ``parent``'s scope, with
+        an error bound that does not grow with the number of elements; returns the sum.
+
+        A single accumulator running through every loop (``acc += x``) loses everything
+        below its ulp: 2^24 float32 ones sum to 2^24 however many more follow, and a random
+        sum of n terms is off by about sqrt(n) ulps of the total. Instead each loop level
+        sums its own iterations from zero and hands the level's result to the level
+        outside it, and a level longer than its block (``SUM_BLOCK`` for the innermost loop,
+        ``SUM_OUTER_BLOCK`` for the others) runs as blocks, each summed from zero, whose
+        results combine pairwise (``_push_pairwise``). Only the innermost loop's adds are
+        ``reassoc``, so the vectoriser still splits a block over several vector accumulators;
+        the error is then about (block / lanes + log2(n)) ulps of ``sum(|x|)``."""
+        ty = llvm_type(dtype)
+        zero = literal(0, dtype)
+        last = len(vars_) - 1
+
+        def level(j: int) -> tuple[list[str], str]:
+            """Lines running loop level ``j`` (with the levels inside it) and its sum."""
+            v = vars_[j]
+            lv, acc = f"r{v.id}", f"%acc{v.id}"
+            block = self.SUM_BLOCK if j == last else self.SUM_OUTER_BLOCK
+            blocked = v.extent > block
+            lines: list[str] = []
+            if blocked:  # the loop over blocks; %vN = start + j within a block
+                sv = f"%s{v.id}"
+                head, tail = self._counted(f"b{v.id}", sv, "0", str(v.extent), block)
+                stack, count = self._pairwise_stack(ty)
+                lines += head[:4] + [f"  {count} = phi i64 [0, %b{v.id}.entry], "
+                                     f"[{count}.next, %b{v.id}.latch]"] + head[4:]
+                if v.extent % block == 0:
+                    n = str(block)
+                else:
+                    left, n = self.tmp(), self.tmp()
+                    lines += [f"  {left} = sub i64 {v.extent}, {sv}",
+                              f"  {n} = call i64 @llvm.smin.i64(i64 {left}, i64 {block})"]
+                iv, lo, hi, trip = f"%j{v.id}", "0", n, block if n.isdigit() else None
+            else:
+                iv, lo, hi, trip = f"%v{v.id}", "0", str(v.extent), v.extent
+            lines += [f"  br label %{lv}.entry", f"{lv}.entry:", f"  br label %{lv}.head",
+                      f"{lv}.head:",
+                      f"  {iv} = phi i64 [{lo}, %{lv}.entry], [{iv}.next, %{lv}.latch]",
+                      f"  {acc} = phi {ty} [{zero}, %{lv}.entry], [{acc}.new, %{lv}.latch]",
+                      f"  %{lv}.c = icmp slt i64 {iv}, {hi}",
+                      f"  br i1 %{lv}.c, label %{lv}.body, label %{lv}.exit", f"{lv}.body:"]
+            if blocked:
+                lines.append(f"  %v{v.id} = add nuw nsw i64 %s{v.id}, {iv}")
+            lines += self.lines.pop(v)
+            if j == last:
+                lines.append(f"  {acc}.new = fadd reassoc contract {ty} {acc}, {bval}")
+            else:
+                inner, part = level(j + 1)
+                lines += inner + [f"  {acc}.new = fadd {ty} {acc}, {part}"]
+            lines += [f"  br label %{lv}.latch", f"{lv}.latch:",
+                      f"  {iv}.next = add nuw nsw i64 {iv}, 1",
+                      f"  br label %{lv}.head{self.m.loop_md(trip)}", f"{lv}.exit:"]
+            if not blocked:
+                return lines, acc
+            lines += self._push_pairwise(stack, count, acc, ty)
+            lines += tail
+            fold, total = self._fold_pairwise(stack, count, ty, zero)
+            return lines + fold, total
+
+        lines, total = level(0)
+        self.lines[parent].extend(lines)
+        return total
+
+    #: elements of the innermost loop summed from zero before combining pairwise (16 or 32
+    #: per vector accumulator: LLVM interleaves 4 vectors of 8 or 16 lanes)
+    SUM_BLOCK = 1024
+    #: iterations of an outer reduction loop summed from zero before combining pairwise
+    SUM_OUTER_BLOCK = 16
+
+    def _pairwise_stack(self, ty: str) -> tuple[str, str]:
+        """A fresh stack of partial sums (64 slots: one per power of two of blocks) on the
+        function's stack frame, and the name of its count."""
+        stack = self.tmp("stk")
+        self.allocas.append(f"  {stack} = alloca {ty}, i64 64, align 64")
+        return stack, f"%n{stack[1:]}"
+
+    def _push_pairwise(self, stack: str, count: str, x: str, ty: str) -> list[str]:
+        """Lines pushing the block sum ``x`` as the ``count``-th block (``count.next`` after):
+        slot k holds the sum of the 2^k blocks before, so ``x`` absorbs one slot per trailing
+        one bit of ``count`` (a binary counter's carry, as in numpy's pairwise sum) and lands
+        in the next slot. Every combined pair sums equally many blocks."""
+        p = stack[1:]
+        ones, carry, k, s = self.tmp(), self.tmp(), f"%{p}.k", f"%{p}.s"
+        q, y, p2 = self.tmp("p"), self.tmp(), self.tmp("p")
+        return [f"  {ones} = xor i64 {count}, -1",
+                f"  {carry} = call i64 @llvm.cttz.i64(i64 {ones}, i1 true)",
+                f"  br label %{p}.pre", f"{p}.pre:", f"  br label %{p}.push",
+                f"{p}.push:",
+                f"  {k} = phi i64 [0, %{p}.pre], [{k}.next, %{p}.add]",
+                f"  {s} = phi {ty} [{x}, %{p}.pre], [{s}.new, %{p}.add]",
+                f"  %{p}.more = icmp ult i64 {k}, {carry}",
+                f"  br i1 %{p}.more, label %{p}.add, label %{p}.put",
+                f"{p}.add:",
+                f"  {q} = getelementptr inbounds {ty}, ptr {stack}, i64 {k}",
+                f"  {y} = load {ty}, ptr {q}",
+                f"  {s}.new = fadd {ty} {y}, {s}",
+                f"  {k}.next = add nuw nsw i64 {k}, 1",
+                f"  br label %{p}.push",
+                f"{p}.put:",
+                f"  {p2} = getelementptr inbounds {ty}, ptr {stack}, i64 {carry}",
+                f"  store {ty} {s}, ptr {p2}",
+                f"  {count}.next = add nuw nsw i64 {count}, 1"]
+
+    def _fold_pairwise(self, stack: str, count: str, ty: str, zero: str
+                       ) -> tuple[list[str], str]:
+        """Lines adding up the stack's occupied slots (the bits of ``count``), smallest
+        first, and the name of the total."""
+        p = stack[1:]
+        k, r, q, y, rest, bit, add = (f"%{p}.fk", f"%{p}.fr", self.tmp("p"), self.tmp(),
+                                      self.tmp(), self.tmp(), self.tmp())
+        return [f"  br label %{p}.fpre", f"{p}.fpre:", f"  br label %{p}.fold",
+                f"{p}.fold:",
+                f"  {k} = phi i64 [0, %{p}.fpre], [{k}.next, %{p}.fstep]",
+                f"  {r} = phi {ty} [{zero}, %{p}.fpre], [{r}.next, %{p}.fstep]",
+                f"  {rest} = lshr i64 {count}, {k}",
+                f"  %{p}.fany = icmp ne i64 {rest}, 0",
+                f"  br i1 %{p}.fany, label %{p}.fstep, label %{p}.fdone",
+                f"{p}.fstep:",
+                f"  {bit} = trunc i64 {rest} to i1",
+                f"  {q} = getelementptr inbounds {ty}, ptr {stack}, i64 {k}",
+                f"  {y} = load {ty}, ptr {q}",
+                f"  {add} = fadd {ty} {y}, {r}",
+                f"  {r}.next = select i1 {bit}, {ty} {add}, {ty} {r}",
+                f"  {k}.next = add nuw nsw i64 {k}, 1",
+                f"  br label %{p}.fold",
+                f"{p}.fdone:"], r
 
     def _plan_row_buffers(self) -> None:
         """Compute-at for rows: when a reduction over the innermost extent (softmax's sum of
@@ -449,7 +584,7 @@ class _KernelWriter:
         sv, n = None, 1
         if self.prefetch is not None:  # no fill loop took them: the store loop runs them
             sv, n = self._strip_prefetches(kern.loops[-2], kern.loops[-1].extent)
-        body: list[str] = list(self.lines[None])
+        body: list[str] = self.allocas + self.lines[None]
         # nest the kernel loops, innermost last
         tail: list[str] = []
         for depth, v in enumerate(kern.loops):

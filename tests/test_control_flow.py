@@ -125,7 +125,7 @@ def test_per_example_grad_through_scan():
 
 
 def test_errors():
-    with pytest.raises(TypeError, match="branch 1 outputs"):
+    with pytest.raises(TypeError, match="true_fun returns f32.. but false_fun returns i32"):
         lax.cond(True, lambda x: x, lambda x: x.astype(np.int32), 1.0)
     with pytest.raises(TypeError, match="body_fun output"):
         lax.while_loop(lambda c: c < 3, lambda c: np.ones(2, np.float32) * c, 0.0)
@@ -156,3 +156,73 @@ def test_while_loop_max_steps_is_reverse_differentiable(x64):
     # more iterations than max_steps: stops after max_steps
     out = lax.while_loop(lambda c: c < 100, lambda c: c + 1, 0, max_steps=7)
     assert int(out) == 7
+
+
+# -- issue 15 item 18: branch mismatches name true_fun/false_fun (or the switch index) and paths --
+
+def _true_branch(x):
+    return {"p": x, "q": (x, x * 2)}
+
+
+def _false_branch(x):
+    return {"p": x[:2], "q": (x, (x * 2).astype(np.int32))}
+
+
+def test_issue15_cond_mismatch_names_true_and_false_fun_and_leaf_paths():
+    """cond's branches are [false_fun, true_fun]; the old message said "branch 1" for the true
+    branch. Now every differing leaf is listed by path, compared against true_fun (as JAX),
+    with where each function is defined and the fix."""
+    with pytest.raises(TypeError) as e:
+        lax.cond(True, _true_branch, _false_branch, fnp.ones(3))
+    msg = str(e.value)
+    assert msg.startswith("cond: true_fun and false_fun must return equal output types")
+    assert "* output['p']: true_fun returns f32[3] but false_fun returns f32[2] (the shapes " \
+           "differ)" in msg
+    assert "* output['q'][1]: true_fun returns f32[3] but false_fun returns i32[3] (the dtypes " \
+           "differ)" in msg
+    assert "output['q'][0]" not in msg  # equal leaves are not listed
+    assert f"true_fun is _true_branch at {__file__}:" in msg
+    assert f"false_fun is _false_branch at {__file__}:" in msg
+    assert "Revise true_fun and/or false_fun" in msg
+    assert "branch 1" not in msg
+
+
+def test_issue15_cond_structure_mismatch_names_the_path():
+    with pytest.raises(TypeError, match=r"cond: true_fun and false_fun must return the same "
+                                        r"pytree structure, but at output\['q'\] true_fun "
+                                        r"returns a tuple of length 2 and false_fun returns a "
+                                        r"leaf \(an array\)"):
+        lax.cond(False, lambda x: {"p": x, "q": (x, x)}, lambda x: {"p": x, "q": x}, 1.0)
+    with pytest.raises(TypeError, match=r"at output true_fun returns a leaf \(an array\) and "
+                                        r"false_fun returns a tuple of length 2"):
+        lax.cond(True, lambda x: x, lambda x: (x, x), 1.0)
+
+
+def test_issue15_switch_mismatch_names_the_branch_index():
+    with pytest.raises(TypeError) as e:
+        lax.switch(0, [lambda x: x, lambda x: x, lambda x: x[:2]], fnp.ones(3))
+    msg = str(e.value)
+    assert "switch: branch 0 and branch 2 must return equal output types" in msg
+    assert "* output: branch 0 returns f32[3] but branch 2 returns f32[2]" in msg
+
+
+def test_issue15_cond_weak_types_may_differ_and_values_stay_right():
+    # a weakly typed Python scalar in one branch and a float32 array in the other agree
+    for pred, expected in [(True, 1.0), (False, 3.0)]:
+        out = lax.cond(pred, lambda x: 1.0, lambda x: x[0], fnp.full(3, 3.0))
+        assert float(out) == expected
+
+
+def test_issue15_control_flow_misuse_gives_clear_errors():
+    x = fnp.ones(3)
+    with pytest.raises(TypeError, match="cond: true_fun must be callable"):
+        lax.cond(True, x, lambda a: a, x)
+    with pytest.raises(TypeError, match="cond: false_fun must be callable"):
+        lax.cond(True, lambda a: a, None, x)
+    with pytest.raises(ValueError, match="switch: branches must be a non-empty sequence"):
+        lax.switch(0, "ab", x)
+    with pytest.raises(TypeError, match="switch: branches must be callable, but branch 1 is"):
+        lax.switch(0, [lambda a: a, 3], x)
+    with pytest.raises(TypeError, match="cond true_fun output: expected an array, got a value "
+                                        "of type str"):
+        lax.cond(True, lambda a: "s", lambda a: a, x)

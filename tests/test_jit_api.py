@@ -307,11 +307,32 @@ def test_argument_validation_at_jit_time():
         fg.jit(f, static_argnames="z")
     with pytest.raises(ValueError, match="cannot intersect"):
         fg.jit(f, static_argnums=0, donate_argnums=0)
-    with pytest.raises(TypeError, match="static_argnums must be ints"):
+    with pytest.raises(TypeError, match="static_argnums must be an int or a sequence of ints"):
         fg.jit(f, static_argnums="x")
     with pytest.raises(TypeError, match="expected a function"):
         fg.jit(3)
     fg.jit(lambda *args: args[0], static_argnums=5)   # *args: any index is possible
+
+
+@pytest.mark.parametrize("option, value", [
+    ("static_argnums", 0.5), ("static_argnums", True), ("static_argnums", (0, 1.0)),
+    ("static_argnums", None), ("donate_argnums", 0.5), ("donate_argnums", "x"),
+    ("static_argnames", 0), ("static_argnames", ("x", 1)),
+])
+def test_issue15_bad_jit_options_are_type_errors_naming_the_option(option, value):
+    """Floats, bools, None and mixed sequences raised "'float' object is not iterable"."""
+    with pytest.raises(TypeError, match=rf"jit: {option} must be an? (int|string) or a "
+                                        rf"sequence of (int|string)s, got "):
+        fg.jit(lambda x, y: x, **{option: value})
+
+
+@pytest.mark.parametrize("transform", [fg.grad, fg.jacfwd, fg.jacrev, fg.value_and_grad])
+def test_issue15_bad_argnums_are_type_errors(transform):
+    for bad in (0.5, True, "0", (0, None)):
+        with pytest.raises(TypeError, match="argnums must be an int or a sequence of ints"):
+            transform(lambda x: fnp.sum(x), argnums=bad)(fnp.ones(2))
+    with pytest.raises(TypeError, match="make_jaxpr: static_argnums must be an int"):
+        fg.make_jaxpr(lambda x: x, static_argnums=0.5)(fnp.ones(2))
 
 
 def test_non_array_argument_names_it_and_suggests_static():

@@ -198,3 +198,17 @@ def test_issue15_non_array_leaves_and_bad_options_are_clear():
         fg.vmap(lambda a: a, axis_size=2.5)
     with pytest.raises(ValueError, match=r"out_axes None for output\[0\], which is batched"):
         fg.vmap(lambda a: (a, a), out_axes=(None, 0))(np.ones(3))
+
+
+def test_issue15_keyword_arguments_are_mapped_along_axis_0():
+    """As JAX: keyword arguments are mapped over their leading axis (they were passed unmapped,
+    so a + b broadcast to a (3, 3) result)."""
+    a = np.arange(3.0, dtype=np.float32)
+    b = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    out = fg.vmap(lambda x, y=None: x * y.sum())(a, y=b)
+    np.testing.assert_array_equal(np.asarray(out), a * b.sum(axis=1))
+    out = fg.vmap(lambda x, y: x * y["k"][1], in_axes=(None,))(2.0, y={"k": (a, b[:, 0])})
+    np.testing.assert_array_equal(np.asarray(out), 2.0 * b[:, 0])
+    with pytest.raises(ValueError, match="(?s)size 3: axis 0 of argument x.*size 2: axis 0 of "
+                                         r"keyword argument y\['k'\]"):
+        fg.vmap(lambda x, y: x)(a, y={"k": np.ones(2)})

@@ -282,11 +282,19 @@ def _fun_location(fun) -> str:
 
 
 def _index_tuple(what: str, value, kind) -> tuple:
-    items = (value,) if isinstance(value, kind) else tuple(value)
-    for v in items:
-        if not isinstance(v, kind) or isinstance(v, bool):
-            raise TypeError(f"jit: {what} must be {'ints' if kind is int else 'strings'} (or a "
-                            f"sequence of them), got {value!r}")
+    """``static_argnums``-like options as a tuple: one ``kind`` (int or str) or a sequence of
+    them; anything else is a TypeError naming the option."""
+    noun = "int" if kind is int else "string"
+    if isinstance(value, kind) and not isinstance(value, bool):
+        return (value,)
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        items = None
+    else:
+        items = tuple(value)
+    if items is None or any(not isinstance(v, kind) or isinstance(v, bool) for v in items):
+        raise TypeError(f"jit: {what} must be {'an' if kind is int else 'a'} {noun} or a "
+                        f"sequence of {noun}s, got "
+                        f"{value!r:.60} ({type(value).__name__})")
     return items
 
 
@@ -367,6 +375,38 @@ def path_segments(tree) -> list[str]:
     if kind == "namedtuple":
         return [f".{f}" for f in data._fields]
     return [f"[{i}]" for i in range(len(tree.children))]
+
+
+def describe_node(tree) -> str:
+    """A treedef's top node in words, for errors: ``a tuple of length 2``, ``a leaf (an
+    array)``, ``a dict with keys ['a', 'b']``."""
+    kind = tree.node_type
+    if kind is None:
+        return "a leaf (an array)"
+    if kind in (tuple, list):
+        return f"a {kind.__name__} of length {len(tree.children)}"
+    if kind in (dict, OrderedDict):
+        return f"a {kind.__name__} with keys {list(tree.node_data)}"
+    if kind == "namedtuple":
+        return f"a {tree.node_data.__name__} namedtuple"
+    if kind is type(None):
+        return "None"
+    return f"a {getattr(kind, '__name__', kind)}"
+
+
+def tree_difference(a, b, prefix: str) -> tuple[str, str, str] | None:
+    """Where two treedefs first differ: ``(path, a's node there, b's node there)`` in words,
+    or None when they are equal."""
+    if a == b:
+        return None
+    if (a.node_type != b.node_type or a.node_data != b.node_data
+            or len(a.children) != len(b.children)):
+        return prefix, describe_node(a), describe_node(b)
+    for seg, ca, cb in zip(path_segments(a), a.children, b.children):
+        found = tree_difference(ca, cb, prefix + seg)
+        if found is not None:
+            return found
+    return prefix, describe_node(a), describe_node(b)
 
 
 def leaf_paths(tree, prefix: str) -> list[str]:

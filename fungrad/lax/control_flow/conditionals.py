@@ -6,7 +6,12 @@ import numpy as np
 
 from fungrad import core, tree_util
 from fungrad.array import Array
-from fungrad.lax.control_flow.common import check_same_avals, eval_closed, trace_body
+from fungrad.lax.control_flow.common import (
+    check_same_avals,
+    check_same_outputs,
+    eval_closed,
+    trace_body,
+)
 from fungrad.lax.utils import operand, standard_primitive
 from fungrad.lowering import control_flow as control_flow_lowering
 from fungrad.lowering import kernel
@@ -48,26 +53,42 @@ cond_p = standard_primitive("cond", _cond_impl, _cond_abstract_eval, multiple_re
 
 def switch(index, branches, *operands):
     """Apply ``branches[index](*operands)``; ``index`` is clamped into range (JAX)."""
-    if not branches:
-        raise ValueError("switch: branches must be a non-empty sequence of functions")
-    for b in branches:
+    if isinstance(branches, (str, bytes)) or not hasattr(branches, "__len__") or not branches:
+        raise ValueError(f"switch: branches must be a non-empty sequence of functions, got "
+                         f"{branches!r:.60}")
+    for i, b in enumerate(branches):
         if not callable(b):
-            raise TypeError(f"switch: branches must be callable, got {type(b).__name__}")
+            raise TypeError(f"switch: branches must be callable, but branch {i} is a "
+                            f"{type(b).__name__} ({b!r:.40})")
     idx = operand(index, "switch index")
     if idx.shape != () or idx.dtype.kind not in "iub":
         raise TypeError(f"switch: the index must be an integer scalar, got "
                         f"{core.get_aval(idx).str_short()}")
     from fungrad import lax
     idx = lax.convert_element_type(idx, np.int32)
+    labels = [f"branch {i}" for i in range(len(branches))]
+    return _switch("switch", idx, list(branches), labels, 0, operands)
+
+
+def _switch(what: str, idx, branches, labels, ref: int, operands):
+    """Trace every branch at the operands' avals, check that they agree with branch ``ref``
+    (errors use ``labels``: ``true_fun``/``false_fun`` for cond), and bind ``cond_p``."""
     flat, in_tree = tree_util.tree_flatten(operands)
-    flat = [operand(x, "switch operand") for x in flat]
+    flat = [operand(x, f"{what} operand") for x in flat]
     avals = [core.get_aval(x) for x in flat]
-    traced = [trace_body(b, in_tree, avals, f"branch {i}") for i, b in enumerate(branches)]
+    traced = [trace_body(b, in_tree, avals, f"{what} {label}")
+              for b, label in zip(branches, labels)]
+    named = [labels[ref]] + [la for i, la in enumerate(labels) if i != ref]
+    fix = (f"Revise {' and/or '.join(named)} so that they return the same pytree of shapes and "
+           "dtypes" if len(labels) <= 2 else
+           "Revise the branches so that they all return the same pytree of shapes and dtypes")
+    for i, (closed, _, tree) in enumerate(traced):
+        if i != ref:
+            check_same_outputs(
+                f"{what}: {labels[ref]} and {labels[i]}",
+                (labels[ref], branches[ref], traced[ref][2], traced[ref][0].out_avals),
+                (labels[i], branches[i], tree, closed.out_avals), fix + ".")
     out_tree = traced[0][2]
-    for i, (_, _, t) in enumerate(traced[1:], 1):
-        if t != out_tree:
-            raise TypeError(f"cond/switch: branch 0 returns {out_tree} but branch {i} returns "
-                            f"{t}; all branches must return the same pytree structure")
     # Every branch takes all branches' hoisted consts, then the operands.
     all_consts = [c for _, consts, _ in traced for c in consts]
     const_avals = [[core.get_aval(c) for c in consts] for _, consts, _ in traced]
@@ -80,9 +101,6 @@ def switch(index, branches, *operands):
         invars = pre + j.invars[:n] + post + j.invars[n:]
         jaxprs.append(core.ClosedJaxpr(core.Jaxpr(j.constvars, invars, j.eqns, j.outvars),
                                        closed.consts))
-    for i, j in enumerate(jaxprs[1:], 1):
-        check_same_avals(f"cond/switch branch {i} outputs", jaxprs[0].out_avals, j.out_avals,
-                          "All branches must return the same shapes and dtypes.")
     outs = cond_p.bind(idx, *all_consts, *flat, branches=tuple(jaxprs))
     return tree_util.tree_unflatten(out_tree, outs)
 
@@ -91,8 +109,13 @@ def cond(pred, true_fun, false_fun, *operands):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, traced once each.
 
     ``pred`` must be a scalar (bool or number; nonzero is true). Both branches must return the
-    same pytree of shapes and dtypes.
+    same pytree of shapes and dtypes; a mismatch names ``true_fun``/``false_fun`` and the path.
     """
+    for label, fun in (("true_fun", true_fun), ("false_fun", false_fun)):
+        if not callable(fun):
+            raise TypeError(f"cond: {label} must be callable, got {fun!r:.40} (of type "
+                            f"{type(fun).__name__}); call cond(pred, true_fun, false_fun, "
+                            "*operands)")
     p = operand(pred, "cond predicate")
     if p.shape != ():
         raise TypeError(f"cond: the predicate must be a scalar, got shape {p.shape}; use "
@@ -101,9 +124,8 @@ def cond(pred, true_fun, false_fun, *operands):
     if p.dtype != np.bool_:
         p = lax.ne(p, lax.full((), 0, p.dtype))
     index = lax.convert_element_type(p, np.int32)
-    return switch(index, (false_fun, true_fun), *operands)
-
-
+    # branches are [false, true] (index 0 is false); messages compare against true_fun, as JAX
+    return _switch("cond", index, [false_fun, true_fun], ["false_fun", "true_fun"], 1, operands)
 
 
 # -- rules ---------------------------------------------------------------------------------------

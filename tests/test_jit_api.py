@@ -349,6 +349,9 @@ def test_non_array_output_is_an_error():
     with pytest.raises(TypeError, match=r"jit\(<lambda>\): the function returned a value of type "
                                         "str"):
         fg.jit(lambda x: "no")(1.0)
+    with pytest.raises(TypeError, match=r"returned a value of type str at output\['k'\]\[1\] "
+                                        r"\('s'\), which is not an array"):
+        fg.jit(lambda x: {"k": (x, "s")})(1.0)
 
 
 def test_python_control_flow_on_traced_values_says_to_use_static_argnums():

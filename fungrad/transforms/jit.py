@@ -595,7 +595,7 @@ class _JitFunction:
             out = self.fun(*full, **dyn_kw, **static_kw)
             leaves, tree = tree_util.tree_flatten(out)
             out_box.append(tree)
-            return [self._output(x) for x in leaves]
+            return [self._output(x, tree, i) for i, x in enumerate(leaves)]
 
         from fungrad.lax.control_flow.common import hoist_tracer_consts
         closed = trace_to_jaxpr(flat_fun, list(in_avals))
@@ -604,15 +604,18 @@ class _JitFunction:
             self.num_traces += 1
         return _Traced(closed, out_box[0], hoisted, c.leaf_paths())
 
-    def _output(self, x):
+    def _output(self, x, tree, i: int):
+        """Output leaf ``i`` (of treedef ``tree``) as an Array or tracer; anything else is a
+        TypeError naming its path."""
         if type(x) is Array or isinstance(x, core.Tracer):
             return x
         if isinstance(x, (np.ndarray, np.generic, bool, int, float)):
             from fungrad.lax.utils import operand
             return operand(x, f"jit({self.name}) output")
+        path = leaf_paths(tree, "output")[i]
         raise TypeError(f"jit({self.name}): the function returned a value of type "
-                        f"{type(x).__name__}, which is not an array; return arrays, numpy values "
-                        "or Python scalars (or pytrees of them)")
+                        f"{type(x).__name__} at {path} ({x!r:.40}), which is not an array; "
+                        "return arrays, numpy values or Python scalars (or pytrees of them)")
 
     def lookup(self, c: _Call, avals: tuple) -> _Traced:
         """The traced jaxpr for this signature: from the cache, or traced now (once, however

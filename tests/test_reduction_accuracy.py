@@ -124,3 +124,51 @@ def test_issue15_sum_based_functions_are_accurate(fn):
             }[fn]
     np.testing.assert_allclose(np.asarray(fg.jit(f)(x), np.float64), want, rtol=2e-6)
     np.testing.assert_allclose(np.asarray(f(x), np.float64), want, rtol=2e-6)
+
+
+def _optimized(f, *args):
+    from fungrad.ir import passes
+    return passes.optimize(fg.make_jaxpr(f)(*args))
+
+
+def _reduced_sizes(closed):
+    return [e.invars[0].aval.size for e in closed.jaxpr.eqns
+            if e.primitive.name.startswith("reduce_")]
+
+
+def test_issue15_sum_of_broadcast_constant_is_rewritten():
+    # the issue: 9-19 s (9e8 serial adds) for a sum of fnp.ones((30000, 30000))
+    f = lambda: fnp.sum(fnp.ones((30000, 30000)))  # noqa: E731
+    assert _reduced_sizes(_optimized(f)) == []
+    assert float(fg.jit(f)()) == 9e8
+    assert float(fg.jit(lambda: fnp.sum(fnp.ones(10 ** 8)))()) == 1e8
+
+
+@pytest.mark.parametrize("name", ["sum", "max", "min", "any", "all"])
+@pytest.mark.parametrize("axes", [(0,), (1,), (0, 1), (1, 2), (0, 2), (0, 1, 2, 3)])
+def test_issue15_reduction_of_broadcast_reduces_the_operand(name, axes):
+    x = _mixed((1, 5, 3), 3)
+    if name in ("any", "all"):
+        x = x > 0
+    f = {"sum": fnp.sum, "max": fnp.max, "min": fnp.min, "any": fnp.any, "all": fnp.all}[name]
+    g = lambda a: f(fnp.broadcast_to(a[:, :, None, :], (400, 5, 7, 3)), axis=axes)  # noqa
+    assert max(_reduced_sizes(_optimized(g, x)), default=0) <= x.size
+    want = {"sum": np.sum, "max": np.max, "min": np.min, "any": np.any, "all": np.all}[name](
+        np.broadcast_to((x.astype(np.float64) if name == "sum" else x)[:, :, None, :],
+                        (400, 5, 7, 3)),
+        axis=axes)
+    for got in (fg.jit(g)(x), g(x)):
+        if name == "sum":  # the operand's sum times the count, each rounded once
+            np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=4 * EPS32)
+        else:
+            np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_issue15_sum_of_broadcast_matches_jax_rounding():
+    # JAX multiplies by the count converted to float32 first: 2^24 + 1 copies count 2^24
+    x = np.array([1.0, 0.1, 3.0], np.float32)
+    got = fg.jit(lambda a: fnp.sum(fnp.broadcast_to(a, (2 ** 24 + 1, 3)), axis=0))(x)
+    np.testing.assert_array_equal(np.asarray(got), x * np.float32(2 ** 24))
+    # integers wrap as repeated addition does
+    got = fg.jit(lambda: fnp.sum(fnp.full((3, 10 ** 9 // 3), 7, np.int32)))()
+    assert int(got) == (7 * (10 ** 9 // 3) * 3 + 2 ** 31) % 2 ** 32 - 2 ** 31

@@ -141,6 +141,20 @@ def _words(b) -> int:
     return max(1, b.size)
 
 
+def _check_sizes(prog: fusion.Program, rt, name: str) -> None:
+    """ValueError naming the first array of ``prog`` that no storage binding of this adapter
+    can hold (``max_binding_bytes``) or whose elements an i32 cannot number: found when the
+    function is compiled, before any shader is written."""
+    for b in [*prog.inputs, *prog.outputs, *prog.temps, *(c for c, _ in prog.consts)]:
+        nbytes = 4 * b.size
+        if nbytes > rt.max_binding_bytes or b.size >= 2**31:
+            raise ValueError(
+                f"jit({name}, backend='gpu'): the {b.kind} array {b.dtype.name}"
+                f"{list(b.shape)} needs {nbytes} bytes, more than this adapter's largest "
+                f"storage binding ({rt.max_binding_bytes} bytes) holds; split the array or "
+                "use backend='cpu'")
+
+
 class GpuExecutable:
     """GPU code for one closed jaxpr (see the module docstring). Attributes: ``in_avals``,
     ``out_avals``, ``program``, ``shaders`` (the WGSL of each dispatch) and
@@ -158,6 +172,7 @@ class GpuExecutable:
             self.jaxpr = passes.optimize(closed)
             self.program = fusion.plan(self.jaxpr, name, planner=GpuPlanner)
         prog = self.program
+        _check_sizes(prog, rt, name)
         place: dict[int, tuple[str, int]] = {}
         for b in prog.inputs:
             place[b.id] = (f"in{b.index}", 0)

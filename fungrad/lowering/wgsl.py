@@ -243,6 +243,10 @@ class Shader:
 
 def grid_1d(invocations: int, per_group: int) -> tuple[int, int, int]:
     """Workgroups for ``invocations`` flat invocations: 2-D beyond 65535 groups."""
+    if invocations >= 2**31:  # (invocations are numbered by an i32)
+        raise LoweringError(f"jit(backend='gpu'): {invocations} invocations (one per element) "
+                            "exceed the 2**31 - 1 a shader can number; split the array or use "
+                            "backend='cpu'")
     groups = -(-invocations // per_group)
     if groups <= MAX_GROUPS:
         return (groups, 1, 1)
@@ -360,6 +364,9 @@ class _KernelShader:
         self.names: dict[int, str] = {}
         self.n = 0
         self.zero = False  # the opaque zero of written-out math functions is defined
+        self.zeros = 0  # fresh opaque zeros defined (``fg_z<k>``, see :meth:`_opaque`)
+        self.literals: dict[str, str] = {}  # float literal -> its opaque name
+        self.reach: dict[tuple[int, int], frozenset] = {}
 
     def tmp(self, hint: str = "t") -> str:
         self.n += 1
@@ -384,9 +391,77 @@ class _KernelShader:
             elif e.op == "reduce":
                 name = self._reduce(e)
             else:
-                args = [self.value(a) for a in e.args]
+                args = self._protect(e, [self.value(a) for a in e.args])
                 name = self._inline(e, args) or self.let(e, self._expression(e, args))
             self.names[id(e)] = name
+        return name
+
+    # Shader compilers simplify float algebra as if it were real algebra (Mesa's NIR applies
+    # its inexact rules to every float operation: WGSL cannot mark one exact), which loses
+    # IEEE results: x * 0 -> 0 (NaN, inf, -0), x + 0 -> x (-0), 0 - x -> -x, x / 0 -> x,
+    # x - x -> 0, (a + b) - b -> a, (x + c1) + c2 -> x + (c1 + c2), a * b + a * c ->
+    # a * (b + c), x + c < d -> x < d - c, (b < a ? a : b) -> max(a, b) (NaN, -0). Every
+    # rule needs a constant operand or an operand met twice, so a float operation gets
+    # neither: a literal operand is OR-ed with an opaque zero, and where both operands reach
+    # one value (within _REACH operations; a select's values and its condition) the second
+    # is hidden behind a zero of its own (one shared zero would let the compiler match two
+    # hidings of one value). Cost: an integer OR per hidden operand.
+
+    def _protect(self, e: Expr, args: list[str]) -> list[str]:
+        """``args`` of float operation ``e`` with its literal operands, and an operand that
+        meets the other, made opaque to the shader compiler (see above)."""
+        if e.op == "select" and wgsl_type(e.dtype) == "f32":  # cond ? a : b
+            cond = self._reaches(e.args[0])  # (c < a ? a : c -> max(a, c), a - c < 0 ...)
+            return [args[0], *(self._opaque(v, a) if self._reaches(a) & cond else v
+                               for a, v in zip(e.args[1:], args[1:]))]
+        if e.op in ("select", "convert", "bitcast", "load") or not e.args or \
+                wgsl_type(e.args[0].dtype) != "f32":
+            return args
+        out = [self._opaque_literal(v) if a.op == "const" else v
+               for a, v in zip(e.args, args)]
+        if e.op in _SHARING_OPS and self._reaches(e.args[0]) & self._reaches(e.args[1]):
+            out[1] = self._opaque(out[1], e.args[1])
+        return out
+
+    def _reaches(self, e: Expr, depth: int = 0) -> frozenset:
+        """The values ``e`` computes from within ``_REACH`` operations (literals by text)."""
+        key = (id(e), depth)
+        got = self.reach.get(key)
+        if got is None:
+            if e.op == "const":
+                got = frozenset({literal(e.attr, e.dtype)})
+            else:
+                got = frozenset({id(e)})
+                if depth < _REACH and e.op not in ("load", "reduce", "idx"):
+                    for a in e.args:
+                        got |= self._reaches(a, depth + 1)
+            self.reach[key] = got
+        return got
+
+    def _zero(self) -> str:
+        """The shader's shared opaque u32 zero (defined once, in the top-level lines)."""
+        if not self.zero:  # every shader with kernel values has ``nwg`` (uniform) in main
+            self.lines[None].append(f"  let {_ZERO} = ((nwg.x * nwg.x) + nwg.x) & 1u;")
+            self.zero = True
+        return _ZERO
+
+    def _opaque_literal(self, text: str) -> str:
+        """A float literal as a value the shader compiler cannot see (top-level let)."""
+        name = self.literals.get(text)
+        if name is None:
+            name = self.literals[text] = self.tmp("c")
+            self.lines[None].append(f"  let {name} = bitcast<f32>(bitcast<u32>({text}) | "
+                                    f"{self._zero()});")
+        return name
+
+    def _opaque(self, value: str, e: Expr) -> str:
+        """``value`` (of ``e``) OR-ed with a fresh opaque zero: u (u + 2k + 1) is even."""
+        self.zeros += 1
+        z = f"fg_z{self.zeros}"
+        self.lines[None].append(f"  let {z} = (nwg.x * (nwg.x + {2 * self.zeros + 1}u)) & 1u;")
+        name = self.tmp("h")
+        self.lines[self.scope(e)].append(
+            f"  let {name} = bitcast<f32>(bitcast<u32>({value}) | {z});")
         return name
 
     def _inline(self, e: Expr, args: list[str]) -> str | None:
@@ -403,9 +478,7 @@ class _KernelShader:
         got = self.src.inline_math(e.op, args, prefix, _ZERO)
         if got is None:
             return None
-        if not self.zero:  # every shader with kernel values has ``nwg`` (uniform) in main
-            self.lines[None].append(f"  let {_ZERO} = ((nwg.x * nwg.x) + nwg.x) & 1u;")
-            self.zero = True
+        self._zero()
         body, result = got
         lines += body
         return result if result.isidentifier() else self.let(e, result)
@@ -425,6 +498,9 @@ class _KernelShader:
     def _op(self, op: str, dt, a: list[str]) -> str:
         t = wgsl_type(dt)
         f, b = t == "f32", t == "bool"
+        if op in ("lt", "le", "gt", "ge") and b:  # WGSL orders no bools: false < true
+            x, y = (a[0], a[1]) if op in ("lt", "le") else (a[1], a[0])
+            return f"(!{x} {'&&' if op in ('lt', 'gt') else '||'} {y})"
         if op in ("eq", "ne", "lt", "le", "gt", "ge"):
             sym = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[op]
             if f and op == "ne":  # not (a == b): true for NaN even where != is folded
@@ -447,16 +523,18 @@ class _KernelShader:
         if op == "not":
             return f"(!{a[0]})" if b else f"(~{a[0]})"
         if op in ("shl", "shr_logical", "shr_arith"):
+            # a shift by a constant >= 32 is a shader-creation error in WGSL, even in the
+            # unselected side of a select: the shift is by min(s, 31) wherever s may be that
             s = f"u32({a[1]})" if t == "i32" else a[1]
-            bits, zero = 32, literal(0, dt)
+            zero, by = literal(0, dt), f"min({s}, 31u)"
             if op == "shl":
-                return f"select({a[0]} << {s}, {zero}, {s} >= {bits}u)"
+                return f"select({a[0]} << {by}, {zero}, {s} >= 32u)"
             if op == "shr_logical":
-                shifted = (f"bitcast<i32>(bitcast<u32>({a[0]}) >> {s})" if t == "i32"
-                           else f"({a[0]} >> {s})")
-                return f"select({shifted}, {zero}, {s} >= {bits}u)"
+                shifted = (f"bitcast<i32>(bitcast<u32>({a[0]}) >> {by})" if t == "i32"
+                           else f"({a[0]} >> {by})")
+                return f"select({shifted}, {zero}, {s} >= 32u)"
             signed = f"bitcast<i32>({a[0]})" if t == "u32" else a[0]
-            r = f"({signed} >> min({s}, 31u))"
+            r = f"({signed} >> {by})"
             return f"bitcast<u32>{r}" if t == "u32" else r
         if op == "neg":
             return f"(-{a[0]})"
@@ -515,6 +593,8 @@ class _KernelShader:
         return f"bitcast<{d}>({x})"  # i32 <-> u32 keep the bits, as numpy's astype does
 
     def combine(self, op: str, dt, acc: str, val: str) -> str:
+        if wgsl_type(dt) == "f32" and _FLOAT_LITERAL.fullmatch(val):
+            val = self._opaque_literal(val)  # (a store's combine, say x.at[i].add(-0.0))
         if op in ("max", "min"):
             return self.minmax(op, dt, acc, val)
         return self._op(op, dt, [acc, val])
@@ -720,7 +800,8 @@ class _KernelShader:
             size = KERNEL_WORKGROUP
             grid = grid_1d(total, size) if total else (0, 1, 1)
             flat = "gid.x" if grid[1] == 1 else f"gid.x + gid.y * nwg.x * {size}u"
-            head += [f"  let flat = i32({flat});", f"  if (flat >= {total}i) {{ return; }}"]
+            head += [f"  let flat = i32({flat});",
+                     f"  if (flat >= {literal(total, INDEX)}) {{ return; }}"]
             body = head + self._loop_indices() + self.lines[None]
         text = "\n".join([
             *self.slots.declarations(), "", self.src.prelude(), "",
@@ -786,6 +867,12 @@ class _KernelShader:
 #: a u32 zero no compiler can prove (u (u + 1) is even), for written-out math functions'
 #: opaque ORs (see wgsl_math); from the uniform ``nwg.x``, so computed once per workgroup
 _ZERO = "fg_zero"
+#: operations on two floats that shader compilers rewrite when the operands share a value
+_SHARING_OPS = frozenset({"add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge"})
+#: how many operations deep two operands are searched for a shared value (Mesa's patterns
+#: are at most a few operations deep)
+_REACH = 3
+_FLOAT_LITERAL = re.compile(r"-?[0-9][0-9.e+-]*f|bitcast<f32>\(0x[0-9a-f]+u\)")
 _LET = re.compile(r"\s*let (\w+) = (.*);$")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 

@@ -1,0 +1,205 @@
+"""Issue 15 on the GPU: IEEE specials that shader compilers used to fold away, shaders the
+WGSL validator rejected, accurate sums and scans, and the bounded pipeline cache.
+
+References: the CPU jit (which keeps every IEEE rule, JAX's results), numpy, float64 math."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fungrad as fg
+import fungrad.numpy as fnp
+from fungrad import lax
+
+pytestmark = pytest.mark.usefixtures("gpu")
+
+SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3e38, -1e-30,
+                     16777216.0, 1e-8], np.float32)
+LITERALS = (0.0, -0.0, 1.0, -1.0, 2.0, 0.5, np.inf, -np.inf, np.nan, 1e30)
+
+
+def _pairs():
+    """Every (x, y) pair of SPECIALS, as two flat arrays."""
+    return np.repeat(SPECIALS, SPECIALS.size), np.tile(SPECIALS, SPECIALS.size)
+
+
+def _same_bits(got, want, what):
+    """Equal bits, any NaN matching any NaN (payloads are not part of JAX's contract)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    if want.dtype == np.float32:
+        same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    else:
+        same = got == want
+    bad = np.flatnonzero(~same)
+    assert bad.size == 0, f"{what}: at {bad[:4]} got {got.ravel()[bad[:4]]}, want " \
+                          f"{want.ravel()[bad[:4]]}"
+
+
+def _check_against_cpu(fns, names, *args):
+    """All of ``fns`` in one GPU program (one compile) against the CPU jit, bit for bit."""
+    def f(*xs):
+        return tuple(fn(*xs) for fn in fns)
+    with np.errstate(all="ignore"):
+        want = fg.jit(f)(*args)
+        got = fg.jit(f, backend="gpu")(*args)
+    for name, g, w in zip(names, got, want):
+        _same_bits(g, w, name)
+
+
+def test_issue15_gpu_keeps_ieee_specials_of_literal_and_repeated_operands():
+    """x - x, x * 0, x / 0, x + 0, 0 - x, (x + 1) - 1 ... on NaN, +-inf, +-0: the shader
+    compiler folded them (x - x = 0 for NaN, x * 0 = 0 for inf, x / 0 = x, 0 - 0 = -0)."""
+    x, y = _pairs()
+    fns, names = [], []
+    ops = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+           "/": lambda a, b: a / b}
+    for sym, op in ops.items():
+        for c in LITERALS:
+            fns += [lambda x, y, op=op, c=c: op(x, c), lambda x, y, op=op, c=c: op(c, x)]
+            names += [f"x {sym} {c}", f"{c} {sym} x"]
+        fns += [lambda x, y, op=op: op(x, x), lambda x, y, op=op: op(x, y),
+                lambda x, y, op=op: op(op(x, y), y), lambda x, y, op=op: op(x * y, x * x)]
+        names += [f"x {sym} x", f"x {sym} y", f"(x {sym} y) {sym} y", f"x*y {sym} x*x"]
+    fns += [lambda x, y: (x + 1.0) - 1.0, lambda x, y: (x * 3.0) * (1.0 / 3.0),
+            lambda x, y: (x * x) * 0.0, lambda x, y: x * y + x * 2.0,
+            lambda x, y: fnp.where(x + 1.0 < x, 1.0, 0.0), lambda x, y: fnp.where(x == x, 1, 0),
+            lambda x, y: fnp.where(x + y > 1.0, 1, 0), lambda x, y: -(0.0 - x)]
+    names += ["(x + 1) - 1", "(x * 3) * (1/3)", "(x * x) * 0", "x*y + x*2", "x + 1 < x",
+              "x == x", "x + y > 1", "-(0 - x)"]
+    _check_against_cpu(fns, names, fnp.asarray(x), fnp.asarray(y))
+
+
+def test_issue15_gpu_selects_and_library_functions_keep_specials():
+    """A select whose condition compares its own values became max/min (NaN, -0 lost):
+    where(x < y, y, x), relu as a where, where(x < 0, -x, x); sqrt(x) * sqrt(x) became x."""
+    x, y = _pairs()
+    fns = {"where(x < y, y, x)": lambda x, y: fnp.where(x < y, y, x),
+           "where(x < y, x, y)": lambda x, y: fnp.where(x < y, x, y),
+           "where(x > 0, x, 0)": lambda x, y: fnp.where(x > 0, x, 0.0),
+           "where(x > 0, x, 0 * x)": lambda x, y: fnp.where(x > 0.0, x, 0.0 * x),
+           "where(x < 0, -x, x)": lambda x, y: fnp.where(x < 0, -x, x),
+           "sqrt(x) sqrt(x)": lambda x, y: fnp.sqrt(x) * fnp.sqrt(x),
+           "-(-x) + 0": lambda x, y: fnp.negative(-x) + 0.0,
+           "x y - x y": lambda x, y: x * y - x * y,
+           "x + y < x": lambda x, y: fnp.where(x + y < x, 1.0, 0.0),
+           "x + y == x": lambda x, y: fnp.where(x + y == x, 1.0, 0.0),
+           "(x + y) - x": lambda x, y: (x + y) - x, "x - (x - y)": lambda x, y: x - (x - y),
+           "exp(0 x)": lambda x, y: fnp.exp(x * 0.0), "x ** 0": lambda x, y: x ** 0.0,
+           "sign": lambda x, y: fnp.sign(x), "clip": lambda x, y: fnp.clip(x, -1.0, 1.0),
+           "relu": lambda x, y: fg.nn.relu(x), "logaddexp": lambda x, y: fnp.logaddexp(x, y),
+           "fmod(x, 0)": lambda x, y: fnp.fmod(x, 0.0), "copysign": fnp.copysign}
+    _check_against_cpu([lambda x, y, f=f: fnp.broadcast_to(f(x, y), x.shape)
+                        for f in fns.values()], list(fns), fnp.asarray(x), fnp.asarray(y))
+
+
+def _random_expression(rng: random.Random, depth: int) -> str:
+    """Python text of a random float expression of x, y and special literals, operands
+    often repeated (the shape of the rewrites shader compilers make)."""
+    if depth == 0 or rng.random() < 0.2:
+        if rng.random() < 0.7:
+            return rng.choice("xy")
+        return f"np.float32({rng.choice(LITERALS)!r})".replace("inf", "np.inf").replace(
+            "nan", "np.nan")
+    a = _random_expression(rng, depth - 1)
+    b = a if rng.random() < 0.3 else _random_expression(rng, depth - 1)
+    op = rng.choice(["+", "-", "*", "/", "cmp", "neg"])
+    if op == "neg":
+        return f"(-{a})"
+    if op == "cmp":
+        return f"fnp.where(({a}) {rng.choice(['<', '<=', '>', '>=', '==', '!='])} ({b}), x, y)"
+    return f"({a} {op} {b})"
+
+
+@settings(max_examples=4)
+@given(st.integers(0, 2**32 - 1))
+def test_issue15_gpu_random_float_expressions_match_the_cpu_bit_for_bit(seed):
+    rng = random.Random(seed)
+    texts = []
+    while len(texts) < 24:
+        t = _random_expression(rng, 3)
+        if "x" in t or "y" in t:
+            texts.append(t)
+    fns = [eval(f"lambda x, y: fnp.broadcast_to({t}, x.shape)",  # noqa: S307
+                {"np": np, "fnp": fnp}) for t in texts]
+    x, y = _pairs()
+    _check_against_cpu(fns, texts, fnp.asarray(x), fnp.asarray(y))
+
+
+def test_issue15_gpu_scatter_combines_keep_specials_of_literal_updates():
+    """A store's combine with a literal update (x.at[i].mul(0.0), .add(-0.0))."""
+    x = fnp.asarray(SPECIALS)
+    idx = fnp.asarray(np.arange(SPECIALS.size, dtype=np.int32))
+    fns = [lambda x, i: x.at[i].mul(0.0), lambda x, i: x.at[i].add(0.0),
+           lambda x, i: x.at[i].add(-0.0)]
+    _check_against_cpu(fns, ["at.mul(0)", "at.add(0)", "at.add(-0)"], x, idx)
+
+
+def test_issue15_gpu_compares_bools():
+    """``<``, ``<=``, ``>``, ``>=`` on bools (false < true): WGSL orders no bools, so the
+    shader was rejected."""
+    a = np.array([False, False, True, True])
+    b = np.array([False, True, False, True])
+    ops = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+           "eq": np.equal, "ne": np.not_equal}
+    f = fg.jit(lambda a, b: tuple(getattr(lax, n)(a, b) for n in ops), backend="gpu")
+    for (name, ref), got in zip(ops.items(), f(fnp.asarray(a), fnp.asarray(b))):
+        np.testing.assert_array_equal(np.asarray(got), ref(a, b), err_msg=name)
+    # with a literal operand too (the other side of each comparison)
+    for c in (False, True):
+        g = fg.jit(lambda a, c=c: (a < c, a >= c, c > a, c <= a), backend="gpu")(fnp.asarray(a))
+        want = (a < c, a >= c, c > a, c <= a)
+        for got, w in zip(g, want):
+            np.testing.assert_array_equal(np.asarray(got), w)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32])
+def test_issue15_gpu_shifts_by_constants_of_32_and_more(dtype):
+    """A shift by a constant >= 32 is a WGSL shader-creation error even in the unselected side
+    of the select guarding it: shifts by 31, 32, 40, 1000 and by an array, as lax does them
+    (shifts by the width or more give 0, or the sign for an arithmetic right shift)."""
+    x = np.array([1, 7, -8 if dtype == np.int32 else 2**31 + 5, 2**30], dtype)
+    amounts = np.array([0, 31, 32, 40], dtype)
+    for s in (31, 32, 40, 1000):
+        s = dtype(s)
+        f = lambda x, s=s: (lax.shift_left(x, s), lax.shift_right_logical(x, s),  # noqa: E731
+                            lax.shift_right_arithmetic(x, s))
+        got = fg.jit(f, backend="gpu")(fnp.asarray(x))
+        for g, w in zip(got, fg.jit(f)(fnp.asarray(x))):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w), err_msg=str(s))
+    f = lambda x, s: (x << s, lax.shift_right_logical(x, s),  # noqa: E731
+                      lax.shift_right_arithmetic(x, s))
+    for g, w in zip(fg.jit(f, backend="gpu")(fnp.asarray(x), fnp.asarray(amounts)),
+                    f(fnp.asarray(x), fnp.asarray(amounts))):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def test_issue15_gpu_means_of_empty_arrays_are_nan():
+    """0 / 0 of two constants (the count and the folded sum) must not reach the shader as a
+    constant expression the validator rejects."""
+    fns = [lambda: fnp.mean(fnp.zeros((0,))), lambda: fnp.mean(fnp.zeros((3, 0)), axis=1),
+           lambda: fnp.var(fnp.zeros((0,))), lambda x: fnp.mean(x), lambda x: x.mean(axis=1),
+           lambda x: fnp.zeros(3) / fnp.sum(x)]
+    x = fnp.zeros((2, 0))
+    for f in fns:
+        args = (x,) if f.__code__.co_argcount else ()
+        got = np.asarray(fg.jit(f, backend="gpu")(*args))
+        want = np.asarray(fg.jit(f)(*args))
+        assert np.isnan(want).all()
+        _same_bits(got, want, "empty mean")
+
+
+def test_issue15_gpu_arrays_over_the_binding_limit_say_so():
+    """An array no storage binding can hold (10^12 elements: not even numbered by an i32)
+    is a clear error when the function is compiled, not a rejected literal."""
+    with pytest.raises(ValueError, match=r"float32\[1000000, 1000000\].*largest storage "
+                                         r"binding.*backend='cpu'"):
+        fg.jit(lambda: fnp.zeros((10**6, 10**6)), backend="gpu")()
+    x = fnp.ones(40000)
+    with pytest.raises(ValueError, match=r"float32\[40000, 40000\].*largest storage binding"):
+        fg.jit(lambda x: fnp.outer(x, x) + 1, backend="gpu")(x)

@@ -226,3 +226,14 @@ def test_issue15_control_flow_misuse_gives_clear_errors():
     with pytest.raises(TypeError, match="cond true_fun output: expected an array, got a value "
                                         "of type str"):
         lax.cond(True, lambda a: "s", lambda a: a, x)
+
+
+def test_issue15_operand_keyword_as_jax():
+    x = fnp.arange(3.0)
+    np.testing.assert_array_equal(
+        np.asarray(lax.cond(False, lambda a: a, lambda a: a * 2, operand=x)), np.arange(3.0) * 2)
+    np.testing.assert_array_equal(
+        np.asarray(lax.switch(1, [lambda a: a, lambda a: a + 1], operand=x)), np.arange(3.0) + 1)
+    with pytest.raises(TypeError, match="cond: pass the operands either positionally or as "
+                                        "the one keyword 'operand', not both"):
+        lax.cond(True, lambda a, b: a, lambda a, b: b, x, operand=x)

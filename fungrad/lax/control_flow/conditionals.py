@@ -12,7 +12,8 @@ from fungrad.lax.control_flow.common import (
     eval_closed,
     trace_body,
 )
-from fungrad.lax.utils import operand, standard_primitive
+from fungrad.lax.utils import operand as as_operand  # (cond's keyword is named operand)
+from fungrad.lax.utils import standard_primitive
 from fungrad.lowering import control_flow as control_flow_lowering
 from fungrad.lowering import kernel
 from fungrad.transforms.jvp import Zero, instantiate_zeros, jvp_jaxpr, jvp_rules, tangent_aval
@@ -51,8 +52,24 @@ def _cond_abstract_eval(index, *ops, branches):
 cond_p = standard_primitive("cond", _cond_impl, _cond_abstract_eval, multiple_results=True)
 
 
-def switch(index, branches, *operands):
-    """Apply ``branches[index](*operands)``; ``index`` is clamped into range (JAX)."""
+_NO_OPERAND = object()
+
+
+def _keyword_operand(what: str, operands: tuple, operand) -> tuple:
+    """JAX's ``operand=`` keyword (one operand), exclusive with positional operands."""
+    if operand is _NO_OPERAND:
+        return operands
+    if operands:
+        raise TypeError(f"{what}: pass the operands either positionally or as the one keyword "
+                        f"'operand', not both (got {len(operands)} positional operands and "
+                        "operand=...)")
+    return (operand,)
+
+
+def switch(index, branches, *operands, operand=_NO_OPERAND):
+    """Apply ``branches[index](*operands)``; ``index`` is clamped into range (JAX). ``operand=``
+    passes a single operand by keyword, as JAX allows."""
+    operands = _keyword_operand("switch", operands, operand)
     if isinstance(branches, (str, bytes)) or not hasattr(branches, "__len__") or not branches:
         raise ValueError(f"switch: branches must be a non-empty sequence of functions, got "
                          f"{branches!r:.60}")
@@ -60,7 +77,7 @@ def switch(index, branches, *operands):
         if not callable(b):
             raise TypeError(f"switch: branches must be callable, but branch {i} is a "
                             f"{type(b).__name__} ({b!r:.40})")
-    idx = operand(index, "switch index")
+    idx = as_operand(index, "switch index")
     if idx.shape != () or idx.dtype.kind not in "iub":
         raise TypeError(f"switch: the index must be an integer scalar, got "
                         f"{core.get_aval(idx).str_short()}")
@@ -74,7 +91,7 @@ def _switch(what: str, idx, branches, labels, ref: int, operands):
     """Trace every branch at the operands' avals, check that they agree with branch ``ref``
     (errors use ``labels``: ``true_fun``/``false_fun`` for cond), and bind ``cond_p``."""
     flat, in_tree = tree_util.tree_flatten(operands)
-    flat = [operand(x, f"{what} operand") for x in flat]
+    flat = [as_operand(x, f"{what} operand") for x in flat]
     avals = [core.get_aval(x) for x in flat]
     traced = [trace_body(b, in_tree, avals, f"{what} {label}")
               for b, label in zip(branches, labels)]
@@ -105,18 +122,20 @@ def _switch(what: str, idx, branches, labels, ref: int, operands):
     return tree_util.tree_unflatten(out_tree, outs)
 
 
-def cond(pred, true_fun, false_fun, *operands):
+def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, traced once each.
 
     ``pred`` must be a scalar (bool or number; nonzero is true). Both branches must return the
     same pytree of shapes and dtypes; a mismatch names ``true_fun``/``false_fun`` and the path.
+    ``operand=`` passes a single operand by keyword, as JAX allows.
     """
+    operands = _keyword_operand("cond", operands, operand)
     for label, fun in (("true_fun", true_fun), ("false_fun", false_fun)):
         if not callable(fun):
             raise TypeError(f"cond: {label} must be callable, got {fun!r:.40} (of type "
                             f"{type(fun).__name__}); call cond(pred, true_fun, false_fun, "
                             "*operands)")
-    p = operand(pred, "cond predicate")
+    p = as_operand(pred, "cond predicate")
     if p.shape != ():
         raise TypeError(f"cond: the predicate must be a scalar, got shape {p.shape}; use "
                         "fungrad.numpy.where for elementwise selection")

@@ -208,6 +208,45 @@ def test_issue15_umask_000_creates_private_dirs_key_and_entries(tmp_path, monkey
     assert compile_affine("2.0", "1.0").stats.cache_hit
 
 
+def test_issue15_default_location_tightens_fungrads_own_dirs_only(tmp_path, monkeypatch):
+    """An old fungrad (or umask 000) left ~/.cache/fungrad 0777 and the version dir 0755:
+    both are fungrad's and become 0700; ~/.cache, not ours alone, keeps its mode."""
+    xdg = tmp_path / ".cache"
+    (xdg / "fungrad" / fg.__version__).mkdir(parents=True)
+    xdg.chmod(0o755)
+    (xdg / "fungrad").chmod(0o777)
+    (xdg / "fungrad" / fg.__version__).chmod(0o755)
+    monkeypatch.delenv("FUNGRAD_CACHE_DIR")
+    monkeypatch.delenv("FUNGRAD_DISABLE_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
+    compile_affine("2.0", "1.0")
+    assert [mode(p) for p in (xdg, xdg / "fungrad", xdg / "fungrad" / fg.__version__)] == [
+        0o755, 0o700, 0o700]
+
+
+def test_issue15_concurrent_first_use_agrees_on_one_key(tmp_path):
+    """Caches opened at the same time on a fresh directory (threads here, processes alike:
+    the key is hard-linked into place) all sign with the same key."""
+    import threading
+
+    d = tmp_path / "race"
+    stores = [cache.ObjectCache(d) for _ in range(8)]
+    keys = [None] * len(stores)
+    start = threading.Barrier(len(stores))
+
+    def first_use(i):
+        start.wait()
+        keys[i] = stores[i]._ensure_dir()
+
+    threads = [threading.Thread(target=first_use, args=(i,)) for i in range(len(stores))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(keys)) == 1 and keys[0] == (d / cache.KEY_FILE).read_bytes()
+    assert [p.name for p in d.iterdir()] == [cache.KEY_FILE]  # no temp file left behind
+
+
 def test_issue15_existing_readable_cache_dir_is_tightened_parents_left_alone(tmp_path,
                                                                             monkeypatch):
     parent = tmp_path / "shared-parent"

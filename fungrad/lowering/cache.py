@@ -9,7 +9,8 @@ loading it into MCJIT takes ~1-2 ms where compiling takes 10-40 ms (LOWERING.md 
 - Directory: ``$FUNGRAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/fungrad/<version>`` (``~/.cache``;
   ``~/Library/Caches`` on macOS). Every directory fungrad creates on the way (``~/.cache`` too,
   as XDG asks) is made 0700 whatever the umask, and an existing cache directory of ours that
-  others can read (0755) is tightened to 0700; parents that exist already are left alone. A
+  others can read (0755) is tightened to 0700 (at the default location also its parent
+  ``fungrad``); other parents that exist already are left alone. A
   directory that another user owns or that others can write is refused (a
   :class:`CacheWarning`): its objects would run as our code.
 - Entries are written to a temporary file and renamed with ``os.replace`` (atomic across processes).
@@ -128,9 +129,11 @@ class ObjectCache:
     JSON-able dict the compiler keeps beside the object (e.g. the external symbols it needs).
     """
 
-    def __init__(self, directory: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES):
+    def __init__(self, directory: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES,
+                 own_parent: bool = False):
         self.directory = Path(directory)
         self.max_bytes = int(max_bytes)
+        self.own_parent = own_parent  # the parent is fungrad's too (``.../fungrad/<version>``)
         self.hits = 0
         self.misses = 0
         self.corrupt = 0  # entries that failed their checksum (deleted, then rebuilt)
@@ -274,18 +277,26 @@ class ObjectCache:
                           f"writable by others (mode {st.st_mode & 0o777:o}); use a private "
                           "directory (FUNGRAD_CACHE_DIR)", CacheWarning, stacklevel=5)
             return None
-        if getuid is not None and st.st_mode & 0o077:
-            try:  # ours, but others can list it: tighten it
-                os.chmod(d, 0o700)
-            except OSError as e:
-                warnings.warn(f"fungrad compile cache disabled: cannot make {d} private "
-                              f"(mode {st.st_mode & 0o777:o}): {e}", CacheWarning, stacklevel=5)
-                return None
+        try:  # ours, but others may list it: tighten it (and fungrad's own parent)
+            for own in (d, d.parent) if self.own_parent else (d,):
+                _tighten(own)
+        except OSError as e:
+            warnings.warn(f"fungrad compile cache disabled: cannot make {d} private: {e}",
+                          CacheWarning, stacklevel=5)
+            return None
         try:
             return _load_key(d)
         except (OSError, _KeyError) as e:
             warnings.warn(f"fungrad compile cache disabled: {e}", CacheWarning, stacklevel=5)
             return None
+
+
+def _tighten(d: Path) -> None:
+    """chmod ``d`` 0700 if it is ours and others have any access to it."""
+    getuid = getattr(os, "getuid", None)
+    st = d.stat()
+    if getuid is not None and st.st_uid == getuid() and st.st_mode & 0o077:
+        os.chmod(d, 0o700)
 
 
 def _make_private_dirs(d: Path) -> None:
@@ -418,7 +429,9 @@ def default_cache() -> ObjectCache | None:
     with _caches_lock:
         cache = _caches.get((directory, max_bytes))
         if cache is None:
-            cache = _caches[(directory, max_bytes)] = ObjectCache(directory, max_bytes)
+            default_location = not os.environ.get("FUNGRAD_CACHE_DIR")
+            cache = _caches[(directory, max_bytes)] = ObjectCache(
+                directory, max_bytes, own_parent=default_location)
         return cache
 
 

@@ -67,8 +67,9 @@ def _keyword_operand(what: str, operands: tuple, operand) -> tuple:
 
 
 def switch(index, branches, *operands, operand=_NO_OPERAND):
-    """Apply ``branches[index](*operands)``; ``index`` is clamped into range (JAX). ``operand=``
-    passes a single operand by keyword, as JAX allows."""
+    """Apply ``branches[index](*operands)``; ``index`` is clamped into range (JAX).
+
+    ``operand=`` passes a single operand by keyword, as JAX allows."""
     operands = _keyword_operand("switch", operands, operand)
     if isinstance(branches, (str, bytes)) or not hasattr(branches, "__len__") or not branches:
         raise ValueError(f"switch: branches must be a non-empty sequence of functions, got "

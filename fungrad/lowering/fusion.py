@@ -325,6 +325,10 @@ class Planner:
             for t in recomputed:
                 self.materialize(t)
             self.flush()
+        if 0 in shape:  # no iteration: nothing to write (an index into an empty array is 0)
+            for b in kern.writes():
+                b.ready = True
+            return
         self.add_step(kern)
 
     def add_step(self, step) -> None:
@@ -352,6 +356,10 @@ class Planner:
         return bool(_loaded_buffers([t.at(probe)]) & written)
 
     def _schedule(self, group: list[Tensor]) -> None:
+        if 0 in group[0].shape:  # nothing to store: no kernel, its elements are never built
+            for t in group:
+                t.buffer.ready = True
+            return
         while True:
             kern = self._build(group)
             bad = self._recomputed_reductions(kern)

@@ -182,6 +182,25 @@ def _free_of(op, args, attr) -> frozenset:
     return free
 
 
+def _convert_value(value, from_dtype, to_dtype):
+    """A constant converted as the kernel op ``convert`` does at run time: float -> int
+    truncates toward zero, saturates and maps NaN to 0 (numpy's cast gives INT_MIN)."""
+    if from_dtype.kind == "f" and to_dtype.kind in "iu":
+        info = np.iinfo(to_dtype)
+        if math.isnan(value):
+            return 0
+        return int(min(max(math.trunc(value), info.min), info.max)) if math.isfinite(value) \
+            else (info.max if value > 0 else info.min)
+    with np.errstate(all="ignore"):
+        return np.asarray(value, from_dtype).astype(to_dtype)[()]
+
+
+#: float ops :meth:`Ctx.op` computes at build time when every operand is a constant
+_FOLDED = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+           "neg": np.negative, "abs": np.abs, "sqrt": np.sqrt, "floor": np.floor,
+           "ceil": np.ceil, "round_even": np.rint}
+
+
 class Ctx:
     """Builds interned expression nodes, and records what the planner must know: tensors that
     must live in memory and the program's steps. Lowering rules receive one as ``ctx``."""
@@ -268,7 +287,10 @@ class Ctx:
         return flat
 
     def unflatten(self, flat: Expr, shape: Sequence[int]) -> tuple[Expr, ...]:
-        """The inverse of :meth:`flat_index` (div/mod by the trailing sizes)."""
+        """The inverse of :meth:`flat_index` (div/mod by the trailing sizes). An array with
+        no elements has no valid index, and no loop ever evaluates one: zeros then."""
+        if 0 in shape:
+            return tuple(self.iconst(0) for _ in shape)
         out = []
         stride = math.prod(shape)
         for n in shape:
@@ -286,7 +308,18 @@ class Ctx:
         if dtype is None:
             dtype = BOOL if name in COMPARE or name == "isnan" or name == "is_finite" \
                 else args[0].dtype
+        if name in _FOLDED and all(a.is_const for a in args) and np.dtype(dtype).kind == "f":
+            return self._fold(name, args, dtype)
         return self.node(name, tuple(args), dtype)
+
+    def _fold(self, name: str, args: tuple[Expr, ...], dtype) -> Expr:
+        """Correctly rounded IEEE arithmetic on constants, computed once here (numpy rounds
+        as both backends do) instead of by each backend: a mean over an empty axis is
+        ``0.0 / 0.0``, which WGSL's shader compiler evaluated itself and rejected as a NaN.
+        Run-time ``convert`` semantics then apply to the result (:func:`_convert_value`)."""
+        x = [np.asarray(a.attr, a.dtype) for a in args]
+        with np.errstate(all="ignore"):
+            return self.const(_FOLDED[name](*x), dtype)
 
     def select(self, pred: Expr, on_true: Expr, on_false: Expr) -> Expr:
         if pred.is_const:
@@ -300,8 +333,7 @@ class Ctx:
         if x.dtype == dtype:
             return x
         if x.is_const:
-            with np.errstate(all="ignore"):
-                return self.const(np.asarray(x.attr, x.dtype).astype(dtype)[()], dtype)
+            return self.const(_convert_value(x.attr, x.dtype, dtype), dtype)
         return self.node("convert", (x,), dtype)
 
     def bitcast(self, x: Expr, dtype) -> Expr:

@@ -172,3 +172,45 @@ def test_issue15_sum_of_broadcast_matches_jax_rounding():
     # integers wrap as repeated addition does
     got = fg.jit(lambda: fnp.sum(fnp.full((3, 10 ** 9 // 3), 7, np.int32)))()
     assert int(got) == (7 * (10 ** 9 // 3) * 3 + 2 ** 31) % 2 ** 32 - 2 ** 31
+
+
+def _cumsum_cases():
+    rng = np.random.default_rng(5)
+    big_first = np.ones(1001, np.float32)
+    big_first[0] = 2.0 ** 24  # a float32 running sum never grows past it (+1 rounds to even)
+    return [(big_first, 0), (rng.random(50_000, dtype=np.float32), 0),
+            (rng.random((300, 40), dtype=np.float32), 0),
+            (rng.random((40, 3000), dtype=np.float32), 1)]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("case", range(4))
+def test_issue15_cumsum_within_ulps_of_float64(case, reverse):
+    # the issue: a cumsum of 3e7 ones ended in 16777216 eager and jitted (3e7 in JAX)
+    x, axis = _cumsum_cases()[case]
+    x64 = np.flip(x, axis) if reverse else x
+    want = np.cumsum(x64.astype(np.float64), axis=axis)
+    want = np.flip(want, axis) if reverse else want
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    f = lambda a: lax.cumsum(a, axis=axis, reverse=reverse)  # noqa: E731
+    for got in (f(x), fg.jit(f)(x)):
+        err = np.abs(np.asarray(got, np.float64) - want) / ulp
+        assert float(err.max()) <= 1.0, float(err.max())
+    if case == 0:
+        assert float(fg.jit(f)(x)[0 if reverse else -1]) == 2.0 ** 24 + 1000
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int16])
+def test_issue15_cumlogsumexp_takes_integers(dtype):
+    # JAX's shape rule takes integers and keeps the dtype; computed in float, truncated
+    x = np.array([[1, 2, 3, 0], [5, 5, 5, 100]], dtype)
+    for reverse in (False, True):
+        xf = np.flip(x, 1) if reverse else x
+        want = np.logaddexp.accumulate(xf.astype(np.float64), axis=1)
+        want = np.trunc(np.flip(want, 1) if reverse else want).astype(dtype)
+        f = lambda a, reverse=reverse: lax.cumlogsumexp(a, axis=1, reverse=reverse)  # noqa
+        for got in (f(x), fg.jit(f)(x)):
+            assert got.dtype == dtype
+            np.testing.assert_array_equal(np.asarray(got), want)
+    with pytest.raises(TypeError, match="cumlogsumexp"):
+        lax.cumlogsumexp(np.array([True, False]))

@@ -26,7 +26,6 @@ from fungrad import core, dtypes
 from fungrad.core import ShapedArray
 from fungrad.lax.utils import (
     ANY,
-    FLOAT,
     INT,
     INT_OR_BOOL,
     NUMERIC,
@@ -408,17 +407,33 @@ def _cumulative_primitive(name: str, accumulate, kinds):
                               _cumulative_abstract_eval(name, kinds))
 
 
+def _cumsum_dtype(dtype: np.dtype) -> np.dtype:
+    """float16/float32 cumulative sums accumulate in float64, each element rounded once: a
+    serial float32 running sum stops growing at 2^24 (3e7 ones ended in 16777216) and drifts
+    by sqrt(n) ulps on random data; JAX's is within a few ulps of the exact prefix sums."""
+    return np.dtype(np.float64) if dtype.kind == "f" else dtype
+
+
+def _cumlogsumexp(x, axis):
+    # integers (JAX's shape rule takes them and keeps their dtype) are computed in float64
+    # and converted back as convert_element_type does (truncated, saturated)
+    acc = _accumulation_dtype(x.dtype) if x.dtype.kind == "f" else np.dtype(np.float64)
+    out = np.logaddexp.accumulate(x.astype(acc), axis)
+    if x.dtype.kind in "iu":
+        from fungrad.lax.elementwise import _float_to_int
+        return _float_to_int(out, x.dtype)
+    return out
+
+
 cumsum_p = _cumulative_primitive(
-    "cumsum", lambda x, axis: np.cumsum(x, axis, dtype=_accumulation_dtype(x.dtype)), NUMERIC)
+    "cumsum", lambda x, axis: np.cumsum(x, axis, dtype=_cumsum_dtype(x.dtype)), NUMERIC)
 cumprod_p = _cumulative_primitive(
     "cumprod", lambda x, axis: np.cumprod(x, axis, dtype=_accumulation_dtype(x.dtype)), NUMERIC)
 cummax_p = _cumulative_primitive(
     "cummax", lambda x, axis: np.maximum.accumulate(x, axis), NUMERIC)
 cummin_p = _cumulative_primitive(
     "cummin", lambda x, axis: np.minimum.accumulate(x, axis), NUMERIC)
-cumlogsumexp_p = _cumulative_primitive(
-    "cumlogsumexp",
-    lambda x, axis: np.logaddexp.accumulate(x.astype(_accumulation_dtype(x.dtype)), axis), FLOAT)
+cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", _cumlogsumexp, NUMERIC)
 
 
 def _bind_cumulative(prim, name, operand_, axis, reverse):
@@ -450,7 +465,9 @@ def cummin(operand_, axis: int = 0, reverse: bool = False):
 
 
 def cumlogsumexp(operand_, axis: int = 0, reverse: bool = False):
-    """Cumulative ``log(sum(exp(x)))`` along ``axis``, computed stably (floats only)."""
+    """Cumulative ``log(sum(exp(x)))`` along ``axis``, computed stably. Integers (as in
+    JAX's shape rule) keep their dtype: computed in float, then truncated like
+    ``convert_element_type``."""
     return _bind_cumulative(cumlogsumexp_p, "cumlogsumexp", operand_, axis, reverse)
 
 
@@ -780,10 +797,21 @@ def _recomputes_reduction(root, loops) -> bool:
     return False
 
 
+def _scan_dtype(ctx, dtype: np.dtype, op: str) -> np.dtype:
+    """The dtype a compiled scan carries: as the impl (float sums and integer logsumexps in
+    float64) where the backend has float64, else float32 (the GPU: WGSL has no float64;
+    its scans reassociate their sums instead)."""
+    wide = np.dtype(np.float64) if ctx.planner.backend == "cpu" else np.dtype(np.float32)
+    if op == "add" and dtype.kind == "f" and dtype.itemsize < 8 or (
+            op == "logaddexp" and dtype.kind in "iu"):
+        return wide
+    return _accumulation_dtype(dtype) if op in ("add", "mul", "logaddexp") else dtype
+
+
 def _cumulative_lowering(name: str, op: str):
     def rule(ctx, x, *, axis, reverse):
         from fungrad.lowering.fusion import Kernel, Store
-        acc = _accumulation_dtype(x.dtype) if op in ("add", "mul", "logaddexp") else x.dtype
+        acc = _scan_dtype(ctx, x.dtype, op)
         if x.size == 0:
             return kernel.from_fn(x.shape, x.dtype, lambda idx: ctx.const(0, x.dtype), name)
         planner = ctx.planner
@@ -815,8 +843,14 @@ def _cumulative_lowering(name: str, op: str):
             planner.flush()
             x0, cur = ctx.convert(x.at(first), acc), ctx.convert(x.at(pos), acc)
         buf = planner.new_buffer(x.shape, acc, "temp")
-        planner.add_step(Kernel(f"{name}_{buf.name}_first", others,
-                                [Store(buf, ctx.flat_index(first, x.shape), x0)],
+        # a wider carry (float64 for float32) is stored beside the result, rounded once
+        res = buf if acc == x.dtype else planner.new_buffer(x.shape, x.dtype, "temp")
+
+        def stores(at, value):
+            at = ctx.flat_index(at, x.shape)
+            rounded = [] if res is buf else [Store(res, at, ctx.convert(value, x.dtype))]
+            return [Store(buf, at, value), *rounded]
+        planner.add_step(Kernel(f"{name}_{buf.name}_first", others, stores(first, x0),
                                 parallel=bool(others), origins=(name,)))
         if n > 1:
             combined = _cumulative_combine(ctx, op, ctx.load(buf, ctx.flat_index(prev, x.shape)),
@@ -825,14 +859,9 @@ def _cumulative_lowering(name: str, op: str):
             # combine (logaddexp) scans in the outermost loop instead, so the independent
             # lines of one step form the inner loops, which vectorise
             nest = (step, *others) if op == "logaddexp" else scan_loops
-            planner.add_step(Kernel(f"{name}_{buf.name}", nest,
-                                    [Store(buf, ctx.flat_index(pos, x.shape), combined)],
+            planner.add_step(Kernel(f"{name}_{buf.name}", nest, stores(pos, combined),
                                     parallel=nest[0] is not step, origins=(name,)))
-        out = planner.buffer_tensor(buf, name)
-        if acc != x.dtype:
-            out = kernel.map_fn(ctx, lambda a: ctx.convert(a, x.dtype), out, dtype=x.dtype,
-                                origin=name)
-        return out
+        return planner.buffer_tensor(res, name)
     return rule
 
 

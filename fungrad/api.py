@@ -223,7 +223,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
         for key, sub in zip(kwargs_tree.node_data or (), kwargs_tree.children):
             axes += [0] * sub.num_leaves  # keyword arguments are mapped along axis 0 (JAX)
             paths += leaf_paths(sub, f"keyword argument {key}")
-        flat = [_as_vmap_value(x, name, p) for x, p in zip(flat, paths)]
+        # Unmapped leaves reach fun as they are (a Python int stays an int, as in JAX, so it
+        # can be a static argument of an inner jit); mapped ones must be arrays.
+        flat = [x if ax is None else _as_vmap_value(x, name, p)
+                for x, ax, p in zip(flat, axes, paths)]
         dims, mapped = [], []
         for x, ax, path in zip(flat, axes, paths):
             if ax is None:

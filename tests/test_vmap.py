@@ -212,3 +212,23 @@ def test_issue15_keyword_arguments_are_mapped_along_axis_0():
     with pytest.raises(ValueError, match="(?s)size 3: axis 0 of argument x.*size 2: axis 0 of "
                                          r"keyword argument y\['k'\]"):
         fg.vmap(lambda x, y: x)(a, y={"k": np.ones(2)})
+
+
+def test_issue15_unmapped_leaves_reach_the_function_unchanged():
+    """As JAX: a leaf with in_axes None is passed as it is, so a Python int can be a static
+    argument of an inner jit (it became an Array: "Non-hashable static arguments"), and a
+    non-array unmapped value is no error."""
+    x = np.arange(3.0, dtype=np.float32)
+    scale = fg.jit(lambda a, n: a * n, static_argnums=1)
+    np.testing.assert_array_equal(np.asarray(fg.vmap(scale, in_axes=(0, None))(x, 2)), x * 2)
+    seen = []
+
+    def f(a, tag, n):
+        seen.append((type(tag), type(n)))
+        return a * len(tag) + n
+
+    np.testing.assert_array_equal(np.asarray(fg.vmap(f, in_axes=(0, None, None))(x, "ab", 1)),
+                                  x * 2 + 1)
+    assert seen == [(str, int)]
+    with pytest.raises(TypeError, match=r"argument tag is a str"):
+        fg.vmap(f, in_axes=(0, 0, None))(x, "ab", 1)

@@ -424,6 +424,25 @@ def test_donation_by_keyword_pytree_and_numpy_inputs():
     assert raw.sum() == 2.0
 
 
+def test_issue15_donate_argnames_as_jax():
+    """donate_argnames (JAX's option; the intersection error already named it) donates by
+    name, whether the argument is passed by position or by keyword, keyword-only too."""
+    def f(x, y, *, z):
+        return x + y + z
+
+    jf = fg.jit(f, donate_argnames=("y", "z"))
+    x, y, z = fnp.ones(2), fnp.ones(2), fnp.ones(2)
+    assert_array(jf(x, y, z=z), [3.0, 3.0])
+    assert not x.is_deleted() and y.is_deleted() and z.is_deleted()
+    y2 = fnp.ones(2)
+    jf(fnp.ones(2), y=y2, z=fnp.ones(2))
+    assert y2.is_deleted()
+    with pytest.raises(ValueError, match="invalid argnames {'w'} in donate_argnames"):
+        fg.jit(f, donate_argnames="w")
+    with pytest.raises(ValueError, match="cannot intersect"):
+        fg.jit(f, static_argnames="y", donate_argnames="y")
+
+
 def test_donation_is_ignored_under_transforms():
     jf = fg.jit(lambda x: x * x, donate_argnums=0)
     x = fnp.full((), 3.0)

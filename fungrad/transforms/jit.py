@@ -497,7 +497,8 @@ class _Traced:
 class _JitFunction:
     """The state behind one ``jit(f)``: options, the trace cache and the fast-path tables."""
 
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, backend):
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                 backend):
         self.fun = fun
         self.name = _fun_name(fun)
         self.backend = backend
@@ -506,13 +507,15 @@ class _JitFunction:
             self.sig, "static", _index_tuple("static_argnums", static_argnums, int),
             _index_tuple("static_argnames", static_argnames, str))
         self.donate_nums, self.donate_names = _resolve_argnums(
-            self.sig, "donate", _index_tuple("donate_argnums", donate_argnums, int), ())
+            self.sig, "donate", _index_tuple("donate_argnums", donate_argnums, int),
+            _index_tuple("donate_argnames", donate_argnames, str))
         both = self.static_names & self.donate_names
         if both or set(self.static_nums) & set(self.donate_nums):
             raise ValueError("static_argnames and donate_argnames cannot intersect. Argument "
                              f"names {set(both) or set(self.static_nums)} appear in both "
-                             "static_argnums/static_argnames and donate_argnums")
-        self.has_options = bool(self.static_nums or self.static_names or self.donate_nums)
+                             "static_argnums/static_argnames and donate_argnums/donate_argnames")
+        self.has_options = bool(self.static_nums or self.static_names or self.donate_nums
+                                or self.donate_names)
         self.lock = threading.Lock()
         self.cache: OrderedDict = OrderedDict()    # key -> _Once of _Traced, oldest use first
         # The hot path's tables, indexed by enable_x64: avals (one argument) or a tuple of
@@ -940,7 +943,8 @@ def _tree_key(x, leaves: list):
 _trace_state = core._state
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), backend=None):
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
+        donate_argnames=(), backend=None):
     """Compile ``fun`` to one native function per signature (``jax.jit``).
 
     Args:
@@ -954,6 +958,8 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), b
       donate_argnums: positional arguments whose Arrays the call consumes: after the call they
         are deleted (any use raises RuntimeError), which lets the caller give up buffers it no
         longer needs. Ignored under transforms, as in JAX.
+      donate_argnames: the same, by parameter name (completed from and into donate_argnums
+        as static_argnames is).
       backend: ``None`` or ``"cpu"`` (native code through LLVM), or ``"gpu"`` (WGSL compute
         shaders through WebGPU: Vulkan, Metal, DirectX 12; float32/int32/uint32/bool
         programs). GPU results are :class:`~fungrad.devices.GpuArray` s: they stay on the
@@ -975,10 +981,11 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), b
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, backend=backend)
+                                 donate_argnums=donate_argnums,
+                                 donate_argnames=donate_argnames, backend=backend)
     if not callable(fun):
         raise TypeError(f"jit: expected a function, got a {type(fun).__name__}: {fun!r:.60}")
-    info = _JitFunction(fun, static_argnums, static_argnames, donate_argnums,
+    info = _JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                         _check_backend(backend))
     general = info.call
 

@@ -23,6 +23,14 @@ fg.config.update("check_impl_avals", True)
 os.environ.setdefault("FUNGRAD_CACHE_DIR", tempfile.mkdtemp(prefix="fungrad-test-cache-"))
 
 
+def pytest_addoption(parser):
+    """``--fuzz-long``: run the differential fuzzer's long mode (tests/fuzz, docs/fuzzing.md)."""
+    parser.addoption("--fuzz-long", action="store_true",
+                     help="run tests/fuzz's long run (--fuzz-programs programs or --fuzz-seconds)")
+    parser.addoption("--fuzz-programs", type=int, default=5000)
+    parser.addoption("--fuzz-seconds", type=float, default=None)
+
+
 @pytest.fixture
 def x64():
     """Run a test with enable_x64 on, restoring the previous value afterwards."""

@@ -1,0 +1,464 @@
+"""Running a program every way fungrad can, and comparing the results.
+
+The reference is the program run eagerly (each primitive's numpy impl), operation by operation.
+It runs twice: as drawn (``ref``) and again with float32 inputs widened to float64 under x64
+(``shadow``). Where the two agree on an element's class (finite, NaN, +inf, -inf) or integer
+value, that element is *stable* and is compared: integers and bools exactly, NaN and infinities
+exactly by position, finite floats within
+
+    tol = 8 |ref - shadow| + 32 eps |ref| + 4 eps slack
+
+``|ref - shadow|`` is how far float32 rounding moved the eager result on this program and these
+values, so an ill-conditioned program (cancellation, a large exponent) gets a tolerance to match;
+``slack`` is ``sum(|terms|)`` of the reductions and products that produced the value (their
+rounding depends on the summation order, which jit may change). Elements the shadow does not
+confirm (a comparison that float32 rounding flipped, an overflow only in float32) are not
+compared: the program is not stable there.
+
+Checks (each a :class:`Failure` ``check`` name): ``jit`` and ``gpu`` (forward, special values),
+``vmap`` (a batch of 3 against a Python loop, eager and jitted), ``grad-jit`` / ``grad-gpu``
+(``jit(grad)`` against eager ``grad`` on tame values), ``vjp-jvp`` (``grad . v == jvp(v)`` in
+float64) and ``grad-fd`` (``jvp`` against central differences in float64, for programs without
+kinks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import traceback
+
+import numpy as np
+
+import fungrad as fg
+from fungrad.lowering import gpu as gpu_runtime
+from tests.fuzz.gen import KNOWN_ISSUES, kind_of, x64_mode
+from tests.fuzz.program import LOSS_SOURCE, Program, namespace_for_exec
+
+# Crashes of the known bugs in KNOWN_ISSUES, recognised by a phrase of their traceback.
+KNOWN_CRASHES = {
+    "fusion_list_remove": "list.remove(x): x not in list",
+    "size0_unflatten": "in unflatten",
+}
+
+
+@dataclasses.dataclass
+class Failure:
+    check: str
+    message: str
+    program: Program
+    mode: str = "special"
+
+    def repro(self) -> str:
+        return self.program.repro(self.check, f"{self.check}: {self.message}", self.mode)
+
+
+@dataclasses.dataclass
+class Stats:
+    """What ran: counts per check, and checks skipped with the reason."""
+
+    ran: dict = dataclasses.field(default_factory=dict)
+    skipped: dict = dataclasses.field(default_factory=dict)
+    known: dict = dataclasses.field(default_factory=dict)
+
+    def count(self, table, key):
+        table[key] = table.get(key, 0) + 1
+
+
+# --- running ------------------------------------------------------------------------------------
+
+def interpret(prog: Program, values, x64: bool):
+    """Run the program eagerly one operation at a time. Returns the outputs, every value by
+    name (numpy), and each output's ``slack`` (see the module docstring)."""
+    namespace = namespace_for_exec()
+    env, slack = {}, {}
+    with x64_mode(x64), np.errstate(all="ignore"):
+        for inp, v in zip(prog.inputs, values):
+            namespace[inp.name] = fg.numpy.asarray(v)
+            env[inp.name], slack[inp.name] = np.asarray(v), 0.0
+        for op in prog.ops:
+            out = eval(op.expr, namespace)
+            namespace[op.out] = out
+            env[op.out] = np.asarray(out)
+            slack[op.out] = op_slack(op, env, slack)
+    return [env[o] for o in prog.outputs], env, [slack[o] for o in prog.outputs]
+
+
+def finite_max(x) -> float:
+    x = np.asarray(x)
+    if x.dtype == np.bool_ or x.size == 0:
+        return float(x.size > 0)
+    x = np.abs(x.astype(np.float64))
+    x = x[np.isfinite(x)]
+    return float(x.max()) if x.size else 0.0
+
+
+def op_slack(op, env, slack) -> float:
+    """``sum(|terms|)`` bound for a reduction or product (number of terms times the largest
+    term), else the largest slack among the operands."""
+    inherited = max((slack[a] for a in op.args), default=0.0)
+    if "reduce" not in op.flags:
+        return inherited
+    sizes = [max(env[a].size, 1) for a in op.args]
+    terms = max(float(np.prod(sizes)) / max(env[op.out].size, 1), 1.0)
+    big = float(np.prod([max(finite_max(env[a]), 1e-30) for a in op.args]))
+    return max(inherited, terms * big)
+
+
+def widen(values):
+    return [v.astype(np.float64) if v.dtype == np.float32 else v for v in values]
+
+
+def reference(prog: Program, values):
+    """(ref, shadow, slack, env): see the module docstring. ``shadow`` is None for programs
+    drawn under x64 (there is no wider float)."""
+    ref, env, slack = interpret(prog, values, prog.x64)
+    shadow = None
+    if not prog.x64:
+        try:
+            shadow = interpret(prog, widen(values), True)[0]
+        except TypeError:
+            pass    # x64 changed a dtype the program depends on (a loop carry): no shadow
+    return ref, shadow, slack, env
+
+
+# --- comparing ----------------------------------------------------------------------------------
+
+def float_class(x: np.ndarray) -> np.ndarray:
+    return np.where(np.isnan(x), 1, np.where(x == np.inf, 2, np.where(x == -np.inf, 3, 0)))
+
+
+def compare(actual, ref, shadow, slack: float, eps: float, gpu: bool = False) -> str | None:
+    """None when ``actual`` matches the reference, else a description of the first mismatches."""
+    actual = np.asarray(actual)
+    ref = np.asarray(ref)
+    if actual.shape != ref.shape:
+        return f"shape {actual.shape} != reference {ref.shape}"
+    if actual.dtype != ref.dtype:
+        return f"dtype {actual.dtype} != reference {ref.dtype}"
+    if kind_of(ref.dtype) != "f":
+        stable = np.ones(ref.shape, bool) if shadow is None else (
+            np.asarray(shadow).astype(np.float64) == ref.astype(np.float64))
+        bad = stable & (actual != ref)
+    else:
+        with np.errstate(all="ignore"):
+            cls = float_class(ref)
+            if shadow is None:
+                stable = np.ones(ref.shape, bool)
+                err = np.zeros(ref.shape)
+            else:
+                shadow = np.asarray(shadow, np.float64)
+                stable = float_class(shadow.astype(ref.dtype)) == cls
+                err = np.abs(ref.astype(np.float64) - shadow)
+            a64, r64 = actual.astype(np.float64), ref.astype(np.float64)
+            tol = 8 * err + 32 * eps * np.abs(r64) + 4 * eps * slack
+            if gpu:     # WGSL lets a GPU flush denormals (to a zero of either sign)
+                tol = tol + float(np.finfo(ref.dtype).tiny)
+            finite = cls == 0
+            bad_class = stable & (float_class(actual) != cls)
+            if slack > float(np.finfo(ref.dtype).max):
+                # A sum or product whose terms can overflow: whether an element comes out
+                # finite, inf or NaN depends on the order of the terms and on fused
+                # multiply-adds (JAX's CPU backend contracts too), so only finite pairs count.
+                bad_class &= (cls == 0) & (float_class(actual) == 0)
+            bad_value = stable & finite & ~bad_class & ~(np.abs(a64 - r64) <= tol)
+            bad = bad_class | bad_value
+    if not bad.any():
+        return None
+    where = list(zip(*np.nonzero(bad)))[:4] if ref.ndim else [()]
+    parts = []
+    for idx in where:
+        s = f"at {tuple(int(i) for i in idx)}: got {actual[idx]!r}, eager {ref[idx]!r}"
+        if shadow is not None:
+            s += f", float64 {np.asarray(shadow)[idx]!r}"
+        parts.append(s)
+    return f"{int(bad.sum())} of {ref.size} elements differ; " + "; ".join(parts)
+
+
+def eps_for(prog: Program, dtype) -> float:
+    """The rounding unit results are compared in: float32's when any float32 enters the
+    program, even where its output is float64."""
+    dtype = np.dtype(dtype)
+    if kind_of(dtype) != "f":
+        return 0.0
+    if dtype == np.float64 and "float32" not in prog.dtypes():
+        return float(np.finfo(np.float64).eps)
+    return float(np.finfo(np.float32).eps)
+
+
+def compare_all(prog, actual, ref, shadow, slacks, gpu=False) -> str | None:
+    if len(actual) != len(ref):
+        return f"{len(actual)} outputs, reference has {len(ref)}"
+    for k, (a, r) in enumerate(zip(actual, ref)):
+        s = None if shadow is None else shadow[k]
+        msg = compare(a, r, s, slacks[k], eps_for(prog, np.asarray(r).dtype), gpu)
+        if msg:
+            return f"output {k}: {msg}"
+    return None
+
+
+# --- the checks ---------------------------------------------------------------------------------
+
+def known_crash(exc: BaseException) -> str | None:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    for name, phrase in KNOWN_CRASHES.items():
+        if phrase in text:
+            return name
+    return None
+
+
+def crash_message(exc: BaseException) -> str:
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" ({tb[-1].filename.rsplit('/', 2)[-1]}:{tb[-1].lineno})" if tb else ""
+    return f"{type(exc).__name__}: {str(exc)[:300]}{where}"
+
+
+def gpu_available() -> bool:
+    try:
+        gpu_runtime.runtime()
+    except gpu_runtime.GpuUnavailableError:
+        return False
+    return True
+
+
+TRIG = ("fnp.sin(", "fnp.cos(", "fnp.tan(")
+
+
+def known_value_issue(prog: Program, env) -> str | None:
+    """A known bug that these values (the eager ``env`` of a run) would hit under jit."""
+    if "sincos_big" in KNOWN_ISSUES:
+        for op in prog.ops:
+            if any(t in op.expr for t in TRIG) and any(
+                    kind_of(env[a].dtype) == "f" and finite_max(env[a]) > 2.0 ** 20
+                    for a in op.args):
+                return "known: " + KNOWN_ISSUES["sincos_big"]
+    return None
+
+
+def gpu_eligible(prog: Program, env) -> str | None:
+    """Why the GPU check is skipped for this program, or None."""
+    if prog.x64 or any(i.dtype in ("float64", "int64") for i in prog.inputs):
+        return "64-bit dtypes"
+    if "gpu_known" in prog.flags() and "gpu_bool_cmp_shift_mean" in KNOWN_ISSUES:
+        return "known: " + KNOWN_ISSUES["gpu_bool_cmp_shift_mean"]
+    if "gpu_bool_arg" in prog.flags() and "gpu_bool_argminmax" in KNOWN_ISSUES:
+        return "known: " + KNOWN_ISSUES["gpu_bool_argminmax"]
+    if "gpu_specials_folded" in KNOWN_ISSUES and any(
+            kind_of(v.dtype) == "f" and not np.all(np.isfinite(v)) for v in env.values()):
+        return "known: " + KNOWN_ISSUES["gpu_specials_folded"]
+    return None
+
+
+class Checker:
+    """Runs the checks on programs and collects failures and counts."""
+
+    def __init__(self, gpu: bool = True, grad: bool = True, vmap: bool = True):
+        self.gpu = gpu and gpu_available()
+        self.grad, self.vmap = grad, vmap
+        self.stats = Stats()
+
+    def run(self, prog: Program, only: str | None = None) -> list[Failure]:
+        """All checks (or just ``only``) on one program."""
+        failures: list[Failure] = []
+        checks = [("forward", self.check_forward), ("vmap", self.check_vmap),
+                  ("grad", self.check_grad)]
+        for name, fn in checks:
+            if only is not None and not only.startswith(name[:4]) and not (
+                    name == "forward" and only in ("jit", "gpu", "eager")) and not (
+                    name == "grad" and only == "vjp-jvp"):
+                continue
+            if (name == "vmap" and not self.vmap) or (name == "grad" and not self.grad):
+                continue
+            failures += fn(prog, only)
+        return failures
+
+    def _attempt(self, check, prog, mode, thunk, compare_with):
+        """Run ``thunk``; a crash is a failure unless it is a documented refusal or a known bug."""
+        self.stats.count(self.stats.ran, check)
+        try:
+            with np.errstate(all="ignore"):
+                got = thunk()
+        except gpu_runtime.GpuUnavailableError:
+            self.stats.count(self.stats.skipped, f"{check}: no GPU")
+            return []
+        except (TypeError, fg.LoweringError) as e:
+            if check in ("gpu", "grad-gpu"):
+                # The GPU refuses some programs with a documented TypeError (dtypes) or a
+                # LoweringError (an adapter's loop cap).
+                self.stats.count(self.stats.skipped, f"{check}: refused ({type(e).__name__})")
+                return []
+            return self._crash(check, prog, mode, e)
+        except Exception as e:  # noqa: BLE001 - every other exception is a crash to report
+            return self._crash(check, prog, mode, e)
+        msg = compare_with(got)
+        return [Failure(check, msg, prog, mode)] if msg else []
+
+    def _crash(self, check, prog, mode, e):
+        known = known_crash(e)
+        if known:
+            self.stats.count(self.stats.known, known)
+            return []
+        return [Failure(check, "crash: " + crash_message(e), prog, mode)]
+
+    def check_forward(self, prog: Program, only=None) -> list[Failure]:
+        values = prog.input_values("special")
+        try:
+            ref, shadow, slacks, env = reference(prog, values)
+        except Exception as e:  # noqa: BLE001
+            return [Failure("eager", "crash: " + crash_message(e), prog)]
+        f = prog.function()
+        failures = []
+        known = known_value_issue(prog, env)
+        if known:
+            self.stats.count(self.stats.skipped, f"jit: {known}")
+            return []
+        if only in (None, "jit"):
+            with x64_mode(prog.x64):
+                failures += self._attempt(
+                    "jit", prog, "special", lambda: fg.jit(f)(*values),
+                    lambda got: compare_all(prog, got, ref, shadow, slacks))
+        reason = gpu_eligible(prog, env) if self.gpu else "no GPU adapter"
+        if only in (None, "gpu") and reason is None:
+            failures += self._attempt(
+                "gpu", prog, "special",
+                lambda: [np.asarray(o) for o in fg.jit(f, backend="gpu")(*values)],
+                lambda got: compare_all(prog, got, ref, shadow, slacks, gpu=True))
+        elif reason:
+            self.stats.count(self.stats.skipped, f"gpu: {reason}")
+        return failures
+
+    def check_vmap(self, prog: Program, only=None) -> list[Failure]:
+        samples = [prog.input_values("special", sample=s) for s in (1, 2, 3)]
+        batched = [np.stack(col) for col in zip(*samples)]
+        try:
+            refs = [reference(prog, s) for s in samples]
+        except (TypeError, ValueError, IndexError):
+            self.stats.count(self.stats.skipped, "vmap: eager refuses a sample")
+            return []
+        except Exception as e:  # noqa: BLE001
+            return [Failure("eager", "crash: " + crash_message(e), prog)]
+        ref = [np.stack([r[0][k] for r in refs]) for k in range(len(prog.outputs))]
+        shadow = None if prog.x64 else [
+            np.stack([np.asarray(r[1][k]) for r in refs]) for k in range(len(prog.outputs))]
+        slacks = [max(r[2][k] for r in refs) for k in range(len(prog.outputs))]
+        f = prog.function()
+        vprog = dataclasses.replace(prog)
+        failures = []
+        known = [known_value_issue(prog, r[3]) for r in refs]
+        if any(known):
+            self.stats.count(self.stats.skipped, f"vmap: {[k for k in known if k][0]}")
+            return []
+        with x64_mode(prog.x64):
+            failures += self._attempt(
+                "vmap", vprog, "special", lambda: fg.vmap(f)(*batched),
+                lambda got: compare_all(prog, got, ref, shadow, slacks))
+            if not failures and only in (None, "vmap-jit"):
+                failures += self._attempt(
+                    "vmap-jit", vprog, "special", lambda: fg.jit(fg.vmap(f))(*batched),
+                    lambda got: compare_all(prog, got, ref, shadow, slacks))
+        return failures
+
+    def check_grad(self, prog: Program, only=None) -> list[Failure]:
+        flags = prog.flags()
+        if "no_reverse" in flags:
+            self.stats.count(self.stats.skipped,
+                             "grad: while_loop or nextafter (no reverse mode in JAX)")
+            return []
+        if "no_grad_known" in flags:
+            self.stats.count(self.stats.skipped,
+                             "grad: known " + KNOWN_ISSUES["digamma_derivative"])
+            return []
+        values = prog.input_values("tame")
+        if not any(kind_of(v.dtype) == "f" for v in values):
+            return []
+        try:
+            ref_out, _, _, env = reference(prog, values)
+        except (TypeError, ValueError, IndexError):
+            self.stats.count(self.stats.skipped, "grad: eager refuses the tame values")
+            return []
+        if not any(kind_of(o.dtype) == "f" for o in ref_out):
+            return []
+        f = prog.function()
+        namespace = namespace_for_exec()
+        exec(LOSS_SOURCE, namespace)
+        loss_of = namespace["loss_of"]
+        loss, xs = loss_of(f, values)
+        argnums = tuple(range(len(xs)))
+        with x64_mode(prog.x64), np.errstate(all="ignore"):
+            try:
+                g32 = [np.asarray(g) for g in fg.grad(loss, argnums=argnums)(*xs)]
+            except (TypeError, ValueError, IndexError) as e:
+                # A documented refusal (as JAX's: a gather from an empty axis, ...).
+                self.stats.count(self.stats.skipped, f"grad: refused: {str(e)[:60]}")
+                return []
+            except Exception as e:  # noqa: BLE001
+                return self._crash("grad", prog, "tame", e)
+        shadow = None
+        if not prog.x64:
+            loss64, xs64 = loss_of(f, widen(values))
+            with x64_mode(True), np.errstate(all="ignore"):
+                shadow = [np.asarray(g) for g in fg.grad(loss64, argnums=argnums)(*xs64)]
+        # Rounding in a gradient builds up over the whole backward pass: scale by the
+        # largest value of the program and of the gradient, times the number of terms.
+        terms = max([v.size for v in env.values()] + [1])
+        big = max([finite_max(v) for v in env.values()] + [finite_max(g) for g in g32])
+        slacks = [terms * big] * len(g32)
+        failures = []
+        skip_jit = ("sort" in flags and "sort_nan_grad" in KNOWN_ISSUES
+                    and any(kind_of(v.dtype) == "f" and np.isnan(v).any() for v in env.values()))
+        skip_jit = skip_jit or known_value_issue(prog, env) is not None
+        if only in (None, "grad-jit") and not skip_jit:
+            with x64_mode(prog.x64):
+                failures += self._attempt(
+                    "grad-jit", prog, "tame",
+                    lambda: fg.jit(fg.grad(loss, argnums=argnums))(*xs),
+                    lambda got: compare_all(prog, got, g32, shadow, slacks))
+        reason = gpu_eligible(prog, env) if self.gpu else "no GPU adapter"
+        if only in (None, "grad-gpu") and reason is None and not skip_jit:
+            failures += self._attempt(
+                "grad-gpu", prog, "tame",
+                lambda: [np.asarray(g) for g in
+                         fg.jit(fg.grad(loss, argnums=argnums), backend="gpu")(*xs)],
+                lambda got: compare_all(prog, got, g32, shadow, slacks, gpu=True))
+        if only in (None, "vjp-jvp", "grad-fd"):
+            failures += self.check_derivative(prog, loss_of, f, values, flags, only)
+        return failures
+
+    def check_derivative(self, prog, loss_of, f, values, flags, only) -> list[Failure]:
+        """In float64: ``grad . v`` against ``jvp(v)`` (always), and ``jvp(v)`` against
+        central differences (programs without kinks)."""
+        loss, xs = loss_of(f, widen(values))
+        vs = [np.cos(np.arange(x.size) * 0.7).reshape(x.shape) for x in xs]
+        argnums = tuple(range(len(xs)))
+        with x64_mode(True), np.errstate(all="ignore"):
+            self.stats.count(self.stats.ran, "vjp-jvp")
+            try:
+                g = fg.grad(loss, argnums=argnums)(*xs)
+                primal, tangent = fg.jvp(loss, tuple(xs), tuple(vs))
+            except Exception as e:  # noqa: BLE001
+                return self._crash("vjp-jvp", prog, "tame", e)
+            terms = [np.asarray(gi, np.float64) * v for gi, v in zip(g, vs)]
+            dot = float(sum(t.sum() for t in terms))
+            scale = float(sum(np.abs(t).sum() for t in terms)) + abs(float(tangent))
+            tangent = float(tangent)
+            if not (np.isfinite(dot) and np.isfinite(tangent) and np.isfinite(float(primal))):
+                return []
+            if abs(dot - tangent) > 1e-6 * scale + 1e-12:
+                return [Failure("vjp-jvp", f"grad . v = {dot!r} but jvp = {tangent!r}", prog,
+                                "tame")]
+            if "kink" in flags or only == "vjp-jvp":
+                return []
+            self.stats.count(self.stats.ran, "grad-fd")
+            errs = []
+            for h in (1e-3, 1e-4, 1e-5, 1e-6):
+                plus = float(loss(*[x + h * v for x, v in zip(xs, vs)]))
+                minus = float(loss(*[x - h * v for x, v in zip(xs, vs)]))
+                fd = (plus - minus) / (2 * h)
+                # float64 rounding of the loss itself, seen through the difference quotient
+                noise = 1e-15 * max(abs(plus), abs(minus)) / h
+                errs.append((abs(fd - tangent) / (abs(tangent) + 1e-3 * scale + 1e-6 + 1e3 * noise),
+                             fd))
+            best = min(errs)
+            if not np.isfinite(best[0]) or best[0] > 1e-3:
+                return [Failure("grad-fd", f"jvp = {tangent!r} but central differences give "
+                                f"{[e[1] for e in errs]!r} (h = 1e-3 .. 1e-6)", prog, "tame")]
+        return []

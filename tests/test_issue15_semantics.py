@@ -5,6 +5,7 @@ semantics. Each test names the behaviour and checks it against an independent re
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -119,3 +120,66 @@ def test_issue15_issue_example_and_clamped_windows():
     np.testing.assert_array_equal(
         np.asarray(fg.grad(lambda x: lax.dynamic_index_in_dim(x, 5, keepdims=False))(x)),
         [0, 0, 1])
+
+
+# -- item 8: scalar types make Arrays -------------------------------------------------------------
+
+INT_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+
+
+@pytest.mark.parametrize("name", INT_TYPES + ["bool_", "float16", "float32", "float64"])
+def test_issue15_scalar_types_make_arrays_and_name_dtypes(name, x64):
+    t = getattr(fnp, name)
+    dtype = np.dtype(name.rstrip("_"))
+    v = t(1)
+    assert isinstance(v, fg.Array) and v.dtype == dtype and not v.weak_type and v.shape == ()
+    assert t([1, 0]).dtype == dtype and t([1, 0]).shape == (2,)
+    # still a dtype everywhere numpy and fungrad take one
+    assert np.dtype(t) == dtype and t == dtype.type and hash(t) == hash(dtype.type)
+    assert fnp.zeros(3, t).dtype == dtype and fnp.ones(2).astype(t).dtype == dtype
+    assert fnp.issubdtype(t, fnp.integer) == (dtype.kind in "iu")
+    assert fnp.issubdtype(t, fnp.floating) == (dtype.kind == "f")
+    assert fnp.result_type(t) == dtype and isinstance(dtype.type(1), t)
+    assert fg.jit(lambda x: t(x) + t(1))(2).dtype == dtype
+
+
+def _floor_div_reference(a: int, b: int, dtype) -> tuple[int, int]:
+    """jnp's ``a // b`` and ``a % b`` in Python integers: XLA's truncated quotient (x / 0 is
+    -1, all ones when unsigned; MIN / -1 wraps) corrected toward -inf where the signs differ
+    and the truncated remainder (x rem 0 is x) is nonzero; ``%`` divides by 1 where b is 0."""
+    info = np.iinfo(dtype)
+    wrap = info.max - info.min + 1
+
+    def trunc_div(a, b):
+        return -1 if b == 0 else abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+
+    def sign(v):
+        return (v > 0) - (v < 0)
+
+    q = trunc_div(a, b)
+    rem = a if b == 0 else a - q * b
+    if info.min < 0 and sign(a) != sign(b) and rem != 0:
+        q -= 1
+    d = b if b != 0 else 1
+    r = a - trunc_div(a, d) * d
+    if r != 0 and (r < 0) != (d < 0):
+        r += d
+    return (q - info.min) % wrap + info.min, (r - info.min) % wrap + info.min
+
+
+@pytest.mark.parametrize("name", INT_TYPES)
+def test_issue15_integer_division_by_zero_is_xla_and_never_warns(name, x64):
+    # conftest turns RuntimeWarnings into errors: a numpy scalar division would fail here
+    t, dtype = getattr(fnp, name), np.dtype(name)
+    info = np.iinfo(dtype)
+    pairs = [(7, 0), (0, 0), (info.max, 0), (info.min, 0), (7, 3), (info.max, 2)]
+    if info.min < 0:
+        pairs += [(-7, 0), (info.min, -1), (-7, 2), (7, -2)]
+    a = np.array([p[0] for p in pairs], dtype)
+    b = np.array([p[1] for p in pairs], dtype)
+    want = [_floor_div_reference(int(x), int(y), dtype) for x, y in pairs]
+    for f in (lambda a, b: (a // b, a % b), fg.jit(lambda a, b: (a // b, a % b))):
+        q, r = f(fnp.asarray(a), fnp.asarray(b))
+        assert q.dtype == r.dtype == dtype
+        assert list(zip(np.asarray(q).tolist(), np.asarray(r).tolist())) == want
+    assert (t(7) // t(0)).tolist() == want[0][0] and (t(7) % t(0)).tolist() == 0

@@ -30,10 +30,8 @@ euler_gamma = _np.euler_gamma
 inf = _np.inf
 nan = _np.nan
 newaxis = None
-bool_ = _np.bool_
-int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
-uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
-float16, float32, float64 = _np.float16, _np.float32, _np.float64
+from fungrad.numpy.scalar_types import *  # noqa: F401,F403,E402  (fnp.int32(7) is an Array)
+
 integer, signedinteger, unsignedinteger = _np.integer, _np.signedinteger, _np.unsignedinteger
 floating, inexact, number, generic = _np.floating, _np.inexact, _np.number, _np.generic
 dtype = _np.dtype

@@ -270,3 +270,102 @@ def test_issue15_zero_size_arrays_compile_and_match_eager(backend):
         except Exception as e:  # report every case, not only the first
             failures.append(f"{name}: {type(e).__name__}: {str(e)[:200]}")
     assert not failures, "\n".join(failures)
+
+
+# -- 4: a value recomputed in another kernel, and the compiled sort's order ----------------------
+
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
+def test_issue15_grad_of_sorted_relu_keeps_its_mask(backend, request):
+    """``jit(grad)`` of ``sort(relu(log10(x)))`` sent zero gradients to positive elements: the
+    kernel storing the sort's operand divided by ``log(10)`` through LLVM's ``arcp``
+    (``x * (1/y)``, chosen by the optimiser for a loop-invariant divisor), the gradient's kernel
+    (glue, not optimised) divided exactly, so relu's ``d == max(d, 0)`` was false. Division is
+    exact everywhere now, so a value recomputed by another kernel has the same bits."""
+    if backend == "gpu":
+        request.getfixturevalue("gpu")
+    f = fg.grad(lambda x: fnp.sum(fnp.sort(fg.nn.relu(fnp.log10(x)))))
+    x = fnp.array([1.5, 3, -1, 2])
+    got = np.asarray(fg.jit(f, backend=backend)(x))
+    np.testing.assert_allclose(got, [0.28952965, 0.14476483, -0.0, 0.21714723], rtol=1e-6)
+    np.testing.assert_allclose(got, np.asarray(f(x)), rtol=1e-6)
+
+
+@settings(max_examples=20)
+@given(x=st.lists(st.floats(-4, 40, width=32), min_size=1, max_size=40), n=st.integers(1, 40))
+def test_issue15_a_divided_value_recomputed_by_another_kernel_is_the_same(x, n):
+    """The same for random values (NaN from negative ones) and lengths, weighting the sorted
+    values: the gradient's relu mask (and so each element's gradient) is the eager one."""
+    x = fnp.asarray(np.resize(np.array(x, np.float32), n))
+    w = fnp.asarray(np.linspace(-1, 1, n, dtype=np.float32))
+    g = fg.grad(lambda x: fnp.sum(fnp.sort(fg.nn.relu(fnp.log10(x))) * w))
+    want = np.asarray(g(x))
+    got = np.asarray(fg.jit(g)(x))
+    np.testing.assert_array_equal(got == 0, want == 0)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+_SPECIALS = [np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 2.5]
+
+
+@st.composite
+def sort_operands(draw, max_len=12):
+    """``(keys, second, dimension)``: two float32 arrays of one 2-d shape drawn from NaN of both
+    signs, +-0, +-inf and a few values (so ties are common), and the axis to sort."""
+    shape = (draw(st.integers(1, 3)), draw(st.integers(1, max_len)))
+    n = shape[0] * shape[1]
+    vals = st.lists(st.sampled_from(_SPECIALS), min_size=n, max_size=n)
+    keys, second = (np.array(draw(vals), np.float32).reshape(shape) for _ in range(2))
+    return keys, second, draw(st.integers(0, 1))
+
+
+def _sorts(dimension):
+    """Sorting functions of (keys, second): every operand count, key count, stability and
+    direction the numpy and lax wrappers offer."""
+    def lax_sort(num_keys, stable):
+        def f(k, s):
+            idx = fg.lax.broadcasted_iota(np.int32, k.shape, dimension)
+            return fg.lax.sort((k, s, idx, k * 2), dimension=dimension, num_keys=num_keys,
+                               is_stable=stable)
+        return f
+    return {
+        "sort": lambda k, s: fnp.sort(k, axis=dimension),
+        "sort_descending": lambda k, s: fnp.sort(k, axis=dimension, descending=True),
+        "argsort": lambda k, s: fnp.argsort(k, axis=dimension),
+        "argsort_descending": lambda k, s: fnp.argsort(k, axis=dimension, descending=True),
+        "lax_1_key": lax_sort(1, True), "lax_2_keys": lax_sort(2, True),
+        "lax_2_keys_unstable": lax_sort(2, False),
+        "top_k": lambda k, s: fg.lax.top_k(k if dimension else k.T, 1),
+        "top_k_all": lambda k, s: fg.lax.top_k(k, k.shape[-1]),
+    }
+
+
+def check_sorts(operands, backend):
+    """All of :func:`_sorts` in one compiled program against eager, bit for bit (NaN signs
+    and -0.0/+0.0 count)."""
+    keys, second, dimension = operands
+    sorts = _sorts(dimension)
+
+    def f(k, s):
+        return {name: sort(k, s) for name, sort in sorts.items()}
+    want, got = f(keys, second), fg.jit(f, backend=backend)(keys, second)
+    for name in sorts:
+        for g, w in zip(_leaves(got[name]), _leaves(want[name])):
+            assert g.dtype == w.dtype and g.shape == w.shape, name
+            assert np.array_equal(np.ascontiguousarray(g).view(np.uint8),
+                                  np.ascontiguousarray(w).view(np.uint8)), (name, g, w)
+
+
+@settings(max_examples=20)
+@given(operands=sort_operands())
+def test_issue15_compiled_sort_orders_specials_as_eager(operands):
+    """The compiled sort (LLVM merge sort) against the eager impl, bit for bit: NaNs (of
+    either sign) last and equal, -0.0 == +0.0 keeping their order, infinities, ties broken by
+    the second key or by position (stable), descending orders, argsort and top_k."""
+    check_sorts(operands, "cpu")
+
+
+@settings(max_examples=6)
+@given(operands=sort_operands(max_len=80))
+def test_issue15_gpu_sort_orders_specials_as_eager(gpu, operands):
+    """The same on the GPU: rows up to 64 sort by ranks, longer ones by a bitonic network."""
+    check_sorts(operands, "gpu")

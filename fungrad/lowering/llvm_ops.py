@@ -65,10 +65,10 @@ class OpEmitter:
             lines.append(f"  {out} = {ins} i64 {args[0]}, {args[1]}")
             return out
         if op == "div":
-            if is_f and kw.scope(e.args[1]) is not kw.scope(e):
-                # the divisor is loop-invariant: let LLVM hoist 1/y (at most 1 ulp apart)
-                lines.append(f"  {out} = fdiv arcp {ty} {args[0]}, {args[1]}")
-                return out
+            # Exact, never ``arcp``: x * (1/y) is up to 1 ulp off, and only where LLVM's
+            # optimiser chose it, so a value recomputed by another kernel (O0 glue, or y not
+            # loop-invariant there) differed from the stored one: relu's gradient tests
+            # ``x == max(x, 0)`` and lost elements (issue 15).
             return self._div_rem(lines, out, "div", dt, args)
         if op == "rem":
             return self._div_rem(lines, out, "rem", dt, args)

@@ -26,7 +26,7 @@ sys.path.insert(1, os.path.dirname(HERE))
 from common import max_error, optional, pin_cores, timeit_interleaved  # noqa: E402
 
 NAMES = ("chain", "softmax", "matmul", "mlp", "percall_scalar", "percall_8", "first_call",
-         "per_example")
+         "per_example", "sum", "mean_axis0")
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -473,8 +473,9 @@ def simplify_algebra(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
     ``select_n`` with a constant ``which`` or equal cases, ``dynamic_update_slice`` of a
     whole-operand update, two transposes or two row-major reshapes (reshape, squeeze, size-1
     expansion) that undo each other. It also rewrites ``integer_pow(x, 2)`` to ``x * x``, two
-    transposes or two row-major reshapes to one, and a ``cond`` with a constant index to the
-    chosen branch's equations.
+    transposes or two row-major reshapes to one, a ``cond`` with a constant index to the
+    chosen branch's equations, and a reduction of a ``broadcast_in_dim`` to a reduction of its
+    operand (``_reduce_of_broadcast``: a sum times the number of copies).
 
     Constants are Literals, broadcasts of a Literal and uniform consts. A rewrite happens only
     when the replacement has exactly the output's aval (shape, dtype, weak type). Not

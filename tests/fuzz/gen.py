@@ -650,9 +650,8 @@ def draw_program(ch: Chooser, seed: int, x64: bool | None = None) -> tuple[Progr
             b.new_input(compatible_shape(ch, base) if b.inputs else base, dtype)
         for _ in range(ch.integer(1, MAX_OPS)):
             ch.choice(FAMILY_TABLE)(b)
-        made = [op.out for op in b.ops]
-        if not made:
-            outputs = [b.inputs[0].name]
-        else:
-            outputs = [made[-1]] + [n for n in made[:-1] if ch.chance(25)]
+        # Every value no later operation reads is an output, so no operation is dead code
+        # (jit would drop it untested).
+        read = {a for op in b.ops for a in op.args}
+        outputs = [op.out for op in b.ops if op.out not in read] or [b.inputs[0].name]
     return b.program(outputs), b

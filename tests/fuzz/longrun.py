@@ -23,6 +23,9 @@ def parse(argv=None):
     p.add_argument("--out", default="fuzz-failures", help="where repro scripts go")
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU checks")
     p.add_argument("--no-shrink", action="store_true", help="write failures as drawn")
+    p.add_argument("--against-jax", action="store_true",
+                   help="compare eager fungrad with JAX instead (a Python with jax installed, "
+                        "fungrad on PYTHONPATH)")
     p.add_argument("--x64", choices=["mixed", "on", "off"], default="mixed",
                    help="draw x64 programs sometimes (mixed), always or never")
     return p.parse_args(argv)
@@ -32,7 +35,11 @@ def main(argv=None) -> int:
     args = parse(argv)
     fg.config.update("check_impl_avals", True)
     os.makedirs(args.out, exist_ok=True)
-    checker = Checker(gpu=not args.no_gpu)
+    if args.against_jax:
+        from tests.fuzz.against_jax import JaxChecker
+        checker = JaxChecker()
+    else:
+        checker = Checker(gpu=not args.no_gpu)
     x64 = {"mixed": None, "on": True, "off": False}[args.x64]
     seen: collections.Counter = collections.Counter()
     refused: collections.Counter = collections.Counter()

@@ -226,6 +226,7 @@ REPRO_TAILS["grad-fd"] = (
     "print('jvp              ', fg.jvp(loss, xs, v)[1])\n")
 REPRO_TAILS["vjp-jvp"] = REPRO_TAILS["grad-fd"]
 REPRO_TAILS["vmap-jit"] = REPRO_TAILS["vmap"].replace("fg.vmap(f)", "fg.jit(fg.vmap(f))")
+REPRO_TAILS["jax"] = "print(f(*args))  # JAX's result is in the note above\n"
 REPRO_TAILS["grad"] = _GRAD_TAIL + "print(eager)\n"
 
 

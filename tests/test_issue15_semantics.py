@@ -183,3 +183,61 @@ def test_issue15_integer_division_by_zero_is_xla_and_never_warns(name, x64):
         assert q.dtype == r.dtype == dtype
         assert list(zip(np.asarray(q).tolist(), np.asarray(r).tolist())) == want
     assert (t(7) // t(0)).tolist() == want[0][0] and (t(7) % t(0)).tolist() == 0
+
+
+# -- item 12: refused valid programs --------------------------------------------------------------
+
+def _count_to_3(body):
+    return lambda x: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, *body(c[1:])),
+                                    (0, *x))
+
+
+@pytest.mark.parametrize("case", ["passthrough", "beside_a_constant_carry", "zero_tangent_term",
+                                  "read_by_primal_carry", "nested", "dynamic_fori"])
+def test_issue15_grad_of_while_with_loop_invariant_carry(case, x64):
+    # The differentiated carry leaves the loop unchanged, so the gradient is the gradient of
+    # the expression around the loop (JAX gives these; a while has no reverse pass otherwise).
+    def body(case):
+        return {
+            "passthrough": lambda c: (c[0],),
+            "beside_a_constant_carry": lambda c: (c[0], c[1] * 2.0),
+            "zero_tangent_term": lambda c: (c[0] + 0.0 * c[1], c[1]),  # c[1]: an integer
+            "read_by_primal_carry": lambda c: (c[0], c[1] + fnp.sum(c[0])),
+        }[case]
+
+    x = np.array([0.5, -1.5, 2.0])
+    if case == "nested":
+        def loop(x):
+            inner = _count_to_3(lambda c: (c[0],))
+            return lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, inner((c[1],))[1]),
+                                  (0, x))[1]
+    elif case == "dynamic_fori":
+        def loop(x):
+            return lax.fori_loop(0, fnp.asarray(3), lambda i, c: (c[0], c[1] + 1.0), (x, 0.0))[0]
+    else:
+        init = {"beside_a_constant_carry": (1.0,), "zero_tangent_term": (np.int64(4),),
+                "read_by_primal_carry": (0.0,)}.get(case, ())
+        inner = _count_to_3(body(case))
+
+        def loop(x):
+            return inner((x, *init))[1]
+
+    def f(x):
+        return fnp.sum(fnp.sin(loop(x)) * x)
+
+    want = np.sin(x) + x * np.cos(x)  # d/dx sum(sin(x) * x), x unchanged by the loop
+    np.testing.assert_allclose(np.asarray(fg.grad(f)(x)), want, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(fg.jit(fg.grad(f))(x)), want, rtol=1e-12)
+    _, pullback = fg.vjp(loop, x)
+    np.testing.assert_allclose(np.asarray(pullback(np.ones(3))[0]), np.ones(3))
+    np.testing.assert_allclose(np.asarray(fg.vmap(fg.grad(f))(np.stack([x, 2 * x]))),
+                               np.stack([want, np.sin(2 * x) + 2 * x * np.cos(2 * x)]),
+                               rtol=1e-12)
+
+
+def test_issue15_grad_of_while_still_refuses_a_carried_tangent(x64):
+    f = _count_to_3(lambda c: (c[0] * 2.0,))
+    with pytest.raises(TypeError, match="Reverse-mode differentiation does not work for "
+                                        "lax.while_loop"):
+        fg.grad(lambda x: f((x,))[1])(1.0)
+    np.testing.assert_allclose(float(fg.jvp(lambda x: f((x,))[1], (1.0,), (1.0,))[1]), 8.0)

@@ -288,6 +288,12 @@ def _interleave_order(groups_primal, groups_tangent):
 
 
 def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    """The loop over (primal, tangent) carries. A tangent the body passes through unchanged
+    (a carry the body forwards, as ``(i + 1, x)`` does ``x``) is loop-invariant: it is not
+    carried but read as a body constant (or not at all), and the output tangent is the input
+    one. So such a carry stays linear and transposable: grad through a while whose only
+    differentiated carries are passed through works, as in JAX (which moves forwarded carries
+    to body constants when tracing)."""
     nc, nb = cond_nconsts, body_nconsts
     cconsts, bconsts, carry = primals[:nc], primals[nc:nc + nb], primals[nc + nb:]
     bconst_t, carry_t = tangents[nc:nc + nb], tangents[nc + nb:]
@@ -302,17 +308,42 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     body_jvp, _ = jvp_jaxpr(body_jaxpr, bconst_nz + carry_nz, instantiate=carry_nz)
     n_bt, n_ct = sum(bconst_nz), sum(carry_nz)
     body_jvp = _reorder_invars(body_jvp, _interleave_order([nb, len(carry)], [n_bt, n_ct]))
-    ct_avals = [tangent_aval(core.get_aval(c)) for c, nz in zip(carry, carry_nz) if nz]
+    body_jvp, fwd, read = _hoist_forwarded_tangents(body_jvp, nb + n_bt, len(carry), n_ct)
+    ct_all = [instantiate_zeros(t) if type(t) is Zero else t
+              for t, nz in zip(carry_t, carry_nz) if nz]
+    ct = [t for t, f in zip(ct_all, fwd) if not f]
+    ct_avals = [tangent_aval(core.get_aval(t)) for t in ct]
     cond_aug = _with_unused_invars(cond_jaxpr, ct_avals)
     bt = [t for t, nz in zip(bconst_t, bconst_nz) if nz]
-    ct = [instantiate_zeros(t) if type(t) is Zero else t
-          for t, nz in zip(carry_t, carry_nz) if nz]
-    outs = while_p.bind(*cconsts, *bconsts, *bt, *carry, *ct, cond_jaxpr=cond_aug,
-                        body_jaxpr=body_jvp, cond_nconsts=nc, body_nconsts=nb + n_bt)
+    hoisted = [t for t, f, r in zip(ct_all, fwd, read) if f and r]
+    outs = while_p.bind(*cconsts, *bconsts, *bt, *hoisted, *carry, *ct, cond_jaxpr=cond_aug,
+                        body_jaxpr=body_jvp, cond_nconsts=nc,
+                        body_nconsts=nb + n_bt + len(hoisted))
     primal_out, t_it = outs[:len(carry)], iter(outs[len(carry):])
-    tangent_out = [next(t_it) if nz else Zero(tangent_aval(core.get_aval(c)))
+    nz_out = iter([t if f else next(t_it) for t, f in zip(ct_all, fwd)])
+    tangent_out = [next(nz_out) if nz else Zero(tangent_aval(core.get_aval(c)))
                    for c, nz in zip(carry, carry_nz)]
     return primal_out, tangent_out
+
+
+def _hoist_forwarded_tangents(body: core.ClosedJaxpr, n_consts: int, n_carry: int, n_ct: int):
+    """``body`` (invars: ``n_consts`` constants, ``n_carry`` primal carries, ``n_ct`` tangent
+    carries; outvars: the carries) without the tangent carries it outputs unchanged. Those
+    the body reads become constants after the others; returns ``(body, fwd, read)``, flags per
+    tangent carry: forwarded, and forwarded and read."""
+    j = body.jaxpr
+    t_in = j.invars[n_consts + n_carry:]
+    fwd = [j.outvars[n_carry + k] is v for k, v in enumerate(t_in)]
+    if not any(fwd):
+        return body, fwd, fwd
+    used = {v for eqn in j.eqns for v in eqn.invars if isinstance(v, core.Var)}
+    used |= {v for k, v in enumerate(j.outvars) if k < n_carry or not fwd[k - n_carry]}
+    read = [f and v in used for f, v in zip(fwd, t_in)]
+    invars = (j.invars[:n_consts] + [v for v, r in zip(t_in, read) if r]
+              + j.invars[n_consts:n_consts + n_carry] + [v for v, f in zip(t_in, fwd) if not f])
+    outvars = j.outvars[:n_carry] + [v for v, f in zip(j.outvars[n_carry:], fwd) if not f]
+    return core.ClosedJaxpr(core.Jaxpr(j.constvars, invars, j.eqns, outvars), body.consts), \
+        fwd, read
 
 
 def _while_transpose(cts, *args, **params):

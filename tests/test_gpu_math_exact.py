@@ -46,8 +46,8 @@ def _bitcast(ty: str, v):
 
 def _convert(ty: str, v):
     v = np.asarray(v)
-    if ty == "u32" and v.ndim == 0 and v.dtype == I32:
-        return int(v)  # a shift amount: the shifted value keeps its type
+    if ty == "u32" and v.dtype == I32:  # a shift amount: the shifted value keeps its type
+        return int(v) if v.ndim == 0 else v
     if ty == "i32" and v.dtype == F32:  # WGSL saturates; the functions only convert in range
         return np.clip(np.nan_to_num(v), -2.0 ** 31, 2.0 ** 31 - 128).astype(I32)
     return v.astype(_TYPES[ty])
@@ -120,6 +120,16 @@ def _assert_as_written(got: np.ndarray, want: np.ndarray, label: str, *args) -> 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_gpu_computes_the_wgsl_as_written(name):
     x = _arguments(*FUNCTIONS[name])
+    got = np.asarray(fg.jit(getattr(lax, name), backend="gpu")(x))
+    _assert_as_written(got, _evaluate(name, x), name, x)
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
+def test_issue15_large_arguments_as_written(name):
+    """From 2^24 on sin/cos/tan reduce by Payne-Hanek (32-bit integer digits, then a float32
+    double-word times pi/2): that path too is the WGSL as written."""
+    rng = np.random.default_rng(13)
+    x = (np.exp2(rng.uniform(24, 127.99, 200_000)) * rng.choice([-1, 1], 200_000)).astype(F32)
     got = np.asarray(fg.jit(getattr(lax, name), backend="gpu")(x))
     _assert_as_written(got, _evaluate(name, x), name, x)
 

@@ -16,8 +16,10 @@ Contract (tests/test_lowering_llvm_math.py measures it against long-double refer
   clamped values, select/fcmp/icmp and the intrinsics fma, rint, fabs, copysign, sqrt (and
   ldexp where it is one vector instruction: x86-64 with AVX-512): no branches, no libm, no
   fast-math flags (they would delete the NaN/inf handling), so a loop over them vectorises
-  fully. They need hardware fma to be fast (x86-64-v3, AArch64); results are bit-identical on
-  every host.
+  fully. The one exception: sin/cos/tan branch to a noinline large-argument function, which
+  the vectoriser calls once per vector through a masked vector variant (see _branch_large).
+  They need hardware fma to be fast (x86-64-v3, AArch64); results are bit-identical on every
+  host.
 - Accuracy: max error <= 1 ulp for exp, exp2, log, log2, log10, log1p, logistic, sin, cos, asin,
   acos, erf, cbrt, pow; <= 1.5 ulp for expm1, tanh, tan, atan, atan2, sinh, cosh, asinh,
   acosh, atanh; <= 2.5 ulp for erfc (fdlibm's formulas near |x| = 1). The same in float32 and
@@ -29,12 +31,13 @@ Contract (tests/test_lowering_llvm_math.py measures it against long-double refer
 - Edge cases follow numpy (C99 Annex F): NaN in -> NaN out, +-inf and +-0 (odd functions keep
   the sign of -0), overflow to +-inf, gradual underflow to correctly scaled denormals (2**k is
   applied in two steps), denormal inputs, domain errors -> NaN, every special case of pow.
-- sin/cos/tan reduce |x| by pi/2 Cody-Waite style in four parts, with fma and an exact tail, and
-  no Payne-Hanek: accurate (<= 1.5 ulp) for |x| < 2**24 in float32 and |x| < 2**53 in float64
-  (well past the 1e5 / 1e9 that was asked for); float32 sin and cos instead reduce by pi in
-  float64 (two fma, exact enough below 2**24) and need no quadrant selects. NB: beyond that
-  the result is NaN, where numpy and JAX are still accurate; float32 values that large are
-  integers spaced 2 or more apart.
+- sin/cos/tan reduce |x| by pi/2 Cody-Waite style in four parts, with fma and an exact tail,
+  below 2**24 in float32 and 2**53 in float64; float32 sin and cos instead reduce by pi in
+  float64 (two fma, exact enough below 2**24) and need no quadrant selects. From there on up to
+  the largest finite value, Payne-Hanek (a = m 2^e times the window of 2/pi's bits that
+  matters mod 4): float32 in 32-bit integer digits (_large_frac_f32, shared with the GPU),
+  float64 with 64 x 64 -> 128-bit products of three words of a table (_large_pio2_f64). The
+  same ulp bounds hold over the whole range (tests/test_trig_large_args.py); inf gives NaN.
 - float32 pow, sin and cos work in float64 internally (fpext/fptrunc; 8 lanes per zmm, still
   2x fewer instructions than the float32 four-part reduction for sin); everything else works
   in its own precision, so float32 loops get 8 lanes per ymm or 16 per zmm register.
@@ -726,6 +729,142 @@ def _reduce_pio2(b: _Builder, a: _V) -> tuple[_V, _V, _V]:
     return rh, rl, quad
 
 
+# Large arguments: Payne-Hanek. a = m 2^e with an integer mantissa m, and a (2/pi) mod 4 is
+# m (2^e 2/pi mod 4): only the bits of 2/pi from weight 2^-(e - 1) down matter (the higher
+# ones give multiples of 4), as many as the fraction's precision needs. _TWO_OPI_BITS is the
+# string S of 2/pi's bits after two zero bits (2/pi = sum S[j] 2^-(j-1)), so 2^t 2/pi mod 4
+# is the window S[t], S[t + 1], ... with S[t] weighing 2; words hold 24 (float32) or 64
+# (float64) bits of S, most significant first. tests/test_trig_large_args.py derives them
+# again from pi.
+_TWO_OPI_24 = (0x28be60, 0xdb9391, 0x054a7f, 0x09d5f4, 0x7d4d37, 0x7036d8, 0xa5664f, 0x10e410,
+               0x7f9458)
+_TWO_OPI_64 = (0x28be60db9391054a, 0x7f09d5f47d4d3770, 0x36d8a5664f10e410, 0x7f9458eaf7aef158,
+               0x6dc91b8e909374b8, 0x01924bba82746487, 0x3f877ac72c4a69cf, 0xba208d7d4baed121,
+               0x3a671c09ad17df90, 0x4e64758e60d4ce7d, 0x272117e2ef7e4a0e, 0xc7fe25fff7816603,
+               0xfbcbc462d6829b47, 0xdb4d9fb3c9f2c26d, 0xd3d18fd9a797fa8b, 0x5d49eeb1faf97c5e,
+               0xcf41ce7de294a4ba, 0x9afed7ec47e35742, 0x1580cc11bf1edaea, 0xfc33ef0826bd0d87)
+_TWO_OPI_TABLE = "fg_two_opi_bits"  # the float64 words as an IR constant (a pseudo-function)
+
+
+def _clamp_int(b: _Builder, v: _V, lo: int, hi: int) -> _V:
+    v = b.select(b.cmp("slt", v, lo), lo, v)
+    return b.select(b.cmp("sgt", v, hi), hi, v)
+
+
+def _large_frac_f32(b: _Builder, a: _V, t: int, offset: int = 0):
+    """Payne-Hanek for float32 ``a`` >= 2^24, in 32-bit integer operations only (the GPU has
+    no wider ones): (q, A, B, C) with a 2^t (2/pi) - offset/2^22 = q + F, q an i32 integer
+    (only q mod 4 is right), F = A 2^-22 + B 2^-46 + C 2^-70 in [-1/2, 1/2] to about 2^-68
+    (A signed, |A| <= 2^21; 0 <= B, C < 2^24). ``t`` is 0 (reduction by pi/2) or -1 (by pi).
+
+    a = m 2^e (m the 24-bit mantissa, 1 <= e <= 104), and m times the 96-bit window
+    W = S[e + t ...] of 2/pi's bits (W 2^-94 = 2^(e + t) 2/pi mod 4 to 2^-94) is computed in
+    columns of 12-bit digits: m = mh 2^12 + ml, W = sum L_c 2^(12 c), column c (weight
+    2^(12 c - 94)) = ml L_c + mh L_(c-1) < 2^25, carried upwards from c = 1; column 0 (below
+    2^-68) is left out. The digits' top 24 bits mod 2^24 are (q + F) mod 4 in units of 2^-22.
+    Every intermediate is below 2^31 or is masked to its low bits (the lanes that take the
+    small-argument path compute garbage in range)."""
+    ai = b.cast("bitcast", a, "i32")
+    o = _clamp_int(b, (ai >> 23) + (t - 150), 0, 105)  # the window starts at S[o]
+    d = (o * 2731) >> 16  # o // 24 for 0 <= o < 2000
+    s = o - d * 24
+    at = [b.cmp("eq", d, k) for k in range(1, 5)]
+    words = []  # S's 24-bit words d, d + 1, ..., d + 4
+    for i in range(5):
+        w = b.lift(_TWO_OPI_24[i], "i32")
+        for k in range(1, 5):
+            w = b.select(at[k - 1], _TWO_OPI_24[i + k], w)
+        words.append(w)
+    limbs = []  # L_7 (W's top 12 bits) down to L_0
+    for i in range(4):  # the window's 24-bit words
+        w = ((words[i] << s) & 0xFFFFFF) | (words[i + 1] >> (24 - s))
+        limbs += [w >> 12, w & 0xFFF]
+    L = limbs[::-1]
+    m = (ai & 0x7FFFFF) | 0x800000
+    mh, ml = m >> 12, m & 0xFFF
+    col = {c: ml * L[c] + mh * L[c - 1] for c in range(1, 8)}
+    digit = {}
+    for c in range(1, 7):
+        digit[c] = col[c] & 0xFFF
+        col[c + 1] = col[c + 1] + (col[c] >> 12)
+    top = (((col[7] << 12) + digit[6]) - offset) & 0xFFFFFF  # (q + F) mod 4, units 2^-22
+    q = (top + (1 << 21)) >> 22
+    return (q, top - (q << 22), (digit[5] << 12) | digit[4],
+            (digit[3] << 12) | digit[2])
+
+
+def _large_pio2_f32(b: _Builder, a: _V) -> tuple[_V, _V, _V]:
+    """(rh, rl, q) with a = q pi/2 + rh + rl (rh + rl to about 2^-48 relative), |rh| <= pi/4
+    and q an i32 whose low two bits are right, for float32 a >= 2^24, in float32 arithmetic
+    (the GPU's): F of :func:`_large_frac_f32` as a double-word fh + fl (A 2^-22 + B 2^-46 is
+    exact by a fast two-sum: |A| >= 1 or A = 0), times pi/2 by an exact product."""
+    q, ia, ib, ic = _large_frac_f32(b, a, 0)
+    fa = b.cast("sitofp", ia, "float") * 2.0 ** -22
+    fb = b.cast("sitofp", ib, "float") * 2.0 ** -46
+    fh, fl = _fast_two_sum(fa, fb)
+    fl = fl + b.cast("sitofp", ic, "float") * 2.0 ** -70
+    p1, p2 = _C[F32]["pio2"]
+    ph, pe = b.two_prod(fh, p1)
+    rh, rl = _fast_two_sum(ph, pe + b.keep(fh * p2 + fl * p1))
+    return rh, rl, q
+
+
+def _lshr(b: _Builder, v: _V, n) -> _V:
+    """Logical shift right (LLVM only: the float64 path)."""
+    n = b.lift(n, v.ty)
+    return b.emit(f"lshr {v.ty} {v.ref}, {n.ref}", v.ty)
+
+
+def _two_opi_word(b: _Builder, i: _V) -> _V:
+    """Word ``i`` of _TWO_OPI_64, loaded from the table constant (a gather when vectorised)."""
+    b.callees.add(f"{_TWO_OPI_TABLE}_f64")
+    n = len(_TWO_OPI_64)
+    p = b.emit(f"getelementptr inbounds [{n} x i64], ptr @{_TWO_OPI_TABLE}, i64 0, "
+               f"i64 {i.ref}", "ptr")
+    return b.emit(f"load i64, ptr {p.ref}", "i64")
+
+
+def _two_opi_table_ir() -> str:
+    words = ", ".join(f"i64 {w - (1 << 64) if w >> 63 else w}" for w in _TWO_OPI_64)
+    return (f"@{_TWO_OPI_TABLE} = internal unnamed_addr constant [{len(_TWO_OPI_64)} x i64] "
+            f"[{words}], align 8\n")
+
+
+def _large_pio2_f64(b: _Builder, a: _V) -> tuple[_V, _V, _V]:
+    """(rh, rl, q mod 4) with a = q pi/2 + rh + rl, |rh| <= pi/4, for float64 a >= 2^53
+    (valid from 2^52): a = m 2^e with m < 2^53 and 0 <= e <= 971; the 192-bit window
+    W = S[e ...] (W 2^-190 = 2^e 2/pi mod 4 to 2^-190) from three 64-bit words of the table,
+    m W mod 2^192 by 64 x 64 -> 128-bit products (its low word left out), so the top 128 bits
+    hi:lo are (q + F) mod 4 in units of 2^-126, F to about 2^-135 (at least 64 significant
+    bits where |F| >= 2^-62; the float64 closest to a multiple of pi/2 has |F| = 2^-61.5). F
+    becomes a double-word (three exact conversions and a two-sum), times pi/2 exactly."""
+    i64, i128 = "i64", "i128"
+    ai = b.cast("bitcast", a, i64)
+    o = _clamp_int(b, (ai >> 52) - 1075, 0, 972)
+    d, s = o >> 6, o & 63
+    v = [_two_opi_word(b, d + i) for i in range(4)]
+    z = [(v[i] << s) | _lshr(b, _lshr(b, v[i + 1], 1), 63 - s) for i in range(3)]
+    m = (ai & ((1 << 52) - 1)) | (1 << 52)
+    m128 = b.cast("zext", m, i128)
+    p1 = m128 * b.cast("zext", z[1], i128)
+    p2 = m128 * b.cast("zext", z[2], i128)
+    t = p1 + _lshr(b, p2, 64)
+    lo = b.cast("trunc", t, i64)
+    hi = b.cast("trunc", _lshr(b, t, 64), i64) + m * z[0]
+    q = _lshr(b, hi + (1 << 61), 62)
+    f = hi - (q << 62)  # F = f 2^-62 + lo 2^-126, -2^61 <= f < 2^61
+    x1 = b.cast("sitofp", f, "double")
+    e1 = f - b.cast("fptosi", x1, i64)  # what x1 rounded off, |e1| <= 2^8
+    x2 = b.cast("sitofp", (e1 << 52) + _lshr(b, lo, 12), "double") * 2.0 ** -114
+    x3 = b.cast("uitofp", lo & 0xFFF, "double") * 2.0 ** -126
+    fh, fl = _two_sum(x1 * 2.0 ** -62, x2)
+    fl = fl + x3
+    c1, c2 = _C[F64]["pio2"]
+    ph, pe = b.two_prod(fh, c1)
+    rh, rl = _fast_two_sum(ph, pe + (fh * c2 + fl * c1))
+    return rh, rl, q
+
+
 def _sin_kernel(b: _Builder, r: _V, rl: _V) -> _V:
     z = r * r
     v = z * r
@@ -743,17 +882,54 @@ def _cos_kernel(b: _Builder, r: _V, rl: _V) -> _V:
     return w + b.keep(((1.0 - w) - hz) + (z * z * _horner(b, z, _COS_P[r.ft]) - r * rl))
 
 
-def _trig_range(b: _Builder, x: _V, r: _V) -> _V:
-    """NaN where |x| is beyond the reduction's range (2^24 float32, 2^53 float64): the result
-    would be meaningless there, and inf gives NaN as it should."""
+def _finite_only(b: _Builder, x: _V, r: _V) -> _V:
+    """NaN where x is inf (or NaN): sin, cos and tan of inf are NaN."""
+    return b.select(b.cmp("olt", b.fabs(x), float("inf")), r, float("nan"))
+
+
+# Large arguments on the CPU. Every element computing both reductions (a select) made float32
+# sin 4-7x slower on small arguments (the Payne-Hanek path is 40-60 vector operations where the
+# whole small-argument sin is 25; a table lookup is a gather, slower still on this x86-64
+# host). So sin/cos/tan branch instead: |x| >= 2^24 (float32) / 2^53 (float64), inf and NaN
+# call fg_<fn>_large_<f32|f64> (straight-line, noinline), and the call names masked vector
+# variants of itself (the "vector-function-abi-variant" attribute, kept by
+# @llvm.compiler.used): the loop vectoriser turns the conditional call into one call per
+# vector with the lanes' mask, and the variant tests the mask once and runs the scalar
+# function on the lanes only when any lane is large. Small arguments pay one call per vector.
+_VARIANT_LANES = (2, 4, 8, 16)
+
+
+def _branch_large(b: _Builder, x: _V, r: _V, fn: str) -> _V:
+    """``r`` (the small-argument result), or fg_<fn>_large(x) where |x| is at least the
+    Cody-Waite limit, inf or NaN (see above). Ends the function's straight line: an ``entry``
+    block, the call's block and the join."""
     limit = 2.0 ** (x.ft.mant + 1)
-    return b.select(b.cmp("olt", b.fabs(x), limit), r, float("nan"))
+    big = b.cmp("uge", b.fabs(x), limit)  # also NaN
+    sym = f"fg_{fn}_large_{x.ft.suffix}"
+    b.callees.add(sym)
+    variants = ",".join(f"_ZGV_LLVM_M{n}v_{sym}({sym}_v{n})" for n in _VARIANT_LANES)
+    b.lines += [f"  br i1 {big.ref}, label %large, label %join", "large:"]
+    got = b.emit(f"call {x.ty} @{sym}({x.ty} {x.ref}) "
+                 f"\"vector-function-abi-variant\"=\"{variants}\"", x.ty)
+    b.lines += ["  br label %join", "join:"]
+    return b.emit(f"phi {x.ty} [{r.ref}, %entry], [{got.ref}, %large]", x.ty)
 
 
-def _sincos_parts(b: _Builder, x: _V):
-    a = b.fabs(x)
-    rh, rl, quad = _reduce_pio2(b, a)
-    return _sin_kernel(b, rh, rl), _cos_kernel(b, rh, rl), quad
+def _vector_variant(sym: str, ty: str, n: int) -> str:
+    """``<n x ty> @<sym>_v<n>(<n x ty> %x, <n x i1> %mask)``: ``sym`` on the masked lanes, or
+    at once nothing where no lane is masked (the other lanes' results are poison)."""
+    vt = f"<{n} x {ty}>"
+    lines = [f"define internal {vt} @{sym}_v{n}({vt} %x, <{n} x i1> %m) noinline nounwind {{",
+             "entry:", f"  %bits = bitcast <{n} x i1> %m to i{n}",
+             f"  %any = icmp ne i{n} %bits, 0", "  br i1 %any, label %lanes, label %none",
+             "none:", f"  ret {vt} poison", "lanes:"]
+    prev = "poison"
+    for i in range(n):  # every lane (the call is pure): no branch per lane
+        lines += [f"  %x{i} = extractelement {vt} %x, i32 {i}",
+                  f"  %r{i} = call {ty} @{sym}({ty} %x{i})",
+                  f"  %v{i} = insertelement {vt} {prev}, {ty} %r{i}, i32 {i}"]
+        prev = f"%v{i}"
+    return "\n".join([*lines, f"  ret {vt} {prev}", "}", ""])
 
 
 # float32 sin/cos work in float64: |x| = q pi + r with two fma (q < 2^23 and |r| < 2, so the
@@ -766,48 +942,85 @@ _SIN_PI_P32 = (2.6055898577500727e-06, -0.00019809521275607992, 0.00833306520324
                -0.16666659513002852)
 
 
-def _sin_cos_f32(b: _Builder, x: _V, cos: bool) -> _V:
-    """float32 sin(x) or cos(x) through float64 (see above); NaN for NaN, inf, |x| >= 2^24."""
-    a = b.fabs(x)
-    in_range = b.cmp("olt", a, 2.0 ** 24)  # false for NaN and inf
-    ad = b.cast("fpext", a, "double")  # beyond the range q may not fit: poison, not selected
-    pi = _C[F64]["pi"]
-    q = b.rint(ad * (1.0 / math.pi) - (0.5 if cos else 0.0))
-    m = q + 0.5 if cos else q  # exact
-    r = b.fma_exact(-m, pi[1], b.fma_exact(-m, pi[0], ad))
+def _sin_pi_f32(b: _Builder, x: _V, q: _V, r: _V, cos: bool) -> _V:
+    """float32 sin(x) (or cos(x)) from |x| = q pi + r (q + 1/2 for cos; q an i32 of the
+    right parity, r float64 with |r| <= pi/2)."""
     z = r * r
     s = b.cast("fptrunc", b.fma(r * z, _horner(b, z, _SIN_PI_P32), r), "float")
-    flip = b.cast("fptosi", q, "i32") << 31  # (-1)^q in the sign bit
+    flip = q << 31  # (-1)^q in the sign bit
     if cos:
         flip = flip ^ -(2 ** 31)
     else:  # sin is odd
         flip = flip ^ (b.cast("bitcast", x, "i32") & -(2 ** 31))
-    r32 = b.cast("bitcast", b.cast("bitcast", s, "i32") ^ flip, "float")
-    return b.select(in_range, r32, float("nan"))
+    return b.cast("bitcast", b.cast("bitcast", s, "i32") ^ flip, "float")
+
+
+def _sin_cos_f32(b: _Builder, x: _V, cos: bool) -> _V:
+    """float32 sin(x) or cos(x) through float64 (see above); from 2^24 on, inf and NaN by
+    :func:`_sin_cos_f32_large`."""
+    ad = b.cast("fpext", b.fabs(x), "double")
+    pi = _C[F64]["pi"]
+    q = b.rint(ad * (1.0 / math.pi) - (0.5 if cos else 0.0))
+    m = q + 0.5 if cos else q  # exact
+    r = b.fma_exact(-m, pi[1], b.fma_exact(-m, pi[0], ad))
+    qi = b.cast("fptosi", q, "i32")  # poison from 2^31 on, where the branch takes over
+    return _branch_large(b, x, _sin_pi_f32(b, x, qi, r, cos), "cos" if cos else "sin")
+
+
+def _sin_cos_f32_large(b: _Builder, x: _V, cos: bool) -> _V:
+    """float32 sin(x) or cos(x) for |x| >= 2^24: :func:`_large_frac_f32` by pi (t = -1),
+    F = A 2^-22 + B 2^-46 (exact in float64) + C 2^-70, r = F pi; NaN for inf and NaN."""
+    q, ia, ib, ic = _large_frac_f32(b, b.fabs(x), -1, 1 << 21 if cos else 0)
+    f = b.fma(b.cast("sitofp", ib, "double"), 2.0 ** -46,
+              b.cast("sitofp", ia, "double") * 2.0 ** -22)
+    f = b.fma(b.cast("sitofp", ic, "double"), 2.0 ** -70, f)
+    return _finite_only(b, x, _sin_pi_f32(b, x, q, f * math.pi, cos))
+
+
+def _reduce_large(b: _Builder, a: _V) -> tuple[_V, _V, _V]:
+    """:func:`_large_pio2_f32` / :func:`_large_pio2_f64` with the quadrant in _reduce_pio2's
+    integer type."""
+    rh, rl, q = (_large_pio2_f64 if a.ft is F64 else _large_pio2_f32)(b, a)
+    return rh, rl, q & 3
+
+
+def _sin_cos_f64(b: _Builder, x: _V, rh: _V, rl: _V, quad: _V, cos: bool) -> _V:
+    """float64 sin(x) or cos(x) from |x| = quad pi/2 + rh + rl (mod 2 pi)."""
+    s, c = _sin_kernel(b, rh, rl), _cos_kernel(b, rh, rl)
+    if cos:
+        r = b.select(b.cmp("ne", quad & 1, 0), s, c)
+        return b.select(b.cmp("ne", (quad + 1) & 2, 0), -r, r)
+    r = b.select(b.cmp("ne", quad & 1, 0), c, s)
+    r = b.select(b.cmp("ne", quad & 2, 0), -r, r)
+    return b.select(_signbit(b, x), -r, r)  # sin is odd; sin(-0) = -0
 
 
 def _sin(b: _Builder, x: _V) -> _V:
     if x.ft is F32:
         return _sin_cos_f32(b, x, cos=False)
-    s, c, quad = _sincos_parts(b, x)
-    r = b.select(b.cmp("ne", quad & 1, 0), c, s)
-    r = b.select(b.cmp("ne", quad & 2, 0), -r, r)
-    r = b.select(_signbit(b, x), -r, r)  # sin is odd; sin(-0) = -0
-    return _nan_in_nan_out(b, x, _trig_range(b, x, r))
+    return _branch_large(b, x, _sin_cos_f64(b, x, *_reduce_pio2(b, b.fabs(x)), False), "sin")
 
 
 def _cos(b: _Builder, x: _V) -> _V:
     if x.ft is F32:
         return _sin_cos_f32(b, x, cos=True)
-    s, c, quad = _sincos_parts(b, x)
-    r = b.select(b.cmp("ne", quad & 1, 0), s, c)
-    r = b.select(b.cmp("ne", (quad + 1) & 2, 0), -r, r)
-    return _nan_in_nan_out(b, x, _trig_range(b, x, r))
+    return _branch_large(b, x, _sin_cos_f64(b, x, *_reduce_pio2(b, b.fabs(x)), True), "cos")
 
 
-def _tan(b: _Builder, x: _V) -> _V:
-    a = b.fabs(x)
-    rh, rl, quad = _reduce_pio2(b, a)
+def _sin_large(b: _Builder, x: _V) -> _V:
+    if x.ft is F32:
+        return _sin_cos_f32_large(b, x, cos=False)
+    return _finite_only(b, x, _sin_cos_f64(b, x, *_reduce_large(b, b.fabs(x)), False))
+
+
+def _cos_large(b: _Builder, x: _V) -> _V:
+    if x.ft is F32:
+        return _sin_cos_f32_large(b, x, cos=True)
+    return _finite_only(b, x, _sin_cos_f64(b, x, *_reduce_large(b, b.fabs(x)), True))
+
+
+def _tan_parts(b: _Builder, x: _V, rh: _V, rl: _V, quad: _V) -> _V:
+    """tan(x) from |x| = quad pi/2 + rh + rl (mod pi)."""
     z = rh * rh
     if x.ft is F32:
         u = rh * z * _horner(b, z, _TAN_P32)
@@ -820,8 +1033,19 @@ def _tan(b: _Builder, x: _V) -> _V:
     # -1/(th + tl) = inv (1 + e) + inv^2 tl to first order, e = 1 + inv th exactly (fma)
     cot = inv + inv * (b.fma(inv, th, 1.0) + inv * tl)
     r = b.select(b.cmp("ne", quad & 1, 0), cot, th + tl)
-    r = b.select(_signbit(b, x), -r, r)
-    return _nan_in_nan_out(b, x, _trig_range(b, x, r))
+    return b.select(_signbit(b, x), -r, r)
+
+
+def _tan(b: _Builder, x: _V) -> _V:
+    return _branch_large(b, x, _tan_parts(b, x, *_reduce_pio2(b, b.fabs(x))), "tan")
+
+
+def _tan_large(b: _Builder, x: _V) -> _V:
+    return _finite_only(b, x, _tan_parts(b, x, *_reduce_large(b, b.fabs(x))))
+
+
+#: the functions :func:`_branch_large` calls (one argument; not in MATH_FUNCTIONS)
+_LARGE_EMITTERS = {"sin_large": _sin_large, "cos_large": _cos_large, "tan_large": _tan_large}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1329,14 +1553,22 @@ def math_symbol(name: str, dtype) -> str:
 
 @functools.cache
 def _define(name: str, ft: _FloatType) -> tuple[str, frozenset[str], tuple[str, ...]]:
-    """(IR text, called fg_ symbols, intrinsic declarations) of one function."""
-    arity, emit = _EMITTERS[name]
+    """(IR text, called fg_ symbols, intrinsic declarations) of one function (or of the
+    table of 2/pi's bits, which float64 sin/cos/tan ask for as if it were one)."""
+    if name == _TWO_OPI_TABLE[3:]:
+        return _two_opi_table_ir(), frozenset(), ()
+    large = name in _LARGE_EMITTERS
+    arity, emit = (1, _LARGE_EMITTERS[name]) if large else _EMITTERS[name]
     b = _Builder()
     params = [_V(b, f"%a{i}", ft.ir) for i in range(arity)]
     result = emit(b, *params)
     sig = ", ".join(f"{ft.ir} {p.ref}" for p in params)
-    text = "\n".join([f"define internal {ft.ir} @fg_{name}_{ft.suffix}({sig}) alwaysinline "
-                      "nounwind {", "entry:", *b.lines, f"  ret {ft.ir} {result.ref}", "}", ""])
+    sym = f"fg_{name}_{ft.suffix}"
+    attrs = "noinline nounwind" if large else "alwaysinline nounwind"
+    text = "\n".join([f"define internal {ft.ir} @{sym}({sig}) {attrs} {{", "entry:", *b.lines,
+                      f"  ret {ft.ir} {result.ref}", "}", ""])
+    if large:
+        text += "".join(_vector_variant(sym, ft.ir, n) for n in _VARIANT_LANES)
     return text, frozenset(b.callees), tuple(sorted(b.intrinsics.values()))
 
 
@@ -1372,4 +1604,9 @@ def prelude(dtypes_needed=None, fns_needed=None, *, declare_intrinsics: bool = T
         pending.extend(done[sym][1])
     decls = sorted({d for _, _, ds in done.values() for d in ds}) if declare_intrinsics else []
     bodies = [done[s][0] for s in sorted(done)]
+    variants = [f"ptr @{s}_v{n}" for s in sorted(done) if s[3:-4] in _LARGE_EMITTERS
+                for n in _VARIANT_LANES]
+    if variants:  # the vector variants are only named in an attribute: keep them
+        bodies.append(f"@llvm.compiler.used = appending global [{len(variants)} x ptr] "
+                      f"[{', '.join(variants)}], section \"llvm.metadata\"\n")
     return "\n".join(decls + [""] + bodies) if decls else "\n".join(bodies)

@@ -356,14 +356,24 @@ def _reduce_pio2(b: _WBuilder, a: _W) -> tuple[_W, _W, _W]:
     return rh, rl, q
 
 
-def _sin_cos(b: _WBuilder, x: _W, cos: bool) -> _W:
-    """float32 sin(x) or cos(x) for the GPU (see above); NaN for NaN, inf and |x| >= 2^24."""
-    a = b.fabs(x)
+def _reduce_any(b: _WBuilder, a: _W) -> tuple[_W, _W, _W]:
+    """(rh, rl, quad) with a = quad pi/2 + rh + rl (mod 2 pi; quad an i32) for every finite
+    a >= 0: :func:`_reduce_pio2` below 2^24, llvm_math's Payne-Hanek in 32-bit integers
+    (``_large_pio2_f32``) from 2^24 on, chosen per element by selects."""
     rh, rl, q = _reduce_pio2(b, a)
+    bh, bl, bq = lm._large_pio2_f32(b, a)
+    large = b.cmp("oge", a, 2.0 ** 24)
+    return (b.select(large, bh, rh), b.select(large, bl, rl),
+            b.select(large, bq, b.cast("fptosi", q, "i32")))
+
+
+def _sin_cos(b: _WBuilder, x: _W, cos: bool) -> _W:
+    """float32 sin(x) or cos(x) for the GPU (see above); NaN for NaN and inf."""
+    a = b.fabs(x)
+    rh, rl, quad = _reduce_any(b, a)
     # Cephes' float32 kernels with the tail (llvm_math's; ``keep`` hides their tails from
     # llvmpipe, which reassociates r + (p + t) into (r + p) + t and loses rl: 1.2 ulp)
     sin_r, cos_r = lm._sin_kernel(b, rh, rl), lm._cos_kernel(b, rh, rl)
-    quad = b.cast("fptosi", q, "i32")
     if cos:  # cos(x) = sin(x + pi/2)
         quad = quad + 1
     r = b.select(b.cmp("ne", quad & 1, 0), cos_r, sin_r)
@@ -371,7 +381,7 @@ def _sin_cos(b: _WBuilder, x: _W, cos: bool) -> _W:
     if not cos:  # sin is odd
         flip = flip ^ (b.cast("bitcast", x, "i32") & -(2 ** 31))
     r = b.cast("bitcast", b.cast("bitcast", r, "i32") ^ flip, "float")
-    return b.select(b.cmp("olt", a, 2.0 ** 24), r, float("nan"))
+    return lm._finite_only(b, x, r)
 
 
 # exp and tanh: llvm_math's float32 exp (k = rint(x log2 e) by a magic-constant add, a
@@ -442,9 +452,9 @@ def _tan(b: _WBuilder, x: _W) -> _W:
     llvm_math's kernel (Cephes' tanf
     polynomial on rh, the tail rl carried to first order, and -1/tan for odd q with its
     residual 1 + inv th taken exactly by :meth:`_WBuilder.two_prod`, which llvm_math's fma
-    gives the CPU); NaN for NaN, inf and |x| >= 2^24."""
+    gives the CPU); NaN for NaN and inf."""
     a = b.fabs(x)
-    rh, rl, q = _reduce_pio2(b, a)
+    rh, rl, quad = _reduce_any(b, a)
     # rl may exceed an ulp of rh (it also carries ql p4 + q rest, up to 2^-26) and -1/tan
     # takes it to first order only: near the poles rh is small and that cost 86 ulp
     rh, rl = lm._two_sum(rh, rl)
@@ -454,11 +464,11 @@ def _tan(b: _WBuilder, x: _W) -> _W:
     inv = -1.0 / th
     p, pe = b.two_prod(inv, th)  # 1 + inv th = (1 + p) + pe, 1 + p exact (p near -1)
     cot = inv + inv * ((b.keep(1.0 + p) + pe) + inv * tl)
-    odd = b.cmp("ne", b.cast("fptosi", q, "i32") & 1, 0)
+    odd = b.cmp("ne", quad & 1, 0)
     r = b.select(odd, cot, th + b.keep(tl))
     sign = b.cast("bitcast", x, "i32") & -(2 ** 31)  # tan is odd
     r = b.cast("bitcast", b.cast("bitcast", r, "i32") ^ sign, "float")
-    return b.select(b.cmp("olt", a, 2.0 ** 24), r, float("nan"))
+    return lm._finite_only(b, x, r)
 
 
 # lgamma and digamma in float32 alone (the CPU's float32 rounds the float64 algorithms of
@@ -501,8 +511,9 @@ def _lgamma_positive(b: _WBuilder, x: _W) -> _W:
     t = xs - n  # exact
     prod = b.select(b.cmp("olt", n, 1.0), b.fabs(xs) * (xs + 1.0),
                     b.select(b.cmp("olt", n, 2.0), xs, 1.0))
-    for j in range(1, 7):  # (x - 1) ... (x - k) for k = n - 2 >= j
-        prod = prod * b.select(b.cmp("oge", n, j + 2.0), xs - float(j), 1.0)
+    for j in range(1, 7):  # (x - 1) ... (x - k) for k = n - 2 >= j, in this order: ``keep``
+        # stops Mesa from reordering the chain of products (4318 of 400000 off by an ulp)
+        prod = b.keep(prod * b.select(b.cmp("oge", n, j + 2.0), xs - float(j), 1.0))
     log = b.call("fg_log_f32", b.select(small, prod, x))
     poly = t * _poly_up(b, t, _LGAMMA_Q) + b.select(b.cmp("olt", n, 2.0), -log, log)
     w = 1.0 / x

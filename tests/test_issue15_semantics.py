@@ -241,3 +241,38 @@ def test_issue15_grad_of_while_still_refuses_a_carried_tangent(x64):
                                         "lax.while_loop"):
         fg.grad(lambda x: f((x,))[1])(1.0)
     np.testing.assert_allclose(float(fg.jvp(lambda x: f((x,))[1], (1.0,), (1.0,))[1]), 8.0)
+
+
+@pytest.mark.parametrize("fn", ["median", "nanmedian", "quantile", "nanquantile", "percentile",
+                                "nanpercentile"])
+def test_issue15_quantiles_of_0d_keepdims_are_1d(fn):
+    # jnp (and numpy's 1-d view of a 0-d input): keepdims keeps one axis of length 1
+    f = getattr(fnp, fn)
+    q = [] if "median" in fn else [50.0 if "percent" in fn else 0.5]
+    qv = [] if "median" in fn else [np.array([25.0, 50.0] if "percent" in fn else [0.25, 0.5])]
+    x = fnp.asarray(2.5)
+    for g in (f, fg.jit(f, static_argnames="keepdims")):
+        out = g(x, *q, keepdims=True)
+        assert out.shape == (1,) and out.dtype == np.float32 and float(out[0]) == 2.5
+        assert g(x, *q, keepdims=False).shape == ()
+    if qv:
+        assert f(x, *qv, keepdims=True).shape == (2, 1)
+    assert f(fnp.ones((2, 3)), *q, keepdims=True).shape == (1, 1)
+
+
+def test_issue15_empty_gathers_give_empty_or_zero_results():
+    # an empty result needs no gather (zeros((0, 0))[[1]] has shape (1, 0), as in JAX)
+    for f in (lambda x: x[np.array([1])], fg.jit(lambda x: x[np.array([1])])):
+        out = f(fnp.zeros((0, 0), fnp.int32))
+        assert out.shape == (1, 0) and out.dtype == np.int32
+    assert fnp.zeros((2, 0)).at[np.array([1, 5])].get().shape == (2, 0)
+    # take_along_axis from an empty axis: every index is out of bounds; jnp gives zeros
+    idx = np.zeros((2, 3), np.int32)
+    for f in (lambda x: fnp.take_along_axis(x, idx, axis=1),
+              fg.jit(lambda x: fnp.take_along_axis(x, idx, axis=1))):
+        np.testing.assert_array_equal(np.asarray(f(fnp.zeros((2, 0)))), np.zeros((2, 3)))
+    g = fg.grad(lambda x: fnp.sum(fnp.take_along_axis(x, idx, axis=1)))(fnp.zeros((2, 0)))
+    assert g.shape == (2, 0)
+    # a non-empty take from an empty axis is still an error (as in JAX)
+    with pytest.raises(IndexError, match="empty axis"):
+        fnp.take(fnp.zeros((0,)), np.array([0, 1]))

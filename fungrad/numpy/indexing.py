@@ -346,6 +346,8 @@ def _rewriting_take(arr, idx, *, mode=None, fill_value=None, indices_are_sorted=
     if mode is None and fill_value is None and not _has_arrays(parsed):
         return _static_getitem(arr, parsed.entries)
     plan = _gather_plan(parsed, fun_name, normalize)
+    if math.prod(plan.gather_shape) == 0:  # as jnp: no gather (its slice may not fit an
+        return lax.full(plan.final_shape, 0, arr.dtype)  # empty axis: zeros((0, 0))[[1]])
     _check_indexed_axes_nonempty(parsed, plan)
     x = lax.expand_dims(arr, plan.scalar_bool_axes) if plan.scalar_bool_axes else arr
     out = lax.gather(x, plan.indices, plan.dnums, plan.slice_sizes,
@@ -645,8 +647,8 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
                              f"indices {idx.shape} (dimension {j})")
         out_shape.append(m if j == axis or n == 1 else n)
     out_shape = tuple(out_shape)
-    if a.shape[axis] == 0 and math.prod(out_shape):
-        raise IndexError(f"{name}: cannot take a non-empty selection from axis {axis} of size 0")
+    if a.shape[axis] == 0:  # nothing to read: zeros, as jnp (every index is out of bounds)
+        return lax.full(out_shape, 0, a.dtype)
     idx = _normalize_index_array(util.broadcast_to_shape(idx, out_shape), a.shape[axis],
                                  _index_dtype([idx]))
     # Dimensions where arr and the result agree are gather batching dims (indexed together);

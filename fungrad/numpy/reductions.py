@@ -629,6 +629,8 @@ def _quantile(fun_name: str, a, q, axis, out, overwrite_input, method, keepdims,
                          f"got {method!r}")
     (a,) = ufuncs.promote_args_inexact(fun_name, a)
     a = lax.convert_element_type(a, a.dtype, False)
+    if a.ndim == 0 and axis is None:  # as jnp, a 0-d input counts as 1-d: keepdims gives (1,)
+        a = lax.reshape(a, (1,))
     q = lax.convert_element_type(util.asarray(q), a.dtype, False)
     if q.ndim > 1:
         raise ValueError(f"{fun_name}: q must be a scalar or 1-d, got shape {q.shape}")

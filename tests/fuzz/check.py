@@ -18,8 +18,9 @@ compared: the program is not stable there.
 Checks (each a :class:`Failure` ``check`` name): ``jit`` and ``gpu`` (forward, special values),
 ``vmap`` (a batch of 3 against a Python loop, eager and jitted), ``grad-jit`` / ``grad-gpu``
 (``jit(grad)`` against eager ``grad`` on tame values), ``vjp-jvp`` (``grad . v == jvp(v)`` in
-float64) and ``grad-fd`` (``jvp`` against central differences in float64, for programs without
-kinks).
+float64) and ``grad-fd`` (``jvp`` against central differences in float64, where the
+function is smooth around the point: with kinks in the program, the estimates at several step
+sizes must agree).
 """
 
 from __future__ import annotations
@@ -221,6 +222,14 @@ def gpu_available() -> bool:
     return True
 
 
+def has_denormals(v) -> bool:
+    v = np.asarray(v)
+    if kind_of(v.dtype) != "f":
+        return False
+    a = np.abs(v)
+    return bool(np.any((a > 0) & (a < np.finfo(v.dtype).tiny)))
+
+
 TRIG = ("fnp.sin(", "fnp.cos(", "fnp.tan(")
 
 
@@ -243,6 +252,10 @@ def gpu_eligible(prog: Program, env) -> str | None:
         return "known: " + KNOWN_ISSUES["gpu_bool_cmp_shift_mean"]
     if "gpu_bool_arg" in prog.flags() and "gpu_bool_argminmax" in KNOWN_ISSUES:
         return "known: " + KNOWN_ISSUES["gpu_bool_argminmax"]
+    if any(has_denormals(v) for v in env.values()):
+        # WGSL lets a GPU flush denormal operands and results to zero: from there on the
+        # results may legitimately differ (x % denormal, 1 / denormal).
+        return "denormal values (a GPU may flush them)"
     if "gpu_specials_folded" in KNOWN_ISSUES and any(
             kind_of(v.dtype) == "f" and not np.all(np.isfinite(v)) for v in env.values()):
         return "known: " + KNOWN_ISSUES["gpu_specials_folded"]
@@ -426,7 +439,7 @@ class Checker:
 
     def check_derivative(self, prog, loss_of, f, values, flags, only) -> list[Failure]:
         """In float64: ``grad . v`` against ``jvp(v)`` (always), and ``jvp(v)`` against
-        central differences (programs without kinks)."""
+        central differences (where the function is smooth around the point)."""
         loss, xs = loss_of(f, widen(values))
         vs = [np.cos(np.arange(x.size) * 0.7).reshape(x.shape) for x in xs]
         argnums = tuple(range(len(xs)))
@@ -446,7 +459,7 @@ class Checker:
             if abs(dot - tangent) > 1e-6 * scale + 1e-12:
                 return [Failure("vjp-jvp", f"grad . v = {dot!r} but jvp = {tangent!r}", prog,
                                 "tame")]
-            if "kink" in flags or only == "vjp-jvp":
+            if "no_fd" in flags or only == "vjp-jvp":
                 return []
             self.stats.count(self.stats.ran, "grad-fd")
             errs = []
@@ -459,6 +472,12 @@ class Checker:
                 errs.append((abs(fd - tangent) / (abs(tangent) + 1e-3 * scale + 1e-6 + 1e3 * noise),
                              fd))
             best = min(errs)
+            small = [e[1] for e in errs[1:]]
+            if "kink" in flags and not (np.all(np.isfinite(small)) and max(small) - min(small)
+                                        <= 1e-4 * (abs(np.median(small)) + 1e-3 * scale + 1e-6)):
+                # The step sizes disagree: a kink or jump lies within 1e-4 of the point.
+                self.stats.count(self.stats.skipped, "grad-fd: not smooth near the point")
+                return []
             if not np.isfinite(best[0]) or best[0] > 1e-3:
                 return [Failure("grad-fd", f"jvp = {tangent!r} but central differences give "
                                 f"{[e[1] for e in errs]!r} (h = 1e-3 .. 1e-6)", prog, "tame")]

@@ -216,7 +216,7 @@ UNARY_F = {  # name -> flags
     "nn.softplus": (), "nn.gelu": (), "lax.rsqrt": (), "special.gammaln": (),
     "special.erfinv": (), "fnp.trunc": ("kink",), "nn.silu": (), "fnp.isnan": ("kink",),
     "fnp.isinf": ("kink",), "fnp.isfinite": ("kink",), "fnp.signbit": ("kink",),
-    "special.digamma": ("no_grad_known",), "lax.stop_gradient": ("kink",),
+    "special.digamma": ("no_grad_known",), "lax.stop_gradient": ("kink", "no_fd"),
     "fnp.deg2rad": (), "nn.log_sigmoid": (), "special.ndtr": (), "special.log_ndtr": (),
 }
 UNARY_I = ["fnp.negative", "fnp.abs", "fnp.bitwise_not", "fnp.sign", "fnp.square",

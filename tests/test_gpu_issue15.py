@@ -267,3 +267,35 @@ def test_issue15_gpu_scans_stay_within_a_few_ulps(mode, monkeypatch):
     assert _ulps(s, np.cumsum(x64, 1)).max() <= 6
     assert _ulps(cols, np.cumsum(x64, 1).T).max() <= 6
     assert _ulps(lse, np.logaddexp.accumulate(x64, 1)).max() <= 8
+
+
+# -- the pipeline cache --------------------------------------------------------------------------
+
+def test_issue15_gpu_pipeline_cache_is_bounded_and_evicted_pipelines_are_rebuilt(gpu,
+                                                                                 monkeypatch):
+    """Every dropped function's pipelines stayed in the runtime's cache (~120 KB or more
+    each). It keeps the PIPELINE_CACHE most recently used; a live function keeps its own
+    pipelines, and a new function needing an evicted one builds it again."""
+    monkeypatch.setattr(gpu, "PIPELINE_CACHE", 4)
+    x = np.arange(6, dtype=np.float32)
+
+    def make(i):
+        return fg.jit(lambda v: v * float(i) + float(i + 1), backend="gpu")
+
+    first = make(0)
+    np.testing.assert_array_equal(np.asarray(first(x)), x * 0 + 1)
+    exe = first.lower(x).compile()._exe
+    source = exe.shaders[-1].source
+    assert source in gpu._pipelines
+    for i in range(1, 12):
+        np.testing.assert_array_equal(np.asarray(make(i)(x)), x * i + (i + 1))
+        assert len(gpu._pipelines) <= 4
+    assert source not in gpu._pipelines  # evicted
+    np.testing.assert_array_equal(np.asarray(first(x)), x * 0 + 1)  # still its own pipelines
+    np.testing.assert_array_equal(np.asarray(make(0)(x)), x * 0 + 1)  # compiled anew
+    rebuilt = gpu.pipeline("again", source)  # the evicted shader, needed again: built again
+    assert rebuilt is not exe._pipelines[source] and source in gpu._pipelines
+    assert len(gpu._pipelines) <= 4
+    (dispatch,) = exe._commands  # and it computes the same
+    dispatch.pipeline = rebuilt
+    np.testing.assert_array_equal(np.asarray(exe.call([fnp.asarray(x)])[0]), x * 0 + 1)

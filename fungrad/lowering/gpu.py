@@ -11,7 +11,9 @@ description contains that text (case-insensitive), e.g. ``llvmpipe``, ``nvidia``
 
 Device arrays are plain ``array<u32>`` storage buffers (one 32-bit word per element; bool is
 0/1), taken from a pool by size and handed back when their :class:`DeviceBuffer` is dropped,
-so steady-state calls allocate nothing. Pipelines are cached by WGSL source.
+so steady-state calls allocate nothing. Pipelines are cached by WGSL source, the
+``PIPELINE_CACHE`` most recently used ones (an executable holds its own pipelines, so an
+evicted one stays alive while a function using it does, and is built again for a new one).
 
 Two probes run at start-up: whether the adapter's ``fma`` rounds once (``fused_fma``), and how
 many loop iterations one invocation may run (``loop_limit``: 65535 on llvmpipe, whose guard
@@ -24,6 +26,7 @@ import os
 import tempfile
 import threading
 import weakref
+from collections import OrderedDict
 
 import numpy as np
 
@@ -109,6 +112,9 @@ class Runtime:
     """The device, the queue, and the caches (see the module docstring)."""
 
     POOL_KEEP = 8  # free buffers kept per size
+    #: pipelines kept by WGSL source, least recently used evicted (each holds ~120 KB of
+    #: compiled shader: without a bound, every dropped function's pipelines stayed forever)
+    PIPELINE_CACHE = 128
 
     def __init__(self, adapter):
         wgpu = _wgpu()
@@ -127,7 +133,7 @@ class Runtime:
                       | wgpu.BufferUsage.COPY_DST)
         self.lock = threading.Lock()
         self._free: dict[int, list] = {}
-        self._pipelines: dict[str, object] = {}
+        self._pipelines: OrderedDict[str, object] = OrderedDict()
         self.transfers = {"upload": 0, "download": 0}  # counted, for residency tests
         self.fused_fma = self._probe("fma", "let a = b[0];\n  b[1] = fma(a, a, -(a * a));",
                                      np.array([1 + 2.0 ** -12, 0], np.float32))[1] == 2.0 ** -24
@@ -219,8 +225,11 @@ class Runtime:
 
     # pipelines
     def pipeline(self, name: str, source: str):
-        """The compute pipeline of WGSL ``source`` (cached)."""
-        p = self._pipelines.get(source)
+        """The compute pipeline of WGSL ``source`` (cached: ``PIPELINE_CACHE``)."""
+        with self.lock:
+            p = self._pipelines.get(source)
+            if p is not None:
+                self._pipelines.move_to_end(source)
         if p is None:
             try:
                 module = self.device.create_shader_module(code=source)
@@ -233,7 +242,10 @@ class Runtime:
                 raise GpuCompileError(f"jit(backend='gpu'): the WGSL shader of kernel {name} "
                                       f"was rejected by {self.name}: {e}\nshader written to "
                                       f"{path}") from None
-            self._pipelines[source] = p
+            with self.lock:
+                self._pipelines[source] = p
+                while len(self._pipelines) > max(1, self.PIPELINE_CACHE):
+                    self._pipelines.popitem(last=False)
         return p
 
 

@@ -214,3 +214,26 @@ def test_issue15_cumlogsumexp_takes_integers(dtype):
             np.testing.assert_array_equal(np.asarray(got), want)
     with pytest.raises(TypeError, match="cumlogsumexp"):
         lax.cumlogsumexp(np.array([True, False]))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_issue15_cumsum_of_small_floats_compiles(dtype):
+    # a float64 carry for float16 needed double -> half, a runtime function the JIT lacks
+    # (the call jumped to null: a segfault); float16 accumulates in float32 as the impl does
+    x = np.array([1, 2, 3, 2048, 1, 1], dtype)
+    np.testing.assert_array_equal(np.asarray(fg.jit(lax.cumsum)(x)), np.asarray(lax.cumsum(x)))
+
+
+def test_issue15_float64_to_float16_rounds_once(x64):
+    # fptrunc double -> half has no x86 instruction; it goes through float rounded to odd
+    rng = np.random.default_rng(7)
+    h = rng.integers(0, 2 ** 16, 20000).astype(np.uint16).view(np.float16)
+    h = h[np.isfinite(h) & (np.abs(h) < np.float16(65504))]
+    up = np.nextafter(h, np.float16(np.inf)).astype(np.float64)
+    ties = (h.astype(np.float64) + up) / 2  # exact midpoints: double rounding would show here
+    x = np.concatenate([ties, np.nextafter(ties, np.inf), np.nextafter(ties, -np.inf),
+                        [np.inf, -np.inf, 0.0, -0.0, 1e300, 1e-300, 65520.0, 2.0 ** -25]])
+    got = np.asarray(fg.jit(lambda a: a.astype(np.float16))(x))
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16)
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))

@@ -408,10 +408,14 @@ def _cumulative_primitive(name: str, accumulate, kinds):
 
 
 def _cumsum_dtype(dtype: np.dtype) -> np.dtype:
-    """float16/float32 cumulative sums accumulate in float64, each element rounded once: a
-    serial float32 running sum stops growing at 2^24 (3e7 ones ended in 16777216) and drifts
-    by sqrt(n) ulps on random data; JAX's is within a few ulps of the exact prefix sums."""
-    return np.dtype(np.float64) if dtype.kind == "f" else dtype
+    """float32 cumulative sums accumulate in float64, each element rounded once: a serial
+    float32 running sum stops growing at 2^24 (3e7 ones ended in 16777216) and drifts by
+    sqrt(n) ulps on random data; JAX's is within a few ulps of the exact prefix sums. float16
+    ones accumulate in float32 as before (far beyond float16's range; and double -> half has
+    no instruction: the compiled code would need a runtime function)."""
+    if dtype == np.float32:
+        return np.dtype(np.float64)
+    return _accumulation_dtype(dtype)
 
 
 def _cumlogsumexp(x, axis):
@@ -676,37 +680,25 @@ def _column_reduction(ctx, x, axes, op):
     split = None
     if op == "add" and x.dtype.kind == "f":
         split = _column_blocks(x.shape, axes)
-    if split is None:
-        loops, part_shape = x.shape, out_shape
-    else:  # the reduced axis ``a`` runs as ``nb`` blocks of ``tb``: loops (..., b, t, ...)
+    part_shape = out_shape
+    if split is not None:  # reduced axis ``a`` in blocks of ``tb``: partial rows by block
         a, tb = split
-        nb = -(-x.shape[a] // tb)
-        loops = (*x.shape[:a], nb, tb, *x.shape[a + 1:])
-        part_shape = (*(x.shape[r] for r in axes if r < a), nb, *out_shape)
+        part_shape = (*(x.shape[r] for r in axes if r < a), -(-x.shape[a] // tb), *out_shape)
     buf = planner.new_buffer(part_shape, x.dtype, "temp")
     ident = ctx.const(kernel.reduce_identity(op, x.dtype), x.dtype)
     planner.add_kernel("init", part_shape, lambda idx: [
         Store(buf, ctx.flat_index(idx, part_shape), ident)], origin=f"reduce_{op}")
 
     def accumulate(idx):
-        if split is None:
-            value, at = x.at(idx), [idx[d] for d in kept]
-        else:
-            n = x.shape[a]
-            i = ctx.iadd(ctx.imul(idx[a], ctx.iconst(tb)), idx[a + 1])
-            if n % tb:  # the last block is partial: its positions past the end add zero
-                full = (*idx[:a], kernel.clamp_index(ctx, i, 0, n - 1), *idx[a + 2:])
-                value = ctx.select(ctx.op("lt", i, ctx.iconst(n)), x.at(full),
-                                   ctx.const(0, x.dtype))
-            else:
-                full = (*idx[:a], i, *idx[a + 2:])
-                value = x.at(full)
-            at = [full[r] for r in axes if r < a] + [idx[a]] + [full[d] for d in kept]
-        return [Store(buf, ctx.flat_index(at, part_shape), value, combine=op)]
-    # the outermost loop may run in parallel when it is not reduced, or when it numbers the
-    # blocks (each writes its own partial row)
-    parallel = 0 not in axes or (split is not None and split[0] == 0)
-    planner.add_kernel("colred", loops, accumulate, parallel=parallel, origin=f"reduce_{op}")
+        at = [idx[d] for d in kept]
+        if split is not None:
+            at = ([idx[r] for r in axes if r < a] + [ctx.idiv(idx[a], ctx.iconst(tb))] + at)
+        return [Store(buf, ctx.flat_index(at, part_shape), x.at(idx), combine=op)]
+    # the outermost loop may run in parallel only when it is not reduced; the loops are x's,
+    # so the kernel fuses with others over x's shape (the gradient's product beside the bias
+    # gradient's sum)
+    planner.add_kernel("colred", x.shape, accumulate, parallel=0 not in axes,
+                       origin=f"reduce_{op}")
     out = planner.buffer_tensor(buf, f"reduce_{op}")
     if split is not None:  # sum the partial rows (a column sum again, blocked when long)
         return _reduce_lowering(op)(ctx, out, axes=tuple(range(len(part_shape)
@@ -718,12 +710,13 @@ def _column_blocks(shape, axes) -> tuple[int, int] | None:
     """How a column sum over ``axes`` of ``shape`` splits into blocks of at most
     ``COLUMN_SUM_BLOCK`` reduced positions: ``(axis, length)`` when the innermost reduced
     axes fit into a block whole and ``axis`` (the next one out) is cut into pieces of
-    ``length``; None when the whole reduction fits into one block."""
+    ``length`` (a power of two: the block index is a shift); None when the whole reduction
+    fits into one block."""
     inner = 1
     for a in reversed(axes):
         n = shape[a]
         if inner * n > COLUMN_SUM_BLOCK:
-            return a, max(1, COLUMN_SUM_BLOCK // inner)
+            return a, 1 << max(0, (COLUMN_SUM_BLOCK // inner).bit_length() - 1)
         inner *= n
     return None
 
@@ -798,12 +791,11 @@ def _recomputes_reduction(root, loops) -> bool:
 
 
 def _scan_dtype(ctx, dtype: np.dtype, op: str) -> np.dtype:
-    """The dtype a compiled scan carries: as the impl (float sums and integer logsumexps in
-    float64) where the backend has float64, else float32 (the GPU: WGSL has no float64;
+    """The dtype a compiled scan carries: as the impl (float32 sums and integer logsumexps
+    in float64) where the backend has float64, else float32 (the GPU: WGSL has no float64;
     its scans reassociate their sums instead)."""
     wide = np.dtype(np.float64) if ctx.planner.backend == "cpu" else np.dtype(np.float32)
-    if op == "add" and dtype.kind == "f" and dtype.itemsize < 8 or (
-            op == "logaddexp" and dtype.kind in "iu"):
+    if op == "add" and dtype == np.float32 or op == "logaddexp" and dtype.kind in "iu":
         return wide
     return _accumulation_dtype(dtype) if op in ("add", "mul", "logaddexp") else dtype
 

@@ -255,6 +255,8 @@ class OpEmitter:
         st, dt_ = _ty(src), _ty(dst)
         sk, dk = src.kind, dst.kind
         if sk == "f" and dk == "f":
+            if src.itemsize == 8 and dst.itemsize == 2:
+                return self._double_to_half(lines, out, x)
             ins = "fpext" if dst.itemsize > src.itemsize else "fptrunc"
             lines.append(f"  {out} = {ins} {st} {x} to {dt_}")
         elif dk == "b":
@@ -279,6 +281,29 @@ class OpEmitter:
             else:
                 ins = "sext" if sk == "i" else "zext"
                 lines.append(f"  {out} = {ins} {st} {x} to {dt_}")
+        return out
+
+    def _double_to_half(self, lines, out, x) -> str:
+        """``fptrunc double -> half`` correctly rounded, without the runtime function x86
+        needs for it (``__truncdfhf2``, absent from the JIT: the call jumped to null). Through
+        float, rounded to odd (toward zero, then the last bit set when inexact): float keeps
+        13 bits more than half, so the second rounding is the only one (no double rounding).
+        NaN stays NaN, overflow becomes inf, tiny values 0, signs kept."""
+        f, back, inexact, mag_f, mag_x, away, bits, down, trunc, odd, fo = (
+            self.tmp() for _ in range(11))
+        lines += [f"  {f} = fptrunc double {x} to float",
+                  f"  {back} = fpext float {f} to double",
+                  f"  {inexact} = fcmp une double {back}, {x}",
+                  f"  {mag_f} = call double @llvm.fabs.f64(double {back})",
+                  f"  {mag_x} = call double @llvm.fabs.f64(double {x})",
+                  f"  {away} = fcmp ogt double {mag_f}, {mag_x}",  # rounded up in magnitude
+                  f"  {bits} = bitcast float {f} to i32",
+                  f"  {down} = sub i32 {bits}, 1",
+                  f"  {trunc} = select i1 {away}, i32 {down}, i32 {bits}",
+                  f"  {odd} = or i32 {trunc}, 1",
+                  f"  {fo} = select i1 {inexact}, i32 {odd}, i32 {bits}",
+                  f"  {out}.f = bitcast i32 {fo} to float",
+                  f"  {out} = fptrunc float {out}.f to half"]
         return out
 
     def combine(self, lines, out, op, dt, acc, val, exact: bool = False) -> None:

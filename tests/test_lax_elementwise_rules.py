@@ -23,7 +23,7 @@ from fungrad.lax import elementwise as ew
 from fungrad.lax import special_math
 from fungrad.testing import check_grads
 from fungrad.testing.gradcheck import assert_transforms_commute
-from fungrad.transforms.jvp import NotDifferentiableError, jvp_rules, no_jvp
+from fungrad.transforms.jvp import jvp_rules, no_jvp
 from fungrad.transforms.transpose import UndefPrimal, transpose_rules
 from fungrad.transforms.vmap import batch_rules
 from tests.helpers import assert_array
@@ -43,17 +43,26 @@ def test_registry_every_primitive_has_its_rules():
         assert p in jvp_rules or p in no_jvp, f"{p} has no jvp rule"
         assert p in batch_rules, f"{p} has no batch rule"
         assert (p in transpose_rules) == (p in LINEAR), f"{p}: transpose rule mismatch"
-    assert set(no_jvp) & set(prims) == {ew.digamma_p, ew.nextafter_p}
+    assert set(no_jvp) & set(prims) == {ew.nextafter_p}
 
 
-def test_digamma_has_no_jvp_and_says_why():
-    with pytest.raises(NotDifferentiableError, match="digamma.*trigamma"):
-        fg.grad(lax.digamma)(1.5)
-    # lgamma's first derivative (digamma) is fine; its second needs trigamma
-    np.testing.assert_allclose(float(fg.grad(lax.lgamma)(2.5)), special_math.digamma(2.5),
-                               rtol=1e-6)
-    with pytest.raises(TypeError, match="trigamma"):
-        fg.grad(fg.grad(lax.lgamma))(2.5)
+def _polygamma_reference(m: int, x, terms: int = 100_000):
+    """psi^(m)(x) in float64 from its series ``(-1)^(m+1) m! sum_k (x + k)^-(m+1)`` (valid
+    for every non-pole x), the tail past ``terms`` by Euler-Maclaurin."""
+    x = np.asarray(x, np.float64)[..., None]
+    a = x[..., 0] + terms
+    head = np.sum((x + np.arange(terms)) ** -(m + 1.0), axis=-1)
+    tail = a ** -m / m + a ** -(m + 1.0) / 2 + (m + 1) / 12 * a ** -(m + 2.0)
+    return (-1) ** (m + 1) * math.factorial(m) * (head + tail)
+
+
+def test_digamma_derivative_is_trigamma():
+    # JAX: d/dx digamma = polygamma(1, x), so lgamma is twice differentiable (issue 15)
+    x = np.array([0.3, 1.0, 2.5, 7.25, -0.5, -2.7], np.float32)
+    want = _polygamma_reference(1, x.astype(np.float64))
+    assert_array(fg.vmap(fg.grad(lax.digamma))(x), want, dtype=np.float32, rtol=2e-6)
+    assert_array(fg.vmap(fg.grad(fg.grad(lax.lgamma)))(x), want, dtype=np.float32, rtol=2e-6)
+    assert_array(fg.jit(fg.vmap(fg.grad(lax.digamma)))(x), want, dtype=np.float32, rtol=2e-6)
 
 
 # -- unary primitives: analytic derivatives and check_grads ----------------------------------------
@@ -102,7 +111,8 @@ UNARY = {
     "erfc": (lax.erfc, _uniform(-2, 2), lambda x: -2 / _SQPI * np.exp(-x * x), 2),
     "erf_inv": (lax.erf_inv, _uniform(-0.9, 0.9),
                 lambda x: _SQPI / 2 * np.exp(special_math.erf_inv(x) ** 2), 2),
-    "lgamma": (lax.lgamma, _lgamma_domain, special_math.digamma, 1),
+    "lgamma": (lax.lgamma, _lgamma_domain, special_math.digamma, 2),
+    "digamma": (lax.digamma, _lgamma_domain, lambda x: _polygamma_reference(1, x), 1),
     "square": (lax.square, _uniform(-2, 2), lambda x: 2 * x, 2),
     "neg": (lax.neg, _uniform(-2, 2), lambda x: -np.ones_like(x), 2),
     "abs": (lax.abs, _away_from_zero(0.2, 2), np.sign, 2),

@@ -18,7 +18,7 @@ from fungrad.numpy import util
 
 __all__ = [
     "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammaln", "log_ndtr", "logit",
-    "logsumexp", "ndtr", "ndtri", "xlog1py", "xlogy",
+    "logsumexp", "ndtr", "ndtri", "polygamma", "xlog1py", "xlogy",
 ]
 
 
@@ -120,6 +120,37 @@ def gammaln(x):
 def digamma(x):
     """Digamma function ``d/dx log Gamma(x)`` (``lax.digamma``)."""
     return lax.digamma(_inexact("digamma", x))
+
+
+def polygamma(n, x):
+    """``psi^(n)(x)``, the ``n``-th derivative of :func:`digamma` (``lax.polygamma``).
+
+    Args:
+        n: integer order(s), an int or an integer array broadcasting against ``x``; its values
+            must be concrete (not traced: each order is its own formula). Negative orders give
+            NaN, as in JAX.
+        x: real argument(s); integers promote to the default float.
+
+    Returns:
+        ``psi^(n)(x)`` in the dtype JAX promotes ``n`` and ``x`` to.
+
+    Example:
+        >>> polygamma(1, 1.0)   # trigamma(1) = pi^2 / 6 = 1.6449341
+    """
+    util.check_arraylike("polygamma", n, x)
+    n_dtype = dtypes.result_type(n)
+    if not dtypes.is_int(n_dtype):
+        raise ValueError(f"polygamma: the order n must have an integer dtype, got "
+                         f"{n_dtype.name} (pass an int or an integer array)")
+    orders = np.asarray(util.concrete_or_error(n, "polygamma's order n (each order is its "
+                                                  "own formula; pass n as a concrete value)"))
+    order_of, x = fnp.broadcast_arrays(*util.promote_args_inexact("polygamma", n, x))
+    out = lax.full_like(x, np.nan)
+    for m in np.unique(orders):
+        if m >= 0:
+            out = lax.select(lax.eq(order_of, lax.full_like(x, float(m))),
+                             lax.polygamma(int(m), x), out)
+    return lax.convert_element_type(out, x.dtype, x.weak_type)
 
 
 # -- x log y ---------------------------------------------------------------------------------

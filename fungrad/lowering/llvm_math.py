@@ -754,18 +754,22 @@ def _clamp_int(b: _Builder, v: _V, lo: int, hi: int) -> _V:
 def _large_frac_f32(b: _Builder, a: _V, t: int, offset: int = 0):
     """Payne-Hanek for float32 ``a`` >= 2^24, in 32-bit integer operations only (the GPU has
     no wider ones): (q, A, B, C) with a 2^t (2/pi) - offset/2^22 = q + F, q an i32 integer
-    (only q mod 4 is right), F = A 2^-22 + B 2^-46 + C 2^-70 in [-1/2, 1/2] to about 2^-68
+    (only q mod 4 is right), F = A 2^-22 + B 2^-46 + C 2^-70 in [-1/2, 1/2] to about 2^-57
     (A signed, |A| <= 2^21; 0 <= B, C < 2^24). ``t`` is 0 (reduction by pi/2) or -1 (by pi).
+    The float32 closest to a multiple of pi/2 from 2^24 on, 16367173 2^72, has |F| = 2^-29.9,
+    so r = F pi/2 keeps a relative error below 2^-27 everywhere.
 
     a = m 2^e (m the 24-bit mantissa, 1 <= e <= 104), and m times the 96-bit window
     W = S[e + t ...] of 2/pi's bits (W 2^-94 = 2^(e + t) 2/pi mod 4 to 2^-94) is computed in
     columns of 12-bit digits: m = mh 2^12 + ml, W = sum L_c 2^(12 c), column c (weight
-    2^(12 c - 94)) = ml L_c + mh L_(c-1) < 2^25, carried upwards from c = 1; column 0 (below
-    2^-68) is left out. The digits' top 24 bits mod 2^24 are (q + F) mod 4 in units of 2^-22.
+    2^(12 c - 94)) = ml L_c + mh L_(c-1) < 2^25, carried upwards from c = 2; columns 0 and 1
+    (below 2^-57; every statement costs on llvmpipe) are left out. The digits' top 24 bits
+    mod 2^24 are (q + F) mod 4 in units of 2^-22.
     Every intermediate is below 2^31 or is masked to its low bits (the lanes that take the
     small-argument path compute garbage in range)."""
     ai = b.cast("bitcast", a, "i32")
-    o = _clamp_int(b, (ai >> 23) + (t - 150), 0, 105)  # the window starts at S[o]
+    o = (ai >> 23) + (t - 150)  # the window starts at S[o]; o <= 105 for every a >= 0
+    o = b.select(b.cmp("slt", o, 0), 0, o)  # (lanes below 2^24 compute garbage in range)
     d = (o * 2731) >> 16  # o // 24 for 0 <= o < 2000
     s = o - d * 24
     at = [b.cmp("eq", d, k) for k in range(1, 5)]
@@ -775,19 +779,21 @@ def _large_frac_f32(b: _Builder, a: _V, t: int, offset: int = 0):
         for k in range(1, 5):
             w = b.select(at[k - 1], _TWO_OPI_24[i + k], w)
         words.append(w)
-    limbs = []  # L_7 (W's top 12 bits) down to L_0
+    limbs = []  # L_7 (W's top 12 bits) down to L_1
+    rest = 24 - s
     for i in range(4):  # the window's 24-bit words
-        w = ((words[i] << s) & 0xFFFFFF) | (words[i + 1] >> (24 - s))
-        limbs += [w >> 12, w & 0xFFF]
-    L = limbs[::-1]
+        w = ((words[i] << s) & 0xFFFFFF) | (words[i + 1] >> rest)
+        limbs += [w >> 12] if i == 3 else [w >> 12, w & 0xFFF]
+    L = [None, *limbs[::-1]]
     m = (ai & 0x7FFFFF) | 0x800000
     mh, ml = m >> 12, m & 0xFFF
-    col = {c: ml * L[c] + mh * L[c - 1] for c in range(1, 8)}
+    col = {c: ml * L[c] + mh * L[c - 1] for c in range(2, 8)}
     digit = {}
-    for c in range(1, 7):
+    for c in range(2, 7):
         digit[c] = col[c] & 0xFFF
         col[c + 1] = col[c + 1] + (col[c] >> 12)
-    top = (((col[7] << 12) + digit[6]) - offset) & 0xFFFFFF  # (q + F) mod 4, units 2^-22
+    top = (col[7] << 12) + digit[6]
+    top = (top - offset if offset else top) & 0xFFFFFF  # (q + F) mod 4, units 2^-22
     q = (top + (1 << 21)) >> 22
     return (q, top - (q << 22), (digit[5] << 12) | digit[4],
             (digit[3] << 12) | digit[2])

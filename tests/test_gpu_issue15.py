@@ -299,3 +299,30 @@ def test_issue15_gpu_pipeline_cache_is_bounded_and_evicted_pipelines_are_rebuilt
     (dispatch,) = exe._commands  # and it computes the same
     dispatch.pipeline = rebuilt
     np.testing.assert_array_equal(np.asarray(exe.call([fnp.asarray(x)])[0]), x * 0 + 1)
+
+
+def test_issue15_gpu_literal_operands_never_make_rejected_constant_expressions(gpu):
+    """Operations of literals only (which the planner does not fold: ops outside the folded
+    set, or built directly) must not reach WGSL as constant expressions the validator
+    rejects: 0 / 0, inf * 0, 3e38 * 10 (NaN or inf), sqrt(-1), 5 / 0, shifts by 40,
+    -(-5), i32 overflow."""
+    from fungrad.lowering import wgsl
+    from fungrad.lowering.fusion import Kernel, Store
+    from fungrad.lowering.kernel import INDEX, Buffer, Ctx, Var
+    ctx = Ctx()
+    f32, i32, u32 = np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint32)
+    cases = [("div", f32, 0.0, 0.0), ("mul", f32, np.inf, 0.0), ("mul", f32, 3e38, 10.0),
+             ("rem", f32, 1.0, 0.0), ("sub", f32, np.inf, np.inf), ("max", f32, np.nan, 1.0),
+             ("sqrt", f32, -1.0), ("floor", f32, np.inf), ("log", f32, -1.0),
+             ("idiv", INDEX, 5, 0), ("irem", INDEX, 5, 0), ("div", i32, 5, 0),
+             ("shl", i32, 1, 40), ("shr_logical", u32, 8, 40), ("shr_arith", i32, -8, 40),
+             ("neg", i32, -5), ("mul", i32, 65536, 65536), ("add", i32, 2**31 - 1, 1)]
+    for op, dt, *values in cases:
+        expr = ctx.node(op, tuple(ctx.const(v, dt) for v in values), dt)  # (not folded)
+        if expr.dtype == INDEX:
+            expr = ctx.node("convert", (expr,), i32)
+        out = Buffer(0, (1,), expr.dtype, "output", "out")
+        v = Var(1)
+        kern = Kernel("k", (v,), [Store(out, ctx.index(v), expr)])
+        shader = wgsl.render_kernel(kern, {0: ("out0", 0)}, gpu.fused_fma)
+        gpu.pipeline(f"{op}_{dt}", shader.source)  # (GpuCompileError if rejected)

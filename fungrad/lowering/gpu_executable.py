@@ -201,6 +201,12 @@ class GpuExecutable:
         self.scratch_words = 0
         self._commands = self._flatten(prog.steps, wgsl.TOP)
         self.arena_words += self.scratch_words
+        if 4 * self.arena_words > rt.max_binding_bytes:
+            raise ValueError(
+                f"jit({name}, backend='gpu'): the program's temporaries need "
+                f"{4 * self.arena_words} bytes in one buffer, more than this adapter's largest "
+                f"storage binding ({rt.max_binding_bytes} bytes) holds; use smaller arrays or "
+                "backend='cpu'")
         for dst, src, words in copies_out:
             self._commands += self._dispatch(wgsl.render_copy(dst, src, words))
         self._bind_groups: OrderedDict = OrderedDict()

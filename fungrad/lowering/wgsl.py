@@ -414,8 +414,13 @@ class _KernelShader:
             cond = self._reaches(e.args[0])  # (c < a ? a : c -> max(a, c), a - c < 0 ...)
             return [args[0], *(self._opaque(v, a) if self._reaches(a) & cond else v
                                for a, v in zip(e.args[1:], args[1:]))]
-        if e.op in ("select", "convert", "bitcast", "load") or not e.args or \
-                wgsl_type(e.args[0].dtype) != "f32":
+        if e.op in ("select", "convert", "bitcast", "load") or not e.args:
+            return args
+        t = wgsl_type(e.args[0].dtype)
+        if t in ("i32", "u32") and all(a.op == "const" for a in e.args):
+            # a constant expression WGSL may reject (1i << 31u overflows, 5i / 0i)
+            return [self._opaque_literal(args[0], t), *args[1:]]
+        if t != "f32":
             return args
         out = [self._opaque_literal(v) if a.op == "const" else v
                for a, v in zip(e.args, args)]
@@ -445,13 +450,16 @@ class _KernelShader:
             self.zero = True
         return _ZERO
 
-    def _opaque_literal(self, text: str) -> str:
-        """A float literal as a value the shader compiler cannot see (top-level let)."""
+    def _opaque_literal(self, text: str, t: str = "f32") -> str:
+        """A literal of WGSL type ``t`` as a value the shader compiler cannot see (a
+        top-level let)."""
         name = self.literals.get(text)
         if name is None:
             name = self.literals[text] = self.tmp("c")
-            self.lines[None].append(f"  let {name} = bitcast<f32>(bitcast<u32>({text}) | "
-                                    f"{self._zero()});")
+            word = text if t == "u32" else f"bitcast<u32>({text})"
+            value = f"{word} | {self._zero()}"
+            self.lines[None].append(f"  let {name} = "
+                                    f"{value if t == 'u32' else f'bitcast<{t}>({value})'};")
         return name
 
     def _opaque(self, value: str, e: Expr) -> str:
@@ -508,6 +516,8 @@ class _KernelShader:
             return f"({a[0]} {sym} {a[1]})"
         if op in ("add", "sub", "mul") and b:
             return f"({a[0]} {'|' if op == 'add' else '&' if op == 'mul' else '!='} {a[1]})"
+        if op in ("idiv", "irem") and a[1] == literal(0, dt):  # (5i / 0i) is rejected
+            return f"fg_{self.src.need(('div_' if op == 'idiv' else 'rem_') + t)}({a[0]}, {a[1]})"
         if op in ("add", "sub", "mul", "idiv", "irem"):
             sym = {"add": "+", "sub": "-", "mul": "*", "idiv": "/", "irem": "%"}[op]
             return f"({a[0]} {sym} {a[1]})"
@@ -536,8 +546,8 @@ class _KernelShader:
             signed = f"bitcast<i32>({a[0]})" if t == "u32" else a[0]
             r = f"({signed} >> {by})"
             return f"bitcast<u32>{r}" if t == "u32" else r
-        if op == "neg":
-            return f"(-{a[0]})"
+        if op == "neg":  # (a literal: -(-5i), never --5i)
+            return f"(-({a[0]}))" if a[0].startswith("-") else f"(-{a[0]})"
         if op == "abs":
             return f"abs({a[0]})"
         if op == "sign":

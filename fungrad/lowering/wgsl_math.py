@@ -15,8 +15,9 @@ max(|f|, 1), more where reflection cancels). A function that still needed float6
 LoweringError naming it. ``pow`` takes llvm_math's same-precision path (the float64 one, in
 float32 words: its log in double-word arithmetic), where the CPU's float32 shortcut goes
 through float64. ``sin``, ``cos`` and ``tan`` have a GPU formulation of their own
-(:func:`_reduce_pio2`: an exact reduction from float32 products alone, then Cephes' float32
-kernels), about half the instructions of that same-precision path. ``exp`` and ``tanh`` have
+(:func:`_reduce_pio2`: an exact reduction from float32 products alone below 2^24, llvm_math's
+integer Payne-Hanek above, then Cephes' float32 kernels), about half the instructions of that
+same-precision path. ``exp`` and ``tanh`` have
 GPU versions too (:func:`_exp`, :func:`_tanh`: llvm_math's float32 algorithms with a
 two-piece reduction and 2^k applied by an exponent add, special ranges by selects), because
 llvmpipe runs the CPU's two-step ``ldexp`` multiply slowly (the benchmark chain: 1.39x ->
@@ -289,7 +290,8 @@ class _WBuilder(lm._Builder):
         return self.emit(f"{fn}({', '.join(a.ref for a in args)})", args[0].ty)
 
 
-# sin and cos: the reduction |x| = q pi/2 + r (|x| < 2^24; beyond, NaN as on the CPU) is
+# sin and cos: the reduction |x| = q pi/2 + r (|x| < 2^24; from there on llvm_math's
+# Payne-Hanek in 32-bit integers, selected per element: see _reduce_any) is
 # exact with float32 products only, so it needs neither a fused fma nor Dekker splits at run
 # time: q (< 2^24) splits into qh = a multiple of 2^12 and |ql| <= 2^11 + 1, and pi/2 into
 # pieces of 12 significant bits (_PIO2_12), so every product of a half of q with a piece is
@@ -359,7 +361,12 @@ def _reduce_pio2(b: _WBuilder, a: _W) -> tuple[_W, _W, _W]:
 def _reduce_any(b: _WBuilder, a: _W) -> tuple[_W, _W, _W]:
     """(rh, rl, quad) with a = quad pi/2 + rh + rl (mod 2 pi; quad an i32) for every finite
     a >= 0: :func:`_reduce_pio2` below 2^24, llvm_math's Payne-Hanek in 32-bit integers
-    (``_large_pio2_f32``) from 2^24 on, chosen per element by selects."""
+    (``_large_pio2_f32``) from 2^24 on, chosen per element by selects: llvmpipe runs both
+    sides of a branch, so every invocation pays for both (about 120 integer statements and 20
+    float ones; the benchmark chain measured 1.25-1.3x its time without them, same run). The
+    integer digits cost less there than any float formulation: integer operations are short
+    on llvmpipe (docs/architecture.md), and a constant table indexed per invocation measured
+    slower than the select chains."""
     rh, rl, q = _reduce_pio2(b, a)
     bh, bl, bq = lm._large_pio2_f32(b, a)
     large = b.cmp("oge", a, 2.0 ** 24)

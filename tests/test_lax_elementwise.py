@@ -335,9 +335,9 @@ def test_op_weak_type_propagation(op):
     strong = np.asarray(v, dt)
     weak = fg.Array(dt.type(v), weak_type=True)
     out_dt = BOOL if op.bool_out else dt
-    # Bool Python scalars are never weak, and (NB) fungrad's bool results are never weak:
-    # JAX marks a comparison of weak operands weak, which no promotion can observe.
-    all_weak = dt.kind != "b" and not op.bool_out
+    # Bool Python scalars are never weak; as in JAX, a comparison (or is_finite) of weak
+    # operands is a weak bool (no promotion can observe it, but `.weak_type` does)
+    all_weak = dt.kind != "b"
     for args, want_weak in [([v] * op.nargs, all_weak), ([weak] * op.nargs, all_weak),
                             ([strong] * op.nargs, False)]:
         out = op.fn(*args)

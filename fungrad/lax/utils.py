@@ -135,7 +135,7 @@ def naryop_abstract_eval(name: str, kinds, result_dtype=None):
                                 + ", ".join(a.dtype.name for a in avals))
         check_kinds(name, dt, kinds)
         shape = broadcasting_shape(name, *avals)
-        weak = all(a.weak_type for a in avals) and result_dtype is None
+        weak = all(a.weak_type for a in avals)  # also for comparisons: JAX's weak bool
         return ShapedArray(shape, dt if result_dtype is None else result_dtype, weak)
 
     return abstract_eval

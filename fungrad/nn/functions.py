@@ -38,6 +38,16 @@ def _inexact(fun_name: str, x):
     return x
 
 
+def _array(fun_name: str, x):
+    """``x`` as an array, its dtype kept. The activations written with jax.nn's formulas take
+    it: their dtypes on integer and bool input are then JAX's, set by the Python scalars the
+    formula mixes in (``elu(int32)`` is a weak default float, float64 with x64, because
+    ``where(x > 0, 0.0, x)`` meets a Python float; ``softplus(bool)`` is weak because
+    ``logaddexp(x, 0)`` meets a Python int; ``softplus(int8)`` is a strong float32)."""
+    util.check_arraylike(fun_name, x)
+    return util.asarray(x, fun_name=fun_name)
+
+
 # -- elementwise activations ----------------------------------------------------------------
 
 def identity(x):
@@ -58,7 +68,7 @@ def relu(x):
 
 def relu6(x):
     """ReLU capped at 6: ``min(max(x, 0), 6)``."""
-    x = _inexact("relu6", x)
+    x = _array("relu6", x)
     return fnp.minimum(fnp.maximum(x, 0), 6.0)
 
 
@@ -78,13 +88,13 @@ swish = silu
 
 def hard_sigmoid(x):
     """Piecewise-linear sigmoid: ``relu6(x + 3) / 6``."""
-    x = _inexact("hard_sigmoid", x)
+    x = _array("hard_sigmoid", x)
     return relu6(x + 3.0) / 6.0
 
 
 def hard_silu(x):
     """Hard SiLU / hard swish: ``x * hard_sigmoid(x)``."""
-    x = _inexact("hard_silu", x)
+    x = _array("hard_silu", x)
     return x * hard_sigmoid(x)
 
 
@@ -100,37 +110,37 @@ def hard_tanh(x):
 
 def softplus(x):
     """``log(1 + exp(x))``, computed as ``logaddexp(x, 0)`` so it never overflows."""
-    return fnp.logaddexp(_inexact("softplus", x), 0.0)
+    return fnp.logaddexp(_array("softplus", x), 0)
 
 
 def sparse_plus(x):
     """Sparse plus: 0 for ``x <= -1``, ``x`` for ``x >= 1``, ``(x + 1)**2 / 4`` between."""
-    x = _inexact("sparse_plus", x)
+    x = _array("sparse_plus", x)
     return fnp.where(x <= -1.0, 0.0, fnp.where(x >= 1.0, x, fnp.square(x + 1.0) / 4.0))
 
 
 def sparse_sigmoid(x):
     """Sparse sigmoid: ``clip(x + 1, 0, 2) / 2``."""
-    x = _inexact("sparse_sigmoid", x)
+    x = _array("sparse_sigmoid", x)
     return 0.5 * fnp.clip(x + 1.0, 0.0, 2.0)
 
 
 def soft_sign(x):
     """Soft sign: ``x / (|x| + 1)``."""
-    x = _inexact("soft_sign", x)
-    return x / (fnp.abs(x) + 1.0)
+    x = _array("soft_sign", x)
+    return x / (fnp.abs(x) + 1)
 
 
 def squareplus(x, b=4):
     """Squareplus: ``(x + sqrt(x**2 + b)) / 2``."""
     util.check_arraylike("squareplus", x, b)
-    x, b = util.promote_args_inexact("squareplus", x, b)
-    return (x + fnp.sqrt(fnp.square(x) + b)) / 2.0
+    x, b = util.asarray(x), util.asarray(b)
+    return (x + fnp.sqrt(fnp.square(x) + b)) / 2
 
 
 def mish(x):
     """Mish: ``x * tanh(softplus(x))``."""
-    x = _inexact("mish", x)
+    x = _array("mish", x)
     return x * fnp.tanh(softplus(x))
 
 
@@ -147,14 +157,14 @@ def elu(x, alpha=1.0):
     overflow (and, later, never give NaN gradients).
     """
     util.check_arraylike("elu", x, alpha)
-    x = _inexact("elu", x)
+    x = _array("elu", x)
     return fnp.where(x > 0, x, alpha * fnp.expm1(fnp.where(x > 0, 0.0, x)))
 
 
 def celu(x, alpha=1.0):
     """Continuously differentiable ELU: ``max(x, 0) + alpha * expm1(min(x, 0) / alpha)``."""
     util.check_arraylike("celu", x, alpha)
-    x = _inexact("celu", x)
+    x = _array("celu", x)
     return fnp.maximum(x, 0.0) + alpha * fnp.expm1(fnp.minimum(x, 0.0) / alpha)
 
 
@@ -164,13 +174,13 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def selu(x):
     """Scaled ELU with the self-normalising constants of Klambauer et al. (2017)."""
-    return _SELU_SCALE * elu(_inexact("selu", x), _SELU_ALPHA)
+    return _SELU_SCALE * elu(_array("selu", x), _SELU_ALPHA)
 
 
 def leaky_relu(x, negative_slope=1e-2):
     """``x`` for ``x >= 0``, ``negative_slope * x`` otherwise."""
     util.check_arraylike("leaky_relu", x, negative_slope)
-    x = _inexact("leaky_relu", x)
+    x = _array("leaky_relu", x)
     return fnp.where(x >= 0, x, negative_slope * x)
 
 

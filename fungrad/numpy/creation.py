@@ -39,8 +39,9 @@ def _user_dtype(dtype, fun_name: str, shape=None):
 
 
 def _inexact(dt: np.dtype) -> np.dtype:
-    """``dt`` if it is a float dtype, else the default float dtype (JAX's to_inexact_dtype)."""
-    return dt if dtypes.is_float(dt) else dtypes.default_float_dtype()
+    """JAX's ``to_inexact_dtype``: floats stay, 64-bit integers become float64 and other
+    integers and bools float32, also with x64 (``linspace(int8, int8)`` is float32)."""
+    return util.inexact_dtype(dt)
 
 
 # -- array / asarray / astype / copy ----------------------------------------------------------

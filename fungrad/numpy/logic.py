@@ -18,7 +18,6 @@ from fungrad import dtypes, lax
 from fungrad.array import Array
 from fungrad.numpy import util
 from fungrad.numpy.ufuncs import (
-    _const,
     _require_kinds,
     absolute,
     isfinite,
@@ -58,7 +57,8 @@ greater_equal = _comparison("greater_equal", "ge", "Elementwise ``x1 >= x2``.")
 
 
 def _to_bool(x):
-    return x if dtypes.is_bool(x.dtype) else lax.ne(x, _const(x, 0))
+    """``x != 0``, a strong bool as in jnp (which compares with a strongly typed zero)."""
+    return x if dtypes.is_bool(x.dtype) else lax.ne(x, Array(np.zeros((), x.dtype)))
 
 
 def logical_and(x1, x2, /):
@@ -126,7 +126,7 @@ def array_equiv(a1, a2):
     except ValueError:
         return Array(np.bool_(False))
     eq = equal(a1, a2)
-    return lax.reduce_and(eq, tuple(range(eq.ndim)))
+    return lax.convert_element_type(lax.reduce_and(eq, tuple(range(eq.ndim))), np.bool_)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -566,7 +566,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 
 def _cumulative_array_api(fun_name: str, lax_name: str, x, axis, dtype, include_initial,
-                          initial_value):
+                          initial_value, promote_integers: bool):
     x = _operand(fun_name, x)
     if x.ndim == 0:
         raise ValueError(f"{fun_name}: the input must be non-scalar (got a 0-d array)")
@@ -576,7 +576,7 @@ def _cumulative_array_api(fun_name: str, lax_name: str, x, axis, dtype, include_
                              "(it is only optional for one-dimensional arrays)")
         axis = 0
     axis = util.canonicalize_axis(axis, x.ndim, fun_name)
-    out = _cumulative(fun_name, lax_name, x, axis, dtype, True)
+    out = _cumulative(fun_name, lax_name, x, axis, dtype, promote_integers)
     if include_initial:
         shape = list(out.shape)
         shape[axis] = 1
@@ -589,13 +589,14 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False
     """Array-API cumulative sum: narrow integers accumulate in the default int;
     ``include_initial`` prepends a 0."""
     return _cumulative_array_api("cumulative_sum", "cumsum", x, axis, dtype, include_initial,
-                                 0)
+                                 0, True)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = False):
-    """Array-API cumulative product; ``include_initial`` prepends a 1."""
+    """Array-API cumulative product; ``include_initial`` prepends a 1. Integers keep their
+    dtype (as jnp; unlike cumulative_sum, bools count in the default int)."""
     return _cumulative_array_api("cumulative_prod", "cumprod", x, axis, dtype,
-                                 include_initial, 1)
+                                 include_initial, 1, False)
 
 
 # ---------------------------------------------------------------------------------------------

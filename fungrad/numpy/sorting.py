@@ -214,12 +214,13 @@ def partition(a, kth, axis=-1):
 
 
 def argpartition(a, kth, axis=-1):
-    """Indices that :func:`partition` ``a`` along ``axis`` (NB: a full stable argsort)."""
+    """Indices that :func:`partition` ``a`` along ``axis`` (NB: a full stable argsort), int32
+    also with x64 (jnp's come from ``lax.top_k``)."""
     util.check_arraylike("argpartition", a, names=["a"])
     arr = util.asarray(a, fun_name="argpartition")
     dim = util.canonicalize_axis(axis, arr.ndim, "argpartition")
     _kth(kth, arr.shape[dim], "argpartition")
-    return argsort(arr, axis=dim)
+    return lax.convert_element_type(argsort(arr, axis=dim), dtypes.int32)
 
 
 # -- unique -------------------------------------------------------------------------------------

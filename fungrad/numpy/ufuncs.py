@@ -59,12 +59,20 @@ def promote_args_inexact(fun_name: str, *args):
 
 
 def promote_args_numeric(fun_name: str, *args):
-    """As :func:`promote_args`, then bools become the default integer dtype (as jnp does for
-    arithmetic that has no boolean meaning: floor_divide, power, shifts...)."""
+    """As :func:`promote_args`, then bools become int32, also with x64 (JAX's
+    ``to_numeric_dtype``), for arithmetic that has no boolean meaning: floor_divide, power,
+    shifts, square..."""
     args = promote_args(fun_name, *args)
     if args and dtypes.is_bool(args[0].dtype):
-        args = [lax.convert_element_type(a, dtypes.default_int_dtype()) for a in args]
+        args = [lax.convert_element_type(a, dtypes.int32, a.weak_type) for a in args]
     return args
+
+
+def _strong(x):
+    """``x`` strongly typed. jnp's hypot, heaviside, logaddexp2, gcd and lcm give strong
+    results even for weak operands (``hypot(bool_array, 2)`` is float32, not weak): their
+    formulas build constants with ``lax._ones``/``_zeros`` or loop, which drop the flag."""
+    return lax.convert_element_type(x, x.dtype, False) if x.weak_type else x
 
 
 def _const(x, value) -> Array:
@@ -218,7 +226,7 @@ def hypot(x1, x2, /):
     ratio = lax.div(small, safe_big)
     out = lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.mul(ratio, ratio))))
     out = _where(is_zero, big, out)
-    return _where(any_inf, _full_like(out, np.inf), out)
+    return _strong(_where(any_inf, _full_like(out, np.inf), out))
 
 
 def logaddexp(x1, x2, /):
@@ -237,7 +245,7 @@ def logaddexp2(x1, x2, /):
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
     tail = lax.mul(lax.log1p(lax.exp2(lax.neg(lax.abs(delta)))), _const(x1, 1 / np.log(2)))
-    return _where(lax.ne(delta, delta), lax.add(x1, x2), lax.add(amax, tail))
+    return _strong(_where(lax.ne(delta, delta), lax.add(x1, x2), lax.add(amax, tail)))
 
 
 def sinc(x, /):
@@ -526,8 +534,12 @@ def fix(x, /):
 
 
 def rint(x, /):
-    """Round to the nearest integer, halves to even (integers promote to float, as jnp)."""
-    (x,) = promote_args_inexact("rint", x)
+    """Round to the nearest integer, halves to even (integers and bools become the default
+    float dtype, float64 with x64, as jnp: no rounding is needed)."""
+    util.check_arraylike("rint", x)
+    x = util.asarray(x, fun_name="rint")
+    if not dtypes.is_float(x.dtype):
+        return lax.convert_element_type(x, dtypes.default_float_dtype())
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
@@ -642,7 +654,7 @@ def heaviside(x1, x2, /):
     x1, x2 = promote_args_inexact("heaviside", x1, x2)
     zero = _const(x1, 0)
     out = _where(lax.gt(x1, zero), _full_like(x1, 1), _where(isnan(x1), x1, x2))
-    return _where(lax.lt(x1, zero), _full_like(x1, 0), out)
+    return _strong(_where(lax.lt(x1, zero), _full_like(x1, 0), out))
 
 
 def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
@@ -744,7 +756,7 @@ def gcd(x1, x2, /):
     ``lax.while_loop`` of Euclid steps, as in jnp."""
     x1, x2 = _integer_args("gcd", x1, x2)
     x1, x2 = absolute(x1), absolute(x2)
-    return lax.while_loop(_gcd_cond, _gcd_body, (x1, x2))[0]
+    return _strong(lax.while_loop(_gcd_cond, _gcd_body, (x1, x2))[0])
 
 
 def lcm(x1, x2, /):
@@ -754,7 +766,7 @@ def lcm(x1, x2, /):
     d = gcd(x1, x2)
     is_zero = lax.eq(d, _const(d, 0))
     safe_d = _where(is_zero, _full_like(d, 1), d)
-    return _where(is_zero, _full_like(d, 0), lax.mul(x1, lax.div(x2, safe_d)))
+    return _strong(_where(is_zero, _full_like(d, 0), lax.mul(x1, lax.div(x2, safe_d))))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -55,7 +55,9 @@ def _strong_if_changes(init_avals, out_avals):
 def while_loop(cond_fun, body_fun, init_val, max_steps=None):
     """Repeat ``val = body_fun(val)`` while ``cond_fun(val)``; returns the final ``val``.
 
-    Differentiable in forward mode and batchable. Reverse mode needs a bound on the trip count:
+    Differentiable in forward mode and batchable. Reverse mode works for carries the body
+    passes through unchanged (their tangents are loop-invariant, as JAX's forwarding makes
+    them); a carried tangent needs a bound on the trip count:
     with ``max_steps=N`` (a fungrad extension) the loop runs as a scan of ``N`` steps that stop
     updating ``val`` once ``cond_fun`` is false, so it is reverse-differentiable; the result is
     the same as without the bound whenever the loop finishes within ``N`` iterations. (The body

@@ -326,3 +326,16 @@ def test_issue15_gpu_literal_operands_never_make_rejected_constant_expressions(g
         kern = Kernel("k", (v,), [Store(out, ctx.index(v), expr)])
         shader = wgsl.render_kernel(kern, {0: ("out0", 0)}, gpu.fused_fma)
         gpu.pipeline(f"{op}_{dt}", shader.source)  # (GpuCompileError if rejected)
+
+
+def test_issue15_gpu_matmul_contractions_accumulate_with_bounded_error():
+    """A matmul thread ran one fma chain over the whole contraction (a matvec over k = 60000
+    was 25 ulps off float64); it sums blocks of GEMM_BLOCK products in two levels (1.2 ulps).
+    Also the split contraction lavapipe needs past its loop limit (k = 60000 there)."""
+    rng = np.random.default_rng(7)
+    for m, k, n in ((8, 60000, 1), (70, 3000, 65)):
+        a = (rng.random((m, k)) + 1).astype(np.float32)
+        b = (rng.random((k, n)) + 1).astype(np.float32)
+        got = fg.jit(lambda a, b: a @ b, backend="gpu")(fnp.asarray(a), fnp.asarray(b))
+        # (the CPU's float32 gemm: 6 ulps on the second)
+        assert _ulps(got, a.astype(np.float64) @ b.astype(np.float64)).max() <= 8, (m, k, n)

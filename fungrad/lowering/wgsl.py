@@ -1086,6 +1086,10 @@ def _word_shader(name: str, dst, words: int, scope: Scope, value) -> Shader:
 # -- matmul ----------------------------------------------------------------------------------------
 
 TILE = 64     # output tile edge per workgroup
+#: contraction elements a thread accumulates before adding them to a middle sum, whose
+#: GEMM_BLOCK values go into its totals (a multiple of KSTEP): a long k is a blocked sum,
+#: not one running fma chain (a matvec over k = 60000 was 25 ulps off float64)
+GEMM_BLOCK = 64
 THREADS = 16  # threads per tile edge: each computes 4 x 4 outputs
 KSTEP = 16
 
@@ -1135,16 +1139,21 @@ def render_gemm(step: Gemm, place: dict[int, tuple[str, int | str]],
     b_ref = slots.ref(step.b, f"bbase + {ib}")
     if split is None:
         c_ref = slots.ref(step.c, f"cbase + r * {n}i + c", write=True)
-        result = _gemm_epilogue(step, slots, "acc[{i}]", f"cbase + r * {n}i + c")
+        result = _gemm_epilogue(step, slots, "tot[{i}]", f"cbase + r * {n}i + c")
         batch_of, kbeg, kend, size = "i32(wid.z)", "0i", f"{k}i", k
     else:
         c_ref = slots.word("arena", split.base, f"i32(wid.z) * {m * n}i + r * {n}i + c", True)
-        result = "acc[{i}]"
+        result = "tot[{i}]"
         batch_of = f"i32(wid.z) % {step.batch}i"
         kbeg = f"(i32(wid.z) / {step.batch}i) * {split.size}i"
         kend = f"min({kbeg} + {split.size}i, {k}i)"
         size = split.size
     per = TILE * KSTEP // (THREADS * THREADS)
+
+    def flush(indent: str, low: str = "acc", high: str = "mid") -> list[str]:
+        """A thread's ``low`` sums into its ``high`` ones (blocked sums: bounded error)."""
+        return [f"{indent}{high}[{i}] = {high}[{i}] + {low}[{i}]; {low}[{i}] = 0.0f;"
+                for i in range(16)]
     fma = []
     for i in range(4):
         fma.append(f"      let a{i} = ta[(ty + {16 * i}i) * {KSTEP}i + kk];")
@@ -1174,6 +1183,8 @@ def render_gemm(step: Gemm, place: dict[int, tuple[str, int | str]],
         f"  let abase = bt * {m * k}i; let bbase = bt * {k * n}i; let cbase = bt * {m * n}i;",
         f"  let kbeg = {kbeg}; let kend = {kend};",
         "  var acc: array<f32, 16>;",
+        "  var mid: array<f32, 16>;",
+        "  var tot: array<f32, 16>;",
         "  let t = ty * 16i + tx;",
         f"  for (var p0: i32 = kbeg; p0 < kend; p0 += {KSTEP}i) {{",
         f"    for (var q: i32 = 0i; q < {per}i; q++) {{",
@@ -1192,7 +1203,14 @@ def render_gemm(step: Gemm, place: dict[int, tuple[str, int | str]],
         *fma,
         "    }",
         "    workgroupBarrier();",
+        f"    if ((p0 - kbeg) % {GEMM_BLOCK}i == {GEMM_BLOCK - KSTEP}i) {{",
+        *flush("      "),
+        f"      if ((p0 - kbeg) % {GEMM_BLOCK ** 2}i == {GEMM_BLOCK ** 2 - KSTEP}i) {{",
+        *flush("        ", "mid", "tot"),
+        "      }",
+        "    }",
         "  }",
+        *flush("  "), *flush("  ", "mid", "tot"),
         *stores,
         "}", ""])
     gx, gy = -(-n // TILE), -(-m // TILE)

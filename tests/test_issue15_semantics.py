@@ -143,6 +143,12 @@ def test_issue15_scalar_types_make_arrays_and_name_dtypes(name, x64):
     assert fg.jit(lambda x: t(x) + t(1))(2).dtype == dtype
 
 
+def test_issue15_scalar_type_aliases_are_jnps():
+    assert fnp.bool is fnp.bool_ and fnp.single is fnp.float32 and fnp.double is fnp.float64
+    assert fnp.int_ is fnp.int64 and fnp.uint is fnp.uint64 and fnp.float_ is fnp.float64
+    assert fnp.int_(3).dtype == np.int32 and fnp.double(2).dtype == np.float32  # canonical
+
+
 def _floor_div_reference(a: int, b: int, dtype) -> tuple[int, int]:
     """jnp's ``a // b`` and ``a % b`` in Python integers: XLA's truncated quotient (x / 0 is
     -1, all ones when unsigned; MIN / -1 wraps) corrected toward -inf where the signs differ

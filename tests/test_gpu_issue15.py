@@ -98,6 +98,26 @@ def test_issue15_gpu_selects_and_library_functions_keep_specials():
                         for f in fns.values()], list(fns), fnp.asarray(x), fnp.asarray(y))
 
 
+@pytest.mark.parametrize("scan", ["never", "always"])
+def test_issue15_gpu_short_reductions_and_scans_keep_specials(scan, monkeypatch):
+    """The shader compiler unrolls short loops, and then a sum of [x, -x] met its own
+    operand (0 for NaN and inf) and a product of [x, 0] a constant zero: such reductions
+    and scans hide each element."""
+    from fungrad.lowering import gpu_executable as ge
+    monkeypatch.delenv("FUNGRAD_GPU_SCAN", raising=False)
+    monkeypatch.setattr(ge, "SCAN", scan)
+    exact = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.0, 0.5], np.float32)
+    x, y = np.repeat(exact, exact.size), np.tile(exact, exact.size)  # (sums exact in any order)
+    fns = {"sum [x, -x]": lambda x, y: fnp.sum(fnp.stack([x, -x]), 0),
+           "sum [2x, -2x]": lambda x, y: fnp.sum(fnp.stack([x * 2, -(x * 2)]), 0),
+           "prod [x, 0]": lambda x, y: fnp.prod(fnp.stack([x, fnp.zeros_like(x)]), 0),
+           "mean [x, y, -x, -y]": lambda x, y: fnp.mean(fnp.stack([x, y, -x, -y]), 0),
+           "cumsum [x, y, -x]": lambda x, y: fnp.cumsum(fnp.stack([x, y, -x]), 0)[2],
+           "cumprod [x, 0]": lambda x, y: fnp.cumprod(fnp.stack([x, fnp.zeros_like(x)]), 0)[1],
+           "cumsum rows [x, -x]": lambda x, y: fnp.cumsum(fnp.stack([x, -x], 1), 1)[:, 1]}
+    _check_against_cpu(list(fns.values()), list(fns), fnp.asarray(x), fnp.asarray(y))
+
+
 def _random_expression(rng: random.Random, depth: int) -> str:
     """Python text of a random float expression of x, y and special literals, operands
     often repeated (the shape of the rewrites shader compilers make)."""

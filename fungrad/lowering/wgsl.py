@@ -642,6 +642,9 @@ class _KernelShader:
         op = red.op
         arg = op in ("argmax", "argmin")
         dt = body.dtype
+        if op in ("add", "mul") and wgsl_type(dt) == "f32" and \
+                math.prod(v.extent for v in red.vars) <= _UNROLLED:
+            val = self._opaque(val, body)  # (sum of [x, -x] gave 0 for NaN once unrolled)
         acc = self.tmp("acc")
         init = literal(reduce_identity({"argmax": "max", "argmin": "min"}.get(op, op), dt), dt)
         out = self.lines[parent]
@@ -914,6 +917,9 @@ SUM_LEVELS = (16, 16, 16)
 SUM_BLOCK = 64
 #: operations on two floats that shader compilers rewrite when the operands share a value
 _SHARING_OPS = frozenset({"add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge"})
+#: float sums and products of at most this many elements hide each element behind an opaque
+#: zero: the shader compiler unrolls such loops, and x + y + (-x) then meets its own operand
+_UNROLLED = 256
 #: how many operations deep two operands are searched for a shared value (Mesa's patterns
 #: are at most a few operations deep)
 _REACH = 3
@@ -1497,7 +1503,11 @@ class _ScanShader(_KernelShader):
         with_pre, pmid = self._combine("pre", "mid")
         self.names[id(scan.prev)] = "acc"
         self.lines[s] = []
-        r, c = self.value(st.value), self.value(scan.elem)
+        # the element behind an opaque zero: once the compiler unrolls a short line, an
+        # element may be a constant (cumprod of [x, 0] gave 0 for NaN)
+        c = self._opaque(self.value(scan.elem), scan.elem)
+        self.names[id(scan.elem)] = c
+        r = self.value(st.value)
         prefix = None
         if kind == "scan" and self.blocks > 1:
             prefix = (f"pre = {_from_word(self._word(self._total('blk')), dt)}; "

@@ -30,7 +30,11 @@ Semantics follow ``llvm_ops.py`` (JAX's): integer division never traps (``x / 0 
 negatives); float max/min propagate NaN and order ``-0 < +0`` (WGSL's builtins drop NaN);
 NaN is tested on the bits (Vulkan drivers fold ``v != v`` to false); float -> int saturates
 and maps NaN to 0; float ``rem`` is C's exact ``fmod`` (WGSL's ``%`` is ``x - y * trunc(x /
-y)``, wrong for large quotients).
+y)``, wrong for large quotients). Shader compilers simplify float algebra (x * 0 -> 0, x - x
+-> 0, ...), so no float operation gets a literal operand or two operands reaching one value
+(:meth:`_KernelShader._protect`), which also keeps every constant expression the WGSL
+validator rejects (0.0 / 0.0, 1i << 31u, shifts by 32 or more) out of the shaders. Float sums
+(reductions, scans, matmul contractions) are blocked, their error bounded.
 """
 
 from __future__ import annotations

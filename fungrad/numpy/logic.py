@@ -114,7 +114,7 @@ def array_equal(a1, a2, equal_nan: bool = False):
     eq = equal(a1, a2)
     if equal_nan:
         eq = lax.bitwise_or(eq, lax.bitwise_and(isnan(a1), isnan(a2)))
-    return lax.reduce_and(eq, tuple(range(eq.ndim)))
+    return lax.convert_element_type(lax.reduce_and(eq, tuple(range(eq.ndim))), np.bool_)
 
 
 def array_equiv(a1, a2):

@@ -71,7 +71,8 @@ def promote_args_numeric(fun_name: str, *args):
 def _strong(x):
     """``x`` strongly typed. jnp's hypot, heaviside, logaddexp2, gcd and lcm give strong
     results even for weak operands (``hypot(bool_array, 2)`` is float32, not weak): their
-    formulas build constants with ``lax._ones``/``_zeros`` or loop, which drop the flag."""
+    formulas build constants with ``lax._ones``/``_zeros`` or loop, which drop the flag; isinf,
+    isposinf, isneginf and signbit compare with strong constants."""
     return lax.convert_element_type(x, x.dtype, False) if x.weak_type else x
 
 
@@ -604,7 +605,7 @@ def isinf(x, /):
     (x,) = promote_args("isinf", x)
     if not _is_float(x):
         return _full_like(x, False, np.bool_)
-    return lax.eq(lax.abs(x), _const(x, np.inf))
+    return _strong(lax.eq(lax.abs(x), _const(x, np.inf)))  # jnp compares with a strong inf
 
 
 def isfinite(x, /):
@@ -617,14 +618,16 @@ def isposinf(x, /, out=None):
     """Elementwise test for +inf."""
     _check_out("isposinf", out)
     (x,) = promote_args("isposinf", x)
-    return lax.eq(x, _const(x, np.inf)) if _is_float(x) else _full_like(x, False, np.bool_)
+    return _strong(lax.eq(x, _const(x, np.inf))) if _is_float(x) else _full_like(x, False,
+                                                                                  np.bool_)
 
 
 def isneginf(x, /, out=None):
     """Elementwise test for -inf."""
     _check_out("isneginf", out)
     (x,) = promote_args("isneginf", x)
-    return lax.eq(x, _const(x, -np.inf)) if _is_float(x) else _full_like(x, False, np.bool_)
+    return _strong(lax.eq(x, _const(x, -np.inf))) if _is_float(x) else _full_like(x, False,
+                                                                                   np.bool_)
 
 
 _SAME_WIDTH_INT = {2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
@@ -636,9 +639,9 @@ def signbit(x, /):
     if dtypes.is_bool(x.dtype) or dtypes.is_unsigned(x.dtype):
         return _full_like(x, False, np.bool_)
     if dtypes.is_signed(x.dtype):
-        return lax.lt(x, _const(x, 0))
+        return _strong(lax.lt(x, _const(x, 0)))
     bits = lax.bitcast_convert_type(x, _SAME_WIDTH_INT[x.dtype.itemsize])
-    return lax.lt(bits, _const(bits, 0))
+    return _strong(lax.lt(bits, _const(bits, 0)))
 
 
 def copysign(x1, x2, /):

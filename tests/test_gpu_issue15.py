@@ -359,3 +359,24 @@ def test_issue15_gpu_matmul_contractions_accumulate_with_bounded_error():
         got = fg.jit(lambda a, b: a @ b, backend="gpu")(fnp.asarray(a), fnp.asarray(b))
         # (the CPU's float32 gemm: 6 ulps on the second)
         assert _ulps(got, a.astype(np.float64) @ b.astype(np.float64)).max() <= 8, (m, k, n)
+
+
+@settings(max_examples=6)
+@given(n=st.sampled_from([1, 15, 16, 17, 255, 256, 257, 4095, 4096, 4097, 9000]),
+       rows=st.sampled_from([1, 3]), mode=st.sampled_from(["never", "always"]),
+       seed=st.integers(0, 2**31))
+def test_issue15_gpu_blocked_sums_and_scans_at_block_boundaries(n, rows, mode, seed):
+    """Sums (16-element levels) and scans (64-element blocks, two levels) of lengths around
+    the block sizes: every element counted once, a few ulps from float64 (positive values,
+    so the sums have no cancellation)."""
+    from fungrad.lowering import gpu_executable as ge
+    old = ge.TREE_REDUCTIONS, ge.SCAN
+    ge.TREE_REDUCTIONS, ge.SCAN = mode, mode
+    try:
+        x = (np.random.default_rng(seed).random((rows, n)) + 0.5).astype(np.float32)
+        s, c = fg.jit(lambda x: (x.sum(1), fnp.cumsum(x, 1)), backend="gpu")(fnp.asarray(x))
+    finally:
+        ge.TREE_REDUCTIONS, ge.SCAN = old
+    x64 = x.astype(np.float64)
+    assert _ulps(s, x64.sum(1)).max() <= 4
+    assert _ulps(c, np.cumsum(x64, 1)).max() <= 8  # (a lost element: hundreds)

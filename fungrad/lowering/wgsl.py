@@ -369,7 +369,7 @@ class _KernelShader:
         self.n = 0
         self.zero = False  # the opaque zero of written-out math functions is defined
         self.zeros = 0  # fresh opaque zeros defined (``fg_z<k>``, see :meth:`_opaque`)
-        self.literals: dict[str, str] = {}  # float literal -> its opaque name
+        self.literals: dict[str, str] = {}  # literal -> its opaque name (_opaque_literal)
         self.reach: dict[tuple[int, int], frozenset] = {}
 
     def tmp(self, hint: str = "t") -> str:

@@ -821,6 +821,15 @@ def _scan_dtype(ctx, dtype: np.dtype, op: str) -> np.dtype:
     return _accumulation_dtype(dtype) if op in ("add", "mul", "logaddexp") else dtype
 
 
+def _pinned(ctx, i, var):
+    """Index ``i`` evaluated inside loop ``var``, as ``i + (v - v)``: the renderer places a
+    node in the innermost loop of its variables, so a load of a carry that the loop itself
+    stores would otherwise be hoisted out of it and read a stale value. LLVM folds ``v - v``
+    and keeps the carry in a register."""
+    v = ctx.index(var)
+    return ctx.iadd(i, ctx.node("sub", (v, v), kernel.INDEX))
+
+
 def _cumulative_lowering(name: str, op: str):
     def rule(ctx, x, *, axis, reverse):
         from fungrad.lowering.fusion import Kernel, Store
@@ -855,26 +864,42 @@ def _cumulative_lowering(name: str, op: str):
             x = ctx.materialize(x)
             planner.flush()
             x0, cur = ctx.convert(x.at(first), acc), ctx.convert(x.at(pos), acc)
-        buf = planner.new_buffer(x.shape, acc, "temp")
-        # a wider carry (float64 for float32) is stored beside the result, rounded once
-        res = buf if acc == x.dtype else planner.new_buffer(x.shape, x.dtype, "temp")
+        if acc == x.dtype or planner.backend != "cpu":
+            # the scan reads its own previous element back (the GPU's scan scheme finds
+            # this pattern); a wider accumulator is rounded by a map afterwards
+            buf = out = planner.new_buffer(x.shape, acc, "temp")
 
-        def stores(at, value):
-            at = ctx.flat_index(at, x.shape)
-            rounded = [] if res is buf else [Store(res, at, ctx.convert(value, x.dtype))]
-            return [Store(buf, at, value), *rounded]
-        planner.add_step(Kernel(f"{name}_{buf.name}_first", others, stores(first, x0),
+            def stores(at, value):
+                return [Store(buf, ctx.flat_index(at, x.shape), value)]
+            carry = ctx.load(buf, ctx.flat_index(prev, x.shape))
+        else:
+            # a wider carry (float64 for float32) kept per line, each step rounded into the
+            # result: the carry of a line stays in a register or in L1, so the memory traffic
+            # is the float32 scan's (a float64 copy of the whole array cost 1.3x-2.3x)
+            lines = tuple(v.extent for v in others)
+            at_line = ctx.flat_index([ctx.index(v) for v in others], lines)
+            buf = planner.new_buffer(lines, acc, "temp")
+            out = planner.new_buffer(x.shape, x.dtype, "temp")
+
+            def stores(at, value):
+                return [Store(buf, at_line, value),
+                        Store(out, ctx.flat_index(at, x.shape), ctx.convert(value, x.dtype))]
+            carry = ctx.load(buf, _pinned(ctx, at_line, step))
+        planner.add_step(Kernel(f"{name}_{out.name}_first", others, stores(first, x0),
                                 parallel=bool(others), origins=(name,)))
         if n > 1:
-            combined = _cumulative_combine(ctx, op, ctx.load(buf, ctx.flat_index(prev, x.shape)),
-                                           cur)
+            combined = _cumulative_combine(ctx, op, carry, cur)
             # the dimensions in order: lines before the axis are independent; a compute-bound
             # combine (logaddexp) scans in the outermost loop instead, so the independent
             # lines of one step form the inner loops, which vectorise
             nest = (step, *others) if op == "logaddexp" else scan_loops
-            planner.add_step(Kernel(f"{name}_{buf.name}", nest, stores(pos, combined),
+            planner.add_step(Kernel(f"{name}_{out.name}", nest, stores(pos, combined),
                                     parallel=nest[0] is not step, origins=(name,)))
-        return planner.buffer_tensor(res, name)
+        res = planner.buffer_tensor(out, name)
+        if out.dtype != x.dtype:
+            res = kernel.map_fn(ctx, lambda a: ctx.convert(a, x.dtype), res, dtype=x.dtype,
+                                origin=name)
+        return res
     return rule
 
 

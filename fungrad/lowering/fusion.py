@@ -11,7 +11,8 @@ rules composes into one expression per output element without computing anything
 * it is a program output;
 * a rule needs it in memory (a matmul through BLAS, a sort, a scatter, a loop carry);
 * inlining it would recompute a reduction: a reduction evaluated inside loops it does not depend
-  on (``s[i] * s[j]`` with ``s`` a row sum) is stored by an earlier kernel instead.
+  on (``s[i] * s[j]`` with ``s`` a row sum), or at several indices of one kernel
+  (``s[1:] + s[:-1]``), is stored by an earlier kernel instead.
 
 Stored tensors waiting for a kernel are grouped: consecutive ones with the same shape that do
 not read each other become one loop nest with several stores (multi-output fusion), so row
@@ -317,8 +318,14 @@ class Planner:
         name = f"{prefix}{self._n['kernel']}"
         while True:
             loops = tuple(Var(n) for n in shape)  # fresh variables: no stale memo entries
-            kern = Kernel(name, loops, stores_at(tuple(self.ctx.index(v) for v in loops)),
-                          parallel, (origin or prefix,))
+            try:
+                idx = tuple(self.ctx.index(v) for v in loops)
+                stores = self._guarded(lambda: stores_at(idx))  # noqa: B023 -- called here
+            except K.StoreFirst as first:
+                self.materialize(first.tensor)
+                self.flush()
+                continue
+            kern = Kernel(name, loops, stores, parallel, (origin or prefix,))
             recomputed = self._recomputed_reductions(kern)
             if not recomputed:
                 break
@@ -361,19 +368,44 @@ class Planner:
                 t.buffer.ready = True
             return
         while True:
-            kern = self._build(group)
+            try:
+                kern = self._guarded(lambda: self._build(group))
+            except K.StoreFirst as first:
+                self._store_first(first.tensor)
+                continue
             bad = self._recomputed_reductions(kern)
             if not bad:
                 break
             for t in bad:  # store those reductions first, then rebuild this kernel
-                if t.buffer is not None:
-                    continue  # an earlier one's kernel read it and stored it first
-                self.materialize(t)
-                self.pending.remove(t)
-                self._schedule([t])
+                if t.buffer is None:  # (an earlier one's kernel may have read and stored it)
+                    self._store_first(t)
         self.steps.append(kern)
         for t in group:
             t.buffer.ready = True
+
+    def _store_first(self, t: Tensor) -> None:
+        """Store ``t`` (not stored, or pending) by a kernel of its own, scheduled now."""
+        if t.buffer is None:
+            self.materialize(t)
+        self.pending.remove(t)
+        self._schedule([t])
+
+    def _guarded(self, build):
+        """``build()`` (which builds a kernel's expressions), raising :class:`StoreFirst` for a
+        reduction tensor that the kernel asks for at a second index and that can still be
+        stored first (see ``kernel.StoreFirst``): a reduction is computed once per element."""
+        asked: dict = {}
+
+        def note(t: Tensor, idx: tuple) -> None:
+            first = asked.setdefault(t, idx)
+            if (first is not idx and any(a is not b for a, b in zip(first, idx))
+                    and (t.buffer is None or any(p is t for p in self.pending))):
+                raise K.StoreFirst(t)
+        saved, self.ctx.on_reduce = self.ctx.on_reduce, note
+        try:
+            return build()
+        finally:
+            self.ctx.on_reduce = saved
 
     def _build(self, group: list[Tensor]) -> Kernel:
         shape = group[0].shape
@@ -383,7 +415,7 @@ class Planner:
         stores = []
         for t in group:
             t.memo.pop(idx, None)
-            K._building.append(t)
+            K._building.append((t, idx))
             try:
                 value = t.fn(idx)  # the element itself (t.at would read t's own buffer)
             finally:

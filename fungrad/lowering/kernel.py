@@ -122,7 +122,19 @@ class Reduction:
         return f"{self.op}{list(self.vars)}"
 
 
-_building: list = []  # tensors whose element is being built (innermost last); compiles are serial
+_building: list = []  # (tensor, index) whose element is being built, innermost last; compiles
+#                       are serial
+
+
+class StoreFirst(Exception):  # noqa: N818 -- a request to the planner, not an error
+    """Raised while a kernel is built when a reduction tensor the planner may still store is
+    asked for at a second index (:attr:`Ctx.on_reduce`): each index would be a copy of the
+    reduction's loop and body, and copies inside copies grow exponentially (the gradient of
+    an unrolled 3x3 solve built 200000 nodes). The planner stores it first and builds again."""
+
+    def __init__(self, tensor):
+        super().__init__(tensor)
+        self.tensor = tensor
 
 
 class Tensor:
@@ -156,7 +168,7 @@ class Tensor:
                              f"with {len(idx)} indices")
         e = self.memo.get(idx)
         if e is None:
-            _building.append(self)
+            _building.append((self, idx))
             try:
                 e = self.memo[idx] = self.fn(idx)
             finally:
@@ -209,6 +221,9 @@ class Ctx:
         self._nodes: dict = {}
         self.planner = planner
         self.reduce_origin: dict[Expr, Tensor] = {}  # reduce node -> the tensor it computes
+        # while the planner builds a kernel: called with (tensor, index) before a reduction of
+        # that tensor's element at that index is built; may raise StoreFirst
+        self.on_reduce: Callable | None = None
 
     # nodes
     def node(self, op: str, args: tuple, dtype, attr=None) -> Expr:
@@ -351,12 +366,14 @@ class Ctx:
         """
         if op not in REDUCE_OPS:
             raise ValueError(f"unknown reduction {op!r}")
+        if _building and self.on_reduce is not None:
+            self.on_reduce(*_building[-1])
         vars_ = tuple(Var(n) for n in extents)
         value = body(*[self.index(v) for v in vars_])
         out_dtype = INDEX if op in ("argmax", "argmin") else value.dtype
         e = self.node("reduce", (value,), out_dtype, Reduction(op, vars_))
         if _building:
-            self.reduce_origin.setdefault(e, _building[-1])
+            self.reduce_origin.setdefault(e, _building[-1][0])
         if dtype is not None:
             e = self.convert(e, dtype)
         return e

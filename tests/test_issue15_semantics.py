@@ -189,6 +189,18 @@ def test_issue15_integer_division_by_zero_is_xla_and_never_warns(name, x64):
         assert q.dtype == r.dtype == dtype
         assert list(zip(np.asarray(q).tolist(), np.asarray(r).tolist())) == want
     assert (t(7) // t(0)).tolist() == want[0][0] and (t(7) % t(0)).tolist() == 0
+    # XLA's truncated division: x / 0 is -1 (all ones unsigned), x rem 0 is x; jnp's fmod
+    # divides by 1 where the divisor is 0
+    wrap = info.max - info.min + 1
+    trunc = [((-1 if y == 0 else abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1))
+              - info.min) % wrap + info.min for x, y in pairs]
+    rem = [x if y == 0 else (x - (abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)) * y
+                             - info.min) % wrap + info.min for x, y in pairs]
+    fmod = [0 if y == 0 else r for r, (_, y) in zip(rem, pairs)]
+    for f in (lambda a, b: (lax.div(a, b), lax.rem(a, b), fnp.fmod(a, b)),
+              fg.jit(lambda a, b: (lax.div(a, b), lax.rem(a, b), fnp.fmod(a, b)))):
+        got = [np.asarray(v).tolist() for v in f(fnp.asarray(a), fnp.asarray(b))]
+        assert got == [trunc, rem, fmod]
 
 
 # -- item 12: refused valid programs --------------------------------------------------------------

@@ -11,12 +11,10 @@ from fungrad.array import Array, is_arraylike
 from fungrad.ir.passes import simplify
 from fungrad.transforms.jit import (
     Signature,
-    describe_node,
     jit,  # noqa: F401  (re-exported: fungrad.jit)
-    leaf_paths,
-    path_segments,
 )
 from fungrad.transforms.staging import trace_to_jaxpr
+from fungrad.tree_util import _describe_node, _leaf_paths, _path_segments
 
 
 def _normalize_argnums(fun_name: str, argnums, nargs: int,
@@ -115,7 +113,7 @@ def _check_axes_leaves(name: str, what: str, axes) -> None:
     """A TypeError unless every leaf of the ``in_axes``/``out_axes`` spec is an int or None
     (checked when ``vmap`` is applied, as JAX does)."""
     leaves, tree = tree_util.tree_flatten(axes, is_leaf=lambda x: x is None)
-    for path, leaf in zip(leaf_paths(tree, what), leaves):
+    for path, leaf in zip(_leaf_paths(tree, what), leaves):
         if leaf is not None and not _is_axis(leaf):
             raise TypeError(
                 f"vmap({name}) {what} must be an int, None, or a (nested) tuple/list/dict of "
@@ -140,9 +138,9 @@ def _broadcast_axes(name: str, what: str, spec, spec_path: str, value_tree, valu
                 or len(v.children) != len(s.children)):
             raise ValueError(
                 f"vmap({name}) {what} must be a tree prefix of the {noun}, but {sp} is "
-                f"{describe_node(s)} where {vp} is {describe_node(v)}. Give an int or None for the "
-                f"whole of {vp}, or a container of the same type and keys/length")
-        for seg, sc, vc in zip(path_segments(s), s.children, v.children):
+                f"{_describe_node(s)} where {vp} is {_describe_node(v)}. Give an int or None "
+                f"for the whole of {vp}, or a container of the same type and keys/length")
+        for seg, sc, vc in zip(_path_segments(s), s.children, v.children):
             walk(sc, vc, sp + seg, vp + seg)
 
     walk(spec_tree, value_tree, spec_path, value_path)
@@ -219,10 +217,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
             arg = f"argument {sig.arg_name(i)}"
             spec = in_axes[i] if isinstance(in_axes, tuple) else in_axes
             _broadcast_axes(name, "in_axes", spec, f"in_axes[{i}]", sub, arg, axes)
-            paths += leaf_paths(sub, arg)
+            paths += _leaf_paths(sub, arg)
         for key, sub in zip(kwargs_tree.node_data or (), kwargs_tree.children):
             axes += [0] * sub.num_leaves  # keyword arguments are mapped along axis 0 (JAX)
-            paths += leaf_paths(sub, f"keyword argument {key}")
+            paths += _leaf_paths(sub, f"keyword argument {key}")
         # Unmapped leaves reach fun as they are (a Python int stays an int, as in JAX, so it
         # can be a static argument of an inner jit); mapped ones must be arrays.
         flat = [x if ax is None else _as_vmap_value(x, name, p)
@@ -257,7 +255,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
             out_leaves, out_tree = tree_util.tree_flatten(out)
             out_tree_store.append(out_tree)
             return [_as_vmap_value(o, name, p)
-                    for o, p in zip(out_leaves, leaf_paths(out_tree, "output"))]
+                    for o, p in zip(out_leaves, _leaf_paths(out_tree, "output"))]
 
         outs, out_dims = vmap_flat(flat_fun, size, flat, dims)
         out_tree = out_tree_store[0]
@@ -265,7 +263,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
         _broadcast_axes(name, "out_axes", out_axes, "out_axes", out_tree, "output", oaxes)
         return tree_util.tree_unflatten(out_tree, [
             _place_output(name, o, d, oa, path, size, bdim_at_front, moveaxis)
-            for o, d, oa, path in zip(outs, out_dims, oaxes, leaf_paths(out_tree, "output"))])
+            for o, d, oa, path in zip(outs, out_dims, oaxes, _leaf_paths(out_tree, "output"))])
 
     return vmap_f
 

@@ -277,3 +277,58 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef, pytree_to
     inner = [inner_treedef.flatten_up_to(x) for x in flat]
     columns = zip(*inner) if inner else [[] for _ in range(inner_treedef.num_leaves)]
     return inner_treedef.unflatten(outer_treedef.unflatten(col) for col in columns)
+
+
+# -- paths of leaves and nodes, in words (for error messages) ------------------------------
+
+def _path_segments(tree) -> list[str]:
+    """How each child of a treedef node is reached: ``['w']`` (dict), ``.field`` (namedtuple),
+    ``[0]`` (sequences and other nodes)."""
+    kind, data = tree.node_type, tree.node_data
+    if kind in (dict, OrderedDict):
+        return [f"[{k!r}]" for k in data]
+    if kind == _NAMEDTUPLE:
+        return [f".{f}" for f in data._fields]
+    return [f"[{i}]" for i in range(len(tree.children))]
+
+
+def _describe_node(tree) -> str:
+    """A treedef's top node in words, for errors: ``a tuple of length 2``, ``a leaf (an
+    array)``, ``a dict with keys ['a', 'b']``."""
+    kind = tree.node_type
+    if kind is None:
+        return "a leaf (an array)"
+    if kind in (tuple, list):
+        return f"a {kind.__name__} of length {len(tree.children)}"
+    if kind in (dict, OrderedDict):
+        return f"a {kind.__name__} with keys {list(tree.node_data)}"
+    if kind == _NAMEDTUPLE:
+        return f"a {tree.node_data.__name__} namedtuple"
+    if kind is type(None):
+        return "None"
+    return f"a {getattr(kind, '__name__', kind)}"
+
+
+def _tree_difference(a, b, prefix: str) -> tuple[str, str, str] | None:
+    """Where two treedefs first differ: ``(path, a's node there, b's node there)`` in words,
+    or None when they are equal."""
+    if a == b:
+        return None
+    if (a.node_type != b.node_type or a.node_data != b.node_data
+            or len(a.children) != len(b.children)):
+        return prefix, _describe_node(a), _describe_node(b)
+    for seg, ca, cb in zip(_path_segments(a), a.children, b.children):
+        found = _tree_difference(ca, cb, prefix + seg)
+        if found is not None:
+            return found
+    return prefix, _describe_node(a), _describe_node(b)
+
+
+def _leaf_paths(tree, prefix: str) -> list[str]:
+    """Readable paths (``x``, ``x[0]``, ``params['w']``, ``p.field``) of a treedef's leaves."""
+    if tree.node_type is None:
+        return [prefix]
+    out = []
+    for seg, child in zip(_path_segments(tree), tree.children):
+        out += _leaf_paths(child, prefix + seg)
+    return out

@@ -366,59 +366,6 @@ def _resolve_argnums(sig: Signature, what: str, nums, names) -> tuple[tuple, fro
     return tuple(nums), frozenset(names)
 
 
-def path_segments(tree) -> list[str]:
-    """How each child of a treedef node is reached: ``['w']`` (dict), ``.field`` (namedtuple),
-    ``[0]`` (sequences and other nodes)."""
-    kind, data = tree.node_type, tree.node_data
-    if kind in (dict, OrderedDict):
-        return [f"[{k!r}]" for k in data]
-    if kind == "namedtuple":
-        return [f".{f}" for f in data._fields]
-    return [f"[{i}]" for i in range(len(tree.children))]
-
-
-def describe_node(tree) -> str:
-    """A treedef's top node in words, for errors: ``a tuple of length 2``, ``a leaf (an
-    array)``, ``a dict with keys ['a', 'b']``."""
-    kind = tree.node_type
-    if kind is None:
-        return "a leaf (an array)"
-    if kind in (tuple, list):
-        return f"a {kind.__name__} of length {len(tree.children)}"
-    if kind in (dict, OrderedDict):
-        return f"a {kind.__name__} with keys {list(tree.node_data)}"
-    if kind == "namedtuple":
-        return f"a {tree.node_data.__name__} namedtuple"
-    if kind is type(None):
-        return "None"
-    return f"a {getattr(kind, '__name__', kind)}"
-
-
-def tree_difference(a, b, prefix: str) -> tuple[str, str, str] | None:
-    """Where two treedefs first differ: ``(path, a's node there, b's node there)`` in words,
-    or None when they are equal."""
-    if a == b:
-        return None
-    if (a.node_type != b.node_type or a.node_data != b.node_data
-            or len(a.children) != len(b.children)):
-        return prefix, describe_node(a), describe_node(b)
-    for seg, ca, cb in zip(path_segments(a), a.children, b.children):
-        found = tree_difference(ca, cb, prefix + seg)
-        if found is not None:
-            return found
-    return prefix, describe_node(a), describe_node(b)
-
-
-def leaf_paths(tree, prefix: str) -> list[str]:
-    """Readable paths (``x``, ``x[0]``, ``params['w']``, ``p.field``) of a treedef's leaves."""
-    if tree.node_type is None:
-        return [prefix]
-    out = []
-    for seg, child in zip(path_segments(tree), tree.children):
-        out += leaf_paths(child, prefix + seg)
-    return out
-
-
 def _as_operand(x, info: _JitFunction, path_of):
     """A dynamic argument leaf as an Array or tracer (canonical dtype, weak Python scalars);
     ``path_of()`` names the argument in the error for anything else."""
@@ -475,9 +422,9 @@ class _Call:
         pos_tree, kw_tree = self.in_tree.children
         paths = []
         for name, sub in zip(self.dyn_names, pos_tree.children):
-            paths += leaf_paths(sub, name)
+            paths += tree_util._leaf_paths(sub, name)
         for key, sub in zip(kw_tree.node_data, kw_tree.children):
-            paths += leaf_paths(sub, key)
+            paths += tree_util._leaf_paths(sub, key)
         return paths
 
 
@@ -615,7 +562,7 @@ class _JitFunction:
         if isinstance(x, (np.ndarray, np.generic, bool, int, float)):
             from fungrad.lax.utils import operand
             return operand(x, f"jit({self.name}) output")
-        path = leaf_paths(tree, "output")[i]
+        path = tree_util._leaf_paths(tree, "output")[i]
         raise TypeError(f"jit({self.name}): the function returned a value of type "
                         f"{type(x).__name__} at {path} ({x!r:.40}), which is not an array; "
                         "return arrays, numpy values or Python scalars (or pytrees of them)")

@@ -62,19 +62,19 @@ def check_same_outputs(what: str, ref, other, fix: str) -> None:
     ``(label, function, out_tree, out_avals)``; the message names both functions (and where
     they are defined), the path of the first structural difference or of every differing leaf,
     and ``fix``."""
-    from fungrad.transforms.jit import _fun_location, leaf_paths, tree_difference
+    from fungrad.transforms.jit import _fun_location
 
     (r_label, r_fun, r_tree, r_avals), (o_label, o_fun, o_tree, o_avals) = ref, other
     where = (f"\n  {r_label} is {_fun_name(r_fun)} at {_fun_location(r_fun)}"
              f"\n  {o_label} is {_fun_name(o_fun)} at {_fun_location(o_fun)}\n")
-    diff = tree_difference(r_tree, o_tree, "output")
+    diff = tree_util._tree_difference(r_tree, o_tree, "output")
     if diff is not None:
         path, r_node, o_node = diff
         raise TypeError(f"{what} must return the same pytree structure, but at {path} "
                         f"{r_label} returns {r_node} and {o_label} returns {o_node}.{where}"
                         f"{fix}")
     lines = []
-    for path, a, b in zip(leaf_paths(r_tree, "output"), r_avals, o_avals):
+    for path, a, b in zip(tree_util._leaf_paths(r_tree, "output"), r_avals, o_avals):
         if a.strip_weak_type() != b.strip_weak_type():
             why = "shapes" if a.shape != b.shape else "dtypes"
             if a.shape != b.shape and a.dtype != b.dtype:

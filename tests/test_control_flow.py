@@ -127,7 +127,7 @@ def test_per_example_grad_through_scan():
 def test_errors():
     with pytest.raises(TypeError, match="true_fun returns f32.. but false_fun returns i32"):
         lax.cond(True, lambda x: x, lambda x: x.astype(np.int32), 1.0)
-    with pytest.raises(TypeError, match="body_fun output"):
+    with pytest.raises(TypeError, match="init_val holds f32.. but body_fun returns f32.2."):
         lax.while_loop(lambda c: c < 3, lambda c: np.ones(2, np.float32) * c, 0.0)
     with pytest.raises(TypeError, match="must return a boolean scalar"):
         lax.while_loop(lambda c: c, lambda c: c + 1, 0.0)
@@ -237,3 +237,113 @@ def test_issue15_operand_keyword_as_jax():
     with pytest.raises(TypeError, match="cond: pass the operands either positionally or as "
                                         "the one keyword 'operand', not both"):
         lax.cond(True, lambda a, b: a, lambda a, b: b, x, operand=x)
+
+
+# -- issue 15 follow-ups: loop misuse names the argument, carries are checked by leaf path ---
+
+def test_issue15_loops_say_which_argument_must_be_callable():
+    x = fnp.ones(3)
+    with pytest.raises(TypeError, match=r"scan: f must be callable, got 3 \(of type int\)"):
+        lax.scan(3, 0.0, x)
+    with pytest.raises(TypeError, match="while_loop: body_fun must be callable, got 3"):
+        lax.while_loop(lambda c: c < 3, 3, 0)
+    with pytest.raises(TypeError, match="while_loop: cond_fun must be callable, got None"):
+        lax.while_loop(None, lambda c: c + 1, 0)
+    with pytest.raises(TypeError, match="fori_loop: body_fun must be callable, got 'f'"):
+        lax.fori_loop(0, 3, "f", 0)
+
+
+def test_issue15_scan_body_must_return_a_pair():
+    x = fnp.ones(3)
+    with pytest.raises(TypeError, match=r"scan: f must return a pair \(carry, y\), got f32\[\]; "
+                                        r"return \(new_carry, y\)"):
+        lax.scan(lambda c, a: c + a, 0.0, x)
+    with pytest.raises(TypeError, match="got a tuple of length 3"):
+        lax.scan(lambda c, a: (c, a, a), 0.0, x)
+    # a list of two is a pair too (JAX)
+    carry, ys = lax.scan(lambda c, a: [c + a, c], 0.0, x)
+    assert float(carry) == 3.0
+    np.testing.assert_array_equal(np.asarray(ys), [0.0, 1.0, 2.0])
+
+
+def _scan_body_changing_b(c, a):
+    return {"w": c["w"] + a, "b": (c["b"][0], c["b"][1].astype(np.int32))}, None
+
+
+def test_issue15_loop_carry_mismatches_name_the_leaf_path_and_both_types():
+    init = {"w": fnp.zeros(()), "b": (fnp.zeros(2), fnp.zeros(()))}
+    with pytest.raises(TypeError) as e:
+        lax.scan(_scan_body_changing_b, init, fnp.ones(3))
+    msg = str(e.value)
+    assert msg.startswith("scan: init and the carry f returns must have equal types")
+    assert "* c['b'][1]: init holds f32[] but f returns i32[] (the dtypes differ)" in msg
+    assert "c['w']" not in msg and "c['b'][0]" not in msg  # equal leaves are not listed
+    assert f"f is _scan_body_changing_b at {__file__}:" in msg
+    with pytest.raises(TypeError, match=r"while_loop: init_val and the carry body_fun returns "
+                                        r"must have the same pytree structure, but at val "
+                                        r"init_val holds a tuple of length 2 and body_fun "
+                                        r"returns a list of length 2"):
+        lax.while_loop(lambda val: val[0] < 3, lambda val: [val[0] + 1, val[1]], (0, 0.0))
+    with pytest.raises(TypeError, match=r"\* val\[1\]: init_val holds f32\[\] but body_fun "
+                                        r"returns f32\[2\] \(the shapes differ\)"):
+        lax.while_loop(lambda val: val[0] < 3, lambda val: (val[0] + 1, fnp.ones(2)), (0, 0.0))
+    # fori_loop names body_fun's carry (not the loop's internal (i, val) pair), on both paths
+    for hi in (3, fnp.int32(3)):
+        with pytest.raises(TypeError, match=r"fori_loop: init_val and the carry body_fun "
+                                            r"returns must have equal types.*\n  \* acc: "
+                                            r"init_val holds i32\[\] but body_fun returns "
+                                            r"f32\[\] \(the dtypes differ\)"):
+            fg.jit(lambda n: lax.fori_loop(0, n, lambda i, acc: acc + 1.5, fnp.int32(0)))(hi)
+    with pytest.raises(TypeError, match=r"while_loop: init_val and the carry body_fun returns "
+                                        r"must have equal types"):
+        lax.while_loop(lambda c: c < 3, lambda c: fnp.ones(2) + c, 0.0, max_steps=4)
+
+
+def test_issue15_weakly_typed_carries_take_the_body_dtype_as_in_jax():
+    """A Python scalar in init is weakly typed: JAX promotes it to the type the body returns
+    (a strong dtype) instead of refusing the loop."""
+    xs = np.array([0.25, 0.5, 1.75], np.float32)
+    carry, _ = lax.scan(lambda c, a: (c + a * 1.5, None), 0, xs)
+    assert carry.dtype == np.float32 and not carry.aval.weak_type
+    assert float(carry) == float(np.sum(xs * np.float32(1.5)))
+    out = lax.while_loop(lambda c: c < 3, lambda c: c + 1.5, 0)
+    assert out.dtype == np.float32 and float(out) == 3.0
+    out = lax.fori_loop(0, 3, lambda i, c: c + 1.5, 0)
+    assert out.dtype == np.float32 and float(out) == 4.5
+    out = fg.jit(lambda n: lax.fori_loop(0, n, lambda i, c: c + 1.5, 0))(3)
+    assert out.dtype == np.float32 and float(out) == 4.5
+    # a strong int carry stays an error (JAX: the dtypes differ)
+    with pytest.raises(TypeError, match="the dtypes differ"):
+        lax.fori_loop(0, 3, lambda i, c: c + 1.5, fnp.int32(0))
+
+
+def test_issue15_fori_loop_bounds_follow_jax():
+    """Bounds must have equal dtypes (a Python int adapts to a signed int bound); concrete
+    bounds run int(upper) - int(lower) steps with a weakly typed int index, traced ones a while
+    loop in the bounds' dtype."""
+    def body(i, c):
+        return c + i
+
+    with pytest.raises(TypeError, match="fori_loop: lower and upper must have equal types, "
+                                        "got float32 and int32"):
+        lax.fori_loop(0.5, 3, body, 0.0)
+    with pytest.raises(TypeError, match="got uint32 and int32"):
+        lax.fori_loop(np.uint32(0), 3, body, 0.0)
+    # equal float bounds are accepted; concrete ones are truncated (JAX: int(lower), int(upper))
+    assert float(lax.fori_loop(0.5, 3.5, body, 0.0)) == 0 + 1 + 2
+    assert float(fg.jit(lambda a, b: lax.fori_loop(a, b, body, 0.0))(0.5, 3.5)) == 0.5 + 1.5 + 2.5
+    seen = []
+
+    def record(i, c):
+        seen.append(core_aval(i))
+        return c
+
+    lax.fori_loop(np.int8(1), 3, record, 0.0)
+    fg.jit(lambda a: lax.fori_loop(a, 3, record, 0.0))(np.int8(1))
+    assert seen == [("int32", True), ("int8", False)]
+    assert float(lax.fori_loop(np.int8(1), 4, body, 0.0)) == 1 + 2 + 3
+
+
+def core_aval(x):
+    a = fg.core.get_aval(x)
+    return a.dtype.name, a.weak_type

@@ -56,33 +56,39 @@ def check_same_avals(what: str, expected, got, fix: str) -> None:
                         f"{fix}")
 
 
-def check_same_outputs(what: str, ref, other, fix: str) -> None:
-    """TypeError unless two traced functions return the same pytree structure and, leaf by
-    leaf, the same shapes and dtypes (weak types may differ). ``ref`` and ``other`` are
-    ``(label, function, out_tree, out_avals)``; the message names both functions (and where
-    they are defined), the path of the first structural difference or of every differing leaf,
-    and ``fix``."""
+def check_same_outputs(what: str, ref, other, fix: str, *, root: str = "output",
+                       verbs=("returns", "returns"), must: str = "must return",
+                       types: str = "output types") -> None:
+    """TypeError unless two pytrees of avals have the same structure and, leaf by leaf, the
+    same shapes and dtypes (weak types may differ). ``ref`` and ``other`` are
+    ``(label, function, tree, avals)``: by default the outputs of two traced functions (cond's
+    branches); a loop compares its initial carry (``function`` None) with the carry its body
+    returns (``root`` the carry's name, ``verbs`` ``("holds", "returns")``, ``must`` "must
+    have", ``types`` "types"). The message names the functions (and where they are defined),
+    the path of the first structural difference or of every differing leaf, and ``fix``."""
     from fungrad.transforms.jit import _fun_location
 
     (r_label, r_fun, r_tree, r_avals), (o_label, o_fun, o_tree, o_avals) = ref, other
-    where = (f"\n  {r_label} is {_fun_name(r_fun)} at {_fun_location(r_fun)}"
-             f"\n  {o_label} is {_fun_name(o_fun)} at {_fun_location(o_fun)}\n")
-    diff = tree_util._tree_difference(r_tree, o_tree, "output")
+    r_verb, o_verb = verbs
+    where = "".join(f"\n  {label} is {_fun_name(fun)} at {_fun_location(fun)}"
+                    for label, fun in ((r_label, r_fun), (o_label, o_fun))
+                    if fun is not None) + "\n"
+    diff = tree_util._tree_difference(r_tree, o_tree, root)
     if diff is not None:
         path, r_node, o_node = diff
-        raise TypeError(f"{what} must return the same pytree structure, but at {path} "
-                        f"{r_label} returns {r_node} and {o_label} returns {o_node}.{where}"
+        raise TypeError(f"{what} {must} the same pytree structure, but at {path} "
+                        f"{r_label} {r_verb} {r_node} and {o_label} {o_verb} {o_node}.{where}"
                         f"{fix}")
     lines = []
-    for path, a, b in zip(tree_util._leaf_paths(r_tree, "output"), r_avals, o_avals):
+    for path, a, b in zip(tree_util._leaf_paths(r_tree, root), r_avals, o_avals):
         if a.strip_weak_type() != b.strip_weak_type():
             why = "shapes" if a.shape != b.shape else "dtypes"
             if a.shape != b.shape and a.dtype != b.dtype:
                 why = "shapes and dtypes"
-            lines.append(f"  * {path}: {r_label} returns {a.str_short()} but {o_label} "
-                         f"returns {b.str_short()} (the {why} differ)")
+            lines.append(f"  * {path}: {r_label} {r_verb} {a.str_short()} but {o_label} "
+                         f"{o_verb} {b.str_short()} (the {why} differ)")
     if lines:
-        raise TypeError(f"{what} must return equal output types, but they differ:\n"
+        raise TypeError(f"{what} {must} equal {types}, but they differ:\n"
                         + "\n".join(lines) + where + fix)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import operator
 
 import numpy as np
@@ -9,7 +10,13 @@ import numpy as np
 from fungrad import core, dtypes, tree_util
 from fungrad.array import Array
 from fungrad.core import ShapedArray
-from fungrad.lax.control_flow.common import avals_str, check_same_avals, eval_closed, trace_body
+from fungrad.lax.control_flow.common import (
+    avals_str,
+    check_same_avals,
+    check_same_outputs,
+    eval_closed,
+    trace_body,
+)
 from fungrad.lax.utils import operand, standard_primitive
 from fungrad.lowering import control_flow as control_flow_lowering
 from fungrad.lowering import kernel
@@ -45,11 +52,76 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
 while_p = standard_primitive("while", _while_impl, _while_abstract_eval, multiple_results=True)
 
 
-def _strong_if_changes(init_avals, out_avals):
-    """Carry avals with weak types dropped wherever the body changes them (JAX promotes weakly
-    typed loop carries to strong when the body's output is strong)."""
-    return [a.strip_weak_type() if a.weak_type and not b.weak_type else a
-            for a, b in zip(init_avals, out_avals)]
+def _promote_weak_carries(flat, avals, out_avals):
+    """JAX's rule for weakly typed initial carries (Python scalars in ``init``): where the body
+    returns another type for one, the carry starts as the promotion of both, strongly typed
+    (``0`` carried through ``c + 1.5`` is a float32 carry, ``0.0`` carried through
+    ``c + float32(1)`` a strong float32 one). Returns ``(flat, avals, changed)``."""
+    from fungrad import lax
+    new_flat, new_avals = [], []
+    for x, a, b in zip(flat, avals, out_avals):
+        if a.weak_type and (a.strip_weak_type() != b.strip_weak_type() or not b.weak_type):
+            dt, _ = dtypes.promote_types((a.dtype, True), (b.dtype, b.weak_type))
+            x = lax.convert_element_type(x, dt, False)
+            a = core.get_aval(x)
+        new_flat.append(x)
+        new_avals.append(a)
+    return new_flat, new_avals, new_avals != list(avals)
+
+
+def _param_name(fun, index: int, default: str) -> str:
+    """The name of ``fun``'s positional parameter ``index`` (to name carries as the user does),
+    or ``default``."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return default
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if index < len(params) and params[index].kind in kinds:
+        return params[index].name
+    return default
+
+
+class _CarryCheck:
+    """Compares a loop's initial carry with the carry its body returns: the same pytree
+    structure, then leaf by leaf the same shapes and dtypes (after weak carries are promoted).
+    ``fun`` is the user's body, named ``label`` in messages; ``init_label`` names the initial
+    value; the carry's leaves are named from ``fun``'s parameter ``param`` (``c['w']``).
+    ``part`` picks the user's carry out of the loop's (fori_loop carries its index too):
+    ``(child of the carry tuple, first leaf, number of leaves after it)`` or None."""
+
+    def __init__(self, loop: str, fun, label: str, init_label: str, param: int, part=None):
+        self.loop, self.fun, self.label, self.init_label = loop, fun, label, init_label
+        self.root = _param_name(fun, param, "carry")
+        self.part = part
+
+    def _select(self, tree, avals):
+        if self.part is None:
+            return tree, list(avals)
+        child, first, after = self.part
+        return tree.children[child], list(avals)[first:len(avals) - after]
+
+    def _check(self, init, out):
+        (i_tree, i_avals), (o_tree, o_avals) = self._select(*init), self._select(*out)
+        fix = (f"Revise {self.label} so that the carry it returns has the pytree structure, "
+               f"shapes and dtypes of {self.init_label}.")
+        check_same_outputs(f"{self.loop}: {self.init_label} and the carry {self.label} returns",
+                           (self.init_label, None, i_tree, i_avals),
+                           (self.label, self.fun, o_tree, o_avals), fix, root=self.root,
+                           verbs=("holds", "returns"), must="must have", types="types")
+
+    def structure(self, init_tree, out_tree):
+        """Check the structures only (types are compared once weak carries are promoted)."""
+        self._check((init_tree, []), (out_tree, []))
+
+    def types(self, tree, init_avals, out_avals):
+        self._check((tree, init_avals), (tree, out_avals))
+
+
+def _check_callable(loop: str, label: str, fun, call: str) -> None:
+    if not callable(fun):
+        raise TypeError(f"{loop}: {label} must be callable, got {fun!r:.40} (of type "
+                        f"{type(fun).__name__}); call {call}")
 
 
 def while_loop(cond_fun, body_fun, init_val, max_steps=None):
@@ -63,22 +135,26 @@ def while_loop(cond_fun, body_fun, init_val, max_steps=None):
     the same as without the bound whenever the loop finishes within ``N`` iterations. (The body
     is evaluated on every step, also after the loop is done.)
     """
+    call = "while_loop(cond_fun, body_fun, init_val)"
+    _check_callable("while_loop", "cond_fun", cond_fun, call)
+    _check_callable("while_loop", "body_fun", body_fun, call)
+    check = _CarryCheck("while_loop", body_fun, "body_fun", "init_val", 0)
     if max_steps is not None:
-        return _bounded_while(cond_fun, body_fun, init_val, operator.index(max_steps))
+        return _bounded_while(cond_fun, body_fun, init_val, operator.index(max_steps), check)
+    return _while(cond_fun, body_fun, init_val, check)
+
+
+def _while(cond_fun, body_fun, init_val, check: _CarryCheck):
     flat, in_tree = tree_util.tree_flatten(init_val)
     arg_tree = tree_util.tree_structure((init_val,))  # the bodies take the carry as one argument
     flat = [operand(x, "while_loop init_val") for x in flat]
     avals = [core.get_aval(x) for x in flat]
     body, bconsts, out_tree = trace_body(body_fun, arg_tree, avals, "while_loop body_fun")
-    if out_tree != in_tree:
-        raise TypeError(f"while_loop: body_fun must return the structure of init_val, "
-                        f"{in_tree}, but returned {out_tree}")
-    strong = _strong_if_changes(avals, body.out_avals)
-    if strong != avals:
-        from fungrad import lax
-        flat = [lax.convert_element_type(x, a.dtype, a.weak_type) for x, a in zip(flat, strong)]
-        avals = strong
+    check.structure(in_tree, out_tree)
+    flat, avals, changed = _promote_weak_carries(flat, avals, body.out_avals)
+    if changed:
         body, bconsts, _ = trace_body(body_fun, arg_tree, avals, "while_loop body_fun")
+    check.types(in_tree, avals, body.out_avals)
     cond, cconsts, _ = trace_body(cond_fun, arg_tree, avals, "while_loop cond_fun")
     (pred,) = cond.out_avals if len(cond.out_avals) == 1 else (None,)
     if pred is None or pred.shape != () or pred.dtype != np.bool_:
@@ -89,7 +165,7 @@ def while_loop(cond_fun, body_fun, init_val, max_steps=None):
     return tree_util.tree_unflatten(in_tree, outs)
 
 
-def _bounded_while(cond_fun, body_fun, init_val, max_steps: int):
+def _bounded_while(cond_fun, body_fun, init_val, max_steps: int, check: _CarryCheck):
     from fungrad import lax
 
     def step(carry, _):
@@ -101,52 +177,77 @@ def _bounded_while(cond_fun, body_fun, init_val, max_steps: int):
                             f"{p_aval.str_short()}")
         active = lax.bitwise_and(lax.bitwise_not(done), pred)
         new = body_fun(val)
-        if tree_util.tree_structure(new) != tree_util.tree_structure(val):
-            raise TypeError(f"while_loop: body_fun must return the structure of init_val, "
-                            f"{tree_util.tree_structure(val)}, but returned "
-                            f"{tree_util.tree_structure(new)}")
+        val_leaves, tree = tree_util.tree_flatten(val)
+        new_leaves, new_tree = tree_util.tree_flatten(new)
+        check.structure(tree, new_tree)
+        old_avals = [core.get_aval(operand(x, "while_loop init_val")) for x in val_leaves]
+        new_avals = [core.get_aval(operand(x, "while_loop body_fun output")) for x in new_leaves]
+        if any(a.shape != b.shape or (a.dtype != b.dtype and not a.weak_type)
+               for a, b in zip(old_avals, new_avals)):
+            check.types(tree, old_avals, new_avals)
 
         def keep(old, upd):
-            shape = core.get_aval(old).shape
-            return lax.select_n(lax.broadcast_in_dim(active, shape, ()), old, upd)
+            a, b = core.get_aval(old), core.get_aval(upd)
+            if a.dtype != b.dtype:  # a weak carry: the scan promotes it (as while_loop does)
+                old = lax.convert_element_type(old, b.dtype, b.weak_type)
+            return lax.select_n(lax.broadcast_in_dim(active, a.shape, ()), old, upd)
 
         val = tree_util.tree_map(keep, val, new)
         return (val, lax.bitwise_or(done, lax.bitwise_not(active))), None
 
-    (val, _), _ = scan(step, (init_val, np.bool_(False)), None, length=max_steps)
+    # the scan checks the carry (val, done): its messages name body_fun and val's leaves
+    n_done = 1
+    scan_check = _CarryCheck("while_loop", body_fun, "body_fun", "init_val", 0,
+                             part=(0, 0, n_done))
+    (val, _), _ = _scan(step, (init_val, np.bool_(False)), None, max_steps, False, scan_check)
     return val
 
 
-def _concrete_int(x):
-    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
-        return int(x)
-    if type(x) is Array and x.shape == () and x.dtype.kind in "iu":
-        return int(x)
-    return None
+def _fori_bounds(lower, upper):
+    """JAX's rule for fori_loop's bounds: equal dtypes, except that a weakly typed signed int
+    (a Python int) takes the other bound's signed int dtype. Returns that dtype."""
+    lo_dt, lo_weak = dtypes.dtype_and_weak(lower)
+    hi_dt, hi_weak = dtypes.dtype_and_weak(upper)
+    if lo_dt == hi_dt:
+        return lo_dt
+    if lo_dt.kind == "i" and hi_dt.kind == "i" and lo_weak != hi_weak:
+        return hi_dt if lo_weak else lo_dt
+    raise TypeError(f"fori_loop: lower and upper must have equal types, got {lo_dt.name} and "
+                    f"{hi_dt.name}; convert one of them (a Python int takes the other's signed "
+                    "integer type)")
 
 
-def fori_loop(lower, upper, body_fun, init_val):
+def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """``for i in range(lower, upper): val = body_fun(i, val)``.
 
-    With concrete (Python int) bounds this is a scan, so it is reverse-differentiable; with
-    traced bounds it is a while_loop.
+    ``lower`` and ``upper`` must have the same dtype (a Python int adapts to a signed int
+    bound), as in JAX. With concrete bounds this is a scan over ``int(upper) - int(lower)``
+    steps whose index ``i`` is a weakly typed int, so it is reverse-differentiable; with traced
+    bounds it is a while_loop whose index has the bounds' dtype. ``unroll`` is accepted for API
+    compatibility (concrete bounds only, as in JAX) and does not change the result.
     """
-    lo, hi = _concrete_int(lower), _concrete_int(upper)
-    from fungrad import lax
-    if lo is not None and hi is not None:
-        dt = dtypes.result_type(lower, upper)
+    _check_callable("fori_loop", "body_fun", body_fun,
+                    "fori_loop(lower, upper, body_fun, init_val) with body_fun(i, val) -> val")
+    dt = _fori_bounds(lower, upper)
+    for name, b in (("lower", lower), ("upper", upper)):
+        if np.ndim(b) != 0:
+            raise TypeError(f"fori_loop: {name} must be a scalar, got shape {np.shape(b)}")
+    check = _CarryCheck("fori_loop", body_fun, "body_fun", "init_val", 1, part=(1, 1, 0))
+    if not isinstance(lower, core.Tracer) and not isinstance(upper, core.Tracer):
+        lo, hi = int(lower), int(upper)
 
         def step(carry, _):
             i, val = carry
-            return (lax.add(i, lax.full((), 1, dt)), body_fun(i, val)), None
+            return (i + 1, body_fun(i, val)), None
 
-        (_, out), _ = scan(step, (lax.full((), lo, dt), init_val), None,
-                           length=max(hi - lo, 0))
+        (_, out), _ = _scan(step, (lo, init_val), None, max(hi - lo, 0), False, check)
         return out
-    lower, upper = operand(lower, "fori_loop lower"), operand(upper, "fori_loop upper")
-    dt = dtypes.result_type(lower, upper)
-    lower = lax.convert_element_type(lower, dt)
-    upper = lax.convert_element_type(upper, dt)
+    if unroll is not None and unroll is not False and unroll != 1:
+        raise ValueError("fori_loop: unroll needs concrete loop bounds (Python ints or "
+                         "concrete arrays), as in JAX")
+    from fungrad import lax
+    lower = lax.convert_element_type(operand(lower, "fori_loop lower"), dt)
+    upper = lax.convert_element_type(operand(upper, "fori_loop upper"), dt)
 
     def cond_fun(c):
         return lax.lt(c[0], c[2])
@@ -155,7 +256,8 @@ def fori_loop(lower, upper, body_fun, init_val):
         i, val, hi_ = c
         return lax.add(i, lax.full((), 1, dt)), body_fun(i, val), hi_
 
-    return while_loop(cond_fun, body, (lower, init_val, upper))[1]
+    check = _CarryCheck("fori_loop", body_fun, "body_fun", "init_val", 1, part=(1, 1, 1))
+    return _while(cond_fun, body, (lower, init_val, upper), check)[1]
 
 
 # -- scan / map ----------------------------------------------------------------------------------
@@ -195,9 +297,33 @@ scan_p = standard_primitive("scan", _scan_impl, _scan_abstract_eval, multiple_re
 
 def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int = 1):
     """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
-    ``(final_carry, stacked_ys)`` (``jax.lax.scan``). ``unroll`` is accepted for API
-    compatibility and does not change the result."""
+    ``(final_carry, stacked_ys)`` (``jax.lax.scan``). ``f`` returns a pair (a tuple or list
+    of two); the carry it returns must have ``init``'s pytree structure, shapes and dtypes (a
+    weakly typed leaf of ``init``, a Python scalar, takes the dtype ``f`` gives it, as in JAX).
+    ``unroll`` is accepted for API compatibility and does not change the result."""
     del unroll
+    _check_callable("scan", "f", f, "scan(f, init, xs) with f(carry, x) -> (carry, y)")
+    if length is not None:
+        length = operator.index(length)
+    return _scan(f, init, xs, length, reverse, _CarryCheck("scan", f, "f", "init", 0))
+
+
+def _scan_pair(f, label: str):
+    """``f`` checked to return a pair ``(carry, y)``, as scan needs."""
+    def body(carry, x):
+        out = f(carry, x)
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            if isinstance(out, (core.Tracer, Array)):
+                got = core.get_aval(out).str_short()
+            else:
+                got = tree_util._describe_node(tree_util.tree_structure(out))
+            raise TypeError(f"scan: {label} must return a pair (carry, y), got {got}; return "
+                            f"(new_carry, y), with y None when there is nothing to stack")
+        return tuple(out)
+    return body
+
+
+def _scan(f, init, xs, length, reverse, check: _CarryCheck):
     flat_init, init_tree = tree_util.tree_flatten(init)
     flat_init = [operand(x, "scan init") for x in flat_init]
     flat_xs, xs_tree = tree_util.tree_flatten(xs)
@@ -206,7 +332,6 @@ def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int = 1):
     if any(x.ndim == 0 for x in flat_xs):
         raise ValueError("scan: xs leaves must have a leading axis to scan over; got a 0-d array")
     if length is not None:
-        length = operator.index(length)
         lengths.add(length)
     if len(lengths) > 1:
         raise ValueError(f"scan got inconsistent lengths: xs leading dimensions "
@@ -217,32 +342,22 @@ def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int = 1):
     n = lengths.pop()
     carry_avals = [core.get_aval(x) for x in flat_init]
     x_avals = [core.get_aval(x).update(shape=x.shape[1:]) for x in flat_xs]
-
-    def body(carry, x):
-        out = f(carry, x)
-        if not (isinstance(out, tuple) and len(out) == 2):
-            raise TypeError("scan: f must return a pair (carry, y), got "
-                            f"{type(out).__name__}")
-        return out
+    body = _scan_pair(f, check.label)
 
     def trace(c_avals):
         in_leaves_tree = tree_util.tree_structure(
             (tree_util.tree_unflatten(init_tree, c_avals), tree_util.tree_unflatten(xs_tree,
                                                                                    x_avals)))
-        return trace_body(body, in_leaves_tree, c_avals + x_avals, "scan f")
+        return trace_body(body, in_leaves_tree, c_avals + x_avals, f"scan {check.label}")
 
     jaxpr, consts, out_tree = trace(carry_avals)
-    carry_tree = out_tree.children[0]
-    if carry_tree != init_tree:
-        raise TypeError(f"scan: f must return a carry with the structure of init, {init_tree}, "
-                        f"but returned {carry_tree}")
+    check.structure(init_tree, out_tree.children[0])
     nc = len(flat_init)
-    strong = _strong_if_changes(carry_avals, jaxpr.out_avals[:nc])
-    if strong != carry_avals:
-        from fungrad import lax
-        flat_init = [lax.convert_element_type(x, a.dtype, a.weak_type)
-                     for x, a in zip(flat_init, strong)]
-        jaxpr, consts, out_tree = trace(strong)
+    flat_init, carry_avals, changed = _promote_weak_carries(flat_init, carry_avals,
+                                                            jaxpr.out_avals[:nc])
+    if changed:
+        jaxpr, consts, out_tree = trace(carry_avals)
+    check.types(init_tree, carry_avals, jaxpr.out_avals[:nc])
     outs = scan_p.bind(*consts, *flat_init, *flat_xs, jaxpr=jaxpr, num_consts=len(consts),
                        num_carry=nc, length=n, reverse=bool(reverse),
                        linear=(False,) * (len(consts) + nc + len(flat_xs)))

@@ -36,9 +36,11 @@ def close(got, want, k):
 
 
 @settings(max_examples=25, deadline=None)
-@given(m=st.integers(1, 40), n=st.integers(1, 70), k=st.integers(1, 40), trans_a=st.booleans(),
+@given(m=st.integers(1, 40), n=st.integers(2, 70), k=st.integers(1, 40), trans_a=st.booleans(),
        seed=st.integers(0, 2**16))
 def test_own_kernel_ragged_shapes(m, n, k, trans_a, seed):
+    # n >= 2: a matrix times one column is an inline row reduction, not a Gemm (see
+    # test_issue15_matrix_vector_products_are_row_reductions)
     rng = np.random.default_rng(seed)
     if m * n * k < 16384:  # below this, dot_general lowers to an inline loop, not a Gemm
         k = -(-16384 // (m * n))
@@ -53,6 +55,29 @@ def test_own_kernel_ragged_shapes(m, n, k, trans_a, seed):
                                   if trans_a else m * k <= matmul.MAX_STACK_FLOATS)
     (out,) = run(exe, args)
     close(out, (a.T if trans_a else a).astype(np.float64) @ b, k)
+
+
+@pytest.mark.parametrize("name,f,shapes,gemm", [
+    ("A @ v", lambda a, b: a @ b, [(300, 200), (200,)], False),
+    ("A @ column", lambda a, b: a @ b, [(300, 200), (200, 1)], False),
+    ("v @ A.T", lambda a, b: a @ b.T, [(200,), (300, 200)], False),
+    ("row @ A.T", lambda a, b: a @ b.T, [(1, 200), (300, 200)], False),
+    ("dot", lambda a, b: fnp.dot(a, b), [(20000,), (20000,)], False),
+    ("batched A @ v", lambda a, b: fnp.einsum("bij,bj->bi", a, b), [(8, 300, 200), (8, 200)],
+     False),
+    ("A.T @ v", lambda a, b: a.T @ b, [(200, 300), (200,)], True),  # A read down its columns
+    ("v @ A", lambda a, b: a @ b, [(200,), (200, 300)], True),
+    ("A @ B", lambda a, b: a @ b, [(300, 200), (200, 2)], True),
+])
+def test_issue15_matrix_vector_products_are_row_reductions(name, f, shapes, gemm):
+    """A product with one output column whose matrix is read along its rows is the inline
+    reduction (contiguous, summed in blocks), not a Gemm; the others stay Gemms."""
+    rng = np.random.default_rng(7)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    exe, args = build(f, a, b)
+    assert bool(gemms(exe)) == gemm, name
+    (out,) = run(exe, args)
+    close(out, f(a.astype(np.float64), b.astype(np.float64)), max(shapes[0]))
 
 
 def test_own_kernel_propagates_nan_and_inf():

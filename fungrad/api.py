@@ -11,6 +11,7 @@ from fungrad.array import Array, is_arraylike
 from fungrad.ir.passes import simplify
 from fungrad.transforms.jit import (
     Signature,
+    check_callable,
     jit,  # noqa: F401  (re-exported: fungrad.jit)
 )
 from fungrad.transforms.staging import trace_to_jaxpr
@@ -62,6 +63,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape: bool = False):
     pytrees of arrays traced abstractly. With ``return_shape=True`` the function returns
     ``(jaxpr, out_shape)`` where ``out_shape`` is a pytree of ShapedArrays.
     """
+    check_callable(fun, "make_jaxpr", "pass the function to trace: make_jaxpr(f)(*args)")
     name = getattr(fun, "__name__", "fun")
 
     @functools.wraps(fun)
@@ -188,8 +190,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
     """
     from fungrad.transforms.vmap import bdim_at_front, moveaxis, vmap_flat
 
-    if not callable(fun):
-        raise TypeError(f"vmap: expected a function, got a {type(fun).__name__}: {fun!r:.60}")
+    check_callable(fun, "vmap", "pass the function to map: vmap(f, in_axes, out_axes)")
     name = getattr(fun, "__name__", "fun")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)

@@ -182,3 +182,46 @@ def test_functions_returning_integer_cotangents_compose(x64):
     _, (tx, ti) = fg.jvp(g, (x, np.int32(1)), (np.ones((3, 3)), np.zeros((), fg.dtypes.float0)))
     assert tx.shape == (3, 3) and ti.dtype == fg.dtypes.float0
     check_grads(f, (x, np.int32(1)), order=2, modes=("rev",))
+
+
+# -- issue 15 follow-up: a transform applied to a non-callable says so where it is applied -----
+
+@pytest.mark.parametrize("name, apply", [
+    ("grad", lambda f: fg.grad(f)),
+    ("value_and_grad", lambda f: fg.value_and_grad(f)),
+    ("vjp", lambda f: fg.vjp(f, 1.0)),
+    ("jvp", lambda f: fg.jvp(f, (1.0,), (1.0,))),
+    ("linearize", lambda f: fg.linearize(f, 1.0)),
+    ("jacfwd", lambda f: fg.jacfwd(f)),
+    ("jacrev", lambda f: fg.jacrev(f)),
+    ("hessian", lambda f: fg.hessian(f)),
+    ("jit", lambda f: fg.jit(f)),
+    ("vmap", lambda f: fg.vmap(f)),
+    ("make_jaxpr", lambda f: fg.make_jaxpr(f)),
+    ("checkpoint", lambda f: fg.checkpoint(f)),
+    ("custom_jvp", lambda f: fg.custom_jvp(f)),
+    ("custom_vjp", lambda f: fg.custom_vjp(f)),
+])
+def test_issue15_transforms_of_non_callables_raise_where_applied(name, apply):
+    """JAX: "Expected a callable value, got 3" when the transform is applied (not a later
+    "'int' object is not callable" from inside the transform)."""
+    for bad in (3, None, "f"):
+        with pytest.raises(TypeError, match=rf"^{name}: expected a callable value, got "
+                                            rf"{bad!r} \(of type {type(bad).__name__}\); "):
+            apply(bad)
+    apply(fnp.sin)  # a callable is accepted
+
+
+def test_issue15_custom_rules_must_be_callable():
+    f = fg.custom_jvp(fnp.sin)
+    with pytest.raises(TypeError, match=r"custom_jvp.defjvp: expected a callable value, got 3"):
+        f.defjvp(3)
+    with pytest.raises(TypeError, match=r"custom_jvp.defjvps \(rule 1\): expected a callable"):
+        fg.custom_jvp(lambda x, y: x * y).defjvps(lambda g, ans, x, y: g * y, 3)
+    g = fg.custom_vjp(fnp.sin)
+    with pytest.raises(TypeError, match=r"custom_vjp.defvjp \(bwd\): expected a callable value, "
+                                        r"got None"):
+        g.defvjp(lambda x: (fnp.sin(x), x), None)
+    # the rules still work once given
+    g.defvjp(lambda x: (fnp.sin(x), x), lambda x, ct: (fnp.cos(x) * ct,))
+    assert abs(float(fg.grad(g)(0.5)) - np.cos(0.5)) < 1e-6

@@ -192,7 +192,7 @@ def test_issue15_non_array_leaves_and_bad_options_are_clear():
         fg.vmap(lambda a, b: a)(np.ones(3), (np.ones(3), "x"))
     with pytest.raises(TypeError, match=r"output\[1\] is a str"):
         fg.vmap(lambda a: (a, "x"))(np.ones(3))
-    with pytest.raises(TypeError, match="vmap: expected a function"):
+    with pytest.raises(TypeError, match="vmap: expected a callable value, got 3"):
         fg.vmap(3)
     with pytest.raises(TypeError, match="axis_size must be a non-negative int"):
         fg.vmap(lambda a: a, axis_size=2.5)

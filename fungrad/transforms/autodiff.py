@@ -17,6 +17,7 @@ from fungrad import core, dtypes, tree_util
 from fungrad.array import Array
 from fungrad.numpy import util
 from fungrad.transforms import jvp as jvp_mod
+from fungrad.transforms.jit import check_callable
 from fungrad.transforms.partial_eval import linearize_flat, tape_vjp_flat
 from fungrad.transforms.transpose import UndefPrimal, backward_pass
 
@@ -104,6 +105,7 @@ def _unwrap_aux(trace_unpack, aux_leaves):
 
 def jvp(fun, primals, tangents, has_aux: bool = False):
     """Forward mode: ``(fun(*primals), d fun(primals)[tangents])`` (plus aux with has_aux)."""
+    check_callable(fun, "jvp", "call jvp(f, primals, tangents) with the function f first")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples or lists of arguments, got "
                         f"{type(primals).__name__} and {type(tangents).__name__}")
@@ -141,6 +143,7 @@ def jvp(fun, primals, tangents, has_aux: bool = False):
 
 def linearize(fun, *primals, has_aux: bool = False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the staged linear map."""
+    check_callable(fun, "linearize", "call linearize(f, *primals) with the function f first")
     flat_p, in_tree = tree_util.tree_flatten(primals)
     flat_p = [_as_array(p, "linearize") for p in flat_p]
     store: dict = {}
@@ -205,6 +208,7 @@ def _zero_cotangent(aval):
 def vjp(fun, *primals, has_aux: bool = False):
     """Reverse mode: ``(fun(*primals), vjp_fn)`` where ``vjp_fn(ct)`` returns one cotangent per
     primal (a tuple), each shaped like its primal."""
+    check_callable(fun, "vjp", "call vjp(f, *primals) with the function f first")
     flat_p, in_tree = tree_util.tree_flatten(primals)
     flat_p = [_as_array(p, "vjp") for p in flat_p]
     store: dict = {}
@@ -237,6 +241,8 @@ def vjp(fun, *primals, has_aux: bool = False):
 
 def value_and_grad(fun, argnums=0, has_aux: bool = False, allow_int: bool = False):
     """``fun``'s value and its gradient with respect to the ``argnums`` arguments."""
+    check_callable(fun, "value_and_grad", "pass the function to differentiate: "
+                   "value_and_grad(f)(*args)")
     name = getattr(fun, "__name__", "fun")
     what = f"grad({name})"
     nums_by_nargs: dict[int, tuple[int, ...]] = {}
@@ -298,6 +304,7 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, allow_int: bool = Fals
 
 def grad(fun, argnums=0, has_aux: bool = False, allow_int: bool = False):
     """The gradient of scalar-valued ``fun`` with respect to its ``argnums`` arguments."""
+    check_callable(fun, "grad", "pass the function to differentiate: grad(f)(*args)")
     vg = value_and_grad(fun, argnums, has_aux, allow_int)
 
     @functools.wraps(fun)
@@ -350,6 +357,7 @@ def jacrev(fun, argnums=0, has_aux: bool = False):
     Result: a pytree shaped like the output, whose leaves are pytrees like the argnums
     arguments, each block of shape ``out.shape + in.shape``."""
     from fungrad.api import vmap
+    check_callable(fun, "jacrev", "pass the function to differentiate: jacrev(f)(*args)")
 
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
@@ -396,6 +404,7 @@ def jacfwd(fun, argnums=0, has_aux: bool = False):
     """The Jacobian of ``fun`` by forward mode (a vmap of jvps over the input's basis); same
     layout as :func:`jacrev`."""
     from fungrad.api import vmap
+    check_callable(fun, "jacfwd", "pass the function to differentiate: jacfwd(f)(*args)")
 
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
@@ -445,4 +454,5 @@ def jacfwd(fun, argnums=0, has_aux: bool = False):
 
 def hessian(fun, argnums=0, has_aux: bool = False):
     """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
+    check_callable(fun, "hessian", "pass the function to differentiate: hessian(f)(*args)")
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)

@@ -20,6 +20,7 @@ import inspect
 
 from fungrad import core, tree_util
 from fungrad.core import ShapedArray, get_aval
+from fungrad.transforms.jit import check_callable
 from fungrad.transforms.jvp import Zero, instantiate_zeros, jvp_rules, tangent_aval
 from fungrad.transforms.transpose import transpose_rules
 from fungrad.transforms.vmap import batch_jaxpr, batch_rules, bdim_at_front
@@ -131,6 +132,8 @@ class _CustomFunction:
     ``nondiff_argnums`` arguments and tracing ``fun`` on the others."""
 
     def __init__(self, fun, nondiff_argnums=()):
+        kind = type(self).__name__
+        check_callable(fun, kind, f"decorate the function: @{kind}, or {kind}(f)")
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
@@ -171,6 +174,8 @@ class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
 
     def defjvp(self, jvp, symbolic_zeros: bool = False):
         """Set ``jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)``."""
+        check_callable(jvp, "custom_jvp.defjvp", "pass the rule jvp(primals, tangents) -> "
+                       "(primal_out, tangent_out)")
         self.jvp = jvp
         self.symbolic_zeros = symbolic_zeros
         return jvp
@@ -180,6 +185,10 @@ class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
         contribution to the output tangent (None: the output does not depend on it)."""
         if self.nondiff_argnums:
             raise TypeError("custom_jvp.defjvps cannot be used with nondiff_argnums; use defjvp")
+        for i, rule in enumerate(jvps):
+            if rule is not None:
+                check_callable(rule, f"custom_jvp.defjvps (rule {i})", "pass one rule "
+                               "jvp_i(g_i, primal_out, *primals) or None per argument")
 
         def jvp(primals, tangents):
             out = self(*primals)
@@ -336,6 +345,11 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
         self.bwd = None
 
     def defvjp(self, fwd, bwd, symbolic_zeros: bool = False):
+        """Set ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, ct) -> cts``."""
+        check_callable(fwd, "custom_vjp.defvjp (fwd)", "pass defvjp(fwd, bwd) with "
+                       "fwd(*args) -> (out, residuals)")
+        check_callable(bwd, "custom_vjp.defvjp (bwd)", "pass defvjp(fwd, bwd) with "
+                       "bwd(residuals, cotangent) -> a tuple of cotangents, one per argument")
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args, **kwargs):

@@ -268,6 +268,14 @@ batch_rules[jit_p] = _jit_batch
 
 # -- argument handling ----------------------------------------------------------------------------
 
+def check_callable(fun, transform: str, usage: str) -> None:
+    """A TypeError unless ``fun`` is callable, raised where a transform is applied (as JAX's
+    "Expected a callable value"), naming the transform and how to call it (``usage``)."""
+    if not callable(fun):
+        raise TypeError(f"{transform}: expected a callable value, got {fun!r:.60} (of type "
+                        f"{type(fun).__name__}); {usage}")
+
+
 def _fun_name(fun) -> str:
     while isinstance(fun, functools.partial):
         fun = fun.func
@@ -890,7 +898,18 @@ def _tree_key(x, leaves: list):
 _trace_state = core._state
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
+class _NotSpecified:
+    """jit's ``fun`` when it is omitted (``jit(static_argnums=0)`` returns a decorator); an
+    explicit None is an error, as in JAX."""
+
+    def __repr__(self):
+        return "NotSpecified"
+
+
+_NOT_SPECIFIED = _NotSpecified()
+
+
+def jit(fun=_NOT_SPECIFIED, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         donate_argnames=(), backend=None):
     """Compile ``fun`` to one native function per signature (``jax.jit``).
 
@@ -925,13 +944,12 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         f(fnp.ones(3))                       # traced and compiled, then run natively
         fg.jit(f).lower(fnp.ones(3)).as_text()
     """
-    if fun is None:
+    if fun is _NOT_SPECIFIED:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums,
                                  donate_argnames=donate_argnames, backend=backend)
-    if not callable(fun):
-        raise TypeError(f"jit: expected a function, got a {type(fun).__name__}: {fun!r:.60}")
+    check_callable(fun, "jit", "pass the function to compile: jit(f), or use @jit")
     info = _JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                         _check_backend(backend))
     general = info.call

@@ -20,6 +20,7 @@ import types
 
 from fungrad import core, tree_util
 from fungrad.core import set_current_trace
+from fungrad.transforms.jit import check_callable
 from fungrad.transforms.jvp import jvp_jaxpr, jvp_rules
 from fungrad.transforms.partial_eval import partial_eval_rules
 from fungrad.transforms.transpose import backward_pass, transpose_rules
@@ -186,6 +187,8 @@ partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval
 def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
     """``fun`` whose intermediates are recomputed in the backward pass instead of saved
     (``jax.checkpoint``). ``policy`` (see ``checkpoint_policies``) chooses what may be saved."""
+    check_callable(fun, "checkpoint", "pass the function to rematerialise: checkpoint(f), or "
+                   "use @checkpoint")
     policy = checkpoint_policies.nothing_saveable if policy is None else policy
     static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(
         static_argnums)

@@ -136,6 +136,8 @@ def compare(actual, ref, shadow, slack: float, eps: float, gpu: bool = False) ->
         return f"shape {actual.shape} != reference {ref.shape}"
     if actual.dtype != ref.dtype:
         return f"dtype {actual.dtype} != reference {ref.dtype}"
+    if kind_of(ref.dtype) != "f" and slack > float(np.finfo(np.float32).max):
+        return None     # computed from a sum whose terms overflow (see below): order-dependent
     if kind_of(ref.dtype) != "f":
         stable = np.ones(ref.shape, bool) if shadow is None else (
             np.asarray(shadow).astype(np.float64) == ref.astype(np.float64))
@@ -420,6 +422,10 @@ class Checker:
         skip_jit = ("sort" in flags and "sort_nan_grad" in KNOWN_ISSUES
                     and any(kind_of(v.dtype) == "f" and np.isnan(v).any() for v in env.values()))
         skip_jit = skip_jit or known_value_issue(prog, env) is not None
+        if "jit_grad_blowup" in flags:
+            self.stats.count(self.stats.skipped,
+                             "grad-jit: known " + KNOWN_ISSUES["cumulative_grad_blowup"])
+            skip_jit = True
         if only in (None, "grad-jit") and not skip_jit:
             with x64_mode(prog.x64):
                 failures += self._attempt(

@@ -23,6 +23,10 @@ import fungrad as fg
 from tests.fuzz.program import Input, Op, Program, namespace_for_exec
 
 MAX_SIZE = 48          # elements in any value: keeps programs fast and compiles small
+# One program in ten is large, for the code paths only large arrays take (vector loops and
+# their remainders, the gemm library's tiles, threads, workgroup trees on the GPU).
+LARGE_SIZE = 6000
+LARGE_DIMS = [1, 7, 9, 17, 33, 64, 100, 130]
 MAX_OPS = 7
 
 # Known bugs that other engineers are fixing (issue 15's list). While one is listed here the
@@ -41,6 +45,7 @@ KNOWN_ISSUES = {
     "cumlogsumexp_int": "issue 15: cumlogsumexp of int32 refused",
     # Found by this fuzzer (tests/fuzz/found.md), not fixed yet:
     "gpu_bool_argminmax": "found.md #1: GPU argmax/argmin of a bool array: invalid WGSL",
+    "cumulative_grad_blowup": "found.md #2: jit(grad) of a long cumprod: exponential compile",
 }
 
 
@@ -101,6 +106,7 @@ class Builder:
 
     def __init__(self, ch: Chooser, x64: bool, seed: int, special: float):
         self.ch, self.x64, self.seed, self.special = ch, x64, seed, special
+        self.max_size = MAX_SIZE
         self.inputs: list = []
         self.ops: list = []
         self.values: dict = {}
@@ -156,7 +162,7 @@ class Builder:
         except Exception as e:  # noqa: BLE001 - anything else is an eager crash to report
             self.crashes.append((expr, e))
             return None
-        if not hasattr(value, "shape") or np.prod(value.shape) > MAX_SIZE:
+        if not hasattr(value, "shape") or np.prod(value.shape) > self.max_size:
             return None
         self.values[name] = value
         args = tuple(a for a in args if a in self.values)     # Python literals are not values
@@ -164,16 +170,23 @@ class Builder:
         return name
 
 
-def broadcastable(a: tuple, b: tuple) -> bool:
+def broadcastable(a: tuple, b: tuple, max_size: int = MAX_SIZE) -> bool:
     try:
         out = np.broadcast_shapes(a, b)
     except ValueError:
         return False
-    return int(np.prod(out)) <= MAX_SIZE
+    return int(np.prod(out)) <= max_size
 
 
-def draw_shape(ch: Chooser, max_ndim: int = 3) -> tuple:
+def draw_shape(ch: Chooser, max_ndim: int = 3, large: bool = False) -> tuple:
     ndim = ch.choice([0, 1, 1, 2, 2, 3][: max_ndim * 2])
+    if large:
+        ndim = max(ndim, 1)
+        dims = []
+        for _ in range(ndim):
+            room = LARGE_SIZE // max(1, int(np.prod(dims)))
+            dims.append(ch.choice([d for d in LARGE_DIMS if d <= room] or [1]))
+        return tuple(dims)
     return tuple(ch.choice([1, 2, 3, 4, 5, 2, 3, 0] if ch.chance(15) else [1, 2, 3, 4, 5, 2, 3])
                  for _ in range(ndim))
 
@@ -190,7 +203,8 @@ def partner(b: Builder, a: str, kinds="fib") -> str:
     sa = b.shape(a)
     r = b.ch.integer(0, 9)
     if r < 4:
-        other = b.pick(lambda v: broadcastable(sa, tuple(v.shape)) and kind_of(v.dtype) in kinds)
+        other = b.pick(lambda v: broadcastable(sa, tuple(v.shape), b.max_size)
+                       and kind_of(v.dtype) in kinds)
         if other is not None:
             return other
     if r < 6:
@@ -291,7 +305,8 @@ def gen_where_clip(b: Builder):
     a = b.pick()
     if b.ch.chance(50) or kind_of(b.dtype(a)) == "b":
         c = partner(b, a, "fib")
-        cond = b.pick(lambda v: kind_of(v.dtype) == "b" and broadcastable(b.shape(a), v.shape))
+        cond = b.pick(lambda v: kind_of(v.dtype) == "b"
+                      and broadcastable(b.shape(a), v.shape, b.max_size))
         cond = cond or f"({a} > 0)"
         args = [x for x in (cond, a, c) if x in b.values]
         return b.add(f"fnp.where({cond}, {a}, {c})", args, "where", ("kink",))
@@ -370,13 +385,18 @@ def gen_cumulative(b: Builder):
     if k == "b":
         fns = ["fnp.cumsum"]
     fn = b.ch.choice(fns)
+    # found.md #2: jit of the derivative of a long cumprod/cummax/cumlogsumexp compiles in
+    # time exponential in log2(length).
+    blowup = ("jit_grad_blowup",) if ("sum" not in fn and b.shape(a)[axis] > 16
+                                      and "cumulative_grad_blowup" in KNOWN_ISSUES) else ()
     if fn.startswith("lax."):
         axis = axis % len(b.shape(a))
         rev = b.ch.choice(["False", "True"])
         return b.add(f"{fn}({a}, axis={axis}, reverse={rev})", [a], "cumulative",
-                     ("reduce", "kink") if fn != "lax.cumlogsumexp" else ("reduce",))
+                     ("reduce", "kink") + blowup if fn != "lax.cumlogsumexp" else
+                     ("reduce",) + blowup)
     return b.add(f"{fn}({a}, axis={axis})", [a], "cumulative",
-                 ("reduce",) if fn == "fnp.cumsum" else ("reduce", "kink"))
+                 ("reduce",) if fn == "fnp.cumsum" else ("reduce", "kink") + blowup)
 
 
 def factor_shape(ch: Chooser, size: int) -> tuple:
@@ -642,8 +662,11 @@ def draw_program(ch: Chooser, seed: int, x64: bool | None = None) -> tuple[Progr
         x64 = ch.chance(15)
     special = ch.choice([0.0, 0.1, 0.3])
     b = Builder(ch, x64, seed, special)
+    large = ch.chance(10)
+    if large:
+        b.max_size = LARGE_SIZE
     with x64_mode(x64):
-        base = draw_shape(ch)
+        base = draw_shape(ch, large=large)
         for _ in range(ch.integer(1, 3)):
             kind = ch.choice("fffib")
             dtype = {"f": b.float_dtype, "i": b.int_dtype, "b": lambda: "bool"}[kind]()

@@ -1,10 +1,10 @@
 """Tests for fungrad.lowering.llvm_math, the IR prelude of vectorisable math functions.
 
 Each function is compiled once per dtype into a loop kernel ``void k(ptr in0, ptr in1, ptr out,
-i64 n)`` with LOWERING.md's recipe (host cpu/features target machine, new pass manager O3 with
-loop + SLP vectorisation, MCJIT, ctypes) and compared, in ulps, with long-double references
-(x87 80-bit on x86-64 Linux: 11 bits more than float64), with numpy's edge-case semantics, and
-checked for vectorisation.
+i64 n)`` with LOWERING.md's recipe (host cpu/features target machine, fungrad's pipeline
+``llvm_capi.optimize``: O3 with loop + SLP vectorisation; MCJIT, ctypes) and compared, in
+ulps, with long-double references (x87 80-bit on x86-64 Linux: 11 bits more than float64),
+with numpy's edge-case semantics, and checked for vectorisation.
 
 Max ulp errors observed (these inputs, 16x more random points, random bit patterns); the tests
 assert <= 1 ulp, <= 1.5 ulp or <= 2.5 ulp (erfc) as in _ULP_BOUNDS:
@@ -50,7 +50,7 @@ from hypothesis import given, settings
 from hypothesis.extra import numpy as hnp
 
 from fungrad.lax import special_math
-from fungrad.lowering import llvm_math
+from fungrad.lowering import cpu, llvm_capi, llvm_math
 from fungrad.lowering.llvm_math import MATH_FUNCTIONS, math_symbol, prelude
 
 llvm.initialize_native_target()
@@ -141,11 +141,9 @@ class _Kernel:
         mod = llvm.parse_assembly(_kernel_ir(name, dtype))
         mod.verify()
         tm = _target_machine()
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
+        with cpu.llvm_lock:  # fungrad's pipeline: O3, vectorisers, the second always-inliner
+            llvm_capi.optimize(ctypes.cast(mod._ptr, ctypes.c_void_p),
+                               ctypes.cast(tm._ptr, ctypes.c_void_p), 3, True, True)
         self.optimized_ir = str(mod)
         self.engine = llvm.create_mcjit_compiler(mod, tm)  # keep: it owns the code
         self.engine.finalize_object()
@@ -495,17 +493,18 @@ def test_every_loop_vectorises_without_calls(kernel, name, dtype):
     lanes = {int(n) for n in re.findall(rf"<(\d+) x {ty}>", body)}
     assert max(lanes, default=1) >= (4 if dtype == np.float32 else 2), sorted(lanes)
     # only llvm.* intrinsics remain: no libm call, nothing left un-inlined, except that
-    # sin/cos/tan (also inside lgamma, digamma) call their large-argument function through its
-    # masked vector variant (one call per vector, whose lanes run only when one is large) and
-    # the scalar remainder loop calls it directly
+    # sin/cos/tan (also inside lgamma, digamma) call their large-argument functions: the loop
+    # vectoriser calls their masked vector variants, which the second always-inliner inlines
+    # (a test of the mask around a call of <fn>_lanes<n>), and the scalar remainder loop calls
+    # the scalar function
     callees = set(re.findall(r"call [^@]*@([\w.]+)", body))
-    large = set(re.findall(r"define internal \w+ @(fg_\w+_large_f\d\d)\(",
+    large = set(re.findall(r"define internal [^@]+@(fg_\w+_large_f\d\d\w*)\(",
                            prelude([dtype], [name])))
-    vector_calls = {c for c in callees if re.fullmatch(r"fg_\w+_large_f\d\d_v\d+", c)}
+    assert not {c for c in callees if re.fullmatch(r"fg_\w+_large_f\d\d_v\d+", c)}, callees
     if name in ("sin", "cos", "tan"):
-        assert vector_calls, callees  # the loop calls the vector variant
-    assert {c[:-len(c.rpartition("_")[2]) - 1] for c in vector_calls} <= large, callees
-    callees -= large | vector_calls
+        lanes = {c for c in callees if re.fullmatch(r"fg_\w+_large_f\d\d_lanes\d+", c)}
+        assert lanes, callees  # the vector loop calls the lanes function behind the branch
+    callees -= large
     assert all(c.startswith("llvm.") for c in callees), callees
     assert not any(c.startswith(("llvm.exp", "llvm.log", "llvm.sin", "llvm.cos", "llvm.pow",
                                  "llvm.tan", "llvm.atan", "llvm.asin", "llvm.acos"))
@@ -518,7 +517,14 @@ def test_prelude_text_contract():
     large = {f"fg_{n}_large_{s}" for n in trig for s in ("f32", "f64")}
     assert set(re.findall(r"define internal \w+ @(fg_\w+)\(", text)) == {
         f"fg_{n}_{s}" for n in MATH_FUNCTIONS for s in ("f32", "f64")} | large
-    assert text.count("alwaysinline") == 2 * len(MATH_FUNCTIONS)
+    # the math functions and the large-argument functions' masked vector variants
+    widths = llvm_math._VARIANT_LANES
+    assert text.count("alwaysinline") == 2 * len(MATH_FUNCTIONS) + len(large) * len(widths)
+    # the large-argument functions and what the vector loop calls behind the branch: cold
+    out_of_line = re.findall(r"define internal [^@]+@(fg_\w+_large_f\d\d(?:_lanes\d+)?)\(.*\) "
+                             r"(.*) {", text)
+    assert {f for f, _ in out_of_line} == large | {f"{f}_lanes{n}" for f in large for n in widths}
+    assert all(attrs == "noinline nounwind cold" for _, attrs in out_of_line), out_of_line
     for flag in ("fast", "nnan", "ninf", "reassoc", "afn", "arcp", "nsz"):
         assert not re.search(rf"\b{flag}\b", text), flag
     # straight-line bodies (nothing to if-convert), except sin/cos/tan's one branch to their

@@ -203,6 +203,27 @@ def test_issue15_any_float32_above_2_24(values, name):
     assert err.max() <= BOUNDS[name], _worst(name, x, got, err)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
+def test_issue15_large_and_small_lanes_in_one_vector(x64, name, dtype):
+    """The vector loop computes every lane by the small-argument kernel and branches to the
+    large-argument lanes function when any lane is large (llvm_math._branch_large): each lane
+    must still get its own reduction, whatever its neighbours. 67 elements (vector loop,
+    vectorised epilogue and scalar remainder), a large lane at every position in turn, then
+    alternating and random masks; against the exact reduction."""
+    n, rng = 67, np.random.default_rng(5)
+    small = rng.uniform(0.1, 100.0, n) * rng.choice([-1.0, 1.0], n)
+    large = arguments(dtype, n, seed=7)[:n]
+    masks = [np.arange(n) == i for i in range(n)]
+    masks += [np.arange(n) % 2 == 0, np.arange(n) % 3 == 1, rng.random(n) < 0.2, np.ones(n, bool)]
+    f = fg.jit(getattr(fnp, name))
+    for m in masks:
+        x = np.where(m, large, small).astype(dtype)
+        got = np.asarray(f(x))
+        err = ulp_errors(got, reference(name, x), dtype)
+        assert err.max() <= BOUNDS[name], _worst(name, x, got, err)
+
+
 def test_issue15_two_opi_words_are_2_over_pi():
     """llvm_math's tables of 2/pi's bits (after two zero bits), derived again from pi."""
     n = 1300

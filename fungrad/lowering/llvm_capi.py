@@ -80,6 +80,8 @@ _PROTOTYPES = {  # name: (restype, argtypes), as llvmlite 0.50 declares them
     "LLVMPY_CreatePassBuilder": (_p, [_p, _p]),
     "LLVMPY_DisposePassBuilder": (None, [_p]),
     "LLVMPY_buildPerModuleDefaultPipeline": (_p, [_p, c_int]),
+    "LLVMPY_CreateNewModulePassManager": (_p, []),
+    "LLVMPY_module_AddAlwaysInlinerPass": (None, [_p]),
     "LLVMPY_RunNewModulePassManager": (None, [_p, _p, _p]),
     "LLVMPY_DisposeNewModulePassManger": (None, [_p]),  # (sic)
     "LLVMPY_CreateMCJITCompiler": (_p, [_p, _p, c_bool, POINTER(c_void_p)]),
@@ -252,22 +254,38 @@ def module_text(mod: c_void_p) -> str:
 
 def optimize(mod: c_void_p, tm: c_void_p, speed_level: int, loop_vectorization: bool,
              slp_vectorization: bool) -> None:
-    """Run LLVM's default module pipeline at ``speed_level`` (0-3) on ``mod``."""
+    """Run LLVM's default module pipeline at ``speed_level`` (0-3) on ``mod``, then its
+    always-inliner once more.
+
+    The second inliner is for calls the pipeline itself created: the loop vectoriser calls the
+    masked vector variants of sin/cos/tan's large-argument function (llvm_math), which are
+    ``alwaysinline``, so each becomes a branch around an out-of-line call inside the loop
+    instead of a call per vector."""
     L = lib()
     pto = L.LLVMPY_CreatePipelineTuningOptions()
-    pb = mpm = None
+    pb = None
     try:
         L.LLVMPY_PTOSetLoopVectorization(pto, loop_vectorization)
         L.LLVMPY_PTOSetSLPVectorization(pto, slp_vectorization)
         pb = L.LLVMPY_CreatePassBuilder(tm, pto)
-        mpm = L.LLVMPY_buildPerModuleDefaultPipeline(pb, speed_level)
-        L.LLVMPY_RunNewModulePassManager(mpm, mod, pb)
+        for build in (lambda: L.LLVMPY_buildPerModuleDefaultPipeline(pb, speed_level),
+                      _always_inliner):
+            mpm = build()
+            try:
+                L.LLVMPY_RunNewModulePassManager(mpm, mod, pb)
+            finally:
+                L.LLVMPY_DisposeNewModulePassManger(mpm)
     finally:
-        if mpm:
-            L.LLVMPY_DisposeNewModulePassManger(mpm)
         if pb:
             L.LLVMPY_DisposePassBuilder(pb)
         L.LLVMPY_DisposePipelineTuningOptions(pto)
+
+
+def _always_inliner() -> c_void_p:
+    """A module pass manager holding only LLVM's always-inliner."""
+    mpm = lib().LLVMPY_CreateNewModulePassManager()
+    lib().LLVMPY_module_AddAlwaysInlinerPass(mpm)
+    return mpm
 
 
 def emit(tm: c_void_p, mod: c_void_p, object_file: bool = True) -> bytes:

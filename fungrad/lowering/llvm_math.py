@@ -897,11 +897,19 @@ def _finite_only(b: _Builder, x: _V, r: _V) -> _V:
 # sin 4-7x slower on small arguments (the Payne-Hanek path is 40-60 vector operations where the
 # whole small-argument sin is 25; a table lookup is a gather, slower still on this x86-64
 # host). So sin/cos/tan branch instead: |x| >= 2^24 (float32) / 2^53 (float64), inf and NaN
-# call fg_<fn>_large_<f32|f64> (straight-line, noinline), and the call names masked vector
-# variants of itself (the "vector-function-abi-variant" attribute, kept by
-# @llvm.compiler.used): the loop vectoriser turns the conditional call into one call per
-# vector with the lanes' mask, and the variant tests the mask once and runs the scalar
-# function on the lanes only when any lane is large. Small arguments pay one call per vector.
+# call fg_<fn>_large_<f32|f64>, and the call names masked vector variants of itself (the
+# "vector-function-abi-variant" attribute, kept by @llvm.compiler.used): the loop vectoriser
+# turns the conditional call into one call per vector with the lanes' mask. The variants are
+# alwaysinline and llvm_capi.optimize runs the always-inliner once more after the vectoriser,
+# so what stays in the vector loop is a test of the mask (a compare and kortest/movmsk) and a
+# branch around one call of fg_<fn>_large_<f32|f64>_lanes<n>, which runs the scalar function
+# on every lane; both are noinline and cold. The call per vector (the variants noinline) cost
+# float32 sin/cos 1.2-1.4x their time before large arguments, the benchmark chain 1.15-1.25x;
+# the branch 1.03-1.07x and 1.05-1.1x (bench/RESULTS.md, session 9). Tried and dropped: the
+# lanes preserve_allcc (no faster: on AVX-512 it keeps only ymm0-15, and LLVM's vzeroupper
+# at its return broke that, wrong results); the Payne-Hanek body vectorised and inlined
+# behind the branch (6x faster large arguments, chain a little faster, but 3x the compile
+# time of every module with sin/cos/tan).
 _VARIANT_LANES = (2, 4, 8, 16)
 
 
@@ -921,21 +929,32 @@ def _branch_large(b: _Builder, x: _V, r: _V, fn: str) -> _V:
     return b.emit(f"phi {x.ty} [{r.ref}, %entry], [{got.ref}, %large]", x.ty)
 
 
-def _vector_variant(sym: str, ty: str, n: int) -> str:
-    """``<n x ty> @<sym>_v<n>(<n x ty> %x, <n x i1> %mask)``: ``sym`` on the masked lanes, or
-    at once nothing where no lane is masked (the other lanes' results are poison)."""
-    vt = f"<{n} x {ty}>"
-    lines = [f"define internal {vt} @{sym}_v{n}({vt} %x, <{n} x i1> %m) noinline nounwind {{",
-             "entry:", f"  %bits = bitcast <{n} x i1> %m to i{n}",
-             f"  %any = icmp ne i{n} %bits, 0", "  br i1 %any, label %lanes, label %none",
-             "none:", f"  ret {vt} poison", "lanes:"]
-    prev = "poison"
-    for i in range(n):  # every lane (the call is pure): no branch per lane
-        lines += [f"  %x{i} = extractelement {vt} %x, i32 {i}",
-                  f"  %r{i} = call {ty} @{sym}({ty} %x{i})",
-                  f"  %v{i} = insertelement {vt} {prev}, {ty} %r{i}, i32 {i}"]
-        prev = f"%v{i}"
-    return "\n".join([*lines, f"  ret {vt} {prev}", "}", ""])
+def _large_functions(sym: str, ty: str, body: list[str], result: str) -> str:
+    """IR of the large-argument function ``sym`` (see above): ``sym`` itself (the scalar
+    body; the vectoriser maps it to the variants, the scalar remainder loop calls it) and, for
+    each width n, ``<sym>_lanes<n>`` (``sym`` on every lane), all noinline and cold, and the
+    alwaysinline masked variants ``<sym>_v<n>``, which call the lanes function only when any
+    lane is masked (the other lanes' results are poison)."""
+    text = [f"define internal {ty} @{sym}({ty} %a0) noinline nounwind cold {{",
+            "entry:", *body, f"  ret {ty} {result}", "}", ""]
+    for n in _VARIANT_LANES:
+        vt = f"<{n} x {ty}>"
+        text += [f"define internal {vt} @{sym}_lanes{n}({vt} %x) noinline nounwind cold {{"]
+        prev = "poison"
+        for i in range(n):  # every lane (sym is pure): no branch per lane
+            text += [f"  %x{i} = extractelement {vt} %x, i32 {i}",
+                     f"  %r{i} = call {ty} @{sym}({ty} %x{i})",
+                     f"  %v{i} = insertelement {vt} {prev}, {ty} %r{i}, i32 {i}"]
+            prev = f"%v{i}"
+        text += [f"  ret {vt} {prev}", "}", "",
+                 f"define internal {vt} @{sym}_v{n}({vt} %x, <{n} x i1> %m) "
+                 "alwaysinline nounwind {",
+                 "entry:", f"  %bits = bitcast <{n} x i1> %m to i{n}",
+                 f"  %any = icmp ne i{n} %bits, 0", "  br i1 %any, label %lanes, label %none",
+                 "none:", f"  ret {vt} poison",
+                 "lanes:", f"  %r = call {vt} @{sym}_lanes{n}({vt} %x)", f"  ret {vt} %r",
+                 "}", ""]
+    return "\n".join(text)
 
 
 # float32 sin/cos work in float64: |x| = q pi + r with two fma (q < 2^23 and |r| < 2, so the
@@ -1570,11 +1589,11 @@ def _define(name: str, ft: _FloatType) -> tuple[str, frozenset[str], tuple[str, 
     result = emit(b, *params)
     sig = ", ".join(f"{ft.ir} {p.ref}" for p in params)
     sym = f"fg_{name}_{ft.suffix}"
-    attrs = "noinline nounwind" if large else "alwaysinline nounwind"
-    text = "\n".join([f"define internal {ft.ir} @{sym}({sig}) {attrs} {{", "entry:", *b.lines,
-                      f"  ret {ft.ir} {result.ref}", "}", ""])
     if large:
-        text += "".join(_vector_variant(sym, ft.ir, n) for n in _VARIANT_LANES)
+        text = _large_functions(sym, ft.ir, b.lines, result.ref)
+    else:
+        text = "\n".join([f"define internal {ft.ir} @{sym}({sig}) alwaysinline nounwind {{",
+                          "entry:", *b.lines, f"  ret {ft.ir} {result.ref}", "}", ""])
     return text, frozenset(b.callees), tuple(sorted(b.intrinsics.values()))
 
 

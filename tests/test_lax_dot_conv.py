@@ -445,3 +445,87 @@ def test_conv_float64_and_preferred_element_type(x64):
     assert_array(lax.conv_general_dilated(i8, i8[:, :, :2], (1,), "VALID",
                                           preferred_element_type=np.int32),
                  np.full((1, 1, 3), 20000, np.int32), dtype=np.int32)
+
+
+# -- issue 15: a convolution whose outputs are single products keeps their IEEE values --------
+
+_SPECIALS = np.array([-0.0, 0.0, 1.0, -2.0, np.inf, -np.inf, np.nan], np.float32)
+
+
+def _single_product_conv_ref(x, w, stride, padding, lhs_dilation, groups):
+    """A Python loop: (N, C, W) lhs, (O, 1, 1) kernel, feature_group_count=groups (== C). Each
+    output is the one product x * w (float64, rounded) where the window is on an lhs element,
+    and +0, an empty sum, where it is on padding or a dilation hole."""
+    n, _, width = x.shape
+    o = w.shape[0]
+    size = (width - 1) * lhs_dilation + 1 + sum(padding)
+    out = np.zeros((n, o, (size - 1) // stride + 1), np.float64)
+    for b, oc, p in np.ndindex(out.shape):
+        q = p * stride - padding[0]
+        if q >= 0 and q % lhs_dilation == 0 and q // lhs_dilation < width:
+            xv = np.float64(x[b, oc // (o // groups), q // lhs_dilation])
+            with np.errstate(invalid="ignore"):  # 0 * inf is NaN
+                out[b, oc, p] = xv * np.float64(w[oc, 0, 0])
+    return out.astype(np.float32)
+
+
+def _assert_same_ieee(got, ref):
+    got = np.asarray(got)
+    assert got.shape == ref.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    np.testing.assert_array_equal(got[ok], ref[ok])
+    np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(ref[ok]))  # -0 vs +0
+
+
+def test_issue15_single_product_conv_keeps_the_sign_of_zero():
+    """The issue's repro: eager gave [-0, nan, 0] and jit [0, nan, 0] (0 + -0 in the compiled
+    reduction); JAX gives [-0, nan, 0] on both."""
+    x = np.array([[[-1.0, np.inf, 2.0]]], np.float32)
+    w = np.zeros((1, 1, 1), np.float32)
+    ref = np.array([[[-0.0, np.nan, 0.0]]], np.float32)
+
+    def f(x, w):
+        return lax.conv_general_dilated(x, w, (1,), "VALID")
+
+    _assert_same_ieee(f(x, w), ref)
+    _assert_same_ieee(fg.jit(f)(x, w), ref)
+    # large enough for the compiled im2col matrix product, which would add to a zeroed output
+    x = np.full((1, 1, 20000), -0.0, np.float32)
+    w = np.ones((2, 1, 1), np.float32)
+    _assert_same_ieee(fg.jit(f)(x, w), np.full((1, 2, 20000), -0.0, np.float32))
+
+
+@given(st.integers(1, 3), st.integers(1, 2), st.integers(1, 5), st.integers(1, 2),
+       st.tuples(st.integers(0, 2), st.integers(0, 2)), st.integers(1, 2), st.data())
+def test_issue15_single_product_conv_matches_a_loop_eager_and_jit(c, mult, width, stride, pad,
+                                                                   dil, data):
+    """Every single-product convolution (one input feature per group, a one-element window)
+    over IEEE specials, with strides, padding, lhs dilation and feature groups: eager and
+    compiled equal the loop bit for bit, signs of zero included (padding gives +0, not
+    0 * w)."""
+    def specials(shape):
+        n = int(np.prod(shape))
+        values = data.draw(st.lists(st.sampled_from(list(_SPECIALS)), min_size=n, max_size=n))
+        return np.array(values, np.float32).reshape(shape)
+
+    x, w = specials((2, c, width)), specials((c * mult, 1, 1))
+
+    def f(x, w):
+        return lax.conv_general_dilated(x, w, (stride,), [pad], lhs_dilation=(dil,),
+                                        feature_group_count=c)
+
+    ref = _single_product_conv_ref(x, w, stride, pad, dil, c)
+    _assert_same_ieee(f(x, w), ref)
+    _assert_same_ieee(fg.jit(f)(x, w), ref)
+
+
+def test_issue15_single_product_conv_on_the_gpu(gpu):
+    x = np.array([[[-0.0, 1.0, -2.0], [-1.0, np.inf, 0.0]]], np.float32)
+    w = np.array([[[-1.0]], [[0.0]]], np.float32)
+
+    def f(x, w):
+        return lax.conv_general_dilated(x, w, (1,), [(1, 1)], feature_group_count=2)
+
+    _assert_same_ieee(fg.jit(f, backend="gpu")(x, w),
+                      _single_product_conv_ref(x, w, 1, (1, 1), 1, 2))

@@ -189,6 +189,22 @@ def _conv_general_dilated_abstract_eval(
     return ShapedArray(shape, out_dtype, lhs.weak_type and rhs.weak_type)
 
 
+def _single_product(win, w, in_spatial, lhs_dilation, padding, window_strides):
+    """The convolution when each output element is one product (one input feature per group,
+    a window of one element), as XLA computes it: that product where the window is on an
+    lhs element (its sign kept: an einsum's ``0 + product`` turns -0 into +0) and +0, an
+    empty sum, where it is on padding or a dilation hole (not ``0 * w``, which is -0 or NaN).
+    ``win`` is (bg, N/bg, fg, 1, out..., 1...), ``w`` (bg, fg, O/(bg*fg), 1, 1...); the result
+    is laid out like the einsum's, (N/bg, bg, fg, O/(bg*fg), out...)."""
+    nsp = len(in_spatial)
+    bg, fg = win.shape[0], win.shape[2]
+    x = win.reshape(win.shape[:3] + win.shape[4:4 + nsp])[:, :, :, None]
+    k = w.reshape((bg, 1, fg, w.shape[2]) + (1,) * nsp)
+    on_lhs = dilate_and_pad(np.ones(in_spatial, bool), False, lhs_dilation, padding)
+    on_lhs = on_lhs[tuple(slice(None, None, s) for s in window_strides)]
+    return np.swapaxes(np.where(on_lhs, x * k, x.dtype.type(0)), 0, 1)
+
+
 def _conv_general_dilated_impl(
         lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
         feature_group_count, batch_group_count, precision, preferred_element_type):
@@ -221,8 +237,13 @@ def _conv_general_dilated_impl(
         sp = list(range(6, 6 + nsp))
         kk = list(range(6 + nsp, 6 + 2 * nsp))
         with np.errstate(all="ignore"):
-            out = np.einsum(win, [0, 1, 2, 3] + sp + kk, w, [0, 2, 4, 3] + kk,
-                            [1, 0, 2, 4] + sp, optimize=True)
+            if c // fg == 1 and all(s == 1 for s in spans):
+                in_spatial = tuple(lhs.shape[d] for d in lhs_spec[2:])
+                out = _single_product(win, w, in_spatial, lhs_dilation, padding,
+                                      window_strides)
+            else:
+                out = np.einsum(win, [0, 1, 2, 3] + sp + kk, w, [0, 2, 4, 3] + kk,
+                                [1, 0, 2, 4] + sp, optimize=True)
         out = out.reshape((n // bg, o) + out_spatial)
     return cast_result(np.transpose(out, np.argsort(out_spec)), out_dtype)
 
@@ -601,10 +622,11 @@ _GEMM_MIN_FLOPS = 16384  # below ~32^3 multiply-adds the inline reduction wins
 _GEMM_MAX_PATCH_BYTES = 1 << 28  # the patch matrix is a temporary: 256 MiB at most
 
 
-def _conv_patches(ctx, x, n, pos, ks, ci, *, c_base, zero, acc, params):
+def _conv_patches(ctx, x, n, pos, ks, ci, *, c_base, zero, acc, params, times=None):
     """The (masked) lhs element under output ``pos``, window offset ``ks`` and input feature
     ``ci`` of the group at ``c_base``; ``x`` is laid out (N, spatial..., C) or None when lhs
-    is empty (all padding)."""
+    is empty (all padding). With ``times``, the masked product ``x * times`` (zero, not
+    ``0 * times``, in the padding and dilation holes)."""
     if x is None:
         return zero
     window_strides, padding, lhs_dilation, rhs_dilation, in_sp = params
@@ -617,6 +639,8 @@ def _conv_patches(ctx, x, n, pos, ks, ci, *, c_base, zero, acc, params):
         valid = v if valid is None else ctx.op("and", valid, v)
     li.append(ctx.iadd(c_base, ci))
     xv = ctx.convert(x.at(tuple(li)), acc)
+    if times is not None:
+        xv = ctx.op("mul", xv, times)
     return xv if valid is None else ctx.select(valid, xv, zero)
 
 
@@ -664,7 +688,10 @@ def _conv_general_dilated_lowering(
     (N, spatial..., C) and (O, window..., I) (copied there when they are not), so the inner
     loop is a contiguous dot product the vectoriser handles. lhs elements come through masked,
     clamped loads: positions in the padding or between dilated elements are zero, multiplied
-    with the kernel value as in the impl (so 0 * inf is NaN there too). Products accumulate in
+    with the kernel value as in the impl (so 0 * inf is NaN there too). An output that is a
+    single product (a one-element window, one input feature per group) is that product, not
+    ``0 + product`` (which loses -0), and +0 where it falls on padding, as the impl and XLA
+    compute it. Products accumulate in
     the impl's dtype (float32 for float16, int64 for integers and bool) and are cast like
     ``convert_element_type``."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
@@ -687,12 +714,13 @@ def _conv_general_dilated_lowering(
     if 0 in extents or 0 in out_shape:
         return kernel.from_fn(tuple(out_shape), out_dtype,
                               lambda idx: ctx.const(0, out_dtype), "conv_general_dilated")
+    single = math.prod(extents) == 1  # one product per output element, its sign kept (XLA)
     lhs_order = (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])  # (N, spatial..., C)
     zero = ctx.const(0, acc)
     params = (window_strides, padding, lhs_dilation, rhs_dilation, in_sp)
     m, k = canonical[0] * math.prod(spatial), math.prod(extents)
     if (bg == 1 and fg == 1 and acc.kind == "f" and lhs.dtype == rhs.dtype == out_dtype == acc
-            and m * o_total * k >= _GEMM_MIN_FLOPS
+            and not single and m * o_total * k >= _GEMM_MIN_FLOPS
             and m * k * acc.itemsize <= _GEMM_MAX_PATCH_BYTES
             and blas.find_blas().available):
         x = None  # the patches read a stored lhs in any layout
@@ -715,9 +743,15 @@ def _conv_general_dilated_lowering(
 
         def body(*r):
             ks, ci = r[:nsp], r[nsp]
+            wv = ctx.convert(w.at((o, *ks, ci)), acc)
+            if single:  # the one product, zero where it falls on padding (XLA)
+                return _conv_patches(ctx, x, n, pos, ks, ci, c_base=c_base, zero=zero,
+                                     acc=acc, params=params, times=wv)
             xv = _conv_patches(ctx, x, n, pos, ks, ci, c_base=c_base, zero=zero, acc=acc,
                                params=params)
-            return ctx.op("mul", xv, ctx.convert(w.at((o, *ks, ci)), acc))
+            return ctx.op("mul", xv, wv)
+        if single:
+            return ctx.convert(body(*[ctx.iconst(0)] * len(extents)), out_dtype)
         return ctx.convert(ctx.reduce("add", extents, body), out_dtype)
 
     return kernel.from_fn(tuple(out_shape), out_dtype, element, "conv_general_dilated")

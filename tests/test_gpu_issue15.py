@@ -380,3 +380,33 @@ def test_issue15_gpu_blocked_sums_and_scans_at_block_boundaries(n, rows, mode, s
     x64 = x.astype(np.float64)
     assert _ulps(s, x64.sum(1)).max() <= 4
     assert _ulps(c, np.cumsum(x64, 1)).max() <= 8  # (a lost element: hundreds)
+
+
+@pytest.mark.parametrize("tree", ["never", "always"])
+def test_issue15_gpu_argmax_argmin_of_bools(tree, monkeypatch):
+    """argmax/argmin of bools ordered them with ``>``/``<``, which WGSL rejects for bools
+    (fuzz finding gpu_bool_argminmax); now false < true, the first extreme wins, in the
+    serial loop, the workgroup trees and their merges. Against numpy, with bool sorts and
+    max/min reductions in the same program (the other orderings of bools)."""
+    from fungrad.lowering import gpu_executable as ge
+    monkeypatch.delenv("FUNGRAD_GPU_TREE_REDUCE", raising=False)
+    monkeypatch.setattr(ge, "TREE_REDUCTIONS", tree)
+    rng = np.random.default_rng(8)
+    short = np.array([True, False, True])
+    rows = rng.random((5, 3000)) < 0.001  # some rows all False
+    rows[1] = True
+    rows[2, 2999] = False
+    late = np.zeros(20000, bool)
+    late[[15234, 18001]] = True  # the first of two, far into the row
+
+    def f(s, r, t):
+        return (fnp.argmax(s), fnp.argmin(s), fnp.argmax(r, 1), fnp.argmin(r, 1),
+                fnp.argmax(r, 0), fnp.argmin(r, 0), fnp.argmax(t), fnp.argmin(~t),
+                fnp.sort(r, 1), fnp.max(r, 1), fnp.min(r, 0), fnp.max(t), fnp.min(t))
+
+    got = fg.jit(f, backend="gpu")(short, rows, late)
+    want = (np.argmax(short), np.argmin(short), np.argmax(rows, 1), np.argmin(rows, 1),
+            np.argmax(rows, 0), np.argmin(rows, 0), np.argmax(late), np.argmin(~late),
+            np.sort(rows, 1), rows.max(1), rows.min(0), late.max(), late.min())
+    for i, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(np.asarray(g), w, err_msg=f"output {i}")

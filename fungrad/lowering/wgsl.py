@@ -617,8 +617,7 @@ class _KernelShader:
         """Whether ``val`` replaces ``acc`` in an argmax/argmin: larger (smaller), NaN beating
         any number; ``ties`` (val's position, acc's): an equal value at a smaller position
         (merging partial results: the first occurrence wins, as in the serial scan)."""
-        cmp = ">" if op == "argmax" else "<"
-        better = f"({val} {cmp} {acc})"
+        better = self._op("gt" if op == "argmax" else "lt", dt, [val, acc])  # (bools too)
         same = f"({val} == {acc})"
         if wgsl_type(dt) == "f32":
             isnan = f"fg_{self.src.need('isnan')}"

@@ -44,7 +44,6 @@ KNOWN_ISSUES = {
     "digamma_derivative": "issue 15: digamma derivative refused",
     "cumlogsumexp_int": "issue 15: cumlogsumexp of int32 refused",
     # Found by this fuzzer (tests/fuzz/found.md), not fixed yet:
-    "gpu_bool_argminmax": "found.md #1: GPU argmax/argmin of a bool array: invalid WGSL",
     "cumulative_grad_blowup": "found.md #2: jit(grad) of a long cumprod: exponential compile",
 }
 

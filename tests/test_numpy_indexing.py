@@ -441,3 +441,11 @@ def test_x64_index_dtypes(x64):
     big = np.array([2**40], np.int64)   # clamps, does not wrap around
     assert_array(x[big], [9.0])
     assert_array(fnp.take(x, np.array([2**40], np.uint64), mode="clip"), [9.0])
+
+
+def test_issue15_ix_keeps_float_arguments_and_refuses_masks_as_jax():
+    rows, cols = np.array([0.0, 1.5]), np.array([1.0, 2.0, 3.0], np.float32)
+    for got, want in zip(fnp.ix_(rows, cols), np.ix_(rows.astype(np.float32), cols)):
+        assert_array(got, want)
+    with pytest.raises(NotImplementedError, match="ix_: boolean arguments are not implemented"):
+        fnp.ix_(np.array([True, False]))

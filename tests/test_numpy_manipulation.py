@@ -434,7 +434,7 @@ def test_flip_roll_rot90_errors():
     with pytest.raises(ValueError, match="roll"):
         fnp.roll(fnp.ones((2, 2)), [1, 2, 3], [0, 1])
     with pytest.raises(TypeError, match="roll: shift must be"):
-        fnp.roll(fnp.ones(3), 1.5, 0)
+        fnp.roll(fnp.ones(3), np.ones((2, 2), np.int32), 0)  # (a float shift is converted)
 
 
 # -- pad ------------------------------------------------------------------------------------
@@ -703,3 +703,46 @@ def test_manipulation_x64(x64):
     # JAX: float32 + int64 -> float32 (numpy gives float64)
     assert fnp.concatenate([np.ones(2, np.float32), np.ones(2, np.int64)]).dtype == np.float32
     exact(fnp.repeat(np.arange(3), 2), np.repeat(np.arange(3), 2))
+
+
+# -- issue 15: calls JAX accepts (array/numpy-int axes, float counts and shifts) -------------
+
+def test_issue15_expand_dims_and_split_take_array_and_numpy_int_arguments():
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    for axis in (np.array([0, 1]), fnp.asarray([0, 1]), (np.int32(0), np.int64(1)), [0, 1]):
+        assert fnp.expand_dims(x, axis).shape == (1, 1, 2, 3)
+    assert fnp.expand_dims(x, np.int64(-1)).shape == (2, 3, 1)
+    assert fnp.expand_dims(x, fnp.asarray(1)).shape == (2, 1, 3)
+    with pytest.raises(TypeError, match="expand_dims: axis must be an int or a sequence of "
+                                        "ints, got 1.0"):
+        fnp.expand_dims(x, 1.0)
+    y = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    for sections in (np.int64(2), fnp.asarray(2), 2.0):
+        for got, want in zip(fnp.vsplit(y, sections), np.vsplit(y, 2)):
+            assert_array(got, want)
+    for indices in (np.array([1, 3]), fnp.asarray([1, 3])):
+        for got, want in zip(fnp.split(y, indices), np.split(y, [1, 3])):
+            assert_array(got, want)
+    # a float number of sections is int() of it (JAX); numpy's array_split of 3 pieces
+    for got, want in zip(fnp.array_split(y, 3.0), np.array_split(y, 3)):
+        assert_array(got, want)
+    with pytest.raises(TypeError, match="array_split: indices_or_sections must be an integer"):
+        fnp.array_split(y, "3")
+
+
+def test_issue15_roll_converts_float_shifts_as_jax():
+    """JAX's roll converts a non-integer shift to int32 (toward zero), concrete or traced."""
+    x = np.arange(5, dtype=np.int32)
+    for shift, as_int in [(1.0, 1), (1.5, 1), (-1.5, -1), (np.float32(7.9), 7)]:
+        assert_array(fnp.roll(x, shift), np.roll(x, as_int))
+        assert_array(fg.jit(lambda s: fnp.roll(x, s))(shift), np.roll(x, as_int))
+    m = np.arange(12, dtype=np.int32).reshape(3, 4)
+    assert_array(fnp.roll(m, [1.5, -2.2], axis=(0, 1)), np.roll(m, [1, -2], axis=(0, 1)))
+    assert_array(fnp.roll(m, np.int64(1), axis=np.int64(1)), np.roll(m, 1, axis=1))
+
+
+def test_issue15_tile_refuses_float_reps_by_name():
+    # JAX refuses float reps too; the message names tile and the fix
+    with pytest.raises(TypeError, match="tile: reps must be integers"):
+        fnp.tile(np.arange(2), 2.0)
+    assert_array(fnp.tile(np.arange(2), (np.int64(2), 1)), np.tile(np.arange(2), (2, 1)))

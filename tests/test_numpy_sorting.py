@@ -309,3 +309,12 @@ def test_compress_errors():
         fnp.compress(np.ones((2, 2), bool), x)
     with pytest.raises(ValueError, match=r"compress: size must be in \[0, 3\]"):
         fnp.extract(np.array([True, False, True]), np.arange(3), size=4)
+
+
+def test_issue15_lexsort_of_scalar_keys_is_zero_as_in_jax():
+    """``keys`` is a sequence: a 1-D array is a sequence of 0-d keys, which JAX sorts to index
+    0 (the default int) rather than refusing."""
+    for keys in (fnp.asarray([3, 1, 2]), np.array([3, 1, 2]), (fnp.asarray(3), 1)):
+        out = fnp.lexsort(keys)
+        assert out.shape == () and out.dtype == fnp.int32 and int(out) == 0
+    assert_array(fnp.lexsort((np.array([3, 1, 2]),)), np.lexsort((np.array([3, 1, 2]),)))

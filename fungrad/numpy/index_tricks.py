@@ -169,14 +169,26 @@ def unravel_index(indices, shape):
     return _unravel_nonneg(idx, shape)
 
 
+def _mesh_array(a, j: int):
+    """Argument ``j`` of ix_ as an array: an empty sequence is an int32 index array."""
+    if isinstance(a, (list, tuple)) and len(a) == 0:
+        return Array(np.zeros(0, np.int32))
+    util.check_arraylike("ix_", a, names=[f"argument {j}"])
+    a = util.asarray(a, fun_name="ix_")
+    if dtypes.is_bool(a.dtype):
+        raise NotImplementedError(f"ix_: boolean arguments are not implemented (as in JAX); "
+                                  f"pass the indices of argument {j}, fnp.nonzero(mask)[0]")
+    return a
+
+
 def ix_(*args):
-    """Open-mesh index arrays: argument ``j`` (1-d, integer) reshaped to have its entries
-    along dimension ``j``, so ``x[ix_(rows, cols)]`` is the ``rows x cols`` submatrix.
+    """Open-mesh index arrays: argument ``j`` (1-d) reshaped to have its entries along
+    dimension ``j``, so ``x[ix_(rows, cols)]`` is the ``rows x cols`` submatrix. As in JAX,
+    any numeric dtype is kept (floats too); boolean masks are not implemented.
     """
     out = []
     for j, a in enumerate(args):
-        a = _int_array(a, "ix_", f"argument {j}") if not (
-            isinstance(a, (list, tuple)) and len(a) == 0) else Array(np.zeros(0, np.int32))
+        a = _mesh_array(a, j)
         if a.ndim != 1:
             raise ValueError(f"ix_: arguments must be 1-dimensional, got shape {a.shape} for "
                              f"argument {j}")

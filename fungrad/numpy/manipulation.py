@@ -47,6 +47,31 @@ def _axis_tuple(axis) -> tuple:
     return tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
 
 
+def _index_tuple(x, fun_name: str, what: str) -> tuple[int, ...]:
+    """An int, or a sequence of them (a tuple, list, or concrete 1-D integer array), as a
+    tuple of ints (JAX's ``_ensure_index_tuple``)."""
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        pass
+    if _is_array(x):
+        x = util.concrete_or_error(x, f"the {what} argument of {fun_name}")
+    try:
+        return tuple(operator.index(i) for i in x)
+    except TypeError:
+        raise TypeError(f"{fun_name}: {what} must be an int or a sequence of ints, got "
+                        f"{x!r:.60}") from None
+
+
+def _count(x, fun_name: str, what: str) -> int:
+    """A concrete count, ``int(x)`` as JAX takes it (so 2.0 is 2); non-numbers are refused."""
+    v = util.concrete_or_error(x, f"the {what} argument of {fun_name}")
+    if isinstance(v, (str, bytes)) or np.ndim(v) != 0 or np.asarray(v).dtype.kind not in "biuf":
+        raise TypeError(f"{fun_name}: {what} must be an integer (a number of sections), got "
+                        f"{x!r:.60}")
+    return int(v)
+
+
 def _slice_axis(x, start: int, stop: int, axis: int):
     """``x[..., start:stop, ...]`` along ``axis`` (0 <= start <= stop <= size)."""
     if start == 0 and stop == x.shape[axis]:
@@ -271,7 +296,7 @@ def expand_dims(a, axis):
         (1, 3, 1)
     """
     x = _arr(a, "expand_dims")
-    axes = _axis_tuple(axis)
+    axes = _index_tuple(axis, "expand_dims", "axis")
     out_ndim = x.ndim + len(axes)
     dims = tuple(util.canonicalize_axis(ax, out_ndim, "expand_dims") for ax in axes)
     if len(set(dims)) != len(dims):
@@ -549,8 +574,7 @@ def _split(fun_name: str, ary, indices_or_sections, axis):
             start, stop, _ = slice(lo, hi).indices(n)
             pieces.append((start, max(start, stop)))
     else:
-        sections = operator.index(util.concrete_or_error(
-            ios, f"the indices_or_sections argument of {fun_name}"))
+        sections = _count(ios, fun_name, "indices_or_sections")
         if sections <= 0:
             raise ValueError(f"{fun_name}: number of sections must be positive, got {sections}")
         part, rest = divmod(n, sections)
@@ -612,9 +636,14 @@ def tile(A, reps):
         (2, 6)
     """
     x = _arr(A, "tile", "A")
-    reps = tuple(operator.index(util.concrete_or_error(r, "the reps argument of tile"))
-                 for r in (reps if isinstance(reps, (tuple, list)) else
-                           np.atleast_1d(util.concrete_or_error(reps, "tile"))))
+    reps = reps if isinstance(reps, (tuple, list)) else np.atleast_1d(
+        util.concrete_or_error(reps, "the reps argument of tile"))
+    try:
+        reps = tuple(operator.index(util.concrete_or_error(r, "the reps argument of tile"))
+                     for r in reps)
+    except TypeError:
+        raise TypeError(f"tile: reps must be integers, got {reps!r:.60} (as in JAX, floats "
+                        "are refused: round them first)") from None
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: reps must be non-negative, got {reps}")
     nd = max(len(reps), x.ndim)
@@ -729,7 +758,8 @@ def roll(a, shift, axis=None):
     """Shift elements cyclically by ``shift`` along ``axis`` (the flattened array if None).
 
     ``shift`` and ``axis`` may be sequences (broadcast together). A traced ``shift`` is
-    allowed: the roll then becomes a dynamic slice of ``a`` concatenated with itself.
+    allowed: the roll then becomes a dynamic slice of ``a`` concatenated with itself. A float
+    ``shift`` is converted to int32 (toward zero), as JAX does.
 
     Example:
         >>> fnp.roll(fnp.arange(5), 2)
@@ -745,6 +775,8 @@ def roll(a, shift, axis=None):
     axes = np.asarray(_axis_tuple(axis))
     if shifts is None:
         return _roll_traced(x, shift, axes)
+    if shifts.dtype.kind == "f":  # JAX converts a non-integer shift on its dynamic path
+        return _roll_traced(x, shifts, axes)
     if shifts.dtype.kind not in "biu" or shifts.ndim > 1:
         raise TypeError(f"roll: shift must be an integer or a 1-D sequence of integers, got "
                         f"{shift!r}")
@@ -763,8 +795,9 @@ def roll(a, shift, axis=None):
 
 def _roll_traced(x, shift, axes):
     shift = util.asarray(shift, fun_name="roll")
-    if not dtypes.is_int(shift.dtype) or shift.ndim > 1:
-        raise TypeError(f"roll: shift must be integer valued, got {shift.aval.str_short()}")
+    if shift.dtype.kind not in "biuf" or shift.ndim > 1:
+        raise TypeError(f"roll: shift must be a real scalar or 1-D array, got "
+                        f"{shift.aval.str_short()}")
     shift = lax.convert_element_type(shift, dtypes.int32)
     count = max(shift.size, axes.size)
     if shift.size not in (1, count) or axes.size not in (1, count):

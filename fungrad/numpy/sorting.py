@@ -75,6 +75,8 @@ def lexsort(keys, axis=-1):
     """The indices that sort by several keys; the LAST key is the primary one (NumPy's rule).
 
     Example: ``lexsort((first_names, last_names))`` sorts by last name, then first name.
+    ``keys`` is a sequence of keys: a 1-D array is a sequence of 0-d keys, whose sort index
+    is 0 (as in JAX; NumPy would argsort it).
     """
     keys = tuple(keys)
     if not keys:
@@ -84,8 +86,8 @@ def lexsort(keys, axis=-1):
     if len({k.shape for k in keys}) > 1:
         raise ValueError("lexsort: all keys need to be the same shape, got "
                          + ", ".join(str(k.shape) for k in keys))
-    if keys[0].ndim == 0:
-        raise TypeError("lexsort: keys must be at least 1-dimensional")
+    if keys[0].ndim == 0:  # JAX: scalar keys sort to index 0
+        return lax.full((), 0, dtypes.default_int_dtype())
     dim = util.canonicalize_axis(axis, keys[0].ndim, "lexsort")
     iota = lax.broadcasted_iota(dtypes.default_int_dtype(), keys[0].shape, dim)
     return lax.sort((*keys[::-1], iota), dimension=dim, num_keys=len(keys))[-1]

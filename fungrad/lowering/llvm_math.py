@@ -950,7 +950,9 @@ def _large_functions(sym: str, ty: str, body: list[str], result: str) -> str:
                  f"define internal {vt} @{sym}_v{n}({vt} %x, <{n} x i1> %m) "
                  "alwaysinline nounwind {",
                  "entry:", f"  %bits = bitcast <{n} x i1> %m to i{n}",
-                 f"  %any = icmp ne i{n} %bits, 0", "  br i1 %any, label %lanes, label %none",
+                 f"  %any = icmp ne i{n} %bits, 0",
+                 "  br i1 %any, label %lanes, label %none, "
+                 "!prof !{!\"branch_weights\", i32 1, i32 1048575}",
                  "none:", f"  ret {vt} poison",
                  "lanes:", f"  %r = call {vt} @{sym}_lanes{n}({vt} %x)", f"  ret {vt} %r",
                  "}", ""]

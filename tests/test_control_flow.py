@@ -251,6 +251,8 @@ def test_issue15_loops_say_which_argument_must_be_callable():
         lax.while_loop(None, lambda c: c + 1, 0)
     with pytest.raises(TypeError, match="fori_loop: body_fun must be callable, got 'f'"):
         lax.fori_loop(0, 3, "f", 0)
+    with pytest.raises(TypeError, match="map: f must be callable, got 3"):
+        lax.map(3, x)
 
 
 def test_issue15_scan_body_must_return_a_pair():

@@ -368,6 +368,7 @@ def _scan(f, init, xs, length, reverse, check: _CarryCheck):
 
 def map(f, xs):  # noqa: A001  (lax.map, as JAX names it)
     """``stack([f(x) for x in xs])`` as a scan (``jax.lax.map``)."""
+    _check_callable("map", "f", f, "map(f, xs) with f(x) -> y")
     _, ys = scan(lambda _, x: ((), f(x)), (), xs)
     return ys
 

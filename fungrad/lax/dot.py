@@ -175,9 +175,26 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
 
 
 #: eager float32 matrix-vector products and dots contracting more than this many elements
-#: accumulate in float64 (issue 15: numpy's sdot of 2^18 positive values was 19 eps of
-#: ``|a| @ |b|`` off, jit's blocked reduction 0.1), as eager float32 sums do
-EAGER_F64_MIN_K = 4096
+#: sum chunks of this many (one batched numpy matmul over the chunks, views of the operands)
+#: and add the chunks' results in float64 (issue 15: numpy's sdot of 2^18 positive values was
+#: 19 eps of ``|a| @ |b|`` off, jit's blocked reduction 0.1; float64 copies of the operands
+#: cost 3-75x the float32 time, the chunks ~1x)
+EAGER_CHUNK = 4096
+
+
+@ignore_fp_errors
+def _chunked_product(a, c):
+    """``a @ c`` for 2-d float32 ``a`` [m, k] and ``c`` [k, n]: chunks of ``EAGER_CHUNK``
+    contraction elements multiplied in float32 (BLAS), their results summed in float64."""
+    (m, k), n = a.shape, c.shape[1]
+    nc = k // EAGER_CHUNK
+    cut = nc * EAGER_CHUNK
+    parts = np.matmul(a[:, :cut].reshape(m, nc, EAGER_CHUNK).transpose(1, 0, 2),
+                      c[:cut].reshape(nc, EAGER_CHUNK, n))
+    total = parts.sum(axis=0, dtype=np.float64)
+    if cut < k:
+        total += np.dot(a[:, cut:], c[cut:])
+    return total.astype(np.float32)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -200,8 +217,6 @@ def _dot_plan(lhs_shape, lhs_dtype, rhs_shape, rhs_dtype, dimension_numbers, pre
     b, m, n, k = (math.prod([shape[d] for d in dims]) for shape, dims in
                   ((lhs_shape, lb), (lhs_shape, lf), (rhs_shape, rf), (lhs_shape, lc)))
     batched = bool(lb)
-    if acc == np.float32 and k > EAGER_F64_MIN_K and min(m, n) == 1:
-        acc = np.dtype(np.float64)  # numpy's (BLAS's) sdot/sgemv run one sum through all k
     a_shape, c_shape = ((b, m, k), (b, k, n)) if batched else ((m, k), (k, n))
     a_prep = _operand_prep(lhs_shape, lhs_dtype, lb + lf + lc, acc, a_shape)
     c_prep = _operand_prep(rhs_shape, rhs_dtype, rb + rc + rf, acc, c_shape)
@@ -209,6 +224,8 @@ def _dot_plan(lhs_shape, lhs_dtype, rhs_shape, rhs_dtype, dimension_numbers, pre
     # sends a (1, 1) operand to BLAS's axpy, which skips the whole update when the scalar is
     # 0 (inf * 0 gave 0, not NaN; -3 * 0 gave +0, not -0, as XLA's single product does).
     product = np.multiply if k == 1 else np.matmul if batched else np.dot  # (ignore_fp_errors)
+    if not batched and acc == np.float32 and k > EAGER_CHUNK and min(m, n) == 1:
+        product = _chunked_product  # numpy's (BLAS's) sdot/sgemv run one sum through all k
     reshape_out = out_shape != (a_shape[:-1] + c_shape[-1:] if not batched else (b, m, n))
     cast = acc != out_dtype
 

@@ -443,6 +443,17 @@ def test_x64_index_dtypes(x64):
     assert_array(fnp.take(x, np.array([2**40], np.uint64), mode="clip"), [9.0])
 
 
+def test_issue15_select_takes_non_bool_conditions_and_names_its_arguments():
+    x = np.arange(3.0, dtype=np.float32)
+    # nonzero numbers are true conditions (JAX converts them to bool)
+    for cond in (np.array([0, 2, 0], np.int8), np.array([0.0, 0.5, 0.0], np.float32)):
+        assert_array(fnp.select([cond], [x], -1.0), np.select([cond != 0], [x], -1.0))
+    assert_array(fnp.select([1], [x]), x)
+    with pytest.raises(TypeError, match=r"select requires ndarray or scalar arguments, but "
+                                        r"condlist\[0\] is of type list"):
+        fnp.select([[True, False]], [[1.0, 2.0]])
+
+
 def test_issue15_ix_keeps_float_arguments_and_refuses_masks_as_jax():
     rows, cols = np.array([0.0, 1.5]), np.array([1.0, 2.0, 3.0], np.float32)
     for got, want in zip(fnp.ix_(rows, cols), np.ix_(rows.astype(np.float32), cols)):

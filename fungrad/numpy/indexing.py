@@ -750,6 +750,10 @@ def select(condlist, choicelist, default=0):
                          f"{len(condlist)} and {len(choicelist)}")
     if not condlist:
         raise ValueError("select: condlist must not be empty")
+    n = len(condlist)
+    util.check_arraylike("select", *condlist, *choicelist, default,
+                         names=[f"condlist[{i}]" for i in range(n)]
+                         + [f"choicelist[{i}]" for i in range(n)] + ["default"])
     result = default
     for cond, choice in zip(reversed(condlist), reversed(choicelist)):
         result = sorting.where(cond, choice, result)

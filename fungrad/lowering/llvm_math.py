@@ -16,8 +16,8 @@ Contract (tests/test_lowering_llvm_math.py measures it against long-double refer
   clamped values, select/fcmp/icmp and the intrinsics fma, rint, fabs, copysign, sqrt (and
   ldexp where it is one vector instruction: x86-64 with AVX-512): no branches, no libm, no
   fast-math flags (they would delete the NaN/inf handling), so a loop over them vectorises
-  fully. The one exception: sin/cos/tan branch to a noinline large-argument function, which
-  the vectoriser calls once per vector through a masked vector variant (see _branch_large).
+  fully. The one exception: sin/cos/tan branch to a noinline large-argument function; the
+  vectoriser calls its masked vector variant, which is inlined after it (see _branch_large).
   They need hardware fma to be fast (x86-64-v3, AArch64); results are bit-identical on every
   host.
 - Accuracy: max error <= 1 ulp for exp, exp2, log, log2, log10, log1p, logistic, sin, cos, asin,
@@ -903,13 +903,14 @@ def _finite_only(b: _Builder, x: _V, r: _V) -> _V:
 # alwaysinline and llvm_capi.optimize runs the always-inliner once more after the vectoriser,
 # so what stays in the vector loop is a test of the mask (a compare and kortest/movmsk) and a
 # branch around one call of fg_<fn>_large_<f32|f64>_lanes<n>, which runs the scalar function
-# on every lane; both are noinline and cold. The call per vector (the variants noinline) cost
-# float32 sin/cos 1.2-1.4x their time before large arguments, the benchmark chain 1.15-1.25x;
-# the branch 1.03-1.07x and 1.05-1.1x (bench/RESULTS.md, session 9). Tried and dropped: the
-# lanes preserve_allcc (no faster: on AVX-512 it keeps only ymm0-15, and LLVM's vzeroupper
-# at its return broke that, wrong results); the Payne-Hanek body vectorised and inlined
-# behind the branch (6x faster large arguments, chain a little faster, but 3x the compile
-# time of every module with sin/cos/tan).
+# on every lane; both are noinline and cold, and the branch weighs 1 : 2^20 (so the register
+# allocator saves registers around the call rather than reloading constants in the hot path).
+# The call per vector (the variants noinline) cost float32 sin/cos 1.2-1.3x their time
+# before large arguments, the benchmark chain 1.15-1.3x; the branch 1.04-1.07x and 0.94-1.06x
+# (bench/RESULTS.md, session 9). Tried and dropped: the lanes function preserve_allcc (on
+# AVX-512 that keeps only ymm0-15, and LLVM's vzeroupper before its return broke even those:
+# wrong results in the other lanes); the Payne-Hanek body vectorised and inlined behind the
+# branch (large arguments 6x faster, but 3x the compile time of every module using it).
 _VARIANT_LANES = (2, 4, 8, 16)
 
 

@@ -100,9 +100,27 @@ def op_slack(op, env, slack) -> float:
     if "reduce" not in op.flags or all(kind_of(env[a].dtype) != "f" for a in op.args):
         return inherited        # integer sums are exact (wrapping is associative too)
     sizes = [max(env[a].size, 1) for a in op.args]
-    terms = max(float(np.prod(sizes)) / max(env[op.out].size, 1), 1.0)
+    longest = max([max(env[a].shape, default=1) for a in op.args])     # a scan's length
+    terms = max(float(np.prod(sizes)) / max(env[op.out].size, 1), float(longest), 1.0)
     big = float(np.prod([max(finite_max(env[a]), 1e-30) for a in op.args]))
+    if "prod" in op.expr and any(product_may_overflow(env[a], terms) for a in op.args):
+        return float("inf")
     return max(inherited, terms * big)
+
+
+def product_may_overflow(x, terms: float) -> bool:
+    """Whether a product of ``terms`` factors of ``x`` may overflow or underflow on the way,
+    which makes its inf/NaN/0 pattern depend on the order of the factors."""
+    x = np.abs(np.asarray(x, np.float64)) if kind_of(np.asarray(x).dtype) == "f" else None
+    if x is None or x.size == 0:
+        return False
+    x = x[np.isfinite(x) & (x > 0)]
+    if x.size == 0:
+        return False
+    fmax = float(np.finfo(np.float32).max)
+    with np.errstate(all="ignore"):
+        return bool(np.log(x.max()) * terms > np.log(fmax)
+                    or np.log(x.min()) * terms < np.log(np.finfo(np.float32).tiny))
 
 
 def widen(values):

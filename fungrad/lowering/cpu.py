@@ -188,9 +188,10 @@ class CompiledModule:
             with llvm_lock:
                 llvm_capi.dispose_engine(engine)
 
-    def __del__(self):
-        # at interpreter exit the binding's own globals may already be gone: leave the memory
-        if sys.is_finalizing():
+    def __del__(self, _is_finalizing=sys.is_finalizing):
+        # at interpreter exit the binding's own globals (this module's ``sys`` included) may
+        # already be gone: leave the memory. The default argument keeps the check reachable.
+        if _is_finalizing():
             return
         if getattr(self, "_engine", None) is not None and llvm_lock is not None:
             self.close()

@@ -97,7 +97,8 @@ def op_slack(op, env, slack) -> float:
     """``sum(|terms|)`` bound for a reduction or product (number of terms times the largest
     term), else the largest slack among the operands."""
     inherited = max((slack[a] for a in op.args), default=0.0)
-    if "reduce" not in op.flags or all(kind_of(env[a].dtype) != "f" for a in op.args):
+    if "reduce" not in op.flags or all(kind_of(env[a].dtype) != "f"
+                                       for a in (*op.args, op.out)):
         return inherited        # integer sums are exact (wrapping is associative too)
     sizes = [max(env[a].size, 1) for a in op.args]
     longest = max([max(env[a].shape, default=1) for a in op.args])     # a scan's length

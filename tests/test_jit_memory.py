@@ -10,6 +10,7 @@ numpy's answer. The RSS probe itself is checked first: it must see a deliberate 
 from __future__ import annotations
 
 import gc
+import mmap
 import os
 import resource
 
@@ -51,10 +52,13 @@ def traced_counter(fn):
 
 
 def test_rss_probe_sees_a_32mb_allocation():
+    # A fresh anonymous mapping, written page by page: malloc may instead reuse heap pages that
+    # are already resident (glibc raises its mmap threshold after large frees by earlier tests).
     before = settled_rss()
-    block = np.ones(32 * 2**20, np.uint8)  # np.ones touches every page
+    block = mmap.mmap(-1, 32 * 2**20)
+    np.frombuffer(block, np.uint8)[::4096] = 1  # touch every page
     grown = settled_rss() - before
-    del block
+    block.close()
     assert grown >= 30 * 2**20, f"RSS probe saw {grown / 2**20:.1f} MB for a 32 MB array"
 
 

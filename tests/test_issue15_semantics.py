@@ -403,3 +403,20 @@ def test_issue15_result_dtypes_follow_jax_promotion(x64_on):
 
 
 _SHORT_OF = {np.dtype(v): k for k, v in _SHORT.items()}
+
+
+@pytest.mark.parametrize("method", ["set", "add", "mul", "min", "max", "get"])
+def test_issue15_static_index_into_an_empty_axis_raises_for_every_update(method):
+    # JAX raises IndexError for a static integer index into a size-0 axis on reads and on every
+    # .at[] update (fuzz found.md #3: the updates returned the array unchanged)
+    z = fnp.zeros((0, 3))
+    ref = getattr(z.at[-3], method)
+    with pytest.raises(IndexError, match="axis 0 with size 0"):
+        ref() if method == "get" else ref(1.5)
+    with pytest.raises(IndexError, match="axis 1 with size 0"):
+        ref = getattr(fnp.zeros((2, 0)).at[1, 0], method)
+        ref() if method == "get" else ref(1.5)
+    # slices and index arrays select nothing there: the array comes back unchanged (as JAX)
+    if method != "get":
+        assert getattr(z.at[:, 1], method)(1.5).shape == (0, 3)
+        assert getattr(z.at[fnp.array([1])], method)(1.5).shape == (0, 3)

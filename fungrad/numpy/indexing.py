@@ -329,6 +329,18 @@ def _gather_plan(parsed: _Parsed, fun_name: str, normalize: bool = True) -> _Gat
                        tuple(f[1] for f in final), parsed.scalar_bool_axes)
 
 
+def _check_static_ints_in_nonempty_axes(parsed: _Parsed) -> None:
+    """A static integer index into an axis of size 0 is an IndexError, as in JAX, for reads and
+    for every ``.at[...]`` update alike (there is no element to clamp to)."""
+    ax = 0
+    for e in parsed.entries:
+        if e.kind in ("newaxis", "gap"):
+            continue
+        if e.kind == "int" and e.dim == 0:
+            raise IndexError(f"index {e.value} is out of bounds for axis {ax} with size 0")
+        ax += 1
+
+
 def _check_indexed_axes_nonempty(parsed: _Parsed, plan: _GatherPlan) -> None:
     if math.prod(plan.gather_shape) == 0:
         return
@@ -383,6 +395,7 @@ def _scatter_update(x, idx, y, scatter_fn, *, indices_are_sorted, unique_indices
         util.check_arraylike(fun_name, y, names=["values"])
         y = util.asarray(y, fun_name=fun_name)
     parsed = _parse(x.shape, idx, fun_name)
+    _check_static_ints_in_nonempty_axes(parsed)
     plan = _gather_plan(parsed, fun_name, normalize)
     if math.prod(plan.final_shape) == 0:
         return x

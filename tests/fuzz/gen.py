@@ -29,20 +29,11 @@ LARGE_SIZE = 6000
 LARGE_DIMS = [1, 7, 9, 17, 33, 64, 100, 130]
 MAX_OPS = 7
 
-# Known bugs that other engineers are fixing (issue 15's list). While one is listed here the
-# generator does not produce its exact class, so the CI test stays green; the lead removes an
-# entry when its fix lands. Each key is checked by name in this module or in check.py.
+# Known bugs not fixed yet. While one is listed here the generator does not produce its exact
+# class, so the CI test stays green; remove an entry when its fix lands (issue 15's list was
+# excluded this way while it was being fixed; all of it is fixed now). Each key is checked by
+# name in this module or in check.py.
 KNOWN_ISSUES = {
-    "sincos_big": "issue 15: sin/cos/tan of |x| > 2**24 under jit",
-    "einsum_bool_inf": "issue 15: eager einsum with bools and inf",
-    "sort_nan_grad": "issue 15: sort with NaN under jit grad",
-    "oob_gather_grad": "issue 15: out-of-bounds gather gradients",
-    "x64_bool_int_promotion": "issue 15: x64 promotion of bool/int inputs",
-    "gpu_specials_folded": "issue 15: GPU folds IEEE specials (x-x, x*0, x/0)",
-    "gpu_bool_cmp_shift_mean": "issue 15: GPU bool comparisons, big constant shifts, empty mean",
-    "serial_f32_reductions": "issue 15: serial float32 reductions in jit (accuracy)",
-    "digamma_derivative": "issue 15: digamma derivative refused",
-    "cumlogsumexp_int": "issue 15: cumlogsumexp of int32 refused",
     # Found by this fuzzer (tests/fuzz/found.md), not fixed yet:
     "cumulative_grad_blowup": "found.md #2: jit(grad) of a long cumprod: exponential compile",
 }

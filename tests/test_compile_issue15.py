@@ -373,10 +373,10 @@ def test_issue15_gpu_sort_orders_specials_as_eager(gpu, operands):
 
 # -- reductions inlined at several indices (the gradient of a small solve) ----------------------
 
-def _plan(f, *args):
+def _plan(f, *args, planner=None):
     from fungrad.ir import passes
     from fungrad.lowering import fusion
-    return fusion.plan(passes.optimize(fg.make_jaxpr(f)(*args)))
+    return fusion.plan(passes.optimize(fg.make_jaxpr(f)(*args)), planner=planner)
 
 
 def test_issue15_a_reduction_read_at_several_indices_is_stored_once():
@@ -409,3 +409,116 @@ def test_issue15_grad_of_a_small_solve_compiles_without_blowing_up():
     nodes = int(len(_plan(f, a, b).ctx._nodes))
     assert nodes < 60000, f"{nodes} expression nodes"
     assert_jit_matches_eager(f, a, b, rtol=1e-4, atol=1e-5)
+
+
+# -- one value per float sum: a sum two kernels read is stored once ------------------------------
+
+def _float_sums_per_kernel(prog):
+    """For each kernel of ``prog``, its float sum/product reduce nodes whose element tensor is
+    not a buffer the kernel loads: the reductions it computes itself."""
+    from fungrad.lowering import fusion
+    return [[e for e in fusion._walk([s.value for s in k.stores])
+             if e.op == "reduce" and e.attr.op in ("add", "mul") and e.dtype.kind == "f"]
+            for k in prog.steps if isinstance(k, fusion.Kernel)]
+
+
+def _sums_computed_twice(prog) -> list:
+    """The tensors whose float sums or products more than one kernel of ``prog`` computes."""
+    kernels: dict = {}
+    for n, reduces in enumerate(_float_sums_per_kernel(prog)):
+        for e in reduces:
+            kernels.setdefault(prog.ctx.reduce_origin.get(e, e), set()).add(n)
+    return [t for t, ks in kernels.items() if len(ks) > 1]
+
+
+def test_issue15_a_sum_two_kernels_read_has_one_value():
+    """The row sum ``s`` feeds a sort (through relu) and, in the gradient, relu's mask and
+    ``cos(s)``. It was computed by two kernels: a small one compiled without optimisation
+    (glue) and the gradient's vectorised one, which added in another order; where ``s`` is
+    near 0 the two disagreed on its sign and the gradient was off by the sort's weight (63).
+    Now the first kernel that computes it stores it and the other loads it."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 256)).astype(np.float32)
+    w = rng.normal(size=(256, 256)).astype(np.float32)
+
+    def loss(x, w):
+        s = fnp.sum(x, 1)
+        return (fnp.sum(fnp.sort(fg.nn.relu(s)) * fnp.arange(64.0))
+                + fnp.sum(fnp.sin(s) ** 2) + 1e-3 * fnp.sum(fnp.tanh(x @ w @ w @ w)))
+    g = fg.grad(loss)
+    sums = _float_sums_per_kernel(_plan(g, x, w))
+    assert sum(map(len, sums)) == 1, [len(s) for s in sums]  # the row sum, in one kernel
+    np.testing.assert_allclose(np.asarray(fg.jit(g)(x, w)), np.asarray(g(x, w)),
+                               rtol=1e-4, atol=1e-4)
+
+
+@st.composite
+def cancelling_rows(draw, max_rows, max_half):
+    """``(x, c)``: rows whose exact sum is 0 (values and their negatives, shuffled), so the
+    rounded sum's sign depends on the order of the additions, and a row of weights."""
+    rows, half = draw(st.integers(1, max_rows)), draw(st.integers(1, max_half))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    v = rng.normal(size=(rows, half)).astype(np.float32) * 10.0 ** rng.integers(-3, 4, (rows, 1))
+    x = np.concatenate([v, -v], axis=1)
+    x = np.take_along_axis(x, rng.permuted(np.tile(np.arange(2 * half), (rows, 1)), axis=1), 1)
+    x[:, 0] += rng.choice([0.0, 1e-6, -1e-6], size=rows).astype(np.float32)
+    return x.astype(np.float32), rng.uniform(100, 1000, rows).astype(np.float32)
+
+
+def check_one_value_per_sum(x, c, backend):
+    """``f`` returns the row sums ``s`` and a gradient whose rows are ``c * (s > 0) + cos(s)``
+    (plus a product's small term): the compiled gradient's mask must be its own sums' signs,
+    bit for bit, and the values eager's (rows whose sum is clearly nonzero)."""
+    rows, cols = x.shape
+    w = fnp.asarray(np.random.default_rng(cols).normal(size=(cols, 48)).astype(np.float32))
+
+    def f(x, c):
+        def loss(x):
+            s = fnp.sum(x, 1)
+            return fnp.sum(fnp.where(s > 0, s, 0.0) * c) + fnp.sum(fnp.sin(s)) + 1e-4 * fnp.sum(
+                fnp.tanh(x @ w) @ fnp.ones((48, 48)))
+        return fnp.sum(x, 1), fg.grad(loss)(x)
+    planner = None
+    if backend == "gpu":
+        from fungrad.lowering.gpu_executable import GpuPlanner as planner
+    twice = _sums_computed_twice(_plan(f, x, c, planner=planner))
+    assert not twice
+    s, g = (np.asarray(a) for a in fg.jit(f, backend=backend)(x, c))
+    mask = g[:, 0] - np.cos(s) > c / 2
+    np.testing.assert_array_equal(mask, s > 0)
+    s_eager, g_eager = (np.asarray(a) for a in f(x, c))
+    clear = np.abs(s_eager) > 1e-3 * np.abs(x).sum(1) + 1e-6
+    np.testing.assert_allclose(s, s_eager, rtol=1e-4, atol=1e-5 * np.abs(x).sum())
+    np.testing.assert_allclose(g[clear], g_eager[clear], rtol=1e-4, atol=1e-3)
+
+
+@settings(max_examples=15, deadline=None)
+@given(data=cancelling_rows(max_rows=24, max_half=300))
+def test_issue15_a_sum_feeding_a_mask_and_an_output_has_one_value(data):
+    """A row sum that is an output and, in the same program's gradient, relu's mask: the mask
+    the gradient kernel applies is the sign of the sum the program returns (the sum is
+    computed by one kernel and loaded by the other, however each is compiled)."""
+    check_one_value_per_sum(*data, "cpu")
+
+
+@settings(max_examples=4, deadline=None)
+@given(data=cancelling_rows(max_rows=8, max_half=64))
+def test_issue15_gpu_a_sum_feeding_a_mask_and_an_output_has_one_value(gpu, data):
+    """The same on the GPU (GpuPlanner stores more reductions, by kernels of their own)."""
+    check_one_value_per_sum(*data, "gpu")
+
+
+def test_issue15_grad_of_a_4x4_solve_computes_each_sum_once():
+    """jit(grad) of a 4x4 ``linalg.solve``: every kernel that read a step of the unrolled
+    factorisation recomputed its sums (2.7 MB of LLVM IR; a 6x6 took 11 MB). A float sum is
+    now computed by one kernel and loaded by the others (but for a few that the kernel which
+    would store them cannot compute early enough): about 1 MB."""
+    from fungrad.lowering import llvm
+    rng = np.random.default_rng(4)
+    a = fnp.asarray(rng.normal(size=(4, 4)).astype(np.float32)) + 4 * fnp.eye(4)
+    b = fnp.asarray(rng.normal(size=(4,)).astype(np.float32))
+    prog = _plan(fg.grad(lambda a, b: fnp.sum(fnp.linalg.solve(a, b))), a, b)
+    twice = _sums_computed_twice(prog)
+    assert len(twice) <= 3, twice
+    size = sum(len(part.ir_text) for part in llvm.render(prog))
+    assert size < 1_600_000, f"{size} characters of LLVM IR"

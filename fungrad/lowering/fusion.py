@@ -39,12 +39,16 @@ from fungrad.lowering.kernel import Buffer, Ctx, Expr, Tensor, Var
 @dataclass
 class Store:
     """``buffer[index] = value`` (or ``buffer[index] = combine(buffer[index], value)``),
-    skipped where ``mask`` (a bool expression) is false."""
+    skipped where ``mask`` (a bool expression) is false. ``once``: the mask only selects the
+    first iteration of the kernel loops that the value and index do not depend on (a value
+    an outer loop computes, stored once): a renderer may store it unmasked in the innermost
+    loop it depends on instead."""
     buffer: Buffer
     index: Expr
     value: Expr
     combine: str | None = None
     mask: Expr | None = None
+    once: bool = False
 
 
 @dataclass
@@ -180,6 +184,10 @@ def _loaded_buffers(roots) -> set[Buffer]:
     return {e.attr for e in _walk(roots) if e.op == "load"}
 
 
+class _Unshareable(Exception):
+    """A float sum :meth:`Planner._share` cannot store before the kernel it must precede."""
+
+
 class LoweringError(Exception):
     """A jaxpr cannot be lowered: names the primitive and the reason."""
 
@@ -196,14 +204,20 @@ class Planner:
             self.buffers: list[Buffer] = []
             self.consts: list[tuple[Buffer, np.ndarray]] = []
             self._n = {"kernel": 0}
+            self._ready: list = [None]  # the buffers ready when elements were last forgotten
         else:  # a sub-program (a control-flow body): one program's nodes, buffers and names
-            self.ctx, self.buffers, self.consts, self._n = (
-                parent.ctx, parent.buffers, parent.consts, parent._n)
+            self.ctx, self.buffers, self.consts, self._n, self._ready = (
+                parent.ctx, parent.buffers, parent.consts, parent._n, parent._ready)
         self.steps: list = []
         self.pending: list[Tensor] = []
         self.origins: list[str] = []  # primitives lowered since the last flush
         self.eqn: core.JaxprEqn | None = None  # the equation whose rule is running
         self._readers: dict = {}  # var -> the equations reading it (None: a jaxpr output)
+        # float sums/products computed inline by kernels of self.steps: tensor -> [(kernel,
+        # index, element)]; a second kernel asking for one stores it instead (_share)
+        self._inlined: dict[Tensor, list[tuple[Kernel, tuple, Expr]]] = {}
+        self._unshared: set = set()  # ids of float sums that _share could not store once
+        self._later: list = []  # while _schedule_before builds: the steps after the position
 
     # buffers and tensors
     def new_buffer(self, shape, dtype, kind: str, name: str | None = None) -> Buffer:
@@ -327,16 +341,23 @@ class Planner:
                 continue
             kern = Kernel(name, loops, stores, parallel, (origin or prefix,))
             recomputed = self._recomputed_reductions(kern)
-            if not recomputed:
+            if recomputed:
+                for t in recomputed:
+                    self.materialize(t)
+                self.flush()
+                continue
+            sums = self._float_sums(kern)
+            shared = self._shared_sums(sums, ())
+            if not shared:
                 break
-            for t in recomputed:
-                self.materialize(t)
-            self.flush()
+            for t in shared:
+                self._share(t)
         if 0 in shape:  # no iteration: nothing to write (an index into an empty array is 0)
             for b in kern.writes():
                 b.ready = True
             return
         self.add_step(kern)
+        self._register(kern, sums)
 
     def add_step(self, step) -> None:
         """Append a non-kernel step (its inputs are stored first)."""
@@ -369,19 +390,30 @@ class Planner:
             return
         while True:
             try:
-                kern = self._guarded(lambda: self._build(group))
+                kern = self._guarded(lambda: self._build(group))  # noqa: B023 -- called here
             except K.StoreFirst as first:
                 self._store_first(first.tensor)
                 continue
             bad = self._recomputed_reductions(kern)
-            if not bad:
+            if bad:
+                for t in bad:  # store those reductions first, then rebuild this kernel
+                    if t.buffer is None:  # (an earlier one's kernel may have read and stored it)
+                        self._store_first(t)
+                continue
+            sums = self._float_sums(kern)
+            shared = self._shared_sums(sums, group)
+            if not shared:
                 break
-            for t in bad:  # store those reductions first, then rebuild this kernel
-                if t.buffer is None:  # (an earlier one's kernel may have read and stored it)
-                    self._store_first(t)
+            for t in shared:
+                self._share(t)
+            group = [t for t in group  # without those _share stored
+                     if not (t.buffer.ready and any(t is u for u in shared))]
+            if not group:
+                return
         self.steps.append(kern)
         for t in group:
             t.buffer.ready = True
+        self._register(kern, sums)
 
     def _store_first(self, t: Tensor) -> None:
         """Store ``t`` (not stored, or pending) by a kernel of its own, scheduled now."""
@@ -395,6 +427,10 @@ class Planner:
         reduction tensor that the kernel asks for at a second index and that can still be
         stored first (see ``kernel.StoreFirst``): a reduction is computed once per element."""
         asked: dict = {}
+        ready = [b for b in self.buffers if b.ready]
+        if ready != self._ready[0]:  # an element memoised since may inline a stored tensor
+            self._ready[0] = ready
+            K.new_generation()
 
         def note(t: Tensor, idx: tuple) -> None:
             first = asked.setdefault(t, idx)
@@ -406,6 +442,143 @@ class Planner:
             return build()
         finally:
             self.ctx.on_reduce = saved
+
+    # one value per float sum: a reduction computed by two kernels may be rounded differently
+    # by each (vectorised in another order, an optimised and a cold module), and a comparison
+    # of it (relu's mask, a sort, argmax) then goes different ways in one program.
+    def _float_sums(self, kern: Kernel) -> dict[Tensor, list[tuple[tuple, Expr]]]:
+        """The not-yet-stored tensors whose elements ``kern`` computes with a float sum or
+        product: tensor -> [(index, element)] (the element expressions found in ``kern``)."""
+        nodes = {id(e) for e in _walk([x for st in kern.stores
+                                       for x in (st.value, st.index, st.mask) if x is not None])}
+        found: dict = {}
+        for e in _walk([st.value for st in kern.stores]):
+            if e.op == "reduce" and e.attr.op in ("add", "mul") and e.dtype.kind in "fc":
+                t = self.ctx.reduce_origin.get(e)
+                if t is not None and t not in found and not (t.buffer and t.buffer.ready):
+                    found[t] = [(idx, x) for idx, x in t.memo.items() if id(x) in nodes]
+        return found
+
+    def _shared_sums(self, sums: dict, group) -> list[Tensor]:
+        """Float sums the kernel being built must not compute itself: those an earlier kernel
+        computes inline, and pending ones another kernel will store (a group member computed
+        inline earlier is stored by that kernel instead, see :meth:`_share`)."""
+        shared = [t for t in group if t in self._inlined and id(t) not in self._unshared]
+        for t in sums:
+            if t in shared or any(t is g for g in group) or id(t) in self._unshared:
+                continue
+            if t in self._inlined or t.buffer is not None:
+                shared.append(t)
+        if self._later:  # a kernel moved before later steps cannot share what they compute
+            later = {id(k) for k in self._later}
+            written = {b for k in self._later for b in k.writes()}
+            for t in shared:
+                if t.buffer in written or any(id(k) in later for k, _, _ in
+                                              self._inlined.get(t, ())):
+                    raise _Unshareable(t)
+        return shared
+
+    def _register(self, kern: Kernel, sums: dict) -> None:
+        for t, found in sums.items():
+            self._inlined.setdefault(t, []).extend((kern, idx, x) for idx, x in found)
+
+    def _position(self, kern) -> int:
+        return next(i for i, s in enumerate(self.steps) if s is kern)
+
+    def _share(self, t: Tensor) -> None:
+        """Store float sum ``t`` once, for every kernel: by the first kernel that computes it
+        inline when that kernel's loops cover t's elements (a store added to it), else by a
+        kernel of its own inserted before that one; every other kernel that computed it loads
+        it instead. If t is pending, it is no longer. Where the inserted kernel would need a
+        value that only later steps compute, ``t`` stays computed inline (``_unshared``)."""
+        registered = self._inlined.pop(t, [])
+        entries = [x for x in registered if any(s is x[0] for s in self.steps)]
+        pending = any(p is t for p in self.pending)
+        if pending:
+            self.pending.remove(t)
+        saved = t.buffer, t.view
+        if t.buffer is None:
+            t.buffer = self.new_buffer(t.shape, t.dtype, "temp")
+            if t.view is None:
+                t.view = (t.buffer, tuple(range(len(t.shape))))
+        if not entries:  # only pending: store it now, before the kernel that asked for it
+            self._schedule([t])
+            return
+        entries.sort(key=lambda x: self._position(x[0]))
+        first, idx, elem = entries[0]
+        store = self._covering_store(first, t, idx, elem)
+        if store is not None:
+            first.stores.append(store)
+            t.buffer.ready = True
+            rest = entries[1:]
+        elif self._schedule_before(t, self._position(first)):
+            rest = entries
+        else:  # as before: computed where it is read
+            t.buffer, t.view = saved
+            if pending:
+                self.pending.append(t)
+            self._inlined[t] = registered
+            self._unshared.add(id(t))
+            return
+        for kern, idx, elem in rest:
+            self._load_instead(kern, elem, self.ctx.load(t.buffer,
+                                                         self.ctx.flat_index(idx, t.shape)))
+
+    def _covering_store(self, kern: Kernel, t: Tensor, idx: tuple, elem: Expr):
+        """A store of ``t[idx] = elem`` for ``kern`` when ``idx`` is distinct loops of ``kern``
+        spanning t's dimensions (the kernel computes every element); other loops are masked to
+        their first iteration. None otherwise."""
+        pos = {v: i for i, v in enumerate(kern.loops)}
+        used = []
+        for d, i in zip(t.shape, idx):
+            v = i.attr if i.op == "idx" else None
+            if v not in pos or v.extent != d or v in used:
+                return None
+            used.append(v)
+        mask = None
+        for v in kern.loops:
+            if v not in used:
+                first = self.ctx.op("eq", self.ctx.index(v), self.ctx.iconst(0))
+                mask = first if mask is None else self.ctx.op("and", mask, first)
+        return Store(t.buffer, self.ctx.flat_index(idx, t.shape), elem, mask=mask,
+                     once=mask is not None)
+
+    def _schedule_before(self, t: Tensor, at: int) -> bool:
+        """Schedule ``t``'s kernel at position ``at`` of the steps: buffers the later steps
+        write count as not yet written while it is built. False (nothing scheduled for t)
+        where it would compute a float sum that a later step computes or stores."""
+        tail = self.steps[at:]
+        del self.steps[at:]
+        later = [b for s in tail for b in s.writes() if b.ready and b.kind == "temp"]
+        for b in later:
+            b.ready = False
+        saved, self._later = self._later, self._later + tail
+        try:
+            self._schedule([t])
+        except _Unshareable:
+            return False
+        finally:
+            self._later = saved
+            for b in later:
+                b.ready = True
+            self.steps.extend(tail)
+        for u, entries in list(self._inlined.items()):  # computed by t's kernel and a later one
+            if len({id(k) for k, _, _ in entries}) > 1 and id(u) not in self._unshared:
+                self._share(u)
+        return True
+
+    def _load_instead(self, kern: Kernel, elem: Expr, load: Expr) -> None:
+        """Replace the element ``elem`` in ``kern``'s stores by ``load``."""
+        by, memo = {id(elem): load}, {}
+        for st in kern.stores:
+            st.value = K.replace_nodes(self.ctx, st.value, by, memo)
+            st.index = K.replace_nodes(self.ctx, st.index, by, memo)
+            if st.mask is not None:
+                st.mask = K.replace_nodes(self.ctx, st.mask, by, memo)
+        for entries in self._inlined.values():  # elements of other tensors it was part of
+            for n, (k, idx, x) in enumerate(entries):
+                if k is kern and id(x) in memo:
+                    entries[n] = (k, idx, memo[id(x)])
 
     def _build(self, group: list[Tensor]) -> Kernel:
         shape = group[0].shape

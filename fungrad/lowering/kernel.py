@@ -124,6 +124,15 @@ class Reduction:
 
 _building: list = []  # (tensor, index) whose element is being built, innermost last; compiles
 #                       are serial
+_generation = [0]  # bumped by the planner before each kernel is built: element memos are per build
+
+
+def new_generation() -> None:
+    """Forget every tensor's memoised elements (lazily, on its next :meth:`Tensor.at`). The
+    planner calls it before building a kernel when buffers were stored since the last call:
+    an element memoised earlier (a 0-d tensor's, at the same ``()`` index in every kernel)
+    may compute a reduction that is now stored, and would compute it again."""
+    _generation[0] += 1
 
 
 class StoreFirst(Exception):  # noqa: N818 -- a request to the planner, not an error
@@ -142,13 +151,14 @@ class Tensor:
     element. ``at`` memoises per index tuple (indices are interned nodes), so asking twice for
     the same element yields the same node."""
 
-    __slots__ = ("shape", "dtype", "fn", "memo", "buffer", "origin", "view")
+    __slots__ = ("shape", "dtype", "fn", "memo", "buffer", "origin", "view", "gen")
 
     def __init__(self, shape, dtype, fn: Callable[[tuple[Expr, ...]], Expr], origin: str = ""):
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.fn = fn
-        self.memo: dict = {}
+        self.memo: dict = {}  # index -> element, for the kernel build of generation ``gen``
+        self.gen = _generation[0]
         self.buffer: Buffer | None = None  # set when the planner stores this tensor
         self.origin = origin
         # (buffer, perm) when the tensor is a buffer's data read through a dimension permutation
@@ -166,6 +176,8 @@ class Tensor:
         if len(idx) != len(self.shape):
             raise ValueError(f"lowering: {self.origin or 'tensor'} of shape {self.shape} indexed "
                              f"with {len(idx)} indices")
+        if self.gen != _generation[0]:
+            self.memo, self.gen = {}, _generation[0]
         e = self.memo.get(idx)
         if e is None:
             _building.append((self, idx))
@@ -522,6 +534,25 @@ def innermost_loop(chain: dict, e: Expr) -> Var | None:
         if len(c) > len(best):
             best = c
     return best[-1] if best else None
+
+
+def replace_nodes(ctx: Ctx, e: Expr, by: dict, memo: dict) -> Expr:
+    """``e`` with every node whose id is a key of ``by`` replaced by its value (nodes above
+    them rebuilt, interned; a rebuilt reduction keeps its origin tensor). ``memo`` (id of an
+    old node -> its replacement) is filled for every node visited."""
+    got = memo.get(id(e))
+    if got is not None:
+        return got
+    got = by.get(id(e))
+    if got is None:
+        args = tuple(replace_nodes(ctx, a, by, memo) for a in e.args)
+        got = e
+        if any(a is not b for a, b in zip(args, e.args)):
+            got = ctx.node(e.op, args, e.dtype, e.attr)
+            if e.op == "reduce" and e in ctx.reduce_origin:
+                ctx.reduce_origin.setdefault(got, ctx.reduce_origin[e])
+    memo[id(e)] = got
+    return got
 
 
 def substitute(ctx: Ctx, e: Expr, var: Var, by: Expr, memo: dict | None = None) -> Expr:

@@ -560,11 +560,17 @@ class _KernelWriter:
             val = self.value(st.value)
             idx = self.value(st.index)
             where = kern.loops[-1] if kern.loops else None
+            masked = st.mask is not None
+            if st.once:  # stored where its value is computed, once: no branch in the inner loops
+                used = st.value.free | st.index.free
+                where = max((v for v in kern.loops if v in used), default=None,
+                            key=kern.loops.index)
+                masked = False
             buf = st.buffer
             mt = memory_type(buf.dtype)
             p = self.tmp("p")
             lines = self.lines[where]
-            if st.mask is not None:  # a conditional store: branch around it
+            if masked:  # a conditional store: branch around it
                 cond = self.value(st.mask)
                 lbl = f"st{k}.{self.n}"
                 lines += [f"  br i1 {cond}, label %{lbl}.do, label %{lbl}.skip", f"{lbl}.do:"]
@@ -579,7 +585,7 @@ class _KernelWriter:
                 lines.append(f"  {z} = zext i1 {val} to i8")
                 val = z
             lines.append(f"  store {mt} {val}, ptr {p}")
-            if st.mask is not None:
+            if masked:
                 lines += [f"  br label %{lbl}.skip", f"{lbl}.skip:"]
         sv, n = None, 1
         if self.prefetch is not None:  # no fill loop took them: the store loop runs them

@@ -12,7 +12,9 @@ rules composes into one expression per output element without computing anything
 * a rule needs it in memory (a matmul through BLAS, a sort, a scatter, a loop carry);
 * inlining it would recompute a reduction: a reduction evaluated inside loops it does not depend
   on (``s[i] * s[j]`` with ``s`` a row sum), or at several indices of one kernel
-  (``s[1:] + s[:-1]``), is stored by an earlier kernel instead.
+  (``s[1:] + s[:-1]``), is stored by an earlier kernel instead;
+* it is a float sum or product that two kernels would compute (each might round it its own
+  way): the first stores it, the others load it (:meth:`Planner._share`).
 
 Stored tensors waiting for a kernel are grouped: consecutive ones with the same shape that do
 not read each other become one loop nest with several stores (multi-output fusion), so row

@@ -518,3 +518,22 @@ def test_activation_jaxpr_evaluates_like_eager(name):
     x = np.linspace(-5, 5, 7).astype(np.float32)
     [out] = fg.make_jaxpr(fn)(x)(x)
     assert_array(out, np.asarray(fn(x)), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_issue15_relu_and_relu6_derivatives_at_their_kinks_are_zero(jit):
+    # JAX defines relu's derivative at 0 as 0 and relu6's as 0 at 0 and 6 (max's own rule
+    # splits ties: it gave 0.5); values keep NaN, map -inf/-0 to +0
+    wrap = fg.jit if jit else (lambda f: f)
+    for f, kinks in ((nn.relu, (0.0,)), (nn.relu6, (0.0, 6.0))):
+        d = wrap(fg.grad(f))
+        for v in (*kinks, -1.0, 1.0, 7.0):
+            inside = 0.0 < v < (6.0 if f is nn.relu6 else np.inf)
+            assert float(d(v)) == (1.0 if inside else 0.0), (f.__name__, v)
+    x = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, 3.0, 7.0, -2.0], np.float32)
+    with np.errstate(invalid="ignore"):
+        want = np.maximum(x, np.float32(0))
+    got = np.asarray(wrap(nn.relu)(x))
+    np.testing.assert_array_equal(got, want)
+    assert not np.signbit(got).any()
+    np.testing.assert_array_equal(np.asarray(wrap(nn.relu6)(x)), np.minimum(want, 6))

@@ -59,17 +59,29 @@ def identity(x):
 def relu(x):
     """Rectified linear unit, ``max(x, 0)``; integer inputs stay integer.
 
+    Its derivative at 0 is 0, as JAX's (``max``'s own rule splits ties, 0.5); NaN stays NaN.
+
     Example:
         >>> relu(fnp.array([-2., 0., 3.]))   # [0., 0., 3.]
     """
     util.check_arraylike("relu", x)
-    return fnp.maximum(x, 0)
+    return _clip_kinks(x, 0, None)
 
 
 def relu6(x):
-    """ReLU capped at 6: ``min(max(x, 0), 6)``."""
-    x = _array("relu6", x)
-    return fnp.minimum(fnp.maximum(x, 0), 6.0)
+    """ReLU capped at 6: ``min(max(x, 0), 6)``; its derivative is 0 at 0 and at 6, as JAX's."""
+    return _clip_kinks(_array("relu6", x), 0, 6.0)
+
+
+def _clip_kinks(x, lo, hi):
+    """``x`` clipped to [lo, hi] (``hi`` None: no upper bound) with a zero derivative at the
+    bounds themselves: the clipped value of ``stop_gradient(x)`` except strictly inside."""
+    x = fnp.asarray(x)
+    inside = x > lo if hi is None else (x > lo) & (x < hi)
+    clipped = fnp.maximum(lax.stop_gradient(x), lo)
+    if hi is not None:
+        clipped = fnp.minimum(clipped, hi)
+    return fnp.where(inside, x, clipped)
 
 
 def sigmoid(x):

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fungrad as fg
+import fungrad.numpy as fnp
 from fungrad import nn
 from fungrad.scipy import special
 from tests.helpers import assert_array
@@ -393,3 +394,20 @@ def test_jaxpr_uses_the_lax_primitive_and_evaluates(name, prim):
     assert f"= {prim} " in str(closed), str(closed)
     [out] = closed(x)
     assert_array(out, np.asarray(fn(x)), rtol=0, atol=0)
+
+
+def test_issue15_erfc_keeps_its_denormal_results(x64):
+    # eager float64 erfc returned 0 from y = 27 on (and lost bits from 26.6), where the true
+    # value and the compiled one are denormal: ndtr(-38.4) was 0 eagerly, 6.9e-323 under jit
+    # (fuzz found.md #4)
+    y = np.linspace(26.0, 27.4, 2001)
+    got = np.asarray(special.erfc(fnp.asarray(y)))
+    want = np.array([math.erfc(v) for v in y])
+    tiny = np.finfo(np.float64).tiny
+    assert np.all(np.abs(got - want) <= 4e-15 * want + 4 * 5e-324)
+    assert np.any((want < tiny) & (got > 0))
+    x = fnp.array([-38.4])
+    assert float(special.ndtr(x)[0]) == pytest.approx(math.erfc(38.4 / math.sqrt(2)) / 2,
+                                                      rel=0.1)
+    np.testing.assert_allclose(np.asarray(special.ndtr(x)), np.asarray(fg.jit(special.ndtr)(x)),
+                               rtol=0.1)

@@ -66,9 +66,16 @@ def _erfc_large(y):
         r = np.where(y <= 4.0, mid, tail)
         # NOTE: exp(-y*y) = exp(-ys*ys) * exp(-(y-ys)(y+ys)) with ys = y rounded down to a
         # multiple of 1/16, so that y*y is never rounded before exponentiating (Cody's trick).
+        # exp(-ys*ys) is denormal past y ~ 26.6 and would lose its bits before the product:
+        # there it is taken in long double (x86's has a wider exponent; elsewhere it is double
+        # and those results flush a little early), so erfc keeps its denormal results to 27.3.
         ys = np.trunc(16.0 * y) / 16.0
-        out = np.exp(-ys * ys) * np.exp(-(y - ys) * (y + ys)) * r
-        return np.where(y >= 27.0, 0.0, out)
+        deep = (y > 26.5) & (y < 28.0)
+        scale = np.where(deep, np.exp(-(ys * ys).astype(np.longdouble) + 2000),
+                         np.exp(-ys * ys))
+        out = scale * (np.exp(-(y - ys) * (y + ys)) * r)
+        out = np.where(deep, (out * np.exp(np.longdouble(-2000))).astype(np.float64), out)
+        return np.where(y >= 28.0, 0.0, out.astype(np.float64))
 
 
 def erf(x):

@@ -454,9 +454,14 @@ def test_issue15_select_takes_non_bool_conditions_and_names_its_arguments():
         fnp.select([[True, False]], [[1.0, 2.0]])
 
 
-def test_issue15_ix_keeps_float_arguments_and_refuses_masks_as_jax():
+def test_issue15_ix_keeps_float_arguments_and_takes_concrete_masks_as_numpy():
     rows, cols = np.array([0.0, 1.5]), np.array([1.0, 2.0, 3.0], np.float32)
     for got, want in zip(fnp.ix_(rows, cols), np.ix_(rows.astype(np.float32), cols)):
         assert_array(got, want)
-    with pytest.raises(NotImplementedError, match="ix_: boolean arguments are not implemented"):
-        fnp.ix_(np.array([True, False]))
+    mask, cols = np.array([True, False, True]), np.array([1, 3])
+    for got, want in zip(fnp.ix_(mask, cols), np.ix_(mask, cols)):
+        assert_array(got, want.astype(np.asarray(got).dtype))
+    x = np.arange(12).reshape(3, 4)
+    assert_array(fnp.asarray(x)[fnp.ix_(mask, cols)], x[np.ix_(mask, cols)].astype(np.int32))
+    with pytest.raises(fg.ConcretizationTypeError, match="ix_: argument 0 is a traced boolean"):
+        fg.jit(lambda m: fnp.ix_(m, cols))(mask)

@@ -17,6 +17,7 @@ import numpy as np
 
 from fungrad import dtypes, lax
 from fungrad.array import Array
+from fungrad.core import ConcretizationTypeError
 from fungrad.numpy import util
 from fungrad.numpy.indexing import _concrete, _int_array, _static_int
 
@@ -176,15 +177,27 @@ def _mesh_array(a, j: int):
     util.check_arraylike("ix_", a, names=[f"argument {j}"])
     a = util.asarray(a, fun_name="ix_")
     if dtypes.is_bool(a.dtype):
-        raise NotImplementedError(f"ix_: boolean arguments are not implemented (as in JAX); "
-                                  f"pass the indices of argument {j}, fnp.nonzero(mask)[0]")
+        # numpy's meaning: the positions of the True entries (JAX refuses masks). The result's
+        # size depends on the values, so a traced mask gets nonzero's error and its fix.
+        from fungrad.numpy.sorting import nonzero
+        if a.ndim != 1:
+            raise ValueError(f"ix_: arguments must be 1-dimensional, got shape {a.shape} for "
+                             f"argument {j}")
+        try:
+            return nonzero(a)[0]
+        except ConcretizationTypeError:
+            raise ConcretizationTypeError(
+                f"ix_: argument {j} is a traced boolean mask, whose True positions (and so the "
+                f"result's shape) depend on traced values; pass its indices instead, "
+                f"fnp.nonzero(mask, size=n)[0] with a static n") from None
     return a
 
 
 def ix_(*args):
     """Open-mesh index arrays: argument ``j`` (1-d) reshaped to have its entries along
     dimension ``j``, so ``x[ix_(rows, cols)]`` is the ``rows x cols`` submatrix. As in JAX,
-    any numeric dtype is kept (floats too); boolean masks are not implemented.
+    any numeric dtype is kept (floats too); a concrete boolean mask means the positions of its
+    True entries, as in NumPy.
     """
     out = []
     for j, a in enumerate(args):

@@ -20,36 +20,14 @@ from hypothesis import strategies as st
 import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad.lowering import cache, cpu
+from tests.test_lowering_cpu import affine_ir
 
 KERNEL_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
-def affine_ir(scale, shift, name="fg_entry"):
-    """IR of ``y[i] = x[i] * scale + shift`` for i in [start, end), f32."""
-    return f"""
-define void @{name}(ptr noalias %x, ptr noalias %y, i64 %start, i64 %end) {{
-entry:
-  %nonempty = icmp slt i64 %start, %end
-  br i1 %nonempty, label %loop, label %exit
-loop:
-  %i = phi i64 [ %start, %entry ], [ %next, %loop ]
-  %px = getelementptr inbounds float, ptr %x, i64 %i
-  %v = load float, ptr %px, align 4
-  %m = fmul float %v, {scale}
-  %r = fadd float %m, {shift}
-  %py = getelementptr inbounds float, ptr %y, i64 %i
-  store float %r, ptr %py, align 4
-  %next = add nuw nsw i64 %i, 1
-  %more = icmp slt i64 %next, %end
-  br i1 %more, label %loop, label %exit
-exit:
-  ret void
-}}
-"""
-
-
 def compile_affine(scale, shift):
-    return cpu.compile_module(affine_ir(scale, shift), ["fg_entry"], name="affine", opt_level=0)
+    return cpu.compile_module(affine_ir(scale, shift, name="fg_entry"), ["fg_entry"],
+                              name="affine", opt_level=0)
 
 
 def run(module, x):
@@ -60,7 +38,7 @@ def run(module, x):
 
 def key_of(scale, shift):
     h = cpu.host()
-    return cache.cache_key(affine_ir(scale, shift), triple=h.triple, cpu=h.cpu,
+    return cache.cache_key(affine_ir(scale, shift, name="fg_entry"), triple=h.triple, cpu=h.cpu,
                            features=h.features, pipeline=cpu._pipeline_options(0))
 
 

@@ -11,6 +11,7 @@ from fungrad.array import Array, is_arraylike
 from fungrad.ir.passes import simplify
 from fungrad.transforms.jit import (
     Signature,
+    _index_tuple,
     check_callable,
     jit,  # noqa: F401  (re-exported: fungrad.jit)
 )
@@ -22,17 +23,8 @@ def _normalize_argnums(fun_name: str, argnums, nargs: int,
                        option: str = "argnums") -> tuple[int, ...]:
     """``argnums`` (an int or a sequence of ints, negative counting from the end) as
     non-negative indices into ``nargs`` positional arguments."""
-    if isinstance(argnums, int) and not isinstance(argnums, bool):
-        nums = (argnums,)
-    elif isinstance(argnums, (str, bytes)) or not hasattr(argnums, "__iter__"):
-        nums = None
-    else:
-        nums = tuple(argnums)
-    if nums is None or any(not isinstance(i, int) or isinstance(i, bool) for i in nums):
-        raise TypeError(f"{fun_name}: {option} must be an int or a sequence of ints, got "
-                        f"{argnums!r:.60} ({type(argnums).__name__})")
     out = []
-    for i in map(int, nums):
+    for i in map(int, _index_tuple(option, argnums, int, fun_name)):
         j = i + nargs if i < 0 else i
         if not 0 <= j < nargs:
             raise ValueError(f"{fun_name}: {option[:-1]} {i} is out of range for a call with "

@@ -53,3 +53,13 @@ def gpu():
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(f"CI must run the GPU tests, but: {e}")
         pytest.skip(str(e))
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """A private, empty cache directory for one test (caching on)."""
+    d = tmp_path / "fgcache"
+    monkeypatch.setenv("FUNGRAD_CACHE_DIR", str(d))
+    monkeypatch.delenv("FUNGRAD_DISABLE_CACHE", raising=False)
+    monkeypatch.delenv("FUNGRAD_CACHE_MAX_BYTES", raising=False)
+    return d

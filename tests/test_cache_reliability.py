@@ -42,15 +42,6 @@ def key_of(scale, shift):
                            features=h.features, pipeline=cpu._pipeline_options(0))
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    d = tmp_path / "fgcache"
-    monkeypatch.setenv("FUNGRAD_CACHE_DIR", str(d))
-    monkeypatch.delenv("FUNGRAD_DISABLE_CACHE", raising=False)
-    monkeypatch.delenv("FUNGRAD_CACHE_MAX_BYTES", raising=False)
-    return d
-
-
 X = np.linspace(-4, 4, 37, dtype=np.float32)
 
 

@@ -44,16 +44,6 @@ exit:
 """
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    """A private, empty cache directory for one test (caching on)."""
-    d = tmp_path / "fgcache"
-    monkeypatch.setenv("FUNGRAD_CACHE_DIR", str(d))
-    monkeypatch.delenv("FUNGRAD_DISABLE_CACHE", raising=False)
-    monkeypatch.delenv("FUNGRAD_CACHE_MAX_BYTES", raising=False)
-    return d
-
-
 def entries(d):
     return sorted(d.glob("*.fgo")) if d.exists() else []
 

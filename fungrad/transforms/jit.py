@@ -289,9 +289,9 @@ def _fun_location(fun) -> str:
     return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else "<unknown>"
 
 
-def _index_tuple(what: str, value, kind) -> tuple:
+def _index_tuple(what: str, value, kind, fun_name: str = "jit") -> tuple:
     """``static_argnums``-like options as a tuple: one ``kind`` (int or str) or a sequence of
-    them; anything else is a TypeError naming the option."""
+    them; anything else is a TypeError naming ``fun_name`` and the option."""
     noun = "int" if kind is int else "string"
     if isinstance(value, kind) and not isinstance(value, bool):
         return (value,)
@@ -300,7 +300,7 @@ def _index_tuple(what: str, value, kind) -> tuple:
     else:
         items = tuple(value)
     if items is None or any(not isinstance(v, kind) or isinstance(v, bool) for v in items):
-        raise TypeError(f"jit: {what} must be {'an' if kind is int else 'a'} {noun} or a "
+        raise TypeError(f"{fun_name}: {what} must be {'an' if kind is int else 'a'} {noun} or a "
                         f"sequence of {noun}s, got "
                         f"{value!r:.60} ({type(value).__name__})")
     return items

@@ -13,6 +13,7 @@ seed) or :class:`DrawChooser` (hypothesis, which then shrinks a failing program'
 
 from __future__ import annotations
 
+import abc
 import collections
 import contextlib
 import random
@@ -39,11 +40,12 @@ KNOWN_ISSUES = {
 }
 
 
-class Chooser:
+class Chooser(abc.ABC):
     """Where a generator's choices come from."""
 
+    @abc.abstractmethod
     def integer(self, lo: int, hi: int) -> int:
-        raise NotImplementedError
+        """An integer in [lo, hi]."""
 
     def choice(self, seq):
         seq = list(seq)

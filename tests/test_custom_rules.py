@@ -134,3 +134,78 @@ def test_checkpoint_dots_saveable_policy():
     shapes = sorted(a.shape for a, _ in saved_residuals(f, x))
     assert (4, 8) in shapes
     assert len(saved_residuals(f, x)) < len(saved_residuals(net, x))
+
+
+# -- rules that branch on values in Python (JAX's "Custom derivative rules" notebook) ----------
+
+@fg.custom_jvp
+def _branchy(x):
+    if x > 0:
+        return fnp.sin(x)
+    return x
+
+
+@_branchy.defjvp
+def _branchy_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    if x > 0:
+        return _branchy(x), fnp.cos(x) * t
+    return x, 2.0 * t  # deliberately not the true derivative: shows the rule is used
+
+
+@fg.custom_vjp
+def _branchy_vjp(x, y):
+    if x > y:
+        return x * y
+    return x + y
+
+
+def _branchy_fwd(x, y):
+    return _branchy_vjp(x, y), (x, y)
+
+
+def _branchy_bwd(res, g):
+    x, y = res
+    if x > y:
+        return g * y, g * x
+    return g, g
+
+
+_branchy_vjp.defvjp(_branchy_fwd, _branchy_bwd)
+
+
+@pytest.mark.parametrize("x", [1.3, -0.7])
+def test_custom_jvp_python_branch_outside_jit(x):
+    pos = x > 0
+    want_f = np.sin(np.float32(x)) if pos else np.float32(x)
+    want_d = np.cos(np.float32(x)) if pos else 2.0
+    np.testing.assert_allclose(float(_branchy(x)), want_f, rtol=1e-6)
+    assert isinstance(_branchy(x), fg.Array)
+    np.testing.assert_allclose(float(fg.grad(_branchy)(x)), want_d, rtol=1e-6)
+    out, t = fg.jvp(_branchy, (x,), (3.0,))
+    np.testing.assert_allclose([float(out), float(t)], [want_f, 3 * want_d], rtol=1e-6)
+    (ct,) = fg.vjp(_branchy, x)[1](1.0)
+    np.testing.assert_allclose(float(ct), want_d, rtol=1e-6)
+    # A composite around it, and the rule differentiated again (its own Python branch).
+    np.testing.assert_allclose(float(fg.grad(lambda a: _branchy(a) * a)(x)),
+                               want_d * x + want_f, rtol=1e-5)
+    want_dd = -np.sin(np.float32(x)) if pos else 0.0
+    np.testing.assert_allclose(float(fg.grad(fg.grad(_branchy))(x)), want_dd, atol=1e-6)
+
+
+def test_custom_vjp_python_branch_outside_jit():
+    assert float(_branchy_vjp(2.0, 1.0)) == 2.0
+    gx, gy = fg.grad(_branchy_vjp, (0, 1))(2.0, 1.0)
+    assert (float(gx), float(gy)) == (1.0, 2.0)
+    gx, gy = fg.grad(_branchy_vjp, (0, 1))(0.0, 1.0)
+    assert (float(gx), float(gy)) == (1.0, 1.0)
+    assert float(fg.grad(lambda a: _branchy_vjp(a, 1.0) ** 2)(3.0)) == 6.0
+
+
+def test_python_branch_under_jit_or_vmap_is_a_concretization_error():
+    # Staged or batched, the value is unknown: JAX raises too (TracerBoolConversionError,
+    # a ConcretizationTypeError).
+    for fun, arg in ((fg.jit(_branchy), 1.0), (fg.jit(fg.grad(_branchy)), 1.0),
+                     (fg.vmap(_branchy), fnp.ones(2)), (fg.vmap(fg.grad(_branchy)), fnp.ones(2))):
+        with pytest.raises(fg.ConcretizationTypeError):
+            fun(arg)

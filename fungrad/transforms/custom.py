@@ -11,6 +11,12 @@ own: forward-mode differentiation of a custom_vjp function is an error, as in JA
 
 Both work under ``vmap`` (their batch rules batch the function and the rules) and ``jit``.
 Arguments listed in ``nondiff_argnums`` are static Python values passed first to the rules.
+
+The function is traced to a jaxpr when it is called. When that fails because it branches on a
+value in Python (``if x > 0:``) and every enclosing transform computes its primal for real
+(no transform, or eager grad / jvp / vjp / linearize), it runs on the concrete values instead,
+as in JAX: the primitive then holds an :class:`_EagerCall` in place of the jaxpr, and the
+rules see concrete primals too.
 """
 
 from __future__ import annotations
@@ -59,6 +65,55 @@ def _check_outputs(what, expected_tree, expected_avals, tree, leaves, fix):
                             f"{a.strip_weak_type().str_short()} (to match the primal). {fix}")
 
 
+class _EagerCall:
+    """Stands in for the ``call_jaxpr`` of a custom function that could not be traced because
+    it needs concrete values: the function's flat outputs, computed once on the concrete
+    inputs it was called with. ``out_avals`` and the impl (below) read them."""
+
+    __slots__ = ("outs",)
+
+    def __init__(self, outs):
+        self.outs = outs
+
+    @property
+    def out_avals(self):
+        return [get_aval(o) for o in self.outs]
+
+
+def _call_impl(call_jaxpr, args):
+    """The impl shared by custom_jvp_call and custom_vjp_call: run the function."""
+    if type(call_jaxpr) is _EagerCall:
+        return [o._value for o in call_jaxpr.outs]
+    return core.eval_closed_jaxpr_impl(call_jaxpr, *args)
+
+
+def _concrete_trace_types():
+    from fungrad.transforms.jvp import JVPTrace
+    from fungrad.transforms.partial_eval import PartialEvalTrace, TapeTrace
+    return (core.EvalTrace, JVPTrace, TapeTrace, PartialEvalTrace)
+
+
+def _concrete_values(leaves):
+    """The leaves as concrete Arrays when every active transform computes its primal for real
+    (see the module docstring); None when one stages or batches, or a leaf is abstract."""
+    from fungrad.array import Array
+    allowed = _concrete_trace_types()
+    t = core.current_trace()
+    while t is not None:
+        if type(t) not in allowed:
+            return None
+        t = t.parent
+    out = []
+    for x in leaves:
+        if isinstance(x, core.Tracer):
+            v = x.to_concrete_value()
+            if v is None:
+                return None
+            x = Array(v)
+        out.append(x)
+    return out
+
+
 def _closure_error(name):
     return TypeError(f"{name}: the function closes over a value that is being differentiated. "
                      "Pass that value as an explicit argument of the custom_jvp/custom_vjp "
@@ -68,7 +123,7 @@ def _closure_error(name):
 # -- custom_jvp -------------------------------------------------------------------------------
 
 def _custom_jvp_call_impl(*args, call_jaxpr, jvp, num_consts, symbolic_zeros):
-    return core.eval_closed_jaxpr_impl(call_jaxpr, *args)
+    return _call_impl(call_jaxpr, args)
 
 
 def _custom_jvp_call_abstract_eval(*avals, call_jaxpr, jvp, num_consts, symbolic_zeros):
@@ -153,9 +208,27 @@ class _CustomFunction:
         def merge(d):
             return _merge(static, d, nondiff, n)
 
-        closed, hoisted, out_tree = trace_body(lambda *d: self.fun(*merge(d)), in_tree,
-                                               [get_aval(x) for x in leaves], name)
+        try:
+            closed, hoisted, out_tree = trace_body(lambda *d: self.fun(*merge(d)), in_tree,
+                                                   [get_aval(x) for x in leaves], name)
+        except core.ConcretizationTypeError:
+            concrete = _concrete_values(leaves)
+            if concrete is None:
+                raise
+            closed, out_tree = self._run_concrete(name, concrete, in_tree, merge)
+            hoisted = []
         return name, static, dyn, leaves, in_tree, closed, hoisted, out_tree, merge
+
+    def _run_concrete(self, name, concrete, in_tree, merge):
+        """Run the function on concrete values: ``(_EagerCall, out_tree)``."""
+        from fungrad.transforms.autodiff import _as_array
+        try:
+            with core.eval_context():
+                out = self.fun(*merge(tree_util.tree_unflatten(in_tree, concrete)))
+        except core.UnexpectedTracerError:
+            raise _closure_error(type(self).__name__) from None
+        out_flat, out_tree = tree_util.tree_flatten(out)
+        return _EagerCall([_as_array(o, name) for o in out_flat]), out_tree
 
 
 class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
@@ -249,7 +322,7 @@ def _zero_tangent_value(z: Zero):
 # -- custom_vjp -------------------------------------------------------------------------------
 
 def _custom_vjp_call_impl(*args, call_jaxpr, fwd, bwd, num_consts, out_avals):
-    return core.eval_closed_jaxpr_impl(call_jaxpr, *args)
+    return _call_impl(call_jaxpr, args)
 
 
 def _custom_vjp_call_abstract_eval(*avals, call_jaxpr, fwd, bwd, num_consts, out_avals):

@@ -1,0 +1,171 @@
+"""Run JAX programs on fungrad: ``import jax`` (and every ``jax.*`` module) resolves to fungrad.
+
+    python -m fungrad.compat script.py [args]   # like ``python script.py``, jax -> fungrad
+
+    import fungrad.compat
+    fungrad.compat.enable()                      # the same in this process
+    import jax.numpy as jnp                      # fungrad.numpy, behind a thin module proxy
+    fungrad.compat.disable()
+
+A ``sys.meta_path`` finder maps the module ``jax.X.Y`` to ``fungrad.X.Y`` (``jax.test_util``
+is ``fungrad.testing``, the one module fungrad names differently), so a module added to fungrad
+is found with no change here. Each ``jax`` module is a proxy whose attributes are read from its
+fungrad module at every access (monkeypatching fungrad is seen). A name fungrad lacks is never
+replaced by a stand-in: ``jax.numpy.foo`` raises AttributeError and ``import jax.sharding``
+ModuleNotFoundError, both saying that fungrad does not provide it (see docs/porting.md).
+``jaxlib`` has no fungrad counterpart; importing it says so.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import types
+
+__all__ = ["disable", "enable", "enabled", "fungrad_module_name"]
+
+_HELP = "(running JAX code through fungrad.compat); see docs/porting.md"
+
+# jax modules whose fungrad module has another name; every other jax.X.Y is fungrad.X.Y.
+_MODULE_ALIASES = {"jax.test_util": "fungrad.testing"}
+
+
+def fungrad_module_name(jax_name: str) -> str:
+    """The fungrad module that stands for the jax module ``jax_name`` (``jax.numpy`` ->
+    ``fungrad.numpy``, ``jax.test_util`` -> ``fungrad.testing``)."""
+    for jax_prefix, fg_prefix in _MODULE_ALIASES.items():
+        if jax_name == jax_prefix or jax_name.startswith(jax_prefix + "."):
+            return fg_prefix + jax_name[len(jax_prefix):]
+    if jax_name != "jax" and not jax_name.startswith("jax."):
+        raise ValueError(f"fungrad_module_name: {jax_name!r} is not a jax module name")
+    return "fungrad" + jax_name[len("jax"):]
+
+
+def _not_provided(jax_name: str) -> str:
+    return f"{jax_name} is not provided by fungrad {_HELP}"
+
+
+class _JaxModule(types.ModuleType):
+    """The module ``jax.X`` seen by a JAX program: every attribute is read from its fungrad
+    module; a submodule is returned as its own proxy so its missing names are reported too."""
+
+    def __init__(self, name: str, target: types.ModuleType):
+        super().__init__(name, target.__doc__)
+        self.__dict__["_fungrad_module"] = target
+
+    def __getattr__(self, attr: str):
+        target = self.__dict__["_fungrad_module"]
+        if attr.startswith("__") and attr.endswith("__"):
+            try:
+                return getattr(target, attr)
+            except AttributeError:
+                raise AttributeError(f"module {self.__name__!r} has no attribute {attr!r}",
+                                     name=attr, obj=self) from None
+        child = f"{self.__name__}.{attr}"
+        try:
+            value = getattr(target, attr)
+        except AttributeError:
+            if _fungrad_submodule(fungrad_module_name(child)) is None:
+                raise AttributeError(
+                    _not_provided(child), name=attr, obj=self
+                ) from None
+            return importlib.import_module(child)
+        if isinstance(value, types.ModuleType) and value.__name__ == fungrad_module_name(child):
+            return importlib.import_module(child)
+        return value
+
+    def __dir__(self):
+        return sorted(set(dir(self.__dict__["_fungrad_module"])) | set(self.__dict__))
+
+    def __repr__(self) -> str:
+        return f"<module {self.__name__!r} (fungrad.compat: {self._fungrad_module.__name__})>"
+
+
+def _fungrad_submodule(fg_name: str):
+    """The import spec of fungrad module ``fg_name``, or None where there is none (its parent
+    is not a package, or has no such file)."""
+    try:
+        return importlib.util.find_spec(fg_name)
+    except (ModuleNotFoundError, ValueError):
+        return None
+
+
+class _JaxLoader(importlib.abc.Loader):
+    def __init__(self, target: types.ModuleType):
+        self.target = target
+
+    def create_module(self, spec):
+        return _JaxModule(spec.name, self.target)
+
+    def exec_module(self, module):
+        pass  # the proxy reads everything from the fungrad module, which is already imported
+
+
+class _JaxFinder(importlib.abc.MetaPathFinder):
+    """Finds ``jax`` and ``jax.*`` as proxies of fungrad's modules; refuses ``jaxlib``."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        root = fullname.partition(".")[0]
+        if root == "jaxlib":
+            raise ModuleNotFoundError(
+                f"{fullname} is not provided by fungrad {_HELP}; fungrad compiles with llvmlite "
+                "and wgpu and has no jaxlib", name=fullname)
+        if root != "jax":
+            return None
+        fg_name = fungrad_module_name(fullname)
+        module = _resolve(fullname, fg_name)
+        # Every proxy is a package (an empty __path__), so ``from jax.random import foo`` of a
+        # missing ``foo`` asks this finder and gets its message rather than a generic one.
+        return importlib.util.spec_from_loader(fullname, _JaxLoader(module), is_package=True)
+
+
+def _resolve(jax_name: str, fg_name: str) -> types.ModuleType:
+    """Import fungrad module ``fg_name`` for ``jax_name``, or raise ModuleNotFoundError."""
+    parent_name, _, attr = fg_name.rpartition(".")
+    if parent_name:
+        parent = importlib.import_module(parent_name)
+        value = parent.__dict__.get(attr)
+        if value is not None and not isinstance(value, types.ModuleType):
+            # e.g. ``import jax.config``: config is an object, in JAX as in fungrad.
+            raise ModuleNotFoundError(
+                f"{jax_name} is not a module (in JAX as in fungrad): {parent_name}.{attr} is a "
+                f"{type(value).__name__} object; use it as an attribute, e.g. "
+                f"`from {jax_name.rpartition('.')[0]} import {attr}` {_HELP}", name=fg_name)
+        if isinstance(value, types.ModuleType):
+            return value
+    if _fungrad_submodule(fg_name) is None:
+        raise ModuleNotFoundError(_not_provided(jax_name), name=fg_name)
+    return importlib.import_module(fg_name)
+
+
+_FINDER = _JaxFinder()
+
+
+def enabled() -> bool:
+    """Whether ``import jax`` currently resolves to fungrad in this process."""
+    return _FINDER in sys.meta_path
+
+
+def enable() -> None:
+    """Make ``import jax`` and ``import jax.*`` resolve to fungrad's modules in this process
+    (idempotent). Call it before anything imports the real jax."""
+    if enabled():
+        return
+    for name in ("jax", "jaxlib"):
+        mod = sys.modules.get(name)
+        if mod is not None and not isinstance(mod, _JaxModule):
+            raise RuntimeError(
+                f"fungrad.compat.enable: the real {name} is already imported (from "
+                f"{getattr(mod, '__file__', '?')}); call enable() before anything imports jax")
+    sys.meta_path.insert(0, _FINDER)
+
+
+def disable() -> None:
+    """Undo :func:`enable`: forget the ``jax`` proxies (objects already bound keep working)."""
+    while _FINDER in sys.meta_path:
+        sys.meta_path.remove(_FINDER)
+    for name, mod in list(sys.modules.items()):
+        if isinstance(mod, _JaxModule):
+            del sys.modules[name]

@@ -128,8 +128,8 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     a_is_mat, b_is_mat = len(a_shape) > 1, len(b_shape) > 1
     b_contract = len(b_shape) - 2 if b_is_mat else 0
     if a_shape[-1] != b_shape[b_contract]:
-        raise ValueError(f"matmul: contraction dimensions do not match: {a_shape} @ {b_shape} "
-                         f"({a_shape[-1]} != {b_shape[b_contract]})")
+        raise TypeError(f"matmul: contraction dimensions do not match: {a_shape} @ {b_shape} "
+                        f"({a_shape[-1]} != {b_shape[b_contract]})")
     if len(a_shape) <= 2 and len(b_shape) <= 2:  # no batch dims: one dot_general, in order
         out = _dot_general(a, b, ((len(a_shape) - 1,), (b_contract,)), ((), ()), out_dtype,
                            precision)
@@ -187,8 +187,8 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
         return ufuncs.multiply(a, b)
     b_axis = max(b.ndim - 2, 0)
     if a.shape[-1] != b.shape[b_axis]:
-        raise ValueError(f"dot: shapes {a.shape} and {b.shape} not aligned: {a.shape[-1]} "
-                         f"(dim {a.ndim - 1}) != {b.shape[b_axis]} (dim {b_axis})")
+        raise TypeError(f"dot: shapes {a.shape} and {b.shape} not aligned: {a.shape[-1]} "
+                        f"(dim {a.ndim - 1}) != {b.shape[b_axis]} (dim {b_axis})")
     out = _dot_general(a, b, ((a.ndim - 1,), (b_axis,)), ((), ()), out_dtype, precision)
     return _finish(out, out_dtype, weak)
 
@@ -200,8 +200,8 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
     """
     (a, b), out_dtype, weak = _promote("vdot", (a, b), preferred_element_type)
     if a.size != b.size:
-        raise ValueError(f"vdot: operands must have the same size, got shapes {a.shape} "
-                         f"(size {a.size}) and {b.shape} (size {b.size})")
+        raise TypeError(f"vdot: operands must have the same size, got shapes {a.shape} "
+                        f"(size {a.size}) and {b.shape} (size {b.size})")
     out = _dot_general(_ravel(a), _ravel(b), ((0,), (0,)), ((), ()), out_dtype, precision)
     return _finish(out, out_dtype, weak)
 
@@ -234,8 +234,8 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     if a.ndim == 0 or b.ndim == 0:
         return dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
     if a.shape[-1] != b.shape[-1]:
-        raise ValueError(f"inner: last dimensions must match, got shapes {a.shape} and "
-                         f"{b.shape}")
+        raise TypeError(f"inner: last dimensions must match, got shapes {a.shape} and "
+                        f"{b.shape}")
     out = _dot_general(a, b, ((a.ndim - 1,), (b.ndim - 1,)), ((), ()), out_dtype, precision)
     return _finish(out, out_dtype, weak)
 
@@ -280,9 +280,9 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     ax_a, ax_b = _tensordot_axes(a, b, axes)
     for i, j in zip(ax_a, ax_b):
         if a.shape[i] != b.shape[j]:
-            raise ValueError(f"tensordot: shape mismatch along contracted axes: {a.shape} axis "
-                             f"{i} has size {a.shape[i]} but {b.shape} axis {j} has size "
-                             f"{b.shape[j]}")
+            raise TypeError(f"tensordot: shape mismatch along contracted axes: {a.shape} axis "
+                            f"{i} has size {a.shape[i]} but {b.shape} axis {j} has size "
+                            f"{b.shape[j]}")
     out = _dot_general(a, b, (ax_a, ax_b), ((), ()), out_dtype, precision)
     return _finish(out, out_dtype, weak)
 

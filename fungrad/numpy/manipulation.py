@@ -221,8 +221,8 @@ def transpose(a, axes=None):
     else:
         perm = tuple(util.canonicalize_axis(ax, x.ndim, "transpose") for ax in axes)
         if sorted(perm) != list(range(x.ndim)):
-            raise ValueError(f"transpose: axes {tuple(axes)} are not a permutation of the "
-                             f"axes of an array of shape {tuple(x.shape)}")
+            raise TypeError(f"transpose: axes {tuple(axes)} are not a permutation of the "
+                            f"axes of an array of shape {tuple(x.shape)}")
     return x if perm == tuple(range(x.ndim)) else lax.transpose(x, perm)
 
 
@@ -428,7 +428,7 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
     for x in xs:
         if x.ndim != nd or any(d != d0 for i, (d, d0) in enumerate(zip(x.shape, xs[0].shape))
                                if i != axis):
-            raise ValueError(
+            raise TypeError(
                 f"concatenate: array shapes must match except along axis {axis}, got "
                 + ", ".join(str(tuple(y.shape)) for y in xs))
     return xs[0] if len(xs) == 1 else lax.concatenate(xs, axis)

@@ -172,8 +172,11 @@ def promote_dtypes_inexact(*args, fun_name: str = "promote_dtypes_inexact"):
     return args
 
 
-def broadcast_shapes(*shapes, fun_name: str = "broadcast_shapes") -> tuple[int, ...]:
-    """numpy's broadcasting of shapes; ValueError naming the operation and shapes on mismatch."""
+def broadcast_shapes(*shapes, fun_name: str = "broadcast_shapes",
+                     error: type[Exception] = ValueError) -> tuple[int, ...]:
+    """numpy's broadcasting of shapes; on a mismatch ``error`` (ValueError, as
+    ``jnp.broadcast_shapes``; elementwise operators pass TypeError, as JAX's lax shape rules
+    raise) naming the operation and shapes."""
     ndim = max(map(len, shapes), default=0)
     out = []
     for sizes in zip(*[(1,) * (ndim - len(s)) + tuple(s) for s in shapes]):
@@ -181,8 +184,8 @@ def broadcast_shapes(*shapes, fun_name: str = "broadcast_shapes") -> tuple[int, 
         if len(sizes) > 1:
             sizes.discard(1)
             if len(sizes) > 1:
-                raise ValueError(f"{fun_name}: incompatible shapes for broadcasting: "
-                                 + " and ".join(str(tuple(s)) for s in shapes))
+                raise error(f"{fun_name}: incompatible shapes for broadcasting: "
+                            + " and ".join(str(tuple(s)) for s in shapes))
         out.append(sizes.pop())
     return tuple(out)
 
@@ -201,12 +204,13 @@ def broadcast_to_shape(x, shape, fun_name: str = "broadcast_to"):
 
 
 def promote_shapes(fun_name: str, *args):
-    """Broadcast non-scalar args to their common shape (0-d args are left for lax to broadcast)."""
+    """Broadcast non-scalar args to their common shape (0-d args are left for lax to broadcast).
+    A mismatch is a TypeError, as in JAX (``jnp.ones(3) + jnp.ones(4)``)."""
     shapes = [a.shape for a in args]
     nonscalar = [s for s in shapes if s]
     if all(s == nonscalar[0] for s in nonscalar):  # equal shapes, 0-d ones broadcast in lax
         return list(args)
-    result = broadcast_shapes(*shapes, fun_name=fun_name)
+    result = broadcast_shapes(*shapes, fun_name=fun_name, error=TypeError)
     return [a if (not a.shape and result) else broadcast_to_shape(a, result, fun_name)
             for a in args]
 

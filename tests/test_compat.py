@@ -1,0 +1,223 @@
+"""``python -m fungrad.compat script.py`` runs JAX programs on fungrad (fungrad/compat).
+
+Small JAX programs run through the runner in a subprocess; they check their numbers against
+numpy inside (a loop for vmap, the closed form for gradients, eager for jit) and print what the
+test then asserts. Missing names and modules must fail with an error that says fungrad does not
+provide them.
+"""
+
+import subprocess
+import sys
+import textwrap
+import types
+
+import numpy as np
+import pytest
+
+import fungrad
+import fungrad.compat as compat
+import fungrad.numpy as fnp
+
+PORTING = "(running JAX code through fungrad.compat); see docs/porting.md"
+
+
+def run_script(tmp_path, source, *args, name="prog.py", cwd=None):
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(source))
+    return subprocess.run([sys.executable, "-m", "fungrad.compat", str(script), *args],
+                          capture_output=True, text=True, cwd=cwd or tmp_path, timeout=120)
+
+
+def test_runs_a_jax_training_program(tmp_path):
+    # Linear regression by gradient descent, written against JAX's API; the result must be
+    # numpy's least-squares solution.
+    r = run_script(tmp_path, """
+        import jax
+        import jax.numpy as jnp
+        from jax import grad, jit, value_and_grad
+
+        def loss(params, x, y):
+            pred = x @ params["w"] + params["b"]
+            return jnp.mean((pred - y) ** 2)
+
+        @jit
+        def step(params, x, y):
+            l, g = value_and_grad(loss)(params, x, y)
+            return jax.tree_util.tree_map(lambda p, d: p - 0.3 * d, params, g), l
+
+        key = jax.random.PRNGKey(0)
+        kx, kn = jax.random.split(key)
+        x = jax.random.normal(kx, (64, 3))
+        y = x @ jnp.array([1.5, -2.0, 0.5]) + 0.25 + 0.01 * jax.random.normal(kn, (64,))
+        params = {"w": jnp.zeros(3), "b": jnp.zeros(())}
+        for _ in range(300):
+            params, l = step(params, x, y)
+        print(*[float(v) for v in params["w"]], float(params["b"]))
+        import numpy as np
+        np.save("xy.npy", np.concatenate([np.asarray(x), np.asarray(y)[:, None]], axis=1))
+    """)
+    assert r.returncode == 0, r.stderr
+    got = np.array([float(v) for v in r.stdout.split()])
+    xy = np.load(tmp_path / "xy.npy").astype(np.float64)
+    a = np.concatenate([xy[:, :3], np.ones((64, 1))], axis=1)
+    want = np.linalg.lstsq(a, xy[:, 3], rcond=None)[0]
+    np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_import_forms_and_transforms(tmp_path):
+    r = run_script(tmp_path, """
+        import numpy as np
+        import jax
+        import jax.numpy as jnp
+        from jax import numpy as jnp2, lax, random, nn, grad, jit, vmap
+        import jax.scipy.special as jss
+        from jax.scipy.special import erf
+        from jax.test_util import check_grads
+        import fungrad
+
+        assert jnp is jnp2 and jnp is jax.numpy and jax.lax is lax
+        assert jnp.sum is fungrad.numpy.sum and jax.grad is fungrad.grad
+        assert isinstance(jnp.ones(2), jax.Array)
+        x = np.linspace(-1.0, 2.0, 7, dtype=np.float32)
+        f = lambda v: jnp.sum(jnp.sin(v) ** 2)
+        np.testing.assert_allclose(grad(f)(x), 2 * np.sin(x) * np.cos(x), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(jit(f)(x), f(x), rtol=1e-6)
+        np.testing.assert_allclose(vmap(lambda v: lax.mul(v, v))(x), [v * v for v in x])
+        np.testing.assert_allclose(jss.erf(x), erf(x))
+        np.testing.assert_allclose(nn.relu(x), np.maximum(x, 0))
+        check_grads(f, (x,), order=1)
+        key = random.PRNGKey(0)
+        np.testing.assert_array_equal(random.normal(key, (3,)),
+                                      fungrad.random.normal(fungrad.random.PRNGKey(0), (3,)))
+        assert jax.tree_util.tree_leaves({"a": 1, "b": (2, 3)}) == [1, 2, 3]
+        from jax.numpy import *  # noqa: F403  (jnp's __all__ through the proxy)
+        print("ok", repr(jnp))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ok <module 'jax.numpy' (fungrad.compat: fungrad.numpy)>")
+
+
+def test_config_update_enables_x64(tmp_path):
+    r = run_script(tmp_path, """
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        from jax import config
+        print(jnp.arange(3.0).dtype, config is jax.config)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["float64", "True"]
+
+
+def test_runs_like_python_script(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "helper.py").write_text("VALUE = 41\n")
+    r = run_script(tmp_path, """
+        import sys
+        from helper import VALUE  # found because the script's folder is sys.path[0]
+        print(__name__, sys.argv[1:], VALUE + 1)
+        sys.exit(3)
+    """, "a", "--b", name="sub/prog.py", cwd=tmp_path)
+    assert r.returncode == 3, r.stderr
+    assert r.stdout.split() == ["__main__", "['a',", "'--b']", "42"]
+
+
+def test_script_errors_propagate(tmp_path):
+    r = run_script(tmp_path, "raise ValueError('boom from the script')\n")
+    assert r.returncode == 1
+    assert "ValueError: boom from the script" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "fungrad.compat", str(tmp_path / "nope.py")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "can't open file" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "fungrad.compat"], capture_output=True, text=True)
+    assert r.returncode == 2 and "usage: python -m fungrad.compat" in r.stderr
+
+
+def test_module_form(tmp_path):
+    (tmp_path / "jaxprog.py").write_text(
+        "import sys, jax.numpy as jnp\nprint(__name__, sys.argv[1:], int(jnp.sum(jnp.ones(4))))\n")
+    r = subprocess.run([sys.executable, "-m", "fungrad.compat", "-m", "jaxprog", "x"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["__main__", "['x']", "4"]
+
+
+def test_missing_names_say_fungrad_lacks_them(tmp_path):
+    r = run_script(tmp_path, """
+        import jax, jax.numpy as jnp
+
+        def err(f):
+            try:
+                f()
+            except Exception as e:
+                return f"{type(e).__name__}: {e}"
+            return "no error"
+
+        def from_import(stmt):
+            def f():
+                exec(stmt, {})
+            return f
+
+        print(err(lambda: jnp.not_a_jax_name))
+        print(err(from_import("from jax.numpy import not_a_jax_name")))
+        print(err(from_import("from jax.random import not_a_jax_name")))
+        print(err(from_import("import jax.no_such_module")))
+        print(err(from_import("import jax.config")))
+        print(err(from_import("import jaxlib")))
+        print(hasattr(jax, "not_a_jax_name"), hasattr(jnp, "sum"))
+        jnp.not_a_jax_name  # uncaught: the traceback ends with the message
+    """)
+    lines = r.stdout.splitlines()
+    assert lines[0] == (
+        f"AttributeError: jax.numpy.not_a_jax_name is not provided by fungrad {PORTING}")
+    assert lines[1] == (
+        f"ModuleNotFoundError: jax.numpy.not_a_jax_name is not provided by fungrad {PORTING}")
+    assert lines[2] == (
+        f"ModuleNotFoundError: jax.random.not_a_jax_name is not provided by fungrad {PORTING}")
+    assert lines[3] == (
+        f"ModuleNotFoundError: jax.no_such_module is not provided by fungrad {PORTING}")
+    assert lines[4].startswith("ModuleNotFoundError: jax.config is not a module")
+    assert lines[5].startswith(f"ModuleNotFoundError: jaxlib is not provided by fungrad {PORTING}")
+    assert lines[6] == "False True"
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"AttributeError: jax.numpy.not_a_jax_name is not provided by fungrad {PORTING}")
+
+
+def test_enable_disable_in_process():
+    assert "jax" not in sys.modules or isinstance(sys.modules["jax"], compat._JaxModule)
+    compat.enable()
+    try:
+        compat.enable()  # idempotent
+        assert compat.enabled()
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+        assert jnp.add is fnp.add and lax.add is fungrad.lax.add
+        assert jnp.add(jnp.ones(2), 1).tolist() == [2.0, 2.0]
+        assert "sum" in dir(jnp)
+        with pytest.raises(AttributeError, match="jax.numpy.nope is not provided by fungrad"):
+            jnp.nope  # noqa: B018
+        with pytest.raises(ModuleNotFoundError, match="jax.sharding is not provided"):
+            import jax.sharding  # noqa: F401
+        assert jax.__version__ == fungrad.__version__
+    finally:
+        compat.disable()
+    assert not compat.enabled() and "jax" not in sys.modules and "jax.numpy" not in sys.modules
+    assert jnp.sum(jnp.ones(3)) == 3  # objects already bound keep working
+
+
+def test_enable_refuses_a_real_jax_already_imported(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jax", types.ModuleType("jax"))
+    with pytest.raises(RuntimeError, match="real jax is already imported"):
+        compat.enable()
+    assert not compat.enabled()
+
+
+def test_fungrad_module_name():
+    assert compat.fungrad_module_name("jax") == "fungrad"
+    assert compat.fungrad_module_name("jax.scipy.stats.norm") == "fungrad.scipy.stats.norm"
+    assert compat.fungrad_module_name("jax.test_util") == "fungrad.testing"
+    with pytest.raises(ValueError, match="not a jax module name"):
+        compat.fungrad_module_name("jaxfoo")

@@ -6,10 +6,40 @@
 
 __version__ = "0.1.0"
 
-from fungrad import ad_checkpoint, lax, nn, numpy, random, scipy, tree_util  # noqa: E402,F401
-from fungrad.api import block_until_ready, jit, make_jaxpr, vmap  # noqa: E402
+from fungrad import (  # noqa: E402,F401
+    ad_checkpoint,
+    flatten_util,
+    lax,
+    nn,
+    numpy,
+    random,
+    scipy,
+    test_util,
+    tree,
+    tree_util,
+)
+from fungrad.api import (  # noqa: E402
+    ShapeDtypeStruct,
+    block_until_ready,
+    device_get,
+    ensure_compile_time_eval,
+    eval_shape,
+    jit,
+    make_jaxpr,
+    named_call,
+    named_scope,
+    typeof,
+    vmap,
+)
 from fungrad.array import Array  # noqa: E402
-from fungrad.config import config  # noqa: E402
+from fungrad.config import (  # noqa: E402
+    config,
+    default_matmul_precision,
+    disable_jit,
+    enable_checks,
+    enable_x64,
+    explain_cache_misses,
+)
 from fungrad.core import (  # noqa: E402
     ClosedJaxpr,
     ConcretizationTypeError,
@@ -18,7 +48,18 @@ from fungrad.core import (  # noqa: E402
     TracerArrayConversionError,
     UnexpectedTracerError,
 )
-from fungrad.devices import Device, GpuArray, device_put, devices  # noqa: E402
+from fungrad.devices import (  # noqa: E402
+    Device,
+    GpuArray,
+    default_backend,
+    device_count,
+    device_put,
+    devices,
+    local_device_count,
+    local_devices,
+    process_count,
+    process_index,
+)
 from fungrad.lowering.cpu import CompileError  # noqa: E402
 from fungrad.lowering.fusion import LoweringError  # noqa: E402
 from fungrad.transforms.autodiff import (  # noqa: E402
@@ -44,12 +85,15 @@ def stop_gradient(x):
 
 __all__ = [
     "Array", "ClosedJaxpr", "CompileError", "ConcretizationTypeError", "Device", "GpuArray",
-    "Jaxpr", "LoweringError", "ShapedArray",
+    "Jaxpr", "LoweringError", "ShapeDtypeStruct", "ShapedArray",
     "TracerArrayConversionError", "UnexpectedTracerError", "__version__", "ad_checkpoint",
     "block_until_ready", "checkpoint", "checkpoint_policies", "config", "custom_jvp",
-    "custom_vjp", "device_put", "devices", "grad", "hessian", "jacfwd", "jacobian", "jacrev",
-    "jit", "jvp", "lax",
-    "linearize",
-    "make_jaxpr", "nn", "numpy", "random", "remat", "scipy", "stop_gradient", "tree_util",
-    "value_and_grad", "vjp", "vmap",
+    "custom_vjp", "default_backend", "default_matmul_precision", "device_count", "device_get",
+    "device_put", "devices", "disable_jit", "enable_checks", "enable_x64",
+    "ensure_compile_time_eval", "eval_shape", "explain_cache_misses", "flatten_util", "grad",
+    "hessian",
+    "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linearize", "local_device_count",
+    "local_devices", "make_jaxpr", "named_call", "named_scope", "nn", "numpy",
+    "process_count", "process_index", "random", "remat", "scipy", "stop_gradient",
+    "test_util", "tree", "tree_util", "typeof", "value_and_grad", "vjp", "vmap",
 ]

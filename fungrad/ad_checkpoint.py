@@ -1,16 +1,89 @@
 """``fungrad.ad_checkpoint``: rematerialisation (JAX's ``jax.ad_checkpoint``).
 
 ``checkpoint`` / ``remat`` and ``checkpoint_policies`` are defined in
-:mod:`fungrad.transforms.remat`; :func:`saved_residuals` shows what reverse mode keeps.
+:mod:`fungrad.transforms.remat`. Here: :func:`checkpoint_name` (the ``name`` primitive, which
+the name-based policies look for), :func:`saved_residuals` and :func:`print_saved_residuals`
+(what reverse mode keeps), and JAX's policy answers ``Saveable`` / ``Recompute`` /
+``Offloadable``.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from fungrad import core, tree_util
+from fungrad.lowering import kernel
+from fungrad.transforms.jvp import defjvp
 from fungrad.transforms.remat import checkpoint, checkpoint_policies, remat
+from fungrad.transforms.vmap import defvectorized
 
-__all__ = ["checkpoint", "checkpoint_policies", "remat", "saved_residuals"]
+__all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint", "checkpoint_name",
+           "checkpoint_policies", "print_saved_residuals", "remat", "saved_residuals"]
 
+
+class _Answer:
+    """A policy's answer: ``Saveable`` (truthy) or ``Recompute`` (falsy)."""
+
+    def __init__(self, name: str, save: bool):
+        self.name, self.save = name, save
+
+    def __bool__(self):
+        return self.save
+
+    def __repr__(self):
+        return self.name
+
+
+Saveable = _Answer("Saveable", True)
+Recompute = _Answer("Recompute", False)
+
+
+class Offloadable(NamedTuple):
+    """JAX's answer "save in memory ``dst``"; fungrad has one memory, so it means saved."""
+    src: str
+    dst: str
+
+
+# -- checkpoint_name: the ``name`` primitive ------------------------------------------------------
+
+def _name_impl(x, *, name):
+    return x
+
+
+def _name_abstract_eval(x, *, name):
+    return x
+
+
+name_p = core.Primitive("name")
+name_p.impl = _name_impl
+name_p.abstract_eval = _name_abstract_eval
+# The primal is named, its tangent is not (as in JAX): a policy decides about primal values.
+defjvp(name_p, lambda t, x, *, name: t)
+defvectorized(name_p)
+kernel.register_lowering(name_p, lambda ctx, x, **params: x)
+
+
+def checkpoint_name(x, name: str):
+    """``x`` (a pytree of arrays), tagged ``name`` for the checkpoint policies
+    ``save_only_these_names`` and friends (``jax.ad_checkpoint.checkpoint_name``). Outside
+    ``checkpoint`` the tag changes nothing.
+
+    Example::
+
+        def layer(w, x):
+            h = checkpoint_name(fnp.tanh(w @ x), "h")
+            return fnp.sin(h)
+        policy = fg.checkpoint_policies.save_only_these_names("h")
+        fg.grad(lambda w, x: fg.checkpoint(layer, policy=policy)(w, x).sum())(w, x)
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"checkpoint_name: name must be a string, got {type(name).__name__}")
+    from fungrad.lax.utils import operand
+    return tree_util.tree_map(lambda leaf: name_p.bind(operand(leaf, "checkpoint_name"),
+                                                       name=name), x)
+
+
+# -- residuals -----------------------------------------------------------------------------------
 
 def saved_residuals(f, *args, **kwargs) -> list[tuple[core.ShapedArray, str]]:
     """The values reverse-mode differentiation of ``f`` at ``args`` saves for the backward pass,
@@ -33,3 +106,11 @@ def saved_residuals(f, *args, **kwargs) -> list[tuple[core.ShapedArray, str]]:
             "an intermediate value"
         out.append((core.get_aval(c), desc))
     return out
+
+
+def print_saved_residuals(f, *args, **kwargs) -> None:
+    """Print, one per line, the values reverse mode saves for the backward pass of ``f`` at
+    ``args`` (``jax.ad_checkpoint.print_saved_residuals``): shape/dtype and where each comes
+    from."""
+    for aval, desc in saved_residuals(f, *args, **kwargs):
+        print(f"{aval.str_short()} {desc}")

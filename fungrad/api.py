@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from operator import index as operator_index
 
 import numpy as np
 
@@ -95,6 +97,179 @@ def block_until_ready(x):
         if hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()
     return x
+
+
+
+def device_get(x):
+    """The arrays of pytree ``x`` as numpy arrays on the host (``jax.device_get``); other leaves
+    (Python scalars, strings, ...) are returned unchanged."""
+    def get(leaf):
+        if isinstance(leaf, core.Tracer):
+            raise TypeError(f"device_get: got a traced value ({leaf.aval.str_short()}); "
+                            "device_get reads concrete arrays: call it outside jit/grad/vmap")
+        if isinstance(leaf, Array):
+            return np.asarray(leaf)
+        return leaf
+    return tree_util.tree_map(get, x)
+
+
+def typeof(x) -> core.ShapedArray:
+    """The abstract value of ``x`` (``jax.typeof``): a ShapedArray with its shape, dtype and
+    weak type, for an Array, a tracer, a numpy value or a Python scalar."""
+    if not is_arraylike(x):
+        raise TypeError(f"typeof: value of type {type(x).__name__} is not an array; pass an "
+                        "Array, a tracer, a numpy value or a Python scalar")
+    return abstractify(x, "typeof")
+
+
+class ShapeDtypeStruct:
+    """A shape and a dtype standing for an array that need not exist
+    (``jax.ShapeDtypeStruct``): what :func:`eval_shape` takes and returns.
+
+    ``sharding`` is accepted for JAX's signature and must be None (fungrad has one device
+    per backend).
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+
+    def __init__(self, shape, dtype, *, sharding=None, weak_type: bool = False):
+        try:
+            shape = tuple(int(operator_index(d)) for d in shape)
+        except TypeError:
+            raise TypeError(f"ShapeDtypeStruct: shape must be a sequence of integers, got "
+                            f"{shape!r}") from None
+        if dtype is None:
+            raise ValueError("ShapeDtypeStruct: dtype must be given (e.g. "
+                             "ShapeDtypeStruct((2, 3), fnp.float32)), got None")
+        if sharding is not None:
+            raise ValueError("ShapeDtypeStruct: fungrad has no shardings; pass sharding=None")
+        self.shape, self.dtype = shape, np.dtype(dtype)
+        self.weak_type, self.sharding = bool(weak_type), None
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    @property
+    def aval(self) -> core.ShapedArray:
+        from fungrad import dtypes
+        return core.ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype),
+                                self.weak_type)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d ShapeDtypeStruct)")
+        return self.shape[0]
+
+    def __eq__(self, other):
+        return (type(other) is ShapeDtypeStruct and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
+def eval_shape(fun, *args, **kwargs):
+    """The shapes and dtypes ``fun(*args, **kwargs)`` would return, computed by tracing
+    abstractly (nothing is evaluated), as a pytree of :class:`ShapeDtypeStruct`
+    (``jax.eval_shape``). Leaves of ``args`` may be arrays, Python scalars, numpy values or
+    ShapeDtypeStructs (or anything with ``.shape`` and ``.dtype``).
+    """
+    check_callable(fun, "eval_shape", "pass the function to evaluate: eval_shape(f, *args)")
+    name = getattr(fun, "__name__", "fun")
+    flat, in_tree = tree_util.tree_flatten((args, kwargs))
+
+    def aval_of(x):
+        if isinstance(x, ShapeDtypeStruct):
+            return x.aval
+        if not is_arraylike(x) and hasattr(x, "shape") and hasattr(x, "dtype"):
+            return ShapeDtypeStruct(x.shape, x.dtype).aval
+        return abstractify(x, f"eval_shape({name})")
+
+    out_tree = []
+
+    def flat_fun(*tracers):
+        a, kw = tree_util.tree_unflatten(in_tree, tracers)
+        out = fun(*a, **kw)
+        leaves, tree = tree_util.tree_flatten(out)
+        for leaf in leaves:
+            if not is_arraylike(leaf):
+                raise TypeError(f"eval_shape({name}): the function returned a value of type "
+                                f"{type(leaf).__name__}, which is not an array; return arrays "
+                                "(or pytrees of arrays)")
+        out_tree.append(tree)
+        return leaves
+
+    closed = trace_to_jaxpr(flat_fun, [aval_of(x) for x in flat])
+    outs = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
+    return tree_util.tree_unflatten(out_tree[0], outs)
+
+
+def named_call(fun, *, name: str | None = None):
+    """``fun`` under the name ``name`` (``jax.named_call``). JAX uses the name only in
+    profiler and compiler metadata, and fungrad records no such metadata, so the result
+    computes exactly what ``fun`` does."""
+    check_callable(fun, "named_call", "pass the function to name: named_call(f, name='f')")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"named_call: name must be a string, got {type(name).__name__}")
+
+    @functools.wraps(fun)
+    def named_f(*args, **kwargs):
+        return fun(*args, **kwargs)
+    if name is not None:
+        named_f.__name__ = name
+    return named_f
+
+
+@contextlib.contextmanager
+def named_scope(name: str):
+    """A ``with`` block naming the operations inside it (``jax.named_scope``). JAX uses the
+    name only in profiler and compiler metadata, which fungrad does not record, so the block
+    computes exactly what it would without it."""
+    if not isinstance(name, str):
+        raise TypeError("named_scope: the name argument must be a string, got "
+                        f"{type(name).__name__}")
+    yield
+
+
+class _CompileTimeEvalTrace(core.Trace):
+    """Evaluates primitives whose operands are all concrete eagerly, and hands those with a
+    traced operand to the enclosing trace (see :func:`ensure_compile_time_eval`)."""
+
+    def __init__(self, parent: core.Trace):
+        self.parent = parent
+        self.eval_trace = core.EvalTrace()
+
+    def process_primitive(self, primitive, args, params):
+        if any(isinstance(a, core.Tracer) for a in args):
+            with core.set_current_trace(self.parent):
+                return primitive.bind(*args, **params)
+        return self.eval_trace.process_primitive(primitive, args, params)
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+    """A ``with`` block in which operations on concrete values run eagerly even inside ``jit``
+    or another transform, so their results are concrete (usable in Python ``if``, as shapes,
+    ...); operations on traced values are still traced (``jax.ensure_compile_time_eval``).
+
+    Example::
+
+        @fg.jit
+        def f(x):
+            with fg.ensure_compile_time_eval():
+                n = fnp.sin(3.0) > 0       # a concrete bool Array
+            return x * 2 if n else x
+    """
+    trace = core.current_trace()
+    if type(trace) is core.EvalTrace:
+        yield
+        return
+    with core.set_current_trace(_CompileTimeEvalTrace(trace)):
+        yield
 
 
 # -- vmap ---------------------------------------------------------------------------------------

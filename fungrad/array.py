@@ -8,6 +8,8 @@ code behave alike.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from fungrad import core
@@ -72,6 +74,25 @@ class Array:
 
     def block_until_ready(self) -> Array:
         """Wait for the value to be computed (CPU values always are) and return self."""
+        return self
+
+    @property
+    def device(self):
+        """The :class:`~fungrad.Device` holding the value (``jax.Array.device``): the CPU for
+        an Array, the GPU for a :class:`~fungrad.GpuArray`."""
+        from fungrad.devices import CPU
+        return CPU
+
+    def devices(self) -> set:
+        """The set of devices holding the value (``jax.Array.devices()``): one device."""
+        return {self.device}
+
+    def addressable_data(self, index: int) -> Array:
+        """The value held by addressable shard ``index`` (``jax.Array.addressable_data``):
+        fungrad arrays are one shard, so index 0 gives the array itself."""
+        if operator.index(index) != 0:
+            raise ValueError(f"addressable_data: index {index} is out of range; a fungrad "
+                             "array has a single shard (index 0)")
         return self
 
     def item(self, *args):

@@ -1,8 +1,17 @@
 """Global configuration, spelled as JAX spells it: ``fungrad.config.update("enable_x64", True)``.
 
 Options are plain attributes of one ``Config`` object so hot paths read them with a single
-attribute lookup. Each option can also be set from the environment (``FUNGRAD_ENABLE_X64=1``)
-before import.
+attribute lookup. Each option can also be set from the environment before import
+(``FUNGRAD_ENABLE_X64=1``; JAX's spelling ``JAX_ENABLE_X64=1`` too, for the options JAX has).
+
+JAX's option names are aliases: ``config.update("jax_enable_x64", True)``,
+``config.jax_enable_x64``, ``config.read("jax_disable_jit")``. The options JAX exposes at top
+level are also :class:`State` objects (``fungrad.enable_x64``, ``fungrad.enable_checks``,
+``fungrad.default_matmul_precision``): ``with fg.enable_x64(True): ...`` sets the option for
+the block, ``fg.enable_x64.value`` reads it.
+
+NB: JAX's states are thread-local inside a ``with`` block; fungrad's options are process-wide,
+so a ``with`` block changes them for every thread until it exits.
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ _OPTIONS = {
     "enable_x64": False,
     # Check, after every eager primitive, that its numpy impl produced the shape and
     # dtype that its abstract_eval predicts. The test suite turns it on; it is cheap
-    # enough to use while debugging a new primitive.
+    # enough to use while debugging a new primitive. JAX's name: jax_enable_checks.
     "check_impl_avals": False,
     # Do not read or write the on-disk cache of compiled CPU code (fungrad/lowering/cache.py);
     # the environment variable FUNGRAD_DISABLE_CACHE=1 does the same.
@@ -29,16 +38,75 @@ _OPTIONS = {
     # static values...); beyond it the least recently used are dropped (JAX's bound is also
     # 4096). 0 keeps every one.
     "jit_cache_max_entries": 4096,
+    # jit(f)(...) calls f as plain Python (every operation eager), as jax.disable_jit does.
+    "disable_jit": False,
+    # The precision of matrix products when none is given. fungrad always multiplies in the
+    # operands' own dtype at full precision (as JAX does on the CPU), so every accepted value
+    # computes the same; the option exists so that JAX programs setting it run.
+    "default_matmul_precision": None,
+    # The platforms computations may use: fungrad computes on the CPU, and on the GPU only
+    # where jit(f, backend="gpu") asks for it, so only "cpu" (or nothing) is accepted.
+    "platforms": None,
 }
+
+# JAX's option names -> fungrad's.
+_ALIASES = {
+    "jax_enable_x64": "enable_x64",
+    "jax_enable_checks": "check_impl_avals",
+    "jax_disable_jit": "disable_jit",
+    "jax_default_matmul_precision": "default_matmul_precision",
+    "jax_platforms": "platforms",
+    "jax_platform_name": "platforms",
+    "jax_explain_cache_misses": "explain_recompiles",
+}
+
+# JAX's accepted values of jax_default_matmul_precision.
+_PRECISIONS = (None, "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+               "fastest", "bfloat16_3x", "tensorfloat32_3x", "ANY_F8_ANY_F8_F32",
+               "ANY_F8_ANY_F8_F32_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
+               "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "TF32_TF32_F32",
+               "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
+
+
+def _canonical(name: str, fun: str) -> str:
+    if name in _OPTIONS:
+        return name
+    if name in _ALIASES:
+        return _ALIASES[name]
+    known = ", ".join(sorted(_OPTIONS) + sorted(_ALIASES))
+    raise ValueError(f"config.{fun}: unknown option {name!r}; known options: {known}")
+
+
+def _parse_env(name: str, raw: str, default):
+    if isinstance(default, bool):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if default is None:
+        return raw.strip() or None
+    return type(default)(raw)
 
 
 def _from_env(name: str, default):
     raw = os.environ.get("FUNGRAD_" + name.upper())
     if raw is None:
+        for alias, target in _ALIASES.items():
+            if target == name and os.environ.get(alias.upper()) is not None:
+                raw = os.environ[alias.upper()]
+                break
+    if raw is None:
         return default
-    if isinstance(default, bool):
-        return raw.strip().lower() in ("1", "true", "yes", "on")
-    return type(default)(raw)
+    value = _parse_env(name, raw, default)
+    _check_value(name, value, "environment variable")
+    return value
+
+
+def _check_value(name: str, value, where: str) -> None:
+    if name == "default_matmul_precision" and value not in _PRECISIONS:
+        raise ValueError(f"{where}: default_matmul_precision must be one of "
+                         f"{', '.join(map(repr, _PRECISIONS))}; got {value!r}")
+    if name == "platforms" and value not in (None, "", "cpu"):
+        raise ValueError(f"{where}: platforms={value!r}: fungrad computes on the CPU (jit(f, "
+                         "backend='gpu') runs one function on the GPU), so only 'cpu' is "
+                         "accepted; leave the option unset")
 
 
 class Config:
@@ -49,20 +117,36 @@ class Config:
             setattr(self, name, _from_env(name, default))
 
     def update(self, name: str, value) -> None:
-        """Set option ``name`` (JAX's ``jax.config.update``)."""
-        if name not in _OPTIONS:
-            known = ", ".join(sorted(_OPTIONS))
-            raise ValueError(f"config.update: unknown option {name!r}; known options: {known}")
+        """Set option ``name`` (JAX's ``jax.config.update``; JAX's ``jax_*`` names work too)."""
+        name = _canonical(name, "update")
         default = _OPTIONS[name]
-        if isinstance(default, bool) and not isinstance(value, (bool, int)):
-            raise TypeError(f"config.update: option {name!r} takes a bool, got {value!r}")
-        setattr(self, name, type(default)(value))
+        if isinstance(default, bool):
+            if not isinstance(value, (bool, int)):
+                raise TypeError(f"config.update: option {name!r} takes a bool, got {value!r}")
+            value = bool(value)
+        elif default is not None:
+            value = type(default)(value)
+        _check_value(name, value, "config.update")
+        setattr(self, name, value)
 
     def read(self, name: str):
         """The current value of option ``name``."""
-        if name not in _OPTIONS:
-            raise ValueError(f"config.read: unknown option {name!r}")
-        return getattr(self, name)
+        return getattr(self, _canonical(name, "read"))
+
+    @property
+    def values(self) -> dict:
+        """Every option's current value, under JAX's names where JAX has the option."""
+        out = {k: getattr(self, k) for k in _OPTIONS}
+        out.update({alias: getattr(self, target) for alias, target in _ALIASES.items()})
+        return out
+
+    def __getattr__(self, name: str):
+        # Only reached for names that are not attributes: JAX's ``config.jax_enable_x64``.
+        target = _ALIASES.get(name)
+        if target is None:
+            raise AttributeError(f"fungrad.config has no option {name!r}; known options: "
+                                 f"{', '.join(sorted(_OPTIONS) + sorted(_ALIASES))}")
+        return getattr(self, target)
 
     def __repr__(self) -> str:
         items = ", ".join(f"{k}={getattr(self, k)!r}" for k in _OPTIONS)
@@ -70,3 +154,62 @@ class Config:
 
 
 config = Config()
+
+
+class _Restore:
+    """A ``with`` block that sets one option and restores its previous value on exit."""
+
+    __slots__ = ("name", "value", "saved")
+
+    def __init__(self, name: str, value):
+        self.name, self.value = name, value
+
+    def __enter__(self):
+        self.saved = getattr(config, self.name)
+        config.update(self.name, self.value)
+        return self
+
+    def __exit__(self, *exc):
+        setattr(config, self.name, self.saved)
+        return False
+
+
+class State:
+    """One option as JAX's top-level ``jax.enable_x64`` etc.: calling it gives a context
+    manager (``with fg.enable_x64(True):``; without an argument it uses ``default_value``),
+    ``.value`` reads the option."""
+
+    def __init__(self, name: str, jax_name: str, default_value):
+        self._option = name
+        self.name = jax_name
+        self._default_context_manager_value = default_value
+
+    @property
+    def value(self):
+        return getattr(config, self._option)
+
+    def __call__(self, new_val=None):
+        if new_val is None:
+            new_val = self._default_context_manager_value
+        return _Restore(self._option, new_val)
+
+    def __bool__(self):
+        raise TypeError(f"bool({self.name}) is ambiguous: read {self.name}.value, or use "
+                        f"`with {self.name.removeprefix('jax_')}(...)` as a context manager")
+
+    def __repr__(self):
+        return f"State({self.name}={self.value!r})"
+
+
+enable_x64 = State("enable_x64", "jax_enable_x64", True)
+enable_checks = State("check_impl_avals", "jax_enable_checks", True)
+default_matmul_precision = State("default_matmul_precision", "jax_default_matmul_precision",
+                                 None)
+explain_cache_misses = State("explain_recompiles", "jax_explain_cache_misses", True)
+
+
+def disable_jit(disable: bool = True):
+    """A ``with`` block in which ``jit(f)(...)`` calls ``f`` as plain Python, every operation
+    eager, so ``print`` shows values and a debugger can step through it (``jax.disable_jit``).
+    """
+    return _Restore("disable_jit", bool(disable))

@@ -156,3 +156,42 @@ def device_put(x, device=None, *, backend: str | None = None):
             return Array(np.array(leaf._value), leaf.weak_type)
         return leaf if isinstance(leaf, Array) else operand(leaf, "device_put")
     return tree_util.tree_map(put, x)
+
+
+def default_backend() -> str:
+    """The platform computations run on when ``jit`` is given no backend: ``"cpu"``
+    (``jax.default_backend``)."""
+    return "cpu"
+
+
+def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
+    """The devices of ``backend`` (the default backend, the CPU, when None) attached to this
+    process (``jax.local_devices``); fungrad runs as one process, so ``process_index`` may only
+    be None or 0."""
+    if process_index not in (None, 0):
+        raise ValueError(f"local_devices: process_index={process_index!r}, but fungrad runs as "
+                         "a single process (index 0)")
+    return devices(backend or default_backend())
+
+
+def device_count(backend: str | None = None) -> int:
+    """How many devices ``backend`` (the default backend, the CPU, when None) has
+    (``jax.device_count``)."""
+    return len(devices(backend or default_backend()))
+
+
+def local_device_count(backend: str | None = None) -> int:
+    """How many devices of ``backend`` this process has (``jax.local_device_count``): the same
+    as :func:`device_count`, since fungrad runs as one process."""
+    return device_count(backend)
+
+
+def process_index(backend: str | None = None) -> int:
+    """This process's index among the processes of a computation (``jax.process_index``):
+    always 0, fungrad runs as one process."""
+    return 0
+
+
+def process_count(backend: str | None = None) -> int:
+    """How many processes take part in a computation (``jax.process_count``): always 1."""
+    return 1

@@ -720,6 +720,8 @@ class _JitFunction:
 
     def call(self, args, kwargs):
         """The general path: any arguments, any trace."""
+        if config.disable_jit:  # fungrad.disable_jit(): run the function as plain Python
+            return self.fun(*args, **kwargs)
         c, leaves, avals, traced = self.prepare(args, kwargs)
         top = type(core.current_trace()) is EvalTrace and not traced.hoisted and not any(
             isinstance(x, core.Tracer) for x in leaves)
@@ -956,13 +958,13 @@ def jit(fun=_NOT_SPECIFIED, *, static_argnums=(), static_argnames=(), donate_arg
 
     if info.has_options:
         fast, layouts = info.fast, info.layouts
-        state = _trace_state
+        state, cfg = _trace_state, config
         aval_of = _aval_of
 
         def jitted(*args, **kwargs):
             # The hot path with static or donated arguments: the key holds each static value
             # (with its type) and each dynamic Array's aval.
-            if type(state.trace) is EvalTrace and not kwargs:
+            if type(state.trace) is EvalTrace and not kwargs and not cfg.disable_jit:
                 n = len(args)
                 layout = layouts.get(n)
                 if layout is not None:
@@ -981,14 +983,14 @@ def jit(fun=_NOT_SPECIFIED, *, static_argnums=(), static_argnames=(), donate_arg
             return general(args, kwargs)
     else:
         fast, last, trees = info.fast, info.last, info.fast_trees
-        state = _trace_state
+        state, cfg = _trace_state, config
         aval_of = _aval_of
 
         def jitted(*args, **kwargs):
             # The hot path: Arrays only, no transform active, a signature seen before. A
             # one-argument function first compares the aval with the last one by identity,
             # skipping the dict's (Python-level) ShapedArray hash.
-            if type(state.trace) is EvalTrace and not kwargs:
+            if type(state.trace) is EvalTrace and not kwargs and not cfg.disable_jit:
                 x64 = config.enable_x64
                 try:
                     if len(args) == 1:

@@ -7,10 +7,18 @@ intermediates are saved as residuals; the others are recomputed inside the unkno
 stays a ``checkpoint`` equation of the linear jaxpr. Transposing it evaluates the recomputation
 forward, then runs the backward pass.
 
-Policies (``fungrad.checkpoint_policies``), called as ``policy(primitive, *avals, **params)``:
+Policies (``fungrad.checkpoint_policies``), called as ``policy(primitive, *avals, **params)``
+and returning whether that equation's output may be saved (truthy; ``Recompute`` is falsy):
 ``nothing_saveable`` (the default: save only the inputs), ``everything_saveable`` (no
 rematerialisation), ``dots_saveable`` / ``checkpoint_dots`` (save matmul outputs),
-``dots_with_no_batch_dims_saveable``.
+``dots_with_no_batch_dims_saveable`` / ``checkpoint_dots_with_no_batch_dims``, and for values
+named with ``fungrad.ad_checkpoint.checkpoint_name`` (the ``name`` primitive):
+``save_only_these_names``, ``save_any_names_but_these``, ``save_anything_except_these_names``;
+``save_from_both_policies`` saves what either of two policies saves.
+
+NB: JAX's offloading policies (``save_and_offload_only_these_names``,
+``offload_dot_with_no_batch_dims``) move residuals to another memory space; fungrad has one
+memory per backend, so an offloaded value is simply saved.
 """
 
 from __future__ import annotations
@@ -46,12 +54,80 @@ def _dots_with_no_batch_dims_saveable(prim, *avals, **params):
     return not lhs_batch
 
 
+def _names(fun: str, names) -> frozenset:
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"checkpoint_policies.{fun}: names must be strings (the names given "
+                            f"to checkpoint_name), got {n!r}")
+    return frozenset(names)
+
+
+def save_only_these_names(*names_which_can_be_saved):
+    """A policy saving only the values named (``checkpoint_name``) with one of these names."""
+    names = _names("save_only_these_names", names_which_can_be_saved)
+
+    def policy(prim, *avals, **params):
+        return prim.name == "name" and params["name"] in names
+    return policy
+
+
+def save_any_names_but_these(*names_not_to_save):
+    """A policy saving every named value except those with one of these names; unnamed values
+    are recomputed."""
+    names = _names("save_any_names_but_these", names_not_to_save)
+
+    def policy(prim, *avals, **params):
+        return prim.name == "name" and params["name"] not in names
+    return policy
+
+
+def save_anything_except_these_names(*names_not_to_save):
+    """A policy saving every value except those named with one of these names."""
+    names = _names("save_anything_except_these_names", names_not_to_save)
+
+    def policy(prim, *avals, **params):
+        return prim.name != "name" or params["name"] not in names
+    return policy
+
+
+def save_from_both_policies(policy_1, policy_2):
+    """A policy saving what either ``policy_1`` or ``policy_2`` saves."""
+    for p in (policy_1, policy_2):
+        check_callable(p, "checkpoint_policies.save_from_both_policies",
+                       "pass two policies, e.g. (dots_saveable, save_only_these_names('h'))")
+
+    def policy(prim, *avals, **params):
+        return bool(policy_1(prim, *avals, **params)) or bool(policy_2(prim, *avals, **params))
+    return policy
+
+
+def save_and_offload_only_these_names(*, names_which_can_be_saved, names_which_can_be_offloaded,
+                                      offload_src="device", offload_dst="pinned_host"):
+    """JAX's offloading policy: values with the names of either list are saved (fungrad has
+    one memory, so offloading is saving); the others are recomputed."""
+    names = (_names("save_and_offload_only_these_names", names_which_can_be_saved)
+             | _names("save_and_offload_only_these_names", names_which_can_be_offloaded))
+    return save_only_these_names(*names)
+
+
+def offload_dot_with_no_batch_dims(offload_src="device", offload_dst="pinned_host"):
+    """JAX's offloading ``dots_with_no_batch_dims_saveable``: fungrad saves those products."""
+    return _dots_with_no_batch_dims_saveable
+
+
 checkpoint_policies = types.SimpleNamespace(
     everything_saveable=_everything_saveable,
     nothing_saveable=_nothing_saveable,
     dots_saveable=_dots_saveable,
     checkpoint_dots=_dots_saveable,
     dots_with_no_batch_dims_saveable=_dots_with_no_batch_dims_saveable,
+    checkpoint_dots_with_no_batch_dims=_dots_with_no_batch_dims_saveable,
+    save_only_these_names=save_only_these_names,
+    save_any_names_but_these=save_any_names_but_these,
+    save_anything_except_these_names=save_anything_except_these_names,
+    save_from_both_policies=save_from_both_policies,
+    save_and_offload_only_these_names=save_and_offload_only_these_names,
+    offload_dot_with_no_batch_dims=offload_dot_with_no_batch_dims,
 )
 
 
@@ -133,7 +209,7 @@ def _partial_eval_with_policy(closed: core.ClosedJaxpr, in_unknowns, policy):
     out_unknowns = [type(v) is core.Var and v in unknown_vars for v in j.outvars]
 
     def saveable(eqn):
-        return policy(eqn.primitive, *[x.aval for x in eqn.invars], **eqn.params)
+        return bool(policy(eqn.primitive, *[x.aval for x in eqn.invars], **eqn.params))
 
     residuals: list[core.Var] = []
     recompute: set[int] = set()

@@ -68,6 +68,25 @@ def canonicalize_dtype(dtype) -> np.dtype:
     return dt
 
 
+def check_user_dtype(dtype, fun_name: str, stacklevel: int = 3) -> np.dtype:
+    """Canonicalize a dtype the user asked for by name in ``fun_name`` (``zeros(3,
+    dtype=float64)``, ``astype``...). Without x64 a 64-bit dtype becomes 32-bit, as
+    everywhere, but here the user said so explicitly: warn (UserWarning, as JAX does), naming
+    the option that keeps 64 bits. Python's ``int``/``float`` mean "the default type" and do
+    not warn."""
+    dt = canonicalize_dtype(dtype)
+    if not config.enable_x64 and dtype not in (int, float, bool, complex) \
+            and np.dtype(dtype) in _X64_TO_32:
+        import warnings
+        warnings.warn(
+            f"{fun_name}: explicitly requested dtype {np.dtype(dtype)} is not available "
+            f"without 64-bit mode and is truncated to {dt}. Enable 64-bit types with "
+            "fungrad.config.update('enable_x64', True) (JAX's name 'jax_enable_x64' works "
+            "too) or FUNGRAD_ENABLE_X64=1 in the environment.", UserWarning,
+            stacklevel=stacklevel)
+    return dt
+
+
 _CANONICAL_32 = {dt: _X64_TO_32.get(dt, dt) for dt in SUPPORTED}
 _CANONICAL_X64 = {dt: dt for dt in SUPPORTED}
 

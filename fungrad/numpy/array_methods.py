@@ -163,9 +163,10 @@ def transpose(self, *axes):
 
 
 def astype(self, dtype, copy: bool = False, device=None):
-    """Cast to ``dtype`` (canonicalised: float64 becomes float32 unless x64 is enabled)."""
+    """Cast to ``dtype`` (canonicalised: float64 becomes float32, with a warning, unless x64
+    is enabled)."""
     del copy, device
-    return lax.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
+    return lax.convert_element_type(self, dtypes.check_user_dtype(dtype, "astype"))
 
 
 def flatten(self, order: str = "C"):

@@ -33,7 +33,7 @@ def _user_dtype(dtype, fun_name: str, shape=None):
         raise TypeError(f"{fun_name}: cannot interpret {dtype!r} as a dtype. Did you mean "
                         f"{fun_name}(({shape}, {dtype})), with the shape as one tuple?")
     try:
-        return dtypes.canonicalize_dtype(dtype)
+        return dtypes.check_user_dtype(dtype, fun_name, stacklevel=4)
     except TypeError as e:
         raise TypeError(f"{fun_name}: {e}") from None
 

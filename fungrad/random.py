@@ -31,7 +31,10 @@ __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "clone", "split", "fold_in", "bits",
     "uniform", "normal", "bernoulli", "randint", "choice", "permutation", "categorical",
     "truncated_normal", "multivariate_normal", "gumbel", "exponential", "laplace", "logistic",
-    "cauchy",
+    "cauchy", "gamma", "loggamma", "beta", "dirichlet", "chisquare", "f", "t", "pareto",
+    "lognormal", "rayleigh", "wald", "triangular", "weibull_min", "maxwell", "rademacher",
+    "double_sided_maxwell", "generalized_normal", "ball", "geometric", "poisson", "binomial",
+    "multinomial",
 ]
 
 _KEY_HELP = ("a PRNG key is a uint32 array of shape (2,), as returned by "
@@ -685,3 +688,575 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None) -> Ar
     _, indices = lax.top_k(lax.transpose(logits, perm), k)
     dimensions = (indices.ndim - 1, *range(indices.ndim - 1))
     return lax.reshape(indices, shape, dimensions)
+
+
+# -- distributions built on gamma, normal and uniform ---------------------------------------------
+# Each follows JAX's documented algorithm with the same key splits, so a key gives JAX's numbers
+# (up to a few ulps where log/pow/lgamma round differently; a rejection sampler can then, very
+# rarely, take another branch).
+
+def _sampler_shape(name: str, shape, *params):
+    """``shape`` checked against the parameters' shapes; by default their broadcast shape."""
+    from fungrad.numpy import util
+    param_shapes = [tuple(p.shape) for p in params]
+    if shape is None:
+        return util.broadcast_shapes(*param_shapes, fun_name=name) if params else ()
+    shape = _canonical_shape(name, shape)
+    _check_shape(name, shape, *param_shapes)
+    return shape
+
+
+def _params(name: str, dtype, *xs):
+    return [_param(name, x, dtype) for x in xs]
+
+
+def _gamma_sampler(name: str, key, a, shape, dtype, log_space: bool):
+    from fungrad.random_gamma import gamma_samples
+    key = _check_prng_key(name, key)
+    dtype = _float_dtype(name, dtype)
+    (a,) = _params(name, dtype, a)
+    shape = _sampler_shape(name, shape, a)
+    return gamma_samples(key, _bcast_full(a, shape), log_space)
+
+
+def _bcast_full(x, shape):
+    """``x`` broadcast to exactly ``shape`` (0-d included)."""
+    from fungrad.numpy import util
+    return x if tuple(x.shape) == tuple(shape) else util.broadcast_to_shape(x, shape)
+
+
+def gamma(key, a, shape=None, dtype=None) -> Array:
+    """Gamma(a) floats (unit scale), density ``x**(a-1) e**-x / Gamma(a)`` for ``a > 0``.
+
+    Marsaglia-Tsang rejection per element, each with its own key split from ``key`` (JAX's
+    scheme: the same numbers as ``jax.random.gamma``). Differentiable in ``a`` (implicit
+    reparameterisation, as JAX). ``shape`` defaults to ``a.shape``. Divide by a rate or multiply
+    by a scale for other parameterisations.
+    """
+    return _gamma_sampler("gamma", key, a, shape, dtype, False)
+
+
+def loggamma(key, a, shape=None, dtype=None) -> Array:
+    """``log`` of Gamma(a) samples, computed in log space: ``exp(loggamma(...))`` equals
+    ``gamma(...)`` for the same key, but tiny samples (``a << 1``) keep their precision."""
+    return _gamma_sampler("loggamma", key, a, shape, dtype, True)
+
+
+def beta(key, a, b, shape=None, dtype=None) -> Array:
+    """Beta(a, b) floats in ``[0, 1]``: ``Ga / (Ga + Gb)`` from two log-gamma samples (keys
+    ``split(key)``), scaled by their maximum so small ``a``, ``b`` keep precision."""
+    key = _check_prng_key("beta", key)
+    dtype = _float_dtype("beta", dtype)
+    a, b = _params("beta", dtype, a, b)
+    shape = _sampler_shape("beta", shape, a, b)
+    key_a, key_b = _split_keys(key, 2)
+    log_a = loggamma(key_a, _bcast_full(a, shape), shape, dtype)
+    log_b = loggamma(key_b, _bcast_full(b, shape), shape, dtype)
+    log_max = lax.max(log_a, log_b)
+    ga = lax.exp(lax.sub(log_a, log_max))
+    gb = lax.exp(lax.sub(log_b, log_max))
+    return lax.div(ga, lax.add(ga, gb))
+
+
+def _split_keys(key, num: int):
+    keys = _split(key, num)
+    return [lax.index_in_dim(keys, i, keepdims=False) for i in range(num)]
+
+
+def dirichlet(key, alpha, shape=None, dtype=None) -> Array:
+    """Dirichlet(alpha) vectors along the last axis (``alpha``: ``(..., n)``): the softmax of
+    log-gamma samples. ``shape`` is the batch shape (result ``shape + (n,)``), by default
+    ``alpha.shape[:-1]``."""
+    from fungrad import nn
+    key = _check_prng_key("dirichlet", key)
+    dtype = _float_dtype("dirichlet", dtype)
+    (alpha,) = _params("dirichlet", dtype, alpha)
+    if alpha.ndim < 1:
+        raise ValueError(f"dirichlet: alpha must have at least one dimension (the categories), "
+                         f"got a scalar of shape {tuple(alpha.shape)}")
+    if shape is None:
+        shape = tuple(alpha.shape[:-1])
+    else:
+        shape = _canonical_shape("dirichlet", shape)
+        _check_shape("dirichlet", shape, tuple(alpha.shape[:-1]))
+    full = (*shape, alpha.shape[-1])
+    log_g = loggamma(key, _bcast_full(alpha, full), full, dtype)
+    return nn.softmax(log_g, -1)
+
+
+def chisquare(key, df, shape=None, dtype=None) -> Array:
+    """Chi-square(df) floats: ``2 * exp(loggamma(df / 2))``."""
+    key = _check_prng_key("chisquare", key)
+    dtype = _float_dtype("chisquare", dtype)
+    (df,) = _params("chisquare", dtype, df)
+    shape = _sampler_shape("chisquare", shape, df)
+    log_g = loggamma(key, lax.div(df, _c(df, 2)), shape, dtype)
+    return lax.mul(lax.exp(log_g), Array(np.array(2, dtype)))
+
+
+def _c(x, value):
+    return Array(np.array(value, x.dtype))
+
+
+def f(key, dfnum, dfden, shape=None, dtype=None) -> Array:
+    """F(dfnum, dfden) floats: ``(chi2(dfnum) / dfnum) / (chi2(dfden) / dfden)``."""
+    key = _check_prng_key("f", key)
+    dtype = _float_dtype("f", dtype)
+    dfnum, dfden = _params("f", dtype, dfnum, dfden)
+    shape = _sampler_shape("f", shape, dfnum, dfden)
+    key_den, key_num = _split_keys(key, 2)
+    num = lax.div(chisquare(key_num, dfnum, shape, dtype), dfnum)
+    den = lax.div(chisquare(key_den, dfden, shape, dtype), dfden)
+    return lax.div(num, den)
+
+
+def t(key, df, shape=None, dtype=None) -> Array:
+    """Student's t(df) floats: ``n * sqrt((df / 2) / g)``, ``n`` normal, ``g ~ Gamma(df / 2)``."""
+    key = _check_prng_key("t", key)
+    dtype = _float_dtype("t", dtype)
+    (df,) = _params("t", dtype, df)
+    shape = _sampler_shape("t", shape, df)
+    key_n, key_g = _split_keys(key, 2)
+    n = _normal(key_n, shape, dtype)
+    half_df = lax.div(df, _c(df, 2))
+    g = gamma(key_g, half_df, shape, dtype)
+    return lax.mul(n, lax.sqrt(lax.div(_bcast(half_df, shape), g)))
+
+
+def pareto(key, b, shape=None, dtype=None) -> Array:
+    """Pareto(b) floats on ``[1, inf)``: ``exp(e / b)`` with ``e`` exponential."""
+    key = _check_prng_key("pareto", key)
+    dtype = _float_dtype("pareto", dtype)
+    (b,) = _params("pareto", dtype, b)
+    shape = _sampler_shape("pareto", shape, b)
+    e = exponential(key, shape, dtype)
+    return lax.exp(lax.div(e, _bcast(b, shape)))
+
+
+def lognormal(key, sigma=np.float32(1), shape=None, dtype=None) -> Array:
+    """Log-normal floats: ``exp(sigma * n)`` with ``n`` standard normal."""
+    key = _check_prng_key("lognormal", key)
+    dtype = _float_dtype("lognormal", dtype)
+    (sigma,) = _params("lognormal", dtype, sigma)
+    shape = _sampler_shape("lognormal", shape, sigma)
+    return lax.exp(lax.mul(_normal(key, shape, dtype), _bcast(sigma, shape)))
+
+
+def rayleigh(key, scale, shape=None, dtype=None) -> Array:
+    """Rayleigh(scale) floats: ``scale * sqrt(-2 log(u))``."""
+    key = _check_prng_key("rayleigh", key)
+    dtype = _float_dtype("rayleigh", dtype)
+    (scale,) = _params("rayleigh", dtype, scale)
+    shape = _sampler_shape("rayleigh", shape, scale)
+    u = _uniform(key, shape, dtype, 0.0, 1.0)
+    root = lax.sqrt(lax.mul(lax.log(u), Array(np.array(-2, dtype))))
+    return lax.mul(_bcast_full(scale, shape), root)
+
+
+def wald(key, mean, shape=None, dtype=None) -> Array:
+    """Wald (inverse Gaussian, unit shape) floats with mean ``mean`` (Michael, Schucany and
+    Haas's transformation with one normal and one uniform, keys ``split(key)``)."""
+    key = _check_prng_key("wald", key)
+    dtype = _float_dtype("wald", dtype)
+    (mean,) = _params("wald", dtype, mean)
+    shape = _sampler_shape("wald", shape, mean)
+    k1, k2 = _split_keys(key, 2)
+    mean = _bcast_full(mean, shape)
+    v = _normal(k1, shape, dtype)
+    z = _uniform(k2, shape, dtype, 0.0, 1.0)
+    y = lax.integer_pow(v, 2)
+    y_sq = lax.integer_pow(y, 2)
+    mean_sq = lax.integer_pow(mean, 2)
+    two, four = _c(mean, 2), _c(mean, 4)
+    root = lax.sqrt(lax.add(lax.mul(lax.mul(four, mean), y), lax.mul(mean_sq, y_sq)))
+    x = lax.sub(lax.add(mean, lax.div(lax.mul(mean_sq, y), two)),
+                lax.mul(lax.div(mean, two), root))
+    return lax.select(lax.le(z, lax.div(mean, lax.add(mean, x))), x, lax.div(mean_sq, x))
+
+
+def triangular(key, left, mode, right, shape=None, dtype=None) -> Array:
+    """Triangular(left, mode, right) floats by inverting the CDF of one uniform."""
+    key = _check_prng_key("triangular", key)
+    dtype = _float_dtype("triangular", dtype)
+    left, mode, right = _params("triangular", dtype, left, mode, right)
+    shape = _sampler_shape("triangular", shape, left, mode, right)
+    left, mode, right = (_bcast_full(x, shape) for x in (left, mode, right))
+    width = lax.sub(right, left)
+    fc = lax.div(lax.sub(mode, left), width)
+    u = _uniform(key, shape, dtype, 0.0, 1.0)
+    out1 = lax.add(left, lax.sqrt(lax.mul(lax.mul(u, width), lax.sub(mode, left))))
+    one_minus_u = lax.sub(_c(u, 1), u)
+    out2 = lax.sub(right, lax.sqrt(lax.mul(lax.mul(one_minus_u, width), lax.sub(right, mode))))
+    return lax.select(lax.lt(u, fc), out1, out2)
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=None) -> Array:
+    """Weibull floats: ``(-log1p(-u)) ** (1 / concentration) * scale`` (inverse CDF)."""
+    from fungrad import numpy as fnp
+    from fungrad.numpy import util
+    key = _check_prng_key("weibull_min", key)
+    dtype = _float_dtype("weibull_min", dtype)
+    shape = _canonical_shape("weibull_min", shape)
+    util.check_arraylike("weibull_min", scale, concentration)
+    u = _uniform(key, shape, dtype, 0.0, 1.0)
+    e = lax.neg(lax.log1p(lax.neg(u)))
+    return fnp.multiply(fnp.power(e, fnp.divide(1.0, concentration)), scale)
+
+
+def maxwell(key, shape=(), dtype=None) -> Array:
+    """Maxwell floats: the length of a standard normal 3-vector."""
+    from fungrad import numpy as fnp
+    key = _check_prng_key("maxwell", key)
+    dtype = _float_dtype("maxwell", dtype)
+    shape = _canonical_shape("maxwell", shape)
+    return fnp.linalg.norm(_normal(key, (*shape, 3), dtype), axis=-1)
+
+
+def rademacher(key, shape=(), dtype=None) -> Array:
+    """Random signs: -1 or +1 with equal probability (int32 by default)."""
+    key = _check_prng_key("rademacher", key)
+    dtype = dtypes.canonicalize_dtype(int if dtype is None else dtype)
+    shape = _canonical_shape("rademacher", shape)
+    return _rademacher(key, shape, dtype)
+
+
+def _rademacher(key, shape, dtype):
+    b = lax.convert_element_type(bernoulli(key, 0.5, shape), dtype)
+    return lax.sub(lax.mul(_c(b, 2), b), _c(b, 1))
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=None) -> Array:
+    """Double-sided Maxwell floats: ``sign * maxwell * scale + loc``.
+
+    As in JAX the result shape is ``shape + broadcast(loc.shape, scale.shape)``, where an
+    empty ``shape`` is first replaced by that broadcast shape.
+    """
+    from fungrad import numpy as fnp
+    from fungrad.numpy import util
+    key = _check_prng_key("double_sided_maxwell", key)
+    dtype = _float_dtype("double_sided_maxwell", dtype)
+    shape = _canonical_shape("double_sided_maxwell", shape)
+    util.check_arraylike("double_sided_maxwell", loc, scale)
+    param_shape = util.broadcast_shapes(np.shape(loc), np.shape(scale),
+                                        fun_name="double_sided_maxwell")
+    shape = (shape or param_shape) + param_shape
+    maxwell_key, sign_key = _split_keys(key, 2)
+    m = maxwell(maxwell_key, shape, dtype)
+    sign = _rademacher(sign_key, shape, dtype)
+    return fnp.add(fnp.multiply(lax.mul(sign, m), scale), loc)
+
+
+def generalized_normal(key, p, shape=(), dtype=None) -> Array:
+    """Generalized normal floats, density ``p / (2 Gamma(1/p)) exp(-|x|**p)``: a random sign
+    times ``Gamma(1/p) ** (1/p)``."""
+    from fungrad import numpy as fnp
+    key = _check_prng_key("generalized_normal", key)
+    dtype = _float_dtype("generalized_normal", dtype)
+    shape = _canonical_shape("generalized_normal", shape)
+    k_g, k_r = _split_keys(key, 2)
+    inv_p = fnp.divide(1, p)
+    g = gamma(k_g, inv_p, shape, dtype)
+    r = _rademacher(k_r, shape, dtype)
+    return lax.mul(r, fnp.power(g, inv_p))
+
+
+def ball(key, d, p=2, shape=(), dtype=None) -> Array:
+    """Points uniform in the ``d``-dimensional unit ``p``-norm ball (shape ``shape + (d,)``):
+    generalized normal vectors divided by ``(sum |g|**p + e) ** (1/p)``, ``e`` exponential."""
+    from fungrad import numpy as fnp
+    key = _check_prng_key("ball", key)
+    dtype = _float_dtype("ball", dtype)
+    shape = _canonical_shape("ball", shape)
+    try:
+        d = operator.index(d)
+    except TypeError:
+        raise TypeError(f"ball: the dimension d must be a concrete integer, got "
+                        f"{type(d).__name__}") from None
+    if d < 0:
+        raise ValueError(f"ball: the dimension d must be non-negative, got {d}")
+    k1, k2 = _split_keys(key, 2)
+    g = generalized_normal(k1, p, (*shape, d), dtype)
+    e = exponential(k2, shape, dtype)
+    norm = fnp.power(fnp.add(fnp.sum(fnp.power(fnp.abs(g), p), axis=-1), e), fnp.divide(1, p))
+    return fnp.divide(g, lax.expand_dims(norm, (len(shape),)))
+
+
+# -- discrete samplers built on uniform ------------------------------------------------------------
+
+def _int_dtype(name: str, dtype) -> np.dtype:
+    dt = dtypes.canonicalize_dtype(int if dtype is None else dtype)
+    if dt.kind not in "iu":
+        raise ValueError(f"{name}: dtype must be an integer dtype, got {dt}")
+    return dt
+
+
+def geometric(key, p, shape=None, dtype=None) -> Array:
+    """Geometric(p) integers >= 1 (trials up to the first success):
+    ``floor(log(u) / log1p(-p)) + 1``."""
+    from fungrad import numpy as fnp
+    from fungrad.numpy import util
+    key = _check_prng_key("geometric", key)
+    dtype = _int_dtype("geometric", dtype)
+    util.check_arraylike("geometric", p)
+    (p,) = util.promote_dtypes_inexact(p)
+    shape = _sampler_shape("geometric", shape, p)
+    u = _uniform(key, shape, p.dtype, 0.0, 1.0)
+    u = fnp.where(lax.eq(u, _c(u, 0)), _c(u, 1), u)
+    log_q = _bcast_full(lax.log1p(lax.neg(p)), shape)
+    g = lax.add(lax.floor(lax.div(lax.log(u), log_q)), _c(u, 1))
+    return lax.convert_element_type(g, dtype)
+
+
+def poisson(key, lam, shape=None, dtype=None) -> Array:
+    """Poisson(lam) integers (int32 by default), ``lam >= 0`` (computed in float32, as JAX).
+
+    ``lam < 10``: Knuth's method (multiply uniforms until below ``exp(-lam)``); otherwise
+    Hormann's transformed rejection. Both loop over the whole array with one key per round.
+    """
+    from fungrad.numpy import util
+    key = _check_prng_key("poisson", key)
+    dtype = _int_dtype("poisson", dtype)
+    util.check_arraylike("poisson", lam)
+    lam = util.asarray(lam)
+    shape = tuple(lam.shape) if shape is None else _canonical_shape("poisson", shape)
+    lam = lax.convert_element_type(util.broadcast_to_shape(lam, shape, "poisson"), np.float32)
+    use_knuth = lax.bitwise_or(lax.ne(lam, lam), lax.lt(lam, _c(lam, 10)))
+    lam_knuth = lax.select(use_knuth, lam, lax.full_like(lam, 0))
+    lam_rejection = lax.select(use_knuth, lax.full_like(lam, 1e5), lam)
+    max_iters = Array(np.array(np.iinfo(dtype).max, dtype))
+    out = lax.select(use_knuth, _poisson_knuth(key, lam_knuth, shape, dtype, max_iters),
+                     _poisson_rejection(key, lam_rejection, shape, dtype, max_iters))
+    return lax.select(lax.eq(lam, _c(lam, 0)), lax.full_like(out, 0), out)
+
+
+def _any_true(pred):
+    return lax.reduce_or(pred, tuple(range(pred.ndim)))
+
+
+def _poisson_knuth(key, lam, shape, dtype, max_iters):
+    neg_lam = lax.neg(lam)
+
+    def body(state):
+        i, k, key, log_prod = state
+        key, subkey = _split_keys(key, 2)
+        k = lax.select(lax.gt(log_prod, neg_lam), lax.add(k, _c(k, 1)), k)
+        u = _uniform(subkey, shape, np.dtype(np.float32), 0.0, 1.0)
+        return lax.add(i, _c(i, 1)), k, key, lax.add(log_prod, lax.log(u))
+
+    def cond(state):
+        i, _, _, log_prod = state
+        return lax.bitwise_and(_any_true(lax.gt(log_prod, neg_lam)), lax.lt(i, max_iters))
+
+    init = (_c(max_iters, 0), lax.full(shape, 0, dtype), key, lax.full(shape, 0, np.float32))
+    k = lax.while_loop(cond, body, init)[1]
+    return lax.sub(k, _c(k, 1))
+
+
+def _poisson_rejection(key, lam, shape, dtype, max_iters):
+    log_lam = lax.log(lam)
+    b = lax.add(_c(lam, 0.931), lax.mul(_c(lam, 2.53), lax.sqrt(lam)))
+    a = lax.add(_c(lam, -0.059), lax.mul(_c(lam, 0.02483), b))
+    inv_alpha = lax.add(_c(lam, 1.1239), lax.div(_c(lam, 1.1328), lax.sub(b, _c(lam, 3.4))))
+    v_r = lax.sub(_c(lam, 0.9277), lax.div(_c(lam, 3.6224), lax.sub(b, _c(lam, 2))))
+    f32 = np.dtype(np.float32)
+
+    def body(state):
+        i, k_out, accepted, key = state
+        key, key0, key1 = _split_keys(key, 3)
+        u = lax.sub(_uniform(key0, shape, f32, 0.0, 1.0), _c(lam, 0.5))
+        v = _uniform(key1, shape, f32, 0.0, 1.0)
+        us = lax.sub(_c(lam, 0.5), lax.abs(u))
+        k = lax.floor(lax.add(lax.add(lax.mul(
+            lax.add(lax.div(lax.mul(_c(lam, 2), a), us), b), u), lam), _c(lam, 0.43)))
+        s = lax.log(lax.div(lax.mul(v, inv_alpha), lax.add(lax.div(a, lax.mul(us, us)), b)))
+        t_ = lax.sub(lax.add(lax.neg(lam), lax.mul(k, log_lam)),
+                     lax.lgamma(lax.add(k, _c(k, 1))))
+        accept1 = lax.bitwise_and(lax.ge(us, _c(us, 0.07)), lax.le(v, v_r))
+        reject = lax.bitwise_or(lax.lt(k, _c(k, 0)),
+                                lax.bitwise_and(lax.lt(us, _c(us, 0.013)), lax.gt(v, us)))
+        accept = lax.bitwise_or(accept1, lax.bitwise_and(lax.bitwise_not(reject),
+                                                         lax.le(s, t_)))
+        k_out = lax.select(accept, k, k_out)
+        return lax.add(i, _c(i, 1)), k_out, lax.bitwise_or(accepted, accept), key
+
+    def cond(state):
+        i, _, accepted, _ = state
+        return lax.bitwise_and(_any_true(lax.bitwise_not(accepted)), lax.lt(i, max_iters))
+
+    init = (_c(max_iters, 0), lax.full(shape, -1, f32), lax.full(shape, False, np.bool_), key)
+    return lax.convert_element_type(lax.while_loop(cond, body, init)[1], dtype)
+
+
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                  0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                  0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
+                  0.00833056343336287)
+
+
+def _stirling_tail(k):
+    """``log(k!) - (Stirling's approximation)``: tabulated for ``k <= 9``, else its series."""
+    from fungrad import numpy as fnp
+    table = Array(np.array(_STIRLING_TAIL, k.dtype))
+    small = lax.le(k, _c(k, 9))
+    k = lax.clamp(_c(k, 0), k, _c(k, 9))
+    kp1 = lax.add(k, _c(k, 1))
+    kp1sq = lax.mul(kp1, kp1)
+    approx = lax.div(lax.sub(_c(k, 1.0 / 12),
+                             lax.div(lax.sub(_c(k, 1.0 / 360), lax.div(_c(k, 1.0 / 1260), kp1sq)),
+                                     kp1sq)), kp1)
+    index = lax.convert_element_type(lax.floor(k), np.int32)
+    return lax.select(small, fnp.take(table, index), approx)
+
+
+def _binomial_inversion(key, count, prob, shape, max_iters):
+    """Count geometric waiting times until they pass ``count`` (for ``count * p <= 10``)."""
+    log1mp = lax.log1p(lax.neg(prob))
+
+    def body(state):
+        i, num_geom, geom_sum, key = state
+        subkey, key = _split_keys(key, 2)
+        num_geom = lax.select(lax.le(geom_sum, count), lax.add(num_geom, _c(num_geom, 1)),
+                              num_geom)
+        u = _uniform(subkey, shape, prob.dtype, 0.0, 1.0)
+        geom = lax.ceil(lax.div(lax.log(u), log1mp))
+        return lax.add(i, _c(i, 1)), num_geom, lax.add(geom_sum, geom), key
+
+    def cond(state):
+        i, _, geom_sum, _ = state
+        return lax.bitwise_and(_any_true(lax.le(geom_sum, count)), lax.lt(i, max_iters))
+
+    zeros = lax.full(shape, 0, prob.dtype)
+    k = lax.while_loop(cond, body, (_c(max_iters, 0), zeros, zeros, key))[1]
+    return lax.sub(k, _c(k, 1))
+
+
+def _btrs(key, count, prob, shape, max_iters):
+    """Hormann's transformed rejection with squeeze (BTRS) for ``count * p > 10``."""
+    def c(v):
+        return _c(prob, v)
+    one = c(1)
+    q = lax.sub(one, prob)
+    stddev = lax.sqrt(lax.mul(lax.mul(count, prob), q))
+    b = lax.add(c(1.15), lax.mul(c(2.53), stddev))
+    a = lax.add(lax.add(c(-0.0873), lax.mul(c(0.0248), b)), lax.mul(c(0.01), prob))
+    cc = lax.add(lax.mul(count, prob), c(0.5))
+    v_r = lax.sub(c(0.92), lax.div(c(4.2), b))
+    r = lax.div(prob, q)
+    alpha = lax.mul(lax.add(c(2.83), lax.div(c(5.1), b)), stddev)
+    m = lax.floor(lax.mul(lax.add(count, one), prob))
+    # the parts of the bound that do not depend on k
+    bound_m = lax.mul(lax.add(m, c(0.5)),
+                      lax.log(lax.div(lax.add(m, one),
+                                      lax.mul(r, lax.add(lax.sub(count, m), one)))))
+
+    def body(state):
+        i, k_out, accepted, key = state
+        key, key0, key1 = _split_keys(key, 3)
+        u = _uniform(key0, shape, prob.dtype, 0.0, 1.0)
+        v = _uniform(key1, shape, prob.dtype, 0.0, 1.0)
+        u = lax.sub(u, c(0.5))
+        us = lax.sub(c(0.5), lax.abs(u))
+        accept1 = lax.bitwise_and(lax.ge(us, c(0.07)), lax.le(v, v_r))
+        k = lax.floor(lax.add(lax.mul(lax.add(lax.div(lax.mul(c(2), a), us), b), u), cc))
+        reject = lax.bitwise_or(lax.lt(k, c(0)), lax.gt(k, count))
+        v = lax.log(lax.div(lax.mul(v, alpha), lax.add(lax.div(a, lax.mul(us, us)), b)))
+        n_k1 = lax.add(lax.sub(count, k), one)
+        ub = lax.add(lax.add(lax.add(bound_m,
+                                     lax.mul(lax.add(count, one),
+                                             lax.log(lax.div(lax.add(lax.sub(count, m), one),
+                                                             n_k1)))),
+                             lax.mul(lax.add(k, c(0.5)),
+                                     lax.log(lax.div(lax.mul(r, n_k1), lax.add(k, one))))),
+                     _stirling_tail(m))
+        ub = lax.sub(lax.sub(lax.add(ub, _stirling_tail(lax.sub(count, m))), _stirling_tail(k)),
+                     _stirling_tail(lax.sub(count, k)))
+        accept = lax.bitwise_or(accept1, lax.bitwise_and(lax.bitwise_not(reject),
+                                                         lax.le(v, ub)))
+        k_out = lax.select(accept, k, k_out)
+        return lax.add(i, _c(i, 1)), k_out, lax.bitwise_or(accepted, accept), key
+
+    def cond(state):
+        i, _, accepted, _ = state
+        return lax.bitwise_and(_any_true(lax.bitwise_not(accepted)), lax.lt(i, max_iters))
+
+    init = (_c(max_iters, 0), lax.full(shape, -1, prob.dtype), lax.full(shape, False, np.bool_),
+            key)
+    return lax.while_loop(cond, body, init)[1]
+
+
+def binomial(key, n, p, shape=None, dtype=None) -> Array:
+    """Binomial(n, p) counts as floats (float32 by default), as TensorFlow and JAX sample them:
+    inversion (summing geometric waiting times) when ``n * min(p, 1-p) <= 10``, otherwise
+    BTRS rejection. Non-integer ``n`` is floored; NaN or negative ``n``, and NaN or negative
+    ``p``, give NaN; infinite ``n`` gives inf."""
+    from fungrad import numpy as fnp
+    from fungrad.numpy import util
+    key = _check_prng_key("binomial", key)
+    util.check_arraylike("binomial", n, p)
+    dtype = _float_dtype("binomial", dtype)
+    (p,) = util.promote_dtypes_inexact(p)
+    count = lax.convert_element_type(util.asarray(n), p.dtype)
+    shape = _sampler_shape("binomial", shape, count, p)
+    count, p = _bcast_full(count, shape), _bcast_full(p, shape)
+
+    def c(v):
+        return _c(p, v)
+    p_lt_half = lax.lt(p, c(0.5))
+    q = lax.select(p_lt_half, p, lax.sub(c(1.0), p))
+    count_nan_or_neg = lax.bitwise_or(lax.ne(count, count), lax.lt(count, c(0.0)))
+    count_inf = lax.eq(lax.abs(count), c(np.inf))
+    q_is_nan = lax.ne(q, q)
+    q_lt_0 = lax.lt(q, c(0.0))
+    q = lax.select(lax.bitwise_or(q_is_nan, q_lt_0), lax.full_like(q, 0.01), q)
+    use_inversion = lax.bitwise_or(count_nan_or_neg, lax.le(lax.mul(count, q), c(10.0)))
+    count = lax.floor(count)
+    count_inv = lax.select(use_inversion, count, lax.full_like(count, 0.0))
+    count_btrs = lax.select(use_inversion, lax.full_like(count, 1e4), count)
+    q_btrs = lax.select(use_inversion, lax.full_like(q, 0.5), q)
+    max_iters = Array(np.array(dtypes.finfo(dtype).max, p.dtype))
+    samples = lax.select(use_inversion,
+                         _binomial_inversion(key, count_inv, q, shape, max_iters),
+                         _btrs(key, count_btrs, q_btrs, shape, max_iters))
+    samples = lax.convert_element_type(samples, dtype)
+    invalid = lax.bitwise_or(lax.bitwise_or(q_lt_0, q_is_nan), count_nan_or_neg)
+    samples = fnp.where(invalid, np.nan, samples)
+    samples = fnp.where(lax.bitwise_and(count_inf, lax.bitwise_not(invalid)), np.inf, samples)
+    keep = lax.bitwise_or(lax.bitwise_or(p_lt_half, count_nan_or_neg),
+                          lax.bitwise_or(q_is_nan, count_inf))
+    return lax.select(keep, samples, lax.sub(lax.convert_element_type(count, dtype), samples))
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1) -> Array:
+    """Multinomial counts (floats) of ``n`` trials over the outcomes on ``p``'s last axis, one
+    binomial per outcome on the remaining trials (keys ``split(key, p.shape[-1])``).
+
+    NB: as in JAX 0.10's code (its docstring says otherwise), ``shape`` is the full result
+    shape including the outcome axis, and defaults to ``p.shape``.
+    """
+    from fungrad import numpy as fnp
+    from fungrad.numpy import util
+    key = _check_prng_key("multinomial", key)
+    util.check_arraylike("multinomial", n, p)
+    n, p = util.promote_dtypes_inexact(n, p)
+    if p.ndim < 1:
+        raise ValueError(f"multinomial: p must have at least one dimension (the outcomes), got "
+                         f"shape {tuple(p.shape)}")
+    shape = tuple(p.shape) if shape is None else _canonical_shape("multinomial", shape)
+    if not shape:
+        raise ValueError("multinomial: shape must include the outcome axis, got ()")
+    n = util.broadcast_to_shape(n, shape[:-1], "multinomial")
+    p = util.broadcast_to_shape(p, shape, "multinomial")
+    p = fnp.moveaxis(p, -1, 0)
+    remaining = lax.cumsum(p, 0, reverse=True)
+    ratios = lax.div(p, fnp.where(lax.eq(remaining, _c(remaining, 0)), 1, remaining))
+    keys = _split(key, p.shape[0])
+
+    def step(remainder, ratio_key):
+        ratio, k = ratio_key
+        count = binomial(k, remainder, fnp.clip(ratio, 0, 1), dtype=remainder.dtype)
+        return lax.sub(remainder, count), count
+
+    _, counts = lax.scan(step, n, (ratios, keys), unroll=unroll)
+    out = fnp.moveaxis(counts, 0, -1)
+    return out if dtype is None else lax.convert_element_type(out, _float_dtype("multinomial",
+                                                                                dtype))

@@ -16,3 +16,4 @@ from fungrad.lax.shape import *  # noqa: F401,F403
 from fungrad.lax.slicing import *  # noqa: F401,F403
 from fungrad.lax.sort import *  # noqa: F401,F403
 from fungrad.lax.windowed_reductions import *  # noqa: F401,F403
+from fungrad.lax.special import *  # noqa: F401,F403

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from fungrad import core, dtypes
+from fungrad import core
 from fungrad.lax import elementwise as ew
 from fungrad.lax.control_flow import while_loop
 from fungrad.lax.reduce import reduce_or
@@ -541,7 +541,7 @@ def betaln(a, b):
     return _where(pos, careful, direct)
 
 
-# -- Bessel functions I0, I1 (exponentially scaled) -----------------------------------------------
+# -- Bessel functions I0, I1 (exponentially scaled) -----------------------------------------
 
 _BESSEL_SWITCH = 20.0
 _BESSEL_SERIES_TERMS = 60
@@ -625,7 +625,7 @@ def bessel_i1e(x):
     return _bessel_function(1)(x)
 
 
-# -- Hurwitz zeta ------------------------------------------------------------------------------------
+# -- Hurwitz zeta ---------------------------------------------------------------------------
 
 _ZETA_TERMS = 12
 # B_2j / (2j)! for j = 1..12

@@ -14,16 +14,20 @@ from fungrad import (  # noqa: E402,F401
     numpy,
     random,
     scipy,
-    test_util,
     tree,
     tree_util,
 )
 from fungrad.api import (  # noqa: E402
     ShapeDtypeStruct,
     block_until_ready,
+    default_matmul_precision,
     device_get,
+    disable_jit,
+    enable_checks,
+    enable_x64,
     ensure_compile_time_eval,
     eval_shape,
+    explain_cache_misses,
     jit,
     make_jaxpr,
     named_call,
@@ -32,14 +36,7 @@ from fungrad.api import (  # noqa: E402
     vmap,
 )
 from fungrad.array import Array  # noqa: E402
-from fungrad.config import (  # noqa: E402
-    config,
-    default_matmul_precision,
-    disable_jit,
-    enable_checks,
-    enable_x64,
-    explain_cache_misses,
-)
+from fungrad.config import config  # noqa: E402
 from fungrad.core import (  # noqa: E402
     ClosedJaxpr,
     ConcretizationTypeError,
@@ -95,5 +92,5 @@ __all__ = [
     "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linearize", "local_device_count",
     "local_devices", "make_jaxpr", "named_call", "named_scope", "nn", "numpy",
     "process_count", "process_index", "random", "remat", "scipy", "stop_gradient",
-    "test_util", "tree", "tree_util", "typeof", "value_and_grad", "vjp", "vmap",
+    "tree", "tree_util", "typeof", "value_and_grad", "vjp", "vmap",
 ]

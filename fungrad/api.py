@@ -10,6 +10,7 @@ import numpy as np
 
 from fungrad import core, tree_util
 from fungrad.array import Array, is_arraylike
+from fungrad.config import config
 from fungrad.ir.passes import simplify
 from fungrad.transforms.jit import (
     Signature,
@@ -451,3 +452,64 @@ def _place_output(name, o, d, oa, path, size, bdim_at_front, moveaxis):
                          f"mapped axis it has rank {rank} (shape {core.get_aval(o).shape}), so "
                          f"its out_axes must be in [{-rank}, {rank})")
     return moveaxis(o, d, int(oa) % rank)
+
+
+# -- configuration states (JAX's top-level jax.enable_x64, ...) ----------------------------
+
+class _Restore:
+    """A ``with`` block that sets one option and restores its previous value on exit."""
+
+    __slots__ = ("name", "value", "saved")
+
+    def __init__(self, name: str, value):
+        self.name, self.value = name, value
+
+    def __enter__(self):
+        self.saved = getattr(config, self.name)
+        config.update(self.name, self.value)
+        return self
+
+    def __exit__(self, *exc):
+        setattr(config, self.name, self.saved)
+        return False
+
+
+class State:
+    """One option as JAX's top-level ``jax.enable_x64`` etc.: calling it gives a context
+    manager (``with fg.enable_x64(True):``; without an argument it uses ``default_value``),
+    ``.value`` reads the option."""
+
+    def __init__(self, name: str, jax_name: str, default_value):
+        self._option = name
+        self.name = jax_name
+        self._default_context_manager_value = default_value
+
+    @property
+    def value(self):
+        return getattr(config, self._option)
+
+    def __call__(self, new_val=None):
+        if new_val is None:
+            new_val = self._default_context_manager_value
+        return _Restore(self._option, new_val)
+
+    def __bool__(self):
+        raise TypeError(f"bool({self.name}) is ambiguous: read {self.name}.value, or use "
+                        f"`with {self.name.removeprefix('jax_')}(...)` as a context manager")
+
+    def __repr__(self):
+        return f"State({self.name}={self.value!r})"
+
+
+enable_x64 = State("enable_x64", "jax_enable_x64", True)
+enable_checks = State("check_impl_avals", "jax_enable_checks", True)
+default_matmul_precision = State("default_matmul_precision", "jax_default_matmul_precision",
+                                 None)
+explain_cache_misses = State("explain_recompiles", "jax_explain_cache_misses", True)
+
+
+def disable_jit(disable: bool = True):
+    """A ``with`` block in which ``jit(f)(...)`` calls ``f`` as plain Python, every operation
+    eager, so ``print`` shows values and a debugger can step through it (``jax.disable_jit``).
+    """
+    return _Restore("disable_jit", bool(disable))

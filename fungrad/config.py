@@ -6,9 +6,10 @@ attribute lookup. Each option can also be set from the environment before import
 
 JAX's option names are aliases: ``config.update("jax_enable_x64", True)``,
 ``config.jax_enable_x64``, ``config.read("jax_disable_jit")``. The options JAX exposes at top
-level are also :class:`State` objects (``fungrad.enable_x64``, ``fungrad.enable_checks``,
-``fungrad.default_matmul_precision``): ``with fg.enable_x64(True): ...`` sets the option for
-the block, ``fg.enable_x64.value`` reads it.
+level are also ``State`` objects (``fungrad.enable_x64``, ``fungrad.enable_checks``,
+``fungrad.default_matmul_precision``, defined in :mod:`fungrad.api` so that this module has no
+attribute that could be mistaken for an option): ``with fg.enable_x64(True): ...`` sets the
+option for the block, ``fg.enable_x64.value`` reads it.
 
 NB: JAX's states are thread-local inside a ``with`` block; fungrad's options are process-wide,
 so a ``with`` block changes them for every thread until it exits.
@@ -155,61 +156,3 @@ class Config:
 
 config = Config()
 
-
-class _Restore:
-    """A ``with`` block that sets one option and restores its previous value on exit."""
-
-    __slots__ = ("name", "value", "saved")
-
-    def __init__(self, name: str, value):
-        self.name, self.value = name, value
-
-    def __enter__(self):
-        self.saved = getattr(config, self.name)
-        config.update(self.name, self.value)
-        return self
-
-    def __exit__(self, *exc):
-        setattr(config, self.name, self.saved)
-        return False
-
-
-class State:
-    """One option as JAX's top-level ``jax.enable_x64`` etc.: calling it gives a context
-    manager (``with fg.enable_x64(True):``; without an argument it uses ``default_value``),
-    ``.value`` reads the option."""
-
-    def __init__(self, name: str, jax_name: str, default_value):
-        self._option = name
-        self.name = jax_name
-        self._default_context_manager_value = default_value
-
-    @property
-    def value(self):
-        return getattr(config, self._option)
-
-    def __call__(self, new_val=None):
-        if new_val is None:
-            new_val = self._default_context_manager_value
-        return _Restore(self._option, new_val)
-
-    def __bool__(self):
-        raise TypeError(f"bool({self.name}) is ambiguous: read {self.name}.value, or use "
-                        f"`with {self.name.removeprefix('jax_')}(...)` as a context manager")
-
-    def __repr__(self):
-        return f"State({self.name}={self.value!r})"
-
-
-enable_x64 = State("enable_x64", "jax_enable_x64", True)
-enable_checks = State("check_impl_avals", "jax_enable_checks", True)
-default_matmul_precision = State("default_matmul_precision", "jax_default_matmul_precision",
-                                 None)
-explain_cache_misses = State("explain_recompiles", "jax_explain_cache_misses", True)
-
-
-def disable_jit(disable: bool = True):
-    """A ``with`` block in which ``jit(f)(...)`` calls ``f`` as plain Python, every operation
-    eager, so ``print`` shows values and a debugger can step through it (``jax.disable_jit``).
-    """
-    return _Restore("disable_jit", bool(disable))

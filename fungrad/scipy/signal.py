@@ -1,0 +1,130 @@
+"""``fungrad.scipy.signal``: N-dimensional convolution and correlation with jax.scipy.signal's
+names and semantics, computed directly with ``lax.conv_general_dilated``.
+
+``mode`` follows SciPy: ``"full"`` (every overlap, shape ``s1 + s2 - 1``), ``"same"`` (the
+centre of the full result with ``in1``'s shape) and ``"valid"`` (only complete overlaps, shape
+``|s1 - s2| + 1``; one input must be at least as large as the other in every dimension).
+Inputs promote to a floating dtype, as in JAX. Only the direct method exists: ``method="fft"``
+(``fftconvolve``) needs an FFT, which fungrad does not have.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import fungrad.numpy as fnp
+from fungrad import lax
+from fungrad.numpy import util
+
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d"]
+
+_MODES = ("full", "same", "valid")
+
+
+def _check(fun_name, in1, in2, mode):
+    util.check_arraylike(fun_name, in1, in2)
+    if mode not in _MODES:
+        raise ValueError(f"{fun_name}: mode must be one of {_MODES}, got {mode!r}")
+    in1, in2 = util.promote_dtypes_inexact(in1, in2, fun_name=fun_name)
+    if in1.ndim != in2.ndim:
+        raise ValueError(f"{fun_name}: in1 and in2 must have the same number of dimensions, "
+                         f"got shapes {in1.shape} and {in2.shape}")
+    if in1.size == 0 or in2.size == 0:
+        raise ValueError(f"{fun_name}: zero-size inputs are not supported, got shapes "
+                         f"{in1.shape} and {in2.shape}")
+    return in1, in2
+
+
+def _larger_first(fun_name, in1, in2):
+    """``(big, small, swapped)`` with ``big`` at least as large in every dimension."""
+    if all(a >= b for a, b in zip(in1.shape, in2.shape)):
+        return in1, in2, False
+    if all(a <= b for a, b in zip(in1.shape, in2.shape)):
+        return in2, in1, True
+    raise ValueError(f"{fun_name}: one input must be at least as large as the other in every "
+                     f"dimension, got shapes {in1.shape} and {in2.shape}")
+
+
+def _conv_nd(fun_name, in1, in2, mode, precision):
+    """Convolution of promoted, same-rank, non-empty ``in1`` and ``in2`` (it commutes, so
+    the larger input is the conv's lhs and the flipped smaller one its kernel)."""
+    out_like = in1.shape
+    big, small, _ = _larger_first(fun_name, in1, in2)
+    kernel = fnp.flip(small)
+    if mode == "valid":
+        padding = [(0, 0)] * big.ndim
+    else:
+        padding = [(k - 1, k - 1) for k in small.shape]
+    out = lax.conv_general_dilated(big[None, None], kernel[None, None], (1,) * big.ndim,
+                                   padding, precision=precision)[0, 0]
+    if mode == "same":  # the centre of the full result, in1's shape
+        starts = [(f - s) // 2 for f, s in zip(out.shape, out_like)]
+        out = lax.slice(out, starts, [st + s for st, s in zip(starts, out_like)])
+    return out
+
+
+def _check_method(fun_name, method):
+    if method == "fft":
+        raise ValueError(f"{fun_name}: method='fft' needs an FFT, which fungrad does not have; "
+                         "use method='direct' (or 'auto')")
+    if method not in ("auto", "direct"):
+        raise ValueError(f"{fun_name}: method must be 'auto', 'direct' or 'fft', got "
+                         f"{method!r}")
+
+
+def convolve(in1, in2, mode: str = "full", method: str = "auto", precision=None):
+    """N-dimensional convolution ``out[n] = sum_k in1[k] in2[n - k]`` (``scipy.signal
+    .convolve``); ``in1`` and ``in2`` need the same number of dimensions.
+
+    Example:
+        >>> convolve(fnp.array([1., 2., 3.]), fnp.array([0., 1., 0.5]))  # [0, 1, 2.5, 4, 1.5]
+    """
+    _check_method("convolve", method)
+    in1, in2 = _check("convolve", in1, in2, mode)
+    return _conv_nd("convolve", in1, in2, mode, precision)
+
+
+def correlate(in1, in2, mode: str = "full", method: str = "auto", precision=None):
+    """N-dimensional cross-correlation ``out[n] = sum_k in1[k + n] in2[k]`` with the lag
+    offsets of ``scipy.signal.correlate``: the convolution of ``in1`` with ``in2`` reversed
+    along every axis."""
+    _check_method("correlate", method)
+    in1, in2 = _check("correlate", in1, in2, mode)
+    return _conv_nd("correlate", in1, fnp.flip(in2), mode, precision)
+
+
+def _check_2d(fun_name, in1, in2, boundary, fillvalue):
+    if boundary != "fill" or fillvalue != 0:
+        raise ValueError(f"{fun_name}: only boundary='fill' with fillvalue=0 is supported (as "
+                         f"in JAX), got boundary={boundary!r}, fillvalue={fillvalue!r}; pad "
+                         "the input with fnp.pad for other boundaries")
+    if np.ndim(in1) != 2 or np.ndim(in2) != 2:
+        raise ValueError(f"{fun_name}: inputs must be 2-dimensional, got shapes "
+                         f"{np.shape(in1)} and {np.shape(in2)}")
+
+
+def convolve2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue=0,
+               precision=None):
+    """Two-dimensional :func:`convolve` (``scipy.signal.convolve2d``, zero fill only)."""
+    _check_2d("convolve2d", in1, in2, boundary, fillvalue)
+    in1, in2 = _check("convolve2d", in1, in2, mode)
+    return _conv_nd("convolve2d", in1, in2, mode, precision)
+
+
+def correlate2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue=0,
+                precision=None):
+    """Two-dimensional cross-correlation (``scipy.signal.correlate2d``, zero fill only).
+
+    It differs from :func:`correlate` as SciPy's does: with an ``in1`` smaller than ``in2``
+    (``"full"`` and ``"valid"`` modes) it is ``correlate(in2, in1)`` reversed, and in
+    ``"same"`` mode an even-sized ``in2`` is centred one sample the other way.
+    """
+    _check_2d("correlate2d", in1, in2, boundary, fillvalue)
+    in1, in2 = _check("correlate2d", in1, in2, mode)
+    swapped = (all(a <= b for a, b in zip(in1.shape, in2.shape))
+               and in1.shape != in2.shape)
+    if mode == "same":  # SciPy centres an even-sized window from the other side here
+        return fnp.flip(_conv_nd("correlate2d", fnp.flip(in1), in2, mode, precision))
+    if swapped:
+        return fnp.flip(_conv_nd("correlate2d", in2, fnp.flip(in1), mode, precision))
+    return _conv_nd("correlate2d", in1, fnp.flip(in2), mode, precision)

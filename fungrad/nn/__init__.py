@@ -1,8 +1,10 @@
-"""``fungrad.nn``: jax.nn's activation functions, softmax family, one_hot and standardize.
+"""``fungrad.nn``: jax.nn's activation functions, softmax family, one_hot and standardize, and
+the weight initializers of ``jax.nn.initializers`` (:mod:`fungrad.nn.initializers`).
 
 The functions live in :mod:`fungrad.nn.functions`; ``logsumexp`` is the one from
 :mod:`fungrad.scipy.special`.
 """
 
+from fungrad.nn import initializers  # noqa: F401
 from fungrad.nn.functions import *  # noqa: F401,F403
 from fungrad.nn.functions import __all__  # noqa: F401

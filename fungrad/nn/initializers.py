@@ -1,0 +1,230 @@
+"""``fungrad.nn.initializers``: jax.nn.initializers' weight initializers.
+
+An initializer is a function ``init(key, shape, dtype=None) -> Array`` (the :class:`Initializer`
+protocol); the builders (``normal(stddev)``, ``glorot_uniform()``, ``variance_scaling(...)``, ...)
+return one. Each draws from :mod:`fungrad.random` exactly as JAX does, so the same key gives the
+same weights as ``jax.nn.initializers``.
+
+NB: fungrad has no complex dtypes, so only real initializers exist, and no QR decomposition
+yet, so ``orthogonal`` and ``delta_orthogonal`` are not available. ``out_sharding`` is accepted
+for JAX's signature and must be ``None`` (fungrad has no sharding).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from fungrad import dtypes, lax, random
+from fungrad.array import Array
+
+__all__ = [
+    "Initializer", "zeros", "ones", "constant", "uniform", "normal", "truncated_normal",
+    "variance_scaling", "glorot_uniform", "glorot_normal", "xavier_uniform", "xavier_normal",
+    "lecun_uniform", "lecun_normal", "he_uniform", "he_normal", "kaiming_uniform",
+    "kaiming_normal",
+]
+
+
+@runtime_checkable
+class Initializer(Protocol):
+    """What the builders return: ``init(key, shape, dtype=None, out_sharding=None) -> Array``."""
+
+    def __call__(self, key, shape, dtype=None, out_sharding=None) -> Array: ...
+
+
+def _dtype(name: str, dtype) -> np.dtype:
+    dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    if dt.kind != "f":
+        raise ValueError(f"nn.initializers.{name}: dtype must be a float dtype, got {dt}")
+    return dt
+
+
+def _check_sharding(name: str, out_sharding) -> None:
+    if out_sharding is not None:
+        raise ValueError(f"nn.initializers.{name}: out_sharding must be None (fungrad has no "
+                         f"sharding), got {out_sharding!r}")
+
+
+def _shape(name: str, shape) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        shape = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"nn.initializers.{name}: shape must be a sequence of integers, got "
+                        f"{shape!r}") from None
+    if any(d < 0 for d in shape):
+        raise ValueError(f"nn.initializers.{name}: shape must be non-negative, got {shape}")
+    return shape
+
+
+def _scalar(value, dtype):
+    """``jnp.array(value, dtype)``: a strongly typed 0-d array (value may be a traced array)."""
+    from fungrad.numpy import util
+    return lax.convert_element_type(util.asarray(value), dtype)
+
+
+def zeros(key, shape, dtype=None, out_sharding=None) -> Array:
+    """Zeros of ``shape`` (float32 by default); ``key`` is ignored."""
+    _check_sharding("zeros", out_sharding)
+    return lax.full(_shape("zeros", shape), 0, _dtype("zeros", dtype))
+
+
+def ones(key, shape, dtype=None, out_sharding=None) -> Array:
+    """Ones of ``shape`` (float32 by default); ``key`` is ignored."""
+    _check_sharding("ones", out_sharding)
+    return lax.full(_shape("ones", shape), 1, _dtype("ones", dtype))
+
+
+def constant(value, dtype=None) -> Initializer:
+    """An initializer filling arrays with ``value``; ``dtype`` is its default dtype."""
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        from fungrad.numpy import util
+        _check_sharding("constant", out_sharding)
+        dt = _dtype("constant", dtype)
+        return util.broadcast_to_shape(_scalar(value, dt), _shape("constant", shape),
+                                       "nn.initializers.constant")
+    return init
+
+
+def uniform(scale=1e-2, dtype=None) -> Initializer:
+    """An initializer drawing uniformly from ``[0, scale)``."""
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _check_sharding("uniform", out_sharding)
+        dt = _dtype("uniform", dtype)
+        return lax.mul(random.uniform(key, _shape("uniform", shape), dt), _scalar(scale, dt))
+    return init
+
+
+def normal(stddev=1e-2, dtype=None) -> Initializer:
+    """An initializer drawing from a normal distribution with mean 0 and std ``stddev``."""
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _check_sharding("normal", out_sharding)
+        dt = _dtype("normal", dtype)
+        return lax.mul(random.normal(key, _shape("normal", shape), dt), _scalar(stddev, dt))
+    return init
+
+
+def truncated_normal(stddev=1e-2, dtype=None, lower=-2.0, upper=2.0) -> Initializer:
+    """An initializer drawing a standard normal truncated to ``(lower, upper)``, times
+    ``stddev`` (no correction for the truncation's smaller variance, as in JAX)."""
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _check_sharding("truncated_normal", out_sharding)
+        dt = _dtype("truncated_normal", dtype)
+        x = random.truncated_normal(key, lower, upper, _shape("truncated_normal", shape), dt)
+        return lax.mul(x, _scalar(stddev, dt))
+    return init
+
+
+def _axes_size(name: str, shape, axes) -> int:
+    try:
+        if isinstance(axes, Sequence):
+            return math.prod(shape[operator.index(i)] for i in axes)
+        return shape[operator.index(axes)]
+    except IndexError:
+        raise ValueError(f"nn.initializers.{name}: axis {axes!r} is out of range for a weights "
+                         f"array of shape {shape}") from None
+
+
+def _compute_fans(name: str, shape, in_axis, out_axis, batch_axis) -> tuple[float, float]:
+    """(fan_in, fan_out): the in/out axis sizes times the receptive field, the product of the
+    axes that are neither in, out nor batch axes (a convolution kernel's spatial axes)."""
+    if isinstance(in_axis, int) and in_axis == -2 and len(shape) <= 1:
+        raise ValueError(f"nn.initializers.{name}: cannot compute the input and output sizes "
+                         f"of a {len(shape)}-dimensional weights array (shape {shape}) with "
+                         f"the default in_axis=-2; use a 2-D or larger shape or pass in_axis "
+                         f"explicitly")
+    in_size = _axes_size(name, shape, in_axis)
+    out_size = _axes_size(name, shape, out_axis)
+    batch_size = _axes_size(name, shape, batch_axis)
+    receptive_field = math.prod(shape) / in_size / out_size / batch_size
+    return in_size * receptive_field, out_size * receptive_field
+
+
+_MODES = ("fan_in", "fan_out", "fan_avg", "fan_geo_avg")
+_DISTRIBUTIONS = ("truncated_normal", "normal", "uniform")
+# The standard deviation of a standard normal truncated to (-2, 2).
+_TRUNCATED_STD = .87962566103423978
+
+
+def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_axis=(),
+                     dtype=None) -> Initializer:
+    """An initializer with mean 0 and variance ``scale / n``, ``n`` the fan given by ``mode``
+    (``"fan_in"``, ``"fan_out"``, ``"fan_avg"``: their mean, ``"fan_geo_avg"``: their
+    geometric mean), drawn from ``distribution``: ``"truncated_normal"`` (truncated at two
+    standard deviations, rescaled to that variance), ``"normal"`` or ``"uniform"``.
+
+    ``in_axis``/``out_axis``/``batch_axis`` (an axis or a sequence of axes) say which axes of
+    the weights hold the inputs, outputs and batch; the other axes are the receptive field.
+    """
+    if mode not in _MODES:
+        raise ValueError(f"nn.initializers.variance_scaling: invalid mode {mode!r}; expected "
+                         f"one of {_MODES}")
+    if distribution not in _DISTRIBUTIONS:
+        raise ValueError(f"nn.initializers.variance_scaling: invalid distribution "
+                         f"{distribution!r}; expected one of {_DISTRIBUTIONS}")
+
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        name = "variance_scaling"
+        _check_sharding(name, out_sharding)
+        shape = _shape(name, shape)
+        dt = _dtype(name, dtype)
+        fan_in, fan_out = _compute_fans(name, shape, in_axis, out_axis, batch_axis)
+        denominator = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2,
+                       "fan_geo_avg": (fan_in * fan_out) ** 0.5}[mode]
+        variance = _scalar(scale / denominator, dt)
+        if distribution == "truncated_normal":
+            stddev = lax.div(lax.sqrt(variance), _scalar(_TRUNCATED_STD, dt))
+            return lax.mul(random.truncated_normal(key, -2, 2, shape, dt), stddev)
+        if distribution == "normal":
+            return lax.mul(random.normal(key, shape, dt), lax.sqrt(variance))
+        u = random.uniform(key, shape, dt, -1)
+        return lax.mul(u, lax.sqrt(lax.mul(_scalar(3, dt), variance)))
+    return init
+
+
+def glorot_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None) -> Initializer:
+    """Glorot (Xavier) uniform: ``variance_scaling(1.0, "fan_avg", "uniform")``."""
+    return variance_scaling(1.0, "fan_avg", "uniform", in_axis=in_axis, out_axis=out_axis,
+                            batch_axis=batch_axis, dtype=dtype)
+
+
+def glorot_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None) -> Initializer:
+    """Glorot (Xavier) normal: ``variance_scaling(1.0, "fan_avg", "truncated_normal")``."""
+    return variance_scaling(1.0, "fan_avg", "truncated_normal", in_axis=in_axis,
+                            out_axis=out_axis, batch_axis=batch_axis, dtype=dtype)
+
+
+def lecun_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None) -> Initializer:
+    """LeCun uniform: ``variance_scaling(1.0, "fan_in", "uniform")``."""
+    return variance_scaling(1.0, "fan_in", "uniform", in_axis=in_axis, out_axis=out_axis,
+                            batch_axis=batch_axis, dtype=dtype)
+
+
+def lecun_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None) -> Initializer:
+    """LeCun normal: ``variance_scaling(1.0, "fan_in", "truncated_normal")``."""
+    return variance_scaling(1.0, "fan_in", "truncated_normal", in_axis=in_axis,
+                            out_axis=out_axis, batch_axis=batch_axis, dtype=dtype)
+
+
+def he_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None) -> Initializer:
+    """He (Kaiming) uniform: ``variance_scaling(2.0, "fan_in", "uniform")``."""
+    return variance_scaling(2.0, "fan_in", "uniform", in_axis=in_axis, out_axis=out_axis,
+                            batch_axis=batch_axis, dtype=dtype)
+
+
+def he_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None) -> Initializer:
+    """He (Kaiming) normal: ``variance_scaling(2.0, "fan_in", "truncated_normal")``."""
+    return variance_scaling(2.0, "fan_in", "truncated_normal", in_axis=in_axis,
+                            out_axis=out_axis, batch_axis=batch_axis, dtype=dtype)
+
+
+xavier_uniform = glorot_uniform
+xavier_normal = glorot_normal
+kaiming_uniform = he_uniform
+kaiming_normal = he_normal

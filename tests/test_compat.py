@@ -66,8 +66,10 @@ def test_runs_a_jax_training_program(tmp_path):
 
 def test_import_forms_and_transforms(tmp_path):
     r = run_script(tmp_path, """
-        import numpy as np
         import jax
+        # fungrad/__init__ does not import fungrad.testing: the proxy imports it on first use.
+        assert callable(jax.test_util.check_grads)
+        import numpy as np
         import jax.numpy as jnp
         from jax import numpy as jnp2, lax, random, nn, grad, jit, vmap
         import jax.scipy.special as jss
@@ -206,6 +208,26 @@ def test_enable_disable_in_process():
         compat.disable()
     assert not compat.enabled() and "jax" not in sys.modules and "jax.numpy" not in sys.modules
     assert jnp.sum(jnp.ones(3)) == 3  # objects already bound keep working
+
+
+def test_new_fungrad_modules_are_found(monkeypatch):
+    # A module fungrad gains (here a stand-in registered by the test) is found under jax.
+    mod = types.ModuleType("fungrad.compat_probe")
+    mod.answer = 42
+    monkeypatch.setitem(sys.modules, "fungrad.compat_probe", mod)
+    monkeypatch.setattr(fungrad, "compat_probe", mod, raising=False)
+    compat.enable()
+    try:
+        import jax.compat_probe
+
+        assert jax.compat_probe.answer == 42
+        import jax
+
+        assert jax.compat_probe is sys.modules["jax.compat_probe"]
+        with pytest.raises(AttributeError, match="jax.compat_probe.nope is not provided"):
+            jax.compat_probe.nope  # noqa: B018
+    finally:
+        compat.disable()
 
 
 def test_enable_refuses_a_real_jax_already_imported(monkeypatch):

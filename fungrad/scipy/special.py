@@ -14,11 +14,16 @@ import numpy as np
 
 import fungrad.numpy as fnp
 from fungrad import dtypes, lax
+from fungrad.lax import special as lax_special
 from fungrad.numpy import util
 
 __all__ = [
-    "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammaln", "log_ndtr", "logit",
-    "logsumexp", "ndtr", "ndtri", "polygamma", "xlog1py", "xlogy",
+    "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr",
+    "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "gamma",
+    "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "i0", "i0e", "i1", "i1e",
+    "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln",
+    "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "softmax", "spence", "xlog1py", "xlogy",
+    "zeta",
 ]
 
 
@@ -117,6 +122,79 @@ def gammaln(x):
     return lax.lgamma(_inexact("gammaln", x))
 
 
+def gammasgn(x):
+    """Sign of ``Gamma(x)``: 1 for ``x >= 0`` (and ``+inf``), ``(-1)^ceil(-x)`` below 0, NaN at
+    the poles (negative integers), ``-inf`` and NaN."""
+    x = _inexact("gammasgn", x)
+    floor_x = fnp.floor(x)
+    neg = fnp.where(fnp.remainder(floor_x, 2.0) == 0, 1.0, -1.0)
+    out = fnp.where(x >= 0, 1.0, neg)
+    return fnp.where(((x < 0) & (x == floor_x)) | fnp.isnan(x), np.nan, out).astype(x.dtype)
+
+
+def gamma(x):
+    """The gamma function ``Gamma(x) = gammasgn(x) * exp(gammaln(x))`` (``+inf`` at 0, NaN at
+    the negative integers)."""
+    x = _inexact("gamma", x)
+    return gammasgn(x) * fnp.exp(lax.lgamma(x))
+
+
+def loggamma(x):
+    """Principal branch of ``log Gamma(x)`` for real ``x``: ``gammaln(x)`` for ``x > 0``, NaN
+    for ``x <= 0`` (where the real-valued result would need a complex logarithm)."""
+    x = _inexact("loggamma", x)
+    return fnp.where(x > 0, lax.lgamma(fnp.where(x > 0, x, 1.0)), np.nan)
+
+
+def factorial(n, exact: bool = False):
+    """``n! = Gamma(n + 1)`` elementwise (0 for ``n < 0``), as a float.
+
+    ``exact=True`` (arbitrary-precision integers) is not supported, as in JAX.
+    """
+    if exact:
+        raise ValueError("factorial: exact=True (arbitrary-precision integer results) is not "
+                         "supported; use exact=False for the float Gamma(n + 1)")
+    n = _inexact("factorial", n)
+    return fnp.where(n < 0, 0.0, gamma(fnp.where(n < 0, 0.0, n) + 1.0)).astype(n.dtype)
+
+
+def comb(N, k, *, repetition: bool = False):  # noqa: N803  (scipy's and JAX's name)
+    """Binomial coefficient ``N choose k`` as a float, from ``gammaln`` (0 unless
+    ``0 <= k <= N``); with ``repetition``, ``(N + k - 1) choose k``."""
+    util.check_arraylike("comb", N, k)
+    N, k = util.promote_args_inexact("comb", N, k)  # noqa: N806
+    if repetition:
+        N = N + k - 1.0  # noqa: N806
+    ok = (k >= 0) & (k <= N) & (N >= 0)
+    kk, nn = fnp.where(ok, k, 0.0), fnp.where(ok, N, 0.0)
+    val = fnp.exp(lax.lgamma(nn + 1.0) - lax.lgamma(kk + 1.0) - lax.lgamma(nn - kk + 1.0))
+    return fnp.where(ok, val, 0.0).astype(N.dtype)
+
+
+def poch(z, m):
+    """Pochhammer symbol (rising factorial) ``(z)_m = Gamma(z + m) / Gamma(z)``; 1 at
+    ``m == 0``."""
+    util.check_arraylike("poch", z, m)
+    z, m = util.promote_args_inexact("poch", z, m)
+    val = (gammasgn(z + m) * gammasgn(z)) * fnp.exp(lax.lgamma(z + m) - lax.lgamma(z))
+    return fnp.where(m == 0, 1.0, val).astype(z.dtype)
+
+
+def multigammaln(a, d):
+    """Log of the multivariate gamma function of dimension ``d`` (a concrete positive int):
+    ``d (d - 1) / 4 log(pi) + sum_{j=0}^{d-1} gammaln(a - j / 2)``."""
+    util.check_arraylike("multigammaln", a)
+    d = util.concrete_or_error(d, "multigammaln's dimension d (a Python int)")
+    if isinstance(d, bool) or not float(d).is_integer() or int(d) < 1:
+        raise ValueError(f"multigammaln: d must be a positive integer, got {d!r}")
+    d = int(d)
+    a = _inexact("multigammaln", a)
+    out = fnp.full_like(a, d * (d - 1) / 4.0 * float(np.log(np.pi)))
+    for j in range(d):
+        out = out + lax.lgamma(a - j / 2.0)
+    return out
+
+
 def digamma(x):
     """Digamma function ``d/dx log Gamma(x)`` (``lax.digamma``)."""
     return lax.digamma(_inexact("digamma", x))
@@ -151,6 +229,47 @@ def polygamma(n, x):
             out = lax.select(lax.eq(order_of, lax.full_like(x, float(m))),
                              lax.polygamma(int(m), x), out)
     return lax.convert_element_type(out, x.dtype, x.weak_type)
+
+
+# -- incomplete gamma and beta ---------------------------------------------------------------
+
+def gammainc(a, x):
+    """Regularized lower incomplete gamma ``P(a, x)`` (``lax.igamma``); differentiable in both
+    arguments."""
+    util.check_arraylike("gammainc", a, x)
+    a, x = util.promote_args_inexact("gammainc", a, x)
+    return lax_special.igamma(a, x)
+
+
+def gammaincc(a, x):
+    """Regularized upper incomplete gamma ``Q(a, x) = 1 - P(a, x)`` (``lax.igammac``)."""
+    util.check_arraylike("gammaincc", a, x)
+    a, x = util.promote_args_inexact("gammaincc", a, x)
+    return lax_special.igammac(a, x)
+
+
+def betaln(a, b):
+    """``log |B(a, b)|``; for ``a, b > 0`` without the cancellation of the lgamma formula when
+    an argument is large (Stirling's series)."""
+    util.check_arraylike("betaln", a, b)
+    a, b = util.promote_args_inexact("betaln", a, b)
+    return lax_special.betaln(a, b)
+
+
+def beta(a, b):
+    """The beta function ``B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b)``."""
+    util.check_arraylike("beta", a, b)
+    a, b = util.promote_args_inexact("beta", a, b)
+    sign = gammasgn(a) * gammasgn(b) * gammasgn(a + b)
+    return sign * fnp.exp(lax_special.betaln(a, b))
+
+
+def betainc(a, b, x):
+    """Regularized incomplete beta ``I_x(a, b)`` (``lax.regularized_incomplete_beta``);
+    differentiable in ``x`` (not in ``a``, ``b``, as in JAX)."""
+    util.check_arraylike("betainc", a, b, x)
+    a, b, x = util.promote_args_inexact("betainc", a, b, x)
+    return lax_special.regularized_incomplete_beta(a, b, x)
 
 
 # -- x log y ---------------------------------------------------------------------------------

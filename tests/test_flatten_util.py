@@ -112,3 +112,12 @@ def test_vmap_matches_loop():
     w, b = fg.vmap(unravel)(fnp.asarray(vs))
     assert_array(w, vs[:, :3])
     assert_array(b, vs[:, 3:])
+
+
+def test_x64_keeps_64_bit_leaves(x64):
+    flat, unravel = ravel_pytree([np.ones(2, np.float64), np.arange(2, dtype=np.int64), 1])
+    assert_array(flat, [1.0, 1.0, 0.0, 1.0, 1.0], dtype=np.float64)
+    a, b, c = unravel(flat)
+    assert_array(a, [1.0, 1.0], dtype=np.float64)
+    assert_array(b, [0, 1], dtype=np.int64)
+    assert_array(c, 1, dtype=np.int64)

@@ -99,6 +99,50 @@ def test_import_forms_and_transforms(tmp_path):
     assert r.stdout.startswith("ok <module 'jax.numpy' (fungrad.compat: fungrad.numpy)>")
 
 
+def test_per_example_gradients_program(tmp_path):
+    # The per-example gradient program from JAX's README: vmap against a loop, jit against
+    # eager, the gradient against central differences.
+    r = run_script(tmp_path, """
+        import numpy as np
+        import jax.numpy as jnp
+        from jax import grad, jit, vmap, random
+
+        def predict(params, inputs):
+            for W, b in params:
+                outputs = jnp.dot(inputs, W) + b
+                inputs = jnp.tanh(outputs)
+            return outputs
+
+        def loss(params, inputs, targets):
+            return jnp.sum((predict(params, inputs) - targets) ** 2)
+
+        keys = random.split(random.PRNGKey(1), 5)
+        params = [(random.normal(keys[0], (3, 4)), random.normal(keys[1], (4,))),
+                  (random.normal(keys[2], (4, 2)), random.normal(keys[3], (2,)))]
+        xs = random.normal(keys[4], (6, 3))
+        ys = jnp.ones((6, 2))
+        grad_loss = jit(grad(loss))
+        perex = jit(vmap(grad_loss, in_axes=(None, 0, 0)))(params, xs, ys)
+        for i in range(6):
+            eager = grad(loss)(params, xs[i], ys[i])
+            for (gw, gb), (ew, eb) in zip(perex, eager):
+                np.testing.assert_allclose(gw[i], ew, rtol=2e-5, atol=2e-5)
+                np.testing.assert_allclose(gb[i], eb, rtol=2e-5, atol=2e-5)
+        # d loss / d b2[0] by central differences in float64 numpy
+        p64 = [(np.asarray(W, np.float64), np.asarray(b, np.float64)) for W, b in params]
+        def loss64(b20):
+            h = np.tanh(np.asarray(xs[0], np.float64) @ p64[0][0] + p64[0][1])
+            b2 = p64[1][1].copy(); b2[0] = b20
+            return np.sum((h @ p64[1][0] + b2 - 1.0) ** 2)
+        e = 1e-6
+        fd = (loss64(p64[1][1][0] + e) - loss64(p64[1][1][0] - e)) / (2 * e)
+        np.testing.assert_allclose(perex[1][1][0, 0], fd, rtol=1e-4)
+        print("ok")
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+
+
 def test_config_update_enables_x64(tmp_path):
     r = run_script(tmp_path, """
         import jax

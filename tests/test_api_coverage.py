@@ -71,7 +71,6 @@ def test_coverage_counts_a_name_exactly_when_compat_finds_it(coverage):
     numpy_cov = coverage["jax.numpy"]
     assert "sum" in numpy_cov.covered and hasattr(fnp, "sum")
     assert all(not hasattr(fnp, n) for n in numpy_cov.missing)
-    # jax.test_util is fungrad.testing: the names count through the compat mapping.
     assert set(coverage["jax.test_util"].covered) == {"check_grads", "check_jvp", "check_vjp"}
     assert "grad" in coverage["jax"].covered and hasattr(fungrad, "grad")
     assert 0.0 <= numpy_cov.percent <= 100.0

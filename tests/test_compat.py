@@ -67,7 +67,7 @@ def test_runs_a_jax_training_program(tmp_path):
 def test_import_forms_and_transforms(tmp_path):
     r = run_script(tmp_path, """
         import jax
-        # fungrad/__init__ does not import fungrad.testing: the proxy imports it on first use.
+        # fungrad/__init__ does not import fungrad.test_util: the proxy imports it on first use.
         assert callable(jax.test_util.check_grads)
         import numpy as np
         import jax.numpy as jnp
@@ -284,6 +284,6 @@ def test_enable_refuses_a_real_jax_already_imported(monkeypatch):
 def test_fungrad_module_name():
     assert compat.fungrad_module_name("jax") == "fungrad"
     assert compat.fungrad_module_name("jax.scipy.stats.norm") == "fungrad.scipy.stats.norm"
-    assert compat.fungrad_module_name("jax.test_util") == "fungrad.testing"
+    assert compat.fungrad_module_name("jax.test_util") == "fungrad.test_util"
     with pytest.raises(ValueError, match="not a jax module name"):
         compat.fungrad_module_name("jaxfoo")

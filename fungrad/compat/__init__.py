@@ -7,14 +7,13 @@
     import jax.numpy as jnp                      # fungrad.numpy, behind a thin module proxy
     fungrad.compat.disable()
 
-A ``sys.meta_path`` finder maps the module ``jax.X.Y`` to ``fungrad.X.Y`` (``jax.test_util``
-is ``fungrad.testing``, the one module fungrad names differently), so a module added to fungrad
-is found with no change here. Each ``jax`` module is a proxy holding its fungrad module's names
-(see :class:`_JaxModule`; a fungrad name rebound after ``import jax.X`` is not seen through
-it, so monkeypatch fungrad before enabling). A name fungrad lacks is never
-replaced by a stand-in: ``jax.numpy.foo`` raises AttributeError and ``import jax.sharding``
-ModuleNotFoundError, both saying that fungrad does not provide it (see docs/porting.md).
-``jaxlib`` has no fungrad counterpart; importing it says so.
+A ``sys.meta_path`` finder maps the module ``jax.X.Y`` to ``fungrad.X.Y`` (fungrad names its
+modules as JAX does), so a module added to fungrad is found with no change here. Each ``jax``
+module is a proxy holding its fungrad module's names (see :class:`_JaxModule`; a fungrad name
+rebound after ``import jax.X`` is not seen through it, so monkeypatch fungrad before enabling).
+A name fungrad lacks is never replaced by a stand-in: ``jax.numpy.foo`` raises AttributeError
+and ``import jax.sharding`` ModuleNotFoundError, both saying that fungrad does not provide it
+(see docs/porting.md). ``jaxlib`` has no fungrad counterpart; importing it says so.
 """
 
 from __future__ import annotations
@@ -29,16 +28,9 @@ __all__ = ["disable", "enable", "enabled", "fungrad_module_name"]
 
 _HELP = "(running JAX code through fungrad.compat); see docs/porting.md"
 
-# jax modules whose fungrad module has another name; every other jax.X.Y is fungrad.X.Y.
-_MODULE_ALIASES = {"jax.test_util": "fungrad.testing"}
-
-
 def fungrad_module_name(jax_name: str) -> str:
-    """The fungrad module that stands for the jax module ``jax_name`` (``jax.numpy`` ->
-    ``fungrad.numpy``, ``jax.test_util`` -> ``fungrad.testing``)."""
-    for jax_prefix, fg_prefix in _MODULE_ALIASES.items():
-        if jax_name == jax_prefix or jax_name.startswith(jax_prefix + "."):
-            return fg_prefix + jax_name[len(jax_prefix):]
+    """The fungrad module that stands for the jax module ``jax_name``: ``jax.X.Y`` ->
+    ``fungrad.X.Y``."""
     if jax_name != "jax" and not jax_name.startswith("jax."):
         raise ValueError(f"fungrad_module_name: {jax_name!r} is not a jax module name")
     return "fungrad" + jax_name[len("jax"):]

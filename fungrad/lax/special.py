@@ -88,7 +88,7 @@ def _eps(dtype) -> float:
     return float(np.finfo(dtype).eps) / 2
 
 
-def _iterate(step, state, done, max_iter: int):
+def iterate_elementwise(step, state, done, max_iter: int):
     """Apply ``state, converged = step(state)`` to the elements not yet ``done`` until all are
     done or ``max_iter`` steps have run. Converged elements keep their state unchanged."""
     axes = tuple(range(len(core.get_aval(done).shape)))
@@ -156,7 +156,8 @@ def _igamma_series(a, x, skip, deriv: bool):
                                                                    _full(dans, eps))))
         return (r, c, ans, dc, dans), conv
 
-    _, _, ans, _, dans = _iterate(step, (a, one, one, zero, zero), skip, _IGAMMA_MAX_ITER)
+    state = (a, one, one, zero, zero)
+    _, _, ans, _, dans = iterate_elementwise(step, state, skip, _IGAMMA_MAX_ITER)
     # P = ans x^a e^-x / Gamma(a + 1)
     front = ew.exp(ew.sub(_igamma_log_prefactor(a, x), ew.log(a)))
     if not deriv:
@@ -215,7 +216,7 @@ def _igammac_continued_fraction(a, x, skip, deriv: bool):
         return st, ew.le(conv_t, _full(t, eps))
 
     state = (zero, y, z, pkm1, pkm2, qkm1, qkm2, ans, dpkm1, dpkm2, dqkm1, dqkm2, dans)
-    state = _iterate(step, state, skip, _IGAMMA_MAX_ITER)
+    state = iterate_elementwise(step, state, skip, _IGAMMA_MAX_ITER)
     ans, dans = state[7], state[12]
     front = ew.exp(_igamma_log_prefactor(a, x))
     if not deriv:
@@ -443,7 +444,7 @@ def _betainc_cf(a, b, x, skip):
         conv = ew.le(ew.abs(ew.sub(delta, one)), _full(delta, eps))
         return (ew.add(m, one), c, d, h), conv
 
-    return _iterate(step, (one, one, d, d), skip, _BETAINC_MAX_ITER)[-1]
+    return iterate_elementwise(step, (one, one, d, d), skip, _BETAINC_MAX_ITER)[-1]
 
 
 def _betainc_special(a, b, x):
@@ -634,23 +635,15 @@ _ZETA_BERNOULLI = tuple(b / math.factorial(2 * j) for j, b in enumerate(
      -174611 / 330, 854513 / 138, -236364091 / 2730), start=1))
 
 
-def zeta(x, q):
-    """Hurwitz zeta ``zeta(x, q) = sum_{k >= 0} (q + k)^-x`` (JAX's argument order).
-
-    ``+inf`` at ``x == 1``; NaN for ``x < 1``; for ``q <= 0`` ``+inf`` at the poles (integer
-    ``q``) and NaN unless ``x`` is an integer. Differentiable in both arguments (the
-    derivative of the Euler-Maclaurin sum).
-    """
-    x, q = _float_operands("zeta", x, q)
+def zeta_euler_maclaurin(x, q):
+    """The Euler-Maclaurin sum for ``zeta(x, q)`` with no domain checks (operands of one float
+    dtype and shape): twelve terms, the integral of the tail, then twelve Bernoulli
+    corrections at ``w = q + 12``. For ``q > 0`` it is the analytic continuation of the sum for
+    every ``x != 1`` of moderate size (``scipy.special.zeta(x)`` below 1 uses it)."""
     one = _full(x, 1.0)
-    zero = _full(x, 0.0)
-    x_int = ew.eq(x, ew.floor(x))
-    q_pole = ew.bitwise_and(ew.le(q, zero), ew.eq(q, ew.floor(q)))
-    domain = ew.bitwise_and(ew.gt(x, one), ew.bitwise_or(ew.gt(q, zero), x_int))
-    xs = _where(domain, x, 2.0)
-    qs = _where(ew.bitwise_and(domain, ew.bitwise_not(q_pole)), q, 1.0)
+    xs, qs = x, q
     neg_x = ew.neg(xs)
-    total = zero
+    total = _full(x, 0.0)
     for k in range(_ZETA_TERMS):
         total = ew.add(total, ew.pow(ew.add(qs, _full(qs, float(k))), neg_x))
     w = ew.add(qs, _full(qs, float(_ZETA_TERMS)))
@@ -665,6 +658,29 @@ def zeta(x, q):
         total = ew.add(total, ew.mul(_full(w, coef), fac))
         fac = ew.mul(fac, ew.mul(ew.mul(ew.add(xs, _full(xs, 2.0 * j - 1)),
                                         ew.add(xs, _full(xs, 2.0 * j))), inv_w2))
+    return total
+
+
+def zeta(x, q):
+    """Hurwitz zeta ``zeta(x, q) = sum_{k >= 0} (q + k)^-x`` (JAX's argument order).
+
+    ``+inf`` at ``x == 1``; NaN for ``x < 1``; for ``q <= 0`` ``+inf`` at the poles (integer
+    ``q``) and NaN unless ``x`` is an integer (and, a limit of this implementation, NaN for
+    ``q <= -12``). Differentiable in both arguments (the
+    derivative of the Euler-Maclaurin sum).
+    """
+    x, q = _float_operands("zeta", x, q)
+    one = _full(x, 1.0)
+    zero = _full(x, 0.0)
+    x_int = ew.eq(x, ew.floor(x))
+    q_pole = ew.bitwise_and(ew.le(q, zero), ew.eq(q, ew.floor(q)))
+    # q < 0 (not a pole) needs an integer x, and q > -12 so that the shifted w = q + 12 of
+    # the Euler-Maclaurin sum is positive
+    q_neg_ok = ew.bitwise_and(x_int, ew.gt(q, _full(q, -float(_ZETA_TERMS))))
+    domain = ew.bitwise_and(ew.gt(x, one), ew.bitwise_or(ew.gt(q, zero), q_neg_ok))
+    xs = _where(domain, x, 2.0)
+    qs = _where(ew.bitwise_and(domain, ew.bitwise_not(q_pole)), q, 1.0)
+    total = zeta_euler_maclaurin(xs, qs)
     out = _where(domain, total, np.nan)
     out = _where(ew.bitwise_and(q_pole, ew.ge(x, one)), np.inf, out)
     out = _where(ew.eq(x, one), np.inf, out)

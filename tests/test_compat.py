@@ -143,6 +143,46 @@ def test_per_example_gradients_program(tmp_path):
     assert r.stdout.strip() == "ok"
 
 
+def test_variational_inference_gives_jax_numbers(tmp_path):
+    # Reparameterised VI for a Bayesian logistic regression: data, noise and Monte Carlo samples
+    # all come from keys, so fungrad must reproduce JAX 0.10.2's run of this very script
+    # (numbers below, printed by /tmp/jaxvenv's jax) to float32 rounding.
+    r = run_script(tmp_path, """
+        import jax
+        import jax.numpy as jnp
+        from jax import random
+        from jax.scipy.stats import norm
+
+        kx, kn, kq = random.split(random.PRNGKey(3), 3)
+        X = random.normal(kx, (40, 2))
+        y = (X @ jnp.array([1.5, -1.0]) + 0.3 * random.normal(kn, (40,)) > 0).astype(jnp.float32)
+
+        def log_joint(w):
+            z = X @ w
+            return (jnp.sum(norm.logpdf(w))
+                    + jnp.sum(y * jax.nn.log_sigmoid(z) + (1 - y) * jax.nn.log_sigmoid(-z)))
+
+        def neg_elbo(q, key):
+            mu, log_sigma = q
+            w = mu + jnp.exp(log_sigma) * random.normal(key, (16, 2))
+            return -(jnp.mean(jax.vmap(log_joint)(w)) + jnp.sum(log_sigma))
+
+        @jax.jit
+        def step(q, key):
+            loss, g = jax.value_and_grad(neg_elbo)(q, key)
+            return jax.tree_util.tree_map(lambda p, d: p - 0.02 * d, q, g), loss
+
+        q = (jnp.zeros(2), jnp.zeros(2))
+        for t in range(60):
+            q, loss = step(q, random.fold_in(kq, t))
+        print(float(loss), *[float(v) for v in q[0]], *[float(v) for v in q[1]])
+    """)
+    assert r.returncode == 0, r.stderr
+    jax_numbers = [18.16939926147461, 1.8832337856292725, -1.6256450414657593,
+                   -0.8117448687553406, -0.8712968230247498]
+    np.testing.assert_allclose([float(v) for v in r.stdout.split()], jax_numbers, rtol=2e-5)
+
+
 def test_config_update_enables_x64(tmp_path):
     r = run_script(tmp_path, """
         import jax

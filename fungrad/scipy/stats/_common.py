@@ -34,3 +34,10 @@ def log_diff_exp(a, b):
     """``log(exp(a) - exp(b))`` for ``a >= b`` without forming ``exp(a)`` (``-inf`` when
     ``a == b``)."""
     return a + log1mexp(a - b)
+
+
+def log_prob(p, q):
+    """``log(p)`` for a probability ``p`` whose complement ``q = 1 - p`` is also known
+    accurately: ``log1p(-q)`` when ``p > 1/2``, where ``log(p)`` would lose the relative
+    precision of a value near 0."""
+    return fnp.where(p > 0.5, fnp.log1p(-q), fnp.log(p))

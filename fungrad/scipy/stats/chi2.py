@@ -7,7 +7,7 @@ import numpy as np
 
 import fungrad.numpy as fnp
 from fungrad.scipy import special
-from fungrad.scipy.stats._common import promote
+from fungrad.scipy.stats._common import log_prob, promote
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
@@ -42,8 +42,8 @@ def cdf(x, df, loc=0, scale=1):
 
 
 def logcdf(x, df, loc=0, scale=1):
-    """``log(cdf(x))``."""
-    return fnp.log(cdf(x, df, loc, scale))
+    """``log(cdf(x))``; near 1 it is ``log1p(-sf(x))``, which keeps its precision."""
+    return log_prob(cdf(x, df, loc, scale), sf(x, df, loc, scale))
 
 
 def sf(x, df, loc=0, scale=1):
@@ -52,5 +52,5 @@ def sf(x, df, loc=0, scale=1):
 
 
 def logsf(x, df, loc=0, scale=1):
-    """``log(sf(x))``."""
-    return fnp.log(sf(x, df, loc, scale))
+    """``log(sf(x))``; near 1 it is ``log1p(-cdf(x))``, which keeps its precision."""
+    return log_prob(sf(x, df, loc, scale), cdf(x, df, loc, scale))

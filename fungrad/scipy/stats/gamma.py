@@ -7,7 +7,7 @@ import numpy as np
 
 import fungrad.numpy as fnp
 from fungrad.scipy import special
-from fungrad.scipy.stats._common import promote
+from fungrad.scipy.stats._common import log_prob, promote
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
@@ -38,8 +38,8 @@ def cdf(x, a, loc=0, scale=1):
 
 
 def logcdf(x, a, loc=0, scale=1):
-    """``log(cdf(x))``."""
-    return fnp.log(cdf(x, a, loc, scale))
+    """``log(cdf(x))``; near 1 it is ``log1p(-sf(x))``, which keeps its precision."""
+    return log_prob(cdf(x, a, loc, scale), sf(x, a, loc, scale))
 
 
 def sf(x, a, loc=0, scale=1):
@@ -49,5 +49,5 @@ def sf(x, a, loc=0, scale=1):
 
 
 def logsf(x, a, loc=0, scale=1):
-    """``log(sf(x))``."""
-    return fnp.log(sf(x, a, loc, scale))
+    """``log(sf(x))``; near 1 it is ``log1p(-cdf(x))``, which keeps its precision."""
+    return log_prob(sf(x, a, loc, scale), cdf(x, a, loc, scale))

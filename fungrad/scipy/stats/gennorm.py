@@ -23,7 +23,9 @@ def pdf(x, beta):
 
 
 def cdf(x, beta):
-    """``(1 + sign(x) P(1 / beta, |x|**beta)) / 2`` with ``P`` the regularized lower
-    incomplete gamma function."""
+    """``Q(1/beta, |x|**beta) / 2`` below 0 and ``1 - Q(1/beta, x**beta) / 2`` above, with
+    ``Q`` the regularized upper incomplete gamma function (so the lower tail keeps its
+    relative precision)."""
     x, beta = promote("gennorm.cdf", x, beta)
-    return 0.5 * (1.0 + fnp.sign(x) * special.gammainc(1.0 / beta, fnp.abs(x) ** beta))
+    half_tail = 0.5 * special.gammaincc(1.0 / beta, fnp.abs(x) ** beta)
+    return fnp.where(x < 0, half_tail, 1.0 - half_tail)

@@ -28,6 +28,7 @@ __all__ = ["disable", "enable", "enabled", "fungrad_module_name"]
 
 _HELP = "(running JAX code through fungrad.compat); see docs/porting.md"
 
+
 def fungrad_module_name(jax_name: str) -> str:
     """The fungrad module that stands for the jax module ``jax_name``: ``jax.X.Y`` ->
     ``fungrad.X.Y``."""

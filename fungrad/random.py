@@ -415,14 +415,15 @@ def cauchy(key, shape=(), dtype=None) -> Array:
     return lax.tan(lax.mul(pi, lax.sub(u, half)))
 
 
-_GUMBEL_MODES = ("low", "high")
+_GUMBEL_MODES = ("low", "high", "highest")
 
 
 def gumbel(key, shape=(), dtype=None, mode=None) -> Array:
     """Standard Gumbel floats: ``-log(-log(u))``.
 
     ``mode="high"`` combines two uniforms so the largest samples reach ~32 instead of ~16
-    (float32). NB: JAX's third mode, ``"highest"``, is not available.
+    (float32); ``mode="highest"`` (float32 only; other dtypes use ``"high"``) turns 64 random
+    bits into a float with the leading zeros as exponent, so nothing is lost near 0 or 1.
     """
     key = _check_prng_key("gumbel", key)
     dtype = _float_dtype("gumbel", dtype)
@@ -433,9 +434,46 @@ def gumbel(key, shape=(), dtype=None, mode=None) -> Array:
     return _gumbel(key, shape, dtype, mode)
 
 
+def _bits64_to_float32(hi, lo):
+    """The 64-bit fixed-point fraction ``hi:lo`` (in ``[0, 1)``) as a float32 keeping all the
+    precision float32 has near 0: the count of leading zeros becomes the exponent."""
+    u32 = np.uint32
+    hiclz, loclz = lax.clz(hi), lax.clz(lo)
+    hi_empty = lax.eq(hiclz, _u32(32))
+    mantissa = lax.bitwise_or(
+        lax.shift_left(hi, hiclz),
+        lax.select(hi_empty, lax.shift_left(lo, loclz),
+                   lax.shift_right_logical(lo, lax.sub(_u32(32), hiclz))))
+    mantissa = lax.bitwise_and(lax.shift_right_logical(mantissa, _u32(8)),
+                               _u32((1 << 23) - 1))
+    zeros = lax.select(hi_empty, lax.add(loclz, _u32(32)), hiclz)
+    exp = lax.shift_left(lax.sub(_u32(126), zeros), _u32(23))
+    exp = lax.bitwise_and(exp, Array(u32((1 << 30) - (1 << 22))))
+    return lax.bitcast_convert_type(lax.bitwise_or(exp, mantissa), np.float32)
+
+
+def _gumbel_highest(key, shape):
+    y1, y2 = _threefry_shape("gumbel", key, (2, *shape))
+    bits = lax.bitwise_xor(y1, y2)
+    hi = lax.index_in_dim(bits, 0, keepdims=False)
+    lo = lax.index_in_dim(bits, 1, keepdims=False)
+    # 1 - bits in 64-bit fixed point: two's complement with the carry into the high word
+    carry = lax.convert_element_type(lax.eq(lax.bitwise_not(lo), _u32(0xFFFFFFFF)), np.uint32)
+    neg_hi = lax.add(lax.bitwise_not(hi), carry)
+    neg_lo = lax.add(lax.bitwise_not(lo), _u32(1))
+    below_half = lax.lt(hi, _u32(1 << 31))
+    x = _bits64_to_float32(lax.select(below_half, hi, neg_hi),
+                           lax.select(below_half, lo, neg_lo))
+    # x is u for u < 1/2 and 1 - u otherwise: log1p(-u) is then log(x)
+    return lax.select(below_half, lax.neg(lax.log(lax.neg(lax.log1p(lax.neg(x))))),
+                      lax.neg(lax.log(lax.neg(lax.log(x)))))
+
+
 def _gumbel(key, shape, dtype, mode):
     info = dtypes.finfo(dtype)
-    if mode == "high":
+    if mode == "highest" and dtype == np.float32:
+        return _gumbel_highest(key, shape)
+    if mode in ("high", "highest"):
         u = _uniform(key, (2, *shape), dtype, 0.0, 1.0)
         high = lax.index_in_dim(u, 0, keepdims=False)
         low = lax.index_in_dim(u, 1, keepdims=False)

@@ -112,6 +112,11 @@ GOLDEN = {
         0.00860974844545126, 0.9191662073135376, 0.48183876276016235, 0.6928425431251526,
         0.9306773543357849
     ]),
+    'gumbel_highest': ((5,), [
+        -0.6944183111190796, -0.4944716691970825, 0.7809827923774719, -0.6327989101409912,
+        1.8801000118255615
+    ]),
+    'categorical_highest': ((8,), [2, 1, 2, 2, 2, 0, 0, 2]),
     'loggamma_grad': ((5,), [
         190.10035705566406, 2.3023388385772705, 2.2505686283111572, 0.430168092250824,
         0.036145761609077454
@@ -150,11 +155,14 @@ SAMPLES = {
     "random_gamma_grad": lambda: random_gamma_grad(
         fg.numpy.asarray(np.array([0.1, 0.5, 1.0, 2.5, 10.0, 100.0, 3.0], np.float32)),
         fg.numpy.asarray(np.array([0.5, 0.01, 3., 1.0, 12.0, 90.0, 0.0], np.float32))),
+    "gumbel_highest": lambda: random.gumbel(KEY, (5,), mode="highest"),
+    "categorical_highest": lambda: random.categorical(
+        KEY, np.log(np.array([0.2, 0.3, 0.5], np.float32)), shape=(8,), mode="highest"),
     "gamma_grad": lambda: fg.grad(lambda a: random.gamma(KEY, a).sum())(A),
     "loggamma_grad": lambda: fg.grad(lambda a: random.loggamma(KEY, a).sum())(A),
 }
 
-INT_RESULTS = {"rademacher", "geometric", "poisson"}
+INT_RESULTS = {"rademacher", "geometric", "poisson", "categorical_highest"}
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))
@@ -202,6 +210,8 @@ CONTINUOUS = {
     "double_sided_maxwell": (lambda k: random.double_sided_maxwell(k, 0.5, 2.0, (N,)), None),
     "generalized_normal": (lambda k: random.generalized_normal(k, 1.3, (N,)),
                            scipy.stats.gennorm(1.3)),
+    "gumbel_highest": (lambda k: random.gumbel(k, (N,), mode="highest"),
+                       scipy.stats.gumbel_r()),
 }
 
 

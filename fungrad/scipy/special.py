@@ -697,7 +697,7 @@ def _expn_jvp(primals, tangents):
     _, tx = tangents
     out = _expn_fn(n, x)
     # d/dx E_n(x) = -E_(n-1)(x); E_(-1)(x) = e^-x (1/x + 1/x^2)
-    prev = _expn_value(fnp.maximum(n - 1.0, 0.0), x)
+    prev = _expn_fn(fnp.maximum(n - 1.0, 0.0), x)  # (itself differentiable again)
     xs = fnp.where(x > 0, x, 1.0)
     e_minus1 = fnp.exp(-xs) * (1.0 / xs + 1.0 / (xs * xs))
     d = -fnp.where(n == 0, e_minus1, prev)
@@ -809,7 +809,8 @@ def erfcx(x):
     for c in coeffs[-2::-1]:
         acc = acc * w + c
     asym = acc / (xl * float(np.sqrt(np.pi)))
-    return fnp.where(small, direct, asym)
+    out = fnp.where(small, direct, asym)
+    return fnp.where(x == -np.inf, np.inf, out)
 
 
 # -- confluent hypergeometric function -----------------------------------------------------------
@@ -821,13 +822,20 @@ def _hyp1f1_series(a, b, x, skip):
     eps = _eps(x)
 
     def step(st):
-        k, term, total = st
-        term = term * (a + k) / (b + k) * x / (k + 1.0)
+        k, term, total, proxy = st
+        ak = a + k
+        bk = b + k  # zero only past a polynomial order a > b, where the terms are 0 already
+        ratio = x / (fnp.where(bk == 0, 1.0, bk) * (k + 1.0))
+        term = term * ak * ratio
         total = total + term
-        return (k + 1.0, term, total), fnp.abs(term) <= fnp.abs(total) * eps
+        # the convergence test uses the terms with a zero factor a + k left out: past a
+        # polynomial order the terms vanish but their derivatives in a do not
+        proxy = proxy * fnp.where(ak == 0, 1.0, ak) * ratio
+        conv = fnp.abs(proxy) <= fnp.abs(total) * eps
+        return (k + 1.0, term, total, proxy), conv
 
-    state = (fnp.zeros_like(x), fnp.ones_like(x), fnp.ones_like(x))
-    return lax_special.iterate_elementwise(step, state, skip, _HYP1F1_MAX_ITER)[-1]
+    state = (fnp.zeros_like(x), fnp.ones_like(x), fnp.ones_like(x), fnp.ones_like(x))
+    return lax_special.iterate_elementwise(step, state, skip, _HYP1F1_MAX_ITER)[2]
 
 
 def _hyp1f1_value(a, b, x):
@@ -863,7 +871,7 @@ def _hyp1f1_jvp(primals, tangents):
     out = _hyp1f1_fn(a, b, x)
     # d/dx M(a, b, x) = a / b M(a + 1, b + 1, x); in a, b: forward mode through the series,
     # as a primal coefficient
-    dx = a / b * _hyp1f1_value(a + 1.0, b + 1.0, x)
+    dx = a / b * _hyp1f1_fn(a + 1.0, b + 1.0, x)
     t = tx * dx + ta * _hyp1f1_param_grad(0, a, b, x) + tb * _hyp1f1_param_grad(1, a, b, x)
     return out, t
 

@@ -1,6 +1,6 @@
-"""fungrad.scipy.signal against scipy.signal (test-only oracle): values for every mode and
-shape relation, dtypes, gradients (check_grads), vmap against a Python loop, jit against
-eager, and the errors for bad input."""
+"""fungrad.scipy.signal against scipy.signal (test-only oracle): convolve/correlate values for
+every mode and shape relation, detrend with breakpoints, dtypes, gradients (check_grads), vmap
+against a Python loop, jit against eager, and the errors for bad input."""
 
 import numpy as np
 import pytest
@@ -115,3 +115,34 @@ def test_errors():
         signal.convolve2d(one, one)
     with pytest.raises(TypeError):
         signal.convolve([1.0, 2.0], one)
+
+
+@pytest.mark.parametrize("kind", ["linear", "constant"])
+@pytest.mark.parametrize("axis", [0, -1])
+@pytest.mark.parametrize("bp", [0, [3], [1, 2, 4], [4]], ids=str)
+def test_detrend_matches_scipy(x64, kind, axis, bp):
+    x = np.random.default_rng(9).normal(size=(4, 9)) + np.arange(9)
+    np.testing.assert_allclose(np.asarray(signal.detrend(x, axis, kind, bp)),
+                               sg.detrend(x, axis, kind, bp), atol=1e-12)
+
+
+def test_detrend_dtypes_transforms_and_errors():
+    data = np.array([1.0, 4.0, 8.0, 8.0, 9.0], np.float32)
+    out = signal.detrend(data)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(out), [-1, 0, 2, 0, -1], atol=1e-5)
+    assert signal.detrend(np.arange(5)).dtype == np.float32
+    batch = np.random.default_rng(10).normal(size=(3, 6)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(fg.vmap(signal.detrend)(batch)),
+                               np.stack([np.asarray(signal.detrend(r)) for r in batch]),
+                               atol=1e-6)
+    np.testing.assert_allclose(np.asarray(fg.jit(signal.detrend)(batch)),
+                               np.asarray(signal.detrend(batch)), atol=1e-6)
+    check_grads(lambda d: signal.detrend(d, bp=[2]), (batch.astype(np.float64),), order=1,
+                rtol=1e-2)
+    with pytest.raises(ValueError, match="type must be"):
+        signal.detrend(data, type="quadratic")
+    with pytest.raises(ValueError, match=r"breakpoints must lie in \[0, 5\]"):
+        signal.detrend(data, bp=[7])
+    with pytest.raises(ValueError, match="overwrite_data"):
+        signal.detrend(data, overwrite_data=True)

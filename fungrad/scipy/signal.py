@@ -5,7 +5,8 @@ names and semantics, computed directly with ``lax.conv_general_dilated``.
 centre of the full result with ``in1``'s shape) and ``"valid"`` (only complete overlaps, shape
 ``|s1 - s2| + 1``; one input must be at least as large as the other in every dimension).
 Inputs promote to a floating dtype, as in JAX. Only the direct method exists: ``method="fft"``
-(``fftconvolve``) needs an FFT, which fungrad does not have.
+(``fftconvolve``) needs an FFT, which fungrad does not have (nor do ``stft``, ``istft``,
+``csd`` and ``welch``). :func:`detrend` removes constant or piecewise-linear trends.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.numpy import util
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d"]
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "detrend"]
 
 _MODES = ("full", "same", "valid")
 
@@ -128,3 +129,56 @@ def correlate2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue=
     if swapped:
         return fnp.flip(_conv_nd("correlate2d", in2, fnp.flip(in1), mode, precision))
     return _conv_nd("correlate2d", in1, fnp.flip(in2), mode, precision)
+
+
+def _linear_residual(y):
+    """``y`` minus its least-squares line along axis 0 (closed form: with ``t`` centred on
+    its mean, the slope is ``sum(t y) / sum(t**2)``; one point has slope 0)."""
+    m = y.shape[0]
+    t = np.arange(m, dtype=np.float64) - (m - 1) / 2.0
+    denom = float(np.sum(t * t))
+    t = fnp.asarray(t, dtype=y.dtype).reshape((m,) + (1,) * (y.ndim - 1))
+    mean = fnp.mean(y, axis=0, keepdims=True)
+    if denom == 0.0:
+        return y - mean
+    slope = fnp.sum(t * y, axis=0, keepdims=True) / denom
+    return y - mean - slope * t
+
+
+def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data=None):  # noqa: A002
+    """``data`` minus its trend along ``axis`` (``scipy.signal.detrend``).
+
+    Args:
+        data: the input array (promoted to a floating dtype).
+        axis: the axis along which to detrend.
+        type: ``"linear"`` (subtract the least-squares line, piecewise between the
+            breakpoints ``bp``) or ``"constant"`` (subtract the mean).
+        bp: breakpoints (concrete ints in ``[0, n]``): each segment between consecutive
+            breakpoints gets its own line.
+        overwrite_data: must be None (arrays are immutable).
+
+    Example:
+        >>> detrend(fnp.array([1., 4., 8., 8., 9.]))   # [-1, 0, 2, 0, -1]
+    """
+    if overwrite_data is not None:
+        raise ValueError("detrend: overwrite_data is not supported (fungrad arrays are "
+                         "immutable); leave it None")
+    if type not in ("linear", "constant"):
+        raise ValueError(f"detrend: type must be 'linear' or 'constant', got {type!r}")
+    util.check_arraylike("detrend", data)
+    [x] = util.promote_dtypes_inexact(data, fun_name="detrend")
+    if x.ndim == 0:
+        raise ValueError("detrend: data must have at least one dimension, got a 0-d array")
+    axis = util.canonicalize_axis(axis, x.ndim, "detrend")
+    if type == "constant":
+        return x - fnp.mean(x, axis=axis, keepdims=True)
+    n = x.shape[axis]
+    bps = np.asarray(util.concrete_or_error(bp, "detrend's breakpoints bp"))
+    if bps.size and (bps.min() < 0 or bps.max() > n):
+        raise ValueError(f"detrend: breakpoints must lie in [0, {n}] (the length of axis "
+                         f"{axis}), got {bps.tolist()}")
+    edges = np.unique(np.concatenate([[0], bps.reshape(-1).astype(np.int64), [n]]))
+    y = fnp.moveaxis(x, axis, 0)
+    pieces = [_linear_residual(y[int(lo):int(hi)]) for lo, hi in zip(edges[:-1], edges[1:])]
+    out = fnp.concatenate(pieces, axis=0) if pieces else y
+    return fnp.moveaxis(out, 0, axis)

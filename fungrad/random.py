@@ -744,7 +744,19 @@ def _sampler_shape(name: str, shape, *params):
     return shape
 
 
-def _params(name: str, dtype, *xs):
+def _params(name: str, dtype, *xs, check_cast: bool = True):
+    """The parameters as arrays of ``dtype``. With ``check_cast`` (JAX checks for most
+    samplers) an array whose dtype would not promote to ``dtype`` is an error, e.g. float32
+    parameters for a float16 sample; Python scalars always convert."""
+    if check_cast:
+        from fungrad.numpy import util
+        util.check_arraylike(name, *xs)
+        for x in xs:
+            if dtypes.result_type(x, dtype) != dtype:
+                what = util.asarray(x).dtype
+                raise ValueError(f"{name}: cannot safely cast a parameter of dtype {what} to "
+                                 f"the sample dtype {dtype}; pass dtype={what} or convert the "
+                                 f"parameter")
     return [_param(name, x, dtype) for x in xs]
 
 
@@ -752,7 +764,7 @@ def _gamma_sampler(name: str, key, a, shape, dtype, log_space: bool):
     from fungrad.random_gamma import gamma_samples
     key = _check_prng_key(name, key)
     dtype = _float_dtype(name, dtype)
-    (a,) = _params(name, dtype, a)
+    (a,) = _params(name, dtype, a, check_cast=False)
     shape = _sampler_shape(name, shape, a)
     return gamma_samples(key, _bcast_full(a, shape), log_space)
 
@@ -808,7 +820,7 @@ def dirichlet(key, alpha, shape=None, dtype=None) -> Array:
     from fungrad import nn
     key = _check_prng_key("dirichlet", key)
     dtype = _float_dtype("dirichlet", dtype)
-    (alpha,) = _params("dirichlet", dtype, alpha)
+    (alpha,) = _params("dirichlet", dtype, alpha, check_cast=False)
     if alpha.ndim < 1:
         raise ValueError(f"dirichlet: alpha must have at least one dimension (the categories), "
                          f"got a scalar of shape {tuple(alpha.shape)}")

@@ -325,6 +325,10 @@ def test_invalid_parameters_give_nan_or_edge_values():
     (lambda: random.gamma(np.zeros(3, np.uint32), 1.0), TypeError, "gamma: expected a single"),
     (lambda: random.multinomial(KEY, 10.0, np.float32(0.5)), ValueError, "multinomial: p"),
     (lambda: random.t(KEY, "3"), TypeError, "t"),
+    # as JAX (TypePromotionError, a ValueError): array parameters must cast safely to dtype
+    (lambda: random.pareto(KEY, np.float32(2.0), dtype=np.float16), ValueError,
+     "pareto: cannot safely cast a parameter of dtype float32 to the sample dtype float16"),
+    (lambda: random.lognormal(KEY, dtype=np.float16), ValueError, "lognormal: cannot safely"),
 ])
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):

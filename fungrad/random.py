@@ -14,6 +14,13 @@ Everything follows JAX's default Threefry-2x32 implementation with
 (in row-major order) of a sample are ``y1 ^ y2`` where ``(y1, y2) = threefry2x32(key, (0, i))``,
 and ``split(key, n)[i]`` is ``(y1, y2)`` itself. The samplers are written on ``fungrad.lax`` and
 ``fungrad.numpy`` only, so they can be traced.
+
+The other distributions (gamma and its family, poisson, binomial, multinomial, ...) follow
+JAX's documented algorithms and key splits, so they too give JAX's numbers, up to a few ulps
+where ``log``/``pow``/``erf_inv`` round differently (see each docstring). ``gamma`` lives in
+:mod:`fungrad.random_gamma` with its implicit-reparameterisation derivative.
+NB: ``orthogonal`` (and ``multivariate_normal``'s ``"svd"``/``"eigh"`` methods) need a QR /
+eigen decomposition fungrad does not have yet.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from fungrad import core, dtypes, lax
 from fungrad.array import Array
 
 __all__ = [
-    "PRNGKey", "key", "key_data", "wrap_key_data", "clone", "split", "fold_in", "bits",
+    "PRNGKey", "key", "key_data", "key_impl", "wrap_key_data", "clone", "split", "fold_in", "bits",
     "uniform", "normal", "bernoulli", "randint", "choice", "permutation", "categorical",
     "truncated_normal", "multivariate_normal", "gumbel", "exponential", "laplace", "logistic",
     "cauchy", "gamma", "loggamma", "beta", "dirichlet", "chisquare", "f", "t", "pareto",
@@ -142,6 +149,13 @@ def wrap_key_data(key_bits_array, *, impl=None) -> Array:
     (NB: fungrad keys are raw uint32 arrays, so there is nothing to wrap)."""
     _check_impl("wrap_key_data", impl)
     return _check_key_data("wrap_key_data", key_bits_array, allow_batched=True)
+
+
+def key_impl(keys) -> str:
+    """The name of the PRNG implementation of a key or batch of keys: ``"threefry2x32"``
+    (the only one fungrad has)."""
+    _check_key_data("key_impl", keys, allow_batched=True)
+    return "threefry2x32"
 
 
 def clone(key) -> Array:

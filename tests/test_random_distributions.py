@@ -182,6 +182,13 @@ def test_same_numbers_as_jax(name):
                                    rtol=rtol, atol=1e-30)
 
 
+def test_key_impl():
+    assert random.key_impl(KEY) == "threefry2x32"
+    assert random.key_impl(random.split(KEY, 3)) == "threefry2x32"
+    with pytest.raises(TypeError, match="key_impl: expected a single PRNG key"):
+        random.key_impl(np.zeros(3, np.uint32))
+
+
 def test_exp_loggamma_is_gamma():
     a = np.array([0.3, 1.0, 2.0, 9.0], np.float32)
     np.testing.assert_allclose(np.exp(np.asarray(random.loggamma(KEY, a))),

@@ -1,4 +1,6 @@
-"""Jaxpr-to-jaxpr passes. Primitives are pure, so every rewrite here is valid wherever it applies.
+"""Jaxpr-to-jaxpr passes. Primitives are pure, so every rewrite here is valid wherever it applies,
+except for the few with side effects (callbacks, :data:`effectful_primitives`), which DCE and
+CSE keep as they are.
 
 Cleanup passes (used by tracing and partial evaluation too):
 
@@ -32,19 +34,51 @@ from fungrad import core
 from fungrad.array import Array
 
 # ---------------------------------------------------------------------------------------------
+# Effects: equations that must run even when nothing reads their outputs
+
+effectful_primitives: set = set()
+"""Primitives with side effects (``debug_callback``, ``io_callback``): their equations are
+never dropped by DCE nor merged by CSE, and neither is an equation whose sub-jaxprs (a ``jit``
+body, a loop body, a branch) hold one. ``pure_callback`` is not here: JAX may drop or merge
+it like any pure computation."""
+
+
+def has_effects(eqn: core.JaxprEqn) -> bool:
+    """Whether ``eqn`` has a side effect: an effectful primitive, or one in a sub-jaxpr."""
+    if not effectful_primitives:  # (no callback module imported: nothing is effectful)
+        return False
+    if eqn.primitive in effectful_primitives:
+        return True
+    for v in eqn.params.values():
+        for x in (v if type(v) is tuple else (v,)):
+            if type(x) is core.ClosedJaxpr:
+                x = x.jaxpr
+            if type(x) is core.Jaxpr and jaxpr_has_effects(x):
+                return True
+    return False
+
+
+def jaxpr_has_effects(jaxpr: core.Jaxpr) -> bool:
+    """Whether any equation of ``jaxpr`` (or of its sub-jaxprs) has a side effect."""
+    return bool(effectful_primitives) and any(has_effects(e) for e in jaxpr.eqns)
+
+
+# ---------------------------------------------------------------------------------------------
 # Cleanup: DCE, CSE
 
 
 def dce(jaxpr: core.Jaxpr) -> core.Jaxpr:
-    """Drop equations none of whose outputs is used (transitively) by the jaxpr's outputs."""
+    """Drop equations none of whose outputs is used (transitively) by the jaxpr's outputs,
+    unless they have side effects (:func:`has_effects`)."""
     return _dce(jaxpr, None)
 
 
 def _dce(jaxpr: core.Jaxpr, run: _Run | None) -> core.Jaxpr:
     live = {v for v in jaxpr.outvars if type(v) is core.Var}
     kept = []
+    effects = bool(effectful_primitives)
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars):
+        if any(v in live for v in eqn.outvars) or effects and has_effects(eqn):
             if run is not None:
                 eqn = run.rewrite_params(eqn)
             kept.append(eqn)
@@ -84,6 +118,7 @@ def cse(jaxpr: core.Jaxpr) -> core.Jaxpr:
 def _cse(jaxpr: core.Jaxpr, run: _Run | None) -> core.Jaxpr:
     seen: dict = {}
     rename: dict[core.Var, core.Var] = {}
+    effects = bool(effectful_primitives)
 
     def rn(x):
         return rename.get(x, x) if type(x) is core.Var else x
@@ -94,6 +129,8 @@ def _cse(jaxpr: core.Jaxpr, run: _Run | None) -> core.Jaxpr:
             eqn = run.rewrite_params(eqn)
         invars = [rn(x) for x in eqn.invars]
         pkey = _params_key(eqn.params)
+        if pkey is not None and effects and has_effects(eqn):
+            pkey = None  # two prints of one value are two prints
         key = None if pkey is None else (eqn.primitive, tuple(map(_key_of, invars)), pkey)
         if key is not None and key in seen:
             for old, new in zip(eqn.outvars, seen[key]):

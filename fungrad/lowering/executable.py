@@ -18,7 +18,7 @@ import numpy as np
 
 from fungrad import core
 from fungrad.array import Array
-from fungrad.lowering import abi, cpu, fusion, llvm, threads
+from fungrad.lowering import abi, cpu, fusion, host_callback, llvm, threads
 
 ENTRY = "fg_entry"
 #: outputs at least this large are recycled once no one references them (see _OutputPool)
@@ -138,7 +138,10 @@ class Executable:
                             if a.size * a.dtype.itemsize >= POOL_MIN_BYTES else None
                             for a in self.out_avals)
         self._aval0 = self.out_avals[0] if self.out_avals else None
-        if len(self._outs) == 1 and not self._consts and not self._scratch_bytes:
+        self._hosts = host_callback.host_steps(self.program.steps)
+        if self._hosts:  # callbacks: the call registers itself for the trampoline
+            self.call = self._call_host
+        elif len(self._outs) == 1 and not self._consts and not self._scratch_bytes:
             self.call = self._call_simple  # the common small case, without the general packing
         self.compile_time_s = time.perf_counter() - t0
 
@@ -173,16 +176,26 @@ class Executable:
             scratch = None
             packed = (*values, *self._consts, *outs)
         status = self._fn(packed, self._nthreads)
-        while status:  # input status-1 is not a contiguous aligned array: pass a copy
+        while status > 0:  # input status-1 is not a contiguous aligned array: pass a copy
             values[status - 1] = np.ascontiguousarray(values[status - 1])
             packed = (*values, *packed[len(values):])
             status = self._fn(packed, self._nthreads)
+        if status < 0:  # a host callback raised (no later step ran): its exception
+            if scratch is not None:
+                self._scratch.append(scratch)
+            host_callback.raise_failure(host_callback.current())
         if scratch is not None:
             self._scratch.append(scratch)
         res = [Array(o, w) for o, w in zip(outs, self._weak)]
         for r, a in zip(res, self.out_avals):
             r._aval = a
         return res
+
+    def _call_host(self, args) -> list[Array]:
+        """``call`` of a program with host callbacks (``host_callback``): the trampoline
+        finds this call's steps on the thread's stack of running calls."""
+        with host_callback.running(self._hosts):
+            return Executable.call(self, args)
 
     def as_text(self) -> str:
         """The optimised jaxpr, the fusion plan and the LLVM IR."""

@@ -360,3 +360,16 @@ def test_lax_functions_check_operands():
     with pytest.raises(TypeError, match="zeta"):
         special.zeta("a", 1.0)
     assert_array(lax.zeta(np.float32(2.0), 1.0), np.pi ** 2 / 6, dtype=np.float32)
+
+
+def test_gpu_matches_eager(gpu):
+    def many(a, b, x):
+        return (special.gammainc(a, b), special.betainc(a, b, x), special.expn(2.0, b),
+                special.i0e(b), special.zeta(a + 1.5, b), special.spence(b),
+                special.erfcx(b), special.expi(b), special.hyp1f1(a, b, -b))
+
+    a = np.float32([0.5, 3.0, 12.0, 2.0])
+    b = np.float32([0.4, 5.0, 9.0, 2.5])
+    x = np.float32([0.3, 0.6, 0.9, 0.5])
+    for got, want in zip(fg.jit(many, backend="gpu")(a, b, x), many(a, b, x)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-6, atol=1e-7)

@@ -436,6 +436,14 @@ def test_vmap_over_parameter_matches_loop():
     out = fg.vmap(lambda a: random.gamma(KEY, a))(a)
     np.testing.assert_array_equal(np.asarray(out),
                                   [np.asarray(random.gamma(KEY, x)) for x in a])
+    # keys and parameters batched together, and the gradient under vmap
+    out = fg.vmap(random.gamma)(KEYS, a)
+    np.testing.assert_array_equal(np.asarray(out),
+                                  [np.asarray(random.gamma(k, x)) for k, x in zip(KEYS, a)])
+    grads = fg.vmap(fg.grad(random.gamma, argnums=1))(KEYS, a)
+    np.testing.assert_allclose(
+        np.asarray(grads), [float(fg.grad(random.gamma, argnums=1)(k, x)) for k, x in zip(KEYS, a)],
+        rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["gamma", "poisson", "binomial"])

@@ -29,6 +29,7 @@ products) lives past the arena's temporaries (``scratch_words``).
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -379,6 +380,7 @@ class GpuExecutable:
         loops. A scan's body is dispatched once per iteration (one submission for all);
         a cond's branches are all dispatched, each doing nothing unless selected."""
         from fungrad.lowering.control_flow import CondStep, ScanStep, WhileStep
+        from fungrad.lowering.host_callback import HostCallStep
         from fungrad.lowering.sort_step import SortStep
         place, rt, out = self._place, self.rt, []
         for step in steps:
@@ -414,6 +416,8 @@ class GpuExecutable:
                     out += body + step_it
             elif isinstance(step, WhileStep):
                 out.append(self._while(step, scope))
+            elif isinstance(step, HostCallStep):
+                out.append(_HostCall(step, scope, place))
             else:
                 raise LoweringError(
                     f"jit({self.name}, backend='gpu'): the {type(step).__name__} step "
@@ -424,14 +428,14 @@ class GpuExecutable:
     def num_dispatches(self) -> int:
         """Dispatches per call (a while loop's: one iteration's cond and body)."""
         def count(commands) -> int:
-            return sum(count(c.cond) + count(c.body) if isinstance(c, _HostWhile) else 1
-                       for c in commands)
+            return sum(count(c.cond) + count(c.body) if isinstance(c, _HostWhile) else
+                       type(c) is _Dispatch for c in commands)
         return count(self._commands)
 
     def call(self, args) -> list[GpuArray]:
         """Run on ``args`` (GpuArrays, Arrays or numpy values with ``in_avals``); the outputs
         stay on the GPU. One queue submission, unless the program has a while loop (whose
-        predicate the host reads after each iteration)."""
+        predicate the host reads after each iteration) or host callbacks (``_HostCall``)."""
         rt = self.rt
         slots = {f"in{i}": device_buffer(a) for i, a in enumerate(args)}
         outs = [rt.alloc(w) for w in self._out_words]
@@ -452,6 +456,11 @@ class GpuExecutable:
         for c in commands:
             if type(c) is _Dispatch:
                 pending.append(c)
+                continue
+            if type(c) is _HostCall:  # the work before it is done, then the host runs it
+                self._submit(pending, slots)
+                pending = []
+                c.run(self.rt, slots)
                 continue
             pending += c.start
             iterations = 0
@@ -521,6 +530,69 @@ class _HostWhile:
 
     def __init__(self, start, cond, pred, body, homes):
         self.start, self.cond, self.pred, self.body, self.homes = start, cond, pred, body, homes
+
+
+class _HostCall:
+    """A host callback (``host_callback.HostCallStep``) between dispatches: the queue's work so
+    far is submitted, the operands are read back, the callback runs, its results are written
+    to their buffers. Inside loops and branches, where places are expressions of the loop
+    counters and steps are guarded by branch indices, the counters and indices are read back
+    first: the call happens only in the selected branch, once per iteration."""
+
+    __slots__ = ("step", "scope", "ins", "outs", "guards")
+
+    def __init__(self, step, scope: wgsl.Scope, place: dict):
+        self.step, self.scope = step, scope
+        self.ins = [(place[b.id], b) for b in step.operands]
+        self.outs = [(place[b.id], b) for b in step.results]
+        self.guards = [(place[index.id], index, branch, n)
+                       for index, branch, n in scope.guards]
+
+    def run(self, rt, slots: dict) -> None:
+        env: dict = {}
+        if self.scope.loops:
+            ctl = np.frombuffer(rt.queue.read_buffer(slots["ctl"].buffer, 0,
+                                                     4 * self.scope.loops), np.int32)
+            env.update((f"it{d}", int(v)) for d, v in enumerate(ctl))
+        for (key, off), index, branch, n in self.guards:
+            word = _read_words(rt, slots, key, _word_offset(off, env), 1)
+            raw = word.view(np.int32)[0] if index.dtype != np.bool_ else int(word[0] != 0)
+            if min(max(int(raw), 0), n - 1) != branch:
+                return  # an unselected branch: its steps do nothing
+        values = []
+        for (key, off), b in self.ins:
+            words = _read_words(rt, slots, key, _word_offset(off, env), b.size)
+            values.append((words != 0).reshape(b.shape) if b.dtype == np.bool_ else
+                          words.view(b.dtype).reshape(b.shape).copy())
+        outs = self.step.execute(values)
+        for ((key, off), b), v in zip(self.outs, outs):
+            if b.size:
+                rt.queue.write_buffer(slots[key].buffer, 4 * _word_offset(off, env),
+                                      gpu.to_words(np.asarray(v, b.dtype)))
+
+
+def _read_words(rt, slots: dict, key: str, offset: int, n: int) -> np.ndarray:
+    if not n:
+        return np.zeros(0, np.uint32)
+    return np.frombuffer(rt.queue.read_buffer(slots[key].buffer, 4 * offset, 4 * n),
+                         np.uint32)
+
+
+_WGSL_INT = re.compile(r"\b(\d+)i\b")
+
+
+def _word_offset(offset: int | str, env: dict) -> int:
+    """A place's word offset: an int, or an i32 WGSL expression of the loop counters
+    ``it<d>`` (``_offset``, ``_place_carries``: integer literals, + - * %, comparisons and
+    ``select(false_value, true_value, condition)``) evaluated with the counters' values."""
+    if isinstance(offset, int):
+        return offset
+    text = _WGSL_INT.sub(r"\1", offset)
+    return int(eval(text, {"__builtins__": {}, "select": _select}, env))  # noqa: S307
+
+
+def _select(if_false, if_true, cond):
+    return if_true if cond else if_false
 
 
 def _carry_buffers(steps) -> list:

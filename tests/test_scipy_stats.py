@@ -226,6 +226,9 @@ GRAD_CASES = [
     (stats.t.logpdf, (0.4, 3.5, 0.3, 1.7)),
     (stats.truncnorm.logpdf, (0.4, -0.5, 1.2, 0.3, 1.7)),
     (stats.truncnorm.logcdf, (0.4, -0.5, 1.2, 0.3, 1.7)),
+    (stats.truncnorm.logpdf, (31.0, 30.0, 32.0)),  # far tails: finite, not NaN, gradients
+    (stats.truncnorm.logcdf, (-31.0, -32.0, -30.0)),
+    (stats.truncnorm.logsf, (1.9, -1.0, 2.0)), (stats.poisson.entropy, (2.5,)),
     (stats.gamma.logpdf, (1.3, 2.5, 0.3, 1.7)), (stats.gamma.cdf, (1.3, 2.5)),
     (stats.chi2.logpdf, (1.3, 3.0, 0.1, 1.2)), (stats.chi2.sf, (1.3, 3.0)),
     (stats.beta.logpdf, (0.3, 2.0, 3.0)),

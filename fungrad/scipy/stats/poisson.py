@@ -49,10 +49,13 @@ def entropy(mu, loc=0):
     mu, loc = promote("poisson.entropy", mu, loc)
     shape = fnp.broadcast_shapes(mu.shape, loc.shape)
     small = mu < _ENTROPY_SERIES_FROM
-    mu_small = fnp.where(small, mu, 1.0)
+    mu_small = fnp.where(small & (mu > 0), mu, 1.0)  # stand-ins keep unused terms finite
     ks = fnp.arange(_ENTROPY_TERMS, dtype=mu.dtype).reshape((_ENTROPY_TERMS,) + (1,) * mu.ndim)
-    terms = special.entr(pmf(ks, mu_small[None]))
-    summed = fnp.sum(terms, axis=0)
+    log_p = logpmf(ks, mu_small[None])
+    # -p log p from log p; terms whose mass underflows are 0 (and stay out of gradients)
+    kept = log_p > -700.0
+    log_p = fnp.where(kept, log_p, 0.0)
+    summed = fnp.sum(fnp.where(kept, -fnp.exp(log_p) * log_p, 0.0), axis=0)
     mu_big = fnp.where(small, 100.0, mu)
     inv = 1.0 / mu_big
     series = (0.5 * fnp.log(2.0 * np.pi * np.e * mu_big)

@@ -26,12 +26,15 @@ def _log_gauss_mass(a, b):
     ``log1p(-Phi(a) - Phi(-b))``, both subtracted masses being below 1/2.
     """
     a, b = fnp.broadcast_arrays(a, b)
-    left, right = b <= 0, a > 0
-    lo = fnp.where(right, -b, a)
-    hi = fnp.where(right, -a, b)
-    tail = log_diff_exp(special.log_ndtr(hi), special.log_ndtr(lo))
-    central = fnp.log1p(-special.ndtr(a) - special.ndtr(-b))
-    return fnp.where(left | right, tail, central)
+    tail = (b <= 0) | (a > 0)
+    # Each formula gets harmless stand-in arguments where the other is used, so neither
+    # produces inf/NaN values or gradients that the selection would not mask.
+    lo = fnp.where(a > 0, -b, fnp.where(tail, a, -2.0))
+    hi = fnp.where(a > 0, -a, fnp.where(tail, b, -1.0))
+    tail_mass = log_diff_exp(special.log_ndtr(hi), special.log_ndtr(lo))
+    a_c, b_c = fnp.where(tail, -1.0, a), fnp.where(tail, 1.0, b)
+    central_mass = fnp.log1p(-special.ndtr(a_c) - special.ndtr(-b_c))
+    return fnp.where(tail, tail_mass, central_mass)
 
 
 def logpdf(x, a, b, loc=0, scale=1):
@@ -55,14 +58,18 @@ def logcdf(x, a, b, loc=0, scale=1):
     0 above it."""
     x, a, b, loc, scale = promote("truncnorm.logcdf", x, a, b, loc, scale)
     x, a, b = fnp.broadcast_arrays(x, a, b)
-    z = fnp.clip((x - loc) / scale, a, b)
+    zs = (x - loc) / scale
+    inside = (zs > a) & (zs < b)
+    # Outside the open support z is a stand-in midpoint (the result is replaced), so the
+    # masses below stay positive and their gradients finite.
+    z = fnp.where(inside, zs, 0.5 * (a + b))
     log_mass = _log_gauss_mass(a, b)
     log_lower = _log_gauss_mass(a, z) - log_mass
     log_upper = _log_gauss_mass(z, b) - log_mass
-    val = fnp.where(log_lower > -0.1, log1mexp(-fnp.minimum(log_upper, 0.0)), log_lower)
-    zs = (x - loc) / scale
+    near_one = log_lower > -0.1
+    val = fnp.where(near_one, log1mexp(-fnp.where(near_one, log_upper, -1.0)), log_lower)
     val = fnp.where(zs >= b, 0.0, fnp.where(zs <= a, -np.inf, val))
-    return fnp.where(a >= b, np.nan, val)
+    return fnp.where((a >= b) | fnp.isnan(zs), np.nan, val)
 
 
 def cdf(x, a, b, loc=0, scale=1):

@@ -391,7 +391,7 @@ def test_bad_seeds_dtypes_and_shapes():
     with pytest.raises(ValueError, match="choice: cannot take a larger sample"):
         fr.choice(k, 3, (4,), replace=False)
     with pytest.raises(ValueError, match="gumbel: mode"):
-        fr.gumbel(k, (2,), mode="highest")
+        fr.gumbel(k, (2,), mode="bogus")
 
 
 # -- tracing -----------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from fungrad.lax import special as lax_special
 from fungrad.numpy import util
 
 __all__ = [
-    "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr",
+    "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn", "digamma",
+    "entr", "fresnel", "sici",
     "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "gamma",
     "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "i0", "i0e", "i1", "i1e",
     "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln",
@@ -887,3 +888,210 @@ def hyp1f1(a, b, x):
     a, b, x = util.promote_args_inexact("hyp1f1", a, b, x)
     a, b, x = fnp.broadcast_arrays(a, b, x)
     return _hyp1f1_fn(a, b, x)
+
+
+# -- Dawson, Fresnel and sine/cosine integrals -------------------------------------------------
+
+def _exp_neg_square(x, grid: float):
+    """``exp(-x^2)`` with ``x = hi + lo`` split so that ``hi^2`` is exact (see :func:`erfcx`)."""
+    hi = fnp.round(x * grid) / grid
+    lo = x - hi
+    return fnp.exp(-(hi * hi)) * fnp.exp(-lo * (2.0 * hi + lo))
+
+
+_DAWSN_SWITCH = 6.0
+
+
+def _dawsn_value(x):
+    ax = fnp.abs(x)
+    small = ax < _DAWSN_SWITCH
+    xs = fnp.where(small, ax, 1.0)
+    q = xs * xs
+    eps = _eps(x)
+
+    # F(x) = x exp(-x^2) sum_k x^(2k) / (k! (2k + 1)) (Kummer's transformation of
+    # x 1F1(1; 3/2; -x^2): positive terms, so no cancellation)
+    def step(st):
+        k, term, total = st
+        k = k + 1.0
+        term = term * q / k
+        contrib = term / (2.0 * k + 1.0)
+        total = total + contrib
+        return (k, term, total), contrib <= total * eps
+
+    state = (fnp.zeros_like(x), fnp.ones_like(x), fnp.ones_like(x))
+    total = lax_special.iterate_elementwise(state=state, step=step, done=~small,
+                                            max_iter=_EXPN_MAX_ITER)[-1]
+    series = xs * _exp_neg_square(xs, _ERFCX_GRID[x.dtype]) * total
+    # |x| >= 6: F(x) ~ 1/(2x) sum_k (2k-1)!! / (2x^2)^k, nested so no coefficient overflows
+    xl = fnp.where(small, 2 * _DAWSN_SWITCH, ax)
+    w = 1.0 / (2.0 * xl * xl)
+    acc = fnp.ones_like(xl)
+    for k in range(36, 0, -1):
+        acc = 1.0 + ((2 * k - 1) * w) * acc
+    asym = acc / (2.0 * xl)
+    return fnp.sign(x) * fnp.where(small, series, asym)
+
+
+def _dawsn_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    f = _dawsn_fn(x)
+    return f, t * (1.0 - 2.0 * x * f)
+
+
+_dawsn_fn = _make_custom_jvp(_dawsn_value, _dawsn_jvp)
+
+
+def dawsn(x):
+    """Dawson's integral ``F(x) = exp(-x^2) integral_0^x exp(t^2) dt``; its derivative is
+    ``1 - 2 x F(x)``."""
+    x = _normal_inexact("dawsn", x)
+    return _dawsn_fn(x)
+
+
+# complex arithmetic on (real, imaginary) pairs, for the continued fractions below
+def _cmul(a, b):
+    return a[0] * b[0] - a[1] * b[1], a[0] * b[1] + a[1] * b[0]
+
+
+def _cinv(a):
+    den = a[0] * a[0] + a[1] * a[1]
+    return a[0] / den, -a[1] / den
+
+
+def _complex_lentz(b0, step_b, coef, x, skip):
+    """Modified Lentz evaluation of ``1 / (b0 + a1 / (b1 + a2 / (b2 + ...)))`` with complex
+    ``b_i = b0 + i * step_b`` and real ``a_i = coef(i)``, on (re, im) pairs."""
+    eps = _eps(x)
+    tiny = 1e-30
+    d = _cinv(b0)
+    c = (fnp.full_like(x, 1.0 / tiny), fnp.zeros_like(x))
+
+    def step(st):
+        i, br, bi, cr, ci, dr, di, hr, hi = st
+        i = i + 1.0
+        a = coef(i)
+        br = br + step_b
+        dr, di = _cinv((a * dr + br, a * di + bi))
+        cr, ci = (lambda inv: (br + a * inv[0], bi + a * inv[1]))(_cinv((cr, ci)))
+        delr, deli = _cmul((cr, ci), (dr, di))
+        hr, hi = _cmul((hr, hi), (delr, deli))
+        conv = fnp.abs(delr - 1.0) + fnp.abs(deli) <= eps
+        return (i, br, bi, cr, ci, dr, di, hr, hi), conv
+
+    state = (fnp.zeros_like(x), b0[0], b0[1], c[0], c[1], d[0], d[1], d[0], d[1])
+    out = lax_special.iterate_elementwise(step, state, skip, _EXPN_MAX_ITER)
+    return out[7], out[8]
+
+
+_FRESNEL_SWITCH = 1.5
+
+
+def _fresnel_value(x):
+    ax = fnp.abs(x)
+    small = ax <= _FRESNEL_SWITCH
+    # series: C = x sum_k (-1)^k t^(2k) / ((2k)! (4k+1)), S = x sum_k (-1)^k t^(2k+1) /
+    # ((2k+1)! (4k+3)), t = pi x^2 / 2 <= 3.6 (36 terms: below rounding)
+    xs = fnp.where(small, ax, 1.0)
+    t = 0.5 * np.pi * xs * xs
+    term = fnp.ones_like(xs)
+    c_sum, s_sum = fnp.ones_like(xs), fnp.zeros_like(xs)
+    for n in range(1, 36):
+        term = term * t / n
+        sign = 1.0 if (n // 2) % 2 == 0 else -1.0
+        if n % 2:
+            s_sum = s_sum + sign * term / (2 * n + 1)
+        else:
+            c_sum = c_sum + sign * term / (2 * n + 1)
+    c_small, s_small = xs * c_sum, xs * s_sum
+    # |x| > 1.5: the continued fraction for erfc of a complex argument (as in Numerical
+    # Recipes' frenel), with pi x^2 / 2 reduced modulo 2 pi exactly (x^2 split into hi^2 + rest)
+    xl = fnp.where(small | ~fnp.isfinite(ax), 2.0, ax)
+    pix2 = np.pi * xl * xl
+    hr, hi_ = _complex_lentz((fnp.ones_like(xl), -pix2), 4.0,
+                             lambda i: -(2.0 * i - 1.0) * (2.0 * i), xl, small)
+    hr, hi_ = _cmul((hr, hi_), (xl, -xl))
+    grid = _ERFCX_GRID[x.dtype]
+    xh = fnp.round(xl * grid) / grid
+    xlo = xl - xh
+    sq_hi = xh * xh
+    red = sq_hi - 4.0 * fnp.floor(sq_hi / 4.0) + xlo * (2.0 * xh + xlo)  # x^2 mod 4
+    ang = 0.5 * np.pi * red
+    er, ei = _cmul((fnp.cos(ang), fnp.sin(ang)), (hr, hi_))
+    one_minus = (1.0 - er, -ei)
+    c_big = 0.5 * one_minus[0] - 0.5 * one_minus[1]
+    s_big = 0.5 * one_minus[0] + 0.5 * one_minus[1]
+    c_big = fnp.where(ax == np.inf, 0.5, c_big)
+    s_big = fnp.where(ax == np.inf, 0.5, s_big)
+    sign = fnp.sign(x)
+    s = sign * fnp.where(small, s_small, s_big)
+    c = sign * fnp.where(small, c_small, c_big)
+    return s, c
+
+
+def _fresnel_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    s, c = _fresnel_fn(x)
+    ang = 0.5 * np.pi * x * x
+    return (s, c), (t * fnp.sin(ang), t * fnp.cos(ang))
+
+
+_fresnel_fn = _make_custom_jvp(_fresnel_value, _fresnel_jvp)
+
+
+def fresnel(x):
+    """Fresnel integrals ``(S(x), C(x))``: ``S = integral_0^x sin(pi t^2 / 2) dt`` and
+    ``C = integral_0^x cos(pi t^2 / 2) dt`` (both ``+-1/2`` at ``+-inf``)."""
+    x = _normal_inexact("fresnel", x)
+    return _fresnel_fn(x)
+
+
+_SICI_SWITCH = 2.0
+
+
+def _sici_value(x):
+    ax = fnp.abs(x)
+    small = ax <= _SICI_SWITCH
+    # series: Si = sum_k (-1)^k x^(2k+1) / ((2k+1) (2k+1)!),
+    # Ci = gamma + log x + sum_(k>=1) (-1)^k x^(2k) / (2k (2k)!)   (|x| <= 2: 30 terms)
+    xs = fnp.where(small & (ax > 0), ax, 1.0)
+    term = fnp.ones_like(xs)
+    si_sum, ci_sum = fnp.zeros_like(xs), fnp.zeros_like(xs)
+    for n in range(1, 31):
+        term = term * xs / n
+        sign = 1.0 if ((n - 1) // 2 if n % 2 else n // 2) % 2 == 0 else -1.0
+        if n % 2:
+            si_sum = si_sum + sign * term / n
+        else:
+            ci_sum = ci_sum + sign * term / n
+    ci_small = _EULER_GAMMA + fnp.log(xs) + ci_sum
+    # |x| > 2: Ci + i (Si - pi/2) = -E1(i x) by its continued fraction
+    xl = fnp.where(small | ~fnp.isfinite(ax), 4.0, ax)
+    hr, hi_ = _complex_lentz((fnp.ones_like(xl), xl), 2.0, lambda i: -(i * i), xl,
+                             small)
+    hr, hi_ = _cmul((fnp.cos(xl), -fnp.sin(xl)), (hr, hi_))
+    si = fnp.where(small, si_sum, 0.5 * np.pi + hi_)
+    ci = fnp.where(small, ci_small, -hr)
+    si = fnp.where(ax == np.inf, 0.5 * np.pi, si)
+    ci = fnp.where(ax == np.inf, 0.0, fnp.where(ax == 0, -np.inf, ci))
+    ci = fnp.where((x == -np.inf) | fnp.isnan(x), np.nan, ci)
+    return fnp.sign(x) * si, ci
+
+
+def _sici_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    si, ci = _sici_fn(x)
+    xs = fnp.where(x == 0, 1.0, x)
+    sinc = fnp.where(x == 0, 1.0, fnp.sin(xs) / xs)
+    return (si, ci), (t * sinc, t * fnp.where(x == 0, np.inf, fnp.cos(xs) / xs))
+
+
+_sici_fn = _make_custom_jvp(_sici_value, _sici_jvp)
+
+
+def sici(x):
+    """Sine and cosine integrals ``(Si(x), Ci(x))``: ``Si = integral_0^x sin(t)/t dt``,
+    ``Ci = gamma + log|x| + integral_0^x (cos(t) - 1)/t dt`` (the real part for ``x < 0``,
+    as in JAX; ``-inf`` at 0)."""
+    x = _normal_inexact("sici", x)
+    return _sici_fn(x)

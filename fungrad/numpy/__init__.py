@@ -12,16 +12,22 @@ from fungrad.array import Array as ndarray  # noqa: F401
 from fungrad.numpy import array_methods as _array_methods  # noqa: E402
 from fungrad.numpy import linalg  # noqa: F401
 from fungrad.numpy.creation import *  # noqa: F401,F403
+from fungrad.numpy.differences import *  # noqa: F401,F403
 from fungrad.numpy.index_tricks import *  # noqa: F401,F403
 from fungrad.numpy.indexing import *  # noqa: F401,F403
 from fungrad.numpy.linear import *  # noqa: F401,F403
 from fungrad.numpy.logic import *  # noqa: F401,F403
 from fungrad.numpy.manipulation import *  # noqa: F401,F403
 from fungrad.numpy.padding import *  # noqa: F401,F403
+from fungrad.numpy.polynomial import *  # noqa: F401,F403
 from fungrad.numpy.reductions import *  # noqa: F401,F403
+from fungrad.numpy.setops import *  # noqa: F401,F403
 from fungrad.numpy.sorting import *  # noqa: F401,F403
 from fungrad.numpy.statistics import *  # noqa: F401,F403
+from fungrad.numpy.type_checks import *  # noqa: F401,F403
 from fungrad.numpy.ufuncs import *  # noqa: F401,F403
+from fungrad.numpy.vectorization import *  # noqa: F401,F403
+from fungrad.numpy.window_functions import *  # noqa: F401,F403
 
 # constants and dtype names, as in jax.numpy
 pi = _np.pi

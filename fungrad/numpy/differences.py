@@ -1,0 +1,122 @@
+"""Finite differences and integrals of sampled functions (jax.numpy's ``gradient``,
+``trapezoid``, ``unwrap``), composed of slices and arithmetic, so they trace, differentiate
+and compile.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fungrad import numpy as fnp
+from fungrad.numpy import util
+
+__all__ = ["gradient", "trapezoid", "unwrap"]
+
+
+def _slice(ndim: int, axis: int, s: slice):
+    idx = [slice(None)] * ndim
+    idx[axis] = s
+    return tuple(idx)
+
+
+def _gradient_1axis(f, axis: int, h):
+    """numpy's second-order central differences inside, first-order one-sided differences
+    at the ends (``edge_order=1``); ``h`` is a scalar spacing or the 1-D coordinates."""
+    n, nd = f.shape[axis], f.ndim
+    if n < 2:
+        raise ValueError(f"gradient: the shape of the array along axis {axis} must be at "
+                         f"least 2 (edge_order=1), got {n}")
+    sl = lambda s: f[_slice(nd, axis, s)]  # noqa: E731
+    if h.ndim == 0:
+        inner = (sl(slice(2, None)) - sl(slice(None, -2))) / (2 * h)
+        first = (sl(slice(1, 2)) - sl(slice(0, 1))) / h
+        last = (sl(slice(-1, None)) - sl(slice(-2, -1))) / h
+    else:
+        if h.shape != (n,):
+            raise ValueError(f"gradient: coordinates along axis {axis} must have length {n}, "
+                             f"got shape {h.shape}")
+        dx = fnp.diff(h)
+        shape = [1] * nd
+        shape[axis] = n - 2 if n > 2 else 0
+        dx1, dx2 = dx[:-1].reshape(shape), dx[1:].reshape(shape)
+        a = -dx2 / (dx1 * (dx1 + dx2))
+        b = (dx2 - dx1) / (dx1 * dx2)
+        c = dx1 / (dx2 * (dx1 + dx2))
+        inner = a * sl(slice(None, -2)) + b * sl(slice(1, -1)) + c * sl(slice(2, None))
+        first = (sl(slice(1, 2)) - sl(slice(0, 1))) / dx[0]
+        last = (sl(slice(-1, None)) - sl(slice(-2, -1))) / dx[-1]
+    return fnp.concatenate([first, inner, last], axis=axis)
+
+
+def gradient(f, *varargs, axis=None, edge_order=None):
+    """The gradient of the sampled function ``f`` (``jnp.gradient``): central differences
+    inside, one-sided at the boundaries, along every axis (a list) or ``axis``.
+
+    ``varargs`` gives the spacing: none (1), one scalar for all axes, or one scalar or 1-D
+    coordinate array per axis. ``edge_order`` may only be None or 1 (as in JAX).
+    """
+    if edge_order not in (None, 1):
+        raise ValueError(f"gradient: edge_order={edge_order!r} is not supported; use "
+                         "edge_order=1 (the default): one-sided first-order differences at "
+                         "the boundaries")
+    util.check_arraylike("gradient", f, *varargs)
+    (f,) = util.promote_dtypes_inexact(f, fun_name="gradient")
+    axes = (tuple(range(f.ndim)) if axis is None else
+            util.canonicalize_axes(axis, f.ndim, "gradient"))
+    if not axes:
+        return []
+    if len(varargs) == 0:
+        hs = [fnp.asarray(1.0, f.dtype)] * len(axes)
+    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        hs = [util.asarray(varargs[0]).astype(f.dtype)] * len(axes)
+    elif len(varargs) == len(axes):
+        hs = [util.asarray(h).astype(f.dtype) for h in varargs]
+    else:
+        raise TypeError(f"gradient: got {len(varargs)} spacings for {len(axes)} axes; pass "
+                        "none, one scalar, or one per axis")
+    out = [_gradient_1axis(f, a, h) for a, h in zip(axes, hs)]
+    return out[0] if (axis is not None and np.ndim(axis) == 0) or len(out) == 1 else out
+
+
+def trapezoid(y, x=None, dx=1.0, axis: int = -1):
+    """The integral of samples ``y`` along ``axis`` by the trapezoidal rule
+    (``jnp.trapezoid``), at coordinates ``x`` (1-D, or shaped like ``y``) or spacing ``dx``."""
+    util.check_arraylike("trapezoid", y)
+    if x is None:
+        util.check_arraylike("trapezoid", dx)
+        (y,) = util.promote_dtypes_inexact(y, fun_name="trapezoid")
+        axis = util.canonicalize_axis(axis, y.ndim, "trapezoid")
+        d = util.asarray(dx).astype(y.dtype)
+    else:
+        util.check_arraylike("trapezoid", x)
+        y, x = util.promote_dtypes_inexact(y, x, fun_name="trapezoid")
+        axis = util.canonicalize_axis(axis, y.ndim, "trapezoid")
+        if x.ndim == 1:
+            shape = [1] * y.ndim
+            shape[axis] = x.shape[0]
+            x = x.reshape(shape)
+        d = fnp.diff(x, axis=axis)
+    n = y.shape[axis]
+    lo, hi = y[_slice(y.ndim, axis, slice(None, n - 1))], y[_slice(y.ndim, axis, slice(1, None))]
+    return fnp.sum(d * (lo + hi) / 2, axis=axis)
+
+
+def unwrap(p, discont=None, axis: int = -1, period=2 * np.pi):
+    """``p`` with jumps larger than ``discont`` (default ``period / 2``) between neighbours
+    along ``axis`` replaced by their ``period``-complement (``jnp.unwrap``): unwraps phase
+    angles. Integers become floats, as in JAX."""
+    util.check_arraylike("unwrap", p)
+    (p,) = util.promote_dtypes_inexact(p, fun_name="unwrap")
+    axis = util.canonicalize_axis(axis, p.ndim, "unwrap")
+    if p.shape[axis] < 2:
+        return p
+    period = util.asarray(period).astype(p.dtype)
+    discont = period / 2 if discont is None else util.asarray(discont).astype(p.dtype)
+    half = period / 2
+    dd = fnp.diff(p, axis=axis)
+    ddmod = fnp.remainder(dd + half, period) - half
+    ddmod = fnp.where((ddmod == -half) & (dd > 0), half, ddmod)
+    correction = fnp.where(fnp.abs(dd) < discont, 0, ddmod - dd)
+    first = p[_slice(p.ndim, axis, slice(0, 1))]
+    rest = p[_slice(p.ndim, axis, slice(1, None))] + fnp.cumsum(correction, axis=axis)
+    return fnp.concatenate([first, rest], axis=axis)

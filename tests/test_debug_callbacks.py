@@ -209,6 +209,21 @@ def test_callback_in_a_jitted_call_whose_outputs_are_unused():
     assert log == [2.0]
 
 
+def test_identical_inlined_callbacks_are_not_merged():
+    log = []
+    inner = fg.jit(lambda v: debug.callback(lambda a: log.append(float(a)), v))
+
+    @fg.jit
+    def outer(x):
+        inner(x)  # the same equation twice once inlined: CSE must keep both
+        inner(x)
+        return x
+
+    outer(1.0)
+    assert log == [1.0, 1.0]
+    assert fg.jit(lambda x: debug.print("only {}", x))(1.0) is None  # a program without outputs
+
+
 def test_callback_exception_propagates_and_stops_the_program():
     calls = []
 
@@ -403,6 +418,15 @@ def test_io_callback_is_never_dropped_and_keeps_state_in_loops():
 
     unused(1.0)
     assert state["n"] == 1
+
+    @fg.jit
+    def unused_loop(xs):  # a scan whose outputs nothing reads: kept for its callbacks
+        lax.scan(lambda c, x: (c, io_callback(tick, SDS((), fnp.float32), x)), 0.0, xs)
+        return xs
+
+    unused_loop(fnp.zeros(4))
+    assert state["n"] == 5
+    state["n"] = 1
     step = lambda c, x: (c, io_callback(tick, SDS((), fnp.float32), x, ordered=True))  # noqa
     ys = fg.jit(lambda xs: lax.scan(step, 0.0, xs)[1])(fnp.zeros(3))
     np.testing.assert_array_equal(ys, [2.0, 3.0, 4.0])

@@ -334,6 +334,32 @@ def test_dawsn_fresnel_sici_float32(x):
     assert_array(ci, ref_ci, dtype=np.float32, rtol=1e-5, atol=1e-6)
 
 
+def test_bessel_jn(x64):
+    z = np.array([-7.0, 0.0, 1e-4, 0.5, 2.0, 10.0, 20.0])
+    ref = np.stack([ss.jv(k, z) for k in range(6)])
+    assert_array(special.bessel_jn(z, v=5), ref, dtype=np.float64, rtol=1e-13, atol=1e-15)
+    out32 = special.bessel_jn(z.astype(np.float32), v=5)  # (rescaled: no float32 overflow)
+    assert_array(out32, ref, dtype=np.float32, rtol=1e-4, atol=1e-6)
+    assert special.bessel_jn(np.float32(1.0), v=0).shape == (1,)
+    check_grads(lambda v: special.bessel_jn(v, v=2), (np.array([0.7, 3.0]),), order=1)
+    with pytest.raises(TypeError, match="v must be an int"):
+        special.bessel_jn(z, v=1.5)
+    with pytest.raises(ValueError, match="non-negative"):
+        special.bessel_jn(z, v=-1)
+
+
+def test_hyp2f1(x64):
+    a = np.array([1.0, 0.5, 2.5, -2, 1, 0.3, 1, 1, 1.5])
+    b = np.array([2.0, 1.5, -1.3, 4, 2, 0.2, 2, 1, 2.5])
+    c = np.array([3.0, 2.5, 4, 3, 3, 0.9, 3, 3, -2.0])
+    x = np.array([0.5, -2, 0.9, 0.7, -0.5, 1.0, 1.0, 1.0, 0.5])
+    assert_array(special.hyp2f1(a, b, c, x), ss.hyp2f1(a, b, c, x), dtype=np.float64,
+                 rtol=1e-13)
+    assert np.isnan(np.asarray(special.hyp2f1(1.0, 2.0, 3.0, 1.5)))
+    check_grads(special.hyp2f1, (np.array([1.0, 0.5]), np.array([2.0, 1.5]),
+                                 np.array([3.0, 2.5]), np.array([0.3, -0.6])), order=1)
+
+
 # -- transforms: vmap against a loop, jit against eager --------------------------------------
 
 ITERATIVE = {
@@ -348,6 +374,9 @@ ITERATIVE = {
     "i1e": (special.i1e, (np.float32([-3.0, 0.0, 30.0]),)),
     "expi": (special.expi, (np.float32([-3.0, 2.0, 60.0]),)),
     "dawsn": (special.dawsn, (np.float32([-3.0, 2.0, 60.0]),)),
+    "hyp2f1": (special.hyp2f1, (np.float32([1.0, 0.5, 2.5]), np.float32([2.0, 1.5, -1.3]),
+                                np.float32([3.0, 2.5, 4.0]), np.float32([0.5, -2.0, 0.6]))),
+    "bessel_jn": (lambda z: special.bessel_jn(z, v=3), (np.float32([-3.0, 0.5, 10.0]),)),
     "fresnel": (lambda x: fnp.stack(special.fresnel(x)), (np.float32([-3.0, 0.2, 60.0]),)),
     "sici": (lambda x: fnp.stack(special.sici(x)), (np.float32([-3.0, 0.2, 60.0]),)),
 }

@@ -20,10 +20,12 @@ from fungrad.lax import special as lax_special
 from fungrad.numpy import util
 
 __all__ = [
-    "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn", "digamma",
+    "bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn",
+    "digamma",
     "entr", "fresnel", "sici",
     "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "gamma",
-    "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "i0", "i0e", "i1", "i1e",
+    "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "hyp2f1", "i0", "i0e", "i1",
+    "i1e",
     "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln",
     "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "softmax", "spence", "xlog1py", "xlogy",
     "zeta",
@@ -1095,3 +1097,133 @@ def sici(x):
     as in JAX; ``-inf`` at 0)."""
     x = _normal_inexact("sici", x)
     return _sici_fn(x)
+
+
+# -- Bessel functions of the first kind, integer order -------------------------------------------
+
+def bessel_jn(z, *, v: int, n_iter: int = 50):
+    """Bessel functions of the first kind ``J_0(z) .. J_v(z)`` for real ``z``, stacked: shape
+    ``(v + 1, *z.shape)``.
+
+    Miller's algorithm: the recurrence ``J_(k-1) = (2k / z) J_k - J_(k+1)`` run downward from
+    order ``n_iter`` (static; larger ``n_iter`` is needed for larger ``|z|``, as in JAX:
+    roughly ``n_iter > |z| + 25``), normalised by ``J_0 + 2 sum_k J_2k = 1``; the running
+    values are rescaled whenever they grow large, so float32 does not overflow.
+    """
+    v = util.concrete_or_error(v, "bessel_jn's order v (a Python int)")
+    n_iter = util.concrete_or_error(n_iter, "bessel_jn's n_iter (a Python int)")
+    for name, val in (("v", v), ("n_iter", n_iter)):
+        if isinstance(val, bool) or not isinstance(val, (int, np.integer)):
+            raise TypeError(f"bessel_jn: {name} must be an int, got {val!r}")
+    v, n_iter = int(v), int(n_iter)
+    if v < 0:
+        raise ValueError(f"bessel_jn: the order v must be non-negative, got {v}")
+    if n_iter < 1:
+        raise ValueError(f"bessel_jn: n_iter must be positive, got {n_iter}")
+    z = _normal_inexact("bessel_jn", z)
+    start = max(n_iter, v + 1)
+    zero = z == 0
+    zs = fnp.where(zero, 1.0, z)
+    big = 1e10 if z.dtype == dtypes.float32 else 1e100
+    f_next = fnp.zeros_like(zs)               # f_(k+1)
+    f_cur = fnp.full_like(zs, 1e-30 if z.dtype == dtypes.float32 else 1e-200)  # f_k
+    norm = fnp.where(start % 2 == 0, 2.0, 0.0) * f_cur
+    kept = {start: f_cur} if start <= v else {}
+    for k in range(start, 0, -1):
+        f_prev = (2.0 * k) / zs * f_cur - f_next   # f_(k-1)
+        scale = fnp.where(fnp.abs(f_prev) > big, 1.0 / big, 1.0)
+        f_next, f_cur = f_cur * scale, f_prev * scale
+        norm = norm * scale
+        kept = {order: val * scale for order, val in kept.items()}
+        if k - 1 <= v:
+            kept[k - 1] = f_cur
+        if (k - 1) % 2 == 0:
+            norm = norm + (2.0 if k - 1 > 0 else 1.0) * f_cur
+    outs = []
+    for order in range(v + 1):
+        j = kept[order] / norm
+        outs.append(fnp.where(zero, 1.0 if order == 0 else 0.0, j))
+    return fnp.stack(outs)
+
+
+# -- Gauss hypergeometric function ---------------------------------------------------------------
+
+_HYP2F1_MAX_ITER = 20000
+
+
+def _hyp2f1_series(a, b, c, x, skip):
+    eps = _eps(x)
+
+    def step(st):
+        k, term, total, proxy = st
+        ak, bk, ck = a + k, b + k, c + k
+        ratio = x / (fnp.where(ck == 0, 1.0, ck) * (k + 1.0))
+        term = term * ak * bk * ratio
+        total = total + term
+        # (as in hyp1f1: zero factors a + k, b + k are left out of the convergence test)
+        proxy = proxy * fnp.where(ak == 0, 1.0, ak) * fnp.where(bk == 0, 1.0, bk) * ratio
+        return (k + 1.0, term, total, proxy), fnp.abs(proxy) <= fnp.abs(total) * eps
+
+    one = fnp.ones_like(x)
+    state = (fnp.zeros_like(x), one, one, one)
+    return lax_special.iterate_elementwise(step, state, skip, _HYP2F1_MAX_ITER)[2]
+
+
+def _is_nonpos_int(v):
+    return (v <= 0) & (v == fnp.floor(v))
+
+
+def _hyp2f1_value(a, b, c, x):
+    nan = fnp.isnan(a) | fnp.isnan(b) | fnp.isnan(c) | fnp.isnan(x)
+    # a polynomial (a or b a non-positive integer above c) survives a pole of c
+    poly = (_is_nonpos_int(a) & (a > c)) | (_is_nonpos_int(b) & (b > c))
+    c_pole = _is_nonpos_int(c) & ~poly
+    at_one = x == 1.0
+    regular = ~(nan | c_pole | at_one | (x > 1.0) | (x == -np.inf))
+    # x < 0: Pfaff's transformation F(a, b; c; x) = (1 - x)^-a F(a, c - b; c; x / (x - 1))
+    # maps to [0, 1), where the series converges (slowly as the argument nears 1)
+    pfaff = (x < 0) & ~poly
+    bb = fnp.where(pfaff, c - b, b)
+    xx = fnp.where(pfaff, x / (x - 1.0), x)
+    aa, bb, cc, xx = (fnp.where(regular, val, 0.5) for val in (a, bb, c, xx))
+    series = _hyp2f1_series(aa, bb, cc, xx, ~regular)
+    xs = fnp.where(regular, x, 0.0)
+    out = fnp.where(pfaff, fnp.exp(-a * fnp.log1p(-xs)) * series, series)
+    # x == 1: Gauss's theorem where c - a - b > 0, else +inf
+    s = c - a - b
+    ss_ = fnp.where(s > 0, s, 1.0)
+    gauss = gamma(c) * gamma(ss_) / (gamma(c - a) * gamma(c - b))
+    out = fnp.where(at_one, fnp.where(s > 0, gauss, np.inf), out)
+    out = fnp.where(c_pole, np.inf, out)
+    return fnp.where(nan | (x > 1.0) | (x == -np.inf), np.nan, out)
+
+
+def _hyp2f1_jvp(primals, tangents):
+    from fungrad.transforms.autodiff import jvp
+    a, b, c, x = primals
+    out = _hyp2f1_fn(a, b, c, x)
+    # d/dx F(a, b; c; x) = a b / c F(a + 1, b + 1; c + 1; x); the parameters: forward mode
+    # through the series, each with a unit tangent (a primal coefficient)
+    total = tangents[3] * (a * b / c) * _hyp2f1_fn(a + 1.0, b + 1.0, c + 1.0, x)
+    params = [a, b, c]
+    for i in range(3):
+        def f(p, i=i):
+            args = list(params)
+            args[i] = p
+            return _hyp2f1_value(*args, x)
+        total = total + tangents[i] * jvp(f, (params[i],), (fnp.ones_like(x),))[1]
+    return out, total
+
+
+_hyp2f1_fn = _make_custom_jvp(_hyp2f1_value, _hyp2f1_jvp)
+
+
+def hyp2f1(a, b, c, x):
+    """Gauss' hypergeometric function ``2F1(a, b; c; x) = sum_k (a)_k (b)_k / (c)_k x^k / k!``
+    for real ``x <= 1``: the series on ``[0, 1)``, Pfaff's transformation for ``x < 0``,
+    Gauss' theorem at ``x = 1`` (``+inf`` where ``c - a - b <= 0``); NaN for ``x > 1``,
+    ``+inf`` at the poles ``c = 0, -1, ...`` (unless the series stops before). The series
+    needs many terms as its argument nears 1 (up to 20000)."""
+    util.check_arraylike("hyp2f1", a, b, c, x)
+    a, b, c, x = fnp.broadcast_arrays(*util.promote_args_inexact("hyp2f1", a, b, c, x))
+    return _hyp2f1_fn(a, b, c, x)

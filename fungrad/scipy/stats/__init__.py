@@ -37,5 +37,5 @@ from fungrad.scipy.stats import (  # noqa: F401
     vonmises,
     wrapcauchy,
 )
-from fungrad.scipy.stats._core import ModeResult, mode, rankdata, sem  # noqa: F401
+from fungrad.scipy.stats._core import mode, rankdata, sem  # noqa: F401
 from fungrad.scipy.stats.kde import gaussian_kde  # noqa: F401

@@ -42,6 +42,9 @@ from fungrad.lowering.kernel import (
 
 #: loops known to run fewer times than this are not vectorised (``ModuleWriter.loop_md``)
 SHORT_LOOP = 16
+#: vector accumulators of a float sum's innermost loop: LLVM chose one for softmax's row sum, a
+#: chain of dependent adds (3-4 cycles each) where the loads allow one or two per cycle
+INTERLEAVE_SUMS = 4
 #: attributes of functions that only pass their arguments on (trampolines, the entry point
 #: without control flow): no IR passes and FastISel, which cost a fraction of LLVM's full
 #: per-function pipeline (~1 ms per function, even an empty one: measured)
@@ -109,6 +112,8 @@ class _KernelWriter:
         self.row_stores: dict[int, list] = {}  # reduce id -> [(node, row buffer, type)]
         self.prefetch: tuple | None = None     # (streams, strip) of _plan_prefetch, unplaced
         self.allocas: list[str] = []  # stack slots, placed at the top of the entry block
+        # float32 divisor -> the loop-invariant operands of its division (llvm_ops)
+        self.recips: dict[str, tuple[str, str]] = {}
 
     def tmp(self, hint: str = "t") -> str:
         self.n += 1
@@ -306,7 +311,8 @@ class _KernelWriter:
                 lines += inner + [f"  {acc}.new = fadd {ty} {acc}, {part}"]
             lines += [f"  br label %{lv}.latch", f"{lv}.latch:",
                       f"  {iv}.next = add nuw nsw i64 {iv}, 1",
-                      f"  br label %{lv}.head{self.m.loop_md(trip)}", f"{lv}.exit:"]
+                      f"  br label %{lv}.head{self.m.loop_md(trip, j == last)}",
+                      f"{lv}.exit:"]
             if not blocked:
                 return lines, acc
             lines += self._push_pairwise(stack, count, acc, ty)
@@ -556,6 +562,13 @@ class _KernelWriter:
             self.lines[v] = []
         self._plan_row_buffers()
         self._plan_prefetch()
+        # the math calls that branch to an out-of-line function first: values computed before
+        # such a call would be live across it, and it clobbers every vector register (spills
+        # in the hot loop: the benchmark chain's tanh and exp before its sin)
+        loops = set(kern.loops)
+        for x in _walk([st.value for st in kern.stores]):
+            if x.op in llvm_math.BRANCHING and x.free <= loops and id(x) not in self.row_loads:
+                self.value(x)
         for k, st in enumerate(kern.stores):
             val = self.value(st.value)
             idx = self.value(st.index)
@@ -601,8 +614,12 @@ class _KernelWriter:
             tail = close + tail
         body += tail
         params = ", ".join(f"ptr noalias {n}" for n in self.bufs.values())
+        # "stackrealign": the frame aligned to its largest slot (64 bytes for a zmm spill):
+        # else spill slots sat wherever the caller's 16-byte alignment put them, and a zmm
+        # spill straddling two cache lines made some processes' kernels slower than others'
         return (f"define internal void @{kern.name}({params}{', ' if params else ''}"
-                f"i64 %start, i64 %end) {{\nentry:\n" + "\n".join(body) + "\n  ret void\n}\n")
+                f"i64 %start, i64 %end) \"stackrealign\" {{\nentry:\n" + "\n".join(body)
+                + "\n  ret void\n}\n")
 
 
 class ModuleWriter:
@@ -613,6 +630,7 @@ class ModuleWriter:
         self.prog = prog
         self.ops = OpEmitter(self)
         self.math: set[tuple[str, str]] = set()   # (function, float dtype name)
+        self.helpers: set[str] = set()  # llvm_math's helper symbols called (llvm_math.DIVIDE)
         self.externals: dict[str, str] = {}       # symbol -> declare line
         self.functions: list[str] = []  # compiled with LLVM's full pipeline
         self.glue: list[str] = []  # compiled without optimisation (see _cold_kernels)
@@ -622,9 +640,10 @@ class ModuleWriter:
         self.trampolines: set[str] = set()
         self.n_loops = 0
         self.short_loops: set[int] = set()  # metadata ids of loops run fewer than SHORT_LOOP
+        self.interleaved: set[int] = set()  # metadata ids of sum loops (INTERLEAVE_SUMS)
         self.serial_for = False  # @fg_serial_for added (parallel_for)
 
-    def loop_md(self, trip: int | None = None) -> str:
+    def loop_md(self, trip: int | None = None, interleave: bool = False) -> str:
         """Loop metadata for a back edge: no unrolling. Fully unrolling a short inner loop
         (say 32 columns) made LLVM vectorise the outer loop with gathers and scatters, 20x
         slower; the vectoriser still interleaves the loops it vectorises. A loop known to run
@@ -635,6 +654,8 @@ class ModuleWriter:
         self.n_loops += 1
         if trip is not None and trip < SHORT_LOOP:
             self.short_loops.add(self.n_loops + 1)
+        elif interleave:
+            self.interleaved.add(self.n_loops + 1)
         return f", !llvm.loop !{self.n_loops + 1}"
 
     def need_math(self, fn: str, dtype: np.dtype) -> str:
@@ -687,10 +708,17 @@ class ModuleWriter:
         (self.functions if hot_entry else self.glue).append(head)
         decls = "\n".join(sorted(self.externals.values()))
         novec = f"!{self.n_loops + 2}"  # the extra property of short loops
+        inter = f"!{self.n_loops + 3}"  # ... and of sum loops
+
+        def props(i: int) -> str:
+            return ((", " + novec) * (i in self.short_loops)
+                    + (", " + inter) * (i in self.interleaved))
         md = "\n".join(['!1 = !{!"llvm.loop.unroll.disable"}']
-                       + [f"!{i} = distinct !{{!{i}, !1{(', ' + novec) * (i in self.short_loops)}}}"
+                       + [f"!{i} = distinct !{{!{i}, !1{props(i)}}}"
                           for i in range(2, self.n_loops + 2)]
-                       + [f'{novec} = !{{!"llvm.loop.vectorize.enable", i1 false}}'])
+                       + [f'{novec} = !{{!"llvm.loop.vectorize.enable", i1 false}}',
+                          f'{inter} = !{{!"llvm.loop.interleave.count", i32 '
+                          f'{INTERLEAVE_SUMS}}}'])
         if self.functions and not self.cold:
             # glue alone in its own module cost more than it saved (~3 ms: the chain, softmax)
             self.functions, self.glue = self.functions + self.glue, []
@@ -705,11 +733,12 @@ class ModuleWriter:
             # any other one it defined)
             used = [(f, d) for f, d in self.math
                     if f"@{llvm_math.math_symbol(f, np.dtype(d))}(" in text]
+            helpers = sorted(h for h in self.helpers if f"@{h}(" in text)
             pre = ""
-            if used:
+            if used or helpers:
                 pre = llvm_math.prelude(sorted({d for _, d in used}),
                                         sorted({f for f, _ in used}),
-                                        declare_intrinsics=False)
+                                        declare_intrinsics=False, helpers=helpers)
             ir = "\n".join(x for x in (decls, pre, text, md) if x)
             parts.append(cpu.Part(ir, level, passes=level > 0))
         return parts
@@ -806,8 +835,10 @@ class ModuleWriter:
         """``text`` with its values and labels renamed in order of appearance and its loop
         metadata reduced to what it says (short loop or not)."""
         local: dict[str, str] = {}
-        text = _LOOP_MD.sub(lambda m: "!S" if int(m.group(1)) in self.short_loops else "!L",
-                            text)
+        def kind(m) -> str:
+            i = int(m.group(1))
+            return "!S" if i in self.short_loops else "!I" if i in self.interleaved else "!L"
+        text = _LOOP_MD.sub(kind, text)
         return _LOCAL.sub(lambda m: local.setdefault(m.group(0).lstrip("%"), f"%{len(local)}"),
                           text)
 

@@ -68,7 +68,11 @@ class OpEmitter:
             # Exact, never ``arcp``: x * (1/y) is up to 1 ulp off, and only where LLVM's
             # optimiser chose it, so a value recomputed by another kernel (O0 glue, or y not
             # loop-invariant there) differed from the stored one: relu's gradient tests
-            # ``x == max(x, 0)`` and lost elements (issue 15).
+            # ``x == max(x, 0)`` and lost elements (issue 15). A float32 divisor computed
+            # outside the loop (softmax's row sum) gets the same result without a divide per
+            # element (llvm_math.DIVIDE).
+            if dt == np.float32 and kw.scope(e.args[1]) is not kw.scope(e):
+                return self._div_invariant(lines, out, args, kw.lines[kw.scope(e.args[1])], kw)
             return self._div_rem(lines, out, "div", dt, args)
         if op == "rem":
             return self._div_rem(lines, out, "rem", dt, args)
@@ -140,6 +144,19 @@ class OpEmitter:
             return out
         pre = "s" if dt.kind == "i" else "u"
         lines.append(f"  {out} = call {ty} @llvm.{pre}{op}.{ty}({ty} {a}, {ty} {b})")
+        return out
+
+    def _div_invariant(self, lines, out, args, outer: list[str], kw) -> str:
+        """float32 ``x / y`` for a loop-invariant ``y``: llvm_math.DIVIDE (exact), its
+        operands computed once in ``y``'s scope (``outer``, its lines)."""
+        from fungrad.lowering import llvm_math
+        x, y = args
+        ops = kw.recips.get(y)
+        if ops is None:
+            ops = kw.recips[y] = (self.tmp(), self.tmp())
+            outer += llvm_math.divisor_lines(y, *ops)
+        self.m.helpers.add(llvm_math.DIVIDE)
+        lines.append(llvm_math.divide_call(out, x, y, *ops))
         return out
 
     def _div_rem(self, lines, out, op, dt, args) -> str:

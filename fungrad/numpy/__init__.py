@@ -11,10 +11,15 @@ from fungrad import dtypes as _dtypes
 from fungrad.array import Array as ndarray  # noqa: F401
 from fungrad.numpy import array_methods as _array_methods  # noqa: E402
 from fungrad.numpy import linalg  # noqa: F401
+from fungrad.numpy.bit_packing import *  # noqa: F401,F403
 from fungrad.numpy.creation import *  # noqa: F401,F403
 from fungrad.numpy.differences import *  # noqa: F401,F403
+from fungrad.numpy.functional_updates import *  # noqa: F401,F403
+from fungrad.numpy.histograms import *  # noqa: F401,F403
+from fungrad.numpy.index_builders import *  # noqa: F401,F403
 from fungrad.numpy.index_tricks import *  # noqa: F401,F403
 from fungrad.numpy.indexing import *  # noqa: F401,F403
+from fungrad.numpy.interop import *  # noqa: F401,F403
 from fungrad.numpy.linear import *  # noqa: F401,F403
 from fungrad.numpy.logic import *  # noqa: F401,F403
 from fungrad.numpy.manipulation import *  # noqa: F401,F403

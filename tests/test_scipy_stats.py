@@ -389,6 +389,7 @@ def test_mode_edge_cases():
     empty = stats.mode(np.zeros((0, 3)))
     assert np.isnan(np.asarray(empty.mode)).all() and empty.mode.shape == (3,)
     assert stats.mode(5.0).mode.shape == ()
+    assert stats.mode(np.zeros((2, 0)), axis=0).count.shape == (0,)
     with pytest.raises(ValueError, match="nan_policy='omit' is not supported"):
         stats.mode(np.ones(3), nan_policy="omit")
 
@@ -412,6 +413,8 @@ def test_rankdata_nan_jit_vmap_and_errors():
     np.testing.assert_array_equal(np.asarray(fg.vmap(stats.rankdata)(y)),
                                   [ss.rankdata(r) for r in y])
     np.testing.assert_array_equal(np.asarray(fg.jit(stats.rankdata)(y)), ss.rankdata(y))
+    assert stats.rankdata(np.zeros(0)).shape == (0,)
+    assert stats.rankdata(np.zeros((2, 0)), "min", axis=1).shape == (2, 0)
     with pytest.raises(ValueError, match="unknown method"):
         stats.rankdata(y, "bogus")
 

@@ -152,6 +152,17 @@ def test_hypothesis_any_floats(xs, y):
     _assert_same_bits(_div(x, np.float32(y)), _numpy_div(x, np.float32(y)))
 
 
+def test_constant_divisors_and_means():
+    """A constant divisor (x / 7, a mean's / n): every call passes the same constants (LLVM
+    may not specialise the division function: its vector variants must keep fitting)."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((3, 5000)).astype(np.float32)
+    _assert_same_bits(fg.jit(lambda x: x / 7.0)(x), x / np.float32(7))
+    _assert_same_bits(fg.jit(lambda x: x / 1e-42)(x), _numpy_div(x, np.float32(1e-42)))
+    got = np.asarray(fg.jit(lambda x: fnp.var(x, axis=1))(x), np.float64)
+    np.testing.assert_allclose(got, x.astype(np.float64).var(axis=1), rtol=2e-6)
+
+
 def test_the_fast_path_is_used_for_an_invariant_float32_divisor():
     """The renderer calls llvm_math.DIVIDE for x / (row value) and plain fdiv when the divisor
     changes with the element."""

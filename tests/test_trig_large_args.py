@@ -224,6 +224,36 @@ def test_issue15_large_and_small_lanes_in_one_vector(x64, name, dtype):
         assert err.max() <= BOUNDS[name], _worst(name, x, got, err)
 
 
+def test_large_arguments_inside_a_fused_kernel():
+    """sin and cos among other math in one kernel: the renderer emits the branching functions
+    first in the loop body (llvm.py) and _branch_large tests and calls before the small-argument
+    path; the other outputs are unchanged (the same bits as computed without sin)."""
+    rng = np.random.default_rng(11)
+    small = rng.uniform(-6.0, 6.0, 300).astype(np.float32)
+    x = np.where(rng.random(300) < 0.1, arguments(np.float32, 300, seed=2)[:300], small)
+    x = x.astype(np.float32)
+
+    def rest(x):
+        return fnp.tanh(x) * 0.5 + fnp.exp(-x * x)
+    got_rest, got_sin, got_cos = (np.asarray(v) for v in fg.jit(
+        lambda x: (rest(x), fnp.sin(x), fnp.cos(x) * 2.0))(x))
+    np.testing.assert_array_equal(got_rest, np.asarray(fg.jit(rest)(x)))
+    assert ulp_errors(got_sin, reference("sin", x), np.float32).max() <= BOUNDS["sin"]
+    assert ulp_errors(got_cos / 2, reference("cos", x), np.float32).max() <= BOUNDS["cos"]
+
+
+def test_large_argument_that_is_the_same_everywhere():
+    """sin of one value broadcast over the loop: every call passes the same constant (LLVM
+    may not specialise the large-argument function: its vector variants must keep fitting)."""
+    x = np.arange(40, dtype=np.float32)
+    def plus_sin_of(v):
+        return fg.jit(lambda x: x + fnp.sin(fnp.full_like(x, v)))
+    for v in (np.float32(3e30), np.float32(0.5)):
+        got = np.asarray(plus_sin_of(v)(x))
+        want = x + np.float32(reference("sin", np.array([v]))[0])
+        np.testing.assert_allclose(got, want, rtol=2e-7, atol=1e-7)
+
+
 def test_issue15_two_opi_words_are_2_over_pi():
     """llvm_math's tables of 2/pi's bits (after two zero bits), derived again from pi."""
     n = 1300

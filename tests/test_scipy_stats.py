@@ -381,6 +381,16 @@ def test_mode_matches_scipy(seed, axis, keepdims):
     np.testing.assert_array_equal(np.asarray(got.count), want.count)
 
 
+def test_mode_sem_vmap_and_jit():
+    x = np.random.default_rng(13).integers(0, 3, size=(4, 6)).astype(np.float32)
+    got = fg.vmap(lambda r: stats.mode(r).mode)(x)
+    np.testing.assert_array_equal(np.asarray(got), [ss.mode(r).mode for r in x])
+    res = fg.jit(stats.mode, static_argnames="axis")(x, axis=1)
+    np.testing.assert_array_equal(np.asarray(res.count), ss.mode(x, axis=1).count)
+    _assert_close(fg.jit(stats.sem)(x), ss.sem(x), 1e-5)
+    _assert_close(fg.vmap(stats.sem)(x), [ss.sem(r) for r in x], 1e-5)
+
+
 def test_mode_edge_cases():
     res = stats.mode(np.array([nan, nan, 1.0]))
     assert np.isnan(res.mode) and int(res.count) == 2

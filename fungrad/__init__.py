@@ -8,6 +8,8 @@ __version__ = "0.1.0"
 
 from fungrad import (  # noqa: E402,F401
     ad_checkpoint,
+    debug,
+    experimental,
     flatten_util,
     lax,
     nn,
@@ -36,6 +38,7 @@ from fungrad.api import (  # noqa: E402
     vmap,
 )
 from fungrad.array import Array  # noqa: E402
+from fungrad.callback import pure_callback  # noqa: E402
 from fungrad.config import config  # noqa: E402
 from fungrad.core import (  # noqa: E402
     ClosedJaxpr,
@@ -85,12 +88,12 @@ __all__ = [
     "Jaxpr", "LoweringError", "ShapeDtypeStruct", "ShapedArray",
     "TracerArrayConversionError", "UnexpectedTracerError", "__version__", "ad_checkpoint",
     "block_until_ready", "checkpoint", "checkpoint_policies", "config", "custom_jvp",
-    "custom_vjp", "default_backend", "default_matmul_precision", "device_count", "device_get",
-    "device_put", "devices", "disable_jit", "enable_checks", "enable_x64",
-    "ensure_compile_time_eval", "eval_shape", "explain_cache_misses", "flatten_util", "grad",
-    "hessian",
+    "custom_vjp", "debug", "default_backend", "default_matmul_precision", "device_count",
+    "device_get", "device_put", "devices", "disable_jit", "enable_checks", "enable_x64",
+    "ensure_compile_time_eval", "eval_shape", "experimental", "explain_cache_misses",
+    "flatten_util", "grad", "hessian",
     "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linearize", "local_device_count",
     "local_devices", "make_jaxpr", "named_call", "named_scope", "nn", "numpy",
-    "process_count", "process_index", "random", "remat", "scipy", "stop_gradient",
+    "process_count", "process_index", "pure_callback", "random", "remat", "scipy", "stop_gradient",
     "tree", "tree_util", "typeof", "value_and_grad", "vjp", "vmap",
 ]

@@ -81,7 +81,7 @@ def _pp_eqn(eqn: core.JaxprEqn, names: _Names, indent: int) -> str:
     outs = " ".join(names.binder(v) for v in eqn.outvars)
     ins = " ".join(names(v) for v in eqn.invars)
     rhs = f"{eqn.primitive.name}{pp_params(eqn.params, indent)}"
-    return f"{outs} = {rhs}" + (f" {ins}" if ins else "")
+    return (f"{outs} = " if outs else "") + rhs + (f" {ins}" if ins else "")
 
 
 def pp_eqn(eqn: core.JaxprEqn) -> str:

@@ -43,6 +43,8 @@ EXEMPT = {
     # Staged by custom_vjp's linearization (the bwd function applied to the residuals); it
     # exists only inside linear jaxprs on the way to transposition and has no jvp/batch rule.
     "custom_lin",
+    # Callbacks into Python (effects, no derivative): tested in test_debug_callbacks.py.
+    "debug_callback", "pure_callback", "io_callback",
 }
 
 # Floating-output primitives whose jvp rule is zero by definition, so finite differences of

@@ -46,7 +46,7 @@ from fungrad.array import Array
 from fungrad.config import config
 from fungrad.core import EvalTrace, set_current_trace
 from fungrad.devices import GpuArray
-from fungrad.ir.passes import simplify
+from fungrad.ir.passes import jaxpr_has_effects, simplify
 from fungrad.transforms.jvp import Zero, jvp_jaxpr, jvp_rules, tangent_aval
 from fungrad.transforms.partial_eval import partial_eval_jaxpr, partial_eval_rules
 from fungrad.transforms.staging import trace_to_jaxpr
@@ -198,14 +198,15 @@ def _jit_partial_eval(trace, args, params):
         jaxpr, ("partial_eval", unknowns),
         lambda: partial_eval_jaxpr(jaxpr, unknowns, instantiate=False))
     known_out = []
-    if known_j.out_avals:
+    # A part with no outputs still runs when it has effects (a debug.print inside the jit).
+    if known_j.out_avals or jaxpr_has_effects(known_j.jaxpr):
         with set_current_trace(trace.parent):
             known_out = jit_p.bind(*[a for a, u in zip(args, unknowns) if not u],
                                    jaxpr=known_j, name=name, **where)
     n_known = len(known_out) - n_res
     residuals = known_out[n_known:]
     unknown_out = []
-    if any(out_uk):
+    if any(out_uk) or jaxpr_has_effects(unknown_j.jaxpr):
         unknown_out = trace.stage(jit_p, [*residuals, *[a for a, u in zip(args, unknowns) if u]],
                                   dict(jaxpr=unknown_j, name=name, **where))
     k_it, u_it = iter(known_out[:n_known]), iter(unknown_out)

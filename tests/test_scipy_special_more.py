@@ -362,6 +362,18 @@ def test_hyp2f1(x64):
                                  np.array([3.0, 2.5]), np.array([0.3, -0.6])), order=1)
 
 
+def test_owens_t(x64):
+    h = np.array([0.5, 2, -1, 10, 0, 0.3, 5, 30, 1e-3, 3, 0.5, 2.0, inf, 1.0, nan])
+    a = np.array([0.3, 2, 5, 0.5, 0.7, -0.99, 1, 2, 100, 1e5, inf, -inf, 1.0, 0.0, 1.0])
+    assert_array(special.owens_t(h, a), ss.owens_t(h, a), dtype=np.float64, rtol=1e-12,
+                 atol=1e-300)
+    h32, a32 = h.astype(np.float32)[:10], a.astype(np.float32)[:10]
+    assert_array(special.owens_t(h32, a32), _ref(ss.owens_t, h32, a32), dtype=np.float32,
+                 rtol=2e-5, atol=1e-30)
+    check_grads(special.owens_t, (np.array([0.5, -1.5, 3.0]), np.array([0.4, 3.0, -0.8])),
+                order=2)
+
+
 # -- transforms: vmap against a loop, jit against eager --------------------------------------
 
 ITERATIVE = {
@@ -378,6 +390,7 @@ ITERATIVE = {
     "dawsn": (special.dawsn, (np.float32([-3.0, 2.0, 60.0]),)),
     "hyp2f1": (special.hyp2f1, (np.float32([1.0, 0.5, 2.5]), np.float32([2.0, 1.5, -1.3]),
                                 np.float32([3.0, 2.5, 4.0]), np.float32([0.5, -2.0, 0.6]))),
+    "owens_t": (special.owens_t, (np.float32([0.5, -1.5, 3.0]), np.float32([0.4, 3.0, -0.8]))),
     "bessel_jn": (lambda z: special.bessel_jn(z, v=3), (np.float32([-3.0, 0.5, 10.0]),)),
     "fresnel": (lambda x: fnp.stack(special.fresnel(x)), (np.float32([-3.0, 0.2, 60.0]),)),
     "sici": (lambda x: fnp.stack(special.sici(x)), (np.float32([-3.0, 0.2, 60.0]),)),
@@ -397,7 +410,8 @@ def test_jit_matches_eager():
                 special.expn(2.0, b), special.expi(b), special.hyp1f1(a, b, -b),
                 special.zeta(a + 1.5, b), special.i0e(b), special.spence(b),
                 special.erfcx(b), lax.igamma_grad_a(a, b), special.dawsn(b),
-                *special.fresnel(b), *special.sici(b))
+                *special.fresnel(b), *special.sici(b), special.owens_t(b, x),
+                special.hyp2f1(a, x, a + 2.0, x), special.bessel_jn(b, v=2))
 
     a = np.float32([0.5, 3.0, 12.0, 2.0])
     b = np.float32([0.4, 5.0, 9.0, 2.5])

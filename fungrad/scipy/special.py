@@ -438,6 +438,14 @@ def _log_ndtr_asymptotic_series(x, series_order: int):
 
 # -- entropies -------------------------------------------------------------------------------
 
+def _log_ratio(p, q):
+    """``log(p / q)`` for positive ``p``, ``q``: from the ratio (no cancellation when p ~ q)
+    unless it overflows or underflows, then ``log p - log q``."""
+    ratio = p / q
+    ok = fnp.isfinite(ratio) & (ratio > 0)
+    return fnp.where(ok, fnp.log(fnp.where(ok, ratio, 1.0)), fnp.log(p) - fnp.log(q))
+
+
 def rel_entr(p, q):
     """Elementwise relative entropy: ``p log(p / q)`` for ``p, q > 0``, 0 at ``p == 0`` (for
     ``q >= 0``), ``+inf`` otherwise."""
@@ -445,7 +453,7 @@ def rel_entr(p, q):
     p, q = util.promote_args_inexact("rel_entr", p, q)
     both_pos = (p > 0) & (q > 0)
     safe_p, safe_q = fnp.where(both_pos, p, 1.0), fnp.where(both_pos, q, 1.0)
-    val = safe_p * fnp.log(safe_p / safe_q)
+    val = safe_p * _log_ratio(safe_p, safe_q)
     out = fnp.where(both_pos, val, fnp.where((p == 0) & (q >= 0), 0.0, np.inf))
     return fnp.where(fnp.isnan(p) | fnp.isnan(q), np.nan, out)
 
@@ -457,7 +465,7 @@ def kl_div(p, q):
     p, q = util.promote_args_inexact("kl_div", p, q)
     both_pos = (p > 0) & (q > 0)
     safe_p, safe_q = fnp.where(both_pos, p, 1.0), fnp.where(both_pos, q, 1.0)
-    val = safe_p * fnp.log(safe_p / safe_q) - safe_p + safe_q
+    val = safe_p * _log_ratio(safe_p, safe_q) - safe_p + safe_q
     out = fnp.where(both_pos, val, fnp.where((p == 0) & (q >= 0), q, np.inf))
     return fnp.where(fnp.isnan(p) | fnp.isnan(q), np.nan, out)
 

@@ -1603,9 +1603,21 @@ def divisor_lines(y: str, rf: str, s: str) -> list[str]:
 
 def divide_call(out: str, x: str, y: str, rf: str, s: str) -> str:
     """The IR line ``out = x / y`` by :data:`DIVIDE`, naming its vector variants."""
-    variants = ",".join(f"_ZGV_LLVM_N{n}vvvv_{DIVIDE}({DIVIDE}_n{n})" for n in _VARIANT_LANES)
+    variants = ",".join(f"_ZGV_LLVM_N{n}vvvv_{DIVIDE}({DIVIDE}_n{n})" for n in _divide_lanes())
     return (f"  {out} = call float @{DIVIDE}(float {x}, float {y}, float {rf}, float {s}) "
             f"\"vector-function-abi-variant\"=\"{variants}\"")
+
+
+@functools.cache
+def _divide_lanes() -> tuple[int, ...]:
+    """The vector widths :data:`DIVIDE` has variants for: the host's float32 vectors and half
+    of them (fewer variants compile faster: each is a function of its own in every module)."""
+    from fungrad.lowering import cpu
+    h = cpu.host()
+    features = h.features.split(",")
+    if not h.triple.startswith("x86_64"):
+        return (2, 4)
+    return (8, 16) if "+avx512f" in features else (4, 8) if "+avx" in features else (2, 4)
 
 
 @functools.cache
@@ -1620,7 +1632,7 @@ def _divide_ir() -> str:
     """:data:`DIVIDE` (scalar, noinline: the vectoriser must see the call) and its alwaysinline
     vector variants ``<DIVIDE>_n<lanes>``."""
     text = []
-    for n in (1, *_VARIANT_LANES):
+    for n in (1, *_divide_lanes()):
         vt, it = (f"<{n} x float>", f"<{n} x i32>") if n > 1 else ("float", "i32")
         fma = f"llvm.fma.v{n}f32" if n > 1 else "llvm.fma.f32"
 
@@ -1758,7 +1770,7 @@ def prelude(dtypes_needed=None, fns_needed=None, *, declare_intrinsics: bool = T
     variants = [f"ptr @{s}{v}" for s in sorted(done) if s[3:-4] in _LARGE_EMITTERS
                 for v in ("", *(f"_v{n}" for n in _VARIANT_LANES))]
     if DIVIDE in done:
-        variants += [f"ptr @{DIVIDE}{v}" for v in ("", *(f"_n{n}" for n in _VARIANT_LANES))]
+        variants += [f"ptr @{DIVIDE}{v}" for v in ("", *(f"_n{n}" for n in _divide_lanes()))]
     if variants:
         bodies.append(f"@llvm.compiler.used = appending global [{len(variants)} x ptr] "
                       f"[{', '.join(variants)}], section \"llvm.metadata\"\n")

@@ -70,8 +70,10 @@ class OpEmitter:
             # loop-invariant there) differed from the stored one: relu's gradient tests
             # ``x == max(x, 0)`` and lost elements (issue 15). A float32 divisor computed
             # outside the loop (softmax's row sum) gets the same result without a divide per
-            # element (llvm_math.DIVIDE).
-            if dt == np.float32 and kw.scope(e.args[1]) is not kw.scope(e):
+            # element (llvm_math.DIVIDE); not a constant one (a mean's 1/n: LLVM turns the
+            # powers of two into products, and the helper's functions cost compile time)
+            if dt == np.float32 and e.args[1].op != "const" \
+                    and kw.scope(e.args[1]) is not kw.scope(e):
                 return self._div_invariant(lines, out, args, kw.lines[kw.scope(e.args[1])], kw)
             return self._div_rem(lines, out, "div", dt, args)
         if op == "rem":

@@ -338,3 +338,17 @@ def test_small_utilities():
     assert lax.dtype(1.0) == np.float32 and lax.dtype(1) == np.int32
     assert lax.dtype(np.float64) == np.float32 and lax.dtype(np.ones(2, np.int8)) == np.int8
     assert_array(lax.shape_as_value((2, 3)), np.array([2, 3]), dtype=np.int32)
+
+
+def test_reduce_precision_and_associative_scan_on_the_gpu(gpu):
+    x = np.random.default_rng(8).standard_normal(300).astype(F32) * F32(1e4)
+    x[:4] = [np.nan, np.inf, -0.0, 1e-30]
+    for e, m in [(5, 10), (8, 7), (4, 3)]:
+        got = fg.jit(lambda v: lax.reduce_precision(v, e, m), backend="gpu")(x)
+        ref = np.asarray(lax.reduce_precision(x, e, m))
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint32)[4:],
+                                      ref.view(np.uint32)[4:])
+        assert np.isnan(np.asarray(got)[0])
+    y = x[4:68].reshape(4, 16) * F32(1e-4)
+    got = fg.jit(lambda v: lax.associative_scan(lax.add, v, axis=1), backend="gpu")(y)
+    assert_array(got, np.cumsum(y, axis=1), rtol=1e-5, atol=1e-5)

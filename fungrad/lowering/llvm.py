@@ -642,6 +642,7 @@ class ModuleWriter:
         self.short_loops: set[int] = set()  # metadata ids of loops run fewer than SHORT_LOOP
         self.interleaved: set[int] = set()  # metadata ids of sum loops (INTERLEAVE_SUMS)
         self.serial_for = False  # @fg_serial_for added (parallel_for)
+        self.large_libraries: set[str] = set()  # llvm_math's large-argument functions called
 
     def loop_md(self, trip: int | None = None, interleave: bool = False) -> str:
         """Loop metadata for a back edge: no unrolling. Fully unrolling a short inner loop
@@ -738,7 +739,9 @@ class ModuleWriter:
             if used or helpers:
                 pre = llvm_math.prelude(sorted({d for _, d in used}),
                                         sorted({f for f, _ in used}),
-                                        declare_intrinsics=False, helpers=helpers)
+                                        declare_intrinsics=False, helpers=helpers,
+                                        shared_large=True)
+                self.large_libraries.update(llvm_math.large_functions_declared(pre))
             ir = "\n".join(x for x in (decls, pre, text, md) if x)
             parts.append(cpu.Part(ir, level, passes=level > 0))
         return parts
@@ -958,13 +961,16 @@ _NO_DIGITS = str.maketrans("", "", "0123456789")
 
 def render(prog: Program) -> list[cpu.Part]:
     """The LLVM modules of ``prog`` (see :meth:`ModuleWriter.render`); the symbols they need are
-    registered: :func:`register_pool_symbol`, ``abi.layout``, the matmul library."""
+    registered: :func:`register_pool_symbol`, ``abi.layout``, the matmul library, the
+    large-argument library of sin/cos/tan (llvm_math.ensure_large_library)."""
     writer = ModuleWriter(prog)
     parts = writer.render()
     if writer.serial_for:
         register_pool_symbol()
     if matmul.SYMBOL in writer.externals:
         matmul.ensure_library()
+    if writer.large_libraries:
+        llvm_math.ensure_large_library(writer.large_libraries)
     return parts
 
 

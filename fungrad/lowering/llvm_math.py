@@ -16,8 +16,11 @@ Contract (tests/test_lowering_llvm_math.py measures it against long-double refer
   clamped values, select/fcmp/icmp and the intrinsics fma, rint, fabs, copysign, sqrt (and
   ldexp where it is one vector instruction: x86-64 with AVX-512): no branches, no libm, no
   fast-math flags (they would delete the NaN/inf handling), so a loop over them vectorises
-  fully. The one exception: sin/cos/tan branch to a noinline large-argument function; the
-  vectoriser calls its masked vector variant, which is inlined after it (see _branch_large).
+  fully. The exceptions: sin/cos/tan branch to a noinline large-argument function; the
+  vectoriser calls its masked vector variant, which is inlined after it (see _branch_large;
+  the renderer compiles those functions once per process: ensure_large_library). And the
+  renderer's float32 division by a loop-invariant divisor (DIVIDE) is exact without a divide
+  per element.
   They need hardware fma to be fast (x86-64-v3, AArch64); results are bit-identical on every
   host.
 - Accuracy: max error <= 1 ulp for exp, exp2, log, log2, log10, log1p, logistic, sin, cos, asin,
@@ -54,13 +57,16 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BRANCHING", "DIVIDE", "MATH_FUNCTIONS", "math_symbol", "prelude"]
+__all__ = ["BRANCHING", "DIVIDE", "MATH_FUNCTIONS", "ensure_large_library",
+           "large_functions_declared", "large_library_ir", "large_symbols", "math_symbol",
+           "prelude"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -912,6 +918,7 @@ def _finite_only(b: _Builder, x: _V, r: _V) -> _V:
 # wrong results in the other lanes); the Payne-Hanek body vectorised and inlined behind the
 # branch (large arguments 6x faster, but 3x the compile time of every module using it).
 _VARIANT_LANES = (2, 4, 8, 16)
+_LARGE_DECL = re.compile(r"^declare \S+ @(fg_\w+_large_f(?:32|64))\(", re.M)
 #: the functions whose body holds that branch (lgamma and digamma call sin and tan)
 BRANCHING = frozenset({"sin", "cos", "tan", "lgamma", "digamma"})
 
@@ -943,25 +950,39 @@ def _branch_large(b: _Builder, x: _V, r: _V, fn: str) -> _V:
     return b.select(_V(b, "%large.big", "i1"), _V(b, "%large.r", x.ty), r)
 
 
-def _large_functions(sym: str, ty: str, body: list[str], result: str) -> str:
+def _large_functions(sym: str, ty: str, body: list[str], result: str,
+                     part: str = "all") -> str:
     """IR of the large-argument function ``sym`` (see above): ``sym`` itself (the scalar
     body; the vectoriser maps it to the variants, the scalar remainder loop calls it) and, for
     each width n, ``<sym>_lanes<n>`` (``sym`` on every lane), all noinline and cold, and the
     alwaysinline masked variants ``<sym>_v<n>``, which call the lanes function only when any
-    lane is masked (the other lanes' results are poison)."""
-    text = [f"define internal {ty} @{sym}({ty} %a0) noinline nounwind cold {{",
-            "entry:", *body, f"  ret {ty} {result}", "}", ""]
+    lane is masked (the other lanes' results are poison). ``part``: "all" of it, internal;
+    "library" (:func:`large_library_ir`): the scalar and lanes functions, external; "module":
+    the variants, calling the library's functions (declared)."""
+    link = "" if part == "library" else "internal "
+    attrs = "noinline nounwind cold"
+    text = []
+    if part == "module":
+        text.append(f"declare {ty} @{sym}({ty}) nounwind cold memory(none)")
+    else:
+        text += [f"define {link}{ty} @{sym}({ty} %a0) {attrs} {{",
+                 "entry:", *body, f"  ret {ty} {result}", "}", ""]
     for n in _VARIANT_LANES:
         vt = f"<{n} x {ty}>"
-        text += [f"define internal {vt} @{sym}_lanes{n}({vt} %x) noinline nounwind cold {{"]
-        prev = "poison"
-        for i in range(n):  # every lane (sym is pure): no branch per lane
-            text += [f"  %x{i} = extractelement {vt} %x, i32 {i}",
-                     f"  %r{i} = call {ty} @{sym}({ty} %x{i})",
-                     f"  %v{i} = insertelement {vt} {prev}, {ty} %r{i}, i32 {i}"]
-            prev = f"%v{i}"
-        text += [f"  ret {vt} {prev}", "}", "",
-                 f"define internal {vt} @{sym}_v{n}({vt} %x, <{n} x i1> %m) "
+        if part == "module":
+            text.append(f"declare {vt} @{sym}_lanes{n}({vt}) nounwind cold memory(none)")
+        else:
+            text += [f"define {link}{vt} @{sym}_lanes{n}({vt} %x) {attrs} {{"]
+            prev = "poison"
+            for i in range(n):  # every lane (sym is pure): no branch per lane
+                text += [f"  %x{i} = extractelement {vt} %x, i32 {i}",
+                         f"  %r{i} = call {ty} @{sym}({ty} %x{i})",
+                         f"  %v{i} = insertelement {vt} {prev}, {ty} %r{i}, i32 {i}"]
+                prev = f"%v{i}"
+            text += [f"  ret {vt} {prev}", "}", ""]
+        if part == "library":
+            continue
+        text += [f"define internal {vt} @{sym}_v{n}({vt} %x, <{n} x i1> %m) "
                  "alwaysinline nounwind {",
                  "entry:", f"  %bits = bitcast <{n} x i1> %m to i{n}",
                  f"  %any = icmp ne i{n} %bits, 0",
@@ -971,6 +992,61 @@ def _large_functions(sym: str, ty: str, body: list[str], result: str) -> str:
                  "lanes:", f"  %r = call {vt} @{sym}_lanes{n}({vt} %x)", f"  ret {vt} %r",
                  "}", ""]
     return "\n".join(text)
+
+
+# The large-argument functions are the costliest part of a module that uses sin, cos or tan
+# (~60 ms of LLVM's time for float32 sin: measured), and they are the same in every module, so
+# the renderer compiles each once per process instead (the on-disk cache may hold the object),
+# as a library whose symbols every later module resolves (prelude(..., shared_large=True)).
+_large_libraries: dict[str, object] = {}  # fg_<fn>_large_<f32|f64> -> its compiled library
+
+
+def large_symbols(sym: str) -> tuple[str, ...]:
+    """The functions of ``sym``'s library: ``sym`` (fg_<fn>_large_<f32|f64>) and its lanes
+    functions."""
+    return (sym, *(f"{sym}_lanes{n}" for n in _VARIANT_LANES))
+
+
+def large_library_ir(sym: str) -> str:
+    """IR of the library of the large-argument function ``sym`` (fg_<fn>_large_<f32|f64>):
+    its scalar and lanes functions with external linkage."""
+    pending, done = [sym], {}
+    while pending:
+        s = pending.pop()
+        if s not in done:
+            done[s], callees, _ = _define(s[3:-4], F32 if s.endswith("f32") else F64,
+                                          "library")
+            pending.extend(callees)
+    return "\n".join(done[s] for s in sorted(done))
+
+
+def ensure_large_library(syms: Iterable[str]) -> None:
+    """Compile the libraries of the large-argument functions ``syms`` (each once per process)
+    and make their symbols resolvable by every module compiled afterwards. Thread safe (as
+    matmul.ensure_library)."""
+    missing = [s for s in syms if s not in _large_libraries]
+    if not missing:
+        return
+    import ctypes
+
+    from fungrad.lowering import cpu, llvm_capi
+    with cpu.llvm_lock:
+        for sym in missing:
+            if sym in _large_libraries:
+                continue
+            module = cpu.compile_module(large_library_ir(sym), large_symbols(sym),
+                                        name=f"fungrad_{sym[3:]}")
+            # every module using the function calls into it: never free it
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(module))
+            for s in large_symbols(sym):
+                llvm_capi.add_symbol(s, module.address(s))
+            _large_libraries[sym] = module
+
+
+def large_functions_declared(text: str) -> list[str]:
+    """The large-argument functions a module's IR ``text`` declares (prelude with
+    ``shared_large``): the libraries to ensure before compiling it."""
+    return sorted({m for m in _LARGE_DECL.findall(text)})
 
 
 # float32 sin/cos work in float64: |x| = q pi + r with two fma (q < 2^23 and |r| < 2, so the
@@ -1705,9 +1781,11 @@ def math_symbol(name: str, dtype) -> str:
 
 
 @functools.cache
-def _define(name: str, ft: _FloatType) -> tuple[str, frozenset[str], tuple[str, ...]]:
+def _define(name: str, ft: _FloatType, part: str = "all"
+            ) -> tuple[str, frozenset[str], tuple[str, ...]]:
     """(IR text, called fg_ symbols, intrinsic declarations) of one function (or of the
-    table of 2/pi's bits, which float64 sin/cos/tan ask for as if it were one)."""
+    table of 2/pi's bits, which float64 sin/cos/tan ask for as if it were one); ``part`` of a
+    large-argument function as in :func:`_large_functions`."""
     if name == _TWO_OPI_TABLE[3:]:
         return _two_opi_table_ir(), frozenset(), ()
     if f"fg_{name}_{ft.suffix}" == DIVIDE:
@@ -1719,8 +1797,10 @@ def _define(name: str, ft: _FloatType) -> tuple[str, frozenset[str], tuple[str, 
     result = emit(b, *params)
     sig = ", ".join(f"{ft.ir} {p.ref}" for p in params)
     sym = f"fg_{name}_{ft.suffix}"
+    if large and part == "module":  # (the library has the body and its callees)
+        return _large_functions(sym, ft.ir, [], "", part), frozenset(), ()
     if large:
-        text = _large_functions(sym, ft.ir, b.lines, result.ref)
+        text = _large_functions(sym, ft.ir, b.lines, result.ref, part)
     else:
         text = "\n".join([f"define internal {ft.ir} @{sym}({sig}) alwaysinline nounwind {{",
                           "entry:", *b.lines, f"  ret {ft.ir} {result.ref}", "}", ""])
@@ -1728,7 +1808,7 @@ def _define(name: str, ft: _FloatType) -> tuple[str, frozenset[str], tuple[str, 
 
 
 def prelude(dtypes_needed=None, fns_needed=None, *, declare_intrinsics: bool = True,
-            helpers: Iterable[str] = ()) -> str:
+            helpers: Iterable[str] = (), shared_large: bool = False) -> str:
     """IR text defining the requested math functions, to prepend to a module.
 
     Args:
@@ -1739,6 +1819,8 @@ def prelude(dtypes_needed=None, fns_needed=None, *, declare_intrinsics: bool = T
         parser declares intrinsics itself and rejects a second identical ``declare``, so a
         renderer that declares its own intrinsics passes False.
       helpers: symbols of the renderer's own helpers to define too (:data:`DIVIDE`).
+      shared_large: declare sin/cos/tan's large-argument functions instead of defining them
+        (the caller runs :func:`ensure_large_library` before compiling).
 
     Returns:
       The text, e.g. ``prelude(["float32"], ["tanh"])`` defines ``@fg_tanh_f32`` and
@@ -1760,7 +1842,8 @@ def prelude(dtypes_needed=None, fns_needed=None, *, declare_intrinsics: bool = T
         sym = pending.pop()
         if sym in done:
             continue
-        done[sym] = _define(sym[3:-4], F32 if sym.endswith("f32") else F64)
+        part = "module" if shared_large and sym[3:-4] in _LARGE_EMITTERS else "all"
+        done[sym] = _define(sym[3:-4], F32 if sym.endswith("f32") else F64, part)
         pending.extend(done[sym][1])
     decls = sorted({d for _, _, ds in done.values() for d in ds}) if declare_intrinsics else []
     bodies = [done[s][0] for s in sorted(done)]
@@ -1768,7 +1851,7 @@ def prelude(dtypes_needed=None, fns_needed=None, *, declare_intrinsics: bool = T
     # functions that name them: used, LLVM may not drop or specialise a parameter (a constant
     # divisor made IPSCCP delete three, and the variants' names no longer fit: an abort).
     variants = [f"ptr @{s}{v}" for s in sorted(done) if s[3:-4] in _LARGE_EMITTERS
-                for v in ("", *(f"_v{n}" for n in _VARIANT_LANES))]
+                for v in ("",) * (not shared_large) + tuple(f"_v{n}" for n in _VARIANT_LANES)]
     if DIVIDE in done:
         variants += [f"ptr @{DIVIDE}{v}" for v in ("", *(f"_n{n}" for n in _divide_lanes()))]
     if variants:

@@ -254,6 +254,21 @@ def test_large_argument_that_is_the_same_everywhere():
         np.testing.assert_allclose(got, want, rtol=2e-7, atol=1e-7)
 
 
+def test_large_argument_functions_are_compiled_once_per_process():
+    """Modules declare sin/cos/tan's large-argument functions; each is compiled once, in a
+    library of its own (llvm_math.ensure_large_library), and every module calls that one."""
+    from fungrad.lowering import llvm
+    x = np.float32([1e30, 0.5, -3e9])
+    for f in (fnp.cos, lambda x: fnp.cos(x) * 2):
+        exe = fg.jit(f).lower(x).compile()._exe
+        text = "\n".join(p.ir_text for p in llvm.render(exe.program))
+        assert "declare float @fg_cos_large_f32(" in text
+        assert "define internal float @fg_cos_large_f32(" not in text
+        got = np.asarray(fg.jit(f)(x)) / (1 if f is fnp.cos else 2)
+        assert ulp_errors(got, reference("cos", x), np.float32).max() <= BOUNDS["cos"]
+    assert "fg_cos_large_f32" in llvm_math._large_libraries
+
+
 def test_issue15_two_opi_words_are_2_over_pi():
     """llvm_math's tables of 2/pi's bits (after two zero bits), derived again from pi."""
     n = 1300

@@ -125,13 +125,36 @@ def _add_tangents(parts, like):
 
 # -- incomplete gamma --------------------------------------------------------------------------
 
-_IGAMMA_MAX_ITER = 2000
+_IGAMMA_MAX_ITER = 10000
 _CF_BIG = 4.503599627370496e15  # 2**52: Cephes' rescaling threshold for the recurrence
 
 
 def _igamma_log_prefactor(a, x):
-    """``a log x - x - lgamma(a)``, the log of ``x^a e^-x / Gamma(a)``."""
-    return ew.sub(ew.sub(ew.mul(a, ew.log(x)), x), ew.lgamma(a))
+    """``a log x - x - lgamma(a)``, the log of ``x^a e^-x / Gamma(a)``.
+
+    For ``a >= 8`` it is taken as ``a log1pmx(d) + log(a / (2 pi)) / 2 - delta(a)`` with
+    ``d = (x - a) / a``, ``log1pmx(d) = log1p(d) - d`` and ``delta`` Stirling's remainder: the
+    direct formula subtracts numbers of size ``a log a`` and loses ``log10(a)`` digits (in
+    float32 the whole result for large ``a``)."""
+    direct = ew.sub(ew.sub(ew.mul(a, ew.log(x)), x), ew.lgamma(a))
+    large = ew.ge(a, _full(a, 8.0))
+    al = _where(large, a, 8.0)
+    d = ew.div(ew.sub(x, al), al)
+    small_d = ew.le(ew.abs(d), _full(d, 0.25))
+    ds = _where(small_d, d, 0.0)
+    # log1p(d) - d = sum_(k>=2) (-1)^(k+1) d^k / k; 30 terms for |d| <= 1/4
+    acc = _full(ds, (-1.0) ** 31 / 30)
+    for k in range(29, 1, -1):
+        acc = ew.add(ew.mul(acc, ds), _full(ds, (-1.0) ** (k + 1) / k))
+    series = ew.mul(ew.mul(acc, ds), ds)
+    # |d| > 1/4: log(x / a) - d (x / a has one rounding; 1 + d would have two near d = -1)
+    dl = _where(small_d, 1.0, d)
+    xl = _where(small_d, ew.add(al, al), x)
+    log1pmx = _where(small_d, series, ew.sub(ew.log(ew.div(xl, al)), dl))
+    stirling = ew.sub(ew.add(ew.mul(al, log1pmx),
+                             ew.mul(_full(al, 0.5), ew.log(ew.div(al, _full(al, 2 * math.pi))))),
+                      _stirling_delta(al))
+    return _where(large, stirling, direct)
 
 
 def _igamma_series(a, x, skip, deriv: bool):
@@ -225,6 +248,27 @@ def _igammac_continued_fraction(a, x, skip, deriv: bool):
     return ew.mul(front, ew.add(dans, ew.mul(ans, dlog)))
 
 
+def _igammac_small_series(a, x, skip):
+    """``Q(a, x)`` for small ``a`` and ``x <= 1.1``, where ``1 - P`` would cancel:
+    ``Q = -expm1(a log x - lgamma(1 + a)) - x^a / Gamma(a) sum_(n>=1) (-x)^n / (n! (a + n))``
+    (as scipy's ``igamc_series``)."""
+    eps = _eps(core.get_aval(x).dtype)
+    zero, one = _full(x, 0.0), _full(x, 1.0)
+
+    def step(st):
+        n, fac, total = st
+        n = ew.add(n, one)
+        fac = ew.mul(fac, ew.div(ew.neg(x), n))
+        term = ew.div(fac, ew.add(a, n))
+        total = ew.add(total, term)
+        return (n, fac, total), ew.le(ew.abs(term), ew.mul(ew.abs(total), _full(total, eps)))
+
+    total = iterate_elementwise(step, (zero, one, zero), skip, _IGAMMA_MAX_ITER)[-1]
+    a_log_x = ew.mul(a, ew.log(x))
+    head = ew.neg(ew.expm1(ew.sub(a_log_x, ew.lgamma(ew.add(one, a)))))
+    return ew.sub(head, ew.mul(ew.exp(ew.sub(a_log_x, ew.lgamma(a))), total))
+
+
 def _igamma_special(a, x):
     """Masks of the special cases: ``(invalid, p_is_zero, p_is_one, regular)``."""
     nan = ew.bitwise_or(ew.ne(a, a), ew.ne(x, x))
@@ -258,8 +302,18 @@ def _igamma_both(a, x, deriv: bool = False):
     if deriv:
         return _where(use_cf, ew.neg(q_cf), p_series), _where(use_cf, q_cf, ew.neg(p_series))
     one = _full(x, 1.0)
+    # Q where P is close to 1 and a small (scipy's choice of region): its own series
+    log_x = ew.log(x)
+    small_q = ew.bitwise_and(ew.bitwise_not(use_cf), ew.le(x, _full(x, 1.1)))
+    small_q = ew.bitwise_and(small_q, _where(
+        ew.le(x, _full(x, 0.5)),
+        ew.le(a, ew.div(_full(x, -0.4), _where(ew.lt(x, one), log_x, -1.0))),
+        ew.ge(ew.mul(x, _full(x, 1.1)), a)))
+    small_q = ew.bitwise_and(small_q, regular)
+    q_small = _igammac_small_series(_where(small_q, a, 0.5), _where(small_q, x, 0.5),
+                                    ew.bitwise_not(small_q))
     p = _where(use_cf, ew.sub(one, q_cf), p_series)
-    q = _where(use_cf, q_cf, ew.sub(one, p_series))
+    q = _where(use_cf, q_cf, _where(small_q, q_small, ew.sub(one, p_series)))
     return p, q
 
 

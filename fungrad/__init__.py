@@ -22,18 +22,24 @@ from fungrad import (  # noqa: E402,F401
 from fungrad.api import (  # noqa: E402
     ShapeDtypeStruct,
     block_until_ready,
+    closure_convert,
+    copy_to_host_async,
+    custom_gradient,
     default_matmul_precision,
     device_get,
     disable_jit,
+    effects_barrier,
     enable_checks,
     enable_x64,
     ensure_compile_time_eval,
     eval_shape,
     explain_cache_misses,
     jit,
+    linear_transpose,
     make_jaxpr,
     named_call,
     named_scope,
+    print_environment_info,
     typeof,
     vmap,
 )
@@ -60,6 +66,7 @@ from fungrad.devices import (  # noqa: E402
     process_count,
     process_index,
 )
+from fungrad.dtypes import float0  # noqa: E402
 from fungrad.lowering.cpu import CompileError  # noqa: E402
 from fungrad.lowering.fusion import LoweringError  # noqa: E402
 from fungrad.transforms.autodiff import (  # noqa: E402
@@ -85,15 +92,15 @@ def stop_gradient(x):
 
 __all__ = [
     "Array", "ClosedJaxpr", "CompileError", "ConcretizationTypeError", "Device", "GpuArray",
-    "Jaxpr", "LoweringError", "ShapeDtypeStruct", "ShapedArray",
-    "TracerArrayConversionError", "UnexpectedTracerError", "__version__", "ad_checkpoint",
-    "block_until_ready", "checkpoint", "checkpoint_policies", "config", "custom_jvp",
-    "custom_vjp", "debug", "default_backend", "default_matmul_precision", "device_count",
-    "device_get", "device_put", "devices", "disable_jit", "enable_checks", "enable_x64",
-    "ensure_compile_time_eval", "eval_shape", "experimental", "explain_cache_misses",
-    "flatten_util", "grad", "hessian",
-    "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linearize", "local_device_count",
+    "Jaxpr", "LoweringError", "ShapeDtypeStruct", "ShapedArray", "TracerArrayConversionError",
+    "UnexpectedTracerError", "__version__", "ad_checkpoint", "block_until_ready", "checkpoint",
+    "checkpoint_policies", "closure_convert", "config", "copy_to_host_async", "custom_gradient",
+    "custom_jvp", "custom_vjp", "debug", "default_backend", "default_matmul_precision",
+    "device_count", "device_get", "device_put", "devices", "disable_jit", "effects_barrier",
+    "enable_checks", "enable_x64", "ensure_compile_time_eval", "eval_shape", "experimental",
+    "explain_cache_misses", "flatten_util", "float0", "grad", "hessian", "jacfwd", "jacobian",
+    "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "local_device_count",
     "local_devices", "make_jaxpr", "named_call", "named_scope", "nn", "numpy",
-    "process_count", "process_index", "pure_callback", "random", "remat", "scipy", "stop_gradient",
-    "tree", "tree_util", "typeof", "value_and_grad", "vjp", "vmap",
+    "print_environment_info", "process_count", "process_index", "pure_callback", "random", "remat",
+    "scipy", "stop_gradient", "tree", "tree_util", "typeof", "value_and_grad", "vjp", "vmap",
 ]

@@ -454,6 +454,157 @@ def _place_output(name, o, d, oa, path, size, bdim_at_front, moveaxis):
     return moveaxis(o, d, int(oa) % rank)
 
 
+
+def linear_transpose(fun, *primals, reduce_axes=()):
+    """The transpose of the linear function ``fun`` (``jax.linear_transpose``): ``primals``
+    (arrays or ShapeDtypeStructs) give the input shapes and dtypes only; the result maps output
+    cotangents (a pytree like ``fun``'s output) to the tuple of input cotangents.
+
+    ``fun`` must be linear in its inputs: a nonlinear operation on them is a TypeError when the
+    transpose is called. Example: ``linear_transpose(lambda x: 2 * x, 1.0)(3.0) == (6.0,)``.
+    """
+    from fungrad.transforms.jvp import Zero
+    from fungrad.transforms.transpose import UndefPrimal, backward_pass
+    check_callable(fun, "linear_transpose", "pass the linear function: linear_transpose(f, x)")
+    if reduce_axes:
+        raise ValueError("linear_transpose: reduce_axes is not supported (it was removed from "
+                         "JAX's API); pass reduce_axes=()")
+    flat, in_tree = tree_util.tree_flatten(primals)
+    avals = [x.aval if isinstance(x, ShapeDtypeStruct) else abstractify(x, "linear_transpose")
+             for x in flat]
+    for a in avals:
+        if a.dtype.kind != "f":
+            raise TypeError(f"linear_transpose: inputs must be floating point, got "
+                            f"{a.str_short()}")
+    out_tree = []
+
+    def flat_fun(*xs):
+        out = fun(*tree_util.tree_unflatten(in_tree, xs))
+        leaves, tree = tree_util.tree_flatten(out)
+        out_tree.append(tree)
+        return leaves
+
+    closed = trace_to_jaxpr(flat_fun, [a.strip_weak_type() for a in avals])
+
+    def transposed(*out_cts):
+        ct_flat, ct_tree = tree_util.tree_flatten(out_cts[0] if len(out_cts) == 1 else out_cts)
+        if ct_tree != out_tree[0]:
+            raise TypeError(f"linear_transpose: cotangent structure {ct_tree} does not match "
+                            f"the function's output structure {out_tree[0]}")
+        cts = [Array(np.asarray(c, dtype=a.dtype)) if not isinstance(c, (Array, core.Tracer))
+               else c for c, a in zip(ct_flat, closed.out_avals)]
+        outs = backward_pass(closed.jaxpr, closed.consts,
+                             [UndefPrimal(a.strip_weak_type()) for a in avals], cts)
+        outs = [Array(np.zeros(a.shape, a.dtype)) if type(o) is Zero else o
+                for o, a in zip(outs, avals)]
+        return tuple(tree_util.tree_unflatten(in_tree, outs))
+
+    return transposed
+
+
+def closure_convert(fun, *example_args):
+    """``(converted, consts)``: ``fun`` with the traced values it closes over made explicit
+    (``jax.closure_convert``): ``converted(*args, *consts)`` computes ``fun(*args)``. Inside
+    ``custom_vjp``/``custom_jvp`` rules this lets a function that closes over traced values be
+    passed on as a plain, differentiable argument. Outside transforms ``consts`` is empty."""
+    check_callable(fun, "closure_convert", "pass the function: closure_convert(f, *args)")
+    from fungrad.lax.control_flow.common import hoist_tracer_consts
+    flat, in_tree = tree_util.tree_flatten(example_args)
+    avals = [abstractify(x, "closure_convert") for x in flat]
+    out_tree = []
+
+    def flat_fun(*xs):
+        out = fun(*tree_util.tree_unflatten(in_tree, xs))
+        leaves, tree = tree_util.tree_flatten(out)
+        out_tree.append(tree)
+        return leaves
+
+    closed, hoisted = hoist_tracer_consts(trace_to_jaxpr(flat_fun, avals))
+    n = len(hoisted)
+
+    def converted(*args):
+        xs, consts = args[:len(args) - n], args[len(args) - n:]
+        leaves, tree = tree_util.tree_flatten(xs)
+        if tree != in_tree:
+            raise TypeError(f"closure_convert: the converted function takes arguments with the "
+                            f"structure of the example arguments {in_tree}, got {tree}")
+        outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *consts, *leaves)
+        return tree_util.tree_unflatten(out_tree[0], outs)
+
+    functools.update_wrapper(converted, fun)
+    return converted, list(hoisted)
+
+
+def custom_gradient(fun):
+    """A function with the gradient rule ``fun`` itself provides (``jax.custom_gradient``):
+    ``fun(*args)`` returns ``(value, vjp)`` where ``vjp(cotangent)`` gives the tuple of
+    argument cotangents. Differentiable in reverse mode (it is a ``custom_vjp``)."""
+    from fungrad.transforms.custom import custom_vjp
+    check_callable(fun, "custom_gradient", "decorate the function: @custom_gradient")
+
+    @custom_vjp
+    def wrapped(*args):
+        return fun(*args)[0]
+
+    def fwd(*args):
+        value, vjp = fun(*args)
+        if not callable(vjp):
+            raise TypeError("custom_gradient: the function must return (value, vjp_fn) with "
+                            f"a callable vjp_fn, got {type(vjp).__name__}")
+        converted, consts = closure_convert(vjp, value)
+        # the residuals: the traced values vjp closes over, as leaves of a Partial
+        return value, tree_util.Partial(functools.partial(_consts_first, converted), *consts)
+
+    def bwd(res, ct):
+        out = res(ct)
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+    wrapped.defvjp(fwd, bwd)
+    functools.update_wrapper(wrapped, fun)
+    return wrapped
+
+
+def _consts_first(converted, *args):
+    """``converted(ct, *consts)`` called as ``f(*consts, ct)`` (a Partial binds consts)."""
+    return converted(args[-1], *args[:-1])
+
+
+def copy_to_host_async(x):
+    """Start copying the arrays of pytree ``x`` to host memory (``jax.copy_to_host_async``):
+    a :class:`~fungrad.GpuArray` is downloaded now; CPU arrays already are on the host.
+    Returns ``x``."""
+    for leaf in tree_util.tree_leaves(x):
+        if isinstance(leaf, Array) and type(leaf) is not Array:
+            leaf._value  # noqa: B018  (a GpuArray downloads on first host access)
+    return x
+
+
+def effects_barrier() -> None:
+    """Wait until every pending computation has finished (``jax.effects_barrier``): fungrad
+    runs computations synchronously, so there is never anything to wait for."""
+
+
+def print_environment_info(return_string: bool = False):
+    """fungrad's, Python's, numpy's and the platform's versions, and the devices
+    (``jax.print_environment_info``); printed, or returned with ``return_string=True``."""
+    import platform
+    import sys
+
+    import fungrad
+    from fungrad.devices import devices
+    text = "\n".join([
+        f"fungrad:    {fungrad.__version__}",
+        f"numpy:      {np.__version__}",
+        f"python:     {sys.version.splitlines()[0]}",
+        f"platform:   {platform.platform()}",
+        f"devices:    {devices('cpu')}",
+    ]) + "\n"
+    if return_string:
+        return text
+    print(text, end="")
+    return None
+
+
 # -- configuration states (JAX's top-level jax.enable_x64, ...) ----------------------------
 
 class _Restore:

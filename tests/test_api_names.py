@@ -242,3 +242,75 @@ def test_lax_names_for_top_level_use():
     for name in ("associative_scan", "reduce_precision", "conv_general_dilated_patches",
                  "top_k", "conv_transpose", "padtype_to_pads"):
         assert callable(getattr(lax, name))
+
+
+# -- linear_transpose, closure_convert, custom_gradient and small names -------------------------
+
+def test_linear_transpose_is_the_adjoint():
+    a = np.random.default_rng(0).standard_normal((3, 4)).astype(F32)
+
+    def f(x, y):
+        return a @ x + 2 * y, x.sum()
+
+    f_t = fg.linear_transpose(f, fg.ShapeDtypeStruct((4,), np.float32), np.ones(3, F32))
+    ct1, ct2 = np.arange(3.0, dtype=F32), F32(5.0)
+    x_ct, y_ct = f_t((ct1, ct2))
+    assert_array(x_ct, a.T @ ct1 + 5.0, rtol=1e-5)
+    assert_array(y_ct, 2 * ct1)
+    # <f(x), ct> == <x, f_t(ct)> for a random x: the defining identity
+    x = np.random.default_rng(1).standard_normal(4).astype(F32)
+    lhs = float(np.dot(np.asarray(f(x, np.zeros(3, F32))[0]), ct1))
+    assert lhs == pytest.approx(float(np.dot(x, np.asarray(f_t((ct1, F32(0)))[0]))), rel=1e-5)
+    # an input the output does not depend on gets a zero cotangent
+    assert_array(fg.linear_transpose(lambda x, y: 3 * x, 1.0, np.ones(2, F32))(2.0)[1],
+                 np.zeros(2))
+    assert_array(fg.jit(lambda c: fg.linear_transpose(lambda v: v[::-1], x)(c)[0])(x), x[::-1])
+    with pytest.raises(TypeError, match="Transpose rule .* 'sin'"):
+        fg.linear_transpose(fnp.sin, 1.0)(1.0)
+    with pytest.raises(TypeError, match="floating point"):
+        fg.linear_transpose(lambda v: v, np.arange(3))
+
+
+def test_closure_convert_makes_closed_over_tracers_explicit():
+    def g(x):
+        w = x * 3
+        converted, consts = fg.closure_convert(lambda y: y * w, 1.0)
+        assert len(consts) == 1
+        return converted(2.0, *consts)
+
+    assert float(fg.grad(g)(1.0)) == 6.0
+    assert float(fg.jit(fg.grad(g))(1.0)) == 6.0
+    converted, consts = fg.closure_convert(lambda y: y * 2, np.ones(3, F32))
+    assert consts == []
+    assert_array(converted(np.arange(3.0, dtype=F32)), [0.0, 2, 4])
+
+
+def test_custom_gradient():
+    @fg.custom_gradient
+    def clipped_sin(x):
+        return fnp.sin(x), lambda g: (fnp.clip(g * fnp.cos(x), -0.1, 0.1),)
+
+    x = np.array([0.0, 1.0, 2.0], F32)
+    assert_array(clipped_sin(x), np.sin(x))
+    ref = np.clip(np.cos(x), -0.1, 0.1)
+    grad = fg.grad(lambda v: clipped_sin(v).sum())
+    assert_array(grad(x), ref)
+    assert_array(fg.jit(grad)(x), ref)
+    loop = np.stack([np.asarray(grad(r)) for r in np.stack([x, 2 * x])])
+    assert_array(fg.vmap(grad)(np.stack([x, 2 * x])), loop)
+
+    @fg.custom_gradient
+    def two_args(a, b):
+        return a * b, lambda g: (g * 10.0, g * 20.0)
+    assert fg.grad(two_args, argnums=(0, 1))(2.0, 3.0) == (10.0, 20.0)
+
+
+def test_small_top_level_names(capsys):
+    x = fnp.arange(3.0)
+    assert fg.copy_to_host_async(x) is x
+    assert fg.effects_barrier() is None
+    text = fg.print_environment_info(return_string=True)
+    assert "fungrad:" in text and "numpy:" in text
+    fg.print_environment_info()
+    assert capsys.readouterr().out == text
+    assert fg.float0.itemsize == 0

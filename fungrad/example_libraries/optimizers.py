@@ -48,9 +48,9 @@ __all__ = [
 # inner structure of leaf k (static: they go into the pytree's auxiliary data).
 OptimizerState = namedtuple("OptimizerState", ["packed_state", "tree_def", "subtree_defs"])
 OptimizerState.__doc__ = (
-    "An optimizer's state: ``packed_state`` (per parameter leaf, the leaves of its state), "
-    "``tree_def`` (the parameters' structure) and ``subtree_defs`` (each state's structure). "
-    "A pytree whose only children are the arrays in ``packed_state``.")
+    "An optimizer's state, a pytree whose children are the arrays of ``packed_state``.\n\n"
+    "``packed_state`` holds, per parameter leaf, the leaves of its state; ``tree_def`` the "
+    "parameters' structure and ``subtree_defs`` each state's structure (static data).")
 tree_util.register_pytree_node(
     OptimizerState,
     lambda s: ((s.packed_state,), (s.tree_def, s.subtree_defs)),
@@ -93,8 +93,10 @@ def _unpack(where: str, opt_state):
 
 def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]
               ) -> Callable[..., Optimizer]:
-    """Decorator: from a maker of ``(init, update, get_params)`` working on ONE array, a maker of
-    the triple working on pytrees of arrays (each leaf with its own state).
+    """Decorator lifting an optimizer written for one array to pytrees of arrays.
+
+    ``opt_maker`` returns ``(init, update, get_params)`` for ONE array; the result returns the
+    triple for pytrees of arrays (each leaf with its own state).
 
     ``init(x0) -> state`` (any pytree), ``update(i, g, state) -> state`` (the same structure),
     ``get_params(state) -> x``. The lifted ``update_fun`` raises TypeError when the gradient
@@ -165,8 +167,9 @@ def sgd(step_size):
 
 @optimizer
 def momentum(step_size: Schedule, mass: float):
-    """SGD with (heavy-ball) momentum: ``v = mass * v + g; x -= step_size(i) * v``. State:
-    ``(x, v)``, ``v`` starting at zero."""
+    """SGD with (heavy-ball) momentum: ``v = mass * v + g; x -= step_size(i) * v``.
+
+    State: ``(x, v)``, ``v`` starting at zero."""
     step_size = make_schedule(step_size)
 
     def init(x0):
@@ -186,6 +189,7 @@ def momentum(step_size: Schedule, mass: float):
 @optimizer
 def nesterov(step_size: Schedule, mass: float):
     """SGD with Nesterov momentum: ``v = mass * v + g; x -= step_size(i) * (mass * v + g)``.
+
     State: ``(x, v)``."""
     step_size = make_schedule(step_size)
 
@@ -205,8 +209,9 @@ def nesterov(step_size: Schedule, mass: float):
 
 @optimizer
 def adagrad(step_size, momentum=0.9):
-    """Adagrad (Duchi et al. 2011) with momentum: ``G += g**2``;
-    ``m = (1 - momentum) * g / sqrt(G) + momentum * m`` (0 where ``G == 0``);
+    """Adagrad (Duchi et al. 2011) with momentum.
+
+    ``G += g**2``; ``m = (1 - momentum) * g / sqrt(G) + momentum * m`` (0 where ``G == 0``);
     ``x -= step_size(i) * m``. State: ``(x, G, m)``."""
     step_size = make_schedule(step_size)
 
@@ -229,6 +234,7 @@ def adagrad(step_size, momentum=0.9):
 @optimizer
 def rmsprop(step_size, gamma=0.9, eps=1e-8):
     """RMSProp: ``a = gamma * a + (1 - gamma) * g**2; x -= step_size(i) * g / sqrt(a + eps)``.
+
     State: ``(x, a)``."""
     step_size = make_schedule(step_size)
 
@@ -248,8 +254,9 @@ def rmsprop(step_size, gamma=0.9, eps=1e-8):
 
 @optimizer
 def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
-    """RMSProp with momentum: ``a`` as in :func:`rmsprop`;
-    ``m = momentum * m + step_size(i) * g / sqrt(a + eps); x -= m``. State: ``(x, a, m)``."""
+    """RMSProp with momentum: ``m = momentum * m + step_size(i) * g / sqrt(a + eps); x -= m``.
+
+    ``a`` as in :func:`rmsprop`. State: ``(x, a, m)``."""
     step_size = make_schedule(step_size)
 
     def init(x0):
@@ -269,9 +276,10 @@ def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
 
 @optimizer
 def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
-    """Adam (Kingma & Ba 2015): moment estimates ``m``, ``v`` with decays ``b1``, ``b2``,
-    bias-corrected by ``1 - b**(i + 1)``; ``x -= step_size(i) * mhat / (sqrt(vhat) + eps)``.
-    State: ``(x, m, v)``."""
+    """Adam (Kingma & Ba 2015): ``x -= step_size(i) * mhat / (sqrt(vhat) + eps)``.
+
+    Moment estimates ``m``, ``v`` with decays ``b1``, ``b2``, bias-corrected by
+    ``1 - b**(i + 1)`` into ``mhat``, ``vhat``. State: ``(x, m, v)``."""
     step_size = make_schedule(step_size)
 
     def init(x0):
@@ -293,8 +301,10 @@ def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
 
 @optimizer
 def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
-    """AdaMax (Adam with the infinity norm): ``m`` as in Adam, ``u = max(b2 * u, |g|)``;
-    ``x -= step_size(i) / (1 - b1**(i + 1)) * m / (u + eps)``. State: ``(x, m, u)``."""
+    """AdaMax, Adam with the infinity norm: ``u = max(b2 * u, |g|)`` in place of ``v``.
+
+    ``m`` as in Adam; ``x -= step_size(i) / (1 - b1**(i + 1)) * m / (u + eps)``. State:
+    ``(x, m, u)``."""
     step_size = make_schedule(step_size)
 
     def init(x0):
@@ -331,7 +341,8 @@ tree_util.register_pytree_node(_StaticShape, lambda s: ((), tuple(s)),
 
 @optimizer
 def sm3(step_size, momentum=0.9):
-    """SM3 (Anil et al. 2019, memory-efficient Adagrad): one accumulator vector per axis;
+    """SM3 (Anil et al. 2019): a memory-efficient Adagrad with one accumulator per axis.
+
     ``accum = min over axes of the accumulators + g**2``; ``m`` and ``x`` as in
     :func:`adagrad` with ``accum`` for ``G``; each axis keeps the max of ``accum`` over the
     other axes. State: ``(x, m, [v_axis ...], x_shape)`` (``x`` at least 1-d).
@@ -383,8 +394,9 @@ def exponential_decay(step_size, decay_steps, decay_rate):
 
 
 def inverse_time_decay(step_size, decay_steps, decay_rate, staircase=False):
-    """The schedule ``i -> step_size / (1 + decay_rate * i / decay_steps)`` (with
-    ``floor(i / decay_steps)`` when ``staircase``)."""
+    """The schedule ``i -> step_size / (1 + decay_rate * i / decay_steps)``.
+
+    With ``staircase``, ``floor(i / decay_steps)`` in place of ``i / decay_steps``."""
     if staircase:
         def schedule(i):
             return step_size / (1 + decay_rate * jnp.floor(i / decay_steps))
@@ -395,8 +407,10 @@ def inverse_time_decay(step_size, decay_steps, decay_rate, staircase=False):
 
 
 def polynomial_decay(step_size, decay_steps, final_step_size, power=1.0):
-    """The schedule from ``step_size`` at 0 to ``final_step_size`` at ``decay_steps`` (and
-    after): ``(1 - min(i, decay_steps) / decay_steps) ** power`` of the way."""
+    """The schedule from ``step_size`` at 0 to ``final_step_size`` at ``decay_steps`` and after.
+
+    At step ``i`` it has gone ``1 - (1 - min(i, decay_steps) / decay_steps) ** power`` of the
+    way."""
     def schedule(step_num):
         step_num = jnp.minimum(step_num, decay_steps)
         step_mult = (1 - step_num / decay_steps) ** power
@@ -405,8 +419,9 @@ def polynomial_decay(step_size, decay_steps, final_step_size, power=1.0):
 
 
 def piecewise_constant(boundaries: Any, values: Any):
-    """The schedule ``i -> values[k]`` with ``k`` the number of ``boundaries`` below ``i``
-    (``len(values) == len(boundaries) + 1``)."""
+    """The schedule ``i -> values[k]``, ``k`` the number of ``boundaries`` below ``i``.
+
+    ``len(values)`` must be ``len(boundaries) + 1``."""
     boundaries = jnp.array(boundaries)
     values = jnp.array(values)
     if not boundaries.ndim == values.ndim == 1:
@@ -443,16 +458,18 @@ def l2_norm(tree):
 
 
 def clip_grads(grad_tree, max_norm):
-    """``grad_tree`` scaled by ``max_norm / l2_norm(grad_tree)`` where that norm is at least
-    ``max_norm`` (unchanged below it)."""
+    """``grad_tree`` scaled down to l2 norm ``max_norm`` if its norm is at least that.
+
+    Below ``max_norm`` it is returned unchanged (as a new tree)."""
     norm = l2_norm(grad_tree)
     return tree_util.tree_map(
         lambda g: jnp.where(norm < max_norm, g, g * (max_norm / norm)), grad_tree)
 
 
 class JoinPoint:
-    """A pytree leaf holding a subtree: where an optimizer state's per-leaf state joins the
-    parameter tree in :func:`unpack_optimizer_state`'s output."""
+    """A pytree leaf holding a subtree: the mark :func:`unpack_optimizer_state` puts at leaves.
+
+    There, a parameter leaf's optimizer state joins the parameter tree."""
 
     def __init__(self, subtree):
         self.subtree = subtree
@@ -466,15 +483,15 @@ class JoinPoint:
 
 
 def unpack_optimizer_state(opt_state):
-    """An :class:`OptimizerState` as the parameter tree with a :class:`JoinPoint` (holding
-    that leaf's state pytree) at each leaf: plain containers, e.g. to serialize."""
+    """An :class:`OptimizerState` as a parameter tree of :class:`JoinPoint` s (to serialize).
+
+    Each JoinPoint holds that leaf's state pytree: plain containers throughout."""
     opt_state, states = _unpack("unpack_optimizer_state", opt_state)
     return tree_util.tree_unflatten(opt_state.tree_def, [JoinPoint(s) for s in states])
 
 
 def pack_optimizer_state(marked_pytree):
-    """The inverse of :func:`unpack_optimizer_state`: an :class:`OptimizerState` from a tree
-    whose leaves are :class:`JoinPoint` s."""
+    """The inverse of :func:`unpack_optimizer_state`: JoinPoint-leaved tree -> OptimizerState."""
     joins, tree_def = tree_util.tree_flatten(marked_pytree)
     bad = [type(j).__name__ for j in joins if not isinstance(j, JoinPoint)]
     if bad:

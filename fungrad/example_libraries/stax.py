@@ -20,7 +20,6 @@ parameters are plain tuples/lists of arrays, so they go through ``grad``/``jit``
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
 
@@ -146,8 +145,10 @@ def _conv_init(where, dimension_numbers, out_chan, filter_shape, strides, paddin
 
 def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
                 W_init=None, b_init=normal(1e-6)):
-    """A convolution layer with layouts ``dimension_numbers = (lhs, rhs, out)`` (e.g.
-    ``('NCHW', 'OIHW', 'NCHW')``): ``conv_general_dilated(inputs, W, strides, padding) + b``.
+    """A convolution layer with any layouts: ``conv_general_dilated(inputs, W, ...) + b``.
+
+    ``dimension_numbers = (lhs, rhs, out)`` names the layouts, e.g. ``('NCHW', 'OIHW',
+    'NCHW')``; ``strides`` default to 1.
 
     ``params = (W, b)``; ``W`` (laid out as ``rhs``) defaults to ``glorot_normal`` over its
     ``I`` and ``O`` axes, ``b`` (broadcastable to the output, ``out_chan`` on its ``C`` axis)
@@ -172,8 +173,10 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
 
 def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None,
                          padding="VALID", W_init=None, b_init=normal(1e-6)):
-    """A transposed-convolution layer with layouts ``dimension_numbers = (lhs, rhs, out)``:
-    ``conv_transpose(inputs, W, strides, padding) + b`` (upsamples by ``strides``).
+    """A transposed-convolution layer with any layouts: ``conv_transpose(inputs, W, ...) + b``.
+
+    ``dimension_numbers = (lhs, rhs, out)`` as in :func:`GeneralConv`; upsamples by
+    ``strides``.
 
     ``params = (W, b)``, initialised as in :func:`GeneralConv`."""
     out_chan = _count("GeneralConvTranspose", "out_chan", out_chan)
@@ -192,16 +195,25 @@ def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None
     return init_fun, apply_fun
 
 
-Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
-Conv.__doc__ = ("A 2-D convolution layer on NHWC inputs with an HWIO kernel: "
-                "``Conv(out_chan, filter_shape, strides=None, padding='VALID', ...)``; see "
-                "GeneralConv.")
-ConvTranspose = functools.partial(GeneralConvTranspose, ("NHWC", "HWIO", "NHWC"))
-ConvTranspose.__doc__ = ("A 2-D transposed-convolution layer on NHWC inputs with an HWIO "
-                         "kernel; see GeneralConvTranspose.")
-Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))
-Conv1DTranspose.__doc__ = ("A 1-D transposed-convolution layer on NHC inputs with an HIO "
-                           "kernel; see GeneralConvTranspose.")
+def Conv(out_chan, filter_shape, strides=None, padding="VALID", W_init=None,
+         b_init=normal(1e-6)):
+    """A 2-D convolution layer on NHWC inputs with an HWIO kernel (see :func:`GeneralConv`)."""
+    return GeneralConv(("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides, padding,
+                       W_init, b_init)
+
+
+def ConvTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=None,
+                  b_init=normal(1e-6)):
+    """A 2-D transposed-convolution layer on NHWC inputs with an HWIO kernel."""
+    return GeneralConvTranspose(("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides,
+                                padding, W_init, b_init)
+
+
+def Conv1DTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=None,
+                    b_init=normal(1e-6)):
+    """A 1-D transposed-convolution layer on NHC inputs with an HIO kernel."""
+    return GeneralConvTranspose(("NHC", "HIO", "NHC"), out_chan, filter_shape, strides,
+                                padding, W_init, b_init)
 
 
 # --------------------------------------------------------------------------- normalisation
@@ -209,8 +221,9 @@ Conv1DTranspose.__doc__ = ("A 1-D transposed-convolution layer on NHC inputs wit
 
 def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=zeros,
               gamma_init=ones):
-    """Batch normalisation: standardise over ``axis`` (batch statistics of this call), then
-    ``gamma * z + beta``.
+    """Batch normalisation: standardise over ``axis``, then ``gamma * z + beta``.
+
+    The statistics are those of the batch at hand.
 
     ``params = (beta, gamma)``, each of the input shape without ``axis`` (``()`` in place of
     one turned off by ``center=False`` / ``scale=False``). No running averages are kept, as in
@@ -333,14 +346,14 @@ def _pooling_layer(name: str, reducer, init_val, average: bool):
 
 
 MaxPool = _pooling_layer("MaxPool", lax.max, -jnp.inf, average=False)
-MaxPool.__doc__ = ("Max pooling over ``window_shape`` windows: ``MaxPool(window_shape, "
+MaxPool.__doc__ = ("Max pooling over ``window_shape`` windows.\n\n``MaxPool(window_shape, "
                    "strides=None, padding='VALID', spec=None)``; ``spec`` (e.g. 'NCHW') places "
                    "the batch and channel axes (default: first and last).")
 SumPool = _pooling_layer("SumPool", lax.add, 0.0, average=False)
 SumPool.__doc__ = "Sum pooling over ``window_shape`` windows; arguments as MaxPool's."
 AvgPool = _pooling_layer("AvgPool", lax.add, 0.0, average=True)
-AvgPool.__doc__ = ("Average pooling over ``window_shape`` windows (padding is not counted in "
-                   "the average); arguments as MaxPool's.")
+AvgPool.__doc__ = ("Average pooling over ``window_shape`` windows (padding not counted).\n\n"
+                   "Arguments as MaxPool's.")
 
 
 # --------------------------------------------------------------------------- shape plumbing
@@ -419,8 +432,9 @@ def FanInConcat(axis=-1):
 
 
 def Dropout(rate, mode="train"):
-    """Dropout. NB (as in JAX's stax): ``rate`` is the probability of KEEPING a unit; kept
-    units are divided by ``rate``.
+    """Dropout where ``rate`` is the probability of KEEPING a unit (as in JAX's stax).
+
+    Kept units are divided by ``rate``.
 
     ``apply_fun`` needs ``rng=`` (a PRNG key) in every mode; with ``mode='train'`` it draws
     ``random.bernoulli(rng, rate, inputs.shape)``, with any other mode it returns the inputs."""
@@ -480,9 +494,10 @@ def serial(*layers):
 
 
 def parallel(*layers):
-    """The layers side by side: input ``k`` (of a list) goes through layer ``k``; outputs, output
-    shapes and params are sequences with one entry per layer. Often between :func:`FanOut` and
-    :data:`FanInSum` / :func:`FanInConcat`."""
+    """The layers side by side: input ``k`` of a list goes through layer ``k``.
+
+    Outputs, output shapes and params are sequences with one entry per layer. Often between
+    :func:`FanOut` and :data:`FanInSum` / :func:`FanInConcat`."""
     init_funs = [init for init, _ in layers]
     apply_funs = [apply for _, apply in layers]
     n = len(layers)
@@ -510,8 +525,9 @@ def parallel(*layers):
 
 
 def shape_dependent(make_layer):
-    """A layer built by ``make_layer(input_shape)`` once the input shape is known (at
-    ``init_fun`` from ``input_shape``, at ``apply_fun`` from ``inputs.shape``)."""
+    """A layer built by ``make_layer(input_shape)`` once the input shape is known.
+
+    ``init_fun`` builds it from ``input_shape``, ``apply_fun`` from ``inputs.shape``."""
     def init_fun(rng, input_shape):
         return make_layer(input_shape)[0](rng, input_shape)
 

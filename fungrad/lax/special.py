@@ -129,6 +129,22 @@ _IGAMMA_MAX_ITER = 10000
 _CF_BIG = 4.503599627370496e15  # 2**52: Cephes' rescaling threshold for the recurrence
 
 
+def _log1pmx(d, one_plus_d):
+    """``log1p(d) - d`` without cancellation: a 30-term series for ``|d| <= 1/4``, else
+    ``log(one_plus_d) - d`` (the caller passes ``1 + d`` computed with one rounding, which
+    ``1 + d`` itself would not be near ``d = -1``)."""
+    small_d = ew.le(ew.abs(d), _full(d, 0.25))
+    ds = _where(small_d, d, 0.0)
+    # log1p(d) - d = sum_(k>=2) (-1)^(k+1) d^k / k
+    acc = _full(ds, (-1.0) ** 31 / 30)
+    for k in range(29, 1, -1):
+        acc = ew.add(ew.mul(acc, ds), _full(ds, (-1.0) ** (k + 1) / k))
+    series = ew.mul(ew.mul(acc, ds), ds)
+    dl = _where(small_d, 1.0, d)
+    opd = _where(small_d, 2.0, one_plus_d)
+    return _where(small_d, series, ew.sub(ew.log(opd), dl))
+
+
 def _igamma_log_prefactor(a, x):
     """``a log x - x - lgamma(a)``, the log of ``x^a e^-x / Gamma(a)``.
 
@@ -140,17 +156,7 @@ def _igamma_log_prefactor(a, x):
     large = ew.ge(a, _full(a, 8.0))
     al = _where(large, a, 8.0)
     d = ew.div(ew.sub(x, al), al)
-    small_d = ew.le(ew.abs(d), _full(d, 0.25))
-    ds = _where(small_d, d, 0.0)
-    # log1p(d) - d = sum_(k>=2) (-1)^(k+1) d^k / k; 30 terms for |d| <= 1/4
-    acc = _full(ds, (-1.0) ** 31 / 30)
-    for k in range(29, 1, -1):
-        acc = ew.add(ew.mul(acc, ds), _full(ds, (-1.0) ** (k + 1) / k))
-    series = ew.mul(ew.mul(acc, ds), ds)
-    # |d| > 1/4: log(x / a) - d (x / a has one rounding; 1 + d would have two near d = -1)
-    dl = _where(small_d, 1.0, d)
-    xl = _where(small_d, ew.add(al, al), x)
-    log1pmx = _where(small_d, series, ew.sub(ew.log(ew.div(xl, al)), dl))
+    log1pmx = _log1pmx(d, ew.div(x, al))
     stirling = ew.sub(ew.add(ew.mul(al, log1pmx),
                              ew.mul(_full(al, 0.5), ew.log(ew.div(al, _full(al, 2 * math.pi))))),
                       _stirling_delta(al))
@@ -518,6 +524,29 @@ def _betainc_special(a, b, x):
     return invalid, is_zero, is_one, regular
 
 
+def _betainc_log_front(a, b, x):
+    """``a log x + b log(1 - x) - log B(a, b)``. For ``a, b >= 8`` it is written around the
+    mean ``p = a / (a + b)`` as ``a log1pmx(u) + b log1pmx(-a u / b) + log(ab / (2 pi s)) / 2
+    - delta(a) - delta(b) + delta(s)`` (``s = a + b``, ``u = x / p - 1``, ``delta`` Stirling's
+    remainder), which keeps its digits where the direct form subtracts terms of size
+    ``s log s``."""
+    one = _full(x, 1.0)
+    direct = ew.sub(ew.add(ew.mul(a, ew.log(x)), ew.mul(b, ew.log1p(ew.neg(x)))),
+                    _betaln(a, b))
+    large = ew.bitwise_and(ew.ge(a, _full(a, 8.0)), ew.ge(b, _full(b, 8.0)))
+    al, bl = _where(large, a, 8.0), _where(large, b, 8.0)
+    xl = _where(large, x, 0.5)
+    sl = ew.add(al, bl)
+    xs = ew.mul(xl, sl)
+    ys = ew.mul(ew.sub(one, xl), sl)
+    t1 = ew.mul(al, _log1pmx(ew.div(ew.sub(xs, al), al), ew.div(xs, al)))
+    t2 = ew.mul(bl, _log1pmx(ew.div(ew.sub(ys, bl), bl), ew.div(ys, bl)))
+    half_log = ew.mul(_full(al, 0.5), ew.log(ew.div(ew.div(ew.mul(al, bl), sl),
+                                                     _full(sl, 2 * math.pi))))
+    deltas = ew.sub(ew.add(_stirling_delta(al), _stirling_delta(bl)), _stirling_delta(sl))
+    return _where(large, ew.sub(ew.add(ew.add(t1, t2), half_log), deltas), direct)
+
+
 def _betainc_value(a, b, x):
     invalid, is_zero, is_one, regular = _betainc_special(a, b, x)
     a = _where(regular, a, 1.0)
@@ -527,8 +556,7 @@ def _betainc_value(a, b, x):
     swap = ew.gt(x, ew.div(ew.add(a, one), ew.add(ew.add(a, b), _full(x, 2.0))))
     aa, bb = _where(swap, b, a), _where(swap, a, b)
     xx = _where(swap, ew.sub(one, x), x)
-    log_front = ew.sub(ew.add(ew.mul(aa, ew.log(xx)), ew.mul(bb, ew.log1p(ew.neg(xx)))),
-                       _betaln(aa, bb))
+    log_front = _betainc_log_front(aa, bb, xx)
     h = _betainc_cf(aa, bb, xx, ew.bitwise_not(regular))
     value = ew.div(ew.mul(ew.exp(log_front), h), aa)
     value = _where(swap, ew.sub(one, value), value)

@@ -227,6 +227,28 @@ def test_conv_general_dilated_patches():
     assert_array(fg.jit(f)(x), f(x))
 
 
+
+def test_conv_general_dilated_local_is_a_convolution_per_position(x64):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 3, 5, 6)).astype(F32)
+    w = rng.standard_normal((4, 3 * 2 * 3, 4, 4)).astype(F32)  # O, C*window, out positions
+    got = lax.conv_general_dilated_local(x, w, (1, 1), "VALID", (2, 3))
+    patches = _patches_reference(x, 2, 3)  # (N, C*6, 4, 4)
+    ref = np.einsum("nipq,oipq->nopq", patches, w)
+    assert_array(got, ref, rtol=1e-5, atol=1e-5)
+    # other layouts: the same numbers, transposed
+    nhwc = lax.conv_general_dilated_local(np.moveaxis(x, 1, -1), np.moveaxis(w, (0, 1), (-1, -2)),
+                                          (1, 1), "VALID", (2, 3),
+                                          dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    assert_array(nhwc, np.moveaxis(ref, 1, -1), rtol=1e-5, atol=1e-5)
+    f = lambda a, b: lax.conv_general_dilated_local(a, b, (2, 1), "SAME", (2, 2))  # noqa: E731
+    xs, ws = x[:1, :2].astype(np.float64), rng.standard_normal((3, 8, 3, 6))
+    check_grads(f, (xs, ws), order=1)
+    assert_array(fg.jit(f)(xs.astype(F32), ws.astype(F32)), f(xs.astype(F32), ws.astype(F32)),
+                 rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="input features"):
+        lax.conv_general_dilated_local(x, w[:, :5], (1, 1), "VALID", (2, 3))
+
 # -- split / stack / unstack / tile / broadcast_shapes -----------------------------------------
 
 def test_stacking_functions_match_numpy():
@@ -344,7 +366,7 @@ def test_reduce_precision_and_associative_scan_on_the_gpu(gpu):
     x = np.random.default_rng(8).standard_normal(300).astype(F32) * F32(1e4)
     x[:4] = [np.nan, np.inf, -0.0, 1e-30]
     for e, m in [(5, 10), (8, 7), (4, 3)]:
-        got = fg.jit(lambda v: lax.reduce_precision(v, e, m), backend="gpu")(x)
+        got = fg.jit(lax.reduce_precision, static_argnums=(1, 2), backend="gpu")(x, e, m)
         ref = np.asarray(lax.reduce_precision(x, e, m))
         np.testing.assert_array_equal(np.asarray(got).view(np.uint32)[4:],
                                       ref.view(np.uint32)[4:])

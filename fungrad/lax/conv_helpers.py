@@ -6,7 +6,9 @@
   shapes alone (Python ints, nothing is traced);
 * :func:`conv_general_dilated_patches`: every window of the input as a feature vector (the
   "im2col" view), computed as a grouped convolution with a one-hot kernel, so it is
-  differentiable, batchable and compiles like any convolution.
+  differentiable, batchable and compiles like any convolution;
+* :func:`conv_general_dilated_local`: the unshared ("locally connected") convolution, a
+  separate kernel per output position: the patches contracted with the kernel per position.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from fungrad.lax.conv import (
 from fungrad.lax.utils import operand
 from fungrad.lax.windowed_reductions import padtype_to_pads
 
-__all__ = ["conv_general_dilated_patches", "conv_general_shape_tuple", "conv_shape_tuple",
-           "conv_transpose_shape_tuple", "reduce_window_shape_tuple"]
+__all__ = ["conv_general_dilated_local", "conv_general_dilated_patches",
+           "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose_shape_tuple",
+           "reduce_window_shape_tuple"]
 
 
 def _ints(name: str, what: str, values, n: int | None = None) -> tuple[int, ...]:
@@ -183,3 +186,52 @@ def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs
                                 dimension_numbers=dn, feature_group_count=channels,
                                 precision=precision,
                                 preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                               precision=None):
+    """Convolution with a separate kernel at each output position, a locally connected layer
+    (``jax.lax.conv_general_dilated_local``).
+
+    Args:
+      lhs: the input, rank ``n + 2``.
+      rhs: the kernels, rank ``n + 2`` laid out by ``dimension_numbers[1]``: ``O`` output
+        features, ``I`` = input features times ``prod(filter_shape)`` (channel-major, then the
+        window position), and spatial dimensions that index the *output* positions.
+      window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers: as for
+        ``conv_general_dilated``.
+      filter_shape: the ``n`` sizes of each kernel's window.
+      precision: as for ``conv_general_dilated``.
+
+    Returns:
+      The output, laid out as ``conv_general_dilated``'s.
+    """
+    from fungrad.lax.dot import dot_general
+    from fungrad.lax.shape import transpose
+    name = "conv_general_dilated_local"
+    x = operand(lhs, name)
+    w = operand(rhs, name)
+    aval, w_aval = core.get_aval(x), core.get_aval(w)
+    n = aval.ndim - 2
+    filter_shape = _ints(name, "filter_shape", filter_shape, n)
+    patches = conv_general_dilated_patches(x, filter_shape, window_strides, padding,
+                                           lhs_dilation, rhs_dilation, dimension_numbers,
+                                           precision)
+    dn = conv_dimension_numbers(aval.shape, w_aval.shape, dimension_numbers)
+    # canonical layouts: patches (N, I, *out), kernel (O, I, *out)
+    p = transpose(patches, dn.out_spec)
+    k = transpose(w, dn.rhs_spec)
+    p_shape, k_shape = core.get_aval(p).shape, core.get_aval(k).shape
+    if k_shape[1] != p_shape[1] or k_shape[2:] != p_shape[2:]:
+        raise TypeError(f"{name}: rhs must have {p_shape[1]} input features (channels times "
+                        f"prod(filter_shape)) and output spatial shape {p_shape[2:]}, got "
+                        f"{k_shape[1]} and {k_shape[2:]} (rhs shape {w_aval.shape})")
+    spatial = tuple(range(2, 2 + n))
+    # contract I, batch over the output positions: (*out, N, O)
+    out = dot_general(p, k, (((1,), (1,)), (spatial, spatial)), precision=precision)
+    canonical = transpose(out, (n, n + 1, *range(n)))  # (N, O, *out)
+    inverse = [0] * len(dn.out_spec)
+    for i, d in enumerate(dn.out_spec):
+        inverse[d] = i
+    return transpose(canonical, tuple(inverse))

@@ -757,3 +757,18 @@ def test_train_tiny_cnn_under_jit():
               stax.Flatten, stax.Dense(2), stax.LogSoftmax]
     losses = _train(layers, x, labels, O.momentum(0.05, 0.9), 10)
     assert losses[-1] < 0.8 * losses[0] and all(np.isfinite(losses))
+
+
+def test_jax_programs_find_them_through_compat():
+    import importlib
+
+    from fungrad import compat
+
+    compat.enable()
+    try:
+        jax_stax = importlib.import_module("jax.example_libraries.stax")
+        jax_opt = importlib.import_module("jax.example_libraries.optimizers")
+        assert jax_stax.Dense is stax.Dense and jax_opt.adam is O.adam
+        assert jax_opt.OptimizerState is O.OptimizerState
+    finally:
+        compat.disable()

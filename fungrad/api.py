@@ -573,8 +573,9 @@ def copy_to_host_async(x):
     """Start copying the arrays of pytree ``x`` to host memory (``jax.copy_to_host_async``):
     a :class:`~fungrad.GpuArray` is downloaded now; CPU arrays already are on the host.
     Returns ``x``."""
+    from fungrad.devices import GpuArray
     for leaf in tree_util.tree_leaves(x):
-        if isinstance(leaf, Array) and type(leaf) is not Array:
+        if type(leaf) is GpuArray:
             leaf._value  # noqa: B018  (a GpuArray downloads on first host access)
     return x
 

@@ -34,7 +34,8 @@ def _leaves(tree):
 def _tol(leaves, given):
     if given is not None:
         return given
-    dts = [x.dtype for x in leaves if x.dtype.kind == "f"]
+    # The dtype the computation runs in: float64 numpy leaves are float32 without x64.
+    dts = [dtypes.canonicalize_dtype(x.dtype) for x in leaves if x.dtype.kind == "f"]
     return max((_DEFAULT_TOL.get(d, 1e-5) for d in dts), default=1e-5)
 
 
@@ -72,7 +73,9 @@ def _step(x, eps):
     if a.dtype.kind != "f":
         return 0.0
     scale = float(np.sqrt(np.mean(np.square(a.astype(np.float64))))) if a.size else 1.0
-    return float(np.cbrt(np.finfo(a.dtype).eps)) * max(1.0, scale)
+    # The step suits the dtype the function computes in (float64 numpy arguments run as
+    # float32 without x64): a float64 step in float32 arithmetic is mostly rounding noise.
+    return float(np.cbrt(np.finfo(dtypes.canonicalize_dtype(a.dtype)).eps)) * max(1.0, scale)
 
 
 def _add_scaled(args, tangents, sign, steps):

@@ -15,12 +15,18 @@ division by zero never traps (``7 // 0 == -2``, ``7 % 0 == 0`` for int32, as XLA
 from __future__ import annotations
 
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fungrad import core, dtypes, lax
 from fungrad.array import Array
 from fungrad.numpy import util
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from fungrad.typing import ArrayLike
 
 __all__ = [
     "abs", "absolute", "acos", "acosh", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
@@ -112,10 +118,10 @@ def _is_float(x) -> bool:
 # Functions that promote to floating point and apply one lax op
 
 
-def _inexact_unary(name: str, lax_name: str, doc: str):
+def _inexact_unary(name: str, lax_name: str, doc: str) -> Callable[[ArrayLike], Array]:
     lax_fn = getattr(lax, lax_name)
 
-    def fn(x, /):
+    def fn(x: ArrayLike, /) -> Array:
         y = util.plain_operand(x)
         if y is None or y.aval.dtype.kind != "f":  # promotion needed (ints, scalars, lists...)
             (y,) = promote_args_inexact(name, x)
@@ -230,9 +236,7 @@ def hypot(x1, x2, /):
     return _strong(_where(any_inf, _full_like(out, np.inf), out))
 
 
-def logaddexp(x1, x2, /):
-    """Elementwise ``log(exp(x1) + exp(x2))`` without overflow."""
-    x1, x2 = promote_args_inexact("logaddexp", x1, x2)
+def _logaddexp_value(x1, x2):
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
     out = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
@@ -240,13 +244,72 @@ def logaddexp(x1, x2, /):
     return _where(lax.ne(delta, delta), lax.add(x1, x2), out)
 
 
-def logaddexp2(x1, x2, /):
-    """Elementwise ``log2(2**x1 + 2**x2)`` without overflow."""
-    x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+def _logaddexp2_value(x1, x2):
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
     tail = lax.mul(lax.log1p(lax.exp2(lax.neg(lax.abs(delta)))), _const(x1, 1 / np.log(2)))
-    return _strong(_where(lax.ne(delta, delta), lax.add(x1, x2), lax.add(amax, tail)))
+    return _where(lax.ne(delta, delta), lax.add(x1, x2), lax.add(amax, tail))
+
+
+def _logaddexp_weight(x1, x2, scale):
+    """``d out / d x1`` of logaddexp (``scale`` 1) or logaddexp2 (``scale`` ln 2):
+    ``sigmoid(scale * (x1 - x2))``, 1/2 where ``x1 == x2`` (also for two equal infinities,
+    whose difference is NaN; the finite branch stays differentiable for second derivatives)."""
+    delta = lax.sub(x1, x2)
+    both_inf = lax.bitwise_and(lax.eq(x1, x2), lax.ne(delta, delta))
+    delta = _where(both_inf, _full_like(delta, 0.0), delta)
+    if scale != 1:
+        delta = lax.mul(delta, _const(delta, scale))
+    return lax.logistic(delta)
+
+
+def _with_weight_jvp(value_fn, scale):
+    """``value_fn`` under a custom_jvp: the tangent is ``w t1 + (1 - w) t2`` with the smooth
+    weight of :func:`_logaddexp_weight`. Differentiating the max/abs formula instead gives 0
+    (not 1/2) at ``x1 == x2`` and a zero second derivative there, so ``log_sigmoid(0)`` and
+    ``softplus(0)`` had gradient 0 and a logistic regression started at zero never moved."""
+    from fungrad.transforms.custom import custom_jvp  # late: the transforms import numpy
+
+    fn = custom_jvp(value_fn)
+
+    def jvp(primals, tangents):
+        x1, x2 = primals
+        t1, t2 = tangents
+        w1 = _logaddexp_weight(x1, x2, scale)
+        w2 = lax.sub(_full_like(w1, 1.0), w1)
+        return fn(x1, x2), lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
+
+    fn.defjvp(jvp)
+    return fn
+
+
+_custom = {}
+
+
+def _logaddexp_fn(name):
+    fn = _custom.get(name)
+    if fn is None:
+        value_fn, scale = ((_logaddexp_value, 1.0) if name == "logaddexp"
+                           else (_logaddexp2_value, float(np.log(2))))
+        fn = _custom[name] = _with_weight_jvp(value_fn, scale)
+    return fn
+
+
+def logaddexp(x1, x2, /):
+    """Elementwise ``log(exp(x1) + exp(x2))`` without overflow; its derivative is
+    ``sigmoid(x1 - x2)`` in ``x1`` (1/2 at ties), as JAX's custom JVP gives."""
+    x1, x2 = promote_args_inexact("logaddexp", x1, x2)
+    if np.issubdtype(x1.dtype, np.complexfloating):
+        return _logaddexp_value(x1, x2)
+    return _logaddexp_fn("logaddexp")(x1, x2)
+
+
+def logaddexp2(x1, x2, /):
+    """Elementwise ``log2(2**x1 + 2**x2)`` without overflow (derivative as for logaddexp)."""
+    x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+    if np.issubdtype(x1.dtype, np.complexfloating):
+        return _strong(_logaddexp2_value(x1, x2))
+    return _strong(_logaddexp_fn("logaddexp2")(x1, x2))
 
 
 def sinc(x, /):
@@ -262,19 +325,19 @@ def sinc(x, /):
 # Arithmetic
 
 
-def add(x1, x2, /):
+def add(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """Elementwise ``x1 + x2`` (for bools: logical or, as jnp)."""
     x1, x2 = promote_args("add", x1, x2)
     return lax.bitwise_or(x1, x2) if dtypes.is_bool(x1.dtype) else lax.add(x1, x2)
 
 
-def multiply(x1, x2, /):
+def multiply(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """Elementwise ``x1 * x2`` (for bools: logical and, as jnp)."""
     x1, x2 = promote_args("multiply", x1, x2)
     return lax.bitwise_and(x1, x2) if dtypes.is_bool(x1.dtype) else lax.mul(x1, x2)
 
 
-def subtract(x1, x2, /):
+def subtract(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """Elementwise ``x1 - x2``. Boolean subtraction is a TypeError (use logical_xor)."""
     x1, x2 = promote_args("subtract", x1, x2)
     if dtypes.is_bool(x1.dtype):
@@ -283,7 +346,7 @@ def subtract(x1, x2, /):
     return lax.sub(x1, x2)
 
 
-def negative(x, /):
+def negative(x: ArrayLike, /) -> Array:
     """Elementwise ``-x``. Negating a bool array is a TypeError (use logical_not)."""
     (x,) = promote_args("negative", x)
     if dtypes.is_bool(x.dtype):
@@ -298,12 +361,12 @@ def positive(x, /):
     return x
 
 
-def true_divide(x1, x2, /):
+def true_divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """Elementwise ``x1 / x2`` in floating point (integers promote to the default float)."""
     return lax.div(*promote_args_inexact("true_divide", x1, x2))
 
 
-def divide(x1, x2, /):
+def divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """Alias of :func:`true_divide`."""
     return lax.div(*promote_args_inexact("divide", x1, x2))
 
@@ -398,7 +461,7 @@ def _pow_int_int(x1, x2):
     return acc
 
 
-def power(x1, x2, /):
+def power(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """Elementwise ``x1 ** x2``.
 
     A static integer exponent uses ``lax.integer_pow`` and keeps ``x1``'s dtype (as jnp);
@@ -424,13 +487,13 @@ def pow(x1, x2, /):
     return power(x1, x2)
 
 
-def square(x, /):
+def square(x: ArrayLike, /) -> Array:
     """Elementwise ``x * x`` (bools promote to int, as jnp)."""
     (x,) = promote_args_numeric("square", x)
     return lax.mul(x, x)
 
 
-def absolute(x, /):
+def absolute(x: ArrayLike, /) -> Array:
     """Elementwise absolute value. Unsigned and bool inputs are returned unchanged; the
     absolute value of the most negative integer is itself (two's complement), as in JAX."""
     (x,) = promote_args("absolute", x)
@@ -439,7 +502,7 @@ def absolute(x, /):
     return lax.abs(x)
 
 
-def abs(x, /):
+def abs(x: ArrayLike, /) -> Array:
     """Alias of :func:`absolute`."""
     return absolute(x)
 
@@ -453,12 +516,12 @@ def sign(x, /):
     return lax.sign(x)
 
 
-def maximum(x1, x2, /):
+def maximum(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """Elementwise maximum; NaN if either operand is NaN."""
     return lax.max(*promote_args("maximum", x1, x2))
 
 
-def minimum(x1, x2, /):
+def minimum(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """Elementwise minimum; NaN if either operand is NaN."""
     return lax.min(*promote_args("minimum", x1, x2))
 

@@ -14,11 +14,16 @@ Algorithms (the classical ones, as in Cephes and in JAX's own lowering):
 * igamma ``P(a, x)`` / igammac ``Q(a, x)``: the power series
   ``P = x^a e^-x / Gamma(a+1) * sum_n x^n / ((a+1)...(a+n))`` when ``x <= 1`` or
   ``x <= a``, else the Legendre continued fraction for ``Q`` (Cephes ``igamc``, evaluated by
-  the three-term recurrence with rescaling). ``d/dx P = x^(a-1) e^-x / Gamma(a)``;
-  ``d/da`` (``igamma_grad_a``) is the forward-mode derivative of the same iteration.
+  the three-term recurrence with rescaling); for small ``a`` and ``x <= 1.1`` ``Q`` has its
+  own series (scipy's ``igamc_series``). For ``a >= 8`` the prefactor ``x^a e^-x / Gamma(a)``
+  is computed around ``x = a`` (``log1pmx`` and Stirling's series), which keeps float32's
+  digits for large ``a``. ``d/dx P = x^(a-1) e^-x / Gamma(a)``; ``d/da``
+  (``igamma_grad_a``) differentiates the recurrences alongside the values, iterating until
+  the derivative has converged too (as JAX's lowering does).
 * regularized_incomplete_beta ``I_x(a, b)``: Lentz's evaluation of the continued fraction
   ``x^a (1-x)^b / (a B(a, b)) / (1 + d1 / (1 + d2 / ...))``, using the symmetry
-  ``I_x(a, b) = 1 - I_(1-x)(b, a)`` when ``x > (a+1) / (a+b+2)``.
+  ``I_x(a, b) = 1 - I_(1-x)(b, a)`` when ``x > (a+1) / (a+b+2)``; the prefactor is taken
+  around the mean ``a / (a + b)`` when ``a, b >= 8``.
 * bessel_i0e / bessel_i1e: the (all-positive) power series for ``|x| <= 20`` and the Hankel
   asymptotic series ``e^-x I_nu(x) ~ (2 pi x)^-1/2 sum_k (-1)^k a_k(nu) / x^k`` above.
 * zeta ``zeta(s, q) = sum_k (q + k)^-s``: Euler-Maclaurin summation (twelve terms, then twelve

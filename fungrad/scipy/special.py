@@ -6,6 +6,15 @@ The normal-distribution functions follow JAX's (Cephes-derived) algorithms: ``nd
 between ``erf`` and ``erfc`` to keep relative accuracy in both tails, ``ndtri`` is a piecewise
 rational approximation, and ``log_ndtr`` uses an asymptotic series for very negative ``x`` so
 it stays finite where ``log(ndtr(x))`` would underflow to ``-inf``.
+
+The incomplete gamma and beta functions, ``i0e``/``i1e`` and the Hurwitz ``zeta`` are the
+``fungrad.lax`` functions of the same family (``lax.igamma``, ...). The iterative functions
+here (``expn``/``exp1``/``expi``, ``hyp1f1``, ``hyp2f1``, ``dawsn``, ``fresnel``, ``sici``) sum
+their series or continued fractions in a ``while_loop`` that freezes each element once it has
+converged (``lax.special.iterate_elementwise``), so vmap matches a Python loop; their
+derivatives are closed-form ``custom_jvp`` rules (a while_loop has no reverse mode). Functions
+JAX has that are absent: ``wofz`` and ``sph_harm_y`` (complex results; fungrad has no complex
+dtype).
 """
 
 from __future__ import annotations

@@ -99,13 +99,32 @@ def saved_residuals(f, *args, **kwargs) -> list[tuple[core.ShapedArray, str]]:
         return [_as_array(o, "saved_residuals output") for o in tree_util.tree_leaves(out)]
 
     _, linear, _ = linearize_flat(flat_fun, flat)
+    names = _argument_paths(f, args)
     out = []
     for c in linear.consts:
         which = next((i for i, x in enumerate(flat) if x is c), None)
-        desc = f"from the argument at flat index {which}" if which is not None else \
+        desc = f"from the argument {names[which]}" if which is not None else \
             "an intermediate value"
         out.append((core.get_aval(c), desc))
     return out
+
+
+def _argument_paths(f, args) -> list[str]:
+    """A readable path per leaf of ``args``: the parameter's name (``x``, ``params['w']``)
+    where ``f``'s signature gives one, else its position (``args[1]``)."""
+    import inspect
+
+    from fungrad.tree_util import _leaf_paths
+    try:
+        params = [p.name for p in inspect.signature(f).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    paths = []
+    for i, a in enumerate(args):
+        name = params[i] if i < len(params) else f"args[{i}]"
+        paths += _leaf_paths(tree_util.tree_structure(a), name)
+    return paths
 
 
 def print_saved_residuals(f, *args, **kwargs) -> None:

@@ -234,7 +234,10 @@ def test_policy_answers_and_print_saved_residuals(capsys):
                                         .save_only_these_names("y")), x)
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith("f32[4] ") for line in lines)
-    assert "argument" in lines[0] or "argument" in lines[1]
+    assert "f32[4] from the argument x" in lines and "f32[4] an intermediate value" in lines
+    print_saved_residuals(lambda x, p: fnp.sum(fnp.sin(x * p["w"])), x, {"w": x})
+    assert capsys.readouterr().out.splitlines() == ["f32[4] from the argument p['w']",
+                                                    "f32[4] from the argument x"]
 
 
 def test_lax_names_for_top_level_use():

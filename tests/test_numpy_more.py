@@ -376,3 +376,39 @@ def test_interop_functions(tmp_path):
                                     np.ones((4, 5)))
     assert len(path_) == 2 and all(isinstance(p, tuple) for p in path_) and "scaling" in report
     assert issubclass(fnp.ComplexWarning, Warning)
+
+
+# -- ufunc objects --------------------------------------------------------------------------------
+
+def test_frompyfunc_ufunc_methods_follow_numpy():
+    f = lambda a, b: a * 2 + b  # noqa: E731  (not associative: order matters)
+    u = fnp.frompyfunc(f, nin=2, nout=1)
+    nu = np.frompyfunc(f, 2, 1)
+    assert (u.nin, u.nout, u.nargs, u.identity, u.__name__) == (2, 1, 2, None, "<lambda>")
+    x = np.arange(1.0, 7.0, dtype=F32).reshape(2, 3)
+    assert_array(u(x, 1.0), f(x, 1.0))
+    assert_array(u.outer(x[0], x[1, :2]), nu.outer(x[0], x[1, :2]).astype(F32))
+    for axis in (0, 1, -1):
+        assert_array(u.reduce(x, axis=axis), nu.reduce(x, axis=axis).astype(F32))
+    assert_array(u.reduce(x, axis=None), np.asarray(nu.reduce(x.ravel()), F32))
+    with pytest.raises(ValueError, match="at most one axis"):
+        u.reduce(x, axis=(0, 1))
+    assert_array(u.reduce(x, axis=1, keepdims=True), nu.reduce(x, axis=1, keepdims=True)
+                 .astype(F32))
+    assert_array(u.reduce(x, axis=0, initial=5.0), nu.reduce(x, axis=0, initial=5.0).astype(F32))
+    assert_array(u.accumulate(x, axis=1), nu.accumulate(x, axis=1).astype(F32))
+    assert_array(u.reduceat(x[0], np.array([0, 2, 1])), nu.reduceat(x[0], [0, 2, 1]).astype(F32))
+    a = np.arange(5.0, dtype=F32)
+    ref = a.astype(object)
+    nu.at(ref, [0, 0, 3], 1.0)
+    assert_array(u.at(a, np.array([0, 0, 3]), 1.0, inplace=False), ref.astype(F32))
+    m = fnp.frompyfunc(fnp.maximum, 2, 1, identity=-np.inf)
+    assert float(m.reduce(np.zeros(0, F32))) == -np.inf
+    with pytest.raises(ValueError, match="no identity"):
+        u.reduce(np.zeros(0, F32))
+    with pytest.raises(ValueError, match="inplace=False"):
+        u.at(a, np.array([0]), 1.0)
+    assert_array(fg.jit(u.accumulate)(x[0]), u.accumulate(x[0]))
+    check_grads(lambda v: u.reduce(v), (x[0].astype(np.float64),), order=1)
+    loop = np.stack([np.asarray(u.reduce(r)) for r in x])
+    assert_array(fg.vmap(u.reduce)(x), loop)

@@ -30,6 +30,7 @@ from fungrad.numpy.setops import *  # noqa: F401,F403
 from fungrad.numpy.sorting import *  # noqa: F401,F403
 from fungrad.numpy.statistics import *  # noqa: F401,F403
 from fungrad.numpy.type_checks import *  # noqa: F401,F403
+from fungrad.numpy.ufunc_objects import *  # noqa: F401,F403
 from fungrad.numpy.ufuncs import *  # noqa: F401,F403
 from fungrad.numpy.vectorization import *  # noqa: F401,F403
 from fungrad.numpy.window_functions import *  # noqa: F401,F403

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections.abc import Callable
 from operator import index as operator_index
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -20,6 +22,8 @@ from fungrad.transforms.jit import (
 )
 from fungrad.transforms.staging import trace_to_jaxpr
 from fungrad.tree_util import _describe_node, _leaf_paths, _path_segments
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _normalize_argnums(fun_name: str, argnums, nargs: int,
@@ -345,7 +349,7 @@ def _as_vmap_value(x, name: str, path: str):
                         "(functools.partial)") from None
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
+def vmap(fun: _F, in_axes=0, out_axes=0, axis_size=None) -> _F:
     """Vectorise ``fun`` over a leading (or ``in_axes``) array axis, as ``jax.vmap``.
 
     ``in_axes``: an int, None (argument not mapped) or a pytree prefix of the positional

@@ -9,14 +9,39 @@ code behave alike.
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fungrad import core
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
-class Array:
-    """A concrete, immutable n-dimensional array (JAX's ``jax.Array``)."""
+    from fungrad.numpy.indexing import IndexUpdateHelper
+    from fungrad.typing import ArrayLike, DTypeLike
+
+    _Axis = int | Sequence[int] | None
+
+
+class _ArrayMeta(type):
+    """Array's metaclass: ``isinstance(x, Array)`` is also True for tracers, as
+    ``isinstance(x, jax.Array)`` is inside jit/grad/vmap (``issubclass(Tracer, Array)`` stays
+    False, as in JAX). Python answers ``isinstance(a, Array)`` for an exact Array without
+    calling this, so the hot paths (``type(x) is Array``, exact Arrays) cost the same; code
+    that needs a concrete array uses :func:`is_concrete_array`."""
+
+    def __instancecheck__(cls, x, _nominal=type.__instancecheck__) -> bool:
+        return _nominal(cls, x) or (cls is Array and _nominal(core.Tracer, x))
+
+
+class Array(metaclass=_ArrayMeta):
+    """A concrete, immutable n-dimensional array (JAX's ``jax.Array``).
+
+    ``isinstance(x, Array)`` is True for concrete arrays and for traced values (inside
+    jit/grad/vmap), so ``Array`` annotates both, as ``jax.Array`` does.
+    """
 
     __slots__ = ("_value", "weak_type", "_aval", "__weakref__")
     __array_priority__ = 100
@@ -45,14 +70,31 @@ class Array:
             aval = self._aval = core.interned_aval(v.shape, v.dtype, self.weak_type)
         return aval
 
-    shape = property(lambda self: self._value.shape)
-    dtype = property(lambda self: self._value.dtype)
-    ndim = property(lambda self: self._value.ndim)
-    size = property(lambda self: int(self._value.size))
-    itemsize = property(lambda self: self._value.dtype.itemsize)
-    nbytes = property(lambda self: int(self._value.nbytes))
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._value.shape
 
-    def __array__(self, dtype=None, copy=None):
+    @property
+    def dtype(self) -> np.dtype:
+        return self._value.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    @property
+    def size(self) -> int:
+        return int(self._value.size)
+
+    @property
+    def itemsize(self) -> int:
+        return self._value.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._value.nbytes)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
         v = np.asarray(self._value)
         if dtype is not None and np.dtype(dtype) != v.dtype:
             return v.astype(dtype)
@@ -95,36 +137,36 @@ class Array:
                              "array has a single shard (index 0)")
         return self
 
-    def item(self, *args):
+    def item(self, *args) -> Any:
         return np.asarray(self._value).item(*args)
 
-    def tolist(self):
+    def tolist(self) -> Any:
         return np.asarray(self._value).tolist()
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return bool(self._value)
 
-    def __int__(self):
+    def __int__(self) -> int:
         return int(self._value)
 
-    def __float__(self):
+    def __float__(self) -> float:
         return float(self._value)
 
-    def __complex__(self):
+    def __complex__(self) -> complex:
         return complex(self._value)
 
-    def __index__(self):
+    def __index__(self) -> int:
         if self._value.dtype.kind not in "iub" or self._value.ndim:
             raise TypeError(f"only integer scalar arrays can be converted to a scalar index, "
                             f"got {self.aval.str_short()}")
         return int(self._value)
 
-    def __len__(self):
+    def __len__(self) -> int:
         if not self._value.ndim:
             raise TypeError("len() of unsized object (a 0-d Array)")
         return self._value.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Array]:
         if not self._value.ndim:
             raise TypeError("iteration over a 0-d Array")
         return (self[i] for i in range(self._value.shape[0]))
@@ -132,15 +174,15 @@ class Array:
     def __hash__(self):
         raise TypeError("unhashable type: 'Array'")
 
-    def __format__(self, spec):
+    def __format__(self, spec: str) -> str:
         if self._value.ndim == 0:
             return format(self._value.item(), spec)
         return format(str(self), spec)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return str(np.asarray(self._value))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         v = np.asarray(self._value)
         suffix = f"dtype={v.dtype.name}"
         if self.weak_type:
@@ -154,11 +196,138 @@ class Array:
     def __reduce__(self):
         return (Array, (np.asarray(self._value).copy(), self.weak_type))
 
-    def __copy__(self):
+    def __copy__(self) -> Array:
         return self
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: Any) -> Array:
         return self
+
+    if TYPE_CHECKING:
+        # The operators, methods and properties that fungrad.numpy.array_methods installs at
+        # import time (on Array and on tracers), declared for type checkers only: this block
+        # never runs. tests/test_typing.py checks that it lists exactly the installed names
+        # with the run-time parameters. ``x[i] = v`` is deliberately absent (arrays are
+        # immutable: type checkers flag it, and at run time it raises a TypeError).
+        def __add__(self, other: ArrayLike) -> Array: ...
+        def __radd__(self, other: ArrayLike) -> Array: ...
+        def __sub__(self, other: ArrayLike) -> Array: ...
+        def __rsub__(self, other: ArrayLike) -> Array: ...
+        def __mul__(self, other: ArrayLike) -> Array: ...
+        def __rmul__(self, other: ArrayLike) -> Array: ...
+        def __truediv__(self, other: ArrayLike) -> Array: ...
+        def __rtruediv__(self, other: ArrayLike) -> Array: ...
+        def __floordiv__(self, other: ArrayLike) -> Array: ...
+        def __rfloordiv__(self, other: ArrayLike) -> Array: ...
+        def __mod__(self, other: ArrayLike) -> Array: ...
+        def __rmod__(self, other: ArrayLike) -> Array: ...
+        def __divmod__(self, other: ArrayLike) -> tuple[Array, Array]: ...
+        def __rdivmod__(self, other: ArrayLike) -> tuple[Array, Array]: ...
+        def __pow__(self, other: ArrayLike, modulo: None = None) -> Array: ...
+        def __rpow__(self, other: ArrayLike, modulo: None = None) -> Array: ...
+        def __matmul__(self, other: ArrayLike) -> Array: ...
+        def __rmatmul__(self, other: ArrayLike) -> Array: ...
+        def __and__(self, other: ArrayLike) -> Array: ...
+        def __rand__(self, other: ArrayLike) -> Array: ...
+        def __or__(self, other: ArrayLike) -> Array: ...
+        def __ror__(self, other: ArrayLike) -> Array: ...
+        def __xor__(self, other: ArrayLike) -> Array: ...
+        def __rxor__(self, other: ArrayLike) -> Array: ...
+        def __lshift__(self, other: ArrayLike) -> Array: ...
+        def __rlshift__(self, other: ArrayLike) -> Array: ...
+        def __rshift__(self, other: ArrayLike) -> Array: ...
+        def __rrshift__(self, other: ArrayLike) -> Array: ...
+        def __eq__(self, other: object) -> Array: ...  # type: ignore[override]
+        def __ne__(self, other: object) -> Array: ...  # type: ignore[override]
+        def __lt__(self, other: ArrayLike) -> Array: ...
+        def __le__(self, other: ArrayLike) -> Array: ...
+        def __gt__(self, other: ArrayLike) -> Array: ...
+        def __ge__(self, other: ArrayLike) -> Array: ...
+        def __neg__(self) -> Array: ...
+        def __pos__(self) -> Array: ...
+        def __abs__(self) -> Array: ...
+        def __invert__(self) -> Array: ...
+        def __round__(self, ndigits: int | None = None) -> Array: ...
+        def __getitem__(self, key: Any) -> Array: ...
+        def __contains__(self, element: Any) -> bool: ...
+
+        def reshape(self, *shape: int | Sequence[int], order: str = "C") -> Array: ...
+        def transpose(self, *axes: int | Sequence[int] | None) -> Array: ...
+        def astype(self, dtype: DTypeLike | None, copy: bool = False,
+                   device: Any = None) -> Array: ...
+        def flatten(self, order: str = "C") -> Array: ...
+        def ravel(self, order: str = "C") -> Array: ...
+        def copy(self) -> Array: ...
+        def sum(self, axis: _Axis = None, dtype: DTypeLike | None = None, out: None = None,
+                keepdims: bool = False, initial: ArrayLike | None = None,
+                where: ArrayLike | None = None, promote_integers: bool = True) -> Array: ...
+        def prod(self, axis: _Axis = None, dtype: DTypeLike | None = None, out: None = None,
+                 keepdims: bool = False, initial: ArrayLike | None = None,
+                 where: ArrayLike | None = None, promote_integers: bool = True) -> Array: ...
+        def mean(self, axis: _Axis = None, dtype: DTypeLike | None = None, out: None = None,
+                 keepdims: bool = False, *, where: ArrayLike | None = None) -> Array: ...
+        def max(self, axis: _Axis = None, out: None = None, keepdims: bool = False,
+                initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array: ...
+        def min(self, axis: _Axis = None, out: None = None, keepdims: bool = False,
+                initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array: ...
+        def argmax(self, axis: int | None = None, out: None = None,
+                   keepdims: bool | None = None) -> Array: ...
+        def argmin(self, axis: int | None = None, out: None = None,
+                   keepdims: bool | None = None) -> Array: ...
+        def any(self, axis: _Axis = None, out: None = None, keepdims: bool = False, *,
+                where: ArrayLike | None = None) -> Array: ...
+        def all(self, axis: _Axis = None, out: None = None, keepdims: bool = False, *,
+                where: ArrayLike | None = None) -> Array: ...
+        def std(self, axis: _Axis = None, dtype: DTypeLike | None = None, out: None = None,
+                ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
+                mean: ArrayLike | None = None, correction: int | float | None = None
+                ) -> Array: ...
+        def var(self, axis: _Axis = None, dtype: DTypeLike | None = None, out: None = None,
+                ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
+                mean: ArrayLike | None = None, correction: int | float | None = None
+                ) -> Array: ...
+        def ptp(self, axis: _Axis = None, out: None = None, keepdims: bool = False) -> Array: ...
+        def cumsum(self, axis: int | None = None, dtype: DTypeLike | None = None,
+                   out: None = None) -> Array: ...
+        def cumprod(self, axis: int | None = None, dtype: DTypeLike | None = None,
+                    out: None = None) -> Array: ...
+        def clip(self, /, min: ArrayLike | None = None, max: ArrayLike | None = None
+                 ) -> Array: ...
+        def round(self, decimals: int = 0, out: None = None) -> Array: ...
+        def conj(self, /) -> Array: ...
+        def conjugate(self, /) -> Array: ...
+        def squeeze(self, axis: _Axis = None) -> Array: ...
+        def swapaxes(self, axis1: int, axis2: int) -> Array: ...
+        def repeat(self, repeats: ArrayLike, axis: int | None = None, *,
+                   total_repeat_length: int | None = None) -> Array: ...
+        def take(self, indices: ArrayLike, axis: int | None = None, out: None = None,
+                 mode: str | None = None, unique_indices: bool = False,
+                 indices_are_sorted: bool = False, fill_value: ArrayLike | None = None
+                 ) -> Array: ...
+        def dot(self, b: ArrayLike, *, precision: Any = None,
+                preferred_element_type: DTypeLike | None = None) -> Array: ...
+        def nonzero(self, *, size: int | None = None, fill_value: ArrayLike | None = None
+                    ) -> tuple[Array, ...]: ...
+        def sort(self, axis: int | None = -1, *, kind: str | None = None, order: None = None,
+                 stable: bool = True, descending: bool = False) -> Array: ...
+        def argsort(self, axis: int | None = -1, *, kind: str | None = None,
+                    order: None = None, stable: bool = True, descending: bool = False,
+                    dtype: DTypeLike | None = None) -> Array: ...
+        def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1,
+                  dtype: DTypeLike | None = None) -> Array: ...
+        def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array: ...
+        def searchsorted(self, v: ArrayLike, side: str = "left",
+                         sorter: ArrayLike | None = None, *, method: str = "scan") -> Array: ...
+
+        @property
+        def T(self) -> Array: ...
+        @property
+        def mT(self) -> Array: ...
+        @property
+        def real(self) -> Array: ...
+        @property
+        def imag(self) -> Array: ...
+        @property
+        def at(self) -> IndexUpdateHelper: ...
 
 
 class _DeletedValue:
@@ -183,7 +352,13 @@ class _DeletedValue:
 core._array_type = Array
 
 
+# ``is_concrete_array(x)``: whether ``x`` is a concrete Array (an Array or a GpuArray, never a
+# tracer), which code reading ``x._value`` must ask instead of ``isinstance(x, Array)``. The
+# nominal check of ``type.__instancecheck__`` bound to Array: a C call, cheaper than a
+# Python function.
+is_concrete_array = type.__dict__["__instancecheck__"].__get__(Array)
+
+
 def is_arraylike(x) -> bool:
     """Arrays, tracers, numpy values and Python scalars (what fungrad functions accept)."""
-    return (isinstance(x, (Array, core.Tracer, np.ndarray, np.generic))
-            or (isinstance(x, (bool, int, float)) and not isinstance(x, complex)))
+    return isinstance(x, (bool, int, float, core.Tracer, np.ndarray, np.generic, Array))

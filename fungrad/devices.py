@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fungrad import core
-from fungrad.array import Array
+from fungrad.array import Array, is_concrete_array
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def device_buffer(x):
         if x._dbuf is None:
             x._value._fail()  # a deleted array: the usual RuntimeError
         return x._dbuf
-    value = x._value if isinstance(x, Array) else x
+    value = x._value if is_concrete_array(x) else x
     return _gpu_runtime().upload(np.asarray(value))
 
 
@@ -195,3 +195,9 @@ def process_index(backend: str | None = None) -> int:
 def process_count(backend: str | None = None) -> int:
     """How many processes take part in a computation (``jax.process_count``): always 1."""
     return 1
+
+
+def process_indices(backend: str | None = None) -> list[int]:
+    """The indices of the processes taking part in a computation (``jax.process_indices``):
+    ``[0]``, fungrad runs as one process."""
+    return [0]

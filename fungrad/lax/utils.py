@@ -19,7 +19,7 @@ import functools
 import numpy as np
 
 from fungrad import core, dtypes
-from fungrad.array import Array
+from fungrad.array import Array, is_concrete_array
 from fungrad.core import ShapedArray
 
 # dtype kind sets an operation accepts
@@ -58,7 +58,7 @@ def operand(x, name: str = "operand"):
     if isinstance(x, (bool, int, float)):
         dt = dtypes.python_scalar_dtype(x)
         return Array(_scalar(x, dt), not isinstance(x, bool))
-    if isinstance(x, Array):  # an Array subclass: a GpuArray (fungrad/devices.py)
+    if is_concrete_array(x):  # an Array subclass: a GpuArray (fungrad/devices.py)
         return x
     raise TypeError(f"{name}: expected an array, got a value of type {type(x).__name__}: "
                     f"{x!r:.60}")

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from fungrad import core
-from fungrad.array import Array
+from fungrad.array import Array, is_concrete_array
 from fungrad.lowering import abi, cpu, fusion, host_callback, llvm, threads
 
 ENTRY = "fg_entry"
@@ -151,9 +151,9 @@ class Executable:
         out = np.empty(shape, dtype) if pool is None else pool.take()
         if len(args) == 1:
             a = args[0]
-            packed = (a._value if isinstance(a, Array) else a, out)
+            packed = (a._value if is_concrete_array(a) else a, out)
         else:
-            packed = (*[a._value if isinstance(a, Array) else a for a in args], out)
+            packed = (*[a._value if is_concrete_array(a) else a for a in args], out)
         if self._fn(packed, self._nthreads):
             return Executable.call(self, args)  # a non-contiguous input: the general path
         r = Array(out, weak)
@@ -163,7 +163,7 @@ class Executable:
     def call(self, args) -> list[Array]:
         """Run on ``args`` (Arrays or numpy values with exactly ``in_avals``, checked by the
         caller); returns the outputs as Arrays."""
-        values = [a._value if isinstance(a, Array) else a for a in args]
+        values = [a._value if is_concrete_array(a) else a for a in args]
         outs = [np.empty(s, d) if pool is None else pool.take()
                 for (s, d, _), pool in zip(self._outs, self._pools)]
         if self._scratch_bytes:

@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fungrad import core, dtypes, lax
 from fungrad.numpy import manipulation, ufuncs, util
+
+if TYPE_CHECKING:
+    from fungrad.array import Array
+    from fungrad.typing import ArrayLike
 
 __all__ = [
     "arange", "array", "asarray", "astype", "copy", "empty", "empty_like", "eye",
@@ -46,7 +51,7 @@ def _inexact(dt: np.dtype) -> np.dtype:
 
 # -- array / asarray / astype / copy ----------------------------------------------------------
 
-def array(object, dtype=None, copy: bool = True, order: str | None = "K", ndmin: int = 0):
+def array(object, dtype=None, copy: bool = True, order: str | None = "K", ndmin: int = 0) -> Array:
     """An Array from an array, a Python scalar or a nested list/tuple of them.
 
     Args:
@@ -74,7 +79,7 @@ def array(object, dtype=None, copy: bool = True, order: str | None = "K", ndmin:
     return x
 
 
-def asarray(a, dtype=None, order: str | None = None, *, copy: bool | None = None):
+def asarray(a, dtype=None, order: str | None = None, *, copy: bool | None = None) -> Array:
     """``a`` as an Array: like :func:`array`; ``copy`` has no effect (Arrays are immutable).
 
     Example:
@@ -107,7 +112,7 @@ def copy(a, order: str | None = None):
 
 # -- filled arrays ------------------------------------------------------------------------------
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None) -> Array:
     """An array of ``shape`` filled with ``fill_value`` (a scalar, or an array broadcast to
     ``shape``). Without ``dtype`` the fill value's dtype is used (weak for Python scalars).
 
@@ -125,7 +130,7 @@ def full(shape, fill_value, dtype=None):
     return manipulation.broadcast_to(fill, shape)
 
 
-def zeros(shape, dtype=None):
+def zeros(shape, dtype=None) -> Array:
     """An array of zeros (default dtype float32, float64 with x64).
 
     Example:
@@ -136,7 +141,7 @@ def zeros(shape, dtype=None):
     return lax.full(util.canonicalize_shape(shape, "zeros"), 0, dt)
 
 
-def ones(shape, dtype=None):
+def ones(shape, dtype=None) -> Array:
     """An array of ones (default dtype float32, float64 with x64)."""
     dt = _user_dtype(dtype, "ones", shape) or dtypes.default_float_dtype()
     return lax.full(util.canonicalize_shape(shape, "ones"), 1, dt)
@@ -171,13 +176,13 @@ def full_like(a, fill_value, dtype=None, shape=None):
     return manipulation.broadcast_to(fill, shape)
 
 
-def zeros_like(a, dtype=None, shape=None):
+def zeros_like(a: ArrayLike, dtype=None, shape=None) -> Array:
     """Zeros with ``a``'s shape and dtype (or the given ``shape``/``dtype``)."""
     util.check_arraylike("zeros_like", a, names=["a"])
     return full_like(a, 0, dtype, shape)
 
 
-def ones_like(a, dtype=None, shape=None):
+def ones_like(a: ArrayLike, dtype=None, shape=None) -> Array:
     """Ones with ``a``'s shape and dtype (or the given ``shape``/``dtype``)."""
     util.check_arraylike("ones_like", a, names=["a"])
     return full_like(a, 1, dtype, shape)
@@ -191,7 +196,7 @@ def empty_like(prototype, dtype=None, shape=None):
 
 # -- ranges --------------------------------------------------------------------------------------
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None) -> Array:
     """Evenly spaced values in ``[start, stop)`` with spacing ``step`` (concrete bounds).
 
     The dtype is JAX's promotion of the bounds: Python ints give int32 (int64 with x64), any
@@ -368,7 +373,7 @@ def _tri_mask(n: int, m: int, k, fun_name: str, cmp):
     return cmp(lax.add(rows, k), cols)
 
 
-def eye(N, M=None, k=0, dtype=None):
+def eye(N, M=None, k=0, dtype=None) -> Array:
     """A 2-D array with ones on the ``k``-th diagonal and zeros elsewhere.
 
     Example:

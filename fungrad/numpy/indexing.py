@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from fungrad import core, dtypes, lax
 from fungrad.array import Array
 from fungrad.lax import GatherDimensionNumbers, ScatterDimensionNumbers
 from fungrad.numpy import util
+
+if TYPE_CHECKING:
+    from fungrad.typing import ArrayLike
 
 __all__ = [
     "IndexUpdateHelper", "getitem", "take", "take_along_axis", "put", "choose", "select",
@@ -456,7 +459,7 @@ class _IndexUpdateRef:
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
     def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            fill_value=None, wrap_negative_indices=True):
+            fill_value=None, wrap_negative_indices=True) -> Array:
         """``x[idx]``; ``mode="fill"`` returns ``fill_value`` (default NaN / the integer
         minimum) for out-of-bounds indices, "clip" or None clamp them."""
         return _rewriting_take(self.array, self.index, mode=mode, fill_value=fill_value,
@@ -468,26 +471,26 @@ class _IndexUpdateRef:
         return _scatter_update(self.array if array is None else array, self.index, values, fn,
                                fun_name=f"at[].{name}", **flags)
 
-    def set(self, values, **flags):
+    def set(self, values: ArrayLike, **flags: Any) -> Array:
         """``x[idx] = values``."""
         return self._scatter("set", lax.scatter, values, _flags(**flags))
 
-    def add(self, values, **flags):
+    def add(self, values: ArrayLike, **flags: Any) -> Array:
         """``x[idx] += values``."""
         return self._scatter("add", lax.scatter_add, values, _flags(**flags))
 
-    def subtract(self, values, **flags):
+    def subtract(self, values: ArrayLike, **flags: Any) -> Array:
         """``x[idx] -= values`` (a scatter-add of ``-values``)."""
         return self._scatter("subtract", lax.scatter_add, _negate(self.array, values),
                              _flags(**flags))
 
-    def multiply(self, values, **flags):
+    def multiply(self, values: ArrayLike, **flags: Any) -> Array:
         """``x[idx] *= values``."""
         return self._scatter("multiply", lax.scatter_mul, values, _flags(**flags))
 
     mul = multiply
 
-    def divide(self, values, **flags):
+    def divide(self, values: ArrayLike, **flags: Any) -> Array:
         """``x[idx] /= values``: ``x / ones_like(x).at[idx].multiply(values)`` (true division,
         so integer arrays give floats, as in JAX)."""
         from fungrad.numpy import ufuncs
@@ -495,18 +498,18 @@ class _IndexUpdateRef:
                               array=lax.full_like(self.array, 1))
         return ufuncs.divide(self.array, denom)
 
-    def power(self, values, **flags):
+    def power(self, values: ArrayLike, **flags: Any) -> Array:
         """``x[idx] **= values``: ``x ** ones_like(x).at[idx].multiply(values)``."""
         from fungrad.numpy import ufuncs
         expo = self._scatter("power", lax.scatter_mul, values, _flags(**flags),
                              array=lax.full_like(self.array, 1))
         return ufuncs.power(self.array, expo)
 
-    def min(self, values, **flags):
+    def min(self, values: ArrayLike, **flags: Any) -> Array:
         """``x[idx] = minimum(x[idx], values)``."""
         return self._scatter("min", lax.scatter_min, values, _flags(**flags))
 
-    def max(self, values, **flags):
+    def max(self, values: ArrayLike, **flags: Any) -> Array:
         """``x[idx] = maximum(x[idx], values)``."""
         return self._scatter("max", lax.scatter_max, values, _flags(**flags))
 

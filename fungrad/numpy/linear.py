@@ -17,12 +17,17 @@ import itertools
 import math
 import operator
 import string
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fungrad import dtypes, lax
 from fungrad.lax.dot import canonicalize_precision
 from fungrad.numpy import util
+
+if TYPE_CHECKING:
+    from fungrad.array import Array
+    from fungrad.typing import ArrayLike
 
 __all__ = ["convolve", "correlate", "cross", "diag", "diagflat", "diagonal", "dot", "einsum",
            "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot", "vecdot"]
@@ -98,7 +103,7 @@ def _diagonal_last(x, k: int):
 
 # -- matrix and vector products -----------------------------------------------------------------
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type=None) -> Array:
     """Matrix product with numpy's ``matmul`` rules.
 
     1-D operands are treated as vectors (the added dimension is removed again) and leading
@@ -173,7 +178,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     return _finish(lax.transpose(out, tuple(int(p) for p in perm)), out_dtype, weak)
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type=None) -> Array:
     """numpy's ``dot``: a product of scalars, the sum over the last axis of ``a`` and the
     second-to-last of ``b`` (the only axis of a 1-D ``b``).
 
@@ -561,7 +566,7 @@ def _einsum_sublists(first, rest):
 
 
 def einsum(subscripts, /, *operands, optimize="auto", precision=None,
-           preferred_element_type=None):
+           preferred_element_type=None) -> Array:
     """Einstein summation: ``einsum("ij,jk->ik", a, b)`` is ``a @ b``.
 
     Supports implicit output (the labels used once, sorted, after the ellipsis dims) and

@@ -12,6 +12,8 @@ integers only and bind ``shift_left`` / ``shift_right_arithmetic`` (signed) /
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from fungrad import dtypes, lax
@@ -27,6 +29,11 @@ from fungrad.numpy.ufuncs import (
     promote_args_numeric,
 )
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from fungrad.typing import ArrayLike
+
 __all__ = [
     "allclose", "array_equal", "array_equiv", "bitwise_and", "bitwise_count", "bitwise_invert",
     "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
@@ -39,8 +46,8 @@ __all__ = [
 # Comparisons and logical functions
 
 
-def _comparison(name: str, lax_name: str, doc: str):
-    def fn(x1, x2, /):
+def _comparison(name: str, lax_name: str, doc: str) -> Callable[[ArrayLike, ArrayLike], Array]:
+    def fn(x1: ArrayLike, x2: ArrayLike, /) -> Array:
         return getattr(lax, lax_name)(*promote_args(name, x1, x2))
 
     fn.__name__ = fn.__qualname__ = name
@@ -133,8 +140,9 @@ def array_equiv(a1, a2):
 # Bitwise functions (integers and bools)
 
 
-def _bitwise_binary(name: str, lax_name: str, doc: str):
-    def fn(x1, x2, /):
+def _bitwise_binary(name: str, lax_name: str,
+                    doc: str) -> Callable[[ArrayLike, ArrayLike], Array]:
+    def fn(x1: ArrayLike, x2: ArrayLike, /) -> Array:
         x1, x2 = promote_args(name, x1, x2)
         _require_kinds(name, x1, "biu", "integer or boolean")
         return getattr(lax, lax_name)(x1, x2)

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fungrad import core, dtypes, lax
 from fungrad.array import Array
 from fungrad.numpy import creation, indexing, util
+
+if TYPE_CHECKING:
+    from fungrad.typing import ArrayLike
 
 __all__ = [
     "append", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "block",
@@ -180,7 +184,7 @@ def _reshape_shape(old: tuple[int, ...], newshape, fun_name: str) -> tuple[int, 
     return tuple(dims)
 
 
-def reshape(a, shape=None, order: str = "C", *, copy: bool | None = None):
+def reshape(a: ArrayLike, shape=None, order: str = "C", *, copy: bool | None = None) -> Array:
     """``a`` with a new ``shape`` (one entry may be -1, inferred from the size).
 
     ``order="F"`` reads and writes elements in column-major order; ``"A"`` is ``"C"`` since
@@ -208,7 +212,7 @@ def ravel(a, order: str = "C"):
     return reshape(x, (x.size,), order=order)
 
 
-def transpose(a, axes=None):
+def transpose(a: ArrayLike, axes=None) -> Array:
     """``a`` with its axes permuted (reversed when ``axes`` is None).
 
     Example:
@@ -288,7 +292,7 @@ def rollaxis(a, axis: int, start: int = 0):
     return moveaxis(x, axis, start)
 
 
-def expand_dims(a, axis):
+def expand_dims(a: ArrayLike, axis) -> Array:
     """``a`` with size-1 axes inserted at positions ``axis`` (int or tuple) of the result.
 
     Example:
@@ -404,7 +408,7 @@ def _promote(arrays, dtype, fun_name: str) -> list:
     return [util.asarray(a, dt, fun_name) for a in arrays]
 
 
-def concatenate(arrays, axis: int | None = 0, dtype=None):
+def concatenate(arrays, axis: int | None = 0, dtype=None) -> Array:
     """Join arrays along an existing ``axis`` (``axis=None`` flattens them first).
 
     Dtypes are promoted with JAX's rules (weak Python scalars, int32 + float16 -> float16).
@@ -455,7 +459,7 @@ def concat(arrays, /, *, axis: int | None = 0):
     return concatenate(arrays, axis=axis)
 
 
-def stack(arrays, axis: int = 0, out=None, dtype=None):
+def stack(arrays, axis: int = 0, out=None, dtype=None) -> Array:
     """Join arrays of one shape along a new ``axis``.
 
     Example:

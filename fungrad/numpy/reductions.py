@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import builtins
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fungrad import dtypes, lax
 from fungrad.array import Array
 from fungrad.numpy import ufuncs, util
+
+if TYPE_CHECKING:
+    from fungrad.typing import ArrayLike
 
 __all__ = [
     "all", "amax", "amin", "any", "argmax", "argmin", "average", "count_nonzero", "cumprod",
@@ -183,8 +187,8 @@ def _sum_dtypes(fun_name: str, a, dtype, promote_integers: bool):
     return result, _upcast_f16(result)
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None,
-        promote_integers: bool = True):
+def sum(a: ArrayLike, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None,
+        where=None, promote_integers: bool = True) -> Array:
     """Sum of elements over ``axis``; bools and narrow integers sum in the default int.
 
     Example: ``fnp.sum(fnp.ones((2, 3)), axis=1)`` is ``Array([3., 3.], dtype=float32)``.
@@ -202,8 +206,8 @@ def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None
                       where=where, result_dtype=result_dtype, computation_dtype=comp)
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None,
-         promote_integers: bool = True):
+def prod(a: ArrayLike, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None,
+         where=None, promote_integers: bool = True) -> Array:
     """Product of elements over ``axis`` (1 for empty axes)."""
     a = _operand("prod", a)
     result_dtype, comp = _sum_dtypes("prod", a, dtype, promote_integers)
@@ -211,7 +215,8 @@ def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=Non
                       where=where, result_dtype=result_dtype, computation_dtype=comp)
 
 
-def max(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None):
+def max(a: ArrayLike, axis=None, out=None, keepdims: bool = False, initial=None,
+        where=None) -> Array:
     """Maximum over ``axis`` (NaN if any element is NaN). Empty axes need ``initial``, and
     so does a ``where`` mask."""
     a = _operand("max", a)
@@ -219,7 +224,8 @@ def max(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None
                       where=where)
 
 
-def min(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None):
+def min(a: ArrayLike, axis=None, out=None, keepdims: bool = False, initial=None,
+        where=None) -> Array:
     """Minimum over ``axis`` (NaN if any element is NaN). Empty axes need ``initial``."""
     a = _operand("min", a)
     return _reduction("min", "min", a, axis, out=out, keepdims=keepdims, initial=initial,
@@ -282,7 +288,8 @@ def _count(fun_name: str, a, axis, dtype, keepdims: bool, where):
     return sum(mask, axis, dtype=dtype, keepdims=keepdims)
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=None):
+def mean(a: ArrayLike, axis=None, dtype=None, out=None, keepdims: bool = False, *,
+         where=None) -> Array:
     """Arithmetic mean over ``axis`` (integers give the default float; NaN for empty axes)."""
     a = _operand("mean", a)
     _check_out("mean", out)

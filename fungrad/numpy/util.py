@@ -9,14 +9,16 @@ import operator
 import numpy as np
 
 from fungrad import core, dtypes, lax
-from fungrad.array import Array
+from fungrad.array import Array, is_concrete_array
 
 _SCALAR_TYPES = (bool, int, float)
+# Array last: isinstance(x, Array) calls Array's metaclass (true for tracers) unless x is
+# exactly an Array, and the common cases answer before it.
+_ARRAYLIKE_TYPES = (core.Tracer, np.ndarray, np.generic, bool, int, float, Array)
 
 
 def is_arraylike(x) -> bool:
-    return (type(x) is Array or isinstance(x, (Array, core.Tracer, np.ndarray, np.generic))
-            or (isinstance(x, _SCALAR_TYPES)))
+    return type(x) is Array or isinstance(x, _ARRAYLIKE_TYPES)
 
 
 def check_arraylike(fun_name: str, *args, names=None) -> None:
@@ -41,7 +43,7 @@ def plain_operand(x):
     if type(x) is np.ndarray and x.dtype in _SUPPORTED_DTYPES and \
             dtypes.canonicalize_dtype(x.dtype) == x.dtype:
         return Array(np.array(x))
-    if isinstance(x, Array):  # an Array subclass: a GpuArray (fungrad/devices.py)
+    if is_concrete_array(x):  # an Array subclass: a GpuArray (fungrad/devices.py)
         return x
     return None
 
@@ -54,7 +56,7 @@ def asarray(x, dtype=None, fun_name: str = "asarray"):
 
     Python scalars stay weakly typed unless ``dtype`` is given.
     """
-    if type(x) is Array or isinstance(x, (Array, core.Tracer)):
+    if type(x) is Array or isinstance(x, core.Tracer) or is_concrete_array(x):
         return x if dtype is None else lax.convert_element_type(x, dtype)
     if isinstance(x, (list, tuple)):
         return _asarray_sequence(x, dtype, fun_name)

@@ -10,6 +10,8 @@ computation is staged as a linear jaxpr), then its ``vjp_fn`` transposes that ja
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -239,7 +241,8 @@ def vjp(fun, *primals, has_aux: bool = False):
     return primal_out, vjp_fn
 
 
-def value_and_grad(fun, argnums=0, has_aux: bool = False, allow_int: bool = False):
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   allow_int: bool = False) -> Callable[..., tuple[Any, Any]]:
     """``fun``'s value and its gradient with respect to the ``argnums`` arguments."""
     check_callable(fun, "value_and_grad", "pass the function to differentiate: "
                    "value_and_grad(f)(*args)")
@@ -302,7 +305,8 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, allow_int: bool = Fals
     return value_and_grad_f
 
 
-def grad(fun, argnums=0, has_aux: bool = False, allow_int: bool = False):
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         allow_int: bool = False) -> Callable[..., Any]:
     """The gradient of scalar-valued ``fun`` with respect to its ``argnums`` arguments."""
     check_callable(fun, "grad", "pass the function to differentiate: grad(f)(*args)")
     vg = value_and_grad(fun, argnums, has_aux, allow_int)

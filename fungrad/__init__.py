@@ -65,6 +65,7 @@ from fungrad.devices import (  # noqa: E402
     local_devices,
     process_count,
     process_index,
+    process_indices,
 )
 from fungrad.dtypes import float0  # noqa: E402
 from fungrad.lowering.cpu import CompileError  # noqa: E402
@@ -101,6 +102,7 @@ __all__ = [
     "explain_cache_misses", "flatten_util", "float0", "grad", "hessian", "jacfwd", "jacobian",
     "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "local_device_count",
     "local_devices", "make_jaxpr", "named_call", "named_scope", "nn", "numpy",
-    "print_environment_info", "process_count", "process_index", "pure_callback", "random", "remat",
+    "print_environment_info", "process_count", "process_index", "process_indices",
+    "pure_callback", "random", "remat",
     "scipy", "stop_gradient", "tree", "tree_util", "typeof", "value_and_grad", "vjp", "vmap",
 ]

@@ -317,3 +317,4 @@ def test_small_top_level_names(capsys):
     fg.print_environment_info()
     assert capsys.readouterr().out == text
     assert fg.float0.itemsize == 0
+    assert fg.process_indices() == [0]

@@ -8,8 +8,9 @@ rational approximation, and ``log_ndtr`` uses an asymptotic series for very nega
 it stays finite where ``log(ndtr(x))`` would underflow to ``-inf``.
 
 The incomplete gamma and beta functions, ``i0e``/``i1e`` and the Hurwitz ``zeta`` are the
-``fungrad.lax`` functions of the same family (``lax.igamma``, ...). The iterative functions
-here (``expn``/``exp1``/``expi``, ``hyp1f1``, ``hyp2f1``, ``dawsn``, ``fresnel``, ``sici``) sum
+``fungrad.lax`` functions of the same family (``lax.igamma``, ...). The series families live
+in ``_special_series`` and ``_special_integrals`` and are re-exported here; the iterative ones
+(``expn``/``exp1``/``expi``, ``hyp1f1``, ``hyp2f1``, ``dawsn``, ``fresnel``, ``sici``) sum
 their series or continued fractions in a ``while_loop`` that freezes each element once it has
 converged (``lax.special.iterate_elementwise``), so vmap matches a Python loop; their
 derivatives are closed-form ``custom_jvp`` rules (a while_loop has no reverse mode). Functions

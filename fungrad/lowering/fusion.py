@@ -380,10 +380,17 @@ class Planner:
         self.origins = []
 
     def _reads_any(self, t: Tensor, group) -> bool:
-        # conservative: would t's element read a buffer one of the group writes?
+        # conservative: would t's element read a buffer one of the group writes? (True where
+        # building it would store a tensor first: t then gets a kernel of its own)
         written = {g.buffer for g in group}
         probe = [self.ctx.index(Var(n)) for n in t.shape]
-        return bool(_loaded_buffers([t.at(probe)]) & written)
+        saved, K._on_read[0] = K._on_read[0], self._recompute_guard()
+        try:
+            return bool(_loaded_buffers([t.at(probe)]) & written)
+        except K.StoreFirst:
+            return True
+        finally:
+            K._on_read[0] = saved
 
     def _schedule(self, group: list[Tensor]) -> None:
         if 0 in group[0].shape:  # nothing to store: no kernel, its elements are never built
@@ -426,8 +433,10 @@ class Planner:
 
     def _guarded(self, build):
         """``build()`` (which builds a kernel's expressions), raising :class:`StoreFirst` for a
-        reduction tensor that the kernel asks for at a second index and that can still be
-        stored first (see ``kernel.StoreFirst``): a reduction is computed once per element."""
+        tensor that can still be stored first (see ``kernel.StoreFirst``) when the kernel asks
+        for a reduction's element at a second index (a reduction is computed once per
+        element), or for any tensor's element at so many indices that recomputing it at each
+        passes :data:`RECOMPUTE_BOUND` (:meth:`_recompute_guard`)."""
         asked: dict = {}
         ready = [b for b in self.buffers if b.ready]
         if ready != self._ready[0]:  # an element memoised since may inline a stored tensor
@@ -437,13 +446,58 @@ class Planner:
         def note(t: Tensor, idx: tuple) -> None:
             first = asked.setdefault(t, idx)
             if (first is not idx and any(a is not b for a, b in zip(first, idx))
-                    and (t.buffer is None or any(p is t for p in self.pending))):
+                    and self._storable(t)):
                 raise K.StoreFirst(t)
         saved, self.ctx.on_reduce = self.ctx.on_reduce, note
+        saved_read, K._on_read[0] = K._on_read[0], self._recompute_guard()
         try:
             return build()
         finally:
             self.ctx.on_reduce = saved
+            K._on_read[0] = saved_read
+
+    def _storable(self, t: Tensor) -> bool:
+        """Whether ``t`` may still be stored before the kernel being built: not stored yet, or
+        pending (not a member of the group being built)."""
+        return t.buffer is None or any(p is t for p in self.pending)
+
+    def _recompute_guard(self):
+        """A read hook (``kernel._on_read``) for one kernel build: it counts the distinct
+        indices each tensor is read at, and raises :class:`StoreFirst` for a tensor that could
+        still be stored once ``(indices - 1) * cost`` of its element passes
+        :data:`RECOMPUTE_BOUND`. An elementwise producer read at one index (the common fusion)
+        is never stored; one read at ``i`` and ``i - 2**k`` by each level of a log-depth chain
+        is, before the recomputed expression doubles again (it doubled per level: the
+        derivative of a 300-element cumprod built one kernel of 150000 nodes).
+
+        An index that differs from one seen before only where either has a reduction's
+        variable (``y[i, r]`` in a row sum, ``y[i, j]`` beside it: softmax, a normalisation)
+        does not count: the row pattern stays one kernel, and cannot grow exponentially (each
+        reduction is computed at one index, :meth:`_guarded`)."""
+        indices: dict = {}  # tensor -> (distinct indices in order, the same as a set, count)
+        costs: dict = {}  # tensor -> recompute cost of one element
+
+        def read(t: Tensor, idx: tuple) -> None:
+            seen = indices.get(t)
+            if seen is None:
+                indices[t] = ([idx], {idx}, [0])
+                return
+            order, distinct, counted = seen
+            if idx in distinct:
+                return
+            along = any(_along_reduction(s, idx) for s in order[:_ALONG_SCAN])
+            order.append(idx)
+            distinct.add(idx)
+            if along:
+                return
+            counted[0] += 1
+            cost = costs.get(t)
+            if cost is None:
+                elem = t.memo.get(order[0])
+                cost = costs[t] = 0 if elem is None else _recompute_cost(elem, RECOMPUTE_BOUND)
+            if counted[0] * cost > RECOMPUTE_BOUND and self._storable(t):
+                raise K.StoreFirst(t)
+        return read
 
     # one value per float sum: a reduction computed by two kernels may be rounded differently
     # by each (vectorised in another order, an optimised and a cold module), and a comparison
@@ -613,6 +667,44 @@ class Planner:
                 if t is not None and t.buffer is None and t not in bad:
                     bad.append(t)
         return bad
+
+
+#: The most operations (``_OP_COST`` units: a transcendental is 20) one kernel may spend
+#: recomputing an element of a tensor at indices other than the first it reads it at; past it
+#: the tensor is stored by an earlier kernel (:meth:`Planner._recompute_guard`). Two cheap
+#: reads (``x[1:] - x[:-1]`` of ``tanh(a) * b``) stay fused; a stencil of 9 reads of a tanh
+#: does not.
+RECOMPUTE_BOUND = 64
+
+
+_ALONG_SCAN = 8  # indices compared by _along_reduction per new index (they are few)
+
+
+def _along_reduction(a: tuple, b: tuple) -> bool:
+    """Whether index tuples ``a`` and ``b`` differ only in components where one of them is a
+    reduction's variable (a row read along the reduced axis and elementwise)."""
+    return all(x is y or (x.op == "idx" and x.attr.bound) or (y.op == "idx" and y.attr.bound)
+               for x, y in zip(a, b))
+
+
+def _recompute_cost(elem: Expr, bound: int) -> int:
+    """The cost of computing ``elem`` again (more than ``bound`` once known to pass it):
+    its distinct nodes weighed by ``_OP_COST``; index arithmetic, loads and constants are
+    free (a view of a stored array costs nothing), and a reduction counts as one node (one
+    read at another index is stored first anyway, :meth:`Planner._guarded`)."""
+    total, seen, stack = 0, set(), [elem]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if e.dtype != K.INDEX and e.op != "load":
+            total += _OP_COST.get(e.op, 1)
+            if total > bound:
+                return total
+        if e.op != "reduce":
+            stack.extend(e.args)
+    return total
 
 
 def _placement_chain(e: Expr, chain: dict) -> tuple[Var, ...]:

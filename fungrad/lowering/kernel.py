@@ -54,14 +54,16 @@ OPS = UNARY | BINARY | COMPARE | frozenset({
 
 
 class Var:
-    """A loop variable: ``0 <= var < extent``. Kernel loops and reduction loops bind them."""
+    """A loop variable: ``0 <= var < extent``. Kernel loops and reduction loops bind them
+    (``bound``: a reduction's, made by :meth:`Ctx.reduce`)."""
 
-    __slots__ = ("id", "extent")
+    __slots__ = ("id", "extent", "bound")
     _ids = itertools.count()
 
-    def __init__(self, extent: int):
+    def __init__(self, extent: int, bound: bool = False):
         self.id = next(Var._ids)
         self.extent = int(extent)
+        self.bound = bound
 
     def __repr__(self):
         return f"v{self.id}<{self.extent}>"
@@ -125,6 +127,9 @@ class Reduction:
 _building: list = []  # (tensor, index) whose element is being built, innermost last; compiles
 #                       are serial
 _generation = [0]  # bumped by the planner before each kernel is built: element memos are per build
+#: while the planner builds a kernel: ``hook(tensor, index)``, called for every element read of
+#: a tensor not yet in memory (memoised or not); it may raise :class:`StoreFirst`
+_on_read: list = [None]
 
 
 def new_generation() -> None:
@@ -136,10 +141,14 @@ def new_generation() -> None:
 
 
 class StoreFirst(Exception):  # noqa: N818 -- a request to the planner, not an error
-    """Raised while a kernel is built when a reduction tensor the planner may still store is
-    asked for at a second index (:attr:`Ctx.on_reduce`): each index would be a copy of the
-    reduction's loop and body, and copies inside copies grow exponentially (the gradient of
-    an unrolled 3x3 solve built 200000 nodes). The planner stores it first and builds again."""
+    """Raised while a kernel is built when a tensor the planner may still store is asked for
+    at another index and recomputing it there costs too much: a reduction at a second index
+    (:attr:`Ctx.on_reduce`), where each index would be a copy of the reduction's loop and body
+    and copies inside copies grow exponentially (the gradient of an unrolled 3x3 solve built
+    200000 nodes); any other tensor whose element, recomputed at each index it is read at,
+    passes a bound (:data:`_on_read`; the derivative of a cumulative product reads each level
+    of a log-depth chain at ``i`` and ``i - 2**k``, doubling the expression per level). The
+    planner stores it first and builds again."""
 
     def __init__(self, tensor):
         super().__init__(tensor)
@@ -176,6 +185,9 @@ class Tensor:
         if len(idx) != len(self.shape):
             raise ValueError(f"lowering: {self.origin or 'tensor'} of shape {self.shape} indexed "
                              f"with {len(idx)} indices")
+        hook = _on_read[0]
+        if hook is not None:
+            hook(self, idx)
         if self.gen != _generation[0]:
             self.memo, self.gen = {}, _generation[0]
         e = self.memo.get(idx)
@@ -380,7 +392,7 @@ class Ctx:
             raise ValueError(f"unknown reduction {op!r}")
         if _building and self.on_reduce is not None:
             self.on_reduce(*_building[-1])
-        vars_ = tuple(Var(n) for n in extents)
+        vars_ = tuple(Var(n, bound=True) for n in extents)
         value = body(*[self.index(v) for v in vars_])
         out_dtype = INDEX if op in ("argmax", "argmin") else value.dtype
         e = self.node("reduce", (value,), out_dtype, Reduction(op, vars_))

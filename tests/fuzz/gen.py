@@ -34,9 +34,8 @@ MAX_OPS = 7
 # class, so the CI test stays green; remove an entry when its fix lands (issue 15's list was
 # excluded this way while it was being fixed; all of it is fixed now). Each key is checked by
 # name in this module or in check.py.
-KNOWN_ISSUES = {
-    # Found by this fuzzer (tests/fuzz/found.md), not fixed yet:
-    "cumulative_grad_blowup": "found.md #2: jit(grad) of a long cumprod: exponential compile",
+KNOWN_ISSUES: dict[str, str] = {
+    # Found by this fuzzer (tests/fuzz/found.md), not fixed yet: none today.
 }
 
 

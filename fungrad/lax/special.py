@@ -424,8 +424,12 @@ def igamma_grad_a(a, x):
 def random_gamma_grad(a, x):
     """``dx/da`` for a Gamma(a, 1) sample ``x`` held at a fixed quantile (the implicit
     reparameterization gradient of ``random.gamma``): ``-(dP/da) / (dP/dx)``."""
+    # One home: random.gamma's own implicit gradient (a series and a continued fraction
+    # evaluated in a way that stays accurate where -(dP/da)/(dP/dx) cancels, and is 0 at
+    # x = 0 as in JAX).
+    from fungrad.random_gamma import random_gamma_grad as impl
     a, x = _float_operands("random_gamma_grad", a, x)
-    return ew.neg(ew.div(_igamma_grad_a_value(a, x), _igamma_dx(a, x)))
+    return impl(a, x)
 
 
 # -- incomplete beta ---------------------------------------------------------------------------

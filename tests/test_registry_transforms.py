@@ -30,6 +30,7 @@ import pytest
 import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad import core, lax, tree_util
+from fungrad.ad_checkpoint import checkpoint_name
 from fungrad.array import Array
 from fungrad.lax.indexing import GatherDimensionNumbers as GDN
 from fungrad.lax.indexing import ScatterDimensionNumbers as SDN
@@ -237,6 +238,9 @@ SAMPLES = {
     "sqrt": _unary(lax.sqrt, lambda r: _unif(r, 0.2, 3)),
     "square": _unary(lax.square, lambda r: _unif(r, -2, 2)),
     "stop_gradient": _unary(lax.stop_gradient, lambda r: _unif(r, -2, 2)),
+    "name": _unary(lambda x: checkpoint_name(x, "h"), lambda r: _unif(r, -2, 2)),
+    "reduce_precision": _unary(lambda x: lax.reduce_precision(x, 11, 44),
+                               lambda r: _unif(r, -2, 2)),
     "tan": _unary(lax.tan, lambda r: _unif(r, -1.2, 1.2)),
     "tanh": _unary(lax.tanh, lambda r: _unif(r, -2, 2)),
     "convert_element_type": _unary(lambda x: lax.convert_element_type(x, np.float32),

@@ -23,7 +23,9 @@ from fungrad.array import Array
 from fungrad.numpy import indexing, linear, logic, reductions, ufuncs
 
 # The operand types operators accept (as jax.Array: Python scalars, numpy values, arrays).
-_ACCEPTED = (bool, int, float, np.generic, np.ndarray, Array, core.Tracer)
+# Array last: isinstance(x, Array) calls Array's metaclass (true for tracers) unless x is
+# exactly an Array, and the other types answer first.
+_ACCEPTED = (bool, int, float, np.generic, np.ndarray, core.Tracer, Array)
 # Containers are rejected outright by comparisons (== would otherwise compare identities).
 _REJECTED_EQ = (list, tuple, dict, set)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 import math
 import operator
+from typing import TypeVar
 
 import numpy as np
 
@@ -1240,7 +1241,10 @@ stop_gradient_p = standard_primitive(
     "stop_gradient", _stop_gradient_impl, _stop_gradient_abstract_eval)
 
 
-def stop_gradient(x):
+_T = TypeVar("_T")
+
+
+def stop_gradient(x: _T) -> _T:
     """The identity on each array of the pytree ``x``, which autodiff treats as a constant:
     no gradient flows through it."""
     return tree_util.tree_map(lambda leaf: stop_gradient_p.bind(operand(leaf, "stop_gradient")),

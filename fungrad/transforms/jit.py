@@ -38,6 +38,7 @@ import logging
 import threading
 import warnings
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 
@@ -913,7 +914,7 @@ _NOT_SPECIFIED = _NotSpecified()
 
 
 def jit(fun=_NOT_SPECIFIED, *, static_argnums=(), static_argnames=(), donate_argnums=(),
-        donate_argnames=(), backend=None):
+        donate_argnames=(), backend=None) -> Any:
     """Compile ``fun`` to one native function per signature (``jax.jit``).
 
     Args:

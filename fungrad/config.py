@@ -48,6 +48,24 @@ _OPTIONS = {
     # The platforms computations may use: fungrad computes on the CPU, and on the GPU only
     # where jit(f, backend="gpu") asks for it, so only "cpu" (or nothing) is accepted.
     "platforms": None,
+    # Raise FloatingPointError naming the first primitive whose floating output holds a NaN
+    # (debug_nans) or an infinity (debug_infs): checked after every eager primitive; a jitted
+    # function's outputs are checked and, when one is bad, the function is run again eagerly
+    # to find the primitive (as JAX does).
+    "debug_nans": False,
+    "debug_infs": False,
+    # Implicit rank promotion in fungrad.numpy's binary operators (adding a (3,) array to a
+    # (2, 3) one): "allow" (numpy's rule), "warn" (a UserWarning) or "raise" (ValueError).
+    # 0-d operands never count.
+    "numpy_rank_promotion": "allow",
+}
+
+# Derived flags the hot paths read as one attribute (kept up to date by Config.__setattr__):
+#   eager_checks: some check runs after each eager primitive;
+#   jit_general_only: jitted calls must take the general (checked / plain Python) path.
+_DERIVED = {
+    "eager_checks": ("check_impl_avals", "debug_nans", "debug_infs"),
+    "jit_general_only": ("disable_jit", "debug_nans", "debug_infs"),
 }
 
 # JAX's option names -> fungrad's.
@@ -59,6 +77,9 @@ _ALIASES = {
     "jax_platforms": "platforms",
     "jax_platform_name": "platforms",
     "jax_explain_cache_misses": "explain_recompiles",
+    "jax_debug_nans": "debug_nans",
+    "jax_debug_infs": "debug_infs",
+    "jax_numpy_rank_promotion": "numpy_rank_promotion",
 }
 
 # JAX's accepted values of jax_default_matmul_precision.
@@ -104,6 +125,9 @@ def _check_value(name: str, value, where: str) -> None:
     if name == "default_matmul_precision" and value not in _PRECISIONS:
         raise ValueError(f"{where}: default_matmul_precision must be one of "
                          f"{', '.join(map(repr, _PRECISIONS))}; got {value!r}")
+    if name == "numpy_rank_promotion" and value not in ("allow", "warn", "raise"):
+        raise ValueError(f"{where}: numpy_rank_promotion must be 'allow', 'warn' or 'raise'; "
+                         f"got {value!r}")
     if name == "platforms" and value not in (None, "", "cpu"):
         raise ValueError(f"{where}: platforms={value!r}: fungrad computes on the CPU (jit(f, "
                          "backend='gpu') runs one function on the GPU), so only 'cpu' is "
@@ -116,6 +140,12 @@ class Config:
     def __init__(self):
         for name, default in _OPTIONS.items():
             setattr(self, name, _from_env(name, default))
+
+    def __setattr__(self, name: str, value) -> None:
+        object.__setattr__(self, name, value)
+        for flag, sources in _DERIVED.items():
+            if name in sources:
+                object.__setattr__(self, flag, any(getattr(self, s, False) for s in sources))
 
     def update(self, name: str, value) -> None:
         """Set option ``name`` (JAX's ``jax.config.update``; JAX's ``jax_*`` names work too)."""

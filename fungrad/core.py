@@ -401,8 +401,11 @@ class EvalTrace(Trace):
         # operation, shapes and dtypes), never numpy's, and the impl only sees valid input.
         out_avals = cached_abstract_eval(primitive, tuple(avals), params)
         out = primitive.impl(*vals, **params)
-        if config.check_impl_avals:
-            _check_impl_avals(primitive, out, out_avals, params)
+        if config.eager_checks:  # check_impl_avals, debug_nans or debug_infs
+            if config.check_impl_avals:
+                _check_impl_avals(primitive, out, out_avals, params)
+            if config.debug_nans or config.debug_infs:
+                check_nans_infs(primitive.name, out if primitive.multiple_results else [out])
         if primitive.multiple_results:
             return [array_type.from_impl(o, a) for o, a in zip(out, out_avals)]
         return array_type.from_impl(out, out_avals)
@@ -429,6 +432,29 @@ def cached_abstract_eval(primitive, avals, params):
             _abstract_eval_cache.clear()
         _abstract_eval_cache[key] = out
     return out
+
+
+def check_nans_infs(where: str, values) -> None:
+    """With ``debug_nans`` / ``debug_infs`` on: FloatingPointError when a floating value in
+    ``values`` (numpy arrays) holds a NaN / an infinity, naming ``where`` (a primitive, or a
+    jitted function), the value's type and the first bad index."""
+    for i, v in enumerate(values):
+        v = np.asarray(v)
+        if v.dtype.kind != "f" or v.size == 0:
+            continue
+        for on, kind, test in ((config.debug_nans, "nan", np.isnan),
+                               (config.debug_infs, "inf", np.isinf)):
+            if not on:
+                continue
+            bad = test(v)
+            if bad.any():
+                first = tuple(int(j) for j in np.argwhere(bad)[0])
+                out = f"output {i} " if len(values) > 1 else "output "
+                raise FloatingPointError(
+                    f"invalid value ({kind}) encountered in {where}: {out}"
+                    f"{ShapedArray(v.shape, v.dtype).str_short()} holds {int(bad.sum())} "
+                    f"{kind} value(s), the first at index {first}. (debug_{kind}s is on: "
+                    f"fungrad.config.update('debug_{kind}s', False) turns the check off.)")
 
 
 def _check_impl_avals(primitive, out, out_avals, params):

@@ -77,3 +77,57 @@ def test_custom_vjp_call_outside_transforms_returns_an_array():
     f.defvjp(lambda x: (x * 2.0, None), lambda r, g: (g * 2.0,))
     out = f(1.5)
     assert isinstance(out, fg.Array) and float(out) == 3.0
+
+
+# -- JAX's debugging options: debug_nans, debug_infs, numpy_rank_promotion --------------------
+
+def _log_twice(x):
+    return fnp.log(x) * 2.0
+
+
+@pytest.mark.parametrize("name", ["debug_nans", "jax_debug_nans"])
+def test_debug_nans_names_the_primitive_eagerly_under_jit_and_grad(name):
+    x = fnp.array([1.0, -1.0])
+    try:
+        fg.config.update(name, True)
+        for fun in (_log_twice, fg.jit(_log_twice), fg.grad(lambda v: fnp.sum(_log_twice(v)))):
+            with pytest.raises(FloatingPointError, match=r"nan\) encountered in log.*index \(1,\)"):
+                fun(x)
+        # jit says it ran the function again without jit to find the primitive.
+        with pytest.raises(FloatingPointError, match=r"jit\(_log_twice\).*again without jit"):
+            fg.jit(_log_twice)(x)
+        # Clean values pass, through the compiled and the eager paths.
+        np.testing.assert_allclose(np.asarray(fg.jit(_log_twice)(fnp.array([1.0, 2.0]))),
+                                   2 * np.log([1.0, 2.0]), rtol=1e-6)
+    finally:
+        fg.config.update(name, False)
+    assert np.isnan(np.asarray(fg.jit(_log_twice)(x))[1])  # off again: no check
+
+
+def test_debug_infs_and_the_context_managers():
+    with fg.debug_infs(True):
+        assert fg.config.read("jax_debug_infs") is True
+        with pytest.raises(FloatingPointError, match=r"inf\) encountered in div"):
+            fg.jit(lambda v: 1.0 / v)(fnp.zeros(2))
+        with pytest.raises(FloatingPointError, match="inf"):
+            fnp.exp(fnp.array([100.0]))
+    assert fg.config.debug_infs is False
+    with fg.debug_nans(True):
+        # An infinity is not a NaN.
+        assert float(fnp.exp(fnp.array(100.0))) == np.inf
+
+
+def test_numpy_rank_promotion_raise_and_warn():
+    a, b = fnp.ones(3), fnp.ones((2, 3))
+    with fg.numpy_rank_promotion("raise"):
+        with pytest.raises(ValueError, match=r"add: operands of shapes \(3,\) and \(2, 3\).*"
+                                             "rank promotion"):
+            a + b
+        assert (a + 1.0).shape == (3,)            # 0-d operands never count
+        assert (b * fnp.ones((1, 3))).shape == (2, 3)  # same rank broadcasting is fine
+    with fg.numpy_rank_promotion("warn"):
+        with pytest.warns(UserWarning, match="rank promotion"):
+            assert (a * b).shape == (2, 3)
+    assert (a + b).shape == (2, 3)  # "allow", the default, again
+    with pytest.raises(ValueError, match="numpy_rank_promotion must be"):
+        fg.config.update("jax_numpy_rank_promotion", "sometimes")

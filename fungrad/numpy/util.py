@@ -10,6 +10,7 @@ import numpy as np
 
 from fungrad import core, dtypes, lax
 from fungrad.array import Array, is_concrete_array
+from fungrad.config import config
 
 _SCALAR_TYPES = (bool, int, float)
 # Array last: isinstance(x, Array) calls Array's metaclass (true for tracers) unless x is
@@ -205,6 +206,19 @@ def broadcast_to_shape(x, shape, fun_name: str = "broadcast_to"):
     return lax.broadcast_in_dim(x, shape, tuple(range(nlead, len(shape))))
 
 
+def _rank_promotion(fun_name: str, shapes) -> None:
+    """``numpy_rank_promotion`` is "warn" or "raise" and operands of different ranks meet."""
+    msg = (f"{fun_name}: operands of shapes {' and '.join(str(tuple(s)) for s in shapes)} "
+           "would broadcast by adding leading axes (implicit rank promotion), which the "
+           f"option numpy_rank_promotion={config.numpy_rank_promotion!r} forbids. Add the axes "
+           "explicitly (x[None, :], fnp.expand_dims, reshape), or allow it with "
+           "fungrad.config.update('numpy_rank_promotion', 'allow').")
+    if config.numpy_rank_promotion == "raise":
+        raise ValueError(msg)
+    import warnings
+    warnings.warn(msg, UserWarning, stacklevel=4)
+
+
 def promote_shapes(fun_name: str, *args):
     """Broadcast non-scalar args to their common shape (0-d args are left for lax to broadcast).
     A mismatch is a TypeError, as in JAX (``jnp.ones(3) + jnp.ones(4)``)."""
@@ -212,6 +226,8 @@ def promote_shapes(fun_name: str, *args):
     nonscalar = [s for s in shapes if s]
     if all(s == nonscalar[0] for s in nonscalar):  # equal shapes, 0-d ones broadcast in lax
         return list(args)
+    if config.numpy_rank_promotion != "allow" and len({len(s) for s in nonscalar}) > 1:
+        _rank_promotion(fun_name, nonscalar)
     result = broadcast_shapes(*shapes, fun_name=fun_name, error=TypeError)
     return [a if (not a.shape and result) else broadcast_to_shape(a, result, fun_name)
             for a in args]

@@ -733,6 +733,9 @@ class _JitFunction:
             return tree_util.tree_unflatten(traced.out_tree, outs)
         exe = self.executable(traced)
         outs = exe.call(leaves)
+        if config.debug_nans or config.debug_infs:
+            self.check_outputs(args, kwargs, outs)
+            return tree_util.tree_unflatten(traced.out_tree, outs)
         donated = self.donated_leaves(c)
         for i in donated:
             if type(c.leaves[i]) is Array:
@@ -749,6 +752,29 @@ class _JitFunction:
                         traced.out_tree
                     self.fast_trees[config.enable_x64][key] = (exe.call, tree)
         return tree_util.tree_unflatten(traced.out_tree, outs)
+
+    def check_outputs(self, args, kwargs, outs):
+        """debug_nans / debug_infs: when an output of the compiled function holds a NaN or an
+        infinity, run the function again eagerly (as if not jitted), whose per-primitive
+        checks name the primitive that made it; if that run stays clean (the compiled code
+        and the eager one differ), say so."""
+        try:
+            core.check_nans_infs(f"jit({self.name})", [np.asarray(o) for o in outs])
+        except FloatingPointError as compiled_error:
+            saved = config.disable_jit
+            config.disable_jit = True
+            try:
+                self.fun(*args, **kwargs)  # raises FloatingPointError at the primitive
+            except FloatingPointError as eager_error:
+                raise FloatingPointError(
+                    f"{compiled_error} Running {self.name} again without jit to find where: "
+                    f"{eager_error}") from None
+            finally:
+                config.disable_jit = saved
+            raise FloatingPointError(
+                f"{compiled_error} Running {self.name} again without jit, to find the "
+                "primitive, produced no invalid value: the compiled code and the eager "
+                "evaluation differ here (please report it).") from None
 
     def remember(self, c: _Call, exe, traced: _Traced, avals):
         """Enter a top-level call whose dynamic arguments are all Arrays (no pytrees, no
@@ -966,7 +992,7 @@ def jit(fun=_NOT_SPECIFIED, *, static_argnums=(), static_argnames=(), donate_arg
         def jitted(*args, **kwargs):
             # The hot path with static or donated arguments: the key holds each static value
             # (with its type) and each dynamic Array's aval.
-            if type(state.trace) is EvalTrace and not kwargs and not cfg.disable_jit:
+            if type(state.trace) is EvalTrace and not kwargs and not cfg.jit_general_only:
                 n = len(args)
                 layout = layouts.get(n)
                 if layout is not None:
@@ -992,7 +1018,7 @@ def jit(fun=_NOT_SPECIFIED, *, static_argnums=(), static_argnames=(), donate_arg
             # The hot path: Arrays only, no transform active, a signature seen before. A
             # one-argument function first compares the aval with the last one by identity,
             # skipping the dict's (Python-level) ShapedArray hash.
-            if type(state.trace) is EvalTrace and not kwargs and not cfg.disable_jit:
+            if type(state.trace) is EvalTrace and not kwargs and not cfg.jit_general_only:
                 x64 = config.enable_x64
                 try:
                     if len(args) == 1:

@@ -432,6 +432,8 @@ class TapeTrace(core.Trace):
                 entry = _new_linearized(key)
             except TypeError:  # unhashable params
                 entry = _GENERAL
+            if config.eager_checks and (config.debug_nans or config.debug_infs):
+                entry = _GENERAL  # every primitive binds eagerly, where the checks run
         if not any_node or entry is _GENERAL:
             state = core._state
             prev = state.trace

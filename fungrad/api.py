@@ -662,6 +662,9 @@ enable_checks = State("check_impl_avals", "jax_enable_checks", True)
 default_matmul_precision = State("default_matmul_precision", "jax_default_matmul_precision",
                                  None)
 explain_cache_misses = State("explain_recompiles", "jax_explain_cache_misses", True)
+debug_nans = State("debug_nans", "jax_debug_nans", True)
+debug_infs = State("debug_infs", "jax_debug_infs", True)
+numpy_rank_promotion = State("numpy_rank_promotion", "jax_numpy_rank_promotion", None)
 
 
 def disable_jit(disable: bool = True):

@@ -349,7 +349,8 @@ def _as_vmap_value(x, name: str, path: str):
                         "(functools.partial)") from None
 
 
-def vmap(fun: _F, in_axes=0, out_axes=0, axis_size=None) -> _F:
+def vmap(fun: _F, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
+         spmd_axis_name=None, sum_match: bool = False) -> _F:
     """Vectorise ``fun`` over a leading (or ``in_axes``) array axis, as ``jax.vmap``.
 
     ``in_axes``: an int, None (argument not mapped) or a pytree prefix of the positional
@@ -359,6 +360,13 @@ def vmap(fun: _F, in_axes=0, out_axes=0, axis_size=None) -> _F:
     when no argument is mapped. Keyword arguments are mapped along axis 0, as in JAX (close
     over a value to pass it unmapped). Errors name the function's parameters and the pytree
     path of the leaf (``argument params['w']``).
+
+    ``axis_name`` (any hashable) names the mapped axis for the collectives of
+    :mod:`fungrad.lax` (``psum``, ``pmean``, ``all_gather``, ``axis_index``...) called inside
+    ``fun``. ``spmd_axis_name`` only places the mapped axis on mesh axes of a sharded
+    computation; fungrad runs on one device, so it has no effect on values and is accepted for
+    JAX's signature. ``sum_match=True`` sums an output over the mapped axis where its
+    ``out_axes`` is None and it is batched (instead of raising).
     """
     from fungrad.transforms.vmap import bdim_at_front, moveaxis, vmap_flat
 
@@ -374,6 +382,12 @@ def vmap(fun: _F, in_axes=0, out_axes=0, axis_size=None) -> _F:
     if axis_size is not None and not (_is_axis(axis_size) and axis_size >= 0):
         raise TypeError(f"vmap({name}): axis_size must be a non-negative int or None, got "
                         f"{axis_size!r}")
+    if axis_name is not None:
+        try:
+            hash(axis_name)
+        except TypeError:
+            raise TypeError(f"vmap({name}): axis_name must be hashable (a string, say), got "
+                            f"{axis_name!r}") from None
     sig = Signature(fun)
 
     @functools.wraps(fun)
@@ -430,20 +444,23 @@ def vmap(fun: _F, in_axes=0, out_axes=0, axis_size=None) -> _F:
             return [_as_vmap_value(o, name, p)
                     for o, p in zip(out_leaves, _leaf_paths(out_tree, "output"))]
 
-        outs, out_dims = vmap_flat(flat_fun, size, flat, dims)
+        outs, out_dims = vmap_flat(flat_fun, size, flat, dims, axis_name=axis_name)
         out_tree = out_tree_store[0]
         oaxes: list = []
         _broadcast_axes(name, "out_axes", out_axes, "out_axes", out_tree, "output", oaxes)
         return tree_util.tree_unflatten(out_tree, [
-            _place_output(name, o, d, oa, path, size, bdim_at_front, moveaxis)
+            _place_output(name, o, d, oa, path, size, bdim_at_front, moveaxis, sum_match)
             for o, d, oa, path in zip(outs, out_dims, oaxes, _leaf_paths(out_tree, "output"))])
 
     return vmap_f
 
 
-def _place_output(name, o, d, oa, path, size, bdim_at_front, moveaxis):
+def _place_output(name, o, d, oa, path, size, bdim_at_front, moveaxis, sum_match=False):
     """Output ``o`` (batched along ``d``, or None) with its mapped axis at ``oa``."""
     if oa is None:
+        if d is not None and sum_match:
+            from fungrad import lax
+            return lax.reduce_sum(o, (d,))
         if d is not None:
             raise ValueError(f"vmap({name}) has out_axes None for {path}, which is batched (it "
                              "depends on a mapped input); give it an int out_axes")

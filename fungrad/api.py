@@ -349,7 +349,7 @@ def _as_vmap_value(x, name: str, path: str):
                         "(functools.partial)") from None
 
 
-def vmap(fun: _F, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
+def vmap(fun: _F, in_axes: Any = 0, out_axes: Any = 0, axis_name=None, axis_size=None,
          spmd_axis_name=None, sum_match: bool = False) -> _F:
     """Vectorise ``fun`` over a leading (or ``in_axes``) array axis, as ``jax.vmap``.
 

@@ -10,10 +10,15 @@ size depends on the data and so needs a concrete input or a static ``size=`` arg
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any, overload
 
 from fungrad import dtypes, lax
 from fungrad.lax import GatherScatterMode, ScatterDimensionNumbers
 from fungrad.numpy import index_tricks, indexing, util
+
+if TYPE_CHECKING:
+    from fungrad.array import Array
+    from fungrad.typing import ArrayLike
 
 __all__ = [
     "sort", "argsort", "lexsort", "searchsorted", "partition", "argpartition", "unique",
@@ -345,6 +350,12 @@ def _unique_empty(arr, moved, dim, size, fill_value, return_index, return_invers
 
 # -- searching: where / nonzero / argwhere / flatnonzero / compress / extract -------------
 
+@overload
+def where(condition: ArrayLike, x: None = None, y: None = None, /, *, size: int | None = None,
+          fill_value: Any = None) -> tuple[Array, ...]: ...
+@overload
+def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike, /, *, size: None = None,
+          fill_value: None = None) -> Array: ...
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """``x`` where ``condition`` is true, else ``y`` (broadcast, JAX-promoted); with only
     ``condition``, the same as :func:`nonzero`.

@@ -13,6 +13,11 @@ rules composes into one expression per output element without computing anything
 * inlining it would recompute a reduction: a reduction evaluated inside loops it does not depend
   on (``s[i] * s[j]`` with ``s`` a row sum), or at several indices of one kernel
   (``s[1:] + s[:-1]``), is stored by an earlier kernel instead;
+* any tensor one kernel reads at several indices, once recomputing its element at each passes
+  :data:`RECOMPUTE_BOUND` (a stencil of nine ``tanh(x)`` reads; each level of the log-depth
+  chain in a cumulative product's derivative, read at ``i`` and ``i - 2**k``, whose inlined
+  expression doubled per level) -- but not for reads that differ only by a reduction's
+  variable (a row read elementwise and inside its own sum);
 * it is a float sum or product that two kernels would compute (each might round it its own
   way): the first stores it, the others load it (:meth:`Planner._share`).
 

@@ -183,18 +183,18 @@ def _reduction_batch(prim):
     return rule
 
 
-def _make_reduction(name: str, reduce_name: str):
+def _make_reduction(name: str):
     p = standard_primitive(name, _unbound_impl(name), _reduction_abstract_eval(name),
                            multiple_results=True)
     collective_axes[p] = lambda params: params["axes"]
     batch_rules[p] = _reduction_batch(p)
     _unbound_lowering(p)
-    return p, reduce_name
+    return p
 
 
-psum_p, _ = _make_reduction("psum", "reduce_sum")
-pmax_p, _ = _make_reduction("pmax", "reduce_max")
-pmin_p, _ = _make_reduction("pmin", "reduce_min")
+psum_p = _make_reduction("psum")
+pmax_p = _make_reduction("pmax")
+pmin_p = _make_reduction("pmin")
 collective_rules[psum_p] = _reduction_collective(psum_p, "reduce_sum")
 collective_rules[pmax_p] = _reduction_collective(pmax_p, "reduce_max")
 collective_rules[pmin_p] = _reduction_collective(pmin_p, "reduce_min")
@@ -230,8 +230,10 @@ def _chooser_jvp(prim):
                 continue
             dt = get_aval(x).dtype
             hit = lax.convert_element_type(lax.eq(x, o), dt)
-            num, cnt = psum_p.bind(lax.mul(t, hit), hit, axes=axes,
-                                   axis_index_groups=axis_index_groups)
+            # two binds: the count is known when linearizing, the tangent sum is linear
+            (cnt,) = psum_p.bind(hit, axes=axes, axis_index_groups=axis_index_groups)
+            (num,) = psum_p.bind(lax.mul(t, hit), axes=axes,
+                                 axis_index_groups=axis_index_groups)
             touts.append(lax.div(num, cnt))
         return outs, touts
     jvp_rules[prim] = rule

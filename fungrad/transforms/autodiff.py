@@ -105,7 +105,7 @@ def _unwrap_aux(trace_unpack, aux_leaves):
 
 # -- jvp / linearize ---------------------------------------------------------------------------
 
-def jvp(fun, primals, tangents, has_aux: bool = False):
+def jvp(fun: Callable, primals: Any, tangents: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """Forward mode: ``(fun(*primals), d fun(primals)[tangents])`` (plus aux with has_aux)."""
     check_callable(fun, "jvp", "call jvp(f, primals, tangents) with the function f first")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -143,7 +143,7 @@ def jvp(fun, primals, tangents, has_aux: bool = False):
     return primal_out, tangent_out
 
 
-def linearize(fun, *primals, has_aux: bool = False):
+def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the staged linear map."""
     check_callable(fun, "linearize", "call linearize(f, *primals) with the function f first")
     flat_p, in_tree = tree_util.tree_flatten(primals)
@@ -207,7 +207,7 @@ def _zero_cotangent(aval):
     return jvp_mod.zeros_like_aval(aval.strip_weak_type())
 
 
-def vjp(fun, *primals, has_aux: bool = False):
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """Reverse mode: ``(fun(*primals), vjp_fn)`` where ``vjp_fn(ct)`` returns one cotangent per
     primal (a tuple), each shaped like its primal."""
     check_callable(fun, "vjp", "call vjp(f, *primals) with the function f first")
@@ -356,7 +356,8 @@ def _check_float_inputs(fun_name, leaves):
                             f"sub-dtype of np.floating), but got {x.dtype.name}")
 
 
-def jacrev(fun, argnums=0, has_aux: bool = False):
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0,
+           has_aux: bool = False) -> Callable[..., Any]:
     """The Jacobian of ``fun`` by reverse mode (a vmap of vjps over the output's basis).
     Result: a pytree shaped like the output, whose leaves are pytrees like the argnums
     arguments, each block of shape ``out.shape + in.shape``."""
@@ -404,7 +405,8 @@ def _assemble(blocks, y_tree, in_tree, single_arg: bool):
     return tree_util.tree_unflatten(y_tree, per_out)
 
 
-def jacfwd(fun, argnums=0, has_aux: bool = False):
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0,
+           has_aux: bool = False) -> Callable[..., Any]:
     """The Jacobian of ``fun`` by forward mode (a vmap of jvps over the input's basis); same
     layout as :func:`jacrev`."""
     from fungrad.api import vmap
@@ -456,7 +458,8 @@ def jacfwd(fun, argnums=0, has_aux: bool = False):
     return jacfun
 
 
-def hessian(fun, argnums=0, has_aux: bool = False):
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0,
+            has_aux: bool = False) -> Callable[..., Any]:
     """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
     check_callable(fun, "hessian", "pass the function to differentiate: hessian(f)(*args)")
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)

@@ -155,6 +155,30 @@ def test_mypy_accepts_the_sample_and_flags_the_errors(request, tmp_path):
                              f"unexpected: {sorted(got - expected)}\n{out}")
 
 
+def test_pyright_accepts_the_sample_and_flags_the_errors(tmp_path):
+    """The same two samples under pyright, which infers the return types of unannotated
+    library functions (mypy takes them as Any), so it catches more false errors."""
+    import json
+    import shutil
+    pyright = os.environ.get("FUNGRAD_PYRIGHT") or shutil.which("pyright")
+    if not pyright:
+        pytest.skip("pyright is not installed (npm install -g pyright, or set FUNGRAD_PYRIGHT); "
+                    "the mypy test above checks the same samples")
+    config = tmp_path / "pyrightconfig.json"
+    config.write_text(json.dumps({"extraPaths": [str(ROOT)], "typeCheckingMode": "standard",
+                                  "reportUnusedExpression": False}))
+    proc = subprocess.run(
+        [pyright, "-p", str(config), "--pythonpath", sys.executable, "--outputjson",
+         str(TESTS / "typing_sample.py"), str(TESTS / "typing_sample_errors.py")],
+        capture_output=True, text=True, timeout=300)
+    report = json.loads(proc.stdout)
+    got = {(Path(d["file"]).name, d["range"]["start"]["line"] + 1)
+           for d in report["generalDiagnostics"] if d["severity"] == "error"}
+    expected = {(f, line) for f, line, _ in _marked_errors()}
+    assert got == expected, (f"missing: {sorted(expected - got)}\n"
+                             f"unexpected: {sorted(got - expected)}\n{proc.stdout[:4000]}")
+
+
 def test_sample_runs():
     from tests.typing_sample import main
     main()

@@ -46,6 +46,8 @@ def arithmetic(x: fg.Array) -> fg.Array:
     assert_type(fnp.add(x, 1), fg.Array)
     assert_type(fnp.matmul(x, x), fg.Array)
     assert_type(fnp.dot(x, x), fg.Array)
+    assert_type(fnp.where(x > 1, x, 0.0), fg.Array)
+    assert_type(fnp.where(x > 1), tuple[fg.Array, ...])
     return (x + 1.0) * 2
 
 
@@ -134,9 +136,15 @@ def transforms() -> float:
     value, grads2 = fg.value_and_grad(loss)(params, x)
     step = tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads)
     leaves = tree_util.tree_leaves(step)
+    y, vjp_fn = fg.vjp(fnp.sin, x)
+    (ct,) = vjp_fn(fnp.ones_like(y))
+    primal, tangent = fg.jvp(fnp.cos, (x,), (fnp.ones(3),))
+    jac = fg.jacfwd(fnp.sin)(x) + fg.jacrev(fnp.sin)(x) + fg.hessian(loss, argnums=1)(params, x)
+    both = fg.vmap(lambda a, b: a * b, in_axes=(0, None))(fnp.ones((2, 3)), x)
     rows: fg.Array = per_row(fnp.ones((2, 3)))
     assert_type(rows, fg.Array)
-    out = jitted(x, x) + jitted_static(x, 2) + rows.sum() + value + len(leaves)
+    out = jitted(x, x) + jitted_static(x, 2) + rows.sum() + value + len(leaves) + ct + primal
+    out = out + tangent + jac.sum() + both.sum()
     return float(out.sum()) + float(grads2["w"].sum())
 
 

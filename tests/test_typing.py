@@ -10,6 +10,7 @@ marked errors), and check that tracers are ``fg.Array`` instances, as in JAX.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import os
 import re
@@ -36,6 +37,7 @@ _UNDECLARED = {"__setitem__"}
 
 # -- the TYPE_CHECKING declarations match the installed operators and methods ---------------
 
+@functools.cache
 def _declarations() -> tuple[dict[str, ast.FunctionDef], set[str]]:
     """(methods, properties) declared under ``if TYPE_CHECKING:`` in class Array."""
     tree = ast.parse((ROOT / "fungrad" / "array.py").read_text())

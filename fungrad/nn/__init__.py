@@ -1,10 +1,16 @@
 """``fungrad.nn``: jax.nn's activation functions, softmax family, one_hot and standardize, and
-the weight initializers of ``jax.nn.initializers`` (:mod:`fungrad.nn.initializers`).
+the weight initializers of ``jax.nn.initializers`` (:mod:`fungrad.nn.initializers`), and
+``dot_product_attention`` / ``scaled_matmul`` / ``scaled_dot_general``
+(:mod:`fungrad.nn.attention`).
 
 The functions live in :mod:`fungrad.nn.functions`; ``logsumexp`` is the one from
 :mod:`fungrad.scipy.special`.
 """
 
 from fungrad.nn import initializers  # noqa: F401
+from fungrad.nn.attention import *  # noqa: F401,F403
+from fungrad.nn.attention import __all__ as _attention_all
 from fungrad.nn.functions import *  # noqa: F401,F403
-from fungrad.nn.functions import __all__  # noqa: F401
+from fungrad.nn.functions import __all__ as _functions_all
+
+__all__ = [*_functions_all, *_attention_all]

@@ -21,12 +21,13 @@ import fungrad.numpy as fnp
 from fungrad import dtypes, lax
 from fungrad.numpy import util
 from fungrad.scipy import special
+from fungrad.transforms.custom import custom_jvp
 
 __all__ = [
     "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
     "identity", "leaky_relu", "log_sigmoid", "log_softmax", "logmeanexp", "logsumexp", "mish",
     "one_hot", "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus",
-    "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish",
+    "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh", "log1mexp",
 ]
 
 logsumexp = special.logsumexp
@@ -154,6 +155,26 @@ def mish(x):
     """Mish: ``x * tanh(softplus(x))``."""
     x = _array("mish", x)
     return x * fnp.tanh(softplus(x))
+
+
+tanh = fnp.tanh  # jax.nn.tanh is jax.numpy.tanh
+
+
+@custom_jvp
+def _log1mexp(x):
+    # log(-expm1(-x)) is accurate for small x, log1p(-exp(-x)) for large x; they cross at
+    # log 2 (Maechler's note on log(1 - exp(-a)))
+    return fnp.where(x < np.log(2.0), fnp.log(-fnp.expm1(-x)), fnp.log1p(-fnp.exp(-x)))
+
+
+_log1mexp.defjvps(lambda g, ans, x: g / fnp.expm1(x))
+
+
+def log1mexp(x):
+    """``log(1 - exp(-x))`` for ``x >= 0``, accurate near 0 and for large ``x``
+    (``jax.nn.log1mexp``); its derivative is ``1 / expm1(x)``. NaN for ``x < 0``."""
+    util.check_arraylike("log1mexp", x)
+    return _log1mexp(util.asarray(x))
 
 
 def log_sigmoid(x):

@@ -10,6 +10,7 @@ from fungrad.lax.associative_scan import *  # noqa: F401,F403
 from fungrad.lax.control_flow import *  # noqa: F401,F403
 from fungrad.lax.conv import *  # noqa: F401,F403
 from fungrad.lax.conv_helpers import *  # noqa: F401,F403
+from fungrad.lax.custom_solve import *  # noqa: F401,F403
 from fungrad.lax.dot import *  # noqa: F401,F403
 from fungrad.lax.elementwise import *  # noqa: F401,F403
 from fungrad.lax.indexing import *  # noqa: F401,F403

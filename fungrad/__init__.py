@@ -18,6 +18,7 @@ from fungrad import (  # noqa: E402,F401
     scipy,
     tree,
     tree_util,
+    typing,
 )
 from fungrad.api import (  # noqa: E402
     ShapeDtypeStruct,
@@ -107,6 +108,6 @@ __all__ = [
     "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "local_device_count",
     "local_devices", "make_jaxpr", "named_call", "named_scope", "nn", "numpy",
     "numpy_rank_promotion", "print_environment_info", "process_count", "process_index",
-    "process_indices", "pure_callback", "random", "remat",
-    "scipy", "stop_gradient", "tree", "tree_util", "typeof", "value_and_grad", "vjp", "vmap",
+    "process_indices", "pure_callback", "random", "remat", "scipy", "stop_gradient", "tree",
+    "tree_util", "typeof", "typing", "value_and_grad", "vjp", "vmap",
 ]

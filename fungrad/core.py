@@ -23,7 +23,7 @@ import operator
 import threading
 from collections.abc import Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -311,7 +311,13 @@ def eval_closed_jaxpr_impl(closed: ClosedJaxpr, *values) -> list:
     return [o._value for o in outs]
 
 
-class Tracer:
+if TYPE_CHECKING:  # type checkers see a tracer's operators and methods as Array's
+    from fungrad.array import Array as _TracerBase
+else:
+    _TracerBase = object
+
+
+class Tracer(_TracerBase):
     """A value under a transform. Array methods and operators are installed by fungrad.numpy."""
 
     __slots__ = ("_trace", "__weakref__")

@@ -533,7 +533,7 @@ def tree_structure(tree, is_leaf=None) -> PyTreeDef:
     return tree_flatten(tree, is_leaf)[1]
 
 
-def tree_map(f, tree, *rest, is_leaf=None):
+def tree_map(f, tree, *rest, is_leaf=None) -> Any:
     """Apply ``f`` leafwise; ``rest`` are trees with ``tree``'s structure (or a prefix-compatible
     one: their subtrees at ``tree``'s leaves are passed whole)."""
     leaves, treedef = tree_flatten(tree, is_leaf)
@@ -542,7 +542,7 @@ def tree_map(f, tree, *rest, is_leaf=None):
     return treedef.unflatten(f(*xs) for xs in zip(*all_leaves))
 
 
-def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path: bool = False):
+def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path: bool = False) -> Any:
     """Apply ``f(key_path, leaf, *rest_leaves)`` leafwise (see :func:`tree_map` and
     :func:`tree_flatten_with_path`).
 

@@ -22,11 +22,29 @@ MODULES = [
     ("fungrad.numpy.linalg", "linear algebra"),
     ("fungrad.lax", "primitives' wrappers and control flow"),
     ("fungrad.nn", "neural-network functions"),
+    ("fungrad.nn.initializers", "weight initializers (jax.nn.initializers)"),
     ("fungrad.scipy.special", "special functions"),
+    ("fungrad.scipy.signal", "convolution, correlation and detrending"),
+    ("fungrad.scipy.stats", "summary statistics and kernel density estimation"),
+    *[(f"fungrad.scipy.stats.{d}", f"the {d} distribution") for d in (
+        "bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet", "expon",
+        "gamma", "gennorm", "geom", "gumbel_l", "gumbel_r", "laplace", "logistic",
+        "multinomial", "multivariate_normal", "nbinom", "norm", "pareto", "poisson", "t",
+        "truncnorm", "uniform", "vonmises", "wrapcauchy")],
     ("fungrad.random", "threefry-based random numbers"),
     ("fungrad.tree_util", "pytrees"),
+    ("fungrad.tree", "pytree functions under JAX's short names (`jax.tree`)"),
+    ("fungrad.flatten_util", "a pytree as one flat vector (`ravel_pytree`)"),
     ("fungrad.ad_checkpoint", "rematerialisation"),
+    ("fungrad.debug", "printing and callbacks inside transformed and compiled code"),
+    ("fungrad.experimental", "jax.experimental's names (io_callback)"),
+    ("fungrad.example_libraries.stax",
+     "JAX's example layer library: (init_fun, apply_fun) pairs"),
+    ("fungrad.example_libraries.optimizers",
+     "JAX's example optimizers: (init_fun, update_fun, get_params) triples"),
+    ("fungrad.typing", "type annotations (jax.typing)"),
     ("fungrad.testing", "numerical derivative checks"),
+    ("fungrad.test_util", "JAX's derivative-check spellings (jax.test_util)"),
     ("fungrad.testing.strategies", "hypothesis strategies (needs hypothesis)"),
 ]
 
@@ -55,6 +73,8 @@ def summary(obj) -> str:
         return doc.strip().splitlines()[0] if doc.strip() else ""
     if isinstance(obj, (int, float, str, type(None))):
         return f"constant: `{obj!r}`"
+    if isinstance(obj, (types.UnionType, types.GenericAlias)) or type(obj).__module__ == "typing":
+        return f"type alias: `{obj}`"
     return f"a `{type(obj).__name__}` object"
 
 

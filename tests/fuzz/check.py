@@ -448,10 +448,6 @@ class Checker:
         skip_jit = ("sort" in flags and "sort_nan_grad" in KNOWN_ISSUES
                     and any(kind_of(v.dtype) == "f" and np.isnan(v).any() for v in env.values()))
         skip_jit = skip_jit or known_value_issue(prog, env) is not None
-        if "jit_grad_blowup" in flags:
-            self.stats.count(self.stats.skipped,
-                             "grad-jit: known " + KNOWN_ISSUES["cumulative_grad_blowup"])
-            skip_jit = True
         if only in (None, "grad-jit") and not skip_jit:
             with x64_mode(prog.x64):
                 failures += self._attempt(

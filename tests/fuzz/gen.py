@@ -385,18 +385,13 @@ def gen_cumulative(b: Builder):
     if k == "b":
         fns = ["fnp.cumsum"]
     fn = b.ch.choice(fns)
-    # found.md #2: jit of the derivative of a long cumprod/cummax/cumlogsumexp compiles in
-    # time exponential in log2(length).
-    blowup = ("jit_grad_blowup",) if ("sum" not in fn and b.shape(a)[axis] > 16
-                                      and "cumulative_grad_blowup" in KNOWN_ISSUES) else ()
     if fn.startswith("lax."):
         axis = axis % len(b.shape(a))
         rev = b.ch.choice(["False", "True"])
         return b.add(f"{fn}({a}, axis={axis}, reverse={rev})", [a], "cumulative",
-                     ("reduce", "kink") + blowup if fn != "lax.cumlogsumexp" else
-                     ("reduce",) + blowup)
+                     ("reduce", "kink") if fn != "lax.cumlogsumexp" else ("reduce",))
     return b.add(f"{fn}({a}, axis={axis})", [a], "cumulative",
-                 ("reduce",) if fn == "fnp.cumsum" else ("reduce", "kink") + blowup)
+                 ("reduce",) if fn == "fnp.cumsum" else ("reduce", "kink"))
 
 
 def factor_shape(ch: Chooser, size: int) -> tuple:

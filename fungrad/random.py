@@ -41,7 +41,7 @@ __all__ = [
     "cauchy", "gamma", "loggamma", "beta", "dirichlet", "chisquare", "f", "t", "pareto",
     "lognormal", "rayleigh", "wald", "triangular", "weibull_min", "maxwell", "rademacher",
     "double_sided_maxwell", "generalized_normal", "ball", "geometric", "poisson", "binomial",
-    "multinomial",
+    "multinomial", "orthogonal",
 ]
 
 _KEY_HELP = ("a PRNG key is a uint32 array of shape (2,), as returned by "
@@ -1022,6 +1022,30 @@ def generalized_normal(key, p, shape=(), dtype=None) -> Array:
     g = gamma(k_g, inv_p, shape, dtype)
     r = _rademacher(k_r, shape, dtype)
     return lax.mul(r, fnp.power(g, inv_p))
+
+
+def orthogonal(key, n, shape=(), dtype=None, m=None) -> Array:
+    """Uniformly (Haar) distributed matrices with orthonormal columns (or rows), of shape
+    ``(*shape, n, m)`` (``m`` defaults to ``n``): the Q of a QR decomposition of a standard
+    normal ``(max(n, m), min(n, m))`` matrix with its columns' signs fixed so that R has a
+    positive diagonal (Mezzadri 2007), transposed when ``n < m``; JAX's numbers."""
+    from fungrad import numpy as fnp
+    key = _check_prng_key("orthogonal", key)
+    dtype = _float_dtype("orthogonal", dtype)
+    shape = _canonical_shape("orthogonal", shape)
+    try:
+        n = operator.index(n)
+        m = n if m is None else operator.index(m)
+    except TypeError:
+        raise TypeError(f"orthogonal: n and m must be Python integers, got n={n!r}, "
+                        f"m={m!r}") from None
+    if n < 0 or m < 0:
+        raise ValueError(f"orthogonal: n and m must be non-negative, got n={n}, m={m}")
+    z = _normal(key, (*shape, max(n, m), min(n, m)), dtype)
+    q, r = fnp.linalg.qr(z)
+    signs = lax.sign(fnp.diagonal(r, 0, -2, -1))
+    q = fnp.multiply(q, fnp.expand_dims(signs, -2))
+    return fnp.swapaxes(q, -2, -1) if n < m else q
 
 
 def ball(key, d, p=2, shape=(), dtype=None) -> Array:

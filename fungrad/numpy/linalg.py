@@ -20,10 +20,19 @@ import numpy as np
 
 from fungrad import lax
 from fungrad.numpy import linear, util
+from fungrad.numpy.linalg_decomp import (  # noqa: F401  (re-exported)
+    EighResult,
+    QRResult,
+    eigh,
+    eigvalsh,
+    multi_dot,
+    qr,
+)
 
-__all__ = ["SlogdetResult", "cholesky", "cross", "det", "diagonal", "inv", "matmul",
-           "matrix_norm", "matrix_power", "matrix_transpose", "norm", "outer", "slogdet", "solve",
-           "tensordot", "trace", "vecdot", "vector_norm"]
+__all__ = ["EighResult", "QRResult", "SlogdetResult", "cholesky", "cross", "det", "diagonal",
+           "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power", "matrix_transpose",
+           "multi_dot", "norm", "outer", "qr", "slogdet", "solve", "tensordot", "trace", "vecdot",
+           "vector_norm"]
 
 
 # -- re-exports with the array-API signatures of jax.numpy.linalg ------------------------------

@@ -16,6 +16,7 @@ from fungrad.lax.elementwise import *  # noqa: F401,F403
 from fungrad.lax.indexing import *  # noqa: F401,F403
 from fungrad.lax.lax_utilities import *  # noqa: F401,F403
 from fungrad.lax.parallel import *  # noqa: F401,F403
+from fungrad.lax.ragged import *  # noqa: F401,F403
 from fungrad.lax.random_bits import *  # noqa: F401,F403
 from fungrad.lax.reduce import *  # noqa: F401,F403
 from fungrad.lax.reduce_precision import *  # noqa: F401,F403

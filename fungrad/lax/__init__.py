@@ -13,6 +13,7 @@ from fungrad.lax.conv_helpers import *  # noqa: F401,F403
 from fungrad.lax.custom_solve import *  # noqa: F401,F403
 from fungrad.lax.dot import *  # noqa: F401,F403
 from fungrad.lax.elementwise import *  # noqa: F401,F403
+from fungrad.lax.extras import *  # noqa: F401,F403
 from fungrad.lax.indexing import *  # noqa: F401,F403
 from fungrad.lax.lax_utilities import *  # noqa: F401,F403
 from fungrad.lax.parallel import *  # noqa: F401,F403

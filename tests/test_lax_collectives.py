@@ -246,3 +246,44 @@ def test_jvp_inside_vmap():
     np.testing.assert_allclose(tan, [2 * X.sum()] * 4)
     tan = vm(lambda v: fg.jvp(lambda u: lax.pmin(u ** 2, "i"), (v,), (1.0,))[1])(X)
     np.testing.assert_allclose(tan, [2 * X[0]] * 4)
+
+
+def test_compositions_with_higher_order_primitives():
+    # scan / while bodies, checkpoint and custom_jvp see the axis (values as JAX gives)
+    def body(c, x):
+        c = c + lax.pmean(x * c, "i")
+        return c, lax.psum(c, "i")
+
+    c, ys = vm(lambda v: lax.scan(body, v, fnp.ones(3)))(X)
+    want_c, want_ys = X.copy(), []
+    for _ in range(3):
+        want_c = want_c + want_c.mean()
+        want_ys.append(want_c.sum())
+    np.testing.assert_allclose(c, want_c, rtol=1e-6)
+    np.testing.assert_allclose(ys, np.tile(want_ys, (4, 1)), rtol=1e-6)
+    got = vm(lambda v: lax.while_loop(lambda s: s[0] < 3,
+                                      lambda s: (s[0] + 1, s[1] + lax.psum(s[1], "i")),
+                                      (0, v))[1])(X)
+    want = X.copy()
+    for _ in range(3):
+        want = want + want.sum()
+    np.testing.assert_allclose(got, want)
+    got = vm(fg.checkpoint(lambda v: fnp.sin(v) - lax.pmean(fnp.sin(v), "i")))(X)
+    np.testing.assert_allclose(got, np.sin(X) - np.sin(X).mean(), rtol=1e-5, atol=1e-6)
+
+    @fg.custom_jvp
+    def f(v):
+        return lax.psum(v, "i") * v
+
+    @f.defjvp
+    def f_jvp(p, t):
+        (v,), (tv,) = p, t
+        return f(v), lax.psum(tv, "i") * v + lax.psum(v, "i") * tv
+
+    np.testing.assert_allclose(vm(f)(X), X.sum() * X)
+    # reverse mode: psum's transpose sums every example's cotangent
+    np.testing.assert_allclose(vm(fg.grad(f))(X), [2 * X.sum()] * 4)
+    np.testing.assert_allclose(fg.jit(vm(fg.grad(f)))(X), [2 * X.sum()] * 4)
+    np.testing.assert_allclose(vm(fg.hessian(lambda v: lax.psum(v ** 3, "i")))(X), 24 * X)
+    np.testing.assert_allclose(vm(lambda v: fg.jacfwd(lambda u: lax.all_gather(u ** 2, "i"))(v))(X),
+                               np.tile(2 * X, (4, 1)))

@@ -20,7 +20,7 @@ def _sym(rng, n, batch=()):
     return a + np.swapaxes(a, -1, -2)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(n=st.integers(1, 7), seed=st.integers(0, 999))
 def test_eigh_matches_lapack(n, seed):
     s = _sym(np.random.RandomState(seed), n)
@@ -143,3 +143,74 @@ def test_random_orthogonal():
     assert random.orthogonal(key, 3, (2,)).shape == (2, 3, 3)
     with pytest.raises(TypeError, match="orthogonal"):
         random.orthogonal(key, 2.5)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (5, 5), (6, 1), (2, 3, 2)])
+def test_svd_matches_lapack(shape):
+    a = np.random.RandomState(6).randn(*shape).astype(np.float32)
+    for full in (False, True):
+        u, s, vt = la.svd(a, full_matrices=full)
+        un, sn, vtn = np.linalg.svd(a, full_matrices=full)
+        assert u.shape == un.shape and s.shape == sn.shape and vt.shape == vtn.shape
+        u, s, vt = np.asarray(u), np.asarray(s), np.asarray(vt)
+        k = s.shape[-1]
+        np.testing.assert_allclose(s, sn, atol=2e-6)
+        np.testing.assert_allclose((u[..., :k] * s[..., None, :]) @ vt[..., :k, :], a, atol=3e-6)
+        utu, vvt = np.swapaxes(u, -1, -2) @ u, vt @ np.swapaxes(vt, -1, -2)
+        np.testing.assert_allclose(utu, np.broadcast_to(np.eye(u.shape[-1]), utu.shape),
+                                   atol=1e-6)
+        np.testing.assert_allclose(vvt, np.broadcast_to(np.eye(vt.shape[-2]), vvt.shape),
+                                   atol=1e-6)
+        np.testing.assert_allclose(np.abs(u[..., :k]), np.abs(un[..., :k]), atol=2e-6)
+    np.testing.assert_allclose(np.asarray(la.svdvals(a)), sn, atol=2e-6)
+
+
+def test_rank_deficient_pinv_lstsq_rank_cond_norm():
+    rng = np.random.RandomState(7)
+    r = (rng.randn(5, 2) @ rng.randn(2, 4)).astype(np.float32)
+    assert int(la.matrix_rank(r)) == 2 and int(la.matrix_rank(r.T)) == 2
+    u, s, vt = (np.asarray(t) for t in la.svd(r))
+    np.testing.assert_allclose(u.T @ u, np.eye(5), atol=1e-6)  # completed where s == 0
+    want = np.linalg.pinv(r.astype(np.float64), rcond=1e-5)  # JAX's default cut-off
+    np.testing.assert_allclose(np.asarray(la.pinv(r)), want, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(la.pinv(r.T)), want.T, atol=1e-5)
+    a = rng.randn(6, 3).astype(np.float32)
+    b = rng.randn(6, 2).astype(np.float32)
+    x, resid, rank, sv = la.lstsq(a, b)
+    xn, rn, kn, sn = np.linalg.lstsq(a, b, rcond=None)
+    np.testing.assert_allclose(np.asarray(x), xn, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(resid), rn, rtol=1e-4)
+    assert int(rank) == kn
+    x1, resid1, _, _ = la.lstsq(a, b[:, 0])
+    assert x1.shape == (3,) and resid1.shape == (1,)
+    assert la.lstsq(a[:2], b[:2, 0], numpy_resid=True)[1].shape == (0,)
+    xr = np.asarray(la.lstsq(r, b[:5, 0])[0])  # minimum-norm solution of a deficient system
+    np.testing.assert_allclose(xr, np.linalg.pinv(r.astype(np.float64), rcond=1e-5) @ b[:5, 0],
+                               atol=1e-4)
+    with pytest.raises(TypeError, match="numpy_resid"):
+        fg.jit(lambda a, b: la.lstsq(a, b, numpy_resid=True))(a, b)
+    np.testing.assert_allclose(float(la.cond(a)), np.linalg.cond(a), rtol=1e-5)
+    np.testing.assert_allclose(float(la.cond(a[:3], 1)), np.linalg.cond(a[:3], 1), rtol=1e-4)
+    assert la.svd(np.zeros((0, 3), np.float32)).S.shape == (0,)
+
+
+def test_svd_pinv_gradients_vmap_jit():
+    rng = np.random.RandomState(8)
+    a = rng.randn(5, 3).astype(np.float32)
+    un, sn, vtn = np.linalg.svd(a)
+    g = np.asarray(fg.grad(lambda a: la.svdvals(a)[0])(a))
+    np.testing.assert_allclose(g, np.outer(un[:, 0], vtn[0]), atol=1e-5)
+    # sign-invariant functions of the singular vectors, tall and wide
+    check_grads(lambda x: la.svd(x, full_matrices=False)[0] ** 2, (fnp.asarray(a),), order=1,
+                modes=("fwd", "rev"), atol=3e-2, rtol=3e-2)
+    check_grads(lambda x: la.svd(x, full_matrices=False)[2] ** 2, (fnp.asarray(a.T),), order=1,
+                modes=("fwd", "rev"), atol=3e-2, rtol=3e-2)
+    check_grads(la.pinv, (fnp.asarray(a),), order=1, modes=("fwd", "rev"), atol=3e-2, rtol=3e-2)
+    # pinv of the identity (repeated singular values): d sum(pinv(A)) / dA = -ones
+    np.testing.assert_allclose(np.asarray(fg.grad(lambda x: la.pinv(x).sum())(np.eye(3))), -1.0)
+    with pytest.raises(TypeError, match="full_matrices=True"):
+        fg.grad(lambda x: la.svd(x)[0].sum())(a)
+    b = rng.randn(3, 4, 3).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(fg.vmap(la.svdvals)(b)),
+                               np.stack([np.asarray(la.svdvals(x)) for x in b]), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(fg.jit(la.pinv)(a)), np.asarray(la.pinv(a)), atol=1e-6)

@@ -7,8 +7,9 @@ names), written on fungrad.lax only.
 ``argmax``, row swaps and masked rank-1 updates are ``select_n`` over ``iota`` masks (no
 gathers, no scatters), so everything traces and lowers like any other composite. The work is
 O(n^3) in O(n) steps, meant for the small and medium matrices of this project, not as a LAPACK
-replacement. Matrix norms ``ord=2``, ``-2`` and ``'nuc'`` need singular values, which fungrad
-does not compute; they raise a ValueError saying so.
+replacement. The decompositions (``eigh``, ``qr``, ``svd`` and what builds on them: ``pinv``,
+``lstsq``, ``matrix_rank``, ``cond``, matrix norms ``ord=2``, ``-2``, ``'nuc'``) live in
+:mod:`fungrad.numpy.linalg_decomp`.
 """
 
 from __future__ import annotations
@@ -23,15 +24,23 @@ from fungrad.numpy import linear, util
 from fungrad.numpy.linalg_decomp import (  # noqa: F401  (re-exported)
     EighResult,
     QRResult,
+    SVDResult,
+    cond,
     eigh,
     eigvalsh,
+    lstsq,
+    matrix_rank,
     multi_dot,
+    pinv,
     qr,
+    svd,
+    svdvals,
 )
 
-__all__ = ["EighResult", "QRResult", "SlogdetResult", "cholesky", "cross", "det", "diagonal",
-           "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power", "matrix_transpose",
-           "multi_dot", "norm", "outer", "qr", "slogdet", "solve", "tensordot", "trace", "vecdot",
+__all__ = ["EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond", "cross",
+           "det", "diagonal", "eigh", "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm",
+           "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot", "norm", "outer", "pinv",
+           "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot",
            "vector_norm"]
 
 
@@ -98,7 +107,7 @@ def matrix_transpose(x, /):
 
 # -- norms --------------------------------------------------------------------------------------
 
-_MATRIX_ORDS = "None, 'fro', 1, -1, inf, -inf"
+_MATRIX_ORDS = "None, 'fro', 'nuc', 1, -1, 2, -2, inf, -inf"
 
 
 def _sum_squares_sqrt(x, axis, keepdims):
@@ -133,8 +142,15 @@ def _matrix_norm(x, ord, axes, keepdims):
     if ord is None or (isinstance(ord, str) and ord in ("f", "fro")):
         return _sum_squares_sqrt(x, axes, keepdims)
     if isinstance(ord, str) and ord == "nuc" or (not isinstance(ord, str) and ord in (2, -2)):
-        raise ValueError(f"norm: matrix ord={ord!r} needs a singular value decomposition, which "
-                         f"fungrad does not provide; supported matrix ords are {_MATRIX_ORDS}")
+        # Singular values of the matrices spanned by (row, col), moved to the end.
+        moved = lax.transpose(x, tuple(d for d in range(x.ndim) if d not in axes) + (row, col))
+        sv = svdvals(moved)
+        last = (sv.ndim - 1,)
+        out = (lax.reduce_sum(sv, last) if ord == "nuc" else
+               lax.reduce_max(sv, last) if ord == 2 else lax.reduce_min(sv, last))
+        if keepdims:
+            out = lax.expand_dims(out, tuple(sorted(axes)))
+        return out
     if isinstance(ord, str) or ord not in (1, -1, np.inf, -np.inf):
         raise ValueError(f"norm: invalid order {ord!r} for a matrix norm; supported matrix ords "
                          f"are {_MATRIX_ORDS}")

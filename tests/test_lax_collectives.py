@@ -289,8 +289,6 @@ def test_compositions_with_higher_order_primitives():
                                np.tile(2 * X, (4, 1)))
 
 
-@pytest.mark.xfail(strict=True, reason="transforms/jit.py memoises a jaxpr's batched version "
-                   "without the axis name (fix: add vmap.current_rule_axis_name() to the key)")
 def test_same_jitted_function_under_two_names():
     g = fg.jit(lambda v: lax.psum(v, "i"))
     A = np.arange(16.0).reshape(4, 4)

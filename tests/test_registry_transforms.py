@@ -46,6 +46,10 @@ EXEMPT = {
     "custom_lin",
     # Callbacks into Python (effects, no derivative): tested in test_debug_callbacks.py.
     "debug_callback", "pure_callback", "io_callback",
+    # Collectives: bound only under vmap(axis_name=...), where they become the batching rule
+    # (there is no eager value outside it); tested in test_lax_collectives.py.
+    "psum", "pmax", "pmin", "all_gather", "reduce_scatter", "all_to_all", "ppermute",
+    "axis_index",
 }
 
 # Floating-output primitives whose jvp rule is zero by definition, so finite differences of
@@ -110,6 +114,14 @@ def _binary(f, gen_x, gen_y):
 
 
 # -- samples of the higher-order primitives ------------------------------------------------------
+
+def _linear_solve_fn(a, b):
+    # x = (3 I + a a^T)^-1 b through custom_linear_solve (solve: linalg.solve, symmetric;
+    # derivatives come from the implicit rules)
+    m = 3.0 * fnp.eye(3, dtype=a.dtype) + fnp.outer(a, a)
+    return lax.custom_linear_solve(lambda x: m @ x, b,
+                                   lambda mv, c: fnp.linalg.solve(m, c), symmetric=True)
+
 
 @fg.custom_jvp
 def _sin_times(x, y):
@@ -343,6 +355,8 @@ SAMPLES = {
     "custom_vjp_call": _binary(_exp_times, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
     "checkpoint": _binary(fg.checkpoint(lambda x, y: lax.mul(lax.sin(x), y)),
                           lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
+    "linear_solve": _binary(_linear_solve_fn, lambda r: _unif(r, -1, 1, (3,)),
+                            lambda r: _unif(r, -1, 1, (3,))),
     "jit": _binary(fg.jit(lambda x, y: lax.mul(lax.sin(x), y)),
                    lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
 }

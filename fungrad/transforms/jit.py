@@ -57,7 +57,12 @@ from fungrad.transforms.transpose import (
     is_undefined_primal,
     transpose_rules,
 )
-from fungrad.transforms.vmap import batch_jaxpr, batch_rules, moveaxis
+from fungrad.transforms.vmap import (
+    batch_jaxpr,
+    batch_rules,
+    current_rule_axis_name,
+    moveaxis,
+)
 
 __all__ = ["Compiled", "Lowered", "RetraceWarning", "jit", "jit_p"]
 
@@ -255,7 +260,8 @@ def _jit_transpose(cts, *args, jaxpr, name, backend="cpu"):
 
 def _jit_batch(axis_size, args, dims, *, jaxpr, name, backend="cpu"):
     batched = tuple(d is not None for d in dims)
-    new_j, out_b = _memo.get(jaxpr, ("batch", axis_size, batched),
+    # The axis name is part of the key: a collective over it is reduced by that vmap only.
+    new_j, out_b = _memo.get(jaxpr, ("batch", axis_size, batched, current_rule_axis_name()),
                              lambda: batch_jaxpr(jaxpr, axis_size, batched, instantiate=False))
     vals = [x if d is None else moveaxis(x, d, 0) for x, d in zip(args, dims)]
     outs = jit_p.bind(*vals, jaxpr=new_j, name=name, **_backend_param(backend))

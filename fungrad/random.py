@@ -64,9 +64,11 @@ def _check_key_data(name: str, key, allow_batched: bool = False):
     if ok and (allow_batched or key.ndim == 1):
         return key
     what = core.get_aval(key).str_short()
-    hint = (" (a batch of keys: use fungrad.vmap to map over it)" if ok else "")
-    raise TypeError(f"{name}: expected a single PRNG key, got an array {what}{hint}; "
-                    f"{_KEY_HELP}")
+    if ok:  # a batch of keys where one is expected: a ValueError, as JAX raises
+        raise ValueError(f"{name}: expected a single PRNG key, got a batch of keys {what}; "
+                         f"use fungrad.vmap to map over it (e.g. vmap(lambda k: {name}(k, "
+                         f"...))(keys))")
+    raise TypeError(f"{name}: expected a single PRNG key, got an array {what}; {_KEY_HELP}")
 
 
 def _check_prng_key(name: str, key):
@@ -87,7 +89,11 @@ def _seed_array(name: str, seed):
         raise TypeError(f"{name}: the seed must be an integer, got a bool")
     if isinstance(seed, int):
         # As JAX: go through int64, so that in 32-bit mode seeds wrap to their low 32 bits.
-        seed = np.int64(seed)
+        try:
+            seed = np.int64(seed)
+        except OverflowError:
+            raise OverflowError(f"{name}: the seed {seed} does not fit in a 64-bit integer; "
+                                "pass a seed in [-2**63, 2**63)") from None
     if isinstance(seed, np.integer):
         seed = np.asarray(seed)
     if not _is_array(seed) or seed.dtype.kind not in "iu":
@@ -170,9 +176,17 @@ def _canonical_shape(name: str, shape) -> tuple[int, ...]:
         shape = tuple(operator.index(d) for d in shape)
     except TypeError:
         raise TypeError(f"{name}: shape must be a sequence of integers, got {shape!r}") from None
-    if any(d < 0 for d in shape):
-        raise ValueError(f"{name}: shape must be non-negative, got {shape}")
+    if any(d < 0 for d in shape):  # a TypeError, as JAX's shape check raises
+        raise TypeError(f"{name}: shape must be non-negative, got {shape}")
     return shape
+
+
+def _dtype(name: str, dtype) -> np.dtype:
+    """``dtype`` canonicalized, an unknown one a TypeError naming the sampler."""
+    try:
+        return dtypes.canonicalize_dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"{name}: {e}") from None
 
 
 def _counters(name: str, shape: tuple[int, ...]):
@@ -245,7 +259,7 @@ def _random_bits(key, bit_width: int, shape: tuple[int, ...]):
 def bits(key, shape=(), dtype=None) -> Array:
     """Uniform random bits as unsigned integers (uint32 by default; uint64 with x64)."""
     key = _check_prng_key("bits", key)
-    dtype = dtypes.default_uint_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    dtype = dtypes.default_uint_dtype() if dtype is None else _dtype("bits", dtype)
     if dtype.kind != "u":
         raise ValueError(f"bits: dtype must be an unsigned integer dtype, got {dtype}")
     return _random_bits(key, dtype.itemsize * 8, _canonical_shape("bits", shape))
@@ -254,7 +268,7 @@ def bits(key, shape=(), dtype=None) -> Array:
 # -- shared helpers for samplers -----------------------------------------------------------------
 
 def _float_dtype(name: str, dtype) -> np.dtype:
-    dt = dtypes.canonicalize_dtype(float if dtype is None else dtype)
+    dt = _dtype(name, float if dtype is None else dtype)
     if dt.kind != "f":
         raise ValueError(f"{name}: dtype must be a float dtype, got {dt}")
     return dt
@@ -268,6 +282,17 @@ def _check_shape(name: str, shape, *param_shapes) -> None:
             raise ValueError(f"{name}: parameter shapes {', '.join(map(str, param_shapes))} "
                              f"must broadcast to the shape argument {tuple(shape)}, but "
                              f"broadcasting gives {out}")
+
+
+def _check_broadcast(name: str, shape, *params) -> None:
+    """TypeError naming ``name`` unless ``shape`` and the parameters' shapes broadcast
+    together (the sample is their broadcast; JAX's elementwise ops raise TypeError)."""
+    from fungrad.numpy import util
+    shapes = [tuple(shape)] + [tuple(np.shape(x)) for x in params]
+    try:
+        util.broadcast_shapes(*shapes, fun_name=name)
+    except ValueError as e:
+        raise TypeError(str(e)) from None
 
 
 def _bcast(x, shape):
@@ -550,7 +575,7 @@ def randint(key, shape, minval, maxval, dtype=None) -> Array:
     """
     from fungrad.numpy import util
     key = _check_prng_key("randint", key)
-    dtype = dtypes.canonicalize_dtype(int if dtype is None else dtype)
+    dtype = _dtype("randint", int if dtype is None else dtype)
     if dtype.kind not in "iu":
         raise TypeError(f"randint: dtype must be an integer dtype, got {dtype}")
     shape = _canonical_shape("randint", shape)
@@ -962,6 +987,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None) -> Array:
     dtype = _float_dtype("weibull_min", dtype)
     shape = _canonical_shape("weibull_min", shape)
     util.check_arraylike("weibull_min", scale, concentration)
+    _check_broadcast("weibull_min", shape, scale, concentration)
     u = _uniform(key, shape, dtype, 0.0, 1.0)
     e = lax.neg(lax.log1p(lax.neg(u)))
     return fnp.multiply(fnp.power(e, fnp.divide(1.0, concentration)), scale)
@@ -979,14 +1005,14 @@ def maxwell(key, shape=(), dtype=None) -> Array:
 def rademacher(key, shape=(), dtype=None) -> Array:
     """Random signs: -1 or +1 with equal probability (int32 by default)."""
     key = _check_prng_key("rademacher", key)
-    dtype = dtypes.canonicalize_dtype(int if dtype is None else dtype)
+    dtype = _dtype("rademacher", int if dtype is None else dtype)
     shape = _canonical_shape("rademacher", shape)
     return _rademacher(key, shape, dtype)
 
 
 def _rademacher(key, shape, dtype):
-    b = lax.convert_element_type(bernoulli(key, 0.5, shape), dtype)
-    return lax.sub(lax.mul(_c(b, 2), b), _c(b, 1))
+    b = lax.convert_element_type(bernoulli(key, 0.5, shape), np.int32)
+    return lax.convert_element_type(lax.sub(lax.mul(_c(b, 2), b), _c(b, 1)), dtype)
 
 
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=None) -> Array:
@@ -1017,6 +1043,8 @@ def generalized_normal(key, p, shape=(), dtype=None) -> Array:
     key = _check_prng_key("generalized_normal", key)
     dtype = _float_dtype("generalized_normal", dtype)
     shape = _canonical_shape("generalized_normal", shape)
+    (p,) = _params("generalized_normal", dtype, p, check_cast=False)
+    _check_shape("generalized_normal", shape, tuple(p.shape))
     k_g, k_r = _split_keys(key, 2)
     inv_p = fnp.divide(1, p)
     g = gamma(k_g, inv_p, shape, dtype)
@@ -1060,8 +1088,8 @@ def ball(key, d, p=2, shape=(), dtype=None) -> Array:
     except TypeError:
         raise TypeError(f"ball: the dimension d must be a concrete integer, got "
                         f"{type(d).__name__}") from None
-    if d < 0:
-        raise ValueError(f"ball: the dimension d must be non-negative, got {d}")
+    if d < 0:  # a TypeError, as JAX's shape check raises
+        raise TypeError(f"ball: the dimension d must be non-negative, got {d}")
     k1, k2 = _split_keys(key, 2)
     g = generalized_normal(k1, p, (*shape, d), dtype)
     e = exponential(k2, shape, dtype)
@@ -1072,7 +1100,7 @@ def ball(key, d, p=2, shape=(), dtype=None) -> Array:
 # -- discrete samplers built on uniform ------------------------------------------------------------
 
 def _int_dtype(name: str, dtype) -> np.dtype:
-    dt = dtypes.canonicalize_dtype(int if dtype is None else dtype)
+    dt = _dtype(name, int if dtype is None else dtype)
     if dt.kind not in "iu":
         raise ValueError(f"{name}: dtype must be an integer dtype, got {dt}")
     return dt
@@ -1346,5 +1374,5 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1) -> Array:
 
     _, counts = lax.scan(step, n, (ratios, keys), unroll=unroll)
     out = fnp.moveaxis(counts, 0, -1)
-    return out if dtype is None else lax.convert_element_type(out, _float_dtype("multinomial",
-                                                                                dtype))
+    # JAX casts the counts to any dtype asked for (int32 counts included).
+    return out if dtype is None else lax.convert_element_type(out, _dtype("multinomial", dtype))

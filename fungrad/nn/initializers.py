@@ -37,8 +37,20 @@ class Initializer(Protocol):
     def __call__(self, key, shape, dtype=None, out_sharding=None) -> Array: ...
 
 
+def _any_dtype(name: str, dtype) -> np.dtype:
+    """``dtype`` canonicalized (float32 by default); an unknown one a TypeError naming
+    ``name``."""
+    if dtype is None:
+        return dtypes.default_float_dtype()
+    try:
+        return dtypes.canonicalize_dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"nn.initializers.{name}: {e}") from None
+
+
 def _dtype(name: str, dtype) -> np.dtype:
-    dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    """A float dtype for a random initializer (JAX's samplers take only floats)."""
+    dt = _any_dtype(name, dtype)
     if dt.kind != "f":
         raise ValueError(f"nn.initializers.{name}: dtype must be a float dtype, got {dt}")
     return dt
@@ -58,27 +70,34 @@ def _shape(name: str, shape) -> tuple[int, ...]:
     except TypeError:
         raise TypeError(f"nn.initializers.{name}: shape must be a sequence of integers, got "
                         f"{shape!r}") from None
-    if any(d < 0 for d in shape):
-        raise ValueError(f"nn.initializers.{name}: shape must be non-negative, got {shape}")
+    if any(d < 0 for d in shape):  # a TypeError, as JAX's shape check raises
+        raise TypeError(f"nn.initializers.{name}: shape must be non-negative, got {shape}")
     return shape
 
 
-def _scalar(value, dtype):
-    """``jnp.array(value, dtype)``: a strongly typed 0-d array (value may be a traced array)."""
+def _scalar(name: str, what: str, value, dtype):
+    """``jnp.array(value, dtype)``: a strongly typed array (value may be a traced array); a
+    value that is not a number is a TypeError naming the initializer and the argument."""
     from fungrad.numpy import util
-    return lax.convert_element_type(util.asarray(value), dtype)
+    try:
+        util.check_arraylike(name, value)
+        value = util.asarray(value)
+    except TypeError:
+        raise TypeError(f"nn.initializers.{name}: {what} must be a number or an array, got "
+                        f"{type(value).__name__} {value!r}") from None
+    return lax.convert_element_type(value, dtype)
 
 
 def zeros(key, shape, dtype=None, out_sharding=None) -> Array:
     """Zeros of ``shape`` (float32 by default); ``key`` is ignored."""
     _check_sharding("zeros", out_sharding)
-    return lax.full(_shape("zeros", shape), 0, _dtype("zeros", dtype))
+    return lax.full(_shape("zeros", shape), 0, _any_dtype("zeros", dtype))
 
 
 def ones(key, shape, dtype=None, out_sharding=None) -> Array:
     """Ones of ``shape`` (float32 by default); ``key`` is ignored."""
     _check_sharding("ones", out_sharding)
-    return lax.full(_shape("ones", shape), 1, _dtype("ones", dtype))
+    return lax.full(_shape("ones", shape), 1, _any_dtype("ones", dtype))
 
 
 def constant(value, dtype=None) -> Initializer:
@@ -86,8 +105,9 @@ def constant(value, dtype=None) -> Initializer:
     def init(key, shape, dtype=dtype, out_sharding=None):
         from fungrad.numpy import util
         _check_sharding("constant", out_sharding)
-        dt = _dtype("constant", dtype)
-        return util.broadcast_to_shape(_scalar(value, dt), _shape("constant", shape),
+        dt = _any_dtype("constant", dtype)
+        return util.broadcast_to_shape(_scalar("constant", "value", value, dt),
+                                       _shape("constant", shape),
                                        "nn.initializers.constant")
     return init
 
@@ -97,7 +117,8 @@ def uniform(scale=1e-2, dtype=None) -> Initializer:
     def init(key, shape, dtype=dtype, out_sharding=None):
         _check_sharding("uniform", out_sharding)
         dt = _dtype("uniform", dtype)
-        return lax.mul(random.uniform(key, _shape("uniform", shape), dt), _scalar(scale, dt))
+        return lax.mul(random.uniform(key, _shape("uniform", shape), dt),
+                       _scalar("uniform", "scale", scale, dt))
     return init
 
 
@@ -106,7 +127,8 @@ def normal(stddev=1e-2, dtype=None) -> Initializer:
     def init(key, shape, dtype=dtype, out_sharding=None):
         _check_sharding("normal", out_sharding)
         dt = _dtype("normal", dtype)
-        return lax.mul(random.normal(key, _shape("normal", shape), dt), _scalar(stddev, dt))
+        return lax.mul(random.normal(key, _shape("normal", shape), dt),
+                       _scalar("normal", "stddev", stddev, dt))
     return init
 
 
@@ -117,7 +139,7 @@ def truncated_normal(stddev=1e-2, dtype=None, lower=-2.0, upper=2.0) -> Initiali
         _check_sharding("truncated_normal", out_sharding)
         dt = _dtype("truncated_normal", dtype)
         x = random.truncated_normal(key, lower, upper, _shape("truncated_normal", shape), dt)
-        return lax.mul(x, _scalar(stddev, dt))
+        return lax.mul(x, _scalar("truncated_normal", "stddev", stddev, dt))
     return init
 
 
@@ -177,14 +199,23 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
         fan_in, fan_out = _compute_fans(name, shape, in_axis, out_axis, batch_axis)
         denominator = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2,
                        "fan_geo_avg": (fan_in * fan_out) ** 0.5}[mode]
-        variance = _scalar(scale / denominator, dt)
+        if denominator == 0:
+            raise ValueError(f"nn.initializers.{name}: {mode} is 0 for a weights array of "
+                             f"shape {shape} (an in/out axis of size 0), so the variance "
+                             f"scale / {mode} is undefined")
+        try:  # in Python precision, as JAX, so the variance rounds once to dt
+            ratio = scale / denominator
+        except TypeError:
+            raise TypeError(f"nn.initializers.{name}: scale must be a number, got "
+                            f"{type(scale).__name__} {scale!r}") from None
+        variance = _scalar(name, "scale", ratio, dt)
         if distribution == "truncated_normal":
-            stddev = lax.div(lax.sqrt(variance), _scalar(_TRUNCATED_STD, dt))
+            stddev = lax.div(lax.sqrt(variance), _scalar(name, "", _TRUNCATED_STD, dt))
             return lax.mul(random.truncated_normal(key, -2, 2, shape, dt), stddev)
         if distribution == "normal":
             return lax.mul(random.normal(key, shape, dt), lax.sqrt(variance))
         u = random.uniform(key, shape, dt, -1)
-        return lax.mul(u, lax.sqrt(lax.mul(_scalar(3, dt), variance)))
+        return lax.mul(u, lax.sqrt(lax.mul(_scalar(name, "", 3, dt), variance)))
     return init
 
 

@@ -16,6 +16,7 @@ from fungrad.numpy import util
 from fungrad.scipy._special_util import (
     EULER_GAMMA,
     EXP_SQUARE_GRID,
+    concrete_int,
     exp_neg_square,
     inexact,
     make_custom_jvp,
@@ -48,10 +49,8 @@ def _bernoulli_numbers(n: int) -> list:
 def bernoulli(n):
     """The Bernoulli numbers ``B_0 .. B_n`` (``B_1 = -1/2``) as an array of length ``n + 1``;
     ``n`` must be a concrete non-negative integer."""
-    n = util.concrete_or_error(n, "bernoulli's n (a Python int)")
-    if isinstance(n, bool) or not float(np.asarray(n)).is_integer() or int(n) < 0:
-        raise ValueError(f"bernoulli: n must be a non-negative integer, got {n!r}")
-    values = [float(b) for b in _bernoulli_numbers(int(n))]
+    n = concrete_int("bernoulli", "n", n, 0)
+    values = [float(b) for b in _bernoulli_numbers(n)]
     return fnp.array(values, dtype=dtypes.canonicalize_dtype(np.float64))
 
 

@@ -24,6 +24,26 @@ def inexact(fun_name: str, x):
     return x
 
 
+def concrete_int(fun_name: str, what: str, value, minimum: int) -> int:
+    """``value`` as a Python int of at least ``minimum``: a concrete integer (or integral
+    float) scalar. Not a number, or not a scalar, is a TypeError; a fraction or a value below
+    ``minimum`` is a ValueError naming ``fun_name`` and ``what``."""
+    value = util.concrete_or_error(value, f"{fun_name}'s {what} (a Python int)")
+    kind = getattr(np.asarray(value) if not isinstance(value, (int, float)) else value,
+                   "dtype", None)
+    if (isinstance(value, bool) or np.ndim(value) != 0
+            or not isinstance(value, (int, float, np.integer, np.floating, np.ndarray))
+            or (kind is not None and kind.kind not in "iuf")):
+        what_got = (f"an array of shape {np.shape(value)}" if np.ndim(value)
+                    else f"{type(value).__name__} {value!r}")
+        raise TypeError(f"{fun_name}: {what} must be an integer scalar, got {what_got}")
+    number = float(value)
+    if not number.is_integer() or number < minimum:
+        bound = "non-negative" if minimum == 0 else "positive" if minimum == 1 else f">= {minimum}"
+        raise ValueError(f"{fun_name}: {what} must be a {bound} integer, got {value!r}")
+    return int(number)
+
+
 def normal_inexact(fun_name: str, x):
     """``x`` promoted to float32/float64; float16 is refused as in JAX (the polynomial
     approximations below are tuned for single and double precision)."""

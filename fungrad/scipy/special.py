@@ -38,6 +38,7 @@ from fungrad.scipy._special_integrals import (  # noqa: F401  (re-exported)
 from fungrad.scipy._special_series import exp1, expi, expn, hyp1f1, hyp2f1  # noqa: F401
 from fungrad.scipy._special_util import (  # noqa: F401  (gammasgn, gamma re-exported)
     EXP_SQUARE_GRID,
+    concrete_int,
     gamma,
     gammasgn,
     inexact,
@@ -190,10 +191,7 @@ def multigammaln(a, d):
     """Log of the multivariate gamma function of dimension ``d`` (a concrete positive int):
     ``d (d - 1) / 4 log(pi) + sum_{j=0}^{d-1} gammaln(a - j / 2)``."""
     util.check_arraylike("multigammaln", a)
-    d = util.concrete_or_error(d, "multigammaln's dimension d (a Python int)")
-    if isinstance(d, bool) or not float(d).is_integer() or int(d) < 1:
-        raise ValueError(f"multigammaln: d must be a positive integer, got {d!r}")
-    d = int(d)
+    d = concrete_int("multigammaln", "the dimension d", d, 1)
     a = inexact("multigammaln", a)
     out = fnp.full_like(a, d * (d - 1) / 4.0 * float(np.log(np.pi)))
     for j in range(d):

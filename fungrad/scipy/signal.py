@@ -50,6 +50,8 @@ def _conv_nd(fun_name, in1, in2, mode, precision):
     """Convolution of promoted, same-rank, non-empty ``in1`` and ``in2`` (it commutes, so
     the larger input is the conv's lhs and the flipped smaller one its kernel)."""
     out_like = in1.shape
+    if in1.ndim == 0:  # 0-d inputs: the product (SciPy's and JAX's result)
+        return lax.mul(in1, in2)
     big, small, _ = _larger_first(fun_name, in1, in2)
     kernel = fnp.flip(small)
     if mode == "valid":

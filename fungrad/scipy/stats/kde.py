@@ -50,6 +50,9 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
     def __init__(self, dataset, bw_method=None, weights=None):
         util.check_arraylike("gaussian_kde", dataset)
         dataset = fnp.atleast_2d(dataset)
+        if dataset.ndim != 2:
+            raise ValueError(f"gaussian_kde: dataset must be 1-D (n,) or 2-D (d, n), got "
+                             f"shape {dataset.shape}")
         if np.issubdtype(dataset.dtype, np.complexfloating):
             raise TypeError("gaussian_kde: complex data is not supported; pass real arrays")
         if dataset.size <= 1:
@@ -192,8 +195,8 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
     def resample(self, key, shape=()):
         """Draw ``shape`` samples: a data point chosen by weight plus ``N(0, covariance)``
         noise; ``(d,) + shape``."""
-        shape = tuple(shape)
-        ind_key, eps_key = random.split(key)
+        shape = random._canonical_shape("gaussian_kde.resample", shape)
+        ind_key, eps_key = random.split(random._check_prng_key("gaussian_kde.resample", key))
         ind = random.choice(ind_key, self.n, shape=shape, p=self.weights)
         eps = random.multivariate_normal(eps_key, fnp.zeros(self.d, self.covariance.dtype),
                                          self.covariance, shape=shape,

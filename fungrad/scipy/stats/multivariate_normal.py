@@ -52,6 +52,12 @@ def logpdf(x, mean, cov, allow_singular=None):
     if mean.ndim == 0:
         return -0.5 * ((x - mean) ** 2 / cov + _LOG_2PI + fnp.log(cov))
     n = mean.shape[-1]
+    try:
+        fnp.broadcast_shapes(x.shape, mean.shape)
+    except ValueError:
+        raise TypeError(f"multivariate_normal.logpdf: x of shape {x.shape} and mean of shape "
+                        f"{mean.shape} do not broadcast (their last axis holds the {n} "
+                        f"coordinates)") from None
     y = x - mean
     if cov.ndim == 0:
         return -0.5 * (fnp.sum(y * y, axis=-1) / cov + n * (_LOG_2PI + fnp.log(cov)))

@@ -82,3 +82,30 @@ def test_logistic_regression_from_zero_moves():
 
     g = np.asarray(fg.grad(nll)(fnp.zeros(3)))
     np.testing.assert_allclose(g, -X.T @ (y - 0.5) / 32, rtol=1e-5, atol=1e-7)
+
+
+# -- x.at[idx].apply(func) (the "sharp bits" snippets use it) ----------------------------------
+
+
+def test_at_apply_values_repeats_grad_jit_vmap():
+    x = np.arange(5.0, dtype=np.float32)
+    a = fnp.asarray(x)
+    want = x.copy()
+    want[1:3] = np.sin(want[1:3])
+    np.testing.assert_allclose(np.asarray(a.at[1:3].apply(fnp.sin)), want, rtol=1e-6)
+    # a repeated index applies func once per occurrence; out of bounds is dropped
+    np.testing.assert_allclose(np.asarray(a.at[np.array([0, 0, 4])].apply(lambda v: v + 1)),
+                               [2, 1, 2, 3, 5])
+    np.testing.assert_allclose(np.asarray(a.at[7].apply(fnp.sin)), x)
+    assert fnp.arange(5).at[2].apply(lambda v: v * 3).dtype == np.int32
+    g = fg.grad(lambda t: t.at[np.array([1, 1])].apply(lambda v: v * v).sum())(a)
+    np.testing.assert_allclose(np.asarray(g), [1, 4 * 1.0 ** 3, 1, 1, 1])  # d x^4 = 4 x^3
+    np.testing.assert_allclose(np.asarray(fg.jit(lambda t: t.at[::2].apply(fnp.exp))(a)),
+                               np.asarray(a.at[::2].apply(fnp.exp)), rtol=1e-6)
+    rows = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    vm = fg.vmap(lambda r: r.at[0].apply(lambda v: -v))(rows)
+    np.testing.assert_allclose(np.asarray(vm),
+                               np.stack([np.asarray(fnp.asarray(r).at[0].apply(lambda v: -v))
+                                         for r in rows]))
+    with pytest.raises(TypeError, match=r"at\[\].apply: func must be callable"):
+        a.at[0].apply(3.0)

@@ -513,6 +513,19 @@ class _IndexUpdateRef:
         """``x[idx] = maximum(x[idx], values)``."""
         return self._scatter("max", lax.scatter_max, values, _flags(**flags))
 
+    def apply(self, func, **flags: Any) -> Array:
+        """``x[idx] = func(x[idx])`` for a scalar-to-scalar ``func`` applied elementwise, once
+        per index that names an element (a repeated index applies it repeatedly, as JAX's
+        ``scatter_apply``)."""
+        from fungrad.lax.ragged import scatter_apply
+        if not callable(func):
+            raise TypeError(f"at[].apply: func must be callable, got {type(func).__name__}")
+
+        def scatter_fn(x, indices, updates, dnums, **kw):
+            return scatter_apply(x, indices, func, dnums, update_shape=updates.shape, **kw)
+
+        return self._scatter("apply", scatter_fn, 0, _flags(**flags))
+
 
 def _flags(*, indices_are_sorted=False, unique_indices=False, mode=None,
            wrap_negative_indices=True):

@@ -96,7 +96,25 @@ def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
       ...  tree_leaves_with_path({'a': [1, 2]})]
       ['a/0', 'a/1']
     """
+    if not isinstance(keys, (tuple, list)):
+        raise TypeError(f"keystr: keys must be a key path (a tuple of key entries, as "
+                        f"tree_flatten_with_path gives), got {type(keys).__name__} {keys!r:.60}")
     return separator.join(_simple_entrystr(k) if simple else str(k) for k in keys)
+
+
+def _check_treedef(fun_name: str, treedef, what: str = "treedef") -> PyTreeDef:
+    """``treedef`` if it is a PyTreeDef, else a TypeError naming ``fun_name``."""
+    if not isinstance(treedef, PyTreeDef):
+        raise TypeError(f"{fun_name}: {what} must be a PyTreeDef (from tree_structure or "
+                        f"tree_flatten), got {type(treedef).__name__} {treedef!r:.60}")
+    return treedef
+
+
+def _bad_flatten(t, out, with_keys: bool = False) -> ValueError:
+    fn = "flatten_with_keys" if with_keys else "flatten"
+    pairs = "(key, child) pairs" if with_keys else "children"
+    return ValueError(f"the {fn} function registered for the pytree node type {t.__name__} "
+                      f"must return a pair ({pairs}, aux_data), got {out!r:.80}")
 
 
 def _simple_entrystr(key) -> str:
@@ -315,6 +333,9 @@ class PyTreeDef:
 
     def unflatten(self, leaves):
         """Rebuild a pytree with this structure from ``leaves`` (an iterable)."""
+        if not hasattr(leaves, "__iter__"):
+            raise TypeError(f"tree_unflatten: leaves must be an iterable of {self.num_leaves} "
+                            f"leaves, got {type(leaves).__name__}")
         leaves = list(leaves)
         if len(leaves) != self.num_leaves:
             raise ValueError(f"tree_unflatten: {self} expects {self.num_leaves} leaves, "
@@ -418,9 +439,17 @@ def _keyed_node_info(x):
     rec = _registry.get(t)
     if rec is not None:
         if rec.flatten_with_keys is not None:
-            keyed, data = rec.flatten_with_keys(x)
-            return t, data, list(keyed)
-        children, data = rec.flatten(x)
+            out = rec.flatten_with_keys(x)
+            try:
+                keyed, data = out
+                return t, data, [(k, c) for k, c in keyed]
+            except (TypeError, ValueError):
+                raise _bad_flatten(t, out, True) from None
+        out = rec.flatten(x)
+        try:
+            children, data = out
+        except (TypeError, ValueError):
+            raise _bad_flatten(t, out) from None
         return t, data, [(FlattenedIndexKey(i), c) for i, c in enumerate(children)]
     if _is_namedtuple(x):
         return _NAMEDTUPLE, t, [(GetAttrKey(f), c) for f, c in zip(t._fields, x)]
@@ -460,7 +489,11 @@ def _flatten(x, leaves: list, is_leaf) -> PyTreeDef:
     t = type(x)
     rec = _registry.get(t)
     if rec is not None:
-        children, data = rec.flatten(x)
+        out = rec.flatten(x)
+        try:
+            children, data = out
+        except (TypeError, ValueError):
+            raise _bad_flatten(t, out) from None
     elif isinstance(x, tuple) and hasattr(t, "_fields"):
         t, data, children = _NAMEDTUPLE, t, x
     else:
@@ -520,7 +553,7 @@ def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path: bool = False
 
 def tree_unflatten(treedef: PyTreeDef, leaves):
     """Rebuild a pytree with ``treedef``'s structure from ``leaves``."""
-    return treedef.unflatten(leaves)
+    return _check_treedef("tree_unflatten", treedef).unflatten(leaves)
 
 
 def tree_leaves(tree, is_leaf=None) -> list:
@@ -623,17 +656,21 @@ def treedef_is_leaf(treedef: PyTreeDef) -> bool:
     NB: JAX also answers True for ``None``'s treedef (one node, no leaves); fungrad's jit
     relies on this function meaning "exactly one leaf".
     """
-    return treedef.node_type is None
+    return _check_treedef("treedef_is_leaf", treedef).node_type is None
 
 
 def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
     """The treedefs of ``treedef``'s immediate children."""
-    return list(treedef.children)
+    return list(_check_treedef("treedef_children", treedef).children)
 
 
 def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
     """The treedef of a tuple whose children have the structures ``treedefs``."""
-    return PyTreeDef(tuple, None, list(treedefs))
+    if not isinstance(treedefs, Iterable):
+        raise TypeError(f"treedef_tuple: expected an iterable of PyTreeDefs, got "
+                        f"{type(treedefs).__name__}")
+    return PyTreeDef(tuple, None, [_check_treedef("treedef_tuple", t, "each element")
+                                   for t in treedefs])
 
 
 def all_leaves(iterable, is_leaf=None) -> bool:
@@ -676,6 +713,9 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
 
     ``inner_treedef`` None: the structure of the first inner tree.
     """
+    _check_treedef("tree_transpose", outer_treedef, "outer_treedef")
+    if inner_treedef is not None:
+        _check_treedef("tree_transpose", inner_treedef, "inner_treedef")
     flat, treedef = tree_flatten(pytree_to_transpose)
     if inner_treedef is None:
         if outer_treedef.num_leaves == 0:

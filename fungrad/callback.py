@@ -75,10 +75,12 @@ def _is_array_leaf(x) -> bool:
     return isinstance(x, (bool, int, float)) and not isinstance(x, type)
 
 
-def flatten_args(api: str, fn, args, kwargs):
+def flatten_args(api: str, fn, args, kwargs, static_ok: bool = True):
     """``(dynamic leaves as operands, FlatCallback)`` for ``fn(*args, **kwargs)``: array
     leaves (Arrays, tracers, numpy values, Python numbers) become operands, other leaves
-    stay Python values passed as they are (JAX's static arguments)."""
+    stay Python values passed as they are (JAX's static arguments of debug callbacks); with
+    ``static_ok`` False (pure_callback, io_callback: JAX takes only arrays) they are a
+    TypeError."""
     if not callable(fn):
         raise TypeError(f"{api}: the callback must be callable, got an object of type "
                         f"{type(fn).__name__}")
@@ -87,8 +89,12 @@ def flatten_args(api: str, fn, args, kwargs):
     for i, x in enumerate(leaves):
         if _is_array_leaf(x):
             dyn.append(x)
-        else:
+        elif static_ok:
             static.append((i, x))
+        else:
+            raise TypeError(f"{api}: argument leaf {i} is of type {type(x).__name__}, not an "
+                            f"array; {api} passes only arrays and numbers to the callback "
+                            f"(close over other values, e.g. with functools.partial)")
     operands = []
     for x in dyn:
         if isinstance(x, (Array, core.Tracer)):
@@ -120,9 +126,10 @@ def result_avals_of(api: str, result_shape_dtypes):
 
 
 def check_results(api: str, callback: FlatCallback, out, result_avals) -> list[np.ndarray]:
-    """The callback's results ``out`` as numpy values of ``result_avals`` (converted to their
-    dtypes, as JAX converts them); RuntimeError for a wrong number of results or a wrong
-    shape."""
+    """The callback's results ``out`` as numpy values of ``result_avals``; RuntimeError (JAX's
+    runtime error type) for a wrong number of results, a wrong shape or a dtype that differs
+    from the declared one after canonicalization (a float64 result for a declared float32
+    without x64 converts, as in JAX; an int32 result for a float32 does not)."""
     leaves = tree_util.tree_leaves(out)
     if len(leaves) != len(result_avals):
         raise RuntimeError(
@@ -138,6 +145,11 @@ def check_results(api: str, callback: FlatCallback, out, result_avals) -> list[n
                 f"({arr.dtype}) but result_shape_dtypes declares {a.str_short()}; return "
                 "arrays of the declared shapes")
         if arr.dtype != a.dtype:
+            if arr.dtype.kind not in "biuf" or dtypes.canonicalize_dtype(arr.dtype) != a.dtype:
+                raise RuntimeError(
+                    f"{api}: result {i} of the callback {callback.name} has dtype {arr.dtype} "
+                    f"but result_shape_dtypes declares {a.str_short()}; return arrays of the "
+                    "declared dtypes (convert with .astype)")
             with np.errstate(all="ignore"):
                 arr = arr.astype(a.dtype)
         vals.append(arr)
@@ -281,7 +293,7 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
                          f"{', '.join(map(repr, VMAP_METHODS))} or None, got {vmap_method!r}")
     if sharding is not None:
         raise ValueError("pure_callback: fungrad has no shardings; pass sharding=None")
-    operands, flat = flatten_args("pure_callback", callback, args, kwargs)
+    operands, flat = flatten_args("pure_callback", callback, args, kwargs, static_ok=False)
     avals, tree = result_avals_of("pure_callback", result_shape_dtypes)
     outs = pure_callback_p.bind(*operands, callback=flat, result_avals=tuple(avals),
                                 vmap_method=vmap_method)
@@ -336,7 +348,7 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered: bo
     per example."""
     if sharding is not None:
         raise ValueError("io_callback: fungrad has no shardings; pass sharding=None")
-    operands, flat = flatten_args("io_callback", callback, args, kwargs)
+    operands, flat = flatten_args("io_callback", callback, args, kwargs, static_ok=False)
     avals, tree = result_avals_of("io_callback", result_shape_dtypes)
     outs = io_callback_p.bind(*operands, callback=flat, result_avals=tuple(avals),
                               ordered=bool(ordered))

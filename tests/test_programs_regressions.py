@@ -109,3 +109,26 @@ def test_at_apply_values_repeats_grad_jit_vmap():
                                          for r in rows]))
     with pytest.raises(TypeError, match=r"at\[\].apply: func must be callable"):
         a.at[0].apply(3.0)
+
+
+# -- nn.initializers.orthogonal ------------------------------------------------------------------
+
+
+def test_orthogonal_initializer_jax_numbers_and_orthogonality():
+    from fungrad import random
+    from fungrad.nn import initializers
+    key = random.PRNGKey(5)
+    # JAX 0.10.2's numbers for this key
+    np.testing.assert_allclose(np.asarray(initializers.orthogonal()(key, (3, 3)))[0],
+                               [-0.03379, 0.58029, 0.81371], atol=2e-5)
+    np.testing.assert_allclose(
+        np.asarray(initializers.orthogonal(column_axis=0)(key, (4, 2, 3))).ravel()[:3],
+        [-0.02777, 0.45063, -0.27561], atol=2e-5)
+    for shape, axis in [((2, 5), -1), ((5, 2), -1), ((2, 3, 4), -1), ((4, 2, 3), 0)]:
+        w = np.asarray(initializers.orthogonal(scale=2.0, column_axis=axis)(key, shape))
+        assert w.shape == shape
+        m = np.moveaxis(w, axis, -1).reshape(-1, shape[axis]) / 2.0
+        small = m.T @ m if m.shape[0] >= m.shape[1] else m @ m.T
+        np.testing.assert_allclose(small, np.eye(min(m.shape)), atol=2e-6)
+    with pytest.raises(ValueError, match="orthogonal: needs a shape of at least 2"):
+        initializers.orthogonal()(key, (3,))

@@ -26,7 +26,7 @@ __all__ = [
     "Initializer", "zeros", "ones", "constant", "uniform", "normal", "truncated_normal",
     "variance_scaling", "glorot_uniform", "glorot_normal", "xavier_uniform", "xavier_normal",
     "lecun_uniform", "lecun_normal", "he_uniform", "he_normal", "kaiming_uniform",
-    "kaiming_normal",
+    "kaiming_normal", "orthogonal",
 ]
 
 
@@ -259,3 +259,38 @@ xavier_uniform = glorot_uniform
 xavier_normal = glorot_normal
 kaiming_uniform = he_uniform
 kaiming_normal = he_normal
+
+
+def orthogonal(scale=1.0, column_axis=-1, dtype=None) -> Initializer:
+    """An initializer of (scaled) uniformly distributed orthogonal matrices (Saxe et al.
+    2014): the weights, seen as a matrix whose columns lie along ``column_axis`` and whose rows
+    are all the other axes, have orthonormal columns (or rows, whichever are fewer), times
+    ``scale``. Drawn as the Q of a QR decomposition of a standard normal matrix with the
+    signs fixed by R's diagonal; JAX's numbers for a key."""
+
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        from fungrad import numpy as fnp
+        name = "orthogonal"
+        _check_sharding(name, out_sharding)
+        shape = _shape(name, shape)
+        dt = _dtype(name, dtype)
+        if len(shape) < 2:
+            raise ValueError(f"nn.initializers.orthogonal: needs a shape of at least 2 "
+                             f"dimensions, got {shape}")
+        try:
+            axis = operator.index(column_axis) % len(shape)
+        except TypeError:
+            raise TypeError(f"nn.initializers.orthogonal: column_axis must be an integer, got "
+                            f"{column_axis!r}") from None
+        n_cols = shape[axis]
+        n_rows = int(np.prod(shape)) // n_cols if n_cols else 0
+        wide = n_rows < n_cols
+        z = random.normal(key, (n_cols, n_rows) if wide else (n_rows, n_cols), dt)
+        q, r = fnp.linalg.qr(z)
+        q = fnp.multiply(q, lax.sign(fnp.diagonal(r))[None, :])
+        if wide:
+            q = q.T
+        rest = tuple(d for i, d in enumerate(shape) if i != axis)
+        q = fnp.moveaxis(fnp.reshape(q, rest + (n_cols,)), -1, axis)
+        return lax.mul(q, _scalar(name, "scale", scale, dt))
+    return init

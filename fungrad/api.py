@@ -148,7 +148,11 @@ class ShapeDtypeStruct:
                              "ShapeDtypeStruct((2, 3), fnp.float32)), got None")
         if sharding is not None:
             raise ValueError("ShapeDtypeStruct: fungrad has no shardings; pass sharding=None")
-        self.shape, self.dtype = shape, np.dtype(dtype)
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError as e:
+            raise TypeError(f"ShapeDtypeStruct: {e}") from None
+        self.shape, self.dtype = shape, dtype
         self.weak_type, self.sharding = bool(weak_type), None
 
     ndim = property(lambda self: len(self.shape))
@@ -514,6 +518,11 @@ def linear_transpose(fun, *primals, reduce_axes=()):
                             f"the function's output structure {out_tree[0]}")
         cts = [Array(np.asarray(c, dtype=a.dtype)) if not isinstance(c, (Array, core.Tracer))
                else c for c, a in zip(ct_flat, closed.out_avals)]
+        for c, a in zip(cts, closed.out_avals):  # JAX's TypeError for a cotangent type
+            if tuple(c.shape) != tuple(a.shape) or c.dtype != a.dtype:
+                raise TypeError(f"linear_transpose: cotangent type does not match the "
+                                f"function's output: expected {a.str_short()}, got "
+                                f"{core.get_aval(c).str_short()}")
         outs = backward_pass(closed.jaxpr, closed.consts,
                              [UndefPrimal(a.strip_weak_type()) for a in avals], cts)
         outs = [Array(np.zeros(a.shape, a.dtype)) if type(o) is Zero else o
@@ -563,12 +572,20 @@ def custom_gradient(fun):
     from fungrad.transforms.custom import custom_vjp
     check_callable(fun, "custom_gradient", "decorate the function: @custom_gradient")
 
+    def value_and_vjp(args):
+        out = fun(*args)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            what = "an array" if hasattr(out, "shape") else f"a {type(out).__name__}"
+            raise TypeError(f"custom_gradient: the function must return a pair (value, vjp_fn), "
+                            f"got {what}")
+        return out
+
     @custom_vjp
     def wrapped(*args):
-        return fun(*args)[0]
+        return value_and_vjp(args)[0]
 
     def fwd(*args):
-        value, vjp = fun(*args)
+        value, vjp = value_and_vjp(args)
         if not callable(vjp):
             raise TypeError("custom_gradient: the function must return (value, vjp_fn) with "
                             f"a callable vjp_fn, got {type(vjp).__name__}")

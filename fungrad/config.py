@@ -90,13 +90,19 @@ _PRECISIONS = (None, "default", "high", "highest", "bfloat16", "tensorfloat32", 
                "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
 
 
+class UnknownOptionError(AttributeError, ValueError):
+    """An option name fungrad does not know. JAX raises AttributeError for it (so programs
+    that probe for a flag catch AttributeError); it is a ValueError too, fungrad's type for a
+    bad argument value."""
+
+
 def _canonical(name: str, fun: str) -> str:
     if name in _OPTIONS:
         return name
     if name in _ALIASES:
         return _ALIASES[name]
     known = ", ".join(sorted(_OPTIONS) + sorted(_ALIASES))
-    raise ValueError(f"config.{fun}: unknown option {name!r}; known options: {known}")
+    raise UnknownOptionError(f"config.{fun}: unknown option {name!r}; known options: {known}")
 
 
 def _parse_env(name: str, raw: str, default):

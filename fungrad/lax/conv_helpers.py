@@ -43,6 +43,13 @@ def _ints(name: str, what: str, values, n: int | None = None) -> tuple[int, ...]
     return out
 
 
+def _strides(name: str, what: str, values, n: int) -> tuple[int, ...]:
+    out = _ints(name, what, values, n)
+    if any(v < 1 for v in out):
+        raise ValueError(f"{name}: every element of {what} must be positive, got {out}")
+    return out
+
+
 def _pairs(name: str, pads, n: int) -> list[tuple[int, int]]:
     if isinstance(pads, str):
         raise TypeError(f"{name}: padding must be explicit (low, high) pairs here, got "
@@ -59,13 +66,15 @@ def _pairs(name: str, pads, n: int) -> list[tuple[int, int]]:
 
 def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count: int = 1):
     """The output shape of a convolution of an ``NC...`` input of ``lhs_shape`` with an
-    ``OI...`` kernel of ``rhs_shape`` (``jax.lax.conv_shape_tuple``): strides and explicit
-    ``(low, high)`` pads per spatial dimension; spatial sizes are ``floor((in + low + high -
-    k) / stride) + 1``, at least 0."""
+    ``OI...`` kernel of ``rhs_shape`` (``jax.lax.conv_shape_tuple``): strides and
+    ``(low, high)`` pads per spatial dimension (or a padding string such as ``"SAME"``);
+    spatial sizes are ``floor((in + low + high - k) / stride) + 1``, at least 0."""
     name = "conv_shape_tuple"
     lhs_shape, rhs_shape = _ints(name, "lhs_shape", lhs_shape), _ints(name, "rhs_shape", rhs_shape)
     n = len(lhs_shape) - 2
-    strides = _ints(name, "strides", strides, n)
+    strides = _strides(name, "strides", strides, n)
+    if isinstance(pads, str):  # as JAX: a padding string for these shapes and strides
+        pads = padtype_to_pads(lhs_shape[2:], rhs_shape[2:], strides, pads)
     pads = _pairs(name, pads, n)
     padded = [d + lo + hi for d, (lo, hi) in zip(lhs_shape[2:], pads)]
     if any(p < 0 for p in padded):
@@ -98,7 +107,7 @@ def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
     lhs_shape, rhs_shape = _ints(name, "lhs_shape", lhs_shape), _ints(name, "rhs_shape", rhs_shape)
     dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
     lhs_t, rhs_t = _permuted(lhs_shape, dn.lhs_spec), _permuted(rhs_shape, dn.rhs_spec)
-    strides = _ints(name, "window_strides", window_strides, len(lhs_shape) - 2)
+    strides = _strides(name, "window_strides", window_strides, len(lhs_shape) - 2)
     if isinstance(padding, str):
         padding = padtype_to_pads(lhs_t[2:], rhs_t[2:], strides, padding)
     out_t = conv_shape_tuple(lhs_t, rhs_t, strides, padding)
@@ -116,7 +125,7 @@ def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
     dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
     lhs_t, rhs_t = _permuted(lhs_shape, dn.lhs_spec), _permuted(rhs_shape, dn.rhs_spec)
     n = len(lhs_shape) - 2
-    strides = _ints(name, "window_strides", window_strides, n)
+    strides = _strides(name, "window_strides", window_strides, n)
     if isinstance(padding, str):
         if padding not in ("SAME", "VALID"):
             raise ValueError(f"{name}: padding must be 'SAME', 'VALID' or (low, high) pairs, "
@@ -136,7 +145,7 @@ def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, 
     shape = _ints(name, "operand_shape", operand_shape)
     n = len(shape)
     window = _ints(name, "window_dimensions", window_dimensions, n)
-    strides = _ints(name, "window_strides", window_strides, n)
+    strides = _strides(name, "window_strides", window_strides, n)
     pads = _pairs(name, padding, n)
     base = (1,) * n if base_dilation is None else _ints(name, "base_dilation", base_dilation, n)
     wdil = (1,) * n if window_dilation is None else _ints(name, "window_dilation",

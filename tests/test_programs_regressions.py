@@ -132,3 +132,34 @@ def test_orthogonal_initializer_jax_numbers_and_orthogonality():
         np.testing.assert_allclose(small, np.eye(min(m.shape)), atol=2e-6)
     with pytest.raises(ValueError, match="orthogonal: needs a shape of at least 2"):
         initializers.orthogonal()(key, (3,))
+
+
+# -- float64 (jax_enable_x64) through the loop-based solvers -----------------------------------
+# Their fori_loop index is int64 under x64; comparing it with int32 iotas was a TypeError.
+
+
+def test_x64_linalg_optimize_ode(x64):
+    from fungrad.experimental.ode import odeint
+    from fungrad.scipy import linalg as fla
+    from fungrad.scipy.optimize import minimize
+    rng = np.random.RandomState(0)
+    a = rng.randn(4, 4)
+    s = a @ a.T + 4 * np.eye(4)
+    b = rng.randn(4)
+    c = fla.cho_factor(s, lower=True)
+    x = fla.cho_solve(c, b)
+    assert x.dtype == np.float64
+    np.testing.assert_allclose(np.asarray(x), np.linalg.solve(s, b), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(fla.solve_triangular(a, b, lower=False)),
+                               np.linalg.solve(np.triu(a), b), rtol=1e-9)
+    q, r = fnp.linalg.qr(a)
+    np.testing.assert_allclose(np.asarray(q @ r), a, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(fnp.linalg.eigvalsh(s)), np.linalg.eigvalsh(s),
+                               rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(fnp.linalg.svd(a, compute_uv=False)),
+                               np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    res = minimize(lambda t: fnp.sum((t - 2.0) ** 2) + fnp.sum(t ** 4), fnp.zeros(2),
+                   method="BFGS")
+    assert res.x.dtype == np.float64 and bool(res.success)
+    ys = odeint(lambda y, t: -y, fnp.ones(1), fnp.linspace(0.0, 1.0, 3))
+    np.testing.assert_allclose(np.asarray(ys)[:, 0], np.exp(-np.linspace(0, 1, 3)), rtol=1e-7)

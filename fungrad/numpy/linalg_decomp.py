@@ -290,7 +290,8 @@ def qr(a, mode: str = "reduced"):
     r = a
     steps = min(m - 1, n)  # the last row of a tall/square matrix needs no reflection
     if steps > 0:
-        r, q = lax.fori_loop(0, steps, lambda k, rq: _householder(rq[0], rq[1], k, m), (r, q))
+        r, q = lax.fori_loop(0, steps, lambda k, rq: _householder(
+            rq[0], rq[1], lax.convert_element_type(k, np.int32), m), (r, q))
     # exact zeros below the diagonal
     r = lax.select_n(lax.gt(_iota(r.shape, r.ndim - 2), _iota(r.shape, r.ndim - 1)), r,
                      lax.full_like(r, 0))

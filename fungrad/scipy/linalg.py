@@ -73,6 +73,7 @@ def _substitute(a, b, lower: bool, unit_diagonal: bool):
     rows = lax.broadcasted_iota(np.int32, b.shape, nd - 2)
 
     def step(i, b):
+        i = lax.convert_element_type(i, np.int32)  # int64 under x64
         j = i if lower else lax.sub(np.int32(n - 1), i)
         col_j = lax.dynamic_index_in_dim(a, j, nd - 1, keepdims=False)  # [..., n]
         row_j = lax.dynamic_index_in_dim(b, j, nd - 2, keepdims=False)  # [..., k]

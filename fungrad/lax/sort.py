@@ -231,7 +231,11 @@ def top_k(operand_, k: int, *, axis: int = -1):
     Example: ``top_k(jnp.array([1., 3., 2.]), 2)`` is ``([3., 2.], [1, 2])``.
     """
     x = operand(operand_, "top_k")
-    k = operator.index(k)
+    try:
+        k = operator.index(k)
+    except TypeError:
+        raise TypeError(f"top_k: k must be a static integer, got {type(k).__name__} "
+                        f"{k!r:.40}") from None
     if k < 0:
         raise ValueError(f"top_k: k must be nonnegative, got {k}")
     axis = _canonical_dimension("top_k", axis, x.shape)

@@ -27,6 +27,17 @@ def _axis(name: str, axis, ndim: int) -> int:
     return axis % ndim
 
 
+def _int_tuple(name: str, what: str, values) -> tuple[int, ...]:
+    """``values`` as a tuple of Python ints; anything else a TypeError naming ``name``."""
+    try:
+        if isinstance(values, str):
+            raise TypeError
+        return tuple(operator.index(d) for d in values)
+    except TypeError:
+        raise TypeError(f"{name}: {what} must be a sequence of integers, got "
+                        f"{values!r:.60}") from None
+
+
 def broadcast_shapes(*shapes) -> tuple[int, ...]:
     """The shape numpy broadcasting gives arrays of ``shapes`` (``jax.lax.broadcast_shapes``).
 
@@ -34,7 +45,10 @@ def broadcast_shapes(*shapes) -> tuple[int, ...]:
     """
     if not shapes:
         raise ValueError("broadcast_shapes: needs at least one shape")
-    shapes = [tuple(operator.index(d) for d in s) for s in shapes]
+    shapes = [_int_tuple("broadcast_shapes", "each shape", s) for s in shapes]
+    if any(d < 0 for s in shapes for d in s):  # a TypeError, as JAX's shape check raises
+        raise TypeError(f"broadcast_shapes: shapes must be non-negative, got "
+                        f"{[tuple(s) for s in shapes]}")
     rank = max(len(s) for s in shapes)
     out = []
     for i in range(rank):
@@ -55,7 +69,7 @@ def split(operand_, sizes, axis: int = 0) -> list:
     x = operand(operand_, "split")
     shape = core.get_aval(x).shape
     axis = _axis("split", axis, len(shape))
-    sizes = [operator.index(s) for s in sizes]
+    sizes = list(_int_tuple("split", "sizes", sizes))
     if any(s < 0 for s in sizes) or sum(sizes) != shape[axis]:
         raise ValueError(f"split: sizes {tuple(sizes)} must be non-negative and add up to the "
                          f"length {shape[axis]} of axis {axis} (operand shape {shape})")
@@ -72,8 +86,12 @@ def stack(operands, axis: int = 0):
     if not xs:
         raise ValueError("stack: needs at least one array")
     shapes = {tuple(core.get_aval(x).shape) for x in xs}
-    if len(shapes) > 1:
-        raise TypeError(f"stack: all arrays must have the same shape, got {sorted(shapes)}")
+    if len(shapes) > 1:  # a ValueError, as JAX's
+        raise ValueError(f"stack: all arrays must have the same shape, got {sorted(shapes)}")
+    dts = sorted({str(x.dtype) for x in xs})
+    if len(dts) > 1:
+        raise TypeError(f"stack: all arrays must have the same dtype, got {', '.join(dts)} "
+                        "(convert them with lax.convert_element_type)")
     shape = shapes.pop()
     axis = _axis("stack", axis, len(shape) + 1)
     new_shape = (*shape[:axis], 1, *shape[axis:])
@@ -94,7 +112,7 @@ def tile(operand_, reps):
     ``len(reps)`` must equal the rank, unlike ``numpy.tile``)."""
     x = operand(operand_, "tile")
     shape = tuple(core.get_aval(x).shape)
-    reps = tuple(operator.index(r) for r in reps)
+    reps = _int_tuple("tile", "reps", reps)
     if len(reps) != len(shape):
         raise TypeError(f"tile: reps length must be equal to the ndim of x, got "
                         f"len(reps)={len(reps)} and x.ndim={len(shape)}")

@@ -86,6 +86,9 @@ class _Unravel:
 
     def __call__(self, flat):
         total = sum(self.sizes)
+        if not hasattr(flat, "shape") and not isinstance(flat, (int, float, list, tuple)):
+            raise TypeError(f"ravel_pytree's unravel: expected an array of shape ({total},), "
+                            f"got a value of type {type(flat).__name__}")
         shape = tuple(np.shape(flat))
         if shape != (total,):
             raise ValueError(f"ravel_pytree's unravel: expected a vector of shape ({total},) "

@@ -69,9 +69,31 @@ def _count(where: str, what: str, value) -> int:
     except TypeError:
         raise TypeError(f"stax.{where}: {what} must be an integer, got "
                         f"{type(value).__name__} {value!r}") from None
-    if n < 0:
-        raise ValueError(f"stax.{where}: {what} must be >= 0, got {n}")
+    if n < 0:  # a TypeError, as JAX's negative-shape check raises
+        raise TypeError(f"stax.{where}: {what} must be >= 0, got {n}")
     return n
+
+
+def _pair(where: str, params, names: str):
+    """``params`` unpacked as the layer's two parameters ``names`` (e.g. ``"(W, b)"``);
+    anything else is a TypeError saying what the layer's params are."""
+    try:
+        first, second = params
+    except (TypeError, ValueError):
+        raise TypeError(f"stax.{where}: params must be the pair {names} its init_fun made, "
+                        f"got {type(params).__name__} {params!r:.60}") from None
+    return first, second
+
+
+def _layer_funs(where: str, layers) -> tuple[list, list]:
+    """The init and apply functions of ``layers``, each an ``(init_fun, apply_fun)`` pair."""
+    for i, layer in enumerate(layers):
+        if not (isinstance(layer, (tuple, list)) and len(layer) == 2
+                and callable(layer[0]) and callable(layer[1])):
+            raise TypeError(f"stax.{where}: layer {i} must be an (init_fun, apply_fun) pair, "
+                            f"as stax layers are (e.g. stax.Dense(10), stax.Relu), got "
+                            f"{type(layer).__name__} {layer!r:.60}")
+    return [init for init, _ in layers], [apply for _, apply in layers]
 
 
 # --------------------------------------------------------------------------- dense / conv
@@ -95,7 +117,7 @@ def Dense(out_dim, W_init=glorot_normal(), b_init=normal()):
         return input_shape[:-1] + (out_dim,), (W, b)
 
     def apply_fun(params, inputs, **kwargs):
-        W, b = params
+        W, b = _pair("Dense", params, "(W, b)")
         return jnp.dot(inputs, W) + b
 
     return init_fun, apply_fun
@@ -164,7 +186,7 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
                           W_init, b_init, lax.conv_general_shape_tuple)
 
     def apply_fun(params, inputs, **kwargs):
-        W, b = params
+        W, b = _pair("GeneralConv", params, "(W, b)")
         return lax.conv_general_dilated(inputs, W, strides, padding, one, one,
                                         dimension_numbers=dn) + b
 
@@ -189,7 +211,7 @@ def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None
                           padding, W_init, b_init, lax.conv_transpose_shape_tuple)
 
     def apply_fun(params, inputs, **kwargs):
-        W, b = params
+        W, b = _pair("GeneralConvTranspose", params, "(W, b)")
         return lax.conv_transpose(inputs, W, strides, padding, dimension_numbers=dn) + b
 
     return init_fun, apply_fun
@@ -247,7 +269,7 @@ def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=z
         return input_shape, (beta, gamma)
 
     def apply_fun(params, x, **kwargs):
-        beta, gamma = params
+        beta, gamma = _pair("BatchNorm", params, "(beta, gamma)")
         expand = tuple(None if i in axis else slice(None) for i in range(jnp.ndim(x)))
         z = standardize(x, axis, epsilon=epsilon)
         if scale:
@@ -468,8 +490,7 @@ def serial(*layers):
 
     ``init_fun`` gives layer ``k`` the second half of ``random.split`` of the key left by
     layer ``k - 1``; ``apply_fun(..., rng=key)`` gives layer ``k`` ``random.split(key, n)[k]``."""
-    init_funs = [init for init, _ in layers]
-    apply_funs = [apply for _, apply in layers]
+    init_funs, apply_funs = _layer_funs("serial", layers)
 
     def init_fun(rng, input_shape):
         params = []
@@ -498,8 +519,7 @@ def parallel(*layers):
 
     Outputs, output shapes and params are sequences with one entry per layer. Often between
     :func:`FanOut` and :data:`FanInSum` / :func:`FanInConcat`."""
-    init_funs = [init for init, _ in layers]
-    apply_funs = [apply for _, apply in layers]
+    init_funs, apply_funs = _layer_funs("parallel", layers)
     n = len(layers)
 
     def _check(what, seq):

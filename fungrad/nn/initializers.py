@@ -164,6 +164,10 @@ def _compute_fans(name: str, shape, in_axis, out_axis, batch_axis) -> tuple[floa
     in_size = _axes_size(name, shape, in_axis)
     out_size = _axes_size(name, shape, out_axis)
     batch_size = _axes_size(name, shape, batch_axis)
+    if in_size * out_size * batch_size == 0:
+        raise ValueError(f"nn.initializers.{name}: the weights array of shape {shape} has a "
+                         f"size-0 in/out/batch axis, so its fans (and the variance scale / fan) "
+                         f"are undefined; give those axes a positive size")
     receptive_field = math.prod(shape) / in_size / out_size / batch_size
     return in_size * receptive_field, out_size * receptive_field
 
@@ -199,10 +203,9 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
         fan_in, fan_out = _compute_fans(name, shape, in_axis, out_axis, batch_axis)
         denominator = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2,
                        "fan_geo_avg": (fan_in * fan_out) ** 0.5}[mode]
-        if denominator == 0:
+        if denominator == 0:  # a size-0 receptive field
             raise ValueError(f"nn.initializers.{name}: {mode} is 0 for a weights array of "
-                             f"shape {shape} (an in/out axis of size 0), so the variance "
-                             f"scale / {mode} is undefined")
+                             f"shape {shape}, so the variance scale / {mode} is undefined")
         try:  # in Python precision, as JAX, so the variance rounds once to dt
             ratio = scale / denominator
         except TypeError:

@@ -96,7 +96,7 @@ def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
       ...  tree_leaves_with_path({'a': [1, 2]})]
       ['a/0', 'a/1']
     """
-    if not isinstance(keys, (tuple, list)):
+    if not hasattr(keys, "__iter__"):
         raise TypeError(f"keystr: keys must be a key path (a tuple of key entries, as "
                         f"tree_flatten_with_path gives), got {type(keys).__name__} {keys!r:.60}")
     return separator.join(_simple_entrystr(k) if simple else str(k) for k in keys)

@@ -182,7 +182,10 @@ CASES = {
     "stax.Dense params": (lambda: stax.Dense(2)[1](None, np.ones((3, 4), F32)), TypeError,
                           r"stax.Dense: params must be the pair \(W, b\)"),
     "stax.BatchNorm params": (lambda: stax.BatchNorm()[1]((1,), np.ones((3, 4), F32)),
-                              TypeError, r"stax.BatchNorm: params must be the pair"),
+                              ValueError, r"stax.BatchNorm: params must be the pair"),
+    "stax.Dense params length": (lambda: stax.Dense(2)[1]((np.ones((4, 2), F32),),
+                                                          np.ones((3, 4), F32)),
+                                 ValueError, r"stax.Dense: params must be the pair \(W, b\)"),
     "stax.Dense negative": (lambda: stax.Dense(-2), TypeError,
                             "stax.Dense: out_dim must be >= 0"),
 }

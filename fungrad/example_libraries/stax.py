@@ -79,9 +79,9 @@ def _pair(where: str, params, names: str):
     anything else is a TypeError saying what the layer's params are."""
     try:
         first, second = params
-    except (TypeError, ValueError):
-        raise TypeError(f"stax.{where}: params must be the pair {names} its init_fun made, "
-                        f"got {type(params).__name__} {params!r:.60}") from None
+    except (TypeError, ValueError) as e:  # the type Python's unpacking raised, as JAX's
+        raise type(e)(f"stax.{where}: params must be the pair {names} its init_fun made, "
+                      f"got {type(params).__name__} {params!r:.60}") from None
     return first, second
 
 

@@ -169,11 +169,23 @@ def clone(key) -> Array:
     return _check_prng_key("clone", key)
 
 
+def _static_int(name: str, what: str, d) -> int:
+    """``d`` as a Python int; a traced value is a ConcretizationTypeError (a TypeError, as
+    JAX's) saying that ``what`` of ``name`` must be static."""
+    if isinstance(d, core.Tracer):
+        from fungrad.numpy import util
+        d = util.concrete_or_error(d, f"{what} of {name} (it must be static)")
+    return operator.index(d)
+
+
 def _canonical_shape(name: str, shape) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+    if (isinstance(shape, (int, np.integer, core.Tracer))
+            and not isinstance(shape, bool)):
         shape = (shape,)
     try:
-        shape = tuple(operator.index(d) for d in shape)
+        shape = tuple(_static_int(name, "the shape argument", d) for d in shape)
+    except core.ConcretizationTypeError:
+        raise
     except TypeError:
         raise TypeError(f"{name}: shape must be a sequence of integers, got {shape!r}") from None
     if any(d < 0 for d in shape):  # a TypeError, as JAX's shape check raises
@@ -1084,7 +1096,9 @@ def ball(key, d, p=2, shape=(), dtype=None) -> Array:
     dtype = _float_dtype("ball", dtype)
     shape = _canonical_shape("ball", shape)
     try:
-        d = operator.index(d)
+        d = _static_int("ball", "the dimension d", d)
+    except core.ConcretizationTypeError:
+        raise
     except TypeError:
         raise TypeError(f"ball: the dimension d must be a concrete integer, got "
                         f"{type(d).__name__}") from None

@@ -204,6 +204,19 @@ def test_batched_key_error_under_jit():
         fg.jit(lambda k: random.uniform(k))(random.split(KEY, 2))
 
 
+@pytest.mark.parametrize("call,where", [
+    (lambda n: random.normal(KEY, (n,)), "the shape argument of normal"),
+    (lambda n: random.split(KEY, n), "the shape argument of split"),
+    (lambda n: random.ball(KEY, n), "the dimension d of ball"),
+    (lambda n: init.zeros(KEY, (n, 3)), "the shape argument of nn.initializers.zeros"),
+])
+def test_traced_static_arguments(call, where):
+    # JAX's TypeError subclass for a traced shape; the message says which argument must be
+    # static (it showed the tracer's repr)
+    with pytest.raises(fg.ConcretizationTypeError, match=rf"{where} \(it must be static\)"):
+        fg.jit(call)(2)
+
+
 def test_pure_callback_wrong_dtype_under_jit():
     f = fg.jit(lambda x: fg.pure_callback(lambda v: np.ones(3, np.int32), SDS3, x))
     with pytest.raises(RuntimeError, match="pure_callback: result 0 .* dtype int32"):

@@ -63,10 +63,16 @@ def _check_sharding(name: str, out_sharding) -> None:
 
 
 def _shape(name: str, shape) -> tuple[int, ...]:
+    from fungrad import core
+    from fungrad.numpy import util
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (shape,)
     try:
-        shape = tuple(operator.index(d) for d in shape)
+        shape = tuple(operator.index(util.concrete_or_error(
+            d, f"the shape argument of nn.initializers.{name} (it must be static)"))
+            if isinstance(d, core.Tracer) else operator.index(d) for d in shape)
+    except core.ConcretizationTypeError:
+        raise
     except TypeError:
         raise TypeError(f"nn.initializers.{name}: shape must be a sequence of integers, got "
                         f"{shape!r}") from None

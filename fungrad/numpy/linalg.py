@@ -1,9 +1,10 @@
 """``fungrad.numpy.linalg``: norms, matrix powers and small dense solvers (jax.numpy.linalg's
 names), written on fungrad.lax only.
 
-``det``, ``slogdet``, ``solve``, ``inv`` share one LU factorisation with partial pivoting, and
-``cholesky`` uses the column (right-looking) recurrence. Both are static Python loops over the
-(static) matrix size whose steps are batched over leading dimensions: the pivot is an
+``det``, ``slogdet``, ``solve``, ``inv`` share one LU factorisation with partial pivoting, a
+static Python loop over the (static) matrix size whose steps are batched over leading
+dimensions; ``cholesky`` uses the column (right-looking) recurrence in a ``lax.fori_loop`` of
+the same masked steps (so its jit compile time does not grow with n). In the LU: the pivot is an
 ``argmax``, row swaps and masked rank-1 updates are ``select_n`` over ``iota`` masks (no
 gathers, no scatters), so everything traces and lowers like any other composite. The work is
 O(n^3) in O(n) steps, meant for the small and medium matrices of this project, not as a LAPACK
@@ -395,19 +396,30 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     n, nd = a.shape[-1], a.ndim
     if symmetrize_input:
         a = lax.mul(lax.add(a, matrix_transpose(a)), 0.5)
+    if n == 0:
+        return a
     rows, cols = _iota(a.shape, nd - 2), _iota(a.shape, nd - 1)
     zeros = lax.full_like(a, 0)
-    factor = zeros
-    for j in range(n):
-        d = lax.sqrt(lax.index_in_dim(lax.index_in_dim(a, j, nd - 1, keepdims=False), j,
-                                      nd - 2, keepdims=False))
-        d = lax.broadcast_in_dim(d, a.shape, _batch(a))
-        col = lax.select_n(lax.gt(rows, j), zeros, lax.div(_col(a, j, a.shape), d))
+    batch = _batch(a)
+
+    # One fori_loop step per column (dynamic reads, masked writes): the program stays the same
+    # size for every n, where an unrolled loop made jit's compile time grow fast with n.
+    def step(j, state):
+        a, factor = state
+        j = lax.convert_element_type(j, np.int32)  # int64 under x64
+        col_j = lax.dynamic_index_in_dim(a, j, nd - 1, keepdims=False)  # [..., n]
+        d = lax.sqrt(lax.dynamic_index_in_dim(col_j, j, nd - 2, keepdims=False))
+        d = lax.broadcast_in_dim(d, a.shape, batch)
+        col = lax.broadcast_in_dim(col_j, a.shape, batch + (nd - 2,))
+        col = lax.select_n(lax.gt(rows, j), zeros, lax.div(col, d))
         col = lax.select_n(lax.eq(rows, j), col, d)  # col[i, :] = L[i, j] on every column
         factor = lax.select_n(lax.eq(cols, j), factor, col)
         # Trailing block (rows and columns > j) loses the outer product of column j of L.
         trailing = lax.and_(lax.gt(rows, j), lax.gt(cols, j))
         a = lax.select_n(trailing, a, lax.sub(a, lax.mul(col, matrix_transpose(col))))
+        return a, factor
+
+    _, factor = lax.fori_loop(0, n, step, (a, zeros))
     return matrix_transpose(factor) if upper else factor
 
 

@@ -252,3 +252,16 @@ def test_accepted_as_in_jax():
                                rtol=1e-6)
     np.testing.assert_allclose(float(special.multigammaln(3.0, 2.0)),
                                float(special.multigammaln(3.0, 2)))
+
+
+def test_special_functions_that_take_lists_in_jax():
+    # JAX's ndtr, log_ndtr, spence, expn, hyp1f1 and hyp2f1 call jnp.asarray on their
+    # arguments, so lists work there; the values are scipy's
+    import scipy.special as ss
+    for fn, args in [("ndtr", ([0.5, 1.0],)), ("log_ndtr", ([0.5, -1.0],)),
+                     ("spence", ([0.5, 1.5],)), ("expn", ([1, 2], [0.5, 0.5])),
+                     ("hyp1f1", ([1.0], 2.0, 0.5)), ("hyp2f1", (1.0, 2.0, 3.0, [0.5]))]:
+        np.testing.assert_allclose(np.asarray(getattr(special, fn)(*args)),
+                                   getattr(ss, fn)(*args), rtol=2e-6, err_msg=fn)
+    with pytest.raises(TypeError, match="gammaln requires ndarray or scalar arguments"):
+        special.gammaln([1.0])  # as JAX, most of jax.scipy.special refuses lists

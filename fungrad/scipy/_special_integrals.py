@@ -19,6 +19,7 @@ from fungrad.scipy._special_util import (
     concrete_int,
     exp_neg_square,
     inexact,
+    lists_as_arrays,
     make_custom_jvp,
     ndtr_unchecked,
     normal_inexact,
@@ -74,6 +75,7 @@ def spence(x):
     """Spence's function ``integral_1^x log(t) / (1 - t) dt = Li2(1 - x)`` for ``x >= 0``
     (NaN below). The dilogarithm identities map every ``x`` to a series argument of modulus
     at most 1/2."""
+    [x] = lists_as_arrays(x)
     x = inexact("spence", x)
     half = 0.5
     # 0 < x < 1/2: Li2(1 - x) = pi^2/6 - log(x) log(1 - x) - Li2(x)

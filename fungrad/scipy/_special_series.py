@@ -16,6 +16,7 @@ from fungrad.scipy._special_util import (
     EULER_GAMMA,
     gamma,
     inexact,
+    lists_as_arrays,
     make_custom_jvp,
     rounding_eps,
 )
@@ -116,6 +117,7 @@ def expn(n, x):
     """Generalized exponential integral ``E_n(x) = integral_1^inf exp(-x t) / t^n dt`` for
     integer ``n >= 0`` and ``x >= 0`` (NaN otherwise); differentiable in ``x``
     (``-E_(n-1)(x)``)."""
+    n, x = lists_as_arrays(n, x)
     util.check_arraylike("expn", n, x)
     n, x = util.promote_args_inexact("expn", n, x)
     return _expn_fn(n, x)
@@ -250,6 +252,7 @@ def hyp1f1(a, b, x):
     """Kummer's confluent hypergeometric function ``M(a, b, x) = sum_k (a)_k / (b)_k x^k / k!``
     (the series, with Kummer's transformation for ``x < 0``); ``+inf`` where ``b`` is a
     non-positive integer (unless ``a`` is one closer to 0), ``exp(x)`` where ``a == b``."""
+    a, b, x = lists_as_arrays(a, b, x)
     util.check_arraylike("hyp1f1", a, b, x)
     a, b, x = util.promote_args_inexact("hyp1f1", a, b, x)
     a, b, x = fnp.broadcast_arrays(a, b, x)
@@ -334,6 +337,7 @@ def hyp2f1(a, b, c, x):
     Gauss' theorem at ``x = 1`` (``+inf`` where ``c - a - b <= 0``); NaN for ``x > 1``,
     ``+inf`` at the poles ``c = 0, -1, ...`` (unless the series stops before). The series
     needs many terms as its argument nears 1 (up to 20000)."""
+    a, b, c, x = lists_as_arrays(a, b, c, x)
     util.check_arraylike("hyp2f1", a, b, c, x)
     a, b, c, x = fnp.broadcast_arrays(*util.promote_args_inexact("hyp2f1", a, b, c, x))
     return _hyp2f1_fn(a, b, c, x)

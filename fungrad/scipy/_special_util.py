@@ -24,6 +24,13 @@ def inexact(fun_name: str, x):
     return x
 
 
+def lists_as_arrays(*xs):
+    """Lists and tuples among ``xs`` as arrays: the functions whose JAX versions call
+    ``jnp.asarray`` on their arguments (ndtr, log_ndtr, spence, expn, hyp1f1, hyp2f1) take
+    them, where most of jax.scipy.special refuses them."""
+    return [fnp.asarray(x) if isinstance(x, (list, tuple)) else x for x in xs]
+
+
 def concrete_int(fun_name: str, what: str, value, minimum: int) -> int:
     """``value`` as a Python int of at least ``minimum``: a concrete integer (or integral
     float) scalar. Not a number, or not a scalar, is a TypeError; a fraction or a value below

@@ -42,6 +42,7 @@ from fungrad.scipy._special_util import (  # noqa: F401  (gammasgn, gamma re-exp
     gamma,
     gammasgn,
     inexact,
+    lists_as_arrays,
     ndtr_unchecked,
     normal_inexact,
 )
@@ -312,6 +313,7 @@ def _polyval(coeffs, x):
 
 def ndtr(x):
     """Standard normal CDF ``(1 + erf(x / sqrt(2))) / 2``, accurate in both tails."""
+    [x] = lists_as_arrays(x)
     return ndtr_unchecked(normal_inexact("ndtr", x))
 
 
@@ -380,6 +382,7 @@ def log_ndtr(x, series_order: int = 3):
         raise TypeError(f"log_ndtr: series_order must be a Python int, got {series_order!r}")
     if not 0 <= series_order <= 30:
         raise ValueError(f"log_ndtr: series_order must be in [0, 30], got {series_order}")
+    [x] = lists_as_arrays(x)
     x = normal_inexact("log_ndtr", x)
     lower, upper = _LOG_NDTR_SEGMENTS[x.dtype]
     above = x > upper

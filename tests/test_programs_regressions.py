@@ -185,3 +185,17 @@ def test_gp_nll_jit_grad_n30():
     si = np.linalg.inv(s.astype(np.float64))
     want = 0.5 * (si - si @ np.outer(y, y) @ si)  # d/dS of 0.5 y^T S^-1 y + 0.5 logdet S
     np.testing.assert_allclose(g, want, atol=1e-5)
+
+
+def test_solve_jit_grad_n30_and_det_sign():
+    # the unrolled LU solve overflowed the lowering's recursion under jit(grad) at n = 30
+    rng = np.random.RandomState(1)
+    a = (rng.randn(30, 30) + 6 * np.eye(30)).astype(np.float32)
+    b = np.ones(30, np.float32)
+    g = np.asarray(fg.jit(fg.grad(lambda m: fnp.sum(fnp.linalg.solve(m, b))))(a))
+    ai = np.linalg.inv(a.astype(np.float64))
+    want = -np.outer(ai.T @ np.ones(30), ai @ b)  # d sum(A^-1 b) / dA = -A^-T 1 (A^-1 b)^T
+    np.testing.assert_allclose(g, want, atol=2e-5)
+    perm = np.eye(4, dtype=np.float32)[[1, 0, 3, 2]] * 2.0  # two swaps: det = +16
+    assert float(fnp.linalg.det(perm)) == 16.0
+    assert float(fnp.linalg.det(np.eye(3, dtype=np.float32)[[1, 0, 2]])) == -1.0

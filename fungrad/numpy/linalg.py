@@ -1,12 +1,12 @@
 """``fungrad.numpy.linalg``: norms, matrix powers and small dense solvers (jax.numpy.linalg's
 names), written on fungrad.lax only.
 
-``det``, ``slogdet``, ``solve``, ``inv`` share one LU factorisation with partial pivoting, a
-static Python loop over the (static) matrix size whose steps are batched over leading
-dimensions; ``cholesky`` uses the column (right-looking) recurrence in a ``lax.fori_loop`` of
-the same masked steps (so its jit compile time does not grow with n). In the LU: the pivot is an
-``argmax``, row swaps and masked rank-1 updates are ``select_n`` over ``iota`` masks (no
-gathers, no scatters), so everything traces and lowers like any other composite. The work is
+``det``, ``slogdet``, ``solve``, ``inv`` share one LU factorisation with partial pivoting, and
+``cholesky`` uses the column (right-looking) recurrence. Both are ``lax.fori_loop``s over the
+matrix size (so the program, and jit's compile time, do not grow with n) whose steps are
+batched over leading dimensions: the pivot is an ``argmax``, row swaps and masked rank-1
+updates are ``select_n`` over ``iota`` masks (no gathers, no scatters), so everything traces
+and lowers like any other composite. The work is
 O(n^3) in O(n) steps, meant for the small and medium matrices of this project, not as a LAPACK
 replacement. The decompositions (``eigh``, ``qr``, ``svd`` and what builds on them: ``pinv``,
 ``lstsq``, ``matrix_rank``, ``cond``, matrix norms ``ord=2``, ``-2``, ``'nuc'``) live in
@@ -243,62 +243,78 @@ def _batch(x) -> tuple[int, ...]:
     return tuple(range(x.ndim - 2))
 
 
-def _row(x, i: int, shape):
-    """Row ``i`` of the [..., n, m] ``x``, repeated down the rows of ``shape``."""
+def _row(x, i, shape):
+    """Row ``i`` (an int or a traced int32 scalar) of the [..., n, m] ``x``, repeated down the
+    rows of ``shape``."""
     nd = x.ndim
-    return lax.broadcast_in_dim(lax.index_in_dim(x, i, nd - 2, keepdims=False), shape,
+    return lax.broadcast_in_dim(lax.dynamic_index_in_dim(x, i, nd - 2, keepdims=False), shape,
                                 _batch(x) + (nd - 1,))
 
 
-def _col(x, j: int, shape):
+def _col(x, j, shape):
     """Column ``j`` of the [..., n, n] ``x``, repeated across the columns of ``shape``."""
     nd = x.ndim
-    return lax.broadcast_in_dim(lax.index_in_dim(x, j, nd - 1, keepdims=False), shape,
+    return lax.broadcast_in_dim(lax.dynamic_index_in_dim(x, j, nd - 1, keepdims=False), shape,
                                 _batch(x) + (nd - 2,))
 
 
-def _swap_rows(x, k: int, p, rows):
-    """Swap row ``k`` (static) with row ``p`` (traced, one per batch entry) of [..., n, m]
-    ``x``. Row ``p`` is read by masking (select, then a sum of one value and zeros)."""
+def _swap_rows(x, k, p, rows):
+    """Swap row ``k`` (the same for every batch entry) with row ``p`` (one per batch entry) of
+    [..., n, m] ``x``. Row ``p`` is read by masking (select, then a sum of one value and
+    zeros)."""
     is_p = lax.eq(rows, lax.broadcast_in_dim(p, x.shape, _batch(x)))
     row_p = lax.reduce_sum(lax.select_n(is_p, lax.full_like(x, 0), x), (x.ndim - 2,))
     row_p = lax.broadcast_in_dim(row_p, x.shape, _batch(x) + (x.ndim - 1,))
     return lax.select_n(lax.eq(rows, k), lax.select_n(is_p, x, _row(x, k, x.shape)), row_p)
 
 
+def _int32(i):
+    return lax.convert_element_type(i, np.int32)  # fori_loop counts in int64 under x64
+
+
 def _lu(a):
     """LU with partial pivoting of the float [..., n, n] ``a``: ``P a = L U``.
 
     Returns ``(lu, pivots)``: ``lu`` holds U on and above the diagonal and the multipliers of
-    the unit-lower L below it; ``pivots[k]`` (shape = batch) is the row swapped with row ``k``
-    at step ``k`` (LAPACK's ipiv). A zero pivot leaves its column unscaled, as LAPACK does, so
-    a singular matrix gets an exact zero on U's diagonal.
+    the unit-lower L below it; ``pivots[..., k]`` is the row swapped with row ``k`` at step
+    ``k`` (LAPACK's ipiv). A zero pivot leaves its column unscaled, as LAPACK does, so a
+    singular matrix gets an exact zero on U's diagonal. One ``fori_loop`` step per column.
     """
     n, nd = a.shape[-1], a.ndim
     rows, cols = _iota(a.shape, nd - 2), _iota(a.shape, nd - 1)
-    pivots = []
-    for k in range(n):
-        col = lax.index_in_dim(a, k, nd - 1, keepdims=False)  # [..., n]
-        p = lax.argmax(lax.abs(lax.slice_in_dim(col, k, n, axis=nd - 2)), nd - 2, np.int32)
-        p = lax.add(p, k) if k else p
-        pivots.append(p)
+    col_rows = _iota(a.shape[:-1], nd - 2)  # [..., n]
+    piv_idx = _iota(a.shape[:-1], nd - 2)
+
+    def step(k, state):
+        a, pivots = state
+        k = _int32(k)
+        col = lax.dynamic_index_in_dim(a, k, nd - 1, keepdims=False)  # [..., n]
+        cand = lax.select_n(lax.ge(col_rows, k), lax.full_like(col, -1), lax.abs(col))
+        p = lax.argmax(cand, nd - 2, np.int32)  # first largest |a[i, k]|, i >= k
+        pivots = lax.select_n(lax.eq(piv_idx, k), pivots,
+                              lax.broadcast_in_dim(p, pivots.shape, _batch(a)))
         a = _swap_rows(a, k, p, rows)
-        pivot = lax.index_in_dim(lax.index_in_dim(a, k, nd - 1, keepdims=False), k, nd - 2,
-                                 keepdims=False)  # [...]
+        pivot = lax.dynamic_index_in_dim(lax.dynamic_index_in_dim(a, k, nd - 1, keepdims=False),
+                                         k, nd - 2, keepdims=False)  # [...]
         pivot = lax.select_n(lax.eq(pivot, 0.0), pivot, lax.full_like(pivot, 1))
         mult = lax.div(_col(a, k, a.shape), lax.broadcast_in_dim(pivot, a.shape, _batch(a)))
         below = lax.gt(rows, k)
         update = lax.sub(a, lax.mul(mult, _row(a, k, a.shape)))
         a = lax.select_n(lax.and_(below, lax.gt(cols, k)), a, update)
         a = lax.select_n(lax.and_(below, lax.eq(cols, k)), a, mult)
-    return a, pivots
+        return a, pivots
+
+    if n == 0:
+        return a, lax.full(a.shape[:-1], 0, np.int32)
+    return lax.fori_loop(0, n, step, (a, piv_idx))
 
 
 def _pivot_sign(pivots, sign):
     """``sign`` times (-1) ** (the number of real row swaps)."""
-    for k, p in enumerate(pivots):
-        sign = lax.select_n(lax.ne(p, k), sign, lax.neg(sign))
-    return sign
+    swaps = lax.reduce_sum(lax.convert_element_type(
+        lax.ne(pivots, _iota(pivots.shape, pivots.ndim - 1)), np.int32), (pivots.ndim - 1,))
+    odd = lax.eq(lax.rem(swaps, lax.full_like(swaps, 2)), lax.full_like(swaps, 1))
+    return lax.select_n(odd, sign, lax.neg(sign))
 
 
 class SlogdetResult(NamedTuple):
@@ -334,21 +350,34 @@ def det(a):
 
 
 def _lu_solve(lu, pivots, b):
-    """Solve ``A x = b`` for [..., n, m] ``b`` given A's LU (with the batch shape of ``b``)."""
+    """Solve ``A x = b`` for [..., n, m] ``b`` given A's LU (with the batch shape of ``b``):
+    the row swaps, then forward and back substitution, each a ``fori_loop`` over rows."""
     n, nd = lu.shape[-1], b.ndim
+    if n == 0:
+        return b
     rows = _iota(b.shape, nd - 2)
-    for k, p in enumerate(pivots):  # P b
-        b = _swap_rows(b, k, p, rows)
-    for j in range(n):  # L y = P b, L unit lower triangular: eliminate below row j
+
+    def swap(k, b):  # P b
+        k = _int32(k)
+        return _swap_rows(b, k, lax.dynamic_index_in_dim(pivots, k, nd - 2, keepdims=False),
+                          rows)
+
+    def forward(j, b):  # L y = P b, L unit lower triangular: eliminate below row j
+        j = _int32(j)
         update = lax.sub(b, lax.mul(_col(lu, j, b.shape), _row(b, j, b.shape)))
-        b = lax.select_n(lax.gt(rows, j), b, update)
-    for j in reversed(range(n)):  # U x = y: solve row j, eliminate above it
-        u_jj = lax.index_in_dim(lax.index_in_dim(lu, j, nd - 1, keepdims=False), j, nd - 2,
-                                keepdims=False)
+        return lax.select_n(lax.gt(rows, j), b, update)
+
+    def back(i, b):  # U x = y: solve row j, eliminate above it
+        j = lax.sub(np.int32(n - 1), _int32(i))
+        u_jj = lax.dynamic_index_in_dim(lax.dynamic_index_in_dim(lu, j, nd - 1, keepdims=False),
+                                        j, nd - 2, keepdims=False)
         x_j = lax.div(_row(b, j, b.shape), lax.broadcast_in_dim(u_jj, b.shape, _batch(b)))
         update = lax.sub(b, lax.mul(_col(lu, j, b.shape), x_j))
-        b = lax.select_n(lax.eq(rows, j), lax.select_n(lax.lt(rows, j), b, update), x_j)
-    return b
+        return lax.select_n(lax.eq(rows, j), lax.select_n(lax.lt(rows, j), b, update), x_j)
+
+    b = lax.fori_loop(0, n, swap, b)
+    b = lax.fori_loop(0, n, forward, b)
+    return lax.fori_loop(0, n, back, b)
 
 
 def solve(a, b):

@@ -146,3 +146,56 @@ def test_bad_input_errors():
         fla.solve(np.eye(2), np.ones(2), assume_a="banded")
     with pytest.raises(TypeError):
         fla.cholesky("not an array")
+
+
+def test_expm_matches_scipy_grad_vmap():
+    a = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 10.0]])
+    for scale in (0.0, 0.01, 0.3, 1.0):
+        got = np.asarray(fla.expm((a * scale).astype(np.float32)))
+        np.testing.assert_allclose(got, sla.expm(a * scale), rtol=2e-5, atol=1e-6)
+    # d/dt sum(expm(t a)) = sum(a expm(t a))
+    g = float(fg.grad(lambda t: fla.expm(a.astype(np.float32) * t).sum())(0.1))
+    np.testing.assert_allclose(g, (a @ sla.expm(0.1 * a)).sum(), rtol=1e-4)
+    stack = np.stack([a * 0.1, -a * 0.2]).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(fg.vmap(fla.expm)(stack)),
+                               np.stack([sla.expm(m) for m in stack]), rtol=2e-5, atol=1e-6)
+
+
+def test_eigh_svd_qr_lu_scipy_conventions():
+    rng = np.random.RandomState(9)
+    a = rng.randn(4, 4).astype(np.float32)
+    s = _spd(rng, 4)
+    np.testing.assert_allclose(np.asarray(fla.eigh(np.tril(s), lower=True)[0]),
+                               sla.eigh(s, eigvals_only=True), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(fla.eigh(s, eigvals_only=True)),
+                               sla.eigh(s, eigvals_only=True), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(fla.svd(a)[1]), sla.svdvals(a), rtol=1e-5)
+    assert [x.shape for x in fla.qr(a[:, :2])] == [(4, 4), (4, 2)]
+    assert [x.shape for x in fla.qr(a[:, :2], mode="economic")] == [(4, 2), (2, 2)]
+    (r,) = fla.qr(a, mode="r")
+    np.testing.assert_allclose(np.asarray(r), sla.qr(a, mode="r")[0], atol=1e-5)
+    p, lo, up = (np.asarray(t) for t in fla.lu(a))
+    pn, ln, un = sla.lu(a)
+    np.testing.assert_allclose(p, pn)
+    np.testing.assert_allclose(lo, ln, atol=1e-5)
+    np.testing.assert_allclose(up, un, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(fla.lu(a, permute_l=True)[0]), pn @ ln, atol=1e-5)
+    luf = fla.lu_factor(a)
+    np.testing.assert_array_equal(np.asarray(luf[1]), sla.lu_factor(a)[1])
+    b = rng.randn(4, 2).astype(np.float32)
+    for trans in (0, 1):
+        np.testing.assert_allclose(np.asarray(fla.lu_solve(luf, b, trans=trans)),
+                                   sla.lu_solve(sla.lu_factor(a), b, trans=trans), rtol=1e-4,
+                                   atol=1e-5)
+    np.testing.assert_allclose(np.asarray(fla.lu_solve(luf, b[:, 0])),
+                               np.linalg.solve(a, b[:, 0]), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="generalized"):
+        fla.eigh(s, s)
+
+
+def test_block_diag_toeplitz():
+    got = fla.block_diag(np.ones((2, 2)), np.array([3.0, 4.0]), 5.0)
+    np.testing.assert_allclose(np.asarray(got), sla.block_diag(np.ones((2, 2)), [3.0, 4.0], 5.0))
+    c, r = np.array([1.0, 2.0, 3.0]), np.array([9.0, 5.0, 6.0, 7.0])
+    np.testing.assert_allclose(np.asarray(fla.toeplitz(c)), sla.toeplitz(c))
+    np.testing.assert_allclose(np.asarray(fla.toeplitz(c, r)), sla.toeplitz(c, r))

@@ -9,8 +9,11 @@ unless ``lower=True``; ``cho_factor``'s factor has zeros in its other triangle, 
 :func:`solve_triangular` is forward (lower) or back (upper) substitution, a ``lax.fori_loop``
 with one row per step, batched over leading dimensions: O(n^2 k) work in n steps, for the small
 and medium matrices of this project. ``solve``, ``inv`` and ``det`` reuse fungrad.numpy.linalg
-(``assume_a="pos"`` solves through the Cholesky factor). SciPy's ``overwrite_*`` and
-``check_finite`` arguments are accepted and ignored, as in JAX.
+(``assume_a="pos"`` solves through the Cholesky factor). ``eigh``, ``svd``, ``qr``, ``lu*``
+wrap :mod:`fungrad.numpy.linalg_decomp` / the LU of fungrad.numpy.linalg with SciPy's result
+conventions; ``expm`` is scaling and squaring with the degree-13 Pade approximant (Higham
+2005). SciPy's ``overwrite_*`` and ``check_finite`` arguments are accepted and ignored, as in
+JAX.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from fungrad import lax
 from fungrad.numpy import linalg as np_linalg
 from fungrad.numpy import util
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "inv", "solve", "solve_triangular"]
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv",
+           "lu", "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd", "toeplitz"]
 
 
 def _square(fun_name: str, a):
@@ -191,3 +195,188 @@ def det(a, overwrite_a: bool = False, check_finite: bool = True):
     """The determinant of a square matrix (:func:`fungrad.numpy.linalg.det`)."""
     del overwrite_a, check_finite
     return np_linalg.det(_square("det", a))
+
+
+def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
+         overwrite_b: bool = False, turbo: bool = True, eigvals=None, type: int = 1,
+         check_finite: bool = True):
+    """Eigenvalues (ascending) and eigenvectors ``(w, v)`` of a real symmetric matrix, only its
+    ``lower`` (or upper) triangle read; ``w`` alone with ``eigvals_only``. The generalized
+    problem (``b``) and ``eigvals`` subsets are not supported."""
+    del overwrite_a, overwrite_b, turbo, type, check_finite
+    if b is not None:
+        raise ValueError("eigh: the generalized problem (b is not None) is not supported by "
+                         "fungrad; for positive definite b, transform with cholesky(b)")
+    if eigvals is not None:
+        raise ValueError("eigh: eigvals (a subset) is not supported; slice the result")
+    from fungrad.numpy import linalg_decomp
+    w, v = linalg_decomp.eigh(a, "L" if lower else "U", symmetrize_input=False)
+    return w if eigvals_only else (w, v)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
+        check_finite: bool = True, lapack_driver: str = "gesdd"):
+    """``(U, s, Vh)`` of a real matrix or stack (``s`` alone without ``compute_uv``)."""
+    del overwrite_a, check_finite, lapack_driver
+    from fungrad.numpy import linalg_decomp
+    out = linalg_decomp.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    return tuple(out) if compute_uv else out
+
+
+def qr(a, overwrite_a: bool = False, lwork=None, mode: str = "full", pivoting: bool = False,
+       check_finite: bool = True):
+    """QR of a real matrix or stack, SciPy's modes: ``"full"`` ``(Q [m, m], R [m, n])``,
+    ``"economic"`` (reduced), ``"r"`` the 1-tuple ``(R,)``."""
+    del overwrite_a, lwork, check_finite
+    if pivoting:
+        raise ValueError("qr: pivoting=True is not supported by fungrad")
+    if mode not in ("full", "economic", "r"):
+        raise ValueError(f"qr: mode must be 'full', 'economic' or 'r', got {mode!r}")
+    from fungrad.numpy import linalg_decomp
+    q, r = linalg_decomp.qr(a, mode="reduced" if mode == "economic" else "complete")
+    if mode == "r":
+        return (r,)
+    return q, r
+
+
+def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
+    """``(lu, piv)``: the packed LU factors with partial pivoting and LAPACK's pivot rows."""
+    del overwrite_a, check_finite
+    return np_linalg._lu(_square("lu_factor", a))
+
+
+def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
+             check_finite: bool = True):
+    """Solve ``a x = b`` (``trans=0``) or ``a.T x = b`` (1 or 2) from :func:`lu_factor`."""
+    del overwrite_b, check_finite
+    try:
+        lu_, piv = lu_and_piv
+    except (TypeError, ValueError):
+        raise TypeError("lu_solve: the first argument must be the pair (lu, piv) returned by "
+                        "lu_factor") from None
+    if trans not in (0, 1, 2):
+        raise ValueError(f"lu_solve: trans must be 0, 1 or 2, got {trans!r}")
+    lu_ = _square("lu_solve", lu_)
+    lu_, b2, vector = _rhs("lu_solve", lu_, b)
+    if trans == 0:
+        x = np_linalg._lu_solve(lu_, piv, b2)
+    else:
+        # a = P^T L U, so a^T x = b  <=>  U^T (L^T (P x)) = b
+        y = _substitute(_transpose(lu_), b2, True, False)
+        z = _substitute(_transpose(lu_), y, False, True)
+        from fungrad.lax.linalg import lu_pivots_to_permutation
+        perm = lu_pivots_to_permutation(piv, lu_.shape[-1])
+        # x[perm[i]] = z[i]: scatter by the inverse permutation
+        inv = lax.sort((perm, lax.broadcasted_iota(np.int32, perm.shape, perm.ndim - 1)),
+                       dimension=perm.ndim - 1, num_keys=1)[1]
+        x = _take_rows(z, inv)
+    return lax.squeeze(x, (x.ndim - 1,)) if vector else x
+
+
+def _take_rows(x, idx):
+    """``x[..., idx, :]`` for a per-batch index vector (a one-hot matmul: no gather)."""
+    from fungrad.numpy import linear
+    n = x.shape[-2]
+    shape = idx.shape + (n,)
+    onehot = lax.eq(lax.broadcast_in_dim(idx, shape, tuple(range(idx.ndim))),
+                    lax.broadcasted_iota(np.int32, shape, idx.ndim))
+    return linear.matmul(lax.convert_element_type(onehot, x.dtype), x)
+
+
+def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+    """``(p, l, u)`` with ``a = p @ l @ u`` (``l`` unit lower, ``u`` upper), or
+    ``(p @ l, u)`` with ``permute_l``; square matrices."""
+    del overwrite_a, check_finite
+    a = _square("lu", a)
+    packed, piv = np_linalg._lu(a)
+    n = a.shape[-1]
+    rows = lax.broadcasted_iota(np.int32, a.shape, a.ndim - 2)
+    cols = lax.broadcasted_iota(np.int32, a.shape, a.ndim - 1)
+    zeros = lax.full_like(a, 0)
+    lower = lax.select_n(lax.gt(rows, cols), zeros, packed)
+    lower = lax.select_n(lax.eq(rows, cols), lower, lax.full_like(a, 1))
+    upper = lax.select_n(lax.le(rows, cols), zeros, packed)
+    from fungrad.lax.linalg import lu_pivots_to_permutation
+    perm = lu_pivots_to_permutation(piv, n)  # P a = L U with (P a)[i] = a[perm[i]]
+    # p = P^T: p[perm[i], i] = 1
+    p = lax.convert_element_type(
+        lax.eq(rows, lax.broadcast_in_dim(perm, a.shape, tuple(range(a.ndim - 2)) +
+                                          (a.ndim - 1,))), a.dtype)
+    if permute_l:
+        from fungrad.numpy import linear
+        return linear.matmul(p, lower), upper
+    return p, lower, upper
+
+
+def block_diag(*arrs):
+    """The block-diagonal matrix of ``arrs`` (scalars and vectors count as 1-row matrices)."""
+    from fungrad import numpy as fnp
+    if not arrs:
+        return fnp.zeros((1, 0))
+    util.check_arraylike("block_diag", *arrs)
+    mats = [fnp.atleast_2d(fnp.asarray(x)) for x in arrs]
+    for i, m in enumerate(mats):
+        if m.ndim != 2:
+            raise ValueError(f"block_diag: argument {i} has {m.ndim} dimensions; at most 2 are "
+                             "allowed")
+    mats = util.promote_dtypes(*mats)
+    total = sum(m.shape[1] for m in mats)
+    rows, start = [], 0
+    for m in mats:
+        rows.append(fnp.pad(m, ((0, 0), (start, total - start - m.shape[1]))))
+        start += m.shape[1]
+    return fnp.concatenate(rows, axis=0)
+
+
+def toeplitz(c, r=None):
+    """The Toeplitz matrix with first column ``c`` and first row ``r`` (default ``c``; its
+    first element is ignored), ``T[i, j] = c[i - j]`` below the diagonal, ``r[j - i]``
+    above."""
+    from fungrad import numpy as fnp
+    util.check_arraylike("toeplitz", c)
+    c = fnp.ravel(fnp.asarray(c))
+    r = c if r is None else fnp.ravel(fnp.asarray(r))
+    c, r = util.promote_dtypes(c, r)
+    i = fnp.arange(c.shape[0])[:, None]
+    j = fnp.arange(r.shape[0])[None, :]
+    below = fnp.take(c, fnp.clip(i - j, 0, max(c.shape[0] - 1, 0)), mode="clip")
+    above = fnp.take(r, fnp.clip(j - i, 0, max(r.shape[0] - 1, 0)), mode="clip")
+    return fnp.where(i >= j, below, above)
+
+
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+           129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
+           40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152
+
+
+def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
+    """The matrix exponential of a square matrix or stack: the degree-13 Pade approximant of
+    ``exp(A / 2^s)`` squared ``s`` times, ``s = ceil(log2(|A|_1 / 5.37))`` clipped to
+    ``[0, max_squarings]`` (Higham 2005). Differentiable; ``upper_triangular`` is a hint."""
+    del upper_triangular
+    from fungrad import numpy as fnp
+    from fungrad.numpy import linear
+    a = _square("expm", A)
+    norm1 = fnp.max(fnp.sum(fnp.abs(a), axis=-2), axis=-1)
+    s = fnp.ceil(fnp.log2(fnp.maximum(norm1, 1e-30) / _THETA13))
+    s = fnp.clip(fnp.where(fnp.isfinite(s), s, 0), 0, max_squarings)
+    a = a / (2.0 ** s)[..., None, None]
+    eye = np_linalg._eye_like(a)
+    mm = linear.matmul
+    b = _PADE13
+    a2 = mm(a, a)
+    a4 = mm(a2, a2)
+    a6 = mm(a4, a2)
+    u = mm(a, mm(a6, b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4 +
+           b[3] * a2 + b[1] * eye)
+    v = mm(a6, b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 + \
+        b[0] * eye
+    r = np_linalg.solve(v - u, u + v)
+    s_int = s.astype(np.int32)
+
+    def square(i, r):
+        keep = (i < s_int)[..., None, None]
+        return fnp.where(keep, mm(r, r), r)
+
+    return lax.fori_loop(0, int(max_squarings), square, r)

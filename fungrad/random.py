@@ -1074,8 +1074,10 @@ def orthogonal(key, n, shape=(), dtype=None, m=None) -> Array:
     dtype = _float_dtype("orthogonal", dtype)
     shape = _canonical_shape("orthogonal", shape)
     try:
-        n = operator.index(n)
-        m = n if m is None else operator.index(m)
+        n = _static_int("orthogonal", "n", n)
+        m = n if m is None else _static_int("orthogonal", "m", m)
+    except core.ConcretizationTypeError:
+        raise
     except TypeError:
         raise TypeError(f"orthogonal: n and m must be Python integers, got n={n!r}, "
                         f"m={m!r}") from None

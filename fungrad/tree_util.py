@@ -150,9 +150,17 @@ def register_pytree_node(nodetype: type, flatten_func, unflatten_func,
       flatten_with_keys_func: optional ``x -> ([(key_entry, child), ...], aux_data)`` giving
         each child's key path entry; without it children get :class:`FlattenedIndexKey`.
     """
+    if not isinstance(nodetype, type):  # a TypeError, as JAX's registry raises
+        raise TypeError(f"register_pytree_node: nodetype must be a class, got "
+                        f"{type(nodetype).__name__} {nodetype!r:.40}")
     if nodetype in _registry:
         raise ValueError(f"register_pytree_node: {nodetype.__name__} is already registered "
                          "as a pytree node")
+    for what, fn in (("flatten_func", flatten_func), ("unflatten_func", unflatten_func),
+                     ("flatten_with_keys_func", flatten_with_keys_func)):
+        if not callable(fn) and not (fn is None and what == "flatten_with_keys_func"):
+            raise TypeError(f"register_pytree_node({nodetype.__name__}): {what} must be "
+                            f"callable, got {type(fn).__name__}")
     _registry[nodetype] = _NodeType(flatten_func, unflatten_func, flatten_with_keys_func)
 
 

@@ -128,6 +128,15 @@ CASES = {
     "bad registered flatten_with_keys": (
         lambda: tree_util.tree_leaves_with_path(_BadFlattenWithKeys()), ValueError,
         r"flatten_with_keys function registered .*_BadFlattenWithKeys .*\(key, child\) pairs"),
+    "register a non-class": (
+        lambda: tree_util.register_pytree_node(3, lambda x: (x, None), lambda a, c: c),
+        TypeError, "register_pytree_node: nodetype must be a class, got int"),
+    "register_dataclass non-class": (lambda: tree_util.register_dataclass(3, ["a"], []),
+                                     TypeError, "nodetype must be a class"),
+    "register without unflatten": (
+        lambda: tree_util.register_pytree_node(type("_NoUnflatten", (), {}),
+                                               lambda x: ((), None), None),
+        TypeError, r"register_pytree_node\(_NoUnflatten\): unflatten_func must be callable"),
     "unravel string": (lambda: ravel_pytree([np.ones(2, F32), 1.0])[1]("abc"), TypeError,
                        r"ravel_pytree's unravel: expected an array of shape \(3,\)"),
     # -- callbacks --------------------------------------------------------------------------------
@@ -209,6 +218,7 @@ def test_batched_key_error_under_jit():
     (lambda n: random.split(KEY, n), "the shape argument of split"),
     (lambda n: random.ball(KEY, n), "the dimension d of ball"),
     (lambda n: init.zeros(KEY, (n, 3)), "the shape argument of nn.initializers.zeros"),
+    (lambda n: random.orthogonal(KEY, n), "n of orthogonal"),
 ])
 def test_traced_static_arguments(call, where):
     # JAX's TypeError subclass for a traced shape; the message says which argument must be

@@ -663,6 +663,15 @@ class _Restore:
         setattr(config, self.name, self.saved)
         return False
 
+    def __call__(self, fun):
+        """Use as a decorator (as JAX's context managers can be): ``fun`` runs inside the
+        block."""
+        @functools.wraps(fun)
+        def wrapped(*args, **kwargs):
+            with _Restore(self.name, self.value):
+                return fun(*args, **kwargs)
+        return wrapped
+
 
 class State:
     """One option as JAX's top-level ``jax.enable_x64`` etc.: calling it gives a context

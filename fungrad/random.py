@@ -585,6 +585,14 @@ def randint(key, shape, minval, maxval, dtype=None) -> Array:
     As in JAX, ``2 * nbits`` random bits are reduced modulo the span, so the bias is tiny
     unless the span is huge; ``maxval <= minval`` gives ``minval``.
     """
+    try:
+        return _randint_checked(key, shape, minval, maxval, dtype)
+    except OverflowError as e:  # a Python int bound outside the dtype's range
+        raise OverflowError(f"randint: {e}; pass bounds within the range of the dtype (or a "
+                            f"wider dtype)") from None
+
+
+def _randint_checked(key, shape, minval, maxval, dtype):
     from fungrad.numpy import util
     key = _check_prng_key("randint", key)
     dtype = _dtype("randint", int if dtype is None else dtype)

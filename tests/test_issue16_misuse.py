@@ -195,6 +195,11 @@ CASES = {
     "stax.Dense params length": (lambda: stax.Dense(2)[1]((np.ones((4, 2), F32),),
                                                           np.ones((3, 4), F32)),
                                  ValueError, r"stax.Dense: params must be the pair \(W, b\)"),
+    "platform_dependent default": (lambda: lax.platform_dependent(1.0, default=3), TypeError,
+                                   "platform_dependent: the branch for 'default' must be "
+                                   "callable"),
+    "randint bound overflow": (lambda: random.randint(KEY, (2,), -2 ** 40, 2 ** 40),
+                               OverflowError, "randint: .* too large to convert to int32"),
     "stax.Dense negative": (lambda: stax.Dense(-2), TypeError,
                             "stax.Dense: out_dim must be >= 0"),
 }
@@ -257,6 +262,13 @@ def test_accepted_as_in_jax():
     assert float(signal.correlate(fnp.array(1.5), fnp.array(2.0), mode="same")) == 3.0
     # conv_shape_tuple takes a padding string
     assert lax.conv_shape_tuple((1, 3, 8, 8), (4, 3, 3, 3), (2, 1), "SAME") == (1, 4, 4, 8)
+    # stax.MaxPool of integers pools from the dtype's minimum (JAX's -inf cast)
+    x = np.arange(16, dtype=np.int32).reshape(1, 4, 4, 1)
+    pooled = stax.MaxPool((2, 2))[1]((), x)
+    assert pooled.dtype == np.int32
+    assert np.asarray(pooled).ravel().tolist() == [5, 6, 7, 9, 10, 11, 13, 14, 15]
+    # disable_jit (like JAX's context managers) decorates
+    assert fg.disable_jit()(lambda v: fg.config.disable_jit)(1.0) is True
     # bernoulli/multigammaln take integral floats
     np.testing.assert_allclose(np.asarray(special.bernoulli(np.float32(2.0))), [1, -0.5, 1 / 6],
                                rtol=1e-6)

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 import operator
 
+import numpy as np
+
 import fungrad.numpy as jnp
 from fungrad import lax, random
 from fungrad.nn import (
@@ -349,7 +351,11 @@ def _pooling_layer(name: str, reducer, init_val, average: bool):
             return tuple(out_shape), ()
 
         def apply_fun(params, inputs, **kwargs):
-            out = lax.reduce_window(inputs, init_val, reducer, full_window, full_strides,
+            init = init_val
+            dtype = np.dtype(getattr(inputs, "dtype", np.float32))
+            if init == -math.inf and dtype.kind in "iu":  # -inf in the integer dtype, as JAX
+                init = np.iinfo(dtype).min
+            out = lax.reduce_window(inputs, init, reducer, full_window, full_strides,
                                     padding)
             if not average:
                 return out

@@ -62,7 +62,8 @@ def platform_dependent(*args, default=None, **per_platform):
     inside ``jit(f, backend="gpu")``: branches are different implementations of one function,
     so choosing the CPU one computes the same values.
     """
-    for name, branch in per_platform.items():
+    branches = dict(per_platform, **({} if default is None else {"default": default}))
+    for name, branch in branches.items():
         if not callable(branch):
             raise TypeError(f"platform_dependent: the branch for {name!r} must be callable, "
                             f"got {type(branch).__name__}")

@@ -89,8 +89,11 @@ def saved_residuals(f, *args, **kwargs) -> list[tuple[core.ShapedArray, str]]:
     """The values reverse-mode differentiation of ``f`` at ``args`` saves for the backward pass,
     as ``(aval, description)`` pairs (``jax.ad_checkpoint.saved_residuals``)."""
     from fungrad.transforms.autodiff import _as_array
+    from fungrad.transforms.jit import check_callable
     from fungrad.transforms.partial_eval import linearize_flat
 
+    check_callable(f, "saved_residuals", "pass the function and its arguments: "
+                   "saved_residuals(f, *args)")
     flat, in_tree = tree_util.tree_flatten(args)
     flat = [_as_array(x, "saved_residuals") for x in flat]
 

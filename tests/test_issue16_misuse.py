@@ -161,6 +161,8 @@ CASES = {
         r"custom_gradient: the function must return a pair \(value, vjp_fn\), got an array"),
     "ShapeDtypeStruct dtype": (lambda: fg.ShapeDtypeStruct((2,), "foo"), TypeError,
                                "ShapeDtypeStruct: data type 'foo' not understood"),
+    "saved_residuals non-callable": (lambda: fg.ad_checkpoint.print_saved_residuals(3, 1.0),
+                                     TypeError, "saved_residuals: expected a callable value"),
     "config unknown option": (lambda: fg.config.update("jax_enable_x65", True), AttributeError,
                               "config.update: unknown option 'jax_enable_x65'"),
     # -- lax additions ----------------------------------------------------------------------------

@@ -199,3 +199,14 @@ def test_solve_jit_grad_n30_and_det_sign():
     perm = np.eye(4, dtype=np.float32)[[1, 0, 3, 2]] * 2.0  # two swaps: det = +16
     assert float(fnp.linalg.det(perm)) == 16.0
     assert float(fnp.linalg.det(np.eye(3, dtype=np.float32)[[1, 0, 2]])) == -1.0
+
+
+def test_grad_family_accepts_jax_holomorphic_flag():
+    # JAX's positional order is (fun, argnums, has_aux, holomorphic, allow_int)
+    assert float(fg.grad(lambda x: x ** 2, 0, False, False, False)(3.0)) == 6.0
+    assert float(fg.value_and_grad(lambda x: x ** 2, holomorphic=False)(3.0)[1]) == 6.0
+    for transform in (fg.jacfwd, fg.jacrev, fg.hessian):
+        assert float(transform(lambda x: x ** 3, holomorphic=False)(1.0)) in (3.0, 6.0)
+    for transform in (fg.grad, fg.value_and_grad, fg.jacfwd, fg.jacrev, fg.hessian):
+        with pytest.raises(TypeError, match="holomorphic=True needs complex"):
+            transform(lambda x: x, holomorphic=True)

@@ -241,11 +241,25 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     return primal_out, vjp_fn
 
 
+def _no_holomorphic(what: str, holomorphic) -> None:
+    """JAX's ``holomorphic`` flag: False (the default, real differentiation) is what fungrad
+    does; True needs complex inputs, which fungrad does not have."""
+    if holomorphic:
+        raise TypeError(f"{what}: holomorphic=True needs complex inputs and outputs; fungrad "
+                        "has no complex dtypes (differentiate real and imaginary parts as "
+                        "separate real arrays)")
+
+
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                   allow_int: bool = False) -> Callable[..., tuple[Any, Any]]:
-    """``fun``'s value and its gradient with respect to the ``argnums`` arguments."""
+                   holomorphic: bool = False, allow_int: bool = False,
+                   reduce_axes=()) -> Callable[..., tuple[Any, Any]]:
+    """``fun``'s value and its gradient with respect to the ``argnums`` arguments.
+    ``holomorphic`` and ``reduce_axes`` are JAX's: only their defaults exist in fungrad."""
     check_callable(fun, "value_and_grad", "pass the function to differentiate: "
                    "value_and_grad(f)(*args)")
+    _no_holomorphic("value_and_grad", holomorphic)
+    if reduce_axes:
+        raise TypeError("value_and_grad: reduce_axes is not supported (JAX removed it too)")
     name = getattr(fun, "__name__", "fun")
     what = f"grad({name})"
     nums_by_nargs: dict[int, tuple[int, ...]] = {}
@@ -306,10 +320,13 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-         allow_int: bool = False) -> Callable[..., Any]:
-    """The gradient of scalar-valued ``fun`` with respect to its ``argnums`` arguments."""
+         holomorphic: bool = False, allow_int: bool = False,
+         reduce_axes=()) -> Callable[..., Any]:
+    """The gradient of scalar-valued ``fun`` with respect to its ``argnums`` arguments
+    (``holomorphic``/``reduce_axes``: see :func:`value_and_grad`)."""
     check_callable(fun, "grad", "pass the function to differentiate: grad(f)(*args)")
-    vg = value_and_grad(fun, argnums, has_aux, allow_int)
+    _no_holomorphic("grad", holomorphic)
+    vg = value_and_grad(fun, argnums, has_aux, allow_int=allow_int, reduce_axes=reduce_axes)
 
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
@@ -357,12 +374,13 @@ def _check_float_inputs(fun_name, leaves):
 
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0,
-           has_aux: bool = False) -> Callable[..., Any]:
+           has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
     """The Jacobian of ``fun`` by reverse mode (a vmap of vjps over the output's basis).
     Result: a pytree shaped like the output, whose leaves are pytrees like the argnums
     arguments, each block of shape ``out.shape + in.shape``."""
     from fungrad.api import vmap
     check_callable(fun, "jacrev", "pass the function to differentiate: jacrev(f)(*args)")
+    _no_holomorphic("jacrev", holomorphic)
 
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
@@ -406,11 +424,12 @@ def _assemble(blocks, y_tree, in_tree, single_arg: bool):
 
 
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0,
-           has_aux: bool = False) -> Callable[..., Any]:
+           has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
     """The Jacobian of ``fun`` by forward mode (a vmap of jvps over the input's basis); same
     layout as :func:`jacrev`."""
     from fungrad.api import vmap
     check_callable(fun, "jacfwd", "pass the function to differentiate: jacfwd(f)(*args)")
+    _no_holomorphic("jacfwd", holomorphic)
 
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
@@ -459,7 +478,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0,
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0,
-            has_aux: bool = False) -> Callable[..., Any]:
+            has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
     """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
     check_callable(fun, "hessian", "pass the function to differentiate: hessian(f)(*args)")
+    _no_holomorphic("hessian", holomorphic)
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)

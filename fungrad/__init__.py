@@ -14,6 +14,7 @@ from fungrad import (  # noqa: E402,F401
     lax,
     nn,
     numpy,
+    ops,
     random,
     scipy,
     tree,
@@ -74,6 +75,7 @@ from fungrad.devices import (  # noqa: E402
 from fungrad.dtypes import float0  # noqa: E402
 from fungrad.lowering.cpu import CompileError  # noqa: E402
 from fungrad.lowering.fusion import LoweringError  # noqa: E402
+from fungrad.parallel import pmap  # noqa: E402
 from fungrad.transforms.autodiff import (  # noqa: E402
     grad,
     hessian,
@@ -88,6 +90,11 @@ from fungrad.transforms.custom import custom_jvp, custom_vjp  # noqa: E402
 from fungrad.transforms.remat import checkpoint, checkpoint_policies, remat  # noqa: E402
 
 jacobian = jacrev
+
+# lax.linalg is written on fungrad.numpy, which imports lax: it loads last.
+from fungrad.lax import linalg as _lax_linalg  # noqa: E402,F401
+
+del _lax_linalg
 
 
 def stop_gradient(x):
@@ -106,7 +113,7 @@ __all__ = [
     "enable_checks", "enable_x64", "ensure_compile_time_eval", "eval_shape", "experimental",
     "explain_cache_misses", "flatten_util", "float0", "grad", "hessian", "jacfwd", "jacobian",
     "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "local_device_count",
-    "local_devices", "make_jaxpr", "named_call", "named_scope", "nn", "numpy",
+    "local_devices", "make_jaxpr", "named_call", "named_scope", "nn", "numpy", "ops", "pmap",
     "numpy_rank_promotion", "print_environment_info", "process_count", "process_index",
     "process_indices", "pure_callback", "random", "remat", "scipy", "stop_gradient", "tree",
     "tree_util", "typeof", "typing", "value_and_grad", "vjp", "vmap",

@@ -196,8 +196,7 @@ def test_reduce_window_shape_tuple_matches_reduce_window():
                                 base_dilation=base, window_dilation=wdil)
         assert lax.reduce_window_shape_tuple(x.shape, (2, 3), (1, 2), [(0, 0), (1, 1)],
                                              base, wdil) == out.shape
-    with pytest.raises(TypeError, match="explicit"):
-        lax.conv_shape_tuple((1, 1, 4, 4), (1, 1, 2, 2), (1, 1), "SAME")
+    assert lax.conv_shape_tuple((1, 1, 4, 4), (1, 1, 2, 2), (1, 1), "SAME") == (1, 1, 4, 4)
 
 
 def _patches_reference(x, fh, fw):
@@ -271,7 +270,7 @@ def test_stacking_functions_match_numpy():
         lax.tile(x, (2,))
     with pytest.raises(ValueError, match="incompatible shapes"):
         lax.broadcast_shapes((2, 3), (4, 3))
-    with pytest.raises(TypeError, match="same shape"):
+    with pytest.raises(ValueError, match="same shape"):
         lax.stack([np.ones(2), np.ones(3)])
 
 

@@ -192,7 +192,7 @@ def test_jit_and_vmap():
     (lambda: init.variance_scaling(1.0, "fan_in", "cauchy"), ValueError, "invalid distrib"),
     (lambda: init.normal()(KEY, (2, 2), np.int32), ValueError, "dtype must be a float"),
     (lambda: init.he_normal(in_axis=5)(KEY, (2, 2)), ValueError, "out of range"),
-    (lambda: init.zeros(KEY, (2, -1)), ValueError, "non-negative"),
+    (lambda: init.zeros(KEY, (2, -1)), TypeError, "non-negative"),
     (lambda: init.ones(KEY, (2,), out_sharding="x"), ValueError, "out_sharding"),
 ])
 def test_bad_input(call, exc, match):

@@ -356,7 +356,7 @@ def test_non_key_arguments_are_type_errors(bad, fn):
 
 
 def test_batched_keys_point_to_vmap():
-    with pytest.raises(TypeError, match=r"uniform: .*u32\[4,2\].*vmap"):
+    with pytest.raises(ValueError, match=r"uniform: .*u32\[4,2\].*vmap"):
         fr.uniform(fr.split(fr.PRNGKey(0), 4))
     assert fr.key_data(fr.split(fr.PRNGKey(0), 4)).shape == (4, 2)
     assert_array(fr.wrap_key_data(np.array([0, 42], np.uint32)), fr.PRNGKey(42))

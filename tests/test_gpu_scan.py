@@ -210,3 +210,36 @@ def test_only_associative_recurrences_are_scans():
     kern = Kernel("k", (u,), [Store(out, ctx.imul(i, ctx.iconst(2)), ctx.op(
         "add", prev, elem))], parallel=False)
     assert wgsl.scan_of(kern) is None
+
+
+@settings(max_examples=20, deadline=None)
+@given(name=st.sampled_from(sorted(OPS)), n=st.integers(1, 5), axis=st.integers(0, 2),
+       reverse=st.booleans(), mode=st.sampled_from(["always", "never"]),
+       block=st.sampled_from([1, 2]), how=st.sampled_from(["stack", "broadcast"]),
+       nan=st.booleans(), seed=st.integers(0, 2**31))
+def test_scans_of_elements_constant_along_the_axis(name, n, axis, reverse, mode, block, how,
+                                                   nan, seed):
+    """An operand that does not vary along the scanned axis (``stack([x, x])``, a
+    broadcast) fuses into a scan whose element is computed outside the scan loop; the
+    combine of ``prev`` with it must still be written inside the loop (cumlogsumexp's
+    hidden copy of the element once landed at the top of the shader, where its
+    loop-carried name was undefined: the fuzzer's seed 302062)."""
+    rng = np.random.default_rng(seed)
+    lo = 0.5 if name == "cumprod" else -100.0
+    x = rng.uniform(lo, -lo if name != "cumprod" else 1.5, (5, 1)).astype(np.float32)
+    if nan:
+        x[rng.integers(0, 5), 0] = np.nan
+
+    def f(v):
+        if how == "stack":
+            w = fnp.stack([v] * n, axis=axis)
+        else:
+            w = fnp.broadcast_to(fnp.expand_dims(v, axis),
+                                 (*v.shape[:axis], n, *v.shape[axis:]))
+        return getattr(lax, name)(w, axis=axis, reverse=reverse)
+    (out,), _ = on_gpu(f, [x], mode, block)
+    w = np.stack([x] * n, axis=axis).astype(np.float64)
+    ref = reference(name, w, axis, reverse)
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    np.testing.assert_allclose(out[ok], ref[ok], rtol=2e-6 * n, atol=1e-30)

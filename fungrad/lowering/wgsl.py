@@ -1376,6 +1376,27 @@ class _ScanShader(_KernelShader):
         self.chain[s] = (s,)
         self.lines[s] = []
         self.trips[s] = self.block
+        self.carried: frozenset = frozenset()  # ids of the nodes bound to loop-carried names
+        self.uses: dict[tuple[int, frozenset], bool] = {}
+
+    def scope(self, e: Expr) -> Var | None:
+        """The loop ``e`` is evaluated in; the scan loop for a node reading a value bound to
+        a loop-carried name (a combine's ``prev`` and ``elem`` as ``acc``, ``mid``, ``tv``):
+        by its free variables alone, a combine of an element that does not vary along the
+        scan (a broadcast, ``stack([x, x])``) placed its hidden copy of ``acc`` at the top,
+        where ``acc`` is not defined, and any node of that element alone would have been
+        cached there and reused by the next combine, whose ``elem`` is another value."""
+        if self.carried and self._uses_carried(e):
+            return self.scan.var
+        return super().scope(e)
+
+    def _uses_carried(self, e: Expr) -> bool:
+        key = (id(e), self.carried)
+        got = self.uses.get(key)
+        if got is None:
+            got = id(e) in self.carried or any(self._uses_carried(a) for a in e.args)
+            self.uses[key] = got
+        return got
 
     def _at(self, e: Expr) -> tuple[list[str], str]:
         """(lines, name) computing ``e`` in a block of its own: the names defined there are
@@ -1418,7 +1439,9 @@ class _ScanShader(_KernelShader):
         """(lines, result) of the scan's combine of the values named ``prev`` and ``elem``."""
         scan = self.scan
         self.names[id(scan.prev)], self.names[id(scan.elem)] = prev, elem
+        self.carried = frozenset({id(scan.prev), id(scan.elem)})
         got = self._at(self.kern.stores[0].value)
+        self.carried = frozenset()
         del self.names[id(scan.prev)], self.names[id(scan.elem)]
         return got
 

@@ -5,6 +5,7 @@ only re-exports their public wrappers.
 """
 
 from fungrad.lax import utils  # noqa: F401
+from fungrad.lax.accuracy import *  # noqa: F401,F403
 from fungrad.lax.approx_topk import *  # noqa: F401,F403
 from fungrad.lax.associative_scan import *  # noqa: F401,F403
 from fungrad.lax.control_flow import *  # noqa: F401,F403
@@ -12,6 +13,7 @@ from fungrad.lax.conv import *  # noqa: F401,F403
 from fungrad.lax.conv_helpers import *  # noqa: F401,F403
 from fungrad.lax.custom_solve import *  # noqa: F401,F403
 from fungrad.lax.dot import *  # noqa: F401,F403
+from fungrad.lax.dot_algorithm import *  # noqa: F401,F403
 from fungrad.lax.elementwise import *  # noqa: F401,F403
 from fungrad.lax.extras import *  # noqa: F401,F403
 from fungrad.lax.indexing import *  # noqa: F401,F403
@@ -21,6 +23,7 @@ from fungrad.lax.ragged import *  # noqa: F401,F403
 from fungrad.lax.random_bits import *  # noqa: F401,F403
 from fungrad.lax.reduce import *  # noqa: F401,F403
 from fungrad.lax.reduce_precision import *  # noqa: F401,F403
+from fungrad.lax.rng import *  # noqa: F401,F403
 from fungrad.lax.shape import *  # noqa: F401,F403
 from fungrad.lax.slicing import *  # noqa: F401,F403
 from fungrad.lax.sort import *  # noqa: F401,F403

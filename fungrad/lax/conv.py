@@ -38,6 +38,7 @@ from fungrad.lax.dot import (
     cast_result,
     check_preferred_element_type,
 )
+from fungrad.lax.dot_algorithm import apply_algorithm, as_algorithm
 from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
 from fungrad.lax.windowed_reductions import (
     conv_vjp_lhs_padding,
@@ -469,13 +470,22 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
       feature_group_count: split features into groups (depthwise convolution when it equals
         the input feature count).
       batch_group_count: split the batch into groups, each with its own output features.
-      precision: None, a ``lax.Precision``, its name, or a pair of those.
+      precision: None, a ``lax.Precision``, its name, or a pair of those; or a
+        ``lax.DotAlgorithm`` / ``lax.DotAlgorithmPreset`` (or a preset's name), which rounds
+        the float operands and picks the accumulation type (fungrad/lax/dot_algorithm.py).
       preferred_element_type: the result dtype.
 
     Example: ``conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO",
     "NHWC"))``.
     """
     x, y = operand(lhs, "conv_general_dilated"), operand(rhs, "conv_general_dilated")
+    algorithm = as_algorithm(precision)
+    if algorithm is not None:
+        x, y, acc, finish = apply_algorithm("conv_general_dilated", x, y, algorithm,
+                                            preferred_element_type)
+        return finish(conv_general_dilated(
+            x, y, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+            feature_group_count, batch_group_count, None, acc))
     dnums = conv_dimension_numbers(x.shape, y.shape, dimension_numbers)
     nsp = max(x.ndim - 2, 0)
     window_strides = _int_tuple("window_strides", window_strides, nsp)

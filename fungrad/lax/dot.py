@@ -24,6 +24,7 @@ import numpy as np
 
 from fungrad import core, dtypes
 from fungrad.core import ShapedArray
+from fungrad.lax.dot_algorithm import apply_algorithm, as_algorithm
 from fungrad.lax.utils import (
     ANY,
     check_kinds,
@@ -69,13 +70,18 @@ def canonicalize_precision(precision):
     string or a pair of those."""
     if precision is None:
         return None
+    if as_algorithm(precision) is not None:
+        # an algorithm is applied by the wrappers (lax.dot_general, conv_general_dilated);
+        # the primitive computes the contraction of the operands they round at full precision
+        return (Precision.HIGHEST, Precision.HIGHEST)
     if isinstance(precision, (Precision, str)):
         p = _precision(precision)
         return (p, p)
     if isinstance(precision, (list, tuple)) and len(precision) == 2:
         return (_precision(precision[0]), _precision(precision[1]))
     raise ValueError(f"precision must be None, a lax.Precision, one of its names ('default', "
-                     f"'high', 'highest', ...) or a pair of those, got {precision!r}")
+                     f"'high', 'highest', ...), a pair of those, or a lax.DotAlgorithm or "
+                     f"lax.DotAlgorithmPreset (or a preset's name), got {precision!r}")
 
 
 def _precision(p) -> Precision:
@@ -403,7 +409,9 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     Args:
       lhs, rhs: arrays (mixed dtypes are promoted first, as in JAX).
       dimension_numbers: ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``.
-      precision: None, a :class:`Precision`, its name, or a pair of those.
+      precision: None, a :class:`Precision`, its name, or a pair of those; or a
+        :class:`DotAlgorithm` / :class:`DotAlgorithmPreset` (or a preset's name), which rounds
+        the float operands and picks the accumulation type (fungrad/lax/dot_algorithm.py).
       preferred_element_type: the result dtype (e.g. int32 for int8 inputs).
 
     Returns:
@@ -412,6 +420,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     Example: ``dot_general(a, b, (((1,), (0,)), ((), ())))`` is the matrix product ``a @ b``.
     """
     x, y = _promoted_operands("dot_general", lhs, rhs)
+    algorithm = as_algorithm(precision)
+    if algorithm is not None:
+        x, y, acc, finish = apply_algorithm("dot_general", x, y, algorithm,
+                                            preferred_element_type)
+        return finish(dot_general(x, y, dimension_numbers, None, acc))
     preferred = None if preferred_element_type is None else \
         dtypes.canonicalize_dtype(preferred_element_type)
     return dot_general_p.bind(x, y, dimension_numbers=_dimension_numbers(dimension_numbers),

@@ -29,6 +29,7 @@ from fungrad import core, dtypes, tree_util
 from fungrad.array import Array
 from fungrad.core import ShapedArray
 from fungrad.lax import special_math
+from fungrad.lax.accuracy import check_accuracy
 from fungrad.lax.utils import (
     ANY,
     FLOAT,
@@ -568,12 +569,26 @@ for _p in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, nextafter_p):
 
 # -- transcendental ---------------------------------------------------------------------------
 
+# JAX's unary functions that take ``accuracy=`` (a lax.Tolerance or lax.AccuracyMode): fungrad
+# has one implementation of each, so the request is checked and that one is used (see
+# fungrad/lax/accuracy.py).
+_WITH_ACCURACY = frozenset({"exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin",
+                            "cos", "tan", "sqrt", "rsqrt", "cbrt"})
+
+
 def _float_unop(name: str, numpy_fn, doc: str):
     """A float-only unary primitive and its wrapper (the wrapper's docstring is ``doc``)."""
     prim = standard_naryop(name, numpy_fn, FLOAT)
 
-    def wrapper(x):
-        return prim.bind(operand(x, name))
+    if name in _WITH_ACCURACY:
+        def wrapper(x, *, accuracy=None):
+            check_accuracy(name, accuracy)
+            return prim.bind(operand(x, name))
+        doc += (" ``accuracy`` (None, a :class:`Tolerance` or an :class:`AccuracyMode`) is "
+                "accepted as in JAX; fungrad has one implementation, used for every request.")
+    else:
+        def wrapper(x):
+            return prim.bind(operand(x, name))
 
     wrapper.__name__ = wrapper.__qualname__ = name
     wrapper.__doc__ = doc

@@ -85,6 +85,9 @@ def canonicalize_precision(precision):
 
 
 def _precision(p) -> Precision:
+    if as_algorithm(p) is not None:
+        raise ValueError(f"precision: {p!r} is a dot algorithm, which applies to both operands: "
+                         "pass it alone, not in a pair")
     try:
         return Precision(p)
     except ValueError:

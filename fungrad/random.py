@@ -19,8 +19,8 @@ The other distributions (gamma and its family, poisson, binomial, multinomial, .
 JAX's documented algorithms and key splits, so they too give JAX's numbers, up to a few ulps
 where ``log``/``pow``/``erf_inv`` round differently (see each docstring). ``gamma`` lives in
 :mod:`fungrad.random_gamma` with its implicit-reparameterisation derivative.
-NB: ``orthogonal`` (and ``multivariate_normal``'s ``"svd"``/``"eigh"`` methods) need a QR /
-eigen decomposition fungrad does not have yet.
+NB: ``multivariate_normal`` takes ``method="cholesky"`` only: its ``"svd"``/``"eigh"`` forms
+would give JAX's numbers only with LAPACK's eigenvector signs.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ protocol); the builders (``normal(stddev)``, ``glorot_uniform()``, ``variance_sc
 return one. Each draws from :mod:`fungrad.random` exactly as JAX does, so the same key gives the
 same weights as ``jax.nn.initializers``.
 
-NB: fungrad has no complex dtypes, so only real initializers exist, and no QR decomposition
-yet, so ``orthogonal`` and ``delta_orthogonal`` are not available. ``out_sharding`` is accepted
+NB: fungrad has no complex dtypes, so only real initializers exist; ``delta_orthogonal`` is not
+available yet. ``out_sharding`` is accepted
 for JAX's signature and must be ``None`` (fungrad has no sharding).
 """
 

@@ -87,10 +87,18 @@ def checkpoint_name(x, name: str):
 
 def saved_residuals(f, *args, **kwargs) -> list[tuple[core.ShapedArray, str]]:
     """The values reverse-mode differentiation of ``f`` at ``args`` saves for the backward pass,
-    as ``(aval, description)`` pairs (``jax.ad_checkpoint.saved_residuals``)."""
+    as ``(aval, description)`` pairs (``jax.ad_checkpoint.saved_residuals``). A description is
+    ``"from the argument x"`` (a leaf of the arguments, named by its path), ``"output of sin"``
+    (the primitive computing it), ``"named 'y'"`` (a ``checkpoint_name``) or ``"from a
+    constant"`` (a value fixed when ``f`` was traced), as JAX words them (JAX adds the source
+    line, which fungrad's jaxprs do not record).
+
+    The linearization is staged (traced into a jaxpr) so that every residual, 0-d ones
+    included, is an output whose producer can be read off the jaxpr."""
     from fungrad.transforms.autodiff import _as_array
     from fungrad.transforms.jit import check_callable
     from fungrad.transforms.partial_eval import linearize_flat
+    from fungrad.transforms.staging import trace_to_jaxpr
 
     check_callable(f, "saved_residuals", "pass the function and its arguments: "
                    "saved_residuals(f, *args)")
@@ -101,14 +109,26 @@ def saved_residuals(f, *args, **kwargs) -> list[tuple[core.ShapedArray, str]]:
         out = f(*tree_util.tree_unflatten(in_tree, xs), **kwargs)
         return [_as_array(o, "saved_residuals output") for o in tree_util.tree_leaves(out)]
 
-    _, linear, _ = linearize_flat(flat_fun, flat)
+    def residuals(*xs):
+        _, linear, _ = linearize_flat(flat_fun, list(xs))
+        return list(linear.consts)
+
+    closed = trace_to_jaxpr(residuals, [core.get_aval(x) for x in flat])
+    jaxpr = closed.jaxpr
     names = _argument_paths(f, args)
+    producer = {id(v): (f"named {eqn.params['name']!r}" if eqn.primitive is name_p
+                        else f"output of {eqn.primitive.name}")
+                for eqn in jaxpr.eqns for v in eqn.outvars}
+    arg_of = {id(v): i for i, v in enumerate(jaxpr.invars)}
     out = []
-    for c in linear.consts:
-        which = next((i for i, x in enumerate(flat) if x is c), None)
-        desc = f"from the argument {names[which]}" if which is not None else \
-            "an intermediate value"
-        out.append((core.get_aval(c), desc))
+    for v in jaxpr.outvars:
+        if id(v) in arg_of:
+            desc = f"from the argument {names[arg_of[id(v)]]}"
+        elif id(v) in producer:
+            desc = producer[id(v)]
+        else:
+            desc = "from a constant"
+        out.append((v.aval, desc))
     return out
 
 

@@ -234,7 +234,7 @@ def test_policy_answers_and_print_saved_residuals(capsys):
                                         .save_only_these_names("y")), x)
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith("f32[4] ") for line in lines)
-    assert "f32[4] from the argument x" in lines and "f32[4] an intermediate value" in lines
+    assert "f32[4] from the argument x" in lines and "f32[4] named 'y'" in lines
     print_saved_residuals(lambda x, p: fnp.sum(fnp.sin(x * p["w"])), x, {"w": x})
     lines = capsys.readouterr().out.splitlines()
     assert {"f32[4] from the argument p['w']", "f32[4] from the argument x"} <= set(lines)

@@ -273,3 +273,23 @@ def test_rng_uniform_errors():
         lax.rng_uniform(np.zeros(2, np.float32), np.float32(1), (2,))
     with pytest.raises(TypeError, match="sequence of integers"):
         lax.rng_uniform(0.0, 1.0, (2.5,))
+
+
+# -- checkpoint policy, saved residuals --------------------------------------------------------
+
+def test_checkpoint_rejects_a_non_callable_policy():
+    with pytest.raises(TypeError, match="checkpoint: policy must be None or a callable"):
+        fg.checkpoint(lambda v: v, policy=3)
+
+
+def test_print_saved_residuals_follows_jax(capsys):
+    from fungrad.ad_checkpoint import print_saved_residuals, saved_residuals
+    # JAX 0.10.2 prints (besides source lines): f32[] from the argument y, f32[] output of
+    # sin, f32[] output of cos
+    print_saved_residuals(lambda x, y: fnp.sin(x) * y, 1.0, 2.0)
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(lines) == ["f32[] from the argument y", "f32[] output of cos",
+                             "f32[] output of sin"]
+    res = saved_residuals(lambda x: fnp.sum(x * np.arange(4.0, dtype=np.float32)),
+                          np.ones(4, np.float32))
+    assert [(a.shape, d) for a, d in res] == [((4,), "from a constant")]

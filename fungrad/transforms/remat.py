@@ -265,6 +265,11 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
     (``jax.checkpoint``). ``policy`` (see ``checkpoint_policies``) chooses what may be saved."""
     check_callable(fun, "checkpoint", "pass the function to rematerialise: checkpoint(f), or "
                    "use @checkpoint")
+    if policy is not None and not callable(policy):
+        raise TypeError(f"checkpoint: policy must be None or a callable "
+                        f"policy(primitive, *avals, **params) -> bool, such as "
+                        f"fungrad.checkpoint_policies.dots_saveable; got {policy!r} of type "
+                        f"{type(policy).__name__}")
     policy = checkpoint_policies.nothing_saveable if policy is None else policy
     static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(
         static_argnums)

@@ -293,3 +293,44 @@ def test_print_saved_residuals_follows_jax(capsys):
     res = saved_residuals(lambda x: fnp.sum(x * np.arange(4.0, dtype=np.float32)),
                           np.ones(4, np.float32))
     assert [(a.shape, d) for a, d in res] == [((4,), "from a constant")]
+
+
+# -- polygamma with float and traced orders ----------------------------------------------------
+
+POLY_X = np.array([-15.3, -3.7, -0.5, 0.3, 0.5, 1.0, 5.0, 100.0], np.float32)
+
+
+def test_polygamma_float_and_array_orders_match_scipy():
+    scipy_special = pytest.importorskip("scipy.special")
+    for m in (0, 1, 2, 3, 6):
+        ref = scipy_special.polygamma(m, POLY_X.astype(np.float64))
+        for got in (lax.polygamma(float(m), POLY_X), lax.polygamma(np.float32(m), POLY_X),
+                    fg.jit(lax.polygamma)(np.float32(m), POLY_X)):
+            np.testing.assert_allclose(np.asarray(got, np.float64), ref, rtol=5e-6)
+    # an array of orders broadcasts against x; fractional or negative orders are NaN (JAX)
+    got = lax.polygamma(np.array([[0.0], [1.0], [1.5], [-1.0]], np.float32),
+                        np.array([2.0, 3.0], np.float32))
+    ref = scipy_special.polygamma(np.array([[0], [1]]), np.array([2.0, 3.0]))
+    np.testing.assert_allclose(np.asarray(got[:2]), ref, rtol=1e-6)
+    assert np.isnan(np.asarray(got[2:])).all()
+    assert np.isnan(float(lax.polygamma(1.5, 2.0))) and np.isnan(float(lax.polygamma(-1.0, 2.0)))
+    # poles and infinity, as the concrete-order formula gives them
+    edge = np.array([0.0, -2.0, np.inf], np.float32)
+    for m in (1.0, 2.0):
+        np.testing.assert_array_equal(np.asarray(fg.jit(lax.polygamma)(np.float32(m), edge)),
+                                      np.asarray(lax.polygamma(int(m), edge)))
+
+
+def test_polygamma_traced_order_vmap_and_grad():
+    ms = np.array([1.0, 2.0, 4.0], np.float32)
+    xs = np.array([0.7, 2.0, 9.0], np.float32)
+    batched = fg.vmap(lax.polygamma)(ms, xs)
+    loop = [lax.polygamma(int(m), x) for m, x in zip(ms, xs)]
+    np.testing.assert_allclose(np.asarray(batched), np.asarray(loop), rtol=2e-6)
+    # d/dx psi^(m)(x) = psi^(m+1)(x), with the order traced inside jit
+    f = fg.jit(lambda x: lax.polygamma(np.float64(2.0), x))
+    with fg.enable_x64(True):
+        check_grads(f, (np.array([0.8, 3.0], np.float64),), order=1, modes=("fwd", "rev"))
+    assert fg.grad(lax.polygamma, 1)(1.0, 2.0) == pytest.approx(-0.4041138, rel=1e-6)  # JAX
+    with pytest.raises(ValueError, match="polygamma gradient with respect to m"):
+        fg.grad(lax.polygamma, 0)(1.0, 2.0)

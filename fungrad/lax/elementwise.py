@@ -697,29 +697,66 @@ def _polygamma_at_least_half(m: int, y):
     return value if m % 2 else neg(value)
 
 
-def polygamma(m, x):
-    """Elementwise ``psi^(m)(x)``, the ``m``-th derivative of :func:`digamma` (``m`` a
-    non-negative Python int; ``m = 1`` is trigamma, digamma's derivative).
+def _concrete_order(m):
+    """``m`` as a Python int when it is a concrete integer-valued scalar; NaN for a concrete
+    scalar that is not a valid order (negative or fractional: polygamma is then NaN, as in
+    JAX); None when it is traced or an array (the general formula handles it)."""
+    if isinstance(m, (bool, np.bool_)):
+        raise TypeError(f"polygamma: the order m must be a number, got {m!r}")
+    if isinstance(m, core.Tracer):  # transformed (jit, vmap, or differentiated in m)
+        return None
+    if isinstance(m, Array):
+        m = np.asarray(m)
+    if isinstance(m, np.ndarray):
+        if m.ndim != 0:
+            return None
+        m = m[()]
+    if isinstance(m, (int, np.integer)):
+        return int(m) if m >= 0 else math.nan
+    if isinstance(m, (float, np.floating)):
+        return int(m) if math.isfinite(m) and m >= 0 and float(m).is_integer() else math.nan
+    raise TypeError(f"polygamma: the order m must be a number or an array, got "
+                    f"{type(m).__name__}")
 
-    Computed in ``x``'s dtype (float16 in float32) from the primitives: for ``x >= 1/2`` the
-    recurrence and asymptotic series of ``_polygamma_at_least_half``; below, the reflection
+
+def polygamma(m, x):
+    """Elementwise ``psi^(m)(x)``, the ``m``-th derivative of :func:`digamma` (``m = 1`` is
+    trigamma, digamma's derivative); as in JAX, ``m`` is a float (or int) array or scalar,
+    integer-valued: negative or fractional orders give NaN. Only ``x`` is differentiable
+    (``d/dx psi^(m) = psi^(m+1)``); a derivative in ``m`` is a ValueError, as in JAX.
+
+    A concrete scalar ``m`` (the usual case) picks its own formula, computed in ``x``'s dtype
+    (float16 in float32): for ``x >= 1/2`` the recurrence and asymptotic series of
+    ``_polygamma_at_least_half``; below, the reflection
     ``psi^(m)(x) = (-1)^m psi^(m)(1 - x) - pi^(m+1) P_m(cot(pi x))`` with ``cot(pi x)`` taken
     at ``r``, ``x`` minus its nearest integer (exact), as ``sin(pi (1/2 - |r|)) / sin(pi r)``.
     Poles (``x = 0, -1, ...``) give +-inf, ``psi^(m)(inf) = 0``. Relative error: a few ulp
     for ``x >= 1/2``; by reflection, the absolute error near a zero of ``psi^(m)`` is a few ulp
     of the two cancelling terms.
+
+    A traced or array ``m`` uses ``(-1)^(m+1) m! zeta(m + 1, x)`` (digamma for ``m = 0``),
+    elementwise after broadcasting ``m`` against ``x``: a few ulp more error than the
+    specialised formulas, and (a limit of :func:`fungrad.lax.zeta`) NaN for ``x <= -12``.
     """
-    m = operator.index(m)
-    if m < 0:
-        raise ValueError(f"polygamma: the order m must be a non-negative integer, got {m}")
-    if m == 0:
-        return digamma(x)
+    order = _concrete_order(m)
+    if order is None:
+        return _polygamma_array_order(m, x)
     x = operand(x, "polygamma")
     if x.dtype.kind != "f":
         raise TypeError(f"polygamma requires a floating-point x, got {x.dtype.name} (convert "
                         "it with lax.convert_element_type)")
+    if not isinstance(order, int):  # a negative or fractional order
+        from fungrad import lax
+        return lax.full_like(x, np.nan)
+    return _polygamma_int(order, x)
+
+
+def _polygamma_int(m: int, x):
+    """``psi^(m)(x)`` for a Python int ``m >= 0`` and a float array ``x``."""
+    if m == 0:
+        return digamma(x)
     if x.dtype == np.float16:
-        return convert_element_type(polygamma(m, convert_element_type(x, np.float32)),
+        return convert_element_type(_polygamma_int(m, convert_element_type(x, np.float32)),
                                     np.float16, x.weak_type)
     from fungrad import lax
 
@@ -735,6 +772,87 @@ def polygamma(m, x):
     cot_term = mul(_const(x, np.pi ** (m + 1)), _horner(_cot_derivative(m), cot))
     reflected = sub(value if m % 2 == 0 else neg(value), cot_term)
     return select(reflect, reflected, value)
+
+
+_POLYGAMMA_GENERAL = []
+
+
+def _polygamma_array_order(m, x):
+    """``polygamma`` for a traced or array order ``m``: ``m`` and ``x`` broadcast to one shape
+    in ``x``'s float dtype, then the zeta formula, whose x-derivative is the next order."""
+    from fungrad import lax
+    x = operand(x, "polygamma")
+    m = operand(m, "polygamma")
+    if x.dtype.kind != "f":
+        raise TypeError(f"polygamma requires a floating-point x, got {x.dtype.name} (convert "
+                        "it with lax.convert_element_type)")
+    if m.dtype.kind not in "fiu":
+        raise TypeError(f"polygamma: the order m must be a float or integer array, got "
+                        f"{m.dtype.name}")
+    shape = np.broadcast_shapes(m.shape, x.shape) if m.shape != x.shape else x.shape
+    m = lax.broadcast_in_dim(convert_element_type(m, x.dtype, x.weak_type), shape,
+                             tuple(range(len(shape) - m.ndim, len(shape))))
+    x = lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - x.ndim, len(shape))))
+    if not _POLYGAMMA_GENERAL:
+        from fungrad.transforms.custom import custom_jvp
+        from fungrad.transforms.jvp import Zero
+
+        fn = custom_jvp(_polygamma_zeta)
+
+        def rule(primals, tangents):
+            (mm, xx), (mt, xt) = primals, tangents
+            if type(mt) is not Zero:
+                raise ValueError("polygamma gradient with respect to m is not supported (as "
+                                 "in JAX); apply lax.stop_gradient to m")
+            out = fn(mm, xx)
+            if type(xt) is Zero:
+                return out, lax.full_like(out, 0)
+            return out, mul(xt, fn(add(mm, _const(mm, 1)), xx))
+
+        fn.defjvp(rule, symbolic_zeros=True)
+        _POLYGAMMA_GENERAL.append(fn)
+    return _POLYGAMMA_GENERAL[0](m, x)
+
+
+_POLYGAMMA_SHIFT = 16  # x in (-16, 1/2) is lifted by this many steps of the recurrence
+
+
+def _polygamma_zeta(m, x):
+    """``(-1)^(m+1) m! zeta(m + 1, x)``, ``digamma(x)`` where ``m = 0``, NaN where ``m`` is
+    negative or fractional (``m`` and ``x`` of one float dtype and shape). Below ``x = 1/2``
+    the recurrence ``psi^(m)(x) = psi^(m)(x + K) - (-1)^m m! sum_{k<K} (x + k)^-(m+1)``
+    (``K = 16``) moves the zeta sum to ``x + K > 1/2``, where it is accurate; ``x <= -16``
+    gives NaN (a limit of this formula; concrete orders use the reflection formula)."""
+    from fungrad import lax
+    from fungrad.lax import special
+
+    def full(v):
+        return lax.full_like(m, v)
+
+    valid = and_(eq(m, floor(m)), ge(m, full(0)))
+    safe = select(valid, m, full(1))
+    safe = select(eq(safe, full(0)), full(1), safe)  # zeta(1, x) is a pole
+    s = add(safe, full(1))
+    odd = eq(rem(safe, full(2)), full(1))
+    factorial = exp(lgamma(s))
+    low = lt(x, full(0.5))
+    shifted = select(low, add(x, full(float(_POLYGAMMA_SHIFT))), x)
+    total = special.zeta(s, select(gt(shifted, full(0.0)), shifted, full(1.0)))
+    # + sum_k (x + k)^-s for the lifted elements: |x + k|^-s, negative where x + k < 0 and
+    # s = m + 1 is odd (m even); a pole (x + k = 0) gives +inf
+    neg_s = neg(s)
+    even = not_(odd)
+    for k in range(_POLYGAMMA_SHIFT):
+        v = select(low, add(x, full(float(k))), full(1.0))
+        term = pow(abs(v), neg_s)
+        term = select(and_(lt(v, full(0.0)), even), neg(term), term)
+        total = select(low, add(total, term), total)
+    value = mul(factorial, total)  # m! zeta(m + 1, x), continued below 1/2
+    value = select(odd, value, neg(value))
+    value = select(eq(x, full(np.inf)), full(0.0), value)
+    value = select(le(x, full(-float(_POLYGAMMA_SHIFT))), full(np.nan), value)
+    value = select(eq(m, full(0)), digamma(x), value)
+    return select(valid, value, full(np.nan))
 
 
 # JAX's derivative formulas (jax/_src/lax/lax.py and special.py); ``ans`` is the primal output.

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 import fungrad.numpy as fnp
-from fungrad import dtypes, lax
+from fungrad import core, dtypes, lax
 from fungrad.lax import special as lax_special
 from fungrad.numpy import util
 from fungrad.scipy._special_integrals import (  # noqa: F401  (re-exported)
@@ -209,9 +209,9 @@ def polygamma(n, x):
     """``psi^(n)(x)``, the ``n``-th derivative of :func:`digamma` (``lax.polygamma``).
 
     Args:
-        n: integer order(s), an int or an integer array broadcasting against ``x``; its values
-            must be concrete (not traced: each order is its own formula). Negative orders give
-            NaN, as in JAX.
+        n: integer order(s), an int or an integer array broadcasting against ``x``. Negative
+            orders give NaN, as in JAX. Concrete orders each use their own formula; a traced
+            ``n`` (under jit or vmap) uses lax.polygamma's formula for array orders.
         x: real argument(s); integers promote to the default float.
 
     Returns:
@@ -225,9 +225,11 @@ def polygamma(n, x):
     if not dtypes.is_int(n_dtype):
         raise ValueError(f"polygamma: the order n must have an integer dtype, got "
                          f"{n_dtype.name} (pass an int or an integer array)")
-    orders = np.asarray(util.concrete_or_error(n, "polygamma's order n (each order is its "
-                                                  "own formula; pass n as a concrete value)"))
     order_of, x = fnp.broadcast_arrays(*util.promote_args_inexact("polygamma", n, x))
+    if isinstance(n, core.Tracer) and n.to_concrete_value() is None:
+        # a traced order (jit, vmap): lax.polygamma's formula for array orders
+        return lax.polygamma(order_of, x)
+    orders = np.asarray(util.concrete_or_error(n, "polygamma's order n"))
     out = lax.full_like(x, np.nan)
     for m in np.unique(orders):
         if m >= 0:

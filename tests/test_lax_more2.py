@@ -1,8 +1,10 @@
 """lax names for real JAX programs (issue 16): dot algorithms, accuracy requests,
-rng_bit_generator / rng_uniform.
+rng_bit_generator / rng_uniform, polygamma's float orders, checkpoint policies and saved
+residuals.
 
 References: numpy (float16 round trips, TF32/bfloat16 rounding written here with bit masks,
-float64 products), bits and keys recorded from JAX 0.10.2 on CPU for RNG_THREE_FRY, a Python
+float64 products), scipy.special.polygamma, bits and keys recorded from JAX 0.10.2 on CPU
+(RNG_THREE_FRY, RNG_PHILOX, RNG_DEFAULT), a Python
 loop for vmap, eager for jit, finite differences (check_grads) for derivatives.
 """
 
@@ -179,16 +181,40 @@ JAX_THREE_FRY = [
 
 @pytest.mark.parametrize("key, shape, dtype, new_key, bits", JAX_THREE_FRY)
 def test_rng_bit_generator_matches_jax_three_fry(key, shape, dtype, new_key, bits):
+    _check_against_jax(lax.RandomAlgorithm.RNG_THREE_FRY, key, shape, dtype, new_key, bits)
+
+
+def _check_against_jax(algorithm, key, shape, dtype, new_key, bits):
     k = np.array(key, np.uint32)
-    for algorithm in (lax.RandomAlgorithm.RNG_THREE_FRY, lax.RandomAlgorithm.RNG_DEFAULT):
-        nk, b = lax.rng_bit_generator(k, shape, dtype=np.dtype(dtype), algorithm=algorithm)
-        assert nk.dtype == np.uint32 and nk.shape == (4,)
-        assert b.dtype == np.dtype(dtype) and b.shape == shape
-        np.testing.assert_array_equal(np.asarray(nk), np.array(new_key, np.uint32))
-        np.testing.assert_array_equal(np.asarray(b), np.array(bits, dtype))
-    jk, jb = fg.jit(lambda kk: lax.rng_bit_generator(kk, shape, np.dtype(dtype)))(k)
-    np.testing.assert_array_equal(np.asarray(jb), np.array(bits, dtype))
+    nk, b = lax.rng_bit_generator(k, shape, dtype=np.dtype(dtype), algorithm=algorithm)
+    assert nk.dtype == np.uint32 and nk.shape == (4,)
+    assert b.dtype == np.dtype(dtype) and b.shape == shape
+    np.testing.assert_array_equal(np.asarray(nk), np.array(new_key, np.uint32))
+    np.testing.assert_array_equal(np.asarray(b), np.array(bits, dtype).reshape(shape))
+    jk, jb = fg.jit(lambda kk: lax.rng_bit_generator(kk, shape, np.dtype(dtype),
+                                                     algorithm))(k)
+    np.testing.assert_array_equal(np.asarray(jb), np.array(bits, dtype).reshape(shape))
     np.testing.assert_array_equal(np.asarray(jk), np.array(new_key, np.uint32))
+
+
+# the same for RNG_PHILOX, which is also JAX's RNG_DEFAULT on CPU
+JAX_PHILOX = [
+    ([1, 2, 3, 4], (2, 3), "uint32", [1, 2, 5, 4],
+     [[512747620, 1298009047, 1267190206], [761827841, 1383286907, 1639995030]]),
+    ([3735928559, 7, 4294967295, 4294967295], (5,), "uint32", [3735928559, 7, 1, 0],
+     [4286723480, 1818644965, 2894783420, 2774620991, 2218215406]),
+    ([5, 6, 7, 8], (2, 5), "uint8", [5, 6, 10, 8],
+     [[254, 166, 224, 229, 252], [141, 83, 2, 87, 162]]),
+    ([5, 6, 7, 8], (3,), "uint16", [5, 6, 8, 8], [38142, 10150, 50912]),
+    ([9, 8, 7, 6], (), "uint32", [9, 8, 8, 6], 3846826384),
+    ([1, 2, 3, 4], (0, 2), "uint32", [1, 2, 3, 4], []),
+]
+
+
+@pytest.mark.parametrize("key, shape, dtype, new_key, bits", JAX_PHILOX)
+def test_rng_bit_generator_matches_jax_philox_and_default(key, shape, dtype, new_key, bits):
+    for algorithm in (lax.RandomAlgorithm.RNG_PHILOX, lax.RandomAlgorithm.RNG_DEFAULT):
+        _check_against_jax(algorithm, key, shape, dtype, new_key, bits)
 
 
 def test_rng_bit_generator_empty_and_64_bit():
@@ -197,8 +223,14 @@ def test_rng_bit_generator_empty_and_64_bit():
     assert b.shape == (0, 3)
     np.testing.assert_array_equal(np.asarray(nk), k)
     with fg.enable_x64(True):
+        nk, b = lax.rng_bit_generator(np.array([1, 2, 4294967295, 4], np.uint32), (3,),
+                                      dtype=np.uint64)  # Philox: JAX's values
+        np.testing.assert_array_equal(np.asarray(b), np.array(
+            [2776764309702032106, 8246550833735858300, 18174184453865850375], np.uint64))
+        np.testing.assert_array_equal(np.asarray(nk), [1, 2, 1, 5])
         nk, b = lax.rng_bit_generator(np.array([1, 2, 4294967295, 4], np.uint32), (2,),
-                                      dtype=np.uint64)
+                                      dtype=np.uint64,
+                                      algorithm=lax.RandomAlgorithm.RNG_THREE_FRY)
         assert b.dtype == np.uint64
         # JAX: 7285525645447514264, 5882372591126215046 and the key [1, 2, 1, 5]
         np.testing.assert_array_equal(np.asarray(b), np.array(
@@ -207,9 +239,10 @@ def test_rng_bit_generator_empty_and_64_bit():
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.lists(st.integers(0, 2 ** 32 - 1), min_size=4, max_size=4))
-def test_rng_bit_generator_bits_are_uniform(key):
-    _, b = lax.rng_bit_generator(np.array(key, np.uint32), (4096,))
+@given(st.lists(st.integers(0, 2 ** 32 - 1), min_size=4, max_size=4),
+       st.sampled_from(list(lax.RandomAlgorithm)))
+def test_rng_bit_generator_bits_are_uniform(key, algorithm):
+    _, b = lax.rng_bit_generator(np.array(key, np.uint32), (4096,), algorithm=algorithm)
     b = np.asarray(b)
     # every bit position is set with frequency ~1/2 (4 sigma of a Binomial(4096, 1/2))
     freq = ((b[:, None] >> np.arange(32, dtype=np.uint32)) & 1).mean(axis=0)
@@ -219,18 +252,19 @@ def test_rng_bit_generator_bits_are_uniform(key):
     expected = b.size * 4 / 256
     assert ((counts - expected) ** 2 / expected).sum() < 350
     # a chain of keys gives fresh streams
-    nk, b2 = lax.rng_bit_generator(np.array(key, np.uint32), (4096,))
-    _, b3 = lax.rng_bit_generator(nk, (4096,))
+    nk, b2 = lax.rng_bit_generator(np.array(key, np.uint32), (4096,), algorithm=algorithm)
+    _, b3 = lax.rng_bit_generator(nk, (4096,), algorithm=algorithm)
     assert (np.asarray(b2) == np.asarray(b3)).mean() < 0.01
 
 
 def test_rng_bit_generator_vmap_is_a_loop():
     keys = np.array([[1, 2, 3, 4], [5, 6, 7, 8], [0, 0, 4294967295, 0]], np.uint32)
-    nks, bits = fg.vmap(lambda k: lax.rng_bit_generator(k, (2, 3), np.uint16))(keys)
-    for i, k in enumerate(keys):
-        nk, b = lax.rng_bit_generator(k, (2, 3), np.uint16)
-        np.testing.assert_array_equal(np.asarray(nks[i]), np.asarray(nk))
-        np.testing.assert_array_equal(np.asarray(bits[i]), np.asarray(b))
+    for alg in lax.RandomAlgorithm:
+        nks, bits = fg.vmap(lambda k, a=alg: lax.rng_bit_generator(k, (2, 3), np.uint16, a))(keys)
+        for i, k in enumerate(keys):
+            nk, b = lax.rng_bit_generator(k, (2, 3), np.uint16, alg)
+            np.testing.assert_array_equal(np.asarray(nks[i]), np.asarray(nk))
+            np.testing.assert_array_equal(np.asarray(bits[i]), np.asarray(b))
 
 
 def test_rng_bit_generator_errors():
@@ -243,8 +277,8 @@ def test_rng_bit_generator_errors():
         lax.rng_bit_generator(k, (2,), dtype=np.float32)
     with pytest.raises(TypeError, match="unsupported dtype int32"):
         lax.rng_bit_generator(k, (2,), dtype=np.int32)
-    with pytest.raises(ValueError, match="RNG_PHILOX is not implemented"):
-        lax.rng_bit_generator(k, (2,), algorithm=lax.RandomAlgorithm.RNG_PHILOX)
+    with pytest.raises(ValueError, match="algorithm must be a lax.RandomAlgorithm"):
+        lax.rng_bit_generator(k, (2,), algorithm=7)
     with pytest.raises(ValueError, match="non-negative"):
         lax.rng_bit_generator(k, (-1,))
 

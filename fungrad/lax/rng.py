@@ -2,27 +2,27 @@
 
 ``rng_bit_generator(key, shape, dtype, algorithm)`` maps a uint32[4] key to ``(new_key,
 bits)``. JAX documents its bits as a deterministic function of the key, shape, dtype and
-algorithm that may differ across backends; fungrad computes XLA's documented ThreeFry
-construction (``xla/hlo/builder/lib/prng.cc``), so ``RNG_THREE_FRY`` gives the same bits and
-new key as JAX on CPU:
+algorithm that may differ across backends; fungrad computes XLA's documented constructions
+(``xla/hlo/builder/lib/prng.cc`` and the RngBitGenerator expander), so its bits and new keys
+are JAX's on CPU for every algorithm:
 
-* the key's words ``(k0, k1)`` are the Threefry-2x32 key, ``(k2, k3)`` a 64-bit counter
-  ``c = k2 + 2**32 k3``;
-* 8/16/32-bit results: the shape is halved along its first even dimension (when there is
-  none, along its first largest dimension, rounded up; a 0-d shape as ``(1,)``): block ``i``
-  of that half shape (row-major) is ``threefry2x32((k0, k1), c + i)``, whose two words fill
-  the two halves (its first word the first half, ...); 8/16-bit results keep the low bits;
-* 64-bit results (``enable_x64``): element ``i`` is ``y0 | y1 << 32`` of block ``c + i``;
-* the new key is the old one with the counter advanced by the number of blocks used.
+* ``RNG_THREE_FRY``: the key's words ``(k0, k1)`` are the Threefry-2x32 key, ``(k2, k3)`` a
+  64-bit counter ``c = k2 + 2**32 k3``. 8/16/32-bit results: the shape is halved along its
+  first even dimension (when there is none, along its first largest dimension, rounded up; a
+  0-d shape as ``(1,)``); block ``i`` of that half shape (row-major) is
+  ``threefry2x32((k0, k1), c + i)``, whose two words fill the two halves. 64-bit results
+  (``enable_x64``): element ``i`` is ``y0 | y1 << 32`` of block ``c + i``.
+* ``RNG_PHILOX`` and ``RNG_DEFAULT`` (XLA's CPU default): Philox-4x32 with 10 rounds under
+  the key ``(k0, k1)`` of the 128-bit counters ``(k2, k3, k0, k1) + i`` (least significant
+  word first); the four words of block 0, then of block 1, ... fill the result row-major
+  (64-bit results: words ``0 | 1 << 32`` and ``2 | 3 << 32`` of each block).
+* 8/16-bit results keep the low bits of the 32-bit ones; the new key is the old one with the
+  64-bit counter ``(k2, k3)`` advanced by the number of blocks used.
 
-``RNG_DEFAULT`` is the backend's choice: fungrad's is ThreeFry (JAX's CPU backend picks
-Philox, so RNG_DEFAULT bits differ from JAX's CPU bits, as JAX allows). ``RNG_PHILOX`` is not
-implemented and raises a ValueError.
-
-All of it is a composition of ``threefry2x32`` and integer primitives, so it traces, batches
-(each key of a vmapped batch its own stream, as a Python loop would give; JAX's batching rule
-draws the whole batch from the first key) and compiles like user code; its results are
-integers, so it has no derivative.
+Both are compositions of integer primitives (``threefry2x32``, ``mulhi``, ...), so they trace,
+batch (each key of a vmapped batch its own stream, as a Python loop would give; JAX's
+batching rule draws the whole batch from the first key) and compile like user code; the
+results are integers, so they have no derivative.
 
 ``rng_uniform(a, b, shape)`` is XLA's *stateful* generator: every evaluation, eager or inside
 a compiled function, draws fresh numbers, from a numpy generator fungrad owns (through
@@ -93,11 +93,7 @@ def _check_args(key, shape, dtype, algorithm):
     except ValueError:
         raise ValueError(f"{fname}: algorithm must be a lax.RandomAlgorithm, got "
                          f"{algorithm!r}") from None
-    if algorithm == RandomAlgorithm.RNG_PHILOX:
-        raise ValueError(f"{fname}: RNG_PHILOX is not implemented in fungrad; use "
-                         "RandomAlgorithm.RNG_THREE_FRY (or RNG_DEFAULT, which is ThreeFry "
-                         "here)")
-    return key, shape, dt
+    return key, shape, dt, algorithm
 
 
 def _u32(v):
@@ -128,6 +124,71 @@ def _threefry_blocks(k, blocks_shape):
     return lax.threefry2x32(k[0], k[1], lo, hi)
 
 
+_PHILOX_MUL = (0xD2511F53, 0xCD9E8D57)
+_PHILOX_WEYL = (0x9E3779B9, 0xBB67AE85)
+
+
+def _philox_blocks(k, n: int):
+    """The four uint32 words of Philox-4x32 (10 rounds) for the 128-bit counters
+    ``(c0, c1, c2, c3) + i``, ``i < n``: XLA takes the low half of the counter from the key's
+    words ``(k2, k3)`` and the high half from ``(k0, k1)``, which are also the Philox key."""
+    from fungrad import lax
+    if n >= 2 ** 32:
+        raise ValueError(f"rng_bit_generator: at most 2**32 Philox blocks per call, got {n}")
+    u32 = np.uint32
+
+    def full(v, like):
+        return lax.full_like(like, u32(v))
+
+    idx = lax.iota(u32, n)
+    words = []
+    carry = None
+    for j, base in enumerate((k[2], k[3], k[0], k[1])):
+        b = lax.broadcast_in_dim(base, (n,), ())
+        if j == 0:
+            w = lax.add(b, idx)
+            carry = lax.lt(w, idx)
+        else:
+            w = lax.add(b, lax.convert_element_type(carry, u32))
+            carry = lax.bitwise_and(carry, lax.eq(w, full(0, w)))
+        words.append(w)
+    x0, x1, x2, x3 = words
+    key0, key1 = k[0], k[1]
+    for _ in range(10):
+        a, b = full(_PHILOX_MUL[0], x0), full(_PHILOX_MUL[1], x2)
+        hi0, lo0 = lax.mulhi(x0, a), lax.mul(x0, a)
+        hi1, lo1 = lax.mulhi(x2, b), lax.mul(x2, b)
+        x0, x1, x2, x3 = (lax.bitwise_xor(lax.bitwise_xor(hi1, x1), key0), lo1,
+                          lax.bitwise_xor(lax.bitwise_xor(hi0, x3), key1), lo0)
+        key0 = lax.add(key0, full(_PHILOX_WEYL[0], key0))
+        key1 = lax.add(key1, full(_PHILOX_WEYL[1], key1))
+    return x0, x1, x2, x3
+
+
+def _philox_bits(k, shape, dt):
+    """(bits, blocks used) of XLA's Philox generator: the words of consecutive blocks, in
+    order, fill the result row-major (64-bit results: words 0|1 and 2|3 of each block)."""
+    from fungrad import lax
+    n = math.prod(shape)
+    if dt.itemsize == 8:
+        blocks = -(-n // 2)
+        x0, x1, x2, x3 = _philox_blocks(k, blocks)
+
+        def wide(lo, hi):
+            lo, hi = lax.convert_element_type(lo, dt), lax.convert_element_type(hi, dt)
+            return lax.bitwise_or(lo, lax.shift_left(hi, lax.full_like(hi, 32)))
+
+        words = [wide(x0, x1), wide(x2, x3)]
+    else:
+        blocks = -(-n // 4)
+        words = list(_philox_blocks(k, blocks))
+    stacked = lax.concatenate([lax.reshape(w, (blocks, 1)) for w in words], 1)
+    flat = lax.reshape(stacked, (blocks * len(words),))
+    if blocks * len(words) != n:
+        flat = lax.slice(flat, (0,), (n,))
+    return lax.reshape(flat, shape), blocks
+
+
 def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG_DEFAULT,
                       *, out_sharding=None):
     """``(new_key, bits)``: random unsigned-integer ``bits`` of ``shape`` and ``dtype`` and the
@@ -138,7 +199,7 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
       key: a uint32[4] array.
       shape: the shape of ``bits``.
       dtype: uint8, uint16, uint32 or uint64 (64 bits with ``enable_x64``).
-      algorithm: a :class:`RandomAlgorithm`; RNG_DEFAULT and RNG_THREE_FRY are ThreeFry.
+      algorithm: a :class:`RandomAlgorithm`; RNG_DEFAULT is Philox, as on JAX's CPU.
       out_sharding: accepted for JAX's signature; fungrad has one device.
 
     Example: ``rng_bit_generator(numpy.array([1, 2, 3, 4], numpy.uint32), (2,),
@@ -146,9 +207,11 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     """
     del out_sharding  # one device
     from fungrad import lax
-    key, shape, dt = _check_args(key, shape, dtype, algorithm)
+    key, shape, dt, algorithm = _check_args(key, shape, dtype, algorithm)
     k = [lax.reshape(lax.slice(key, (i,), (i + 1,)), ()) for i in range(4)]
-    if dt.itemsize == 8:
+    if algorithm != RandomAlgorithm.RNG_THREE_FRY:  # Philox (RNG_DEFAULT, as on JAX's CPU)
+        bits, used = _philox_bits(k, shape, dt)
+    elif dt.itemsize == 8:
         blocks = shape
         y0, y1 = _threefry_blocks(k, blocks)
         bits = lax.bitwise_or(lax.convert_element_type(y0, dt),
@@ -171,6 +234,8 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
         used = math.prod(blocks)
     if dt.itemsize < 4:
         bits = lax.convert_element_type(bits, dt)
+    # the 64-bit counter (k2, k3) advances by the blocks used (modulo 2**64; for Philox XLA
+    # keeps only the low 64 bits of its 128-bit counter, which is this)
     lo, hi = _add_to_counter(k[2], k[3], used)
     new_key = lax.concatenate([lax.reshape(v, (1,)) for v in (k[0], k[1], lo, hi)], 0)
     return new_key, bits

@@ -368,3 +368,37 @@ def test_polygamma_traced_order_vmap_and_grad():
     assert fg.grad(lax.polygamma, 1)(1.0, 2.0) == pytest.approx(-0.4041138, rel=1e-6)  # JAX
     with pytest.raises(ValueError, match="polygamma gradient with respect to m"):
         fg.grad(lax.polygamma, 0)(1.0, 2.0)
+
+
+# -- optimization_barrier ----------------------------------------------------------------------
+
+def test_optimization_barrier_is_a_primitive_with_identity_semantics():
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+
+    def f(v):
+        return fnp.sum(fnp.sin(lax.optimization_barrier(fnp.cos(v) * 2)) ** 2)
+
+    assert "optimization_barrier" in str(fg.make_jaxpr(f)(x))
+    np.testing.assert_allclose(np.asarray(fg.jit(f)(x)), np.asarray(f(x)), rtol=1e-6)
+    ref = np.sum(np.sin(np.cos(x.astype(np.float64)) * 2) ** 2)
+    np.testing.assert_allclose(float(f(x)), ref, rtol=1e-6)
+    check_grads(lambda v: fnp.sum(lax.optimization_barrier(fnp.sin(v)) ** 2),
+                (x.astype(np.float64),), order=2, modes=("fwd", "rev"))
+    np.testing.assert_allclose(np.asarray(fg.jit(fg.grad(f))(x)), np.asarray(fg.grad(f)(x)),
+                               rtol=1e-5)
+    rows = np.stack([x, 2 * x])
+    got = fg.vmap(lambda v: lax.optimization_barrier((v, v * 2)))(rows)
+    for i, r in enumerate(rows):
+        np.testing.assert_array_equal(np.asarray(got[0][i]), r)
+        np.testing.assert_array_equal(np.asarray(got[1][i]), 2 * r)
+    tree = lax.optimization_barrier({"a": 1.0, "b": (np.zeros(0, np.float32),)})
+    assert float(tree["a"]) == 1.0 and tree["b"][0].shape == (0,)
+    assert lax.optimization_barrier(()) == ()
+
+
+def test_optimization_barrier_stores_its_operands_in_compiled_code():
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    fused = fg.jit(lambda v: fnp.sin(fnp.cos(v) * 2)).lower(x).as_text()
+    barred = fg.jit(lambda v: fnp.sin(lax.optimization_barrier(fnp.cos(v) * 2))).lower(x)
+    assert "0 bytes of temporaries" in fused
+    assert "0 bytes of temporaries" not in barred.as_text()

@@ -3,7 +3,8 @@
 ``mulhi``, and the type aliases ``DotDimensionNumbers``, ``ConvGeneralDilatedDimensionNumbers``
 and ``PrecisionLike``.
 
-Each is a composition of existing primitives (or plain Python), so transforms need nothing new.
+Each is a composition of existing primitives (or plain Python), so transforms need nothing new,
+except ``optimization_barrier``, which is its own primitive (as in JAX) with its rules here.
 """
 
 from __future__ import annotations
@@ -30,11 +31,15 @@ from fungrad.lax.elementwise import (
 from fungrad.lax.indexing import GatherDimensionNumbers, gather, scatter_add
 from fungrad.lax.shape import broadcast_in_dim, full
 from fungrad.lax.slicing import concatenate
-from fungrad.lax.utils import operand
+from fungrad.lax.utils import operand, standard_primitive
+from fungrad.lowering import kernel
+from fungrad.transforms.jvp import Zero, jvp_rules
+from fungrad.transforms.transpose import is_undefined_primal, transpose_rules
+from fungrad.transforms.vmap import batch_rules
 
 __all__ = ["ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "PrecisionLike",
            "composite", "dtype", "empty", "index_take", "mulhi", "optimization_barrier",
-           "platform_dependent", "scatter_sub", "shape_as_value"]
+           "optimization_barrier_p", "platform_dependent", "scatter_sub", "shape_as_value"]
 
 DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
                             tuple[Sequence[int], Sequence[int]]]
@@ -47,11 +52,63 @@ PrecisionLike = None | str | Precision | tuple[str, str] | tuple[Precision, Prec
 """What the ``precision`` arguments accept."""
 
 
+# -- optimization_barrier: an identity primitive the compilers do not fuse across ---------------
+
+def _barrier_impl(*xs):
+    return list(xs)
+
+
+def _barrier_abstract_eval(*avals):
+    return list(avals)
+
+
+optimization_barrier_p = standard_primitive("optimization_barrier", _barrier_impl,
+                                            _barrier_abstract_eval, multiple_results=True)
+
+
+def _barrier_jvp(primals, tangents):
+    """The barrier on the primals, and on the non-zero tangents (a second barrier: under
+    linearize the tangents are unknown while the primals are known)."""
+    out = optimization_barrier_p.bind(*primals)
+    live = [t for t in tangents if type(t) is not Zero]
+    barred = iter(optimization_barrier_p.bind(*live) if live else [])
+    return out, [t if type(t) is Zero else next(barred) for t in tangents]
+
+
+def _barrier_transpose(cts, *args):
+    live = [ct for ct in cts if type(ct) is not Zero]
+    barred = iter(optimization_barrier_p.bind(*live) if live else [])
+    return [None if not is_undefined_primal(x) else ct if type(ct) is Zero else next(barred)
+            for x, ct in zip(args, cts)]
+
+
+def _barrier_batch(axis_size, args, dims):
+    return optimization_barrier_p.bind(*args), list(dims)
+
+
+def _barrier_lowering(ctx, *xs):
+    """Each operand stored to memory: kernels after the barrier load it instead of
+    recomputing (fusing) the expression that defines it."""
+    return [ctx.materialize(x) for x in xs]
+
+
+jvp_rules[optimization_barrier_p] = _barrier_jvp
+transpose_rules[optimization_barrier_p] = _barrier_transpose
+batch_rules[optimization_barrier_p] = _barrier_batch
+kernel.register_lowering(optimization_barrier_p, _barrier_lowering)
+
+
 def optimization_barrier(operand_, /):
-    """``operand_`` (a pytree of arrays) unchanged (``jax.lax.optimization_barrier``). In JAX
-    it stops XLA from moving computations across it; fungrad's compiler keeps every value's
-    definition where the program computes it, so the barrier needs no operation."""
-    return tree_util.tree_map(lambda x: operand(x, "optimization_barrier"), operand_)
+    """``operand_`` (a pytree of arrays) unchanged (``jax.lax.optimization_barrier``), bound as
+    one ``optimization_barrier`` primitive over all its leaves: as in XLA, the compiler does
+    not move computations across it. fungrad's kernel compiler stores each leaf to memory at
+    the barrier, so code after it loads the values rather than fusing (recomputing) what
+    computes them; differentiation puts the tangents and cotangents behind a barrier too."""
+    leaves, tree = tree_util.tree_flatten(operand_)
+    leaves = [operand(x, "optimization_barrier") for x in leaves]
+    if not leaves:
+        return operand_
+    return tree_util.tree_unflatten(tree, optimization_barrier_p.bind(*leaves))
 
 
 def platform_dependent(*args, default=None, **per_platform):

@@ -131,3 +131,14 @@ def test_numpy_rank_promotion_raise_and_warn():
     assert (a + b).shape == (2, 3)  # "allow", the default, again
     with pytest.raises(ValueError, match="numpy_rank_promotion must be"):
         fg.config.update("jax_numpy_rank_promotion", "sometimes")
+
+
+@pytest.mark.parametrize("preset", ["TF32_TF32_F32", "F16_F16_F16", "BF16_BF16_F32"])
+def test_fnp_products_honour_dot_algorithm_presets_as_lax_does(preset):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 8)).astype(np.float32)
+    b = rng.standard_normal((8, 3)).astype(np.float32)
+    want = np.asarray(lax.dot(a, b, precision=preset))
+    for got in (fnp.matmul(a, b, precision=preset), fnp.dot(a, b, precision=preset),
+                fnp.einsum("ij,jk->ik", a, b, precision=preset)):
+        np.testing.assert_array_equal(np.asarray(got), want)

@@ -4,11 +4,11 @@ ppermute, pshuffle, pswapaxes, pbroadcast, axis_index and axis_size (JAX's ``lax
 A collective communicates between the examples of a named mapped axis: ``vmap(f,
 axis_name="i")`` binds ``"i"`` while ``f`` runs. fungrad runs on one device, so the only way to
 bind a name is vmap (``pmap`` is vmap under jit on one device; no ``shard_map``), and a
-collective *is* its batching rule: the BatchTrace named ``"i"`` turns ``psum(x, "i")`` into a sum over its batch
-dimension (``collective_rules``), whatever traces sit between them (``jit``, ``grad``, another
-vmap, which treats it as data parallel: ``batch_rules``). Semantics follow JAX's vmap rules:
-``psum`` of a value that does not vary along the axis is that value times the axis size,
-``all_gather`` gives every example the same stacked value, ``ppermute`` sends example
+collective *is* its batching rule: the BatchTrace named ``"i"`` turns ``psum(x, "i")`` into a
+sum over its batch dimension (``collective_rules``), whatever traces sit between them (``jit``,
+``grad``, another vmap, which treats it as data parallel: ``batch_rules``). Semantics follow
+JAX's vmap rules: ``psum`` of a value that does not vary along the axis is that value times the
+axis size, ``all_gather`` gives every example the same stacked value, ``ppermute`` sends example
 ``src``'s value to ``dst`` and zeros to examples no pair sends to.
 
 The primitives carry their axis names as params (``axes`` / ``axis_name``, tuples) and, where

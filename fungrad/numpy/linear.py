@@ -63,8 +63,10 @@ def _dot_general(x, y, contracting, batch, out_dtype, precision):
     """``lax.dot_general`` contracting ``contracting = (x_dims, y_dims)`` over the batch dims
     ``batch = (x_dims, y_dims)``; result dims: batch, free dims of x, free dims of y."""
     dims = ((tuple(contracting[0]), tuple(contracting[1])), (tuple(batch[0]), tuple(batch[1])))
-    if x.dtype == y.dtype and out_dtype is not None:
-        # Operands already promoted (the callers' _promote): bind without lax's re-checking.
+    if x.dtype == y.dtype and out_dtype is not None and \
+            lax.dot_algorithm.as_algorithm(precision) is None:
+        # Operands already promoted (the callers' _promote) and no DotAlgorithm preset to
+        # round them first: bind without lax's re-checking.
         return lax.dot_general_p.bind(
             x, y, dimension_numbers=dims, precision=canonicalize_precision(precision),
             preferred_element_type=dtypes.canonicalize_dtype(out_dtype))

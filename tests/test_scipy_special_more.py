@@ -473,3 +473,13 @@ def test_gpu_matches_eager(gpu):
     x = np.float32([0.3, 0.6, 0.9, 0.5])
     for got, want in zip(fg.jit(many, backend="gpu")(a, b, x), many(a, b, x)):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-6, atol=1e-7)
+
+
+def test_zeta_negative_q_and_infinite_q():
+    # The Euler-Maclaurin tail was evaluated at w = q + 12, which for q near -12 is too small
+    # for its asymptotic corrections (zeta(2, -11.5) gave -2.85e12); q = inf gave NaN.
+    import scipy.special as ss
+    for x, q in [(2.0, -11.5), (2.0, -6.7), (4.0, -3.3), (3.0, -0.25), (2.0, np.inf)]:
+        with fg.enable_x64(True):
+            got = float(special.zeta(x, q))
+        np.testing.assert_allclose(got, ss.zeta(x, q), rtol=1e-12, atol=0)

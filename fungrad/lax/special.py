@@ -771,8 +771,18 @@ def zeta(x, q):
     domain = ew.bitwise_and(ew.gt(x, one), ew.bitwise_or(ew.gt(q, zero), q_neg_ok))
     xs = _where(domain, x, 2.0)
     qs = _where(ew.bitwise_and(domain, ew.bitwise_not(q_pole)), q, 1.0)
-    total = zeta_euler_maclaurin(xs, qs)
+    # A negative q first takes its first terms directly, (q + k)^-x for k < 12, and sums the
+    # rest from q + 12 > 0: the Euler-Maclaurin corrections are asymptotic in w and need w
+    # well above 1 (at w = q + 12 = 0.5 they had diverged to -3e12 for zeta(2, -11.5)).
+    neg = ew.lt(qs, zero)
+    head = _full(x, 0.0)
+    for k in range(_ZETA_TERMS):
+        term = ew.pow(ew.add(qs, _full(qs, float(k))), ew.neg(xs))
+        head = ew.add(head, _where(neg, term, 0.0))
+    shifted = _where(neg, ew.add(qs, _full(qs, float(_ZETA_TERMS))), qs)
+    total = ew.add(head, zeta_euler_maclaurin(xs, shifted))
     out = _where(domain, total, np.nan)
+    out = _where(ew.bitwise_and(domain, ew.eq(q, _full(q, np.inf))), 0.0, out)
     out = _where(ew.bitwise_and(q_pole, ew.ge(x, one)), np.inf, out)
     out = _where(ew.eq(x, one), np.inf, out)
     return _where(ew.bitwise_or(ew.ne(x, x), ew.ne(q, q)), np.nan, out)

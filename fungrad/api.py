@@ -52,6 +52,19 @@ def abstractify(x, what: str) -> core.ShapedArray:
     return aval
 
 
+def _output_leaves(what: str, out, out_tree: list) -> list:
+    """The leaves of a traced function's output ``out`` (its treedef appended to
+    ``out_tree``); a TypeError naming ``what`` for a leaf that is not an array."""
+    leaves, tree = tree_util.tree_flatten(out)
+    for leaf in leaves:
+        if not is_arraylike(leaf):
+            raise TypeError(f"{what}: the function returned a value of type "
+                            f"{type(leaf).__name__}, which is not an array; return arrays (or "
+                            "pytrees of arrays)")
+    out_tree.append(tree)
+    return leaves
+
+
 def make_jaxpr(fun, static_argnums=(), return_shape: bool = False):
     """Return a function that traces ``fun`` and gives its ClosedJaxpr (printable).
 
@@ -77,15 +90,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape: bool = False):
             dyn, kw = tree_util.tree_unflatten(in_tree, tracers)
             it = iter(dyn)
             full = [a if i in static else next(it) for i, a in enumerate(args)]
-            out = fun(*full, **kw)
-            leaves, tree = tree_util.tree_flatten(out)
-            for leaf in leaves:
-                if not is_arraylike(leaf):
-                    raise TypeError(f"make_jaxpr({name}): the function returned a value of type "
-                                    f"{type(leaf).__name__}, which is not an array; return "
-                                    "arrays (or pytrees of arrays)")
-            out_tree.append(tree)
-            return leaves
+            return _output_leaves(f"make_jaxpr({name})", fun(*full, **kw), out_tree)
 
         closed = simplify(trace_to_jaxpr(flat_fun, in_avals))
         if return_shape:
@@ -202,15 +207,7 @@ def eval_shape(fun, *args, **kwargs):
 
     def flat_fun(*tracers):
         a, kw = tree_util.tree_unflatten(in_tree, tracers)
-        out = fun(*a, **kw)
-        leaves, tree = tree_util.tree_flatten(out)
-        for leaf in leaves:
-            if not is_arraylike(leaf):
-                raise TypeError(f"eval_shape({name}): the function returned a value of type "
-                                f"{type(leaf).__name__}, which is not an array; return arrays "
-                                "(or pytrees of arrays)")
-        out_tree.append(tree)
-        return leaves
+        return _output_leaves(f"eval_shape({name})", fun(*a, **kw), out_tree)
 
     closed = trace_to_jaxpr(flat_fun, [aval_of(x) for x in flat])
     outs = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]

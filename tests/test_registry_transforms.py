@@ -251,6 +251,8 @@ SAMPLES = {
     "square": _unary(lax.square, lambda r: _unif(r, -2, 2)),
     "stop_gradient": _unary(lax.stop_gradient, lambda r: _unif(r, -2, 2)),
     "name": _unary(lambda x: checkpoint_name(x, "h"), lambda r: _unif(r, -2, 2)),
+    "optimization_barrier": _binary(lambda x, y: lax.mul(*lax.optimization_barrier((x, y))),
+                                    lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
     "reduce_precision": _unary(lambda x: lax.reduce_precision(x, 11, 44),
                                lambda r: _unif(r, -2, 2)),
     "tan": _unary(lax.tan, lambda r: _unif(r, -1.2, 1.2)),

@@ -19,8 +19,8 @@ The other distributions (gamma and its family, poisson, binomial, multinomial, .
 JAX's documented algorithms and key splits, so they too give JAX's numbers, up to a few ulps
 where ``log``/``pow``/``erf_inv`` round differently (see each docstring). ``gamma`` lives in
 :mod:`fungrad.random_gamma` with its implicit-reparameterisation derivative.
-NB: ``multivariate_normal`` takes ``method="cholesky"`` only: its ``"svd"``/``"eigh"`` forms
-would give JAX's numbers only with LAPACK's eigenvector signs.
+NB: ``multivariate_normal``'s ``"svd"``/``"eigh"`` draws equal JAX's numbers only where the
+decompositions pick LAPACK's signs for the vectors (the distribution is the same).
 """
 
 from __future__ import annotations
@@ -397,20 +397,23 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
 
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky") -> Array:
     """Normal vectors with mean ``mean`` (``(..., n)``) and covariance ``cov`` (``(..., n, n)``):
-    ``mean + L @ z`` with ``L = cholesky(cov)`` and ``z`` standard normal.
+    ``mean + F @ z`` with ``z`` standard normal and ``F F^T = cov``: ``F = cholesky(cov)``
+    (``method="cholesky"``), ``U sqrt(S)`` of ``svd(cov)`` (``"svd"``) or ``V sqrt(W)`` of
+    ``eigh(cov)`` (``"eigh"``; both also take a semi-definite ``cov``), as JAX computes them.
 
     ``shape`` is the batch shape (the result is ``shape + (n,)``); it defaults to the broadcast
-    of ``mean.shape[:-1]`` and ``cov.shape[:-2]``. NB: only ``method="cholesky"`` is available
-    (JAX also has ``"svd"`` and ``"eigh"``).
+    of ``mean.shape[:-1]`` and ``cov.shape[:-2]``. NB: the svd/eigh draws have the right
+    distribution, but equal JAX's numbers only where fungrad's decomposition picks LAPACK's
+    signs for the singular / eigen vectors.
     """
     from fungrad import numpy as fnp
     from fungrad.numpy import util
     key = _check_prng_key("multivariate_normal", key)
     util.check_arraylike("multivariate_normal", mean, cov)
     mean, cov = util.promote_dtypes_inexact(mean, cov)
-    if method != "cholesky":
-        raise ValueError(f"multivariate_normal: only method='cholesky' is available, got "
-                         f"{method!r}")
+    if method not in ("cholesky", "svd", "eigh"):
+        raise ValueError(f"multivariate_normal: method must be one of 'cholesky', 'svd', "
+                         f"'eigh', got {method!r}")
     dtype = mean.dtype if dtype is None else _float_dtype("multivariate_normal", dtype)
     if mean.ndim < 1 or cov.ndim < 2:
         raise ValueError(f"multivariate_normal: mean must have ndim >= 1 and cov ndim >= 2, "
@@ -425,7 +428,14 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     else:
         shape = _canonical_shape("multivariate_normal", shape)
         _check_shape("multivariate_normal", shape, mean.shape[:-1], cov.shape[:-2])
-    factor = fnp.linalg.cholesky(cov)
+    if method == "svd":
+        u, s, _ = fnp.linalg.svd(cov)
+        factor = fnp.multiply(u, fnp.sqrt(s[..., None, :]))
+    elif method == "eigh":
+        w, v = fnp.linalg.eigh(cov)
+        factor = fnp.multiply(v, fnp.sqrt(w[..., None, :]))
+    else:
+        factor = fnp.linalg.cholesky(cov)
     z = _normal(key, (*shape, n), dtype)
     return fnp.add(mean, fnp.einsum("...ij,...j->...i", factor, z))
 

@@ -198,3 +198,22 @@ def test_jit_and_vmap():
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+@pytest.mark.parametrize("shape", [(3, 2, 4), (3, 3, 2, 3), (2, 3, 3, 2, 2), (1, 4, 4)])
+def test_delta_orthogonal_is_an_orthogonal_matrix_at_the_centre(shape):
+    w = np.asarray(init.delta_orthogonal(scale=2.0)(KEY, shape))
+    centre = tuple((k - 1) // 2 for k in shape[:-2])
+    m = w[centre]
+    np.testing.assert_allclose(m, np.asarray(init.orthogonal(scale=2.0)(KEY, shape[-2:])))
+    np.testing.assert_allclose(m @ m.T, 4.0 * np.eye(shape[-2]), atol=1e-5)
+    rest = w.copy()
+    rest[centre] = 0
+    assert not rest.any()
+
+
+def test_delta_orthogonal_bad_shapes():
+    with pytest.raises(ValueError, match="delta_orthogonal: needs a 3-, 4- or 5-D"):
+        init.delta_orthogonal()(KEY, (2, 3))
+    with pytest.raises(ValueError, match="input size 4 must not exceed the output size 2"):
+        init.delta_orthogonal()(KEY, (3, 4, 2))

@@ -459,3 +459,23 @@ def test_jit_matches_eager_simple_samplers():
                 random.geometric(k3, 0.4, (3,)), random.maxwell(k, (2,)))
     for jitted, eager in zip(fg.jit(f)(KEY), f(KEY)):
         np.testing.assert_allclose(np.asarray(jitted), np.asarray(eager), rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["cholesky", "svd", "eigh"])
+def test_multivariate_normal_methods_have_the_covariance(method):
+    cov = np.array([[2.0, 0.6, 0.2], [0.6, 1.0, 0.3], [0.2, 0.3, 0.5]], np.float32)
+    mean = np.array([1.0, -1.0, 0.5], np.float32)
+    x = np.asarray(random.multivariate_normal(random.PRNGKey(0), mean, cov, (40000,),
+                                              method=method))
+    assert x.shape == (40000, 3)
+    np.testing.assert_allclose(x.mean(0), mean, atol=0.03)
+    np.testing.assert_allclose(np.cov(x.T), cov, atol=0.07)  # 5 standard errors
+    # A semi-definite covariance (rank 1): svd samples it, along its one direction (eigh's
+    # zero eigenvalues may round below 0 and give NaN, in JAX too).
+    if method == "svd":
+        v = np.array([1.0, 2.0, -1.0], np.float32)
+        y = np.asarray(random.multivariate_normal(random.PRNGKey(4), np.zeros(3, np.float32),
+                                                  np.outer(v, v), (500,), method=method))
+        np.testing.assert_allclose(np.cross(y, v), 0, atol=1e-3)
+    with pytest.raises(ValueError, match="method must be one of"):
+        random.multivariate_normal(random.PRNGKey(0), mean, cov, method="qr")

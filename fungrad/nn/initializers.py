@@ -5,8 +5,7 @@ protocol); the builders (``normal(stddev)``, ``glorot_uniform()``, ``variance_sc
 return one. Each draws from :mod:`fungrad.random` exactly as JAX does, so the same key gives the
 same weights as ``jax.nn.initializers``.
 
-NB: fungrad has no complex dtypes, so only real initializers exist; ``delta_orthogonal`` is not
-available yet. ``out_sharding`` is accepted
+NB: fungrad has no complex dtypes, so only real initializers exist. ``out_sharding`` is accepted
 for JAX's signature and must be ``None`` (fungrad has no sharding).
 """
 
@@ -26,7 +25,7 @@ __all__ = [
     "Initializer", "zeros", "ones", "constant", "uniform", "normal", "truncated_normal",
     "variance_scaling", "glorot_uniform", "glorot_normal", "xavier_uniform", "xavier_normal",
     "lecun_uniform", "lecun_normal", "he_uniform", "he_normal", "kaiming_uniform",
-    "kaiming_normal", "orthogonal",
+    "kaiming_normal", "orthogonal", "delta_orthogonal",
 ]
 
 
@@ -302,4 +301,27 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None) -> Initializer:
         rest = tuple(d for i, d in enumerate(shape) if i != axis)
         q = fnp.moveaxis(fnp.reshape(q, rest + (n_cols,)), -1, axis)
         return lax.mul(q, _scalar(name, "scale", scale, dt))
+    return init
+
+
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None) -> Initializer:
+    """The delta-orthogonal initializer of convolution kernels (Xiao et al. 2018): a kernel of
+    shape ``(*spatial, in, out)`` (1 to 3 spatial dimensions, ``in <= out``) that is zero
+    except at the spatial centre (index ``(k - 1) // 2`` per dimension), where it holds an
+    :func:`orthogonal` ``(in, out)`` matrix drawn with the same key; JAX's numbers for a key."""
+
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        name = "delta_orthogonal"
+        _check_sharding(name, out_sharding)
+        shape = _shape(name, shape)
+        dt = _dtype(name, dtype)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError(f"nn.initializers.delta_orthogonal: needs a 3-, 4- or 5-D kernel "
+                             f"shape (spatial dims, in, out), got {shape}")
+        if shape[-1] < shape[-2]:
+            raise ValueError(f"nn.initializers.delta_orthogonal: the input size {shape[-2]} "
+                             f"must not exceed the output size {shape[-1]} (shape {shape})")
+        ortho = orthogonal(scale=scale, column_axis=column_axis, dtype=dt)(key, shape[-2:])
+        centre = tuple((k - 1) // 2 for k in shape[:-2])
+        return lax.full(shape, 0, dt).at[centre].set(ortho)
     return init

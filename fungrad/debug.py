@@ -20,6 +20,19 @@ from fungrad.callback import debug_callback_p, flatten_args
 __all__ = ["print", "callback"]
 
 
+
+def _one_or_two_calls(name: str, first: str, call, given, args, kwargs):
+    """JAX's two forms of ``name``: ``name(first, *args)`` calls ``call`` now (None), and
+    ``name(ordered=...)`` with nothing else returns ``call`` for ``(first, *args)``."""
+    if given is not None:
+        call(given, *args, **kwargs)
+        return None
+    if args or kwargs:
+        raise TypeError(f"fungrad.debug.{name}: the two-call form {name}(ordered=...)({first}, "
+                        f"*args) takes no other arguments in its first call; got "
+                        f"args={args} kwargs={kwargs}")
+    return call
+
 def callback(callback=None, *args, ordered: bool = False, partitioned: bool = False,
              **kwargs):
     """Call ``callback(*args, **kwargs)`` with the values of ``args`` when the program runs
@@ -33,14 +46,7 @@ def callback(callback=None, *args, ordered: bool = False, partitioned: bool = Fa
         operands, flat = flatten_args("fungrad.debug.callback", fn, c_args, c_kwargs)
         debug_callback_p.bind(*operands, callback=flat, ordered=bool(ordered))
 
-    if callback is not None:
-        call(callback, *args, **kwargs)
-        return None
-    if args or kwargs:
-        raise TypeError(f"fungrad.debug.callback: the two-call form callback(ordered=...)(fn, "
-                        f"*args) takes no other arguments in its first call; got "
-                        f"args={args} kwargs={kwargs}")
-    return call
+    return _one_or_two_calls("callback", "fn", call, callback, args, kwargs)
 
 
 class _FormatChecker(string.Formatter):
@@ -102,13 +108,6 @@ def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # 
         operands, flat = flatten_args("fungrad.debug.print", show, c_args, c_kwargs)
         debug_callback_p.bind(*operands, callback=flat, ordered=bool(ordered))
 
-    if fmt is not None:
-        do_print(fmt, *args, **kwargs)
-        return None
-    if args or kwargs:
-        raise TypeError(f"fungrad.debug.print: the two-call form print(ordered=...)(fmt, "
-                        f"*args) takes no other arguments in its first call; got "
-                        f"args={args} kwargs={kwargs}")
-    return do_print
+    return _one_or_two_calls("print", "fmt", do_print, fmt, args, kwargs)
 
 

@@ -56,6 +56,18 @@ class RandomAlgorithm(enum.IntEnum):
 _BIT_DTYPES = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 
 
+
+def _static_shape(fname: str, shape) -> tuple[int, ...]:
+    """``shape`` as a tuple of non-negative Python ints, or the error naming ``fname``."""
+    try:
+        shape = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"{fname}: shape must be a sequence of integers, got {shape!r}") \
+            from None
+    if any(d < 0 for d in shape):
+        raise ValueError(f"{fname}: shape must have non-negative sizes, got {shape}")
+    return shape
+
 def _split_dim(shape: tuple[int, ...]) -> int:
     """The dimension XLA halves: the first even one, else the first largest."""
     for i, d in enumerate(shape):
@@ -75,13 +87,7 @@ def _check_args(key, shape, dtype, algorithm):
                         f"{aval.str_short()}; make one with, e.g., "
                         "jax.random.key_data(jax.random.split(key)) reshaped to (4,) or "
                         "numpy.array([...], numpy.uint32)")
-    try:
-        shape = tuple(operator.index(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"{fname}: shape must be a sequence of integers, got {shape!r}") \
-            from None
-    if any(d < 0 for d in shape):
-        raise ValueError(f"{fname}: shape must have non-negative sizes, got {shape}")
+    shape = _static_shape(fname, shape)
     dt = np.dtype(dtype)
     if dt not in _BIT_DTYPES:
         raise TypeError(f"{fname}: unsupported dtype {dt.name}; the bits are unsigned "
@@ -288,13 +294,7 @@ def rng_uniform(a, b, shape):
                          f"{ba.shape}")
     if aa.dtype.kind not in "fiu":
         raise TypeError(f"{fname}: a and b must be floats or integers, got {aa.dtype.name}")
-    try:
-        shape = tuple(operator.index(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"{fname}: shape must be a sequence of integers, got {shape!r}") \
-            from None
-    if any(d < 0 for d in shape):
-        raise ValueError(f"{fname}: shape must have non-negative sizes, got {shape}")
+    shape = _static_shape(fname, shape)
     dtype = aa.dtype
     out = io_callback(lambda lo, hi: _draw(lo, hi, shape, dtype),
                       ShapeDtypeStruct(shape, dtype), a, b)

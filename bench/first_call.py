@@ -64,7 +64,7 @@ def child(framework: str, stages: bool = False) -> dict:
             t3 = time.perf_counter()
             out.update(lower=t1 - t0, compile=t2 - t1, run=t3 - t2)
             if framework == "fungrad":  # where compile went: LLVM's steps, all modules
-                from fungrad.lowering import cpu
+                from fungrad.lowering.cpu import compiler as cpu
                 out["llvm"] = cpu.compile_stats()
         else:
             result = fw.block_until_ready(step(*args))

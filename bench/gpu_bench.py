@@ -44,7 +44,8 @@ from common import timeit  # noqa: E402
 
 import fungrad as fg  # noqa: E402
 import fungrad.numpy as fnp  # noqa: E402
-from fungrad.lowering import gpu, wgsl  # noqa: E402
+from fungrad.lowering.gpu import runtime as gpu  # noqa: E402
+from fungrad.lowering.gpu import wgsl  # noqa: E402
 
 HAND = """
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -208,7 +209,7 @@ def _called_chain(builtins: tuple[str, ...] = ()) -> str:
     """The hand-written kernel calling fungrad's math functions (``fg_<name>_f32``, the
     renderer's form before it wrote them out and interleaved them), WGSL's builtins for the
     functions named in ``builtins``."""
-    from fungrad.lowering import wgsl_math
+    from fungrad.lowering.math import wgsl as wgsl_math
     defs = {"isnan": wgsl._HELPERS["isnan"]}
     call = {}
     for fn in ("tanh", "exp", "sin"):
@@ -272,7 +273,7 @@ def bench_depth(n: int) -> None:
     cost follows the longest chain of dependent operations, not the operation count: compare
     fungrad's sin (exact reduction, a long chain) with a short Cody-Waite sin and the builtin,
     and chains of 20 steps with and without float latency."""
-    from fungrad.lowering import wgsl_math
+    from fungrad.lowering.math import wgsl as wgsl_math
     rt = gpu.runtime()
     x = np.linspace(-4, 4, n, dtype=np.float32)
 
@@ -323,7 +324,7 @@ def bench_mlp() -> None:
 def _compiled(f, args, tree: str):
     """``f``'s GPU executable with tree reductions in mode ``tree``."""
     from fungrad.lowering import compile_jaxpr
-    from fungrad.lowering import gpu_executable as ge
+    from fungrad.lowering.gpu import executable as ge
     old, ge.TREE_REDUCTIONS = ge.TREE_REDUCTIONS, tree
     try:
         return compile_jaxpr(fg.make_jaxpr(f)(*args), "gpu", "bench")
@@ -369,7 +370,7 @@ def bench_scatter(m: int = 60000, n: int = 1000) -> None:
     invocation per update (atomics; the set's last-wins claim) against the serial loop the
     GPU backend used before (forced here by patching the executable's scatter test)."""
     from fungrad.lowering import compile_jaxpr
-    from fungrad.lowering import gpu_executable as ge
+    from fungrad.lowering.gpu import executable as ge
     rt = gpu.runtime()
     rng = np.random.default_rng(0)
     args = [fg.device_put(a, backend="gpu") for a in (
@@ -423,7 +424,7 @@ def bench_sort() -> None:
     """Sorting rows (float32, read back): the rank sort (one dispatch, O(n) per element)
     against the bitonic network, forced either way through ``SORT_RANK_MAX_ROW``."""
     from fungrad.lowering import compile_jaxpr
-    from fungrad.lowering import gpu_executable as ge
+    from fungrad.lowering.gpu import executable as ge
     rt = gpu.runtime()
     rng = np.random.default_rng(0)
     print(f"\nsort along the last axis on {rt.name} (+ readback)")
@@ -455,7 +456,7 @@ def bench_scan(n: int) -> None:
     is longer than the adapter's loop limit it is split anyway) against blocks of
     ``SCAN_BLOCK`` elements in three dispatches (``"always"``), interleaved, best of 5."""
     from fungrad.lowering import compile_jaxpr
-    from fungrad.lowering import gpu_executable as ge
+    from fungrad.lowering.gpu import executable as ge
     rt = gpu.runtime()
     rng = np.random.default_rng(0)
     print(f"\ncumsum along the last axis on {rt.name} (+ readback)")

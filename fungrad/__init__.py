@@ -73,7 +73,7 @@ from fungrad.devices import (  # noqa: E402
     process_indices,
 )
 from fungrad.dtypes import float0  # noqa: E402
-from fungrad.lowering.cpu import CompileError  # noqa: E402
+from fungrad.lowering.cpu.compiler import CompileError  # noqa: E402
 from fungrad.lowering.fusion import LoweringError  # noqa: E402
 from fungrad.parallel import pmap  # noqa: E402
 from fungrad.transforms.autodiff import (  # noqa: E402

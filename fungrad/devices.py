@@ -46,7 +46,7 @@ def devices(backend: str | None = None) -> list[Device]:
         raise ValueError(f"devices: unknown backend {backend!r}; use 'cpu' or 'gpu'")
     out = [CPU] if backend in (None, "cpu") else []
     if backend in (None, "gpu"):
-        from fungrad.lowering import gpu
+        from fungrad.lowering.gpu import runtime as gpu
         found = gpu.adapters()
         try:
             chosen = gpu.select_adapter()
@@ -58,7 +58,7 @@ def devices(backend: str | None = None) -> list[Device]:
 
 
 def _gpu_runtime():
-    from fungrad.lowering import gpu
+    from fungrad.lowering.gpu import runtime as gpu
     return gpu.runtime()
 
 

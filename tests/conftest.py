@@ -46,7 +46,7 @@ def x64():
 def gpu():
     """The GPU runtime. Without an adapter the GPU tests skip with the reason, except under CI
     (``CI=true``), where they fail: CI installs Mesa's software Vulkan driver (dev.py)."""
-    from fungrad.lowering import gpu as gpu_runtime
+    from fungrad.lowering.gpu import runtime as gpu_runtime
     try:
         return gpu_runtime.runtime()
     except gpu_runtime.GpuUnavailableError as e:

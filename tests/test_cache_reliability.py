@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 import fungrad as fg
 import fungrad.numpy as fnp
-from fungrad.lowering import cache, cpu
+from fungrad.lowering.cpu import cache
+from fungrad.lowering.cpu import compiler as cpu
 from tests.test_lowering_cpu import affine_ir
 
 KERNEL_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)

@@ -480,7 +480,7 @@ def check_one_value_per_sum(x, c, backend):
         return fnp.sum(x, 1), fg.grad(loss)(x)
     planner = None
     if backend == "gpu":
-        from fungrad.lowering.gpu_executable import GpuPlanner as planner
+        from fungrad.lowering.gpu.executable import GpuPlanner as planner
     twice = _sums_computed_twice(_plan(f, x, c, planner=planner))
     assert not twice
     s, g = (np.asarray(a) for a in fg.jit(f, backend=backend)(x, c))
@@ -513,7 +513,7 @@ def test_issue15_grad_of_a_4x4_solve_computes_each_sum_once():
     factorisation recomputed its sums (2.7 MB of LLVM IR; a 6x6 took 11 MB). A float sum is
     now computed by one kernel and loaded by the others (but for a few that the kernel which
     would store them cannot compute early enough): about 1 MB."""
-    from fungrad.lowering import llvm
+    from fungrad.lowering.cpu import llvm
     rng = np.random.default_rng(4)
     a = fnp.asarray(rng.normal(size=(4, 4)).astype(np.float32)) + 4 * fnp.eye(4)
     b = fnp.asarray(rng.normal(size=(4,)).astype(np.float32))

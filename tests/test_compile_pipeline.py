@@ -14,7 +14,8 @@ import pytest
 
 import fungrad as fg
 import fungrad.numpy as fnp
-from fungrad.lowering import cpu, llvm
+from fungrad.lowering.cpu import compiler as cpu
+from fungrad.lowering.cpu import llvm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -24,7 +25,8 @@ POOL_SCRIPT = textwrap.dedent("""
     import os, sys, json
     import numpy as np
     import fungrad as fg, fungrad.numpy as fnp
-    from fungrad.lowering import cpu, runtime
+    from fungrad.lowering.cpu import compiler as cpu
+    from fungrad.lowering.cpu import runtime
 
     def f(x):
         return fnp.tanh(x) * 2.0 + fnp.exp(-x * x)

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 import fungrad as fg
 import fungrad.numpy as fnp
-from fungrad.lowering import llvm, llvm_math
+from fungrad.lowering.cpu import llvm
+from fungrad.lowering.math import llvm as llvm_math
 
 pytestmark = pytest.mark.filterwarnings("ignore::fungrad.transforms.jit.RetraceWarning")
 

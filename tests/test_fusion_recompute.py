@@ -107,7 +107,7 @@ def test_jit_of_cumprod_derivative_against_finite_differences(x64):
 
 def test_gpu_planner_bounds_the_cumprod_derivative_too():
     """The GPU's planner (a subclass) inherits the bound: planning needs no adapter."""
-    from fungrad.lowering.gpu_executable import GpuPlanner
+    from fungrad.lowering.gpu.executable import GpuPlanner
     counts = [_nodes(_plan(fg.grad(_cumulative_loss("cumprod", n)), _inputs(n),
                            planner=GpuPlanner)) for n in (50, 200)]
     assert counts[1] <= 2 * counts[0] < 3000, counts

@@ -16,7 +16,8 @@ from hypothesis.extra import numpy as hnp
 import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad import lax
-from fungrad.lowering import compile_jaxpr, wgsl
+from fungrad.lowering import compile_jaxpr
+from fungrad.lowering.gpu import wgsl
 from tests.test_compile_core import BINARY, INT_BINARY, SPECIAL, UNARY
 
 pytestmark = pytest.mark.usefixtures("gpu")
@@ -245,7 +246,7 @@ def test_erf_inv_and_random_normal_in_float32_only():
 def test_a_math_function_needing_float64_reports_it(monkeypatch):
     """A function without a float32-only formulation (here llvm_math's lgamma, which rounds
     its float64 version, in place of wgsl_math's) is a LoweringError naming it, not a crash."""
-    from fungrad.lowering import wgsl_math
+    from fungrad.lowering.math import wgsl as wgsl_math
     monkeypatch.delitem(wgsl_math._GPU_EMITTERS, "lgamma")
     wgsl_math._body.cache_clear()
     try:

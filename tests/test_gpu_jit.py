@@ -9,7 +9,7 @@ import pytest
 
 import fungrad as fg
 import fungrad.numpy as fnp
-from fungrad.lowering import gpu as gpu_runtime
+from fungrad.lowering.gpu import runtime as gpu_runtime
 from tests.test_jit_training import init, loss, sgd_step
 
 pytestmark = pytest.mark.usefixtures("gpu")

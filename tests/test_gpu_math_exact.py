@@ -20,8 +20,8 @@ import pytest
 
 import fungrad as fg
 from fungrad import lax
-from fungrad.lowering import gpu as gpu_runtime
-from fungrad.lowering import wgsl_math
+from fungrad.lowering.gpu import runtime as gpu_runtime
+from fungrad.lowering.math import wgsl as wgsl_math
 
 pytestmark = pytest.mark.usefixtures("gpu")
 

@@ -17,7 +17,7 @@ import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.lowering import compile_jaxpr
-from fungrad.lowering import gpu_executable as ge
+from fungrad.lowering.gpu import executable as ge
 
 pytestmark = pytest.mark.usefixtures("gpu")
 
@@ -187,8 +187,9 @@ def test_scan_mode_is_checked(monkeypatch):
 def test_only_associative_recurrences_are_scans():
     """A store reading the previous element through ``prev - elem`` is a recurrence, but
     not one whose blocks may be combined in another order: it stays a serial kernel."""
-    from fungrad.lowering import kernel, wgsl
+    from fungrad.lowering import kernel
     from fungrad.lowering.fusion import Kernel, Store
+    from fungrad.lowering.gpu import wgsl
     ctx = kernel.Ctx()
     f32 = np.dtype(np.float32)
     out = kernel.Buffer(0, (9,), f32, "temp", "out")

@@ -9,7 +9,8 @@ import ctypes
 import llvmlite.binding as llvm
 import pytest
 
-from fungrad.lowering import cpu, llvm_capi
+from fungrad.lowering.cpu import compiler as cpu
+from fungrad.lowering.cpu import llvm_capi
 
 IR = """
 declare i64 @fg_test_external(i64)

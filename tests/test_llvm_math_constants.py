@@ -9,7 +9,7 @@ from decimal import Decimal, localcontext
 
 import pytest
 
-from fungrad.lowering import llvm_math as lm
+from fungrad.lowering.math import llvm as lm
 
 PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494459230781640628620"
              "89986280348253421170679")

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import fungrad as fg
-from fungrad.lowering import blas, cache, cpu, threads
+from fungrad.lowering.cpu import blas, cache, threads
+from fungrad.lowering.cpu import compiler as cpu
 
 KERNEL_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 

@@ -1,4 +1,4 @@
-"""Tests for fungrad.lowering.llvm_math, the IR prelude of vectorisable math functions.
+"""Tests for fungrad.lowering.math.llvm, the IR prelude of vectorisable math functions.
 
 Each function is compiled once per dtype into a loop kernel ``void k(ptr in0, ptr in1, ptr out,
 i64 n)`` with LOWERING.md's recipe (host cpu/features target machine, fungrad's pipeline
@@ -50,8 +50,10 @@ from hypothesis import given, settings
 from hypothesis.extra import numpy as hnp
 
 from fungrad.lax import special_math
-from fungrad.lowering import cpu, llvm_capi, llvm_math
-from fungrad.lowering.llvm_math import MATH_FUNCTIONS, math_symbol, prelude
+from fungrad.lowering.cpu import compiler as cpu
+from fungrad.lowering.cpu import llvm_capi
+from fungrad.lowering.math import llvm as llvm_math
+from fungrad.lowering.math.llvm import MATH_FUNCTIONS, math_symbol, prelude
 
 llvm.initialize_native_target()
 llvm.initialize_native_asmprinter()

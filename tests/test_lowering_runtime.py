@@ -20,7 +20,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fungrad.lowering import cpu, runtime, threads
+from fungrad.lowering.cpu import compiler as cpu
+from fungrad.lowering.cpu import runtime, threads
 
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 LOG_CAP = 1024
@@ -388,7 +389,8 @@ def test_default_threads_honours_fungrad_num_threads(monkeypatch):
 SUBPROCESS = textwrap.dedent("""
     import ctypes, os, sys, threading
     import numpy as np
-    from fungrad.lowering import cpu, runtime
+    from fungrad.lowering.cpu import compiler as cpu
+    from fungrad.lowering.cpu import runtime
 
     # many threads register at once: one compile, one module
     barrier = threading.Barrier(8)

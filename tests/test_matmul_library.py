@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fungrad as fg
-from fungrad.lowering import matmul
+from fungrad.lowering.cpu import gemm as matmul
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ODD = (1, 7, 8, 9, 31, 33, 100)
@@ -166,7 +166,7 @@ def test_compiled_once_when_threads_compile_programs_at_once():
         import json, threading
         import numpy as np
         import fungrad as fg
-        from fungrad.lowering import cpu
+        from fungrad.lowering.cpu import compiler as cpu
         names, real = [], cpu.compile_module
         def counting(ir, entries, *, name, **kw):
             names.append(name)
@@ -191,7 +191,7 @@ def test_forked_child_uses_the_library():
     out = run_fresh("""
         import json, os
         import numpy as np
-        from fungrad.lowering import matmul
+        from fungrad.lowering.cpu import gemm as matmul
         a = np.arange(12, dtype=np.float32).reshape(3, 4)
         b = np.ones((4, 20), np.float32)
         matmul.gemm(a, b)
@@ -211,7 +211,7 @@ def test_library_is_stored_in_the_disk_cache(tmp_path):
     script = """
         import json
         import numpy as np
-        from fungrad.lowering import matmul
+        from fungrad.lowering.cpu import gemm as matmul
         matmul.ensure_library()
         print(json.dumps({"hit": matmul._module.stats.cache_hit}))
     """
@@ -223,7 +223,7 @@ def test_library_is_stored_in_the_disk_cache(tmp_path):
 def test_compile_error_names_the_library_and_keeps_its_ir():
     out = run_fresh("""
         import json, os
-        from fungrad.lowering import matmul
+        from fungrad.lowering.cpu import gemm as matmul
         from fungrad import CompileError
         matmul.library_ir = lambda: "define void @fg_matmul_f32( {"
         try:
@@ -355,7 +355,7 @@ def test_trans_b_without_avx512_transposes_with_shufflevector():
     # that variant here (under its own symbol) and check it against numpy
     import ctypes
 
-    from fungrad.lowering import cpu
+    from fungrad.lowering.cpu import compiler as cpu
     ir = matmul.library_ir(avx512=False).replace(f"@{matmul.SYMBOL}(", "@fg_mm_generic(")
     assert "vpermi2var" not in ir and "vpermi2var" in matmul.library_ir(avx512=True)
     module = cpu.compile_module(ir, ["fg_mm_generic"], name="fg_mm_generic", passes=False)

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import fungrad as fg
 import fungrad.numpy as fnp
-from fungrad.lowering import llvm_math
+from fungrad.lowering.math import llvm as llvm_math
 
 LD = np.longdouble
 assert np.finfo(LD).nmant >= 63, "these tests need an extended-precision numpy.longdouble"
@@ -257,7 +257,7 @@ def test_large_argument_that_is_the_same_everywhere():
 def test_large_argument_functions_are_compiled_once_per_process():
     """Modules declare sin/cos/tan's large-argument functions; each is compiled once, in a
     library of its own (llvm_math.ensure_large_library), and every module calls that one."""
-    from fungrad.lowering import llvm
+    from fungrad.lowering.cpu import llvm
     x = np.float32([1e30, 0.5, -3e9])
     for f in (fnp.cos, lambda x: fnp.cos(x) * 2):
         exe = fg.jit(f).lower(x).compile()._exe

@@ -12,7 +12,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fungrad.lowering import wgsl, wgsl_math
+from fungrad.lowering.gpu import wgsl
+from fungrad.lowering.math import wgsl as wgsl_math
 
 
 @st.composite

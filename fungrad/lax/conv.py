@@ -47,7 +47,8 @@ from fungrad.lax.windowed_reductions import (
     padtype_to_pads,
     strided_windows,
 )
-from fungrad.lowering import blas, kernel
+from fungrad.lowering import kernel
+from fungrad.lowering.cpu import blas
 from fungrad.transforms.jvp import Zero, defjvp
 from fungrad.transforms.transpose import deflinear_transpose, is_undefined_primal
 from fungrad.transforms.vmap import batch_rules

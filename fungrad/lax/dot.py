@@ -571,7 +571,7 @@ def _column_dot(ctx, lhs, rhs, dimension_numbers, out_shape, out_dtype):
 
 def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
                           preferred_element_type):
-    from fungrad.lowering import blas
+    from fungrad.lowering.cpu import blas
     from fungrad.lowering.fusion import Gemm
     (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type

@@ -11,7 +11,7 @@ array pointers from Python objects.
 
 from __future__ import annotations
 
-from fungrad.lowering.cpu import CompileError
+from fungrad.lowering.cpu.compiler import CompileError
 from fungrad.lowering.fusion import LoweringError
 
 BACKENDS = ("cpu", "gpu")
@@ -21,9 +21,9 @@ def compile_jaxpr(closed, backend: str | None = "cpu", name: str = "main"):
     """Compile a ClosedJaxpr for ``backend``: an :class:`Executable` (native code) for
     ``"cpu"``, a :class:`GpuExecutable` (WGSL through wgpu) for ``"gpu"``."""
     if backend == "gpu":
-        from fungrad.lowering.gpu_executable import GpuExecutable
+        from fungrad.lowering.gpu.executable import GpuExecutable
         return GpuExecutable(closed, name)
-    from fungrad.lowering.executable import Executable
+    from fungrad.lowering.cpu.executable import Executable
     if backend not in (None, "cpu"):
         raise ValueError(f"jit: unknown backend {backend!r}; supported backends: "
                          f"{', '.join(BACKENDS)}")

@@ -192,7 +192,7 @@ class CondStep(_ControlStep):
                 for line in self._body_lines(f"branch {i}", steps)]
 
     def render_llvm(self, mw, ptr: dict[int, str]) -> list[str]:
-        from fungrad.lowering.llvm import llvm_type
+        from fungrad.lowering.cpu.llvm import llvm_type
         lbl = _labels(mw)
         n = len(self.branches)
         dt = self.index.dtype

@@ -220,7 +220,8 @@ def register_symbol() -> None:
     if not _registered:
         with _lock:
             if not _registered:
-                from fungrad.lowering import cpu, llvm_capi
+                from fungrad.lowering.cpu import compiler as cpu
+                from fungrad.lowering.cpu import llvm_capi
                 cpu.host()  # initialises LLVM
                 with cpu.llvm_lock:
                     llvm_capi.add_symbol(SYMBOL, ctypes.addressof(_cell))

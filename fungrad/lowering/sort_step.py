@@ -141,7 +141,7 @@ class _SortWriter:
     """IR text of one SortStep: ``@<name>`` and its comparison ``@<name>.less``."""
 
     def __init__(self, step: SortStep):
-        from fungrad.lowering.llvm import memory_type
+        from fungrad.lowering.cpu.llvm import memory_type
         self.s = step
         self.memory_type = memory_type
         self.n = step.shape[step.dimension]

@@ -49,7 +49,7 @@ import traceback
 import numpy as np
 
 import fungrad as fg
-from fungrad.lowering import gpu as gpu_runtime
+from fungrad.lowering.gpu import runtime as gpu_runtime
 from tests.fuzz.gen import KNOWN_ISSUES, kind_of, x64_mode
 from tests.fuzz.program import LOSS_SOURCE, Program, namespace_for_exec
 

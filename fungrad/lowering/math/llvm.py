@@ -324,7 +324,7 @@ def _vector_ldexp() -> bool:
     """Does ``llvm.ldexp`` become one vector instruction on this host? On x86-64 with AVX-512
     it is ``vscalefps``/``vscalefpd`` (measured: float32 exp 18% faster than the two-step
     multiply); elsewhere LLVM 22 lowers a vector ldexp to one libm call per lane."""
-    from fungrad.lowering import cpu
+    from fungrad.lowering.cpu import compiler as cpu
     h = cpu.host()
     return h.triple.startswith("x86_64") and "+avx512f" in h.features.split(",")
 
@@ -1029,7 +1029,8 @@ def ensure_large_library(syms: Iterable[str]) -> None:
         return
     import ctypes
 
-    from fungrad.lowering import cpu, llvm_capi
+    from fungrad.lowering.cpu import compiler as cpu
+    from fungrad.lowering.cpu import llvm_capi
     with cpu.llvm_lock:
         for sym in missing:
             if sym in _large_libraries:
@@ -1688,7 +1689,7 @@ def divide_call(out: str, x: str, y: str, rf: str, s: str) -> str:
 def _divide_lanes() -> tuple[int, ...]:
     """The vector widths :data:`DIVIDE` has variants for: the host's float32 vectors and half
     of them (fewer variants compile faster: each is a function of its own in every module)."""
-    from fungrad.lowering import cpu
+    from fungrad.lowering.cpu import compiler as cpu
     h = cpu.host()
     features = h.features.split(",")
     if not h.triple.startswith("x86_64"):
@@ -1699,7 +1700,7 @@ def _divide_lanes() -> tuple[int, ...]:
 @functools.cache
 def _fpclass_test() -> bool:
     """Does this host have AVX-512DQ's vfpclassps (a one-instruction normal-number test)?"""
-    from fungrad.lowering import cpu
+    from fungrad.lowering.cpu import compiler as cpu
     h = cpu.host()
     return h.triple.startswith("x86_64") and "+avx512dq" in h.features.split(",")
 

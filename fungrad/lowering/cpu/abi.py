@@ -84,7 +84,8 @@ def layout() -> Layout:
     if _layout is None:
         with _lock:
             if _layout is None:
-                from fungrad.lowering import cpu, llvm_capi
+                from fungrad.lowering.cpu import compiler as cpu
+                from fungrad.lowering.cpu import llvm_capi
                 cpu.host()  # initialises LLVM
                 lay = _measure()
                 with cpu.llvm_lock:

@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from fungrad.lowering import blas, cache, llvm_capi
+from fungrad.lowering.cpu import blas, cache, llvm_capi
 
 __all__ = [
     "CompileError", "CompileStats", "CompiledModule", "Part", "compile_module", "compile_modules",
@@ -387,10 +387,10 @@ def _check_externals(ir_text, name, externals):
     """Refuse to load code that calls a symbol this process cannot resolve: MCJIT would link it
     to address 0 and the first call would crash the interpreter."""
     if "fg_parallel_for" in externals:  # the native thread pool: compiled on first use
-        from fungrad.lowering import runtime
+        from fungrad.lowering.cpu import runtime
         runtime.ensure_registered()
     if "fg_matmul_f32" in externals:  # the matmul library: likewise
-        from fungrad.lowering import matmul
+        from fungrad.lowering.cpu import gemm as matmul
         matmul.ensure_library()
     with llvm_lock:
         missing = [s for s in externals if llvm_capi.address_of_symbol(s) is None]

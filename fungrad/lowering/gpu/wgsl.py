@@ -46,7 +46,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fungrad.lowering import wgsl_math
 from fungrad.lowering.fusion import Gemm, Kernel, LoweringError, _walk
 from fungrad.lowering.kernel import (
     INDEX,
@@ -56,6 +55,7 @@ from fungrad.lowering.kernel import (
     innermost_loop,
     reduce_identity,
 )
+from fungrad.lowering.math import wgsl as wgsl_math
 
 #: element dtypes a GPU program may use (one 32-bit word each on the device)
 DEVICE_DTYPES = frozenset(np.dtype(d) for d in (np.float32, np.int32, np.uint32, np.bool_))

@@ -155,12 +155,13 @@ def register_llvm_symbols() -> BlasInfo:
     """Make ``@fg_sgemm`` / ``@fg_dgemm`` resolvable by jitted code (idempotent).
 
     Does nothing when BLAS is unavailable; IR that calls them then fails to compile with a
-    CompileError naming the missing symbol (fungrad.lowering.cpu checks externals before loading).
+    CompileError naming the missing symbol (``compiler`` checks externals before loading).
     """
     global _registered
     info = find_blas()
     if info.available and not _registered:
-        from fungrad.lowering import cpu, llvm_capi
+        from fungrad.lowering.cpu import compiler as cpu
+        from fungrad.lowering.cpu import llvm_capi
 
         with cpu.llvm_lock:
             if not _registered:

@@ -29,7 +29,9 @@ import struct
 
 import numpy as np
 
-from fungrad.lowering import abi, cpu, llvm_capi, llvm_math, matmul
+from fungrad.lowering.cpu import abi, llvm_capi
+from fungrad.lowering.cpu import compiler as cpu
+from fungrad.lowering.cpu import gemm as matmul
 from fungrad.lowering.fusion import Gemm, Kernel, Program, _walk
 from fungrad.lowering.kernel import (
     MATH_UNARY,
@@ -39,6 +41,7 @@ from fungrad.lowering.kernel import (
     reduce_identity,
     substitute,
 )
+from fungrad.lowering.math import llvm as llvm_math
 
 #: loops known to run fewer times than this are not vectorised (``ModuleWriter.loop_md``)
 SHORT_LOOP = 16
@@ -626,7 +629,7 @@ class ModuleWriter:
     """Renders a whole :class:`Program` (see the module docstring)."""
 
     def __init__(self, prog: Program):
-        from fungrad.lowering.llvm_ops import OpEmitter
+        from fungrad.lowering.cpu.llvm_ops import OpEmitter
         self.prog = prog
         self.ops = OpEmitter(self)
         self.math: set[tuple[str, str]] = set()   # (function, float dtype name)
@@ -902,7 +905,7 @@ def enable_thread_pool() -> None:
     a process that never does (one core, ``FUNGRAD_NUM_THREADS=1``) never compiles the pool."""
     if _pool_cell.value:
         return
-    from fungrad.lowering import runtime
+    from fungrad.lowering.cpu import runtime
 
     register_pool_symbol()
     runtime.ensure_registered()

@@ -19,12 +19,12 @@ _INTRINSIC_SUFFIX = {"half": "f16", "float": "f32", "double": "f64"}
 
 
 def _ty(dtype):
-    from fungrad.lowering.llvm import llvm_type
+    from fungrad.lowering.cpu.llvm import llvm_type
     return llvm_type(dtype)
 
 
 def _lit(value, dtype):
-    from fungrad.lowering.llvm import literal
+    from fungrad.lowering.cpu.llvm import literal
     return literal(value, np.dtype(dtype))
 
 
@@ -151,7 +151,7 @@ class OpEmitter:
     def _div_invariant(self, lines, out, args, outer: list[str], kw) -> str:
         """float32 ``x / y`` for a loop-invariant ``y``: llvm_math.DIVIDE (exact), its
         operands computed once in ``y``'s scope (``outer``, its lines)."""
-        from fungrad.lowering import llvm_math
+        from fungrad.lowering.math import llvm as llvm_math
         x, y = args
         ops = kw.recips.get(y)
         if ops is None:
@@ -405,7 +405,7 @@ class OpEmitter:
         register-blocked kernel (``matmul.py``; it wins below BLAS's blocking sizes and fuses
         the ``c0`` update), the others through BLAS. Large products take BLAS when the call
         may use several threads (BLAS parallelises; the own kernel runs on one core)."""
-        from fungrad.lowering import matmul
+        from fungrad.lowering.cpu import gemm as matmul
         if not matmul.supports(step):
             return self._blas_gemm(step, ptr)
         self.n += 1
@@ -423,7 +423,7 @@ class OpEmitter:
     def _blas_gemm(self, step, ptr: dict[int, str]) -> list[str]:
         """A BLAS call per batch matrix (``fg_sgemm`` / ``fg_dgemm``, cblas); a ``c0`` other
         than ``c`` is copied into ``c`` first (BLAS accumulates into its output)."""
-        from fungrad.lowering import blas
+        from fungrad.lowering.cpu import blas
         info = blas.register_llvm_symbols()
         dt = step.c.dtype
         single = dt == np.dtype(np.float32)

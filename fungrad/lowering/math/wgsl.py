@@ -51,8 +51,8 @@ import re
 import struct
 from fractions import Fraction
 
-from fungrad.lowering import llvm_math as lm
 from fungrad.lowering.fusion import LoweringError
+from fungrad.lowering.math import llvm as lm
 
 _WGSL_TYPE = {"float": "f32", "i32": "i32", "i1": "bool"}
 
@@ -724,7 +724,7 @@ def inline(name: str, args: list[str], prefix: str, fused_fma: bool = True,
     derives from its argument (the caller computes it once, from a uniform value).
 
     The renderer inlines so that it can interleave independent functions' statements
-    (:func:`fungrad.lowering.wgsl.schedule`): llvmpipe runs them in about the order written,
+    (:func:`fungrad.lowering.gpu.wgsl.schedule`): llvmpipe runs them in about the order written,
     and a function's cost there is its dependency chain."""
     try:
         body = _body(name, fused_fma)

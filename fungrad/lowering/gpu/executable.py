@@ -38,8 +38,10 @@ import numpy as np
 
 from fungrad import core
 from fungrad.devices import GpuArray, device_buffer
-from fungrad.lowering import fusion, gpu, wgsl
+from fungrad.lowering import fusion
 from fungrad.lowering.fusion import Gemm, Kernel, LoweringError
+from fungrad.lowering.gpu import runtime as gpu
+from fungrad.lowering.gpu import wgsl
 
 _compile_lock = threading.RLock()
 

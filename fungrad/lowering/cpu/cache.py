@@ -108,7 +108,7 @@ def parse_size(text: str) -> int:
 def cache_key(ir_text: str, *, triple: str, cpu: str, features: str,
               pipeline: dict[str, object]) -> str:
     """sha256 hex digest naming the object code that ``ir_text`` compiles to on this host."""
-    from fungrad.lowering import llvm_capi
+    from fungrad.lowering.cpu import llvm_capi
 
     parts = {
         "triple": triple, "cpu": cpu, "features": features,

@@ -57,7 +57,8 @@ import signal
 import string
 import sys
 
-from fungrad.lowering import cpu, threads
+from fungrad.lowering.cpu import compiler as cpu
+from fungrad.lowering.cpu import threads
 
 __all__ = [
     "MAX_THREADS", "default_threads", "ensure_registered", "native_parallel_for",
@@ -96,7 +97,7 @@ def parallel_for_decl() -> str:
 
 def default_threads() -> int:
     """Threads a parallel kernel may use: ``$FUNGRAD_NUM_THREADS`` if set, else the cores in this
-    process's CPU affinity mask (:func:`fungrad.lowering.threads.num_threads`)."""
+    process's CPU affinity mask (:func:`fungrad.lowering.cpu.threads.num_threads`)."""
     return threads.num_threads()
 
 
@@ -134,18 +135,18 @@ def pool_workers() -> int:
 def _register() -> None:
     global _module, _pfor, _workers
     if os.name != "posix":
-        raise RuntimeError(f"fungrad.lowering.runtime: native threading needs POSIX threads; "
+        raise RuntimeError(f"fungrad.lowering.cpu.runtime: native threading needs POSIX threads; "
                            f"{platform.system()} is not supported (jit code runs on one thread)")
     if ctypes.sizeof(ctypes.c_void_p) != 8:
-        raise RuntimeError("fungrad.lowering.runtime: native threading needs a 64-bit host")
-    from fungrad.lowering import llvm_capi
+        raise RuntimeError("fungrad.lowering.cpu.runtime: native threading needs a 64-bit host")
+    from fungrad.lowering.cpu import llvm_capi
 
     cpu.host()  # initialises LLVM
     process = ctypes.CDLL(None)
     for name in _LIBC:
         fn = getattr(process, name, None)
         if fn is None:
-            raise RuntimeError(f"fungrad.lowering.runtime: the process has no {name}(); "
+            raise RuntimeError(f"fungrad.lowering.cpu.runtime: the process has no {name}(); "
                                f"native threading is unavailable on {sys.platform}")
         llvm_capi.add_symbol(f"fg_rt_{name}", ctypes.cast(fn, ctypes.c_void_p).value)
     module = cpu.compile_module(runtime_ir(), _ENTRY_POINTS, name="fungrad_runtime",

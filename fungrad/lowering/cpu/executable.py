@@ -18,7 +18,9 @@ import numpy as np
 
 from fungrad import core
 from fungrad.array import Array, is_concrete_array
-from fungrad.lowering import abi, cpu, fusion, host_callback, llvm, threads
+from fungrad.lowering import fusion, host_callback
+from fungrad.lowering.cpu import abi, llvm, threads
+from fungrad.lowering.cpu import compiler as cpu
 
 ENTRY = "fg_entry"
 #: outputs at least this large are recycled once no one references them (see _OutputPool)

@@ -109,7 +109,7 @@ def supports(step) -> bool:
 
 
 def _f(x: float) -> str:
-    from fungrad.lowering.llvm import literal
+    from fungrad.lowering.cpu.llvm import literal
     return literal(x, np.dtype(np.float32))
 
 
@@ -621,7 +621,7 @@ def library_ir(avx512: bool | None = None) -> str:
         (f"declare void @llvm.masked.store.v{VEC}f32.p0(<{VEC} x float>, ptr, i32, "
          f"<{VEC} x i1>)")])
     if avx512 is None:
-        from fungrad.lowering import cpu
+        from fungrad.lowering.cpu import compiler as cpu
         avx512 = "+avx512f" in cpu.host().features.split(",")
     if avx512:
         decls += (f"\ndeclare <{VEC} x float> @{_VPERM}(<{VEC} x float>, <{VEC} x i32>, "
@@ -643,7 +643,7 @@ def ensure_library() -> None:
     compile_module takes anyway, so there is one lock order). Cheap after the first call."""
     if _module is not None:
         return
-    from fungrad.lowering import cpu
+    from fungrad.lowering.cpu import compiler as cpu
     with cpu.llvm_lock:
         if _module is None:
             _compile()
@@ -651,7 +651,8 @@ def ensure_library() -> None:
 
 def _compile() -> None:
     global _module, _function
-    from fungrad.lowering import cpu, llvm_capi
+    from fungrad.lowering.cpu import compiler as cpu
+    from fungrad.lowering.cpu import llvm_capi
     module = cpu.compile_module(library_ir(), [SYMBOL], name="fungrad_matmul", passes=False)
     # every program's code calls into this one: never free it (a CompiledModule frees its code
     # when collected, e.g. while modules are torn down at interpreter exit)

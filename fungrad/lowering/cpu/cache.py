@@ -45,8 +45,8 @@ import time
 import warnings
 from pathlib import Path
 
-import fungrad
 from fungrad.config import config
+from fungrad.version import __version__
 
 __all__ = [
     "CacheWarning", "ObjectCache", "cache_enabled", "cache_key", "default_cache",
@@ -86,7 +86,7 @@ def default_cache_dir() -> Path:
         base = Path.home() / "Library" / "Caches"
     else:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "fungrad" / fungrad.__version__
+    return base / "fungrad" / __version__
 
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:([kmgt])(?:i?b)?|b)?\s*", re.IGNORECASE)
@@ -113,7 +113,7 @@ def cache_key(ir_text: str, *, triple: str, cpu: str, features: str,
     parts = {
         "triple": triple, "cpu": cpu, "features": features,
         "llvm": ".".join(map(str, llvm_capi.llvm_version())),
-        "llvmlite": llvm_capi.llvmlite_version(), "fungrad": fungrad.__version__,
+        "llvmlite": llvm_capi.llvmlite_version(), "fungrad": __version__,
         "pipeline": sorted(pipeline.items()),
     }
     h = hashlib.sha256(json.dumps(parts, sort_keys=True).encode())

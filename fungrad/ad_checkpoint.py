@@ -78,7 +78,7 @@ def checkpoint_name(x, name: str):
     """
     if not isinstance(name, str):
         raise TypeError(f"checkpoint_name: name must be a string, got {type(name).__name__}")
-    from fungrad.lax.utils import operand
+    from fungrad.operands import operand
     return tree_util.tree_map(lambda leaf: name_p.bind(operand(leaf, "checkpoint_name"),
                                                        name=name), x)
 

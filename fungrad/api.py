@@ -20,7 +20,7 @@ from fungrad.transforms.jit import (
     check_callable,
     jit,  # noqa: F401  (re-exported: fungrad.jit)
 )
-from fungrad.transforms.staging import trace_to_jaxpr
+from fungrad.transforms.staging import hoist_tracer_consts, trace_to_jaxpr
 from fungrad.tree_util import _describe_node, _leaf_paths, _path_segments
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -535,7 +535,6 @@ def closure_convert(fun, *example_args):
     ``custom_vjp``/``custom_jvp`` rules this lets a function that closes over traced values be
     passed on as a plain, differentiable argument. Outside transforms ``consts`` is empty."""
     check_callable(fun, "closure_convert", "pass the function: closure_convert(f, *args)")
-    from fungrad.lax.control_flow.common import hoist_tracer_consts
     flat, in_tree = tree_util.tree_flatten(example_args)
     avals = [abstractify(x, "closure_convert") for x in flat]
     out_tree = []

@@ -236,7 +236,7 @@ class ClosedJaxpr:
 
     def __call__(self, *args):
         """Evaluate with the given arguments (arrays, numpy values or Python scalars)."""
-        from fungrad.lax.utils import operand
+        from fungrad.operands import operand
         return eval_jaxpr(self.jaxpr, self.consts, *[operand(a, "ClosedJaxpr argument")
                                                      for a in args])
 

@@ -132,7 +132,7 @@ def device_put(x, device=None, *, backend: str | None = None):
     """Arrays of pytree ``x`` on ``device`` (a :class:`Device`, ``"cpu"`` or ``"gpu"``) or
     ``backend``; the default is the CPU. On the GPU they stay there until read."""
     from fungrad import tree_util
-    from fungrad.lax.utils import operand
+    from fungrad.operands import operand
     target = backend if device is None else device
     if isinstance(target, Device):
         if target.platform == "gpu" and not target.active:

@@ -42,8 +42,7 @@ def _trace(fname: str, what: str, fun, in_trees_avals):
     """Trace ``fun(*pytrees)`` at the flat avals of its argument pytrees. Returns
     ``(closed, consts, out_tree)``: the jaxpr takes ``(*consts, *flat_args)``, where
     ``consts`` are the traced values ``fun`` closes over."""
-    from fungrad.lax.control_flow.common import hoist_tracer_consts
-    from fungrad.transforms.staging import trace_to_jaxpr
+    from fungrad.transforms.staging import hoist_tracer_consts, trace_to_jaxpr
     trees = [t for t, _ in in_trees_avals]
     sizes = [len(a) for _, a in in_trees_avals]
     avals = [a for _, av in in_trees_avals for a in av]

@@ -19,8 +19,10 @@ import functools
 import numpy as np
 
 from fungrad import core, dtypes
-from fungrad.array import Array, is_concrete_array
+from fungrad.array import Array
 from fungrad.core import ShapedArray
+from fungrad.operands import operand
+from fungrad.operands import scalar as _scalar
 
 # dtype kind sets an operation accepts
 FLOAT = frozenset("f")
@@ -45,32 +47,6 @@ def check_kinds(name: str, dtype: np.dtype, kinds, what: str = "operand") -> Non
 
 
 # -- converting wrapper arguments ---------------------------------------------------------------
-
-def operand(x, name: str = "operand"):
-    """An Array or tracer for ``x``: numpy values get their canonical dtype, Python scalars
-    become weak 0-d Arrays. Anything else is a TypeError naming the argument."""
-    if type(x) is Array or isinstance(x, core.Tracer):
-        return x
-    if isinstance(x, (np.ndarray, np.generic)):
-        dt = dtypes.canonicalize_dtype(x.dtype)
-        # A copy: Arrays are immutable and freeze their buffer, which must not be the caller's.
-        return Array(np.array(x, dtype=dt))
-    if isinstance(x, (bool, int, float)):
-        dt = dtypes.python_scalar_dtype(x)
-        return Array(_scalar(x, dt), not isinstance(x, bool))
-    if is_concrete_array(x):  # an Array subclass: a GpuArray (fungrad/devices.py)
-        return x
-    raise TypeError(f"{name}: expected an array, got a value of type {type(x).__name__}: "
-                    f"{x!r:.60}")
-
-
-def _scalar(x, dt: np.dtype):
-    if isinstance(x, int) and dt.kind in "iu":
-        info = np.iinfo(dt)
-        if not info.min <= x <= info.max:
-            raise OverflowError(f"Python int {x} is too large to convert to {dt.name}")
-    return dt.type(x)
-
 
 def full_like_scalar(x, ref, weak: bool = True):
     """The Python scalar ``x`` as a 0-d Array of ``ref``'s dtype (weak by default)."""

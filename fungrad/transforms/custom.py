@@ -196,8 +196,8 @@ class _CustomFunction:
     def _trace_call(self, args, kwargs):
         """Returns ``(name, static, dyn, leaves, in_tree, closed, hoisted, out_tree, merge)``;
         ``merge(dyn_args)`` rebuilds the full argument list."""
-        from fungrad.lax.control_flow.common import trace_body
         from fungrad.transforms.autodiff import _as_array
+        from fungrad.transforms.staging import trace_body
         name = getattr(self.fun, "__name__", type(self).__name__ + " function")
         args = _resolve_args(self.fun, args, kwargs)
         static, dyn = _split_nondiff(args, self.nondiff_argnums)

@@ -50,7 +50,7 @@ from fungrad.devices import GpuArray
 from fungrad.ir.passes import jaxpr_has_effects, simplify
 from fungrad.transforms.jvp import Zero, jvp_jaxpr, jvp_rules, tangent_aval
 from fungrad.transforms.partial_eval import partial_eval_jaxpr, partial_eval_rules
-from fungrad.transforms.staging import trace_to_jaxpr
+from fungrad.transforms.staging import hoist_tracer_consts, trace_to_jaxpr
 from fungrad.transforms.transpose import (
     UndefPrimal,
     backward_pass,
@@ -389,7 +389,7 @@ def _as_operand(x, info: _JitFunction, path_of):
         return x
     ok_numpy = isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biuf"
     if ok_numpy or (isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)):
-        from fungrad.lax.utils import operand
+        from fungrad.operands import operand
         return operand(x, f"jit({info.name}) argument")
     path = path_of()
     arg = path.split("[")[0].split(".")[0]
@@ -563,7 +563,6 @@ class _JitFunction:
             out_box.append(tree)
             return [self._output(x, tree, i) for i, x in enumerate(leaves)]
 
-        from fungrad.lax.control_flow.common import hoist_tracer_consts
         closed = trace_to_jaxpr(flat_fun, list(in_avals))
         closed, hoisted = hoist_tracer_consts(simplify(closed))
         with self.lock:
@@ -576,7 +575,7 @@ class _JitFunction:
         if type(x) is Array or isinstance(x, core.Tracer):
             return x
         if isinstance(x, (np.ndarray, np.generic, bool, int, float)):
-            from fungrad.lax.utils import operand
+            from fungrad.operands import operand
             return operand(x, f"jit({self.name}) output")
         path = tree_util._leaf_paths(tree, "output")[i]
         raise TypeError(f"jit({self.name}): the function returned a value of type "

@@ -69,8 +69,7 @@ def partial_eval_jaxpr(closed: core.ClosedJaxpr, in_unknowns, instantiate):
     *unknown_inputs)`` to the unknown outputs. ``instantiate`` (a bool or one per output) forces
     outputs to be unknown.
     """
-    from fungrad.lax.control_flow import hoist_tracer_consts
-    from fungrad.transforms.staging import trace_to_jaxpr
+    from fungrad.transforms.staging import hoist_tracer_consts, trace_to_jaxpr
 
     n_out = len(closed.jaxpr.outvars)
     inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
@@ -312,8 +311,7 @@ def _build_linearized(primitive, in_avals, params, nonzero):
     """Trace ``primitive``'s jvp rule at ``in_avals`` (``params`` are plain values) into the
     arguments of :class:`_Linearized` after ``primitive``, or None when the rule cannot be
     captured that way (the caller then linearizes as it runs)."""
-    from fungrad.lax.control_flow import hoist_tracer_consts
-    from fungrad.transforms.staging import JaxprTracer, trace_to_jaxpr
+    from fungrad.transforms.staging import JaxprTracer, hoist_tracer_consts, trace_to_jaxpr
     from fungrad.transforms.transpose import UndefPrimal, backward_pass
 
     rule = jvp_mod.jvp_rules.get(primitive)
@@ -494,7 +492,7 @@ class TapeTrace(core.Trace):
                 results.append(p)
                 continue
             if type(p) is not core._array_type:  # a rule may return a raw input as is
-                from fungrad.lax.utils import operand
+                from fungrad.operands import operand
                 p = operand(p)
             node = self.num_nodes
             self.num_nodes = node + 1

@@ -276,9 +276,8 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
 
     @functools.wraps(fun)
     def remat_f(*args, **kwargs):
-        from fungrad.lax.control_flow import hoist_tracer_consts
         from fungrad.transforms.autodiff import _as_array
-        from fungrad.transforms.staging import trace_to_jaxpr
+        from fungrad.transforms.staging import hoist_tracer_consts, trace_to_jaxpr
         static = {i: args[i] for i in static_argnums}
         dyn = [a for i, a in enumerate(args) if i not in static]
         leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))

@@ -6,12 +6,17 @@ become :class:`~fungrad.core.Literal` inputs, the rest become constvars (dedupli
 identity). A tracer of an *enclosing* transform (a closure over an outer tracer) is also a
 constvar, whose "value" is that tracer; evaluating the jaxpr inside the outer transform then
 binds it there. Tracing is abstract: ``bool(tracer)`` raises ConcretizationTypeError.
+
+Higher-order primitives and transforms stage their bodies with :func:`trace_body` (a pytree
+function, its tracer constants hoisted) or :func:`trace_to_jaxpr` plus
+:func:`hoist_tracer_consts`.
 """
 
 from __future__ import annotations
 
-from fungrad import core, dtypes
+from fungrad import core, dtypes, tree_util
 from fungrad.array import Array
+from fungrad.operands import operand
 
 
 class JaxprTracer(core.Tracer):
@@ -104,3 +109,38 @@ def trace_to_jaxpr(fun, in_avals) -> core.ClosedJaxpr:
         outs = fun(*in_tracers)
         out_tracers = [trace.to_tracer(o) for o in outs]
     return trace.to_jaxpr(in_tracers, out_tracers)
+
+
+def hoist_tracer_consts(closed: core.ClosedJaxpr):
+    """Move constvars bound to tracers into leading invars; returns (closed, those tracers)."""
+    j = closed.jaxpr
+    is_tracer = [isinstance(c, core.Tracer) for c in closed.consts]
+    if not any(is_tracer):
+        return closed, []
+    hoisted_vars = [v for v, t in zip(j.constvars, is_tracer) if t]
+    hoisted = [c for c, t in zip(closed.consts, is_tracer) if t]
+    kept_vars = [v for v, t in zip(j.constvars, is_tracer) if not t]
+    kept = [c for c, t in zip(closed.consts, is_tracer) if not t]
+    jaxpr = core.Jaxpr(kept_vars, hoisted_vars + j.invars, j.eqns, j.outvars)
+    return core.ClosedJaxpr(jaxpr, kept), hoisted
+
+
+def trace_body(fun, in_tree, in_avals, what: str):
+    """Trace ``fun`` (taking the unflattened pytree) at ``in_avals``.
+
+    Returns ``(closed_jaxpr, hoisted, out_tree)``: constants the body closes over that are
+    tracers of enclosing transforms are *hoisted*: they become leading invars of the jaxpr and
+    ``hoisted`` lists them, to be passed as explicit operands; concrete constants stay in the
+    ClosedJaxpr.
+    """
+    out_tree_box = []
+
+    def flat_fun(*leaves):
+        out = fun(*tree_util.tree_unflatten(in_tree, leaves))
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        out_tree_box.append(out_tree)
+        return [operand(o, f"{what} output") for o in out_leaves]
+
+    closed = trace_to_jaxpr(flat_fun, in_avals)
+    closed, hoisted = hoist_tracer_consts(closed)
+    return closed, hoisted, out_tree_box[0]

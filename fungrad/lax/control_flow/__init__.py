@@ -13,7 +13,6 @@ Primitives and operands (JAX's spelling):
   ``(consts, carry, x) -> (carry, y)``; ys are stacked along a new leading axis.
 """
 
-from fungrad.lax.control_flow.common import hoist_tracer_consts  # noqa: F401
 from fungrad.lax.control_flow.conditionals import cond, cond_p, switch
 from fungrad.lax.control_flow.loops import fori_loop, map, scan, scan_p, while_loop, while_p
 

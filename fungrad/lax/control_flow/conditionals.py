@@ -10,7 +10,6 @@ from fungrad.lax.control_flow.common import (
     check_same_avals,
     check_same_outputs,
     eval_closed,
-    trace_body,
 )
 from fungrad.lax.utils import operand as as_operand  # (cond's keyword is named operand)
 from fungrad.lax.utils import standard_primitive
@@ -18,7 +17,7 @@ from fungrad.lowering import control_flow as control_flow_lowering
 from fungrad.lowering import kernel
 from fungrad.transforms.jvp import Zero, instantiate_zeros, jvp_jaxpr, jvp_rules, tangent_aval
 from fungrad.transforms.partial_eval import partial_eval_rules
-from fungrad.transforms.staging import trace_to_jaxpr
+from fungrad.transforms.staging import trace_body, trace_to_jaxpr
 from fungrad.transforms.transpose import (
     UndefPrimal,
     backward_pass,

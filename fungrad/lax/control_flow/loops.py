@@ -15,13 +15,13 @@ from fungrad.lax.control_flow.common import (
     check_same_avals,
     check_same_outputs,
     eval_closed,
-    trace_body,
 )
 from fungrad.lax.utils import operand, standard_primitive
 from fungrad.lowering import control_flow as control_flow_lowering
 from fungrad.lowering import kernel
 from fungrad.transforms.jvp import Zero, instantiate_zeros, jvp_jaxpr, jvp_rules, tangent_aval
 from fungrad.transforms.partial_eval import partial_eval_jaxpr, partial_eval_rules
+from fungrad.transforms.staging import trace_body
 from fungrad.transforms.transpose import (
     UndefPrimal,
     backward_pass,

@@ -1,0 +1,44 @@
+"""Turning a user's value into an operand: an Array or a tracer.
+
+Every public entry point (lax's wrappers, the transforms, ``ClosedJaxpr.__call__``,
+``device_put``) converts its arguments the same way, so the conversion lives below all of them:
+numpy values get their canonical dtype, Python scalars become weakly typed 0-d Arrays, and
+anything else is a TypeError naming the argument.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fungrad import core, dtypes
+from fungrad.array import Array, is_concrete_array
+
+__all__ = ["operand", "scalar"]
+
+
+def operand(x, name: str = "operand"):
+    """An Array or tracer for ``x``: numpy values get their canonical dtype, Python scalars
+    become weak 0-d Arrays. Anything else is a TypeError naming the argument."""
+    if type(x) is Array or isinstance(x, core.Tracer):
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        dt = dtypes.canonicalize_dtype(x.dtype)
+        # A copy: Arrays are immutable and freeze their buffer, which must not be the caller's.
+        return Array(np.array(x, dtype=dt))
+    if isinstance(x, (bool, int, float)):
+        dt = dtypes.python_scalar_dtype(x)
+        return Array(scalar(x, dt), not isinstance(x, bool))
+    if is_concrete_array(x):  # an Array subclass: a GpuArray (fungrad/devices.py)
+        return x
+    raise TypeError(f"{name}: expected an array, got a value of type {type(x).__name__}: "
+                    f"{x!r:.60}")
+
+
+def scalar(x, dt: np.dtype):
+    """The Python scalar ``x`` as a numpy scalar of ``dt``; an OverflowError for an int that
+    ``dt`` cannot hold."""
+    if isinstance(x, int) and dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python int {x} is too large to convert to {dt.name}")
+    return dt.type(x)

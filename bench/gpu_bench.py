@@ -44,8 +44,9 @@ from common import timeit  # noqa: E402
 
 import fungrad as fg  # noqa: E402
 import fungrad.numpy as fnp  # noqa: E402
+from fungrad.lowering.gpu import helpers  # noqa: E402
 from fungrad.lowering.gpu import runtime as gpu  # noqa: E402
-from fungrad.lowering.gpu import wgsl  # noqa: E402
+from fungrad.lowering.gpu import shader as gpu_shader  # noqa: E402
 
 HAND = """
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -123,8 +124,8 @@ def bench_chain(n: int) -> None:
     yb = rt.device.create_buffer(size=4 * n, usage=usage)
     groups = -(-n // 64)
     hand = [_dispatch(rt, rt.pipeline("hand", HAND), [xb, yb], groups)]
-    # the same kernel with fungrad's workgroup size (wgsl.KERNEL_WORKGROUP), for a fair view
-    size = wgsl.KERNEL_WORKGROUP
+    # the same kernel with fungrad's workgroup size (gpu_shader.KERNEL_WORKGROUP), for a fair view
+    size = gpu_shader.KERNEL_WORKGROUP
     hand_wide = [_dispatch(rt, rt.pipeline("hand_wide", HAND.replace(
         "@workgroup_size(64)", f"@workgroup_size({size})")), [xb, yb], -(-n // size))]
     bufs = {"x": xb, "y": yb}
@@ -210,7 +211,7 @@ def _called_chain(builtins: tuple[str, ...] = ()) -> str:
     renderer's form before it wrote them out and interleaved them), WGSL's builtins for the
     functions named in ``builtins``."""
     from fungrad.lowering.math import wgsl as wgsl_math
-    defs = {"isnan": wgsl._HELPERS["isnan"]}
+    defs = {"isnan": helpers.HELPERS["isnan"]}
     call = {}
     for fn in ("tanh", "exp", "sin"):
         call[fn] = fn
@@ -224,7 +225,7 @@ def _called_chain(builtins: tuple[str, ...] = ()) -> str:
 
 def bench_chain_parts(n: int) -> None:
     """Where the chain kernel's time goes: fungrad's kernel (math functions written out and
-    interleaved by ``wgsl.schedule``) against the hand-written kernel calling fungrad's
+    interleaved by ``schedule.schedule``) against the hand-written kernel calling fungrad's
     functions in order ("called"), that with one function at a time, or all, swapped for
     WGSL's builtin, and the hand-written kernel (builtins), in turns in one run (device time:
     submit and wait, no readback)."""

@@ -17,7 +17,7 @@ import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.lowering import compile_jaxpr
-from fungrad.lowering.gpu import wgsl
+from fungrad.lowering.gpu import shader as wgsl
 from tests.test_compile_core import BINARY, INT_BINARY, SPECIAL, UNARY
 
 pytestmark = pytest.mark.usefixtures("gpu")

@@ -327,7 +327,7 @@ def test_issue15_gpu_literal_operands_never_make_rejected_constant_expressions(g
     rejects: 0 / 0, inf * 0, 3e38 * 10 (NaN or inf), sqrt(-1), 5 / 0, shifts by 40,
     -(-5), i32 overflow."""
     from fungrad.lowering.fusion import Kernel, Store
-    from fungrad.lowering.gpu import wgsl
+    from fungrad.lowering.gpu import shader as wgsl
     from fungrad.lowering.kernel import INDEX, Buffer, Ctx, Var
     ctx = Ctx()
     f32, i32, u32 = np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint32)

@@ -189,7 +189,7 @@ def test_only_associative_recurrences_are_scans():
     not one whose blocks may be combined in another order: it stays a serial kernel."""
     from fungrad.lowering import kernel
     from fungrad.lowering.fusion import Kernel, Store
-    from fungrad.lowering.gpu import wgsl
+    from fungrad.lowering.gpu import schemes as wgsl
     ctx = kernel.Ctx()
     f32 = np.dtype(np.float32)
     out = kernel.Buffer(0, (9,), f32, "temp", "out")

@@ -12,7 +12,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fungrad.lowering.gpu import wgsl
+from fungrad.lowering.gpu import schedule as wgsl
 from fungrad.lowering.math import wgsl as wgsl_math
 
 

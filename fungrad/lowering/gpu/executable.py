@@ -1,10 +1,11 @@
 """A jaxpr compiled for the GPU: WGSL pipelines plus what a call needs.
 
 ``GpuExecutable(closed)`` plans the program with the shared fusion planner (with the GPU's
-placement policy, :class:`GpuPlanner`), renders one shader per kernel (``wgsl.py``), compiles
-the pipelines once, and at each call records every dispatch into one command encoder and makes
-one queue submission. Inputs that are :class:`~fungrad.devices.GpuArray` are bound as they
-are; host arrays are uploaded. Outputs are GpuArrays: they stay on the device.
+placement policy, ``policy.GpuPolicy``), renders one shader per step (``shader.py``,
+``gemm.py``, ``scan.py``, ``sort.py``), compiles the pipelines once, and at each call
+records every dispatch into one command encoder and makes one queue submission. Inputs that
+are :class:`~fungrad.devices.GpuArray` are bound as they are; host arrays are uploaded.
+Outputs are GpuArrays: they stay on the device.
 
 Where buffers live: each input and output has its own device buffer (slot ``in<i>`` /
 ``out<i>``); the constants share one buffer uploaded at compile time (``consts``); the
@@ -41,28 +42,26 @@ from fungrad.devices import GpuArray, device_buffer
 from fungrad.lowering import fusion
 from fungrad.lowering.fusion import Gemm, Kernel, LoweringError
 from fungrad.lowering.gpu import runtime as gpu
-from fungrad.lowering.gpu import wgsl
+from fungrad.lowering.gpu.frame import TOP, Scope, Shader, render_copy, render_counter, render_fill
+from fungrad.lowering.gpu.gemm import KSTEP, render_gemm, render_gemm_sum
+from fungrad.lowering.gpu.policy import GpuPolicy
+from fungrad.lowering.gpu.scan import render_scan
+from fungrad.lowering.gpu.schemes import (
+    TREE_WG,
+    ScanInfo,
+    Scatter,
+    SplitK,
+    Tree,
+    partial_words,
+    reductions_independent,
+    scan_of,
+    top_reductions,
+)
+from fungrad.lowering.gpu.shader import render_kernel
+from fungrad.lowering.gpu.sort import bitonic_width, render_bitonic, render_sort
+from fungrad.lowering.gpu.types import DEVICE_DTYPES
 
 _compile_lock = threading.RLock()
-
-
-class GpuPlanner(fusion.Planner):
-    """The planner with the GPU's placement policy. On the CPU a reduction that depends on
-    the outer loops only (a row's maximum) is computed once per row by the loop nest; on the
-    GPU every invocation computes its own element, so such a reduction would be recomputed by
-    every invocation of the row: it is stored by an earlier kernel instead."""
-
-    backend = "gpu"
-
-    def _recomputed_reductions(self, kern: Kernel) -> list:
-        bad = super()._recomputed_reductions(kern)
-        loops = set(kern.loops)
-        for e in fusion._walk([s.value for s in kern.stores]):
-            if e.op == "reduce" and not loops <= e.free:
-                t = self.ctx.reduce_origin.get(e)
-                if t is not None and t.buffer is None and t not in bad:
-                    bad.append(t)
-        return bad
 
 
 #: Tree reductions (see ``GpuExecutable._tree_groups``): for kernels of at most
@@ -78,12 +77,12 @@ TREE_GROUPS = 1024
 #: variable FUNGRAD_GPU_TREE_REDUCE, when set, wins. Read when a function is compiled.
 TREE_REDUCTIONS = "auto"
 #: Rows of at most this many elements sort by ranks (one dispatch, O(n) per element), longer
-#: ones by a bitonic network (``wgsl.render_bitonic``); the crossover measured on lavapipe
+#: ones by a bitonic network (``render_bitonic``); the crossover measured on lavapipe
 #: lies between 32 and 128.
 SORT_RANK_MAX_ROW = 64
 
 
-#: Scans (cumulative reductions: ``wgsl.scan_of``, ``wgsl.render_scan``) run one invocation
+#: Scans (cumulative reductions: ``scan_of``, ``render_scan``) run one invocation
 #: per line, in order, or split their lines into blocks (three dispatches). "auto": blocks
 #: of about SCAN_BLOCK elements where lines are too few to fill the device: fewer than
 #: SCAN_SERIAL_ROWS on a GPU, fewer than two per CPU core on a CPU adapter (lavapipe, 2
@@ -122,7 +121,7 @@ def check_dtypes(jaxpr: core.ClosedJaxpr, name: str) -> None:
                   *(x for e in j.eqns for x in e.outvars)]:
             aval = getattr(v, "aval", None)
             dt = getattr(aval, "dtype", None)
-            if dt is not None and np.dtype(dt) not in wgsl.DEVICE_DTYPES:
+            if dt is not None and np.dtype(dt) not in DEVICE_DTYPES:
                 hint = ("use float32 (turn enable_x64 off, or astype(float32))"
                         if np.dtype(dt).kind == "f" else
                         "use int32/uint32 (turn enable_x64 off, or astype(int32))")
@@ -173,7 +172,7 @@ class GpuExecutable:
         rt = self.rt = gpu.runtime()
         with _compile_lock:
             self.jaxpr = passes.optimize(closed)
-            self.program = fusion.plan(self.jaxpr, name, planner=GpuPlanner)
+            self.program = fusion.plan(self.jaxpr, name, policy=GpuPolicy())
         prog = self.program
         _check_sizes(prog, rt, name)
         place: dict[int, tuple[str, int]] = {}
@@ -198,11 +197,11 @@ class GpuExecutable:
                 place[b.id] = ("arena", self.arena_words)
                 self.arena_words += -(-max(1, b.size) // 16) * 16
         self._place = place
-        self.shaders: list[wgsl.Shader] = []
+        self.shaders: list[Shader] = []
         self._pipelines: dict[str, object] = {}
         self.ctl_words = 0
         self.scratch_words = 0
-        self._commands = self._flatten(prog.steps, wgsl.TOP)
+        self._commands = self._flatten(prog.steps, TOP)
         self.arena_words += self.scratch_words
         if 4 * self.arena_words > rt.max_binding_bytes:
             raise ValueError(
@@ -211,13 +210,13 @@ class GpuExecutable:
                 f"storage binding ({rt.max_binding_bytes} bytes) holds; use smaller arrays or "
                 "backend='cpu'")
         for dst, src, words in copies_out:
-            self._commands += self._dispatch(wgsl.render_copy(dst, src, words))
+            self._commands += self._dispatch(render_copy(dst, src, words))
         self._bind_groups: OrderedDict = OrderedDict()
         self._out_words = [max(1, int(np.prod(a.shape, dtype=np.int64))) for a in self.out_avals]
         self.compile_time_s = time.perf_counter() - t0
 
     # -- the program as a list of dispatches ------------------------------------------------------
-    def _dispatch(self, shader: wgsl.Shader) -> list:
+    def _dispatch(self, shader: Shader) -> list:
         limit = self.rt.loop_limit
         if limit is not None and shader.loop_iterations >= limit:
             raise LoweringError(
@@ -234,9 +233,9 @@ class GpuExecutable:
             p = self._pipelines[shader.source] = self.rt.pipeline(shader.name, shader.source)
         return [_Dispatch(p, shader.bindings, shader.grid)]
 
-    def _tree_groups(self, kern: Kernel, scope: wgsl.Scope) -> int:
+    def _tree_groups(self, kern: Kernel, scope: Scope) -> int:
         """Workgroups per output element for ``kern``'s top-level reductions as workgroup
-        trees (``wgsl.Tree``), or 0 to keep one invocation per output element. Trees pay
+        trees (``Tree``), or 0 to keep one invocation per output element. Trees pay
         where outputs are few (a full sum is otherwise one invocation) and the adapter is a
         real GPU (on a CPU adapter such as lavapipe, invocations are CPU threads: the serial
         loop is faster), and they are needed wherever one invocation would loop more often
@@ -245,55 +244,55 @@ class GpuExecutable:
         mode = tree_reductions()
         if mode == "never" or not kern.parallel:
             return 0
-        tops = wgsl.top_reductions(kern)
+        tops = top_reductions(kern)
         outputs = int(np.prod([v.extent for v in kern.loops], dtype=np.int64))
         if not tops or not outputs:
             return 0
         longest = max(int(np.prod([v.extent for v in e.attr.vars])) for e in tops)
         limit = self.rt.loop_limit
-        too_long = limit is not None and wgsl.render_kernel(
+        too_long = limit is not None and render_kernel(
             kern, self._place, self.rt.fused_fma, scope).loop_iterations >= limit
         if not too_long and (outputs > TREE_MAX_OUTPUTS or mode == "auto" and (
                 self.rt.cpu_adapter or longest < TREE_MIN_LENGTH)):
             return 0
-        if not wgsl.reductions_independent(tops):
+        if not reductions_independent(tops):
             return 1
-        groups = min(-(-longest // (wgsl.TREE_WG * TREE_PER_INVOCATION)),
+        groups = min(-(-longest // (TREE_WG * TREE_PER_INVOCATION)),
                      TREE_GROUPS // outputs)
         if limit is not None:  # a quarter of the budget: the body may loop too
-            groups = max(groups, -(-longest // (wgsl.TREE_WG * (limit // 4))))
+            groups = max(groups, -(-longest // (TREE_WG * (limit // 4))))
         return max(1, groups)
 
-    def _kernel(self, kern: Kernel, groups: int, scope: wgsl.Scope) -> list:
+    def _kernel(self, kern: Kernel, groups: int, scope: Scope) -> list:
         """The dispatches of one kernel: one, a tree reduction's one or two passes, or a
-        parallel scatter's one or three (``wgsl.Scatter``). Tree partials and the scatter's
+        parallel scatter's one or three (``Scatter``). Tree partials and the scatter's
         winners live past the arena's temporaries (``scratch_words``)."""
         place, fma = self._place, self.rt.fused_fma
         base = self.arena_words
         if _scatter_like(kern):
             st, = kern.stores
             if st.combine is not None:
-                return self._dispatch(wgsl.render_kernel(kern, place, fma, scope,
-                                                         scatter=wgsl.Scatter("combine")))
+                return self._dispatch(render_kernel(kern, place, fma, scope,
+                                                         scatter=Scatter("combine")))
             words = _words(st.buffer)
             self.scratch_words = max(self.scratch_words, words)
-            out = self._dispatch(wgsl.render_fill(("arena", base), words, scope))
+            out = self._dispatch(render_fill(("arena", base), words, scope))
             for mode in ("claim", "write"):
-                out += self._dispatch(wgsl.render_kernel(kern, place, fma, scope,
-                                                         scatter=wgsl.Scatter(mode, base)))
+                out += self._dispatch(render_kernel(kern, place, fma, scope,
+                                                         scatter=Scatter(mode, base)))
             return out
         if not groups:
-            return self._dispatch(wgsl.render_kernel(kern, place, fma, scope))
+            return self._dispatch(render_kernel(kern, place, fma, scope))
         out = []
         if groups > 1:
-            self.scratch_words = max(self.scratch_words, wgsl.partial_words(kern, groups))
-            first = wgsl.Tree(groups, base, partial=True)
-            out += self._dispatch(wgsl.render_kernel(kern, place, fma, scope, first))
-        return out + self._dispatch(wgsl.render_kernel(kern, place, fma, scope,
-                                                       wgsl.Tree(groups, base)))
+            self.scratch_words = max(self.scratch_words, partial_words(kern, groups))
+            first = Tree(groups, base, partial=True)
+            out += self._dispatch(render_kernel(kern, place, fma, scope, first))
+        return out + self._dispatch(render_kernel(kern, place, fma, scope,
+                                                       Tree(groups, base)))
 
-    def _scan(self, kern: Kernel, scan: wgsl.ScanInfo, scope: wgsl.Scope) -> list:
-        """A scan's dispatches (``wgsl.render_scan``): one invocation per line, or blocks of
+    def _scan(self, kern: Kernel, scan: ScanInfo, scope: Scope) -> list:
+        """A scan's dispatches (``render_scan``): one invocation per line, or blocks of
         lines (``SCAN``, ``SCAN_BLOCK``) whose totals live past the arena's temporaries;
         lines an invocation could not loop through on this adapter are always split."""
         place, fma = self._place, self.rt.fused_fma
@@ -307,52 +306,52 @@ class GpuExecutable:
             blocks = -(-n // max(1, SCAN_BLOCK))
         limit = self.rt.loop_limit
         if limit is not None:  # (with some room for rounding the blocks up)
-            serial = wgsl.render_scan(kern, scan, place, fma, scope)[0].loop_iterations
+            serial = render_scan(kern, scan, place, fma, scope)[0].loop_iterations
             blocks = max(blocks, -(-serial // max(1, limit - 256)))
         blocks = -(-n // -(-n // blocks))  # every block full but the last, none empty
         if blocks > 1:
             self.scratch_words = max(self.scratch_words, rows * blocks)
         out = []
-        for shader in wgsl.render_scan(kern, scan, place, fma, scope, blocks,
+        for shader in render_scan(kern, scan, place, fma, scope, blocks,
                                        self.arena_words):
             out += self._dispatch(shader)
         return out
 
-    def _gemm(self, step: Gemm, scope: wgsl.Scope) -> list:
+    def _gemm(self, step: Gemm, scope: Scope) -> list:
         """A matmul's dispatches: one, or, where one invocation would loop through ``k``
         more often than the adapter allows, the contraction split into ranges
-        (``wgsl.SplitK``): partial products past the arena's temporaries, then their sum."""
-        shader = wgsl.render_gemm(step, self._place, scope)
+        (``SplitK``): partial products past the arena's temporaries, then their sum."""
+        shader = render_gemm(step, self._place, scope)
         limit = self.rt.loop_limit
         if limit is None or shader.loop_iterations < limit:
             return self._dispatch(shader)
         chunks = -(-shader.loop_iterations // (limit - 256))
-        size = -(-step.k // chunks // wgsl.KSTEP) * wgsl.KSTEP
-        split = wgsl.SplitK(-(-step.k // size), size, self.arena_words)
+        size = -(-step.k // chunks // KSTEP) * KSTEP
+        split = SplitK(-(-step.k // size), size, self.arena_words)
         self.scratch_words = max(self.scratch_words,
                                  split.chunks * step.batch * step.m * step.n)
-        return (self._dispatch(wgsl.render_gemm(step, self._place, scope, split))
-                + self._dispatch(wgsl.render_gemm_sum(step, self._place, scope, split)))
+        return (self._dispatch(render_gemm(step, self._place, scope, split))
+                + self._dispatch(render_gemm_sum(step, self._place, scope, split)))
 
-    def _sort(self, step, scope: wgsl.Scope) -> list:
+    def _sort(self, step, scope: Scope) -> list:
         """A sort's dispatches: the rank sort (one invocation per element, a loop over its
-        row) for short rows, else a bitonic network (``wgsl.render_bitonic``), whose
+        row) for short rows, else a bitonic network (``render_bitonic``), whose
         positions live past the arena's temporaries and whose stage parameters take four
         ``ctl`` words after the enclosing loops' counters."""
         n = step.shape[step.dimension]
         limit = self.rt.loop_limit
         if n <= max(1, SORT_RANK_MAX_ROW) and (limit is None or n < limit):
-            return self._dispatch(wgsl.render_sort(step, self._place, scope))
+            return self._dispatch(render_sort(step, self._place, scope))
         rows = int(np.prod(step.shape, dtype=np.int64)) // n
-        self.scratch_words = max(self.scratch_words, rows * wgsl.bitonic_width(step))
+        self.scratch_words = max(self.scratch_words, rows * bitonic_width(step))
         self.ctl_words = max(self.ctl_words, scope.loops + 4)
         out = []
-        for shader in wgsl.render_bitonic(step, self._place, scope, self.arena_words,
+        for shader in render_bitonic(step, self._place, scope, self.arena_words,
                                           scope.loops):
             out += self._dispatch(shader)
         return out
 
-    def _while(self, step, scope: wgsl.Scope) -> _HostWhile:
+    def _while(self, step, scope: Scope) -> _HostWhile:
         """A while loop run from the host (``_HostWhile``), wherever it is: inside a scan's
         body it runs once per iteration of the scan (its counter is the next ``ctl`` word),
         inside another while loop once per iteration of that one, and inside a cond's branch
@@ -361,32 +360,30 @@ class GpuExecutable:
         place, d = self._place, scope.loops
         self.ctl_words = max(self.ctl_words, d + 1)
         _place_carries(place, step.carries, f"it{d}")
-        inner = wgsl.Scope(d + 1, scope.guards)
+        inner = Scope(d + 1, scope.guards)
         cond = self._flatten(step.cond, inner)
         body = self._flatten(step.body, inner) + self._dispatch(
-            wgsl.render_counter(d, f"it{d} + 1i", place, inner))
+            render_counter(d, f"it{d} + 1i", place, inner))
         homes = []  # (no guard: they run only after iterations, in a selected branch)
         for c in step.carries:  # after an odd number of iterations: spare -> home
-            homes += self._dispatch(wgsl.render_copy(place[c.home.id], place[c.spare.id],
-                                                     max(1, c.home.size), wgsl.Scope(d)))
+            homes += self._dispatch(render_copy(place[c.home.id], place[c.spare.id],
+                                                     max(1, c.home.size), Scope(d)))
         pred = place[step.pred.id]
         if not isinstance(pred[1], int):
             raise LoweringError(f"GPU lowering: the predicate of {step.name} has no fixed place")
-        start = self._dispatch(wgsl.render_counter(d, "0i", place, scope))
+        start = self._dispatch(render_counter(d, "0i", place, scope))
         if scope.guards:
-            start += self._dispatch(wgsl.render_fill(pred, 1, wgsl.Scope(d)))
+            start += self._dispatch(render_fill(pred, 1, Scope(d)))
         return _HostWhile(start, cond, pred, body, homes)
 
-    def _flatten(self, steps, scope: wgsl.Scope) -> list:
+    def _flatten(self, steps, scope: Scope) -> list:
         """The commands running ``steps`` in ``scope``: dispatches, and host-driven while
         loops. A scan's body is dispatched once per iteration (one submission for all);
         a cond's branches are all dispatched, each doing nothing unless selected."""
-        from fungrad.lowering.control_flow import CondStep, ScanStep, WhileStep
-        from fungrad.lowering.host_callback import HostCallStep
-        from fungrad.lowering.sort_step import SortStep
+        from fungrad.lowering.steps import CondStep, HostCallStep, ScanStep, SortStep, WhileStep
         place, rt, out = self._place, self.rt, []
         for step in steps:
-            if isinstance(step, Kernel) and (scan := wgsl.scan_of(step)) is not None:
+            if isinstance(step, Kernel) and (scan := scan_of(step)) is not None:
                 out += self._scan(step, scan, scope)
             elif isinstance(step, Kernel):
                 tree = self._tree_groups(step, scope)
@@ -399,7 +396,7 @@ class GpuExecutable:
             elif isinstance(step, CondStep):
                 n = len(step.branches)
                 for b, sub in enumerate(step.branches):
-                    inner = wgsl.Scope(scope.loops, (*scope.guards, (step.index, b, n)))
+                    inner = Scope(scope.loops, (*scope.guards, (step.index, b, n)))
                     out += self._flatten(sub, inner)
             elif isinstance(step, ScanStep):
                 d = scope.loops
@@ -411,9 +408,9 @@ class GpuExecutable:
                     row = f"({step.length - 1}i - {it})" if step.reverse else it
                     place[sl.view.id] = (key, f"({_offset(base)} + {row} * "
                                               f"{max(1, sl.view.size)}i)")
-                body = self._flatten(step.body, wgsl.Scope(d + 1, scope.guards))
-                out += self._dispatch(wgsl.render_counter(d, "0i", place, scope))
-                step_it = self._dispatch(wgsl.render_counter(d, f"{it} + 1i", place, scope))
+                body = self._flatten(step.body, Scope(d + 1, scope.guards))
+                out += self._dispatch(render_counter(d, "0i", place, scope))
+                step_it = self._dispatch(render_counter(d, f"{it} + 1i", place, scope))
                 for _ in range(step.length):
                     out += body + step_it
             elif isinstance(step, WhileStep):
@@ -543,7 +540,7 @@ class _HostCall:
 
     __slots__ = ("step", "scope", "ins", "outs", "guards")
 
-    def __init__(self, step, scope: wgsl.Scope, place: dict):
+    def __init__(self, step, scope: Scope, place: dict):
         self.step, self.scope = step, scope
         self.ins = [(place[b.id], b) for b in step.operands]
         self.outs = [(place[b.id], b) for b in step.results]
@@ -599,7 +596,7 @@ def _select(if_false, if_true, cond):
 
 def _carry_buffers(steps) -> list:
     """The home and spare buffers of every loop carry in ``steps`` (sub-programs included)."""
-    from fungrad.lowering.control_flow import CondStep, ScanStep, WhileStep
+    from fungrad.lowering.steps import CondStep, ScanStep, WhileStep
     out = []
     for step in steps:
         if isinstance(step, (ScanStep, WhileStep)):
@@ -641,7 +638,7 @@ def _arena_offsets(prog: fusion.Program, place: dict) -> int:
 
 def _scatter_like(kern: Kernel) -> bool:
     """Is ``kern`` a serial loop whose iterations only collide on the elements they store (a
-    scatter), so ``wgsl.Scatter`` runs it in parallel exactly? Not when the store reads its
+    scatter), so ``Scatter`` runs it in parallel exactly? Not when the store reads its
     own buffer (a cumulative sum reads the previous element), nor when it has one
     iteration (a scan's first element: one invocation, one dispatch)."""
     if kern.parallel or len(kern.stores) != 1 or all(v.extent == 1 for v in kern.loops):

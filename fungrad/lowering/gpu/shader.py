@@ -1,0 +1,528 @@
+"""The kernel shader: a fusion :class:`~fungrad.lowering.fusion.Kernel` as one WGSL compute
+shader (:func:`render_kernel`).
+
+The GPU twin of ``cpu/llvm.py``: the same kernels (a loop nest of stores of scalar
+expressions) become one compute shader each. The rest of the GPU renderer lives beside it:
+``types.py`` (the type map, literals, memory words), ``helpers.py`` (helper functions of the
+prelude), ``frame.py`` (bindings, scopes, grids, the word shaders), ``schedule.py`` (the
+order of ``let`` statements), ``reduce.py`` (workgroup trees, scatter atomics), ``gemm.py``,
+``scan.py``, ``sort.py``; ``schemes.py`` holds the analyses and choices between schemes,
+``executable.py`` decides where buffers live and runs the shaders.
+
+Parallelism. A parallel kernel runs one invocation per element of its loop nest (flattened,
+``KERNEL_WORKGROUP`` to a workgroup; more than 65535 workgroups use a 2-D grid). Its math
+functions are written out in its body and its ``let`` statements ordered by dependency level
+(:func:`~fungrad.lowering.gpu.schedule.schedule`), so that independent chains interleave.
+Reductions are loops inside the invocation, each node computed at the outermost loop where
+its indices are defined, as on the CPU; the GPU planner stores reductions that would
+otherwise be recomputed by every invocation of a row. Where outputs are few, a kernel's
+reductions can be workgroup trees instead (``schemes.Tree``, ``reduce.py``). A scatter
+(``parallel=False``: updates may collide) runs one invocation per update with atomics, the
+last update winning an overwrite as in the serial loop (``schemes.Scatter``); a scan
+(``schemes.scan_of``) has its own shader (``scan.py``); other serial kernels run their loop
+nest in one invocation, in order. Every shader records the loop iterations an invocation may
+run (``Shader.loop_iterations``: lavapipe stops them after 65535).
+
+Semantics follow ``cpu/llvm_ops.py`` (JAX's): integer division never traps (``x / 0 = -1``,
+``x % 0 = x``) and is done on magnitudes (OpenGL's signed ``/`` and ``%`` are wrong for
+negatives); float max/min propagate NaN and order ``-0 < +0`` (WGSL's builtins drop NaN);
+NaN is tested on the bits (Vulkan drivers fold ``v != v`` to false); float -> int saturates
+and maps NaN to 0; float ``rem`` is C's exact ``fmod`` (WGSL's ``%`` is ``x - y * trunc(x /
+y)``, wrong for large quotients). Shader compilers simplify float algebra (x * 0 -> 0, x - x
+-> 0, ...), so no float operation gets a literal operand or two operands reaching one value
+(:meth:`KernelShader._protect`), which also keeps every constant expression the WGSL
+validator rejects (0.0 / 0.0, 1i << 31u, shifts by 32 or more) out of the shaders. Float sums
+(reductions, scans, matmul contractions) are blocked, their error bounded.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from fungrad.lowering.fusion import Kernel, LoweringError
+from fungrad.lowering.gpu.frame import TOP, Scope, Shader, Slots, grid_1d
+from fungrad.lowering.gpu.helpers import Prelude
+from fungrad.lowering.gpu.reduce import scatter_store, tree_reduce, tree_source
+from fungrad.lowering.gpu.schedule import schedule
+from fungrad.lowering.gpu.schemes import Scatter, Tree
+from fungrad.lowering.gpu.types import from_word, literal, to_word, wgsl_type
+from fungrad.lowering.kernel import (
+    INDEX,
+    MATH_UNARY,
+    Expr,
+    Var,
+    innermost_loop,
+    reduce_identity,
+)
+
+#: invocations per workgroup of a kernel run one invocation per element: llvmpipe has a cost
+#: per workgroup, and 256 made the benchmark chain 8% faster there (the hand-written kernel:
+#: 11%); the sort and scan shaders measured slower with 256 and keep WORKGROUP
+KERNEL_WORKGROUP = 256
+#: kernel ops computed by a wgsl_math function (float32 only)
+_MATH_OPS = MATH_UNARY | {"pow", "atan2"}
+
+
+class KernelShader:
+    """Writes one kernel as a shader (the structure mirrors ``cpu/llvm.py``'s kernel writer)."""
+
+    def __init__(self, kern: Kernel, place, fused_fma: bool, scope: Scope,
+                 tree: Tree | None = None, scatter: Scatter | None = None):
+        self.kern = kern
+        self.tree = tree
+        self.tree_at = 0
+        self.outputs = math.prod(v.extent for v in kern.loops)
+        self.scope_of = scope
+        self.slots = Slots(place)
+        self.src = Prelude(fused_fma)
+        self.scatter = scatter
+        self.serial = not kern.parallel and scatter is None
+        if scatter is not None and scatter.mode != "write":
+            st, = kern.stores
+            self.slots.atomic.add(place[st.buffer.id][0] if scatter.mode == "combine"
+                                  else "arena")
+        self.lines: dict[Var | None, list[str]] = {None: []}
+        self.chain: dict[Var, tuple[Var, ...]] = {}
+        self.trips: dict[Var | None, int] = {None: 1}  # iterations of each loop's body
+        self.iterations = 0
+        self.names: dict[int, str] = {}
+        self.n = 0
+        self.zero = False  # the opaque zero of written-out math functions is defined
+        self.zeros = 0  # fresh opaque zeros defined (``fg_z<k>``, see :meth:`_opaque`)
+        self.literals: dict[str, str] = {}  # literal -> its opaque name (_opaque_literal)
+        self.reach: dict[tuple[int, int], frozenset] = {}
+
+    def tmp(self, hint: str = "t") -> str:
+        self.n += 1
+        return f"{hint}{self.n}"
+
+    def scope(self, e: Expr) -> Var | None:
+        return innermost_loop(self.chain, e)
+
+    def let(self, e: Expr, text: str) -> str:
+        name = self.tmp()
+        self.lines[self.scope(e)].append(f"  let {name} = {text};")
+        return name
+
+    # values
+    def value(self, e: Expr) -> str:
+        name = self.names.get(id(e))
+        if name is None:
+            if e.op == "const":
+                name = literal(e.attr, e.dtype)
+            elif e.op == "idx":
+                name = f"v{e.attr.id}"
+            elif e.op == "reduce":
+                name = self._reduce(e)
+            else:
+                args = self._protect(e, [self.value(a) for a in e.args])
+                name = self._inline(e, args) or self.let(e, self._expression(e, args))
+            self.names[id(e)] = name
+        return name
+
+    # Shader compilers simplify float algebra as if it were real algebra (Mesa's NIR applies
+    # its inexact rules to every float operation: WGSL cannot mark one exact), which loses
+    # IEEE results: x * 0 -> 0 (NaN, inf, -0), x + 0 -> x (-0), 0 - x -> -x, x / 0 -> x,
+    # x - x -> 0, (a + b) - b -> a, (x + c1) + c2 -> x + (c1 + c2), a * b + a * c ->
+    # a * (b + c), x + c < d -> x < d - c, (b < a ? a : b) -> max(a, b) (NaN, -0). Every
+    # rule needs a constant operand or an operand met twice, so a float operation gets
+    # neither: a literal operand is OR-ed with an opaque zero, and where both operands reach
+    # one value (within _REACH operations; a select's values and its condition) the second
+    # is hidden behind a zero of its own (one shared zero would let the compiler match two
+    # hidings of one value). Cost: an integer OR per hidden operand.
+
+    def _protect(self, e: Expr, args: list[str]) -> list[str]:
+        """``args`` of float operation ``e`` with its literal operands, and an operand that
+        meets the other, made opaque to the shader compiler (see above)."""
+        if e.op == "select" and wgsl_type(e.dtype) == "f32":  # cond ? a : b
+            cond = self._reaches(e.args[0])  # (c < a ? a : c -> max(a, c), a - c < 0 ...)
+            return [args[0], *(self._opaque(v, a) if self._reaches(a) & cond else v
+                               for a, v in zip(e.args[1:], args[1:]))]
+        if e.op in ("select", "convert", "bitcast", "load") or not e.args:
+            return args
+        t = wgsl_type(e.args[0].dtype)
+        if t in ("i32", "u32") and all(a.op == "const" for a in e.args):
+            # a constant expression WGSL may reject (1i << 31u overflows, 5i / 0i)
+            return [self._opaque_literal(args[0], t), *args[1:]]
+        if t != "f32":
+            return args
+        out = [self._opaque_literal(v) if a.op == "const" else v
+               for a, v in zip(e.args, args)]
+        if e.op in _SHARING_OPS and self._reaches(e.args[0]) & self._reaches(e.args[1]):
+            out[1] = self._opaque(out[1], e.args[1])
+        return out
+
+    def _reaches(self, e: Expr, depth: int = 0) -> frozenset:
+        """The values ``e`` computes from within ``_REACH`` operations (literals by text)."""
+        key = (id(e), depth)
+        got = self.reach.get(key)
+        if got is None:
+            if e.op == "const":
+                got = frozenset({literal(e.attr, e.dtype)})
+            else:
+                got = frozenset({id(e)})
+                if depth < _REACH and e.op not in ("load", "reduce", "idx"):
+                    for a in e.args:
+                        got |= self._reaches(a, depth + 1)
+            self.reach[key] = got
+        return got
+
+    def _zero(self) -> str:
+        """The shader's shared opaque u32 zero (defined once, in the top-level lines)."""
+        if not self.zero:  # every shader with kernel values has ``nwg`` (uniform) in main
+            self.lines[None].append(f"  let {_ZERO} = ((nwg.x * nwg.x) + nwg.x) & 1u;")
+            self.zero = True
+        return _ZERO
+
+    def _opaque_literal(self, text: str, t: str = "f32") -> str:
+        """A literal of WGSL type ``t`` as a value the shader compiler cannot see (a
+        top-level let)."""
+        name = self.literals.get(text)
+        if name is None:
+            name = self.literals[text] = self.tmp("c")
+            word = text if t == "u32" else f"bitcast<u32>({text})"
+            value = f"{word} | {self._zero()}"
+            self.lines[None].append(f"  let {name} = "
+                                    f"{value if t == 'u32' else f'bitcast<{t}>({value})'};")
+        return name
+
+    def _opaque(self, value: str, e: Expr) -> str:
+        """``value`` (of ``e``) OR-ed with a fresh opaque zero: u (u + 2k + 1) is even."""
+        self.zeros += 1
+        z = f"fg_z{self.zeros}"
+        self.lines[None].append(f"  let {z} = (nwg.x * (nwg.x + {2 * self.zeros + 1}u)) & 1u;")
+        name = self.tmp("h")
+        self.lines[self.scope(e)].append(
+            f"  let {name} = bitcast<f32>(bitcast<u32>({value}) | {z});")
+        return name
+
+    def _inline(self, e: Expr, args: list[str]) -> str | None:
+        """A float32 math function written out here rather than called (so that
+        :func:`schedule` can interleave it with the rest); None for everything else."""
+        if e.op not in _MATH_OPS or wgsl_type(e.args[0].dtype) != "f32":
+            return None
+        prefix = self.tmp("m")
+        lines = self.lines[self.scope(e)]
+        for i, a in enumerate(args):  # a literal argument gets a name: (-a0) must not be --1.0f
+            if not a.isidentifier():
+                args[i] = f"{prefix}_a{i}"
+                lines.append(f"  let {args[i]} = {a};")
+        got = self.src.inline_math(e.op, args, prefix, _ZERO)
+        if got is None:
+            return None
+        self._zero()
+        body, result = got
+        lines += body
+        return result if result.isidentifier() else self.let(e, result)
+
+    def _expression(self, e: Expr, a: list[str]) -> str:
+        op = e.op
+        if op == "load":
+            return from_word(self.slots.ref(e.attr, a[0]), e.attr.dtype)
+        if op == "select":
+            return f"select({a[2]}, {a[1]}, {a[0]})"
+        if op == "convert":
+            return self._convert(e.args[0].dtype, e.dtype, a[0])
+        if op == "bitcast":
+            return f"bitcast<{wgsl_type(e.dtype)}>({a[0]})"
+        return self._op(op, e.args[0].dtype, a)
+
+    def _op(self, op: str, dt, a: list[str]) -> str:
+        t = wgsl_type(dt)
+        f, b = t == "f32", t == "bool"
+        if op in ("lt", "le", "gt", "ge") and b:  # WGSL orders no bools: false < true
+            x, y = (a[0], a[1]) if op in ("lt", "le") else (a[1], a[0])
+            return f"(!{x} {'&&' if op in ('lt', 'gt') else '||'} {y})"
+        if op in ("eq", "ne", "lt", "le", "gt", "ge"):
+            sym = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[op]
+            if f and op == "ne":  # not (a == b): true for NaN even where != is folded
+                return f"!({a[0]} == {a[1]})"
+            return f"({a[0]} {sym} {a[1]})"
+        if op in ("add", "sub", "mul") and b:
+            return f"({a[0]} {'|' if op == 'add' else '&' if op == 'mul' else '!='} {a[1]})"
+        if op in ("idiv", "irem") and a[1] == literal(0, dt):  # (5i / 0i) is rejected
+            return f"fg_{self.src.need(('div_' if op == 'idiv' else 'rem_') + t)}({a[0]}, {a[1]})"
+        if op in ("add", "sub", "mul", "idiv", "irem"):
+            sym = {"add": "+", "sub": "-", "mul": "*", "idiv": "/", "irem": "%"}[op]
+            return f"({a[0]} {sym} {a[1]})"
+        if op in ("div", "rem"):
+            if f and op == "div":
+                return f"({a[0]} / {a[1]})"
+            return f"fg_{self.src.need(f'{op}_{t}')}({a[0]}, {a[1]})"
+        if op in ("max", "min"):
+            return self.minmax(op, dt, a[0], a[1])
+        if op in ("and", "or", "xor"):
+            sym = {"and": "&", "or": "|", "xor": "!=" if b else "^"}[op]
+            return f"({a[0]} {sym} {a[1]})"
+        if op == "not":
+            return f"(!{a[0]})" if b else f"(~{a[0]})"
+        if op in ("shl", "shr_logical", "shr_arith"):
+            # a shift by a constant >= 32 is a shader-creation error in WGSL, even in the
+            # unselected side of a select: the shift is by min(s, 31) wherever s may be that
+            s = f"u32({a[1]})" if t == "i32" else a[1]
+            zero, by = literal(0, dt), f"min({s}, 31u)"
+            if op == "shl":
+                return f"select({a[0]} << {by}, {zero}, {s} >= 32u)"
+            if op == "shr_logical":
+                shifted = (f"bitcast<i32>(bitcast<u32>({a[0]}) >> {by})" if t == "i32"
+                           else f"({a[0]} >> {by})")
+                return f"select({shifted}, {zero}, {s} >= 32u)"
+            signed = f"bitcast<i32>({a[0]})" if t == "u32" else a[0]
+            r = f"({signed} >> {by})"
+            return f"bitcast<u32>{r}" if t == "u32" else r
+        if op == "neg":  # (a literal: -(-5i), never --5i)
+            return f"(-({a[0]}))" if a[0].startswith("-") else f"(-{a[0]})"
+        if op == "abs":
+            return f"abs({a[0]})"
+        if op == "sign":
+            if f:
+                return (f"select(select({a[0]}, -1.0f, {a[0]} < 0.0f), 1.0f, "
+                        f"{a[0]} > 0.0f)")
+            return f"sign({a[0]})" if t == "i32" else f"select(0u, 1u, {a[0]} != 0u)"
+        if op in ("floor", "ceil", "sqrt"):
+            return f"{op}({a[0]})"
+        if op == "round_even":
+            return f"round({a[0]})"
+        if op == "round_away":
+            return f"fg_{self.src.need('round_away')}({a[0]})"
+        if op == "rsqrt":
+            return f"(1.0f / sqrt({a[0]}))"
+        if op == "popcnt":
+            return f"countOneBits({a[0]})"
+        if op == "clz":
+            return f"countLeadingZeros({a[0]})"
+        if op == "isnan":
+            return f"fg_{self.src.need('isnan')}({a[0]})"
+        if op == "is_finite":
+            return f"((bitcast<u32>({a[0]}) & 0x7f800000u) != 0x7f800000u)"
+        if op == "nextafter":
+            return f"fg_{self.src.need('nextafter')}({a[0]}, {a[1]})"
+        if op in _MATH_OPS:
+            if not f:
+                raise LoweringError(f"jit(backend='gpu'): {op} of {np.dtype(dt).name}")
+            return f"{self.src.need_math(op)}({', '.join(a)})"
+        raise LoweringError(f"jit(backend='gpu'): no WGSL for kernel op {op!r} on "
+                            f"{np.dtype(dt).name}")
+
+    def minmax(self, op: str, dt, x: str, y: str) -> str:
+        t = wgsl_type(dt)
+        if t == "f32":
+            return f"fg_{self.src.need(op + '_f32')}({x}, {y})"
+        if t == "bool":
+            return f"({x} {'|' if op == 'max' else '&'} {y})"
+        return f"{op}({x}, {y})"
+
+    def _convert(self, src, dst, x: str) -> str:
+        s, d = wgsl_type(src), wgsl_type(dst)
+        if s == d:
+            return x
+        if d == "bool":
+            return f"!({x} == 0.0f)" if s == "f32" else f"({x} != {literal(0, src)})"
+        if s == "bool":
+            return f"select({literal(0, dst)}, {literal(1, dst)}, {x})"
+        if d == "f32":
+            return f"f32({x})"
+        if s == "f32":
+            return f"fg_{self.src.need('f2i' if d == 'i32' else 'f2u')}({x})"
+        return f"bitcast<{d}>({x})"  # i32 <-> u32 keep the bits, as numpy's astype does
+
+    def combine(self, op: str, dt, acc: str, val: str) -> str:
+        if wgsl_type(dt) == "f32" and _FLOAT_LITERAL.fullmatch(val):
+            val = self._opaque_literal(val)  # (a store's combine, say x.at[i].add(-0.0))
+        if op in ("max", "min"):
+            return self.minmax(op, dt, acc, val)
+        return self._op(op, dt, [acc, val])
+
+    def better(self, op: str, dt, val: str, acc: str, ties: tuple[str, str] | None) -> str:
+        """Whether ``val`` replaces ``acc`` in an argmax/argmin: larger (smaller), NaN beating
+        any number; ``ties`` (val's position, acc's): an equal value at a smaller position
+        (merging partial results: the first occurrence wins, as in the serial scan)."""
+        better = self._op("gt" if op == "argmax" else "lt", dt, [val, acc])  # (bools too)
+        same = f"({val} == {acc})"
+        if wgsl_type(dt) == "f32":
+            isnan = f"fg_{self.src.need('isnan')}"
+            better = f"({better} || ({isnan}({val}) && !{isnan}({acc})))"
+            same = f"({same} || ({isnan}({val}) && {isnan}({acc})))"
+        if ties is not None:
+            better = f"({better} || ({same} && {ties[0]} < {ties[1]}))"
+        return better
+
+    def _reduce(self, e: Expr) -> str:
+        red = e.attr
+        parent = self.scope(e)
+        if self.tree is not None and parent is None:
+            return tree_reduce(self, e)
+        base = self.chain[parent] if parent is not None else ()
+        trips = self.trips[parent]
+        for i, v in enumerate(red.vars):
+            self.chain[v] = base + red.vars[:i + 1]
+            self.lines[v] = []
+            trips *= v.extent
+            self.trips[v] = trips
+            self.iterations += trips
+        body = e.args[0]
+        val = self.value(body)
+        op = red.op
+        arg = op in ("argmax", "argmin")
+        dt = body.dtype
+        if op in ("add", "mul") and wgsl_type(dt) == "f32" and \
+                math.prod(v.extent for v in red.vars) <= _UNROLLED:
+            val = self._opaque(val, body)  # (sum of [x, -x] gave 0 for NaN once unrolled)
+        acc = self.tmp("acc")
+        init = literal(reduce_identity({"argmax": "max", "argmin": "min"}.get(op, op), dt), dt)
+        out = self.lines[parent]
+        decl, update, final = self.accumulate(op, dt, acc, val, init)
+        out += decl
+        if arg:
+            pos = self.tmp("pos")
+            out.append(f"  var {pos}: i32 = 0i;")
+        chunk: list[str] = []
+        for v in red.vars:
+            chunk.append(f"  for (var v{v.id}: i32 = 0i; v{v.id} < {v.extent}i; v{v.id}++) {{")
+            chunk += self.lines.pop(v)
+        if arg:
+            flat = "0i"
+            for v in red.vars:
+                flat = f"({flat} * {v.extent}i + v{v.id})"
+            chunk += [f"  if {self.better(op, dt, val, acc, None)} {{", f"    {acc} = {val};",
+                      f"    {pos} = {flat};", "  }"]
+        else:
+            chunk += update
+        chunk += ["  }"] * len(red.vars)
+        out.extend(chunk + final)
+        return pos if arg else acc
+
+    def accumulate(self, op: str, dt, acc: str, val: str, init: str
+                    ) -> tuple[list[str], list[str], list[str]]:
+        """(declarations, loop body, lines after the loop) folding ``val`` into ``acc`` with
+        ``op``. A float sum is blocked, its error bounded: 16 elements go into a partial sum,
+        16 of those into a second, 16 of those into a third, and those into ``acc``
+        (``SUM_LEVELS``): error at most about (48 + n / 4096) roundings instead of n, a few
+        ulps in practice (a serial sum of 60000 values near 1000 was 5400 ulps off; the
+        blocks of 16 also keep sums of equal values, whose roundings add up, within two).
+        Its zero is opaque: ``0 + x`` folded to ``x`` would keep a -0."""
+        t = wgsl_type(dt)
+        if op in ("argmax", "argmin"):  # (the caller writes the update)
+            return [f"  var {acc}: {t} = {init};"], [], []
+        if op != "add" or t != "f32":
+            return ([f"  var {acc}: {t} = {init};"],
+                    [f"  {acc} = {self.combine(op, dt, acc, val)};"], [])
+        zero = self._opaque_literal(init)
+        parts, n = [self.tmp("part") for _ in SUM_LEVELS], self.tmp("n")
+        decl = [f"  var {v}: f32 = {zero};" for v in (acc, *parts)] + [f"  var {n}: u32 = 0u;"]
+        update = [f"  {parts[0]} = {parts[0]} + {val};", f"  {n} = {n} + 1u;"]
+        size, indent = 1, "  "
+        for lower, upper in zip(parts, [*parts[1:], acc]):  # a full level moves up
+            size *= SUM_LEVELS[parts.index(lower)]
+            update += [f"{indent}if (({n} & {size - 1}u) == 0u) {{",
+                       f"{indent}  {upper} = {upper} + {lower};", f"{indent}  {lower} = {zero};"]
+            indent += "  "
+        update += [f"{indent[:-2 * i]}}}" for i in range(1, len(parts) + 1)]
+        rest = parts[0]
+        for v in parts[1:]:
+            rest = f"({v} + {rest})"
+        return decl, update, [f"  {acc} = {acc} + {rest};"]
+
+    # the shader
+    def source(self) -> Shader:
+        kern = self.kern
+        loops = kern.loops
+        for i, v in enumerate(loops):
+            self.chain[v] = loops[:i + 1] if self.serial else ()
+            if self.serial:
+                self.lines[v] = []
+                self.trips[v] = self.trips.get(loops[i - 1], 1) * v.extent if i else v.extent
+                self.iterations += self.trips[v]
+        for st in kern.stores:
+            self._store(st)
+        total = self.outputs
+        head, guard = self.slots.scope_lines(self.scope_of)
+        if self.tree is not None:
+            return tree_source(self, head, guard)
+        if guard is not None:
+            head.append(f"  if (!({guard})) {{ return; }}")
+        if self.serial:
+            body = head + self.lines[None]
+            for v in loops:
+                body.append(f"  for (var v{v.id}: i32 = 0i; v{v.id} < {v.extent}i; v{v.id}++) {{")
+                body += self.lines[v]
+            body += ["  }"] * len(loops)
+            size, grid = 1, (1 if total else 0, 1, 1)
+        else:
+            size = KERNEL_WORKGROUP
+            grid = grid_1d(total, size) if total else (0, 1, 1)
+            flat = "gid.x" if grid[1] == 1 else f"gid.x + gid.y * nwg.x * {size}u"
+            head += [f"  let flat = i32({flat});",
+                     f"  if (flat >= {literal(total, INDEX)}) {{ return; }}"]
+            body = head + self.loop_indices() + self.lines[None]
+        text = "\n".join([
+            *self.slots.declarations(), "", self.src.prelude(), "",
+            f"@compute @workgroup_size({size})",
+            "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+            "@builtin(num_workgroups) nwg: vec3<u32>) {", *schedule(body), "}", ""])
+        return Shader(kern.name, text, self.slots.bindings(), grid, self.iterations)
+
+    def loop_indices(self) -> list[str]:
+        """The kernel's loop indices of the output element ``flat`` (row-major)."""
+        out, stride = [], self.outputs
+        if not stride:
+            return out  # nothing runs
+        for i, v in enumerate(self.kern.loops):
+            stride //= v.extent
+            q = "flat" if stride == 1 else f"(flat / {stride}i)"
+            out.append(f"  let v{v.id} = {q if i == 0 else f'{q} % {v.extent}i'};")
+        return out
+
+    def _store(self, st) -> None:
+        val = self.value(st.value)
+        idx = self.value(st.index)
+        mask = None if st.mask is None else self.value(st.mask)
+        if self.tree is not None and self.tree.partial:
+            return  # the first pass of a tree reduction writes partials only
+        where = self.kern.loops[-1] if self.serial and self.kern.loops else None
+        lines = self.lines[where]
+        if self.scatter is not None:
+            return scatter_store(self, st, val, idx, mask, lines)
+        indent = "  "
+        conds = [c for c in (mask, "lid == 0u" if self.tree is not None else None) if c]
+        if conds:
+            lines.append(f"  if ({' && '.join(f'({c})' for c in conds)}) {{")
+            indent = "    "
+        ref = self.slots.ref(st.buffer, idx, write=True)
+        if st.combine is not None:
+            old = from_word(ref, st.buffer.dtype)
+            val = self.combine(st.combine, st.buffer.dtype, old, val)
+        lines.append(f"{indent}{ref} = {to_word(val, st.buffer.dtype)};")
+        if conds:
+            lines.append("  }")
+
+
+#: a u32 zero no compiler can prove (u (u + 1) is even), for written-out math functions'
+#: opaque ORs (see wgsl_math); from the uniform ``nwg.x``, so computed once per workgroup
+_ZERO = "fg_zero"
+#: a float sum's levels of partial sums (see ``KernelShader.accumulate``; powers of two)
+SUM_LEVELS = (16, 16, 16)
+#: operations on two floats that shader compilers rewrite when the operands share a value
+_SHARING_OPS = frozenset({"add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge"})
+#: float sums and products of at most this many elements hide each element behind an opaque
+#: zero: the shader compiler unrolls such loops, and x + y + (-x) then meets its own operand
+_UNROLLED = 256
+#: how many operations deep two operands are searched for a shared value (Mesa's patterns
+#: are at most a few operations deep)
+_REACH = 3
+_FLOAT_LITERAL = re.compile(r"-?[0-9][0-9.e+-]*f|bitcast<f32>\(0x[0-9a-f]+u\)")
+
+
+def render_kernel(kern: Kernel, place: dict[int, tuple[str, int | str]],
+                  fused_fma: bool = True, scope: Scope = TOP, tree: Tree | None = None,
+                  scatter: Scatter | None = None) -> Shader:
+    """The shader of ``kern``; ``place`` maps a buffer id to (slot key, word offset: an int,
+    or an i32 expression in the loop counters of ``scope``). ``fused_fma``: the adapter's fma
+    rounds once (else math functions compute it in software: their error-free
+    transformations need a fused one). ``tree``: compute the top-level reductions with
+    workgroup trees (this shader is one of the passes :class:`Tree` describes).
+    ``scatter``: run a scatter kernel's iterations in parallel (:class:`Scatter`)."""
+    return KernelShader(kern, place, fused_fma, scope, tree, scatter).source()

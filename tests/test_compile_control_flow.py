@@ -16,8 +16,8 @@ import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.lax.control_flow import cond_p
 from fungrad.lowering import compile_jaxpr
-from fungrad.lowering.control_flow import CondStep, ScanStep, WhileStep
 from fungrad.lowering.fusion import Kernel
+from fungrad.lowering.steps import CondStep, ScanStep, WhileStep
 
 # -- compile and compare -------------------------------------------------------------------------
 

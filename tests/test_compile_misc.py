@@ -17,8 +17,9 @@ import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.lowering import compile_jaxpr
+from fungrad.lowering.cpu.sort import RUN
 from fungrad.lowering.fusion import Gemm, Kernel
-from fungrad.lowering.sort_step import RUN, SortStep, scratch_slots
+from fungrad.lowering.steps import SortStep, scratch_slots
 
 # -- the harness --------------------------------------------------------------------------------
 

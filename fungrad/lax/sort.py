@@ -9,7 +9,7 @@ every NaN (whatever its sign) sorts after +inf. ``top_k`` instead follows XLA's 
 Derivatives follow the permutation: the jvp sorts an iota along with the keys and gathers the
 tangents with the resulting indices (top_k gathers with its own indices); integer outputs have
 zero tangents. Batching shifts ``dimension`` / ``axis`` past the vmapped dimension. Both lower
-to a native stable merge sort step (``fungrad/lowering/sort_step.py``).
+to a native stable merge sort step (``SortStep``, ``fungrad/lowering/steps.py``).
 """
 
 from __future__ import annotations
@@ -243,10 +243,10 @@ def top_k(operand_, k: int, *, axis: int = -1):
     return values, indices
 
 
-# -- lowering: a native merge sort step (fungrad/lowering/sort_step.py) --------------------------
+# -- lowering: a native merge sort step (fungrad/lowering/steps.py SortStep) --------------------
 
 def _sort_step(ctx, operands, dimension, num_keys, order, k):
-    from fungrad.lowering.sort_step import SortStep, scratch_slots
+    from fungrad.lowering.steps import SortStep, scratch_slots
     planner = ctx.planner
     shape = operands[0].shape
     inputs = [ctx.materialize(x).buffer for x in operands]

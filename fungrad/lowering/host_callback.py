@@ -1,6 +1,6 @@
 """Host steps: compiled programs calling Python functions (``fungrad.callback``'s primitives).
 
-A callback's lowering rule stores its operands in buffers and appends a :class:`HostCallStep`
+A callback's lowering rule stores its operands in buffers and appends a ``steps.HostCallStep``
 to the program, whose results are buffers the step writes. Steps run inside the native entry
 function (also inside compiled ``scan``/``while``/``cond`` bodies), so the step is a call from
 native code into Python:
@@ -22,7 +22,9 @@ native code into Python:
   exception (:func:`raise_failure`).
 
 The step copies its operands out of the program's buffers (which are reused) before calling
-the Python function, and copies the checked results into its result buffers.
+the Python function, and copies the checked results into its result buffers. The native call
+itself is rendered by ``cpu/host_call.py``; this module holds the planning (``lower_host_call``)
+and the process side every call needs (the trampoline and the running calls).
 """
 
 from __future__ import annotations
@@ -33,67 +35,22 @@ import threading
 import numpy as np
 
 from fungrad.lowering.kernel import Buffer
+from fungrad.lowering.steps import HostCallStep
 
-__all__ = ["HostCallStep", "lower_host_call", "host_steps", "running", "raise_failure",
-           "register_symbol", "SYMBOL"]
+__all__ = ["lower_host_call", "host_steps", "running", "raise_failure", "register_symbol",
+           "SYMBOL"]
 
 SYMBOL = "fg_host_callback_fn"
 """The cell generated code loads the trampoline's address from."""
 
 
-class HostCallStep:
-    """Call ``run(operand values) -> result values`` (numpy arrays) on the host: reads
-    ``operands``, writes ``results``. ``index`` numbers the host steps of one program (its
-    sub-programs included); ``what`` names the callback in plans and errors."""
-
-    in_entry = False  # a call: the entry function needs no optimisation for it
-
-    def __init__(self, name: str, index: int, what: str, run, operands: list[Buffer],
-                 results: list[Buffer]):
-        self.name, self.index, self.what, self.run = name, index, what, run
-        self.operands, self.results = operands, results
-
-    def reads(self) -> set[Buffer]:
-        return set(self.operands)
-
-    def writes(self) -> set[Buffer]:
-        return set(self.results)
-
-    def describe_body(self) -> list[str]:
-        return [f"calls {self.what}"]
-
-    # -- native code ---------------------------------------------------------------------------
-    def render_llvm(self, mw, ptr: dict[int, str]) -> list[str]:
-        register_symbol()
-        mw.declare(SYMBOL, f"@{SYMBOL} = external global ptr")
-        lbl = "hc" + mw.ops.tmp()[2:]
-        bufs = self.operands + self.results
-        lines = [f"  %{lbl}.ss = call ptr @llvm.stacksave.p0()",
-                 f"  %{lbl}.ptrs = alloca ptr, i64 {max(len(bufs), 1)}"]
-        for i, b in enumerate(bufs):
-            lines += [f"  %{lbl}.p{i} = getelementptr inbounds ptr, ptr %{lbl}.ptrs, i64 {i}",
-                      f"  store ptr {ptr[b.id]}, ptr %{lbl}.p{i}"]
-        return lines + [
-            f"  %{lbl}.fn = load ptr, ptr @{SYMBOL}",
-            f"  %{lbl}.st = call i32 %{lbl}.fn(i64 {self.index}, ptr %{lbl}.ptrs)",
-            f"  call void @llvm.stackrestore.p0(ptr %{lbl}.ss)",
-            f"  %{lbl}.bad = icmp ne i32 %{lbl}.st, 0",
-            f"  br i1 %{lbl}.bad, label %{lbl}.fail, label %{lbl}.ok",
-            f"{lbl}.fail:",
-            "  ret i32 -1",
-            f"{lbl}.ok:"]
-
-    def execute_at(self, addresses: list[int]) -> None:
-        """Run the callback on the buffers at ``addresses`` (operands, then results)."""
-        n = len(self.operands)
-        values = [_read(a, b) for a, b in zip(addresses[:n], self.operands)]
-        outs = self.run(values)
-        for a, b, v in zip(addresses[n:], self.results, outs):
-            _write(a, b, v)
-
-    # -- values (the GPU executable runs the step on values it read back itself) --------------
-    def execute(self, values: list[np.ndarray]) -> list[np.ndarray]:
-        return self.run(values)
+def execute_at(step: HostCallStep, addresses: list[int]) -> None:
+    """Run ``step``'s callback on the buffers at ``addresses`` (operands, then results)."""
+    n = len(step.operands)
+    values = [_read(a, b) for a, b in zip(addresses[:n], step.operands)]
+    outs = step.run(values)
+    for a, b, v in zip(addresses[n:], step.results, outs):
+        _write(a, b, v)
 
 
 def _view(address: int, b: Buffer) -> np.ndarray:
@@ -200,7 +157,7 @@ def _trampoline(index: int, addresses: int) -> int:
         step = frame.steps[index]
         n = len(step.operands) + len(step.results)
         addrs = list((ctypes.c_void_p * max(n, 1)).from_address(addresses))[:n]
-        step.execute_at([a or 0 for a in addrs])
+        execute_at(step, [a or 0 for a in addrs])
         return 0
     except BaseException as e:  # noqa: BLE001  (re-raised by the executable)
         frame.error = e

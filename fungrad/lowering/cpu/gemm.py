@@ -79,6 +79,8 @@ import ctypes
 
 import numpy as np
 
+from fungrad.lowering.cpu.llvm_types import literal
+
 __all__ = ["SYMBOL", "ensure_library", "gemm", "library_call", "library_decl", "library_ir",
            "supports"]
 
@@ -109,7 +111,6 @@ def supports(step) -> bool:
 
 
 def _f(x: float) -> str:
-    from fungrad.lowering.cpu.llvm import literal
     return literal(x, np.dtype(np.float32))
 
 

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import ctypes
 import re
-import struct
 
 import numpy as np
 
-from fungrad.lowering.cpu import abi, llvm_capi
+from fungrad.lowering.cpu import abi, control_flow, host_call, llvm_capi, sort
 from fungrad.lowering.cpu import compiler as cpu
 from fungrad.lowering.cpu import gemm as matmul
+from fungrad.lowering.cpu.llvm_types import literal, llvm_type, memory_type
 from fungrad.lowering.fusion import Gemm, Kernel, Program, _walk
 from fungrad.lowering.kernel import (
     MATH_UNARY,
@@ -42,6 +42,8 @@ from fungrad.lowering.kernel import (
     substitute,
 )
 from fungrad.lowering.math import llvm as llvm_math
+from fungrad.lowering.render import StepRenderers
+from fungrad.lowering.steps import CondStep, HostCallStep, ScanStep, SortStep, WhileStep
 
 #: loops known to run fewer times than this are not vectorised (``ModuleWriter.loop_md``)
 SHORT_LOOP = 16
@@ -59,44 +61,6 @@ def _trip_count(lo: str, hi: str, step: int) -> int | None:
     if lo.isdigit() and hi.isdigit():
         return max(0, -(-(int(hi) - int(lo)) // step))
     return None
-
-# -- types and constants ---------------------------------------------------------------------
-
-
-def llvm_type(dtype: np.dtype) -> str:
-    """Register type of a dtype (bool is i1 in registers, i8 in memory)."""
-    k, n = dtype.kind, dtype.itemsize
-    if k == "b":
-        return "i1"
-    if k in "iu":
-        return f"i{8 * n}"
-    if k == "f":
-        return {2: "half", 4: "float", 8: "double"}[n]
-    raise TypeError(f"jit: dtype {dtype} is not supported by the CPU compiler")
-
-
-def memory_type(dtype: np.dtype) -> str:
-    return "i8" if dtype.kind == "b" else llvm_type(dtype)
-
-
-def literal(value, dtype: np.dtype) -> str:
-    """LLVM text for a constant of ``dtype``."""
-    k = dtype.kind
-    if k == "b":
-        return "true" if value else "false"
-    if k in "iu":
-        v = int(value)
-        bits = 8 * dtype.itemsize
-        v &= (1 << bits) - 1
-        if v >= 1 << (bits - 1):
-            v -= 1 << bits
-        return str(v)
-    if dtype.itemsize == 2:
-        return "0xH" + np.asarray(value, np.float16).view(np.uint16).item().to_bytes(2, "big").hex()
-    # float and double constants are written as the hex of the (exactly representable) double
-    v = float(np.asarray(value, dtype))
-    return "0x" + struct.pack(">d", v).hex().upper()
-
 
 # -- kernels -----------------------------------------------------------------------------------
 
@@ -705,7 +669,7 @@ class ModuleWriter:
         entry.extend(self.render_steps(prog.steps, ptr))
         # Straight-line glue (read the arguments, call the kernels) is not worth optimising;
         # entry functions that hold control flow's loops get the full pipeline
-        hot_entry = any(getattr(s, "in_entry", False) for s in prog.steps)
+        hot_entry = any(isinstance(s, ENTRY_CODE_STEPS) for s in prog.steps)
         attrs = "" if hot_entry else f" {_GLUE}"
         head = (f"define i32 @{prog.name}(ptr noalias %args, i64 %nthreads){attrs} {{\nentry:\n"
                 + "\n".join(entry) + "\n  ret i32 0\n}\n")
@@ -755,14 +719,7 @@ class ModuleWriter:
         body once, binding loop-carried buffers to phi values)."""
         lines: list[str] = []
         for step in steps:
-            if isinstance(step, Kernel):
-                lines.extend(self._kernel_call(step, ptr))
-            elif isinstance(step, Gemm):
-                lines.extend(self.ops.gemm(step, ptr))
-            elif hasattr(step, "render_llvm"):  # a step kind defined beside its lowering rule
-                lines.extend(step.render_llvm(self, ptr))
-            else:
-                raise TypeError(f"LLVM renderer: unknown step {type(step).__name__}")
+            lines.extend(STEP_RENDERERS(self, step, ptr))
         return lines
 
     def _input_pointer(self, i: int, obj: str, data: str, lay) -> list[str]:
@@ -874,6 +831,21 @@ class ModuleWriter:
             f"  call void @llvm.stackrestore.p0(ptr %{tag}.ss)"]
 
 
+STEP_RENDERERS = StepRenderers("LLVM", {
+    Kernel: lambda mw, step, ptr: mw._kernel_call(step, ptr),
+    Gemm: lambda mw, step, ptr: mw.ops.gemm(step, ptr),
+    CondStep: control_flow.render_cond,
+    WhileStep: control_flow.render_while,
+    ScanStep: control_flow.render_scan,
+    SortStep: sort.render_sort,
+    HostCallStep: host_call.render_host_call,
+})
+"""How each step kind becomes entry-function lines (``ModuleWriter.render_steps``)."""
+
+#: steps whose code (loops, branches) runs inside the entry function, which then gets the full
+#: pipeline; the other steps only call functions from it
+ENTRY_CODE_STEPS = (CondStep, WhileStep, ScanStep)
+
 POOL_SYMBOL = "fg_parallel_for_fn"
 """Generated code's pointer to the native pool's ``fg_parallel_for``; null until
 :func:`enable_thread_pool` compiled the pool, and then always called with ``%nthreads > 1``."""
@@ -977,5 +949,4 @@ def render(prog: Program) -> list[cpu.Part]:
     return parts
 
 
-__all__ = ["POOL_SYMBOL", "enable_thread_pool", "literal", "llvm_type", "memory_type",
-           "register_pool_symbol", "render"]
+__all__ = ["POOL_SYMBOL", "enable_thread_pool", "register_pool_symbol", "render"]

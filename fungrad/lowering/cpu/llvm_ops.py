@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad.lowering.cpu.llvm_types import literal, llvm_type
 from fungrad.lowering.kernel import MATH_UNARY, Expr
 
 _FCMP = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
@@ -18,13 +19,10 @@ _ICMP_U = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": 
 _INTRINSIC_SUFFIX = {"half": "f16", "float": "f32", "double": "f64"}
 
 
-def _ty(dtype):
-    from fungrad.lowering.cpu.llvm import llvm_type
-    return llvm_type(dtype)
+_ty = llvm_type
 
 
 def _lit(value, dtype):
-    from fungrad.lowering.cpu.llvm import literal
     return literal(value, np.dtype(dtype))
 
 

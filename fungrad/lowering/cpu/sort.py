@@ -1,9 +1,8 @@
-"""A native sort step: stable merge sort along one dimension, rendered as an LLVM IR function.
+"""LLVM rendering of a sort step (``steps.SortStep``): stable merge sort along one dimension.
 
 ``sort`` and ``top_k`` (fungrad/lax/sort.py) cannot be written per element, so their lowering
-rules store the operands and append a :class:`SortStep` to the program. The LLVM renderer calls
-its ``render_llvm(module_writer, ptr)``, which adds the sort's internal functions to the module
-and returns the entry point's lines that call them.
+rules store the operands and append a ``SortStep`` to the program. :func:`render_sort` adds the
+sort's internal functions to the module and returns the entry point's lines that call them.
 
 How a row is sorted (a row is one position of every other dimension; its elements lie
 ``inner`` apart, ``inner`` being the product of the dimensions after the sorted one):
@@ -27,7 +26,7 @@ Orders (as the numpy impls):
   bits, descending: the mapped key is complemented (``~t`` reverses a signed order without
   overflow) and sorted ascending, so equal values keep the lower index first.
 
-Rows are independent: with enough work (:func:`scratch_slots`) they are split into up to 16
+Rows are independent: with enough work (``steps.scratch_slots``) they are split into up to 16
 *slots*, each with its own part of the scratch buffer, which ``fg_parallel_for`` (runtime.py)
 spreads over the cores. The functions are marked ``optsize``: the branchy merge loops gain
 nothing from unrolling or vectorisation, and compile about 3x faster.
@@ -36,112 +35,68 @@ nothing from unrolling or vectorisation, and compile about 3x faster.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from fungrad.lowering.kernel import Buffer
+from fungrad.lowering.cpu.llvm_types import memory_type
+from fungrad.lowering.steps import SortStep
 
-__all__ = ["SortStep", "RUN", "scratch_slots"]
+__all__ = ["RUN", "render_sort"]
 
 RUN = 16  # insertion-sorted run length before merging
 _I64_MAX = (1 << 63) - 1
-_PARALLEL_MIN_ELEMENTS = 1 << 15
-_SCRATCH_MAX_BYTES = 1 << 26
 
 
-@dataclass
-class SortStep:
-    """Sort ``inputs`` (buffers of one ``shape``) along ``dimension`` by the first ``num_keys``
-    of them, writing the first ``k`` sorted positions of every input to ``outputs`` (plus the
-    positions as int32 to ``index_output``, for top_k). ``scratch`` holds ``4 n`` int64 per
-    slot (:func:`scratch_slots`)."""
-    name: str
-    inputs: list[Buffer]
-    outputs: list[Buffer]
-    scratch: Buffer
-    shape: tuple[int, ...]
-    dimension: int
-    num_keys: int
-    order: str  # "sort" or "top_k"
-    k: int
-    index_output: Buffer | None = None
-
-    def reads(self) -> set[Buffer]:
-        return set(self.inputs)
-
-    def writes(self) -> set[Buffer]:
-        outs = set(self.outputs) | {self.scratch}
-        return outs | ({self.index_output} if self.index_output is not None else set())
-
-    # rendering -------------------------------------------------------------------------------
-    def render_llvm(self, module, ptr: dict[int, str]) -> list[str]:
-        """Add the sort functions to ``module`` (an ``llvm.ModuleWriter``); return the entry
-        point's lines that run them (through ``fg_parallel_for`` when there are slots)."""
-        n = self.shape[self.dimension]
-        rows = math.prod(self.shape) // n if n else 0
-        if rows == 0 or self.k == 0:
-            return []  # nothing to write
-        outs = list(self.outputs) + ([self.index_output] if self.index_output else [])
-        buffers = [*self.inputs, *outs, self.scratch]
-        module.functions.append(_SortWriter(self).function())
-        slots = self.slots
-        if slots == 1:
-            args = ", ".join(f"ptr {ptr[b.id]}" for b in buffers)
-            return [f"  call void @{self.name}({args}, i64 0, i64 {rows})"]
-        module.functions.append(self._slots_function(len(buffers), n, rows))
-        return module.parallel_for(f"{self.name}.slots", [ptr[b.id] for b in buffers], slots,
-                                   self.name.replace(".", "_"))
-
-    @property
-    def slots(self) -> int:
-        """Row ranges sorted concurrently, each with its own ``4 n`` scratch: the scratch
-        buffer holds ``4 n * slots`` int64."""
-        return self.scratch.size // (4 * self.shape[self.dimension]) if self.scratch.size else 1
-
-    def _slots_function(self, nbuf: int, n: int, rows: int) -> str:
-        """``void @<name>.slots(ptr ctx, i64 start, i64 end)``: slots [start, end), slot s
-        sorting rows [s rows / S, (s + 1) rows / S) in scratch part s."""
-        S = self.slots
-        L = ["entry:"]
-        for i in range(nbuf):
-            L += [f"  %q{i} = getelementptr inbounds ptr, ptr %ctx, i64 {i}",
-                  f"  %b{i} = load ptr, ptr %q{i}"]
-        L += ["  br label %head",
-              "head:",
-              "  %s = phi i64 [%start, %entry], [%s.next, %body]",
-              "  %c = icmp slt i64 %s, %end",
-              "  br i1 %c, label %body, label %exit",
-              "body:",
-              f"  %lo0 = mul i64 %s, {rows}",
-              f"  %lo = udiv i64 %lo0, {S}",
-              "  %s.next = add i64 %s, 1",
-              f"  %hi0 = mul i64 %s.next, {rows}",
-              f"  %hi = udiv i64 %hi0, {S}",
-              f"  %so = mul i64 %s, {4 * n}",
-              f"  %scr = getelementptr inbounds i64, ptr %b{nbuf - 1}, i64 %so"]
-        args = ", ".join(f"ptr %b{i}" for i in range(nbuf - 1))
-        L += [f"  call void @{self.name}({args}, ptr %scr, i64 %lo, i64 %hi)",
-              "  br label %head",
-              "exit:",
-              "  ret void"]
-        return (f"define internal void @{self.name}.slots(ptr %ctx, i64 %start, i64 %end) "
-                "nounwind {\n" + "\n".join(L) + "\n}\n")
+def render_sort(module, step: SortStep, ptr: dict[int, str]) -> list[str]:
+    """Add the sort functions of ``step`` to ``module`` (an ``llvm.ModuleWriter``); return the
+    entry point's lines that run them (through ``fg_parallel_for`` when there are slots)."""
+    n = step.shape[step.dimension]
+    rows = math.prod(step.shape) // n if n else 0
+    if rows == 0 or step.k == 0:
+        return []  # nothing to write
+    outs = list(step.outputs) + ([step.index_output] if step.index_output else [])
+    buffers = [*step.inputs, *outs, step.scratch]
+    module.functions.append(_SortWriter(step).function())
+    if step.slots == 1:
+        args = ", ".join(f"ptr {ptr[b.id]}" for b in buffers)
+        return [f"  call void @{step.name}({args}, i64 0, i64 {rows})"]
+    module.functions.append(_slots_function(step, len(buffers), n, rows))
+    return module.parallel_for(f"{step.name}.slots", [ptr[b.id] for b in buffers], step.slots,
+                               step.name.replace(".", "_"))
 
 
-def scratch_slots(shape: tuple[int, ...], dimension: int) -> int:
-    """How many row ranges to sort concurrently: one unless there are several rows and enough
-    work (about 2**15 elements), at most 16, and with at most 64 MiB of scratch in all."""
-    n = shape[dimension]
-    rows = math.prod(shape) // n if n else 0
-    if rows < 2 or rows * n < _PARALLEL_MIN_ELEMENTS:
-        return 1
-    return max(1, min(rows, 16, _SCRATCH_MAX_BYTES // (32 * n)))
+def _slots_function(step: SortStep, nbuf: int, n: int, rows: int) -> str:
+    """``void @<name>.slots(ptr ctx, i64 start, i64 end)``: slots [start, end), slot s
+    sorting rows [s rows / S, (s + 1) rows / S) in scratch part s."""
+    S = step.slots
+    L = ["entry:"]
+    for i in range(nbuf):
+        L += [f"  %q{i} = getelementptr inbounds ptr, ptr %ctx, i64 {i}",
+              f"  %b{i} = load ptr, ptr %q{i}"]
+    L += ["  br label %head",
+          "head:",
+          "  %s = phi i64 [%start, %entry], [%s.next, %body]",
+          "  %c = icmp slt i64 %s, %end",
+          "  br i1 %c, label %body, label %exit",
+          "body:",
+          f"  %lo0 = mul i64 %s, {rows}",
+          f"  %lo = udiv i64 %lo0, {S}",
+          "  %s.next = add i64 %s, 1",
+          f"  %hi0 = mul i64 %s.next, {rows}",
+          f"  %hi = udiv i64 %hi0, {S}",
+          f"  %so = mul i64 %s, {4 * n}",
+          f"  %scr = getelementptr inbounds i64, ptr %b{nbuf - 1}, i64 %so"]
+    args = ", ".join(f"ptr %b{i}" for i in range(nbuf - 1))
+    L += [f"  call void @{step.name}({args}, ptr %scr, i64 %lo, i64 %hi)",
+          "  br label %head",
+          "exit:",
+          "  ret void"]
+    return (f"define internal void @{step.name}.slots(ptr %ctx, i64 %start, i64 %end) "
+            "nounwind {\n" + "\n".join(L) + "\n}\n")
 
 
 class _SortWriter:
     """IR text of one SortStep: ``@<name>`` and its comparison ``@<name>.less``."""
 
     def __init__(self, step: SortStep):
-        from fungrad.lowering.cpu.llvm import memory_type
         self.s = step
         self.memory_type = memory_type
         self.n = step.shape[step.dimension]

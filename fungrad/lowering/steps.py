@@ -1,0 +1,224 @@
+"""The program steps other than kernels and products, as plain data: control flow (cond,
+while, scan), sort and host calls.
+
+A lowering rule that cannot be written element by element stores its operands in buffers and
+appends one of these steps to the program (``fusion.Planner.add_step``). A step says what it
+does and which buffers it reads and writes (``reads()``/``writes()``, for the liveness pass);
+it carries no code. Each backend renders it with a function registered in its step-renderer
+table (``lowering/render.py``): ``cpu/control_flow.py``, ``cpu/sort.py`` and
+``cpu/host_call.py`` on the CPU, the GPU executable on the GPU. The planning that builds the
+control-flow steps' sub-programs is in ``control_flow.py``; sort and host steps are built by
+their lowering rules (``fungrad/lax/sort.py``, ``host_callback.lower_host_call``).
+
+Control-flow steps hold *sub-programs* (lists of steps planned by a nested planner sharing
+the parent's buffers). Loop carries live in memory, double-buffered (:class:`Carry`): each
+iteration reads one buffer (the view ``cur``) and writes the other (``nxt``), and the two
+swap on every back edge, so no iteration copies a carry.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fungrad.lowering.fusion import Program
+from fungrad.lowering.kernel import Buffer
+
+__all__ = ["Carry", "Slice", "CondStep", "WhileStep", "ScanStep", "SortStep", "HostCallStep",
+           "scratch_slots"]
+
+
+# -- control flow -----------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class Carry:
+    """One loop-carried value: ``home``/``spare`` hold it alternately; ``cur`` (the value an
+    iteration reads) and ``nxt`` (the value it writes) are views whose addresses change every
+    iteration. ``start_home``: the first iteration reads ``home`` (else ``spare``)."""
+    home: Buffer
+    spare: Buffer
+    cur: Buffer
+    nxt: Buffer
+    start_home: bool
+
+
+@dataclass(eq=False)
+class Slice:
+    """``view`` is row ``i`` (along the leading axis) of ``whole`` in iteration ``i``."""
+    view: Buffer
+    whole: Buffer
+
+
+class _ControlStep:
+    """What the planner needs of a control-flow step: ``reads()``/``writes()`` cover every
+    buffer its sub-programs touch, with this step's views replaced by the buffers behind them.
+    Sub-steps are final when the step is built, so both sets are computed once."""
+
+    name: str
+
+    def _collect(self, programs, backing: dict[int, tuple[Buffer, ...]], reads, writes):
+        def real(bufs):
+            out = set()
+            for b in bufs:
+                out.update(backing.get(b.id, (b,)))
+            return out
+        r, w = set(reads), set(writes)
+        for steps in programs:
+            for s in steps:
+                r |= real(s.reads())
+                w |= real(s.writes())
+        self._reads, self._writes = r, w
+
+    def reads(self) -> set[Buffer]:
+        return self._reads
+
+    def writes(self) -> set[Buffer]:
+        return self._writes
+
+    @staticmethod
+    def _body_lines(title: str, steps: list) -> list[str]:
+        """A sub-program's plan as text (``Program.describe`` shows it under the step)."""
+        lines = Program(title, [], [], [], [], steps).describe().splitlines()[1:]
+        return [f"{title}: {len(steps)} steps"] + lines
+
+
+@dataclass(eq=False)
+class CondStep(_ControlStep):
+    """Run ``branches[clamp(index, 0, n - 1)]`` (``index`` a 0-d integer buffer); every
+    branch writes all of ``outs``."""
+    name: str
+    index: Buffer
+    branches: list[list]
+    outs: list[Buffer]
+
+    def __post_init__(self):
+        self._collect(self.branches, {}, [self.index], self.outs)
+
+    def describe_body(self) -> list[str]:
+        return [line for i, steps in enumerate(self.branches)
+                for line in self._body_lines(f"branch {i}", steps)]
+
+
+@dataclass(eq=False)
+class WhileStep(_ControlStep):
+    """``while pred(cond program): body program``, carries double-buffered; the cond program
+    stores the predicate in the 0-d bool buffer ``pred``. The final value of a carry may be
+    in its spare buffer: the renderer copies it home at exit."""
+    name: str
+    cond: list
+    pred: Buffer
+    body: list
+    carries: list[Carry]
+
+    def __post_init__(self):
+        carries = self.carries
+        backing = {v.id: (c.home, c.spare) for c in carries for v in (c.cur, c.nxt)}
+        both = [b for c in carries for b in (c.home, c.spare)]
+        self._collect([self.cond, self.body], backing, both, both + [self.pred])
+
+    def describe_body(self) -> list[str]:
+        return self._body_lines("cond", self.cond) + self._body_lines("body", self.body)
+
+
+@dataclass(eq=False)
+class ScanStep(_ControlStep):
+    """``for t in range(length)`` (row ``i = t``, or ``length - 1 - t`` when ``reverse``): the
+    body program reads row ``i`` of each of ``xs`` and writes row ``i`` of each of ``ys``.
+    The trip count is known, so each carry starts where its final value must land."""
+    name: str
+    body: list
+    carries: list[Carry]
+    xs: list[Slice]
+    ys: list[Slice]
+    length: int
+    reverse: bool
+
+    def __post_init__(self):
+        carries = self.carries
+        backing = {v.id: (c.home, c.spare) for c in carries for v in (c.cur, c.nxt)}
+        backing.update({s.view.id: (s.whole,) for s in self.xs + self.ys})
+        both = [b for c in carries for b in (c.home, c.spare)]
+        self._collect([self.body], backing, both + [s.whole for s in self.xs],
+                      both + [s.whole for s in self.ys])
+
+    def describe_body(self) -> list[str]:
+        order = "reversed " if self.reverse else ""
+        return self._body_lines(f"body ({order}length {self.length})", self.body)
+
+
+# -- sort -------------------------------------------------------------------------------------
+
+_PARALLEL_MIN_ELEMENTS = 1 << 15
+_SCRATCH_MAX_BYTES = 1 << 26
+
+
+@dataclass(eq=False)
+class SortStep:
+    """Sort ``inputs`` (buffers of one ``shape``) along ``dimension`` by the first ``num_keys``
+    of them, writing the first ``k`` sorted positions of every input to ``outputs`` (plus the
+    positions as int32 to ``index_output``, for top_k). ``order``: ``"sort"`` (JAX's order:
+    -0.0 == 0.0, NaNs last) or ``"top_k"`` (descending in XLA's total order); both stable.
+    ``scratch`` holds ``4 n`` int64 per slot (:func:`scratch_slots`)."""
+    name: str
+    inputs: list[Buffer]
+    outputs: list[Buffer]
+    scratch: Buffer
+    shape: tuple[int, ...]
+    dimension: int
+    num_keys: int
+    order: str  # "sort" or "top_k"
+    k: int
+    index_output: Buffer | None = None
+
+    def reads(self) -> set[Buffer]:
+        return set(self.inputs)
+
+    def writes(self) -> set[Buffer]:
+        outs = set(self.outputs) | {self.scratch}
+        return outs | ({self.index_output} if self.index_output is not None else set())
+
+    @property
+    def slots(self) -> int:
+        """Row ranges sorted concurrently, each with its own ``4 n`` scratch: the scratch
+        buffer holds ``4 n * slots`` int64."""
+        return self.scratch.size // (4 * self.shape[self.dimension]) if self.scratch.size else 1
+
+
+def scratch_slots(shape: tuple[int, ...], dimension: int) -> int:
+    """How many row ranges to sort concurrently: one unless there are several rows and enough
+    work (about 2**15 elements), at most 16, and with at most 64 MiB of scratch in all."""
+    n = shape[dimension]
+    rows = math.prod(shape) // n if n else 0
+    if rows < 2 or rows * n < _PARALLEL_MIN_ELEMENTS:
+        return 1
+    return max(1, min(rows, 16, _SCRATCH_MAX_BYTES // (32 * n)))
+
+
+# -- host calls -------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class HostCallStep:
+    """Call ``run(operand values) -> result values`` (numpy arrays) on the host: reads
+    ``operands``, writes ``results``. ``index`` numbers the host steps of one program (its
+    sub-programs included); ``what`` names the callback in plans and errors."""
+    name: str
+    index: int
+    what: str
+    run: object = field(repr=False)
+    operands: list[Buffer] = field(default_factory=list)
+    results: list[Buffer] = field(default_factory=list)
+
+    def reads(self) -> set[Buffer]:
+        return set(self.operands)
+
+    def writes(self) -> set[Buffer]:
+        return set(self.results)
+
+    def describe_body(self) -> list[str]:
+        return [f"calls {self.what}"]
+
+    def execute(self, values: list[np.ndarray]) -> list[np.ndarray]:
+        """The callback's results for the operand ``values``."""
+        return self.run(values)

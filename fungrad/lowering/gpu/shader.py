@@ -45,13 +45,13 @@ import numpy as np
 from fungrad.lowering.fusion import Kernel, LoweringError
 from fungrad.lowering.gpu.frame import TOP, Scope, Shader, Slots, grid_1d
 from fungrad.lowering.gpu.helpers import Prelude
+from fungrad.lowering.gpu.ops import CODE_FOR_OP, MATH_OPS
 from fungrad.lowering.gpu.reduce import scatter_store, tree_reduce, tree_source
 from fungrad.lowering.gpu.schedule import schedule
 from fungrad.lowering.gpu.schemes import Scatter, Tree
 from fungrad.lowering.gpu.types import from_word, literal, to_word, wgsl_type
 from fungrad.lowering.kernel import (
     INDEX,
-    MATH_UNARY,
     Expr,
     Var,
     innermost_loop,
@@ -62,8 +62,6 @@ from fungrad.lowering.kernel import (
 #: per workgroup, and 256 made the benchmark chain 8% faster there (the hand-written kernel:
 #: 11%); the sort and scan shaders measured slower with 256 and keep WORKGROUP
 KERNEL_WORKGROUP = 256
-#: kernel ops computed by a wgsl_math function (float32 only)
-_MATH_OPS = MATH_UNARY | {"pow", "atan2"}
 
 
 class KernelShader:
@@ -202,7 +200,7 @@ class KernelShader:
     def _inline(self, e: Expr, args: list[str]) -> str | None:
         """A float32 math function written out here rather than called (so that
         :func:`schedule` can interleave it with the rest); None for everything else."""
-        if e.op not in _MATH_OPS or wgsl_type(e.args[0].dtype) != "f32":
+        if e.op not in MATH_OPS or wgsl_type(e.args[0].dtype) != "f32":
             return None
         prefix = self.tmp("m")
         lines = self.lines[self.scope(e)]
@@ -231,89 +229,12 @@ class KernelShader:
         return self._op(op, e.args[0].dtype, a)
 
     def _op(self, op: str, dt, a: list[str]) -> str:
-        t = wgsl_type(dt)
-        f, b = t == "f32", t == "bool"
-        if op in ("lt", "le", "gt", "ge") and b:  # WGSL orders no bools: false < true
-            x, y = (a[0], a[1]) if op in ("lt", "le") else (a[1], a[0])
-            return f"(!{x} {'&&' if op in ('lt', 'gt') else '||'} {y})"
-        if op in ("eq", "ne", "lt", "le", "gt", "ge"):
-            sym = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[op]
-            if f and op == "ne":  # not (a == b): true for NaN even where != is folded
-                return f"!({a[0]} == {a[1]})"
-            return f"({a[0]} {sym} {a[1]})"
-        if op in ("add", "sub", "mul") and b:
-            return f"({a[0]} {'|' if op == 'add' else '&' if op == 'mul' else '!='} {a[1]})"
-        if op in ("idiv", "irem") and a[1] == literal(0, dt):  # (5i / 0i) is rejected
-            return f"fg_{self.src.need(('div_' if op == 'idiv' else 'rem_') + t)}({a[0]}, {a[1]})"
-        if op in ("add", "sub", "mul", "idiv", "irem"):
-            sym = {"add": "+", "sub": "-", "mul": "*", "idiv": "/", "irem": "%"}[op]
-            return f"({a[0]} {sym} {a[1]})"
-        if op in ("div", "rem"):
-            if f and op == "div":
-                return f"({a[0]} / {a[1]})"
-            return f"fg_{self.src.need(f'{op}_{t}')}({a[0]}, {a[1]})"
-        if op in ("max", "min"):
-            return self.minmax(op, dt, a[0], a[1])
-        if op in ("and", "or", "xor"):
-            sym = {"and": "&", "or": "|", "xor": "!=" if b else "^"}[op]
-            return f"({a[0]} {sym} {a[1]})"
-        if op == "not":
-            return f"(!{a[0]})" if b else f"(~{a[0]})"
-        if op in ("shl", "shr_logical", "shr_arith"):
-            # a shift by a constant >= 32 is a shader-creation error in WGSL, even in the
-            # unselected side of a select: the shift is by min(s, 31) wherever s may be that
-            s = f"u32({a[1]})" if t == "i32" else a[1]
-            zero, by = literal(0, dt), f"min({s}, 31u)"
-            if op == "shl":
-                return f"select({a[0]} << {by}, {zero}, {s} >= 32u)"
-            if op == "shr_logical":
-                shifted = (f"bitcast<i32>(bitcast<u32>({a[0]}) >> {by})" if t == "i32"
-                           else f"({a[0]} >> {by})")
-                return f"select({shifted}, {zero}, {s} >= 32u)"
-            signed = f"bitcast<i32>({a[0]})" if t == "u32" else a[0]
-            r = f"({signed} >> {by})"
-            return f"bitcast<u32>{r}" if t == "u32" else r
-        if op == "neg":  # (a literal: -(-5i), never --5i)
-            return f"(-({a[0]}))" if a[0].startswith("-") else f"(-{a[0]})"
-        if op == "abs":
-            return f"abs({a[0]})"
-        if op == "sign":
-            if f:
-                return (f"select(select({a[0]}, -1.0f, {a[0]} < 0.0f), 1.0f, "
-                        f"{a[0]} > 0.0f)")
-            return f"sign({a[0]})" if t == "i32" else f"select(0u, 1u, {a[0]} != 0u)"
-        if op in ("floor", "ceil", "sqrt"):
-            return f"{op}({a[0]})"
-        if op == "round_even":
-            return f"round({a[0]})"
-        if op == "round_away":
-            return f"fg_{self.src.need('round_away')}({a[0]})"
-        if op == "rsqrt":
-            return f"(1.0f / sqrt({a[0]}))"
-        if op == "popcnt":
-            return f"countOneBits({a[0]})"
-        if op == "clz":
-            return f"countLeadingZeros({a[0]})"
-        if op == "isnan":
-            return f"fg_{self.src.need('isnan')}({a[0]})"
-        if op == "is_finite":
-            return f"((bitcast<u32>({a[0]}) & 0x7f800000u) != 0x7f800000u)"
-        if op == "nextafter":
-            return f"fg_{self.src.need('nextafter')}({a[0]}, {a[1]})"
-        if op in _MATH_OPS:
-            if not f:
-                raise LoweringError(f"jit(backend='gpu'): {op} of {np.dtype(dt).name}")
-            return f"{self.src.need_math(op)}({', '.join(a)})"
-        raise LoweringError(f"jit(backend='gpu'): no WGSL for kernel op {op!r} on "
-                            f"{np.dtype(dt).name}")
-
-    def minmax(self, op: str, dt, x: str, y: str) -> str:
-        t = wgsl_type(dt)
-        if t == "f32":
-            return f"fg_{self.src.need(op + '_f32')}({x}, {y})"
-        if t == "bool":
-            return f"({x} {'|' if op == 'max' else '&'} {y})"
-        return f"{op}({x}, {y})"
+        """The text of kernel op ``op`` on operands ``a`` of dtype ``dt`` (``CODE_FOR_OP``)."""
+        code = CODE_FOR_OP.get(op)
+        if code is None:
+            raise LoweringError(f"jit(backend='gpu'): no WGSL for kernel op {op!r} on "
+                                f"{np.dtype(dt).name}")
+        return code(self.src, wgsl_type(dt), dt, a)
 
     def _convert(self, src, dst, x: str) -> str:
         s, d = wgsl_type(src), wgsl_type(dst)
@@ -332,8 +253,6 @@ class KernelShader:
     def combine(self, op: str, dt, acc: str, val: str) -> str:
         if wgsl_type(dt) == "f32" and _FLOAT_LITERAL.fullmatch(val):
             val = self._opaque_literal(val)  # (a store's combine, say x.at[i].add(-0.0))
-        if op in ("max", "min"):
-            return self.minmax(op, dt, acc, val)
         return self._op(op, dt, [acc, val])
 
     def better(self, op: str, dt, val: str, acc: str, ties: tuple[str, str] | None) -> str:

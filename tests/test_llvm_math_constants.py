@@ -1,4 +1,4 @@
-"""The multi-part constants written out in llvm_math._C, derived again from 90-digit decimals.
+"""The multi-part constants written out in numeric.CONSTANTS, derived again from 90 digits.
 
 Each constant is a sum of parts of one float type, each part the remainder left by the parts
 before it, rounded to nearest. A mistyped digit in the table would cost the transcendentals
@@ -9,7 +9,7 @@ from decimal import Decimal, localcontext
 
 import pytest
 
-from fungrad.lowering.math import llvm as lm
+from fungrad.lowering.math import numeric as lm
 
 PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494459230781640628620"
              "89986280348253421170679")
@@ -52,7 +52,7 @@ def _split(value: Decimal, ft, parts: int) -> tuple[float, ...]:
 
 @pytest.mark.parametrize("ft", [lm.F32, lm.F64], ids=["f32", "f64"])
 def test_constants_are_the_rounded_remainders(ft):
-    table = lm._C[ft]
+    table = lm.CONSTANTS[ft]
     assert set(table) == set(VALUES)
     for name, value in VALUES.items():
         parts = table[name]

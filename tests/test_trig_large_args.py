@@ -2,7 +2,7 @@
 the GPU (float32) against references whose range reduction is exact integer arithmetic.
 
 Below 2^24 (float32) / 2^53 (float64) the math functions reduce by Cody-Waite; from there on
-by Payne-Hanek (llvm_math._large_frac_f32 / _large_pio2_f64). Before, they returned NaN there,
+by Payne-Hanek (trig._large_frac_f32 / _large_pio2_f64). Before, they returned NaN there,
 where numpy and JAX are accurate. The reference here does not trust any libm's reduction:
 x is an exact rational m 2^e, pi/2 is known to 1600 bits (Machin's formula, in Python
 integers), so q = round(x / (pi/2)) and r = x - q pi/2 are exact to 2^-400, and only sin/cos/
@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad.lowering.math import llvm as llvm_math
+from fungrad.lowering.math import trig
 
 LD = np.longdouble
 assert np.finfo(LD).nmant >= 63, "these tests need an extended-precision numpy.longdouble"
@@ -207,7 +208,7 @@ def test_issue15_any_float32_above_2_24(values, name):
 @pytest.mark.parametrize("name", ["sin", "cos", "tan"])
 def test_issue15_large_and_small_lanes_in_one_vector(x64, name, dtype):
     """The vector loop computes every lane by the small-argument kernel and branches to the
-    large-argument lanes function when any lane is large (llvm_math._branch_large): each lane
+    large-argument lanes function when any lane is large (LLVMBuilder.branch_large): each lane
     must still get its own reduction, whatever its neighbours. 67 elements (vector loop,
     vectorised epilogue and scalar remainder), a large lane at every position in turn, then
     alternating and random masks; against the exact reduction."""
@@ -270,11 +271,11 @@ def test_large_argument_functions_are_compiled_once_per_process():
 
 
 def test_issue15_two_opi_words_are_2_over_pi():
-    """llvm_math's tables of 2/pi's bits (after two zero bits), derived again from pi."""
+    """trig's tables of 2/pi's bits (after two zero bits), derived again from pi."""
     n = 1300
     bits = bin((1 << (n + 1 + _BITS)) // _PI)[2:]  # 2^n 2/pi: n bits, the leading one first
     string = "00" + bits.zfill(n)
-    for width, words in ((24, llvm_math._TWO_OPI_24), (64, llvm_math._TWO_OPI_64)):
+    for width, words in ((24, trig.TWO_OPI_24), (64, trig.TWO_OPI_64)):
         for i, w in enumerate(words):
             assert w == int(string[width * i:width * (i + 1)], 2), (width, i)
 

@@ -1,8 +1,8 @@
 """float32 math functions as WGSL, from the same definitions as the CPU's.
 
-``llvm_math.py`` writes each function (exp, log, sin, tanh, erf, ...) once, against a tiny
-SSA builder whose values overload the arithmetic operators. This module is a second builder
-for that interface that writes WGSL statements instead of LLVM IR, so the GPU gets the same
+Each function (exp, log, sin, tanh, erf, ...) is written once (``functions``), against the
+builder interface of ``builder``, whose values overload the arithmetic operators. This module
+is the builder that writes WGSL statements (``llvm`` writes LLVM IR), so the GPU gets the same
 algorithms, accuracy and NaN/inf/-0 edges as the CPU, rather than WGSL's builtins (whose
 precision the spec leaves loose, e.g. 4096 ulp for ``atan``, and llvmpipe's ``tanh`` is off by
 1e-3 near 0).
@@ -12,13 +12,13 @@ have float32-only formulations here: ``erf_inv`` (Giles' single-precision approx
 ``lgamma`` and ``digamma`` (:func:`_lgamma`, :func:`_digamma`: recurrence into a unit interval
 around a zero with a polynomial fitted here, asymptotic series, reflection; a few ulp of
 max(|f|, 1), more where reflection cancels). A function that still needed float64 would be a
-LoweringError naming it. ``pow`` takes llvm_math's same-precision path (the float64 one, in
+LoweringError naming it. ``pow`` takes the algorithms' same-precision path (the float64 one, in
 float32 words: its log in double-word arithmetic), where the CPU's float32 shortcut goes
 through float64. ``sin``, ``cos`` and ``tan`` have a GPU formulation of their own
-(:func:`_reduce_pio2`: an exact reduction from float32 products alone below 2^24, llvm_math's
+(:func:`_reduce_pio2`: an exact reduction from float32 products alone below 2^24, trig's
 integer Payne-Hanek above, then Cephes' float32 kernels), about half the instructions of that
 same-precision path. ``exp`` and ``tanh`` have
-GPU versions too (:func:`_exp`, :func:`_tanh`: llvm_math's float32 algorithms with a
+GPU versions too (:func:`_exp`, :func:`_tanh`: exp_log's float32 algorithms with a
 two-piece reduction and 2^k applied by an exponent add, special ranges by selects), because
 llvmpipe runs the CPU's two-step ``ldexp`` multiply slowly (the benchmark chain: 1.39x ->
 1.25x the hand-written kernel, same run).
@@ -31,7 +31,7 @@ Two GPU compiler behaviours shape the output (both measured on Mesa's llvmpipe):
   splitting the constant (``sub_multiple``), and ``fg_fma`` for the remaining residuals.
 - Float algebra is simplified unless prevented ((a + b) - b becomes a): the builder spots a sum
   meeting one of its own operands and hides the inner value behind an opaque integer OR.
-  Sums are also reassociated, which llvm_math's ``keep`` marks prevent (the builder here hides
+  Sums are also reassociated, which the algorithms' ``keep`` marks prevent (the builder here hides
   the marked value the same way; on the CPU it is the value itself). Found by evaluating each
   function's WGSL in numpy, one rounding per operation, and comparing the GPU's bits
   (tests/test_gpu_math_exact.py): x + (p + q) with two products p, q became (x + p) + q (sin
@@ -52,7 +52,19 @@ import struct
 from fractions import Fraction
 
 from fungrad.lowering.fusion import LoweringError
-from fungrad.lowering.math import llvm as lm
+from fungrad.lowering.math.builder import F32, FLOAT_TYPES, Builder, Value
+from fungrad.lowering.math.exp_log import EXP_P32_SHORT, ROUND_MAGIC, TANH_P
+from fungrad.lowering.math.functions import EMITTERS
+from fungrad.lowering.math.numeric import (
+    CONSTANTS,
+    fast_two_sum,
+    finite_only,
+    horner,
+    ldexp_two_step,
+    two_sum,
+)
+from fungrad.lowering.math.special import HALF_LOG_2PI, LOG_PI
+from fungrad.lowering.math.trig import TAN_P32, cos_kernel, large_pio2_f32, sin_kernel
 
 _WGSL_TYPE = {"float": "f32", "i32": "i32", "i1": "bool"}
 
@@ -82,41 +94,8 @@ _BINARY = {"fadd": "+", "add": "+", "fsub": "-", "sub": "-", "fmul": "*", "mul":
 
 #: float32 seen as "not the CPU's float32": emitters that give float32 a float64 shortcut
 #: (``if x.ft is F32``) take their generic, same-precision path with it
-_F32_GENERIC = dataclasses.replace(lm.F32)
+_F32_GENERIC = dataclasses.replace(F32)
 _GENERIC = frozenset({"pow"})
-
-
-class _W(lm._V):
-    """A WGSL value (a ``let`` name or a literal) of LLVM type name ``ty``."""
-
-    __slots__ = ()
-
-    @property
-    def ft(self):
-        ft = lm._FT[self.ty]
-        return _F32_GENERIC if ft is lm.F32 and self.b.generic else ft
-
-    def _op(self, fop: str, iop: str, other, swap: bool = False) -> _W:
-        o = self.b.lift(other, self.ty)
-        a, c = (o, self) if swap else (self, o)
-        op = fop if self.ty in lm._FT else iop
-        sym = _BINARY.get(op)
-        if sym is None:
-            raise TypeError(f"wgsl_math: no {op} on {self.ty}")
-        if self.ty == "i1" and op == "xor":
-            sym = "!="
-        if op in ("fadd", "fsub"):
-            a, c = self.b.guard_cancellation(a, c)
-        right = f"u32({c.ref})" if op in ("shl", "ashr") else c.ref
-        out = self.b.emit(f"({a.ref} {sym} {right})", self.ty)
-        if op in ("fadd", "fsub"):
-            self.b.terms[out.ref] = (self.b.base(a.ref), self.b.base(c.ref))
-        return out
-
-    def __neg__(self) -> _W:
-        out = self.b.emit(f"(-{self.ref})", self.ty)
-        self.b.negations[out.ref] = self.ref
-        return out
 
 
 _FCMP = {"oeq": "{a} == {c}", "ogt": "{a} > {c}", "oge": "{a} >= {c}", "olt": "{a} < {c}",
@@ -128,8 +107,10 @@ _FCMP = {"oeq": "{a} == {c}", "ogt": "{a} > {c}", "oge": "{a} >= {c}", "olt": "{
 _ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="}
 
 
-class _WBuilder(lm._Builder):
-    """``llvm_math``'s builder interface, writing WGSL ``let`` statements."""
+class WGSLBuilder(Builder):
+    """The math builder (``builder``) writing WGSL ``let`` statements (``v<i>``; the
+    parameters are ``a<i>``). ``generic``: float32 takes the algorithms' same-precision path
+    (no float64 shortcut); ``fused_fma``: the adapter's fma rounds once."""
 
     def __init__(self, generic: bool = False, fused_fma: bool = True):
         super().__init__()
@@ -137,8 +118,8 @@ class _WBuilder(lm._Builder):
         self.fused_fma = fused_fma
         self.terms: dict[str, tuple[str, str]] = {}  # sum or difference -> its operands
         self.negations: dict[str, str] = {}  # -v -> v
-        self.opaque: dict[str, _W] = {}
-        self.zero: _W | None = None
+        self.opaque: dict[str, Value] = {}
+        self.zero: Value | None = None
 
     # Shader compilers simplify float algebra unless told not to, and WGSL cannot tell them:
     # Mesa rewrites (a + b) - b to a and a - (a - b) to b, which turns the error terms of
@@ -150,11 +131,11 @@ class _WBuilder(lm._Builder):
     def base(self, ref: str) -> str:
         return self.negations.get(ref, ref)
 
-    def keep(self, v: _W) -> _W:
+    def keep(self, v: Value) -> Value:
         """Behind the opaque OR: llvmpipe reassociates sums (see the module docstring)."""
         return self._opaque(v)
 
-    def guard_cancellation(self, a: _W, c: _W) -> tuple[_W, _W]:
+    def guard_cancellation(self, a: Value, c: Value) -> tuple[Value, Value]:
         """(a, c), with whichever is a sum or difference holding the other made opaque."""
         ra, rc = self.base(a.ref), self.base(c.ref)
         if rc in self.terms.get(ra, ()):
@@ -163,7 +144,7 @@ class _WBuilder(lm._Builder):
             c = self._opaque(c)
         return a, c
 
-    def _opaque(self, v: _W) -> _W:
+    def _opaque(self, v: Value) -> Value:
         got = self.opaque.get(v.ref)
         if got is None:
             if self.zero is None:  # u (u + 1) is even for every u: (u * u + u) & 1 == 0
@@ -175,28 +156,51 @@ class _WBuilder(lm._Builder):
                 self.terms[got.ref] = self.terms[v.ref]
         return got
 
-    def emit(self, rhs: str, ty: str) -> _W:
+    def float_type(self, ty: str):
+        ft = FLOAT_TYPES[ty]
+        return _F32_GENERIC if ft is F32 and self.generic else ft
+
+    def binary(self, op: str, a: Value, c: Value) -> Value:
+        sym = _BINARY.get(op)
+        if sym is None:
+            raise TypeError(f"wgsl_math: no {op} on {a.ty}")
+        if a.ty == "i1" and op == "xor":
+            sym = "!="
+        if op in ("fadd", "fsub"):
+            a, c = self.guard_cancellation(a, c)
+        right = f"u32({c.ref})" if op in ("shl", "ashr") else c.ref
+        out = self.emit(f"({a.ref} {sym} {right})", a.ty)
+        if op in ("fadd", "fsub"):
+            self.terms[out.ref] = (self.base(a.ref), self.base(c.ref))
+        return out
+
+    def neg(self, v: Value) -> Value:
+        out = self.emit(f"(-{v.ref})", v.ty)
+        self.negations[out.ref] = v.ref
+        return out
+
+    def emit(self, rhs: str, ty: str) -> Value:
         name = f"v{len(self.lines)}"
         self.lines.append(f"  let {name} = {rhs};")
-        return _W(self, name, ty)
+        return Value(self, name, ty)
 
-    def lift(self, v, ty: str) -> _W:
-        if isinstance(v, lm._V):
+    def lift(self, v, ty: str) -> Value:
+        if isinstance(v, Value):
             if v.ty != ty:
                 raise TypeError(f"wgsl_math: operand of type {v.ty} where {ty} is expected")
             return v
         t = _wtype(ty)
         if t == "f32":
-            return _W(self, _f32_literal(v), ty)
+            return Value(self, _f32_literal(v), ty)
         if t == "bool":
-            return _W(self, "true" if v else "false", ty)
+            return Value(self, "true" if v else "false", ty)
         v = int(v)
-        return _W(self, "bitcast<i32>(0x80000000u)" if v == -2**31 else f"{v}i", ty)
+        return Value(self, "bitcast<i32>(0x80000000u)" if v == -2**31 else f"{v}i", ty)
 
-    def cmp(self, pred: str, a, c) -> _W:
-        ty = a.ty if isinstance(a, lm._V) else c.ty
+    def cmp(self, pred: str, a, c) -> Value:
+        ty = a.ty if isinstance(a, Value) else c.ty
         a, c = self.lift(a, ty), self.lift(c, ty)
-        if ty in lm._FT:
+        if ty in FLOAT_TYPES:
             _wtype(ty)
             self.callees.add("isnan")
             text = _FCMP[pred].format(a=a.ref, c=c.ref)
@@ -207,13 +211,13 @@ class _WBuilder(lm._Builder):
             text = f"bitcast<u32>({a.ref}) {sym} bitcast<u32>({c.ref})"
         return self.emit(f"({text})", "i1")
 
-    def select(self, cond, a, c, ty: str | None = None) -> _W:
-        ty = ty or (a.ty if isinstance(a, lm._V) else c.ty)
+    def select(self, cond, a, c, ty: str | None = None) -> Value:
+        ty = ty or (a.ty if isinstance(a, Value) else c.ty)
         a, c = self.lift(a, ty), self.lift(c, ty)
         return self.emit(f"select({c.ref}, {a.ref}, {cond.ref})", ty)
 
-    def intrinsic(self, name: str, *args) -> _W:
-        ty = next(a.ty for a in args if isinstance(a, lm._V))
+    def intrinsic(self, name: str, *args) -> Value:
+        ty = next(a.ty for a in args if isinstance(a, Value))
         _wtype(ty)
         v = [self.lift(a, ty).ref for a in args]
         if name == "copysign":
@@ -225,16 +229,16 @@ class _WBuilder(lm._Builder):
         fn = {"fma": "fma", "rint": "round", "fabs": "abs", "sqrt": "sqrt", "floor": "floor"}[name]
         return self.emit(f"{fn}({', '.join(v)})", ty)
 
-    def fma_exact(self, a, c, d) -> _W:
+    def fma_exact(self, a, c, d) -> Value:
         """A residual needs one rounding: in software where the adapter's fma rounds twice."""
         if self.fused_fma:
             return self.fma(a, c, d)
-        ty = next(x.ty for x in (a, c, d) if isinstance(x, lm._V))
+        ty = next(x.ty for x in (a, c, d) if isinstance(x, Value))
         v = [self.lift(x, ty).ref for x in (a, c, d)]
         self.callees.add("fma")
         return self.emit(f"fg_fma({', '.join(v)})", ty)
 
-    def two_prod(self, a, c) -> tuple[_W, _W]:
+    def two_prod(self, a, c) -> tuple[Value, Value]:
         """Dekker's exact product where the adapter's fma rounds twice: each factor split
         into two 12-bit halves (by masking its bits: a literal at build time, a value with
         one ``&``), so the four partial products are exact. Cheaper than ``fg_fma``: no
@@ -246,10 +250,10 @@ class _WBuilder(lm._Builder):
         ch, cl = self._split(c, 12)
         return p, ((ah * ch - p) + ah * cl + al * ch) + al * cl
 
-    def sub_multiple(self, k, c: float, x, k_bits: int) -> _W:
-        """x - k c exactly (see llvm_math) without an exact fma: for a short k (at most 12
-        bits) c splits at build time so both k c_hi and k c_lo are exact and x - k c_hi
-        cancels exactly; a longer k goes through :meth:`two_prod`."""
+    def sub_multiple(self, k, c: float, x, k_bits: int) -> Value:
+        """x - k c exactly (see ``Builder.sub_multiple``) without an exact fma: for a short k
+        (at most 12 bits) c splits at build time so both k c_hi and k c_lo are exact and
+        x - k c_hi cancels exactly; a longer k goes through :meth:`two_prod`."""
         if self.fused_fma:
             return super().sub_multiple(k, c, x, k_bits)
         if k_bits <= 12:
@@ -262,19 +266,19 @@ class _WBuilder(lm._Builder):
         """(hi, lo): hi keeps the leading ``bits`` significant bits of the float32 ``v``
         (truncated), lo = v - hi exactly."""
         mask = (0xFFFFFFFF << (24 - bits)) & 0xFFFFFFFF
-        if not isinstance(v, lm._V):
+        if not isinstance(v, Value):
             raw = struct.unpack("<I", struct.pack("<f", float(v)))[0]
             hi = struct.unpack("<f", struct.pack("<I", raw & mask))[0]
             return hi, float(v) - hi
         hi = self.emit(f"bitcast<f32>(bitcast<u32>({v.ref}) & {mask:#010x}u)", v.ty)
         return hi, v - hi
 
-    def ldexp(self, y, k) -> _W:
+    def ldexp(self, y, k) -> Value:
         """The two-step multiply: WGSL's ``ldexp`` is undefined for exponents above 128,
         which float32 exp uses."""
-        return lm._ldexp_two_step(self, y, k)
+        return ldexp_two_step(self, y, k)
 
-    def cast(self, op: str, v, ty: str) -> _W:
+    def cast(self, op: str, v, ty: str) -> Value:
         t = _wtype(ty)
         _wtype(v.ty)
         if op == "bitcast":
@@ -283,14 +287,14 @@ class _WBuilder(lm._Builder):
             return self.emit(f"{t}({v.ref})", ty)
         raise _NoFloat64(op)
 
-    def call(self, fn: str, *args) -> _W:
+    def call(self, fn: str, *args) -> Value:
         if not fn.endswith("_f32"):
             raise _NoFloat64(fn)
         self.callees.add(fn)
         return self.emit(f"{fn}({', '.join(a.ref for a in args)})", args[0].ty)
 
 
-# sin and cos: the reduction |x| = q pi/2 + r (|x| < 2^24; from there on llvm_math's
+# sin and cos: the reduction |x| = q pi/2 + r (|x| < 2^24; from there on trig's
 # Payne-Hanek in 32-bit integers, selected per element: see _reduce_any) is
 # exact with float32 products only, so it needs neither a fused fma nor Dekker splits at run
 # time: q (< 2^24) splits into qh = a multiple of 2^12 and |ql| <= 2^11 + 1, and pi/2 into
@@ -311,10 +315,10 @@ class _WBuilder(lm._Builder):
 # on llvmpipe a function costs its longest dependency chain (docs/architecture.md), and
 # rounding q first and splitting it after (floor(q 2^-12) 2^12) made that chain 4 operations
 # longer: sin cost ~20% more (bench/gpu_bench.py --only depth).
-# Then Cephes' float32 sin and cos kernels with the tail rl (llvm_math's), both computed and
+# Then Cephes' float32 sin and cos kernels with the tail rl (trig's), both computed and
 # selected by the quadrant (no branches). Measured on lavapipe (bit-identical to a numpy
 # float32 emulation), 2M arguments per range up to 2^24: at most 0.84 ulp, 0.63 ulp on the
-# hardest arguments near multiples of pi/2; 80 WGSL statements where llvm_math's
+# hardest arguments near multiples of pi/2; 80 WGSL statements where the algorithms'
 # same-precision path (two_prod reductions, float64-degree kernels) took 130.
 
 
@@ -338,7 +342,7 @@ _PIO2_12, _PIO2_REST = _pieces(_PIO2, 4, 12)
 (_TWO_OPI_12,), _TWO_OPI_REST = _pieces(1 / _PIO2, 1, 12)
 
 
-def _reduce_pio2(b: _WBuilder, a: _W) -> tuple[_W, _W, _W]:
+def _reduce_pio2(b: WGSLBuilder, a: Value) -> tuple[Value, Value, Value]:
     """(rh, rl, q) with a = q pi/2 + rh + rl to about 2^-53, |rh| <= pi/4 and q the nearest
     integer to a 2/pi, for 0 <= a < 2^24 (see above)."""
     p1, p2, p3, p4 = _PIO2_12
@@ -352,15 +356,15 @@ def _reduce_pio2(b: _WBuilder, a: _W) -> tuple[_W, _W, _W]:
     q = qh + ql
     t = (((a - qh * p1) - qh * p2) - ql * p1) - ql * p2  # (qh first: ql comes later)
     t = t - qh * p3
-    s, e1 = lm._fast_two_sum(t, -(ql * p3))
-    rh, e2 = lm._fast_two_sum(s, -(qh * p4))
+    s, e1 = fast_two_sum(t, -(ql * p3))
+    rh, e2 = fast_two_sum(s, -(qh * p4))
     rl = (e1 + e2) - (ql * p4 + q * _PIO2_REST)
     return rh, rl, q
 
 
-def _reduce_any(b: _WBuilder, a: _W) -> tuple[_W, _W, _W]:
+def _reduce_any(b: WGSLBuilder, a: Value) -> tuple[Value, Value, Value]:
     """(rh, rl, quad) with a = quad pi/2 + rh + rl (mod 2 pi; quad an i32) for every finite
-    a >= 0: :func:`_reduce_pio2` below 2^24, llvm_math's Payne-Hanek in 32-bit integers
+    a >= 0: :func:`_reduce_pio2` below 2^24, trig's Payne-Hanek in 32-bit integers
     (``_large_pio2_f32``) from 2^24 on, chosen per element by selects: llvmpipe runs both
     sides of a branch, so every invocation pays for both (about 120 integer statements and 20
     float ones; the benchmark chain measured 1.25-1.3x its time without them, same run). The
@@ -368,19 +372,19 @@ def _reduce_any(b: _WBuilder, a: _W) -> tuple[_W, _W, _W]:
     on llvmpipe (docs/architecture.md), and a constant table indexed per invocation measured
     slower than the select chains."""
     rh, rl, q = _reduce_pio2(b, a)
-    bh, bl, bq = lm._large_pio2_f32(b, a)
+    bh, bl, bq = large_pio2_f32(b, a)
     large = b.cmp("oge", a, 2.0 ** 24)
     return (b.select(large, bh, rh), b.select(large, bl, rl),
             b.select(large, bq, b.cast("fptosi", q, "i32")))
 
 
-def _sin_cos(b: _WBuilder, x: _W, cos: bool) -> _W:
+def _sin_cos(b: WGSLBuilder, x: Value, cos: bool) -> Value:
     """float32 sin(x) or cos(x) for the GPU (see above); NaN for NaN and inf."""
     a = b.fabs(x)
     rh, rl, quad = _reduce_any(b, a)
-    # Cephes' float32 kernels with the tail (llvm_math's; ``keep`` hides their tails from
+    # Cephes' float32 kernels with the tail (trig's; ``keep`` hides their tails from
     # llvmpipe, which reassociates r + (p + t) into (r + p) + t and loses rl: 1.2 ulp)
-    sin_r, cos_r = lm._sin_kernel(b, rh, rl), lm._cos_kernel(b, rh, rl)
+    sin_r, cos_r = sin_kernel(b, rh, rl), cos_kernel(b, rh, rl)
     if cos:  # cos(x) = sin(x + pi/2)
         quad = quad + 1
     r = b.select(b.cmp("ne", quad & 1, 0), cos_r, sin_r)
@@ -388,10 +392,10 @@ def _sin_cos(b: _WBuilder, x: _W, cos: bool) -> _W:
     if not cos:  # sin is odd
         flip = flip ^ (b.cast("bitcast", x, "i32") & -(2 ** 31))
     r = b.cast("bitcast", b.cast("bitcast", r, "i32") ^ flip, "float")
-    return lm._finite_only(b, x, r)
+    return finite_only(b, x, r)
 
 
-# exp and tanh: llvm_math's float32 exp (k = rint(x log2 e) by a magic-constant add, a
+# exp and tanh: exp_log's float32 exp (k = rint(x log2 e) by a magic-constant add, a
 # degree-6 polynomial on |r| <= ln2/2) with a cheaper reduction and scaling. The reduction
 # r = (x - k C1) - k C2 takes ln 2 in two float32 pieces, C1 its leading 16 bits (k C1 and
 # x - k C1 are exact for |k| <= 2^8) and C2 the rest rounded: the part of ln 2 left out, k
@@ -404,32 +408,31 @@ def _sin_cos(b: _WBuilder, x: _W, cos: bool) -> _W:
 # second exponent add 64 higher times 2^-64, which rounds the denormal result once (gradual
 # underflow, as on the CPU), down to 0 below -104.
 
-_LN2_16, _LN2_REST = _pieces(Fraction(lm._C[lm.F32]["ln2"][0]) + Fraction(lm._C[lm.F32]["ln2"][1]),
-                             1, 16)
+_LN2_16, _LN2_REST = _pieces(sum(Fraction(p) for p in CONSTANTS[F32]["ln2"]), 1, 16)
 #: the x whose exp is a normal float32 (from 2^-126 up to the largest finite float32)
 _EXP_NORMAL = (-87.33654022216797, 88.72283172607422)
-_MAGIC_BITS = struct.unpack("<i", struct.pack("<f", lm._ROUND_MAGIC))[0]
+_MAGIC_BITS = struct.unpack("<i", struct.pack("<f", ROUND_MAGIC))[0]
 
 
-def _exp_parts(b: _WBuilder, x: _W) -> tuple[_W, _W]:
+def _exp_parts(b: WGSLBuilder, x: Value) -> tuple[Value, Value]:
     """(y, k) with exp(x) = y 2^k, y in [0.7, 1.42] and k an i32, for |x| < 2^21 (NaN gives a
     NaN y); k comes from the bits of x log2(e) + 1.5 2^23, so no float-to-int conversion
     meets a NaN or a huge x."""
-    t = b.fma(x, lm._C[lm.F32]["log2e"][0], lm._ROUND_MAGIC)
+    t = b.fma(x, CONSTANTS[F32]["log2e"][0], ROUND_MAGIC)
     ki = b.cast("bitcast", t, "i32") - _MAGIC_BITS
     k = b.cast("sitofp", ki, "float")
     (c1,), c2 = _LN2_16, _LN2_REST
     r = (x - k * c1) - k * c2
-    return 1.0 + b.keep(b.fma(r * r, lm._horner(b, r, lm._EXP_P32_SHORT), r)), ki
+    return 1.0 + b.keep(b.fma(r * r, horner(b, r, EXP_P32_SHORT), r)), ki
 
 
-def _scale(b: _WBuilder, y: _W, k: _W) -> _W:
+def _scale(b: WGSLBuilder, y: Value, k: Value) -> Value:
     """y 2^k by adding k to y's exponent: exact where y and the result are normal."""
     return b.cast("bitcast", b.cast("bitcast", y, "i32") + (k << 23), "float")
 
 
-def _exp(b: _WBuilder, x: _W) -> _W:
-    """float32 exp for the GPU (see above): within 1 ulp, llvm_math's accuracy."""
+def _exp(b: WGSLBuilder, x: Value) -> Value:
+    """float32 exp for the GPU (see above): within 1 ulp, the CPU's accuracy."""
     y, k = _exp_parts(b, x)
     lo, hi = _EXP_NORMAL
     low = b.cmp("olt", x, lo)
@@ -439,13 +442,13 @@ def _exp(b: _WBuilder, x: _W) -> _W:
     return b.select(b.cmp("oge", x, lo) & b.cmp("ole", x, hi), _scale(b, y, k), special)
 
 
-def _tanh(b: _WBuilder, x: _W) -> _W:
-    """llvm_math's float32 tanh (Cephes' polynomial below |x| = 0.625, else
+def _tanh(b: WGSLBuilder, x: Value) -> Value:
+    """exp_log's float32 tanh (Cephes' polynomial below |x| = 0.625, else
     1 - 2 / (exp(2|x|) + 1)) on :func:`_exp_parts`; the sign goes on by one xor (the
     magnitude is never negative)."""
     a = b.fabs(x)
     z = x * x
-    small = b.fma(a * z, lm._horner(b, z, lm._TANH_P[lm.F32]), a)
+    small = b.fma(a * z, horner(b, z, TANH_P[F32]), a)
     ac = b.select(b.cmp("olt", a, 9.1), a, 9.1)  # tanh rounds to 1 from 9.1 on
     y, k = _exp_parts(b, ac + ac)
     large = 1.0 - 2.0 / (_scale(b, y, k) + 1.0)
@@ -454,19 +457,19 @@ def _tanh(b: _WBuilder, x: _W) -> _W:
     return b.cast("bitcast", b.cast("bitcast", r, "i32") ^ sign, "float")
 
 
-def _tan(b: _WBuilder, x: _W) -> _W:
+def _tan(b: WGSLBuilder, x: Value) -> Value:
     """float32 tan for the GPU: :func:`_reduce_pio2` (its two parts renormalised), then
-    llvm_math's kernel (Cephes' tanf
+    trig's kernel (Cephes' tanf
     polynomial on rh, the tail rl carried to first order, and -1/tan for odd q with its
-    residual 1 + inv th taken exactly by :meth:`_WBuilder.two_prod`, which llvm_math's fma
+    residual 1 + inv th taken exactly by :meth:`WGSLBuilder.two_prod`, which the CPU's fma
     gives the CPU); NaN for NaN and inf."""
     a = b.fabs(x)
     rh, rl, quad = _reduce_any(b, a)
     # rl may exceed an ulp of rh (it also carries ql p4 + q rest, up to 2^-26) and -1/tan
     # takes it to first order only: near the poles rh is small and that cost 86 ulp
-    rh, rl = lm._two_sum(rh, rl)
+    rh, rl = two_sum(rh, rl)
     z = rh * rh
-    th, tl = lm._fast_two_sum(rh, rh * z * lm._horner(b, z, lm._TAN_P32))
+    th, tl = fast_two_sum(rh, rh * z * horner(b, z, TAN_P32))
     tl = tl + rl * (1.0 + th * th)  # tan(r + rl) = tan r + rl sec^2 r
     inv = -1.0 / th
     p, pe = b.two_prod(inv, th)  # 1 + inv th = (1 + p) + pe, 1 + p exact (p near -1)
@@ -475,7 +478,7 @@ def _tan(b: _WBuilder, x: _W) -> _W:
     r = b.select(odd, cot, th + b.keep(tl))
     sign = b.cast("bitcast", x, "i32") & -(2 ** 31)  # tan is odd
     r = b.cast("bitcast", b.cast("bitcast", r, "i32") ^ sign, "float")
-    return lm._finite_only(b, x, r)
+    return finite_only(b, x, r)
 
 
 # lgamma and digamma in float32 alone (the CPU's float32 rounds the float64 algorithms of
@@ -502,11 +505,11 @@ _LGAMMA_SHIFT = 8.5  # lgamma: the polynomial below (up to 6 factors), Stirling'
 _DIGAMMA_SHIFT = 6.0  # digamma: up to 4 recurrence steps below, the asymptotic series above
 
 
-def _poly_up(b: _WBuilder, t: _W, coeffs) -> _W:
-    return lm._horner(b, t, coeffs[::-1])
+def _poly_up(b: WGSLBuilder, t: Value, coeffs) -> Value:
+    return horner(b, t, coeffs[::-1])
 
 
-def _lgamma_positive(b: _WBuilder, x: _W) -> _W:
+def _lgamma_positive(b: WGSLBuilder, x: Value) -> Value:
     """log |Gamma(x)| for finite x > -1/2 (not 0): x = (t + 2) + k with k = rint(x) - 2 in
     -2..6 below 8.5, |t| <= 1/2 exact, and log Gamma(x) = t Q(t) + log of the recurrence's
     factors ((x - 1) ... (x - k), or 1 / (x (x + 1)) down to k = -2); Stirling's series from
@@ -524,12 +527,12 @@ def _lgamma_positive(b: _WBuilder, x: _W) -> _W:
     log = b.call("fg_log_f32", b.select(small, prod, x))
     poly = t * _poly_up(b, t, _LGAMMA_Q) + b.select(b.cmp("olt", n, 2.0), -log, log)
     w = 1.0 / x
-    series = w * lm._horner(b, w * w, (1.0 / 1260, -1.0 / 360, 1.0 / 12))
-    stirling = ((x - 0.5) * (log - 1.0) + (lm._HALF_LOG_2PI - 0.5)) + series
+    series = w * horner(b, w * w, (1.0 / 1260, -1.0 / 360, 1.0 / 12))
+    stirling = ((x - 0.5) * (log - 1.0) + (HALF_LOG_2PI - 0.5)) + series
     return b.select(small, poly, stirling)
 
 
-def _lgamma(b: _WBuilder, x: _W) -> _W:
+def _lgamma(b: WGSLBuilder, x: Value) -> Value:
     """float32 log |Gamma(x)|: x <= -1/2 by reflection, log(pi / |sin(pi x)|) - lgamma(1 - x)
     (x - rint(x) is exact, so sin(pi x) keeps its relative accuracy)."""
     inf = float("inf")
@@ -537,13 +540,13 @@ def _lgamma(b: _WBuilder, x: _W) -> _W:
     refl = b.cmp("ole", finite, -0.5)
     lg = _lgamma_positive(b, b.select(refl, 1.0 - finite, finite))
     sin_pi = b.fabs(b.call("fg_sin_f32", math.pi * (finite - b.rint(finite))))
-    lg = b.select(refl, (lm._LOG_PI - b.call("fg_log_f32", sin_pi)) - lg, lg)
+    lg = b.select(refl, (LOG_PI - b.call("fg_log_f32", sin_pi)) - lg, lg)
     pole = b.cmp("ole", x, 0.0) & b.cmp("oeq", b.rint(x), x)
     lg = b.select(pole | b.cmp("oeq", b.fabs(x), inf), inf, lg)
     return b.select(b.cmp("uno", x, x), x, lg)
 
 
-def _digamma_positive(b: _WBuilder, x: _W) -> _W:
+def _digamma_positive(b: WGSLBuilder, x: Value) -> Value:
     """psi(x) for finite x >= 1/2: below 6, psi(y) + 1/y + ... + 1/(y + n - 1) with
     y = x - n in [1, 2) (n = -1 for x < 1: psi(x + 1) - 1/x) and psi(y) = t P(t), t = y - X0
     in two exact steps; from 6 on, log x - 1/(2x) - sum B_2k / (2k x^2k)."""
@@ -558,12 +561,12 @@ def _digamma_positive(b: _WBuilder, x: _W) -> _W:
     for j in range(4):
         acc = acc + b.select(b.cmp("oge", n, j + 1.0), 1.0 / (y + float(j)), 0.0)
     z = 1.0 / (x * x)
-    series = z * lm._horner(b, z, (1.0 / 132, -1.0 / 240, 1.0 / 252, -1.0 / 120, 1.0 / 12))
+    series = z * horner(b, z, (1.0 / 132, -1.0 / 240, 1.0 / 252, -1.0 / 120, 1.0 / 12))
     large = (b.call("fg_log_f32", b.select(small, 1.0, x)) - 0.5 / x) - series
     return b.select(small, acc, large)
 
 
-def _digamma(b: _WBuilder, x: _W) -> _W:
+def _digamma(b: WGSLBuilder, x: Value) -> Value:
     """float32 psi(x): x < 1/2 by reflection, psi(1 - x) - pi cot(pi x)."""
     inf = float("inf")
     refl = b.cmp("olt", x, 0.5)
@@ -654,9 +657,9 @@ def _body(name: str, fused_fma: bool) -> _Body | None:
     """``fg_<name>_f32``'s body, or None for the function written as WGSL text (erf_inv)."""
     if name == "erf_inv":
         return None
-    arity, emit = _GPU_EMITTERS.get(name) or lm._EMITTERS[name]
-    b = _WBuilder(generic=name in _GENERIC, fused_fma=fused_fma)
-    params = [_W(b, f"a{i}", "float") for i in range(arity)]
+    arity, emit = _GPU_EMITTERS.get(name) or EMITTERS[name]
+    b = WGSLBuilder(generic=name in _GENERIC, fused_fma=fused_fma)
+    params = [Value(b, f"a{i}", "float") for i in range(arity)]
     result = emit(b, *params)
     return _Body(arity, tuple(b.lines), result.ref, frozenset(b.callees),
                  b.zero.ref if b.zero is not None else None)

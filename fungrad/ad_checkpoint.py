@@ -95,8 +95,8 @@ def saved_residuals(f, *args, **kwargs) -> list[tuple[core.ShapedArray, str]]:
 
     The linearization is staged (traced into a jaxpr) so that every residual, 0-d ones
     included, is an output whose producer can be read off the jaxpr."""
+    from fungrad.transforms.api_util import check_callable
     from fungrad.transforms.autodiff import _as_array
-    from fungrad.transforms.jit import check_callable
     from fungrad.transforms.partial_eval import linearize_flat
     from fungrad.transforms.staging import trace_to_jaxpr
 

@@ -14,30 +14,12 @@ from fungrad import core, tree_util
 from fungrad.array import Array, is_arraylike
 from fungrad.config import config
 from fungrad.ir.passes import simplify
-from fungrad.transforms.jit import (
-    Signature,
-    _index_tuple,
-    check_callable,
-    jit,  # noqa: F401  (re-exported: fungrad.jit)
-)
+from fungrad.transforms.api_util import Signature, check_callable, normalize_argnums
+from fungrad.transforms.jit import jit  # noqa: F401  (re-exported: fungrad.jit)
 from fungrad.transforms.staging import hoist_tracer_consts, trace_to_jaxpr
 from fungrad.tree_util import _describe_node, _leaf_paths, _path_segments
 
 _F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _normalize_argnums(fun_name: str, argnums, nargs: int,
-                       option: str = "argnums") -> tuple[int, ...]:
-    """``argnums`` (an int or a sequence of ints, negative counting from the end) as
-    non-negative indices into ``nargs`` positional arguments."""
-    out = []
-    for i in map(int, _index_tuple(option, argnums, int, fun_name)):
-        j = i + nargs if i < 0 else i
-        if not 0 <= j < nargs:
-            raise ValueError(f"{fun_name}: {option[:-1]} {i} is out of range for a call with "
-                             f"{nargs} positional arguments")
-        out.append(j)
-    return tuple(out)
 
 
 def abstractify(x, what: str) -> core.ShapedArray:
@@ -80,7 +62,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape: bool = False):
 
     @functools.wraps(fun)
     def make_jaxpr_f(*args, **kwargs):
-        static = _normalize_argnums("make_jaxpr", static_argnums, len(args), "static_argnums")
+        static = normalize_argnums("make_jaxpr", static_argnums, len(args), "static_argnums")
         dyn_args = [a for i, a in enumerate(args) if i not in static]
         flat, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
         in_avals = [abstractify(x, f"make_jaxpr({name})") for x in flat]

@@ -22,7 +22,7 @@ import fungrad.numpy as fnp
 from fungrad.lowering.cpu import llvm
 from fungrad.lowering.math import llvm as llvm_math
 
-pytestmark = pytest.mark.filterwarnings("ignore::fungrad.transforms.jit.RetraceWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::fungrad.transforms.jit_cache.RetraceWarning")
 
 _div = fg.jit(lambda x, y: x / y)
 _div_rows = fg.jit(lambda x, s: x / s[:, None])

@@ -241,7 +241,7 @@ def test_gpu_arrays_take_the_hot_path_after_the_first_call(monkeypatch):
     """A call on GpuArrays (or Arrays) with a signature seen before goes straight to the
     executable: with jit's general path broken, it still runs; a new signature, keywords or
     a transform need the general path."""
-    from fungrad.transforms.jit import _JitFunction
+    from fungrad.transforms.jit_cache import JitFunction as _JitFunction
     f = fg.jit(lambda x, y: (x * 2 + y, {"d": x - y}), backend="gpu")
     gx = fg.device_put(np.arange(8, dtype=np.float32), backend="gpu")
     gy = fnp.ones(8, np.float32)

@@ -28,7 +28,8 @@ import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.testing import check_grads
 from fungrad.testing import strategies as fst
-from fungrad.transforms.jit import RetraceWarning, jit_p
+from fungrad.transforms.jit_cache import RetraceWarning
+from fungrad.transforms.jit_primitive import jit_p
 from tests.helpers import assert_array
 
 # -- helpers --------------------------------------------------------------------------------------

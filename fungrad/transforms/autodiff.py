@@ -19,7 +19,7 @@ from fungrad import core, dtypes, tree_util
 from fungrad.array import Array
 from fungrad.numpy import util
 from fungrad.transforms import jvp as jvp_mod
-from fungrad.transforms.jit import check_callable
+from fungrad.transforms.api_util import check_callable, normalize_argnums
 from fungrad.transforms.partial_eval import linearize_flat, tape_vjp_flat
 from fungrad.transforms.transpose import UndefPrimal, backward_pass
 
@@ -46,8 +46,7 @@ def _as_array(x, what: str):
 
 
 def _argnums_tuple(fun_name, argnums, nargs):
-    from fungrad.api import _normalize_argnums
-    return _normalize_argnums(fun_name, argnums, nargs)
+    return normalize_argnums(fun_name, argnums, nargs)
 
 
 def _split_aux(fun_name: str, out, has_aux: bool):

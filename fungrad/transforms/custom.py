@@ -26,7 +26,7 @@ import inspect
 
 from fungrad import core, tree_util
 from fungrad.core import ShapedArray, get_aval
-from fungrad.transforms.jit import check_callable
+from fungrad.transforms.api_util import check_callable
 from fungrad.transforms.jvp import Zero, instantiate_zeros, jvp_rules, tangent_aval
 from fungrad.transforms.transpose import transpose_rules
 from fungrad.transforms.vmap import batch_jaxpr, batch_rules, bdim_at_front

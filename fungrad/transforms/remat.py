@@ -28,7 +28,7 @@ import types
 
 from fungrad import core, tree_util
 from fungrad.core import set_current_trace
-from fungrad.transforms.jit import check_callable
+from fungrad.transforms.api_util import check_callable
 from fungrad.transforms.jvp import jvp_jaxpr, jvp_rules
 from fungrad.transforms.partial_eval import partial_eval_rules
 from fungrad.transforms.transpose import backward_pass, transpose_rules

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from fungrad import core, tree_util
+from fungrad.transforms.api_util import fun_location, fun_name
 
 # -- checking types ------------------------------------------------------------------------------
 
@@ -30,11 +31,9 @@ def check_same_outputs(what: str, ref, other, fix: str, *, root: str = "output",
     returns (``root`` the carry's name, ``verbs`` ``("holds", "returns")``, ``must`` "must
     have", ``types`` "types"). The message names the functions (and where they are defined),
     the path of the first structural difference or of every differing leaf, and ``fix``."""
-    from fungrad.transforms.jit import _fun_location
-
     (r_label, r_fun, r_tree, r_avals), (o_label, o_fun, o_tree, o_avals) = ref, other
     r_verb, o_verb = verbs
-    where = "".join(f"\n  {label} is {_fun_name(fun)} at {_fun_location(fun)}"
+    where = "".join(f"\n  {label} is {fun_name(fun)} at {fun_location(fun)}"
                     for label, fun in ((r_label, r_fun), (o_label, o_fun))
                     if fun is not None) + "\n"
     diff = tree_util._tree_difference(r_tree, o_tree, root)
@@ -54,11 +53,6 @@ def check_same_outputs(what: str, ref, other, fix: str, *, root: str = "output",
     if lines:
         raise TypeError(f"{what} {must} equal {types}, but they differ:\n"
                         + "\n".join(lines) + where + fix)
-
-
-def _fun_name(fun) -> str:
-    from fungrad.transforms.jit import _fun_name as name
-    return name(fun)
 
 
 def eval_closed(closed: core.ClosedJaxpr, *args):

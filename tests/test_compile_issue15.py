@@ -2,7 +2,7 @@
 sort: random chains of small products, elementwise ops and reductions (the planner's
 scheduling), arrays with a zero-size dimension (index arithmetic, steps), and the compiled sort
 with NaN, -0.0, +0.0 and inf. The reference is the same function run eagerly (numpy impls),
-on the CPU and on the GPU (``backend="gpu"``: the same planner with GpuPlanner's policy)."""
+on the CPU and on the GPU (``backend="gpu"``: the same planner with the GPU's policy)."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def test_issue15_random_chains_of_small_products_plan_and_match_eager(chain, gra
 @settings(max_examples=8)
 @given(chain=chains(), grad=st.booleans(), seed=st.integers(0, 2**16))
 def test_issue15_random_chains_of_small_products_on_the_gpu(gpu, chain, grad, seed):
-    """The same on the GPU (GpuPlanner stores more reductions, so it met the bug more)."""
+    """The same on the GPU (its policy stores more reductions, so it met the bug more)."""
     check_chain(chain, grad, seed, "gpu")
 
 
@@ -373,10 +373,10 @@ def test_issue15_gpu_sort_orders_specials_as_eager(gpu, operands):
 
 # -- reductions inlined at several indices (the gradient of a small solve) ----------------------
 
-def _plan(f, *args, planner=None):
+def _plan(f, *args, policy=None):
     from fungrad.ir import passes
     from fungrad.lowering import fusion
-    return fusion.plan(passes.optimize(fg.make_jaxpr(f)(*args)), planner=planner)
+    return fusion.plan(passes.optimize(fg.make_jaxpr(f)(*args)), policy=policy)
 
 
 def test_issue15_a_reduction_read_at_several_indices_is_stored_once():
@@ -478,10 +478,11 @@ def check_one_value_per_sum(x, c, backend):
             return fnp.sum(fnp.where(s > 0, s, 0.0) * c) + fnp.sum(fnp.sin(s)) + 1e-4 * fnp.sum(
                 fnp.tanh(x @ w) @ fnp.ones((48, 48)))
         return fnp.sum(x, 1), fg.grad(loss)(x)
-    planner = None
+    policy = None
     if backend == "gpu":
-        from fungrad.lowering.gpu.executable import GpuPlanner as planner
-    twice = _sums_computed_twice(_plan(f, x, c, planner=planner))
+        from fungrad.lowering.gpu.policy import GpuPolicy
+        policy = GpuPolicy()
+    twice = _sums_computed_twice(_plan(f, x, c, policy=policy))
     assert not twice
     s, g = (np.asarray(a) for a in fg.jit(f, backend=backend)(x, c))
     mask = g[:, 0] - np.cos(s) > c / 2
@@ -504,7 +505,7 @@ def test_issue15_a_sum_feeding_a_mask_and_an_output_has_one_value(data):
 @settings(max_examples=4, deadline=None)
 @given(data=cancelling_rows(max_rows=8, max_half=64))
 def test_issue15_gpu_a_sum_feeding_a_mask_and_an_output_has_one_value(gpu, data):
-    """The same on the GPU (GpuPlanner stores more reductions, by kernels of their own)."""
+    """The same on the GPU (its policy stores more reductions, by kernels of their own)."""
     check_one_value_per_sum(*data, "gpu")
 
 

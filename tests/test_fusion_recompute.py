@@ -32,8 +32,8 @@ CUMULATIVE = {"cumprod": lambda x, reverse: (fnp.flip(fnp.cumprod(fnp.flip(x)))
               "cumlogsumexp": lambda x, reverse: lax.cumlogsumexp(x, reverse=reverse)}
 
 
-def _plan(f, *args, planner=None):
-    return fusion.plan(passes.optimize(fg.make_jaxpr(f)(*args)), planner=planner)
+def _plan(f, *args, policy=None):
+    return fusion.plan(passes.optimize(fg.make_jaxpr(f)(*args)), policy=policy)
 
 
 def _kernels(prog):
@@ -106,10 +106,10 @@ def test_jit_of_cumprod_derivative_against_finite_differences(x64):
 
 
 def test_gpu_planner_bounds_the_cumprod_derivative_too():
-    """The GPU's planner (a subclass) inherits the bound: planning needs no adapter."""
-    from fungrad.lowering.gpu.executable import GpuPlanner
+    """The planner with the GPU's policy keeps the bound: planning needs no adapter."""
+    from fungrad.lowering.gpu.policy import GpuPolicy
     counts = [_nodes(_plan(fg.grad(_cumulative_loss("cumprod", n)), _inputs(n),
-                           planner=GpuPlanner)) for n in (50, 200)]
+                           policy=GpuPolicy())) for n in (50, 200)]
     assert counts[1] <= 2 * counts[0] < 3000, counts
 
 

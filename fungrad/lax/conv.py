@@ -15,10 +15,10 @@ cotangent convolves lhs with the cotangent (groups becoming batch groups). The b
 the vmapped axis into the batch dimension (lhs only), the output features (rhs only) or the
 feature groups (both), as JAX's ``_conv_general_dilated_batch_rule``.
 
-The CPU lowering multiplies an im2col patch matrix by the kernel through BLAS for large float
-convolutions without groups, and otherwise reduces over the window and input features inline,
-per output element; both read the lhs through masked, clamped loads (padding and dilation holes
-are zeros).
+The lowering multiplies an im2col patch matrix by the kernel in a Gemm step for float
+convolutions without groups whose product the backend's policy wants as a Gemm, and otherwise
+reduces over the window and input features inline, per output element; both read the lhs
+through masked, clamped loads (padding and dilation holes are zeros).
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ from fungrad.lax.windowed_reductions import (
     strided_windows,
 )
 from fungrad.lowering import kernel
-from fungrad.lowering.cpu import blas
 from fungrad.transforms.jvp import Zero, defjvp
 from fungrad.transforms.transpose import deflinear_transpose, is_undefined_primal
 from fungrad.transforms.vmap import batch_rules
@@ -629,7 +628,6 @@ def _stored_in_order(ctx, x, order):
     return ctx.materialize(t)
 
 
-_GEMM_MIN_FLOPS = 16384  # below ~32^3 multiply-adds the inline reduction wins
 _GEMM_MAX_PATCH_BYTES = 1 << 28  # the patch matrix is a temporary: 256 MiB at most
 
 
@@ -658,7 +656,7 @@ def _conv_patches(ctx, x, n, pos, ks, ci, *, c_base, zero, acc, params, times=No
 def _conv_as_gemm(ctx, x, rhs, rhs_spec, out_spec, canonical, out_shape, extents, acc, zero,
                   params):
     """im2col: the (masked) lhs windows stored as a (N*spatial, window*I) matrix, multiplied by
-    the kernel as a (window*I, O) matrix through BLAS (as dot_general); the (N, spatial..., O)
+    the kernel as a (window*I, O) matrix in a Gemm step (as dot_general); the (N, spatial..., O)
     product is read back in the output's dimension order."""
     from fungrad.lowering.fusion import Gemm
     nsp = len(canonical) - 2
@@ -692,10 +690,10 @@ def _conv_general_dilated_lowering(
         ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
         dimension_numbers, feature_group_count, batch_group_count, precision,
         preferred_element_type):
-    """Float convolutions without groups large enough for BLAS are an im2col matrix product
-    (:func:`_conv_as_gemm`). Otherwise an inline reduction per output element over (window
-    offsets, input feature in the group), the input feature innermost: both operands are read
-    from buffers laid out as
+    """Float convolutions without groups whose product the backend's policy wants as a Gemm
+    (``wants_gemm``) are an im2col matrix product (:func:`_conv_as_gemm`). Otherwise an
+    inline reduction per output element over (window offsets, input feature in the group), the
+    input feature innermost: both operands are read from buffers laid out as
     (N, spatial..., C) and (O, window..., I) (copied there when they are not), so the inner
     loop is a contiguous dot product the vectoriser handles. lhs elements come through masked,
     clamped loads: positions in the padding or between dilated elements are zero, multiplied
@@ -731,9 +729,8 @@ def _conv_general_dilated_lowering(
     params = (window_strides, padding, lhs_dilation, rhs_dilation, in_sp)
     m, k = canonical[0] * math.prod(spatial), math.prod(extents)
     if (bg == 1 and fg == 1 and acc.kind == "f" and lhs.dtype == rhs.dtype == out_dtype == acc
-            and not single and m * o_total * k >= _GEMM_MIN_FLOPS
-            and m * k * acc.itemsize <= _GEMM_MAX_PATCH_BYTES
-            and blas.find_blas().available):
+            and not single and m * k * acc.itemsize <= _GEMM_MAX_PATCH_BYTES
+            and ctx.planner.policy.wants_gemm(m, o_total, k, 1, acc)):
         x = None  # the patches read a stored lhs in any layout
         if lhs.size:
             x = kernel.transposed(ctx, lhs, lhs_order, "conv_general_dilated operand")

@@ -465,12 +465,10 @@ def batch_matmul(lhs, rhs, precision=None):
                        precision=precision)
 
 
-# -- lowering: BLAS for large float matrices, an inline reduction otherwise -------------------
-# (on the CPU, a matrix times a vector read along the matrix's rows is the inline reduction
-# whatever its size, and one read down the matrix's columns a column sum: _is_row_dot,
-# _column_dot)
-
-_BLAS_MIN_FLOPS = 16384  # below ~32^3 multiply-adds a fused loop beats a BLAS call
+# -- lowering: a Gemm step where the backend's policy wants one, an inline reduction otherwise
+# (where the policy says so, a matrix times a vector read along the matrix's rows is the inline
+# reduction whatever its size, and one read down the matrix's columns a column sum:
+# _is_row_dot, _column_dot)
 
 
 def _layout_of(x) -> tuple[int, ...] | None:
@@ -518,38 +516,31 @@ def _is_row_dot(lhs, rhs, lc, rc, lb, rb, lf, rf, m, n) -> bool:
             or (m == 1 and _memory_order(rhs) == rb + rf + rc))
 
 
-#: the narrowest output a column dot (:func:`_column_dot`) is written for: narrower rows do
-#: not fill the column sum's vectors (one core, v @ A with A 65536 x n: n = 8 1.8x and n = 32
-#: 1.4x slower than the gemm, n = 64 5.9x, 128 2.6x and 256 3.7x faster; 4096 x n: 0.9x at
-#: 64, 2-2.5x faster at 128 and 256)
-COLUMN_DOT_MIN_WIDTH = 64
-
-
 def _column_dot(ctx, lhs, rhs, dimension_numbers, out_shape, out_dtype):
-    """A vector times a matrix read down its columns (``v @ A``, ``A.T @ v``; the vector side
-    one element wide, no batch dims, at least ``COLUMN_DOT_MIN_WIDTH`` outputs) as a column
-    sum of the products in the matrix's memory order: ``out[j] = sum_k v[k] * A[k, j]`` walks
-    A row by row, accumulating into partial rows of at most ``COLUMN_SUM_BLOCK`` products,
-    which are then summed the same way (``reduce._column_reduction``): one pass over A, and
-    an error bounded like the column sums' (a gemm's runs through all k: BLAS's gemv was
-    113 eps of ``|v| @ |A|`` off at k = 2^18, 1.4e-5 relative). 2-6x faster than the gemm
-    (v @ 784 x 512: 0.105 -> 0.053 ms; 65536 x 64: 3.8 -> 0.6 ms). Returns None where that
-    does not apply (the product is then a gemm): the matrix not laid out so, a narrower
-    output, batch dims (64 products of 256 x 256: 1.3x slower than the batched gemm), or a
-    contracted dimension shorter than 8 (the column sum's minimum)."""
+    """A vector times a matrix read down its columns (``v @ A``, ``A.T @ v``; the vector side one
+    element wide, no batch dims, as wide an output as the policy's ``column_dot`` wants) as a
+    column sum of the products in the matrix's memory order: ``out[j] = sum_k v[k] * A[k, j]``
+    walks A row by row, accumulating into partial rows of at most ``COLUMN_SUM_BLOCK`` products,
+    which are then summed the same way (``reduce._column_reduction``): one pass over A, and an
+    error bounded like the column sums' (a gemm's runs through all k: BLAS's gemv was 113 eps of
+    ``|v| @ |A|`` off at k = 2^18, 1.4e-5 relative). 2-6x faster than the gemm (v @ 784 x 512:
+    0.105 -> 0.053 ms; 65536 x 64: 3.8 -> 0.6 ms). Returns None where that does not apply (the
+    product is then a gemm): the matrix not laid out so, batch dims (64 products of 256 x 256:
+    1.3x slower than the batched gemm), or an output width and contracted length the policy
+    declines (a narrow output does not fill the column sum's vectors)."""
     from fungrad.lax.reduce import _column_reduction
     (lc, rc), (lb, rb) = dimension_numbers
     lf, rf = _free_dims(len(lhs.shape), lc, lb), _free_dims(len(rhs.shape), rc, rb)
     m, n = (math.prod(x.shape[d] for d in f) for x, f in ((lhs, lf), (rhs, rf)))
     if lb:
         return None
-    if m == 1 and n >= COLUMN_DOT_MIN_WIDTH and _memory_order(rhs) == rc + rf:
+    if m == 1 and _memory_order(rhs) == rc + rf:
         mat, vec, mc, mf, vc, skip = rhs, lhs, rc, rf, lc, len(lf)  # out: lf (ones) + rf
-    elif n == 1 and m >= COLUMN_DOT_MIN_WIDTH and _memory_order(lhs) == lc + lf:
+    elif n == 1 and _memory_order(lhs) == lc + lf:
         mat, vec, mc, mf, vc, skip = lhs, rhs, lc, lf, rc, 0  # out: lf + rf (ones)
     else:
         return None
-    if min(mat.shape[d] for d in mc) < 8:
+    if not ctx.planner.policy.column_dot(max(m, n), min(mat.shape[d] for d in mc)):
         return None
     order = mc + mf
 
@@ -571,7 +562,6 @@ def _column_dot(ctx, lhs, rhs, dimension_numbers, out_shape, out_dtype):
 
 def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
                           preferred_element_type):
-    from fungrad.lowering.cpu import blas
     from fungrad.lowering.fusion import Gemm
     (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
@@ -581,21 +571,24 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
                  + tuple(rhs.shape[d] for d in rf))
     b, m, n, k = (math.prod(shape[d] for d in dims) for shape, dims in
                   ((lhs.shape, lb), (lhs.shape, lf), (rhs.shape, rf), (lhs.shape, lc)))
-    # the GPU's matmul shader splits long contractions itself; its reductions are per thread
-    cpu = ctx.planner.backend == "cpu"
+    policy = ctx.planner.policy
     if (acc.kind == "f" and lhs.dtype == rhs.dtype == out_dtype == acc and min(m, n, k) > 0
-            and m * n * k >= _BLAS_MIN_FLOPS and b <= 64 and blas.find_blas().available
-            and not (cpu and _is_row_dot(lhs, rhs, lc, rc, lb, rb, lf, rf, m, n))):
-        column = (_column_dot(ctx, lhs, rhs, dimension_numbers, out_shape, out_dtype) if cpu
-                  else None)
+            and policy.wants_gemm(m, n, k, b, acc)
+            and not (policy.inline_row_dots
+                     and _is_row_dot(lhs, rhs, lc, rc, lb, rb, lf, rf, m, n))):
+        column = _column_dot(ctx, lhs, rhs, dimension_numbers, out_shape, out_dtype)
         if column is not None:
             return column
         a_buf, trans_a = _operand_buffer(ctx, lhs, lb + lf + lc, lb + lc + lf)
-        b_buf, trans_b = _operand_buffer(ctx, rhs, rb + rc + rf, rb + rf + rc)
+        if trans_a and not policy.gemm_transposes_both:  # rhs in place, stored so if need be
+            b_buf, trans_b = _operand_buffer(ctx, rhs, rb + rc + rf, rb + rc + rf)
+        else:
+            b_buf, trans_b = _operand_buffer(ctx, rhs, rb + rc + rf, rb + rf + rc)
         nb, nl = len(lb), len(lf)
         swapped = (tuple(range(nb)) + tuple(range(nb + nl, len(out_shape)))
                    + tuple(range(nb, nb + nl)))
-        if ctx.planner.read_permutation() == swapped and swapped != tuple(range(len(swapped))):
+        if (ctx.planner.read_permutation() == swapped and swapped != tuple(range(len(swapped)))
+                and (policy.gemm_transposes_both or trans_a or trans_b)):
             # every reader transposes the result: write C^T = B^T A^T, its readers' layout
             c_buf = ctx.planner.new_buffer([out_shape[d] for d in swapped], out_dtype, "temp")
             ctx.planner.add_step(Gemm("dot_general", b_buf, a_buf, c_buf, n, m, k,

@@ -649,9 +649,9 @@ def reduce(operands, init_values, computation, dimensions):
 def _reduce_lowering(op):
     def rule(ctx, x, *, axes):
         acc = _accumulation_dtype(x.dtype) if op in ("add", "mul") else x.dtype
-        # (not on the GPU: its invocations would race on the accumulated row)
-        if (acc == x.dtype and axes and x.ndim - 1 not in axes and x.size >= 4096
-                and min(x.shape[a] for a in axes) >= 8 and ctx.planner.backend == "cpu"):
+        # (where the policy says so: a GPU's invocations would race on the accumulated row)
+        if (acc == x.dtype and axes and x.ndim - 1 not in axes
+                and ctx.planner.policy.column_reduction(x.size, min(x.shape[a] for a in axes))):
             return _column_reduction(ctx, x, axes, op)
         return kernel.reduced(ctx, x, axes, op, acc, x.dtype, f"reduce_{op}")
     return rule
@@ -813,9 +813,9 @@ def _recomputes_reduction(root, loops) -> bool:
 
 def _scan_dtype(ctx, dtype: np.dtype, op: str) -> np.dtype:
     """The dtype a compiled scan carries: as the impl (float32 sums and integer logsumexps
-    in float64) where the backend has float64, else float32 (the GPU: WGSL has no float64;
-    its scans reassociate their sums instead)."""
-    wide = np.dtype(np.float64) if ctx.planner.backend == "cpu" else np.dtype(np.float32)
+    in float64) where the backend's policy ``has_float64``, else float32 (the GPU: WGSL has no
+    float64; its scans reassociate their sums instead)."""
+    wide = np.dtype(np.float64 if ctx.planner.policy.has_float64 else np.float32)
     if op == "add" and dtype == np.float32 or op == "logaddexp" and dtype.kind in "iu":
         return wide
     return _accumulation_dtype(dtype) if op in ("add", "mul", "logaddexp") else dtype
@@ -864,7 +864,7 @@ def _cumulative_lowering(name: str, op: str):
             x = ctx.materialize(x)
             planner.flush()
             x0, cur = ctx.convert(x.at(first), acc), ctx.convert(x.at(pos), acc)
-        if acc == x.dtype or planner.backend != "cpu":
+        if acc == x.dtype or not planner.policy.wide_scan_carry:
             # the scan reads its own previous element back (the GPU's scan scheme finds
             # this pattern); a wider accumulator is rounded by a map afterwards
             buf = out = planner.new_buffer(x.shape, acc, "temp")

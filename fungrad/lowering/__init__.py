@@ -1,33 +1,67 @@
 """Lowering of jaxprs to native code.
 
-``compile_jaxpr(closed_jaxpr, backend, name)`` optimises a jaxpr (``fungrad.ir.passes``),
-plans kernels (``fusion``: which values live in memory, which loops fuse), renders LLVM IR
-(``llvm`` + ``llvm_ops`` + ``llvm_math``) and compiles it (``cpu``; ``cache`` keeps objects on
-disk). ``kernel`` is the small set of scalar ops lowering rules produce; the rules themselves
-live beside their primitives in ``fungrad/lax``. ``blas`` calls numpy's OpenBLAS from native
-code, ``threads`` and ``runtime`` split large loops across cores, ``abi`` lets native code read
-array pointers from Python objects.
+``compile_jaxpr(closed_jaxpr, backend, name)`` looks the backend up in :data:`BACKENDS` and
+builds its executable, which optimises the jaxpr (``fungrad.ir.passes``), plans kernels
+(``fusion``: which values live in memory, which loops fuse, with the backend's
+:class:`~fungrad.lowering.fusion.Policy`) and renders them: LLVM IR compiled to native code
+(``cpu/``), or WGSL run through wgpu (``gpu/``). ``kernel`` is the small set of scalar ops
+lowering rules produce; the rules themselves live beside their primitives in ``fungrad/lax``.
+A new backend is one :class:`Backend` entry in :data:`BACKENDS` (its executable class and
+its policy).
 """
 
 from __future__ import annotations
 
-from fungrad.lowering.cpu.compiler import CompileError
-from fungrad.lowering.fusion import LoweringError
+import importlib
 
-BACKENDS = ("cpu", "gpu")
+from fungrad.lowering.cpu.compiler import CompileError
+from fungrad.lowering.fusion import LoweringError, Policy
+
+
+def _load(path: str):
+    """The object named by ``"package.module:Name"`` (its module imported on first use)."""
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+class Backend:
+    """One backend: its executable class and its :class:`~fungrad.lowering.fusion.Policy`,
+    as import paths (``"package.module:Name"``) so that ``import fungrad`` imports neither."""
+
+    def __init__(self, name: str, executable: str, policy: str):
+        self.name, self._executable, self._policy = name, executable, policy
+
+    def compile(self, closed, name: str = "main"):
+        """The executable of ``closed`` (a ClosedJaxpr) for this backend."""
+        return _load(self._executable)(closed, name)
+
+    def policy(self) -> Policy:
+        """The backend's policy, as its planner uses it."""
+        return _load(self._policy)()
+
+    def __repr__(self):
+        return f"Backend({self.name!r})"
+
+
+#: backend name -> :class:`Backend`; ``jit(f, backend=name)`` compiles through the entry
+BACKENDS: dict[str, Backend] = {
+    "cpu": Backend("cpu", "fungrad.lowering.cpu.executable:Executable",
+                   "fungrad.lowering.cpu.policy:CpuPolicy"),
+    "gpu": Backend("gpu", "fungrad.lowering.gpu.executable:GpuExecutable",
+                   "fungrad.lowering.gpu.policy:GpuPolicy"),
+}
 
 
 def compile_jaxpr(closed, backend: str | None = "cpu", name: str = "main"):
-    """Compile a ClosedJaxpr for ``backend``: an :class:`Executable` (native code) for
-    ``"cpu"``, a :class:`GpuExecutable` (WGSL through wgpu) for ``"gpu"``."""
-    if backend == "gpu":
-        from fungrad.lowering.gpu.executable import GpuExecutable
-        return GpuExecutable(closed, name)
-    from fungrad.lowering.cpu.executable import Executable
-    if backend not in (None, "cpu"):
+    """Compile a ClosedJaxpr for ``backend`` (a key of :data:`BACKENDS`; None: ``"cpu"``):
+    an ``Executable`` (native code) for ``"cpu"``, a ``GpuExecutable`` (WGSL through wgpu) for
+    ``"gpu"``."""
+    entry = BACKENDS.get("cpu" if backend is None else backend) if (
+        backend is None or isinstance(backend, str)) else None
+    if entry is None:
         raise ValueError(f"jit: unknown backend {backend!r}; supported backends: "
                          f"{', '.join(BACKENDS)}")
-    return Executable(closed, name)
+    return entry.compile(closed, name)
 
 
-__all__ = ["compile_jaxpr", "CompileError", "LoweringError", "BACKENDS"]
+__all__ = ["compile_jaxpr", "Backend", "CompileError", "LoweringError", "BACKENDS"]

@@ -1,7 +1,10 @@
 """The fusion planner: a jaxpr becomes a :class:`Program` of kernels over buffers.
 
 This is the only module that decides fusion; it is backend-neutral (the LLVM renderer and the
-WGSL renderer both consume a :class:`Program`).
+WGSL renderer both consume a :class:`Program`). What differs between backends -- whether a
+matrix product is worth a :class:`Gemm` step, which reduction layouts run well, whether float64
+exists -- each backend states once in a :class:`Policy`; the planner carries it
+(``planner.policy``) and the lowering rules in ``fungrad/lax`` ask it, never a backend's name.
 
 How it works. Each equation's lowering rule turns lazy input tensors into lazy output tensors
 (``kernel.py``), so a chain of elementwise, broadcast, reshape, transpose, slice and reduction
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -198,21 +202,86 @@ class _Unshareable(Exception):
 class LoweringError(Exception):
     """A jaxpr cannot be lowered: names the primitive and the reason."""
 
+class Policy(Protocol):
+    """A backend's answers to the choices the planner and the lowering rules make: each backend
+    implements one (``lowering/cpu/policy.py``, ``lowering/gpu/policy.py``) and the planner
+    carries it as ``planner.policy`` (sub-planners share their parent's). Rules branch on these
+    answers, never on ``name``; a new backend is one more implementation.
+
+    ``name``: the backend ("cpu", "gpu"), for messages only.
+
+    ``has_float64``: whether kernels compute in float64 (a float32 scan then carries float64,
+    as the impl; WGSL has no float64).
+
+    ``stores_outer_reductions``: whether a reduction that depends on a kernel's outer loops only
+    (a row's maximum, read by every element of the row) is stored by an earlier kernel. A loop
+    nest computes it once per row (False); where every element is its own invocation (a GPU),
+    each would recompute it (True).
+
+    ``inline_row_dots``: whether a matrix-vector product that reads the matrix along its rows is
+    an inline reduction (a vectorised, blocked row sum) instead of a :class:`Gemm`.
+
+    ``wide_scan_carry``: whether a cumulative reduction with a wider accumulator than its
+    operand may keep that accumulator per line in a buffer of its own (a serial loop holds it
+    in a register); else the scan reads its own previous output element back.
+
+    ``gemm_transposes_both``: whether a :class:`Gemm` may read both operands transposed (else
+    the rule stores one of them in the other order first).
+    """
+
+    name: str
+    has_float64: bool
+    stores_outer_reductions: bool
+    inline_row_dots: bool
+    wide_scan_carry: bool
+    gemm_transposes_both: bool
+
+    def wants_gemm(self, m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
+        """Whether ``batch`` products of ``[m, k] @ [k, n]`` in ``dtype`` (a float; operands,
+        accumulator and result all of it, none of m, n, k zero) should be a :class:`Gemm`
+        step rather than an inline reduction per output element."""
+        ...
+
+    def column_reduction(self, size: int, shortest: int) -> bool:
+        """Whether a reduction that keeps the operand's last axis (a bias gradient's sum over
+        the batch), of a ``size``-element operand whose shortest reduced axis is ``shortest``
+        long, should walk the operand in memory order and accumulate into the output row
+        (``lax.reduce._column_reduction``) rather than reduce each output element inline."""
+        ...
+
+    def column_dot(self, width: int, shortest: int) -> bool:
+        """Whether a vector times a matrix read down its columns (``v @ A``), ``width`` outputs
+        and its shortest contracted axis ``shortest`` long, should be a column sum of the
+        products in the matrix's memory order (``lax.dot._column_dot``) rather than a
+        :class:`Gemm`."""
+        ...
+
+
+def default_policy() -> Policy:
+    """The policy :func:`plan` uses when given none: the CPU's."""
+    from fungrad.lowering.cpu.policy import CpuPolicy
+    return CpuPolicy()
+
 
 class Planner:
-    """Builds a :class:`Program` from a closed jaxpr (see the module docstring)."""
+    """Builds a :class:`Program` from a closed jaxpr (see the module docstring) with a
+    backend's :class:`Policy`; a sub-planner (``parent`` given: a control-flow body) shares
+    its parent's."""
 
-    backend = "cpu"  # rules that choose a layout by backend read this (GpuPlanner: "gpu")
-
-    def __init__(self, name: str, parent: Planner | None = None):
+    def __init__(self, name: str, parent: Planner | None = None, policy: Policy | None = None):
         self.name = name
         if parent is None:
+            if policy is None:
+                raise TypeError(f"Planner({name!r}): a top-level planner needs the backend's "
+                                f"policy (e.g. policy=fusion.default_policy())")
+            self.policy = policy
             self.ctx = Ctx(self)
             self.buffers: list[Buffer] = []
             self.consts: list[tuple[Buffer, np.ndarray]] = []
             self._n = {"kernel": 0}
             self._ready: list = [None]  # the buffers ready when elements were last forgotten
         else:  # a sub-program (a control-flow body): one program's nodes, buffers and names
+            self.policy = parent.policy
             self.ctx, self.buffers, self.consts, self._n, self._ready = (
                 parent.ctx, parent.buffers, parent.consts, parent._n, parent._ready)
         self.steps: list = []
@@ -284,7 +353,8 @@ class Planner:
                 rule = K.lowering_rules.get(eqn.primitive)
                 if rule is None:
                     raise LoweringError(f"jit: the primitive {eqn.primitive.name} has no "
-                                        f"lowering rule for the CPU compiler")
+                                        f"lowering rule for the {self.policy.name.upper()} "
+                                        f"compiler")
                 self.eqn = eqn
                 outs = rule(self.ctx, *map(read, eqn.invars), **eqn.params)
                 if not eqn.primitive.multiple_results:
@@ -660,7 +730,9 @@ class Planner:
         return Kernel(f"k{self._n['kernel']}", loops, stores, True, origins)
 
     def _recomputed_reductions(self, kern: Kernel) -> list[Tensor]:
-        """Reductions the renderer would evaluate inside loops they do not depend on."""
+        """Reductions the renderer would evaluate inside loops they do not depend on, and, where
+        the policy ``stores_outer_reductions`` (every element its own invocation), those that
+        do not depend on all of the kernel's loops."""
         chain = {v: kern.loops[:i + 1] for i, v in enumerate(kern.loops)}
         bad = []
         for e in _walk([s.value for s in kern.stores]):
@@ -671,6 +743,13 @@ class Planner:
                 t = self.ctx.reduce_origin.get(e)
                 if t is not None and t.buffer is None and t not in bad:
                     bad.append(t)
+        if self.policy.stores_outer_reductions:
+            loops = set(kern.loops)
+            for e in _walk([s.value for s in kern.stores]):
+                if e.op == "reduce" and not loops <= e.free:
+                    t = self.ctx.reduce_origin.get(e)
+                    if t is not None and t.buffer is None and t not in bad:
+                        bad.append(t)
         return bad
 
 
@@ -725,10 +804,10 @@ def _placement_chain(e: Expr, chain: dict) -> tuple[Var, ...]:
     return deepest
 
 
-def plan(closed: core.ClosedJaxpr, name: str = "main", planner: type | None = None) -> Program:
-    """Lower ``closed`` (already optimised) to a :class:`Program`; ``planner`` is a Planner
-    subclass with a backend's placement policy (the GPU's stores more reductions)."""
-    p = (planner or Planner)(name)
+def plan(closed: core.ClosedJaxpr, name: str = "main", policy: Policy | None = None) -> Program:
+    """Lower ``closed`` (already optimised) to a :class:`Program` for the backend whose
+    :class:`Policy` is ``policy`` (None: :func:`default_policy`, the CPU's)."""
+    p = Planner(name, policy=policy if policy is not None else default_policy())
     jaxpr = closed.jaxpr
     inputs = []
     for i, v in enumerate(jaxpr.invars):

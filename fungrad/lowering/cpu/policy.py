@@ -1,0 +1,74 @@
+"""The CPU's :class:`~fungrad.lowering.fusion.Policy`: what the LLVM backend runs well.
+
+Matrix products become :class:`~fungrad.lowering.fusion.Gemm` steps, which the renderer
+(``llvm_ops.OpEmitter.gemm``) runs through the float32 gemm library (``gemm.py``) or numpy's
+BLAS (``blas.py``). Which products need BLAS is decided here from what the library takes:
+without BLAS (a numpy that bundles no OpenBLAS), the float32 products the renderer runs through
+the library alone (``gemm.supports``, and below ``gemm.SERIAL_WORK``, from where it also calls
+BLAS when several threads may run) are still Gemm steps; the others (float64, batched, larger)
+are inline reductions. Loop nests compute a row's reduction once per row and accumulate
+columns serially, so the column layouts of ``lax.reduce`` and ``lax.dot`` apply here.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from fungrad.lowering.cpu import blas
+from fungrad.lowering.cpu import gemm as library
+
+#: below ~32^3 multiply-adds a fused loop beats a BLAS call
+GEMM_MIN_FLOPS = 16384
+#: the most products of one batched Gemm (more: the inline reduction, one kernel)
+GEMM_MAX_BATCH = 64
+#: a column reduction (``lax.reduce._column_reduction``) from this many operand elements on
+COLUMN_REDUCTION_MIN_SIZE = 4096
+#: the shortest reduced (contracted) axis a column sum is written for
+COLUMN_MIN_LENGTH = 8
+#: the narrowest output a column dot (``lax.dot._column_dot``) is written for: narrower rows do
+#: not fill the column sum's vectors (one core, v @ A with A 65536 x n: n = 8 1.8x and n = 32
+#: 1.4x slower than the gemm, n = 64 5.9x, 128 2.6x and 256 3.7x faster; 4096 x n: 0.9x at
+#: 64, 2-2.5x faster at 128 and 256)
+COLUMN_DOT_MIN_WIDTH = 64
+
+
+class CpuPolicy:
+    """The CPU backend's answers (see :class:`~fungrad.lowering.fusion.Policy`). Stateless:
+    whether BLAS is there is asked of :func:`blas.find_blas` at each decision."""
+
+    name = "cpu"
+    has_float64 = True
+    stores_outer_reductions = False  # a loop nest computes a row's reduction once per row
+    inline_row_dots = True  # a blocked, vectorised row sum beats the gemm tiled for wide outputs
+    wide_scan_carry = True  # a serial scan loop keeps the wide carry of a line in a register
+
+    @property
+    def gemm_transposes_both(self) -> bool:
+        """BLAS takes any transposes; the gemm library not both operands transposed."""
+        return blas.find_blas().available
+
+    def wants_gemm(self, m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
+        if m * n * k < GEMM_MIN_FLOPS or batch > GEMM_MAX_BATCH:
+            return False
+        if blas.find_blas().available:
+            return True
+        return _library_alone(m, n, k, batch, np.dtype(dtype))
+
+    def column_reduction(self, size: int, shortest: int) -> bool:
+        return size >= COLUMN_REDUCTION_MIN_SIZE and shortest >= COLUMN_MIN_LENGTH
+
+    def column_dot(self, width: int, shortest: int) -> bool:
+        return width >= COLUMN_DOT_MIN_WIDTH and shortest >= COLUMN_MIN_LENGTH
+
+
+def _library_alone(m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
+    """Whether the renderer runs this product through the gemm library without a BLAS call,
+    whichever operand layout the rule picks (A in place or transposed)."""
+    if m * n * k >= library.SERIAL_WORK:
+        return False
+    c = SimpleNamespace(dtype=dtype)
+    return all(library.supports(SimpleNamespace(c=c, m=m, n=n, k=k, batch=batch,
+                                                trans_a=trans_a, trans_b=False))
+               for trans_a in (False, True))

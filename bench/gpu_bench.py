@@ -325,7 +325,7 @@ def bench_mlp() -> None:
 def _compiled(f, args, tree: str):
     """``f``'s GPU executable with tree reductions in mode ``tree``."""
     from fungrad.lowering import compile_jaxpr
-    from fungrad.lowering.gpu import executable as ge
+    from fungrad.lowering.gpu import schemes as ge
     old, ge.TREE_REDUCTIONS = ge.TREE_REDUCTIONS, tree
     try:
         return compile_jaxpr(fg.make_jaxpr(f)(*args), "gpu", "bench")
@@ -369,9 +369,9 @@ def bench_reduce(n: int) -> None:
 def bench_scatter(m: int = 60000, n: int = 1000) -> None:
     """x.at[i].add(u) and .set(u) with m duplicate-heavy updates into n elements: one
     invocation per update (atomics; the set's last-wins claim) against the serial loop the
-    GPU backend used before (forced here by patching the executable's scatter test)."""
+    GPU backend used before (forced here by patching the step renderers' scatter test)."""
     from fungrad.lowering import compile_jaxpr
-    from fungrad.lowering.gpu import executable as ge
+    from fungrad.lowering.gpu import dispatches as gd
     rt = gpu.runtime()
     rng = np.random.default_rng(0)
     args = [fg.device_put(a, backend="gpu") for a in (
@@ -383,13 +383,13 @@ def bench_scatter(m: int = 60000, n: int = 1000) -> None:
         ref = np.asarray(fg.jit(f)(*[np.asarray(a) for a in args]))
         times, row = {}, f"  {name:4s}"
         for label in ("serial", "parallel"):
-            patch = ge._scatter_like
+            patch = gd.scatter_like
             if label == "serial":
-                ge._scatter_like = lambda kern: False
+                gd.scatter_like = lambda kern: False
             try:
                 exe = compile_jaxpr(fg.make_jaxpr(f)(*args), "gpu", "bench")
             finally:
-                ge._scatter_like = patch
+                gd.scatter_like = patch
             run = lambda exe=exe: np.asarray(exe.call(args)[0])  # noqa: E731
             np.testing.assert_allclose(run(), ref, rtol=1e-4, atol=1e-4)
             times[label] = t = timeit(run, min_time=1.0)[0]
@@ -425,7 +425,7 @@ def bench_sort() -> None:
     """Sorting rows (float32, read back): the rank sort (one dispatch, O(n) per element)
     against the bitonic network, forced either way through ``SORT_RANK_MAX_ROW``."""
     from fungrad.lowering import compile_jaxpr
-    from fungrad.lowering.gpu import executable as ge
+    from fungrad.lowering.gpu import schemes as ge
     rt = gpu.runtime()
     rng = np.random.default_rng(0)
     print(f"\nsort along the last axis on {rt.name} (+ readback)")
@@ -457,7 +457,7 @@ def bench_scan(n: int) -> None:
     is longer than the adapter's loop limit it is split anyway) against blocks of
     ``SCAN_BLOCK`` elements in three dispatches (``"always"``), interleaved, best of 5."""
     from fungrad.lowering import compile_jaxpr
-    from fungrad.lowering.gpu import executable as ge
+    from fungrad.lowering.gpu import schemes as ge
     rt = gpu.runtime()
     rng = np.random.default_rng(0)
     print(f"\ncumsum along the last axis on {rt.name} (+ readback)")

@@ -103,7 +103,7 @@ def test_issue15_gpu_short_reductions_and_scans_keep_specials(scan, monkeypatch)
     """The shader compiler unrolls short loops, and then a sum of [x, -x] met its own
     operand (0 for NaN and inf) and a product of [x, 0] a constant zero: such reductions
     and scans hide each element."""
-    from fungrad.lowering.gpu import executable as ge
+    from fungrad.lowering.gpu import schemes as ge
     monkeypatch.delenv("FUNGRAD_GPU_SCAN", raising=False)
     monkeypatch.setattr(ge, "SCAN", scan)
     exact = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.0, 0.5], np.float32)
@@ -238,7 +238,7 @@ def test_issue15_gpu_sums_accumulate_with_bounded_error(tree, monkeypatch):
     """A serial sum in one invocation was one running float: rows of 60000 values near 1000
     came out 5400 ulps off. Blocked partial sums (and the workgroup trees) stay within a
     few ulps of the float64 sum."""
-    from fungrad.lowering.gpu import executable as ge
+    from fungrad.lowering.gpu import schemes as ge
     monkeypatch.delenv("FUNGRAD_GPU_TREE_REDUCE", raising=False)
     monkeypatch.setattr(ge, "TREE_REDUCTIONS", tree)
     rng = np.random.default_rng(15)
@@ -275,7 +275,7 @@ def test_issue15_gpu_scans_stay_within_a_few_ulps(mode, monkeypatch):
     """cumsum and cumlogsumexp along long lines, in one invocation per line (``never``) and
     in blocks (``always``), against float64: a few ulps (a serial fold was 70-100 ulps off
     after 60000 elements)."""
-    from fungrad.lowering.gpu import executable as ge
+    from fungrad.lowering.gpu import schemes as ge
     monkeypatch.delenv("FUNGRAD_GPU_SCAN", raising=False)
     monkeypatch.setattr(ge, "SCAN", mode)
     rng = np.random.default_rng(3)
@@ -369,7 +369,7 @@ def test_issue15_gpu_blocked_sums_and_scans_at_block_boundaries(n, rows, mode, s
     """Sums (16-element levels) and scans (64-element blocks, two levels) of lengths around
     the block sizes: every element counted once, a few ulps from float64 (positive values,
     so the sums have no cancellation)."""
-    from fungrad.lowering.gpu import executable as ge
+    from fungrad.lowering.gpu import schemes as ge
     old = ge.TREE_REDUCTIONS, ge.SCAN
     ge.TREE_REDUCTIONS, ge.SCAN = mode, mode
     try:
@@ -388,7 +388,7 @@ def test_issue15_gpu_argmax_argmin_of_bools(tree, monkeypatch):
     (fuzz finding gpu_bool_argminmax); now false < true, the first extreme wins, in the
     serial loop, the workgroup trees and their merges. Against numpy, with bool sorts and
     max/min reductions in the same program (the other orderings of bools)."""
-    from fungrad.lowering.gpu import executable as ge
+    from fungrad.lowering.gpu import schemes as ge
     monkeypatch.delenv("FUNGRAD_GPU_TREE_REDUCE", raising=False)
     monkeypatch.setattr(ge, "TREE_REDUCTIONS", tree)
     rng = np.random.default_rng(8)

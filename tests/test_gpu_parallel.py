@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad.lowering import compile_jaxpr
-from fungrad.lowering.gpu import executable as ge
+from fungrad.lowering.gpu import schemes as ge
 
 pytestmark = pytest.mark.usefixtures("gpu")
 

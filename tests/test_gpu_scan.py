@@ -17,7 +17,7 @@ import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.lowering import compile_jaxpr
-from fungrad.lowering.gpu import executable as ge
+from fungrad.lowering.gpu import schemes as ge
 
 pytestmark = pytest.mark.usefixtures("gpu")
 

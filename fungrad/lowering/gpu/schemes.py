@@ -1,17 +1,193 @@
-"""How a step runs on the GPU: the analysis the choice needs and the choices as data.
+"""How a step runs on the GPU: the choices between schemes, the analysis they need, the
+tuning constants, and the choices as data for the renderers.
 
-Which kernels are scans (:func:`scan_of` -> :class:`ScanInfo`), which reductions can become
-workgroup trees (:func:`top_reductions`, :class:`Tree`), how a scatter runs in parallel
-(:class:`Scatter`), how a long matmul contraction splits (:class:`SplitK`).
+Which reductions become workgroup trees (:func:`tree_groups` -> :class:`Tree`; ``TREE_*``),
+which serial kernels run as parallel scatters (:func:`scatter_like` -> :class:`Scatter`),
+which kernels are scans (:func:`scan_of` -> :class:`ScanInfo`) and into how many blocks their
+lines split (:func:`scan_blocks`; ``SCAN``, ``SCAN_BLOCK``), which sorts take the bitonic
+network (:func:`sort_by_ranks`; ``SORT_RANK_MAX_ROW``), how long matmul contractions split
+(:func:`split_k` -> :class:`SplitK`), and how a kernel reading more buffers than a shader
+may bind splits its stores (:func:`split_bindings`).
+
+The choices read the adapter's properties from the runtime (``loop_limit``: the loop
+iterations one invocation may run; ``cpu_adapter``; ``max_bindings``) and, where one depends
+on how long the one-pass shader loops, take a function rendering it (called only when the
+adapter has a loop limit). The tuning constants and modes are read when a function is
+compiled (tests set them).
 """
 
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from fungrad.lowering.fusion import Kernel, _walk
+import numpy as np
+
+from fungrad.lowering import fusion
+from fungrad.lowering.fusion import Kernel, LoweringError, _walk
 from fungrad.lowering.kernel import INDEX, Expr, Var
+
+#: Tree reductions (see :func:`tree_groups`): for kernels of at most TREE_MAX_OUTPUTS output
+#: elements, reductions of at least TREE_MIN_LENGTH elements ("auto" mode), about
+#: TREE_PER_INVOCATION elements per invocation in the first pass, and at most TREE_GROUPS
+#: workgroups in all.
+TREE_MAX_OUTPUTS = 4096
+TREE_MIN_LENGTH = 256
+TREE_PER_INVOCATION = 16
+TREE_GROUPS = 1024
+#: "auto" (trees on real GPUs only), "always" (wherever outputs are few, whatever the
+#: adapter and reduction length: tests use it on lavapipe) or "never". The environment
+#: variable FUNGRAD_GPU_TREE_REDUCE, when set, wins. Read when a function is compiled.
+TREE_REDUCTIONS = "auto"
+#: Rows of at most this many elements sort by ranks (one dispatch, O(n) per element), longer
+#: ones by a bitonic network (``sort.render_bitonic``); the crossover measured on lavapipe
+#: lies between 32 and 128.
+SORT_RANK_MAX_ROW = 64
+#: Scans (cumulative reductions: :func:`scan_of`, ``scan.render_scan``) run one invocation
+#: per line, in order, or split their lines into blocks (three dispatches). "auto": blocks
+#: of about SCAN_BLOCK elements where lines are too few to fill the device: fewer than
+#: SCAN_SERIAL_ROWS on a GPU, fewer than two per CPU core on a CPU adapter (lavapipe, 2
+#: cores: blocks 1.6x faster for 2 lines of 60000, 0.7x for 8); "always": blocks of
+#: SCAN_BLOCK wherever a line is longer (tests use it with small blocks); "never": one
+#: block unless a line would loop past the adapter's limit (``gpu.Runtime.loop_limit``),
+#: which splits it in every mode. The environment variable FUNGRAD_GPU_SCAN, when set,
+#: wins. Read when a function is compiled.
+SCAN = "auto"
+SCAN_BLOCK = 512
+SCAN_SERIAL_ROWS = 4096
+
+
+def _mode(variable: str, name: str, default: str) -> str:
+    mode = os.environ.get(variable, "").strip().lower() or default
+    if mode not in ("auto", "always", "never"):
+        raise ValueError(f"{variable} / gpu_executable.{name}: {mode!r} is not one of 'auto', "
+                         "'always', 'never'")
+    return mode
+
+
+def scan_mode() -> str:
+    """The scan mode in force (``SCAN`` or its environment override FUNGRAD_GPU_SCAN)."""
+    return _mode("FUNGRAD_GPU_SCAN", "SCAN", SCAN)
+
+
+def tree_reductions() -> str:
+    """The tree-reduction mode in force (``TREE_REDUCTIONS`` or its environment override)."""
+    return _mode("FUNGRAD_GPU_TREE_REDUCE", "TREE_REDUCTIONS", TREE_REDUCTIONS)
+
+
+# -- the choices ----------------------------------------------------------------------------------
+
+def tree_groups(kern: Kernel, rt, serial_iterations: Callable[[], int]) -> int:
+    """Workgroups per output element for ``kern``'s top-level reductions as workgroup trees
+    (:class:`Tree`), or 0 to keep one invocation per output element. Trees pay where outputs
+    are few (a full sum is otherwise one invocation) and the adapter is a real GPU (on a CPU
+    adapter such as lavapipe, invocations are CPU threads: the serial loop is faster), and
+    they are needed wherever one invocation would loop more often than the adapter allows
+    (``serial_iterations()``: the one-invocation shader's loop iterations);
+    :func:`tree_reductions` can force them on or off."""
+    mode = tree_reductions()
+    if mode == "never" or not kern.parallel:
+        return 0
+    tops = top_reductions(kern)
+    outputs = int(np.prod([v.extent for v in kern.loops], dtype=np.int64))
+    if not tops or not outputs:
+        return 0
+    longest = max(int(np.prod([v.extent for v in e.attr.vars])) for e in tops)
+    limit = rt.loop_limit
+    too_long = limit is not None and serial_iterations() >= limit
+    if not too_long and (outputs > TREE_MAX_OUTPUTS or mode == "auto" and (
+            rt.cpu_adapter or longest < TREE_MIN_LENGTH)):
+        return 0
+    if not reductions_independent(tops):
+        return 1
+    groups = min(-(-longest // (TREE_WG * TREE_PER_INVOCATION)), TREE_GROUPS // outputs)
+    if limit is not None:  # a quarter of the budget: the body may loop too
+        groups = max(groups, -(-longest // (TREE_WG * (limit // 4))))
+    return max(1, groups)
+
+
+def scan_rows(kern: Kernel, scan: ScanInfo) -> int:
+    """The lines of scan ``kern`` (the iterations of its other loops)."""
+    return int(np.prod([v.extent for v in kern.loops], dtype=np.int64)) // scan.var.extent
+
+
+def scan_blocks(kern: Kernel, scan: ScanInfo, rt, serial_iterations: Callable[[], int]) -> int:
+    """Blocks each line of scan ``kern`` splits into (``SCAN``, ``SCAN_BLOCK``): 1 (one
+    invocation per line), or more where lines are too few to fill the device, and always
+    where one invocation could not loop through a line on this adapter
+    (``serial_iterations()``: the one-block shader's loop iterations)."""
+    n = scan.var.extent + 1
+    mode = scan_mode()
+    blocks = 1
+    few = 2 * (os.cpu_count() or 1) if rt.cpu_adapter else SCAN_SERIAL_ROWS
+    if mode == "always" or mode == "auto" and scan_rows(kern, scan) < few:
+        blocks = -(-n // max(1, SCAN_BLOCK))
+    limit = rt.loop_limit
+    if limit is not None:  # (with some room for rounding the blocks up)
+        blocks = max(blocks, -(-serial_iterations() // max(1, limit - 256)))
+    return -(-n // -(-n // blocks))  # every block full but the last, none empty
+
+
+def split_k(k: int, iterations: int, limit: int | None, kstep: int, base: int
+            ) -> SplitK | None:
+    """How a matmul contraction of length ``k`` splits (:class:`SplitK`, partial products at
+    arena word ``base``), or None where one invocation may loop through it (``iterations``:
+    the one-pass shader's loop iterations; ranges are multiples of ``kstep``)."""
+    if limit is None or iterations < limit:
+        return None
+    chunks = -(-iterations // (limit - 256))
+    size = -(-k // chunks // kstep) * kstep
+    return SplitK(-(-k // size), size, base)
+
+
+def sort_by_ranks(n: int, limit: int | None) -> bool:
+    """Do rows of ``n`` elements sort by ranks (else by a bitonic network)?"""
+    return n <= max(1, SORT_RANK_MAX_ROW) and (limit is None or n < limit)
+
+
+def scatter_like(kern: Kernel) -> bool:
+    """Is ``kern`` a serial loop whose iterations only collide on the elements they store (a
+    scatter), so :class:`Scatter` runs it in parallel exactly? Not when the store reads its
+    own buffer (a cumulative sum reads the previous element), nor when it has one
+    iteration (a scan's first element: one invocation, one dispatch)."""
+    if kern.parallel or len(kern.stores) != 1 or all(v.extent == 1 for v in kern.loops):
+        return False
+    st, = kern.stores
+    exprs = [e for e in (st.value, st.index, st.mask) if e is not None]
+    return st.buffer not in fusion._loaded_buffers(exprs)
+
+
+def split_bindings(kern: Kernel, place: dict, limit: int) -> list[Kernel]:
+    """``kern`` as kernels binding at most ``limit`` device buffers each: its stores are
+    independent, so they can be grouped into several dispatches."""
+    def keys(st) -> set[str]:
+        exprs = [e for e in (st.value, st.index, st.mask) if e is not None]
+        return {place[b.id][0] for b in fusion._loaded_buffers(exprs)} | {
+            place[st.buffer.id][0]}
+    groups: list[tuple[set[str], list]] = []
+    for st in kern.stores:
+        k = keys(st)
+        if len(k) > limit:
+            raise LoweringError(
+                f"jit(backend='gpu'): kernel {kern.name} ({', '.join(kern.origins)}) reads "
+                f"{len(k)} arrays in one expression, more than this adapter's {limit} storage "
+                "buffers per shader; use backend='cpu' for this function")
+        for g in groups:
+            if len(g[0] | k) <= limit:
+                g[0].update(k)
+                g[1].append(st)
+                break
+        else:
+            groups.append((k, [st]))
+    if len(groups) == 1:
+        return [kern]
+    return [Kernel(f"{kern.name}_{i}", kern.loops, stores, kern.parallel, kern.origins)
+            for i, (_, stores) in enumerate(groups)]
+
+
+# -- the choices as data, and the analysis --------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -29,7 +205,7 @@ class Scatter:
     base: int = 0
 
 
-# -- workgroup-tree reductions ---------------------------------------------------------------------
+# -- workgroup-tree reductions --------------------------------------------------------------------
 
 TREE_WG = 256  # invocations per workgroup of a tree reduction (WebGPU's default maximum)
 

@@ -1,4 +1,4 @@
-"""Eager grad's tape (partial_eval.TapeTrace): per-primitive linearizations cached by aval
+"""Eager grad's tape (tape.TapeTrace): per-primitive linearizations cached by aval
 signature and evaluated with the numpy impls, the general path for rules that need values, and
 the semantics grad must keep (control flow on values, nested grads, custom rules, symbolic
 zeros, aux, pytrees, escaped tracers). The reference is fg.vjp, which linearizes the whole
@@ -13,7 +13,7 @@ from hypothesis.extra import numpy as hnp
 import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad import lax
-from fungrad.transforms import partial_eval
+from fungrad.transforms import tape
 
 
 def _vjp_grad(f, *args):
@@ -78,15 +78,15 @@ def test_tanh_matmul_matches_numpy(m, n):
 
 
 def test_linearizations_are_cached_by_signature():
-    partial_eval._linearized_cache.clear()
+    tape._linearized_cache.clear()
     f = fg.grad(lambda x: fnp.sum(fnp.tanh(x)))
     f(np.ones(3, np.float32))
-    n = len(partial_eval._linearized_cache)
+    n = len(tape._linearized_cache)
     assert n >= 2  # tanh and reduce_sum
     f(np.full(3, 2.0, np.float32))  # same avals: nothing new
-    assert len(partial_eval._linearized_cache) == n
+    assert len(tape._linearized_cache) == n
     f(np.ones(5, np.float32))  # new shapes: new entries
-    assert len(partial_eval._linearized_cache) > n
+    assert len(tape._linearized_cache) > n
 
 
 def test_python_control_flow_on_values_records_the_path_taken():

@@ -1,5 +1,5 @@
 """The fast paths behind eager grad (session 4): linearizations compiled to Python functions
-(partial_eval.python_function) with and without ``check_impl_avals``, the floating-point
+(pycodegen.python_function) with and without ``check_impl_avals``, the floating-point
 error state set once per compiled function, specialized impls (dot_general's layout plan),
 the broadcast view made without np.broadcast_to, the cheap promotion and reduction paths of
 fungrad.numpy, interned avals, and the pytree and dtype shortcuts. Each is checked against the
@@ -18,7 +18,7 @@ import fungrad.numpy as fnp
 from fungrad import core, dtypes, lax, tree_util
 from fungrad.lax import utils as lax_utils
 from fungrad.numpy import util
-from fungrad.transforms import partial_eval
+from fungrad.transforms import pycodegen, tape
 
 
 @pytest.fixture(params=[True, False], ids=["checked", "unchecked"])
@@ -51,14 +51,14 @@ def test_python_function_matches_eval_jaxpr(check_mode):
     x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
     y = np.linspace(0, 2, 20, dtype=np.float32).reshape(4, 5)
     closed = fg.make_jaxpr(f)(x, y)
-    fn = partial_eval.python_function(closed, "f")
+    fn = pycodegen.python_function(closed, "f")
     got = fn(x, y)
     want = core.eval_jaxpr(closed.jaxpr, closed.consts, fg.Array(x), fg.Array(y))
     assert len(got) == len(want) == 3
     for g, w in zip(got, want):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
         assert np.asarray(g).dtype == np.asarray(w).dtype
-    spread = partial_eval.python_function(closed, "f", (5, (4, 0, 2)))(x, y)
+    spread = pycodegen.python_function(closed, "f", (5, (4, 0, 2)))(x, y)
     assert spread[1] is None and spread[3] is None
     np.testing.assert_array_equal(spread[4], np.asarray(want[0]))
     np.testing.assert_array_equal(spread[2], x)
@@ -66,7 +66,7 @@ def test_python_function_matches_eval_jaxpr(check_mode):
 
 def test_checked_functions_catch_an_impl_that_disagrees_with_its_shape_rule():
     closed = fg.make_jaxpr(lambda x: lax.neg(x))(np.ones(3, np.float32))
-    fn = partial_eval.python_function(closed, "neg")
+    fn = pycodegen.python_function(closed, "neg")
     bad = np.ones(3, np.float64)  # a value the equation's aval does not describe
     old = fg.config.check_impl_avals
     try:
@@ -103,7 +103,7 @@ def test_tape_grads_match_the_jaxpr_path_with_and_without_checks(check_mode):
 
 
 def test_first_order_primitives_get_compiled_linearizations():
-    partial_eval._linearized_cache.clear()
+    tape._linearized_cache.clear()
 
     def f(x):
         s = fnp.sort(x, axis=0) * x  # sort's rule builds an iota
@@ -113,9 +113,9 @@ def test_first_order_primitives_get_compiled_linearizations():
     x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
     g = fg.grad(f)(x)
     np.testing.assert_allclose(np.asarray(g), np.asarray(_vjp_grad(f, x)[0]), rtol=2e-6)
-    entries = {k[0].name: e for k, e in partial_eval._linearized_cache.items()}
+    entries = {k[0].name: e for k, e in tape._linearized_cache.items()}
     assert {"sort", "scatter-add", "exp", "div", "reduce_max"} <= set(entries)
-    assert all(type(e) is partial_eval._Linearized for e in entries.values()), entries
+    assert all(type(e) is tape._Linearized for e in entries.values()), entries
 
 
 def test_tape_values_cannot_be_written_through_numpy():

@@ -20,7 +20,8 @@ from fungrad.array import Array
 from fungrad.numpy import util
 from fungrad.transforms import jvp as jvp_mod
 from fungrad.transforms.api_util import check_callable, normalize_argnums
-from fungrad.transforms.partial_eval import linearize_flat, tape_vjp_flat
+from fungrad.transforms.partial_eval import linearize_flat
+from fungrad.transforms.tape import tape_vjp_flat
 from fungrad.transforms.transpose import UndefPrimal, backward_pass
 
 
@@ -189,7 +190,7 @@ def _vjp_flat(flat_fun, flat_p):
 
 
 def _tape_cotangents(cts, primals) -> list:
-    """The numpy cotangents (None for none) that partial_eval.tape_vjp_flat's pullback gives,
+    """The numpy cotangents (None for none) that tape.tape_vjp_flat's pullback gives,
     as the cotangents :func:`_vjp_flat`'s pullback gives for ``primals``."""
     out = []
     for ct, p in zip(cts, primals):
@@ -287,7 +288,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         store: dict = {}
         flat_fun = _flat_fun(partial_fun, d_tree, store, what, has_aux)
         # Eagerly, the pullback runs once, right away, on concrete values: reverse mode on a
-        # tape (partial_eval.tape_vjp_flat), without a jaxpr of the whole function.
+        # tape (tape.tape_vjp_flat), without a jaxpr of the whole function.
         eager = type(core.current_trace()) is core.EvalTrace
         if eager:
             outs_p, tape_vjp = tape_vjp_flat(flat_fun, flat_d)

@@ -89,7 +89,8 @@ def _call_impl(call_jaxpr, args):
 
 def _concrete_trace_types():
     from fungrad.transforms.jvp import JVPTrace
-    from fungrad.transforms.partial_eval import PartialEvalTrace, TapeTrace
+    from fungrad.transforms.partial_eval import PartialEvalTrace
+    from fungrad.transforms.tape import TapeTrace
     return (core.EvalTrace, JVPTrace, TapeTrace, PartialEvalTrace)
 
 

@@ -178,6 +178,7 @@ def _two_opi_table_ir() -> str:
             f"[{len(trig.TWO_OPI_64)} x i64] [{words}], align 8\n")
 
 
+# ----------------------------------------------------------------------------------------------
 # Large arguments on the CPU. Every element computing both reductions (a select) made float32
 # sin 4-7x slower on small arguments (the Payne-Hanek path is 40-60 vector operations where the
 # whole small-argument sin is 25; a table lookup is a gather, slower still on this x86-64
@@ -420,7 +421,8 @@ def _divide_ir() -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# Registry and prelude
+# The prelude
+
 
 def _float_type(dtype) -> FloatType:
     name = np.dtype(dtype).name

@@ -16,6 +16,7 @@ import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad.lowering.cpu import compiler as cpu
 from fungrad.lowering.cpu import llvm
+from fungrad.lowering.cpu.kernel import KernelWriter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -321,7 +322,7 @@ def test_an_entry_with_loops_is_optimised_and_calls_the_glue():
 def test_a_compile_error_names_the_kernel_and_what_it_computes(monkeypatch):
     """An LLVM failure inside a kernel's code says which kernel, which operations were fused
     into it, and where the IR is; nothing is cached and the process goes on."""
-    orig = llvm._KernelWriter.function
+    orig = KernelWriter.function
 
     def broken(self, whole=False):
         text = orig(self, whole)
@@ -329,7 +330,7 @@ def test_a_compile_error_names_the_kernel_and_what_it_computes(monkeypatch):
             text = text.replace("entry:\n", "entry:\n  %bad = fadd float %undefined, 1.0\n", 1)
         return text
 
-    monkeypatch.setattr(llvm._KernelWriter, "function", broken)
+    monkeypatch.setattr(KernelWriter, "function", broken)
     x = np.linspace(-1, 1, 64, dtype=np.float32)
     with pytest.raises(fg.CompileError) as info:
         fg.jit(lambda x: fnp.tanh(x) * 2.0)(x)

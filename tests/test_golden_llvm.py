@@ -123,3 +123,12 @@ def test_render_is_deterministic():
     depend on test order."""
     fn, args = CASES["cumsum_scan"]
     assert render_text(fn, args) == render_text(fn, args)
+
+
+def test_every_kernel_op_has_llvm_code():
+    """The LLVM kernel writer's op table covers the closed kernel-op set (``const``, ``idx``
+    and ``reduce`` are rendered by the renderer base itself)."""
+    from fungrad.lowering.cpu.kernel import KernelWriter
+    from fungrad.lowering.kernel import OPS
+
+    assert set(KernelWriter.code_for_op) == OPS - {"const", "idx", "reduce"}

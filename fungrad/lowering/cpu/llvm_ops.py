@@ -1,5 +1,10 @@
 """LLVM IR for each kernel op, with the semantics the numpy reference implements.
 
+``CODE_FOR_OP`` maps every kernel op to the function writing its instructions (the LLVM
+kernel writer's ``code_for_op``, see ``lowering/render.py``); :class:`OpEmitter` holds the
+sequences several ops, reductions and stores share (guarded division, shifts, conversions,
+min/max, float keys of max/min reductions, products through the gemm library or BLAS).
+
 Integer division and remainder never trap (the divisor is guarded: ``x / 0 = -1``,
 ``x % 0 = x``, ``INT_MIN / -1 = INT_MIN``, as in JAX); shifts by the bit width or more give 0
 (or the sign for arithmetic shifts); float max/min propagate NaN and order ``-0 < +0``
@@ -10,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fungrad.lowering.cpu.llvm_types import literal, llvm_type
-from fungrad.lowering.kernel import MATH_UNARY, Expr
+from fungrad.lowering.cpu.llvm_types import literal, llvm_type, memory_type
+from fungrad.lowering.kernel import MATH_UNARY
 
 _FCMP = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
 _ICMP_S = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
@@ -27,7 +32,8 @@ def _lit(value, dtype):
 
 
 class OpEmitter:
-    """Appends the instructions of one kernel op to a list of IR lines."""
+    """The instruction sequences shared by several kernel ops, reductions and stores (one per
+    module writer: its ``tmp`` names are unique in the module)."""
 
     def __init__(self, module):
         self.m = module
@@ -36,100 +42,6 @@ class OpEmitter:
     def tmp(self) -> str:
         self.n += 1
         return f"%o{self.n}"
-
-    def emit(self, lines: list[str], out: str, e: Expr, args: list[str], kw) -> str:
-        op = e.op
-        dt = e.args[0].dtype
-        ty = _ty(dt)
-        kind = dt.kind
-        is_f = kind == "f"
-        signed = kind == "i"
-        if op in ("eq", "ne", "lt", "le", "gt", "ge"):
-            if is_f:
-                lines.append(f"  {out} = fcmp {_FCMP[op]} {ty} {args[0]}, {args[1]}")
-            else:
-                table = _ICMP_S if signed else _ICMP_U
-                lines.append(f"  {out} = icmp {table[op]} {ty} {args[0]}, {args[1]}")
-            return out
-        if op in ("add", "sub", "mul"):
-            if kind == "b":  # bool add is or, mul is and
-                ins = {"add": "or", "mul": "and", "sub": "xor"}[op]
-            else:
-                ins = ("f" + op) if is_f else op
-            lines.append(f"  {out} = {ins} {ty} {args[0]}, {args[1]}")
-            return out
-        if op in ("idiv", "irem"):  # index arithmetic: non-negative, non-zero divisors
-            ins = "udiv" if op == "idiv" else "urem"
-            lines.append(f"  {out} = {ins} i64 {args[0]}, {args[1]}")
-            return out
-        if op == "div":
-            # Exact, never ``arcp``: x * (1/y) is up to 1 ulp off, and only where LLVM's
-            # optimiser chose it, so a value recomputed by another kernel (O0 glue, or y not
-            # loop-invariant there) differed from the stored one: relu's gradient tests
-            # ``x == max(x, 0)`` and lost elements (issue 15). A float32 divisor computed
-            # outside the loop (softmax's row sum) gets the same result without a divide per
-            # element (llvm_math.DIVIDE); not a constant one (a mean's 1/n: LLVM turns the
-            # powers of two into products, and the helper's functions cost compile time)
-            if dt == np.float32 and e.args[1].op != "const" \
-                    and kw.scope(e.args[1]) is not kw.scope(e):
-                return self._div_invariant(lines, out, args, kw.lines[kw.scope(e.args[1])], kw)
-            return self._div_rem(lines, out, "div", dt, args)
-        if op == "rem":
-            return self._div_rem(lines, out, "rem", dt, args)
-        if op in ("max", "min"):
-            return self.minmax(lines, out, op, dt, args[0], args[1])
-        if op in ("and", "or", "xor"):
-            lines.append(f"  {out} = {op} {ty} {args[0]}, {args[1]}")
-            return out
-        if op == "not":
-            lines.append(f"  {out} = xor {ty} {args[0]}, {'true' if kind == 'b' else -1}")
-            return out
-        if op in ("shl", "shr_logical", "shr_arith"):
-            return self._shift(lines, out, op, dt, args)
-        if op == "neg":
-            if is_f:
-                lines.append(f"  {out} = fneg {ty} {args[0]}")
-            else:
-                lines.append(f"  {out} = sub {ty} 0, {args[0]}")
-            return out
-        if op == "abs":
-            if is_f:
-                lines.append(f"  {out} = call {ty} @llvm.fabs.{_INTRINSIC_SUFFIX[ty]}"
-                             f"({ty} {args[0]})")
-            else:
-                lines.append(f"  {out} = call {ty} @llvm.abs.{ty}({ty} {args[0]}, i1 false)")
-            return out
-        if op == "sign":
-            return self._sign(lines, out, dt, args[0])
-        if op in ("floor", "ceil", "round_even", "round_away", "sqrt"):
-            name = {"round_even": "roundeven", "round_away": "round"}.get(op, op)
-            lines.append(f"  {out} = call {ty} @llvm.{name}.{_INTRINSIC_SUFFIX[ty]}"
-                         f"({ty} {args[0]})")
-            return out
-        if op == "rsqrt":
-            s = self.tmp()
-            lines.append(f"  {s} = call {ty} @llvm.sqrt.{_INTRINSIC_SUFFIX[ty]}({ty} {args[0]})")
-            lines.append(f"  {out} = fdiv {ty} {_lit(1.0, dt)}, {s}")
-            return out
-        if op == "popcnt":
-            lines.append(f"  {out} = call {ty} @llvm.ctpop.{ty}({ty} {args[0]})")
-            return out
-        if op == "clz":
-            lines.append(f"  {out} = call {ty} @llvm.ctlz.{ty}({ty} {args[0]}, i1 false)")
-            return out
-        if op == "isnan":
-            lines.append(f"  {out} = fcmp uno {ty} {args[0]}, {args[0]}")
-            return out
-        if op == "is_finite":
-            a = self.tmp()
-            lines.append(f"  {a} = call {ty} @llvm.fabs.{_INTRINSIC_SUFFIX[ty]}({ty} {args[0]})")
-            lines.append(f"  {out} = fcmp olt {ty} {a}, {_lit(np.inf, dt)}")
-            return out
-        if op == "nextafter":
-            return self._nextafter(lines, out, dt, args)
-        if op in MATH_UNARY or op in ("pow", "atan2"):
-            return self._math(lines, out, op, dt, args)
-        raise TypeError(f"LLVM renderer: no lowering for kernel op {op!r} on {dt.name}")
 
     # helpers ----------------------------------------------------------------------------
     def minmax(self, lines, out, op, dt, a, b) -> str:
@@ -452,3 +364,196 @@ class OpEmitter:
                          f"{ity} {n}, {ity} {k}, {ty} {alpha}, ptr {pa}, {ity} {lda}, ptr {pb}, "
                          f"{ity} {ldb}, {ty} {beta}, ptr {pc}, {ity} {n})")
         return lines
+
+
+# -- the kernel ops ---------------------------------------------------------------------------
+# Each entry: ``fn(kw, e, lines, out, args) -> name``: append the instructions computing op
+# ``e`` on the operand values ``args`` to ``lines`` (the scope where ``e`` is placed) and
+# return the result's name (usually ``out``). ``kw`` is the kernel writer (cpu/kernel.py);
+# ``kw.m.ops`` the module's OpEmitter.
+
+def _load(kw, e, lines, out, args):
+    buf = e.attr
+    p = kw.tmp("p")
+    lines.append(f"  {p} = getelementptr inbounds {memory_type(buf.dtype)}, "
+                 f"ptr {kw.bufs[buf.id]}, i64 {args[0]}")
+    return kw.load(lines, out, p, buf.dtype)
+
+
+def _select(kw, e, lines, out, args):
+    ty = _ty(e.dtype)
+    lines.append(f"  {out} = select i1 {args[0]}, {ty} {args[1]}, {ty} {args[2]}")
+    return out
+
+
+def _convert(kw, e, lines, out, args):
+    return kw.m.ops.convert(lines, out, e.args[0].dtype, e.dtype, args[0], kw)
+
+
+def _bitcast(kw, e, lines, out, args):
+    lines.append(f"  {out} = bitcast {_ty(e.args[0].dtype)} {args[0]} to {_ty(e.dtype)}")
+    return out
+
+
+def _compare(kw, e, lines, out, args):
+    dt = e.args[0].dtype
+    ty, op = _ty(dt), e.op
+    if dt.kind == "f":
+        lines.append(f"  {out} = fcmp {_FCMP[op]} {ty} {args[0]}, {args[1]}")
+    else:
+        table = _ICMP_S if dt.kind == "i" else _ICMP_U
+        lines.append(f"  {out} = icmp {table[op]} {ty} {args[0]}, {args[1]}")
+    return out
+
+
+def _arith(kw, e, lines, out, args):
+    dt = e.args[0].dtype
+    op = e.op
+    if dt.kind == "b":  # bool add is or, mul is and
+        ins = {"add": "or", "mul": "and", "sub": "xor"}[op]
+    else:
+        ins = ("f" + op) if dt.kind == "f" else op
+    lines.append(f"  {out} = {ins} {_ty(dt)} {args[0]}, {args[1]}")
+    return out
+
+
+def _index_div(kw, e, lines, out, args):
+    """Index arithmetic: non-negative operands, non-zero divisors."""
+    ins = "udiv" if e.op == "idiv" else "urem"
+    lines.append(f"  {out} = {ins} i64 {args[0]}, {args[1]}")
+    return out
+
+
+def _div(kw, e, lines, out, args):
+    # Exact, never ``arcp``: x * (1/y) is up to 1 ulp off, and only where LLVM's optimiser
+    # chose it, so a value recomputed by another kernel (O0 glue, or y not loop-invariant
+    # there) differed from the stored one: relu's gradient tests ``x == max(x, 0)`` and lost
+    # elements (issue 15). A float32 divisor computed outside the loop (softmax's row sum)
+    # gets the same result without a divide per element (llvm_math.DIVIDE); not a constant
+    # one (a mean's 1/n: LLVM turns the powers of two into products, and the helper's
+    # functions cost compile time)
+    dt = e.args[0].dtype
+    em = kw.m.ops
+    if dt == np.float32 and e.args[1].op != "const" \
+            and kw.scope(e.args[1]) is not kw.scope(e):
+        return em._div_invariant(lines, out, args, kw.lines[kw.scope(e.args[1])], kw)
+    return em._div_rem(lines, out, "div", dt, args)
+
+
+def _rem(kw, e, lines, out, args):
+    return kw.m.ops._div_rem(lines, out, "rem", e.args[0].dtype, args)
+
+
+def _minmax(kw, e, lines, out, args):
+    return kw.m.ops.minmax(lines, out, e.op, e.args[0].dtype, args[0], args[1])
+
+
+def _bitwise(kw, e, lines, out, args):
+    lines.append(f"  {out} = {e.op} {_ty(e.args[0].dtype)} {args[0]}, {args[1]}")
+    return out
+
+
+def _not(kw, e, lines, out, args):
+    dt = e.args[0].dtype
+    lines.append(f"  {out} = xor {_ty(dt)} {args[0]}, {'true' if dt.kind == 'b' else -1}")
+    return out
+
+
+def _shift(kw, e, lines, out, args):
+    return kw.m.ops._shift(lines, out, e.op, e.args[0].dtype, args)
+
+
+def _neg(kw, e, lines, out, args):
+    dt = e.args[0].dtype
+    ty = _ty(dt)
+    if dt.kind == "f":
+        lines.append(f"  {out} = fneg {ty} {args[0]}")
+    else:
+        lines.append(f"  {out} = sub {ty} 0, {args[0]}")
+    return out
+
+
+def _abs(kw, e, lines, out, args):
+    dt = e.args[0].dtype
+    ty = _ty(dt)
+    if dt.kind == "f":
+        lines.append(f"  {out} = call {ty} @llvm.fabs.{_INTRINSIC_SUFFIX[ty]}({ty} {args[0]})")
+    else:
+        lines.append(f"  {out} = call {ty} @llvm.abs.{ty}({ty} {args[0]}, i1 false)")
+    return out
+
+
+def _sign(kw, e, lines, out, args):
+    return kw.m.ops._sign(lines, out, e.args[0].dtype, args[0])
+
+
+def _float_intrinsic(kw, e, lines, out, args):
+    """floor, ceil, round_even, round_away, sqrt: one LLVM intrinsic each."""
+    ty = _ty(e.args[0].dtype)
+    name = {"round_even": "roundeven", "round_away": "round"}.get(e.op, e.op)
+    lines.append(f"  {out} = call {ty} @llvm.{name}.{_INTRINSIC_SUFFIX[ty]}({ty} {args[0]})")
+    return out
+
+
+def _rsqrt(kw, e, lines, out, args):
+    dt = e.args[0].dtype
+    ty = _ty(dt)
+    s = kw.m.ops.tmp()
+    lines.append(f"  {s} = call {ty} @llvm.sqrt.{_INTRINSIC_SUFFIX[ty]}({ty} {args[0]})")
+    lines.append(f"  {out} = fdiv {ty} {_lit(1.0, dt)}, {s}")
+    return out
+
+
+def _popcnt(kw, e, lines, out, args):
+    ty = _ty(e.args[0].dtype)
+    lines.append(f"  {out} = call {ty} @llvm.ctpop.{ty}({ty} {args[0]})")
+    return out
+
+
+def _clz(kw, e, lines, out, args):
+    ty = _ty(e.args[0].dtype)
+    lines.append(f"  {out} = call {ty} @llvm.ctlz.{ty}({ty} {args[0]}, i1 false)")
+    return out
+
+
+def _isnan(kw, e, lines, out, args):
+    ty = _ty(e.args[0].dtype)
+    lines.append(f"  {out} = fcmp uno {ty} {args[0]}, {args[0]}")
+    return out
+
+
+def _is_finite(kw, e, lines, out, args):
+    dt = e.args[0].dtype
+    ty = _ty(dt)
+    a = kw.m.ops.tmp()
+    lines.append(f"  {a} = call {ty} @llvm.fabs.{_INTRINSIC_SUFFIX[ty]}({ty} {args[0]})")
+    lines.append(f"  {out} = fcmp olt {ty} {a}, {_lit(np.inf, dt)}")
+    return out
+
+
+def _nextafter(kw, e, lines, out, args):
+    return kw.m.ops._nextafter(lines, out, e.args[0].dtype, args)
+
+
+def _math(kw, e, lines, out, args):
+    """The float functions of ``llvm_math`` (MATH_UNARY, pow, atan2)."""
+    return kw.m.ops._math(lines, out, e.op, e.args[0].dtype, args)
+
+
+CODE_FOR_OP = {
+    "load": _load, "select": _select, "convert": _convert, "bitcast": _bitcast,
+    **dict.fromkeys(("eq", "ne", "lt", "le", "gt", "ge"), _compare),
+    **dict.fromkeys(("add", "sub", "mul"), _arith),
+    **dict.fromkeys(("idiv", "irem"), _index_div),
+    "div": _div, "rem": _rem,
+    **dict.fromkeys(("max", "min"), _minmax),
+    **dict.fromkeys(("and", "or", "xor"), _bitwise),
+    "not": _not,
+    **dict.fromkeys(("shl", "shr_logical", "shr_arith"), _shift),
+    "neg": _neg, "abs": _abs, "sign": _sign,
+    **dict.fromkeys(("floor", "ceil", "round_even", "round_away", "sqrt"), _float_intrinsic),
+    "rsqrt": _rsqrt, "popcnt": _popcnt, "clz": _clz, "isnan": _isnan,
+    "is_finite": _is_finite, "nextafter": _nextafter,
+    **dict.fromkeys(sorted(MATH_UNARY | {"pow", "atan2"}), _math),
+}
+"""Kernel op -> the function writing its instructions (``KernelRenderer.code_for_op``)."""

@@ -54,11 +54,13 @@ def render_sort(module, step: SortStep, ptr: dict[int, str]) -> list[str]:
         return []  # nothing to write
     outs = list(step.outputs) + ([step.index_output] if step.index_output else [])
     buffers = [*step.inputs, *outs, step.scratch]
-    module.functions.append(_SortWriter(step).function())
+    params = ", ".join(["ptr noalias"] * len(buffers) + ["i64", "i64"])
+    module.add_function(_SortWriter(step).function(), ((step.name, "void", params),))
     if step.slots == 1:
         args = ", ".join(f"ptr {ptr[b.id]}" for b in buffers)
         return [f"  call void @{step.name}({args}, i64 0, i64 {rows})"]
-    module.functions.append(_slots_function(step, len(buffers), n, rows))
+    module.add_function(_slots_function(step, len(buffers), n, rows),
+                        ((f"{step.name}.slots", "void", "ptr, i64, i64"),))
     return module.parallel_for(f"{step.name}.slots", [ptr[b.id] for b in buffers], step.slots,
                                step.name.replace(".", "_"))
 

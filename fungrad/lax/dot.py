@@ -506,12 +506,11 @@ def _is_row_dot(lhs, rhs, lc, rc, lb, rb, lf, rf, m, n) -> bool:
     """A matrix-vector (or vector-vector) product, batched or not, whose vector side is one
     element wide (``n == 1``, or ``m == 1`` with the roles swapped) and whose matrix is read
     along its rows: its contraction dims are its last ones in memory (``A @ v``, ``v @ A.T``,
-    ``einsum('bij,bj->bi')``). The inline reduction then reads each row contiguously and sums
-    it in blocks combined pairwise (issue 15: a k = 1e6 dot was 5.7e-7 off in the gemm library
-    and 9.6e-7 in BLAS, 1.2e-8 inline) and runs 4-7x faster than the gemm, which is tiled for
-    wide outputs (one core: a 1e6 dot 0.41 -> 0.09 ms, 8x1e6 @ v 4.5 -> 1.1 ms, 2000^2 @ v
-    1.25 -> 0.33 ms, v @ (2000^2).T 1.9 -> 0.28 ms). A matrix read down its columns (``v @ A``)
-    would make the inline reduction walk the columns (2.3x slower): see :func:`_column_dot`."""
+    ``einsum('bij,bj->bi')``). Where the policy's ``inline_row_dots`` holds it is the inline
+    reduction, which reads each row contiguously and sums it in blocks combined pairwise
+    (issue 15: a k = 1e6 dot was 5.7e-7 off in the CPU's gemm library and 9.6e-7 in BLAS,
+    1.2e-8 inline; timings in ``lowering/cpu/policy.py``). A matrix read down its columns
+    (``v @ A``) would make the inline reduction walk the columns: see :func:`_column_dot`."""
     return ((n == 1 and _memory_order(lhs) == lb + lf + lc)
             or (m == 1 and _memory_order(rhs) == rb + rf + rc))
 
@@ -523,11 +522,9 @@ def _column_dot(ctx, lhs, rhs, dimension_numbers, out_shape, out_dtype):
     walks A row by row, accumulating into partial rows of at most ``COLUMN_SUM_BLOCK`` products,
     which are then summed the same way (``reduce._column_reduction``): one pass over A, and an
     error bounded like the column sums' (a gemm's runs through all k: BLAS's gemv was 113 eps of
-    ``|v| @ |A|`` off at k = 2^18, 1.4e-5 relative). 2-6x faster than the gemm (v @ 784 x 512:
-    0.105 -> 0.053 ms; 65536 x 64: 3.8 -> 0.6 ms). Returns None where that does not apply (the
-    product is then a gemm): the matrix not laid out so, batch dims (64 products of 256 x 256:
-    1.3x slower than the batched gemm), or an output width and contracted length the policy
-    declines (a narrow output does not fill the column sum's vectors)."""
+    ``|v| @ |A|`` off at k = 2^18, 1.4e-5 relative). Returns None where that does not apply (the
+    product is then a gemm): the matrix not laid out so, batch dims, or an output width and
+    contracted length the policy declines (timings in ``lowering/cpu/policy.py``)."""
     from fungrad.lax.reduce import _column_reduction
     (lc, rc), (lb, rb) = dimension_numbers
     lf, rf = _free_dims(len(lhs.shape), lc, lb), _free_dims(len(rhs.shape), rc, rb)

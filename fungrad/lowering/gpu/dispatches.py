@@ -16,8 +16,6 @@ iteration) or a :class:`HostCall` (a host callback between dispatches).
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from fungrad.lowering.fusion import Gemm, Kernel, LoweringError
@@ -155,11 +153,15 @@ def _scan_step(exe, step: ScanStep, scope: Scope) -> list:
     place, d = exe._place, scope.loops
     exe.ctl_words = max(exe.ctl_words, d + 1)
     it = f"it{d}"
-    _place_carries(place, step.carries, it)
+    _place_carries(place, step.carries, d)
     for sl in step.xs + step.ys:
         key, base = place[sl.whole.id]
         row = f"({step.length - 1}i - {it})" if step.reverse else it
-        place[sl.view.id] = (key, f"({_offset(base)} + {row} * {max(1, sl.view.size)}i)")
+        size = max(1, sl.view.size)
+        place[sl.view.id] = (key, LoopOffset(
+            f"({_offset(base)} + {row} * {size}i)",
+            lambda env, base=base, d=d, step=step, size=size: word_offset(base, env) + size * (
+                step.length - 1 - env[d] if step.reverse else env[d])))
     body = exe._flatten(step.body, Scope(d + 1, scope.guards))
     out = exe._dispatch(render_counter(d, "0i", place, scope))
     step_it = exe._dispatch(render_counter(d, f"{it} + 1i", place, scope))
@@ -176,7 +178,7 @@ def _while_step(exe, step: WhileStep, scope: Scope) -> list:
     (its guarded cond program never sets the predicate)."""
     place, d = exe._place, scope.loops
     exe.ctl_words = max(exe.ctl_words, d + 1)
-    _place_carries(place, step.carries, f"it{d}")
+    _place_carries(place, step.carries, d)
     inner = Scope(d + 1, scope.guards)
     cond = exe._flatten(step.cond, inner)
     body = exe._flatten(step.body, inner) + exe._dispatch(
@@ -212,21 +214,44 @@ STEP_RENDERERS = StepRenderers("gpu", {
 
 # -- places in loops ------------------------------------------------------------------------------
 
+class LoopOffset(str):
+    """A word offset that changes with the enclosing loops' iterations: its text is the i32
+    WGSL expression the shaders compute it with (of the counters ``it<d>``), and
+    ``value(counters)`` computes it on the host, where a host call reads and writes
+    (``counters``: ``{d: iteration of loop d}``)."""
+
+    def __new__(cls, text: str, value):
+        self = super().__new__(cls, text)
+        self.value = value
+        return self
+
+
+def word_offset(offset: int | LoopOffset, counters: dict[int, int]) -> int:
+    """A place's word offset at the loop iterations ``counters`` (``{d: iteration}``)."""
+    return offset if isinstance(offset, int) else offset.value(counters)
+
+
 def _offset(base: int | str) -> str:
     return base if isinstance(base, str) else f"{base}i"
 
 
-def _place_carries(place: dict, carries, it: str) -> None:
-    """Loop carries alternate between two buffers: iteration ``it`` reads ``cur`` from the
-    first (even iterations) or the second, and writes ``nxt`` to the other."""
+def _place_carries(place: dict, carries, d: int) -> None:
+    """Loop carries alternate between two buffers: iteration ``it<d>`` of loop ``d`` reads
+    ``cur`` from the first (even iterations) or the second, and writes ``nxt`` to the
+    other."""
+    it = f"it{d}"
     for c in carries:
         first, second = (c.home, c.spare) if c.start_home else (c.spare, c.home)
         (k1, o1), (k2, o2) = place[first.id], place[second.id]
         if k1 != k2:
             raise LoweringError("GPU lowering: a loop carry's two buffers must share a slot")
         even = f"({it} % 2i == 0i)"
-        place[c.cur.id] = (k1, f"select({_offset(o2)}, {_offset(o1)}, {even})")
-        place[c.nxt.id] = (k1, f"select({_offset(o1)}, {_offset(o2)}, {even})")
+        place[c.cur.id] = (k1, LoopOffset(
+            f"select({_offset(o2)}, {_offset(o1)}, {even})",
+            lambda env, a=o1, b=o2: word_offset(a if env[d] % 2 == 0 else b, env)))
+        place[c.nxt.id] = (k1, LoopOffset(
+            f"select({_offset(o1)}, {_offset(o2)}, {even})",
+            lambda env, a=o2, b=o1: word_offset(a if env[d] % 2 == 0 else b, env)))
 
 
 # -- the commands ---------------------------------------------------------------------------------
@@ -272,21 +297,21 @@ class HostCall:
         if self.scope.loops:
             ctl = np.frombuffer(rt.queue.read_buffer(slots["ctl"].buffer, 0,
                                                      4 * self.scope.loops), np.int32)
-            env.update((f"it{d}", int(v)) for d, v in enumerate(ctl))
+            env.update((d, int(v)) for d, v in enumerate(ctl))
         for (key, off), index, branch, n in self.guards:
-            word = _read_words(rt, slots, key, _word_offset(off, env), 1)
+            word = _read_words(rt, slots, key, word_offset(off, env), 1)
             raw = word.view(np.int32)[0] if index.dtype != np.bool_ else int(word[0] != 0)
             if min(max(int(raw), 0), n - 1) != branch:
                 return  # an unselected branch: its steps do nothing
         values = []
         for (key, off), b in self.ins:
-            words = _read_words(rt, slots, key, _word_offset(off, env), b.size)
+            words = _read_words(rt, slots, key, word_offset(off, env), b.size)
             values.append((words != 0).reshape(b.shape) if b.dtype == np.bool_ else
                           words.view(b.dtype).reshape(b.shape).copy())
         outs = self.step.execute(values)
         for ((key, off), b), v in zip(self.outs, outs):
             if b.size:
-                rt.queue.write_buffer(slots[key].buffer, 4 * _word_offset(off, env),
+                rt.queue.write_buffer(slots[key].buffer, 4 * word_offset(off, env),
                                       gpu.to_words(np.asarray(v, b.dtype)))
 
 
@@ -295,20 +320,3 @@ def _read_words(rt, slots: dict, key: str, offset: int, n: int) -> np.ndarray:
         return np.zeros(0, np.uint32)
     return np.frombuffer(rt.queue.read_buffer(slots[key].buffer, 4 * offset, 4 * n),
                          np.uint32)
-
-
-_WGSL_INT = re.compile(r"\b(\d+)i\b")
-
-
-def _word_offset(offset: int | str, env: dict) -> int:
-    """A place's word offset: an int, or an i32 WGSL expression of the loop counters
-    ``it<d>`` (``_offset``, ``_place_carries``: integer literals, + - * %, comparisons and
-    ``select(false_value, true_value, condition)``) evaluated with the counters' values."""
-    if isinstance(offset, int):
-        return offset
-    text = _WGSL_INT.sub(r"\1", offset)
-    return int(eval(text, {"__builtins__": {}, "select": _select}, env))  # noqa: S307
-
-
-def _select(if_false, if_true, cond):
-    return if_true if cond else if_false

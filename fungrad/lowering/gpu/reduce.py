@@ -41,7 +41,7 @@ def tree_reduce(w, e: Expr) -> str:
         start, step = f"grp * {TREE_WG}i + i32(lid)", TREE_WG * g
     w.iterations += -(-(g if g > 1 and not tree.partial else n) // step)
     if g > 1 and not tree.partial:  # fold the partials of this output
-        val = w.tmp("pv")
+        val, const = w.tmp("pv"), False
         pos_of = w.tmp("pp")
         chunk = [f"  for (var {r} = i32(lid); {r} < {g}i; {r} += {TREE_WG}i) {{",
                  f"    let {val} = {from_word(vref(f'flat * {g}i + {r}'), dt)};"]
@@ -53,6 +53,7 @@ def tree_reduce(w, e: Expr) -> str:
             w.lines[v] = []
             w.trips[v] = -(-n // step)
         val = w.value(body)
+        const = body.op == "const"
         pos_of = r
         chunk = [f"  for (var {r} = {start}; {r} < {n}i; {r} += {step}i) {{"]
         stride = n
@@ -65,7 +66,7 @@ def tree_reduce(w, e: Expr) -> str:
     acc, pos = w.tmp("acc"), w.tmp("pos")
     init = literal(reduce_identity({"argmax": "max", "argmin": "min"}.get(op, op), dt), dt)
     out = w.lines[None]
-    decl, update, final = w.accumulate(op, dt, acc, val, init)
+    decl, update, final = w.accumulate(op, dt, acc, val, init, const)
     out += [*decl, f"  var {pos}: i32 = 0i;"]
     if arg:
         ties = (pos_of, pos) if g > 1 and not tree.partial else None
@@ -147,7 +148,7 @@ def scatter_store(w, st, val: str, idx: str, mask: str | None, lines: list) -> N
         if builtin is not None:
             body.append(f"{builtin}({ptr}, {to_word(val, dt)});")
         else:  # compare-and-swap the combined value's bits until no one came between
-            new = w.combine(op, dt, from_word("old", dt), val)
+            new = w.combine(op, dt, from_word("old", dt), val, st.value.op == "const")
             body += ["var old = atomicLoad(" + ptr + ");", "loop {",
                      f"  let r = atomicCompareExchangeWeak({ptr}, old, {to_word(new, dt)});",
                      "  if (r.exchanged) { break; }", "  old = r.old_value;", "}"]

@@ -38,7 +38,6 @@ validator rejects (0.0 / 0.0, 1i << 31u, shifts by 32 or more) out of the shader
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 
@@ -250,9 +249,11 @@ class KernelShader:
             return f"fg_{self.src.need('f2i' if d == 'i32' else 'f2u')}({x})"
         return f"bitcast<{d}>({x})"  # i32 <-> u32 keep the bits, as numpy's astype does
 
-    def combine(self, op: str, dt, acc: str, val: str) -> str:
-        if wgsl_type(dt) == "f32" and _FLOAT_LITERAL.fullmatch(val):
-            val = self._opaque_literal(val)  # (a store's combine, say x.at[i].add(-0.0))
+    def combine(self, op: str, dt, acc: str, val: str, const: bool = False) -> str:
+        """``acc`` combined with ``val`` by ``op``; ``const``: ``val`` is a literal's text,
+        made opaque where it is a float (a store's combine, say x.at[i].add(-0.0))."""
+        if const and wgsl_type(dt) == "f32":
+            val = self._opaque_literal(val)
         return self._op(op, dt, [acc, val])
 
     def better(self, op: str, dt, val: str, acc: str, ties: tuple[str, str] | None) -> str:
@@ -284,16 +285,18 @@ class KernelShader:
             self.iterations += trips
         body = e.args[0]
         val = self.value(body)
+        const = body.op == "const"
         op = red.op
         arg = op in ("argmax", "argmin")
         dt = body.dtype
         if op in ("add", "mul") and wgsl_type(dt) == "f32" and \
                 math.prod(v.extent for v in red.vars) <= _UNROLLED:
             val = self._opaque(val, body)  # (sum of [x, -x] gave 0 for NaN once unrolled)
+            const = False
         acc = self.tmp("acc")
         init = literal(reduce_identity({"argmax": "max", "argmin": "min"}.get(op, op), dt), dt)
         out = self.lines[parent]
-        decl, update, final = self.accumulate(op, dt, acc, val, init)
+        decl, update, final = self.accumulate(op, dt, acc, val, init, const)
         out += decl
         if arg:
             pos = self.tmp("pos")
@@ -314,21 +317,22 @@ class KernelShader:
         out.extend(chunk + final)
         return pos if arg else acc
 
-    def accumulate(self, op: str, dt, acc: str, val: str, init: str
-                    ) -> tuple[list[str], list[str], list[str]]:
-        """(declarations, loop body, lines after the loop) folding ``val`` into ``acc`` with
-        ``op``. A float sum is blocked, its error bounded: 16 elements go into a partial sum,
-        16 of those into a second, 16 of those into a third, and those into ``acc``
-        (``SUM_LEVELS``): error at most about (48 + n / 4096) roundings instead of n, a few
-        ulps in practice (a serial sum of 60000 values near 1000 was 5400 ulps off; the
-        blocks of 16 also keep sums of equal values, whose roundings add up, within two).
-        Its zero is opaque: ``0 + x`` folded to ``x`` would keep a -0."""
+    def accumulate(self, op: str, dt, acc: str, val: str, init: str, const: bool = False
+                   ) -> tuple[list[str], list[str], list[str]]:
+        """(declarations, loop body, lines after the loop) folding ``val`` (``const``: a
+        literal's text) into ``acc`` with ``op``. A float sum is blocked, its error bounded:
+        16 elements go into a partial sum, 16 of those into a second, 16 of those into a
+        third, and those into ``acc`` (``SUM_LEVELS``): error at most about (48 + n / 4096)
+        roundings instead of n, a few ulps in practice (a serial sum of 60000 values near
+        1000 was 5400 ulps off; the blocks of 16 also keep sums of equal values, whose
+        roundings add up, within two). Its zero is opaque: ``0 + x`` folded to ``x`` would
+        keep a -0."""
         t = wgsl_type(dt)
         if op in ("argmax", "argmin"):  # (the caller writes the update)
             return [f"  var {acc}: {t} = {init};"], [], []
         if op != "add" or t != "f32":
             return ([f"  var {acc}: {t} = {init};"],
-                    [f"  {acc} = {self.combine(op, dt, acc, val)};"], [])
+                    [f"  {acc} = {self.combine(op, dt, acc, val, const)};"], [])
         zero = self._opaque_literal(init)
         parts, n = [self.tmp("part") for _ in SUM_LEVELS], self.tmp("n")
         decl = [f"  var {v}: f32 = {zero};" for v in (acc, *parts)] + [f"  var {n}: u32 = 0u;"]
@@ -413,7 +417,7 @@ class KernelShader:
         ref = self.slots.ref(st.buffer, idx, write=True)
         if st.combine is not None:
             old = from_word(ref, st.buffer.dtype)
-            val = self.combine(st.combine, st.buffer.dtype, old, val)
+            val = self.combine(st.combine, st.buffer.dtype, old, val, st.value.op == "const")
         lines.append(f"{indent}{ref} = {to_word(val, st.buffer.dtype)};")
         if conds:
             lines.append("  }")
@@ -432,7 +436,6 @@ _UNROLLED = 256
 #: how many operations deep two operands are searched for a shared value (Mesa's patterns
 #: are at most a few operations deep)
 _REACH = 3
-_FLOAT_LITERAL = re.compile(r"-?[0-9][0-9.e+-]*f|bitcast<f32>\(0x[0-9a-f]+u\)")
 
 
 def render_kernel(kern: Kernel, place: dict[int, tuple[str, int | str]],

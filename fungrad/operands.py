@@ -13,7 +13,7 @@ import numpy as np
 from fungrad import core, dtypes
 from fungrad.array import Array, is_concrete_array
 
-__all__ = ["operand", "scalar"]
+__all__ = ["array_leaf", "operand", "scalar"]
 
 
 def operand(x, name: str = "operand"):
@@ -42,3 +42,23 @@ def scalar(x, dt: np.dtype):
         if not info.min <= x <= info.max:
             raise OverflowError(f"Python int {x} is too large to convert to {dt.name}")
     return dt.type(x)
+
+
+def array_leaf(x, name: str):
+    """A pytree leaf a transform differentiates or maps, as an Array or tracer: what
+    :func:`operand` gives, also for numpy values whose conversion to the canonical dtype
+    overflows (quietly, as ``jnp.asarray``) and for objects with ``__array__``. A TypeError
+    naming ``name`` for anything else (strings, complex or object arrays...)."""
+    if type(x) is Array or isinstance(x, core.Tracer) or is_concrete_array(x):
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        if x.dtype.kind not in "biuf":
+            raise TypeError(f"{name}: numpy arrays of dtype {x.dtype} are not supported")
+        with np.errstate(all="ignore"):
+            return operand(x, name)
+    if isinstance(x, (bool, int, float)):
+        return operand(x, name)
+    if hasattr(x, "__array__") and not isinstance(x, (str, bytes)):
+        return array_leaf(np.asarray(x), name)
+    raise TypeError(f"{name}: cannot convert a value of type {type(x).__name__} to an array")
+

@@ -30,3 +30,9 @@ from fungrad.lax.sort import *  # noqa: F401,F403
 from fungrad.lax.special import *  # noqa: F401,F403
 from fungrad.lax.stacking import *  # noqa: F401,F403
 from fungrad.lax.windowed_reductions import *  # noqa: F401,F403
+from fungrad.transforms import array_ops as _array_ops
+
+# The transforms sit below lax and apply a few of its operations (zeros, tangent sums, batch
+# dimension moves): lax hands them over here (see fungrad/transforms/array_ops.py).
+_array_ops.register(full=full, add=add, transpose=transpose,  # noqa: F405
+                    broadcast_in_dim=broadcast_in_dim, reduce_sum=reduce_sum)  # noqa: F405

@@ -156,7 +156,7 @@ def scatter_apply(operand_, scatter_indices, func, dimension_numbers, *, update_
     (dropped by default). Unlike JAX's, it is differentiable (a bounded loop of selects).
     """
     from fungrad import lax
-    from fungrad.api import vmap
+    from fungrad.transforms.vmap_api import vmap
     if not callable(func):
         raise TypeError(f"scatter_apply: func must be callable, got {type(func).__name__}")
     x = operand(operand_, "scatter_apply")

@@ -17,7 +17,7 @@ import numpy as np
 
 from fungrad import core, dtypes, tree_util
 from fungrad.array import Array
-from fungrad.numpy import util
+from fungrad.operands import array_leaf
 from fungrad.transforms import jvp as jvp_mod
 from fungrad.transforms.api_util import check_callable, normalize_argnums
 from fungrad.transforms.partial_eval import linearize_flat
@@ -33,13 +33,10 @@ def _as_array(x, what: str):
     """A pytree leaf as an Array or tracer (canonical dtype; Python scalars stay weak). A float0
     array (the cotangent of an integer input) stands in as a bool array of zeros: it carries no
     derivative information, and :func:`_restore_float0` turns outputs back into float0."""
-    y = util.plain_operand(x)  # Arrays, tracers, numpy arrays of a canonical dtype
-    if y is not None:
-        return y
     if _is_float0(x):
         return Array(np.zeros(x.shape, np.bool_))
     try:
-        return util.asarray(x, fun_name=what)
+        return array_leaf(x, what)
     except TypeError:
         raise TypeError(f"{what}: argument of type {type(x).__name__} is not a valid fungrad "
                         "type; differentiable arguments must be arrays or Python scalars "
@@ -378,7 +375,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0,
     """The Jacobian of ``fun`` by reverse mode (a vmap of vjps over the output's basis).
     Result: a pytree shaped like the output, whose leaves are pytrees like the argnums
     arguments, each block of shape ``out.shape + in.shape``."""
-    from fungrad.api import vmap
+    from fungrad.transforms.vmap_api import vmap
     check_callable(fun, "jacrev", "pass the function to differentiate: jacrev(f)(*args)")
     _no_holomorphic("jacrev", holomorphic)
 
@@ -427,7 +424,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0,
            has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
     """The Jacobian of ``fun`` by forward mode (a vmap of jvps over the input's basis); same
     layout as :func:`jacrev`."""
-    from fungrad.api import vmap
+    from fungrad.transforms.vmap_api import vmap
     check_callable(fun, "jacfwd", "pass the function to differentiate: jacfwd(f)(*args)")
     _no_holomorphic("jacfwd", holomorphic)
 

@@ -26,10 +26,12 @@ import inspect
 
 from fungrad import core, tree_util
 from fungrad.core import ShapedArray, get_aval
+from fungrad.transforms import array_ops
 from fungrad.transforms.api_util import check_callable
 from fungrad.transforms.jvp import Zero, instantiate_zeros, jvp_rules, tangent_aval
 from fungrad.transforms.transpose import transpose_rules
 from fungrad.transforms.vmap import batch_jaxpr, batch_rules, bdim_at_front
+from fungrad.transforms.vmap_api import vmap
 
 
 def _resolve_args(fun, args, kwargs):
@@ -148,7 +150,6 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symb
 
 def _custom_jvp_call_batch(axis_size, args, dims, *, call_jaxpr, jvp, num_consts,
                            symbolic_zeros):
-    from fungrad.api import vmap
     batched = [d is not None for d in dims]
     new_jaxpr, _ = batch_jaxpr(call_jaxpr, axis_size, batched, instantiate=True)
     vals = [bdim_at_front(x, d, axis_size) if d is not None else x for x, d in zip(args, dims)]
@@ -316,8 +317,7 @@ class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
 
 
 def _zero_tangent_value(z: Zero):
-    from fungrad import lax
-    return lax.full(z.aval.shape, 0, z.aval.dtype)
+    return array_ops.full(z.aval.shape, 0, z.aval.dtype)
 
 
 # -- custom_vjp -------------------------------------------------------------------------------
@@ -368,8 +368,6 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
 
 def _custom_vjp_call_batch(axis_size, args, dims, *, call_jaxpr, fwd, bwd, num_consts,
                            out_avals):
-    from fungrad import lax
-    from fungrad.api import vmap
     batched = [d is not None for d in dims]
     new_jaxpr, _ = batch_jaxpr(call_jaxpr, axis_size, batched, instantiate=True)
     vals = [bdim_at_front(x, d, axis_size) if d is not None else x for x, d in zip(args, dims)]
@@ -386,7 +384,7 @@ def _custom_vjp_call_batch(axis_size, args, dims, *, call_jaxpr, fwd, bwd, num_c
         ct_in = vmap(lambda r, c: list(bwd(list(r), list(c))), axis_size=axis_size)(
             list(res), list(cts))
         # Arguments that were not batched get the sum of their per-example cotangents.
-        return [c if b or c is None else lax.reduce_sum(c, (0,))
+        return [c if b or c is None else array_ops.reduce_sum(c, (0,))
                 for c, b in zip(ct_in, batched[num_consts:])]
 
     outs = custom_vjp_call_p.bind(

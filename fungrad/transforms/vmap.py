@@ -32,6 +32,7 @@ import threading
 
 from fungrad import core
 from fungrad.core import Trace, Tracer, get_aval, set_current_trace
+from fungrad.transforms import array_ops
 
 not_mapped = None
 
@@ -206,20 +207,18 @@ def vmap_flat(fun, axis_size: int, args, in_dims, axis_name=None):
 
 def moveaxis(x, src: int, dst: int):
     """``x`` with dimension ``src`` moved to ``dst`` (a transpose, or ``x`` itself)."""
-    from fungrad import lax
     if src == dst:
         return x
     perm = [i for i in range(get_aval(x).ndim) if i != src]
     perm.insert(dst, src)
-    return lax.transpose(x, tuple(perm))
+    return array_ops.transpose(x, tuple(perm))
 
 
 def bdim_at_front(x, bdim, axis_size: int):
     """``x`` with its batch dimension first; unbatched values are broadcast along it."""
-    from fungrad import lax
     if bdim is None:
         aval = get_aval(x)
-        return lax.broadcast_in_dim(x, (axis_size, *aval.shape),
+        return array_ops.broadcast_in_dim(x, (axis_size, *aval.shape),
                                     tuple(range(1, aval.ndim + 1)))
     return moveaxis(x, bdim, 0)
 
@@ -241,7 +240,6 @@ def defbroadcasting(primitive):
     to the front; unbatched 0-d operands stay 0-d, other unbatched operands are broadcast."""
 
     def rule(axis_size, args, dims, **params):
-        from fungrad import lax
         ranks = [get_aval(a).ndim - (d is not None) for a, d in zip(args, dims)]
         rank = max(ranks)
         out = []
@@ -252,7 +250,7 @@ def defbroadcasting(primitive):
             a = bdim_at_front(a, d, axis_size)
             if r < rank:  # a batched per-example scalar against rank-`rank` operands
                 shape = (axis_size,) + _example_shape(args, dims)
-                a = lax.broadcast_in_dim(a, shape, (0,))
+                a = array_ops.broadcast_in_dim(a, shape, (0,))
             out.append(a)
         result = primitive.bind(*out, **params)
         if primitive.multiple_results:

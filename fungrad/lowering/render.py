@@ -47,8 +47,9 @@ class KernelRenderer:
     backend: ClassVar[str] = "?"
     #: prefix of local value names in the target language ("%" in LLVM IR, none in WGSL)
     value_prefix: ClassVar[str] = ""
-    #: kernel op name -> ``fn(writer, e, *context)`` returning the value's name or text;
-    #: ``context`` is what the backend's :meth:`node` passes (see :meth:`render_op`)
+    #: kernel op name -> ``fn(writer, *context)`` returning the value's name or text;
+    #: ``context`` is what the backend passes to :meth:`render_op` (the LLVM writer: the
+    #: node, its scope's lines, the result's name and the operands' values)
     code_for_op: ClassVar[dict] = {}
 
     def __init__(self, kern):
@@ -105,17 +106,14 @@ class KernelRenderer:
         """Render op ``e`` on its operands' values ``args`` (usually via :meth:`render_op`)."""
         raise TypeError(f"{type(self).__name__} does not implement node()")
 
-    def render_op(self, e: Expr, *context) -> str:
-        """``code_for_op[e.op](self, e, *context)``."""
-        fn = self.code_for_op.get(e.op)
+    def render_op(self, op: str, *context) -> str:
+        """``code_for_op[op](self, *context)``. Keyed by the op's name, not bound to an
+        ``Expr``: a backend may also render ops it composes itself (a reduction's combine)."""
+        fn = self.code_for_op.get(op)
         if fn is None:
-            self.missing_op(e)
-        return fn(self, e, *context)
-
-    def missing_op(self, e: Expr):
-        dt = e.args[0].dtype if e.args else e.dtype
-        raise TypeError(f"{self.backend} renderer: no code for kernel op {e.op!r} on "
-                        f"{dt.name} (add an entry to its code_for_op table)")
+            raise TypeError(f"{self.backend} renderer: no code for kernel op {op!r} (add an "
+                            "entry to its code_for_op table)")
+        return fn(self, *context)
 
     # reductions ----------------------------------------------------------------------------
     def reduce(self, e: Expr) -> str:

@@ -69,7 +69,7 @@ class KernelWriter(KernelRenderer):
         scope, its result named ``%tN``."""
         s = self.scope(e)
         out = self.tmp()
-        return self.render_op(e, self.lines[s], out, args)
+        return self.render_op(e.op, e, self.lines[s], out, args)
 
     def load(self, lines: list[str], out: str, p: str, dtype) -> str:
         """``out = *p`` for an element of ``dtype`` (bool is an i8 in memory)."""

@@ -408,10 +408,10 @@ def print_environment_info(return_string: bool = False):
     import platform
     import sys
 
-    import fungrad
     from fungrad.devices import devices
+    from fungrad.version import __version__
     text = "\n".join([
-        f"fungrad:    {fungrad.__version__}",
+        f"fungrad:    {__version__}",
         f"numpy:      {np.__version__}",
         f"python:     {sys.version.splitlines()[0]}",
         f"platform:   {platform.platform()}",

@@ -123,8 +123,8 @@ class Gemm:
     holds A^T), ``batch`` matrices one after the other in each buffer; ``c0`` None means c.
     Lowering rules make ``alpha = 1, beta = 0``; the planner folds a scaled update of the
     product (``w - lr * (a @ b)``) into ``alpha``, ``beta = 1`` and ``c0 = w``
-    (:func:`_fuse_gemm_updates`). The LLVM renderer runs small float32 products through its
-    own kernel (``matmul.py``) and the others through BLAS."""
+    (``peephole.fuse_gemm_updates``). The LLVM renderer runs small float32 products through
+    its own kernel (``cpu/gemm.py``) and the others through BLAS."""
     name: str
     a: Buffer
     b: Buffer
@@ -831,8 +831,9 @@ def plan(closed: core.ClosedJaxpr, name: str = "main", policy: Policy | None = N
         b.index = i
         outputs.append(b)
     p.flush()
-    _fuse_gemm_updates(p.steps)
-    _merge_column_reductions(p.steps, p.ctx)
+    from fungrad.lowering import peephole  # (it reads this module's step classes)
+    peephole.fuse_gemm_updates(p.steps)
+    peephole.merge_column_reductions(p.steps, p.ctx)
     used = {b.id for step in p.steps for b in (*step.reads(), *step.writes())}
     temps = [b for b in p.buffers if b.kind == "temp" and b.id in used]
     prog = Program(name, inputs, outputs, p.consts, temps, p.steps, ctx=p.ctx)
@@ -876,119 +877,3 @@ def liveness_offsets(prog: Program, slot_size) -> tuple[dict[int, int], int]:
         live.append((offset, size, last.get(b.id, start)))
         top = max(top, offset + size)
     return offsets, top
-
-
-# -- peephole passes over a finished step list -------------------------------------------------
-
-def _between(steps, lo: int, hi: int):
-    """Buffers read and written by ``steps[lo:hi]``."""
-    reads, writes = set(), set()
-    for step in steps[lo:hi]:
-        reads |= step.reads()
-        writes |= step.writes()
-    return reads, writes
-
-
-def _scaled_update(value: Expr, index: Expr, product: Buffer):
-    """``(w, alpha)`` when ``value`` is ``w[index] + alpha * product[index]`` (or
-    ``w - alpha * product``, either operand order), with the same index everywhere; else None."""
-    def load_at(e):
-        return e.attr if e.op == "load" and e.args[0] is index else None
-
-    def scaled(e):  # alpha * product[index]
-        if load_at(e) is product:
-            return 1.0
-        if e.op == "mul":
-            for c, x in (e.args, e.args[::-1]):
-                if c.is_const and load_at(x) is product:
-                    return float(c.attr)
-        return None
-    if value.op not in ("add", "sub"):
-        return None
-    x, y = value.args
-    for w_e, p_e, sign in ((x, y, 1.0), (y, x, 1.0)) if value.op == "add" else ((x, y, -1.0),):
-        w, alpha = load_at(w_e), scaled(p_e)
-        if w is not None and w is not product and alpha is not None:
-            return w, sign * alpha
-    return None
-
-
-def _fuse_gemm_updates(steps: list) -> None:
-    """Fold ``out = w + alpha * c`` into the product that computes ``c``.
-
-    An SGD step reads each weight gradient once, in ``w - lr * grad``: a kernel reading ``w``
-    and the product and writing ``out``. Instead the product writes ``out`` itself, as
-    ``alpha * a @ b + 1 * w``: two passes over the weight-sized arrays fewer (the own kernel's
-    epilogue reads ``w``; through BLAS, ``w`` is copied into ``out`` first)."""
-    i = 0
-    while i < len(steps):
-        g = steps[i]
-        i += 1
-        if not (isinstance(g, Gemm) and g.beta == 0 and g.alpha == 1 and g.c.kind == "temp"):
-            continue
-        readers = [j for j in range(i, len(steps)) if g.c in steps[j].reads()]
-        if len(readers) != 1:
-            continue
-        j = readers[0]
-        kern = steps[j]
-        if not (isinstance(kern, Kernel) and len(kern.stores) == 1):
-            continue
-        st = kern.stores[0]
-        out = st.buffer
-        if (st.combine is not None or st.mask is not None or out.shape != g.c.shape
-                or out.dtype != g.c.dtype or tuple(v.extent for v in kern.loops) != out.shape
-                or g.c in kern.writes() or out in (g.a, g.b)):
-            continue
-        found = _scaled_update(st.value, st.index, g.c)
-        if found is None:
-            continue
-        w, alpha = found
-        reads, writes = _between(steps, i, j)  # the steps after the call, before the update
-        if w in writes or g.c is w or out in reads | writes or w in g.writes():
-            continue
-        g.c, g.c0, g.alpha, g.beta = out, w, alpha, 1.0
-        g.name = f"{g.name} + update"
-        del steps[j]
-
-
-def _merge_column_reductions(steps: list, ctx: Ctx) -> None:
-    """Move a column reduction (``acc[j] += x[i, j]``) into the next kernel over the same loops
-    that stores ``x`` itself (a bias gradient and the activation gradient a matmul needs): x is
-    then computed once, in one pass."""
-    from fungrad.lowering.kernel import substitute
-    i = 0
-    while i < len(steps):
-        red = steps[i]
-        i += 1
-        if not (isinstance(red, Kernel) and red.stores and red.loops
-                and all(s.combine is not None and s.mask is None for s in red.stores)):
-            continue
-        extents = tuple(v.extent for v in red.loops)
-        accs = red.writes()
-        for j in range(i, len(steps)):
-            kern = steps[j]
-            reads, writes = _between(steps, i, j)
-            if (accs & (reads | writes)) or (red.reads() & writes):
-                break
-            if not (isinstance(kern, Kernel) and tuple(v.extent for v in kern.loops) == extents):
-                continue
-            if accs & (kern.reads() | kern.writes()) or red.reads() & kern.writes() - accs:
-                break
-            moved = []
-            for s in red.stores:
-                memo: dict = {}
-                value, index = s.value, s.index
-                for a, b in zip(red.loops, kern.loops):
-                    value = substitute(ctx, value, a, ctx.index(b), memo)
-                    index = substitute(ctx, index, a, ctx.index(b), memo)
-                    memo = {}
-                moved.append(Store(s.buffer, index, value, s.combine))
-            stored = {id(s.value) for s in kern.stores if s.combine is None and s.mask is None}
-            if not all(id(s.value) in stored for s in moved):
-                continue
-            kern.stores.extend(moved)
-            kern.parallel = kern.parallel and red.parallel
-            kern.origins = tuple(dict.fromkeys((*kern.origins, *red.origins)))
-            del steps[i - 1]
-            i -= 1
-            break

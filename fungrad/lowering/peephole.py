@@ -1,0 +1,123 @@
+"""Rewrites of a finished step list, after :func:`~fungrad.lowering.fusion.plan` has scheduled
+every kernel: fold a scaled update of a matrix product into the product's
+:class:`~fungrad.lowering.fusion.Gemm`, and move a column reduction into the next kernel that
+stores its operand. Both only merge steps the plan already has, so each saves a pass over
+memory without changing what is computed."""
+
+from __future__ import annotations
+
+from fungrad.lowering.fusion import Gemm, Kernel, Store
+from fungrad.lowering.kernel import Buffer, Ctx, Expr, substitute
+
+
+def _between(steps, lo: int, hi: int):
+    """Buffers read and written by ``steps[lo:hi]``."""
+    reads, writes = set(), set()
+    for step in steps[lo:hi]:
+        reads |= step.reads()
+        writes |= step.writes()
+    return reads, writes
+
+
+def _scaled_update(value: Expr, index: Expr, product: Buffer):
+    """``(w, alpha)`` when ``value`` is ``w[index] + alpha * product[index]`` (or
+    ``w - alpha * product``, either operand order), with the same index everywhere; else None."""
+    def load_at(e):
+        return e.attr if e.op == "load" and e.args[0] is index else None
+
+    def scaled(e):  # alpha * product[index]
+        if load_at(e) is product:
+            return 1.0
+        if e.op == "mul":
+            for c, x in (e.args, e.args[::-1]):
+                if c.is_const and load_at(x) is product:
+                    return float(c.attr)
+        return None
+    if value.op not in ("add", "sub"):
+        return None
+    x, y = value.args
+    for w_e, p_e, sign in ((x, y, 1.0), (y, x, 1.0)) if value.op == "add" else ((x, y, -1.0),):
+        w, alpha = load_at(w_e), scaled(p_e)
+        if w is not None and w is not product and alpha is not None:
+            return w, sign * alpha
+    return None
+
+
+def fuse_gemm_updates(steps: list) -> None:
+    """Fold ``out = w + alpha * c`` into the product that computes ``c``.
+
+    An SGD step reads each weight gradient once, in ``w - lr * grad``: a kernel reading ``w``
+    and the product and writing ``out``. Instead the product writes ``out`` itself, as
+    ``alpha * a @ b + 1 * w``: two passes over the weight-sized arrays fewer (the own kernel's
+    epilogue reads ``w``; through BLAS, ``w`` is copied into ``out`` first)."""
+    i = 0
+    while i < len(steps):
+        g = steps[i]
+        i += 1
+        if not (isinstance(g, Gemm) and g.beta == 0 and g.alpha == 1 and g.c.kind == "temp"):
+            continue
+        readers = [j for j in range(i, len(steps)) if g.c in steps[j].reads()]
+        if len(readers) != 1:
+            continue
+        j = readers[0]
+        kern = steps[j]
+        if not (isinstance(kern, Kernel) and len(kern.stores) == 1):
+            continue
+        st = kern.stores[0]
+        out = st.buffer
+        if (st.combine is not None or st.mask is not None or out.shape != g.c.shape
+                or out.dtype != g.c.dtype or tuple(v.extent for v in kern.loops) != out.shape
+                or g.c in kern.writes() or out in (g.a, g.b)):
+            continue
+        found = _scaled_update(st.value, st.index, g.c)
+        if found is None:
+            continue
+        w, alpha = found
+        reads, writes = _between(steps, i, j)  # the steps after the call, before the update
+        if w in writes or g.c is w or out in reads | writes or w in g.writes():
+            continue
+        g.c, g.c0, g.alpha, g.beta = out, w, alpha, 1.0
+        g.name = f"{g.name} + update"
+        del steps[j]
+
+
+def merge_column_reductions(steps: list, ctx: Ctx) -> None:
+    """Move a column reduction (``acc[j] += x[i, j]``) into the next kernel over the same loops
+    that stores ``x`` itself (a bias gradient and the activation gradient a matmul needs): x is
+    then computed once, in one pass."""
+    i = 0
+    while i < len(steps):
+        red = steps[i]
+        i += 1
+        if not (isinstance(red, Kernel) and red.stores and red.loops
+                and all(s.combine is not None and s.mask is None for s in red.stores)):
+            continue
+        extents = tuple(v.extent for v in red.loops)
+        accs = red.writes()
+        for j in range(i, len(steps)):
+            kern = steps[j]
+            reads, writes = _between(steps, i, j)
+            if (accs & (reads | writes)) or (red.reads() & writes):
+                break
+            if not (isinstance(kern, Kernel) and tuple(v.extent for v in kern.loops) == extents):
+                continue
+            if accs & (kern.reads() | kern.writes()) or red.reads() & kern.writes() - accs:
+                break
+            moved = []
+            for s in red.stores:
+                memo: dict = {}
+                value, index = s.value, s.index
+                for a, b in zip(red.loops, kern.loops):
+                    value = substitute(ctx, value, a, ctx.index(b), memo)
+                    index = substitute(ctx, index, a, ctx.index(b), memo)
+                    memo = {}
+                moved.append(Store(s.buffer, index, value, s.combine))
+            stored = {id(s.value) for s in kern.stores if s.combine is None and s.mask is None}
+            if not all(id(s.value) in stored for s in moved):
+                continue
+            kern.stores.extend(moved)
+            kern.parallel = kern.parallel and red.parallel
+            kern.origins = tuple(dict.fromkeys((*kern.origins, *red.origins)))
+            del steps[i - 1]
+            i -= 1
+            break

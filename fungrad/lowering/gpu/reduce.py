@@ -16,7 +16,7 @@ from fungrad.lowering.gpu.frame import Shader, grid_1d, workgroup_text
 from fungrad.lowering.gpu.schedule import schedule
 from fungrad.lowering.gpu.schemes import TREE_WG
 from fungrad.lowering.gpu.types import from_word, literal, to_word, wgsl_type
-from fungrad.lowering.kernel import Expr, reduce_identity
+from fungrad.lowering.kernel import Expr
 
 
 def tree_reduce(w, e: Expr) -> str:
@@ -48,9 +48,8 @@ def tree_reduce(w, e: Expr) -> str:
         if arg:
             chunk.append(f"    let {pos_of} = bitcast<i32>({pref(f'flat * {g}i + {r}')});")
     else:
-        for i, v in enumerate(red.vars):
-            w.chain[v] = red.vars[:i + 1]
-            w.lines[v] = []
+        w.open_reduction(e)  # (at the top level)
+        for v in red.vars:
             w.trips[v] = -(-n // step)
         val = w.value(body)
         const = body.op == "const"
@@ -64,7 +63,7 @@ def tree_reduce(w, e: Expr) -> str:
         for v in red.vars:
             chunk += w.lines.pop(v)
     acc, pos = w.tmp("acc"), w.tmp("pos")
-    init = literal(reduce_identity({"argmax": "max", "argmin": "min"}.get(op, op), dt), dt)
+    init = literal(w.reduction_identity(op, dt), dt)
     out = w.lines[None]
     decl, update, final = w.accumulate(op, dt, acc, val, init, const)
     out += [*decl, f"  var {pos}: i32 = 0i;"]

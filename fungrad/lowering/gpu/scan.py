@@ -33,8 +33,7 @@ class ScanShader(KernelShader):
         self.rows = math.prod(v.extent for v in self.others)
         for v in self.others:
             self.chain[v] = ()
-        self.chain[s] = (s,)
-        self.lines[s] = []
+        self.open_scope(s, None)
         self.trips[s] = self.block
         self.carried: frozenset = frozenset()  # ids of the nodes bound to loop-carried names
         self.uses: dict[tuple[int, frozenset], bool] = {}

@@ -49,13 +49,8 @@ from fungrad.lowering.gpu.reduce import scatter_store, tree_reduce, tree_source
 from fungrad.lowering.gpu.schedule import schedule
 from fungrad.lowering.gpu.schemes import Scatter, Tree
 from fungrad.lowering.gpu.types import from_word, literal, to_word, wgsl_type
-from fungrad.lowering.kernel import (
-    INDEX,
-    Expr,
-    Var,
-    innermost_loop,
-    reduce_identity,
-)
+from fungrad.lowering.kernel import INDEX, Expr, Var
+from fungrad.lowering.render import KernelRenderer
 
 #: invocations per workgroup of a kernel run one invocation per element: llvmpipe has a cost
 #: per workgroup, and 256 made the benchmark chain 8% faster there (the hand-written kernel:
@@ -63,12 +58,17 @@ from fungrad.lowering.kernel import (
 KERNEL_WORKGROUP = 256
 
 
-class KernelShader:
-    """Writes one kernel as a shader (the structure mirrors ``cpu/llvm.py``'s kernel writer)."""
+class KernelShader(KernelRenderer):
+    """Writes one kernel as a shader. What it shares with the LLVM kernel writer (the value
+    memo, names, loop scopes, the reduction skeleton, op dispatch through ``code_for_op``)
+    is :class:`~fungrad.lowering.render.KernelRenderer`'s."""
+
+    backend = "WGSL"
+    code_for_op = CODE_FOR_OP
 
     def __init__(self, kern: Kernel, place, fused_fma: bool, scope: Scope,
                  tree: Tree | None = None, scatter: Scatter | None = None):
-        self.kern = kern
+        super().__init__(kern)
         self.tree = tree
         self.tree_at = 0
         self.outputs = math.prod(v.extent for v in kern.loops)
@@ -81,23 +81,12 @@ class KernelShader:
             st, = kern.stores
             self.slots.atomic.add(place[st.buffer.id][0] if scatter.mode == "combine"
                                   else "arena")
-        self.lines: dict[Var | None, list[str]] = {None: []}
-        self.chain: dict[Var, tuple[Var, ...]] = {}
         self.trips: dict[Var | None, int] = {None: 1}  # iterations of each loop's body
         self.iterations = 0
-        self.names: dict[int, str] = {}
-        self.n = 0
         self.zero = False  # the opaque zero of written-out math functions is defined
         self.zeros = 0  # fresh opaque zeros defined (``fg_z<k>``, see :meth:`_opaque`)
         self.literals: dict[str, str] = {}  # literal -> its opaque name (_opaque_literal)
         self.reach: dict[tuple[int, int], frozenset] = {}
-
-    def tmp(self, hint: str = "t") -> str:
-        self.n += 1
-        return f"{hint}{self.n}"
-
-    def scope(self, e: Expr) -> Var | None:
-        return innermost_loop(self.chain, e)
 
     def let(self, e: Expr, text: str) -> str:
         name = self.tmp()
@@ -105,20 +94,15 @@ class KernelShader:
         return name
 
     # values
-    def value(self, e: Expr) -> str:
-        name = self.names.get(id(e))
-        if name is None:
-            if e.op == "const":
-                name = literal(e.attr, e.dtype)
-            elif e.op == "idx":
-                name = f"v{e.attr.id}"
-            elif e.op == "reduce":
-                name = self._reduce(e)
-            else:
-                args = self._protect(e, [self.value(a) for a in e.args])
-                name = self._inline(e, args) or self.let(e, self._expression(e, args))
-            self.names[id(e)] = name
-        return name
+    def literal(self, value, dtype) -> str:
+        return literal(value, dtype)
+
+    def node(self, e: Expr, args: list[str]) -> str:
+        """``e`` of its operands ``args``: a math function written out (:meth:`_inline`), or
+        a ``let`` of its expression, its operands protected from the shader compiler's
+        algebra (:meth:`_protect`)."""
+        args = self._protect(e, args)
+        return self._inline(e, args) or self.let(e, self._expression(e, args))
 
     # Shader compilers simplify float algebra as if it were real algebra (Mesa's NIR applies
     # its inexact rules to every float operation: WGSL cannot mark one exact), which loses
@@ -228,12 +212,13 @@ class KernelShader:
         return self._op(op, e.args[0].dtype, a)
 
     def _op(self, op: str, dt, a: list[str]) -> str:
-        """The text of kernel op ``op`` on operands ``a`` of dtype ``dt`` (``CODE_FOR_OP``)."""
-        code = CODE_FOR_OP.get(op)
+        """The text of kernel op ``op`` on operands ``a`` of dtype ``dt`` (``code_for_op``:
+        ``ops.CODE_FOR_OP``)."""
+        code = self.code_for_op.get(op)
         if code is None:
             raise LoweringError(f"jit(backend='gpu'): no WGSL for kernel op {op!r} on "
                                 f"{np.dtype(dt).name}")
-        return code(self.src, wgsl_type(dt), dt, a)
+        return code(self, wgsl_type(dt), dt, a)
 
     def _convert(self, src, dst, x: str) -> str:
         s, d = wgsl_type(src), wgsl_type(dst)
@@ -270,21 +255,27 @@ class KernelShader:
             better = f"({better} || ({same} && {ties[0]} < {ties[1]}))"
         return better
 
-    def _reduce(self, e: Expr) -> str:
-        red = e.attr
-        parent = self.scope(e)
-        if self.tree is not None and parent is None:
+    # reductions: the skeleton is KernelRenderer.reduce
+    def reduce(self, e: Expr) -> str:
+        """A reduction as loops in the invocation, or, at the top level of a tree kernel,
+        by the whole workgroup (``reduce.tree_reduce``)."""
+        if self.tree is not None and self.scope(e) is None:
             return tree_reduce(self, e)
-        base = self.chain[parent] if parent is not None else ()
+        return super().reduce(e)
+
+    def before_reduction_body(self, e: Expr, parent: Var | None) -> None:
+        """Count the reduction's loop iterations (``Shader.loop_iterations``)."""
         trips = self.trips[parent]
-        for i, v in enumerate(red.vars):
-            self.chain[v] = base + red.vars[:i + 1]
-            self.lines[v] = []
+        for v in e.attr.vars:
             trips *= v.extent
             self.trips[v] = trips
             self.iterations += trips
+
+    def reduction_loops(self, e: Expr, parent: Var | None, val: str) -> str:
+        """The loops of reduction ``e`` folding ``val`` (its body's value), written into
+        ``parent``'s lines: an accumulator, or for argmax/argmin a value and a position."""
+        red = e.attr
         body = e.args[0]
-        val = self.value(body)
         const = body.op == "const"
         op = red.op
         arg = op in ("argmax", "argmin")
@@ -294,7 +285,7 @@ class KernelShader:
             val = self._opaque(val, body)  # (sum of [x, -x] gave 0 for NaN once unrolled)
             const = False
         acc = self.tmp("acc")
-        init = literal(reduce_identity({"argmax": "max", "argmin": "min"}.get(op, op), dt), dt)
+        init = literal(self.reduction_identity(op, dt), dt)
         out = self.lines[parent]
         decl, update, final = self.accumulate(op, dt, acc, val, init, const)
         out += decl
@@ -354,9 +345,10 @@ class KernelShader:
         kern = self.kern
         loops = kern.loops
         for i, v in enumerate(loops):
-            self.chain[v] = loops[:i + 1] if self.serial else ()
-            if self.serial:
-                self.lines[v] = []
+            if not self.serial:
+                self.chain[v] = ()  # (every invocation has its element's indices)
+            else:
+                self.open_scope(v, loops[i - 1] if i else None)
                 self.trips[v] = self.trips.get(loops[i - 1], 1) * v.extent if i else v.extent
                 self.iterations += self.trips[v]
         for st in kern.stores:

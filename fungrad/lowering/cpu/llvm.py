@@ -60,8 +60,9 @@ class ModuleWriter:
         self.functions: list[Function] = []  # compiled with LLVM's full pipeline
         self.glue: list[Function] = []  # compiled without optimisation (see _cold_kernels)
         self.cold: set[int] = set()  # ids of the kernels among the glue
-        # (cold, whole, render.kernel_record) -> the kernel function defined for it: _define
-        self.kernels: dict[tuple, str] = {}
+        # kernels defined, by a cheap outline of their structure: [[kernel, buffer ids, its
+        # render.kernel_record or None until compared]] (see _define)
+        self.kernels: dict[tuple, list[list]] = {}
         self.trampolines: set[str] = set()
         self.n_loops = 0
         self.short_loops: set[int] = set()  # metadata ids of loops run fewer than SHORT_LOOP
@@ -243,11 +244,18 @@ class ModuleWriter:
         rendered, so the names and loop metadata numbers of what follows do not depend on
         whether a kernel had a twin."""
         text = KernelWriter(self, kern, names).function(whole=whole)
-        key = (cold, whole, kernel_record(kern, list(names)))
-        other = self.kernels.get(key)
-        if other is not None:
-            return other
-        self.kernels[key] = kern.name
+        # the record walks every expression: only kernels of the same outline are compared
+        outline = (cold, whole, tuple(v.extent for v in kern.loops), len(names),
+                   tuple((st.buffer.dtype, st.combine, st.once, st.mask is None)
+                         for st in kern.stores))
+        twins = self.kernels.setdefault(outline, [])
+        record = kernel_record(kern, list(names)) if twins else None
+        for twin in twins:
+            if twin[2] is None:
+                twin[2] = kernel_record(twin[0], twin[1])
+            if twin[2] == record:
+                return twin[0].name
+        twins.append([kern, list(names), record])
         params = ", ".join(["ptr noalias"] * len(names) + ["i64", "i64"])
         self.add_function(text, ((kern.name, "void", params),), glue=cold)
         return kern.name

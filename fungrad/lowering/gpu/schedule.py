@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import re
 
+# This pass reads the statements back from their text, the one place the GPU renderer does.
+# It stays because part of what it orders arrives as text: the math functions written out in
+# a kernel come from ``lowering.math.wgsl.inline`` as finished ``let`` lines, and the names a
+# statement uses also hide in the places of its loads (a loop counter ``it<d>`` in a carry's
+# offset). Ordering while rendering needs every emitter to hand over (name, operands): the
+# math inliner first.
 _LET = re.compile(r"\s*let (\w+) = (.*);$")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable
-from operator import index as operator_index
 from typing import Any, TypeVar
 
 import numpy as np
@@ -14,24 +13,14 @@ from fungrad import core, tree_util
 from fungrad.array import Array, is_arraylike
 from fungrad.config import config
 from fungrad.ir.passes import simplify
-from fungrad.transforms.api_util import check_callable, normalize_argnums
+from fungrad.shape_dtype_struct import ShapeDtypeStruct
+from fungrad.transforms.api_util import abstractify, check_callable, normalize_argnums
+from fungrad.transforms.autodiff import linear_transpose  # noqa: F401  (re-exported)
 from fungrad.transforms.jit import jit  # noqa: F401  (re-exported: fungrad.jit)
 from fungrad.transforms.staging import hoist_tracer_consts, trace_to_jaxpr
 from fungrad.transforms.vmap_api import vmap  # noqa: F401  (re-exported: fungrad.vmap)
 
 _F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def abstractify(x, what: str) -> core.ShapedArray:
-    """The aval a traced argument gets (canonical dtype; Python scalars are weak)."""
-    if not is_arraylike(x):
-        raise TypeError(f"{what}: argument of type {type(x).__name__} is not a valid fungrad "
-                        "type; pass arrays, numpy values or Python scalars (or mark it static)")
-    aval = core.get_aval(x)
-    if type(x) is not Array and not isinstance(x, core.Tracer):
-        from fungrad import dtypes
-        aval = aval.update(dtype=dtypes.canonicalize_dtype(aval.dtype))
-    return aval
 
 
 def _output_leaves(what: str, out, out_tree: list) -> list:
@@ -112,60 +101,6 @@ def typeof(x) -> core.ShapedArray:
         raise TypeError(f"typeof: value of type {type(x).__name__} is not an array; pass an "
                         "Array, a tracer, a numpy value or a Python scalar")
     return abstractify(x, "typeof")
-
-
-class ShapeDtypeStruct:
-    """A shape and a dtype standing for an array that need not exist
-    (``jax.ShapeDtypeStruct``): what :func:`eval_shape` takes and returns.
-
-    ``sharding`` is accepted for JAX's signature and must be None (fungrad has one device
-    per backend).
-    """
-
-    __slots__ = ("shape", "dtype", "weak_type", "sharding")
-
-    def __init__(self, shape, dtype, *, sharding=None, weak_type: bool = False):
-        try:
-            shape = tuple(int(operator_index(d)) for d in shape)
-        except TypeError:
-            raise TypeError(f"ShapeDtypeStruct: shape must be a sequence of integers, got "
-                            f"{shape!r}") from None
-        if dtype is None:
-            raise ValueError("ShapeDtypeStruct: dtype must be given (e.g. "
-                             "ShapeDtypeStruct((2, 3), fnp.float32)), got None")
-        if sharding is not None:
-            raise ValueError("ShapeDtypeStruct: fungrad has no shardings; pass sharding=None")
-        try:
-            dtype = np.dtype(dtype)
-        except TypeError as e:
-            raise TypeError(f"ShapeDtypeStruct: {e}") from None
-        self.shape, self.dtype = shape, dtype
-        self.weak_type, self.sharding = bool(weak_type), None
-
-    ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
-
-    @property
-    def aval(self) -> core.ShapedArray:
-        from fungrad import dtypes
-        return core.ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype),
-                                self.weak_type)
-
-    def __len__(self):
-        if not self.shape:
-            raise TypeError("len() of unsized object (a 0-d ShapeDtypeStruct)")
-        return self.shape[0]
-
-    def __eq__(self, other):
-        return (type(other) is ShapeDtypeStruct and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
-
-    def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
-
-    def __repr__(self):
-        weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
 
 def eval_shape(fun, *args, **kwargs):
@@ -258,58 +193,6 @@ def ensure_compile_time_eval():
         return
     with core.set_current_trace(_CompileTimeEvalTrace(trace)):
         yield
-
-
-def linear_transpose(fun, *primals, reduce_axes=()):
-    """The transpose of the linear function ``fun`` (``jax.linear_transpose``): ``primals``
-    (arrays or ShapeDtypeStructs) give the input shapes and dtypes only; the result maps output
-    cotangents (a pytree like ``fun``'s output) to the tuple of input cotangents.
-
-    ``fun`` must be linear in its inputs: a nonlinear operation on them is a TypeError when the
-    transpose is called. Example: ``linear_transpose(lambda x: 2 * x, 1.0)(3.0) == (6.0,)``.
-    """
-    from fungrad.transforms.jvp import Zero
-    from fungrad.transforms.transpose import UndefPrimal, backward_pass
-    check_callable(fun, "linear_transpose", "pass the linear function: linear_transpose(f, x)")
-    if reduce_axes:
-        raise ValueError("linear_transpose: reduce_axes is not supported (it was removed from "
-                         "JAX's API); pass reduce_axes=()")
-    flat, in_tree = tree_util.tree_flatten(primals)
-    avals = [x.aval if isinstance(x, ShapeDtypeStruct) else abstractify(x, "linear_transpose")
-             for x in flat]
-    for a in avals:
-        if a.dtype.kind != "f":
-            raise TypeError(f"linear_transpose: inputs must be floating point, got "
-                            f"{a.str_short()}")
-    out_tree = []
-
-    def flat_fun(*xs):
-        out = fun(*tree_util.tree_unflatten(in_tree, xs))
-        leaves, tree = tree_util.tree_flatten(out)
-        out_tree.append(tree)
-        return leaves
-
-    closed = trace_to_jaxpr(flat_fun, [a.strip_weak_type() for a in avals])
-
-    def transposed(*out_cts):
-        ct_flat, ct_tree = tree_util.tree_flatten(out_cts[0] if len(out_cts) == 1 else out_cts)
-        if ct_tree != out_tree[0]:
-            raise TypeError(f"linear_transpose: cotangent structure {ct_tree} does not match "
-                            f"the function's output structure {out_tree[0]}")
-        cts = [Array(np.asarray(c, dtype=a.dtype)) if not isinstance(c, (Array, core.Tracer))
-               else c for c, a in zip(ct_flat, closed.out_avals)]
-        for c, a in zip(cts, closed.out_avals):  # JAX's TypeError for a cotangent type
-            if tuple(c.shape) != tuple(a.shape) or c.dtype != a.dtype:
-                raise TypeError(f"linear_transpose: cotangent type does not match the "
-                                f"function's output: expected {a.str_short()}, got "
-                                f"{core.get_aval(c).str_short()}")
-        outs = backward_pass(closed.jaxpr, closed.consts,
-                             [UndefPrimal(a.strip_weak_type()) for a in avals], cts)
-        outs = [Array(np.zeros(a.shape, a.dtype)) if type(o) is Zero else o
-                for o, a in zip(outs, avals)]
-        return tuple(tree_util.tree_unflatten(in_tree, outs))
-
-    return transposed
 
 
 def closure_convert(fun, *example_args):

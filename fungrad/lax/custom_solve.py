@@ -212,7 +212,7 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
     ``transpose_solve(vecmat, b)`` solves with the transposed map and is needed for reverse
     mode; ``symmetric=True`` uses ``solve`` for it. Forward mode needs neither.
     """
-    from fungrad.api import linear_transpose
+    from fungrad.transforms.autodiff import linear_transpose
     fname = "custom_linear_solve"
     for name, fn in (("matvec", matvec), ("solve", solve)):
         if not callable(fn):

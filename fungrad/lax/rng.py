@@ -279,10 +279,10 @@ def rng_uniform(a, b, shape):
     draw is an integer in ``[a, b)``). If ``b <= a`` the result is unspecified (as in JAX;
     fungrad gives ``a`` for integers). Prefer :mod:`fungrad.random`: this exists for programs
     that call it."""
-    from fungrad.api import ShapeDtypeStruct
     from fungrad.callback import io_callback
     from fungrad.core import get_aval
     from fungrad.lax.utils import operand
+    from fungrad.shape_dtype_struct import ShapeDtypeStruct
     fname = "rng_uniform"
     a, b = operand(a, fname), operand(b, fname)
     aa, ba = get_aval(a), get_aval(b)

@@ -8,7 +8,10 @@ from __future__ import annotations
 import functools
 import inspect
 
-__all__ = ["Signature", "check_callable", "fun_location", "fun_name", "index_tuple",
+from fungrad import core, dtypes
+from fungrad.array import Array, is_arraylike
+
+__all__ = ["Signature", "abstractify", "check_callable", "fun_location", "fun_name", "index_tuple",
            "normalize_argnums", "resolve_argnums"]
 
 
@@ -121,3 +124,14 @@ def normalize_argnums(fun_name: str, argnums, nargs: int,
                              f"{nargs} positional arguments")
         out.append(j)
     return tuple(out)
+
+
+def abstractify(x, what: str) -> core.ShapedArray:
+    """The aval a traced argument gets (canonical dtype; Python scalars are weak)."""
+    if not is_arraylike(x):
+        raise TypeError(f"{what}: argument of type {type(x).__name__} is not a valid fungrad "
+                        "type; pass arrays, numpy values or Python scalars (or mark it static)")
+    aval = core.get_aval(x)
+    if type(x) is not Array and not isinstance(x, core.Tracer):
+        aval = aval.update(dtype=dtypes.canonicalize_dtype(aval.dtype))
+    return aval

@@ -18,9 +18,12 @@ import numpy as np
 from fungrad import core, dtypes, tree_util
 from fungrad.array import Array
 from fungrad.operands import array_leaf
+from fungrad.shape_dtype_struct import ShapeDtypeStruct
 from fungrad.transforms import jvp as jvp_mod
-from fungrad.transforms.api_util import check_callable, normalize_argnums
+from fungrad.transforms.api_util import abstractify, check_callable, normalize_argnums
+from fungrad.transforms.jvp import Zero
 from fungrad.transforms.partial_eval import linearize_flat
+from fungrad.transforms.staging import trace_to_jaxpr
 from fungrad.transforms.tape import tape_vjp_flat
 from fungrad.transforms.transpose import UndefPrimal, backward_pass
 
@@ -480,3 +483,55 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0,
     check_callable(fun, "hessian", "pass the function to differentiate: hessian(f)(*args)")
     _no_holomorphic("hessian", holomorphic)
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+
+
+# -- transposing linear functions ---------------------------------------------------------------
+
+def linear_transpose(fun, *primals, reduce_axes=()):
+    """The transpose of the linear function ``fun`` (``jax.linear_transpose``): ``primals``
+    (arrays or ShapeDtypeStructs) give the input shapes and dtypes only; the result maps output
+    cotangents (a pytree like ``fun``'s output) to the tuple of input cotangents.
+
+    ``fun`` must be linear in its inputs: a nonlinear operation on them is a TypeError when the
+    transpose is called. Example: ``linear_transpose(lambda x: 2 * x, 1.0)(3.0) == (6.0,)``.
+    """
+    check_callable(fun, "linear_transpose", "pass the linear function: linear_transpose(f, x)")
+    if reduce_axes:
+        raise ValueError("linear_transpose: reduce_axes is not supported (it was removed from "
+                         "JAX's API); pass reduce_axes=()")
+    flat, in_tree = tree_util.tree_flatten(primals)
+    avals = [x.aval if isinstance(x, ShapeDtypeStruct) else abstractify(x, "linear_transpose")
+             for x in flat]
+    for a in avals:
+        if a.dtype.kind != "f":
+            raise TypeError(f"linear_transpose: inputs must be floating point, got "
+                            f"{a.str_short()}")
+    out_tree = []
+
+    def flat_fun(*xs):
+        out = fun(*tree_util.tree_unflatten(in_tree, xs))
+        leaves, tree = tree_util.tree_flatten(out)
+        out_tree.append(tree)
+        return leaves
+
+    closed = trace_to_jaxpr(flat_fun, [a.strip_weak_type() for a in avals])
+
+    def transposed(*out_cts):
+        ct_flat, ct_tree = tree_util.tree_flatten(out_cts[0] if len(out_cts) == 1 else out_cts)
+        if ct_tree != out_tree[0]:
+            raise TypeError(f"linear_transpose: cotangent structure {ct_tree} does not match "
+                            f"the function's output structure {out_tree[0]}")
+        cts = [Array(np.asarray(c, dtype=a.dtype)) if not isinstance(c, (Array, core.Tracer))
+               else c for c, a in zip(ct_flat, closed.out_avals)]
+        for c, a in zip(cts, closed.out_avals):  # JAX's TypeError for a cotangent type
+            if tuple(c.shape) != tuple(a.shape) or c.dtype != a.dtype:
+                raise TypeError(f"linear_transpose: cotangent type does not match the "
+                                f"function's output: expected {a.str_short()}, got "
+                                f"{core.get_aval(c).str_short()}")
+        outs = backward_pass(closed.jaxpr, closed.consts,
+                             [UndefPrimal(a.strip_weak_type()) for a in avals], cts)
+        outs = [Array(np.zeros(a.shape, a.dtype)) if type(o) is Zero else o
+                for o, a in zip(outs, avals)]
+        return tuple(tree_util.tree_unflatten(in_tree, outs))
+
+    return transposed

@@ -77,6 +77,10 @@ class _ControlStep:
     def writes(self) -> set[Buffer]:
         return self._writes
 
+    def sub_programs(self) -> list[list]:
+        """The step lists this step runs (branches; a loop's cond and body)."""
+        raise TypeError(f"{type(self).__name__} does not list its sub-programs")
+
     @staticmethod
     def _body_lines(title: str, steps: list) -> list[str]:
         """A sub-program's plan as text (``Program.describe`` shows it under the step)."""
@@ -95,6 +99,9 @@ class CondStep(_ControlStep):
 
     def __post_init__(self):
         self._collect(self.branches, {}, [self.index], self.outs)
+
+    def sub_programs(self) -> list[list]:
+        return list(self.branches)
 
     def describe_body(self) -> list[str]:
         return [line for i, steps in enumerate(self.branches)
@@ -117,6 +124,9 @@ class WhileStep(_ControlStep):
         backing = {v.id: (c.home, c.spare) for c in carries for v in (c.cur, c.nxt)}
         both = [b for c in carries for b in (c.home, c.spare)]
         self._collect([self.cond, self.body], backing, both, both + [self.pred])
+
+    def sub_programs(self) -> list[list]:
+        return [self.cond, self.body]
 
     def describe_body(self) -> list[str]:
         return self._body_lines("cond", self.cond) + self._body_lines("body", self.body)
@@ -142,6 +152,9 @@ class ScanStep(_ControlStep):
         both = [b for c in carries for b in (c.home, c.spare)]
         self._collect([self.body], backing, both + [s.whole for s in self.xs],
                       both + [s.whole for s in self.ys])
+
+    def sub_programs(self) -> list[list]:
+        return [self.body]
 
     def describe_body(self) -> list[str]:
         order = "reversed " if self.reverse else ""

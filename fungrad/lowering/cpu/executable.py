@@ -19,7 +19,7 @@ import numpy as np
 from fungrad import core
 from fungrad.array import Array, is_concrete_array
 from fungrad.lowering import fusion, host_callback
-from fungrad.lowering.cpu import abi, llvm, threads
+from fungrad.lowering.cpu import abi, host_call, llvm, threads
 from fungrad.lowering.cpu import compiler as cpu
 
 ENTRY = "fg_entry"
@@ -185,7 +185,7 @@ class Executable:
         if status < 0:  # a host callback raised (no later step ran): its exception
             if scratch is not None:
                 self._scratch.append(scratch)
-            host_callback.raise_failure(host_callback.current())
+            host_call.raise_failure(host_call.current())
         if scratch is not None:
             self._scratch.append(scratch)
         res = [Array(o, w) for o, w in zip(outs, self._weak)]
@@ -194,9 +194,9 @@ class Executable:
         return res
 
     def _call_host(self, args) -> list[Array]:
-        """``call`` of a program with host callbacks (``host_callback``): the trampoline
+        """``call`` of a program with host callbacks (``host_call``): the trampoline
         finds this call's steps on the thread's stack of running calls."""
-        with host_callback.running(self._hosts):
+        with host_call.running(self._hosts):
             return Executable.call(self, args)
 
     def as_text(self) -> str:

@@ -37,6 +37,7 @@ class ScanShader(KernelShader):
         self.trips[s] = self.block
         self.carried: frozenset = frozenset()  # ids of the nodes bound to loop-carried names
         self.uses: dict[tuple[int, frozenset], bool] = {}
+        self.in_scan: list[int] = []  # ids of the nodes computed in the scan loop (``_at``)
 
     def scope(self, e: Expr) -> Var | None:
         """The loop ``e`` is evaluated in; the scan loop for a node reading a value bound to
@@ -48,6 +49,13 @@ class ScanShader(KernelShader):
         if self.carried and self._uses_carried(e):
             return self.scan.var
         return super().scope(e)
+
+    def compute(self, e: Expr) -> str:
+        name = super().compute(e)
+        where = self.scope(e)
+        if where is not None and self.scan.var in self.chain[where]:
+            self.in_scan.append(id(e))
+        return name
 
     def _uses_carried(self, e: Expr) -> bool:
         key = (id(e), self.carried)
@@ -61,11 +69,11 @@ class ScanShader(KernelShader):
         """(lines, name) computing ``e`` in a block of its own: the names defined there are
         forgotten afterwards, so later uses recompute them in their own blocks."""
         s = self.scan.var
-        self.lines[s] = []
+        self.lines[s], self.in_scan = [], []
         name = self.value(e)
         lines, self.lines[s] = self.lines[s], []
-        local = {w.split()[1].rstrip(":") for w in lines if w.split()[0] in ("let", "var")}
-        self.names = {k: v for k, v in self.names.items() if v not in local}
+        for k in self.in_scan:  # (their statements are in ``lines``)
+            self.names.pop(k, None)
         return lines, name
 
     def _word(self, at: str, write: bool = False) -> str:

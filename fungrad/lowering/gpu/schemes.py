@@ -62,7 +62,7 @@ SCAN_SERIAL_ROWS = 4096
 def _mode(variable: str, name: str, default: str) -> str:
     mode = os.environ.get(variable, "").strip().lower() or default
     if mode not in ("auto", "always", "never"):
-        raise ValueError(f"{variable} / gpu_executable.{name}: {mode!r} is not one of 'auto', "
+        raise ValueError(f"{variable} / gpu.schemes.{name}: {mode!r} is not one of 'auto', "
                          "'always', 'never'")
     return mode
 
@@ -253,7 +253,7 @@ class SplitK:
     """A matmul whose contraction is split into ``chunks`` ranges of ``size`` (a multiple
     of ``KSTEP``), where one invocation could not loop through all of ``k`` on this
     adapter: the tiles of each range write partial products to the arena at word ``base``
-    (``chunks * batch * m * n`` words, range-major), then :func:`render_gemm_sum` adds the
+    (``chunks * batch * m * n`` words, range-major), then ``gemm.render_gemm_sum`` adds the
     ranges of each output in order and applies alpha and beta."""
     chunks: int
     size: int

@@ -1,7 +1,7 @@
 """The kernel shader: a fusion :class:`~fungrad.lowering.fusion.Kernel` as one WGSL compute
 shader (:func:`render_kernel`).
 
-The GPU twin of ``cpu/llvm.py``: the same kernels (a loop nest of stores of scalar
+The GPU twin of ``cpu/kernel.py``: the same kernels (a loop nest of stores of scalar
 expressions) become one compute shader each. The rest of the GPU renderer lives beside it:
 ``types.py`` (the type map, literals, memory words), ``helpers.py`` (helper functions of the
 prelude), ``frame.py`` (bindings, scopes, grids, the word shaders), ``schedule.py`` (the

@@ -1,4 +1,4 @@
-"""Sorts (``sort_step.SortStep``): rank sorts for short rows (:func:`render_sort`), bitonic
+"""Sorts (``steps.SortStep``): rank sorts for short rows (:func:`render_sort`), bitonic
 networks for long ones (:func:`render_bitonic`)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from fungrad.lowering.gpu.types import from_word, wgsl_type
 
 
 def _sort_key(value: str, dtype, order: str) -> str:
-    """An i32 whose signed order is the sort order of ``value`` (sort_step.py's orders):
+    """An i32 whose signed order is the sort order of ``value`` (the orders of ``cpu/sort.py``):
     ``"sort"`` merges -0.0 with 0.0 and puts every NaN last; ``"top_k"`` is the total order
     on the bits, reversed (descending)."""
     t = wgsl_type(dtype)
@@ -70,7 +70,7 @@ def _sort_gather(step, slots: Slots, o: str, q: str, rank: str, pos: str) -> lis
 
 
 def render_sort(step, place, scope: Scope = TOP) -> Shader:
-    """A stable sort (``sort_step.SortStep``) by ranks: one invocation per element counts the
+    """A stable sort (``steps.SortStep``) by ranks: one invocation per element counts the
     elements of its row that sort before it (smaller keys, or equal keys at smaller
     positions) and writes every operand there. O(n) per element: for short rows (long ones
     take :func:`render_bitonic`)."""
@@ -123,7 +123,7 @@ def bitonic_stages(width: int) -> list[tuple[str, int]]:
 
 
 def render_bitonic(step, place, scope: Scope, base: int, ctl: int) -> list[Shader]:
-    """A stable sort (``sort_step.SortStep``) of long rows by a bitonic network on positions
+    """A stable sort (``steps.SortStep``) of long rows by a bitonic network on positions
     (``O(n log^2 n)`` work; rows padded to a power of two, the padding ordered last; the
     dispatches are :func:`bitonic_stages`). Each row's positions live in the arena at word
     ``base`` (``bitonic_width`` words per row); two elements compare by their keys, then by

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fungrad.lowering.cpu import abi, control_flow, host_call, llvm_capi, sort
+from fungrad.lowering.cpu import abi, control_flow, gemm_step, host_call, llvm_capi, sort
 from fungrad.lowering.cpu import compiler as cpu
 from fungrad.lowering.cpu import gemm as matmul
 from fungrad.lowering.cpu.kernel import KernelWriter
@@ -296,7 +296,7 @@ class ModuleWriter:
 
 STEP_RENDERERS = StepRenderers("LLVM", {
     Kernel: lambda mw, step, ptr: mw._kernel_call(step, ptr),
-    Gemm: lambda mw, step, ptr: mw.ops.gemm(step, ptr),
+    Gemm: gemm_step.render_gemm,
     CondStep: control_flow.render_cond,
     WhileStep: control_flow.render_while,
     ScanStep: control_flow.render_scan,

@@ -3,7 +3,7 @@
 ``CODE_FOR_OP`` maps every kernel op to the function writing its instructions (the LLVM
 kernel writer's ``code_for_op``, see ``lowering/render.py``); :class:`OpEmitter` holds the
 sequences several ops, reductions and stores share (guarded division, shifts, conversions,
-min/max, float keys of max/min reductions, products through the gemm library or BLAS).
+min/max, float keys of max/min reductions).
 
 Integer division and remainder never trap (the divisor is guarded: ``x / 0 = -1``,
 ``x % 0 = x``, ``INT_MIN / -1 = INT_MIN``, as in JAX); shifts by the bit width or more give 0
@@ -309,61 +309,6 @@ class OpEmitter:
         table = _ICMP_S if dt.kind == "i" else _ICMP_U
         lines.append(f"  {out} = icmp {table['gt' if op == 'argmax' else 'lt']} {ty} {v}, {acc}")
         return out
-
-    def gemm(self, step, ptr: dict[int, str]) -> list[str]:
-        """``c = alpha * op(a) @ op(b) + beta * c0``: small float32 products through the own
-        register-blocked kernel (``matmul.py``; it wins below BLAS's blocking sizes and fuses
-        the ``c0`` update), the others through BLAS. Large products take BLAS when the call
-        may use several threads (BLAS parallelises; the own kernel runs on one core)."""
-        from fungrad.lowering.cpu import gemm as matmul
-        if not matmul.supports(step):
-            return self._blas_gemm(step, ptr)
-        self.n += 1
-        self.m.declare(matmul.SYMBOL, matmul.library_decl())
-        c0 = ptr[(step.c0 or step.c).id]
-        own = [matmul.library_call(step, ptr[step.a.id], ptr[step.b.id], ptr[step.c.id], c0)]
-        if step.m * step.n * step.k < matmul.SERIAL_WORK:
-            return own
-        t = f"mm{self.n}"
-        return ([f"  %{t}.par = icmp sgt i64 %nthreads, 1",
-                 f"  br i1 %{t}.par, label %{t}.blas, label %{t}.own", f"{t}.blas:"]
-                + self._blas_gemm(step, ptr) + [f"  br label %{t}.done", f"{t}.own:"]
-                + own + [f"  br label %{t}.done", f"{t}.done:"])
-
-    def _blas_gemm(self, step, ptr: dict[int, str]) -> list[str]:
-        """A BLAS call per batch matrix (``fg_sgemm`` / ``fg_dgemm``, cblas); a ``c0`` other
-        than ``c`` is copied into ``c`` first (BLAS accumulates into its output)."""
-        from fungrad.lowering.cpu import blas
-        info = blas.register_llvm_symbols()
-        dt = step.c.dtype
-        single = dt == np.dtype(np.float32)
-        sym = "fg_sgemm" if single else "fg_dgemm"
-        self.m.declare(sym, info.sgemm_decl if single else info.dgemm_decl)
-        ty = _ty(dt)
-        m, n, k = step.m, step.n, step.k
-        lda = m if step.trans_a else k
-        ldb = k if step.trans_b else n
-        ta = 112 if step.trans_a else 111
-        tb = 112 if step.trans_b else 111
-        alpha, beta = _lit(step.alpha, dt), _lit(step.beta, dt)
-        ity = f"i{info.int_bits}"
-        lines = []
-        if step.beta and step.c0 is not None and step.c0 is not step.c:
-            lines.append(f"  call void @llvm.memcpy.p0.p0.i64(ptr {ptr[step.c.id]}, "
-                         f"ptr {ptr[step.c0.id]}, i64 {step.c.nbytes}, i1 false)")
-        isz = dt.itemsize
-        for bi in range(step.batch):
-            pa, pb, pc = self.tmp(), self.tmp(), self.tmp()
-            lines.append(f"  {pa} = getelementptr inbounds i8, ptr {ptr[step.a.id]}, "
-                         f"i64 {bi * m * k * isz}")
-            lines.append(f"  {pb} = getelementptr inbounds i8, ptr {ptr[step.b.id]}, "
-                         f"i64 {bi * k * n * isz}")
-            lines.append(f"  {pc} = getelementptr inbounds i8, ptr {ptr[step.c.id]}, "
-                         f"i64 {bi * m * n * isz}")
-            lines.append(f"  call void @{sym}(i32 101, i32 {ta}, i32 {tb}, {ity} {m}, "
-                         f"{ity} {n}, {ity} {k}, {ty} {alpha}, ptr {pa}, {ity} {lda}, ptr {pb}, "
-                         f"{ity} {ldb}, {ty} {beta}, ptr {pc}, {ity} {n})")
-        return lines
 
 
 # -- the kernel ops ---------------------------------------------------------------------------

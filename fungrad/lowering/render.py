@@ -19,12 +19,12 @@ GPU's WGSL shader) do the same way:
 * dispatch of every other kernel op through the class's ``code_for_op`` table.
 
 Adding a kernel op (the closed op set is ``kernel.OPS``): one entry in each backend's
-``code_for_op`` (``cpu/llvm_ops.py``'s ``CODE_FOR_OP``; the GPU shader's), plus its numpy
+``code_for_op`` (``cpu/llvm_ops.py`` and ``gpu/ops.py``, each a ``CODE_FOR_OP``), plus its numpy
 meaning in ``kernel.py``. A missing entry is a ``TypeError`` naming the backend and the op.
 
 Adding a step kind: one dataclass (in ``steps.py``, with ``reads()``/``writes()``), the
 lowering rule that appends it, and one function per backend registered in that backend's
-step table (``cpu/llvm.py``'s ``STEP_RENDERERS``; the GPU executable's).
+step table (``cpu/llvm.py``'s ``STEP_RENDERERS``, ``gpu/dispatches.py``'s).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ appends one of these steps to the program (``fusion.Planner.add_step``). A step 
 does and which buffers it reads and writes (``reads()``/``writes()``, for the liveness pass);
 it carries no code. Each backend renders it with a function registered in its step-renderer
 table (``lowering/render.py``): ``cpu/control_flow.py``, ``cpu/sort.py`` and
-``cpu/host_call.py`` on the CPU, the GPU executable on the GPU. The planning that builds the
+``cpu/host_call.py`` on the CPU, ``gpu/dispatches.py`` on the GPU. The planning that builds the
 control-flow steps' sub-programs is in ``control_flow.py``; sort and host steps are built by
 their lowering rules (``fungrad/lax/sort.py``, ``host_callback.lower_host_call``).
 

@@ -83,13 +83,18 @@ def test_operand_rejects_ints_out_of_range():
         operand(2 ** 40, "test")
 
 
-def test_array_ops_are_laxs_wrappers():
-    """lax registers its wrappers when it is imported; the transforms call them."""
+def test_array_ops_are_laxs_and_numpys_functions():
+    """lax and fungrad.numpy register their functions when imported; the transforms call
+    them. An unknown name is a TypeError."""
     assert array_ops.add is lax.add
     assert array_ops.full is lax.full
     assert array_ops.transpose is lax.transpose
     assert array_ops.broadcast_in_dim is lax.broadcast_in_dim
     assert array_ops.reduce_sum is lax.reduce_sum
+    assert array_ops.eye is fnp.eye
     x = fnp.arange(6.0).reshape(2, 3)
     np.testing.assert_array_equal(np.asarray(array_ops.transpose(x, (1, 0))),
                                   np.arange(6.0).reshape(2, 3).T)
+    with pytest.raises(TypeError, match="unknown operations"):
+        array_ops.register(sin=lax.sin)
+

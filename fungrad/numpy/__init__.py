@@ -64,3 +64,9 @@ def can_cast(from_, to, casting="safe"):
 
 
 _array_methods.install()
+
+# jacfwd/jacrev (fungrad/transforms/autodiff.py) take their basis from eye; the transforms sit
+# below fungrad.numpy, which hands it over here (see fungrad/transforms/array_ops.py).
+from fungrad.transforms import array_ops as _array_ops  # noqa: E402
+
+_array_ops.register(eye=eye)  # noqa: F405

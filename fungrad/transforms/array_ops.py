@@ -2,26 +2,32 @@
 
 Instantiating a symbolic zero (``full``), adding two tangents (``add``), moving a batch
 dimension (``transpose``), broadcasting an unbatched value along one (``broadcast_in_dim``) and
-summing one away (``reduce_sum``) are lax's wrappers. The transforms sit below ``fungrad.lax``,
-which imports them to attach its rules, so they cannot import it: lax hands its wrappers over
-with :func:`register` when it is imported (``fungrad/lax/__init__.py``), and the transforms
-call them as ``array_ops.add(x, y)``.
+summing one away (``reduce_sum``) are lax's wrappers; the identity that ``jacfwd``/``jacrev``
+take their basis from (``eye``) is fungrad.numpy's. The transforms sit below ``fungrad.lax``,
+which imports them to attach its rules, so they cannot import it: lax and fungrad.numpy hand
+their functions over with :func:`register` when they are imported (their ``__init__.py``),
+and the transforms call them as ``array_ops.add(x, y)``.
 """
 
 from __future__ import annotations
 
-__all__ = ["add", "broadcast_in_dim", "full", "reduce_sum", "register", "transpose"]
+__all__ = ["add", "broadcast_in_dim", "eye", "full", "reduce_sum", "register", "transpose"]
 
 
 def _not_registered(*args, **kwargs):
-    raise RuntimeError("fungrad.transforms.array_ops: fungrad.lax has not registered its "
-                       "operations; import fungrad (which imports fungrad.lax) first")
+    raise RuntimeError("fungrad.transforms.array_ops: fungrad.lax and fungrad.numpy have not "
+                       "registered their operations; import fungrad (which imports them) first")
 
 
-full = add = transpose = broadcast_in_dim = reduce_sum = _not_registered
+full = add = transpose = broadcast_in_dim = reduce_sum = eye = _not_registered
+
+_NAMES = frozenset({"full", "add", "transpose", "broadcast_in_dim", "reduce_sum", "eye"})
 
 
-def register(*, full, add, transpose, broadcast_in_dim, reduce_sum) -> None:
-    """Install lax's wrappers (called once, by fungrad.lax)."""
-    globals().update(full=full, add=add, transpose=transpose,
-                     broadcast_in_dim=broadcast_in_dim, reduce_sum=reduce_sum)
+def register(**ops) -> None:
+    """Install the given operations (called once each, by fungrad.lax and fungrad.numpy)."""
+    unknown = set(ops) - _NAMES
+    if unknown:
+        raise TypeError(f"array_ops.register: unknown operations {sorted(unknown)}; known: "
+                        f"{sorted(_NAMES)}")
+    globals().update(ops)

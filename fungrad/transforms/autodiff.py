@@ -19,6 +19,7 @@ from fungrad import core, dtypes, tree_util
 from fungrad.array import Array
 from fungrad.operands import array_leaf
 from fungrad.shape_dtype_struct import ShapeDtypeStruct
+from fungrad.transforms import array_ops
 from fungrad.transforms import jvp as jvp_mod
 from fungrad.transforms.api_util import abstractify, check_callable, normalize_argnums
 from fungrad.transforms.jvp import Zero
@@ -342,11 +343,10 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
 def _std_basis(leaves):
     """Rows of the identity over all leaves' elements: one (N, *leaf.shape) array per leaf."""
-    import fungrad.numpy as fnp
     sizes = [int(np.prod(x.shape, dtype=np.int64)) for x in leaves]
     n = sum(sizes)
     dtype = dtypes.result_type(*[x.dtype for x in leaves]) if leaves else np.float32
-    eye = fnp.eye(n, dtype=dtype)
+    eye = array_ops.eye(n, dtype=dtype)
     out, start = [], 0
     for x, s in zip(leaves, sizes):
         block = eye[:, start:start + s].astype(x.dtype)

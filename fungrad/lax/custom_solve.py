@@ -29,6 +29,7 @@ from __future__ import annotations
 from fungrad import core, tree_util
 from fungrad.core import get_aval
 from fungrad.lowering import kernel
+from fungrad.operands import array_leaf
 from fungrad.transforms.jvp import Zero, instantiate_zeros, jvp_flat, jvp_rules, tangent_aval
 from fungrad.transforms.transpose import UndefPrimal, transpose_rules
 from fungrad.transforms.vmap import batch_jaxpr, batch_rules, moveaxis
@@ -56,8 +57,7 @@ def _trace(fname: str, what: str, fun, in_trees_avals):
         out = fun(*args)
         out_leaves, tree = tree_util.tree_flatten(out)
         out_tree.append(tree)
-        from fungrad.numpy import util
-        return [util.asarray(o, fun_name=f"{fname} {what}") for o in out_leaves]
+        return [array_leaf(o, f"{fname} {what}") for o in out_leaves]
 
     closed, consts = hoist_tracer_consts(trace_to_jaxpr(flat, avals))
     return closed, list(consts), out_tree[0]
@@ -83,9 +83,8 @@ def _check_tree(fname: str, what: str, got_tree, got_avals, want_tree, want_aval
 
 
 def _leaves_avals(fname: str, what: str, tree_value):
-    from fungrad.numpy import util
     leaves, tree = tree_util.tree_flatten(tree_value)
-    leaves = [util.asarray(x, fun_name=f"{fname} {what}") for x in leaves]
+    leaves = [array_leaf(x, f"{fname} {what}") for x in leaves]
     return leaves, tree, [get_aval(x).strip_weak_type() for x in leaves]
 
 

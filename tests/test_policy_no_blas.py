@@ -71,6 +71,24 @@ def test_no_blas_float32_product_is_a_gemm_with_numpys_numbers(no_blas, layout):
     _close(out, f(a.astype(np.float64), b.astype(np.float64)), 50)
 
 
+@pytest.mark.parametrize("layout", ["a @ b", "a.T @ b", "a @ b.T"])
+def test_no_blas_large_float32_product_runs_in_the_library(no_blas, layout):
+    """A product past the library's serial size and cache plan (where BLAS would be called)
+    still runs in the library, with numpy's numbers, and the IR calls no BLAS."""
+    m, k, n = 515, 517, 333
+    shapes = {"a @ b": ((m, k), (k, n)), "a.T @ b": ((k, m), (k, n)),
+              "a @ b.T": ((m, k), (n, k))}[layout]
+    f = LAYOUTS[layout][2]
+    rng = np.random.default_rng(7)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    exe, args = _build(f, a, b)
+    (g,) = _gemms(exe.program.steps)
+    assert not library.supports(g) and library.runs(g)
+    assert "fg_sgemm" not in exe.ir and "fg_dgemm" not in exe.ir
+    (out,) = (np.asarray(o) for o in exe.call(args))
+    _close(out, f(a.astype(np.float64), b.astype(np.float64)), k)
+
+
 def test_no_blas_mlp_step_and_jit_match_numpy(no_blas):
     """An SGD step of a small MLP (forward, backward and the fused weight updates) through a
     fresh jit, without BLAS, against the same step in float64 numpy."""
@@ -166,7 +184,7 @@ def test_with_blas_the_cpu_takes_every_float_product(monkeypatch):
     monkeypatch.setattr(blas, "find_blas", lambda: blas.BlasInfo(reason="simulated"))
     assert p.wants_gemm(64, 64, 64, 1, f32) and not p.gemm_transposes_both
     assert not p.wants_gemm(64, 64, 64, 1, f64) and not p.wants_gemm(40, 30, 50, 8, f32)
-    assert not p.wants_gemm(512, 512, 512, 1, f32)  # over the library's cache plan
+    assert p.wants_gemm(512, 512, 512, 1, f32)  # the library blocks any size
 
 
 def test_policies_answer_what_the_rules_chose_by_backend():

@@ -97,6 +97,14 @@ MR, NV = 8, 2  # the register tile: MR rows of NV vectors (16 accumulators)
 NR = NV * VEC  # columns of a packed panel of b
 
 
+def runs(step) -> bool:
+    """Whether the library computes this Gemm at all (any size: it blocks for the cache with
+    fixed-size packed buffers): float32, one matrix, not both operands transposed. Without BLAS
+    the renderer runs every such product here."""
+    return (step.c.dtype == np.dtype(np.float32) and not (step.trans_a and step.trans_b)
+            and step.batch == 1 and min(step.m, step.n, step.k) > 0)
+
+
 def supports(step) -> bool:
     """Whether the library runs this :class:`~fungrad.lowering.fusion.Gemm` well: float32, not
     both operands transposed, one matrix, and the operands small enough for the cache plan (A

@@ -18,15 +18,17 @@ def render_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:
     """``c = alpha * op(a) @ op(b) + beta * c0``: small float32 products through the own
     register-blocked kernel (``gemm.py``; it wins below BLAS's blocking sizes and fuses
     the ``c0`` update), the others through BLAS. Large products take BLAS when the call
-    may use several threads (BLAS parallelises; the own kernel runs on one core)."""
-    if not matmul.supports(step):
+    may use several threads (BLAS parallelises; the own kernel runs on one core). Without
+    BLAS (a numpy that bundles none) every product the library computes at all runs there."""
+    have_blas = blas.find_blas().available
+    if not (matmul.supports(step) or (not have_blas and matmul.runs(step))):
         return _blas_gemm(mw, step, ptr)
     em = mw.ops  # (its counter names the labels and values, unique in the module)
     em.n += 1
     mw.declare(matmul.SYMBOL, matmul.library_decl())
     c0 = ptr[(step.c0 or step.c).id]
     own = [matmul.library_call(step, ptr[step.a.id], ptr[step.b.id], ptr[step.c.id], c0)]
-    if step.m * step.n * step.k < matmul.SERIAL_WORK:
+    if step.m * step.n * step.k < matmul.SERIAL_WORK or not have_blas:
         return own
     t = f"mm{em.n}"
     return ([f"  %{t}.par = icmp sgt i64 %nthreads, 1",

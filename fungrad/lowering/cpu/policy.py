@@ -68,11 +68,7 @@ class CpuPolicy:
 
 
 def _library_alone(m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
-    """Whether the renderer runs this product through the gemm library without a BLAS call,
-    whichever operand layout the rule picks (A in place or transposed)."""
-    if m * n * k >= library.SERIAL_WORK:
-        return False
+    """Whether the renderer runs this product through the gemm library when BLAS is absent."""
     c = SimpleNamespace(dtype=dtype)
-    return all(library.supports(SimpleNamespace(c=c, m=m, n=n, k=k, batch=batch,
-                                                trans_a=trans_a, trans_b=False))
-               for trans_a in (False, True))
+    return library.runs(SimpleNamespace(c=c, m=m, n=n, k=k, batch=batch, trans_a=False,
+                                        trans_b=False))

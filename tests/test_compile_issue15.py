@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import fungrad as fg
 import fungrad.numpy as fnp
+from fungrad.lowering.cpu.policy import CpuPolicy
 
 
 @pytest.fixture(params=["cpu", "gpu"])
@@ -376,7 +377,8 @@ def test_issue15_gpu_sort_orders_specials_as_eager(gpu, operands):
 def _plan(f, *args, policy=None):
     from fungrad.ir import passes
     from fungrad.lowering import fusion
-    return fusion.plan(passes.optimize(fg.make_jaxpr(f)(*args)), policy=policy)
+    return fusion.plan(passes.optimize(fg.make_jaxpr(f)(*args)),
+                       policy=CpuPolicy() if policy is None else policy)
 
 
 def test_issue15_a_reduction_read_at_several_indices_is_stored_once():

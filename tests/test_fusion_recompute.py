@@ -23,6 +23,7 @@ import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.ir import passes
 from fungrad.lowering import fusion
+from fungrad.lowering.cpu.policy import CpuPolicy
 from fungrad.test_util import check_grads
 
 CUMULATIVE = {"cumprod": lambda x, reverse: (fnp.flip(fnp.cumprod(fnp.flip(x)))
@@ -33,7 +34,8 @@ CUMULATIVE = {"cumprod": lambda x, reverse: (fnp.flip(fnp.cumprod(fnp.flip(x)))
 
 
 def _plan(f, *args, policy=None):
-    return fusion.plan(passes.optimize(fg.make_jaxpr(f)(*args)), policy=policy)
+    return fusion.plan(passes.optimize(fg.make_jaxpr(f)(*args)),
+                       policy=CpuPolicy() if policy is None else policy)
 
 
 def _kernels(prog):

@@ -21,6 +21,7 @@ from fungrad import lax
 from fungrad.ir import passes
 from fungrad.lowering import fusion
 from fungrad.lowering.cpu import llvm
+from fungrad.lowering.cpu.policy import CpuPolicy
 from fungrad.lowering.kernel import Var
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "cpu"
@@ -97,7 +98,7 @@ def render_text(fn, args) -> str:
     saved, Var._ids = Var._ids, itertools.count()
     try:
         closed = passes.optimize(fg.make_jaxpr(fn)(*args))
-        parts = llvm.render(fusion.plan(closed, "main"))
+        parts = llvm.render(fusion.plan(closed, "main", policy=CpuPolicy()))
     finally:
         Var._ids = itertools.count(max(next(saved), next(Var._ids)))
     return "\n".join(f"; module {i}: level {p.opt_level}, passes {p.passes}\n{p.ir_text}"

@@ -9,6 +9,7 @@ import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad.ir import passes
 from fungrad.lowering import fusion
+from fungrad.lowering.cpu.policy import CpuPolicy
 from fungrad.lowering.fusion import Kernel
 from fungrad.lowering.render import KernelRenderer, StepRenderers, kernel_record
 
@@ -43,7 +44,7 @@ def test_step_table_names_an_unknown_step_kind():
 
 
 def _kernels(fn, *args):
-    prog = fusion.plan(passes.optimize(fg.make_jaxpr(fn)(*args)), "main")
+    prog = fusion.plan(passes.optimize(fg.make_jaxpr(fn)(*args)), "main", policy=CpuPolicy())
     return [s for s in prog.steps if isinstance(s, Kernel)]
 
 

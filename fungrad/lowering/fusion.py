@@ -257,12 +257,6 @@ class Policy(Protocol):
         ...
 
 
-def default_policy() -> Policy:
-    """The policy :func:`plan` uses when given none: the CPU's."""
-    from fungrad.lowering.cpu.policy import CpuPolicy
-    return CpuPolicy()
-
-
 class Planner:
     """Builds a :class:`Program` from a closed jaxpr (see the module docstring) with a
     backend's :class:`Policy`; a sub-planner (``parent`` given: a control-flow body) shares
@@ -273,7 +267,7 @@ class Planner:
         if parent is None:
             if policy is None:
                 raise TypeError(f"Planner({name!r}): a top-level planner needs the backend's "
-                                f"policy (e.g. policy=fusion.default_policy())")
+                                f"policy (e.g. fungrad.lowering.cpu.policy.CpuPolicy())")
             self.policy = policy
             self.ctx = Ctx(self)
             self.buffers: list[Buffer] = []
@@ -804,10 +798,10 @@ def _placement_chain(e: Expr, chain: dict) -> tuple[Var, ...]:
     return deepest
 
 
-def plan(closed: core.ClosedJaxpr, name: str = "main", policy: Policy | None = None) -> Program:
+def plan(closed: core.ClosedJaxpr, name: str = "main", *, policy: Policy) -> Program:
     """Lower ``closed`` (already optimised) to a :class:`Program` for the backend whose
-    :class:`Policy` is ``policy`` (None: :func:`default_policy`, the CPU's)."""
-    p = Planner(name, policy=policy if policy is not None else default_policy())
+    :class:`Policy` is ``policy``."""
+    p = Planner(name, policy=policy)
     jaxpr = closed.jaxpr
     inputs = []
     for i, v in enumerate(jaxpr.invars):

@@ -21,6 +21,7 @@ from fungrad.array import Array, is_concrete_array
 from fungrad.lowering import fusion, host_callback
 from fungrad.lowering.cpu import abi, host_call, llvm, threads
 from fungrad.lowering.cpu import compiler as cpu
+from fungrad.lowering.cpu.policy import CpuPolicy
 
 ENTRY = "fg_entry"
 #: outputs at least this large are recycled once no one references them (see _OutputPool)
@@ -113,7 +114,7 @@ class Executable:
         self.out_avals = list(closed.out_avals)
         with _compile_lock:
             self.jaxpr = passes.optimize(closed)
-            self.program = fusion.plan(self.jaxpr, ENTRY)
+            self.program = fusion.plan(self.jaxpr, ENTRY, policy=CpuPolicy())
             abi.layout()
             parts = llvm.render(self.program)
             # one text, each module under a comment saying how it is compiled

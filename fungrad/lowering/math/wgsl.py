@@ -370,7 +370,7 @@ def _definitions(syms, fused_fma: bool) -> list[tuple[str, str]]:
     def add(sym: str) -> None:
         if sym in out:
             return
-        if sym == "isnan":  # wgsl.py's helper ``fg_isnan``, shared with the kernels
+        if sym == "isnan":  # gpu/helpers.py's helper ``fg_isnan``, shared with the kernels
             out[sym] = ""
             return
         if sym == "fma":
@@ -412,7 +412,7 @@ def inline(name: str, args: list[str], prefix: str, fused_fma: bool = True,
     derives from its argument (the caller computes it once, from a uniform value).
 
     The renderer inlines so that it can interleave independent functions' statements
-    (:func:`fungrad.lowering.gpu.wgsl.schedule`): llvmpipe runs them in about the order written,
+    (:func:`fungrad.lowering.gpu.schedule.schedule`): llvmpipe runs them in about the order written,
     and a function's cost there is its dependency chain."""
     try:
         body = _body(name, fused_fma)

@@ -5,6 +5,8 @@
     python3 dev.py test    # same setup (plus Mesa's software Vulkan driver where no Vulkan
                            # adapter exists and apt-get can install it), then the whole test
                            # suite (extra args go to pytest)
+    python3 dev.py lint    # same setup, then ruff check, ruff format --check and the import
+                           # contracts (lint-imports reads .importlinter)
 
 Needs only Python >= 3.10 with pip. The virtual environment lives in .venv beside this file
 and is reinstalled when pyproject.toml changes.
@@ -76,13 +78,21 @@ def ensure_vulkan(py: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("demo", "test", "setup"):
+    if not argv or argv[0] not in ("demo", "test", "lint", "setup"):
         print(__doc__)
         return 2
     py = setup()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     if argv[0] == "demo":
         return subprocess.call([py, ROOT / "examples" / "quickstart.py"], env=env, cwd=ROOT)
+    if argv[0] == "lint":
+        bin_ = py.parent
+        for cmd in ([bin_ / "ruff", "check", "."], [bin_ / "ruff", "format", "--check", "."],
+                    [bin_ / "lint-imports"]):
+            print("+", " ".join(map(str, cmd)), flush=True)
+            if subprocess.call(cmd, env=env, cwd=ROOT):
+                return 1
+        return 0
     if argv[0] == "test":
         ensure_vulkan(py)
         return subprocess.call([py, "-m", "pytest", *argv[1:]], env=env, cwd=ROOT)

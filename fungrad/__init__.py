@@ -4,7 +4,7 @@
     import fungrad.numpy as fnp
 """
 
-__version__ = "0.1.0"
+from fungrad.version import __version__  # noqa: F401
 
 from fungrad import (  # noqa: E402,F401
     ad_checkpoint,

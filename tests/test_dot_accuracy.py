@@ -2,7 +2,7 @@
 float64 product, every output within ``C * eps * log2(k) * (|a| @ |b|)``.
 
 The data are positive and of mixed magnitudes (2^-6 .. 2^6), so the rounding errors of one
-accumulator running through all k do not cancel: the products of session 8 (BLAS's sdot and
+accumulator running through all k do not cancel: the products fungrad once made (BLAS's sdot and
 sgemv under jit) were ~1.3x this bound off at k = 2^16 and ~6x at 2^18, numpy's eager sdot
 1.04x at 2^18, while blocked partial sums combined pairwise stay below a quarter of it."""
 

@@ -1,4 +1,4 @@
-"""The fast paths behind eager grad (session 4): linearizations compiled to Python functions
+"""The fast paths behind eager grad: linearizations compiled to Python functions
 (pycodegen.python_function) with and without ``check_impl_avals``, the floating-point
 error state set once per compiled function, specialized impls (dot_general's layout plan),
 the broadcast view made without np.broadcast_to, the cheap promotion and reduction paths of

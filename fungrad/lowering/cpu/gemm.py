@@ -43,7 +43,7 @@ run every row tile against every panel:
   vector copy per k step, each cache line of A^T read once; packing per tile read each twice
   and cost the narrow ``dW = x^T @ dy`` of a 10-class output a tenth of its time) and each tile
   runs against every panel, so each tile of c (the weights of an SGD update) is read and
-  written in row order. Packing the column block's panels row by row of b (session 7; before,
+  written in row order. Packing the column block's panels row by row of b (rather than
   panel by panel: a new cache line every ``ldb`` floats, which the hardware prefetcher does not
   follow) made the MLP's ``dW1`` 2-7% and ``dW2`` 1-9% faster. The same for A in place (all panels
   first, then panel by panel) was 3-9% slower: the panels then come from L2, not L1, and a
@@ -58,13 +58,13 @@ long), added into c after each super-block (one vector pass over m x n): c takes
 at the same speed within 1.5% (one core); shorter products run as before.
 
 These are the loop orders of the specialised kernels this library replaced, which ran the MLP's
-products at OpenBLAS's speed. One loop nest instead of one function per layout (session 6) cut
+products at OpenBLAS's speed. One loop nest instead of one function per layout cut
 the library's code generation by a fifth at the same speed. Rows past m repeat row m-1 (their
 results are never stored); the packed buffers live on the stack (``B_FLOATS + 2 * MR * KC``
 floats, 544 KiB).
 
-Against OpenBLAS on one core at the MLP's shapes (same process, best of 40 runs of 3 ms, session
-6): ``x @ W1`` 0.90x BLAS's time, ``h @ W2`` 0.95x, ``h @ W3`` 0.95x, ``dy @ W^T`` 0.85x with W
+Against OpenBLAS on one core at the MLP's shapes (same process, best of 40 runs of 3 ms,
+Zen 4): ``x @ W1`` 0.90x BLAS's time, ``h @ W2`` 0.95x, ``h @ W3`` 0.95x, ``dy @ W^T`` 0.85x with W
 512 x 512 (BLAS takes its slower NT path) and 0.93x with W 512 x 10; the weight updates
 ``W - lr * x^T @ dy`` 1.1x (W 512 x 512 and 784 x 512) and 1.15x (512 x 10), BLAS timed updating
 its output in place (its callers first copy ``c0`` there, which the times leave out).

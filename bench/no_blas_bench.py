@@ -1,7 +1,8 @@
 """fg.jit on the CPU with numpy's BLAS and without it (a numpy that bundles no OpenBLAS).
 
 Without BLAS, the CPU's policy (``fungrad/lowering/cpu/policy.py``) still plans a Gemm step for
-the float32 products its own gemm library runs alone; the others become loop kernels. This runs
+every float32 product of one matrix, and its own gemm library runs it (on one core); float64
+and batched products become loop kernels. This runs
 a 512^2 float32 matmul and the MLP training step of bench/jit_workloads.py both ways in one
 process: "blas" compiled as usual, "no blas" compiled (by a fresh jit) while
 ``blas.find_blas`` reports BLAS unavailable. Each result is checked against a float64 numpy

@@ -53,9 +53,11 @@ def setup() -> Path:
     return py
 
 
-_PROBE = ("import wgpu\n"
-          "print(any(a.info['backend_type'] == 'Vulkan' for a in "
-          "wgpu.gpu.enumerate_adapters_sync()))")
+_PROBE = (
+    "import wgpu\n"
+    "print(any(a.info['backend_type'] == 'Vulkan' for a in "
+    "wgpu.gpu.enumerate_adapters_sync()))"
+)
 
 
 def ensure_vulkan(py: Path) -> None:
@@ -68,13 +70,19 @@ def ensure_vulkan(py: Path) -> None:
     apt = shutil.which("apt-get")
     root = hasattr(os, "geteuid") and os.geteuid() == 0
     if apt is None or not root:
-        print("note: no Vulkan adapter; install a Vulkan driver (e.g. mesa-vulkan-drivers) to "
-              "run the GPU tests", flush=True)
+        print(
+            "note: no Vulkan adapter; install a Vulkan driver (e.g. mesa-vulkan-drivers) to "
+            "run the GPU tests",
+            flush=True,
+        )
         return
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     _run([apt, "-q", "update"], env=env, stdout=subprocess.DEVNULL)
-    _run([apt, "install", "-y", "-q", "--no-install-recommends", "mesa-vulkan-drivers"],
-         env=env, stdout=subprocess.DEVNULL)
+    _run(
+        [apt, "install", "-y", "-q", "--no-install-recommends", "mesa-vulkan-drivers"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -87,8 +95,11 @@ def main(argv: list[str]) -> int:
         return subprocess.call([py, ROOT / "examples" / "quickstart.py"], env=env, cwd=ROOT)
     if argv[0] == "lint":
         bin_ = py.parent
-        for cmd in ([bin_ / "ruff", "check", "."], [bin_ / "ruff", "format", "--check", "."],
-                    [bin_ / "lint-imports"]):
+        for cmd in (
+            [bin_ / "ruff", "check", "."],
+            [bin_ / "ruff", "format", "--check", "."],
+            [bin_ / "lint-imports"],
+        ):
             print("+", " ".join(map(str, cmd)), flush=True)
             if subprocess.call(cmd, env=env, cwd=ROOT):
                 return 1

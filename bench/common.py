@@ -92,8 +92,9 @@ def max_error(got, expected, rtol: float, atol: float) -> tuple[float, bool]:
     return worst, worst <= 1.0
 
 
-def timeit_interleaved(fns, *, min_time: float = 0.5,
-                       repeats: int = 5) -> list[tuple[float, float]]:
+def timeit_interleaved(
+    fns, *, min_time: float = 0.5, repeats: int = 5
+) -> list[tuple[float, float]]:
     """(min, median) seconds per call of each ``fn()`` in ``fns``, like :func:`timeit`, but with
     the batches of the different callables alternating (a, b, c, a, b, c, ...) so that all of
     them see the same background load on a shared machine; compare them within one call."""

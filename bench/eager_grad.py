@@ -87,24 +87,34 @@ def main():
     g_fg = fg.grad(lambda w: fnp.sum(fnp.tanh(w @ x)))
     g_ag = None if ag is None else ag.grad(lambda w: anp.sum(anp.tanh(anp.dot(w, x))))
     g_jax = None if jax is None else jax.grad(lambda w: jnp.sum(jnp.tanh(w @ x)))
-    _compare("eager grad of sum(tanh(W @ x)), W 16x16", lambda: g_fg(w),
-             None if ag is None else lambda: g_ag(w),
-             None if jax is None else lambda: g_jax(w).block_until_ready(), expected)
+    _compare(
+        "eager grad of sum(tanh(W @ x)), W 16x16",
+        lambda: g_fg(w),
+        None if ag is None else lambda: g_ag(w),
+        None if jax is None else lambda: g_jax(w).block_until_ready(),
+        expected,
+    )
 
-    params = [(rng.standard_normal((a, b)).astype(np.float32) / np.sqrt(a),
-               rng.standard_normal(b).astype(np.float32) * 0.1)
-              for a, b in zip(MLP_SIZES[:-1], MLP_SIZES[1:])]
+    params = [
+        (
+            rng.standard_normal((a, b)).astype(np.float32) / np.sqrt(a),
+            rng.standard_normal(b).astype(np.float32) * 0.1,
+        )
+        for a, b in zip(MLP_SIZES[:-1], MLP_SIZES[1:])
+    ]
     xb = rng.standard_normal((MLP_BATCH, MLP_SIZES[0])).astype(np.float32)
     yb = rng.standard_normal((MLP_BATCH, MLP_SIZES[-1])).astype(np.float32)
     expected = _mlp_reference(params, xb, yb)
     m_fg = fg.grad(_mlp_loss(fnp, fnp.matmul))
     m_ag = None if ag is None else ag.grad(_mlp_loss(anp, anp.dot))
     m_jax = None if jax is None else jax.grad(_mlp_loss(jnp, jnp.matmul))
-    _compare("eager grad of a 3-layer MLP loss (8-32-32-4, batch 16)",
-             lambda: m_fg(params, xb, yb),
-             None if ag is None else lambda: m_ag(params, xb, yb),
-             None if jax is None else lambda: jax.block_until_ready(m_jax(params, xb, yb)),
-             expected)
+    _compare(
+        "eager grad of a 3-layer MLP loss (8-32-32-4, batch 16)",
+        lambda: m_fg(params, xb, yb),
+        None if ag is None else lambda: m_ag(params, xb, yb),
+        None if jax is None else lambda: jax.block_until_ready(m_jax(params, xb, yb)),
+        expected,
+    )
 
 
 if __name__ == "__main__":

@@ -33,9 +33,13 @@ sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.dirname(HERE))
 from common import max_error, pin_cores  # noqa: E402
 
-WORKLOAD = SimpleNamespace(name="first_call", target=0.3, target_text="<= 0.3x JAX's time",
-                           title="first call (trace + compile + run) of the MLP step, fresh "
-                                 "process, disk cache off", issue_jax="0.5 s")
+WORKLOAD = SimpleNamespace(
+    name="first_call",
+    target=0.3,
+    target_text="<= 0.3x JAX's time",
+    title="first call (trace + compile + run) of the MLP step, fresh process, disk cache off",
+    issue_jax="0.5 s",
+)
 """The summary line's description, shaped like a jit_workloads.Workload."""
 
 
@@ -65,6 +69,7 @@ def child(framework: str, stages: bool = False) -> dict:
             out.update(lower=t1 - t0, compile=t2 - t1, run=t3 - t2)
             if framework == "fungrad":  # where compile went: LLVM's steps, all modules
                 from fungrad.lowering.cpu import compiler as cpu
+
                 out["llvm"] = cpu.compile_stats()
         else:
             result = fw.block_until_ready(step(*args))
@@ -91,6 +96,7 @@ def _child_env() -> dict:
         import atexit
         import shutil
         import tempfile
+
         _PYC_DIR = tempfile.mkdtemp(prefix="fungrad-first-call-pyc-")
         atexit.register(shutil.rmtree, _PYC_DIR, True)
     env = dict(os.environ)
@@ -108,8 +114,9 @@ def measure(frameworks: list[str], runs: int) -> dict[str, dict]:
     """``{framework: {"first": [s...], "second": [...], "import": [...], "error": str|None}}``
     from ``runs`` fresh processes each, alternating frameworks so they share the machine's load
     (children inherit this process's CPU affinity)."""
-    results = {name: {"first": [], "second": [], "import": [], "error": None}
-               for name in frameworks}
+    results = {
+        name: {"first": [], "second": [], "import": [], "error": None} for name in frameworks
+    }
     for name in results:  # unmeasured: fills the bytecode cache (see the docstring)
         _run_child(name, {"first": [], "second": [], "import": [], "error": None})
     for _ in range(runs):
@@ -145,26 +152,34 @@ def _run_child(name: str, r: dict, stages: bool = False) -> None:
 
 def print_table(results: dict[str, dict]) -> None:
     print(f"\n[first_call] {WORKLOAD.title}   (JAX in the issue: {WORKLOAD.issue_jax})")
-    print(f"  {'framework':<12}{'first min':>12}{'median':>10}{'2nd call':>11}{'import':>10}"
-          f"{'runs':>6}")
+    print(
+        f"  {'framework':<12}{'first min':>12}{'median':>10}{'2nd call':>11}{'import':>10}"
+        f"{'runs':>6}"
+    )
     for name, r in results.items():
         if r["error"]:
             print(f"  {name:<12}FAILED: {r['error']}")
             continue
-        print(f"  {name:<12}{min(r['first']):>10.3f} s{statistics.median(r['first']):>8.3f} s"
-              f"{min(r['second']) * 1e3:>8.2f} ms{min(r['import']):>8.3f} s"
-              f"{len(r['first']):>6}")
+        print(
+            f"  {name:<12}{min(r['first']):>10.3f} s{statistics.median(r['first']):>8.3f} s"
+            f"{min(r['second']) * 1e3:>8.2f} ms{min(r['import']):>8.3f} s"
+            f"{len(r['first']):>6}"
+        )
     for name, r in results.items():
         st = r.get("stages")
         if st:
-            print(f"  {name} ahead of time, one more process: lower (trace) {st['lower']:.3f} s, "
-                  f"compile {st['compile']:.3f} s, first run {st['run'] * 1e3:.1f} ms")
+            print(
+                f"  {name} ahead of time, one more process: lower (trace) {st['lower']:.3f} s, "
+                f"compile {st['compile']:.3f} s, first run {st['run'] * 1e3:.1f} ms"
+            )
             llvm = st.get("llvm")
             if llvm:
                 ms = {k: llvm[k] * 1e3 for k in ("parse_s", "optimize_s", "codegen_s", "load_s")}
-                print(f"    of which LLVM ({llvm['modules']} module(s)): parse "
-                      f"{ms['parse_s']:.0f} ms, optimize {ms['optimize_s']:.0f} ms, "
-                      f"codegen {ms['codegen_s']:.0f} ms, load {ms['load_s']:.1f} ms")
+                print(
+                    f"    of which LLVM ({llvm['modules']} module(s)): parse "
+                    f"{ms['parse_s']:.0f} ms, optimize {ms['optimize_s']:.0f} ms, "
+                    f"codegen {ms['codegen_s']:.0f} ms, load {ms['load_s']:.1f} ms"
+                )
 
 
 def main(argv=None) -> int:
@@ -189,8 +204,10 @@ def main(argv=None) -> int:
         print("  target fungrad/JAX <= 0.3: MISS (a run failed)")
     else:
         ratio = min(fg_r["first"]) / min(jax_r["first"])
-        print(f"  fungrad/JAX {ratio:.3f}, target <= {WORKLOAD.target}: "
-              f"{'PASS' if ratio <= WORKLOAD.target else 'MISS'}")
+        print(
+            f"  fungrad/JAX {ratio:.3f}, target <= {WORKLOAD.target}: "
+            f"{'PASS' if ratio <= WORKLOAD.target else 'MISS'}"
+        )
     return 1 if any(r["error"] for r in res.values()) else 0
 
 

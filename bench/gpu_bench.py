@@ -65,21 +65,37 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 
 def _unfused_op(expr: str) -> str:
     inputs = ["a", "b"] if "b[i]" in expr else ["a"]
-    decls = [f"@group(0) @binding({k}) var<storage, read> {v}: array<f32>;"
-             for k, v in enumerate(inputs)]
-    return "\n".join([*decls, f"@group(0) @binding({len(inputs)}) var<storage, read_write> t: "
-                       "array<f32>;", "@compute @workgroup_size(64)",
-                       "fn main(@builtin(global_invocation_id) id: vec3<u32>) {",
-                       "  let i = id.x;", "  if (i >= arrayLength(&t)) { return; }",
-                       f"  t[i] = {expr};", "}", ""])
+    decls = [
+        f"@group(0) @binding({k}) var<storage, read> {v}: array<f32>;" for k, v in enumerate(inputs)
+    ]
+    return "\n".join(
+        [
+            *decls,
+            f"@group(0) @binding({len(inputs)}) var<storage, read_write> t: array<f32>;",
+            "@compute @workgroup_size(64)",
+            "fn main(@builtin(global_invocation_id) id: vec3<u32>) {",
+            "  let i = id.x;",
+            "  if (i >= arrayLength(&t)) { return; }",
+            f"  t[i] = {expr};",
+            "}",
+            "",
+        ]
+    )
 
 
-UNFUSED = [("t0", "tanh(a[i])", "x", "x"), ("t1", "a[i] * 0.5", "t0", "t0"),
-           ("t2", "a[i] * b[i]", "x", "x"), ("t3", "-a[i]", "t2", "t2"),
-           ("t4", "exp(a[i])", "t3", "t3"), ("t5", "a[i] + b[i]", "t1", "t4"),
-           ("t6", "sin(a[i])", "x", "x"), ("t7", "1.0 + a[i]", "t2", "t2"),
-           ("t8", "a[i] / b[i]", "t6", "t7"), ("t9", "a[i] - b[i]", "t5", "t8"),
-           ("y", "a[i]", "t9", "t9")]
+UNFUSED = [
+    ("t0", "tanh(a[i])", "x", "x"),
+    ("t1", "a[i] * 0.5", "t0", "t0"),
+    ("t2", "a[i] * b[i]", "x", "x"),
+    ("t3", "-a[i]", "t2", "t2"),
+    ("t4", "exp(a[i])", "t3", "t3"),
+    ("t5", "a[i] + b[i]", "t1", "t4"),
+    ("t6", "sin(a[i])", "x", "x"),
+    ("t7", "1.0 + a[i]", "t2", "t2"),
+    ("t8", "a[i] / b[i]", "t6", "t7"),
+    ("t9", "a[i] - b[i]", "t5", "t8"),
+    ("y", "a[i]", "t9", "t9"),
+]
 
 
 def chain(x):
@@ -89,8 +105,11 @@ def chain(x):
 def _dispatch(rt, pipeline, buffers, groups):
     group = rt.device.create_bind_group(
         layout=pipeline.get_bind_group_layout(0),
-        entries=[{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
-                 for i, b in enumerate(buffers)])
+        entries=[
+            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+            for i, b in enumerate(buffers)
+        ],
+    )
     return pipeline, group, groups
 
 
@@ -126,14 +145,28 @@ def bench_chain(n: int) -> None:
     hand = [_dispatch(rt, rt.pipeline("hand", HAND), [xb, yb], groups)]
     # the same kernel with fungrad's workgroup size (gpu_shader.KERNEL_WORKGROUP), for a fair view
     size = gpu_shader.KERNEL_WORKGROUP
-    hand_wide = [_dispatch(rt, rt.pipeline("hand_wide", HAND.replace(
-        "@workgroup_size(64)", f"@workgroup_size({size})")), [xb, yb], -(-n // size))]
+    hand_wide = [
+        _dispatch(
+            rt,
+            rt.pipeline(
+                "hand_wide", HAND.replace("@workgroup_size(64)", f"@workgroup_size({size})")
+            ),
+            [xb, yb],
+            -(-n // size),
+        )
+    ]
     bufs = {"x": xb, "y": yb}
     for name, *_ in UNFUSED[:-1]:
         bufs[name] = rt.device.create_buffer(size=4 * n, usage=usage)
-    unfused = [_dispatch(rt, rt.pipeline(name, _unfused_op(expr)),
-                         [bufs[a], *([bufs[b]] if "b[i]" in expr else []), bufs[name]], groups)
-               for name, expr, a, b in UNFUSED]
+    unfused = [
+        _dispatch(
+            rt,
+            rt.pipeline(name, _unfused_op(expr)),
+            [bufs[a], *([bufs[b]] if "b[i]" in expr else []), bufs[name]],
+            groups,
+        )
+        for name, expr, a, b in UNFUSED
+    ]
 
     def run_hand(d=hand):
         _run(rt, d)
@@ -144,15 +177,24 @@ def bench_chain(n: int) -> None:
 
     def run_fungrad():
         return np.asarray(f(gx))
-    for name, fn in (("hand-written", run_hand), ("fungrad", run_fungrad),
-                     ("unfused (11 dispatches)", lambda: run_hand(unfused)),
-                     ("hand-written, wide groups", lambda: run_hand(hand_wide))):
+
+    for name, fn in (
+        ("hand-written", run_hand),
+        ("fungrad", run_fungrad),
+        ("unfused (11 dispatches)", lambda: run_hand(unfused)),
+        ("hand-written, wide groups", lambda: run_hand(hand_wide)),
+    ):
         err = np.max(np.abs(fn() - ref))
         assert err < 1e-4, f"{name}: max error {err}"
     exe = f.lower(gx).compile()._exe
-    best = _interleaved({"fungrad": run_fungrad, "hand": run_hand,
-                         "unfused": lambda: run_hand(unfused),
-                         "hand_wide": lambda: run_hand(hand_wide)})
+    best = _interleaved(
+        {
+            "fungrad": run_fungrad,
+            "hand": run_hand,
+            "unfused": lambda: run_hand(unfused),
+            "hand_wide": lambda: run_hand(hand_wide),
+        }
+    )
     t_fg, t_hand, t_unf = best["fungrad"], best["hand"], best["unfused"]
 
     def copy():
@@ -160,25 +202,35 @@ def bench_chain(n: int) -> None:
         enc.copy_buffer_to_buffer(xb, 0, yb, 0, 4 * n)
         rt.queue.submit([enc.finish()])
         rt.queue.read_buffer(yb, 0, 4)
+
     t_copy = timeit(copy, min_time=1.0)[0]
     gx2 = f(gx)
 
     def no_readback():
         f(gx).block_until_ready()
+
     t_fg_dev = timeit(no_readback, min_time=1.0)[0]
     del gx2
     print(f"\nchain over {n} float32 on {rt.name}")
-    print(f"  fungrad ({exe.num_dispatches} dispatch) + readback   {t_fg * 1e3:8.2f} ms   "
-          f"{t_fg / t_hand:5.2f}x hand-written (target <= 1.1)")
+    print(
+        f"  fungrad ({exe.num_dispatches} dispatch) + readback   {t_fg * 1e3:8.2f} ms   "
+        f"{t_fg / t_hand:5.2f}x hand-written (target <= 1.1)"
+    )
     print(f"  hand-written WGSL + readback        {t_hand * 1e3:8.2f} ms")
-    print(f"  the same, {size} invocations a group  {best['hand_wide'] * 1e3:8.2f} ms   "
-          f"fungrad is {t_fg / best['hand_wide']:5.2f}x this")
-    print(f"  unfused, 11 dispatches + readback   {t_unf * 1e3:8.2f} ms   "
-          f"{t_unf / t_hand:5.2f}x hand-written")
+    print(
+        f"  the same, {size} invocations a group  {best['hand_wide'] * 1e3:8.2f} ms   "
+        f"fungrad is {t_fg / best['hand_wide']:5.2f}x this"
+    )
+    print(
+        f"  unfused, 11 dispatches + readback   {t_unf * 1e3:8.2f} ms   "
+        f"{t_unf / t_hand:5.2f}x hand-written"
+    )
     gbps = 8 * n / t_fg_dev / 1e9
     copy_gbps = 8 * n / t_copy / 1e9
-    print(f"  fungrad without readback            {t_fg_dev * 1e3:8.2f} ms   {gbps:6.1f} GB/s = "
-          f"{gbps / copy_gbps:.0%} of a buffer copy's {copy_gbps:.1f} GB/s")
+    print(
+        f"  fungrad without readback            {t_fg_dev * 1e3:8.2f} ms   {gbps:6.1f} GB/s = "
+        f"{gbps / copy_gbps:.0%} of a buffer copy's {copy_gbps:.1f} GB/s"
+    )
 
 
 def _time_kernels(rt, variants: dict, x: np.ndarray, checks: dict, rounds: int) -> dict:
@@ -202,6 +254,7 @@ def _time_kernels(rt, variants: dict, x: np.ndarray, checks: dict, rounds: int) 
         def run(d=d):
             _run(rt, d)
             rt.queue.read_buffer(yb, 0, 4)
+
         runs[name] = run
     return _interleaved(runs, rounds=rounds)
 
@@ -211,6 +264,7 @@ def _called_chain(builtins: tuple[str, ...] = ()) -> str:
     renderer's form before it wrote them out and interleaved them), WGSL's builtins for the
     functions named in ``builtins``."""
     from fungrad.lowering.math import wgsl as wgsl_math
+
     defs = {"isnan": helpers.HELPERS["isnan"]}
     call = {}
     for fn in ("tanh", "exp", "sin"):
@@ -218,8 +272,11 @@ def _called_chain(builtins: tuple[str, ...] = ()) -> str:
         if fn not in builtins:
             call[fn], texts = wgsl_math.function(fn)
             defs.update((k, t) for k, t in texts if k != "isnan")
-    body = HAND.replace("tanh(v)", f"{call['tanh']}(v)").replace(
-        "exp(-v", f"{call['exp']}(-v").replace("sin(v)", f"{call['sin']}(v)")
+    body = (
+        HAND.replace("tanh(v)", f"{call['tanh']}(v)")
+        .replace("exp(-v", f"{call['exp']}(-v")
+        .replace("sin(v)", f"{call['sin']}(v)")
+    )
     return "\n\n".join(defs.values()) + body
 
 
@@ -243,8 +300,10 @@ def bench_chain_parts(n: int) -> None:
     t_hand, t_fg = best["hand-written"], best["fungrad"]
     print(f"\nchain kernel parts over {n} float32 on {rt.name} (device time, no readback)")
     for name, t in best.items():
-        print(f"  {name:20s} {t * 1e3:7.2f} ms  {t / t_hand:5.2f}x hand-written   "
-              f"{(t_fg - t) * 1e3:+6.2f} ms vs fungrad")
+        print(
+            f"  {name:20s} {t * 1e3:7.2f} ms  {t / t_hand:5.2f}x hand-written   "
+            f"{(t_fg - t) * 1e3:+6.2f} ms vs fungrad"
+        )
 
 
 _DEPTH_STEPS = 20
@@ -275,28 +334,40 @@ def bench_depth(n: int) -> None:
     fungrad's sin (exact reduction, a long chain) with a short Cody-Waite sin and the builtin,
     and chains of 20 steps with and without float latency."""
     from fungrad.lowering.math import wgsl as wgsl_math
+
     rt = gpu.runtime()
     x = np.linspace(-4, 4, n, dtype=np.float32)
 
     def kernel(defs: str, body: str, result: str = "t20") -> str:
-        return (defs + "\nfn f(t0: f32) -> f32 {\n" + body + f"\n  return {result};\n}}\n"
-                "@group(0) @binding(0) var<storage, read> x: array<f32>;\n"
-                "@group(0) @binding(1) var<storage, read_write> y: array<f32>;\n"
-                "@compute @workgroup_size(64)\n"
-                "fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n"
-                "  let i = id.x;\n  if (i >= arrayLength(&y)) { return; }\n"
-                "  var acc = 0.0f;\n  for (var j = 0; j < 8; j++) { acc += f(x[i] + f32(j) * "
-                "0.001f); }\n  y[i] = acc * 0.125f;\n}\n")
+        return (
+            defs + "\nfn f(t0: f32) -> f32 {\n" + body + f"\n  return {result};\n}}\n"
+            "@group(0) @binding(0) var<storage, read> x: array<f32>;\n"
+            "@group(0) @binding(1) var<storage, read_write> y: array<f32>;\n"
+            "@compute @workgroup_size(64)\n"
+            "fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n"
+            "  let i = id.x;\n  if (i >= arrayLength(&y)) { return; }\n"
+            "  var acc = 0.0f;\n  for (var j = 0; j < 8; j++) { acc += f(x[i] + f32(j) * "
+            "0.001f); }\n  y[i] = acc * 0.125f;\n}\n"
+        )
+
     sin_defs = "\n".join(src for _, src in wgsl_math.function("sin")[1])
-    variants = {"copy": kernel("", "", "t0"), "builtin sin": kernel("", "", "sin(t0)"),
-                "fungrad sin": kernel(sin_defs, "", "fg_sin_f32(t0)"),
-                "short sin": kernel("", _SHORT_SIN)}
+    variants = {
+        "copy": kernel("", "", "t0"),
+        "builtin sin": kernel("", "", "sin(t0)"),
+        "fungrad sin": kernel(sin_defs, "", "fg_sin_f32(t0)"),
+        "short sin": kernel("", _SHORT_SIN),
+    }
     for name, step in _DEPTH_KERNELS.items():
-        variants[name] = kernel("", "\n".join("  " + step.format(i=j - 1, j=j, c=1 + j / 1000)
-                                              for j in range(1, _DEPTH_STEPS + 1)))
+        variants[name] = kernel(
+            "",
+            "\n".join(
+                "  " + step.format(i=j - 1, j=j, c=1 + j / 1000) for j in range(1, _DEPTH_STEPS + 1)
+            ),
+        )
     ref = np.mean([np.sin((x + np.float32(j / 1000)).astype(np.float64)) for j in range(8)], 0)
-    best = _time_kernels(rt, variants, x, {k: (ref, 1e-6) for k in variants if "sin" in k},
-                         rounds=10)
+    best = _time_kernels(
+        rt, variants, x, {k: (ref, 1e-6) for k in variants if "sin" in k}, rounds=10
+    )
     print(f"\nfunction cost over {n} x 8 float32 evaluations on {rt.name} (device time)")
     for name, t in best.items():
         print(f"  {name:22s} {t * 1e3:7.2f} ms   {(t - best['copy']) * 1e3:+7.2f} ms over copy")
@@ -304,6 +375,7 @@ def bench_depth(n: int) -> None:
 
 def bench_mlp() -> None:
     import jit_workloads as W
+
     step, args = W.MLP.build(fg)
     gstep = fg.jit(step.__wrapped__ if hasattr(step, "__wrapped__") else step, backend="gpu")
     params, x, y = args
@@ -316,6 +388,7 @@ def bench_mlp() -> None:
 
     def one():
         fg.tree_util.tree_leaves(gstep(gparams, gx, gy))[0].block_until_ready()
+
     t = timeit(one, min_time=2.0, repeats=3)[0]
     del out
     print(f"\nMLP 784-512-512-10 training step, batch 128, on {gpu.runtime().name}")
@@ -326,6 +399,7 @@ def _compiled(f, args, tree: str):
     """``f``'s GPU executable with tree reductions in mode ``tree``."""
     from fungrad.lowering import compile_jaxpr
     from fungrad.lowering.gpu import schemes as ge
+
     old, ge.TREE_REDUCTIONS = ge.TREE_REDUCTIONS, tree
     try:
         return compile_jaxpr(fg.make_jaxpr(f)(*args), "gpu", "bench")
@@ -344,8 +418,10 @@ def bench_reduce(n: int) -> None:
         gx = fg.device_put(x, backend="gpu")
         scale = float(np.abs(x).astype(np.float64).sum())
         print(f"\nfull reductions of {size} float32 on {rt.name} (+ readback)")
-        for name, f, ref in (("sum", fnp.sum, x.astype(np.float64).sum()),
-                             ("argmax", fnp.argmax, np.argmax(x))):
+        for name, f, ref in (
+            ("sum", fnp.sum, x.astype(np.float64).sum()),
+            ("argmax", fnp.argmax, np.argmax(x)),
+        ):
             row = f"  {name:7s}"
             times = {}
             for mode in ("never", "always"):
@@ -372,14 +448,22 @@ def bench_scatter(m: int = 60000, n: int = 1000) -> None:
     GPU backend used before (forced here by patching the step renderers' scatter test)."""
     from fungrad.lowering import compile_jaxpr
     from fungrad.lowering.gpu import dispatches as gd
+
     rt = gpu.runtime()
     rng = np.random.default_rng(0)
-    args = [fg.device_put(a, backend="gpu") for a in (
-        rng.uniform(-1, 1, n).astype(np.float32), rng.integers(0, n, m).astype(np.int32),
-        rng.uniform(-1, 1, m).astype(np.float32))]
+    args = [
+        fg.device_put(a, backend="gpu")
+        for a in (
+            rng.uniform(-1, 1, n).astype(np.float32),
+            rng.integers(0, n, m).astype(np.int32),
+            rng.uniform(-1, 1, m).astype(np.float32),
+        )
+    ]
     print(f"\nscatter of {m} updates into {n} float32 on {rt.name} (+ readback)")
-    for name, f in (("add", lambda x, i, u: x.at[i].add(u)),
-                    ("set", lambda x, i, u: x.at[i].set(u))):
+    for name, f in (
+        ("add", lambda x, i, u: x.at[i].add(u)),
+        ("set", lambda x, i, u: x.at[i].set(u)),
+    ):
         ref = np.asarray(fg.jit(f)(*[np.asarray(a) for a in args]))
         times, row = {}, f"  {name:4s}"
         for label in ("serial", "parallel"):
@@ -405,12 +489,16 @@ def bench_overhead() -> None:
 
     def tiny(x):
         return x * 2 + 1
+
     f = fg.jit(tiny, backend="gpu")
     gx = fg.device_put(np.arange(8, dtype=np.float32), backend="gpu")
     np.testing.assert_array_equal(np.asarray(f(gx)), np.arange(8) * 2 + 1)
     exe = f.lower(gx).compile()._exe
-    rows = [("jit hot path f(gx)", lambda: f(gx)), ("jit general path f(x=gx)", lambda: f(x=gx)),
-            ("executable call (floor)", lambda: exe.call([gx]))]
+    rows = [
+        ("jit hot path f(gx)", lambda: f(gx)),
+        ("jit general path f(x=gx)", lambda: f(x=gx)),
+        ("executable call (floor)", lambda: exe.call([gx])),
+    ]
     best = {name: float("inf") for name, _ in rows}
     for _ in range(3):  # interleaved: the machine is noisy
         for name, fn in rows:
@@ -426,6 +514,7 @@ def bench_sort() -> None:
     against the bitonic network, forced either way through ``SORT_RANK_MAX_ROW``."""
     from fungrad.lowering import compile_jaxpr
     from fungrad.lowering.gpu import schemes as ge
+
     rt = gpu.runtime()
     rng = np.random.default_rng(0)
     print(f"\nsort along the last axis on {rt.name} (+ readback)")
@@ -436,8 +525,7 @@ def bench_sort() -> None:
         for label, limit in (("rank", 1 << 30), ("bitonic", 0)):
             old, ge.SORT_RANK_MAX_ROW = ge.SORT_RANK_MAX_ROW, limit
             try:
-                exe = compile_jaxpr(fg.make_jaxpr(lambda v: fnp.sort(v, axis=1))(x), "gpu",
-                                    "bench")
+                exe = compile_jaxpr(fg.make_jaxpr(lambda v: fnp.sort(v, axis=1))(x), "gpu", "bench")
             except fg.LoweringError:
                 row += f" {label}: beyond the adapter's loop limit"
                 continue
@@ -458,6 +546,7 @@ def bench_scan(n: int) -> None:
     ``SCAN_BLOCK`` elements in three dispatches (``"always"``), interleaved, best of 5."""
     from fungrad.lowering import compile_jaxpr
     from fungrad.lowering.gpu import schemes as ge
+
     rt = gpu.runtime()
     rng = np.random.default_rng(0)
     print(f"\ncumsum along the last axis on {rt.name} (+ readback)")
@@ -466,15 +555,18 @@ def bench_scan(n: int) -> None:
         ref = np.cumsum(np.asarray(x).astype(np.float64), axis=-1)
         scale = np.cumsum(np.abs(np.asarray(x)).astype(np.float64), axis=-1)
         runs = {}
-        for label, mode, block in (("one block", "never", ge.SCAN_BLOCK),
-                                   ("blocks of 128", "always", 128),
-                                   ("blocks of 2048", "always", 2048),
-                                   ("auto", "auto", ge.SCAN_BLOCK)):
+        for label, mode, block in (
+            ("one block", "never", ge.SCAN_BLOCK),
+            ("blocks of 128", "always", 128),
+            ("blocks of 2048", "always", 2048),
+            ("auto", "auto", ge.SCAN_BLOCK),
+        ):
             old = ge.SCAN, ge.SCAN_BLOCK
             ge.SCAN, ge.SCAN_BLOCK = mode, block
             try:
-                exe = compile_jaxpr(fg.make_jaxpr(lambda v: fg.lax.cumsum(v, v.ndim - 1))(x),
-                                    "gpu", "bench")
+                exe = compile_jaxpr(
+                    fg.make_jaxpr(lambda v: fg.lax.cumsum(v, v.ndim - 1))(x), "gpu", "bench"
+                )
             finally:
                 ge.SCAN, ge.SCAN_BLOCK = old
             run = lambda exe=exe, x=x: np.asarray(exe.call([x])[0])  # noqa: E731
@@ -482,27 +574,48 @@ def bench_scan(n: int) -> None:
             runs[label] = (exe, run)
         best = _interleaved({label: run for label, (_, run) in runs.items()}, rounds=5)
         base = best["one block"]
-        print(f"  {str(shape):12s} " + "  ".join(
-            f"{label} ({runs[label][0].num_dispatches}) {t * 1e3:7.2f} ms {base / t:4.2f}x"
-            for label, t in best.items()))
+        print(
+            f"  {str(shape):12s} "
+            + "  ".join(
+                f"{label} ({runs[label][0].num_dispatches}) {t * 1e3:7.2f} ms {base / t:4.2f}x"
+                for label, t in best.items()
+            )
+        )
 
 
-WORKLOADS = ("chain", "chain_parts", "depth", "reduce", "scatter", "sort", "scan", "overhead",
-             "mlp")
+WORKLOADS = (
+    "chain",
+    "chain_parts",
+    "depth",
+    "reduce",
+    "scatter",
+    "sort",
+    "scan",
+    "overhead",
+    "mlp",
+)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1 << 20)
-    ap.add_argument("--only", choices=WORKLOADS, action="append",
-                    help="run only these workloads (repeatable)")
+    ap.add_argument(
+        "--only", choices=WORKLOADS, action="append", help="run only these workloads (repeatable)"
+    )
     a = ap.parse_args()
     only = a.only or WORKLOADS
     t0 = time.perf_counter()
-    runs = {"chain": lambda: bench_chain(a.n), "chain_parts": lambda: bench_chain_parts(a.n),
-            "depth": lambda: bench_depth(a.n),
-            "reduce": lambda: bench_reduce(a.n), "scatter": bench_scatter, "sort": bench_sort,
-            "scan": lambda: bench_scan(a.n), "overhead": bench_overhead, "mlp": bench_mlp}
+    runs = {
+        "chain": lambda: bench_chain(a.n),
+        "chain_parts": lambda: bench_chain_parts(a.n),
+        "depth": lambda: bench_depth(a.n),
+        "reduce": lambda: bench_reduce(a.n),
+        "scatter": bench_scatter,
+        "sort": bench_sort,
+        "scan": lambda: bench_scan(a.n),
+        "overhead": bench_overhead,
+        "mlp": bench_mlp,
+    }
     for name in WORKLOADS:
         if name in only:
             runs[name]()

@@ -25,16 +25,30 @@ sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.dirname(HERE))
 from common import max_error, optional, pin_cores, timeit_interleaved  # noqa: E402
 
-NAMES = ("chain", "softmax", "matmul", "mlp", "percall_scalar", "percall_8", "first_call",
-         "per_example", "sum", "mean_axis0")
+NAMES = (
+    "chain",
+    "softmax",
+    "matmul",
+    "mlp",
+    "percall_scalar",
+    "percall_8",
+    "first_call",
+    "per_example",
+    "sum",
+    "mean_axis0",
+)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer, shorter repeats")
     p.add_argument("--only", default="", help=f"comma-separated subset of {', '.join(NAMES)}")
-    p.add_argument("--cores", type=int, default=1,
-                   help="pin to this many cores (0: leave the affinity alone); default 1")
+    p.add_argument(
+        "--cores",
+        type=int,
+        default=1,
+        help="pin to this many cores (0: leave the affinity alone); default 1",
+    )
     args = p.parse_args(argv)
     args.only = [n for n in args.only.split(",") if n]
     unknown = sorted(set(args.only) - set(NAMES))
@@ -78,8 +92,10 @@ def prepare(workload, fw, label, expected):
         got = fn(*args)
         err, ok = max_error(got, expected, workload.rtol, workload.atol)
         if not ok:
-            row["error"] = (f"WRONG RESULT: error {err:.3g}x the tolerance "
-                            f"(rtol={workload.rtol:g}, atol={workload.atol:g})")
+            row["error"] = (
+                f"WRONG RESULT: error {err:.3g}x the tolerance "
+                f"(rtol={workload.rtol:g}, atol={workload.atol:g})"
+            )
             return row
         row["err"] = err
         row["run"] = _runner(fw, fn, args)
@@ -126,16 +142,20 @@ def print_rows(title, rows, rate_of=None, note=""):
     """One workload's table: time (min and median), rate, error vs tolerance, ratios."""
     fg_row = rows[0]
     print(f"\n{title}{note}")
-    print(f"  {'implementation':<16}{'min':>12}{'median':>12}{'rate':>16}{'err/tol':>9}"
-          f"{'fungrad/this':>14}")
+    print(
+        f"  {'implementation':<16}{'min':>12}{'median':>12}{'rate':>16}{'err/tol':>9}"
+        f"{'fungrad/this':>14}"
+    )
     for r in rows:
         if "error" in r:
             print(f"  {r['label']:<16}FAILED: {r['error']}")
             continue
-        ratio = (f"{fg_row['time'] / r['time']:.2f}" if "time" in fg_row else "-")
+        ratio = f"{fg_row['time'] / r['time']:.2f}" if "time" in fg_row else "-"
         rate = rate_of(r["time"]) if rate_of else ""
-        print(f"  {r['label']:<16}{_fmt_time(r['time']):>12}{_fmt_time(r['median']):>12}"
-              f"{rate:>16}{r['err']:>9.2f}{ratio:>14}")
+        print(
+            f"  {r['label']:<16}{_fmt_time(r['time']):>12}{_fmt_time(r['median']):>12}"
+            f"{rate:>16}{r['err']:>9.2f}{ratio:>14}"
+        )
 
 
 def verdict(fg_row, jax_row, target: float) -> tuple[str, str]:
@@ -162,9 +182,11 @@ def main(argv=None) -> int:
     frameworks = [("fungrad jit", fg)] + ([("jax jit", jax)] if jax is not None else [])
     timing = dict(min_time=0.3, repeats=3) if args.quick else dict(min_time=1.5, repeats=7)
     selected = args.only or list(NAMES)
-    print(f"fg.jit benchmark: cpus {cpus}, numpy {np.__version__}, "
-          f"jax {jax.__version__ if jax else 'absent'}, "
-          f"{'quick' if args.quick else 'full'} timing {timing}")
+    print(
+        f"fg.jit benchmark: cpus {cpus}, numpy {np.__version__}, "
+        f"jax {jax.__version__ if jax else 'absent'}, "
+        f"{'quick' if args.quick else 'full'} timing {timing}"
+    )
 
     summary, failed = [], False
     for w in W.WORKLOADS:
@@ -175,9 +197,13 @@ def main(argv=None) -> int:
             time_rows(rows, timing)
             failed |= any("error" in r for r in rows)
             rate_of = (lambda t, w=w: _fmt_rate(w, t)) if w.rate else None
-            print_rows(f"[{w.name}] {w.title}", rows, rate_of,
-                       note=f"   (tolerance rtol={w.rtol:g} atol={w.atol:g}; "
-                            f"JAX in the issue: {w.issue_jax})")
+            print_rows(
+                f"[{w.name}] {w.title}",
+                rows,
+                rate_of,
+                note=f"   (tolerance rtol={w.rtol:g} atol={w.atol:g}; "
+                f"JAX in the issue: {w.issue_jax})",
+            )
             if "plan" in rows[0]:
                 print(f"  fungrad {rows[0]['plan']}")
             if w.name == "mlp":
@@ -201,8 +227,10 @@ def _print_losses(rows) -> bool:
             ls = r["losses"]
             falls = ls[-1] < 0.9 * ls[0]
             ok &= falls
-            print(f"    {r['label']:<14}{ls[0]:.4f} -> {ls[9]:.4f} -> {ls[-1]:.4f}  "
-                  f"{'falls' if falls else 'DOES NOT FALL'}")
+            print(
+                f"    {r['label']:<14}{ls[0]:.4f} -> {ls[9]:.4f} -> {ls[-1]:.4f}  "
+                f"{'falls' if falls else 'DOES NOT FALL'}"
+            )
     return ok
 
 
@@ -227,8 +255,10 @@ def _first_call(args, have_jax: bool):
 
 def _print_summary(summary) -> None:
     print("\nSummary (time ratios: fungrad/JAX and fungrad/numpy; below 1 = fungrad faster)")
-    print(f"  {'workload':<16}{'fungrad':>12}{'JAX':>12}{'numpy':>12}{'fg/JAX':>9}"
-          f"{'fg/numpy':>10}   {'target (fg/JAX)':<38}result")
+    print(
+        f"  {'workload':<16}{'fungrad':>12}{'JAX':>12}{'numpy':>12}{'fg/JAX':>9}"
+        f"{'fg/numpy':>10}   {'target (fg/JAX)':<38}result"
+    )
 
     def t(row):
         if row is None:
@@ -237,11 +267,16 @@ def _print_summary(summary) -> None:
 
     for w, fg_row, jax_row, np_row in summary:
         ratio, result = verdict(fg_row, jax_row, w.target)
-        vs_np = ("-" if np_row is None or "time" not in np_row or "time" not in fg_row
-                 else f"{fg_row['time'] / np_row['time']:.3f}")
+        vs_np = (
+            "-"
+            if np_row is None or "time" not in np_row or "time" not in fg_row
+            else f"{fg_row['time'] / np_row['time']:.3f}"
+        )
         target = f"<= {w.target:.3g} ({w.target_text})"
-        print(f"  {w.name:<16}{t(fg_row):>12}{t(jax_row):>12}{t(np_row):>12}{ratio:>9}"
-              f"{vs_np:>10}   {target:<38}{result}")
+        print(
+            f"  {w.name:<16}{t(fg_row):>12}{t(jax_row):>12}{t(np_row):>12}{ratio:>9}"
+            f"{vs_np:>10}   {target:<38}{result}"
+        )
 
 
 if __name__ == "__main__":

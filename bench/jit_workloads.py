@@ -77,6 +77,7 @@ def _chain_numpy(x):
 
 # -- 2. row softmax ------------------------------------------------------------------------------
 
+
 def _softmax_inputs():
     return (_rng().standard_normal((4096, 1024)).astype(np.float32) * 3,)
 
@@ -98,8 +99,10 @@ MATMUL_N = 1024
 def _matmul_inputs():
     rng = _rng()
     n = MATMUL_N
-    return (rng.standard_normal((n, n)).astype(np.float32),
-            rng.standard_normal((n, n)).astype(np.float32))
+    return (
+        rng.standard_normal((n, n)).astype(np.float32),
+        rng.standard_normal((n, n)).astype(np.float32),
+    )
 
 
 def _matmul_program(fw):
@@ -116,9 +119,13 @@ MLP_LR = 0.1
 def _mlp_inputs():
     """(params, x, one-hot labels): params is a list of (W, b) per layer, W ~ N(0, 1/fan_in)."""
     rng = _rng()
-    params = [(rng.standard_normal((m, n)).astype(np.float32) / np.float32(np.sqrt(m)),
-               np.zeros(n, np.float32))
-              for m, n in zip(MLP_SIZES[:-1], MLP_SIZES[1:])]
+    params = [
+        (
+            rng.standard_normal((m, n)).astype(np.float32) / np.float32(np.sqrt(m)),
+            np.zeros(n, np.float32),
+        )
+        for m, n in zip(MLP_SIZES[:-1], MLP_SIZES[1:])
+    ]
     x = rng.standard_normal((MLP_BATCH, MLP_SIZES[0])).astype(np.float32)
     labels = rng.integers(0, MLP_SIZES[-1], MLP_BATCH)
     y = np.eye(MLP_SIZES[-1], dtype=np.float32)[labels]
@@ -160,11 +167,16 @@ def _mlp_step_numpy(params, x, y, dtype=np.float32):
     d_logits = (np.exp(logp) * np.sum(y, axis=-1, keepdims=True) - y) / dtype(batch)
     d_z2 = (d_logits @ w3.T) * (z2 > 0)
     d_z1 = (d_z2 @ w2.T) * (1 - h1 * h1)
-    grads = [(x.T @ d_z1, d_z1.sum(0)), (h1.T @ d_z2, d_z2.sum(0)), (h2.T @ d_logits,
-                                                                    d_logits.sum(0))]
+    grads = [
+        (x.T @ d_z1, d_z1.sum(0)),
+        (h1.T @ d_z2, d_z2.sum(0)),
+        (h2.T @ d_logits, d_logits.sum(0)),
+    ]
     lr = dtype(MLP_LR)
-    new = [(w - lr * gw, b - lr * gb) for (w, b), (gw, gb) in zip(((w1, b1), (w2, b2), (w3, b3)),
-                                                                  grads)]
+    new = [
+        (w - lr * gw, b - lr * gb)
+        for (w, b), (gw, gb) in zip(((w1, b1), (w2, b2), (w3, b3)), grads)
+    ]
     return new, dtype(loss)
 
 
@@ -180,6 +192,7 @@ def mlp_losses(step: Callable, args: tuple, steps: int = 20) -> list[float]:
 
 
 # -- 5. per-call overhead ------------------------------------------------------------------------
+
 
 def _tiny_program(fw):
     return fw.jit(lambda x: x * 2 + 1)
@@ -244,60 +257,144 @@ def _mean0_program(fw):
 
 # -- the table -----------------------------------------------------------------------------------
 
+
 def _f64(fn):
     """``fn`` applied to the inputs cast to float64 (the reference)."""
+
     def ref(*args):
         def up(t):
             if isinstance(t, (tuple, list)):
                 return type(t)(up(a) for a in t)
             return np.asarray(t, np.float64)
+
         return fn(*up(args))
+
     return ref
 
 
 WORKLOADS: list[Workload] = [
-    Workload("chain", "tanh(x)*0.5 + exp(-x*x) - sin(x)/(1+x*x), 4M float32",
-             _chain_inputs, _chain_program, _chain_numpy, _f64(_chain_numpy),
-             rtol=1e-5, atol=1e-6, target=0.25, target_text=">= 4x faster than JAX",
-             issue_jax="35 ms (numpy 24 ms)"),
-    Workload("softmax", "row softmax, 4096x1024 float32",
-             _softmax_inputs, _softmax_program, _softmax_numpy, _f64(_softmax_numpy),
-             rtol=1e-5, atol=1e-9, target=1 / 1.5, target_text=">= 1.5x faster than JAX",
-             issue_jax="3.5 ms"),
-    Workload("matmul", f"matmul {MATMUL_N}^3 float32",
-             _matmul_inputs, _matmul_program, np.matmul, _f64(np.matmul),
-             rtol=1e-4, atol=2e-3, target=1 / 0.9, target_text=">= 0.9x JAX's GFLOP/s",
-             issue_jax="107 GFLOP/s", rate=("GFLOP/s", 2 * MATMUL_N ** 3 / 1e9)),
-    Workload("mlp", "MLP 784-512-512-10 (tanh, relu) SGD step, batch 128, softmax xent",
-             _mlp_inputs, _mlp_program, _mlp_step_numpy,
-             lambda params, x, y: _mlp_step_numpy(params, x, y, np.float64),
-             rtol=1e-4, atol=1e-6, target=1.0, target_text=">= 1.0x JAX's steps/s",
-             issue_jax="225 steps/s", rate=("steps/s", 1.0)),
-    Workload("percall_scalar", "per-call overhead: jit(x*2+1), 0-d float32",
-             lambda: (np.asarray(np.float32(1.5)),), _tiny_program, _tiny_numpy,
-             _tiny_reference, rtol=1e-7, atol=0.0, target=0.5,
-             target_text="<= 0.5x JAX's time", issue_jax="5.5 us"),
-    Workload("percall_8", "per-call overhead: jit(x*2+1), 8 float32",
-             lambda: (np.arange(8, dtype=np.float32) - 3.25,), _tiny_program, _tiny_numpy,
-             _tiny_reference, rtol=1e-7, atol=0.0, target=0.5,
-             target_text="<= 0.5x JAX's time", issue_jax="5.5 us"),
-    Workload("per_example", "jit(vmap(grad(loss))) per-example grads, linear model, 256x32",
-             _per_example_inputs, _per_example_program, _per_example_numpy,
-             lambda params, xs, ys: _per_example_numpy(params, xs, ys, np.float64),
-             rtol=1e-4, atol=1e-5, target=1.0, target_text=">= 1x JAX's speed",
-             issue_jax="32 us"),
+    Workload(
+        "chain",
+        "tanh(x)*0.5 + exp(-x*x) - sin(x)/(1+x*x), 4M float32",
+        _chain_inputs,
+        _chain_program,
+        _chain_numpy,
+        _f64(_chain_numpy),
+        rtol=1e-5,
+        atol=1e-6,
+        target=0.25,
+        target_text=">= 4x faster than JAX",
+        issue_jax="35 ms (numpy 24 ms)",
+    ),
+    Workload(
+        "softmax",
+        "row softmax, 4096x1024 float32",
+        _softmax_inputs,
+        _softmax_program,
+        _softmax_numpy,
+        _f64(_softmax_numpy),
+        rtol=1e-5,
+        atol=1e-9,
+        target=1 / 1.5,
+        target_text=">= 1.5x faster than JAX",
+        issue_jax="3.5 ms",
+    ),
+    Workload(
+        "matmul",
+        f"matmul {MATMUL_N}^3 float32",
+        _matmul_inputs,
+        _matmul_program,
+        np.matmul,
+        _f64(np.matmul),
+        rtol=1e-4,
+        atol=2e-3,
+        target=1 / 0.9,
+        target_text=">= 0.9x JAX's GFLOP/s",
+        issue_jax="107 GFLOP/s",
+        rate=("GFLOP/s", 2 * MATMUL_N**3 / 1e9),
+    ),
+    Workload(
+        "mlp",
+        "MLP 784-512-512-10 (tanh, relu) SGD step, batch 128, softmax xent",
+        _mlp_inputs,
+        _mlp_program,
+        _mlp_step_numpy,
+        lambda params, x, y: _mlp_step_numpy(params, x, y, np.float64),
+        rtol=1e-4,
+        atol=1e-6,
+        target=1.0,
+        target_text=">= 1.0x JAX's steps/s",
+        issue_jax="225 steps/s",
+        rate=("steps/s", 1.0),
+    ),
+    Workload(
+        "percall_scalar",
+        "per-call overhead: jit(x*2+1), 0-d float32",
+        lambda: (np.asarray(np.float32(1.5)),),
+        _tiny_program,
+        _tiny_numpy,
+        _tiny_reference,
+        rtol=1e-7,
+        atol=0.0,
+        target=0.5,
+        target_text="<= 0.5x JAX's time",
+        issue_jax="5.5 us",
+    ),
+    Workload(
+        "percall_8",
+        "per-call overhead: jit(x*2+1), 8 float32",
+        lambda: (np.arange(8, dtype=np.float32) - 3.25,),
+        _tiny_program,
+        _tiny_numpy,
+        _tiny_reference,
+        rtol=1e-7,
+        atol=0.0,
+        target=0.5,
+        target_text="<= 0.5x JAX's time",
+        issue_jax="5.5 us",
+    ),
+    Workload(
+        "per_example",
+        "jit(vmap(grad(loss))) per-example grads, linear model, 256x32",
+        _per_example_inputs,
+        _per_example_program,
+        _per_example_numpy,
+        lambda params, xs, ys: _per_example_numpy(params, xs, ys, np.float64),
+        rtol=1e-4,
+        atol=1e-5,
+        target=1.0,
+        target_text=">= 1x JAX's speed",
+        issue_jax="32 us",
+    ),
     # a float32 sum of 16M elements accumulated serially is off by ~1e-5 (issue 15): the
     # tolerance checks the sums are accurate as well as fast
-    Workload("sum", "sum of 4096x4096 float32 (one total)",
-             _reduce_inputs, _sum_program, np.sum, _f64(np.sum),
-             rtol=1e-6, atol=0.0, target=1.0, target_text=">= 1x JAX's speed",
-             issue_jax="-"),
+    Workload(
+        "sum",
+        "sum of 4096x4096 float32 (one total)",
+        _reduce_inputs,
+        _sum_program,
+        np.sum,
+        _f64(np.sum),
+        rtol=1e-6,
+        atol=0.0,
+        target=1.0,
+        target_text=">= 1x JAX's speed",
+        issue_jax="-",
+    ),
     # (numpy's float32 column sums add the rows serially: 3.6e-6 off here)
-    Workload("mean_axis0", "mean over axis 0 of 4096x4096 float32 (column means)",
-             _reduce_inputs, _mean0_program, lambda x: np.mean(x, axis=0),
-             _f64(lambda x: np.mean(x, axis=0)),
-             rtol=1e-5, atol=0.0, target=1.0, target_text=">= 1x JAX's speed",
-             issue_jax="-"),
+    Workload(
+        "mean_axis0",
+        "mean over axis 0 of 4096x4096 float32 (column means)",
+        _reduce_inputs,
+        _mean0_program,
+        lambda x: np.mean(x, axis=0),
+        _f64(lambda x: np.mean(x, axis=0)),
+        rtol=1e-5,
+        atol=0.0,
+        target=1.0,
+        target_text=">= 1x JAX's speed",
+        issue_jax="-",
+    ),
 ]
 """Every in-process workload, in the issue's order (the first call is bench/first_call.py)."""
 

@@ -32,6 +32,7 @@ MATMUL_N = 512
 def no_blas():
     """``blas.find_blas`` reports BLAS unavailable while compiling inside the block."""
     from fungrad.lowering.cpu import blas
+
     real = blas.find_blas
     blas.find_blas = lambda: blas.BlasInfo(reason="simulated: numpy without OpenBLAS")
     try:
@@ -46,9 +47,17 @@ def workloads():
 
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((MATMUL_N, MATMUL_N)).astype(np.float32) for _ in range(2))
-    return [(f"matmul {MATMUL_N}^2 float32", lambda fw: fw.jit(lambda a, b: a @ b), (a, b),
-             _f64(np.matmul), 1e-4, 2e-3),
-            (MLP.title, MLP.program, MLP.inputs(), MLP.reference, MLP.rtol, MLP.atol)]
+    return [
+        (
+            f"matmul {MATMUL_N}^2 float32",
+            lambda fw: fw.jit(lambda a, b: a @ b),
+            (a, b),
+            _f64(np.matmul),
+            1e-4,
+            2e-3,
+        ),
+        (MLP.title, MLP.program, MLP.inputs(), MLP.reference, MLP.rtol, MLP.atol),
+    ]
 
 
 def gemm_steps(fn, args, backend) -> int:
@@ -56,8 +65,8 @@ def gemm_steps(fn, args, backend) -> int:
     import fungrad as fg
     from fungrad.ir import passes
     from fungrad.lowering import BACKENDS, fusion
-    prog = fusion.plan(passes.optimize(fg.make_jaxpr(fn)(*args)),
-                       policy=BACKENDS[backend].policy())
+
+    prog = fusion.plan(passes.optimize(fg.make_jaxpr(fn)(*args)), policy=BACKENDS[backend].policy())
     return sum(isinstance(s, fusion.Gemm) for s in prog.steps)
 
 
@@ -71,11 +80,15 @@ def main() -> None:
 
     import fungrad as fg
     from fungrad.lowering.cpu import blas
-    print(f"no-BLAS bench: {len(cpus)} core(s); BLAS here: "
-          f"{blas.find_blas().library_path or blas.find_blas().reason}")
+
+    print(
+        f"no-BLAS bench: {len(cpus)} core(s); BLAS here: "
+        f"{blas.find_blas().library_path or blas.find_blas().reason}"
+    )
     backends = ["cpu"]
     if opts.gpu:
         from fungrad.lowering.gpu import runtime
+
         try:
             runtime.runtime()
             backends.append("gpu")
@@ -95,12 +108,16 @@ def main() -> None:
                     got = fg.tree_util.tree_map(np.asarray, f(*args))
                 err, ok = max_error(got, want, rtol, atol)
                 if not ok:
-                    raise SystemExit(f"{title} on {backend} ({'no ' * simulated}blas): wrong "
-                                     f"result, {err:.3g} of the tolerance")
+                    raise SystemExit(
+                        f"{title} on {backend} ({'no ' * simulated}blas): wrong "
+                        f"result, {err:.3g} of the tolerance"
+                    )
                 runs.append(lambda f=f, args=args: fg.block_until_ready(f(*args)))
             (t_blas, _), (t_none, _) = timeit_interleaved(runs)
-            print(f"  {title[:43]:<44}{backend:>8}{counts[0]:>3}/{counts[1]:<3}"
-                  f"{t_blas * 1e3:>8.2f} ms{t_none * 1e3:>8.2f} ms{t_none / t_blas:>7.2f}x")
+            print(
+                f"  {title[:43]:<44}{backend:>8}{counts[0]:>3}/{counts[1]:<3}"
+                f"{t_blas * 1e3:>8.2f} ms{t_none * 1e3:>8.2f} ms{t_none / t_blas:>7.2f}x"
+            )
 
 
 if __name__ == "__main__":

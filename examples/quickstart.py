@@ -98,7 +98,7 @@ def main():
     assert np.allclose(float(sgd_step(w32, xs, ys)[1]), float(eager_value), rtol=1e-5)
     print("the compiled step's fusion plan:")
     text = sgd_step.lower(w32, xs, ys).as_text()
-    print(text[text.index("# fusion plan"):text.index("# LLVM IR")].rstrip())
+    print(text[text.index("# fusion plan") : text.index("# LLVM IR")].rstrip())
 
 
 if __name__ == "__main__":

@@ -1,10 +1,8 @@
 """fungrad: JAX's programming model — grad, vjp, jvp, vmap, jit — in a small Python package.
 
-    import fungrad as fg
-    import fungrad.numpy as fnp
+import fungrad as fg
+import fungrad.numpy as fnp
 """
-
-from fungrad.version import __version__  # noqa: F401
 
 from fungrad import (  # noqa: E402,F401
     ad_checkpoint,
@@ -88,6 +86,7 @@ from fungrad.transforms.autodiff import (  # noqa: E402
 )
 from fungrad.transforms.custom import custom_jvp, custom_vjp  # noqa: E402
 from fungrad.transforms.remat import checkpoint, checkpoint_policies, remat  # noqa: E402
+from fungrad.version import __version__  # noqa: F401
 
 jacobian = jacrev
 
@@ -103,18 +102,82 @@ def stop_gradient(x):
 
 
 __all__ = [
-    "Array", "ClosedJaxpr", "CompileError", "ConcretizationTypeError", "Device", "GpuArray",
-    "Jaxpr", "LoweringError", "ShapeDtypeStruct", "ShapedArray", "TracerArrayConversionError",
-    "UnexpectedTracerError", "__version__", "ad_checkpoint", "block_until_ready", "checkpoint",
-    "checkpoint_policies", "closure_convert", "config", "copy_to_host_async", "custom_gradient",
-    "custom_jvp", "custom_vjp", "debug", "debug_infs", "debug_nans", "default_backend",
+    "Array",
+    "ClosedJaxpr",
+    "CompileError",
+    "ConcretizationTypeError",
+    "Device",
+    "GpuArray",
+    "Jaxpr",
+    "LoweringError",
+    "ShapeDtypeStruct",
+    "ShapedArray",
+    "TracerArrayConversionError",
+    "UnexpectedTracerError",
+    "__version__",
+    "ad_checkpoint",
+    "block_until_ready",
+    "checkpoint",
+    "checkpoint_policies",
+    "closure_convert",
+    "config",
+    "copy_to_host_async",
+    "custom_gradient",
+    "custom_jvp",
+    "custom_vjp",
+    "debug",
+    "debug_infs",
+    "debug_nans",
+    "default_backend",
     "default_matmul_precision",
-    "device_count", "device_get", "device_put", "devices", "disable_jit", "effects_barrier",
-    "enable_checks", "enable_x64", "ensure_compile_time_eval", "eval_shape", "experimental",
-    "explain_cache_misses", "flatten_util", "float0", "grad", "hessian", "jacfwd", "jacobian",
-    "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "local_device_count",
-    "local_devices", "make_jaxpr", "named_call", "named_scope", "nn", "numpy", "ops", "pmap",
-    "numpy_rank_promotion", "print_environment_info", "process_count", "process_index",
-    "process_indices", "pure_callback", "random", "remat", "scipy", "stop_gradient", "tree",
-    "tree_util", "typeof", "typing", "value_and_grad", "vjp", "vmap",
+    "device_count",
+    "device_get",
+    "device_put",
+    "devices",
+    "disable_jit",
+    "effects_barrier",
+    "enable_checks",
+    "enable_x64",
+    "ensure_compile_time_eval",
+    "eval_shape",
+    "experimental",
+    "explain_cache_misses",
+    "flatten_util",
+    "float0",
+    "grad",
+    "hessian",
+    "jacfwd",
+    "jacobian",
+    "jacrev",
+    "jit",
+    "jvp",
+    "lax",
+    "linear_transpose",
+    "linearize",
+    "local_device_count",
+    "local_devices",
+    "make_jaxpr",
+    "named_call",
+    "named_scope",
+    "nn",
+    "numpy",
+    "ops",
+    "pmap",
+    "numpy_rank_promotion",
+    "print_environment_info",
+    "process_count",
+    "process_index",
+    "process_indices",
+    "pure_callback",
+    "random",
+    "remat",
+    "scipy",
+    "stop_gradient",
+    "tree",
+    "tree_util",
+    "typeof",
+    "typing",
+    "value_and_grad",
+    "vjp",
+    "vmap",
 ]

@@ -17,8 +17,17 @@ from fungrad.transforms.jvp import defjvp
 from fungrad.transforms.remat import checkpoint, checkpoint_policies, remat
 from fungrad.transforms.vmap import defvectorized
 
-__all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint", "checkpoint_name",
-           "checkpoint_policies", "print_saved_residuals", "remat", "saved_residuals"]
+__all__ = [
+    "Offloadable",
+    "Recompute",
+    "Saveable",
+    "checkpoint",
+    "checkpoint_name",
+    "checkpoint_policies",
+    "print_saved_residuals",
+    "remat",
+    "saved_residuals",
+]
 
 
 class _Answer:
@@ -40,11 +49,13 @@ Recompute = _Answer("Recompute", False)
 
 class Offloadable(NamedTuple):
     """JAX's answer "save in memory ``dst``"; fungrad has one memory, so it means saved."""
+
     src: str
     dst: str
 
 
 # -- checkpoint_name: the ``name`` primitive ------------------------------------------------------
+
 
 def _name_impl(x, *, name):
     return x
@@ -79,11 +90,14 @@ def checkpoint_name(x, name: str):
     if not isinstance(name, str):
         raise TypeError(f"checkpoint_name: name must be a string, got {type(name).__name__}")
     from fungrad.operands import operand
-    return tree_util.tree_map(lambda leaf: name_p.bind(operand(leaf, "checkpoint_name"),
-                                                       name=name), x)
+
+    return tree_util.tree_map(
+        lambda leaf: name_p.bind(operand(leaf, "checkpoint_name"), name=name), x
+    )
 
 
 # -- residuals -----------------------------------------------------------------------------------
+
 
 def saved_residuals(f, *args, **kwargs) -> list[tuple[core.ShapedArray, str]]:
     """The values reverse-mode differentiation of ``f`` at ``args`` saves for the backward pass,
@@ -100,8 +114,9 @@ def saved_residuals(f, *args, **kwargs) -> list[tuple[core.ShapedArray, str]]:
     from fungrad.transforms.partial_eval import linearize_flat
     from fungrad.transforms.staging import trace_to_jaxpr
 
-    check_callable(f, "saved_residuals", "pass the function and its arguments: "
-                   "saved_residuals(f, *args)")
+    check_callable(
+        f, "saved_residuals", "pass the function and its arguments: saved_residuals(f, *args)"
+    )
     flat, in_tree = tree_util.tree_flatten(args)
     flat = [_as_array(x, "saved_residuals") for x in flat]
 
@@ -116,9 +131,15 @@ def saved_residuals(f, *args, **kwargs) -> list[tuple[core.ShapedArray, str]]:
     closed = trace_to_jaxpr(residuals, [core.get_aval(x) for x in flat])
     jaxpr = closed.jaxpr
     names = _argument_paths(f, args)
-    producer = {id(v): (f"named {eqn.params['name']!r}" if eqn.primitive is name_p
-                        else f"output of {eqn.primitive.name}")
-                for eqn in jaxpr.eqns for v in eqn.outvars}
+    producer = {
+        id(v): (
+            f"named {eqn.params['name']!r}"
+            if eqn.primitive is name_p
+            else f"output of {eqn.primitive.name}"
+        )
+        for eqn in jaxpr.eqns
+        for v in eqn.outvars
+    }
     arg_of = {id(v): i for i, v in enumerate(jaxpr.invars)}
     out = []
     for v in jaxpr.outvars:
@@ -138,9 +159,13 @@ def _argument_paths(f, args) -> list[str]:
     import inspect
 
     from fungrad.tree_util import _leaf_paths
+
     try:
-        params = [p.name for p in inspect.signature(f).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        params = [
+            p.name
+            for p in inspect.signature(f).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
     except (TypeError, ValueError):
         params = []
     paths = []

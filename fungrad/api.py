@@ -29,9 +29,11 @@ def _output_leaves(what: str, out, out_tree: list) -> list:
     leaves, tree = tree_util.tree_flatten(out)
     for leaf in leaves:
         if not is_arraylike(leaf):
-            raise TypeError(f"{what}: the function returned a value of type "
-                            f"{type(leaf).__name__}, which is not an array; return arrays (or "
-                            "pytrees of arrays)")
+            raise TypeError(
+                f"{what}: the function returned a value of type "
+                f"{type(leaf).__name__}, which is not an array; return arrays (or "
+                "pytrees of arrays)"
+            )
     out_tree.append(tree)
     return leaves
 
@@ -80,17 +82,20 @@ def block_until_ready(x):
     return x
 
 
-
 def device_get(x):
     """The arrays of pytree ``x`` as numpy arrays on the host (``jax.device_get``); other leaves
     (Python scalars, strings, ...) are returned unchanged."""
+
     def get(leaf):
         if isinstance(leaf, core.Tracer):
-            raise TypeError(f"device_get: got a traced value ({leaf.aval.str_short()}); "
-                            "device_get reads concrete arrays: call it outside jit/grad/vmap")
+            raise TypeError(
+                f"device_get: got a traced value ({leaf.aval.str_short()}); "
+                "device_get reads concrete arrays: call it outside jit/grad/vmap"
+            )
         if isinstance(leaf, Array):
             return np.asarray(leaf)
         return leaf
+
     return tree_util.tree_map(get, x)
 
 
@@ -98,8 +103,10 @@ def typeof(x) -> core.ShapedArray:
     """The abstract value of ``x`` (``jax.typeof``): a ShapedArray with its shape, dtype and
     weak type, for an Array, a tracer, a numpy value or a Python scalar."""
     if not is_arraylike(x):
-        raise TypeError(f"typeof: value of type {type(x).__name__} is not an array; pass an "
-                        "Array, a tracer, a numpy value or a Python scalar")
+        raise TypeError(
+            f"typeof: value of type {type(x).__name__} is not an array; pass an "
+            "Array, a tracer, a numpy value or a Python scalar"
+        )
     return abstractify(x, "typeof")
 
 
@@ -142,6 +149,7 @@ def named_call(fun, *, name: str | None = None):
     @functools.wraps(fun)
     def named_f(*args, **kwargs):
         return fun(*args, **kwargs)
+
     if name is not None:
         named_f.__name__ = name
     return named_f
@@ -153,8 +161,9 @@ def named_scope(name: str):
     name only in profiler and compiler metadata, which fungrad does not record, so the block
     computes exactly what it would without it."""
     if not isinstance(name, str):
-        raise TypeError("named_scope: the name argument must be a string, got "
-                        f"{type(name).__name__}")
+        raise TypeError(
+            f"named_scope: the name argument must be a string, got {type(name).__name__}"
+        )
     yield
 
 
@@ -215,11 +224,13 @@ def closure_convert(fun, *example_args):
     n = len(hoisted)
 
     def converted(*args):
-        xs, consts = args[:len(args) - n], args[len(args) - n:]
+        xs, consts = args[: len(args) - n], args[len(args) - n :]
         leaves, tree = tree_util.tree_flatten(xs)
         if tree != in_tree:
-            raise TypeError(f"closure_convert: the converted function takes arguments with the "
-                            f"structure of the example arguments {in_tree}, got {tree}")
+            raise TypeError(
+                f"closure_convert: the converted function takes arguments with the "
+                f"structure of the example arguments {in_tree}, got {tree}"
+            )
         outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *consts, *leaves)
         return tree_util.tree_unflatten(out_tree[0], outs)
 
@@ -232,14 +243,16 @@ def custom_gradient(fun):
     ``fun(*args)`` returns ``(value, vjp)`` where ``vjp(cotangent)`` gives the tuple of
     argument cotangents. Differentiable in reverse mode (it is a ``custom_vjp``)."""
     from fungrad.transforms.custom import custom_vjp
+
     check_callable(fun, "custom_gradient", "decorate the function: @custom_gradient")
 
     def value_and_vjp(args):
         out = fun(*args)
         if not (isinstance(out, tuple) and len(out) == 2):
             what = "an array" if hasattr(out, "shape") else f"a {type(out).__name__}"
-            raise TypeError(f"custom_gradient: the function must return a pair (value, vjp_fn), "
-                            f"got {what}")
+            raise TypeError(
+                f"custom_gradient: the function must return a pair (value, vjp_fn), got {what}"
+            )
         return out
 
     @custom_vjp
@@ -249,8 +262,10 @@ def custom_gradient(fun):
     def fwd(*args):
         value, vjp = value_and_vjp(args)
         if not callable(vjp):
-            raise TypeError("custom_gradient: the function must return (value, vjp_fn) with "
-                            f"a callable vjp_fn, got {type(vjp).__name__}")
+            raise TypeError(
+                "custom_gradient: the function must return (value, vjp_fn) with "
+                f"a callable vjp_fn, got {type(vjp).__name__}"
+            )
         converted, consts = closure_convert(vjp, value)
         # the residuals: the traced values vjp closes over, as leaves of a Partial
         return value, tree_util.Partial(functools.partial(_consts_first, converted), *consts)
@@ -274,6 +289,7 @@ def copy_to_host_async(x):
     a :class:`~fungrad.GpuArray` is downloaded now; CPU arrays already are on the host.
     Returns ``x``."""
     from fungrad.devices import GpuArray
+
     for leaf in tree_util.tree_leaves(x):
         if type(leaf) is GpuArray:
             leaf._value  # noqa: B018  (a GpuArray downloads on first host access)
@@ -293,13 +309,19 @@ def print_environment_info(return_string: bool = False):
 
     from fungrad.devices import devices
     from fungrad.version import __version__
-    text = "\n".join([
-        f"fungrad:    {__version__}",
-        f"numpy:      {np.__version__}",
-        f"python:     {sys.version.splitlines()[0]}",
-        f"platform:   {platform.platform()}",
-        f"devices:    {devices('cpu')}",
-    ]) + "\n"
+
+    text = (
+        "\n".join(
+            [
+                f"fungrad:    {__version__}",
+                f"numpy:      {np.__version__}",
+                f"python:     {sys.version.splitlines()[0]}",
+                f"platform:   {platform.platform()}",
+                f"devices:    {devices('cpu')}",
+            ]
+        )
+        + "\n"
+    )
     if return_string:
         return text
     print(text, end="")
@@ -307,6 +329,7 @@ def print_environment_info(return_string: bool = False):
 
 
 # -- configuration states (JAX's top-level jax.enable_x64, ...) ----------------------------
+
 
 class _Restore:
     """A ``with`` block that sets one option and restores its previous value on exit."""
@@ -328,10 +351,12 @@ class _Restore:
     def __call__(self, fun):
         """Use as a decorator (as JAX's context managers can be): ``fun`` runs inside the
         block."""
+
         @functools.wraps(fun)
         def wrapped(*args, **kwargs):
             with _Restore(self.name, self.value):
                 return fun(*args, **kwargs)
+
         return wrapped
 
 
@@ -355,8 +380,10 @@ class State:
         return _Restore(self._option, new_val)
 
     def __bool__(self):
-        raise TypeError(f"bool({self.name}) is ambiguous: read {self.name}.value, or use "
-                        f"`with {self.name.removeprefix('jax_')}(...)` as a context manager")
+        raise TypeError(
+            f"bool({self.name}) is ambiguous: read {self.name}.value, or use "
+            f"`with {self.name.removeprefix('jax_')}(...)` as a context manager"
+        )
 
     def __repr__(self):
         return f"State({self.name}={self.value!r})"
@@ -364,8 +391,7 @@ class State:
 
 enable_x64 = State("enable_x64", "jax_enable_x64", True)
 enable_checks = State("check_impl_avals", "jax_enable_checks", True)
-default_matmul_precision = State("default_matmul_precision", "jax_default_matmul_precision",
-                                 None)
+default_matmul_precision = State("default_matmul_precision", "jax_default_matmul_precision", None)
 explain_cache_misses = State("explain_recompiles", "jax_explain_cache_misses", True)
 debug_nans = State("debug_nans", "jax_debug_nans", True)
 debug_infs = State("debug_infs", "jax_debug_infs", True)

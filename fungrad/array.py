@@ -123,6 +123,7 @@ class Array(metaclass=_ArrayMeta):
         """The :class:`~fungrad.Device` holding the value (``jax.Array.device``): the CPU for
         an Array, the GPU for a :class:`~fungrad.GpuArray`."""
         from fungrad.devices import CPU
+
         return CPU
 
     def devices(self) -> set:
@@ -133,8 +134,10 @@ class Array(metaclass=_ArrayMeta):
         """The value held by addressable shard ``index`` (``jax.Array.addressable_data``):
         fungrad arrays are one shard, so index 0 gives the array itself."""
         if operator.index(index) != 0:
-            raise ValueError(f"addressable_data: index {index} is out of range; a fungrad "
-                             "array has a single shard (index 0)")
+            raise ValueError(
+                f"addressable_data: index {index} is out of range; a fungrad "
+                "array has a single shard (index 0)"
+            )
         return self
 
     def item(self, *args) -> Any:
@@ -157,8 +160,10 @@ class Array(metaclass=_ArrayMeta):
 
     def __index__(self) -> int:
         if self._value.dtype.kind not in "iub" or self._value.ndim:
-            raise TypeError(f"only integer scalar arrays can be converted to a scalar index, "
-                            f"got {self.aval.str_short()}")
+            raise TypeError(
+                f"only integer scalar arrays can be converted to a scalar index, "
+                f"got {self.aval.str_short()}"
+            )
         return int(self._value)
 
     def __len__(self) -> int:
@@ -252,71 +257,174 @@ class Array(metaclass=_ArrayMeta):
 
         def reshape(self, *shape: int | Sequence[int], order: str = "C") -> Array: ...
         def transpose(self, *axes: int | Sequence[int] | None) -> Array: ...
-        def astype(self, dtype: DTypeLike | None, copy: bool = False,
-                   device: Any = None) -> Array: ...
+        def astype(
+            self, dtype: DTypeLike | None, copy: bool = False, device: Any = None
+        ) -> Array: ...
         def flatten(self, order: str = "C") -> Array: ...
         def ravel(self, order: str = "C") -> Array: ...
         def copy(self) -> Array: ...
-        def sum(self, axis: _Axis = None, dtype: DTypeLike | None = None, out: None = None,
-                keepdims: bool = False, initial: ArrayLike | None = None,
-                where: ArrayLike | None = None, promote_integers: bool = True) -> Array: ...
-        def prod(self, axis: _Axis = None, dtype: DTypeLike | None = None, out: None = None,
-                 keepdims: bool = False, initial: ArrayLike | None = None,
-                 where: ArrayLike | None = None, promote_integers: bool = True) -> Array: ...
-        def mean(self, axis: _Axis = None, dtype: DTypeLike | None = None, out: None = None,
-                 keepdims: bool = False, *, where: ArrayLike | None = None) -> Array: ...
-        def max(self, axis: _Axis = None, out: None = None, keepdims: bool = False,
-                initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array: ...
-        def min(self, axis: _Axis = None, out: None = None, keepdims: bool = False,
-                initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array: ...
-        def argmax(self, axis: int | None = None, out: None = None,
-                   keepdims: bool | None = None) -> Array: ...
-        def argmin(self, axis: int | None = None, out: None = None,
-                   keepdims: bool | None = None) -> Array: ...
-        def any(self, axis: _Axis = None, out: None = None, keepdims: bool = False, *,
-                where: ArrayLike | None = None) -> Array: ...
-        def all(self, axis: _Axis = None, out: None = None, keepdims: bool = False, *,
-                where: ArrayLike | None = None) -> Array: ...
-        def std(self, axis: _Axis = None, dtype: DTypeLike | None = None, out: None = None,
-                ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
-                mean: ArrayLike | None = None, correction: int | float | None = None
-                ) -> Array: ...
-        def var(self, axis: _Axis = None, dtype: DTypeLike | None = None, out: None = None,
-                ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
-                mean: ArrayLike | None = None, correction: int | float | None = None
-                ) -> Array: ...
+        def sum(
+            self,
+            axis: _Axis = None,
+            dtype: DTypeLike | None = None,
+            out: None = None,
+            keepdims: bool = False,
+            initial: ArrayLike | None = None,
+            where: ArrayLike | None = None,
+            promote_integers: bool = True,
+        ) -> Array: ...
+        def prod(
+            self,
+            axis: _Axis = None,
+            dtype: DTypeLike | None = None,
+            out: None = None,
+            keepdims: bool = False,
+            initial: ArrayLike | None = None,
+            where: ArrayLike | None = None,
+            promote_integers: bool = True,
+        ) -> Array: ...
+        def mean(
+            self,
+            axis: _Axis = None,
+            dtype: DTypeLike | None = None,
+            out: None = None,
+            keepdims: bool = False,
+            *,
+            where: ArrayLike | None = None,
+        ) -> Array: ...
+        def max(
+            self,
+            axis: _Axis = None,
+            out: None = None,
+            keepdims: bool = False,
+            initial: ArrayLike | None = None,
+            where: ArrayLike | None = None,
+        ) -> Array: ...
+        def min(
+            self,
+            axis: _Axis = None,
+            out: None = None,
+            keepdims: bool = False,
+            initial: ArrayLike | None = None,
+            where: ArrayLike | None = None,
+        ) -> Array: ...
+        def argmax(
+            self, axis: int | None = None, out: None = None, keepdims: bool | None = None
+        ) -> Array: ...
+        def argmin(
+            self, axis: int | None = None, out: None = None, keepdims: bool | None = None
+        ) -> Array: ...
+        def any(
+            self,
+            axis: _Axis = None,
+            out: None = None,
+            keepdims: bool = False,
+            *,
+            where: ArrayLike | None = None,
+        ) -> Array: ...
+        def all(
+            self,
+            axis: _Axis = None,
+            out: None = None,
+            keepdims: bool = False,
+            *,
+            where: ArrayLike | None = None,
+        ) -> Array: ...
+        def std(
+            self,
+            axis: _Axis = None,
+            dtype: DTypeLike | None = None,
+            out: None = None,
+            ddof: int = 0,
+            keepdims: bool = False,
+            *,
+            where: ArrayLike | None = None,
+            mean: ArrayLike | None = None,
+            correction: int | float | None = None,
+        ) -> Array: ...
+        def var(
+            self,
+            axis: _Axis = None,
+            dtype: DTypeLike | None = None,
+            out: None = None,
+            ddof: int = 0,
+            keepdims: bool = False,
+            *,
+            where: ArrayLike | None = None,
+            mean: ArrayLike | None = None,
+            correction: int | float | None = None,
+        ) -> Array: ...
         def ptp(self, axis: _Axis = None, out: None = None, keepdims: bool = False) -> Array: ...
-        def cumsum(self, axis: int | None = None, dtype: DTypeLike | None = None,
-                   out: None = None) -> Array: ...
-        def cumprod(self, axis: int | None = None, dtype: DTypeLike | None = None,
-                    out: None = None) -> Array: ...
-        def clip(self, /, min: ArrayLike | None = None, max: ArrayLike | None = None
-                 ) -> Array: ...
+        def cumsum(
+            self, axis: int | None = None, dtype: DTypeLike | None = None, out: None = None
+        ) -> Array: ...
+        def cumprod(
+            self, axis: int | None = None, dtype: DTypeLike | None = None, out: None = None
+        ) -> Array: ...
+        def clip(self, /, min: ArrayLike | None = None, max: ArrayLike | None = None) -> Array: ...
         def round(self, decimals: int = 0, out: None = None) -> Array: ...
         def conj(self, /) -> Array: ...
         def conjugate(self, /) -> Array: ...
         def squeeze(self, axis: _Axis = None) -> Array: ...
         def swapaxes(self, axis1: int, axis2: int) -> Array: ...
-        def repeat(self, repeats: ArrayLike, axis: int | None = None, *,
-                   total_repeat_length: int | None = None) -> Array: ...
-        def take(self, indices: ArrayLike, axis: int | None = None, out: None = None,
-                 mode: str | None = None, unique_indices: bool = False,
-                 indices_are_sorted: bool = False, fill_value: ArrayLike | None = None
-                 ) -> Array: ...
-        def dot(self, b: ArrayLike, *, precision: Any = None,
-                preferred_element_type: DTypeLike | None = None) -> Array: ...
-        def nonzero(self, *, size: int | None = None, fill_value: ArrayLike | None = None
-                    ) -> tuple[Array, ...]: ...
-        def sort(self, axis: int | None = -1, *, kind: str | None = None, order: None = None,
-                 stable: bool = True, descending: bool = False) -> Array: ...
-        def argsort(self, axis: int | None = -1, *, kind: str | None = None,
-                    order: None = None, stable: bool = True, descending: bool = False,
-                    dtype: DTypeLike | None = None) -> Array: ...
-        def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1,
-                  dtype: DTypeLike | None = None) -> Array: ...
+        def repeat(
+            self,
+            repeats: ArrayLike,
+            axis: int | None = None,
+            *,
+            total_repeat_length: int | None = None,
+        ) -> Array: ...
+        def take(
+            self,
+            indices: ArrayLike,
+            axis: int | None = None,
+            out: None = None,
+            mode: str | None = None,
+            unique_indices: bool = False,
+            indices_are_sorted: bool = False,
+            fill_value: ArrayLike | None = None,
+        ) -> Array: ...
+        def dot(
+            self,
+            b: ArrayLike,
+            *,
+            precision: Any = None,
+            preferred_element_type: DTypeLike | None = None,
+        ) -> Array: ...
+        def nonzero(
+            self, *, size: int | None = None, fill_value: ArrayLike | None = None
+        ) -> tuple[Array, ...]: ...
+        def sort(
+            self,
+            axis: int | None = -1,
+            *,
+            kind: str | None = None,
+            order: None = None,
+            stable: bool = True,
+            descending: bool = False,
+        ) -> Array: ...
+        def argsort(
+            self,
+            axis: int | None = -1,
+            *,
+            kind: str | None = None,
+            order: None = None,
+            stable: bool = True,
+            descending: bool = False,
+            dtype: DTypeLike | None = None,
+        ) -> Array: ...
+        def trace(
+            self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: DTypeLike | None = None
+        ) -> Array: ...
         def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array: ...
-        def searchsorted(self, v: ArrayLike, side: str = "left",
-                         sorter: ArrayLike | None = None, *, method: str = "scan") -> Array: ...
+        def searchsorted(
+            self,
+            v: ArrayLike,
+            side: str = "left",
+            sorter: ArrayLike | None = None,
+            *,
+            method: str = "scan",
+        ) -> Array: ...
 
         @property
         def T(self) -> Array: ...
@@ -343,7 +451,8 @@ class _DeletedValue:
         raise RuntimeError(
             f"Array has been deleted with shape={self.shape_str}. It was donated to a jitted "
             "function (donate_argnums) or deleted with Array.delete(); use the function's "
-            "outputs instead of a donated argument.")
+            "outputs instead of a donated argument."
+        )
 
     __getattr__ = __array__ = __bool__ = __int__ = __float__ = __index__ = _fail
     __len__ = __iter__ = __getitem__ = __complex__ = _fail

@@ -35,11 +35,23 @@ from fungrad.transforms import jvp as jvp_mod
 from fungrad.transforms import transpose as transpose_mod
 from fungrad.transforms import vmap as vmap_mod
 
-__all__ = ["pure_callback", "io_callback", "debug_callback_p", "pure_callback_p",
-           "io_callback_p", "FlatCallback", "VMAP_METHODS"]
+__all__ = [
+    "pure_callback",
+    "io_callback",
+    "debug_callback_p",
+    "pure_callback_p",
+    "io_callback_p",
+    "FlatCallback",
+    "VMAP_METHODS",
+]
 
-VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
-                "legacy_vectorized")
+VMAP_METHODS = (
+    "sequential",
+    "sequential_unrolled",
+    "expand_dims",
+    "broadcast_all",
+    "legacy_vectorized",
+)
 
 
 class FlatCallback:
@@ -65,8 +77,7 @@ class FlatCallback:
 
 
 def _fn_name(fn) -> str:
-    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or \
-        type(fn).__name__
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
 
 
 def _is_array_leaf(x) -> bool:
@@ -82,8 +93,9 @@ def flatten_args(api: str, fn, args, kwargs, static_ok: bool = True):
     ``static_ok`` False (pure_callback, io_callback: JAX takes only arrays) they are a
     TypeError."""
     if not callable(fn):
-        raise TypeError(f"{api}: the callback must be callable, got an object of type "
-                        f"{type(fn).__name__}")
+        raise TypeError(
+            f"{api}: the callback must be callable, got an object of type {type(fn).__name__}"
+        )
     leaves, tree = tree_util.tree_flatten((tuple(args), dict(kwargs)))
     static, dyn = [], []
     for i, x in enumerate(leaves):
@@ -92,9 +104,11 @@ def flatten_args(api: str, fn, args, kwargs, static_ok: bool = True):
         elif static_ok:
             static.append((i, x))
         else:
-            raise TypeError(f"{api}: argument leaf {i} is of type {type(x).__name__}, not an "
-                            f"array; {api} passes only arrays and numbers to the callback "
-                            f"(close over other values, e.g. with functools.partial)")
+            raise TypeError(
+                f"{api}: argument leaf {i} is of type {type(x).__name__}, not an "
+                f"array; {api} passes only arrays and numbers to the callback "
+                f"(close over other values, e.g. with functools.partial)"
+            )
     operands = []
     for x in dyn:
         if isinstance(x, (Array, core.Tracer)):
@@ -113,14 +127,18 @@ def result_avals_of(api: str, result_shape_dtypes):
     for i, x in enumerate(leaves):
         shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
         if shape is None or dtype is None:
-            raise TypeError(f"{api}: result_shape_dtypes must be a pytree of objects with "
-                            f"shape and dtype (fungrad.ShapeDtypeStruct), but leaf {i} is "
-                            f"{x!r:.80}")
+            raise TypeError(
+                f"{api}: result_shape_dtypes must be a pytree of objects with "
+                f"shape and dtype (fungrad.ShapeDtypeStruct), but leaf {i} is "
+                f"{x!r:.80}"
+            )
         dt = np.dtype(dtype)
         if dtypes.canonicalize_dtype(dt) != dt:
-            raise ValueError(f"{api}: result_shape_dtypes cannot specify 64-bit types ({dt}) "
-                             "when enable_x64 is off; use the 32-bit type or turn on "
-                             "fungrad.config.update('enable_x64', True)")
+            raise ValueError(
+                f"{api}: result_shape_dtypes cannot specify 64-bit types ({dt}) "
+                "when enable_x64 is off; use the 32-bit type or turn on "
+                "fungrad.config.update('enable_x64', True)"
+            )
         avals.append(core.ShapedArray(tuple(shape), dt))
     return avals, tree
 
@@ -135,7 +153,8 @@ def check_results(api: str, callback: FlatCallback, out, result_avals) -> list[n
         raise RuntimeError(
             f"{api}: the callback {callback.name} returned {len(leaves)} arrays but "
             f"result_shape_dtypes declares {len(result_avals)}; return a pytree with the "
-            "structure of result_shape_dtypes")
+            "structure of result_shape_dtypes"
+        )
     vals = []
     for i, (v, a) in enumerate(zip(leaves, result_avals)):
         arr = np.asarray(v)
@@ -143,13 +162,15 @@ def check_results(api: str, callback: FlatCallback, out, result_avals) -> list[n
             raise RuntimeError(
                 f"{api}: result {i} of the callback {callback.name} has shape {arr.shape} "
                 f"({arr.dtype}) but result_shape_dtypes declares {a.str_short()}; return "
-                "arrays of the declared shapes")
+                "arrays of the declared shapes"
+            )
         if arr.dtype != a.dtype:
             if arr.dtype.kind not in "biuf" or dtypes.canonicalize_dtype(arr.dtype) != a.dtype:
                 raise RuntimeError(
                     f"{api}: result {i} of the callback {callback.name} has dtype {arr.dtype} "
                     f"but result_shape_dtypes declares {a.str_short()}; return arrays of the "
-                    "declared dtypes (convert with .astype)")
+                    "declared dtypes (convert with .astype)"
+                )
             with np.errstate(all="ignore"):
                 arr = arr.astype(a.dtype)
         vals.append(arr)
@@ -187,12 +208,20 @@ def _debug_callback_transpose(cts, *args, **params):
 def _unrolled_batch_rule(prim):
     """JAX's batching of debug callbacks: one call per example (unbatched operands are
     passed whole to each)."""
+
     def rule(axis_size, args, dims, **params):
         from fungrad import lax
+
         for i in range(axis_size):
-            prim.bind(*[a if d is None else lax.index_in_dim(a, i, d, keepdims=False)
-                        for a, d in zip(args, dims)], **params)
+            prim.bind(
+                *[
+                    a if d is None else lax.index_in_dim(a, i, d, keepdims=False)
+                    for a, d in zip(args, dims)
+                ],
+                **params,
+            )
         return [], []
+
     return rule
 
 
@@ -220,49 +249,63 @@ def _callback_abstract_eval(*avals, callback, result_avals, **params):
 
 
 def _pure_callback_jvp(primals, tangents, **params):
-    raise ValueError("Pure callbacks do not support JVP (pure_callback cannot be "
-                     "differentiated). Please use fungrad.custom_jvp (or custom_vjp) around the "
-                     "callback to use callbacks while taking gradients.")
+    raise ValueError(
+        "Pure callbacks do not support JVP (pure_callback cannot be "
+        "differentiated). Please use fungrad.custom_jvp (or custom_vjp) around the "
+        "callback to use callbacks while taking gradients."
+    )
 
 
 def _pure_callback_transpose(cts, *args, **params):
-    raise ValueError("Pure callbacks do not support transpose. Please use fungrad.custom_vjp "
-                     "to use callbacks while taking gradients.")
+    raise ValueError(
+        "Pure callbacks do not support transpose. Please use fungrad.custom_vjp "
+        "to use callbacks while taking gradients."
+    )
 
 
 def _pure_callback_batch(axis_size, args, dims, *, callback, result_avals, vmap_method):
     from fungrad import lax
+
     moved = [a if d is None else vmap_mod.moveaxis(a, d, 0) for a, d in zip(args, dims)]
     batched_avals = tuple(a.update(shape=(axis_size, *a.shape)) for a in result_avals)
     if vmap_method == "legacy_vectorized":
-        outs = pure_callback_p.bind(*moved, callback=callback, result_avals=batched_avals,
-                                    vmap_method=vmap_method)
+        outs = pure_callback_p.bind(
+            *moved, callback=callback, result_avals=batched_avals, vmap_method=vmap_method
+        )
     elif vmap_method in ("expand_dims", "broadcast_all"):
         size = axis_size if vmap_method == "broadcast_all" else 1
         outs = pure_callback_p.bind(
             *[lax.broadcast(a, (size,)) if d is None else a for a, d in zip(moved, dims)],
-            callback=callback, result_avals=batched_avals, vmap_method=vmap_method)
+            callback=callback,
+            result_avals=batched_avals,
+            vmap_method=vmap_method,
+        )
     elif vmap_method in ("sequential", "sequential_unrolled"):
-        outs = _sequential(pure_callback_p, moved, dims,
-                           dict(callback=callback, result_avals=result_avals,
-                                vmap_method=vmap_method))
+        outs = _sequential(
+            pure_callback_p,
+            moved,
+            dims,
+            dict(callback=callback, result_avals=result_avals, vmap_method=vmap_method),
+        )
     else:
         raise NotImplementedError(
             f"vmap of pure_callback (callback {callback.name}) needs a vmap_method: pass "
             f"vmap_method= one of {', '.join(map(repr, VMAP_METHODS))} to pure_callback "
-            f"(got vmap_method={vmap_method!r})")
+            f"(got vmap_method={vmap_method!r})"
+        )
     return list(outs), [0] * len(outs)
 
 
 def _sequential(prim, moved, dims, params):
     """``prim`` bound once per example in a loop (``lax.map``); results stacked."""
     from fungrad import lax
+
     batched = [a for a, d in zip(moved, dims) if d is not None]
 
     def one(xs):
         it = iter(xs)
-        return prim.bind(*[a if d is None else next(it) for a, d in zip(moved, dims)],
-                         **params)
+        return prim.bind(*[a if d is None else next(it) for a, d in zip(moved, dims)], **params)
+
     return lax.map(one, batched)
 
 
@@ -273,8 +316,7 @@ transpose_mod.transpose_rules[pure_callback_p] = _pure_callback_transpose
 vmap_mod.batch_rules[pure_callback_p] = _pure_callback_batch
 
 
-def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None,
-                  **kwargs):
+def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None, **kwargs):
     """Call the pure Python function ``callback(*args, **kwargs)`` from traced or compiled
     code (``jax.pure_callback``). ``result_shape_dtypes`` is a pytree of
     :class:`fungrad.ShapeDtypeStruct` (or anything with ``shape`` and ``dtype``) describing
@@ -289,14 +331,17 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
     None (the default) makes ``vmap`` raise NotImplementedError.
     """
     if vmap_method not in (*VMAP_METHODS, None):
-        raise ValueError(f"pure_callback: vmap_method must be one of "
-                         f"{', '.join(map(repr, VMAP_METHODS))} or None, got {vmap_method!r}")
+        raise ValueError(
+            f"pure_callback: vmap_method must be one of "
+            f"{', '.join(map(repr, VMAP_METHODS))} or None, got {vmap_method!r}"
+        )
     if sharding is not None:
         raise ValueError("pure_callback: fungrad has no shardings; pass sharding=None")
     operands, flat = flatten_args("pure_callback", callback, args, kwargs, static_ok=False)
     avals, tree = result_avals_of("pure_callback", result_shape_dtypes)
-    outs = pure_callback_p.bind(*operands, callback=flat, result_avals=tuple(avals),
-                                vmap_method=vmap_method)
+    outs = pure_callback_p.bind(
+        *operands, callback=flat, result_avals=tuple(avals), vmap_method=vmap_method
+    )
     return tree_util.tree_unflatten(tree, outs)
 
 
@@ -312,8 +357,10 @@ def _io_callback_impl(*values, callback, result_avals, ordered):
 
 
 def _io_callback_jvp(primals, tangents, **params):
-    raise ValueError("IO callbacks do not support JVP (io_callback cannot be "
-                     "differentiated); use fungrad.custom_jvp around it.")
+    raise ValueError(
+        "IO callbacks do not support JVP (io_callback cannot be "
+        "differentiated); use fungrad.custom_jvp around it."
+    )
 
 
 def _io_callback_transpose(cts, *args, **params):
@@ -322,11 +369,17 @@ def _io_callback_transpose(cts, *args, **params):
 
 def _io_callback_batch(axis_size, args, dims, *, callback, result_avals, ordered):
     if ordered:
-        raise ValueError(f"Cannot vmap an ordered io_callback (callback {callback.name}): "
-                         "its calls would have no order; pass ordered=False to vmap it")
+        raise ValueError(
+            f"Cannot vmap an ordered io_callback (callback {callback.name}): "
+            "its calls would have no order; pass ordered=False to vmap it"
+        )
     moved = [a if d is None else vmap_mod.moveaxis(a, d, 0) for a, d in zip(args, dims)]
-    outs = _sequential(io_callback_p, moved, dims,
-                       dict(callback=callback, result_avals=result_avals, ordered=False))
+    outs = _sequential(
+        io_callback_p,
+        moved,
+        dims,
+        dict(callback=callback, result_avals=result_avals, ordered=False),
+    )
     return list(outs), [0] * len(outs)
 
 
@@ -338,8 +391,9 @@ vmap_mod.batch_rules[io_callback_p] = _io_callback_batch
 passes.effectful_primitives.add(io_callback_p)
 
 
-def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered: bool = False,
-                **kwargs):
+def io_callback(
+    callback, result_shape_dtypes, *args, sharding=None, ordered: bool = False, **kwargs
+):
     """Call the impure Python function ``callback(*args, **kwargs)`` from traced or compiled
     code (``jax.experimental.io_callback``); results as for :func:`pure_callback`. It is
     never dropped, even when its results are unused; ``ordered=True`` keeps it in program
@@ -350,17 +404,21 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered: bo
         raise ValueError("io_callback: fungrad has no shardings; pass sharding=None")
     operands, flat = flatten_args("io_callback", callback, args, kwargs, static_ok=False)
     avals, tree = result_avals_of("io_callback", result_shape_dtypes)
-    outs = io_callback_p.bind(*operands, callback=flat, result_avals=tuple(avals),
-                              ordered=bool(ordered))
+    outs = io_callback_p.bind(
+        *operands, callback=flat, result_avals=tuple(avals), ordered=bool(ordered)
+    )
     return tree_util.tree_unflatten(tree, outs)
 
 
 # -- lowering: a host step of the compiled program ------------------------------------------------
 
+
 def _lower(prim):
     def rule(ctx, *args, callback, result_avals=(), **params):
         from fungrad.lowering import host_callback
+
         if prim is debug_callback_p:
+
             def run(values):
                 callback(*_as_arrays(values, avals))
                 return []
@@ -370,9 +428,12 @@ def _lower(prim):
             def run(values):
                 out = callback(*_as_arrays(values, avals))
                 return check_results(api, callback, out, result_avals)
+
         avals = [core.ShapedArray(t.shape, t.dtype) for t in args]
-        return host_callback.lower_host_call(ctx, f"{prim.name} {callback.name}", run,
-                                             list(args), list(result_avals))
+        return host_callback.lower_host_call(
+            ctx, f"{prim.name} {callback.name}", run, list(args), list(result_avals)
+        )
+
     K.register_lowering(prim, rule)
 
 

@@ -83,11 +83,30 @@ _ALIASES = {
 }
 
 # JAX's accepted values of jax_default_matmul_precision.
-_PRECISIONS = (None, "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
-               "fastest", "bfloat16_3x", "tensorfloat32_3x", "ANY_F8_ANY_F8_F32",
-               "ANY_F8_ANY_F8_F32_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
-               "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "TF32_TF32_F32",
-               "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
+_PRECISIONS = (
+    None,
+    "default",
+    "high",
+    "highest",
+    "bfloat16",
+    "tensorfloat32",
+    "float32",
+    "fastest",
+    "bfloat16_3x",
+    "tensorfloat32_3x",
+    "ANY_F8_ANY_F8_F32",
+    "ANY_F8_ANY_F8_F32_FAST_ACCUM",
+    "F16_F16_F16",
+    "F16_F16_F32",
+    "BF16_BF16_BF16",
+    "BF16_BF16_F32",
+    "BF16_BF16_F32_X3",
+    "BF16_BF16_F32_X6",
+    "TF32_TF32_F32",
+    "TF32_TF32_F32_X3",
+    "F32_F32_F32",
+    "F64_F64_F64",
+)
 
 
 class UnknownOptionError(AttributeError, ValueError):
@@ -129,15 +148,20 @@ def _from_env(name: str, default):
 
 def _check_value(name: str, value, where: str) -> None:
     if name == "default_matmul_precision" and value not in _PRECISIONS:
-        raise ValueError(f"{where}: default_matmul_precision must be one of "
-                         f"{', '.join(map(repr, _PRECISIONS))}; got {value!r}")
+        raise ValueError(
+            f"{where}: default_matmul_precision must be one of "
+            f"{', '.join(map(repr, _PRECISIONS))}; got {value!r}"
+        )
     if name == "numpy_rank_promotion" and value not in ("allow", "warn", "raise"):
-        raise ValueError(f"{where}: numpy_rank_promotion must be 'allow', 'warn' or 'raise'; "
-                         f"got {value!r}")
+        raise ValueError(
+            f"{where}: numpy_rank_promotion must be 'allow', 'warn' or 'raise'; got {value!r}"
+        )
     if name == "platforms" and value not in (None, "", "cpu"):
-        raise ValueError(f"{where}: platforms={value!r}: fungrad computes on the CPU (jit(f, "
-                         "backend='gpu') runs one function on the GPU), so only 'cpu' is "
-                         "accepted; leave the option unset")
+        raise ValueError(
+            f"{where}: platforms={value!r}: fungrad computes on the CPU (jit(f, "
+            "backend='gpu') runs one function on the GPU), so only 'cpu' is "
+            "accepted; leave the option unset"
+        )
 
 
 class Config:
@@ -181,8 +205,10 @@ class Config:
         # Only reached for names that are not attributes: JAX's ``config.jax_enable_x64``.
         target = _ALIASES.get(name)
         if target is None:
-            raise AttributeError(f"fungrad.config has no option {name!r}; known options: "
-                                 f"{', '.join(sorted(_OPTIONS) + sorted(_ALIASES))}")
+            raise AttributeError(
+                f"fungrad.config has no option {name!r}; known options: "
+                f"{', '.join(sorted(_OPTIONS) + sorted(_ALIASES))}"
+            )
         return getattr(self, target)
 
     def __repr__(self) -> str:
@@ -191,4 +217,3 @@ class Config:
 
 
 config = Config()
-

@@ -76,9 +76,11 @@ class ShapedArray:
     size = property(lambda self: math.prod(self.shape))
 
     def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
-        return ShapedArray(self.shape if shape is None else shape,
-                           self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+        return ShapedArray(
+            self.shape if shape is None else shape,
+            self.dtype if dtype is None else dtype,
+            self.weak_type if weak_type is None else weak_type,
+        )
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
@@ -88,8 +90,12 @@ class ShapedArray:
         return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
     def __eq__(self, other):
-        return (type(other) is ShapedArray and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+        return (
+            type(other) is ShapedArray
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.weak_type == other.weak_type
+        )
 
     def __hash__(self):
         h = self._hash
@@ -131,7 +137,8 @@ def concretization_message(what: str, aval: ShapedArray, tracer=None) -> str:
         "The value is only known when the compiled function runs, so Python cannot branch on "
         "it or convert it. Fixes: use lax.cond / lax.switch / lax.while_loop for control flow, "
         "fungrad.numpy.where to select values, or mark the argument static "
-        "(jit(f, static_argnums=...)) if it is a configuration value.")
+        "(jit(f, static_argnums=...)) if it is a configuration value."
+    )
 
 
 def get_aval(x) -> ShapedArray:
@@ -194,6 +201,7 @@ class JaxprEqn:
 
     def __repr__(self):
         from fungrad.pretty import pp_eqn
+
         return pp_eqn(self)
 
 
@@ -213,6 +221,7 @@ class Jaxpr:
 
     def __str__(self):
         from fungrad.pretty import pp_jaxpr
+
         return pp_jaxpr(self)
 
     __repr__ = __str__
@@ -225,8 +234,9 @@ class ClosedJaxpr:
 
     def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
         if len(consts) != len(jaxpr.constvars):
-            raise ValueError(f"ClosedJaxpr: {len(jaxpr.constvars)} constvars but "
-                             f"{len(consts)} consts")
+            raise ValueError(
+                f"ClosedJaxpr: {len(jaxpr.constvars)} constvars but {len(consts)} consts"
+            )
         self.jaxpr = jaxpr
         self.consts = list(consts)
 
@@ -237,11 +247,14 @@ class ClosedJaxpr:
     def __call__(self, *args):
         """Evaluate with the given arguments (arrays, numpy values or Python scalars)."""
         from fungrad.operands import operand
-        return eval_jaxpr(self.jaxpr, self.consts, *[operand(a, "ClosedJaxpr argument")
-                                                     for a in args])
+
+        return eval_jaxpr(
+            self.jaxpr, self.consts, *[operand(a, "ClosedJaxpr argument") for a in args]
+        )
 
     def __str__(self):
         from fungrad.pretty import pp_jaxpr
+
         return pp_jaxpr(self.jaxpr)
 
     __repr__ = __str__
@@ -307,6 +320,7 @@ def eval_closed_jaxpr_impl(closed: ClosedJaxpr, *values) -> list:
     """Evaluate ``closed`` on numpy values, returning numpy values: the impl of every
     primitive that just runs the jaxpr it holds (custom_jvp_call, checkpoint...)."""
     from fungrad.array import Array
+
     outs = eval_jaxpr(closed.jaxpr, closed.consts, *[Array(v) for v in values])
     return [o._value for o in outs]
 
@@ -365,7 +379,8 @@ class Tracer(_TracerBase):
                 f"A traced array with shape/dtype {self.aval.str_short()} was converted to a "
                 "numpy array (np.asarray / np.array / a numpy function). numpy cannot see traced "
                 "values: use fungrad.numpy functions instead of numpy ones inside transformed "
-                "functions.")
+                "functions."
+            )
         return np.asarray(val, dtype=dtype)
 
     def __len__(self):
@@ -379,8 +394,10 @@ class Tracer(_TracerBase):
         return (self[i] for i in range(self.shape[0]))
 
     def __hash__(self):
-        raise TypeError(f"unhashable type: traced array ({self.aval.str_short()}); "
-                        "traced values cannot be dict keys or set members")
+        raise TypeError(
+            f"unhashable type: traced array ({self.aval.str_short()}); "
+            "traced values cannot be dict keys or set members"
+        )
 
     def __repr__(self):
         return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
@@ -448,8 +465,10 @@ def check_nans_infs(where: str, values) -> None:
         v = np.asarray(v)
         if v.dtype.kind != "f" or v.size == 0:
             continue
-        for on, kind, test in ((config.debug_nans, "nan", np.isnan),
-                               (config.debug_infs, "inf", np.isinf)):
+        for on, kind, test in (
+            (config.debug_nans, "nan", np.isnan),
+            (config.debug_infs, "inf", np.isinf),
+        ):
             if not on:
                 continue
             bad = test(v)
@@ -460,23 +479,27 @@ def check_nans_infs(where: str, values) -> None:
                     f"invalid value ({kind}) encountered in {where}: {out}"
                     f"{ShapedArray(v.shape, v.dtype).str_short()} holds {int(bad.sum())} "
                     f"{kind} value(s), the first at index {first}. (debug_{kind}s is on: "
-                    f"fungrad.config.update('debug_{kind}s', False) turns the check off.)")
+                    f"fungrad.config.update('debug_{kind}s', False) turns the check off.)"
+                )
 
 
 def _check_impl_avals(primitive, out, out_avals, params):
     outs = out if primitive.multiple_results else [out]
     avals = out_avals if primitive.multiple_results else [out_avals]
     if len(outs) != len(avals):
-        raise AssertionError(f"{primitive}: impl gave {len(outs)} outputs, "
-                             f"abstract_eval {len(avals)}")
+        raise AssertionError(
+            f"{primitive}: impl gave {len(outs)} outputs, abstract_eval {len(avals)}"
+        )
     for o, a in zip(outs, avals):
         if not isinstance(o, (np.ndarray, np.generic)):
-            raise AssertionError(f"{primitive}: impl returned {type(o).__name__}, "
-                                 "not a numpy value")
+            raise AssertionError(
+                f"{primitive}: impl returned {type(o).__name__}, not a numpy value"
+            )
         if tuple(o.shape) != a.shape or o.dtype != a.dtype:
             raise AssertionError(
                 f"{primitive}[{params}]: impl gave {o.dtype}{list(o.shape)} but "
-                f"abstract_eval says {a.str_short()}")
+                f"abstract_eval says {a.str_short()}"
+            )
 
 
 def escaped_tracer_error(tracer, primitive=None) -> UnexpectedTracerError:
@@ -485,7 +508,8 @@ def escaped_tracer_error(tracer, primitive=None) -> UnexpectedTracerError:
         f"Encountered a traced value {tracer!r}{what} outside the transformation that created "
         "it. A tracer escaped: it was stored in a global or attribute, or returned through a "
         "side channel, while a function was being transformed. Return it as an output "
-        "instead, or pass it in as an argument.")
+        "instead, or pass it in as an argument."
+    )
 
 
 class _TraceState(threading.local):
@@ -534,8 +558,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list:
     from fungrad.array import Array
 
     if len(args) != len(jaxpr.invars):
-        raise TypeError(f"eval_jaxpr: jaxpr takes {len(jaxpr.invars)} arguments, "
-                        f"got {len(args)}")
+        raise TypeError(f"eval_jaxpr: jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
     env: dict[Var, Any] = {}
 
     def read(v):
@@ -575,8 +598,9 @@ def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
     for i, eqn in enumerate(jaxpr.eqns):
         for x in eqn.invars:
             if type(x) is Var and x not in bound:
-                raise JaxprTypeError(f"equation {i} ({pp_eqn(eqn)}): input {x!r} is used "
-                                     "before it is defined")
+                raise JaxprTypeError(
+                    f"equation {i} ({pp_eqn(eqn)}): input {x!r} is used before it is defined"
+                )
             if type(x) not in (Var, Literal):
                 raise JaxprTypeError(f"equation {i}: input {x!r} is not a Var or Literal")
         try:
@@ -585,14 +609,18 @@ def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
             raise JaxprTypeError(f"equation {i} ({pp_eqn(eqn)}) is ill-typed: {e}") from e
         out_avals = out if eqn.primitive.multiple_results else [out]
         if len(out_avals) != len(eqn.outvars):
-            raise JaxprTypeError(f"equation {i} ({pp_eqn(eqn)}): {eqn.primitive} produces "
-                                 f"{len(out_avals)} outputs, the equation binds "
-                                 f"{len(eqn.outvars)}")
+            raise JaxprTypeError(
+                f"equation {i} ({pp_eqn(eqn)}): {eqn.primitive} produces "
+                f"{len(out_avals)} outputs, the equation binds "
+                f"{len(eqn.outvars)}"
+            )
         for v, a in zip(eqn.outvars, out_avals):
             if v.aval.strip_weak_type() != a.strip_weak_type():
-                raise JaxprTypeError(f"equation {i} ({pp_eqn(eqn)}): output {v!r} is declared "
-                                     f"{v.aval.str_short()} but {eqn.primitive} gives "
-                                     f"{a.str_short()}")
+                raise JaxprTypeError(
+                    f"equation {i} ({pp_eqn(eqn)}): output {v!r} is declared "
+                    f"{v.aval.str_short()} but {eqn.primitive} gives "
+                    f"{a.str_short()}"
+                )
             bind_var(v, f"equation {i}")
     for v in jaxpr.outvars:
         if type(v) is Var and v not in bound:

@@ -24,6 +24,7 @@ class Device:
     """A device arrays can live on (``jax.Device``): ``platform`` is ``"cpu"`` or ``"gpu"``;
     ``device_kind`` names it; ``active`` says whether ``backend="gpu"`` computes on it (one
     adapter per process, chosen as ``fungrad/lowering/gpu.py`` describes)."""
+
     id: int
     platform: str
     device_kind: str
@@ -33,7 +34,8 @@ class Device:
         if self.platform == "cpu":
             return f"CpuDevice(id={self.id})"
         return f"GpuDevice(id={self.id}, kind={self.device_kind!r}" + (
-            ")" if self.active else ", inactive)")
+            ")" if self.active else ", inactive)"
+        )
 
 
 CPU = Device(0, "cpu", "cpu")
@@ -47,18 +49,19 @@ def devices(backend: str | None = None) -> list[Device]:
     out = [CPU] if backend in (None, "cpu") else []
     if backend in (None, "gpu"):
         from fungrad.lowering.gpu import runtime as gpu
+
         found = gpu.adapters()
         try:
             chosen = gpu.select_adapter()
         except gpu.GpuUnavailableError:
             chosen = None
-        out += [Device(i, "gpu", gpu.describe(a.info), a is chosen)
-                for i, a in enumerate(found)]
+        out += [Device(i, "gpu", gpu.describe(a.info), a is chosen) for i, a in enumerate(found)]
     return out
 
 
 def _gpu_runtime():
     from fungrad.lowering.gpu import runtime as gpu
+
     return gpu.runtime()
 
 
@@ -80,6 +83,7 @@ class GpuArray(Array):
         if host is None:
             if self._dbuf is None:
                 from fungrad.array import _DeletedValue
+
                 aval = self._aval
                 return _DeletedValue(f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]")
             aval = self._aval
@@ -133,16 +137,21 @@ def device_put(x, device=None, *, backend: str | None = None):
     ``backend``; the default is the CPU. On the GPU they stay there until read."""
     from fungrad import tree_util
     from fungrad.operands import operand
+
     target = backend if device is None else device
     if isinstance(target, Device):
         if target.platform == "gpu" and not target.active:
-            raise ValueError(f"device_put: {target!r} is not the adapter this process computes "
-                             "on; choose it with the FUNGRAD_GPU_ADAPTER environment variable "
-                             "before the first GPU use")
+            raise ValueError(
+                f"device_put: {target!r} is not the adapter this process computes "
+                "on; choose it with the FUNGRAD_GPU_ADAPTER environment variable "
+                "before the first GPU use"
+            )
         target = target.platform
     if target not in (None, "cpu", "gpu"):
-        raise ValueError(f"device_put: unknown device {target!r}; use 'cpu', 'gpu' or an "
-                         "element of fungrad.devices()")
+        raise ValueError(
+            f"device_put: unknown device {target!r}; use 'cpu', 'gpu' or an "
+            "element of fungrad.devices()"
+        )
 
     def put(leaf):
         if isinstance(leaf, core.Tracer):
@@ -155,6 +164,7 @@ def device_put(x, device=None, *, backend: str | None = None):
         if type(leaf) is GpuArray:
             return Array(np.array(leaf._value), leaf.weak_type)
         return leaf if isinstance(leaf, Array) else operand(leaf, "device_put")
+
     return tree_util.tree_map(put, x)
 
 
@@ -169,8 +179,10 @@ def local_devices(process_index: int | None = None, backend: str | None = None) 
     process (``jax.local_devices``); fungrad runs as one process, so ``process_index`` may only
     be None or 0."""
     if process_index not in (None, 0):
-        raise ValueError(f"local_devices: process_index={process_index!r}, but fungrad runs as "
-                         "a single process (index 0)")
+        raise ValueError(
+            f"local_devices: process_index={process_index!r}, but fungrad runs as "
+            "a single process (index 0)"
+        )
     return devices(backend or default_backend())
 
 

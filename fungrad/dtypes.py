@@ -28,14 +28,35 @@ float0 = np.dtype([("float0", np.void, 0)])
 """The dtype of cotangents of integer and bool inputs (JAX's ``jax.dtypes.float0``): a
 zero-size type, since such inputs have no tangent space."""
 
-SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-             float16, float32, float64)
+SUPPORTED = (
+    bool_,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    float16,
+    float32,
+    float64,
+)
 _SUPPORTED_SET = frozenset(SUPPORTED)
 
 _SHORT_NAMES = {
-    bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
-    uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
-    float16: "f16", float32: "f32", float64: "f64",
+    bool_: "bool",
+    int8: "i8",
+    int16: "i16",
+    int32: "i32",
+    int64: "i64",
+    uint8: "u8",
+    uint16: "u16",
+    uint32: "u32",
+    uint64: "u64",
+    float16: "f16",
+    float32: "f32",
+    float64: "f64",
 }
 
 _X64_TO_32 = {int64: int32, uint64: uint32, float64: float32}
@@ -62,7 +83,8 @@ def canonicalize_dtype(dtype) -> np.dtype:
     if dt not in _SUPPORTED_SET:
         raise TypeError(
             f"dtype {dt} is not supported by fungrad; supported dtypes are "
-            + ", ".join(str(d) for d in SUPPORTED))
+            + ", ".join(str(d) for d in SUPPORTED)
+        )
     if not config.enable_x64:
         return _X64_TO_32.get(dt, dt)
     return dt
@@ -75,15 +97,21 @@ def check_user_dtype(dtype, fun_name: str, stacklevel: int = 3) -> np.dtype:
     the option that keeps 64 bits. Python's ``int``/``float`` mean "the default type" and do
     not warn."""
     dt = canonicalize_dtype(dtype)
-    if not config.enable_x64 and dtype not in (int, float, bool, complex) \
-            and np.dtype(dtype) in _X64_TO_32:
+    if (
+        not config.enable_x64
+        and dtype not in (int, float, bool, complex)
+        and np.dtype(dtype) in _X64_TO_32
+    ):
         import warnings
+
         warnings.warn(
             f"{fun_name}: explicitly requested dtype {np.dtype(dtype)} is not available "
             f"without 64-bit mode and is truncated to {dt}. Enable 64-bit types with "
             "fungrad.config.update('enable_x64', True) (JAX's name 'jax_enable_x64' works "
-            "too) or FUNGRAD_ENABLE_X64=1 in the environment.", UserWarning,
-            stacklevel=stacklevel)
+            "too) or FUNGRAD_ENABLE_X64=1 in the environment.",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
     return dt
 
 
@@ -143,10 +171,18 @@ _I_WEAK, _F_WEAK = "i*", "f*"
 _LATTICE = {
     bool_: [_I_WEAK],
     _I_WEAK: [uint8, int8],
-    uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [_F_WEAK],
-    int8: [int16], int16: [int32], int32: [int64], int64: [_F_WEAK],
+    uint8: [int16, uint16],
+    uint16: [int32, uint32],
+    uint32: [int64, uint64],
+    uint64: [_F_WEAK],
+    int8: [int16],
+    int16: [int32],
+    int32: [int64],
+    int64: [_F_WEAK],
     _F_WEAK: [float16],
-    float16: [float32], float32: [float64], float64: [],
+    float16: [float32],
+    float32: [float64],
+    float64: [],
 }
 
 

@@ -45,9 +45,11 @@ def ravel_pytree(pytree):
         try:
             from_dtypes.append(dtypes.dtype_and_weak(leaf)[0])
         except TypeError as e:
-            raise TypeError(f"ravel_pytree: the leaf at pytree{tree_util.keystr(path)} is a "
-                            f"{type(leaf).__name__}, not an array or number ({e}); leaves "
-                            "must be arrays or scalars") from None
+            raise TypeError(
+                f"ravel_pytree: the leaf at pytree{tree_util.keystr(path)} is a "
+                f"{type(leaf).__name__}, not an array or number ({e}); leaves "
+                "must be arrays or scalars"
+            ) from None
     from_dtypes = tuple(from_dtypes)
     to_dtype = dtypes.result_type(*from_dtypes)
     shapes = tuple(tuple(np.shape(x)) for x in leaves)
@@ -56,10 +58,10 @@ def ravel_pytree(pytree):
         # NB: as in JAX, one dtype means no casts, and an unravel that keeps its input's dtype.
         parts = [lax.reshape(x, (n,)) for x, n in zip(leaves, sizes)]
         return lax.concatenate(parts, 0), _Unravel(treedef, sizes, shapes, None, None)
-    parts = [lax.reshape(lax.convert_element_type(x, to_dtype), (n,))
-             for x, n in zip(leaves, sizes)]
-    return (lax.concatenate(parts, 0),
-            _Unravel(treedef, sizes, shapes, from_dtypes, to_dtype))
+    parts = [
+        lax.reshape(lax.convert_element_type(x, to_dtype), (n,)) for x, n in zip(leaves, sizes)
+    ]
+    return (lax.concatenate(parts, 0), _Unravel(treedef, sizes, shapes, from_dtypes, to_dtype))
 
 
 class _Unravel:
@@ -87,19 +89,25 @@ class _Unravel:
     def __call__(self, flat):
         total = sum(self.sizes)
         if not hasattr(flat, "shape") and not isinstance(flat, (int, float, list, tuple)):
-            raise TypeError(f"ravel_pytree's unravel: expected an array of shape ({total},), "
-                            f"got a value of type {type(flat).__name__}")
+            raise TypeError(
+                f"ravel_pytree's unravel: expected an array of shape ({total},), "
+                f"got a value of type {type(flat).__name__}"
+            )
         shape = tuple(np.shape(flat))
         if shape != (total,):
-            raise ValueError(f"ravel_pytree's unravel: expected a vector of shape ({total},) "
-                             f"for {self.treedef}, got shape {shape}; pass an array shaped "
-                             "like the flat vector ravel_pytree returned")
+            raise ValueError(
+                f"ravel_pytree's unravel: expected a vector of shape ({total},) "
+                f"for {self.treedef}, got shape {shape}; pass an array shaped "
+                "like the flat vector ravel_pytree returned"
+            )
         if self.to_dtype is not None:
             got = dtypes.dtype_and_weak(flat)[0]
             if got != self.to_dtype:
-                raise TypeError(f"ravel_pytree's unravel: given an array of dtype {got}, but "
-                                f"the leaves were raveled to dtype {self.to_dtype}; cast it "
-                                f"with .astype({self.to_dtype.name!r})")
+                raise TypeError(
+                    f"ravel_pytree's unravel: given an array of dtype {got}, but "
+                    f"the leaves were raveled to dtype {self.to_dtype}; cast it "
+                    f"with .astype({self.to_dtype.name!r})"
+                )
         leaves, start = [], 0
         for i, (n, s) in enumerate(zip(self.sizes, self.shapes)):
             chunk = lax.reshape(lax.slice(flat, (start,), (start + n,)), s)

@@ -21,6 +21,7 @@ try:  # numpy 2 keeps the error state in a context variable (private API: any su
     # falls back to np.errstate, as numpy 1.x does)
     from numpy._core.umath import _extobj_contextvar as _fp_state
     from numpy._core.umath import _make_extobj
+
     _fp_ignore_all = _make_extobj(all="ignore")
 except (ImportError, AttributeError, TypeError, ValueError):
     _fp_state = _fp_ignore_all = None

@@ -30,8 +30,7 @@ def operand(x, name: str = "operand"):
         return Array(scalar(x, dt), not isinstance(x, bool))
     if is_concrete_array(x):  # an Array subclass: a GpuArray (fungrad/devices.py)
         return x
-    raise TypeError(f"{name}: expected an array, got a value of type {type(x).__name__}: "
-                    f"{x!r:.60}")
+    raise TypeError(f"{name}: expected an array, got a value of type {type(x).__name__}: {x!r:.60}")
 
 
 def scalar(x, dt: np.dtype):
@@ -61,4 +60,3 @@ def array_leaf(x, name: str):
     if hasattr(x, "__array__") and not isinstance(x, (str, bytes)):
         return array_leaf(np.asarray(x), name)
     raise TypeError(f"{name}: cannot convert a value of type {type(x).__name__} to an array")
-

@@ -29,20 +29,37 @@ def _argnums(name: str, value) -> tuple[int, ...]:
     try:
         return tuple(operator.index(v) for v in value)
     except TypeError:
-        raise TypeError(f"pmap: {name} must be an int or a sequence of ints, got "
-                        f"{value!r}") from None
+        raise TypeError(
+            f"pmap: {name} must be an int or a sequence of ints, got {value!r}"
+        ) from None
 
 
-def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
-         devices=None, backend=None, axis_size=None, donate_argnums=()):
+def pmap(
+    fun=None,
+    axis_name=None,
+    *,
+    in_axes=0,
+    out_axes=0,
+    static_broadcasted_argnums=(),
+    devices=None,
+    backend=None,
+    axis_size=None,
+    donate_argnums=(),
+):
     """``fun`` mapped over the leading (``in_axes``) axis of its arguments, one slice per
     device, compiled; collectives over ``axis_name`` (see the module docstring)."""
     if fun is None:
-        return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes,
-                                 out_axes=out_axes,
-                                 static_broadcasted_argnums=static_broadcasted_argnums,
-                                 devices=devices, backend=backend, axis_size=axis_size,
-                                 donate_argnums=donate_argnums)
+        return functools.partial(
+            pmap,
+            axis_name=axis_name,
+            in_axes=in_axes,
+            out_axes=out_axes,
+            static_broadcasted_argnums=static_broadcasted_argnums,
+            devices=devices,
+            backend=backend,
+            axis_size=axis_size,
+            donate_argnums=donate_argnums,
+        )
     if not callable(fun):
         raise TypeError(f"pmap: fun must be callable, got {type(fun).__name__}")
     del backend, donate_argnums
@@ -53,18 +70,22 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
     def mapped(*args):
         from fungrad.api import jit, vmap
         from fungrad.devices import local_device_count
+
         n_dev = local_device_count() if devices is None else len(devices)
         for i in static:
             if not -len(args) <= i < len(args):
-                raise ValueError(f"pmap: static_broadcasted_argnums {static} out of range for "
-                                 f"{len(args)} positional arguments")
+                raise ValueError(
+                    f"pmap: static_broadcasted_argnums {static} out of range for "
+                    f"{len(args)} positional arguments"
+                )
         static_pos = {i % len(args) for i in static}
         dyn_pos = [i for i in range(len(args)) if i not in static_pos]
         static_vals = tuple((i, args[i]) for i in sorted(static_pos))
         if isinstance(in_axes, (list, tuple)):
             if len(in_axes) != len(args):
-                raise ValueError(f"pmap: in_axes has {len(in_axes)} entries for "
-                                 f"{len(args)} positional arguments")
+                raise ValueError(
+                    f"pmap: in_axes has {len(in_axes)} entries for {len(args)} positional arguments"
+                )
             dyn_axes = tuple(in_axes[i] for i in dyn_pos)
         else:
             dyn_axes = in_axes
@@ -73,31 +94,46 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         axes_tree = dyn_axes if isinstance(dyn_axes, tuple) else (dyn_axes,) * len(dyn)
         for arg, ax in zip(dyn, axes_tree):
             leaves = tree_util.tree_leaves(arg)
-            ax_leaves = (tree_util.tree_leaves(ax) if not isinstance(ax, int) and ax is not None
-                         else [ax] * len(leaves))
+            ax_leaves = (
+                tree_util.tree_leaves(ax)
+                if not isinstance(ax, int) and ax is not None
+                else [ax] * len(leaves)
+            )
             for leaf, a in zip(leaves, ax_leaves):
                 if a is not None:
                     sizes.add(leaf.shape[a])
         size = axis_size if not sizes else max(sizes)
         if size is not None and size > n_dev:
-            raise ValueError(f"pmap: the mapped axis has size {size} but only {n_dev} device(s) "
-                             "are available (fungrad runs on one device); reshape the data to "
-                             "(local_device_count(), ...) or use vmap")
+            raise ValueError(
+                f"pmap: the mapped axis has size {size} but only {n_dev} device(s) "
+                "are available (fungrad runs on one device); reshape the data to "
+                "(local_device_count(), ...) or use vmap"
+            )
         try:
             key = (static_vals, len(args))
             hash(key)
         except TypeError:
-            raise ValueError("pmap: static_broadcasted_argnums arguments must be hashable") \
-                from None
+            raise ValueError(
+                "pmap: static_broadcasted_argnums arguments must be hashable"
+            ) from None
         compiled = cache.get(key)
         if compiled is None:
+
             def body(*dyn_args):
                 full = list(dyn_args)
                 for i, v in static_vals:
                     full.insert(i, v)
                 return fun(*full)
-            compiled = cache[key] = jit(vmap(body, in_axes=dyn_axes, out_axes=out_axes,
-                                             axis_name=axis_name, axis_size=axis_size))
+
+            compiled = cache[key] = jit(
+                vmap(
+                    body,
+                    in_axes=dyn_axes,
+                    out_axes=out_axes,
+                    axis_name=axis_name,
+                    axis_size=axis_size,
+                )
+            )
         return compiled(*dyn)
 
     return mapped

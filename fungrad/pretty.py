@@ -58,8 +58,11 @@ def _pp_param(value, indent: int) -> str:
     if isinstance(value, (core.Jaxpr, core.ClosedJaxpr)):
         jaxpr = value.jaxpr if isinstance(value, core.ClosedJaxpr) else value
         return pp_jaxpr(jaxpr, indent + 2)
-    if isinstance(value, tuple) and value and all(
-            isinstance(x, (core.Jaxpr, core.ClosedJaxpr)) for x in value):
+    if (
+        isinstance(value, tuple)
+        and value
+        and all(isinstance(x, (core.Jaxpr, core.ClosedJaxpr)) for x in value)
+    ):
         pad = " " * (indent + 2)
         inner = "\n".join(pad + _pp_param(x, indent + 2).lstrip() for x in value)
         return "(\n" + inner + "\n" + " " * indent + ")"

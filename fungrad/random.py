@@ -35,20 +35,62 @@ from fungrad import core, dtypes, lax
 from fungrad.array import Array
 
 __all__ = [
-    "PRNGKey", "key", "key_data", "key_impl", "wrap_key_data", "clone", "split", "fold_in", "bits",
-    "uniform", "normal", "bernoulli", "randint", "choice", "permutation", "categorical",
-    "truncated_normal", "multivariate_normal", "gumbel", "exponential", "laplace", "logistic",
-    "cauchy", "gamma", "loggamma", "beta", "dirichlet", "chisquare", "f", "t", "pareto",
-    "lognormal", "rayleigh", "wald", "triangular", "weibull_min", "maxwell", "rademacher",
-    "double_sided_maxwell", "generalized_normal", "ball", "geometric", "poisson", "binomial",
-    "multinomial", "orthogonal",
+    "PRNGKey",
+    "key",
+    "key_data",
+    "key_impl",
+    "wrap_key_data",
+    "clone",
+    "split",
+    "fold_in",
+    "bits",
+    "uniform",
+    "normal",
+    "bernoulli",
+    "randint",
+    "choice",
+    "permutation",
+    "categorical",
+    "truncated_normal",
+    "multivariate_normal",
+    "gumbel",
+    "exponential",
+    "laplace",
+    "logistic",
+    "cauchy",
+    "gamma",
+    "loggamma",
+    "beta",
+    "dirichlet",
+    "chisquare",
+    "f",
+    "t",
+    "pareto",
+    "lognormal",
+    "rayleigh",
+    "wald",
+    "triangular",
+    "weibull_min",
+    "maxwell",
+    "rademacher",
+    "double_sided_maxwell",
+    "generalized_normal",
+    "ball",
+    "geometric",
+    "poisson",
+    "binomial",
+    "multinomial",
+    "orthogonal",
 ]
 
-_KEY_HELP = ("a PRNG key is a uint32 array of shape (2,), as returned by "
-             "fungrad.random.PRNGKey(seed), key(seed), split or fold_in")
+_KEY_HELP = (
+    "a PRNG key is a uint32 array of shape (2,), as returned by "
+    "fungrad.random.PRNGKey(seed), key(seed), split or fold_in"
+)
 
 
 # -- keys ----------------------------------------------------------------------------------------
+
 
 def _is_array(x) -> bool:
     return type(x) is Array or isinstance(x, (core.Tracer, np.ndarray))
@@ -57,17 +99,20 @@ def _is_array(x) -> bool:
 def _check_key_data(name: str, key, allow_batched: bool = False):
     """``key`` as an Array/tracer after checking it is a uint32 key (batch of keys if allowed)."""
     if not _is_array(key):
-        raise TypeError(f"{name}: expected a PRNG key, got a value of type "
-                        f"{type(key).__name__}; {_KEY_HELP}")
+        raise TypeError(
+            f"{name}: expected a PRNG key, got a value of type {type(key).__name__}; {_KEY_HELP}"
+        )
     key = lax.utils.operand(key, name)
     ok = key.dtype == np.uint32 and key.ndim >= 1 and key.shape[-1] == 2
     if ok and (allow_batched or key.ndim == 1):
         return key
     what = core.get_aval(key).str_short()
     if ok:  # a batch of keys where one is expected: a ValueError, as JAX raises
-        raise ValueError(f"{name}: expected a single PRNG key, got a batch of keys {what}; "
-                         f"use fungrad.vmap to map over it (e.g. vmap(lambda k: {name}(k, "
-                         f"...))(keys))")
+        raise ValueError(
+            f"{name}: expected a single PRNG key, got a batch of keys {what}; "
+            f"use fungrad.vmap to map over it (e.g. vmap(lambda k: {name}(k, "
+            f"...))(keys))"
+        )
     raise TypeError(f"{name}: expected a single PRNG key, got an array {what}; {_KEY_HELP}")
 
 
@@ -92,17 +137,24 @@ def _seed_array(name: str, seed):
         try:
             seed = np.int64(seed)
         except OverflowError:
-            raise OverflowError(f"{name}: the seed {seed} does not fit in a 64-bit integer; "
-                                "pass a seed in [-2**63, 2**63)") from None
+            raise OverflowError(
+                f"{name}: the seed {seed} does not fit in a 64-bit integer; "
+                "pass a seed in [-2**63, 2**63)"
+            ) from None
     if isinstance(seed, np.integer):
         seed = np.asarray(seed)
     if not _is_array(seed) or seed.dtype.kind not in "iu":
-        what = (core.get_aval(seed).str_short() if _is_array(seed) or isinstance(seed, float)
-                else type(seed).__name__)
+        what = (
+            core.get_aval(seed).str_short()
+            if _is_array(seed) or isinstance(seed, float)
+            else type(seed).__name__
+        )
         raise TypeError(f"{name}: the seed must be an integer scalar, got {what}")
     if seed.ndim:
-        raise TypeError(f"{name}: the seed must be a scalar, got an array of shape {seed.shape} "
-                        "(use fungrad.vmap to make a batch of keys)")
+        raise TypeError(
+            f"{name}: the seed must be a scalar, got an array of shape {seed.shape} "
+            "(use fungrad.vmap to make a batch of keys)"
+        )
     if isinstance(seed, np.ndarray):
         with np.errstate(all="ignore"):
             seed = Array(seed.astype(dtypes.canonicalize_dtype(seed.dtype))[()])
@@ -141,8 +193,9 @@ def key(seed, *, impl=None) -> Array:
 
 def _check_impl(name: str, impl) -> None:
     if impl not in (None, "threefry2x32"):
-        raise ValueError(f"{name}: only the 'threefry2x32' PRNG implementation is available, "
-                         f"got impl={impl!r}")
+        raise ValueError(
+            f"{name}: only the 'threefry2x32' PRNG implementation is available, got impl={impl!r}"
+        )
 
 
 def key_data(keys) -> Array:
@@ -174,13 +227,13 @@ def _static_int(name: str, what: str, d) -> int:
     JAX's) saying that ``what`` of ``name`` must be static."""
     if isinstance(d, core.Tracer):
         from fungrad.numpy import util
+
         d = util.concrete_or_error(d, f"{what} of {name} (it must be static)")
     return operator.index(d)
 
 
 def _canonical_shape(name: str, shape) -> tuple[int, ...]:
-    if (isinstance(shape, (int, np.integer, core.Tracer))
-            and not isinstance(shape, bool)):
+    if isinstance(shape, (int, np.integer, core.Tracer)) and not isinstance(shape, bool):
         shape = (shape,)
     try:
         shape = tuple(_static_int(name, "the shape argument", d) for d in shape)
@@ -205,7 +258,7 @@ def _counters(name: str, shape: tuple[int, ...]):
     """The low word of the 64-bit row-major iota over ``shape`` (JAX's ``iota_2x32_shape``;
     the high word is 0 for any array that fits in memory)."""
     size = math.prod(shape)
-    if size > 2 ** 32:
+    if size > 2**32:
         raise ValueError(f"{name}: cannot draw more than 2**32 values at once, got shape {shape}")
     if not shape:
         return _u32(0)
@@ -237,23 +290,29 @@ def fold_in(key, data) -> Array:
     """A new key derived from ``key`` and the 32-bit integer ``data`` (e.g. a step count)."""
     key = _check_prng_key("fold_in", key)
     if isinstance(data, int) and not isinstance(data, bool):
-        if not 0 <= data < 2 ** 32:
+        if not 0 <= data < 2**32:
             raise OverflowError(f"fold_in: Python integer {data} is out of bounds for uint32")
         data = _u32(data)
     elif not _is_array(data) and not isinstance(data, np.generic):
         raise TypeError(f"fold_in: data must be an integer scalar, got {type(data).__name__}")
     data = lax.utils.operand(data, "fold_in")
     if data.ndim:
-        raise TypeError(f"fold_in: data must be a scalar, got an array of shape {data.shape} "
-                        "(use fungrad.vmap to fold in a batch)")
+        raise TypeError(
+            f"fold_in: data must be a scalar, got an array of shape {data.shape} "
+            "(use fungrad.vmap to fold in a batch)"
+        )
     data = lax.convert_element_type(data, np.uint32)
     k1, k2 = _key_words(key)
     y1, y2 = lax.threefry2x32(k1, k2, _u32(0), data)
     return lax.concatenate([lax.broadcast(y1, (1,)), lax.broadcast(y2, (1,))], 0)
 
 
-_UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
-                64: np.dtype(np.uint64)}
+_UINT_DTYPES = {
+    8: np.dtype(np.uint8),
+    16: np.dtype(np.uint16),
+    32: np.dtype(np.uint32),
+    64: np.dtype(np.uint64),
+}
 
 
 def _random_bits(key, bit_width: int, shape: tuple[int, ...]):
@@ -279,6 +338,7 @@ def bits(key, shape=(), dtype=None) -> Array:
 
 # -- shared helpers for samplers -----------------------------------------------------------------
 
+
 def _float_dtype(name: str, dtype) -> np.dtype:
     dt = _dtype(name, float if dtype is None else dtype)
     if dt.kind != "f":
@@ -288,18 +348,22 @@ def _float_dtype(name: str, dtype) -> np.dtype:
 
 def _check_shape(name: str, shape, *param_shapes) -> None:
     from fungrad.numpy import util
+
     if param_shapes:
         out = util.broadcast_shapes(shape, *param_shapes, fun_name=name)
         if out != tuple(shape):
-            raise ValueError(f"{name}: parameter shapes {', '.join(map(str, param_shapes))} "
-                             f"must broadcast to the shape argument {tuple(shape)}, but "
-                             f"broadcasting gives {out}")
+            raise ValueError(
+                f"{name}: parameter shapes {', '.join(map(str, param_shapes))} "
+                f"must broadcast to the shape argument {tuple(shape)}, but "
+                f"broadcasting gives {out}"
+            )
 
 
 def _check_broadcast(name: str, shape, *params) -> None:
     """TypeError naming ``name`` unless ``shape`` and the parameters' shapes broadcast
     together (the sample is their broadcast; JAX's elementwise ops raise TypeError)."""
     from fungrad.numpy import util
+
     shapes = [tuple(shape)] + [tuple(np.shape(x)) for x in params]
     try:
         util.broadcast_shapes(*shapes, fun_name=name)
@@ -310,6 +374,7 @@ def _check_broadcast(name: str, shape, *params) -> None:
 def _bcast(x, shape):
     """``x`` broadcast to ``shape`` (0-d arrays are left alone: lax ops broadcast them)."""
     from fungrad.numpy import util
+
     if not x.shape or tuple(x.shape) == tuple(shape):
         return x
     return util.broadcast_to_shape(x, shape)
@@ -318,11 +383,13 @@ def _bcast(x, shape):
 def _param(name: str, x, dtype):
     """A sampler parameter as an array of ``dtype`` (strongly typed, as JAX converts it)."""
     from fungrad.numpy import util
+
     util.check_arraylike(name, x)
     return lax.convert_element_type(util.asarray(x), dtype)
 
 
 # -- continuous samplers -------------------------------------------------------------------------
+
 
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0) -> Array:
     """Uniform floats in ``[minval, maxval)`` (float32 by default).
@@ -350,8 +417,7 @@ def _uniform(key, shape, dtype, minval, maxval):
     one_bits = int(np.array(1.0, dtype).view(uint_dtype))
     float_bits = lax.bitwise_or(lax.shift_right_logical(bits_, rng_bits - nmant), one_bits)
     floats = lax.sub(lax.bitcast_convert_type(float_bits, dtype), Array(np.ones((), dtype)))
-    scaled = lax.add(lax.mul(floats, _bcast(lax.sub(maxval, minval), shape)),
-                     _bcast(minval, shape))
+    scaled = lax.add(lax.mul(floats, _bcast(lax.sub(maxval, minval), shape)), _bcast(minval, shape))
     return lax.max(_bcast(minval, shape), scaled)
 
 
@@ -380,6 +446,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
     upper = _param("truncated_normal", upper, dtype)
     if shape is None:
         from fungrad.numpy import util
+
         shape = util.broadcast_shapes(lower.shape, upper.shape, fun_name="truncated_normal")
     else:
         shape = _canonical_shape("truncated_normal", shape)
@@ -408,23 +475,30 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     """
     from fungrad import numpy as fnp
     from fungrad.numpy import util
+
     key = _check_prng_key("multivariate_normal", key)
     util.check_arraylike("multivariate_normal", mean, cov)
     mean, cov = util.promote_dtypes_inexact(mean, cov)
     if method not in ("cholesky", "svd", "eigh"):
-        raise ValueError(f"multivariate_normal: method must be one of 'cholesky', 'svd', "
-                         f"'eigh', got {method!r}")
+        raise ValueError(
+            f"multivariate_normal: method must be one of 'cholesky', 'svd', 'eigh', got {method!r}"
+        )
     dtype = mean.dtype if dtype is None else _float_dtype("multivariate_normal", dtype)
     if mean.ndim < 1 or cov.ndim < 2:
-        raise ValueError(f"multivariate_normal: mean must have ndim >= 1 and cov ndim >= 2, "
-                         f"got shapes {mean.shape} and {cov.shape}")
+        raise ValueError(
+            f"multivariate_normal: mean must have ndim >= 1 and cov ndim >= 2, "
+            f"got shapes {mean.shape} and {cov.shape}"
+        )
     n = mean.shape[-1]
     if tuple(cov.shape[-2:]) != (n, n):
-        raise ValueError(f"multivariate_normal: cov must have shape (..., {n}, {n}) to match "
-                         f"mean of shape {mean.shape}, got {cov.shape}")
+        raise ValueError(
+            f"multivariate_normal: cov must have shape (..., {n}, {n}) to match "
+            f"mean of shape {mean.shape}, got {cov.shape}"
+        )
     if shape is None:
-        shape = util.broadcast_shapes(mean.shape[:-1], cov.shape[:-2],
-                                      fun_name="multivariate_normal")
+        shape = util.broadcast_shapes(
+            mean.shape[:-1], cov.shape[:-2], fun_name="multivariate_normal"
+        )
     else:
         shape = _canonical_shape("multivariate_normal", shape)
         _check_shape("multivariate_normal", shape, mean.shape[:-1], cov.shape[:-2])
@@ -461,8 +535,9 @@ def logistic(key, shape=(), dtype=None) -> Array:
     """Standard logistic floats: ``log(u) - log1p(-u)``."""
     key = _check_prng_key("logistic", key)
     dtype = _float_dtype("logistic", dtype)
-    x = _uniform(key, _canonical_shape("logistic", shape), dtype,
-                 float(dtypes.finfo(dtype).tiny), 1.0)
+    x = _uniform(
+        key, _canonical_shape("logistic", shape), dtype, float(dtypes.finfo(dtype).tiny), 1.0
+    )
     return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
 
 
@@ -470,8 +545,7 @@ def cauchy(key, shape=(), dtype=None) -> Array:
     """Standard Cauchy floats: ``tan(pi * (u - 1/2))``."""
     key = _check_prng_key("cauchy", key)
     dtype = _float_dtype("cauchy", dtype)
-    u = _uniform(key, _canonical_shape("cauchy", shape), dtype,
-                 float(dtypes.finfo(dtype).eps), 1.0)
+    u = _uniform(key, _canonical_shape("cauchy", shape), dtype, float(dtypes.finfo(dtype).eps), 1.0)
     half, pi = Array(np.array(0.5, dtype)), Array(np.array(np.pi, dtype))
     return lax.tan(lax.mul(pi, lax.sub(u, half)))
 
@@ -503,10 +577,13 @@ def _bits64_to_float32(hi, lo):
     hi_empty = lax.eq(hiclz, _u32(32))
     mantissa = lax.bitwise_or(
         lax.shift_left(hi, hiclz),
-        lax.select(hi_empty, lax.shift_left(lo, loclz),
-                   lax.shift_right_logical(lo, lax.sub(_u32(32), hiclz))))
-    mantissa = lax.bitwise_and(lax.shift_right_logical(mantissa, _u32(8)),
-                               _u32((1 << 23) - 1))
+        lax.select(
+            hi_empty,
+            lax.shift_left(lo, loclz),
+            lax.shift_right_logical(lo, lax.sub(_u32(32), hiclz)),
+        ),
+    )
+    mantissa = lax.bitwise_and(lax.shift_right_logical(mantissa, _u32(8)), _u32((1 << 23) - 1))
     zeros = lax.select(hi_empty, lax.add(loclz, _u32(32)), hiclz)
     exp = lax.shift_left(lax.sub(_u32(126), zeros), _u32(23))
     exp = lax.bitwise_and(exp, Array(u32((1 << 30) - (1 << 22))))
@@ -523,11 +600,13 @@ def _gumbel_highest(key, shape):
     neg_hi = lax.add(lax.bitwise_not(hi), carry)
     neg_lo = lax.add(lax.bitwise_not(lo), _u32(1))
     below_half = lax.lt(hi, _u32(1 << 31))
-    x = _bits64_to_float32(lax.select(below_half, hi, neg_hi),
-                           lax.select(below_half, lo, neg_lo))
+    x = _bits64_to_float32(lax.select(below_half, hi, neg_hi), lax.select(below_half, lo, neg_lo))
     # x is u for u < 1/2 and 1 - u otherwise: log1p(-u) is then log(x)
-    return lax.select(below_half, lax.neg(lax.log(lax.neg(lax.log1p(lax.neg(x))))),
-                      lax.neg(lax.log(lax.neg(lax.log(x)))))
+    return lax.select(
+        below_half,
+        lax.neg(lax.log(lax.neg(lax.log1p(lax.neg(x))))),
+        lax.neg(lax.log(lax.neg(lax.log(x)))),
+    )
 
 
 def _gumbel(key, shape, dtype, mode):
@@ -538,7 +617,7 @@ def _gumbel(key, shape, dtype, mode):
         u = _uniform(key, (2, *shape), dtype, 0.0, 1.0)
         high = lax.index_in_dim(u, 0, keepdims=False)
         low = lax.index_in_dim(u, 1, keepdims=False)
-        c = Array(np.array(2.0 ** -info.nmant, dtype))
+        c = Array(np.array(2.0**-info.nmant, dtype))
         refined = lax.add(lax.add(high, lax.mul(c, low)), Array(np.array(info.tiny, dtype)))
         x = lax.select_n(lax.ge(high, Array(np.array(0.5, dtype))), refined, high)
         return lax.neg(lax.log(lax.neg(lax.log1p(lax.neg(x)))))
@@ -548,6 +627,7 @@ def _gumbel(key, shape, dtype, mode):
 
 # -- discrete samplers ---------------------------------------------------------------------------
 
+
 def bernoulli(key, p=0.5, shape=None, mode="low") -> Array:
     """Booleans that are True with probability ``p`` (``uniform < p``).
 
@@ -555,14 +635,14 @@ def bernoulli(key, p=0.5, shape=None, mode="low") -> Array:
     small ``p`` (below ~1e-7 in float32) accurate.
     """
     from fungrad.numpy import util
+
     if mode not in ("high", "low"):
         raise ValueError(f"bernoulli: mode must be 'high' or 'low', got {mode!r}")
     key = _check_prng_key("bernoulli", key)
     util.check_arraylike("bernoulli", p)
     p = util.asarray(p)
     if p.dtype.kind != "f":
-        raise TypeError(f"bernoulli: the probability p must have a floating dtype, got "
-                        f"{p.dtype}")
+        raise TypeError(f"bernoulli: the probability p must have a floating dtype, got {p.dtype}")
     dtype = p.dtype
     p = lax.convert_element_type(p, dtype)
     if shape is None:
@@ -598,12 +678,14 @@ def randint(key, shape, minval, maxval, dtype=None) -> Array:
     try:
         return _randint_checked(key, shape, minval, maxval, dtype)
     except OverflowError as e:  # a Python int bound outside the dtype's range
-        raise OverflowError(f"randint: {e}; pass bounds within the range of the dtype (or a "
-                            f"wider dtype)") from None
+        raise OverflowError(
+            f"randint: {e}; pass bounds within the range of the dtype (or a wider dtype)"
+        ) from None
 
 
 def _randint_checked(key, shape, minval, maxval, dtype):
     from fungrad.numpy import util
+
     key = _check_prng_key("randint", key)
     dtype = _dtype("randint", int if dtype is None else dtype)
     if dtype.kind not in "iu":
@@ -616,10 +698,12 @@ def _randint_checked(key, shape, minval, maxval, dtype):
         # Sample in 32 bits to avoid biased results, then convert.
         sample_dtype = np.dtype(np.int32)
         i32 = np.dtype(np.int32)
-        minval = _clip_const(lax.convert_element_type(util.asarray(minval), i32),
-                             int(info.min), int(info.max))
-        maxval = _clip_const(lax.convert_element_type(util.asarray(maxval), i32),
-                             int(info.min), int(info.max) + 1)
+        minval = _clip_const(
+            lax.convert_element_type(util.asarray(minval), i32), int(info.min), int(info.max)
+        )
+        maxval = _clip_const(
+            lax.convert_element_type(util.asarray(maxval), i32), int(info.min), int(info.max) + 1
+        )
     out = _randint(key, shape, minval, maxval, sample_dtype)
     return lax.convert_element_type(out, dtype)
 
@@ -630,6 +714,7 @@ def _clip_const(x, lo: int, hi: int):
 
 def _randint(key, shape, minval, maxval, dtype):
     from fungrad.numpy import util
+
     minval = util.asarray(minval)
     maxval = util.asarray(maxval)
     _check_shape("randint", shape, minval.shape, maxval.shape)
@@ -639,8 +724,7 @@ def _randint(key, shape, minval, maxval, dtype):
     if maxval.dtype.kind not in "iu":
         maxval = lax.convert_element_type(maxval, int_dtype)
     # maxval beyond dtype's range (e.g. randint(key, shape, 0, 256, uint8)) widens the span.
-    dtype_max = _convert_and_clip_integer(Array(np.array(np.iinfo(dtype).max, dtype)),
-                                          maxval.dtype)
+    dtype_max = _convert_and_clip_integer(Array(np.array(np.iinfo(dtype).max, dtype)), maxval.dtype)
     maxval_out_of_range = lax.gt(maxval, dtype_max)
     minval = _bcast(_convert_and_clip_integer(minval, dtype), shape)
     maxval = _bcast(_convert_and_clip_integer(maxval, dtype), shape)
@@ -657,13 +741,13 @@ def _randint(key, shape, minval, maxval, dtype):
     # span = 1 when maxval <= minval, so minval is returned.
     span = lax.select_n(lax.le(maxval, minval), span, lax.full_like(span, 1))
     # maxval out of range: the span is one larger (wrapping to 0 means "all values").
-    span = lax.select_n(lax.bitwise_and(maxval_out_of_range, lax.gt(maxval, minval)),
-                        span, lax.add(span, one))
+    span = lax.select_n(
+        lax.bitwise_and(maxval_out_of_range, lax.gt(maxval, minval)), span, lax.add(span, one)
+    )
     # (hi * 2**nbits + lo) mod span, with 2**nbits mod span computed without overflow.
     multiplier = lax.rem(Array(np.array(2 ** (nbits // 2), udtype)), span)
     multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
-    offset = lax.add(lax.mul(lax.rem(higher_bits, span), multiplier),
-                     lax.rem(lower_bits, span))
+    offset = lax.add(lax.mul(lax.rem(higher_bits, span), multiplier), lax.rem(lower_bits, span))
     offset = lax.rem(offset, span)
     return lax.add(minval, lax.convert_element_type(offset, dtype))
 
@@ -690,13 +774,16 @@ def permutation(key, x, axis=0, independent=False) -> Array:
     """
     from fungrad import numpy as fnp
     from fungrad.numpy import util
+
     key = _check_prng_key("permutation", key)
     util.check_arraylike("permutation", x)
     x = util.asarray(x)
     if not x.ndim:
         if x.dtype.kind not in "iu":
-            raise TypeError(f"permutation: x must be an integer or an array of at least one "
-                            f"dimension, got {core.get_aval(x).str_short()}")
+            raise TypeError(
+                f"permutation: x must be an integer or an array of at least one "
+                f"dimension, got {core.get_aval(x).str_short()}"
+            )
         return _shuffle(key, fnp.arange(int(x)), 0)
     axis = util.canonicalize_axis(axis, x.ndim, "permutation")
     if independent or x.ndim == 1:
@@ -710,6 +797,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0) -> Array:
     without replacement, uniformly or with probabilities ``p``."""
     from fungrad import numpy as fnp
     from fungrad.numpy import util
+
     key = _check_prng_key("choice", key)
     if not isinstance(shape, Sequence):
         raise TypeError(f"choice: shape must be a sequence, got {shape!r}")
@@ -727,8 +815,10 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0) -> Array:
     if n_inputs <= 0:
         raise ValueError("choice: a must be greater than 0 unless no samples are taken")
     if not replace and n_draws > n_inputs:
-        raise ValueError(f"choice: cannot take a larger sample (size {n_draws}) than the "
-                         f"population (size {n_inputs}) when replace=False")
+        raise ValueError(
+            f"choice: cannot take a larger sample (size {n_draws}) than the "
+            f"population (size {n_inputs}) when replace=False"
+        )
     if p is None:
         if replace:
             ind = randint(key, shape, 0, n_inputs)
@@ -741,9 +831,11 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0) -> Array:
         (p_arr,) = util.promote_dtypes_inexact(p)
         int_dtype = dtypes.default_int_dtype()
         if p_arr.shape != (n_inputs,):
-            raise ValueError(f"choice: p must be None or a 1-D vector of the size of "
-                             f"a.shape[axis]; p has shape {p_arr.shape} and a.shape[axis] is "
-                             f"{n_inputs}")
+            raise ValueError(
+                f"choice: p must be None or a 1-D vector of the size of "
+                f"a.shape[axis]; p has shape {p_arr.shape} and a.shape[axis] is "
+                f"{n_inputs}"
+            )
         if replace:
             p_cuml = fnp.cumsum(p_arr)
             total = lax.index_in_dim(p_cuml, -1, keepdims=False)
@@ -754,8 +846,9 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0) -> Array:
             g = fnp.add(gumbel(key, (n_inputs,), p_arr.dtype), fnp.log(p_arr))
             ind = lax.convert_element_type(lax.top_k(g, n_draws)[1], int_dtype)
         result = ind if arr.ndim == 0 else fnp.take(arr, ind, axis=axis)
-    out_shape = shape if arr.ndim == 0 else (
-        tuple(arr.shape[:axis]) + shape + tuple(arr.shape[axis + 1:]))
+    out_shape = (
+        shape if arr.ndim == 0 else (tuple(arr.shape[:axis]) + shape + tuple(arr.shape[axis + 1 :]))
+    )
     return lax.reshape(result, out_shape)
 
 
@@ -765,6 +858,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None) -> Ar
     """
     from fungrad import numpy as fnp
     from fungrad.numpy import util
+
     key = _check_prng_key("categorical", key)
     util.check_arraylike("categorical", logits)
     logits = util.asarray(logits)
@@ -778,19 +872,22 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None) -> Ar
     else:
         shape = _canonical_shape("categorical", shape)
         _check_shape("categorical", shape, batch_shape)
-    prefix = shape[:len(shape) - len(batch_shape)]
+    prefix = shape[: len(shape) - len(batch_shape)]
     if replace:
         neg_axis = axis - ndim
-        logits_shape = list(shape[len(shape) - len(batch_shape):])
+        logits_shape = list(shape[len(shape) - len(batch_shape) :])
         logits_shape.insert(axis, logits.shape[axis])
         g = gumbel(key, (*prefix, *logits_shape), logits.dtype, mode=mode)
-        return fnp.argmax(fnp.add(g, lax.expand_dims(logits, tuple(range(len(prefix))))),
-                          axis=neg_axis)
+        return fnp.argmax(
+            fnp.add(g, lax.expand_dims(logits, tuple(range(len(prefix))))), axis=neg_axis
+        )
     logits = fnp.add(logits, gumbel(key, tuple(logits.shape), logits.dtype, mode=mode))
     k = math.prod(prefix)
     if k > logits.shape[axis]:
-        raise ValueError(f"categorical: the number of samples without replacement ({k}) "
-                         f"cannot exceed the number of categories ({logits.shape[axis]})")
+        raise ValueError(
+            f"categorical: the number of samples without replacement ({k}) "
+            f"cannot exceed the number of categories ({logits.shape[axis]})"
+        )
     perm = tuple(i for i in range(ndim) if i != axis) + (axis,)  # move axis to the end
     _, indices = lax.top_k(lax.transpose(logits, perm), k)
     dimensions = (indices.ndim - 1, *range(indices.ndim - 1))
@@ -802,9 +899,11 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None) -> Ar
 # (up to a few ulps where log/pow/lgamma round differently; a rejection sampler can then, very
 # rarely, take another branch).
 
+
 def _sampler_shape(name: str, shape, *params):
     """``shape`` checked against the parameters' shapes; by default their broadcast shape."""
     from fungrad.numpy import util
+
     param_shapes = [tuple(p.shape) for p in params]
     if shape is None:
         return util.broadcast_shapes(*param_shapes, fun_name=name) if params else ()
@@ -819,18 +918,22 @@ def _params(name: str, dtype, *xs, check_cast: bool = True):
     parameters for a float16 sample; Python scalars always convert."""
     if check_cast:
         from fungrad.numpy import util
+
         util.check_arraylike(name, *xs)
         for x in xs:
             if dtypes.result_type(x, dtype) != dtype:
                 what = util.asarray(x).dtype
-                raise ValueError(f"{name}: cannot safely cast a parameter of dtype {what} to "
-                                 f"the sample dtype {dtype}; pass dtype={what} or convert the "
-                                 f"parameter")
+                raise ValueError(
+                    f"{name}: cannot safely cast a parameter of dtype {what} to "
+                    f"the sample dtype {dtype}; pass dtype={what} or convert the "
+                    f"parameter"
+                )
     return [_param(name, x, dtype) for x in xs]
 
 
 def _gamma_sampler(name: str, key, a, shape, dtype, log_space: bool):
     from fungrad.random_gamma import gamma_samples
+
     key = _check_prng_key(name, key)
     dtype = _float_dtype(name, dtype)
     (a,) = _params(name, dtype, a, check_cast=False)
@@ -841,6 +944,7 @@ def _gamma_sampler(name: str, key, a, shape, dtype, log_space: bool):
 def _bcast_full(x, shape):
     """``x`` broadcast to exactly ``shape`` (0-d included)."""
     from fungrad.numpy import util
+
     return x if tuple(x.shape) == tuple(shape) else util.broadcast_to_shape(x, shape)
 
 
@@ -887,12 +991,15 @@ def dirichlet(key, alpha, shape=None, dtype=None) -> Array:
     log-gamma samples. ``shape`` is the batch shape (result ``shape + (n,)``), by default
     ``alpha.shape[:-1]``."""
     from fungrad import nn
+
     key = _check_prng_key("dirichlet", key)
     dtype = _float_dtype("dirichlet", dtype)
     (alpha,) = _params("dirichlet", dtype, alpha, check_cast=False)
     if alpha.ndim < 1:
-        raise ValueError(f"dirichlet: alpha must have at least one dimension (the categories), "
-                         f"got a scalar of shape {tuple(alpha.shape)}")
+        raise ValueError(
+            f"dirichlet: alpha must have at least one dimension (the categories), "
+            f"got a scalar of shape {tuple(alpha.shape)}"
+        )
     if shape is None:
         shape = tuple(alpha.shape[:-1])
     else:
@@ -988,8 +1095,7 @@ def wald(key, mean, shape=None, dtype=None) -> Array:
     mean_sq = lax.integer_pow(mean, 2)
     two, four = _c(mean, 2), _c(mean, 4)
     root = lax.sqrt(lax.add(lax.mul(lax.mul(four, mean), y), lax.mul(mean_sq, y_sq)))
-    x = lax.sub(lax.add(mean, lax.div(lax.mul(mean_sq, y), two)),
-                lax.mul(lax.div(mean, two), root))
+    x = lax.sub(lax.add(mean, lax.div(lax.mul(mean_sq, y), two)), lax.mul(lax.div(mean, two), root))
     return lax.select(lax.le(z, lax.div(mean, lax.add(mean, x))), x, lax.div(mean_sq, x))
 
 
@@ -1013,6 +1119,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None) -> Array:
     """Weibull floats: ``(-log1p(-u)) ** (1 / concentration) * scale`` (inverse CDF)."""
     from fungrad import numpy as fnp
     from fungrad.numpy import util
+
     key = _check_prng_key("weibull_min", key)
     dtype = _float_dtype("weibull_min", dtype)
     shape = _canonical_shape("weibull_min", shape)
@@ -1026,6 +1133,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None) -> Array:
 def maxwell(key, shape=(), dtype=None) -> Array:
     """Maxwell floats: the length of a standard normal 3-vector."""
     from fungrad import numpy as fnp
+
     key = _check_prng_key("maxwell", key)
     dtype = _float_dtype("maxwell", dtype)
     shape = _canonical_shape("maxwell", shape)
@@ -1053,12 +1161,14 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None) -> Array:
     """
     from fungrad import numpy as fnp
     from fungrad.numpy import util
+
     key = _check_prng_key("double_sided_maxwell", key)
     dtype = _float_dtype("double_sided_maxwell", dtype)
     shape = _canonical_shape("double_sided_maxwell", shape)
     util.check_arraylike("double_sided_maxwell", loc, scale)
-    param_shape = util.broadcast_shapes(np.shape(loc), np.shape(scale),
-                                        fun_name="double_sided_maxwell")
+    param_shape = util.broadcast_shapes(
+        np.shape(loc), np.shape(scale), fun_name="double_sided_maxwell"
+    )
     shape = (shape or param_shape) + param_shape
     maxwell_key, sign_key = _split_keys(key, 2)
     m = maxwell(maxwell_key, shape, dtype)
@@ -1070,6 +1180,7 @@ def generalized_normal(key, p, shape=(), dtype=None) -> Array:
     """Generalized normal floats, density ``p / (2 Gamma(1/p)) exp(-|x|**p)``: a random sign
     times ``Gamma(1/p) ** (1/p)``."""
     from fungrad import numpy as fnp
+
     key = _check_prng_key("generalized_normal", key)
     dtype = _float_dtype("generalized_normal", dtype)
     shape = _canonical_shape("generalized_normal", shape)
@@ -1088,6 +1199,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None) -> Array:
     normal ``(max(n, m), min(n, m))`` matrix with its columns' signs fixed so that R has a
     positive diagonal (Mezzadri 2007), transposed when ``n < m``; JAX's numbers."""
     from fungrad import numpy as fnp
+
     key = _check_prng_key("orthogonal", key)
     dtype = _float_dtype("orthogonal", dtype)
     shape = _canonical_shape("orthogonal", shape)
@@ -1097,8 +1209,9 @@ def orthogonal(key, n, shape=(), dtype=None, m=None) -> Array:
     except core.ConcretizationTypeError:
         raise
     except TypeError:
-        raise TypeError(f"orthogonal: n and m must be Python integers, got n={n!r}, "
-                        f"m={m!r}") from None
+        raise TypeError(
+            f"orthogonal: n and m must be Python integers, got n={n!r}, m={m!r}"
+        ) from None
     if n < 0 or m < 0:
         raise ValueError(f"orthogonal: n and m must be non-negative, got n={n}, m={m}")
     z = _normal(key, (*shape, max(n, m), min(n, m)), dtype)
@@ -1112,6 +1225,7 @@ def ball(key, d, p=2, shape=(), dtype=None) -> Array:
     """Points uniform in the ``d``-dimensional unit ``p``-norm ball (shape ``shape + (d,)``):
     generalized normal vectors divided by ``(sum |g|**p + e) ** (1/p)``, ``e`` exponential."""
     from fungrad import numpy as fnp
+
     key = _check_prng_key("ball", key)
     dtype = _float_dtype("ball", dtype)
     shape = _canonical_shape("ball", shape)
@@ -1120,8 +1234,9 @@ def ball(key, d, p=2, shape=(), dtype=None) -> Array:
     except core.ConcretizationTypeError:
         raise
     except TypeError:
-        raise TypeError(f"ball: the dimension d must be a concrete integer, got "
-                        f"{type(d).__name__}") from None
+        raise TypeError(
+            f"ball: the dimension d must be a concrete integer, got {type(d).__name__}"
+        ) from None
     if d < 0:  # a TypeError, as JAX's shape check raises
         raise TypeError(f"ball: the dimension d must be non-negative, got {d}")
     k1, k2 = _split_keys(key, 2)
@@ -1132,6 +1247,7 @@ def ball(key, d, p=2, shape=(), dtype=None) -> Array:
 
 
 # -- discrete samplers built on uniform ------------------------------------------------------------
+
 
 def _int_dtype(name: str, dtype) -> np.dtype:
     dt = _dtype(name, int if dtype is None else dtype)
@@ -1145,6 +1261,7 @@ def geometric(key, p, shape=None, dtype=None) -> Array:
     ``floor(log(u) / log1p(-p)) + 1``."""
     from fungrad import numpy as fnp
     from fungrad.numpy import util
+
     key = _check_prng_key("geometric", key)
     dtype = _int_dtype("geometric", dtype)
     util.check_arraylike("geometric", p)
@@ -1164,6 +1281,7 @@ def poisson(key, lam, shape=None, dtype=None) -> Array:
     Hormann's transformed rejection. Both loop over the whole array with one key per round.
     """
     from fungrad.numpy import util
+
     key = _check_prng_key("poisson", key)
     dtype = _int_dtype("poisson", dtype)
     util.check_arraylike("poisson", lam)
@@ -1174,8 +1292,11 @@ def poisson(key, lam, shape=None, dtype=None) -> Array:
     lam_knuth = lax.select(use_knuth, lam, lax.full_like(lam, 0))
     lam_rejection = lax.select(use_knuth, lax.full_like(lam, 1e5), lam)
     max_iters = Array(np.array(np.iinfo(dtype).max, dtype))
-    out = lax.select(use_knuth, _poisson_knuth(key, lam_knuth, shape, dtype, max_iters),
-                     _poisson_rejection(key, lam_rejection, shape, dtype, max_iters))
+    out = lax.select(
+        use_knuth,
+        _poisson_knuth(key, lam_knuth, shape, dtype, max_iters),
+        _poisson_rejection(key, lam_rejection, shape, dtype, max_iters),
+    )
     return lax.select(lax.eq(lam, _c(lam, 0)), lax.full_like(out, 0), out)
 
 
@@ -1216,16 +1337,19 @@ def _poisson_rejection(key, lam, shape, dtype, max_iters):
         u = lax.sub(_uniform(key0, shape, f32, 0.0, 1.0), _c(lam, 0.5))
         v = _uniform(key1, shape, f32, 0.0, 1.0)
         us = lax.sub(_c(lam, 0.5), lax.abs(u))
-        k = lax.floor(lax.add(lax.add(lax.mul(
-            lax.add(lax.div(lax.mul(_c(lam, 2), a), us), b), u), lam), _c(lam, 0.43)))
+        k = lax.floor(
+            lax.add(
+                lax.add(lax.mul(lax.add(lax.div(lax.mul(_c(lam, 2), a), us), b), u), lam),
+                _c(lam, 0.43),
+            )
+        )
         s = lax.log(lax.div(lax.mul(v, inv_alpha), lax.add(lax.div(a, lax.mul(us, us)), b)))
-        t_ = lax.sub(lax.add(lax.neg(lam), lax.mul(k, log_lam)),
-                     lax.lgamma(lax.add(k, _c(k, 1))))
+        t_ = lax.sub(lax.add(lax.neg(lam), lax.mul(k, log_lam)), lax.lgamma(lax.add(k, _c(k, 1))))
         accept1 = lax.bitwise_and(lax.ge(us, _c(us, 0.07)), lax.le(v, v_r))
-        reject = lax.bitwise_or(lax.lt(k, _c(k, 0)),
-                                lax.bitwise_and(lax.lt(us, _c(us, 0.013)), lax.gt(v, us)))
-        accept = lax.bitwise_or(accept1, lax.bitwise_and(lax.bitwise_not(reject),
-                                                         lax.le(s, t_)))
+        reject = lax.bitwise_or(
+            lax.lt(k, _c(k, 0)), lax.bitwise_and(lax.lt(us, _c(us, 0.013)), lax.gt(v, us))
+        )
+        accept = lax.bitwise_or(accept1, lax.bitwise_and(lax.bitwise_not(reject), lax.le(s, t_)))
         k_out = lax.select(accept, k, k_out)
         return lax.add(i, _c(i, 1)), k_out, lax.bitwise_or(accepted, accept), key
 
@@ -1237,23 +1361,36 @@ def _poisson_rejection(key, lam, shape, dtype, max_iters):
     return lax.convert_element_type(lax.while_loop(cond, body, init)[1], dtype)
 
 
-_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
-                  0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
-                  0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
-                  0.00833056343336287)
+_STIRLING_TAIL = (
+    0.0810614667953272,
+    0.0413406959554092,
+    0.0276779256849983,
+    0.02079067210376509,
+    0.0166446911898211,
+    0.0138761288230707,
+    0.0118967099458917,
+    0.0104112652619720,
+    0.00925546218271273,
+    0.00833056343336287,
+)
 
 
 def _stirling_tail(k):
     """``log(k!) - (Stirling's approximation)``: tabulated for ``k <= 9``, else its series."""
     from fungrad import numpy as fnp
+
     table = Array(np.array(_STIRLING_TAIL, k.dtype))
     small = lax.le(k, _c(k, 9))
     k = lax.clamp(_c(k, 0), k, _c(k, 9))
     kp1 = lax.add(k, _c(k, 1))
     kp1sq = lax.mul(kp1, kp1)
-    approx = lax.div(lax.sub(_c(k, 1.0 / 12),
-                             lax.div(lax.sub(_c(k, 1.0 / 360), lax.div(_c(k, 1.0 / 1260), kp1sq)),
-                                     kp1sq)), kp1)
+    approx = lax.div(
+        lax.sub(
+            _c(k, 1.0 / 12),
+            lax.div(lax.sub(_c(k, 1.0 / 360), lax.div(_c(k, 1.0 / 1260), kp1sq)), kp1sq),
+        ),
+        kp1,
+    )
     index = lax.convert_element_type(lax.floor(k), np.int32)
     return lax.select(small, fnp.take(table, index), approx)
 
@@ -1265,8 +1402,7 @@ def _binomial_inversion(key, count, prob, shape, max_iters):
     def body(state):
         i, num_geom, geom_sum, key = state
         subkey, key = _split_keys(key, 2)
-        num_geom = lax.select(lax.le(geom_sum, count), lax.add(num_geom, _c(num_geom, 1)),
-                              num_geom)
+        num_geom = lax.select(lax.le(geom_sum, count), lax.add(num_geom, _c(num_geom, 1)), num_geom)
         u = _uniform(subkey, shape, prob.dtype, 0.0, 1.0)
         geom = lax.ceil(lax.div(lax.log(u), log1mp))
         return lax.add(i, _c(i, 1)), num_geom, lax.add(geom_sum, geom), key
@@ -1282,8 +1418,10 @@ def _binomial_inversion(key, count, prob, shape, max_iters):
 
 def _btrs(key, count, prob, shape, max_iters):
     """Hormann's transformed rejection with squeeze (BTRS) for ``count * p > 10``."""
+
     def c(v):
         return _c(prob, v)
+
     one = c(1)
     q = lax.sub(one, prob)
     stddev = lax.sqrt(lax.mul(lax.mul(count, prob), q))
@@ -1295,9 +1433,10 @@ def _btrs(key, count, prob, shape, max_iters):
     alpha = lax.mul(lax.add(c(2.83), lax.div(c(5.1), b)), stddev)
     m = lax.floor(lax.mul(lax.add(count, one), prob))
     # the parts of the bound that do not depend on k
-    bound_m = lax.mul(lax.add(m, c(0.5)),
-                      lax.log(lax.div(lax.add(m, one),
-                                      lax.mul(r, lax.add(lax.sub(count, m), one)))))
+    bound_m = lax.mul(
+        lax.add(m, c(0.5)),
+        lax.log(lax.div(lax.add(m, one), lax.mul(r, lax.add(lax.sub(count, m), one)))),
+    )
 
     def body(state):
         i, k_out, accepted, key = state
@@ -1311,17 +1450,23 @@ def _btrs(key, count, prob, shape, max_iters):
         reject = lax.bitwise_or(lax.lt(k, c(0)), lax.gt(k, count))
         v = lax.log(lax.div(lax.mul(v, alpha), lax.add(lax.div(a, lax.mul(us, us)), b)))
         n_k1 = lax.add(lax.sub(count, k), one)
-        ub = lax.add(lax.add(lax.add(bound_m,
-                                     lax.mul(lax.add(count, one),
-                                             lax.log(lax.div(lax.add(lax.sub(count, m), one),
-                                                             n_k1)))),
-                             lax.mul(lax.add(k, c(0.5)),
-                                     lax.log(lax.div(lax.mul(r, n_k1), lax.add(k, one))))),
-                     _stirling_tail(m))
-        ub = lax.sub(lax.sub(lax.add(ub, _stirling_tail(lax.sub(count, m))), _stirling_tail(k)),
-                     _stirling_tail(lax.sub(count, k)))
-        accept = lax.bitwise_or(accept1, lax.bitwise_and(lax.bitwise_not(reject),
-                                                         lax.le(v, ub)))
+        ub = lax.add(
+            lax.add(
+                lax.add(
+                    bound_m,
+                    lax.mul(
+                        lax.add(count, one), lax.log(lax.div(lax.add(lax.sub(count, m), one), n_k1))
+                    ),
+                ),
+                lax.mul(lax.add(k, c(0.5)), lax.log(lax.div(lax.mul(r, n_k1), lax.add(k, one)))),
+            ),
+            _stirling_tail(m),
+        )
+        ub = lax.sub(
+            lax.sub(lax.add(ub, _stirling_tail(lax.sub(count, m))), _stirling_tail(k)),
+            _stirling_tail(lax.sub(count, k)),
+        )
+        accept = lax.bitwise_or(accept1, lax.bitwise_and(lax.bitwise_not(reject), lax.le(v, ub)))
         k_out = lax.select(accept, k, k_out)
         return lax.add(i, _c(i, 1)), k_out, lax.bitwise_or(accepted, accept), key
 
@@ -1329,8 +1474,12 @@ def _btrs(key, count, prob, shape, max_iters):
         i, _, accepted, _ = state
         return lax.bitwise_and(_any_true(lax.bitwise_not(accepted)), lax.lt(i, max_iters))
 
-    init = (_c(max_iters, 0), lax.full(shape, -1, prob.dtype), lax.full(shape, False, np.bool_),
-            key)
+    init = (
+        _c(max_iters, 0),
+        lax.full(shape, -1, prob.dtype),
+        lax.full(shape, False, np.bool_),
+        key,
+    )
     return lax.while_loop(cond, body, init)[1]
 
 
@@ -1341,6 +1490,7 @@ def binomial(key, n, p, shape=None, dtype=None) -> Array:
     ``p``, give NaN; infinite ``n`` gives inf."""
     from fungrad import numpy as fnp
     from fungrad.numpy import util
+
     key = _check_prng_key("binomial", key)
     util.check_arraylike("binomial", n, p)
     dtype = _float_dtype("binomial", dtype)
@@ -1351,6 +1501,7 @@ def binomial(key, n, p, shape=None, dtype=None) -> Array:
 
     def c(v):
         return _c(p, v)
+
     p_lt_half = lax.lt(p, c(0.5))
     q = lax.select(p_lt_half, p, lax.sub(c(1.0), p))
     count_nan_or_neg = lax.bitwise_or(lax.ne(count, count), lax.lt(count, c(0.0)))
@@ -1364,15 +1515,18 @@ def binomial(key, n, p, shape=None, dtype=None) -> Array:
     count_btrs = lax.select(use_inversion, lax.full_like(count, 1e4), count)
     q_btrs = lax.select(use_inversion, lax.full_like(q, 0.5), q)
     max_iters = Array(np.array(dtypes.finfo(dtype).max, p.dtype))
-    samples = lax.select(use_inversion,
-                         _binomial_inversion(key, count_inv, q, shape, max_iters),
-                         _btrs(key, count_btrs, q_btrs, shape, max_iters))
+    samples = lax.select(
+        use_inversion,
+        _binomial_inversion(key, count_inv, q, shape, max_iters),
+        _btrs(key, count_btrs, q_btrs, shape, max_iters),
+    )
     samples = lax.convert_element_type(samples, dtype)
     invalid = lax.bitwise_or(lax.bitwise_or(q_lt_0, q_is_nan), count_nan_or_neg)
     samples = fnp.where(invalid, np.nan, samples)
     samples = fnp.where(lax.bitwise_and(count_inf, lax.bitwise_not(invalid)), np.inf, samples)
-    keep = lax.bitwise_or(lax.bitwise_or(p_lt_half, count_nan_or_neg),
-                          lax.bitwise_or(q_is_nan, count_inf))
+    keep = lax.bitwise_or(
+        lax.bitwise_or(p_lt_half, count_nan_or_neg), lax.bitwise_or(q_is_nan, count_inf)
+    )
     return lax.select(keep, samples, lax.sub(lax.convert_element_type(count, dtype), samples))
 
 
@@ -1385,12 +1539,15 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1) -> Array:
     """
     from fungrad import numpy as fnp
     from fungrad.numpy import util
+
     key = _check_prng_key("multinomial", key)
     util.check_arraylike("multinomial", n, p)
     n, p = util.promote_dtypes_inexact(n, p)
     if p.ndim < 1:
-        raise ValueError(f"multinomial: p must have at least one dimension (the outcomes), got "
-                         f"shape {tuple(p.shape)}")
+        raise ValueError(
+            f"multinomial: p must have at least one dimension (the outcomes), got "
+            f"shape {tuple(p.shape)}"
+        )
     shape = tuple(p.shape) if shape is None else _canonical_shape("multinomial", shape)
     if not shape:
         raise ValueError("multinomial: shape must include the outcome axis, got ()")

@@ -33,6 +33,7 @@ def _c(x, value):
 
 def _keys(key, num: int):
     from fungrad.random import _split
+
     keys = _split(key, num)
     return [lax.index_in_dim(keys, i, keepdims=False) for i in range(num)]
 
@@ -40,6 +41,7 @@ def _keys(key, num: int):
 def _gamma_one(key, alpha, log_space: bool):
     """One Gamma(alpha) sample (or its log) for a scalar ``alpha``: Marsaglia-Tsang."""
     from fungrad.random import _normal, _uniform
+
     dtype = alpha.dtype
     zero, one, two, minus_one = _c(alpha, 0), _c(alpha, 1), _c(alpha, 2), _c(alpha, -1)
     third = _c(alpha, 1.0 / 3.0)
@@ -52,9 +54,12 @@ def _gamma_one(key, alpha, log_space: bool):
     def rejected(state):
         _, x2, v3, u = state
         squeeze = lax.ge(u, lax.sub(one, lax.mul(_c(alpha, 0.0331), lax.mul(x2, x2))))
-        log_test = lax.ge(lax.log(u), lax.add(lax.mul(x2, _c(alpha, 0.5)),
-                                              lax.mul(d, lax.add(lax.sub(one, v3),
-                                                                 lax.log(v3)))))
+        log_test = lax.ge(
+            lax.log(u),
+            lax.add(
+                lax.mul(x2, _c(alpha, 0.5)), lax.mul(d, lax.add(lax.sub(one, v3), lax.log(v3)))
+            ),
+        )
         return lax.bitwise_and(squeeze, log_test)
 
     def next_positive_v(state):
@@ -64,8 +69,9 @@ def _gamma_one(key, alpha, log_space: bool):
 
     def propose(state):
         key, x_key, u_key = _keys(state[0], 3)
-        _, x, v = lax.while_loop(lambda s: lax.le(s[2], zero), next_positive_v,
-                                 (x_key, zero, minus_one))
+        _, x, v = lax.while_loop(
+            lambda s: lax.le(s[2], zero), next_positive_v, (x_key, zero, minus_one)
+        )
         u = _uniform(u_key, (), dtype, 0.0, 1.0)
         return key, lax.mul(x, x), lax.mul(lax.mul(v, v), v), u
 
@@ -85,10 +91,12 @@ def _gamma_one(key, alpha, log_space: bool):
 
 def _gamma_impl(key, a, log_space: bool):
     from fungrad.api import vmap
+
     n = int(np.prod(a.shape))
     if n == 0:
         return lax.full_like(a, 0)
     from fungrad.random import _split
+
     keys = _split(key, n)
     flat = lax.reshape(a, (n,))
     samples = vmap(functools.partial(_gamma_one, log_space=log_space))(keys, flat)
@@ -145,8 +153,14 @@ def _series_grad(a, x, enabled):
         going = lax.bitwise_and(enabled, lax.gt(lax.abs(lax.div(dc, ds)), eps))
         return (going, *_select_all(enabled, (r, c, s, dc, ds), old))
 
-    init = (enabled, a, lax.full_like(a, one), lax.full_like(a, one), lax.full_like(a, zero),
-            lax.full_like(a, zero))
+    init = (
+        enabled,
+        a,
+        lax.full_like(a, one),
+        lax.full_like(a, one),
+        lax.full_like(a, zero),
+        lax.full_like(a, zero),
+    )
     _, _, _, s, _, ds = lax.while_loop(lambda st: _any(st[0]), body, init)
     dlog = lax.sub(lax.log(x), lax.digamma(lax.add(a, one)))
     return lax.div(lax.mul(lax.neg(lax.add(ds, lax.mul(s, dlog))), x), a)
@@ -172,10 +186,12 @@ def _continued_fraction_grad(a, x, enabled):
         qk = lax.sub(lax.mul(qkm1, z), lax.mul(qkm2, yk))
         qk_nonzero = lax.ne(qk, zero)
         f = lax.select(qk_nonzero, lax.div(pk, qk), f)
-        dpk = lax.add(lax.sub(lax.sub(lax.mul(dpkm1, z), pkm1), lax.mul(dpkm2, yk)),
-                      lax.mul(pkm2, k))
-        dqk = lax.add(lax.sub(lax.sub(lax.mul(dqkm1, z), qkm1), lax.mul(dqkm2, yk)),
-                      lax.mul(qkm2, k))
+        dpk = lax.add(
+            lax.sub(lax.sub(lax.mul(dpkm1, z), pkm1), lax.mul(dpkm2, yk)), lax.mul(pkm2, k)
+        )
+        dqk = lax.add(
+            lax.sub(lax.sub(lax.mul(dqkm1, z), qkm1), lax.mul(dqkm2, yk)), lax.mul(qkm2, k)
+        )
         df_new = lax.select(qk_nonzero, lax.div(lax.sub(dpk, lax.mul(f, dqk)), qk), df)
         change = lax.select(qk_nonzero, lax.abs(lax.sub(df_new, df)), lax.full_like(df, one))
         pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
@@ -183,7 +199,8 @@ def _continued_fraction_grad(a, x, enabled):
         rescale = lax.gt(lax.abs(pk), big)
         pkm2, pkm1, qkm2, qkm1, dpkm2, dqkm2, dpkm1, dqkm1 = (
             lax.select(rescale, lax.mul(v, eps), v)
-            for v in (pkm2, pkm1, qkm2, qkm1, dpkm2, dqkm2, dpkm1, dqkm1))
+            for v in (pkm2, pkm1, qkm2, qkm1, dpkm2, dqkm2, dpkm1, dqkm1)
+        )
         going = lax.bitwise_and(enabled, lax.gt(change, eps))
         new = (f, y, z, pkm1, qkm1, pkm2, qkm2, dpkm2, dqkm2, dpkm1, dqkm1, df_new)
         return (going, k, *_select_all(enabled, new, old))
@@ -199,7 +216,8 @@ def _continued_fraction_grad(a, x, enabled):
     df = lax.div(lax.sub(zeros, lax.mul(f, dqkm1)), qkm1)
     init = (enabled, zero, f, y, z, pkm1, qkm1, pkm2, qkm2, zeros, zeros, zeros, dqkm1, df)
     out = lax.while_loop(
-        lambda st: lax.bitwise_and(lax.lt(st[1], _c(a, 2000)), _any(st[0])), body, init)
+        lambda st: lax.bitwise_and(lax.lt(st[1], _c(a, 2000)), _any(st[0])), body, init
+    )
     f, df = out[2], out[-1]
     dlog = lax.sub(lax.log(x), lax.digamma(a))
     return lax.mul(lax.add(df, lax.mul(f, dlog)), x)
@@ -215,11 +233,13 @@ def random_gamma_grad(a, x):
     use_cf = lax.bitwise_and(lax.gt(x, one), lax.gt(x, a))
     log_ax = lax.sub(lax.sub(lax.mul(a, lax.log(x)), x), lax.lgamma(a))
     underflow = lax.lt(log_ax, _c(a, -np.log(dtypes.finfo(a.dtype).max)))
-    enabled = lax.bitwise_not(lax.bitwise_or(lax.bitwise_or(x_is_zero, domain_error),
-                                             lax.bitwise_or(underflow, is_nan)))
-    out = lax.select(use_cf,
-                     _continued_fraction_grad(a, x, lax.bitwise_and(enabled, use_cf)),
-                     _series_grad(a, x, lax.bitwise_and(enabled, lax.bitwise_not(use_cf))))
+    enabled = lax.bitwise_not(
+        lax.bitwise_or(lax.bitwise_or(x_is_zero, domain_error), lax.bitwise_or(underflow, is_nan))
+    )
+    out = lax.select(
+        use_cf,
+        _continued_fraction_grad(a, x, lax.bitwise_and(enabled, use_cf)),
+        _series_grad(a, x, lax.bitwise_and(enabled, lax.bitwise_not(use_cf))),
+    )
     out = lax.select(x_is_zero, lax.full_like(out, zero), out)
-    return lax.select(lax.bitwise_or(domain_error, is_nan),
-                      lax.full_like(out, _c(a, np.nan)), out)
+    return lax.select(lax.bitwise_or(domain_error, is_nan), lax.full_like(out, _c(a, np.nan)), out)

@@ -26,11 +26,14 @@ class ShapeDtypeStruct:
         try:
             shape = tuple(int(operator_index(d)) for d in shape)
         except TypeError:
-            raise TypeError(f"ShapeDtypeStruct: shape must be a sequence of integers, got "
-                            f"{shape!r}") from None
+            raise TypeError(
+                f"ShapeDtypeStruct: shape must be a sequence of integers, got {shape!r}"
+            ) from None
         if dtype is None:
-            raise ValueError("ShapeDtypeStruct: dtype must be given (e.g. "
-                             "ShapeDtypeStruct((2, 3), fnp.float32)), got None")
+            raise ValueError(
+                "ShapeDtypeStruct: dtype must be given (e.g. "
+                "ShapeDtypeStruct((2, 3), fnp.float32)), got None"
+            )
         if sharding is not None:
             raise ValueError("ShapeDtypeStruct: fungrad has no shardings; pass sharding=None")
         try:
@@ -45,8 +48,7 @@ class ShapeDtypeStruct:
 
     @property
     def aval(self) -> core.ShapedArray:
-        return core.ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype),
-                                self.weak_type)
+        return core.ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
 
     def __len__(self):
         if not self.shape:
@@ -54,8 +56,12 @@ class ShapeDtypeStruct:
         return self.shape[0]
 
     def __eq__(self, other):
-        return (type(other) is ShapeDtypeStruct and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+        return (
+            type(other) is ShapeDtypeStruct
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.weak_type == other.weak_type
+        )
 
     def __hash__(self):
         return hash((self.shape, self.dtype, self.weak_type))

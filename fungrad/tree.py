@@ -12,8 +12,19 @@ import dataclasses
 from fungrad import tree_util
 
 __all__ = [
-    "all", "broadcast", "flatten", "flatten_with_path", "leaves", "leaves_with_path", "map",
-    "map_with_path", "reduce", "reduce_associative", "static", "structure", "transpose",
+    "all",
+    "broadcast",
+    "flatten",
+    "flatten_with_path",
+    "leaves",
+    "leaves_with_path",
+    "map",
+    "map_with_path",
+    "reduce",
+    "reduce_associative",
+    "static",
+    "structure",
+    "transpose",
     "unflatten",
 ]
 

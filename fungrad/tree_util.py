@@ -21,24 +21,53 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
 __all__ = [
-    "DictKey", "FlattenedIndexKey", "GetAttrKey", "KeyEntry", "KeyPath", "Partial",
-    "PyTreeDef", "SequenceKey", "all_leaves", "default_registry", "flatten_one_level",
-    "flatten_one_level_with_keys", "is_tree_node", "keystr", "register_dataclass",
-    "register_pytree_node", "register_pytree_node_class", "register_pytree_with_keys",
-    "register_pytree_with_keys_class", "register_static", "tree_all", "tree_broadcast",
-    "tree_flatten", "tree_flatten_with_path", "tree_leaves", "tree_leaves_with_path",
-    "tree_map", "tree_map_with_path", "tree_reduce", "tree_reduce_associative",
-    "tree_structure", "tree_transpose", "tree_unflatten", "treedef_children",
-    "treedef_is_leaf", "treedef_tuple",
+    "DictKey",
+    "FlattenedIndexKey",
+    "GetAttrKey",
+    "KeyEntry",
+    "KeyPath",
+    "Partial",
+    "PyTreeDef",
+    "SequenceKey",
+    "all_leaves",
+    "default_registry",
+    "flatten_one_level",
+    "flatten_one_level_with_keys",
+    "is_tree_node",
+    "keystr",
+    "register_dataclass",
+    "register_pytree_node",
+    "register_pytree_node_class",
+    "register_pytree_with_keys",
+    "register_pytree_with_keys_class",
+    "register_static",
+    "tree_all",
+    "tree_broadcast",
+    "tree_flatten",
+    "tree_flatten_with_path",
+    "tree_leaves",
+    "tree_leaves_with_path",
+    "tree_map",
+    "tree_map_with_path",
+    "tree_reduce",
+    "tree_reduce_associative",
+    "tree_structure",
+    "tree_transpose",
+    "tree_unflatten",
+    "treedef_children",
+    "treedef_is_leaf",
+    "treedef_tuple",
 ]
 
 
 # -- key entries: one step of a key path ---------------------------------------------------
 
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class DictKey:
     """The key path entry of a dict-like child (``dict``, ``OrderedDict``, ``defaultdict``):
     ``str`` gives ``['key']``."""
+
     key: Hashable
 
     def __str__(self):
@@ -48,6 +77,7 @@ class DictKey:
 @dataclasses.dataclass(frozen=True, slots=True)
 class SequenceKey:
     """The key path entry of a tuple or list element: ``str`` gives ``[idx]``."""
+
     idx: int
 
     def __str__(self):
@@ -58,6 +88,7 @@ class SequenceKey:
 class GetAttrKey:
     """The key path entry of a namedtuple field or dataclass attribute: ``str`` gives
     ``.name``."""
+
     name: str
 
     def __str__(self):
@@ -68,6 +99,7 @@ class GetAttrKey:
 class FlattenedIndexKey:
     """The key path entry of the ``key``-th child of a custom node registered without keys:
     ``str`` gives ``[<flat index key>]``."""
+
     key: int
 
     def __str__(self):
@@ -97,24 +129,30 @@ def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
       ['a/0', 'a/1']
     """
     if not hasattr(keys, "__iter__"):
-        raise TypeError(f"keystr: keys must be a key path (a tuple of key entries, as "
-                        f"tree_flatten_with_path gives), got {type(keys).__name__} {keys!r:.60}")
+        raise TypeError(
+            f"keystr: keys must be a key path (a tuple of key entries, as "
+            f"tree_flatten_with_path gives), got {type(keys).__name__} {keys!r:.60}"
+        )
     return separator.join(_simple_entrystr(k) if simple else str(k) for k in keys)
 
 
 def _check_treedef(fun_name: str, treedef, what: str = "treedef") -> PyTreeDef:
     """``treedef`` if it is a PyTreeDef, else a TypeError naming ``fun_name``."""
     if not isinstance(treedef, PyTreeDef):
-        raise TypeError(f"{fun_name}: {what} must be a PyTreeDef (from tree_structure or "
-                        f"tree_flatten), got {type(treedef).__name__} {treedef!r:.60}")
+        raise TypeError(
+            f"{fun_name}: {what} must be a PyTreeDef (from tree_structure or "
+            f"tree_flatten), got {type(treedef).__name__} {treedef!r:.60}"
+        )
     return treedef
 
 
 def _bad_flatten(t, out, with_keys: bool = False) -> ValueError:
     fn = "flatten_with_keys" if with_keys else "flatten"
     pairs = "(key, child) pairs" if with_keys else "children"
-    return ValueError(f"the {fn} function registered for the pytree node type {t.__name__} "
-                      f"must return a pair ({pairs}, aux_data), got {out!r:.80}")
+    return ValueError(
+        f"the {fn} function registered for the pytree node type {t.__name__} "
+        f"must return a pair ({pairs}, aux_data), got {out!r:.80}"
+    )
 
 
 def _simple_entrystr(key) -> str:
@@ -129,17 +167,19 @@ def _simple_entrystr(key) -> str:
 
 # -- the registry of node types --------------------------------------------------------------
 
+
 class _NodeType(NamedTuple):
-    flatten: Callable[[Any], tuple[Any, Any]]      # node -> (children, aux_data)
-    unflatten: Callable[[Any, Any], Any]           # (aux_data, children) -> node
+    flatten: Callable[[Any], tuple[Any, Any]]  # node -> (children, aux_data)
+    unflatten: Callable[[Any, Any], Any]  # (aux_data, children) -> node
     flatten_with_keys: Callable[[Any], tuple[Any, Any]] | None  # -> ([(key, child)], aux)
 
 
 _registry: dict[type, _NodeType] = {}
 
 
-def register_pytree_node(nodetype: type, flatten_func, unflatten_func,
-                         flatten_with_keys_func=None) -> None:
+def register_pytree_node(
+    nodetype: type, flatten_func, unflatten_func, flatten_with_keys_func=None
+) -> None:
     """Make ``nodetype`` a pytree node.
 
     Args:
@@ -151,21 +191,30 @@ def register_pytree_node(nodetype: type, flatten_func, unflatten_func,
         each child's key path entry; without it children get :class:`FlattenedIndexKey`.
     """
     if not isinstance(nodetype, type):  # a TypeError, as JAX's registry raises
-        raise TypeError(f"register_pytree_node: nodetype must be a class, got "
-                        f"{type(nodetype).__name__} {nodetype!r:.40}")
+        raise TypeError(
+            f"register_pytree_node: nodetype must be a class, got "
+            f"{type(nodetype).__name__} {nodetype!r:.40}"
+        )
     if nodetype in _registry:
-        raise ValueError(f"register_pytree_node: {nodetype.__name__} is already registered "
-                         "as a pytree node")
-    for what, fn in (("flatten_func", flatten_func), ("unflatten_func", unflatten_func),
-                     ("flatten_with_keys_func", flatten_with_keys_func)):
+        raise ValueError(
+            f"register_pytree_node: {nodetype.__name__} is already registered as a pytree node"
+        )
+    for what, fn in (
+        ("flatten_func", flatten_func),
+        ("unflatten_func", unflatten_func),
+        ("flatten_with_keys_func", flatten_with_keys_func),
+    ):
         if not callable(fn) and not (fn is None and what == "flatten_with_keys_func"):
-            raise TypeError(f"register_pytree_node({nodetype.__name__}): {what} must be "
-                            f"callable, got {type(fn).__name__}")
+            raise TypeError(
+                f"register_pytree_node({nodetype.__name__}): {what} must be "
+                f"callable, got {type(fn).__name__}"
+            )
     _registry[nodetype] = _NodeType(flatten_func, unflatten_func, flatten_with_keys_func)
 
 
-def register_pytree_with_keys(nodetype: type, flatten_with_keys, unflatten_func,
-                              flatten_func=None) -> None:
+def register_pytree_with_keys(
+    nodetype: type, flatten_with_keys, unflatten_func, flatten_func=None
+) -> None:
     """Make ``nodetype`` a pytree node whose children carry key path entries.
 
     Args:
@@ -176,9 +225,11 @@ def register_pytree_with_keys(nodetype: type, flatten_with_keys, unflatten_func,
         no keys; it must give the children in the same order and the same aux data.
     """
     if flatten_func is None:
+
         def flatten_func(x):
             keyed, aux = flatten_with_keys(x)
             return [c for _, c in keyed], aux
+
     register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
 
 
@@ -192,8 +243,9 @@ def register_pytree_with_keys_class(cls):
     """Class decorator: use ``cls.tree_flatten_with_keys()`` (``([(key, child)], aux)``),
     ``cls.tree_unflatten(aux, children)`` and, when defined, ``cls.tree_flatten()``."""
     flatten = (lambda x: x.tree_flatten()) if hasattr(cls, "tree_flatten") else None
-    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
-                              flatten)
+    register_pytree_with_keys(
+        cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten, flatten
+    )
     return cls
 
 
@@ -212,24 +264,34 @@ def register_dataclass(nodetype=None, data_fields=None, meta_fields=None, drop_f
     meta and the rest data. Children's key path entries are ``GetAttrKey(field)``.
     """
     if nodetype is None:
-        return functools.partial(register_dataclass, data_fields=data_fields,
-                                 meta_fields=meta_fields, drop_fields=drop_fields)
+        return functools.partial(
+            register_dataclass,
+            data_fields=data_fields,
+            meta_fields=meta_fields,
+            drop_fields=drop_fields,
+        )
     name = getattr(nodetype, "__name__", nodetype)
     if (data_fields is None) != (meta_fields is None):
-        raise TypeError(f"register_dataclass({name}): give both data_fields and meta_fields, "
-                        f"or neither; got data_fields={data_fields!r}, "
-                        f"meta_fields={meta_fields!r}")
+        raise TypeError(
+            f"register_dataclass({name}): give both data_fields and meta_fields, "
+            f"or neither; got data_fields={data_fields!r}, "
+            f"meta_fields={meta_fields!r}"
+        )
     if data_fields is None:
         if not dataclasses.is_dataclass(nodetype):
-            raise TypeError(f"register_dataclass: {name} is not a dataclass; pass "
-                            "data_fields and meta_fields explicitly")
+            raise TypeError(
+                f"register_dataclass: {name} is not a dataclass; pass "
+                "data_fields and meta_fields explicitly"
+            )
         fields = [f for f in dataclasses.fields(nodetype) if f.name not in drop_fields]
         meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
         data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
     data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
     if overlap := set(data_fields) & set(meta_fields):
-        raise ValueError(f"register_dataclass({name}): fields {sorted(overlap)} are in both "
-                         "data_fields and meta_fields")
+        raise ValueError(
+            f"register_dataclass({name}): fields {sorted(overlap)} are in both "
+            "data_fields and meta_fields"
+        )
     if dataclasses.is_dataclass(nodetype):
         init = {f.name for f in dataclasses.fields(nodetype) if f.init} - set(drop_fields)
         given = set(data_fields) | set(meta_fields)
@@ -237,14 +299,17 @@ def register_dataclass(nodetype=None, data_fields=None, meta_fields=None, drop_f
             raise ValueError(
                 f"register_dataclass({name}): data_fields and meta_fields must name exactly "
                 f"the fields with init=True; missing {sorted(init - given)} (add them to "
-                f"drop_fields to leave them out), unexpected {sorted(given - init)}")
+                f"drop_fields to leave them out), unexpected {sorted(given - init)}"
+            )
 
     def flatten(x):
         return [getattr(x, n) for n in data_fields], tuple(getattr(x, n) for n in meta_fields)
 
     def flatten_with_keys(x):
-        return ([(GetAttrKey(n), getattr(x, n)) for n in data_fields],
-                tuple(getattr(x, n) for n in meta_fields))
+        return (
+            [(GetAttrKey(n), getattr(x, n)) for n in data_fields],
+            tuple(getattr(x, n) for n in meta_fields),
+        )
 
     def unflatten(meta, children):
         kwargs = dict(zip(meta_fields, meta))
@@ -259,9 +324,11 @@ def _sorted_keys(d) -> list:
     try:
         return sorted(d)
     except TypeError:
-        raise ValueError(f"tree_flatten: the dict keys {list(d)!r} cannot be sorted; pytree "
-                         "dicts are ordered by sorted key, so use mutually comparable keys "
-                         "(all str, or all int)") from None
+        raise ValueError(
+            f"tree_flatten: the dict keys {list(d)!r} cannot be sorted; pytree "
+            "dicts are ordered by sorted key, so use mutually comparable keys "
+            "(all str, or all int)"
+        ) from None
 
 
 def _dict_flatten(d):
@@ -285,18 +352,22 @@ def _defaultdict_flatten_with_keys(d):
 
 register_pytree_node(tuple, lambda t: (t, None), lambda _, c: tuple(c), _seq_flatten_with_keys)
 register_pytree_node(list, lambda t: (t, None), lambda _, c: list(c), _seq_flatten_with_keys)
-register_pytree_node(dict, _dict_flatten, lambda keys, c: dict(zip(keys, c)),
-                     _dict_flatten_with_keys)
-register_pytree_node(type(None), lambda _: ((), None), lambda _, c: None,
-                     lambda _: ((), None))
-register_pytree_node(OrderedDict, lambda d: (list(d.values()), tuple(d)),
-                     lambda keys, c: OrderedDict(zip(keys, c)),
-                     lambda d: ([(DictKey(k), v) for k, v in d.items()], tuple(d)))
-register_pytree_node(defaultdict,
-                     lambda d: ([d[k] for k in _sorted_keys(d)],
-                                (d.default_factory, tuple(_sorted_keys(d)))),
-                     lambda aux, c: defaultdict(aux[0], zip(aux[1], c)),
-                     _defaultdict_flatten_with_keys)
+register_pytree_node(
+    dict, _dict_flatten, lambda keys, c: dict(zip(keys, c)), _dict_flatten_with_keys
+)
+register_pytree_node(type(None), lambda _: ((), None), lambda _, c: None, lambda _: ((), None))
+register_pytree_node(
+    OrderedDict,
+    lambda d: (list(d.values()), tuple(d)),
+    lambda keys, c: OrderedDict(zip(keys, c)),
+    lambda d: ([(DictKey(k), v) for k, v in d.items()], tuple(d)),
+)
+register_pytree_node(
+    defaultdict,
+    lambda d: ([d[k] for k in _sorted_keys(d)], (d.default_factory, tuple(_sorted_keys(d)))),
+    lambda aux, c: defaultdict(aux[0], zip(aux[1], c)),
+    _defaultdict_flatten_with_keys,
+)
 
 
 def _is_namedtuple(x) -> bool:
@@ -328,7 +399,7 @@ class PyTreeDef:
     __slots__ = ("node_type", "node_data", "children", "num_leaves", "num_nodes", "_hash")
 
     def __init__(self, node_type, node_data, children):
-        self.node_type = node_type          # None for a leaf
+        self.node_type = node_type  # None for a leaf
         self.node_data = node_data
         self.children = children if type(children) is _Children else _Children(children)
         num_leaves, num_nodes = (1 if node_type is None else 0), 1
@@ -342,12 +413,15 @@ class PyTreeDef:
     def unflatten(self, leaves):
         """Rebuild a pytree with this structure from ``leaves`` (an iterable)."""
         if not hasattr(leaves, "__iter__"):
-            raise TypeError(f"tree_unflatten: leaves must be an iterable of {self.num_leaves} "
-                            f"leaves, got {type(leaves).__name__}")
+            raise TypeError(
+                f"tree_unflatten: leaves must be an iterable of {self.num_leaves} "
+                f"leaves, got {type(leaves).__name__}"
+            )
         leaves = list(leaves)
         if len(leaves) != self.num_leaves:
-            raise ValueError(f"tree_unflatten: {self} expects {self.num_leaves} leaves, "
-                             f"got {len(leaves)}")
+            raise ValueError(
+                f"tree_unflatten: {self} expects {self.num_leaves} leaves, got {len(leaves)}"
+            )
         if self.num_nodes == self.num_leaves + 1:  # a node of leaves (an argument tuple...)
             if self.node_type is tuple:
                 return tuple(leaves)
@@ -373,8 +447,11 @@ class PyTreeDef:
             out.append(tree)
             return
         node_type, node_data, children = _node_info(tree)
-        if (node_type != self.node_type or node_data != self.node_data
-                or len(children) != len(self.children)):
+        if (
+            node_type != self.node_type
+            or node_data != self.node_data
+            or len(children) != len(self.children)
+        ):
             raise _Mismatch(self, tree)
         for i, (c, sub) in enumerate(zip(self.children, children)):
             try:
@@ -387,12 +464,15 @@ class PyTreeDef:
         """This structure with every leaf replaced by ``inner``'s structure."""
         if self.node_type is None:
             return inner
-        return PyTreeDef(self.node_type, self.node_data,
-                         [c.compose(inner) for c in self.children])
+        return PyTreeDef(self.node_type, self.node_data, [c.compose(inner) for c in self.children])
 
     def __eq__(self, other):
-        return (isinstance(other, PyTreeDef) and self.node_type == other.node_type
-                and self.node_data == other.node_data and self.children == other.children)
+        return (
+            isinstance(other, PyTreeDef)
+            and self.node_type == other.node_type
+            and self.node_data == other.node_data
+            and self.children == other.children
+        )
 
     def __hash__(self):
         if self._hash is None:
@@ -486,7 +566,8 @@ def _flatten_up_to(treedef: PyTreeDef, tree, fname: str, what: str) -> list:
             f"{fname}: pytree structure mismatch at {what}{where}: expected "
             f"{_describe_node(m.expected)} ({m.expected}), got {_describe_value(got)}; every "
             f"tree must have the first tree's structure (or that structure with subtrees in "
-            f"place of its leaves)") from None
+            f"place of its leaves)"
+        ) from None
     return out
 
 
@@ -518,8 +599,9 @@ def _flatten_with_path(x, path: tuple, leaves: list, is_leaf) -> PyTreeDef:
     if t is None:
         leaves.append((path, x))
         return _LEAF
-    return PyTreeDef(t, data, _Children(
-        [_flatten_with_path(c, (*path, k), leaves, is_leaf) for k, c in keyed]))
+    return PyTreeDef(
+        t, data, _Children([_flatten_with_path(c, (*path, k), leaves, is_leaf) for k, c in keyed])
+    )
 
 
 def tree_flatten(tree, is_leaf=None) -> tuple[list, PyTreeDef]:
@@ -529,8 +611,9 @@ def tree_flatten(tree, is_leaf=None) -> tuple[list, PyTreeDef]:
     return leaves, treedef
 
 
-def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path: bool = False
-                           ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
+def tree_flatten_with_path(
+    tree, is_leaf=None, is_leaf_takes_path: bool = False
+) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
     """``([(key_path, leaf), ...], treedef)``: :func:`tree_flatten` with each leaf's key path.
 
     Args:
@@ -545,15 +628,18 @@ def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path: bool = False
     """
     pred = is_leaf
     if is_leaf is not None and not is_leaf_takes_path:
+
         def pred(_, x):
             return is_leaf(x)
+
     leaves: list = []
     treedef = _flatten_with_path(tree, (), leaves, pred)
     return leaves, treedef
 
 
-def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path: bool = False
-                          ) -> list[tuple[KeyPath, Any]]:
+def tree_leaves_with_path(
+    tree, is_leaf=None, is_leaf_takes_path: bool = False
+) -> list[tuple[KeyPath, Any]]:
     """``[(key_path, leaf), ...]`` in :func:`tree_leaves` order (see
     :func:`tree_flatten_with_path`)."""
     return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
@@ -578,8 +664,9 @@ def tree_map(f, tree, *rest, is_leaf=None) -> Any:
     """Apply ``f`` leafwise; ``rest`` are trees with ``tree``'s structure (or a prefix-compatible
     one: their subtrees at ``tree``'s leaves are passed whole)."""
     leaves, treedef = tree_flatten(tree, is_leaf)
-    all_leaves = [leaves] + [_flatten_up_to(treedef, r, "tree_map", f"rest[{i}]")
-                             for i, r in enumerate(rest)]
+    all_leaves = [leaves] + [
+        _flatten_up_to(treedef, r, "tree_map", f"rest[{i}]") for i, r in enumerate(rest)
+    ]
     return treedef.unflatten(f(*xs) for xs in zip(*all_leaves))
 
 
@@ -594,8 +681,8 @@ def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path: bool = 
     keyed, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
     paths = [p for p, _ in keyed]
     all_leaves = [paths, [x for _, x in keyed]] + [
-        _flatten_up_to(treedef, r, "tree_map_with_path", f"rest[{i}]")
-        for i, r in enumerate(rest)]
+        _flatten_up_to(treedef, r, "tree_map_with_path", f"rest[{i}]") for i, r in enumerate(rest)
+    ]
     return treedef.unflatten(f(*xs) for xs in zip(*all_leaves))
 
 
@@ -613,8 +700,10 @@ def tree_reduce(function, tree, initializer=_UNSPECIFIED, is_leaf=None):
     leaves = tree_leaves(tree, is_leaf)
     if initializer is _UNSPECIFIED:
         if not leaves:
-            raise TypeError("tree_reduce: the tree has no leaves and no initializer was "
-                            "given; pass initializer=")
+            raise TypeError(
+                "tree_reduce: the tree has no leaves and no initializer was "
+                "given; pass initializer="
+            )
         return functools.reduce(function, leaves)
     return functools.reduce(function, leaves, initializer)
 
@@ -625,8 +714,10 @@ def tree_reduce_associative(operation, tree, *, identity=_UNSPECIFIED, is_leaf=N
     leaves = tree_leaves(tree, is_leaf)
     if not leaves:
         if identity is _UNSPECIFIED:
-            raise TypeError("tree_reduce_associative: the tree has no leaves and no identity "
-                            "was given; pass identity=")
+            raise TypeError(
+                "tree_reduce_associative: the tree has no leaves and no identity "
+                "was given; pass identity="
+            )
         return identity
 
     def reduce(lo, hi):
@@ -634,6 +725,7 @@ def tree_reduce_associative(operation, tree, *, identity=_UNSPECIFIED, is_leaf=N
             return leaves[lo]
         mid = (lo + hi) // 2
         return operation(reduce(lo, mid), reduce(mid, hi))
+
     return reduce(0, len(leaves))
 
 
@@ -675,10 +767,12 @@ def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
 def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
     """The treedef of a tuple whose children have the structures ``treedefs``."""
     if not isinstance(treedefs, Iterable):
-        raise TypeError(f"treedef_tuple: expected an iterable of PyTreeDefs, got "
-                        f"{type(treedefs).__name__}")
-    return PyTreeDef(tuple, None, [_check_treedef("treedef_tuple", t, "each element")
-                                   for t in treedefs])
+        raise TypeError(
+            f"treedef_tuple: expected an iterable of PyTreeDefs, got {type(treedefs).__name__}"
+        )
+    return PyTreeDef(
+        tuple, None, [_check_treedef("treedef_tuple", t, "each element") for t in treedefs]
+    )
 
 
 def all_leaves(iterable, is_leaf=None) -> bool:
@@ -692,16 +786,19 @@ def all_leaves(iterable, is_leaf=None) -> bool:
 
 def is_tree_node(typ: type) -> bool:
     """True when ``typ`` is a pytree node type (registered, built-in or a namedtuple)."""
-    return typ in _registry or (isinstance(typ, type) and issubclass(typ, tuple)
-                                and hasattr(typ, "_fields"))
+    return typ in _registry or (
+        isinstance(typ, type) and issubclass(typ, tuple) and hasattr(typ, "_fields")
+    )
 
 
 def flatten_one_level(tree) -> tuple[Iterable[Any], Hashable]:
     """``(children, aux_data)`` of the node ``tree``; a ValueError for a leaf."""
     kind, data, children = _node_info(tree)
     if kind is None:
-        raise ValueError(f"flatten_one_level: can't tree-flatten type {type(tree)}: it is a "
-                         "leaf, not a pytree node")
+        raise ValueError(
+            f"flatten_one_level: can't tree-flatten type {type(tree)}: it is a "
+            "leaf, not a pytree node"
+        )
     return children, data
 
 
@@ -710,13 +807,14 @@ def flatten_one_level_with_keys(tree) -> tuple[Iterable[tuple[Any, Any]], Hashab
     leaf."""
     kind, data, keyed = _keyed_node_info(tree)
     if kind is None:
-        raise ValueError(f"flatten_one_level_with_keys: can't tree-flatten type {type(tree)}: "
-                         "it is a leaf, not a pytree node")
+        raise ValueError(
+            f"flatten_one_level_with_keys: can't tree-flatten type {type(tree)}: "
+            "it is a leaf, not a pytree node"
+        )
     return keyed, data
 
 
-def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
-                   pytree_to_transpose):
+def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, pytree_to_transpose):
     """Turn an outer tree of inner trees into an inner tree of outer trees.
 
     ``inner_treedef`` None: the structure of the first inner tree.
@@ -727,17 +825,23 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
     flat, treedef = tree_flatten(pytree_to_transpose)
     if inner_treedef is None:
         if outer_treedef.num_leaves == 0:
-            raise ValueError(f"tree_transpose: outer_treedef {outer_treedef} has no leaves, so "
-                             "there is no inner tree to take inner_treedef from; pass it")
+            raise ValueError(
+                f"tree_transpose: outer_treedef {outer_treedef} has no leaves, so "
+                "there is no inner tree to take inner_treedef from; pass it"
+            )
         inner_treedef = tree_structure(
-            _flatten_up_to(outer_treedef, pytree_to_transpose, "tree_transpose",
-                           "pytree_to_transpose")[0])
+            _flatten_up_to(
+                outer_treedef, pytree_to_transpose, "tree_transpose", "pytree_to_transpose"
+            )[0]
+        )
     n_in, n_out = inner_treedef.num_leaves, outer_treedef.num_leaves
     if treedef.num_leaves != n_in * n_out:
-        raise TypeError(f"tree_transpose: pytree_to_transpose has the structure {treedef} with "
-                        f"{treedef.num_leaves} leaves, but outer_treedef {outer_treedef} "
-                        f"composed with inner_treedef {inner_treedef} has {n_in * n_out}; "
-                        f"expected {outer_treedef.compose(inner_treedef)}")
+        raise TypeError(
+            f"tree_transpose: pytree_to_transpose has the structure {treedef} with "
+            f"{treedef.num_leaves} leaves, but outer_treedef {outer_treedef} "
+            f"composed with inner_treedef {inner_treedef} has {n_in * n_out}; "
+            f"expected {outer_treedef.compose(inner_treedef)}"
+        )
     columns = [flat[i::n_in] for i in range(n_in)]
     return inner_treedef.unflatten(outer_treedef.unflatten(col) for col in columns)
 
@@ -785,6 +889,7 @@ default_registry = _PyTreeRegistry()
 
 # -- Partial: a functools.partial that is a pytree --------------------------------------------
 
+
 class _HashableCallableShim:
     """Wraps a ``functools.partial`` given to :class:`Partial` so that ``functools.partial``
     does not merge the two (the inner partial's arguments are not leaves); calls, hashes and
@@ -823,11 +928,15 @@ class Partial(functools.partial):
         return super().__new__(cls, func, *args, **kw)
 
 
-register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
-                     lambda func, xs: Partial(func, *xs[0], **xs[1]))
+register_pytree_node(
+    Partial,
+    lambda p: ((p.args, p.keywords), p.func),
+    lambda func, xs: Partial(func, *xs[0], **xs[1]),
+)
 
 
 # -- paths of leaves and nodes, in words (for error messages) ------------------------------
+
 
 def _path_segments(tree) -> list[str]:
     """How each child of a treedef node is reached: ``['w']`` (dict), ``.field`` (namedtuple),
@@ -862,8 +971,11 @@ def _tree_difference(a, b, prefix: str) -> tuple[str, str, str] | None:
     or None when they are equal."""
     if a == b:
         return None
-    if (a.node_type != b.node_type or a.node_data != b.node_data
-            or len(a.children) != len(b.children)):
+    if (
+        a.node_type != b.node_type
+        or a.node_data != b.node_data
+        or len(a.children) != len(b.children)
+    ):
         return prefix, _describe_node(a), _describe_node(b)
     for seg, ca, cb in zip(_path_segments(a), a.children, b.children):
         found = _tree_difference(ca, cb, prefix + seg)

@@ -26,7 +26,13 @@ import numpy as np
 from fungrad.array import Array
 
 __all__ = [
-    "Array", "ArrayLike", "DType", "DTypeLike", "DimSize", "Shape", "StaticScalar",
+    "Array",
+    "ArrayLike",
+    "DType",
+    "DTypeLike",
+    "DimSize",
+    "Shape",
+    "StaticScalar",
     "SupportsDType",
 ]
 

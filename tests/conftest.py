@@ -12,9 +12,12 @@ import fungrad as fg
 # Locally every run draws new examples (exploration); under CI (CI=true) the examples are
 # derandomized, so a gating run is reproducible and a failure there is a real regression.
 settings.register_profile(
-    "default", max_examples=int(os.environ.get("FUNGRAD_HYPOTHESIS_EXAMPLES", "30")),
-    deadline=None, derandomize=bool(os.environ.get("CI")),
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    "default",
+    max_examples=int(os.environ.get("FUNGRAD_HYPOTHESIS_EXAMPLES", "30")),
+    deadline=None,
+    derandomize=bool(os.environ.get("CI")),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 settings.load_profile("default")
 
 fg.config.update("check_impl_avals", True)
@@ -25,8 +28,11 @@ os.environ.setdefault("FUNGRAD_CACHE_DIR", tempfile.mkdtemp(prefix="fungrad-test
 
 def pytest_addoption(parser):
     """``--fuzz-long``: run the differential fuzzer's long mode (tests/fuzz, docs/fuzzing.md)."""
-    parser.addoption("--fuzz-long", action="store_true",
-                     help="run tests/fuzz's long run (--fuzz-programs programs or --fuzz-seconds)")
+    parser.addoption(
+        "--fuzz-long",
+        action="store_true",
+        help="run tests/fuzz's long run (--fuzz-programs programs or --fuzz-seconds)",
+    )
     parser.addoption("--fuzz-programs", type=int, default=5000)
     parser.addoption("--fuzz-seconds", type=float, default=None)
 
@@ -47,6 +53,7 @@ def gpu():
     """The GPU runtime. Without an adapter the GPU tests skip with the reason, except under CI
     (``CI=true``), where they fail: CI installs Mesa's software Vulkan driver (dev.py)."""
     from fungrad.lowering.gpu import runtime as gpu_runtime
+
     try:
         return gpu_runtime.runtime()
     except gpu_runtime.GpuUnavailableError as e:

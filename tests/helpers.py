@@ -21,5 +21,10 @@ def assert_array(actual, expected, *, dtype=None, rtol=1e-6, atol=1e-6, weak_typ
     if got.dtype.kind in "biu" and expected.dtype.kind in "biu":
         np.testing.assert_array_equal(got, expected)
     else:
-        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
-                                   rtol=rtol, atol=atol, equal_nan=True)
+        np.testing.assert_allclose(
+            got.astype(np.float64),
+            expected.astype(np.float64),
+            rtol=rtol,
+            atol=atol,
+            equal_nan=True,
+        )

@@ -31,11 +31,29 @@ def coverage():
 
 
 def test_name_lists_are_well_formed():
-    expected = {"jax", "jax.numpy", "jax.numpy.linalg", "jax.numpy.fft", "jax.lax", "jax.nn",
-                "jax.nn.initializers", "jax.random", "jax.scipy.special", "jax.scipy.stats",
-                "jax.scipy.linalg", "jax.scipy.signal", "jax.tree_util", "jax.tree",
-                "jax.flatten_util", "jax.debug", "jax.ad_checkpoint", "jax.test_util",
-                "jax.dtypes", "jax.example_libraries.optimizers", "jax.example_libraries.stax"}
+    expected = {
+        "jax",
+        "jax.numpy",
+        "jax.numpy.linalg",
+        "jax.numpy.fft",
+        "jax.lax",
+        "jax.nn",
+        "jax.nn.initializers",
+        "jax.random",
+        "jax.scipy.special",
+        "jax.scipy.stats",
+        "jax.scipy.linalg",
+        "jax.scipy.signal",
+        "jax.tree_util",
+        "jax.tree",
+        "jax.flatten_util",
+        "jax.debug",
+        "jax.ad_checkpoint",
+        "jax.test_util",
+        "jax.dtypes",
+        "jax.example_libraries.optimizers",
+        "jax.example_libraries.stax",
+    }
     assert set(JAX_NAMES) == expected
     for module, names in JAX_NAMES.items():
         assert names, module
@@ -56,7 +74,8 @@ def test_covered_baseline_is_still_provided(coverage):
     assert not lost, (
         f"{len(lost)} JAX names fungrad provided are gone: {lost} (restore them; if removing "
         "one is intended, regenerate tests/jax_api/covered.txt with "
-        "`tools/jax_api_names.py --update-covered`)")
+        "`tools/jax_api_names.py --update-covered`)"
+    )
 
 
 def test_covered_baseline_names_are_jax_names():

@@ -19,12 +19,14 @@ F32 = np.float32
 
 # -- eval_shape / ShapeDtypeStruct -------------------------------------------------------------
 
+
 def test_shape_dtype_struct():
     s = fg.ShapeDtypeStruct([2, 3], np.float32)
     assert s.shape == (2, 3) and s.dtype == np.float32 and s.ndim == 2 and s.size == 6
     assert repr(s) == "ShapeDtypeStruct(shape=(2, 3), dtype=float32)"
     assert s == fg.ShapeDtypeStruct((2, 3), fnp.float32) and hash(s) == hash(
-        fg.ShapeDtypeStruct((2, 3), "float32"))
+        fg.ShapeDtypeStruct((2, 3), "float32")
+    )
     assert s != fg.ShapeDtypeStruct((2, 3), np.float32, weak_type=True)
     with pytest.raises(TypeError, match="shape must be a sequence of integers"):
         fg.ShapeDtypeStruct((2.5,), np.float32)
@@ -47,8 +49,9 @@ def test_eval_shape_matches_the_computation_without_running_it():
     assert i == fg.ShapeDtypeStruct((5, 4), np.int32)
     real = f(np.ones((5, 3), F32), {"w": np.ones((3, 4), F32), "b": np.ones(4, F32)})
     assert real[0]["out"].shape == d["out"].shape and real[1].dtype == i.dtype
-    assert fg.eval_shape(lambda v: v * 2, 1.0) == fg.ShapeDtypeStruct((), np.float32,
-                                                                       weak_type=True)
+    assert fg.eval_shape(lambda v: v * 2, 1.0) == fg.ShapeDtypeStruct(
+        (), np.float32, weak_type=True
+    )
     assert fg.eval_shape(fnp.sum, np.zeros((2, 0))).shape == ()
     with pytest.raises(TypeError, match="not an array"):
         fg.eval_shape(lambda v: "s", 1.0)
@@ -62,6 +65,7 @@ def test_eval_shape_with_x64_dtypes_canonicalizes(x64):
 
 
 # -- device and process queries -------------------------------------------------------------------
+
 
 def test_devices_and_processes():
     x = fnp.arange(3.0)
@@ -94,10 +98,12 @@ def test_device_get_and_typeof():
 
 # -- named_call / named_scope -------------------------------------------------------------------
 
+
 def test_named_call_and_named_scope_compute_the_same():
     def f(x):
         with fg.named_scope("layer"):
             return fnp.sin(x) * 2
+
     g = fg.named_call(f, name="my_layer")
     assert g.__name__ == "my_layer"
     x = np.linspace(0, 1, 5, dtype=F32)
@@ -113,6 +119,7 @@ def test_named_call_and_named_scope_compute_the_same():
 
 
 # -- ensure_compile_time_eval -------------------------------------------------------------------
+
 
 def test_ensure_compile_time_eval_inside_jit():
     kinds = []
@@ -141,8 +148,10 @@ def test_ensure_compile_time_eval_inside_jit():
 
 # -- fungrad.test_util and fungrad.tree ---------------------------------------------------------
 
+
 def test_test_util_has_jax_spellings():
     from fungrad import test_util
+
     x = np.array([0.3, 1.2])
     test_util.check_grads(fnp.sin, (x,), order=2, modes=["fwd", "rev"])
     test_util.check_jvp(fnp.sin, lambda p, t: fg.jvp(fnp.sin, p, t), (x,))
@@ -151,6 +160,7 @@ def test_test_util_has_jax_spellings():
     @fg.custom_jvp
     def wrong(v):
         return fnp.sin(v)
+
     wrong.defjvp(lambda p, t: (fnp.sin(p[0]), 2 * t[0]))
     with pytest.raises(AssertionError):
         test_util.check_grads(wrong, (x,), order=1, modes=["fwd"])
@@ -162,6 +172,7 @@ def test_tree_module_is_exported():
 
 
 # -- ad_checkpoint --------------------------------------------------------------------------------
+
 
 def _layer(x):
     y = checkpoint_name(fnp.sin(x), "y")
@@ -199,11 +210,11 @@ def test_name_policies_choose_the_saved_residuals():
     everything = _n_residuals(P.everything_saveable, x)
     # y itself is recomputed, from the saved output of sin: no fewer residuals than that
     assert 1 < _n_residuals(P.save_anything_except_these_names("y"), x) <= everything
-    both = P.save_from_both_policies(P.save_only_these_names("y"),
-                                     P.save_only_these_names("z"))
+    both = P.save_from_both_policies(P.save_only_these_names("y"), P.save_only_these_names("z"))
     assert _n_residuals(both, x) == 3
-    offload = P.save_and_offload_only_these_names(names_which_can_be_saved=["y"],
-                                                  names_which_can_be_offloaded=["z"])
+    offload = P.save_and_offload_only_these_names(
+        names_which_can_be_saved=["y"], names_which_can_be_offloaded=["z"]
+    )
     assert _n_residuals(offload, x) == 3
     with pytest.raises(TypeError, match="names must be strings"):
         P.save_only_these_names(1)
@@ -213,9 +224,15 @@ def test_every_policy_gives_the_same_gradient():
     x = np.linspace(-1, 1, 4, dtype=F32)
     ref = np.asarray(fg.grad(_layer)(x))
     P = fg.checkpoint_policies
-    for policy in (P.nothing_saveable, P.everything_saveable, P.save_only_these_names("y"),
-                   P.save_any_names_but_these("z"), P.dots_saveable,
-                   P.checkpoint_dots_with_no_batch_dims, P.offload_dot_with_no_batch_dims()):
+    for policy in (
+        P.nothing_saveable,
+        P.everything_saveable,
+        P.save_only_these_names("y"),
+        P.save_any_names_but_these("z"),
+        P.dots_saveable,
+        P.checkpoint_dots_with_no_batch_dims,
+        P.offload_dot_with_no_batch_dims(),
+    ):
         f = fg.checkpoint(_layer, policy=policy)
         assert_array(fg.grad(f)(x), ref, rtol=1e-6)
         assert_array(fg.jit(fg.grad(f))(x), ref, rtol=1e-5)
@@ -226,12 +243,14 @@ def test_every_policy_gives_the_same_gradient():
 
 def test_policy_answers_and_print_saved_residuals(capsys):
     from fungrad.ad_checkpoint import Offloadable, Recompute, Saveable
+
     assert Saveable and not Recompute and Offloadable("device", "pinned_host")
     x = np.linspace(-1, 1, 4, dtype=F32)
     policy = lambda prim, *a, **p: Saveable if prim.name == "name" else Recompute  # noqa: E731
     assert _n_residuals(policy, x) == 3
-    print_saved_residuals(fg.checkpoint(_layer, policy=fg.checkpoint_policies
-                                        .save_only_these_names("y")), x)
+    print_saved_residuals(
+        fg.checkpoint(_layer, policy=fg.checkpoint_policies.save_only_these_names("y")), x
+    )
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith("f32[4] ") for line in lines)
     assert "f32[4] from the argument x" in lines and "f32[4] named 'y'" in lines
@@ -242,12 +261,19 @@ def test_policy_answers_and_print_saved_residuals(capsys):
 
 def test_lax_names_for_top_level_use():
     # fg.lax gained JAX's names used by these programs (spot check the public surface)
-    for name in ("associative_scan", "reduce_precision", "conv_general_dilated_patches",
-                 "top_k", "conv_transpose", "padtype_to_pads"):
+    for name in (
+        "associative_scan",
+        "reduce_precision",
+        "conv_general_dilated_patches",
+        "top_k",
+        "conv_transpose",
+        "padtype_to_pads",
+    ):
         assert callable(getattr(lax, name))
 
 
 # -- linear_transpose, closure_convert, custom_gradient and small names -------------------------
+
 
 def test_linear_transpose_is_the_adjoint():
     a = np.random.default_rng(0).standard_normal((3, 4)).astype(F32)
@@ -265,8 +291,7 @@ def test_linear_transpose_is_the_adjoint():
     lhs = float(np.dot(np.asarray(f(x, np.zeros(3, F32))[0]), ct1))
     assert lhs == pytest.approx(float(np.dot(x, np.asarray(f_t((ct1, F32(0)))[0]))), rel=1e-5)
     # an input the output does not depend on gets a zero cotangent
-    assert_array(fg.linear_transpose(lambda x, y: 3 * x, 1.0, np.ones(2, F32))(2.0)[1],
-                 np.zeros(2))
+    assert_array(fg.linear_transpose(lambda x, y: 3 * x, 1.0, np.ones(2, F32))(2.0)[1], np.zeros(2))
     assert_array(fg.jit(lambda c: fg.linear_transpose(lambda v: v[::-1], x)(c)[0])(x), x[::-1])
     with pytest.raises(TypeError, match="Transpose rule .* 'sin'"):
         fg.linear_transpose(fnp.sin, 1.0)(1.0)
@@ -305,6 +330,7 @@ def test_custom_gradient():
     @fg.custom_gradient
     def two_args(a, b):
         return a * b, lambda g: (g * 10.0, g * 20.0)
+
     assert fg.grad(two_args, argnums=(0, 1))(2.0, 3.0) == (10.0, 20.0)
 
 

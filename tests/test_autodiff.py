@@ -17,8 +17,10 @@ def _mlp_loss(params, x, y):
 
 
 def _mlp_params(rng, dtype=np.float32):
-    return ((rng.standard_normal((4, 8)).astype(dtype), np.zeros(8, dtype)),
-            (rng.standard_normal((8, 2)).astype(dtype), np.zeros(2, dtype)))
+    return (
+        (rng.standard_normal((4, 8)).astype(dtype), np.zeros(8, dtype)),
+        (rng.standard_normal((8, 2)).astype(dtype), np.zeros(2, dtype)),
+    )
 
 
 def test_grad_of_tanh_matmul_matches_analytic():
@@ -44,13 +46,14 @@ def test_higher_order_derivatives():
     d1 = fg.grad(f)(x)
     d2 = fg.grad(fg.grad(f))(x)
     d3 = fg.grad(fg.grad(fg.grad(f)))(x)
-    np.testing.assert_allclose([float(d1), float(d2), float(d3)],
-                               [np.cos(x), -np.sin(x), -np.cos(x)], rtol=1e-6)
+    np.testing.assert_allclose(
+        [float(d1), float(d2), float(d3)], [np.cos(x), -np.sin(x), -np.cos(x)], rtol=1e-6
+    )
 
 
 def test_python_control_flow_on_values_under_grad():
     def f(x):
-        return x ** 2 if x > 0 else -3.0 * x
+        return x**2 if x > 0 else -3.0 * x
 
     assert float(fg.grad(f)(2.0)) == 4.0
     assert float(fg.grad(f)(-1.0)) == -3.0
@@ -66,8 +69,9 @@ def test_value_and_grad_has_aux_argnums_pytrees():
     assert fg.tree_util.tree_structure(grads) == fg.tree_util.tree_structure(params)
     gx, gy = fg.grad(_mlp_loss, argnums=(1, 2))(params, x, y)
     assert gx.shape == x.shape and gy.shape == y.shape
-    (value, aux), g = fg.value_and_grad(lambda p: (_mlp_loss(p, x, y), {"n": 3}),
-                                        has_aux=True)(params)
+    (value, aux), g = fg.value_and_grad(lambda p: (_mlp_loss(p, x, y), {"n": 3}), has_aux=True)(
+        params
+    )
     assert aux == {"n": 3}
     g2, aux2 = fg.grad(lambda p: (_mlp_loss(p, x, y), x.shape), has_aux=True)(params)
     assert aux2 == x.shape
@@ -111,8 +115,9 @@ def test_jvp_linearize_vjp_agree():
     _, vjp_fn = fg.vjp(f, x)
     ct = rng.standard_normal(5).astype(np.float32)
     (g,) = vjp_fn(ct)
-    np.testing.assert_allclose(float(np.dot(np.asarray(g), t)), float(np.dot(ct, np.asarray(ty))),
-                               rtol=1e-4)
+    np.testing.assert_allclose(
+        float(np.dot(np.asarray(g), t)), float(np.dot(ct, np.asarray(ty))), rtol=1e-4
+    )
 
 
 def test_jacobians_and_hessian():
@@ -146,8 +151,10 @@ def test_integer_inputs_have_float0_cotangents():
 
 
 def test_errors():
-    with pytest.raises(TypeError, match="Gradient only defined for scalar-output functions. "
-                                        "Output had shape: \\(3,\\)"):
+    with pytest.raises(
+        TypeError,
+        match="Gradient only defined for scalar-output functions. Output had shape: \\(3,\\)",
+    ):
         fg.grad(lambda x: x * 2)(np.ones(3, np.float32))
     with pytest.raises(TypeError, match="grad requires real-valued inputs.*int32"):
         fg.grad(lambda x: x * 2)(3)
@@ -186,28 +193,35 @@ def test_functions_returning_integer_cotangents_compose(x64):
 
 # -- issue 15 follow-up: a transform applied to a non-callable says so where it is applied -----
 
-@pytest.mark.parametrize("name, apply", [
-    ("grad", lambda f: fg.grad(f)),
-    ("value_and_grad", lambda f: fg.value_and_grad(f)),
-    ("vjp", lambda f: fg.vjp(f, 1.0)),
-    ("jvp", lambda f: fg.jvp(f, (1.0,), (1.0,))),
-    ("linearize", lambda f: fg.linearize(f, 1.0)),
-    ("jacfwd", lambda f: fg.jacfwd(f)),
-    ("jacrev", lambda f: fg.jacrev(f)),
-    ("hessian", lambda f: fg.hessian(f)),
-    ("jit", lambda f: fg.jit(f)),
-    ("vmap", lambda f: fg.vmap(f)),
-    ("make_jaxpr", lambda f: fg.make_jaxpr(f)),
-    ("checkpoint", lambda f: fg.checkpoint(f)),
-    ("custom_jvp", lambda f: fg.custom_jvp(f)),
-    ("custom_vjp", lambda f: fg.custom_vjp(f)),
-])
+
+@pytest.mark.parametrize(
+    "name, apply",
+    [
+        ("grad", lambda f: fg.grad(f)),
+        ("value_and_grad", lambda f: fg.value_and_grad(f)),
+        ("vjp", lambda f: fg.vjp(f, 1.0)),
+        ("jvp", lambda f: fg.jvp(f, (1.0,), (1.0,))),
+        ("linearize", lambda f: fg.linearize(f, 1.0)),
+        ("jacfwd", lambda f: fg.jacfwd(f)),
+        ("jacrev", lambda f: fg.jacrev(f)),
+        ("hessian", lambda f: fg.hessian(f)),
+        ("jit", lambda f: fg.jit(f)),
+        ("vmap", lambda f: fg.vmap(f)),
+        ("make_jaxpr", lambda f: fg.make_jaxpr(f)),
+        ("checkpoint", lambda f: fg.checkpoint(f)),
+        ("custom_jvp", lambda f: fg.custom_jvp(f)),
+        ("custom_vjp", lambda f: fg.custom_vjp(f)),
+    ],
+)
 def test_issue15_transforms_of_non_callables_raise_where_applied(name, apply):
     """JAX: "Expected a callable value, got 3" when the transform is applied (not a later
     "'int' object is not callable" from inside the transform)."""
     for bad in (3, None, "f"):
-        with pytest.raises(TypeError, match=rf"^{name}: expected a callable value, got "
-                                            rf"{bad!r} \(of type {type(bad).__name__}\); "):
+        with pytest.raises(
+            TypeError,
+            match=rf"^{name}: expected a callable value, got "
+            rf"{bad!r} \(of type {type(bad).__name__}\); ",
+        ):
             apply(bad)
     apply(fnp.sin)  # a callable is accepted
 
@@ -219,8 +233,11 @@ def test_issue15_custom_rules_must_be_callable():
     with pytest.raises(TypeError, match=r"custom_jvp.defjvps \(rule 1\): expected a callable"):
         fg.custom_jvp(lambda x, y: x * y).defjvps(lambda g, ans, x, y: g * y, 3)
     g = fg.custom_vjp(fnp.sin)
-    with pytest.raises(TypeError, match=r"custom_vjp.defvjp \(bwd\): expected a callable value, "
-                                        r"got None"):
+    with pytest.raises(
+        TypeError,
+        match=r"custom_vjp.defvjp \(bwd\): expected a callable value, "
+        r"got None",
+    ):
         g.defvjp(lambda x: (fnp.sin(x), x), None)
     # the rules still work once given
     g.defvjp(lambda x: (fnp.sin(x), x), lambda x, ct: (fnp.cos(x) * ct,))

@@ -27,8 +27,9 @@ KERNEL_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
 def compile_affine(scale, shift):
-    return cpu.compile_module(affine_ir(scale, shift, name="fg_entry"), ["fg_entry"],
-                              name="affine", opt_level=0)
+    return cpu.compile_module(
+        affine_ir(scale, shift, name="fg_entry"), ["fg_entry"], name="affine", opt_level=0
+    )
 
 
 def run(module, x):
@@ -39,8 +40,13 @@ def run(module, x):
 
 def key_of(scale, shift):
     h = cpu.host()
-    return cache.cache_key(affine_ir(scale, shift, name="fg_entry"), triple=h.triple, cpu=h.cpu,
-                           features=h.features, pipeline=cpu._pipeline_options(0))
+    return cache.cache_key(
+        affine_ir(scale, shift, name="fg_entry"),
+        triple=h.triple,
+        cpu=h.cpu,
+        features=h.features,
+        pipeline=cpu._pipeline_options(0),
+    )
 
 
 X = np.linspace(-4, 4, 37, dtype=np.float32)
@@ -64,7 +70,7 @@ def test_issue15_any_single_byte_change_or_truncation_is_detected(data):
     assert cache._decode(blob, "k" * 64, SECRET) == (b"\x7fELF object bytes", meta)
     pos = data.draw(st.integers(0, len(blob) - 1))
     xor = data.draw(st.integers(1, 255))
-    flipped = blob[:pos] + bytes([blob[pos] ^ xor]) + blob[pos + 1:]
+    flipped = blob[:pos] + bytes([blob[pos] ^ xor]) + blob[pos + 1 :]
     assert cache._decode(flipped, "k" * 64, SECRET) is None
     cut = data.draw(st.integers(0, len(blob) - 1))
     assert cache._decode(blob[:cut], "k" * 64, SECRET) is None
@@ -96,11 +102,20 @@ def test_issue15_foreign_object_with_recomputed_checksum_is_never_loaded(cache_d
     computes x*3.5+1.25, never the planted x*4+1.25."""
     store = cache.default_cache()
     compile_affine("4.0", "1.25")
-    planted, meta = cache._decode(store.path_for(key_of("4.0", "1.25")).read_bytes(),
-                                  key_of("4.0", "1.25"), store._ensure_dir())
+    planted, meta = cache._decode(
+        store.path_for(key_of("4.0", "1.25")).read_bytes(),
+        key_of("4.0", "1.25"),
+        store._ensure_dir(),
+    )
     victim = store.path_for(key_of("3.5", "1.25"))
-    header = json.dumps({"key": key_of("3.5", "1.25"), "size": len(planted),
-                         "sha256": hashlib.sha256(planted).hexdigest(), "meta": meta}).encode()
+    header = json.dumps(
+        {
+            "key": key_of("3.5", "1.25"),
+            "size": len(planted),
+            "sha256": hashlib.sha256(planted).hexdigest(),
+            "meta": meta,
+        }
+    ).encode()
     old_format = struct.pack("<8sI", b"FGOBJ001", len(header)) + header + planted
     other_key = cache._encode(key_of("3.5", "1.25"), planted, meta, os.urandom(32))
     for forged in (old_format, other_key):
@@ -150,6 +165,7 @@ def test_issue15_key_file_of_another_user_disables_the_cache(cache_dir):
 
 # -- directory modes ------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def umask_000():
     old = os.umask(0)
@@ -191,7 +207,10 @@ def test_issue15_default_location_tightens_fungrads_own_dirs_only(tmp_path, monk
     monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
     compile_affine("2.0", "1.0")
     assert [mode(p) for p in (xdg, xdg / "fungrad", xdg / "fungrad" / fg.__version__)] == [
-        0o755, 0o700, 0o700]
+        0o755,
+        0o700,
+        0o700,
+    ]
 
 
 def test_issue15_concurrent_first_use_agrees_on_one_key(tmp_path):
@@ -217,8 +236,7 @@ def test_issue15_concurrent_first_use_agrees_on_one_key(tmp_path):
     assert [p.name for p in d.iterdir()] == [cache.KEY_FILE]  # no temp file left behind
 
 
-def test_issue15_existing_readable_cache_dir_is_tightened_parents_left_alone(tmp_path,
-                                                                            monkeypatch):
+def test_issue15_existing_readable_cache_dir_is_tightened_parents_left_alone(tmp_path, monkeypatch):
     parent = tmp_path / "shared-parent"
     parent.mkdir()
     parent.chmod(0o755)
@@ -246,11 +264,22 @@ def test_issue15_group_writable_cache_dir_is_refused(tmp_path, monkeypatch):
 
 # -- FUNGRAD_CACHE_MAX_BYTES ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, expected", [
-    ("4000", 4000), ("4000B", 4000), ("512M", 512 * 2**20), ("512m", 512 * 2**20),
-    ("512MB", 512 * 2**20), ("512MiB", 512 * 2**20), ("1.5G", 3 * 2**29), (" 2 k ", 2048),
-    ("1T", 2**40), ("0", 0),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("4000", 4000),
+        ("4000B", 4000),
+        ("512M", 512 * 2**20),
+        ("512m", 512 * 2**20),
+        ("512MB", 512 * 2**20),
+        ("512MiB", 512 * 2**20),
+        ("1.5G", 3 * 2**29),
+        (" 2 k ", 2048),
+        ("1T", 2**40),
+        ("0", 0),
+    ],
+)
 def test_issue15_cache_size_accepts_unit_suffixes(text, expected):
     assert cache.parse_size(text) == expected
 

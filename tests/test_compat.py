@@ -24,14 +24,21 @@ PORTING = "(running JAX code through fungrad.compat); see docs/porting.md"
 def run_script(tmp_path, source, *args, name="prog.py", cwd=None):
     script = tmp_path / name
     script.write_text(textwrap.dedent(source))
-    return subprocess.run([sys.executable, "-m", "fungrad.compat", str(script), *args],
-                          capture_output=True, text=True, cwd=cwd or tmp_path, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "fungrad.compat", str(script), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or tmp_path,
+        timeout=120,
+    )
 
 
 def test_runs_a_jax_training_program(tmp_path):
     # Linear regression by gradient descent, written against JAX's API; the result must be
     # numpy's least-squares solution.
-    r = run_script(tmp_path, """
+    r = run_script(
+        tmp_path,
+        """
         import jax
         import jax.numpy as jnp
         from jax import grad, jit, value_and_grad
@@ -55,7 +62,8 @@ def test_runs_a_jax_training_program(tmp_path):
         print(*[float(v) for v in params["w"]], float(params["b"]))
         import numpy as np
         np.save("xy.npy", np.concatenate([np.asarray(x), np.asarray(y)[:, None]], axis=1))
-    """)
+    """,
+    )
     assert r.returncode == 0, r.stderr
     got = np.array([float(v) for v in r.stdout.split()])
     xy = np.load(tmp_path / "xy.npy").astype(np.float64)
@@ -65,7 +73,9 @@ def test_runs_a_jax_training_program(tmp_path):
 
 
 def test_import_forms_and_transforms(tmp_path):
-    r = run_script(tmp_path, """
+    r = run_script(
+        tmp_path,
+        """
         import jax
         # fungrad/__init__ does not import fungrad.test_util: the proxy imports it on first use.
         assert callable(jax.test_util.check_grads)
@@ -94,7 +104,8 @@ def test_import_forms_and_transforms(tmp_path):
         assert jax.tree_util.tree_leaves({"a": 1, "b": (2, 3)}) == [1, 2, 3]
         from jax.numpy import *  # noqa: F403  (jnp's __all__ through the proxy)
         print("ok", repr(jnp))
-    """)
+    """,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ok <module 'jax.numpy' (fungrad.compat: fungrad.numpy)>")
 
@@ -102,7 +113,9 @@ def test_import_forms_and_transforms(tmp_path):
 def test_per_example_gradients_program(tmp_path):
     # The per-example gradient program from JAX's README: vmap against a loop, jit against
     # eager, the gradient against central differences.
-    r = run_script(tmp_path, """
+    r = run_script(
+        tmp_path,
+        """
         import numpy as np
         import jax.numpy as jnp
         from jax import grad, jit, vmap, random
@@ -138,7 +151,8 @@ def test_per_example_gradients_program(tmp_path):
         fd = (loss64(p64[1][1][0] + e) - loss64(p64[1][1][0] - e)) / (2 * e)
         np.testing.assert_allclose(perex[1][1][0, 0], fd, rtol=1e-4)
         print("ok")
-    """)
+    """,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
 
@@ -147,7 +161,9 @@ def test_variational_inference_gives_jax_numbers(tmp_path):
     # Reparameterised VI for a Bayesian logistic regression: data, noise and Monte Carlo samples
     # all come from keys, so fungrad must reproduce JAX 0.10.2's run of this very script
     # (numbers below, printed by /tmp/jaxvenv's jax) to float32 rounding.
-    r = run_script(tmp_path, """
+    r = run_script(
+        tmp_path,
+        """
         import jax
         import jax.numpy as jnp
         from jax import random
@@ -176,21 +192,30 @@ def test_variational_inference_gives_jax_numbers(tmp_path):
         for t in range(60):
             q, loss = step(q, random.fold_in(kq, t))
         print(float(loss), *[float(v) for v in q[0]], *[float(v) for v in q[1]])
-    """)
+    """,
+    )
     assert r.returncode == 0, r.stderr
-    jax_numbers = [18.16939926147461, 1.8832337856292725, -1.6256450414657593,
-                   -0.8117448687553406, -0.8712968230247498]
+    jax_numbers = [
+        18.16939926147461,
+        1.8832337856292725,
+        -1.6256450414657593,
+        -0.8117448687553406,
+        -0.8712968230247498,
+    ]
     np.testing.assert_allclose([float(v) for v in r.stdout.split()], jax_numbers, rtol=2e-5)
 
 
 def test_config_update_enables_x64(tmp_path):
-    r = run_script(tmp_path, """
+    r = run_script(
+        tmp_path,
+        """
         import jax
         jax.config.update("jax_enable_x64", True)
         import jax.numpy as jnp
         from jax import config
         print(jnp.arange(3.0).dtype, config is jax.config)
-    """)
+    """,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["float64", "True"]
 
@@ -198,12 +223,19 @@ def test_config_update_enables_x64(tmp_path):
 def test_runs_like_python_script(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "helper.py").write_text("VALUE = 41\n")
-    r = run_script(tmp_path, """
+    r = run_script(
+        tmp_path,
+        """
         import sys
         from helper import VALUE  # found because the script's folder is sys.path[0]
         print(__name__, sys.argv[1:], VALUE + 1)
         sys.exit(3)
-    """, "a", "--b", name="sub/prog.py", cwd=tmp_path)
+    """,
+        "a",
+        "--b",
+        name="sub/prog.py",
+        cwd=tmp_path,
+    )
     assert r.returncode == 3, r.stderr
     assert r.stdout.split() == ["__main__", "['a',", "'--b']", "42"]
 
@@ -212,8 +244,11 @@ def test_script_errors_propagate(tmp_path):
     r = run_script(tmp_path, "raise ValueError('boom from the script')\n")
     assert r.returncode == 1
     assert "ValueError: boom from the script" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "fungrad.compat", str(tmp_path / "nope.py")],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "fungrad.compat", str(tmp_path / "nope.py")],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "can't open file" in r.stderr
     r = subprocess.run([sys.executable, "-m", "fungrad.compat"], capture_output=True, text=True)
     assert r.returncode == 2 and "usage: python -m fungrad.compat" in r.stderr
@@ -221,15 +256,22 @@ def test_script_errors_propagate(tmp_path):
 
 def test_module_form(tmp_path):
     (tmp_path / "jaxprog.py").write_text(
-        "import sys, jax.numpy as jnp\nprint(__name__, sys.argv[1:], int(jnp.sum(jnp.ones(4))))\n")
-    r = subprocess.run([sys.executable, "-m", "fungrad.compat", "-m", "jaxprog", "x"],
-                       capture_output=True, text=True, cwd=tmp_path)
+        "import sys, jax.numpy as jnp\nprint(__name__, sys.argv[1:], int(jnp.sum(jnp.ones(4))))\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "fungrad.compat", "-m", "jaxprog", "x"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["__main__", "['x']", "4"]
 
 
 def test_missing_names_say_fungrad_lacks_them(tmp_path):
-    r = run_script(tmp_path, """
+    r = run_script(
+        tmp_path,
+        """
         import jax, jax.numpy as jnp
 
         def err(f):
@@ -252,22 +294,28 @@ def test_missing_names_say_fungrad_lacks_them(tmp_path):
         print(err(from_import("import jaxlib")))
         print(hasattr(jax, "not_a_jax_name"), hasattr(jnp, "sum"))
         jnp.not_a_jax_name  # uncaught: the traceback ends with the message
-    """)
+    """,
+    )
     lines = r.stdout.splitlines()
     assert lines[0] == (
-        f"AttributeError: jax.numpy.not_a_jax_name is not provided by fungrad {PORTING}")
+        f"AttributeError: jax.numpy.not_a_jax_name is not provided by fungrad {PORTING}"
+    )
     assert lines[1] == (
-        f"ModuleNotFoundError: jax.numpy.not_a_jax_name is not provided by fungrad {PORTING}")
+        f"ModuleNotFoundError: jax.numpy.not_a_jax_name is not provided by fungrad {PORTING}"
+    )
     assert lines[2] == (
-        f"ModuleNotFoundError: jax.random.not_a_jax_name is not provided by fungrad {PORTING}")
+        f"ModuleNotFoundError: jax.random.not_a_jax_name is not provided by fungrad {PORTING}"
+    )
     assert lines[3] == (
-        f"ModuleNotFoundError: jax.no_such_module is not provided by fungrad {PORTING}")
+        f"ModuleNotFoundError: jax.no_such_module is not provided by fungrad {PORTING}"
+    )
     assert lines[4].startswith("ModuleNotFoundError: jax.config is not a module")
     assert lines[5].startswith(f"ModuleNotFoundError: jaxlib is not provided by fungrad {PORTING}")
     assert lines[6] == "False True"
     assert r.returncode == 1
     assert r.stderr.strip().splitlines()[-1] == (
-        f"AttributeError: jax.numpy.not_a_jax_name is not provided by fungrad {PORTING}")
+        f"AttributeError: jax.numpy.not_a_jax_name is not provided by fungrad {PORTING}"
+    )
 
 
 def test_enable_disable_in_process():

@@ -41,8 +41,9 @@ def compare(exe, f, *args, exact=True, rtol=1e-5, atol=1e-6):
         if exact or g.dtype.kind in "biu":
             np.testing.assert_array_equal(g, w)
         else:
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol,
-                                       atol=atol, equal_nan=True)
+            np.testing.assert_allclose(
+                g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True
+            )
 
 
 def compile_and_compare(f, *args, **kw):
@@ -61,8 +62,7 @@ def values(rng, shape, dtype, specials=False):
     x = rng.standard_normal(shape).astype(dtype)
     if specials and x.size:
         mask = rng.random(shape) < 0.2
-        x[mask] = rng.choice(np.array([np.nan, np.inf, -np.inf, -0.0], dtype),
-                             size=int(mask.sum()))
+        x[mask] = rng.choice(np.array([np.nan, np.inf, -np.inf, -0.0], dtype), size=int(mask.sum()))
     return x
 
 
@@ -75,6 +75,7 @@ seeds = st.integers(0, 2**32 - 1)
 
 
 # -- cond / switch ------------------------------------------------------------------------------
+
 
 @settings(max_examples=12)
 @given(shape=shapes, dtype=st.sampled_from([np.float32, np.int32, np.uint8]), seed=seeds)
@@ -105,8 +106,9 @@ def test_switch_clamps_the_index():
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint32, np.int32])
 def test_cond_index_of_any_integer_dtype_is_clamped(dtype):
     # cond_p itself takes any integer index (lax.switch converts to int32 first)
-    branches = tuple(fg.make_jaxpr(b)(np.float32(0)) for b in
-                     (lambda a: a + 1, lambda a: a * 3, lambda a: -a))
+    branches = tuple(
+        fg.make_jaxpr(b)(np.float32(0)) for b in (lambda a: a + 1, lambda a: a * 3, lambda a: -a)
+    )
 
     def f(i, x):
         return cond_p.bind(i, x, branches=branches)[0]
@@ -118,8 +120,9 @@ def test_cond_index_of_any_integer_dtype_is_clamped(dtype):
 
 
 def test_cond_index_int64_and_uint64_under_x64(x64):
-    branches = tuple(fg.make_jaxpr(b)(np.float64(0)) for b in
-                     (lambda a: a + 1, lambda a: a * 3, lambda a: -a))
+    branches = tuple(
+        fg.make_jaxpr(b)(np.float64(0)) for b in (lambda a: a + 1, lambda a: a * 3, lambda a: -a)
+    )
 
     def f(i, x):
         return cond_p.bind(i, x, branches=branches)[0]
@@ -132,8 +135,10 @@ def test_cond_index_int64_and_uint64_under_x64(x64):
 
 
 def test_cond_with_a_constant_predicate_is_inlined():
-    exe = compile_and_compare(lambda x: lax.cond(True, lambda a: a + 1, lambda a: a - 1, x),
-                              np.arange(4.0, dtype=np.float32))
+    exe = compile_and_compare(
+        lambda x: lax.cond(True, lambda a: a + 1, lambda a: a - 1, x),
+        np.arange(4.0, dtype=np.float32),
+    )
     assert not steps_of(exe, CondStep)
     assert len(steps_of(exe, Kernel)) == 1
 
@@ -150,6 +155,7 @@ def test_cond_branches_closing_over_arrays_and_traced_values():
 
 
 # -- while_loop / fori_loop -----------------------------------------------------------------------
+
 
 def test_fori_loop_with_traced_bounds_is_a_native_while():
     def f(x, n):
@@ -185,8 +191,15 @@ def test_while_loop_with_consts_and_data_dependent_trip_count():
 
     exe = compile_f(f, np.ones(4, np.float32), np.float32(10))
     for lim in (0.0, 3.0, 10.0, 200.0):
-        compare(exe, f, rng.standard_normal(4).astype(np.float32) * 0.1, np.float32(lim),
-                exact=False, rtol=1e-4, atol=1e-5)
+        compare(
+            exe,
+            f,
+            rng.standard_normal(4).astype(np.float32) * 0.1,
+            np.float32(lim),
+            exact=False,
+            rtol=1e-4,
+            atol=1e-5,
+        )
 
 
 def test_while_loop_permuting_carries():
@@ -199,15 +212,19 @@ def test_while_loop_permuting_carries():
 
 
 @settings(max_examples=12)
-@given(shape=shapes, dtype=st.sampled_from([np.float32, np.int32, np.bool_]),
-       lo=st.integers(-2, 3), hi=st.integers(-2, 6), seed=seeds)
+@given(
+    shape=shapes,
+    dtype=st.sampled_from([np.float32, np.int32, np.bool_]),
+    lo=st.integers(-2, 3),
+    hi=st.integers(-2, 6),
+    seed=seeds,
+)
 def test_fori_loop_static_and_traced_bounds(shape, dtype, lo, hi, seed):
     rng = np.random.default_rng(seed)
     x = values(rng, shape, dtype, True)
 
     def body(i, c):
-        return c ^ (i % 2 == 0) if dtype == np.bool_ else c * 3 - lax.convert_element_type(i,
-                                                                                           dtype)
+        return c ^ (i % 2 == 0) if dtype == np.bool_ else c * 3 - lax.convert_element_type(i, dtype)
 
     compile_and_compare(lambda x: lax.fori_loop(lo, hi, body, x), x)
     exe = compile_f(lambda x, a, b: lax.fori_loop(a, b, body, x), x, np.int32(lo), np.int32(hi))
@@ -216,9 +233,15 @@ def test_fori_loop_static_and_traced_bounds(shape, dtype, lo, hi, seed):
 
 # -- scan / map -----------------------------------------------------------------------------------
 
+
 @settings(max_examples=15)
-@given(shape=shapes, length=st.integers(0, 5), reverse=st.booleans(),
-       dtype=st.sampled_from([np.float32, np.int32, np.uint8]), seed=seeds)
+@given(
+    shape=shapes,
+    length=st.integers(0, 5),
+    reverse=st.booleans(),
+    dtype=st.sampled_from([np.float32, np.int32, np.uint8]),
+    seed=seeds,
+)
 def test_scan_carry_and_ys(shape, length, reverse, dtype, seed):
     rng = np.random.default_rng(seed)
     init = values(rng, shape, dtype, True)
@@ -227,6 +250,7 @@ def test_scan_carry_and_ys(shape, length, reverse, dtype, seed):
     def f(init, xs):
         def step(c, x):
             return c * 2 - x, (c + x, c)
+
         return lax.scan(step, init, xs, reverse=reverse)
 
     exe = compile_and_compare(f, init, xs)
@@ -242,6 +266,7 @@ def test_scan_length_without_xs_and_pytrees():
     def f(a, b):
         def step(c, _):
             return {"s": c["s"] + c["v"].sum(), "v": c["v"] * 0.5}, (c["s"], [c["v"], -c["v"]])
+
         return lax.scan(step, {"s": a, "v": b}, None, length=5)
 
     compile_and_compare(f, np.float32(1), np.arange(3, dtype=np.float32))
@@ -255,11 +280,17 @@ def test_scan_multiple_xs_and_consts():
         def step(c, xy):
             x, (y, z) = xy
             return c * scale + x * k - z, (x * y, (c > 0) & (z < 1))
+
         return lax.scan(step, c0, (xs, (ys, ys[:, 0])), reverse=True)
 
-    compile_and_compare(f, np.zeros(3, np.float32), rng.standard_normal((4, 3)).astype(np.float32),
-                        rng.standard_normal((4, 3)).astype(np.float32), np.float32(0.5),
-                        exact=False)
+    compile_and_compare(
+        f,
+        np.zeros(3, np.float32),
+        rng.standard_normal((4, 3)).astype(np.float32),
+        rng.standard_normal((4, 3)).astype(np.float32),
+        np.float32(0.5),
+        exact=False,
+    )
 
 
 @pytest.mark.parametrize("length", [0, 1, 2, 3, 4])
@@ -297,8 +328,12 @@ def test_scan_zero_size_and_bool_carries():
     def f(e, b, xs):
         return lax.scan(lambda c, x: ((c[0] + 1, c[1] ^ (x > 0)), c[0].sum()), (e, b), xs)
 
-    compile_and_compare(f, np.zeros((0, 2), np.float32), np.array([True, False]),
-                        np.array([[1, -1], [0, 2], [3, 3]], np.float32))
+    compile_and_compare(
+        f,
+        np.zeros((0, 2), np.float32),
+        np.array([True, False]),
+        np.array([[1, -1], [0, 2], [3, 3]], np.float32),
+    )
 
 
 def test_scan_body_with_matmul_and_reductions():
@@ -309,11 +344,17 @@ def test_scan_body_with_matmul_and_reductions():
         def step(h, x):
             h = fnp.tanh(h @ w + x)
             return h - fnp.max(h, axis=1, keepdims=True), (x @ h.T).sum(0)
+
         return lax.scan(step, h, xs)
 
-    compile_and_compare(f, rng.standard_normal((32, 32)).astype(np.float32),
-                        rng.standard_normal((3, 32, 32)).astype(np.float32),
-                        exact=False, rtol=1e-4, atol=1e-4)
+    compile_and_compare(
+        f,
+        rng.standard_normal((32, 32)).astype(np.float32),
+        rng.standard_normal((3, 32, 32)).astype(np.float32),
+        exact=False,
+        rtol=1e-4,
+        atol=1e-4,
+    )
 
 
 def test_loop_temporaries_never_share_memory_with_live_values():
@@ -330,8 +371,15 @@ def test_loop_temporaries_never_share_memory_with_live_values():
 
     exe = compile_f(f, rng.standard_normal((32, 32)).astype(np.float32), np.int32(3))
     for n in (0, 1, 3):
-        compare(exe, f, rng.standard_normal((32, 32)).astype(np.float32), np.int32(n),
-                exact=False, rtol=1e-4, atol=1e-4)
+        compare(
+            exe,
+            f,
+            rng.standard_normal((32, 32)).astype(np.float32),
+            np.int32(n),
+            exact=False,
+            rtol=1e-4,
+            atol=1e-4,
+        )
 
 
 def test_lax_map():
@@ -351,12 +399,15 @@ def test_scan_float64_under_x64(x64):
 
 # -- nested control flow --------------------------------------------------------------------------
 
+
 def test_scan_inside_scan():
     def f(xs):
         def outer(c, x):
-            c2, ys = lax.scan(lambda d, e: (d + e * c, d * 2), c, x[:, None] * fnp.ones((3, 2)),
-                              reverse=True)
+            c2, ys = lax.scan(
+                lambda d, e: (d + e * c, d * 2), c, x[:, None] * fnp.ones((3, 2)), reverse=True
+            )
             return c2 * 0.5 + c2[0], ys
+
         return lax.scan(outer, fnp.zeros(2), xs)
 
     compile_and_compare(f, np.arange(15, dtype=np.float32).reshape(5, 3) / 7)
@@ -367,6 +418,7 @@ def test_cond_inside_scan():
         def step(c, x):
             c = lax.cond(x.sum() > 0, lambda a: a + x, lambda a: a * 0.5 - x, c)
             return c, c.sum()
+
         return lax.scan(step, xs[0], xs)
 
     xs = np.random.default_rng(4).standard_normal((6, 3)).astype(np.float32)
@@ -395,9 +447,11 @@ def test_while_inside_while():
     def f(n):
         def outer(s):
             i, acc = s
-            _, inner = lax.while_loop(lambda t: t[0] < i, lambda t: (t[0] + 1, t[1] + t[0]),
-                                      (0, acc))
+            _, inner = lax.while_loop(
+                lambda t: t[0] < i, lambda t: (t[0] + 1, t[1] + t[0]), (0, acc)
+            )
             return i + 1, inner
+
         return lax.while_loop(lambda s: s[0] < n, outer, (0, 0))
 
     exe = compile_f(f, np.int32(3))
@@ -418,6 +472,7 @@ def test_sibling_loops_get_distinct_kernels_and_labels():
 
 # -- transforms, compiled -------------------------------------------------------------------------
 
+
 def test_grad_of_scan_compiled():
     def loss(x):
         return lax.scan(lambda c, xi: (fnp.sin(c) * xi, c), np.float32(1), x)[0]
@@ -431,22 +486,29 @@ def test_value_and_grad_of_an_rnn_compiled():
     def loss(w, xs):
         def step(h, x):
             h = fnp.tanh(h @ w + x)
-            return h, fnp.sum(h ** 2)
+            return h, fnp.sum(h**2)
+
         h, ys = lax.scan(step, fnp.zeros(8), xs)
         return fnp.sum(ys) + fnp.sum(h)
 
     f = fg.value_and_grad(loss, argnums=(0, 1))
-    exe = compile_and_compare(f, rng.standard_normal((8, 8)).astype(np.float32) * 0.3,
-                              rng.standard_normal((6, 8)).astype(np.float32),
-                              exact=False, rtol=1e-4, atol=1e-5)
+    exe = compile_and_compare(
+        f,
+        rng.standard_normal((8, 8)).astype(np.float32) * 0.3,
+        rng.standard_normal((6, 8)).astype(np.float32),
+        exact=False,
+        rtol=1e-4,
+        atol=1e-5,
+    )
     scans = steps_of(exe, ScanStep)
     assert len(scans) == 2 and [s.reverse for s in scans] == [False, True]
 
 
 def test_grad_of_bounded_while_loop_compiled():
     def loss(x):
-        _, y = lax.while_loop(lambda s: s[0] < 4, lambda s: (s[0] + 1, fnp.sin(s[1]) * 1.1),
-                              (0, x), max_steps=10)
+        _, y = lax.while_loop(
+            lambda s: s[0] < 4, lambda s: (s[0] + 1, fnp.sin(s[1]) * 1.1), (0, x), max_steps=10
+        )
         return fnp.sum(y)
 
     compile_and_compare(fg.grad(loss), np.linspace(-1, 1, 4, dtype=np.float32), exact=False)
@@ -457,15 +519,18 @@ def test_vmap_of_while_with_batched_predicate_and_cond_with_batched_index():
         def one(n, x):
             y = lax.while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, s[1] * 2.0), (0, x))[1]
             return lax.cond(n > 2, lambda a: a + 1, lambda a: a * 3, y)
+
         return fg.vmap(one)(n, x)
 
-    compile_and_compare(f, np.array([0, 3, 1, 5, 2, 0], np.int32),
-                        np.arange(12, dtype=np.float32).reshape(6, 2))
+    compile_and_compare(
+        f, np.array([0, 3, 1, 5, 2, 0], np.int32), np.arange(12, dtype=np.float32).reshape(6, 2)
+    )
 
 
 def test_jvp_of_fori_loop_compiled():
     def f(x):
-        return fg.jvp(lambda x: lax.fori_loop(0, 3, lambda i, c: fnp.sin(c) * c, x), (x,),
-                      (fnp.ones_like(x),))
+        return fg.jvp(
+            lambda x: lax.fori_loop(0, 3, lambda i, c: fnp.sin(c) * c, x), (x,), (fnp.ones_like(x),)
+        )
 
     compile_and_compare(f, np.linspace(-2, 2, 6, dtype=np.float32), exact=False)

@@ -46,22 +46,50 @@ def kernels(exe):
     return [s for s in exe.program.steps if isinstance(s, fusion.Kernel)]
 
 
-FLOATS = hnp.arrays(np.float32, hnp.array_shapes(min_dims=0, max_dims=3, max_side=6),
-                    elements=st.floats(-20, 20, width=32, allow_subnormal=False))
-SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 3.5, -2.5, 88.0, -90.0,
-                    1e30], np.float32)
+FLOATS = hnp.arrays(
+    np.float32,
+    hnp.array_shapes(min_dims=0, max_dims=3, max_side=6),
+    elements=st.floats(-20, 20, width=32, allow_subnormal=False),
+)
+SPECIAL = np.array(
+    [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 3.5, -2.5, 88.0, -90.0, 1e30], np.float32
+)
 
 # elementwise ---------------------------------------------------------------------------------
 
 UNARY = {
-    "neg": lax.neg, "abs": lax.abs, "sign": lax.sign, "floor": lax.floor, "ceil": lax.ceil,
-    "round": lax.round, "round_even": lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
-    "sqrt": lax.sqrt, "rsqrt": lax.rsqrt, "cbrt": lax.cbrt, "exp": lax.exp, "exp2": lax.exp2,
-    "log": lax.log, "log1p": lax.log1p, "expm1": lax.expm1, "sin": lax.sin, "cos": lax.cos,
-    "tan": lax.tan, "asin": lax.asin, "acos": lax.acos, "atan": lax.atan, "sinh": lax.sinh,
-    "cosh": lax.cosh, "tanh": lax.tanh, "asinh": lax.asinh, "acosh": lax.acosh,
-    "atanh": lax.atanh, "logistic": lax.logistic, "erf": lax.erf, "erfc": lax.erfc,
-    "is_finite": lax.is_finite, "square": lax.square,
+    "neg": lax.neg,
+    "abs": lax.abs,
+    "sign": lax.sign,
+    "floor": lax.floor,
+    "ceil": lax.ceil,
+    "round": lax.round,
+    "round_even": lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
+    "sqrt": lax.sqrt,
+    "rsqrt": lax.rsqrt,
+    "cbrt": lax.cbrt,
+    "exp": lax.exp,
+    "exp2": lax.exp2,
+    "log": lax.log,
+    "log1p": lax.log1p,
+    "expm1": lax.expm1,
+    "sin": lax.sin,
+    "cos": lax.cos,
+    "tan": lax.tan,
+    "asin": lax.asin,
+    "acos": lax.acos,
+    "atan": lax.atan,
+    "sinh": lax.sinh,
+    "cosh": lax.cosh,
+    "tanh": lax.tanh,
+    "asinh": lax.asinh,
+    "acosh": lax.acosh,
+    "atanh": lax.atanh,
+    "logistic": lax.logistic,
+    "erf": lax.erf,
+    "erfc": lax.erfc,
+    "is_finite": lax.is_finite,
+    "square": lax.square,
     "integer_pow3": lambda x: lax.integer_pow(x, 3),
     "integer_pow-2": lambda x: lax.integer_pow(x, -2),
 }
@@ -91,10 +119,24 @@ def test_unary_float64_and_float16(name, x64):
         assert_same(UNARY[name], x, rtol=2e-3 if dt == np.float16 else 1e-14, atol=1e-300)
 
 
-BINARY = {"add": lax.add, "sub": lax.sub, "mul": lax.mul, "div": lax.div, "rem": lax.rem,
-          "max": lax.max, "min": lax.min, "pow": lax.pow, "atan2": lax.atan2,
-          "nextafter": lax.nextafter, "eq": lax.eq, "ne": lax.ne, "lt": lax.lt, "le": lax.le,
-          "gt": lax.gt, "ge": lax.ge}
+BINARY = {
+    "add": lax.add,
+    "sub": lax.sub,
+    "mul": lax.mul,
+    "div": lax.div,
+    "rem": lax.rem,
+    "max": lax.max,
+    "min": lax.min,
+    "pow": lax.pow,
+    "atan2": lax.atan2,
+    "nextafter": lax.nextafter,
+    "eq": lax.eq,
+    "ne": lax.ne,
+    "lt": lax.lt,
+    "le": lax.le,
+    "gt": lax.gt,
+    "ge": lax.ge,
+}
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
@@ -103,31 +145,60 @@ def test_binary_float32_special(name):
     assert_same(BINARY[name], a, b, rtol=4e-6, atol=1e-37)
 
 
-INT_BINARY = {"add": lax.add, "sub": lax.sub, "mul": lax.mul, "div": lax.div, "rem": lax.rem,
-              "max": lax.max, "min": lax.min, "and": lax.bitwise_and, "or": lax.bitwise_or,
-              "xor": lax.bitwise_xor, "shift_left": lax.shift_left,
-              "shift_right_logical": lax.shift_right_logical,
-              "shift_right_arithmetic": lax.shift_right_arithmetic, "lt": lax.lt, "eq": lax.eq}
+INT_BINARY = {
+    "add": lax.add,
+    "sub": lax.sub,
+    "mul": lax.mul,
+    "div": lax.div,
+    "rem": lax.rem,
+    "max": lax.max,
+    "min": lax.min,
+    "and": lax.bitwise_and,
+    "or": lax.bitwise_or,
+    "xor": lax.bitwise_xor,
+    "shift_left": lax.shift_left,
+    "shift_right_logical": lax.shift_right_logical,
+    "shift_right_arithmetic": lax.shift_right_arithmetic,
+    "lt": lax.lt,
+    "eq": lax.eq,
+}
 
 
 @pytest.mark.parametrize("name", sorted(INT_BINARY))
 @pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int8])
 def test_integer_binary_edges(name, dtype):
     info = np.iinfo(dtype)
-    vals = np.array(sorted(v for v in {info.min, info.min + 1, -7, -1, 0, 1, 2, 7, 31, 33,
-                                       info.max} if info.min <= v <= info.max), dtype)
+    vals = np.array(
+        sorted(
+            v
+            for v in {info.min, info.min + 1, -7, -1, 0, 1, 2, 7, 31, 33, info.max}
+            if info.min <= v <= info.max
+        ),
+        dtype,
+    )
     a, b = np.meshgrid(vals, vals)  # includes x / 0, x % 0, INT_MIN / -1, shifts >= width
     assert_same(INT_BINARY[name], a, b)
 
 
-@given(x=hnp.arrays(np.int32, hnp.array_shapes(min_dims=0, max_dims=2, max_side=5)),
-       y=st.integers(-3, 40))
+@given(
+    x=hnp.arrays(np.int32, hnp.array_shapes(min_dims=0, max_dims=2, max_side=5)),
+    y=st.integers(-3, 40),
+)
 def test_integer_unary_and_shifts(x, y):
     def f(x):
-        return (lax.neg(x), lax.abs(x), lax.sign(x), lax.bitwise_not(x), lax.population_count(x),
-                lax.clz(x), lax.shift_right_arithmetic(x, np.int32(y)),
-                lax.convert_element_type(x, np.float32), lax.convert_element_type(x, np.uint8),
-                lax.convert_element_type(x, np.bool_))
+        return (
+            lax.neg(x),
+            lax.abs(x),
+            lax.sign(x),
+            lax.bitwise_not(x),
+            lax.population_count(x),
+            lax.clz(x),
+            lax.shift_right_arithmetic(x, np.int32(y)),
+            lax.convert_element_type(x, np.float32),
+            lax.convert_element_type(x, np.uint8),
+            lax.convert_element_type(x, np.bool_),
+        )
+
     assert_same(f, x)
 
 
@@ -157,6 +228,7 @@ def test_select_n_clamp_and_bool_ops():
 
 # shapes, broadcasting, reductions -------------------------------------------------------------
 
+
 @given(x=FLOATS, data=st.data())
 def test_shape_ops_compose(x, data):
     perm = tuple(data.draw(st.permutations(range(x.ndim)))) if x.ndim else ()
@@ -164,20 +236,35 @@ def test_shape_ops_compose(x, data):
     def f(x):
         y = lax.transpose(x, perm)
         z = fnp.reshape(y, (-1,))
-        return (fnp.flip(y, axis=tuple(range(y.ndim))) if y.ndim else y, z,
-                fnp.broadcast_to(x, (2,) + x.shape), fnp.expand_dims(x, 0).squeeze(0))
+        return (
+            fnp.flip(y, axis=tuple(range(y.ndim))) if y.ndim else y,
+            z,
+            fnp.broadcast_to(x, (2,) + x.shape),
+            fnp.expand_dims(x, 0).squeeze(0),
+        )
+
     assert_same(f, x)
 
 
-REDUCERS = {"sum": fnp.sum, "max": fnp.max, "min": fnp.min, "prod": fnp.prod,
-            "argmax": fnp.argmax, "argmin": fnp.argmin}
+REDUCERS = {
+    "sum": fnp.sum,
+    "max": fnp.max,
+    "min": fnp.min,
+    "prod": fnp.prod,
+    "argmax": fnp.argmax,
+    "argmin": fnp.argmin,
+}
 
 
 @pytest.mark.parametrize("name", sorted(REDUCERS))
-@given(x=hnp.arrays(np.float32, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1,
-                                                 max_side=6),
-                    elements=st.floats(-4, 4, width=32) | st.sampled_from([np.nan, np.inf])),
-       data=st.data())
+@given(
+    x=hnp.arrays(
+        np.float32,
+        hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6),
+        elements=st.floats(-4, 4, width=32) | st.sampled_from([np.nan, np.inf]),
+    ),
+    data=st.data(),
+)
 def test_reductions(name, x, data):
     axis = data.draw(st.integers(0, x.ndim - 1))
     if name == "prod":  # reassociated, a tiny partial product may underflow before meeting inf
@@ -201,6 +288,7 @@ def test_float16_sums_accumulate_in_float32():
 
 # dot_general ----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("m,k,n", [(4, 3, 5), (64, 32, 48), (1, 100, 1), (37, 65, 130)])
 def test_matmul_inline_and_blas(m, k, n):
     rng = np.random.default_rng(m)
@@ -218,16 +306,22 @@ def test_dot_general_batch_and_integer():
     assert_same(lambda a, b: fnp.einsum("bij,bjk->kib", a, b), a, b, rtol=2e-5, atol=2e-5)
     i = rng.integers(-5, 5, (6, 7)).astype(np.int32)
     assert_same(lambda a: a @ a.T, i)
-    assert_same(lambda a, b: fnp.tensordot(a, b, axes=0).sum(), a[0, :3, :2], b[0, :2, :3],
-                rtol=1e-6)
+    assert_same(
+        lambda a, b: fnp.tensordot(a, b, axes=0).sum(), a[0, :3, :2], b[0, :2, :3], rtol=1e-6
+    )
 
 
 # fusion ---------------------------------------------------------------------------------------
 
+
 def test_elementwise_chain_is_one_kernel():
     x = np.linspace(-3, 3, 1000, dtype=np.float32)
-    exe = assert_same(lambda x: fnp.tanh(x) * 0.5 + fnp.exp(-x * x) - fnp.sin(x) / (1 + x * x),
-                      x, rtol=4e-6, atol=1e-6)
+    exe = assert_same(
+        lambda x: fnp.tanh(x) * 0.5 + fnp.exp(-x * x) - fnp.sin(x) / (1 + x * x),
+        x,
+        rtol=4e-6,
+        atol=1e-6,
+    )
     assert len(exe.program.steps) == 1 and exe.program.scratch_bytes == 0
 
 
@@ -237,6 +331,7 @@ def test_softmax_is_one_kernel():
     def softmax(x):
         e = fnp.exp(x - fnp.max(x, axis=1, keepdims=True))
         return e / fnp.sum(e, axis=1, keepdims=True)
+
     exe = assert_same(softmax, x, rtol=2e-6, atol=1e-7)
     assert len(kernels(exe)) == 1
 
@@ -247,14 +342,17 @@ def test_reduction_reused_at_other_indices_is_stored_not_recomputed():
     def outer(x):
         s = fnp.sum(x, axis=1)
         return s[:, None] * s[None, :]
+
     exe = assert_same(outer, x, rtol=1e-5, atol=1e-5)
     assert len(kernels(exe)) == 2 and exe.program.temps
 
 
 def test_matmul_epilogue_is_fused_and_transposes_use_blas_flags():
     rng = np.random.default_rng(0)
-    x, w = rng.standard_normal((128, 64)).astype(np.float32), \
-        rng.standard_normal((64, 32)).astype(np.float32)
+    x, w = (
+        rng.standard_normal((128, 64)).astype(np.float32),
+        rng.standard_normal((64, 32)).astype(np.float32),
+    )
     exe = assert_same(lambda x, w: fnp.tanh(x @ w + 1.0), x, w, rtol=1e-5, atol=1e-5)
     assert [type(s).__name__ for s in exe.program.steps] == ["Gemm", "Kernel"]
     exe = assert_same(lambda x, g: x.T @ g, x, x, rtol=1e-5, atol=1e-4)
@@ -269,12 +367,14 @@ def test_temporaries_share_memory_by_liveness():
         for _ in range(4):
             a = fnp.tanh(a @ a)
         return a
+
     exe = assert_same(chain, a, rtol=1e-4, atol=1e-4)
     temps = exe.program.temps
     assert exe.program.scratch_bytes < sum(t.nbytes for t in temps)
 
 
 # the entry point ------------------------------------------------------------------------------
+
 
 def test_inputs_may_be_numpy_scalars_views_and_repeated():
     f = lambda a, b: a * 2 + b  # noqa: E731
@@ -298,7 +398,9 @@ def test_outputs_are_fresh_readonly_arrays_and_inputs_pass_through():
 
 def test_every_primitive_with_an_impl_has_a_lowering_rule_or_is_inlined():
     from fungrad.transforms.vmap import batch_rules
+
     inlined = {"jit", "checkpoint", "custom_jvp_call", "custom_vjp_call", "custom_lin"}
-    missing = sorted(p.name for p in batch_rules
-                     if p not in lowering_rules and p.name not in inlined)
+    missing = sorted(
+        p.name for p in batch_rules if p not in lowering_rules and p.name not in inlined
+    )
     assert not missing, f"primitives without a lowering rule: {missing}"

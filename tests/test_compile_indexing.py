@@ -22,14 +22,22 @@ from fungrad.lax import (
 from fungrad.lowering import compile_jaxpr
 from fungrad.lowering.fusion import Kernel
 
-MODES = [GatherScatterMode.CLIP, GatherScatterMode.FILL_OR_DROP,
-         GatherScatterMode.PROMISE_IN_BOUNDS]
-SCATTERS = {"scatter": lax.scatter, "scatter-add": lax.scatter_add,
-            "scatter-mul": lax.scatter_mul, "scatter-min": lax.scatter_min,
-            "scatter-max": lax.scatter_max}
+MODES = [
+    GatherScatterMode.CLIP,
+    GatherScatterMode.FILL_OR_DROP,
+    GatherScatterMode.PROMISE_IN_BOUNDS,
+]
+SCATTERS = {
+    "scatter": lax.scatter,
+    "scatter-add": lax.scatter_add,
+    "scatter-mul": lax.scatter_mul,
+    "scatter-min": lax.scatter_min,
+    "scatter-max": lax.scatter_max,
+}
 
 
 # -- compile and compare -------------------------------------------------------------------------
+
 
 def compile_and_compare(f, *args, exact=True, rtol=1e-5, atol=1e-5):
     """Compile ``make_jaxpr(f)(*args)``, run it on ``args`` and compare every output with
@@ -50,8 +58,9 @@ def compile_and_compare(f, *args, exact=True, rtol=1e-5, atol=1e-5):
         elif exact or g.dtype.kind in "biu":
             np.testing.assert_array_equal(g, w)
         else:
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol,
-                                       atol=atol, equal_nan=True)
+            np.testing.assert_allclose(
+                g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True
+            )
     return exe
 
 
@@ -62,8 +71,9 @@ def values(rng, shape, dtype, specials=True):
         return rng.integers(0, 2, size=shape).astype(bool)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        return rng.integers(max(info.min, -100), min(info.max, 100), size=shape,
-                            endpoint=True).astype(dtype)
+        return rng.integers(
+            max(info.min, -100), min(info.max, 100), size=shape, endpoint=True
+        ).astype(dtype)
     x = rng.standard_normal(shape).astype(dtype)
     if specials and x.size:
         special = np.array([np.nan, np.inf, -np.inf, -0.0], dtype)
@@ -85,6 +95,7 @@ seeds = st.integers(0, 2**32 - 1)
 
 # -- slicing.py ---------------------------------------------------------------------------------
 
+
 @st.composite
 def slice_cases(draw):
     shape = draw(shapes)
@@ -101,8 +112,12 @@ def slice_cases(draw):
 def test_slice(case, dtype, seed):
     shape, start, limit, strides = case
     x = values(np.random.default_rng(seed), shape, dtype)
-    compile_and_compare(lambda x: slicing.slice_p.bind(
-        x, start_indices=start, limit_indices=limit, strides=strides), x)
+    compile_and_compare(
+        lambda x: slicing.slice_p.bind(
+            x, start_indices=start, limit_indices=limit, strides=strides
+        ),
+        x,
+    )
 
 
 @st.composite
@@ -127,8 +142,12 @@ def test_pad_negative_and_interior(case, dtype, seed):
     compile_and_compare(lambda x, v: lax.pad(x, v, config), x, v)
 
 
-@given(st.lists(st.integers(0, 3), min_size=2, max_size=7), st.integers(0, 2),
-       st.sampled_from(DTYPES), seeds)
+@given(
+    st.lists(st.integers(0, 3), min_size=2, max_size=7),
+    st.integers(0, 2),
+    st.sampled_from(DTYPES),
+    seeds,
+)
 def test_concatenate(sizes, dimension, dtype, seed):
     rng = np.random.default_rng(seed)
     base = [2, 3, 2]
@@ -149,8 +168,9 @@ def test_concatenate(sizes, dimension, dtype, seed):
 
 def test_concatenate_fuses_its_producers_in_both_forms():
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    exe = compile_and_compare(lambda x: fnp.exp(fnp.concatenate([x, x * 2, -x], 1)) + 1, x,
-                              exact=False)
+    exe = compile_and_compare(
+        lambda x: fnp.exp(fnp.concatenate([x, x * 2, -x], 1)) + 1, x, exact=False
+    )
     assert len(exe.program.steps) == 1
     exe = compile_and_compare(lambda x: fnp.concatenate([x + i for i in range(6)], 0), x)
     assert len(exe.program.steps) == 6 and exe.program.scratch_bytes == 0
@@ -176,8 +196,9 @@ def test_dynamic_slice_clamps_start_indices(case, dtype, seed):
     x = values(np.random.default_rng(seed), shape, dtype)
     # the primitive itself (starts clamped into [0, n - size]), and the wrapper, which first
     # wraps negative starts as Python does
-    compile_and_compare(lambda x, *s: slicing.dynamic_slice_p.bind(x, *s, slice_sizes=sizes),
-                        x, *starts)
+    compile_and_compare(
+        lambda x, *s: slicing.dynamic_slice_p.bind(x, *s, slice_sizes=sizes), x, *starts
+    )
     compile_and_compare(lambda x, *s: lax.dynamic_slice(x, s, sizes), x, *starts)
 
 
@@ -187,12 +208,14 @@ def test_dynamic_update_slice_clamps_start_indices(case, dtype, seed):
     shape, sizes, starts = case
     rng = np.random.default_rng(seed)
     x, u = values(rng, shape, dtype), values(rng, sizes, dtype)
-    compile_and_compare(lambda x, u, *s: slicing.dynamic_update_slice_p.bind(x, u, *s),
-                        x, u, *starts)
+    compile_and_compare(
+        lambda x, u, *s: slicing.dynamic_update_slice_p.bind(x, u, *s), x, u, *starts
+    )
     compile_and_compare(lambda x, u, *s: lax.dynamic_update_slice(x, u, s), x, u, *starts)
 
 
 # -- indexing.py: gather and scatter --------------------------------------------------------------
+
 
 @st.composite
 def layouts(draw):
@@ -201,27 +224,30 @@ def layouts(draw):
     ndim = draw(st.integers(0, 3))
     shape = draw(st.lists(st.integers(0, 4), min_size=ndim, max_size=ndim))
     nonempty = [d for d in range(ndim) if shape[d] > 0]
-    batching = draw(st.lists(st.sampled_from(nonempty), unique=True, max_size=1)) \
-        if nonempty else []
+    batching = (
+        draw(st.lists(st.sampled_from(nonempty), unique=True, max_size=1)) if nonempty else []
+    )
     rest = [d for d in range(ndim) if d not in batching]
-    start_map = draw(st.permutations(rest).flatmap(
-        lambda p: st.integers(0, len(p)).map(lambda k: tuple(p[:k]))))
+    start_map = draw(
+        st.permutations(rest).flatmap(lambda p: st.integers(0, len(p)).map(lambda k: tuple(p[:k])))
+    )
     collapsible = [d for d in rest if shape[d] > 0]
-    collapsed = tuple(sorted(draw(st.lists(st.sampled_from(collapsible), unique=True))
-                             if collapsible else []))
+    collapsed = tuple(
+        sorted(draw(st.lists(st.sampled_from(collapsible), unique=True)) if collapsible else [])
+    )
     window = [d for d in rest if d not in collapsed]
     sizes = [1] * ndim
     for d in window:
         sizes[d] = draw(st.integers(0, shape[d]))
     batch_rank = draw(st.integers(len(batching), len(batching) + 2))
     batch_shape = draw(st.lists(st.integers(0, 3), min_size=batch_rank, max_size=batch_rank))
-    idx_batching = tuple(draw(st.permutations(range(batch_rank)))[:len(batching)])
+    idx_batching = tuple(draw(st.permutations(range(batch_rank)))[: len(batching)])
     for ob, ib in zip(batching, idx_batching):
         batch_shape[ib] = shape[ob]
-    offset_dims = tuple(sorted(draw(st.permutations(range(batch_rank + len(window))))
-                               [:len(window)]))
-    dn = GatherDimensionNumbers(offset_dims, collapsed, start_map, tuple(batching),
-                                idx_batching)
+    offset_dims = tuple(
+        sorted(draw(st.permutations(range(batch_rank + len(window))))[: len(window)])
+    )
+    dn = GatherDimensionNumbers(offset_dims, collapsed, start_map, tuple(batching), idx_batching)
     return tuple(shape), tuple(batch_shape) + (len(start_map),), dn, tuple(sizes)
 
 
@@ -232,32 +258,47 @@ def random_indices(rng, operand_shape, indices_shape, dtype=np.int32):
     return rng.integers(lo, hi, size=indices_shape).astype(dtype)
 
 
-@given(layouts(), st.sampled_from(MODES), st.sampled_from(DTYPES),
-       st.sampled_from([None, 7]), seeds)
+@given(
+    layouts(), st.sampled_from(MODES), st.sampled_from(DTYPES), st.sampled_from([None, 7]), seeds
+)
 def test_gather(layout, mode, dtype, fill_value, seed):
     shape, ishape, dn, sizes = layout
     rng = np.random.default_rng(seed)
     x = values(rng, shape, dtype)
     idx = random_indices(rng, shape, ishape)
-    compile_and_compare(lambda x, i: lax.gather(x, i, dn, sizes, mode=mode,
-                                                fill_value=fill_value), x, idx)
+    compile_and_compare(
+        lambda x, i: lax.gather(x, i, dn, sizes, mode=mode, fill_value=fill_value), x, idx
+    )
 
 
 def _scatter_dnums(dn):
-    return ScatterDimensionNumbers(dn.offset_dims, dn.collapsed_slice_dims, dn.start_index_map,
-                                   dn.operand_batching_dims, dn.start_indices_batching_dims)
+    return ScatterDimensionNumbers(
+        dn.offset_dims,
+        dn.collapsed_slice_dims,
+        dn.start_index_map,
+        dn.operand_batching_dims,
+        dn.start_indices_batching_dims,
+    )
 
 
 def _updates_shape(dn, ishape, sizes, operand_ndim):
-    window = iter(sizes[d] for d in range(operand_ndim)
-                  if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims)
+    window = iter(
+        sizes[d]
+        for d in range(operand_ndim)
+        if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims
+    )
     batch = iter(ishape[:-1])
     rank = len(ishape) - 1 + len(dn.offset_dims)
     return tuple(next(window) if p in dn.offset_dims else next(batch) for p in range(rank))
 
 
-@given(layouts(), st.sampled_from(MODES), st.sampled_from(sorted(SCATTERS)),
-       st.sampled_from(DTYPES), seeds)
+@given(
+    layouts(),
+    st.sampled_from(MODES),
+    st.sampled_from(sorted(SCATTERS)),
+    st.sampled_from(DTYPES),
+    seeds,
+)
 def test_scatter(layout, mode, name, dtype, seed):
     shape, ishape, dn, sizes = layout
     if name in ("scatter-add", "scatter-mul") and np.dtype(dtype).kind == "b":
@@ -268,10 +309,14 @@ def test_scatter(layout, mode, name, dtype, seed):
     upd = values(rng, _updates_shape(dn, ishape, sizes, len(shape)), dtype)
     sdn = _scatter_dnums(dn)
     exe = compile_and_compare(
-        lambda x, i, u: SCATTERS[name](x, i, u, sdn, mode=mode), x, idx, upd,
+        lambda x, i, u: SCATTERS[name](x, i, u, sdn, mode=mode),
+        x,
+        idx,
+        upd,
         # min/max order -0.0 below +0.0 (JAX's and LLVM's minimum/maximum); numpy keeps the
         # update on ties, so only the values are compared for them
-        exact="value" if name in ("scatter-min", "scatter-max") else True)
+        exact="value" if name in ("scatter-min", "scatter-max") else True,
+    )
     steps = kernels(exe)
     if x.size == 0:  # nothing to copy or update: loop nests without iterations are no kernels
         assert not steps
@@ -293,8 +338,9 @@ def test_scatter_duplicates_follow_the_impl_order():
     vals = np.array([1e8, 1, -1e8, 1], np.float32)
     dn1 = ScatterDimensionNumbers((), (0,), (0,))
     same = np.zeros((4, 1), np.int32)
-    exe = compile_and_compare(lambda x, i, u: lax.scatter_add(x, i, u, dn1),
-                              np.zeros(2, np.float32), same, vals)
+    exe = compile_and_compare(
+        lambda x, i, u: lax.scatter_add(x, i, u, dn1), np.zeros(2, np.float32), same, vals
+    )
     assert np.asarray(exe.call([np.zeros(2, np.float32), same, vals])[0])[0] == np.float32(1)
 
 
@@ -304,14 +350,18 @@ def test_scatter_drops_out_of_bounds_windows_per_mode():
     upd = np.full((5, 2), 10, np.int32)
     dn = ScatterDimensionNumbers((1,), (), (0,))
     for mode in MODES:
-        compile_and_compare(lambda x, i, u, mode=mode: lax.scatter_add(x, i, u, dn, mode=mode),
-                            x, idx, upd)
+        compile_and_compare(
+            lambda x, i, u, mode=mode: lax.scatter_add(x, i, u, dn, mode=mode), x, idx, upd
+        )
     # a window wider than the operand can never fit: only the copy of the (empty) operand
     # would remain, and a loop nest without iterations is no kernel
     dn0 = ScatterDimensionNumbers((), (0,), (0,))
-    exe = compile_and_compare(lambda x, i, u: lax.scatter_add(x, i, u, dn0, mode="clip"),
-                              np.zeros(0, np.float32), np.zeros((3, 1), np.int32),
-                              np.ones(3, np.float32))
+    exe = compile_and_compare(
+        lambda x, i, u: lax.scatter_add(x, i, u, dn0, mode="clip"),
+        np.zeros(0, np.float32),
+        np.zeros((3, 1), np.int32),
+        np.ones(3, np.float32),
+    )
     assert not exe.program.steps
 
 
@@ -323,12 +373,16 @@ def test_extreme_indices_never_read_or_write_out_of_bounds():
     idx = np.array([[lo, 0], [hi, 1], [3, lo], [7, hi], [2, 2]], np.int32)
     dn = GatherDimensionNumbers((1,), (0,), (0, 1))
     for mode in MODES:
-        compile_and_compare(lambda x, i, mode=mode: lax.gather(x, i, dn, (1, 3), mode=mode),
-                            x, idx)
+        compile_and_compare(lambda x, i, mode=mode: lax.gather(x, i, dn, (1, 3), mode=mode), x, idx)
         for name, scatter in SCATTERS.items():
-            compile_and_compare(lambda x, i, mode=mode, scatter=scatter: scatter(
-                x, i, fnp.ones((5, 3)), _scatter_dnums(dn), mode=mode), x, idx,
-                exact="value" if name in ("scatter-min", "scatter-max") else True)
+            compile_and_compare(
+                lambda x, i, mode=mode, scatter=scatter: scatter(
+                    x, i, fnp.ones((5, 3)), _scatter_dnums(dn), mode=mode
+                ),
+                x,
+                idx,
+                exact="value" if name in ("scatter-min", "scatter-max") else True,
+            )
     for s in (np.int8(-128), np.int8(127), np.int32(lo), np.int32(hi)):
         compile_and_compare(lambda x, s: lax.dynamic_slice(x, (s, s), (3, 2)), x, s)
         compile_and_compare(lambda x, s: lax.dynamic_update_slice(x, x[:2, :4], (s, s)), x, s)
@@ -337,21 +391,24 @@ def test_extreme_indices_never_read_or_write_out_of_bounds():
 def test_scatter_fuses_the_operand_into_its_copy():
     x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
     idx = np.array([[2], [0], [2]], np.int32)
-    exe = compile_and_compare(lambda x, i: fnp.tanh(x).at[i[:, 0]].add(x[0] * 2), x, idx,
-                              exact=False)
+    exe = compile_and_compare(
+        lambda x, i: fnp.tanh(x).at[i[:, 0]].add(x[0] * 2), x, idx, exact=False
+    )
     copy, scat = exe.program.steps
     assert copy.parallel and copy.reads() == {exe.program.inputs[0]}  # tanh computed in it
     assert not scat.parallel and scat.stores[0].combine == "add"
     # a column sum as the update would be recomputed for every index vector inside the
     # sequential loop nest: it is stored by its own (parallel) kernel first
-    exe = compile_and_compare(lambda x, i: fnp.tanh(x).at[i[:, 0]].add(fnp.sum(x, 0) * 2),
-                              x, idx, exact=False)
+    exe = compile_and_compare(
+        lambda x, i: fnp.tanh(x).at[i[:, 0]].add(fnp.sum(x, 0) * 2), x, idx, exact=False
+    )
     copy, col_sum, scat = exe.program.steps
     assert col_sum.parallel and col_sum.stores[0].buffer in scat.reads()
     assert not scat.parallel
 
 
 # -- windowed_reductions.py -----------------------------------------------------------------------
+
 
 @st.composite
 def window_cases(draw):
@@ -365,19 +422,36 @@ def window_cases(draw):
     return shape, window, strides, padding, base, wdil
 
 
-@given(window_cases(), st.sampled_from(["sum", "max", "min"]),
-       st.sampled_from([np.float32, np.int32, np.uint8, np.bool_]), seeds)
+@given(
+    window_cases(),
+    st.sampled_from(["sum", "max", "min"]),
+    st.sampled_from([np.float32, np.int32, np.uint8, np.bool_]),
+    seeds,
+)
 def test_reduce_window(case, op, dtype, seed):
     shape, window, strides, padding, base, wdil = case
     if op == "sum" and np.dtype(dtype).kind == "b":
         dtype = np.int32
-    prim = {"sum": lax.reduce_window_sum_p, "max": lax.reduce_window_max_p,
-            "min": lax.reduce_window_min_p}[op]
+    prim = {
+        "sum": lax.reduce_window_sum_p,
+        "max": lax.reduce_window_max_p,
+        "min": lax.reduce_window_min_p,
+    }[op]
     x = values(np.random.default_rng(seed), shape, dtype)
     exe = compile_and_compare(
-        lambda x: prim.bind(x, window_dimensions=window, window_strides=strides,
-                            padding=padding, base_dilation=base, window_dilation=wdil), x,
-        exact="value" if op != "sum" else False, rtol=1e-5, atol=1e-4)
+        lambda x: prim.bind(
+            x,
+            window_dimensions=window,
+            window_strides=strides,
+            padding=padding,
+            base_dilation=base,
+            window_dilation=wdil,
+        ),
+        x,
+        exact="value" if op != "sum" else False,
+        rtol=1e-5,
+        atol=1e-4,
+    )
     assert len(exe.program.steps) <= 1  # one loop nest with the window reduction inline
 
 
@@ -388,6 +462,7 @@ def test_reduce_window_pools_fuse():
         mx = lax.reduce_window(fnp.exp(x), -np.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
         av = lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4
         return mx, av
+
     exe = compile_and_compare(pools, x, exact=False)
     # one loop nest per pool, exp computed inside the max pool's window loop: no temporaries
     assert len(kernels(exe)) == len(exe.program.steps) == 2 and exe.program.scratch_bytes == 0
@@ -395,27 +470,39 @@ def test_reduce_window_pools_fuse():
 
 # -- float64 and 64-bit indices -------------------------------------------------------------------
 
+
 def test_x64_dtypes_and_64_bit_indices(x64):
     rng = np.random.default_rng(1)
     x = values(rng, (4, 5), np.float64)
     big = np.uint64(2**63 + 5)  # wraps to a negative int64 as a gather index; clamps as a start
     for s in (np.int64(-3), np.int64(2), big, np.uint64(1)):
-        compile_and_compare(lambda x, s: slicing.dynamic_slice_p.bind(x, s, s,
-                                                                      slice_sizes=(2, 3)), x, s)
-        compile_and_compare(lambda x, s: slicing.dynamic_update_slice_p.bind(
-            x, x[:1, :2] * 3, s, s), x, s)
+        compile_and_compare(
+            lambda x, s: slicing.dynamic_slice_p.bind(x, s, s, slice_sizes=(2, 3)), x, s
+        )
+        compile_and_compare(
+            lambda x, s: slicing.dynamic_update_slice_p.bind(x, x[:1, :2] * 3, s, s), x, s
+        )
     dn = GatherDimensionNumbers((1,), (0,), (0,))
     for idt in (np.int64, np.uint64, np.uint32):
         idx = np.array([[1], [3], [7], [0]], idt)
         if idt == np.uint64:
             idx[2, 0] = big
         for mode in MODES:
-            compile_and_compare(lambda x, i, mode=mode: lax.gather(x, i, dn, (1, 5), mode=mode),
-                                x, idx)
-            compile_and_compare(lambda x, i, mode=mode: lax.scatter_add(
-                x, i, x, _scatter_dnums(dn), mode=mode), x, idx)
-    compile_and_compare(lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 3), (1, 2), "SAME"),
-                        x, exact=False, rtol=1e-12, atol=1e-12)
+            compile_and_compare(
+                lambda x, i, mode=mode: lax.gather(x, i, dn, (1, 5), mode=mode), x, idx
+            )
+            compile_and_compare(
+                lambda x, i, mode=mode: lax.scatter_add(x, i, x, _scatter_dnums(dn), mode=mode),
+                x,
+                idx,
+            )
+    compile_and_compare(
+        lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 3), (1, 2), "SAME"),
+        x,
+        exact=False,
+        rtol=1e-12,
+        atol=1e-12,
+    )
     compile_and_compare(lambda x: lax.pad(x, -1.0, ((1, -2, 1), (-1, 0, 2))), x)
 
 
@@ -460,8 +547,9 @@ def test_numpy_level_functions(name, f):
 def test_numpy_indexing_fuses_into_one_kernel():
     x = np.arange(20, dtype=np.float32).reshape(4, 5)
     i = np.array([3, 0, 2], np.int32)
-    exe = compile_and_compare(lambda x, i: fnp.exp(x[::-1, 1:4])[i] * 2 + fnp.pad(x, 1)[1:4, 0:3],
-                              x, i, exact=False)
+    exe = compile_and_compare(
+        lambda x, i: fnp.exp(x[::-1, 1:4])[i] * 2 + fnp.pad(x, 1)[1:4, 0:3], x, i, exact=False
+    )
     assert len(exe.program.steps) == 1
 
 
@@ -473,10 +561,16 @@ def test_gradients_and_vmap_compile():
     compile_and_compare(fg.grad(lambda x, i: fnp.sum(fnp.sin(x[i]) * x[i])), x, i, exact=False)
     starts = np.array([2, -1, 0, 4], np.int32)
     compile_and_compare(fg.vmap(lambda r, s: lax.dynamic_slice(r, (s,), (3,))), x, starts)
-    compile_and_compare(fg.vmap(lambda r, s: lax.dynamic_update_slice(r, r[:2] * 10, (s,))),
-                        x, starts)
-    compile_and_compare(fg.grad(lambda x: fnp.sum(lax.reduce_window(
-        x, -np.inf, lax.max, (2, 2), (1, 1), "SAME") ** 2)), x, exact=False)
+    compile_and_compare(
+        fg.vmap(lambda r, s: lax.dynamic_update_slice(r, r[:2] * 10, (s,))), x, starts
+    )
+    compile_and_compare(
+        fg.grad(
+            lambda x: fnp.sum(lax.reduce_window(x, -np.inf, lax.max, (2, 2), (1, 1), "SAME") ** 2)
+        ),
+        x,
+        exact=False,
+    )
 
 
 @settings(max_examples=10)
@@ -488,16 +582,25 @@ def test_size_zero_and_scalar_edges(n, k, seed):
     dn = GatherDimensionNumbers((), (0,), (0,))
     if n:
         compile_and_compare(lambda x, i: lax.gather(x, i, dn, (1,), mode="fill"), x, idx)
-        compile_and_compare(lambda x, i: lax.scatter_max(x, i, x[:1] * 0 + fnp.zeros(k),
-                                                         _scatter_dnums(dn)), x, idx,
-                            exact="value")
+        compile_and_compare(
+            lambda x, i: lax.scatter_max(x, i, x[:1] * 0 + fnp.zeros(k), _scatter_dnums(dn)),
+            x,
+            idx,
+            exact="value",
+        )
     s = np.float32(rng.standard_normal())
     compile_and_compare(lambda s: lax.reduce_window(s, 0.0, lax.add, (), (), ()), s)
-    compile_and_compare(lambda s, i: lax.scatter(s, i[:, :0], fnp.full(k, 2.0),
-                                                 ScatterDimensionNumbers((), (), ())),
-                        s, idx)
+    compile_and_compare(
+        lambda s, i: lax.scatter(
+            s, i[:, :0], fnp.full(k, 2.0), ScatterDimensionNumbers((), (), ())
+        ),
+        s,
+        idx,
+    )
     no_index = np.zeros((0,), np.int32)  # one index vector of length 0: 0-d loop nests
-    compile_and_compare(lambda s: indexing.gather(s, no_index, GatherDimensionNumbers(
-        (), (), ()), ()), s)
-    compile_and_compare(lambda s: lax.scatter_mul(s, no_index, s + 1.0, ScatterDimensionNumbers(
-        (), (), ())), s)
+    compile_and_compare(
+        lambda s: indexing.gather(s, no_index, GatherDimensionNumbers((), (), ()), ()), s
+    )
+    compile_and_compare(
+        lambda s: lax.scatter_mul(s, no_index, s + 1.0, ScatterDimensionNumbers((), (), ())), s
+    )

@@ -46,9 +46,21 @@ def assert_jit_matches_eager(f, *args, backend="cpu", rtol=2e-5, atol=2e-6):
 
 #: what one step of a random chain does to the current value ``v`` (2-d) given earlier values
 #: and fresh weight inputs; the shapes are the repros' (2..4 on a side)
-_STEPS = ("left_matmul", "right_matmul", "gram", "tanh", "sin", "axpy_earlier", "add_earlier",
-          "row_sum_times", "col_mean_times", "softmax_rows", "softmax_cols", "transpose",
-          "nansum_matvec")
+_STEPS = (
+    "left_matmul",
+    "right_matmul",
+    "gram",
+    "tanh",
+    "sin",
+    "axpy_earlier",
+    "add_earlier",
+    "row_sum_times",
+    "col_mean_times",
+    "softmax_rows",
+    "softmax_cols",
+    "transpose",
+    "nansum_matvec",
+)
 
 
 @st.composite
@@ -83,6 +95,7 @@ def chain_function(steps, grad: bool):
     """The function a chain describes: ``f(x, *weights)`` returning every intermediate value
     (so each is a program output or read by one), or the gradient of their sum of tanh with
     respect to x and the weights."""
+
     def f(x, *weights):
         w = iter(weights)
         values = [x]
@@ -116,11 +129,13 @@ def chain_function(steps, grad: bool):
                 v = values[step[1]] + v
             values.append(v)
         return values
+
     if not grad:
         return f
-    return fg.grad(lambda *a: sum(fnp.sum(fnp.tanh(v)) for v in f(*a)[1:]),
-                   argnums=tuple(range(1 + sum(s in ("left_matmul", "right_matmul")
-                                                for s in steps))))
+    return fg.grad(
+        lambda *a: sum(fnp.sum(fnp.tanh(v)) for v in f(*a)[1:]),
+        argnums=tuple(range(1 + sum(s in ("left_matmul", "right_matmul") for s in steps))),
+    )
 
 
 def _chain_args(shapes, seed):
@@ -130,8 +145,13 @@ def _chain_args(shapes, seed):
 
 def check_chain(chain, grad, seed, backend):
     steps, shapes = chain
-    assert_jit_matches_eager(chain_function(steps, grad), *_chain_args(shapes, seed),
-                             backend=backend, rtol=1e-4, atol=1e-5)
+    assert_jit_matches_eager(
+        chain_function(steps, grad),
+        *_chain_args(shapes, seed),
+        backend=backend,
+        rtol=1e-4,
+        atol=1e-5,
+    )
 
 
 @settings(max_examples=25)
@@ -165,6 +185,7 @@ def test_issue15_the_reported_scheduling_crashes(backend):
         k2 = rot @ (y + h * k1)
         k3 = rot @ (y + h * k2)
         return y + k1 + k2 + k3
+
     assert_jit_matches_eager(rk4, arr(2, 2), arr(2), backend=backend)
 
     def loss(p, x, y):
@@ -173,17 +194,28 @@ def test_issue15_the_reported_scheduling_crashes(backend):
     def sgd(p, x, y):
         value, g = fg.value_and_grad(loss)(p, x, y)
         return value, fg.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g)
-    assert_jit_matches_eager(sgd, {"w": arr(3, 4), "w2": arr(4, 2)}, arr(4, 3), arr(4, 2),
-                             backend=backend)
+
+    assert_jit_matches_eager(
+        sgd, {"w": arr(3, 4), "w2": arr(4, 2)}, arr(4, 3), arr(4, 2), backend=backend
+    )
     a = arr(2, 2) + 3 * fnp.eye(2)
-    assert_jit_matches_eager(fg.grad(lambda a, b: fnp.sum(fnp.linalg.solve(a, b))), a,
-                             arr(2, 2), backend=backend, rtol=1e-4, atol=1e-5)
+    assert_jit_matches_eager(
+        fg.grad(lambda a, b: fnp.sum(fnp.linalg.solve(a, b))),
+        a,
+        arr(2, 2),
+        backend=backend,
+        rtol=1e-4,
+        atol=1e-5,
+    )
     assert_jit_matches_eager(
         lambda x: fnp.matmul(fnp.nansum(fg.nn.softmax(x, axis=-3), axis=(0, -2, 3)), x),
-        arr(2, 3, 3, 2), backend=backend)
+        arr(2, 3, 3, 2),
+        backend=backend,
+    )
 
 
 # -- 10: arrays with a zero-size dimension -------------------------------------------------------
+
 
 def _zero_size_cases():
     """(name, f, args): numpy functions and their gradients on arrays with a zero-size
@@ -193,6 +225,7 @@ def _zero_size_cases():
 
     def g(f, *argnums):
         return fg.grad(lambda *x: fnp.sum(f(*x) ** 2), argnums=argnums or 0)
+
     return [
         ("reshape", lambda x: x.reshape(3, 0), [z]),
         ("reshape_split", lambda x: x.reshape(0, 4, 2), [z3.reshape(0, 8)]),
@@ -235,15 +268,29 @@ def _zero_size_cases():
         ("broadcast", lambda x: fnp.broadcast_to(x, (2, 0, 3)), [z]),
         ("max_nonempty_axis", lambda x: fnp.max(x, axis=0), [zt]),
         ("scan", lambda x: fg.lax.scan(lambda c, r: (c + r, c * r), fnp.zeros(3), x), [z]),
-        ("scan_empty_rows", lambda x: fg.lax.scan(lambda c, r: (c + fnp.sum(r), r * 2), 0.0,
-                                                  x), [zt]),
+        (
+            "scan_empty_rows",
+            lambda x: fg.lax.scan(lambda c, r: (c + fnp.sum(r), r * 2), 0.0, x),
+            [zt],
+        ),
         ("fori", lambda x: fg.lax.fori_loop(0, 3, lambda i, c: c * 2, x), [z]),
-        ("reduce_window", lambda x: fg.lax.reduce_window(x, 0.0, fg.lax.add, (1, 2), (1, 1),
-                                                         "VALID"), [z]),
+        (
+            "reduce_window",
+            lambda x: fg.lax.reduce_window(x, 0.0, fg.lax.add, (1, 2), (1, 1), "VALID"),
+            [z],
+        ),
         # the mean of nothing is 0/0: NaN, and NaN -> int32 is 0
         ("mean_then_int", lambda x: fnp.mean(x, 0).astype(fnp.int32), [z]),
-        ("mean_then_math", lambda x: (fnp.sqrt(fnp.sum(x, 0) - 1.0), fnp.log(fnp.mean(x, 0)),
-                                      1.0 / fnp.sum(x, 0), fnp.round(fnp.mean(x, 0))), [z]),
+        (
+            "mean_then_math",
+            lambda x: (
+                fnp.sqrt(fnp.sum(x, 0) - 1.0),
+                fnp.log(fnp.mean(x, 0)),
+                1.0 / fnp.sum(x, 0),
+                fnp.round(fnp.mean(x, 0)),
+            ),
+            [z],
+        ),
         ("grad_std", g(lambda x: fnp.std(x, axis=1)), [z3]),
         ("grad_matmul", g(fnp.matmul, 0, 1), [z, a[:, :3].T]),
         ("grad_matmul_k", g(fnp.matmul, 0, 1), [zt, fnp.ones((0, 5))]),
@@ -255,8 +302,11 @@ def _zero_size_cases():
         ("grad_tile", g(lambda x: fnp.tile(x, (2, 1))), [z]),
         ("grad_outer", g(fnp.outer, 0, 1), [e, fnp.ones(3)]),
         ("grad_concatenate", g(lambda x, y: fnp.concatenate([x, y]), 0, 1), [z, a[:, :3]]),
-        ("grad_einsum", g(lambda x, y: fnp.einsum("ij,jk->ik", x, y), 0, 1),
-         [zt, fnp.ones((0, 4))]),
+        (
+            "grad_einsum",
+            g(lambda x, y: fnp.einsum("ij,jk->ik", x, y), 0, 1),
+            [zt, fnp.ones((0, 4))],
+        ),
     ]
 
 
@@ -274,6 +324,7 @@ def test_issue15_zero_size_arrays_compile_and_match_eager(backend):
 
 
 # -- 4: a value recomputed in another kernel, and the compiled sort's order ----------------------
+
 
 @pytest.mark.parametrize("backend", ["cpu", "gpu"])
 def test_issue15_grad_of_sorted_relu_keeps_its_mask(backend, request):
@@ -322,18 +373,23 @@ def sort_operands(draw, max_len=12):
 def _sorts(dimension):
     """Sorting functions of (keys, second): every operand count, key count, stability and
     direction the numpy and lax wrappers offer."""
+
     def lax_sort(num_keys, stable):
         def f(k, s):
             idx = fg.lax.broadcasted_iota(np.int32, k.shape, dimension)
-            return fg.lax.sort((k, s, idx, k * 2), dimension=dimension, num_keys=num_keys,
-                               is_stable=stable)
+            return fg.lax.sort(
+                (k, s, idx, k * 2), dimension=dimension, num_keys=num_keys, is_stable=stable
+            )
+
         return f
+
     return {
         "sort": lambda k, s: fnp.sort(k, axis=dimension),
         "sort_descending": lambda k, s: fnp.sort(k, axis=dimension, descending=True),
         "argsort": lambda k, s: fnp.argsort(k, axis=dimension),
         "argsort_descending": lambda k, s: fnp.argsort(k, axis=dimension, descending=True),
-        "lax_1_key": lax_sort(1, True), "lax_2_keys": lax_sort(2, True),
+        "lax_1_key": lax_sort(1, True),
+        "lax_2_keys": lax_sort(2, True),
         "lax_2_keys_unstable": lax_sort(2, False),
         "top_k": lambda k, s: fg.lax.top_k(k if dimension else k.T, 1),
         "top_k_all": lambda k, s: fg.lax.top_k(k, k.shape[-1]),
@@ -348,12 +404,14 @@ def check_sorts(operands, backend):
 
     def f(k, s):
         return {name: sort(k, s) for name, sort in sorts.items()}
+
     want, got = f(keys, second), fg.jit(f, backend=backend)(keys, second)
     for name in sorts:
         for g, w in zip(_leaves(got[name]), _leaves(want[name])):
             assert g.dtype == w.dtype and g.shape == w.shape, name
-            assert np.array_equal(np.ascontiguousarray(g).view(np.uint8),
-                                  np.ascontiguousarray(w).view(np.uint8)), (name, g, w)
+            assert np.array_equal(
+                np.ascontiguousarray(g).view(np.uint8), np.ascontiguousarray(w).view(np.uint8)
+            ), (name, g, w)
 
 
 @settings(max_examples=20)
@@ -374,27 +432,33 @@ def test_issue15_gpu_sort_orders_specials_as_eager(gpu, operands):
 
 # -- reductions inlined at several indices (the gradient of a small solve) ----------------------
 
+
 def _plan(f, *args, policy=None):
     from fungrad.ir import passes
     from fungrad.lowering import fusion
-    return fusion.plan(passes.optimize(fg.make_jaxpr(f)(*args)),
-                       policy=CpuPolicy() if policy is None else policy)
+
+    return fusion.plan(
+        passes.optimize(fg.make_jaxpr(f)(*args)), policy=CpuPolicy() if policy is None else policy
+    )
 
 
 def test_issue15_a_reduction_read_at_several_indices_is_stored_once():
     """A reduction a kernel reads at two indices (``s[1:] + s[:-1]``) is computed once, by an
     earlier kernel, instead of once per index inside the reading kernel."""
     from fungrad.lowering import fusion
+
     x = fnp.asarray(np.random.default_rng(1).uniform(-1, 1, (16, 16)).astype(np.float32))
 
     def f(x):
         s = fnp.sum(fnp.tanh(x), axis=1)
         return s[1:] + s[:-1]
+
     prog = _plan(f, x)
     kernels = [k for k in prog.steps if isinstance(k, fusion.Kernel)]
     assert len(kernels) == 2 and kernels[0].origins == ("reduce_add",)
-    reduces = [e for k in kernels for e in fusion._walk([s.value for s in k.stores])
-               if e.op == "reduce"]
+    reduces = [
+        e for k in kernels for e in fusion._walk([s.value for s in k.stores]) if e.op == "reduce"
+    ]
     assert len(reduces) == 1
     assert_jit_matches_eager(f, x)
 
@@ -415,13 +479,21 @@ def test_issue15_grad_of_a_small_solve_compiles_without_blowing_up():
 
 # -- one value per float sum: a sum two kernels read is stored once ------------------------------
 
+
 def _float_sums_per_kernel(prog):
     """For each kernel of ``prog``, its float sum/product reduce nodes whose element tensor is
     not a buffer the kernel loads: the reductions it computes itself."""
     from fungrad.lowering import fusion
-    return [[e for e in fusion._walk([s.value for s in k.stores])
-             if e.op == "reduce" and e.attr.op in ("add", "mul") and e.dtype.kind == "f"]
-            for k in prog.steps if isinstance(k, fusion.Kernel)]
+
+    return [
+        [
+            e
+            for e in fusion._walk([s.value for s in k.stores])
+            if e.op == "reduce" and e.attr.op in ("add", "mul") and e.dtype.kind == "f"
+        ]
+        for k in prog.steps
+        if isinstance(k, fusion.Kernel)
+    ]
 
 
 def _sums_computed_twice(prog) -> list:
@@ -445,13 +517,18 @@ def test_issue15_a_sum_two_kernels_read_has_one_value():
 
     def loss(x, w):
         s = fnp.sum(x, 1)
-        return (fnp.sum(fnp.sort(fg.nn.relu(s)) * fnp.arange(64.0))
-                + fnp.sum(fnp.sin(s) ** 2) + 1e-3 * fnp.sum(fnp.tanh(x @ w @ w @ w)))
+        return (
+            fnp.sum(fnp.sort(fg.nn.relu(s)) * fnp.arange(64.0))
+            + fnp.sum(fnp.sin(s) ** 2)
+            + 1e-3 * fnp.sum(fnp.tanh(x @ w @ w @ w))
+        )
+
     g = fg.grad(loss)
     sums = _float_sums_per_kernel(_plan(g, x, w))
     assert sum(map(len, sums)) == 1, [len(s) for s in sums]  # the row sum, in one kernel
-    np.testing.assert_allclose(np.asarray(fg.jit(g)(x, w)), np.asarray(g(x, w)),
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(fg.jit(g)(x, w)), np.asarray(g(x, w)), rtol=1e-4, atol=1e-4
+    )
 
 
 @st.composite
@@ -477,12 +554,18 @@ def check_one_value_per_sum(x, c, backend):
     def f(x, c):
         def loss(x):
             s = fnp.sum(x, 1)
-            return fnp.sum(fnp.where(s > 0, s, 0.0) * c) + fnp.sum(fnp.sin(s)) + 1e-4 * fnp.sum(
-                fnp.tanh(x @ w) @ fnp.ones((48, 48)))
+            return (
+                fnp.sum(fnp.where(s > 0, s, 0.0) * c)
+                + fnp.sum(fnp.sin(s))
+                + 1e-4 * fnp.sum(fnp.tanh(x @ w) @ fnp.ones((48, 48)))
+            )
+
         return fnp.sum(x, 1), fg.grad(loss)(x)
+
     policy = None
     if backend == "gpu":
         from fungrad.lowering.gpu.policy import GpuPolicy
+
         policy = GpuPolicy()
     twice = _sums_computed_twice(_plan(f, x, c, policy=policy))
     assert not twice
@@ -517,6 +600,7 @@ def test_issue15_grad_of_a_4x4_solve_computes_each_sum_once():
     now computed by one kernel and loaded by the others (but for a few that the kernel which
     would store them cannot compute early enough): about 1 MB."""
     from fungrad.lowering.cpu import llvm
+
     rng = np.random.default_rng(4)
     a = fnp.asarray(rng.normal(size=(4, 4)).astype(np.float32)) + 4 * fnp.eye(4)
     b = fnp.asarray(rng.normal(size=(4,)).astype(np.float32))

@@ -48,8 +48,12 @@ def compile_and_compare(f, *args, exact=True, rtol=1e-6, atol=0.0):
     for o, r in zip(outs, refs):
         assert isinstance(o, fg.Array)
         got, want = np.asarray(o), np.asarray(r)
-        assert got.shape == want.shape and got.dtype == want.dtype, \
-            (got.shape, got.dtype, want.shape, want.dtype)
+        assert got.shape == want.shape and got.dtype == want.dtype, (
+            got.shape,
+            got.dtype,
+            want.shape,
+            want.dtype,
+        )
         if exact:
             np.testing.assert_array_equal(_bits(got), _bits(want), err_msg=f"{got} != {want}")
         else:
@@ -81,14 +85,22 @@ def _elements(dtype, special: bool = True):
 
 # -- cumulative reductions ----------------------------------------------------------------------
 
-_CUMULATIVE = {"cumsum": lax.cumsum, "cumprod": lax.cumprod, "cummax": lax.cummax,
-               "cummin": lax.cummin, "cumlogsumexp": lax.cumlogsumexp}
+_CUMULATIVE = {
+    "cumsum": lax.cumsum,
+    "cumprod": lax.cumprod,
+    "cummax": lax.cummax,
+    "cummin": lax.cummin,
+    "cumlogsumexp": lax.cumlogsumexp,
+}
 
 
 @settings(max_examples=40)
-@given(data=st.data(), name=st.sampled_from(sorted(_CUMULATIVE)),
-       dtype=st.sampled_from([np.float32, np.int32, np.uint8, np.int8, np.float16]),
-       reverse=st.booleans())
+@given(
+    data=st.data(),
+    name=st.sampled_from(sorted(_CUMULATIVE)),
+    dtype=st.sampled_from([np.float32, np.int32, np.uint8, np.int8, np.float16]),
+    reverse=st.booleans(),
+)
 def test_cumulative_matches_eager(data, name, dtype, reverse):
     if name == "cumlogsumexp" and np.dtype(dtype).kind != "f":
         dtype = np.float32
@@ -99,9 +111,12 @@ def test_cumulative_matches_eager(data, name, dtype, reverse):
     # sequential scans in the impl's order and dtype: bit for bit, except logaddexp (exp/log1p)
     # and float max/min, equal in value (-0.0 == 0.0: see test_cummax_follows_jax_on_zeros)
     exact = name in ("cumsum", "cumprod") or np.dtype(dtype).kind != "f"
-    compile_and_compare(lambda a: prim(a, axis, reverse), x, exact=exact,
-                        rtol=0 if name != "cumlogsumexp" else 2e-6 if dtype == np.float32
-                        else 2e-3)
+    compile_and_compare(
+        lambda a: prim(a, axis, reverse),
+        x,
+        exact=exact,
+        rtol=0 if name != "cumlogsumexp" else 2e-6 if dtype == np.float32 else 2e-3,
+    )
 
 
 @pytest.mark.parametrize("name", sorted(_CUMULATIVE))
@@ -109,9 +124,12 @@ def test_cumulative_float64(x64, name):
     x = np.random.default_rng(0).standard_normal((5, 33))
     x[1, 3], x[2, 7], x[3, 0] = np.nan, np.inf, -np.inf
     for axis in (0, 1):
-        compile_and_compare(lambda a, axis=axis: _CUMULATIVE[name](a, axis, True), x,
-                            exact=name in ("cumsum", "cumprod"),
-                            rtol=1e-14 if name == "cumlogsumexp" else 0)
+        compile_and_compare(
+            lambda a, axis=axis: _CUMULATIVE[name](a, axis, True),
+            x,
+            exact=name in ("cumsum", "cumprod"),
+            rtol=1e-14 if name == "cumlogsumexp" else 0,
+        )
 
 
 def test_cummax_follows_jax_on_zeros_and_nan():
@@ -153,8 +171,9 @@ def test_cumsum_fuses_its_operand_and_splits_rows():
 def test_cumsum_stores_an_operand_that_would_recompute_a_reduction():
     x = np.random.default_rng(2).standard_normal((7, 9)).astype(np.float32)
     # the column sums s[j] would be recomputed for every scanned row: the operand is stored
-    exe = compile_and_compare(lambda a: lax.cumsum(a * fnp.sum(a, axis=0), 0), x, exact=False,
-                              rtol=1e-5, atol=1e-5)
+    exe = compile_and_compare(
+        lambda a: lax.cumsum(a * fnp.sum(a, axis=0), 0), x, exact=False, rtol=1e-5, atol=1e-5
+    )
     scan = exe.program.steps[-1]
     assert {b.kind for b in scan.reads()} == {"temp"}  # the stored operand, the float64 carry
     assert not any(e for s in scan.stores for e in _reductions(s.value))
@@ -185,8 +204,10 @@ _SORT_DTYPES = [np.float32, np.int32, np.uint8, np.bool_, np.float16]
 
 def _sort_shapes(min_side: int = 0):
     """Rows up to 60 long (past the insertion-sorted runs) or small 2-3 d blocks."""
-    return st.one_of(hnp.array_shapes(min_dims=1, max_dims=1, min_side=min_side, max_side=60),
-                     hnp.array_shapes(min_dims=2, max_dims=3, min_side=min_side, max_side=7))
+    return st.one_of(
+        hnp.array_shapes(min_dims=1, max_dims=1, min_side=min_side, max_side=60),
+        hnp.array_shapes(min_dims=2, max_dims=3, min_side=min_side, max_side=7),
+    )
 
 
 @settings(max_examples=25)
@@ -199,8 +220,11 @@ def test_sort_matches_eager(data, nops):
     for i in range(nops):
         dt = data.draw(st.sampled_from(_SORT_DTYPES), label=f"dtype{i}")
         # few distinct values, so ties (and the stability that breaks them) are common
-        small = st.sampled_from([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -2.5]) \
-            if np.dtype(dt).kind == "f" else _elements(dt)
+        small = (
+            st.sampled_from([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -2.5])
+            if np.dtype(dt).kind == "f"
+            else _elements(dt)
+        )
         xs.append(data.draw(hnp.arrays(dt, shape, elements=small), label=f"x{i}"))
     compile_and_compare(lambda *a: lax.sort(a, dims, num_keys=num_keys), *xs)
 
@@ -211,8 +235,11 @@ def test_top_k_matches_eager(data, dtype):
     shape = data.draw(_sort_shapes(min_side=1))
     axis = data.draw(st.integers(0, len(shape) - 1), label="axis")
     k = data.draw(st.integers(0, shape[axis]), label="k")
-    elems = st.one_of(_elements(dtype), st.sampled_from([np.nan, -np.nan, -0.0, 0.0])) \
-        if np.dtype(dtype).kind == "f" else _elements(dtype)
+    elems = (
+        st.one_of(_elements(dtype), st.sampled_from([np.nan, -np.nan, -0.0, 0.0]))
+        if np.dtype(dtype).kind == "f"
+        else _elements(dtype)
+    )
     x = data.draw(hnp.arrays(dtype, shape, elements=elems), label="x")
     compile_and_compare(lambda a: lax.top_k(a, k, axis=axis), x)
 
@@ -287,21 +314,44 @@ def test_numpy_sort_and_argsort():
 _CONV_CASES = [
     # (lhs shape, rhs shape, keyword arguments)
     ((2, 3, 9, 8), (4, 3, 3, 2), dict(window_strides=(1, 1), padding="SAME")),
-    ((2, 3, 9, 8), (4, 3, 3, 2), dict(window_strides=(2, 3), padding=((2, 1), (-1, 3)),
-                                      lhs_dilation=(2, 1), rhs_dilation=(1, 2))),
-    ((2, 3, 9, 8), (4, 3, 3, 2), dict(window_strides=(1, 1), padding="VALID",
-                                      rhs_dilation=(2, 2))),
-    ((2, 9, 8, 6), (3, 2, 3, 4), dict(window_strides=(1, 2), padding="SAME",
-                                      dimension_numbers=("NHWC", "HWIO", "NHWC"),
-                                      feature_group_count=2)),
+    (
+        (2, 3, 9, 8),
+        (4, 3, 3, 2),
+        dict(
+            window_strides=(2, 3),
+            padding=((2, 1), (-1, 3)),
+            lhs_dilation=(2, 1),
+            rhs_dilation=(1, 2),
+        ),
+    ),
+    ((2, 3, 9, 8), (4, 3, 3, 2), dict(window_strides=(1, 1), padding="VALID", rhs_dilation=(2, 2))),
+    (
+        (2, 9, 8, 6),
+        (3, 2, 3, 4),
+        dict(
+            window_strides=(1, 2),
+            padding="SAME",
+            dimension_numbers=("NHWC", "HWIO", "NHWC"),
+            feature_group_count=2,
+        ),
+    ),
     ((4, 3, 7), (6, 3, 2), dict(window_strides=(1,), padding=((1, 1),), batch_group_count=2)),
     ((1, 2, 4, 5, 3), (2, 2, 2, 2, 2), dict(window_strides=(1, 1, 1), padding="SAME")),
-    ((6, 2, 3), (2, 3, 4), dict(window_strides=(1,), padding=((0, 0),),
-                                dimension_numbers=("WCN", "IWO", "CNW"))),
-    ((8, 12, 12, 16), (3, 3, 16, 24), dict(window_strides=(1, 1), padding="SAME",
-                                           dimension_numbers=("NHWC", "HWIO", "NHWC"))),
-    ((2, 16, 10, 10), (8, 16, 3, 3), dict(window_strides=(2, 1), padding=((1, 0), (2, 2)),
-                                          lhs_dilation=(1, 2))),
+    (
+        (6, 2, 3),
+        (2, 3, 4),
+        dict(window_strides=(1,), padding=((0, 0),), dimension_numbers=("WCN", "IWO", "CNW")),
+    ),
+    (
+        (8, 12, 12, 16),
+        (3, 3, 16, 24),
+        dict(window_strides=(1, 1), padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+    ),
+    (
+        (2, 16, 10, 10),
+        (8, 16, 3, 3),
+        dict(window_strides=(2, 1), padding=((1, 0), (2, 2)), lhs_dilation=(1, 2)),
+    ),
 ]
 
 
@@ -324,8 +374,9 @@ def test_conv_integer_bool_float16(case):
     xi, wi = (rng.integers(-4, 5, s).astype(np.int32) for s in (lhs_shape, rhs_shape))
     compile_and_compare(f, xi, wi)  # int64 accumulation, wrapped to int32: exact
     compile_and_compare(f, xi > 0, wi > 0)
-    compile_and_compare(f, x.astype(np.float16), w.astype(np.float16), exact=False, rtol=2e-3,
-                        atol=2e-3)
+    compile_and_compare(
+        f, x.astype(np.float16), w.astype(np.float16), exact=False, rtol=2e-3, atol=2e-3
+    )
 
 
 @settings(max_examples=25)
@@ -348,13 +399,16 @@ def test_conv_random_configurations(data):
         hi = data.draw(st.integers(-min(full + lo, 2), 3)) if full + lo >= 0 else 3
         pads.append((lo, hi))
     dtype = data.draw(st.sampled_from([np.float32, np.int32]))
-    x = data.draw(hnp.arrays(dtype, (n, i * fg_, *sizes),
-                             elements=_elements(dtype, special=False)), label="lhs")
-    w = data.draw(hnp.arrays(dtype, (o, i, *win), elements=_elements(dtype, special=False)),
-                  label="rhs")
+    x = data.draw(
+        hnp.arrays(dtype, (n, i * fg_, *sizes), elements=_elements(dtype, special=False)),
+        label="lhs",
+    )
+    w = data.draw(
+        hnp.arrays(dtype, (o, i, *win), elements=_elements(dtype, special=False)), label="rhs"
+    )
     f = lambda a, b: lax.conv_general_dilated(  # noqa: E731
-        a, b, strides, tuple(pads), lhs_dil, rhs_dil, feature_group_count=fg_,
-        batch_group_count=bg)
+        a, b, strides, tuple(pads), lhs_dil, rhs_dil, feature_group_count=fg_, batch_group_count=bg
+    )
     try:
         f(x, w)
     except ValueError:  # a configuration the primitive rejects (e.g. padding too negative)
@@ -370,8 +424,14 @@ def test_conv_padding_times_inf_is_nan(big):
     x = rng.standard_normal((2, c, 9, 8)).astype(np.float32)
     w = rng.standard_normal((4, c, 3, 2)).astype(np.float32)
     w[0, 0, 0, 0] = np.inf
-    exe = compile_and_compare(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), ((3, 3), (3, 3))),
-                              x, w, exact=False, rtol=2e-5, atol=1e-4)
+    exe = compile_and_compare(
+        lambda a, b: lax.conv_general_dilated(a, b, (1, 1), ((3, 3), (3, 3))),
+        x,
+        w,
+        exact=False,
+        rtol=2e-5,
+        atol=1e-4,
+    )
     assert any(isinstance(s, Gemm) for s in exe.program.steps) == big
 
 
@@ -387,9 +447,15 @@ def test_conv_gemm_path_writes_the_output_directly():
     x = rng.standard_normal((4, 10, 10, 8)).astype(np.float32)
     w = rng.standard_normal((3, 3, 8, 16)).astype(np.float32)
     exe = compile_and_compare(
-        lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME",
-                                              dimension_numbers=("NHWC", "HWIO", "NHWC")),
-        x, w, exact=False, rtol=2e-5, atol=2e-5)
+        lambda a, b: lax.conv_general_dilated(
+            a, b, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+        ),
+        x,
+        w,
+        exact=False,
+        rtol=2e-5,
+        atol=2e-5,
+    )
     kinds = [type(s).__name__ for s in exe.program.steps]
     assert kinds == ["Kernel", "Gemm"]  # the patches, then BLAS into the output
 
@@ -398,18 +464,28 @@ def test_conv_transpose_and_gradient():
     rng = np.random.default_rng(9)
     x = rng.standard_normal((2, 9, 8, 6)).astype(np.float32)
     k = rng.standard_normal((3, 3, 6, 5)).astype(np.float32)
-    compile_and_compare(lambda a, b: lax.conv_transpose(a, b, (2, 2), "SAME"), x, k,
-                        exact=False, rtol=2e-5, atol=2e-5)
+    compile_and_compare(
+        lambda a, b: lax.conv_transpose(a, b, (2, 2), "SAME"),
+        x,
+        k,
+        exact=False,
+        rtol=2e-5,
+        atol=2e-5,
+    )
 
     def loss(a, b):
-        y = lax.conv_general_dilated(a, b, (2, 1), "SAME",
-                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        y = lax.conv_general_dilated(
+            a, b, (2, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+        )
         return fnp.sum(fnp.tanh(y))
-    compile_and_compare(fg.grad(loss, argnums=(0, 1)), x, k[..., :4], exact=False, rtol=1e-4,
-                        atol=1e-4)
+
+    compile_and_compare(
+        fg.grad(loss, argnums=(0, 1)), x, k[..., :4], exact=False, rtol=1e-4, atol=1e-4
+    )
 
 
 # -- threefry2x32 and random numbers ------------------------------------------------------------
+
 
 def test_threefry_reference_vector():
     args = [np.uint32(v) for v in (0x13198A2E, 0x03707344, 0x243F6A88, 0x85A308D3)]
@@ -423,8 +499,13 @@ def test_threefry_reference_vector():
 def test_threefry_matches_eager(data):
     shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=5))
     words = st.integers(0, 2**32 - 1)
-    args = [data.draw(hnp.arrays(np.uint32, data.draw(st.sampled_from([(), shape])),
-                                 elements=words), label=f"arg{i}") for i in range(4)]
+    args = [
+        data.draw(
+            hnp.arrays(np.uint32, data.draw(st.sampled_from([(), shape])), elements=words),
+            label=f"arg{i}",
+        )
+        for i in range(4)
+    ]
     if all(a.shape == () for a in args):
         args[2] = np.broadcast_to(args[2], shape).copy()
     exe = compile_and_compare(lax.threefry2x32, *args)
@@ -443,6 +524,7 @@ def test_random_samplers_compile():
 
 # -- lgamma, digamma, erf_inv -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["lgamma", "digamma", "erf_inv"])
 def test_special_functions_compile(name):
     fn = getattr(lax, name)
@@ -450,8 +532,13 @@ def test_special_functions_compile(name):
     if name == "erf_inv":
         x = np.concatenate([rng.uniform(-1, 1, 500), [1, -1, 0, -0.0, 1.5, np.nan, 1e-30]])
     else:
-        x = np.concatenate([rng.uniform(-10, 10, 500), np.exp(rng.uniform(-20, 20, 200)),
-                            [0, -0.0, -1, -2, 1, 2, np.inf, -np.inf, np.nan, 1e-30, 0.5]])
+        x = np.concatenate(
+            [
+                rng.uniform(-10, 10, 500),
+                np.exp(rng.uniform(-20, 20, 200)),
+                [0, -0.0, -1, -2, 1, 2, np.inf, -np.inf, np.nan, 1e-30, 0.5],
+            ]
+        )
     # float32 computes in float64 and rounds once, as the impl: identical but for rare ties
     compile_and_compare(fn, x.astype(np.float32), exact=False, rtol=1.2e-7)
     x16 = x[~(np.abs(x) > 6e4)].astype(np.float16)

@@ -54,8 +54,14 @@ def run_fresh(script: str) -> dict:
 
     env = dict(os.environ, FUNGRAD_DISABLE_CACHE="1")
     env.pop("FUNGRAD_NUM_THREADS", None)
-    proc = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -72,6 +78,7 @@ def test_pool_is_compiled_only_when_a_call_may_use_threads():
 def big_program():
     """A jitted function with two large (parallel) kernels around matmuls, its inputs, and the
     float64 numpy result."""
+
     def f(x, w):
         h = fnp.tanh(x @ w) + 1.0
         return fnp.tanh(h @ w) * 2.0, fnp.sum(h, axis=0)
@@ -87,7 +94,7 @@ def big_program():
 def test_parallel_steps_share_one_serial_helper_and_each_kernel_is_called_through_it():
     jf, args, _ = big_program()
     text = jf.lower(*args).as_text()
-    ir = text[text.index("# LLVM IR"):]
+    ir = text[text.index("# LLVM IR") :]
     assert ir.count("define internal void @fg_serial_for(") == 1
     assert f"@{llvm.POOL_SYMBOL} = external global ptr" in ir
     calls = [ln for ln in ir.splitlines() if "call void %" in ln and ".for(" in ln]
@@ -104,10 +111,16 @@ def test_kernels_are_called_without_inlining():
     code (measured). So every call of a kernel function is marked ``noinline``."""
     jf, args, _ = big_program()
     exe = jf.lower(*args).compile()._exe
-    kernel_calls = [ln for ln in exe.ir.splitlines()
-                    if ln.lstrip().startswith("call void @")
-                    and any(ln.lstrip().startswith(f"call void @{s.name}(")
-                            for s in exe.program.steps if hasattr(s, "loops"))]
+    kernel_calls = [
+        ln
+        for ln in exe.ir.splitlines()
+        if ln.lstrip().startswith("call void @")
+        and any(
+            ln.lstrip().startswith(f"call void @{s.name}(")
+            for s in exe.program.steps
+            if hasattr(s, "loops")
+        )
+    ]
     assert kernel_calls
     assert all(ln.endswith(") noinline") for ln in kernel_calls), kernel_calls
 
@@ -149,8 +162,7 @@ def test_compile_stats_add_up_per_stage():
     after = cpu.compile_stats()
     assert after["modules"] == before["modules"] + 1
     x = np.arange(5, dtype=np.float32)
-    mod.function("k", [np.ctypeslib.ctypes.c_void_p, np.ctypeslib.ctypes.c_int64])(
-        x.ctypes.data, 5)
+    mod.function("k", [np.ctypeslib.ctypes.c_void_p, np.ctypeslib.ctypes.c_int64])(x.ctypes.data, 5)
     np.testing.assert_array_equal(x, np.arange(5, dtype=np.float32) * 3)
 
 
@@ -208,6 +220,7 @@ def test_modules_call_each_other_and_are_cached_one_by_one(tmp_path, monkeypatch
 def mlp_like_program():
     """Large tanh/relu layers around products, a small softmax loss and two bias vectors
     updated by the same code: ``(jitted step, args, float64 reference)``."""
+
     def step(x, w1, w2, b1, b2, y):
         h = fnp.tanh(x @ w1 + b1)
         z = fnp.maximum(h @ w2 + b2, 0.0)
@@ -225,8 +238,11 @@ def mlp_like_program():
     z = np.maximum(h @ a[2] + a[4], 0.0)
     zs = z - z.max(axis=1, keepdims=True)
     logp = zs - np.log(np.exp(zs).sum(axis=1, keepdims=True))
-    want = (-np.mean(np.sum(a[5] * logp, axis=1)), a[3] - 0.1 * h.sum(axis=0),
-            a[4] - 0.1 * z.sum(axis=0))
+    want = (
+        -np.mean(np.sum(a[5] * logp, axis=1)),
+        a[3] - 0.1 * h.sum(axis=0),
+        a[4] - 0.1 * z.sum(axis=0),
+    )
     return fg.jit(step), (x, w1, w2, b1, b2, y), want
 
 
@@ -261,14 +277,17 @@ def test_tiny_programs_are_one_module_without_optimisation():
 def test_kernels_with_the_same_code_share_one_function():
     """Two layers' bias updates run the same code on other buffers: one function each for
     zeroing the column sums and for the column sums, not two."""
+
     def f(x, w1, w2, b1, b2):
         h = fnp.tanh(x @ w1 + b1)
         z = fnp.tanh(h @ w2 + b2)
         return b1 - 0.1 * fnp.sum(h, axis=0), b2 - 0.1 * fnp.sum(z, axis=0), z
 
     rng = np.random.default_rng(0)
-    args = [rng.standard_normal(s).astype(np.float32)
-            for s in [(64, 256), (256, 256), (256, 256), (256,), (256,)]]
+    args = [
+        rng.standard_normal(s).astype(np.float32)
+        for s in [(64, 256), (256, 256), (256, 256), (256,), (256,)]
+    ]
     jf = fg.jit(f)
     exe = jf.lower(*args).compile()._exe
     kernels = [s.name for s in exe.program.steps if hasattr(s, "loops")]
@@ -297,6 +316,7 @@ def test_kernel_cost_counts_hoisted_work_once():
 def test_an_entry_with_loops_is_optimised_and_calls_the_glue():
     """An entry point holding a loop (fori_loop) gets the full pipeline; the small kernels stay
     glue, called across the two modules, and sort's functions are optimised."""
+
     def f(x, b):
         y = fnp.tanh(x) * 2.0 + fnp.exp(-x * x)
         s = fg.lax.fori_loop(0, 5, lambda i, c: c * 1.01 + fnp.sum(b), b)
@@ -341,5 +361,6 @@ def test_a_compile_error_names_the_kernel_and_what_it_computes(monkeypatch):
     with open(err.ir_path) as f:
         assert "%undefined" in f.read()
     monkeypatch.undo()
-    np.testing.assert_allclose(np.asarray(fg.jit(lambda x: fnp.tanh(x) * 2.0)(x)),
-                               np.tanh(x) * 2.0, rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(fg.jit(lambda x: fnp.tanh(x) * 2.0)(x)), np.tanh(x) * 2.0, rtol=1e-6
+    )

@@ -67,14 +67,17 @@ def test_matmul_precision_and_platforms_accept_jax_values(restore_config):
     assert fg.default_matmul_precision.value is None
 
 
-@pytest.mark.parametrize("env, expected", [
-    ({}, False),
-    ({"JAX_ENABLE_X64": "1"}, True),
-    ({"JAX_ENABLE_X64": "true"}, True),
-    ({"JAX_ENABLE_X64": "0"}, False),
-    ({"FUNGRAD_ENABLE_X64": "1"}, True),
-    ({"FUNGRAD_ENABLE_X64": "0", "JAX_ENABLE_X64": "1"}, False),  # fungrad's name wins
-])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({}, False),
+        ({"JAX_ENABLE_X64": "1"}, True),
+        ({"JAX_ENABLE_X64": "true"}, True),
+        ({"JAX_ENABLE_X64": "0"}, False),
+        ({"FUNGRAD_ENABLE_X64": "1"}, True),
+        ({"FUNGRAD_ENABLE_X64": "0", "JAX_ENABLE_X64": "1"}, False),  # fungrad's name wins
+    ],
+)
 def test_environment_variables(monkeypatch, env, expected):
     for name in ("JAX_ENABLE_X64", "FUNGRAD_ENABLE_X64"):
         monkeypatch.delenv(name, raising=False)
@@ -148,7 +151,8 @@ def test_disable_jit_runs_the_python_function_eagerly(restore_config):
 def test_disable_jit_with_static_arguments_and_under_grad(restore_config):
     @fg.jit
     def h(x, n):
-        return x ** n
+        return x**n
+
     h2 = fg.jit(h, static_argnums=1)
     with fg.disable_jit():
         assert float(h2(3.0, 2)) == 9.0

@@ -44,7 +44,7 @@ def test_loops_match_python():
     np.testing.assert_array_equal(np.asarray(ys), expected)
     carry_r, ys_r = lax.scan(lambda c, x: (c + x, c), 0.0, xs, reverse=True)
     np.testing.assert_array_equal(np.asarray(ys_r), [10, 9, 7, 4, 0])
-    np.testing.assert_array_equal(np.asarray(lax.map(lambda x: x ** 2, xs)), xs ** 2)
+    np.testing.assert_array_equal(np.asarray(lax.map(lambda x: x**2, xs)), xs**2)
     # traced bounds: a while_loop
     jaxpr = fg.make_jaxpr(lambda n: lax.fori_loop(0, n, lambda i, s: s + 1.0, 0.0))(3)
     assert "while[" in str(jaxpr)
@@ -52,7 +52,7 @@ def test_loops_match_python():
 
 def test_grad_through_cond(x64):
     def f(x):
-        return lax.cond(x[0] > 0, lambda x: fnp.sum(fnp.sin(x) * x), lambda x: fnp.sum(x ** 3), x)
+        return lax.cond(x[0] > 0, lambda x: fnp.sum(fnp.sin(x) * x), lambda x: fnp.sum(x**3), x)
 
     for x in (np.array([0.5, 1.2, -0.3]), np.array([-0.5, 1.2, -0.3])):
         check_grads(f, (x,), order=2)
@@ -65,8 +65,9 @@ def test_grad_through_scan_and_fori(x64):
         def step(h, x):
             h = fnp.tanh(w @ h + x)
             return h, fnp.sum(h)
+
         h, ys = lax.scan(step, h0, xs)
-        return fnp.sum(h) + fnp.sum(ys ** 2)
+        return fnp.sum(h) + fnp.sum(ys**2)
 
     rng = np.random.default_rng(0)
     check_grads(rnn, (rng.standard_normal(2), rng.standard_normal((4, 2))), order=2)
@@ -75,8 +76,9 @@ def test_grad_through_scan_and_fori(x64):
         return lax.fori_loop(0, 4, lambda i, v: v * x + i, 1.0)
 
     check_grads(power, (0.7,), order=2)
-    np.testing.assert_allclose(float(fg.grad(power)(0.7)),
-                               4 * 0.7 ** 3 + 3 * 0.7 ** 2 * 0 + 2 * 0.7 * 1 + 2, rtol=1e-6)
+    np.testing.assert_allclose(
+        float(fg.grad(power)(0.7)), 4 * 0.7**3 + 3 * 0.7**2 * 0 + 2 * 0.7 * 1 + 2, rtol=1e-6
+    )
 
 
 def test_while_loop_forward_mode_and_reverse_error():
@@ -84,9 +86,10 @@ def test_while_loop_forward_mode_and_reverse_error():
         return lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * x), (0, 1.0))[1]
 
     y, t = fg.jvp(f, (1.1,), (1.0,))
-    np.testing.assert_allclose(float(t), 5 * 1.1 ** 4, rtol=1e-5)
-    with pytest.raises(TypeError, match="Reverse-mode differentiation does not work for "
-                                        "lax.while_loop.*fori_loop"):
+    np.testing.assert_allclose(float(t), 5 * 1.1**4, rtol=1e-5)
+    with pytest.raises(
+        TypeError, match="Reverse-mode differentiation does not work for lax.while_loop.*fori_loop"
+    ):
         fg.grad(f)(1.1)
 
 
@@ -109,8 +112,8 @@ def test_vmap_of_control_flow_matches_loop():
         return lax.scan(lambda c, _: (c * x, c), 1.0, None, length=3)
 
     carry, ys = fg.vmap(h)(xs)
-    np.testing.assert_allclose(np.asarray(carry), xs ** 3)
-    np.testing.assert_allclose(np.asarray(ys), np.stack([np.ones(4), xs, xs ** 2], axis=1))
+    np.testing.assert_allclose(np.asarray(carry), xs**3)
+    np.testing.assert_allclose(np.asarray(ys), np.stack([np.ones(4), xs, xs**2], axis=1))
 
 
 def test_per_example_grad_through_scan():
@@ -143,6 +146,7 @@ def test_while_loop_max_steps_is_reverse_differentiable(x64):
         def body(c):
             y, i = c
             return 0.5 * (y + 2.0 / y) * x, i + 1
+
         return lax.while_loop(lambda c: c[1] < 4, body, (1.0, 0), max_steps=10)[0]
 
     def ref(x):
@@ -160,6 +164,7 @@ def test_while_loop_max_steps_is_reverse_differentiable(x64):
 
 # -- issue 15 item 18: branch mismatches name true_fun/false_fun (or the switch index) and paths --
 
+
 def _true_branch(x):
     return {"p": x, "q": (x, x * 2)}
 
@@ -176,10 +181,14 @@ def test_issue15_cond_mismatch_names_true_and_false_fun_and_leaf_paths():
         lax.cond(True, _true_branch, _false_branch, fnp.ones(3))
     msg = str(e.value)
     assert msg.startswith("cond: true_fun and false_fun must return equal output types")
-    assert "* output['p']: true_fun returns f32[3] but false_fun returns f32[2] (the shapes " \
-           "differ)" in msg
-    assert "* output['q'][1]: true_fun returns f32[3] but false_fun returns i32[3] (the dtypes " \
-           "differ)" in msg
+    assert (
+        "* output['p']: true_fun returns f32[3] but false_fun returns f32[2] (the shapes "
+        "differ)" in msg
+    )
+    assert (
+        "* output['q'][1]: true_fun returns f32[3] but false_fun returns i32[3] (the dtypes "
+        "differ)" in msg
+    )
     assert "output['q'][0]" not in msg  # equal leaves are not listed
     assert f"true_fun is _true_branch at {__file__}:" in msg
     assert f"false_fun is _false_branch at {__file__}:" in msg
@@ -188,13 +197,19 @@ def test_issue15_cond_mismatch_names_true_and_false_fun_and_leaf_paths():
 
 
 def test_issue15_cond_structure_mismatch_names_the_path():
-    with pytest.raises(TypeError, match=r"cond: true_fun and false_fun must return the same "
-                                        r"pytree structure, but at output\['q'\] true_fun "
-                                        r"returns a tuple of length 2 and false_fun returns a "
-                                        r"leaf \(an array\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"cond: true_fun and false_fun must return the same "
+        r"pytree structure, but at output\['q'\] true_fun "
+        r"returns a tuple of length 2 and false_fun returns a "
+        r"leaf \(an array\)",
+    ):
         lax.cond(False, lambda x: {"p": x, "q": (x, x)}, lambda x: {"p": x, "q": x}, 1.0)
-    with pytest.raises(TypeError, match=r"at output true_fun returns a leaf \(an array\) and "
-                                        r"false_fun returns a tuple of length 2"):
+    with pytest.raises(
+        TypeError,
+        match=r"at output true_fun returns a leaf \(an array\) and "
+        r"false_fun returns a tuple of length 2",
+    ):
         lax.cond(True, lambda x: x, lambda x: (x, x), 1.0)
 
 
@@ -223,23 +238,30 @@ def test_issue15_control_flow_misuse_gives_clear_errors():
         lax.switch(0, "ab", x)
     with pytest.raises(TypeError, match="switch: branches must be callable, but branch 1 is"):
         lax.switch(0, [lambda a: a, 3], x)
-    with pytest.raises(TypeError, match="cond true_fun output: expected an array, got a value "
-                                        "of type str"):
+    with pytest.raises(
+        TypeError, match="cond true_fun output: expected an array, got a value of type str"
+    ):
         lax.cond(True, lambda a: "s", lambda a: a, x)
 
 
 def test_issue15_operand_keyword_as_jax():
     x = fnp.arange(3.0)
     np.testing.assert_array_equal(
-        np.asarray(lax.cond(False, lambda a: a, lambda a: a * 2, operand=x)), np.arange(3.0) * 2)
+        np.asarray(lax.cond(False, lambda a: a, lambda a: a * 2, operand=x)), np.arange(3.0) * 2
+    )
     np.testing.assert_array_equal(
-        np.asarray(lax.switch(1, [lambda a: a, lambda a: a + 1], operand=x)), np.arange(3.0) + 1)
-    with pytest.raises(TypeError, match="cond: pass the operands either positionally or as "
-                                        "the one keyword 'operand', not both"):
+        np.asarray(lax.switch(1, [lambda a: a, lambda a: a + 1], operand=x)), np.arange(3.0) + 1
+    )
+    with pytest.raises(
+        TypeError,
+        match="cond: pass the operands either positionally or as "
+        "the one keyword 'operand', not both",
+    ):
         lax.cond(True, lambda a, b: a, lambda a, b: b, x, operand=x)
 
 
 # -- issue 15 follow-ups: loop misuse names the argument, carries are checked by leaf path ---
+
 
 def test_issue15_loops_say_which_argument_must_be_callable():
     x = fnp.ones(3)
@@ -257,8 +279,11 @@ def test_issue15_loops_say_which_argument_must_be_callable():
 
 def test_issue15_scan_body_must_return_a_pair():
     x = fnp.ones(3)
-    with pytest.raises(TypeError, match=r"scan: f must return a pair \(carry, y\), got f32\[\]; "
-                                        r"return \(new_carry, y\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"scan: f must return a pair \(carry, y\), got f32\[\]; "
+        r"return \(new_carry, y\)",
+    ):
         lax.scan(lambda c, a: c + a, 0.0, x)
     with pytest.raises(TypeError, match="got a tuple of length 3"):
         lax.scan(lambda c, a: (c, a, a), 0.0, x)
@@ -281,23 +306,35 @@ def test_issue15_loop_carry_mismatches_name_the_leaf_path_and_both_types():
     assert "* c['b'][1]: init holds f32[] but f returns i32[] (the dtypes differ)" in msg
     assert "c['w']" not in msg and "c['b'][0]" not in msg  # equal leaves are not listed
     assert f"f is _scan_body_changing_b at {__file__}:" in msg
-    with pytest.raises(TypeError, match=r"while_loop: init_val and the carry body_fun returns "
-                                        r"must have the same pytree structure, but at val "
-                                        r"init_val holds a tuple of length 2 and body_fun "
-                                        r"returns a list of length 2"):
+    with pytest.raises(
+        TypeError,
+        match=r"while_loop: init_val and the carry body_fun returns "
+        r"must have the same pytree structure, but at val "
+        r"init_val holds a tuple of length 2 and body_fun "
+        r"returns a list of length 2",
+    ):
         lax.while_loop(lambda val: val[0] < 3, lambda val: [val[0] + 1, val[1]], (0, 0.0))
-    with pytest.raises(TypeError, match=r"\* val\[1\]: init_val holds f32\[\] but body_fun "
-                                        r"returns f32\[2\] \(the shapes differ\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"\* val\[1\]: init_val holds f32\[\] but body_fun "
+        r"returns f32\[2\] \(the shapes differ\)",
+    ):
         lax.while_loop(lambda val: val[0] < 3, lambda val: (val[0] + 1, fnp.ones(2)), (0, 0.0))
     # fori_loop names body_fun's carry (not the loop's internal (i, val) pair), on both paths
     for hi in (3, fnp.int32(3)):
-        with pytest.raises(TypeError, match=r"fori_loop: init_val and the carry body_fun "
-                                            r"returns must have equal types.*\n  \* acc: "
-                                            r"init_val holds i32\[\] but body_fun returns "
-                                            r"f32\[\] \(the dtypes differ\)"):
+        with pytest.raises(
+            TypeError,
+            match=r"fori_loop: init_val and the carry body_fun "
+            r"returns must have equal types.*\n  \* acc: "
+            r"init_val holds i32\[\] but body_fun returns "
+            r"f32\[\] \(the dtypes differ\)",
+        ):
             fg.jit(lambda n: lax.fori_loop(0, n, lambda i, acc: acc + 1.5, fnp.int32(0)))(hi)
-    with pytest.raises(TypeError, match=r"while_loop: init_val and the carry body_fun returns "
-                                        r"must have equal types"):
+    with pytest.raises(
+        TypeError,
+        match=r"while_loop: init_val and the carry body_fun returns "
+        r"must have equal types",
+    ):
         lax.while_loop(lambda c: c < 3, lambda c: fnp.ones(2) + c, 0.0, max_steps=4)
 
 
@@ -323,11 +360,13 @@ def test_issue15_fori_loop_bounds_follow_jax():
     """Bounds must have equal dtypes (a Python int adapts to a signed int bound); concrete
     bounds run int(upper) - int(lower) steps with a weakly typed int index, traced ones a while
     loop in the bounds' dtype."""
+
     def body(i, c):
         return c + i
 
-    with pytest.raises(TypeError, match="fori_loop: lower and upper must have equal types, "
-                                        "got float32 and int32"):
+    with pytest.raises(
+        TypeError, match="fori_loop: lower and upper must have equal types, got float32 and int32"
+    ):
         lax.fori_loop(0.5, 3, body, 0.0)
     with pytest.raises(TypeError, match="got uint32 and int32"):
         lax.fori_loop(np.uint32(0), 3, body, 0.0)

@@ -17,7 +17,8 @@ def test_issue_example_prints_like_jax():
         "    b:f32[5] = sin a\n"
         "    c:f32[5] = mul b 2.0:f32[]\n"
         "    d:f32[] = reduce_sum[axes=(0,)] c\n"
-        "  in (d,) }")
+        "  in (d,) }"
+    )
     (out,) = jaxpr(x)
     np.testing.assert_allclose(np.asarray(out), np.sum(np.sin(np.asarray(x)) * 2), rtol=1e-6)
 
@@ -148,8 +149,9 @@ def test_typecheck_rejects_ill_typed_jaxprs():
     with pytest.raises(core.JaxprTypeError, match="declared i32\\[3\\] but sin gives f32\\[3\\]"):
         core.typecheck_jaxpr(_jaxpr_with_eqn(ShapedArray((3,), np.int32)))
     with pytest.raises(core.JaxprTypeError, match="ill-typed.*sin does not accept dtype int32"):
-        core.typecheck_jaxpr(_jaxpr_with_eqn(ShapedArray((3,), np.int32),
-                                             ShapedArray((3,), np.int32)))
+        core.typecheck_jaxpr(
+            _jaxpr_with_eqn(ShapedArray((3,), np.int32), ShapedArray((3,), np.int32))
+        )
     a, b = Var(ShapedArray((), np.float32)), Var(ShapedArray((), np.float32))
     use_before_def = Jaxpr([], [a], [JaxprEqn(core.primitives["sin"], [b], {}, [a])], [a])
     with pytest.raises(core.JaxprTypeError, match="used before it is defined"):
@@ -186,9 +188,14 @@ def test_array_is_immutable_and_numpy_interop():
 
 def test_callers_numpy_arrays_stay_writeable():
     # Arrays freeze their buffer; a numpy argument must be copied, never frozen in place.
-    for fn in (lambda v: lax.add(v, 1.0), lambda v: lax.reshape(v, (3,)), fnp.sin,
-               lambda v: fg.grad(lambda a: fnp.sum(a * 2))(v), fg.vmap(lambda a: a * 2),
-               lambda v: fg.make_jaxpr(lambda a: a + 1)(v)(v)):
+    for fn in (
+        lambda v: lax.add(v, 1.0),
+        lambda v: lax.reshape(v, (3,)),
+        fnp.sin,
+        lambda v: fg.grad(lambda a: fnp.sum(a * 2))(v),
+        fg.vmap(lambda a: a * 2),
+        lambda v: fg.make_jaxpr(lambda a: a + 1)(v)(v),
+    ):
         x = np.ones(3, np.float32)
         fn(x)
         x[0] = 5.0  # would raise "assignment destination is read-only"

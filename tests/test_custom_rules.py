@@ -27,10 +27,14 @@ def test_custom_jvp_is_used_and_stable():
     _, t = fg.jvp(log1pexp, (0.5,), (2.0,))
     np.testing.assert_allclose(float(t), 2 / (1 + np.exp(-0.5)), rtol=1e-6)
     xs = np.array([-1.0, 0.0, 1000.0], np.float32)
-    np.testing.assert_allclose(np.asarray(fg.vmap(fg.grad(log1pexp))(xs)),
-                               [1 / (1 + np.e), 0.5, 1.0], rtol=1e-6)
-    np.testing.assert_allclose(np.asarray(fg.grad(lambda x: fnp.sum(fg.vmap(log1pexp)(x)))(xs)),
-                               [1 / (1 + np.e), 0.5, 1.0], rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(fg.vmap(fg.grad(log1pexp))(xs)), [1 / (1 + np.e), 0.5, 1.0], rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        np.asarray(fg.grad(lambda x: fnp.sum(fg.vmap(log1pexp)(x)))(xs)),
+        [1 / (1 + np.e), 0.5, 1.0],
+        rtol=1e-6,
+    )
     assert "custom_jvp_call" in str(fg.make_jaxpr(log1pexp)(1.0))
 
 
@@ -54,8 +58,9 @@ def test_custom_jvp_defjvps_and_nondiff_argnums():
         (x,), (t,) = primals, tangents
         return app(scale, x), scale * fnp.cos(x) * t * 2
 
-    np.testing.assert_allclose(float(fg.grad(lambda x: app(3.0, x))(0.2)), 6 * np.cos(0.2),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        float(fg.grad(lambda x: app(3.0, x))(0.2)), 6 * np.cos(0.2), rtol=1e-6
+    )
 
 
 @fg.custom_vjp
@@ -78,9 +83,11 @@ def test_custom_vjp_under_grad_and_vmap():
     assert float(fg.grad(lambda x: 5.0 * clip_gradient(x))(2.0)) == 1.0
     xs = np.array([1.0, 2.0], np.float32)
     np.testing.assert_array_equal(
-        np.asarray(fg.vmap(fg.grad(lambda x: 0.5 * clip_gradient(x)))(xs)), [0.5, 0.5])
+        np.asarray(fg.vmap(fg.grad(lambda x: 0.5 * clip_gradient(x)))(xs)), [0.5, 0.5]
+    )
     np.testing.assert_array_equal(
-        np.asarray(fg.grad(lambda x: fnp.sum(fg.vmap(clip_gradient)(x) * 3.0))(xs)), [1.0, 1.0])
+        np.asarray(fg.grad(lambda x: fnp.sum(fg.vmap(clip_gradient)(x) * 3.0))(xs)), [1.0, 1.0]
+    )
     with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
         fg.jvp(clip_gradient, (1.0,), (1.0,))
 
@@ -114,8 +121,9 @@ def test_checkpoint_recomputes_and_keeps_gradients():
     g_remat = fg.grad(loss(fg.checkpoint(_deep)))(x)
     np.testing.assert_allclose(np.asarray(g_remat), np.asarray(g_plain), rtol=1e-6)
     plain_bytes = sum(a.size * a.dtype.itemsize for a, _ in saved_residuals(loss(_deep), x))
-    remat_bytes = sum(a.size * a.dtype.itemsize
-                      for a, _ in saved_residuals(loss(fg.checkpoint(_deep)), x))
+    remat_bytes = sum(
+        a.size * a.dtype.itemsize for a, _ in saved_residuals(loss(fg.checkpoint(_deep)), x)
+    )
     assert remat_bytes < plain_bytes / 4, (remat_bytes, plain_bytes)
     saveall = fg.checkpoint(_deep, policy=checkpoint_policies.everything_saveable)
     assert sum(a.size for a, _ in saved_residuals(loss(saveall), x)) >= plain_bytes // 4
@@ -129,14 +137,14 @@ def test_checkpoint_dots_saveable_policy():
 
     f = fg.checkpoint(net, policy=checkpoint_policies.dots_saveable)
     x = np.ones((4, 8), np.float32)
-    np.testing.assert_allclose(np.asarray(fg.grad(f)(x)), np.asarray(fg.grad(net)(x)),
-                               rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(fg.grad(f)(x)), np.asarray(fg.grad(net)(x)), rtol=1e-5)
     shapes = sorted(a.shape for a, _ in saved_residuals(f, x))
     assert (4, 8) in shapes
     assert len(saved_residuals(f, x)) < len(saved_residuals(net, x))
 
 
 # -- rules that branch on values in Python (JAX's "Custom derivative rules" notebook) ----------
+
 
 @fg.custom_jvp
 def _branchy(x):
@@ -187,8 +195,9 @@ def test_custom_jvp_python_branch_outside_jit(x):
     (ct,) = fg.vjp(_branchy, x)[1](1.0)
     np.testing.assert_allclose(float(ct), want_d, rtol=1e-6)
     # A composite around it, and the rule differentiated again (its own Python branch).
-    np.testing.assert_allclose(float(fg.grad(lambda a: _branchy(a) * a)(x)),
-                               want_d * x + want_f, rtol=1e-5)
+    np.testing.assert_allclose(
+        float(fg.grad(lambda a: _branchy(a) * a)(x)), want_d * x + want_f, rtol=1e-5
+    )
     want_dd = -np.sin(np.float32(x)) if pos else 0.0
     np.testing.assert_allclose(float(fg.grad(fg.grad(_branchy))(x)), want_dd, atol=1e-6)
 
@@ -205,7 +214,11 @@ def test_custom_vjp_python_branch_outside_jit():
 def test_python_branch_under_jit_or_vmap_is_a_concretization_error():
     # Staged or batched, the value is unknown: JAX raises too (TracerBoolConversionError,
     # a ConcretizationTypeError).
-    for fun, arg in ((fg.jit(_branchy), 1.0), (fg.jit(fg.grad(_branchy)), 1.0),
-                     (fg.vmap(_branchy), fnp.ones(2)), (fg.vmap(fg.grad(_branchy)), fnp.ones(2))):
+    for fun, arg in (
+        (fg.jit(_branchy), 1.0),
+        (fg.jit(fg.grad(_branchy)), 1.0),
+        (fg.vmap(_branchy), fnp.ones(2)),
+        (fg.vmap(fg.grad(_branchy)), fnp.ones(2)),
+    ):
         with pytest.raises(fg.ConcretizationTypeError):
             fun(arg)

@@ -28,9 +28,15 @@ def printed(capsys) -> list[str]:
 
 # -- debug.print: formatting ---------------------------------------------------------------------
 
+
 def test_print_formats_positional_keyword_and_specs(capsys):
-    debug.print("x={x} y={} z={z:.3f} s={s}", fnp.arange(3.0), x=fnp.float32(1.5),
-                z=fnp.float32(1.23456), s="static")
+    debug.print(
+        "x={x} y={} z={z:.3f} s={s}",
+        fnp.arange(3.0),
+        x=fnp.float32(1.5),
+        z=fnp.float32(1.23456),
+        s="static",
+    )
     debug.print("no fields", fnp.int32(3), 2.5, skip_format_check=True)  # appended
     debug.print("")
     assert printed(capsys) == ["x=1.5 y=[0. 1. 2.] z=1.235 s=static", "no fields 3 2.5", ""]
@@ -58,6 +64,7 @@ def test_print_bad_format_arguments():
 
 
 # -- debug.print under transforms ----------------------------------------------------------------
+
 
 def _f(x):
     debug.print("x={x} s={s}", x=x, s=fnp.sum(x))
@@ -120,6 +127,7 @@ def test_print_in_scan_fori_while_cond_under_jit(capsys):
         def fn(x):
             debug.print(name + " {}", x)
             return sign * x
+
         return fn
 
     programs = [
@@ -145,6 +153,7 @@ def test_print_in_nested_loops_under_jit(capsys):
         def inner(d, y):
             debug.print("{} {}", x, y)
             return d + y, ()
+
         return lax.scan(inner, c, fnp.arange(2.0))[0], ()
 
     fn = lambda xs: lax.scan(outer, 0.0, xs)[0]  # noqa: E731
@@ -156,12 +165,20 @@ def test_print_in_nested_loops_under_jit(capsys):
 
 # -- debug.callback ------------------------------------------------------------------------------
 
+
 def test_callback_receives_arrays_in_the_argument_structure():
     got = []
 
     def cb(a, b, *, c, tag):
-        got.append((type(a).__name__, np.asarray(a).tolist(), np.asarray(b["k"]).tolist(),
-                    np.asarray(c).tolist(), tag))
+        got.append(
+            (
+                type(a).__name__,
+                np.asarray(a).tolist(),
+                np.asarray(b["k"]).tolist(),
+                np.asarray(c).tolist(),
+                tag,
+            )
+        )
 
     def fn(x):
         debug.callback(cb, x, {"k": x * 2}, c=3, tag="t")
@@ -170,8 +187,7 @@ def test_callback_receives_arrays_in_the_argument_structure():
     fn(fnp.arange(2.0))
     fg.jit(fn)(fnp.arange(2.0))
     debug.callback(ordered=True)(cb, fnp.zeros(1), {"k": 1}, c=0, tag="two")
-    assert got == [("Array", [0.0, 1.0], [0.0, 2.0], 3, "t")] * 2 + [
-        ("Array", [0.0], 1, 0, "two")]
+    assert got == [("Array", [0.0, 1.0], [0.0, 2.0], 3, "t")] * 2 + [("Array", [0.0], 1, 0, "two")]
     with pytest.raises(TypeError, match="callable"):
         debug.callback(3, 1)
 
@@ -232,6 +248,7 @@ def test_callback_exception_propagates_and_stops_the_program():
             calls.append(float(v))
             if float(v) == 2.0:
                 raise KeyError("boom")
+
         debug.callback(cb, x)
         return c + x, x
 
@@ -245,20 +262,24 @@ def test_callback_exception_propagates_and_stops_the_program():
 
 # -- pure_callback ---------------------------------------------------------------------------------
 
+
 def _sin_cb(x):
     return pure_callback(np.sin, SDS(x.shape, x.dtype), x, vmap_method="sequential")
 
 
 @settings(max_examples=15, deadline=None)
-@given(shape=st.sampled_from([(), (0,), (3,), (2, 3)]),
-       dtype=st.sampled_from([np.float32, np.int32, np.bool_]))
+@given(
+    shape=st.sampled_from([(), (0,), (3,), (2, 3)]),
+    dtype=st.sampled_from([np.float32, np.int32, np.bool_]),
+)
 def test_pure_callback_values_eager_and_jit(shape, dtype):
     rng = np.random.default_rng(0)
     x = (rng.standard_normal(shape) * 3).astype(dtype)
 
     def fn(v):
-        return pure_callback(lambda a: np.asarray(a)[..., None].repeat(2, -1),
-                             SDS((*shape, 2), dtype), v)
+        return pure_callback(
+            lambda a: np.asarray(a)[..., None].repeat(2, -1), SDS((*shape, 2), dtype), v
+        )
 
     want = np.asarray(x)[..., None].repeat(2, -1)
     for f in (fn, fg.jit(fn)):
@@ -273,15 +294,19 @@ def test_pure_callback_nan_inf_pytrees_kwargs_and_conversions():
     def fn(v):
         return pure_callback(
             lambda a, *, scale: {"y": np.asarray(a) * scale, "n": np.array([np.isnan(a).sum()])},
-            {"y": SDS((3,), fnp.float32), "n": SDS((1,), fnp.int32)}, v, scale=2.0)
+            {"y": SDS((3,), fnp.float32), "n": SDS((1,), fnp.int32)},
+            v,
+            scale=2.0,
+        )
 
     for f in (fn, fg.jit(fn)):
         out = f(x)
         np.testing.assert_array_equal(out["y"], [np.nan, np.inf, -2.0])
         assert out["n"].dtype == np.int32 and out["n"].tolist() == [1]
     # results are converted to the declared dtype (float64 -> float32, as JAX does)
-    f64 = fg.jit(lambda v: pure_callback(lambda a: np.ones(3, np.float64), SDS((3,), np.float32),
-                                         v))
+    f64 = fg.jit(
+        lambda v: pure_callback(lambda a: np.ones(3, np.float64), SDS((3,), np.float32), v)
+    )
     assert f64(x).dtype == np.float32
 
 
@@ -310,12 +335,18 @@ def test_pure_callback_vmap_methods_match_a_loop():
 
     xs, y = fnp.arange(6.0).reshape(3, 2), fnp.array([10.0, 20.0])
     want = np.asarray(xs) + np.asarray(y)
-    expected_shapes = {"sequential": [((2,), (2,))] * 3, "sequential_unrolled": [((2,), (2,))] * 3,
-                       "expand_dims": [((3, 2), (1, 2))], "broadcast_all": [((3, 2), (3, 2))],
-                       "legacy_vectorized": [((3, 2), (2,))]}
+    expected_shapes = {
+        "sequential": [((2,), (2,))] * 3,
+        "sequential_unrolled": [((2,), (2,))] * 3,
+        "expand_dims": [((3, 2), (1, 2))],
+        "broadcast_all": [((3, 2), (3, 2))],
+        "legacy_vectorized": [((3, 2), (2,))],
+    }
     for method, want_shapes in expected_shapes.items():
-        for vm in (fg.vmap(fn(method), in_axes=(0, None)),
-                   fg.jit(fg.vmap(fn(method), in_axes=(0, None)))):
+        for vm in (
+            fg.vmap(fn(method), in_axes=(0, None)),
+            fg.jit(fg.vmap(fn(method), in_axes=(0, None))),
+        ):
             shapes.clear()
             np.testing.assert_array_equal(vm(xs, y), want)
             assert shapes == want_shapes, method
@@ -340,8 +371,9 @@ def test_pure_callback_errors():
         pure_callback(np.sin, SDS((2,), np.float64), x)
     with pytest.raises(TypeError, match="shape and dtype"):
         pure_callback(np.sin, [(2,)], x)
-    wrong = lambda v: pure_callback(lambda a: np.ones(3, np.float32),  # noqa: E731
-                                    SDS((2,), fnp.float32), v)
+    wrong = lambda v: pure_callback(  # noqa: E731
+        lambda a: np.ones(3, np.float32), SDS((2,), fnp.float32), v
+    )
     for f in (wrong, fg.jit(wrong)):
         with pytest.raises(RuntimeError, match=r"shape \(3,\).*declares f32\[2\]"):
             f(x)
@@ -359,8 +391,7 @@ def test_pure_callback_differentiated_through_custom_jvp():
     @sin.defjvp
     def _(primals, tangents):
         (v,), (t,) = primals, tangents
-        return sin(v), pure_callback(np.cos, SDS(v.shape, v.dtype), v,
-                                     vmap_method="sequential") * t
+        return sin(v), pure_callback(np.cos, SDS(v.shape, v.dtype), v, vmap_method="sequential") * t
 
     x = np.array([0.2, -0.7, 1.5], np.float32)
     g = fg.grad(lambda v: fnp.sum(sin(v) * v))(x)
@@ -371,8 +402,9 @@ def test_pure_callback_differentiated_through_custom_jvp():
 
 def test_pure_callback_in_a_compiled_scan_and_nested_jit():
     def step(c, x):
-        y = pure_callback(lambda a, b: np.asarray(a) * np.asarray(b) + 1, SDS((), fnp.float32),
-                          c, x)
+        y = pure_callback(
+            lambda a, b: np.asarray(a) * np.asarray(b) + 1, SDS((), fnp.float32), c, x
+        )
         return y, y
 
     fn = lambda xs: lax.scan(step, 1.0, xs)  # noqa: E731
@@ -381,8 +413,9 @@ def test_pure_callback_in_a_compiled_scan_and_nested_jit():
     np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_array_equal(got[1], [1.0, 2.0, 5.0, 16.0])
     inner = fg.jit(lambda v: v * 10)
-    outer = fg.jit(lambda x: pure_callback(lambda a: np.asarray(inner(a)) + 1,
-                                           SDS((3,), fnp.float32), x))
+    outer = fg.jit(
+        lambda x: pure_callback(lambda a: np.asarray(inner(a)) + 1, SDS((3,), fnp.float32), x)
+    )
     np.testing.assert_array_equal(outer(fnp.arange(3.0)), [1.0, 11.0, 21.0])
 
 
@@ -403,6 +436,7 @@ def test_callbacks_from_several_threads():
 
 
 # -- io_callback -----------------------------------------------------------------------------------
+
 
 def test_io_callback_is_never_dropped_and_keeps_state_in_loops():
     state = {"n": 0}
@@ -450,19 +484,32 @@ def test_io_callback_vmap_grad_errors():
 
 # -- the GPU backend -------------------------------------------------------------------------------
 
+
 def test_gpu_callbacks_at_top_level_in_loops_and_branches(gpu, capsys):
     def step(c, x):
         debug.print("c={} x={}", c, x)
-        y = pure_callback(lambda a, b: np.asarray(a) * np.asarray(b) + 1, SDS((), fnp.float32),
-                          c, x)
+        y = pure_callback(
+            lambda a, b: np.asarray(a) * np.asarray(b) + 1, SDS((), fnp.float32), c, x
+        )
         return y, y
 
     programs = [
         (lambda xs: lax.scan(step, 1.0, xs), (fnp.arange(3.0),)),
-        (lambda c: lax.while_loop(lambda c: c < 2, lambda c: (debug.print("w={}", c), c + 1)[1],
-                                  c), (fnp.int32(0),)),
-        (lambda p, x: lax.cond(p, lambda v: (debug.print("T {}", v), v)[1],
-                               lambda v: (debug.print("F {}", v), -v)[1], x), (False, 2.0)),
+        (
+            lambda c: lax.while_loop(
+                lambda c: c < 2, lambda c: (debug.print("w={}", c), c + 1)[1], c
+            ),
+            (fnp.int32(0),),
+        ),
+        (
+            lambda p, x: lax.cond(
+                p,
+                lambda v: (debug.print("T {}", v), v)[1],
+                lambda v: (debug.print("F {}", v), -v)[1],
+                x,
+            ),
+            (False, 2.0),
+        ),
     ]
     for fn, args in programs:
         want = fn(*args)

@@ -38,8 +38,10 @@ def _assert_same_bits(got, want, what: str = "") -> None:
     same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
     if not same.all():
         i = np.flatnonzero(~same)[:4]
-        raise AssertionError(f"{what}{(~same).sum()} of {same.size} quotients differ, e.g. "
-                             f"got {got.ravel()[i]} want {want.ravel()[i]}")
+        raise AssertionError(
+            f"{what}{(~same).sum()} of {same.size} quotients differ, e.g. "
+            f"got {got.ravel()[i]} want {want.ravel()[i]}"
+        )
 
 
 def _numpy_div(x, y):
@@ -65,10 +67,30 @@ def _near_midpoints(rng, y, n):
 
 #: divisors: ordinary, at the edges of the range the fast path accepts (2^-100 <= |y| <
 #: 2^126), mantissas of all ones (1/y rounds hardest), subnormal, zero, inf, NaN
-DIVISORS = [3.0, -0.1, 7.25, 1024.0, 2.0 ** -100, 2.0 ** -101, -(2.0 ** -99), 2.0 ** 125,
-            2.0 ** 126, 1.9999999 * 2.0 ** 125, float(_f32(0x3FFFFFFF)), float(_f32(0x3F7FFFFF)),
-            float(_f32(0xBF800001)), float(_f32(0x00800000)), float(_f32(0x7F7FFFFF)),
-            1e-40, -1e-45, 0.0, -0.0, np.inf, -np.inf, np.nan]
+DIVISORS = [
+    3.0,
+    -0.1,
+    7.25,
+    1024.0,
+    2.0**-100,
+    2.0**-101,
+    -(2.0**-99),
+    2.0**125,
+    2.0**126,
+    1.9999999 * 2.0**125,
+    float(_f32(0x3FFFFFFF)),
+    float(_f32(0x3F7FFFFF)),
+    float(_f32(0xBF800001)),
+    float(_f32(0x00800000)),
+    float(_f32(0x7F7FFFFF)),
+    1e-40,
+    -1e-45,
+    0.0,
+    -0.0,
+    np.inf,
+    -np.inf,
+    np.nan,
+]
 
 
 @pytest.mark.parametrize("y", DIVISORS)
@@ -99,8 +121,25 @@ def test_quotients_at_the_thresholds_of_the_fast_path():
 
 
 def test_special_values_and_signed_zeros():
-    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e-45, -1e-45, 1e-40,
-                         1.17549435e-38, 3.4028235e38, -3.4028235e38, 1.0, -1.0], np.float32)
+    specials = np.array(
+        [
+            0.0,
+            -0.0,
+            np.inf,
+            -np.inf,
+            np.nan,
+            -np.nan,
+            1e-45,
+            -1e-45,
+            1e-40,
+            1.17549435e-38,
+            3.4028235e38,
+            -3.4028235e38,
+            1.0,
+            -1.0,
+        ],
+        np.float32,
+    )
     for y in specials:
         _assert_same_bits(_div(specials, y), _numpy_div(specials, y), f"specials / {y!r}: ")
     got = np.asarray(_div(np.array([-0.0, 0.0], np.float32), np.float32(5)))
@@ -123,9 +162,12 @@ def test_every_length_vector_body_remainder_and_glue(n):
 def test_each_row_has_its_own_divisor():
     """x / s[:, None]: the divisor is invariant in the inner loop only (softmax's shape)."""
     rng = np.random.default_rng(3)
-    s = np.concatenate([rng.standard_normal(60).astype(np.float32) * 50,
-                        np.array([0, -0.0, np.inf, np.nan, 1e-40, 2.0 ** -101, 2.0 ** 126,
-                                  1e-30], np.float32)])
+    s = np.concatenate(
+        [
+            rng.standard_normal(60).astype(np.float32) * 50,
+            np.array([0, -0.0, np.inf, np.nan, 1e-40, 2.0**-101, 2.0**126, 1e-30], np.float32),
+        ]
+    )
     x = _random_bits(rng, (s.size, 257))
     x[:30] = rng.standard_normal((30, 257)).astype(np.float32)
     with np.errstate(all="ignore"):
@@ -145,9 +187,10 @@ def test_jit_matches_eager_bit_for_bit():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(width=32, allow_nan=True, allow_infinity=True), min_size=64,
-                max_size=64),
-       st.floats(width=32, allow_nan=True, allow_infinity=True))
+@given(
+    st.lists(st.floats(width=32, allow_nan=True, allow_infinity=True), min_size=64, max_size=64),
+    st.floats(width=32, allow_nan=True, allow_infinity=True),
+)
 def test_hypothesis_any_floats(xs, y):
     x = np.array(xs, np.float32)
     _assert_same_bits(_div(x, np.float32(y)), _numpy_div(x, np.float32(y)))
@@ -166,11 +209,14 @@ def test_constant_divisors_and_means():
 def test_the_fast_path_is_used_for_an_invariant_float32_divisor():
     """The renderer calls llvm_math.DIVIDE for x / (row value) and plain fdiv when the divisor
     changes with the element."""
+
     def ir(f, *args):
         exe = fg.jit(f).lower(*args).compile()._exe
         return "\n".join(p.ir_text for p in llvm.render(exe.program))
+
     x = np.ones((64, 512), np.float32)
-    assert f"call float @{llvm_math.DIVIDE}(" in ir(lambda x: x / fnp.sum(x, axis=-1,
-                                                                          keepdims=True), x)
+    assert f"call float @{llvm_math.DIVIDE}(" in ir(
+        lambda x: x / fnp.sum(x, axis=-1, keepdims=True), x
+    )
     text = ir(lambda x: x / (x + 1), x)
     assert llvm_math.DIVIDE not in text and "fdiv float" in text

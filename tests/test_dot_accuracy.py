@@ -59,8 +59,12 @@ def test_issue15_long_contractions_have_bounded_error(name, f, lshape, rshape):
 
 
 @settings(max_examples=8, deadline=None)
-@given(k=st.integers(5000, 40000), w=st.integers(0, 2), along_rows=st.booleans(),
-       seed=st.integers(0, 2**16))
+@given(
+    k=st.integers(5000, 40000),
+    w=st.integers(0, 2),
+    along_rows=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_issue15_matrix_vector_products_bounded_error_any_length(k, w, along_rows, seed):
     """Ragged lengths (partial blocks) and both layouts of the matrix, jit and eager. (Under
     jit, a vector times a matrix read down fewer than 64 columns is still a gemm, BLAS's
@@ -100,9 +104,12 @@ def test_issue15_grads_of_matvecs():
         dh = dz2 @ w2.T + w2.sum(1)[None, :]
         dz1 = dh * (1 - h * h)
         return x.T @ dz1, h.T @ dz2 + h.T * np.ones((1, 100)), dz1 @ w1.T
+
     want = ref(*(t.astype(np.float64) for t in (w1, w2, x)))
     args = tuple(map(fnp.asarray, (w1, w2, x)))
-    for grads in (fg.jit(fg.grad(loss, argnums=(0, 1, 2)))(*args),
-                  fg.grad(loss, argnums=(0, 1, 2))(*args)):
+    for grads in (
+        fg.jit(fg.grad(loss, argnums=(0, 1, 2)))(*args),
+        fg.grad(loss, argnums=(0, 1, 2))(*args),
+    ):
         for g, r in zip(grads, want):
             np.testing.assert_allclose(np.asarray(g), r, rtol=2e-5, atol=2e-5 * np.abs(r).max())

@@ -55,8 +55,13 @@ def test_tape_matches_the_jaxpr_path(name):
     _assert_tree_close(fg.grad(f, argnums=(0, 1))(w, x), want_both, rtol=2e-6, atol=1e-6)
 
 
-@given(hnp.arrays(np.float32, hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=4),
-                  elements=st.floats(-3, 3, width=32) | st.sampled_from([np.nan, np.inf, -np.inf])))
+@given(
+    hnp.arrays(
+        np.float32,
+        hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=4),
+        elements=st.floats(-3, 3, width=32) | st.sampled_from([np.nan, np.inf, -np.inf]),
+    )
+)
 def test_elementwise_chain_on_any_shape(a):
     def f(x):
         return fnp.sum(fnp.tanh(x) * x + fnp.exp(-fnp.abs(x)))
@@ -108,7 +113,8 @@ def test_nested_grads_and_no_perturbation_confusion():
     assert float(fg.grad(outer)(3.0)) == pytest.approx(6.0)
     assert float(fg.grad(lambda x: fg.grad(lambda y: x * y)(2.0))(5.0)) == pytest.approx(1.0)
     assert float(fg.grad(fg.grad(fg.grad(fnp.tanh)))(0.3)) == pytest.approx(
-        float(-2 * (1 - np.tanh(0.3) ** 2) * (1 - 3 * np.tanh(0.3) ** 2)), rel=1e-5)
+        float(-2 * (1 - np.tanh(0.3) ** 2) * (1 - 3 * np.tanh(0.3) ** 2)), rel=1e-5
+    )
 
 
 def test_rules_that_need_values_take_the_general_path():
@@ -184,10 +190,10 @@ def test_bad_input_errors_are_unchanged():
         fg.grad(lambda x: x * 2.0)(np.ones(3, np.float32))
     with pytest.raises(TypeError, match="real-valued inputs"):
         fg.grad(lambda x: x * 2)(3)
-    with pytest.raises(TypeError, match="Reverse-mode differentiation does not work for "
-                                        "lax.while_loop"):
-        fg.grad(lambda x: fnp.sum(lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)))(
-            1.0)
+    with pytest.raises(
+        TypeError, match="Reverse-mode differentiation does not work for lax.while_loop"
+    ):
+        fg.grad(lambda x: fnp.sum(lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)))(1.0)
 
 
 def test_indexing_and_multiple_result_primitives():
@@ -198,7 +204,7 @@ def test_indexing_and_multiple_result_primitives():
         g = x[idx, 1:3] * 2.0
         s = x.at[0, idx].add(1.5)
         vals, _ = lax.top_k(x, 2)
-        return fnp.sum(g ** 2) + fnp.sum(s * s) + fnp.sum(vals * fnp.sort(x, axis=1)[:, :2])
+        return fnp.sum(g**2) + fnp.sum(s * s) + fnp.sum(vals * fnp.sort(x, axis=1)[:, :2])
 
     for _ in range(2):
         _assert_tree_close(fg.grad(f)(x), _vjp_grad(f, x)[0], rtol=2e-6)

@@ -40,6 +40,7 @@ def _vjp_grad(f, *args):
 
 # -- compiled programs ------------------------------------------------------------------------
 
+
 def test_python_function_matches_eval_jaxpr(check_mode):
     def f(x, y):
         a = lax.dot_general(x, y, (((1,), (0,)), ((), ())))
@@ -81,8 +82,10 @@ def test_checked_functions_catch_an_impl_that_disagrees_with_its_shape_rule():
 
 def test_tape_grads_match_the_jaxpr_path_with_and_without_checks(check_mode):
     rng = np.random.default_rng(1)
-    params = [(rng.standard_normal((3, 5)).astype(np.float32), np.zeros(5, np.float32)),
-              (rng.standard_normal((5, 2)).astype(np.float32), np.ones(2, np.float32))]
+    params = [
+        (rng.standard_normal((3, 5)).astype(np.float32), np.zeros(5, np.float32)),
+        (rng.standard_normal((5, 2)).astype(np.float32), np.ones(2, np.float32)),
+    ]
     xb = rng.standard_normal((4, 3)).astype(np.float32)
     yb = rng.standard_normal((4, 2)).astype(np.float32)
 
@@ -131,11 +134,11 @@ def test_tape_values_cannot_be_written_through_numpy():
     assert not seen[0].flags.writeable
     with pytest.raises(ValueError, match="read-only"):
         seen[0][0] = 5.0
-    np.testing.assert_allclose(np.asarray(g), 2 * np.tanh(x) * (1 - np.tanh(x) ** 2),
-                               rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(g), 2 * np.tanh(x) * (1 - np.tanh(x) ** 2), rtol=1e-6)
 
 
 # -- floating-point errors ----------------------------------------------------------------------
+
 
 def test_impls_never_warn_and_restore_the_callers_error_state(check_mode):
     big = np.full(3, 3e38, np.float32)
@@ -168,15 +171,19 @@ def test_ignore_fp_errors_restores_the_state_when_the_function_raises():
 
 # -- dot_general's plan, broadcast_in_dim's view ------------------------------------------------
 
-@pytest.mark.parametrize("lshape, rshape, dims", [
-    ((3, 4), (4,), (((1,), (0,)), ((), ()))),           # matrix @ vector
-    ((3,), (5,), (((), ()), ((), ()))),                 # outer product
-    ((4, 3), (4, 2), (((0,), (0,)), ((), ()))),         # lhs transposed
-    ((2, 3, 4), (2, 5, 4), (((2,), (2,)), ((0,), (0,)))),  # batched
-    ((0, 3), (3, 2), (((1,), (0,)), ((), ()))),         # empty result
-    ((2, 0), (0, 3), (((1,), (0,)), ((), ()))),         # empty sum: zeros
-    ((), (3,), (((), ()), ((), ()))),                   # a 0-d operand
-])
+
+@pytest.mark.parametrize(
+    "lshape, rshape, dims",
+    [
+        ((3, 4), (4,), (((1,), (0,)), ((), ()))),  # matrix @ vector
+        ((3,), (5,), (((), ()), ((), ()))),  # outer product
+        ((4, 3), (4, 2), (((0,), (0,)), ((), ()))),  # lhs transposed
+        ((2, 3, 4), (2, 5, 4), (((2,), (2,)), ((0,), (0,)))),  # batched
+        ((0, 3), (3, 2), (((1,), (0,)), ((), ()))),  # empty result
+        ((2, 0), (0, 3), (((1,), (0,)), ((), ()))),  # empty sum: zeros
+        ((), (3,), (((), ()), ((), ()))),  # a 0-d operand
+    ],
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.bool_])
 def test_specialized_dot_general_matches_the_impl(lshape, rshape, dims, dtype):
     rng = np.random.default_rng(0)
@@ -185,16 +192,31 @@ def test_specialized_dot_general_matches_the_impl(lshape, rshape, dims, dtype):
     params = dict(dimension_numbers=dims, precision=None, preferred_element_type=None)
     want = lax.dot_general_p.impl(lhs, rhs, **params)
     spec = lax_utils.specialized_impls[lax.dot_general_p](
-        core.get_aval(lhs), core.get_aval(rhs), **params)
+        core.get_aval(lhs), core.get_aval(rhs), **params
+    )
     with np.errstate(all="ignore"):
         got = spec(lhs, rhs)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
-    ref = np.einsum({1: "ij,j->i", 2: "i,j->ij", 3: "ki,kj->ij", 4: "bik,bjk->bij",
-                     5: "ij,jk->ik", 6: "ij,jk->ik", 7: ",j->j"}[_CASES.index(lshape) + 1],
-                    lhs.astype(np.float64), rhs.astype(np.float64))
-    np.testing.assert_allclose(np.asarray(got, np.float64), ref.astype(dtype).astype(np.float64),
-                               rtol=2e-3 if dtype == np.float16 else 1e-6, atol=1e-2)
+    ref = np.einsum(
+        {
+            1: "ij,j->i",
+            2: "i,j->ij",
+            3: "ki,kj->ij",
+            4: "bik,bjk->bij",
+            5: "ij,jk->ik",
+            6: "ij,jk->ik",
+            7: ",j->j",
+        }[_CASES.index(lshape) + 1],
+        lhs.astype(np.float64),
+        rhs.astype(np.float64),
+    )
+    np.testing.assert_allclose(
+        np.asarray(got, np.float64),
+        ref.astype(dtype).astype(np.float64),
+        rtol=2e-3 if dtype == np.float16 else 1e-6,
+        atol=1e-2,
+    )
 
 
 _CASES = [(3, 4), (3,), (4, 3), (2, 3, 4), (0, 3), (2, 0), ()]
@@ -203,8 +225,9 @@ _CASES = [(3, 4), (3,), (4, 3), (2, 3, 4), (0, 3), (2, 0), ()]
 @given(st.data())
 def test_broadcast_in_dim_view_matches_numpy(data):
     out_shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=3))
-    dims = sorted(data.draw(st.sets(st.integers(0, max(len(out_shape) - 1, 0)),
-                                    max_size=len(out_shape))))
+    dims = sorted(
+        data.draw(st.sets(st.integers(0, max(len(out_shape) - 1, 0)), max_size=len(out_shape)))
+    )
     in_shape = tuple(data.draw(st.sampled_from([1, out_shape[d]])) for d in dims)
     x = np.arange(int(np.prod(in_shape)), dtype=np.float32).reshape(in_shape)
     if data.draw(st.booleans()) and x.ndim >= 2:
@@ -255,18 +278,24 @@ def test_broadcast_shapes_and_its_errors():
     assert util.broadcast_shapes((0,), (1,)) == (0,)
     assert util.broadcast_shapes() == ()
     for shapes in [((2,), (3,)), ((0,), (3,)), ((4, 2), (3, 1))]:
-        with pytest.raises(ValueError, match=r"f: incompatible shapes for broadcasting: "
-                                             r"\(.*\) and \(.*\)"):
+        with pytest.raises(
+            ValueError,
+            match=r"f: incompatible shapes for broadcasting: "
+            r"\(.*\) and \(.*\)",
+        ):
             util.broadcast_shapes(*shapes, fun_name="f")
 
 
-@pytest.mark.parametrize("make", [
-    lambda: np.arange(6, dtype=np.float32).reshape(2, 3),
-    lambda: fnp.asarray(2.5),                       # weak: the sum is strongly typed
-    lambda: np.ones(4, np.float16),                 # accumulates in float32
-    lambda: np.arange(5, dtype=np.int32),
-    lambda: np.zeros((0, 3), np.float32),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: np.arange(6, dtype=np.float32).reshape(2, 3),
+        lambda: fnp.asarray(2.5),  # weak: the sum is strongly typed
+        lambda: np.ones(4, np.float16),  # accumulates in float32
+        lambda: np.arange(5, dtype=np.int32),
+        lambda: np.zeros((0, 3), np.float32),
+    ],
+)
 def test_sum_of_everything_matches_the_general_reduction(make):
     x = make()
     got = fnp.sum(x)
@@ -277,6 +306,7 @@ def test_sum_of_everything_matches_the_general_reduction(make):
 
 
 # -- avals, dtypes, pytrees ---------------------------------------------------------------------
+
 
 def test_equal_concrete_avals_are_one_object():
     a = fg.Array(np.ones((2, 3), np.float32))
@@ -293,8 +323,7 @@ def test_canonicalize_dtype_table_matches_the_rule(x64):
     fg.config.update("enable_x64", x64)
     try:
         for dt in dtypes.SUPPORTED:
-            want = dt if x64 or dt.itemsize < 8 or dt.kind == "b" else \
-                np.dtype(dt.kind + "4")
+            want = dt if x64 or dt.itemsize < 8 or dt.kind == "b" else np.dtype(dt.kind + "4")
             assert dtypes.canonicalize_dtype(dt) == want
             assert dtypes.canonicalize_dtype(dt.type) == want
         with pytest.raises(TypeError, match="not supported"):

@@ -33,29 +33,92 @@ def _randn(*shape):
 
 
 def _close(a, b, rtol=1e-5, atol=1e-6):
-    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64),
-                               rtol=rtol, atol=atol)
+    np.testing.assert_allclose(
+        np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol
+    )
 
 
 # ============================================================================ stax: init
 
 
 def test_public_names_are_jaxs():
-    names = {"AvgPool", "BatchNorm", "Conv", "Conv1DTranspose", "ConvTranspose", "Dense",
-             "Dropout", "Elu", "Exp", "FanInConcat", "FanInSum", "FanOut", "Flatten", "Gelu",
-             "GeneralConv", "GeneralConvTranspose", "Identity", "LeakyRelu", "LogSoftmax",
-             "MaxPool", "Relu", "Selu", "Sigmoid", "Softmax", "Softplus", "SumPool", "Tanh",
-             "elementwise", "elu", "gelu", "glorot", "glorot_normal", "leaky_relu",
-             "log_softmax", "logsoftmax", "normal", "ones", "parallel", "randn", "relu",
-             "selu", "serial", "shape_dependent", "sigmoid", "softmax", "softplus",
-             "standardize", "zeros"}
+    names = {
+        "AvgPool",
+        "BatchNorm",
+        "Conv",
+        "Conv1DTranspose",
+        "ConvTranspose",
+        "Dense",
+        "Dropout",
+        "Elu",
+        "Exp",
+        "FanInConcat",
+        "FanInSum",
+        "FanOut",
+        "Flatten",
+        "Gelu",
+        "GeneralConv",
+        "GeneralConvTranspose",
+        "Identity",
+        "LeakyRelu",
+        "LogSoftmax",
+        "MaxPool",
+        "Relu",
+        "Selu",
+        "Sigmoid",
+        "Softmax",
+        "Softplus",
+        "SumPool",
+        "Tanh",
+        "elementwise",
+        "elu",
+        "gelu",
+        "glorot",
+        "glorot_normal",
+        "leaky_relu",
+        "log_softmax",
+        "logsoftmax",
+        "normal",
+        "ones",
+        "parallel",
+        "randn",
+        "relu",
+        "selu",
+        "serial",
+        "shape_dependent",
+        "sigmoid",
+        "softmax",
+        "softplus",
+        "standardize",
+        "zeros",
+    }
     assert names <= set(dir(stax)) and set(stax.__all__) == names
-    opt_names = {"JoinPoint", "Optimizer", "OptimizerState", "Schedule", "adagrad", "adam",
-                 "adamax", "clip_grads", "constant", "exponential_decay",
-                 "inverse_time_decay", "l2_norm", "make_schedule", "momentum", "nesterov",
-                 "optimizer", "pack_optimizer_state", "piecewise_constant",
-                 "polynomial_decay", "rmsprop", "rmsprop_momentum", "sgd", "sm3",
-                 "unpack_optimizer_state"}
+    opt_names = {
+        "JoinPoint",
+        "Optimizer",
+        "OptimizerState",
+        "Schedule",
+        "adagrad",
+        "adam",
+        "adamax",
+        "clip_grads",
+        "constant",
+        "exponential_decay",
+        "inverse_time_decay",
+        "l2_norm",
+        "make_schedule",
+        "momentum",
+        "nesterov",
+        "optimizer",
+        "pack_optimizer_state",
+        "piecewise_constant",
+        "polynomial_decay",
+        "rmsprop",
+        "rmsprop_momentum",
+        "sgd",
+        "sm3",
+        "unpack_optimizer_state",
+    }
     assert opt_names <= set(O.__all__)
 
 
@@ -102,8 +165,11 @@ LAYERS = [
     ("Dense3d", stax.Dense(2), (2, 3, 4)),
     ("Conv_same_strided", stax.Conv(4, (3, 3), (2, 2), "SAME"), (2, 7, 7, 3)),
     ("Conv_valid", stax.Conv(4, (2, 3)), (2, 6, 5, 3)),
-    ("GeneralConv", stax.GeneralConv(("NCHW", "OIHW", "NCHW"), 3, (3, 3), padding="SAME"),
-     (2, 2, 5, 5)),
+    (
+        "GeneralConv",
+        stax.GeneralConv(("NCHW", "OIHW", "NCHW"), 3, (3, 3), padding="SAME"),
+        (2, 2, 5, 5),
+    ),
     ("ConvTranspose", stax.ConvTranspose(3, (3, 3), (2, 2), "SAME"), (2, 4, 4, 2)),
     ("Conv1DTranspose", stax.Conv1DTranspose(3, (3,), (2,)), (2, 5, 2)),
     ("BatchNorm", stax.BatchNorm(), (2, 3, 3, 4)),
@@ -112,9 +178,15 @@ LAYERS = [
     ("SumPool", stax.SumPool((2, 2)), (2, 4, 4, 3)),
     ("Flatten", stax.Flatten, (-1, 2, 3, 4)),
     ("Softmax", stax.Softmax, (3, 4)),
-    ("FanInConcat", stax.serial(stax.FanOut(3), stax.parallel(stax.Dense(3), stax.Identity,
-                                                               stax.Dense(2)),
-                                stax.FanInConcat()), (-1, 4)),
+    (
+        "FanInConcat",
+        stax.serial(
+            stax.FanOut(3),
+            stax.parallel(stax.Dense(3), stax.Identity, stax.Dense(2)),
+            stax.FanInConcat(),
+        ),
+        (-1, 4),
+    ),
     ("shape_dependent", stax.shape_dependent(lambda s: stax.Dense(2 * s[-1])), (2, 3)),
 ]
 
@@ -133,8 +205,9 @@ def test_init_shape_is_apply_shape(name, layer, shape):
 
 
 @settings(max_examples=10)
-@given(batch=st.lists(st.integers(0, 3), max_size=2), n_in=st.integers(1, 4),
-       n_out=st.integers(1, 4))
+@given(
+    batch=st.lists(st.integers(0, 3), max_size=2), n_in=st.integers(1, 4), n_out=st.integers(1, 4)
+)
 def test_dense_is_affine(batch, n_in, n_out):
     init_fun, apply_fun = stax.Dense(n_out)
     out_shape, (W, b) = init_fun(KEY, (*batch, n_in))
@@ -161,13 +234,16 @@ def _np_conv_nhwc(x, W, strides, padding):
     out = np.zeros((x.shape[0], oh, ow, W.shape[3]))
     for i in range(oh):
         for j in range(ow):
-            patch = xp[:, i * strides[0]:i * strides[0] + kh, j * strides[1]:j * strides[1] + kw]
+            patch = xp[
+                :, i * strides[0] : i * strides[0] + kh, j * strides[1] : j * strides[1] + kw
+            ]
             out[:, i, j] = np.einsum("nhwc,hwco->no", patch, W)
     return out
 
 
-@pytest.mark.parametrize("strides,padding", [((1, 1), "VALID"), ((2, 1), "SAME"),
-                                             ((2, 2), "VALID"), ((1, 2), "SAME")])
+@pytest.mark.parametrize(
+    "strides,padding", [((1, 1), "VALID"), ((2, 1), "SAME"), ((2, 2), "VALID"), ((1, 2), "SAME")]
+)
 def test_conv_against_numpy(strides, padding):
     init_fun, apply_fun = stax.Conv(3, (3, 2), strides, padding)
     x = _randn(2, 6, 5, 2)
@@ -178,8 +254,8 @@ def test_conv_against_numpy(strides, padding):
 
 
 def test_general_conv_layout_is_a_transpose_of_conv():
-    x = _randn(2, 3, 6, 5)                                   # NCHW
-    W = _randn(4, 3, 2, 3)                                   # OIHW
+    x = _randn(2, 3, 6, 5)  # NCHW
+    W = _randn(4, 3, 2, 3)  # OIHW
     b = _randn(1, 4, 1, 1)
     _, apply_fun = stax.GeneralConv(("NCHW", "OIHW", "NCHW"), 4, (2, 3), (1, 2), "SAME")
     expected = _np_conv_nhwc(x.transpose(0, 2, 3, 1), W.transpose(2, 3, 1, 0), (1, 2), "SAME")
@@ -195,8 +271,9 @@ def _np_conv_transpose_valid(x, W, strides):
     flipped = W[::-1, ::-1]
     for i in range(h):
         for j in range(w):
-            out[:, i * sh:i * sh + kh, j * sw:j * sw + kw] += np.einsum(
-                "nc,hwco->nhwo", x[:, i, j], flipped)
+            out[:, i * sh : i * sh + kh, j * sw : j * sw + kw] += np.einsum(
+                "nc,hwco->nhwo", x[:, i, j], flipped
+            )
     return out
 
 
@@ -216,25 +293,38 @@ def test_conv_transpose_same_matches_jax():
     W = np.arange(1.0, 10.0, dtype=np.float32).reshape(3, 3, 1, 1)
     init_fun, apply_fun = stax.ConvTranspose(1, (3, 3), (2, 2), "SAME")
     assert init_fun(KEY, x.shape)[0] == (1, 6, 6, 1)
-    np.testing.assert_array_equal(apply_fun((W, 0.0), x)[0, :, :, 0], [
-        [0, 0, 9, 8, 25, 16], [0, 0, 6, 5, 16, 10], [27, 24, 60, 34, 80, 44],
-        [18, 15, 36, 20, 46, 25], [63, 54, 120, 64, 140, 74], [36, 30, 66, 35, 76, 40]])
+    np.testing.assert_array_equal(
+        apply_fun((W, 0.0), x)[0, :, :, 0],
+        [
+            [0, 0, 9, 8, 25, 16],
+            [0, 0, 6, 5, 16, 10],
+            [27, 24, 60, 34, 80, 44],
+            [18, 15, 36, 20, 46, 25],
+            [63, 54, 120, 64, 140, 74],
+            [36, 30, 66, 35, 76, 40],
+        ],
+    )
     x1 = np.array([1.0, 2.0, 3.0], np.float32).reshape(1, 3, 1)
     W1 = np.array([1.0, 10.0, 100.0], np.float32).reshape(3, 1, 1)
-    for padding, expected in [("SAME", [100, 10, 201, 20, 302, 30]),
-                              ("VALID", [100, 10, 201, 20, 302, 30, 3])]:
+    for padding, expected in [
+        ("SAME", [100, 10, 201, 20, 302, 30]),
+        ("VALID", [100, 10, 201, 20, 302, 30, 3]),
+    ]:
         init_fun, apply_fun = stax.Conv1DTranspose(1, (3,), (2,), padding)
         assert init_fun(KEY, x1.shape)[0] == (1, len(expected), 1)
         np.testing.assert_array_equal(np.ravel(apply_fun((W1, 0.0), x1)), expected)
 
 
-@pytest.mark.parametrize("axis,center,scale", [((0, 1, 2), True, True), (0, False, True),
-                                               ((0,), True, False), ((0, 2), False, False)])
+@pytest.mark.parametrize(
+    "axis,center,scale",
+    [((0, 1, 2), True, True), (0, False, True), ((0,), True, False), ((0, 2), False, False)],
+)
 def test_batchnorm_against_numpy(axis, center, scale):
     shape = (4, 3, 5, 2) if axis != 0 and axis != (0,) else (6, 3)
     x = _randn(*shape) * 3 + 1
-    init_fun, apply_fun = stax.BatchNorm(axis, center=center, scale=scale,
-                                         beta_init=stax.randn(), gamma_init=stax.randn())
+    init_fun, apply_fun = stax.BatchNorm(
+        axis, center=center, scale=scale, beta_init=stax.randn(), gamma_init=stax.randn()
+    )
     out_shape, (beta, gamma) = init_fun(KEY, shape)
     assert out_shape == shape
     ax = (axis,) if isinstance(axis, int) else axis
@@ -255,7 +345,7 @@ def test_batchnorm_against_numpy(axis, center, scale):
 
 
 def _np_gelu(x):  # jax.nn.gelu's default (approximate=True) tanh form
-    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
 
 
 _SELU_A, _SELU_L = 1.6732632423543772, 1.0507009873554805
@@ -286,11 +376,13 @@ def test_elementwise_layers_against_numpy(name, ref):
 
 def test_elementwise_passes_keywords_and_specials():
     _, apply_fun = stax.elementwise(fnp.clip, min=-1.0, max=2.0)
-    np.testing.assert_array_equal(apply_fun((), np.array([-3.0, 0.5, 3.0], np.float32)),
-                                  [-1.0, 0.5, 2.0])
+    np.testing.assert_array_equal(
+        apply_fun((), np.array([-3.0, 0.5, 3.0], np.float32)), [-1.0, 0.5, 2.0]
+    )
     _, relu = stax.Relu
-    np.testing.assert_array_equal(relu((), np.array([np.inf, -np.inf, np.nan], np.float32)),
-                                  [np.inf, 0.0, np.nan])
+    np.testing.assert_array_equal(
+        relu((), np.array([np.inf, -np.inf, np.nan], np.float32)), [np.inf, 0.0, np.nan]
+    )
     assert relu((), np.float32(-2.0)).shape == ()
 
 
@@ -312,8 +404,11 @@ def _np_pool(x, window, strides, padding, kind):
     outs = [(xp.shape[1 + d] - window[d]) // strides[d] + 1 for d in range(len(window))]
     res = np.zeros((x.shape[0], *outs, x.shape[-1]))
     for idx in np.ndindex(*outs):
-        sl = (slice(None),) + tuple(slice(i * s, i * s + k)
-                                    for i, s, k in zip(idx, strides, window)) + (slice(None),)
+        sl = (
+            (slice(None),)
+            + tuple(slice(i * s, i * s + k) for i, s, k in zip(idx, strides, window))
+            + (slice(None),)
+        )
         red = tuple(range(1, 1 + len(window)))
         if kind == "max":
             v = xp[sl].max(red)
@@ -326,9 +421,16 @@ def _np_pool(x, window, strides, padding, kind):
 
 
 @settings(max_examples=12)
-@given(kind=st.sampled_from(["max", "sum", "avg"]), padding=st.sampled_from(["SAME", "VALID"]),
-       h=st.integers(2, 6), w=st.integers(2, 6), kh=st.integers(1, 3), kw=st.integers(1, 2),
-       sh=st.integers(1, 2), sw=st.integers(1, 3))
+@given(
+    kind=st.sampled_from(["max", "sum", "avg"]),
+    padding=st.sampled_from(["SAME", "VALID"]),
+    h=st.integers(2, 6),
+    w=st.integers(2, 6),
+    kh=st.integers(1, 3),
+    kw=st.integers(1, 2),
+    sh=st.integers(1, 2),
+    sw=st.integers(1, 3),
+)
 def test_pooling_against_numpy(kind, padding, h, w, kh, kw, sh, sw):
     layer = {"max": stax.MaxPool, "sum": stax.SumPool, "avg": stax.AvgPool}[kind]
     init_fun, apply_fun = layer((kh, kw), (sh, sw), padding)
@@ -340,7 +442,7 @@ def test_pooling_against_numpy(kind, padding, h, w, kh, kw, sh, sw):
 
 
 def test_pooling_spec_moves_batch_and_channel_axes():
-    x = _randn(2, 3, 5, 4)                                       # NCHW
+    x = _randn(2, 3, 5, 4)  # NCHW
     for layer, kind in [(stax.AvgPool, "avg"), (stax.MaxPool, "max")]:
         _, apply_fun = layer((2, 3), (2, 1), "SAME", spec="NCHW")
         expected = _np_pool(x.transpose(0, 2, 3, 1), (2, 3), (2, 1), "SAME", kind)
@@ -369,8 +471,11 @@ def test_shape_plumbing_layers():
 
 def test_parallel_and_serial_apply():
     init_fun, apply_fun = stax.serial(
-        stax.FanOut(2), stax.parallel(stax.Dense(3), stax.serial(stax.Dense(3), stax.Tanh)),
-        stax.FanInSum, stax.Relu)
+        stax.FanOut(2),
+        stax.parallel(stax.Dense(3), stax.serial(stax.Dense(3), stax.Tanh)),
+        stax.FanInSum,
+        stax.Relu,
+    )
     out_shape, params = init_fun(KEY, (-1, 4))
     assert out_shape == (-1, 3)
     x = _randn(5, 4)
@@ -400,17 +505,23 @@ def test_dropout_uses_the_bernoulli_draw():
 def test_init_helpers_are_jax_nn_initializers():
     assert stax.glorot is initializers.glorot_normal and stax.randn is initializers.normal
     assert stax.logsoftmax is fg.nn.log_softmax and stax.zeros is initializers.zeros
-    np.testing.assert_array_equal(stax.glorot()(KEY, (3, 4)),
-                                  initializers.glorot_normal()(KEY, (3, 4)))
+    np.testing.assert_array_equal(
+        stax.glorot()(KEY, (3, 4)), initializers.glorot_normal()(KEY, (3, 4))
+    )
 
 
 # ============================================================================ stax: transforms
 
 
 def _cnn():
-    return stax.serial(stax.Conv(3, (2, 2), padding="SAME"), stax.Tanh,
-                       stax.AvgPool((2, 2), (2, 2)), stax.Flatten, stax.Dense(2),
-                       stax.LogSoftmax)
+    return stax.serial(
+        stax.Conv(3, (2, 2), padding="SAME"),
+        stax.Tanh,
+        stax.AvgPool((2, 2), (2, 2)),
+        stax.Flatten,
+        stax.Dense(2),
+        stax.LogSoftmax,
+    )
 
 
 def test_cnn_gradients_check_grads():
@@ -432,8 +543,14 @@ def test_maxpool_batchnorm_gradients_check_grads():
     x = _randn(2, 3, 3, 2)
     check_grads(lambda x: fnp.sum(fnp.sin(pool((), x))), (x,), order=1, atol=2e-2, rtol=2e-2)
     beta, gamma = _randn(2), _randn(2)
-    check_grads(lambda x, g: fnp.sum(bn((beta, g), x) ** 3), (x, gamma), order=1,
-                modes=("rev",), atol=5e-2, rtol=5e-2)
+    check_grads(
+        lambda x, g: fnp.sum(bn((beta, g), x) ** 3),
+        (x, gamma),
+        order=1,
+        modes=("rev",),
+        atol=5e-2,
+        rtol=5e-2,
+    )
 
 
 def test_apply_vmap_matches_loop_and_jit_matches_eager():
@@ -449,8 +566,11 @@ def test_apply_vmap_matches_loop_and_jit_matches_eager():
     _, dparams = stax.serial(stax.Dense(4), stax.Dropout(0.5))[0](KEY, (2, 3))
     x = _randn(2, 3)
     key = random.PRNGKey(9)
-    _close(fg.jit(lambda p, x, k: drop_net(p, x, rng=k))(dparams, x, key),
-           drop_net(dparams, x, rng=key), rtol=1e-6)
+    _close(
+        fg.jit(lambda p, x, k: drop_net(p, x, rng=k))(dparams, x, key),
+        drop_net(dparams, x, rng=key),
+        rtol=1e-6,
+    )
 
 
 # ============================================================================ stax: errors
@@ -533,16 +653,24 @@ def _np_opt(name, steps, grads_of, x0, lr):
 
 
 OPTIMIZERS = {
-    "sgd": lambda: O.sgd(0.1), "momentum": lambda: O.momentum(0.1, 0.9),
-    "nesterov": lambda: O.nesterov(0.1, 0.9), "adagrad": lambda: O.adagrad(0.1),
-    "rmsprop": lambda: O.rmsprop(0.1), "rmsprop_momentum": lambda: O.rmsprop_momentum(0.1),
-    "adam": lambda: O.adam(0.1), "adamax": lambda: O.adamax(0.1), "sm3": lambda: O.sm3(0.1),
+    "sgd": lambda: O.sgd(0.1),
+    "momentum": lambda: O.momentum(0.1, 0.9),
+    "nesterov": lambda: O.nesterov(0.1, 0.9),
+    "adagrad": lambda: O.adagrad(0.1),
+    "rmsprop": lambda: O.rmsprop(0.1),
+    "rmsprop_momentum": lambda: O.rmsprop_momentum(0.1),
+    "adam": lambda: O.adam(0.1),
+    "adamax": lambda: O.adamax(0.1),
+    "sm3": lambda: O.sm3(0.1),
 }
 
 
 def _quad_loss(p):
-    return fnp.sum(p["w"] ** 2 * fnp.arange(1.0, 7.0).reshape(3, 2)) + fnp.sum(
-        fnp.sin(p["b"])) + p["s"] ** 2
+    return (
+        fnp.sum(p["w"] ** 2 * fnp.arange(1.0, 7.0).reshape(3, 2))
+        + fnp.sum(fnp.sin(p["b"]))
+        + p["s"] ** 2
+    )
 
 
 def _quad_grads(w, b, s):
@@ -604,12 +732,12 @@ def test_grad_through_an_update_check_grads():
     def loss_after_steps(w):
         state = init_fun(w)
         for i in range(2):
-            state = update_fun(i, fg.grad(lambda v: fnp.sum(fnp.sin(v) * v))(get_params(state)),
-                               state)
+            state = update_fun(
+                i, fg.grad(lambda v: fnp.sum(fnp.sin(v) * v))(get_params(state)), state
+            )
         return fnp.sum(get_params(state) ** 2)
 
-    check_grads(loss_after_steps, (_randn(3),), order=1,
-                atol=1e-2, rtol=1e-2)
+    check_grads(loss_after_steps, (_randn(3),), order=1, atol=1e-2, rtol=1e-2)
 
 
 def test_step_size_schedules_against_formulas():
@@ -617,12 +745,18 @@ def test_step_size_schedules_against_formulas():
     _close([O.constant(0.3)(k) for k in i], np.full(8, 0.3))
     _close([O.exponential_decay(0.5, 3, 0.1)(k) for k in i], 0.5 * 0.1 ** (i / 3))
     _close([O.inverse_time_decay(0.5, 2, 0.3)(k) for k in i], 0.5 / (1 + 0.3 * i / 2))
-    _close([O.inverse_time_decay(0.5, 2, 0.3, staircase=True)(k) for k in i],
-           0.5 / (1 + 0.3 * np.floor(i / 2)))
-    _close([O.polynomial_decay(1.0, 4, 0.1, 2.0)(k) for k in i],
-           (1 - np.minimum(i, 4) / 4) ** 2 * 0.9 + 0.1)
-    _close([O.piecewise_constant([1, 3], [1.0, 0.5, 0.1])(k) for k in i],
-           [1.0, 1.0, 0.5, 0.5, 0.1, 0.1, 0.1, 0.1])
+    _close(
+        [O.inverse_time_decay(0.5, 2, 0.3, staircase=True)(k) for k in i],
+        0.5 / (1 + 0.3 * np.floor(i / 2)),
+    )
+    _close(
+        [O.polynomial_decay(1.0, 4, 0.1, 2.0)(k) for k in i],
+        (1 - np.minimum(i, 4) / 4) ** 2 * 0.9 + 0.1,
+    )
+    _close(
+        [O.piecewise_constant([1, 3], [1.0, 0.5, 0.1])(k) for k in i],
+        [1.0, 1.0, 0.5, 0.5, 0.1, 0.1, 0.1, 0.1],
+    )
     # A schedule is traceable: under jit with a traced step index.
     sched = O.piecewise_constant([2, 5], [1.0, 0.5, 0.25])
     _close([fg.jit(sched)(k) for k in i], [sched(k) for k in i])
@@ -639,7 +773,7 @@ def test_step_size_schedules_against_formulas():
 def test_l2_norm_and_clip_grads():
     tree = {"a": _randn(3), "b": [_randn(2, 2), np.float32(2.0)]}
     leaves = [np.asarray(v, np.float64).ravel() for v in fg.tree_util.tree_leaves(tree)]
-    norm = np.sqrt(sum((v ** 2).sum() for v in leaves))
+    norm = np.sqrt(sum((v**2).sum() for v in leaves))
     _close(O.l2_norm(tree), norm)
     clipped = O.clip_grads(tree, norm / 2)
     for c, v in zip(fg.tree_util.tree_leaves(clipped), fg.tree_util.tree_leaves(tree)):
@@ -745,16 +879,23 @@ def _train(layers, x, labels, opt, steps):
 def test_train_tiny_mlp_under_jit():
     x = _randn(16, 4)
     labels = np.eye(3, dtype=np.float32)[(x[:, 0] > 0).astype(int) + (x[:, 1] > 0)]
-    losses = _train([stax.Dense(8), stax.Relu, stax.Dense(3), stax.LogSoftmax], x, labels,
-                    O.adam(0.05), 15)
+    losses = _train(
+        [stax.Dense(8), stax.Relu, stax.Dense(3), stax.LogSoftmax], x, labels, O.adam(0.05), 15
+    )
     assert losses[-1] < 0.6 * losses[0] and all(np.isfinite(losses))
 
 
 def test_train_tiny_cnn_under_jit():
     x = _randn(8, 6, 6, 1)
     labels = np.eye(2, dtype=np.float32)[(x[:, :3].sum((1, 2, 3)) > 0).astype(int)]
-    layers = [stax.Conv(4, (3, 3), padding="SAME"), stax.Relu, stax.MaxPool((2, 2), (2, 2)),
-              stax.Flatten, stax.Dense(2), stax.LogSoftmax]
+    layers = [
+        stax.Conv(4, (3, 3), padding="SAME"),
+        stax.Relu,
+        stax.MaxPool((2, 2), (2, 2)),
+        stax.Flatten,
+        stax.Dense(2),
+        stax.LogSoftmax,
+    ]
     losses = _train(layers, x, labels, O.momentum(0.05, 0.9), 10)
     assert losses[-1] < 0.8 * losses[0] and all(np.isfinite(losses))
 

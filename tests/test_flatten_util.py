@@ -34,13 +34,16 @@ def test_values_and_roundtrip_match_numpy(leaf_shapes, seed):
 I32, U8, F16, F32 = np.int32, np.uint8, np.float16, np.float32
 
 
-@pytest.mark.parametrize("leaves, flat_dtype, leaf_dtypes", [
-    ([1, 2.0], F32, [I32, F32]),                                       # Python scalars
-    ([np.ones(2, I32), np.ones(2, U8)], I32, [I32, U8]),
-    ([np.ones((2, 2), I32), np.zeros(3, F16), True], F16, [I32, F16, np.bool_]),
-    ([np.ones(2, np.float64)], F32, [F32]),                            # no x64: 32 bits
-    ([np.ones(1, np.int8), np.ones(1, U8)], np.int16, [np.int8, U8]),
-])
+@pytest.mark.parametrize(
+    "leaves, flat_dtype, leaf_dtypes",
+    [
+        ([1, 2.0], F32, [I32, F32]),  # Python scalars
+        ([np.ones(2, I32), np.ones(2, U8)], I32, [I32, U8]),
+        ([np.ones((2, 2), I32), np.zeros(3, F16), True], F16, [I32, F16, np.bool_]),
+        ([np.ones(2, np.float64)], F32, [F32]),  # no x64: 32 bits
+        ([np.ones(1, np.int8), np.ones(1, U8)], np.int16, [np.int8, U8]),
+    ],
+)
 def test_mixed_dtypes_promote_and_unravel_restores_them(leaves, flat_dtype, leaf_dtypes):
     flat, unravel = ravel_pytree(leaves)
     want = np.concatenate([np.ravel(np.asarray(x)).astype(flat_dtype) for x in leaves])
@@ -92,6 +95,7 @@ def test_grads_through_ravel_and_unravel():
     def loss(w, b):
         flat, _ = ravel_pytree({"w": w, "b": b})
         return fnp.sum(fnp.sin(flat) * fnp.arange(flat.shape[0], dtype=flat.dtype))
+
     check_grads(loss, (fnp.array([[0.1, 0.2], [0.3, 0.4]]), fnp.array([0.5, -0.6])), order=2)
 
     _, unravel = ravel_pytree({"w": fnp.zeros((2, 2)), "b": fnp.zeros(2)})
@@ -99,6 +103,7 @@ def test_grads_through_ravel_and_unravel():
     def loss2(v):
         t = unravel(v)
         return fnp.sum(t["w"] @ t["b"])
+
     check_grads(loss2, (fnp.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]),), order=1)
 
 

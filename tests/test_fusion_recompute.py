@@ -26,16 +26,18 @@ from fungrad.lowering import fusion
 from fungrad.lowering.cpu.policy import CpuPolicy
 from fungrad.test_util import check_grads
 
-CUMULATIVE = {"cumprod": lambda x, reverse: (fnp.flip(fnp.cumprod(fnp.flip(x)))
-                                             if reverse else fnp.cumprod(x)),
-              "cummax": lambda x, reverse: lax.cummax(x, reverse=reverse),
-              "cummin": lambda x, reverse: lax.cummin(x, reverse=reverse),
-              "cumlogsumexp": lambda x, reverse: lax.cumlogsumexp(x, reverse=reverse)}
+CUMULATIVE = {
+    "cumprod": lambda x, reverse: fnp.flip(fnp.cumprod(fnp.flip(x))) if reverse else fnp.cumprod(x),
+    "cummax": lambda x, reverse: lax.cummax(x, reverse=reverse),
+    "cummin": lambda x, reverse: lax.cummin(x, reverse=reverse),
+    "cumlogsumexp": lambda x, reverse: lax.cumlogsumexp(x, reverse=reverse),
+}
 
 
 def _plan(f, *args, policy=None):
-    return fusion.plan(passes.optimize(fg.make_jaxpr(f)(*args)),
-                       policy=CpuPolicy() if policy is None else policy)
+    return fusion.plan(
+        passes.optimize(fg.make_jaxpr(f)(*args)), policy=CpuPolicy() if policy is None else policy
+    )
 
 
 def _kernels(prog):
@@ -44,8 +46,12 @@ def _kernels(prog):
 
 def _nodes(prog) -> int:
     """Expression nodes of the planned kernels (each kernel's distinct nodes, summed)."""
-    return sum(len(fusion._walk([x for s in k.stores for x in (s.value, s.index, s.mask)
-                                 if x is not None])) for k in _kernels(prog))
+    return sum(
+        len(
+            fusion._walk([x for s in k.stores for x in (s.value, s.index, s.mask) if x is not None])
+        )
+        for k in _kernels(prog)
+    )
 
 
 def _cumulative_loss(name, n, reverse=False):
@@ -63,8 +69,7 @@ def test_derivative_of_a_cumulative_op_plans_a_near_linear_number_of_nodes(name)
     """Nodes of jit(grad(sum(cumop(x) * w))) for n = 50, 100, 200: before, they grew as n**2
     (cumprod 8400 at 64, 132000 at 256; cummax 1.1 million at 256); now a few hundred,
     growing with log n. The bound allows linear growth from n = 50."""
-    counts = [_nodes(_plan(fg.grad(_cumulative_loss(name, n)), _inputs(n)))
-              for n in (50, 100, 200)]
+    counts = [_nodes(_plan(fg.grad(_cumulative_loss(name, n)), _inputs(n))) for n in (50, 100, 200)]
     assert counts[0] < 1500, counts
     assert counts[2] <= 4 * counts[0], counts
     assert counts[1] <= 2 * counts[0] and counts[2] <= 2 * counts[1], counts
@@ -77,6 +82,7 @@ def test_derivative_of_a_300_element_cumprod_compiles_and_matches_eager():
 
     def f(x):
         return fnp.sum(fnp.cumprod(x) * fnp.cos(fnp.arange(n, dtype=x.dtype)))
+
     prog = _plan(fg.grad(f), x)
     assert _nodes(prog) < 2000
     got, want = np.asarray(fg.jit(fg.grad(f))(x)), np.asarray(fg.grad(f)(x))
@@ -85,8 +91,12 @@ def test_derivative_of_a_300_element_cumprod_compiles_and_matches_eager():
 
 
 @settings(max_examples=8, deadline=None)
-@given(name=st.sampled_from(sorted(CUMULATIVE)), n=st.sampled_from([0, 1, 2, 3, 17, 40, 64]),
-       reverse=st.booleans(), seed=st.integers(0, 2**16))
+@given(
+    name=st.sampled_from(sorted(CUMULATIVE)),
+    n=st.sampled_from([0, 1, 2, 3, 17, 40, 64]),
+    reverse=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_jit_of_cumulative_derivatives_matches_eager(name, n, reverse, seed):
     """jit(grad) against eager grad for the cumulative ops, both directions, lengths around
     the chain's powers of two (and empty, 0 levels)."""
@@ -110,8 +120,11 @@ def test_jit_of_cumprod_derivative_against_finite_differences(x64):
 def test_gpu_planner_bounds_the_cumprod_derivative_too():
     """The planner with the GPU's policy keeps the bound: planning needs no adapter."""
     from fungrad.lowering.gpu.policy import GpuPolicy
-    counts = [_nodes(_plan(fg.grad(_cumulative_loss("cumprod", n)), _inputs(n),
-                           policy=GpuPolicy())) for n in (50, 200)]
+
+    counts = [
+        _nodes(_plan(fg.grad(_cumulative_loss("cumprod", n)), _inputs(n), policy=GpuPolicy()))
+        for n in (50, 200)
+    ]
     assert counts[1] <= 2 * counts[0] < 3000, counts
 
 
@@ -148,16 +161,21 @@ def _slice_step(a, k):  # slices of the same tensor, shrinking
 
 
 def _gather_step(a, k):
-    return a * a[PERM[:a.shape[0]]] * 0.5 + 0.5
+    return a * a[PERM[: a.shape[0]]] * 0.5 + 0.5
 
 
 def _flip2d_step(a, k):
     return a * fnp.flip(a, 0) * 0.25 + fnp.flip(a, 1) * 0.25 + 0.5
 
 
-SIBLINGS = {"pad": (_pad_step, (N,)), "concatenate": (_roll_step, (N,)),
-            "rev": (_rev_step, (N,)), "slices": (_slice_step, (N,)),
-            "gather": (_gather_step, (N,)), "rev2d": (_flip2d_step, (8, 8))}
+SIBLINGS = {
+    "pad": (_pad_step, (N,)),
+    "concatenate": (_roll_step, (N,)),
+    "rev": (_rev_step, (N,)),
+    "slices": (_slice_step, (N,)),
+    "gather": (_gather_step, (N,)),
+    "rev2d": (_flip2d_step, (8, 8)),
+}
 
 
 def _chain(step, depth):  # values stay near 1: x * y / 2 + 1 / 2 contracts there
@@ -165,6 +183,7 @@ def _chain(step, depth):  # values stay near 1: x * y / 2 + 1 / 2 contracts ther
         for k in range(depth):
             a = step(a, k)
         return a
+
     return f
 
 
@@ -173,7 +192,7 @@ def _numpy_chain(name, x, depth):
     for k in range(depth):
         if name == "pad":
             s = 2 ** (k % 6)
-            a = a * np.concatenate([np.ones(s), a[:N - s]]) * 0.5 + 0.5
+            a = a * np.concatenate([np.ones(s), a[: N - s]]) * 0.5 + 0.5
         elif name == "concatenate":
             s = 2 ** (k % 6)
             a = a * np.roll(a, -s) * 0.5 + 0.5
@@ -182,7 +201,7 @@ def _numpy_chain(name, x, depth):
         elif name == "slices":
             a = a[1:] * a[:-1] * 0.5 + 0.5
         elif name == "gather":
-            a = a * a[PERM[:a.shape[0]]] * 0.5 + 0.5
+            a = a * a[PERM[: a.shape[0]]] * 0.5 + 0.5
         else:
             a = a * a[::-1] * 0.25 + a[:, ::-1] * 0.25 + 0.5
     return a
@@ -199,11 +218,13 @@ def test_chains_reading_a_tensor_at_several_index_maps_stay_small(name):
     counts = [_nodes(_plan(_chain(step, d), x)) for d in (6, 12, 24)]
     assert counts[2] <= 5 * counts[0] + 200, counts
     f = _chain(step, 24)
-    np.testing.assert_allclose(np.asarray(fg.jit(f)(x)), _numpy_chain(name, x, 24),
-                               rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(fg.jit(f)(x)), _numpy_chain(name, x, 24), rtol=1e-4, atol=1e-6
+    )
 
 
 # -- what stays fused ---------------------------------------------------------------------------
+
 
 def test_elementwise_read_at_one_index_stays_one_kernel():
     x = np.linspace(-3, 3, 1000, dtype=np.float32)
@@ -221,16 +242,19 @@ def test_two_cheap_reads_stay_fused_and_a_costly_stencil_is_stored_once():
 
     def stencil(x):
         t = fnp.tanh(x)
-        return sum(t[i:i + 92] for i in range(9))
+        return sum(t[i : i + 92] for i in range(9))
+
     prog = _plan(stencil, x)
     kernels = _kernels(prog)
     assert len(kernels) == 2
-    tanhs = [sum(e.op == "tanh" for e in fusion._walk([s.value for s in k.stores]))
-             for k in kernels]
+    tanhs = [
+        sum(e.op == "tanh" for e in fusion._walk([s.value for s in k.stores])) for k in kernels
+    ]
     assert tanhs == [1, 0]
     t = np.tanh(x.astype(np.float64))
-    np.testing.assert_allclose(np.asarray(fg.jit(stencil)(x)),
-                               sum(t[i:i + 92] for i in range(9)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(fg.jit(stencil)(x)), sum(t[i : i + 92] for i in range(9)), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_rows_read_along_a_reduction_stay_one_kernel():
@@ -246,10 +270,10 @@ def test_rows_read_along_a_reduction_stay_one_kernel():
     def layernorm(x):
         mu, var = x.mean(1, keepdims=True), x.var(1, keepdims=True)
         return fnp.sum(fnp.tanh((x - mu) / fnp.sqrt(var + 1e-5)))
+
     for f in (centred, fg.grad(layernorm)):
         assert len(_plan(f, x).steps) == 1
-        np.testing.assert_allclose(np.asarray(fg.jit(f)(x)), np.asarray(f(x)),
-                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(fg.jit(f)(x)), np.asarray(f(x)), rtol=1e-5, atol=1e-5)
 
 
 def test_recompute_cost_counts_arithmetic_not_views():

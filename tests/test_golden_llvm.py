@@ -52,6 +52,7 @@ def _cumsum_scan(x):
     def step(carry, row):
         carry = carry + row
         return carry, carry
+
     return lax.scan(step, fnp.zeros(x.shape[1:], x.dtype), x)[1]
 
 
@@ -60,8 +61,7 @@ def _cond(p, x):
 
 
 def _while(x):
-    return lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 1.5),
-                          (0, x))[1]
+    return lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 1.5), (0, x))[1]
 
 
 def _sort(x):
@@ -81,8 +81,10 @@ CASES = {
     "softmax_rows": (_softmax, [np.zeros((64, 256), f32)]),
     "column_sum": (_column_sum, [np.zeros((300, 40), f32)]),
     "int_division": (_int_division, [np.zeros((37,), np.int32), np.ones((37,), np.int32)]),
-    "matmul_bias_f32": (_matmul_bias, [np.zeros((32, 48), f32), np.zeros((48, 16), f32),
-                                       np.zeros((16,), f32)]),
+    "matmul_bias_f32": (
+        _matmul_bias,
+        [np.zeros((32, 48), f32), np.zeros((48, 16), f32), np.zeros((16,), f32)],
+    ),
     "cumsum_scan": (_cumsum_scan, [np.zeros((20, 8), f32)]),
     "cond": (_cond, [np.array(True), np.zeros((50,), f32)]),
     "while": (_while, [np.zeros((50,), f32)]),
@@ -101,8 +103,10 @@ def render_text(fn, args) -> str:
         parts = llvm.render(fusion.plan(closed, "main", policy=CpuPolicy()))
     finally:
         Var._ids = itertools.count(max(next(saved), next(Var._ids)))
-    return "\n".join(f"; module {i}: level {p.opt_level}, passes {p.passes}\n{p.ir_text}"
-                     for i, p in enumerate(parts))
+    return "\n".join(
+        f"; module {i}: level {p.opt_level}, passes {p.passes}\n{p.ir_text}"
+        for i, p in enumerate(parts)
+    )
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -116,7 +120,8 @@ def test_golden_llvm(case):
     assert path.exists(), f"no golden file {path}: run with FUNGRAD_UPDATE_GOLDEN=1"
     assert text == path.read_text(), (
         f"the LLVM IR of {case} changed: compare with {path} (FUNGRAD_UPDATE_GOLDEN=1 "
-        "rewrites it; check the diff is intended)")
+        "rewrites it; check the diff is intended)"
+    )
 
 
 def test_render_is_deterministic():

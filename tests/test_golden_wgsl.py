@@ -67,6 +67,7 @@ def _while_cond(x):
         i, v = c
         v = fg.lax.cond(i % 2 == 0, lambda u: u * 2.0, lambda u: u - 1.0, v)
         return i + 1, v
+
     return fg.lax.while_loop(lambda c: c[0] < 5, body, (0, x))[1]
 
 
@@ -77,12 +78,18 @@ PROGRAMS = {
     "tree_sum": (fnp.sum, (_f32(5000),), {"FUNGRAD_GPU_TREE_REDUCE": "always"}),
     "matmul": (fnp.matmul, (_f32(64, 96), _f32(96, 80)), {}),
     "matmul_split_k": (fnp.matmul, (_f32(2, 70000), _f32(70000, 3)), {}),
-    "cumsum_blocks": (lambda x: fnp.cumsum(x, axis=1), (_f32(3, 1200),),
-                      {"FUNGRAD_GPU_SCAN": "always"}),
+    "cumsum_blocks": (
+        lambda x: fnp.cumsum(x, axis=1),
+        (_f32(3, 1200),),
+        {"FUNGRAD_GPU_SCAN": "always"},
+    ),
     "sort_rank": (lambda x: fnp.sort(x, axis=1), (_f32(4, 16),), {}),
     "sort_bitonic": (lambda x: fnp.sort(x, axis=1), (_f32(3, 1500),), {}),
-    "scatter_add": (lambda x, i, v: x.at[i].add(v),
-                    (_f32(100), np.zeros(40, np.int32), _f32(40)), {}),
+    "scatter_add": (
+        lambda x, i, v: x.at[i].add(v),
+        (_f32(100), np.zeros(40, np.int32), _f32(40)),
+        {},
+    ),
     "while_cond": (_while_cond, (_f32(32),), {}),
 }
 
@@ -100,7 +107,9 @@ def render(name: str, monkeypatch) -> str:
     exe = compile_jaxpr(fg.make_jaxpr(f)(*args), "gpu", name)
     text = "".join(
         f"// shader {s.name}: grid {list(s.grid)}, bindings {s.bindings}, "
-        f"loop_iterations {s.loop_iterations}\n{s.source}\n" for s in exe.shaders)
+        f"loop_iterations {s.loop_iterations}\n{s.source}\n"
+        for s in exe.shaders
+    )
     return _normalise(text)
 
 
@@ -120,8 +129,10 @@ def test_rendered_wgsl_matches_the_golden_text(name, monkeypatch):
         path.write_text(text)
     assert path.exists(), f"{path} is missing: run with FUNGRAD_UPDATE_GOLDEN=1 to write it"
     want = path.read_text()
-    assert text == want, (f"the WGSL of {name!r} changed; if that is meant, regenerate "
-                          "with FUNGRAD_UPDATE_GOLDEN=1 and review the diff")
+    assert text == want, (
+        f"the WGSL of {name!r} changed; if that is meant, regenerate "
+        "with FUNGRAD_UPDATE_GOLDEN=1 and review the diff"
+    )
 
 
 def test_rendering_is_deterministic(monkeypatch):

@@ -45,8 +45,11 @@ def assert_gpu(f, *args, rtol=0.0, atol=0.0):
     return exe
 
 
-FLOATS = hnp.arrays(np.float32, hnp.array_shapes(min_dims=0, max_dims=3, max_side=6),
-                    elements=st.floats(-20, 20, width=32, allow_subnormal=False))
+FLOATS = hnp.arrays(
+    np.float32,
+    hnp.array_shapes(min_dims=0, max_dims=3, max_side=6),
+    elements=st.floats(-20, 20, width=32, allow_subnormal=False),
+)
 GPU_UNARY = {k: v for k, v in UNARY.items()}
 # the GPU may flush denormal results to zero: atol covers them
 TOL = dict(rtol=4e-6, atol=2e-38)
@@ -63,8 +66,16 @@ def test_unary_float32_special_values_and_a_range(name):
 @settings(max_examples=8)
 @given(x=FLOATS)
 def test_unary_chain_on_random_shapes(x):
-    assert_gpu(lambda v: (lax.tanh(v) * 0.5 + lax.exp(-v * v) - lax.sin(v) / (1 + v * v),
-                          lax.log1p(lax.abs(v)), lax.erf(v)), x, rtol=1e-5, atol=1e-6)
+    assert_gpu(
+        lambda v: (
+            lax.tanh(v) * 0.5 + lax.exp(-v * v) - lax.sin(v) / (1 + v * v),
+            lax.log1p(lax.abs(v)),
+            lax.erf(v),
+        ),
+        x,
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
@@ -86,33 +97,57 @@ def test_pow_of_ordinary_values():
 @pytest.mark.parametrize("dtype", [np.int32, np.uint32])
 def test_integer_binary_edges(name, dtype):
     info = np.iinfo(dtype)
-    vals = np.array(sorted(v for v in {info.min, info.min + 1, -7, -1, 0, 1, 2, 7, 31, 32, 33,
-                                       info.max} if info.min <= v <= info.max), dtype)
+    vals = np.array(
+        sorted(
+            v
+            for v in {info.min, info.min + 1, -7, -1, 0, 1, 2, 7, 31, 32, 33, info.max}
+            if info.min <= v <= info.max
+        ),
+        dtype,
+    )
     a, b = np.meshgrid(vals, vals)  # x / 0, x % 0, INT_MIN / -1, shifts >= width
     assert_gpu(INT_BINARY[name], a, b)
 
 
 def test_integer_unary_and_conversions():
-    x = np.array([-2**31, -2**31 + 1, -7, -1, 0, 1, 5, 2**31 - 1], np.int32)
+    x = np.array([-(2**31), -(2**31) + 1, -7, -1, 0, 1, 5, 2**31 - 1], np.int32)
 
     def f(x):
-        return (lax.neg(x), lax.abs(x), lax.sign(x), lax.bitwise_not(x),
-                lax.population_count(x), lax.clz(x), lax.shift_right_arithmetic(x, np.int32(3)),
-                lax.convert_element_type(x, np.float32), lax.convert_element_type(x, np.uint32),
-                lax.convert_element_type(x, np.bool_))
+        return (
+            lax.neg(x),
+            lax.abs(x),
+            lax.sign(x),
+            lax.bitwise_not(x),
+            lax.population_count(x),
+            lax.clz(x),
+            lax.shift_right_arithmetic(x, np.int32(3)),
+            lax.convert_element_type(x, np.float32),
+            lax.convert_element_type(x, np.uint32),
+            lax.convert_element_type(x, np.bool_),
+        )
+
     assert_gpu(f, x)
     u = x.view(np.uint32)
-    assert_gpu(lambda u: (lax.convert_element_type(u, np.float32), lax.sign(u),
-                          lax.convert_element_type(u, np.int32), u // np.uint32(3)), u)
+    assert_gpu(
+        lambda u: (
+            lax.convert_element_type(u, np.float32),
+            lax.sign(u),
+            lax.convert_element_type(u, np.int32),
+            u // np.uint32(3),
+        ),
+        u,
+    )
 
 
 def test_float_to_int_saturates_and_maps_nan_to_zero():
-    x = np.concatenate([SPECIAL, np.float32([3e9, -3e9, 2.5, -2.5, 2**31, -2**31])])
+    x = np.concatenate([SPECIAL, np.float32([3e9, -3e9, 2.5, -2.5, 2**31, -(2**31)])])
     for dt in (np.int32, np.uint32, np.bool_):
         assert_gpu(lambda v, dt=dt: lax.convert_element_type(v, dt), x)
     b = np.array([True, False, True])
-    assert_gpu(lambda v: (lax.convert_element_type(v, np.float32),
-                          lax.convert_element_type(v, np.int32)), b)
+    assert_gpu(
+        lambda v: (lax.convert_element_type(v, np.float32), lax.convert_element_type(v, np.int32)),
+        b,
+    )
 
 
 def test_bitcast_select_clamp_and_bool_ops():
@@ -133,13 +168,24 @@ def test_shape_ops_compose(x, data):
 
     def f(x):
         y = lax.transpose(x, perm)
-        return (fnp.flip(y, axis=tuple(range(y.ndim))) if y.ndim else y, fnp.reshape(y, (-1,)),
-                fnp.broadcast_to(x, (2,) + x.shape), fnp.pad(x, 1) if x.ndim else x)
+        return (
+            fnp.flip(y, axis=tuple(range(y.ndim))) if y.ndim else y,
+            fnp.reshape(y, (-1,)),
+            fnp.broadcast_to(x, (2,) + x.shape),
+            fnp.pad(x, 1) if x.ndim else x,
+        )
+
     assert_gpu(f, x)
 
 
-REDUCERS = {"sum": fnp.sum, "max": fnp.max, "min": fnp.min, "prod": fnp.prod,
-            "argmax": fnp.argmax, "argmin": fnp.argmin}
+REDUCERS = {
+    "sum": fnp.sum,
+    "max": fnp.max,
+    "min": fnp.min,
+    "prod": fnp.prod,
+    "argmax": fnp.argmax,
+    "argmin": fnp.argmin,
+}
 
 
 @pytest.mark.parametrize("name", sorted(REDUCERS))
@@ -185,19 +231,30 @@ def test_gather_scatter_and_dynamic_slices():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((10, 4)).astype(np.float32)
     idx = np.array([3, 0, 9, 3, 3], np.int32)
-    assert_gpu(lambda x, i: (x[i], x.at[i].add(1.0), x.at[i].set(-1.0), x.at[i].max(0.5)),
-               x, idx)
-    assert_gpu(lambda x: (lax.dynamic_slice(x, (np.int32(7), np.int32(1)), (3, 2)),
-                          fnp.concatenate([x, x * 2], axis=1), fnp.cumsum(x, axis=0)), x,
-               rtol=1e-6, atol=1e-6)
+    assert_gpu(lambda x, i: (x[i], x.at[i].add(1.0), x.at[i].set(-1.0), x.at[i].max(0.5)), x, idx)
+    assert_gpu(
+        lambda x: (
+            lax.dynamic_slice(x, (np.int32(7), np.int32(1)), (3, 2)),
+            fnp.concatenate([x, x * 2], axis=1),
+            fnp.cumsum(x, axis=0),
+        ),
+        x,
+        rtol=1e-6,
+        atol=1e-6,
+    )
 
 
 # fusion: dispatches per call ----------------------------------------------------------------
 
+
 def test_chain_is_one_dispatch_and_softmax_stores_its_row_reductions():
     x = np.linspace(-3, 3, 1000, dtype=np.float32)
-    exe = assert_gpu(lambda x: fnp.tanh(x) * 0.5 + fnp.exp(-x * x) - fnp.sin(x) / (1 + x * x),
-                     x, rtol=4e-6, atol=1e-6)
+    exe = assert_gpu(
+        lambda x: fnp.tanh(x) * 0.5 + fnp.exp(-x * x) - fnp.sin(x) / (1 + x * x),
+        x,
+        rtol=4e-6,
+        atol=1e-6,
+    )
     assert exe.num_dispatches == 1
     # the math functions are written out in the kernel (to be interleaved), not called
     (shader,) = exe.shaders
@@ -207,6 +264,7 @@ def test_chain_is_one_dispatch_and_softmax_stores_its_row_reductions():
     def softmax(x):
         e = fnp.exp(x - fnp.max(x, axis=1, keepdims=True))
         return e / fnp.sum(e, axis=1, keepdims=True)
+
     exe = assert_gpu(softmax, m, rtol=2e-6, atol=1e-7)
     # one invocation per element: the row max and row sum are computed once per row
     assert exe.num_dispatches == 3
@@ -223,8 +281,11 @@ def test_math_functions_of_literals_written_out():
     """A literal argument of a written-out math function gets a name first (``-a0`` of
     ``-1.5f`` must not become ``--1.5f``); the value matches the CPU."""
     x = np.float32([0.5, 1.0, 2.0, 7.0])
-    assert_gpu(lambda v: lax.pow(v, -1.5) + lax.atan2(np.float32(-2.0), v)
-               + lax.pow(np.float32(-0.5), v), x, rtol=4e-6)
+    assert_gpu(
+        lambda v: lax.pow(v, -1.5) + lax.atan2(np.float32(-2.0), v) + lax.pow(np.float32(-0.5), v),
+        x,
+        rtol=4e-6,
+    )
 
 
 def test_float64_programs_raise_a_clear_type_error(x64):
@@ -234,19 +295,25 @@ def test_float64_programs_raise_a_clear_type_error(x64):
 
 
 def test_erf_inv_and_random_normal_in_float32_only():
-    x = np.concatenate([np.float32([0.0, -0.0, 1.0, -1.0, 1.5, np.nan, 0.999999, -0.9999]),
-                        np.linspace(-0.995, 0.995, 199, dtype=np.float32)])
+    x = np.concatenate(
+        [
+            np.float32([0.0, -0.0, 1.0, -1.0, 1.5, np.nan, 0.999999, -0.9999]),
+            np.linspace(-0.995, 0.995, 199, dtype=np.float32),
+        ]
+    )
     assert_gpu(lax.erf_inv, x, rtol=2e-6, atol=1e-7)
     key = fg.random.key(0)
     f = lambda k: fg.random.normal(k, (2000,))  # noqa: E731
-    np.testing.assert_allclose(np.asarray(fg.jit(f, backend="gpu")(key)), np.asarray(f(key)),
-                               rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(
+        np.asarray(fg.jit(f, backend="gpu")(key)), np.asarray(f(key)), rtol=2e-6, atol=2e-6
+    )
 
 
 def test_a_math_function_needing_float64_reports_it(monkeypatch):
     """A function without a float32-only formulation (here llvm_math's lgamma, which rounds
     its float64 version, in place of wgsl_math's) is a LoweringError naming it, not a crash."""
     from fungrad.lowering.math import wgsl as wgsl_math
+
     monkeypatch.delitem(wgsl_math._GPU_EMITTERS, "lgamma")
     wgsl_math._body.cache_clear()
     try:

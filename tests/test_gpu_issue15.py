@@ -18,8 +18,10 @@ from fungrad import lax
 
 pytestmark = pytest.mark.usefixtures("gpu")
 
-SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3e38, -1e-30,
-                     16777216.0, 1e-8], np.float32)
+SPECIALS = np.array(
+    [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3e38, -1e-30, 16777216.0, 1e-8],
+    np.float32,
+)
 LITERALS = (0.0, -0.0, 1.0, -1.0, 2.0, 0.5, np.inf, -np.inf, np.nan, 1e30)
 
 
@@ -37,14 +39,17 @@ def _same_bits(got, want, what):
     else:
         same = got == want
     bad = np.flatnonzero(~same)
-    assert bad.size == 0, f"{what}: at {bad[:4]} got {got.ravel()[bad[:4]]}, want " \
-                          f"{want.ravel()[bad[:4]]}"
+    assert bad.size == 0, (
+        f"{what}: at {bad[:4]} got {got.ravel()[bad[:4]]}, want {want.ravel()[bad[:4]]}"
+    )
 
 
 def _check_against_cpu(fns, names, *args):
     """All of ``fns`` in one GPU program (one compile) against the CPU jit, bit for bit."""
+
     def f(*xs):
         return tuple(fn(*xs) for fn in fns)
+
     with np.errstate(all="ignore"):
         want = fg.jit(f)(*args)
         got = fg.jit(f, backend="gpu")(*args)
@@ -57,21 +62,43 @@ def test_issue15_gpu_keeps_ieee_specials_of_literal_and_repeated_operands():
     compiler folded them (x - x = 0 for NaN, x * 0 = 0 for inf, x / 0 = x, 0 - 0 = -0)."""
     x, y = _pairs()
     fns, names = [], []
-    ops = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-           "/": lambda a, b: a / b}
+    ops = {
+        "+": lambda a, b: a + b,
+        "-": lambda a, b: a - b,
+        "*": lambda a, b: a * b,
+        "/": lambda a, b: a / b,
+    }
     for sym, op in ops.items():
         for c in LITERALS:
             fns += [lambda x, y, op=op, c=c: op(x, c), lambda x, y, op=op, c=c: op(c, x)]
             names += [f"x {sym} {c}", f"{c} {sym} x"]
-        fns += [lambda x, y, op=op: op(x, x), lambda x, y, op=op: op(x, y),
-                lambda x, y, op=op: op(op(x, y), y), lambda x, y, op=op: op(x * y, x * x)]
+        fns += [
+            lambda x, y, op=op: op(x, x),
+            lambda x, y, op=op: op(x, y),
+            lambda x, y, op=op: op(op(x, y), y),
+            lambda x, y, op=op: op(x * y, x * x),
+        ]
         names += [f"x {sym} x", f"x {sym} y", f"(x {sym} y) {sym} y", f"x*y {sym} x*x"]
-    fns += [lambda x, y: (x + 1.0) - 1.0, lambda x, y: (x * 3.0) * (1.0 / 3.0),
-            lambda x, y: (x * x) * 0.0, lambda x, y: x * y + x * 2.0,
-            lambda x, y: fnp.where(x + 1.0 < x, 1.0, 0.0), lambda x, y: fnp.where(x == x, 1, 0),
-            lambda x, y: fnp.where(x + y > 1.0, 1, 0), lambda x, y: -(0.0 - x)]
-    names += ["(x + 1) - 1", "(x * 3) * (1/3)", "(x * x) * 0", "x*y + x*2", "x + 1 < x",
-              "x == x", "x + y > 1", "-(0 - x)"]
+    fns += [
+        lambda x, y: (x + 1.0) - 1.0,
+        lambda x, y: (x * 3.0) * (1.0 / 3.0),
+        lambda x, y: (x * x) * 0.0,
+        lambda x, y: x * y + x * 2.0,
+        lambda x, y: fnp.where(x + 1.0 < x, 1.0, 0.0),
+        lambda x, y: fnp.where(x == x, 1, 0),
+        lambda x, y: fnp.where(x + y > 1.0, 1, 0),
+        lambda x, y: -(0.0 - x),
+    ]
+    names += [
+        "(x + 1) - 1",
+        "(x * 3) * (1/3)",
+        "(x * x) * 0",
+        "x*y + x*2",
+        "x + 1 < x",
+        "x == x",
+        "x + y > 1",
+        "-(0 - x)",
+    ]
     _check_against_cpu(fns, names, fnp.asarray(x), fnp.asarray(y))
 
 
@@ -79,23 +106,34 @@ def test_issue15_gpu_selects_and_library_functions_keep_specials():
     """A select whose condition compares its own values became max/min (NaN, -0 lost):
     where(x < y, y, x), relu as a where, where(x < 0, -x, x); sqrt(x) * sqrt(x) became x."""
     x, y = _pairs()
-    fns = {"where(x < y, y, x)": lambda x, y: fnp.where(x < y, y, x),
-           "where(x < y, x, y)": lambda x, y: fnp.where(x < y, x, y),
-           "where(x > 0, x, 0)": lambda x, y: fnp.where(x > 0, x, 0.0),
-           "where(x > 0, x, 0 * x)": lambda x, y: fnp.where(x > 0.0, x, 0.0 * x),
-           "where(x < 0, -x, x)": lambda x, y: fnp.where(x < 0, -x, x),
-           "sqrt(x) sqrt(x)": lambda x, y: fnp.sqrt(x) * fnp.sqrt(x),
-           "-(-x) + 0": lambda x, y: fnp.negative(-x) + 0.0,
-           "x y - x y": lambda x, y: x * y - x * y,
-           "x + y < x": lambda x, y: fnp.where(x + y < x, 1.0, 0.0),
-           "x + y == x": lambda x, y: fnp.where(x + y == x, 1.0, 0.0),
-           "(x + y) - x": lambda x, y: (x + y) - x, "x - (x - y)": lambda x, y: x - (x - y),
-           "exp(0 x)": lambda x, y: fnp.exp(x * 0.0), "x ** 0": lambda x, y: x ** 0.0,
-           "sign": lambda x, y: fnp.sign(x), "clip": lambda x, y: fnp.clip(x, -1.0, 1.0),
-           "relu": lambda x, y: fg.nn.relu(x), "logaddexp": lambda x, y: fnp.logaddexp(x, y),
-           "fmod(x, 0)": lambda x, y: fnp.fmod(x, 0.0), "copysign": fnp.copysign}
-    _check_against_cpu([lambda x, y, f=f: fnp.broadcast_to(f(x, y), x.shape)
-                        for f in fns.values()], list(fns), fnp.asarray(x), fnp.asarray(y))
+    fns = {
+        "where(x < y, y, x)": lambda x, y: fnp.where(x < y, y, x),
+        "where(x < y, x, y)": lambda x, y: fnp.where(x < y, x, y),
+        "where(x > 0, x, 0)": lambda x, y: fnp.where(x > 0, x, 0.0),
+        "where(x > 0, x, 0 * x)": lambda x, y: fnp.where(x > 0.0, x, 0.0 * x),
+        "where(x < 0, -x, x)": lambda x, y: fnp.where(x < 0, -x, x),
+        "sqrt(x) sqrt(x)": lambda x, y: fnp.sqrt(x) * fnp.sqrt(x),
+        "-(-x) + 0": lambda x, y: fnp.negative(-x) + 0.0,
+        "x y - x y": lambda x, y: x * y - x * y,
+        "x + y < x": lambda x, y: fnp.where(x + y < x, 1.0, 0.0),
+        "x + y == x": lambda x, y: fnp.where(x + y == x, 1.0, 0.0),
+        "(x + y) - x": lambda x, y: (x + y) - x,
+        "x - (x - y)": lambda x, y: x - (x - y),
+        "exp(0 x)": lambda x, y: fnp.exp(x * 0.0),
+        "x ** 0": lambda x, y: x**0.0,
+        "sign": lambda x, y: fnp.sign(x),
+        "clip": lambda x, y: fnp.clip(x, -1.0, 1.0),
+        "relu": lambda x, y: fg.nn.relu(x),
+        "logaddexp": lambda x, y: fnp.logaddexp(x, y),
+        "fmod(x, 0)": lambda x, y: fnp.fmod(x, 0.0),
+        "copysign": fnp.copysign,
+    }
+    _check_against_cpu(
+        [lambda x, y, f=f: fnp.broadcast_to(f(x, y), x.shape) for f in fns.values()],
+        list(fns),
+        fnp.asarray(x),
+        fnp.asarray(y),
+    )
 
 
 @pytest.mark.parametrize("scan", ["never", "always"])
@@ -104,17 +142,20 @@ def test_issue15_gpu_short_reductions_and_scans_keep_specials(scan, monkeypatch)
     operand (0 for NaN and inf) and a product of [x, 0] a constant zero: such reductions
     and scans hide each element."""
     from fungrad.lowering.gpu import schemes as ge
+
     monkeypatch.delenv("FUNGRAD_GPU_SCAN", raising=False)
     monkeypatch.setattr(ge, "SCAN", scan)
     exact = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.0, 0.5], np.float32)
     x, y = np.repeat(exact, exact.size), np.tile(exact, exact.size)  # (sums exact in any order)
-    fns = {"sum [x, -x]": lambda x, y: fnp.sum(fnp.stack([x, -x]), 0),
-           "sum [2x, -2x]": lambda x, y: fnp.sum(fnp.stack([x * 2, -(x * 2)]), 0),
-           "prod [x, 0]": lambda x, y: fnp.prod(fnp.stack([x, fnp.zeros_like(x)]), 0),
-           "mean [x, y, -x, -y]": lambda x, y: fnp.mean(fnp.stack([x, y, -x, -y]), 0),
-           "cumsum [x, y, -x]": lambda x, y: fnp.cumsum(fnp.stack([x, y, -x]), 0)[2],
-           "cumprod [x, 0]": lambda x, y: fnp.cumprod(fnp.stack([x, fnp.zeros_like(x)]), 0)[1],
-           "cumsum rows [x, -x]": lambda x, y: fnp.cumsum(fnp.stack([x, -x], 1), 1)[:, 1]}
+    fns = {
+        "sum [x, -x]": lambda x, y: fnp.sum(fnp.stack([x, -x]), 0),
+        "sum [2x, -2x]": lambda x, y: fnp.sum(fnp.stack([x * 2, -(x * 2)]), 0),
+        "prod [x, 0]": lambda x, y: fnp.prod(fnp.stack([x, fnp.zeros_like(x)]), 0),
+        "mean [x, y, -x, -y]": lambda x, y: fnp.mean(fnp.stack([x, y, -x, -y]), 0),
+        "cumsum [x, y, -x]": lambda x, y: fnp.cumsum(fnp.stack([x, y, -x]), 0)[2],
+        "cumprod [x, 0]": lambda x, y: fnp.cumprod(fnp.stack([x, fnp.zeros_like(x)]), 0)[1],
+        "cumsum rows [x, -x]": lambda x, y: fnp.cumsum(fnp.stack([x, -x], 1), 1)[:, 1],
+    }
     _check_against_cpu(list(fns.values()), list(fns), fnp.asarray(x), fnp.asarray(y))
 
 
@@ -125,7 +166,8 @@ def _random_expression(rng: random.Random, depth: int) -> str:
         if rng.random() < 0.7:
             return rng.choice("xy")
         return f"np.float32({rng.choice(LITERALS)!r})".replace("inf", "np.inf").replace(
-            "nan", "np.nan")
+            "nan", "np.nan"
+        )
     a = _random_expression(rng, depth - 1)
     b = a if rng.random() < 0.3 else _random_expression(rng, depth - 1)
     op = rng.choice(["+", "-", "*", "/", "cmp", "neg"])
@@ -145,8 +187,13 @@ def test_issue15_gpu_random_float_expressions_match_the_cpu_bit_for_bit(seed):
         t = _random_expression(rng, 3)
         if "x" in t or "y" in t:
             texts.append(t)
-    fns = [eval(f"lambda x, y: fnp.broadcast_to({t}, x.shape)",  # noqa: S307
-                {"np": np, "fnp": fnp}) for t in texts]
+    fns = [
+        eval(
+            f"lambda x, y: fnp.broadcast_to({t}, x.shape)",  # noqa: S307
+            {"np": np, "fnp": fnp},
+        )
+        for t in texts
+    ]
     x, y = _pairs()
     _check_against_cpu(fns, texts, fnp.asarray(x), fnp.asarray(y))
 
@@ -155,8 +202,11 @@ def test_issue15_gpu_scatter_combines_keep_specials_of_literal_updates():
     """A store's combine with a literal update (x.at[i].mul(0.0), .add(-0.0))."""
     x = fnp.asarray(SPECIALS)
     idx = fnp.asarray(np.arange(SPECIALS.size, dtype=np.int32))
-    fns = [lambda x, i: x.at[i].mul(0.0), lambda x, i: x.at[i].add(0.0),
-           lambda x, i: x.at[i].add(-0.0)]
+    fns = [
+        lambda x, i: x.at[i].mul(0.0),
+        lambda x, i: x.at[i].add(0.0),
+        lambda x, i: x.at[i].add(-0.0),
+    ]
     _check_against_cpu(fns, ["at.mul(0)", "at.add(0)", "at.add(-0)"], x, idx)
 
 
@@ -165,8 +215,14 @@ def test_issue15_gpu_compares_bools():
     shader was rejected."""
     a = np.array([False, False, True, True])
     b = np.array([False, True, False, True])
-    ops = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-           "eq": np.equal, "ne": np.not_equal}
+    ops = {
+        "lt": np.less,
+        "le": np.less_equal,
+        "gt": np.greater,
+        "ge": np.greater_equal,
+        "eq": np.equal,
+        "ne": np.not_equal,
+    }
     f = fg.jit(lambda a, b: tuple(getattr(lax, n)(a, b) for n in ops), backend="gpu")
     for (name, ref), got in zip(ops.items(), f(fnp.asarray(a), fnp.asarray(b))):
         np.testing.assert_array_equal(np.asarray(got), ref(a, b), err_msg=name)
@@ -187,24 +243,37 @@ def test_issue15_gpu_shifts_by_constants_of_32_and_more(dtype):
     amounts = np.array([0, 31, 32, 40], dtype)
     for s in (31, 32, 40, 1000):
         s = dtype(s)
-        f = lambda x, s=s: (lax.shift_left(x, s), lax.shift_right_logical(x, s),  # noqa: E731
-                            lax.shift_right_arithmetic(x, s))
+        f = lambda x, s=s: (  # noqa: E731
+            lax.shift_left(x, s),
+            lax.shift_right_logical(x, s),
+            lax.shift_right_arithmetic(x, s),
+        )
         got = fg.jit(f, backend="gpu")(fnp.asarray(x))
         for g, w in zip(got, fg.jit(f)(fnp.asarray(x))):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w), err_msg=str(s))
-    f = lambda x, s: (x << s, lax.shift_right_logical(x, s),  # noqa: E731
-                      lax.shift_right_arithmetic(x, s))
-    for g, w in zip(fg.jit(f, backend="gpu")(fnp.asarray(x), fnp.asarray(amounts)),
-                    f(fnp.asarray(x), fnp.asarray(amounts))):
+    f = lambda x, s: (  # noqa: E731
+        x << s,
+        lax.shift_right_logical(x, s),
+        lax.shift_right_arithmetic(x, s),
+    )
+    for g, w in zip(
+        fg.jit(f, backend="gpu")(fnp.asarray(x), fnp.asarray(amounts)),
+        f(fnp.asarray(x), fnp.asarray(amounts)),
+    ):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
 
 
 def test_issue15_gpu_means_of_empty_arrays_are_nan():
     """0 / 0 of two constants (the count and the folded sum) must not reach the shader as a
     constant expression the validator rejects."""
-    fns = [lambda: fnp.mean(fnp.zeros((0,))), lambda: fnp.mean(fnp.zeros((3, 0)), axis=1),
-           lambda: fnp.var(fnp.zeros((0,))), lambda x: fnp.mean(x), lambda x: x.mean(axis=1),
-           lambda x: fnp.zeros(3) / fnp.sum(x)]
+    fns = [
+        lambda: fnp.mean(fnp.zeros((0,))),
+        lambda: fnp.mean(fnp.zeros((3, 0)), axis=1),
+        lambda: fnp.var(fnp.zeros((0,))),
+        lambda x: fnp.mean(x),
+        lambda x: x.mean(axis=1),
+        lambda x: fnp.zeros(3) / fnp.sum(x),
+    ]
     x = fnp.zeros((2, 0))
     for f in fns:
         args = (x,) if f.__code__.co_argcount else ()
@@ -217,8 +286,11 @@ def test_issue15_gpu_means_of_empty_arrays_are_nan():
 def test_issue15_gpu_arrays_over_the_binding_limit_say_so():
     """An array no storage binding can hold (10^12 elements: not even numbered by an i32)
     is a clear error when the function is compiled, not a rejected literal."""
-    with pytest.raises(ValueError, match=r"float32\[1000000, 1000000\].*largest storage "
-                                         r"binding.*backend='cpu'"):
+    with pytest.raises(
+        ValueError,
+        match=r"float32\[1000000, 1000000\].*largest storage "
+        r"binding.*backend='cpu'",
+    ):
         fg.jit(lambda: fnp.zeros((10**6, 10**6)), backend="gpu")()
     x = fnp.ones(40000)
     with pytest.raises(ValueError, match=r"float32\[40000, 40000\].*largest storage binding"):
@@ -226,6 +298,7 @@ def test_issue15_gpu_arrays_over_the_binding_limit_say_so():
 
 
 # -- accurate sums and scans ---------------------------------------------------------------------
+
 
 def _ulps(got, ref):
     """|got - ref| in ulps of float32 at |ref| (ref in float64)."""
@@ -239,13 +312,16 @@ def test_issue15_gpu_sums_accumulate_with_bounded_error(tree, monkeypatch):
     came out 5400 ulps off. Blocked partial sums (and the workgroup trees) stay within a
     few ulps of the float64 sum."""
     from fungrad.lowering.gpu import schemes as ge
+
     monkeypatch.delenv("FUNGRAD_GPU_TREE_REDUCE", raising=False)
     monkeypatch.setattr(ge, "TREE_REDUCTIONS", tree)
     rng = np.random.default_rng(15)
     x = (rng.random((4, 60000)) + 1e3).astype(np.float32)
     tenth = np.full(60000, 0.1, np.float32)
-    f = fg.jit(lambda x, t: (x.sum(1), fnp.mean(x, 1), fnp.mean(t),
-                             fnp.var(x[:, :30000], 1)), backend="gpu")  # (two loops)
+    f = fg.jit(
+        lambda x, t: (x.sum(1), fnp.mean(x, 1), fnp.mean(t), fnp.var(x[:, :30000], 1)),
+        backend="gpu",
+    )  # (two loops)
     s, m, mt, v = f(fnp.asarray(x), fnp.asarray(tenth))
     x64 = x.astype(np.float64)
     assert _ulps(s, x64.sum(1)).max() <= 4
@@ -254,8 +330,9 @@ def test_issue15_gpu_sums_accumulate_with_bounded_error(tree, monkeypatch):
     np.testing.assert_allclose(np.asarray(v), x64[:, :30000].var(1), rtol=1e-4)
     # a sum of -0.0 is +0.0 (0 + -0), as on the CPU: the opaque zero is not folded away
     neg = fnp.asarray(np.full((2, 1), -0.0, np.float32))
-    _same_bits(fg.jit(lambda x: x.sum(1), backend="gpu")(neg), fg.jit(lambda x: x.sum(1))(neg),
-               "sum of -0")
+    _same_bits(
+        fg.jit(lambda x: x.sum(1), backend="gpu")(neg), fg.jit(lambda x: x.sum(1))(neg), "sum of -0"
+    )
 
 
 def test_issue15_gpu_cumsum_of_3e7_ones_counts_to_3e7():
@@ -276,12 +353,15 @@ def test_issue15_gpu_scans_stay_within_a_few_ulps(mode, monkeypatch):
     in blocks (``always``), against float64: a few ulps (a serial fold was 70-100 ulps off
     after 60000 elements)."""
     from fungrad.lowering.gpu import schemes as ge
+
     monkeypatch.delenv("FUNGRAD_GPU_SCAN", raising=False)
     monkeypatch.setattr(ge, "SCAN", mode)
     rng = np.random.default_rng(3)
     x = rng.random((2, 60000)).astype(np.float32)
-    f = fg.jit(lambda x: (fnp.cumsum(x, axis=1), lax.cumlogsumexp(x, axis=1),
-                          fnp.cumsum(x.T, axis=0)), backend="gpu")
+    f = fg.jit(
+        lambda x: (fnp.cumsum(x, axis=1), lax.cumlogsumexp(x, axis=1), fnp.cumsum(x.T, axis=0)),
+        backend="gpu",
+    )
     s, lse, cols = f(fnp.asarray(x))
     x64 = x.astype(np.float64)
     assert _ulps(s, np.cumsum(x64, 1)).max() <= 6
@@ -291,8 +371,8 @@ def test_issue15_gpu_scans_stay_within_a_few_ulps(mode, monkeypatch):
 
 # -- the pipeline cache --------------------------------------------------------------------------
 
-def test_issue15_gpu_pipeline_cache_is_bounded_and_evicted_pipelines_are_rebuilt(gpu,
-                                                                                 monkeypatch):
+
+def test_issue15_gpu_pipeline_cache_is_bounded_and_evicted_pipelines_are_rebuilt(gpu, monkeypatch):
     """Every dropped function's pipelines stayed in the runtime's cache (~120 KB or more
     each). It keeps the PIPELINE_CACHE most recently used; a live function keeps its own
     pipelines, and a new function needing an evicted one builds it again."""
@@ -329,14 +409,29 @@ def test_issue15_gpu_literal_operands_never_make_rejected_constant_expressions(g
     from fungrad.lowering.fusion import Kernel, Store
     from fungrad.lowering.gpu import shader as wgsl
     from fungrad.lowering.kernel import INDEX, Buffer, Ctx, Var
+
     ctx = Ctx()
     f32, i32, u32 = np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint32)
-    cases = [("div", f32, 0.0, 0.0), ("mul", f32, np.inf, 0.0), ("mul", f32, 3e38, 10.0),
-             ("rem", f32, 1.0, 0.0), ("sub", f32, np.inf, np.inf), ("max", f32, np.nan, 1.0),
-             ("sqrt", f32, -1.0), ("floor", f32, np.inf), ("log", f32, -1.0),
-             ("idiv", INDEX, 5, 0), ("irem", INDEX, 5, 0), ("div", i32, 5, 0),
-             ("shl", i32, 1, 40), ("shr_logical", u32, 8, 40), ("shr_arith", i32, -8, 40),
-             ("neg", i32, -5), ("mul", i32, 65536, 65536), ("add", i32, 2**31 - 1, 1)]
+    cases = [
+        ("div", f32, 0.0, 0.0),
+        ("mul", f32, np.inf, 0.0),
+        ("mul", f32, 3e38, 10.0),
+        ("rem", f32, 1.0, 0.0),
+        ("sub", f32, np.inf, np.inf),
+        ("max", f32, np.nan, 1.0),
+        ("sqrt", f32, -1.0),
+        ("floor", f32, np.inf),
+        ("log", f32, -1.0),
+        ("idiv", INDEX, 5, 0),
+        ("irem", INDEX, 5, 0),
+        ("div", i32, 5, 0),
+        ("shl", i32, 1, 40),
+        ("shr_logical", u32, 8, 40),
+        ("shr_arith", i32, -8, 40),
+        ("neg", i32, -5),
+        ("mul", i32, 65536, 65536),
+        ("add", i32, 2**31 - 1, 1),
+    ]
     for op, dt, *values in cases:
         expr = ctx.node(op, tuple(ctx.const(v, dt) for v in values), dt)  # (not folded)
         if expr.dtype == INDEX:
@@ -362,14 +457,18 @@ def test_issue15_gpu_matmul_contractions_accumulate_with_bounded_error():
 
 
 @settings(max_examples=6)
-@given(n=st.sampled_from([1, 15, 16, 17, 255, 256, 257, 4095, 4096, 4097, 9000]),
-       rows=st.sampled_from([1, 3]), mode=st.sampled_from(["never", "always"]),
-       seed=st.integers(0, 2**31))
+@given(
+    n=st.sampled_from([1, 15, 16, 17, 255, 256, 257, 4095, 4096, 4097, 9000]),
+    rows=st.sampled_from([1, 3]),
+    mode=st.sampled_from(["never", "always"]),
+    seed=st.integers(0, 2**31),
+)
 def test_issue15_gpu_blocked_sums_and_scans_at_block_boundaries(n, rows, mode, seed):
     """Sums (16-element levels) and scans (64-element blocks, two levels) of lengths around
     the block sizes: every element counted once, a few ulps from float64 (positive values,
     so the sums have no cancellation)."""
     from fungrad.lowering.gpu import schemes as ge
+
     old = ge.TREE_REDUCTIONS, ge.SCAN
     ge.TREE_REDUCTIONS, ge.SCAN = mode, mode
     try:
@@ -389,6 +488,7 @@ def test_issue15_gpu_argmax_argmin_of_bools(tree, monkeypatch):
     serial loop, the workgroup trees and their merges. Against numpy, with bool sorts and
     max/min reductions in the same program (the other orderings of bools)."""
     from fungrad.lowering.gpu import schemes as ge
+
     monkeypatch.delenv("FUNGRAD_GPU_TREE_REDUCE", raising=False)
     monkeypatch.setattr(ge, "TREE_REDUCTIONS", tree)
     rng = np.random.default_rng(8)
@@ -400,13 +500,37 @@ def test_issue15_gpu_argmax_argmin_of_bools(tree, monkeypatch):
     late[[15234, 18001]] = True  # the first of two, far into the row
 
     def f(s, r, t):
-        return (fnp.argmax(s), fnp.argmin(s), fnp.argmax(r, 1), fnp.argmin(r, 1),
-                fnp.argmax(r, 0), fnp.argmin(r, 0), fnp.argmax(t), fnp.argmin(~t),
-                fnp.sort(r, 1), fnp.max(r, 1), fnp.min(r, 0), fnp.max(t), fnp.min(t))
+        return (
+            fnp.argmax(s),
+            fnp.argmin(s),
+            fnp.argmax(r, 1),
+            fnp.argmin(r, 1),
+            fnp.argmax(r, 0),
+            fnp.argmin(r, 0),
+            fnp.argmax(t),
+            fnp.argmin(~t),
+            fnp.sort(r, 1),
+            fnp.max(r, 1),
+            fnp.min(r, 0),
+            fnp.max(t),
+            fnp.min(t),
+        )
 
     got = fg.jit(f, backend="gpu")(short, rows, late)
-    want = (np.argmax(short), np.argmin(short), np.argmax(rows, 1), np.argmin(rows, 1),
-            np.argmax(rows, 0), np.argmin(rows, 0), np.argmax(late), np.argmin(~late),
-            np.sort(rows, 1), rows.max(1), rows.min(0), late.max(), late.min())
+    want = (
+        np.argmax(short),
+        np.argmin(short),
+        np.argmax(rows, 1),
+        np.argmin(rows, 1),
+        np.argmax(rows, 0),
+        np.argmin(rows, 0),
+        np.argmax(late),
+        np.argmin(~late),
+        np.sort(rows, 1),
+        rows.max(1),
+        rows.min(0),
+        late.max(),
+        late.min(),
+    )
     for i, (g, w) in enumerate(zip(got, want)):
         np.testing.assert_array_equal(np.asarray(g), w, err_msg=f"output {i}")

@@ -55,8 +55,9 @@ def test_ahead_of_time_compiled_gpu_functions_take_gpu_arrays(gpu):
     gpu.transfers.update(upload=0, download=0)
     y = compiled(compiled(gx))
     assert isinstance(y, fg.GpuArray) and gpu.transfers == {"upload": 0, "download": 0}
-    np.testing.assert_allclose(np.asarray(y), np.sin(np.sin(np.arange(6.0)) * 2) * 2,
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(y), np.sin(np.sin(np.arange(6.0)) * 2) * 2, rtol=1e-6, atol=1e-6
+    )
 
 
 def test_host_inputs_are_uploaded_and_pytrees_work():
@@ -81,23 +82,29 @@ def test_grad_and_vmap_programs_run_on_the_gpu():
 
     def f(w, x):
         return fnp.sum(fnp.tanh(x @ w) ** 2)
+
     per_example = fg.jit(fg.vmap(fg.grad(f), in_axes=(None, 0)), backend="gpu")
     got = np.asarray(per_example(w, xs))
     want = np.stack([np.asarray(fg.grad(f)(w, x)) for x in xs])
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
-    hess_vec = fg.jit(lambda w, v: fg.jvp(fg.grad(lambda w: f(w, xs[0])), (w,), (v,))[1],
-                      backend="gpu")
+    hess_vec = fg.jit(
+        lambda w, v: fg.jvp(fg.grad(lambda w: f(w, xs[0])), (w,), (v,))[1], backend="gpu"
+    )
     v = np.ones_like(w)
-    np.testing.assert_allclose(np.asarray(hess_vec(w, v)),
-                               np.asarray(fg.jvp(fg.grad(lambda w: f(w, xs[0])), (w,), (v,))[1]),
-                               rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(
+        np.asarray(hess_vec(w, v)),
+        np.asarray(fg.jvp(fg.grad(lambda w: f(w, xs[0])), (w,), (v,))[1]),
+        rtol=2e-5,
+        atol=2e-6,
+    )
 
 
 def test_grad_of_a_gpu_jitted_function():
     f = fg.jit(lambda x: fnp.sum(fnp.sin(x) * x), backend="gpu")
     x = np.linspace(-1, 1, 7, dtype=np.float32)
-    np.testing.assert_allclose(np.asarray(fg.grad(f)(x)), np.cos(x) * x + np.sin(x),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(fg.grad(f)(x)), np.cos(x) * x + np.sin(x), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_mlp_trains_on_the_gpu_and_matches_eager_steps():
@@ -125,11 +132,14 @@ def test_mlp_trains_on_the_gpu_and_matches_eager_steps():
 
 def test_random_bits_and_uniform_match_the_cpu():
     key = fg.random.key(42)
-    for fn in (lambda k: fg.random.bits(k, (5, 7)),
-               lambda k: fg.random.uniform(k, (1000,)),
-               lambda k: fg.random.randint(k, (50,), -3, 9)):
-        np.testing.assert_array_equal(np.asarray(fg.jit(fn, backend="gpu")(key)),
-                                      np.asarray(fn(key)))
+    for fn in (
+        lambda k: fg.random.bits(k, (5, 7)),
+        lambda k: fg.random.uniform(k, (1000,)),
+        lambda k: fg.random.randint(k, (50,), -3, 9),
+    ):
+        np.testing.assert_array_equal(
+            np.asarray(fg.jit(fn, backend="gpu")(key)), np.asarray(fn(key))
+        )
 
 
 def _same(f, *args, rtol=1e-5, atol=1e-6):
@@ -146,18 +156,21 @@ def test_scan_fori_and_reverse_scan_run_on_the_gpu():
     def cumulative(c, x):
         c = c * 0.9 + x
         return c, fnp.tanh(c) * 2
+
     _same(lambda xs: fg.lax.scan(cumulative, fnp.zeros(2), xs), xs)
     _same(lambda xs: fg.lax.scan(cumulative, fnp.ones(2), xs, reverse=True), xs)
 
     def two_carries(carry, x):  # the body swaps its carries
         a, b = carry
         return (b + x, a * 2), a - b
+
     _same(lambda xs: fg.lax.scan(two_carries, (fnp.zeros(2), fnp.ones(2)), xs), xs)
 
 
 def test_cond_switch_and_while_run_on_the_gpu():
     def f(i, x):
         return fg.lax.switch(i, [lambda v: v + 1, lambda v: fnp.exp(v), lambda v: v @ v], x)
+
     m = np.float32([[1, 2], [3, 4]])
     for i in (-1, 0, 1, 2, 7):
         _same(f, np.int32(i), m)
@@ -167,7 +180,9 @@ def test_cond_switch_and_while_run_on_the_gpu():
         def body(s):
             k, v = s
             return k + 1, fnp.where(v % 2 == 0, v // 2, 3 * v + 1)
+
         return fg.lax.while_loop(lambda s: s[1] != 1, body, (np.int32(0), n))
+
     for n in (1, 6, 27):
         _same(collatz_steps, np.int32(n))
 
@@ -176,6 +191,7 @@ def _collatz_steps(n):
     def body(s):
         k, v = s
         return k + 1, fnp.where(v % 2 == 0, v // 2, 3 * v + 1)
+
     return fg.lax.while_loop(lambda s: s[1] != 1, body, (np.int32(0), n))[0]
 
 
@@ -183,15 +199,20 @@ def test_while_loops_inside_scan_fori_cond_and_while_run_on_the_gpu():
     """Host-driven while loops anywhere: once per scan/fori iteration (their own counter
     word), inside a cond's branch (no iteration when unselected: the predicate is cleared
     first), and inside another while loop; odd and even trip counts (carry homes)."""
+
     def f(ns, p):
-        c, ks = fg.lax.scan(lambda c, n: (c + _collatz_steps(n), _collatz_steps(n)),
-                            np.int32(0), ns)
+        c, ks = fg.lax.scan(
+            lambda c, n: (c + _collatz_steps(n), _collatz_steps(n)), np.int32(0), ns
+        )
         z = fg.lax.cond(p > 0, lambda: _collatz_steps(ns[0] + 1), lambda: -_collatz_steps(ns[1]))
         w = fg.lax.fori_loop(0, 3, lambda i, acc: acc + _collatz_steps(ns[i]), np.int32(0))
-        o = fg.lax.while_loop(lambda s: s[0] < 4,
-                              lambda s: (s[0] + 1, s[1] + _collatz_steps(ns[s[0]])),
-                              (np.int32(0), np.int32(0)))
+        o = fg.lax.while_loop(
+            lambda s: s[0] < 4,
+            lambda s: (s[0] + 1, s[1] + _collatz_steps(ns[s[0]])),
+            (np.int32(0), np.int32(0)),
+        )
         return c, ks, z, w, o
+
     ns = fnp.asarray(np.int32([6, 27, 1, 7, 9]))  # 8, 111, 0, 16, 19 steps
     for p in (1, -1):
         _same(f, ns, np.int32(p))
@@ -203,15 +224,21 @@ def test_grad_through_scan_on_the_gpu():
     def loss(w, xs):
         def step(c, x):
             return fnp.tanh(c * w + x), None
+
         c, _ = fg.lax.scan(step, fnp.zeros(2), xs)
-        return fnp.sum(c ** 2)
+        return fnp.sum(c**2)
+
     _same(fg.grad(loss), np.float32([0.5, -0.3]), xs)
 
 
 def test_sort_argsort_and_top_k_on_the_gpu():
     x = np.float32([[3, -0.0, np.nan, 1, 0.0, -np.inf, 1, 2], [5, 4, 3, 2, 1, 0, -1, -2]])
-    for f in (lambda v: fnp.sort(v, axis=-1), lambda v: fnp.sort(v, axis=0),
-              lambda v: fnp.argsort(v, axis=-1), lambda v: fg.lax.top_k(v, 3)):
+    for f in (
+        lambda v: fnp.sort(v, axis=-1),
+        lambda v: fnp.sort(v, axis=0),
+        lambda v: fnp.argsort(v, axis=-1),
+        lambda v: fg.lax.top_k(v, 3),
+    ):
         got = fg.tree_util.tree_leaves(fg.jit(f, backend="gpu")(x))
         want = fg.tree_util.tree_leaves(f(x))
         for g, w in zip(got, want):
@@ -242,6 +269,7 @@ def test_gpu_arrays_take_the_hot_path_after_the_first_call(monkeypatch):
     executable: with jit's general path broken, it still runs; a new signature, keywords or
     a transform need the general path."""
     from fungrad.transforms.jit_cache import JitFunction as _JitFunction
+
     f = fg.jit(lambda x, y: (x * 2 + y, {"d": x - y}), backend="gpu")
     gx = fg.device_put(np.arange(8, dtype=np.float32), backend="gpu")
     gy = fnp.ones(8, np.float32)
@@ -249,6 +277,7 @@ def test_gpu_arrays_take_the_hot_path_after_the_first_call(monkeypatch):
 
     def broken(self, *args, **kwargs):
         raise AssertionError("the general path was taken")
+
     monkeypatch.setattr(_JitFunction, "prepare", broken)
     out, tree = f(gx, gy)
     assert isinstance(out, fg.GpuArray)
@@ -258,8 +287,11 @@ def test_gpu_arrays_take_the_hot_path_after_the_first_call(monkeypatch):
     for _ in range(3):  # chained GpuArray calls stay on the hot path
         y, _ = f(y, gy)
     np.testing.assert_array_equal(np.asarray(y), ((np.arange(8) * 2 + 1) * 2 + 1) * 2 + 1)
-    for call in (lambda: f(gx[:4], gy[:4]), lambda: f(x=gx, y=gy),
-                 lambda: f(np.ones(8, np.float32), gy)):
+    for call in (
+        lambda: f(gx[:4], gy[:4]),
+        lambda: f(x=gx, y=gy),
+        lambda: f(np.ones(8, np.float32), gy),
+    ):
         with pytest.raises(AssertionError, match="general path"):
             call()
     monkeypatch.undo()

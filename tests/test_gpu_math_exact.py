@@ -30,12 +30,28 @@ _TYPES = {"f32": F32, "i32": I32, "u32": U32}
 
 # name: (lo, hi) of the arguments (log-spaced when lo > 0), where the functions' tails matter
 FUNCTIONS = {
-    "exp": (-104.0, 89.0), "exp2": (-140.0, 128.0), "expm1": (-20.0, 30.0),
-    "log": (1e-30, 1e30), "log1p": (-0.999, 1e6), "tanh": (-10.0, 10.0),
-    "logistic": (-80.0, 30.0), "sin": (-1e4, 1e4), "cos": (-1e4, 1e4), "tan": (-100.0, 100.0),
-    "sinh": (-89.0, 89.0), "cosh": (-89.0, 89.0), "asinh": (-1e3, 1e3), "acosh": (1.0, 3.0),
-    "atanh": (-1.0, 1.0), "atan": (-50.0, 50.0), "asin": (-1.0, 1.0), "acos": (-1.0, 1.0),
-    "erf": (-4.0, 4.0), "erfc": (-4.0, 9.0), "cbrt": (-1e4, 1e4), "lgamma": (-10.0, 20.0),
+    "exp": (-104.0, 89.0),
+    "exp2": (-140.0, 128.0),
+    "expm1": (-20.0, 30.0),
+    "log": (1e-30, 1e30),
+    "log1p": (-0.999, 1e6),
+    "tanh": (-10.0, 10.0),
+    "logistic": (-80.0, 30.0),
+    "sin": (-1e4, 1e4),
+    "cos": (-1e4, 1e4),
+    "tan": (-100.0, 100.0),
+    "sinh": (-89.0, 89.0),
+    "cosh": (-89.0, 89.0),
+    "asinh": (-1e3, 1e3),
+    "acosh": (1.0, 3.0),
+    "atanh": (-1.0, 1.0),
+    "atan": (-50.0, 50.0),
+    "asin": (-1.0, 1.0),
+    "acos": (-1.0, 1.0),
+    "erf": (-4.0, 4.0),
+    "erfc": (-4.0, 9.0),
+    "cbrt": (-1e4, 1e4),
+    "lgamma": (-10.0, 20.0),
     "digamma": (-10.0, 20.0),
 }
 
@@ -49,7 +65,7 @@ def _convert(ty: str, v):
     if ty == "u32" and v.dtype == I32:  # a shift amount: the shifted value keeps its type
         return int(v) if v.ndim == 0 else v
     if ty == "i32" and v.dtype == F32:  # WGSL saturates; the functions only convert in range
-        return np.clip(np.nan_to_num(v), -2.0 ** 31, 2.0 ** 31 - 128).astype(I32)
+        return np.clip(np.nan_to_num(v), -(2.0**31), 2.0**31 - 128).astype(I32)
     return v.astype(_TYPES[ty])
 
 
@@ -58,12 +74,21 @@ def _fma(a, b, c):  # a b is exact in float64
 
 
 _SUBSTITUTIONS = [
-    (r"bitcast<(\w+)>\(", r"_bitcast('\1', "), (r"\b(f32|i32|u32)\(", r"_convert('\1', "),
+    (r"bitcast<(\w+)>\(", r"_bitcast('\1', "),
+    (r"\b(f32|i32|u32)\(", r"_convert('\1', "),
     (r"(?<![\w.])(\d+\.\d*(?:e[-+]?\d+)?|\d+e[-+]?\d+)f\b", r"F32(\1)"),
-    (r"\b(0x[0-9a-fA-F]+|\d+)u\b", r"U32(\1)"), (r"\b(\d+)i\b", r"I32(\1)"),
-    (r"&&", "&"), (r"\|\|", "|"), (r"!(?=[(\w])", "~"), (r"\btrue\b", "True"),
-    (r"\bfalse\b", "False"), (r"\bselect\(", "_select("), (r"\babs\(", "np.abs("),
-    (r"\bround\(", "np.rint("), (r"\bfloor\(", "np.floor("), (r"\bsqrt\(", "np.sqrt("),
+    (r"\b(0x[0-9a-fA-F]+|\d+)u\b", r"U32(\1)"),
+    (r"\b(\d+)i\b", r"I32(\1)"),
+    (r"&&", "&"),
+    (r"\|\|", "|"),
+    (r"!(?=[(\w])", "~"),
+    (r"\btrue\b", "True"),
+    (r"\bfalse\b", "False"),
+    (r"\bselect\(", "_select("),
+    (r"\babs\(", "np.abs("),
+    (r"\bround\(", "np.rint("),
+    (r"\bfloor\(", "np.floor("),
+    (r"\bsqrt\(", "np.sqrt("),
     (r"\bfma\(", "_fma("),
 ]
 
@@ -86,10 +111,18 @@ def _python(wgsl: str) -> str:
 def _evaluate(name: str, *args: np.ndarray) -> np.ndarray:
     """``name`` on float32 ``args`` as its WGSL says, each operation rounded once."""
     fn, definitions = wgsl_math.function(name, gpu_runtime.runtime().fused_fma)
-    env = {"np": np, "F32": F32, "I32": I32, "U32": U32, "_bitcast": _bitcast, "_fma": _fma,
-           "_convert": _convert, "_select": lambda f, t, c: np.where(c, t, f),
-           "fg_isnan": np.isnan,
-           "fg_fma": lambda a, b, c: _fma(*(np.asarray(v, F32) for v in (a, b, c)))}
+    env = {
+        "np": np,
+        "F32": F32,
+        "I32": I32,
+        "U32": U32,
+        "_bitcast": _bitcast,
+        "_fma": _fma,
+        "_convert": _convert,
+        "_select": lambda f, t, c: np.where(c, t, f),
+        "fg_isnan": np.isnan,
+        "fg_fma": lambda a, b, c: _fma(*(np.asarray(v, F32) for v in (a, b, c))),
+    }
     for _, text in definitions:
         if text and not text.startswith("fn fg_fma("):  # fg_fma: an exact fma, above
             exec(_python(text), env)
@@ -114,7 +147,8 @@ def _assert_as_written(got: np.ndarray, want: np.ndarray, label: str, *args) -> 
     where = np.flatnonzero(bad)
     assert where.size == 0, (
         f"{label}: {where.size} of {got.size} results differ from the WGSL as written, e.g. at "
-        f"{tuple(a[where[0]] for a in args)}: {got[where[0]]!r} instead of {want[where[0]]!r}")
+        f"{tuple(a[where[0]] for a in args)}: {got[where[0]]!r} instead of {want[where[0]]!r}"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))

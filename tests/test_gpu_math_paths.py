@@ -16,8 +16,9 @@ from fungrad import lax
 pytestmark = pytest.mark.usefixtures("gpu")
 
 # NaNs with payloads: an exponent add would turn some of them into numbers
-NANS = np.array([0x7FC00000, 0x7F800001, 0xFFC00123, 0x7FFFFFFF, 0xFF8001FF],
-                np.uint32).view(np.float32)
+NANS = np.array([0x7FC00000, 0x7F800001, 0xFFC00123, 0x7FFFFFFF, 0xFF8001FF], np.uint32).view(
+    np.float32
+)
 
 
 def _gpu(f, x):
@@ -45,11 +46,14 @@ def _around(*points, k: int = 4):
 def test_exp_range_ends_and_gradual_underflow_match_the_cpu():
     """exp is exact scaling of one polynomial value inside the normal range, and a second
     exponent add times 2^-64 below it: denormal results round once, as on the CPU."""
-    x = np.concatenate([
-        _around(-87.33654022216797, 88.72283172607422, -104.0, -103.97, -100.0, -95.0, -88.0),
-        np.linspace(-104.5, -87.0, 4001, dtype=np.float32),
-        np.linspace(87.0, 89.0, 1001, dtype=np.float32),
-        np.float32([0.0, -0.0, 1e-30, -1e-30, -np.inf, np.inf, -1e30, 1e30, -3e38, 3e38])])
+    x = np.concatenate(
+        [
+            _around(-87.33654022216797, 88.72283172607422, -104.0, -103.97, -100.0, -95.0, -88.0),
+            np.linspace(-104.5, -87.0, 4001, dtype=np.float32),
+            np.linspace(87.0, 89.0, 1001, dtype=np.float32),
+            np.float32([0.0, -0.0, 1e-30, -1e-30, -np.inf, np.inf, -1e30, 1e30, -3e38, 3e38]),
+        ]
+    )
     got, cpu = _gpu(lax.exp, x), _cpu(lax.exp, x)
     with np.errstate(over="ignore"):
         ref = np.exp(x.astype(np.float64))
@@ -68,8 +72,12 @@ def test_nan_payloads_stay_nan(name):
 
 def test_tanh_edges_match_numpy():
     """Both branches around |x| = 0.625, the saturation at 9.1, -0 and infinities."""
-    x = np.concatenate([_around(0.625, -0.625, 9.1, -9.1, 9.0, 1e-30, -1e-30),
-                        np.float32([0.0, -0.0, np.inf, -np.inf, 20.0, -20.0])])
+    x = np.concatenate(
+        [
+            _around(0.625, -0.625, 9.1, -9.1, 9.0, 1e-30, -1e-30),
+            np.float32([0.0, -0.0, np.inf, -np.inf, 20.0, -20.0]),
+        ]
+    )
     got = _gpu(lax.tanh, x)
     ref = np.tanh(x.astype(np.float64))
     err = _ulps_denormal(got, ref)
@@ -78,12 +86,19 @@ def test_tanh_edges_match_numpy():
 
 
 @settings(max_examples=25, deadline=None)
-@given(hnp.arrays(np.float32, hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=9),
-                  elements=st.floats(-120, 120, width=32)))
+@given(
+    hnp.arrays(
+        np.float32,
+        hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=9),
+        elements=st.floats(-120, 120, width=32),
+    )
+)
 def test_exp_and_tanh_agree_with_the_cpu_backend(x):
     """Any shape (0-d and size 0 too): GPU and CPU within 1 ulp of each other."""
+
     def f(v):
         return lax.exp(v), lax.tanh(v)
+
     for got, cpu in zip(fg.jit(f, backend="gpu")(x), fg.jit(f)(x)):
         got, cpu = np.asarray(got), np.asarray(cpu)
         assert got.shape == cpu.shape == x.shape
@@ -96,6 +111,7 @@ def test_tan_near_multiples_of_pi_over_2_up_to_2_24():
     next to its zeros the tail carries the result. The float32 neighbours (+-3 ulp) of q pi/2
     for random q below 2^24 2/pi, and each binade's hardest argument: within 1.25 ulp."""
     from test_gpu_math_ulp import near_multiples_of_pi_over_2
+
     x = near_multiples_of_pi_over_2(25_000)
     got = _gpu(lax.tan, x)
     err = _ulps_denormal(got, np.tan(x.astype(np.float64)))
@@ -103,8 +119,21 @@ def test_tan_near_multiples_of_pi_over_2_up_to_2_24():
 
 
 def test_tan_edges():
-    x = np.float32([0.0, -0.0, 1e-30, -1e-30, np.inf, -np.inf, np.nan, 2.0**24, -(2.0**24),
-                    2.0**24 - 1, 1.5707963705062866])
+    x = np.float32(
+        [
+            0.0,
+            -0.0,
+            1e-30,
+            -1e-30,
+            np.inf,
+            -np.inf,
+            np.nan,
+            2.0**24,
+            -(2.0**24),
+            2.0**24 - 1,
+            1.5707963705062866,
+        ]
+    )
     got = _gpu(lax.tan, x)
     cpu = _cpu(lax.tan, x)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(cpu))  # NaN from 2^24 on, as the CPU
@@ -115,6 +144,7 @@ def test_tan_edges():
 def _special_errors(name: str, x: np.ndarray, scale) -> np.ndarray:
     """|GPU - float64 reference| in ulps of float32 at ``scale(ref, x)``."""
     from fungrad.lax import special_math
+
     got = _gpu(getattr(lax, name), x)
     with np.errstate(all="ignore"):
         ref = getattr(special_math, name)(x.astype(np.float64))
@@ -124,11 +154,25 @@ def _special_errors(name: str, x: np.ndarray, scale) -> np.ndarray:
 
 # (lo, hi, ulp bound): float32 lgamma within a few ulp of max(|f|, 1), except by reflection
 # (x <= -1/2), where log(pi / |sin(pi x)|) and lgamma(1 - x) cancel near lgamma's zeros
-LGAMMA_RANGES = [(-0.5, 0.5, 3.0), (0.5, 3.0, 3.0), (3.0, 20.0, 3.0), (20.0, 1e36, 3.0),
-                 (1e-30, 1e-3, 3.0), (-10.0, -0.5, 20.0), (-100.0, -10.0, 6.0)]
+LGAMMA_RANGES = [
+    (-0.5, 0.5, 3.0),
+    (0.5, 3.0, 3.0),
+    (3.0, 20.0, 3.0),
+    (20.0, 1e36, 3.0),
+    (1e-30, 1e-3, 3.0),
+    (-10.0, -0.5, 20.0),
+    (-100.0, -10.0, 6.0),
+]
 # digamma within a few ulp of max(|f|, 1, log(1 + |x|)); x < 1/2 by reflection
-DIGAMMA_RANGES = [(0.5, 3.0, 2.5), (3.0, 20.0, 2.5), (20.0, 1e36, 2.5), (1e-30, 1e-3, 2.5),
-                  (-0.5, 0.5, 6.0), (-10.0, -0.5, 8.0), (-100.0, -10.0, 6.0)]
+DIGAMMA_RANGES = [
+    (0.5, 3.0, 2.5),
+    (3.0, 20.0, 2.5),
+    (20.0, 1e36, 2.5),
+    (1e-30, 1e-3, 2.5),
+    (-0.5, 0.5, 6.0),
+    (-10.0, -0.5, 8.0),
+    (-100.0, -10.0, 6.0),
+]
 
 
 def _range(lo: float, hi: float, n: int = 100_000) -> np.ndarray:
@@ -148,16 +192,42 @@ def test_lgamma_in_float32_alone(lo, hi, bound):
 @pytest.mark.parametrize("lo, hi, bound", DIGAMMA_RANGES)
 def test_digamma_in_float32_alone(lo, hi, bound):
     x = _range(lo, hi)
-    err = _special_errors("digamma", x, lambda r, x: np.maximum(
-        np.maximum(np.abs(r), 1.0), np.log1p(np.abs(x))))
+    err = _special_errors(
+        "digamma", x, lambda r, x: np.maximum(np.maximum(np.abs(r), 1.0), np.log1p(np.abs(x)))
+    )
     assert err.max() <= bound, (x[np.argmax(err)], err.max())
 
 
 def test_lgamma_digamma_special_values_match_the_cpu():
     """Poles (non-positive integers), +-inf, NaN, +-0, and the zeros of both functions."""
-    x = np.concatenate([NANS, np.float32([0.0, -0.0, -1.0, -2.0, -7.0, -1e6, -2.0**24, 1.0, 2.0,
-                                          np.inf, -np.inf, 1e-38, -1e-38, 3e36, 5e36,
-                                          1.4616321, -0.5040830, -2.4570247, -2.7476826])])
+    x = np.concatenate(
+        [
+            NANS,
+            np.float32(
+                [
+                    0.0,
+                    -0.0,
+                    -1.0,
+                    -2.0,
+                    -7.0,
+                    -1e6,
+                    -(2.0**24),
+                    1.0,
+                    2.0,
+                    np.inf,
+                    -np.inf,
+                    1e-38,
+                    -1e-38,
+                    3e36,
+                    5e36,
+                    1.4616321,
+                    -0.5040830,
+                    -2.4570247,
+                    -2.7476826,
+                ]
+            ),
+        ]
+    )
     for name in ("lgamma", "digamma"):
         got, cpu = _gpu(getattr(lax, name), x), _cpu(getattr(lax, name), x)
         np.testing.assert_array_equal(np.isnan(got), np.isnan(cpu), err_msg=name)

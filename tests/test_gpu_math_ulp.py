@@ -55,7 +55,7 @@ def _ulps(y: np.ndarray, ref: np.ndarray) -> np.ndarray:
     GPU may flush denormal results to zero)."""
     r32 = ref.astype(np.float32)
     spacing = np.spacing(np.abs(r32)).astype(np.float64)
-    err = np.abs(y.astype(np.float64) - ref) / np.maximum(spacing, 2.0 ** -149 * 2 ** 23)
+    err = np.abs(y.astype(np.float64) - ref) / np.maximum(spacing, 2.0**-149 * 2**23)
     return np.where(y == r32, 0.0, err)  # also where both are inf
 
 
@@ -68,13 +68,16 @@ def test_float32_math_within_ulps(name):
     with np.errstate(over="ignore"):
         err = _ulps(y, ref)
     worst = int(np.argmax(err))
-    assert err[worst] <= bound, (f"{name}({x[worst]!r}) = {y[worst]!r} on the GPU, "
-                                 f"{ref[worst]!r} exactly: {err[worst]:.1f} ulp > {bound}")
+    assert err[worst] <= bound, (
+        f"{name}({x[worst]!r}) = {y[worst]!r} on the GPU, "
+        f"{ref[worst]!r} exactly: {err[worst]:.1f} ulp > {bound}"
+    )
 
 
-@pytest.mark.parametrize("x_range, y_range", [((0.1, 100.0), (-10.0, 10.0)),
-                                              ((0.5, 2.0), (-100.0, 100.0)),
-                                              ((1e-30, 1e30), (-1.2, 1.2))])
+@pytest.mark.parametrize(
+    "x_range, y_range",
+    [((0.1, 100.0), (-10.0, 10.0)), ((0.5, 2.0), (-100.0, 100.0)), ((1e-30, 1e30), (-1.2, 1.2))],
+)
 def test_pow_within_ulps(x_range, y_range):
     """pow's log in double-word float32 (the GPU has no float64): within 1 ulp, where a
     float32 log2 times y lost up to 64 ulp."""
@@ -91,20 +94,43 @@ def test_pow_within_ulps(x_range, y_range):
 
 # float32 arguments nearest a multiple of pi/2 in each binade up to 2^24 (found exhaustively in
 # float64 with a three-part pi/2: |x - q pi/2| down to 2^-27.8 at 252.898...)
-HARDEST = np.float32([1.5707963705062866, 3.1415927410125732, 4.71238899230957, 9.42477798461914,
-                      18.84955596923828, 37.69911193847656, 75.39822387695312,
-                      252.89820861816406, 505.7964172363281, 1011.5928344726562,
-                      2023.1856689453125, 2238.384765625, 4476.76953125, 8953.5390625,
-                      17907.078125, 52516.43359375, 105032.8671875, 210065.734375,
-                      267058.9375, 534117.875, 1068235.75, 2709675.5, 5419351.0, 10838702.0])
+HARDEST = np.float32(
+    [
+        1.5707963705062866,
+        3.1415927410125732,
+        4.71238899230957,
+        9.42477798461914,
+        18.84955596923828,
+        37.69911193847656,
+        75.39822387695312,
+        252.89820861816406,
+        505.7964172363281,
+        1011.5928344726562,
+        2023.1856689453125,
+        2238.384765625,
+        4476.76953125,
+        8953.5390625,
+        17907.078125,
+        52516.43359375,
+        105032.8671875,
+        210065.734375,
+        267058.9375,
+        534117.875,
+        1068235.75,
+        2709675.5,
+        5419351.0,
+        10838702.0,
+    ]
+)
 
 
 def near_multiples_of_pi_over_2(n: int) -> np.ndarray:
     """The float32 neighbours (+-3 ulp) of q pi/2 for n random q below 2^24 2/pi (a fifth of
     them below 5000), the HARDEST arguments, and their negatives."""
     rng = np.random.default_rng(2)
-    q = np.concatenate([rng.integers(1, int(2**24 / (np.pi / 2)), n - n // 5),
-                        rng.integers(1, 5000, n // 5)])
+    q = np.concatenate(
+        [rng.integers(1, int(2**24 / (np.pi / 2)), n - n // 5), rng.integers(1, 5000, n // 5)]
+    )
     near = (q * (np.pi / 2)).astype(np.float32)
     x = np.concatenate([near + k * np.spacing(near) for k in range(-3, 4)] + [HARDEST])
     x = np.concatenate([x, -x]).astype(np.float32)
@@ -121,6 +147,8 @@ def test_sin_cos_near_multiples_of_pi_over_2_up_to_2_24(name):
     y = np.asarray(fg.jit(f, backend="gpu")(x))
     err = _ulps(y, reference(x.astype(np.float64)))
     worst = int(np.argmax(err))
-    assert err[worst] <= 1.0, (f"{name}({x[worst]!r}) = {y[worst]!r} on the GPU, "
-                               f"{reference(np.float64(x[worst]))!r} exactly: "
-                               f"{err[worst]:.2f} ulp")
+    assert err[worst] <= 1.0, (
+        f"{name}({x[worst]!r}) = {y[worst]!r} on the GPU, "
+        f"{reference(np.float64(x[worst]))!r} exactly: "
+        f"{err[worst]:.2f} ulp"
+    )

@@ -59,23 +59,32 @@ def _values(draw_n, data, specials: bool):
 
 
 @settings(max_examples=12)
-@given(n=st.sampled_from([0, 1, 2, 3, 255, 256, 257, 1000, 4097, 9000]), data=st.data(),
-       specials=st.booleans())
+@given(
+    n=st.sampled_from([0, 1, 2, 3, 255, 256, 257, 1000, 4097, 9000]),
+    data=st.data(),
+    specials=st.booleans(),
+)
 def test_tree_full_reductions_match_the_serial_path_and_numpy(n, data, specials):
     x = _values(n, data, specials)
     names = sorted(EXACT) if n else ["max", "min"]
 
     def f(v):
         out = [fnp.sum(v), fnp.prod(v * 0.001 + 1)]
-        return out + [EXACT[k](v, initial=-np.inf) if k == "max" and not n else
-                      EXACT[k](v, initial=np.inf) if k == "min" and not n else EXACT[k](v)
-                      for k in names]
+        return out + [
+            EXACT[k](v, initial=-np.inf)
+            if k == "max" and not n
+            else EXACT[k](v, initial=np.inf)
+            if k == "min" and not n
+            else EXACT[k](v)
+            for k in names
+        ]
+
     tree, exe = compiled(f, [x], "always")
     serial, ser_exe = compiled(f, [x], "never")
     assert uses_tree(exe) == (n > 0) and not uses_tree(ser_exe)  # n = 0 folds to constants
     x64 = x.astype(np.float64)
     with np.errstate(invalid="ignore"):  # inf - inf
-        np.testing.assert_allclose(tree[0], x64.sum(), rtol=1e-5, atol=1e-5 * max(1, n)**0.5)
+        np.testing.assert_allclose(tree[0], x64.sum(), rtol=1e-5, atol=1e-5 * max(1, n) ** 0.5)
         np.testing.assert_allclose(tree[1], np.prod(x64 * 0.001 + 1), rtol=1e-4)
     for t, s in zip(tree[2:], serial[2:]):  # max/min/arg*: bit-exact, NaN and -0/+0 included
         assert t.dtype == s.dtype
@@ -83,15 +92,26 @@ def test_tree_full_reductions_match_the_serial_path_and_numpy(n, data, specials)
 
 
 @settings(max_examples=6)
-@given(rows=st.integers(1, 5), cols=st.sampled_from([1, 7, 300, 3001]), data=st.data(),
-       specials=st.booleans())
+@given(
+    rows=st.integers(1, 5),
+    cols=st.sampled_from([1, 7, 300, 3001]),
+    data=st.data(),
+    specials=st.booleans(),
+)
 def test_tree_row_reductions_and_ties(rows, cols, data, specials):
     x = _values(rows * cols, data, specials).reshape(rows, cols)
-    x[:, cols // 2:] = x[:, :1]  # ties: argmax/argmin must return the first position
+    x[:, cols // 2 :] = x[:, :1]  # ties: argmax/argmin must return the first position
 
     def f(v):
-        return (fnp.sum(v, axis=1), fnp.max(v, axis=1), fnp.min(v, axis=1),
-                fnp.argmax(v, axis=1), fnp.argmin(v, axis=1), fnp.sum(v > 0, axis=1))
+        return (
+            fnp.sum(v, axis=1),
+            fnp.max(v, axis=1),
+            fnp.min(v, axis=1),
+            fnp.argmax(v, axis=1),
+            fnp.argmin(v, axis=1),
+            fnp.sum(v > 0, axis=1),
+        )
+
     tree, _ = compiled(f, [x], "always")
     serial, _ = compiled(f, [x], "never")
     with np.errstate(invalid="ignore"):
@@ -104,12 +124,20 @@ def test_tree_row_reductions_and_ties(rows, cols, data, specials):
 
 def test_integer_and_bool_tree_reductions():
     rng = np.random.default_rng(5)
-    i = rng.integers(-2**31, 2**31 - 1, 5000, dtype=np.int64).astype(np.int32)
+    i = rng.integers(-(2**31), 2**31 - 1, 5000, dtype=np.int64).astype(np.int32)
     u = i.view(np.uint32)
 
     def f(i, u):
-        return (fnp.sum(i), fnp.max(i), fnp.min(u), fnp.argmin(i), fnp.all(i != 7),
-                fnp.any(i == i[4321]), fg.lax.reduce_xor(u, (0,)))
+        return (
+            fnp.sum(i),
+            fnp.max(i),
+            fnp.min(u),
+            fnp.argmin(i),
+            fnp.all(i != 7),
+            fnp.any(i == i[4321]),
+            fg.lax.reduce_xor(u, (0,)),
+        )
+
     (s, mx, mn, am, al, an, xo), exe = compiled(f, [i, u], "always")
     assert uses_tree(exe)
     assert s == np.sum(i, dtype=np.int32)  # wraps around, as int32 addition does
@@ -124,6 +152,7 @@ def test_dependent_reductions_run_in_one_pass_and_independent_ones_in_two():
     def logsumexp(v):
         m = fnp.max(v, axis=1, keepdims=True)
         return fnp.sum(fnp.exp(v - m), axis=1)
+
     (o,), exe = compiled(logsumexp, [x], "always")
     assert exe.num_dispatches == 1 and uses_tree(exe)  # the sum reads the max: one pass
     ref = np.exp(x.astype(np.float64) - x.max(1, keepdims=True)).sum(1)
@@ -162,9 +191,11 @@ def test_tree_reductions_inside_scan_and_cond():
     def f(xs, p):
         def body(c, row):
             return c + fnp.sum(row), fnp.max(row)
+
         c, ys = fg.lax.scan(body, np.float32(0), xs)
         z = fg.lax.cond(p > 0, lambda: fnp.sum(xs[0]), lambda: fnp.min(xs[1]))
         return c, ys, z
+
     for p in (1, -1):
         (c, ys, z), exe = compiled(f, [x, np.int32(p)], "always")
         assert uses_tree(exe)
@@ -186,21 +217,27 @@ def test_loops_beyond_the_adapters_limit_get_trees_or_a_clear_error(gpu):
         (s,), _ = compiled(fnp.sum, [x], "never")
         np.testing.assert_allclose(s, x.astype(np.float64).sum(), rtol=1e-4)
     else:
-        with pytest.raises(fg.LoweringError, match="loops 100000 times per invocation.*"
-                                                   "65535.*backend='cpu'"):
+        with pytest.raises(
+            fg.LoweringError, match="loops 100000 times per invocation.*65535.*backend='cpu'"
+        ):
             compiled(fnp.sum, [x], "never")
 
 
 # scatter: one invocation per update ------------------------------------------------------------
 
-SCATTERS = {"set": lambda r, u, **kw: r.set(u, **kw), "add": lambda r, u, **kw: r.add(u, **kw),
-            "mul": lambda r, u, **kw: r.mul(u, **kw), "min": lambda r, u, **kw: r.min(u, **kw),
-            "max": lambda r, u, **kw: r.max(u, **kw)}
+SCATTERS = {
+    "set": lambda r, u, **kw: r.set(u, **kw),
+    "add": lambda r, u, **kw: r.add(u, **kw),
+    "mul": lambda r, u, **kw: r.mul(u, **kw),
+    "min": lambda r, u, **kw: r.min(u, **kw),
+    "max": lambda r, u, **kw: r.max(u, **kw),
+}
 
 
 def _scatter_case(op, dtype, mode, n, window):
     def f(x, i, u):
         return SCATTERS[op](x.at[i], u, **({} if mode is None else {"mode": mode}))
+
     shape = (n, window) if window else (n,)
     return f, shape
 
@@ -213,11 +250,15 @@ def _gpu_and_cpu(f, args):
 
 
 @settings(max_examples=30)
-@given(op=st.sampled_from(sorted(SCATTERS)),
-       dtype=st.sampled_from([np.float32, np.int32, np.uint32, np.bool_]),
-       mode=st.sampled_from([None, "clip", "drop"]), n=st.sampled_from([1, 2, 7, 33]),
-       m=st.sampled_from([0, 1, 5, 64, 300]), window=st.sampled_from([0, 3]),
-       data=st.data())
+@given(
+    op=st.sampled_from(sorted(SCATTERS)),
+    dtype=st.sampled_from([np.float32, np.int32, np.uint32, np.bool_]),
+    mode=st.sampled_from([None, "clip", "drop"]),
+    n=st.sampled_from([1, 2, 7, 33]),
+    m=st.sampled_from([0, 1, 5, 64, 300]),
+    window=st.sampled_from([0, 3]),
+    data=st.data(),
+)
 def test_parallel_scatter_matches_numpy(op, dtype, mode, n, m, window, data):
     if dtype == np.bool_ and op in ("add", "mul"):
         op = "max" if op == "add" else "min"
@@ -273,12 +314,12 @@ def test_parallel_scatter_dispatches_and_more_updates_than_the_loop_limit():
     np.testing.assert_array_equal(out[list(last)], list(last.values()))
     assert exe.num_dispatches == 4  # copy, clear the winners, claim, write
     iu = rng.integers(-3, 4, m).astype(np.int32)
-    out, cpu, _, _ = _gpu_and_cpu(lambda x, i, u: (x.astype(np.int32) * 0).at[i].add(u),
-                                  [x, i, iu])
+    out, cpu, _, _ = _gpu_and_cpu(lambda x, i, u: (x.astype(np.int32) * 0).at[i].add(u), [x, i, iu])
     np.testing.assert_array_equal(out, np.bincount(i, weights=iu, minlength=n).astype(np.int32))
 
 
 # sort: bitonic networks for long rows -----------------------------------------------------------
+
 
 @contextlib.contextmanager
 def bitonic():
@@ -291,8 +332,12 @@ def bitonic():
 
 
 @settings(max_examples=8)
-@given(n=st.sampled_from([0, 1, 2, 3, 5, 255, 257, 1000]), rows=st.sampled_from([1, 3]),
-       axis=st.sampled_from([0, 1]), data=st.data())
+@given(
+    n=st.sampled_from([0, 1, 2, 3, 5, 255, 257, 1000]),
+    rows=st.sampled_from([1, 3]),
+    axis=st.sampled_from([0, 1]),
+    data=st.data(),
+)
 def test_bitonic_sort_argsort_and_top_k_match_numpy(n, rows, axis, data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
     shape = (n, rows) if axis == 0 else (rows, n)
@@ -301,12 +346,16 @@ def test_bitonic_sort_argsort_and_top_k_match_numpy(n, rows, axis, data):
     k = min(n, 4)
 
     def f(x, i):
-        out = [fnp.sort(x, axis=axis), fnp.argsort(x, axis=axis),  # stable: ties by position
-               fg.lax.sort((i, x), dimension=axis, num_keys=2),   # two keys, then position
-               fnp.sort(i.astype(np.uint32), axis=axis)]
+        out = [
+            fnp.sort(x, axis=axis),
+            fnp.argsort(x, axis=axis),  # stable: ties by position
+            fg.lax.sort((i, x), dimension=axis, num_keys=2),  # two keys, then position
+            fnp.sort(i.astype(np.uint32), axis=axis),
+        ]
         if axis == 1:
             out.append(fg.lax.top_k(x, k))
         return out
+
     args = [fnp.asarray(x), fnp.asarray(i)]
     with bitonic():
         exe = compile_jaxpr(fg.make_jaxpr(f)(*args), "gpu", "test")
@@ -324,9 +373,11 @@ def test_bitonic_sort_inside_scan_and_cond():
     def f(xs, p):
         def body(c, row):
             return c + fnp.argsort(row)[:2].astype(np.float32), fnp.sort(row)[-3:]
+
         c, ys = fg.lax.scan(body, fnp.zeros(2, np.float32), xs)
         z = fg.lax.cond(p > 0, lambda: fnp.sort(xs[0])[:4], lambda: -fnp.sort(xs[1])[:4])
         return c, ys, z
+
     for p in (1, -1):
         args = [fnp.asarray(xs), fnp.asarray(np.int32(p))]
         with bitonic():
@@ -370,13 +421,16 @@ def test_a_matmul_too_long_for_the_loop_limit_splits_its_contraction(gpu, monkey
 
     def step(w, x, g, bx, by):  # x.T @ g (trans_a) into an SGD update; batched a @ b.T
         return w - 0.125 * (x.T @ g), fnp.einsum("bik,bjk->bij", bx, by)
+
     args = [w, x, g, bx, by]
     f = fg.jit(step, backend="gpu")
     got = f(*args)
     exe = f.lower(*args).compile()._exe
     assert [s.name.rsplit("_", 1)[1] for s in exe.shaders].count("split") == 2
     assert all(s.loop_iterations < 3000 for s in exe.shaders)
-    want = (w - 0.125 * (x.T.astype(np.float64) @ g),
-            np.einsum("bik,bjk->bij", bx.astype(np.float64), by))
+    want = (
+        w - 0.125 * (x.T.astype(np.float64) @ g),
+        np.einsum("bik,bjk->bij", bx.astype(np.float64), by),
+    )
     for o, r in zip(got, want):  # float32 sums of 10000 products of size <= 1
         np.testing.assert_allclose(np.asarray(o), r, rtol=0, atol=2e-4)

@@ -21,8 +21,13 @@ from fungrad.lowering.gpu import schemes as ge
 
 pytestmark = pytest.mark.usefixtures("gpu")
 
-OPS = {"cumsum": np.cumsum, "cumprod": np.cumprod, "cummax": np.fmax.accumulate,
-       "cummin": np.fmin.accumulate, "cumlogsumexp": np.logaddexp.accumulate}
+OPS = {
+    "cumsum": np.cumsum,
+    "cumprod": np.cumprod,
+    "cummax": np.fmax.accumulate,
+    "cummin": np.fmin.accumulate,
+    "cumlogsumexp": np.logaddexp.accumulate,
+}
 
 
 @pytest.fixture(autouse=True)
@@ -61,18 +66,26 @@ def _bits(a):
 
 def scan_dispatches(exe) -> int:
     """Dispatches of the scans themselves (not their first-element kernels)."""
-    return sum(re.fullmatch(r"cum\w+_t\d+(_totals|_prefix)?", s.name) is not None
-               for s in exe.shaders)
+    return sum(
+        re.fullmatch(r"cum\w+_t\d+(_totals|_prefix)?", s.name) is not None for s in exe.shaders
+    )
 
 
 @settings(max_examples=25, deadline=None)
-@given(name=st.sampled_from(sorted(OPS)), dtype=st.sampled_from([np.float32, np.int32,
-                                                                 np.uint32]),
-       shape=st.sampled_from([(1,), (2,), (7,), (64,), (1000,), (3, 257), (2, 3, 40)]),
-       axis=st.integers(0, 2), reverse=st.booleans(), mode=st.sampled_from(["always", "never"]),
-       block=st.sampled_from([1, 2, 5, 64]), nan=st.booleans(), data=st.data())
-def test_scans_match_numpy_and_the_cpu_backend(name, dtype, shape, axis, reverse, mode, block,
-                                               nan, data):
+@given(
+    name=st.sampled_from(sorted(OPS)),
+    dtype=st.sampled_from([np.float32, np.int32, np.uint32]),
+    shape=st.sampled_from([(1,), (2,), (7,), (64,), (1000,), (3, 257), (2, 3, 40)]),
+    axis=st.integers(0, 2),
+    reverse=st.booleans(),
+    mode=st.sampled_from(["always", "never"]),
+    block=st.sampled_from([1, 2, 5, 64]),
+    nan=st.booleans(),
+    data=st.data(),
+)
+def test_scans_match_numpy_and_the_cpu_backend(
+    name, dtype, shape, axis, reverse, mode, block, nan, data
+):
     if name == "cumlogsumexp":
         dtype = np.float32
     axis %= len(shape)
@@ -88,6 +101,7 @@ def test_scans_match_numpy_and_the_cpu_backend(name, dtype, shape, axis, reverse
 
     def f(v):
         return getattr(lax, name)(v, axis, reverse=reverse)
+
     (out,), exe = on_gpu(f, [x], mode, block)
     cpu = np.asarray(fg.jit(f)(fnp.asarray(x)))
     assert out.dtype == cpu.dtype == x.dtype
@@ -99,8 +113,11 @@ def test_scans_match_numpy_and_the_cpu_backend(name, dtype, shape, axis, reverse
         return
     ref = reference(name, x.astype(np.float64), axis, reverse)
     scale = reference("cumsum", np.abs(x.astype(np.float64)), axis, reverse)
-    tol = {"cumsum": 1e-6 * scale, "cumprod": 1e-6 * n * np.abs(ref),
-           "cumlogsumexp": 1e-6 * (np.abs(ref) + np.log(n + 1))}[name]
+    tol = {
+        "cumsum": 1e-6 * scale,
+        "cumprod": 1e-6 * n * np.abs(ref),
+        "cumlogsumexp": 1e-6 * (np.abs(ref) + np.log(n + 1)),
+    }[name]
     np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
     ok = ~np.isnan(ref)
     assert np.all(np.abs(out[ok] - ref[ok]) <= 2 * tol[ok] + 1e-30), name
@@ -141,8 +158,13 @@ def test_lines_longer_than_twice_the_loop_limit(gpu):
     i = rng.integers(-50, 50, (2, n)).astype(np.int32)
 
     def f(v, w):
-        return (lax.cumsum(v), lax.cummax(v, reverse=True), lax.cumsum(w, axis=1),
-                lax.cummin(w.T, axis=0))
+        return (
+            lax.cumsum(v),
+            lax.cummax(v, reverse=True),
+            lax.cumsum(w, axis=1),
+            lax.cummin(w.T, axis=0),
+        )
+
     for mode in ("auto", "never"):
         (s, m, si, mi), exe = on_gpu(f, [x, i], mode)
         ref = np.cumsum(x.astype(np.float64))
@@ -161,21 +183,23 @@ def test_scans_inside_scan_and_cond_and_under_grad():
     def f(xs, p):
         def body(c, row):
             return c + lax.cumsum(row)[-1], lax.cummax(row * c)
+
         c, ys = lax.scan(body, np.float32(1), xs)
-        z = lax.cond(p > 0, lambda: lax.cumsum(xs[0], reverse=True),
-                     lambda: lax.cumprod(xs[1] * 0.01 + 1))
+        z = lax.cond(
+            p > 0, lambda: lax.cumsum(xs[0], reverse=True), lambda: lax.cumprod(xs[1] * 0.01 + 1)
+        )
         return c, ys, z
 
     def loss(v):
         return fnp.sum(fnp.cumsum(v, axis=1) ** 2)
+
     for p in (1, -1):
         got, _ = on_gpu(f, [xs, np.int32(p)], "always", 16)
         want = fg.jit(f)(fnp.asarray(xs), np.int32(p))
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, np.asarray(w), rtol=1e-5, atol=1e-5)
     (g,), _ = on_gpu(fg.grad(loss), [xs], "always", 16)
-    np.testing.assert_allclose(g, np.asarray(fg.grad(loss)(fnp.asarray(xs))), rtol=1e-5,
-                               atol=1e-4)
+    np.testing.assert_allclose(g, np.asarray(fg.grad(loss)(fnp.asarray(xs))), rtol=1e-5, atol=1e-4)
 
 
 def test_scan_mode_is_checked(monkeypatch):
@@ -190,6 +214,7 @@ def test_only_associative_recurrences_are_scans():
     from fungrad.lowering import kernel
     from fungrad.lowering.fusion import Kernel, Store
     from fungrad.lowering.gpu import schemes as wgsl
+
     ctx = kernel.Ctx()
     f32 = np.dtype(np.float32)
     out = kernel.Buffer(0, (9,), f32, "temp", "out")
@@ -205,21 +230,37 @@ def test_only_associative_recurrences_are_scans():
         if scan:
             assert got.var is u and got.prev is prev and got.elem is elem
     # reading an element two back, or storing where a later step does not read: no scan
-    kern = Kernel("k", (u,), [Store(out, nxt, ctx.op("add", ctx.load(out, ctx.isub(
-        i, ctx.iconst(1))), elem))], parallel=False)
+    kern = Kernel(
+        "k",
+        (u,),
+        [Store(out, nxt, ctx.op("add", ctx.load(out, ctx.isub(i, ctx.iconst(1))), elem))],
+        parallel=False,
+    )
     assert wgsl.scan_of(kern) is None
-    kern = Kernel("k", (u,), [Store(out, ctx.imul(i, ctx.iconst(2)), ctx.op(
-        "add", prev, elem))], parallel=False)
+    kern = Kernel(
+        "k",
+        (u,),
+        [Store(out, ctx.imul(i, ctx.iconst(2)), ctx.op("add", prev, elem))],
+        parallel=False,
+    )
     assert wgsl.scan_of(kern) is None
 
 
 @settings(max_examples=20, deadline=None)
-@given(name=st.sampled_from(sorted(OPS)), n=st.integers(1, 5), axis=st.integers(0, 2),
-       reverse=st.booleans(), mode=st.sampled_from(["always", "never"]),
-       block=st.sampled_from([1, 2]), how=st.sampled_from(["stack", "broadcast"]),
-       nan=st.booleans(), seed=st.integers(0, 2**31))
-def test_scans_of_elements_constant_along_the_axis(name, n, axis, reverse, mode, block, how,
-                                                   nan, seed):
+@given(
+    name=st.sampled_from(sorted(OPS)),
+    n=st.integers(1, 5),
+    axis=st.integers(0, 2),
+    reverse=st.booleans(),
+    mode=st.sampled_from(["always", "never"]),
+    block=st.sampled_from([1, 2]),
+    how=st.sampled_from(["stack", "broadcast"]),
+    nan=st.booleans(),
+    seed=st.integers(0, 2**31),
+)
+def test_scans_of_elements_constant_along_the_axis(
+    name, n, axis, reverse, mode, block, how, nan, seed
+):
     """An operand that does not vary along the scanned axis (``stack([x, x])``, a
     broadcast) fuses into a scan whose element is computed outside the scan loop; the
     combine of ``prev`` with it must still be written inside the loop (cumlogsumexp's
@@ -235,9 +276,9 @@ def test_scans_of_elements_constant_along_the_axis(name, n, axis, reverse, mode,
         if how == "stack":
             w = fnp.stack([v] * n, axis=axis)
         else:
-            w = fnp.broadcast_to(fnp.expand_dims(v, axis),
-                                 (*v.shape[:axis], n, *v.shape[axis:]))
+            w = fnp.broadcast_to(fnp.expand_dims(v, axis), (*v.shape[:axis], n, *v.shape[axis:]))
         return getattr(lax, name)(w, axis=axis, reverse=reverse)
+
     (out,), _ = on_gpu(f, [x], mode, block)
     w = np.stack([x] * n, axis=axis).astype(np.float64)
     ref = reference(name, w, axis, reverse)

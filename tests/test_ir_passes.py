@@ -20,6 +20,7 @@ F32 = np.float32
 
 # -- helpers -------------------------------------------------------------------------------------
 
+
 def prims(closed_or_jaxpr, recursive: bool = True) -> list[str]:
     """Names of the primitives of a jaxpr's equations (and of its sub-jaxprs')."""
     j = getattr(closed_or_jaxpr, "jaxpr", closed_or_jaxpr)
@@ -66,6 +67,7 @@ def jaxpr_of(f, *args) -> core.ClosedJaxpr:
 def jaxpr_of_raw(f, *avals) -> core.ClosedJaxpr:
     """Trace without make_jaxpr's CSE/DCE, so identities reach the pass under test."""
     from fungrad.transforms.staging import trace_to_jaxpr
+
     return trace_to_jaxpr(lambda *xs: [f(*xs)], list(avals))
 
 
@@ -87,6 +89,7 @@ X = np.array([1.5, -0.0, 0.0, np.nan, np.inf, -np.inf, -2.0], F32)
 
 
 # -- dce / cse / simplify (existing behaviour) ---------------------------------------------------
+
 
 def test_dce_drops_unused_equations_transitively():
     closed = jaxpr_of_raw(lambda x: (fnp.exp(fnp.sin(x)), x * 2.0)[1], aval((3,)))
@@ -165,8 +168,7 @@ def test_inline_calls_inlines_jit_recursively_with_body_consts():
     # The reference is numpy: evaluating ``closed`` itself would compile the jit calls.
     x = np.array([0.5, -1.0, 2.0], F32)
     (got,) = run(out, x)
-    np.testing.assert_allclose(np.asarray(got), np.exp(x) * c + np.exp(x * 2) * c - 1,
-                               rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(got), np.exp(x) * c + np.exp(x * 2) * c - 1, rtol=1e-6)
 
 
 def test_inline_calls_inlines_jit_inside_a_scan_body():
@@ -189,9 +191,17 @@ def _checkpoint_eqn_program(body: core.ClosedJaxpr, out_aval: core.ShapedArray):
     """``{ lambda ; x. let y = checkpoint[jaxpr=body] x in (y,) }`` with ``y`` declared
     ``out_aval`` (hand-built: tracing always declares the body's avals)."""
     x, y = core.Var(body.in_avals[0]), core.Var(out_aval)
-    eqn = core.JaxprEqn(core.primitives["checkpoint"], [x],
-                        dict(jaxpr=body, prevent_cse=True, differentiated=False,
-                             policy=fg.checkpoint_policies.nothing_saveable), [y])
+    eqn = core.JaxprEqn(
+        core.primitives["checkpoint"],
+        [x],
+        dict(
+            jaxpr=body,
+            prevent_cse=True,
+            differentiated=False,
+            policy=fg.checkpoint_policies.nothing_saveable,
+        ),
+        [y],
+    )
     return core.ClosedJaxpr(core.Jaxpr([], [x], [eqn], [y]), [])
 
 
@@ -207,8 +217,11 @@ def test_inline_calls_converts_a_weak_body_result_to_the_declared_strong_type():
 def test_inline_calls_rejects_a_call_whose_body_has_another_type():
     a = core.Var(aval((3,)))
     body = core.ClosedJaxpr(core.Jaxpr([], [a], [], [a]), [])
-    with pytest.raises(core.JaxprTypeError, match="checkpoint declares an output of type "
-                                                  r"i32\[3\] but its body returns f32\[3\]"):
+    with pytest.raises(
+        core.JaxprTypeError,
+        match="checkpoint declares an output of type "
+        r"i32\[3\] but its body returns f32\[3\]",
+    ):
         passes.inline_calls(_checkpoint_eqn_program(body, aval((3,), np.int32)))
 
 
@@ -230,8 +243,9 @@ def test_inline_calls_inside_control_flow_bodies_keeps_them_closed():
 def test_inline_calls_in_cond_branches_and_while_bodies():
     def f(p, x):
         y = lax.cond(p, lambda v: _cj(v), lambda v: _cv(v), x)
-        return lax.while_loop(lambda c: fnp.sum(c) < 100.0,
-                              lambda c: fg.checkpoint(lambda z: z * 2.0 + 1.0)(c), y)
+        return lax.while_loop(
+            lambda c: fnp.sum(c) < 100.0, lambda c: fg.checkpoint(lambda z: z * 2.0 + 1.0)(c), y
+        )
 
     closed = jaxpr_of(f, True, np.abs(C6))
     out = passes.inline_calls(closed)
@@ -243,9 +257,11 @@ def test_inline_calls_in_cond_branches_and_while_bodies():
 
 # -- fold_constants -------------------------------------------------------------------------------
 
+
 def test_fold_constants_folds_scalar_chains_to_a_literal_keeping_weak_type():
-    closed = jaxpr_of_raw(lambda x: x + lax.sqrt(lax.convert_element_type(2.0, F32)) * 3.0,
-                          aval((), F32, weak=True))
+    closed = jaxpr_of_raw(
+        lambda x: x + lax.sqrt(lax.convert_element_type(2.0, F32)) * 3.0, aval((), F32, weak=True)
+    )
     out = passes.fold_constants(closed)
     assert live_prims(out) == ["convert_element_type", "add"]  # x + <strong> makes x strong
     (lit,) = [v for v in out.jaxpr.eqns[-1].invars if type(v) is core.Literal]
@@ -256,8 +272,14 @@ def test_fold_constants_folds_scalar_chains_to_a_literal_keeping_weak_type():
 
 def test_fold_constants_keeps_integer_and_bool_dtypes():
     closed = jaxpr_of_raw(
-        lambda x: x + lax.convert_element_type(lax.gt(np.int8(7), np.int8(3)), np.int8)
-        * np.int8(100) * np.int8(2), aval((4,), np.int8))
+        lambda x: (
+            x
+            + lax.convert_element_type(lax.gt(np.int8(7), np.int8(3)), np.int8)
+            * np.int8(100)
+            * np.int8(2)
+        ),
+        aval((4,), np.int8),
+    )
     out = passes.fold_constants(closed)
     assert live_prims(out) == ["add"]
     (lit,) = [v for v in out.jaxpr.eqns[-1].invars if type(v) is core.Literal]
@@ -268,8 +290,7 @@ def test_fold_constants_keeps_integer_and_bool_dtypes():
 def test_fold_constants_small_arrays_become_consts_large_ones_stay_computations():
     small = np.array([1.0, -0.0, np.nan, 4.0], F32)
     big = np.arange(65, dtype=F32)
-    closed = jaxpr_of_raw(lambda x: (x + fnp.exp(small) * 2.0, fnp.exp(big))[0] + x,
-                          aval((4,)))
+    closed = jaxpr_of_raw(lambda x: (x + fnp.exp(small) * 2.0, fnp.exp(big))[0] + x, aval((4,)))
     out = passes.fold_constants(closed)
     assert live_prims(out) == ["add", "add"]
     assert any(np.asarray(c).shape == (4,) and np.isnan(np.asarray(c)[2]) for c in out.consts)
@@ -294,8 +315,7 @@ def test_fold_constants_leaves_transcendentals_of_large_broadcasts_alone():
 
 
 def test_fold_constants_uniform_small_result_becomes_a_broadcast_literal():
-    closed = jaxpr_of_raw(lambda x: x * lax.reduce_sum(fnp.ones((3, 4)) * 2.0, (1,)),
-                          aval((3,)))
+    closed = jaxpr_of_raw(lambda x: x * lax.reduce_sum(fnp.ones((3, 4)) * 2.0, (1,)), aval((3,)))
     out = passes.fold_constants(closed)
     assert live_prims(out) == ["broadcast_in_dim", "mul"]
     assert float(passes.dce(out.jaxpr).eqns[0].invars[0].val) == 8.0
@@ -304,8 +324,9 @@ def test_fold_constants_uniform_small_result_becomes_a_broadcast_literal():
 
 def test_fold_constants_never_folds_control_flow_or_iota():
     closed = jaxpr_of_raw(
-        lambda x: x + lax.cond(True, lambda: 1.0, lambda: 2.0) + lax.iota(np.int32, 3)
-        .astype(F32), aval((3,)))
+        lambda x: x + lax.cond(True, lambda: 1.0, lambda: 2.0) + lax.iota(np.int32, 3).astype(F32),
+        aval((3,)),
+    )
     out = passes.fold_constants(closed)
     assert {"cond", "iota"} <= set(prims(out, recursive=False))
     check_same_program(closed, out, X[:3])
@@ -313,8 +334,8 @@ def test_fold_constants_never_folds_control_flow_or_iota():
 
 def test_fold_constants_folds_inside_sub_jaxprs():
     closed = jaxpr_of_raw(
-        lambda xs: lax.scan(lambda c, x: (c + x * (lax.sqrt(4.0) - 1.0), x), 0.0, xs)[0],
-        aval((5,)))
+        lambda xs: lax.scan(lambda c, x: (c + x * (lax.sqrt(4.0) - 1.0), x), 0.0, xs)[0], aval((5,))
+    )
     out = passes.fold_constants(closed)
     assert "sqrt" in prims(closed) and "sqrt" not in prims(out)
     check_same_program(closed, out, np.linspace(0, 1, 5, dtype=F32))
@@ -333,14 +354,20 @@ IDENTITIES = [
     ("x / 1", lambda x: x / 1.0, "div"),
     ("neg neg", lambda x: lax.neg(lax.neg(x)), "neg"),
     ("stop_gradient", lax.stop_gradient, "stop_gradient"),
-    ("convert same", lambda x: bind("convert_element_type", x, new_dtype=np.dtype(F32),
-                                    weak_type=False), "convert_element_type"),
+    (
+        "convert same",
+        lambda x: bind("convert_element_type", x, new_dtype=np.dtype(F32), weak_type=False),
+        "convert_element_type",
+    ),
     ("reshape same", lambda x: bind("reshape", x, new_sizes=(7,), dimensions=None), "reshape"),
     ("reshape undone", lambda x: x.reshape(7, 1).reshape(1, 7, 1).reshape(7), "reshape"),
     ("expand + squeeze", lambda x: lax.squeeze(x[None], (0,)), "squeeze"),
     ("transpose twice", lambda x: x.reshape(7, 1).T.T.reshape(7), "transpose"),
-    ("slice all", lambda x: bind("slice", x, start_indices=(0,), limit_indices=(7,),
-                                 strides=None), "slice"),
+    (
+        "slice all",
+        lambda x: bind("slice", x, start_indices=(0,), limit_indices=(7,), strides=None),
+        "slice",
+    ),
     ("dynamic_slice all", lambda x: lax.dynamic_slice(x, (3,), (7,)), "dynamic_slice"),
     ("rev size 1", lambda x: lax.rev(x.reshape(7, 1), (1,)).reshape(7), "rev"),
     ("pad nothing", lambda x: lax.pad(x, 5.0, ((0, 0, 0),)), "pad"),
@@ -350,12 +377,14 @@ IDENTITIES = [
     ("integer_pow 1", lambda x: lax.integer_pow(x, 1), "integer_pow"),
     ("integer_pow 2", lambda x: lax.integer_pow(x, 2), "integer_pow"),
     ("select_n literal", lambda x: lax.select_n(True, x * 2.0, x), "select_n"),
-    ("select_n splat", lambda x: lax.select_n(fnp.full(x.shape, False), x, x * 2.0),
-     "select_n"),
+    ("select_n splat", lambda x: lax.select_n(fnp.full(x.shape, False), x, x * 2.0), "select_n"),
     ("select_n same cases", lambda x: lax.select_n(x > 0, x, x), "select_n"),
     ("max x x", lambda x: lax.max(x, x), "max"),
-    ("dynamic_update_slice all", lambda x: lax.dynamic_update_slice(x * 2.0, x, (1,)),
-     "dynamic_update_slice"),
+    (
+        "dynamic_update_slice all",
+        lambda x: lax.dynamic_update_slice(x * 2.0, x, (1,)),
+        "dynamic_update_slice",
+    ),
     ("cond constant index", lambda x: lax.switch(1, [fnp.sin, fnp.cos], x), "cond"),
 ]
 
@@ -380,10 +409,11 @@ def test_simplify_algebra_alone_removes_identities_in_one_pass():
 def test_simplify_algebra_integer_identities():
     closed = jaxpr_of_raw(
         lambda i: bind("reduce_sum", lax.div((i + 0) * 1 - 0, 1) & -1 | 0 ^ 0, axes=()),
-        aval((5,), np.int32))
+        aval((5,), np.int32),
+    )
     out = passes.optimize(closed)
     assert out.jaxpr.outvars[0] is out.jaxpr.invars[0]
-    check_same_program(closed, out, np.array([0, -1, 7, 2**31 - 1, -2**31], np.int32))
+    check_same_program(closed, out, np.array([0, -1, 7, 2**31 - 1, -(2**31)], np.int32))
 
 
 def test_simplify_algebra_bool_identities():
@@ -394,8 +424,12 @@ def test_simplify_algebra_bool_identities():
 
 
 def test_simplify_algebra_composes_transposes_and_reshapes():
-    closed = jaxpr_of_raw(lambda x: x.reshape(2, 3, 4).transpose(1, 0, 2).transpose(2, 1, 0)
-                          .reshape(24).reshape(6, 4), aval((24,)))
+    closed = jaxpr_of_raw(
+        lambda x: (
+            x.reshape(2, 3, 4).transpose(1, 0, 2).transpose(2, 1, 0).reshape(24).reshape(6, 4)
+        ),
+        aval((24,)),
+    )
     out = passes.optimize(closed)
     assert prims(out) == ["reshape", "transpose", "reshape"]
     check_same_program(closed, out, np.arange(24, dtype=F32))
@@ -416,8 +450,7 @@ NON_IDENTITIES = [
     ("rev", lambda x: lax.rev(x, (0,)), "rev"),
     ("pad", lambda x: lax.pad(x, 5.0, ((1, -1, 0),)), "pad"),
     ("select_n", lambda x: lax.select_n(x > 0, x, x * 2.0), "select_n"),
-    ("reshape with dimensions", lambda x: lax.reshape(x.reshape(7, 1), (1, 7), (1, 0)),
-     "reshape"),
+    ("reshape with dimensions", lambda x: lax.reshape(x.reshape(7, 1), (1, 7), (1, 0)), "reshape"),
 ]
 
 
@@ -434,8 +467,9 @@ def test_simplify_algebra_keeps_identity_that_would_change_the_aval():
     x = core.Var(aval((3,), F32, weak=True))
     one = core.Literal(F32(1.0), aval(()))
     y = core.Var(aval((3,)))
-    closed = core.ClosedJaxpr(core.Jaxpr([], [x], [core.JaxprEqn(core.primitives["mul"],
-                                                                  [x, one], {}, [y])], [y]), [])
+    closed = core.ClosedJaxpr(
+        core.Jaxpr([], [x], [core.JaxprEqn(core.primitives["mul"], [x, one], {}, [y])], [y]), []
+    )
     core.typecheck_jaxpr(closed.jaxpr)
     out = passes.optimize(closed)
     assert "mul" in prims(out)
@@ -458,7 +492,8 @@ def test_simplify_algebra_keeps_identity_that_would_change_the_aval():
 def test_simplify_algebra_rewrites_inside_control_flow_bodies():
     closed = jaxpr_of_raw(
         lambda x: lax.while_loop(lambda c: c[0] < 10.0, lambda c: (c * 1.0 + 1.0) - 0.0, x),
-        aval((2,)))
+        aval((2,)),
+    )
     out = passes.optimize(closed)
     (w,) = out.jaxpr.eqns
     assert prims(w.params["body_jaxpr"]) == ["add"]
@@ -467,9 +502,11 @@ def test_simplify_algebra_rewrites_inside_control_flow_bodies():
 
 # -- optimize --------------------------------------------------------------------------------------
 
+
 def test_optimize_reaches_a_fixed_point_and_is_idempotent():
-    closed = jaxpr_of_raw(lambda x: fnp.sin(x * (fnp.ones(7) * lax.sqrt(1.0))) + 0.0 * 2.0
-                          - 0.0, aval((7,)))
+    closed = jaxpr_of_raw(
+        lambda x: fnp.sin(x * (fnp.ones(7) * lax.sqrt(1.0))) + 0.0 * 2.0 - 0.0, aval((7,))
+    )
     out = passes.optimize(closed)
     assert prims(out) == ["sin", "add"]  # sin(x) + 0.0: the 0.0 * 2.0 folded, the rest gone
     again = passes.optimize(out)
@@ -487,8 +524,12 @@ def test_optimize_inlines_then_simplifies_across_the_call_boundary():
 
 def test_optimize_folds_and_drops_consts_inside_sub_jaxprs():
     c = np.arange(4, dtype=F32)
-    closed = jaxpr_of(lambda xs: lax.scan(
-        lambda s, x: (s + x * fnp.sum(fnp.asarray(c) * 0.0 + 1.0), x), 0.0, xs)[0], c)
+    closed = jaxpr_of(
+        lambda xs: lax.scan(lambda s, x: (s + x * fnp.sum(fnp.asarray(c) * 0.0 + 1.0), x), 0.0, xs)[
+            0
+        ],
+        c,
+    )
     (body,) = [e.params["jaxpr"] for e in closed.jaxpr.eqns if e.primitive.name == "scan"]
     assert len(body.consts) == 1
     out = passes.optimize(closed)
@@ -498,13 +539,17 @@ def test_optimize_folds_and_drops_consts_inside_sub_jaxprs():
 
 
 def test_optimize_keeps_a_shared_body_shared_so_cse_merges_its_calls():
-    closed = jaxpr_of_raw(lambda i, x: lax.switch(i, [lambda v: v * 1.0 + 2.0, fnp.sin], x),
-                          aval((), np.int32), aval((3,)))
+    closed = jaxpr_of_raw(
+        lambda i, x: lax.switch(i, [lambda v: v * 1.0 + 2.0, fnp.sin], x),
+        aval((), np.int32),
+        aval((3,)),
+    )
     (cond,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "cond"]
     twin = core.JaxprEqn(cond.primitive, cond.invars, cond.params, [core.Var(aval((3,)))])
     j = closed.jaxpr
-    closed = core.ClosedJaxpr(core.Jaxpr(j.constvars, j.invars, j.eqns + [twin],
-                                         j.outvars + twin.outvars), closed.consts)
+    closed = core.ClosedJaxpr(
+        core.Jaxpr(j.constvars, j.invars, j.eqns + [twin], j.outvars + twin.outvars), closed.consts
+    )
     out = passes.optimize(closed)
     assert prims(out, recursive=False).count("cond") == 1
     assert "mul" not in prims(out)  # the branch was simplified (once, for both equations)
@@ -513,8 +558,10 @@ def test_optimize_keeps_a_shared_body_shared_so_cse_merges_its_calls():
 
 
 def test_optimize_merges_and_drops_equations_inside_bodies():
-    closed = jaxpr_of_raw(lambda x: lax.fori_loop(
-        0, 3, lambda i, s: (fnp.sin(s) + fnp.sin(s), fnp.exp(s))[0], x), aval((3,)))
+    closed = jaxpr_of_raw(
+        lambda x: lax.fori_loop(0, 3, lambda i, s: (fnp.sin(s) + fnp.sin(s), fnp.exp(s))[0], x),
+        aval((3,)),
+    )
     out = passes.optimize(closed)
     assert prims(out).count("sin") == 1 and "exp" not in prims(out)
     check_same_program(closed, out, X[:3])
@@ -619,20 +666,34 @@ def _program(ops):
     return f
 
 
-program_ops = st.lists(st.tuples(st.integers(0, 20), st.integers(0, 30), st.integers(0, 30),
-                                 st.integers(0, 3), st.integers(0, 30)), min_size=1, max_size=12)
-special_f32 = st.one_of(st.sampled_from([0.0, -0.0, np.nan, np.inf, -np.inf, 1.0, -1.0]),
-                        st.floats(width=32))
+program_ops = st.lists(
+    st.tuples(
+        st.integers(0, 20),
+        st.integers(0, 30),
+        st.integers(0, 30),
+        st.integers(0, 3),
+        st.integers(0, 30),
+    ),
+    min_size=1,
+    max_size=12,
+)
+special_f32 = st.one_of(
+    st.sampled_from([0.0, -0.0, np.nan, np.inf, -np.inf, 1.0, -1.0]), st.floats(width=32)
+)
 
 
-@given(ops=program_ops, shape=hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3),
-       data=st.data())
+@given(
+    ops=program_ops,
+    shape=hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3),
+    data=st.data(),
+)
 def test_optimize_preserves_random_programs_bit_for_bit(ops, shape, data):
     x = data.draw(hnp.arrays(F32, shape, elements=special_f32))
     y = data.draw(hnp.arrays(F32, shape, elements=special_f32))
-    i = data.draw(hnp.arrays(np.int32, shape, elements=st.integers(-2**31, 2**31 - 1)))
+    i = data.draw(hnp.arrays(np.int32, shape, elements=st.integers(-(2**31), 2**31 - 1)))
     f = _program(ops)
     from fungrad.transforms.staging import trace_to_jaxpr
+
     closed = trace_to_jaxpr(f, [aval(shape), aval(shape), aval(shape, np.int32)])
     out = passes.optimize(closed)
     assert len(prims(out)) <= len(prims(closed))  # inlining moves equations, never adds any

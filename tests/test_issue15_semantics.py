@@ -27,6 +27,7 @@ def _same_floats(got, ref):
 
 # -- item 5: eager contractions keep IEEE specials ------------------------------------------------
 
+
 def _contraction_reference(a, b):
     """(m, k) x (k, n) in float64, one Python product per term: a single term is that product
     (its sign kept, as XLA's), longer sums start at +0."""
@@ -39,8 +40,13 @@ def _contraction_reference(a, b):
     return out.astype(np.float32)
 
 
-@given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3),
-       st.sampled_from(["float32", "bool", "int32"]), st.integers(0, 2 ** 16))
+@given(
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.sampled_from(["float32", "bool", "int32"]),
+    st.integers(0, 2**16),
+)
 def test_issue15_dot_keeps_ieee_specials(m, k, n, rhs_dtype, seed):
     rng = np.random.default_rng(seed)
     a = rng.choice(np.array(SPECIALS, np.float32), (m, k))
@@ -88,18 +94,20 @@ def _kept_grad(idx, n, clip=False, wrap=True):
     return g
 
 
-@given(st.integers(1, 4), st.lists(st.sampled_from([-6, -2, -1, 0, 1, 3, 5, INT_MAX]),
-                                   min_size=1, max_size=5))
+@given(
+    st.integers(1, 4),
+    st.lists(st.sampled_from([-6, -2, -1, 0, 1, 3, 5, INT_MAX]), min_size=1, max_size=5),
+)
 def test_issue15_out_of_bounds_gather_gradients_follow_jax(n, idx):
     v = np.arange(1.0, n + 1, dtype=np.float32)
     idx = np.asarray(idx, np.int32)
     drop, clip = _kept_grad(idx, n), _kept_grad(idx, n, clip=True)
     cases = [
-        (lambda v: fnp.sum(v[idx]), drop),                               # promise_in_bounds
+        (lambda v: fnp.sum(v[idx]), drop),  # promise_in_bounds
         (lambda v: fnp.sum(v.at[idx].get()), drop),
         (lambda v: fnp.sum(v.at[idx].get(mode="clip")), clip),
         (lambda v: fnp.sum(v.at[idx].get(mode="fill", fill_value=0.0)), drop),
-        (lambda v: fnp.sum(fnp.take(v, idx, fill_value=0.0)), drop),     # take fills by default
+        (lambda v: fnp.sum(fnp.take(v, idx, fill_value=0.0)), drop),  # take fills by default
         (lambda v: fnp.sum(fnp.take(v, idx, mode="clip")), _kept_grad(idx, n, True, False)),
         (lambda v: fnp.sum(fnp.take_along_axis(v, idx, axis=0, fill_value=0.0)), drop),
     ]
@@ -112,14 +120,15 @@ def test_issue15_issue_example_and_clamped_windows():
     v = fnp.ones(1)
     idx = np.array([-1, 2, INT_MAX, INT_MAX], np.int32)
     assert float(fg.grad(lambda v: fnp.sum(v[idx]))(v)[0]) == 1.0  # JAX: 1.0 (was 4.0)
-    np.testing.assert_array_equal(np.asarray(v[idx]), [1.0] * 4)    # the forward clamps
+    np.testing.assert_array_equal(np.asarray(v[idx]), [1.0] * 4)  # the forward clamps
     # dynamic_slice clamps its start, and the gradient follows the clamped window (JAX)
     x = fnp.arange(3.0)
     np.testing.assert_array_equal(
-        np.asarray(fg.grad(lambda x: fnp.sum(lax.dynamic_slice(x, (2,), (2,))))(x)), [0, 1, 1])
+        np.asarray(fg.grad(lambda x: fnp.sum(lax.dynamic_slice(x, (2,), (2,))))(x)), [0, 1, 1]
+    )
     np.testing.assert_array_equal(
-        np.asarray(fg.grad(lambda x: lax.dynamic_index_in_dim(x, 5, keepdims=False))(x)),
-        [0, 0, 1])
+        np.asarray(fg.grad(lambda x: lax.dynamic_index_in_dim(x, 5, keepdims=False))(x)), [0, 0, 1]
+    )
 
 
 # -- item 8: scalar types make Arrays -------------------------------------------------------------
@@ -192,26 +201,45 @@ def test_issue15_integer_division_by_zero_is_xla_and_never_warns(name, x64):
     # XLA's truncated division: x / 0 is -1 (all ones unsigned), x rem 0 is x; jnp's fmod
     # divides by 1 where the divisor is 0
     wrap = info.max - info.min + 1
-    trunc = [((-1 if y == 0 else abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1))
-              - info.min) % wrap + info.min for x, y in pairs]
-    rem = [x if y == 0 else (x - (abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)) * y
-                             - info.min) % wrap + info.min for x, y in pairs]
+    trunc = [
+        ((-1 if y == 0 else abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)) - info.min) % wrap
+        + info.min
+        for x, y in pairs
+    ]
+    rem = [
+        x
+        if y == 0
+        else (x - (abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)) * y - info.min) % wrap
+        + info.min
+        for x, y in pairs
+    ]
     fmod = [0 if y == 0 else r for r, (_, y) in zip(rem, pairs)]
-    for f in (lambda a, b: (lax.div(a, b), lax.rem(a, b), fnp.fmod(a, b)),
-              fg.jit(lambda a, b: (lax.div(a, b), lax.rem(a, b), fnp.fmod(a, b)))):
+    for f in (
+        lambda a, b: (lax.div(a, b), lax.rem(a, b), fnp.fmod(a, b)),
+        fg.jit(lambda a, b: (lax.div(a, b), lax.rem(a, b), fnp.fmod(a, b))),
+    ):
         got = [np.asarray(v).tolist() for v in f(fnp.asarray(a), fnp.asarray(b))]
         assert got == [trunc, rem, fmod]
 
 
 # -- item 12: refused valid programs --------------------------------------------------------------
 
+
 def _count_to_3(body):
-    return lambda x: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, *body(c[1:])),
-                                    (0, *x))
+    return lambda x: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, *body(c[1:])), (0, *x))
 
 
-@pytest.mark.parametrize("case", ["passthrough", "beside_a_constant_carry", "zero_tangent_term",
-                                  "read_by_primal_carry", "nested", "dynamic_fori"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "passthrough",
+        "beside_a_constant_carry",
+        "zero_tangent_term",
+        "read_by_primal_carry",
+        "nested",
+        "dynamic_fori",
+    ],
+)
 def test_issue15_grad_of_while_with_loop_invariant_carry(case, x64):
     # The differentiated carry leaves the loop unchanged, so the gradient is the gradient of
     # the expression around the loop (JAX gives these; a while has no reverse pass otherwise).
@@ -225,16 +253,22 @@ def test_issue15_grad_of_while_with_loop_invariant_carry(case, x64):
 
     x = np.array([0.5, -1.5, 2.0])
     if case == "nested":
+
         def loop(x):
             inner = _count_to_3(lambda c: (c[0],))
-            return lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, inner((c[1],))[1]),
-                                  (0, x))[1]
+            return lax.while_loop(
+                lambda c: c[0] < 2, lambda c: (c[0] + 1, inner((c[1],))[1]), (0, x)
+            )[1]
     elif case == "dynamic_fori":
+
         def loop(x):
             return lax.fori_loop(0, fnp.asarray(3), lambda i, c: (c[0], c[1] + 1.0), (x, 0.0))[0]
     else:
-        init = {"beside_a_constant_carry": (1.0,), "zero_tangent_term": (np.int64(4),),
-                "read_by_primal_carry": (0.0,)}.get(case, ())
+        init = {
+            "beside_a_constant_carry": (1.0,),
+            "zero_tangent_term": (np.int64(4),),
+            "read_by_primal_carry": (0.0,),
+        }.get(case, ())
         inner = _count_to_3(body(case))
 
         def loop(x):
@@ -248,21 +282,25 @@ def test_issue15_grad_of_while_with_loop_invariant_carry(case, x64):
     np.testing.assert_allclose(np.asarray(fg.jit(fg.grad(f))(x)), want, rtol=1e-12)
     _, pullback = fg.vjp(loop, x)
     np.testing.assert_allclose(np.asarray(pullback(np.ones(3))[0]), np.ones(3))
-    np.testing.assert_allclose(np.asarray(fg.vmap(fg.grad(f))(np.stack([x, 2 * x]))),
-                               np.stack([want, np.sin(2 * x) + 2 * x * np.cos(2 * x)]),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(fg.vmap(fg.grad(f))(np.stack([x, 2 * x]))),
+        np.stack([want, np.sin(2 * x) + 2 * x * np.cos(2 * x)]),
+        rtol=1e-12,
+    )
 
 
 def test_issue15_grad_of_while_still_refuses_a_carried_tangent(x64):
     f = _count_to_3(lambda c: (c[0] * 2.0,))
-    with pytest.raises(TypeError, match="Reverse-mode differentiation does not work for "
-                                        "lax.while_loop"):
+    with pytest.raises(
+        TypeError, match="Reverse-mode differentiation does not work for lax.while_loop"
+    ):
         fg.grad(lambda x: f((x,))[1])(1.0)
     np.testing.assert_allclose(float(fg.jvp(lambda x: f((x,))[1], (1.0,), (1.0,))[1]), 8.0)
 
 
-@pytest.mark.parametrize("fn", ["median", "nanmedian", "quantile", "nanquantile", "percentile",
-                                "nanpercentile"])
+@pytest.mark.parametrize(
+    "fn", ["median", "nanmedian", "quantile", "nanquantile", "percentile", "nanpercentile"]
+)
 def test_issue15_quantiles_of_0d_keepdims_are_1d(fn):
     # jnp (and numpy's 1-d view of a 0-d input): keepdims keeps one axis of length 1
     f = getattr(fnp, fn)
@@ -286,8 +324,10 @@ def test_issue15_empty_gathers_give_empty_or_zero_results():
     assert fnp.zeros((2, 0)).at[np.array([1, 5])].get().shape == (2, 0)
     # take_along_axis from an empty axis: every index is out of bounds; jnp gives zeros
     idx = np.zeros((2, 3), np.int32)
-    for f in (lambda x: fnp.take_along_axis(x, idx, axis=1),
-              fg.jit(lambda x: fnp.take_along_axis(x, idx, axis=1))):
+    for f in (
+        lambda x: fnp.take_along_axis(x, idx, axis=1),
+        fg.jit(lambda x: fnp.take_along_axis(x, idx, axis=1)),
+    ):
         np.testing.assert_array_equal(np.asarray(f(fnp.zeros((2, 0)))), np.zeros((2, 3)))
     g = fg.grad(lambda x: fnp.sum(fnp.take_along_axis(x, idx, axis=1)))(fnp.zeros((2, 0)))
     assert g.shape == (2, 0)
@@ -312,44 +352,70 @@ JAX_DTYPES = {
     ("numpy.fmod", "x,x"): "b:i32/i32 i8:i8/i8 u8:u8/u8 i32:i32/i32 f16:f16/f16 f32:f32/f32",
     ("numpy.power", "x,2"): "b:i32/i32 i8:i8/i8 u8:u8/u8 i32:i32/i32 f16:f16/f16 f32:f32/f32",
     ("numpy.power", "x,x"): "b:i32/i32 i8:i8/i8 u8:u8/u8 i32:i32/i32 f16:f16/f16 f32:f32/f32",
-    ("numpy.heaviside", "x,2.0"):
-        "b:f32/f64 i8:f32/f64 u8:f32/f64 i32:f32/f64 f16:f16/f16 f32:f32/f32",
+    (
+        "numpy.heaviside",
+        "x,2.0",
+    ): "b:f32/f64 i8:f32/f64 u8:f32/f64 i32:f32/f64 f16:f16/f16 f32:f32/f32",
     ("numpy.hypot", "x,2.0"): "b:f32/f64 i8:f32/f64 u8:f32/f64 i32:f32/f64 f16:f16/f16 f32:f32/f32",
-    ("numpy.logaddexp2", "x,2.0"):
-        "b:f32/f64 i8:f32/f64 u8:f32/f64 i32:f32/f64 f16:f16/f16 f32:f32/f32",
+    (
+        "numpy.logaddexp2",
+        "x,2.0",
+    ): "b:f32/f64 i8:f32/f64 u8:f32/f64 i32:f32/f64 f16:f16/f16 f32:f32/f32",
     ("numpy.gcd", "x,2"): "b:i32/i64 i8:i8/i8 u8:u8/u8 i32:i32/i32 f16:-/- f32:-/-",
     ("numpy.less", "x,2.0"): "b:b*/b* i8:b*/b* u8:b*/b* i32:b*/b* f16:b/b f32:b/b",
     ("numpy.equal", "x,2"): "b:b*/b* i8:b/b u8:b/b i32:b/b f16:b/b f32:b/b",
     ("numpy.logical_and", "x,2.0"): "b:b/b i8:b/b u8:b/b i32:b/b f16:b/b f32:b/b",
     ("numpy.array_equiv", "x,2.0"): "b:b/b i8:b/b u8:b/b i32:b/b f16:b/b f32:b/b",
-    ("numpy.cumulative_prod", "x"):
-        "b:i32/i64 i8:i8/i8 u8:u8/u8 i32:i32/i32 f16:f16/f16 f32:f32/f32",
-    ("numpy.cumulative_sum", "x"):
-        "b:i32/i64 i8:i32/i64 u8:u32/u64 i32:i32/i64 f16:f16/f16 f32:f32/f32",
-    ("numpy.argpartition", "x,2"):
-        "b:-/- i8:i32/i32 u8:i32/i32 i32:i32/i32 f16:i32/i32 f32:i32/i32",
-    ("numpy.linspace", "x,2"):
-        "b:f32/f64 i8:f32/f32 u8:f32/f32 i32:f32/f32 f16:f16/f16 f32:f32/f32",
+    (
+        "numpy.cumulative_prod",
+        "x",
+    ): "b:i32/i64 i8:i8/i8 u8:u8/u8 i32:i32/i32 f16:f16/f16 f32:f32/f32",
+    (
+        "numpy.cumulative_sum",
+        "x",
+    ): "b:i32/i64 i8:i32/i64 u8:u32/u64 i32:i32/i64 f16:f16/f16 f32:f32/f32",
+    (
+        "numpy.argpartition",
+        "x,2",
+    ): "b:-/- i8:i32/i32 u8:i32/i32 i32:i32/i32 f16:i32/i32 f32:i32/i32",
+    (
+        "numpy.linspace",
+        "x,2",
+    ): "b:f32/f64 i8:f32/f32 u8:f32/f32 i32:f32/f32 f16:f16/f16 f32:f32/f32",
     ("numpy.sin", "x"): "b:f32/f32 i8:f32/f32 u8:f32/f32 i32:f32/f32 f16:f16/f16 f32:f32/f32",
-    ("numpy.true_divide", "x,x"):
-        "b:f32/f32 i8:f32/f32 u8:f32/f32 i32:f32/f32 f16:f16/f16 f32:f32/f32",
+    (
+        "numpy.true_divide",
+        "x,x",
+    ): "b:f32/f32 i8:f32/f32 u8:f32/f32 i32:f32/f32 f16:f16/f16 f32:f32/f32",
     ("numpy.mean", "x"): "b:f32/f32 i8:f32/f32 u8:f32/f32 i32:f32/f32 f16:f16/f16 f32:f32/f32",
     ("numpy.sum", "x"): "b:i32/i64 i8:i32/i64 u8:u32/u64 i32:i32/i64 f16:f16/f16 f32:f32/f32",
     ("nn.elu", "x"): "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
     ("nn.celu", "x"): "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
     ("nn.selu", "x"): "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
-    ("nn.relu6", "x"):
-        "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
-    ("nn.hard_sigmoid", "x"):
-        "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
-    ("nn.hard_silu", "x"):
-        "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
-    ("nn.sparse_plus", "x"):
-        "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
-    ("nn.sparse_sigmoid", "x"):
-        "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
-    ("nn.leaky_relu", "x"):
-        "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
+    (
+        "nn.relu6",
+        "x",
+    ): "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
+    (
+        "nn.hard_sigmoid",
+        "x",
+    ): "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
+    (
+        "nn.hard_silu",
+        "x",
+    ): "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
+    (
+        "nn.sparse_plus",
+        "x",
+    ): "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
+    (
+        "nn.sparse_sigmoid",
+        "x",
+    ): "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
+    (
+        "nn.leaky_relu",
+        "x",
+    ): "b:f32*/f64* i8:f32*/f64* u8:f32*/f64* i32:f32*/f64* f16:f16/f16 f32:f32/f32",
     ("nn.softplus", "x"): "b:f32*/f64* i8:f32/f32 u8:f32/f32 i32:f32/f32 f16:f16/f16 f32:f32/f32",
     ("nn.mish", "x"): "b:f32*/f64* i8:f32/f32 u8:f32/f32 i32:f32/f32 f16:f16/f16 f32:f32/f32",
     ("nn.soft_sign", "x"): "b:f32*/f64* i8:f32/f32 u8:f32/f32 i32:f32/f32 f16:f16/f16 f32:f32/f32",
@@ -359,13 +425,26 @@ JAX_DTYPES = {
     ("special.xlogy", "x,x"): "b:f32/f32 i8:f32/f32 u8:f32/f32 i32:f32/f32 f16:f16/f16 f32:f32/f32",
 }
 
-_SHORT = {"b": "bool", "i8": "int8", "u8": "uint8", "i32": "int32", "i64": "int64",
-          "u32": "uint32", "u64": "uint64", "f16": "float16", "f32": "float32",
-          "f64": "float64"}
-_INPUTS = {"b": np.array([True, False, True]), "i8": np.array([1, 2, 3], np.int8),
-           "u8": np.array([1, 2, 3], np.uint8), "i32": np.array([1, 2, 3], np.int32),
-           "f16": np.array([0.5, 1.5, 2.5], np.float16),
-           "f32": np.array([0.5, 1.5, 2.5], np.float32)}
+_SHORT = {
+    "b": "bool",
+    "i8": "int8",
+    "u8": "uint8",
+    "i32": "int32",
+    "i64": "int64",
+    "u32": "uint32",
+    "u64": "uint64",
+    "f16": "float16",
+    "f32": "float32",
+    "f64": "float64",
+}
+_INPUTS = {
+    "b": np.array([True, False, True]),
+    "i8": np.array([1, 2, 3], np.int8),
+    "u8": np.array([1, 2, 3], np.uint8),
+    "i32": np.array([1, 2, 3], np.int32),
+    "f16": np.array([0.5, 1.5, 2.5], np.float16),
+    "f32": np.array([0.5, 1.5, 2.5], np.float32),
+}
 
 
 def _table_cases():

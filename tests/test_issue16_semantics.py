@@ -12,42 +12,54 @@ import fungrad.numpy as fnp
 from fungrad import lax
 
 
-@pytest.mark.parametrize("fun", [
-    lambda: fnp.ones(3) + fnp.ones(4),
-    lambda: fnp.ones(3) < fnp.ones(4),
-    lambda: fnp.dot(fnp.ones(3), fnp.ones(4)),
-    lambda: fnp.ones((2, 3)) @ fnp.ones((4, 2)),
-    lambda: fnp.vdot(fnp.ones(3), fnp.ones(4)),
-    lambda: fnp.inner(fnp.ones(3), fnp.ones(4)),
-    lambda: fnp.tensordot(fnp.ones((2, 3)), fnp.ones((4, 2)), 1),
-    lambda: fnp.concatenate([fnp.ones((2, 3)), fnp.ones((2, 4))]),
-    lambda: fnp.transpose(fnp.ones((2, 3)), (0, 0)),
-    lambda: fnp.ones(6).reshape(4),
-    lambda: lax.add(fnp.ones(3), fnp.ones(3, dtype=fnp.int32)),
-])
+@pytest.mark.parametrize(
+    "fun",
+    [
+        lambda: fnp.ones(3) + fnp.ones(4),
+        lambda: fnp.ones(3) < fnp.ones(4),
+        lambda: fnp.dot(fnp.ones(3), fnp.ones(4)),
+        lambda: fnp.ones((2, 3)) @ fnp.ones((4, 2)),
+        lambda: fnp.vdot(fnp.ones(3), fnp.ones(4)),
+        lambda: fnp.inner(fnp.ones(3), fnp.ones(4)),
+        lambda: fnp.tensordot(fnp.ones((2, 3)), fnp.ones((4, 2)), 1),
+        lambda: fnp.concatenate([fnp.ones((2, 3)), fnp.ones((2, 4))]),
+        lambda: fnp.transpose(fnp.ones((2, 3)), (0, 0)),
+        lambda: fnp.ones(6).reshape(4),
+        lambda: lax.add(fnp.ones(3), fnp.ones(3, dtype=fnp.int32)),
+    ],
+)
 def test_shape_and_dtype_mismatches_are_type_errors_as_in_jax(fun):
     with pytest.raises(TypeError):
         fun()
 
 
-@pytest.mark.parametrize("fun", [
-    lambda: fnp.broadcast_shapes((3,), (4,)),
-    lambda: fnp.broadcast_arrays(fnp.ones(3), fnp.ones(4)),
-    lambda: fnp.where(fnp.ones(3) > 0, fnp.ones(4), 0.0),
-    lambda: fnp.broadcast_to(fnp.ones(3), (4,)),
-    lambda: fnp.concatenate([fnp.ones(()), fnp.ones(())]),
-])
+@pytest.mark.parametrize(
+    "fun",
+    [
+        lambda: fnp.broadcast_shapes((3,), (4,)),
+        lambda: fnp.broadcast_arrays(fnp.ones(3), fnp.ones(4)),
+        lambda: fnp.where(fnp.ones(3) > 0, fnp.ones(4), 0.0),
+        lambda: fnp.broadcast_to(fnp.ones(3), (4,)),
+        lambda: fnp.concatenate([fnp.ones(()), fnp.ones(())]),
+    ],
+)
 def test_value_errors_stay_value_errors_as_in_jax(fun):
     with pytest.raises(ValueError):
         fun()
 
 
-@pytest.mark.parametrize("make", [
-    lambda dt: fnp.zeros(3, dtype=dt), lambda dt: fnp.ones((2,), dt),
-    lambda dt: fnp.full(2, 1, dtype=dt), lambda dt: fnp.arange(3, dtype=dt),
-    lambda dt: fnp.array([1, 2], dtype=dt), lambda dt: fnp.eye(2, dtype=dt),
-    lambda dt: fnp.ones(2).astype(dt),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda dt: fnp.zeros(3, dtype=dt),
+        lambda dt: fnp.ones((2,), dt),
+        lambda dt: fnp.full(2, 1, dtype=dt),
+        lambda dt: fnp.arange(3, dtype=dt),
+        lambda dt: fnp.array([1, 2], dtype=dt),
+        lambda dt: fnp.eye(2, dtype=dt),
+        lambda dt: fnp.ones(2).astype(dt),
+    ],
+)
 @pytest.mark.parametrize("dt,want", [(np.float64, np.float32), ("int64", np.int32)])
 def test_explicit_64_bit_dtype_without_x64_warns_and_truncates(make, dt, want):
     with pytest.warns(UserWarning, match=r"explicitly requested dtype .*64.*enable_x64"):
@@ -74,12 +86,14 @@ def test_custom_vjp_call_outside_transforms_returns_an_array():
     @fg.custom_vjp
     def f(x):
         return x * 2.0
+
     f.defvjp(lambda x: (x * 2.0, None), lambda r, g: (g * 2.0,))
     out = f(1.5)
     assert isinstance(out, fg.Array) and float(out) == 3.0
 
 
 # -- JAX's debugging options: debug_nans, debug_infs, numpy_rank_promotion --------------------
+
 
 def _log_twice(x):
     return fnp.log(x) * 2.0
@@ -97,8 +111,9 @@ def test_debug_nans_names_the_primitive_eagerly_under_jit_and_grad(name):
         with pytest.raises(FloatingPointError, match=r"jit\(_log_twice\).*again without jit"):
             fg.jit(_log_twice)(x)
         # Clean values pass, through the compiled and the eager paths.
-        np.testing.assert_allclose(np.asarray(fg.jit(_log_twice)(fnp.array([1.0, 2.0]))),
-                                   2 * np.log([1.0, 2.0]), rtol=1e-6)
+        np.testing.assert_allclose(
+            np.asarray(fg.jit(_log_twice)(fnp.array([1.0, 2.0]))), 2 * np.log([1.0, 2.0]), rtol=1e-6
+        )
     finally:
         fg.config.update(name, False)
     assert np.isnan(np.asarray(fg.jit(_log_twice)(x))[1])  # off again: no check
@@ -120,10 +135,13 @@ def test_debug_infs_and_the_context_managers():
 def test_numpy_rank_promotion_raise_and_warn():
     a, b = fnp.ones(3), fnp.ones((2, 3))
     with fg.numpy_rank_promotion("raise"):
-        with pytest.raises(ValueError, match=r"add: operands of shapes \(3,\) and \(2, 3\).*"
-                                             "rank promotion"):
+        with pytest.raises(
+            ValueError,
+            match=r"add: operands of shapes \(3,\) and \(2, 3\).*"
+            "rank promotion",
+        ):
             a + b
-        assert (a + 1.0).shape == (3,)            # 0-d operands never count
+        assert (a + 1.0).shape == (3,)  # 0-d operands never count
         assert (b * fnp.ones((1, 3))).shape == (2, 3)  # same rank broadcasting is fine
     with fg.numpy_rank_promotion("warn"):
         with pytest.warns(UserWarning, match="rank promotion"):
@@ -139,6 +157,9 @@ def test_fnp_products_honour_dot_algorithm_presets_as_lax_does(preset):
     a = rng.standard_normal((4, 8)).astype(np.float32)
     b = rng.standard_normal((8, 3)).astype(np.float32)
     want = np.asarray(lax.dot(a, b, precision=preset))
-    for got in (fnp.matmul(a, b, precision=preset), fnp.dot(a, b, precision=preset),
-                fnp.einsum("ij,jk->ik", a, b, precision=preset)):
+    for got in (
+        fnp.matmul(a, b, precision=preset),
+        fnp.dot(a, b, precision=preset),
+        fnp.einsum("ij,jk->ik", a, b, precision=preset),
+    ):
         np.testing.assert_array_equal(np.asarray(got), want)

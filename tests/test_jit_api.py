@@ -34,6 +34,7 @@ from tests.helpers import assert_array
 
 # -- helpers --------------------------------------------------------------------------------------
 
+
 def counted(fn):
     """``fn`` and a list that grows by one each time ``fn`` runs as Python (is traced)."""
     traces = []
@@ -94,10 +95,12 @@ def chain_np(x):
 
 # -- values ---------------------------------------------------------------------------------------
 
+
 @given(fst.arrays(np.float32, fst.shapes(max_side=5), min_value=-4, max_value=4))
 def test_elementwise_chain_matches_numpy(x):
-    assert_array(fg.jit(chain)(x), chain_np(x.astype(np.float64)), dtype=np.float32,
-                 rtol=1e-5, atol=1e-5)
+    assert_array(
+        fg.jit(chain)(x), chain_np(x.astype(np.float64)), dtype=np.float32, rtol=1e-5, atol=1e-5
+    )
 
 
 def test_nan_and_inf_inputs_propagate():
@@ -106,8 +109,11 @@ def test_nan_and_inf_inputs_propagate():
     assert_array(f(x), x * 2 + 1, dtype=np.float32)
 
 
-@given(fst.arrays(np.float32, fst.shapes(min_dims=2, max_dims=2, max_side=4),
-                  min_value=-3, max_value=3))
+@given(
+    fst.arrays(
+        np.float32, fst.shapes(min_dims=2, max_dims=2, max_side=4), min_value=-3, max_value=3
+    )
+)
 def test_reductions_match_numpy(x):
     s, sq = fg.jit(lambda x: (x.sum(axis=0), (x * x).sum()))(x)
     assert_array(s, x.sum(0), rtol=1e-5, atol=1e-5)
@@ -121,8 +127,7 @@ def test_reductions_match_numpy(x):
 def test_dot_matches_numpy():
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((5, 7), np.float32), rng.standard_normal((7, 3), np.float32)
-    assert_array(fg.jit(lambda a, b: fnp.tanh(a @ b))(a, b), np.tanh(a @ b), rtol=1e-5,
-                 atol=1e-5)
+    assert_array(fg.jit(lambda a, b: fnp.tanh(a @ b))(a, b), np.tanh(a @ b), rtol=1e-5, atol=1e-5)
 
 
 def test_python_scalar_arguments_are_weakly_typed():
@@ -167,8 +172,11 @@ def test_pytrees_in_and_out():
     assert_array(out["n"], 5, dtype=np.int32)
 
 
-@given(fst.pytrees(fst.arrays(np.float32, fst.shapes(max_dims=2, max_side=3), min_value=-2,
-                             max_value=2)))
+@given(
+    fst.pytrees(
+        fst.arrays(np.float32, fst.shapes(max_dims=2, max_side=3), min_value=-2, max_value=2)
+    )
+)
 def test_pytree_of_arrays_round_trips(tree):
     out = fg.jit(lambda t: fg.tree_util.tree_map(lambda x: fnp.exp(x) * 2, t))(tree)
     assert fg.tree_util.tree_structure(out) == fg.tree_util.tree_structure(tree)
@@ -181,7 +189,7 @@ def test_keyword_arguments_are_traced_not_static():
     jf = fg.jit(f)
     assert_array(jf(fnp.ones(2), scale=2.0), [2.0, 2.0])
     assert_array(jf(fnp.ones(2), scale=3.0), [3.0, 3.0])
-    assert len(traces) == 1   # a new value of a dynamic keyword argument does not retrace
+    assert len(traces) == 1  # a new value of a dynamic keyword argument does not retrace
 
 
 def test_zero_outputs_and_a_constant_output():
@@ -191,19 +199,20 @@ def test_zero_outputs_and_a_constant_output():
 
 # -- the trace cache ------------------------------------------------------------------------------
 
+
 def test_same_avals_trace_once_and_new_shapes_dtypes_weak_types_retrace():
     f, traces = counted(lambda x: x * 2)
     jf = fg.jit(f)
     for _ in range(3):
         jf(fnp.ones(3))
-        jf(np.ones(3, np.float32))   # numpy input, same aval
+        jf(np.ones(3, np.float32))  # numpy input, same aval
     assert len(traces) == 1
     jf(fnp.ones(4))
     assert len(traces) == 2
     jf(fnp.ones(4, np.int32))
     assert len(traces) == 3
-    jf(2.0)                          # weak f32[]
-    jf(np.float32(2.0))              # strong f32[]
+    jf(2.0)  # weak f32[]
+    jf(np.float32(2.0))  # strong f32[]
     assert len(traces) == 5
     jf(fnp.ones(3))
     assert len(traces) == 5
@@ -221,7 +230,7 @@ def test_pytree_structure_is_part_of_the_key():
 def test_enable_x64_is_part_of_the_key(option):
     f, traces = counted(lambda x: x + 1.0)
     jf = fg.jit(f)
-    x = fg.Array(np.ones(2, np.float32))   # an Array: the hot path's tables are per x64 too
+    x = fg.Array(np.ones(2, np.float32))  # an Array: the hot path's tables are per x64 too
     jf(x)
     jf(x)
     option("enable_x64", True)
@@ -251,8 +260,9 @@ def test_outputs_of_a_call_feed_the_next_call_without_retracing():
 
 # -- static arguments -----------------------------------------------------------------------------
 
+
 def test_static_argnums_values_and_retracing():
-    f, traces = counted(lambda x, n: x ** n if n > 1 else x)
+    f, traces = counted(lambda x, n: x**n if n > 1 else x)
     jf = fg.jit(f, static_argnums=1)
     assert_array(jf(fnp.full(2, 3.0), 2), [9.0, 9.0])
     assert_array(jf(fnp.full(2, 3.0), 2), [9.0, 9.0])
@@ -269,8 +279,8 @@ def test_static_argnames_and_the_same_parameter_by_position_or_keyword():
     f, traces = counted(f)
     jf = fg.jit(f, static_argnames="mode")
     assert_array(jf(fnp.ones(2), mode="mul"), [10.0, 10.0])
-    assert_array(jf(fnp.ones(2), "mul"), [10.0, 10.0])   # positional: also static
-    assert_array(jf(fnp.ones(2)), [2.0, 2.0])            # the default
+    assert_array(jf(fnp.ones(2), "mul"), [10.0, 10.0])  # positional: also static
+    assert_array(jf(fnp.ones(2)), [2.0, 2.0])  # the default
     jn = fg.jit(f, static_argnums=1)
     assert_array(jn(fnp.ones(2), mode="mul"), [10.0, 10.0])
 
@@ -284,15 +294,18 @@ def test_static_values_of_different_types_do_not_share_a_trace():
     f, traces = counted(lambda x, n: x * n)
     jf = fg.jit(f, static_argnums=1)
     jf(fnp.ones(2), 1)
-    jf(fnp.ones(2), 1.0)   # 1 == 1.0 but a different Python type
+    jf(fnp.ones(2), 1.0)  # 1 == 1.0 but a different Python type
     assert len(traces) == 2
 
 
 @pytest.mark.parametrize("value", [[1, 2], np.arange(3), {"a": 1}])
 def test_unhashable_static_argument_is_an_error(value):
     jf = fg.jit(lambda x, n: x, static_argnums=1)
-    with pytest.raises(ValueError, match=r"(?s)Non-hashable static arguments.*static argument "
-                                         r"n.*unhashable type"):
+    with pytest.raises(
+        ValueError,
+        match=r"(?s)Non-hashable static arguments.*static argument "
+        r"n.*unhashable type",
+    ):
         jf(fnp.ones(2), value)
 
 
@@ -312,18 +325,29 @@ def test_argument_validation_at_jit_time():
         fg.jit(f, static_argnums="x")
     with pytest.raises(TypeError, match="jit: expected a callable value, got 3"):
         fg.jit(3)
-    fg.jit(lambda *args: args[0], static_argnums=5)   # *args: any index is possible
+    fg.jit(lambda *args: args[0], static_argnums=5)  # *args: any index is possible
 
 
-@pytest.mark.parametrize("option, value", [
-    ("static_argnums", 0.5), ("static_argnums", True), ("static_argnums", (0, 1.0)),
-    ("static_argnums", None), ("donate_argnums", 0.5), ("donate_argnums", "x"),
-    ("static_argnames", 0), ("static_argnames", ("x", 1)),
-])
+@pytest.mark.parametrize(
+    "option, value",
+    [
+        ("static_argnums", 0.5),
+        ("static_argnums", True),
+        ("static_argnums", (0, 1.0)),
+        ("static_argnums", None),
+        ("donate_argnums", 0.5),
+        ("donate_argnums", "x"),
+        ("static_argnames", 0),
+        ("static_argnames", ("x", 1)),
+    ],
+)
 def test_issue15_bad_jit_options_are_type_errors_naming_the_option(option, value):
     """Floats, bools, None and mixed sequences raised "'float' object is not iterable"."""
-    with pytest.raises(TypeError, match=rf"jit: {option} must be an? (int|string) or a "
-                                        rf"sequence of (int|string)s, got "):
+    with pytest.raises(
+        TypeError,
+        match=rf"jit: {option} must be an? (int|string) or a "
+        rf"sequence of (int|string)s, got ",
+    ):
         fg.jit(lambda x, y: x, **{option: value})
 
 
@@ -347,11 +371,17 @@ def test_non_array_argument_names_it_and_suggests_static():
 
 
 def test_non_array_output_is_an_error():
-    with pytest.raises(TypeError, match=r"jit\(<lambda>\): the function returned a value of type "
-                                        "str"):
+    with pytest.raises(
+        TypeError,
+        match=r"jit\(<lambda>\): the function returned a value of type "
+        "str",
+    ):
         fg.jit(lambda x: "no")(1.0)
-    with pytest.raises(TypeError, match=r"returned a value of type str at output\['k'\]\[1\] "
-                                        r"\('s'\), which is not an array"):
+    with pytest.raises(
+        TypeError,
+        match=r"returned a value of type str at output\['k'\]\[1\] "
+        r"\('s'\), which is not an array",
+    ):
         fg.jit(lambda x: {"k": (x, "s")})(1.0)
 
 
@@ -366,6 +396,7 @@ def test_python_control_flow_on_traced_values_says_to_use_static_argnums():
 
 
 # -- decorators, wrapping, backends ---------------------------------------------------------------
+
 
 def test_decorator_forms():
     @fg.jit
@@ -395,12 +426,15 @@ def test_cpu_backend(backend):
 
 @pytest.mark.parametrize("backend", ["tpu", "cuda"])
 def test_unavailable_backends_are_a_clear_error(backend):
-    with pytest.raises(ValueError, match=f"backend '{backend}' is not available; the supported "
-                                         "backends are 'cpu', 'gpu'"):
+    with pytest.raises(
+        ValueError,
+        match=f"backend '{backend}' is not available; the supported backends are 'cpu', 'gpu'",
+    ):
         fg.jit(lambda x: x, backend=backend)
 
 
 # -- donation -------------------------------------------------------------------------------------
+
 
 def test_donated_arrays_are_deleted():
     jf = fg.jit(lambda x, y: (x + y, y * 2), donate_argnums=0)
@@ -409,8 +443,9 @@ def test_donated_arrays_are_deleted():
     assert_array(a, np.full(3, 2.0))
     assert x.is_deleted() and not y.is_deleted()
     for use in (lambda: x + 1, lambda: np.asarray(x), lambda: x.shape, lambda: jf(x, y)):
-        with pytest.raises(RuntimeError, match="Array has been deleted.*donated to a jitted "
-                                               "function"):
+        with pytest.raises(
+            RuntimeError, match="Array has been deleted.*donated to a jitted function"
+        ):
             use()
     assert_array(y, np.ones(3))
 
@@ -421,13 +456,14 @@ def test_donation_by_keyword_pytree_and_numpy_inputs():
     jf(p=p, x=fnp.ones(2))
     assert p["a"].is_deleted()
     raw = np.ones(2, np.float32)
-    assert_array(jf({"a": raw}, raw), [2.0, 2.0])   # numpy inputs are copies: nothing deleted
+    assert_array(jf({"a": raw}, raw), [2.0, 2.0])  # numpy inputs are copies: nothing deleted
     assert raw.sum() == 2.0
 
 
 def test_issue15_donate_argnames_as_jax():
     """donate_argnames (JAX's option; the intersection error already named it) donates by
     name, whether the argument is passed by position or by keyword, keyword-only too."""
+
     def f(x, y, *, z):
         return x + y + z
 
@@ -453,6 +489,7 @@ def test_donation_is_ignored_under_transforms():
 
 # -- explain_recompiles and the retrace warning ---------------------------------------------------
 
+
 def _explanations(caplog):
     return [r.getMessage() for r in caplog.records if r.name == "fungrad.jit"]
 
@@ -467,14 +504,14 @@ def test_explain_recompiles_names_the_changed_argument(option, caplog):
     jf = fg.jit(f, static_argnums=2)
     p = {"w": fnp.ones(3)}
     jf(p, fnp.ones(3), 2)
-    assert _explanations(caplog) == []                         # the first trace is not a retrace
+    assert _explanations(caplog) == []  # the first trace is not a retrace
     jf({"w": fnp.ones(4)}, fnp.ones(4), 2)
     jf(p, fnp.ones(3, np.int32), 2)
     jf(p, fnp.ones(3), 5)
     jf(p, 1.0, 2)
     jf(p, np.float32(1.0), 2)
     jf({"w": fnp.ones(3), "v": 1.0}, fnp.ones(3), 2)
-    jf(p, fnp.ones(3), 2)                                      # cached: no message
+    jf(p, fnp.ones(3), 2)  # cached: no message
     msgs = _explanations(caplog)
     assert len(msgs) == 6, msgs
     assert all(m.startswith("TRACING CACHE MISS: jit(f) (defined at ") for m in msgs)
@@ -515,7 +552,7 @@ def test_retrace_warning_fires_once_past_the_threshold(option):
     msg = str(hits[0].message)
     assert "jit(growing)" in msg and "traced 4 times" in msg
     assert "argument 'x' changed shape from f32[3] to f32[4]" in msg
-    assert hits[0].filename == __file__   # points at the caller's line
+    assert hits[0].filename == __file__  # points at the caller's line
 
 
 def test_retrace_warning_threshold_zero_disables(option):
@@ -569,17 +606,21 @@ def test_issue15_retrace_warning_names_the_cache_bound(option):
     option("jit_retrace_warning_threshold", 2)
     option("jit_cache_max_entries", 5)
     jf = fg.jit(lambda x: x + 1)
-    with pytest.warns(RetraceWarning, match=r"At most 5 signatures are kept per function "
-                                            r"\(config 'jit_cache_max_entries'\)"):
+    with pytest.warns(
+        RetraceWarning,
+        match=r"At most 5 signatures are kept per function "
+        r"\(config 'jit_cache_max_entries'\)",
+    ):
         for n in range(1, 5):
             jf(fnp.ones(n))
 
 
 # -- thread safety --------------------------------------------------------------------------------
 
+
 def test_first_calls_from_many_threads_trace_and_compile_once(compiles):
     def slow_to_trace(x):
-        time.sleep(0.05)   # widen the window in which the other threads arrive
+        time.sleep(0.05)  # widen the window in which the other threads arrive
         return fnp.sin(x) * 2
 
     f, traces = counted(slow_to_trace)
@@ -591,7 +632,7 @@ def test_first_calls_from_many_threads_trace_and_compile_once(compiles):
         try:
             barrier.wait()
             results[i] = np.asarray(jf(fnp.full(5, float(i))))
-        except Exception as e:   # reported below, with the thread's index
+        except Exception as e:  # reported below, with the thread's index
             errors.append((i, e))
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
@@ -623,6 +664,7 @@ def test_a_failed_trace_is_not_cached():
 
 # -- lower / compile ------------------------------------------------------------------------------
 
+
 def test_lower_as_text_shows_the_jaxpr_and_llvm_ir():
     lowered = fg.jit(lambda x: fnp.exp(x) * 2).lower(fnp.ones(8))
     text = lowered.as_text()
@@ -638,25 +680,36 @@ def test_compiled_runs_and_checks_its_signature():
     compiled = lowered.compile()
     assert "define" in compiled.as_text()
     assert_array(compiled(fnp.ones(3), {"a": fnp.ones(2)}), np.full(3, 8.0))
-    with pytest.raises(TypeError, match=r"Argument \"p\['a'\]\" compiled with f32\[2\] and "
-                                        r"called with f32\[5\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"Argument \"p\['a'\]\" compiled with f32\[2\] and "
+        r"called with f32\[5\]",
+    ):
         compiled(fnp.ones(3), {"a": fnp.ones(5)})
-    with pytest.raises(TypeError, match=r"Argument 'x' compiled with f32\[3\] and called with "
-                                        r"i32\[3\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"Argument 'x' compiled with f32\[3\] and called with "
+        r"i32\[3\]",
+    ):
         compiled(fnp.ones(3, np.int32), {"a": fnp.ones(2)})
     with pytest.raises(TypeError, match="pytree structure"):
         compiled(fnp.ones(3), {"b": fnp.ones(2)})
     with pytest.raises(TypeError, match="pytree structure"):
-        compiled(fnp.ones(3), {"a": fnp.ones(2)}, 4)   # static arguments are not passed
+        compiled(fnp.ones(3), {"a": fnp.ones(2)}, 4)  # static arguments are not passed
 
 
 def test_lower_with_abstract_arguments():
-    compiled = fg.jit(lambda x, y: x @ y).lower(fg.ShapedArray((2, 3), np.float32),
-                                                 fg.ShapedArray((3,), np.float32)).compile()
+    compiled = (
+        fg.jit(lambda x, y: x @ y)
+        .lower(fg.ShapedArray((2, 3), np.float32), fg.ShapedArray((3,), np.float32))
+        .compile()
+    )
     a, b = np.ones((2, 3), np.float32), np.arange(3, dtype=np.float32)
     assert_array(compiled(a, b), a @ b)
-    assert compiled.in_avals == [fg.ShapedArray((2, 3), np.float32),
-                                 fg.ShapedArray((3,), np.float32)]
+    assert compiled.in_avals == [
+        fg.ShapedArray((2, 3), np.float32),
+        fg.ShapedArray((3,), np.float32),
+    ]
     with pytest.raises(TypeError, match="argument x is a ShapedArray"):
         fg.jit(lambda x: x)(fg.ShapedArray((2,), np.float32))
 
@@ -670,6 +723,7 @@ def test_lower_shares_the_cache_with_calls():
 
 
 # -- the jit primitive in jaxprs ------------------------------------------------------------------
+
 
 def test_make_jaxpr_shows_a_jit_equation():
     inner = fg.jit(lambda x: fnp.sin(x) * 2)
@@ -691,7 +745,7 @@ def test_a_function_reading_a_traced_value_from_outside_is_traced_again_each_tim
     assert_array(fg.grad(outer)(1.0), 2.0)
     assert_array(fg.grad(outer)(3.0), 2.0)
     assert_array(fg.vmap(outer)(fnp.arange(3.0)), [0.0, 2.0, 4.0])
-    assert jg._cache_size() == 0   # jaxprs holding another transform's tracers are not kept
+    assert jg._cache_size() == 0  # jaxprs holding another transform's tracers are not kept
 
 
 def test_jit_of_a_closure_over_a_traced_value():
@@ -704,6 +758,7 @@ def test_jit_of_a_closure_over_a_traced_value():
 
 
 # -- composition with the other transforms --------------------------------------------------------
+
 
 def _loss(w, x):
     return fnp.sum(fnp.tanh(x @ w) ** 2) + 0.1 * fnp.sum(w * w)
@@ -721,11 +776,11 @@ def test_grad_of_jit_matches_eager_and_finite_differences(x64, compiles):
     fd = finite_difference_grad(lambda w: _loss(w, x), w)
     assert_array(g, fd, rtol=1e-6, atol=1e-7)
     n = len(compiles)
-    fg.grad(fg.jit(_loss))(w, x)   # a new jit object: traced and compiled again
+    fg.grad(fg.jit(_loss))(w, x)  # a new jit object: traced and compiled again
     jl = fg.jit(_loss)
     fg.grad(jl)(w, x)
     m = len(compiles)
-    for _ in range(3):             # the same jit object: its forward and backward compile once
+    for _ in range(3):  # the same jit object: its forward and backward compile once
         fg.grad(jl)(w, x)
     assert len(compiles) == m and m > n
 
@@ -748,9 +803,11 @@ def test_vmap_of_jit_and_jit_of_vmap_match_a_loop():
         return fnp.tanh(x @ w), fnp.sum(x)
 
     loop = [f(x, w) for x in xs]
-    outs = [fg.vmap(fg.jit(f), in_axes=(0, None))(xs, w),
-            fg.jit(fg.vmap(f, in_axes=(0, None)))(xs, w),
-            fg.vmap(fg.jit(f), in_axes=(1, None))(xs.T, w)]
+    outs = [
+        fg.vmap(fg.jit(f), in_axes=(0, None))(xs, w),
+        fg.jit(fg.vmap(f, in_axes=(0, None)))(xs, w),
+        fg.vmap(fg.jit(f), in_axes=(1, None))(xs.T, w),
+    ]
     for out in outs:
         for k, (a, b) in enumerate(loop):
             assert_array(out[0][k], a, rtol=1e-5, atol=1e-6)
@@ -770,7 +827,7 @@ def test_jit_of_jit_and_nested_jit_calls():
     x = np.linspace(-1, 1, 5).astype(np.float32)
     assert_array(outer(x), np.expm1(x) * np.expm1(2 * x), rtol=1e-5, atol=1e-6)
     assert_array(fg.jit(fg.jit(chain))(x), chain_np(x), rtol=1e-5, atol=1e-6)
-    assert len(traces) == 1   # both inner calls share one trace
+    assert len(traces) == 1  # both inner calls share one trace
 
 
 def test_jit_inside_scan_bodies(x64):
@@ -788,20 +845,19 @@ def test_jit_inside_scan_bodies(x64):
     assert_array(got[1], want[1], rtol=1e-12)
     g = fg.grad(lambda c: run(c, xs, step)[0])(1.5)
     assert_array(g, fg.grad(lambda c: run(c, xs, plain)[0])(1.5), rtol=1e-10)
-    assert_array(g, finite_difference_grad(lambda c: run(float(c), xs, plain)[0], 1.5),
-                 rtol=1e-6)
+    assert_array(g, finite_difference_grad(lambda c: run(float(c), xs, plain)[0], 1.5), rtol=1e-6)
     # and the whole scan compiled, with jit inside its body
     out = fg.jit(lambda c: run(c, xs, step)[0])(1.5)
     assert_array(out, want[0], rtol=1e-12)
 
 
 def test_jvp_and_linearize_of_jit(x64):
-    f = fg.jit(lambda x: (fnp.sin(x) * x, fnp.sum(x ** 3)))
+    f = fg.jit(lambda x: (fnp.sin(x) * x, fnp.sum(x**3)))
     x, t = np.linspace(-1, 1, 4), np.linspace(0.5, 2, 4)
     (p1, p2), (t1, t2) = fg.jvp(f, (x,), (t,))
     assert_array(p1, np.sin(x) * x, rtol=1e-12)
     assert_array(t1, (np.cos(x) * x + np.sin(x)) * t, rtol=1e-12)
-    assert_array(t2, np.sum(3 * x ** 2 * t), rtol=1e-12)
+    assert_array(t2, np.sum(3 * x**2 * t), rtol=1e-12)
     _, f_lin = fg.linearize(f, x)
     assert_array(f_lin(t)[0], t1, rtol=1e-12)
 
@@ -821,8 +877,12 @@ def test_jacobians_and_hessian_of_jit(x64):
 
 
 def test_check_grads_of_jit_both_modes_second_order(x64):
-    check_grads(fg.jit(lambda x, y: fnp.tanh(x) * y + fnp.exp(-x * y)),
-                (np.array([0.2, -0.4]), np.array([1.5, 0.3])), order=2, modes=("fwd", "rev"))
+    check_grads(
+        fg.jit(lambda x, y: fnp.tanh(x) * y + fnp.exp(-x * y)),
+        (np.array([0.2, -0.4]), np.array([1.5, 0.3])),
+        order=2,
+        modes=("fwd", "rev"),
+    )
 
 
 def test_grad_with_integer_and_static_arguments(x64):
@@ -834,8 +894,11 @@ def test_grad_with_integer_and_static_arguments(x64):
 
 def test_per_example_gradients_jit_vmap_grad_of_jit():
     rng = np.random.default_rng(4)
-    w, xs, ys = (rng.standard_normal(3, np.float32), rng.standard_normal((6, 3), np.float32),
-                 rng.standard_normal(6, np.float32))
+    w, xs, ys = (
+        rng.standard_normal(3, np.float32),
+        rng.standard_normal((6, 3), np.float32),
+        rng.standard_normal(6, np.float32),
+    )
 
     def loss(w, x, y):
         return (fnp.dot(x, w) - y) ** 2
@@ -860,11 +923,12 @@ def test_transforms_of_jit_compile_their_jaxprs(compiles):
     x = fnp.ones(3)
     fg.vmap(jf)(fnp.ones((2, 3)))
     fg.grad(lambda x: jf(x).sum())(x)
-    assert len(compiles) >= 3   # the batched, the known-forward and the transposed jaxprs
-    assert set(compiles) == {"<lambda>"}   # each keeps the function's name, as in JAX
+    assert len(compiles) >= 3  # the batched, the known-forward and the transposed jaxprs
+    assert set(compiles) == {"<lambda>"}  # each keeps the function's name, as in JAX
 
 
 # -- the hot path ---------------------------------------------------------------------------------
+
 
 def test_the_hot_path_is_used_only_where_it_may_be():
     f, traces = counted(lambda x: x * 2 + 1)
@@ -889,7 +953,7 @@ def test_many_arguments_hot_path():
     a = fnp.full(4, 2.0)
     for _ in range(3):
         assert_array(jf(a, a, a), np.full(4, 6.0))
-    assert_array(jf(a, jf(a, a, a), a), np.full(4, 14.0))   # a fresh Array (aval not cached)
+    assert_array(jf(a, jf(a, a, a), a), np.full(4, 14.0))  # a fresh Array (aval not cached)
 
 
 def test_static_and_donated_arguments_on_the_hot_path():
@@ -906,13 +970,13 @@ def test_static_and_donated_arguments_on_the_hot_path():
         jf(fnp.ones(2), [3])
     with pytest.raises(ValueError, match="Non-hashable static arguments"):
         jf(fnp.ones(2), fnp.ones(()))
-    assert_array(jf(fnp.ones(2), 3.0), [3.0, 3.0])   # 3.0 is not the static value 3
+    assert_array(jf(fnp.ones(2), 3.0), [3.0, 3.0])  # 3.0 is not the static value 3
     z = fnp.ones(2)
-    assert "jit[" in str(fg.make_jaxpr(lambda y: jf(z, 3) + y)(1.0))   # staged, not run
-    assert not z.is_deleted()                                          # (nor donated)
+    assert "jit[" in str(fg.make_jaxpr(lambda y: jf(z, 3) + y)(1.0))  # staged, not run
+    assert not z.is_deleted()  # (nor donated)
     y = fnp.ones(2)
-    assert_array(jf(y, n=3), [3.0, 3.0])   # by keyword: the general path, a new signature
-    assert y.is_deleted() and len(traces) == 3   # (as in JAX: f(x, 3) and f(x, n=3) differ)
+    assert_array(jf(y, n=3), [3.0, 3.0])  # by keyword: the general path, a new signature
+    assert y.is_deleted() and len(traces) == 3  # (as in JAX: f(x, 3) and f(x, n=3) differ)
 
 
 @pytest.mark.parametrize("n", [0, 1, 3])

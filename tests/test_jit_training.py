@@ -12,8 +12,10 @@ from fungrad import nn
 
 
 def init(rng, sizes):
-    return [(fnp.asarray((rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32)),
-             fnp.zeros(n)) for m, n in zip(sizes[:-1], sizes[1:])]
+    return [
+        (fnp.asarray((rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32)), fnp.zeros(n))
+        for m, n in zip(sizes[:-1], sizes[1:])
+    ]
 
 
 def loss(params, x, labels):

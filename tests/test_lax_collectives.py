@@ -17,30 +17,34 @@ def vm(f, name="i", **kw):
     return fg.vmap(f, axis_name=name, **kw)
 
 
-X = np.arange(1.0, 5.0)               # 4 examples
+X = np.arange(1.0, 5.0)  # 4 examples
 M = (np.arange(16.0).reshape(4, 4) / 7).astype(np.float32)
 rng = np.random.default_rng(0)
 
 
 # -- values -------------------------------------------------------------------------------
 
+
 def test_reductions_values():
-    np.testing.assert_allclose(vm(lambda v: lax.psum(v, "i"))(M), np.tile(M.sum(0), (4, 1)),
-                               rtol=1e-6)
-    np.testing.assert_allclose(vm(lambda v: lax.pmean(v, "i"))(M), np.tile(M.mean(0), (4, 1)),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        vm(lambda v: lax.psum(v, "i"))(M), np.tile(M.sum(0), (4, 1)), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        vm(lambda v: lax.pmean(v, "i"))(M), np.tile(M.mean(0), (4, 1)), rtol=1e-6
+    )
     np.testing.assert_array_equal(vm(lambda v: lax.pmax(v, "i"))(M), np.tile(M.max(0), (4, 1)))
     np.testing.assert_array_equal(vm(lambda v: lax.pmin(v, "i"))(M), np.tile(M.min(0), (4, 1)))
     # BatchNorm-style centring
-    np.testing.assert_allclose(vm(lambda v: v - lax.pmean(v, "i"))(M), M - M.mean(0),
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        vm(lambda v: v - lax.pmean(v, "i"))(M), M - M.mean(0), rtol=1e-6, atol=1e-6
+    )
 
 
 def test_psum_pytree_unbatched_bool_and_groups():
     out = vm(lambda v: lax.psum({"a": v, "b": (2 * v, 1.0)}, "i"))(X)
     np.testing.assert_allclose(out["a"], [10] * 4)
     np.testing.assert_allclose(out["b"][0], [20] * 4)
-    np.testing.assert_allclose(out["b"][1], [4] * 4)       # unbatched: value times axis size
+    np.testing.assert_allclose(out["b"][1], [4] * 4)  # unbatched: value times axis size
     ints = vm(lambda v: lax.psum(1, "i"))(X)
     assert ints.dtype == np.int32 and list(np.asarray(ints)) == [4] * 4
     assert vm(lambda v: lax.psum(v > 2, "i"))(X).dtype == np.int32
@@ -56,13 +60,15 @@ def test_all_gather_values():
     A = np.arange(24.0).reshape(4, 2, 3)
     for axis in range(3):
         got = vm(lambda v, a=axis: lax.all_gather(v, "i", axis=a))(A)
-        np.testing.assert_array_equal(got, np.broadcast_to(np.moveaxis(A, 0, axis),
-                                                           (4,) + np.moveaxis(A, 0, axis).shape))
+        np.testing.assert_array_equal(
+            got, np.broadcast_to(np.moveaxis(A, 0, axis), (4,) + np.moveaxis(A, 0, axis).shape)
+        )
     got = vm(lambda v: lax.all_gather(v, "i", axis=1, tiled=True))(A)
     np.testing.assert_array_equal(got[2], np.concatenate(list(A), axis=1))
     # an unbatched operand is stacked n times
-    np.testing.assert_array_equal(vm(lambda v: lax.all_gather(fnp.ones(2), "i"))(X),
-                                  np.ones((4, 4, 2)))
+    np.testing.assert_array_equal(
+        vm(lambda v: lax.all_gather(fnp.ones(2), "i"))(X), np.ones((4, 4, 2))
+    )
 
 
 def test_psum_scatter_values():
@@ -70,22 +76,30 @@ def test_psum_scatter_values():
     s = A.sum(0)
     np.testing.assert_allclose(vm(lambda v: lax.psum_scatter(v, "i"))(A), s, rtol=1e-5)
     got = vm(lambda v: lax.psum_scatter(v, "i", scatter_dimension=1, tiled=True))(
-        rng.standard_normal((4, 3, 8)).astype(np.float32))
+        rng.standard_normal((4, 3, 8)).astype(np.float32)
+    )
     assert got.shape == (4, 3, 2)
     B = rng.standard_normal((4, 3, 8)).astype(np.float32)
     got = vm(lambda v: lax.psum_scatter(v, "i", scatter_dimension=1, tiled=True))(B)
-    want = np.stack([B.sum(0)[:, 2 * i:2 * i + 2] for i in range(4)])
+    want = np.stack([B.sum(0)[:, 2 * i : 2 * i + 2] for i in range(4)])
     np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
 def _all_to_all_ref(A, sa, ca, tiled):
     n = A.shape[0]
     if not tiled:
-        return np.stack([np.stack([np.take(A[k], j, axis=sa) for k in range(n)], axis=ca)
-                         for j in range(n)])
+        return np.stack(
+            [np.stack([np.take(A[k], j, axis=sa) for k in range(n)], axis=ca) for j in range(n)]
+        )
     m = A.shape[1 + sa] // n
-    return np.stack([np.concatenate([np.take(A[k], range(j * m, (j + 1) * m), axis=sa)
-                                     for k in range(n)], axis=ca) for j in range(n)])
+    return np.stack(
+        [
+            np.concatenate(
+                [np.take(A[k], range(j * m, (j + 1) * m), axis=sa) for k in range(n)], axis=ca
+            )
+            for j in range(n)
+        ]
+    )
 
 
 @settings(max_examples=25, deadline=None)
@@ -102,8 +116,9 @@ def test_ppermute_pshuffle_pbroadcast_pswapaxes():
     cyc = [(i, (i + 1) % 4) for i in range(4)]
     np.testing.assert_array_equal(vm(lambda v: lax.ppermute(v, "i", cyc))(X), np.roll(X, 1))
     # examples nobody sends to get zeros
-    np.testing.assert_array_equal(vm(lambda v: lax.ppermute(v, "i", [(0, 2), (3, 1)]))(X),
-                                  [0, 4, 1, 0])
+    np.testing.assert_array_equal(
+        vm(lambda v: lax.ppermute(v, "i", [(0, 2), (3, 1)]))(X), [0, 4, 1, 0]
+    )
     np.testing.assert_array_equal(vm(lambda v: lax.pshuffle(v, "i", [3, 2, 1, 0]))(X), X[::-1])
     np.testing.assert_array_equal(vm(lambda v: lax.pbroadcast(v, "i", 2))(X), [3] * 4)
     np.testing.assert_array_equal(vm(lambda v: lax.pswapaxes(v, "i", 0))(M), M.T)
@@ -116,11 +131,14 @@ def test_axis_index_and_size():
     assert sizes == [4] and type(sizes[0]) is int
     both = vm(vm(lambda v: lax.axis_index(("i", "j")), "j"), "i")(np.zeros((2, 3)))
     np.testing.assert_array_equal(both, np.arange(6).reshape(2, 3))
-    assert vm(vm(lambda v: lax.axis_size(("i", "j")) + 0 * v, "j"), "i")(
-        np.zeros((2, 3))).tolist() == [[6.0] * 3] * 2
+    assert (
+        vm(vm(lambda v: lax.axis_size(("i", "j")) + 0 * v, "j"), "i")(np.zeros((2, 3))).tolist()
+        == [[6.0] * 3] * 2
+    )
 
 
 # -- nesting, names, jit ---------------------------------------------------------------------
+
 
 def test_nested_names():
     A = np.arange(6.0).reshape(2, 3)
@@ -139,14 +157,13 @@ def test_nested_names():
 
 
 def test_jit_inside_and_outside():
-    f = lambda v: v * lax.axis_index("i") - lax.pmean(v ** 2, "i")  # noqa: E731
+    f = lambda v: v * lax.axis_index("i") - lax.pmean(v**2, "i")  # noqa: E731
     want = vm(f)(X)
     np.testing.assert_allclose(vm(fg.jit(f))(X), want, rtol=1e-6)
     np.testing.assert_allclose(fg.jit(vm(f))(X), want, rtol=1e-6)
     # a jitted function whose operands do not vary along the axis still sees its collective
     np.testing.assert_allclose(vm(lambda v: fg.jit(lambda: lax.psum(1.0, "i"))())(X), [4] * 4)
-    np.testing.assert_allclose(vm(lambda v: fg.jit(lambda c: lax.psum(c, "i"))(2.0))(X),
-                               [8] * 4)
+    np.testing.assert_allclose(vm(lambda v: fg.jit(lambda c: lax.psum(c, "i"))(2.0))(X), [8] * 4)
     # inside control flow
     g = lambda v: lax.cond(v > 2, lambda u: lax.psum(u, "i"), lambda u: u, v)  # noqa: E731
     np.testing.assert_allclose(vm(g)(X), [1, 2, 10, 10])
@@ -167,17 +184,19 @@ def test_sum_match_and_spmd_axis_name():
 
 # -- derivatives -----------------------------------------------------------------------------
 
+
 def test_grad_of_vmapped_collectives():
     A = rng.standard_normal((4, 3))
     fns = [
         lambda v: v - lax.pmean(v, "i"),
         lambda v: lax.psum(fnp.sin(v), "i") * v,
         lambda v: lax.all_gather(v, "i", axis=1) ** 2,
-        lambda v: lax.psum_scatter(fnp.outer(v, v)[:, :1] * fnp.ones((3, 4)), "i",
-                                   scatter_dimension=1),
+        lambda v: lax.psum_scatter(
+            fnp.outer(v, v)[:, :1] * fnp.ones((3, 4)), "i", scatter_dimension=1
+        ),
         lambda v: lax.all_to_all(fnp.outer(fnp.ones(4), v), "i", 0, 1),
         lambda v: lax.ppermute(fnp.cos(v), "i", [(0, 1), (1, 2), (2, 0)]),
-        lambda v: lax.pmax(v ** 2, "i"),
+        lambda v: lax.pmax(v**2, "i"),
     ]
     for f in fns:
         check_grads(vm(f), (A,), order=2, modes=("fwd", "rev"))
@@ -186,7 +205,7 @@ def test_grad_of_vmapped_collectives():
 def test_vmap_of_grad_matches_jax_transposes():
     w = np.arange(4.0)
     # psum's transpose is psum: d/dv_i of psum(v^2) summed over the axis
-    np.testing.assert_allclose(vm(fg.grad(lambda v: lax.psum(v ** 2, "i")))(X), 8 * X)
+    np.testing.assert_allclose(vm(fg.grad(lambda v: lax.psum(v**2, "i")))(X), 8 * X)
     # all_gather's transpose is psum_scatter
     got = vm(fg.grad(lambda v: (lax.all_gather(v, "i") ** 2 * w).sum()))(X)
     np.testing.assert_allclose(got, 4 * 2 * X * w)
@@ -195,8 +214,7 @@ def test_vmap_of_grad_matches_jax_transposes():
     got = vm(fg.grad(lambda v: (lax.ppermute(v, "i", cyc) ** 2 * w).sum()))(X)
     np.testing.assert_allclose(got, 2 * X * w.sum())
     # pmax differentiates as reduce_max: the winner gets everything
-    np.testing.assert_allclose(vm(fg.grad(lambda v: lax.pmax(v ** 2, "i")))(X),
-                               [0, 0, 0, 4 * 8])
+    np.testing.assert_allclose(vm(fg.grad(lambda v: lax.pmax(v**2, "i")))(X), [0, 0, 0, 4 * 8])
     # grad(vmap) and vmap(grad) agree where they should
     f = lambda v: fnp.sum(fnp.sin(v) * lax.pmean(v, "i"))  # noqa: E731
     per = vm(fg.grad(f))(M)
@@ -206,11 +224,12 @@ def test_vmap_of_grad_matches_jax_transposes():
 
 def test_jvp_under_vmap():
     t = np.ones(4)
-    _, tan = fg.jvp(vm(lambda v: lax.psum(v ** 2, "i")), (X,), (t,))
+    _, tan = fg.jvp(vm(lambda v: lax.psum(v**2, "i")), (X,), (t,))
     np.testing.assert_allclose(tan, [2 * X.sum()] * 4)
 
 
 # -- errors ----------------------------------------------------------------------------------
+
 
 def test_unbound_axis_name():
     with pytest.raises(NameError, match="unbound axis name: 'i'"):
@@ -242,9 +261,9 @@ def test_bad_arguments():
 
 def test_jvp_inside_vmap():
     # each example's tangent is 1, and the all_gather gathers every example's tangent
-    tan = vm(lambda v: fg.jvp(lambda u: lax.all_gather(u ** 2, "i").sum(), (v,), (1.0,))[1])(X)
+    tan = vm(lambda v: fg.jvp(lambda u: lax.all_gather(u**2, "i").sum(), (v,), (1.0,))[1])(X)
     np.testing.assert_allclose(tan, [2 * X.sum()] * 4)
-    tan = vm(lambda v: fg.jvp(lambda u: lax.pmin(u ** 2, "i"), (v,), (1.0,))[1])(X)
+    tan = vm(lambda v: fg.jvp(lambda u: lax.pmin(u**2, "i"), (v,), (1.0,))[1])(X)
     np.testing.assert_allclose(tan, [2 * X[0]] * 4)
 
 
@@ -261,9 +280,11 @@ def test_compositions_with_higher_order_primitives():
         want_ys.append(want_c.sum())
     np.testing.assert_allclose(c, want_c, rtol=1e-6)
     np.testing.assert_allclose(ys, np.tile(want_ys, (4, 1)), rtol=1e-6)
-    got = vm(lambda v: lax.while_loop(lambda s: s[0] < 3,
-                                      lambda s: (s[0] + 1, s[1] + lax.psum(s[1], "i")),
-                                      (0, v))[1])(X)
+    got = vm(
+        lambda v: lax.while_loop(
+            lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] + lax.psum(s[1], "i")), (0, v)
+        )[1]
+    )(X)
     want = X.copy()
     for _ in range(3):
         want = want + want.sum()
@@ -284,9 +305,10 @@ def test_compositions_with_higher_order_primitives():
     # reverse mode: psum's transpose sums every example's cotangent
     np.testing.assert_allclose(vm(fg.grad(f))(X), [2 * X.sum()] * 4)
     np.testing.assert_allclose(fg.jit(vm(fg.grad(f)))(X), [2 * X.sum()] * 4)
-    np.testing.assert_allclose(vm(fg.hessian(lambda v: lax.psum(v ** 3, "i")))(X), 24 * X)
-    np.testing.assert_allclose(vm(lambda v: fg.jacfwd(lambda u: lax.all_gather(u ** 2, "i"))(v))(X),
-                               np.tile(2 * X, (4, 1)))
+    np.testing.assert_allclose(vm(fg.hessian(lambda v: lax.psum(v**3, "i")))(X), 24 * X)
+    np.testing.assert_allclose(
+        vm(lambda v: fg.jacfwd(lambda u: lax.all_gather(u**2, "i"))(v))(X), np.tile(2 * X, (4, 1))
+    )
 
 
 def test_same_jitted_function_under_two_names():

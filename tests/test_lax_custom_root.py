@@ -22,8 +22,9 @@ def _solve_nodiff(A):
 
 
 def lsolve(A, b):
-    return lax.custom_linear_solve(lambda x: A @ x, b, _solve_nodiff(A),
-                                   lambda vecmat, c: _solve_nodiff(A.T)(vecmat, c))
+    return lax.custom_linear_solve(
+        lambda x: A @ x, b, _solve_nodiff(A), lambda vecmat, c: _solve_nodiff(A.T)(vecmat, c)
+    )
 
 
 def jacobi(matvec, b, n=60):
@@ -62,8 +63,9 @@ def test_linear_solve_derivatives():
     _, t = fg.jvp(lsolve, (A0, B0), (dA, db))
     np.testing.assert_allclose(t, np.linalg.solve(A0, db - dA @ x), rtol=1e-4, atol=1e-5)
     # symmetric: solve doubles as transpose_solve
-    sym = lambda S, b: lax.custom_linear_solve(lambda v: S @ v, b, _solve_nodiff(S),  # noqa
-                                               symmetric=True)
+    sym = lambda S, b: lax.custom_linear_solve(  # noqa: E731
+        lambda v: S @ v, b, _solve_nodiff(S), symmetric=True
+    )
     check_grads(sym, (S0, B0), order=1, modes=("rev",))
     g = fg.grad(lambda b: sym(S0, b).sum())(B0)
     np.testing.assert_allclose(g, np.linalg.solve(S0, np.ones(3)), rtol=1e-4)
@@ -74,8 +76,9 @@ def test_linear_solve_iterative_solver_grad():
     A = 5 * np.eye(3) + 0.3 * rng.standard_normal((3, 3))
 
     def f(b):
-        return lax.custom_linear_solve(lambda x: A @ x, b, jacobi,
-                                       lambda vecmat, c: jacobi(vecmat, c)).sum()
+        return lax.custom_linear_solve(
+            lambda x: A @ x, b, jacobi, lambda vecmat, c: jacobi(vecmat, c)
+        ).sum()
 
     np.testing.assert_allclose(fg.grad(f)(B0), np.linalg.solve(A.T, np.ones(3)), rtol=1e-4)
 
@@ -107,11 +110,9 @@ def test_linear_solve_has_aux_and_errors():
     assert int(aux["iters"]) == 1
     # reverse mode needs transpose_solve
     with pytest.raises(TypeError, match="transpose_solve is required"):
-        fg.grad(lambda b: lax.custom_linear_solve(lambda v: A0 @ v, b, _solve_nodiff(A0))
-                .sum())(B0)
+        fg.grad(lambda b: lax.custom_linear_solve(lambda v: A0 @ v, b, _solve_nodiff(A0)).sum())(B0)
     # forward mode does not
-    fg.jvp(lambda b: lax.custom_linear_solve(lambda v: A0 @ v, b, _solve_nodiff(A0)),
-           (B0,), (B0,))
+    fg.jvp(lambda b: lax.custom_linear_solve(lambda v: A0 @ v, b, _solve_nodiff(A0)), (B0,), (B0,))
     with pytest.raises(TypeError, match="solve must return"):
         lax.custom_linear_solve(lambda v: A0 @ v, B0, lambda mv, b: b[:2])
     with pytest.raises(TypeError, match="callable"):
@@ -120,20 +121,20 @@ def test_linear_solve_has_aux_and_errors():
 
 # -- custom_root ---------------------------------------------------------------------------------
 
+
 def newton(f, x0):
-    return lax.stop_gradient(
-        lax.fori_loop(0, 40, lambda i, x: x - f(x) / fg.grad(f)(x), x0))
+    return lax.stop_gradient(lax.fori_loop(0, 40, lambda i, x: x - f(x) / fg.grad(f)(x), x0))
 
 
 def sqrt_root(a):
-    return lax.custom_root(lambda x: x ** 2 - a, 1.0, newton, lambda g, y: y / g(1.0))
+    return lax.custom_root(lambda x: x**2 - a, 1.0, newton, lambda g, y: y / g(1.0))
 
 
 def test_custom_root_scalar():
     a = np.array([0.5, 2.0, 9.0])
     np.testing.assert_allclose(fg.vmap(sqrt_root)(a), np.sqrt(a), rtol=1e-6)
     np.testing.assert_allclose(fg.vmap(fg.grad(sqrt_root))(a), 0.5 / np.sqrt(a), rtol=1e-5)
-    np.testing.assert_allclose(fg.grad(fg.grad(sqrt_root))(4.0), -0.25 * 4 ** -1.5, rtol=1e-5)
+    np.testing.assert_allclose(fg.grad(fg.grad(sqrt_root))(4.0), -0.25 * 4**-1.5, rtol=1e-5)
     check_grads(sqrt_root, (2.0,), order=2, modes=("fwd", "rev"))
     np.testing.assert_allclose(fg.jit(fg.grad(sqrt_root))(4.0), 0.25, rtol=1e-6)
     for ai in a:
@@ -150,16 +151,19 @@ def test_custom_root_vector_has_aux():
         return fnp.linalg.solve(fg.jacfwd(g)(y), y)
 
     def root(theta):
-        return lax.custom_root(lambda x: A0 @ x - theta * B0, fnp.zeros(3), solve, tangent_solve,
-                               has_aux=True)
+        return lax.custom_root(
+            lambda x: A0 @ x - theta * B0, fnp.zeros(3), solve, tangent_solve, has_aux=True
+        )
 
     x, aux = root(2.0)
     np.testing.assert_allclose(x, 2 * np.linalg.solve(A0, B0), rtol=1e-5)
     assert int(aux) == 3
-    np.testing.assert_allclose(fg.jacfwd(lambda t: root(t)[0])(2.0), np.linalg.solve(A0, B0),
-                               rtol=1e-5)
-    np.testing.assert_allclose(fg.grad(lambda t: root(t)[0].sum())(2.0),
-                               np.linalg.solve(A0, B0).sum(), rtol=1e-5)
+    np.testing.assert_allclose(
+        fg.jacfwd(lambda t: root(t)[0])(2.0), np.linalg.solve(A0, B0), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        fg.grad(lambda t: root(t)[0].sum())(2.0), np.linalg.solve(A0, B0).sum(), rtol=1e-5
+    )
 
 
 def test_custom_root_errors():

@@ -37,6 +37,7 @@ def _reference_result(exact: np.ndarray, dtype):
 
 # -- dot_general ---------------------------------------------------------------------------------
 
+
 @st.composite
 def dot_cases(draw):
     """Operands with batch, contracting and free dimensions placed in random positions."""
@@ -45,10 +46,20 @@ def dot_cases(draw):
     size = st.integers(0, 3)
     bs, cs = [draw(size) for _ in range(nb)], [draw(size) for _ in range(nc)]
     lfs, rfs = [draw(size) for _ in range(nlf)], [draw(size) for _ in range(nrf)]
-    lroles = draw(st.permutations([("b", i) for i in range(nb)] + [("c", i) for i in range(nc)]
-                                  + [("f", i) for i in range(nlf)]))
-    rroles = draw(st.permutations([("b", i) for i in range(nb)] + [("c", i) for i in range(nc)]
-                                  + [("f", i) for i in range(nrf)]))
+    lroles = draw(
+        st.permutations(
+            [("b", i) for i in range(nb)]
+            + [("c", i) for i in range(nc)]
+            + [("f", i) for i in range(nlf)]
+        )
+    )
+    rroles = draw(
+        st.permutations(
+            [("b", i) for i in range(nb)]
+            + [("c", i) for i in range(nc)]
+            + [("f", i) for i in range(nrf)]
+        )
+    )
 
     def layout(roles, free):
         shape = [{"b": bs, "c": cs, "f": free}[r][i] for r, i in roles]
@@ -57,10 +68,12 @@ def dot_cases(draw):
 
     lshape, lpos = layout(lroles, lfs)
     rshape, rpos = layout(rroles, rfs)
-    dn = ((tuple(lpos[("c", i)] for i in range(nc)), tuple(rpos[("c", i)] for i in range(nc))),
-          (tuple(lpos[("b", i)] for i in range(nb)), tuple(rpos[("b", i)] for i in range(nb))))
+    dn = (
+        (tuple(lpos[("c", i)] for i in range(nc)), tuple(rpos[("c", i)] for i in range(nc))),
+        (tuple(lpos[("b", i)] for i in range(nb)), tuple(rpos[("b", i)] for i in range(nb))),
+    )
     dtype = draw(st.sampled_from(DTYPES))
-    seed = draw(st.integers(0, 2 ** 16))
+    seed = draw(st.integers(0, 2**16))
     rng = np.random.default_rng(seed)
     return _values(rng, lshape, dtype), _values(rng, rshape, dtype), dn
 
@@ -77,11 +90,15 @@ def _einsum_reference(lhs, rhs, dn):
         lsub[i] = lsub[i] or next(letters)
     for i in range(rhs.ndim):
         rsub[i] = rsub[i] or next(letters)
-    out = ([lsub[d] for d in lb] + [lsub[d] for d in range(lhs.ndim) if d not in lb + lc]
-           + [rsub[d] for d in range(rhs.ndim) if d not in rb + rc])
+    out = (
+        [lsub[d] for d in lb]
+        + [lsub[d] for d in range(lhs.ndim) if d not in lb + lc]
+        + [rsub[d] for d in range(rhs.ndim) if d not in rb + rc]
+    )
     wide = np.float64 if lhs.dtype.kind == "f" else np.int64
-    return np.einsum(f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}", lhs.astype(wide),
-                     rhs.astype(wide))
+    return np.einsum(
+        f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}", lhs.astype(wide), rhs.astype(wide)
+    )
 
 
 @given(dot_cases())
@@ -97,8 +114,9 @@ def test_dot_general_matches_einsum(case):
 def test_dot_general_preferred_element_type(case, preferred):
     lhs, rhs, dn = case
     if lhs.dtype.kind in "iu" and (np.dtype(preferred).itemsize < lhs.dtype.itemsize):
-        with pytest.raises(TypeError, match="dot_general: preferred_element_type .* must not "
-                                            "be narrower"):
+        with pytest.raises(
+            TypeError, match="dot_general: preferred_element_type .* must not be narrower"
+        ):
             lax.dot_general(lhs, rhs, dn, preferred_element_type=preferred)
         return
     out = lax.dot_general(lhs, rhs, dn, preferred_element_type=preferred)
@@ -122,29 +140,50 @@ def test_dot_general_dtype_rules_follow_jax():
     dn = (((1,), (0,)), ((), ()))
     half = np.full((1, 2), 1.5, np.float32)
     # computed in float, then truncated: 4.5 -> 4 (JAX gives 4)
-    assert_array(lax.dot_general(half, half.T, dn, preferred_element_type=np.int32),
-                 np.array([[4]], np.int32), dtype=np.int32)
+    assert_array(
+        lax.dot_general(half, half.T, dn, preferred_element_type=np.int32),
+        np.array([[4]], np.int32),
+        dtype=np.int32,
+    )
     i8 = np.array([[100, 100]], np.int8)
     assert_array(lax.dot_general(i8, i8.T, dn), np.array([[32]], np.int8), dtype=np.int8)
-    assert_array(lax.dot_general(i8, i8.T, dn, preferred_element_type=np.int32),
-                 np.array([[20000]], np.int32), dtype=np.int32)
+    assert_array(
+        lax.dot_general(i8, i8.T, dn, preferred_element_type=np.int32),
+        np.array([[20000]], np.int32),
+        dtype=np.int32,
+    )
     b = np.array([[True, True]])
     assert_array(lax.dot_general(b, b.T, dn), np.array([[True]]), dtype=np.bool_)
-    assert_array(lax.dot_general(b, b.T, dn, preferred_element_type=np.int32),
-                 np.array([[2]], np.int32), dtype=np.int32)
+    assert_array(
+        lax.dot_general(b, b.T, dn, preferred_element_type=np.int32),
+        np.array([[2]], np.int32),
+        dtype=np.int32,
+    )
     neg = np.array([[-1, -1]], np.int32)
-    assert_array(lax.dot_general(neg, -neg.T, dn, preferred_element_type=np.uint32),
-                 np.array([[2 ** 32 - 2]], np.uint32), dtype=np.uint32)
+    assert_array(
+        lax.dot_general(neg, -neg.T, dn, preferred_element_type=np.uint32),
+        np.array([[2**32 - 2]], np.uint32),
+        dtype=np.uint32,
+    )
     # mixed dtypes are promoted as JAX promotes them
-    assert_array(lax.dot_general(np.ones((1, 2), np.float32), np.ones((2, 1), np.int32), dn),
-                 np.array([[2.0]]), dtype=np.float32)
-    assert_array(lax.dot_general(np.ones((1, 2), np.uint32), np.ones((2, 1), np.int32), dn),
-                 np.array([[2]]), dtype=np.int32)
+    assert_array(
+        lax.dot_general(np.ones((1, 2), np.float32), np.ones((2, 1), np.int32), dn),
+        np.array([[2.0]]),
+        dtype=np.float32,
+    )
+    assert_array(
+        lax.dot_general(np.ones((1, 2), np.uint32), np.ones((2, 1), np.int32), dn),
+        np.array([[2]]),
+        dtype=np.int32,
+    )
     # integer products wrap like XLA's
-    v = np.array([2 ** 30, 2 ** 30], np.int32)
+    v = np.array([2**30, 2**30], np.int32)
     assert_array(lax.dot(v, np.array([4, 4], np.int32)), np.int32(0), dtype=np.int32)
-    with pytest.raises(TypeError, match="dot_general: preferred_element_type bool must not be "
-                                        "narrower than the operand dtype int32"):
+    with pytest.raises(
+        TypeError,
+        match="dot_general: preferred_element_type bool must not be "
+        "narrower than the operand dtype int32",
+    ):
         lax.dot_general(neg, neg.T, dn, preferred_element_type=np.bool_)
 
 
@@ -167,8 +206,11 @@ def test_dot_and_batch_matmul_shapes():
     x = np.arange(30, dtype=np.float32).reshape(5, 2, 3)
     y = np.arange(60, dtype=np.float32).reshape(5, 3, 4)
     assert_array(lax.batch_matmul(x, y), np.matmul(x, y), dtype=np.float32)
-    with pytest.raises(ValueError, match=r"dot: operands must be vectors or matrices, got "
-                                         r"shapes \(5, 2, 3\) and \(3,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"dot: operands must be vectors or matrices, got "
+        r"shapes \(5, 2, 3\) and \(3,\)",
+    ):
         lax.dot(x, b)
     with pytest.raises(ValueError, match="dot: operands must be vectors or matrices"):
         lax.dot(np.float32(2), np.float32(3))
@@ -180,10 +222,13 @@ def test_dot_and_batch_matmul_shapes():
 
 def test_dot_general_errors_name_shapes():
     x, y = np.ones((2, 3), np.float32), np.ones((4, 5), np.float32)
-    with pytest.raises(TypeError, match=r"dot_general: contracting dimensions must have equal "
-                                        r"sizes, got lhs contracting \(1,\) of shape \(2, 3\) "
-                                        r"\(sizes \(3,\)\) and rhs contracting \(0,\) of shape "
-                                        r"\(4, 5\) \(sizes \(4,\)\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"dot_general: contracting dimensions must have equal "
+        r"sizes, got lhs contracting \(1,\) of shape \(2, 3\) "
+        r"\(sizes \(3,\)\) and rhs contracting \(0,\) of shape "
+        r"\(4, 5\) \(sizes \(4,\)\)",
+    ):
         lax.dot_general(x, y, (((1,), (0,)), ((), ())))
     with pytest.raises(TypeError, match="dot_general: lhs dimension numbers must be distinct"):
         lax.dot_general(x, np.ones((3, 3), np.float32), (((1, 1), (0, 1)), ((), ())))
@@ -195,9 +240,15 @@ def test_dot_general_errors_name_shapes():
     with pytest.raises(TypeError, match="dot_general: dimension_numbers must be"):
         lax.dot_general(x, y, ((1,), (0,)))
     with pytest.raises(TypeError, match="dot_general requires operands of the same dtype"):
-        fg.make_jaxpr(lambda a, b: lax.dot_general_p.bind(
-            a, b, dimension_numbers=(((1,), (0,)), ((), ())), precision=None,
-            preferred_element_type=None))(x, np.ones((3, 2), np.int32))
+        fg.make_jaxpr(
+            lambda a, b: lax.dot_general_p.bind(
+                a,
+                b,
+                dimension_numbers=(((1,), (0,)), ((), ())),
+                precision=None,
+                preferred_element_type=None,
+            )
+        )(x, np.ones((3, 2), np.int32))
     with pytest.raises(ValueError, match="precision: 'foo' is not a lax.Precision"):
         lax.dot(x, x.T, precision="foo")
 
@@ -206,14 +257,19 @@ def test_dot_general_jaxpr_prints_like_jax_and_evaluates():
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     y = np.arange(12, dtype=np.float32).reshape(3, 4)
     jaxpr = fg.make_jaxpr(lambda x, y: lax.dot(x, y))(x, y)
-    assert ("dot_general[dimension_numbers=(((1,), (0,)), ((), ())) precision=None "
-            "preferred_element_type=None]") in str(jaxpr)
+    assert (
+        "dot_general[dimension_numbers=(((1,), (0,)), ((), ())) precision=None "
+        "preferred_element_type=None]"
+    ) in str(jaxpr)
     assert_array(jaxpr(x, y)[0], x @ y, dtype=np.float32)
-    jaxpr = fg.make_jaxpr(lambda x, y: lax.dot_general(
-        x, y, (((1,), (0,)), ((), ())), precision="highest",
-        preferred_element_type=np.float32))(x, y)
-    assert ("precision=(Precision.HIGHEST, Precision.HIGHEST) preferred_element_type=float32"
-            in str(jaxpr))
+    jaxpr = fg.make_jaxpr(
+        lambda x, y: lax.dot_general(
+            x, y, (((1,), (0,)), ((), ())), precision="highest", preferred_element_type=np.float32
+        )
+    )(x, y)
+    assert "precision=(Precision.HIGHEST, Precision.HIGHEST) preferred_element_type=float32" in str(
+        jaxpr
+    )
     assert lax.Precision("tensorfloat32") is lax.Precision.HIGH
 
 
@@ -221,13 +277,13 @@ def test_dot_general_float64(x64):
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(3, 4, 5)), rng.normal(size=(3, 5, 2))
     out = lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,))))
-    assert_array(out, np.einsum("bij,bjk->bik", a, b), dtype=np.float64, rtol=1e-13,
-                 atol=1e-13)
+    assert_array(out, np.einsum("bij,bjk->bik", a, b), dtype=np.float64, rtol=1e-13, atol=1e-13)
     f32 = np.ones((2, 2), np.float32)
     assert lax.dot(f32, f32, preferred_element_type=np.float64).dtype == np.float64
 
 
 # -- conv_general_dilated ------------------------------------------------------------------------
+
 
 def _reference_conv(lhs, rhs, strides, padding, lhs_dil, rhs_dil, dnums, fgc, bgc):
     """Direct convolution: a Python loop over output pixels and kernel taps, reading the
@@ -239,15 +295,18 @@ def _reference_conv(lhs, rhs, strides, padding, lhs_dil, rhs_dil, dnums, fgc, bg
     o, i_feat = w.shape[:2]
     dil_in = [0 if d == 0 else (d - 1) * s + 1 for d, s in zip(x.shape[2:], lhs_dil)]
     spans = [0 if k == 0 else (k - 1) * d + 1 for k, d in zip(w.shape[2:], rhs_dil)]
-    out_sp = [max(0, (d + lo + hi - sp) // stride + 1)
-              for d, (lo, hi), sp, stride in zip(dil_in, padding, spans, strides)]
+    out_sp = [
+        max(0, (d + lo + hi - sp) // stride + 1)
+        for d, (lo, hi), sp, stride in zip(dil_in, padding, spans, strides)
+    ]
     out = np.zeros((n // bgc, o) + tuple(out_sp), x.dtype)
     o_per_f, o_per_b = o // fgc, o // bgc
     for pix in np.ndindex(*out_sp):
         for tap in np.ndindex(*w.shape[2:]):
             coords = []
-            for p, t, stride, (lo, _), rd, ld, d in zip(pix, tap, strides, padding, rhs_dil,
-                                                        lhs_dil, dil_in):
+            for p, t, stride, (lo, _), rd, ld, d in zip(
+                pix, tap, strides, padding, rhs_dil, lhs_dil, dil_in
+            ):
                 pos = p * stride + t * rd - lo
                 if not 0 <= pos < d or pos % ld:
                     break
@@ -255,7 +314,7 @@ def _reference_conv(lhs, rhs, strides, padding, lhs_dil, rhs_dil, dnums, fgc, bg
             else:
                 for oo in range(o):
                     g, b = oo // o_per_f, oo // o_per_b
-                    xs = x[b * (n // bgc):(b + 1) * (n // bgc), g * i_feat:(g + 1) * i_feat]
+                    xs = x[b * (n // bgc) : (b + 1) * (n // bgc), g * i_feat : (g + 1) * i_feat]
                     xs = xs[(slice(None), slice(None)) + tuple(coords)]
                     out[(slice(None), oo) + pix] += xs @ w[(oo, slice(None)) + tap]
     return np.transpose(out, np.argsort(out_spec))
@@ -287,7 +346,7 @@ def conv_cases(draw):
     rhs_dil = tuple(draw(st.integers(1, 2)) for _ in range(nsp))
     padding = tuple((draw(st.integers(-1, 2)), draw(st.integers(-1, 2))) for _ in range(nsp))
     dtype = draw(st.sampled_from([np.float32, np.int32, np.float16]))
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     specs = _spec_strings(nsp, rng)
     canon_l = [n, c] + spatial
     canon_r = [o, i_feat] + kernel
@@ -304,51 +363,93 @@ def test_conv_general_dilated_matches_loop_reference(case):
     lhs, rhs, strides, padding, lhs_dil, rhs_dil, specs, fgc, bgc = case
     dnums = lax.conv_dimension_numbers(lhs.shape, rhs.shape, specs)
     sizes = [lhs.shape[d] for d in dnums.lhs_spec[2:]]
-    if any(max(d - 1, 0) * ld + min(d, 1) + lo + hi < 0
-           for d, ld, (lo, hi) in zip(sizes, lhs_dil, padding)):
+    if any(
+        max(d - 1, 0) * ld + min(d, 1) + lo + hi < 0
+        for d, ld, (lo, hi) in zip(sizes, lhs_dil, padding)
+    ):
         with pytest.raises(ValueError, match="conv_general_dilated: negative padding"):
-            lax.conv_general_dilated(lhs, rhs, strides, padding, lhs_dil, rhs_dil, specs,
-                                     feature_group_count=fgc, batch_group_count=bgc)
+            lax.conv_general_dilated(
+                lhs,
+                rhs,
+                strides,
+                padding,
+                lhs_dil,
+                rhs_dil,
+                specs,
+                feature_group_count=fgc,
+                batch_group_count=bgc,
+            )
         return
-    out = lax.conv_general_dilated(lhs, rhs, strides, padding, lhs_dil, rhs_dil, specs,
-                                   feature_group_count=fgc, batch_group_count=bgc)
+    out = lax.conv_general_dilated(
+        lhs,
+        rhs,
+        strides,
+        padding,
+        lhs_dil,
+        rhs_dil,
+        specs,
+        feature_group_count=fgc,
+        batch_group_count=bgc,
+    )
     ref = _reference_conv(lhs, rhs, strides, padding, lhs_dil, rhs_dil, dnums, fgc, bgc)
     tol = {np.dtype(np.float16): 5e-3, np.dtype(np.float32): 1e-5}.get(lhs.dtype, 0)
-    assert_array(out, _reference_result(ref, lhs.dtype), dtype=lhs.dtype, rtol=tol,
-                 atol=tol * 10)
+    assert_array(out, _reference_result(ref, lhs.dtype), dtype=lhs.dtype, rtol=tol, atol=tol * 10)
 
 
 def test_conv_groups_and_padding_match_jax_values():
     # values printed by JAX 0.10 for the same calls
     lhs = np.arange(12, dtype=np.float32).reshape(4, 1, 3)
     rhs = np.array([1.0, 10.0], np.float32).reshape(2, 1, 1)
-    assert_array(lax.conv_general_dilated(lhs, rhs, (1,), "VALID", batch_group_count=2),
-                 [[[0, 1, 2], [60, 70, 80]], [[3, 4, 5], [90, 100, 110]]], dtype=np.float32)
+    assert_array(
+        lax.conv_general_dilated(lhs, rhs, (1,), "VALID", batch_group_count=2),
+        [[[0, 1, 2], [60, 70, 80]], [[3, 4, 5], [90, 100, 110]]],
+        dtype=np.float32,
+    )
     lhs = np.arange(12, dtype=np.float32).reshape(1, 4, 3)
     rhs = np.ones((2, 2, 1), np.float32) * np.array([1, 10], np.float32)[:, None, None]
-    assert_array(lax.conv_general_dilated(lhs, rhs, (1,), "VALID", feature_group_count=2),
-                 [[[3, 5, 7], [150, 170, 190]]], dtype=np.float32)
+    assert_array(
+        lax.conv_general_dilated(lhs, rhs, (1,), "VALID", feature_group_count=2),
+        [[[3, 5, 7], [150, 170, 190]]],
+        dtype=np.float32,
+    )
     ones = np.ones((1, 1, 3, 3), np.float32)
-    assert_array(lax.conv(ones, np.ones((1, 1, 2, 2), np.float32), (1, 1), "SAME"),
-                 [[[[4, 4, 2], [4, 4, 2], [2, 2, 1]]]])
-    assert_array(lax.conv_with_general_padding(ones, np.ones((1, 1, 2, 2), np.float32),
-                                               (1, 1), "SAME", None, (2, 2)),
-                 [[[[1, 2, 1], [2, 4, 2], [1, 2, 1]]]])
+    assert_array(
+        lax.conv(ones, np.ones((1, 1, 2, 2), np.float32), (1, 1), "SAME"),
+        [[[[4, 4, 2], [4, 4, 2], [2, 2, 1]]]],
+    )
+    assert_array(
+        lax.conv_with_general_padding(
+            ones, np.ones((1, 1, 2, 2), np.float32), (1, 1), "SAME", None, (2, 2)
+        ),
+        [[[[1, 2, 1], [2, 4, 2], [1, 2, 1]]]],
+    )
     x = np.arange(6, dtype=np.float32).reshape(1, 1, 6)
-    assert_array(lax.conv_general_dilated(x, np.ones((1, 1, 2), np.float32), (1,),
-                                          ((-1, -2),)), [[[3.0, 5.0]]])
-    assert_array(lax.conv_general_dilated(np.ones((1, 1, 5), np.float32),
-                                          np.ones((1, 1, 2), np.float32), (1,), "SAME",
-                                          rhs_dilation=(2,)), [[[1, 2, 2, 2, 1]]])
-    assert lax.conv_general_dilated(np.ones((1, 1, 3), np.float32),
-                                    np.ones((1, 1, 5), np.float32), (1,), "VALID").shape == \
-        (1, 1, 0)
+    assert_array(
+        lax.conv_general_dilated(x, np.ones((1, 1, 2), np.float32), (1,), ((-1, -2),)),
+        [[[3.0, 5.0]]],
+    )
+    assert_array(
+        lax.conv_general_dilated(
+            np.ones((1, 1, 5), np.float32),
+            np.ones((1, 1, 2), np.float32),
+            (1,),
+            "SAME",
+            rhs_dilation=(2,),
+        ),
+        [[[1, 2, 2, 2, 1]]],
+    )
+    assert lax.conv_general_dilated(
+        np.ones((1, 1, 3), np.float32), np.ones((1, 1, 5), np.float32), (1,), "VALID"
+    ).shape == (1, 1, 0)
     # zero spatial dimensions: a matrix product
-    assert_array(lax.conv_general_dilated(np.ones((2, 3), np.float32),
-                                          np.ones((4, 3), np.float32), (), "VALID"),
-                 np.full((2, 4), 3.0), dtype=np.float32)
-    b = lax.conv_general_dilated(np.ones((1, 1, 3), bool), np.ones((1, 1, 2), bool), (1,),
-                                 "VALID")
+    assert_array(
+        lax.conv_general_dilated(
+            np.ones((2, 3), np.float32), np.ones((4, 3), np.float32), (), "VALID"
+        ),
+        np.full((2, 4), 3.0),
+        dtype=np.float32,
+    )
+    b = lax.conv_general_dilated(np.ones((1, 1, 3), bool), np.ones((1, 1, 2), bool), (1,), "VALID")
     assert_array(b, [[[True, True]]], dtype=np.bool_)
 
 
@@ -360,19 +461,26 @@ def test_conv_transpose_matches_jax_values():
     assert_array(lax.conv_transpose(x, k2, (2,), "SAME"), col([0, 0, 2, 1, 4, 2]))
     assert_array(lax.conv_transpose(x, k3, (2,), "VALID"), col([0, 0, 3, 2, 7, 4, 2]))
     assert_array(lax.conv_transpose(x, k3, (2,), ((1, 1),)), col([0, 3, 2, 7, 4]))
-    assert_array(lax.conv_transpose(x, k3, (2,), ((1, 1),), use_consistent_padding=True),
-                 col([0, 3, 2, 7, 4]))
-    assert_array(lax.conv_transpose(x, k3, (2,), "SAME", transpose_kernel=True),
-                 col([0, 0, 1, 2, 5, 4]))
+    assert_array(
+        lax.conv_transpose(x, k3, (2,), ((1, 1),), use_consistent_padding=True),
+        col([0, 3, 2, 7, 4]),
+    )
+    assert_array(
+        lax.conv_transpose(x, k3, (2,), "SAME", transpose_kernel=True), col([0, 0, 1, 2, 5, 4])
+    )
 
 
 def test_conv_dimension_numbers():
     dn = lax.conv_dimension_numbers((1, 5, 5, 2), (3, 3, 2, 4), ("NHWC", "HWIO", "NHWC"))
     assert dn == lax.ConvDimensionNumbers((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
-    assert lax.conv_dimension_numbers((1, 2, 3), (1, 2, 3), None) == \
-        lax.ConvDimensionNumbers((0, 1, 2), (0, 1, 2), (0, 1, 2))
-    with pytest.raises(TypeError, match=r"dimension_numbers\[1\] must contain the characters "
-                                        "'O' and 'I' exactly once, got HWIX"):
+    assert lax.conv_dimension_numbers((1, 2, 3), (1, 2, 3), None) == lax.ConvDimensionNumbers(
+        (0, 1, 2), (0, 1, 2), (0, 1, 2)
+    )
+    with pytest.raises(
+        TypeError,
+        match=r"dimension_numbers\[1\] must contain the characters "
+        "'O' and 'I' exactly once, got HWIX",
+    ):
         lax.conv_dimension_numbers((1, 5, 5, 2), (3, 3, 2, 4), ("NHWC", "HWIX", "NHWC"))
     with pytest.raises(TypeError, match="same set of spatial characters"):
         lax.conv_dimension_numbers((1, 5, 5, 2), (3, 3, 2, 4), ("NHWC", "HDIO", "NHWC"))
@@ -382,26 +490,41 @@ def test_conv_dimension_numbers():
 
 def test_conv_errors_name_the_operation():
     x = np.ones((1, 2, 5), np.float32)
-    with pytest.raises(ValueError, match=r"conv_general_dilated: the lhs feature size 2 divided "
-                                         r"by feature_group_count=1 must equal the rhs input "
-                                         r"feature size 3"):
+    with pytest.raises(
+        ValueError,
+        match=r"conv_general_dilated: the lhs feature size 2 divided "
+        r"by feature_group_count=1 must equal the rhs input "
+        r"feature size 3",
+    ):
         lax.conv_general_dilated(x, np.ones((1, 3, 2), np.float32), (1,), "VALID")
-    with pytest.raises(ValueError, match="at most one of feature_group_count and "
-                                         "batch_group_count"):
-        lax.conv_general_dilated(np.ones((2, 2, 3), np.float32), np.ones((2, 1, 2), np.float32),
-                                 (1,), "VALID", feature_group_count=2, batch_group_count=2)
+    with pytest.raises(
+        ValueError, match="at most one of feature_group_count and batch_group_count"
+    ):
+        lax.conv_general_dilated(
+            np.ones((2, 2, 3), np.float32),
+            np.ones((2, 1, 2), np.float32),
+            (1,),
+            "VALID",
+            feature_group_count=2,
+            batch_group_count=2,
+        )
     with pytest.raises(ValueError, match="batch_group_count=2 must divide the lhs batch size 1"):
-        lax.conv_general_dilated(x, np.ones((2, 2, 2), np.float32), (1,), "VALID",
-                                 batch_group_count=2)
-    with pytest.raises(TypeError, match=r"conv_general_dilated: window_strides \(1, 1\) must "
-                                        "have one entry per spatial dimension"):
+        lax.conv_general_dilated(
+            x, np.ones((2, 2, 2), np.float32), (1,), "VALID", batch_group_count=2
+        )
+    with pytest.raises(
+        TypeError,
+        match=r"conv_general_dilated: window_strides \(1, 1\) must "
+        "have one entry per spatial dimension",
+    ):
         lax.conv_general_dilated(x, np.ones((1, 2, 2), np.float32), (1, 1), "VALID")
-    with pytest.raises(TypeError, match="conv_general_dilated requires operands of the same "
-                                        "dtype, got float32 and int32"):
+    with pytest.raises(
+        TypeError,
+        match="conv_general_dilated requires operands of the same dtype, got float32 and int32",
+    ):
         lax.conv_general_dilated(x, np.ones((1, 2, 2), np.int32), (1,), "VALID")
     with pytest.raises(ValueError, match="string padding is not supported with lhs_dilation"):
-        lax.conv_general_dilated(x, np.ones((1, 2, 2), np.float32), (1,), "SAME",
-                                 lhs_dilation=(2,))
+        lax.conv_general_dilated(x, np.ones((1, 2, 2), np.float32), (1,), "SAME", lhs_dilation=(2,))
     with pytest.raises(ValueError, match=r"negative padding \(-4, -4\) is larger"):
         lax.conv_general_dilated(x, np.ones((1, 2, 2), np.float32), (1,), ((-4, -4),))
     with pytest.raises(ValueError, match="padding must be a string or a sequence"):
@@ -409,8 +532,13 @@ def test_conv_errors_name_the_operation():
     with pytest.raises(ValueError, match="every element of window_strides must be positive"):
         lax.conv_general_dilated(x, np.ones((1, 2, 2), np.float32), (0,), "VALID")
     with pytest.raises(TypeError, match="preferred_element_type int8 must not be narrower"):
-        lax.conv_general_dilated(np.ones((1, 1, 3), np.int32), np.ones((1, 1, 2), np.int32),
-                                 (1,), "VALID", preferred_element_type=np.int8)
+        lax.conv_general_dilated(
+            np.ones((1, 1, 3), np.int32),
+            np.ones((1, 1, 2), np.int32),
+            (1,),
+            "VALID",
+            preferred_element_type=np.int8,
+        )
 
 
 def test_conv_jaxpr_prints_like_jax_and_evaluates():
@@ -418,15 +546,17 @@ def test_conv_jaxpr_prints_like_jax_and_evaluates():
     rhs = np.arange(72, dtype=np.float32).reshape(3, 3, 2, 4) / 10
 
     def f(lhs, rhs):
-        return lax.conv_general_dilated(lhs, rhs, (1, 1), "SAME",
-                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return lax.conv_general_dilated(
+            lhs, rhs, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+        )
 
     jaxpr = fg.make_jaxpr(f)(lhs, rhs)
-    assert ("conv_general_dilated[batch_group_count=1 dimension_numbers=ConvDimensionNumbers("
-            "lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2)) "
-            "feature_group_count=1 lhs_dilation=(1, 1) padding=((1, 1), (1, 1)) precision=None "
-            "preferred_element_type=None rhs_dilation=(1, 1) window_strides=(1, 1)]"
-            in str(jaxpr))
+    assert (
+        "conv_general_dilated[batch_group_count=1 dimension_numbers=ConvDimensionNumbers("
+        "lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2)) "
+        "feature_group_count=1 lhs_dilation=(1, 1) padding=((1, 1), (1, 1)) precision=None "
+        "preferred_element_type=None rhs_dilation=(1, 1) window_strides=(1, 1)]" in str(jaxpr)
+    )
     out = f(lhs, rhs)
     assert out.shape == (1, 5, 5, 4) and out.dtype == np.float32
     assert_array(jaxpr(lhs, rhs)[0], np.asarray(out), dtype=np.float32, rtol=0, atol=0)
@@ -442,9 +572,11 @@ def test_conv_float64_and_preferred_element_type(x64):
     ref = _reference_conv(lhs, rhs, (2, 1), ((1, 0), (2, -1)), (1, 2), (2, 1), dnums, 1, 1)
     assert_array(out, ref, dtype=np.float64, rtol=1e-13, atol=1e-13)
     i8 = np.full((1, 1, 4), 100, np.int8)
-    assert_array(lax.conv_general_dilated(i8, i8[:, :, :2], (1,), "VALID",
-                                          preferred_element_type=np.int32),
-                 np.full((1, 1, 3), 20000, np.int32), dtype=np.int32)
+    assert_array(
+        lax.conv_general_dilated(i8, i8[:, :, :2], (1,), "VALID", preferred_element_type=np.int32),
+        np.full((1, 1, 3), 20000, np.int32),
+        dtype=np.int32,
+    )
 
 
 # -- issue 15: a convolution whose outputs are single products keeps their IEEE values --------
@@ -496,14 +628,23 @@ def test_issue15_single_product_conv_keeps_the_sign_of_zero():
     _assert_same_ieee(fg.jit(f)(x, w), np.full((1, 2, 20000), -0.0, np.float32))
 
 
-@given(st.integers(1, 3), st.integers(1, 2), st.integers(1, 5), st.integers(1, 2),
-       st.tuples(st.integers(0, 2), st.integers(0, 2)), st.integers(1, 2), st.data())
-def test_issue15_single_product_conv_matches_a_loop_eager_and_jit(c, mult, width, stride, pad,
-                                                                   dil, data):
+@given(
+    st.integers(1, 3),
+    st.integers(1, 2),
+    st.integers(1, 5),
+    st.integers(1, 2),
+    st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    st.integers(1, 2),
+    st.data(),
+)
+def test_issue15_single_product_conv_matches_a_loop_eager_and_jit(
+    c, mult, width, stride, pad, dil, data
+):
     """Every single-product convolution (one input feature per group, a one-element window)
     over IEEE specials, with strides, padding, lhs dilation and feature groups: eager and
     compiled equal the loop bit for bit, signs of zero included (padding gives +0, not
     0 * w)."""
+
     def specials(shape):
         n = int(np.prod(shape))
         values = data.draw(st.lists(st.sampled_from(list(_SPECIALS)), min_size=n, max_size=n))
@@ -512,8 +653,9 @@ def test_issue15_single_product_conv_matches_a_loop_eager_and_jit(c, mult, width
     x, w = specials((2, c, width)), specials((c * mult, 1, 1))
 
     def f(x, w):
-        return lax.conv_general_dilated(x, w, (stride,), [pad], lhs_dilation=(dil,),
-                                        feature_group_count=c)
+        return lax.conv_general_dilated(
+            x, w, (stride,), [pad], lhs_dilation=(dil,), feature_group_count=c
+        )
 
     ref = _single_product_conv_ref(x, w, stride, pad, dil, c)
     _assert_same_ieee(f(x, w), ref)
@@ -527,5 +669,6 @@ def test_issue15_single_product_conv_on_the_gpu(gpu):
     def f(x, w):
         return lax.conv_general_dilated(x, w, (1,), [(1, 1)], feature_group_count=2)
 
-    _assert_same_ieee(fg.jit(f, backend="gpu")(x, w),
-                      _single_product_conv_ref(x, w, 1, (1, 1), 1, 2))
+    _assert_same_ieee(
+        fg.jit(f, backend="gpu")(x, w), _single_product_conv_ref(x, w, 1, (1, 1), 1, 2)
+    )

@@ -37,8 +37,9 @@ few = settings(max_examples=25)
 
 
 def test_registry_every_primitive_has_its_rules():
-    prims = [v for m in (dot, conv, sort) for v in vars(m).values()
-             if isinstance(v, core.Primitive)]
+    prims = [
+        v for m in (dot, conv, sort) for v in vars(m).values() if isinstance(v, core.Primitive)
+    ]
     assert {p.name for p in prims} == {"dot_general", "conv_general_dilated", "sort", "top_k"}
     for p in prims:
         assert p in jvp_rules or p in no_jvp, f"{p} has no jvp rule"
@@ -76,6 +77,7 @@ def check_vmap(f, args, in_axes, size, rtol=1e-10):
 
 # -- dot_general -----------------------------------------------------------------------------------
 
+
 @st.composite
 def dot_cases(draw):
     """float64 operands with batch, contracting and free dimensions in random positions."""
@@ -83,20 +85,34 @@ def dot_cases(draw):
     size = st.integers(1, 3)
     bs, cs = [draw(size) for _ in range(nb)], [draw(size) for _ in range(nc)]
     lfs, rfs = [draw(size) for _ in range(nlf)], [draw(size) for _ in range(nrf)]
-    lroles = draw(st.permutations([("b", i) for i in range(nb)] + [("c", i) for i in range(nc)]
-                                  + [("f", i) for i in range(nlf)]))
-    rroles = draw(st.permutations([("b", i) for i in range(nb)] + [("c", i) for i in range(nc)]
-                                  + [("f", i) for i in range(nrf)]))
+    lroles = draw(
+        st.permutations(
+            [("b", i) for i in range(nb)]
+            + [("c", i) for i in range(nc)]
+            + [("f", i) for i in range(nlf)]
+        )
+    )
+    rroles = draw(
+        st.permutations(
+            [("b", i) for i in range(nb)]
+            + [("c", i) for i in range(nc)]
+            + [("f", i) for i in range(nrf)]
+        )
+    )
 
     def layout(roles, free):
-        return ([{"b": bs, "c": cs, "f": free}[r][i] for r, i in roles],
-                {role: d for d, role in enumerate(roles)})
+        return (
+            [{"b": bs, "c": cs, "f": free}[r][i] for r, i in roles],
+            {role: d for d, role in enumerate(roles)},
+        )
 
     lshape, lpos = layout(lroles, lfs)
     rshape, rpos = layout(rroles, rfs)
-    dn = ((tuple(lpos[("c", i)] for i in range(nc)), tuple(rpos[("c", i)] for i in range(nc))),
-          (tuple(lpos[("b", i)] for i in range(nb)), tuple(rpos[("b", i)] for i in range(nb))))
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    dn = (
+        (tuple(lpos[("c", i)] for i in range(nc)), tuple(rpos[("c", i)] for i in range(nc))),
+        (tuple(lpos[("b", i)] for i in range(nb)), tuple(rpos[("b", i)] for i in range(nb))),
+    )
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     return rng.standard_normal(lshape), rng.standard_normal(rshape), dn
 
 
@@ -142,8 +158,7 @@ def test_dot_general_vmap_hypothesis(case, data):
 
 def test_dot_vjp_matches_matrix_formulas(x64):
     rng = np.random.default_rng(1)
-    a, b, ct = rng.standard_normal((3, 4)), rng.standard_normal((4, 5)), rng.standard_normal(
-        (3, 5))
+    a, b, ct = rng.standard_normal((3, 4)), rng.standard_normal((4, 5)), rng.standard_normal((3, 5))
     ga, gb = fg.vjp(lax.dot, a, b)[1](ct)
     np.testing.assert_allclose(np.asarray(ga), ct @ b.T, rtol=1e-12)
     np.testing.assert_allclose(np.asarray(gb), a.T @ ct, rtol=1e-12)
@@ -167,29 +182,32 @@ def test_dot_general_preferred_element_type_cotangents_have_operand_dtype():
     assert out.dtype == np.float32
     ga, gb = vjp_fn(np.ones((2, 4), np.float32))
     assert ga.dtype == np.float16 and gb.dtype == np.float16
-    np.testing.assert_allclose(np.asarray(ga), np.ones((2, 4)) @ b.T.astype(np.float64),
-                               rtol=2e-3)
+    np.testing.assert_allclose(np.asarray(ga), np.ones((2, 4)) @ b.T.astype(np.float64), rtol=2e-3)
     _, t = fg.jvp(f, (a, b), (np.ones_like(a), np.zeros_like(b)))
     assert t.dtype == np.float32
 
 
 def test_dot_general_vmap_jaxpr_keeps_unbatched_operand():
     rng = np.random.default_rng(3)
-    a, b = rng.standard_normal((4, 2, 3)).astype(np.float32), rng.standard_normal(
-        (3, 5)).astype(np.float32)
-    jaxpr, (d,) = _batched_jaxpr(lambda a, b: [lax.dot(a, b)], [np.moveaxis(a, 0, 2), b],
-                                 [2, None], 4)
+    a, b = (
+        rng.standard_normal((4, 2, 3)).astype(np.float32),
+        rng.standard_normal((3, 5)).astype(np.float32),
+    )
+    jaxpr, (d,) = _batched_jaxpr(
+        lambda a, b: [lax.dot(a, b)], [np.moveaxis(a, 0, 2), b], [2, None], 4
+    )
     assert _prims(jaxpr) == ["dot_general"] and d == 1, jaxpr
     assert "dimension_numbers=(((1,), (0,)), ((), ()))" in str(jaxpr), jaxpr
-    jaxpr, (d,) = _batched_jaxpr(lambda b, a: [lax.dot(a, b)], [np.stack([b] * 4, 1), a[0]],
-                                 [1, None], 4)
+    jaxpr, (d,) = _batched_jaxpr(
+        lambda b, a: [lax.dot(a, b)], [np.stack([b] * 4, 1), a[0]], [1, None], 4
+    )
     assert _prims(jaxpr) == ["dot_general"] and d == 1, jaxpr
-    jaxpr, (d,) = _batched_jaxpr(lambda a, b: [lax.dot(a, b)], [a, np.stack([b] * 4, 2)],
-                                 [0, 2], 4)
+    jaxpr, (d,) = _batched_jaxpr(lambda a, b: [lax.dot(a, b)], [a, np.stack([b] * 4, 2)], [0, 2], 4)
     assert "dimension_numbers=(((2,), (0,)), ((0,), (2,)))" in str(jaxpr) and d == 0, jaxpr
 
 
 # -- conv_general_dilated --------------------------------------------------------------------------
+
 
 @st.composite
 def conv_cases(draw, max_spatial=2):
@@ -218,7 +236,7 @@ def conv_cases(draw, max_spatial=2):
     lhs_shape = (n, cin * fgc) + tuple(spatial)
     rhs_shape = (o, cin) + kernel
     spec = draw(st.sampled_from(["default", "channels_last"]))
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     lhs, rhs = rng.standard_normal(lhs_shape), rng.standard_normal(rhs_shape)
     dn = None
     if spec == "channels_last":  # NH(W)C / H(W)IO / NH(W)C
@@ -226,9 +244,15 @@ def conv_cases(draw, max_spatial=2):
         dn = ("N" + sp + "C", sp + "IO", "N" + sp + "C")
         lhs = np.moveaxis(lhs, 1, -1)
         rhs = np.moveaxis(rhs, (0, 1), (-1, -2))
-    params = dict(window_strides=strides, padding=tuple(padding), lhs_dilation=lhs_dil,
-                  rhs_dilation=rhs_dil, dimension_numbers=dn, feature_group_count=fgc,
-                  batch_group_count=bgc)
+    params = dict(
+        window_strides=strides,
+        padding=tuple(padding),
+        lhs_dilation=lhs_dil,
+        rhs_dilation=rhs_dil,
+        dimension_numbers=dn,
+        feature_group_count=fgc,
+        batch_group_count=bgc,
+    )
     return lhs, rhs, params
 
 
@@ -239,10 +263,8 @@ def test_conv_check_grads_hypothesis(case):
     fg.config.update("enable_x64", True)
     try:
         check_grads(lambda x, y: lax.conv_general_dilated(x, y, **p), (lhs, rhs), order=1)
-        check_grads(lambda x: lax.conv_general_dilated(x, rhs, **p), (lhs,), order=1,
-                    modes="rev")
-        check_grads(lambda y: lax.conv_general_dilated(lhs, y, **p), (rhs,), order=1,
-                    modes="rev")
+        check_grads(lambda x: lax.conv_general_dilated(x, rhs, **p), (lhs,), order=1, modes="rev")
+        check_grads(lambda y: lax.conv_general_dilated(lhs, y, **p), (rhs,), order=1, modes="rev")
     finally:
         fg.config.update("enable_x64", False)
 
@@ -265,18 +287,19 @@ def _conv_loop_vjp(x, w, ct, stride, pad, lhs_dil, rhs_dil, fgc):
                     for ic in range(i):
                         gxp[b, grp * i + ic, pos] += ct[b, oc, p] * w[oc, ic, kk]
                         gw[oc, ic, kk] += ct[b, oc, p] * xp[b, grp * i + ic, pos]
-    gx = gxp[:, :, pad[0]:gxp.shape[2] - pad[1]][:, :, ::lhs_dil]
+    gx = gxp[:, :, pad[0] : gxp.shape[2] - pad[1]][:, :, ::lhs_dil]
     return gx, gw
 
 
 def test_conv_vjp_matches_loop(x64):
     rng = np.random.default_rng(4)
     x, w = rng.standard_normal((2, 4, 7)), rng.standard_normal((6, 2, 3))
-    for stride, pad, lhs_dil, rhs_dil in ((2, (1, 2), 1, 2), (1, (2, 0), 2, 1),
-                                          (3, (0, 1), 1, 1)):
+    for stride, pad, lhs_dil, rhs_dil in ((2, (1, 2), 1, 2), (1, (2, 0), 2, 1), (3, (0, 1), 1, 1)):
+
         def f(x, w, stride=stride, pad=pad, lhs_dil=lhs_dil, rhs_dil=rhs_dil):
-            return lax.conv_general_dilated(x, w, (stride,), (pad,), (lhs_dil,), (rhs_dil,),
-                                            feature_group_count=2)
+            return lax.conv_general_dilated(
+                x, w, (stride,), (pad,), (lhs_dil,), (rhs_dil,), feature_group_count=2
+            )
 
         out, vjp_fn = fg.vjp(f, x, w)
         ct = rng.standard_normal(out.shape)
@@ -301,8 +324,10 @@ def test_conv_vmap_hypothesis(case):
     lhs, rhs, p, lax_, rax = case
     size = 2
     rng = np.random.default_rng(5)
-    args = [x if ax is None else np.moveaxis(rng.standard_normal((size,) + x.shape), 0, ax)
-            for x, ax in ((lhs, lax_), (rhs, rax))]
+    args = [
+        x if ax is None else np.moveaxis(rng.standard_normal((size,) + x.shape), 0, ax)
+        for x, ax in ((lhs, lax_), (rhs, rax))
+    ]
     fg.config.update("enable_x64", True)
     try:
         check_vmap(lambda x, y: lax.conv_general_dilated(x, y, **p), args, [lax_, rax], size)
@@ -318,14 +343,16 @@ def test_conv_vmap_folds_the_batch_without_broadcasting(groups):
     w = rng.standard_normal((3, 2 * fgc * bgc, 2, 2)).astype(np.float32)  # (B, O, I, H)
 
     def f(x, w):
-        return [lax.conv_general_dilated(x, w, (1,), "SAME", feature_group_count=fgc,
-                                         batch_group_count=bgc)]
+        return [
+            lax.conv_general_dilated(
+                x, w, (1,), "SAME", feature_group_count=fgc, batch_group_count=bgc
+            )
+        ]
 
     for args, dims in (([x, w[0]], [0, None]), ([x[0], w], [None, 0]), ([x, w], [0, 0])):
         jaxpr, _ = _batched_jaxpr(f, args, dims, 3)
         prims = _prims(jaxpr)
-        assert "broadcast_in_dim" not in prims and prims.count("conv_general_dilated") == 1, \
-            jaxpr
+        assert "broadcast_in_dim" not in prims and prims.count("conv_general_dilated") == 1, jaxpr
         check_vmap(lambda x, w: f(x, w)[0], args, dims, 3, rtol=1e-5)
 
 
@@ -340,8 +367,15 @@ def test_conv_net_loss_gradient_matches_finite_differences(x64):
     def loss(w1, w2):
         h = fnp.tanh(lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dn))
         h = lax.reduce_window(h, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
-        out = lax.conv_general_dilated(h, w2, (1, 1), ((0, 1), (1, 0)), rhs_dilation=(1, 1),
-                                       dimension_numbers=dn, feature_group_count=2)
+        out = lax.conv_general_dilated(
+            h,
+            w2,
+            (1, 1),
+            ((0, 1), (1, 0)),
+            rhs_dilation=(1, 1),
+            dimension_numbers=dn,
+            feature_group_count=2,
+        )
         return fnp.mean((out - y) ** 2)
 
     g1, g2 = fg.grad(loss, argnums=(0, 1))(w1, w2)
@@ -367,8 +401,7 @@ def test_per_example_gradients_of_conv_and_dot(x64):
     v = rng.standard_normal((4 * 3, 2))
 
     def loss(w, v, x):
-        h = lax.conv_general_dilated(x, w, (2,), "SAME", rhs_dilation=(1,),
-                                     feature_group_count=2)
+        h = lax.conv_general_dilated(x, w, (2,), "SAME", rhs_dilation=(1,), feature_group_count=2)
         return fnp.sum(fnp.tanh(lax.dot(lax.reshape(h, (1, 12)), v)) ** 2)
 
     gw, gv = fg.vmap(fg.grad(loss, argnums=(0, 1)), in_axes=(None, None, 0))(w, v, xs)
@@ -384,8 +417,7 @@ def test_conv_jacfwd_equals_jacrev_and_transforms_commute(x64):
     x, w = rng.standard_normal((1, 2, 4)), rng.standard_normal((2, 1, 2))
 
     def f(x, w):
-        return lax.conv_general_dilated(x, w, (2,), ((1, 0),), (1,), (2,),
-                                        feature_group_count=2)
+        return lax.conv_general_dilated(x, w, (2,), ((1, 0),), (1,), (2,), feature_group_count=2)
 
     for a, b in zip(fg.jacfwd(f, (0, 1))(x, w), fg.jacrev(f, (0, 1))(x, w)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-14)
@@ -393,6 +425,7 @@ def test_conv_jacfwd_equals_jacrev_and_transforms_commute(x64):
 
 
 # -- sort / top_k ----------------------------------------------------------------------------------
+
 
 def _distinct(shape, seed):
     rng = np.random.default_rng(seed)
@@ -427,10 +460,10 @@ def test_sort_multiple_operands_and_keys(x64):
     np.testing.assert_array_equal(np.asarray(tk2), np.ones((2, 4)))
     assert tk.dtype == np.int32 and not np.any(np.asarray(tk))  # integer outputs: zero
     check_grads(lambda k2, v: f(k2, v)[1:], (k2, vals), order=2, modes=("fwd", "rev"))
-    g = fg.grad(lambda v: fnp.sum(lax.sort_key_val(k2, v, 0)[1] * np.arange(2.)[:, None]))(
-        vals)
-    want = np.take_along_axis(np.broadcast_to(np.arange(2.)[:, None], (2, 4)),
-                              np.argsort(np.argsort(k2, 0), 0), 0)
+    g = fg.grad(lambda v: fnp.sum(lax.sort_key_val(k2, v, 0)[1] * np.arange(2.0)[:, None]))(vals)
+    want = np.take_along_axis(
+        np.broadcast_to(np.arange(2.0)[:, None], (2, 4)), np.argsort(np.argsort(k2, 0), 0), 0
+    )
     np.testing.assert_array_equal(np.asarray(g), want)
 
 
@@ -451,12 +484,14 @@ def test_top_k_jvp_and_grad(x64):
 
 def test_top_k_ties_match_jax():
     # jax.jvp(lambda x: lax.top_k(x, 3)[0], [1, 3, 3, 2, 5, 5], arange(6)) == [4, 5, 1]
-    x, t = np.array([1., 3., 3., 2., 5., 5.], np.float32), np.arange(6, dtype=np.float32)
-    np.testing.assert_array_equal(np.asarray(fg.jvp(lambda x: lax.top_k(x, 3)[0], (x,),
-                                                    (t,))[1]), [4., 5., 1.])
+    x, t = np.array([1.0, 3.0, 3.0, 2.0, 5.0, 5.0], np.float32), np.arange(6, dtype=np.float32)
+    np.testing.assert_array_equal(
+        np.asarray(fg.jvp(lambda x: lax.top_k(x, 3)[0], (x,), (t,))[1]), [4.0, 5.0, 1.0]
+    )
     # jax.jvp(lax.sort, same) == [0, 3, 1, 2, 4, 5] (stable)
-    np.testing.assert_array_equal(np.asarray(fg.jvp(lax.sort, (x,), (t,))[1]),
-                                  [0., 3., 1., 2., 4., 5.])
+    np.testing.assert_array_equal(
+        np.asarray(fg.jvp(lax.sort, (x,), (t,))[1]), [0.0, 3.0, 1.0, 2.0, 4.0, 5.0]
+    )
 
 
 @pytest.mark.parametrize("dims", [(0, 0), (1, 1), (0, 1), (None, 0), (2, None)])
@@ -467,8 +502,9 @@ def test_sort_vmap_matches_loop(dims):
     args = [a[0] if d is None else np.moveaxis(a, 0, d) for a, d in zip(args, dims)]
     check_vmap(lambda k, v: lax.sort((k, v), dimension=1), args, list(dims), size)
     if dims == (1, 1):  # operands batched at one dim: the dimension shifts, nothing moves
-        jaxpr, out_dims = _batched_jaxpr(lambda k, v: lax.sort((k, v), dimension=1), args,
-                                         list(dims), size)
+        jaxpr, out_dims = _batched_jaxpr(
+            lambda k, v: lax.sort((k, v), dimension=1), args, list(dims), size
+        )
         assert _prims(jaxpr) == ["sort"] and out_dims == [1, 1], jaxpr
         assert "dimension=2" in str(jaxpr)
 
@@ -486,7 +522,7 @@ def test_vmap_of_grad_through_sort_and_top_k(x64):
 
     def f(x):
         s = lax.sort(x, 1)
-        return fnp.sum(s * np.arange(5.)) + fnp.sum(lax.top_k(x, 2)[0] ** 2)
+        return fnp.sum(s * np.arange(5.0)) + fnp.sum(lax.top_k(x, 2)[0] ** 2)
 
     g = fg.vmap(fg.grad(f))(xs)
     for i in range(3):

@@ -89,8 +89,10 @@ def _not(a, dt):
 
 def _float_elementwise(fn):
     """A float64 reference from a Python function of one float."""
+
     def ref(x):
         return np.array([fn(v) for v in x.ravel().tolist()], np.float64).reshape(x.shape)
+
     return ref
 
 
@@ -102,6 +104,7 @@ def _math_or(fn, pole_value):
             return pole_value
         except OverflowError:
             return math.inf
+
     return f
 
 
@@ -131,16 +134,16 @@ def _logistic(x):
 
 class Op(NamedTuple):
     id: str
-    name: str                  # primitive name (error messages, jaxprs)
-    fn: Callable               # the lax wrapper under test
+    name: str  # primitive name (error messages, jaxprs)
+    fn: Callable  # the lax wrapper under test
     nargs: int
-    dtypes: tuple              # accepted among the tested dtypes
-    fref: Callable | None      # float64 numpy reference for float operands
-    iref: Callable | None      # Python reference for int/bool operands: (*values, dtype)
+    dtypes: tuple  # accepted among the tested dtypes
+    fref: Callable | None  # float64 numpy reference for float operands
+    iref: Callable | None  # Python reference for int/bool operands: (*values, dtype)
     bool_out: bool = False
-    rtol: float = 0.0          # extra relative tolerance (transcendentals) on top of ulps
+    rtol: float = 0.0  # extra relative tolerance (transcendentals) on top of ulps
     atol: float = 0.0
-    counts: bool = False       # second operand is a shift count
+    counts: bool = False  # second operand is a shift count
 
 
 def _op(name, fn, nargs, dtypes, fref=None, iref=None, **kw):
@@ -155,19 +158,47 @@ OPS = [
     _op("div", lax.div, 2, NUMERIC, np.divide, _trunc_div),
     _op("rem", lax.rem, 2, NUMERIC, np.fmod, _c_rem),
     _op("pow", lax.pow, 2, FLOATS, _pow, **_T),
-    _op("integer_pow", lambda x: lax.integer_pow(x, 3), 1, NUMERIC, lambda x: x * x * x,
-        lambda a, dt: a ** 3, id="integer_pow_3", rtol=3e-7),
-    _op("integer_pow", lambda x: lax.integer_pow(x, -2), 1, FLOATS, lambda x: 1 / (x * x),
-        id="integer_pow_-2", rtol=3e-7),
-    _op("integer_pow", lambda x: lax.integer_pow(x, 0), 1, NUMERIC, lambda x: x ** 0,
-        lambda a, dt: 1, id="integer_pow_0"),
+    _op(
+        "integer_pow",
+        lambda x: lax.integer_pow(x, 3),
+        1,
+        NUMERIC,
+        lambda x: x * x * x,
+        lambda a, dt: a**3,
+        id="integer_pow_3",
+        rtol=3e-7,
+    ),
+    _op(
+        "integer_pow",
+        lambda x: lax.integer_pow(x, -2),
+        1,
+        FLOATS,
+        lambda x: 1 / (x * x),
+        id="integer_pow_-2",
+        rtol=3e-7,
+    ),
+    _op(
+        "integer_pow",
+        lambda x: lax.integer_pow(x, 0),
+        1,
+        NUMERIC,
+        lambda x: x**0,
+        lambda a, dt: 1,
+        id="integer_pow_0",
+    ),
     _op("neg", lax.neg, 1, NUMERIC, np.negative, lambda a, dt: -a),
     _op("sign", lax.sign, 1, NUMERIC, np.sign, lambda a, dt: (a > 0) - (a < 0)),
     _op("floor", lax.floor, 1, FLOATS, np.floor),
     _op("ceil", lax.ceil, 1, FLOATS, np.ceil),
     _op("round", lax.round, 1, FLOATS, _float_elementwise(_round_half_away), id="round_away"),
-    _op("round", lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN), 1, FLOATS,
-        _float_elementwise(_round_half_even), id="round_even"),
+    _op(
+        "round",
+        lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
+        1,
+        FLOATS,
+        _float_elementwise(_round_half_even),
+        id="round_even",
+    ),
     _op("abs", lax.abs, 1, FLOATS + (I32, I8), np.abs, lambda a, dt: abs(a)),
     _op("max", lax.max, 2, ANY, np.maximum, lambda a, b, dt: max(a, b)),
     _op("min", lax.min, 2, ANY, np.minimum, lambda a, b, dt: min(a, b)),
@@ -198,8 +229,15 @@ OPS = [
     _op("erfc", lax.erfc, 1, FLOATS, _float_elementwise(math.erfc)),
     # erf_inv and digamma have no stdlib reference; special_math itself is checked below.
     _op("erf_inv", lax.erf_inv, 1, FLOATS, special_math.erf_inv),
-    _op("lgamma", lax.lgamma, 1, FLOATS, _float_elementwise(_math_or(math.lgamma, math.inf)),
-        rtol=1e-13, atol=1e-14),
+    _op(
+        "lgamma",
+        lax.lgamma,
+        1,
+        FLOATS,
+        _float_elementwise(_math_or(math.lgamma, math.inf)),
+        rtol=1e-13,
+        atol=1e-14,
+    ),
     _op("digamma", lax.digamma, 1, FLOATS, special_math.digamma),
     _op("is_finite", lax.is_finite, 1, FLOATS, np.isfinite, bool_out=True),
     _op("eq", lax.eq, 2, ANY, np.equal, lambda a, b, dt: a == b, bool_out=True),
@@ -214,12 +252,18 @@ OPS = [
     _op("not", lax.not_, 1, INT_OR_BOOL, None, _not),
     _op("shift_left", lax.shift_left, 2, INTS, None, _shl, counts=True),
     _op("shift_right_logical", lax.shift_right_logical, 2, INTS, None, _shrl, counts=True),
-    _op("shift_right_arithmetic", lax.shift_right_arithmetic, 2, INTS, None, _shra,
-        counts=True),
-    _op("population_count", lax.population_count, 1, INTS, None,
-        lambda a, dt: bin(a % (1 << _bits(dt))).count("1")),
-    _op("clz", lax.clz, 1, INTS, None,
-        lambda a, dt: _bits(dt) - (a % (1 << _bits(dt))).bit_length()),
+    _op("shift_right_arithmetic", lax.shift_right_arithmetic, 2, INTS, None, _shra, counts=True),
+    _op(
+        "population_count",
+        lax.population_count,
+        1,
+        INTS,
+        None,
+        lambda a, dt: bin(a % (1 << _bits(dt))).count("1"),
+    ),
+    _op(
+        "clz", lax.clz, 1, INTS, None, lambda a, dt: _bits(dt) - (a % (1 << _bits(dt))).bit_length()
+    ),
 ]
 FLOAT_OPS = [op for op in OPS if F32 in op.dtypes]
 
@@ -338,8 +382,11 @@ def test_op_weak_type_propagation(op):
     # Bool Python scalars are never weak; as in JAX, a comparison (or is_finite) of weak
     # operands is a weak bool (no promotion can observe it, but `.weak_type` does)
     all_weak = dt.kind != "b"
-    for args, want_weak in [([v] * op.nargs, all_weak), ([weak] * op.nargs, all_weak),
-                            ([strong] * op.nargs, False)]:
+    for args, want_weak in [
+        ([v] * op.nargs, all_weak),
+        ([weak] * op.nargs, all_weak),
+        ([strong] * op.nargs, False),
+    ]:
         out = op.fn(*args)
         assert out.dtype == out_dt and out.weak_type == want_weak, (args, out.aval)
     if op.nargs == 2:  # a Python scalar takes the array operand's dtype, weakly
@@ -355,7 +402,7 @@ def test_python_scalar_takes_array_dtype():
     assert_array(lax.add(x, 2), np.array([3.0, 4.0], np.float16), dtype=F16, weak_type=False)
     assert_array(lax.mul(3, np.int8(5)), np.int8(15), dtype=I8, weak_type=False)
     assert_array(lax.add(1.5, 2.0), np.float32(3.5), dtype=F32, weak_type=True)
-    assert_array(lax.shift_left(np.uint32(1), 31), np.uint32(2 ** 31), dtype=U32)
+    assert_array(lax.shift_left(np.uint32(1), 31), np.uint32(2**31), dtype=U32)
 
 
 def test_zero_d_operands_broadcast():
@@ -454,10 +501,18 @@ def test_integer_pow_rules():
 # -- integer division and other integer edge cases ----------------------------------------------
 
 INT_DIV_CASES = [  # (dtype, x, y, div, rem), as JAX gives them
-    (I32, 7, 0, -1, 7), (I32, -7, 0, -1, -7), (I32, 0, 0, -1, 0),
-    (I32, -2 ** 31, -1, -2 ** 31, 0), (I32, -7, 2, -3, -1), (I32, 7, -2, -3, 1),
-    (I32, -7, -2, 3, -1), (I8, -128, -1, -128, 0), (I8, 7, 0, -1, 7), (I8, -7, 0, -1, -7),
-    (U32, 7, 0, 2 ** 32 - 1, 7), (U32, 2 ** 32 - 1, 2, 2 ** 31 - 1, 1),
+    (I32, 7, 0, -1, 7),
+    (I32, -7, 0, -1, -7),
+    (I32, 0, 0, -1, 0),
+    (I32, -(2**31), -1, -(2**31), 0),
+    (I32, -7, 2, -3, -1),
+    (I32, 7, -2, -3, 1),
+    (I32, -7, -2, 3, -1),
+    (I8, -128, -1, -128, 0),
+    (I8, 7, 0, -1, 7),
+    (I8, -7, 0, -1, -7),
+    (U32, 7, 0, 2**32 - 1, 7),
+    (U32, 2**32 - 1, 2, 2**31 - 1, 1),
 ]
 
 
@@ -482,26 +537,29 @@ def test_shift_counts_at_or_beyond_bit_width():
     x = np.array([1, -1, 5, -8], np.int32)
     y = np.array([32, 33, -1, 1], np.int32)
     assert_array(lax.shift_left(x, y), [0, 0, 0, -16], dtype=I32)
-    assert_array(lax.shift_right_logical(x, y), [0, 0, 0, 2 ** 31 - 4], dtype=I32)
+    assert_array(lax.shift_right_logical(x, y), [0, 0, 0, 2**31 - 4], dtype=I32)
     assert_array(lax.shift_right_arithmetic(x, y), [0, -1, 0, -4], dtype=I32)
-    u = np.array([1, 2 ** 31, 5], np.uint32)
-    assert_array(lax.shift_right_arithmetic(u, np.uint32(1)), [0, 3 * 2 ** 30, 2], dtype=U32)
-    assert_array(lax.shift_left(np.array([1, -1, 5], np.int8), np.array([7, 8, -1], np.int8)),
-                 [-128, 0, 0], dtype=I8)
+    u = np.array([1, 2**31, 5], np.uint32)
+    assert_array(lax.shift_right_arithmetic(u, np.uint32(1)), [0, 3 * 2**30, 2], dtype=U32)
+    assert_array(
+        lax.shift_left(np.array([1, -1, 5], np.int8), np.array([7, 8, -1], np.int8)),
+        [-128, 0, 0],
+        dtype=I8,
+    )
 
 
 def test_bit_counting():
     x = np.array([0, 1, -1, 127], np.int8)
     assert_array(lax.clz(x), [8, 7, 0, 1], dtype=I8)
     assert_array(lax.population_count(x), [0, 1, 8, 7], dtype=I8)
-    assert_array(lax.clz(np.uint32(2 ** 31)), np.uint32(0), dtype=U32)
+    assert_array(lax.clz(np.uint32(2**31)), np.uint32(0), dtype=U32)
 
 
 def test_abs_and_neg_wrap_at_int_min():
-    m = np.int32(-2 ** 31)
+    m = np.int32(-(2**31))
     assert_array(lax.abs(m), m, dtype=I32)
     assert_array(lax.neg(m), m, dtype=I32)
-    assert_array(lax.neg(np.uint32(3)), np.uint32(2 ** 32 - 3), dtype=U32)
+    assert_array(lax.neg(np.uint32(3)), np.uint32(2**32 - 3), dtype=U32)
 
 
 # -- float specials: signed zeros, NaN, rounding ------------------------------------------------
@@ -513,8 +571,9 @@ def _bits_of(a):
 
 def test_sign_floor_ceil_keep_signed_zero_and_nan():
     x = np.array([-0.0, 0.0, np.nan, -np.inf, 3.0, -0.25], np.float32)
-    np.testing.assert_array_equal(_bits_of(lax.sign(x)),
-                                  _bits_of(np.array([-0.0, 0.0, np.nan, -1, 1, -1], np.float32)))
+    np.testing.assert_array_equal(
+        _bits_of(lax.sign(x)), _bits_of(np.array([-0.0, 0.0, np.nan, -1, 1, -1], np.float32))
+    )
     np.testing.assert_array_equal(np.signbit(lax.ceil(x)), [1, 0, 0, 1, 0, 1])
     np.testing.assert_array_equal(np.signbit(lax.floor(np.float32(-0.0))), True)
     assert_array(lax.sign(np.array([-5, 0, 7], np.int8)), [-1, 0, 1], dtype=I8)
@@ -572,7 +631,7 @@ def test_nextafter_steps_one_ulp(data):
 
 def test_nextafter_denormals():
     assert_array(lax.nextafter(np.float32(0), np.float32(1)), np.float32(1.4e-45), rtol=0.01)
-    assert float(lax.nextafter(np.float16(0), np.float16(-1))) == -2.0 ** -24
+    assert float(lax.nextafter(np.float16(0), np.float16(-1))) == -(2.0**-24)
 
 
 def test_transcendental_special_values():
@@ -586,15 +645,30 @@ def test_transcendental_special_values():
     assert_array(lax.acosh(f(0.5, 1, inf)), f(nan, 0, inf))
     assert_array(lax.erf(f(0, -0.0, inf, -inf, nan)), f(0, -0.0, 1, -1, nan))
     assert_array(lax.erfc(f(0, inf, -inf, nan, 10, 30)), f(1, 0, 2, nan, 0, 0), atol=1e-30)
-    assert_array(lax.erf_inv(f(-1, 1, 0, 1.5, nan, 0.5)),
-                 f(-inf, inf, 0, nan, nan, 0.4769362762044699))
+    assert_array(
+        lax.erf_inv(f(-1, 1, 0, 1.5, nan, 0.5)), f(-inf, inf, 0, nan, nan, 0.4769362762044699)
+    )
     # JAX: lgamma is +inf at the poles and at -inf; digamma is NaN at the poles and at -inf.
     x = f(0, -0.0, -1, -2.5, inf, -inf, nan, 1, 2, 0.5)
-    assert_array(lax.lgamma(x), f(inf, inf, inf, -0.05624371649767405, inf, inf, nan, 0, 0,
-                                   0.5723649429247001))
-    assert_array(lax.digamma(x), f(nan, nan, nan, 1.1031566406452431, inf, nan, nan,
-                                    -0.5772156649015329, 0.42278433509846713,
-                                    -1.9635100260214235))
+    assert_array(
+        lax.lgamma(x),
+        f(inf, inf, inf, -0.05624371649767405, inf, inf, nan, 0, 0, 0.5723649429247001),
+    )
+    assert_array(
+        lax.digamma(x),
+        f(
+            nan,
+            nan,
+            nan,
+            1.1031566406452431,
+            inf,
+            nan,
+            nan,
+            -0.5772156649015329,
+            0.42278433509846713,
+            -1.9635100260214235,
+        ),
+    )
     assert_array(lax.is_finite(f(1, inf, -inf, nan)), [True, False, False, False], dtype=BOOL)
 
 
@@ -610,10 +684,17 @@ def test_select_n():
     assert_array(lax.select_n(np.True_, c[0], c[1]), c[1])
     assert_array(lax.select_n(np.array([0, 1, 0, 1], np.uint32), c[0], c[1]), [0, 1, 0, 1])
     assert_array(lax.select_n(np.array([0, 1], np.int8), np.zeros(2, np.int32)), [0, 0])
-    assert_array(lax.select_n(np.zeros((0, 2), bool), np.zeros((0, 2)), np.ones((0, 2))),
-                 np.zeros((0, 2)))
-    assert_array(lax.select(np.array([True, False]), np.float32(1) + np.zeros(2, np.float32),
-                            np.zeros(2, np.float32)), [1, 0])
+    assert_array(
+        lax.select_n(np.zeros((0, 2), bool), np.zeros((0, 2)), np.ones((0, 2))), np.zeros((0, 2))
+    )
+    assert_array(
+        lax.select(
+            np.array([True, False]),
+            np.float32(1) + np.zeros(2, np.float32),
+            np.zeros(2, np.float32),
+        ),
+        [1, 0],
+    )
     out = lax.select_n(True, 1.0, 2.0)
     assert out.weak_type and float(out) == 2.0
     assert not lax.select_n(True, 1.0, np.float32(2.0)).weak_type
@@ -642,8 +723,9 @@ def test_clamp():
     assert_array(lax.clamp(np.zeros(4, np.float32), x, 1.0), [0, 0.5, 1, np.nan])
     assert_array(lax.clamp(np.float32(np.nan), x, np.float32(1)), [np.nan] * 4)
     assert_array(lax.clamp(np.float32(2), x[:3], np.float32(1)), [1, 1, 1])  # min > max: max
-    assert_array(lax.clamp(np.int8(-3), np.array([-100, 5, 100], np.int8), np.int8(7)),
-                 [-3, 5, 7], dtype=I8)
+    assert_array(
+        lax.clamp(np.int8(-3), np.array([-100, 5, 100], np.int8), np.int8(7)), [-3, 5, 7], dtype=I8
+    )
     assert_array(lax.clamp(False, np.array([True, False]), True), [True, False], dtype=BOOL)
     assert lax.clamp(0.0, 1.0, 2.0).weak_type
     assert not lax.clamp(0.0, np.float32(1.0), 2.0).weak_type
@@ -678,8 +760,13 @@ def test_convert_float_to_int_saturates(data):
     src = data.draw(st.sampled_from(FLOATS))
     dst = data.draw(st.sampled_from(INTS))
     big = 3e9 if src == F32 else 6e4
-    x = data.draw(hnp.arrays(src, shapes(max_dims=2), elements=st.one_of(
-        _elements(src), st.floats(-big, big, width=8 * src.itemsize))))
+    x = data.draw(
+        hnp.arrays(
+            src,
+            shapes(max_dims=2),
+            elements=st.one_of(_elements(src), st.floats(-big, big, width=8 * src.itemsize)),
+        )
+    )
     out = lax.convert_element_type(x, dst)
     want = np.array([_saturate(v, dst) for v in x.ravel().tolist()], dst).reshape(x.shape)
     assert_array(out, want, dtype=dst, weak_type=False)
@@ -707,15 +794,23 @@ def test_convert_between_other_dtypes(data):
 def test_convert_element_type_known_values():
     # JAX on CPU
     x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, -1.7, 2.7, 255.5, -0.5])
-    assert_array(lax.convert_element_type(x.astype(np.float32), np.int32),
-                 [0, 2 ** 31 - 1, -2 ** 31, 2 ** 31 - 1, -2 ** 31, -1, 2, 255, 0], dtype=I32)
-    assert_array(lax.convert_element_type(x.astype(np.float32), np.uint8),
-                 [0, 255, 0, 255, 0, 0, 2, 255, 0], dtype=np.uint8)
+    assert_array(
+        lax.convert_element_type(x.astype(np.float32), np.int32),
+        [0, 2**31 - 1, -(2**31), 2**31 - 1, -(2**31), -1, 2, 255, 0],
+        dtype=I32,
+    )
+    assert_array(
+        lax.convert_element_type(x.astype(np.float32), np.uint8),
+        [0, 255, 0, 255, 0, 0, 2, 255, 0],
+        dtype=np.uint8,
+    )
     f = np.array([2147483520.0, 2147483648.0, -2147483648.0, -2147483904.0], np.float32)
-    assert_array(lax.convert_element_type(f, np.int32), [2147483520, 2 ** 31 - 1, -2 ** 31,
-                                                         -2 ** 31])
-    assert_array(lax.convert_element_type(np.array([300, -129, 128], np.int32), np.int8),
-                 [44, 127, -128], dtype=I8)
+    assert_array(lax.convert_element_type(f, np.int32), [2147483520, 2**31 - 1, -(2**31), -(2**31)])
+    assert_array(
+        lax.convert_element_type(np.array([300, -129, 128], np.int32), np.int8),
+        [44, 127, -128],
+        dtype=I8,
+    )
     assert_array(lax.convert_element_type(np.float32(1e5), np.float16), np.float16(np.inf))
     w = lax.convert_element_type(np.float32(2.5), np.int32, weak_type=True)
     assert w.weak_type and int(w) == 2
@@ -723,12 +818,16 @@ def test_convert_element_type_known_values():
 
 
 def test_convert_float_to_int64_saturates(x64):
-    x = np.array([9.3e18, -9.3e18, 2.0 ** 63, -(2.0 ** 63), np.nan, 1e300])
-    assert_array(lax.convert_element_type(x, np.int64),
-                 np.array([2 ** 63 - 1, -2 ** 63, 2 ** 63 - 1, -2 ** 63, 0, 2 ** 63 - 1],
-                          np.int64), dtype=np.int64)
-    assert_array(lax.convert_element_type(x, np.uint64),
-                 np.array([9300000000000000000, 0, 2 ** 63, 0, 0, 2 ** 64 - 1], np.uint64))
+    x = np.array([9.3e18, -9.3e18, 2.0**63, -(2.0**63), np.nan, 1e300])
+    assert_array(
+        lax.convert_element_type(x, np.int64),
+        np.array([2**63 - 1, -(2**63), 2**63 - 1, -(2**63), 0, 2**63 - 1], np.int64),
+        dtype=np.int64,
+    )
+    assert_array(
+        lax.convert_element_type(x, np.uint64),
+        np.array([9300000000000000000, 0, 2**63, 0, 0, 2**64 - 1], np.uint64),
+    )
 
 
 @settings(max_examples=40)
@@ -749,8 +848,11 @@ def test_bitcast_convert_type_reinterprets_bytes(data):
 
 
 def test_bitcast_convert_type_rules():
-    assert_array(lax.bitcast_convert_type(np.array([1.0, 2.0], np.float32), np.int8),
-                 [[0, 0, -128, 63], [0, 0, 0, 64]], dtype=I8)
+    assert_array(
+        lax.bitcast_convert_type(np.array([1.0, 2.0], np.float32), np.int8),
+        [[0, 0, -128, 63], [0, 0, 0, 64]],
+        dtype=I8,
+    )
     out = lax.bitcast_convert_type(1.0, np.int32)
     assert int(out) == 1065353216 and not out.weak_type
     assert lax.bitcast_convert_type(np.zeros((2, 2), np.float16), np.float32).shape == (2,)
@@ -795,11 +897,21 @@ def test_jaxpr_printing_and_evaluation():
     n = np.array([7, -7, 0], np.int32)
     jaxpr = fg.make_jaxpr(f)(x, n)
     text = str(jaxpr)
-    for piece in ["integer_pow[y=3] a", "round[rounding_method=1]",
-                  "convert_element_type[new_dtype=int32 weak_type=False]", "shift_left",
-                  "2:i32[]", "bitcast_convert_type[new_dtype=int32] a", " and ",
-                  "clamp 0.0:f32[]", "erf a", "gt a 0.0:f32[]", "select_n", "stop_gradient",
-                  "rem b 3:i32[]"]:
+    for piece in [
+        "integer_pow[y=3] a",
+        "round[rounding_method=1]",
+        "convert_element_type[new_dtype=int32 weak_type=False]",
+        "shift_left",
+        "2:i32[]",
+        "bitcast_convert_type[new_dtype=int32] a",
+        " and ",
+        "clamp 0.0:f32[]",
+        "erf a",
+        "gt a 0.0:f32[]",
+        "select_n",
+        "stop_gradient",
+        "rem b 3:i32[]",
+    ]:
         assert piece in text, (piece, text)
     got = jaxpr(x, n)
     want = f(x, n)
@@ -808,14 +920,25 @@ def test_jaxpr_printing_and_evaluation():
         assert_array(g, np.asarray(w), dtype=w.dtype, rtol=0, atol=0)
 
 
-EXPECTED_PRIMITIVES = sorted({op.name for op in OPS} | {
-    "select_n", "clamp", "convert_element_type", "bitcast_convert_type", "stop_gradient",
-    "nextafter"})
+EXPECTED_PRIMITIVES = sorted(
+    {op.name for op in OPS}
+    | {
+        "select_n",
+        "clamp",
+        "convert_element_type",
+        "bitcast_convert_type",
+        "stop_gradient",
+        "nextafter",
+    }
+)
 
 
 def test_every_elementwise_primitive_is_registered():
-    defined = {getattr(elementwise, n).name: getattr(elementwise, n)
-               for n in elementwise.__all__ if n.endswith("_p")}
+    defined = {
+        getattr(elementwise, n).name: getattr(elementwise, n)
+        for n in elementwise.__all__
+        if n.endswith("_p")
+    }
     assert sorted(defined) == EXPECTED_PRIMITIVES
     for name, prim in defined.items():
         assert core.primitives[name] is prim
@@ -828,9 +951,14 @@ def test_every_elementwise_primitive_is_registered():
 
 # -- special_math (float64 references) ----------------------------------------------------------
 
-_SPECIAL_POINTS = np.concatenate([
-    np.linspace(-7, 7, 1401), np.logspace(-300, 2.5, 300), -np.logspace(-300, 2.5, 300),
-    [0.0, -0.0, 0.46875, -0.46875, 4.0, -4.0, 26.5, 27.5, 1e300]])
+_SPECIAL_POINTS = np.concatenate(
+    [
+        np.linspace(-7, 7, 1401),
+        np.logspace(-300, 2.5, 300),
+        -np.logspace(-300, 2.5, 300),
+        [0.0, -0.0, 0.46875, -0.46875, 4.0, -4.0, 26.5, 27.5, 1e300],
+    ]
+)
 
 
 def _rel_err(got, want):
@@ -852,9 +980,15 @@ def test_special_math_erf_erfc_match_math_hypothesis(v):
 
 
 def test_special_math_erf_inv_inverts_erf():
-    p = np.concatenate([np.linspace(-0.999, 0.999, 2001), np.logspace(-300, -1, 100),
-                        1 - np.logspace(-16, -1, 200), -1 + np.logspace(-16, -1, 200),
-                        [np.nextafter(1.0, 0), np.nextafter(-1.0, 0)]])
+    p = np.concatenate(
+        [
+            np.linspace(-0.999, 0.999, 2001),
+            np.logspace(-300, -1, 100),
+            1 - np.logspace(-16, -1, 200),
+            -1 + np.logspace(-16, -1, 200),
+            [np.nextafter(1.0, 0), np.nextafter(-1.0, 0)],
+        ]
+    )
     y = special_math.erf_inv(p)
     central = np.abs(p) <= 0.5
     assert np.max(_rel_err([math.erf(v) for v in y[central]], p[central])) < 1e-15
@@ -862,8 +996,10 @@ def test_special_math_erf_inv_inverts_erf():
     q = 1 - np.abs(p[tail])
     assert np.max(_rel_err([math.erfc(v) for v in np.abs(y[tail])], q)) < 1e-13
     assert abs(special_math.erf_inv(0.5) - 0.4769362762044699) < 1e-16
-    np.testing.assert_array_equal(special_math.erf_inv(np.array([1.0, -1.0, 1.5, -2.0, np.nan])),
-                                  [np.inf, -np.inf, np.nan, np.nan, np.nan])
+    np.testing.assert_array_equal(
+        special_math.erf_inv(np.array([1.0, -1.0, 1.5, -2.0, np.nan])),
+        [np.inf, -np.inf, np.nan, np.nan, np.nan],
+    )
     assert np.signbit(special_math.erf_inv(-0.0))
 
 
@@ -875,9 +1011,10 @@ def test_special_math_lgamma_matches_math():
     # Relative accuracy, except next to the zeros at 1 and 2 where it is absolute.
     err = np.abs(got - want) / np.maximum(np.abs(want), 1.0)
     assert np.max(err) < 1e-13
-    np.testing.assert_array_equal(special_math.lgamma(np.array([0.0, -0.0, -3.0, np.inf,
-                                                                -np.inf, np.nan])),
-                                  [np.inf, np.inf, np.inf, np.inf, np.inf, np.nan])
+    np.testing.assert_array_equal(
+        special_math.lgamma(np.array([0.0, -0.0, -3.0, np.inf, -np.inf, np.nan])),
+        [np.inf, np.inf, np.inf, np.inf, np.inf, np.nan],
+    )
 
 
 EULER = 0.57721566490153286061
@@ -885,16 +1022,20 @@ EULER = 0.57721566490153286061
 
 def test_special_math_digamma_known_values():
     cases = {
-        1.0: -EULER, 0.5: -EULER - 2 * math.log(2), 0.25: -EULER - math.pi / 2 - 3 * math.log(2),
+        1.0: -EULER,
+        0.5: -EULER - 2 * math.log(2),
+        0.25: -EULER - math.pi / 2 - 3 * math.log(2),
         1 / 3: -EULER - math.pi / (2 * math.sqrt(3)) - 1.5 * math.log(3),
-        -0.5: -EULER - 2 * math.log(2) + 2, 10.0: -EULER + sum(1 / k for k in range(1, 10)),
+        -0.5: -EULER - 2 * math.log(2) + 2,
+        10.0: -EULER + sum(1 / k for k in range(1, 10)),
         100.0: -EULER + sum(1 / k for k in range(1, 100)),
     }
     x = np.array(list(cases))
     assert np.max(_rel_err(special_math.digamma(x), list(cases.values()))) < 1e-14
     np.testing.assert_array_equal(
         special_math.digamma(np.array([0.0, -0.0, -2.0, -np.inf, np.inf, np.nan])),
-        [np.nan, np.nan, np.nan, np.nan, np.inf, np.nan])
+        [np.nan, np.nan, np.nan, np.nan, np.inf, np.nan],
+    )
 
 
 def test_special_math_digamma_is_the_derivative_of_lgamma():

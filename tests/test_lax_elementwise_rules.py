@@ -28,13 +28,21 @@ from fungrad.transforms.transpose import UndefPrimal, transpose_rules
 from fungrad.transforms.vmap import batch_rules
 from tests.helpers import assert_array
 
-LINEAR = {ew.add_p, ew.sub_p, ew.neg_p, ew.mul_p, ew.div_p, ew.select_n_p,
-          ew.convert_element_type_p}
+LINEAR = {
+    ew.add_p,
+    ew.sub_p,
+    ew.neg_p,
+    ew.mul_p,
+    ew.div_p,
+    ew.select_n_p,
+    ew.convert_element_type_p,
+}
 
 few = settings(max_examples=15)
 
 
 # -- registry ------------------------------------------------------------------------------------
+
 
 def test_registry_every_primitive_has_its_rules():
     prims = [v for v in vars(ew).values() if isinstance(v, core.Primitive)]
@@ -52,7 +60,7 @@ def _polygamma_reference(m: int, x, terms: int = 100_000):
     x = np.asarray(x, np.float64)[..., None]
     a = x[..., 0] + terms
     head = np.sum((x + np.arange(terms)) ** -(m + 1.0), axis=-1)
-    tail = a ** -m / m + a ** -(m + 1.0) / 2 + (m + 1) / 12 * a ** -(m + 2.0)
+    tail = a**-m / m + a ** -(m + 1.0) / 2 + (m + 1) / 12 * a ** -(m + 2.0)
     return (-1) ** (m + 1) * math.factorial(m) * (head + tail)
 
 
@@ -67,6 +75,7 @@ def test_digamma_derivative_is_trigamma():
 
 # -- unary primitives: analytic derivatives and check_grads ----------------------------------------
 
+
 def _uniform(lo, hi):
     return lambda rng, shape: rng.uniform(lo, hi, shape)
 
@@ -77,8 +86,11 @@ def _away_from_zero(lo, hi):
 
 def _lgamma_domain(rng, shape):
     # positive values and negative ones at least 0.2 away from the poles
-    return np.where(rng.random(shape) < 0.5, rng.uniform(0.3, 4.0, shape),
-                    -rng.integers(0, 3, shape) - rng.uniform(0.2, 0.8, shape))
+    return np.where(
+        rng.random(shape) < 0.5,
+        rng.uniform(0.3, 4.0, shape),
+        -rng.integers(0, 3, shape) - rng.uniform(0.2, 0.8, shape),
+    )
 
 
 _SQPI = math.sqrt(math.pi)
@@ -91,7 +103,7 @@ UNARY = {
     "log1p": (lax.log1p, _uniform(-0.7, 3), lambda x: 1 / (1 + x), 2),
     "expm1": (lax.expm1, _uniform(-2, 2), np.exp, 2),
     "sqrt": (lax.sqrt, _uniform(0.2, 3), lambda x: 0.5 / np.sqrt(x), 2),
-    "rsqrt": (lax.rsqrt, _uniform(0.2, 3), lambda x: -0.5 * x ** -1.5, 2),
+    "rsqrt": (lax.rsqrt, _uniform(0.2, 3), lambda x: -0.5 * x**-1.5, 2),
     "cbrt": (lax.cbrt, _away_from_zero(0.2, 3), lambda x: np.cbrt(x) ** -2 / 3, 2),
     "sin": (lax.sin, _uniform(-3, 3), np.cos, 2),
     "cos": (lax.cos, _uniform(-3, 3), lambda x: -np.sin(x), 2),
@@ -105,12 +117,15 @@ UNARY = {
     "asinh": (lax.asinh, _uniform(-3, 3), lambda x: 1 / np.sqrt(x * x + 1), 2),
     "acosh": (lax.acosh, _uniform(1.2, 3), lambda x: 1 / np.sqrt(x * x - 1), 2),
     "atanh": (lax.atanh, _uniform(-0.9, 0.9), lambda x: 1 / (1 - x * x), 2),
-    "logistic": (lax.logistic, _uniform(-3, 3),
-                 lambda x: np.exp(-x) / (1 + np.exp(-x)) ** 2, 2),
+    "logistic": (lax.logistic, _uniform(-3, 3), lambda x: np.exp(-x) / (1 + np.exp(-x)) ** 2, 2),
     "erf": (lax.erf, _uniform(-2, 2), lambda x: 2 / _SQPI * np.exp(-x * x), 2),
     "erfc": (lax.erfc, _uniform(-2, 2), lambda x: -2 / _SQPI * np.exp(-x * x), 2),
-    "erf_inv": (lax.erf_inv, _uniform(-0.9, 0.9),
-                lambda x: _SQPI / 2 * np.exp(special_math.erf_inv(x) ** 2), 2),
+    "erf_inv": (
+        lax.erf_inv,
+        _uniform(-0.9, 0.9),
+        lambda x: _SQPI / 2 * np.exp(special_math.erf_inv(x) ** 2),
+        2,
+    ),
     "lgamma": (lax.lgamma, _lgamma_domain, special_math.digamma, 2),
     "digamma": (lax.digamma, _lgamma_domain, lambda x: _polygamma_reference(1, x), 1),
     "square": (lax.square, _uniform(-2, 2), lambda x: 2 * x, 2),
@@ -120,8 +135,12 @@ UNARY = {
     "integer_pow0": (lambda x: lax.integer_pow(x, 0), _uniform(-2, 2), np.zeros_like, 2),
     "integer_pow1": (lambda x: lax.integer_pow(x, 1), _uniform(-2, 2), np.ones_like, 2),
     "integer_pow3": (lambda x: lax.integer_pow(x, 3), _uniform(-2, 2), lambda x: 3 * x * x, 2),
-    "integer_pow-2": (lambda x: lax.integer_pow(x, -2), _away_from_zero(0.3, 2),
-                      lambda x: -2 * x ** -3.0, 2),
+    "integer_pow-2": (
+        lambda x: lax.integer_pow(x, -2),
+        _away_from_zero(0.3, 2),
+        lambda x: -2 * x**-3.0,
+        2,
+    ),
 }
 
 
@@ -144,11 +163,17 @@ def test_unary_jvp_matches_analytic_derivative(name, dtype):
     expected = deriv(x.astype(np.float64)) * t.astype(np.float64)
     tol = 1e-5 if dtype == np.float32 else 2e-2
     assert_array(tangent, expected, dtype=dtype, rtol=tol, atol=tol)
-    assert_array(fg.grad(lambda x: fnp.sum(fn(x)))(x), deriv(x.astype(np.float64)),
-                 dtype=dtype, rtol=tol, atol=tol)
+    assert_array(
+        fg.grad(lambda x: fnp.sum(fn(x)))(x),
+        deriv(x.astype(np.float64)),
+        dtype=dtype,
+        rtol=tol,
+        atol=tol,
+    )
 
 
 # -- binary primitives ---------------------------------------------------------------------------
+
 
 def _pair(rng, xs, ys, sx, sy):
     return xs(rng, sx), ys(rng, sy)
@@ -188,8 +213,10 @@ BINARY = {
     "pow": (lax.pow, lambda r, a, b: _pair(r, _uniform(0.3, 2), _uniform(-2, 2), a, b)),
     "max": (lax.max, _distinct_args),
     "min": (lax.min, _distinct_args),
-    "atan2": (lax.atan2, lambda r, a, b: _pair(r, _away_from_zero(0.3, 2),
-                                                 _away_from_zero(0.3, 2), a, b)),
+    "atan2": (
+        lax.atan2,
+        lambda r, a, b: _pair(r, _away_from_zero(0.3, 2), _away_from_zero(0.3, 2), a, b),
+    ),
 }
 
 
@@ -210,8 +237,8 @@ def test_binary_derivatives_match_analytic(x64):
         lax.add: (np.ones(4), np.ones(4)),
         lax.sub: (np.ones(4), -np.ones(4)),
         lax.mul: (y, x),
-        lax.div: (1 / y, -x / y ** 2),
-        lax.pow: (y * x ** (y - 1), np.log(x) * x ** y),
+        lax.div: (1 / y, -x / y**2),
+        lax.pow: (y * x ** (y - 1), np.log(x) * x**y),
         lax.atan2: (y / (x * x + y * y), -x / (x * x + y * y)),
         lax.rem: (np.ones(4), -np.trunc(x / y)),
     }
@@ -227,8 +254,12 @@ def test_pow_with_integer_exponent(x64):
     n = np.array([[0, 1, 2], [3, -1, -2]], np.int32)
     check_grads(lambda x: lax.pow(x, n), (x,), order=2)
     check_grads(lambda x: lax.pow(x, 3), (x,), order=2)
-    assert_array(fg.grad(lambda x: fnp.sum(lax.pow(x, n)))(x),
-                 np.where(n == 0, 0.0, n * x ** (n - 1.0)), dtype=np.float64, rtol=1e-12)
+    assert_array(
+        fg.grad(lambda x: fnp.sum(lax.pow(x, n)))(x),
+        np.where(n == 0, 0.0, n * x ** (n - 1.0)),
+        dtype=np.float64,
+        rtol=1e-12,
+    )
 
 
 def test_kinks_and_ties_follow_jax(x64):
@@ -243,14 +274,23 @@ def test_kinks_and_ties_follow_jax(x64):
     assert g2(lax.max, np.nan, 1.0) == [0.0, 0.0]
     assert g2(lax.max, 3.0, 1.0) == [1.0, 0.0]
     # pow at x = 0: an integer exponent 0 gives exactly 0; d/dy at x = 0 is 0
-    assert [float(fg.grad(lambda x, k=k: lax.pow(x, np.int32(k)))(0.0)) for k in (0, 1, 2, -1)] == \
-        [0.0, 1.0, 0.0, -np.inf]
+    assert [float(fg.grad(lambda x, k=k: lax.pow(x, np.int32(k)))(0.0)) for k in (0, 1, 2, -1)] == [
+        0.0,
+        1.0,
+        0.0,
+        -np.inf,
+    ]
     assert g2(lax.pow, 0.0, 2.0) == [0.0, 0.0]
     assert g2(lax.pow, 0.0, 1.0) == [1.0, 0.0]
     assert np.isnan(g2(lax.pow, 0.0, 0.0)[0])
     ks = (0, 1, 2, 3, -1)
-    assert [float(fg.grad(lambda x, k=k: lax.integer_pow(x, k))(0.0)) for k in ks] == \
-        [0.0, 1.0, 0.0, 0.0, -np.inf]
+    assert [float(fg.grad(lambda x, k=k: lax.integer_pow(x, k))(0.0)) for k in ks] == [
+        0.0,
+        1.0,
+        0.0,
+        0.0,
+        -np.inf,
+    ]
     # rem: d/dx = 1, d/dy = -trunc(x / y)
     assert g2(lax.rem, 7.0, 2.0) == [1.0, -3.0]
     assert g2(lax.rem, -7.0, 2.0) == [1.0, 3.0]
@@ -259,8 +299,14 @@ def test_kinks_and_ties_follow_jax(x64):
 
 def test_clamp_derivatives_follow_jax(x64):
     # Strict inequalities, as JAX: x on a bound gets no derivative, nor does the bound.
-    cases = {(0.0, 0.0, 1.0): (0, 0, 0), (0.0, 1.0, 1.0): (0, 0, 0), (0.0, 0.5, 1.0): (0, 1, 0),
-             (1.0, 0.5, 0.0): (0, 0, 1), (0.0, 2.0, 1.0): (0, 0, 1), (0.0, -1.0, 1.0): (1, 0, 0)}
+    cases = {
+        (0.0, 0.0, 1.0): (0, 0, 0),
+        (0.0, 1.0, 1.0): (0, 0, 0),
+        (0.0, 0.5, 1.0): (0, 1, 0),
+        (1.0, 0.5, 0.0): (0, 0, 1),
+        (0.0, 2.0, 1.0): (0, 0, 1),
+        (0.0, -1.0, 1.0): (1, 0, 0),
+    }
     for args, expected in cases.items():
         got = fg.grad(lax.clamp, argnums=(0, 1, 2))(*args)
         assert [float(g) for g in got] == list(expected), args
@@ -269,13 +315,17 @@ def test_clamp_derivatives_follow_jax(x64):
 @pytest.mark.parametrize("bounds", ["scalar", "full", "mixed"])
 def test_clamp_check_grads(bounds, x64):
     x = np.array([-2.0, -0.3, 0.4, 1.7, 3.0])
-    lo, hi = (-1.0, 1.0) if bounds == "scalar" else (np.full(5, -1.0) + 0.1 * np.arange(5),
-                                                         np.full(5, 1.0) - 0.1 * np.arange(5))
+    lo, hi = (
+        (-1.0, 1.0)
+        if bounds == "scalar"
+        else (np.full(5, -1.0) + 0.1 * np.arange(5), np.full(5, 1.0) - 0.1 * np.arange(5))
+    )
     if bounds == "mixed":
         lo = np.float64(-1.0)
     check_grads(lax.clamp, (np.asarray(lo), x, np.asarray(hi)), order=2)
-    g_lo, g_x, g_hi = fg.grad(lambda a, b, c: fnp.sum(lax.clamp(a, b, c)),
-                              argnums=(0, 1, 2))(np.asarray(lo), x, np.asarray(hi))
+    g_lo, g_x, g_hi = fg.grad(lambda a, b, c: fnp.sum(lax.clamp(a, b, c)), argnums=(0, 1, 2))(
+        np.asarray(lo), x, np.asarray(hi)
+    )
     assert_array(g_x, (x > lo) & (x < hi), dtype=np.float64)
     assert_array(g_lo, np.sum(x < lo) if np.ndim(lo) == 0 else x < lo, dtype=np.float64)
     assert_array(g_hi, np.sum(x > hi) if np.ndim(hi) == 0 else x > hi, dtype=np.float64)
@@ -289,12 +339,12 @@ def test_select_n_derivatives(x64):
     check_grads(lambda a, b: lax.select_n(pred, a, b), (a, b), order=2)
     check_grads(lambda a, b, c: lax.select_n(which, a, b, c), (a, b, c), order=2)
     check_grads(lambda a, b: lax.select_n(True, a, b), (a, b), order=2)
-    ga, gb, gc = fg.grad(lambda a, b, c: fnp.sum(lax.select_n(which, a, b, c) * c),
-                         argnums=(0, 1, 2))(a, b, c)
+    ga, gb, gc = fg.grad(
+        lambda a, b, c: fnp.sum(lax.select_n(which, a, b, c) * c), argnums=(0, 1, 2)
+    )(a, b, c)
     assert_array(ga, (which == 0) * c, dtype=np.float64)
     assert_array(gb, (which == 1) * c, dtype=np.float64)
-    assert_array(gc, (which == 2) * c + np.choose(which, [a, b, c]), dtype=np.float64,
-                 rtol=1e-12)
+    assert_array(gc, (which == 2) * c + np.choose(which, [a, b, c]), dtype=np.float64, rtol=1e-12)
     # a constant case: only the traced one gets a cotangent
     g = fg.grad(lambda a: fnp.sum(lax.select(pred, a, np.zeros((2, 3)))))(a)
     assert_array(g, pred, dtype=np.float64)
@@ -303,8 +353,13 @@ def test_select_n_derivatives(x64):
 def test_integer_and_piecewise_constant_ops_have_zero_derivatives(x64):
     x = np.array([-1.7, -0.2, 0.6, 2.5])
     t = np.array([1.0, 2.0, 3.0, 4.0])
-    for fn in (lax.sign, lax.floor, lax.ceil, lax.round,
-               lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)):
+    for fn in (
+        lax.sign,
+        lax.floor,
+        lax.ceil,
+        lax.round,
+        lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
+    ):
         _, tangent = fg.jvp(fn, (x,), (t,))
         assert_array(tangent, np.zeros(4), dtype=np.float64)
         assert_array(fg.grad(lambda x, fn=fn: fnp.sum(fn(x)))(x), np.zeros(4), dtype=np.float64)
@@ -317,8 +372,9 @@ def test_integer_and_piecewise_constant_ops_have_zero_derivatives(x64):
         mask = lax.and_(lax.lt(x, 0.5), lax.is_finite(x))
         k = lax.convert_element_type(x * 3.0, np.int32)
         bits = lax.population_count(lax.shift_left(k, 1)) + lax.clz(k)
-        return fnp.sum(x * lax.convert_element_type(mask, x.dtype) +
-                       lax.convert_element_type(bits, x.dtype))
+        return fnp.sum(
+            x * lax.convert_element_type(mask, x.dtype) + lax.convert_element_type(bits, x.dtype)
+        )
 
     mask = (x < 0.5).astype(np.float64)
     assert_array(fg.grad(f)(x), mask, dtype=np.float64)
@@ -333,11 +389,15 @@ def test_convert_element_type_derivatives(x64):
     y, vjp_fn = fg.vjp(lambda x: lax.convert_element_type(x, np.float64), x)
     (ct,) = vjp_fn(np.array([0.5, 1.0, 2.0]))
     assert_array(ct, [0.5, 1.0, 2.0], dtype=np.float32, rtol=0, atol=0)
-    check_grads(lambda x: lax.convert_element_type(x, np.float64, weak_type=True) * 2.0,
-                (x.astype(np.float64),), order=2)
+    check_grads(
+        lambda x: lax.convert_element_type(x, np.float64, weak_type=True) * 2.0,
+        (x.astype(np.float64),),
+        order=2,
+    )
     # to and from integers: zero derivative, and a weak input gets a strong cotangent
-    g = fg.grad(lambda x: lax.convert_element_type(lax.convert_element_type(x, np.int32),
-                                                   np.float32) + x)(2.7)
+    g = fg.grad(
+        lambda x: lax.convert_element_type(lax.convert_element_type(x, np.int32), np.float32) + x
+    )(2.7)
     assert float(g) == 1.0 and not g.weak_type
     _, tangent = fg.jvp(lambda x: lax.convert_element_type(x, np.int32), (x,), (t,))
     assert not np.any(np.asarray(tangent))
@@ -348,8 +408,9 @@ def test_convert_element_type_derivatives(x64):
 def test_stop_gradient():
     x = np.array([1.0, 2.0, 3.0], np.float32)
     assert_array(fg.grad(lambda x: fnp.sum(x * fg.stop_gradient(x)))(x), x, dtype=np.float32)
-    assert_array(fg.grad(lambda x: fnp.sum(lax.stop_gradient(x ** 2) + x))(x), np.ones(3),
-                 dtype=np.float32)
+    assert_array(
+        fg.grad(lambda x: fnp.sum(lax.stop_gradient(x**2) + x))(x), np.ones(3), dtype=np.float32
+    )
     _, tangent = fg.jvp(lax.stop_gradient, (x,), (x,))
     assert_array(tangent, np.zeros(3), dtype=np.float32)
     tree = fg.grad(lambda p: fnp.sum(fg.stop_gradient(p)["a"] * p["b"]))({"a": x, "b": 2 * x})
@@ -364,6 +425,7 @@ def test_stop_gradient():
 
 
 # -- transposes ----------------------------------------------------------------------------------
+
 
 def test_transposes_of_nonlinear_uses_raise():
     a = core.ShapedArray((3,), np.float32)
@@ -396,8 +458,11 @@ def test_transposes_give_cotangents_of_the_operand_avals():
     assert cts[0] is None and cts[2] is None
     assert_array(cts[3], [1, 0, 4], dtype=np.float32)
     cts = transpose_rules[ew.convert_element_type_p](
-        [ct], UndefPrimal(core.ShapedArray((3,), np.float16, weak_type=True)),
-        new_dtype=np.dtype(np.float32), weak_type=False)
+        [ct],
+        UndefPrimal(core.ShapedArray((3,), np.float16, weak_type=True)),
+        new_dtype=np.dtype(np.float32),
+        weak_type=False,
+    )
     assert_array(cts[0], [1, 2, 4], dtype=np.float16, weak_type=False)
 
 
@@ -406,8 +471,9 @@ def test_weak_scalar_operands_get_summed_cotangents():
     assert float(fg.grad(lambda s: fnp.sum(lax.add(x, s)))(2.0)) == 3.0
     assert float(fg.grad(lambda s: fnp.sum(lax.sub(s, x)))(2.0)) == 3.0
     assert float(fg.grad(lambda s: fnp.sum(lax.mul(x, s)))(2.0)) == 6.0
-    np.testing.assert_allclose(float(fg.grad(lambda s: fnp.sum(lax.div(s, x)))(2.0)),
-                               np.sum(1 / x), rtol=1e-6)
+    np.testing.assert_allclose(
+        float(fg.grad(lambda s: fnp.sum(lax.div(s, x)))(2.0)), np.sum(1 / x), rtol=1e-6
+    )
     # forward mode: a 0-d tangent of an operand broadcast inside the op gets the output shape
     _, t = fg.jvp(lambda s: lax.add(x, s), (np.float32(2.0),), (np.float32(1.0),))
     assert_array(t, np.ones(3), dtype=np.float32)
@@ -423,12 +489,16 @@ def test_gradient_jaxprs_use_the_expected_primitives():
     jaxpr = fg.make_jaxpr(fg.grad(lambda x: fnp.sum(lax.add(x, 2.0) * x)))(np.ones(3, np.float32))
     (g,) = jaxpr(np.ones(3, np.float32))
     assert_array(g, np.full(3, 4.0), dtype=np.float32)
-    text = str(fg.make_jaxpr(fg.grad(lambda s: fnp.sum(lax.mul(np.ones(3, np.float32), s))))(
-        np.float32(1.0)))
+    text = str(
+        fg.make_jaxpr(fg.grad(lambda s: fnp.sum(lax.mul(np.ones(3, np.float32), s))))(
+            np.float32(1.0)
+        )
+    )
     assert "reduce_sum[axes=(0,)]" in text
 
 
 # -- composites: grad, vmap(grad), jacfwd vs jacrev ------------------------------------------------
+
 
 def _composite(x, y):
     z = lax.tanh(x) * y / (1.0 + lax.square(x)) + lax.max(x, y) - lax.logistic(x * y)
@@ -452,19 +522,31 @@ def test_vmap_of_grad_per_example(x64):
     per_example = fg.vmap(fg.grad(lambda x, y: lax.pow(lax.abs(x) + 1.0, y) * lax.erf(x)))
     got = per_example(xs, ys)
     for i, (x, y) in enumerate(zip(xs, ys)):
-        want = (y * (abs(x) + 1) ** (y - 1) * np.sign(x) * special_math.erf(x) +
-                (abs(x) + 1) ** y * 2 / _SQPI * np.exp(-x * x))
+        want = y * (abs(x) + 1) ** (y - 1) * np.sign(x) * special_math.erf(x) + (
+            abs(x) + 1
+        ) ** y * 2 / _SQPI * np.exp(-x * x)
         np.testing.assert_allclose(float(got[i]), want, rtol=1e-12)
 
 
 # -- vmap ----------------------------------------------------------------------------------------
 
 BATCHED_BINARY = {
-    "add": (lax.add, "f"), "sub": (lax.sub, "f"), "mul": (lax.mul, "i"), "div": (lax.div, "i"),
-    "rem": (lax.rem, "i"), "pow": (lax.pow, "f"), "max": (lax.max, "f"), "min": (lax.min, "i"),
-    "nextafter": (lax.nextafter, "f"), "atan2": (lax.atan2, "f"), "eq": (lax.eq, "i"),
-    "lt": (lax.lt, "f"), "ge": (lax.ge, "i"), "and": (lax.bitwise_and, "b"),
-    "xor": (lax.bitwise_xor, "i"), "shift_left": (lax.shift_left, "i"),
+    "add": (lax.add, "f"),
+    "sub": (lax.sub, "f"),
+    "mul": (lax.mul, "i"),
+    "div": (lax.div, "i"),
+    "rem": (lax.rem, "i"),
+    "pow": (lax.pow, "f"),
+    "max": (lax.max, "f"),
+    "min": (lax.min, "i"),
+    "nextafter": (lax.nextafter, "f"),
+    "atan2": (lax.atan2, "f"),
+    "eq": (lax.eq, "i"),
+    "lt": (lax.lt, "f"),
+    "ge": (lax.ge, "i"),
+    "and": (lax.bitwise_and, "b"),
+    "xor": (lax.bitwise_xor, "i"),
+    "shift_left": (lax.shift_left, "i"),
     "shift_right_arithmetic": (lax.shift_right_arithmetic, "i"),
 }
 
@@ -491,16 +573,25 @@ def _axis_strategy(rank):
     return st.one_of(st.none(), st.integers(-rank - 1, rank))
 
 
-@given(st.sampled_from(sorted(BATCHED_BINARY)), st.lists(st.integers(0, 3), max_size=2),
-       st.integers(1, 3), st.booleans(), st.booleans(), st.data())
+@given(
+    st.sampled_from(sorted(BATCHED_BINARY)),
+    st.lists(st.integers(0, 3), max_size=2),
+    st.integers(1, 3),
+    st.booleans(),
+    st.booleans(),
+    st.data(),
+)
 @few
 def test_vmap_binary_matches_loop(name, example_shape, batch, x_scalar, y_scalar, data):
     fn, kind = BATCHED_BINARY[name]
     shape = tuple(example_shape)
     sx, sy = (() if x_scalar else shape), (() if y_scalar else shape)
     ax = data.draw(_axis_strategy(len(sx)), "x axis")
-    ay = data.draw(_axis_strategy(len(sy)), "y axis") if ax is not None else \
-        data.draw(st.integers(-len(sy) - 1, len(sy)), "y axis")
+    ay = (
+        data.draw(_axis_strategy(len(sy)), "y axis")
+        if ax is not None
+        else data.draw(st.integers(-len(sy) - 1, len(sy)), "y axis")
+    )
     rng = np.random.default_rng(batch)
     xs, x = _batched(rng, kind, batch, sx, ax)
     ys, y = _batched(rng, "i" if name == "pow" and y_scalar else kind, batch, sy, ay)
@@ -513,28 +604,42 @@ def test_vmap_binary_matches_loop(name, example_shape, batch, x_scalar, y_scalar
 
 def test_vmap_keeps_unbatched_scalars_unbatched():
     xs = np.ones((4, 3), np.float32)
-    for f in (lambda x: lax.add(x, 2.0), lambda x: lax.mul(x, np.float32(3.0)),
-              lambda x: lax.clamp(0.0, x, 1.0), lambda x: lax.select_n(True, x, x * 2.0),
-              lambda x: lax.pow(x, 2), lambda x: lax.max(x, lax.sin(np.float32(1.0)))):
+    for f in (
+        lambda x: lax.add(x, 2.0),
+        lambda x: lax.mul(x, np.float32(3.0)),
+        lambda x: lax.clamp(0.0, x, 1.0),
+        lambda x: lax.select_n(True, x, x * 2.0),
+        lambda x: lax.pow(x, 2),
+        lambda x: lax.max(x, lax.sin(np.float32(1.0))),
+    ):
         text = str(fg.make_jaxpr(fg.vmap(f))(xs))
         assert "broadcast_in_dim" not in text and "transpose" not in text, text
     # operands batched along the same non-leading axis keep it: select_n reads the inputs as
     # they are (vmap itself may move the result's batch dim for out_axes afterwards)
-    text = str(fg.make_jaxpr(fg.vmap(lambda x, w: lax.select_n(w, x, x), in_axes=1,
-                                     out_axes=1))(xs, xs > 0))
+    text = str(
+        fg.make_jaxpr(fg.vmap(lambda x, w: lax.select_n(w, x, x), in_axes=1, out_axes=1))(
+            xs, xs > 0
+        )
+    )
     assert "c:f32[4,3] = select_n b a a" in text, text
     text = str(fg.make_jaxpr(fg.vmap(lambda lo, x: lax.clamp(lo, x, 1.0), in_axes=1))(xs, xs))
     assert "c:f32[4,3] = clamp a b 1.0" in text, text
 
 
-UNARY_BATCHED = [lax.sin, lax.exp, lax.tanh, lax.is_finite, lax.stop_gradient,
-                 lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
-                 lambda x: lax.integer_pow(x, 3),
-                 lambda x: lax.convert_element_type(x, np.int32),
-                 lambda x: lax.population_count(lax.convert_element_type(x, np.uint32)),
-                 lambda x: lax.clz(lax.convert_element_type(x, np.int32)),
-                 lambda x: lax.bitcast_convert_type(x, np.uint8),
-                 lambda x: lax.not_(lax.convert_element_type(x, np.int32))]
+UNARY_BATCHED = [
+    lax.sin,
+    lax.exp,
+    lax.tanh,
+    lax.is_finite,
+    lax.stop_gradient,
+    lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
+    lambda x: lax.integer_pow(x, 3),
+    lambda x: lax.convert_element_type(x, np.int32),
+    lambda x: lax.population_count(lax.convert_element_type(x, np.uint32)),
+    lambda x: lax.clz(lax.convert_element_type(x, np.int32)),
+    lambda x: lax.bitcast_convert_type(x, np.uint8),
+    lambda x: lax.not_(lax.convert_element_type(x, np.int32)),
+]
 
 
 @pytest.mark.parametrize("index", range(len(UNARY_BATCHED)))
@@ -557,15 +662,21 @@ def test_vmap_bitcast_widening_keeps_the_batch_dim(axis):
     assert_array(got, want, dtype=np.uint32)
 
 
-@given(st.lists(st.integers(0, 3), max_size=2), st.integers(1, 3), st.booleans(),
-       st.integers(2, 3), st.data())
+@given(
+    st.lists(st.integers(0, 3), max_size=2),
+    st.integers(1, 3),
+    st.booleans(),
+    st.integers(2, 3),
+    st.data(),
+)
 @few
 def test_vmap_select_n_matches_loop(example_shape, batch, which_scalar, n_cases, data):
     shape = tuple(example_shape)
     sw = () if which_scalar else shape
     rng = np.random.default_rng(batch + n_cases)
-    axes = [data.draw(_axis_strategy(len(sw)), "which axis")] + \
-        [data.draw(_axis_strategy(len(shape)), f"case {i} axis") for i in range(n_cases)]
+    axes = [data.draw(_axis_strategy(len(sw)), "which axis")] + [
+        data.draw(_axis_strategy(len(shape)), f"case {i} axis") for i in range(n_cases)
+    ]
     if all(a is None for a in axes):
         axes[0] = 0
     whichs, which = _batched(rng, "i", batch, sw, axes[0])
@@ -574,20 +685,28 @@ def test_vmap_select_n_matches_loop(example_shape, batch, which_scalar, n_cases,
         whichs, which = [w.astype(bool) for w in whichs], which.astype(bool)
     cases = [_batched(rng, "f", batch, shape, a) for a in axes[1:]]
     got = fg.vmap(lax.select_n, in_axes=tuple(axes))(which, *[c[1] for c in cases])
-    want = np.stack([np.asarray(lax.select_n(whichs[b], *[c[0][b] for c in cases]))
-                     for b in range(batch)])
+    want = np.stack(
+        [np.asarray(lax.select_n(whichs[b], *[c[0][b] for c in cases])) for b in range(batch)]
+    )
     assert_array(got, want, dtype=np.float32, rtol=0, atol=0)
 
 
-@given(st.lists(st.integers(0, 3), max_size=2), st.integers(1, 3), st.booleans(),
-       st.booleans(), st.data())
+@given(
+    st.lists(st.integers(0, 3), max_size=2),
+    st.integers(1, 3),
+    st.booleans(),
+    st.booleans(),
+    st.data(),
+)
 @few
 def test_vmap_clamp_matches_loop(example_shape, batch, lo_scalar, hi_scalar, data):
     shape = tuple(example_shape)
     slo, shi = (() if lo_scalar else shape), (() if hi_scalar else shape)
-    axes = (data.draw(_axis_strategy(len(slo)), "lo axis"),
-            data.draw(_axis_strategy(len(shape)), "x axis"),
-            data.draw(_axis_strategy(len(shi)), "hi axis"))
+    axes = (
+        data.draw(_axis_strategy(len(slo)), "lo axis"),
+        data.draw(_axis_strategy(len(shape)), "x axis"),
+        data.draw(_axis_strategy(len(shi)), "hi axis"),
+    )
     if all(a is None for a in axes):
         axes = (axes[0], 0, axes[2])
     rng = np.random.default_rng(batch)
@@ -595,8 +714,9 @@ def test_vmap_clamp_matches_loop(example_shape, batch, lo_scalar, hi_scalar, dat
     xs, x = _batched(rng, "f", batch, shape, axes[1])
     his, hi = _batched(rng, "f", batch, shi, axes[2])
     got = fg.vmap(lax.clamp, in_axes=axes)(lo - 0.5, x * 1.5, hi + 0.5)
-    want = np.stack([np.asarray(lax.clamp(a - 0.5, b * 1.5, c + 0.5))
-                     for a, b, c in zip(los, xs, his)])
+    want = np.stack(
+        [np.asarray(lax.clamp(a - 0.5, b * 1.5, c + 0.5)) for a, b, c in zip(los, xs, his)]
+    )
     assert_array(got, want, dtype=np.float32, rtol=0, atol=0)
 
 
@@ -618,11 +738,15 @@ def test_vmap_select_n_and_clamp_on_a_shared_axis(axis, scalar):
     got = fg.vmap(lax.select_n, in_axes=(which_axis, axis, axis, axis))(which, x, y, x)
     want = np.stack([np.asarray(lax.select_n(w, a, b, a)) for w, a, b in zip(whichs, xs, ys)])
     assert_array(got, want, dtype=np.float32, rtol=0, atol=0)
-    got = fg.vmap(lambda lo, x, hi: lax.clamp(lo, x, hi),
-                  in_axes=(None, axis, None if scalar else axis))(
-        np.float32(-0.5), x, np.float32(0.5) if scalar else hi)
-    want = np.stack([np.asarray(lax.clamp(np.float32(-0.5), a, np.float32(0.5) if scalar else h))
-                     for a, h in zip(xs, his)])
+    got = fg.vmap(
+        lambda lo, x, hi: lax.clamp(lo, x, hi), in_axes=(None, axis, None if scalar else axis)
+    )(np.float32(-0.5), x, np.float32(0.5) if scalar else hi)
+    want = np.stack(
+        [
+            np.asarray(lax.clamp(np.float32(-0.5), a, np.float32(0.5) if scalar else h))
+            for a, h in zip(xs, his)
+        ]
+    )
     assert_array(got, want, dtype=np.float32, rtol=0, atol=0)
 
 

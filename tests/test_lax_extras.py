@@ -17,14 +17,13 @@ def test_broadcast_like():
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, [[1, 2, 3]] * 2)
     x = rng.standard_normal((3, 1)).astype(np.float32)
-    np.testing.assert_array_equal(lax.broadcast_like(x, np.zeros((2, 3, 4))),
-                                  np.broadcast_to(x, (2, 3, 4)))
+    np.testing.assert_array_equal(
+        lax.broadcast_like(x, np.zeros((2, 3, 4))), np.broadcast_to(x, (2, 3, 4))
+    )
     assert lax.broadcast_like(2.0, np.zeros((0, 2))).shape == (0, 2)
-    check_grads(lambda v: lax.broadcast_like(v, np.zeros((2, 3, 1))), (x.astype(float),),
-                order=1)
+    check_grads(lambda v: lax.broadcast_like(v, np.zeros((2, 3, 1))), (x.astype(float),), order=1)
     got = fg.vmap(lambda v: lax.broadcast_like(v, fnp.zeros((2, 3))))(np.arange(3.0))
-    np.testing.assert_array_equal(got, np.broadcast_to(np.arange(3.0)[:, None, None],
-                                                       (3, 2, 3)))
+    np.testing.assert_array_equal(got, np.broadcast_to(np.arange(3.0)[:, None, None], (3, 2, 3)))
     with pytest.raises(ValueError, match="cannot broadcast"):
         lax.broadcast_like(np.ones(3), np.zeros((2, 4)))
 
@@ -32,8 +31,7 @@ def test_broadcast_like():
 def test_stage():
     s = lax.stage(3)
     assert isinstance(s, fg.Array) and s.dtype == np.int32 and int(s) == 3
-    np.testing.assert_array_equal(fg.jit(lambda x: lax.stage(x) + 1)(np.arange(3)),
-                                  np.arange(1, 4))
+    np.testing.assert_array_equal(fg.jit(lambda x: lax.stage(x) + 1)(np.arange(3)), np.arange(1, 4))
 
 
 def _scaled_ref(a, b, sa, sb):
@@ -47,11 +45,16 @@ def test_scaled_dot():
     b = rng.standard_normal((2, 8, 5)).astype(np.float32)
     sa = rng.random((2, 3, 2)).astype(np.float32)
     sb = rng.random((2, 4, 5)).astype(np.float32)
-    f = lambda a, b: lax.scaled_dot(a, b, lhs_scale=sa, rhs_scale=sb,  # noqa: E731
-                                    preferred_element_type=np.float32)
+    f = lambda a, b: lax.scaled_dot(  # noqa: E731
+        a, b, lhs_scale=sa, rhs_scale=sb, preferred_element_type=np.float32
+    )
     np.testing.assert_allclose(f(a, b), _scaled_ref(a, b, sa, sb), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(lax.scaled_dot(a, b, preferred_element_type=np.float32),
-                               np.einsum("bmk,bkn->bmn", a, b), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        lax.scaled_dot(a, b, preferred_element_type=np.float32),
+        np.einsum("bmk,bkn->bmn", a, b),
+        rtol=1e-5,
+        atol=1e-5,
+    )
     check_grads(f, (a, b), order=1)
     np.testing.assert_allclose(fg.jit(f)(a, b), f(a, b), rtol=1e-5, atol=1e-6)
     got = fg.vmap(f)(np.stack([a, 2 * a]), np.stack([b, b]))
@@ -59,8 +62,7 @@ def test_scaled_dot():
     with pytest.raises(TypeError, match="bfloat16"):
         lax.scaled_dot(a, b)
     with pytest.raises(ValueError, match="multiple"):
-        lax.scaled_dot(a, b, lhs_scale=sa[..., :1].repeat(3, -1),
-                       preferred_element_type=np.float32)
+        lax.scaled_dot(a, b, lhs_scale=sa[..., :1].repeat(3, -1), preferred_element_type=np.float32)
 
 
 def test_betainc():

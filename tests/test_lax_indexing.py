@@ -12,11 +12,15 @@ from fungrad import lax
 from fungrad.lax import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 from tests.helpers import assert_array
 
-MODES = [GatherScatterMode.CLIP, GatherScatterMode.FILL_OR_DROP,
-         GatherScatterMode.PROMISE_IN_BOUNDS]
+MODES = [
+    GatherScatterMode.CLIP,
+    GatherScatterMode.FILL_OR_DROP,
+    GatherScatterMode.PROMISE_IN_BOUNDS,
+]
 
 
 # -- a random gather / scatter layout -----------------------------------------------------------
+
 
 @st.composite
 def layouts(draw):
@@ -26,26 +30,40 @@ def layouts(draw):
     shape = draw(st.lists(st.integers(0, 4), min_size=ndim, max_size=ndim))
     dims = list(range(ndim))
     nonempty = [d for d in dims if shape[d] > 0]
-    batching = draw(st.lists(st.sampled_from(nonempty), unique=True, max_size=1)) if nonempty \
-        else []
+    batching = (
+        draw(st.lists(st.sampled_from(nonempty), unique=True, max_size=1)) if nonempty else []
+    )
     rest = [d for d in dims if d not in batching]
-    start_map = draw(st.permutations(rest).map(list).flatmap(
-        lambda p: st.integers(0, len(p)).map(lambda k: p[:k])))
-    collapsed = sorted(draw(st.lists(st.sampled_from([d for d in rest if shape[d] > 0]),
-                                     unique=True)) if any(shape[d] > 0 for d in rest) else [])
+    start_map = draw(
+        st.permutations(rest)
+        .map(list)
+        .flatmap(lambda p: st.integers(0, len(p)).map(lambda k: p[:k]))
+    )
+    collapsed = sorted(
+        draw(st.lists(st.sampled_from([d for d in rest if shape[d] > 0]), unique=True))
+        if any(shape[d] > 0 for d in rest)
+        else []
+    )
     window = [d for d in rest if d not in collapsed]
     sizes = [draw(st.integers(0, shape[d])) for d in window]
     batch_rank = draw(st.integers(len(batching), len(batching) + 2))
     batch_shape = draw(st.lists(st.integers(0, 3), min_size=batch_rank, max_size=batch_rank))
-    idx_batching = draw(st.permutations(range(batch_rank)).map(lambda p: p[:len(batching)]))
+    idx_batching = draw(st.permutations(range(batch_rank)).map(lambda p: p[: len(batching)]))
     for ob, ib in zip(batching, idx_batching):
         batch_shape[ib] = shape[ob]
     out_rank = batch_rank + len(window)
-    offset_dims = sorted(draw(st.permutations(range(out_rank)))[:len(window)])
-    return dict(shape=tuple(shape), indices_shape=tuple(batch_shape) + (len(start_map),),
-                window=window, collapsed=tuple(collapsed), start_map=tuple(start_map),
-                batching=tuple(batching), idx_batching=tuple(idx_batching),
-                sizes=sizes, offset_dims=tuple(offset_dims))
+    offset_dims = sorted(draw(st.permutations(range(out_rank)))[: len(window)])
+    return dict(
+        shape=tuple(shape),
+        indices_shape=tuple(batch_shape) + (len(start_map),),
+        window=window,
+        collapsed=tuple(collapsed),
+        start_map=tuple(start_map),
+        batching=tuple(batching),
+        idx_batching=tuple(idx_batching),
+        sizes=sizes,
+        offset_dims=tuple(offset_dims),
+    )
 
 
 def _random_indices(rng, lay):
@@ -92,8 +110,9 @@ def gather_ref(operand, indices, lay, mode, fill_value):
 
 
 def _gather_dnums(lay):
-    return GatherDimensionNumbers(lay["offset_dims"], lay["collapsed"], lay["start_map"],
-                                  lay["batching"], lay["idx_batching"])
+    return GatherDimensionNumbers(
+        lay["offset_dims"], lay["collapsed"], lay["start_map"], lay["batching"], lay["idx_batching"]
+    )
 
 
 def _operand(rng, shape, dtype):
@@ -105,8 +124,12 @@ def _operand(rng, shape, dtype):
     return rng.integers(0 if kind == "u" else -50, 50, size=shape).astype(dtype)
 
 
-@given(layouts(), st.sampled_from(MODES), st.sampled_from([np.float32, np.int32, np.uint32,
-                                                           np.bool_]), st.integers(0, 2**31))
+@given(
+    layouts(),
+    st.sampled_from(MODES),
+    st.sampled_from([np.float32, np.int32, np.uint32, np.bool_]),
+    st.integers(0, 2**31),
+)
 def test_gather_matches_loop_reference(lay, mode, dtype, seed):
     rng = np.random.default_rng(seed)
     operand = _operand(rng, lay["shape"], dtype)
@@ -115,8 +138,9 @@ def test_gather_matches_loop_reference(lay, mode, dtype, seed):
     for d, s in zip(lay["window"], lay["sizes"]):
         slice_sizes[d] = s
     out = lax.gather(operand, indices, _gather_dnums(lay), slice_sizes, mode=mode)
-    fill = {"f": np.nan, "i": np.iinfo(np.int32).min, "u": np.iinfo(np.uint32).max,
-            "b": True}[np.dtype(dtype).kind]
+    fill = {"f": np.nan, "i": np.iinfo(np.int32).min, "u": np.iinfo(np.uint32).max, "b": True}[
+        np.dtype(dtype).kind
+    ]
     assert_array(out, gather_ref(operand, indices, lay, mode, fill), dtype=dtype)
 
 
@@ -129,8 +153,11 @@ def test_gather_fill_value_and_defaults():
     # mode=None is PROMISE_IN_BOUNDS, which the reference impl defines as clamping (as XLA).
     assert_array(lax.gather(x, idx, dn, (1,)), [1.0, 4.0, 0.0])
     assert_array(lax.gather(x, idx, dn, (1,), mode="clip"), [1.0, 4.0, 0.0])
-    for dtype, fill in [(np.int32, np.iinfo(np.int32).min), (np.uint32, 2**32 - 1),
-                        (np.bool_, True)]:
+    for dtype, fill in [
+        (np.int32, np.iinfo(np.int32).min),
+        (np.uint32, 2**32 - 1),
+        (np.bool_, True),
+    ]:
         out = lax.gather(np.zeros(3, dtype), idx, dn, (1,), mode="fill")
         assert_array(out, np.array([0, fill, fill], dtype), dtype=dtype)
 
@@ -148,6 +175,7 @@ def test_gather_window_fill_is_whole_slice():
 
 # -- scatter ------------------------------------------------------------------------------------
 
+
 def _scatter_case(lay, rng, dtype):
     """operand, indices, updates and ScatterDimensionNumbers for a layout (gather's transpose:
     update_window_dims = offset_dims, inserted_window_dims = collapsed dims)."""
@@ -158,8 +186,9 @@ def _scatter_case(lay, rng, dtype):
     bi, wi = iter(batch_shape), iter(lay["sizes"])
     upd_shape = tuple(next(wi) if p in lay["offset_dims"] else next(bi) for p in range(out_rank))
     updates = _operand(rng, upd_shape, dtype)
-    dn = ScatterDimensionNumbers(lay["offset_dims"], lay["collapsed"], lay["start_map"],
-                                 lay["batching"], lay["idx_batching"])
+    dn = ScatterDimensionNumbers(
+        lay["offset_dims"], lay["collapsed"], lay["start_map"], lay["batching"], lay["idx_batching"]
+    )
     return operand, indices, updates, dn
 
 
@@ -179,7 +208,7 @@ def scatter_ref(operand, indices, updates, lay, mode, combine):
         if mode == GatherScatterMode.CLIP:
             start = [min(max(s, 0), n - k) for s, n, k in zip(start, operand.shape, sizes)]
         elif oob:
-            continue   # FILL_OR_DROP and PROMISE_IN_BOUNDS drop out-of-bounds windows
+            continue  # FILL_OR_DROP and PROMISE_IN_BOUNDS drop out-of-bounds windows
         for j, d in enumerate(lay["window"]):
             start[d] += window_idx[j]
         t = tuple(start)
@@ -196,12 +225,17 @@ COMBINES = {
 }
 
 
-@given(layouts(), st.sampled_from(MODES), st.sampled_from(sorted(COMBINES)),
-       st.sampled_from([np.int32, np.float32]), st.integers(0, 2**31))
+@given(
+    layouts(),
+    st.sampled_from(MODES),
+    st.sampled_from(sorted(COMBINES)),
+    st.sampled_from([np.int32, np.float32]),
+    st.integers(0, 2**31),
+)
 def test_combining_scatters_match_loop_reference(lay, mode, name, dtype, seed):
     rng = np.random.default_rng(seed)
     operand, indices, updates, dn = _scatter_case(lay, rng, dtype)
-    if dtype == np.float32:   # small integers: sums and products are exact in any order
+    if dtype == np.float32:  # small integers: sums and products are exact in any order
         operand, updates = np.round(operand * 3), np.round(updates * 3)
         operand, updates = np.asarray(operand, dtype), np.asarray(updates, dtype)
         if name == "scatter_mul":
@@ -240,8 +274,7 @@ def test_scatter_duplicates_accumulate_and_oob_drops():
     assert_array(lax.scatter_min(x + 9, idx, upd, dn), [9, 1, 9, 3])
     assert_array(lax.scatter_mul(x + 2, idx, upd, dn), [2, 4, 2, 6])
     # NaN propagates through min/max
-    assert_array(lax.scatter_max(x, idx[:1], np.array([np.nan], np.float32), dn),
-                 [0, np.nan, 0, 0])
+    assert_array(lax.scatter_max(x, idx[:1], np.array([np.nan], np.float32), dn), [0, np.nan, 0, 0])
 
 
 def test_gather_and_scatter_dtype_and_weak_type():
@@ -256,13 +289,13 @@ def test_gather_and_scatter_dtype_and_weak_type():
 
 # -- errors, modes, jaxprs ------------------------------------------------------------------------
 
+
 def test_mode_from_any():
     assert GatherScatterMode.from_any("clip") is GatherScatterMode.CLIP
     assert GatherScatterMode.from_any("fill") is GatherScatterMode.FILL_OR_DROP
     assert GatherScatterMode.from_any("drop") is GatherScatterMode.FILL_OR_DROP
     assert GatherScatterMode.from_any(None) is GatherScatterMode.FILL_OR_DROP
-    assert (GatherScatterMode.from_any("promise_in_bounds")
-            is GatherScatterMode.PROMISE_IN_BOUNDS)
+    assert GatherScatterMode.from_any("promise_in_bounds") is GatherScatterMode.PROMISE_IN_BOUNDS
     with pytest.raises(ValueError, match="Unknown gather mode"):
         GatherScatterMode.from_any("wrap")
 
@@ -281,8 +314,7 @@ def test_gather_bad_inputs_raise():
     with pytest.raises(TypeError, match="gather: collapsed or batching operand dimension 0"):
         lax.gather(x, np.zeros((2, 1), np.int32), dn, (2, 4))
     with pytest.raises(TypeError, match="gather: offset_dims must be sorted"):
-        lax.gather(x, np.zeros((2, 1), np.int32), GatherDimensionNumbers((2, 1), (), (0,)),
-                   (1, 4))
+        lax.gather(x, np.zeros((2, 1), np.int32), GatherDimensionNumbers((2, 1), (), (0,)), (1, 4))
     with pytest.raises(TypeError, match="GatherDimensionNumbers"):
         lax.gather(x, np.zeros((2, 1), np.int32), ((1,), (0,), (0,)), (1, 4))
 
@@ -300,8 +332,9 @@ def test_scatter_bad_inputs_raise():
     with pytest.raises(TypeError, match="scatter-min: the scatter dimensions of updates"):
         lax.scatter_min(x, idx, np.zeros((3, 4), np.float32), dn)
     with pytest.raises(TypeError, match="scatter-mul does not accept dtype bool"):
-        lax.scatter_mul(np.zeros(3, bool), idx, np.zeros((2,), bool),
-                        ScatterDimensionNumbers((), (0,), (0,)))
+        lax.scatter_mul(
+            np.zeros(3, bool), idx, np.zeros((2,), bool), ScatterDimensionNumbers((), (0,), (0,))
+        )
     with pytest.raises(TypeError, match="scatter: indices must have an integer dtype"):
         lax.scatter(x, idx.astype(np.float32), np.zeros((2, 4), np.float32), dn)
 
@@ -318,10 +351,12 @@ def test_make_jaxpr_prints_gather_and_scatter():
 
     jaxpr = fg.make_jaxpr(f)(x, idx)
     text = str(jaxpr)
-    assert ("gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(), "
-            "collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), "
-            "start_indices_batching_dims=()) fill_value=-1.0 indices_are_sorted=False "
-            "mode=GatherScatterMode.FILL_OR_DROP slice_sizes=(1,) unique_indices=False]") in text
+    assert (
+        "gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(), "
+        "collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), "
+        "start_indices_batching_dims=()) fill_value=-1.0 indices_are_sorted=False "
+        "mode=GatherScatterMode.FILL_OR_DROP slice_sizes=(1,) unique_indices=False]"
+    ) in text
     assert "scatter-add[dimension_numbers=ScatterDimensionNumbers(update_window_dims=()" in text
     assert "mode=GatherScatterMode.CLIP" in text
     for got, want in zip(jaxpr(x, idx), f(x, idx)):
@@ -334,7 +369,6 @@ def test_gather_fill_value_must_be_static_scalar():
     dn = GatherDimensionNumbers((), (0,), (0,))
     idx = np.array([[5]], np.int32)
     assert_array(lax.gather(x, idx, dn, (1,), mode="fill", fill_value=np.float32(2)), [2.0])
-    assert_array(lax.gather(x, idx, dn, (1,), mode="fill", fill_value=lax.full((), 3.0)),
-                 [3.0])
+    assert_array(lax.gather(x, idx, dn, (1,), mode="fill", fill_value=lax.full((), 3.0)), [3.0])
     with pytest.raises(TypeError, match="gather: fill_value must be a static scalar"):
         lax.gather(x, idx, dn, (1,), mode="fill", fill_value=np.ones(2))

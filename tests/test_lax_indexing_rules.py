@@ -37,18 +37,29 @@ from fungrad.transforms.vmap import batch_rules
 
 LINEAR = {indexing.gather_p, indexing.scatter_add_p, indexing.scatter_p, indexing.scatter_mul_p}
 MODES = [Mode.CLIP, Mode.FILL_OR_DROP, Mode.PROMISE_IN_BOUNDS]
-SCATTERS = {"scatter": lax.scatter, "scatter-add": lax.scatter_add,
-            "scatter-mul": lax.scatter_mul, "scatter-min": lax.scatter_min,
-            "scatter-max": lax.scatter_max}
+SCATTERS = {
+    "scatter": lax.scatter,
+    "scatter-add": lax.scatter_add,
+    "scatter-mul": lax.scatter_mul,
+    "scatter-min": lax.scatter_min,
+    "scatter-max": lax.scatter_max,
+}
 few = settings(max_examples=10)
 
 
 # -- registry ------------------------------------------------------------------------------------
 
+
 def test_registry_every_primitive_has_its_rules():
     prims = [v for v in vars(indexing).values() if isinstance(v, core.Primitive)]
-    assert {p.name for p in prims} == {"gather", "scatter", "scatter-add", "scatter-mul",
-                                        "scatter-min", "scatter-max"}
+    assert {p.name for p in prims} == {
+        "gather",
+        "scatter",
+        "scatter-add",
+        "scatter-mul",
+        "scatter-min",
+        "scatter-max",
+    }
     for p in prims:
         assert p in jvp_rules or p in no_jvp, f"{p} has no jvp rule"
         assert p in batch_rules, f"{p} has no batch rule"
@@ -65,8 +76,12 @@ GATHERS = {
     "windows": ((6,), [[1], [4], [5], [-1]], GDN((1,), (), (0,)), (2,)),
     "points": ((3, 4), [[[0, 1], [2, 3]], [[0, 1], [3, 0]]], GDN((), (0, 1), (0, 1)), (1, 1)),
     "offset_first": ((4, 3, 2), [[1], [3], [1]], GDN((0, 2), (0,), (0,)), (1, 3, 2)),
-    "batching": ((3, 4), [[[1], [1]], [[0], [5]], [[3], [2]]],
-                 GDN((), (1,), (1,), (0,), (0,)), (1, 1)),
+    "batching": (
+        (3, 4),
+        [[[1], [1]], [[0], [5]], [[3], [2]]],
+        GDN((), (1,), (1,), (0,), (0,)),
+        (1, 1),
+    ),
 }
 
 # scatter layouts: (operand shape, indices, updates shape, dimension numbers).
@@ -75,8 +90,12 @@ SCATTERS_LAYOUTS = {
     "rows": ((4, 3), [[2], [0], [2], [5]], (4, 3), SDN((1,), (0,), (0,))),
     "windows": ((8,), [[1], [3], [5], [-1]], (4, 2), SDN((1,), (), (0,))),
     "window_first": ((4, 3), [[1], [1], [9]], (3, 3), SDN((0,), (0,), (0,))),
-    "batching": ((3, 4), [[[1], [1]], [[0], [5]], [[3], [2]]], (3, 2),
-                 SDN((), (1,), (1,), (0,), (0,))),
+    "batching": (
+        (3, 4),
+        [[[1], [1]], [[0], [5]], [[3], [2]]],
+        (3, 2),
+        SDN((), (1,), (1,), (0,), (0,)),
+    ),
 }
 
 # The same layouts with indices that never write a position twice (for the rules that need
@@ -110,6 +129,7 @@ def _scatter_fn(prim, layout, mode, unique=False):
 
 # -- the Jacobian oracle for the linear ones -------------------------------------------------------
 
+
 def _flat(xs):
     return np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in xs])
 
@@ -118,7 +138,7 @@ def _unflat(vec, shapes):
     out, k = [], 0
     for s in shapes:
         n = int(np.prod(s, dtype=int))
-        out.append(vec[k:k + n].reshape(s))
+        out.append(vec[k : k + n].reshape(s))
         k += n
     return out
 
@@ -127,8 +147,9 @@ def _jacobian(f, shapes):
     """The matrix of the affine ``f`` (eager evaluation on unit vectors: impls only)."""
     n = sum(int(np.prod(s, dtype=int)) for s in shapes)
     f0 = np.ravel(np.asarray(f(*_unflat(np.zeros(n), shapes)), np.float64))
-    cols = [np.ravel(np.asarray(f(*_unflat(np.eye(n)[k], shapes)), np.float64)) - f0
-            for k in range(n)]
+    cols = [
+        np.ravel(np.asarray(f(*_unflat(np.eye(n)[k], shapes)), np.float64)) - f0 for k in range(n)
+    ]
     return np.stack(cols, 1)
 
 
@@ -154,8 +175,9 @@ def check_linear(f, shapes, seed=0, reverse=None):
         assert np.asarray(c).shape == tuple(s) and np.asarray(c).dtype == np.float64
     np.testing.assert_allclose(_flat(cts), rev_jac.T @ np.ravel(ct), rtol=1e-10, atol=1e-12)
     _, f_lin = fg.linearize(f, *args)
-    np.testing.assert_allclose(np.ravel(f_lin(*tangents)), jac @ _flat(tangents), rtol=1e-10,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        np.ravel(f_lin(*tangents)), jac @ _flat(tangents), rtol=1e-10, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("mode", MODES, ids=str)
@@ -197,6 +219,7 @@ def test_scatter_mul_matches_jacobian_in_each_operand(layout, mode, x64):
 
 # -- check_grads on every primitive (second order, both modes) -----------------------------------
 
+
 def _grad_modes(mode, prim="gather"):
     """check_grads' modes: JAX's PROMISE_IN_BOUNDS transposes of gather, scatter-add and
     scatter-mul (in the updates) are not adjoints for these out-of-bounds indices, so only the
@@ -224,8 +247,9 @@ def test_scatter_check_grads(prim, layout, mode, x64):
     f, shapes = _scatter_fn(prim, layout, mode, unique=unique)
     rng = _rng(2)
     args = [rng.standard_normal(s) for s in shapes]
-    check_grads(lambda x, u: lax.mul(f(x, u), f(x, u)), args, order=2,
-                modes=_grad_modes(mode, prim))
+    check_grads(
+        lambda x, u: lax.mul(f(x, u), f(x, u)), args, order=2, modes=_grad_modes(mode, prim)
+    )
 
 
 def test_scatter_mul_operand_check_grads_with_repeated_indices(x64):
@@ -237,18 +261,23 @@ def test_scatter_mul_operand_check_grads_with_repeated_indices(x64):
 
 # -- specific values: out-of-bounds modes, winners, ties ------------------------------------------
 
+
 def test_clamped_gather_sends_cotangent_to_clamped_element(x64):
     x = np.arange(5.0)
     idx = np.array([[7], [-3], [1], [1]], np.int32)
     dn = GDN((), (0,), (0,))
-    for mode, expected in ((Mode.CLIP, [1.0, 2.0, 0.0, 0.0, 1.0]),
-                           # JAX: the clamped reads get no gradient (the transpose drops them)
-                           (Mode.PROMISE_IN_BOUNDS, [0.0, 2.0, 0.0, 0.0, 0.0])):
-        g = fg.grad(lambda x, m=mode: lax.reduce_sum(lax.gather(x, idx, dn, (1,), mode=m),
-                                                          (0,)))(x)
+    for mode, expected in (
+        (Mode.CLIP, [1.0, 2.0, 0.0, 0.0, 1.0]),
+        # JAX: the clamped reads get no gradient (the transpose drops them)
+        (Mode.PROMISE_IN_BOUNDS, [0.0, 2.0, 0.0, 0.0, 0.0]),
+    ):
+        g = fg.grad(lambda x, m=mode: lax.reduce_sum(lax.gather(x, idx, dn, (1,), mode=m), (0,)))(x)
         np.testing.assert_array_equal(np.asarray(g), expected)
-    g = fg.grad(lambda x: lax.reduce_sum(
-        lax.gather(x, idx, dn, (1,), mode=Mode.FILL_OR_DROP, fill_value=0.0), (0,)))(x)
+    g = fg.grad(
+        lambda x: lax.reduce_sum(
+            lax.gather(x, idx, dn, (1,), mode=Mode.FILL_OR_DROP, fill_value=0.0), (0,)
+        )
+    )(x)
     np.testing.assert_array_equal(np.asarray(g), [0.0, 2.0, 0.0, 0.0, 0.0])
 
 
@@ -259,17 +288,26 @@ def test_dropped_updates_get_zero_gradient(x64):
     for name, fn in SCATTERS.items():
         for mode in (Mode.FILL_OR_DROP, Mode.PROMISE_IN_BOUNDS):
             unique = name == "scatter-mul"
-            g = fg.grad(lambda u, fn=fn, m=mode, q=unique: lax.reduce_sum(
-                fn(x, idx, u, dn, mode=m, unique_indices=q), (0,)))(u)
+            g = fg.grad(
+                lambda u, fn=fn, m=mode, q=unique: lax.reduce_sum(
+                    fn(x, idx, u, dn, mode=m, unique_indices=q), (0,)
+                )
+            )(u)
             # JAX transposes PROMISE_IN_BOUNDS scatter-add (and scatter-mul's jvp, a
             # scatter-add) to a clamping gather: dropped updates read the clamped positions
-            expected = {"scatter-add": [1.0, 1.0], "scatter-mul": [x[3], x[0]]}.get(
-                name, [0.0, 0.0]) if mode is Mode.PROMISE_IN_BOUNDS else [0.0, 0.0]
+            expected = (
+                {"scatter-add": [1.0, 1.0], "scatter-mul": [x[3], x[0]]}.get(name, [0.0, 0.0])
+                if mode is Mode.PROMISE_IN_BOUNDS
+                else [0.0, 0.0]
+            )
             assert np.asarray(g)[1:].tolist() == expected, (name, mode)
     # CLIP writes them at the clamped positions instead: 4 -> 3 and -1 -> 0.
-    g = fg.grad(lambda x, u: lax.reduce_sum(lax.mul(
-        lax.scatter_add(x, idx, u, dn, mode=Mode.CLIP), np.arange(1.0, 5.0)), (0,)),
-        argnums=(0, 1))(x, u)
+    g = fg.grad(
+        lambda x, u: lax.reduce_sum(
+            lax.mul(lax.scatter_add(x, idx, u, dn, mode=Mode.CLIP), np.arange(1.0, 5.0)), (0,)
+        ),
+        argnums=(0, 1),
+    )(x, u)
     np.testing.assert_array_equal(np.asarray(g[0]), [1, 2, 3, 4])
     np.testing.assert_array_equal(np.asarray(g[1]), [2, 4, 1])
 
@@ -280,12 +318,14 @@ def test_scatter_with_repeated_indices_differentiates_the_winner(x64):
     x, u = np.arange(5.0), np.array([1.0, 2.0, 3.0])
     idx = np.array([[1], [1], [9]], np.int32)
     dn = SDN((), (0,), (0,))
-    out, t = fg.jvp(lambda x, u: lax.scatter(x, idx, u, dn), (x, u),
-                    (np.ones(5), np.array([10.0, 20.0, 30.0])))
+    out, t = fg.jvp(
+        lambda x, u: lax.scatter(x, idx, u, dn), (x, u), (np.ones(5), np.array([10.0, 20.0, 30.0]))
+    )
     np.testing.assert_array_equal(np.asarray(out), [0, 2, 2, 3, 4])
     np.testing.assert_array_equal(np.asarray(t), [1, 20, 1, 1, 1])  # JAX gives the same
-    gx, gu = fg.grad(lambda x, u: lax.reduce_sum(lax.scatter(x, idx, u, dn), (0,)),
-                     argnums=(0, 1))(x, u)
+    gx, gu = fg.grad(lambda x, u: lax.reduce_sum(lax.scatter(x, idx, u, dn), (0,)), argnums=(0, 1))(
+        x, u
+    )
     np.testing.assert_array_equal(np.asarray(gx), [1, 0, 1, 1, 1])
     np.testing.assert_array_equal(np.asarray(gu), [0, 1, 0])
 
@@ -311,8 +351,11 @@ def test_scatter_extremal_ties_share_the_tangent(prim, x64):
 def test_scatter_extremal_nan_result_has_zero_tangent(x64):
     x, u = np.array([1.0, np.nan]), np.array([np.nan, 3.0])
     idx = np.array([[0], [1]], np.int32)
-    _, t = fg.jvp(lambda x, u: lax.scatter_max(x, idx, u, SDN((), (0,), (0,))), (x, u),
-                  (np.ones(2), np.ones(2)))
+    _, t = fg.jvp(
+        lambda x, u: lax.scatter_max(x, idx, u, SDN((), (0,), (0,))),
+        (x, u),
+        (np.ones(2), np.ones(2)),
+    )
     np.testing.assert_array_equal(np.asarray(t), [0.0, 0.0])
 
 
@@ -329,13 +372,15 @@ def test_scatter_mul_updates_derivative_needs_unique_indices(x64):
     np.testing.assert_array_equal(np.asarray(g), [1.0, 6.0, 1.0, 1.0])
     # With unique indices: d out[p] / d u_j = x[p].
     idx2 = np.array([[1], [3]], np.int32)
-    g = fg.grad(lambda u: lax.reduce_sum(
-        lax.scatter_mul(x, idx2, u, dn, unique_indices=True), (0,)))(u)
+    g = fg.grad(
+        lambda u: lax.reduce_sum(lax.scatter_mul(x, idx2, u, dn, unique_indices=True), (0,))
+    )(u)
     np.testing.assert_array_equal(np.asarray(g), [2.0, 4.0])
 
 
 def test_integer_indices_get_float0_cotangents(x64):
     from fungrad import dtypes
+
     x = np.arange(4.0)
     idx = np.array([[2]], np.int32)
     _, vjp_fn = fg.vjp(lambda x, i: lax.gather(x, i, GDN((), (0,), (0,)), (1,)), x, idx)
@@ -348,27 +393,40 @@ def test_transposed_jaxprs_use_the_matching_primitives(x64):
     x = np.arange(5.0)
     idx = np.array([[1], [6]], np.int32)
     dn = GDN((), (0,), (0,))
-    for mode, transposed in [("fill", "FILL_OR_DROP"), ("clip", "CLIP"),
-                             ("promise_in_bounds", "PROMISE_IN_BOUNDS")]:
-        text = str(fg.make_jaxpr(fg.grad(lambda x, m=mode: lax.reduce_sum(
-            lax.gather(x, idx, dn, (1,), mode=m, fill_value=0.0), (0,))))(x))
+    for mode, transposed in [
+        ("fill", "FILL_OR_DROP"),
+        ("clip", "CLIP"),
+        ("promise_in_bounds", "PROMISE_IN_BOUNDS"),
+    ]:
+        text = str(
+            fg.make_jaxpr(
+                fg.grad(
+                    lambda x, m=mode: lax.reduce_sum(
+                        lax.gather(x, idx, dn, (1,), mode=m, fill_value=0.0), (0,)
+                    )
+                )
+            )(x)
+        )
         (line,) = [ln for ln in text.splitlines() if "scatter-add[" in ln]
         assert f"mode=GatherScatterMode.{transposed} " in line
     u = np.ones(2)
     sdn = SDN((), (0,), (0,))
-    jaxpr = fg.make_jaxpr(fg.grad(lambda u: lax.reduce_sum(lax.scatter_add(x, idx, u, sdn),
-                                                           (0,))))(u)
+    jaxpr = fg.make_jaxpr(fg.grad(lambda u: lax.reduce_sum(lax.scatter_add(x, idx, u, sdn), (0,))))(
+        u
+    )
     assert "gather[" in str(jaxpr)
     np.testing.assert_array_equal(np.asarray(jaxpr(u)[0]), [1.0, 0.0])
 
 
 # -- composite expressions, jacobians, vmap of grad -----------------------------------------------
 
+
 def _composite(x, u):
     # x: (4, 3) rows, u: (3, 3): gather rows, scatter-add them back elsewhere, take a max.
     rows = lax.gather(x, np.array([[3], [0], [3]], np.int32), GDN((1,), (0,), (0,)), (1, 3))
-    y = lax.scatter_add(x, np.array([[1], [1], [2]], np.int32), lax.mul(rows, u),
-                        SDN((1,), (0,), (0,)))
+    y = lax.scatter_add(
+        x, np.array([[1], [1], [2]], np.int32), lax.mul(rows, u), SDN((1,), (0,), (0,))
+    )
     z = lax.scatter_max(y, np.array([[0], [2], [5]], np.int32), u, SDN((1,), (0,), (0,)))
     return lax.reduce_sum(lax.mul(z, z), (0, 1))
 
@@ -384,8 +442,9 @@ def test_composite_grad_jacobians_and_vmap_of_grad(x64):
     xs = rng.standard_normal((3, 4, 3))
     g = fg.vmap(fg.grad(_composite), in_axes=(0, None))(xs, u)
     for b in range(3):
-        np.testing.assert_allclose(np.asarray(g[b]), np.asarray(fg.grad(_composite)(xs[b], u)),
-                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(g[b]), np.asarray(fg.grad(_composite)(xs[b], u)), rtol=1e-12, atol=1e-12
+        )
 
 
 def test_jacfwd_jacrev_of_vector_valued_gather_scatter(x64):
@@ -411,8 +470,12 @@ def check_vmap(f, args, in_axes):
     in_axes None) against a loop; returns the batched jaxpr's text."""
     moved = [a if ax is None else np.moveaxis(a, 0, ax) for a, ax in zip(args, in_axes)]
     got = fg.vmap(f, in_axes=tuple(in_axes))(*moved)
-    want = np.stack([np.asarray(f(*[a if ax is None else a[b] for a, ax in zip(args, in_axes)]))
-                     for b in range(B)])
+    want = np.stack(
+        [
+            np.asarray(f(*[a if ax is None else a[b] for a, ax in zip(args, in_axes)]))
+            for b in range(B)
+        ]
+    )
     assert isinstance(got, fg.Array)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
@@ -439,8 +502,16 @@ def test_vmap_gather(layout, axes):
     check_vmap(lambda x, i: lax.gather(x, i, dn, sizes, mode=mode), args, axes)
 
 
-AXES3 = [(0, 0, 0), (1, None, 0), (None, 0, None), (None, None, 0), (-1, 1, -1), (0, None, None),
-         (None, 0, 1), (1, 0, None)]
+AXES3 = [
+    (0, 0, 0),
+    (1, None, 0),
+    (None, 0, None),
+    (None, None, 0),
+    (-1, 1, -1),
+    (0, None, None),
+    (None, 0, 1),
+    (1, 0, None),
+]
 
 
 @pytest.mark.parametrize("axes", AXES3, ids=str)
@@ -479,28 +550,39 @@ def test_vmap_index_vector_dimension_batched():
 def test_vmap_keeps_batch_dims_in_place():
     # The rules renumber dimensions instead of transposing the data.
     xs = np.zeros((4, B), np.float32)
-    text = check_vmap(lambda x: lax.gather(x, np.array([[1], [3]], np.int32),
-                                           GDN((), (0,), (0,)), (1,)), [xs.T], [1])
+    text = check_vmap(
+        lambda x: lax.gather(x, np.array([[1], [3]], np.int32), GDN((), (0,), (0,)), (1,)),
+        [xs.T],
+        [1],
+    )
     assert "transpose" not in text.split("gather")[0]
     idxs = np.zeros((2, B, 1), np.int32)
-    text = check_vmap(lambda x, i: lax.gather(x, i, GDN((), (0,), (0,)), (1,)),
-                      [xs.T, np.moveaxis(idxs, 1, 0)], [1, 1])
+    text = check_vmap(
+        lambda x, i: lax.gather(x, i, GDN((), (0,), (0,)), (1,)),
+        [xs.T, np.moveaxis(idxs, 1, 0)],
+        [1, 1],
+    )
     assert "transpose[" not in text.split("gather[")[0]
     # An unbatched operand of a gather stays unbatched (no broadcast before the gather).
-    text = check_vmap(lambda i: lax.gather(np.arange(4.0, dtype=np.float32), i,
-                                           GDN((), (0,), (0,)), (1,)),
-                      [np.moveaxis(idxs, 1, 0)], [1])
+    text = check_vmap(
+        lambda i: lax.gather(np.arange(4.0, dtype=np.float32), i, GDN((), (0,), (0,)), (1,)),
+        [np.moveaxis(idxs, 1, 0)],
+        [1],
+    )
     before = text.split("gather[")[0]
     assert "broadcast_in_dim" not in before and "transpose[" not in before
     # A scatter-add whose updates are batched at a position that is a valid window position.
     us = np.ones((B, 2, 3), np.float32)
-    text = check_vmap(lambda x, u: lax.scatter_add(x, np.array([[0], [2]], np.int32), u,
-                                                   SDN((1,), (0,), (0,))),
-                      [np.zeros((B, 4, 3), np.float32), us], [2, 2])
+    text = check_vmap(
+        lambda x, u: lax.scatter_add(x, np.array([[0], [2]], np.int32), u, SDN((1,), (0,), (0,))),
+        [np.zeros((B, 4, 3), np.float32), us],
+        [2, 2],
+    )
     assert "transpose[" not in text.split("scatter-add[")[0]
 
 
 # -- hypothesis: random take-like gathers/scatters, all rules against their oracles ----------------
+
 
 @st.composite
 def _take_case(draw):
@@ -521,13 +603,21 @@ def test_window_gather_scatter_rules_hypothesis(case):
         gdn, sdn = GDN((1,), (), (0,)), SDN((1,), (), (0,))
         fill = 0.0 if mode is Mode.FILL_OR_DROP else None
         promise = mode is Mode.PROMISE_IN_BOUNDS  # JAX's transposes: see the module docstring
-        check_linear(lambda x: lax.gather(x, idx, gdn, (window,), mode=mode, fill_value=fill),
-                     [(n,)], reverse=(lambda x: lax.gather(x, idx, gdn, (window,), mode="fill",
-                                                           fill_value=0.0)) if promise else None)
+        check_linear(
+            lambda x: lax.gather(x, idx, gdn, (window,), mode=mode, fill_value=fill),
+            [(n,)],
+            reverse=(lambda x: lax.gather(x, idx, gdn, (window,), mode="fill", fill_value=0.0))
+            if promise
+            else None,
+        )
         ushape = (len(idx), window)
-        check_linear(lambda x, u: lax.scatter_add(x, idx, u, sdn, mode=mode), [(n,), ushape],
-                     reverse=(lambda x, u: lax.scatter_add(x, idx, u, sdn, mode="clip"))
-                     if promise else None)
+        check_linear(
+            lambda x, u: lax.scatter_add(x, idx, u, sdn, mode=mode),
+            [(n,), ushape],
+            reverse=(lambda x, u: lax.scatter_add(x, idx, u, sdn, mode="clip"))
+            if promise
+            else None,
+        )
         check_linear(lambda x, u: lax.scatter(x, idx, u, sdn, mode=mode), [(n,), ushape])
     finally:
         fg.config.update("enable_x64", False)

@@ -16,8 +16,9 @@ S = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]], np.float32)
 def test_decompositions():
     v, w = L.eigh(S)
     np.testing.assert_allclose(np.asarray(w), np.linalg.eigvalsh(S), atol=1e-5)
-    np.testing.assert_allclose(np.asarray(v) @ np.diag(np.asarray(w)) @ np.asarray(v).T, S,
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(v) @ np.diag(np.asarray(w)) @ np.asarray(v).T, S, atol=1e-5
+    )
     q, r = L.qr(G[:, :2])
     assert q.shape == (3, 3) and r.shape == (3, 2)
     qn, rn = np.linalg.qr(G[:, :2], mode="complete")
@@ -33,8 +34,9 @@ def test_decompositions():
     np.testing.assert_allclose(G[np.asarray(perm)], lo @ np.triu(np.asarray(lu)), atol=1e-5)
     _, piv_s = sla.lu_factor(G)
     np.testing.assert_array_equal(np.asarray(piv), piv_s)
-    np.testing.assert_array_equal(np.asarray(L.lu_pivots_to_permutation(np.array([2, 2, 3, 3]),
-                                                                        5)), [2, 0, 3, 1, 4])
+    np.testing.assert_array_equal(
+        np.asarray(L.lu_pivots_to_permutation(np.array([2, 2, 3, 3]), 5)), [2, 0, 3, 1, 4]
+    )
 
 
 @pytest.mark.parametrize("left_side", [False, True])
@@ -44,8 +46,9 @@ def test_triangular_solve(left_side, lower, transpose_a):
     a = (np.tril(G) if lower else np.triu(G)) + 3 * np.eye(3, dtype=np.float32)
     b = np.array([[1.0, 2.0, 3.0], [0.0, 1.0, 1.0]], np.float32)
     b = b.T if left_side else b
-    x = np.asarray(L.triangular_solve(a, b, left_side=left_side, lower=lower,
-                                      transpose_a=transpose_a))
+    x = np.asarray(
+        L.triangular_solve(a, b, left_side=left_side, lower=lower, transpose_a=transpose_a)
+    )
     op = a.T if transpose_a else a
     np.testing.assert_allclose(op @ x if left_side else x @ op, b, atol=1e-5)
 
@@ -55,10 +58,14 @@ def test_transforms_and_errors():
     _, vn = np.linalg.eigh(S)
     np.testing.assert_allclose(np.asarray(g), np.outer(vn[:, -1], vn[:, -1]), atol=1e-5)
     stack = np.stack([S, 2 * S])
-    np.testing.assert_allclose(np.asarray(fg.vmap(lambda m: L.eigh(m)[1])(stack)),
-                               np.stack([np.asarray(L.eigh(m)[1]) for m in stack]), atol=1e-6)
-    np.testing.assert_allclose(np.asarray(fg.jit(lambda m: L.lu(m)[0])(G)),
-                               np.asarray(L.lu(G)[0]), atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(fg.vmap(lambda m: L.eigh(m)[1])(stack)),
+        np.stack([np.asarray(L.eigh(m)[1]) for m in stack]),
+        atol=1e-6,
+    )
+    np.testing.assert_allclose(
+        np.asarray(fg.jit(lambda m: L.lu(m)[0])(G)), np.asarray(L.lu(G)[0]), atol=1e-6
+    )
     with pytest.raises(ValueError, match="pivoting"):
         L.qr(G, pivoting=True)
     with pytest.raises(ValueError, match="triangular_solve"):

@@ -26,12 +26,13 @@ F32 = np.float32
 
 # -- reduce_precision -----------------------------------------------------------------------------
 
+
 def _as_float16_normals(x):
     """XLA's (5, 10) rounding: a float16 cast, but results below float16's smallest normal
     become signed zeros (the reduced format has no subnormals)."""
     with np.errstate(over="ignore"):
         y = x.astype(np.float16).astype(np.float32)
-    tiny = np.float32(2.0 ** -14)
+    tiny = np.float32(2.0**-14)
     return np.where(np.abs(y) < tiny, np.copysign(np.float32(0), x), y)
 
 
@@ -47,15 +48,31 @@ def test_reduce_precision_is_float16_rounding(values):
 
 
 def test_reduce_precision_special_values_and_bfloat16():
-    x = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 65504, 65520, 1e-8, -1e-8,
-                  1 / 3, 1 + 2 ** -8, 1 + 3 * 2 ** -8], F32)
+    x = np.array(
+        [
+            np.nan,
+            -np.nan,
+            np.inf,
+            -np.inf,
+            0.0,
+            -0.0,
+            65504,
+            65520,
+            1e-8,
+            -1e-8,
+            1 / 3,
+            1 + 2**-8,
+            1 + 3 * 2**-8,
+        ],
+        F32,
+    )
     got = np.asarray(lax.reduce_precision(x, 5, 10))
     assert np.isnan(got[:2]).all()
     np.testing.assert_array_equal(got[2:], _as_float16_normals(x[2:]))
     assert np.signbit(got[[5, 9]]).all()
     # bfloat16 (8, 7): round to nearest, ties to even, in the mantissa only
     bf = np.asarray(lax.reduce_precision(x[10:], 8, 7))
-    np.testing.assert_array_equal(bf, np.array([0.333984375, 1.0, 1 + 2 ** -6], F32))
+    np.testing.assert_array_equal(bf, np.array([0.333984375, 1.0, 1 + 2**-6], F32))
     # as many bits as the dtype has: the identity; a 0-d input keeps its shape
     np.testing.assert_array_equal(lax.reduce_precision(x, 8, 23), x)
     assert lax.reduce_precision(F32(1 / 3), 8, 7).shape == ()
@@ -69,7 +86,7 @@ def test_reduce_precision_float64(x64):
     x = rng.standard_normal(200) * 10.0 ** rng.integers(-30, 30, 200)
     got = np.asarray(lax.reduce_precision(x, 8, 23))
     ref = x.astype(F32).astype(np.float64)
-    ref = np.where(np.abs(ref) < 2.0 ** -126, 0.0, ref)
+    ref = np.where(np.abs(ref) < 2.0**-126, 0.0, ref)
     np.testing.assert_array_equal(got, ref)
     assert got.dtype == np.float64
 
@@ -105,6 +122,7 @@ def test_reduce_precision_vmap_jit_and_errors():
 
 # -- associative_scan -----------------------------------------------------------------------------
 
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 19), st.booleans())
 def test_associative_scan_matches_cumulative_ufuncs(n, reverse):
@@ -129,8 +147,9 @@ def test_associative_scan_pytrees_noncommutative_order_and_axis():
     got_a, got_b = lax.associative_scan(_affine_compose, (a, b), axis=1)
     ref_a, ref_b = a.copy(), b.copy()
     for i in range(1, 9):
-        ref_a[:, i], ref_b[:, i] = _affine_compose((ref_a[:, i - 1], ref_b[:, i - 1]),
-                                                   (a[:, i], b[:, i]))
+        ref_a[:, i], ref_b[:, i] = _affine_compose(
+            (ref_a[:, i - 1], ref_b[:, i - 1]), (a[:, i], b[:, i])
+        )
     assert_array(got_a, ref_a, rtol=1e-5)
     assert_array(got_b, ref_b, rtol=1e-5, atol=1e-5)
     # reverse (as JAX): scan the flipped sequence with fn unchanged, flip back
@@ -168,8 +187,10 @@ def test_associative_scan_errors():
 
 # -- convolution helpers --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("strides, padding", [((1, 2), "SAME"), ((2, 1), "VALID"),
-                                              ((1, 2), [(1, 1), (0, 2)])])
+
+@pytest.mark.parametrize(
+    "strides, padding", [((1, 2), "SAME"), ((2, 1), "VALID"), ((1, 2), [(1, 1), (0, 2)])]
+)
 def test_conv_shape_tuples_match_the_convolutions(strides, padding):
     dn = ("NHWC", "HWIO", "NHWC")
     lhs, rhs = np.ones((2, 10, 12, 3), F32), np.ones((3, 5, 3, 4), F32)
@@ -179,23 +200,39 @@ def test_conv_shape_tuples_match_the_convolutions(strides, padding):
     assert lax.conv_transpose_shape_tuple(lhs.shape, rhs.shape, strides, padding, dn) == t.shape
     nchw = np.ones((4, 3, 10, 12), F32)
     oihw = np.ones((6, 3, 3, 5), F32)
-    pads = lax.padtype_to_pads(nchw.shape[2:], oihw.shape[2:], strides, padding) \
-        if isinstance(padding, str) else padding
+    pads = (
+        lax.padtype_to_pads(nchw.shape[2:], oihw.shape[2:], strides, padding)
+        if isinstance(padding, str)
+        else padding
+    )
     out = lax.conv_general_dilated(nchw, oihw, strides, pads)
     assert lax.conv_shape_tuple(nchw.shape, oihw.shape, strides, pads) == out.shape
-    out = lax.conv_general_dilated(nchw, np.ones((6, 3, 3, 5), F32), strides, pads,
-                                   batch_group_count=2)
-    assert lax.conv_shape_tuple(nchw.shape, oihw.shape, strides, pads,
-                                batch_group_count=2) == out.shape
+    out = lax.conv_general_dilated(
+        nchw, np.ones((6, 3, 3, 5), F32), strides, pads, batch_group_count=2
+    )
+    assert (
+        lax.conv_shape_tuple(nchw.shape, oihw.shape, strides, pads, batch_group_count=2)
+        == out.shape
+    )
 
 
 def test_reduce_window_shape_tuple_matches_reduce_window():
     x = np.ones((5, 7), F32)
     for base, wdil in [(None, None), ((2, 1), (1, 2))]:
-        out = lax.reduce_window(x, 0.0, lax.add, (2, 3), (1, 2), [(0, 0), (1, 1)],
-                                base_dilation=base, window_dilation=wdil)
-        assert lax.reduce_window_shape_tuple(x.shape, (2, 3), (1, 2), [(0, 0), (1, 1)],
-                                             base, wdil) == out.shape
+        out = lax.reduce_window(
+            x,
+            0.0,
+            lax.add,
+            (2, 3),
+            (1, 2),
+            [(0, 0), (1, 1)],
+            base_dilation=base,
+            window_dilation=wdil,
+        )
+        assert (
+            lax.reduce_window_shape_tuple(x.shape, (2, 3), (1, 2), [(0, 0), (1, 1)], base, wdil)
+            == out.shape
+        )
     assert lax.conv_shape_tuple((1, 1, 4, 4), (1, 1, 2, 2), (1, 1), "SAME") == (1, 1, 4, 4)
 
 
@@ -206,7 +243,7 @@ def _patches_reference(x, fh, fw):
     for ci in range(c):
         for i in range(fh):
             for j in range(fw):
-                out[:, ci * fh * fw + i * fw + j] = x[:, ci, i:i + h - fh + 1, j:j + w - fw + 1]
+                out[:, ci * fh * fw + i * fw + j] = x[:, ci, i : i + h - fh + 1, j : j + w - fw + 1]
     return out
 
 
@@ -214,17 +251,22 @@ def test_conv_general_dilated_patches():
     x = np.random.default_rng(5).standard_normal((2, 3, 5, 6)).astype(F32)
     got = lax.conv_general_dilated_patches(x, (2, 3), (1, 1), "VALID")
     assert_array(got, _patches_reference(x, 2, 3))
-    nhwc = lax.conv_general_dilated_patches(np.moveaxis(x, 1, -1), (2, 3), (1, 1), "VALID",
-                                            dimension_numbers=("NHWC", "OIHW", "NHWC"))
+    nhwc = lax.conv_general_dilated_patches(
+        np.moveaxis(x, 1, -1), (2, 3), (1, 1), "VALID", dimension_numbers=("NHWC", "OIHW", "NHWC")
+    )
     assert_array(nhwc, np.moveaxis(_patches_reference(x, 2, 3), 1, -1))
-    assert lax.conv_general_dilated_patches(x.astype(np.int32), (2, 2), (1, 1),
-                                            "SAME").dtype == np.int32
+    assert (
+        lax.conv_general_dilated_patches(x.astype(np.int32), (2, 2), (1, 1), "SAME").dtype
+        == np.int32
+    )
     xd = x.astype(np.float64)
-    check_grads(lambda v: lax.conv_general_dilated_patches(v, (2, 2), (2, 1), "SAME"),
-                (xd[:1, :2],), order=1)
+    check_grads(
+        lambda v: lax.conv_general_dilated_patches(v, (2, 2), (2, 1), "SAME"),
+        (xd[:1, :2],),
+        order=1,
+    )
     f = lambda v: lax.conv_general_dilated_patches(v, (3, 2), (1, 2), "SAME")  # noqa: E731
     assert_array(fg.jit(f)(x), f(x))
-
 
 
 def test_conv_general_dilated_local_is_a_convolution_per_position(x64):
@@ -236,19 +278,30 @@ def test_conv_general_dilated_local_is_a_convolution_per_position(x64):
     ref = np.einsum("nipq,oipq->nopq", patches, w)
     assert_array(got, ref, rtol=1e-5, atol=1e-5)
     # other layouts: the same numbers, transposed
-    nhwc = lax.conv_general_dilated_local(np.moveaxis(x, 1, -1), np.moveaxis(w, (0, 1), (-1, -2)),
-                                          (1, 1), "VALID", (2, 3),
-                                          dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    nhwc = lax.conv_general_dilated_local(
+        np.moveaxis(x, 1, -1),
+        np.moveaxis(w, (0, 1), (-1, -2)),
+        (1, 1),
+        "VALID",
+        (2, 3),
+        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+    )
     assert_array(nhwc, np.moveaxis(ref, 1, -1), rtol=1e-5, atol=1e-5)
     f = lambda a, b: lax.conv_general_dilated_local(a, b, (2, 1), "SAME", (2, 2))  # noqa: E731
     xs, ws = x[:1, :2].astype(np.float64), rng.standard_normal((3, 8, 3, 6))
     check_grads(f, (xs, ws), order=1)
-    assert_array(fg.jit(f)(xs.astype(F32), ws.astype(F32)), f(xs.astype(F32), ws.astype(F32)),
-                 rtol=1e-5, atol=1e-6)
+    assert_array(
+        fg.jit(f)(xs.astype(F32), ws.astype(F32)),
+        f(xs.astype(F32), ws.astype(F32)),
+        rtol=1e-5,
+        atol=1e-6,
+    )
     with pytest.raises(TypeError, match="input features"):
         lax.conv_general_dilated_local(x, w[:, :5], (1, 1), "VALID", (2, 3))
 
+
 # -- split / stack / unstack / tile / broadcast_shapes -----------------------------------------
+
 
 def test_stacking_functions_match_numpy():
     x = np.arange(24, dtype=F32).reshape(2, 3, 4)
@@ -262,8 +315,11 @@ def test_stacking_functions_match_numpy():
     assert_array(lax.tile(x, (2, 1, 3)), np.tile(x, (2, 1, 3)))
     assert_array(lax.tile(x, (0, 1, 1)), np.tile(x, (0, 1, 1)))
     assert lax.broadcast_shapes((2, 1, 3), (4, 1), ()) == np.broadcast_shapes((2, 1, 3), (4, 1))
-    check_grads(lambda v: lax.tile(lax.stack(lax.split(v, (2, 2), 1), 0), (1, 2, 1)),
-                (x.astype(np.float64)[0],), order=1)
+    check_grads(
+        lambda v: lax.tile(lax.stack(lax.split(v, (2, 2), 1), 0), (1, 2, 1)),
+        (x.astype(np.float64)[0],),
+        order=1,
+    )
     with pytest.raises(ValueError, match="add up to the length 4"):
         lax.split(x, (1, 2), axis=2)
     with pytest.raises(TypeError, match="reps length must be equal"):
@@ -275,6 +331,7 @@ def test_stacking_functions_match_numpy():
 
 
 # -- approx_max_k / approx_min_k ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint32])
 def test_approx_top_k_is_exact_with_jax_tie_order(dtype):
@@ -304,8 +361,11 @@ def test_approx_max_k_vmap_grad_jit():
 
 # -- mulhi, index_take, scatter_sub and the utilities ---------------------------------------------
 
-@pytest.mark.parametrize("dtype, wide", [(np.int32, np.int64), (np.uint32, np.uint64),
-                                         (np.int8, np.int32), (np.uint16, np.uint32)])
+
+@pytest.mark.parametrize(
+    "dtype, wide",
+    [(np.int32, np.int64), (np.uint32, np.uint64), (np.int8, np.int32), (np.uint16, np.uint32)],
+)
 def test_mulhi_is_the_high_half_of_the_wide_product(dtype, wide):
     info = np.iinfo(dtype)
     rng = np.random.default_rng(7)
@@ -325,21 +385,25 @@ def test_mulhi_is_the_high_half_of_the_wide_product(dtype, wide):
 def test_index_take_and_scatter_sub():
     src = np.arange(24, dtype=F32).reshape(2, 3, 4)
     i0, i2 = np.array([[1, 0], [1, 1]]), np.array([[3, 0], [2, 2]])
-    assert_array(lax.index_take(src, (i0, i2), (0, 2)),
-                 np.moveaxis(src, 1, -1)[i0, i2])
-    assert_array(lax.index_take(src, (np.array([2, 0, 1]),), (1,)),
-                 np.moveaxis(src[:, [2, 0, 1]], 1, 0))
+    assert_array(lax.index_take(src, (i0, i2), (0, 2)), np.moveaxis(src, 1, -1)[i0, i2])
+    assert_array(
+        lax.index_take(src, (np.array([2, 0, 1]),), (1,)), np.moveaxis(src[:, [2, 0, 1]], 1, 0)
+    )
     check_grads(lambda s: lax.index_take(s, (i0, i2), (0, 2)), (src.astype(np.float64),), 1)
-    dn = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
-                                 scatter_dims_to_operand_dims=(0,))
+    dn = ScatterDimensionNumbers(
+        update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)
+    )
     x = np.arange(5, dtype=F32)
     idx = np.array([[1], [3], [1]])
     upd = np.array([10.0, 20.0, 5.0], F32)
     ref = x.copy()
     np.subtract.at(ref, idx[:, 0], upd)
     assert_array(lax.scatter_sub(x, idx, upd, dn), ref)
-    check_grads(lambda o, u: lax.scatter_sub(o, idx, u, dn),
-                (x.astype(np.float64), upd.astype(np.float64)), order=1)
+    check_grads(
+        lambda o, u: lax.scatter_sub(o, idx, u, dn),
+        (x.astype(np.float64), upd.astype(np.float64)),
+        order=1,
+    )
 
 
 def test_small_utilities():
@@ -367,8 +431,7 @@ def test_reduce_precision_and_associative_scan_on_the_gpu(gpu):
     for e, m in [(5, 10), (8, 7), (4, 3)]:
         got = fg.jit(lax.reduce_precision, static_argnums=(1, 2), backend="gpu")(x, e, m)
         ref = np.asarray(lax.reduce_precision(x, e, m))
-        np.testing.assert_array_equal(np.asarray(got).view(np.uint32)[4:],
-                                      ref.view(np.uint32)[4:])
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint32)[4:], ref.view(np.uint32)[4:])
         assert np.isnan(np.asarray(got)[0])
     y = x[4:68].reshape(4, 16) * F32(1e-4)
     got = fg.jit(lambda v: lax.associative_scan(lax.add, v, axis=1), backend="gpu")(y)

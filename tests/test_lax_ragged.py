@@ -31,8 +31,9 @@ def test_ragged_dot_matches_loop(sizes, m):
     lhs = rng.standard_normal((m, 3)).astype(np.float32)
     rhs = rng.standard_normal((len(sizes), 3, 2)).astype(np.float32)
     gs = np.array(sizes, np.int32)
-    np.testing.assert_allclose(lax.ragged_dot(lhs, rhs, gs), ref_ragged_dot(lhs, rhs, sizes),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        lax.ragged_dot(lhs, rhs, gs), ref_ragged_dot(lhs, rhs, sizes), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_ragged_dot_transforms():
@@ -45,8 +46,7 @@ def test_ragged_dot_transforms():
     gss = np.array([[1, 1, 3], [5, 0, 0]], np.int32)
     got = fg.vmap(lambda a, g: lax.ragged_dot(a, rhs.astype(np.float32), g))(ls, gss)
     for i in range(2):
-        np.testing.assert_allclose(got[i], ref_ragged_dot(ls[i], rhs, gss[i]), rtol=1e-5,
-                                   atol=1e-5)
+        np.testing.assert_allclose(got[i], ref_ragged_dot(ls[i], rhs, gss[i]), rtol=1e-5, atol=1e-5)
 
 
 def test_ragged_dot_general_modes():
@@ -56,20 +56,23 @@ def test_ragged_dot_general_modes():
     gs = np.array([[2, 2, 1], [1, 0, 3]], np.int32)
     got = lax.ragged_dot_general(L, R, gs, D((((2,), (2,)), ((0,), (1,))), (1,), (0,)))
     for b in range(2):
-        np.testing.assert_allclose(got[b], ref_ragged_dot(L[b], R[:, b], gs[b]), rtol=1e-5,
-                                   atol=1e-5)
+        np.testing.assert_allclose(
+            got[b], ref_ragged_dot(L[b], R[:, b], gs[b]), rtol=1e-5, atol=1e-5
+        )
     # ragged contracting dim: one output slice per group
     L2, R2 = rng.standard_normal((3, 6)), rng.standard_normal((6, 4))
-    got = lax.ragged_dot_general(L2, R2, np.array([2, 3, 1], np.int32),
-                                 D((((1,), (0,)), ((), ())), (1,), ()))
+    got = lax.ragged_dot_general(
+        L2, R2, np.array([2, 3, 1], np.int32), D((((1,), (0,)), ((), ())), (1,), ())
+    )
     bounds = [0, 2, 5, 6]
     for g in range(3):
         s = slice(bounds[g], bounds[g + 1])
         np.testing.assert_allclose(got[g], L2[:, s] @ R2[s], rtol=1e-5, atol=1e-5)
     # ragged batch dim: dot_general
     L3, R3 = rng.standard_normal((2, 3, 6)), rng.standard_normal((2, 6, 4))
-    got = lax.ragged_dot_general(L3, R3, np.array([1, 1], np.int32),
-                                 D((((2,), (1,)), ((0,), (0,))), (0,), ()))
+    got = lax.ragged_dot_general(
+        L3, R3, np.array([1, 1], np.int32), D((((2,), (1,)), ((0,), (0,))), (0,), ())
+    )
     np.testing.assert_allclose(got, np.einsum("bmk,bkn->bmn", L3, R3), rtol=1e-5, atol=1e-5)
 
 
@@ -81,14 +84,19 @@ def test_ragged_errors():
     with pytest.raises(TypeError, match="integer"):
         lax.ragged_dot(np.ones((2, 3)), np.ones((2, 3, 2)), np.array([1.0, 1.0]))
     with pytest.raises(ValueError, match="group_offset"):
-        lax.ragged_dot(np.ones((2, 3)), np.ones((2, 3, 2)), np.array([1, 1], np.int32),
-                       group_offset=np.array([1], np.int32))
+        lax.ragged_dot(
+            np.ones((2, 3)),
+            np.ones((2, 3, 2)),
+            np.array([1, 1], np.int32),
+            group_offset=np.array([1], np.int32),
+        )
 
 
 # -- scatter_apply ------------------------------------------------------------------------------
 
-DN = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
-                                 scatter_dims_to_operand_dims=(0,))
+DN = lax.ScatterDimensionNumbers(
+    update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)
+)
 
 
 def ref_scatter_apply(x, idx, func, clip=False):
@@ -110,8 +118,9 @@ def test_scatter_apply_values_duplicates_and_modes():
     np.testing.assert_array_equal(got, ref_scatter_apply(x, idx, f))
     got = lax.scatter_apply(x, np.array(idx)[:, None], f, DN, update_shape=(4,), mode="clip")
     np.testing.assert_array_equal(got, ref_scatter_apply(x, idx, f, clip=True))
-    got = lax.scatter_apply(x, np.array([[0], [5]]), fnp.sin, DN, update_shape=(2,),
-                            unique_indices=True)
+    got = lax.scatter_apply(
+        x, np.array([[0], [5]]), fnp.sin, DN, update_shape=(2,), unique_indices=True
+    )
     np.testing.assert_allclose(got, ref_scatter_apply(x, [0, 5], np.sin), rtol=1e-6)
     # no indices: the operand unchanged
     got = lax.scatter_apply(x, np.zeros((0, 1), np.int32), f, DN, update_shape=(0,))
@@ -130,7 +139,6 @@ def test_scatter_apply_transforms():
     xs = rng.standard_normal((3, 4)).astype(np.float32)
     got = fg.vmap(f)(xs)
     for i in range(3):
-        np.testing.assert_allclose(got[i], ref_scatter_apply(xs[i], [0, 2, 2], np.sin),
-                                   rtol=1e-6)
+        np.testing.assert_allclose(got[i], ref_scatter_apply(xs[i], [0, 2, 2], np.sin), rtol=1e-6)
     with pytest.raises(TypeError, match="callable"):
         lax.scatter_apply(x, idx, None, DN, update_shape=(3,))

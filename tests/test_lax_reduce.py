@@ -28,31 +28,32 @@ def _elements(dtype, special=True, lo=-100, hi=100):
     if dtype.kind == "b":
         return st.booleans()
     info = np.iinfo(dtype)
-    return st.one_of(st.integers(max(lo, info.min), min(hi, info.max)),
-                     st.sampled_from([info.min, info.max]))
+    return st.one_of(
+        st.integers(max(lo, info.min), min(hi, info.max)), st.sampled_from([info.min, info.max])
+    )
 
 
 @st.composite
-def arrays(draw, dtypes=DTYPES, min_dims=0, max_dims=4, max_side=4, special=True, lo=-100,
-           hi=100):
+def arrays(draw, dtypes=DTYPES, min_dims=0, max_dims=4, max_side=4, special=True, lo=-100, hi=100):
     dtype = draw(st.sampled_from(dtypes))
-    shape = draw(hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=0,
-                                  max_side=max_side))
+    shape = draw(
+        hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=0, max_side=max_side)
+    )
     return draw(hnp.arrays(dtype, shape, elements=_elements(dtype, special, lo, hi)))
 
 
 @st.composite
 def axes_of(draw, ndim):
     """Distinct axes of an ``ndim``-d array, in any order."""
-    return tuple(draw(st.permutations(range(ndim)))[:draw(st.integers(0, ndim))])
+    return tuple(draw(st.permutations(range(ndim)))[: draw(st.integers(0, ndim))])
 
 
 def _wrap(value: int, dtype) -> int:
     """Python int ``value`` wrapped to the integer ``dtype`` (two's complement)."""
     bits = 8 * np.dtype(dtype).itemsize
-    value %= 2 ** bits
+    value %= 2**bits
     if np.dtype(dtype).kind == "i" and value >= 2 ** (bits - 1):
-        value -= 2 ** bits
+        value -= 2**bits
     return value
 
 
@@ -80,21 +81,34 @@ def _py_min(a, b):
 def _identity(op, dtype):
     dtype = np.dtype(dtype)
     if op == "max":
-        return {"f": -math.inf, "b": False}.get(dtype.kind, np.iinfo(dtype).min if
-                                                dtype.kind in "iu" else None)
+        return {"f": -math.inf, "b": False}.get(
+            dtype.kind, np.iinfo(dtype).min if dtype.kind in "iu" else None
+        )
     if op == "min":
-        return {"f": math.inf, "b": True}.get(dtype.kind, np.iinfo(dtype).max if
-                                              dtype.kind in "iu" else None)
-    return {"sum": 0, "prod": 1, "and": True if dtype.kind == "b" else -1, "or": 0,
-            "xor": 0}[op]
+        return {"f": math.inf, "b": True}.get(
+            dtype.kind, np.iinfo(dtype).max if dtype.kind in "iu" else None
+        )
+    return {"sum": 0, "prod": 1, "and": True if dtype.kind == "b" else -1, "or": 0, "xor": 0}[op]
 
 
-_PY_OPS = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b, "max": _py_max,
-           "min": _py_min, "and": lambda a, b: a & b, "or": lambda a, b: a | b,
-           "xor": lambda a, b: a ^ b}
-_LAX_OPS = {"sum": lax.reduce_sum, "prod": lax.reduce_prod, "max": lax.reduce_max,
-            "min": lax.reduce_min, "and": lax.reduce_and, "or": lax.reduce_or,
-            "xor": lax.reduce_xor}
+_PY_OPS = {
+    "sum": lambda a, b: a + b,
+    "prod": lambda a, b: a * b,
+    "max": _py_max,
+    "min": _py_min,
+    "and": lambda a, b: a & b,
+    "or": lambda a, b: a | b,
+    "xor": lambda a, b: a ^ b,
+}
+_LAX_OPS = {
+    "sum": lax.reduce_sum,
+    "prod": lax.reduce_prod,
+    "max": lax.reduce_max,
+    "min": lax.reduce_min,
+    "and": lax.reduce_and,
+    "or": lax.reduce_or,
+    "xor": lax.reduce_xor,
+}
 
 
 def _reference_reduce(x, axes, op):
@@ -109,17 +123,28 @@ def _reference_reduce(x, axes, op):
             acc = _wrap(int(acc), x.dtype)
         out.append(acc)
     with np.errstate(over="ignore"):  # float64 -> float16 may overflow to inf, as it should
-        return np.array(out, dtype=np.float64 if kind == "f" else x.dtype).reshape(
-            out_shape).astype(x.dtype)
+        return (
+            np.array(out, dtype=np.float64 if kind == "f" else x.dtype)
+            .reshape(out_shape)
+            .astype(x.dtype)
+        )
 
 
 def _valid(op, dtype) -> bool:
     kind = np.dtype(dtype).kind
-    return {"sum": kind in "iuf", "prod": kind in "iuf", "max": True, "min": True,
-            "and": kind in "biu", "or": kind in "biu", "xor": kind in "biu"}[op]
+    return {
+        "sum": kind in "iuf",
+        "prod": kind in "iuf",
+        "max": True,
+        "min": True,
+        "and": kind in "biu",
+        "or": kind in "biu",
+        "xor": kind in "biu",
+    }[op]
 
 
 # -- reduce_* ------------------------------------------------------------------------------------
+
 
 @given(arrays(special=False, lo=-3, hi=3), st.sampled_from(sorted(_PY_OPS)), st.data())
 def test_reductions_match_python_reference(x, op, data):
@@ -140,35 +165,51 @@ def test_reductions_match_python_reference(x, op, data):
 @given(arrays(dtypes=[np.float32, np.float16]), st.sampled_from(["max", "min"]), st.data())
 def test_reduce_max_min_propagate_nan_and_inf(x, op, data):
     axes = data.draw(axes_of(x.ndim))
-    assert_array(_LAX_OPS[op](x, axes), _reference_reduce(x, axes, op), dtype=x.dtype,
-                 rtol=0, atol=0)
+    assert_array(
+        _LAX_OPS[op](x, axes), _reference_reduce(x, axes, op), dtype=x.dtype, rtol=0, atol=0
+    )
 
 
-@pytest.mark.parametrize("dtype,op,expected", [
-    (np.float32, "max", -np.inf), (np.float32, "min", np.inf),
-    (np.int32, "max", np.iinfo(np.int32).min), (np.uint32, "min", np.iinfo(np.uint32).max),
-    (np.bool_, "max", False), (np.bool_, "min", True), (np.bool_, "and", True),
-    (np.int32, "and", -1), (np.uint32, "and", 2 ** 32 - 1), (np.int32, "or", 0),
-    (np.bool_, "xor", False), (np.float32, "sum", 0.0), (np.int32, "prod", 1),
-])
+@pytest.mark.parametrize(
+    "dtype,op,expected",
+    [
+        (np.float32, "max", -np.inf),
+        (np.float32, "min", np.inf),
+        (np.int32, "max", np.iinfo(np.int32).min),
+        (np.uint32, "min", np.iinfo(np.uint32).max),
+        (np.bool_, "max", False),
+        (np.bool_, "min", True),
+        (np.bool_, "and", True),
+        (np.int32, "and", -1),
+        (np.uint32, "and", 2**32 - 1),
+        (np.int32, "or", 0),
+        (np.bool_, "xor", False),
+        (np.float32, "sum", 0.0),
+        (np.int32, "prod", 1),
+    ],
+)
 def test_reductions_over_empty_axis_give_identity(dtype, op, expected):
     x = np.zeros((0, 3), dtype)
-    assert_array(_LAX_OPS[op](x, (0,)), np.full(3, expected, dtype), dtype=dtype, rtol=0,
-                 atol=0)
+    assert_array(_LAX_OPS[op](x, (0,)), np.full(3, expected, dtype), dtype=dtype, rtol=0, atol=0)
 
 
 def test_reduce_integer_sum_and_prod_wrap():
-    x = np.array([2 ** 31 - 1, 1], np.int32)
-    assert_array(lax.reduce_sum(x, (0,)), np.int32(-2 ** 31), dtype=np.int32)
-    assert_array(lax.reduce_prod(np.array([2 ** 16, 2 ** 16], np.uint32), (0,)), np.uint32(0),
-                 dtype=np.uint32)
+    x = np.array([2**31 - 1, 1], np.int32)
+    assert_array(lax.reduce_sum(x, (0,)), np.int32(-(2**31)), dtype=np.int32)
+    assert_array(
+        lax.reduce_prod(np.array([2**16, 2**16], np.uint32), (0,)), np.uint32(0), dtype=np.uint32
+    )
 
 
 def test_reductions_keep_weak_type_and_zero_axes_are_identity():
     w = lax.reduce_max(3.0, ())
     assert_array(w, np.float32(3.0), dtype=np.float32, weak_type=True)
-    assert_array(lax.reduce_sum(np.ones((2, 3), np.float32), ()), np.ones((2, 3)),
-                 dtype=np.float32, weak_type=False)
+    assert_array(
+        lax.reduce_sum(np.ones((2, 3), np.float32), ()),
+        np.ones((2, 3)),
+        dtype=np.float32,
+        weak_type=False,
+    )
 
 
 def test_reduction_errors_name_the_operation():
@@ -192,6 +233,7 @@ def test_reduction_errors_name_the_operation():
 
 # -- argmax / argmin -------------------------------------------------------------------------------
 
+
 def _reference_arg(x, axis, op):
     """Index of the first max/min along ``axis``, or of the first NaN if there is one."""
     rows, out_shape = _rows(x, (axis,))
@@ -213,8 +255,7 @@ def test_argmax_argmin_match_reference(x, op, data):
     fn = lax.argmax if op == "max" else lax.argmin
     index_dtype = data.draw(st.sampled_from([np.int32, np.uint8, np.int16]))
     if x.shape[axis] == 0:
-        with pytest.raises(ValueError, match=f"arg{op}: the reduced dimension must be "
-                                             "non-empty"):
+        with pytest.raises(ValueError, match=f"arg{op}: the reduced dimension must be non-empty"):
             fn(x, axis, index_dtype)
         return
     ref = _reference_arg(x, axis, op).astype(index_dtype)
@@ -231,8 +272,7 @@ def test_argmax_nan_and_ties_follow_jax():
 
 def test_argmax_errors():
     x = np.zeros((2, 3), np.float32)
-    with pytest.raises(TypeError, match="argmax does not accept dtype float32 for its "
-                                        "index_dtype"):
+    with pytest.raises(TypeError, match="argmax does not accept dtype float32 for its index_dtype"):
         lax.argmax(x, 0, np.float32)
     with pytest.raises(ValueError, match=r"argmin: axes \(2,\)"):
         lax.argmin(x, 2, np.int32)
@@ -242,8 +282,12 @@ def test_argmax_errors():
 
 # -- cumulative reductions ---------------------------------------------------------------------
 
-_CUM = {"cumsum": (lax.cumsum, lambda a, b: a + b), "cumprod": (lax.cumprod, lambda a, b: a * b),
-        "cummax": (lax.cummax, _py_max), "cummin": (lax.cummin, _py_min)}
+_CUM = {
+    "cumsum": (lax.cumsum, lambda a, b: a + b),
+    "cumprod": (lax.cumprod, lambda a, b: a * b),
+    "cummax": (lax.cummax, _py_max),
+    "cummin": (lax.cummin, _py_min),
+}
 
 
 def _reference_cumulative(x, axis, reverse, fold):
@@ -264,8 +308,12 @@ def _reference_cumulative(x, axis, reverse, fold):
         return np.moveaxis(ref.reshape(moved.shape).astype(x.dtype), -1, axis)
 
 
-@given(arrays(dtypes=[np.float32, np.int32, np.uint32, np.float16], min_dims=1, lo=-3, hi=3),
-       st.sampled_from(sorted(_CUM)), st.booleans(), st.data())
+@given(
+    arrays(dtypes=[np.float32, np.int32, np.uint32, np.float16], min_dims=1, lo=-3, hi=3),
+    st.sampled_from(sorted(_CUM)),
+    st.booleans(),
+    st.data(),
+)
 def test_cumulative_match_reference(x, name, reverse, data):
     axis = data.draw(st.integers(0, x.ndim - 1))
     fn, fold = _CUM[name]
@@ -273,8 +321,9 @@ def test_cumulative_match_reference(x, name, reverse, data):
         x = np.where(np.isfinite(x), np.clip(x, -1.5, 1.5), x).astype(x.dtype)
     out = fn(x, axis, reverse)
     tol = {np.dtype(np.float16): 2e-3, np.dtype(np.float32): 1e-5}.get(x.dtype, 0)
-    assert_array(out, _reference_cumulative(x, axis, reverse, fold), dtype=x.dtype,
-                 rtol=tol, atol=tol * 300)
+    assert_array(
+        out, _reference_cumulative(x, axis, reverse, fold), dtype=x.dtype, rtol=tol, atol=tol * 300
+    )
 
 
 @given(arrays(dtypes=[np.float32], min_dims=1, max_dims=2), st.booleans(), st.data())
@@ -292,8 +341,7 @@ def test_cumlogsumexp_matches_float64_reference(x, reverse, data):
         return m + math.log(math.exp(a - m) + math.exp(b - m))
 
     ref = _reference_cumulative(x, axis, reverse, logaddexp)
-    assert_array(lax.cumlogsumexp(x, axis, reverse), ref, dtype=np.float32, rtol=1e-5,
-                 atol=1e-5)
+    assert_array(lax.cumlogsumexp(x, axis, reverse), ref, dtype=np.float32, rtol=1e-5, atol=1e-5)
 
 
 def test_cumulative_specials_and_weak_type():
@@ -301,10 +349,14 @@ def test_cumulative_specials_and_weak_type():
     x = np.array([1.0, nan, 3.0], np.float32)
     assert_array(lax.cummax(x), [1.0, nan, nan], dtype=np.float32)
     assert_array(lax.cummin(x, reverse=True), [nan, nan, 3.0], dtype=np.float32)
-    assert_array(lax.cumsum(np.array([2 ** 31 - 1, 1], np.int32)), [2 ** 31 - 1, -2 ** 31],
-                 dtype=np.int32)
-    assert_array(lax.cumsum(np.array([1, 2, 3], np.int32), reverse=True),
-                 np.array([6, 5, 3], np.int32), dtype=np.int32)
+    assert_array(
+        lax.cumsum(np.array([2**31 - 1, 1], np.int32)), [2**31 - 1, -(2**31)], dtype=np.int32
+    )
+    assert_array(
+        lax.cumsum(np.array([1, 2, 3], np.int32), reverse=True),
+        np.array([6, 5, 3], np.int32),
+        dtype=np.int32,
+    )
     y = np.array([-np.inf, -np.inf, 3.0], np.float32)
     assert_array(lax.cumlogsumexp(y), [-np.inf, -np.inf, 3.0], dtype=np.float32)
     w = lax.mul(np.ones(3, np.float32), 1.0)
@@ -326,6 +378,7 @@ def test_cumulative_errors():
 
 # -- reduce_window -------------------------------------------------------------------------------
 
+
 def _reference_reduce_window(x, op, init, wdims, strides, padding, base, wdil):
     """A loop over output elements and window offsets, reading the base-dilated, padded input
     through index arithmetic."""
@@ -340,24 +393,29 @@ def _reference_reduce_window(x, op, init, wdims, strides, padding, base, wdil):
         acc = init
         for off in np.ndindex(*wdims):
             coords = []
-            for i, o, s, (lo, _), wd, b, d in zip(idx, off, strides, padding, wdil, base,
-                                                  dilated):
+            for i, o, s, (lo, _), wd, b, d in zip(idx, off, strides, padding, wdil, base, dilated):
                 pos = i * s + o * wd - lo
                 if not 0 <= pos < d or pos % b:
                     break
                 coords.append(pos // b)
             else:
                 v = x[tuple(coords)]
-                acc = op(acc, float(v) if is_float else int(v) if x.dtype.kind in "iu" else
-                         bool(v))
+                acc = op(acc, float(v) if is_float else int(v) if x.dtype.kind in "iu" else bool(v))
         out[idx] = _wrap(acc, x.dtype) if x.dtype.kind in "iu" else acc
     return out.astype(x.dtype)
 
 
 @st.composite
 def window_cases(draw):
-    x = draw(arrays(dtypes=[np.float32, np.int32, np.bool_, np.float16], max_dims=3,
-                    max_side=5, lo=-10, hi=10))
+    x = draw(
+        arrays(
+            dtypes=[np.float32, np.int32, np.bool_, np.float16],
+            max_dims=3,
+            max_side=5,
+            lo=-10,
+            hi=10,
+        )
+    )
     nd = x.ndim
     wdims = tuple(draw(st.integers(1, 3)) for _ in range(nd))
     strides = tuple(draw(st.integers(1, 3)) for _ in range(nd))
@@ -384,21 +442,23 @@ def test_reduce_window_string_padding_and_defaults_match_jax():
     x = np.arange(5, dtype=np.float32)
     # values printed by JAX 0.10 for the same calls
     assert_array(lax.reduce_window(x, 0.0, lax.add, (2,), (2,), "SAME"), [1.0, 5.0, 4.0])
-    assert_array(lax.reduce_window(x, 0.0, lax.add, (2,), (1,), "same"),
-                 [1.0, 3.0, 5.0, 7.0, 4.0])
+    assert_array(lax.reduce_window(x, 0.0, lax.add, (2,), (1,), "same"), [1.0, 3.0, 5.0, 7.0, 4.0])
     assert_array(lax.reduce_window(x, 0.0, lax.add, (2,)), [1.0, 3.0, 5.0, 7.0])
-    assert_array(lax.reduce_window(x, 0.0, lax.add, (2,), (2,), "SAME", (2,), (1,)),
-                 [0.0, 1.0, 2.0, 3.0, 4.0])
-    assert_array(lax.reduce_window(x, 0.0, lax.add, (2,), (1,), "VALID", (1,), (3,)),
-                 [3.0, 5.0])
+    assert_array(
+        lax.reduce_window(x, 0.0, lax.add, (2,), (2,), "SAME", (2,), (1,)),
+        [0.0, 1.0, 2.0, 3.0, 4.0],
+    )
+    assert_array(lax.reduce_window(x, 0.0, lax.add, (2,), (1,), "VALID", (1,), (3,)), [3.0, 5.0])
     y = np.array([1.0, np.nan, 2.0, 3.0], np.float32)
-    assert_array(lax.reduce_window(y, -np.inf, lax.max, (2,), (1,), "VALID"),
-                 [np.nan, np.nan, 3.0])
+    assert_array(lax.reduce_window(y, -np.inf, lax.max, (2,), (1,), "VALID"), [np.nan, np.nan, 3.0])
     i = np.arange(4, dtype=np.int32)
-    assert_array(lax.reduce_window(i, np.iinfo(np.int32).min, lax.max, (2,), (1,),
-                                   ((1, 1),)), np.array([0, 1, 2, 3, 3], np.int32))
-    assert lax.reduce_window(fg.Array(np.ones(3, np.float32), True), 0.0, lax.add, (2,),
-                             (1,)).weak_type
+    assert_array(
+        lax.reduce_window(i, np.iinfo(np.int32).min, lax.max, (2,), (1,), ((1, 1),)),
+        np.array([0, 1, 2, 3, 3], np.int32),
+    )
+    assert lax.reduce_window(
+        fg.Array(np.ones(3, np.float32), True), 0.0, lax.add, (2,), (1,)
+    ).weak_type
 
 
 def test_padtype_to_pads():
@@ -412,18 +472,25 @@ def test_padtype_to_pads():
 
 def test_reduce_window_errors():
     x = np.zeros((3,), np.float32)
-    with pytest.raises(TypeError, match=r"reduce_window: unsupported computation mul; .*"
-                                        r"lax\.add, lax\.max, lax\.min"):
+    with pytest.raises(
+        TypeError,
+        match=r"reduce_window: unsupported computation mul; .*"
+        r"lax\.add, lax\.max, lax\.min",
+    ):
         lax.reduce_window(x, 1.0, lax.mul, (2,), (1,))
-    with pytest.raises(ValueError, match="reduce_window: init_value 1.0 is not the identity "
-                                         "of add"):
+    with pytest.raises(
+        ValueError, match="reduce_window: init_value 1.0 is not the identity of add"
+    ):
         lax.reduce_window(x, 1.0, lax.add, (2,), (1,))
     with pytest.raises(ValueError, match="reduce_window: init_value -inf .* max for int32"):
         lax.reduce_window(np.zeros(3, np.int32), -np.inf, lax.max, (2,), (1,))
     with pytest.raises(TypeError, match="reduce_window_sum: every element of window_dimensions"):
         lax.reduce_window(x, 0.0, lax.add, (0,), (1,))
-    with pytest.raises(TypeError, match=r"reduce_window_max: window_strides \(1, 1\) must have "
-                                        "one entry per operand dimension"):
+    with pytest.raises(
+        TypeError,
+        match=r"reduce_window_max: window_strides \(1, 1\) must have "
+        "one entry per operand dimension",
+    ):
         lax.reduce_window(x, -np.inf, lax.max, (1,), (1, 1))
     with pytest.raises(TypeError, match="reduce_window_sum does not accept dtype bool"):
         lax.reduce_window(np.zeros(3, bool), 0, lax.add, (1,), (1,))
@@ -433,21 +500,34 @@ def test_reduce_window_errors():
 
 # -- lax.reduce ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("computation,init,dtype,prim", [
-    ("add", 0, np.float32, "reduce_sum"), ("mul", 1, np.int32, "reduce_prod"),
-    ("max", -np.inf, np.float32, "reduce_max"), ("min", np.iinfo(np.int32).max, np.int32,
-                                                   "reduce_min"),
-    ("bitwise_and", True, np.bool_, "reduce_and"), ("bitwise_or", 0, np.uint32, "reduce_or"),
-    ("bitwise_xor", False, np.bool_, "reduce_xor"),
-])
+
+@pytest.mark.parametrize(
+    "computation,init,dtype,prim",
+    [
+        ("add", 0, np.float32, "reduce_sum"),
+        ("mul", 1, np.int32, "reduce_prod"),
+        ("max", -np.inf, np.float32, "reduce_max"),
+        ("min", np.iinfo(np.int32).max, np.int32, "reduce_min"),
+        ("bitwise_and", True, np.bool_, "reduce_and"),
+        ("bitwise_or", 0, np.uint32, "reduce_or"),
+        ("bitwise_xor", False, np.bool_, "reduce_xor"),
+    ],
+)
 def test_reduce_maps_monoids_to_primitives(computation, init, dtype, prim):
     fn = getattr(lax, computation, None)
     assert fn is not None, f"lax.{computation} is missing"
     x = (np.arange(6).reshape(2, 3) % 3).astype(dtype)
     jaxpr = fg.make_jaxpr(lambda x: lax.reduce(x, init, fn, (0,)))(x)
     assert f"{prim}[axes=(0,)]" in str(jaxpr)
-    op = {"add": "sum", "mul": "prod", "max": "max", "min": "min", "bitwise_and": "and",
-          "bitwise_or": "or", "bitwise_xor": "xor"}[computation]
+    op = {
+        "add": "sum",
+        "mul": "prod",
+        "max": "max",
+        "min": "min",
+        "bitwise_and": "and",
+        "bitwise_or": "or",
+        "bitwise_xor": "xor",
+    }[computation]
     out = lax.reduce(x, init, fn, (0,))
     assert_array(out, _reference_reduce(x, (0,), op), dtype=dtype)
     assert_array(jaxpr(x)[0], np.asarray(out), dtype=dtype)
@@ -471,11 +551,16 @@ def test_reduce_weak_type_and_sequences_follow_jax():
 
 # -- jaxprs, x64 ---------------------------------------------------------------------------------
 
+
 def test_make_jaxpr_prints_reductions_and_evaluates_like_eager():
     def f(x):
-        return (lax.reduce_max(x, (1,)), lax.argmax(x, 1, np.int32), lax.cumsum(x, 0),
-                lax.cumlogsumexp(x, 1, reverse=True),
-                lax.reduce_window(x, -np.inf, lax.max, (2, 2), (1, 1), "SAME"))
+        return (
+            lax.reduce_max(x, (1,)),
+            lax.argmax(x, 1, np.int32),
+            lax.cumsum(x, 0),
+            lax.cumlogsumexp(x, 1, reverse=True),
+            lax.reduce_window(x, -np.inf, lax.max, (2, 2), (1, 1), "SAME"),
+        )
 
     x = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
     jaxpr = fg.make_jaxpr(f)(x)
@@ -484,19 +569,26 @@ def test_make_jaxpr_prints_reductions_and_evaluates_like_eager():
     assert "argmax[axes=(1,) index_dtype=int32]" in text
     assert "cumsum[axis=0 reverse=False]" in text
     assert "cumlogsumexp[axis=1 reverse=True]" in text
-    assert ("reduce_window_max[base_dilation=(1, 1) padding=((0, 1), (0, 1)) "
-            "window_dilation=(1, 1) window_dimensions=(2, 2) window_strides=(1, 1)]") in text
+    assert (
+        "reduce_window_max[base_dilation=(1, 1) padding=((0, 1), (0, 1)) "
+        "window_dilation=(1, 1) window_dimensions=(2, 2) window_strides=(1, 1)]"
+    ) in text
     for got, want in zip(jaxpr(x), f(x)):
         assert_array(got, np.asarray(want), dtype=want.dtype, rtol=0, atol=0)
 
 
 def test_reductions_in_float64_and_int64(x64):
     x = np.linspace(-1, 1, 12).reshape(3, 4)
-    assert_array(lax.reduce_sum(x, (0, 1)), np.float64(np.sum(x)), dtype=np.float64,
-                 rtol=1e-15, atol=1e-15)
+    assert_array(
+        lax.reduce_sum(x, (0, 1)), np.float64(np.sum(x)), dtype=np.float64, rtol=1e-15, atol=1e-15
+    )
     assert_array(lax.cumprod(x, 1), np.cumprod(x, 1), dtype=np.float64, rtol=1e-15)
-    big = np.array([2 ** 40, 2 ** 40], np.int64)
-    assert_array(lax.reduce_sum(big, (0,)), np.int64(2 ** 41), dtype=np.int64)
+    big = np.array([2**40, 2**40], np.int64)
+    assert_array(lax.reduce_sum(big, (0,)), np.int64(2**41), dtype=np.int64)
     assert_array(lax.argmax(x, 1, np.int64), np.full(3, 3), dtype=np.int64)
-    assert_array(lax.reduce_window(x, 0.0, lax.add, (3, 4), (1, 1)), np.sum(x).reshape(1, 1),
-                 dtype=np.float64, rtol=1e-15)
+    assert_array(
+        lax.reduce_window(x, 0.0, lax.add, (3, 4), (1, 1)),
+        np.sum(x).reshape(1, 1),
+        dtype=np.float64,
+        rtol=1e-15,
+    )

@@ -39,12 +39,28 @@ few = settings(max_examples=25)
 
 
 def test_registry_every_primitive_has_its_rules():
-    prims = {v for m in (reduce, windowed) for v in vars(m).values()
-             if isinstance(v, core.Primitive)}
+    prims = {
+        v for m in (reduce, windowed) for v in vars(m).values() if isinstance(v, core.Primitive)
+    }
     assert {p.name for p in prims} == {
-        "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
-        "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin",
-        "cumlogsumexp", "reduce_window_sum", "reduce_window_max", "reduce_window_min"}
+        "reduce_sum",
+        "reduce_prod",
+        "reduce_max",
+        "reduce_min",
+        "reduce_and",
+        "reduce_or",
+        "reduce_xor",
+        "argmax",
+        "argmin",
+        "cumsum",
+        "cumprod",
+        "cummax",
+        "cummin",
+        "cumlogsumexp",
+        "reduce_window_sum",
+        "reduce_window_max",
+        "reduce_window_min",
+    }
     for p in prims:
         assert p in jvp_rules or p in no_jvp, f"{p} has no jvp rule"
         assert p in batch_rules, f"{p} has no batch rule"
@@ -52,6 +68,7 @@ def test_registry_every_primitive_has_its_rules():
 
 
 # -- linear primitives: the Jacobian oracle --------------------------------------------------------
+
 
 def _jacobian(f, x):
     """The matrix of the linear ``f`` at float64 ``x`` (eager evaluation: impls only)."""
@@ -89,8 +106,10 @@ LINEAR_CASES = {
     "reduce_sum_all": (lambda x: lax.reduce_sum(x, (0, 1)), (3, 2)),
     "cumsum": (lambda x: lax.cumsum(x, 1), (2, 4)),
     "cumsum_reverse": (lambda x: lax.cumsum(x, 0, reverse=True), (5, 2)),
-    "reduce_window_sum": (lambda x: lax.reduce_window(x, 0., lax.add, (2, 3), (1, 2), "SAME"),
-                          (4, 5)),
+    "reduce_window_sum": (
+        lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 3), (1, 2), "SAME"),
+        (4, 5),
+    ),
 }
 
 
@@ -107,21 +126,35 @@ def window_cases(draw, max_padding=2):
     ndim = draw(st.integers(1, 2))
     shape = tuple(draw(st.integers(1, 5)) for _ in range(ndim))
     ints = lambda lo, hi: tuple(draw(st.integers(lo, hi)) for _ in range(ndim))  # noqa: E731
-    params = dict(window_dimensions=ints(1, 3), window_strides=ints(1, 3),
-                  padding=tuple((draw(st.integers(-1, max_padding)),
-                                 draw(st.integers(-1, max_padding))) for _ in range(ndim)),
-                  base_dilation=ints(1, 2), window_dilation=ints(1, 2))
+    params = dict(
+        window_dimensions=ints(1, 3),
+        window_strides=ints(1, 3),
+        padding=tuple(
+            (draw(st.integers(-1, max_padding)), draw(st.integers(-1, max_padding)))
+            for _ in range(ndim)
+        ),
+        base_dilation=ints(1, 2),
+        window_dilation=ints(1, 2),
+    )
     return shape, params
 
 
 def _window_shape(shape, p):
-    return windowed._reduce_window_shape(shape, p["window_dimensions"], p["window_strides"],
-                                         p["padding"], p["base_dilation"], p["window_dilation"])
+    return windowed._reduce_window_shape(
+        shape,
+        p["window_dimensions"],
+        p["window_strides"],
+        p["padding"],
+        p["base_dilation"],
+        p["window_dilation"],
+    )
 
 
 def _valid_window_case(shape, p):
-    padded = [windowed.dilate_dim(n, b) + lo + hi
-              for n, b, (lo, hi) in zip(shape, p["base_dilation"], p["padding"])]
+    padded = [
+        windowed.dilate_dim(n, b) + lo + hi
+        for n, b, (lo, hi) in zip(shape, p["base_dilation"], p["padding"])
+    ]
     return min(padded) >= 0
 
 
@@ -133,13 +166,16 @@ def test_reduce_window_sum_rules_hypothesis(case):
         return
     fg.config.update("enable_x64", True)
     try:
-        check_linear(lambda x: windowed.reduce_window_sum_p.bind(x, **p),
-                     np.random.default_rng(3).standard_normal(shape))
+        check_linear(
+            lambda x: windowed.reduce_window_sum_p.bind(x, **p),
+            np.random.default_rng(3).standard_normal(shape),
+        )
     finally:
         fg.config.update("enable_x64", False)
 
 
 # -- windowed max/min: the first extreme element of each window gets the tangent -------------------
+
 
 def _window_oracle(x, t, p, better):
     """(output, tangent) of a windowed max/min by a loop over windows and window elements,
@@ -151,10 +187,15 @@ def _window_oracle(x, t, p, better):
         best, best_t = None, 0.0
         for k in itertools.product(*map(range, p["window_dimensions"])):
             val, tv = ident, 0.0
-            pos = [oi * s + ki * wd - lo for oi, s, ki, wd, (lo, _) in
-                   zip(o, p["window_strides"], k, p["window_dilation"], p["padding"])]
-            if all(q % b == 0 and 0 <= q // b < n
-                   for q, b, n in zip(pos, p["base_dilation"], x.shape)):
+            pos = [
+                oi * s + ki * wd - lo
+                for oi, s, ki, wd, (lo, _) in zip(
+                    o, p["window_strides"], k, p["window_dilation"], p["padding"]
+                )
+            ]
+            if all(
+                q % b == 0 and 0 <= q // b < n for q, b, n in zip(pos, p["base_dilation"], x.shape)
+            ):
                 idx = tuple(q // b for q, b in zip(pos, p["base_dilation"]))
                 val, tv = x[idx], t[idx]
             if best is None or better(val, best):
@@ -185,18 +226,23 @@ def test_reduce_window_max_min_jvp_hypothesis(case, kind):
     ct = rng.standard_normal(want_out.shape).astype(np.float32)
     (x_ct,) = fg.vjp(f, x)[1](ct)
     assert x_ct.shape == x.shape and x_ct.dtype == np.float32
-    np.testing.assert_allclose(np.sum(np.asarray(x_ct, np.float64) * t),
-                               np.sum(ct * want_tan, dtype=np.float64), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        np.sum(np.asarray(x_ct, np.float64) * t),
+        np.sum(ct * want_tan, dtype=np.float64),
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 def test_reduce_window_max_ties_pick_the_first_like_jax():
     # jax.jvp of a (1, 2) max window over [[1, 1, 0, 2]] with tangents [[1, 10, 100, 1000]]
-    y = np.array([[1., 1., 0., 2.]], np.float32)
+    y = np.array([[1.0, 1.0, 0.0, 2.0]], np.float32)
     f = lambda y: lax.reduce_window(y, -np.inf, lax.max, (1, 2), (1, 1), "VALID")  # noqa: E731
-    _, t = fg.jvp(f, (y,), (np.array([[1., 10., 100., 1000.]], np.float32),))
-    np.testing.assert_array_equal(np.asarray(t), [[1., 10., 1000.]])
-    np.testing.assert_array_equal(np.asarray(fg.grad(lambda y: fnp.sum(f(y)))(y)),
-                                  [[1., 1., 0., 1.]])
+    _, t = fg.jvp(f, (y,), (np.array([[1.0, 10.0, 100.0, 1000.0]], np.float32),))
+    np.testing.assert_array_equal(np.asarray(t), [[1.0, 10.0, 1000.0]])
+    np.testing.assert_array_equal(
+        np.asarray(fg.grad(lambda y: fnp.sum(f(y)))(y)), [[1.0, 1.0, 0.0, 1.0]]
+    )
 
 
 def test_max_pool_gradient(x64):
@@ -210,16 +256,19 @@ def test_max_pool_gradient(x64):
     blocks = x.reshape(2, 2, 2, 2, 3).transpose(0, 1, 3, 2, 4).reshape(2, 2, 2, 6)
     want = np.zeros_like(blocks)
     am = blocks.argmax(-1)
-    np.put_along_axis(want, am[..., None], 2 * np.take_along_axis(blocks, am[..., None], -1),
-                      -1)
+    np.put_along_axis(want, am[..., None], 2 * np.take_along_axis(blocks, am[..., None], -1), -1)
     want = want.reshape(2, 2, 2, 2, 3).transpose(0, 1, 3, 2, 4).reshape(2, 4, 6)
     np.testing.assert_allclose(g, want, rtol=1e-12)
     check_grads(lambda x: pool(x) ** 2, (x,), order=2)
-    check_grads(lambda x: lax.reduce_window(x, np.inf, lax.min, (2, 2), (1, 2),
-                                            ((0, 1), (1, 0))), (x[0],), order=2)
+    check_grads(
+        lambda x: lax.reduce_window(x, np.inf, lax.min, (2, 2), (1, 2), ((0, 1), (1, 0))),
+        (x[0],),
+        order=2,
+    )
 
 
 # -- finite differences on smooth points -----------------------------------------------------------
+
 
 def _distinct(shape, seed):
     """Values far apart (no ties, no near-ties), shuffled, scaled to a few units."""
@@ -240,8 +289,10 @@ SMOOTH = {
     "cummin_reverse": (lambda x: lax.cummin(x, 1, reverse=True), (2, 6)),
     "cumlogsumexp": (lambda x: lax.cumlogsumexp(x, 1), (2, 5)),
     "cumlogsumexp_reverse": (lambda x: lax.cumlogsumexp(x, 0, reverse=True), (5, 2)),
-    "reduce_window_max": (lambda x: lax.reduce_window(x, -np.inf, lax.max, (2, 2), (1, 1),
-                                                      "VALID"), (3, 4)),
+    "reduce_window_max": (
+        lambda x: lax.reduce_window(x, -np.inf, lax.max, (2, 2), (1, 1), "VALID"),
+        (3, 4),
+    ),
 }
 
 
@@ -256,8 +307,11 @@ def test_check_grads_second_order(name, x64):
 
 def test_reduce_prod_with_zeros_matches_product_of_the_others(x64):
     # JAX: grad(prod)([2, 0, 3]) = [0, 6, 0], grad(prod)([2, 0, 0]) = 0 (no division by x)
-    for x, want in (([2., 0., 3.], [0., 6., 0.]), ([2., 0., 0.], [0., 0., 0.]),
-                    ([0., 5.], [5., 0.])):
+    for x, want in (
+        ([2.0, 0.0, 3.0], [0.0, 6.0, 0.0]),
+        ([2.0, 0.0, 0.0], [0.0, 0.0, 0.0]),
+        ([0.0, 5.0], [5.0, 0.0]),
+    ):
         g = fg.grad(lambda x: lax.reduce_prod(x, (0,)))(np.array(x))
         np.testing.assert_array_equal(np.asarray(g), want)
     rng = np.random.default_rng(7)
@@ -268,52 +322,59 @@ def test_reduce_prod_with_zeros_matches_product_of_the_others(x64):
     for i, j in itertools.product(range(3), range(5)):
         want[i, i, j] = np.prod(np.delete(x[i], j))
     np.testing.assert_allclose(jac, want, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(np.asarray(fg.jacfwd(lambda x: lax.reduce_prod(x, (1,)))(x)),
-                               want, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        np.asarray(fg.jacfwd(lambda x: lax.reduce_prod(x, (1,)))(x)), want, rtol=1e-12, atol=1e-15
+    )
     # second derivative: d2 prod / dxi dxj = product of all but i and j
     hess = np.asarray(fg.hessian(lambda x: lax.reduce_prod(x, (0,)))(x[2]))
-    want_h = np.array([[0. if i == j else np.prod(np.delete(x[2], [i, j])) for j in range(5)]
-                       for i in range(5)])
+    want_h = np.array(
+        [[0.0 if i == j else np.prod(np.delete(x[2], [i, j])) for j in range(5)] for i in range(5)]
+    )
     np.testing.assert_allclose(hess, want_h, rtol=1e-12, atol=1e-15)
 
 
 def test_cumprod_with_zeros_matches_jax(x64):
     # jax.jacfwd(lax.cumprod)([2, 0, 3, 0])
-    jac = fg.jacfwd(lax.cumprod)(np.array([2., 0., 3., 0.]))
-    np.testing.assert_array_equal(np.asarray(jac), [[1, 0, 0, 0], [0, 2, 0, 0], [0, 6, 0, 0],
-                                                    [0, 0, 0, 0]])
-    jac = fg.jacrev(lambda x: lax.cumprod(x, reverse=True))(np.array([2., 0., 3.]))
+    jac = fg.jacfwd(lax.cumprod)(np.array([2.0, 0.0, 3.0, 0.0]))
+    np.testing.assert_array_equal(
+        np.asarray(jac), [[1, 0, 0, 0], [0, 2, 0, 0], [0, 6, 0, 0], [0, 0, 0, 0]]
+    )
+    jac = fg.jacrev(lambda x: lax.cumprod(x, reverse=True))(np.array([2.0, 0.0, 3.0]))
     np.testing.assert_array_equal(np.asarray(jac), [[0, 6, 0], [0, 3, 0], [0, 0, 1]])
 
 
 def test_max_min_ties_share_the_tangent_like_jax():
     # jax: grad(jnp.max)([1, 2, 2]) = [0, .5, .5]
-    g = fg.grad(lambda x: lax.reduce_max(x, (0,)))(np.array([1., 2., 2.], np.float32))
-    np.testing.assert_array_equal(np.asarray(g), [0., .5, .5])
+    g = fg.grad(lambda x: lax.reduce_max(x, (0,)))(np.array([1.0, 2.0, 2.0], np.float32))
+    np.testing.assert_array_equal(np.asarray(g), [0.0, 0.5, 0.5])
     g = fg.grad(lambda x: fnp.sum(lax.reduce_min(x, (1,))))(
-        np.array([[3., 3., 3.], [1., 0., 2.]], np.float32))
-    np.testing.assert_allclose(np.asarray(g), [[1 / 3] * 3, [0., 1., 0.]])
+        np.array([[3.0, 3.0, 3.0], [1.0, 0.0, 2.0]], np.float32)
+    )
+    np.testing.assert_allclose(np.asarray(g), [[1 / 3] * 3, [0.0, 1.0, 0.0]])
     # jax.jvp(lax.cummax, [1, 3, 3, 2, 5, 5], arange(6)) and its reverse / cummin of -x
-    x, t = np.array([1., 3., 3., 2., 5., 5.], np.float32), np.arange(6, dtype=np.float32)
-    for f, want in ((lax.cummax, [0., 1., 1.5, 1.5, 4., 4.5]),
-                    (lambda x: lax.cummax(x, reverse=True), [4.5] * 5 + [5.]),
-                    (lambda x: lax.cummin(-x), [0., -1., -1.5, -1.5, -4., -4.5])):
+    x, t = np.array([1.0, 3.0, 3.0, 2.0, 5.0, 5.0], np.float32), np.arange(6, dtype=np.float32)
+    for f, want in (
+        (lax.cummax, [0.0, 1.0, 1.5, 1.5, 4.0, 4.5]),
+        (lambda x: lax.cummax(x, reverse=True), [4.5] * 5 + [5.0]),
+        (lambda x: lax.cummin(-x), [0.0, -1.0, -1.5, -1.5, -4.0, -4.5]),
+    ):
         _, tan = fg.jvp(f, (x,), (t,))
         np.testing.assert_allclose(np.asarray(tan), want, rtol=1e-6)
     # NB: JAX's scan gives 3 ties tree-shaped weights; fungrad averages them like reduce_max.
-    _, tan = fg.jvp(lax.cummax, (np.array([2., 2., 2.], np.float32),), (t[:3] + 1,))
-    np.testing.assert_allclose(np.asarray(tan), [1., 1.5, 2.], rtol=1e-6)
+    _, tan = fg.jvp(lax.cummax, (np.array([2.0, 2.0, 2.0], np.float32),), (t[:3] + 1,))
+    np.testing.assert_allclose(np.asarray(tan), [1.0, 1.5, 2.0], rtol=1e-6)
 
 
 def test_cumlogsumexp_matches_jax_and_handles_leading_neg_inf():
-    x, t = np.array([1., 3., 3., 2., 5., 5.], np.float32), np.arange(6, dtype=np.float32)
+    x, t = np.array([1.0, 3.0, 3.0, 2.0, 5.0, 5.0], np.float32), np.arange(6, dtype=np.float32)
     _, tan = fg.jvp(lax.cumlogsumexp, (x,), (t,))
-    np.testing.assert_allclose(np.asarray(tan), [0., 0.880797, 1.4049317, 1.6393473,
-                                                 3.4026425, 4.0856323], rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(tan), [0.0, 0.880797, 1.4049317, 1.6393473, 3.4026425, 4.0856323], rtol=1e-5
+    )
     # NB: JAX gives [0, nan, nan] here; fungrad's weights exp(x - ans) are 0 while ans = -inf.
-    z = np.array([-np.inf, -np.inf, 1.], np.float32)
+    z = np.array([-np.inf, -np.inf, 1.0], np.float32)
     _, tan = fg.jvp(lax.cumlogsumexp, (z,), (t[:3],))
-    np.testing.assert_allclose(np.asarray(tan), [0., 0., 2.])
+    np.testing.assert_allclose(np.asarray(tan), [0.0, 0.0, 2.0])
 
 
 def test_cumulative_tangents_match_explicit_formulas(x64):
@@ -321,32 +382,49 @@ def test_cumulative_tangents_match_explicit_formulas(x64):
     x, t = rng.standard_normal((3, 6)), rng.standard_normal((3, 6))
     _, tan = fg.jvp(lambda x: lax.cumlogsumexp(x, 1), (x,), (t,))
     y = np.logaddexp.accumulate(x, 1)
-    want = np.array([[np.sum(t[r, :i + 1] * np.exp(x[r, :i + 1] - y[r, i])) for i in range(6)]
-                     for r in range(3)])
+    want = np.array(
+        [
+            [np.sum(t[r, : i + 1] * np.exp(x[r, : i + 1] - y[r, i])) for i in range(6)]
+            for r in range(3)
+        ]
+    )
     np.testing.assert_allclose(np.asarray(tan), want, rtol=1e-12)
     _, tan = fg.jvp(lambda x: lax.cumprod(x, 1, reverse=True), (x,), (t,))
-    want = np.array([[sum(t[r, j] * np.prod(np.delete(x[r, i:], j - i)) for j in range(i, 6))
-                      for i in range(6)] for r in range(3)])
+    want = np.array(
+        [
+            [
+                sum(t[r, j] * np.prod(np.delete(x[r, i:], j - i)) for j in range(i, 6))
+                for i in range(6)
+            ]
+            for r in range(3)
+        ]
+    )
     np.testing.assert_allclose(np.asarray(tan), want, rtol=1e-10)
 
 
 def test_integer_valued_reductions_have_zero_tangents(x64):
     x = _distinct((3, 4), 9)
-    for f in (lambda x: lax.argmax(x, 1, np.int32), lambda x: lax.argmin(x, 0, np.int32),
-              lambda x: lax.reduce_or(x > 0, (1,)), lambda x: lax.reduce_and(x > 0, (0,)),
-              lambda x: lax.reduce_xor(lax.convert_element_type(x, np.int32), (1,))):
+    for f in (
+        lambda x: lax.argmax(x, 1, np.int32),
+        lambda x: lax.argmin(x, 0, np.int32),
+        lambda x: lax.reduce_or(x > 0, (1,)),
+        lambda x: lax.reduce_and(x > 0, (0,)),
+        lambda x: lax.reduce_xor(lax.convert_element_type(x, np.int32), (1,)),
+    ):
         out, tan = fg.jvp(f, (x,), (np.ones_like(x),))
         assert np.asarray(tan).shape == np.asarray(out).shape
         assert not np.any(np.asarray(tan))
     # an argmax-selected value is differentiable through the selection
-    g = fg.grad(lambda x: fnp.sum(fnp.take_along_axis(
-        x, fnp.argmax(x, axis=1, keepdims=True), axis=1)))(x)
+    g = fg.grad(
+        lambda x: fnp.sum(fnp.take_along_axis(x, fnp.argmax(x, axis=1, keepdims=True), axis=1))
+    )(x)
     want = np.zeros_like(x)
     want[np.arange(3), x.argmax(1)] = 1.0
     np.testing.assert_array_equal(np.asarray(g), want)
 
 
 # -- user-level gradients --------------------------------------------------------------------------
+
 
 def _fd_grad(f, x, h=1e-6):
     g = np.zeros(x.size)
@@ -385,9 +463,12 @@ def _composite(x):
     a = lax.cumsum(x, 1) + lax.cumprod(x * 0.3, 0, reverse=True)
     b = lax.cumlogsumexp(a, 1) + lax.cummax(x, 1) - lax.cummin(x, 0)
     c = lax.reduce_window(b, -np.inf, lax.max, (2, 2), (1, 1), "SAME")
-    d = lax.reduce_window(c * x, 0., lax.add, (1, 2), (1, 2), "VALID")
-    return lax.reduce_sum(d, (0, 1)) + lax.reduce_prod(lax.reduce_max(x, (1,)), (0,)) \
+    d = lax.reduce_window(c * x, 0.0, lax.add, (1, 2), (1, 2), "VALID")
+    return (
+        lax.reduce_sum(d, (0, 1))
+        + lax.reduce_prod(lax.reduce_max(x, (1,)), (0,))
         - lax.reduce_sum(lax.reduce_min(b, (0,)) ** 2, (0,))
+    )
 
 
 def test_composite_grads_and_transforms_commute(x64):
@@ -400,8 +481,9 @@ def test_vmap_of_grad_matches_loop(x64):
     xs = np.stack([_distinct((3, 4), s) * 0.3 for s in range(3)])
     g = fg.vmap(fg.grad(_composite))(xs)
     for i in range(3):
-        np.testing.assert_allclose(np.asarray(g)[i], np.asarray(fg.grad(_composite)(xs[i])),
-                                   rtol=1e-10)
+        np.testing.assert_allclose(
+            np.asarray(g)[i], np.asarray(fg.grad(_composite)(xs[i])), rtol=1e-10
+        )
 
 
 def test_jacfwd_equals_jacrev(x64):
@@ -409,10 +491,12 @@ def test_jacfwd_equals_jacrev(x64):
 
     def f(x):
         return lax.cumlogsumexp(lax.cumprod(x, 1), 0) + lax.reduce_window(
-            x, -np.inf, lax.max, (2, 1), (1, 1), ((1, 0), (0, 0)))
+            x, -np.inf, lax.max, (2, 1), (1, 1), ((1, 0), (0, 0))
+        )
 
-    np.testing.assert_allclose(np.asarray(fg.jacfwd(f)(x)), np.asarray(fg.jacrev(f)(x)),
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(fg.jacfwd(f)(x)), np.asarray(fg.jacrev(f)(x)), rtol=1e-10, atol=1e-12
+    )
 
 
 # -- vmap ------------------------------------------------------------------------------------------
@@ -427,8 +511,9 @@ def check_vmap(f, args, in_axes):
     for i in range(B):
         ex = [a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, in_axes)]
         want = f(*ex)
-        for g, w in zip(got if isinstance(got, tuple) else (got,),
-                        want if isinstance(want, tuple) else (want,)):
+        for g, w in zip(
+            got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)
+        ):
             np.testing.assert_allclose(np.asarray(g)[i], np.asarray(w), rtol=1e-6, atol=1e-6)
             assert np.asarray(g).dtype == np.asarray(w).dtype
 
@@ -454,12 +539,23 @@ UNARY = {
     "cummax": (lambda x: lax.cummax(x, 1), X, 1),
     "cummin": (lambda x: lax.cummin(x, 0, reverse=True), X, 1),
     "cumlogsumexp": (lambda x: lax.cumlogsumexp(x, 1), X, 1),
-    "reduce_window_sum": (lambda x: lax.reduce_window(x, 0., lax.add, (2, 2), (1, 2), "SAME"),
-                          X, 1),
-    "reduce_window_max": (lambda x: lax.reduce_window(x, -np.inf, lax.max, (3, 1), (2, 1),
-                                                      ((1, 1), (0, 0)), (1, 2)), X, 1),
-    "reduce_window_min": (lambda x: lax.reduce_window(x, np.inf, lax.min, (2, 2), (1, 1),
-                                                      "VALID", window_dilation=(1, 2)), X, 1),
+    "reduce_window_sum": (
+        lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 2), "SAME"),
+        X,
+        1,
+    ),
+    "reduce_window_max": (
+        lambda x: lax.reduce_window(x, -np.inf, lax.max, (3, 1), (2, 1), ((1, 1), (0, 0)), (1, 2)),
+        X,
+        1,
+    ),
+    "reduce_window_min": (
+        lambda x: lax.reduce_window(
+            x, np.inf, lax.min, (2, 2), (1, 1), "VALID", window_dilation=(1, 2)
+        ),
+        X,
+        1,
+    ),
 }
 
 
@@ -510,7 +606,7 @@ def test_grad_jaxpr_uses_the_expected_primitives():
     assert "cumsum[axis=1 reverse=True]" in text  # the transpose of a forward cumsum
     text = str(fg.make_jaxpr(fg.grad(lambda x: lax.reduce_sum(x, (0, 1))))(x))
     assert "broadcast_in_dim" in text
-    f = lambda x: fnp.sum(lax.reduce_window(x, 0., lax.add, (2, 2), (2, 1), "VALID"))  # noqa
+    f = lambda x: fnp.sum(lax.reduce_window(x, 0.0, lax.add, (2, 2), (2, 1), "VALID"))  # noqa
     jaxpr = fg.make_jaxpr(fg.grad(f))(x)
     np.testing.assert_allclose(np.asarray(jaxpr(x)[0]), np.asarray(fg.grad(f)(x)))
     assert "reduce_window_sum" in str(jaxpr) and "pad" in str(jaxpr)

@@ -20,8 +20,9 @@ DTYPES = [np.float32, np.int32, np.uint32, np.bool_, np.float16]
 @st.composite
 def arrays(draw, min_dims=0, max_dims=4, min_side=0, max_side=4, dtypes=DTYPES):
     dtype = draw(st.sampled_from(dtypes))
-    shape = draw(hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side,
-                                  max_side=max_side))
+    shape = draw(
+        hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
+    )
     return draw(hnp.arrays(dtype, shape))
 
 
@@ -35,6 +36,7 @@ def exact(actual, expected, dtype=None):
 
 
 # -- reshape, transpose, squeeze, rev, broadcast ---------------------------------------------
+
 
 @given(arrays(), st.data())
 def test_reshape_matches_numpy(x, data):
@@ -59,8 +61,9 @@ def test_reshape_error_names_op_and_shapes():
     x = np.zeros((2, 3), np.float32)
     with pytest.raises(TypeError) as e:
         lax.reshape(x, (4,))
-    assert str(e.value) == ("reshape: cannot reshape array of shape (2, 3) (size 6) into "
-                            "shape (4,) (size 4)")
+    assert str(e.value) == (
+        "reshape: cannot reshape array of shape (2, 3) (size 6) into shape (4,) (size 4)"
+    )
     with pytest.raises(TypeError, match="reshape: new_sizes must be non-negative"):
         lax.reshape(x, (-1,))
     with pytest.raises(TypeError, match="reshape: dimensions"):
@@ -95,8 +98,9 @@ def test_squeeze_non_unit_dimension_errors():
 
 @given(arrays(), st.data())
 def test_rev_matches_numpy_flip(x, data):
-    dims = tuple(data.draw(st.lists(st.integers(0, max(x.ndim - 1, 0)), unique=True,
-                                    max_size=x.ndim)))
+    dims = tuple(
+        data.draw(st.lists(st.integers(0, max(x.ndim - 1, 0)), unique=True, max_size=x.ndim))
+    )
     exact(lax.rev(x, dims), np.flip(x, dims) if dims else x)
 
 
@@ -113,8 +117,10 @@ def test_broadcast_in_dim_and_broadcast(x, data):
     exact(lax.broadcast(x, lead), np.broadcast_to(x, lead + x.shape))
     # expand every axis of size 1 in x to 3 while inserting a new middle axis
     out_shape = (2,) + tuple(3 if d == 1 else d for d in x.shape)
-    exact(lax.broadcast_in_dim(x, out_shape, tuple(range(1, x.ndim + 1))),
-          np.broadcast_to(x[None], out_shape))
+    exact(
+        lax.broadcast_in_dim(x, out_shape, tuple(range(1, x.ndim + 1))),
+        np.broadcast_to(x[None], out_shape),
+    )
 
 
 def test_broadcast_in_dim_errors():
@@ -126,8 +132,11 @@ def test_broadcast_in_dim_errors():
 def test_expand_dims_matches_numpy(x, data):
     n = data.draw(st.integers(1, 2))
     out_nd = x.ndim + n
-    dims = data.draw(st.lists(st.integers(-out_nd, out_nd - 1), min_size=n, max_size=n,
-                              unique_by=lambda d: d % out_nd))
+    dims = data.draw(
+        st.lists(
+            st.integers(-out_nd, out_nd - 1), min_size=n, max_size=n, unique_by=lambda d: d % out_nd
+        )
+    )
     exact(lax.expand_dims(x, dims), np.expand_dims(x, tuple(dims)))
 
 
@@ -147,6 +156,7 @@ def test_collapse():
 
 # -- concatenate, pad ------------------------------------------------------------------------
 
+
 @given(arrays(min_dims=1, max_dims=3), st.data())
 def test_concatenate_matches_numpy(x, data):
     dim = data.draw(st.integers(0, x.ndim - 1))
@@ -160,8 +170,10 @@ def test_concatenate_matches_numpy(x, data):
 
 def test_concatenate_errors_name_shapes_and_dtypes():
     x = np.zeros((2, 3), np.float32)
-    with pytest.raises(TypeError, match="concatenate requires arguments to have the same "
-                                        "dtypes, got float32, int32"):
+    with pytest.raises(
+        TypeError,
+        match="concatenate requires arguments to have the same dtypes, got float32, int32",
+    ):
         lax.concatenate([x, np.zeros((2, 3), np.int32)], 0)
     with pytest.raises(TypeError, match=r"concatenate: .*dimension 1: shapes \(2, 3\), \(3, 3\)"):
         lax.concatenate([x, np.zeros((3, 3), np.float32)], 1)
@@ -194,8 +206,8 @@ def test_pad_matches_reference(x, data):
     for n in x.shape:
         interior = data.draw(st.integers(0, 2))
         inner = n + max(n - 1, 0) * interior
-        lo = data.draw(st.integers(-inner - 2, 3))      # negative lo/hi crop
-        hi_min = -(inner + lo)                          # keeps the result size >= 0
+        lo = data.draw(st.integers(-inner - 2, 3))  # negative lo/hi crop
+        hi_min = -(inner + lo)  # keeps the result size >= 0
         hi = data.draw(st.integers(hi_min, max(hi_min, 0) + 3))
         config.append((lo, hi, interior))
     value = data.draw(hnp.arrays(x.dtype, ()))
@@ -204,21 +216,24 @@ def test_pad_matches_reference(x, data):
 
 def test_pad_examples_and_errors():
     exact(lax.pad(np.array([1, 2], np.int32), 0, ((1, 0, 1),)), [0, 1, 0, 2], np.int32)
-    exact(lax.pad(np.arange(4, dtype=np.float32), -1.0, ((-1, -2, 2),)),  # JAX's result
-          [-1, -1, 1, -1, -1, 2, -1], np.float32)
+    exact(
+        lax.pad(np.arange(4, dtype=np.float32), -1.0, ((-1, -2, 2),)),  # JAX's result
+        [-1, -1, 1, -1, -1, 2, -1],
+        np.float32,
+    )
     x = np.zeros((2, 3), np.float32)
     with pytest.raises(ValueError, match=r"pad: .*negative.*\(2, 3\)"):
         lax.pad(x, 0.0, ((-3, 0, 0), (0, 0, 0)))
     with pytest.raises(ValueError, match="pad: interior"):
         lax.pad(x, 0.0, ((0, 0, -1), (0, 0, 0)))
-    with pytest.raises(TypeError, match="pad: operand and padding_value must have the same "
-                                        "dtype"):
+    with pytest.raises(TypeError, match="pad: operand and padding_value must have the same dtype"):
         lax.pad(x, np.int32(0), ((0, 0, 0), (0, 0, 0)))
     with pytest.raises(TypeError, match="pad: padding_config"):
         lax.pad(x, 0.0, ((0, 0, 0),))
 
 
 # -- slice, dynamic_slice, dynamic_update_slice ----------------------------------------------
+
 
 @given(arrays(), st.data())
 def test_slice_matches_numpy(x, data):
@@ -262,7 +277,7 @@ def test_dynamic_slice_wraps_and_clamps_like_jax(x, data):
 
 def test_dynamic_slice_jax_examples():
     x = np.arange(5, dtype=np.int32)
-    exact(lax.dynamic_slice(x, (7,), (2,)), [3, 4], np.int32)   # clamped
+    exact(lax.dynamic_slice(x, (7,), (2,)), [3, 4], np.int32)  # clamped
     exact(lax.dynamic_slice(x, (-1,), (2,)), [3, 4], np.int32)  # wrapped to 4, then clamped
     exact(lax.dynamic_slice(x, (-7,), (2,)), [0, 1], np.int32)  # wrapped to -2, then clamped
     exact(lax.dynamic_slice(x, fg.Array(np.array([1], np.int32)), (2,)), [1, 2], np.int32)
@@ -311,7 +326,7 @@ def test_in_dim_wrappers():
     exact(lax.index_in_dim(x, 1), x[1:2])
     with pytest.raises(IndexError, match="index_in_dim: index 4"):
         lax.index_in_dim(x, 4, axis=1)
-    exact(lax.dynamic_slice_in_dim(x, 3, 2, axis=1), x[:, 2:4])     # clamped
+    exact(lax.dynamic_slice_in_dim(x, 3, 2, axis=1), x[:, 2:4])  # clamped
     exact(lax.dynamic_slice_in_dim(x, np.int32(1), 2), x[1:3])
     exact(lax.dynamic_index_in_dim(x, 2, axis=1, keepdims=False), x[:, 2])
     exact(lax.dynamic_index_in_dim(x, -1), x[2:3])
@@ -326,6 +341,7 @@ def test_in_dim_wrappers():
 
 
 # -- iota, full ------------------------------------------------------------------------------
+
 
 @given(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4), st.data())
 def test_broadcasted_iota(shape, data):
@@ -347,15 +363,18 @@ def test_iota_and_its_errors():
 def test_full_and_full_like_dtypes_and_weak_types():
     # values and weak types as JAX gives them
     assert_array(lax.full((2,), 3), [3, 3], dtype=np.int32, weak_type=True)
-    assert_array(lax.full((2, 1), 1.5, np.float16), np.full((2, 1), 1.5), dtype=np.float16,
-                 weak_type=False)
+    assert_array(
+        lax.full((2, 1), 1.5, np.float16), np.full((2, 1), 1.5), dtype=np.float16, weak_type=False
+    )
     assert_array(lax.full((), np.int32(7)), 7, dtype=np.int32, weak_type=False)
-    assert_array(lax.full_like(np.zeros(2, np.int32), 2.7), [2, 2], dtype=np.int32,
-                 weak_type=False)
+    assert_array(lax.full_like(np.zeros(2, np.int32), 2.7), [2, 2], dtype=np.int32, weak_type=False)
     assert_array(lax.full_like(2.0, 3), 3.0, dtype=np.float32, weak_type=True)
-    assert_array(lax.full_like(np.zeros((2, 3), np.float32), 1, np.int32, shape=(4,)),
-                 [1, 1, 1, 1], dtype=np.int32)
-    assert_array(lax.full((2,), 2 ** 40, np.float32), np.full(2, 2.0 ** 40), dtype=np.float32)
+    assert_array(
+        lax.full_like(np.zeros((2, 3), np.float32), 1, np.int32, shape=(4,)),
+        [1, 1, 1, 1],
+        dtype=np.int32,
+    )
+    assert_array(lax.full((2,), 2**40, np.float32), np.full(2, 2.0**40), dtype=np.float32)
     with pytest.raises(TypeError, match="full: fill_value must be a scalar"):
         lax.full((2,), np.ones(2, np.float32))
     with pytest.raises(TypeError, match="full_like: fill_value must be a scalar"):
@@ -364,32 +383,41 @@ def test_full_and_full_like_dtypes_and_weak_types():
 
 # -- tracing -----------------------------------------------------------------------------------
 
+
 def test_jaxpr_spelling_and_eval():
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
 
     u = np.ones((1, 2), np.float32)
 
     def f(x, u):
-        return (lax.reshape(x, (3, 2)), lax.transpose(x, (1, 0)),
-                lax.squeeze(lax.expand_dims(x, (0,)), (0,)), lax.concatenate([x, x], 1),
-                lax.pad(x, 0.0, ((1, -1, 1), (0, 0, 0))), lax.slice(x, (0, 1), (2, 3), (1, 2)),
-                lax.dynamic_slice(x, (1, 1), (1, 2)),
-                lax.dynamic_update_slice(x, u, (1, 1)),
-                lax.rev(x, (0,)), lax.broadcasted_iota(np.int32, (2, 3), 1))
+        return (
+            lax.reshape(x, (3, 2)),
+            lax.transpose(x, (1, 0)),
+            lax.squeeze(lax.expand_dims(x, (0,)), (0,)),
+            lax.concatenate([x, x], 1),
+            lax.pad(x, 0.0, ((1, -1, 1), (0, 0, 0))),
+            lax.slice(x, (0, 1), (2, 3), (1, 2)),
+            lax.dynamic_slice(x, (1, 1), (1, 2)),
+            lax.dynamic_update_slice(x, u, (1, 1)),
+            lax.rev(x, (0,)),
+            lax.broadcasted_iota(np.int32, (2, 3), 1),
+        )
 
     jaxpr = fg.make_jaxpr(f)(x, u)
     text = str(jaxpr)
-    for piece in ["reshape[dimensions=None new_sizes=(3, 2)] a",
-                  "transpose[permutation=(1, 0)] a",
-                  "broadcast_in_dim[broadcast_dimensions=(1, 2) shape=(1, 2, 3)] a",
-                  "squeeze[dimensions=(0,)]",
-                  "concatenate[dimension=1] a a",
-                  "pad[padding_config=((1, -1, 1), (0, 0, 0))] a 0.0:f32[]",
-                  "slice[limit_indices=(2, 3) start_indices=(0, 1) strides=(1, 2)] a",
-                  "dynamic_slice[slice_sizes=(1, 2)] a 1:i32[] 1:i32[]",
-                  "dynamic_update_slice a b 1:i32[] 1:i32[]",
-                  "rev[dimensions=(0,)] a",
-                  "iota[dimension=1 dtype=int32 shape=(2, 3)]"]:
+    for piece in [
+        "reshape[dimensions=None new_sizes=(3, 2)] a",
+        "transpose[permutation=(1, 0)] a",
+        "broadcast_in_dim[broadcast_dimensions=(1, 2) shape=(1, 2, 3)] a",
+        "squeeze[dimensions=(0,)]",
+        "concatenate[dimension=1] a a",
+        "pad[padding_config=((1, -1, 1), (0, 0, 0))] a 0.0:f32[]",
+        "slice[limit_indices=(2, 3) start_indices=(0, 1) strides=(1, 2)] a",
+        "dynamic_slice[slice_sizes=(1, 2)] a 1:i32[] 1:i32[]",
+        "dynamic_update_slice a b 1:i32[] 1:i32[]",
+        "rev[dimensions=(0,)] a",
+        "iota[dimension=1 dtype=int32 shape=(2, 3)]",
+    ]:
         assert piece in text, (piece, text)
     outs = jaxpr(x, u)
     for got, want in zip(outs, f(x, u)):
@@ -404,12 +432,16 @@ def test_traced_start_index_wraps_with_select():
     assert "dynamic_slice[slice_sizes=(2,)]" in text
     for i in [-7, -1, 0, 2, 4, 9]:
         (out,) = jaxpr(x, np.int32(i))
-        exact(out, x[clamp_start(i, 5, 2):][:2])
+        exact(out, x[clamp_start(i, 5, 2) :][:2])
 
 
 def test_identity_wrappers_bind_nothing():
     x = np.zeros((2, 3), np.float32)
-    jaxpr = fg.make_jaxpr(lambda x: lax.squeeze(lax.transpose(lax.reshape(
-        lax.slice(lax.rev(x, ()), (0, 0), (2, 3)), (2, 3)), (0, 1)), ()))(x)
+    jaxpr = fg.make_jaxpr(
+        lambda x: lax.squeeze(
+            lax.transpose(lax.reshape(lax.slice(lax.rev(x, ()), (0, 0), (2, 3)), (2, 3)), (0, 1)),
+            (),
+        )
+    )(x)
     assert len(jaxpr.eqns) == 0
     assert math.prod(jaxpr.out_avals[0].shape) == 6

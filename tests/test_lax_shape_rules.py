@@ -25,25 +25,50 @@ from fungrad.transforms.jvp import jvp_rules, no_jvp
 from fungrad.transforms.transpose import transpose_rules
 from fungrad.transforms.vmap import batch_rules, vmap_flat
 
-LINEAR = {shape.broadcast_in_dim_p, shape.reshape_p, shape.transpose_p, shape.squeeze_p,
-          slicing.concatenate_p, slicing.pad_p, slicing.slice_p, slicing.dynamic_slice_p,
-          slicing.dynamic_update_slice_p, shape.rev_p}
+LINEAR = {
+    shape.broadcast_in_dim_p,
+    shape.reshape_p,
+    shape.transpose_p,
+    shape.squeeze_p,
+    slicing.concatenate_p,
+    slicing.pad_p,
+    slicing.slice_p,
+    slicing.dynamic_slice_p,
+    slicing.dynamic_update_slice_p,
+    shape.rev_p,
+}
 
 few = settings(max_examples=12)
 
 
 # -- registry ------------------------------------------------------------------------------------
 
+
 def _family_primitives():
-    return [v for m in (shape, slicing, random_bits) for v in vars(m).values()
-            if isinstance(v, core.Primitive)]
+    return [
+        v
+        for m in (shape, slicing, random_bits)
+        for v in vars(m).values()
+        if isinstance(v, core.Primitive)
+    ]
 
 
 def test_registry_every_primitive_has_its_rules():
     prims = _family_primitives()
     assert {p.name for p in prims} == {
-        "broadcast_in_dim", "reshape", "transpose", "squeeze", "concatenate", "pad", "slice",
-        "dynamic_slice", "dynamic_update_slice", "rev", "iota", "threefry2x32"}
+        "broadcast_in_dim",
+        "reshape",
+        "transpose",
+        "squeeze",
+        "concatenate",
+        "pad",
+        "slice",
+        "dynamic_slice",
+        "dynamic_update_slice",
+        "rev",
+        "iota",
+        "threefry2x32",
+    }
     for p in prims:
         assert p in jvp_rules or p in no_jvp, f"{p} has no jvp rule"
         assert p in batch_rules, f"{p} has no batch rule"
@@ -52,16 +77,16 @@ def test_registry_every_primitive_has_its_rules():
 
 # -- the Jacobian oracle ---------------------------------------------------------------------------
 
+
 def _flat(xs):
-    return np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in xs]) if xs else \
-        np.zeros(0)
+    return np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in xs]) if xs else np.zeros(0)
 
 
 def _unflat(vec, like):
     out, k = [], 0
     for x in like:
         n = np.size(x)
-        out.append(vec[k:k + n].reshape(np.shape(x)))
+        out.append(vec[k : k + n].reshape(np.shape(x)))
         k += n
     return out
 
@@ -96,11 +121,13 @@ def check_linear(f, args, seed=0):
         assert np.asarray(c).shape == np.shape(a) and np.asarray(c).dtype == np.float64
     np.testing.assert_allclose(_flat(cts), jac.T @ np.ravel(ct), rtol=1e-10, atol=1e-12)
     _, f_lin = fg.linearize(f, *args)
-    np.testing.assert_allclose(np.ravel(f_lin(*tangents)), jac @ _flat(tangents), rtol=1e-10,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        np.ravel(f_lin(*tangents)), jac @ _flat(tangents), rtol=1e-10, atol=1e-12
+    )
 
 
 # -- fixed cases: Jacobian oracle + check_grads (second order, both modes) ---------------------
+
 
 def _cases():
     r = np.random.default_rng(42)
@@ -109,24 +136,27 @@ def _cases():
         return r.standard_normal(s)
 
     return {
-        "broadcast_in_dim": (lambda x: lax.broadcast_in_dim(x, (4, 2, 5, 3), (1, 2, 3)),
-                             [a(2, 1, 3)]),
+        "broadcast_in_dim": (
+            lambda x: lax.broadcast_in_dim(x, (4, 2, 5, 3), (1, 2, 3)),
+            [a(2, 1, 3)],
+        ),
         "broadcast_in_dim_0d": (lambda x: lax.broadcast_in_dim(x, (2, 3), ()), [a()]),
         "reshape": (lambda x: lax.reshape(x, (3, 4)), [a(2, 6)]),
         "reshape_dimensions": (lambda x: lax.reshape(x, (4, 3), (2, 0, 1)), [a(2, 3, 2)]),
         "transpose": (lambda x: lax.transpose(x, (2, 0, 1)), [a(2, 3, 4)]),
         "squeeze": (lambda x: lax.squeeze(x, (1, 3)), [a(2, 1, 3, 1)]),
         "rev": (lambda x: lax.rev(x, (0, 2)), [a(2, 3, 2)]),
-        "concatenate": (lambda x, y, z: lax.concatenate([x, y, z], 1),
-                        [a(2, 1), a(2, 3), a(2, 2)]),
+        "concatenate": (lambda x, y, z: lax.concatenate([x, y, z], 1), [a(2, 1), a(2, 3), a(2, 2)]),
         "pad": (lambda x, v: lax.pad(x, v, ((1, -1, 1), (-1, 2, 2))), [a(3, 2), a()]),
         "pad_negative_interior": (lambda x, v: lax.pad(x, v, ((-2, -1, 2),)), [a(4), a()]),
         "slice": (lambda x: lax.slice(x, (0, 1), (3, 4)), [a(3, 5)]),
         "slice_strides": (lambda x: lax.slice(x, (1, 0), (5, 4), (3, 2)), [a(6, 4)]),
         "dynamic_slice": (lambda x: lax.dynamic_slice(x, (1, -2), (2, 2)), [a(4, 5)]),
         "dynamic_slice_clamped": (lambda x: lax.dynamic_slice(x, (3, 9), (2, 2)), [a(4, 5)]),
-        "dynamic_update_slice": (lambda x, u: lax.dynamic_update_slice(x, u, (2, -1)),
-                                 [a(4, 5), a(2, 3)]),
+        "dynamic_update_slice": (
+            lambda x, u: lax.dynamic_update_slice(x, u, (2, -1)),
+            [a(4, 5), a(2, 3)],
+        ),
     }
 
 
@@ -145,8 +175,9 @@ def test_check_grads_second_order(name, x64):
     check_grads(f, args, order=2, modes=("fwd", "rev"))
 
 
-@pytest.mark.parametrize("name", ["pad", "dynamic_update_slice", "concatenate",
-                                  "broadcast_in_dim", "slice_strides"])
+@pytest.mark.parametrize(
+    "name", ["pad", "dynamic_update_slice", "concatenate", "broadcast_in_dim", "slice_strides"]
+)
 def test_check_grads_nonlinear_composite(name, x64):
     # Squaring makes the second derivative nonzero, so the second-order checks see the rules
     # applied to tangents that depend on the primal.
@@ -195,6 +226,7 @@ def test_iota_has_zero_tangent(x64):
 
 
 # -- hypothesis: configurations of the parameterised primitives ---------------------------------
+
 
 @st.composite
 def _pad_case(draw):
@@ -303,8 +335,12 @@ def check_vmap(f, args, in_axes, out_axes=0):
     in_axes None) against a loop; returns the batched jaxpr."""
     moved = [a if ax is None else np.moveaxis(a, 0, ax) for a, ax in zip(args, in_axes)]
     got = fg.vmap(f, in_axes=tuple(in_axes), out_axes=out_axes)(*moved)
-    want = np.stack([np.asarray(f(*[a if ax is None else a[b] for a, ax in zip(args, in_axes)]))
-                     for b in range(B)])
+    want = np.stack(
+        [
+            np.asarray(f(*[a if ax is None else a[b] for a, ax in zip(args, in_axes)]))
+            for b in range(B)
+        ]
+    )
     want = np.moveaxis(want, 0, out_axes)
     assert isinstance(got, fg.Array)
     assert got.dtype == want.dtype and got.shape == want.shape
@@ -316,14 +352,15 @@ _r = np.random.default_rng(7)
 X = _r.standard_normal((B, 2, 3)).astype(np.float32)
 U = _r.standard_normal((B, 1, 2)).astype(np.float32)
 V = _r.standard_normal((B,)).astype(np.float32)
-I = np.array([0, 1, 5], np.int32)   # noqa: E741 (index array)
+I = np.array([0, 1, 5], np.int32)  # noqa: E741 (index array)
 J = np.array([-1, 2, 0], np.int32)
 X0, U0, V0 = X[0], U[0], V[0]
 
 UNARY = {
     "broadcast_in_dim": lambda x: lax.broadcast_in_dim(x, (4, 2, 5, 3), (1, 3)),
     "broadcast_in_dim_stretch": lambda x: lax.broadcast_in_dim(
-        lax.slice(x, (0, 0), (1, 3)), (4, 2, 3), (0, 2)),
+        lax.slice(x, (0, 0), (1, 3)), (4, 2, 3), (0, 2)
+    ),
     "reshape": lambda x: lax.reshape(x, (3, 2)),
     "reshape_dimensions": lambda x: lax.reshape(x, (3, 2), (1, 0)),
     "transpose": lambda x: lax.transpose(x, (1, 0)),
@@ -348,13 +385,11 @@ BINARY = {
     "dynamic_slice_index": (lambda x, i: lax.dynamic_slice(x, (0, i), (2, 2)), [X, I]),
     "dynamic_slice_indices": (lambda x, j: lax.dynamic_slice(x, (j, j), (1, 2)), [X, J]),
     "dynamic_update_slice": (lambda x, u: lax.dynamic_update_slice(x, u, (1, -1)), [X, U]),
-    "dynamic_update_slice_index": (lambda x, j: lax.dynamic_update_slice(x, U0, (j, 1)),
-                                   [X, J]),
+    "dynamic_update_slice_index": (lambda x, j: lax.dynamic_update_slice(x, U0, (j, 1)), [X, J]),
 }
 
 
-@pytest.mark.parametrize("axes", [(0, 0), (1, 0), (-1, 0), (0, None), (None, 0), (2, 1),
-                                  (1, None)])
+@pytest.mark.parametrize("axes", [(0, 0), (1, 0), (-1, 0), (0, None), (None, 0), (2, 1), (1, None)])
 @pytest.mark.parametrize("name", sorted(BINARY))
 def test_vmap_binary(name, axes):
     f, args = BINARY[name]
@@ -362,12 +397,16 @@ def test_vmap_binary(name, axes):
     check_vmap(f, [a[0] if ax is None else a for a, ax in zip(args, axes)], axes)
 
 
-@pytest.mark.parametrize("axes", [(0, 0, 0), (None, 0, None), (1, None, 0), (None, None, 0),
-                                  (2, 1, 0)])
+@pytest.mark.parametrize(
+    "axes", [(0, 0, 0), (None, 0, None), (1, None, 0), (None, None, 0), (2, 1, 0)]
+)
 def test_vmap_dynamic_update_slice_batched_indices(axes):
     f = lambda x, u, i: lax.dynamic_update_slice(x, u, (i, -1))  # noqa: E731
-    args = [X if axes[0] is not None else X0, U if axes[1] is not None else U0,
-            J if axes[2] is not None else J[0]]
+    args = [
+        X if axes[0] is not None else X0,
+        U if axes[1] is not None else U0,
+        J if axes[2] is not None else J[0],
+    ]
     check_vmap(f, args, list(axes))
 
 
@@ -379,11 +418,17 @@ def test_vmap_dynamic_slice_batched_indices_mixed():
 
 
 def test_vmap_iota_and_full_inside_batched_code():
-    check_vmap(lambda x: lax.add(x, lax.convert_element_type(
-        lax.broadcasted_iota(np.int32, (2, 3), 1), np.float32)), [X], [1])
+    check_vmap(
+        lambda x: lax.add(
+            x, lax.convert_element_type(lax.broadcasted_iota(np.int32, (2, 3), 1), np.float32)
+        ),
+        [X],
+        [1],
+    )
 
 
 # -- unbatched operands stay unbatched; params shift instead of moving data -----------------------
+
 
 def _prims(jaxpr):
     return [e.primitive.name for e in jaxpr.eqns]
@@ -403,8 +448,16 @@ def _batch_rule_jaxpr(f, args, dims):
 
 
 def test_vmap_shifts_params_instead_of_transposing():
-    for name in ("broadcast_in_dim", "reshape", "squeeze", "rev", "slice", "transpose",
-                 "dynamic_slice", "pad"):
+    for name in (
+        "broadcast_in_dim",
+        "reshape",
+        "squeeze",
+        "rev",
+        "slice",
+        "transpose",
+        "dynamic_slice",
+        "pad",
+    ):
         jaxpr = check_vmap(UNARY[name], [X], [0])
         assert "transpose" not in _prims(jaxpr) or name == "transpose", (name, jaxpr)
     # broadcast_in_dim puts the batch dim after the result dim of the operand dim before it
@@ -438,10 +491,11 @@ def test_vmap_unbatched_operands_stay_unbatched():
 
 # -- grad of composites, vmap(grad), jacfwd vs jacrev -------------------------------------------
 
+
 def _composite(x, y):
     """A scalar function mixing every shape primitive (and products, so it is not linear)."""
-    a = lax.pad(x, np.float64(0.3), ((1, 0, 1), (0, -1, 0)))              # (4, 2)
-    b = lax.transpose(lax.reshape(a, (2, 4)), (1, 0))                      # (4, 2)
+    a = lax.pad(x, np.float64(0.3), ((1, 0, 1), (0, -1, 0)))  # (4, 2)
+    b = lax.transpose(lax.reshape(a, (2, 4)), (1, 0))  # (4, 2)
     c = lax.concatenate([b, lax.rev(lax.broadcast_in_dim(y, (4, 1), (0,)), (0,))], 1)
     d = lax.dynamic_update_slice(c, lax.slice(c, (0, 0), (2, 3), (2, 2)), (2, 1))
     e = lax.dynamic_slice(d, (1, 1), (3, 2))
@@ -459,8 +513,10 @@ def test_grad_of_composite_matches_finite_differences(x64):
     for k in range(x.size):
         e = np.zeros(x.size)
         e[k] = h
-        num[k] = (float(_composite(x + e.reshape(x.shape), y))
-                  - float(_composite(x - e.reshape(x.shape), y))) / (2 * h)
+        num[k] = (
+            float(_composite(x + e.reshape(x.shape), y))
+            - float(_composite(x - e.reshape(x.shape), y))
+        ) / (2 * h)
     np.testing.assert_allclose(np.ravel(gx), num, rtol=1e-6, atol=1e-8)
     assert gy.shape == (4,) and gy.dtype == np.float64
 
@@ -504,13 +560,15 @@ def test_grad_through_batched_index_dynamic_slices(x64):
     xs = np.random.default_rng(15).standard_normal((B, 5))
 
     def f(x, i):
-        return lax.reduce_sum(lax.mul(lax.dynamic_slice(x, (i,), (2,)),
-                                      lax.dynamic_slice(x, (i,), (2,))), (0,))
+        return lax.reduce_sum(
+            lax.mul(lax.dynamic_slice(x, (i,), (2,)), lax.dynamic_slice(x, (i,), (2,))), (0,)
+        )
 
     g = fg.grad(lambda xs: fnp.sum(fg.vmap(f)(xs, I)))(xs)
     for b in range(B):
-        np.testing.assert_allclose(np.asarray(g[b]), np.asarray(fg.grad(f)(xs[b], I[b])),
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(g[b]), np.asarray(fg.grad(f)(xs[b], I[b])), rtol=1e-12
+        )
 
     def h(x, u, i):  # per-example update positions: a scatter under vmap
         y = lax.dynamic_update_slice(x, lax.mul(u, u), (i,))
@@ -526,10 +584,11 @@ def test_grad_through_batched_index_dynamic_slices(x64):
 
 # -- threefry2x32 ---------------------------------------------------------------------------------
 
+
 def test_threefry_vmap_matches_loop():
     rng = np.random.default_rng(16)
-    k = rng.integers(0, 2 ** 32, (B, 2), dtype=np.uint32)
-    x = rng.integers(0, 2 ** 32, (B, 4), dtype=np.uint32)
+    k = rng.integers(0, 2**32, (B, 2), dtype=np.uint32)
+    x = rng.integers(0, 2**32, (B, 4), dtype=np.uint32)
 
     def f(k, x):
         return lax.threefry2x32(k[0], k[1], np.uint32(7), x)
@@ -550,9 +609,12 @@ def test_threefry_vmap_matches_loop():
 def test_threefry_jvp_rule_gives_zero_tangents():
     # Called directly (integer inputs never carry tangents through the public API).
     from fungrad.transforms.jvp import Zero, jvp_flat
+
     k = np.uint32(5)
-    outs, touts = jvp_flat(lambda x: lax.threefry2x32(k, k, x, x),
-                           [fg.Array(np.arange(3, dtype=np.uint32))],
-                           [fg.Array(np.ones(3, np.uint32))])
+    outs, touts = jvp_flat(
+        lambda x: lax.threefry2x32(k, k, x, x),
+        [fg.Array(np.arange(3, dtype=np.uint32))],
+        [fg.Array(np.ones(3, np.uint32))],
+    )
     assert all(type(t) is Zero for t in touts)
     assert [t.aval.shape for t in touts] == [(3,), (3,)]

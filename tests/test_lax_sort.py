@@ -51,8 +51,9 @@ def _total_order_key(v):
 
 
 def _py(v):
-    return float(v) if isinstance(v, np.floating) else int(v) if isinstance(
-        v, np.integer) else bool(v)
+    return (
+        float(v) if isinstance(v, np.floating) else int(v) if isinstance(v, np.integer) else bool(v)
+    )
 
 
 def _assert_same_bits(actual, expected):
@@ -71,14 +72,17 @@ def _reference_sort(operands, dimension, num_keys):
     outs = [np.empty_like(m) for m in moved]
     for idx in np.ndindex(*moved[0].shape[:-1]):
         n = moved[0].shape[-1]
-        perm = sorted(range(n), key=lambda i: tuple(
-            _jax_sort_key(_py(m[idx + (i,)])) for m in moved[:num_keys]))
+        perm = sorted(
+            range(n),
+            key=lambda i: tuple(_jax_sort_key(_py(m[idx + (i,)])) for m in moved[:num_keys]),
+        )
         for m, o in zip(moved, outs):
             o[idx] = m[idx][perm]
     return [np.moveaxis(o, -1, dimension) for o in outs]
 
 
 # -- sort ----------------------------------------------------------------------------------------
+
 
 @given(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=5), st.data())
 def test_sort_one_operand_matches_stable_reference(shape, data):
@@ -113,8 +117,9 @@ def test_sort_float_order_matches_jax():
 
 
 def test_sort_key_val_and_weak_type():
-    k, v = lax.sort_key_val(np.array([3, 1, 2, 1], np.int32),
-                            np.array([0.0, 1.0, 2.0, 3.0], np.float32))
+    k, v = lax.sort_key_val(
+        np.array([3, 1, 2, 1], np.int32), np.array([0.0, 1.0, 2.0, 3.0], np.float32)
+    )
     assert_array(k, np.array([1, 1, 2, 3], np.int32), dtype=np.int32)
     assert_array(v, [1.0, 3.0, 2.0, 0.0], dtype=np.float32)
     w = fg.Array(np.array([2.0, 1.0], np.float32), True)
@@ -125,8 +130,7 @@ def test_sort_key_val_and_weak_type():
 
 def test_sort_in_float64(x64):
     x = np.array([3.0, -0.0, np.nan, 1e-300, -1e300], np.float64)
-    assert_array(lax.sort(x), [-1e300, -0.0, 1e-300, 3.0, np.nan], dtype=np.float64, rtol=0,
-                 atol=0)
+    assert_array(lax.sort(x), [-1e300, -0.0, 1e-300, 3.0, np.nan], dtype=np.float64, rtol=0, atol=0)
 
 
 def test_sort_errors():
@@ -135,13 +139,19 @@ def test_sort_errors():
         lax.sort(x, dimension=2)
     with pytest.raises(ValueError, match="sort: dimension -1 is out of range"):
         lax.sort(np.float32(1.0))
-    with pytest.raises(ValueError, match=r"sort: num_keys=3 must be between 1 and the number "
-                                         r"of operands \(2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"sort: num_keys=3 must be between 1 and the number "
+        r"of operands \(2\)",
+    ):
         lax.sort((x, x), num_keys=3)
     with pytest.raises(ValueError, match="sort: num_keys=0"):
         lax.sort((x, x), num_keys=0)
-    with pytest.raises(TypeError, match=r"sort: operands must have equal shapes, got \(2, 3\), "
-                                        r"\(3,\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"sort: operands must have equal shapes, got \(2, 3\), "
+        r"\(3,\)",
+    ):
         lax.sort((x, np.zeros(3, np.float32)))
     with pytest.raises(TypeError, match="sort: needs at least one operand"):
         lax.sort(())
@@ -149,14 +159,16 @@ def test_sort_errors():
 
 # -- top_k ---------------------------------------------------------------------------------------
 
+
 def _reference_top_k(x, k, axis):
     moved = np.moveaxis(x, axis, -1)
     vals = np.empty(moved.shape[:-1] + (k,), x.dtype)
     idxs = np.empty(moved.shape[:-1] + (k,), np.int32)
     for idx in np.ndindex(*moved.shape[:-1]):
         row = moved[idx]
-        order = sorted(range(len(row)), key=lambda i: (tuple(-c for c in _total_order_key(
-            _py(row[i]))), i))[:k]
+        order = sorted(
+            range(len(row)), key=lambda i: (tuple(-c for c in _total_order_key(_py(row[i]))), i)
+        )[:k]
         vals[idx] = row[order]
         idxs[idx] = order
     return np.moveaxis(vals, -1, axis), np.moveaxis(idxs, -1, axis)
@@ -167,8 +179,9 @@ def test_top_k_matches_total_order_reference(shape, data):
     x = data.draw(arrays(shape))
     axis = data.draw(st.integers(-len(shape), len(shape) - 1))
     k = data.draw(st.integers(0, shape[axis]))
-    values, indices = (lax.top_k(x, k) if axis == -1 and data.draw(st.booleans())
-                       else lax.top_k(x, k, axis=axis))
+    values, indices = (
+        lax.top_k(x, k) if axis == -1 and data.draw(st.booleans()) else lax.top_k(x, k, axis=axis)
+    )
     ref_values, ref_indices = _reference_top_k(x, k, axis % len(shape))
     _assert_same_bits(values, ref_values)
     assert_array(indices, ref_indices, dtype=np.int32, weak_type=False)
@@ -206,10 +219,15 @@ def test_top_k_errors():
 
 # -- jaxprs --------------------------------------------------------------------------------------
 
+
 def test_make_jaxpr_prints_sort_and_top_k_and_evaluates():
     def f(x, y):
-        return (lax.sort(x), *lax.sort_key_val(x, y), *lax.top_k(x, 2),
-                *lax.sort((x, y), dimension=0, num_keys=2))
+        return (
+            lax.sort(x),
+            *lax.sort_key_val(x, y),
+            *lax.top_k(x, 2),
+            *lax.sort((x, y), dimension=0, num_keys=2),
+        )
 
     x = np.array([[3.0, 1.0, 2.0, np.nan], [0.0, -0.0, 5.0, 1.0]], np.float32)
     y = np.arange(8, dtype=np.int32).reshape(2, 4)

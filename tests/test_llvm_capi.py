@@ -45,10 +45,14 @@ def test_module_functions_and_compiled_code():
         try:
             llvm_capi.verify_module(mod)
             llvm_capi.set_module_target(mod, "capi_test", h.triple, h.data_layout)
-            listed = {name: (decl, linkage) for name, decl, linkage in
-                      llvm_capi.module_functions(mod)}
-            assert listed == {"fg_test_external": (True, 0), "helper": (False, 8),
-                              "add3": (False, 0)}
+            listed = {
+                name: (decl, linkage) for name, decl, linkage in llvm_capi.module_functions(mod)
+            }
+            assert listed == {
+                "fg_test_external": (True, 0),
+                "helper": (False, 8),
+                "add3": (False, 0),
+            }
             assert "define i64 @add3" in llvm_capi.module_text(mod)
             llvm_capi.optimize(mod, h.target_machine, 3, True, True)
             obj = llvm_capi.emit(h.target_machine, mod)
@@ -74,9 +78,11 @@ def test_errors_carry_llvm_messages():
         with pytest.raises(RuntimeError, match="parsing error"):
             llvm_capi.parse_module("define i32 @f( {")
         # parses, but %x is used where it may not be defined
-        mod = llvm_capi.parse_module("define i32 @f(i1 %c) {\nentry:\n  br i1 %c, label %a, "
-                                     "label %b\na:\n  %x = add i32 1, 2\n  br label %b\n"
-                                     "b:\n  ret i32 %x\n}\n")
+        mod = llvm_capi.parse_module(
+            "define i32 @f(i1 %c) {\nentry:\n  br i1 %c, label %a, "
+            "label %b\na:\n  %x = add i32 1, 2\n  br label %b\n"
+            "b:\n  ret i32 %x\n}\n"
+        )
         try:
             with pytest.raises(RuntimeError, match="does not dominate"):
                 llvm_capi.verify_module(mod)

@@ -145,12 +145,15 @@ def test_compile_error_names_module_step_and_ir_file(cache_dir, step):
 
 
 def test_internal_function_is_not_an_entry_point(cache_dir):
-    ir = affine_ir().replace("define void @k(", "define internal void @k(") + """
+    ir = (
+        affine_ir().replace("define void @k(", "define internal void @k(")
+        + """
 define void @outer(ptr %x, ptr %y, i64 %n) {
   call void @k(ptr %x, ptr %y, i64 0, i64 %n)
   ret void
 }
 """
+    )
     with pytest.raises(cpu.CompileError, match="not defined as external") as info:
         cpu.compile_module(ir, ["k"], name="internal")
     os.unlink(info.value.ir_path)
@@ -158,7 +161,8 @@ define void @outer(ptr %x, ptr %y, i64 %n) {
     x = np.arange(300, dtype=np.float32)
     y = np.zeros_like(x)
     mod.function("outer", [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64])(
-        x.ctypes.data, y.ctypes.data, 300)
+        x.ctypes.data, y.ctypes.data, 300
+    )
     np.testing.assert_array_equal(y, x * 2 + 1)
     with pytest.raises(TypeError, match="entry_points"):
         cpu.compile_module(ir, "outer", name="internal")
@@ -274,8 +278,13 @@ def test_cache_size_cap_evicts_oldest(cache_dir, monkeypatch):
     h = cpu.host()
 
     def key(scale):
-        return cache.cache_key(affine_ir(scale), triple=h.triple, cpu=h.cpu, features=h.features,
-                               pipeline=cpu._pipeline_options(0))
+        return cache.cache_key(
+            affine_ir(scale),
+            triple=h.triple,
+            cpu=h.cpu,
+            features=h.features,
+            pipeline=cpu._pipeline_options(0),
+        )
 
     assert store.path_for(key("4.0")).exists() and not store.path_for(key("0.0")).exists()
 
@@ -285,8 +294,12 @@ def test_cache_key_depends_on_every_input():
     k = cache.cache_key("ir", **base)
     assert len(k) == 64 and k == cache.cache_key("ir", **base)
     assert k != cache.cache_key("ir ", **base)
-    for field, other in [("triple", "u"), ("cpu", "d"), ("features", "-f"),
-                         ("pipeline", {"speed_level": 1})]:
+    for field, other in [
+        ("triple", "u"),
+        ("cpu", "d"),
+        ("features", "-f"),
+        ("pipeline", {"speed_level": 1}),
+    ]:
         assert k != cache.cache_key("ir", **{**base, field: other})
 
 
@@ -300,8 +313,14 @@ def test_compile_stats_totals(cache_dir):
 
 
 def test_chunk_ranges_cover_range_aligned():
-    for n, min_chunk, t in [(0, 64, 4), (100, 1000, 4), (4 * 2**20, 2**16, 4), (1000, 10, 3),
-                            (12345, 64, 7), (129, 64, 2)]:
+    for n, min_chunk, t in [
+        (0, 64, 4),
+        (100, 1000, 4),
+        (4 * 2**20, 2**16, 4),
+        (1000, 10, 3),
+        (12345, 64, 7),
+        (129, 64, 2),
+    ]:
         ranges = threads.chunk_ranges(n, min_chunk, t)
         assert ranges[0][0] == 0 and ranges[-1][1] == n and len(ranges) <= t
         assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
@@ -313,8 +332,9 @@ def test_chunk_ranges_cover_range_aligned():
 
 def test_parallel_for_small_work_runs_on_caller():
     calls = []
-    used = threads.parallel_for(lambda s, e: calls.append((s, e, threading.get_ident())), 100, 1000,
-                                threads=4)
+    used = threads.parallel_for(
+        lambda s, e: calls.append((s, e, threading.get_ident())), 100, 1000, threads=4
+    )
     assert used == 1 and calls == [(0, 100, threading.get_ident())]
 
 
@@ -340,8 +360,9 @@ def test_parallel_for_4m_matches_single_thread(cache_dir):
     y1 = np.zeros_like(x)
     k(x.ctypes.data, y1.ctypes.data, 0, n)
     y4 = np.zeros_like(x)
-    used = threads.parallel_for(functools.partial(k, x.ctypes.data, y4.ctypes.data), n, 2**16,
-                                threads=4)
+    used = threads.parallel_for(
+        functools.partial(k, x.ctypes.data, y4.ctypes.data), n, 2**16, threads=4
+    )
     assert used == 4
     np.testing.assert_array_equal(y4, y1)
     np.testing.assert_array_equal(y1, x * np.float32(1.5) - np.float32(0.5))
@@ -360,11 +381,13 @@ def test_num_threads_env(monkeypatch):
 def gemm_ir(info, scalar):
     """``@mm(a, b, c, m, n, k)``: C = A @ B (row-major) through @fg_sgemm / @fg_dgemm, then
     C = max(C, 0) in the same function (a fused epilogue)."""
-    decl, fn = (info.sgemm_decl, "fg_sgemm") if scalar == "float" else (info.dgemm_decl,
-                                                                        "fg_dgemm")
+    decl, fn = (info.sgemm_decl, "fg_sgemm") if scalar == "float" else (info.dgemm_decl, "fg_dgemm")
     i = f"i{info.int_bits}"
-    conv = "" if info.int_bits == 64 else "\n".join(
-        f"  %{v}w = trunc i64 %{v} to i32" for v in ("m", "n", "k"))
+    conv = (
+        ""
+        if info.int_bits == 64
+        else "\n".join(f"  %{v}w = trunc i64 %{v} to i32" for v in ("m", "n", "k"))
+    )
     m, n, k = ("%mw", "%nw", "%kw") if info.int_bits == 32 else ("%m", "%n", "%k")
     return f"""
 {decl}
@@ -431,8 +454,22 @@ def test_blas_ctypes_sgemm_direct():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.arange(12, dtype=np.float32).reshape(3, 4)
     c = np.zeros((2, 4), dtype=np.float32)
-    info.sgemm(blas.CBLAS_ROW_MAJOR, blas.CBLAS_NO_TRANS, blas.CBLAS_NO_TRANS, 2, 4, 3, 1.0,
-               a.ctypes.data, 3, b.ctypes.data, 4, 0.0, c.ctypes.data, 4)
+    info.sgemm(
+        blas.CBLAS_ROW_MAJOR,
+        blas.CBLAS_NO_TRANS,
+        blas.CBLAS_NO_TRANS,
+        2,
+        4,
+        3,
+        1.0,
+        a.ctypes.data,
+        3,
+        b.ctypes.data,
+        4,
+        0.0,
+        c.ctypes.data,
+        4,
+    )
     np.testing.assert_array_equal(c, a @ b)
 
 

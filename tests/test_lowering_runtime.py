@@ -155,8 +155,12 @@ P, I64 = ctypes.c_void_p, ctypes.c_int64
 @pytest.fixture(scope="module")
 def kernels():
     runtime.ensure_registered()
-    return cpu.compile_module(TEST_IR, ["mark", "mark_all", "square_plus_one", "square_rows"],
-                              name="runtime_test", opt_level=2)
+    return cpu.compile_module(
+        TEST_IR,
+        ["mark", "mark_all", "square_plus_one", "square_rows"],
+        name="runtime_test",
+        opt_level=2,
+    )
 
 
 def expected_chunks(n, k):
@@ -179,7 +183,7 @@ def run_mark(kernels, n, nthreads, *, native_caller=False):
         runtime.native_parallel_for(kernels.address("mark"), ctx_addr, n, nthreads)
     calls = int(nlog[0])
     assert calls <= LOG_CAP
-    return counts, [tuple(int(v) for v in log[2 * i:2 * i + 2]) for i in range(calls)]
+    return counts, [tuple(int(v) for v in log[2 * i : 2 * i + 2]) for i in range(calls)]
 
 
 def check_split(kernels, n, nthreads, native_caller=False):
@@ -192,11 +196,31 @@ def check_split(kernels, n, nthreads, native_caller=False):
     assert sorted(chunks) == expected_chunks(n, k), (n, nthreads, k)
 
 
-@pytest.mark.parametrize("n,nthreads", [
-    (0, 0), (0, 2), (-5, 2), (1, 1), (1, 2), (2, 2), (3, 2), (5, 8), (7, 3), (100, 1),
-    (100, 2), (100, 7), (1000, 2), (1001, 4), (65537, 2), (3, 2**62), (300, 2**62),
-    (100, -1), (100, 0), (1 << 20, 2),
-])
+@pytest.mark.parametrize(
+    "n,nthreads",
+    [
+        (0, 0),
+        (0, 2),
+        (-5, 2),
+        (1, 1),
+        (1, 2),
+        (2, 2),
+        (3, 2),
+        (5, 8),
+        (7, 3),
+        (100, 1),
+        (100, 2),
+        (100, 7),
+        (1000, 2),
+        (1001, 4),
+        (65537, 2),
+        (3, 2**62),
+        (300, 2**62),
+        (100, -1),
+        (100, 0),
+        (1 << 20, 2),
+    ],
+)
 def test_parallel_for_covers_each_index_once_in_balanced_chunks(kernels, n, nthreads):
     check_split(kernels, n, nthreads)
 
@@ -246,8 +270,14 @@ def run_in_thread(target, timeout=60.0):
 def test_nested_parallel_for_runs_inline_and_is_correct(kernels):
     fn = kernels.function("square_rows", [P, P, I64, I64, I64])
     rng = np.random.default_rng(1)
-    for rows, cols, nthreads in [(1, 1000, 2), (2, 1000, 2), (7, 333, 2), (64, 4096, 3),
-                                 (5, 0, 2), (0, 10, 2)]:
+    for rows, cols, nthreads in [
+        (1, 1000, 2),
+        (2, 1000, 2),
+        (7, 333, 2),
+        (64, 4096, 3),
+        (5, 0, 2),
+        (0, 10, 2),
+    ]:
         x = rng.standard_normal((rows, cols)).astype(np.float32)
         y = np.full_like(x, np.nan)
         run_in_thread(lambda: fn(x.ctypes.data, y.ctypes.data, rows, cols, nthreads))  # noqa: B023
@@ -439,15 +469,26 @@ def test_fresh_process_registers_once_forks_and_exits_cleanly(tmp_path):
     env = dict(os.environ, FUNGRAD_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("FUNGRAD_NUM_THREADS", None)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    proc = subprocess.run([sys.executable, "-c", SUBPROCESS, TEST_IR], env=env, cwd=root,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", SUBPROCESS, TEST_IR],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
 
 
-@pytest.mark.parametrize("triple,hint", [("x86_64-unknown-linux-gnu", "pause"),
-                                         ("aarch64-unknown-linux-gnu", "yield"),
-                                         ("arm64-apple-darwin23.0.0", "yield")])
+@pytest.mark.parametrize(
+    "triple,hint",
+    [
+        ("x86_64-unknown-linux-gnu", "pause"),
+        ("aarch64-unknown-linux-gnu", "yield"),
+        ("arm64-apple-darwin23.0.0", "yield"),
+    ],
+)
 def test_runtime_ir_compiles_for_each_architecture(triple, hint):
     with cpu.llvm_lock:
         llvm.initialize_all_targets()

@@ -46,8 +46,11 @@ def _floats(dtype):
 
 
 @settings(max_examples=40, deadline=None)
-@given(data=st.data(), dtype=st.sampled_from([np.float16, np.float32]),
-       op=st.sampled_from(["max", "min"]))
+@given(
+    data=st.data(),
+    dtype=st.sampled_from([np.float16, np.float32]),
+    op=st.sampled_from(["max", "min"]),
+)
 def test_max_min_on_arbitrary_values(data, dtype, op):
     shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=40))
     x = data.draw(hnp.arrays(dtype, shape, elements=_floats(dtype)), label="x")
@@ -57,8 +60,17 @@ def test_max_min_on_arbitrary_values(data, dtype, op):
 
 
 def test_signed_zeros_nan_and_infinities_per_row():
-    rows = [[-0.0, 0.0], [0.0, -0.0], [-0.0, -0.0], [np.nan, np.inf], [-np.inf, -np.nan],
-            [-np.inf, -np.inf], [1e-45, -1e-45], [3.4e38, np.inf], [-2.0, -3.0]]
+    rows = [
+        [-0.0, 0.0],
+        [0.0, -0.0],
+        [-0.0, -0.0],
+        [np.nan, np.inf],
+        [-np.inf, -np.nan],
+        [-np.inf, -np.inf],
+        [1e-45, -1e-45],
+        [3.4e38, np.inf],
+        [-2.0, -3.0],
+    ]
     x = np.array(rows, np.float32)
     x = np.concatenate([x, np.zeros((9, 30), np.float32) - 5], axis=1)  # long enough to vectorise
     for op, fn in (("max", jnp.max), ("min", jnp.min)):
@@ -80,8 +92,9 @@ def test_float64_keys(x64):
 
 def test_empty_reduction_gives_the_identity():
     x = np.zeros((0, 3), np.float32)
-    got = fg.jit(lambda v: (jnp.max(v, axis=0, initial=-np.inf),
-                            jnp.min(v, axis=0, initial=np.inf)))(x)
+    got = fg.jit(
+        lambda v: (jnp.max(v, axis=0, initial=-np.inf), jnp.min(v, axis=0, initial=np.inf))
+    )(x)
     _check(got[0], np.full(3, -np.inf, np.float32))
     _check(got[1], np.full(3, np.inf, np.float32))
 
@@ -92,8 +105,7 @@ def test_softmax_row_max_is_an_integer_reduction():
     f = fg.jit(lambda v: fg.nn.softmax(v, axis=-1))
     assert "@llvm.smax.i32" in f.lower(x).as_text()
     e = np.exp(x - x.max(1, keepdims=True))
-    np.testing.assert_allclose(np.asarray(f(x)), e / e.sum(1, keepdims=True), rtol=2e-6,
-                               atol=1e-9)
+    np.testing.assert_allclose(np.asarray(f(x)), e / e.sum(1, keepdims=True), rtol=2e-6, atol=1e-9)
 
 
 # -- row kernels: the store loop strip-mined with prefetches of the rows ahead ------------------
@@ -123,8 +135,11 @@ def test_row_kernels_with_and_without_prefetch(shape, fn):
     # loop with prefetches; (2, 1000) and (5, 32) keep the plain loop. Same values either way.
     rng = np.random.default_rng(1)
     x = (rng.standard_normal(shape) * 3).astype(np.float32)
-    f, ref = ((lambda v: fg.nn.softmax(v, axis=-1)), _softmax_np) if fn == "softmax" else \
-        (_layer_norm, _layer_norm_np)
+    f, ref = (
+        ((lambda v: fg.nn.softmax(v, axis=-1)), _softmax_np)
+        if fn == "softmax"
+        else (_layer_norm, _layer_norm_np)
+    )
     jf = fg.jit(f)
     prefetches = "@llvm.prefetch" in jf.lower(x).as_text()
     assert prefetches == (shape[-1] % 16 == 0 and shape[-1] * 4 >= 1024)

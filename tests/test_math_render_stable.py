@@ -50,14 +50,19 @@ def _rendered() -> dict[str, str]:
             out[f"llvm/{name}/{dtype}"] = llvm_math.prelude([dtype], [name])
             if name in llvm_math.BRANCHING:
                 out[f"llvm/{name}/{dtype}/shared_large"] = llvm_math.prelude(
-                    [dtype], [name], declare_intrinsics=False, shared_large=True)
+                    [dtype], [name], declare_intrinsics=False, shared_large=True
+                )
         for name in LARGE:
             out[f"llvm/{name}_large/{dtype}/library"] = llvm_math.large_library_ir(
-                f"fg_{name}_large_{suffix}")
+                f"fg_{name}_large_{suffix}"
+            )
     out["llvm/divide"] = llvm_math.prelude(["float32"], [], helpers=[llvm_math.DIVIDE])
     out["llvm/divide/lines"] = "\n".join(
-        [*llvm_math.divisor_lines("%y", "%rf", "%s"),
-         llvm_math.divide_call("%q", "%x", "%y", "%rf", "%s")])
+        [
+            *llvm_math.divisor_lines("%y", "%rf", "%s"),
+            llvm_math.divide_call("%q", "%x", "%y", "%rf", "%s"),
+        ]
+    )
     for name in sorted(llvm_math.MATH_FUNCTIONS):
         for fused in (True, False):
             fn, defs = wgsl_math.function(name, fused)

@@ -37,8 +37,13 @@ def close(got, want, k):
 
 
 @settings(max_examples=25, deadline=None)
-@given(m=st.integers(2, 40), n=st.integers(2, 70), k=st.integers(1, 40), trans_a=st.booleans(),
-       seed=st.integers(0, 2**16))
+@given(
+    m=st.integers(2, 40),
+    n=st.integers(2, 70),
+    k=st.integers(1, 40),
+    trans_a=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_own_kernel_ragged_shapes(m, n, k, trans_a, seed):
     # m, n >= 2: a matrix times one column, or one row times a matrix, is an inline row
     # reduction, not a Gemm (see test_issue15_matrix_vector_products_are_row_reductions and
@@ -53,27 +58,37 @@ def test_own_kernel_ragged_shapes(m, n, k, trans_a, seed):
     f = (lambda a, b: a.T @ b) if trans_a else (lambda a, b: a @ b)
     exe, args = build(f, a, b)
     (g,) = gemms(exe)
-    assert matmul.supports(g) == (k * (-(-n // 32)) * 32 <= matmul.MAX_STACK_FLOATS
-                                  if trans_a else m * k <= matmul.MAX_STACK_FLOATS)
+    assert matmul.supports(g) == (
+        k * (-(-n // 32)) * 32 <= matmul.MAX_STACK_FLOATS
+        if trans_a
+        else m * k <= matmul.MAX_STACK_FLOATS
+    )
     (out,) = run(exe, args)
     close(out, (a.T if trans_a else a).astype(np.float64) @ b, k)
 
 
-@pytest.mark.parametrize("name,f,shapes,kind", [
-    ("A @ v", lambda a, b: a @ b, [(300, 200), (200,)], "row"),
-    ("A @ column", lambda a, b: a @ b, [(300, 200), (200, 1)], "row"),
-    ("v @ A.T", lambda a, b: a @ b.T, [(200,), (300, 200)], "row"),
-    ("row @ A.T", lambda a, b: a @ b.T, [(1, 200), (300, 200)], "row"),
-    ("dot", lambda a, b: fnp.dot(a, b), [(20000,), (20000,)], "row"),
-    ("batched A @ v", lambda a, b: (a @ b[..., None])[..., 0], [(8, 300, 200), (8, 200)],
-     "row"),
-    ("A.T @ v", lambda a, b: a.T @ b, [(200, 300), (200,)], "column"),
-    ("v @ A", lambda a, b: a @ b, [(200,), (200, 300)], "column"),
-    ("row @ A", lambda a, b: a @ b, [(1, 400), (400, 64)], "column"),
-    ("v @ narrow A", lambda a, b: a @ b, [(2000,), (2000, 63)], "gemm"),
-    ("batched v @ A", lambda a, b: (a[:, None] @ b)[:, 0], [(8, 200), (8, 200, 300)], "gemm"),
-    ("A @ B", lambda a, b: a @ b, [(300, 200), (200, 2)], "gemm"),
-])
+@pytest.mark.parametrize(
+    "name,f,shapes,kind",
+    [
+        ("A @ v", lambda a, b: a @ b, [(300, 200), (200,)], "row"),
+        ("A @ column", lambda a, b: a @ b, [(300, 200), (200, 1)], "row"),
+        ("v @ A.T", lambda a, b: a @ b.T, [(200,), (300, 200)], "row"),
+        ("row @ A.T", lambda a, b: a @ b.T, [(1, 200), (300, 200)], "row"),
+        ("dot", lambda a, b: fnp.dot(a, b), [(20000,), (20000,)], "row"),
+        (
+            "batched A @ v",
+            lambda a, b: (a @ b[..., None])[..., 0],
+            [(8, 300, 200), (8, 200)],
+            "row",
+        ),
+        ("A.T @ v", lambda a, b: a.T @ b, [(200, 300), (200,)], "column"),
+        ("v @ A", lambda a, b: a @ b, [(200,), (200, 300)], "column"),
+        ("row @ A", lambda a, b: a @ b, [(1, 400), (400, 64)], "column"),
+        ("v @ narrow A", lambda a, b: a @ b, [(2000,), (2000, 63)], "gemm"),
+        ("batched v @ A", lambda a, b: (a[:, None] @ b)[:, 0], [(8, 200), (8, 200, 300)], "gemm"),
+        ("A @ B", lambda a, b: a @ b, [(300, 200), (200, 2)], "gemm"),
+    ],
+)
 def test_issue15_matrix_vector_products_are_row_reductions(name, f, shapes, kind):
     """A product with one output column whose matrix is read along its rows is the inline
     reduction (contiguous, summed in blocks), one read down its columns (at least 64 of
@@ -168,10 +183,14 @@ def test_column_reduction_merges_into_the_kernel_storing_its_operand():
         h = nn.relu(x @ w)
         s = fnp.sum(h, axis=0)  # summed over the batch first, then stored for the product
         return h @ v, s
+
     exe, args = build(f, x, w, v)
     kerns = [s for s in exe.program.steps if isinstance(s, fusion.Kernel)]
-    merged = [k for k in kerns if any(s.combine for s in k.stores)
-              and any(s.combine is None for s in k.stores)]
+    merged = [
+        k
+        for k in kerns
+        if any(s.combine for s in k.stores) and any(s.combine is None for s in k.stores)
+    ]
     assert len(merged) == 1 and not merged[0].parallel
     out, colsum = run(exe, args)
     h = np.maximum(x.astype(np.float64) @ w, 0)
@@ -182,8 +201,10 @@ def test_column_reduction_merges_into_the_kernel_storing_its_operand():
 def test_mlp_step_plan_has_no_weight_sized_passes():
     rng = np.random.default_rng(6)
     sizes = (96, 64, 64, 10)
-    params = [(fnp.asarray((rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32)),
-               fnp.zeros(n)) for m, n in zip(sizes[:-1], sizes[1:])]
+    params = [
+        (fnp.asarray((rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32)), fnp.zeros(n))
+        for m, n in zip(sizes[:-1], sizes[1:])
+    ]
     x = fnp.asarray(rng.standard_normal((32, sizes[0])).astype(np.float32))
     y = fnp.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, 32)])
 
@@ -196,6 +217,7 @@ def test_mlp_step_plan_has_no_weight_sized_passes():
     def step(params, x, y):
         value, grads = fg.value_and_grad(loss)(params, x, y)
         return fg.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads), value
+
     exe = compile_jaxpr(fg.make_jaxpr(step)(params, x, y), "cpu", "test")
     args = fg.tree_util.tree_leaves((params, x, y))
     updates = [g for g in gemms(exe) if g.beta]

@@ -43,8 +43,9 @@ def test_odd_shapes_match_numpy(trans_a, alpha, beta):
                 a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
                 b = rng.standard_normal((k, n)).astype(np.float32)
                 c0 = rng.standard_normal((m, n)).astype(np.float32)
-                got = matmul.gemm(a, b, trans_a=trans_a, alpha=alpha, beta=beta,
-                                  c0=c0 if beta else None)
+                got = matmul.gemm(
+                    a, b, trans_a=trans_a, alpha=alpha, beta=beta, c0=c0 if beta else None
+                )
                 check(got, reference(a, b, trans_a, alpha, beta, c0), k)
 
 
@@ -62,9 +63,15 @@ def test_several_k_blocks_and_column_blocks(trans_a, m, n, k):
 
 
 @settings(max_examples=40, deadline=None)
-@given(m=st.integers(1, 70), n=st.integers(1, 70), k=st.integers(0, 70), trans_a=st.booleans(),
-       alpha=st.sampled_from([1.0, -1.0, 0.5, 3.0]), beta=st.sampled_from([0.0, 1.0, -2.0]),
-       seed=st.integers(0, 2**16))
+@given(
+    m=st.integers(1, 70),
+    n=st.integers(1, 70),
+    k=st.integers(0, 70),
+    trans_a=st.booleans(),
+    alpha=st.sampled_from([1.0, -1.0, 0.5, 3.0]),
+    beta=st.sampled_from([0.0, 1.0, -2.0]),
+    seed=st.integers(0, 2**16),
+)
 def test_random_shapes_match_numpy(m, n, k, trans_a, alpha, beta, seed):
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
@@ -86,7 +93,8 @@ def test_size_zero(trans_a):
     a = np.zeros((0, 6) if trans_a else (6, 0), np.float32)
     b = np.zeros((0, 40), np.float32)
     np.testing.assert_array_equal(
-        matmul.gemm(a, b, trans_a=trans_a, alpha=2.0, beta=0.5, c0=c0), np.float32(0.5) * c0)
+        matmul.gemm(a, b, trans_a=trans_a, alpha=2.0, beta=0.5, c0=c0), np.float32(0.5) * c0
+    )
     zero = matmul.gemm(a, b, trans_a=trans_a, alpha=-1.0)
     assert not zero.any() and np.signbit(zero).all()  # -1 * (+0) = -0, as numpy gives
 
@@ -120,8 +128,9 @@ def test_nan_inf_and_signed_zero():
     got = matmul.gemm(a, b, c0=c0, beta=1.0)
     assert np.isinf(got[2, 2]) or np.isnan(got[2, 2])
     z = np.zeros((9, 12), np.float32)
-    np.testing.assert_array_equal(np.signbit(matmul.gemm(z, b[:, :30] * 0, alpha=-3.0)),
-                                  np.ones((9, 30), bool))
+    np.testing.assert_array_equal(
+        np.signbit(matmul.gemm(z, b[:, :30] * 0, alpha=-3.0)), np.ones((9, 30), bool)
+    )
 
 
 def test_bad_arguments_are_named():
@@ -144,6 +153,7 @@ def test_jitted_products_call_the_library():
 
     def step(w, x, g):
         return w - 0.1 * (x.T @ g), x @ w  # a weight update (A^T, fused) and a plain product
+
     jf = fg.jit(step)
     exe = jf.lower(w, x, g).compile()._exe
     assert exe.ir.count(f"call void @{matmul.SYMBOL}(") == 2
@@ -155,8 +165,14 @@ def test_jitted_products_call_the_library():
 
 def run_fresh(script: str, **env) -> dict:
     env = {**os.environ, "FUNGRAD_DISABLE_CACHE": "1", **env}
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -237,6 +253,7 @@ def test_compile_error_names_the_library_and_keeps_its_ir():
 
 # -- b transposed (``[n, k]`` rows: the backward products dy @ W^T) ------------------------------
 
+
 def reference_t(a, bt, alpha, beta, c0):
     out = np.float64(alpha) * (a.astype(np.float64) @ bt.T.astype(np.float64))
     return out + np.float64(beta) * c0 if beta else out
@@ -255,8 +272,9 @@ def test_trans_b_odd_shapes_match_numpy(alpha, beta):
                 a = rng.standard_normal((m, k)).astype(np.float32)
                 bt = rng.standard_normal((n, k)).astype(np.float32)
                 c0 = rng.standard_normal((m, n)).astype(np.float32)
-                got = matmul.gemm(a, bt, trans_b=True, alpha=alpha, beta=beta,
-                                  c0=c0 if beta else None)
+                got = matmul.gemm(
+                    a, bt, trans_b=True, alpha=alpha, beta=beta, c0=c0 if beta else None
+                )
                 check(got, reference_t(a, bt, alpha, beta, c0), k)
 
 
@@ -288,8 +306,13 @@ def test_trans_b_strided_in_place_and_nan_c0():
 
 
 @settings(max_examples=30, deadline=None)
-@given(m=st.integers(1, 40), n=st.integers(1, 70), k=st.integers(0, 70),
-       beta=st.sampled_from([0.0, 1.0]), seed=st.integers(0, 2**16))
+@given(
+    m=st.integers(1, 40),
+    n=st.integers(1, 70),
+    k=st.integers(0, 70),
+    beta=st.sampled_from([0.0, 1.0]),
+    seed=st.integers(0, 2**16),
+)
 def test_trans_b_random_shapes(m, n, k, beta, seed):
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((m, k)).astype(np.float32)
@@ -323,8 +346,9 @@ def test_every_layout_odd_shapes_nan_c0_and_in_place(trans_a, trans_b):
                 check(got, -2.0 * want, k)
                 c = rng.standard_normal((m, n)).astype(np.float32)
                 c0 = c.astype(np.float64)
-                matmul.gemm(a, b, trans_a=trans_a, trans_b=trans_b, alpha=0.5, beta=-1.5, c0=c,
-                            out=c)
+                matmul.gemm(
+                    a, b, trans_a=trans_a, trans_b=trans_b, alpha=0.5, beta=-1.5, c0=c, out=c
+                )
                 check(c, 0.5 * want - 1.5 * c0, k)
 
 
@@ -337,15 +361,18 @@ def test_every_layout_several_k_and_column_blocks_in_place(trans_a, trans_b):
         a, b, want = operands(rng, m, n, k, trans_a, trans_b)
         w = rng.standard_normal((m, n)).astype(np.float32)
         w_before = w.astype(np.float64)
-        assert matmul.gemm(a, b, trans_a=trans_a, trans_b=trans_b, alpha=-0.1, beta=1.0, c0=w,
-                           out=w) is w
+        assert (
+            matmul.gemm(a, b, trans_a=trans_a, trans_b=trans_b, alpha=-0.1, beta=1.0, c0=w, out=w)
+            is w
+        )
         check(w, w_before - 0.1 * want, k)
 
 
 def test_trans_b_errors():
     with pytest.raises(ValueError, match="both be transposed"):
-        matmul.gemm(np.ones((3, 4), np.float32), np.ones((5, 3), np.float32), trans_a=True,
-                    trans_b=True)
+        matmul.gemm(
+            np.ones((3, 4), np.float32), np.ones((5, 3), np.float32), trans_a=True, trans_b=True
+        )
     with pytest.raises(ValueError, match=r"op\(b\) is 5x3"):
         matmul.gemm(np.ones((4, 4), np.float32), np.ones((3, 5), np.float32), trans_b=True)
 
@@ -356,19 +383,35 @@ def test_trans_b_without_avx512_transposes_with_shufflevector():
     import ctypes
 
     from fungrad.lowering.cpu import compiler as cpu
+
     ir = matmul.library_ir(avx512=False).replace(f"@{matmul.SYMBOL}(", "@fg_mm_generic(")
     assert "vpermi2var" not in ir and "vpermi2var" in matmul.library_ir(avx512=True)
     module = cpu.compile_module(ir, ["fg_mm_generic"], name="fg_mm_generic", passes=False)
     i64, ptr, f32 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_float
-    fn = module.function("fg_mm_generic", [ctypes.c_int32, i64, i64, i64, f32, ptr, i64, ptr,
-                                           i64, f32, ptr, ptr, i64])
+    fn = module.function(
+        "fg_mm_generic",
+        [ctypes.c_int32, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, ptr, i64],
+    )
     rng = np.random.default_rng(7)
     for m, n, k in ((9, 33, 17), (16, 10, 40), (1, 1, 1)):
         a = rng.standard_normal((m, k)).astype(np.float32)
         bt = rng.standard_normal((n, k)).astype(np.float32)
         out = np.empty((m, n), np.float32)
-        fn(2, m, n, k, 1.0, a.ctypes.data, k, bt.ctypes.data, k, 0.0, out.ctypes.data,
-           out.ctypes.data, n)
+        fn(
+            2,
+            m,
+            n,
+            k,
+            1.0,
+            a.ctypes.data,
+            k,
+            bt.ctypes.data,
+            k,
+            0.0,
+            out.ctypes.data,
+            out.ctypes.data,
+            n,
+        )
         check(out, reference_t(a, bt, 1.0, 0.0, None), k)
 
 
@@ -393,8 +436,10 @@ def test_issue15_long_contractions_sum_super_blocks_separately(trans_a, trans_b)
     m, n, k = 9, 33, (1 << 18) + 3  # ragged: the last k block and super-block are partial
 
     def mixed(shape):
-        return (rng.uniform(0.5, 1.0, shape) * np.exp2(rng.integers(-6, 7, shape))
-                ).astype(np.float32)
+        return (rng.uniform(0.5, 1.0, shape) * np.exp2(rng.integers(-6, 7, shape))).astype(
+            np.float32
+        )
+
     a = mixed((k, m) if trans_a else (m, k))
     b = mixed((n, k) if trans_b else (k, n))
     c0 = mixed((m, n))
@@ -402,8 +447,9 @@ def test_issue15_long_contractions_sum_super_blocks_separately(trans_a, trans_b)
     op_b = (b.T if trans_b else b).astype(np.float64)
     eps = float(np.finfo(np.float32).eps)
     for alpha, beta in ((1.0, 0.0), (0.5, 2.0)):
-        got = matmul.gemm(a, b, trans_a=trans_a, trans_b=trans_b, alpha=alpha, beta=beta,
-                          c0=c0 if beta else None)
+        got = matmul.gemm(
+            a, b, trans_a=trans_a, trans_b=trans_b, alpha=alpha, beta=beta, c0=c0 if beta else None
+        )
         want = alpha * (op_a @ op_b) + beta * c0.astype(np.float64)
         err = np.abs(got - want) / (eps * np.log2(k) * want)
         assert np.max(err) <= 0.25, (alpha, beta, np.max(err))

@@ -55,18 +55,28 @@ ACTIVATIONS = {
     "elu": (nn.elu, _elu),
     "elu_alpha": (lambda x: nn.elu(x, alpha=0.5), lambda x: _elu(x, 0.5)),
     "celu": (nn.celu, lambda x: np.maximum(x, 0) + np.expm1(np.minimum(x, 0))),
-    "celu_alpha": (lambda x: nn.celu(x, 2.0),
-                   lambda x: np.maximum(x, 0) + 2.0 * np.expm1(np.minimum(x, 0) / 2.0)),
+    "celu_alpha": (
+        lambda x: nn.celu(x, 2.0),
+        lambda x: np.maximum(x, 0) + 2.0 * np.expm1(np.minimum(x, 0) / 2.0),
+    ),
     "selu": (nn.selu, lambda x: 1.0507009873554805 * _elu(x, 1.6732632423543772)),
     "leaky_relu": (nn.leaky_relu, lambda x: np.where(x >= 0, x, 0.01 * x)),
-    "leaky_relu_slope": (lambda x: nn.leaky_relu(x, negative_slope=0.2),
-                         lambda x: np.where(x >= 0, x, 0.2 * x)),
-    "gelu_tanh": (nn.gelu, lambda x: 0.5 * x * (1 + np.tanh(
-        math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))),
-    "gelu_exact": (lambda x: nn.gelu(x, approximate=False),
-                   lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2)))),
-    "sparse_plus": (nn.sparse_plus, lambda x: np.where(
-        x <= -1, 0.0, np.where(x >= 1, x, (x + 1) ** 2 / 4))),
+    "leaky_relu_slope": (
+        lambda x: nn.leaky_relu(x, negative_slope=0.2),
+        lambda x: np.where(x >= 0, x, 0.2 * x),
+    ),
+    "gelu_tanh": (
+        nn.gelu,
+        lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
+    ),
+    "gelu_exact": (
+        lambda x: nn.gelu(x, approximate=False),
+        lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))),
+    ),
+    "sparse_plus": (
+        nn.sparse_plus,
+        lambda x: np.where(x <= -1, 0.0, np.where(x >= 1, x, (x + 1) ** 2 / 4)),
+    ),
     "sparse_sigmoid": (nn.sparse_sigmoid, lambda x: np.clip(x + 1, 0, 2) / 2),
     "squareplus": (nn.squareplus, lambda x: (x + np.sqrt(x * x + 4)) / 2),
     "mish": (nn.mish, lambda x: x * np.tanh(_softplus(x))),
@@ -86,17 +96,19 @@ def shapes_broadcasting_to(draw, shape):
     """A shape that broadcasts to ``shape`` (never beyond it): some dims set to 1, some
     leading dims dropped."""
     out = tuple(1 if draw(st.booleans()) else d for d in shape)
-    return out[draw(st.integers(0, len(out))):]
-small_arrays = hnp.arrays(np.float32, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0,
-                                                       max_side=4), elements=finite32)
+    return out[draw(st.integers(0, len(out))) :]
+
+
+small_arrays = hnp.arrays(
+    np.float32, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4), elements=finite32
+)
 
 
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
 @given(x=small_arrays)
 def test_activation_matches_float64_definition(name, x):
     fn, ref = ACTIVATIONS[name]
-    assert_array(fn(x), ref(_f64(x)), dtype=np.float32, rtol=2e-5,
-                 atol=ATOL32.get(name, 2e-6))
+    assert_array(fn(x), ref(_f64(x)), dtype=np.float32, rtol=2e-5, atol=ATOL32.get(name, 2e-6))
 
 
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
@@ -125,13 +137,13 @@ def test_activation_float16_stays_float16(name):
 def test_activations_stable_for_extreme_inputs():
     x = np.array([-1e30, -1e4, -100.0, 100.0, 1e4, 1e30], np.float32)
     assert_array(nn.softplus(x), [0, 0, 3.7200760e-44, 100, 1e4, 1e30], dtype=np.float32)
-    assert_array(nn.log_sigmoid(x), [-1e30, -1e4, -100, -3.7200760e-44, 0, 0],
-                 dtype=np.float32)
+    assert_array(nn.log_sigmoid(x), [-1e30, -1e4, -100, -3.7200760e-44, 0, 0], dtype=np.float32)
     assert_array(nn.sigmoid(x), [0, 0, 3.7200760e-44, 1, 1, 1], dtype=np.float32)
     assert_array(nn.elu(x), [-1, -1, -1, 100, 1e4, 1e30], dtype=np.float32)
     assert_array(nn.celu(x), [-1, -1, -1, 100, 1e4, 1e30], dtype=np.float32)
-    assert_array(nn.gelu(x, approximate=False), [-0.0, -0.0, -0.0, 100, 1e4, 1e30],
-                 dtype=np.float32)
+    assert_array(
+        nn.gelu(x, approximate=False), [-0.0, -0.0, -0.0, 100, 1e4, 1e30], dtype=np.float32
+    )
     y = np.array([-inf, inf], np.float32)
     assert_array(nn.sigmoid(y), [0, 1])
     assert_array(nn.softplus(y), [0, inf])
@@ -140,10 +152,12 @@ def test_activations_stable_for_extreme_inputs():
 
 
 def test_relu_hard_tanh_keep_integer_dtype():
-    assert_array(nn.relu(np.array([-2, 0, 5], np.int32)), np.array([0, 0, 5], np.int32),
-                 dtype=np.int32)
-    assert_array(nn.hard_tanh(np.array([-5, 0, 5], np.int32)), np.array([-1, 0, 1], np.int32),
-                 dtype=np.int32)
+    assert_array(
+        nn.relu(np.array([-2, 0, 5], np.int32)), np.array([0, 0, 5], np.int32), dtype=np.int32
+    )
+    assert_array(
+        nn.hard_tanh(np.array([-5, 0, 5], np.int32)), np.array([-1, 0, 1], np.int32), dtype=np.int32
+    )
 
 
 def test_python_scalar_inputs_are_weak_float32():
@@ -154,13 +168,18 @@ def test_python_scalar_inputs_are_weak_float32():
 
 # -- glu ---------------------------------------------------------------------------------------
 
-@given(x=hnp.arrays(np.float32, st.tuples(st.integers(1, 3), st.sampled_from([0, 2, 4, 6])),
-                    elements=st.floats(-20, 20, width=32)),
-       axis=st.sampled_from([-1, 1]))
+
+@given(
+    x=hnp.arrays(
+        np.float32,
+        st.tuples(st.integers(1, 3), st.sampled_from([0, 2, 4, 6])),
+        elements=st.floats(-20, 20, width=32),
+    ),
+    axis=st.sampled_from([-1, 1]),
+)
 def test_glu_matches_definition(x, axis):
     a, b = np.split(_f64(x), 2, axis=axis)
-    assert_array(nn.glu(x, axis=axis), a * _sigmoid(b), dtype=np.float32, rtol=2e-6,
-                 atol=1e-6)
+    assert_array(nn.glu(x, axis=axis), a * _sigmoid(b), dtype=np.float32, rtol=2e-6, atol=1e-6)
 
 
 def test_glu_first_axis_and_odd_size_error():
@@ -173,6 +192,7 @@ def test_glu_first_axis_and_odd_size_error():
 
 
 # -- softmax, log_softmax -----------------------------------------------------------------------
+
 
 def _ref_softmax_parts(x, axis, where):
     x = _f64(x)
@@ -201,9 +221,13 @@ def softmax_cases(draw, elements=st.floats(-1e4, 1e4, width=32)):
     shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4))
     x = draw(hnp.arrays(np.float32, shape, elements=elements))
     ndim = len(shape)
-    axis = draw(st.one_of(
-        st.integers(-ndim, ndim - 1), st.none(),
-        st.lists(st.integers(0, ndim - 1), unique=True, min_size=1).map(tuple)))
+    axis = draw(
+        st.one_of(
+            st.integers(-ndim, ndim - 1),
+            st.none(),
+            st.lists(st.integers(0, ndim - 1), unique=True, min_size=1).map(tuple),
+        )
+    )
     where_shape = draw(shapes_broadcasting_to(shape))
     where = draw(st.none() | hnp.arrays(np.bool_, where_shape))
     return x, axis, where
@@ -216,51 +240,56 @@ def test_softmax_matches_reference(case):
     assert_array(out, _ref_softmax(x, axis, where), dtype=np.float32, rtol=1e-5, atol=1e-6)
     if where is None and x.size:
         # independent check: the result sums to one along the reduced axes
-        np.testing.assert_allclose(np.sum(np.asarray(out, np.float64), axis=axis), 1.0,
-                                   rtol=1e-5)
+        np.testing.assert_allclose(np.sum(np.asarray(out, np.float64), axis=axis), 1.0, rtol=1e-5)
 
 
 @given(softmax_cases())
 def test_log_softmax_matches_reference(case):
     x, axis, where = case
     out = nn.log_softmax(x, axis=axis, where=where)
-    assert_array(out, _ref_log_softmax(x, axis, where), dtype=np.float32, rtol=1e-5,
-                 atol=1e-5)
+    assert_array(out, _ref_log_softmax(x, axis, where), dtype=np.float32, rtol=1e-5, atol=1e-5)
 
 
 def test_softmax_large_inputs_do_not_overflow():
     x = np.array([[1000.0, 1000.0], [1e30, -1e30], [3e38, 3e38]], np.float32)
     assert_array(nn.softmax(x), [[0.5, 0.5], [1, 0], [0.5, 0.5]], dtype=np.float32)
-    assert_array(nn.log_softmax(x), [[-math.log(2)] * 2, [0, -2e30], [-math.log(2)] * 2],
-                 dtype=np.float32, rtol=1e-6)
+    assert_array(
+        nn.log_softmax(x),
+        [[-math.log(2)] * 2, [0, -2e30], [-math.log(2)] * 2],
+        dtype=np.float32,
+        rtol=1e-6,
+    )
 
 
 def test_softmax_infinite_rows_follow_jax():
     x = np.array([[-inf, -inf, -inf], [-inf, 0.0, 0.0], [inf, 1.0, 2.0]], np.float32)
     # an all -inf row is -inf - -inf = NaN, a row with +inf is inf/inf = NaN (as in JAX)
     assert_array(nn.softmax(x), [[nan] * 3, [0, 0.5, 0.5], [nan] * 3])
-    assert_array(nn.log_softmax(x), [[nan] * 3, [-inf, -math.log(2), -math.log(2)], [nan] * 3],
-                 rtol=1e-6)
+    assert_array(
+        nn.log_softmax(x), [[nan] * 3, [-inf, -math.log(2), -math.log(2)], [nan] * 3], rtol=1e-6
+    )
 
 
 def test_softmax_where_masks_and_fully_masked_row():
     x = np.array([[1.0, 2.0, nan], [1.0, 2.0, 3.0]], np.float32)
     where = np.array([[True, True, False], [False, False, False]])
     e = math.exp(1.0)
-    assert_array(nn.softmax(x, where=where), [[1 / (1 + e), e / (1 + e), 0], [0, 0, 0]],
-                 rtol=1e-6)
+    assert_array(nn.softmax(x, where=where), [[1 / (1 + e), e / (1 + e), 0], [0, 0, 0]], rtol=1e-6)
     out = nn.log_softmax(x, where=where)
     assert_array(out[0], [-math.log1p(e), 1 - math.log1p(e), -inf], rtol=1e-6)
 
 
 def test_softmax_int_input_promotes_and_float64(x64):
     # NB: as JAX, int32 input becomes float32 even with x64 (only 64-bit ints -> float64)
-    assert_array(nn.softmax(np.array([0, 1], np.int32)), _ref_softmax(np.array([0.0, 1.0])),
-                 dtype=np.float32, rtol=1e-6)
+    assert_array(
+        nn.softmax(np.array([0, 1], np.int32)),
+        _ref_softmax(np.array([0.0, 1.0])),
+        dtype=np.float32,
+        rtol=1e-6,
+    )
     x = np.array([[0.5, -3.0, 700.0], [1e300, 1e300, -1e300]])
     assert_array(nn.softmax(x, axis=1), _ref_softmax(x, 1), dtype=np.float64, rtol=1e-14)
-    assert_array(nn.log_softmax(x, axis=0), _ref_log_softmax(x, 0), dtype=np.float64,
-                 rtol=1e-14)
+    assert_array(nn.log_softmax(x, axis=0), _ref_log_softmax(x, 0), dtype=np.float64, rtol=1e-14)
 
 
 def test_softmax_errors():
@@ -273,6 +302,7 @@ def test_softmax_errors():
 
 
 # -- logsumexp --------------------------------------------------------------------------------
+
 
 def _ref_logsumexp(a, axis=None, b=None, keepdims=False, where=None):
     """(result, sign) in float64, from the definition log|sum b exp a| with the max shifted."""
@@ -299,11 +329,17 @@ def logsumexp_cases(draw):
     shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4))
     a = draw(hnp.arrays(np.float32, shape, elements=elements))
     ndim = len(shape)
-    axis = draw(st.none() | st.lists(st.integers(0, ndim - 1), unique=True).map(tuple)
-                if ndim else st.none())
-    b = draw(st.none() | hnp.arrays(
-        np.float32, draw(shapes_broadcasting_to(shape)),
-        elements=st.floats(0, 3, width=32)))  # b < 0 cancels: see the test below
+    axis = draw(
+        st.none() | st.lists(st.integers(0, ndim - 1), unique=True).map(tuple)
+        if ndim
+        else st.none()
+    )
+    b = draw(
+        st.none()
+        | hnp.arrays(
+            np.float32, draw(shapes_broadcasting_to(shape)), elements=st.floats(0, 3, width=32)
+        )
+    )  # b < 0 cancels: see the test below
     where = draw(st.none() | hnp.arrays(np.bool_, shape))
     return a, axis, b, where, draw(st.booleans())
 
@@ -312,19 +348,16 @@ def logsumexp_cases(draw):
 def test_logsumexp_matches_reference(case):
     a, axis, b, where, keepdims = case
     ref, ref_sign = _ref_logsumexp(a, axis, b, keepdims, where)
-    out, sign = nn.logsumexp(a, axis=axis, b=b, keepdims=keepdims, where=where,
-                             return_sign=True)
+    out, sign = nn.logsumexp(a, axis=axis, b=b, keepdims=keepdims, where=where, return_sign=True)
     assert_array(out, ref, dtype=np.float32, rtol=1e-5, atol=1e-5)
     assert_array(sign, ref_sign, dtype=np.float32)
     plain = nn.logsumexp(a, axis=axis, b=b, keepdims=keepdims, where=where)
     # without return_sign a negative sum is NaN
-    assert_array(plain, np.where(ref_sign < 0, nan, ref), dtype=np.float32, rtol=1e-5,
-                 atol=1e-5)
+    assert_array(plain, np.where(ref_sign < 0, nan, ref), dtype=np.float32, rtol=1e-5, atol=1e-5)
 
 
 def test_logsumexp_infinite_rows():
-    a = np.array([[-inf, -inf], [inf, 1.0], [inf, -inf], [nan, 1.0], [1e30, 1e30]],
-                 np.float32)
+    a = np.array([[-inf, -inf], [inf, 1.0], [inf, -inf], [nan, 1.0], [1e30, 1e30]], np.float32)
     # all -inf -> -inf (not NaN); +inf -> +inf; NaN propagates; huge values do not overflow
     assert_array(nn.logsumexp(a, axis=1), [-inf, inf, inf, nan, 1e30], dtype=np.float32)
     out, sign = nn.logsumexp(a[:1], axis=1, return_sign=True)
@@ -337,8 +370,11 @@ def test_logsumexp_small_values_match_naive_formula():
     naive = np.log(np.sum(np.exp(_f64(a)), axis=1))
     assert_array(nn.logsumexp(a, axis=1), naive, rtol=1e-6)
     assert_array(nn.logsumexp(a), np.log(np.sum(np.exp(_f64(a)))), rtol=1e-6)
-    assert_array(nn.logsumexp(a, axis=0, keepdims=True),
-                 np.log(np.sum(np.exp(_f64(a)), axis=0, keepdims=True)), rtol=1e-6)
+    assert_array(
+        nn.logsumexp(a, axis=0, keepdims=True),
+        np.log(np.sum(np.exp(_f64(a)), axis=0, keepdims=True)),
+        rtol=1e-6,
+    )
 
 
 def test_logsumexp_b_weights_and_sign():
@@ -361,8 +397,12 @@ def test_logsumexp_where_ignores_masked_nan_and_empty_axis():
 
 def test_logsumexp_dtypes(x64):
     # NB: as JAX, int32 input becomes float32 even with x64 (only 64-bit ints -> float64)
-    assert_array(nn.logsumexp(np.array([1, 2], np.int32)), math.log(math.e + math.e**2),
-                 dtype=np.float32, rtol=1e-6)
+    assert_array(
+        nn.logsumexp(np.array([1, 2], np.int32)),
+        math.log(math.e + math.e**2),
+        dtype=np.float32,
+        rtol=1e-6,
+    )
     assert_array(nn.logsumexp(3.0), 3.0, dtype=np.float64)
     a = np.array([700.0, 700.0, -1e300])
     assert_array(nn.logsumexp(a), 700 + math.log(2), dtype=np.float64, rtol=1e-15)
@@ -385,6 +425,7 @@ def test_logsumexp_errors():
 
 # -- logmeanexp --------------------------------------------------------------------------------
 
+
 def test_logmeanexp_is_logsumexp_minus_log_count():
     a = np.array([[1.0, 2.0, 3.0], [-1e30, 0.0, 1e4]], np.float32)
     ref, _ = _ref_logsumexp(a, axis=1)
@@ -395,6 +436,7 @@ def test_logmeanexp_is_logsumexp_minus_log_count():
 
 
 # -- one_hot -----------------------------------------------------------------------------------
+
 
 def _ref_one_hot(x, n, axis=-1, dtype=np.float32):
     # np.eye row per index; out-of-range indices (negative ones too) give all zeros, as in JAX
@@ -408,9 +450,13 @@ def _ref_one_hot(x, n, axis=-1, dtype=np.float32):
 @given(n=st.integers(0, 6), data=st.data())
 def test_one_hot_matches_eye_indexing(n, data):
     dtype = data.draw(st.sampled_from([np.int32, np.uint8, np.int8, np.uint32]))
-    x = data.draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0,
-                                                     max_side=4),
-                             elements=st.integers(0 if dtype().dtype.kind == "u" else -3, 8)))
+    x = data.draw(
+        hnp.arrays(
+            dtype,
+            hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4),
+            elements=st.integers(0 if dtype().dtype.kind == "u" else -3, 8),
+        )
+    )
     axis = data.draw(st.integers(-x.ndim - 1, x.ndim))
     out_dtype = data.draw(st.sampled_from([None, np.float32, np.int32, np.bool_]))
     if out_dtype is None:
@@ -447,11 +493,17 @@ def test_one_hot_errors():
 
 # -- standardize -------------------------------------------------------------------------------
 
+
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(x=hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1,
-                                                 max_side=4),
-                    elements=st.floats(-100, 100)),
-       algorithm=st.sampled_from(["fast", "stable"]), data=st.data())
+@given(
+    x=hnp.arrays(
+        np.float64,
+        hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4),
+        elements=st.floats(-100, 100),
+    ),
+    algorithm=st.sampled_from(["fast", "stable"]),
+    data=st.data(),
+)
 def test_standardize_matches_definition(x64, x, algorithm, data):
     axis = data.draw(st.sampled_from([-1, 0, None, tuple(range(x.ndim))]))
     where = data.draw(st.none() | hnp.arrays(np.bool_, x.shape))
@@ -471,13 +523,16 @@ def test_standardize_matches_definition(x64, x, algorithm, data):
 def test_standardize_float32_given_mean_variance_and_int_input():
     x = np.array([[1.0, 2.0, 3.0, 6.0], [0.0, -1.0, 5.0, 4.0]], np.float32)
     m, v = _f64(x).mean(-1, keepdims=True), _f64(x).var(-1, keepdims=True)
-    assert_array(nn.standardize(x), (x - m) / np.sqrt(v + 1e-5), dtype=np.float32, rtol=1e-5,
-                 atol=1e-6)
-    assert_array(nn.standardize(x, mean=1.0, variance=4.0, epsilon=0.0), (x - 1.0) / 2.0,
-                 dtype=np.float32)
+    assert_array(
+        nn.standardize(x), (x - m) / np.sqrt(v + 1e-5), dtype=np.float32, rtol=1e-5, atol=1e-6
+    )
+    assert_array(
+        nn.standardize(x, mean=1.0, variance=4.0, epsilon=0.0), (x - 1.0) / 2.0, dtype=np.float32
+    )
     xi = np.array([1, 2, 3], np.int32)
-    assert_array(nn.standardize(xi), (xi - 2.0) / np.sqrt(2 / 3 + 1e-5), dtype=np.float32,
-                 rtol=1e-6)
+    assert_array(
+        nn.standardize(xi), (xi - 2.0) / np.sqrt(2 / 3 + 1e-5), dtype=np.float32, rtol=1e-6
+    )
 
 
 def test_standardize_errors():
@@ -488,6 +543,7 @@ def test_standardize_errors():
 
 
 # -- tracing ------------------------------------------------------------------------------------
+
 
 def test_softmax_jaxpr_has_stable_primitives_and_evaluates():
     x = np.array([[1.0, 2.0, 3.0], [1e4, -1e4, 0.0]], np.float32)

@@ -14,8 +14,9 @@ from fungrad.testing import check_grads
 NEG = -0.7 * float(np.finfo(np.float32).max)
 
 
-def ref_attention(q, k, v, bias=None, mask=None, scale=None, is_causal=False, qlen=None,
-                  kvlen=None, window=None):
+def ref_attention(
+    q, k, v, bias=None, mask=None, scale=None, is_causal=False, qlen=None, kvlen=None, window=None
+):
     """Loops over batch and heads, in float64."""
     q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
     B, T, N, H = q.shape
@@ -49,7 +50,7 @@ def ref_attention(q, k, v, bias=None, mask=None, scale=None, is_causal=False, ql
             p /= p.sum(-1, keepdims=True)
             out[b, :, n] = p @ v[b, :, kh]
             if qlen is not None:
-                out[b, qlen[b]:, n] = 0
+                out[b, qlen[b] :, n] = 0
     return out, lse
 
 
@@ -57,14 +58,23 @@ rng = np.random.default_rng(0)
 
 
 def _qkv(B=2, T=4, S=5, N=4, K=2, H=3, dtype=np.float32):
-    return (rng.standard_normal((B, T, N, H)).astype(dtype),
-            rng.standard_normal((B, S, K, H)).astype(dtype),
-            rng.standard_normal((B, S, K, H)).astype(dtype))
+    return (
+        rng.standard_normal((B, T, N, H)).astype(dtype),
+        rng.standard_normal((B, S, K, H)).astype(dtype),
+        rng.standard_normal((B, S, K, H)).astype(dtype),
+    )
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.sampled_from([(4, 4), (4, 2), (2, 1)]), st.booleans(), st.booleans(), st.booleans(),
-       st.sampled_from([None, (1, 0), (0, 2), 1]), st.booleans(), st.integers(1, 4))
+@given(
+    st.sampled_from([(4, 4), (4, 2), (2, 1)]),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([None, (1, 0), (0, 2), 1]),
+    st.booleans(),
+    st.integers(1, 4),
+)
 def test_attention_matches_reference(heads, use_bias, use_mask, causal, window, lens, T):
     N, K = heads
     q, k, v = _qkv(N=N, K=K, T=T)
@@ -73,9 +83,17 @@ def test_attention_matches_reference(heads, use_bias, use_mask, causal, window, 
     mask = (rng.random((B, 1, T, S)) < 0.7) if use_mask else None
     qlen = np.array([T, max(T - 1, 0)], np.int32) if lens else None
     kvlen = np.array([2, S], np.int32) if lens else None
-    got = nn.dot_product_attention(q, k, v, bias, mask, is_causal=causal,
-                                   query_seq_lengths=qlen, key_value_seq_lengths=kvlen,
-                                   local_window_size=window)
+    got = nn.dot_product_attention(
+        q,
+        k,
+        v,
+        bias,
+        mask,
+        is_causal=causal,
+        query_seq_lengths=qlen,
+        key_value_seq_lengths=kvlen,
+        local_window_size=window,
+    )
     w = (window, window) if isinstance(window, int) else window
     want, _ = ref_attention(q, k, v, bias, mask, None, causal, qlen, kvlen, w)
     assert got.shape == q.shape and got.dtype == np.float32
@@ -92,13 +110,13 @@ def test_attention_scale_residual_3d_and_size_zero():
     np.testing.assert_allclose(lse, want_lse, rtol=1e-5)
     # unbatched (T, N, H) inputs
     got = nn.dot_product_attention(q[0], k[0], v[0], is_causal=True)
-    np.testing.assert_allclose(got, ref_attention(q[:1], k[:1], v[:1], is_causal=True)[0][0],
-                               rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(
+        got, ref_attention(q[:1], k[:1], v[:1], is_causal=True)[0][0], rtol=2e-5, atol=2e-6
+    )
     # a fully masked row is the mean of the values (finite mask value), not NaN
     none = np.zeros((1, 1, 4, 5), bool)
     got = nn.dot_product_attention(q, k, v, mask=none)
-    np.testing.assert_allclose(got[:, :, 0], v[:, :, 0].mean(1)[:, None].repeat(4, 1),
-                               rtol=1e-5)
+    np.testing.assert_allclose(got[:, :, 0], v[:, :, 0].mean(1)[:, None].repeat(4, 1), rtol=1e-5)
     # no queries
     q0 = np.zeros((2, 0, 4, 3), np.float32)
     assert nn.dot_product_attention(q0, k, v).shape == (2, 0, 4, 3)
@@ -111,8 +129,12 @@ def test_attention_grads_vmap_jit():
     def f(q, k, v):
         return nn.dot_product_attention(q, k, v, bias, is_causal=True)
 
-    check_grads(f, (q.astype(np.float64), k.astype(np.float64), v.astype(np.float64)),
-                order=2, modes=("fwd", "rev"))
+    check_grads(
+        f,
+        (q.astype(np.float64), k.astype(np.float64), v.astype(np.float64)),
+        order=2,
+        modes=("fwd", "rev"),
+    )
     qs, ks, vs = (np.stack([a, a * 0.5 + 1]) for a in (q, k, v))
     batched = fg.vmap(f)(qs, ks, vs)
     for i in range(2):
@@ -138,6 +160,7 @@ def test_attention_errors():
 
 # -- scaled matmuls ----------------------------------------------------------------------------
 
+
 def test_scaled_matmul():
     a = rng.standard_normal((2, 3, 8)).astype(np.float32)
     b = rng.standard_normal((2, 4, 8)).astype(np.float32)
@@ -148,10 +171,15 @@ def test_scaled_matmul():
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     # JAX's docstring example
-    np.testing.assert_allclose(nn.scaled_matmul(np.array([1, 2, 3.0]).reshape(1, 1, 3),
-                                                np.array([4, 5, 6.0]).reshape(1, 1, 3),
-                                                np.full((1, 1, 1), 0.5),
-                                                np.full((1, 1, 1), 0.5)), [[[8.0]]])
+    np.testing.assert_allclose(
+        nn.scaled_matmul(
+            np.array([1, 2, 3.0]).reshape(1, 1, 3),
+            np.array([4, 5, 6.0]).reshape(1, 1, 3),
+            np.full((1, 1, 1), 0.5),
+            np.full((1, 1, 1), 0.5),
+        ),
+        [[[8.0]]],
+    )
     check_grads(lambda a, b: nn.scaled_matmul(a, b, sa, sb), (a, b), order=1)
     with pytest.raises(ValueError, match="divide"):
         nn.scaled_matmul(a, b, sa[..., :1].repeat(3, -1), sb)
@@ -167,6 +195,7 @@ def test_scaled_dot_general():
 
 
 # -- log1mexp, tanh ----------------------------------------------------------------------------
+
 
 def test_log1mexp_values_and_grad():
     x = np.array([1e-30, 1e-8, 1e-3, 0.5, np.log(2), 0.7, 3.0, 20.0, 100.0], np.float32)

@@ -23,6 +23,7 @@ def exact(actual, expected, dtype=None):
 
 # -- array / asarray / astype / copy -------------------------------------------------------
 
+
 def test_array_of_python_scalars_is_weak():
     exact(fnp.array(1.0), np.float32(1.0))
     assert fnp.array(1.0).weak_type and fnp.asarray(3).weak_type
@@ -73,6 +74,7 @@ def test_copy_keeps_value_and_weak_type():
 
 # -- arange ----------------------------------------------------------------------------------
 
+
 @given(st.integers(-20, 20), st.integers(-20, 20), st.integers(-5, 5).filter(bool))
 def test_arange_int_matches_numpy(start, stop, step):
     exact(fnp.arange(start, stop, step), np.arange(start, stop, step, dtype=np.int32))
@@ -80,8 +82,11 @@ def test_arange_int_matches_numpy(start, stop, step):
     exact(fnp.arange(stop), np.arange(stop, dtype=np.int32))
 
 
-@given(st.floats(-10, 10), st.floats(-10, 10),
-       st.floats(0.05, 3).flatmap(lambda s: st.sampled_from([s, -s])))
+@given(
+    st.floats(-10, 10),
+    st.floats(-10, 10),
+    st.floats(0.05, 3).flatmap(lambda s: st.sampled_from([s, -s])),
+)
 def test_arange_float_matches_numpy(start, stop, step):
     want = np.arange(start, stop, step)
     got = fnp.arange(start, stop, step)
@@ -122,6 +127,7 @@ def test_arange_x64(x64):
 
 # -- linspace / logspace / geomspace ------------------------------------------------------------
 
+
 @given(st.floats(-100, 100), st.floats(-100, 100), st.integers(0, 20), st.booleans())
 def test_linspace_matches_numpy(start, stop, num, endpoint):
     got, step = fnp.linspace(start, stop, num, endpoint=endpoint, retstep=True)
@@ -149,8 +155,9 @@ def test_linspace_array_bounds_and_axis(shapes, num, endpoint, data):
 
 def test_linspace_integer_dtype_floors():
     exact(fnp.linspace(0, 10, 4, dtype=np.int32), np.array([0, 3, 6, 10], np.int32))
-    exact(fnp.linspace(-5, 5, 4, dtype=np.int32),
-          np.linspace(-5, 5, 4, dtype=np.int32))  # numpy >= 2 floors too
+    exact(
+        fnp.linspace(-5, 5, 4, dtype=np.int32), np.linspace(-5, 5, 4, dtype=np.int32)
+    )  # numpy >= 2 floors too
     exact(fnp.linspace(0, 1, 0), np.zeros(0, np.float32))
     exact(fnp.linspace(2, 3, 1), np.array([2], np.float32))
     exact(fnp.linspace(2, 3, 1, endpoint=False, retstep=True)[1], np.float32(1))
@@ -170,16 +177,26 @@ def test_linspace_x64(x64):
     assert_array(got, np.linspace(0, 1, 7), dtype=np.float64, rtol=1e-15, atol=1e-15)
 
 
-@given(st.floats(-3, 3), st.floats(-3, 3), st.integers(0, 10), st.booleans(),
-       st.sampled_from([2.0, 10.0, 0.5]))
+@given(
+    st.floats(-3, 3),
+    st.floats(-3, 3),
+    st.integers(0, 10),
+    st.booleans(),
+    st.sampled_from([2.0, 10.0, 0.5]),
+)
 def test_logspace_matches_numpy(start, stop, num, endpoint, base):
     got = fnp.logspace(start, stop, num, endpoint=endpoint, base=base)
     want = np.logspace(start, stop, num, endpoint=endpoint, base=base)
     assert_array(got, want, dtype=np.float32, rtol=2e-5, atol=0)
 
 
-@given(st.floats(0.01, 1000), st.floats(0.01, 1000), st.integers(0, 10), st.booleans(),
-       st.sampled_from([1.0, -1.0]))
+@given(
+    st.floats(0.01, 1000),
+    st.floats(0.01, 1000),
+    st.integers(0, 10),
+    st.booleans(),
+    st.sampled_from([1.0, -1.0]),
+)
 def test_geomspace_matches_numpy(start, stop, num, endpoint, sign):
     got = fnp.geomspace(sign * start, sign * stop, num, endpoint=endpoint)
     want = np.geomspace(sign * start, sign * stop, num, endpoint=endpoint)
@@ -194,6 +211,7 @@ def test_geomspace_axis_and_dtype():
 
 
 # -- filled arrays ---------------------------------------------------------------------------
+
 
 @given(fst.shapes(max_dims=4), st.sampled_from([None] + DTYPES))
 def test_zeros_ones_empty_full(shape, dt):
@@ -210,8 +228,10 @@ def test_full_scalar_dtypes_and_array_fill():
     assert fnp.full((2,), 1.5).weak_type
     exact(fnp.full(3, True), np.full(3, True))
     exact(fnp.full((2, 3), fnp.arange(3)), np.broadcast_to(np.arange(3, dtype=np.int32), (2, 3)))
-    exact(fnp.full((2, 3), np.arange(3.0), dtype=np.int32),
-          np.broadcast_to(np.arange(3, dtype=np.int32), (2, 3)))
+    exact(
+        fnp.full((2, 3), np.arange(3.0), dtype=np.int32),
+        np.broadcast_to(np.arange(3, dtype=np.int32), (2, 3)),
+    )
     exact(fnp.zeros(np.int64(2)), np.zeros(2, np.float32))
     exact(fnp.zeros(fnp.array([2, 1])), np.zeros((2, 1), np.float32))
 
@@ -249,8 +269,10 @@ def test_like_functions_dtypes_and_weak_types():
     exact(out, np.float32(2))
     assert out.weak_type and fnp.zeros_like(1.0).weak_type
     assert not fnp.zeros_like(1.0, dtype=np.float32).weak_type
-    exact(fnp.full_like(fnp.zeros((2, 3)), fnp.arange(3)),
-          np.broadcast_to(np.arange(3, dtype=np.float32), (2, 3)))
+    exact(
+        fnp.full_like(fnp.zeros((2, 3)), fnp.arange(3)),
+        np.broadcast_to(np.arange(3, dtype=np.float32), (2, 3)),
+    )
     assert not fnp.full_like(fnp.full((3,), 1.0), fnp.arange(3)).weak_type  # as in JAX
     exact(fnp.ones_like(np.zeros(2, np.float64)), np.ones(2, np.float32))
     with pytest.raises(TypeError, match="zeros_like"):
@@ -265,8 +287,13 @@ def test_filled_x64(x64):
 
 # -- eye / identity / tri / tril / triu --------------------------------------------------------
 
-@given(st.integers(0, 5), st.sampled_from([None, 0, 1, 3, 6]), st.integers(-7, 7),
-       st.sampled_from([None] + DTYPES))
+
+@given(
+    st.integers(0, 5),
+    st.sampled_from([None, 0, 1, 3, 6]),
+    st.integers(-7, 7),
+    st.sampled_from([None] + DTYPES),
+)
 def test_eye_tri_match_numpy(n, m, k, dt):
     want_dt = np.float32 if dt is None else dt
     exact(fnp.eye(n, m, k, dt), np.eye(n, m, k, dtype=want_dt))
@@ -274,8 +301,11 @@ def test_eye_tri_match_numpy(n, m, k, dt):
     exact(fnp.identity(n, dt), np.identity(n, dtype=want_dt))
 
 
-@given(fst.arrays(np.float32, fst.shapes(min_dims=2, max_dims=4)), st.integers(-5, 5),
-       st.sampled_from(DTYPES))
+@given(
+    fst.arrays(np.float32, fst.shapes(min_dims=2, max_dims=4)),
+    st.integers(-5, 5),
+    st.sampled_from(DTYPES),
+)
 def test_tril_triu_match_numpy(x, k, dt):
     x = x.astype(dt)
     out = fnp.tril(x, k)
@@ -299,11 +329,17 @@ def test_tril_traced_k():
 
 # -- grids --------------------------------------------------------------------------------------
 
-@given(st.lists(fst.shapes(min_dims=1, max_dims=1), min_size=0, max_size=4),
-       st.sampled_from(["xy", "ij"]), st.booleans(), st.data())
+
+@given(
+    st.lists(fst.shapes(min_dims=1, max_dims=1), min_size=0, max_size=4),
+    st.sampled_from(["xy", "ij"]),
+    st.booleans(),
+    st.data(),
+)
 def test_meshgrid_matches_numpy(shapes, indexing, sparse, data):
-    xs = [data.draw(fst.arrays(data.draw(st.sampled_from([np.float32, np.int32])), s))
-          for s in shapes]
+    xs = [
+        data.draw(fst.arrays(data.draw(st.sampled_from([np.float32, np.int32])), s)) for s in shapes
+    ]
     got = fnp.meshgrid(*xs, indexing=indexing, sparse=sparse)
     want = np.meshgrid(*xs, indexing=indexing, sparse=sparse)
     assert isinstance(got, list) and len(got) == len(want)
@@ -337,12 +373,15 @@ def test_fromfunction_matches_numpy():
         return i * 10 + j
 
     exact(fnp.fromfunction(f, (2, 3)), np.fromfunction(f, (2, 3), dtype=np.float32))
-    exact(fnp.fromfunction(f, (3, 2), dtype=np.int32), np.fromfunction(f, (3, 2), dtype=int)
-          .astype(np.int32))
+    exact(
+        fnp.fromfunction(f, (3, 2), dtype=np.int32),
+        np.fromfunction(f, (3, 2), dtype=int).astype(np.int32),
+    )
     assert fnp.fromfunction(lambda: fnp.zeros(()), ()).shape == ()
 
 
 # -- tracing -----------------------------------------------------------------------------------
+
 
 def test_creation_jaxprs():
     def f(x):

@@ -26,11 +26,12 @@ def _values(rng, shape, dtype):
     if kind == "b":
         return rng.integers(0, 2, size=shape).astype(bool)
     if kind == "f":
-        return rng.integers(-9, 9, size=shape).astype(dtype)   # exact sums in any order
+        return rng.integers(-9, 9, size=shape).astype(dtype)  # exact sums in any order
     return rng.integers(0 if kind == "u" else -9, 9, size=shape).astype(dtype)
 
 
 # -- random index expressions ---------------------------------------------------------------------
+
 
 def _slices(n):
     bound = st.one_of(st.none(), st.integers(-n - 2, n + 2))
@@ -69,12 +70,12 @@ def index_exprs(draw, shape, advanced=True):
         elif kind == "array":
             # a suffix of adv_shape (so all arrays broadcast); on an empty axis only an
             # empty array is in bounds
-            sub = adv_shape[draw(st.integers(0, len(adv_shape))):] if n else adv_shape
+            sub = adv_shape[draw(st.integers(0, len(adv_shape))) :] if n else adv_shape
             vals = draw(hnp.arrays(np.int32, sub, elements=st.integers(-n, max(n - 1, -n))))
             items.append(("array", vals))
         else:
             k = 2 if contiguous and draw(st.booleans()) else 1
-            mask = draw(hnp.arrays(np.bool_, tuple(shape[ax:ax + k])))
+            mask = draw(hnp.arrays(np.bool_, tuple(shape[ax : ax + k])))
             items.append(("mask", mask))
             i += k - 1
         i += 1
@@ -85,8 +86,9 @@ def index_exprs(draw, shape, advanced=True):
         idx.insert(draw(st.integers(0, len(idx))), None)
     if advanced and (adv_kind != "arrays" or adv_shape in ((), (1,))):
         if draw(st.integers(0, 4)) == 0:
-            idx.insert(draw(st.integers(0, len(idx))), draw(st.booleans()) if adv_kind == "none"
-                       else True)
+            idx.insert(
+                draw(st.integers(0, len(idx))), draw(st.booleans()) if adv_kind == "none" else True
+            )
     return tuple(idx)
 
 
@@ -96,8 +98,13 @@ def _for_fungrad(idx, draw):
     for v in idx:
         if isinstance(v, np.ndarray):
             how = draw(st.sampled_from(["numpy", "fungrad", "list"]))
-            v = util.asarray(v) if how == "fungrad" else v.tolist() if how == "list" and \
-                v.ndim and v.size else v
+            v = (
+                util.asarray(v)
+                if how == "fungrad"
+                else v.tolist()
+                if how == "list" and v.ndim and v.size
+                else v
+            )
         out.append(v)
     return tuple(out)
 
@@ -180,8 +187,9 @@ def test_indexing_errors():
 
 def test_traced_boolean_mask_needs_concrete_value():
     x = np.arange(4, dtype=np.float32)
-    with pytest.raises(fg.ConcretizationTypeError, match="boolean array indices must be "
-                       "concrete.*where.*size="):
+    with pytest.raises(
+        fg.ConcretizationTypeError, match="boolean array indices must be concrete.*where.*size="
+    ):
         fg.make_jaxpr(lambda a: a[a > 1])(x)
     # a traced integer index is fine: one gather
     jaxpr = fg.make_jaxpr(lambda a, i: a[i])(x, np.int32(3))
@@ -194,17 +202,16 @@ def test_traced_boolean_mask_needs_concrete_value():
 UPDATES = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}
 
 
-@given(indexed_arrays(), st.sampled_from(sorted(UPDATES)), st.booleans(),
-       st.integers(0, 2**31))
+@given(indexed_arrays(), st.sampled_from(sorted(UPDATES)), st.booleans(), st.integers(0, 2**31))
 def test_at_updates_match_numpy_ufunc_at(case, name, full_values, seed):
     x, idx, fidx = case
     if x.dtype == np.bool_ and name in ("add", "multiply"):
         x = x.astype(np.int32)
     rng = np.random.default_rng(seed)
     target_shape = x[idx].shape
-    vshape = target_shape if full_values else target_shape[len(target_shape) // 2:]
+    vshape = target_shape if full_values else target_shape[len(target_shape) // 2 :]
     vals = _values(rng, vshape, x.dtype)
-    if name == "multiply" and x.dtype.kind in "iu":   # keep products small
+    if name == "multiply" and x.dtype.kind in "iu":  # keep products small
         vals = np.asarray(np.minimum(vals, 2), x.dtype)
         x = np.asarray(np.minimum(x, 2), x.dtype)
     expected = x.copy()
@@ -222,8 +229,11 @@ def test_at_set_scalar_matches_numpy(case):
     assert_array(fnp.asarray(x).at[fidx].set(1), expected, dtype=x.dtype)
 
 
-@given(st.integers(1, 6), st.integers(0, 2**31),
-       st.sampled_from(["add", "multiply", "min", "max", "set", "subtract"]))
+@given(
+    st.integers(1, 6),
+    st.integers(0, 2**31),
+    st.sampled_from(["add", "multiply", "min", "max", "set", "subtract"]),
+)
 def test_at_out_of_bounds_updates_are_dropped(n, seed, name):
     # JAX: negative indices wrap once; indices still out of bounds are dropped (numpy raises).
     rng = np.random.default_rng(seed)
@@ -234,8 +244,13 @@ def test_at_out_of_bounds_updates_are_dropped(n, seed, name):
     wrapped = np.where(idx < 0, idx + n, idx)
     keep = (wrapped >= 0) & (wrapped < n)
     expected = x.copy()
-    ufunc = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum,
-             "subtract": np.subtract}.get(name)
+    ufunc = {
+        "add": np.add,
+        "multiply": np.multiply,
+        "min": np.minimum,
+        "max": np.maximum,
+        "subtract": np.subtract,
+    }.get(name)
     if ufunc is None:
         expected[wrapped[keep]] = vals[keep]
     else:
@@ -254,20 +269,20 @@ def test_at_dtypes_follow_jax():
     x = fnp.arange(5)
     assert_array(x.at[1].set(2.7), [0, 2, 2, 3, 4], dtype=np.int32)
     assert_array(x.at[1].add(2.7), [0, 3, 2, 3, 4], dtype=np.int32)
-    assert_array(fnp.arange(5, dtype=np.uint8).at[1].subtract(2), [0, 255, 2, 3, 4],
-                 dtype=np.uint8)
+    assert_array(fnp.arange(5, dtype=np.uint8).at[1].subtract(2), [0, 255, 2, 3, 4], dtype=np.uint8)
     assert_array(x.at[1].divide(2), [0, 0.5, 2, 3, 4], dtype=np.float32)
     assert_array(x.at[2].power(3), [0, 1, 8, 3, 4], dtype=np.int32)
     assert_array(x.at[np.array([1, 1])].mul(3), [0, 9, 2, 3, 4], dtype=np.int32)
     w = fnp.zeros(3) + 1.0
     assert x.at[0].set(1).weak_type == x.weak_type
     assert_array(w.at[0].set(5.0), [5, 1, 1], dtype=np.float32)
-    assert_array(fnp.zeros((2, 3)).at[:, None, 1].set(np.array([[7.0]])),
-                 [[0, 7, 0], [0, 7, 0]])
-    assert_array(fnp.zeros(3).at[np.array([-1])].set(1.0, wrap_negative_indices=False),
-                 [0, 0, 0])
-    with pytest.raises(ValueError, match=r"at\[\].set: values of shape \(2,\) cannot be "
-                       r"broadcast to the indexed shape \(3,\)"):
+    assert_array(fnp.zeros((2, 3)).at[:, None, 1].set(np.array([[7.0]])), [[0, 7, 0], [0, 7, 0]])
+    assert_array(fnp.zeros(3).at[np.array([-1])].set(1.0, wrap_negative_indices=False), [0, 0, 0])
+    with pytest.raises(
+        ValueError,
+        match=r"at\[\].set: values of shape \(2,\) cannot be "
+        r"broadcast to the indexed shape \(3,\)",
+    ):
         fnp.zeros(3).at[:].set(np.ones(2))
     with pytest.raises(TypeError, match="values"):
         fnp.zeros(3).at[0].set("a")
@@ -286,20 +301,25 @@ def test_at_jaxpr():
 
 # -- take / take_along_axis / put / choose / select -----------------------------------------------
 
-@given(hnp.arrays(np.float32, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1)),
-       st.data())
+
+@given(hnp.arrays(np.float32, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1)), st.data())
 def test_take_matches_numpy(x, data):
     axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
     n = x.size if axis is None else x.shape[axis]
-    idx = data.draw(hnp.arrays(np.int32, hnp.array_shapes(min_dims=0, max_dims=2, min_side=0),
-                               elements=st.integers(-n, n - 1)))
+    idx = data.draw(
+        hnp.arrays(
+            np.int32,
+            hnp.array_shapes(min_dims=0, max_dims=2, min_side=0),
+            elements=st.integers(-n, n - 1),
+        )
+    )
     assert_array(fnp.take(x, idx, axis=axis), np.take(x, idx, axis=axis))
     big = idx + 3 * n
-    assert_array(fnp.take(x, big, axis=axis, mode="wrap"),
-                 np.take(x, big, axis=axis, mode="wrap"))
+    assert_array(fnp.take(x, big, axis=axis, mode="wrap"), np.take(x, big, axis=axis, mode="wrap"))
     # JAX: "clip" clamps to [0, n - 1] without wrapping negatives (as numpy's clip mode).
-    assert_array(fnp.take(x, idx - n, axis=axis, mode="clip"),
-                 np.take(x, idx - n, axis=axis, mode="clip"))
+    assert_array(
+        fnp.take(x, idx - n, axis=axis, mode="clip"), np.take(x, idx - n, axis=axis, mode="clip")
+    )
     # JAX's default "fill" mode: out-of-bounds give NaN (numpy raises)
     out = np.asarray(fnp.take(x, big, axis=axis))
     assert np.isnan(out).all() and out.shape == np.take(x, idx, axis=axis).shape
@@ -317,20 +337,27 @@ def test_take_errors_and_fill():
         fnp.take(fnp.zeros(0), np.array([0]), mode="wrap")
 
 
-@given(hnp.arrays(np.int32, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1)),
-       st.data())
+@given(hnp.arrays(np.int32, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1)), st.data())
 def test_take_along_axis_matches_numpy(x, data):
     axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
     n = x.shape[axis]
     shape = list(x.shape)
     shape[axis] = data.draw(st.integers(0, 4))
-    for j in range(x.ndim):   # index dims may be 1 and broadcast
+    for j in range(x.ndim):  # index dims may be 1 and broadcast
         if j != axis % x.ndim and data.draw(st.booleans()):
             shape[j] = 1
     idx = data.draw(hnp.arrays(np.int32, tuple(shape), elements=st.integers(-n, n - 1)))
-    expected = np.take_along_axis(x, np.broadcast_to(
-        idx, [s if j == axis % x.ndim else max(s, t) for j, (s, t) in
-              enumerate(zip(idx.shape, x.shape))]), axis=axis)
+    expected = np.take_along_axis(
+        x,
+        np.broadcast_to(
+            idx,
+            [
+                s if j == axis % x.ndim else max(s, t)
+                for j, (s, t) in enumerate(zip(idx.shape, x.shape))
+            ],
+        ),
+        axis=axis,
+    )
     assert_array(fnp.take_along_axis(x, idx, axis=axis), expected, dtype=np.int32)
     jaxpr = fg.make_jaxpr(lambda a, i: fnp.take_along_axis(a, i, axis=axis))(x, idx)
     assert "gather[" in str(jaxpr)
@@ -359,14 +386,16 @@ def test_put_choose_select():
     assert_array(fnp.put(a, np.array([1, 8]), 7, mode="wrap", inplace=False), expected)
     expected = a.copy()
     np.put(expected, [-3, 9], [5, 6], mode="clip")
-    assert_array(fnp.put(a, np.array([-3, 9]), np.array([5, 6]), mode="clip", inplace=False),
-                 expected)
+    assert_array(
+        fnp.put(a, np.array([-3, 9]), np.array([5, 6]), mode="clip", inplace=False), expected
+    )
     with pytest.raises(ValueError, match="inplace=False"):
         fnp.put(a, np.array([0]), 1)
     choices = [np.zeros(3, np.float32), np.ones(3, np.float32), np.full(3, 2, np.float32)]
     for mode, which in [("raise", [2, 0, 1]), ("wrap", [4, -1, 0]), ("clip", [5, -2, 1])]:
-        assert_array(fnp.choose(np.array(which), choices, mode=mode),
-                     np.choose(which, choices, mode=mode))
+        assert_array(
+            fnp.choose(np.array(which), choices, mode=mode), np.choose(which, choices, mode=mode)
+        )
     with pytest.raises(ValueError, match="choose: invalid entry"):
         fnp.choose(np.array([3]), choices)
     conds = [np.array([True, False, False]), np.array([True, True, False])]
@@ -377,6 +406,7 @@ def test_put_choose_select():
 
 
 # -- index helpers --------------------------------------------------------------------------------
+
 
 @given(st.integers(0, 5), st.integers(-3, 3), st.one_of(st.none(), st.integers(0, 5)))
 def test_triangle_and_diag_indices(n, k, m):
@@ -396,18 +426,23 @@ def test_triangle_and_diag_indices(n, k, m):
 @given(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1), st.data())
 def test_ravel_and_unravel_index(shape, data):
     size = int(np.prod(shape))
-    flat = data.draw(hnp.arrays(np.int32, data.draw(st.integers(0, 5)),
-                                elements=st.integers(0, size - 1)))
+    flat = data.draw(
+        hnp.arrays(np.int32, data.draw(st.integers(0, 5)), elements=st.integers(0, size - 1))
+    )
     coords = np.unravel_index(flat, shape)
     for got, want in zip(fnp.unravel_index(flat, shape), coords):
         assert_array(got, want, dtype=np.int32)
     for order in ("C", "F"):
-        assert_array(fnp.ravel_multi_index(coords, shape, order=order),
-                     np.ravel_multi_index(coords, shape, order=order))
+        assert_array(
+            fnp.ravel_multi_index(coords, shape, order=order),
+            np.ravel_multi_index(coords, shape, order=order),
+        )
     shifted = tuple(c + 2 * d for c, d in zip(coords, shape))
     for mode in ("wrap", "clip"):
-        assert_array(fnp.ravel_multi_index(shifted, shape, mode=mode),
-                     np.ravel_multi_index(shifted, shape, mode=mode))
+        assert_array(
+            fnp.ravel_multi_index(shifted, shape, mode=mode),
+            np.ravel_multi_index(shifted, shape, mode=mode),
+        )
 
 
 def test_unravel_index_clamps_like_jax_and_errors():
@@ -438,7 +473,7 @@ def test_x64_index_dtypes(x64):
     assert_array(x[np.array([1, -1], np.int64)], [1.0, 9.0], dtype=np.float64)
     assert "i64[2,1]" in str(fg.make_jaxpr(lambda a, i: a[i])(x, np.array([1, 2], np.int64)))
     assert_array(x.at[np.array([1, 20], np.int64)].add(1.0), np.arange(10.0) + np.eye(10)[1])
-    big = np.array([2**40], np.int64)   # clamps, does not wrap around
+    big = np.array([2**40], np.int64)  # clamps, does not wrap around
     assert_array(x[big], [9.0])
     assert_array(fnp.take(x, np.array([2**40], np.uint64), mode="clip"), [9.0])
 
@@ -449,8 +484,11 @@ def test_issue15_select_takes_non_bool_conditions_and_names_its_arguments():
     for cond in (np.array([0, 2, 0], np.int8), np.array([0.0, 0.5, 0.0], np.float32)):
         assert_array(fnp.select([cond], [x], -1.0), np.select([cond != 0], [x], -1.0))
     assert_array(fnp.select([1], [x]), x)
-    with pytest.raises(TypeError, match=r"select requires ndarray or scalar arguments, but "
-                                        r"condlist\[0\] is of type list"):
+    with pytest.raises(
+        TypeError,
+        match=r"select requires ndarray or scalar arguments, but "
+        r"condlist\[0\] is of type list",
+    ):
         fnp.select([[True, False]], [[1.0, 2.0]])
 
 

@@ -57,14 +57,18 @@ def _finite_difference_grad(f, x, h=1e-6):
 
 # -- grad of x[idx] -------------------------------------------------------------------------------
 
+
 def test_grad_of_sum_of_squares_of_getitem_vs_finite_differences(x64):
     x = _rng(1).standard_normal(6)
     in_bounds = np.array([1, 1, -2, 3, 1, -6])  # repeated, negative
     g = fg.grad(lambda x: fnp.sum(fnp.asarray(x)[in_bounds] ** 2))(x)
     assert isinstance(g, fg.Array) and g.dtype == np.float64 and g.shape == (6,)
     np.testing.assert_allclose(
-        np.asarray(g), _finite_difference_grad(lambda x: fnp.sum(fnp.asarray(x)[in_bounds] ** 2),
-                                               x), rtol=1e-6, atol=1e-8)
+        np.asarray(g),
+        _finite_difference_grad(lambda x: fnp.sum(fnp.asarray(x)[in_bounds] ** 2), x),
+        rtol=1e-6,
+        atol=1e-8,
+    )
     idx = np.array([1, 1, -2, 9, -9, 3, 1])  # also too large, too negative: JAX drops those
     g = fg.grad(lambda x: fnp.sum(fnp.asarray(x)[idx] ** 2))(x)
     pos = _grad_positions(idx, 6)
@@ -81,9 +85,13 @@ def test_grad_of_getitem_hypothesis(shape, data):
         x = _rng(2).standard_normal(shape)
         axis = data.draw(st.integers(0, len(shape) - 1))
         n = shape[axis]
-        idx = data.draw(hnp.arrays(np.int32, hnp.array_shapes(min_dims=0, max_dims=2,
-                                                               min_side=0, max_side=4),
-                                   elements=st.integers(-n - 2, n + 2)))
+        idx = data.draw(
+            hnp.arrays(
+                np.int32,
+                hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=4),
+                elements=st.integers(-n - 2, n + 2),
+            )
+        )
         key = (slice(None),) * axis + (idx,)
         g = fg.grad(lambda x: fnp.sum(fnp.asarray(x)[key] ** 2))(x)
         moved = np.moveaxis(x, axis, 0)
@@ -95,18 +103,23 @@ def test_grad_of_getitem_hypothesis(shape, data):
         fg.config.update("enable_x64", False)
 
 
-@pytest.mark.parametrize("key", [
-    (np.array([[0, 3], [3, 1]]),),
-    (slice(1, 3), np.array([4, 0, 4])),
-    (np.array([2, 0]), np.array([[1], [3]])),          # broadcast advanced indices
-    (Ellipsis, np.array([-1, 0])),
-    (np.array([1, 2]), slice(None), None),
-    (np.array([True, False, True, True]),),            # boolean mask (concrete)
-], ids=["2d-index", "slice-and-array", "broadcast-pair", "ellipsis", "newaxis", "mask"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        (np.array([[0, 3], [3, 1]]),),
+        (slice(1, 3), np.array([4, 0, 4])),
+        (np.array([2, 0]), np.array([[1], [3]])),  # broadcast advanced indices
+        (Ellipsis, np.array([-1, 0])),
+        (np.array([1, 2]), slice(None), None),
+        (np.array([True, False, True, True]),),  # boolean mask (concrete)
+    ],
+    ids=["2d-index", "slice-and-array", "broadcast-pair", "ellipsis", "newaxis", "mask"],
+)
 def test_check_grads_of_fancy_indexing(key, x64):
     x = _rng(3).standard_normal((4, 5))
-    check_grads(lambda x: fnp.asarray(x)[key] * fnp.asarray(x)[key], [x], order=2,
-                modes=("fwd", "rev"))
+    check_grads(
+        lambda x: fnp.asarray(x)[key] * fnp.asarray(x)[key], [x], order=2, modes=("fwd", "rev")
+    )
 
 
 def test_grad_of_getitem_jaxpr_scatters_back_with_promise_in_bounds(x64):
@@ -125,11 +138,13 @@ def test_jacfwd_equals_jacrev_through_indexing(x64):
         y = x[:, idx] * x[idx, 0][:, None]
         return y.at[np.array([0, 0, 5])].add(x[0, :3][:, None]).ravel()
 
-    np.testing.assert_allclose(np.asarray(fg.jacfwd(f)(x)), np.asarray(fg.jacrev(f)(x)),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(fg.jacfwd(f)(x)), np.asarray(fg.jacrev(f)(x)), rtol=1e-12, atol=1e-12
+    )
 
 
 # -- .at[] updates --------------------------------------------------------------------------------
+
 
 def test_grad_through_set_zeroes_overwritten_entries(x64):
     x, v = _rng(5).standard_normal(6), np.array([1.5, -2.0, 3.0])
@@ -141,15 +156,17 @@ def test_grad_through_set_zeroes_overwritten_entries(x64):
     gx, gv = fg.grad(f, argnums=(0, 1))(x, v)
     np.testing.assert_allclose(np.asarray(gx), [2 * x[0], 0, 2 * x[2], 2 * x[3], 0, 2 * x[5]])
     np.testing.assert_allclose(np.asarray(gv), [2 * v[0], 2 * v[1], 0.0])  # dropped: zero
-    np.testing.assert_allclose(np.asarray(gx), _finite_difference_grad(lambda x: f(x, v), x),
-                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        np.asarray(gx), _finite_difference_grad(lambda x: f(x, v), x), rtol=1e-6, atol=1e-8
+    )
 
 
 def test_grad_through_set_with_repeated_indices_goes_to_the_last_write(x64):
     x, v = np.arange(5.0), np.array([1.0, 2.0, 3.0])
     idx = np.array([1, 3, 1])
-    gx, gv = fg.grad(lambda x, v: fnp.sum(fnp.asarray(x).at[idx].set(v) * np.arange(1.0, 6.0)),
-                     argnums=(0, 1))(x, v)
+    gx, gv = fg.grad(
+        lambda x, v: fnp.sum(fnp.asarray(x).at[idx].set(v) * np.arange(1.0, 6.0)), argnums=(0, 1)
+    )(x, v)
     np.testing.assert_array_equal(np.asarray(gx), [1, 0, 3, 0, 5])
     np.testing.assert_array_equal(np.asarray(gv), [0, 4, 2])  # as JAX: the last write wins
 
@@ -175,18 +192,24 @@ def test_multiply_updates_gradient_needs_unique_indices(x64):
     with pytest.raises(TypeError, match="scatter-mul.*unique_indices"):
         fg.grad(lambda v: fnp.sum(fnp.asarray(x).at[idx].multiply(v)))(v)
     uidx = np.array([0, 3, 9])
-    check_grads(lambda x, v: fnp.asarray(x).at[uidx].multiply(v, unique_indices=True),
-                [x, v], order=2, modes=("fwd", "rev"))
+    check_grads(
+        lambda x, v: fnp.asarray(x).at[uidx].multiply(v, unique_indices=True),
+        [x, v],
+        order=2,
+        modes=("fwd", "rev"),
+    )
 
 
 def test_get_with_fill_mode_gives_zero_gradient_out_of_bounds(x64):
     x = _rng(8).standard_normal(4)
-    g = fg.grad(lambda x: fnp.sum(fnp.asarray(x).at[np.array([1, 6, 1])].get(
-        mode="fill", fill_value=0.0)))(x)
+    g = fg.grad(
+        lambda x: fnp.sum(fnp.asarray(x).at[np.array([1, 6, 1])].get(mode="fill", fill_value=0.0))
+    )(x)
     np.testing.assert_array_equal(np.asarray(g), [0, 2, 0, 0])
 
 
 # -- take / take_along_axis / sort ----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("mode", ["clip", "wrap", "fill"])
 def test_grad_of_take(mode, x64):
@@ -221,8 +244,7 @@ def test_grad_of_take_along_axis_matches_numpy(x64):
         pos = _read_positions(idx[i], 5)
         np.add.at(want[i], pos, 2 * x[i, pos] * w[i])
     np.testing.assert_allclose(np.asarray(g), want, rtol=1e-12)
-    check_grads(lambda x: fnp.take_along_axis(x, idx, axis=1), [x], order=2,
-                modes=("fwd", "rev"))
+    check_grads(lambda x: fnp.take_along_axis(x, idx, axis=1), [x], order=2, modes=("fwd", "rev"))
 
 
 @pytest.mark.parametrize("axis", [0, 1, -1])
@@ -234,8 +256,9 @@ def test_grad_of_sort_and_argsort(axis, x64):
     want = np.zeros_like(x)
     np.put_along_axis(want, perm, w, axis=axis)  # the weight of rank r goes to its element
     np.testing.assert_allclose(np.asarray(g), want, rtol=1e-12)
-    g = fg.grad(lambda x: fnp.sum(fnp.take_along_axis(x, fnp.argsort(x, axis=axis),
-                                                      axis=axis) * w))(x)
+    g = fg.grad(
+        lambda x: fnp.sum(fnp.take_along_axis(x, fnp.argsort(x, axis=axis), axis=axis) * w)
+    )(x)
     np.testing.assert_allclose(np.asarray(g), want, rtol=1e-12)
     check_grads(lambda x: fnp.sort(x, axis=axis) ** 2, [x], order=2, modes=("fwd", "rev"))
 
@@ -250,8 +273,12 @@ def check_vmap(f, args, in_axes):
     against a loop."""
     moved = [a if ax is None else np.moveaxis(a, 0, ax) for a, ax in zip(args, in_axes)]
     got = fg.vmap(f, in_axes=tuple(in_axes))(*moved)
-    want = np.stack([np.asarray(f(*[a if ax is None else a[b] for a, ax in zip(args, in_axes)]))
-                     for b in range(B)])
+    want = np.stack(
+        [
+            np.asarray(f(*[a if ax is None else a[b] for a, ax in zip(args, in_axes)]))
+            for b in range(B)
+        ]
+    )
     assert isinstance(got, fg.Array) and got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
 
@@ -261,8 +288,9 @@ IS = _rng(21).integers(-6, 7, size=(B, 2, 3)).astype(np.int32)
 VS = _rng(22).standard_normal((B, 2, 3, 5)).astype(np.float32)
 
 
-@pytest.mark.parametrize("axes", [(0, 0), (None, 0), (0, None), (2, 1), (-1, -1), (1, None),
-                                  (None, 2)], ids=str)
+@pytest.mark.parametrize(
+    "axes", [(0, 0), (None, 0), (0, None), (2, 1), (-1, -1), (1, None), (None, 2)], ids=str
+)
 def test_vmap_getitem(axes):
     args = [XS if axes[0] is not None else XS[0], IS if axes[1] is not None else IS[0]]
     check_vmap(lambda x, i: fnp.asarray(x)[i], args, axes)
@@ -277,14 +305,21 @@ def test_vmap_getitem_of_scalar_indices():
 
 
 @pytest.mark.parametrize("method", ["set", "add", "multiply", "min", "max", "get"])
-@pytest.mark.parametrize("axes", [(0, 0, 0), (None, 0, None), (0, None, None), (1, None, 0),
-                                  (None, None, 0), (-1, 1, 2)], ids=str)
+@pytest.mark.parametrize(
+    "axes",
+    [(0, 0, 0), (None, 0, None), (0, None, None), (1, None, 0), (None, None, 0), (-1, 1, 2)],
+    ids=str,
+)
 def test_vmap_index_updates(method, axes):
-    args = [XS if axes[0] is not None else XS[0], IS if axes[1] is not None else IS[0],
-            VS if axes[2] is not None else VS[0]]
+    args = [
+        XS if axes[0] is not None else XS[0],
+        IS if axes[1] is not None else IS[0],
+        VS if axes[2] is not None else VS[0],
+    ]
     if method == "get":
-        check_vmap(lambda x, i, v: fnp.asarray(x).at[i].get(mode="fill", fill_value=0) + v,
-                   args, axes)
+        check_vmap(
+            lambda x, i, v: fnp.asarray(x).at[i].get(mode="fill", fill_value=0) + v, args, axes
+        )
     elif method == "set":  # unique indices: the winner must not depend on batching
         idx = np.array([[0, 1, 2], [3, -5, 9]], np.int32)
         args[1] = np.stack([idx] * B) if axes[1] is not None else idx
@@ -319,7 +354,7 @@ def test_per_example_gradients_through_take_along_axis(x64):
 
     def loss(z, t):
         picked = fnp.take_along_axis(z, t, axis=1)
-        return fnp.sum(picked ** 2) - fnp.sum(fnp.max(z, axis=1))
+        return fnp.sum(picked**2) - fnp.sum(fnp.max(z, axis=1))
 
     per_example = fg.vmap(fg.grad(loss))(logits, targets)
     assert per_example.shape == logits.shape and per_example.dtype == np.float64
@@ -329,13 +364,15 @@ def test_per_example_gradients_through_take_along_axis(x64):
         np.add.at(want, (rows, targets[b, :, 0]), 2 * logits[b, rows, targets[b, :, 0]])
         want[rows, np.argmax(logits[b], axis=1)] -= 1.0
         np.testing.assert_allclose(np.asarray(per_example[b]), want, rtol=1e-12)
-        np.testing.assert_allclose(np.asarray(per_example[b]),
-                                   np.asarray(fg.grad(loss)(logits[b], targets[b])), rtol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(per_example[b]), np.asarray(fg.grad(loss)(logits[b], targets[b])), rtol=1e-12
+        )
     # The same with the targets shared across examples (in_axes None).
     shared = fg.vmap(fg.grad(loss), in_axes=(0, None))(logits, targets[0])
     for b in range(B):
-        np.testing.assert_allclose(np.asarray(shared[b]),
-                                   np.asarray(fg.grad(loss)(logits[b], targets[0])), rtol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(shared[b]), np.asarray(fg.grad(loss)(logits[b], targets[0])), rtol=1e-12
+        )
 
 
 def test_vmap_of_grad_of_getitem_with_batched_indices(x64):

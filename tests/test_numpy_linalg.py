@@ -46,42 +46,67 @@ VECTOR_ORDS = [None, 2, 1, np.inf, -np.inf, 0, 3, 0.5, -1, -2.5]
 MATRIX_ORDS = [None, "fro", 1, -1, np.inf, -np.inf]
 
 
-@given(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4),
-       st.sampled_from(VECTOR_ORDS), st.booleans(), st.data())
+@given(
+    hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4),
+    st.sampled_from(VECTOR_ORDS),
+    st.booleans(),
+    st.data(),
+)
 def test_vector_norms(shape, ord, keepdims, data):
     x = _values(shape, np.float32, len(shape))
     axis = data.draw(st.integers(-len(shape), len(shape) - 1))
     expected = np.linalg.norm(x.astype(np.float64), ord, axis, keepdims)
     assert_array(la.norm(x, ord, axis, keepdims), expected, dtype=np.float32, rtol=1e-5)
     ord_v = 2 if ord is None else ord
-    assert_array(la.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord_v), expected,
-                 dtype=np.float32, rtol=1e-5)
+    assert_array(
+        la.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord_v),
+        expected,
+        dtype=np.float32,
+        rtol=1e-5,
+    )
 
 
-@given(hnp.array_shapes(min_dims=2, max_dims=4, min_side=1, max_side=4),
-       st.sampled_from(MATRIX_ORDS), st.booleans(), st.data())
+@given(
+    hnp.array_shapes(min_dims=2, max_dims=4, min_side=1, max_side=4),
+    st.sampled_from(MATRIX_ORDS),
+    st.booleans(),
+    st.data(),
+)
 def test_matrix_norms(shape, ord, keepdims, data):
     x = _values(shape, np.float32, len(shape) + 10)
     axis = tuple(data.draw(st.permutations(range(-len(shape), 0)))[:2])
     expected = np.linalg.norm(x.astype(np.float64), ord, axis, keepdims)
     assert_array(la.norm(x, ord, axis, keepdims), expected, dtype=np.float32, rtol=1e-5)
-    expected_last = np.linalg.norm(x.astype(np.float64), "fro" if ord is None else ord,
-                                   (-2, -1), keepdims)
-    assert_array(la.matrix_norm(x, keepdims=keepdims, ord="fro" if ord is None else ord),
-                 expected_last, dtype=np.float32, rtol=1e-5)
+    expected_last = np.linalg.norm(
+        x.astype(np.float64), "fro" if ord is None else ord, (-2, -1), keepdims
+    )
+    assert_array(
+        la.matrix_norm(x, keepdims=keepdims, ord="fro" if ord is None else ord),
+        expected_last,
+        dtype=np.float32,
+        rtol=1e-5,
+    )
 
 
 @pytest.mark.parametrize("ord", [None, 1, 2, np.inf, -np.inf, 0])
 def test_norm_without_axis(ord):
     x = _values((3, 4), np.float32, 0)
-    assert_array(la.norm(x[0], ord), np.linalg.norm(x[0].astype(np.float64), ord),
-                 dtype=np.float32, rtol=1e-5)
+    assert_array(
+        la.norm(x[0], ord),
+        np.linalg.norm(x[0].astype(np.float64), ord),
+        dtype=np.float32,
+        rtol=1e-5,
+    )
     if ord in (None, 1, np.inf, -np.inf):
-        assert_array(la.norm(x, ord), np.linalg.norm(x.astype(np.float64), ord),
-                     dtype=np.float32, rtol=1e-5)
+        assert_array(
+            la.norm(x, ord), np.linalg.norm(x.astype(np.float64), ord), dtype=np.float32, rtol=1e-5
+        )
     x3 = _values((2, 3, 4), np.float32, 1)  # ord=None flattens any rank
-    assert_array(la.norm(x3, keepdims=True), np.linalg.norm(x3.astype(np.float64),
-                                                            keepdims=True), dtype=np.float32)
+    assert_array(
+        la.norm(x3, keepdims=True),
+        np.linalg.norm(x3.astype(np.float64), keepdims=True),
+        dtype=np.float32,
+    )
 
 
 def test_norm_dtypes_and_special_values(x64):
@@ -110,6 +135,7 @@ def test_norm_errors():
 
 # -- LU-based solvers ---------------------------------------------------------------------------
 
+
 @given(batches, sizes, st.integers(0, 2**16))
 def test_det_slogdet(batch, n, seed):
     a = _well_conditioned(batch, n, np.float32, seed)
@@ -126,12 +152,16 @@ def test_solve_and_inv(batch, n, m, seed):
     a = _well_conditioned(batch, n, np.float32, seed)
     b = _values(batch + (n, m), np.float32, seed + 1)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    assert_array(la.solve(a, b), np.linalg.solve(a64, b64), dtype=np.float32, rtol=1e-4,
-                 atol=1e-5)
+    assert_array(la.solve(a, b), np.linalg.solve(a64, b64), dtype=np.float32, rtol=1e-4, atol=1e-5)
     assert_array(la.inv(a), np.linalg.inv(a64), dtype=np.float32, rtol=1e-4, atol=1e-5)
     v = _values((n,), np.float32, seed + 2)
-    assert_array(la.solve(a, v), np.linalg.solve(a64, v.astype(np.float64)[..., None])[..., 0],
-                 dtype=np.float32, rtol=1e-4, atol=1e-5)
+    assert_array(
+        la.solve(a, v),
+        np.linalg.solve(a64, v.astype(np.float64)[..., None])[..., 0],
+        dtype=np.float32,
+        rtol=1e-4,
+        atol=1e-5,
+    )
 
 
 def test_solve_broadcasts_batches():
@@ -145,8 +175,7 @@ def test_solvers_float64(x64):
     a = _well_conditioned((2,), 6, np.float64, 3)
     b = _values((2, 6, 2), np.float64, 4)
     assert_array(la.det(a), np.linalg.det(a), dtype=np.float64, rtol=1e-12)
-    assert_array(la.solve(a, b), np.linalg.solve(a, b), dtype=np.float64, rtol=1e-10,
-                 atol=1e-12)
+    assert_array(la.solve(a, b), np.linalg.solve(a, b), dtype=np.float64, rtol=1e-10, atol=1e-12)
     assert_array(la.inv(a), np.linalg.inv(a), dtype=np.float64, rtol=1e-10, atol=1e-12)
 
 
@@ -186,6 +215,7 @@ def test_det_jaxpr_is_gather_free():
 
 # -- cholesky, matrix_power ---------------------------------------------------------------------
 
+
 @given(batches, sizes, st.booleans(), st.integers(0, 2**16))
 def test_cholesky(batch, n, upper, seed):
     a = _spd(batch, n, np.float32, seed)
@@ -198,8 +228,13 @@ def test_cholesky_reads_lower_triangle_and_flags_non_pd():
     a = _spd((), 4, np.float32, 0)
     garbage_upper = np.tril(a) + np.triu(np.full_like(a, 7.0), 1)
     ref = np.linalg.cholesky(a.astype(np.float64))
-    assert_array(la.cholesky(garbage_upper, symmetrize_input=False), ref, dtype=np.float32,
-                 rtol=1e-5, atol=1e-5)
+    assert_array(
+        la.cholesky(garbage_upper, symmetrize_input=False),
+        ref,
+        dtype=np.float32,
+        rtol=1e-5,
+        atol=1e-5,
+    )
     assert np.isnan(np.asarray(la.cholesky(-np.eye(3, dtype=np.float32)))).any()
 
 
@@ -207,13 +242,20 @@ def test_cholesky_reads_lower_triangle_and_flags_non_pd():
 def test_matrix_power(batch, n, power, seed):
     if power >= 0:
         a = _values(batch + (n, n), np.int32, seed)
-        assert_array(la.matrix_power(a, power), np.linalg.matrix_power(a.astype(np.int64), power),
-                     dtype=np.int32)
+        assert_array(
+            la.matrix_power(a, power),
+            np.linalg.matrix_power(a.astype(np.int64), power),
+            dtype=np.int32,
+        )
     else:
         a = _well_conditioned(batch, n, np.float32, seed)
-        assert_array(la.matrix_power(a, power),
-                     np.linalg.matrix_power(a.astype(np.float64), power), dtype=np.float32,
-                     rtol=1e-4, atol=1e-5)
+        assert_array(
+            la.matrix_power(a, power),
+            np.linalg.matrix_power(a.astype(np.float64), power),
+            dtype=np.float32,
+            rtol=1e-4,
+            atol=1e-5,
+        )
 
 
 def test_matrix_power_errors():
@@ -225,19 +267,26 @@ def test_matrix_power_errors():
 
 # -- array-API re-exports -----------------------------------------------------------------------
 
+
 def test_reexports():
     x = _values((2, 3, 3), np.float32, 0)
     y = _values((2, 3, 3), np.float32, 1)
     assert_array(la.matmul(x, y), np.matmul(x, y), dtype=np.float32, rtol=1e-5)
     assert_array(la.vecdot(x, y, axis=1), np.vecdot(x, y, axis=1), dtype=np.float32, rtol=1e-5)
-    assert_array(la.tensordot(x, y.T, axes=1), np.tensordot(x, y.T, 1), dtype=np.float32,
-                 rtol=1e-5, atol=1e-5)
+    assert_array(
+        la.tensordot(x, y.T, axes=1),
+        np.tensordot(x, y.T, 1),
+        dtype=np.float32,
+        rtol=1e-5,
+        atol=1e-5,
+    )
     assert_array(la.trace(x, offset=1), np.trace(x, 1, -2, -1), dtype=np.float32, rtol=1e-5)
     assert_array(la.diagonal(x, offset=-1), np.diagonal(x, -1, -2, -1), dtype=np.float32)
     assert_array(la.matrix_transpose(x), np.swapaxes(x, -1, -2), dtype=np.float32)
     assert_array(la.outer(x[0, 0], y[0, 1]), np.outer(x[0, 0], y[0, 1]), dtype=np.float32)
-    assert_array(la.cross(x, y, axis=1), np.cross(x, y, axis=1), dtype=np.float32, rtol=1e-5,
-                 atol=1e-6)
+    assert_array(
+        la.cross(x, y, axis=1), np.cross(x, y, axis=1), dtype=np.float32, rtol=1e-5, atol=1e-6
+    )
     with pytest.raises(ValueError, match="linalg.outer: input arrays must be one-dimensional"):
         la.outer(x, y)
     with pytest.raises(ValueError, match="linalg.cross: both inputs need size 3"):

@@ -51,10 +51,14 @@ def test_eigh_batched_vmap_jit():
     s = _sym(np.random.RandomState(1), 4, (3,))
     want = np.linalg.eigvalsh(s)
     np.testing.assert_allclose(np.asarray(la.eigvalsh(s)), want, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(fg.vmap(la.eigvalsh)(s)),
-                               np.stack([np.asarray(la.eigvalsh(x)) for x in s]), atol=1e-6)
-    np.testing.assert_allclose(np.asarray(fg.jit(la.eigvalsh)(s)), np.asarray(la.eigvalsh(s)),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(fg.vmap(la.eigvalsh)(s)),
+        np.stack([np.asarray(la.eigvalsh(x)) for x in s]),
+        atol=1e-6,
+    )
+    np.testing.assert_allclose(
+        np.asarray(fg.jit(la.eigvalsh)(s)), np.asarray(la.eigvalsh(s)), atol=1e-6
+    )
 
 
 def test_eigh_gradients():
@@ -64,11 +68,23 @@ def test_eigh_gradients():
     g = np.asarray(fg.grad(lambda s: la.eigh(s)[0][-1])(s))
     np.testing.assert_allclose(g, np.outer(vn[:, -1], vn[:, -1]), atol=1e-5)
     sym = lambda x: (x + x.T) / 2  # noqa: E731
-    check_grads(lambda x: la.eigvalsh(sym(x)), (fnp.asarray(s),), order=2,
-                modes=("fwd", "rev"), atol=2e-2, rtol=2e-2)
+    check_grads(
+        lambda x: la.eigvalsh(sym(x)),
+        (fnp.asarray(s),),
+        order=2,
+        modes=("fwd", "rev"),
+        atol=2e-2,
+        rtol=2e-2,
+    )
     # eigenvectors up to sign: a sign-invariant function of them
-    check_grads(lambda x: fnp.sum(la.eigh(sym(x))[1] ** 2 * fnp.arange(4.0)),
-                (fnp.asarray(s),), order=1, modes=("fwd", "rev"), atol=2e-2, rtol=2e-2)
+    check_grads(
+        lambda x: fnp.sum(la.eigh(sym(x))[1] ** 2 * fnp.arange(4.0)),
+        (fnp.asarray(s),),
+        order=1,
+        modes=("fwd", "rev"),
+        atol=2e-2,
+        rtol=2e-2,
+    )
 
 
 @pytest.mark.parametrize("shape", [(4, 3), (3, 4), (4, 4), (5, 1), (1, 3), (2, 3, 2)])
@@ -92,12 +108,22 @@ def test_qr_zero_column_grad_vmap_jit():
     q, r = la.qr(a)
     np.testing.assert_allclose(np.asarray(q @ r), a, atol=1e-6)
     b = np.random.RandomState(4).randn(3, 4, 3).astype(np.float32)
-    np.testing.assert_allclose(np.asarray(fg.vmap(lambda x: la.qr(x)[1])(b)),
-                               np.stack([np.asarray(la.qr(x)[1]) for x in b]), atol=1e-6)
-    np.testing.assert_allclose(np.asarray(fg.jit(lambda x: la.qr(x)[0])(b[0])),
-                               np.asarray(la.qr(b[0])[0]), atol=1e-6)
-    check_grads(lambda x: la.qr(x)[1], (fnp.asarray(b[0]),), order=1, modes=("fwd", "rev"),
-                atol=2e-2, rtol=2e-2)
+    np.testing.assert_allclose(
+        np.asarray(fg.vmap(lambda x: la.qr(x)[1])(b)),
+        np.stack([np.asarray(la.qr(x)[1]) for x in b]),
+        atol=1e-6,
+    )
+    np.testing.assert_allclose(
+        np.asarray(fg.jit(lambda x: la.qr(x)[0])(b[0])), np.asarray(la.qr(b[0])[0]), atol=1e-6
+    )
+    check_grads(
+        lambda x: la.qr(x)[1],
+        (fnp.asarray(b[0]),),
+        order=1,
+        modes=("fwd", "rev"),
+        atol=2e-2,
+        rtol=2e-2,
+    )
 
 
 def test_multi_dot():
@@ -105,8 +131,9 @@ def test_multi_dot():
     xs = [rng.randn(3), rng.randn(3, 10), rng.randn(10, 2), rng.randn(2, 4), rng.randn(4)]
     xs = [x.astype(np.float32) for x in xs]
     np.testing.assert_allclose(float(la.multi_dot(xs)), np.linalg.multi_dot(xs), rtol=1e-4)
-    np.testing.assert_allclose(np.asarray(la.multi_dot(xs[1:4])),
-                               np.linalg.multi_dot(xs[1:4]), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(la.multi_dot(xs[1:4])), np.linalg.multi_dot(xs[1:4]), rtol=1e-5
+    )
     with pytest.raises(ValueError, match="multi_dot.*not aligned"):
         la.multi_dot([np.ones((2, 3)), np.ones((2, 3))])
     with pytest.raises(ValueError, match="at least two"):
@@ -138,8 +165,9 @@ def test_random_orthogonal():
         q = q * np.sign(np.diag(r))[None, :]
         np.testing.assert_allclose(o, q if n >= mm else q.T, atol=2e-6)
     # JAX's numbers for PRNGKey(3), n = 3 (jax 0.10.2)
-    np.testing.assert_allclose(np.asarray(random.orthogonal(key, 3))[0],
-                               [-0.52718, 0.75919, -0.38172], atol=2e-5)
+    np.testing.assert_allclose(
+        np.asarray(random.orthogonal(key, 3))[0], [-0.52718, 0.75919, -0.38172], atol=2e-5
+    )
     assert random.orthogonal(key, 3, (2,)).shape == (2, 3, 3)
     with pytest.raises(TypeError, match="orthogonal"):
         random.orthogonal(key, 2.5)
@@ -157,10 +185,8 @@ def test_svd_matches_lapack(shape):
         np.testing.assert_allclose(s, sn, atol=2e-6)
         np.testing.assert_allclose((u[..., :k] * s[..., None, :]) @ vt[..., :k, :], a, atol=3e-6)
         utu, vvt = np.swapaxes(u, -1, -2) @ u, vt @ np.swapaxes(vt, -1, -2)
-        np.testing.assert_allclose(utu, np.broadcast_to(np.eye(u.shape[-1]), utu.shape),
-                                   atol=1e-6)
-        np.testing.assert_allclose(vvt, np.broadcast_to(np.eye(vt.shape[-2]), vvt.shape),
-                                   atol=1e-6)
+        np.testing.assert_allclose(utu, np.broadcast_to(np.eye(u.shape[-1]), utu.shape), atol=1e-6)
+        np.testing.assert_allclose(vvt, np.broadcast_to(np.eye(vt.shape[-2]), vvt.shape), atol=1e-6)
         np.testing.assert_allclose(np.abs(u[..., :k]), np.abs(un[..., :k]), atol=2e-6)
     np.testing.assert_allclose(np.asarray(la.svdvals(a)), sn, atol=2e-6)
 
@@ -185,8 +211,9 @@ def test_rank_deficient_pinv_lstsq_rank_cond_norm():
     assert x1.shape == (3,) and resid1.shape == (1,)
     assert la.lstsq(a[:2], b[:2, 0], numpy_resid=True)[1].shape == (0,)
     xr = np.asarray(la.lstsq(r, b[:5, 0])[0])  # minimum-norm solution of a deficient system
-    np.testing.assert_allclose(xr, np.linalg.pinv(r.astype(np.float64), rcond=1e-5) @ b[:5, 0],
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        xr, np.linalg.pinv(r.astype(np.float64), rcond=1e-5) @ b[:5, 0], atol=1e-4
+    )
     with pytest.raises(TypeError, match="numpy_resid"):
         fg.jit(lambda a, b: la.lstsq(a, b, numpy_resid=True))(a, b)
     np.testing.assert_allclose(float(la.cond(a)), np.linalg.cond(a), rtol=1e-5)
@@ -201,16 +228,31 @@ def test_svd_pinv_gradients_vmap_jit():
     g = np.asarray(fg.grad(lambda a: la.svdvals(a)[0])(a))
     np.testing.assert_allclose(g, np.outer(un[:, 0], vtn[0]), atol=1e-5)
     # sign-invariant functions of the singular vectors, tall and wide
-    check_grads(lambda x: la.svd(x, full_matrices=False)[0] ** 2, (fnp.asarray(a),), order=1,
-                modes=("fwd", "rev"), atol=3e-2, rtol=3e-2)
-    check_grads(lambda x: la.svd(x, full_matrices=False)[2] ** 2, (fnp.asarray(a.T),), order=1,
-                modes=("fwd", "rev"), atol=3e-2, rtol=3e-2)
+    check_grads(
+        lambda x: la.svd(x, full_matrices=False)[0] ** 2,
+        (fnp.asarray(a),),
+        order=1,
+        modes=("fwd", "rev"),
+        atol=3e-2,
+        rtol=3e-2,
+    )
+    check_grads(
+        lambda x: la.svd(x, full_matrices=False)[2] ** 2,
+        (fnp.asarray(a.T),),
+        order=1,
+        modes=("fwd", "rev"),
+        atol=3e-2,
+        rtol=3e-2,
+    )
     check_grads(la.pinv, (fnp.asarray(a),), order=1, modes=("fwd", "rev"), atol=3e-2, rtol=3e-2)
     # pinv of the identity (repeated singular values): d sum(pinv(A)) / dA = -ones
     np.testing.assert_allclose(np.asarray(fg.grad(lambda x: la.pinv(x).sum())(np.eye(3))), -1.0)
     with pytest.raises(TypeError, match="full_matrices=True"):
         fg.grad(lambda x: la.svd(x)[0].sum())(a)
     b = rng.randn(3, 4, 3).astype(np.float32)
-    np.testing.assert_allclose(np.asarray(fg.vmap(la.svdvals)(b)),
-                               np.stack([np.asarray(la.svdvals(x)) for x in b]), atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(fg.vmap(la.svdvals)(b)),
+        np.stack([np.asarray(la.svdvals(x)) for x in b]),
+        atol=1e-6,
+    )
     np.testing.assert_allclose(np.asarray(fg.jit(la.pinv)(a)), np.asarray(la.pinv(a)), atol=1e-6)

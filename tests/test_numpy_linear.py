@@ -26,8 +26,14 @@ def _values(shape, dtype, seed):
 
 def _ref(fn, *args, **kw):
     """numpy reference in float64 for floats (int products are exact in int64)."""
-    up = [a if not isinstance(a, np.ndarray)
-          else a.astype(np.float64) if a.dtype.kind == "f" else a.astype(np.int64) for a in args]
+    up = [
+        a
+        if not isinstance(a, np.ndarray)
+        else a.astype(np.float64)
+        if a.dtype.kind == "f"
+        else a.astype(np.int64)
+        for a in args
+    ]
     return fn(*up, **kw)
 
 
@@ -37,10 +43,12 @@ def _check(got, expected, dtype):
 
 # -- matmul -------------------------------------------------------------------------------------
 
+
 @st.composite
 def matmul_shapes(draw):
-    batch_a, batch_b = draw(hnp.mutually_broadcastable_shapes(
-        num_shapes=2, min_dims=0, max_dims=3, max_side=3)).input_shapes
+    batch_a, batch_b = draw(
+        hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3)
+    ).input_shapes
     m, k, n = (draw(st.integers(0, 4)) for _ in range(3))
     a_vec, b_vec = draw(st.booleans()), draw(st.booleans())
     a_shape = (k,) if a_vec else batch_a + (m, k)
@@ -85,8 +93,11 @@ def test_matmul_float64(x64):
 
 
 def test_matmul_errors_name_the_shapes():
-    with pytest.raises(TypeError, match=r"matmul: contraction dimensions do not match: "
-                                        r"\(3, 4\) @ \(5, 6\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"matmul: contraction dimensions do not match: "
+        r"\(3, 4\) @ \(5, 6\)",
+    ):
         fnp.matmul(np.ones((3, 4)), np.ones((5, 6)))
     with pytest.raises(ValueError, match="matmul: batch dimensions cannot broadcast"):
         fnp.matmul(np.ones((2, 3, 4)), np.ones((3, 4, 6)))
@@ -108,14 +119,15 @@ def test_matmul_jaxpr_shows_dot_general():
 
 # -- dot, vdot, inner, outer, tensordot, vecdot, kron ------------------------------------------
 
+
 @st.composite
 def dot_shapes(draw):
     a_nd, b_nd = draw(st.integers(0, 3)), draw(st.integers(0, 3))
     k = draw(st.integers(0, 3))
-    a = tuple(draw(st.lists(st.integers(0, 3), min_size=max(a_nd - 1, 0),
-                            max_size=max(a_nd - 1, 0)))) + ((k,) if a_nd else ())
-    b_rest = draw(st.lists(st.integers(0, 3), min_size=max(b_nd - 1, 0),
-                           max_size=max(b_nd - 1, 0)))
+    a = tuple(
+        draw(st.lists(st.integers(0, 3), min_size=max(a_nd - 1, 0), max_size=max(a_nd - 1, 0)))
+    ) + ((k,) if a_nd else ())
+    b_rest = draw(st.lists(st.integers(0, 3), min_size=max(b_nd - 1, 0), max_size=max(b_nd - 1, 0)))
     b = () if b_nd == 0 else ((k,) if b_nd == 1 else tuple(b_rest[:-1]) + (k, b_rest[-1]))
     return a, b
 
@@ -152,12 +164,15 @@ def test_vdot_of_0d_and_errors():
         fnp.dot(np.ones((2, 3)), np.ones(4))
 
 
-@given(hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=3), st.integers(0, 4),
-       st.integers(0, 2**16))
+@given(
+    hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=3),
+    st.integers(0, 4),
+    st.integers(0, 2**16),
+)
 def test_tensordot_int_axes(shape, n, seed):
     n = min(n, len(shape))
     a = _values(shape, np.float32, seed)
-    b = _values(shape[len(shape) - n:] + (2,), np.float32, seed + 1)
+    b = _values(shape[len(shape) - n :] + (2,), np.float32, seed + 1)
     _check(fnp.tensordot(a, b, n), _ref(np.tensordot, a, b, n), np.float32)
 
 
@@ -173,8 +188,12 @@ def test_tensordot_axes_pairs():
         fnp.tensordot(a, b, 4)
 
 
-@given(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3),
-       st.integers(0, 4), st.sampled_from(DTYPES), st.integers(0, 2**16))
+@given(
+    hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3),
+    st.integers(0, 4),
+    st.sampled_from(DTYPES),
+    st.integers(0, 2**16),
+)
 def test_vecdot_broadcasts(shapes, n, dtype, seed):
     a, b = (_values(s + (n,), dtype, seed + i) for i, s in enumerate(shapes.input_shapes))
     _check(fnp.vecdot(a, b), _ref(np.vecdot, a, b), dtype)
@@ -188,9 +207,12 @@ def test_vecdot_error():
         fnp.vecdot(np.ones((2, 3)), np.ones(4))
 
 
-@given(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3),
-       hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3),
-       st.sampled_from(DTYPES + [bool]), st.integers(0, 2**16))
+@given(
+    hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3),
+    hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3),
+    st.sampled_from(DTYPES + [bool]),
+    st.integers(0, 2**16),
+)
 def test_kron_matches_numpy(sa, sb, dtype, seed):
     a, b = _values(sa, dtype, seed), _values(sb, dtype, seed + 1)
     out_dtype = np.bool_ if dtype is bool else dtype
@@ -201,23 +223,49 @@ def test_kron_matches_numpy(sa, sb, dtype, seed):
 # -- einsum -------------------------------------------------------------------------------------
 
 EINSUM_CASES = [
-    ("ii", [(3, 3)]), ("ii->i", [(4, 4)]), ("ij->ji", [(2, 3)]), ("ij->", [(2, 3)]),
-    ("ij->j", [(2, 3)]), ("ijk->kji", [(2, 3, 4)]), ("iij->ij", [(3, 3, 2)]),
-    ("iii->i", [(3, 3, 3)]), ("ijji->ij", [(2, 3, 3, 2)]), ("i,i", [(5,), (5,)]),
-    ("i,i->i", [(5,), (5,)]), ("i,j->ij", [(3,), (4,)]), ("ij,jk", [(2, 3), (3, 4)]),
-    ("ij,jk->ki", [(2, 3), (3, 4)]), ("bij,bjk->bik", [(5, 2, 3), (5, 3, 4)]),
-    ("bij,jk->bik", [(5, 2, 3), (3, 4)]), ("ij,ij->", [(2, 3), (2, 3)]),
-    ("ij,ji->", [(2, 3), (3, 2)]), ("ii,i->i", [(3, 3), (3,)]), ("ij,j", [(2, 3), (3,)]),
-    ("...ij,...jk->...ik", [(2, 1, 2, 3), (5, 3, 4)]), ("...ii->...i", [(2, 3, 3)]),
-    ("i...->...", [(2, 3, 4)]), ("...,...", [(2, 3), (3,)]), ("...i,i", [(2, 3), (3,)]),
-    ("i...i", [(3, 2, 3)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
-    ("ij,jk,kl", [(2, 3), (3, 4), (4, 2)]), ("i,j,k->ijk", [(2,), (3,), (4,)]),
+    ("ii", [(3, 3)]),
+    ("ii->i", [(4, 4)]),
+    ("ij->ji", [(2, 3)]),
+    ("ij->", [(2, 3)]),
+    ("ij->j", [(2, 3)]),
+    ("ijk->kji", [(2, 3, 4)]),
+    ("iij->ij", [(3, 3, 2)]),
+    ("iii->i", [(3, 3, 3)]),
+    ("ijji->ij", [(2, 3, 3, 2)]),
+    ("i,i", [(5,), (5,)]),
+    ("i,i->i", [(5,), (5,)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ij,jk", [(2, 3), (3, 4)]),
+    ("ij,jk->ki", [(2, 3), (3, 4)]),
+    ("bij,bjk->bik", [(5, 2, 3), (5, 3, 4)]),
+    ("bij,jk->bik", [(5, 2, 3), (3, 4)]),
+    ("ij,ij->", [(2, 3), (2, 3)]),
+    ("ij,ji->", [(2, 3), (3, 2)]),
+    ("ii,i->i", [(3, 3), (3,)]),
+    ("ij,j", [(2, 3), (3,)]),
+    ("...ij,...jk->...ik", [(2, 1, 2, 3), (5, 3, 4)]),
+    ("...ii->...i", [(2, 3, 3)]),
+    ("i...->...", [(2, 3, 4)]),
+    ("...,...", [(2, 3), (3,)]),
+    ("...i,i", [(2, 3), (3,)]),
+    ("i...i", [(3, 2, 3)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("ij,jk,kl", [(2, 3), (3, 4), (4, 2)]),
+    ("i,j,k->ijk", [(2,), (3,), (4,)]),
     ("ab,bc,cd,de->ae", [(2, 3), (3, 4), (4, 2), (2, 3)]),
-    ("ijk,ikl,ilm->ijm", [(2, 3, 2), (2, 2, 4), (2, 4, 1)]), ("ij,kl->ijkl", [(2, 3), (2, 2)]),
-    ("ij,ij,ij->ij", [(2, 3), (2, 3), (2, 3)]), ("abc,cd,a->bd", [(2, 3, 4), (4, 2), (2,)]),
-    ("ij,jk", [(2, 1), (3, 4)]), ("ij,ij->ij", [(2, 1), (2, 4)]), ("Ba,aA", [(2, 3), (3, 4)]),
-    ("i,i", [(0,), (0,)]), ("ij,jk->ik", [(2, 0), (0, 3)]), ("", [()]), (",", [(), ()]),
-    ("i,", [(3,), ()]), ("ij,jk,ik->", [(2, 3), (3, 4), (2, 4)]),
+    ("ijk,ikl,ilm->ijm", [(2, 3, 2), (2, 2, 4), (2, 4, 1)]),
+    ("ij,kl->ijkl", [(2, 3), (2, 2)]),
+    ("ij,ij,ij->ij", [(2, 3), (2, 3), (2, 3)]),
+    ("abc,cd,a->bd", [(2, 3, 4), (4, 2), (2,)]),
+    ("ij,jk", [(2, 1), (3, 4)]),
+    ("ij,ij->ij", [(2, 1), (2, 4)]),
+    ("Ba,aA", [(2, 3), (3, 4)]),
+    ("i,i", [(0,), (0,)]),
+    ("ij,jk->ik", [(2, 0), (0, 3)]),
+    ("", [()]),
+    (",", [(), ()]),
+    ("i,", [(3,), ()]),
+    ("ij,jk,ik->", [(2, 3), (3, 4), (2, 4)]),
 ]
 
 
@@ -247,18 +295,21 @@ def test_einsum_sublist_form_and_dtypes():
     a, b = _values((2, 3), np.float32, 0), _values((3, 4), np.int32, 1)
     _check(fnp.einsum(a, [0, 1], b, [1, 2], [0, 2]), _ref(np.matmul, a, b), np.float32)
     c = _values((3, 2), np.float32, 2)
-    _check(fnp.einsum(a, [..., 1], c, [1, ...]), _ref(np.einsum, a, [..., 1], c, [1, ...]),
-           np.float32)
-    out = fnp.einsum("ij,j->i", np.ones((2, 3), np.int8), np.ones(3, np.int8),
-                     preferred_element_type=np.int32)
+    _check(
+        fnp.einsum(a, [..., 1], c, [1, ...]), _ref(np.einsum, a, [..., 1], c, [1, ...]), np.float32
+    )
+    out = fnp.einsum(
+        "ij,j->i", np.ones((2, 3), np.int8), np.ones(3, np.int8), preferred_element_type=np.int32
+    )
     assert_array(out, np.full(2, 3), dtype=np.int32)
     assert_array(fnp.einsum(",", 2.0, 3.0), 6.0, dtype=np.float32, weak_type=True)
 
 
 def test_einsum_float64(x64):
     a, b = _values((3, 4), np.float64, 0), _values((4, 4), np.float64, 1)
-    assert_array(fnp.einsum("ij,jj->i", a, b), np.einsum("ij,jj->i", a, b), dtype=np.float64,
-                 rtol=1e-12)
+    assert_array(
+        fnp.einsum("ij,jj->i", a, b), np.einsum("ij,jj->i", a, b), dtype=np.float64, rtol=1e-12
+    )
 
 
 def test_einsum_lowers_to_dot_general_and_slices():
@@ -277,16 +328,19 @@ def test_einsum_diagonal_keeps_special_values():
     assert np.signbit(out[0]) and out[1] == 2.0
 
 
-@pytest.mark.parametrize("subscripts,shapes,match", [
-    ("ij,jk", [(2, 3)], "name 2 operands, but 1 were given"),
-    ("ij", [(2,)], "does not contain the correct number of indices for operand 0"),
-    ("i,i", [(2,), (3,)], "size of label 'i' for operand 1"),
-    ("ii", [(2, 3)], "repeated in operand 0"),
-    ("ij->ik", [(2, 3)], "output subscript 'k'"),
-    ("ij->ii", [(2, 3)], "appears more than once"),
-    ("i2", [(2, 3)], "invalid subscript character '2'"),
-    ("...i...", [(2, 3)], "more than one ellipsis"),
-])
+@pytest.mark.parametrize(
+    "subscripts,shapes,match",
+    [
+        ("ij,jk", [(2, 3)], "name 2 operands, but 1 were given"),
+        ("ij", [(2,)], "does not contain the correct number of indices for operand 0"),
+        ("i,i", [(2,), (3,)], "size of label 'i' for operand 1"),
+        ("ii", [(2, 3)], "repeated in operand 0"),
+        ("ij->ik", [(2, 3)], "output subscript 'k'"),
+        ("ij->ii", [(2, 3)], "appears more than once"),
+        ("i2", [(2, 3)], "invalid subscript character '2'"),
+        ("...i...", [(2, 3)], "more than one ellipsis"),
+    ],
+)
 def test_einsum_errors(subscripts, shapes, match):
     with pytest.raises(ValueError, match="einsum: .*" + match):
         fnp.einsum(subscripts, *[np.ones(s, np.float32) for s in shapes])
@@ -322,13 +376,13 @@ def einsum_problems(draw):
             k = draw(st.integers(0, len(ell_shape)))
             pos = draw(st.integers(0, len(labels)))
             term = term[:pos] + "..." + term[pos:]
-            shape[pos:pos] = ell_shape[len(ell_shape) - k:]
+            shape[pos:pos] = ell_shape[len(ell_shape) - k :]
         terms.append(term)
         shapes.append(tuple(shape))
     subscripts = ",".join(terms)
     if draw(st.booleans()):
         out = draw(st.permutations(sorted(set(used))))
-        out = "".join(out[:draw(st.integers(0, len(out)))])
+        out = "".join(out[: draw(st.integers(0, len(out)))])
         if "..." in subscripts:
             pos = draw(st.integers(0, len(out)))
             out = out[:pos] + "..." + out[pos:]
@@ -345,8 +399,10 @@ def test_einsum_random_subscripts(problem, dtype, seed):
 
 # -- diagonals and traces -----------------------------------------------------------------------
 
-@given(hnp.array_shapes(min_dims=2, max_dims=4, min_side=0, max_side=4), st.integers(-5, 5),
-       st.data())
+
+@given(
+    hnp.array_shapes(min_dims=2, max_dims=4, min_side=0, max_side=4), st.integers(-5, 5), st.data()
+)
 def test_diagonal_and_trace(shape, offset, data):
     a = _values(shape, np.int32, offset + 7)
     ax1, ax2 = data.draw(st.permutations(range(-len(shape), 0)))[:2]
@@ -360,8 +416,11 @@ def test_trace_dtypes():
     assert_array(fnp.trace(np.ones((3, 3), np.float32), dtype=np.int32), 3, dtype=np.int32)
 
 
-@given(hnp.array_shapes(min_dims=1, max_dims=2, min_side=0, max_side=4), st.integers(-4, 4),
-       st.sampled_from(DTYPES + [bool]))
+@given(
+    hnp.array_shapes(min_dims=1, max_dims=2, min_side=0, max_side=4),
+    st.integers(-4, 4),
+    st.sampled_from(DTYPES + [bool]),
+)
 def test_diag_and_diagflat(shape, k, dtype):
     v = _values(shape, dtype, k + 5)
     dt = np.bool_ if dtype is bool else dtype
@@ -384,8 +443,14 @@ def test_diag_errors_and_jaxpr():
 
 # -- convolve, correlate, cross -----------------------------------------------------------------
 
-@given(st.integers(1, 6), st.integers(1, 6), st.sampled_from(["full", "same", "valid"]),
-       st.sampled_from(DTYPES), st.integers(0, 2**16))
+
+@given(
+    st.integers(1, 6),
+    st.integers(1, 6),
+    st.sampled_from(["full", "same", "valid"]),
+    st.sampled_from(DTYPES),
+    st.integers(0, 2**16),
+)
 def test_convolve_correlate(n, m, mode, dtype, seed):
     a, v = _values((n,), dtype, seed), _values((m,), dtype, seed + 1)
     # JAX: integer inputs give the default float.
@@ -408,23 +473,32 @@ def test_convolve_errors_and_jaxpr():
 
 def _np_cross(a, b):
     """np.cross without its deprecated 2-vector path: 2-vectors get a zero z-component."""
+
     def pad(x):
         return np.concatenate([x, np.zeros_like(x[..., :1])], -1) if x.shape[-1] == 2 else x
+
     out = np.cross(pad(a), pad(b))
     return out[..., 2] if a.shape[-1] == b.shape[-1] == 2 else out
 
 
-@given(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=2, max_side=3),
-       st.sampled_from([2, 3]), st.sampled_from([2, 3]), st.sampled_from(DTYPES),
-       st.integers(0, 2**16))
+@given(
+    hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=2, max_side=3),
+    st.sampled_from([2, 3]),
+    st.sampled_from([2, 3]),
+    st.sampled_from(DTYPES),
+    st.integers(0, 2**16),
+)
 def test_cross(shapes, na, nb, dtype, seed):
     sa, sb = shapes.input_shapes
     a, b = _values(sa + (na,), dtype, seed), _values(sb + (nb,), dtype, seed + 1)
     _check(fnp.cross(a, b), _ref(_np_cross, a, b), dtype)
     if na == nb == 3 and len(sa) == len(sb) == 1:
         at, bt = a.T, b.T
-        _check(fnp.cross(at, bt, axisa=0, axisb=0, axisc=0),
-               _ref(np.cross, at, bt, axisa=0, axisb=0, axisc=0), dtype)
+        _check(
+            fnp.cross(at, bt, axisa=0, axisb=0, axisc=0),
+            _ref(np.cross, at, bt, axisa=0, axisb=0, axisc=0),
+            dtype,
+        )
 
 
 def test_cross_error():
@@ -434,5 +508,6 @@ def test_cross_error():
 
 def test_all_names_exported():
     from fungrad.numpy import linear
+
     for name in linear.__all__:
         assert getattr(fnp, name) is getattr(linear, name)

@@ -34,6 +34,7 @@ def axis_of(ndim):
 
 # -- reshape and friends ----------------------------------------------------------------------
 
+
 @given(arrays(), st.data())
 def test_reshape_matches_numpy(x, data):
     dims = list(data.draw(st.permutations(x.shape)))
@@ -47,8 +48,11 @@ def test_reshape_matches_numpy(x, data):
 
 
 def test_reshape_errors():
-    with pytest.raises(TypeError, match=r"reshape: cannot reshape array of shape \(10,\) "
-                                        r"\(size 10\) into shape \(3, 4\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"reshape: cannot reshape array of shape \(10,\) "
+        r"\(size 10\) into shape \(3, 4\)",
+    ):
         fnp.reshape(fnp.arange(10), (3, 4))
     with pytest.raises(TypeError, match="only specify one unknown"):
         fnp.reshape(fnp.arange(10), (-1, -1))
@@ -76,10 +80,8 @@ def test_transpose_family_matches_numpy(x, data):
         a1, a2 = data.draw(axis_of(nd)), data.draw(axis_of(nd))
         exact(fnp.swapaxes(x, a1, a2), np.swapaxes(x, a1, a2))
         k = data.draw(st.integers(0, nd))
-        src = data.draw(st.lists(axis_of(nd), min_size=k, max_size=k,
-                                 unique_by=lambda a: a % nd))
-        dst = data.draw(st.lists(axis_of(nd), min_size=k, max_size=k,
-                                 unique_by=lambda a: a % nd))
+        src = data.draw(st.lists(axis_of(nd), min_size=k, max_size=k, unique_by=lambda a: a % nd))
+        dst = data.draw(st.lists(axis_of(nd), min_size=k, max_size=k, unique_by=lambda a: a % nd))
         exact(fnp.moveaxis(x, src, dst), np.moveaxis(x, src, dst))
         start = data.draw(st.integers(-nd, nd))
         exact(fnp.rollaxis(x, a1, start), np.rollaxis(x, a1, start))
@@ -102,8 +104,11 @@ def test_transpose_errors():
 def test_expand_dims_squeeze_match_numpy(x, data):
     k = data.draw(st.integers(0, 3))
     out_nd = x.ndim + k
-    axes = data.draw(st.lists(axis_of(out_nd), min_size=k, max_size=k,
-                              unique_by=lambda a: a % out_nd)) if out_nd else []
+    axes = (
+        data.draw(st.lists(axis_of(out_nd), min_size=k, max_size=k, unique_by=lambda a: a % out_nd))
+        if out_nd
+        else []
+    )
     y = np.expand_dims(x, tuple(axes))
     exact(fnp.expand_dims(x, tuple(axes)), y)
     if len(axes) == 1:
@@ -141,6 +146,7 @@ def test_shape_queries():
 
 # -- broadcasting -------------------------------------------------------------------------------
 
+
 @given(fst.broadcastable_shapes(3, max_dims=4), st.data())
 def test_broadcasting_matches_numpy(shapes, data):
     xs = [data.draw(fst.arrays(data.draw(st.sampled_from(DTYPES)), s)) for s in shapes]
@@ -166,8 +172,11 @@ def test_broadcasting_scalars_and_errors():
 
 @given(st.lists(arrays(max_dims=4), min_size=1, max_size=3))
 def test_atleast_nd_match_numpy(xs):
-    for ours, theirs in ((fnp.atleast_1d, np.atleast_1d), (fnp.atleast_2d, np.atleast_2d),
-                         (fnp.atleast_3d, np.atleast_3d)):
+    for ours, theirs in (
+        (fnp.atleast_1d, np.atleast_1d),
+        (fnp.atleast_2d, np.atleast_2d),
+        (fnp.atleast_3d, np.atleast_3d),
+    ):
         got, want = ours(*xs), theirs(*xs)
         if len(xs) == 1:
             exact(got, want)
@@ -183,10 +192,14 @@ def test_atleast_nd_match_numpy(xs):
 # uint8+int8 -> int16 (same), int32+uint32 -> int64; JAX gives float16 and int32 (int64
 # canonicalised to int32).
 JAX_PROMOTION = [
-    ((np.int32, np.float16), np.float16), ((np.int32, np.uint32), np.int32),
-    ((np.bool_, np.int8), np.int8), ((np.uint8, np.int8), np.int16),
-    ((np.int32, np.float32), np.float32), ((np.bool_, np.bool_), np.bool_),
-    ((np.uint8, np.uint32), np.uint32), ((np.float16, np.float32), np.float32),
+    ((np.int32, np.float16), np.float16),
+    ((np.int32, np.uint32), np.int32),
+    ((np.bool_, np.int8), np.int8),
+    ((np.uint8, np.int8), np.int16),
+    ((np.int32, np.float32), np.float32),
+    ((np.bool_, np.bool_), np.bool_),
+    ((np.uint8, np.uint32), np.uint32),
+    ((np.float16, np.float32), np.float32),
     ((np.uint8, np.float16), np.float16),
 ]
 
@@ -201,12 +214,17 @@ def test_concatenate_matches_numpy(shape, n, data):
         s[axis] = data.draw(st.integers(0, 3))
         xs.append(data.draw(fst.arrays(data.draw(st.sampled_from(DTYPES)), tuple(s))))
     want_dt = fg.numpy.result_type(*[x.dtype for x in xs])
-    exact(fnp.concatenate(xs, axis), np.concatenate([x.astype(want_dt) for x in xs], axis),
-          dtype=want_dt)
+    exact(
+        fnp.concatenate(xs, axis),
+        np.concatenate([x.astype(want_dt) for x in xs], axis),
+        dtype=want_dt,
+    )
     exact(fnp.concat(xs, axis=axis), np.concatenate([x.astype(want_dt) for x in xs], axis))
     exact(fnp.concatenate(xs, None), np.concatenate([x.astype(want_dt).ravel() for x in xs]))
-    exact(fnp.concatenate(xs, axis, dtype=np.float32),
-          np.concatenate([x.astype(np.float32) for x in xs], axis))
+    exact(
+        fnp.concatenate(xs, axis, dtype=np.float32),
+        np.concatenate([x.astype(np.float32) for x in xs], axis),
+    )
 
 
 @pytest.mark.parametrize("dts,want", JAX_PROMOTION)
@@ -226,16 +244,21 @@ def test_concatenate_weak_types_and_errors():
         fnp.concatenate([])
     with pytest.raises(ValueError, match="concatenate: zero-dimensional"):
         fnp.concatenate([fnp.array(1), fnp.array(2)])
-    with pytest.raises(TypeError, match=r"concatenate: array shapes must match except along "
-                                        r"axis 0, got \(2, 3\), \(2, 4\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"concatenate: array shapes must match except along "
+        r"axis 0, got \(2, 3\), \(2, 4\)",
+    ):
         fnp.concatenate([fnp.ones((2, 3)), fnp.ones((2, 4))])
     with pytest.raises(TypeError, match="concatenate"):
         fnp.concatenate([fnp.ones((2, 3)), fnp.ones((2,))])
     with pytest.raises(TypeError, match="concatenate"):
         fnp.concatenate([[1, 2], [3]])
     exact(fnp.concatenate(np.arange(6).reshape(2, 3)), np.arange(6, dtype=np.int32))
-    exact(fnp.concatenate(np.arange(12).reshape(2, 3, 2), axis=-1),
-          np.concatenate(list(np.arange(12, dtype=np.int32).reshape(2, 3, 2)), axis=-1))
+    exact(
+        fnp.concatenate(np.arange(12).reshape(2, 3, 2), axis=-1),
+        np.concatenate(list(np.arange(12, dtype=np.int32).reshape(2, 3, 2)), axis=-1),
+    )
 
 
 @given(fst.shapes(max_dims=3), st.integers(1, 3), st.data())
@@ -258,8 +281,11 @@ def test_stacking_family_matches_numpy(shape, n, data):
 
 
 def test_stack_errors_and_scalars():
-    with pytest.raises(ValueError, match=r"stack: all input arrays must have the same shape, "
-                                         r"got \(2, 3\), \(2, 4\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"stack: all input arrays must have the same shape, "
+        r"got \(2, 3\), \(2, 4\)",
+    ):
         fnp.stack([fnp.ones((2, 3)), fnp.ones((2, 4))])
     with pytest.raises(ValueError, match="stack: need at least one"):
         fnp.stack([])
@@ -273,8 +299,10 @@ def test_block_matches_numpy():
     a, b, c = np.ones((2, 2)), np.zeros((2, 1)), np.full((1, 3), 2.0)
     exact(fnp.block([[a, b], [c]]), np.block([[a, b], [c]]).astype(np.float32))
     exact(fnp.block([1, 2, 3]), np.block([1, 2, 3]).astype(np.int32))
-    exact(fnp.block([[np.arange(2)], [np.arange(2)]]),
-          np.block([[np.arange(2)], [np.arange(2)]]).astype(np.int32))
+    exact(
+        fnp.block([[np.arange(2)], [np.arange(2)]]),
+        np.block([[np.arange(2)], [np.arange(2)]]).astype(np.int32),
+    )
     with pytest.raises(ValueError, match="block"):
         fnp.block([[a], b])
     with pytest.raises(ValueError, match="block"):
@@ -282,6 +310,7 @@ def test_block_matches_numpy():
 
 
 # -- splitting ----------------------------------------------------------------------------------
+
 
 @given(arrays(min_dims=1, max_dims=3, max_side=6), st.data())
 def test_split_matches_numpy(x, data):
@@ -304,15 +333,17 @@ def test_split_matches_numpy(x, data):
         assert len(got) == len(want)
         for g, w in zip(got, want):
             exact(g, w)
-    for g, w in zip(fnp.split(x, np.array(cuts, dtype=np.int32), axis),
-                    np.split(x, cuts, axis)):
+    for g, w in zip(fnp.split(x, np.array(cuts, dtype=np.int32), axis), np.split(x, cuts, axis)):
         exact(g, w)
 
 
 def test_hsplit_vsplit_dsplit():
     x = np.arange(24).reshape(2, 4, 3).astype(np.float32)
-    for ours, theirs, arg in ((fnp.hsplit, np.hsplit, 2), (fnp.vsplit, np.vsplit, [1]),
-                              (fnp.dsplit, np.dsplit, 3)):
+    for ours, theirs, arg in (
+        (fnp.hsplit, np.hsplit, 2),
+        (fnp.vsplit, np.vsplit, [1]),
+        (fnp.dsplit, np.dsplit, 3),
+    ):
         for g, w in zip(ours(x, arg), theirs(x, arg)):
             exact(g, w)
     for g, w in zip(fnp.hsplit(np.arange(4), 2), np.hsplit(np.arange(4), 2)):
@@ -331,8 +362,11 @@ def test_hsplit_vsplit_dsplit():
 
 # -- tile and repeat ---------------------------------------------------------------------------
 
-@given(arrays(max_dims=3, max_side=3),
-       st.one_of(st.integers(0, 3), st.lists(st.integers(0, 3), max_size=4)))
+
+@given(
+    arrays(max_dims=3, max_side=3),
+    st.one_of(st.integers(0, 3), st.lists(st.integers(0, 3), max_size=4)),
+)
 def test_tile_matches_numpy(x, reps):
     exact(fnp.tile(x, reps), np.tile(x, reps))
 
@@ -344,8 +378,10 @@ def test_repeat_matches_numpy(x, data):
     if x.ndim:
         axis = data.draw(axis_of(x.ndim))
         exact(fnp.repeat(x, r, axis), np.repeat(x, r, axis))
-        reps = np.array(data.draw(st.lists(st.integers(0, 3), min_size=x.shape[axis],
-                                           max_size=x.shape[axis])), dtype=np.int32)
+        reps = np.array(
+            data.draw(st.lists(st.integers(0, 3), min_size=x.shape[axis], max_size=x.shape[axis])),
+            dtype=np.int32,
+        )
         exact(fnp.repeat(x, reps, axis), np.repeat(x, reps, axis))
         exact(fnp.repeat(x, fnp.asarray(reps), axis), np.repeat(x, reps, axis))
         total = data.draw(st.integers(0, 8))
@@ -390,6 +426,7 @@ def test_repeat_errors_and_weak_types():
 
 # -- flips, rolls, rotations --------------------------------------------------------------------
 
+
 @given(arrays(), st.data())
 def test_flips_match_numpy(x, data):
     exact(fnp.flip(x), np.flip(x))
@@ -407,8 +444,7 @@ def test_roll_matches_numpy(x, data):
     exact(fnp.roll(x, shift), np.roll(x, shift))
     if x.ndim:
         axes = data.draw(st.lists(axis_of(x.ndim), min_size=1, max_size=3))
-        shifts = data.draw(st.lists(st.integers(-7, 7), min_size=len(axes),
-                                    max_size=len(axes)))
+        shifts = data.draw(st.lists(st.integers(-7, 7), min_size=len(axes), max_size=len(axes)))
         exact(fnp.roll(x, shifts, axes), np.roll(x, shifts, axes))
         exact(fnp.roll(x, shift, axes), np.roll(x, shift, axes))
         jaxpr = fg.make_jaxpr(lambda s: fnp.roll(x, s, axes))(np.int32(shift))
@@ -439,8 +475,17 @@ def test_flip_roll_rot90_errors():
 
 # -- pad ------------------------------------------------------------------------------------
 
-MODES = ["constant", "edge", "wrap", "reflect", "symmetric", "linear_ramp", "maximum",
-         "minimum", "mean"]
+MODES = [
+    "constant",
+    "edge",
+    "wrap",
+    "reflect",
+    "symmetric",
+    "linear_ramp",
+    "maximum",
+    "minimum",
+    "mean",
+]
 
 
 @st.composite
@@ -461,8 +506,9 @@ def test_pad_matches_numpy(mode, dt, data):
     widths = data.draw(pad_widths(x.ndim))
     kwargs = {}
     if mode == "constant" and data.draw(st.booleans()):
-        kwargs["constant_values"] = data.draw(st.one_of(
-            st.integers(-5, 5), st.tuples(st.integers(-5, 5), st.integers(-5, 5))))
+        kwargs["constant_values"] = data.draw(
+            st.one_of(st.integers(-5, 5), st.tuples(st.integers(-5, 5), st.integers(-5, 5)))
+        )
     if mode in ("reflect", "symmetric"):
         kwargs["reflect_type"] = data.draw(st.sampled_from(["even", "odd"]))
     if mode == "linear_ramp" and data.draw(st.booleans()):
@@ -475,8 +521,9 @@ def test_pad_matches_numpy(mode, dt, data):
     got = fnp.pad(x, widths, mode=mode, **kwargs)
     want = np.pad(x, widths, mode=mode, **kwargs)
     # float results of arithmetic modes may differ from numpy's by rounding
-    if dt == np.float32 and (mode in ("mean", "linear_ramp")
-                             or kwargs.get("reflect_type") == "odd"):
+    if dt == np.float32 and (
+        mode in ("mean", "linear_ramp") or kwargs.get("reflect_type") == "odd"
+    ):
         assert_array(got, want, dtype=dt, rtol=1e-5, atol=1e-5)
     elif mode == "linear_ramp":
         # JAX's integer ramps floor a float32 linspace, so 1.9999999 can become 1 where numpy
@@ -491,9 +538,10 @@ def test_pad_constant_value_forms_and_weak_types():
     x = np.zeros((2, 2), np.float32)
     for cv in (7, (1, 2), ((1, 2),), ((1, 2), (3, 4)), np.array([5.0])):
         exact(fnp.pad(x, 1, constant_values=cv), np.pad(x, 1, constant_values=cv))
-    exact(fnp.pad(np.arange(3), 1, constant_values=2.7), np.pad(np.arange(3), 1,
-                                                                constant_values=2.7)
-          .astype(np.int32))
+    exact(
+        fnp.pad(np.arange(3), 1, constant_values=2.7),
+        np.pad(np.arange(3), 1, constant_values=2.7).astype(np.int32),
+    )
     out = fnp.pad(fnp.full((1,), 1.0), 1, constant_values=5)
     exact(out, np.array([5, 1, 5], np.float32))
     assert out.weak_type
@@ -526,8 +574,8 @@ def test_pad_errors():
 
 # -- diff / ediff1d / append / delete / insert / resize / trim_zeros -------------------------------
 
-@given(arrays(min_dims=1, dtypes=[np.float32, np.int32, np.bool_]), st.integers(0, 4),
-       st.data())
+
+@given(arrays(min_dims=1, dtypes=[np.float32, np.int32, np.bool_]), st.integers(0, 4), st.data())
 def test_diff_matches_numpy(x, n, data):
     axis = data.draw(axis_of(x.ndim))
     exact(fnp.diff(x, n, axis), np.diff(x, n, axis))
@@ -536,8 +584,10 @@ def test_diff_matches_numpy(x, n, data):
         app_shape = list(x.shape)
         app_shape[axis] = data.draw(st.integers(0, 2))
         app = data.draw(fst.arrays(x.dtype, tuple(app_shape)))
-        exact(fnp.diff(x, n, axis, prepend=pre, append=app),
-              np.diff(x, n, axis, prepend=np.array(pre, x.dtype), append=app))
+        exact(
+            fnp.diff(x, n, axis, prepend=pre, append=app),
+            np.diff(x, n, axis, prepend=np.array(pre, x.dtype), append=app),
+        )
 
 
 def test_diff_edge_cases():
@@ -554,8 +604,10 @@ def test_ediff1d_and_append_match_numpy(x, data):
     begin = data.draw(st.one_of(st.none(), st.integers(-3, 3)))
     end = data.draw(st.one_of(st.none(), st.lists(st.integers(-3, 3), max_size=3)))
     end_arr = None if end is None else np.array(end, x.dtype)
-    exact(fnp.ediff1d(x, to_end=end_arr, to_begin=begin),
-          np.ediff1d(x, to_end=end_arr, to_begin=begin))
+    exact(
+        fnp.ediff1d(x, to_end=end_arr, to_begin=begin),
+        np.ediff1d(x, to_end=end_arr, to_begin=begin),
+    )
     v = data.draw(fst.arrays(x.dtype, x.shape))
     exact(fnp.append(x, v), np.append(x, v))
     if x.ndim:
@@ -572,8 +624,11 @@ def test_delete_matches_numpy(x, data):
     exact(fnp.delete(x, idx, axis), np.delete(x, idx, axis))
     lst = data.draw(st.lists(st.integers(-n, n - 1), max_size=6))
     exact(fnp.delete(x, lst, axis), np.delete(x, np.array(lst, dtype=int), axis))
-    sl = slice(data.draw(st.integers(-n, n)), data.draw(st.integers(-n, n)),
-               data.draw(st.sampled_from([None, 1, 2, -1, 3])))
+    sl = slice(
+        data.draw(st.integers(-n, n)),
+        data.draw(st.integers(-n, n)),
+        data.draw(st.sampled_from([None, 1, 2, -1, 3])),
+    )
     exact(fnp.delete(x, sl, axis), np.delete(x, sl, axis))
     mask = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
     exact(fnp.delete(x, mask, axis), np.delete(x, mask, axis))
@@ -590,20 +645,17 @@ def test_insert_matches_numpy(x, data):
     if axis is None or x.ndim == 1:
         exact(fnp.insert(x, lst, vals, axis), np.insert(x, lst, vals, axis))
     exact(fnp.insert(x, lst, 7, axis), np.insert(x, lst, 7, axis))
-    exact(fnp.insert(x, slice(None, None, 2), 5, axis), np.insert(x, slice(None, None, 2), 5,
-                                                                  axis))
+    exact(fnp.insert(x, slice(None, None, 2), 5, axis), np.insert(x, slice(None, None, 2), 5, axis))
 
 
 def test_insert_delete_special_cases():
     x = np.arange(6).reshape(2, 3).astype(np.int32)
     exact(fnp.insert(x, 1, np.array([9, 8]), axis=1), np.insert(x, 1, [9, 8], axis=1))
-    exact(fnp.insert(x, [1], np.array([[9], [8]]), axis=1),
-          np.insert(x, [1], [[9], [8]], axis=1))
+    exact(fnp.insert(x, [1], np.array([[9], [8]]), axis=1), np.insert(x, [1], [[9], [8]], axis=1))
     exact(fnp.insert(np.arange(6), 1, 2.7), np.insert(np.arange(6), 1, 2.7).astype(np.int32))
     many = np.arange(40, dtype=np.float32)
     exact(fnp.delete(many, np.arange(0, 40, 3)), np.delete(many, np.arange(0, 40, 3)))
-    exact(fnp.insert(many, np.arange(0, 40, 3), -1.0), np.insert(many, np.arange(0, 40, 3),
-                                                                 -1.0))
+    exact(fnp.insert(many, np.arange(0, 40, 3), -1.0), np.insert(many, np.arange(0, 40, 3), -1.0))
     with pytest.raises(IndexError, match="delete: index 7 is out of bounds for axis 0"):
         fnp.delete(fnp.arange(6), 7)
     with pytest.raises(ValueError, match="delete: boolean mask"):
@@ -620,8 +672,9 @@ def test_resize_matches_numpy(x, shape):
     exact(fnp.resize(x, shape), want)
 
 
-@given(arrays(max_dims=3, dtypes=[np.float32, np.int32]), st.sampled_from(["f", "b", "fb"]),
-       st.data())
+@given(
+    arrays(max_dims=3, dtypes=[np.float32, np.int32]), st.sampled_from(["f", "b", "fb"]), st.data()
+)
 def test_trim_zeros_matches_numpy(x, trim, data):
     x = np.where(x > 3, x, 0).astype(x.dtype)  # plenty of zero rows and columns
     axis = data.draw(st.one_of(st.none(), axis_of(x.ndim))) if x.ndim else None
@@ -632,19 +685,30 @@ def test_trim_zeros_matches_numpy(x, trim, data):
 
 # -- tracing ------------------------------------------------------------------------------------
 
+
 def test_manipulation_jaxprs():
     def f(x):
         y = fnp.transpose(fnp.reshape(x, (3, 2)))
         z = fnp.concatenate([y, y], axis=1)
-        return fnp.pad(fnp.flip(z, 0), 1), fnp.split(z, 2, axis=1)[1], fnp.squeeze(
-            fnp.expand_dims(x, 0))
+        return (
+            fnp.pad(fnp.flip(z, 0), 1),
+            fnp.split(z, 2, axis=1)[1],
+            fnp.squeeze(fnp.expand_dims(x, 0)),
+        )
 
     x = np.arange(6, dtype=np.float32)
     jaxpr = fg.make_jaxpr(f)(x)
     text = str(jaxpr)
-    for prim in ("reshape[", "transpose[permutation=(1, 0)]", "concatenate[dimension=1]",
-                 "rev[dimensions=(0,)]", "pad[", "slice[", "squeeze[dimensions=(0,)]",
-                 "broadcast_in_dim["):
+    for prim in (
+        "reshape[",
+        "transpose[permutation=(1, 0)]",
+        "concatenate[dimension=1]",
+        "rev[dimensions=(0,)]",
+        "pad[",
+        "slice[",
+        "squeeze[dimensions=(0,)]",
+        "broadcast_in_dim[",
+    ):
         assert prim in text, prim
     for got, want in zip(jaxpr(x), f(x)):
         exact(got, np.asarray(want))
@@ -695,8 +759,10 @@ def test_functions_trace_and_evaluate(name):
 def test_manipulation_x64(x64):
     x = np.arange(6, dtype=np.float64).reshape(2, 3)
     exact(fnp.concatenate([x, np.ones((1, 3), np.int64)]), np.concatenate([x, np.ones((1, 3))]))
-    exact(fnp.stack([np.arange(3), np.arange(3, dtype=np.int32)]),
-          np.stack([np.arange(3), np.arange(3)]))  # int64 + int32 -> int64
+    exact(
+        fnp.stack([np.arange(3), np.arange(3, dtype=np.int32)]),
+        np.stack([np.arange(3), np.arange(3)]),
+    )  # int64 + int32 -> int64
     exact(fnp.pad(x, 2, mode="reflect"), np.pad(x, 2, mode="reflect"))
     exact(fnp.repeat(x, 3, axis=1), np.repeat(x, 3, axis=1))
     exact(fnp.diff(x, axis=0), np.diff(x, axis=0))
@@ -707,14 +773,16 @@ def test_manipulation_x64(x64):
 
 # -- issue 15: calls JAX accepts (array/numpy-int axes, float counts and shifts) -------------
 
+
 def test_issue15_expand_dims_and_split_take_array_and_numpy_int_arguments():
     x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
     for axis in (np.array([0, 1]), fnp.asarray([0, 1]), (np.int32(0), np.int64(1)), [0, 1]):
         assert fnp.expand_dims(x, axis).shape == (1, 1, 2, 3)
     assert fnp.expand_dims(x, np.int64(-1)).shape == (2, 3, 1)
     assert fnp.expand_dims(x, fnp.asarray(1)).shape == (2, 1, 3)
-    with pytest.raises(TypeError, match="expand_dims: axis must be an int or a sequence of "
-                                        "ints, got 1.0"):
+    with pytest.raises(
+        TypeError, match="expand_dims: axis must be an int or a sequence of ints, got 1.0"
+    ):
         fnp.expand_dims(x, 1.0)
     y = np.arange(8.0, dtype=np.float32).reshape(4, 2)
     for sections in (np.int64(2), fnp.asarray(2), 2.0):

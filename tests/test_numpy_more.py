@@ -24,7 +24,8 @@ rng = np.random.default_rng(0)
 # -- polynomials ----------------------------------------------------------------------------------
 
 coeffs = st.lists(st.floats(-3, 3, width=32), min_size=1, max_size=6).map(
-    lambda v: np.array(v, F32))
+    lambda v: np.array(v, F32)
+)
 
 
 @settings(max_examples=30, deadline=None)
@@ -36,8 +37,12 @@ def test_polynomial_arithmetic_matches_numpy(a, b):
     x = np.linspace(-2, 2, 7, dtype=F32)
     assert_array(fnp.polyval(a, x), np.polyval(a, x), rtol=1e-5, atol=1e-4)
     assert_array(fnp.polyder(a), np.polyder(a) if len(a) > 1 else np.zeros(0), atol=1e-5)
-    assert_array(fnp.polyint(a, 2, k=np.array([1.0, -2.0], F32)),
-                 np.polyint(a, 2, k=[1.0, -2.0]), rtol=1e-5, atol=1e-6)
+    assert_array(
+        fnp.polyint(a, 2, k=np.array([1.0, -2.0], F32)),
+        np.polyint(a, 2, k=[1.0, -2.0]),
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 def test_polydiv_polyfit_vander_and_dtypes():
@@ -45,20 +50,25 @@ def test_polydiv_polyfit_vander_and_dtypes():
     q, r = fnp.polydiv(u, v)
     nq, nr = np.polydiv(u, v)
     assert_array(q, nq)
-    assert_array(r[-len(nr):], nr, atol=1e-6)
+    assert_array(r[-len(nr) :], nr, atol=1e-6)
     assert r.shape == u.shape  # JAX keeps the dividend's length
     x = np.linspace(-1, 1, 20)
-    y = 3 * x ** 2 - x + 0.5 + 0.01 * np.sin(7 * x)
+    y = 3 * x**2 - x + 0.5 + 0.01 * np.sin(7 * x)
     assert_array(fnp.polyfit(x, y, 2), np.polyfit(x, y, 2), rtol=1e-3, atol=1e-3)
-    assert_array(fnp.polyfit(x, np.stack([y, 2 * y], 1), 2),
-                 np.polyfit(x, np.stack([y, 2 * y], 1), 2), rtol=1e-3, atol=1e-3)
+    assert_array(
+        fnp.polyfit(x, np.stack([y, 2 * y], 1), 2),
+        np.polyfit(x, np.stack([y, 2 * y], 1), 2),
+        rtol=1e-3,
+        atol=1e-3,
+    )
     w = np.linspace(1, 2, 20)
     assert_array(fnp.polyfit(x, y, 1, w=w), np.polyfit(x, y, 1, w=w), rtol=1e-3, atol=1e-3)
     with pytest.raises(ValueError, match="full=True"):
         fnp.polyfit(x, y, 2, full=True)
     assert_array(fnp.vander(np.array([1, 2, 3]), 4), np.vander([1, 2, 3], 4), dtype=np.int32)
-    assert_array(fnp.vander(np.array([1.0, 2]), increasing=True),
-                 np.vander([1.0, 2], increasing=True))
+    assert_array(
+        fnp.vander(np.array([1.0, 2]), increasing=True), np.vander([1.0, 2], increasing=True)
+    )
     assert fnp.polyval(np.array([1, 2]), 3).dtype == np.int32
     assert fnp.polymul(np.array([1, 2]), np.array([3])).dtype == np.float32
     with pytest.raises(ValueError, match="must be 1-D"):
@@ -98,9 +108,15 @@ def test_set_operations_match_numpy(a, b):
 
 def test_set_operations_with_size_under_jit():
     a, b = np.array([3, 1, 2, 1], np.int32), np.array([2, 7], np.int32)
-    f = fg.jit(lambda a, b: (fnp.union1d(a, b, size=6), fnp.intersect1d(a, b, size=3),
-                             fnp.setxor1d(a, b, size=6), fnp.setdiff1d(a, b, size=5),
-                             fnp.setdiff1d(a, b, size=4, fill_value=-1)))
+    f = fg.jit(
+        lambda a, b: (
+            fnp.union1d(a, b, size=6),
+            fnp.intersect1d(a, b, size=3),
+            fnp.setxor1d(a, b, size=6),
+            fnp.setdiff1d(a, b, size=5),
+            fnp.setdiff1d(a, b, size=4, fill_value=-1),
+        )
+    )
     u, i, x, d, d2 = f(a, b)
     # JAX's padding: the smallest value, except setdiff1d (0) and an explicit fill_value
     assert_array(u, [1, 2, 3, 7, 1, 1])
@@ -134,6 +150,7 @@ def test_unique_array_api_functions():
 
 # -- type checks, angle, spacing ----------------------------------------------------------------
 
+
 def test_type_checks():
     assert fnp.isscalar(1.0) and fnp.isscalar(np.float32(1)) and fnp.isscalar(fnp.ones(()))
     assert not fnp.isscalar(fnp.ones(2)) and fnp.isscalar(np.ones(()))
@@ -161,6 +178,7 @@ def test_angle_and_spacing():
 
 # -- windows and i0 -------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["bartlett", "blackman", "hamming", "hanning"])
 @pytest.mark.parametrize("m", [0, 1, 2, 5, 12])
 def test_windows_match_numpy(name, m):
@@ -179,19 +197,22 @@ def test_kaiser_and_i0(x64):
 
 # -- gradient, trapezoid, unwrap -----------------------------------------------------------------
 
+
 def test_gradient_matches_numpy(x64):
     f = rng.standard_normal((4, 5)).astype(F32)
     for got, ref in zip(fnp.gradient(f), np.gradient(f)):
         assert_array(got, ref, rtol=1e-5, atol=1e-6)
     assert_array(fnp.gradient(f, axis=1), np.gradient(f, axis=1), rtol=1e-5)
     coords = np.array([0.0, 1, 3, 4, 7], F32)
-    assert_array(fnp.gradient(f, 2.0, coords)[1], np.gradient(f, 2.0, coords)[1], rtol=1e-5,
-                 atol=1e-6)
+    assert_array(
+        fnp.gradient(f, 2.0, coords)[1], np.gradient(f, 2.0, coords)[1], rtol=1e-5, atol=1e-6
+    )
     assert_array(fnp.gradient(f[0], coords), np.gradient(f[0], coords), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="edge_order=2"):
         fnp.gradient(f, edge_order=2)
-    check_grads(lambda v: fnp.gradient(v, coords.astype(np.float64)), (f[0].astype(np.float64),),
-                order=1)
+    check_grads(
+        lambda v: fnp.gradient(v, coords.astype(np.float64)), (f[0].astype(np.float64),), order=1
+    )
 
 
 def test_trapezoid_and_unwrap_match_numpy(x64):
@@ -200,13 +221,18 @@ def test_trapezoid_and_unwrap_match_numpy(x64):
     assert_array(fnp.trapezoid(y), np.trapezoid(y), rtol=1e-5, atol=1e-6)
     assert_array(fnp.trapezoid(y, x), np.trapezoid(y, x), rtol=1e-5, atol=1e-6)
     assert_array(fnp.trapezoid(y, dx=0.5, axis=0), np.trapezoid(y, dx=0.5, axis=0), rtol=1e-5)
-    check_grads(lambda a, b: fnp.trapezoid(a, b), (y.astype(np.float64), x.astype(np.float64)),
-                order=1)
+    check_grads(
+        lambda a, b: fnp.trapezoid(a, b), (y.astype(np.float64), x.astype(np.float64)), order=1
+    )
     p = np.cumsum(rng.uniform(-3, 3, (2, 30)), axis=1).astype(F32)
     wrapped = np.angle(np.exp(1j * p)).astype(F32)
     assert_array(fnp.unwrap(wrapped), np.unwrap(wrapped), rtol=1e-4, atol=1e-4)
-    assert_array(fnp.unwrap(wrapped, discont=4.0, axis=0), np.unwrap(wrapped, 4.0, axis=0),
-                 rtol=1e-4, atol=1e-4)
+    assert_array(
+        fnp.unwrap(wrapped, discont=4.0, axis=0),
+        np.unwrap(wrapped, 4.0, axis=0),
+        rtol=1e-4,
+        atol=1e-4,
+    )
     assert_array(fnp.unwrap(np.array([0, 3, 7]), period=6), np.unwrap([0, 3, 7], period=6))
     loop = np.stack([np.asarray(fnp.unwrap(r)) for r in wrapped])
     assert_array(fg.vmap(fnp.unwrap)(wrapped), loop)
@@ -215,15 +241,19 @@ def test_trapezoid_and_unwrap_match_numpy(x64):
 
 # -- vectorize, apply_along_axis, apply_over_axes, piecewise -----------------------------------
 
+
 def test_vectorize(x64):
     add = fnp.vectorize(lambda a, b: a * 2 + b)
-    assert_array(add(np.ones(3, F32), np.arange(2.0, dtype=F32)[:, None]),
-                 2 + np.arange(2.0)[:, None] + np.zeros(3))
+    assert_array(
+        add(np.ones(3, F32), np.arange(2.0, dtype=F32)[:, None]),
+        2 + np.arange(2.0)[:, None] + np.zeros(3),
+    )
     dot = fnp.vectorize(lambda a, b: fnp.sum(a * b), signature="(n),(n)->()")
     a, b = rng.standard_normal((4, 3)).astype(F32), rng.standard_normal(3).astype(F32)
     assert_array(dot(a, b), a @ b, rtol=1e-5)
-    outer = fnp.vectorize(lambda u, v: (u[:, None] * v[None, :], u.sum()),
-                          signature="(m),(n)->(m,n),()")
+    outer = fnp.vectorize(
+        lambda u, v: (u[:, None] * v[None, :], u.sum()), signature="(m),(n)->(m,n),()"
+    )
     o, s = outer(a, a[:, :2])
     assert o.shape == (4, 3, 2) and s.shape == (4,)
     assert_array(o, a[:, :, None] * a[:, None, :2], rtol=1e-6)
@@ -241,22 +271,30 @@ def test_apply_along_axis_over_axes_and_piecewise(x64):
     x = rng.standard_normal((2, 3, 4)).astype(F32)
     f = lambda v: fnp.cumsum(v) * v[0]  # noqa: E731
     for axis in range(3):
-        assert_array(fnp.apply_along_axis(f, axis, x),
-                     np.apply_along_axis(lambda v: np.cumsum(v) * v[0], axis, x), rtol=1e-5,
-                     atol=1e-6)
+        assert_array(
+            fnp.apply_along_axis(f, axis, x),
+            np.apply_along_axis(lambda v: np.cumsum(v) * v[0], axis, x),
+            rtol=1e-5,
+            atol=1e-6,
+        )
     assert_array(fnp.apply_along_axis(lambda v: v.sum(), 1, x), x.sum(1), rtol=1e-5)
-    assert_array(fnp.apply_over_axes(fnp.sum, x, [0, 2]), np.apply_over_axes(np.sum, x, [0, 2]),
-                 rtol=1e-5)
+    assert_array(
+        fnp.apply_over_axes(fnp.sum, x, [0, 2]), np.apply_over_axes(np.sum, x, [0, 2]), rtol=1e-5
+    )
     v = np.linspace(-2, 2, 9, dtype=F32)
     conds = [v < -1, (v >= -1) & (v < 1)]
     funcs = [lambda t: -t, lambda t: t * t, 7.0]
     assert_array(fnp.piecewise(v, conds, funcs), np.piecewise(v, conds, funcs))
     assert_array(fnp.piecewise(v, [v > 0], [lambda t: t]), np.piecewise(v, [v > 0], [lambda t: t]))
-    check_grads(lambda t: fnp.piecewise(t, [t < 0], [lambda s: s * s, lambda s: fnp.sin(s)]),
-                (np.array([-1.5, -0.5, 0.5, 1.5]),), order=1)
+    check_grads(
+        lambda t: fnp.piecewise(t, [t < 0], [lambda s: s * s, lambda s: fnp.sin(s)]),
+        (np.array([-1.5, -0.5, 0.5, 1.5]),),
+        order=1,
+    )
 
 
 # -- functional updates ---------------------------------------------------------------------------
+
 
 def test_place_fill_diagonal_put_along_axis_mask_indices(x64):
     a = np.arange(6)
@@ -277,12 +315,14 @@ def test_place_fill_diagonal_put_along_axis_mask_indices(x64):
     assert_array(fnp.put_along_axis(m, idx, vals, 1, inplace=False), ref)
     ref = m.copy()
     np.put_along_axis(ref, np.array([1, 5]), np.array([7.0, 8.0]), axis=None)
-    assert_array(fnp.put_along_axis(m, np.array([1, 5]), np.array([7.0, 8.0]), None,
-                                    inplace=False), ref)
+    assert_array(
+        fnp.put_along_axis(m, np.array([1, 5]), np.array([7.0, 8.0]), None, inplace=False), ref
+    )
     for got, want in zip(fnp.mask_indices(4, fnp.triu, 1), np.mask_indices(4, np.triu, 1)):
         assert_array(got, want)
-    check_grads(lambda v: fnp.fill_diagonal(v, 0.0, inplace=False), (m.astype(np.float64),),
-                order=1)
+    check_grads(
+        lambda v: fnp.fill_diagonal(v, 0.0, inplace=False), (m.astype(np.float64),), order=1
+    )
 
 
 def test_matvec_and_vecmat():
@@ -294,6 +334,7 @@ def test_matvec_and_vecmat():
 
 
 # -- histograms -----------------------------------------------------------------------------------
+
 
 def test_histograms_match_numpy():
     x = rng.standard_normal(200).astype(F32)
@@ -323,6 +364,7 @@ def test_histograms_match_numpy():
 
 # -- mgrid, ogrid, r_, c_, s_ ---------------------------------------------------------------------
 
+
 def test_index_builders_match_numpy():
     assert_array(fnp.mgrid[0:4, 0:3], np.mgrid[0:4, 0:3])
     assert_array(fnp.mgrid[0:1:5j], np.mgrid[0:1:5j].astype(F32))
@@ -330,10 +372,14 @@ def test_index_builders_match_numpy():
     for got, want in zip(fnp.ogrid[0:4, 1:3], np.ogrid[0:4, 1:3]):
         assert_array(got, want)
     assert_array(fnp.r_[1:4, 0, np.array([7, 8])], np.r_[1:4, 0, np.array([7, 8])])
-    assert_array(fnp.r_["0,2", np.array([1, 2]), np.array([3, 4])],
-                 np.r_["0,2", np.array([1, 2]), np.array([3, 4])])
-    assert_array(fnp.r_["1,3,1", np.ones((2, 2)), np.zeros((2, 2))],
-                 np.r_["1,3,1", np.ones((2, 2)), np.zeros((2, 2))])
+    assert_array(
+        fnp.r_["0,2", np.array([1, 2]), np.array([3, 4])],
+        np.r_["0,2", np.array([1, 2]), np.array([3, 4])],
+    )
+    assert_array(
+        fnp.r_["1,3,1", np.ones((2, 2)), np.zeros((2, 2))],
+        np.r_["1,3,1", np.ones((2, 2)), np.zeros((2, 2))],
+    )
     assert_array(fnp.c_[np.arange(3), np.ones((3, 2))], np.c_[np.arange(3), np.ones((3, 2))])
     assert_array(fnp.r_[0:1:3j], np.r_[0:1:3j])
     assert fnp.s_[1:2, ::2] == np.s_[1:2, ::2] and fnp.index_exp[3] == (3,)
@@ -343,6 +389,7 @@ def test_index_builders_match_numpy():
 
 # -- bit packing, interop -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("bitorder", ["big", "little"])
 def test_packbits_unpackbits_match_numpy(bitorder):
     bits = rng.integers(0, 2, (3, 11, 5)).astype(bool)
@@ -350,8 +397,10 @@ def test_packbits_unpackbits_match_numpy(bitorder):
         packed = np.packbits(bits, axis, bitorder)
         assert_array(fnp.packbits(bits, axis, bitorder), packed, dtype=np.uint8)
         for count in (None, 3, -2, 50):
-            assert_array(fnp.unpackbits(packed, axis, count, bitorder),
-                         np.unpackbits(packed, axis, count, bitorder))
+            assert_array(
+                fnp.unpackbits(packed, axis, count, bitorder),
+                np.unpackbits(packed, axis, count, bitorder),
+            )
     assert_array(fg.jit(fnp.packbits)(bits), np.packbits(bits))
     with pytest.raises(TypeError, match="uint8"):
         fnp.unpackbits(np.ones(2, np.int32))
@@ -372,13 +421,15 @@ def test_interop_functions(tmp_path):
     assert fnp.array_str(fnp.ones(2)) == np.array_str(np.ones(2, F32))
     with fnp.printoptions(precision=2):
         assert fnp.get_printoptions()["precision"] == 2
-    path_, report = fnp.einsum_path("ij,jk,kl->il", np.ones((2, 3)), np.ones((3, 4)),
-                                    np.ones((4, 5)))
+    path_, report = fnp.einsum_path(
+        "ij,jk,kl->il", np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 5))
+    )
     assert len(path_) == 2 and all(isinstance(p, tuple) for p in path_) and "scaling" in report
     assert issubclass(fnp.ComplexWarning, Warning)
 
 
 # -- ufunc objects --------------------------------------------------------------------------------
+
 
 def test_frompyfunc_ufunc_methods_follow_numpy():
     f = lambda a, b: a * 2 + b  # noqa: E731  (not associative: order matters)
@@ -393,8 +444,9 @@ def test_frompyfunc_ufunc_methods_follow_numpy():
     assert_array(u.reduce(x, axis=None), np.asarray(nu.reduce(x.ravel()), F32))
     with pytest.raises(ValueError, match="at most one axis"):
         u.reduce(x, axis=(0, 1))
-    assert_array(u.reduce(x, axis=1, keepdims=True), nu.reduce(x, axis=1, keepdims=True)
-                 .astype(F32))
+    assert_array(
+        u.reduce(x, axis=1, keepdims=True), nu.reduce(x, axis=1, keepdims=True).astype(F32)
+    )
     assert_array(u.reduce(x, axis=0, initial=5.0), nu.reduce(x, axis=0, initial=5.0).astype(F32))
     assert_array(u.accumulate(x, axis=1), nu.accumulate(x, axis=1).astype(F32))
     assert_array(u.reduceat(x[0], np.array([0, 2, 1])), nu.reduceat(x[0], [0, 2, 1]).astype(F32))

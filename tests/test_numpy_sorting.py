@@ -20,7 +20,7 @@ shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5)
 
 def _elements(dtype):
     kind = np.dtype(dtype).kind
-    if kind == "f":   # few distinct values: ties, -0.0 vs 0.0 and NaNs are common
+    if kind == "f":  # few distinct values: ties, -0.0 vs 0.0 and NaNs are common
         return st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, np.inf, -np.inf, np.nan])
     if kind == "b":
         return st.booleans()
@@ -30,8 +30,11 @@ def _elements(dtype):
 @st.composite
 def arrays(draw, shape=shapes, dtypes=DTYPES):
     dtype = draw(st.sampled_from(dtypes))
-    return draw(hnp.arrays(dtype, draw(shape) if not isinstance(shape, tuple) else shape,
-                           elements=_elements(dtype)))
+    return draw(
+        hnp.arrays(
+            dtype, draw(shape) if not isinstance(shape, tuple) else shape, elements=_elements(dtype)
+        )
+    )
 
 
 def _axis(draw, x, allow_none=True):
@@ -43,6 +46,7 @@ def _axis(draw, x, allow_none=True):
 def _stable_argsort(x, axis, descending=False):
     """Python ``sorted`` (stable) with JAX's key: NaNs largest, -0.0 == 0.0. Descending puts
     NaNs first and keeps equal elements in their original order."""
+
     def key(v):
         v = v.item()
         if isinstance(v, float) and math.isnan(v):
@@ -61,8 +65,7 @@ def _stable_argsort(x, axis, descending=False):
 
 @given(st.data())
 def test_sort_and_argsort_match_stable_numpy(data):
-    x = data.draw(arrays(shape=hnp.array_shapes(min_dims=1, max_dims=3, max_side=5,
-                                                min_side=0)))
+    x = data.draw(arrays(shape=hnp.array_shapes(min_dims=1, max_dims=3, max_side=5, min_side=0)))
     axis = _axis(data.draw, x)
     ref_x = x.ravel() if axis is None else x
     ref_axis = 0 if axis is None else axis
@@ -72,7 +75,7 @@ def test_sort_and_argsort_match_stable_numpy(data):
     expected = np.take_along_axis(ref_x, perm, axis=ref_axis)
     got = fnp.sort(x, axis=axis)
     assert_array(got, expected, dtype=x.dtype)
-    if x.dtype.kind == "f":   # the same bits: -0.0 and 0.0 keep their (stable) order
+    if x.dtype.kind == "f":  # the same bits: -0.0 and 0.0 keep their (stable) order
         np.testing.assert_array_equal(np.signbit(np.asarray(got)), np.signbit(expected))
 
 
@@ -84,8 +87,11 @@ def test_descending_is_stable_with_nans_first(data):
     axis = _axis(data.draw, x, allow_none=False)
     perm = _stable_argsort(x, axis, descending=True)
     assert_array(fnp.argsort(x, axis=axis, descending=True), perm, dtype=np.int32)
-    assert_array(fnp.sort(x, axis=axis, descending=True),
-                 np.take_along_axis(x, perm, axis=axis), dtype=x.dtype)
+    assert_array(
+        fnp.sort(x, axis=axis, descending=True),
+        np.take_along_axis(x, perm, axis=axis),
+        dtype=x.dtype,
+    )
 
 
 def test_sort_errors_and_jaxpr():
@@ -107,29 +113,40 @@ def test_sort_errors_and_jaxpr():
 def test_lexsort_matches_numpy(data):
     shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=2, max_side=5))
     nkeys = data.draw(st.integers(1, 3))
-    keys = [data.draw(hnp.arrays(np.int32, shape, elements=st.integers(0, 2)))
-            for _ in range(nkeys)]
+    keys = [
+        data.draw(hnp.arrays(np.int32, shape, elements=st.integers(0, 2))) for _ in range(nkeys)
+    ]
     axis = data.draw(st.integers(-len(shape), len(shape) - 1))
     assert_array(fnp.lexsort(keys, axis=axis), np.lexsort(keys, axis=axis), dtype=np.int32)
     with pytest.raises(ValueError, match="lexsort: all keys need to be the same shape"):
         fnp.lexsort([np.zeros(2), np.zeros(3)])
 
 
-@given(st.data(), st.sampled_from(["scan", "scan_unrolled", "compare_all", "sort"]),
-       st.sampled_from(["left", "right"]))
+@given(
+    st.data(),
+    st.sampled_from(["scan", "scan_unrolled", "compare_all", "sort"]),
+    st.sampled_from(["left", "right"]),
+)
 def test_searchsorted_matches_numpy(data, method, side):
     dtype = data.draw(st.sampled_from([np.float32, np.int32, np.uint32]))
     a = np.sort(data.draw(hnp.arrays(dtype, st.integers(0, 9), elements=_elements(dtype))))
-    v = data.draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=0, max_dims=2, min_side=0,
-                                                     max_side=4), elements=_elements(dtype)))
+    v = data.draw(
+        hnp.arrays(
+            dtype,
+            hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=4),
+            elements=_elements(dtype),
+        )
+    )
     expected = np.searchsorted(a, v, side=side)
     assert_array(fnp.searchsorted(a, v, side=side, method=method), expected, dtype=np.int32)
     # sorter: an unsorted a with the permutation that sorts it
     rng = np.random.default_rng(0)
     shuffled = rng.permutation(a)
     sorter = np.argsort(shuffled, kind="stable")
-    assert_array(fnp.searchsorted(shuffled, v, side=side, sorter=sorter, method=method),
-                 np.searchsorted(shuffled, v, side=side, sorter=sorter))
+    assert_array(
+        fnp.searchsorted(shuffled, v, side=side, sorter=sorter, method=method),
+        np.searchsorted(shuffled, v, side=side, sorter=sorter),
+    )
 
 
 def test_searchsorted_promotes_and_errors():
@@ -144,8 +161,12 @@ def test_searchsorted_promotes_and_errors():
 
 @given(st.data())
 def test_partition_contract(data):
-    x = data.draw(arrays(shape=hnp.array_shapes(min_dims=1, max_dims=2, min_side=1,
-                                                max_side=6), dtypes=[np.float32, np.int32]))
+    x = data.draw(
+        arrays(
+            shape=hnp.array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=6),
+            dtypes=[np.float32, np.int32],
+        )
+    )
     axis = _axis(data.draw, x, allow_none=False)
     n = x.shape[axis]
     kth = data.draw(st.integers(-n, n - 1))
@@ -153,18 +174,18 @@ def test_partition_contract(data):
     ref = np.moveaxis(np.sort(x, axis=axis), axis, -1)
     k = kth % n
     np.testing.assert_array_equal(out[..., k], ref[..., k])
-    np.testing.assert_array_equal(np.sort(out, axis=-1), ref)   # a permutation of the input
+    np.testing.assert_array_equal(np.sort(out, axis=-1), ref)  # a permutation of the input
     with np.errstate(invalid="ignore"):
-        assert not (out[..., :k] > out[..., k:k + 1]).any()
-        assert not (out[..., k + 1:] < out[..., k:k + 1]).any()
+        assert not (out[..., :k] > out[..., k : k + 1]).any()
+        assert not (out[..., k + 1 :] < out[..., k : k + 1]).any()
     idx = np.asarray(fnp.argpartition(x, kth, axis=axis))
-    np.testing.assert_array_equal(np.take_along_axis(x, idx, axis=axis),
-                                  np.moveaxis(out, -1, axis))
+    np.testing.assert_array_equal(np.take_along_axis(x, idx, axis=axis), np.moveaxis(out, -1, axis))
     with pytest.raises(ValueError, match="partition: kth"):
         fnp.partition(x, n, axis=axis)
 
 
 # -- unique ---------------------------------------------------------------------------------------
+
 
 @given(arrays(dtypes=[np.float32, np.int32, np.bool_, np.uint32]))
 def test_unique_matches_numpy(x):
@@ -178,15 +199,22 @@ def test_unique_matches_numpy(x):
 
 @given(arrays(dtypes=[np.float32, np.int32]), st.integers(0, 8), st.booleans())
 def test_unique_with_size_pads_and_truncates(x, size, give_fill):
-    vals, idx, inv, counts = np.unique(x, return_index=True, return_inverse=True,
-                                       return_counts=True)
+    vals, idx, inv, counts = np.unique(
+        x, return_index=True, return_inverse=True, return_counts=True
+    )
     if x.size == 0 and size and not give_fill:
         with pytest.raises(ValueError, match="fill_value must be specified"):
             fnp.unique(x, size=size)
         return
     fill = -5 if give_fill else (vals[0] if vals.size else 0)
-    got = fnp.unique(x, return_index=True, return_inverse=True, return_counts=True,
-                     size=size, fill_value=-5 if give_fill else None)
+    got = fnp.unique(
+        x,
+        return_index=True,
+        return_inverse=True,
+        return_counts=True,
+        size=size,
+        fill_value=-5 if give_fill else None,
+    )
     m = min(size, vals.size)
     pad = size - m
     # JAX: padding is fill_value (default: the smallest unique value), index padding is the
@@ -200,11 +228,13 @@ def test_unique_with_size_pads_and_truncates(x, size, give_fill):
 def test_unique_axis_nan_and_tracing():
     x = np.array([[1, 2], [1, 2], [0, 5], [0, 5], [3, 3]], np.int32)
     got = fnp.unique(x, axis=0, return_index=True, return_inverse=True, return_counts=True)
-    for g, w in zip(got, np.unique(x, axis=0, return_index=True, return_inverse=True,
-                                   return_counts=True)):
+    for g, w in zip(
+        got, np.unique(x, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    ):
         assert_array(g, w)
-    for g, w in zip(fnp.unique(x.T, axis=1, return_counts=True),
-                    np.unique(x.T, axis=1, return_counts=True)):
+    for g, w in zip(
+        fnp.unique(x.T, axis=1, return_counts=True), np.unique(x.T, axis=1, return_counts=True)
+    ):
         assert_array(g, w)
     f = np.array([np.nan, 1.0, np.nan], np.float32)
     assert_array(fnp.unique(f), [1.0, np.nan])
@@ -212,12 +242,15 @@ def test_unique_axis_nan_and_tracing():
     jaxpr = fg.make_jaxpr(lambda a: fnp.unique(a, size=3))(f)
     assert "sort[" in str(jaxpr)
     assert_array(jaxpr(f)[0], [1.0, np.nan, 1.0])
-    with pytest.raises(fg.ConcretizationTypeError, match="unique: the size of the result "
-                       "depends on traced values.*size="):
+    with pytest.raises(
+        fg.ConcretizationTypeError,
+        match="unique: the size of the result depends on traced values.*size=",
+    ):
         fg.make_jaxpr(fnp.unique)(f)
 
 
 # -- where / nonzero / argwhere / flatnonzero / compress / extract --------------------------------
+
 
 @given(st.data())
 def test_where_three_args_broadcasts_and_promotes(data):
@@ -250,8 +283,11 @@ def test_nonzero_family_matches_numpy(x):
     assert_array(fnp.flatnonzero(x), np.flatnonzero(x), dtype=np.int32)
 
 
-@given(arrays(shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4)),
-       st.integers(0, 10), st.booleans())
+@given(
+    arrays(shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4)),
+    st.integers(0, 10),
+    st.booleans(),
+)
 def test_nonzero_with_size(x, size, per_dim_fill):
     want = np.nonzero(x)
     fill = tuple(range(-1, -x.ndim - 1, -1)) if per_dim_fill else -7
@@ -263,10 +299,13 @@ def test_nonzero_with_size(x, size, per_dim_fill):
     rows = np.argwhere(x)[:size]
     f = np.asarray(fill if per_dim_fill else (fill,) * x.ndim)
     expected = np.concatenate([rows, np.tile(f, (max(size - len(rows), 0), 1))]).reshape(
-        size, x.ndim)
+        size, x.ndim
+    )
     assert_array(fnp.argwhere(x, size=size, fill_value=fill), expected)
-    assert_array(fnp.nonzero(x, size=size)[0], np.concatenate(
-        [want[0][:size], np.zeros(max(size - want[0].size, 0))]))
+    assert_array(
+        fnp.nonzero(x, size=size)[0],
+        np.concatenate([want[0][:size], np.zeros(max(size - want[0].size, 0))]),
+    )
 
 
 def test_nonzero_tracing_and_errors():
@@ -285,19 +324,24 @@ def test_nonzero_tracing_and_errors():
 
 @given(st.data())
 def test_compress_and_extract_match_numpy(data):
-    x = data.draw(arrays(shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0,
-                                                max_side=4), dtypes=[np.float32, np.int32]))
+    x = data.draw(
+        arrays(
+            shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4),
+            dtypes=[np.float32, np.int32],
+        )
+    )
     axis = _axis(data.draw, x)
     n = x.size if axis is None else x.shape[axis]
     cond = data.draw(hnp.arrays(np.bool_, data.draw(st.integers(0, n))))
-    assert_array(fnp.compress(cond, x, axis=axis), np.compress(cond, x, axis=axis),
-                 dtype=x.dtype)
+    assert_array(fnp.compress(cond, x, axis=axis), np.compress(cond, x, axis=axis), dtype=x.dtype)
     mask = data.draw(hnp.arrays(np.bool_, x.shape))
     assert_array(fnp.extract(mask, x), np.extract(mask, x), dtype=x.dtype)
     size = data.draw(st.integers(0, x.size))
     want = np.extract(mask, x)[:size]
-    assert_array(fnp.extract(mask, x, size=size, fill_value=-1),
-                 np.concatenate([want, np.full(size - want.size, -1, x.dtype)]))
+    assert_array(
+        fnp.extract(mask, x, size=size, fill_value=-1),
+        np.concatenate([want, np.full(size - want.size, -1, x.dtype)]),
+    )
 
 
 def test_compress_errors():

@@ -31,6 +31,7 @@ def _quiet(fn, *args, **kwargs):
 
 # -- cov ----------------------------------------------------------------------------------------
 
+
 def _numpy_fact(nobs, ddof, fw, aw):
     """numpy.cov's normalisation N - ddof (weighted forms), before numpy clamps it at 0."""
     w = None
@@ -62,14 +63,14 @@ def cov_cases(draw):
     y = None
     if draw(st.booleans()):
         ny = draw(st.integers(1, 2))
-        yshape = (nobs,) if ny == 1 and draw(st.booleans()) else (
-            (ny, nobs) if rowvar else (nobs, ny))
+        yshape = (
+            (nobs,) if ny == 1 and draw(st.booleans()) else ((ny, nobs) if rowvar else (nobs, ny))
+        )
         y = draw(hnp.arrays(np.float32, yshape, elements=elements))
     bias = draw(st.booleans())
     ddof = draw(st.sampled_from([None, 0, 1, 2]))
     fw = draw(st.none() | hnp.arrays(np.int32, (nobs,), elements=st.integers(1, 4)))
-    aw = draw(st.none() | hnp.arrays(np.float32, (nobs,), elements=st.floats(0.25, 2.0,
-                                                                                width=32)))
+    aw = draw(st.none() | hnp.arrays(np.float32, (nobs,), elements=st.floats(0.25, 2.0, width=32)))
     return m, y, rowvar, bias, ddof, fw, aw
 
 
@@ -82,8 +83,15 @@ def test_cov_matches_numpy(case):
     assume(_numpy_fact(nobs, (0 if bias else 1) if ddof is None else ddof, fw, aw) > 0.5)
     m64 = _f64(m)
     try:
-        ref = np.cov(m64, None if y is None else _f64(y), rowvar=rowvar, bias=bias, ddof=ddof,
-                     fweights=fw, aweights=aw)
+        ref = np.cov(
+            m64,
+            None if y is None else _f64(y),
+            rowvar=rowvar,
+            bias=bias,
+            ddof=ddof,
+            fweights=fw,
+            aweights=aw,
+        )
     except ValueError:  # one observation with rowvar=False: y (1, k) is not transposed
         with pytest.raises(ValueError, match="cov"):
             fnp.cov(m, y, rowvar=rowvar, bias=bias, ddof=ddof, fweights=fw, aweights=aw)
@@ -98,12 +106,20 @@ def test_cov_float64_and_int_inputs(x64):
     m = rng.normal(size=(3, 7))
     fw = np.array([1, 2, 1, 3, 1, 1, 2])
     aw = rng.uniform(0.5, 2, size=7)
-    for kwargs in [{}, {"bias": True}, {"ddof": 3}, {"fweights": fw}, {"aweights": aw},
-                   {"fweights": fw, "aweights": aw, "ddof": 2}]:
-        assert_array(fnp.cov(m, **kwargs), np.cov(m, **kwargs), dtype=np.float64, rtol=1e-12,
-                     atol=1e-14)
-        assert_array(fnp.cov(m.T, rowvar=False, **kwargs), np.cov(m, **kwargs), rtol=1e-12,
-                     atol=1e-14)
+    for kwargs in [
+        {},
+        {"bias": True},
+        {"ddof": 3},
+        {"fweights": fw},
+        {"aweights": aw},
+        {"fweights": fw, "aweights": aw, "ddof": 2},
+    ]:
+        assert_array(
+            fnp.cov(m, **kwargs), np.cov(m, **kwargs), dtype=np.float64, rtol=1e-12, atol=1e-14
+        )
+        assert_array(
+            fnp.cov(m.T, rowvar=False, **kwargs), np.cov(m, **kwargs), rtol=1e-12, atol=1e-14
+        )
     mi = np.array([[1, 2, 3], [2, 1, 0]], np.int32)
     assert_array(fnp.cov(mi), np.cov(mi), dtype=np.float32)  # JAX: int32 -> float32 with x64
     assert_array(fnp.cov(mi, dtype=np.float32), np.cov(mi), dtype=np.float32)
@@ -119,8 +135,11 @@ def test_cov_shapes_and_degenerate_inputs():
     # NB: JAX (and fungrad) divide by N - ddof even when negative; numpy clamps it to 0
     assert_array(fnp.cov(x, ddof=5), -np.cov(x), rtol=1e-6)
     # NB: JAX takes |weights|; numpy rejects negative weights
-    assert_array(fnp.cov(x, fweights=np.array([-1, 2, 1])),
-                 np.cov(x, fweights=np.array([1, 2, 1])), rtol=1e-6)
+    assert_array(
+        fnp.cov(x, fweights=np.array([-1, 2, 1])),
+        np.cov(x, fweights=np.array([1, 2, 1])),
+        rtol=1e-6,
+    )
 
 
 def test_cov_errors():
@@ -147,9 +166,16 @@ def test_cov_errors():
 
 # -- corrcoef -----------------------------------------------------------------------------------
 
-@given(m=hnp.arrays(np.float32, st.tuples(st.integers(1, 4), st.integers(2, 6)),
-                    elements=st.floats(-100, 100, width=32)),
-       rowvar=st.booleans(), with_y=st.booleans())
+
+@given(
+    m=hnp.arrays(
+        np.float32,
+        st.tuples(st.integers(1, 4), st.integers(2, 6)),
+        elements=st.floats(-100, 100, width=32),
+    ),
+    rowvar=st.booleans(),
+    with_y=st.booleans(),
+)
 def test_corrcoef_matches_numpy(m, rowvar, with_y):
     y = (m[::-1] * 2 + 1) if with_y else None
     if not rowvar:
@@ -179,12 +205,21 @@ def test_corrcoef_float64(x64):
 
 # -- bincount -----------------------------------------------------------------------------------
 
-@given(x=hnp.arrays(st.sampled_from([np.int32, np.uint8, np.int8]), st.integers(0, 12),
-                    elements=st.integers(0, 9)),
-       minlength=st.integers(0, 12), data=st.data())
+
+@given(
+    x=hnp.arrays(
+        st.sampled_from([np.int32, np.uint8, np.int8]),
+        st.integers(0, 12),
+        elements=st.integers(0, 9),
+    ),
+    minlength=st.integers(0, 12),
+    data=st.data(),
+)
 def test_bincount_matches_numpy(x, minlength, data):
-    weights = data.draw(st.none() | hnp.arrays(st.sampled_from([np.float32, np.int32]),
-                                              x.shape, elements=st.integers(-3, 3)))
+    weights = data.draw(
+        st.none()
+        | hnp.arrays(st.sampled_from([np.float32, np.int32]), x.shape, elements=st.integers(-3, 3))
+    )
     length = data.draw(st.none() | st.integers(0, 12))
     ref = np.bincount(x, weights, minlength=minlength)
     if length is not None:  # values past length are dropped; the result is padded to length
@@ -229,11 +264,17 @@ def test_bincount_errors():
 
 # -- digitize -----------------------------------------------------------------------------------
 
-@given(x=hnp.arrays(np.float32, hnp.array_shapes(min_dims=0, max_dims=2, min_side=0,
-                                                 max_side=5),
-                    elements=st.floats(-10, 10, width=32) | st.sampled_from([inf, -inf])),
-       bins=st.lists(st.floats(-10, 10, width=32), min_size=1, max_size=6),
-       decreasing=st.booleans(), right=st.booleans())
+
+@given(
+    x=hnp.arrays(
+        np.float32,
+        hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=5),
+        elements=st.floats(-10, 10, width=32) | st.sampled_from([inf, -inf]),
+    ),
+    bins=st.lists(st.floats(-10, 10, width=32), min_size=1, max_size=6),
+    decreasing=st.booleans(),
+    right=st.booleans(),
+)
 def test_digitize_matches_numpy(x, bins, decreasing, right):
     bins = np.sort(np.array(bins, np.float32))
     if decreasing:
@@ -243,10 +284,16 @@ def test_digitize_matches_numpy(x, bins, decreasing, right):
 
 
 def test_digitize_int_inputs_empty_bins_and_errors():
-    assert_array(fnp.digitize(np.array([0, 1, 5], np.int32), np.array([1, 3], np.int32)),
-                 np.array([0, 1, 2], np.int32), dtype=np.int32)
-    assert_array(fnp.digitize(np.array([0.0, 1.0], np.float32), np.zeros(0, np.float32)),
-                 np.array([0, 0], np.int32), dtype=np.int32)
+    assert_array(
+        fnp.digitize(np.array([0, 1, 5], np.int32), np.array([1, 3], np.int32)),
+        np.array([0, 1, 2], np.int32),
+        dtype=np.int32,
+    )
+    assert_array(
+        fnp.digitize(np.array([0.0, 1.0], np.float32), np.zeros(0, np.float32)),
+        np.array([0, 0], np.int32),
+        dtype=np.int32,
+    )
     with pytest.raises(ValueError, match="digitize"):
         fnp.digitize(np.ones(2, np.float32), np.ones((2, 2), np.float32))
     with pytest.raises(TypeError, match="digitize"):
@@ -254,6 +301,7 @@ def test_digitize_int_inputs_empty_bins_and_errors():
 
 
 # -- interp -------------------------------------------------------------------------------------
+
 
 @st.composite
 def interp_cases(draw):
@@ -265,9 +313,13 @@ def interp_cases(draw):
     xp = (start + np.concatenate([[0.0], np.cumsum(gaps, dtype=np.float64)])).astype(np.float32)
     assume(np.all(np.diff(_f64(xp)) >= 0.06))
     fp = draw(hnp.arrays(np.float32, n, elements=st.floats(-100, 100, width=32)))
-    x = draw(hnp.arrays(np.float32, hnp.array_shapes(min_dims=0, max_dims=2, min_side=0,
-                                                     max_side=5),
-                        elements=st.floats(-12, 12, width=32) | st.sampled_from([nan])))
+    x = draw(
+        hnp.arrays(
+            np.float32,
+            hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=5),
+            elements=st.floats(-12, 12, width=32) | st.sampled_from([nan]),
+        )
+    )
     left = draw(st.none() | st.floats(-5, 5, width=32))
     right = draw(st.none() | st.floats(-5, 5, width=32))
     return x, xp, fp, left, right
@@ -289,27 +341,37 @@ def test_interp_extrapolate_and_period():
     xp = np.array([1.0, 2.0, 4.0], np.float32)
     fp = np.array([10.0, 20.0, 0.0], np.float32)
     x = np.array([0.0, 1.5, 3.0, 5.0], np.float32)
-    assert_array(fnp.interp(x, xp, fp, left="extrapolate", right="extrapolate"),
-                 [0.0, 15.0, 10.0, -10.0], dtype=np.float32)
+    assert_array(
+        fnp.interp(x, xp, fp, left="extrapolate", right="extrapolate"),
+        [0.0, 15.0, 10.0, -10.0],
+        dtype=np.float32,
+    )
     assert_array(fnp.interp(x, xp, fp, left="extrapolate"), [0.0, 15.0, 10.0, 0.0])
     xq = np.array([-1.0, 0.5, 3.0, 7.25, 10.0], np.float32)
     xpp = np.array([0.0, 1.0, 2.5, 3.5], np.float32)
     fpp = np.array([1.0, 3.0, -2.0, 0.0], np.float32)
-    assert_array(fnp.interp(xq, xpp, fpp, period=4.0), np.interp(xq, xpp, fpp, period=4.0),
-                 rtol=1e-6, atol=1e-6)
+    assert_array(
+        fnp.interp(xq, xpp, fpp, period=4.0),
+        np.interp(xq, xpp, fpp, period=4.0),
+        rtol=1e-6,
+        atol=1e-6,
+    )
     # a single sample point gives fp[0] everywhere (numpy agrees)
-    assert_array(fnp.interp(np.array([0.0, 1.0, 2.0]), np.array([1.0]), np.array([7.0])),
-                 [7.0, 7.0, 7.0])
+    assert_array(
+        fnp.interp(np.array([0.0, 1.0, 2.0]), np.array([1.0]), np.array([7.0])), [7.0, 7.0, 7.0]
+    )
 
 
 def test_interp_dtypes(x64):
     xp = np.linspace(0, 1, 11)
     fp = np.sin(xp)
     x = np.linspace(-0.1, 1.1, 25)
-    assert_array(fnp.interp(x, xp, fp), np.interp(x, xp, fp), dtype=np.float64, rtol=1e-14,
-                 atol=1e-15)
-    out = fnp.interp(np.array([0, 1, 3], np.int32), np.array([1, 2], np.int32),
-                     np.array([10, 20], np.int32))
+    assert_array(
+        fnp.interp(x, xp, fp), np.interp(x, xp, fp), dtype=np.float64, rtol=1e-14, atol=1e-15
+    )
+    out = fnp.interp(
+        np.array([0, 1, 3], np.int32), np.array([1, 2], np.int32), np.array([10, 20], np.int32)
+    )
     assert_array(out, [10.0, 10.0, 20.0], dtype=np.float32)  # JAX: int32 -> float32 with x64
 
 
@@ -330,6 +392,7 @@ def test_interp_errors():
 
 
 # -- tracing -------------------------------------------------------------------------------------
+
 
 def test_cov_and_interp_jaxprs_evaluate_like_eager():
     m = np.array([[0.0, 1.0, 3.0], [2.0, 1.0, -1.0]], np.float32)

@@ -23,8 +23,11 @@ from fungrad.transforms import array_ops
 _DTYPES = [np.float64, np.float32, np.float16, np.int64, np.int32, np.int8, np.uint8, np.bool_]
 
 
-@given(st.sampled_from(_DTYPES).flatmap(
-    lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4))))
+@given(
+    st.sampled_from(_DTYPES).flatmap(
+        lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4))
+    )
+)
 def test_numpy_values_convert_like_asarray(x):
     """Every numpy value (0-d and size-0 included, NaN/inf allowed): the canonical dtype, the
     same values as numpy's cast, equal to util.asarray's result, never the caller's buffer."""
@@ -71,8 +74,9 @@ def test_objects_with_array_interface_are_converted():
     np.testing.assert_array_equal(np.asarray(got), np.arange(4))
 
 
-@pytest.mark.parametrize("value", ["abc", b"ab", None, object(), np.array(["a"]),
-                                   np.array([1 + 2j]), 1 + 2j])
+@pytest.mark.parametrize(
+    "value", ["abc", b"ab", None, object(), np.array(["a"]), np.array([1 + 2j]), 1 + 2j]
+)
 def test_other_values_are_type_errors_naming_the_caller(value):
     with pytest.raises(TypeError, match="where"):
         array_leaf(value, "where")
@@ -80,7 +84,7 @@ def test_other_values_are_type_errors_naming_the_caller(value):
 
 def test_operand_rejects_ints_out_of_range():
     with pytest.raises(OverflowError, match="too large"):
-        operand(2 ** 40, "test")
+        operand(2**40, "test")
 
 
 def test_array_ops_are_laxs_and_numpys_functions():
@@ -93,8 +97,8 @@ def test_array_ops_are_laxs_and_numpys_functions():
     assert array_ops.reduce_sum is lax.reduce_sum
     assert array_ops.eye is fnp.eye
     x = fnp.arange(6.0).reshape(2, 3)
-    np.testing.assert_array_equal(np.asarray(array_ops.transpose(x, (1, 0))),
-                                  np.arange(6.0).reshape(2, 3).T)
+    np.testing.assert_array_equal(
+        np.asarray(array_ops.transpose(x, (1, 0))), np.arange(6.0).reshape(2, 3).T
+    )
     with pytest.raises(TypeError, match="unknown operations"):
         array_ops.register(sin=lax.sin)
-

@@ -17,21 +17,25 @@ N = local_device_count()
 def test_matches_loop_and_collectives():
     x = np.arange(N * 6, dtype=np.float32).reshape(N, 2, 3)
     f = lambda v: fnp.tanh(v) @ fnp.ones(3)  # noqa: E731
-    np.testing.assert_allclose(np.asarray(pmap(f)(x)), np.stack([np.asarray(f(v)) for v in x]),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(pmap(f)(x)), np.stack([np.asarray(f(v)) for v in x]), rtol=1e-6
+    )
     got = pmap(lambda v: v - lax.pmean(v, "d"), axis_name="d")(x)
     np.testing.assert_allclose(np.asarray(got), x - x.mean(0, keepdims=True), atol=1e-6)
-    np.testing.assert_allclose(np.asarray(pmap(lambda v: lax.psum(v, "d"), "d")(x)),
-                               np.broadcast_to(x.sum(0), x.shape))
+    np.testing.assert_allclose(
+        np.asarray(pmap(lambda v: lax.psum(v, "d"), "d")(x)), np.broadcast_to(x.sum(0), x.shape)
+    )
 
 
 def test_static_unmapped_decorator_and_grad():
     x = np.ones((N, 3), np.float32)
     np.testing.assert_allclose(
-        np.asarray(pmap(lambda v, k: v * k, static_broadcasted_argnums=1)(x, 3)), 3 * x)
+        np.asarray(pmap(lambda v, k: v * k, static_broadcasted_argnums=1)(x, 3)), 3 * x
+    )
     np.testing.assert_allclose(
         np.asarray(pmap(lambda v, b: v + b, in_axes=(0, None))(x, np.arange(3.0))),
-        x + np.arange(3.0))
+        x + np.arange(3.0),
+    )
 
     @pmap
     def double(v):

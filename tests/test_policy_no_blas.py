@@ -41,19 +41,22 @@ def _gemms(steps):
 
 
 def _plan(f, *args, policy=None):
-    return fusion.plan(passes.optimize(fg.make_jaxpr(f)(*args)),
-                       policy=CpuPolicy() if policy is None else policy)
+    return fusion.plan(
+        passes.optimize(fg.make_jaxpr(f)(*args)), policy=CpuPolicy() if policy is None else policy
+    )
 
 
 def _close(got, want, k):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-6 * k + 1e-5)
 
 
-LAYOUTS = {"a @ b": ((40, 50), (50, 30), lambda a, b: a @ b),
-           "a.T @ b": ((50, 40), (50, 30), lambda a, b: a.T @ b),
-           "a @ b.T": ((40, 50), (30, 50), lambda a, b: a @ b.T),
-           "a.T @ b.T": ((50, 40), (30, 50), lambda a, b: a.T @ b.T),
-           "(a @ b).T": ((40, 50), (50, 30), lambda a, b: (a @ b).T * 2)}
+LAYOUTS = {
+    "a @ b": ((40, 50), (50, 30), lambda a, b: a @ b),
+    "a.T @ b": ((50, 40), (50, 30), lambda a, b: a.T @ b),
+    "a @ b.T": ((40, 50), (30, 50), lambda a, b: a @ b.T),
+    "a.T @ b.T": ((50, 40), (30, 50), lambda a, b: a.T @ b.T),
+    "(a @ b).T": ((40, 50), (50, 30), lambda a, b: (a @ b).T * 2),
+}
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -77,8 +80,9 @@ def test_no_blas_large_float32_product_runs_in_the_library(no_blas, layout):
     """A product past the library's serial size and cache plan (where BLAS would be called)
     still runs in the library, with numpy's numbers, and the IR calls no BLAS."""
     m, k, n = 515, 517, 333
-    shapes = {"a @ b": ((m, k), (k, n)), "a.T @ b": ((k, m), (k, n)),
-              "a @ b.T": ((m, k), (n, k))}[layout]
+    shapes = {"a @ b": ((m, k), (k, n)), "a.T @ b": ((k, m), (k, n)), "a @ b.T": ((m, k), (n, k))}[
+        layout
+    ]
     f = LAYOUTS[layout][2]
     rng = np.random.default_rng(7)
     a, b = (rng.standard_normal(s).astype(np.float32) for s in shapes)
@@ -101,8 +105,10 @@ def test_no_blas_mlp_step_and_jit_match_numpy(no_blas):
     def step(w1, w2, x, y):
         def loss(w):
             return fnp.sum((fnp.tanh(x @ w[0]) @ w[1] - y) ** 2)
+
         g1, g2 = fg.grad(loss)((w1, w2))
         return w1 - 0.01 * g1, w2 - 0.01 * g2
+
     jaxpr = fg.make_jaxpr(step)(w1, w2, x, y)
     # x @ w1 and the update of w1 are Gemm steps (the 10-column products are below the bound)
     assert len(_gemms(fusion.plan(passes.optimize(jaxpr), policy=CpuPolicy()).steps)) == 2
@@ -111,15 +117,17 @@ def test_no_blas_mlp_step_and_jit_match_numpy(no_blas):
     h = np.tanh(xd @ w1d)
     d = 2 * (h @ w2d - yd)
     g2 = h.T @ d
-    g1 = xd.T @ ((d @ w2d.T) * (1 - h ** 2))
+    g1 = xd.T @ ((d @ w2d.T) * (1 - h**2))
     np.testing.assert_allclose(n1, w1d - 0.01 * g1, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(n2, w2d - 0.01 * g2, rtol=1e-4, atol=1e-5)
 
 
-@settings(max_examples=10, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(m=st.integers(1, 70), n=st.integers(1, 70), k=st.integers(0, 300),
-       seed=st.integers(0, 2**16))
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    m=st.integers(1, 70), n=st.integers(1, 70), k=st.integers(0, 300), seed=st.integers(0, 2**16)
+)
 def test_no_blas_float64_product_matches_numpy(x64, m, n, k, seed):
     """(b) float64 products (which only BLAS would run as a Gemm) give numpy's numbers through
     the loop kernel; nothing compiled calls BLAS."""
@@ -142,6 +150,7 @@ def test_no_blas_conv_is_a_gemm_with_numpys_numbers(no_blas):
 
     def f(x, w):
         return lax.conv_general_dilated(x, w, (1, 1), "VALID")
+
     exe, args = _build(f, x, w)
     assert [g.name for g in _gemms(exe.program.steps)] == ["conv_general_dilated"]
     assert "fg_sgemm" not in exe.ir
@@ -149,18 +158,26 @@ def test_no_blas_conv_is_a_gemm_with_numpys_numbers(no_blas):
     want = np.zeros((2, 8, 7, 7))
     for i in range(3):
         for j in range(3):
-            want += np.einsum("nchw,oc->nohw", x[:, :, i:i + 7, j:j + 7].astype(np.float64),
-                              w[:, :, i, j].astype(np.float64))
+            want += np.einsum(
+                "nchw,oc->nohw",
+                x[:, :, i : i + 7, j : j + 7].astype(np.float64),
+                w[:, :, i, j].astype(np.float64),
+            )
     _close(out, want, 36)
 
 
 def test_no_blas_gpu_still_plans_its_gemm(no_blas):
     """(c) the GPU's tiled matmul shader needs no BLAS: its plan has the Gemm, batched too."""
     rng = np.random.default_rng(3)
-    a, b = rng.standard_normal((4, 64, 96)).astype(np.float32), rng.standard_normal(
-        (4, 96, 80)).astype(np.float32)
-    for f, args in ((lambda a, b: a @ b, (a[0], b[0])), (lambda a, b: a @ b, (a, b)),
-                    (lambda a, b: a.T @ b.T, (a[0].T, b[0].T))):
+    a, b = (
+        rng.standard_normal((4, 64, 96)).astype(np.float32),
+        rng.standard_normal((4, 96, 80)).astype(np.float32),
+    )
+    for f, args in (
+        (lambda a, b: a @ b, (a[0], b[0])),
+        (lambda a, b: a @ b, (a, b)),
+        (lambda a, b: a.T @ b.T, (a[0].T, b[0].T)),
+    ):
         (g,) = _gemms(_plan(f, *args, policy=GpuPolicy()).steps)
         assert g.m * g.n * g.k == 64 * 80 * 96
 
@@ -208,8 +225,10 @@ def test_policies_answer_what_the_rules_chose_by_backend():
 
 
 def _steps(prog):
-    return [(type(s).__name__, getattr(s, "loops", None) and [v.extent for v in s.loops])
-            for s in prog.steps]
+    return [
+        (type(s).__name__, getattr(s, "loops", None) and [v.extent for v in s.loops])
+        for s in prog.steps
+    ]
 
 
 def test_plans_follow_the_policy():
@@ -231,7 +250,8 @@ def test_plans_follow_the_policy():
     wide = {b.dtype for b in _plan(lambda x: fnp.cumsum(x, 1), x, policy=cpu).temps}
     assert np.dtype(np.float64) in wide
     assert {b.dtype for b in _plan(lambda x: fnp.cumsum(x, 1), x, policy=gpu).temps} <= {
-        np.dtype(np.float32)}
+        np.dtype(np.float32)
+    }
     rowmax = lambda x: x - fnp.max(x, 1, keepdims=True)  # noqa: E731
     assert len(_plan(rowmax, x, policy=cpu).steps) == 1
     assert len(_plan(rowmax, x, policy=gpu).steps) == 2

@@ -40,8 +40,14 @@ def test_log_sigmoid_softplus_grad_at_zero():
 def test_logaddexp_grad_with_infinities():
     inf = np.inf
     g = fg.grad(fnp.logaddexp, argnums=(0, 1))
-    cases = {(inf, 1.0): (1.0, 0.0), (1.0, inf): (0.0, 1.0), (-inf, 3.0): (0.0, 1.0),
-             (inf, -inf): (1.0, 0.0), (inf, inf): (0.5, 0.5), (1e30, 1.0): (1.0, 0.0)}
+    cases = {
+        (inf, 1.0): (1.0, 0.0),
+        (1.0, inf): (0.0, 1.0),
+        (-inf, 3.0): (0.0, 1.0),
+        (inf, -inf): (1.0, 0.0),
+        (inf, inf): (0.5, 0.5),
+        (1e30, 1.0): (1.0, 0.0),
+    }
     for args, want in cases.items():
         np.testing.assert_allclose([float(t) for t in g(*args)], want)
     assert all(np.isnan(float(t)) for t in g(np.nan, 1.0))
@@ -94,19 +100,24 @@ def test_at_apply_values_repeats_grad_jit_vmap():
     want[1:3] = np.sin(want[1:3])
     np.testing.assert_allclose(np.asarray(a.at[1:3].apply(fnp.sin)), want, rtol=1e-6)
     # a repeated index applies func once per occurrence; out of bounds is dropped
-    np.testing.assert_allclose(np.asarray(a.at[np.array([0, 0, 4])].apply(lambda v: v + 1)),
-                               [2, 1, 2, 3, 5])
+    np.testing.assert_allclose(
+        np.asarray(a.at[np.array([0, 0, 4])].apply(lambda v: v + 1)), [2, 1, 2, 3, 5]
+    )
     np.testing.assert_allclose(np.asarray(a.at[7].apply(fnp.sin)), x)
     assert fnp.arange(5).at[2].apply(lambda v: v * 3).dtype == np.int32
     g = fg.grad(lambda t: t.at[np.array([1, 1])].apply(lambda v: v * v).sum())(a)
-    np.testing.assert_allclose(np.asarray(g), [1, 4 * 1.0 ** 3, 1, 1, 1])  # d x^4 = 4 x^3
-    np.testing.assert_allclose(np.asarray(fg.jit(lambda t: t.at[::2].apply(fnp.exp))(a)),
-                               np.asarray(a.at[::2].apply(fnp.exp)), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(g), [1, 4 * 1.0**3, 1, 1, 1])  # d x^4 = 4 x^3
+    np.testing.assert_allclose(
+        np.asarray(fg.jit(lambda t: t.at[::2].apply(fnp.exp))(a)),
+        np.asarray(a.at[::2].apply(fnp.exp)),
+        rtol=1e-6,
+    )
     rows = np.arange(6.0, dtype=np.float32).reshape(2, 3)
     vm = fg.vmap(lambda r: r.at[0].apply(lambda v: -v))(rows)
-    np.testing.assert_allclose(np.asarray(vm),
-                               np.stack([np.asarray(fnp.asarray(r).at[0].apply(lambda v: -v))
-                                         for r in rows]))
+    np.testing.assert_allclose(
+        np.asarray(vm),
+        np.stack([np.asarray(fnp.asarray(r).at[0].apply(lambda v: -v)) for r in rows]),
+    )
     with pytest.raises(TypeError, match=r"at\[\].apply: func must be callable"):
         a.at[0].apply(3.0)
 
@@ -117,13 +128,19 @@ def test_at_apply_values_repeats_grad_jit_vmap():
 def test_orthogonal_initializer_jax_numbers_and_orthogonality():
     from fungrad import random
     from fungrad.nn import initializers
+
     key = random.PRNGKey(5)
     # JAX 0.10.2's numbers for this key
-    np.testing.assert_allclose(np.asarray(initializers.orthogonal()(key, (3, 3)))[0],
-                               [-0.03379, 0.58029, 0.81371], atol=2e-5)
+    np.testing.assert_allclose(
+        np.asarray(initializers.orthogonal()(key, (3, 3)))[0],
+        [-0.03379, 0.58029, 0.81371],
+        atol=2e-5,
+    )
     np.testing.assert_allclose(
         np.asarray(initializers.orthogonal(column_axis=0)(key, (4, 2, 3))).ravel()[:3],
-        [-0.02777, 0.45063, -0.27561], atol=2e-5)
+        [-0.02777, 0.45063, -0.27561],
+        atol=2e-5,
+    )
     for shape, axis in [((2, 5), -1), ((5, 2), -1), ((2, 3, 4), -1), ((4, 2, 3), 0)]:
         w = np.asarray(initializers.orthogonal(scale=2.0, column_axis=axis)(key, shape))
         assert w.shape == shape
@@ -142,6 +159,7 @@ def test_x64_linalg_optimize_ode(x64):
     from fungrad.experimental.ode import odeint
     from fungrad.scipy import linalg as fla
     from fungrad.scipy.optimize import minimize
+
     rng = np.random.RandomState(0)
     a = rng.randn(4, 4)
     s = a @ a.T + 4 * np.eye(4)
@@ -150,16 +168,22 @@ def test_x64_linalg_optimize_ode(x64):
     x = fla.cho_solve(c, b)
     assert x.dtype == np.float64
     np.testing.assert_allclose(np.asarray(x), np.linalg.solve(s, b), rtol=1e-10)
-    np.testing.assert_allclose(np.asarray(fla.solve_triangular(a, b, lower=False)),
-                               np.linalg.solve(np.triu(a), b), rtol=1e-9)
+    np.testing.assert_allclose(
+        np.asarray(fla.solve_triangular(a, b, lower=False)),
+        np.linalg.solve(np.triu(a), b),
+        rtol=1e-9,
+    )
     q, r = fnp.linalg.qr(a)
     np.testing.assert_allclose(np.asarray(q @ r), a, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(fnp.linalg.eigvalsh(s)), np.linalg.eigvalsh(s),
-                               rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(fnp.linalg.svd(a, compute_uv=False)),
-                               np.linalg.svd(a, compute_uv=False), rtol=1e-12)
-    res = minimize(lambda t: fnp.sum((t - 2.0) ** 2) + fnp.sum(t ** 4), fnp.zeros(2),
-                   method="BFGS")
+    np.testing.assert_allclose(
+        np.asarray(fnp.linalg.eigvalsh(s)), np.linalg.eigvalsh(s), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        np.asarray(fnp.linalg.svd(a, compute_uv=False)),
+        np.linalg.svd(a, compute_uv=False),
+        rtol=1e-12,
+    )
+    res = minimize(lambda t: fnp.sum((t - 2.0) ** 2) + fnp.sum(t**4), fnp.zeros(2), method="BFGS")
     assert res.x.dtype == np.float64 and bool(res.success)
     ys = odeint(lambda y, t: -y, fnp.ones(1), fnp.linspace(0.0, 1.0, 3))
     np.testing.assert_allclose(np.asarray(ys)[:, 0], np.exp(-np.linspace(0, 1, 3)), rtol=1e-7)
@@ -172,6 +196,7 @@ def test_x64_linalg_optimize_ode(x64):
 
 def test_gp_nll_jit_grad_n30():
     from fungrad.scipy.linalg import cho_solve
+
     rng = np.random.RandomState(0)
     a = rng.randn(30, 30).astype(np.float32)
     s = a @ a.T + 30 * np.eye(30, dtype=np.float32)
@@ -203,10 +228,10 @@ def test_solve_jit_grad_n30_and_det_sign():
 
 def test_grad_family_accepts_jax_holomorphic_flag():
     # JAX's positional order is (fun, argnums, has_aux, holomorphic, allow_int)
-    assert float(fg.grad(lambda x: x ** 2, 0, False, False, False)(3.0)) == 6.0
-    assert float(fg.value_and_grad(lambda x: x ** 2, holomorphic=False)(3.0)[1]) == 6.0
+    assert float(fg.grad(lambda x: x**2, 0, False, False, False)(3.0)) == 6.0
+    assert float(fg.value_and_grad(lambda x: x**2, holomorphic=False)(3.0)[1]) == 6.0
     for transform in (fg.jacfwd, fg.jacrev, fg.hessian):
-        assert float(transform(lambda x: x ** 3, holomorphic=False)(1.0)) in (3.0, 6.0)
+        assert float(transform(lambda x: x**3, holomorphic=False)(1.0)) in (3.0, 6.0)
     for transform in (fg.grad, fg.value_and_grad, fg.jacfwd, fg.jacrev, fg.hessian):
         with pytest.raises(TypeError, match="holomorphic=True needs complex"):
             transform(lambda x: x, holomorphic=True)

@@ -39,8 +39,9 @@ SAMPLERS = {
     "truncated_normal": lambda k: random.truncated_normal(k, -1.0, 0.5, (3,)),
     "permutation": lambda k: random.permutation(k, 5),
     "choice": lambda k: random.choice(k, 5, (3,), replace=False),
-    "categorical": lambda k: random.categorical(k, np.array([0.0, 1.0, 2.0], np.float32),
-                                                shape=(4,)),
+    "categorical": lambda k: random.categorical(
+        k, np.array([0.0, 1.0, 2.0], np.float32), shape=(4,)
+    ),
 }
 
 
@@ -63,8 +64,9 @@ def test_vmap_normal_example_from_the_docs():
 def test_vmap_keys_along_axis_1():
     keys_t = np.asarray(KEYS).T  # (2, B): the key words along axis 0
     got = fg.vmap(lambda k: random.uniform(k, (3,)), in_axes=1)(keys_t)
-    np.testing.assert_array_equal(np.asarray(got),
-                                  _loop(lambda k: random.uniform(k, (3,)), np.asarray(KEYS)))
+    np.testing.assert_array_equal(
+        np.asarray(got), _loop(lambda k: random.uniform(k, (3,)), np.asarray(KEYS))
+    )
 
 
 def test_vmap_over_seeds_and_fold_in_data():
@@ -76,8 +78,7 @@ def test_vmap_over_seeds_and_fold_in_data():
     np.testing.assert_array_equal(np.asarray(got), _loop(lambda d: random.fold_in(KEY, d), data))
     # key and data both batched
     got = fg.vmap(random.fold_in)(KEYS, data)
-    np.testing.assert_array_equal(np.asarray(got),
-                                  _loop(random.fold_in, np.asarray(KEYS), data))
+    np.testing.assert_array_equal(np.asarray(got), _loop(random.fold_in, np.asarray(KEYS), data))
 
 
 def test_vmap_unbatched_key_batched_parameters():
@@ -103,12 +104,17 @@ def test_vmapped_jaxpr_has_one_batched_threefry():
 def test_nested_vmap_over_keys():
     keys = random.split(KEY, (2, 3))
     got = fg.vmap(fg.vmap(lambda k: random.normal(k, (2,))))(keys)
-    want = np.stack([np.stack([np.asarray(random.normal(keys[i, j], (2,))) for j in range(3)])
-                     for i in range(2)])
+    want = np.stack(
+        [
+            np.stack([np.asarray(random.normal(keys[i, j], (2,))) for j in range(3)])
+            for i in range(2)
+        ]
+    )
     np.testing.assert_array_equal(np.asarray(got), want)
 
 
 # -- grad ------------------------------------------------------------------------------------------
+
 
 def test_grad_through_additive_noise():
     mu = np.array([0.5, -1.0, 2.0], np.float32)
@@ -138,19 +144,32 @@ def test_grad_of_uniform_bounds():
 
 def test_check_grads_through_samplers(x64):
     key = random.PRNGKey(3)
-    check_grads(lambda lo, hi: random.uniform(key, (3,), np.float64, lo, hi),
-                (np.float64(-1.0), np.float64(2.0)), order=2, modes=("fwd", "rev"))
-    check_grads(lambda lo, hi: random.truncated_normal(key, lo, hi, (4,), np.float64),
-                (np.float64(-1.0), np.float64(2.0)), order=1, modes=("fwd", "rev"))
-    check_grads(lambda m, s: m + s * random.normal(key, (2, 2), np.float64),
-                (np.float64(0.5), np.float64(1.5)), order=2, modes=("fwd", "rev"))
+    check_grads(
+        lambda lo, hi: random.uniform(key, (3,), np.float64, lo, hi),
+        (np.float64(-1.0), np.float64(2.0)),
+        order=2,
+        modes=("fwd", "rev"),
+    )
+    check_grads(
+        lambda lo, hi: random.truncated_normal(key, lo, hi, (4,), np.float64),
+        (np.float64(-1.0), np.float64(2.0)),
+        order=1,
+        modes=("fwd", "rev"),
+    )
+    check_grads(
+        lambda m, s: m + s * random.normal(key, (2, 2), np.float64),
+        (np.float64(0.5), np.float64(1.5)),
+        order=2,
+        modes=("fwd", "rev"),
+    )
 
 
 def test_grad_with_key_derived_from_the_input():
     # The key depends on x (through an integer conversion): that path has zero tangent.
     def f(x):
-        k = random.fold_in(KEY, lax.convert_element_type(lax.index_in_dim(x, 0, keepdims=False),
-                                                         np.uint32))
+        k = random.fold_in(
+            KEY, lax.convert_element_type(lax.index_in_dim(x, 0, keepdims=False), np.uint32)
+        )
         return fnp.sum(x * random.normal(k, (3,)))
 
     x = np.array([3.7, 1.0, -2.0], np.float32)
@@ -165,8 +184,9 @@ def test_vmap_of_grad_over_keys():
 
     mu = np.ones(3, np.float32)
     g = fg.vmap(fg.grad(f), in_axes=(None, 0))(mu, KEYS)
-    np.testing.assert_array_equal(np.asarray(g),
-                                  _loop(lambda k: random.normal(k, (3,)), np.asarray(KEYS)))
+    np.testing.assert_array_equal(
+        np.asarray(g), _loop(lambda k: random.normal(k, (3,)), np.asarray(KEYS))
+    )
 
 
 def test_grad_of_vmap_over_keys():
@@ -194,6 +214,7 @@ def test_jvp_of_integer_sample_is_zero():
         return lax.add(lax.convert_element_type(random.randint(KEY, (3,), 0, 5), np.float32), x)
 
     out, t = fg.jvp(f, (np.float32(1.0),), (np.float32(2.0),))
-    np.testing.assert_array_equal(np.asarray(out),
-                                  np.asarray(random.randint(KEY, (3,), 0, 5)) + 1.0)
+    np.testing.assert_array_equal(
+        np.asarray(out), np.asarray(random.randint(KEY, (3,), 0, 5)) + 1.0
+    )
     np.testing.assert_array_equal(np.asarray(t), [2.0, 2.0, 2.0])

@@ -10,11 +10,37 @@ from fungrad.transforms.vmap import batch_rules
 
 # Primitives linear in at least one operand: reverse mode needs their transpose.
 LINEAR = {
-    "add", "sub", "neg", "mul", "div", "convert_element_type", "select_n", "reduce_sum",
-    "broadcast_in_dim", "reshape", "transpose", "squeeze", "concatenate", "pad", "slice",
-    "dynamic_slice", "dynamic_update_slice", "rev", "dot_general", "conv_general_dilated",
-    "cumsum", "reduce_window_sum", "gather", "scatter-add", "scatter", "scatter-mul", "cond",
-    "scan", "while", "checkpoint", "custom_lin",
+    "add",
+    "sub",
+    "neg",
+    "mul",
+    "div",
+    "convert_element_type",
+    "select_n",
+    "reduce_sum",
+    "broadcast_in_dim",
+    "reshape",
+    "transpose",
+    "squeeze",
+    "concatenate",
+    "pad",
+    "slice",
+    "dynamic_slice",
+    "dynamic_update_slice",
+    "rev",
+    "dot_general",
+    "conv_general_dilated",
+    "cumsum",
+    "reduce_window_sum",
+    "gather",
+    "scatter-add",
+    "scatter",
+    "scatter-mul",
+    "cond",
+    "scan",
+    "while",
+    "checkpoint",
+    "custom_lin",
 }
 
 # Primitives that are only ever used on the way to others (no batching rule needed).
@@ -28,8 +54,11 @@ def test_every_primitive_has_impl_and_shape_rule():
 
 
 def test_every_primitive_has_a_jvp_rule_or_says_why_not():
-    missing = [n for n, p in core.primitives.items()
-               if p not in jvp_rules and p not in no_jvp and n != "custom_lin"]
+    missing = [
+        n
+        for n, p in core.primitives.items()
+        if p not in jvp_rules and p not in no_jvp and n != "custom_lin"
+    ]
     assert not missing, f"primitives without a jvp rule: {sorted(missing)}"
     for p, reason in no_jvp.items():
         assert isinstance(reason, str) and len(reason) > 10, f"{p}: give users a reason"

@@ -45,10 +45,18 @@ EXEMPT = {
     # exists only inside linear jaxprs on the way to transposition and has no jvp/batch rule.
     "custom_lin",
     # Callbacks into Python (effects, no derivative): tested in test_debug_callbacks.py.
-    "debug_callback", "pure_callback", "io_callback",
+    "debug_callback",
+    "pure_callback",
+    "io_callback",
     # Collectives: bound only under vmap(axis_name=...), where they become the batching rule
     # (there is no eager value outside it); tested in test_lax_collectives.py.
-    "psum", "pmax", "pmin", "all_gather", "reduce_scatter", "all_to_all", "ppermute",
+    "psum",
+    "pmax",
+    "pmin",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "ppermute",
     "axis_index",
 }
 
@@ -67,6 +75,7 @@ ONE_MODE = {
 
 
 # -- input generators ----------------------------------------------------------------------------
+
 
 def _unif(rng, lo, hi, shape=S):
     return rng.uniform(lo, hi, shape)
@@ -115,12 +124,14 @@ def _binary(f, gen_x, gen_y):
 
 # -- samples of the higher-order primitives ------------------------------------------------------
 
+
 def _linear_solve_fn(a, b):
     # x = (3 I + a a^T)^-1 b through custom_linear_solve (solve: linalg.solve, symmetric;
     # derivatives come from the implicit rules)
     m = 3.0 * fnp.eye(3, dtype=a.dtype) + fnp.outer(a, a)
-    return lax.custom_linear_solve(lambda x: m @ x, b,
-                                   lambda mv, c: fnp.linalg.solve(m, c), symmetric=True)
+    return lax.custom_linear_solve(
+        lambda x: m @ x, b, lambda mv, c: fnp.linalg.solve(m, c), symmetric=True
+    )
 
 
 @fg.custom_jvp
@@ -177,8 +188,9 @@ def _reduce_window(computation, init):
 
 
 _ROWS = GDN(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
-_ROW_UPDATES = SDN(update_window_dims=(1,), inserted_window_dims=(0,),
-                   scatter_dims_to_operand_dims=(0,))
+_ROW_UPDATES = SDN(
+    update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)
+)
 
 
 def _unique_rows(rng):
@@ -189,8 +201,10 @@ def _scatter(f):
     def fn(x, idx, u):
         return f(x, idx, u, _ROW_UPDATES, unique_indices=True)
 
-    return lambda rng: (fn, (_unif(rng, 0.5, 2, (4, 3)), _unique_rows(rng),
-                             _unif(rng, 0.5, 2, (2, 3))))
+    return lambda rng: (
+        fn,
+        (_unif(rng, 0.5, 2, (4, 3)), _unique_rows(rng), _unif(rng, 0.5, 2, (2, 3))),
+    )
 
 
 def _dot_general(x, y):
@@ -221,7 +235,7 @@ SAMPLES = {
     "atanh": _unary(lax.atanh, lambda r: _unif(r, -0.9, 0.9)),
     "cbrt": _unary(lax.cbrt, lambda r: _away0(r, 0.2, 3)),
     "ceil": _unary(lax.ceil, _off_int),
-    "clz": _unary(lax.clz, lambda r: _ints(r, -2**31, 2**31 - 1)),
+    "clz": _unary(lax.clz, lambda r: _ints(r, -(2**31), 2**31 - 1)),
     "cos": _unary(lax.cos, lambda r: _unif(r, -3, 3)),
     "cosh": _unary(lax.cosh, lambda r: _unif(r, -2, 2)),
     "digamma": _unary(lax.digamma, lambda r: _unif(r, 0.3, 4)),
@@ -233,15 +247,16 @@ SAMPLES = {
     "expm1": _unary(lax.expm1, lambda r: _unif(r, -2, 2)),
     "floor": _unary(lax.floor, _off_int),
     "integer_pow": _unary(lambda x: lax.integer_pow(x, 3), lambda r: _unif(r, -2, 2)),
-    "is_finite": _unary(lax.is_finite,
-                        lambda r: np.where(r.random(S) < 0.3, np.inf, _unif(r, -2, 2))),
+    "is_finite": _unary(
+        lax.is_finite, lambda r: np.where(r.random(S) < 0.3, np.inf, _unif(r, -2, 2))
+    ),
     "lgamma": _unary(lax.lgamma, lambda r: _unif(r, 0.3, 4)),
     "log": _unary(lax.log, lambda r: _unif(r, 0.2, 3)),
     "log1p": _unary(lax.log1p, lambda r: _unif(r, -0.7, 3)),
     "logistic": _unary(lax.logistic, lambda r: _unif(r, -3, 3)),
     "neg": _unary(lax.neg, lambda r: _unif(r, -2, 2)),
     "not": _unary(lax.bitwise_not, lambda r: _ints(r, -100, 100)),
-    "population_count": _unary(lax.population_count, lambda r: _ints(r, -2**31, 2**31 - 1)),
+    "population_count": _unary(lax.population_count, lambda r: _ints(r, -(2**31), 2**31 - 1)),
     "round": _unary(lax.round, _near_int),
     "rsqrt": _unary(lax.rsqrt, lambda r: _unif(r, 0.2, 3)),
     "sign": _unary(lax.sign, lambda r: _away0(r, 0.2, 2)),
@@ -251,24 +266,32 @@ SAMPLES = {
     "square": _unary(lax.square, lambda r: _unif(r, -2, 2)),
     "stop_gradient": _unary(lax.stop_gradient, lambda r: _unif(r, -2, 2)),
     "name": _unary(lambda x: checkpoint_name(x, "h"), lambda r: _unif(r, -2, 2)),
-    "optimization_barrier": _binary(lambda x, y: lax.mul(*lax.optimization_barrier((x, y))),
-                                    lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
-    "reduce_precision": _unary(lambda x: lax.reduce_precision(x, 11, 44),
-                               lambda r: _unif(r, -2, 2)),
+    "optimization_barrier": _binary(
+        lambda x, y: lax.mul(*lax.optimization_barrier((x, y))),
+        lambda r: _unif(r, -2, 2),
+        lambda r: _unif(r, -2, 2),
+    ),
+    "reduce_precision": _unary(
+        lambda x: lax.reduce_precision(x, 11, 44), lambda r: _unif(r, -2, 2)
+    ),
     "tan": _unary(lax.tan, lambda r: _unif(r, -1.2, 1.2)),
     "tanh": _unary(lax.tanh, lambda r: _unif(r, -2, 2)),
-    "convert_element_type": _unary(lambda x: lax.convert_element_type(x, np.float32),
-                                   lambda r: _unif(r, -2, 2)),
-    "bitcast_convert_type": _unary(lambda x: lax.bitcast_convert_type(x, np.int64),
-                                   lambda r: _unif(r, -2, 2)),
+    "convert_element_type": _unary(
+        lambda x: lax.convert_element_type(x, np.float32), lambda r: _unif(r, -2, 2)
+    ),
+    "bitcast_convert_type": _unary(
+        lambda x: lax.bitcast_convert_type(x, np.int64), lambda r: _unif(r, -2, 2)
+    ),
     # elementwise, binary and more
     "add": _binary(lax.add, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
     "sub": _binary(lax.sub, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
     "mul": _binary(lax.mul, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
     "div": _binary(lax.div, lambda r: _unif(r, -2, 2), lambda r: _away0(r, 0.5, 2)),
     # |x / y| in (k + 0.2, k + 0.8): away from rem's jumps at integer quotients
-    "rem": lambda r: (lax.rem, (lambda y: (y * _away0(r, 0.2, 0.8)
-                                           + y * r.integers(0, 3, S), y))(_away0(r, 1, 2))),
+    "rem": lambda r: (
+        lax.rem,
+        (lambda y: (y * _away0(r, 0.2, 0.8) + y * r.integers(0, 3, S), y))(_away0(r, 1, 2)),
+    ),
     "pow": _binary(lax.pow, lambda r: _unif(r, 0.3, 2), lambda r: _unif(r, -2, 2)),
     "atan2": _binary(lax.atan2, lambda r: _away0(r, 0.3, 2), lambda r: _away0(r, 0.3, 2)),
     "max": lambda r: (lax.max, (lambda x: (x, _distinct_from(r, x)))(_unif(r, -2, 2))),
@@ -283,14 +306,17 @@ SAMPLES = {
     "and": _binary(lax.bitwise_and, lambda r: _ints(r, -100, 100), lambda r: _ints(r, -100, 100)),
     "or": _binary(lax.bitwise_or, _bools, _bools),
     "xor": _binary(lax.bitwise_xor, lambda r: _ints(r, -100, 100), lambda r: _ints(r, -100, 100)),
-    "shift_left": _binary(lax.shift_left, lambda r: _ints(r, -100, 100),
-                          lambda r: _ints(r, 0, 12)),
-    "shift_right_arithmetic": _binary(lax.shift_right_arithmetic,
-                                      lambda r: _ints(r, -10**6, 10**6), lambda r: _ints(r, 0, 12)),
-    "shift_right_logical": _binary(lax.shift_right_logical, lambda r: _ints(r, -10**6, 10**6),
-                                   lambda r: _ints(r, 0, 12)),
-    "select_n": lambda r: (lax.select_n, (_ints(r, 0, 3), _unif(r, -2, 2), _unif(r, -2, 2),
-                                          _unif(r, -2, 2))),
+    "shift_left": _binary(lax.shift_left, lambda r: _ints(r, -100, 100), lambda r: _ints(r, 0, 12)),
+    "shift_right_arithmetic": _binary(
+        lax.shift_right_arithmetic, lambda r: _ints(r, -(10**6), 10**6), lambda r: _ints(r, 0, 12)
+    ),
+    "shift_right_logical": _binary(
+        lax.shift_right_logical, lambda r: _ints(r, -(10**6), 10**6), lambda r: _ints(r, 0, 12)
+    ),
+    "select_n": lambda r: (
+        lax.select_n,
+        (_ints(r, 0, 3), _unif(r, -2, 2), _unif(r, -2, 2), _unif(r, -2, 2)),
+    ),
     "clamp": _clamp_sample,
     # reductions
     "reduce_sum": _unary(lambda x: lax.reduce_sum(x, (1,)), lambda r: _unif(r, -2, 2)),
@@ -311,62 +337,88 @@ SAMPLES = {
     "reduce_window_max": _unary(_reduce_window(lax.max, -np.inf), lambda r: _unif(r, -2, 2)),
     "reduce_window_min": _unary(_reduce_window(lax.min, np.inf), lambda r: _unif(r, -2, 2)),
     # shapes
-    "broadcast_in_dim": _unary(lambda x: lax.broadcast_in_dim(x, (2, 4, 3), (0, 2)),
-                               lambda r: _unif(r, -2, 2)),
+    "broadcast_in_dim": _unary(
+        lambda x: lax.broadcast_in_dim(x, (2, 4, 3), (0, 2)), lambda r: _unif(r, -2, 2)
+    ),
     "reshape": _unary(lambda x: lax.reshape(x, (3, 2)), lambda r: _unif(r, -2, 2)),
     "transpose": _unary(lambda x: lax.transpose(x, (1, 0)), lambda r: _unif(r, -2, 2)),
     "squeeze": _unary(lambda x: lax.squeeze(x, (1,)), lambda r: _unif(r, -2, 2, (2, 1, 3))),
-    "concatenate": _binary(lambda x, y: lax.concatenate([x, y], 1), lambda r: _unif(r, -2, 2),
-                           lambda r: _unif(r, -2, 2, (2, 2))),
-    "pad": _binary(lambda x, v: lax.pad(x, v, ((1, 0, 0), (-1, 2, 1))),
-                   lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2, ())),
+    "concatenate": _binary(
+        lambda x, y: lax.concatenate([x, y], 1),
+        lambda r: _unif(r, -2, 2),
+        lambda r: _unif(r, -2, 2, (2, 2)),
+    ),
+    "pad": _binary(
+        lambda x, v: lax.pad(x, v, ((1, 0, 0), (-1, 2, 1))),
+        lambda r: _unif(r, -2, 2),
+        lambda r: _unif(r, -2, 2, ()),
+    ),
     "slice": _unary(lambda x: lax.slice(x, (0, 1), (2, 3), (1, 1)), lambda r: _unif(r, -2, 2)),
-    "dynamic_slice": lambda r: (lambda x, i, j: lax.dynamic_slice(x, (i, j), (1, 2)),
-                                (_unif(r, -2, 2), _ints(r, 0, 2, ()), _ints(r, 0, 2, ()))),
+    "dynamic_slice": lambda r: (
+        lambda x, i, j: lax.dynamic_slice(x, (i, j), (1, 2)),
+        (_unif(r, -2, 2), _ints(r, 0, 2, ()), _ints(r, 0, 2, ())),
+    ),
     "dynamic_update_slice": lambda r: (
         lambda x, u, i: lax.dynamic_update_slice(x, u, (np.int32(0), i)),
-        (_unif(r, -2, 2), _unif(r, -2, 2, (2, 2)), _ints(r, 0, 2, ()))),
+        (_unif(r, -2, 2), _unif(r, -2, 2, (2, 2)), _ints(r, 0, 2, ())),
+    ),
     "rev": _unary(lambda x: lax.rev(x, (1,)), lambda r: _unif(r, -2, 2)),
     "iota": _unary(lambda x: lax.add(x, lax.iota(np.int32, 3)), lambda r: _ints(r, -5, 5, (3,))),
     # contractions
-    "dot_general": _binary(_dot_general, lambda r: _unif(r, -2, 2),
-                           lambda r: _unif(r, -2, 2, (3, 4))),
-    "conv_general_dilated": _binary(_conv, lambda r: _unif(r, -2, 2, (1, 2, 5)),
-                                    lambda r: _unif(r, -2, 2, (3, 2, 2))),
+    "dot_general": _binary(
+        _dot_general, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2, (3, 4))
+    ),
+    "conv_general_dilated": _binary(
+        _conv, lambda r: _unif(r, -2, 2, (1, 2, 5)), lambda r: _unif(r, -2, 2, (3, 2, 2))
+    ),
     # gather / scatter (unique in-bounds indices: every scatter is differentiable)
-    "gather": lambda r: (lambda x, idx: lax.gather(x, idx, _ROWS, (1, 3)),
-                         (_unif(r, -2, 2, (4, 3)), _ints(r, 0, 4, (2, 1)))),
+    "gather": lambda r: (
+        lambda x, idx: lax.gather(x, idx, _ROWS, (1, 3)),
+        (_unif(r, -2, 2, (4, 3)), _ints(r, 0, 4, (2, 1))),
+    ),
     "scatter": _scatter(lax.scatter),
     "scatter-add": _scatter(lax.scatter_add),
     "scatter-mul": _scatter(lax.scatter_mul),
     "scatter-min": _scatter(lax.scatter_min),
     "scatter-max": _scatter(lax.scatter_max),
     # sorting (random floats: no ties)
-    "sort": _binary(lambda k, v: lax.sort((k, v), dimension=1, num_keys=1),
-                    lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
+    "sort": _binary(
+        lambda k, v: lax.sort((k, v), dimension=1, num_keys=1),
+        lambda r: _unif(r, -2, 2),
+        lambda r: _unif(r, -2, 2),
+    ),
     "top_k": _unary(lambda x: lax.top_k(x, 2), lambda r: _unif(r, -2, 2)),
     # random bits
-    "threefry2x32": lambda r: (lax.threefry2x32, tuple(
-        _ints(r, 0, 2**32, shape, np.uint32) for shape in ((), (), S, S))),
+    "threefry2x32": lambda r: (
+        lax.threefry2x32,
+        tuple(_ints(r, 0, 2**32, shape, np.uint32) for shape in ((), (), S, S)),
+    ),
     # control flow and custom rules
-    "cond": lambda r: (_cond_fn, (np.bool_(r.random() < 0.5), _unif(r, -2, 2),
-                                  _unif(r, -2, 2))),
+    "cond": lambda r: (_cond_fn, (np.bool_(r.random() < 0.5), _unif(r, -2, 2), _unif(r, -2, 2))),
     "while": lambda r: (_while_fn, (_ints(r, 1, 4, ()), _unif(r, -2, 2))),
     "scan": _binary(_scan_fn, lambda r: _unif(r, -1, 1, (3,)), lambda r: _unif(r, -1, 1, (4, 3))),
     "custom_jvp_call": _binary(_sin_times, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
     "custom_vjp_call": _binary(_exp_times, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
-    "checkpoint": _binary(fg.checkpoint(lambda x, y: lax.mul(lax.sin(x), y)),
-                          lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
-    "linear_solve": _binary(_linear_solve_fn, lambda r: _unif(r, -1, 1, (3,)),
-                            lambda r: _unif(r, -1, 1, (3,))),
-    "jit": _binary(fg.jit(lambda x, y: lax.mul(lax.sin(x), y)),
-                   lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
+    "checkpoint": _binary(
+        fg.checkpoint(lambda x, y: lax.mul(lax.sin(x), y)),
+        lambda r: _unif(r, -2, 2),
+        lambda r: _unif(r, -2, 2),
+    ),
+    "linear_solve": _binary(
+        _linear_solve_fn, lambda r: _unif(r, -1, 1, (3,)), lambda r: _unif(r, -1, 1, (3,))
+    ),
+    "jit": _binary(
+        fg.jit(lambda x, y: lax.mul(lax.sin(x), y)),
+        lambda r: _unif(r, -2, 2),
+        lambda r: _unif(r, -2, 2),
+    ),
 }
 
 NAMES = sorted(SAMPLES)
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
 
 def _seed(name: str) -> int:
     return zlib.crc32(name.encode())
@@ -386,8 +438,9 @@ def _float_output(fn, args) -> bool:
 
 def _tangents(args, rng):
     """Random float tangents for float operands, zeros for the others."""
-    return tuple(rng.standard_normal(np.shape(a)) if _is_float(a) else np.zeros_like(a)
-                 for a in args)
+    return tuple(
+        rng.standard_normal(np.shape(a)) if _is_float(a) else np.zeros_like(a) for a in args
+    )
 
 
 def _assert_zero_tangent(t, what):
@@ -411,8 +464,12 @@ def _rule_tangents(fn, args, prim, rng):
         invals = [read(v) for v in eqn.invars]
         out = eqn.primitive.bind(*invals, **eqn.params)
         if eqn.primitive is prim:
-            ts = [fnp.asarray(rng.standard_normal(x.shape).astype(x.dtype)) if _is_float(x)
-                  else zeros_like_aval(core.get_aval(x)) for x in invals]
+            ts = [
+                fnp.asarray(rng.standard_normal(x.shape).astype(x.dtype))
+                if _is_float(x)
+                else zeros_like_aval(core.get_aval(x))
+                for x in invals
+            ]
             primal, tangent = jvp_rules[prim](invals, ts, **eqn.params)
             for p, o in zip(tree_util.tree_leaves(primal), tree_util.tree_leaves(out)):
                 np.testing.assert_array_equal(np.asarray(p), np.asarray(o))
@@ -427,8 +484,9 @@ def _assert_same(got, want, what):
     assert len(got_l) == len(want_l), f"{what}: {len(got_l)} outputs vs {len(want_l)}"
     for i, (g, w) in enumerate(zip(got_l, want_l)):
         g, w = np.asarray(g), np.asarray(w)
-        assert g.dtype == w.dtype and g.shape == w.shape, \
+        assert g.dtype == w.dtype and g.shape == w.shape, (
             f"{what} (output {i}): {g.dtype}{g.shape} vs {w.dtype}{w.shape}"
+        )
         if w.dtype.kind == "f":
             np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12, err_msg=f"{what} ({i})")
         else:
@@ -436,6 +494,7 @@ def _assert_same(got, want, what):
 
 
 # -- the registry ---------------------------------------------------------------------------------
+
 
 def test_every_primitive_has_a_sample():
     names = set(core.primitives)
@@ -454,11 +513,13 @@ def test_sample_binds_its_primitive(name, x64):
     assert name in {e.primitive.name for e in eqns}, f"{name}: sample binds {eqns}"
     # the examples of the vmap tests are stackable: same shapes and dtypes for every seed
     _, other = _sample(name, 1)
-    assert [(np.shape(a), np.asarray(a).dtype) for a in args] == \
-        [(np.shape(a), np.asarray(a).dtype) for a in other]
+    assert [(np.shape(a), np.asarray(a).dtype) for a in args] == [
+        (np.shape(a), np.asarray(a).dtype) for a in other
+    ]
 
 
 # -- derivatives ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", NAMES)
 def test_jvp(name, x64):
@@ -490,6 +551,7 @@ def test_jvp(name, x64):
 
 # -- vmap -----------------------------------------------------------------------------------------
 
+
 def _examples(name):
     fn, first = _sample(name)
     return fn, [first] + [_sample(name, k)[1] for k in (1, 2)]
@@ -501,8 +563,9 @@ def test_vmap_matches_loop(name, x64):
     stacked = [np.stack(col) for col in zip(*examples)]
     out = fg.vmap(fn)(*stacked)
     for k, ex in enumerate(examples):
-        _assert_same(tree_util.tree_map(lambda o, k=k: o[k], out), fn(*ex),
-                     f"{name}: vmap example {k}")
+        _assert_same(
+            tree_util.tree_map(lambda o, k=k: o[k], out), fn(*ex), f"{name}: vmap example {k}"
+        )
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if len(_sample(n)[1]) >= 2])
@@ -513,8 +576,11 @@ def test_vmap_first_operand_unbatched(name, x64):
     n = len(examples[0])
     out = fg.vmap(fn, in_axes=(None,) + (0,) * (n - 1))(first, *stacked)
     for k, ex in enumerate(examples):
-        _assert_same(tree_util.tree_map(lambda o, k=k: o[k], out), fn(first, *ex[1:]),
-                     f"{name}: vmap (first operand unbatched) example {k}")
+        _assert_same(
+            tree_util.tree_map(lambda o, k=k: o[k], out),
+            fn(first, *ex[1:]),
+            f"{name}: vmap (first operand unbatched) example {k}",
+        )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -524,5 +590,8 @@ def test_vmap_over_last_axis(name, x64):
     stacked = [np.stack(col, -1) for col in zip(*examples)]
     out = fg.vmap(fn, in_axes=-1)(*stacked)
     for k, ex in enumerate(examples):
-        _assert_same(tree_util.tree_map(lambda o, k=k: o[k], out), fn(*ex),
-                     f"{name}: vmap over the last axis, example {k}")
+        _assert_same(
+            tree_util.tree_map(lambda o, k=k: o[k], out),
+            fn(*ex),
+            f"{name}: vmap over the last axis, example {k}",
+        )

@@ -29,6 +29,7 @@ def test_render_op_dispatches_through_the_table_and_names_a_missing_op():
 def test_tmp_names_are_fresh_and_prefixed():
     class Prefixed(_Toy):
         value_prefix = "%"
+
     w = Prefixed(kern=None)
     assert [w.tmp(), w.tmp("p"), w.tmp()] == ["%t1", "%p2", "%t3"]
 
@@ -36,6 +37,7 @@ def test_tmp_names_are_fresh_and_prefixed():
 def test_step_table_names_an_unknown_step_kind():
     class Odd:
         pass
+
     table = StepRenderers("toy", {int: lambda w, step: [f"int {step}"]})
     assert table(None, 3) == ["int 3"]
     assert int in table and Odd not in table
@@ -57,9 +59,11 @@ def _record(k: Kernel):
 def test_kernel_record_is_structure_without_names(scale, same):
     """``a - 0.1 g`` and ``b - scale s`` (kept apart by a sort) have equal records exactly
     when the constants agree."""
+
     def f(a, b, g):
         s = fnp.sort(a - 0.1 * g)
         return s, b - scale * s
+
     x = np.zeros(2000, np.float32)
     k1, k2 = _kernels(f, x, x, x)
     assert k1.name != k2.name
@@ -70,6 +74,7 @@ def test_kernel_record_tells_shapes_and_dtypes_apart():
     def f(a, b):
         s = fnp.sort(a * 2.0)
         return s, b * 2.0
+
     for b in (np.zeros(300, np.float32), np.zeros(200, np.int32)):
         k1, k2 = _kernels(f, np.zeros(200, np.float32), b)
         assert _record(k1) != _record(k2)

@@ -24,15 +24,22 @@ def _tri(rng, n, lower, batch=()):
 
 
 @settings(max_examples=15, deadline=None)
-@given(n=st.integers(1, 6), k=st.sampled_from([None, 1, 3]), lower=st.booleans(),
-       trans=st.sampled_from([0, 1, "T", "N"]), unit=st.booleans(), seed=st.integers(0, 99))
+@given(
+    n=st.integers(1, 6),
+    k=st.sampled_from([None, 1, 3]),
+    lower=st.booleans(),
+    trans=st.sampled_from([0, 1, "T", "N"]),
+    unit=st.booleans(),
+    seed=st.integers(0, 99),
+)
 def test_solve_triangular_matches_scipy(n, k, lower, trans, unit, seed):
     rng = np.random.RandomState(seed)
     a = rng.randn(n, n).astype(np.float32) + 3 * np.eye(n, dtype=np.float32)  # both triangles
     b = rng.randn(*((n,) if k is None else (n, k))).astype(np.float32)
     got = fla.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit)
-    want = sla.solve_triangular(a.astype(np.float64), b, trans=trans, lower=lower,
-                                unit_diagonal=unit)
+    want = sla.solve_triangular(
+        a.astype(np.float64), b, trans=trans, lower=lower, unit_diagonal=unit
+    )
     assert got.shape == want.shape and got.dtype == np.float32
     np.testing.assert_allclose(np.asarray(got), want, rtol=2e-4, atol=2e-5)
 
@@ -49,26 +56,29 @@ def test_solve_triangular_batched_broadcast_and_vmap():
     loop = [np.asarray(fla.solve_triangular(ai, bi, lower=True)) for ai, bi in zip(a, bv)]
     np.testing.assert_allclose(np.asarray(vm), np.stack(loop), rtol=1e-6)
     # a batch of vectors: b.ndim == a.ndim - 1
-    np.testing.assert_allclose(np.asarray(fla.solve_triangular(a, bv, lower=True)),
-                               np.stack(loop), rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(fla.solve_triangular(a, bv, lower=True)), np.stack(loop), rtol=1e-6
+    )
 
 
 def test_cholesky_cho_factor_cho_solve():
     rng = np.random.RandomState(1)
     s = _spd(rng, 5)
     b = rng.randn(5, 2).astype(np.float32)
-    np.testing.assert_allclose(np.asarray(fla.cholesky(s)), sla.cholesky(s), rtol=1e-5,
-                               atol=1e-5)
-    np.testing.assert_allclose(np.asarray(fla.cholesky(s, lower=True)),
-                               sla.cholesky(s, lower=True), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(fla.cholesky(s)), sla.cholesky(s), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(fla.cholesky(s, lower=True)), sla.cholesky(s, lower=True), rtol=1e-5, atol=1e-5
+    )
     for lower in (True, False):
         c, low = fla.cho_factor(s, lower=lower)
         assert low is lower
         want = sla.cho_solve(sla.cho_factor(s.astype(np.float64), lower=lower), b)
-        np.testing.assert_allclose(np.asarray(fla.cho_solve((c, low), b)), want, rtol=1e-4,
-                                   atol=1e-5)
-        np.testing.assert_allclose(np.asarray(fla.cho_solve((c, low), b[:, 0])), want[:, 0],
-                                   rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(
+            np.asarray(fla.cho_solve((c, low), b)), want, rtol=1e-4, atol=1e-5
+        )
+        np.testing.assert_allclose(
+            np.asarray(fla.cho_solve((c, low), b[:, 0])), want[:, 0], rtol=1e-4, atol=1e-5
+        )
 
 
 def test_solve_inv_det():
@@ -80,8 +90,11 @@ def test_solve_inv_det():
     for lower in (True, False):
         # only the named triangle is read
         junk = np.tril(s) if lower else np.triu(s)
-        np.testing.assert_allclose(np.asarray(fla.solve(junk, b, lower=lower, assume_a="pos")),
-                                   sla.solve(s, b, assume_a="pos"), rtol=1e-4)
+        np.testing.assert_allclose(
+            np.asarray(fla.solve(junk, b, lower=lower, assume_a="pos")),
+            sla.solve(s, b, assume_a="pos"),
+            rtol=1e-4,
+        )
     np.testing.assert_allclose(np.asarray(fla.inv(a)), sla.inv(a), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(float(fla.det(a)), sla.det(a), rtol=1e-4)
 
@@ -90,8 +103,14 @@ def test_gradients_check_grads():
     rng = np.random.RandomState(3)
     lo = fnp.asarray(_tri(rng, 3, True))
     b = fnp.asarray(rng.randn(3, 2).astype(np.float32))
-    check_grads(lambda a, b: fla.solve_triangular(a, b, lower=True), (lo, b), order=2,
-                modes=("fwd", "rev"), atol=5e-2, rtol=5e-2)
+    check_grads(
+        lambda a, b: fla.solve_triangular(a, b, lower=True),
+        (lo, b),
+        order=2,
+        modes=("fwd", "rev"),
+        atol=5e-2,
+        rtol=5e-2,
+    )
     s = fnp.asarray(_spd(rng, 3))
 
     def gp_nll(s, y):
@@ -118,8 +137,7 @@ def test_jit_matches_eager_and_larger_n():
         return y @ fla.cho_solve(c, y)
 
     np.testing.assert_allclose(float(fg.jit(f)(s)), float(f(s)), rtol=1e-5)
-    np.testing.assert_allclose(float(f(s)), y @ np.linalg.solve(s.astype(np.float64), y),
-                               rtol=1e-4)
+    np.testing.assert_allclose(float(f(s)), y @ np.linalg.solve(s.astype(np.float64), y), rtol=1e-4)
     g = np.asarray(fg.jit(fg.grad(lambda s: fla.solve_triangular(s, y, lower=True).sum()))(s))
     g_eager = np.asarray(fg.grad(lambda s: fla.solve_triangular(s, y, lower=True).sum())(s))
     np.testing.assert_allclose(g, g_eager, rtol=1e-5, atol=1e-7)
@@ -157,18 +175,24 @@ def test_expm_matches_scipy_grad_vmap():
     g = float(fg.grad(lambda t: fla.expm(a.astype(np.float32) * t).sum())(0.1))
     np.testing.assert_allclose(g, (a @ sla.expm(0.1 * a)).sum(), rtol=1e-4)
     stack = np.stack([a * 0.1, -a * 0.2]).astype(np.float32)
-    np.testing.assert_allclose(np.asarray(fg.vmap(fla.expm)(stack)),
-                               np.stack([sla.expm(m) for m in stack]), rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(fg.vmap(fla.expm)(stack)),
+        np.stack([sla.expm(m) for m in stack]),
+        rtol=2e-5,
+        atol=1e-6,
+    )
 
 
 def test_eigh_svd_qr_lu_scipy_conventions():
     rng = np.random.RandomState(9)
     a = rng.randn(4, 4).astype(np.float32)
     s = _spd(rng, 4)
-    np.testing.assert_allclose(np.asarray(fla.eigh(np.tril(s), lower=True)[0]),
-                               sla.eigh(s, eigvals_only=True), rtol=1e-5)
-    np.testing.assert_allclose(np.asarray(fla.eigh(s, eigvals_only=True)),
-                               sla.eigh(s, eigvals_only=True), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(fla.eigh(np.tril(s), lower=True)[0]), sla.eigh(s, eigvals_only=True), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        np.asarray(fla.eigh(s, eigvals_only=True)), sla.eigh(s, eigvals_only=True), rtol=1e-5
+    )
     np.testing.assert_allclose(np.asarray(fla.svd(a)[1]), sla.svdvals(a), rtol=1e-5)
     assert [x.shape for x in fla.qr(a[:, :2])] == [(4, 4), (4, 2)]
     assert [x.shape for x in fla.qr(a[:, :2], mode="economic")] == [(4, 2), (2, 2)]
@@ -184,11 +208,15 @@ def test_eigh_svd_qr_lu_scipy_conventions():
     np.testing.assert_array_equal(np.asarray(luf[1]), sla.lu_factor(a)[1])
     b = rng.randn(4, 2).astype(np.float32)
     for trans in (0, 1):
-        np.testing.assert_allclose(np.asarray(fla.lu_solve(luf, b, trans=trans)),
-                                   sla.lu_solve(sla.lu_factor(a), b, trans=trans), rtol=1e-4,
-                                   atol=1e-5)
-    np.testing.assert_allclose(np.asarray(fla.lu_solve(luf, b[:, 0])),
-                               np.linalg.solve(a, b[:, 0]), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(
+            np.asarray(fla.lu_solve(luf, b, trans=trans)),
+            sla.lu_solve(sla.lu_factor(a), b, trans=trans),
+            rtol=1e-4,
+            atol=1e-5,
+        )
+    np.testing.assert_allclose(
+        np.asarray(fla.lu_solve(luf, b[:, 0])), np.linalg.solve(a, b[:, 0]), rtol=1e-4, atol=1e-5
+    )
     with pytest.raises(ValueError, match="generalized"):
         fla.eigh(s, s)
 

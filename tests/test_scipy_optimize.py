@@ -66,7 +66,7 @@ def test_jit_and_vmap():
 
 
 def test_already_optimal_and_errors():
-    r = minimize(lambda x: fnp.sum(x ** 2), fnp.zeros(2), method="BFGS")
+    r = minimize(lambda x: fnp.sum(x**2), fnp.zeros(2), method="BFGS")
     assert int(r.nit) == 0 and bool(r.success)
     with pytest.raises(ValueError, match="method must be 'BFGS'"):
         minimize(_rosen, fnp.zeros(2), method="Nelder-Mead")

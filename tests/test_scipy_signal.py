@@ -15,9 +15,19 @@ sg = pytest.importorskip("scipy.signal")
 
 MODES = ("full", "same", "valid")
 SHAPE_PAIRS = [
-    ((5,), (3,)), ((3,), (5,)), ((4,), (4,)), ((1,), (6,)), ((6,), (2,)), ((1,), (1,)),
-    ((4, 6), (2, 3)), ((2, 3), (4, 6)), ((3, 3), (3, 3)), ((4, 5), (1, 5)), ((6, 7), (3, 2)),
-    ((2, 2), (4, 4)), ((2, 3, 4), (2, 2, 2)),
+    ((5,), (3,)),
+    ((3,), (5,)),
+    ((4,), (4,)),
+    ((1,), (6,)),
+    ((6,), (2,)),
+    ((1,), (1,)),
+    ((4, 6), (2, 3)),
+    ((2, 3), (4, 6)),
+    ((3, 3), (3, 3)),
+    ((4, 5), (1, 5)),
+    ((6, 7), (3, 2)),
+    ((2, 2), (4, 4)),
+    ((2, 3, 4), (2, 2, 2)),
 ]
 
 
@@ -35,20 +45,25 @@ def test_values_match_scipy(x64, shapes, mode):
         want = getattr(sg, name)(a, b, mode=mode)
         got = getattr(signal, name)(a, b, mode=mode)
         assert got.shape == want.shape, (name, got.shape, want.shape)
-        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12,
-                                   err_msg=name)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12, err_msg=name)
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(1, 7), st.integers(1, 7), st.sampled_from(MODES),
-       st.sampled_from(["convolve", "correlate"]), st.integers(0, 2**16))
+@given(
+    st.integers(1, 7),
+    st.integers(1, 7),
+    st.sampled_from(MODES),
+    st.sampled_from(["convolve", "correlate"]),
+    st.integers(0, 2**16),
+)
 def test_values_1d_float32_hypothesis(n1, n2, mode, name, seed):
     a, b = _pair(((n1,), (n2,)), seed)
     a, b = a.astype(np.float32), b.astype(np.float32)
     got = getattr(signal, name)(a, b, mode=mode)
     assert got.dtype == np.float32
-    np.testing.assert_allclose(np.asarray(got), getattr(sg, name)(a, b, mode=mode),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(got), getattr(sg, name)(a, b, mode=mode), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_dtypes_promote_to_inexact(x64):
@@ -89,8 +104,7 @@ def test_jit_matches_eager():
     for mode in MODES:
         eager = signal.correlate2d(a, b, mode=mode)
         jitted = fg.jit(signal.correlate2d, static_argnames="mode")(a, b, mode=mode)
-        np.testing.assert_allclose(np.asarray(jitted), np.asarray(eager), rtol=1e-6,
-                                   atol=1e-6)
+        np.testing.assert_allclose(np.asarray(jitted), np.asarray(eager), rtol=1e-6, atol=1e-6)
 
 
 def test_errors():
@@ -122,8 +136,9 @@ def test_errors():
 @pytest.mark.parametrize("bp", [0, [3], [1, 2, 4], [4]], ids=str)
 def test_detrend_matches_scipy(x64, kind, axis, bp):
     x = np.random.default_rng(9).normal(size=(4, 9)) + np.arange(9)
-    np.testing.assert_allclose(np.asarray(signal.detrend(x, axis, kind, bp)),
-                               sg.detrend(x, axis, kind, bp), atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(signal.detrend(x, axis, kind, bp)), sg.detrend(x, axis, kind, bp), atol=1e-12
+    )
 
 
 def test_detrend_dtypes_transforms_and_errors():
@@ -133,13 +148,17 @@ def test_detrend_dtypes_transforms_and_errors():
     np.testing.assert_allclose(np.asarray(out), [-1, 0, 2, 0, -1], atol=1e-5)
     assert signal.detrend(np.arange(5)).dtype == np.float32
     batch = np.random.default_rng(10).normal(size=(3, 6)).astype(np.float32)
-    np.testing.assert_allclose(np.asarray(fg.vmap(signal.detrend)(batch)),
-                               np.stack([np.asarray(signal.detrend(r)) for r in batch]),
-                               atol=1e-6)
-    np.testing.assert_allclose(np.asarray(fg.jit(signal.detrend)(batch)),
-                               np.asarray(signal.detrend(batch)), atol=1e-6)
-    check_grads(lambda d: signal.detrend(d, bp=[2]), (batch.astype(np.float64),), order=1,
-                rtol=1e-2)
+    np.testing.assert_allclose(
+        np.asarray(fg.vmap(signal.detrend)(batch)),
+        np.stack([np.asarray(signal.detrend(r)) for r in batch]),
+        atol=1e-6,
+    )
+    np.testing.assert_allclose(
+        np.asarray(fg.jit(signal.detrend)(batch)), np.asarray(signal.detrend(batch)), atol=1e-6
+    )
+    check_grads(
+        lambda d: signal.detrend(d, bp=[2]), (batch.astype(np.float64),), order=1, rtol=1e-2
+    )
     with pytest.raises(ValueError, match="type must be"):
         signal.detrend(data, type="quadratic")
     with pytest.raises(ValueError, match=r"breakpoints must lie in \[0, 5\]"):

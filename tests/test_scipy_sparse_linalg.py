@@ -23,8 +23,9 @@ def test_values():
     np.testing.assert_allclose(np.asarray(x), np.linalg.solve(S, B), atol=1e-5)
     x, _ = cg(S, B, x0=np.linalg.solve(S, B).astype(np.float32), maxiter=0)
     np.testing.assert_allclose(np.asarray(x), np.linalg.solve(S, B), atol=1e-5)
-    tree, _ = cg(lambda t: {"a": t["a"] * 2.0, "b": t["b"] * 3.0},
-                 {"a": fnp.ones(2), "b": fnp.ones(())})
+    tree, _ = cg(
+        lambda t: {"a": t["a"] * 2.0, "b": t["b"] * 3.0}, {"a": fnp.ones(2), "b": fnp.ones(())}
+    )
     np.testing.assert_allclose(np.asarray(tree["a"]), [0.5, 0.5])
     np.testing.assert_allclose(float(tree["b"]), 1 / 3, rtol=1e-6)
 
@@ -35,11 +36,15 @@ def test_gradients_jit_vmap():
     g = fg.grad(lambda t: cg(lambda v: fnp.asarray(S) @ v + t * v, B)[0].sum())(0.5)
     si = np.linalg.inv(S.astype(np.float64) + 0.5 * np.eye(6))
     np.testing.assert_allclose(float(g), -(np.ones(6) @ si @ si @ B), rtol=1e-3)
-    np.testing.assert_allclose(np.asarray(fg.jit(lambda b: cg(S, b)[0])(B)),
-                               np.asarray(cg(S, B)[0]), atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(fg.jit(lambda b: cg(S, b)[0])(B)), np.asarray(cg(S, B)[0]), atol=1e-6
+    )
     bs = np.stack([B, 2 * B, -B])
-    np.testing.assert_allclose(np.asarray(fg.vmap(lambda b: cg(S, b)[0])(bs)),
-                               np.stack([np.asarray(cg(S, b)[0]) for b in bs]), atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(fg.vmap(lambda b: cg(S, b)[0])(bs)),
+        np.stack([np.asarray(cg(S, b)[0]) for b in bs]),
+        atol=1e-5,
+    )
 
 
 def test_errors():

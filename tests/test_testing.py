@@ -43,7 +43,7 @@ def test_check_grads_runs_in_float64_with_x64_and_scales_eps(x64):
 
 
 def test_check_taylor_needs_no_eps(x64):
-    check_taylor(lambda x: fnp.tanh(x) * x ** 3, (np.array([0.3, -0.7, 1.2]),))
+    check_taylor(lambda x: fnp.tanh(x) * x**3, (np.array([0.3, -0.7, 1.2]),))
     check_taylor(lambda x: 2.0 * x, (np.array([1.0, 2.0]),))  # linear: remainder ~ 0
     with pytest.raises(AssertionError, match="does not shrink quadratically"):
         check_taylor(_wrong_sin(), (np.array([0.3, -0.7]),))
@@ -51,8 +51,10 @@ def test_check_taylor_needs_no_eps(x64):
 
 def test_assert_transforms_commute(x64):
     w = np.array([[0.3, -0.2], [0.5, 0.1]])
-    assert_transforms_commute(lambda x, b: fnp.sum(fnp.tanh(w @ x + b) ** 2),
-                              (np.array([0.1, -0.4]), np.array([0.2, 0.3])))
+    assert_transforms_commute(
+        lambda x, b: fnp.sum(fnp.tanh(w @ x + b) ** 2),
+        (np.array([0.1, -0.4]), np.array([0.2, 0.3])),
+    )
 
 
 @given(fst.arrays(np.float32, avoid=(0.0,), margin=0.1))
@@ -77,7 +79,7 @@ def test_check_grads_with_float64_numpy_arguments_without_x64():
     # They compute in float32: the finite-difference step and tolerance must be float32's
     # (a float64 step in float32 arithmetic failed about half of these draws).
     def f(x):
-        return fnp.sum(fnp.exp(fnp.sin(x) * x) * x ** 2)
+        return fnp.sum(fnp.exp(fnp.sin(x) * x) * x**2)
 
     for seed in range(20):
         check_grads(f, (2 * np.random.RandomState(seed).randn(3),), 1)

@@ -18,19 +18,60 @@ from fungrad import tree
 from fungrad import tree_util as tu
 
 # dir(jax.tree) and dir(jax.tree_util) of JAX 0.10.2, public names only.
-JAX_TREE = ["all", "broadcast", "flatten", "flatten_with_path", "leaves", "leaves_with_path",
-            "map", "map_with_path", "reduce", "reduce_associative", "static", "structure",
-            "transpose", "unflatten"]
+JAX_TREE = [
+    "all",
+    "broadcast",
+    "flatten",
+    "flatten_with_path",
+    "leaves",
+    "leaves_with_path",
+    "map",
+    "map_with_path",
+    "reduce",
+    "reduce_associative",
+    "static",
+    "structure",
+    "transpose",
+    "unflatten",
+]
 JAX_TREE_UTIL = [
-    "DictKey", "FlattenedIndexKey", "GetAttrKey", "KeyEntry", "KeyPath", "Partial", "PyTreeDef",
-    "SequenceKey", "all_leaves", "default_registry", "flatten_one_level",
-    "flatten_one_level_with_keys", "is_tree_node", "keystr", "register_dataclass",
-    "register_pytree_node", "register_pytree_node_class", "register_pytree_with_keys",
-    "register_pytree_with_keys_class", "register_static", "tree_all", "tree_broadcast",
-    "tree_flatten", "tree_flatten_with_path", "tree_leaves", "tree_leaves_with_path",
-    "tree_map", "tree_map_with_path", "tree_reduce", "tree_reduce_associative",
-    "tree_structure", "tree_transpose", "tree_unflatten", "treedef_children",
-    "treedef_is_leaf", "treedef_tuple"]
+    "DictKey",
+    "FlattenedIndexKey",
+    "GetAttrKey",
+    "KeyEntry",
+    "KeyPath",
+    "Partial",
+    "PyTreeDef",
+    "SequenceKey",
+    "all_leaves",
+    "default_registry",
+    "flatten_one_level",
+    "flatten_one_level_with_keys",
+    "is_tree_node",
+    "keystr",
+    "register_dataclass",
+    "register_pytree_node",
+    "register_pytree_node_class",
+    "register_pytree_with_keys",
+    "register_pytree_with_keys_class",
+    "register_static",
+    "tree_all",
+    "tree_broadcast",
+    "tree_flatten",
+    "tree_flatten_with_path",
+    "tree_leaves",
+    "tree_leaves_with_path",
+    "tree_map",
+    "tree_map_with_path",
+    "tree_reduce",
+    "tree_reduce_associative",
+    "tree_structure",
+    "tree_transpose",
+    "tree_unflatten",
+    "treedef_children",
+    "treedef_is_leaf",
+    "treedef_tuple",
+]
 
 NT = collections.namedtuple("NT", "a b")
 
@@ -66,17 +107,33 @@ def test_tree_aliases_are_tree_util_functions():
 
 
 def test_paths_and_treedef_match_jax():
-    t = {"b": [1, (2, 3)], "a": NT(4, 5), "c": None, "d": Layer(6, 7), "e": Opaque(8, [9]),
-         "f": collections.OrderedDict([("z", 1), ("y", 2)]),
-         "g": collections.defaultdict(int, {"q": 1, "p": 2})}
-    got = [(tu.keystr(p), tu.keystr(p, simple=True, separator="/"), x)
-           for p, x in tu.tree_leaves_with_path(t)]
+    t = {
+        "b": [1, (2, 3)],
+        "a": NT(4, 5),
+        "c": None,
+        "d": Layer(6, 7),
+        "e": Opaque(8, [9]),
+        "f": collections.OrderedDict([("z", 1), ("y", 2)]),
+        "g": collections.defaultdict(int, {"q": 1, "p": 2}),
+    }
+    got = [
+        (tu.keystr(p), tu.keystr(p, simple=True, separator="/"), x)
+        for p, x in tu.tree_leaves_with_path(t)
+    ]
     assert got == [
-        ("['a'].a", "a/a", 4), ("['a'].b", "a/b", 5), ("['b'][0]", "b/0", 1),
-        ("['b'][1][0]", "b/1/0", 2), ("['b'][1][1]", "b/1/1", 3), ("['d'].x", "d/x", 6),
-        ("['e'][<flat index 0>]", "e/0", 8), ("['e'][<flat index 1>][0]", "e/1/0", 9),
-        ("['f']['z']", "f/z", 1), ("['f']['y']", "f/y", 2), ("['g']['p']", "g/p", 2),
-        ("['g']['q']", "g/q", 1)]
+        ("['a'].a", "a/a", 4),
+        ("['a'].b", "a/b", 5),
+        ("['b'][0]", "b/0", 1),
+        ("['b'][1][0]", "b/1/0", 2),
+        ("['b'][1][1]", "b/1/1", 3),
+        ("['d'].x", "d/x", 6),
+        ("['e'][<flat index 0>]", "e/0", 8),
+        ("['e'][<flat index 1>][0]", "e/1/0", 9),
+        ("['f']['z']", "f/z", 1),
+        ("['f']['y']", "f/y", 2),
+        ("['g']['p']", "g/p", 2),
+        ("['g']['q']", "g/q", 1),
+    ]
     paths = [p for p, _ in tu.tree_leaves_with_path(t)]
     assert paths[0] == (tu.DictKey("a"), tu.GetAttrKey("a"))
     assert paths[6] == (tu.DictKey("e"), tu.FlattenedIndexKey(0))
@@ -86,14 +143,17 @@ def test_paths_and_treedef_match_jax():
         "PyTreeDef({'a': CustomNode(namedtuple[NT], [*, *]), 'b': [*, (*, *)], 'c': None, "
         "'d': CustomNode(Layer[(7,)], [*]), 'e': CustomNode(Opaque[aux], [*, [*]]), "
         "'f': CustomNode(OrderedDict[('z', 'y')], [*, *]), "
-        "'g': CustomNode(defaultdict[(<class 'int'>, ('p', 'q'))], [*, *])})")
+        "'g': CustomNode(defaultdict[(<class 'int'>, ('p', 'q'))], [*, *])})"
+    )
 
 
 def test_root_leaf_and_none_paths():
     assert tu.tree_flatten_with_path(5) == ([((), 5)], tu.tree_structure(5))
     assert tu.tree_flatten_with_path(None)[0] == []
-    assert tu.tree_leaves_with_path([1, None, 2]) == [((tu.SequenceKey(0),), 1),
-                                                      ((tu.SequenceKey(2),), 2)]
+    assert tu.tree_leaves_with_path([1, None, 2]) == [
+        ((tu.SequenceKey(0),), 1),
+        ((tu.SequenceKey(2),), 2),
+    ]
     assert tu.keystr(()) == ""
 
 
@@ -115,12 +175,15 @@ leaf_values = st.one_of(st.integers(), st.floats(allow_nan=False), st.text(max_s
 trees = st.recursive(
     leaf_values | st.none(),
     lambda kids: st.one_of(
-        st.lists(kids, max_size=3), st.lists(kids, max_size=3).map(tuple),
+        st.lists(kids, max_size=3),
+        st.lists(kids, max_size=3).map(tuple),
         st.dictionaries(st.text(max_size=2), kids, max_size=3),
         st.tuples(kids, kids).map(lambda t: NT(*t)),
         st.tuples(kids, kids).map(lambda t: Layer(t[0])),
-        st.tuples(kids, kids).map(lambda t: Opaque(*t))),
-    max_leaves=10)
+        st.tuples(kids, kids).map(lambda t: Opaque(*t)),
+    ),
+    max_leaves=10,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -138,14 +201,28 @@ def test_each_path_leads_to_its_leaf(t):
 
 
 def test_key_entries_repr_eq_hash_pickle():
-    keys = [tu.DictKey("a"), tu.DictKey(1), tu.SequenceKey(2), tu.GetAttrKey("x"),
-            tu.FlattenedIndexKey(3)]
-    assert [repr(k) for k in keys] == ["DictKey(key='a')", "DictKey(key=1)",
-                                       "SequenceKey(idx=2)", "GetAttrKey(name='x')",
-                                       "FlattenedIndexKey(key=3)"]
+    keys = [
+        tu.DictKey("a"),
+        tu.DictKey(1),
+        tu.SequenceKey(2),
+        tu.GetAttrKey("x"),
+        tu.FlattenedIndexKey(3),
+    ]
+    assert [repr(k) for k in keys] == [
+        "DictKey(key='a')",
+        "DictKey(key=1)",
+        "SequenceKey(idx=2)",
+        "GetAttrKey(name='x')",
+        "FlattenedIndexKey(key=3)",
+    ]
     assert [str(k) for k in keys] == ["['a']", "[1]", "[2]", ".x", "[<flat index 3>]"]
-    assert [type(k).__match_args__ for k in keys] == [("key",), ("key",), ("idx",), ("name",),
-                                                      ("key",)]
+    assert [type(k).__match_args__ for k in keys] == [
+        ("key",),
+        ("key",),
+        ("idx",),
+        ("name",),
+        ("key",),
+    ]
     assert tu.DictKey("a") == tu.DictKey("a") and hash(tu.DictKey("a")) == hash(tu.DictKey("a"))
     assert tu.DictKey(1) != tu.SequenceKey(1) and tu.SequenceKey(1) != tu.FlattenedIndexKey(1)
     assert [pickle.loads(pickle.dumps(k)) for k in keys] == keys
@@ -157,8 +234,10 @@ def test_key_entries_repr_eq_hash_pickle():
 def test_is_leaf_with_and_without_path():
     t = {"a": [1, (2, 3)]}
     got = tu.tree_leaves_with_path(t, is_leaf=lambda p, x: len(p) == 2, is_leaf_takes_path=True)
-    assert got == [((tu.DictKey("a"), tu.SequenceKey(0)), 1),
-                   ((tu.DictKey("a"), tu.SequenceKey(1)), (2, 3))]
+    assert got == [
+        ((tu.DictKey("a"), tu.SequenceKey(0)), 1),
+        ((tu.DictKey("a"), tu.SequenceKey(1)), (2, 3)),
+    ]
     got = tu.tree_leaves_with_path(t, is_leaf=lambda x: isinstance(x, tuple))
     assert got[-1] == ((tu.DictKey("a"), tu.SequenceKey(1)), (2, 3))
     out = tree.map_with_path(lambda p, x: len(p), t, is_leaf=lambda x: isinstance(x, tuple))
@@ -186,17 +265,23 @@ def test_register_with_keys_and_static():
     class Pair:
         def __init__(self, a, b):
             self.a, self.b = a, b
+
     tu.register_pytree_with_keys(
-        Pair, lambda p: ([(tu.DictKey("first"), p.a), (tu.DictKey("second"), p.b)], "tag"),
-        lambda tag, c: Pair(*c))
+        Pair,
+        lambda p: ([(tu.DictKey("first"), p.a), (tu.DictKey("second"), p.b)], "tag"),
+        lambda tag, c: Pair(*c),
+    )
     assert [tu.keystr(p) for p, _ in tu.tree_leaves_with_path(Pair(1, 2))] == [
-        "['first']", "['second']"]
+        "['first']",
+        "['second']",
+    ]
     assert tu.tree_leaves(Pair(1, [2, 3])) == [1, 2, 3]
     assert repr(tu.tree_structure(Pair(1, 2))) == "PyTreeDef(CustomNode(Pair[tag], [*, *]))"
 
     @tu.register_static
     class Mode(str):
         pass
+
     leaves, treedef = tu.tree_flatten([1, Mode("add")])
     assert leaves == [1] and treedef.unflatten([5])[1] == "add"
     assert repr(treedef) == "PyTreeDef([*, CustomNode(Mode[add], [])])"
@@ -208,19 +293,30 @@ def test_treedef_methods_and_small_functions():
     td = tu.tree_structure([1, (2,)])
     assert td.children() == [tu.tree_structure(1), tu.tree_structure((2,))]
     assert td.children == tuple(td.children())  # also a tuple, as fungrad's internals read it
-    assert repr(tu.tree_structure([1, 2]).compose(tu.tree_structure({"a": 1, "b": (2,)}))) == \
-        "PyTreeDef([{'a': *, 'b': (*,)}, {'a': *, 'b': (*,)}])"
+    assert (
+        repr(tu.tree_structure([1, 2]).compose(tu.tree_structure({"a": 1, "b": (2,)})))
+        == "PyTreeDef([{'a': *, 'b': (*,)}, {'a': *, 'b': (*,)}])"
+    )
     pair = tu.treedef_tuple([tu.tree_structure([1]), tu.tree_structure({"a": 4})])
     assert pair == tu.tree_structure(([1], {"a": 4}))
     assert tu.flatten_one_level({"b": 1, "a": 2}) == ([2, 1], ("a", "b"))
     assert tu.flatten_one_level_with_keys(NT(1, 2)) == (
-        [(tu.GetAttrKey("a"), 1), (tu.GetAttrKey("b"), 2)], NT)
+        [(tu.GetAttrKey("a"), 1), (tu.GetAttrKey("b"), 2)],
+        NT,
+    )
     with pytest.raises(ValueError, match="flatten_one_level: can't tree-flatten type"):
         tu.flatten_one_level(3)
     assert tu.default_registry.flatten_one_level(3) is None
     assert tu.default_registry.flatten([1, {"a": 2}])[0] == [1, 2]
     assert [tu.is_tree_node(t) for t in (tuple, dict, type(None), NT, Layer, int, str)] == [
-        True, True, True, True, True, False, False]
+        True,
+        True,
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
     assert tu.all_leaves([1, 2.0]) and not tu.all_leaves([1, None])
     assert tu.all_leaves([1, (2,)], is_leaf=lambda x: isinstance(x, tuple))
     assert tree.all([1, True, "x"]) and not tree.all([1, [0]])
@@ -237,22 +333,25 @@ def test_reduce_broadcast_transpose():
     assert tree.reduce_associative(operator.add, [], identity=0) == 0
     with pytest.raises(TypeError, match="identity"):
         tree.reduce_associative(operator.add, [None])
-    assert tree.broadcast((1, 2, 3), (0, {"a": 0, "b": 0}, (0, 0))) == (1, {"a": 2, "b": 2},
-                                                                        (3, 3))
+    assert tree.broadcast((1, 2, 3), (0, {"a": 0, "b": 0}, (0, 0))) == (1, {"a": 2, "b": 2}, (3, 3))
     assert tree.broadcast([1, None], [{"a": 1}, None]) == [{"a": 1}, None]
     with pytest.raises(ValueError, match=r"tree_broadcast: .*mismatch at full_tree"):
         tree.broadcast((1, 2), [0, 0])
     outer = tu.tree_structure([0, 0])
     assert tree.transpose(outer, None, [(1, 2), (3, 4)]) == ([1, 3], [2, 4])
-    assert tree.transpose(outer, tu.tree_structure({"a": 0, "b": 0}),
-                          [{"a": 1, "b": 2}, {"a": 3, "b": 4}]) == {"a": [1, 3], "b": [2, 4]}
+    assert tree.transpose(
+        outer, tu.tree_structure({"a": 0, "b": 0}), [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
+    ) == {"a": [1, 3], "b": [2, 4]}
     with pytest.raises(TypeError, match="tree_transpose: .* 5 leaves"):
         tree.transpose(outer, tu.tree_structure((0, 0)), [(1, 2), (3, 4, 5)])
 
 
 def test_structure_errors_name_function_and_path():
-    with pytest.raises(ValueError, match=r"tree_map: pytree structure mismatch at "
-                                         r"rest\[0\]\['a'\]\[1\]: expected a tuple"):
+    with pytest.raises(
+        ValueError,
+        match=r"tree_map: pytree structure mismatch at "
+        r"rest\[0\]\['a'\]\[1\]: expected a tuple",
+    ):
         tree.map(lambda a, b: a, {"a": [1, (2,)]}, {"a": [1, [2]]})
     with pytest.raises(ValueError, match=r"mismatch at rest\[0\]\['a'\].*None.*leaf of type int"):
         tree.map(lambda a, b: b, {"a": None, "b": 1}, {"a": 3, "b": 2})
@@ -283,16 +382,20 @@ def test_register_dataclass_validates_fields():
 def test_partial_is_a_pytree():
     p = tu.Partial(max, 1, key=lambda v: -v)
     keyed, treedef = tu.tree_flatten_with_path(tu.Partial(max, 1, default=2))
-    assert [(tu.keystr(k), x) for k, x in keyed] == [("[<flat index 0>][0]", 1),
-                                                     ("[<flat index 1>]['default']", 2)]
-    assert repr(treedef) == ("PyTreeDef(CustomNode(Partial[<built-in function max>], "
-                             "[(*,), {'default': *}]))")
+    assert [(tu.keystr(k), x) for k, x in keyed] == [
+        ("[<flat index 0>][0]", 1),
+        ("[<flat index 1>]['default']", 2),
+    ]
+    assert repr(treedef) == (
+        "PyTreeDef(CustomNode(Partial[<built-in function max>], [(*,), {'default': *}]))"
+    )
     assert p(3) == 1 and tu.tree_map(lambda x: x * 2, tu.Partial(max, 1, 3)).args == (2, 6)
     nested = tu.Partial(functools.partial(max, 1), 2)  # the inner partial's 1 is not a leaf
     assert tu.tree_leaves(nested) == [2] and nested(0) == 2 and nested.func.args == (1,)
     assert tu.tree_leaves(tu.Partial(tu.Partial(max, 1), 2)) == [2]
     assert tu.tree_structure(tu.Partial(fnp.add, 1.0)) == tu.tree_structure(
-        tu.Partial(fnp.add, 5.0))
+        tu.Partial(fnp.add, 5.0)
+    )
 
 
 def test_partial_under_jit_grad_vmap():

@@ -48,8 +48,9 @@ def test_tree_map_multiple_trees_and_is_leaf():
     a = {"x": [1, 2], "y": (3,)}
     b = {"x": [10, 20], "y": (30,)}
     assert tu.tree_map(lambda u, v: u + v, a, b) == {"x": [11, 22], "y": (33,)}
-    out = tu.tree_map(lambda leaf: len(leaf), {"x": [1, 2], "y": [3]},
-                      is_leaf=lambda n: isinstance(n, list))
+    out = tu.tree_map(
+        lambda leaf: len(leaf), {"x": [1, 2], "y": [3]}, is_leaf=lambda n: isinstance(n, list)
+    )
     assert out == {"x": 2, "y": 1}
     with pytest.raises(ValueError, match="structure mismatch"):
         tu.tree_map(lambda u, v: u, [1, 2], (1, 2))

@@ -92,8 +92,9 @@ def ulp_errors(got: np.ndarray, ref: np.ndarray, dtype) -> np.ndarray:
     """|got - ref| in ulps of ref in ``dtype`` (ref is never 0 or tiny here)."""
     fi = np.finfo(dtype)
     _, e = np.frexp(np.abs(ref))
-    ulp = np.ldexp(LD(1), (np.maximum(e.astype(np.int64) - 1, fi.minexp) - fi.nmant)
-                   .astype(np.int32))
+    ulp = np.ldexp(
+        LD(1), (np.maximum(e.astype(np.int64) - 1, fi.minexp) - fi.nmant).astype(np.int32)
+    )
     err = np.abs(got.astype(LD) - ref) / ulp
     return np.where(np.isfinite(got), err, np.inf)
 
@@ -110,14 +111,25 @@ def _worst(name, x, got, err) -> str:
 # mantissa of every binade, x 2/pi mod 1 from a three-piece 2/pi in float64, the candidates
 # below 2^-26 checked in integers), the hardest is 16367173 2^72 with |x 2/pi - q| = 2^-29.86
 # (|r| = 2^-29.2), then one per binade of the next ones
-HARD_F32 = np.float32([7.729178919452902e+28, 21999384576.0, 4.638183382783466e+25,
-                       1522788990976.0, 8.11762663906456e+22, 4.3865578967101227e+33,
-                       42781604.0, 1.0341291951386403e+27, 1.5282689358063206e+17])
+HARD_F32 = np.float32(
+    [
+        7.729178919452902e28,
+        21999384576.0,
+        4.638183382783466e25,
+        1522788990976.0,
+        8.11762663906456e22,
+        4.3865578967101227e33,
+        42781604.0,
+        1.0341291951386403e27,
+        1.5282689358063206e17,
+    ]
+)
 # float64: the hardest double for the reduction (Muller, "Elementary Functions", table 11.1:
 # 6381956970095103 2^797, |r| = 2^-60.9), powers of two, the largest finite value
-HARD_F64 = np.array([6381956970095103.0 * 2.0 ** 797, 2.0 ** 1023, 2.0 ** 600, 2.0 ** 60,
-                     1e22, 1.7976931348623157e308])
-EXACT = [1.7e7, 1e8, -2.0 ** 31, 1e30, 2.0 ** 24, 2.0 ** 53, 1e300, -1e200, 3.0e38]
+HARD_F64 = np.array(
+    [6381956970095103.0 * 2.0**797, 2.0**1023, 2.0**600, 2.0**60, 1e22, 1.7976931348623157e308]
+)
+EXACT = [1.7e7, 1e8, -(2.0**31), 1e30, 2.0**24, 2.0**53, 1e300, -1e200, 3.0e38]
 
 
 def arguments(dtype, n: int, seed: int = 0) -> np.ndarray:
@@ -135,7 +147,7 @@ def arguments(dtype, n: int, seed: int = 0) -> np.ndarray:
             near = [np.nextafter(near[0], -np.inf), *near, np.nextafter(near[-1], np.inf)]
         special = np.concatenate([exact, [fi.max], *near])
         x = np.concatenate([x.astype(dtype), special, -special]).astype(dtype)
-    return x[np.isfinite(x) & (np.abs(x) >= 2.0 ** 24)]
+    return x[np.isfinite(x) & (np.abs(x) >= 2.0**24)]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -162,7 +174,7 @@ def test_issue15_cpu_float64_large_arguments(x64, name):
 
 def test_issue15_the_example_of_the_issue():
     """jit(fnp.sin)([1.7e7, 1e8, -2**31, 1e30]) gave NaN; now eager's (numpy's) values."""
-    x = np.float32([1.7e7, 1e8, -2.0 ** 31, 1e30])
+    x = np.float32([1.7e7, 1e8, -(2.0**31), 1e30])
     for name in ("sin", "cos", "tan"):
         f = getattr(fnp, name)
         got, eager = np.asarray(fg.jit(f)(x)), np.asarray(f(x))
@@ -194,9 +206,14 @@ def test_issue15_sinc_large_arguments(x64, dtype):
 
 
 @settings(max_examples=20)
-@given(st.lists(st.floats(min_value=2.0 ** 24, max_value=float(np.finfo(np.float32).max),
-                          width=32), min_size=1,
-                max_size=30), st.sampled_from(["sin", "cos", "tan"]))
+@given(
+    st.lists(
+        st.floats(min_value=2.0**24, max_value=float(np.finfo(np.float32).max), width=32),
+        min_size=1,
+        max_size=30,
+    ),
+    st.sampled_from(["sin", "cos", "tan"]),
+)
 def test_issue15_any_float32_above_2_24(values, name):
     x = np.float32(values) * np.float32(-1) ** np.arange(len(values))
     got = np.asarray(fg.jit(getattr(fnp, name))(x))
@@ -236,8 +253,10 @@ def test_large_arguments_inside_a_fused_kernel():
 
     def rest(x):
         return fnp.tanh(x) * 0.5 + fnp.exp(-x * x)
-    got_rest, got_sin, got_cos = (np.asarray(v) for v in fg.jit(
-        lambda x: (rest(x), fnp.sin(x), fnp.cos(x) * 2.0))(x))
+
+    got_rest, got_sin, got_cos = (
+        np.asarray(v) for v in fg.jit(lambda x: (rest(x), fnp.sin(x), fnp.cos(x) * 2.0))(x)
+    )
     np.testing.assert_array_equal(got_rest, np.asarray(fg.jit(rest)(x)))
     assert ulp_errors(got_sin, reference("sin", x), np.float32).max() <= BOUNDS["sin"]
     assert ulp_errors(got_cos / 2, reference("cos", x), np.float32).max() <= BOUNDS["cos"]
@@ -247,8 +266,10 @@ def test_large_argument_that_is_the_same_everywhere():
     """sin of one value broadcast over the loop: every call passes the same constant (LLVM
     may not specialise the large-argument function: its vector variants must keep fitting)."""
     x = np.arange(40, dtype=np.float32)
+
     def plus_sin_of(v):
         return fg.jit(lambda x: x + fnp.sin(fnp.full_like(x, v)))
+
     for v in (np.float32(3e30), np.float32(0.5)):
         got = np.asarray(plus_sin_of(v)(x))
         want = x + np.float32(reference("sin", np.array([v]))[0])
@@ -259,6 +280,7 @@ def test_large_argument_functions_are_compiled_once_per_process():
     """Modules declare sin/cos/tan's large-argument functions; each is compiled once, in a
     library of its own (llvm_math.ensure_large_library), and every module calls that one."""
     from fungrad.lowering.cpu import llvm
+
     x = np.float32([1e30, 0.5, -3e9])
     for f in (fnp.cos, lambda x: fnp.cos(x) * 2):
         exe = fg.jit(f).lower(x).compile()._exe
@@ -277,7 +299,7 @@ def test_issue15_two_opi_words_are_2_over_pi():
     string = "00" + bits.zfill(n)
     for width, words in ((24, trig.TWO_OPI_24), (64, trig.TWO_OPI_64)):
         for i, w in enumerate(words):
-            assert w == int(string[width * i:width * (i + 1)], 2), (width, i)
+            assert w == int(string[width * i : width * (i + 1)], 2), (width, i)
 
 
 # ----------------------------------------------------------------------------------------------

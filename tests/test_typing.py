@@ -37,13 +37,17 @@ _UNDECLARED = {"__setitem__"}
 
 # -- the TYPE_CHECKING declarations match the installed operators and methods ---------------
 
+
 @functools.cache
 def _declarations() -> tuple[dict[str, ast.FunctionDef], set[str]]:
     """(methods, properties) declared under ``if TYPE_CHECKING:`` in class Array."""
     tree = ast.parse((ROOT / "fungrad" / "array.py").read_text())
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Array")
-    blocks = [n for n in cls.body if isinstance(n, ast.If)
-              and isinstance(n.test, ast.Name) and n.test.id == "TYPE_CHECKING"]
+    blocks = [
+        n
+        for n in cls.body
+        if isinstance(n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == "TYPE_CHECKING"
+    ]
     assert len(blocks) == 1, "class Array should have one `if TYPE_CHECKING:` block"
     methods, properties = {}, set()
     for node in blocks[0].body:
@@ -58,8 +62,10 @@ def _declarations() -> tuple[dict[str, ast.FunctionDef], set[str]]:
 
 def _declared_params(fn: ast.FunctionDef) -> list[tuple[str, inspect._ParameterKind]]:
     a = fn.args
-    params = ([(p.arg, inspect.Parameter.POSITIONAL_ONLY) for p in a.posonlyargs]
-              + [(p.arg, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in a.args])[1:]  # self
+    params = (
+        [(p.arg, inspect.Parameter.POSITIONAL_ONLY) for p in a.posonlyargs]
+        + [(p.arg, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in a.args]
+    )[1:]  # self
     if a.vararg:
         params.append((a.vararg.arg, inspect.Parameter.VAR_POSITIONAL))
     params += [(p.arg, inspect.Parameter.KEYWORD_ONLY) for p in a.kwonlyargs]
@@ -74,8 +80,11 @@ def _runtime_signature(name: str) -> inspect.Signature:
     fn = getattr(Array, name)
     sig = inspect.signature(fn)
     kinds = [p.kind for p in sig.parameters.values()]
-    if kinds == [inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.VAR_POSITIONAL,
-                 inspect.Parameter.VAR_KEYWORD]:
+    if kinds == [
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.VAR_POSITIONAL,
+        inspect.Parameter.VAR_KEYWORD,
+    ]:
         sig = inspect.signature(getattr(fnp, name))
     return sig
 
@@ -92,8 +101,9 @@ def test_declared_names_are_the_installed_names():
         assert hasattr(Array, name) and hasattr(core.Tracer, name), name
 
 
-@pytest.mark.parametrize("name", sorted(set(array_methods._OPERATORS) - _UNDECLARED
-                                        | set(array_methods._METHODS)))
+@pytest.mark.parametrize(
+    "name", sorted(set(array_methods._OPERATORS) - _UNDECLARED | set(array_methods._METHODS))
+)
 def test_declared_parameters_match_runtime(name):
     """Each declared parameter is a run-time parameter of the same kind, in order; a run-time
     parameter left out of the declaration has a default (a hidden option, never a required
@@ -112,8 +122,9 @@ def test_declared_parameters_match_runtime(name):
     for p in runtime:
         if p.name not in dict(declared):
             assert p.default is not inspect.Parameter.empty or p.kind in (
-                inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD), \
-                f"{name}: required run-time parameter {p.name!r} is not declared"
+                inspect.Parameter.VAR_POSITIONAL,
+                inspect.Parameter.VAR_KEYWORD,
+            ), f"{name}: required run-time parameter {p.name!r} is not declared"
 
 
 # -- mypy --------------------------------------------------------------------------------------
@@ -123,8 +134,11 @@ _ERROR_LINE = re.compile(r"^(typing_sample\w*\.py):(\d+): error: (.*)\[([\w-]+)\
 
 def _marked_errors() -> set[tuple[str, int, str]]:
     lines = (TESTS / "typing_sample_errors.py").read_text().splitlines()
-    return {("typing_sample_errors.py", i, m.group(1))
-            for i, line in enumerate(lines, 1) if (m := re.search(r"# E: ([\w-]+)$", line))}
+    return {
+        ("typing_sample_errors.py", i, m.group(1))
+        for i, line in enumerate(lines, 1)
+        if (m := re.search(r"# E: ([\w-]+)$", line))
+    }
 
 
 def test_mypy_accepts_the_sample_and_flags_the_errors(request, tmp_path):
@@ -139,10 +153,27 @@ def test_mypy_accepts_the_sample_and_flags_the_errors(request, tmp_path):
     # fungrad is read from the working tree as an installed package would be: its types are
     # used, errors inside it are not this test's subject (follow_imports=silent).
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--config-file", str(config), "--cache-dir", str(cache),
-         "--follow-imports=silent", "--show-error-codes", "--no-pretty", "--no-color-output",
-         "typing_sample.py", "typing_sample_errors.py"],
-        cwd=TESTS, env=env, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(config),
+            "--cache-dir",
+            str(cache),
+            "--follow-imports=silent",
+            "--show-error-codes",
+            "--no-pretty",
+            "--no-color-output",
+            "typing_sample.py",
+            "typing_sample_errors.py",
+        ],
+        cwd=TESTS,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode in (0, 1), out
     got = set()
@@ -153,8 +184,9 @@ def test_mypy_accepts_the_sample_and_flags_the_errors(request, tmp_path):
     expected = _marked_errors()
     assert len(expected) >= 10
     assert not {e for e in got if e[0] == "typing_sample.py"}, out
-    assert got == expected, (f"missing: {sorted(expected - got)}\n"
-                             f"unexpected: {sorted(got - expected)}\n{out}")
+    assert got == expected, (
+        f"missing: {sorted(expected - got)}\nunexpected: {sorted(got - expected)}\n{out}"
+    )
 
 
 def test_pyright_accepts_the_sample_and_flags_the_errors(tmp_path):
@@ -162,42 +194,90 @@ def test_pyright_accepts_the_sample_and_flags_the_errors(tmp_path):
     library functions (mypy takes them as Any), so it catches more false errors."""
     import json
     import shutil
+
     pyright = os.environ.get("FUNGRAD_PYRIGHT") or shutil.which("pyright")
     if not pyright:
-        pytest.skip("pyright is not installed (npm install -g pyright, or set FUNGRAD_PYRIGHT); "
-                    "the mypy test above checks the same samples")
+        pytest.skip(
+            "pyright is not installed (npm install -g pyright, or set FUNGRAD_PYRIGHT); "
+            "the mypy test above checks the same samples"
+        )
     config = tmp_path / "pyrightconfig.json"
-    config.write_text(json.dumps({"extraPaths": [str(ROOT)], "typeCheckingMode": "standard",
-                                  "reportUnusedExpression": False}))
+    config.write_text(
+        json.dumps(
+            {
+                "extraPaths": [str(ROOT)],
+                "typeCheckingMode": "standard",
+                "reportUnusedExpression": False,
+            }
+        )
+    )
     proc = subprocess.run(
-        [pyright, "-p", str(config), "--pythonpath", sys.executable, "--outputjson",
-         str(TESTS / "typing_sample.py"), str(TESTS / "typing_sample_errors.py")],
-        capture_output=True, text=True, timeout=300)
+        [
+            pyright,
+            "-p",
+            str(config),
+            "--pythonpath",
+            sys.executable,
+            "--outputjson",
+            str(TESTS / "typing_sample.py"),
+            str(TESTS / "typing_sample_errors.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     report = json.loads(proc.stdout)
-    got = {(Path(d["file"]).name, d["range"]["start"]["line"] + 1)
-           for d in report["generalDiagnostics"] if d["severity"] == "error"}
+    got = {
+        (Path(d["file"]).name, d["range"]["start"]["line"] + 1)
+        for d in report["generalDiagnostics"]
+        if d["severity"] == "error"
+    }
     expected = {(f, line) for f, line, _ in _marked_errors()}
-    assert got == expected, (f"missing: {sorted(expected - got)}\n"
-                             f"unexpected: {sorted(got - expected)}\n{proc.stdout[:4000]}")
+    assert got == expected, (
+        f"missing: {sorted(expected - got)}\n"
+        f"unexpected: {sorted(got - expected)}\n{proc.stdout[:4000]}"
+    )
 
 
 def test_sample_runs():
     from tests.typing_sample import main
+
     main()
 
 
 # -- fungrad.typing -----------------------------------------------------------------------------
 
+
 def test_typing_names():
-    for name in ("ArrayLike", "DTypeLike", "Array", "DType", "Shape", "DimSize",
-                 "StaticScalar", "SupportsDType"):
+    for name in (
+        "ArrayLike",
+        "DTypeLike",
+        "Array",
+        "DType",
+        "Shape",
+        "DimSize",
+        "StaticScalar",
+        "SupportsDType",
+    ):
         assert hasattr(fgt, name), name
     assert fgt.Array is fg.Array and fgt.DType is np.dtype
 
 
-@pytest.mark.parametrize("value, ok", [
-    (1, True), (2.5, True), (True, True), (np.float32(1), True), (np.ones(2), True),
-    ("x", False), ([1.0], False), ((1,), False), (None, False), (1j, False)])
+@pytest.mark.parametrize(
+    "value, ok",
+    [
+        (1, True),
+        (2.5, True),
+        (True, True),
+        (np.float32(1), True),
+        (np.ones(2), True),
+        ("x", False),
+        ([1.0], False),
+        ((1,), False),
+        (None, False),
+        (1j, False),
+    ],
+)
 def test_arraylike_isinstance(value, ok):
     assert isinstance(value, fgt.ArrayLike) is ok
     assert isinstance(fnp.ones(2), fgt.ArrayLike)
@@ -205,12 +285,20 @@ def test_arraylike_isinstance(value, ok):
 
 # -- isinstance(tracer, fg.Array) --------------------------------------------------------------
 
+
 def _record(seen):
     def f(x):
-        seen.append((isinstance(x, fg.Array), isinstance(x, fnp.ndarray),
-                     isinstance(x, fgt.ArrayLike), is_concrete_array(x),
-                     isinstance(x, core.Tracer)))
+        seen.append(
+            (
+                isinstance(x, fg.Array),
+                isinstance(x, fnp.ndarray),
+                isinstance(x, fgt.ArrayLike),
+                is_concrete_array(x),
+                isinstance(x, core.Tracer),
+            )
+        )
         return x * 2.0
+
     return f
 
 
@@ -255,6 +343,7 @@ def test_tracer_is_not_a_gpu_array():
 def test_array_subclass_is_still_concrete():
     """A subclass instance (as GpuArray is) passes both checks; Array's metaclass answers
     subclasses by their real class."""
+
     class Sub(Array):
         __slots__ = ()
 

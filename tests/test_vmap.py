@@ -33,8 +33,11 @@ def test_in_axes_forms_match_loop(ax_w, ax_x):
 
 def test_out_axes_and_pytrees():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    out = fg.vmap(lambda d: {"a": d["x"] * 2, "b": d["x"].sum()}, in_axes=({"x": 1},),
-                  out_axes={"a": 1, "b": 0})({"x": x})
+    out = fg.vmap(
+        lambda d: {"a": d["x"] * 2, "b": d["x"].sum()},
+        in_axes=({"x": 1},),
+        out_axes={"a": 1, "b": 0},
+    )({"x": x})
     np.testing.assert_array_equal(np.asarray(out["a"]), x * 2)
     np.testing.assert_array_equal(np.asarray(out["b"]), x.sum(0))
     y = fg.vmap(lambda v: v + 1, out_axes=-1)(x)
@@ -93,36 +96,42 @@ def test_errors_name_arguments_and_sizes():
 
 # -- issue 15: axis specs validated as JAX does, errors naming parameters and leaf paths ---------
 
+
 @given(rank=st.integers(0, 3), out_axis=st.integers(-6, 6), size=st.integers(1, 3))
 def test_issue15_out_axes_in_range_moves_the_axis_out_of_range_raises(rank, out_axis, size):
     """Issue 15 item 8: out_axes=3 on 1-d outputs returned shape (2, 3) (3 wrapped modulo 2).
     An out_axes within [-(r+1), r+1) for a per-example rank r places the mapped axis as
     np.moveaxis does; anything else raises, naming the output and the range."""
-    x = np.arange(size * 2 ** rank, dtype=np.float32).reshape((size,) + (2,) * rank)
+    x = np.arange(size * 2**rank, dtype=np.float32).reshape((size,) + (2,) * rank)
     f = fg.vmap(lambda a: a * 2.0, out_axes=out_axis)
     if -(rank + 1) <= out_axis <= rank:
         np.testing.assert_array_equal(np.asarray(f(x)), np.moveaxis(x * 2, 0, out_axis))
     else:
-        with pytest.raises(ValueError, match=rf"out_axes={out_axis} is out of range for output: "
-                                             rf"with the mapped axis it has rank {rank + 1}"):
+        with pytest.raises(
+            ValueError,
+            match=rf"out_axes={out_axis} is out of range for output: "
+            rf"with the mapped axis it has rank {rank + 1}",
+        ):
             f(x)
 
 
 def test_issue15_out_axes_out_of_range_names_the_output_path():
     with pytest.raises(ValueError, match=r"out_axes=2 is out of range for output\['b'\]"):
         fg.vmap(lambda a: {"a": a * fnp.ones((2, 3)), "b": a}, out_axes={"a": 2, "b": 2})(
-            np.ones(4))
+            np.ones(4)
+        )
 
 
 @given(rank=st.integers(1, 3), in_axis=st.integers(-5, 5))
 def test_issue15_in_axes_negative_normalised_out_of_range_raises(rank, in_axis):
-    x = np.arange(3 ** rank, dtype=np.float32).reshape((3,) * rank)
+    x = np.arange(3**rank, dtype=np.float32).reshape((3,) * rank)
     f = fg.vmap(lambda a: a + 1.0, in_axes=in_axis)
     if -rank <= in_axis < rank:
         np.testing.assert_array_equal(np.asarray(f(x)), np.moveaxis(x + 1, in_axis, 0))
     else:
-        with pytest.raises(ValueError, match=f"map argument a along axis {in_axis}, .* is "
-                                             f"only {rank}"):
+        with pytest.raises(
+            ValueError, match=f"map argument a along axis {in_axis}, .* is only {rank}"
+        ):
             f(x)
 
 
@@ -154,33 +163,49 @@ def test_issue15_list_in_axes_is_a_tuple_at_the_top_only():
     np.testing.assert_array_equal(np.asarray(out), x + 1)
     out = fg.vmap(lambda a, b: a + b[0] * b[1], in_axes=(0, [0, None]))(x, [x, 2.0])
     np.testing.assert_array_equal(np.asarray(out), x + x * 2)
-    with pytest.raises(ValueError, match=r"in_axes\[1\] is a list of length 2 where "
-                                         r"argument b is a tuple of length 2"):
+    with pytest.raises(
+        ValueError,
+        match=r"in_axes\[1\] is a list of length 2 where "
+        r"argument b is a tuple of length 2",
+    ):
         fg.vmap(lambda a, b: a, in_axes=(0, [0, None]))(x, (x, 1.0))
-    with pytest.raises(ValueError, match=r"in_axes\[0\] is a dict with keys \['y'\] where "
-                                         r"argument a is a dict with keys \['x'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"in_axes\[0\] is a dict with keys \['y'\] where "
+        r"argument a is a dict with keys \['x'\]",
+    ):
         fg.vmap(lambda a: a["x"], in_axes=({"y": 0},))({"x": x})
-    with pytest.raises(ValueError, match=r"out_axes is a tuple of length 3 where output is a "
-                                         r"tuple of length 2"):
+    with pytest.raises(
+        ValueError,
+        match=r"out_axes is a tuple of length 3 where output is a "
+        r"tuple of length 2",
+    ):
         fg.vmap(lambda a: (a, a), out_axes=(0, 0, 0))(x)
-    with pytest.raises(ValueError, match=r"in_axes\[0\] is a tuple of length 1 where argument a "
-                                         r"is a leaf \(an array\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"in_axes\[0\] is a tuple of length 1 where argument a "
+        r"is a leaf \(an array\)",
+    ):
         fg.vmap(lambda a: a, in_axes=((0,),))(x)
 
 
 def test_issue15_size_mismatch_names_parameters_and_leaf_paths():
     """Issue 15 item 18: 'argument leaf 0/1' became the parameter names with the pytree path of
     each leaf, its axis, type and size, grouped by size."""
+
     def f(weights, batch, *rest):
         return batch["x"] + weights
 
     with pytest.raises(ValueError) as e:
-        fg.vmap(f, in_axes=(None, 0, 0, 1))(np.ones(3), {"x": np.ones(4), "y": np.ones(4)},
-                                            np.ones(4), np.ones((2, 5)))
+        fg.vmap(f, in_axes=(None, 0, 0, 1))(
+            np.ones(3), {"x": np.ones(4), "y": np.ones(4)}, np.ones(4), np.ones((2, 5))
+        )
     msg = str(e.value)
     assert "vmap(f) got inconsistent sizes for the mapped axes" in msg
-    assert "size 4: axis 0 of argument batch['x'] (f32[4]), axis 0 of argument batch['y'] " \
-           "(f32[4]), axis 0 of argument rest[0] (f32[4])" in msg
+    assert (
+        "size 4: axis 0 of argument batch['x'] (f32[4]), axis 0 of argument batch['y'] "
+        "(f32[4]), axis 0 of argument rest[0] (f32[4])" in msg
+    )
     assert "size 5: axis 1 of argument rest[1] (f32[2,5])" in msg
     assert "weights" not in msg  # not mapped
     with pytest.raises(ValueError, match=r"(?s)size 3: axis 0 of argument a.*axis_size=4"):
@@ -209,8 +234,11 @@ def test_issue15_keyword_arguments_are_mapped_along_axis_0():
     np.testing.assert_array_equal(np.asarray(out), a * b.sum(axis=1))
     out = fg.vmap(lambda x, y: x * y["k"][1], in_axes=(None,))(2.0, y={"k": (a, b[:, 0])})
     np.testing.assert_array_equal(np.asarray(out), 2.0 * b[:, 0])
-    with pytest.raises(ValueError, match="(?s)size 3: axis 0 of argument x.*size 2: axis 0 of "
-                                         r"keyword argument y\['k'\]"):
+    with pytest.raises(
+        ValueError,
+        match="(?s)size 3: axis 0 of argument x.*size 2: axis 0 of "
+        r"keyword argument y\['k'\]",
+    ):
         fg.vmap(lambda x, y: x)(a, y={"k": np.ones(2)})
 
 
@@ -227,8 +255,9 @@ def test_issue15_unmapped_leaves_reach_the_function_unchanged():
         seen.append((type(tag), type(n)))
         return a * len(tag) + n
 
-    np.testing.assert_array_equal(np.asarray(fg.vmap(f, in_axes=(0, None, None))(x, "ab", 1)),
-                                  x * 2 + 1)
+    np.testing.assert_array_equal(
+        np.asarray(fg.vmap(f, in_axes=(0, None, None))(x, "ab", 1)), x * 2 + 1
+    )
     assert seen == [(str, int)]
     with pytest.raises(TypeError, match=r"argument tag is a str"):
         fg.vmap(f, in_axes=(0, 0, None))(x, "ab", 1)

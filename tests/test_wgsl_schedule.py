@@ -23,11 +23,25 @@ def programs(draw):
     lines, names = [], []
     for i in range(draw(st.integers(0, 40))):
         if draw(st.integers(0, 5)) == 0:
-            lines.append(draw(st.sampled_from(["  b1[v0] = t1;", "  for (var j = 0; j < 4; j++) {",
-                                                "  }", "  if (flat >= 10i) { return; }"])))
+            lines.append(
+                draw(
+                    st.sampled_from(
+                        [
+                            "  b1[v0] = t1;",
+                            "  for (var j = 0; j < 4; j++) {",
+                            "  }",
+                            "  if (flat >= 10i) { return; }",
+                        ]
+                    )
+                )
+            )
             continue
-        uses = draw(st.lists(st.sampled_from(names + ["x", "1.0f"]) if names
-                             else st.sampled_from(["x", "1.0f"]), max_size=3))
+        uses = draw(
+            st.lists(
+                st.sampled_from(names + ["x", "1.0f"]) if names else st.sampled_from(["x", "1.0f"]),
+                max_size=3,
+            )
+        )
         name = f"m{i}_v{i}"
         lines.append(f"  let {name} = f({', '.join(uses)});")
         names.append(name)

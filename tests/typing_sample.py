@@ -21,6 +21,7 @@ from fungrad.typing import ArrayLike, DTypeLike, Shape
 if sys.version_info >= (3, 11):
     from typing import assert_type
 else:  # pragma: no cover (Python 3.10 has it in typing_extensions only)
+
     def assert_type(value, typ, /):
         return value
 

@@ -1,6 +1,6 @@
 """Run the differential fuzzer for a number of programs or seconds (docs/fuzzing.md).
 
-    .venv/bin/python tools/fuzz.py --programs 5000 --out fuzz-failures
+.venv/bin/python tools/fuzz.py --programs 5000 --out fuzz-failures
 """
 
 import os

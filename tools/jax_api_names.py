@@ -29,11 +29,27 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "jax_api"
 
 MODULES = [
-    "jax", "jax.numpy", "jax.numpy.linalg", "jax.numpy.fft", "jax.lax", "jax.nn",
-    "jax.nn.initializers", "jax.random", "jax.scipy.special", "jax.scipy.stats",
-    "jax.scipy.linalg", "jax.scipy.signal", "jax.tree_util", "jax.tree", "jax.flatten_util",
-    "jax.debug", "jax.ad_checkpoint", "jax.test_util", "jax.dtypes",
-    "jax.example_libraries.optimizers", "jax.example_libraries.stax",
+    "jax",
+    "jax.numpy",
+    "jax.numpy.linalg",
+    "jax.numpy.fft",
+    "jax.lax",
+    "jax.nn",
+    "jax.nn.initializers",
+    "jax.random",
+    "jax.scipy.special",
+    "jax.scipy.stats",
+    "jax.scipy.linalg",
+    "jax.scipy.signal",
+    "jax.tree_util",
+    "jax.tree",
+    "jax.flatten_util",
+    "jax.debug",
+    "jax.ad_checkpoint",
+    "jax.test_util",
+    "jax.dtypes",
+    "jax.example_libraries.optimizers",
+    "jax.example_libraries.stax",
 ]
 
 # Modules whose submodules are part of the API (``jax.scipy.stats.norm.logpdf``).
@@ -61,9 +77,13 @@ def public_names(modname: str) -> list[str]:
     names = [n for n in dir(mod) if not n.startswith("_") and n != "annotations"]
     if modname.startswith("jax.example_libraries."):
         defined = _source_defined(mod)
-        names = [n for n in names if n in defined
-                 and type(getattr(mod, n)).__module__ != "typing"
-                 and not hasattr(__builtins__, n)]
+        names = [
+            n
+            for n in names
+            if n in defined
+            and type(getattr(mod, n)).__module__ != "typing"
+            and not hasattr(__builtins__, n)
+        ]
     out = []
     for n in names:
         if isinstance(getattr(mod, n), types.ModuleType) and modname not in LIST_SUBMODULES:
@@ -88,9 +108,11 @@ def update_covered() -> None:
     from fungrad.compat.coverage import covered_lines, load_jax_names
 
     lines = covered_lines(load_jax_names(OUT))
-    header = ("# Names fungrad provides today: tests/test_api_coverage.py fails if one goes "
-              "missing.\n# Regenerate with `.venv/bin/python tools/jax_api_names.py "
-              "--update-covered`.\n")
+    header = (
+        "# Names fungrad provides today: tests/test_api_coverage.py fails if one goes "
+        "missing.\n# Regenerate with `.venv/bin/python tools/jax_api_names.py "
+        "--update-covered`.\n"
+    )
     (OUT / "covered.txt").write_text(header + "".join(line + "\n" for line in lines))
     print(f"covered.txt: {len(lines)} names")
 

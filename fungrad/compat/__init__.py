@@ -34,7 +34,7 @@ def fungrad_module_name(jax_name: str) -> str:
     ``fungrad.X.Y``."""
     if jax_name != "jax" and not jax_name.startswith("jax."):
         raise ValueError(f"fungrad_module_name: {jax_name!r} is not a jax module name")
-    return "fungrad" + jax_name[len("jax"):]
+    return "fungrad" + jax_name[len("jax") :]
 
 
 def _not_provided(jax_name: str) -> str:
@@ -75,8 +75,9 @@ def _lookup(proxy: _JaxModule, attr: str):
         try:
             return getattr(target, attr)
         except AttributeError:
-            raise AttributeError(f"module {proxy.__name__!r} has no attribute {attr!r}",
-                                 name=attr, obj=proxy) from None
+            raise AttributeError(
+                f"module {proxy.__name__!r} has no attribute {attr!r}", name=attr, obj=proxy
+            ) from None
     child = f"{proxy.__name__}.{attr}"
     try:
         value = getattr(target, attr)
@@ -120,7 +121,9 @@ class _JaxFinder(importlib.abc.MetaPathFinder):
         if root == "jaxlib":
             raise ModuleNotFoundError(
                 f"{fullname} is not provided by fungrad {_HELP}; fungrad compiles with llvmlite "
-                "and wgpu and has no jaxlib", name=fullname)
+                "and wgpu and has no jaxlib",
+                name=fullname,
+            )
         if root != "jax":
             return None
         fg_name = fungrad_module_name(fullname)
@@ -141,7 +144,9 @@ def _resolve(jax_name: str, fg_name: str) -> types.ModuleType:
             raise ModuleNotFoundError(
                 f"{jax_name} is not a module (in JAX as in fungrad): {parent_name}.{attr} is a "
                 f"{type(value).__name__} object; use it as an attribute, e.g. "
-                f"`from {jax_name.rpartition('.')[0]} import {attr}` {_HELP}", name=fg_name)
+                f"`from {jax_name.rpartition('.')[0]} import {attr}` {_HELP}",
+                name=fg_name,
+            )
         if isinstance(value, types.ModuleType):
             return value
     if _fungrad_submodule(fg_name) is None:
@@ -167,7 +172,8 @@ def enable() -> None:
         if mod is not None and not isinstance(mod, _JaxModule):
             raise RuntimeError(
                 f"fungrad.compat.enable: the real {name} is already imported (from "
-                f"{getattr(mod, '__file__', '?')}); call enable() before anything imports jax")
+                f"{getattr(mod, '__file__', '?')}); call enable() before anything imports jax"
+            )
     sys.meta_path.insert(0, _FINDER)
 
 

@@ -35,8 +35,9 @@ def main(argv: list[str]) -> int:
         return 0
     script = argv[0]
     if not os.path.isfile(script):
-        print(f"fungrad.compat: can't open file {script!r}: no such file\n" + USAGE,
-              file=sys.stderr)
+        print(
+            f"fungrad.compat: can't open file {script!r}: no such file\n" + USAGE, file=sys.stderr
+        )
         return 2
     compat.enable()
     sys.argv = list(argv)

@@ -84,12 +84,13 @@ def format_table(coverage: dict[str, Coverage], missing: bool = False) -> str:
     """A text table of coverage per module (and the missing names when ``missing``)."""
     rows = [f"{'jax module':34s} {'fungrad module':38s} {'have':>5s} {'of':>5s} {'%':>6s}"]
     for c in coverage.values():
-        rows.append(f"{c.module:34s} {fungrad_module_name(c.module):38s} "
-                    f"{len(c.covered):5d} {c.total:5d} {c.percent:6.1f}")
+        rows.append(
+            f"{c.module:34s} {fungrad_module_name(c.module):38s} "
+            f"{len(c.covered):5d} {c.total:5d} {c.percent:6.1f}"
+        )
     have = sum(len(c.covered) for c in coverage.values())
     total = sum(c.total for c in coverage.values())
-    rows.append(f"{'all':34s} {'':38s} {have:5d} {total:5d} "
-                f"{100.0 * have / max(total, 1):6.1f}")
+    rows.append(f"{'all':34s} {'':38s} {have:5d} {total:5d} {100.0 * have / max(total, 1):6.1f}")
     if missing:
         for c in coverage.values():
             if c.missing:

@@ -34,11 +34,37 @@ import fungrad.numpy as jnp
 from fungrad import tree_util
 
 __all__ = [
-    "Array", "InitFn", "JoinPoint", "Optimizer", "OptimizerState", "Params", "ParamsFn",
-    "Schedule", "State", "Step", "UpdateFn", "Updates", "adagrad", "adam", "adamax",
-    "clip_grads", "constant", "exponential_decay", "inverse_time_decay", "l2_norm",
-    "make_schedule", "momentum", "nesterov", "optimizer", "pack_optimizer_state",
-    "piecewise_constant", "polynomial_decay", "rmsprop", "rmsprop_momentum", "sgd", "sm3",
+    "Array",
+    "InitFn",
+    "JoinPoint",
+    "Optimizer",
+    "OptimizerState",
+    "Params",
+    "ParamsFn",
+    "Schedule",
+    "State",
+    "Step",
+    "UpdateFn",
+    "Updates",
+    "adagrad",
+    "adam",
+    "adamax",
+    "clip_grads",
+    "constant",
+    "exponential_decay",
+    "inverse_time_decay",
+    "l2_norm",
+    "make_schedule",
+    "momentum",
+    "nesterov",
+    "optimizer",
+    "pack_optimizer_state",
+    "piecewise_constant",
+    "polynomial_decay",
+    "rmsprop",
+    "rmsprop_momentum",
+    "sgd",
+    "sm3",
     "unpack_optimizer_state",
 ]
 
@@ -50,15 +76,17 @@ OptimizerState = namedtuple("OptimizerState", ["packed_state", "tree_def", "subt
 OptimizerState.__doc__ = (
     "An optimizer's state, a pytree whose children are the arrays of ``packed_state``.\n\n"
     "``packed_state`` holds, per parameter leaf, the leaves of its state; ``tree_def`` the "
-    "parameters' structure and ``subtree_defs`` each state's structure (static data).")
+    "parameters' structure and ``subtree_defs`` each state's structure (static data)."
+)
 tree_util.register_pytree_node(
     OptimizerState,
     lambda s: ((s.packed_state,), (s.tree_def, s.subtree_defs)),
-    lambda aux, children: OptimizerState(children[0], aux[0], aux[1]))
+    lambda aux, children: OptimizerState(children[0], aux[0], aux[1]),
+)
 
 Array = Any
-Params = Any    # a pytree of arrays
-State = Any     # the per-array state of one optimizer
+Params = Any  # a pytree of arrays
+State = Any  # the per-array state of one optimizer
 Updates = Params  # gradients: the structure of the parameters
 InitFn = Callable[[Params], OptimizerState]
 Step = int
@@ -84,15 +112,20 @@ def _unpack(where: str, opt_state):
     """``opt_state`` as an OptimizerState, and the per-leaf states it holds."""
     if not isinstance(opt_state, OptimizerState):
         if not (isinstance(opt_state, (tuple, list)) and len(opt_state) == 3):
-            raise TypeError(f"optimizers.{where}: expected the OptimizerState made by init_fun "
-                            f"(or update_fun), got {type(opt_state).__name__}")
+            raise TypeError(
+                f"optimizers.{where}: expected the OptimizerState made by init_fun "
+                f"(or update_fun), got {type(opt_state).__name__}"
+            )
         opt_state = OptimizerState(*opt_state)
-    return opt_state, [tree_util.tree_unflatten(tdef, leaves)
-                       for tdef, leaves in zip(opt_state.subtree_defs, opt_state.packed_state)]
+    return opt_state, [
+        tree_util.tree_unflatten(tdef, leaves)
+        for tdef, leaves in zip(opt_state.subtree_defs, opt_state.packed_state)
+    ]
 
 
-def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]
-              ) -> Callable[..., Optimizer]:
+def optimizer(
+    opt_maker: Callable[..., tuple[Callable, Callable, Callable]],
+) -> Callable[..., Optimizer]:
     """Decorator lifting an optimizer written for one array to pytrees of arrays.
 
     ``opt_maker`` returns ``(init, update, get_params)`` for ONE array; the result returns the
@@ -121,15 +154,18 @@ def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]
                     "optimizers.update_fun: the gradient tree does not match the parameter "
                     f"tree the optimizer was initialized with: parameter tree "
                     f"{opt_state.tree_def} and gradient tree {grad_def}; pass gradients of "
-                    "get_params(opt_state)")
+                    "get_params(opt_state)"
+                )
             new_flat, new_subtrees = _flatten_states(
-                [update(i, g, s) for g, s in zip(grad_flat, states)])
+                [update(i, g, s) for g, s in zip(grad_flat, states)]
+            )
             for old, new in zip(opt_state.subtree_defs, new_subtrees):
                 if old != new:
                     raise TypeError(
                         "optimizers.update_fun: the per-array update returned a state of "
                         f"structure {new} for a state of structure {old}; it must keep the "
-                        "structure init gave")
+                        "structure init gave"
+                    )
             return OptimizerState(new_flat, opt_state.tree_def, opt_state.subtree_defs)
 
         @functools.wraps(get_params)
@@ -335,8 +371,9 @@ class _StaticShape(tuple):
     __slots__ = ()
 
 
-tree_util.register_pytree_node(_StaticShape, lambda s: ((), tuple(s)),
-                               lambda aux, _: _StaticShape(aux))
+tree_util.register_pytree_node(
+    _StaticShape, lambda s: ((), tuple(s)), lambda aux, _: _StaticShape(aux)
+)
 
 
 @optimizer
@@ -361,7 +398,8 @@ def sm3(step_size, momentum=0.9):
         x, m, vs, x_shape = state
         g = jnp.reshape(g, x.shape)
         accum = functools.reduce(
-            jnp.minimum, [_broadcast_along(x.ndim, v, ax) for ax, v in enumerate(vs)])
+            jnp.minimum, [_broadcast_along(x.ndim, v, ax) for ax, v in enumerate(vs)]
+        )
         accum = accum + jnp.square(g)
         inv_sqrt = jnp.where(accum > 0, 1.0 / jnp.sqrt(accum), 0)
         m = (1.0 - momentum) * (g * inv_sqrt) + momentum * m
@@ -381,15 +419,19 @@ def sm3(step_size, momentum=0.9):
 
 def constant(step_size) -> Schedule:
     """The schedule ``i -> step_size``."""
+
     def schedule(i):
         return step_size
+
     return schedule
 
 
 def exponential_decay(step_size, decay_steps, decay_rate):
     """The schedule ``i -> step_size * decay_rate ** (i / decay_steps)``."""
+
     def schedule(i):
         return step_size * decay_rate ** (i / decay_steps)
+
     return schedule
 
 
@@ -398,11 +440,14 @@ def inverse_time_decay(step_size, decay_steps, decay_rate, staircase=False):
 
     With ``staircase``, ``floor(i / decay_steps)`` in place of ``i / decay_steps``."""
     if staircase:
+
         def schedule(i):
             return step_size / (1 + decay_rate * jnp.floor(i / decay_steps))
     else:
+
         def schedule(i):
             return step_size / (1 + decay_rate * i / decay_steps)
+
     return schedule
 
 
@@ -411,10 +456,12 @@ def polynomial_decay(step_size, decay_steps, final_step_size, power=1.0):
 
     At step ``i`` it has gone ``1 - (1 - min(i, decay_steps) / decay_steps) ** power`` of the
     way."""
+
     def schedule(step_num):
         step_num = jnp.minimum(step_num, decay_steps)
         step_mult = (1 - step_num / decay_steps) ** power
         return step_mult * (step_size - final_step_size) + final_step_size
+
     return schedule
 
 
@@ -425,15 +472,20 @@ def piecewise_constant(boundaries: Any, values: Any):
     boundaries = jnp.array(boundaries)
     values = jnp.array(values)
     if not boundaries.ndim == values.ndim == 1:
-        raise ValueError("optimizers.piecewise_constant: boundaries and values must be 1-d "
-                         f"sequences, got shapes {boundaries.shape} and {values.shape}")
+        raise ValueError(
+            "optimizers.piecewise_constant: boundaries and values must be 1-d "
+            f"sequences, got shapes {boundaries.shape} and {values.shape}"
+        )
     if boundaries.shape[0] != values.shape[0] - 1:
-        raise ValueError("optimizers.piecewise_constant: boundaries must be one shorter than "
-                         f"values, got {boundaries.shape[0]} boundaries and "
-                         f"{values.shape[0]} values")
+        raise ValueError(
+            "optimizers.piecewise_constant: boundaries must be one shorter than "
+            f"values, got {boundaries.shape[0]} boundaries and "
+            f"{values.shape[0]} values"
+        )
 
     def schedule(i):
         return values[jnp.sum(i > boundaries)]
+
     return schedule
 
 
@@ -443,9 +495,11 @@ def make_schedule(scalar_or_schedule: float | Schedule) -> Schedule:
         return scalar_or_schedule
     if jnp.ndim(scalar_or_schedule) == 0:
         return constant(scalar_or_schedule)
-    raise TypeError(f"optimizers.make_schedule: the step size must be a scalar or a callable "
-                    f"i -> scalar, got {type(scalar_or_schedule).__name__} of shape "
-                    f"{jnp.shape(scalar_or_schedule)}")
+    raise TypeError(
+        f"optimizers.make_schedule: the step size must be a scalar or a callable "
+        f"i -> scalar, got {type(scalar_or_schedule).__name__} of shape "
+        f"{jnp.shape(scalar_or_schedule)}"
+    )
 
 
 # --------------------------------------------------------------------------- utilities
@@ -463,7 +517,8 @@ def clip_grads(grad_tree, max_norm):
     Below ``max_norm`` it is returned unchanged (as a new tree)."""
     norm = l2_norm(grad_tree)
     return tree_util.tree_map(
-        lambda g: jnp.where(norm < max_norm, g, g * (max_norm / norm)), grad_tree)
+        lambda g: jnp.where(norm < max_norm, g, g * (max_norm / norm)), grad_tree
+    )
 
 
 class JoinPoint:
@@ -495,7 +550,9 @@ def pack_optimizer_state(marked_pytree):
     joins, tree_def = tree_util.tree_flatten(marked_pytree)
     bad = [type(j).__name__ for j in joins if not isinstance(j, JoinPoint)]
     if bad:
-        raise TypeError("optimizers.pack_optimizer_state: every leaf must be a JoinPoint (as "
-                        f"unpack_optimizer_state makes), got leaves of type {bad[:3]}")
+        raise TypeError(
+            "optimizers.pack_optimizer_state: every leaf must be a JoinPoint (as "
+            f"unpack_optimizer_state makes), got leaves of type {bad[:3]}"
+        )
     states_flat, subtree_defs = _flatten_states([j.subtree for j in joins])
     return OptimizerState(states_flat, tree_def, subtree_defs)

@@ -42,13 +42,54 @@ from fungrad.nn import (
 from fungrad.nn.initializers import glorot_normal, normal, ones, zeros
 
 __all__ = [
-    "AvgPool", "BatchNorm", "Conv", "Conv1DTranspose", "ConvTranspose", "Dense", "Dropout",
-    "Elu", "Exp", "FanInConcat", "FanInSum", "FanOut", "Flatten", "Gelu", "GeneralConv",
-    "GeneralConvTranspose", "Identity", "LeakyRelu", "LogSoftmax", "MaxPool", "Relu", "Selu",
-    "Sigmoid", "Softmax", "Softplus", "SumPool", "Tanh", "elementwise", "elu", "gelu", "glorot",
-    "glorot_normal", "leaky_relu", "log_softmax", "logsoftmax", "normal", "ones", "parallel",
-    "randn", "relu", "selu", "serial", "shape_dependent", "sigmoid", "softmax", "softplus",
-    "standardize", "zeros",
+    "AvgPool",
+    "BatchNorm",
+    "Conv",
+    "Conv1DTranspose",
+    "ConvTranspose",
+    "Dense",
+    "Dropout",
+    "Elu",
+    "Exp",
+    "FanInConcat",
+    "FanInSum",
+    "FanOut",
+    "Flatten",
+    "Gelu",
+    "GeneralConv",
+    "GeneralConvTranspose",
+    "Identity",
+    "LeakyRelu",
+    "LogSoftmax",
+    "MaxPool",
+    "Relu",
+    "Selu",
+    "Sigmoid",
+    "Softmax",
+    "Softplus",
+    "SumPool",
+    "Tanh",
+    "elementwise",
+    "elu",
+    "gelu",
+    "glorot",
+    "glorot_normal",
+    "leaky_relu",
+    "log_softmax",
+    "logsoftmax",
+    "normal",
+    "ones",
+    "parallel",
+    "randn",
+    "relu",
+    "selu",
+    "serial",
+    "shape_dependent",
+    "sigmoid",
+    "softmax",
+    "softplus",
+    "standardize",
+    "zeros",
 ]
 
 # JAX's older names, kept by JAX for programs that use them.
@@ -61,16 +102,19 @@ def _shape_tuple(where: str, shape) -> tuple:
     try:
         return tuple(operator.index(d) for d in shape)
     except TypeError:
-        raise TypeError(f"stax.{where}: input_shape must be a sequence of integers (-1 for an "
-                        f"unknown batch size), got {shape!r}") from None
+        raise TypeError(
+            f"stax.{where}: input_shape must be a sequence of integers (-1 for an "
+            f"unknown batch size), got {shape!r}"
+        ) from None
 
 
 def _count(where: str, what: str, value) -> int:
     try:
         n = operator.index(value)
     except TypeError:
-        raise TypeError(f"stax.{where}: {what} must be an integer, got "
-                        f"{type(value).__name__} {value!r}") from None
+        raise TypeError(
+            f"stax.{where}: {what} must be an integer, got {type(value).__name__} {value!r}"
+        ) from None
     if n < 0:  # a TypeError, as JAX's negative-shape check raises
         raise TypeError(f"stax.{where}: {what} must be >= 0, got {n}")
     return n
@@ -82,19 +126,27 @@ def _pair(where: str, params, names: str):
     try:
         first, second = params
     except (TypeError, ValueError) as e:  # the type Python's unpacking raised, as JAX's
-        raise type(e)(f"stax.{where}: params must be the pair {names} its init_fun made, "
-                      f"got {type(params).__name__} {params!r:.60}") from None
+        raise type(e)(
+            f"stax.{where}: params must be the pair {names} its init_fun made, "
+            f"got {type(params).__name__} {params!r:.60}"
+        ) from None
     return first, second
 
 
 def _layer_funs(where: str, layers) -> tuple[list, list]:
     """The init and apply functions of ``layers``, each an ``(init_fun, apply_fun)`` pair."""
     for i, layer in enumerate(layers):
-        if not (isinstance(layer, (tuple, list)) and len(layer) == 2
-                and callable(layer[0]) and callable(layer[1])):
-            raise TypeError(f"stax.{where}: layer {i} must be an (init_fun, apply_fun) pair, "
-                            f"as stax layers are (e.g. stax.Dense(10), stax.Relu), got "
-                            f"{type(layer).__name__} {layer!r:.60}")
+        if not (
+            isinstance(layer, (tuple, list))
+            and len(layer) == 2
+            and callable(layer[0])
+            and callable(layer[1])
+        ):
+            raise TypeError(
+                f"stax.{where}: layer {i} must be an (init_fun, apply_fun) pair, "
+                f"as stax layers are (e.g. stax.Dense(10), stax.Relu), got "
+                f"{type(layer).__name__} {layer!r:.60}"
+            )
     return [init for init, _ in layers], [apply for _, apply in layers]
 
 
@@ -111,8 +163,10 @@ def Dense(out_dim, W_init=glorot_normal(), b_init=normal()):
     def init_fun(rng, input_shape):
         input_shape = _shape_tuple("Dense", input_shape)
         if not input_shape:
-            raise ValueError("stax.Dense: input_shape must have at least one dimension (the "
-                             "features are the last), got ()")
+            raise ValueError(
+                "stax.Dense: input_shape must have at least one dimension (the "
+                "features are the last), got ()"
+            )
         w_key, b_key = random.split(rng)
         W = W_init(w_key, (input_shape[-1], out_dim))
         b = b_init(b_key, (out_dim,))
@@ -130,36 +184,45 @@ def _conv_specs(where: str, dimension_numbers, filter_shape):
     try:
         lhs_spec, rhs_spec, out_spec = dimension_numbers
     except (TypeError, ValueError):
-        raise TypeError(f"stax.{where}: dimension_numbers must be three layout strings such as "
-                        f"('NHWC', 'HWIO', 'NHWC'), got {dimension_numbers!r}") from None
+        raise TypeError(
+            f"stax.{where}: dimension_numbers must be three layout strings such as "
+            f"('NHWC', 'HWIO', 'NHWC'), got {dimension_numbers!r}"
+        ) from None
     filter_shape = tuple(filter_shape)
     for spec, needed in ((lhs_spec, "NC"), (rhs_spec, "OI"), (out_spec, "NC")):
         if not isinstance(spec, str) or any(spec.count(c) != 1 for c in needed):
-            raise ValueError(f"stax.{where}: dimension_numbers {dimension_numbers!r}: layout "
-                             f"{spec!r} must name each of {', '.join(needed)} once")
+            raise ValueError(
+                f"stax.{where}: dimension_numbers {dimension_numbers!r}: layout "
+                f"{spec!r} must name each of {', '.join(needed)} once"
+            )
     if not len(lhs_spec) == len(rhs_spec) == len(out_spec) == len(filter_shape) + 2:
-        raise ValueError(f"stax.{where}: filter_shape {filter_shape} has {len(filter_shape)} "
-                         f"spatial dimensions but dimension_numbers {dimension_numbers!r} has "
-                         f"{len(rhs_spec) - 2}; give one filter size per spatial dimension")
+        raise ValueError(
+            f"stax.{where}: filter_shape {filter_shape} has {len(filter_shape)} "
+            f"spatial dimensions but dimension_numbers {dimension_numbers!r} has "
+            f"{len(rhs_spec) - 2}; give one filter size per spatial dimension"
+        )
     return lhs_spec, rhs_spec, out_spec, filter_shape
 
 
-def _conv_init(where, dimension_numbers, out_chan, filter_shape, strides, padding,
-               W_init, b_init, shape_rule):
+def _conv_init(
+    where, dimension_numbers, out_chan, filter_shape, strides, padding, W_init, b_init, shape_rule
+):
     lhs_spec, rhs_spec, out_spec = dimension_numbers
 
     def init_fun(rng, input_shape):
         input_shape = _shape_tuple(where, input_shape)
         if len(input_shape) != len(lhs_spec):
-            raise ValueError(f"stax.{where}: input_shape {input_shape} has {len(input_shape)} "
-                             f"dimensions but the input layout {lhs_spec!r} has "
-                             f"{len(lhs_spec)}")
+            raise ValueError(
+                f"stax.{where}: input_shape {input_shape} has {len(input_shape)} "
+                f"dimensions but the input layout {lhs_spec!r} has "
+                f"{len(lhs_spec)}"
+            )
         sizes = iter(filter_shape)
-        kernel_shape = [out_chan if c == "O" else
-                        input_shape[lhs_spec.index("C")] if c == "I" else
-                        next(sizes) for c in rhs_spec]
-        output_shape = shape_rule(input_shape, kernel_shape, strides, padding,
-                                  dimension_numbers)
+        kernel_shape = [
+            out_chan if c == "O" else input_shape[lhs_spec.index("C")] if c == "I" else next(sizes)
+            for c in rhs_spec
+        ]
+        output_shape = shape_rule(input_shape, kernel_shape, strides, padding, dimension_numbers)
         bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
         w_key, b_key = random.split(rng)
         return tuple(output_shape), (W_init(w_key, kernel_shape), b_init(b_key, bias_shape))
@@ -167,8 +230,15 @@ def _conv_init(where, dimension_numbers, out_chan, filter_shape, strides, paddin
     return init_fun
 
 
-def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
-                W_init=None, b_init=normal(1e-6)):
+def GeneralConv(
+    dimension_numbers,
+    out_chan,
+    filter_shape,
+    strides=None,
+    padding="VALID",
+    W_init=None,
+    b_init=normal(1e-6),
+):
     """A convolution layer with any layouts: ``conv_general_dilated(inputs, W, ...) + b``.
 
     ``dimension_numbers = (lhs, rhs, out)`` names the layouts, e.g. ``('NCHW', 'OIHW',
@@ -179,24 +249,43 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
     to ``normal(1e-6)``."""
     out_chan = _count("GeneralConv", "out_chan", out_chan)
     lhs_spec, rhs_spec, out_spec, filter_shape = _conv_specs(
-        "GeneralConv", dimension_numbers, filter_shape)
+        "GeneralConv", dimension_numbers, filter_shape
+    )
     one = (1,) * len(filter_shape)
     strides = tuple(strides) if strides else one
     W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
     dn = (lhs_spec, rhs_spec, out_spec)
-    init_fun = _conv_init("GeneralConv", dn, out_chan, filter_shape, strides, padding,
-                          W_init, b_init, lax.conv_general_shape_tuple)
+    init_fun = _conv_init(
+        "GeneralConv",
+        dn,
+        out_chan,
+        filter_shape,
+        strides,
+        padding,
+        W_init,
+        b_init,
+        lax.conv_general_shape_tuple,
+    )
 
     def apply_fun(params, inputs, **kwargs):
         W, b = _pair("GeneralConv", params, "(W, b)")
-        return lax.conv_general_dilated(inputs, W, strides, padding, one, one,
-                                        dimension_numbers=dn) + b
+        return (
+            lax.conv_general_dilated(inputs, W, strides, padding, one, one, dimension_numbers=dn)
+            + b
+        )
 
     return init_fun, apply_fun
 
 
-def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None,
-                         padding="VALID", W_init=None, b_init=normal(1e-6)):
+def GeneralConvTranspose(
+    dimension_numbers,
+    out_chan,
+    filter_shape,
+    strides=None,
+    padding="VALID",
+    W_init=None,
+    b_init=normal(1e-6),
+):
     """A transposed-convolution layer with any layouts: ``conv_transpose(inputs, W, ...) + b``.
 
     ``dimension_numbers = (lhs, rhs, out)`` as in :func:`GeneralConv`; upsamples by
@@ -205,12 +294,22 @@ def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None
     ``params = (W, b)``, initialised as in :func:`GeneralConv`."""
     out_chan = _count("GeneralConvTranspose", "out_chan", out_chan)
     lhs_spec, rhs_spec, out_spec, filter_shape = _conv_specs(
-        "GeneralConvTranspose", dimension_numbers, filter_shape)
+        "GeneralConvTranspose", dimension_numbers, filter_shape
+    )
     strides = tuple(strides) if strides else (1,) * len(filter_shape)
     W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
     dn = (lhs_spec, rhs_spec, out_spec)
-    init_fun = _conv_init("GeneralConvTranspose", dn, out_chan, filter_shape, strides,
-                          padding, W_init, b_init, lax.conv_transpose_shape_tuple)
+    init_fun = _conv_init(
+        "GeneralConvTranspose",
+        dn,
+        out_chan,
+        filter_shape,
+        strides,
+        padding,
+        W_init,
+        b_init,
+        lax.conv_transpose_shape_tuple,
+    )
 
     def apply_fun(params, inputs, **kwargs):
         W, b = _pair("GeneralConvTranspose", params, "(W, b)")
@@ -219,32 +318,37 @@ def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None
     return init_fun, apply_fun
 
 
-def Conv(out_chan, filter_shape, strides=None, padding="VALID", W_init=None,
-         b_init=normal(1e-6)):
+def Conv(out_chan, filter_shape, strides=None, padding="VALID", W_init=None, b_init=normal(1e-6)):
     """A 2-D convolution layer on NHWC inputs with an HWIO kernel (see :func:`GeneralConv`)."""
-    return GeneralConv(("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides, padding,
-                       W_init, b_init)
+    return GeneralConv(
+        ("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides, padding, W_init, b_init
+    )
 
 
-def ConvTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=None,
-                  b_init=normal(1e-6)):
+def ConvTranspose(
+    out_chan, filter_shape, strides=None, padding="VALID", W_init=None, b_init=normal(1e-6)
+):
     """A 2-D transposed-convolution layer on NHWC inputs with an HWIO kernel."""
-    return GeneralConvTranspose(("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides,
-                                padding, W_init, b_init)
+    return GeneralConvTranspose(
+        ("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides, padding, W_init, b_init
+    )
 
 
-def Conv1DTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=None,
-                    b_init=normal(1e-6)):
+def Conv1DTranspose(
+    out_chan, filter_shape, strides=None, padding="VALID", W_init=None, b_init=normal(1e-6)
+):
     """A 1-D transposed-convolution layer on NHC inputs with an HIO kernel."""
-    return GeneralConvTranspose(("NHC", "HIO", "NHC"), out_chan, filter_shape, strides,
-                                padding, W_init, b_init)
+    return GeneralConvTranspose(
+        ("NHC", "HIO", "NHC"), out_chan, filter_shape, strides, padding, W_init, b_init
+    )
 
 
 # --------------------------------------------------------------------------- normalisation
 
 
-def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=zeros,
-              gamma_init=ones):
+def BatchNorm(
+    axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=zeros, gamma_init=ones
+):
     """Batch normalisation: standardise over ``axis``, then ``gamma * z + beta``.
 
     The statistics are those of the batch at hand.
@@ -261,9 +365,11 @@ def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=z
         input_shape = _shape_tuple("BatchNorm", input_shape)
         bad = [a for a in axis if not 0 <= a < len(input_shape)]
         if bad:
-            raise ValueError(f"stax.BatchNorm: axis {axis} is out of range for input_shape "
-                             f"{input_shape} (give non-negative axes below "
-                             f"{len(input_shape)})")
+            raise ValueError(
+                f"stax.BatchNorm: axis {axis} is out of range for input_shape "
+                f"{input_shape} (give non-negative axes below "
+                f"{len(input_shape)})"
+            )
         shape = tuple(d for i, d in enumerate(input_shape) if i not in axis)
         beta_key, gamma_key = random.split(rng)
         beta = beta_init(beta_key, shape) if center else ()
@@ -288,6 +394,7 @@ def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=z
 
 def elementwise(fun, **fun_kwargs):
     """A layer without parameters applying ``fun(inputs, **fun_kwargs)`` (shape-preserving)."""
+
     def init_fun(rng, input_shape):
         return input_shape, ()
 
@@ -321,16 +428,24 @@ def _pooling_layer(name: str, reducer, init_val, average: bool):
         window_shape = tuple(window_shape)
         strides = tuple(strides) if strides else (1,) * len(window_shape)
         if len(strides) != len(window_shape):
-            raise ValueError(f"stax.{name}: strides {strides} and window_shape {window_shape} "
-                             "must have one entry per spatial dimension each")
+            raise ValueError(
+                f"stax.{name}: strides {strides} and window_shape {window_shape} "
+                "must have one entry per spatial dimension each"
+            )
         if spec is None:
             batch_axis, chan_axis = 0, len(window_shape) + 1
         else:
-            if (not isinstance(spec, str) or len(spec) != len(window_shape) + 2
-                    or spec.count("N") != 1 or spec.count("C") != 1):
-                raise ValueError(f"stax.{name}: spec {spec!r} must be a layout string with "
-                                 f"one 'N', one 'C' and {len(window_shape)} spatial letters "
-                                 f"(one per window dimension), e.g. 'NHWC'")
+            if (
+                not isinstance(spec, str)
+                or len(spec) != len(window_shape) + 2
+                or spec.count("N") != 1
+                or spec.count("C") != 1
+            ):
+                raise ValueError(
+                    f"stax.{name}: spec {spec!r} must be a layout string with "
+                    f"one 'N', one 'C' and {len(window_shape)} spatial letters "
+                    f"(one per window dimension), e.g. 'NHWC'"
+                )
             batch_axis, chan_axis = spec.index("N"), spec.index("C")
         full_window, full_strides = list(window_shape), list(strides)
         for ax in sorted((batch_axis, chan_axis)):
@@ -341,13 +456,14 @@ def _pooling_layer(name: str, reducer, init_val, average: bool):
         def init_fun(rng, input_shape):
             input_shape = _shape_tuple(name, input_shape)
             if len(input_shape) != len(full_window):
-                raise ValueError(f"stax.{name}: input_shape {input_shape} must have "
-                                 f"{len(full_window)} dimensions (batch, channels and "
-                                 f"{len(window_shape)} spatial) for window_shape "
-                                 f"{window_shape}")
+                raise ValueError(
+                    f"stax.{name}: input_shape {input_shape} must have "
+                    f"{len(full_window)} dimensions (batch, channels and "
+                    f"{len(window_shape)} spatial) for window_shape "
+                    f"{window_shape}"
+                )
             pads = lax.padtype_to_pads(input_shape, full_window, full_strides, padding)
-            out_shape = lax.reduce_window_shape_tuple(input_shape, full_window, full_strides,
-                                                      pads)
+            out_shape = lax.reduce_window_shape_tuple(input_shape, full_window, full_strides, pads)
             return tuple(out_shape), ()
 
         def apply_fun(params, inputs, **kwargs):
@@ -355,14 +471,15 @@ def _pooling_layer(name: str, reducer, init_val, average: bool):
             dtype = np.dtype(getattr(inputs, "dtype", np.float32))
             if init == -math.inf and dtype.kind in "iu":  # -inf in the integer dtype, as JAX
                 init = np.iinfo(dtype).min
-            out = lax.reduce_window(inputs, init, reducer, full_window, full_strides,
-                                    padding)
+            out = lax.reduce_window(inputs, init, reducer, full_window, full_strides, padding)
             if not average:
                 return out
-            spatial = tuple(d for i, d in enumerate(inputs.shape)
-                            if i not in (batch_axis, chan_axis))
-            counts = lax.reduce_window(jnp.ones(spatial, inputs.dtype), 0.0, lax.add,
-                                       window_shape, strides, padding)
+            spatial = tuple(
+                d for i, d in enumerate(inputs.shape) if i not in (batch_axis, chan_axis)
+            )
+            counts = lax.reduce_window(
+                jnp.ones(spatial, inputs.dtype), 0.0, lax.add, window_shape, strides, padding
+            )
             for ax in sorted((batch_axis, chan_axis)):
                 counts = jnp.expand_dims(counts, ax)
             return out / counts
@@ -374,14 +491,18 @@ def _pooling_layer(name: str, reducer, init_val, average: bool):
 
 
 MaxPool = _pooling_layer("MaxPool", lax.max, -jnp.inf, average=False)
-MaxPool.__doc__ = ("Max pooling over ``window_shape`` windows.\n\n``MaxPool(window_shape, "
-                   "strides=None, padding='VALID', spec=None)``; ``spec`` (e.g. 'NCHW') places "
-                   "the batch and channel axes (default: first and last).")
+MaxPool.__doc__ = (
+    "Max pooling over ``window_shape`` windows.\n\n``MaxPool(window_shape, "
+    "strides=None, padding='VALID', spec=None)``; ``spec`` (e.g. 'NCHW') places "
+    "the batch and channel axes (default: first and last)."
+)
 SumPool = _pooling_layer("SumPool", lax.add, 0.0, average=False)
 SumPool.__doc__ = "Sum pooling over ``window_shape`` windows; arguments as MaxPool's."
 AvgPool = _pooling_layer("AvgPool", lax.add, 0.0, average=True)
-AvgPool.__doc__ = ("Average pooling over ``window_shape`` windows (padding not counted).\n\n"
-                   "Arguments as MaxPool's.")
+AvgPool.__doc__ = (
+    "Average pooling over ``window_shape`` windows (padding not counted).\n\n"
+    "Arguments as MaxPool's."
+)
 
 
 # --------------------------------------------------------------------------- shape plumbing
@@ -402,8 +523,7 @@ def _flatten_apply(params, inputs, **kwargs):
 Flatten = (_flatten_init, _flatten_apply)
 
 #: Returns its inputs unchanged. A layer, not a constructor (as in JAX).
-Identity = (lambda rng, input_shape: (input_shape, ()),
-            lambda params, inputs, **kwargs: inputs)
+Identity = (lambda rng, input_shape: (input_shape, ()), lambda params, inputs, **kwargs: inputs)
 
 
 def FanOut(num):
@@ -443,15 +563,17 @@ def FanInConcat(axis=-1):
             raise ValueError("stax.FanInConcat: needs at least one input shape, got none")
         ndim = len(shapes[0])
         if not -ndim <= axis < ndim:
-            raise ValueError(f"stax.FanInConcat: axis {axis} is out of range for inputs of "
-                             f"{ndim} dimensions")
+            raise ValueError(
+                f"stax.FanInConcat: axis {axis} is out of range for inputs of {ndim} dimensions"
+            )
         ax = axis % ndim
         for s in shapes[1:]:
-            if len(s) != ndim or s[:ax] + s[ax + 1:] != shapes[0][:ax] + shapes[0][ax + 1:]:
-                raise ValueError(f"stax.FanInConcat: input shapes {shapes} must agree except "
-                                 f"along axis {axis}")
+            if len(s) != ndim or s[:ax] + s[ax + 1 :] != shapes[0][:ax] + shapes[0][ax + 1 :]:
+                raise ValueError(
+                    f"stax.FanInConcat: input shapes {shapes} must agree except along axis {axis}"
+                )
         size = sum(s[ax] for s in shapes)
-        return shapes[0][:ax] + (size,) + shapes[0][ax + 1:], ()
+        return shapes[0][:ax] + (size,) + shapes[0][ax + 1 :], ()
 
     def apply_fun(params, inputs, **kwargs):
         return jnp.concatenate(inputs, axis)
@@ -467,8 +589,7 @@ def Dropout(rate, mode="train"):
     ``apply_fun`` needs ``rng=`` (a PRNG key) in every mode; with ``mode='train'`` it draws
     ``random.bernoulli(rng, rate, inputs.shape)``, with any other mode it returns the inputs."""
     if isinstance(rate, (int, float)) and not 0 <= rate <= 1:
-        raise ValueError(f"stax.Dropout: rate (the keep probability) must be in [0, 1], got "
-                         f"{rate}")
+        raise ValueError(f"stax.Dropout: rate (the keep probability) must be in [0, 1], got {rate}")
 
     def init_fun(rng, input_shape):
         return input_shape, ()
@@ -479,7 +600,8 @@ def Dropout(rate, mode="train"):
             raise ValueError(
                 "stax.Dropout: apply_fun needs a PRNG key: call apply_fun(params, inputs, "
                 "rng=key) with key from fungrad.random.key / PRNGKey (serial and parallel pass "
-                "their own rng= on to their layers).")
+                "their own rng= on to their layers)."
+            )
         if mode != "train":
             return inputs
         keep = random.bernoulli(rng, rate, inputs.shape)
@@ -508,11 +630,12 @@ def serial(*layers):
 
     def apply_fun(params, inputs, **kwargs):
         if len(params) != len(apply_funs):
-            raise ValueError(f"stax.serial: got {len(params)} layer params for "
-                             f"{len(apply_funs)} layers; pass the params init_fun returned")
+            raise ValueError(
+                f"stax.serial: got {len(params)} layer params for "
+                f"{len(apply_funs)} layers; pass the params init_fun returned"
+            )
         rng = kwargs.pop("rng", None)
-        rngs = (random.split(rng, len(apply_funs)) if rng is not None
-                else [None] * len(apply_funs))
+        rngs = random.split(rng, len(apply_funs)) if rng is not None else [None] * len(apply_funs)
         for apply, layer_params, layer_rng in zip(apply_funs, params, rngs):
             inputs = apply(layer_params, inputs, rng=layer_rng, **kwargs)
         return inputs
@@ -530,8 +653,10 @@ def parallel(*layers):
 
     def _check(what, seq):
         if len(seq) != n:
-            raise ValueError(f"stax.parallel: got {len(seq)} {what} for {n} layers; give one "
-                             "per layer (e.g. from FanOut)")
+            raise ValueError(
+                f"stax.parallel: got {len(seq)} {what} for {n} layers; give one "
+                "per layer (e.g. from FanOut)"
+            )
 
     def init_fun(rng, input_shape):
         _check("input shapes", input_shape)
@@ -544,8 +669,9 @@ def parallel(*layers):
         _check("layer params", params)
         rng = kwargs.pop("rng", None)
         rngs = random.split(rng, n) if rng is not None else [None] * n
-        return [apply(p, x, rng=r, **kwargs)
-                for apply, p, x, r in zip(apply_funs, params, inputs, rngs)]
+        return [
+            apply(p, x, rng=r, **kwargs) for apply, p, x, r in zip(apply_funs, params, inputs, rngs)
+        ]
 
     return init_fun, apply_fun
 
@@ -554,6 +680,7 @@ def shape_dependent(make_layer):
     """A layer built by ``make_layer(input_shape)`` once the input shape is known.
 
     ``init_fun`` builds it from ``input_shape``, ``apply_fun`` from ``inputs.shape``."""
+
     def init_fun(rng, input_shape):
         return make_layer(input_shape)[0](rng, input_shape)
 

@@ -29,13 +29,15 @@ __all__ = ["odeint"]
 
 # Dormand-Prince 5(4) tableau.
 _C = (0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0)
-_A = ((),
-      (1 / 5,),
-      (3 / 40, 9 / 40),
-      (44 / 45, -56 / 15, 32 / 9),
-      (19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729),
-      (9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656),
-      (35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84))
+_A = (
+    (),
+    (1 / 5,),
+    (3 / 40, 9 / 40),
+    (44 / 45, -56 / 15, 32 / 9),
+    (19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729),
+    (9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656),
+    (35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84),
+)
 _B5 = (35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0.0)
 _B4 = (5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40)
 _E = tuple(b5 - b4 for b5, b4 in zip(_B5, _B4))
@@ -73,8 +75,11 @@ def _initial_step(f, y0, t0, rtol, atol):
     f1 = f(y0 + h0 * f0, t0 + h0)
     d2 = _rms((f1 - f0) / scale) / h0
     big = fnp.maximum(d1, d2)
-    h1 = fnp.where(big <= 1e-15, fnp.maximum(1e-6, h0 * 1e-3),
-                   (0.01 / fnp.where(big <= 1e-15, 1.0, big)) ** (1.0 / 5))
+    h1 = fnp.where(
+        big <= 1e-15,
+        fnp.maximum(1e-6, h0 * 1e-3),
+        (0.01 / fnp.where(big <= 1e-15, 1.0, big)) ** (1.0 / 5),
+    )
     return fnp.minimum(100 * h0, h1)
 
 
@@ -93,8 +98,9 @@ def _integrate(f, y, t, t_end, dt, rtol, atol, mxstep, hmax):
         tol = atol + rtol * fnp.maximum(fnp.abs(y), fnp.abs(y_new))
         ratio = _rms(err / tol)
         ok = (ratio <= 1.0) & fnp.all(fnp.isfinite(y_new))
-        factor = fnp.where(ratio == 0, 10.0,
-                           fnp.clip(0.9 * fnp.where(ratio == 0, 1.0, ratio) ** -0.2, 0.2, 10.0))
+        factor = fnp.where(
+            ratio == 0, 10.0, fnp.clip(0.9 * fnp.where(ratio == 0, 1.0, ratio) ** -0.2, 0.2, 10.0)
+        )
         factor = fnp.where(fnp.isfinite(ratio), factor, 0.2)
         next_dt = fnp.where(ok & clamped, fnp.maximum(dt, step * factor), step * factor)
         t_new = fnp.where(clamped, t_end, t + step)
@@ -127,13 +133,11 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
     if not callable(func):
         raise TypeError(f"odeint: func must be callable, got {type(func).__name__}")
     for name, value in (("rtol", rtol), ("atol", atol), ("mxstep", mxstep), ("hmax", hmax)):
-        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value,
-                                                                                       bool):
+        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
             raise TypeError(f"odeint: {name} must be a Python or numpy scalar, got {value!r}")
     t = fnp.asarray(t)
     if t.ndim != 1 or t.shape[0] < 1:
-        raise ValueError(f"odeint: t must be a non-empty 1-D array of times, got shape "
-                         f"{t.shape}")
+        raise ValueError(f"odeint: t must be a non-empty 1-D array of times, got shape {t.shape}")
     if not fnp.issubdtype(t.dtype, fnp.floating):
         t = t.astype(fnp.result_type(float))
     return _odeint(func, float(rtol), float(atol), float(mxstep), float(hmax), y0, t, *args)
@@ -144,6 +148,7 @@ def _flat_func(func, unravel, args):
         out = func(unravel(y), t, *args)
         flat, _ = ravel_pytree(out)
         return flat.astype(y.dtype)
+
     return f
 
 
@@ -152,13 +157,15 @@ def _odeint_value(func, rtol, atol, mxstep, hmax, y0, t, *args):
     if t.shape[0] == 1:
         ys = flat0[None]
     else:
-        ys = _solve(_flat_func(func, unravel, args), flat0, t.astype(flat0.dtype), rtol, atol,
-                    mxstep, hmax)
+        ys = _solve(
+            _flat_func(func, unravel, args), flat0, t.astype(flat0.dtype), rtol, atol, mxstep, hmax
+        )
     return _unravel_rows(unravel, ys)
 
 
 def _unravel_rows(unravel, ys):
     from fungrad import vmap
+
     return vmap(unravel)(ys)
 
 
@@ -169,6 +176,7 @@ def _odeint_fwd(func, rtol, atol, mxstep, hmax, y0, t, *args):
 
 def _odeint_bwd(func, rtol, atol, mxstep, hmax, res, ys_bar):
     from fungrad import vjp
+
     ys, t, args = res
     flat_ys = _ravel_rows(ys)
     flat_bar = _ravel_rows(ys_bar)
@@ -183,7 +191,7 @@ def _odeint_bwd(func, rtol, atol, mxstep, hmax, res, ys_bar):
 
     def aug_dynamics(state, s):
         # backwards in time: tt = -s, d/ds = -d/dt
-        y, a = state[:n_y], state[n_y:2 * n_y]
+        y, a = state[:n_y], state[n_y : 2 * n_y]
         tt = -s
         dy, pullback = vjp(lambda y, p: f(y, tt, p), y, args_flat)
         a_y, a_p = pullback(a)
@@ -202,8 +210,8 @@ def _odeint_bwd(func, rtol, atol, mxstep, hmax, res, ys_bar):
         t_lo = lax.dynamic_index_in_dim(t, i - 1, 0, keepdims=False)
         dt0 = _initial_step(aug_dynamics, state, -t_hi, rtol, atol)
         state, _ = _integrate(aug_dynamics, state, -t_hi, -t_lo, dt0, rtol, atol, mxstep, hmax)
-        a = state[n_y:2 * n_y] + lax.dynamic_index_in_dim(flat_bar, i - 1, 0, keepdims=False)
-        return (a, state[2 * n_y:]), None
+        a = state[n_y : 2 * n_y] + lax.dynamic_index_in_dim(flat_bar, i - 1, 0, keepdims=False)
+        return (a, state[2 * n_y :]), None
 
     n_t = t.shape[0]
     a = flat_bar[n_t - 1]
@@ -227,6 +235,7 @@ def _odeint(func, rtol, atol, mxstep, hmax, y0, t, *args):
     global _odeint_fn
     if _odeint_fn is None:
         from fungrad.transforms.custom import custom_vjp
+
         _odeint_fn = custom_vjp(_odeint_value, nondiff_argnums=(0, 1, 2, 3, 4))
         _odeint_fn.defvjp(_odeint_fwd, _odeint_bwd)
     return _odeint_fn(func, rtol, atol, mxstep, hmax, y0, t, *args)

@@ -50,7 +50,7 @@ def has_effects(eqn: core.JaxprEqn) -> bool:
     if eqn.primitive in effectful_primitives:
         return True
     for v in eqn.params.values():
-        for x in (v if type(v) is tuple else (v,)):
+        for x in v if type(v) is tuple else (v,):
             if type(x) is core.ClosedJaxpr:
                 x = x.jaxpr
             if type(x) is core.Jaxpr and jaxpr_has_effects(x):
@@ -138,8 +138,11 @@ def _cse(jaxpr: core.Jaxpr, run: _Run | None) -> core.Jaxpr:
             continue
         if key is not None:
             seen[key] = eqn.outvars
-        eqns.append(eqn if invars == eqn.invars else
-                    core.JaxprEqn(eqn.primitive, invars, eqn.params, eqn.outvars))
+        eqns.append(
+            eqn
+            if invars == eqn.invars
+            else core.JaxprEqn(eqn.primitive, invars, eqn.params, eqn.outvars)
+        )
     if run is not None:
         if len(eqns) == len(jaxpr.eqns) and all(a is b for a, b in zip(eqns, jaxpr.eqns)):
             return jaxpr
@@ -160,7 +163,8 @@ def drop_unused_consts(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
     keep = [i for i, v in enumerate(j.constvars) if v in used]
     return core.ClosedJaxpr(
         core.Jaxpr([j.constvars[i] for i in keep], j.invars, j.eqns, j.outvars),
-        [closed.consts[i] for i in keep])
+        [closed.consts[i] for i in keep],
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,7 +221,8 @@ def _closed_with_jaxpr(closed: core.ClosedJaxpr, jaxpr: core.Jaxpr) -> core.Clos
 def _has_subjaxpr_or_function(params: dict) -> bool:
     for v in params.values():
         if isinstance(v, (core.Jaxpr, core.ClosedJaxpr)) or (
-                callable(v) and not isinstance(v, (type, np.dtype))):
+            callable(v) and not isinstance(v, (type, np.dtype))
+        ):
             return True
         if type(v) is tuple and any(isinstance(x, (core.Jaxpr, core.ClosedJaxpr)) for x in v):
             return True
@@ -327,10 +332,17 @@ def _coerce(x, aval: core.ShapedArray, out: list, eqn: core.JaxprEqn):
     if x.aval.strip_weak_type() != aval.strip_weak_type():
         raise core.JaxprTypeError(
             f"inline_calls: {eqn.primitive} declares an output of type {aval.str_short()} but "
-            f"its body returns {x.aval.str_short()}; the equation is ill-typed")
+            f"its body returns {x.aval.str_short()}; the equation is ill-typed"
+        )
     v = core.Var(aval)
-    out.append(core.JaxprEqn(core.primitives["convert_element_type"], [x],
-                             dict(new_dtype=aval.dtype, weak_type=aval.weak_type), [v]))
+    out.append(
+        core.JaxprEqn(
+            core.primitives["convert_element_type"],
+            [x],
+            dict(new_dtype=aval.dtype, weak_type=aval.weak_type),
+            [v],
+        )
+    )
     return v
 
 
@@ -341,13 +353,47 @@ FOLD_MAX_ELEMENTS = 64
 """The largest output (in elements) that constant folding bakes into the program: larger
 results stay computations, so a compiled program never carries big baked arrays."""
 
-_EXACT_ELEMENTWISE = frozenset({
-    "add", "sub", "mul", "div", "rem", "neg", "sign", "floor", "ceil", "round", "abs", "max",
-    "min", "nextafter", "square", "sqrt", "integer_pow", "eq", "ne", "lt", "le", "gt", "ge",
-    "and", "or", "xor", "not", "shift_left", "shift_right_logical", "shift_right_arithmetic",
-    "population_count", "clz", "select_n", "clamp", "convert_element_type", "stop_gradient",
-    "is_finite",
-})
+_EXACT_ELEMENTWISE = frozenset(
+    {
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "rem",
+        "neg",
+        "sign",
+        "floor",
+        "ceil",
+        "round",
+        "abs",
+        "max",
+        "min",
+        "nextafter",
+        "square",
+        "sqrt",
+        "integer_pow",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "and",
+        "or",
+        "xor",
+        "not",
+        "shift_left",
+        "shift_right_logical",
+        "shift_right_arithmetic",
+        "population_count",
+        "clz",
+        "select_n",
+        "clamp",
+        "convert_element_type",
+        "stop_gradient",
+        "is_finite",
+    }
+)
 """Elementwise primitives whose numpy impl computes every element by the same exactly
 specified operations, so the result on a broadcast scalar is the broadcast of the result on
 the scalar, bit for bit. (Transcendentals are left out: numpy's vectorised and scalar paths
@@ -370,13 +416,13 @@ def fold_constants(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
 
 def _fold_closed(closed: core.ClosedJaxpr, run: _Run) -> core.ClosedJaxpr:
     j = closed.jaxpr
-    known: dict[core.Var, np.ndarray] = {}   # vars with a concrete value of <= 64 elements
+    known: dict[core.Var, np.ndarray] = {}  # vars with a concrete value of <= 64 elements
     for v, c in zip(j.constvars, closed.consts):
         if v.aval.size <= FOLD_MAX_ELEMENTS:
             val = _concrete_value(c, v.aval)
             if val is not None:
                 known[v] = val
-    splat: dict[core.Var, np.generic] = {}   # var -> the scalar it is a broadcast of
+    splat: dict[core.Var, np.generic] = {}  # var -> the scalar it is a broadcast of
     constvars, consts = list(j.constvars), list(closed.consts)
     new_const_of: dict = {}
     rename: dict[core.Var, core.Var | core.Literal] = {}
@@ -416,8 +462,11 @@ def _fold_closed(closed: core.ClosedJaxpr, run: _Run) -> core.ClosedJaxpr:
             splat[eqn.outvars[0]] = invars[0].val
             eqns.append(eqn)
             continue
-        if not invars or not all(type(x) is core.Literal or x in known or x in splat
-                                 for x in invars) or _has_subjaxpr_or_function(eqn.params):
+        if (
+            not invars
+            or not all(type(x) is core.Literal or x in known or x in splat for x in invars)
+            or _has_subjaxpr_or_function(eqn.params)
+        ):
             eqns.append(eqn)
             continue
         if name in _EXACT_ELEMENTWISE and eqn.outvars[0].aval.shape:
@@ -436,8 +485,11 @@ def _fold_closed(closed: core.ClosedJaxpr, run: _Run) -> core.ClosedJaxpr:
             eqns.append(eqn)
             continue
         vals = [value_of(x) for x in invars]
-        out = None if any(v is None for v in vals) else _eval_eqn(
-            eqn, vals, [o.aval for o in eqn.outvars])
+        out = (
+            None
+            if any(v is None for v in vals)
+            else _eval_eqn(eqn, vals, [o.aval for o in eqn.outvars])
+        )
         if out is None:
             eqns.append(eqn)
             continue
@@ -471,15 +523,20 @@ def _eval_eqn(eqn: core.JaxprEqn, vals, out_avals) -> list[np.ndarray] | None:
     outs = out if eqn.primitive.multiple_results else [out]
     res = [np.asarray(v) for v in outs]
     if len(res) != len(out_avals) or any(
-            v.shape != a.shape or v.dtype != a.dtype for v, a in zip(res, out_avals)):
+        v.shape != a.shape or v.dtype != a.dtype for v, a in zip(res, out_avals)
+    ):
         return None
     return res
 
 
 def _splat_eqn(lit: core.Literal, out: core.Var) -> core.JaxprEqn:
     """``out = broadcast_in_dim lit``: a constant array whose elements all equal ``lit``."""
-    return core.JaxprEqn(core.primitives["broadcast_in_dim"], [lit],
-                         dict(shape=out.aval.shape, broadcast_dimensions=()), [out])
+    return core.JaxprEqn(
+        core.primitives["broadcast_in_dim"],
+        [lit],
+        dict(shape=out.aval.shape, broadcast_dimensions=()),
+        [out],
+    )
 
 
 def _all_equal_bits(flat: np.ndarray) -> bool:
@@ -522,8 +579,9 @@ def simplify_algebra(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
     return _Run(_simplify_closed)(closed)
 
 
-_UNIFORM_PRESERVING = frozenset({"broadcast_in_dim", "reshape", "transpose", "squeeze", "rev",
-                                 "slice"})
+_UNIFORM_PRESERVING = frozenset(
+    {"broadcast_in_dim", "reshape", "transpose", "squeeze", "rev", "slice"}
+)
 """Shape primitives whose output is uniform (all elements equal) when their operand is."""
 
 
@@ -604,8 +662,9 @@ def _simplify_closed(closed: core.ClosedJaxpr, run: _Run) -> core.ClosedJaxpr:
     if not changed and all(a is b for a, b in zip(eqns, j.eqns)):
         return closed
     run.changed |= changed
-    return core.ClosedJaxpr(core.Jaxpr(constvars, j.invars, eqns, [rn(v) for v in j.outvars]),
-                            consts)
+    return core.ClosedJaxpr(
+        core.Jaxpr(constvars, j.invars, eqns, [rn(v) for v in j.outvars]), consts
+    )
 
 
 def _replaced_by(eqn: core.JaxprEqn):
@@ -629,8 +688,12 @@ def _add_rule(eqn, facts):
     # x + (-0.0) is x for every x (-0.0 + -0.0 is -0.0); x + 0.0 is not (-0.0 + 0.0 is 0.0).
     for x, c in (eqn.invars, eqn.invars[::-1]):
         s = facts.scalar(c)
-        if s is not None and s.dtype.kind in "iuf" and s == 0 and (
-                not _is_float(s.dtype) or np.signbit(s)):
+        if (
+            s is not None
+            and s.dtype.kind in "iuf"
+            and s == 0
+            and (not _is_float(s.dtype) or np.signbit(s))
+        ):
             return _same(x)
     return None
 
@@ -639,8 +702,12 @@ def _sub_rule(eqn, facts):
     # x - 0.0 is x for every x (-0.0 - 0.0 is -0.0); x - (-0.0) is x + 0.0, which is not.
     x, c = eqn.invars
     s = facts.scalar(c)
-    if s is not None and s.dtype.kind in "iuf" and s == 0 and (
-            not _is_float(s.dtype) or not np.signbit(s)):
+    if (
+        s is not None
+        and s.dtype.kind in "iuf"
+        and s == 0
+        and (not _is_float(s.dtype) or not np.signbit(s))
+    ):
         return _same(x)
     return None
 
@@ -680,6 +747,7 @@ def _bitwise_rule(neutral_is_all_ones: bool):
                 if (np.invert(s) == 0) if neutral_is_all_ones else (s == 0):
                     return _same(x)
         return None
+
     return rule
 
 
@@ -705,8 +773,9 @@ def _transpose_rule(eqn, facts):
     composed = tuple(inner[i] for i in perm)
     if composed == tuple(range(len(perm))):
         return _same(p.invars[0])
-    return _replaced_by(core.JaxprEqn(eqn.primitive, [p.invars[0]], dict(permutation=composed),
-                                      eqn.outvars))
+    return _replaced_by(
+        core.JaxprEqn(eqn.primitive, [p.invars[0]], dict(permutation=composed), eqn.outvars)
+    )
 
 
 def _is_row_major_reshape(eqn: core.JaxprEqn) -> bool:
@@ -735,9 +804,14 @@ def _reshape_like_rule(eqn, facts):
     src = p.invars[0]
     if src.aval.shape == out.aval.shape:
         return _same(src)
-    return _replaced_by(core.JaxprEqn(core.primitives["reshape"], [src],
-                                      dict(new_sizes=out.aval.shape, dimensions=None),
-                                      eqn.outvars))
+    return _replaced_by(
+        core.JaxprEqn(
+            core.primitives["reshape"],
+            [src],
+            dict(new_sizes=out.aval.shape, dimensions=None),
+            eqn.outvars,
+        )
+    )
 
 
 def _rev_rule(eqn, facts):
@@ -767,8 +841,13 @@ def _reduce_rule(eqn, facts):
 
 #: reductions over axes that a broadcast created, with what they do with the count ``n`` of
 #: copies: a sum multiplies by it, the others drop the axes (``n > 0``)
-_BROADCAST_REDUCTIONS = {"reduce_sum": "times", "reduce_max": "drop", "reduce_min": "drop",
-                         "reduce_and": "drop", "reduce_or": "drop"}
+_BROADCAST_REDUCTIONS = {
+    "reduce_sum": "times",
+    "reduce_max": "drop",
+    "reduce_min": "drop",
+    "reduce_and": "drop",
+    "reduce_or": "drop",
+}
 
 
 def _reduce_of_broadcast(eqn, facts):
@@ -792,8 +871,9 @@ def _reduce_of_broadcast(eqn, facts):
     axes = set(eqn.params["axes"])
     bdims = tuple(p.params["broadcast_dimensions"])
     operand_of = {d: i for i, d in enumerate(bdims)}  # y's dims that are x's dims
-    created = {d for d in axes if d not in operand_of
-               or x.aval.shape[operand_of[d]] != y.aval.shape[d]}
+    created = {
+        d for d in axes if d not in operand_of or x.aval.shape[operand_of[d]] != y.aval.shape[d]
+    }
     count = math.prod(y.aval.shape[d] for d in created)
     if count == 0 or not created and x.aval.size == y.aval.size:
         return None
@@ -808,15 +888,22 @@ def _reduce_of_broadcast(eqn, facts):
 
     z = bind(eqn.primitive, [x], axes=x_axes) if x_axes else x
     if how == "times" and count != 1:
-        n = (np.array(count, np.uint64).astype(dtype) if dtype.kind in "iu"
-             else np.asarray(count, dtype))  # integers wrap modulo 2^bits
+        n = (
+            np.array(count, np.uint64).astype(dtype)
+            if dtype.kind in "iu"
+            else np.asarray(count, dtype)
+        )  # integers wrap modulo 2^bits
         weak = core.ShapedArray((), dtype, weak_type=z.aval.weak_type)
         z = bind(core.primitives["mul"], [z, core.Literal(n[()], weak)])
     kept = [d for d in range(y.aval.ndim) if d not in axes]  # y's dims left in the result
     dims = tuple(kept.index(d) for d in bdims if d not in axes)
     if z.aval.shape != out.aval.shape:
-        z = bind(core.primitives["broadcast_in_dim"], [z], shape=out.aval.shape,
-                 broadcast_dimensions=dims)
+        z = bind(
+            core.primitives["broadcast_in_dim"],
+            [z],
+            shape=out.aval.shape,
+            broadcast_dimensions=dims,
+        )
     if z.aval != out.aval:
         return None
     return new, [z]
@@ -882,20 +969,39 @@ def _shape_preserving(eqn, facts):
 
 
 _IDENTITIES = {
-    "add": _add_rule, "sub": _sub_rule, "mul": _mul_rule, "div": _div_rule,
-    "neg": _involution_rule, "not": _involution_rule,
-    "and": _bitwise_rule(True), "or": _bitwise_rule(False), "xor": _bitwise_rule(False),
-    "max": _idempotent_rule, "min": _idempotent_rule,
-    "stop_gradient": _first_operand, "convert_element_type": _first_operand,
-    "reshape": _reshape_like_rule, "squeeze": _reshape_like_rule,
-    "broadcast_in_dim": _reshape_like_rule, "transpose": _transpose_rule, "rev": _rev_rule,
-    "pad": _pad_rule, "concatenate": _concatenate_rule, "slice": _shape_preserving,
+    "add": _add_rule,
+    "sub": _sub_rule,
+    "mul": _mul_rule,
+    "div": _div_rule,
+    "neg": _involution_rule,
+    "not": _involution_rule,
+    "and": _bitwise_rule(True),
+    "or": _bitwise_rule(False),
+    "xor": _bitwise_rule(False),
+    "max": _idempotent_rule,
+    "min": _idempotent_rule,
+    "stop_gradient": _first_operand,
+    "convert_element_type": _first_operand,
+    "reshape": _reshape_like_rule,
+    "squeeze": _reshape_like_rule,
+    "broadcast_in_dim": _reshape_like_rule,
+    "transpose": _transpose_rule,
+    "rev": _rev_rule,
+    "pad": _pad_rule,
+    "concatenate": _concatenate_rule,
+    "slice": _shape_preserving,
     "dynamic_slice": _shape_preserving,
-    "reduce_sum": _reduce_rule, "reduce_prod": _reduce_rule, "reduce_max": _reduce_rule,
-    "reduce_min": _reduce_rule, "reduce_and": _reduce_rule, "reduce_or": _reduce_rule,
+    "reduce_sum": _reduce_rule,
+    "reduce_prod": _reduce_rule,
+    "reduce_max": _reduce_rule,
+    "reduce_min": _reduce_rule,
+    "reduce_and": _reduce_rule,
+    "reduce_or": _reduce_rule,
     "reduce_xor": _reduce_rule,
-    "integer_pow": _integer_pow_rule, "select_n": _select_n_rule,
-    "dynamic_update_slice": _dynamic_update_slice_rule, "cond": _cond_rule,
+    "integer_pow": _integer_pow_rule,
+    "select_n": _select_n_rule,
+    "dynamic_update_slice": _dynamic_update_slice_rule,
+    "cond": _cond_rule,
 }
 """Rewrite rules by primitive name: ``rule(eqn, facts) -> (new_eqns, atoms) | None``, where
 ``atoms`` replace the equation's outputs (an atom may be an output bound by ``new_eqns``,
@@ -905,6 +1011,7 @@ exact aval."""
 
 # ---------------------------------------------------------------------------------------------
 # optimize
+
 
 def optimize(closed: core.ClosedJaxpr, max_rounds: int = 8) -> core.ClosedJaxpr:
     """The compiler's pipeline: :func:`inline_calls`, then rounds of :func:`fold_constants`,
@@ -943,4 +1050,3 @@ def _drop_consts_closed(closed: core.ClosedJaxpr, run: _Run) -> core.ClosedJaxpr
     if all(v in used for v in j.constvars):
         return closed
     return drop_unused_consts(closed)
-

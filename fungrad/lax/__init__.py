@@ -34,5 +34,10 @@ from fungrad.transforms import array_ops as _array_ops
 
 # The transforms sit below lax and apply a few of its operations (zeros, tangent sums, batch
 # dimension moves): lax hands them over here (see fungrad/transforms/array_ops.py).
-_array_ops.register(full=full, add=add, transpose=transpose,  # noqa: F405
-                    broadcast_in_dim=broadcast_in_dim, reduce_sum=reduce_sum)  # noqa: F405
+_array_ops.register(
+    full=full,  # noqa: F405
+    add=add,  # noqa: F405
+    transpose=transpose,  # noqa: F405
+    broadcast_in_dim=broadcast_in_dim,  # noqa: F405
+    reduce_sum=reduce_sum,  # noqa: F405
+)

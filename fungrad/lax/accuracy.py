@@ -27,19 +27,23 @@ class Tolerance:
             if not isinstance(v, (int, float)) or isinstance(v, bool) or math.isnan(v):
                 raise TypeError(f"Tolerance: {name} must be a number, got {v!r}")
         if atol < 0 or rtol < 0 or ulps < 0:
-            raise ValueError(f"Tolerance: tolerances must be non-negative, got atol={atol}, "
-                             f"rtol={rtol}, ulps={ulps}")
+            raise ValueError(
+                f"Tolerance: tolerances must be non-negative, got atol={atol}, "
+                f"rtol={rtol}, ulps={ulps}"
+            )
         if atol == 0 and rtol == 0 and ulps == 0:
-            raise ValueError("Tolerance: at least one of atol, rtol or ulps must be set "
-                             "(positive)")
+            raise ValueError("Tolerance: at least one of atol, rtol or ulps must be set (positive)")
         self.atol, self.rtol, self.ulps = atol, rtol, ulps
 
     def __repr__(self):
         return f"Tolerance(atol={self.atol}, rtol={self.rtol}, ulps={self.ulps})"
 
     def __eq__(self, other):
-        return (isinstance(other, Tolerance)
-                and (self.atol, self.rtol, self.ulps) == (other.atol, other.rtol, other.ulps))
+        return isinstance(other, Tolerance) and (self.atol, self.rtol, self.ulps) == (
+            other.atol,
+            other.rtol,
+            other.ulps,
+        )
 
     def __hash__(self):
         return hash((Tolerance, self.atol, self.rtol, self.ulps))
@@ -56,5 +60,7 @@ def check_accuracy(name: str, accuracy) -> None:
     """Raise a TypeError unless ``accuracy`` is None, a :class:`Tolerance` or an
     :class:`AccuracyMode`."""
     if accuracy is not None and not isinstance(accuracy, (Tolerance, AccuracyMode)):
-        raise TypeError(f"{name}: accuracy must be None, a lax.Tolerance or a "
-                        f"lax.AccuracyMode, got {accuracy!r}")
+        raise TypeError(
+            f"{name}: accuracy must be None, a lax.Tolerance or a "
+            f"lax.AccuracyMode, got {accuracy!r}"
+        )

@@ -23,19 +23,28 @@ def _check(name: str, x, k, reduction_dimension, recall_target):
         raise TypeError(f"{name}: operand must have at least one dimension, got a 0-d array")
     dim = operator.index(reduction_dimension)
     if not -aval.ndim <= dim < aval.ndim:
-        raise ValueError(f"{name}: reduction_dimension {dim} is out of range for an operand "
-                         f"of rank {aval.ndim}")
+        raise ValueError(
+            f"{name}: reduction_dimension {dim} is out of range for an operand of rank {aval.ndim}"
+        )
     k = operator.index(k)
     if not 0 <= k <= aval.shape[dim]:
-        raise ValueError(f"{name}: k={k} must be in [0, {aval.shape[dim]}] (the size of "
-                         f"reduction_dimension {dim})")
+        raise ValueError(
+            f"{name}: k={k} must be in [0, {aval.shape[dim]}] (the size of "
+            f"reduction_dimension {dim})"
+        )
     if not 0 < float(recall_target) <= 1:
         raise ValueError(f"{name}: recall_target must be in (0, 1], got {recall_target}")
     return aval, k, dim
 
 
-def approx_max_k(operand_, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
-                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True):
+def approx_max_k(
+    operand_,
+    k: int,
+    reduction_dimension: int = -1,
+    recall_target: float = 0.95,
+    reduction_input_size_override: int = -1,
+    aggregate_to_topk: bool = True,
+):
     """The ``k`` largest values along ``reduction_dimension`` and their int32 indices, as
     ``[values, indices]`` (``jax.lax.approx_max_k``; exact here, see the module docstring)."""
     x = operand(operand_, "approx_max_k")
@@ -43,8 +52,14 @@ def approx_max_k(operand_, k: int, reduction_dimension: int = -1, recall_target:
     return list(top_k(x, k, axis=dim))
 
 
-def approx_min_k(operand_, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
-                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True):
+def approx_min_k(
+    operand_,
+    k: int,
+    reduction_dimension: int = -1,
+    recall_target: float = 0.95,
+    reduction_input_size_override: int = -1,
+    aggregate_to_topk: bool = True,
+):
     """The ``k`` smallest values along ``reduction_dimension`` and their int32 indices, as
     ``[values, indices]`` (``jax.lax.approx_min_k``; exact here, see the module docstring)."""
     x = operand(operand_, "approx_min_k")

@@ -34,10 +34,12 @@ def _interleave(even, odd, axis: int):
     if n_even > n_odd:  # give odd a placeholder last element, dropped after interleaving
         odd = concatenate([odd, slice_in_dim(even, n_even - 1, n_even, axis=axis)], axis)
     shape = list(even.shape)
-    stacked_shape = (*shape[:axis + 1], 1, *shape[axis + 1:])
+    stacked_shape = (*shape[: axis + 1], 1, *shape[axis + 1 :])
     dims = tuple(d if d <= axis else d + 1 for d in range(len(shape)))
-    both = concatenate([broadcast_in_dim(even, stacked_shape, dims),
-                        broadcast_in_dim(odd, stacked_shape, dims)], axis + 1)
+    both = concatenate(
+        [broadcast_in_dim(even, stacked_shape, dims), broadcast_in_dim(odd, stacked_shape, dims)],
+        axis + 1,
+    )
     shape[axis] = 2 * even.shape[axis]
     out = reshape(both, tuple(shape))
     return slice_in_dim(out, 0, n_even + n_odd, axis=axis)
@@ -74,45 +76,58 @@ def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
     except TypeError:
         raise TypeError(f"associative_scan: axis must be an integer, got {axis!r}") from None
     if ndim == 0:
-        raise ValueError("associative_scan: elems contains a 0-d array; every array needs the "
-                         f"axis {axis} to scan along")
+        raise ValueError(
+            "associative_scan: elems contains a 0-d array; every array needs the "
+            f"axis {axis} to scan along"
+        )
     if not -ndim <= axis < ndim:
-        raise ValueError(f"associative_scan: axis {axis} is out of range for arrays of rank "
-                         f"{ndim}")
+        raise ValueError(f"associative_scan: axis {axis} is out of range for arrays of rank {ndim}")
     num = leaves[0].shape[axis % leaves[0].ndim]
     if any(x.shape[axis % x.ndim] != num for x in leaves):
-        raise ValueError("associative_scan: the arrays of elems must have equal lengths along "
-                         f"axis {axis}, got shapes {[tuple(x.shape) for x in leaves]}")
+        raise ValueError(
+            "associative_scan: the arrays of elems must have equal lengths along "
+            f"axis {axis}, got shapes {[tuple(x.shape) for x in leaves]}"
+        )
     axes = [axis % x.ndim for x in leaves]
 
     def combine(a_flat, b_flat):
         out = fn(tree_util.tree_unflatten(tree, a_flat), tree_util.tree_unflatten(tree, b_flat))
         out_flat, out_tree = tree_util.tree_flatten(out)
         if out_tree != tree:
-            raise ValueError("associative_scan: fn must return a pytree with the structure of "
-                             f"elems ({tree}), got {out_tree}")
+            raise ValueError(
+                "associative_scan: fn must return a pytree with the structure of "
+                f"elems ({tree}), got {out_tree}"
+            )
         want = b_flat[0].shape[axes[0]]
         for o, b in zip(out_flat, b_flat):
             if tuple(core.get_aval(o).shape) != tuple(b.shape):
-                raise ValueError("associative_scan: fn must combine elementwise (the result "
-                                 f"shape must be its arguments' shape {tuple(b.shape)}), got "
-                                 f"{tuple(core.get_aval(o).shape)} for slices of length {want}")
+                raise ValueError(
+                    "associative_scan: fn must combine elementwise (the result "
+                    f"shape must be its arguments' shape {tuple(b.shape)}), got "
+                    f"{tuple(core.get_aval(o).shape)} for slices of length {want}"
+                )
         return [operand(o, "associative_scan") for o in out_flat]
 
     def scan(xs):
         n = xs[0].shape[axes[0]]
         if n < 2:
             return xs
-        pairs = combine([slice_in_dim(x, 0, n - 1, 2, a) for x, a in zip(xs, axes)],
-                        [slice_in_dim(x, 1, n, 2, a) for x, a in zip(xs, axes)])
+        pairs = combine(
+            [slice_in_dim(x, 0, n - 1, 2, a) for x, a in zip(xs, axes)],
+            [slice_in_dim(x, 1, n, 2, a) for x, a in zip(xs, axes)],
+        )
         odd = scan(pairs)  # prefixes ending at positions 1, 3, 5, ...
         # prefixes ending at positions 2, 4, ...: the odd prefix just before, then e[2i]
         k = (n - 1) // 2
         if k:
-            evens_tail = combine([slice_in_dim(o, 0, k, axis=a) for o, a in zip(odd, axes)],
-                                 [slice_in_dim(x, 2, n, 2, a) for x, a in zip(xs, axes)])
-            even = [concatenate([slice_in_dim(x, 0, 1, axis=a), t], a)
-                    for x, t, a in zip(xs, evens_tail, axes)]
+            evens_tail = combine(
+                [slice_in_dim(o, 0, k, axis=a) for o, a in zip(odd, axes)],
+                [slice_in_dim(x, 2, n, 2, a) for x, a in zip(xs, axes)],
+            )
+            even = [
+                concatenate([slice_in_dim(x, 0, 1, axis=a), t], a)
+                for x, t, a in zip(xs, evens_tail, axes)
+            ]
         else:
             even = [slice_in_dim(x, 0, 1, axis=a) for x, a in zip(xs, axes)]
         return [_interleave(e, o, a) for e, o, a in zip(even, odd, axes)]

@@ -52,9 +52,16 @@ from fungrad.transforms.jvp import Zero, defjvp
 from fungrad.transforms.transpose import deflinear_transpose, is_undefined_primal
 from fungrad.transforms.vmap import batch_rules
 
-__all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_permutations",
-           "conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
-           "conv_general_dilated_p"]
+__all__ = [
+    "ConvDimensionNumbers",
+    "conv_dimension_numbers",
+    "conv_general_permutations",
+    "conv_general_dilated",
+    "conv",
+    "conv_with_general_padding",
+    "conv_transpose",
+    "conv_general_dilated_p",
+]
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -73,15 +80,20 @@ def conv_general_permutations(dimension_numbers) -> tuple[tuple[int, ...], ...]:
     for i, (a, b) in enumerate(charpairs):
         spec = dimension_numbers[i]
         if not spec.count(a) == spec.count(b) == 1:
-            raise TypeError(f"convolution dimension_numbers[{i}] must contain the characters "
-                            f"'{a}' and '{b}' exactly once, got {spec}")
+            raise TypeError(
+                f"convolution dimension_numbers[{i}] must contain the characters "
+                f"'{a}' and '{b}' exactly once, got {spec}"
+            )
         if len(spec) != len(set(spec)):
-            raise TypeError(f"convolution dimension_numbers[{i}] cannot have duplicate "
-                            f"characters, got {spec}")
+            raise TypeError(
+                f"convolution dimension_numbers[{i}] cannot have duplicate characters, got {spec}"
+            )
     spatial = [set(s) - set(c) for s, c in zip(dimension_numbers, charpairs)]
     if not spatial[0] == spatial[1] == spatial[2]:
-        raise TypeError("convolution dimension_numbers elements must each have the same set "
-                        f"of spatial characters, got {tuple(dimension_numbers)}")
+        raise TypeError(
+            "convolution dimension_numbers elements must each have the same set "
+            f"of spatial characters, got {tuple(dimension_numbers)}"
+        )
 
     def perm(spec, chars):
         dims = [i for i, c in enumerate(spec) if c not in chars]
@@ -98,32 +110,42 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimen
     if isinstance(dimension_numbers, ConvDimensionNumbers):
         return dimension_numbers
     if len(lhs_shape) != len(rhs_shape):
-        raise TypeError(f"convolution requires lhs and rhs of equal rank, got shapes "
-                        f"{tuple(lhs_shape)} and {tuple(rhs_shape)}")
+        raise TypeError(
+            f"convolution requires lhs and rhs of equal rank, got shapes "
+            f"{tuple(lhs_shape)} and {tuple(rhs_shape)}"
+        )
     if dimension_numbers is None:
         iota = tuple(range(len(lhs_shape)))
         return ConvDimensionNumbers(iota, iota, iota)
     if not isinstance(dimension_numbers, (list, tuple)) or len(dimension_numbers) != 3:
-        raise TypeError("convolution dimension_numbers must be None, ConvDimensionNumbers or "
-                        f"three spec strings, got {dimension_numbers!r}")
+        raise TypeError(
+            "convolution dimension_numbers must be None, ConvDimensionNumbers or "
+            f"three spec strings, got {dimension_numbers!r}"
+        )
     if not all(isinstance(s, str) for s in dimension_numbers):
-        raise TypeError("convolution dimension_numbers elements must be strings, got "
-                        f"{dimension_numbers!r}")
+        raise TypeError(
+            f"convolution dimension_numbers elements must be strings, got {dimension_numbers!r}"
+        )
     for i, spec in enumerate(dimension_numbers):
         if len(spec) != len(lhs_shape):
-            raise TypeError(f"convolution dimension_numbers[{i}] = {spec!r} must have one "
-                            f"character per dimension of lhs and rhs, shapes "
-                            f"{tuple(lhs_shape)} and {tuple(rhs_shape)}")
+            raise TypeError(
+                f"convolution dimension_numbers[{i}] = {spec!r} must have one "
+                f"character per dimension of lhs and rhs, shapes "
+                f"{tuple(lhs_shape)} and {tuple(rhs_shape)}"
+            )
     return ConvDimensionNumbers(*conv_general_permutations(dimension_numbers))
 
 
 # -- conv_general_dilated -----------------------------------------------------------------------
 
+
 def _check_spec(dnums, ndim: int) -> None:
     for name, spec in zip(("lhs_spec", "rhs_spec", "out_spec"), dnums):
         if sorted(spec) != list(range(ndim)):
-            raise TypeError(f"conv_general_dilated: dimension_numbers.{name} {spec} must be a "
-                            f"permutation of the {ndim} dimensions")
+            raise TypeError(
+                f"conv_general_dilated: dimension_numbers.{name} {spec} must be a "
+                f"permutation of the {ndim} dimensions"
+            )
 
 
 def _check_groups(lhs, rhs, dnums, feature_group_count, batch_group_count) -> None:
@@ -131,42 +153,72 @@ def _check_groups(lhs, rhs, dnums, feature_group_count, batch_group_count) -> No
     lhs_spec, rhs_spec, _ = dnums
     n, c = lhs.shape[lhs_spec[0]], lhs.shape[lhs_spec[1]]
     o, i = rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]
-    for what, g in (("feature_group_count", feature_group_count),
-                    ("batch_group_count", batch_group_count)):
+    for what, g in (
+        ("feature_group_count", feature_group_count),
+        ("batch_group_count", batch_group_count),
+    ):
         if g < 1:
             raise ValueError(f"{name}: {what} must be a positive integer, got {g}")
         if o % g:
-            raise ValueError(f"{name}: the rhs output feature size {o} must be a multiple of "
-                             f"{what}={g} (rhs shape {rhs.shape})")
+            raise ValueError(
+                f"{name}: the rhs output feature size {o} must be a multiple of "
+                f"{what}={g} (rhs shape {rhs.shape})"
+            )
     if feature_group_count > 1 and batch_group_count > 1:
-        raise ValueError(f"{name}: at most one of feature_group_count and batch_group_count may "
-                         f"be > 1, got {feature_group_count} and {batch_group_count}")
+        raise ValueError(
+            f"{name}: at most one of feature_group_count and batch_group_count may "
+            f"be > 1, got {feature_group_count} and {batch_group_count}"
+        )
     if c % feature_group_count or c // feature_group_count != i:
-        raise ValueError(f"{name}: the lhs feature size {c} divided by feature_group_count="
-                         f"{feature_group_count} must equal the rhs input feature size {i} "
-                         f"(lhs shape {lhs.shape}, rhs shape {rhs.shape})")
+        raise ValueError(
+            f"{name}: the lhs feature size {c} divided by feature_group_count="
+            f"{feature_group_count} must equal the rhs input feature size {i} "
+            f"(lhs shape {lhs.shape}, rhs shape {rhs.shape})"
+        )
     if n % batch_group_count:
-        raise ValueError(f"{name}: batch_group_count={batch_group_count} must divide the lhs "
-                         f"batch size {n} (lhs shape {lhs.shape})")
+        raise ValueError(
+            f"{name}: batch_group_count={batch_group_count} must divide the lhs "
+            f"batch size {n} (lhs shape {lhs.shape})"
+        )
 
 
 def _conv_general_dilated_abstract_eval(
-        lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-        feature_group_count, batch_group_count, precision, preferred_element_type):
+    lhs,
+    rhs,
+    *,
+    window_strides,
+    padding,
+    lhs_dilation,
+    rhs_dilation,
+    dimension_numbers,
+    feature_group_count,
+    batch_group_count,
+    precision,
+    preferred_element_type,
+):
     name = "conv_general_dilated"
     if lhs.ndim != rhs.ndim or lhs.ndim < 2:
-        raise TypeError(f"{name}: lhs and rhs must have equal rank, at least 2, got shapes "
-                        f"{lhs.shape} and {rhs.shape}")
+        raise TypeError(
+            f"{name}: lhs and rhs must have equal rank, at least 2, got shapes "
+            f"{lhs.shape} and {rhs.shape}"
+        )
     if lhs.dtype != rhs.dtype:
-        raise TypeError(f"{name} requires operands of the same dtype, got {lhs.dtype.name} and "
-                        f"{rhs.dtype.name}")
+        raise TypeError(
+            f"{name} requires operands of the same dtype, got {lhs.dtype.name} and {rhs.dtype.name}"
+        )
     check_kinds(name, lhs.dtype, ANY)
     nsp = lhs.ndim - 2
-    for what, vals in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation),
-                       ("rhs_dilation", rhs_dilation), ("padding", padding)):
+    for what, vals in (
+        ("window_strides", window_strides),
+        ("lhs_dilation", lhs_dilation),
+        ("rhs_dilation", rhs_dilation),
+        ("padding", padding),
+    ):
         if len(vals) != nsp:
-            raise TypeError(f"{name}: {what} {vals} must have one entry per spatial dimension "
-                            f"({nsp} for lhs shape {lhs.shape})")
+            raise TypeError(
+                f"{name}: {what} {vals} must have one entry per spatial dimension "
+                f"({nsp} for lhs shape {lhs.shape})"
+            )
         if what != "padding" and any(v < 1 for v in vals):
             raise ValueError(f"{name}: every element of {what} must be positive, got {vals}")
     _check_spec(dimension_numbers, lhs.ndim)
@@ -178,8 +230,10 @@ def _conv_general_dilated_abstract_eval(
         lo, hi = padding[k]
         padded = dilate_dim(size, lhs_dilation[k]) + lo + hi
         if padded < 0:
-            raise ValueError(f"{name}: negative padding {padding[k]} is larger than spatial "
-                             f"dimension {k} of lhs (shape {lhs.shape})")
+            raise ValueError(
+                f"{name}: negative padding {padding[k]} is larger than spatial "
+                f"dimension {k} of lhs (shape {lhs.shape})"
+            )
         span = dilate_dim(rhs.shape[rhs_spec[k + 2]], rhs_dilation[k])
         spatial.append(strided_windows(padded, span, window_strides[k]))
     canonical = (lhs.shape[lhs_spec[0]] // batch_group_count, rhs.shape[rhs_spec[0]], *spatial)
@@ -199,7 +253,7 @@ def _single_product(win, w, in_spatial, lhs_dilation, padding, window_strides):
     is laid out like the einsum's, (N/bg, bg, fg, O/(bg*fg), out...)."""
     nsp = len(in_spatial)
     bg, fg = win.shape[0], win.shape[2]
-    x = win.reshape(win.shape[:3] + win.shape[4:4 + nsp])[:, :, :, None]
+    x = win.reshape(win.shape[:3] + win.shape[4 : 4 + nsp])[:, :, :, None]
     k = w.reshape((bg, 1, fg, w.shape[2]) + (1,) * nsp)
     on_lhs = dilate_and_pad(np.ones(in_spatial, bool), False, lhs_dilation, padding)
     on_lhs = on_lhs[tuple(slice(None, None, s) for s in window_strides)]
@@ -207,8 +261,19 @@ def _single_product(win, w, in_spatial, lhs_dilation, padding, window_strides):
 
 
 def _conv_general_dilated_impl(
-        lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-        feature_group_count, batch_group_count, precision, preferred_element_type):
+    lhs,
+    rhs,
+    *,
+    window_strides,
+    padding,
+    lhs_dilation,
+    rhs_dilation,
+    dimension_numbers,
+    feature_group_count,
+    batch_group_count,
+    precision,
+    preferred_element_type,
+):
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
@@ -218,8 +283,9 @@ def _conv_general_dilated_impl(
     nsp = x.ndim - 2
     x = dilate_and_pad(x, acc.type(0), (1, 1) + lhs_dilation, ((0, 0), (0, 0)) + padding)
     spans = tuple(dilate_dim(k, d) for k, d in zip(w.shape[2:], rhs_dilation))
-    out_spatial = tuple(strided_windows(p, s, st)
-                        for p, s, st in zip(x.shape[2:], spans, window_strides))
+    out_spatial = tuple(
+        strided_windows(p, s, st) for p, s, st in zip(x.shape[2:], spans, window_strides)
+    )
     n, c = x.shape[:2]
     o = w.shape[0]
     bg, fg = batch_group_count, feature_group_count
@@ -228,9 +294,11 @@ def _conv_general_dilated_impl(
     else:
         # (N, C, out..., window...): strided views of every window position, no copies yet.
         win = sliding_window_view(x, spans, axis=tuple(range(2, 2 + nsp)))
-        win = win[(slice(None), slice(None))
-                  + tuple(slice(None, None, s) for s in window_strides)
-                  + tuple(slice(None, None, d) for d in rhs_dilation)]
+        win = win[
+            (slice(None), slice(None))
+            + tuple(slice(None, None, s) for s in window_strides)
+            + tuple(slice(None, None, d) for d in rhs_dilation)
+        ]
         # NOTE: groups split the outer part of a dimension: batch N = (bg, N/bg), features
         # C = (fg, C/fg), output features O = (bg, fg, O/(bg*fg)) (at most one group count > 1).
         win = win.reshape((bg, n // bg, fg, c // fg) + win.shape[2:])
@@ -240,20 +308,27 @@ def _conv_general_dilated_impl(
         with np.errstate(all="ignore"):
             if c // fg == 1 and all(s == 1 for s in spans):
                 in_spatial = tuple(lhs.shape[d] for d in lhs_spec[2:])
-                out = _single_product(win, w, in_spatial, lhs_dilation, padding,
-                                      window_strides)
+                out = _single_product(win, w, in_spatial, lhs_dilation, padding, window_strides)
             else:
-                out = np.einsum(win, [0, 1, 2, 3] + sp + kk, w, [0, 2, 4, 3] + kk,
-                                [1, 0, 2, 4] + sp, optimize=True)
+                out = np.einsum(
+                    win,
+                    [0, 1, 2, 3] + sp + kk,
+                    w,
+                    [0, 2, 4, 3] + kk,
+                    [1, 0, 2, 4] + sp,
+                    optimize=True,
+                )
         out = out.reshape((n // bg, o) + out_spatial)
     return cast_result(np.transpose(out, np.argsort(out_spec)), out_dtype)
 
 
 conv_general_dilated_p = standard_primitive(
-    "conv_general_dilated", _conv_general_dilated_impl, _conv_general_dilated_abstract_eval)
+    "conv_general_dilated", _conv_general_dilated_impl, _conv_general_dilated_abstract_eval
+)
 
 
 # -- rules ---------------------------------------------------------------------------------------
+
 
 def _conv_jvp_lhs(t, lhs, rhs, **params):
     return conv_general_dilated_p.bind(t, rhs, **params)
@@ -267,6 +342,7 @@ def _reshape_axis_into(src: int, dst: int, x):
     """Merge dimension ``src`` of ``x`` into dimension ``dst`` (numbered with ``src``
     removed), ``src`` becoming the major part."""
     from fungrad import lax
+
     shape = core.get_aval(x).shape
     perm = [i for i in range(len(shape)) if i != src]
     perm.insert(dst, src)
@@ -278,8 +354,9 @@ def _reshape_axis_into(src: int, dst: int, x):
 def _reshape_axis_out_of(src: int, size1: int, x):
     """Split dimension ``src`` of ``x`` into ``(size1, rest)``."""
     from fungrad import lax
+
     shape = list(core.get_aval(x).shape)
-    shape[src:src + 1] = [size1, shape[src] // size1]
+    shape[src : src + 1] = [size1, shape[src] // size1]
     return lax.reshape(x, tuple(shape))
 
 
@@ -288,10 +365,23 @@ def _spec_transpose(spec) -> tuple[int, ...]:
     return (spec[1], spec[0]) + tuple(spec[2:])
 
 
-def _conv_transpose_lhs(g, lhs_aval, rhs, *, window_strides, padding, lhs_dilation,
-                        rhs_dilation, dimension_numbers, feature_group_count,
-                        batch_group_count, precision, preferred_element_type):
+def _conv_transpose_lhs(
+    g,
+    lhs_aval,
+    rhs,
+    *,
+    window_strides,
+    padding,
+    lhs_dilation,
+    rhs_dilation,
+    dimension_numbers,
+    feature_group_count,
+    batch_group_count,
+    precision,
+    preferred_element_type,
+):
     from fungrad import lax
+
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     rhs_shape = core.get_aval(rhs).shape
     if feature_group_count > 1:
@@ -304,17 +394,30 @@ def _conv_transpose_lhs(g, lhs_aval, rhs, *, window_strides, padding, lhs_dilati
         feature_group_count = batch_group_count
     trans_dnums = ConvDimensionNumbers(out_spec, _spec_transpose(rhs_spec), lhs_spec)
     pads = conv_vjp_lhs_padding(
-        [lhs_aval.shape[d] for d in lhs_spec[2:]], [rhs_shape[d] for d in rhs_spec[2:]],
-        window_strides, [core.get_aval(g).shape[d] for d in out_spec[2:]], padding,
-        lhs_dilation, rhs_dilation)
+        [lhs_aval.shape[d] for d in lhs_spec[2:]],
+        [rhs_shape[d] for d in rhs_spec[2:]],
+        window_strides,
+        [core.get_aval(g).shape[d] for d in out_spec[2:]],
+        padding,
+        lhs_dilation,
+        rhs_dilation,
+    )
     kernel = lax.rev(rhs, tuple(rhs_spec[2:]))
     if kernel.dtype != g.dtype:
         kernel = lax.convert_element_type(kernel, g.dtype)
     out = conv_general_dilated_p.bind(
-        g, kernel, window_strides=lhs_dilation, padding=pads, lhs_dilation=window_strides,
-        rhs_dilation=rhs_dilation, dimension_numbers=trans_dnums,
-        feature_group_count=feature_group_count, batch_group_count=1, precision=precision,
-        preferred_element_type=preferred_element_type)
+        g,
+        kernel,
+        window_strides=lhs_dilation,
+        padding=pads,
+        lhs_dilation=window_strides,
+        rhs_dilation=rhs_dilation,
+        dimension_numbers=trans_dnums,
+        feature_group_count=feature_group_count,
+        batch_group_count=1,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
     if out.dtype != lhs_aval.dtype:
         out = lax.convert_element_type(out, lhs_aval.dtype)
     if batch_group_count > 1:
@@ -323,41 +426,70 @@ def _conv_transpose_lhs(g, lhs_aval, rhs, *, window_strides, padding, lhs_dilati
     return out
 
 
-def _conv_vjp_rhs_padding(in_shape, window_dimensions, window_strides, out_shape, padding,
-                         lhs_dilation, rhs_dilation) -> tuple[tuple[int, int], ...]:
+def _conv_vjp_rhs_padding(
+    in_shape, window_dimensions, window_strides, out_shape, padding, lhs_dilation, rhs_dilation
+) -> tuple[tuple[int, int], ...]:
     """The padding of lhs in the convolution of lhs with the cotangent that gives the kernel's
     cotangent (JAX's ``_conv_general_vjp_rhs_padding``)."""
     pads = []
-    for n, w, s, o, (lo, _), ld, wd in zip(in_shape, window_dimensions, window_strides,
-                                           out_shape, padding, lhs_dilation, rhs_dilation):
+    for n, w, s, o, (lo, _), ld, wd in zip(
+        in_shape, window_dimensions, window_strides, out_shape, padding, lhs_dilation, rhs_dilation
+    ):
         hi = dilate_dim(o, s) - dilate_dim(n, ld) + dilate_dim(w, wd) - lo - 1
         pads.append((lo, hi))
     return tuple(pads)
 
 
-def _conv_transpose_rhs(g, lhs, rhs_aval, *, window_strides, padding, lhs_dilation,
-                        rhs_dilation, dimension_numbers, feature_group_count,
-                        batch_group_count, precision, preferred_element_type):
+def _conv_transpose_rhs(
+    g,
+    lhs,
+    rhs_aval,
+    *,
+    window_strides,
+    padding,
+    lhs_dilation,
+    rhs_dilation,
+    dimension_numbers,
+    feature_group_count,
+    batch_group_count,
+    precision,
+    preferred_element_type,
+):
     from fungrad import lax
+
     if core.get_aval(g).size == 0:  # no output: avoid a degenerate conv with empty windows
         return Zero(rhs_aval.strip_weak_type())
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     lhs_shape = core.get_aval(lhs).shape
     # feature groups of the forward conv become batch groups here, and vice versa
     feature_group_count, batch_group_count = batch_group_count, feature_group_count
-    trans_dnums = ConvDimensionNumbers(_spec_transpose(lhs_spec), _spec_transpose(out_spec),
-                                       _spec_transpose(rhs_spec))
+    trans_dnums = ConvDimensionNumbers(
+        _spec_transpose(lhs_spec), _spec_transpose(out_spec), _spec_transpose(rhs_spec)
+    )
     pads = _conv_vjp_rhs_padding(
-        [lhs_shape[d] for d in lhs_spec[2:]], [rhs_aval.shape[d] for d in rhs_spec[2:]],
-        window_strides, [core.get_aval(g).shape[d] for d in out_spec[2:]], padding,
-        lhs_dilation, rhs_dilation)
+        [lhs_shape[d] for d in lhs_spec[2:]],
+        [rhs_aval.shape[d] for d in rhs_spec[2:]],
+        window_strides,
+        [core.get_aval(g).shape[d] for d in out_spec[2:]],
+        padding,
+        lhs_dilation,
+        rhs_dilation,
+    )
     if lhs.dtype != g.dtype:
         lhs = lax.convert_element_type(lhs, g.dtype)
     out = conv_general_dilated_p.bind(
-        lhs, g, window_strides=rhs_dilation, padding=pads, lhs_dilation=lhs_dilation,
-        rhs_dilation=window_strides, dimension_numbers=trans_dnums,
-        feature_group_count=feature_group_count, batch_group_count=batch_group_count,
-        precision=precision, preferred_element_type=preferred_element_type)
+        lhs,
+        g,
+        window_strides=rhs_dilation,
+        padding=pads,
+        lhs_dilation=lhs_dilation,
+        rhs_dilation=window_strides,
+        dimension_numbers=trans_dnums,
+        feature_group_count=feature_group_count,
+        batch_group_count=batch_group_count,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
     if out.dtype != rhs_aval.dtype:
         out = lax.convert_element_type(out, rhs_aval.dtype)
     return out
@@ -365,27 +497,36 @@ def _conv_transpose_rhs(g, lhs, rhs_aval, *, window_strides, padding, lhs_dilati
 
 def _conv_transpose(ct, lhs, rhs, **params):
     if is_undefined_primal(lhs) and is_undefined_primal(rhs):
-        raise TypeError("conv_general_dilated: cannot transpose with respect to both operands "
-                        "(the convolution of two linear inputs is not linear)")
+        raise TypeError(
+            "conv_general_dilated: cannot transpose with respect to both operands "
+            "(the convolution of two linear inputs is not linear)"
+        )
     if is_undefined_primal(lhs):
         return [_conv_transpose_lhs(ct, lhs.aval, rhs, **params), None]
     return [None, _conv_transpose_rhs(ct, lhs, rhs.aval, **params)]
 
 
-def _conv_batch(axis_size, args, dims, *, dimension_numbers, feature_group_count,
-                batch_group_count, **params):
+def _conv_batch(
+    axis_size, args, dims, *, dimension_numbers, feature_group_count, batch_group_count, **params
+):
     (lhs, rhs), (lbd, rbd) = args, dims
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     lhs_aval, rhs_aval = core.get_aval(lhs), core.get_aval(rhs)
     fgc, bgc = feature_group_count, batch_group_count
 
     def conv(x, y, fgc=fgc, bgc=bgc):
-        return conv_general_dilated_p.bind(x, y, dimension_numbers=dimension_numbers,
-                                           feature_group_count=fgc, batch_group_count=bgc,
-                                           **params)
+        return conv_general_dilated_p.bind(
+            x,
+            y,
+            dimension_numbers=dimension_numbers,
+            feature_group_count=fgc,
+            batch_group_count=bgc,
+            **params,
+        )
 
     if axis_size == 0:  # reshapes into N/C/O cannot carry a zero-sized batch
         from fungrad import lax
+
         lshape = list(lhs_aval.shape)
         rshape = list(rhs_aval.shape)
         if lbd is not None:
@@ -393,9 +534,13 @@ def _conv_batch(axis_size, args, dims, *, dimension_numbers, feature_group_count
         if rbd is not None:
             del rshape[rbd]
         out = conv_general_dilated_p.abstract_eval(
-            ShapedArray(tuple(lshape), lhs_aval.dtype), ShapedArray(tuple(rshape), rhs_aval.dtype),
-            dimension_numbers=dimension_numbers, feature_group_count=fgc,
-            batch_group_count=bgc, **params)
+            ShapedArray(tuple(lshape), lhs_aval.dtype),
+            ShapedArray(tuple(rshape), rhs_aval.dtype),
+            dimension_numbers=dimension_numbers,
+            feature_group_count=fgc,
+            batch_group_count=bgc,
+            **params,
+        )
         return lax.full((0,) + out.shape, 0, out.dtype), 0
 
     if lbd is not None and rbd is not None:
@@ -446,13 +591,24 @@ def _int_tuple(what: str, values, n: int, default: int = 1) -> tuple[int, ...]:
     try:
         return tuple(operator.index(v) for v in values)
     except TypeError:
-        raise TypeError(f"conv_general_dilated: {what} must be a sequence of ints, got "
-                        f"{values!r}") from None
+        raise TypeError(
+            f"conv_general_dilated: {what} must be a sequence of ints, got {values!r}"
+        ) from None
 
 
-def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
-                         rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
-                         batch_group_count=1, precision=None, preferred_element_type=None):
+def conv_general_dilated(
+    lhs,
+    rhs,
+    window_strides,
+    padding,
+    lhs_dilation=None,
+    rhs_dilation=None,
+    dimension_numbers=None,
+    feature_group_count=1,
+    batch_group_count=1,
+    precision=None,
+    preferred_element_type=None,
+):
     """General n-dimensional convolution with strides, padding, dilations and groups (XLA's
     ConvGeneralDilated; it cross-correlates, the kernel is not flipped).
 
@@ -481,18 +637,32 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     x, y = operand(lhs, "conv_general_dilated"), operand(rhs, "conv_general_dilated")
     algorithm = as_algorithm(precision)
     if algorithm is not None:
-        x, y, acc, finish = apply_algorithm("conv_general_dilated", x, y, algorithm,
-                                            preferred_element_type)
-        return finish(conv_general_dilated(
-            x, y, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-            feature_group_count, batch_group_count, None, acc))
+        x, y, acc, finish = apply_algorithm(
+            "conv_general_dilated", x, y, algorithm, preferred_element_type
+        )
+        return finish(
+            conv_general_dilated(
+                x,
+                y,
+                window_strides,
+                padding,
+                lhs_dilation,
+                rhs_dilation,
+                dimension_numbers,
+                feature_group_count,
+                batch_group_count,
+                None,
+                acc,
+            )
+        )
     dnums = conv_dimension_numbers(x.shape, y.shape, dimension_numbers)
     nsp = max(x.ndim - 2, 0)
     window_strides = _int_tuple("window_strides", window_strides, nsp)
-    if isinstance(padding, str) and lhs_dilation is not None and any(d != 1 for d in
-                                                                       lhs_dilation):
-        raise ValueError("conv_general_dilated: string padding is not supported with "
-                         "lhs_dilation; give explicit (low, high) pairs or use conv_transpose")
+    if isinstance(padding, str) and lhs_dilation is not None and any(d != 1 for d in lhs_dilation):
+        raise ValueError(
+            "conv_general_dilated: string padding is not supported with "
+            "lhs_dilation; give explicit (low, high) pairs or use conv_transpose"
+        )
     lhs_dilation = _int_tuple("lhs_dilation", lhs_dilation, nsp)
     rhs_dilation = _int_tuple("rhs_dilation", rhs_dilation, nsp)
     if isinstance(padding, str):
@@ -503,32 +673,64 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     try:
         padding = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
     except (TypeError, ValueError):
-        raise ValueError("conv_general_dilated: padding must be a string or a sequence of "
-                         f"(low, high) integer pairs, got {padding!r}") from None
-    preferred = None if preferred_element_type is None else \
-        dtypes.canonicalize_dtype(preferred_element_type)
+        raise ValueError(
+            "conv_general_dilated: padding must be a string or a sequence of "
+            f"(low, high) integer pairs, got {padding!r}"
+        ) from None
+    preferred = (
+        None
+        if preferred_element_type is None
+        else dtypes.canonicalize_dtype(preferred_element_type)
+    )
     return conv_general_dilated_p.bind(
-        x, y, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
-        rhs_dilation=rhs_dilation, dimension_numbers=dnums,
+        x,
+        y,
+        window_strides=window_strides,
+        padding=padding,
+        lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation,
+        dimension_numbers=dnums,
         feature_group_count=operator.index(feature_group_count),
         batch_group_count=operator.index(batch_group_count),
         precision=canonicalize_precision(precision),
-        preferred_element_type=preferred)
+        preferred_element_type=preferred,
+    )
 
 
 def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
     """Convolution with ``NC...``/``OI...`` layouts and ``"SAME"``/``"VALID"`` padding."""
-    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
-                                preferred_element_type=preferred_element_type)
+    return conv_general_dilated(
+        lhs,
+        rhs,
+        window_strides,
+        padding,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
 
 
-def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
-                              precision=None, preferred_element_type=None):
+def conv_with_general_padding(
+    lhs,
+    rhs,
+    window_strides,
+    padding,
+    lhs_dilation,
+    rhs_dilation,
+    precision=None,
+    preferred_element_type=None,
+):
     """Convolution with ``NC...``/``OI...`` layouts, explicit or string padding and
     dilations."""
-    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
-                                rhs_dilation=rhs_dilation, precision=precision,
-                                preferred_element_type=preferred_element_type)
+    return conv_general_dilated(
+        lhs,
+        rhs,
+        window_strides,
+        padding,
+        lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
 
 
 def _conv_transpose_padding(k: int, s: int, padding) -> tuple[int, int]:
@@ -546,9 +748,18 @@ def _conv_transpose_padding(k: int, s: int, padding) -> tuple[int, int]:
     return pad_a, pad_len - pad_a
 
 
-def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
-                   transpose_kernel=False, precision=None, preferred_element_type=None,
-                   use_consistent_padding=False):
+def conv_transpose(
+    lhs,
+    rhs,
+    strides,
+    padding,
+    rhs_dilation=None,
+    dimension_numbers=None,
+    transpose_kernel=False,
+    precision=None,
+    preferred_element_type=None,
+    use_consistent_padding=False,
+):
     """Transposed ("fractionally strided") convolution, computed directly as a convolution of
     the stride-dilated input, as JAX does.
 
@@ -567,14 +778,22 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
     """
     x, y = operand(lhs, "conv_transpose"), operand(rhs, "conv_transpose")
     if x.ndim != y.ndim or x.ndim < 2:
-        raise TypeError(f"conv_transpose: lhs and rhs must have equal rank, at least 2, got "
-                        f"shapes {x.shape} and {y.shape}")
+        raise TypeError(
+            f"conv_transpose: lhs and rhs must have equal rank, at least 2, got "
+            f"shapes {x.shape} and {y.shape}"
+        )
     if dimension_numbers is None:
-        defaults = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"),
-                    4: ("NHWC", "HWIO", "NHWC"), 5: ("NHWDC", "HWDIO", "NHWDC")}
+        defaults = {
+            2: ("NC", "IO", "NC"),
+            3: ("NHC", "HIO", "NHC"),
+            4: ("NHWC", "HWIO", "NHWC"),
+            5: ("NHWDC", "HWDIO", "NHWDC"),
+        }
         if x.ndim not in defaults:
-            raise ValueError(f"conv_transpose: no default dimension_numbers for rank {x.ndim}; "
-                             "pass dimension_numbers")
+            raise ValueError(
+                f"conv_transpose: no default dimension_numbers for rank {x.ndim}; "
+                "pass dimension_numbers"
+            )
         dimension_numbers = defaults[x.ndim]
     dnums = conv_dimension_numbers(x.shape, y.shape, dimension_numbers)
     nsp = x.ndim - 2
@@ -593,12 +812,21 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
         perm = list(range(y.ndim))
         perm[dnums.rhs_spec[0]], perm[dnums.rhs_spec[1]] = dnums.rhs_spec[1], dnums.rhs_spec[0]
         y = shape.transpose(y, tuple(perm))
-    return conv_general_dilated(x, y, (1,) * nsp, pads, strides, rhs_dilation, dnums,
-                                precision=precision,
-                                preferred_element_type=preferred_element_type)
+    return conv_general_dilated(
+        x,
+        y,
+        (1,) * nsp,
+        pads,
+        strides,
+        rhs_dilation,
+        dnums,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
 
 
 # -- lowering (fungrad/lowering/kernel.py) ------------------------------------------------------
+
 
 def _conv_input_index(ctx, p, k, *, stride, dilation, lo, lhs_dilation, size):
     """(valid, index) of the lhs element under output position ``p`` and window offset ``k``
@@ -606,8 +834,10 @@ def _conv_input_index(ctx, p, k, *, stride, dilation, lo, lhs_dilation, size):
     ``p * stride + k * dilation``; it holds an element when it is past the low padding, on the
     lhs dilation grid and before the end. ``index`` is clamped, so the load is always in
     bounds (the caller zeroes it where ``valid`` is false)."""
-    q = ctx.iadd(ctx.iadd(ctx.imul(p, ctx.iconst(stride)), ctx.imul(k, ctx.iconst(dilation))),
-                 ctx.iconst(-lo))
+    q = ctx.iadd(
+        ctx.iadd(ctx.imul(p, ctx.iconst(stride)), ctx.imul(k, ctx.iconst(dilation))),
+        ctx.iconst(-lo),
+    )
     valid = ctx.op("ge", q, ctx.iconst(0))
     qc = kernel.clamp_index(ctx, q, 0, lhs_dilation * size)
     if lhs_dilation > 1:
@@ -642,8 +872,15 @@ def _conv_patches(ctx, x, n, pos, ks, ci, *, c_base, zero, acc, params, times=No
     li, valid = [n], None
     for k in range(len(pos)):
         v, i = _conv_input_index(
-            ctx, pos[k], ks[k], stride=window_strides[k], dilation=rhs_dilation[k],
-            lo=padding[k][0], lhs_dilation=lhs_dilation[k], size=in_sp[k])
+            ctx,
+            pos[k],
+            ks[k],
+            stride=window_strides[k],
+            dilation=rhs_dilation[k],
+            lo=padding[k][0],
+            lhs_dilation=lhs_dilation[k],
+            size=in_sp[k],
+        )
         li.append(i)
         valid = v if valid is None else ctx.op("and", valid, v)
     li.append(ctx.iadd(c_base, ci))
@@ -653,29 +890,37 @@ def _conv_patches(ctx, x, n, pos, ks, ci, *, c_base, zero, acc, params, times=No
     return xv if valid is None else ctx.select(valid, xv, zero)
 
 
-def _conv_as_gemm(ctx, x, rhs, rhs_spec, out_spec, canonical, out_shape, extents, acc, zero,
-                  params):
+def _conv_as_gemm(
+    ctx, x, rhs, rhs_spec, out_spec, canonical, out_shape, extents, acc, zero, params
+):
     """im2col: the (masked) lhs windows stored as a (N*spatial, window*I) matrix, multiplied by
     the kernel as a (window*I, O) matrix in a Gemm step (as dot_general); the (N, spatial..., O)
     product is read back in the output's dimension order."""
     from fungrad.lowering.fusion import Gemm
+
     nsp = len(canonical) - 2
     o_total = canonical[1]
     spatial = canonical[2:]
 
     def patch(idx):
-        n, pos, ks, ci = idx[0], idx[1:1 + nsp], idx[1 + nsp:1 + 2 * nsp], idx[-1]
-        return _conv_patches(ctx, x, n, pos, ks, ci, c_base=ctx.iconst(0), zero=zero, acc=acc,
-                             params=params)
-    patches = ctx.materialize(kernel.from_fn((canonical[0], *spatial, *extents), acc, patch,
-                                             "conv_general_dilated patches"))
+        n, pos, ks, ci = idx[0], idx[1 : 1 + nsp], idx[1 + nsp : 1 + 2 * nsp], idx[-1]
+        return _conv_patches(
+            ctx, x, n, pos, ks, ci, c_base=ctx.iconst(0), zero=zero, acc=acc, params=params
+        )
+
+    patches = ctx.materialize(
+        kernel.from_fn(
+            (canonical[0], *spatial, *extents), acc, patch, "conv_general_dilated patches"
+        )
+    )
     w = _stored_in_order(ctx, rhs, (*rhs_spec[2:], rhs_spec[1], rhs_spec[0]))
     w_buf = w.buffer if w.buffer is not None else w.view[0]
     planner = ctx.planner
     c = planner.new_buffer((canonical[0], *spatial, o_total), acc, "temp")
     m, k = canonical[0] * math.prod(spatial), math.prod(extents)
-    planner.add_step(Gemm("conv_general_dilated", patches.buffer, w_buf, c, m, o_total, k,
-                          False, False))
+    planner.add_step(
+        Gemm("conv_general_dilated", patches.buffer, w_buf, c, m, o_total, k, False, False)
+    )
     prod = planner.buffer_tensor(c, "conv_general_dilated")
     perm = [0] * len(out_shape)  # output dim -> dim of the (N, spatial..., O) product
     perm[out_spec[0]], perm[out_spec[1]] = 0, nsp + 1
@@ -687,9 +932,20 @@ def _conv_as_gemm(ctx, x, rhs, rhs_spec, out_spec, canonical, out_shape, extents
 
 
 def _conv_general_dilated_lowering(
-        ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
-        dimension_numbers, feature_group_count, batch_group_count, precision,
-        preferred_element_type):
+    ctx,
+    lhs,
+    rhs,
+    *,
+    window_strides,
+    padding,
+    lhs_dilation,
+    rhs_dilation,
+    dimension_numbers,
+    feature_group_count,
+    batch_group_count,
+    precision,
+    preferred_element_type,
+):
     """Float convolutions without groups whose product the backend's policy wants as a Gemm
     (``wants_gemm``) are an im2col matrix product (:func:`_conv_as_gemm`). Otherwise an
     inline reduction per output element over (window offsets, input feature in the group), the
@@ -711,9 +967,14 @@ def _conv_general_dilated_lowering(
     i_size = rhs.shape[rhs_spec[1]]
     in_sp = [lhs.shape[lhs_spec[k + 2]] for k in range(nsp)]
     win = [rhs.shape[rhs_spec[k + 2]] for k in range(nsp)]
-    spatial = [strided_windows(dilate_dim(in_sp[k], lhs_dilation[k]) + sum(padding[k]),
-                               dilate_dim(win[k], rhs_dilation[k]), window_strides[k])
-               for k in range(nsp)]
+    spatial = [
+        strided_windows(
+            dilate_dim(in_sp[k], lhs_dilation[k]) + sum(padding[k]),
+            dilate_dim(win[k], rhs_dilation[k]),
+            window_strides[k],
+        )
+        for k in range(nsp)
+    ]
     bg, fg = batch_group_count, feature_group_count
     canonical = (n_total // bg, o_total, *spatial)
     out_shape = [0] * len(out_spec)
@@ -721,22 +982,30 @@ def _conv_general_dilated_lowering(
         out_shape[d] = canonical[k]
     extents = [*win, i_size]
     if 0 in extents or 0 in out_shape:
-        return kernel.from_fn(tuple(out_shape), out_dtype,
-                              lambda idx: ctx.const(0, out_dtype), "conv_general_dilated")
+        return kernel.from_fn(
+            tuple(out_shape), out_dtype, lambda idx: ctx.const(0, out_dtype), "conv_general_dilated"
+        )
     single = math.prod(extents) == 1  # one product per output element, its sign kept (XLA)
     lhs_order = (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])  # (N, spatial..., C)
     zero = ctx.const(0, acc)
     params = (window_strides, padding, lhs_dilation, rhs_dilation, in_sp)
     m, k = canonical[0] * math.prod(spatial), math.prod(extents)
-    if (bg == 1 and fg == 1 and acc.kind == "f" and lhs.dtype == rhs.dtype == out_dtype == acc
-            and not single and m * k * acc.itemsize <= _GEMM_MAX_PATCH_BYTES
-            and ctx.planner.policy.wants_gemm(m, o_total, k, 1, acc)):
+    if (
+        bg == 1
+        and fg == 1
+        and acc.kind == "f"
+        and lhs.dtype == rhs.dtype == out_dtype == acc
+        and not single
+        and m * k * acc.itemsize <= _GEMM_MAX_PATCH_BYTES
+        and ctx.planner.policy.wants_gemm(m, o_total, k, 1, acc)
+    ):
         x = None  # the patches read a stored lhs in any layout
         if lhs.size:
             x = kernel.transposed(ctx, lhs, lhs_order, "conv_general_dilated operand")
             x = x if x.view is not None else ctx.materialize(x)
-        return _conv_as_gemm(ctx, x, rhs, rhs_spec, out_spec, canonical, out_shape, extents,
-                             acc, zero, params)
+        return _conv_as_gemm(
+            ctx, x, rhs, rhs_spec, out_spec, canonical, out_shape, extents, acc, zero, params
+        )
     x = None if lhs.size == 0 else _stored_in_order(ctx, lhs, lhs_order)
     w = _stored_in_order(ctx, rhs, (rhs_spec[0], *rhs_spec[2:], rhs_spec[1]))  # (O, window.., I)
 
@@ -746,18 +1015,34 @@ def _conv_general_dilated_lowering(
         if bg > 1:  # batch group g of the output features reads batch slice g
             g = ctx.idiv(o, ctx.iconst(o_total // bg))
             n = ctx.iadd(ctx.imul(g, ctx.iconst(n_total // bg)), n)
-        c_base = ctx.imul(ctx.idiv(o, ctx.iconst(o_total // fg)), ctx.iconst(i_size)) \
-            if fg > 1 else ctx.iconst(0)
+        c_base = (
+            ctx.imul(ctx.idiv(o, ctx.iconst(o_total // fg)), ctx.iconst(i_size))
+            if fg > 1
+            else ctx.iconst(0)
+        )
 
         def body(*r):
             ks, ci = r[:nsp], r[nsp]
             wv = ctx.convert(w.at((o, *ks, ci)), acc)
             if single:  # the one product, zero where it falls on padding (XLA)
-                return _conv_patches(ctx, x, n, pos, ks, ci, c_base=c_base, zero=zero,
-                                     acc=acc, params=params, times=wv)
-            xv = _conv_patches(ctx, x, n, pos, ks, ci, c_base=c_base, zero=zero, acc=acc,
-                               params=params)
+                return _conv_patches(
+                    ctx,
+                    x,
+                    n,
+                    pos,
+                    ks,
+                    ci,
+                    c_base=c_base,
+                    zero=zero,
+                    acc=acc,
+                    params=params,
+                    times=wv,
+                )
+            xv = _conv_patches(
+                ctx, x, n, pos, ks, ci, c_base=c_base, zero=zero, acc=acc, params=params
+            )
             return ctx.op("mul", xv, wv)
+
         if single:
             return ctx.convert(body(*[ctx.iconst(0)] * len(extents)), out_dtype)
         return ctx.convert(ctx.reduce("add", extents, body), out_dtype)

@@ -39,11 +39,13 @@ __all__ = ["custom_root", "custom_linear_solve", "linear_solve_p"]
 
 # -- tracing the user's functions ----------------------------------------------------------
 
+
 def _trace(fname: str, what: str, fun, in_trees_avals):
     """Trace ``fun(*pytrees)`` at the flat avals of its argument pytrees. Returns
     ``(closed, consts, out_tree)``: the jaxpr takes ``(*consts, *flat_args)``, where
     ``consts`` are the traced values ``fun`` closes over."""
     from fungrad.transforms.staging import hoist_tracer_consts, trace_to_jaxpr
+
     trees = [t for t, _ in in_trees_avals]
     sizes = [len(a) for _, a in in_trees_avals]
     avals = [a for _, av in in_trees_avals for a in av]
@@ -52,7 +54,7 @@ def _trace(fname: str, what: str, fun, in_trees_avals):
     def flat(*leaves):
         args, i = [], 0
         for t, n in zip(trees, sizes):
-            args.append(tree_util.tree_unflatten(t, leaves[i:i + n]))
+            args.append(tree_util.tree_unflatten(t, leaves[i : i + n]))
             i += n
         out = fun(*args)
         out_leaves, tree = tree_util.tree_flatten(out)
@@ -63,23 +65,30 @@ def _trace(fname: str, what: str, fun, in_trees_avals):
     return closed, list(consts), out_tree[0]
 
 
-def _check_tree(fname: str, what: str, got_tree, got_avals, want_tree, want_avals,
-                has_aux: bool):
+def _check_tree(fname: str, what: str, got_tree, got_avals, want_tree, want_avals, has_aux: bool):
     if has_aux:
-        if got_tree.num_leaves == 0 or got_tree.node_type is not tuple or \
-                len(got_tree.children) != 2:
-            raise TypeError(f"{fname}: with has_aux=True, {what} must return a pair "
-                            f"(solution, aux), got a {got_tree}")
+        if (
+            got_tree.num_leaves == 0
+            or got_tree.node_type is not tuple
+            or len(got_tree.children) != 2
+        ):
+            raise TypeError(
+                f"{fname}: with has_aux=True, {what} must return a pair "
+                f"(solution, aux), got a {got_tree}"
+            )
         got_tree = got_tree.children[0]
-        got_avals = got_avals[:got_tree.num_leaves]
+        got_avals = got_avals[: got_tree.num_leaves]
     if got_tree != want_tree:
-        raise TypeError(f"{fname}: {what} must return the pytree structure of {want_tree}, got "
-                        f"{got_tree}")
+        raise TypeError(
+            f"{fname}: {what} must return the pytree structure of {want_tree}, got {got_tree}"
+        )
     got = [a.strip_weak_type() for a in got_avals]
     want = [a.strip_weak_type() for a in want_avals]
     if [(a.shape, a.dtype) for a in got] != [(a.shape, a.dtype) for a in want]:
-        raise TypeError(f"{fname}: {what} must return arrays of shapes and dtypes "
-                        f"{[a.str_short() for a in want]}, got {[a.str_short() for a in got]}")
+        raise TypeError(
+            f"{fname}: {what} must return arrays of shapes and dtypes "
+            f"{[a.str_short() for a in want]}, got {[a.str_short() for a in got]}"
+        )
 
 
 def _leaves_avals(fname: str, what: str, tree_value):
@@ -90,10 +99,11 @@ def _leaves_avals(fname: str, what: str, tree_value):
 
 # -- linear_solve_p ---------------------------------------------------------------------------
 
+
 def _split(args, const_lengths):
     out, i = [], 0
     for n in const_lengths:
-        out.append(list(args[i:i + n]))
+        out.append(list(args[i : i + n]))
         i += n
     return out, list(args[i:])
 
@@ -106,10 +116,12 @@ def _linear_solve_impl(*args, const_lengths, jaxprs):
 def _linear_solve_abstract_eval(*avals, const_lengths, jaxprs):
     (_, _, _, _), b = _split(avals, const_lengths)
     outs = jaxprs[2].out_avals
-    if [(a.shape, a.dtype) for a in outs[:len(b)]] != [(a.shape, a.dtype) for a in b]:
-        raise TypeError("linear_solve: the solve jaxpr's solution does not match b: "
-                        f"{[a.str_short() for a in outs[:len(b)]]} vs "
-                        f"{[a.str_short() for a in b]}")
+    if [(a.shape, a.dtype) for a in outs[: len(b)]] != [(a.shape, a.dtype) for a in b]:
+        raise TypeError(
+            "linear_solve: the solve jaxpr's solution does not match b: "
+            f"{[a.str_short() for a in outs[: len(b)]]} vs "
+            f"{[a.str_short() for a in b]}"
+        )
     return [a.strip_weak_type() for a in outs]
 
 
@@ -134,8 +146,11 @@ def _linear_solve_jvp(primals, tangents, *, const_lengths, jaxprs):
         # the change of the map at fixed x: jvp of matvec in the values it closes over
         _, a_dot_x = jvp_flat(lambda *c: _eval(jaxprs[0], c, *x), list(mc), list(mc_dot))
         from fungrad import lax
-        rhs = [r if type(a) is Zero else (lax.neg(a) if type(r) is Zero else lax.sub(r, a))
-               for r, a in zip(rhs, a_dot_x)]
+
+        rhs = [
+            r if type(a) is Zero else (lax.neg(a) if type(r) is Zero else lax.sub(r, a))
+            for r, a in zip(rhs, a_dot_x)
+        ]
     if all(type(r) is Zero for r in rhs):
         return outs, zeros
     rhs = [instantiate_zeros(r) for r in rhs]
@@ -153,20 +168,31 @@ def _transposed(const_lengths, jaxprs):
 def _linear_solve_transpose(cts, *args, const_lengths, jaxprs):
     groups, b = _split(args, const_lengths)
     if any(type(c) is UndefPrimal for g in groups for c in g):
-        raise TypeError("custom_linear_solve: cannot transpose with respect to the values "
-                        "matvec/solve close over (the solve is linear in b only)")
+        raise TypeError(
+            "custom_linear_solve: cannot transpose with respect to the values "
+            "matvec/solve close over (the solve is linear in b only)"
+        )
     n = len(b)
     ct_x = cts[:n]
     if all(type(c) is Zero for c in ct_x):
         return [None] * sum(const_lengths) + [Zero(a.aval) for a in b]
     if jaxprs[3] is None:
-        raise TypeError("custom_linear_solve: transpose_solve is required for reverse-mode "
-                        "differentiation (pass transpose_solve, or symmetric=True when the "
-                        "operator is symmetric)")
+        raise TypeError(
+            "custom_linear_solve: transpose_solve is required for reverse-mode "
+            "differentiation (pass transpose_solve, or symmetric=True when the "
+            "operator is symmetric)"
+        )
     t_lengths, t_jaxprs = _transposed(const_lengths, jaxprs)
     m, v, s, t = groups
-    outs = linear_solve_p.bind(*v, *m, *t, *s, *[instantiate_zeros(c) for c in ct_x],
-                               const_lengths=t_lengths, jaxprs=t_jaxprs)
+    outs = linear_solve_p.bind(
+        *v,
+        *m,
+        *t,
+        *s,
+        *[instantiate_zeros(c) for c in ct_x],
+        const_lengths=t_lengths,
+        jaxprs=t_jaxprs,
+    )
     return [None] * sum(const_lengths) + list(outs[:n])
 
 
@@ -180,17 +206,21 @@ def _linear_solve_batch(axis_size, args, dims, *, const_lengths, jaxprs):
             continue
         in_b = [d is not None for d in gd] + [True] * (len(j.in_avals) - len(gd))
         new_jaxprs.append(batch_jaxpr(j, axis_size, in_b, instantiate=True)[0])
-    consts = [c if d is None else moveaxis(c, d, 0)
-              for g, gd in zip(groups, groups_d) for c, d in zip(g, gd)]
+    consts = [
+        c if d is None else moveaxis(c, d, 0)
+        for g, gd in zip(groups, groups_d)
+        for c, d in zip(g, gd)
+    ]
     from fungrad.transforms.vmap import bdim_at_front
+
     bs = [bdim_at_front(x, d, axis_size) for x, d in zip(b, b_d)]
-    outs = linear_solve_p.bind(*consts, *bs, const_lengths=const_lengths,
-                               jaxprs=tuple(new_jaxprs))
+    outs = linear_solve_p.bind(*consts, *bs, const_lengths=const_lengths, jaxprs=tuple(new_jaxprs))
     return outs, [0] * len(outs)
 
 
 def _linear_solve_lowering(ctx, *args, const_lengths, jaxprs):
     from fungrad.ir import passes
+
     (_, _, sc, _), b = _split(args, const_lengths)
     return ctx.planner.lower_jaxpr(passes.inline_calls(jaxprs[2]), [*sc, *b])
 
@@ -201,8 +231,7 @@ batch_rules[linear_solve_p] = _linear_solve_batch
 kernel.register_lowering(linear_solve_p, _linear_solve_lowering)
 
 
-def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
-                        has_aux=False):
+def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False, has_aux=False):
     """``solve(matvec, b)``, differentiated implicitly (``jax.lax.custom_linear_solve``).
 
     ``matvec(x)`` is the linear map ``A`` (it may close over traced values, whose derivatives
@@ -212,6 +241,7 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
     mode; ``symmetric=True`` uses ``solve`` for it. Forward mode needs neither.
     """
     from fungrad.transforms.autodiff import linear_transpose
+
     fname = "custom_linear_solve"
     for name, fn in (("matvec", matvec), ("solve", solve)):
         if not callable(fn):
@@ -230,21 +260,25 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
     vc: list = []
     tc: list = []
     if transpose_solve is not None:
+
         def vecmat(y):
             (out,) = linear_transpose(matvec, b)(y)
             return out
 
         vm, vc, _ = _trace(fname, "vecmat", vecmat, arg)
-        tv, tc, tv_tree = _trace(fname, "transpose_solve",
-                                 lambda y: transpose_solve(vecmat, y), arg)
+        tv, tc, tv_tree = _trace(
+            fname, "transpose_solve", lambda y: transpose_solve(vecmat, y), arg
+        )
         _check_tree(fname, "transpose_solve", tv_tree, tv.out_avals, tree, avals, has_aux)
     const_lengths = (len(mc), len(vc), len(sc), len(tc))
-    outs = linear_solve_p.bind(*mc, *vc, *sc, *tc, *b_leaves, const_lengths=const_lengths,
-                               jaxprs=(mv, vm, sv, tv))
+    outs = linear_solve_p.bind(
+        *mc, *vc, *sc, *tc, *b_leaves, const_lengths=const_lengths, jaxprs=(mv, vm, sv, tv)
+    )
     return tree_util.tree_unflatten(sv_tree, outs)
 
 
 # -- custom_root ------------------------------------------------------------------------------
+
 
 def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     """``solve(f, initial_guess)``, a root ``x*`` of ``f``, differentiated by the implicit
@@ -256,6 +290,7 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     """
     from fungrad.transforms.autodiff import linearize
     from fungrad.transforms.custom import custom_jvp
+
     fname = "custom_root"
     for name, fn in (("f", f), ("solve", solve), ("tangent_solve", tangent_solve)):
         if not callable(fn):
@@ -277,16 +312,16 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
 
     @custom_jvp
     def root(*args):
-        return tuple(_eval(sj, args[nf:nf + ns], *args[nf + ns + nl:]))
+        return tuple(_eval(sj, args[nf : nf + ns], *args[nf + ns + nl :]))
 
     def root_jvp(primals, tangents):
         from fungrad import lax
-        fcs, lcs = primals[:nf], primals[nf + ns:nf + ns + nl]
+
+        fcs, lcs = primals[:nf], primals[nf + ns : nf + ns + nl]
         out = root(*primals)
         x = list(out[:n])
         # the change of f at the root, holding x fixed, through the values it closes over
-        _, rhs = jvp_flat(lambda *c: _eval(fj, c, *x), list(fcs),
-                          [t for t in tangents[:nf]])
+        _, rhs = jvp_flat(lambda *c: _eval(fj, c, *x), list(fcs), [t for t in tangents[:nf]])
         rhs = [instantiate_zeros(r) for r in rhs]
         x_dot = [lax.neg(v) for v in _eval(lj, lcs, *x, *rhs)]
         aux_dot = [lax.full(get_aval(a).shape, 0, get_aval(a).dtype) for a in out[n:]]

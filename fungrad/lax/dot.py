@@ -53,9 +53,16 @@ class Precision(enum.Enum):
 
     @classmethod
     def _missing_(cls, value):
-        names = {"default": cls.DEFAULT, "fastest": cls.DEFAULT, "bfloat16": cls.DEFAULT,
-                 "high": cls.HIGH, "bfloat16_3x": cls.HIGH, "tensorfloat32": cls.HIGH,
-                 "highest": cls.HIGHEST, "float32": cls.HIGHEST}
+        names = {
+            "default": cls.DEFAULT,
+            "fastest": cls.DEFAULT,
+            "bfloat16": cls.DEFAULT,
+            "high": cls.HIGH,
+            "bfloat16_3x": cls.HIGH,
+            "tensorfloat32": cls.HIGH,
+            "highest": cls.HIGHEST,
+            "float32": cls.HIGHEST,
+        }
         return names.get(value.lower()) if isinstance(value, str) else None
 
     def __repr__(self):
@@ -79,24 +86,31 @@ def canonicalize_precision(precision):
         return (p, p)
     if isinstance(precision, (list, tuple)) and len(precision) == 2:
         return (_precision(precision[0]), _precision(precision[1]))
-    raise ValueError(f"precision must be None, a lax.Precision, one of its names ('default', "
-                     f"'high', 'highest', ...), a pair of those, or a lax.DotAlgorithm or "
-                     f"lax.DotAlgorithmPreset (or a preset's name), got {precision!r}")
+    raise ValueError(
+        f"precision must be None, a lax.Precision, one of its names ('default', "
+        f"'high', 'highest', ...), a pair of those, or a lax.DotAlgorithm or "
+        f"lax.DotAlgorithmPreset (or a preset's name), got {precision!r}"
+    )
 
 
 def _precision(p) -> Precision:
     if as_algorithm(p) is not None:
-        raise ValueError(f"precision: {p!r} is a dot algorithm, which applies to both operands: "
-                         "pass it alone, not in a pair")
+        raise ValueError(
+            f"precision: {p!r} is a dot algorithm, which applies to both operands: "
+            "pass it alone, not in a pair"
+        )
     try:
         return Precision(p)
     except ValueError:
-        raise ValueError(f"precision: {p!r} is not a lax.Precision or one of its names "
-                         "('default', 'high', 'highest', 'fastest', 'tensorfloat32', "
-                         "'float32', 'bfloat16')") from None
+        raise ValueError(
+            f"precision: {p!r} is not a lax.Precision or one of its names "
+            "('default', 'high', 'highest', 'fastest', 'tensorfloat32', "
+            "'float32', 'bfloat16')"
+        ) from None
 
 
 # -- result dtypes shared with conv_general_dilated ----------------------------------------------
+
 
 def check_preferred_element_type(name: str, input_dtype: np.dtype, preferred) -> np.dtype:
     """The result dtype of a contraction of ``input_dtype`` operands. As in JAX, integer
@@ -104,10 +118,13 @@ def check_preferred_element_type(name: str, input_dtype: np.dtype, preferred) ->
     if preferred is None:
         return input_dtype
     check_kinds(name, preferred, ANY, "preferred_element_type")
-    if input_dtype.kind in "iu" and (preferred.kind == "b"
-                                     or preferred.itemsize < input_dtype.itemsize):
-        raise TypeError(f"{name}: preferred_element_type {preferred.name} must not be narrower "
-                        f"than the operand dtype {input_dtype.name}")
+    if input_dtype.kind in "iu" and (
+        preferred.kind == "b" or preferred.itemsize < input_dtype.itemsize
+    ):
+        raise TypeError(
+            f"{name}: preferred_element_type {preferred.name} must not be narrower "
+            f"than the operand dtype {input_dtype.name}"
+        )
     return preferred
 
 
@@ -116,8 +133,10 @@ def accumulation_dtype(input_dtype: np.dtype, out_dtype: np.dtype) -> np.dtype:
     accumulates in float32), int64 for integer and bool inputs (products wrap modulo 2**64, so
     the final cast gives XLA's wrapped result) unless the result is float."""
     if input_dtype.kind == "f" or out_dtype.kind == "f":
-        widest = max(input_dtype.itemsize if input_dtype.kind == "f" else 0,
-                     out_dtype.itemsize if out_dtype.kind == "f" else 0)
+        widest = max(
+            input_dtype.itemsize if input_dtype.kind == "f" else 0,
+            out_dtype.itemsize if out_dtype.kind == "f" else 0,
+        )
         return np.dtype(np.float64 if widest == 8 else np.float32)
     return np.dtype(np.int64)
 
@@ -134,31 +153,38 @@ def cast_result(x: np.ndarray, out_dtype: np.dtype):
 
 # -- dot_general --------------------------------------------------------------------------------
 
+
 def _check_dims(side: str, shape, contract, batch) -> None:
     name = "dot_general"
     if any(not 0 <= d < len(shape) for d in contract + batch):
-        raise TypeError(f"{name}: {side} dimension numbers must be in [0, {len(shape)}) for "
-                        f"{side} of shape {shape}, got {side}_contracting {contract} and "
-                        f"{side}_batch {batch}")
+        raise TypeError(
+            f"{name}: {side} dimension numbers must be in [0, {len(shape)}) for "
+            f"{side} of shape {shape}, got {side}_contracting {contract} and "
+            f"{side}_batch {batch}"
+        )
     if len(set(contract)) != len(contract) or len(set(batch)) != len(batch):
-        raise TypeError(f"{name}: {side} dimension numbers must be distinct, got "
-                        f"{side}_contracting {contract} and {side}_batch {batch}")
+        raise TypeError(
+            f"{name}: {side} dimension numbers must be distinct, got "
+            f"{side}_contracting {contract} and {side}_batch {batch}"
+        )
     if set(contract) & set(batch):
-        raise TypeError(f"{name}: {side} batch dimensions {batch} overlap its contracting "
-                        f"dimensions {contract}")
+        raise TypeError(
+            f"{name}: {side} batch dimensions {batch} overlap its contracting dimensions {contract}"
+        )
 
 
 def _free_dims(ndim: int, contract, batch) -> tuple[int, ...]:
     return tuple(d for d in range(ndim) if d not in contract and d not in batch)
 
 
-def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
-                               preferred_element_type):
+def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     name = "dot_general"
     (lc, rc), (lb, rb) = dimension_numbers
     if lhs.dtype != rhs.dtype:
-        raise TypeError(f"{name} requires operands of the same dtype, got {lhs.dtype.name} and "
-                        f"{rhs.dtype.name} (convert one with lax.convert_element_type)")
+        raise TypeError(
+            f"{name} requires operands of the same dtype, got {lhs.dtype.name} and "
+            f"{rhs.dtype.name} (convert one with lax.convert_element_type)"
+        )
     check_kinds(name, lhs.dtype, ANY)
     _check_dims("lhs", lhs.shape, lc, lb)
     _check_dims("rhs", rhs.shape, rc, rb)
@@ -166,21 +192,26 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
         lsizes = tuple(lhs.shape[d] for d in ld)
         rsizes = tuple(rhs.shape[d] for d in rd)
         if lsizes != rsizes:
-            raise TypeError(f"{name}: {what} dimensions must have equal sizes, got lhs "
-                            f"{what} {ld} of shape {lhs.shape} (sizes {lsizes}) and rhs "
-                            f"{what} {rd} of shape {rhs.shape} (sizes {rsizes})")
+            raise TypeError(
+                f"{name}: {what} dimensions must have equal sizes, got lhs "
+                f"{what} {ld} of shape {lhs.shape} (sizes {lsizes}) and rhs "
+                f"{what} {rd} of shape {rhs.shape} (sizes {rsizes})"
+            )
     out_dtype = check_preferred_element_type(name, lhs.dtype, preferred_element_type)
-    shape = (tuple(lhs.shape[d] for d in lb)
-             + tuple(lhs.shape[d] for d in _free_dims(lhs.ndim, lc, lb))
-             + tuple(rhs.shape[d] for d in _free_dims(rhs.ndim, rc, rb)))
+    shape = (
+        tuple(lhs.shape[d] for d in lb)
+        + tuple(lhs.shape[d] for d in _free_dims(lhs.ndim, lc, lb))
+        + tuple(rhs.shape[d] for d in _free_dims(rhs.ndim, rc, rb))
+    )
     return ShapedArray(shape, out_dtype, lhs.weak_type and rhs.weak_type)
 
 
 @ignore_fp_errors
 def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-    return _dot_plan(lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, dimension_numbers,
-                     preferred_element_type)(lhs, rhs)
+    return _dot_plan(
+        lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, dimension_numbers, preferred_element_type
+    )(lhs, rhs)
 
 
 #: eager float32 matrix-vector products and dots contracting more than this many elements
@@ -198,8 +229,10 @@ def _chunked_product(a, c):
     (m, k), n = a.shape, c.shape[1]
     nc = k // EAGER_CHUNK
     cut = nc * EAGER_CHUNK
-    parts = np.matmul(a[:, :cut].reshape(m, nc, EAGER_CHUNK).transpose(1, 0, 2),
-                      c[:cut].reshape(nc, EAGER_CHUNK, n))
+    parts = np.matmul(
+        a[:, :cut].reshape(m, nc, EAGER_CHUNK).transpose(1, 0, 2),
+        c[:cut].reshape(nc, EAGER_CHUNK, n),
+    )
     total = parts.sum(axis=0, dtype=np.float64)
     if cut < k:
         total += np.dot(a[:, cut:], c[cut:])
@@ -219,12 +252,17 @@ def _dot_plan(lhs_shape, lhs_dtype, rhs_shape, rhs_dtype, dimension_numbers, pre
     acc = accumulation_dtype(lhs_dtype, out_dtype)
     lf = _free_dims(len(lhs_shape), lc, lb)
     rf = _free_dims(len(rhs_shape), rc, rb)
-    out_shape = (tuple(lhs_shape[d] for d in lb) + tuple(lhs_shape[d] for d in lf)
-                 + tuple(rhs_shape[d] for d in rf))
+    out_shape = (
+        tuple(lhs_shape[d] for d in lb)
+        + tuple(lhs_shape[d] for d in lf)
+        + tuple(rhs_shape[d] for d in rf)
+    )
     if 0 in out_shape or 0 in lhs_shape:  # an empty result, or an empty sum (zeros)
         return lambda lhs, rhs: cast_result(np.zeros(out_shape, acc), out_dtype)
-    b, m, n, k = (math.prod([shape[d] for d in dims]) for shape, dims in
-                  ((lhs_shape, lb), (lhs_shape, lf), (rhs_shape, rf), (lhs_shape, lc)))
+    b, m, n, k = (
+        math.prod([shape[d] for d in dims])
+        for shape, dims in ((lhs_shape, lb), (lhs_shape, lf), (rhs_shape, rf), (lhs_shape, lc))
+    )
     batched = bool(lb)
     a_shape, c_shape = ((b, m, k), (b, k, n)) if batched else ((m, k), (k, n))
     a_prep = _operand_prep(lhs_shape, lhs_dtype, lb + lf + lc, acc, a_shape)
@@ -273,7 +311,9 @@ def _operand_prep(shape, dtype, perm, acc, flat_shape):
 dot_general_p = standard_primitive("dot_general", _dot_general_impl, _dot_general_abstract_eval)
 specialized_impls[dot_general_p] = (
     lambda lhs, rhs, *, dimension_numbers, precision, preferred_element_type: _dot_plan(
-        lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, dimension_numbers, preferred_element_type))
+        lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, dimension_numbers, preferred_element_type
+    )
+)
 
 
 def _dot_general_jvp_lhs(t, lhs, rhs, **params):
@@ -310,21 +350,29 @@ def _transpose_lhs_layout(x_ndim: int, y_ndim: int, dimension_numbers, swap_ans:
     return dims, tuple(int(i) for i in np.argsort(unsorted_axes))
 
 
-def _dot_general_transpose_lhs(g, x_aval, y, *, dimension_numbers, precision,
-                               preferred_element_type, swap_ans=False):
+def _dot_general_transpose_lhs(
+    g, x_aval, y, *, dimension_numbers, precision, preferred_element_type, swap_ans=False
+):
     # JAX's _dot_general_transpose_lhs: contract g with y over y's free dims (and pair the batch
     # dims); the result comes out as (batch, x free, x contracting sorted by y's), which a
     # transpose puts back in x's order.
     from fungrad import lax
-    dims, out_axes = _transpose_lhs_layout(x_aval.ndim, core.get_aval(y).ndim,
-                                           dimension_numbers, swap_ans)
+
+    dims, out_axes = _transpose_lhs_layout(
+        x_aval.ndim, core.get_aval(y).ndim, dimension_numbers, swap_ans
+    )
     if g.dtype != y.dtype:  # a preferred_element_type: contract in the wider dtype
         common = np.promote_types(g.dtype, y.dtype)
         g = lax.convert_element_type(g, common)
         y = lax.convert_element_type(y, common)
         preferred_element_type = None
-    out = dot_general_p.bind(g, y, dimension_numbers=dims, precision=precision,
-                             preferred_element_type=preferred_element_type)
+    out = dot_general_p.bind(
+        g,
+        y,
+        dimension_numbers=dims,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
     x_bar = lax.transpose(out, out_axes)
     if x_bar.dtype != x_aval.dtype:
         x_bar = lax.convert_element_type(x_bar, x_aval.dtype)
@@ -334,18 +382,35 @@ def _dot_general_transpose_lhs(g, x_aval, y, *, dimension_numbers, precision,
 def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision, preferred_element_type):
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     if is_undefined_primal(x) and is_undefined_primal(y):
-        raise TypeError("dot_general: cannot transpose with respect to both operands (the "
-                        "product of two linear inputs is not linear)")
+        raise TypeError(
+            "dot_general: cannot transpose with respect to both operands (the "
+            "product of two linear inputs is not linear)"
+        )
     if is_undefined_primal(x):
-        return [_dot_general_transpose_lhs(ct, x.aval, y, dimension_numbers=dimension_numbers,
-                                           precision=precision,
-                                           preferred_element_type=preferred_element_type),
-                None]
+        return [
+            _dot_general_transpose_lhs(
+                ct,
+                x.aval,
+                y,
+                dimension_numbers=dimension_numbers,
+                precision=precision,
+                preferred_element_type=preferred_element_type,
+            ),
+            None,
+        ]
     swapped = ((y_contract, x_contract), (y_batch, x_batch))
-    return [None, _dot_general_transpose_lhs(ct, y.aval, x, dimension_numbers=swapped,
-                                             precision=precision,
-                                             preferred_element_type=preferred_element_type,
-                                             swap_ans=True)]
+    return [
+        None,
+        _dot_general_transpose_lhs(
+            ct,
+            y.aval,
+            x,
+            dimension_numbers=swapped,
+            precision=precision,
+            preferred_element_type=preferred_element_type,
+            swap_ans=True,
+        ),
+    ]
 
 
 def _bump(dims, b: int) -> tuple[int, ...]:
@@ -354,15 +419,15 @@ def _bump(dims, b: int) -> tuple[int, ...]:
     return tuple(d + (d >= b) for d in dims)
 
 
-def _dot_general_batch(axis_size, args, dims, *, dimension_numbers, precision,
-                       preferred_element_type):
+def _dot_general_batch(
+    axis_size, args, dims, *, dimension_numbers, precision, preferred_element_type
+):
     # JAX's _dot_general_batch_dim_nums: no data moves, only the dimension numbers change.
     (lhs, rhs), (lbd, rbd) = args, dims
     (lc, rc), (lb, rb) = dimension_numbers
     if lbd is not None and rbd is not None:
         # both vmapped: the vmapped dims become one more (leading) batch dimension
-        new = ((_bump(lc, lbd), _bump(rc, rbd)), ((lbd,) + _bump(lb, lbd),
-                                                   (rbd,) + _bump(rb, rbd)))
+        new = ((_bump(lc, lbd), _bump(rc, rbd)), ((lbd,) + _bump(lb, lbd), (rbd,) + _bump(rb, rbd)))
         out_dim = 0
     elif lbd is not None:
         # lhs only: the vmapped dim is one more free dimension of lhs
@@ -373,8 +438,13 @@ def _dot_general_batch(axis_size, args, dims, *, dimension_numbers, precision,
         rhs_free = _free_dims(core.get_aval(rhs).ndim, _bump(rc, rbd), _bump(rb, rbd))
         out_dim = core.get_aval(lhs).ndim - len(lc) + sum(1 for d in rhs_free if d < rbd)
         new = ((lc, _bump(rc, rbd)), (lb, _bump(rb, rbd)))
-    out = dot_general_p.bind(lhs, rhs, dimension_numbers=new, precision=precision,
-                             preferred_element_type=preferred_element_type)
+    out = dot_general_p.bind(
+        lhs,
+        rhs,
+        dimension_numbers=new,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
     return out, out_dim
 
 
@@ -386,12 +456,16 @@ batch_rules[dot_general_p] = _dot_general_batch
 def _dimension_numbers(dimension_numbers):
     try:
         (lc, rc), (lb, rb) = dimension_numbers
-        return ((tuple(map(operator.index, lc)), tuple(map(operator.index, rc))),
-                (tuple(map(operator.index, lb)), tuple(map(operator.index, rb))))
+        return (
+            (tuple(map(operator.index, lc)), tuple(map(operator.index, rc))),
+            (tuple(map(operator.index, lb)), tuple(map(operator.index, rb))),
+        )
     except (TypeError, ValueError):
-        raise TypeError("dot_general: dimension_numbers must be ((lhs_contracting, "
-                        "rhs_contracting), (lhs_batch, rhs_batch)), sequences of ints, got "
-                        f"{dimension_numbers!r}") from None
+        raise TypeError(
+            "dot_general: dimension_numbers must be ((lhs_contracting, "
+            "rhs_contracting), (lhs_batch, rhs_batch)), sequences of ints, got "
+            f"{dimension_numbers!r}"
+        ) from None
 
 
 def _promoted_operands(name: str, lhs, rhs):
@@ -402,8 +476,10 @@ def _promoted_operands(name: str, lhs, rhs):
     if x.dtype == y.dtype:
         return x, y
     dt, weak = dtypes.promote_types(dtypes.dtype_and_weak(x), dtypes.dtype_and_weak(y))
-    return (elementwise.convert_element_type(x, dt, weak_type=weak),
-            elementwise.convert_element_type(y, dt, weak_type=weak))
+    return (
+        elementwise.convert_element_type(x, dt, weak_type=weak),
+        elementwise.convert_element_type(y, dt, weak_type=weak),
+    )
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
@@ -425,14 +501,20 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     x, y = _promoted_operands("dot_general", lhs, rhs)
     algorithm = as_algorithm(precision)
     if algorithm is not None:
-        x, y, acc, finish = apply_algorithm("dot_general", x, y, algorithm,
-                                            preferred_element_type)
+        x, y, acc, finish = apply_algorithm("dot_general", x, y, algorithm, preferred_element_type)
         return finish(dot_general(x, y, dimension_numbers, None, acc))
-    preferred = None if preferred_element_type is None else \
-        dtypes.canonicalize_dtype(preferred_element_type)
-    return dot_general_p.bind(x, y, dimension_numbers=_dimension_numbers(dimension_numbers),
-                              precision=canonicalize_precision(precision),
-                              preferred_element_type=preferred)
+    preferred = (
+        None
+        if preferred_element_type is None
+        else dtypes.canonicalize_dtype(preferred_element_type)
+    )
+    return dot_general_p.bind(
+        x,
+        y,
+        dimension_numbers=_dimension_numbers(dimension_numbers),
+        precision=canonicalize_precision(precision),
+        preferred_element_type=preferred,
+    )
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
@@ -444,11 +526,14 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
     """
     x, y = operand(lhs, "dot"), operand(rhs, "dot")
     if x.ndim not in (1, 2) or y.ndim not in (1, 2):
-        raise ValueError(f"dot: operands must be vectors or matrices, got shapes {x.shape} and "
-                         f"{y.shape}; use lax.dot_general for other ranks")
+        raise ValueError(
+            f"dot: operands must be vectors or matrices, got shapes {x.shape} and "
+            f"{y.shape}; use lax.dot_general for other ranks"
+        )
     dims = (((x.ndim - 1,), (0,)), ((), ()))
-    return dot_general(x, y, dims, precision=precision,
-                       preferred_element_type=preferred_element_type)
+    return dot_general(
+        x, y, dims, precision=precision, preferred_element_type=preferred_element_type
+    )
 
 
 def batch_matmul(lhs, rhs, precision=None):
@@ -458,11 +543,12 @@ def batch_matmul(lhs, rhs, precision=None):
     """
     x, y = operand(lhs, "batch_matmul"), operand(rhs, "batch_matmul")
     if min(x.ndim, y.ndim) < 2 or x.ndim != y.ndim:
-        raise ValueError(f"batch_matmul: operands must have the same rank, at least 2, got "
-                         f"shapes {x.shape} and {y.shape}")
+        raise ValueError(
+            f"batch_matmul: operands must have the same rank, at least 2, got "
+            f"shapes {x.shape} and {y.shape}"
+        )
     batch = tuple(range(x.ndim - 2))
-    return dot_general(x, y, (((x.ndim - 1,), (y.ndim - 2,)), (batch, batch)),
-                       precision=precision)
+    return dot_general(x, y, (((x.ndim - 1,), (y.ndim - 2,)), (batch, batch)), precision=precision)
 
 
 # -- lowering: a Gemm step where the backend's policy wants one, an inline reduction otherwise
@@ -511,8 +597,9 @@ def _is_row_dot(lhs, rhs, lc, rc, lb, rb, lf, rf, m, n) -> bool:
     (issue 15: a k = 1e6 dot was 5.7e-7 off in the CPU's gemm library and 9.6e-7 in BLAS,
     1.2e-8 inline; timings in ``lowering/cpu/policy.py``). A matrix read down its columns
     (``v @ A``) would make the inline reduction walk the columns: see :func:`_column_dot`."""
-    return ((n == 1 and _memory_order(lhs) == lb + lf + lc)
-            or (m == 1 and _memory_order(rhs) == rb + rf + rc))
+    return (n == 1 and _memory_order(lhs) == lb + lf + lc) or (
+        m == 1 and _memory_order(rhs) == rb + rf + rc
+    )
 
 
 def _column_dot(ctx, lhs, rhs, dimension_numbers, out_shape, out_dtype):
@@ -526,6 +613,7 @@ def _column_dot(ctx, lhs, rhs, dimension_numbers, out_shape, out_dtype):
     product is then a gemm): the matrix not laid out so, batch dims, or an output width and
     contracted length the policy declines (timings in ``lowering/cpu/policy.py``)."""
     from fungrad.lax.reduce import _column_reduction
+
     (lc, rc), (lb, rb) = dimension_numbers
     lf, rf = _free_dims(len(lhs.shape), lc, lb), _free_dims(len(rhs.shape), rc, rb)
     m, n = (math.prod(x.shape[d] for d in f) for x, f in ((lhs, lf), (rhs, rf)))
@@ -547,32 +635,48 @@ def _column_dot(ctx, lhs, rhs, dimension_numbers, out_shape, out_dtype):
             mi[d] = i
         for d, i in zip(vc, idx):
             vi[d] = i
-        return ctx.op("mul", ctx.convert(vec.at(tuple(vi)), out_dtype),
-                      ctx.convert(mat.at(tuple(mi)), out_dtype))
+        return ctx.op(
+            "mul",
+            ctx.convert(vec.at(tuple(vi)), out_dtype),
+            ctx.convert(mat.at(tuple(mi)), out_dtype),
+        )
+
     products = kernel.from_fn([mat.shape[d] for d in order], out_dtype, product, "dot_general")
     sums = _column_reduction(ctx, products, tuple(range(len(mc))), "add")
     if sums.shape == tuple(out_shape):
         return sums
-    return kernel.from_fn(out_shape, out_dtype,  # the vector side's unit dims dropped
-                          lambda idx: sums.at(idx[skip:skip + len(mf)]), "dot_general")
+    return kernel.from_fn(
+        out_shape,
+        out_dtype,  # the vector side's unit dims dropped
+        lambda idx: sums.at(idx[skip : skip + len(mf)]),
+        "dot_general",
+    )
 
 
-def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
-                          preferred_element_type):
+def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     from fungrad.lowering.fusion import Gemm
+
     (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
     acc = accumulation_dtype(lhs.dtype, out_dtype)
     lf, rf = _free_dims(len(lhs.shape), lc, lb), _free_dims(len(rhs.shape), rc, rb)
-    out_shape = (tuple(lhs.shape[d] for d in lb) + tuple(lhs.shape[d] for d in lf)
-                 + tuple(rhs.shape[d] for d in rf))
-    b, m, n, k = (math.prod(shape[d] for d in dims) for shape, dims in
-                  ((lhs.shape, lb), (lhs.shape, lf), (rhs.shape, rf), (lhs.shape, lc)))
+    out_shape = (
+        tuple(lhs.shape[d] for d in lb)
+        + tuple(lhs.shape[d] for d in lf)
+        + tuple(rhs.shape[d] for d in rf)
+    )
+    b, m, n, k = (
+        math.prod(shape[d] for d in dims)
+        for shape, dims in ((lhs.shape, lb), (lhs.shape, lf), (rhs.shape, rf), (lhs.shape, lc))
+    )
     policy = ctx.planner.policy
-    if (acc.kind == "f" and lhs.dtype == rhs.dtype == out_dtype == acc and min(m, n, k) > 0
-            and policy.wants_gemm(m, n, k, b, acc)
-            and not (policy.inline_row_dots
-                     and _is_row_dot(lhs, rhs, lc, rc, lb, rb, lf, rf, m, n))):
+    if (
+        acc.kind == "f"
+        and lhs.dtype == rhs.dtype == out_dtype == acc
+        and min(m, n, k) > 0
+        and policy.wants_gemm(m, n, k, b, acc)
+        and not (policy.inline_row_dots and _is_row_dot(lhs, rhs, lc, rc, lb, rb, lf, rf, m, n))
+    ):
         column = _column_dot(ctx, lhs, rhs, dimension_numbers, out_shape, out_dtype)
         if column is not None:
             return column
@@ -582,20 +686,25 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
         else:
             b_buf, trans_b = _operand_buffer(ctx, rhs, rb + rc + rf, rb + rf + rc)
         nb, nl = len(lb), len(lf)
-        swapped = (tuple(range(nb)) + tuple(range(nb + nl, len(out_shape)))
-                   + tuple(range(nb, nb + nl)))
-        if (ctx.planner.read_permutation() == swapped and swapped != tuple(range(len(swapped)))
-                and (policy.gemm_transposes_both or trans_a or trans_b)):
+        swapped = (
+            tuple(range(nb)) + tuple(range(nb + nl, len(out_shape))) + tuple(range(nb, nb + nl))
+        )
+        if (
+            ctx.planner.read_permutation() == swapped
+            and swapped != tuple(range(len(swapped)))
+            and (policy.gemm_transposes_both or trans_a or trans_b)
+        ):
             # every reader transposes the result: write C^T = B^T A^T, its readers' layout
             c_buf = ctx.planner.new_buffer([out_shape[d] for d in swapped], out_dtype, "temp")
-            ctx.planner.add_step(Gemm("dot_general", b_buf, a_buf, c_buf, n, m, k,
-                                      not trans_b, not trans_a, b))
+            ctx.planner.add_step(
+                Gemm("dot_general", b_buf, a_buf, c_buf, n, m, k, not trans_b, not trans_a, b)
+            )
             inverse = tuple(swapped.index(d) for d in range(len(swapped)))
-            return kernel.transposed(ctx, ctx.planner.buffer_tensor(c_buf, "dot_general"),
-                                     inverse, "dot_general")
+            return kernel.transposed(
+                ctx, ctx.planner.buffer_tensor(c_buf, "dot_general"), inverse, "dot_general"
+            )
         c_buf = ctx.planner.new_buffer(out_shape, out_dtype, "temp")
-        ctx.planner.add_step(Gemm("dot_general", a_buf, b_buf, c_buf, m, n, k, trans_a,
-                                  trans_b, b))
+        ctx.planner.add_step(Gemm("dot_general", a_buf, b_buf, c_buf, m, n, k, trans_a, trans_b, b))
         return ctx.planner.buffer_tensor(c_buf, "dot_general")
     nb, nf = len(lb), len(lf)
     k_extents = [lhs.shape[d] for d in lc]
@@ -611,13 +720,16 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
                 ri[d] = idx[nb + nf + j]
             for j, (dl, dr) in enumerate(zip(lc, rc)):
                 li[dl] = ri[dr] = r[j]
-            return ctx.op("mul", ctx.convert(lhs.at(tuple(li)), acc),
-                          ctx.convert(rhs.at(tuple(ri)), acc))
+            return ctx.op(
+                "mul", ctx.convert(lhs.at(tuple(li)), acc), ctx.convert(rhs.at(tuple(ri)), acc)
+            )
+
         if 0 in k_extents:
             return ctx.const(0, out_dtype)
         if math.prod(k_extents) == 1:  # one product, its sign kept (XLA's size-1 contraction)
             return ctx.convert(body(*[ctx.iconst(0)] * len(k_extents)), out_dtype)
         return ctx.convert(ctx.reduce("add", k_extents, body), out_dtype)
+
     return kernel.from_fn(out_shape, out_dtype, element, "dot_general")
 
 

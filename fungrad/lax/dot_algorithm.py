@@ -113,21 +113,31 @@ def _plan(fname: str, algorithm, dtype: np.dtype):
     if isinstance(algorithm, DotAlgorithmPreset):
         name = algorithm.name
         if name not in _PRESETS:
-            why = ("needs float8 operands, which fungrad does not have" if "F8" in name else
-                   "accumulates in bfloat16, which fungrad does not have")
-            raise ValueError(f"{fname}: the precision {name!r} is not supported: it {why} "
-                             "(JAX's CPU backend rejects it too); use "
-                             "DotAlgorithmPreset.F32_F32_F32 or BF16_BF16_F32")
+            why = (
+                "needs float8 operands, which fungrad does not have"
+                if "F8" in name
+                else "accumulates in bfloat16, which fungrad does not have"
+            )
+            raise ValueError(
+                f"{fname}: the precision {name!r} is not supported: it {why} "
+                "(JAX's CPU backend rejects it too); use "
+                "DotAlgorithmPreset.F32_F32_F32 or BF16_BF16_F32"
+            )
         rounding, acc = _PRESETS[name]
         if rounding == "bf16_unless_f32":  # JAX keeps float32 operands of BF16_BF16_F32
             rounding = None if dtype == _F32 else _BF16
         return rounding, rounding, acc
-    counts = (algorithm.lhs_component_count, algorithm.rhs_component_count,
-              algorithm.num_primitive_operations)
+    counts = (
+        algorithm.lhs_component_count,
+        algorithm.rhs_component_count,
+        algorithm.num_primitive_operations,
+    )
     if any(operator.index(c) != 1 for c in counts):
-        raise ValueError(f"{fname}: DotAlgorithm with component counts or "
-                         f"num_primitive_operations other than 1 is not supported, got "
-                         f"{algorithm}; use DotAlgorithmPreset.F32_F32_F32 for float32 products")
+        raise ValueError(
+            f"{fname}: DotAlgorithm with component counts or "
+            f"num_primitive_operations other than 1 is not supported, got "
+            f"{algorithm}; use DotAlgorithmPreset.F32_F32_F32 for float32 products"
+        )
     types = []
     for what in ("lhs_precision_type", "rhs_precision_type", "accumulation_type"):
         t = getattr(algorithm, what)
@@ -136,8 +146,10 @@ def _plan(fname: str, algorithm, dtype: np.dtype):
         except TypeError:
             dt = None
         if dt not in (_F16, _F32, _F64):
-            raise ValueError(f"{fname}: DotAlgorithm {what} must be float16, float32 or "
-                             f"float64 in fungrad, got {t!r}")
+            raise ValueError(
+                f"{fname}: DotAlgorithm {what} must be float16, float32 or "
+                f"float64 in fungrad, got {t!r}"
+            )
         types.append(dt)
     return tuple(types)
 
@@ -158,11 +170,17 @@ def apply_algorithm(fname: str, x, y, algorithm, preferred_element_type):
     weak = get_aval(x).weak_type and get_aval(y).weak_type
     lhs_round, rhs_round, acc = _plan(fname, algorithm, dtype)
     acc = dtypes.canonicalize_dtype(acc) if acc is not None else dtype
-    out_dtype = (dtype if preferred_element_type is None
-                 else dtypes.canonicalize_dtype(preferred_element_type))
+    out_dtype = (
+        dtype
+        if preferred_element_type is None
+        else dtypes.canonicalize_dtype(preferred_element_type)
+    )
     # the common dtype the rounded operands are contracted in
-    work = max((r for r in (lhs_round, rhs_round) if isinstance(r, np.dtype)),
-               key=lambda d: d.itemsize, default=dtype)
+    work = max(
+        (r for r in (lhs_round, rhs_round) if isinstance(r, np.dtype)),
+        key=lambda d: d.itemsize,
+        default=dtype,
+    )
     work = dtypes.canonicalize_dtype(work)
     if not isinstance(lhs_round, np.dtype) or not isinstance(rhs_round, np.dtype):
         work = np.dtype(max(work, _F32, key=lambda d: d.itemsize))
@@ -177,7 +195,8 @@ def apply_algorithm(fname: str, x, y, algorithm, preferred_element_type):
     x, y = rounded(x, lhs_round), rounded(y, rhs_round)
 
     def finish(out):
-        return ew.convert_element_type(out, out_dtype, weak_type=weak and
-                                       preferred_element_type is None)
+        return ew.convert_element_type(
+            out, out_dtype, weak_type=weak and preferred_element_type is None
+        )
 
     return x, y, acc, finish

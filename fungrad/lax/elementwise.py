@@ -68,29 +68,148 @@ from fungrad.transforms.vmap import (
 
 __all__ = [
     # arithmetic
-    "add", "sub", "mul", "div", "rem", "pow", "integer_pow", "neg", "sign", "floor", "ceil",
-    "round", "RoundingMethod", "abs", "max", "min", "nextafter", "square", "reciprocal",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "rem",
+    "pow",
+    "integer_pow",
+    "neg",
+    "sign",
+    "floor",
+    "ceil",
+    "round",
+    "RoundingMethod",
+    "abs",
+    "max",
+    "min",
+    "nextafter",
+    "square",
+    "reciprocal",
     # transcendental
-    "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "cbrt", "sin", "cos", "tan",
-    "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
-    "logistic", "erf", "erfc", "erf_inv", "lgamma", "digamma", "polygamma", "is_finite",
+    "exp",
+    "exp2",
+    "log",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "logistic",
+    "erf",
+    "erfc",
+    "erf_inv",
+    "lgamma",
+    "digamma",
+    "polygamma",
+    "is_finite",
     # comparison, bitwise, logical
-    "eq", "ne", "lt", "le", "gt", "ge", "and_", "or_", "not_", "xor", "bitwise_and",
-    "bitwise_or", "bitwise_not", "bitwise_xor", "shift_left", "shift_right_logical",
-    "shift_right_arithmetic", "population_count", "clz",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "and_",
+    "or_",
+    "not_",
+    "xor",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_not",
+    "bitwise_xor",
+    "shift_left",
+    "shift_right_logical",
+    "shift_right_arithmetic",
+    "population_count",
+    "clz",
     # selection, conversion
-    "select_n", "select", "clamp", "convert_element_type", "bitcast_convert_type",
+    "select_n",
+    "select",
+    "clamp",
+    "convert_element_type",
+    "bitcast_convert_type",
     "stop_gradient",
     # primitives
-    "add_p", "sub_p", "mul_p", "div_p", "rem_p", "pow_p", "integer_pow_p", "neg_p", "sign_p",
-    "floor_p", "ceil_p", "round_p", "abs_p", "max_p", "min_p", "nextafter_p", "square_p",
-    "exp_p", "exp2_p", "log_p", "log1p_p", "expm1_p", "sqrt_p", "rsqrt_p", "cbrt_p", "sin_p",
-    "cos_p", "tan_p", "asin_p", "acos_p", "atan_p", "atan2_p", "sinh_p", "cosh_p", "tanh_p",
-    "asinh_p", "acosh_p", "atanh_p", "logistic_p", "erf_p", "erfc_p", "erf_inv_p", "lgamma_p",
-    "digamma_p", "is_finite_p", "eq_p", "ne_p", "lt_p", "le_p", "gt_p", "ge_p", "and_p",
-    "or_p", "not_p", "xor_p", "shift_left_p", "shift_right_logical_p",
-    "shift_right_arithmetic_p", "population_count_p", "clz_p", "select_n_p", "clamp_p",
-    "convert_element_type_p", "bitcast_convert_type_p", "stop_gradient_p",
+    "add_p",
+    "sub_p",
+    "mul_p",
+    "div_p",
+    "rem_p",
+    "pow_p",
+    "integer_pow_p",
+    "neg_p",
+    "sign_p",
+    "floor_p",
+    "ceil_p",
+    "round_p",
+    "abs_p",
+    "max_p",
+    "min_p",
+    "nextafter_p",
+    "square_p",
+    "exp_p",
+    "exp2_p",
+    "log_p",
+    "log1p_p",
+    "expm1_p",
+    "sqrt_p",
+    "rsqrt_p",
+    "cbrt_p",
+    "sin_p",
+    "cos_p",
+    "tan_p",
+    "asin_p",
+    "acos_p",
+    "atan_p",
+    "atan2_p",
+    "sinh_p",
+    "cosh_p",
+    "tanh_p",
+    "asinh_p",
+    "acosh_p",
+    "atanh_p",
+    "logistic_p",
+    "erf_p",
+    "erfc_p",
+    "erf_inv_p",
+    "lgamma_p",
+    "digamma_p",
+    "is_finite_p",
+    "eq_p",
+    "ne_p",
+    "lt_p",
+    "le_p",
+    "gt_p",
+    "ge_p",
+    "and_p",
+    "or_p",
+    "not_p",
+    "xor_p",
+    "shift_left_p",
+    "shift_right_logical_p",
+    "shift_right_arithmetic_p",
+    "population_count_p",
+    "clz_p",
+    "select_n_p",
+    "clamp_p",
+    "convert_element_type_p",
+    "bitcast_convert_type_p",
+    "stop_gradient_p",
 ]
 
 FLOAT_OR_SIGNED = FLOAT | SIGNED
@@ -117,6 +236,7 @@ def _all_ones(dtype: np.dtype):
 # Rules are written with the lax wrappers of this module (and lax.broadcast_in_dim / full_like /
 # reduce_sum, imported at call time), so they are traceable, batchable and differentiable again.
 
+
 def _const(x, value):
     """``value`` as a weak 0-d array of ``x``'s dtype: it broadcasts against any operand."""
     return full_like_scalar(value, x)
@@ -137,11 +257,13 @@ def _broadcast_to(x, shape):
     if _shape(x) == tuple(shape):
         return x
     from fungrad import lax
+
     return lax.broadcast_in_dim(x, shape, ())
 
 
 def _zeros_like(x):
     from fungrad import lax
+
     return lax.full_like(x, 0)
 
 
@@ -151,6 +273,7 @@ def _unbroadcast(aval: ShapedArray, ct):
     if _shape(ct) == aval.shape:
         return ct
     from fungrad import lax
+
     return lax.reduce_sum(ct, tuple(range(len(_shape(ct)))))
 
 
@@ -205,14 +328,18 @@ def _add_transpose(ct, x, y):
 
 
 def _sub_transpose(ct, x, y):
-    return [_unbroadcast(x.aval, ct) if is_undefined_primal(x) else None,
-            _unbroadcast(y.aval, neg(ct)) if is_undefined_primal(y) else None]
+    return [
+        _unbroadcast(x.aval, ct) if is_undefined_primal(x) else None,
+        _unbroadcast(y.aval, neg(ct)) if is_undefined_primal(y) else None,
+    ]
 
 
 def _mul_transpose(ct, x, y):
     if is_undefined_primal(x) and is_undefined_primal(y):
-        raise TypeError("mul: cannot transpose a product of two linear operands (the "
-                        "expression is not linear in its inputs)")
+        raise TypeError(
+            "mul: cannot transpose a product of two linear operands (the "
+            "expression is not linear in its inputs)"
+        )
     if is_undefined_primal(x):
         return [_unbroadcast(x.aval, mul(ct, y)), None]
     return [None, _unbroadcast(y.aval, mul(x, ct))]
@@ -255,13 +382,14 @@ def div(x, y):
 
 def _div_transpose(ct, x, y):
     if is_undefined_primal(y):
-        raise TypeError("div: cannot transpose with respect to the divisor (div is linear in "
-                        "its numerator only)")
+        raise TypeError(
+            "div: cannot transpose with respect to the divisor (div is linear in "
+            "its numerator only)"
+        )
     return [_unbroadcast(x.aval, div(ct, y)), None]
 
 
-defjvp(div_p, lambda t, x, y: div(t, y),
-       lambda t, x, y: mul(mul(neg(t), x), integer_pow(y, -2)))
+defjvp(div_p, lambda t, x, y: div(t, y), lambda t, x, y: mul(mul(neg(t), x), integer_pow(y, -2)))
 deflinear_transpose(div_p, _div_transpose)
 
 
@@ -305,9 +433,11 @@ def _pow_abstract_eval(x, y):
     check_kinds("pow", x.dtype, FLOAT, "base (first argument)")
     check_kinds("pow", y.dtype, NUMERIC, "exponent (second argument)")
     if y.dtype.kind == "f" and y.dtype != x.dtype:
-        raise TypeError(f"pow: a floating exponent must have the base's dtype, got "
-                        f"{x.dtype.name} and {y.dtype.name}; convert one of them, or use "
-                        "fungrad.numpy.power for type promotion")
+        raise TypeError(
+            f"pow: a floating exponent must have the base's dtype, got "
+            f"{x.dtype.name} and {y.dtype.name}; convert one of them, or use "
+            "fungrad.numpy.power for type promotion"
+        )
     shape = broadcasting_shape("pow", x, y)
     return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
 
@@ -373,8 +503,10 @@ def _integer_pow_impl(x, *, y):
 def _integer_pow_abstract_eval(x, *, y):
     check_kinds("integer_pow", x.dtype, NUMERIC)
     if y < 0 and x.dtype.kind in "iu":
-        raise TypeError(f"integer_pow: integers cannot be raised to negative powers, got "
-                        f"dtype {x.dtype.name} and y={y}; convert to a float dtype first")
+        raise TypeError(
+            f"integer_pow: integers cannot be raised to negative powers, got "
+            f"dtype {x.dtype.name} and y={y}; convert to a float dtype first"
+        )
     return x
 
 
@@ -525,8 +657,11 @@ def _balanced_eq(x, z, y):
 
 
 for _p in (max_p, min_p):
-    defjvp2(_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
-            lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
+    defjvp2(
+        _p,
+        lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+        lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)),
+    )
 
 
 def _nextafter_impl(x1, x2):
@@ -558,9 +693,11 @@ for _p in (sign_p, floor_p, ceil_p, round_p):
     defjvp_zero(_p)
 # nextafter(x, y) is x moved by one ulp: a zero tangent would be wrong and the identity in x is
 # a guess, so (as JAX) it has no derivative rule.
-no_jvp[nextafter_p] = ("nextafter steps its input by one ulp and has no derivative rule (as in "
-                       "JAX); apply lax.stop_gradient to its operands if a zero derivative is "
-                       "what you want")
+no_jvp[nextafter_p] = (
+    "nextafter steps its input by one ulp and has no derivative rule (as in "
+    "JAX); apply lax.stop_gradient to its operands if a zero derivative is "
+    "what you want"
+)
 for _p in (neg_p, sign_p, floor_p, ceil_p, round_p, abs_p, square_p, integer_pow_p):
     defvectorized(_p)
 for _p in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, nextafter_p):
@@ -572,8 +709,23 @@ for _p in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, nextafter_p):
 # JAX's unary functions that take ``accuracy=`` (a lax.Tolerance or lax.AccuracyMode): fungrad
 # has one implementation of each, so the request is checked and that one is used (see
 # fungrad/lax/accuracy.py).
-_WITH_ACCURACY = frozenset({"exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin",
-                            "cos", "tan", "sqrt", "rsqrt", "cbrt"})
+_WITH_ACCURACY = frozenset(
+    {
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log1p",
+        "tanh",
+        "logistic",
+        "sin",
+        "cos",
+        "tan",
+        "sqrt",
+        "rsqrt",
+        "cbrt",
+    }
+)
 
 
 def _float_unop(name: str, numpy_fn, doc: str):
@@ -581,12 +733,17 @@ def _float_unop(name: str, numpy_fn, doc: str):
     prim = standard_naryop(name, numpy_fn, FLOAT)
 
     if name in _WITH_ACCURACY:
+
         def wrapper(x, *, accuracy=None):
             check_accuracy(name, accuracy)
             return prim.bind(operand(x, name))
-        doc += (" ``accuracy`` (None, a :class:`Tolerance` or an :class:`AccuracyMode`) is "
-                "accepted as in JAX; fungrad has one implementation, used for every request.")
+
+        doc += (
+            " ``accuracy`` (None, a :class:`Tolerance` or an :class:`AccuracyMode`) is "
+            "accepted as in JAX; fungrad has one implementation, used for every request."
+        )
     else:
+
         def wrapper(x):
             return prim.bind(operand(x, name))
 
@@ -637,17 +794,30 @@ tanh_p, tanh = _float_unop("tanh", np.tanh, "Elementwise hyperbolic tangent.")
 asinh_p, asinh = _float_unop("asinh", np.arcsinh, "Elementwise inverse hyperbolic sine.")
 acosh_p, acosh = _float_unop("acosh", np.arccosh, "Elementwise inverse hyperbolic cosine.")
 atanh_p, atanh = _float_unop("atanh", np.arctanh, "Elementwise inverse hyperbolic tangent.")
-logistic_p, logistic = _float_unop("logistic", _via_float64(_logistic),
-                                   "Elementwise logistic sigmoid ``1 / (1 + exp(-x))``.")
+logistic_p, logistic = _float_unop(
+    "logistic", _via_float64(_logistic), "Elementwise logistic sigmoid ``1 / (1 + exp(-x))``."
+)
 erf_p, erf = _float_unop("erf", _via_float64(special_math.erf), "Elementwise error function.")
-erfc_p, erfc = _float_unop("erfc", _via_float64(special_math.erfc),
-                           "Elementwise complementary error function ``1 - erf(x)``.")
-erf_inv_p, erf_inv = _float_unop("erf_inv", _via_float64(special_math.erf_inv),
-                                 "Elementwise inverse error function (+-inf at +-1).")
-lgamma_p, lgamma = _float_unop("lgamma", _via_float64(special_math.lgamma),
-                               "Elementwise ``log |Gamma(x)|`` (inf at the poles).")
-digamma_p, digamma = _float_unop("digamma", _via_float64(special_math.digamma),
-                                 "Elementwise digamma ``d/dx lgamma(x)`` (NaN at the poles).")
+erfc_p, erfc = _float_unop(
+    "erfc",
+    _via_float64(special_math.erfc),
+    "Elementwise complementary error function ``1 - erf(x)``.",
+)
+erf_inv_p, erf_inv = _float_unop(
+    "erf_inv",
+    _via_float64(special_math.erf_inv),
+    "Elementwise inverse error function (+-inf at +-1).",
+)
+lgamma_p, lgamma = _float_unop(
+    "lgamma",
+    _via_float64(special_math.lgamma),
+    "Elementwise ``log |Gamma(x)|`` (inf at the poles).",
+)
+digamma_p, digamma = _float_unop(
+    "digamma",
+    _via_float64(special_math.digamma),
+    "Elementwise digamma ``d/dx lgamma(x)`` (NaN at the poles).",
+)
 
 _SQRT_PI = float(np.sqrt(np.pi))
 
@@ -655,8 +825,18 @@ _SQRT_PI = float(np.sqrt(np.pi))
 # -- polygamma: psi^(m)(x) written with the primitives above (so it differentiates, batches and
 # lowers in both compilers like them); digamma's derivative is polygamma(1, x).
 
-_BERNOULLI_2K = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510,
-                 43867 / 798, -174611 / 330)
+_BERNOULLI_2K = (
+    1 / 6,
+    -1 / 30,
+    1 / 42,
+    -1 / 30,
+    5 / 66,
+    -691 / 2730,
+    7 / 6,
+    -3617 / 510,
+    43867 / 798,
+    -174611 / 330,
+)
 
 
 def _cot_derivative(m: int) -> np.ndarray:
@@ -664,8 +844,7 @@ def _cot_derivative(m: int) -> np.ndarray:
     ``P_0(c) = c``, ``P_{k+1}(c) = -(1 + c^2) P_k'(c)``."""
     p = np.array([0.0, 1.0])
     for _ in range(m):
-        p = -np.polynomial.polynomial.polymul([1.0, 0.0, 1.0],
-                                              np.polynomial.polynomial.polyder(p))
+        p = -np.polynomial.polynomial.polymul([1.0, 0.0, 1.0], np.polynomial.polynomial.polyder(p))
     return p
 
 
@@ -715,8 +894,7 @@ def _concrete_order(m):
         return int(m) if m >= 0 else math.nan
     if isinstance(m, (float, np.floating)):
         return int(m) if math.isfinite(m) and m >= 0 and float(m).is_integer() else math.nan
-    raise TypeError(f"polygamma: the order m must be a number or an array, got "
-                    f"{type(m).__name__}")
+    raise TypeError(f"polygamma: the order m must be a number or an array, got {type(m).__name__}")
 
 
 def polygamma(m, x):
@@ -743,10 +921,13 @@ def polygamma(m, x):
         return _polygamma_array_order(m, x)
     x = operand(x, "polygamma")
     if x.dtype.kind != "f":
-        raise TypeError(f"polygamma requires a floating-point x, got {x.dtype.name} (convert "
-                        "it with lax.convert_element_type)")
+        raise TypeError(
+            f"polygamma requires a floating-point x, got {x.dtype.name} (convert "
+            "it with lax.convert_element_type)"
+        )
     if not isinstance(order, int):  # a negative or fractional order
         from fungrad import lax
+
         return lax.full_like(x, np.nan)
     return _polygamma_int(order, x)
 
@@ -756,8 +937,9 @@ def _polygamma_int(m: int, x):
     if m == 0:
         return digamma(x)
     if x.dtype == np.float16:
-        return convert_element_type(_polygamma_int(m, convert_element_type(x, np.float32)),
-                                    np.float16, x.weak_type)
+        return convert_element_type(
+            _polygamma_int(m, convert_element_type(x, np.float32)), np.float16, x.weak_type
+        )
     from fungrad import lax
 
     reflect = lt(x, _const(x, 0.5))
@@ -781,17 +963,24 @@ def _polygamma_array_order(m, x):
     """``polygamma`` for a traced or array order ``m``: ``m`` and ``x`` broadcast to one shape
     in ``x``'s float dtype, then the zeta formula, whose x-derivative is the next order."""
     from fungrad import lax
+
     x = operand(x, "polygamma")
     m = operand(m, "polygamma")
     if x.dtype.kind != "f":
-        raise TypeError(f"polygamma requires a floating-point x, got {x.dtype.name} (convert "
-                        "it with lax.convert_element_type)")
+        raise TypeError(
+            f"polygamma requires a floating-point x, got {x.dtype.name} (convert "
+            "it with lax.convert_element_type)"
+        )
     if m.dtype.kind not in "fiu":
-        raise TypeError(f"polygamma: the order m must be a float or integer array, got "
-                        f"{m.dtype.name}")
+        raise TypeError(
+            f"polygamma: the order m must be a float or integer array, got {m.dtype.name}"
+        )
     shape = np.broadcast_shapes(m.shape, x.shape) if m.shape != x.shape else x.shape
-    m = lax.broadcast_in_dim(convert_element_type(m, x.dtype, x.weak_type), shape,
-                             tuple(range(len(shape) - m.ndim, len(shape))))
+    m = lax.broadcast_in_dim(
+        convert_element_type(m, x.dtype, x.weak_type),
+        shape,
+        tuple(range(len(shape) - m.ndim, len(shape))),
+    )
     x = lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - x.ndim, len(shape))))
     if not _POLYGAMMA_GENERAL:
         from fungrad.transforms.custom import custom_jvp
@@ -802,8 +991,10 @@ def _polygamma_array_order(m, x):
         def rule(primals, tangents):
             (mm, xx), (mt, xt) = primals, tangents
             if type(mt) is not Zero:
-                raise ValueError("polygamma gradient with respect to m is not supported (as "
-                                 "in JAX); apply lax.stop_gradient to m")
+                raise ValueError(
+                    "polygamma gradient with respect to m is not supported (as "
+                    "in JAX); apply lax.stop_gradient to m"
+                )
             out = fn(mm, xx)
             if type(xt) is Zero:
                 return out, lax.full_like(out, 0)
@@ -882,9 +1073,34 @@ defjvp(erfc_p, lambda t, x: mul(_const(x, -2 / _SQRT_PI), mul(t, exp(neg(square(
 defjvp2(erf_inv_p, lambda t, ans, x: mul(_const(x, _SQRT_PI / 2), mul(t, exp(square(ans)))))
 defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
 defjvp(digamma_p, lambda t, x: mul(t, polygamma(1, x)))  # JAX: polygamma(1, x), trigamma
-for _p in (exp_p, exp2_p, log_p, log1p_p, expm1_p, sqrt_p, rsqrt_p, cbrt_p, sin_p, cos_p,
-           tan_p, asin_p, acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p, atanh_p,
-           logistic_p, erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p):
+for _p in (
+    exp_p,
+    exp2_p,
+    log_p,
+    log1p_p,
+    expm1_p,
+    sqrt_p,
+    rsqrt_p,
+    cbrt_p,
+    sin_p,
+    cos_p,
+    tan_p,
+    asin_p,
+    acos_p,
+    atan_p,
+    sinh_p,
+    cosh_p,
+    tanh_p,
+    asinh_p,
+    acosh_p,
+    atanh_p,
+    logistic_p,
+    erf_p,
+    erfc_p,
+    erf_inv_p,
+    lgamma_p,
+    digamma_p,
+):
     defvectorized(_p)
 
 atan2_p = standard_naryop("atan2", np.arctan2, FLOAT)
@@ -895,8 +1111,11 @@ def atan2(x, y):
     return atan2_p.bind(*operands_same_dtype("atan2", x, y))
 
 
-defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
-       lambda t, x, y: mul(t, div(neg(x), add(square(x), square(y)))))
+defjvp(
+    atan2_p,
+    lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
+    lambda t, x, y: mul(t, div(neg(x), add(square(x), square(y)))),
+)
 defbroadcasting(atan2_p)
 
 
@@ -1019,7 +1238,8 @@ def _shift_right_arithmetic_impl(x, y):
 shift_left_p = standard_naryop("shift_left", _shift_left_impl, INT)
 shift_right_logical_p = standard_naryop("shift_right_logical", _shift_right_logical_impl, INT)
 shift_right_arithmetic_p = standard_naryop(
-    "shift_right_arithmetic", _shift_right_arithmetic_impl, INT)
+    "shift_right_arithmetic", _shift_right_arithmetic_impl, INT
+)
 
 
 def shift_left(x, y):
@@ -1080,6 +1300,7 @@ for _p in (not_p, population_count_p, clz_p):
 
 # -- selection --------------------------------------------------------------------------------
 
+
 def _select_n_impl(which, *cases):
     # Out-of-range ``which`` picks the nearest case (JAX leaves it unspecified; this is what
     # its binary tree of selects does).
@@ -1096,17 +1317,25 @@ def _select_n_abstract_eval(which, *cases):
     if which.dtype.kind not in "biu":
         raise TypeError(f"{name}: `which` must be boolean or integer, got {which.dtype.name}")
     if which.dtype.kind == "b" and len(cases) > 2:
-        raise TypeError(f"{name} with a boolean `which` takes at most 2 cases, got "
-                        f"{len(cases)}; use an integer `which`")
+        raise TypeError(
+            f"{name} with a boolean `which` takes at most 2 cases, got "
+            f"{len(cases)}; use an integer `which`"
+        )
     if any(c.dtype != cases[0].dtype for c in cases):
-        raise TypeError(f"{name} requires cases to have the same dtypes, got "
-                        + ", ".join(c.dtype.name for c in cases))
+        raise TypeError(
+            f"{name} requires cases to have the same dtypes, got "
+            + ", ".join(c.dtype.name for c in cases)
+        )
     if any(c.shape != cases[0].shape for c in cases):
-        raise TypeError(f"{name} requires cases to have the same shapes, got "
-                        + ", ".join(str(c.shape) for c in cases))
+        raise TypeError(
+            f"{name} requires cases to have the same shapes, got "
+            + ", ".join(str(c.shape) for c in cases)
+        )
     if which.shape and which.shape != cases[0].shape:
-        raise TypeError(f"{name}: `which` must be scalar or have the cases' shape, got "
-                        f"`which` shape {which.shape} and case shape {cases[0].shape}")
+        raise TypeError(
+            f"{name}: `which` must be scalar or have the cases' shape, got "
+            f"`which` shape {which.shape} and case shape {cases[0].shape}"
+        )
     return ShapedArray(cases[0].shape, cases[0].dtype, all(c.weak_type for c in cases))
 
 
@@ -1141,17 +1370,23 @@ def _select_n_transpose(ct, which, *cases):
     # Case i receives ct where ``which`` picks it (out-of-range picks included: the same
     # select_n routes them) and 0 elsewhere.
     if is_undefined_primal(which):
-        raise TypeError("select_n: cannot transpose with respect to `which` (the predicate is "
-                        "not differentiable)")
+        raise TypeError(
+            "select_n: cannot transpose with respect to `which` (the predicate is "
+            "not differentiable)"
+        )
     zeros = _zeros_like(ct)
     n = len(cases)
-    return [None] + [select_n_p.bind(which, *[ct if j == i else zeros for j in range(n)])
-                     if is_undefined_primal(c) else None for i, c in enumerate(cases)]
+    return [None] + [
+        select_n_p.bind(which, *[ct if j == i else zeros for j in range(n)])
+        if is_undefined_primal(c)
+        else None
+        for i, c in enumerate(cases)
+    ]
 
 
 def _example_shape(x, d):
     shape = _shape(x)
-    return shape if d is None else shape[:d] + shape[d + 1:]
+    return shape if d is None else shape[:d] + shape[d + 1 :]
 
 
 def _batch_scalar_or_full(x, d, axis_size, example_shape):
@@ -1162,6 +1397,7 @@ def _batch_scalar_or_full(x, d, axis_size, example_shape):
         return x
     if d is not None and len(_shape(x)) == 1 and example_shape:
         from fungrad import lax
+
         return lax.broadcast_in_dim(x, (axis_size, *example_shape), (0,))
     return bdim_at_front(x, d, axis_size)
 
@@ -1178,8 +1414,11 @@ def _select_n_batch(axis_size, args, dims):
     which_dim, *case_dims = dims
     example_shape = _example_shape(cases[0], case_dims[0])
     d = case_dims[0]
-    if d is not None and all(cd == d for cd in case_dims) and \
-            _fits(which, which_dim, d, example_shape):
+    if (
+        d is not None
+        and all(cd == d for cd in case_dims)
+        and _fits(which, which_dim, d, example_shape)
+    ):
         return select_n_p.bind(which, *cases), d
     cases = [bdim_at_front(c, cd, axis_size) for c, cd in zip(cases, case_dims)]
     which = _batch_scalar_or_full(which, which_dim, axis_size, example_shape)
@@ -1198,13 +1437,17 @@ def _clamp_impl(lo, x, hi):
 
 def _clamp_abstract_eval(lo, x, hi):
     if not lo.dtype == x.dtype == hi.dtype:
-        raise TypeError(f"clamp requires arguments to have the same dtypes, got "
-                        f"{lo.dtype.name}, {x.dtype.name}, {hi.dtype.name}")
+        raise TypeError(
+            f"clamp requires arguments to have the same dtypes, got "
+            f"{lo.dtype.name}, {x.dtype.name}, {hi.dtype.name}"
+        )
     check_kinds("clamp", x.dtype, ANY)
     for what, bound in (("min", lo), ("max", hi)):
         if bound.shape and bound.shape != x.shape:
-            raise TypeError(f"clamp requires {what}.shape == operand.shape or {what}.shape == "
-                            f"(), got {what}.shape={bound.shape}, operand.shape={x.shape}")
+            raise TypeError(
+                f"clamp requires {what}.shape == operand.shape or {what}.shape == "
+                f"(), got {what}.shape={bound.shape}, operand.shape={x.shape}"
+            )
     return ShapedArray(x.shape, x.dtype, lo.weak_type and x.weak_type and hi.weak_type)
 
 
@@ -1219,18 +1462,23 @@ def clamp(min, x, max):
 
 # JAX's rule: x's tangent passes where min < x < max (strictly: 0 on the boundary), min's where
 # min > x (and min < max), max's where max < x.
-defjvp(clamp_p,
-       lambda t, lo, x, hi: _select_tangent(and_(gt(lo, x), lt(lo, hi)), t, _shape(x)),
-       lambda t, lo, x, hi: _select_tangent(and_(gt(x, lo), lt(x, hi)), t, _shape(x)),
-       lambda t, lo, x, hi: _select_tangent(lt(hi, x), t, _shape(x)))
+defjvp(
+    clamp_p,
+    lambda t, lo, x, hi: _select_tangent(and_(gt(lo, x), lt(lo, hi)), t, _shape(x)),
+    lambda t, lo, x, hi: _select_tangent(and_(gt(x, lo), lt(x, hi)), t, _shape(x)),
+    lambda t, lo, x, hi: _select_tangent(lt(hi, x), t, _shape(x)),
+)
 
 
 def _clamp_batch(axis_size, args, dims):
     lo, x, hi = args
     lo_dim, x_dim, hi_dim = dims
     example_shape = _example_shape(x, x_dim)
-    if x_dim is not None and _fits(lo, lo_dim, x_dim, example_shape) and \
-            _fits(hi, hi_dim, x_dim, example_shape):
+    if (
+        x_dim is not None
+        and _fits(lo, lo_dim, x_dim, example_shape)
+        and _fits(hi, hi_dim, x_dim, example_shape)
+    ):
         return clamp_p.bind(lo, x, hi), x_dim
     x = bdim_at_front(x, x_dim, axis_size)
     lo = _batch_scalar_or_full(lo, lo_dim, axis_size, example_shape)
@@ -1242,6 +1490,7 @@ batch_rules[clamp_p] = _clamp_batch
 
 
 # -- conversion -------------------------------------------------------------------------------
+
 
 def _float_to_int(x, new_dtype):
     # Saturating with NaN -> 0, as XLA does (numpy's cast is undefined out of range). Every
@@ -1269,7 +1518,8 @@ def _convert_element_type_abstract_eval(x, *, new_dtype, weak_type):
 
 
 convert_element_type_p = standard_primitive(
-    "convert_element_type", _convert_element_type_impl, _convert_element_type_abstract_eval)
+    "convert_element_type", _convert_element_type_impl, _convert_element_type_abstract_eval
+)
 
 
 def convert_element_type(operand_, new_dtype, weak_type: bool = False):
@@ -1320,8 +1570,10 @@ def _bitcast_convert_type_abstract_eval(x, *, new_dtype):
     check_kinds(name, x.dtype, ANY)
     check_kinds(name, new_dtype, ANY, "new_dtype")
     if dtypes.bool_ in (x.dtype, new_dtype) and x.dtype != new_dtype:
-        raise TypeError(f"{name} does not convert to or from bool (got {x.dtype.name} -> "
-                        f"{new_dtype.name}); use convert_element_type")
+        raise TypeError(
+            f"{name} does not convert to or from bool (got {x.dtype.name} -> "
+            f"{new_dtype.name}); use convert_element_type"
+        )
     old, new = x.dtype.itemsize, new_dtype.itemsize
     if old == new:
         shape = x.shape
@@ -1329,15 +1581,18 @@ def _bitcast_convert_type_abstract_eval(x, *, new_dtype):
         shape = x.shape + (old // new,)
     else:
         if not x.shape or x.shape[-1] != new // old:
-            raise ValueError(f"{name}: converting {x.str_short()} to the wider "
-                             f"{new_dtype.name} needs a last dimension of size {new // old}, "
-                             f"got shape {x.shape}")
+            raise ValueError(
+                f"{name}: converting {x.str_short()} to the wider "
+                f"{new_dtype.name} needs a last dimension of size {new // old}, "
+                f"got shape {x.shape}"
+            )
         shape = x.shape[:-1]
     return ShapedArray(shape, new_dtype)
 
 
 bitcast_convert_type_p = standard_primitive(
-    "bitcast_convert_type", _bitcast_convert_type_impl, _bitcast_convert_type_abstract_eval)
+    "bitcast_convert_type", _bitcast_convert_type_impl, _bitcast_convert_type_abstract_eval
+)
 
 
 def bitcast_convert_type(operand_, new_dtype):
@@ -1362,6 +1617,7 @@ batch_rules[bitcast_convert_type_p] = _bitcast_convert_type_batch
 
 # -- autodiff markers -------------------------------------------------------------------------
 
+
 def _stop_gradient_impl(x):
     return x
 
@@ -1371,7 +1627,8 @@ def _stop_gradient_abstract_eval(x):
 
 
 stop_gradient_p = standard_primitive(
-    "stop_gradient", _stop_gradient_impl, _stop_gradient_abstract_eval)
+    "stop_gradient", _stop_gradient_impl, _stop_gradient_abstract_eval
+)
 
 
 _T = TypeVar("_T")
@@ -1380,8 +1637,7 @@ _T = TypeVar("_T")
 def stop_gradient(x: _T) -> _T:
     """The identity on each array of the pytree ``x``, which autodiff treats as a constant:
     no gradient flows through it."""
-    return tree_util.tree_map(lambda leaf: stop_gradient_p.bind(operand(leaf, "stop_gradient")),
-                              x)
+    return tree_util.tree_map(lambda leaf: stop_gradient_p.bind(operand(leaf, "stop_gradient")), x)
 
 
 defjvp_zero(stop_gradient_p)
@@ -1392,20 +1648,61 @@ del _p  # the loop variable of the rule registrations above
 
 # -- lowering to kernel ops (fungrad/lowering/kernel.py) --------------------------------------
 
-for _p, _op in ((add_p, "add"), (sub_p, "sub"), (mul_p, "mul"), (div_p, "div"), (rem_p, "rem"),
-                (neg_p, "neg"), (sign_p, "sign"), (floor_p, "floor"), (ceil_p, "ceil"),
-                (abs_p, "abs"), (max_p, "max"), (min_p, "min"), (nextafter_p, "nextafter"),
-                (atan2_p, "atan2"), (is_finite_p, "is_finite"), (eq_p, "eq"), (ne_p, "ne"),
-                (lt_p, "lt"), (le_p, "le"), (gt_p, "gt"), (ge_p, "ge"), (and_p, "and"),
-                (or_p, "or"), (xor_p, "xor"), (not_p, "not"), (shift_left_p, "shl"),
-                (shift_right_logical_p, "shr_logical"),
-                (shift_right_arithmetic_p, "shr_arith"), (population_count_p, "popcnt"),
-                (clz_p, "clz"), (sqrt_p, "sqrt"), (rsqrt_p, "rsqrt"), (cbrt_p, "cbrt"),
-                (exp_p, "exp"), (exp2_p, "exp2"), (log_p, "log"), (log1p_p, "log1p"),
-                (expm1_p, "expm1"), (sin_p, "sin"), (cos_p, "cos"), (tan_p, "tan"),
-                (asin_p, "asin"), (acos_p, "acos"), (atan_p, "atan"), (sinh_p, "sinh"),
-                (cosh_p, "cosh"), (tanh_p, "tanh"), (asinh_p, "asinh"), (acosh_p, "acosh"),
-                (atanh_p, "atanh"), (logistic_p, "logistic"), (erf_p, "erf"), (erfc_p, "erfc")):
+for _p, _op in (
+    (add_p, "add"),
+    (sub_p, "sub"),
+    (mul_p, "mul"),
+    (div_p, "div"),
+    (rem_p, "rem"),
+    (neg_p, "neg"),
+    (sign_p, "sign"),
+    (floor_p, "floor"),
+    (ceil_p, "ceil"),
+    (abs_p, "abs"),
+    (max_p, "max"),
+    (min_p, "min"),
+    (nextafter_p, "nextafter"),
+    (atan2_p, "atan2"),
+    (is_finite_p, "is_finite"),
+    (eq_p, "eq"),
+    (ne_p, "ne"),
+    (lt_p, "lt"),
+    (le_p, "le"),
+    (gt_p, "gt"),
+    (ge_p, "ge"),
+    (and_p, "and"),
+    (or_p, "or"),
+    (xor_p, "xor"),
+    (not_p, "not"),
+    (shift_left_p, "shl"),
+    (shift_right_logical_p, "shr_logical"),
+    (shift_right_arithmetic_p, "shr_arith"),
+    (population_count_p, "popcnt"),
+    (clz_p, "clz"),
+    (sqrt_p, "sqrt"),
+    (rsqrt_p, "rsqrt"),
+    (cbrt_p, "cbrt"),
+    (exp_p, "exp"),
+    (exp2_p, "exp2"),
+    (log_p, "log"),
+    (log1p_p, "log1p"),
+    (expm1_p, "expm1"),
+    (sin_p, "sin"),
+    (cos_p, "cos"),
+    (tan_p, "tan"),
+    (asin_p, "asin"),
+    (acos_p, "acos"),
+    (atan_p, "atan"),
+    (sinh_p, "sinh"),
+    (cosh_p, "cosh"),
+    (tanh_p, "tanh"),
+    (asinh_p, "asinh"),
+    (acosh_p, "acosh"),
+    (atanh_p, "atanh"),
+    (logistic_p, "logistic"),
+    (erf_p, "erf"),
+    (erfc_p, "erfc"),
+):
     kernel.elementwise_lowering(_p, _op)
 
 
@@ -1430,12 +1727,19 @@ def _integer_pow_lowering(ctx, x, *, y):
             if n:
                 a = ctx.op("mul", a, a)
         return ctx.op("div", ctx.const(1, x.dtype), acc) if y < 0 else acc
+
     return kernel.map_fn(ctx, element, x, dtype=x.dtype, origin="integer_pow")
 
 
 def _pow_lowering(ctx, x, y):
-    return kernel.map_fn(ctx, lambda a, b: ctx.op("pow", a, ctx.convert(b, x.dtype)), x, y,
-                         dtype=x.dtype, origin="pow")
+    return kernel.map_fn(
+        ctx,
+        lambda a, b: ctx.op("pow", a, ctx.convert(b, x.dtype)),
+        x,
+        y,
+        dtype=x.dtype,
+        origin="pow",
+    )
 
 
 def _select_n_lowering(ctx, which, *cases):
@@ -1445,31 +1749,47 @@ def _select_n_lowering(ctx, which, *cases):
             pred = w if w.dtype.kind == "b" else ctx.op("ge", w, ctx.const(i, w.dtype))
             out = ctx.select(pred, c, out)
         return out
+
     return kernel.map_fn(ctx, element, which, *cases, dtype=cases[0].dtype, origin="select_n")
 
 
 def _clamp_lowering(ctx, lo, x, hi):
-    return kernel.map_fn(ctx, lambda a, b, c: ctx.op("min", ctx.op("max", b, a), c), lo, x, hi,
-                         dtype=x.dtype, origin="clamp")
+    return kernel.map_fn(
+        ctx,
+        lambda a, b, c: ctx.op("min", ctx.op("max", b, a), c),
+        lo,
+        x,
+        hi,
+        dtype=x.dtype,
+        origin="clamp",
+    )
 
 
 def _convert_lowering(ctx, x, *, new_dtype, weak_type):
-    return kernel.map_fn(ctx, lambda a: ctx.convert(a, new_dtype), x, dtype=new_dtype,
-                         origin="convert_element_type")
+    return kernel.map_fn(
+        ctx, lambda a: ctx.convert(a, new_dtype), x, dtype=new_dtype, origin="convert_element_type"
+    )
 
 
 def _bitcast_lowering(ctx, x, *, new_dtype):
     old, new = x.dtype.itemsize, new_dtype.itemsize
     old_int, new_int = np.dtype(f"u{old}"), np.dtype(f"u{new}")
     if old == new:
-        return kernel.map_fn(ctx, lambda a: ctx.bitcast(a, new_dtype), x, dtype=new_dtype,
-                             origin="bitcast_convert_type")
+        return kernel.map_fn(
+            ctx,
+            lambda a: ctx.bitcast(a, new_dtype),
+            x,
+            dtype=new_dtype,
+            origin="bitcast_convert_type",
+        )
     if old > new:  # one element becomes old // new little-endian pieces along a new last axis
+
         def narrow(idx):
             bits = ctx.bitcast(x.at(idx[:-1]), old_int)
             shift = ctx.convert(ctx.imul(idx[-1], ctx.iconst(8 * new)), old_int)
             piece = ctx.convert(ctx.op("shr_logical", bits, shift), new_int)
             return ctx.bitcast(piece, new_dtype)
+
         return kernel.from_fn((*x.shape, old // new), new_dtype, narrow, "bitcast_convert_type")
 
     def widen(idx):  # the last axis's pieces, little-endian, become one element
@@ -1478,6 +1798,7 @@ def _bitcast_lowering(ctx, x, *, new_dtype):
             piece = ctx.convert(ctx.bitcast(x.at((*idx, ctx.iconst(k))), old_int), new_int)
             acc = ctx.op("or", acc, ctx.op("shl", piece, ctx.const(8 * old * k, new_int)))
         return ctx.bitcast(acc, new_dtype)
+
     return kernel.from_fn(x.shape[:-1], new_dtype, widen, "bitcast_convert_type")
 
 

@@ -28,13 +28,16 @@ def broadcast_like(arr, like_arr):
     """``arr`` broadcast (numpy's rules: trailing dimensions aligned, size 1 stretched) to the
     shape of ``like_arr``, keeping ``arr``'s dtype (``jax.lax.broadcast_like``)."""
     from fungrad import lax
+
     x = operand(arr, "broadcast_like")
     shape = _shape_of(like_arr)
     xs = get_aval(x).shape
     lead = len(shape) - len(xs)
     if lead < 0 or any(s not in (1, t) for s, t in zip(xs, shape[lead:])):
-        raise ValueError(f"broadcast_like: cannot broadcast an array of shape {xs} to the "
-                         f"shape {shape} of like_arr (numpy's broadcasting rules)")
+        raise ValueError(
+            f"broadcast_like: cannot broadcast an array of shape {xs} to the "
+            f"shape {shape} of like_arr (numpy's broadcasting rules)"
+        )
     squeeze = tuple(i for i, (s, t) in enumerate(zip(xs, shape[lead:])) if s == 1 and t != 1)
     if squeeze:
         x = lax.reshape(x, tuple(s for i, s in enumerate(xs) if i not in squeeze))
@@ -52,25 +55,32 @@ def stage(x, /):
 def _expand_scale(fname, x, scale, contracting, what):
     """``scale`` repeated along the contracting dimensions up to ``x``'s shape."""
     import fungrad.numpy as fnp
+
     xs, ss = get_aval(x).shape, get_aval(scale).shape
     if len(ss) != len(xs):
-        raise ValueError(f"{fname}: {what}_scale must have the rank of {what} ({len(xs)}), "
-                         f"got shape {ss}")
+        raise ValueError(
+            f"{fname}: {what}_scale must have the rank of {what} ({len(xs)}), got shape {ss}"
+        )
     for d, (n, m) in enumerate(zip(xs, ss)):
         if d in contracting:
             if m == 0 or n % m:
-                raise ValueError(f"{fname}: contracting dimension {d} of {what} (size {n}) "
-                                 f"must be a multiple of {what}_scale's (size {m})")
+                raise ValueError(
+                    f"{fname}: contracting dimension {d} of {what} (size {n}) "
+                    f"must be a multiple of {what}_scale's (size {m})"
+                )
             if m != n:
                 scale = fnp.repeat(scale, n // m, axis=d)
         elif n != m:
-            raise ValueError(f"{fname}: {what}_scale {ss} must match {what} {xs} outside the "
-                             f"contracting dimensions")
+            raise ValueError(
+                f"{fname}: {what}_scale {ss} must match {what} {xs} outside the "
+                f"contracting dimensions"
+            )
     return scale
 
 
-def scaled_dot(lhs, rhs, *, lhs_scale=None, rhs_scale=None, dimension_numbers=None,
-               preferred_element_type=None):
+def scaled_dot(
+    lhs, rhs, *, lhs_scale=None, rhs_scale=None, dimension_numbers=None, preferred_element_type=None
+):
     """``dot_general(lhs * lhs_scale, rhs * rhs_scale)`` where each scale is repeated along
     the contracting dimensions in blocks (sub-channels) of ``size / scale size``
     (``jax.lax.scaled_dot``). ``dimension_numbers`` defaults to a batched matmul (contract
@@ -80,11 +90,14 @@ def scaled_dot(lhs, rhs, *, lhs_scale=None, rhs_scale=None, dimension_numbers=No
     JAX's CPU backend, which expects float8 operands, rounds float32 operands, scales and
     their products to bfloat16 first, so its results differ by that rounding."""
     from fungrad import lax
+
     fname = "scaled_dot"
     if preferred_element_type is None:
-        raise TypeError(f"{fname}: preferred_element_type defaults to bfloat16 in JAX, which "
-                        "fungrad does not support; pass preferred_element_type (e.g. "
-                        "numpy.float32)")
+        raise TypeError(
+            f"{fname}: preferred_element_type defaults to bfloat16 in JAX, which "
+            "fungrad does not support; pass preferred_element_type (e.g. "
+            "numpy.float32)"
+        )
     out_dtype = dtypes.canonicalize_dtype(np.dtype(preferred_element_type))
     lhs, rhs = operand(lhs, fname), operand(rhs, fname)
     n = get_aval(lhs).ndim

@@ -65,9 +65,21 @@ from fungrad.transforms.transpose import deflinear_transpose, is_undefined_prima
 from fungrad.transforms.vmap import batch_rules, moveaxis
 
 __all__ = [
-    "GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode",
-    "gather", "scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max",
-    "gather_p", "scatter_p", "scatter_add_p", "scatter_mul_p", "scatter_min_p", "scatter_max_p",
+    "GatherDimensionNumbers",
+    "ScatterDimensionNumbers",
+    "GatherScatterMode",
+    "gather",
+    "scatter",
+    "scatter_add",
+    "scatter_mul",
+    "scatter_min",
+    "scatter_max",
+    "gather_p",
+    "scatter_p",
+    "scatter_add_p",
+    "scatter_mul_p",
+    "scatter_min_p",
+    "scatter_max_p",
 ]
 
 
@@ -124,11 +136,14 @@ class GatherScatterMode(enum.Enum):
             return GatherScatterMode.FILL_OR_DROP
         if s == "promise_in_bounds":
             return GatherScatterMode.PROMISE_IN_BOUNDS
-        raise ValueError(f'Unknown gather mode "{s}"; expected one of "clip", "fill", "drop", '
-                         '"promise_in_bounds" or a GatherScatterMode')
+        raise ValueError(
+            f'Unknown gather mode "{s}"; expected one of "clip", "fill", "drop", '
+            '"promise_in_bounds" or a GatherScatterMode'
+        )
 
 
 # -- dimension-number checks shared by gather and scatter ---------------------------------------
+
 
 def _check_dims(name: str, what: str, dims, rank: int, sorted_: bool = True) -> None:
     if len(set(dims)) != len(dims):
@@ -149,26 +164,34 @@ def _check_indices(name: str, indices: ShapedArray) -> None:
     if not dtypes.is_int(indices.dtype):
         raise TypeError(f"{name}: indices must have an integer dtype, got {indices.dtype.name}")
     if indices.ndim < 1:
-        raise TypeError(f"{name}: indices must have at least one dimension (the index vector "
-                        "is the last one; add a trailing dimension of size 1 for scalar "
-                        f"indices), got shape {indices.shape}")
+        raise TypeError(
+            f"{name}: indices must have at least one dimension (the index vector "
+            "is the last one; add a trailing dimension of size 1 for scalar "
+            f"indices), got shape {indices.shape}"
+        )
 
 
 def _check_batching(name, operand_batching, indices_batching, operand_shape, indices_shape):
     _check_dims(name, "operand_batching_dims", operand_batching, len(operand_shape))
-    _check_dims(name, "indices batching dims", indices_batching, len(indices_shape) - 1,
-                sorted_=False)
+    _check_dims(
+        name, "indices batching dims", indices_batching, len(indices_shape) - 1, sorted_=False
+    )
     if len(operand_batching) != len(indices_batching):
-        raise TypeError(f"{name}: operand_batching_dims {operand_batching} and the indices "
-                        f"batching dims {indices_batching} must have equal lengths")
+        raise TypeError(
+            f"{name}: operand_batching_dims {operand_batching} and the indices "
+            f"batching dims {indices_batching} must have equal lengths"
+        )
     op_sizes = tuple(operand_shape[d] for d in operand_batching)
     idx_sizes = tuple(indices_shape[d] for d in indices_batching)
     if op_sizes != idx_sizes:
-        raise TypeError(f"{name}: operand batching dimensions have sizes {op_sizes} but the "
-                        f"indices batching dimensions have sizes {idx_sizes}")
+        raise TypeError(
+            f"{name}: operand batching dimensions have sizes {op_sizes} but the "
+            f"indices batching dimensions have sizes {idx_sizes}"
+        )
 
 
 # -- the shared numpy machinery -------------------------------------------------------------------
+
 
 def _start_indices(operand_shape, indices, start_index_map, operand_batching, indices_batching):
     """Per operand dimension, the start index of each window: int64 arrays of the batch shape."""
@@ -212,9 +235,13 @@ def _linear_indices(operand_shape, batch_shape, starts, window_dims, window_shap
 
 # -- gather ---------------------------------------------------------------------------------------
 
+
 def _gather_window_dims(ndim, dn: GatherDimensionNumbers):
-    return [d for d in range(ndim)
-            if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims]
+    return [
+        d
+        for d in range(ndim)
+        if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims
+    ]
 
 
 def _default_fill_value(dtype: np.dtype):
@@ -229,15 +256,29 @@ def _default_fill_value(dtype: np.dtype):
     return True
 
 
-def _gather_impl(operand_, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
-                 unique_indices, mode, fill_value):
+def _gather_impl(
+    operand_,
+    indices,
+    *,
+    dimension_numbers,
+    slice_sizes,
+    indices_are_sorted,
+    unique_indices,
+    mode,
+    fill_value,
+):
     dn = dimension_numbers
     batch_shape = indices.shape[:-1]
     nb = len(batch_shape)
     window_dims = _gather_window_dims(operand_.ndim, dn)
     window_shape = tuple(slice_sizes[d] for d in window_dims)
-    starts = _start_indices(operand_.shape, indices, dn.start_index_map,
-                            dn.operand_batching_dims, dn.start_indices_batching_dims)
+    starts = _start_indices(
+        operand_.shape,
+        indices,
+        dn.start_index_map,
+        dn.operand_batching_dims,
+        dn.start_indices_batching_dims,
+    )
     upper = [n - s for n, s in zip(operand_.shape, slice_sizes)]
     valid = None
     if mode == GatherScatterMode.FILL_OR_DROP:
@@ -267,13 +308,23 @@ def _gather_impl(operand_, indices, *, dimension_numbers, slice_sizes, indices_a
     return np.asarray(np.transpose(res, perm), dtype=operand_.dtype)[()]
 
 
-def _gather_abstract_eval(operand_, indices, *, dimension_numbers, slice_sizes,
-                          indices_are_sorted, unique_indices, mode, fill_value):
+def _gather_abstract_eval(
+    operand_,
+    indices,
+    *,
+    dimension_numbers,
+    slice_sizes,
+    indices_are_sorted,
+    unique_indices,
+    mode,
+    fill_value,
+):
     name = "gather"
     dn = dimension_numbers
     if not isinstance(dn, GatherDimensionNumbers):
-        raise TypeError(f"{name}: dimension_numbers must be a GatherDimensionNumbers, got "
-                        f"{type(dn).__name__}")
+        raise TypeError(
+            f"{name}: dimension_numbers must be a GatherDimensionNumbers, got {type(dn).__name__}"
+        )
     _check_indices(name, indices)
     check_kinds(name, operand_.dtype, ANY)
     batch_rank = indices.ndim - 1
@@ -281,35 +332,60 @@ def _gather_abstract_eval(operand_, indices, *, dimension_numbers, slice_sizes,
     _check_dims(name, "offset_dims", dn.offset_dims, out_rank)
     _check_dims(name, "collapsed_slice_dims", dn.collapsed_slice_dims, operand_.ndim)
     _check_dims(name, "start_index_map", dn.start_index_map, operand_.ndim, sorted_=False)
-    _check_batching(name, dn.operand_batching_dims, dn.start_indices_batching_dims,
-                    operand_.shape, indices.shape)
-    _check_disjoint(name, dn.collapsed_slice_dims, dn.operand_batching_dims,
-                    "collapsed_slice_dims", "operand_batching_dims")
-    _check_disjoint(name, dn.start_index_map, dn.operand_batching_dims,
-                    "start_index_map", "operand_batching_dims")
+    _check_batching(
+        name,
+        dn.operand_batching_dims,
+        dn.start_indices_batching_dims,
+        operand_.shape,
+        indices.shape,
+    )
+    _check_disjoint(
+        name,
+        dn.collapsed_slice_dims,
+        dn.operand_batching_dims,
+        "collapsed_slice_dims",
+        "operand_batching_dims",
+    )
+    _check_disjoint(
+        name,
+        dn.start_index_map,
+        dn.operand_batching_dims,
+        "start_index_map",
+        "operand_batching_dims",
+    )
     if len(dn.start_index_map) != indices.shape[-1]:
-        raise TypeError(f"{name}: start_index_map {dn.start_index_map} has "
-                        f"{len(dn.start_index_map)} entries but the index vectors (last "
-                        f"dimension of indices of shape {indices.shape}) have "
-                        f"{indices.shape[-1]}")
+        raise TypeError(
+            f"{name}: start_index_map {dn.start_index_map} has "
+            f"{len(dn.start_index_map)} entries but the index vectors (last "
+            f"dimension of indices of shape {indices.shape}) have "
+            f"{indices.shape[-1]}"
+        )
     if len(slice_sizes) != operand_.ndim:
-        raise TypeError(f"{name}: slice_sizes {slice_sizes} must have one entry per operand "
-                        f"dimension (operand shape {operand_.shape})")
+        raise TypeError(
+            f"{name}: slice_sizes {slice_sizes} must have one entry per operand "
+            f"dimension (operand shape {operand_.shape})"
+        )
     window_dims = _gather_window_dims(operand_.ndim, dn)
     if len(window_dims) != len(dn.offset_dims):
-        raise TypeError(f"{name}: every operand dimension must be an offset dimension or "
-                        f"collapsed/batching: operand rank {operand_.ndim}, offset_dims "
-                        f"{dn.offset_dims}, collapsed_slice_dims {dn.collapsed_slice_dims}, "
-                        f"operand_batching_dims {dn.operand_batching_dims}")
+        raise TypeError(
+            f"{name}: every operand dimension must be an offset dimension or "
+            f"collapsed/batching: operand rank {operand_.ndim}, offset_dims "
+            f"{dn.offset_dims}, collapsed_slice_dims {dn.collapsed_slice_dims}, "
+            f"operand_batching_dims {dn.operand_batching_dims}"
+        )
     indices_empty = 0 in indices.shape
     for d, (s, n) in enumerate(zip(slice_sizes, operand_.shape)):
         if s < 0 or (s > n and not indices_empty):
-            raise TypeError(f"{name}: slice size {s} for operand dimension {d} is out of range "
-                            f"[0, {n}] (operand shape {operand_.shape})")
+            raise TypeError(
+                f"{name}: slice size {s} for operand dimension {d} is out of range "
+                f"[0, {n}] (operand shape {operand_.shape})"
+            )
     for d in dn.collapsed_slice_dims + dn.operand_batching_dims:
         if slice_sizes[d] != 1 and not (slice_sizes[d] == 0 and d in dn.operand_batching_dims):
-            raise TypeError(f"{name}: collapsed or batching operand dimension {d} must have "
-                            f"slice size 1, got {slice_sizes[d]}")
+            raise TypeError(
+                f"{name}: collapsed or batching operand dimension {d} must have "
+                f"slice size 1, got {slice_sizes[d]}"
+            )
     if not isinstance(mode, GatherScatterMode):
         raise TypeError(f"{name}: mode must be a GatherScatterMode, got {mode!r}")
     batch = iter(indices.shape[:-1])
@@ -321,9 +397,17 @@ def _gather_abstract_eval(operand_, indices, *, dimension_numbers, slice_sizes,
 gather_p = standard_primitive("gather", _gather_impl, _gather_abstract_eval)
 
 
-def gather(operand_, start_indices, dimension_numbers: GatherDimensionNumbers, slice_sizes, *,
-           unique_indices: bool = False, indices_are_sorted: bool = False, mode=None,
-           fill_value=None):
+def gather(
+    operand_,
+    start_indices,
+    dimension_numbers: GatherDimensionNumbers,
+    slice_sizes,
+    *,
+    unique_indices: bool = False,
+    indices_are_sorted: bool = False,
+    mode=None,
+    fill_value=None,
+):
     """Gather slices of ``operand_`` at ``start_indices`` (XLA's Gather).
 
     Args:
@@ -345,18 +429,25 @@ def gather(operand_, start_indices, dimension_numbers: GatherDimensionNumbers, s
     """
     x = operand(operand_, "gather")
     idx = operand(start_indices, "gather")
-    parsed = (GatherScatterMode.PROMISE_IN_BOUNDS if mode is None
-              else GatherScatterMode.from_any(mode))
+    parsed = (
+        GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else GatherScatterMode.from_any(mode)
+    )
     if parsed == GatherScatterMode.FILL_OR_DROP:
-        fill_value = (_default_fill_value(x.dtype) if fill_value is None
-                      else _static_scalar(fill_value))
+        fill_value = (
+            _default_fill_value(x.dtype) if fill_value is None else _static_scalar(fill_value)
+        )
     else:
         fill_value = None
-    return gather_p.bind(x, idx, dimension_numbers=_gather_dnums(dimension_numbers),
-                         slice_sizes=tuple(int(s) for s in slice_sizes),
-                         indices_are_sorted=bool(indices_are_sorted),
-                         unique_indices=bool(unique_indices), mode=parsed,
-                         fill_value=fill_value)
+    return gather_p.bind(
+        x,
+        idx,
+        dimension_numbers=_gather_dnums(dimension_numbers),
+        slice_sizes=tuple(int(s) for s in slice_sizes),
+        indices_are_sorted=bool(indices_are_sorted),
+        unique_indices=bool(unique_indices),
+        mode=parsed,
+        fill_value=fill_value,
+    )
 
 
 def _static_scalar(v):
@@ -365,22 +456,28 @@ def _static_scalar(v):
         return v
     if isinstance(v, np.generic) or (type(v) is Array and v.ndim == 0):
         return np.asarray(v).item()
-    raise TypeError(f"gather: fill_value must be a static scalar, got {type(v).__name__}: "
-                    f"{v!r:.60}")
+    raise TypeError(
+        f"gather: fill_value must be a static scalar, got {type(v).__name__}: {v!r:.60}"
+    )
 
 
 def _gather_dnums(dn) -> GatherDimensionNumbers:
     if not isinstance(dn, GatherDimensionNumbers):
-        raise TypeError("gather: dimension_numbers must be a GatherDimensionNumbers, got "
-                        f"{type(dn).__name__}")
+        raise TypeError(
+            f"gather: dimension_numbers must be a GatherDimensionNumbers, got {type(dn).__name__}"
+        )
     return GatherDimensionNumbers(*(tuple(int(d) for d in f) for f in dn))
 
 
 # -- scatter --------------------------------------------------------------------------------------
 
+
 def _scatter_window_dims(ndim, dn: ScatterDimensionNumbers):
-    return [d for d in range(ndim)
-            if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims]
+    return [
+        d
+        for d in range(ndim)
+        if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims
+    ]
 
 
 def _scatter_combine_set(flat, lin, vals):
@@ -389,20 +486,26 @@ def _scatter_combine_set(flat, lin, vals):
 
 
 def _make_scatter_impl(combine):
-    def impl(operand_, indices, updates, *, dimension_numbers, indices_are_sorted,
-             unique_indices, mode):
+    def impl(
+        operand_, indices, updates, *, dimension_numbers, indices_are_sorted, unique_indices, mode
+    ):
         dn = dimension_numbers
         out = np.array(operand_, copy=True, order="C")
         batch_shape = indices.shape[:-1]
         scatter_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
         upd = np.transpose(updates, scatter_dims + list(dn.update_window_dims))
         window_dims = _scatter_window_dims(operand_.ndim, dn)
-        window_shape = upd.shape[len(batch_shape):]
+        window_shape = upd.shape[len(batch_shape) :]
         sizes = [1] * operand_.ndim
         for d, s in zip(window_dims, window_shape):
             sizes[d] = s
-        starts = _start_indices(operand_.shape, indices, dn.scatter_dims_to_operand_dims,
-                                dn.operand_batching_dims, dn.scatter_indices_batching_dims)
+        starts = _start_indices(
+            operand_.shape,
+            indices,
+            dn.scatter_dims_to_operand_dims,
+            dn.operand_batching_dims,
+            dn.scatter_indices_batching_dims,
+        )
         upper = [n - s for n, s in zip(operand_.shape, sizes)]
         if mode == GatherScatterMode.CLIP:
             starts = [np.clip(s, 0, max(u, 0)) for s, u in zip(starts, upper)]
@@ -420,56 +523,92 @@ def _make_scatter_impl(combine):
 
 
 def _make_scatter_abstract_eval(name, kinds):
-    def abstract_eval(operand_, indices, updates, *, dimension_numbers, indices_are_sorted,
-                      unique_indices, mode):
+    def abstract_eval(
+        operand_, indices, updates, *, dimension_numbers, indices_are_sorted, unique_indices, mode
+    ):
         dn = dimension_numbers
         if not isinstance(dn, ScatterDimensionNumbers):
-            raise TypeError(f"{name}: dimension_numbers must be a ScatterDimensionNumbers, got "
-                            f"{type(dn).__name__}")
+            raise TypeError(
+                f"{name}: dimension_numbers must be a ScatterDimensionNumbers, got "
+                f"{type(dn).__name__}"
+            )
         _check_indices(name, indices)
         check_kinds(name, operand_.dtype, kinds)
         if updates.dtype != operand_.dtype:
-            raise TypeError(f"{name}: updates dtype {updates.dtype.name} must equal the operand "
-                            f"dtype {operand_.dtype.name}")
+            raise TypeError(
+                f"{name}: updates dtype {updates.dtype.name} must equal the operand "
+                f"dtype {operand_.dtype.name}"
+            )
         batch_shape = indices.shape[:-1]
         if updates.ndim != len(batch_shape) + len(dn.update_window_dims):
-            raise TypeError(f"{name}: updates must have rank {len(batch_shape)} (indices batch) "
-                            f"+ {len(dn.update_window_dims)} (update_window_dims) = "
-                            f"{len(batch_shape) + len(dn.update_window_dims)}, got shape "
-                            f"{updates.shape}")
+            raise TypeError(
+                f"{name}: updates must have rank {len(batch_shape)} (indices batch) "
+                f"+ {len(dn.update_window_dims)} (update_window_dims) = "
+                f"{len(batch_shape) + len(dn.update_window_dims)}, got shape "
+                f"{updates.shape}"
+            )
         _check_dims(name, "update_window_dims", dn.update_window_dims, updates.ndim)
         _check_dims(name, "inserted_window_dims", dn.inserted_window_dims, operand_.ndim)
-        _check_dims(name, "scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims,
-                    operand_.ndim, sorted_=False)
-        _check_batching(name, dn.operand_batching_dims, dn.scatter_indices_batching_dims,
-                        operand_.shape, indices.shape)
-        _check_disjoint(name, dn.inserted_window_dims, dn.operand_batching_dims,
-                        "inserted_window_dims", "operand_batching_dims")
-        _check_disjoint(name, dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
-                        "scatter_dims_to_operand_dims", "operand_batching_dims")
+        _check_dims(
+            name,
+            "scatter_dims_to_operand_dims",
+            dn.scatter_dims_to_operand_dims,
+            operand_.ndim,
+            sorted_=False,
+        )
+        _check_batching(
+            name,
+            dn.operand_batching_dims,
+            dn.scatter_indices_batching_dims,
+            operand_.shape,
+            indices.shape,
+        )
+        _check_disjoint(
+            name,
+            dn.inserted_window_dims,
+            dn.operand_batching_dims,
+            "inserted_window_dims",
+            "operand_batching_dims",
+        )
+        _check_disjoint(
+            name,
+            dn.scatter_dims_to_operand_dims,
+            dn.operand_batching_dims,
+            "scatter_dims_to_operand_dims",
+            "operand_batching_dims",
+        )
         if len(dn.scatter_dims_to_operand_dims) != indices.shape[-1]:
-            raise TypeError(f"{name}: scatter_dims_to_operand_dims "
-                            f"{dn.scatter_dims_to_operand_dims} has "
-                            f"{len(dn.scatter_dims_to_operand_dims)} entries but the index "
-                            f"vectors (last dimension of indices of shape {indices.shape}) "
-                            f"have {indices.shape[-1]}")
+            raise TypeError(
+                f"{name}: scatter_dims_to_operand_dims "
+                f"{dn.scatter_dims_to_operand_dims} has "
+                f"{len(dn.scatter_dims_to_operand_dims)} entries but the index "
+                f"vectors (last dimension of indices of shape {indices.shape}) "
+                f"have {indices.shape[-1]}"
+            )
         window_dims = _scatter_window_dims(operand_.ndim, dn)
         if len(window_dims) != len(dn.update_window_dims):
-            raise TypeError(f"{name}: the window has {len(dn.update_window_dims)} "
-                            f"update_window_dims + {len(dn.inserted_window_dims)} "
-                            f"inserted_window_dims + {len(dn.operand_batching_dims)} batching "
-                            f"dims, which must equal the operand rank {operand_.ndim}")
+            raise TypeError(
+                f"{name}: the window has {len(dn.update_window_dims)} "
+                f"update_window_dims + {len(dn.inserted_window_dims)} "
+                f"inserted_window_dims + {len(dn.operand_batching_dims)} batching "
+                f"dims, which must equal the operand rank {operand_.ndim}"
+            )
         for d, ud in zip(window_dims, dn.update_window_dims):
             if updates.shape[ud] > operand_.shape[d]:
-                raise TypeError(f"{name}: updates window dimension {ud} has size "
-                                f"{updates.shape[ud]}, larger than operand dimension {d} of "
-                                f"size {operand_.shape[d]}")
-        scatter_sizes = tuple(s for i, s in enumerate(updates.shape)
-                              if i not in dn.update_window_dims)
+                raise TypeError(
+                    f"{name}: updates window dimension {ud} has size "
+                    f"{updates.shape[ud]}, larger than operand dimension {d} of "
+                    f"size {operand_.shape[d]}"
+                )
+        scatter_sizes = tuple(
+            s for i, s in enumerate(updates.shape) if i not in dn.update_window_dims
+        )
         if scatter_sizes != batch_shape:
-            raise TypeError(f"{name}: the scatter dimensions of updates (shape "
-                            f"{updates.shape}) have sizes {scatter_sizes}, which must equal the "
-                            f"batch dimensions of indices {batch_shape}")
+            raise TypeError(
+                f"{name}: the scatter dimensions of updates (shape "
+                f"{updates.shape}) have sizes {scatter_sizes}, which must equal the "
+                f"batch dimensions of indices {batch_shape}"
+            )
         if not isinstance(mode, GatherScatterMode):
             raise TypeError(f"{name}: mode must be a GatherScatterMode, got {mode!r}")
         return ShapedArray(operand_.shape, operand_.dtype, operand_.weak_type)
@@ -478,8 +617,9 @@ def _make_scatter_abstract_eval(name, kinds):
 
 
 def _scatter_primitive(name, combine, kinds):
-    return standard_primitive(name, _make_scatter_impl(combine),
-                              _make_scatter_abstract_eval(name, kinds))
+    return standard_primitive(
+        name, _make_scatter_impl(combine), _make_scatter_abstract_eval(name, kinds)
+    )
 
 
 scatter_p = _scatter_primitive("scatter", _scatter_combine_set, ANY)
@@ -491,22 +631,38 @@ scatter_max_p = _scatter_primitive("scatter-max", np.maximum.at, ANY)
 
 def _scatter_dnums(name, dn) -> ScatterDimensionNumbers:
     if not isinstance(dn, ScatterDimensionNumbers):
-        raise TypeError(f"{name}: dimension_numbers must be a ScatterDimensionNumbers, got "
-                        f"{type(dn).__name__}")
+        raise TypeError(
+            f"{name}: dimension_numbers must be a ScatterDimensionNumbers, got {type(dn).__name__}"
+        )
     return ScatterDimensionNumbers(*(tuple(int(d) for d in f) for f in dn))
 
 
-def _bind_scatter(prim, name, operand_, scatter_indices, updates, dimension_numbers,
-                  indices_are_sorted, unique_indices, mode):
+def _bind_scatter(
+    prim,
+    name,
+    operand_,
+    scatter_indices,
+    updates,
+    dimension_numbers,
+    indices_are_sorted,
+    unique_indices,
+    mode,
+):
     x = operand(operand_, name)
     idx = operand(scatter_indices, name)
     if isinstance(updates, (bool, int, float)) and not isinstance(updates, np.generic):
         upd = full_like_scalar(updates, x)
     else:
         upd = operand(updates, name)
-    return prim.bind(x, idx, upd, dimension_numbers=_scatter_dnums(name, dimension_numbers),
-                     indices_are_sorted=bool(indices_are_sorted),
-                     unique_indices=bool(unique_indices), mode=GatherScatterMode.from_any(mode))
+    return prim.bind(
+        x,
+        idx,
+        upd,
+        dimension_numbers=_scatter_dnums(name, dimension_numbers),
+        indices_are_sorted=bool(indices_are_sorted),
+        unique_indices=bool(unique_indices),
+        mode=GatherScatterMode.from_any(mode),
+    )
 
 
 _SCATTER_DOC = """{what} ``updates`` into ``operand_`` at ``scatter_indices`` (XLA's Scatter).
@@ -530,46 +686,136 @@ _SCATTER_DOC = """{what} ``updates`` into ``operand_`` at ``scatter_indices`` (X
     """
 
 
-def scatter(operand_, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
-            indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-    return _bind_scatter(scatter_p, "scatter", operand_, scatter_indices, updates,
-                         dimension_numbers, indices_are_sorted, unique_indices, mode)
+def scatter(
+    operand_,
+    scatter_indices,
+    updates,
+    dimension_numbers: ScatterDimensionNumbers,
+    *,
+    indices_are_sorted: bool = False,
+    unique_indices: bool = False,
+    mode=None,
+):
+    return _bind_scatter(
+        scatter_p,
+        "scatter",
+        operand_,
+        scatter_indices,
+        updates,
+        dimension_numbers,
+        indices_are_sorted,
+        unique_indices,
+        mode,
+    )
 
 
-def scatter_add(operand_, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers,
-                *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-    return _bind_scatter(scatter_add_p, "scatter_add", operand_, scatter_indices, updates,
-                         dimension_numbers, indices_are_sorted, unique_indices, mode)
+def scatter_add(
+    operand_,
+    scatter_indices,
+    updates,
+    dimension_numbers: ScatterDimensionNumbers,
+    *,
+    indices_are_sorted: bool = False,
+    unique_indices: bool = False,
+    mode=None,
+):
+    return _bind_scatter(
+        scatter_add_p,
+        "scatter_add",
+        operand_,
+        scatter_indices,
+        updates,
+        dimension_numbers,
+        indices_are_sorted,
+        unique_indices,
+        mode,
+    )
 
 
-def scatter_mul(operand_, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers,
-                *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-    return _bind_scatter(scatter_mul_p, "scatter_mul", operand_, scatter_indices, updates,
-                         dimension_numbers, indices_are_sorted, unique_indices, mode)
+def scatter_mul(
+    operand_,
+    scatter_indices,
+    updates,
+    dimension_numbers: ScatterDimensionNumbers,
+    *,
+    indices_are_sorted: bool = False,
+    unique_indices: bool = False,
+    mode=None,
+):
+    return _bind_scatter(
+        scatter_mul_p,
+        "scatter_mul",
+        operand_,
+        scatter_indices,
+        updates,
+        dimension_numbers,
+        indices_are_sorted,
+        unique_indices,
+        mode,
+    )
 
 
-def scatter_min(operand_, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers,
-                *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-    return _bind_scatter(scatter_min_p, "scatter_min", operand_, scatter_indices, updates,
-                         dimension_numbers, indices_are_sorted, unique_indices, mode)
+def scatter_min(
+    operand_,
+    scatter_indices,
+    updates,
+    dimension_numbers: ScatterDimensionNumbers,
+    *,
+    indices_are_sorted: bool = False,
+    unique_indices: bool = False,
+    mode=None,
+):
+    return _bind_scatter(
+        scatter_min_p,
+        "scatter_min",
+        operand_,
+        scatter_indices,
+        updates,
+        dimension_numbers,
+        indices_are_sorted,
+        unique_indices,
+        mode,
+    )
 
 
-def scatter_max(operand_, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers,
-                *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-    return _bind_scatter(scatter_max_p, "scatter_max", operand_, scatter_indices, updates,
-                         dimension_numbers, indices_are_sorted, unique_indices, mode)
+def scatter_max(
+    operand_,
+    scatter_indices,
+    updates,
+    dimension_numbers: ScatterDimensionNumbers,
+    *,
+    indices_are_sorted: bool = False,
+    unique_indices: bool = False,
+    mode=None,
+):
+    return _bind_scatter(
+        scatter_max_p,
+        "scatter_max",
+        operand_,
+        scatter_indices,
+        updates,
+        dimension_numbers,
+        indices_are_sorted,
+        unique_indices,
+        mode,
+    )
 
 
 scatter.__doc__ = _SCATTER_DOC.format(
-    what="Write", how="written (with duplicate indices, one of the writers wins)", fn="scatter")
+    what="Write", how="written (with duplicate indices, one of the writers wins)", fn="scatter"
+)
 scatter_add.__doc__ = _SCATTER_DOC.format(
-    what="Add", how="added (duplicate indices accumulate)", fn="scatter_add")
+    what="Add", how="added (duplicate indices accumulate)", fn="scatter_add"
+)
 scatter_mul.__doc__ = _SCATTER_DOC.format(
-    what="Multiply", how="multiplied in (duplicate indices accumulate)", fn="scatter_mul")
+    what="Multiply", how="multiplied in (duplicate indices accumulate)", fn="scatter_mul"
+)
 scatter_min.__doc__ = _SCATTER_DOC.format(
-    what="Take the minimum with", how="combined by minimum (NaN propagates)", fn="scatter_min")
+    what="Take the minimum with", how="combined by minimum (NaN propagates)", fn="scatter_min"
+)
 scatter_max.__doc__ = _SCATTER_DOC.format(
-    what="Take the maximum with", how="combined by maximum (NaN propagates)", fn="scatter_max")
+    what="Take the maximum with", how="combined by maximum (NaN propagates)", fn="scatter_max"
+)
 
 
 # -- rules: shared helpers ------------------------------------------------------------------------
@@ -592,45 +838,68 @@ scatter_max.__doc__ = _SCATTER_DOC.format(
 # and no gradient (grad of ``sum(v[[0, 5]])`` for ``v`` of shape (1,) is 1, not 2), and an
 # update a PROMISE_IN_BOUNDS scatter-add drops gets the cotangent of the clamped position.
 
+
 def _aval(x) -> ShapedArray:
     return x.aval if is_undefined_primal(x) else core.get_aval(x)
 
 
 def _gather_mode_of_scatter(mode: GatherScatterMode) -> GatherScatterMode:
     """The gather mode that reads exactly the windows a scatter of ``mode`` writes."""
-    return (GatherScatterMode.CLIP if mode is GatherScatterMode.CLIP
-            else GatherScatterMode.FILL_OR_DROP)
+    return (
+        GatherScatterMode.CLIP if mode is GatherScatterMode.CLIP else GatherScatterMode.FILL_OR_DROP
+    )
 
 
 def _gather_to_scatter_dnums(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
     return ScatterDimensionNumbers(
-        update_window_dims=dn.offset_dims, inserted_window_dims=dn.collapsed_slice_dims,
+        update_window_dims=dn.offset_dims,
+        inserted_window_dims=dn.collapsed_slice_dims,
         scatter_dims_to_operand_dims=dn.start_index_map,
         operand_batching_dims=dn.operand_batching_dims,
-        scatter_indices_batching_dims=dn.start_indices_batching_dims)
+        scatter_indices_batching_dims=dn.start_indices_batching_dims,
+    )
 
 
 def _scatter_to_gather_dnums(dn: ScatterDimensionNumbers) -> GatherDimensionNumbers:
     return GatherDimensionNumbers(
-        offset_dims=dn.update_window_dims, collapsed_slice_dims=dn.inserted_window_dims,
+        offset_dims=dn.update_window_dims,
+        collapsed_slice_dims=dn.inserted_window_dims,
         start_index_map=dn.scatter_dims_to_operand_dims,
         operand_batching_dims=dn.operand_batching_dims,
-        start_indices_batching_dims=dn.scatter_indices_batching_dims)
+        start_indices_batching_dims=dn.scatter_indices_batching_dims,
+    )
 
 
-def _read_windows(x, indices, dn: ScatterDimensionNumbers, updates_shape, mode, *,
-                  indices_are_sorted=False, unique_indices=False, gather_mode=None):
+def _read_windows(
+    x,
+    indices,
+    dn: ScatterDimensionNumbers,
+    updates_shape,
+    mode,
+    *,
+    indices_are_sorted=False,
+    unique_indices=False,
+    gather_mode=None,
+):
     """The gather inverse to a scatter: for every element of the scatter's ``updates``, the
     element of the operand-shaped ``x`` it is written to (0 where the scatter drops it), or,
     given ``gather_mode``, the element that gather mode reads there."""
     window = iter(updates_shape[d] for d in dn.update_window_dims)
-    sizes = tuple(1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims
-                  else next(window) for d in range(_aval(x).ndim))
+    sizes = tuple(
+        1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims else next(window)
+        for d in range(_aval(x).ndim)
+    )
     gmode = _gather_mode_of_scatter(mode) if gather_mode is None else gather_mode
-    return gather_p.bind(x, indices, dimension_numbers=_scatter_to_gather_dnums(dn),
-                         slice_sizes=sizes, indices_are_sorted=indices_are_sorted,
-                         unique_indices=unique_indices, mode=gmode,
-                         fill_value=0 if gmode is GatherScatterMode.FILL_OR_DROP else None)
+    return gather_p.bind(
+        x,
+        indices,
+        dimension_numbers=_scatter_to_gather_dnums(dn),
+        slice_sizes=sizes,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=gmode,
+        fill_value=0 if gmode is GatherScatterMode.FILL_OR_DROP else None,
+    )
 
 
 def _zeros(aval: ShapedArray, dtype=None):
@@ -649,8 +918,11 @@ def _safe_reciprocal(n):
     """``1 / n`` for the nonnegative counts ``n``, with 0 where ``n`` is 0 (no inf, so the
     derivative coefficients built from it never produce NaN)."""
     one = _ones(core.get_aval(n))
-    return _where(elementwise.gt(n, _zeros(core.get_aval(n))),
-                  elementwise.div(one, elementwise.max(n, one)), _zeros(core.get_aval(n)))
+    return _where(
+        elementwise.gt(n, _zeros(core.get_aval(n))),
+        elementwise.div(one, elementwise.max(n, one)),
+        _zeros(core.get_aval(n)),
+    )
 
 
 def _winning_updates(operand_aval, indices, updates_aval, dn, mode, indices_are_sorted):
@@ -663,13 +935,21 @@ def _winning_updates(operand_aval, indices, updates_aval, dn, mode, indices_are_
     batch_shape = tuple(updates_aval.shape[d] for d in scatter_dims)
     n = int(np.prod(batch_shape, dtype=np.int64))
     if n >= np.iinfo(id_dtype).max:
-        raise ValueError(f"scatter: {n} index vectors are too many to differentiate a scatter "
-                         "with repeated indices (at most 2**31 - 2)")
+        raise ValueError(
+            f"scatter: {n} index vectors are too many to differentiate a scatter "
+            "with repeated indices (at most 2**31 - 2)"
+        )
     ids = shape_ops.reshape(elementwise.add(shape_ops.iota(id_dtype, n), 1), batch_shape)
     ids = shape_ops.broadcast_in_dim(ids, updates_aval.shape, scatter_dims)
-    scattered = scatter_p.bind(_zeros(operand_aval, id_dtype), indices, ids,
-                               dimension_numbers=dn, indices_are_sorted=indices_are_sorted,
-                               unique_indices=False, mode=mode)
+    scattered = scatter_p.bind(
+        _zeros(operand_aval, id_dtype),
+        indices,
+        ids,
+        dimension_numbers=dn,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=False,
+        mode=mode,
+    )
     read_back = _read_windows(scattered, indices, dn, updates_aval.shape, mode)
     kept = elementwise.eq(scattered, _zeros(operand_aval, id_dtype))
     return kept, elementwise.eq(ids, read_back)
@@ -691,8 +971,9 @@ def _slot(sorted_dims, k: int, rank: int) -> tuple[int, int]:
 def _broadcast_at(x, axis_size: int, pos: int):
     """``x`` broadcast along a new dimension of size ``axis_size`` at ``pos``."""
     shp = core.get_aval(x).shape
-    return shape_ops.broadcast_in_dim(x, shp[:pos] + (axis_size,) + shp[pos:],
-                                      _insert_dim(range(len(shp)), pos))
+    return shape_ops.broadcast_in_dim(
+        x, shp[:pos] + (axis_size,) + shp[pos:], _insert_dim(range(len(shp)), pos)
+    )
 
 
 def _batch_dim_at(x, bdim, axis_size: int, lo: int, hi: int):
@@ -707,29 +988,71 @@ def _batch_dim_at(x, bdim, axis_size: int, lo: int, hi: int):
 
 # -- gather rules ---------------------------------------------------------------------------------
 
-def _gather_jvp(t, operand_, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
-                unique_indices, mode, fill_value):
+
+def _gather_jvp(
+    t,
+    operand_,
+    indices,
+    *,
+    dimension_numbers,
+    slice_sizes,
+    indices_are_sorted,
+    unique_indices,
+    mode,
+    fill_value,
+):
     # Linear in the operand; filled (out-of-bounds) windows have a zero tangent.
-    return gather_p.bind(t, indices, dimension_numbers=dimension_numbers,
-                         slice_sizes=slice_sizes, indices_are_sorted=indices_are_sorted,
-                         unique_indices=unique_indices, mode=mode,
-                         fill_value=0 if mode is GatherScatterMode.FILL_OR_DROP else None)
+    return gather_p.bind(
+        t,
+        indices,
+        dimension_numbers=dimension_numbers,
+        slice_sizes=slice_sizes,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+        fill_value=0 if mode is GatherScatterMode.FILL_OR_DROP else None,
+    )
 
 
-def _gather_transpose(ct, operand_, indices, *, dimension_numbers, slice_sizes,
-                      indices_are_sorted, unique_indices, mode, fill_value):
+def _gather_transpose(
+    ct,
+    operand_,
+    indices,
+    *,
+    dimension_numbers,
+    slice_sizes,
+    indices_are_sorted,
+    unique_indices,
+    mode,
+    fill_value,
+):
     # JAX's _gather_transpose_rule: add every read window's cotangent back where it was read
     # (repeated reads accumulate), in the gather's mode (see the rules section on modes).
     zeros = _zeros(operand_.aval, core.get_aval(ct).dtype)
-    out = scatter_add_p.bind(zeros, indices, ct,
-                             dimension_numbers=_gather_to_scatter_dnums(dimension_numbers),
-                             indices_are_sorted=indices_are_sorted,
-                             unique_indices=unique_indices, mode=mode)
+    out = scatter_add_p.bind(
+        zeros,
+        indices,
+        ct,
+        dimension_numbers=_gather_to_scatter_dnums(dimension_numbers),
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+    )
     return [out, None]
 
 
-def _gather_batch(axis_size, args, dims, *, dimension_numbers, slice_sizes, indices_are_sorted,
-                  unique_indices, mode, fill_value):
+def _gather_batch(
+    axis_size,
+    args,
+    dims,
+    *,
+    dimension_numbers,
+    slice_sizes,
+    indices_are_sorted,
+    unique_indices,
+    mode,
+    fill_value,
+):
     # JAX's _gather_batching_rule, but the batch dims stay where they are: the dimension
     # numbers are renumbered around them instead of transposing the data.
     (x, idx), (xd, idd) = args, dims
@@ -739,20 +1062,28 @@ def _gather_batch(axis_size, args, dims, *, dimension_numbers, slice_sizes, indi
     idx_rank = core.get_aval(idx).ndim - (idd is not None)
     out_rank = idx_rank - 1 + len(dn.offset_dims)
     batch_out = [p for p in range(out_rank) if p not in dn.offset_dims]
-    params = dict(indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                  mode=mode, fill_value=fill_value)
+    params = dict(
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+        fill_value=fill_value,
+    )
     if idd is None:
         # Only the operand is batched: its batch dim is one more offset (window) dimension.
         x_rank = core.get_aval(x).ndim - 1
-        window = [d for d in range(x_rank)
-                  if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims]
+        window = [
+            d
+            for d in range(x_rank)
+            if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims
+        ]
         out_d, _ = _slot(dn.offset_dims, sum(1 for d in window if d < xd), out_rank)
         new = GatherDimensionNumbers(
             offset_dims=tuple(sorted(_insert_dim(dn.offset_dims, out_d) + (out_d,))),
             collapsed_slice_dims=_insert_dim(dn.collapsed_slice_dims, xd),
             start_index_map=_insert_dim(dn.start_index_map, xd),
             operand_batching_dims=_insert_dim(dn.operand_batching_dims, xd),
-            start_indices_batching_dims=dn.start_indices_batching_dims)
+            start_indices_batching_dims=dn.start_indices_batching_dims,
+        )
         sizes = slice_sizes[:xd] + (axis_size,) + slice_sizes[xd:]
         return gather_p.bind(x, idx, dimension_numbers=new, slice_sizes=sizes, **params), out_d
     # The indices are batched: their batch dim is one more batch dim of the output, placed
@@ -764,8 +1095,9 @@ def _gather_batch(axis_size, args, dims, *, dimension_numbers, slice_sizes, indi
         # Examples may now read the same windows: the hints no longer hold.
         params.update(indices_are_sorted=False, unique_indices=False)
         new = dn._replace(offset_dims=offset_dims, start_indices_batching_dims=sibd)
-        return gather_p.bind(x, idx, dimension_numbers=new, slice_sizes=slice_sizes,
-                             **params), out_d
+        return gather_p.bind(
+            x, idx, dimension_numbers=new, slice_sizes=slice_sizes, **params
+        ), out_d
     # Both batched: the two batch dims are paired batching dimensions.
     j = sum(1 for d in dn.operand_batching_dims if d < xd)
     obd = _insert_dim(dn.operand_batching_dims, xd)
@@ -774,7 +1106,8 @@ def _gather_batch(axis_size, args, dims, *, dimension_numbers, slice_sizes, indi
         collapsed_slice_dims=_insert_dim(dn.collapsed_slice_dims, xd),
         start_index_map=_insert_dim(dn.start_index_map, xd),
         operand_batching_dims=obd[:j] + (xd,) + obd[j:],
-        start_indices_batching_dims=sibd[:j] + (idd,) + sibd[j:])
+        start_indices_batching_dims=sibd[:j] + (idd,) + sibd[j:],
+    )
     sizes = slice_sizes[:xd] + (1 if axis_size else 0,) + slice_sizes[xd:]
     return gather_p.bind(x, idx, dimension_numbers=new, slice_sizes=sizes, **params), out_d
 
@@ -786,8 +1119,10 @@ batch_rules[gather_p] = _gather_batch
 
 # -- scatter rules --------------------------------------------------------------------------------
 
-def _scatter_batch(prim, axis_size, args, dims, *, dimension_numbers, indices_are_sorted,
-                   unique_indices, mode):
+
+def _scatter_batch(
+    prim, axis_size, args, dims, *, dimension_numbers, indices_are_sorted, unique_indices, mode
+):
     # JAX's _scatter_batching_rule with the batch dims kept in place where the layout allows.
     # The output is batched, so the operand is (broadcast if it is not).
     (x, idx, upd), (xd, idd, ud) = args, dims
@@ -800,8 +1135,11 @@ def _scatter_batch(prim, axis_size, args, dims, *, dimension_numbers, indices_ar
     if idd is None:
         # One index set for all examples: the batch dim is one more window dimension, the
         # k-th of the operand's window dims and of the updates' update_window_dims alike.
-        window = [d for d in range(x_rank)
-                  if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims]
+        window = [
+            d
+            for d in range(x_rank)
+            if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims
+        ]
         if xd is None:
             k = sum(1 for d in dn.update_window_dims if d < ud)
             x, xd = _batch_dim_at(x, None, axis_size, *_slot(window, k, x_rank))
@@ -813,7 +1151,8 @@ def _scatter_batch(prim, axis_size, args, dims, *, dimension_numbers, indices_ar
             inserted_window_dims=_insert_dim(dn.inserted_window_dims, xd),
             scatter_dims_to_operand_dims=_insert_dim(dn.scatter_dims_to_operand_dims, xd),
             operand_batching_dims=_insert_dim(dn.operand_batching_dims, xd),
-            scatter_indices_batching_dims=dn.scatter_indices_batching_dims)
+            scatter_indices_batching_dims=dn.scatter_indices_batching_dims,
+        )
         return prim.bind(x, idx, upd, dimension_numbers=new, **params), xd
     # Batched indices: the batch dim pairs the operand's batch dim with the indices' (a
     # batching dimension) and is a scatter dim of the updates, placed among them as it is among
@@ -830,7 +1169,8 @@ def _scatter_batch(prim, axis_size, args, dims, *, dimension_numbers, indices_ar
         inserted_window_dims=_insert_dim(dn.inserted_window_dims, xd),
         scatter_dims_to_operand_dims=_insert_dim(dn.scatter_dims_to_operand_dims, xd),
         operand_batching_dims=obd[:j] + (xd,) + obd[j:],
-        scatter_indices_batching_dims=sibd[:j] + (idd,) + sibd[j:])
+        scatter_indices_batching_dims=sibd[:j] + (idd,) + sibd[j:],
+    )
     return prim.bind(x, idx, upd, dimension_numbers=new, **params), xd
 
 
@@ -855,30 +1195,41 @@ def _scatter_add_jvp(primals, tangents, **params):
     return out, scatter_add_p.bind(instantiate_zeros(gx), idx, instantiate_zeros(gu), **params)
 
 
-def _scatter_add_transpose(ct, x, idx, upd, *, dimension_numbers, indices_are_sorted,
-                           unique_indices, mode):
+def _scatter_add_transpose(
+    ct, x, idx, upd, *, dimension_numbers, indices_are_sorted, unique_indices, mode
+):
     # JAX's _scatter_add_transpose_rule: the operand's cotangent passes through; each update
     # element gets the cotangent its window reads in the same mode (0 where FILL_OR_DROP drops
     # it, the clamped position's under CLIP and PROMISE_IN_BOUNDS; see the rules section).
     ct_x = ct if is_undefined_primal(x) else None
     ct_u = None
     if is_undefined_primal(upd):
-        ct_u = _read_windows(ct, idx, dimension_numbers, upd.aval.shape, mode,
-                             indices_are_sorted=indices_are_sorted,
-                             unique_indices=unique_indices, gather_mode=mode)
+        ct_u = _read_windows(
+            ct,
+            idx,
+            dimension_numbers,
+            upd.aval.shape,
+            mode,
+            indices_are_sorted=indices_are_sorted,
+            unique_indices=unique_indices,
+            gather_mode=mode,
+        )
     return [ct_x, None, ct_u]
 
 
-def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices,
-                 mode):
+def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode):
     # JAX's _scatter_jvp. With unique indices a scatter is linear in (operand, updates): scatter
     # the tangents. With repeated indices which update wins is the impl's choice, so find the
     # winners with scattered ids and compute primal and tangent as scatter-adds of the masked
     # values: the two then always agree on the winner.
     x, idx, upd = primals
     gx, _, gu = tangents
-    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
-                  unique_indices=unique_indices, mode=mode)
+    params = dict(
+        dimension_numbers=dimension_numbers,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+    )
     if type(gx) is Zero and type(gu) is Zero:
         out = scatter_p.bind(x, idx, upd, **params)
         return out, _zero_tangent_of(out)
@@ -886,8 +1237,7 @@ def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, un
     if unique_indices:
         return scatter_p.bind(x, idx, upd, **params), scatter_p.bind(gx, idx, gu, **params)
     x_aval, u_aval = core.get_aval(x), core.get_aval(upd)
-    kept, won = _winning_updates(x_aval, idx, u_aval, dimension_numbers, mode,
-                                 indices_are_sorted)
+    kept, won = _winning_updates(x_aval, idx, u_aval, dimension_numbers, mode, indices_are_sorted)
 
     def masked_scatter(a, b):
         a = _where(kept, a, _zeros(core.get_aval(a)))
@@ -897,25 +1247,38 @@ def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, un
     return masked_scatter(x, upd), masked_scatter(gx, gu)
 
 
-def _scatter_transpose(ct, x, idx, upd, *, dimension_numbers, indices_are_sorted,
-                       unique_indices, mode):
+def _scatter_transpose(
+    ct, x, idx, upd, *, dimension_numbers, indices_are_sorted, unique_indices, mode
+):
     # With the indices fixed, a scatter is linear in (operand, updates): the operand's cotangent
     # is ct with the written positions zeroed, an update element gets the cotangent of its
     # position if it is the one written there (the id trick finds it under repeated indices).
     u_shape = _aval(upd).shape
     ct_x = ct_u = None
     if is_undefined_primal(x):
-        ct_x = scatter_p.bind(ct, idx, shape_ops.full(u_shape, 0, core.get_aval(ct).dtype),
-                              dimension_numbers=dimension_numbers,
-                              indices_are_sorted=indices_are_sorted, unique_indices=True,
-                              mode=mode)
+        ct_x = scatter_p.bind(
+            ct,
+            idx,
+            shape_ops.full(u_shape, 0, core.get_aval(ct).dtype),
+            dimension_numbers=dimension_numbers,
+            indices_are_sorted=indices_are_sorted,
+            unique_indices=True,
+            mode=mode,
+        )
     if is_undefined_primal(upd):
-        ct_u = _read_windows(ct, idx, dimension_numbers, u_shape, mode,
-                             indices_are_sorted=indices_are_sorted,
-                             unique_indices=unique_indices)
+        ct_u = _read_windows(
+            ct,
+            idx,
+            dimension_numbers,
+            u_shape,
+            mode,
+            indices_are_sorted=indices_are_sorted,
+            unique_indices=unique_indices,
+        )
         if not unique_indices:
-            _, won = _winning_updates(_aval(x), idx, upd.aval, dimension_numbers, mode,
-                                      indices_are_sorted)
+            _, won = _winning_updates(
+                _aval(x), idx, upd.aval, dimension_numbers, mode, indices_are_sorted
+            )
             ct_u = _where(won, ct_u, _zeros(core.get_aval(ct_u)))
     return [ct_x, None, ct_u]
 
@@ -926,17 +1289,23 @@ _SCATTER_MUL_UPDATES_LIMIT = (
     "the product of the other updates written to its position. If the indices do not repeat, "
     "pass unique_indices=True (e.g. x.at[idx].multiply(y, unique_indices=True)); otherwise "
     "differentiate with respect to the operand only, or write the product with other "
-    "operations.")
+    "operations."
+)
 
 
-def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted,
-                     unique_indices, mode):
+def _scatter_mul_jvp(
+    primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode
+):
     # JAX's rule: linear in the operand (scatter-mul the tangent by the same updates); in the
     # updates only with unique indices, where out = x * y at each written position.
     x, idx, upd = primals
     gx, _, gu = tangents
-    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
-                  unique_indices=unique_indices, mode=mode)
+    params = dict(
+        dimension_numbers=dimension_numbers,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+    )
     out = scatter_mul_p.bind(x, idx, upd, **params)
     tangent = _zero_tangent_of(out)
     if type(gx) is not Zero:
@@ -949,24 +1318,37 @@ def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted
     return out, tangent
 
 
-def _scatter_mul_transpose(ct, x, idx, upd, *, dimension_numbers, indices_are_sorted,
-                           unique_indices, mode):
+def _scatter_mul_transpose(
+    ct, x, idx, upd, *, dimension_numbers, indices_are_sorted, unique_indices, mode
+):
     # Linear in the operand when the updates are fixed (and in the updates, for unique
     # indices, when the operand is fixed).
-    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
-                  unique_indices=unique_indices, mode=mode)
+    params = dict(
+        dimension_numbers=dimension_numbers,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+    )
     if is_undefined_primal(x) and is_undefined_primal(upd):
-        raise TypeError("scatter-mul is not linear in operand and updates together; it can be "
-                        "transposed in one of them with the other fixed")
+        raise TypeError(
+            "scatter-mul is not linear in operand and updates together; it can be "
+            "transposed in one of them with the other fixed"
+        )
     ct_x = ct_u = None
     if is_undefined_primal(x):
         ct_x = scatter_mul_p.bind(ct, idx, upd, **params)
     else:
         if not unique_indices:
             raise TypeError(_SCATTER_MUL_UPDATES_LIMIT)
-        ct_u = _read_windows(elementwise.mul(ct, x), idx, dimension_numbers, upd.aval.shape,
-                             mode, indices_are_sorted=indices_are_sorted,
-                             unique_indices=unique_indices)
+        ct_u = _read_windows(
+            elementwise.mul(ct, x),
+            idx,
+            dimension_numbers,
+            upd.aval.shape,
+            mode,
+            indices_are_sorted=indices_are_sorted,
+            unique_indices=unique_indices,
+        )
     return [ct_x, None, ct_u]
 
 
@@ -976,9 +1358,12 @@ def _make_scatter_extremal_jvp(prim):
         # tangents of every contender (operand and update elements) equal to the result.
         x, idx, upd = primals
         gx, _, gu = tangents
-        params = dict(dimension_numbers=dimension_numbers,
-                      indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                      mode=mode)
+        params = dict(
+            dimension_numbers=dimension_numbers,
+            indices_are_sorted=indices_are_sorted,
+            unique_indices=unique_indices,
+            mode=mode,
+        )
         out = prim.bind(x, idx, upd, **params)
         if type(gx) is Zero and type(gu) is Zero:
             return out, _zero_tangent_of(out)
@@ -995,8 +1380,9 @@ def _make_scatter_extremal_jvp(prim):
         target = read(out)
         won = elementwise.eq(upd, target)
         kept = elementwise.eq(read(x), target)
-        share = _safe_reciprocal(elementwise.add(
-            count(won), elementwise.convert_element_type(kept, u_aval.dtype)))
+        share = _safe_reciprocal(
+            elementwise.add(count(won), elementwise.convert_element_type(kept, u_aval.dtype))
+        )
         u_coef = _where(won, share, _zeros(u_aval))
         x_coef = _where(kept, share, _zeros(u_aval))
         # Each of the n_refs update elements at a position adds gx * (x_coef - 1) / n_refs,
@@ -1033,8 +1419,8 @@ del _p
 # FILL_OR_DROP / PROMISE_IN_BOUNDS a store is masked off when its window does not fit. So
 # duplicate indices combine in the impl's order and a plain scatter's last writer wins.
 
-def _window_starts(ctx, indices, batch_idx, ndim, index_map, operand_batching,
-                   indices_batching):
+
+def _window_starts(ctx, indices, batch_idx, ndim, index_map, operand_batching, indices_batching):
     """Per operand dimension, the window start of index vector ``batch_idx`` (int64 exprs):
     read from ``indices`` for the mapped dimensions, the batch position for batching ones."""
     starts = [ctx.iconst(0)] * ndim
@@ -1049,14 +1435,27 @@ def _fits(ctx, starts, upper, dims):
     """True where every start in ``dims`` lies in ``[0, upper[d]]`` (None: no dims)."""
     ok = None
     for d in dims:
-        c = ctx.op("and", ctx.op("ge", starts[d], ctx.iconst(0)),
-                   ctx.op("le", starts[d], ctx.iconst(upper[d])))
+        c = ctx.op(
+            "and",
+            ctx.op("ge", starts[d], ctx.iconst(0)),
+            ctx.op("le", starts[d], ctx.iconst(upper[d])),
+        )
         ok = c if ok is None else ctx.op("and", ok, c)
     return ok
 
 
-def _gather_lowering(ctx, x, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
-                     unique_indices, mode, fill_value):
+def _gather_lowering(
+    ctx,
+    x,
+    indices,
+    *,
+    dimension_numbers,
+    slice_sizes,
+    indices_are_sorted,
+    unique_indices,
+    mode,
+    fill_value,
+):
     dn = dimension_numbers
     batch_shape = indices.shape[:-1]
     window_dims = _gather_window_dims(x.ndim, dn)
@@ -1074,8 +1473,15 @@ def _gather_lowering(ctx, x, indices, *, dimension_numbers, slice_sizes, indices
 
     def element(idx):
         b = tuple(idx[p] for p in batch_pos)
-        starts = _window_starts(ctx, indices, b, x.ndim, dn.start_index_map,
-                                dn.operand_batching_dims, dn.start_indices_batching_dims)
+        starts = _window_starts(
+            ctx,
+            indices,
+            b,
+            x.ndim,
+            dn.start_index_map,
+            dn.operand_batching_dims,
+            dn.start_indices_batching_dims,
+        )
         valid = None if fill is None else _fits(ctx, starts, upper, dn.start_index_map)
         offsets = iter(idx[p] for p in dn.offset_dims)
         pos = []
@@ -1086,12 +1492,14 @@ def _gather_lowering(ctx, x, indices, *, dimension_numbers, slice_sizes, indices
             pos.append(ctx.iadd(s, next(offsets)) if d in window_dims else s)
         v = x.at(pos)
         return v if valid is None else ctx.select(valid, v, ctx.const(fill, x.dtype))
+
     return kernel.from_fn(shape, x.dtype, element, "gather")
 
 
 def _scatter_lowering(name: str, combine: str | None):
-    def rule(ctx, x, indices, updates, *, dimension_numbers, indices_are_sorted,
-             unique_indices, mode):
+    def rule(
+        ctx, x, indices, updates, *, dimension_numbers, indices_are_sorted, unique_indices, mode
+    ):
         dn = dimension_numbers
         # the output starts as a copy of the operand (its computation fuses into the copy)
         out = ctx.materialize(kernel.from_fn(x.shape, x.dtype, x.at, name)).buffer
@@ -1115,8 +1523,15 @@ def _scatter_lowering(name: str, combine: str | None):
             uidx = [None] * updates.ndim
             for d, i in zip(loop_dims, idx):
                 uidx[d] = i
-            starts = _window_starts(ctx, indices, b, x.ndim, mapped, dn.operand_batching_dims,
-                                    dn.scatter_indices_batching_dims)
+            starts = _window_starts(
+                ctx,
+                indices,
+                b,
+                x.ndim,
+                mapped,
+                dn.operand_batching_dims,
+                dn.scatter_indices_batching_dims,
+            )
             mask = None if clip else _fits(ctx, starts, upper, mapped)
             offsets = iter(w)
             pos = []
@@ -1127,14 +1542,26 @@ def _scatter_lowering(name: str, combine: str | None):
                 pos.append(ctx.iadd(s, next(offsets)) if d in window_dims else s)
             return [Store(out, ctx.flat_index(pos, x.shape), updates.at(uidx), combine, mask)]
 
-        append_kernel(ctx, name.replace("-", "_"), [updates.shape[d] for d in loop_dims],
-                      stores, parallel=False, origin=name)
+        append_kernel(
+            ctx,
+            name.replace("-", "_"),
+            [updates.shape[d] for d in loop_dims],
+            stores,
+            parallel=False,
+            origin=name,
+        )
         return ctx.planner.buffer_tensor(out, name)
+
     return rule
 
 
 kernel.register_lowering(gather_p, _gather_lowering)
-for _p, _combine in ((scatter_p, None), (scatter_add_p, "add"), (scatter_mul_p, "mul"),
-                     (scatter_min_p, "min"), (scatter_max_p, "max")):
+for _p, _combine in (
+    (scatter_p, None),
+    (scatter_add_p, "add"),
+    (scatter_mul_p, "mul"),
+    (scatter_min_p, "min"),
+    (scatter_max_p, "max"),
+):
     kernel.register_lowering(_p, _scatter_lowering(_p.name, _combine))
 del _p, _combine

@@ -37,12 +37,25 @@ from fungrad.transforms.jvp import Zero, jvp_rules
 from fungrad.transforms.transpose import is_undefined_primal, transpose_rules
 from fungrad.transforms.vmap import batch_rules
 
-__all__ = ["ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "PrecisionLike",
-           "composite", "dtype", "empty", "index_take", "mulhi", "optimization_barrier",
-           "optimization_barrier_p", "platform_dependent", "scatter_sub", "shape_as_value"]
+__all__ = [
+    "ConvGeneralDilatedDimensionNumbers",
+    "DotDimensionNumbers",
+    "PrecisionLike",
+    "composite",
+    "dtype",
+    "empty",
+    "index_take",
+    "mulhi",
+    "optimization_barrier",
+    "optimization_barrier_p",
+    "platform_dependent",
+    "scatter_sub",
+    "shape_as_value",
+]
 
-DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
-                            tuple[Sequence[int], Sequence[int]]]
+DotDimensionNumbers = tuple[
+    tuple[Sequence[int], Sequence[int]], tuple[Sequence[int], Sequence[int]]
+]
 """``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`` of ``dot_general``."""
 
 ConvGeneralDilatedDimensionNumbers = tuple[str, str, str] | ConvDimensionNumbers | None
@@ -54,6 +67,7 @@ PrecisionLike = None | str | Precision | tuple[str, str] | tuple[Precision, Prec
 
 # -- optimization_barrier: an identity primitive the compilers do not fuse across ---------------
 
+
 def _barrier_impl(*xs):
     return list(xs)
 
@@ -62,8 +76,9 @@ def _barrier_abstract_eval(*avals):
     return list(avals)
 
 
-optimization_barrier_p = standard_primitive("optimization_barrier", _barrier_impl,
-                                            _barrier_abstract_eval, multiple_results=True)
+optimization_barrier_p = standard_primitive(
+    "optimization_barrier", _barrier_impl, _barrier_abstract_eval, multiple_results=True
+)
 
 
 def _barrier_jvp(primals, tangents):
@@ -78,8 +93,10 @@ def _barrier_jvp(primals, tangents):
 def _barrier_transpose(cts, *args):
     live = [ct for ct in cts if type(ct) is not Zero]
     barred = iter(optimization_barrier_p.bind(*live) if live else [])
-    return [None if not is_undefined_primal(x) else ct if type(ct) is Zero else next(barred)
-            for x, ct in zip(args, cts)]
+    return [
+        None if not is_undefined_primal(x) else ct if type(ct) is Zero else next(barred)
+        for x, ct in zip(args, cts)
+    ]
 
 
 def _barrier_batch(axis_size, args, dims):
@@ -122,13 +139,17 @@ def platform_dependent(*args, default=None, **per_platform):
     branches = dict(per_platform, **({} if default is None else {"default": default}))
     for name, branch in branches.items():
         if not callable(branch):
-            raise TypeError(f"platform_dependent: the branch for {name!r} must be callable, "
-                            f"got {type(branch).__name__}")
+            raise TypeError(
+                f"platform_dependent: the branch for {name!r} must be callable, "
+                f"got {type(branch).__name__}"
+            )
     if "cpu" in per_platform:
         return per_platform["cpu"](*args)
     if default is None:
-        raise ValueError("platform_dependent: no branch for the platform 'cpu' and no default; "
-                         f"got branches for {sorted(per_platform)}: add cpu=... or default=...")
+        raise ValueError(
+            "platform_dependent: no branch for the platform 'cpu' and no default; "
+            f"got branches for {sorted(per_platform)}: add cpu=... or default=..."
+        )
     return default(*args)
 
 
@@ -137,13 +158,15 @@ def composite(decomposition, name: str, version: int = 0):
     JAX keeps the mark for compilers that recognise ``name``; fungrad computes the
     decomposition, which is what any other compiler does too."""
     if not callable(decomposition):
-        raise TypeError(f"composite: decomposition must be callable, got "
-                        f"{type(decomposition).__name__}")
+        raise TypeError(
+            f"composite: decomposition must be callable, got {type(decomposition).__name__}"
+        )
     if not isinstance(name, str):
         raise TypeError(f"composite: name must be a string, got {type(name).__name__}")
 
     def composite_f(*args, **kwargs):
         return decomposition(*args, **kwargs)
+
     composite_f.__name__ = getattr(decomposition, "__name__", name)
     composite_f.__doc__ = decomposition.__doc__
     return composite_f
@@ -170,8 +193,7 @@ def dtype(x) -> np.dtype:
 
 def shape_as_value(shape):
     """``shape`` as a 1-d int32 array (``jax.lax.shape_as_value``)."""
-    return operand(np.array([operator.index(d) for d in shape], dtype=np.int32),
-                   "shape_as_value")
+    return operand(np.array([operator.index(d) for d in shape], dtype=np.int32), "shape_as_value")
 
 
 def index_take(src, idxs, axes):
@@ -183,35 +205,60 @@ def index_take(src, idxs, axes):
     axes = tuple(operator.index(a) for a in axes)
     idxs = [operand(i, "index_take") for i in idxs]
     if len(idxs) != len(axes):
-        raise ValueError(f"index_take: needs one index array per axis, got {len(idxs)} index "
-                         f"arrays for axes {axes}")
+        raise ValueError(
+            f"index_take: needs one index array per axis, got {len(idxs)} index "
+            f"arrays for axes {axes}"
+        )
     if len(set(axes)) != len(axes) or any(not 0 <= a < aval.ndim for a in axes):
-        raise ValueError(f"index_take: axes {axes} must be distinct dimensions of an operand "
-                         f"of rank {aval.ndim}")
+        raise ValueError(
+            f"index_take: axes {axes} must be distinct dimensions of an operand of rank {aval.ndim}"
+        )
     shapes = {tuple(core.get_aval(i).shape) for i in idxs}
     if len(shapes) != 1 or any(core.get_aval(i).dtype.kind not in "iu" for i in idxs):
-        raise TypeError(f"index_take: idxs must be integer arrays of one shape, got "
-                        f"{[core.get_aval(i).str_short() for i in idxs]}")
+        raise TypeError(
+            f"index_take: idxs must be integer arrays of one shape, got "
+            f"{[core.get_aval(i).str_short() for i in idxs]}"
+        )
     ishape = shapes.pop()
     idx_dtype = dtypes.canonicalize_dtype(np.int32)
-    cols = [broadcast_in_dim(convert_element_type(i, idx_dtype), (*ishape, 1),
-                             tuple(range(len(ishape)))) for i in idxs]
+    cols = [
+        broadcast_in_dim(
+            convert_element_type(i, idx_dtype), (*ishape, 1), tuple(range(len(ishape)))
+        )
+        for i in idxs
+    ]
     indices = concatenate(cols, len(ishape))
     rest = [d for d in range(aval.ndim) if d not in axes]
     dnums = GatherDimensionNumbers(
         offset_dims=tuple(range(len(ishape), len(ishape) + len(rest))),
-        collapsed_slice_dims=tuple(sorted(axes)), start_index_map=axes)
+        collapsed_slice_dims=tuple(sorted(axes)),
+        start_index_map=axes,
+    )
     slice_sizes = tuple(1 if d in axes else aval.shape[d] for d in range(aval.ndim))
     return gather(x, indices, dnums, slice_sizes)
 
 
-def scatter_sub(operand_, scatter_indices, updates, dimension_numbers, *,
-                indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+def scatter_sub(
+    operand_,
+    scatter_indices,
+    updates,
+    dimension_numbers,
+    *,
+    indices_are_sorted: bool = False,
+    unique_indices: bool = False,
+    mode=None,
+):
     """``operand_`` with ``updates`` subtracted at the scattered positions
     (``jax.lax.scatter_sub``): ``scatter_add`` of the negated updates."""
-    return scatter_add(operand_, scatter_indices, neg(operand(updates, "scatter_sub")),
-                       dimension_numbers, indices_are_sorted=indices_are_sorted,
-                       unique_indices=unique_indices, mode=mode)
+    return scatter_add(
+        operand_,
+        scatter_indices,
+        neg(operand(updates, "scatter_sub")),
+        dimension_numbers,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+    )
 
 
 def _unsigned(dt: np.dtype) -> np.dtype:
@@ -241,14 +288,20 @@ def mulhi(x, y, /):
     x, y = operand(x, "mulhi"), operand(y, "mulhi")
     ax, ay = core.get_aval(x), core.get_aval(y)
     if ax.dtype != ay.dtype or ax.dtype.kind not in "iu":
-        raise TypeError(f"mulhi: operands must be integers of one dtype, got {ax.str_short()} "
-                        f"and {ay.str_short()}")
+        raise TypeError(
+            f"mulhi: operands must be integers of one dtype, got {ax.str_short()} "
+            f"and {ay.str_short()}"
+        )
     if ax.shape != ay.shape and ax.shape and ay.shape:
-        raise TypeError(f"mulhi: operands must have equal shapes (or be 0-d), got "
-                        f"{ax.str_short()} and {ay.str_short()}")
+        raise TypeError(
+            f"mulhi: operands must have equal shapes (or be 0-d), got "
+            f"{ax.str_short()} and {ay.str_short()}"
+        )
     shape = ax.shape or ay.shape
-    x, y = (broadcast_in_dim(v, shape, ()) if not a.shape and shape else v
-            for v, a in ((x, ax), (y, ay)))
+    x, y = (
+        broadcast_in_dim(v, shape, ()) if not a.shape and shape else v
+        for v, a in ((x, ax), (y, ay))
+    )
     dt, bits = ax.dtype, 8 * ax.dtype.itemsize
     if dt.kind == "u":
         return _mulhi_unsigned(x, y, bits)

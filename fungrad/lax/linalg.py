@@ -18,8 +18,7 @@ from fungrad.numpy import linalg as _np_linalg
 from fungrad.numpy import linalg_decomp as _decomp
 from fungrad.numpy import util
 
-__all__ = ["cholesky", "eigh", "lu", "lu_pivots_to_permutation", "qr", "svd",
-           "triangular_solve"]
+__all__ = ["cholesky", "eigh", "lu", "lu_pivots_to_permutation", "qr", "svd", "triangular_solve"]
 
 
 def cholesky(x, *, symmetrize_input: bool = True):
@@ -32,19 +31,29 @@ def _t(x):
     return lax.transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
 
 
-def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
-                     transpose_a: bool = False, conjugate_a: bool = False,
-                     unit_diagonal: bool = False):
+def triangular_solve(
+    a,
+    b,
+    *,
+    left_side: bool = False,
+    lower: bool = False,
+    transpose_a: bool = False,
+    conjugate_a: bool = False,
+    unit_diagonal: bool = False,
+):
     """Solve ``op(a) @ x = b`` (``left_side=True``) or ``x @ op(a) = b`` (the default) for
     triangular ``a`` [..., n, n]; ``op`` transposes ``a`` when ``transpose_a`` (conjugating it
     too when ``conjugate_a``). ``b`` is [..., n, k] (left) or [..., k, n] (right) with the
     same batch dimensions as ``a``."""
     from fungrad.scipy.linalg import solve_triangular
+
     util.check_arraylike("triangular_solve", a, b)
     a, b = util.promote_dtypes_inexact(util.asarray(a), util.asarray(b))
     if a.ndim < 2 or b.ndim != a.ndim:
-        raise ValueError(f"triangular_solve: a must be [..., n, n] and b have the same rank, "
-                         f"got shapes {a.shape} and {b.shape}")
+        raise ValueError(
+            f"triangular_solve: a must be [..., n, n] and b have the same rank, "
+            f"got shapes {a.shape} and {b.shape}"
+        )
     if conjugate_a and not transpose_a and np.issubdtype(a.dtype, np.complexfloating):
         a = lax.conj(a)
     trans = (2 if conjugate_a else 1) if transpose_a else 0
@@ -52,17 +61,23 @@ def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
         return solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
     # x op(a) = b  <=>  op(a)^T x^T = b^T
     flipped = 0 if trans else 1
-    return _t(solve_triangular(a, _t(b), trans=flipped, lower=lower,
-                               unit_diagonal=unit_diagonal))
+    return _t(solve_triangular(a, _t(b), trans=flipped, lower=lower, unit_diagonal=unit_diagonal))
 
 
-def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
-         sort_eigenvalues: bool = True, subset_by_index=None):
+def eigh(
+    x,
+    *,
+    lower: bool = True,
+    symmetrize_input: bool = True,
+    sort_eigenvalues: bool = True,
+    subset_by_index=None,
+):
     """``(eigenvectors, eigenvalues)`` of a real symmetric matrix or stack, eigenvalues
     ascending; without ``symmetrize_input`` only the ``lower`` (or upper) triangle is read."""
     if subset_by_index is not None:
-        raise ValueError("eigh: subset_by_index is not supported by fungrad; slice the full "
-                         "result instead")
+        raise ValueError(
+            "eigh: subset_by_index is not supported by fungrad; slice the full result instead"
+        )
     del sort_eigenvalues  # the Jacobi result is always sorted
     w, v = _decomp.eigh(x, "L" if lower else "U", symmetrize_input)
     return v, w
@@ -77,13 +92,15 @@ def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None)
     return tuple(_decomp.qr(x, mode="complete" if full_matrices else "reduced"))
 
 
-def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None,
-        algorithm=None):
+def svd(
+    x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None, algorithm=None
+):
     """``(u, s, vh)`` of a real matrix or stack (singular values descending), or ``s`` alone
     when ``compute_uv=False``."""
     del algorithm
-    out = _decomp.svd(x, full_matrices=full_matrices, compute_uv=compute_uv,
-                      subset_by_index=subset_by_index)
+    out = _decomp.svd(
+        x, full_matrices=full_matrices, compute_uv=compute_uv, subset_by_index=subset_by_index
+    )
     return out if not compute_uv else tuple(out)
 
 
@@ -93,8 +110,9 @@ def lu_pivots_to_permutation(pivots, permutation_size: int):
     util.check_arraylike("lu_pivots_to_permutation", pivots)
     pivots = lax.convert_element_type(util.asarray(pivots), np.int32)
     batch = pivots.shape[:-1]
-    perm = lax.broadcast_in_dim(lax.iota(np.int32, permutation_size),
-                                batch + (permutation_size,), (len(batch),))
+    perm = lax.broadcast_in_dim(
+        lax.iota(np.int32, permutation_size), batch + (permutation_size,), (len(batch),)
+    )
     idx = lax.broadcasted_iota(np.int32, perm.shape, len(batch))
     for k in range(pivots.shape[-1]):
         p = lax.index_in_dim(pivots, k, len(batch), keepdims=False)
@@ -102,10 +120,12 @@ def lu_pivots_to_permutation(pivots, permutation_size: int):
         at_k = lax.index_in_dim(perm, k, len(batch), keepdims=False)
         is_p = lax.eq(idx, p_full)
         at_p = lax.reduce_sum(lax.select_n(is_p, lax.full_like(perm, 0), perm), (len(batch),))
-        perm = lax.select_n(is_p, perm, lax.broadcast_in_dim(at_k, perm.shape,
-                                                             tuple(range(len(batch)))))
-        perm = lax.select_n(lax.eq(idx, k), perm, lax.broadcast_in_dim(
-            at_p, perm.shape, tuple(range(len(batch)))))
+        perm = lax.select_n(
+            is_p, perm, lax.broadcast_in_dim(at_k, perm.shape, tuple(range(len(batch))))
+        )
+        perm = lax.select_n(
+            lax.eq(idx, k), perm, lax.broadcast_in_dim(at_p, perm.shape, tuple(range(len(batch))))
+        )
     return perm
 
 

@@ -44,13 +44,31 @@ from fungrad.transforms.vmap import (
 )
 
 __all__ = [
-    "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all", "ppermute",
-    "pshuffle", "pswapaxes", "pbroadcast", "axis_index", "axis_size",
-    "psum_p", "pmax_p", "pmin_p", "all_gather_p", "all_to_all_p", "ppermute_p", "axis_index_p",
+    "psum",
+    "pmean",
+    "pmax",
+    "pmin",
+    "all_gather",
+    "psum_scatter",
+    "all_to_all",
+    "ppermute",
+    "pshuffle",
+    "pswapaxes",
+    "pbroadcast",
+    "axis_index",
+    "axis_size",
+    "psum_p",
+    "pmax_p",
+    "pmin_p",
+    "all_gather_p",
+    "all_to_all_p",
+    "ppermute_p",
+    "axis_index_p",
 ]
 
 
 # -- the axis environment ---------------------------------------------------------------------
+
 
 def _names(axis_name) -> tuple:
     """``axis_name`` as a tuple of names (a tuple or list names several axes)."""
@@ -62,7 +80,8 @@ def _unbound(name, fname: str) -> NameError:
     return NameError(
         f"unbound axis name: {name!r}. {fname} communicates over an axis that an enclosing "
         f"vmap names; the bound axis names are {bound}. Call it inside "
-        f"vmap(f, axis_name={name!r}) (fungrad has no pmap or shard_map)")
+        f"vmap(f, axis_name={name!r}) (fungrad has no pmap or shard_map)"
+    )
 
 
 def _size(name, fname: str) -> int:
@@ -81,8 +100,10 @@ def axis_size(axis_name) -> int:
 def _single_name(axis_name, fname: str):
     names = _names(axis_name)
     if len(names) != 1:
-        raise ValueError(f"{fname}: axis_name must name one axis under vmap, got {axis_name!r}; "
-                         f"nest one {fname} per axis instead")
+        raise ValueError(
+            f"{fname}: axis_name must name one axis under vmap, got {axis_name!r}; "
+            f"nest one {fname} per axis instead"
+        )
     return names[0]
 
 
@@ -90,6 +111,7 @@ def _unbound_impl(prim_name: str):
     def impl(*args, **params):
         names = params.get("axes", params.get("axis_name"))
         raise _unbound(_names(names)[0], prim_name)
+
     return impl
 
 
@@ -97,6 +119,7 @@ def _unbound_lowering(prim):
     def rule(ctx, *args, **params):
         names = params.get("axes", params.get("axis_name"))
         raise _unbound(_names(names)[0], prim.name)
+
     kernel.register_lowering(prim, rule)
 
 
@@ -107,34 +130,43 @@ def _check_groups(groups, n: int, fname: str):
     try:
         groups = tuple(tuple(int(i) for i in g) for g in groups)
     except TypeError:
-        raise TypeError(f"{fname}: axis_index_groups must be a list of lists of ints, got "
-                        f"{groups!r}") from None
+        raise TypeError(
+            f"{fname}: axis_index_groups must be a list of lists of ints, got {groups!r}"
+        ) from None
     flat = sorted(i for g in groups for i in g)
     if flat != list(range(n)) or len({len(g) for g in groups}) != 1:
-        raise ValueError(f"{fname}: axis_index_groups {groups} must cover the axis indices "
-                         f"0..{n - 1} exactly once, in groups of equal size")
+        raise ValueError(
+            f"{fname}: axis_index_groups {groups} must cover the axis indices "
+            f"0..{n - 1} exactly once, in groups of equal size"
+        )
     return groups
 
 
 # -- helpers ----------------------------------------------------------------------------------
 
+
 def _take0(x, idx):
     """Rows ``idx`` (a list of ints) of ``x`` along axis 0 (a gather)."""
     from fungrad.lax.indexing import GatherDimensionNumbers, gather
+
     aval = get_aval(x)
     indices = core._array_type(np.asarray(idx, np.int32).reshape(len(idx), 1))
-    dn = GatherDimensionNumbers(offset_dims=tuple(range(1, aval.ndim)),
-                                collapsed_slice_dims=(0,), start_index_map=(0,))
-    return gather(x, indices, dn, (1, *aval.shape[1:]), indices_are_sorted=False,
-                  mode="promise_in_bounds")
+    dn = GatherDimensionNumbers(
+        offset_dims=tuple(range(1, aval.ndim)), collapsed_slice_dims=(0,), start_index_map=(0,)
+    )
+    return gather(
+        x, indices, dn, (1, *aval.shape[1:]), indices_are_sorted=False, mode="promise_in_bounds"
+    )
 
 
 def _scale(x, n: int):
     from fungrad import lax
+
     return lax.mul(x, lax.full((), n, get_aval(x).dtype))
 
 
 # -- psum / pmax / pmin -----------------------------------------------------------------------
+
 
 def _reduction_abstract_eval(name: str):
     def abstract_eval(*avals, axes, axis_index_groups):
@@ -142,12 +174,14 @@ def _reduction_abstract_eval(name: str):
             if a.dtype.kind not in "iuf":
                 raise TypeError(f"{name} takes numeric operands, got {a.str_short()}")
         return list(avals)
+
     return abstract_eval
 
 
 def _reduction_collective(prim, reduce_name: str):
     def rule(name, n, args, dims, *, axes, axis_index_groups):
         from fungrad import lax
+
         reduce = getattr(lax, reduce_name)
         outs, out_dims = [], []
         for x, d in zip(args, dims):
@@ -155,9 +189,14 @@ def _reduction_collective(prim, reduce_name: str):
                 x = bdim_at_front(x, d, n)
                 per_group = [reduce(_take0(x, list(g)), (0,)) for g in axis_index_groups]
                 stacked = lax.concatenate(
-                    [lax.broadcast_in_dim(s, (1, *get_aval(s).shape),
-                                          tuple(range(1, get_aval(s).ndim + 1)))
-                     for s in per_group], 0)
+                    [
+                        lax.broadcast_in_dim(
+                            s, (1, *get_aval(s).shape), tuple(range(1, get_aval(s).ndim + 1))
+                        )
+                        for s in per_group
+                    ],
+                    0,
+                )
                 group_of = [0] * n
                 for gi, g in enumerate(axis_index_groups):
                     for i in g:
@@ -174,18 +213,21 @@ def _reduction_collective(prim, reduce_name: str):
         if rest:
             outs = prim.bind(*outs, axes=rest, axis_index_groups=None)
         return outs, out_dims
+
     return rule
 
 
 def _reduction_batch(prim):
     def rule(axis_size_, args, dims, *, axes, axis_index_groups):
         return prim.bind(*args, axes=axes, axis_index_groups=axis_index_groups), list(dims)
+
     return rule
 
 
 def _make_reduction(name: str):
-    p = standard_primitive(name, _unbound_impl(name), _reduction_abstract_eval(name),
-                           multiple_results=True)
+    p = standard_primitive(
+        name, _unbound_impl(name), _reduction_abstract_eval(name), multiple_results=True
+    )
     collective_axes[p] = lambda params: params["axes"]
     batch_rules[p] = _reduction_batch(p)
     _unbound_lowering(p)
@@ -209,8 +251,7 @@ def _psum_jvp(primals, tangents, *, axes, axis_index_groups):
 
 def _psum_transpose(cts, *args, axes, axis_index_groups):
     nz = [instantiate_zeros(c) for c, a in zip(cts, args) if type(a) is UndefPrimal]
-    outs = iter(psum_p.bind(*nz, axes=axes, axis_index_groups=axis_index_groups)
-                if nz else [])
+    outs = iter(psum_p.bind(*nz, axes=axes, axis_index_groups=axis_index_groups) if nz else [])
     return [next(outs) if type(a) is UndefPrimal else None for a in args]
 
 
@@ -222,6 +263,7 @@ def _chooser_jvp(prim):
     # reduce_max's rule across the axis: the mean of the tangents where x equals the result
     def rule(primals, tangents, *, axes, axis_index_groups):
         from fungrad import lax
+
         outs = prim.bind(*primals, axes=axes, axis_index_groups=axis_index_groups)
         touts = []
         for x, t, o in zip(primals, tangents, outs):
@@ -232,10 +274,10 @@ def _chooser_jvp(prim):
             hit = lax.convert_element_type(lax.eq(x, o), dt)
             # two binds: the count is known when linearizing, the tangent sum is linear
             (cnt,) = psum_p.bind(hit, axes=axes, axis_index_groups=axis_index_groups)
-            (num,) = psum_p.bind(lax.mul(t, hit), axes=axes,
-                                 axis_index_groups=axis_index_groups)
+            (num,) = psum_p.bind(lax.mul(t, hit), axes=axes, axis_index_groups=axis_index_groups)
             touts.append(lax.div(num, cnt))
         return outs, touts
+
     jvp_rules[prim] = rule
 
 
@@ -255,14 +297,18 @@ def _reduce_tree(prim, fname: str, x, axis_name, axis_index_groups):
     sizes = [_size(n, fname) for n in names]
     if axis_index_groups is not None:
         if len(names) != 1:
-            raise ValueError(f"{fname}: axis_index_groups needs a single axis name, got "
-                             f"{axis_name!r}")
+            raise ValueError(
+                f"{fname}: axis_index_groups needs a single axis name, got {axis_name!r}"
+            )
         axis_index_groups = _check_groups(axis_index_groups, sizes[0], fname)
 
     def fn(leaves):
         from fungrad import lax
-        leaves = [lax.convert_element_type(v, np.int32) if get_aval(v).dtype == np.bool_
-                  else v for v in leaves]
+
+        leaves = [
+            lax.convert_element_type(v, np.int32) if get_aval(v).dtype == np.bool_ else v
+            for v in leaves
+        ]
         if not names:
             return leaves
         return prim.bind(*leaves, axes=names, axis_index_groups=axis_index_groups)
@@ -294,9 +340,9 @@ def pmean(x, axis_name, *, axis_index_groups=None):
     by the axis size (the group size with ``axis_index_groups``); integers give floats, as in
     JAX (``jax.lax.pmean``)."""
     from fungrad import lax
+
     total = psum(x, axis_name, axis_index_groups=axis_index_groups)
-    n = (axis_size(axis_name) if axis_index_groups is None
-         else len(next(iter(axis_index_groups))))
+    n = axis_size(axis_name) if axis_index_groups is None else len(next(iter(axis_index_groups)))
 
     def div(v):
         dt = get_aval(v).dtype
@@ -310,9 +356,10 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 
 # -- all_gather / psum_scatter ----------------------------------------------------------------
 
+
 def _gather_shape(shape, axis: int, tiled: bool, n: int):
     if tiled:
-        return shape[:axis] + (shape[axis] * n,) + shape[axis + 1:]
+        return shape[:axis] + (shape[axis] * n,) + shape[axis + 1 :]
     return shape[:axis] + (n,) + shape[axis:]
 
 
@@ -320,12 +367,14 @@ def _all_gather_abstract_eval(x, *, axis_name, axis, tiled, axis_size):
     return x.update(shape=_gather_shape(x.shape, axis, tiled, axis_size), weak_type=False)
 
 
-all_gather_p = standard_primitive("all_gather", _unbound_impl("all_gather"),
-                                  _all_gather_abstract_eval)
+all_gather_p = standard_primitive(
+    "all_gather", _unbound_impl("all_gather"), _all_gather_abstract_eval
+)
 
 
 def _all_gather_collective(name, n, args, dims, *, axis_name, axis, tiled, axis_size):
     from fungrad import lax
+
     (x,), (d,) = args, dims
     if d is None:
         aval = get_aval(x)
@@ -335,56 +384,68 @@ def _all_gather_collective(name, n, args, dims, *, axis_name, axis, tiled, axis_
         out = moveaxis(x, d, axis)
     if tiled:
         shape = get_aval(out).shape
-        out = lax.reshape(out, shape[:axis] + (shape[axis] * shape[axis + 1],) + shape[axis + 2:])
+        out = lax.reshape(out, shape[:axis] + (shape[axis] * shape[axis + 1],) + shape[axis + 2 :])
     return out, None
 
 
 def _all_gather_batch(axis_size_, args, dims, *, axis_name, axis, tiled, axis_size):
     (x,), (d,) = args, dims
-    return all_gather_p.bind(moveaxis(x, d, 0), axis_name=axis_name, axis=axis + 1, tiled=tiled,
-                             axis_size=axis_size), 0
+    return all_gather_p.bind(
+        moveaxis(x, d, 0), axis_name=axis_name, axis=axis + 1, tiled=tiled, axis_size=axis_size
+    ), 0
 
 
 def _scatter_abstract_eval(x, *, axis_name, scatter_dimension, tiled, axis_size):
     shape, sd = x.shape, scatter_dimension
     if tiled:
-        shape = shape[:sd] + (shape[sd] // axis_size,) + shape[sd + 1:]
+        shape = shape[:sd] + (shape[sd] // axis_size,) + shape[sd + 1 :]
     else:
-        shape = shape[:sd] + shape[sd + 1:]
+        shape = shape[:sd] + shape[sd + 1 :]
     return x.update(shape=shape, weak_type=False)
 
 
-reduce_scatter_p = standard_primitive("reduce_scatter", _unbound_impl("psum_scatter"),
-                                      _scatter_abstract_eval)
+reduce_scatter_p = standard_primitive(
+    "reduce_scatter", _unbound_impl("psum_scatter"), _scatter_abstract_eval
+)
 
 
-def _scatter_collective(name, n, args, dims, *, axis_name, scatter_dimension, tiled,
-                        axis_size):
+def _scatter_collective(name, n, args, dims, *, axis_name, scatter_dimension, tiled, axis_size):
     from fungrad import lax
+
     (x,), (d,) = args, dims
     s = _scale(x, n) if d is None else lax.reduce_sum(x, (d,))
     if tiled:
         shape = get_aval(s).shape
         sd = scatter_dimension
-        s = lax.reshape(s, shape[:sd] + (n, shape[sd] // n) + shape[sd + 1:])
+        s = lax.reshape(s, shape[:sd] + (n, shape[sd] // n) + shape[sd + 1 :])
     return s, scatter_dimension
 
 
 def _scatter_batch(axis_size_, args, dims, *, axis_name, scatter_dimension, tiled, axis_size):
     (x,), (d,) = args, dims
-    return reduce_scatter_p.bind(moveaxis(x, d, 0), axis_name=axis_name,
-                                 scatter_dimension=scatter_dimension + 1, tiled=tiled,
-                                 axis_size=axis_size), 0
+    return reduce_scatter_p.bind(
+        moveaxis(x, d, 0),
+        axis_name=axis_name,
+        scatter_dimension=scatter_dimension + 1,
+        tiled=tiled,
+        axis_size=axis_size,
+    ), 0
 
 
 def _all_gather_transpose(ct, x, *, axis_name, axis, tiled, axis_size):
-    return [reduce_scatter_p.bind(ct, axis_name=axis_name, scatter_dimension=axis, tiled=tiled,
-                                  axis_size=axis_size)]
+    return [
+        reduce_scatter_p.bind(
+            ct, axis_name=axis_name, scatter_dimension=axis, tiled=tiled, axis_size=axis_size
+        )
+    ]
 
 
 def _scatter_transpose(ct, x, *, axis_name, scatter_dimension, tiled, axis_size):
-    return [all_gather_p.bind(ct, axis_name=axis_name, axis=scatter_dimension, tiled=tiled,
-                              axis_size=axis_size)]
+    return [
+        all_gather_p.bind(
+            ct, axis_name=axis_name, axis=scatter_dimension, tiled=tiled, axis_size=axis_size
+        )
+    ]
 
 
 def _linear_jvp(prim):
@@ -394,13 +455,14 @@ def _linear_jvp(prim):
         if type(t) is Zero:
             return out, Zero(tangent_aval(get_aval(out)))
         return out, prim.bind(t, **params)
+
     jvp_rules[prim] = rule
 
 
-for _p, _coll, _batch, _tr in ((all_gather_p, _all_gather_collective, _all_gather_batch,
-                                _all_gather_transpose),
-                               (reduce_scatter_p, _scatter_collective, _scatter_batch,
-                                _scatter_transpose)):
+for _p, _coll, _batch, _tr in (
+    (all_gather_p, _all_gather_collective, _all_gather_batch, _all_gather_transpose),
+    (reduce_scatter_p, _scatter_collective, _scatter_batch, _scatter_transpose),
+):
     collective_axes[_p] = lambda params: params["axis_name"]
     collective_rules[_p] = _coll
     batch_rules[_p] = _batch
@@ -416,8 +478,10 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
     name = _single_name(axis_name, "all_gather")
     n = _size(name, "all_gather")
     if axis_index_groups is not None:
-        raise ValueError("all_gather: axis_index_groups is not supported under vmap (as in "
-                         "JAX); gather the whole axis and slice the groups out")
+        raise ValueError(
+            "all_gather: axis_index_groups is not supported under vmap (as in "
+            "JAX); gather the whole axis and slice the groups out"
+        )
 
     def fn(leaves):
         outs = []
@@ -425,11 +489,16 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
             r = get_aval(v).ndim
             hi = r if tiled else r + 1
             if not -hi <= axis < hi or (tiled and r == 0):
-                raise ValueError(f"all_gather: axis {axis} is out of range for an operand of "
-                                 f"shape {get_aval(v).shape} (tiled={tiled}); give an axis in "
-                                 f"[{-hi}, {hi})")
-            outs.append(all_gather_p.bind(v, axis_name=(name,), axis=int(axis) % hi,
-                                          tiled=bool(tiled), axis_size=n))
+                raise ValueError(
+                    f"all_gather: axis {axis} is out of range for an operand of "
+                    f"shape {get_aval(v).shape} (tiled={tiled}); give an axis in "
+                    f"[{-hi}, {hi})"
+                )
+            outs.append(
+                all_gather_p.bind(
+                    v, axis_name=(name,), axis=int(axis) % hi, tiled=bool(tiled), axis_size=n
+                )
+            )
         return outs
 
     return _tree_collective("all_gather", x, fn)
@@ -443,32 +512,40 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
     name = _single_name(axis_name, "psum_scatter")
     n = _size(name, "psum_scatter")
     if axis_index_groups is not None:
-        raise ValueError("psum_scatter: axis_index_groups is not supported under vmap (as in "
-                         "JAX)")
+        raise ValueError("psum_scatter: axis_index_groups is not supported under vmap (as in JAX)")
 
     def fn(leaves):
         outs = []
         for v in leaves:
             shape = get_aval(v).shape
             if not -len(shape) <= scatter_dimension < len(shape):
-                raise ValueError(f"psum_scatter: scatter_dimension {scatter_dimension} is out "
-                                 f"of range for an operand of shape {shape}")
+                raise ValueError(
+                    f"psum_scatter: scatter_dimension {scatter_dimension} is out "
+                    f"of range for an operand of shape {shape}"
+                )
             sd = int(scatter_dimension) % len(shape)
-            if (shape[sd] % n if tiled else shape[sd] != n):
+            if shape[sd] % n if tiled else shape[sd] != n:
                 need = "divisible by" if tiled else "equal to"
-                raise ValueError(f"psum_scatter: dimension {sd} of the operand (shape {shape}) "
-                                 f"must be {need} the size {n} of axis {name!r}")
+                raise ValueError(
+                    f"psum_scatter: dimension {sd} of the operand (shape {shape}) "
+                    f"must be {need} the size {n} of axis {name!r}"
+                )
             if get_aval(v).dtype == np.bool_:
                 from fungrad import lax
+
                 v = lax.convert_element_type(v, np.int32)
-            outs.append(reduce_scatter_p.bind(v, axis_name=(name,), scatter_dimension=sd,
-                                              tiled=bool(tiled), axis_size=n))
+            outs.append(
+                reduce_scatter_p.bind(
+                    v, axis_name=(name,), scatter_dimension=sd, tiled=bool(tiled), axis_size=n
+                )
+            )
         return outs
 
     return _tree_collective("psum_scatter", x, fn)
 
 
 # -- all_to_all -------------------------------------------------------------------------------
+
 
 def _all_to_all_shape(shape, split_axis, concat_axis, tiled, n):
     if tiled:
@@ -482,20 +559,24 @@ def _all_to_all_shape(shape, split_axis, concat_axis, tiled, n):
 
 
 def _all_to_all_abstract_eval(x, *, axis_name, split_axis, concat_axis, tiled, axis_size):
-    return x.update(shape=_all_to_all_shape(x.shape, split_axis, concat_axis, tiled, axis_size),
-                    weak_type=False)
+    return x.update(
+        shape=_all_to_all_shape(x.shape, split_axis, concat_axis, tiled, axis_size), weak_type=False
+    )
 
 
-all_to_all_p = standard_primitive("all_to_all", _unbound_impl("all_to_all"),
-                                  _all_to_all_abstract_eval)
+all_to_all_p = standard_primitive(
+    "all_to_all", _unbound_impl("all_to_all"), _all_to_all_abstract_eval
+)
 
 
-def _all_to_all_collective(name, n, args, dims, *, axis_name, split_axis, concat_axis, tiled,
-                           axis_size):
+def _all_to_all_collective(
+    name, n, args, dims, *, axis_name, split_axis, concat_axis, tiled, axis_size
+):
     # x[k] is example k's value; example j gets, from every k, block j of x[k] along
     # split_axis, placed at position k along concat_axis: a transpose of the batch axis and
     # the split axis (blocks reshaped out and in when tiled).
     from fungrad import lax
+
     (x,), (d,) = args, dims
     x = bdim_at_front(x, d, n)
     shape = get_aval(x).shape[1:]
@@ -504,7 +585,7 @@ def _all_to_all_collective(name, n, args, dims, *, axis_name, split_axis, concat
         rest = [1 + i for i in range(r) if i != split_axis]
         rest.insert(concat_axis, 0)
         return lax.transpose(x, (1 + split_axis, *rest)), 0
-    split = (n, *shape[:split_axis], n, shape[split_axis] // n, *shape[split_axis + 1:])
+    split = (n, *shape[:split_axis], n, shape[split_axis] // n, *shape[split_axis + 1 :])
     x = lax.reshape(x, split)
     # axes of x now: 0 = source k, 1 + i for per-example dims before split_axis, the block
     # index j at 1 + split_axis, and the block contents right after it
@@ -519,20 +600,35 @@ def _all_to_all_collective(name, n, args, dims, *, axis_name, split_axis, concat
     y = lax.transpose(x, tuple(perm))
     yshape = get_aval(y).shape
     c = 1 + concat_axis  # k sits at c, the concat dim right after it
-    y = lax.reshape(y, yshape[:c] + (yshape[c] * yshape[c + 1],) + yshape[c + 2:])
+    y = lax.reshape(y, yshape[:c] + (yshape[c] * yshape[c + 1],) + yshape[c + 2 :])
     return y, 0
 
 
-def _all_to_all_batch(axis_size_, args, dims, *, axis_name, split_axis, concat_axis, tiled,
-                      axis_size):
+def _all_to_all_batch(
+    axis_size_, args, dims, *, axis_name, split_axis, concat_axis, tiled, axis_size
+):
     (x,), (d,) = args, dims
-    return all_to_all_p.bind(moveaxis(x, d, 0), axis_name=axis_name, split_axis=split_axis + 1,
-                             concat_axis=concat_axis + 1, tiled=tiled, axis_size=axis_size), 0
+    return all_to_all_p.bind(
+        moveaxis(x, d, 0),
+        axis_name=axis_name,
+        split_axis=split_axis + 1,
+        concat_axis=concat_axis + 1,
+        tiled=tiled,
+        axis_size=axis_size,
+    ), 0
 
 
 def _all_to_all_transpose(ct, x, *, axis_name, split_axis, concat_axis, tiled, axis_size):
-    return [all_to_all_p.bind(ct, axis_name=axis_name, split_axis=concat_axis,
-                              concat_axis=split_axis, tiled=tiled, axis_size=axis_size)]
+    return [
+        all_to_all_p.bind(
+            ct,
+            axis_name=axis_name,
+            split_axis=concat_axis,
+            concat_axis=split_axis,
+            tiled=tiled,
+            axis_size=axis_size,
+        )
+    ]
 
 
 collective_axes[all_to_all_p] = lambda params: params["axis_name"]
@@ -553,8 +649,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     name = _single_name(axis_name, "all_to_all")
     n = _size(name, "all_to_all")
     if axis_index_groups is not None:
-        raise ValueError("all_to_all: axis_index_groups is not supported under vmap (as in "
-                         "JAX)")
+        raise ValueError("all_to_all: axis_index_groups is not supported under vmap (as in JAX)")
 
     def fn(leaves):
         outs = []
@@ -563,15 +658,26 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
             r = len(shape)
             for what, ax in (("split_axis", split_axis), ("concat_axis", concat_axis)):
                 if not -r <= ax < r:
-                    raise ValueError(f"all_to_all: {what} {ax} is out of range for an operand "
-                                     f"of shape {shape}")
+                    raise ValueError(
+                        f"all_to_all: {what} {ax} is out of range for an operand of shape {shape}"
+                    )
             sa, ca = int(split_axis) % r, int(concat_axis) % r
-            if (shape[sa] % n if tiled else shape[sa] != n):
+            if shape[sa] % n if tiled else shape[sa] != n:
                 need = "divisible by" if tiled else "equal to"
-                raise ValueError(f"all_to_all: x.shape[split_axis] = {shape[sa]} (shape "
-                                 f"{shape}) must be {need} the size {n} of axis {name!r}")
-            outs.append(all_to_all_p.bind(v, axis_name=(name,), split_axis=sa, concat_axis=ca,
-                                          tiled=bool(tiled), axis_size=n))
+                raise ValueError(
+                    f"all_to_all: x.shape[split_axis] = {shape[sa]} (shape "
+                    f"{shape}) must be {need} the size {n} of axis {name!r}"
+                )
+            outs.append(
+                all_to_all_p.bind(
+                    v,
+                    axis_name=(name,),
+                    split_axis=sa,
+                    concat_axis=ca,
+                    tiled=bool(tiled),
+                    axis_size=n,
+                )
+            )
         return outs
 
     return _tree_collective("all_to_all", x, fn)
@@ -585,6 +691,7 @@ def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
 
 # -- ppermute ---------------------------------------------------------------------------------
 
+
 def _ppermute_abstract_eval(x, *, axis_name, perm):
     return x
 
@@ -594,6 +701,7 @@ ppermute_p = standard_primitive("ppermute", _unbound_impl("ppermute"), _ppermute
 
 def _ppermute_collective(name, n, args, dims, *, axis_name, perm):
     from fungrad import lax
+
     (x,), (d,) = args, dims
     if d is None and sorted(dst for _, dst in perm) == list(range(n)):
         return x, None  # every example receives the same value
@@ -629,15 +737,17 @@ def _check_perm(perm, n: int, fname: str):
     try:
         pairs = tuple((int(s), int(d)) for s, d in perm)
     except (TypeError, ValueError):
-        raise TypeError(f"{fname}: perm must be a list of (source, destination) index pairs, "
-                        f"got {perm!r}") from None
+        raise TypeError(
+            f"{fname}: perm must be a list of (source, destination) index pairs, got {perm!r}"
+        ) from None
     srcs, dsts = [s for s, _ in pairs], [d for _, d in pairs]
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
-        raise ValueError(f"{fname}: perm {list(pairs)} has a repeated source or destination; "
-                         "each example sends to and receives from at most one other")
+        raise ValueError(
+            f"{fname}: perm {list(pairs)} has a repeated source or destination; "
+            "each example sends to and receives from at most one other"
+        )
     if any(not 0 <= i < n for i in srcs + dsts):
-        raise ValueError(f"{fname}: perm {list(pairs)} has an index outside the axis of size "
-                         f"{n}")
+        raise ValueError(f"{fname}: perm {list(pairs)} has an index outside the axis of size {n}")
     return pairs
 
 
@@ -646,8 +756,11 @@ def ppermute(x, axis_name, perm):
     of ``perm``; examples nobody sends to get zeros (``jax.lax.ppermute``)."""
     name = _single_name(axis_name, "ppermute")
     pairs = _check_perm(perm, _size(name, "ppermute"), "ppermute")
-    return _tree_collective("ppermute", x, lambda leaves: [
-        ppermute_p.bind(v, axis_name=(name,), perm=pairs) for v in leaves])
+    return _tree_collective(
+        "ppermute",
+        x,
+        lambda leaves: [ppermute_p.bind(v, axis_name=(name,), perm=pairs) for v in leaves],
+    )
 
 
 def pshuffle(x, axis_name, perm):
@@ -664,6 +777,7 @@ def pbroadcast(x, axis_name, source):
     """Every example gets example ``source``'s ``x`` (a pytree) (``jax.lax.pbroadcast``): as
     ``psum(where(axis_index(axis_name) == source, x, 0), axis_name)``."""
     from fungrad import lax
+
     name = _single_name(axis_name, "pbroadcast")
     n = _size(name, "pbroadcast")
     if not 0 <= int(source) < n:
@@ -680,16 +794,19 @@ def pbroadcast(x, axis_name, source):
 
 # -- axis_index -------------------------------------------------------------------------------
 
+
 def _axis_index_abstract_eval(*, axis_name):
     return ShapedArray((), np.dtype(np.int32))
 
 
-axis_index_p = standard_primitive("axis_index", _unbound_impl("axis_index"),
-                                  _axis_index_abstract_eval)
+axis_index_p = standard_primitive(
+    "axis_index", _unbound_impl("axis_index"), _axis_index_abstract_eval
+)
 
 
 def _axis_index_collective(name, n, args, dims, *, axis_name):
     from fungrad import lax
+
     return lax.iota(np.int32, n), 0
 
 
@@ -713,6 +830,7 @@ def axis_index(axis_name):
     """The index of the current example along the named axis, an int32 scalar; for a tuple of
     names, the row-major index over those axes (``jax.lax.axis_index``)."""
     from fungrad import lax
+
     names = _names(axis_name)
     out = None
     for name in names:

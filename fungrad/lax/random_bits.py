@@ -52,14 +52,17 @@ def _threefry2x32_impl(k1, k2, x1, x2):
 def _threefry2x32_abstract_eval(k1, k2, x1, x2):
     avals = (k1, k2, x1, x2)
     if any(a.dtype != np.uint32 for a in avals):
-        raise TypeError("threefry2x32: all operands must be uint32, got "
-                        + ", ".join(a.str_short() for a in avals))
+        raise TypeError(
+            "threefry2x32: all operands must be uint32, got "
+            + ", ".join(a.str_short() for a in avals)
+        )
     shape = broadcasting_shape("threefry2x32", *avals)
     return [ShapedArray(shape, np.uint32), ShapedArray(shape, np.uint32)]
 
 
-threefry2x32_p = standard_primitive("threefry2x32", _threefry2x32_impl,
-                                    _threefry2x32_abstract_eval, multiple_results=True)
+threefry2x32_p = standard_primitive(
+    "threefry2x32", _threefry2x32_impl, _threefry2x32_abstract_eval, multiple_results=True
+)
 defjvp_zero(threefry2x32_p)
 defbroadcasting(threefry2x32_p)
 
@@ -82,13 +85,16 @@ def threefry2x32(key1, key2, x1, x2):
     Example: ``threefry2x32(0x13198a2e, 0x03707344, 0x243f6a88, 0x85a308d3)`` is
     ``[0xc4923a9c, 0x483df7a0]``, the reference test vector.
     """
-    args = [operand(np.uint32(a) if _is_python_int(a) else a, "threefry2x32")
-            for a in (key1, key2, x1, x2)]
+    args = [
+        operand(np.uint32(a) if _is_python_int(a) else a, "threefry2x32")
+        for a in (key1, key2, x1, x2)
+    ]
     _threefry2x32_abstract_eval(*(a.aval for a in args))
     return threefry2x32_p.bind(*args)
 
 
 # -- lowering (fungrad/lowering/kernel.py) ------------------------------------------------------
+
 
 def _threefry2x32_lowering(ctx, k1, k2, x1, x2):
     """The 20 rounds as uint32 kernel ops per element (additions wrap, rotations are
@@ -119,8 +125,10 @@ def _threefry2x32_lowering(ctx, k1, k2, x1, x2):
             memo[key] = y
         return memo[key]
 
-    return [kernel.from_fn(shape, u32, lambda idx: cipher(idx)[0], "threefry2x32"),
-            kernel.from_fn(shape, u32, lambda idx: cipher(idx)[1], "threefry2x32")]
+    return [
+        kernel.from_fn(shape, u32, lambda idx: cipher(idx)[0], "threefry2x32"),
+        kernel.from_fn(shape, u32, lambda idx: cipher(idx)[1], "threefry2x32"),
+    ]
 
 
 kernel.register_lowering(threefry2x32_p, _threefry2x32_lowering)

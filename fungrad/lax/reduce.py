@@ -40,16 +40,40 @@ from fungrad.transforms.transpose import deflinear_transpose
 from fungrad.transforms.vmap import batch_rules, defreducer
 
 __all__ = [
-    "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
-    "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
+    "reduce_sum",
+    "reduce_max",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_and",
+    "reduce_or",
+    "reduce_xor",
+    "argmax",
+    "argmin",
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "cumlogsumexp",
     "reduce",
-    "reduce_sum_p", "reduce_max_p", "reduce_min_p", "reduce_prod_p", "reduce_and_p",
-    "reduce_or_p", "reduce_xor_p", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "cummax_p",
-    "cummin_p", "cumlogsumexp_p",
+    "reduce_sum_p",
+    "reduce_max_p",
+    "reduce_min_p",
+    "reduce_prod_p",
+    "reduce_and_p",
+    "reduce_or_p",
+    "reduce_xor_p",
+    "argmax_p",
+    "argmin_p",
+    "cumsum_p",
+    "cumprod_p",
+    "cummax_p",
+    "cummin_p",
+    "cumlogsumexp_p",
 ]
 
 
 # -- shared helpers ---------------------------------------------------------------------------
+
 
 def _int_tuple(name: str, what: str, values) -> tuple[int, ...]:
     """``values`` (a sequence of integers) as a tuple of Python ints, for a hashable param."""
@@ -61,9 +85,11 @@ def _int_tuple(name: str, what: str, values) -> tuple[int, ...]:
 
 def _check_axes(name: str, x: ShapedArray, axes) -> None:
     if any(not 0 <= a < x.ndim for a in axes) or len(set(axes)) != len(axes):
-        raise ValueError(f"{name}: axes {axes} are not distinct dimensions of an operand of "
-                         f"shape {x.shape} (lax wants nonnegative axes; fungrad.numpy takes "
-                         "negative ones)")
+        raise ValueError(
+            f"{name}: axes {axes} are not distinct dimensions of an operand of "
+            f"shape {x.shape} (lax wants nonnegative axes; fungrad.numpy takes "
+            "negative ones)"
+        )
 
 
 def _reduced_shape(shape, axes):
@@ -125,14 +151,18 @@ def _ufunc_reduce(ufunc, x, axes, identity):
 
 # -- reduce_sum ... reduce_xor ---------------------------------------------------------------
 
+
 def _sum_dtype(x: np.ndarray, axes) -> np.dtype:
     """The dtype the eager sum of ``x`` over ``axes`` accumulates in. numpy sums pairwise
     only along a contiguous innermost axis; over any other axes it adds serially (2^24
     float32 rows of ones sum to 2^24), so float16/float32 sums accumulate in float64 there,
     rounded once (a bound independent of the length, as the compiled sums)."""
     acc = _accumulation_dtype(x.dtype)
-    if acc.kind == "f" and acc.itemsize < 8 and not (
-            tuple(axes) == (x.ndim - 1,) and x.flags.c_contiguous):
+    if (
+        acc.kind == "f"
+        and acc.itemsize < 8
+        and not (tuple(axes) == (x.ndim - 1,) and x.flags.c_contiguous)
+    ):
         return np.dtype(np.float64)
     return acc
 
@@ -176,8 +206,9 @@ def _reduce_prod_impl(x, *, axes):
     return np.asarray(out).astype(x.dtype)[()]
 
 
-reduce_prod_p = standard_primitive("reduce_prod", _reduce_prod_impl,
-                                   _reduction_abstract_eval("reduce_prod", NUMERIC))
+reduce_prod_p = standard_primitive(
+    "reduce_prod", _reduce_prod_impl, _reduction_abstract_eval("reduce_prod", NUMERIC)
+)
 
 
 def reduce_prod(operand_, axes):
@@ -190,8 +221,9 @@ def _reduce_max_impl(x, *, axes):
     return _ufunc_reduce(np.maximum, x, axes, max_identity(x.dtype))
 
 
-reduce_max_p = standard_primitive("reduce_max", _reduce_max_impl,
-                                  _reduction_abstract_eval("reduce_max", ANY))
+reduce_max_p = standard_primitive(
+    "reduce_max", _reduce_max_impl, _reduction_abstract_eval("reduce_max", ANY)
+)
 
 
 def reduce_max(operand_, axes):
@@ -205,8 +237,9 @@ def _reduce_min_impl(x, *, axes):
     return _ufunc_reduce(np.minimum, x, axes, min_identity(x.dtype))
 
 
-reduce_min_p = standard_primitive("reduce_min", _reduce_min_impl,
-                                  _reduction_abstract_eval("reduce_min", ANY))
+reduce_min_p = standard_primitive(
+    "reduce_min", _reduce_min_impl, _reduction_abstract_eval("reduce_min", ANY)
+)
 
 
 def reduce_min(operand_, axes):
@@ -220,8 +253,9 @@ def _reduce_and_impl(x, *, axes):
     return _ufunc_reduce(np.bitwise_and, x, axes, _and_identity(x.dtype))
 
 
-reduce_and_p = standard_primitive("reduce_and", _reduce_and_impl,
-                                  _reduction_abstract_eval("reduce_and", INT_OR_BOOL))
+reduce_and_p = standard_primitive(
+    "reduce_and", _reduce_and_impl, _reduction_abstract_eval("reduce_and", INT_OR_BOOL)
+)
 
 
 def reduce_and(operand_, axes):
@@ -234,8 +268,9 @@ def _reduce_or_impl(x, *, axes):
     return _ufunc_reduce(np.bitwise_or, x, axes, x.dtype.type(0))
 
 
-reduce_or_p = standard_primitive("reduce_or", _reduce_or_impl,
-                                 _reduction_abstract_eval("reduce_or", INT_OR_BOOL))
+reduce_or_p = standard_primitive(
+    "reduce_or", _reduce_or_impl, _reduction_abstract_eval("reduce_or", INT_OR_BOOL)
+)
 
 
 def reduce_or(operand_, axes):
@@ -248,8 +283,9 @@ def _reduce_xor_impl(x, *, axes):
     return _ufunc_reduce(np.bitwise_xor, x, axes, x.dtype.type(0))
 
 
-reduce_xor_p = standard_primitive("reduce_xor", _reduce_xor_impl,
-                                  _reduction_abstract_eval("reduce_xor", INT_OR_BOOL))
+reduce_xor_p = standard_primitive(
+    "reduce_xor", _reduce_xor_impl, _reduction_abstract_eval("reduce_xor", INT_OR_BOOL)
+)
 
 
 def reduce_xor(operand_, axes):
@@ -264,17 +300,20 @@ def _kept_dims(ndim: int, axes) -> tuple[int, ...]:
 
 def _reduce_sum_transpose(ct, x, *, axes):
     from fungrad.lax.shape import broadcast_in_dim_p
+
     if not axes:
         return [ct]
     shape = x.aval.shape
-    return [broadcast_in_dim_p.bind(ct, shape=shape,
-                                    broadcast_dimensions=_kept_dims(len(shape), axes))]
+    return [
+        broadcast_in_dim_p.bind(ct, shape=shape, broadcast_dimensions=_kept_dims(len(shape), axes))
+    ]
 
 
 def _reduce_chooser_jvp(t, ans, x, *, axes):
     # JAX's _reduce_chooser_jvp_rule: the mean of the tangents at the locations equal to the
     # result (ties share the derivative; a NaN result gets a NaN tangent).
     from fungrad import lax
+
     shape = core.get_aval(x).shape
     ans = lax.broadcast_in_dim(ans, shape, _kept_dims(len(shape), axes))
     location = lax.convert_element_type(lax.eq(x, ans), t.dtype)
@@ -286,6 +325,7 @@ def _reduce_prod_jvp(t, x, *, axes):
     # d prod = sum_i t_i * (product of the other elements), the product of the others being
     # (product of those before i) * (product of those after i): exact when x has zeros.
     from fungrad import lax
+
     shape = core.get_aval(x).shape
     n = math.prod(shape[a] for a in axes)
     if n <= 1:  # an empty or single-element reduction: the tangent passes through (or is 0)
@@ -318,6 +358,7 @@ defreducer(reduce_xor_p)
 
 # -- argmax / argmin ----------------------------------------------------------------------------
 
+
 def _arg_reduction_abstract_eval(name: str):
     def abstract_eval(x, *, axes, index_dtype):
         check_kinds(name, x.dtype, ANY)
@@ -326,8 +367,10 @@ def _arg_reduction_abstract_eval(name: str):
             raise ValueError(f"{name}: reduces exactly one axis, got axes={axes}")
         _check_axes(name, x, axes)
         if x.shape[axes[0]] == 0:
-            raise ValueError(f"{name}: the reduced dimension must be non-empty, got operand "
-                             f"shape {x.shape} and axis {axes[0]}")
+            raise ValueError(
+                f"{name}: the reduced dimension must be non-empty, got operand "
+                f"shape {x.shape} and axis {axes[0]}"
+            )
         return ShapedArray(_reduced_shape(x.shape, axes), index_dtype)
 
     return abstract_eval
@@ -357,15 +400,17 @@ def argmax(operand_, axis: int, index_dtype):
     Example: ``argmax(jnp.array([1., 3., 3.]), 0, jnp.int32)`` is ``1``.
     """
     x = operand(operand_, "argmax")
-    return argmax_p.bind(x, axes=(operator.index(axis),),
-                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    return argmax_p.bind(
+        x, axes=(operator.index(axis),), index_dtype=dtypes.canonicalize_dtype(index_dtype)
+    )
 
 
 def argmin(operand_, axis: int, index_dtype):
     """Index of the minimum along ``axis`` (the first one on ties; the first NaN if any)."""
     x = operand(operand_, "argmin")
-    return argmin_p.bind(x, axes=(operator.index(axis),),
-                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    return argmin_p.bind(
+        x, axes=(operator.index(axis),), index_dtype=dtypes.canonicalize_dtype(index_dtype)
+    )
 
 
 defjvp_zero(argmax_p)
@@ -376,12 +421,15 @@ defreducer(argmin_p)
 
 # -- cumulative reductions ----------------------------------------------------------------------
 
+
 def _cumulative_abstract_eval(name: str, kinds):
     def abstract_eval(x, *, axis, reverse):
         check_kinds(name, x.dtype, kinds)
         if not 0 <= axis < x.ndim:
-            raise ValueError(f"{name}: axis {axis} is not a dimension of an operand of shape "
-                             f"{x.shape} (lax wants a nonnegative axis)")
+            raise ValueError(
+                f"{name}: axis {axis} is not a dimension of an operand of shape "
+                f"{x.shape} (lax wants a nonnegative axis)"
+            )
         return ShapedArray(x.shape, x.dtype, x.weak_type)
 
     return abstract_eval
@@ -403,8 +451,9 @@ def _cumulative_impl(accumulate):
 
 
 def _cumulative_primitive(name: str, accumulate, kinds):
-    return standard_primitive(name, _cumulative_impl(accumulate),
-                              _cumulative_abstract_eval(name, kinds))
+    return standard_primitive(
+        name, _cumulative_impl(accumulate), _cumulative_abstract_eval(name, kinds)
+    )
 
 
 def _cumsum_dtype(dtype: np.dtype) -> np.dtype:
@@ -425,18 +474,19 @@ def _cumlogsumexp(x, axis):
     out = np.logaddexp.accumulate(x.astype(acc), axis)
     if x.dtype.kind in "iu":
         from fungrad.lax.elementwise import _float_to_int
+
         return _float_to_int(out, x.dtype)
     return out
 
 
 cumsum_p = _cumulative_primitive(
-    "cumsum", lambda x, axis: np.cumsum(x, axis, dtype=_cumsum_dtype(x.dtype)), NUMERIC)
+    "cumsum", lambda x, axis: np.cumsum(x, axis, dtype=_cumsum_dtype(x.dtype)), NUMERIC
+)
 cumprod_p = _cumulative_primitive(
-    "cumprod", lambda x, axis: np.cumprod(x, axis, dtype=_accumulation_dtype(x.dtype)), NUMERIC)
-cummax_p = _cumulative_primitive(
-    "cummax", lambda x, axis: np.maximum.accumulate(x, axis), NUMERIC)
-cummin_p = _cumulative_primitive(
-    "cummin", lambda x, axis: np.minimum.accumulate(x, axis), NUMERIC)
+    "cumprod", lambda x, axis: np.cumprod(x, axis, dtype=_accumulation_dtype(x.dtype)), NUMERIC
+)
+cummax_p = _cumulative_primitive("cummax", lambda x, axis: np.maximum.accumulate(x, axis), NUMERIC)
+cummin_p = _cumulative_primitive("cummin", lambda x, axis: np.minimum.accumulate(x, axis), NUMERIC)
 cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", _cumlogsumexp, NUMERIC)
 
 
@@ -479,6 +529,7 @@ def _shift(x, axis: int, fill, reverse: bool):
     """``x`` moved one step along ``axis`` in scan order (towards the end, or towards the start
     when ``reverse``), ``fill`` entering at the first position: element i holds x[i - 1]."""
     from fungrad import lax
+
     config = [(0, 0, 0)] * core.get_aval(x).ndim
     config[axis] = (-1, 1, 0) if reverse else (1, -1, 0)
     return lax.pad(x, fill, tuple(config))
@@ -494,6 +545,7 @@ def _linear_recurrence(a, b, axis: int, reverse: bool):
     d = 0, so their ``a`` no longer matters).
     """
     from fungrad import lax
+
     n = core.get_aval(b).shape[axis]
     s = 1
     while s < n:
@@ -514,6 +566,7 @@ def _cumsum_transpose(ct, x, *, axis, reverse):
 def _cumprod_jvp(t, ans, x, *, axis, reverse):
     # d[i] = x[i] * d[i - 1] + t[i] * ans[i - 1]
     from fungrad import lax
+
     return _linear_recurrence(x, lax.mul(t, _shift(ans, axis, 1, reverse)), axis, reverse)
 
 
@@ -522,6 +575,7 @@ def _cumlogsumexp_jvp(t, ans, x, *, axis, reverse):
     # + t[i] exp(x[i] - ans[i]); every exponent is <= 0. Where ans is -inf (all -inf so far) it
     # is replaced by 0 in the exponents, which makes those weights exp(-inf) = 0, not NaN.
     from fungrad import lax
+
     ninf = lax.full((), -np.inf, core.get_aval(ans).dtype)
     safe = lax.select_n(lax.eq(ans, ninf), ans, lax.full_like(ans, 0))
     a = lax.exp(lax.sub(_shift(ans, axis, -np.inf, reverse), safe))
@@ -534,6 +588,7 @@ def _cumulative_chooser_jvp(t, ans, x, *, axis, reverse):
     # j are where x[j] == ans[j] inside the run of equal ans values that ends at i (ans is
     # monotone), so segmented sums (a recurrence that restarts where ans changes) give them.
     from fungrad import lax
+
     dtype = t.dtype
     same_run = lax.convert_element_type(lax.eq(ans, _shift(ans, axis, 0, reverse)), dtype)
     location = lax.convert_element_type(lax.eq(x, ans), dtype)
@@ -565,13 +620,16 @@ batch_rules[cumlogsumexp_p] = _cumulative_batch(cumlogsumexp_p)
 
 # -- the generic wrappers: monoids recognised by their computation -------------------------------
 
+
 def _concrete_scalar(name: str, x):
     """The concrete numpy value of the scalar init value ``x`` (a TypeError if it is traced)."""
     if isinstance(x, core.Tracer):
         val = x.to_concrete_value()
         if val is None:
-            raise TypeError(f"{name}: init_value must be a concrete scalar (the identity of the "
-                            f"computation), got a traced value {x.aval.str_short()}")
+            raise TypeError(
+                f"{name}: init_value must be a concrete scalar (the identity of the "
+                f"computation), got a traced value {x.aval.str_short()}"
+            )
     else:
         val = x
     val = np.asarray(val)
@@ -593,8 +651,10 @@ def _monoid(name: str, computation, table):
             return prim, identity
     supported = ", ".join(f"lax.{fn_name}" for fn_name, _, _ in table)
     fn = getattr(computation, "__name__", repr(computation))
-    raise TypeError(f"{name}: unsupported computation {fn}; fungrad supports the "
-                    f"monoids {supported}, each with its identity as init value")
+    raise TypeError(
+        f"{name}: unsupported computation {fn}; fungrad supports the "
+        f"monoids {supported}, each with its identity as init value"
+    )
 
 
 def _check_identity(name: str, init_value, identity, computation, dtype) -> None:
@@ -603,7 +663,8 @@ def _check_identity(name: str, init_value, identity, computation, dtype) -> None
         raise ValueError(
             f"{name}: init_value {val} is not the identity of {computation.__name__} for "
             f"{np.dtype(dtype).name} (expected {identity}); XLA leaves such reductions "
-            "undefined, so combine the init value with the result yourself")
+            "undefined, so combine the init value with the result yourself"
+        )
 
 
 _REDUCE_MONOIDS = (
@@ -629,10 +690,15 @@ def reduce(operands, init_values, computation, dimensions):
     Example: ``reduce(x, 0., lax.add, (0,))`` is ``reduce_sum(x, (0,))``.
     """
     if isinstance(operands, (list, tuple)):
-        if len(operands) != 1 or not isinstance(init_values, (list, tuple)) \
-                or len(init_values) != 1:
-            raise TypeError("reduce: fungrad reduces a single operand with a single init value "
-                            f"(got {len(operands)} operands); reduce each one separately")
+        if (
+            len(operands) != 1
+            or not isinstance(init_values, (list, tuple))
+            or len(init_values) != 1
+        ):
+            raise TypeError(
+                "reduce: fungrad reduces a single operand with a single init value "
+                f"(got {len(operands)} operands); reduce each one separately"
+            )
         operands, init_values = operands[0], init_values[0]
     x = operand(operands, "reduce")
     prim, identity = _monoid("reduce", computation, _REDUCE_MONOIDS)
@@ -640,20 +706,27 @@ def reduce(operands, init_values, computation, dimensions):
     out = prim.bind(x, axes=_int_tuple("reduce", "dimensions", dimensions))
     if out.weak_type and not _weak(init_values):
         from fungrad.lax import elementwise
+
         out = elementwise.convert_element_type(out, out.dtype, weak_type=False)
     return out
 
 
 # -- lowering (fungrad/lowering/kernel.py) ------------------------------------------------------
 
+
 def _reduce_lowering(op):
     def rule(ctx, x, *, axes):
         acc = _accumulation_dtype(x.dtype) if op in ("add", "mul") else x.dtype
         # (where the policy says so: a GPU's invocations would race on the accumulated row)
-        if (acc == x.dtype and axes and x.ndim - 1 not in axes
-                and ctx.planner.policy.column_reduction(x.size, min(x.shape[a] for a in axes))):
+        if (
+            acc == x.dtype
+            and axes
+            and x.ndim - 1 not in axes
+            and ctx.planner.policy.column_reduction(x.size, min(x.shape[a] for a in axes))
+        ):
             return _column_reduction(ctx, x, axes, op)
         return kernel.reduced(ctx, x, axes, op, acc, x.dtype, f"reduce_{op}")
+
     return rule
 
 
@@ -681,6 +754,7 @@ def _column_reduction(ctx, x, axes, op):
     5.0 ms). Such a kernel does not fuse with others over x's shape (the MLP step's bias
     gradients: no measurable change)."""
     from fungrad.lowering.fusion import Store
+
     planner = ctx.planner
     axes = tuple(sorted(axes))
     kept = [d for d in range(x.ndim) if d not in axes]
@@ -693,12 +767,16 @@ def _column_reduction(ctx, x, axes, op):
     else:  # the reduced axis ``a`` runs as ``nb`` blocks of ``tb``: loops (..., b, t, ...)
         a, tb = split
         nb = -(-x.shape[a] // tb)
-        loops = (*x.shape[:a], nb, tb, *x.shape[a + 1:])
+        loops = (*x.shape[:a], nb, tb, *x.shape[a + 1 :])
         part_shape = (*(x.shape[r] for r in axes if r < a), nb, *out_shape)
     buf = planner.new_buffer(part_shape, x.dtype, "temp")
     ident = ctx.const(kernel.reduce_identity(op, x.dtype), x.dtype)
-    planner.add_kernel("init", part_shape, lambda idx: [
-        Store(buf, ctx.flat_index(idx, part_shape), ident)], origin=f"reduce_{op}")
+    planner.add_kernel(
+        "init",
+        part_shape,
+        lambda idx: [Store(buf, ctx.flat_index(idx, part_shape), ident)],
+        origin=f"reduce_{op}",
+    )
 
     def accumulate(idx):
         if split is None:
@@ -707,24 +785,26 @@ def _column_reduction(ctx, x, axes, op):
             n = x.shape[a]
             i = ctx.iadd(ctx.imul(idx[a], ctx.iconst(tb)), idx[a + 1])
             if n % tb:  # the last block is partial: its positions past the end add zero
-                full = (*idx[:a], kernel.clamp_index(ctx, i, 0, n - 1), *idx[a + 2:])
-                value = ctx.select(ctx.op("lt", i, ctx.iconst(n)), x.at(full),
-                                   ctx.const(0, x.dtype))
+                full = (*idx[:a], kernel.clamp_index(ctx, i, 0, n - 1), *idx[a + 2 :])
+                value = ctx.select(
+                    ctx.op("lt", i, ctx.iconst(n)), x.at(full), ctx.const(0, x.dtype)
+                )
             else:
-                full = (*idx[:a], i, *idx[a + 2:])
+                full = (*idx[:a], i, *idx[a + 2 :])
                 value = x.at(full)
-            at = ctx.flat_index([full[r] for r in axes if r < a] + [idx[a]]
-                                + [full[d] for d in kept], part_shape)
+            at = ctx.flat_index(
+                [full[r] for r in axes if r < a] + [idx[a]] + [full[d] for d in kept], part_shape
+            )
             return [Store(buf, at, value, combine=op)]
         return [Store(buf, ctx.flat_index(at, part_shape), value, combine=op)]
+
     # the outermost loop may run in parallel when it is not reduced, or when it numbers the
     # blocks (each writes its own partial row)
     parallel = 0 not in axes or (split is not None and split[0] == 0)
     planner.add_kernel("colred", loops, accumulate, parallel=parallel, origin=f"reduce_{op}")
     out = planner.buffer_tensor(buf, f"reduce_{op}")
     if split is not None:  # sum the partial rows (a column sum again, blocked when long)
-        return _reduce_lowering(op)(ctx, out, axes=tuple(range(len(part_shape)
-                                                                - len(out_shape))))
+        return _reduce_lowering(op)(ctx, out, axes=tuple(range(len(part_shape) - len(out_shape))))
     return out
 
 
@@ -745,12 +825,19 @@ def _column_blocks(shape, axes) -> tuple[int, int] | None:
 def _arg_lowering(op):
     def rule(ctx, x, *, axes, index_dtype):
         return kernel.reduced(ctx, x, axes, op, x.dtype, index_dtype, op)
+
     return rule
 
 
-for _p, _op in ((reduce_sum_p, "add"), (reduce_prod_p, "mul"), (reduce_max_p, "max"),
-                (reduce_min_p, "min"), (reduce_and_p, "and"), (reduce_or_p, "or"),
-                (reduce_xor_p, "xor")):
+for _p, _op in (
+    (reduce_sum_p, "add"),
+    (reduce_prod_p, "mul"),
+    (reduce_max_p, "max"),
+    (reduce_min_p, "min"),
+    (reduce_and_p, "and"),
+    (reduce_or_p, "or"),
+    (reduce_xor_p, "xor"),
+):
     kernel.register_lowering(_p, _reduce_lowering(_op))
 kernel.register_lowering(argmax_p, _arg_lowering("argmax"))
 kernel.register_lowering(argmin_p, _arg_lowering("argmin"))
@@ -794,7 +881,7 @@ def _recomputes_reduction(root, loops) -> bool:
     """Would a reduction inside ``root`` run inside loops it does not depend on (so once per
     iteration of those)? The renderer evaluates a node in the loop of its innermost index;
     a reduction's own variables nest inside that loop (as the planner reasons)."""
-    chain = {v: loops[:i + 1] for i, v in enumerate(loops)}
+    chain = {v: loops[: i + 1] for i, v in enumerate(loops)}
     seen, stack = set(), [root]
     while stack:  # parents before children, so a nested reduction finds its outer chain
         e = stack.pop()
@@ -806,7 +893,7 @@ def _recomputes_reduction(root, loops) -> bool:
             if not set(outer) <= e.free:
                 return True
             for i, v in enumerate(e.attr.vars):
-                chain.setdefault(v, outer + e.attr.vars[:i + 1])
+                chain.setdefault(v, outer + e.attr.vars[: i + 1])
         stack.extend(e.args)
     return False
 
@@ -833,6 +920,7 @@ def _pinned(ctx, i, var):
 def _cumulative_lowering(name: str, op: str):
     def rule(ctx, x, *, axis, reverse):
         from fungrad.lowering.fusion import Kernel, Store
+
         acc = _scan_dtype(ctx, x.dtype, op)
         if x.size == 0:
             return kernel.from_fn(x.shape, x.dtype, lambda idx: ctx.const(0, x.dtype), name)
@@ -853,8 +941,9 @@ def _cumulative_lowering(name: str, op: str):
         step = kernel.Var(n - 1)
         u = ctx.index(step)
         first = position(others, ctx.iconst(n - 1 if reverse else 0))
-        pos = position(others, ctx.isub(ctx.iconst(n - 2), u) if reverse else
-                       ctx.iadd(u, ctx.iconst(1)))
+        pos = position(
+            others, ctx.isub(ctx.iconst(n - 2), u) if reverse else ctx.iadd(u, ctx.iconst(1))
+        )
         prev = position(others, ctx.isub(ctx.iconst(n - 1), u) if reverse else u)
         x0, cur = ctx.convert(x.at(first), acc), ctx.convert(x.at(pos), acc)
         scan_loops = (*others[:axis], step, *others[axis:])
@@ -871,6 +960,7 @@ def _cumulative_lowering(name: str, op: str):
 
             def stores(at, value):
                 return [Store(buf, ctx.flat_index(at, x.shape), value)]
+
             carry = ctx.load(buf, ctx.flat_index(prev, x.shape))
         else:
             # a wider carry (float64 for float32) kept per line, each step rounded into the
@@ -882,29 +972,52 @@ def _cumulative_lowering(name: str, op: str):
             out = planner.new_buffer(x.shape, x.dtype, "temp")
 
             def stores(at, value):
-                return [Store(buf, at_line, value),
-                        Store(out, ctx.flat_index(at, x.shape), ctx.convert(value, x.dtype))]
+                return [
+                    Store(buf, at_line, value),
+                    Store(out, ctx.flat_index(at, x.shape), ctx.convert(value, x.dtype)),
+                ]
+
             carry = ctx.load(buf, _pinned(ctx, at_line, step))
-        planner.add_step(Kernel(f"{name}_{out.name}_first", others, stores(first, x0),
-                                parallel=bool(others), origins=(name,)))
+        planner.add_step(
+            Kernel(
+                f"{name}_{out.name}_first",
+                others,
+                stores(first, x0),
+                parallel=bool(others),
+                origins=(name,),
+            )
+        )
         if n > 1:
             combined = _cumulative_combine(ctx, op, carry, cur)
             # the dimensions in order: lines before the axis are independent; a compute-bound
             # combine (logaddexp) scans in the outermost loop instead, so the independent
             # lines of one step form the inner loops, which vectorise
             nest = (step, *others) if op == "logaddexp" else scan_loops
-            planner.add_step(Kernel(f"{name}_{out.name}", nest, stores(pos, combined),
-                                    parallel=nest[0] is not step, origins=(name,)))
+            planner.add_step(
+                Kernel(
+                    f"{name}_{out.name}",
+                    nest,
+                    stores(pos, combined),
+                    parallel=nest[0] is not step,
+                    origins=(name,),
+                )
+            )
         res = planner.buffer_tensor(out, name)
         if out.dtype != x.dtype:
-            res = kernel.map_fn(ctx, lambda a: ctx.convert(a, x.dtype), res, dtype=x.dtype,
-                                origin=name)
+            res = kernel.map_fn(
+                ctx, lambda a: ctx.convert(a, x.dtype), res, dtype=x.dtype, origin=name
+            )
         return res
+
     return rule
 
 
-for _p, _name, _op in ((cumsum_p, "cumsum", "add"), (cumprod_p, "cumprod", "mul"),
-                       (cummax_p, "cummax", "max"), (cummin_p, "cummin", "min"),
-                       (cumlogsumexp_p, "cumlogsumexp", "logaddexp")):
+for _p, _name, _op in (
+    (cumsum_p, "cumsum", "add"),
+    (cumprod_p, "cumprod", "mul"),
+    (cummax_p, "cummax", "max"),
+    (cummin_p, "cummin", "min"),
+    (cumlogsumexp_p, "cumlogsumexp", "logaddexp"),
+):
     kernel.register_lowering(_p, _cumulative_lowering(_name, _op))
 del _p, _name, _op

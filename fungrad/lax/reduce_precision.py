@@ -50,11 +50,13 @@ def _round_bits(x, exponent_bits: int, mantissa_bits: int, dtype, ops):
         shift = src_mant - mantissa_bits
         last_bit = 1 << shift
         # round to nearest, ties to even: add 0111..1 plus the lowest kept bit, then truncate
-        kept_lsb = ops.op("shr_logical", ops.op("and", bits, ops.const(last_bit, uint)),
-                          ops.const(shift, uint))
+        kept_lsb = ops.op(
+            "shr_logical", ops.op("and", bits, ops.const(last_bit, uint)), ops.const(shift, uint)
+        )
         bias = ops.op("add", kept_lsb, ops.const((last_bit >> 1) - 1, uint))
-        bits = ops.op("and", ops.op("add", bits, bias),
-                      ops.const(~(last_bit - 1) & ((1 << nbits) - 1), uint))
+        bits = ops.op(
+            "and", ops.op("add", bits, bias), ops.const(~(last_bit - 1) & ((1 << nbits) - 1), uint)
+        )
     if exponent_bits < src_exp:
         sign_mask = 1 << (nbits - 1)
         exp_mask = ((1 << src_exp) - 1) << src_mant
@@ -74,8 +76,14 @@ def _round_bits(x, exponent_bits: int, mantissa_bits: int, dtype, ops):
 
 
 class _NumpyOps:
-    _FUNCS = {"add": np.add, "and": np.bitwise_and, "or": np.bitwise_or,
-              "shr_logical": np.right_shift, "gt": np.greater, "le": np.less_equal}
+    _FUNCS = {
+        "add": np.add,
+        "and": np.bitwise_and,
+        "or": np.bitwise_or,
+        "shr_logical": np.right_shift,
+        "gt": np.greater,
+        "le": np.less_equal,
+    }
 
     @staticmethod
     def bitcast(v, dt):
@@ -127,23 +135,31 @@ def _reduce_precision_impl(x, *, exponent_bits, mantissa_bits):
 
 def _reduce_precision_abstract_eval(x, *, exponent_bits, mantissa_bits):
     if x.dtype.kind != "f":
-        raise TypeError(f"reduce_precision: operand must be a floating-point array, got "
-                        f"{x.str_short()}; convert it first (e.g. x.astype(float32))")
+        raise TypeError(
+            f"reduce_precision: operand must be a floating-point array, got "
+            f"{x.str_short()}; convert it first (e.g. x.astype(float32))"
+        )
     return x
 
 
-reduce_precision_p = standard_primitive("reduce_precision", _reduce_precision_impl,
-                                        _reduce_precision_abstract_eval)
+reduce_precision_p = standard_primitive(
+    "reduce_precision", _reduce_precision_impl, _reduce_precision_abstract_eval
+)
 deflinear(reduce_precision_p)
-deflinear_transpose(reduce_precision_p, lambda ct, x, **params: [
-    reduce_precision_p.bind(ct, **params)])
+deflinear_transpose(
+    reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)]
+)
 defvectorized(reduce_precision_p)
 
 
 def _reduce_precision_lowering(ctx, x, *, exponent_bits, mantissa_bits):
     ops = _KernelOps(ctx)
-    return kernel.from_fn(x.shape, x.dtype, lambda idx: _round_bits(
-        x.at(idx), exponent_bits, mantissa_bits, np.dtype(x.dtype), ops), "reduce_precision")
+    return kernel.from_fn(
+        x.shape,
+        x.dtype,
+        lambda idx: _round_bits(x.at(idx), exponent_bits, mantissa_bits, np.dtype(x.dtype), ops),
+        "reduce_precision",
+    )
 
 
 kernel.register_lowering(reduce_precision_p, _reduce_precision_lowering)
@@ -171,11 +187,15 @@ def reduce_precision(operand_, exponent_bits: int, mantissa_bits: int):
     try:
         e, m = operator.index(exponent_bits), operator.index(mantissa_bits)
     except TypeError:
-        raise TypeError("reduce_precision: exponent_bits and mantissa_bits must be integers, "
-                        f"got {exponent_bits!r} and {mantissa_bits!r}") from None
+        raise TypeError(
+            "reduce_precision: exponent_bits and mantissa_bits must be integers, "
+            f"got {exponent_bits!r} and {mantissa_bits!r}"
+        ) from None
     if e < 1 or m < 0:
-        raise ValueError(f"reduce_precision: needs exponent_bits >= 1 and mantissa_bits >= 0, "
-                         f"got exponent_bits={e}, mantissa_bits={m}")
+        raise ValueError(
+            f"reduce_precision: needs exponent_bits >= 1 and mantissa_bits >= 0, "
+            f"got exponent_bits={e}, mantissa_bits={m}"
+        )
     aval = core.get_aval(x)
     if aval.dtype.kind == "f":
         src_e, src_m, _ = _formats(aval.dtype)

@@ -56,17 +56,16 @@ class RandomAlgorithm(enum.IntEnum):
 _BIT_DTYPES = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 
 
-
 def _static_shape(fname: str, shape) -> tuple[int, ...]:
     """``shape`` as a tuple of non-negative Python ints, or the error naming ``fname``."""
     try:
         shape = tuple(operator.index(d) for d in shape)
     except TypeError:
-        raise TypeError(f"{fname}: shape must be a sequence of integers, got {shape!r}") \
-            from None
+        raise TypeError(f"{fname}: shape must be a sequence of integers, got {shape!r}") from None
     if any(d < 0 for d in shape):
         raise ValueError(f"{fname}: shape must have non-negative sizes, got {shape}")
     return shape
+
 
 def _split_dim(shape: tuple[int, ...]) -> int:
     """The dimension XLA halves: the first even one, else the first largest."""
@@ -79,26 +78,32 @@ def _split_dim(shape: tuple[int, ...]) -> int:
 def _check_args(key, shape, dtype, algorithm):
     from fungrad.core import get_aval
     from fungrad.lax.utils import operand
+
     fname = "rng_bit_generator"
     key = operand(key, fname)
     aval = get_aval(key)
     if aval.dtype != np.uint32 or aval.shape != (4,):
-        raise TypeError(f"{fname}: key must be a uint32[4] array, got "
-                        f"{aval.str_short()}; make one with, e.g., "
-                        "jax.random.key_data(jax.random.split(key)) reshaped to (4,) or "
-                        "numpy.array([...], numpy.uint32)")
+        raise TypeError(
+            f"{fname}: key must be a uint32[4] array, got "
+            f"{aval.str_short()}; make one with, e.g., "
+            "jax.random.key_data(jax.random.split(key)) reshaped to (4,) or "
+            "numpy.array([...], numpy.uint32)"
+        )
     shape = _static_shape(fname, shape)
     dt = np.dtype(dtype)
     if dt not in _BIT_DTYPES:
-        raise TypeError(f"{fname}: unsupported dtype {dt.name}; the bits are unsigned "
-                        "integers: uint8, uint16, uint32 or uint64 (view them as another "
-                        "type with lax.bitcast_convert_type)")
+        raise TypeError(
+            f"{fname}: unsupported dtype {dt.name}; the bits are unsigned "
+            "integers: uint8, uint16, uint32 or uint64 (view them as another "
+            "type with lax.bitcast_convert_type)"
+        )
     dt = dtypes.canonicalize_dtype(dt)
     try:
         algorithm = RandomAlgorithm(algorithm)
     except ValueError:
-        raise ValueError(f"{fname}: algorithm must be a lax.RandomAlgorithm, got "
-                         f"{algorithm!r}") from None
+        raise ValueError(
+            f"{fname}: algorithm must be a lax.RandomAlgorithm, got {algorithm!r}"
+        ) from None
     return key, shape, dt, algorithm
 
 
@@ -109,6 +114,7 @@ def _u32(v):
 def _add_to_counter(lo, hi, n: int):
     """The 64-bit counter ``(lo, hi)`` (uint32 words) plus the Python int ``n``."""
     from fungrad import lax
+
     new_lo = lax.add(lo, lax.full_like(lo, _u32(n)))
     carry = lax.convert_element_type(lax.lt(new_lo, lo), np.uint32)
     new_hi = lax.add(lax.add(hi, lax.full_like(hi, _u32(n >> 32))), carry)
@@ -119,10 +125,13 @@ def _threefry_blocks(k, blocks_shape):
     """``(y0, y1)``: Threefry-2x32 of the counters ``c + i`` for the row-major index ``i``
     of ``blocks_shape``."""
     from fungrad import lax
+
     n = math.prod(blocks_shape)
-    if n >= 2 ** 32:
-        raise ValueError(f"rng_bit_generator: at most 2**32 blocks per call, got shape "
-                         f"{blocks_shape} ({n} blocks)")
+    if n >= 2**32:
+        raise ValueError(
+            f"rng_bit_generator: at most 2**32 blocks per call, got shape "
+            f"{blocks_shape} ({n} blocks)"
+        )
     idx = lax.reshape(lax.iota(np.uint32, n), blocks_shape)
     lo = lax.add(lax.broadcast_in_dim(k[2], blocks_shape, ()), idx)
     carry = lax.convert_element_type(lax.lt(lo, idx), np.uint32)
@@ -139,7 +148,8 @@ def _philox_blocks(k, n: int):
     ``(c0, c1, c2, c3) + i``, ``i < n``: XLA takes the low half of the counter from the key's
     words ``(k2, k3)`` and the high half from ``(k0, k1)``, which are also the Philox key."""
     from fungrad import lax
-    if n >= 2 ** 32:
+
+    if n >= 2**32:
         raise ValueError(f"rng_bit_generator: at most 2**32 Philox blocks per call, got {n}")
     u32 = np.uint32
 
@@ -164,8 +174,12 @@ def _philox_blocks(k, n: int):
         a, b = full(_PHILOX_MUL[0], x0), full(_PHILOX_MUL[1], x2)
         hi0, lo0 = lax.mulhi(x0, a), lax.mul(x0, a)
         hi1, lo1 = lax.mulhi(x2, b), lax.mul(x2, b)
-        x0, x1, x2, x3 = (lax.bitwise_xor(lax.bitwise_xor(hi1, x1), key0), lo1,
-                          lax.bitwise_xor(lax.bitwise_xor(hi0, x3), key1), lo0)
+        x0, x1, x2, x3 = (
+            lax.bitwise_xor(lax.bitwise_xor(hi1, x1), key0),
+            lo1,
+            lax.bitwise_xor(lax.bitwise_xor(hi0, x3), key1),
+            lo0,
+        )
         key0 = lax.add(key0, full(_PHILOX_WEYL[0], key0))
         key1 = lax.add(key1, full(_PHILOX_WEYL[1], key1))
     return x0, x1, x2, x3
@@ -175,6 +189,7 @@ def _philox_bits(k, shape, dt):
     """(bits, blocks used) of XLA's Philox generator: the words of consecutive blocks, in
     order, fill the result row-major (64-bit results: words 0|1 and 2|3 of each block)."""
     from fungrad import lax
+
     n = math.prod(shape)
     if dt.itemsize == 8:
         blocks = -(-n // 2)
@@ -195,8 +210,9 @@ def _philox_bits(k, shape, dt):
     return lax.reshape(flat, shape), blocks
 
 
-def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG_DEFAULT,
-                      *, out_sharding=None):
+def rng_bit_generator(
+    key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG_DEFAULT, *, out_sharding=None
+):
     """``(new_key, bits)``: random unsigned-integer ``bits`` of ``shape`` and ``dtype`` and the
     key to use next (``jax.lax.rng_bit_generator``; the construction is in this module's
     docstring).
@@ -213,6 +229,7 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     """
     del out_sharding  # one device
     from fungrad import lax
+
     key, shape, dt, algorithm = _check_args(key, shape, dtype, algorithm)
     k = [lax.reshape(lax.slice(key, (i,), (i + 1,)), ()) for i in range(4)]
     if algorithm != RandomAlgorithm.RNG_THREE_FRY:  # Philox (RNG_DEFAULT, as on JAX's CPU)
@@ -220,10 +237,13 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     elif dt.itemsize == 8:
         blocks = shape
         y0, y1 = _threefry_blocks(k, blocks)
-        bits = lax.bitwise_or(lax.convert_element_type(y0, dt),
-                              lax.shift_left(lax.convert_element_type(y1, dt),
-                                             lax.full_like(lax.convert_element_type(y1, dt),
-                                                           32)))
+        bits = lax.bitwise_or(
+            lax.convert_element_type(y0, dt),
+            lax.shift_left(
+                lax.convert_element_type(y1, dt),
+                lax.full_like(lax.convert_element_type(y1, dt), 32),
+            ),
+        )
         used = math.prod(shape)
     elif not shape:
         y0, _ = _threefry_blocks(k, (1,))
@@ -231,10 +251,10 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     else:
         s = _split_dim(shape)
         half = -(-shape[s] // 2)
-        blocks = shape[:s] + (half, 1) + shape[s + 1:]
+        blocks = shape[:s] + (half, 1) + shape[s + 1 :]
         y0, y1 = _threefry_blocks(k, blocks)
         both = lax.concatenate([y0, y1], s + 1)  # (.., half, 2, ..)
-        bits = lax.reshape(both, shape[:s] + (2 * half,) + shape[s + 1:])
+        bits = lax.reshape(both, shape[:s] + (2 * half,) + shape[s + 1 :])
         if 2 * half != shape[s]:
             bits = lax.slice(bits, (0,) * len(shape), shape)
         used = math.prod(blocks)
@@ -283,22 +303,25 @@ def rng_uniform(a, b, shape):
     from fungrad.core import get_aval
     from fungrad.lax.utils import operand
     from fungrad.shape_dtype_struct import ShapeDtypeStruct
+
     fname = "rng_uniform"
     a, b = operand(a, fname), operand(b, fname)
     aa, ba = get_aval(a), get_aval(b)
     if aa.dtype != ba.dtype:
-        raise ValueError(f"{fname}: a and b must have identical dtypes, got "
-                         f"{aa.dtype.name} and {ba.dtype.name}")
+        raise ValueError(
+            f"{fname}: a and b must have identical dtypes, got {aa.dtype.name} and {ba.dtype.name}"
+        )
     if aa.shape != () or ba.shape != ():
-        raise ValueError(f"{fname}: a and b must be scalars, got shapes {aa.shape} and "
-                         f"{ba.shape}")
+        raise ValueError(f"{fname}: a and b must be scalars, got shapes {aa.shape} and {ba.shape}")
     if aa.dtype.kind not in "fiu":
         raise TypeError(f"{fname}: a and b must be floats or integers, got {aa.dtype.name}")
     shape = _static_shape(fname, shape)
     dtype = aa.dtype
-    out = io_callback(lambda lo, hi: _draw(lo, hi, shape, dtype),
-                      ShapeDtypeStruct(shape, dtype), a, b)
+    out = io_callback(
+        lambda lo, hi: _draw(lo, hi, shape, dtype), ShapeDtypeStruct(shape, dtype), a, b
+    )
     if aa.weak_type and ba.weak_type:
         from fungrad import lax
+
         out = lax.convert_element_type(out, dtype, weak_type=True)
     return out

@@ -32,21 +32,38 @@ from fungrad.transforms.transpose import deflinear_transpose
 from fungrad.transforms.vmap import batch_rules
 
 __all__ = [
-    "broadcast_in_dim", "reshape", "transpose", "squeeze", "rev", "iota",
-    "expand_dims", "broadcast", "broadcast_to_rank", "broadcasted_iota", "full", "full_like",
+    "broadcast_in_dim",
+    "reshape",
+    "transpose",
+    "squeeze",
+    "rev",
+    "iota",
+    "expand_dims",
+    "broadcast",
+    "broadcast_to_rank",
+    "broadcasted_iota",
+    "full",
+    "full_like",
     "collapse",
-    "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "rev_p", "iota_p",
+    "broadcast_in_dim_p",
+    "reshape_p",
+    "transpose_p",
+    "squeeze_p",
+    "rev_p",
+    "iota_p",
 ]
 
 
 # -- static-argument helpers ---------------------------------------------------------------------
 
+
 def _int(x, name: str, what: str) -> int:
     try:
         return operator.index(x)
     except TypeError:
-        raise TypeError(f"{name}: {what} must be integers, got {x!r} of type "
-                        f"{type(x).__name__}") from None
+        raise TypeError(
+            f"{name}: {what} must be integers, got {x!r} of type {type(x).__name__}"
+        ) from None
 
 
 def _int_tuple(xs, name: str, what: str) -> tuple[int, ...]:
@@ -79,8 +96,9 @@ def _canonical_axis(axis, ndim: int, name: str, what: str = "dimension") -> int:
 def _check_dims(name: str, dims, ndim: int, shape, what: str = "dimensions") -> None:
     """``dims`` must be distinct dimensions in ``[0, ndim)``."""
     if any(not 0 <= d < ndim for d in dims) or len(set(dims)) != len(dims):
-        raise TypeError(f"{name}: {what} {dims} must be distinct dimensions of an operand of "
-                        f"shape {shape}")
+        raise TypeError(
+            f"{name}: {what} {dims} must be distinct dimensions of an operand of shape {shape}"
+        )
 
 
 def _bind(prim, *args, **params):
@@ -92,6 +110,7 @@ def _bind(prim, *args, **params):
 
 
 # -- broadcast_in_dim ----------------------------------------------------------------------------
+
 
 def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
     expanded = [1] * len(shape)
@@ -111,22 +130,30 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
 def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
     name = "broadcast_in_dim"
     if len(broadcast_dimensions) != x.ndim:
-        raise TypeError(f"{name}: broadcast_dimensions {broadcast_dimensions} must have one "
-                        f"entry per operand dimension (operand shape {x.shape})")
-    if any(not 0 <= d < len(shape) for d in broadcast_dimensions) or \
-            list(broadcast_dimensions) != sorted(set(broadcast_dimensions)):
-        raise TypeError(f"{name}: broadcast_dimensions {broadcast_dimensions} must be strictly "
-                        f"increasing dimensions of the result shape {shape}")
+        raise TypeError(
+            f"{name}: broadcast_dimensions {broadcast_dimensions} must have one "
+            f"entry per operand dimension (operand shape {x.shape})"
+        )
+    if any(not 0 <= d < len(shape) for d in broadcast_dimensions) or list(
+        broadcast_dimensions
+    ) != sorted(set(broadcast_dimensions)):
+        raise TypeError(
+            f"{name}: broadcast_dimensions {broadcast_dimensions} must be strictly "
+            f"increasing dimensions of the result shape {shape}"
+        )
     for i, d in enumerate(broadcast_dimensions):
         if x.shape[i] not in (1, shape[d]):
-            raise TypeError(f"{name}: operand dimension {i} has size {x.shape[i]}, which cannot "
-                            f"broadcast to result dimension {d} of size {shape[d]} "
-                            f"(operand shape {x.shape}, result shape {shape})")
+            raise TypeError(
+                f"{name}: operand dimension {i} has size {x.shape[i]}, which cannot "
+                f"broadcast to result dimension {d} of size {shape[d]} "
+                f"(operand shape {x.shape}, result shape {shape})"
+            )
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
 broadcast_in_dim_p = standard_primitive(
-    "broadcast_in_dim", _broadcast_in_dim_impl, _broadcast_in_dim_abstract_eval)
+    "broadcast_in_dim", _broadcast_in_dim_impl, _broadcast_in_dim_abstract_eval
+)
 
 
 def broadcast_in_dim(operand_, shape, broadcast_dimensions):
@@ -136,8 +163,9 @@ def broadcast_in_dim(operand_, shape, broadcast_dimensions):
     """
     x = operand(operand_, "broadcast_in_dim")
     shape = _shape_tuple(shape, "broadcast_in_dim")
-    broadcast_dimensions = _int_tuple(broadcast_dimensions, "broadcast_in_dim",
-                                      "broadcast_dimensions")
+    broadcast_dimensions = _int_tuple(
+        broadcast_dimensions, "broadcast_in_dim", "broadcast_dimensions"
+    )
     if x.shape == shape and broadcast_dimensions == tuple(range(len(shape))):
         return x
     return _bind(broadcast_in_dim_p, x, shape=shape, broadcast_dimensions=broadcast_dimensions)
@@ -147,6 +175,7 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
     # Sum over the result dims the operand does not fill (new dims and size-1 dims that were
     # stretched), then reshape to restore the operand's size-1 dims.
     from fungrad.lax.reduce import reduce_sum
+
     in_shape = x.aval.shape
     kept = {d for i, d in enumerate(broadcast_dimensions) if in_shape[i] == shape[d]}
     axes = tuple(d for d in range(len(shape)) if d not in kept)
@@ -160,8 +189,11 @@ def _broadcast_in_dim_batch(axis_size, args, dims, *, shape, broadcast_dimension
     (x,), (d,) = args, dims
     out_d = broadcast_dimensions[d - 1] + 1 if d > 0 else 0
     new_bdims = tuple(b + (b >= out_d) for b in broadcast_dimensions)
-    out = broadcast_in_dim_p.bind(x, shape=shape[:out_d] + (axis_size,) + shape[out_d:],
-                                  broadcast_dimensions=new_bdims[:d] + (out_d,) + new_bdims[d:])
+    out = broadcast_in_dim_p.bind(
+        x,
+        shape=shape[:out_d] + (axis_size,) + shape[out_d:],
+        broadcast_dimensions=new_bdims[:d] + (out_d,) + new_bdims[d:],
+    )
     return out, out_d
 
 
@@ -185,8 +217,9 @@ def broadcast_to_rank(x, rank: int):
     if ndim == rank:
         return x
     if ndim > rank:
-        raise ValueError(f"broadcast_to_rank: operand of shape {x.shape} already has rank "
-                         f"{ndim} > {rank}")
+        raise ValueError(
+            f"broadcast_to_rank: operand of shape {x.shape} already has rank {ndim} > {rank}"
+        )
     return broadcast(x, (1,) * (rank - ndim))
 
 
@@ -208,6 +241,7 @@ def expand_dims(array, dimensions):
 
 # -- reshape ---------------------------------------------------------------------------------
 
+
 def _reshape_impl(x, *, new_sizes, dimensions):
     if dimensions is not None:
         x = np.transpose(x, dimensions)
@@ -216,11 +250,15 @@ def _reshape_impl(x, *, new_sizes, dimensions):
 
 def _reshape_abstract_eval(x, *, new_sizes, dimensions):
     if math.prod(new_sizes) != x.size:
-        raise TypeError(f"reshape: cannot reshape array of shape {x.shape} (size {x.size}) "
-                        f"into shape {new_sizes} (size {math.prod(new_sizes)})")
+        raise TypeError(
+            f"reshape: cannot reshape array of shape {x.shape} (size {x.size}) "
+            f"into shape {new_sizes} (size {math.prod(new_sizes)})"
+        )
     if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
-        raise TypeError(f"reshape: dimensions {dimensions} must be a permutation of the "
-                        f"operand dimensions (operand shape {x.shape})")
+        raise TypeError(
+            f"reshape: dimensions {dimensions} must be a permutation of the "
+            f"operand dimensions (operand shape {x.shape})"
+        )
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
@@ -270,13 +308,16 @@ def collapse(operand_, start_dimension, stop_dimension=None):
     x = operand(operand_, "collapse")
     lo, hi, _ = slice(start_dimension, stop_dimension).indices(x.ndim)
     if hi < lo:
-        raise ValueError(f"collapse: invalid dimension range {start_dimension}:{stop_dimension} "
-                         f"for an operand of shape {x.shape}")
+        raise ValueError(
+            f"collapse: invalid dimension range {start_dimension}:{stop_dimension} "
+            f"for an operand of shape {x.shape}"
+        )
     shape = tuple(x.shape)
     return reshape(x, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
 
 
 # -- transpose, squeeze, rev -----------------------------------------------------------------
+
 
 def _transpose_impl(x, *, permutation):
     return np.transpose(x, permutation)
@@ -284,8 +325,10 @@ def _transpose_impl(x, *, permutation):
 
 def _transpose_abstract_eval(x, *, permutation):
     if sorted(permutation) != list(range(x.ndim)):
-        raise TypeError(f"transpose: permutation {permutation} is not a permutation of the "
-                        f"dimensions of an operand of shape {x.shape}")
+        raise TypeError(
+            f"transpose: permutation {permutation} is not a permutation of the "
+            f"dimensions of an operand of shape {x.shape}"
+        )
     return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
 
 
@@ -312,8 +355,9 @@ def _transpose_batch(axis_size, args, dims, *, permutation):
 
 
 deflinear(transpose_p)
-deflinear_transpose(transpose_p, lambda ct, x, *, permutation:
-                    [transpose(ct, _inverse_permutation(permutation))])
+deflinear_transpose(
+    transpose_p, lambda ct, x, *, permutation: [transpose(ct, _inverse_permutation(permutation))]
+)
 batch_rules[transpose_p] = _transpose_batch
 
 
@@ -328,8 +372,10 @@ def _squeezed_shape(shape, dimensions):
 def _squeeze_abstract_eval(x, *, dimensions):
     _check_dims("squeeze", dimensions, x.ndim, x.shape)
     if any(x.shape[d] != 1 for d in dimensions):
-        raise TypeError(f"squeeze: cannot squeeze dimensions {dimensions} of an operand of "
-                        f"shape {x.shape}: squeezed dimensions must have size 1")
+        raise TypeError(
+            f"squeeze: cannot squeeze dimensions {dimensions} of an operand of "
+            f"shape {x.shape}: squeezed dimensions must have size 1"
+        )
     return ShapedArray(_squeezed_shape(x.shape, dimensions), x.dtype, x.weak_type)
 
 
@@ -391,6 +437,7 @@ batch_rules[rev_p] = _rev_batch
 
 # -- iota and full ---------------------------------------------------------------------------
 
+
 def _iota_impl(*, dtype, shape, dimension):
     line = np.arange(shape[dimension], dtype=dtype)
     expanded = [1] * len(shape)
@@ -442,8 +489,12 @@ def _fill_scalar(name: str, fill_value, dtype: np.dtype, weak: bool):
     Python number filling a float array becomes that float constant directly (so
     ``full((2,), 2**40, float32)`` works although 2**40 is no int32)."""
     from fungrad.lax import elementwise
-    if isinstance(fill_value, (int, float)) and not isinstance(fill_value, (bool, np.generic)) \
-            and dtype.kind == "f":
+
+    if (
+        isinstance(fill_value, (int, float))
+        and not isinstance(fill_value, (bool, np.generic))
+        and dtype.kind == "f"
+    ):
         with np.errstate(over="ignore"):
             return Array(np.asarray(fill_value, np.float64).astype(dtype)[()], weak)
     v = operand(fill_value, name)
@@ -477,11 +528,17 @@ def full_like(x, fill_value, dtype=None, shape=None):
 
 # -- lowering: index arithmetic, nothing is copied (fungrad/lowering/kernel.py) ---------------
 
+
 def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions):
     zero = ctx.iconst(0)
-    return kernel.from_fn(shape, x.dtype, lambda idx: x.at(tuple(
-        idx[d] if x.shape[i] != 1 else zero for i, d in enumerate(broadcast_dimensions))),
-        "broadcast_in_dim")
+    return kernel.from_fn(
+        shape,
+        x.dtype,
+        lambda idx: x.at(
+            tuple(idx[d] if x.shape[i] != 1 else zero for i, d in enumerate(broadcast_dimensions))
+        ),
+        "broadcast_in_dim",
+    )
 
 
 def _reshape_lowering(ctx, x, *, new_sizes, dimensions):
@@ -496,8 +553,10 @@ def _reshape_lowering(ctx, x, *, new_sizes, dimensions):
             it = iter(idx[i] for i in kept_out)
             return x.at(tuple(next(it) if d != 1 else zero for d in x.shape))
     else:
+
         def element(idx):
             return x.at(ctx.unflatten(ctx.flat_index(idx, new_sizes), x.shape))
+
     t = kernel.from_fn(new_sizes, x.dtype, element, "reshape")
     if x.view is not None and x.view[1] == tuple(range(x.ndim)):
         t.view = (x.view[0], tuple(range(len(new_sizes))))
@@ -514,6 +573,7 @@ def _squeeze_lowering(ctx, x, *, dimensions):
     def element(idx):
         it = iter(idx)
         return x.at(tuple(zero if d in dimensions else next(it) for d in range(x.ndim)))
+
     t = kernel.from_fn(_squeezed_shape(x.shape, dimensions), x.dtype, element, "squeeze")
     if x.view is not None and x.view[1] == tuple(range(x.ndim)):
         t.view = (x.view[0], tuple(range(t.ndim)))
@@ -522,8 +582,13 @@ def _squeeze_lowering(ctx, x, *, dimensions):
 
 def _rev_lowering(ctx, x, *, dimensions):
     def element(idx):
-        return x.at(tuple(ctx.isub(ctx.iconst(n - 1), i) if d in dimensions else i
-                          for d, (i, n) in enumerate(zip(idx, x.shape))))
+        return x.at(
+            tuple(
+                ctx.isub(ctx.iconst(n - 1), i) if d in dimensions else i
+                for d, (i, n) in enumerate(zip(idx, x.shape))
+            )
+        )
+
     return kernel.from_fn(x.shape, x.dtype, element, "rev")
 
 

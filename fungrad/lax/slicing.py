@@ -56,16 +56,29 @@ from fungrad.transforms.transpose import deflinear_transpose, is_undefined_prima
 from fungrad.transforms.vmap import batch_rules, bdim_at_front, moveaxis
 
 __all__ = [
-    "concatenate", "pad", "slice", "dynamic_slice", "dynamic_update_slice",
-    "slice_in_dim", "index_in_dim", "dynamic_slice_in_dim", "dynamic_index_in_dim",
-    "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
-    "concatenate_p", "pad_p", "slice_p", "dynamic_slice_p", "dynamic_update_slice_p",
+    "concatenate",
+    "pad",
+    "slice",
+    "dynamic_slice",
+    "dynamic_update_slice",
+    "slice_in_dim",
+    "index_in_dim",
+    "dynamic_slice_in_dim",
+    "dynamic_index_in_dim",
+    "dynamic_update_slice_in_dim",
+    "dynamic_update_index_in_dim",
+    "concatenate_p",
+    "pad_p",
+    "slice_p",
+    "dynamic_slice_p",
+    "dynamic_update_slice_p",
 ]
 
 _builtin_slice = slice
 
 
 # -- concatenate and pad ---------------------------------------------------------------------
+
 
 def _concatenate_impl(*xs, dimension):
     return np.concatenate(xs, axis=dimension)
@@ -76,20 +89,22 @@ def _concatenate_abstract_eval(*xs, dimension):
         raise TypeError("concatenate: needs at least one operand")
     shapes = ", ".join(str(x.shape) for x in xs)
     if len({x.dtype for x in xs}) != 1:
-        raise TypeError("concatenate requires arguments to have the same dtypes, got "
-                        + ", ".join(x.dtype.name for x in xs)
-                        + " (fungrad.numpy.concatenate promotes dtypes)")
+        raise TypeError(
+            "concatenate requires arguments to have the same dtypes, got "
+            + ", ".join(x.dtype.name for x in xs)
+            + " (fungrad.numpy.concatenate promotes dtypes)"
+        )
     ndim = xs[0].ndim
     if ndim == 0 or any(x.ndim != ndim for x in xs):
-        raise TypeError(f"concatenate: operands must have the same rank >= 1, got shapes "
-                        f"{shapes}")
+        raise TypeError(f"concatenate: operands must have the same rank >= 1, got shapes {shapes}")
     if not 0 <= dimension < ndim:
-        raise TypeError(f"concatenate: dimension {dimension} is out of range for shapes "
-                        f"{shapes}")
+        raise TypeError(f"concatenate: dimension {dimension} is out of range for shapes {shapes}")
     for x in xs:
         if any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != dimension):
-            raise TypeError(f"concatenate: cannot concatenate arrays with shapes that differ in "
-                            f"dimensions other than dimension {dimension}: shapes {shapes}")
+            raise TypeError(
+                f"concatenate: cannot concatenate arrays with shapes that differ in "
+                f"dimensions other than dimension {dimension}: shapes {shapes}"
+            )
     shape = list(xs[0].shape)
     shape[dimension] = sum(x.shape[dimension] for x in xs)
     return ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))
@@ -101,8 +116,9 @@ concatenate_p = standard_primitive("concatenate", _concatenate_impl, _concatenat
 def concatenate(operands, dimension):
     """Join arrays of one dtype along ``dimension`` (their other dimensions must agree)."""
     if isinstance(operands, (Array, core.Tracer, np.ndarray)) or not hasattr(operands, "__len__"):
-        raise TypeError(f"concatenate: operands must be a sequence of arrays, got "
-                        f"{type(operands).__name__}")
+        raise TypeError(
+            f"concatenate: operands must be a sequence of arrays, got {type(operands).__name__}"
+        )
     xs = [operand(x, "concatenate") for x in operands]
     if not xs:
         raise ValueError("concatenate: needs a non-empty sequence of arrays")
@@ -116,8 +132,9 @@ def _concatenate_transpose(ct, *xs, dimension):
     cts, start = [], 0
     for x in xs:
         n = (x.aval if is_undefined_primal(x) else core.get_aval(x)).shape[dimension]
-        cts.append(slice_in_dim(ct, start, start + n, axis=dimension)
-                   if is_undefined_primal(x) else None)
+        cts.append(
+            slice_in_dim(ct, start, start + n, axis=dimension) if is_undefined_primal(x) else None
+        )
         start += n
     return cts
 
@@ -127,8 +144,11 @@ def _move_bdim(x, d, target: int, axis_size: int):
     if d is not None:
         return moveaxis(x, d, target)
     shape = core.get_aval(x).shape
-    return broadcast_in_dim(x, shape[:target] + (axis_size,) + shape[target:],
-                            tuple(i + (i >= target) for i in range(len(shape))))
+    return broadcast_in_dim(
+        x,
+        shape[:target] + (axis_size,) + shape[target:],
+        tuple(i + (i >= target) for i in range(len(shape))),
+    )
 
 
 def _concatenate_batch(axis_size, args, dims, *, dimension):
@@ -160,22 +180,32 @@ def _pad_impl(x, padding_value, *, padding_config):
 
 def _pad_abstract_eval(x, padding_value, *, padding_config):
     if x.dtype != padding_value.dtype:
-        raise TypeError(f"pad: operand and padding_value must have the same dtype, got "
-                        f"{x.dtype.name} and {padding_value.dtype.name}")
+        raise TypeError(
+            f"pad: operand and padding_value must have the same dtype, got "
+            f"{x.dtype.name} and {padding_value.dtype.name}"
+        )
     if padding_value.shape:
-        raise TypeError(f"pad: padding_value must be a scalar (0-d), got shape "
-                        f"{padding_value.shape}")
+        raise TypeError(
+            f"pad: padding_value must be a scalar (0-d), got shape {padding_value.shape}"
+        )
     if len(padding_config) != x.ndim or any(len(c) != 3 for c in padding_config):
-        raise TypeError(f"pad: padding_config {padding_config} must have one (lo, hi, interior) "
-                        f"triple per dimension of the operand shape {x.shape}")
+        raise TypeError(
+            f"pad: padding_config {padding_config} must have one (lo, hi, interior) "
+            f"triple per dimension of the operand shape {x.shape}"
+        )
     if any(c[2] < 0 for c in padding_config):
-        raise ValueError(f"pad: interior padding must be non-negative, got padding_config "
-                         f"{padding_config}")
-    shape = tuple(lo + hi + n + max(n - 1, 0) * interior
-                  for n, (lo, hi, interior) in zip(x.shape, padding_config))
+        raise ValueError(
+            f"pad: interior padding must be non-negative, got padding_config {padding_config}"
+        )
+    shape = tuple(
+        lo + hi + n + max(n - 1, 0) * interior
+        for n, (lo, hi, interior) in zip(x.shape, padding_config)
+    )
     if any(d < 0 for d in shape):
-        raise ValueError(f"pad: dimension size after padding is negative: result shape {shape} "
-                         f"for padding_config {padding_config} and operand shape {x.shape}")
+        raise ValueError(
+            f"pad: dimension size after padding is negative: result shape {shape} "
+            f"for padding_config {padding_config} and operand shape {x.shape}"
+        )
     return ShapedArray(shape, x.dtype, x.weak_type and padding_value.weak_type)
 
 
@@ -198,11 +228,16 @@ def _pad_transpose(ct, x, padding_value, *, padding_config):
     # added, restoring what negative padding cropped), then drop the interior with a stride.
     from fungrad.lax.elementwise import sub
     from fungrad.lax.reduce import reduce_sum
+
     unpadded = ct
     if any(lo or hi for lo, hi, _ in padding_config):
         unpadded = pad(ct, 0, tuple((-lo, -hi, 0) for lo, hi, _ in padding_config))
-    ct_x = slice(unpadded, (0,) * ct.ndim, unpadded.shape,
-                 tuple(interior + 1 for _, _, interior in padding_config))
+    ct_x = slice(
+        unpadded,
+        (0,) * ct.ndim,
+        unpadded.shape,
+        tuple(interior + 1 for _, _, interior in padding_config),
+    )
     ct_v = None
     if is_undefined_primal(padding_value):
         # Every output element not taken from the operand is a copy of the padding value.
@@ -220,6 +255,7 @@ def _pad_batch(axis_size, args, dims, *, padding_config):
         return pad_p.bind(x, v, padding_config=config), xd
     # A padding value per example: pad with zeros, then select it where the mask says padding.
     from fungrad.lax import elementwise
+
     padded = pad(x, 0, config)
     shape = padded.shape
     is_operand = pad(full(x.shape, True, np.bool_), False, config)
@@ -234,6 +270,7 @@ batch_rules[pad_p] = _pad_batch
 
 # -- static slices ---------------------------------------------------------------------------
 
+
 def _slice_impl(x, *, start_indices, limit_indices, strides):
     strides = strides or (1,) * len(start_indices)
     return np.asarray(x)[tuple(map(_builtin_slice, start_indices, limit_indices, strides))]
@@ -242,18 +279,21 @@ def _slice_impl(x, *, start_indices, limit_indices, strides):
 def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
     strides_ = strides or (1,) * x.ndim
     if not len(start_indices) == len(limit_indices) == len(strides_) == x.ndim:
-        raise TypeError(f"slice: start_indices {start_indices}, limit_indices {limit_indices} "
-                        f"and strides {strides} must each have one entry per dimension of the "
-                        f"operand shape {x.shape}")
+        raise TypeError(
+            f"slice: start_indices {start_indices}, limit_indices {limit_indices} "
+            f"and strides {strides} must each have one entry per dimension of the "
+            f"operand shape {x.shape}"
+        )
     for s, lim, n in zip(start_indices, limit_indices, x.shape):
         if not 0 <= s <= lim <= n:
-            raise TypeError(f"slice: start_indices {start_indices} and limit_indices "
-                            f"{limit_indices} must satisfy 0 <= start <= limit <= size for the "
-                            f"operand shape {x.shape}")
+            raise TypeError(
+                f"slice: start_indices {start_indices} and limit_indices "
+                f"{limit_indices} must satisfy 0 <= start <= limit <= size for the "
+                f"operand shape {x.shape}"
+            )
     if any(st <= 0 for st in strides_):
         raise TypeError(f"slice: strides must be positive, got {strides}")
-    shape = tuple(-(-(lim - s) // st) for s, lim, st in zip(start_indices, limit_indices,
-                                                              strides_))
+    shape = tuple(-(-(lim - s) // st) for s, lim, st in zip(start_indices, limit_indices, strides_))
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
@@ -268,8 +308,12 @@ def slice(operand_, start_indices, limit_indices, strides=None):  # noqa: A001 (
     strides = None if strides is None else _int_tuple(strides, "slice", "strides")
     if strides is not None and all(s == 1 for s in strides):
         strides = None
-    if (strides is None and all(s == 0 for s in start) and limit == tuple(x.shape)
-            and len(start) == x.ndim):
+    if (
+        strides is None
+        and all(s == 0 for s in start)
+        and limit == tuple(x.shape)
+        and len(start) == x.ndim
+    ):
         return x
     return _bind(slice_p, x, start_indices=start, limit_indices=limit, strides=strides)
 
@@ -279,10 +323,14 @@ def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
     in_shape = x.aval.shape
     strides_ = strides or (1,) * len(in_shape)
     # the last index read is start + (size - 1) * stride
-    real_limits = [s + (0 if k == 0 else 1 + (k - 1) * st)
-                   for s, k, st in zip(start_indices, ct.shape, strides_)]
-    config = tuple((s, n - lim, st - 1)
-                   for s, n, lim, st in zip(start_indices, in_shape, real_limits, strides_))
+    real_limits = [
+        s + (0 if k == 0 else 1 + (k - 1) * st)
+        for s, k, st in zip(start_indices, ct.shape, strides_)
+    ]
+    config = tuple(
+        (s, n - lim, st - 1)
+        for s, n, lim, st in zip(start_indices, in_shape, real_limits, strides_)
+    )
     return [pad(ct, 0, config)]
 
 
@@ -310,8 +358,7 @@ def slice_in_dim(operand_, start_index, limit_index, stride=1, axis=0):
     start = start + n if start < 0 else start
     limit = limit + n if limit < 0 else limit
     starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
-    starts[axis], limits[axis], strides[axis] = start, limit, _int(stride, "slice_in_dim",
-                                                                   "stride")
+    starts[axis], limits[axis], strides[axis] = start, limit, _int(stride, "slice_in_dim", "stride")
     return slice(x, starts, limits, strides)
 
 
@@ -324,13 +371,15 @@ def index_in_dim(operand_, index, axis=0, keepdims=True):
     n = x.shape[axis]
     wrapped = index + n if index < 0 else index
     if not 0 <= wrapped < n:
-        raise IndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} with "
-                         f"size {n}")
+        raise IndexError(
+            f"index_in_dim: index {index} is out of bounds for axis {axis} with size {n}"
+        )
     out = slice_in_dim(x, wrapped, wrapped + 1, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
 
 
 # -- dynamic slices --------------------------------------------------------------------------
+
 
 def _clamped_starts(starts, operand_shape, sizes):
     """XLA's rule: each start index is clamped to ``[0, dim - size]`` so the slice fits."""
@@ -345,24 +394,31 @@ def _dynamic_slice_impl(x, *starts, slice_sizes):
 
 def _check_start_indices(name: str, x: ShapedArray, starts) -> None:
     if len(starts) != x.ndim:
-        raise TypeError(f"{name}: got {len(starts)} start indices for an operand of shape "
-                        f"{x.shape}; pass one per dimension")
+        raise TypeError(
+            f"{name}: got {len(starts)} start indices for an operand of shape "
+            f"{x.shape}; pass one per dimension"
+        )
     for s in starts:
         if s.shape or s.dtype.kind not in "iu":
-            raise TypeError(f"{name}: start indices must be 0-d integer arrays, got "
-                            + ", ".join(a.str_short() for a in starts))
+            raise TypeError(
+                f"{name}: start indices must be 0-d integer arrays, got "
+                + ", ".join(a.str_short() for a in starts)
+            )
 
 
 def _dynamic_slice_abstract_eval(x, *starts, slice_sizes):
     _check_start_indices("dynamic_slice", x, starts)
     if len(slice_sizes) != x.ndim or any(not 0 <= k <= n for k, n in zip(slice_sizes, x.shape)):
-        raise TypeError(f"dynamic_slice: slice_sizes {slice_sizes} must be between 0 and the "
-                        f"operand shape {x.shape} in every dimension")
+        raise TypeError(
+            f"dynamic_slice: slice_sizes {slice_sizes} must be between 0 and the "
+            f"operand shape {x.shape} in every dimension"
+        )
     return ShapedArray(slice_sizes, x.dtype, x.weak_type)
 
 
 dynamic_slice_p = standard_primitive(
-    "dynamic_slice", _dynamic_slice_impl, _dynamic_slice_abstract_eval)
+    "dynamic_slice", _dynamic_slice_impl, _dynamic_slice_abstract_eval
+)
 
 
 def _dynamic_slice_indices(name: str, x, start_indices, allow_negative_indices):
@@ -372,17 +428,23 @@ def _dynamic_slice_indices(name: str, x, start_indices, allow_negative_indices):
 
     if isinstance(start_indices, (Array, core.Tracer, np.ndarray)):
         if start_indices.ndim != 1:
-            raise ValueError(f"{name}: start_indices must be a 1-D sequence, got an array of "
-                             f"shape {start_indices.shape}")
+            raise ValueError(
+                f"{name}: start_indices must be a 1-D sequence, got an array of "
+                f"shape {start_indices.shape}"
+            )
         if isinstance(start_indices, np.ndarray):
             start_indices = list(start_indices)
         else:
-            start_indices = [reshape(slice(start_indices, (i,), (i + 1,)), ())
-                             for i in range(start_indices.shape[0])]
+            start_indices = [
+                reshape(slice(start_indices, (i,), (i + 1,)), ())
+                for i in range(start_indices.shape[0])
+            ]
     start_indices = list(start_indices)
     if len(start_indices) != x.ndim:
-        raise ValueError(f"{name}: got {len(start_indices)} start indices for an operand of "
-                         f"shape {x.shape}; pass one per dimension")
+        raise ValueError(
+            f"{name}: got {len(start_indices)} start indices for an operand of "
+            f"shape {x.shape}; pass one per dimension"
+        )
     if isinstance(allow_negative_indices, bool):
         allow_negative_indices = [allow_negative_indices] * x.ndim
     out = []
@@ -396,8 +458,9 @@ def _dynamic_slice_indices(name: str, x, start_indices, allow_negative_indices):
             continue
         i = operand(i, name)
         if i.shape or i.dtype.kind not in "iu":
-            raise TypeError(f"{name}: start indices must be integer scalars, got "
-                            f"{i.aval.str_short()}")
+            raise TypeError(
+                f"{name}: start indices must be integer scalars, got {i.aval.str_short()}"
+            )
         if allow and i.dtype.kind == "i":
             size = Array(np.asarray(n, dtype=i.dtype)[()])
             i = elementwise.select_n(elementwise.lt(i, 0), i, elementwise.add(i, size))
@@ -429,16 +492,20 @@ def _dynamic_update_slice_abstract_eval(x, update, *starts):
     name = "dynamic_update_slice"
     _check_start_indices(name, x, starts)
     if update.dtype != x.dtype:
-        raise TypeError(f"{name}: update dtype {update.dtype.name} must equal the operand "
-                        f"dtype {x.dtype.name}")
+        raise TypeError(
+            f"{name}: update dtype {update.dtype.name} must equal the operand dtype {x.dtype.name}"
+        )
     if update.ndim != x.ndim or any(u > n for u, n in zip(update.shape, x.shape)):
-        raise TypeError(f"{name}: update shape {update.shape} must have the operand's rank and "
-                        f"fit inside the operand shape {x.shape}")
+        raise TypeError(
+            f"{name}: update shape {update.shape} must have the operand's rank and "
+            f"fit inside the operand shape {x.shape}"
+        )
     return x
 
 
 dynamic_update_slice_p = standard_primitive(
-    "dynamic_update_slice", _dynamic_update_slice_impl, _dynamic_update_slice_abstract_eval)
+    "dynamic_update_slice", _dynamic_update_slice_impl, _dynamic_update_slice_abstract_eval
+)
 
 
 def dynamic_update_slice(operand_, update, start_indices, *, allow_negative_indices=True):
@@ -449,12 +516,14 @@ def dynamic_update_slice(operand_, update, start_indices, *, allow_negative_indi
     """
     x = operand(operand_, "dynamic_update_slice")
     u = operand(update, "dynamic_update_slice")
-    starts = _dynamic_slice_indices("dynamic_update_slice", x, start_indices,
-                                     allow_negative_indices)
+    starts = _dynamic_slice_indices(
+        "dynamic_update_slice", x, start_indices, allow_negative_indices
+    )
     return _bind(dynamic_update_slice_p, x, u, *starts)
 
 
 # -- dynamic slice rules ---------------------------------------------------------------------
+
 
 def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
     zeros = full(x.aval.shape, 0, x.aval.dtype)
@@ -467,8 +536,7 @@ def _dynamic_update_slice_jvp(primals, tangents):
     tx, tu = tangents[:2]  # the integer start indices have no derivative
     if type(tx) is Zero and type(tu) is Zero:
         return out, Zero(tangent_aval(core.get_aval(out)))
-    return out, dynamic_update_slice_p.bind(instantiate_zeros(tx), instantiate_zeros(tu),
-                                            *starts)
+    return out, dynamic_update_slice_p.bind(instantiate_zeros(tx), instantiate_zeros(tu), *starts)
 
 
 def _dynamic_update_slice_transpose(ct, x, u, *starts):
@@ -489,11 +557,15 @@ def _batched_start_indices(starts, dims, axis_size: int):
     """The start indices (some batched) as one ``(axis_size, len(starts))`` integer array, the
     index vectors of a gather/scatter; mixed index dtypes are converted to the default int."""
     from fungrad.lax import elementwise
+
     dts = {core.get_aval(i).dtype for i in starts}
     dt = dts.pop() if len(dts) == 1 else dtypes.canonicalize_dtype(np.int64)
-    cols = [broadcast_in_dim(elementwise.convert_element_type(i, dt), (axis_size, 1),
-                             () if d is None else (0,))
-            for i, d in zip(starts, dims)]
+    cols = [
+        broadcast_in_dim(
+            elementwise.convert_element_type(i, dt), (axis_size, 1), () if d is None else (0,)
+        )
+        for i, d in zip(starts, dims)
+    ]
     return concatenate(cols, 1)
 
 
@@ -506,6 +578,7 @@ def _dynamic_slice_batch(axis_size, args, dims, *, slice_sizes):
     # One position per example: a gather whose operand batch dim (if any) is a batching dim.
     # Its CLIP mode clamps the windows into bounds exactly as dynamic_slice does.
     from fungrad.lax import indexing
+
     indices = _batched_start_indices(starts, sdims, axis_size)
     n = len(starts)
     if xd is None:
@@ -513,9 +586,12 @@ def _dynamic_slice_batch(axis_size, args, dims, *, slice_sizes):
         sizes = slice_sizes
     else:
         dnums = indexing.GatherDimensionNumbers(
-            offset_dims=tuple(range(1, n + 1)), collapsed_slice_dims=(),
+            offset_dims=tuple(range(1, n + 1)),
+            collapsed_slice_dims=(),
             start_index_map=tuple(k for k in range(n + 1) if k != xd),
-            operand_batching_dims=(xd,), start_indices_batching_dims=(0,))
+            operand_batching_dims=(xd,),
+            start_indices_batching_dims=(0,),
+        )
         sizes = slice_sizes[:xd] + (1,) + slice_sizes[xd:]
     return indexing.gather(x, indices, dnums, sizes, mode=indexing.GatherScatterMode.CLIP), 0
 
@@ -531,6 +607,7 @@ def _dynamic_update_slice_batch(axis_size, args, dims):
     # One position per example: a scatter whose operand batch dim is a batching dim (the
     # windows of different examples never overlap, so the indices are unique).
     from fungrad.lax import indexing
+
     indices = _batched_start_indices(starts, sdims, axis_size)
     n = len(starts)
     if xd is None:
@@ -538,17 +615,22 @@ def _dynamic_update_slice_batch(axis_size, args, dims):
     if ud is None:
         u, ud = bdim_at_front(u, None, axis_size), 0
     dnums = indexing.ScatterDimensionNumbers(
-        update_window_dims=tuple(k for k in range(n + 1) if k != ud), inserted_window_dims=(),
+        update_window_dims=tuple(k for k in range(n + 1) if k != ud),
+        inserted_window_dims=(),
         scatter_dims_to_operand_dims=tuple(k for k in range(n + 1) if k != xd),
-        operand_batching_dims=(xd,), scatter_indices_batching_dims=(0,))
-    out = indexing.scatter(x, indices, u, dnums, unique_indices=True,
-                           mode=indexing.GatherScatterMode.CLIP)
+        operand_batching_dims=(xd,),
+        scatter_indices_batching_dims=(0,),
+    )
+    out = indexing.scatter(
+        x, indices, u, dnums, unique_indices=True, mode=indexing.GatherScatterMode.CLIP
+    )
     return out, xd
 
 
-defjvp(dynamic_slice_p,  # linear in the operand; the integer start indices have no derivative
-       lambda t, x, *starts, slice_sizes: dynamic_slice_p.bind(t, *starts,
-                                                               slice_sizes=slice_sizes))
+defjvp(
+    dynamic_slice_p,  # linear in the operand; the integer start indices have no derivative
+    lambda t, x, *starts, slice_sizes: dynamic_slice_p.bind(t, *starts, slice_sizes=slice_sizes),
+)
 deflinear_transpose(dynamic_slice_p, _dynamic_slice_transpose)
 batch_rules[dynamic_slice_p] = _dynamic_slice_batch
 jvp_rules[dynamic_update_slice_p] = _dynamic_update_slice_jvp
@@ -562,8 +644,7 @@ def _zero_index_like(index):
     return 0 if dt is None else np.zeros((), dtype=dt)[()]
 
 
-def dynamic_slice_in_dim(operand_, start_index, slice_size, axis=0, *,
-                         allow_negative_indices=True):
+def dynamic_slice_in_dim(operand_, start_index, slice_size, axis=0, *, allow_negative_indices=True):
     """``operand_[..., start_index:start_index + slice_size]`` along ``axis`` with a possibly
     traced start (clamped into range as in :func:`dynamic_slice`)."""
     x = operand(operand_, "dynamic_slice_in_dim")
@@ -577,18 +658,17 @@ def dynamic_slice_in_dim(operand_, start_index, slice_size, axis=0, *,
     return dynamic_slice(x, starts, sizes, allow_negative_indices=allow)
 
 
-def dynamic_index_in_dim(operand_, index, axis=0, keepdims=True, *,
-                         allow_negative_indices=True):
+def dynamic_index_in_dim(operand_, index, axis=0, keepdims=True, *, allow_negative_indices=True):
     """``operand_[..., index]`` along ``axis`` with a possibly traced index (clamped)."""
     x = operand(operand_, "dynamic_index_in_dim")
     axis = _canonical_axis(axis, x.ndim, "dynamic_index_in_dim", "axis")
-    out = dynamic_slice_in_dim(x, index, 1, axis,
-                               allow_negative_indices=allow_negative_indices)
+    out = dynamic_slice_in_dim(x, index, 1, axis, allow_negative_indices=allow_negative_indices)
     return out if keepdims else squeeze(out, (axis,))
 
 
-def dynamic_update_slice_in_dim(operand_, update, start_index, axis, *,
-                                allow_negative_indices=True):
+def dynamic_update_slice_in_dim(
+    operand_, update, start_index, axis, *, allow_negative_indices=True
+):
     """Write ``update`` into ``operand_`` starting at ``start_index`` along ``axis``."""
     x = operand(operand_, "dynamic_update_slice_in_dim")
     axis = _canonical_axis(axis, x.ndim, "dynamic_update_slice_in_dim", "axis")
@@ -599,19 +679,21 @@ def dynamic_update_slice_in_dim(operand_, update, start_index, axis, *,
     return dynamic_update_slice(x, update, starts, allow_negative_indices=allow)
 
 
-def dynamic_update_index_in_dim(operand_, update, index, axis, *,
-                                allow_negative_indices=True):
+def dynamic_update_index_in_dim(operand_, update, index, axis, *, allow_negative_indices=True):
     """Write ``update`` (with or without the size-1 ``axis``) at ``index`` along ``axis``."""
     x = operand(operand_, "dynamic_update_index_in_dim")
     u = operand(update, "dynamic_update_index_in_dim")
     axis = _canonical_axis(axis, x.ndim, "dynamic_update_index_in_dim", "axis")
     if u.ndim != x.ndim:
         if u.ndim + 1 != x.ndim:
-            raise TypeError(f"dynamic_update_index_in_dim: update shape {u.shape} must have the "
-                            f"rank of the operand shape {x.shape} or one less")
+            raise TypeError(
+                f"dynamic_update_index_in_dim: update shape {u.shape} must have the "
+                f"rank of the operand shape {x.shape} or one less"
+            )
         u = expand_dims(u, (axis,))
-    return dynamic_update_slice_in_dim(x, u, index, axis,
-                                       allow_negative_indices=allow_negative_indices)
+    return dynamic_update_slice_in_dim(
+        x, u, index, axis, allow_negative_indices=allow_negative_indices
+    )
 
 
 # -- lowering (fungrad/lowering/kernel.py): index arithmetic, clamped so every load is in bounds
@@ -619,8 +701,9 @@ def dynamic_update_index_in_dim(operand_, update, index, axis, *,
 _CONCAT_SELECT_MAX = 4  # up to this many pieces, concatenate is a select chain (fuses)
 
 
-def append_kernel(ctx, prefix: str, shape, stores_at, *, parallel: bool = True,
-                  origin: str = "") -> None:
+def append_kernel(
+    ctx, prefix: str, shape, stores_at, *, parallel: bool = True, origin: str = ""
+) -> None:
     """Append a loop nest over ``shape`` whose stores are ``stores_at(index_exprs)``
     (``fusion.Planner.add_kernel``)."""
     ctx.planner.add_kernel(prefix, shape, stores_at, parallel=parallel, origin=origin)
@@ -659,10 +742,12 @@ def _concatenate_lowering(ctx, *xs, dimension):
         # element costs one load instead of one per piece.
         out = ctx.planner.new_buffer(shape, dtype, "temp")
         for off, x in pieces:
+
             def stores(idx, off=off, x=x):
                 pos = list(idx)
                 pos[dimension] = ctx.iadd(idx[dimension], ctx.iconst(off))
                 return [Store(out, ctx.flat_index(pos, shape), x.at(idx))]
+
             append_kernel(ctx, "concatenate", x.shape, stores)
         return ctx.planner.buffer_tensor(out, "concatenate")
 
@@ -674,15 +759,19 @@ def _concatenate_lowering(ctx, *xs, dimension):
             pos = list(idx)
             pos[dimension] = kernel.clamp_index(ctx, ctx.isub(i, ctx.iconst(off)), 0, n - 1)
             v = x.at(pos)
-            value = v if value is None else ctx.select(
-                ctx.op("lt", i, ctx.iconst(off + n)), v, value)
+            value = (
+                v if value is None else ctx.select(ctx.op("lt", i, ctx.iconst(off + n)), v, value)
+            )
         return ctx.const(0, dtype) if value is None else value
+
     return kernel.from_fn(shape, dtype, element, "concatenate")
 
 
 def _pad_lowering(ctx, x, padding_value, *, padding_config):
-    shape = tuple(lo + hi + n + max(n - 1, 0) * interior
-                  for n, (lo, hi, interior) in zip(x.shape, padding_config))
+    shape = tuple(
+        lo + hi + n + max(n - 1, 0) * interior
+        for n, (lo, hi, interior) in zip(x.shape, padding_config)
+    )
 
     def element(idx):
         fill = padding_value.at(())
@@ -705,22 +794,31 @@ def _pad_lowering(ctx, x, padding_value, *, padding_config):
         inside = _all(ctx, conds)
         v = x.at(pos)
         return v if inside is None else ctx.select(inside, v, fill)
+
     return kernel.from_fn(shape, x.dtype, element, "pad")
 
 
 def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
     strides_ = strides or (1,) * x.ndim
-    shape = tuple(-(-(lim - s) // st)
-                  for s, lim, st in zip(start_indices, limit_indices, strides_))
-    return kernel.from_fn(shape, x.dtype, lambda idx: x.at(tuple(
-        ctx.iadd(ctx.iconst(s), ctx.imul(i, ctx.iconst(st)))
-        for i, s, st in zip(idx, start_indices, strides_))), "slice")
+    shape = tuple(-(-(lim - s) // st) for s, lim, st in zip(start_indices, limit_indices, strides_))
+    return kernel.from_fn(
+        shape,
+        x.dtype,
+        lambda idx: x.at(
+            tuple(
+                ctx.iadd(ctx.iconst(s), ctx.imul(i, ctx.iconst(st)))
+                for i, s, st in zip(idx, start_indices, strides_)
+            )
+        ),
+        "slice",
+    )
 
 
 def _dynamic_slice_lowering(ctx, x, *starts, slice_sizes):
     def element(idx):
         lo = [_clamped_start(ctx, s, n - k) for s, n, k in zip(starts, x.shape, slice_sizes)]
         return x.at(tuple(ctx.iadd(s, i) for s, i in zip(lo, idx)))
+
     return kernel.from_fn(slice_sizes, x.dtype, element, "dynamic_slice")
 
 
@@ -741,6 +839,7 @@ def _dynamic_update_slice_lowering(ctx, x, update, *starts):
         inside = _all(ctx, conds)
         u = update.at(pos)
         return u if inside is None else ctx.select(inside, u, x.at(idx))
+
     return kernel.from_fn(x.shape, x.dtype, element, "dynamic_update_slice")
 
 

@@ -30,6 +30,7 @@ __all__ = ["sort", "sort_key_val", "top_k", "sort_p", "top_k_p"]
 
 # -- sort ---------------------------------------------------------------------------------------
 
+
 def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
     name = "sort"
     if not operands:
@@ -38,15 +39,20 @@ def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
         check_kinds(name, x.dtype, ANY)
     shapes = {x.shape for x in operands}
     if len(shapes) != 1:
-        raise TypeError(f"{name}: operands must have equal shapes, got "
-                        + ", ".join(str(x.shape) for x in operands))
+        raise TypeError(
+            f"{name}: operands must have equal shapes, got "
+            + ", ".join(str(x.shape) for x in operands)
+        )
     shape = operands[0].shape
     if not 0 <= dimension < len(shape):
-        raise ValueError(f"{name}: dimension {dimension} is not a dimension of operands of "
-                         f"shape {shape}")
+        raise ValueError(
+            f"{name}: dimension {dimension} is not a dimension of operands of shape {shape}"
+        )
     if not 1 <= num_keys <= len(operands):
-        raise ValueError(f"{name}: num_keys={num_keys} must be between 1 and the number of "
-                         f"operands ({len(operands)})")
+        raise ValueError(
+            f"{name}: num_keys={num_keys} must be between 1 and the number of "
+            f"operands ({len(operands)})"
+        )
     return [ShapedArray(x.shape, x.dtype, x.weak_type) for x in operands]
 
 
@@ -73,26 +79,40 @@ def _take_along_axis(x, indices, axis: int):
     """``x`` read at ``indices`` along ``axis`` (every other dimension indexed by position): a
     gather whose other dimensions are batching dimensions."""
     from fungrad import lax
+
     ndim = core.get_aval(x).ndim
     others = tuple(d for d in range(ndim) if d != axis)
-    dnums = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
-                                       start_index_map=(axis,), operand_batching_dims=others,
-                                       start_indices_batching_dims=others)
-    return lax.gather(x, lax.expand_dims(indices, (ndim,)), dnums, (1,) * ndim,
-                      mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+    dnums = lax.GatherDimensionNumbers(
+        offset_dims=(),
+        collapsed_slice_dims=(axis,),
+        start_index_map=(axis,),
+        operand_batching_dims=others,
+        start_indices_batching_dims=others,
+    )
+    return lax.gather(
+        x,
+        lax.expand_dims(indices, (ndim,)),
+        dnums,
+        (1,) * ndim,
+        mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS,
+    )
 
 
 def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     # JAX's _sort_jvp: sorting an iota with the keys gives the permutation the tangents follow.
     from fungrad import lax
+
     shape = core.get_aval(primals[0]).shape
     iota = lax.broadcasted_iota(np.int32, shape, dimension)
-    *outs, perm = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
-                              num_keys=num_keys)
-    tangents_out = [Zero(tangent_aval(core.get_aval(o)))
-                    if type(t) is Zero or core.get_aval(o).dtype.kind != "f"
-                    else _take_along_axis(t, perm, dimension)
-                    for o, t in zip(outs, tangents)]
+    *outs, perm = sort_p.bind(
+        *primals, iota, dimension=dimension, is_stable=is_stable, num_keys=num_keys
+    )
+    tangents_out = [
+        Zero(tangent_aval(core.get_aval(o)))
+        if type(t) is Zero or core.get_aval(o).dtype.kind != "f"
+        else _take_along_axis(t, perm, dimension)
+        for o, t in zip(outs, tangents)
+    ]
     return outs, tangents_out
 
 
@@ -100,6 +120,7 @@ def _sort_batch(axis_size, args, dims, *, dimension, is_stable, num_keys):
     # The operands share one shape: unless all are vmapped along the same dimension, move the
     # vmapped ones to the front and broadcast the others.
     from fungrad import lax
+
     batched = {d for d in dims if d is not None}
     if len(batched) == 1 and None not in dims:
         (d,) = batched
@@ -110,13 +131,13 @@ def _sort_batch(axis_size, args, dims, *, dimension, is_stable, num_keys):
         for x, bd in zip(args, dims):
             if bd is None:
                 shape = core.get_aval(x).shape
-                x = lax.broadcast_in_dim(x, (axis_size,) + shape,
-                                         tuple(range(1, len(shape) + 1)))
+                x = lax.broadcast_in_dim(x, (axis_size,) + shape, tuple(range(1, len(shape) + 1)))
             else:
                 x = moveaxis(x, bd, 0)
             xs.append(x)
-    outs = sort_p.bind(*xs, dimension=dimension + (dimension >= d), is_stable=is_stable,
-                       num_keys=num_keys)
+    outs = sort_p.bind(
+        *xs, dimension=dimension + (dimension >= d), is_stable=is_stable, num_keys=num_keys
+    )
     return outs, [d] * len(outs)
 
 
@@ -127,8 +148,9 @@ batch_rules[sort_p] = _sort_batch
 def _canonical_dimension(name: str, dimension, shape) -> int:
     d = operator.index(dimension)
     if not -len(shape) <= d < len(shape):
-        raise ValueError(f"{name}: dimension {dimension} is out of range for operands of shape "
-                         f"{tuple(shape)}")
+        raise ValueError(
+            f"{name}: dimension {dimension} is out of range for operands of shape {tuple(shape)}"
+        )
     return d % len(shape)
 
 
@@ -150,8 +172,12 @@ def sort(operand_, dimension: int = -1, is_stable: bool = True, num_keys: int = 
     xs = [operand(x, "sort") for x in (operand_ if multiple else [operand_])]
     if not xs:
         raise TypeError("sort: needs at least one operand")
-    out = sort_p.bind(*xs, dimension=_canonical_dimension("sort", dimension, xs[0].shape),
-                      is_stable=bool(is_stable), num_keys=operator.index(num_keys))
+    out = sort_p.bind(
+        *xs,
+        dimension=_canonical_dimension("sort", dimension, xs[0].shape),
+        is_stable=bool(is_stable),
+        num_keys=operator.index(num_keys),
+    )
     return tuple(out) if multiple else out[0]
 
 
@@ -167,16 +193,21 @@ def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
 
 # -- top_k --------------------------------------------------------------------------------------
 
+
 def _top_k_abstract_eval(x, *, k, axis):
     name = "top_k"
     check_kinds(name, x.dtype, ANY)
     if not 0 <= axis < x.ndim:
-        raise ValueError(f"{name}: axis {axis} is not a dimension of an operand of shape "
-                         f"{x.shape} (top_k needs at least one dimension)")
+        raise ValueError(
+            f"{name}: axis {axis} is not a dimension of an operand of shape "
+            f"{x.shape} (top_k needs at least one dimension)"
+        )
     if not 0 <= k <= x.shape[axis]:
-        raise ValueError(f"{name}: k={k} must be between 0 and the size {x.shape[axis]} of axis "
-                         f"{axis} (operand shape {x.shape})")
-    shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+        raise ValueError(
+            f"{name}: k={k} must be between 0 and the size {x.shape[axis]} of axis "
+            f"{axis} (operand shape {x.shape})"
+        )
+    shape = x.shape[:axis] + (k,) + x.shape[axis + 1 :]
     # NB: JAX marks the indices weakly typed when the operand is; fungrad's int32 indices are
     # never weak.
     return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.int32)]
@@ -209,8 +240,10 @@ top_k_p = standard_primitive("top_k", _top_k_impl, _top_k_abstract_eval, multipl
 def _top_k_jvp(primals, tangents, *, k, axis):
     (x,), (t,) = primals, tangents
     values, indices = top_k_p.bind(x, k=k, axis=axis)
-    return [values, indices], [_take_along_axis(t, indices, axis),
-                               Zero(tangent_aval(core.get_aval(indices)))]
+    return [values, indices], [
+        _take_along_axis(t, indices, axis),
+        Zero(tangent_aval(core.get_aval(indices))),
+    ]
 
 
 def _top_k_batch(axis_size, args, dims, *, k, axis):
@@ -234,8 +267,9 @@ def top_k(operand_, k: int, *, axis: int = -1):
     try:
         k = operator.index(k)
     except TypeError:
-        raise TypeError(f"top_k: k must be a static integer, got {type(k).__name__} "
-                        f"{k!r:.40}") from None
+        raise TypeError(
+            f"top_k: k must be a static integer, got {type(k).__name__} {k!r:.40}"
+        ) from None
     if k < 0:
         raise ValueError(f"top_k: k must be nonnegative, got {k}")
     axis = _canonical_dimension("top_k", axis, x.shape)
@@ -245,20 +279,36 @@ def top_k(operand_, k: int, *, axis: int = -1):
 
 # -- lowering: a native merge sort step (fungrad/lowering/steps.py SortStep) --------------------
 
+
 def _sort_step(ctx, operands, dimension, num_keys, order, k):
     from fungrad.lowering.steps import SortStep, scratch_slots
+
     planner = ctx.planner
     shape = operands[0].shape
     inputs = [ctx.materialize(x).buffer for x in operands]
-    outs = [planner.new_buffer(shape[:dimension] + (k,) + shape[dimension + 1:], x.dtype, "temp")
-            for x in operands]
+    outs = [
+        planner.new_buffer(shape[:dimension] + (k,) + shape[dimension + 1 :], x.dtype, "temp")
+        for x in operands
+    ]
     index = None
     if order == "top_k":
         index = planner.new_buffer(outs[0].shape, np.int32, "temp")
     slots = scratch_slots(shape, dimension)
     scratch = planner.new_buffer((4 * shape[dimension] * slots,), np.int64, "temp")
-    planner.add_step(SortStep(f"{order}_{outs[0].name}", inputs, outs, scratch, shape,
-                              dimension, num_keys, order, k, index))
+    planner.add_step(
+        SortStep(
+            f"{order}_{outs[0].name}",
+            inputs,
+            outs,
+            scratch,
+            shape,
+            dimension,
+            num_keys,
+            order,
+            k,
+            index,
+        )
+    )
     return [planner.buffer_tensor(b, order) for b in outs + ([index] if index else [])]
 
 

@@ -44,12 +44,19 @@ from fungrad.lax.shape import broadcast_in_dim, full_like
 from fungrad.lax.utils import operands_same_dtype
 
 __all__ = [
-    "igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
-    "regularized_incomplete_beta", "bessel_i0e", "bessel_i1e", "zeta",
+    "igamma",
+    "igammac",
+    "igamma_grad_a",
+    "random_gamma_grad",
+    "regularized_incomplete_beta",
+    "bessel_i0e",
+    "bessel_i1e",
+    "zeta",
 ]
 
 
 # -- helpers -----------------------------------------------------------------------------------
+
 
 def _float_operands(name: str, *args):
     """The operands with one float dtype (Python scalars take it weakly) and one shape (0-d
@@ -58,20 +65,25 @@ def _float_operands(name: str, *args):
     avals = [core.get_aval(x) for x in ops]
     dts = {a.dtype for a in avals}
     if len(dts) != 1:
-        raise TypeError(f"{name}: the operands must have one dtype, got "
-                        + ", ".join(a.dtype.name for a in avals)
-                        + " (convert them with lax.convert_element_type)")
+        raise TypeError(
+            f"{name}: the operands must have one dtype, got "
+            + ", ".join(a.dtype.name for a in avals)
+            + " (convert them with lax.convert_element_type)"
+        )
     dt = dts.pop()
     if dt.kind != "f":
-        raise TypeError(f"{name}: requires floating-point operands, got {dt.name} (convert "
-                        "them with lax.convert_element_type)")
+        raise TypeError(
+            f"{name}: requires floating-point operands, got {dt.name} (convert "
+            "them with lax.convert_element_type)"
+        )
     shapes = {a.shape for a in avals if a.shape}
     if len(shapes) > 1:
-        raise TypeError(f"{name}: incompatible shapes for an elementwise operation: "
-                        + ", ".join(str(a.shape) for a in avals))
+        raise TypeError(
+            f"{name}: incompatible shapes for an elementwise operation: "
+            + ", ".join(str(a.shape) for a in avals)
+        )
     shape = shapes.pop() if shapes else ()
-    return [x if core.get_aval(x).shape == shape else broadcast_in_dim(x, shape, ())
-            for x in ops]
+    return [x if core.get_aval(x).shape == shape else broadcast_in_dim(x, shape, ()) for x in ops]
 
 
 def _full(x, value):
@@ -100,8 +112,7 @@ def iterate_elementwise(step, state, done, max_iter: int):
 
     def cond(carry):
         n, _, dn = carry
-        return ew.bitwise_and(ew.lt(n, np.int32(max_iter)),
-                              reduce_or(ew.bitwise_not(dn), axes))
+        return ew.bitwise_and(ew.lt(n, np.int32(max_iter)), reduce_or(ew.bitwise_not(dn), axes))
 
     def body(carry):
         n, st, dn = carry
@@ -115,6 +126,7 @@ def iterate_elementwise(step, state, done, max_iter: int):
 
 def _tangent_is_zero(t) -> bool:
     from fungrad.transforms.jvp import Zero
+
     return type(t) is Zero
 
 
@@ -162,9 +174,12 @@ def _igamma_log_prefactor(a, x):
     al = _where(large, a, 8.0)
     d = ew.div(ew.sub(x, al), al)
     log1pmx = _log1pmx(d, ew.div(x, al))
-    stirling = ew.sub(ew.add(ew.mul(al, log1pmx),
-                             ew.mul(_full(al, 0.5), ew.log(ew.div(al, _full(al, 2 * math.pi))))),
-                      _stirling_delta(al))
+    stirling = ew.sub(
+        ew.add(
+            ew.mul(al, log1pmx), ew.mul(_full(al, 0.5), ew.log(ew.div(al, _full(al, 2 * math.pi))))
+        ),
+        _stirling_delta(al),
+    )
     return _where(large, stirling, direct)
 
 
@@ -186,8 +201,7 @@ def _igamma_series(a, x, skip, deriv: bool):
         ans = ew.add(ans, c)
         conv = ew.le(ew.abs(c), ew.mul(ans, _full(ans, eps)))
         if deriv:
-            conv = ew.bitwise_and(conv, ew.le(ew.abs(dc), ew.mul(ew.abs(dans),
-                                                                   _full(dans, eps))))
+            conv = ew.bitwise_and(conv, ew.le(ew.abs(dc), ew.mul(ew.abs(dans), _full(dans, eps))))
         return (r, c, ans, dc, dans), conv
 
     state = (a, one, one, zero, zero)
@@ -230,10 +244,8 @@ def _igammac_continued_fraction(a, x, skip, deriv: bool):
         ans = _where(nonzero, r, ans)
         conv_t = t
         if deriv:
-            dpk = ew.add(ew.sub(ew.mul(dpkm1, z), pkm1), ew.sub(ew.mul(c, pkm2),
-                                                                 ew.mul(dpkm2, yc)))
-            dqk = ew.add(ew.sub(ew.mul(dqkm1, z), qkm1), ew.sub(ew.mul(c, qkm2),
-                                                                 ew.mul(dqkm2, yc)))
+            dpk = ew.add(ew.sub(ew.mul(dpkm1, z), pkm1), ew.sub(ew.mul(c, pkm2), ew.mul(dpkm2, yc)))
+            dqk = ew.add(ew.sub(ew.mul(dqkm1, z), qkm1), ew.sub(ew.mul(c, qkm2), ew.mul(dqkm2, yc)))
             dr = ew.div(ew.sub(dpk, ew.mul(r, dqk)), qk_safe)
             dt = _where(nonzero, ew.abs(ew.sub(dans, dr)), 1.0, like=dr)
             dans = _where(nonzero, dr, dans)
@@ -309,20 +321,26 @@ def _igamma_both(a, x, deriv: bool = False):
     a_c = _where(use_cf, a, 1.0)
     x_c = _where(use_cf, x, 2.0)
     q_cf = _igammac_continued_fraction(
-        a_c, x_c, ew.bitwise_or(ew.bitwise_not(use_cf), not_regular), deriv)
+        a_c, x_c, ew.bitwise_or(ew.bitwise_not(use_cf), not_regular), deriv
+    )
     if deriv:
         return _where(use_cf, ew.neg(q_cf), p_series), _where(use_cf, q_cf, ew.neg(p_series))
     one = _full(x, 1.0)
     # Q where P is close to 1 and a small (scipy's choice of region): its own series
     log_x = ew.log(x)
     small_q = ew.bitwise_and(ew.bitwise_not(use_cf), ew.le(x, _full(x, 1.1)))
-    small_q = ew.bitwise_and(small_q, _where(
-        ew.le(x, _full(x, 0.5)),
-        ew.le(a, ew.div(_full(x, -0.4), _where(ew.lt(x, one), log_x, -1.0))),
-        ew.ge(ew.mul(x, _full(x, 1.1)), a)))
+    small_q = ew.bitwise_and(
+        small_q,
+        _where(
+            ew.le(x, _full(x, 0.5)),
+            ew.le(a, ew.div(_full(x, -0.4), _where(ew.lt(x, one), log_x, -1.0))),
+            ew.ge(ew.mul(x, _full(x, 1.1)), a),
+        ),
+    )
     small_q = ew.bitwise_and(small_q, regular)
-    q_small = _igammac_small_series(_where(small_q, a, 0.5), _where(small_q, x, 0.5),
-                                    ew.bitwise_not(small_q))
+    q_small = _igammac_small_series(
+        _where(small_q, a, 0.5), _where(small_q, x, 0.5), ew.bitwise_not(small_q)
+    )
     p = _where(use_cf, ew.sub(one, q_cf), p_series)
     q = _where(use_cf, q_cf, _where(small_q, q_small, ew.sub(one, p_series)))
     return p, q
@@ -355,6 +373,7 @@ def _igamma_dx(a, x):
 def _from_core(fn):
     """``fn`` wrapped in a custom_jvp (imported late: the transforms import lax)."""
     from fungrad.transforms.custom import custom_jvp
+
     return custom_jvp(fn)
 
 
@@ -389,6 +408,7 @@ def _igamma_functions():
                     g = _igamma_dx(a, x)
                     parts.append(ew.mul(tx, g if sign > 0 else ew.neg(g)))
                 return out, _add_tangents(parts, out)
+
             return rule
 
         p_fn.defjvp(make_rule(p_fn, 1), symbolic_zeros=True)
@@ -428,6 +448,7 @@ def random_gamma_grad(a, x):
     # evaluated in a way that stays accurate where -(dP/da)/(dP/dx) cancels, and is 0 at
     # x = 0 as in JAX).
     from fungrad.random_gamma import random_gamma_grad as impl
+
     a, x = _float_operands("random_gamma_grad", a, x)
     return impl(a, x)
 
@@ -450,18 +471,28 @@ def _betaln(a, b):
     lo_b, hi_b = _where(small, 1.0, lo), _where(small, 8.0, hi)
     s_b = ew.add(lo_b, hi_b)
     ratio = ew.log1p(ew.div(lo_b, hi_b))
-    tail = ew.add(ew.sub(ew.neg(ew.mul(ew.sub(hi_b, _full(hi_b, 0.5)), ratio)),
-                         ew.mul(lo_b, ew.log(s_b))), lo_b)
+    tail = ew.add(
+        ew.sub(ew.neg(ew.mul(ew.sub(hi_b, _full(hi_b, 0.5)), ratio)), ew.mul(lo_b, ew.log(s_b))),
+        lo_b,
+    )
     tail = ew.add(tail, ew.sub(_stirling_delta(hi_b), _stirling_delta(s_b)))
     lo_big = ew.ge(lo_b, _full(lo_b, 8.0))
     # lo >= 8 as well: lgamma(lo) by Stirling too, combined with the -lo log(lo + hi) above
     lo_l = _where(lo_big, lo_b, 8.0)
-    both = ew.add(ew.add(ew.mul(ew.sub(lo_l, _full(lo_l, 0.5)),
-                                ew.log(ew.div(lo_l, ew.add(lo_l, hi_b)))),
-                         _full(lo_l, 0.5 * math.log(2 * math.pi))),
-                  ew.sub(_stirling_delta(lo_l), ew.mul(_full(lo_l, 0.5), ew.log(hi_b))))
-    both = ew.add(both, ew.sub(ew.sub(_stirling_delta(hi_b), _stirling_delta(s_b)),
-                               ew.mul(hi_b, ew.log1p(ew.div(lo_l, hi_b)))))
+    both = ew.add(
+        ew.add(
+            ew.mul(ew.sub(lo_l, _full(lo_l, 0.5)), ew.log(ew.div(lo_l, ew.add(lo_l, hi_b)))),
+            _full(lo_l, 0.5 * math.log(2 * math.pi)),
+        ),
+        ew.sub(_stirling_delta(lo_l), ew.mul(_full(lo_l, 0.5), ew.log(hi_b))),
+    )
+    both = ew.add(
+        both,
+        ew.sub(
+            ew.sub(_stirling_delta(hi_b), _stirling_delta(s_b)),
+            ew.mul(hi_b, ew.log1p(ew.div(lo_l, hi_b))),
+        ),
+    )
     lo_small = _where(lo_big, 1.0, lo_b)
     one_big = ew.add(ew.lgamma(lo_small), tail)
     big = _where(lo_big, both, one_big)
@@ -469,8 +500,16 @@ def _betaln(a, b):
 
 
 # Stirling's series for lgamma(x) - ((x - 1/2) log x - x + log(2 pi)/2), x >= 8
-_STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156,
-             -3617 / 122400)
+_STIRLING = (
+    1 / 12,
+    -1 / 360,
+    1 / 1260,
+    -1 / 1680,
+    1 / 1188,
+    -691 / 360360,
+    1 / 156,
+    -3617 / 122400,
+)
 
 
 def _stirling_delta(x):
@@ -504,8 +543,12 @@ def _betainc_cf(a, b, x, skip):
         d = ew.reciprocal(clamp(ew.add(one, ew.mul(aa, d))))
         c = clamp(ew.add(one, ew.div(aa, c)))
         h = ew.mul(h, ew.mul(d, c))
-        aa = ew.neg(ew.div(ew.mul(ew.mul(ew.add(a, m), ew.add(qab, m)), x),
-                           ew.mul(ew.add(a, m2), ew.add(qap, m2))))
+        aa = ew.neg(
+            ew.div(
+                ew.mul(ew.mul(ew.add(a, m), ew.add(qab, m)), x),
+                ew.mul(ew.add(a, m2), ew.add(qap, m2)),
+            )
+        )
         d = ew.reciprocal(clamp(ew.add(one, ew.mul(aa, d))))
         c = clamp(ew.add(one, ew.div(aa, c)))
         delta = ew.mul(d, c)
@@ -540,8 +583,7 @@ def _betainc_log_front(a, b, x):
     remainder), which keeps its digits where the direct form subtracts terms of size
     ``s log s``."""
     one = _full(x, 1.0)
-    direct = ew.sub(ew.add(ew.mul(a, ew.log(x)), ew.mul(b, ew.log1p(ew.neg(x)))),
-                    _betaln(a, b))
+    direct = ew.sub(ew.add(ew.mul(a, ew.log(x)), ew.mul(b, ew.log1p(ew.neg(x)))), _betaln(a, b))
     large = ew.bitwise_and(ew.ge(a, _full(a, 8.0)), ew.ge(b, _full(b, 8.0)))
     al, bl = _where(large, a, 8.0), _where(large, b, 8.0)
     xl = _where(large, x, 0.5)
@@ -550,8 +592,9 @@ def _betainc_log_front(a, b, x):
     ys = ew.mul(ew.sub(one, xl), sl)
     t1 = ew.mul(al, _log1pmx(ew.div(ew.sub(xs, al), al), ew.div(xs, al)))
     t2 = ew.mul(bl, _log1pmx(ew.div(ew.sub(ys, bl), bl), ew.div(ys, bl)))
-    half_log = ew.mul(_full(al, 0.5), ew.log(ew.div(ew.div(ew.mul(al, bl), sl),
-                                                     _full(sl, 2 * math.pi))))
+    half_log = ew.mul(
+        _full(al, 0.5), ew.log(ew.div(ew.div(ew.mul(al, bl), sl), _full(sl, 2 * math.pi)))
+    )
     deltas = ew.sub(ew.add(_stirling_delta(al), _stirling_delta(bl)), _stirling_delta(sl))
     return _where(large, ew.sub(ew.add(ew.add(t1, t2), half_log), deltas), direct)
 
@@ -600,9 +643,11 @@ def _betainc_function():
             if not _tangent_is_zero(tx):
                 parts.append(ew.mul(tx, _betainc_dx(a, b, x)))
             if not (_tangent_is_zero(ta) and _tangent_is_zero(tb)):
-                raise ValueError("regularized_incomplete_beta (betainc): the gradient with "
-                                 "respect to a and b is not supported (as in JAX); only x "
-                                 "is differentiable. Apply lax.stop_gradient to a and b.")
+                raise ValueError(
+                    "regularized_incomplete_beta (betainc): the gradient with "
+                    "respect to a and b is not supported (as in JAX); only x "
+                    "is differentiable. Apply lax.stop_gradient to a and b."
+                )
             return out, _add_tangents(parts, out)
 
         fn.defjvp(rule, symbolic_zeros=True)
@@ -721,9 +766,26 @@ def bessel_i1e(x):
 
 _ZETA_TERMS = 12
 # B_2j / (2j)! for j = 1..12
-_ZETA_BERNOULLI = tuple(b / math.factorial(2 * j) for j, b in enumerate(
-    (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798,
-     -174611 / 330, 854513 / 138, -236364091 / 2730), start=1))
+_ZETA_BERNOULLI = tuple(
+    b / math.factorial(2 * j)
+    for j, b in enumerate(
+        (
+            1 / 6,
+            -1 / 30,
+            1 / 42,
+            -1 / 30,
+            5 / 66,
+            -691 / 2730,
+            7 / 6,
+            -3617 / 510,
+            43867 / 798,
+            -174611 / 330,
+            854513 / 138,
+            -236364091 / 2730,
+        ),
+        start=1,
+    )
+)
 
 
 def zeta_euler_maclaurin(x, q):
@@ -747,8 +809,12 @@ def zeta_euler_maclaurin(x, q):
     fac = ew.mul(xs, ew.mul(wpow, inv_w))  # x w^(-x-1)
     for j, coef in enumerate(_ZETA_BERNOULLI, start=1):
         total = ew.add(total, ew.mul(_full(w, coef), fac))
-        fac = ew.mul(fac, ew.mul(ew.mul(ew.add(xs, _full(xs, 2.0 * j - 1)),
-                                        ew.add(xs, _full(xs, 2.0 * j))), inv_w2))
+        fac = ew.mul(
+            fac,
+            ew.mul(
+                ew.mul(ew.add(xs, _full(xs, 2.0 * j - 1)), ew.add(xs, _full(xs, 2.0 * j))), inv_w2
+            ),
+        )
     return total
 
 

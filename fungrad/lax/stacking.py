@@ -34,8 +34,9 @@ def _int_tuple(name: str, what: str, values) -> tuple[int, ...]:
             raise TypeError
         return tuple(operator.index(d) for d in values)
     except TypeError:
-        raise TypeError(f"{name}: {what} must be a sequence of integers, got "
-                        f"{values!r:.60}") from None
+        raise TypeError(
+            f"{name}: {what} must be a sequence of integers, got {values!r:.60}"
+        ) from None
 
 
 def broadcast_shapes(*shapes) -> tuple[int, ...]:
@@ -47,15 +48,18 @@ def broadcast_shapes(*shapes) -> tuple[int, ...]:
         raise ValueError("broadcast_shapes: needs at least one shape")
     shapes = [_int_tuple("broadcast_shapes", "each shape", s) for s in shapes]
     if any(d < 0 for s in shapes for d in s):  # a TypeError, as JAX's shape check raises
-        raise TypeError(f"broadcast_shapes: shapes must be non-negative, got "
-                        f"{[tuple(s) for s in shapes]}")
+        raise TypeError(
+            f"broadcast_shapes: shapes must be non-negative, got {[tuple(s) for s in shapes]}"
+        )
     rank = max(len(s) for s in shapes)
     out = []
     for i in range(rank):
         sizes = {s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0} - {1}
         if len(sizes) > 1:
-            raise ValueError(f"broadcast_shapes: incompatible shapes for broadcasting: "
-                             f"shapes={[tuple(s) for s in shapes]}")
+            raise ValueError(
+                f"broadcast_shapes: incompatible shapes for broadcasting: "
+                f"shapes={[tuple(s) for s in shapes]}"
+            )
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
 
@@ -71,8 +75,10 @@ def split(operand_, sizes, axis: int = 0) -> list:
     axis = _axis("split", axis, len(shape))
     sizes = list(_int_tuple("split", "sizes", sizes))
     if any(s < 0 for s in sizes) or sum(sizes) != shape[axis]:
-        raise ValueError(f"split: sizes {tuple(sizes)} must be non-negative and add up to the "
-                         f"length {shape[axis]} of axis {axis} (operand shape {shape})")
+        raise ValueError(
+            f"split: sizes {tuple(sizes)} must be non-negative and add up to the "
+            f"length {shape[axis]} of axis {axis} (operand shape {shape})"
+        )
     out, start = [], 0
     for s in sizes:
         out.append(slice_in_dim(x, start, start + s, axis=axis))
@@ -90,8 +96,10 @@ def stack(operands, axis: int = 0):
         raise ValueError(f"stack: all arrays must have the same shape, got {sorted(shapes)}")
     dts = sorted({str(x.dtype) for x in xs})
     if len(dts) > 1:
-        raise TypeError(f"stack: all arrays must have the same dtype, got {', '.join(dts)} "
-                        "(convert them with lax.convert_element_type)")
+        raise TypeError(
+            f"stack: all arrays must have the same dtype, got {', '.join(dts)} "
+            "(convert them with lax.convert_element_type)"
+        )
     shape = shapes.pop()
     axis = _axis("stack", axis, len(shape) + 1)
     new_shape = (*shape[:axis], 1, *shape[axis:])
@@ -114,8 +122,10 @@ def tile(operand_, reps):
     shape = tuple(core.get_aval(x).shape)
     reps = _int_tuple("tile", "reps", reps)
     if len(reps) != len(shape):
-        raise TypeError(f"tile: reps length must be equal to the ndim of x, got "
-                        f"len(reps)={len(reps)} and x.ndim={len(shape)}")
+        raise TypeError(
+            f"tile: reps length must be equal to the ndim of x, got "
+            f"len(reps)={len(reps)} and x.ndim={len(shape)}"
+        )
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: reps must be non-negative, got {reps}")
     # (r0, d0, r1, d1, ...) with x broadcast along the r axes, then merged pairwise

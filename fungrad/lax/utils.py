@@ -44,11 +44,14 @@ def describe_kinds(kinds) -> str:
 
 def check_kinds(name: str, dtype: np.dtype, kinds, what: str = "operand") -> None:
     if dtype.kind not in kinds:
-        raise TypeError(f"{name} does not accept dtype {dtype.name} for its {what}; accepted "
-                        f"dtypes are {describe_kinds(kinds)}")
+        raise TypeError(
+            f"{name} does not accept dtype {dtype.name} for its {what}; accepted "
+            f"dtypes are {describe_kinds(kinds)}"
+        )
 
 
 # -- converting wrapper arguments ---------------------------------------------------------------
+
 
 def full_like_scalar(x, ref, weak: bool = True):
     """The Python scalar ``x`` as a 0-d Array of ``ref``'s dtype (weak by default)."""
@@ -84,6 +87,7 @@ def _is_python_scalar(x) -> bool:
 
 # -- defining primitives -------------------------------------------------------------------------
 
+
 def standard_primitive(name: str, impl, abstract_eval, *, multiple_results: bool = False):
     p = core.Primitive(name, multiple_results=multiple_results)
     p.impl = impl
@@ -95,9 +99,11 @@ def broadcasting_shape(name: str, *avals: ShapedArray) -> tuple[int, ...]:
     """The common shape of elementwise operands: equal shapes, with 0-d operands broadcast."""
     shapes = {a.shape for a in avals if a.shape}
     if len(shapes) > 1:
-        raise TypeError(f"{name}: incompatible shapes for an elementwise operation: "
-                        + ", ".join(str(a.shape) for a in avals)
-                        + " (lax ops need equal shapes; use fungrad.numpy for broadcasting)")
+        raise TypeError(
+            f"{name}: incompatible shapes for an elementwise operation: "
+            + ", ".join(str(a.shape) for a in avals)
+            + " (lax ops need equal shapes; use fungrad.numpy for broadcasting)"
+        )
     return shapes.pop() if shapes else ()
 
 
@@ -109,8 +115,10 @@ def naryop_abstract_eval(name: str, kinds, result_dtype=None):
         dt = avals[0].dtype
         for a in avals:
             if a.dtype != dt:
-                raise TypeError(f"{name} requires arguments to have the same dtypes, got "
-                                + ", ".join(a.dtype.name for a in avals))
+                raise TypeError(
+                    f"{name} requires arguments to have the same dtypes, got "
+                    + ", ".join(a.dtype.name for a in avals)
+                )
         check_kinds(name, dt, kinds)
         shape = broadcasting_shape(name, *avals)
         weak = all(a.weak_type for a in avals)  # also for comparisons: JAX's weak bool
@@ -138,9 +146,11 @@ def standard_naryop(name: str, numpy_fn, kinds, result_dtype=None):
     if result_dtype is None:
         impl = _out_dtype_impl(numpy_fn)
     else:
+
         @ignore_fp_errors
         def impl(*args, **params):
             return np.asarray(numpy_fn(*args, **params), dtype=result_dtype)[()]
+
     return standard_primitive(name, impl, naryop_abstract_eval(name, kinds, result_dtype))
 
 

@@ -42,12 +42,16 @@ from fungrad.transforms.transpose import deflinear_transpose
 from fungrad.transforms.vmap import batch_rules
 
 __all__ = [
-    "reduce_window", "padtype_to_pads",
-    "reduce_window_sum_p", "reduce_window_max_p", "reduce_window_min_p",
+    "reduce_window",
+    "padtype_to_pads",
+    "reduce_window_sum_p",
+    "reduce_window_max_p",
+    "reduce_window_min_p",
 ]
 
 
 # -- windowed reductions ------------------------------------------------------------------------
+
 
 def dilate_dim(size: int, dilation: int) -> int:
     """Size of a dimension after inserting ``dilation - 1`` holes between its elements."""
@@ -66,41 +70,59 @@ def dilate_and_pad(x: np.ndarray, fill, dilation, padding) -> np.ndarray:
     y = np.full(shape, fill, dtype=x.dtype)
     y[tuple(slice(None, None, s) for s in dilation)] = x
     y = np.pad(y, [(max(lo, 0), max(hi, 0)) for lo, hi in padding], constant_values=fill)
-    return y[tuple(slice(max(-lo, 0), max(d - max(-hi, 0), max(-lo, 0)))
-                   for d, (lo, hi) in zip(y.shape, padding))]
+    return y[
+        tuple(
+            slice(max(-lo, 0), max(d - max(-hi, 0), max(-lo, 0)))
+            for d, (lo, hi) in zip(y.shape, padding)
+        )
+    ]
 
 
-def _check_window_params(name, x, window_dimensions, window_strides, padding, base_dilation,
-                         window_dilation):
-    for what, vals in (("window_dimensions", window_dimensions),
-                       ("window_strides", window_strides), ("base_dilation", base_dilation),
-                       ("window_dilation", window_dilation)):
+def _check_window_params(
+    name, x, window_dimensions, window_strides, padding, base_dilation, window_dilation
+):
+    for what, vals in (
+        ("window_dimensions", window_dimensions),
+        ("window_strides", window_strides),
+        ("base_dilation", base_dilation),
+        ("window_dilation", window_dilation),
+    ):
         if len(vals) != x.ndim:
-            raise TypeError(f"{name}: {what} {vals} must have one entry per operand dimension "
-                            f"(operand shape {x.shape})")
+            raise TypeError(
+                f"{name}: {what} {vals} must have one entry per operand dimension "
+                f"(operand shape {x.shape})"
+            )
         if any(v < 1 for v in vals):
             raise TypeError(f"{name}: every element of {what} must be positive, got {vals}")
     if len(padding) != x.ndim or any(len(p) != 2 for p in padding):
-        raise TypeError(f"{name}: padding {padding} must have one (low, high) pair per operand "
-                        f"dimension (operand shape {x.shape})")
+        raise TypeError(
+            f"{name}: padding {padding} must have one (low, high) pair per operand "
+            f"dimension (operand shape {x.shape})"
+        )
 
 
-def _reduce_window_shape(shape, window_dimensions, window_strides, padding, base_dilation,
-                         window_dilation):
+def _reduce_window_shape(
+    shape, window_dimensions, window_strides, padding, base_dilation, window_dilation
+):
     return tuple(
         strided_windows(dilate_dim(d, b) + lo + hi, dilate_dim(w, wd), s)
-        for d, w, s, (lo, hi), b, wd in zip(shape, window_dimensions, window_strides, padding,
-                                             base_dilation, window_dilation))
+        for d, w, s, (lo, hi), b, wd in zip(
+            shape, window_dimensions, window_strides, padding, base_dilation, window_dilation
+        )
+    )
 
 
 def _reduce_window_abstract_eval(name: str, kinds):
-    def abstract_eval(x, *, window_dimensions, window_strides, padding, base_dilation,
-                      window_dilation):
+    def abstract_eval(
+        x, *, window_dimensions, window_strides, padding, base_dilation, window_dilation
+    ):
         check_kinds(name, x.dtype, kinds)
-        _check_window_params(name, x, window_dimensions, window_strides, padding,
-                             base_dilation, window_dilation)
-        shape = _reduce_window_shape(x.shape, window_dimensions, window_strides, padding,
-                                     base_dilation, window_dilation)
+        _check_window_params(
+            name, x, window_dimensions, window_strides, padding, base_dilation, window_dilation
+        )
+        shape = _reduce_window_shape(
+            x.shape, window_dimensions, window_strides, padding, base_dilation, window_dilation
+        )
         return ShapedArray(shape, x.dtype, x.weak_type)
 
     return abstract_eval
@@ -113,16 +135,19 @@ def _reduce_window_impl(ufunc, identity):
     def impl(x, *, window_dimensions, window_strides, padding, base_dilation, window_dilation):
         x = np.asarray(x)
         init = identity(x.dtype)
-        shape = _reduce_window_shape(x.shape, window_dimensions, window_strides, padding,
-                                     base_dilation, window_dilation)
+        shape = _reduce_window_shape(
+            x.shape, window_dimensions, window_strides, padding, base_dilation, window_dilation
+        )
         if 0 in shape or x.ndim == 0:
             return np.asarray(np.full(shape, init, dtype=x.dtype) if 0 in shape else x)[()]
         acc = _accumulation_dtype(x.dtype)
         xp = dilate_and_pad(x.astype(acc), init, base_dilation, padding)
         spans = tuple(dilate_dim(w, d) for w, d in zip(window_dimensions, window_dilation))
         windows = sliding_window_view(xp, spans)
-        windows = windows[tuple(slice(None, None, s) for s in window_strides)
-                          + tuple(slice(None, None, d) for d in window_dilation)]
+        windows = windows[
+            tuple(slice(None, None, s) for s in window_strides)
+            + tuple(slice(None, None, d) for d in window_dilation)
+        ]
         with np.errstate(all="ignore"):
             out = ufunc.reduce(windows, axis=tuple(range(x.ndim, 2 * x.ndim)))
         return np.asarray(out).astype(x.dtype)
@@ -131,60 +156,90 @@ def _reduce_window_impl(ufunc, identity):
 
 
 reduce_window_sum_p = standard_primitive(
-    "reduce_window_sum", _reduce_window_impl(np.add, _zero),
-    _reduce_window_abstract_eval("reduce_window_sum", NUMERIC))
+    "reduce_window_sum",
+    _reduce_window_impl(np.add, _zero),
+    _reduce_window_abstract_eval("reduce_window_sum", NUMERIC),
+)
 reduce_window_max_p = standard_primitive(
-    "reduce_window_max", _reduce_window_impl(np.maximum, max_identity),
-    _reduce_window_abstract_eval("reduce_window_max", ANY))
+    "reduce_window_max",
+    _reduce_window_impl(np.maximum, max_identity),
+    _reduce_window_abstract_eval("reduce_window_max", ANY),
+)
 reduce_window_min_p = standard_primitive(
-    "reduce_window_min", _reduce_window_impl(np.minimum, min_identity),
-    _reduce_window_abstract_eval("reduce_window_min", ANY))
+    "reduce_window_min",
+    _reduce_window_impl(np.minimum, min_identity),
+    _reduce_window_abstract_eval("reduce_window_min", ANY),
+)
 
 
-def conv_vjp_lhs_padding(in_shape, window_dimensions, window_strides, out_shape, padding,
-                         lhs_dilation, rhs_dilation) -> tuple[tuple[int, int], ...]:
+def conv_vjp_lhs_padding(
+    in_shape, window_dimensions, window_strides, out_shape, padding, lhs_dilation, rhs_dilation
+) -> tuple[tuple[int, int], ...]:
     """The (low, high) padding of the stride-dilated cotangent of a windowed operation (a
     convolution, reduce_window_sum) whose window correlation with the reversed window gives the
     operand's cotangent (JAX's ``_conv_general_vjp_lhs_padding``)."""
     pads = []
-    for n, w, s, o, (lo, _), ld, wd in zip(in_shape, window_dimensions, window_strides,
-                                           out_shape, padding, lhs_dilation, rhs_dilation):
+    for n, w, s, o, (lo, _), ld, wd in zip(
+        in_shape, window_dimensions, window_strides, out_shape, padding, lhs_dilation, rhs_dilation
+    ):
         span = dilate_dim(w, wd)
         before = span - lo - 1
         pads.append((before, dilate_dim(n, ld) + span - 1 - dilate_dim(o, s) - before))
     return tuple(pads)
 
 
-def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, padding,
-                                 base_dilation, window_dilation):
+def _reduce_window_sum_transpose(
+    ct, x, *, window_dimensions, window_strides, padding, base_dilation, window_dilation
+):
     # JAX's rule: dilate the cotangent by the strides, pad it, and sum it over the same windows
     # with the base dilation as strides.
     from fungrad import lax
+
     shape = x.aval.shape
-    pads = conv_vjp_lhs_padding(shape, window_dimensions, window_strides,
-                                core.get_aval(ct).shape, padding, base_dilation, window_dilation)
+    pads = conv_vjp_lhs_padding(
+        shape,
+        window_dimensions,
+        window_strides,
+        core.get_aval(ct).shape,
+        padding,
+        base_dilation,
+        window_dilation,
+    )
     config = tuple((lo, hi, s - 1) for (lo, hi), s in zip(pads, window_strides))
     padded = lax.pad(ct, 0, config)
-    return [reduce_window_sum_p.bind(padded, window_dimensions=window_dimensions,
-                                     window_strides=base_dilation,
-                                     padding=((0, 0),) * len(shape),
-                                     base_dilation=(1,) * len(shape),
-                                     window_dilation=window_dilation)]
+    return [
+        reduce_window_sum_p.bind(
+            padded,
+            window_dimensions=window_dimensions,
+            window_strides=base_dilation,
+            padding=((0, 0),) * len(shape),
+            base_dilation=(1,) * len(shape),
+            window_dilation=window_dilation,
+        )
+    ]
 
 
-def _window_patches(x, fill, out_shape, *, window_dimensions, window_strides, padding,
-                    base_dilation, window_dilation):
+def _window_patches(
+    x,
+    fill,
+    out_shape,
+    *,
+    window_dimensions,
+    window_strides,
+    padding,
+    base_dilation,
+    window_dilation,
+):
     """One array of the output's shape per window element (row-major window order): the
     elements of ``x`` (padded and base-dilated with ``fill``) that this window element reads
     in every window."""
     from fungrad import lax
-    padded = lax.pad(x, fill, tuple((lo, hi, b - 1)
-                                    for (lo, hi), b in zip(padding, base_dilation)))
+
+    padded = lax.pad(x, fill, tuple((lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation)))
     patches = []
     for offset in itertools.product(*(range(w) for w in window_dimensions)):
         starts = tuple(k * d for k, d in zip(offset, window_dilation))
-        limits = tuple(st + (n - 1) * s + 1
-                       for st, n, s in zip(starts, out_shape, window_strides))
+        limits = tuple(st + (n - 1) * s + 1 for st, n, s in zip(starts, out_shape, window_strides))
         patches.append(lax.slice(padded, starts, limits, window_strides))
     return patches
 
@@ -197,6 +252,7 @@ def _reduce_window_chooser_jvp(prim, identity, better: str):
 
     def rule(primals, tangents, **params):
         from fungrad import lax
+
         (x,), (t,) = primals, tangents
         out = prim.bind(x, **params)
         out_aval = tangent_aval(core.get_aval(out))
@@ -217,18 +273,30 @@ def _reduce_window_chooser_jvp(prim, identity, better: str):
 def _reduce_window_batch(prim):
     """Batch a windowed reduction: the batch dim gets a window of size 1."""
 
-    def rule(axis_size, args, dims, *, window_dimensions, window_strides, padding,
-             base_dilation, window_dilation):
+    def rule(
+        axis_size,
+        args,
+        dims,
+        *,
+        window_dimensions,
+        window_strides,
+        padding,
+        base_dilation,
+        window_dilation,
+    ):
         (x,), (d,) = args, dims
 
         def insert(values, v):
             return values[:d] + (v,) + values[d:]
 
-        out = prim.bind(x, window_dimensions=insert(window_dimensions, 1),
-                        window_strides=insert(window_strides, 1),
-                        padding=insert(padding, (0, 0)),
-                        base_dilation=insert(base_dilation, 1),
-                        window_dilation=insert(window_dilation, 1))
+        out = prim.bind(
+            x,
+            window_dimensions=insert(window_dimensions, 1),
+            window_strides=insert(window_strides, 1),
+            padding=insert(padding, (0, 0)),
+            base_dilation=insert(base_dilation, 1),
+            window_dilation=insert(window_dilation, 1),
+        )
         return out, d
 
     return rule
@@ -236,10 +304,8 @@ def _reduce_window_batch(prim):
 
 deflinear(reduce_window_sum_p)
 deflinear_transpose(reduce_window_sum_p, _reduce_window_sum_transpose)
-jvp_rules[reduce_window_max_p] = _reduce_window_chooser_jvp(reduce_window_max_p, max_identity,
-                                                           "gt")
-jvp_rules[reduce_window_min_p] = _reduce_window_chooser_jvp(reduce_window_min_p, min_identity,
-                                                           "lt")
+jvp_rules[reduce_window_max_p] = _reduce_window_chooser_jvp(reduce_window_max_p, max_identity, "gt")
+jvp_rules[reduce_window_min_p] = _reduce_window_chooser_jvp(reduce_window_min_p, min_identity, "lt")
 batch_rules[reduce_window_sum_p] = _reduce_window_batch(reduce_window_sum_p)
 batch_rules[reduce_window_max_p] = _reduce_window_batch(reduce_window_max_p)
 batch_rules[reduce_window_min_p] = _reduce_window_batch(reduce_window_min_p)
@@ -254,8 +320,10 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding: str) -> lis
     Example: ``padtype_to_pads((5,), (2,), (2,), "SAME")`` is ``[(0, 1)]``.
     """
     if not isinstance(padding, str) or padding.upper() not in ("SAME", "SAME_LOWER", "VALID"):
-        raise ValueError(f"padtype_to_pads: unrecognized padding type {padding!r}; expected "
-                         "'VALID', 'SAME' or 'SAME_LOWER'")
+        raise ValueError(
+            f"padtype_to_pads: unrecognized padding type {padding!r}; expected "
+            "'VALID', 'SAME' or 'SAME_LOWER'"
+        )
     mode = padding.upper()
     if mode == "VALID":
         return [(0, 0)] * len(in_shape)
@@ -277,8 +345,16 @@ _WINDOW_MONOIDS = (
 )
 
 
-def reduce_window(operand_, init_value, computation, window_dimensions, window_strides=None,
-                  padding="VALID", base_dilation=None, window_dilation=None):
+def reduce_window(
+    operand_,
+    init_value,
+    computation,
+    window_dimensions,
+    window_strides=None,
+    padding="VALID",
+    base_dilation=None,
+    window_dilation=None,
+):
     """Reduce each window of ``operand_`` with the monoid ``computation``.
 
     Args:
@@ -300,45 +376,70 @@ def reduce_window(operand_, init_value, computation, window_dimensions, window_s
     _check_identity("reduce_window", init_value, identity(x.dtype), computation, x.dtype)
     window_dimensions = _int_tuple("reduce_window", "window_dimensions", window_dimensions)
     ones = (1,) * len(window_dimensions)
-    window_strides = ones if window_strides is None else \
-        _int_tuple("reduce_window", "window_strides", window_strides)
-    base_dilation = ones if base_dilation is None else \
-        _int_tuple("reduce_window", "base_dilation", base_dilation)
-    window_dilation = ones if window_dilation is None else \
-        _int_tuple("reduce_window", "window_dilation", window_dilation)
+    window_strides = (
+        ones
+        if window_strides is None
+        else _int_tuple("reduce_window", "window_strides", window_strides)
+    )
+    base_dilation = (
+        ones
+        if base_dilation is None
+        else _int_tuple("reduce_window", "base_dilation", base_dilation)
+    )
+    window_dilation = (
+        ones
+        if window_dilation is None
+        else _int_tuple("reduce_window", "window_dilation", window_dilation)
+    )
     if isinstance(padding, str):
         spans = [dilate_dim(w, d) for w, d in zip(window_dimensions, window_dilation)]
         padding = padtype_to_pads(x.shape, spans, window_strides, padding)
     padding = tuple(_int_tuple("reduce_window", "padding", p) for p in padding)
-    return prim.bind(x, window_dimensions=window_dimensions, window_strides=window_strides,
-                     padding=padding, base_dilation=base_dilation,
-                     window_dilation=window_dilation)
+    return prim.bind(
+        x,
+        window_dimensions=window_dimensions,
+        window_strides=window_strides,
+        padding=padding,
+        base_dilation=base_dilation,
+        window_dilation=window_dilation,
+    )
 
 
 # -- lowering (fungrad/lowering/kernel.py): an inline reduction over each window ---------------
 
+
 def _reduce_window_lowering(name: str, op: str, identity):
-    def rule(ctx, x, *, window_dimensions, window_strides, padding, base_dilation,
-             window_dilation):
-        shape = _reduce_window_shape(x.shape, window_dimensions, window_strides, padding,
-                                     base_dilation, window_dilation)
+    def rule(ctx, x, *, window_dimensions, window_strides, padding, base_dilation, window_dilation):
+        shape = _reduce_window_shape(
+            x.shape, window_dimensions, window_strides, padding, base_dilation, window_dilation
+        )
         if x.ndim == 0:
             return x
         acc = _accumulation_dtype(x.dtype)
         init = ctx.const(identity(acc), acc)
         if x.size == 0:  # every window holds only padding
-            return kernel.from_fn(shape, x.dtype, lambda idx: ctx.convert(init, x.dtype),
-                                  name)
-        dims = list(zip(x.shape, window_dimensions, window_strides, padding, base_dilation,
-                        window_dilation, shape))
+            return kernel.from_fn(shape, x.dtype, lambda idx: ctx.convert(init, x.dtype), name)
+        dims = list(
+            zip(
+                x.shape,
+                window_dimensions,
+                window_strides,
+                padding,
+                base_dilation,
+                window_dilation,
+                shape,
+            )
+        )
 
         def element(idx):
             def body(*ks):
                 pos, conds = [], []
                 for o, k, (n, w, s, (lo, _), b, wd, m) in zip(idx, ks, dims):
                     # the position in the dilated operand (padding removed): o*s + k*wd - lo
-                    p = ctx.isub(ctx.iadd(ctx.imul(o, ctx.iconst(s)),
-                                          ctx.imul(k, ctx.iconst(wd))), ctx.iconst(lo))
+                    p = ctx.isub(
+                        ctx.iadd(ctx.imul(o, ctx.iconst(s)), ctx.imul(k, ctx.iconst(wd))),
+                        ctx.iconst(lo),
+                    )
                     if lo > 0:  # the low padding
                         conds.append(ctx.op("ge", p, ctx.iconst(0)))
                         p = ctx.op("max", p, ctx.iconst(0))
@@ -356,13 +457,18 @@ def _reduce_window_lowering(name: str, op: str, identity):
                 for c in conds[1:]:
                     inside = ctx.op("and", inside, c)
                 return ctx.select(inside, v, init)
+
             return ctx.convert(ctx.reduce(op, window_dimensions, body), x.dtype)
+
         return kernel.from_fn(shape, x.dtype, element, name)
+
     return rule
 
 
-for _p, _op, _identity in ((reduce_window_sum_p, "add", _zero),
-                          (reduce_window_max_p, "max", max_identity),
-                          (reduce_window_min_p, "min", min_identity)):
+for _p, _op, _identity in (
+    (reduce_window_sum_p, "add", _zero),
+    (reduce_window_max_p, "max", max_identity),
+    (reduce_window_min_p, "min", min_identity),
+):
     kernel.register_lowering(_p, _reduce_window_lowering(_p.name, _op, _identity))
 del _p, _op, _identity

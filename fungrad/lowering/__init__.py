@@ -45,10 +45,14 @@ class Backend:
 
 #: backend name -> :class:`Backend`; ``jit(f, backend=name)`` compiles through the entry
 BACKENDS: dict[str, Backend] = {
-    "cpu": Backend("cpu", "fungrad.lowering.cpu.executable:Executable",
-                   "fungrad.lowering.cpu.policy:CpuPolicy"),
-    "gpu": Backend("gpu", "fungrad.lowering.gpu.executable:GpuExecutable",
-                   "fungrad.lowering.gpu.policy:GpuPolicy"),
+    "cpu": Backend(
+        "cpu", "fungrad.lowering.cpu.executable:Executable", "fungrad.lowering.cpu.policy:CpuPolicy"
+    ),
+    "gpu": Backend(
+        "gpu",
+        "fungrad.lowering.gpu.executable:GpuExecutable",
+        "fungrad.lowering.gpu.policy:GpuPolicy",
+    ),
 }
 
 
@@ -56,11 +60,15 @@ def compile_jaxpr(closed, backend: str | None = "cpu", name: str = "main"):
     """Compile a ClosedJaxpr for ``backend`` (a key of :data:`BACKENDS`; None: ``"cpu"``):
     an ``Executable`` (native code) for ``"cpu"``, a ``GpuExecutable`` (WGSL through wgpu) for
     ``"gpu"``."""
-    entry = BACKENDS.get("cpu" if backend is None else backend) if (
-        backend is None or isinstance(backend, str)) else None
+    entry = (
+        BACKENDS.get("cpu" if backend is None else backend)
+        if (backend is None or isinstance(backend, str))
+        else None
+    )
     if entry is None:
-        raise ValueError(f"jit: unknown backend {backend!r}; supported backends: "
-                         f"{', '.join(BACKENDS)}")
+        raise ValueError(
+            f"jit: unknown backend {backend!r}; supported backends: {', '.join(BACKENDS)}"
+        )
     return entry.compile(closed, name)
 
 

@@ -33,8 +33,10 @@ __all__ = ["lower_cond", "lower_while", "lower_scan"]
 
 # -- buffers of a loop ----------------------------------------------------------------------------
 
-def _carry(planner: Planner, t: Tensor, name: str, start_home: bool,
-           store_init: bool = True) -> Carry:
+
+def _carry(
+    planner: Planner, t: Tensor, name: str, start_home: bool, store_init: bool = True
+) -> Carry:
     """The buffers of a loop carry of ``t``'s type; unless ``store_init`` is False (nothing
     can read the initial value), a kernel before the loop step stores ``t`` into the buffer
     the first iteration reads."""
@@ -65,9 +67,13 @@ def _used_invars(closed: core.ClosedJaxpr) -> list[bool]:
 
 def _unread(aval) -> Tensor:
     """The input tensor of a sub-program for an operand it never reads."""
+
     def element(idx):
-        raise RuntimeError(f"lowering: an operand of shape {aval.shape} that a control-flow "
-                           "body does not use was read")
+        raise RuntimeError(
+            f"lowering: an operand of shape {aval.shape} that a control-flow "
+            "body does not use was read"
+        )
+
     return K.from_fn(aval.shape, aval.dtype, element, "unused operand")
 
 
@@ -76,14 +82,21 @@ def _step_name(planner: Planner, kind: str) -> str:
     return f"{kind}{n}"
 
 
-def _sub_program(parent: Planner, name: str, closed: core.ClosedJaxpr,
-                 inputs: list[Buffer | None], targets: list[Buffer | None]) -> Planner:
+def _sub_program(
+    parent: Planner,
+    name: str,
+    closed: core.ClosedJaxpr,
+    inputs: list[Buffer | None],
+    targets: list[Buffer | None],
+) -> Planner:
     """Plan ``closed`` applied to the buffers ``inputs`` (None: an input it does not read);
     output ``k`` is stored into ``targets[k]`` (skipped where None). Returns the sub-planner
     (its ``steps``)."""
     sub = type(parent)(name, parent)  # the backend's planner class
-    args = [_unread(v.aval) if b is None else sub.buffer_tensor(b, b.name)
-            for b, v in zip(inputs, closed.jaxpr.invars)]
+    args = [
+        _unread(v.aval) if b is None else sub.buffer_tensor(b, b.name)
+        for b, v in zip(inputs, closed.jaxpr.invars)
+    ]
     outs = sub.lower_jaxpr(closed, args)
     for t, target in zip(outs, targets):
         if target is not None:
@@ -102,6 +115,7 @@ def _invariant(closed: core.ClosedJaxpr, n_before: int, n_carry: int) -> list[bo
 
 # -- cond ---------------------------------------------------------------------------------------
 
+
 def lower_cond(ctx: K.Ctx, index: Tensor, operands, branches) -> list[Tensor]:
     """Lowering of ``cond[branches] index *operands``."""
     parent = ctx.planner
@@ -114,16 +128,18 @@ def lower_cond(ctx: K.Ctx, index: Tensor, operands, branches) -> list[Tensor]:
     used = [any(u) for u in zip(*map(_used_invars, branches))]
     ins = [_stored(ctx, t, u) for t, u in zip(operands, used)]
     outs = [parent.new_buffer(a.shape, a.dtype, "temp") for a in branches[0].out_avals]
-    progs = [_sub_program(parent, f"{name}.branch{b}", br, ins, outs).steps
-             for b, br in enumerate(branches)]
+    progs = [
+        _sub_program(parent, f"{name}.branch{b}", br, ins, outs).steps
+        for b, br in enumerate(branches)
+    ]
     parent.add_step(CondStep(name, idx, progs, outs))
     return [parent.buffer_tensor(b, name) for b in outs]
 
 
 # -- while --------------------------------------------------------------------------------------
 
-def lower_while(ctx: K.Ctx, cond_jaxpr, body_jaxpr, cond_consts, body_consts, init
-                ) -> list[Tensor]:
+
+def lower_while(ctx: K.Ctx, cond_jaxpr, body_jaxpr, cond_consts, body_consts, init) -> list[Tensor]:
     """Lowering of ``while[cond_jaxpr body_jaxpr ...] *cond_consts *body_consts *init``."""
     parent = ctx.planner
     name = _step_name(parent, "while")
@@ -153,13 +169,14 @@ def lower_while(ctx: K.Ctx, cond_jaxpr, body_jaxpr, cond_consts, body_consts, in
 
 # -- scan ---------------------------------------------------------------------------------------
 
-def lower_scan(ctx: K.Ctx, jaxpr, consts, init, xs, length: int, reverse: bool
-               ) -> list[Tensor]:
+
+def lower_scan(ctx: K.Ctx, jaxpr, consts, init, xs, length: int, reverse: bool) -> list[Tensor]:
     """Lowering of ``scan[jaxpr num_consts num_carry length reverse] *consts *init *xs``."""
     if length == 0:  # the carries keep their init values; the ys are empty
         return list(init) + [
             K.from_fn((0, *a.shape), a.dtype, lambda idx, a=a: ctx.const(0, a.dtype), "scan")
-            for a in jaxpr.out_avals[len(init):]]
+            for a in jaxpr.out_avals[len(init) :]
+        ]
     parent = ctx.planner
     name = _step_name(parent, "scan")
     n_consts, n_carry = len(consts), len(init)
@@ -191,11 +208,15 @@ def lower_scan(ctx: K.Ctx, jaxpr, consts, init, xs, length: int, reverse: bool
         x_slices.append(Slice(view, _stored(ctx, t)))
         x_in.append(view)
     y_slices = []
-    for k, a in enumerate(jaxpr.out_avals[len(init):]):
+    for k, a in enumerate(jaxpr.out_avals[len(init) :]):
         whole = parent.new_buffer((length, *a.shape), a.dtype, "temp")
-        y_slices.append(Slice(parent.new_buffer(a.shape, a.dtype, "view", f"{name}.y{k}"),
-                              whole))
-    body = _sub_program(parent, f"{name}.body", jaxpr, const_bufs + cur_in + x_in,
-                        targets + [s.view for s in y_slices])
+        y_slices.append(Slice(parent.new_buffer(a.shape, a.dtype, "view", f"{name}.y{k}"), whole))
+    body = _sub_program(
+        parent,
+        f"{name}.body",
+        jaxpr,
+        const_bufs + cur_in + x_in,
+        targets + [s.view for s in y_slices],
+    )
     parent.add_step(ScanStep(name, body.steps, carries, x_slices, y_slices, length, reverse))
     return carry_outs + [parent.buffer_tensor(s.whole, name) for s in y_slices]

@@ -54,6 +54,7 @@ class Store:
     first iteration of the kernel loops that the value and index do not depend on (a value
     an outer loop computes, stored once): a renderer may store it unmasked in the innermost
     loop it depends on instead."""
+
     buffer: Buffer
     index: Expr
     value: Expr
@@ -66,6 +67,7 @@ class Store:
 class Kernel:
     """One loop nest: ``for loops: stores``. ``parallel``: iterations of the outermost loop are
     independent, so it may be split across threads."""
+
     name: str
     loops: tuple[Var, ...]
     stores: list[Store]
@@ -76,13 +78,13 @@ class Kernel:
     def reads(self) -> set[Buffer]:
         # Remembered for the stores it was computed from (the planner asks again and again,
         # and walking the expressions was its largest cost); stores may still be replaced.
-        parts = tuple(x for s in self.stores
-                      for x in (s.value, s.index, s.mask, s.combine, s.buffer))
+        parts = tuple(
+            x for s in self.stores for x in (s.value, s.index, s.mask, s.combine, s.buffer)
+        )
         seen, reads = self._reads
         if len(seen) != len(parts) or any(a is not b for a, b in zip(seen, parts)):
             exprs = [e for s in self.stores for e in (s.value, s.index, s.mask) if e is not None]
-            reads = frozenset(_loaded_buffers(exprs) | {s.buffer for s in self.stores
-                                                        if s.combine})
+            reads = frozenset(_loaded_buffers(exprs) | {s.buffer for s in self.stores if s.combine})
             self._reads = (parts, reads)
         return set(reads)
 
@@ -113,8 +115,16 @@ class Kernel:
         return total
 
 
-_OP_COST = dict.fromkeys(K.MATH_UNARY, 20) | {"pow": 40, "atan2": 30, "div": 4, "rem": 6,
-                                               "sqrt": 4, "rsqrt": 5, "const": 0, "idx": 0}
+_OP_COST = dict.fromkeys(K.MATH_UNARY, 20) | {
+    "pow": 40,
+    "atan2": 30,
+    "div": 4,
+    "rem": 6,
+    "sqrt": 4,
+    "rsqrt": 5,
+    "const": 0,
+    "idx": 0,
+}
 
 
 @dataclass
@@ -125,6 +135,7 @@ class Gemm:
     product (``w - lr * (a @ b)``) into ``alpha``, ``beta = 1`` and ``c0 = w``
     (``peephole.fuse_gemm_updates``). The LLVM renderer runs small float32 products through
     its own kernel (``cpu/gemm.py``) and the others through BLAS."""
+
     name: str
     a: Buffer
     b: Buffer
@@ -149,6 +160,7 @@ class Gemm:
 @dataclass
 class Program:
     """What a renderer turns into code: buffers and an ordered list of steps."""
+
     name: str
     inputs: list[Buffer]
     outputs: list[Buffer]
@@ -160,20 +172,26 @@ class Program:
 
     def describe(self) -> str:
         """The fusion plan as text (for ``jit(f).lower(...).as_text()``)."""
-        lines = [f"fusion plan of {self.name}: {len(self.steps)} steps, "
-                 f"{self.scratch_bytes} bytes of temporaries"]
+        lines = [
+            f"fusion plan of {self.name}: {len(self.steps)} steps, "
+            f"{self.scratch_bytes} bytes of temporaries"
+        ]
         for s in self.steps:
             if isinstance(s, Kernel):
                 shape = [v.extent for v in s.loops]
                 outs = ", ".join(st.buffer.name for st in s.stores)
                 ins = ", ".join(sorted(b.name for b in s.reads()))
                 par = " parallel" if s.parallel else ""
-                lines.append(f"  kernel {s.name}{par} loops={shape} writes {outs} reads [{ins}]"
-                             f" fuses [{', '.join(s.origins)}]")
+                lines.append(
+                    f"  kernel {s.name}{par} loops={shape} writes {outs} reads [{ins}]"
+                    f" fuses [{', '.join(s.origins)}]"
+                )
             else:
-                lines.append(f"  {type(s).__name__.lower()} {s.name}: writes "
-                             f"{', '.join(sorted(b.name for b in s.writes()))} reads "
-                             f"{', '.join(sorted(b.name for b in s.reads()))}")
+                lines.append(
+                    f"  {type(s).__name__.lower()} {s.name}: writes "
+                    f"{', '.join(sorted(b.name for b in s.writes()))} reads "
+                    f"{', '.join(sorted(b.name for b in s.reads()))}"
+                )
                 if hasattr(s, "describe_body"):  # control flow: its sub-programs, indented
                     lines.extend(f"    {line}" for line in s.describe_body())
         return "\n".join(lines)
@@ -201,6 +219,7 @@ class _Unshareable(Exception):
 
 class LoweringError(Exception):
     """A jaxpr cannot be lowered: names the primitive and the reason."""
+
 
 class Policy(Protocol):
     """A backend's answers to the choices the planner and the lowering rules make: each backend
@@ -266,8 +285,10 @@ class Planner:
         self.name = name
         if parent is None:
             if policy is None:
-                raise TypeError(f"Planner({name!r}): a top-level planner needs the backend's "
-                                f"policy (e.g. fungrad.lowering.cpu.policy.CpuPolicy())")
+                raise TypeError(
+                    f"Planner({name!r}): a top-level planner needs the backend's "
+                    f"policy (e.g. fungrad.lowering.cpu.policy.CpuPolicy())"
+                )
             self.policy = policy
             self.ctx = Ctx(self)
             self.buffers: list[Buffer] = []
@@ -277,7 +298,12 @@ class Planner:
         else:  # a sub-program (a control-flow body): one program's nodes, buffers and names
             self.policy = parent.policy
             self.ctx, self.buffers, self.consts, self._n, self._ready = (
-                parent.ctx, parent.buffers, parent.consts, parent._n, parent._ready)
+                parent.ctx,
+                parent.buffers,
+                parent.consts,
+                parent._n,
+                parent._ready,
+            )
         self.steps: list = []
         self.pending: list[Tensor] = []
         self.origins: list[str] = []  # primitives lowered since the last flush
@@ -291,16 +317,23 @@ class Planner:
 
     # buffers and tensors
     def new_buffer(self, shape, dtype, kind: str, name: str | None = None) -> Buffer:
-        b = Buffer(len(self.buffers), tuple(shape), np.dtype(dtype), kind,
-                   name or f"{kind[0]}{len(self.buffers)}", self.ctx)
+        b = Buffer(
+            len(self.buffers),
+            tuple(shape),
+            np.dtype(dtype),
+            kind,
+            name or f"{kind[0]}{len(self.buffers)}",
+            self.ctx,
+        )
         self.buffers.append(b)
         return b
 
     def buffer_tensor(self, buf: Buffer, origin: str) -> Tensor:
         """The tensor reading ``buf``."""
         ctx = self.ctx
-        t = Tensor(buf.shape, buf.dtype,
-                   lambda idx: ctx.load(buf, ctx.flat_index(idx, buf.shape)), origin)
+        t = Tensor(
+            buf.shape, buf.dtype, lambda idx: ctx.load(buf, ctx.flat_index(idx, buf.shape)), origin
+        )
         t.buffer = buf
         t.view = (buf, tuple(range(len(buf.shape))))
         return t
@@ -327,8 +360,9 @@ class Planner:
         def read(x):
             if isinstance(x, core.Literal):
                 value, dtype = x.val, x.aval.dtype
-                return K.from_fn(x.aval.shape, dtype, lambda idx: self.ctx.const(value, dtype),
-                                 "literal")
+                return K.from_fn(
+                    x.aval.shape, dtype, lambda idx: self.ctx.const(value, dtype), "literal"
+                )
             return env[x]
 
         readers: dict = {}
@@ -346,18 +380,22 @@ class Planner:
             for eqn in jaxpr.eqns:
                 rule = K.lowering_rules.get(eqn.primitive)
                 if rule is None:
-                    raise LoweringError(f"jit: the primitive {eqn.primitive.name} has no "
-                                        f"lowering rule for the {self.policy.name.upper()} "
-                                        f"compiler")
+                    raise LoweringError(
+                        f"jit: the primitive {eqn.primitive.name} has no "
+                        f"lowering rule for the {self.policy.name.upper()} "
+                        f"compiler"
+                    )
                 self.eqn = eqn
                 outs = rule(self.ctx, *map(read, eqn.invars), **eqn.params)
                 if not eqn.primitive.multiple_results:
                     outs = [outs]
                 for v, t in zip(eqn.outvars, outs):
                     if t.shape != v.aval.shape or t.dtype != v.aval.dtype:
-                        raise LoweringError(f"lowering rule of {eqn.primitive.name} produced "
-                                            f"{t.dtype.name}{list(t.shape)}, expected "
-                                            f"{v.aval.str_short()}")
+                        raise LoweringError(
+                            f"lowering rule of {eqn.primitive.name} produced "
+                            f"{t.dtype.name}{list(t.shape)}, expected "
+                            f"{v.aval.str_short()}"
+                        )
                     if not t.origin or t.origin in ("literal",):
                         t.origin = eqn.primitive.name
                     env[v] = t
@@ -377,8 +415,10 @@ class Planner:
         if eqn is None or len(eqn.outvars) != 1:
             return None
         readers = self._readers.get(eqn.outvars[0], [])
-        perms = {r.params["permutation"] if r is not None and r.primitive.name == "transpose"
-                 else None for r in readers}
+        perms = {
+            r.params["permutation"] if r is not None and r.primitive.name == "transpose" else None
+            for r in readers
+        }
         if len(perms) != 1:
             return None
         perm = perms.pop()
@@ -392,8 +432,9 @@ class Planner:
                 t.view = (t.buffer, tuple(range(len(t.shape))))
         return t
 
-    def add_kernel(self, prefix: str, shape, stores_at, *, parallel: bool = True,
-                   origin: str = "") -> None:
+    def add_kernel(
+        self, prefix: str, shape, stores_at, *, parallel: bool = True, origin: str = ""
+    ) -> None:
         """Append a hand-built loop nest over ``shape`` whose stores are
         ``stores_at(index_exprs)`` (a list of :class:`Store`): for rules that write memory
         themselves (scatter, column reductions). Pending tensors are stored first; reductions
@@ -442,8 +483,11 @@ class Planner:
         """Schedule every pending stored tensor into kernels."""
         while self.pending:
             group = [self.pending.pop(0)]
-            while (self.pending and self.pending[0].shape == group[0].shape
-                   and not self._reads_any(self.pending[0], group)):
+            while (
+                self.pending
+                and self.pending[0].shape == group[0].shape
+                and not self._reads_any(self.pending[0], group)
+            ):
                 group.append(self.pending.pop(0))
             self._schedule(group)
         self.origins = []
@@ -484,8 +528,11 @@ class Planner:
                 break
             for t in shared:
                 self._share(t)
-            group = [t for t in group  # without those _share stored
-                     if not (t.buffer.ready and any(t is u for u in shared))]
+            group = [
+                t
+                for t in group  # without those _share stored
+                if not (t.buffer.ready and any(t is u for u in shared))
+            ]
             if not group:
                 return
         self.steps.append(kern)
@@ -514,9 +561,13 @@ class Planner:
 
         def note(t: Tensor, idx: tuple) -> None:
             first = asked.setdefault(t, idx)
-            if (first is not idx and any(a is not b for a, b in zip(first, idx))
-                    and self._storable(t)):
+            if (
+                first is not idx
+                and any(a is not b for a, b in zip(first, idx))
+                and self._storable(t)
+            ):
                 raise K.StoreFirst(t)
+
         saved, self.ctx.on_reduce = self.ctx.on_reduce, note
         saved_read, K._on_read[0] = K._on_read[0], self._recompute_guard()
         try:
@@ -566,6 +617,7 @@ class Planner:
                 cost = costs[t] = 0 if elem is None else _recompute_cost(elem, RECOMPUTE_BOUND)
             if counted[0] * cost > RECOMPUTE_BOUND and self._storable(t):
                 raise K.StoreFirst(t)
+
         return read
 
     # one value per float sum: a reduction computed by two kernels may be rounded differently
@@ -574,8 +626,12 @@ class Planner:
     def _float_sums(self, kern: Kernel) -> dict[Tensor, list[tuple[tuple, Expr]]]:
         """The not-yet-stored tensors whose elements ``kern`` computes with a float sum or
         product: tensor -> [(index, element)] (the element expressions found in ``kern``)."""
-        nodes = {id(e) for e in _walk([x for st in kern.stores
-                                       for x in (st.value, st.index, st.mask) if x is not None])}
+        nodes = {
+            id(e)
+            for e in _walk(
+                [x for st in kern.stores for x in (st.value, st.index, st.mask) if x is not None]
+            )
+        }
         found: dict = {}
         for e in _walk([st.value for st in kern.stores]):
             if e.op == "reduce" and e.attr.op in ("add", "mul") and e.dtype.kind in "fc":
@@ -598,8 +654,9 @@ class Planner:
             later = {id(k) for k in self._later}
             written = {b for k in self._later for b in k.writes()}
             for t in shared:
-                if t.buffer in written or any(id(k) in later for k, _, _ in
-                                              self._inlined.get(t, ())):
+                if t.buffer in written or any(
+                    id(k) in later for k, _, _ in self._inlined.get(t, ())
+                ):
                     raise _Unshareable(t)
         return shared
 
@@ -646,8 +703,9 @@ class Planner:
             self._unshared.add(id(t))
             return
         for kern, idx, elem in rest:
-            self._load_instead(kern, elem, self.ctx.load(t.buffer,
-                                                         self.ctx.flat_index(idx, t.shape)))
+            self._load_instead(
+                kern, elem, self.ctx.load(t.buffer, self.ctx.flat_index(idx, t.shape))
+            )
 
     def _covering_store(self, kern: Kernel, t: Tensor, idx: tuple, elem: Expr):
         """A store of ``t[idx] = elem`` for ``kern`` when ``idx`` is distinct loops of ``kern``
@@ -665,8 +723,9 @@ class Planner:
             if v not in used:
                 first = self.ctx.op("eq", self.ctx.index(v), self.ctx.iconst(0))
                 mask = first if mask is None else self.ctx.op("and", mask, first)
-        return Store(t.buffer, self.ctx.flat_index(idx, t.shape), elem, mask=mask,
-                     once=mask is not None)
+        return Store(
+            t.buffer, self.ctx.flat_index(idx, t.shape), elem, mask=mask, once=mask is not None
+        )
 
     def _schedule_before(self, t: Tensor, at: int) -> bool:
         """Schedule ``t``'s kernel at position ``at`` of the steps: buffers the later steps
@@ -727,7 +786,7 @@ class Planner:
         """Reductions the renderer would evaluate inside loops they do not depend on, and, where
         the policy ``stores_outer_reductions`` (every element its own invocation), those that
         do not depend on all of the kernel's loops."""
-        chain = {v: kern.loops[:i + 1] for i, v in enumerate(kern.loops)}
+        chain = {v: kern.loops[: i + 1] for i, v in enumerate(kern.loops)}
         bad = []
         for e in _walk([s.value for s in kern.stores]):
             if e.op != "reduce":
@@ -761,8 +820,10 @@ _ALONG_SCAN = 8  # indices compared by _along_reduction per new index (they are 
 def _along_reduction(a: tuple, b: tuple) -> bool:
     """Whether index tuples ``a`` and ``b`` differ only in components where one of them is a
     reduction's variable (a row read along the reduced axis and elementwise)."""
-    return all(x is y or (x.op == "idx" and x.attr.bound) or (y.op == "idx" and y.attr.bound)
-               for x, y in zip(a, b))
+    return all(
+        x is y or (x.op == "idx" and x.attr.bound) or (y.op == "idx" and y.attr.bound)
+        for x, y in zip(a, b)
+    )
 
 
 def _recompute_cost(elem: Expr, bound: int) -> int:
@@ -794,7 +855,7 @@ def _placement_chain(e: Expr, chain: dict) -> tuple[Var, ...]:
         if c is not None and len(c) > len(deepest):
             deepest = c
     for i, v in enumerate(e.attr.vars):
-        chain.setdefault(v, deepest + e.attr.vars[:i + 1])
+        chain.setdefault(v, deepest + e.attr.vars[: i + 1])
     return deepest
 
 
@@ -826,6 +887,7 @@ def plan(closed: core.ClosedJaxpr, name: str = "main", *, policy: Policy) -> Pro
         outputs.append(b)
     p.flush()
     from fungrad.lowering import peephole  # (it reads this module's step classes)
+
     peephole.fuse_gemm_updates(p.steps)
     peephole.merge_column_reductions(p.steps, p.ctx)
     used = {b.id for step in p.steps for b in (*step.reads(), *step.writes())}

@@ -19,8 +19,10 @@ def lower_host_call(ctx, what: str, run, operands, result_avals) -> list:
     planner = ctx.planner
     n = planner._n["host"] = planner._n.get("host", 0) + 1  # shared by sub-programs
     ins = [ctx.materialize(t).buffer for t in operands]
-    outs = [planner.new_buffer(a.shape, a.dtype, "temp", f"host{n}.out{k}")
-            for k, a in enumerate(result_avals)]
+    outs = [
+        planner.new_buffer(a.shape, a.dtype, "temp", f"host{n}.out{k}")
+        for k, a in enumerate(result_avals)
+    ]
     planner.add_step(HostCallStep(f"host{n}", n, what, run, ins, outs))
     return [planner.buffer_tensor(b, what) for b in outs]
 

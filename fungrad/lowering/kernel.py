@@ -38,19 +38,86 @@ BOOL = np.dtype(np.bool_)
 # -- the kernel-op set ---------------------------------------------------------------------------
 
 #: float-only unary ops implemented by ``llvm_math`` polynomials (and by WGSL builtins)
-MATH_UNARY = frozenset({
-    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh", "logistic", "sin", "cos",
-    "tan", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
-    "cbrt", "lgamma", "digamma", "erf_inv"})
-UNARY = frozenset({"neg", "abs", "sign", "floor", "ceil", "round_even", "round_away", "sqrt",
-                   "rsqrt", "not", "popcnt", "clz", "is_finite", "isnan"}) | MATH_UNARY
-BINARY = frozenset({"add", "sub", "mul", "div", "rem", "max", "min", "pow", "atan2", "and",
-                    "or", "xor", "shl", "shr_logical", "shr_arith", "nextafter"})
+MATH_UNARY = frozenset(
+    {
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log2",
+        "log10",
+        "log1p",
+        "tanh",
+        "logistic",
+        "sin",
+        "cos",
+        "tan",
+        "atan",
+        "asin",
+        "acos",
+        "sinh",
+        "cosh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "erf",
+        "erfc",
+        "cbrt",
+        "lgamma",
+        "digamma",
+        "erf_inv",
+    }
+)
+UNARY = (
+    frozenset(
+        {
+            "neg",
+            "abs",
+            "sign",
+            "floor",
+            "ceil",
+            "round_even",
+            "round_away",
+            "sqrt",
+            "rsqrt",
+            "not",
+            "popcnt",
+            "clz",
+            "is_finite",
+            "isnan",
+        }
+    )
+    | MATH_UNARY
+)
+BINARY = frozenset(
+    {
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "rem",
+        "max",
+        "min",
+        "pow",
+        "atan2",
+        "and",
+        "or",
+        "xor",
+        "shl",
+        "shr_logical",
+        "shr_arith",
+        "nextafter",
+    }
+)
 COMPARE = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 REDUCE_OPS = frozenset({"add", "mul", "max", "min", "and", "or", "xor", "argmax", "argmin"})
 #: all ops an Expr may carry
-OPS = UNARY | BINARY | COMPARE | frozenset({
-    "const", "idx", "load", "select", "convert", "bitcast", "reduce", "idiv", "irem"})
+OPS = (
+    UNARY
+    | BINARY
+    | COMPARE
+    | frozenset({"const", "idx", "load", "select", "convert", "bitcast", "reduce", "idiv", "irem"})
+)
 
 
 class Var:
@@ -74,8 +141,9 @@ class Buffer:
 
     __slots__ = ("id", "shape", "dtype", "kind", "name", "ready", "ctx", "index")
 
-    def __init__(self, id: int, shape: tuple[int, ...], dtype: np.dtype, kind: str, name: str,
-                 ctx=None):
+    def __init__(
+        self, id: int, shape: tuple[int, ...], dtype: np.dtype, kind: str, name: str, ctx=None
+    ):
         self.id, self.shape, self.dtype, self.kind, self.name = id, shape, dtype, kind, name
         self.ready = kind in ("input", "const")  # holds its value before the current step
         self.ctx = ctx
@@ -183,8 +251,10 @@ class Tensor:
         if buf is not None and buf.ready:  # stored by an earlier step: read it back
             return buf.ctx.load(buf, buf.ctx.flat_index(idx, self.shape))
         if len(idx) != len(self.shape):
-            raise ValueError(f"lowering: {self.origin or 'tensor'} of shape {self.shape} indexed "
-                             f"with {len(idx)} indices")
+            raise ValueError(
+                f"lowering: {self.origin or 'tensor'} of shape {self.shape} indexed "
+                f"with {len(idx)} indices"
+            )
         hook = _on_read[0]
         if hook is not None:
             hook(self, idx)
@@ -198,8 +268,10 @@ class Tensor:
             finally:
                 _building.pop()
             if e.dtype != self.dtype:
-                raise TypeError(f"lowering rule of {self.origin}: element dtype {e.dtype} but "
-                                f"the tensor is {self.dtype}")
+                raise TypeError(
+                    f"lowering rule of {self.origin}: element dtype {e.dtype} but "
+                    f"the tensor is {self.dtype}"
+                )
         return e
 
     def __repr__(self):
@@ -208,6 +280,7 @@ class Tensor:
 
 
 # -- the per-compilation context: interning and expression builders -----------------------------
+
 
 def _free_of(op, args, attr) -> frozenset:
     if op == "idx":
@@ -225,16 +298,28 @@ def _convert_value(value, from_dtype, to_dtype):
         info = np.iinfo(to_dtype)
         if math.isnan(value):
             return 0
-        return int(min(max(math.trunc(value), info.min), info.max)) if math.isfinite(value) \
+        return (
+            int(min(max(math.trunc(value), info.min), info.max))
+            if math.isfinite(value)
             else (info.max if value > 0 else info.min)
+        )
     with np.errstate(all="ignore"):
         return np.asarray(value, from_dtype).astype(to_dtype)[()]
 
 
 #: float ops :meth:`Ctx.op` computes at build time when every operand is a constant
-_FOLDED = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-           "neg": np.negative, "abs": np.abs, "sqrt": np.sqrt, "floor": np.floor,
-           "ceil": np.ceil, "round_even": np.rint}
+_FOLDED = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "neg": np.negative,
+    "abs": np.abs,
+    "sqrt": np.sqrt,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round_even": np.rint,
+}
 
 
 class Ctx:
@@ -252,8 +337,12 @@ class Ctx:
     # nodes
     def node(self, op: str, args: tuple, dtype, attr=None) -> Expr:
         dtype = np.dtype(dtype)
-        key = (op, tuple(id(a) for a in args), dtype, attr if op != "const" else
-               (attr, np.asarray(attr).tobytes()))
+        key = (
+            op,
+            tuple(id(a) for a in args),
+            dtype,
+            attr if op != "const" else (attr, np.asarray(attr).tobytes()),
+        )
         e = self._nodes.get(key)
         if e is None:
             # interned nodes live as long as the context, so argument ids stay unique
@@ -262,8 +351,12 @@ class Ctx:
 
     def const(self, value, dtype) -> Expr:
         dtype = np.dtype(dtype)
-        return self.node("const", (), dtype, dtype.type(value).item()
-                         if dtype.kind != "f" else float(dtype.type(value)))
+        return self.node(
+            "const",
+            (),
+            dtype,
+            dtype.type(value).item() if dtype.kind != "f" else float(dtype.type(value)),
+        )
 
     def index(self, var: Var) -> Expr:
         return self.node("idx", (), INDEX, var)
@@ -334,8 +427,11 @@ class Ctx:
         stride = math.prod(shape)
         for n in shape:
             stride //= n
-            out.append(self.irem(self.idiv(flat, self.iconst(stride)), self.iconst(n))
-                       if n != 1 else self.iconst(0))
+            out.append(
+                self.irem(self.idiv(flat, self.iconst(stride)), self.iconst(n))
+                if n != 1
+                else self.iconst(0)
+            )
         return tuple(out)
 
     # scalar ops
@@ -345,8 +441,9 @@ class Ctx:
         if name not in OPS:
             raise ValueError(f"unknown kernel op {name!r}")
         if dtype is None:
-            dtype = BOOL if name in COMPARE or name == "isnan" or name == "is_finite" \
-                else args[0].dtype
+            dtype = (
+                BOOL if name in COMPARE or name == "isnan" or name == "is_finite" else args[0].dtype
+            )
         if name in _FOLDED and all(a.is_const for a in args) and np.dtype(dtype).kind == "f":
             return self._fold(name, args, dtype)
         return self.node(name, tuple(args), dtype)
@@ -381,8 +478,9 @@ class Ctx:
             return x
         return self.node("bitcast", (x,), dtype)
 
-    def reduce(self, op: str, extents: Sequence[int], body: Callable[..., Expr],
-               dtype=None) -> Expr:
+    def reduce(
+        self, op: str, extents: Sequence[int], body: Callable[..., Expr], dtype=None
+    ) -> Expr:
         """``op``-reduce ``body(*index_exprs)`` over fresh loop variables with ``extents``.
 
         ``argmax``/``argmin`` give the (first) position of the extreme value (NaN counts as
@@ -410,6 +508,7 @@ class Ctx:
 
 # -- building tensors -----------------------------------------------------------------------------
 
+
 def from_fn(shape, dtype, fn, origin="") -> Tensor:
     """A tensor whose element at ``idx`` is ``fn(idx)``."""
     return Tensor(shape, dtype, fn, origin)
@@ -431,6 +530,7 @@ def map_op(ctx: Ctx, op: str, *args: Tensor, dtype=None, origin: str = "") -> Te
 
     def fn(idx):
         return ctx.op(op, *[a.at(broadcast_index(ctx, a, idx)) for a in args], dtype=dtype)
+
     return Tensor(shape, dtype, fn, origin or op)
 
 
@@ -440,6 +540,7 @@ def map_fn(ctx: Ctx, fn: Callable[..., Expr], *args: Tensor, dtype, origin: str)
 
     def at(idx):
         return fn(*[a.at(broadcast_index(ctx, a, idx)) for a in args])
+
     return Tensor(shape, dtype, at, origin)
 
 
@@ -476,30 +577,45 @@ def register_lowering(prim, rule=None):
 
 def elementwise_lowering(prim, op: str) -> None:
     """Lower ``prim`` to the one kernel op ``op`` (result dtype from the primitive)."""
+
     def rule(ctx, *args, **params):
         return map_op(ctx, op, *args, origin=prim.name)
+
     lowering_rules[prim] = rule
 
 
 # -- shared pieces of lowering rules ---------------------------------------------------------------
 
-def transposed(ctx: Ctx, x: Tensor, permutation: Sequence[int], origin: str = "transpose"
-               ) -> Tensor:
+
+def transposed(
+    ctx: Ctx, x: Tensor, permutation: Sequence[int], origin: str = "transpose"
+) -> Tensor:
     """``x.transpose(permutation)`` as index arithmetic (a view of x's buffer stays a view)."""
     perm = tuple(permutation)
     inv = [0] * len(perm)
     for j, d in enumerate(perm):
         inv[d] = j
-    t = Tensor(tuple(x.shape[d] for d in perm), x.dtype,
-               lambda idx: x.at(tuple(idx[inv[d]] for d in range(len(perm)))), origin)
+    t = Tensor(
+        tuple(x.shape[d] for d in perm),
+        x.dtype,
+        lambda idx: x.at(tuple(idx[inv[d]] for d in range(len(perm)))),
+        origin,
+    )
     if x.view is not None:
         buf, p = x.view
         t.view = (buf, tuple(p[q] for q in perm))
     return t
 
 
-def reduced(ctx: Ctx, x: Tensor, axes: Sequence[int], op: str, acc_dtype=None,
-            out_dtype=None, origin: str = "reduce") -> Tensor:
+def reduced(
+    ctx: Ctx,
+    x: Tensor,
+    axes: Sequence[int],
+    op: str,
+    acc_dtype=None,
+    out_dtype=None,
+    origin: str = "reduce",
+) -> Tensor:
     """``op``-reduce ``x`` over ``axes`` (innermost loop over the last reduced axis).
     Elements are converted to ``acc_dtype`` before accumulating and the result to
     ``out_dtype`` (both default to x's dtype)."""
@@ -517,11 +633,13 @@ def reduced(ctx: Ctx, x: Tensor, axes: Sequence[int], op: str, acc_dtype=None,
             for a, i in zip(axes, r):
                 full[a] = i
             return ctx.convert(x.at(tuple(full)), acc_dtype)
+
         if not axes:
             return ctx.convert(body(), out_dtype)
         if 0 in extents and op not in ("argmax", "argmin"):
             return ctx.const(reduce_identity(op, acc_dtype), out_dtype)
         return ctx.convert(ctx.reduce(op, extents, body), out_dtype)
+
     return Tensor(tuple(x.shape[d] for d in kept), out_dtype, element, origin)
 
 
@@ -578,7 +696,8 @@ def substitute(ctx: Ctx, e: Expr, var: Var, by: Expr, memo: dict | None = None) 
         if e.op == "idx":
             got = by
         else:
-            got = ctx.node(e.op, tuple(substitute(ctx, a, var, by, memo) for a in e.args),
-                           e.dtype, e.attr)
+            got = ctx.node(
+                e.op, tuple(substitute(ctx, a, var, by, memo) for a in e.args), e.dtype, e.attr
+            )
         memo[id(e)] = got
     return got

@@ -22,6 +22,7 @@ def _between(steps, lo: int, hi: int):
 def _scaled_update(value: Expr, index: Expr, product: Buffer):
     """``(w, alpha)`` when ``value`` is ``w[index] + alpha * product[index]`` (or
     ``w - alpha * product``, either operand order), with the same index everywhere; else None."""
+
     def load_at(e):
         return e.attr if e.op == "load" and e.args[0] is index else None
 
@@ -33,6 +34,7 @@ def _scaled_update(value: Expr, index: Expr, product: Buffer):
                 if c.is_const and load_at(x) is product:
                     return float(c.attr)
         return None
+
     if value.op not in ("add", "sub"):
         return None
     x, y = value.args
@@ -65,9 +67,15 @@ def fuse_gemm_updates(steps: list) -> None:
             continue
         st = kern.stores[0]
         out = st.buffer
-        if (st.combine is not None or st.mask is not None or out.shape != g.c.shape
-                or out.dtype != g.c.dtype or tuple(v.extent for v in kern.loops) != out.shape
-                or g.c in kern.writes() or out in (g.a, g.b)):
+        if (
+            st.combine is not None
+            or st.mask is not None
+            or out.shape != g.c.shape
+            or out.dtype != g.c.dtype
+            or tuple(v.extent for v in kern.loops) != out.shape
+            or g.c in kern.writes()
+            or out in (g.a, g.b)
+        ):
             continue
         found = _scaled_update(st.value, st.index, g.c)
         if found is None:
@@ -89,8 +97,12 @@ def merge_column_reductions(steps: list, ctx: Ctx) -> None:
     while i < len(steps):
         red = steps[i]
         i += 1
-        if not (isinstance(red, Kernel) and red.stores and red.loops
-                and all(s.combine is not None and s.mask is None for s in red.stores)):
+        if not (
+            isinstance(red, Kernel)
+            and red.stores
+            and red.loops
+            and all(s.combine is not None and s.mask is None for s in red.stores)
+        ):
             continue
         extents = tuple(v.extent for v in red.loops)
         accs = red.writes()

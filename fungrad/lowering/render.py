@@ -111,8 +111,10 @@ class KernelRenderer:
         ``Expr``: a backend may also render ops it composes itself (a reduction's combine)."""
         fn = self.code_for_op.get(op)
         if fn is None:
-            raise TypeError(f"{self.backend} renderer: no code for kernel op {op!r} (add an "
-                            "entry to its code_for_op table)")
+            raise TypeError(
+                f"{self.backend} renderer: no code for kernel op {op!r} (add an "
+                "entry to its code_for_op table)"
+            )
         return fn(self, *context)
 
     # reductions ----------------------------------------------------------------------------
@@ -192,8 +194,18 @@ def kernel_record(kern, buffer_ids) -> tuple:
         return got
 
     loops = tuple(var(v) for v in kern.loops)
-    stores = tuple((buffer_pos[st.buffer.id], st.buffer.dtype.str, num(st.index), num(st.value),
-                    st.combine, num(st.mask), st.once) for st in kern.stores)
+    stores = tuple(
+        (
+            buffer_pos[st.buffer.id],
+            st.buffer.dtype.str,
+            num(st.index),
+            num(st.value),
+            st.combine,
+            num(st.mask),
+            st.once,
+        )
+        for st in kern.stores
+    )
     return loops, stores, tuple(nodes)
 
 
@@ -210,8 +222,10 @@ class StepRenderers:
     def __call__(self, writer, step, *context):
         fn = self.table.get(type(step))
         if fn is None:
-            raise TypeError(f"{self.backend} renderer: no renderer for step kind "
-                            f"{type(step).__name__} (register one in its step table)")
+            raise TypeError(
+                f"{self.backend} renderer: no renderer for step kind "
+                f"{type(step).__name__} (register one in its step table)"
+            )
         return fn(writer, step, *context)
 
     def __contains__(self, kind: type) -> bool:

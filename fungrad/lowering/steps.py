@@ -26,17 +26,27 @@ import numpy as np
 from fungrad.lowering.fusion import Program
 from fungrad.lowering.kernel import Buffer
 
-__all__ = ["Carry", "Slice", "CondStep", "WhileStep", "ScanStep", "SortStep", "HostCallStep",
-           "scratch_slots"]
+__all__ = [
+    "Carry",
+    "Slice",
+    "CondStep",
+    "WhileStep",
+    "ScanStep",
+    "SortStep",
+    "HostCallStep",
+    "scratch_slots",
+]
 
 
 # -- control flow -----------------------------------------------------------------------------
+
 
 @dataclass(eq=False)
 class Carry:
     """One loop-carried value: ``home``/``spare`` hold it alternately; ``cur`` (the value an
     iteration reads) and ``nxt`` (the value it writes) are views whose addresses change every
     iteration. ``start_home``: the first iteration reads ``home`` (else ``spare``)."""
+
     home: Buffer
     spare: Buffer
     cur: Buffer
@@ -47,6 +57,7 @@ class Carry:
 @dataclass(eq=False)
 class Slice:
     """``view`` is row ``i`` (along the leading axis) of ``whole`` in iteration ``i``."""
+
     view: Buffer
     whole: Buffer
 
@@ -64,6 +75,7 @@ class _ControlStep:
             for b in bufs:
                 out.update(backing.get(b.id, (b,)))
             return out
+
         r, w = set(reads), set(writes)
         for steps in programs:
             for s in steps:
@@ -92,6 +104,7 @@ class _ControlStep:
 class CondStep(_ControlStep):
     """Run ``branches[clamp(index, 0, n - 1)]`` (``index`` a 0-d integer buffer); every
     branch writes all of ``outs``."""
+
     name: str
     index: Buffer
     branches: list[list]
@@ -104,8 +117,11 @@ class CondStep(_ControlStep):
         return list(self.branches)
 
     def describe_body(self) -> list[str]:
-        return [line for i, steps in enumerate(self.branches)
-                for line in self._body_lines(f"branch {i}", steps)]
+        return [
+            line
+            for i, steps in enumerate(self.branches)
+            for line in self._body_lines(f"branch {i}", steps)
+        ]
 
 
 @dataclass(eq=False)
@@ -113,6 +129,7 @@ class WhileStep(_ControlStep):
     """``while pred(cond program): body program``, carries double-buffered; the cond program
     stores the predicate in the 0-d bool buffer ``pred``. The final value of a carry may be
     in its spare buffer: the renderer copies it home at exit."""
+
     name: str
     cond: list
     pred: Buffer
@@ -137,6 +154,7 @@ class ScanStep(_ControlStep):
     """``for t in range(length)`` (row ``i = t``, or ``length - 1 - t`` when ``reverse``): the
     body program reads row ``i`` of each of ``xs`` and writes row ``i`` of each of ``ys``.
     The trip count is known, so each carry starts where its final value must land."""
+
     name: str
     body: list
     carries: list[Carry]
@@ -150,8 +168,12 @@ class ScanStep(_ControlStep):
         backing = {v.id: (c.home, c.spare) for c in carries for v in (c.cur, c.nxt)}
         backing.update({s.view.id: (s.whole,) for s in self.xs + self.ys})
         both = [b for c in carries for b in (c.home, c.spare)]
-        self._collect([self.body], backing, both + [s.whole for s in self.xs],
-                      both + [s.whole for s in self.ys])
+        self._collect(
+            [self.body],
+            backing,
+            both + [s.whole for s in self.xs],
+            both + [s.whole for s in self.ys],
+        )
 
     def sub_programs(self) -> list[list]:
         return [self.body]
@@ -174,6 +196,7 @@ class SortStep:
     positions as int32 to ``index_output``, for top_k). ``order``: ``"sort"`` (JAX's order:
     -0.0 == 0.0, NaNs last) or ``"top_k"`` (descending in XLA's total order); both stable.
     ``scratch`` holds ``4 n`` int64 per slot (:func:`scratch_slots`)."""
+
     name: str
     inputs: list[Buffer]
     outputs: list[Buffer]
@@ -211,11 +234,13 @@ def scratch_slots(shape: tuple[int, ...], dimension: int) -> int:
 
 # -- host calls -------------------------------------------------------------------------------
 
+
 @dataclass(eq=False)
 class HostCallStep:
     """Call ``run(operand values) -> result values`` (numpy arrays) on the host: reads
     ``operands``, writes ``results``. ``index`` numbers the host steps of one program (its
     sub-programs included); ``what`` names the callback in plans and errors."""
+
     name: str
     index: int
     what: str

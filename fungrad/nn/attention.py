@@ -27,8 +27,10 @@ def _as_4d(name: str, t):
     util.check_arraylike("dot_product_attention", t)
     t = fnp.asarray(t)
     if t.ndim > 4:
-        raise ValueError(f"dot_product_attention: {name} must have 3 or 4 dimensions "
-                         f"((B)TNH-style), got shape {t.shape}")
+        raise ValueError(
+            f"dot_product_attention: {name} must have 3 or 4 dimensions "
+            f"((B)TNH-style), got shape {t.shape}"
+        )
     return fnp.reshape(t, (1,) * (4 - t.ndim) + t.shape)
 
 
@@ -36,16 +38,19 @@ def _check(name: str, t, shape, dtype=None):
     if t is None:
         return
     if t.ndim != len(shape):
-        raise ValueError(f"dot_product_attention: {name} must have {len(shape)} dimensions, "
-                         f"got shape {t.shape}")
+        raise ValueError(
+            f"dot_product_attention: {name} must have {len(shape)} dimensions, got shape {t.shape}"
+        )
     if dtype is not None and t.dtype != dtype:
-        raise ValueError(f"dot_product_attention: {name} must have dtype {np.dtype(dtype)}, "
-                         f"got {t.dtype}")
+        raise ValueError(
+            f"dot_product_attention: {name} must have dtype {np.dtype(dtype)}, got {t.dtype}"
+        )
     for want, got in zip(shape, t.shape):
         if want != -1 and want != got:
             want_s = tuple("*" if s == -1 else s for s in shape)
-            raise ValueError(f"dot_product_attention: {name} must have shape {want_s}, got "
-                             f"{t.shape}")
+            raise ValueError(
+                f"dot_product_attention: {name} must have shape {want_s}, got {t.shape}"
+            )
 
 
 def _large_negative(dtype):
@@ -53,10 +58,21 @@ def _large_negative(dtype):
     return -0.7 * big
 
 
-def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
-                          is_causal: bool = False, query_seq_lengths=None,
-                          key_value_seq_lengths=None, local_window_size=None,
-                          implementation=None, return_residual: bool = False):
+def dot_product_attention(
+    query,
+    key,
+    value,
+    bias=None,
+    mask=None,
+    *,
+    scale=None,
+    is_causal: bool = False,
+    query_seq_lengths=None,
+    key_value_seq_lengths=None,
+    local_window_size=None,
+    implementation=None,
+    return_residual: bool = False,
+):
     """``softmax(q k^T * scale + bias) v`` per head (``jax.nn.dot_product_attention``).
 
     ``query`` is ``(B, T, N, H)`` (or ``(T, N, H)``), ``key`` and ``value`` ``(B, S, K, H)``
@@ -70,9 +86,11 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     ``(B, T, N)``, without gradient.
     """
     if implementation not in (None, "xla"):
-        raise ValueError(f"dot_product_attention: unsupported implementation "
-                         f"{implementation!r}; fungrad computes attention with the 'xla' "
-                         f"algorithm (pass None or 'xla')")
+        raise ValueError(
+            f"dot_product_attention: unsupported implementation "
+            f"{implementation!r}; fungrad computes attention with the 'xla' "
+            f"algorithm (pass None or 'xla')"
+        )
     out_shape = fnp.shape(query)
     q, k, v = _as_4d("query", query), _as_4d("key", key), _as_4d("value", value)
     bias = None if bias is None else _as_4d("bias", bias)
@@ -88,8 +106,10 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     _check("key_value_seq_lengths", kvlen, (B,), np.dtype(np.int32))
     T, N = q.shape[1], q.shape[2]
     if K == 0 or N % K:
-        raise ValueError(f"dot_product_attention: the number of query heads must be a "
-                         f"multiple of key/value heads, but got {N} vs {K}")
+        raise ValueError(
+            f"dot_product_attention: the number of query heads must be a "
+            f"multiple of key/value heads, but got {N} vs {K}"
+        )
     if isinstance(local_window_size, (int, np.integer)):
         local_window_size = (int(local_window_size), int(local_window_size))
     G = N // K
@@ -122,8 +142,7 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     if kvlen is not None:
         keep = both(keep, (fnp.arange(S)[None, None, :] < kvlen[:, None, None])[:, None])
     if keep is not None:
-        logits = fnp.where(keep, logits, fnp.asarray(_large_negative(logits_dtype),
-                                                     logits_dtype))
+        logits = fnp.where(keep, logits, fnp.asarray(_large_negative(logits_dtype), logits_dtype))
 
     logits32 = logits.astype(np.float32)
     probs = special.softmax(logits32, axis=-1).astype(k.dtype)
@@ -136,15 +155,17 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     encoded = fnp.reshape(encoded, out_shape)
     if not return_residual:
         return encoded
-    lse = special.logsumexp(logits32, axis=-1).astype(k.dtype)     # (B, N, T)
+    lse = special.logsumexp(logits32, axis=-1).astype(k.dtype)  # (B, N, T)
     lse = lax.stop_gradient(fnp.transpose(lse, (0, 2, 1)))
     return encoded, fnp.reshape(lse, out_shape[:-1])
 
 
 def _repeat_last(s, k: int, name: str):
     if s.shape[-1] == 0 or k % s.shape[-1]:
-        raise ValueError(f"scaled_matmul: the last dimension of {name} ({s.shape[-1]}) must "
-                         f"divide the contracting dimension {k}")
+        raise ValueError(
+            f"scaled_matmul: the last dimension of {name} ({s.shape[-1]}) must "
+            f"divide the contracting dimension {k}"
+        )
     return fnp.repeat(s, k // s.shape[-1], axis=-1)
 
 
@@ -156,21 +177,30 @@ def scaled_matmul(lhs, rhs, lhs_scales, rhs_scales, preferred_element_type=np.fl
     ``preferred_element_type``. fungrad has no float8/float4 dtypes, so the operands are the
     float (or integer) values those formats would hold."""
     arrs = []
-    for name, a in (("lhs", lhs), ("rhs", rhs), ("lhs_scales", lhs_scales),
-                    ("rhs_scales", rhs_scales)):
+    for name, a in (
+        ("lhs", lhs),
+        ("rhs", rhs),
+        ("lhs_scales", lhs_scales),
+        ("rhs_scales", rhs_scales),
+    ):
         util.check_arraylike("scaled_matmul", a)
         a = fnp.asarray(a)
         if a.ndim != 3:
-            raise ValueError(f"scaled_matmul: {name} must be 3-d ((B, M|N, K)-style), got shape "
-                             f"{a.shape}")
+            raise ValueError(
+                f"scaled_matmul: {name} must be 3-d ((B, M|N, K)-style), got shape {a.shape}"
+            )
         arrs.append(a.astype(np.float32))
     a, b, sa, sb = arrs
     if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[2]:
-        raise ValueError(f"scaled_matmul: lhs {a.shape} and rhs {b.shape} must agree in the "
-                         f"batch (first) and contracting (last) dimensions")
+        raise ValueError(
+            f"scaled_matmul: lhs {a.shape} and rhs {b.shape} must agree in the "
+            f"batch (first) and contracting (last) dimensions"
+        )
     if sa.shape[:2] != a.shape[:2] or sb.shape[:2] != b.shape[:2]:
-        raise ValueError(f"scaled_matmul: scales {sa.shape}, {sb.shape} must match the first "
-                         f"two dimensions of lhs {a.shape} and rhs {b.shape}")
+        raise ValueError(
+            f"scaled_matmul: scales {sa.shape}, {sb.shape} must match the first "
+            f"two dimensions of lhs {a.shape} and rhs {b.shape}"
+        )
     kdim = a.shape[2]
     a = a * _repeat_last(sa, kdim, "lhs_scales")
     b = b * _repeat_last(sb, kdim, "rhs_scales")
@@ -178,16 +208,28 @@ def scaled_matmul(lhs, rhs, lhs_scales, rhs_scales, preferred_element_type=np.fl
     return out.astype(preferred_element_type)
 
 
-def scaled_dot_general(lhs, rhs, dimension_numbers, preferred_element_type=np.float32,
-                       configs=None, implementation=None):
+def scaled_dot_general(
+    lhs,
+    rhs,
+    dimension_numbers,
+    preferred_element_type=np.float32,
+    configs=None,
+    implementation=None,
+):
     """``lax.dot_general`` with block-scaled quantization (``jax.nn.scaled_dot_general``).
     With ``configs=None`` (JAX's default) it is ``lax.dot_general(lhs, rhs,
     dimension_numbers, preferred_element_type=...)``, as in JAX. Quantizing configs (mxfp8,
     nvfp4) need float8/float4 dtypes, which fungrad does not have: they are a TypeError."""
     if configs is not None:
-        raise TypeError("scaled_dot_general: quantizing configs (mxfp8/nvfp4) need float8 and "
-                        "float4 dtypes, which fungrad does not support; pass configs=None for "
-                        "a plain dot_general")
+        raise TypeError(
+            "scaled_dot_general: quantizing configs (mxfp8/nvfp4) need float8 and "
+            "float4 dtypes, which fungrad does not support; pass configs=None for "
+            "a plain dot_general"
+        )
     del implementation  # deprecated in JAX and ignored there too
-    return lax.dot_general(fnp.asarray(lhs), fnp.asarray(rhs), dimension_numbers,
-                           preferred_element_type=preferred_element_type)
+    return lax.dot_general(
+        fnp.asarray(lhs),
+        fnp.asarray(rhs),
+        dimension_numbers,
+        preferred_element_type=preferred_element_type,
+    )

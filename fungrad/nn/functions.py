@@ -24,10 +24,37 @@ from fungrad.scipy import special
 from fungrad.transforms.custom import custom_jvp
 
 __all__ = [
-    "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
-    "identity", "leaky_relu", "log_sigmoid", "log_softmax", "logmeanexp", "logsumexp", "mish",
-    "one_hot", "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus",
-    "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh", "log1mexp",
+    "celu",
+    "elu",
+    "gelu",
+    "glu",
+    "hard_sigmoid",
+    "hard_silu",
+    "hard_swish",
+    "hard_tanh",
+    "identity",
+    "leaky_relu",
+    "log_sigmoid",
+    "log_softmax",
+    "logmeanexp",
+    "logsumexp",
+    "mish",
+    "one_hot",
+    "relu",
+    "relu6",
+    "selu",
+    "sigmoid",
+    "silu",
+    "soft_sign",
+    "softmax",
+    "softplus",
+    "sparse_plus",
+    "sparse_sigmoid",
+    "squareplus",
+    "standardize",
+    "swish",
+    "tanh",
+    "log1mexp",
 ]
 
 logsumexp = special.logsumexp
@@ -50,6 +77,7 @@ def _array(fun_name: str, x):
 
 
 # -- elementwise activations ----------------------------------------------------------------
+
 
 def identity(x):
     """Identity activation: returns ``x`` as an array."""
@@ -241,13 +269,15 @@ def glu(x, axis: int = -1):
     axis = util.canonicalize_axis(axis, x.ndim, "glu")
     size = x.shape[axis]
     if size % 2:
-        raise ValueError(f"glu: the size of axis {axis} must be divisible by 2, got shape "
-                         f"{x.shape}")
+        raise ValueError(
+            f"glu: the size of axis {axis} must be divisible by 2, got shape {x.shape}"
+        )
     x1, x2 = fnp.split(x, 2, axis)
     return x1 * sigmoid(x2)
 
 
 # -- softmax family -------------------------------------------------------------------------
+
 
 def _check_where(fun_name: str, where) -> None:
     if where is not None:
@@ -307,8 +337,9 @@ def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
     return lse - fnp.log(count)
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *,
-                algorithm: str = "fast"):
+def standardize(
+    x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *, algorithm: str = "fast"
+):
     """``(x - mean) / sqrt(variance + epsilon)`` along ``axis`` (int, tuple or None).
 
     ``mean`` / ``variance`` default to the (``where``-masked) statistics of ``x``. As in JAX,
@@ -320,8 +351,9 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
         if v is not None:
             util.check_arraylike("standardize", v, names=[name])
     if algorithm not in ("fast", "stable"):
-        raise ValueError(f"standardize: unknown algorithm {algorithm!r}; expected 'fast' or "
-                         "'stable'")
+        raise ValueError(
+            f"standardize: unknown algorithm {algorithm!r}; expected 'fast' or 'stable'"
+        )
     x = _inexact("standardize", x)
     axis = util.canonicalize_axes(axis, x.ndim, "standardize")
     if mean is None:
@@ -337,6 +369,7 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
 
 # -- one_hot ---------------------------------------------------------------------------------
 
+
 def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
     """One-hot encode integer indices ``x`` along a new axis of size ``num_classes``.
 
@@ -349,16 +382,19 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
     try:
         num_classes = operator.index(num_classes)
     except TypeError:
-        raise TypeError(f"one_hot: num_classes must be a concrete int, got "
-                        f"{num_classes!r}") from None
+        raise TypeError(
+            f"one_hot: num_classes must be a concrete int, got {num_classes!r}"
+        ) from None
     if num_classes < 0:
         raise ValueError(f"one_hot: num_classes must be non-negative, got {num_classes}")
     x = util.asarray(x, fun_name="one_hot")
     if dtypes.is_float(x.dtype):
         # NB: JAX still accepts float indices with a deprecation warning; fungrad does what
         # JAX will do once the deprecation ends.
-        raise TypeError(f"one_hot: indices must have an integer dtype, got {x.dtype.name}; "
-                        "cast them with .astype(int)")
+        raise TypeError(
+            f"one_hot: indices must have an integer dtype, got {x.dtype.name}; "
+            "cast them with .astype(int)"
+        )
     dtype = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
     idx_dtype = x.dtype
     if dtypes.is_bool(idx_dtype) or num_classes - 1 > np.iinfo(idx_dtype).max:

@@ -32,6 +32,7 @@ _REJECTED_EQ = (list, tuple, dict, set)
 
 def _fnp():
     import fungrad.numpy as fnp
+
     return fnp
 
 
@@ -51,8 +52,10 @@ def _binary(fn, reflected: bool = False):
 def _comparison(fn, symbol: str):
     def op(self, other):
         if type(other) in _REJECTED_EQ:
-            raise TypeError(f"unsupported operand type(s) for {symbol}: "
-                            f"{type(self).__name__!r} and {type(other).__name__!r}")
+            raise TypeError(
+                f"unsupported operand type(s) for {symbol}: "
+                f"{type(self).__name__!r} and {type(other).__name__!r}"
+            )
         if not isinstance(other, _ACCEPTED):
             return NotImplemented
         return fn(self, other)
@@ -85,9 +88,11 @@ def _getitem(self, key):
 
 
 def _setitem(self, key, value):
-    raise TypeError(f"{type(self).__name__!r} object does not support item assignment: fungrad "
-                    "arrays are immutable. Use x = x.at[idx].set(value) (or .add, .multiply...) "
-                    "instead")
+    raise TypeError(
+        f"{type(self).__name__!r} object does not support item assignment: fungrad "
+        "arrays are immutable. Use x = x.at[idx].set(value) (or .add, .multiply...) "
+        "instead"
+    )
 
 
 def _contains(self, element):
@@ -95,26 +100,38 @@ def _contains(self, element):
 
 
 _OPERATORS = {
-    "__add__": _binary(ufuncs.add), "__radd__": _binary(ufuncs.add, True),
-    "__sub__": _binary(ufuncs.subtract), "__rsub__": _binary(ufuncs.subtract, True),
-    "__mul__": _binary(ufuncs.multiply), "__rmul__": _binary(ufuncs.multiply, True),
+    "__add__": _binary(ufuncs.add),
+    "__radd__": _binary(ufuncs.add, True),
+    "__sub__": _binary(ufuncs.subtract),
+    "__rsub__": _binary(ufuncs.subtract, True),
+    "__mul__": _binary(ufuncs.multiply),
+    "__rmul__": _binary(ufuncs.multiply, True),
     "__truediv__": _binary(ufuncs.true_divide),
     "__rtruediv__": _binary(ufuncs.true_divide, True),
     "__floordiv__": _binary(ufuncs.floor_divide),
     "__rfloordiv__": _binary(ufuncs.floor_divide, True),
-    "__mod__": _binary(ufuncs.remainder), "__rmod__": _binary(ufuncs.remainder, True),
-    "__divmod__": _binary(ufuncs.divmod), "__rdivmod__": _binary(ufuncs.divmod, True),
-    "__pow__": _pow, "__rpow__": _rpow,
-    "__matmul__": _binary(linear.matmul), "__rmatmul__": _binary(linear.matmul, True),
-    "__and__": _binary(logic.bitwise_and), "__rand__": _binary(logic.bitwise_and, True),
-    "__or__": _binary(logic.bitwise_or), "__ror__": _binary(logic.bitwise_or, True),
-    "__xor__": _binary(logic.bitwise_xor), "__rxor__": _binary(logic.bitwise_xor, True),
+    "__mod__": _binary(ufuncs.remainder),
+    "__rmod__": _binary(ufuncs.remainder, True),
+    "__divmod__": _binary(ufuncs.divmod),
+    "__rdivmod__": _binary(ufuncs.divmod, True),
+    "__pow__": _pow,
+    "__rpow__": _rpow,
+    "__matmul__": _binary(linear.matmul),
+    "__rmatmul__": _binary(linear.matmul, True),
+    "__and__": _binary(logic.bitwise_and),
+    "__rand__": _binary(logic.bitwise_and, True),
+    "__or__": _binary(logic.bitwise_or),
+    "__ror__": _binary(logic.bitwise_or, True),
+    "__xor__": _binary(logic.bitwise_xor),
+    "__rxor__": _binary(logic.bitwise_xor, True),
     "__lshift__": _binary(logic.left_shift),
     "__rlshift__": _binary(logic.left_shift, True),
     "__rshift__": _binary(logic.right_shift),
     "__rrshift__": _binary(logic.right_shift, True),
-    "__eq__": _comparison(logic.equal, "=="), "__ne__": _comparison(logic.not_equal, "!="),
-    "__lt__": _comparison(logic.less, "<"), "__le__": _comparison(logic.less_equal, "<="),
+    "__eq__": _comparison(logic.equal, "=="),
+    "__ne__": _comparison(logic.not_equal, "!="),
+    "__lt__": _comparison(logic.less, "<"),
+    "__le__": _comparison(logic.less_equal, "<="),
     "__gt__": _comparison(logic.greater, ">"),
     "__ge__": _comparison(logic.greater_equal, ">="),
     "__neg__": lambda self: ufuncs.negative(self),
@@ -133,6 +150,7 @@ _OPERATORS = {
 
 def _forward(name: str):
     """A method calling ``fungrad.numpy.<name>(self, ...)`` with the same arguments."""
+
     def method(self, *args, **kwargs):
         return getattr(_fnp(), name)(self, *args, **kwargs)
 
@@ -197,27 +215,49 @@ def _transpose_property(self):
 
 def _matrix_transpose_property(self):
     if self.ndim < 2:
-        raise ValueError(f"mT: matrix transpose needs at least 2 dimensions, got an array of "
-                         f"shape {self.shape}")
+        raise ValueError(
+            f"mT: matrix transpose needs at least 2 dimensions, got an array of shape {self.shape}"
+        )
     perm = tuple(range(self.ndim - 2)) + (self.ndim - 1, self.ndim - 2)
     return lax.transpose(self, perm)
 
 
 _METHODS = {
-    "reshape": reshape, "transpose": transpose, "astype": astype, "flatten": flatten,
-    "ravel": flatten, "copy": copy,
-    "sum": reductions.sum, "prod": reductions.prod, "mean": reductions.mean,
-    "max": reductions.max, "min": reductions.min, "argmax": reductions.argmax,
-    "argmin": reductions.argmin, "any": reductions.any, "all": reductions.all,
-    "std": reductions.std, "var": reductions.var, "ptp": reductions.ptp,
-    "cumsum": reductions.cumsum, "cumprod": reductions.cumprod,
-    "clip": ufuncs.clip, "round": ufuncs.round, "conj": ufuncs.conj,
+    "reshape": reshape,
+    "transpose": transpose,
+    "astype": astype,
+    "flatten": flatten,
+    "ravel": flatten,
+    "copy": copy,
+    "sum": reductions.sum,
+    "prod": reductions.prod,
+    "mean": reductions.mean,
+    "max": reductions.max,
+    "min": reductions.min,
+    "argmax": reductions.argmax,
+    "argmin": reductions.argmin,
+    "any": reductions.any,
+    "all": reductions.all,
+    "std": reductions.std,
+    "var": reductions.var,
+    "ptp": reductions.ptp,
+    "cumsum": reductions.cumsum,
+    "cumprod": reductions.cumprod,
+    "clip": ufuncs.clip,
+    "round": ufuncs.round,
+    "conj": ufuncs.conj,
     "conjugate": ufuncs.conjugate,
     # Functions that live in modules other helpers own, looked up when called.
-    "squeeze": _forward("squeeze"), "swapaxes": _forward("swapaxes"),
-    "repeat": _forward("repeat"), "take": _forward("take"), "dot": _forward("dot"),
-    "nonzero": _forward("nonzero"), "sort": _forward("sort"), "argsort": _forward("argsort"),
-    "trace": _forward("trace"), "diagonal": _forward("diagonal"),
+    "squeeze": _forward("squeeze"),
+    "swapaxes": _forward("swapaxes"),
+    "repeat": _forward("repeat"),
+    "take": _forward("take"),
+    "dot": _forward("dot"),
+    "nonzero": _forward("nonzero"),
+    "sort": _forward("sort"),
+    "argsort": _forward("argsort"),
+    "trace": _forward("trace"),
+    "diagonal": _forward("diagonal"),
     "searchsorted": _forward("searchsorted"),
 }
 

@@ -24,9 +24,30 @@ if TYPE_CHECKING:
     from fungrad.typing import ArrayLike
 
 __all__ = [
-    "arange", "array", "asarray", "astype", "copy", "empty", "empty_like", "eye",
-    "fromfunction", "full", "full_like", "geomspace", "identity", "indices", "linspace",
-    "logspace", "meshgrid", "ones", "ones_like", "tri", "tril", "triu", "zeros", "zeros_like",
+    "arange",
+    "array",
+    "asarray",
+    "astype",
+    "copy",
+    "empty",
+    "empty_like",
+    "eye",
+    "fromfunction",
+    "full",
+    "full_like",
+    "geomspace",
+    "identity",
+    "indices",
+    "linspace",
+    "logspace",
+    "meshgrid",
+    "ones",
+    "ones_like",
+    "tri",
+    "tril",
+    "triu",
+    "zeros",
+    "zeros_like",
 ]
 
 
@@ -35,8 +56,10 @@ def _user_dtype(dtype, fun_name: str, shape=None):
     if dtype is None:
         return None
     if isinstance(dtype, int) and not isinstance(dtype, bool) and isinstance(shape, int):
-        raise TypeError(f"{fun_name}: cannot interpret {dtype!r} as a dtype. Did you mean "
-                        f"{fun_name}(({shape}, {dtype})), with the shape as one tuple?")
+        raise TypeError(
+            f"{fun_name}: cannot interpret {dtype!r} as a dtype. Did you mean "
+            f"{fun_name}(({shape}, {dtype})), with the shape as one tuple?"
+        )
     try:
         return dtypes.check_user_dtype(dtype, fun_name, stacklevel=4)
     except TypeError as e:
@@ -50,6 +73,7 @@ def _inexact(dt: np.dtype) -> np.dtype:
 
 
 # -- array / asarray / astype / copy ----------------------------------------------------------
+
 
 def array(object, dtype=None, copy: bool = True, order: str | None = "K", ndmin: int = 0) -> Array:
     """An Array from an array, a Python scalar or a nested list/tuple of them.
@@ -70,8 +94,9 @@ def array(object, dtype=None, copy: bool = True, order: str | None = "K", ndmin:
     """
     del copy  # Arrays are immutable: a copy is never observable
     if order not in (None, "K", "A", "C"):
-        raise ValueError(f"array: order must be 'K', 'A' or 'C' (Arrays are C-ordered), "
-                         f"got {order!r}")
+        raise ValueError(
+            f"array: order must be 'K', 'A' or 'C' (Arrays are C-ordered), got {order!r}"
+        )
     x = util.asarray(object, _user_dtype(dtype, "array"), "array")
     ndmin = operator.index(ndmin)
     if ndmin > x.ndim:
@@ -111,6 +136,7 @@ def copy(a, order: str | None = None):
 
 
 # -- filled arrays ------------------------------------------------------------------------------
+
 
 def full(shape, fill_value, dtype=None) -> Array:
     """An array of ``shape`` filled with ``fill_value`` (a scalar, or an array broadcast to
@@ -196,6 +222,7 @@ def empty_like(prototype, dtype=None, shape=None):
 
 # -- ranges --------------------------------------------------------------------------------------
 
+
 def arange(start, stop=None, step=None, dtype=None) -> Array:
     """Evenly spaced values in ``[start, stop)`` with spacing ``step`` (concrete bounds).
 
@@ -215,11 +242,15 @@ def arange(start, stop=None, step=None, dtype=None) -> Array:
             bounds.append(None)
             continue
         util.check_arraylike("arange", v, names=[name])
-        v = util.concrete_or_error(v, f"the arange argument {name!r} (the output size must be "
-                                 "static; use fixed bounds or fnp.linspace)")
+        v = util.concrete_or_error(
+            v,
+            f"the arange argument {name!r} (the output size must be "
+            "static; use fixed bounds or fnp.linspace)",
+        )
         if np.ndim(v) != 0:
-            raise ValueError(f"arange: arguments must be scalars, got {name} with shape "
-                             f"{np.shape(v)}")
+            raise ValueError(
+                f"arange: arguments must be scalars, got {name} with shape {np.shape(v)}"
+            )
         bounds.append(v)
     start, stop, step = bounds
     if dt is None:
@@ -235,8 +266,10 @@ def arange(start, stop=None, step=None, dtype=None) -> Array:
         return lax.add(lax.convert_element_type(start, dt), lax.iota(dt, size))
     size = max(0, math.ceil((_scalar(stop) - _scalar(start)) / _scalar(step)))
     work = dtypes.float32 if dt == dtypes.float16 else dt
-    out = lax.add(lax.convert_element_type(start, work),
-                  lax.mul(lax.convert_element_type(step, work), lax.iota(work, size)))
+    out = lax.add(
+        lax.convert_element_type(start, work),
+        lax.mul(lax.convert_element_type(step, work), lax.iota(work, size)),
+    )
     return lax.convert_element_type(out, dt)
 
 
@@ -253,8 +286,15 @@ def _check_num(num, fun_name: str) -> int:
     return num
 
 
-def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
-             dtype=None, axis: int = 0):
+def linspace(
+    start,
+    stop,
+    num: int = 50,
+    endpoint: bool = True,
+    retstep: bool = False,
+    dtype=None,
+    axis: int = 0,
+):
     """``num`` evenly spaced values from ``start`` to ``stop`` (included if ``endpoint``).
 
     ``start``/``stop`` may be arrays (broadcast together); the samples run along ``axis`` of
@@ -279,8 +319,9 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     stop = util.broadcast_to_shape(stop, bshape)
     axis = operator.index(axis)
     if not -len(bshape) - 1 <= axis <= len(bshape):
-        raise np.exceptions.AxisError(f"linspace: axis {axis} is out of bounds for a result "
-                                      f"of dimension {len(bshape) + 1}")
+        raise np.exceptions.AxisError(
+            f"linspace: axis {axis} is out of bounds for a result of dimension {len(bshape) + 1}"
+        )
     axis = axis % (len(bshape) + 1)
     out_shape = bshape[:axis] + (num,) + bshape[axis:]
     div = num - 1 if endpoint else num
@@ -293,8 +334,9 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
         hi = lax.broadcast_in_dim(stop, t_shape, expand)
         out = lax.add(lax.mul(lo, lax.sub(lax.full((), 1, cdt), t)), lax.mul(hi, t))
         if endpoint:
-            out = lax.concatenate([out, lax.reshape(stop, out_shape[:axis] + (1,)
-                                                    + out_shape[axis + 1:])], axis)
+            out = lax.concatenate(
+                [out, lax.reshape(stop, out_shape[:axis] + (1,) + out_shape[axis + 1 :])], axis
+            )
     elif num == 1:
         delta = lax.full((), np.nan, cdt) if endpoint else lax.sub(stop, start)
         out = lax.reshape(start, out_shape)
@@ -307,8 +349,9 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     return (out, delta) if retstep else out
 
 
-def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None,
-             axis: int = 0):
+def logspace(
+    start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None, axis: int = 0
+):
     """``base ** linspace(start, stop, num, endpoint)``, samples along ``axis``.
 
     Example:
@@ -321,8 +364,9 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype
     if dt is None:
         dt = _inexact(dtypes.result_type(start, stop))
     cdt = _inexact(dt)
-    lin = linspace(util.asarray(start, cdt), util.asarray(stop, cdt), num, endpoint=endpoint,
-                   axis=axis)
+    lin = linspace(
+        util.asarray(start, cdt), util.asarray(stop, cdt), num, endpoint=endpoint, axis=axis
+    )
     return lax.convert_element_type(ufuncs.power(base, lin), dt)
 
 
@@ -344,15 +388,21 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
     start = util.asarray(start, cdt)
     stop = util.asarray(stop, cdt)
     sign = ufuncs.sign(start)
-    res = logspace(ufuncs.log10(ufuncs.divide(start, sign)),
-                   ufuncs.log10(ufuncs.divide(stop, sign)), num, endpoint=endpoint,
-                   dtype=cdt, axis=0)
+    res = logspace(
+        ufuncs.log10(ufuncs.divide(start, sign)),
+        ufuncs.log10(ufuncs.divide(stop, sign)),
+        num,
+        endpoint=endpoint,
+        dtype=cdt,
+        axis=0,
+    )
     res = ufuncs.multiply(sign, res)
     res = manipulation.moveaxis(res, 0, util.canonicalize_axis(axis, res.ndim, "geomspace"))
     return lax.convert_element_type(res, dt)
 
 
 # -- eye, tri, masks -------------------------------------------------------------------------
+
 
 def _diagonal_offset(k, fun_name: str):
     """``k`` as a Python int, or as an int32 0-d array when it is traced (JAX allows that)."""
@@ -382,7 +432,7 @@ def eye(N, M=None, k=0, dtype=None) -> Array:
                [0., 0., 1.]], dtype=float32)
     """
     dt = _user_dtype(dtype, "eye") or dtypes.default_float_dtype()
-    n, = util.canonicalize_shape(N, "eye")
+    (n,) = util.canonicalize_shape(N, "eye")
     m = n if M is None else util.canonicalize_shape(M, "eye")[0]
     return lax.convert_element_type(_tri_mask(n, m, k, "eye", lax.eq), dt)
 
@@ -402,7 +452,7 @@ def tri(N, M=None, k: int = 0, dtype=None):
                [1, 1]], dtype=int32)
     """
     dt = _user_dtype(dtype, "tri") or dtypes.default_float_dtype()
-    n, = util.canonicalize_shape(N, "tri")
+    (n,) = util.canonicalize_shape(N, "tri")
     m = n if M is None else util.canonicalize_shape(M, "tri")[0]
     return lax.convert_element_type(_tri_mask(n, m, k, "tri", lax.ge), dt)
 
@@ -417,8 +467,13 @@ def _tri_select(m, k, fun_name: str, lower: bool):
     if lower:
         mask = _tri_mask(n_, m_, k, fun_name, lax.ge)
     else:
-        mask = _tri_mask(n_, m_, lax.sub(k, 1) if isinstance(k, core.Tracer) else
-                         operator.index(k) - 1, fun_name, lax.lt)
+        mask = _tri_mask(
+            n_,
+            m_,
+            lax.sub(k, 1) if isinstance(k, core.Tracer) else operator.index(k) - 1,
+            fun_name,
+            lax.lt,
+        )
     mask = lax.broadcast_in_dim(mask, x.shape, (x.ndim - 2, x.ndim - 1))
     zero = lax.full(x.shape, lax.convert_element_type(0, x.dtype, x.weak_type))
     return lax.select_n(mask, zero, x)
@@ -435,6 +490,7 @@ def triu(m, k: int = 0):
 
 
 # -- grids ------------------------------------------------------------------------------------
+
 
 def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy"):
     """Coordinate arrays from 1-D coordinate vectors ``xi`` (a list of N arrays).
@@ -453,16 +509,20 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     args = [util.asarray(x, fun_name="meshgrid") for x in xi]
     if any(a.ndim != 1 for a in args):
-        raise ValueError("meshgrid: arguments must be 1-D, got shapes "
-                         f"{[tuple(a.shape) for a in args]}")
+        raise ValueError(
+            f"meshgrid: arguments must be 1-D, got shapes {[tuple(a.shape) for a in args]}"
+        )
     swap = indexing == "xy" and len(args) >= 2
     if swap:
         args[0], args[1] = args[1], args[0]
     full_shape = tuple(a.shape[0] for a in args)
     out = []
     for i, a in enumerate(args):
-        shape = full_shape if not sparse else \
-            tuple(d if j == i else 1 for j, d in enumerate(full_shape))
+        shape = (
+            full_shape
+            if not sparse
+            else tuple(d if j == i else 1 for j, d in enumerate(full_shape))
+        )
         out.append(lax.broadcast_in_dim(a, shape, (i,)))
     if swap:
         out[0], out[1] = out[1], out[0]

@@ -24,8 +24,10 @@ def _gradient_1axis(f, axis: int, h):
     at the ends (``edge_order=1``); ``h`` is a scalar spacing or the 1-D coordinates."""
     n, nd = f.shape[axis], f.ndim
     if n < 2:
-        raise ValueError(f"gradient: the shape of the array along axis {axis} must be at "
-                         f"least 2 (edge_order=1), got {n}")
+        raise ValueError(
+            f"gradient: the shape of the array along axis {axis} must be at "
+            f"least 2 (edge_order=1), got {n}"
+        )
     sl = lambda s: f[_slice(nd, axis, s)]  # noqa: E731
     if h.ndim == 0:
         inner = (sl(slice(2, None)) - sl(slice(None, -2))) / (2 * h)
@@ -33,8 +35,9 @@ def _gradient_1axis(f, axis: int, h):
         last = (sl(slice(-1, None)) - sl(slice(-2, -1))) / h
     else:
         if h.shape != (n,):
-            raise ValueError(f"gradient: coordinates along axis {axis} must have length {n}, "
-                             f"got shape {h.shape}")
+            raise ValueError(
+                f"gradient: coordinates along axis {axis} must have length {n}, got shape {h.shape}"
+            )
         dx = fnp.diff(h)
         shape = [1] * nd
         shape[axis] = n - 2 if n > 2 else 0
@@ -56,13 +59,16 @@ def gradient(f, *varargs, axis=None, edge_order=None):
     coordinate array per axis. ``edge_order`` may only be None or 1 (as in JAX).
     """
     if edge_order not in (None, 1):
-        raise ValueError(f"gradient: edge_order={edge_order!r} is not supported; use "
-                         "edge_order=1 (the default): one-sided first-order differences at "
-                         "the boundaries")
+        raise ValueError(
+            f"gradient: edge_order={edge_order!r} is not supported; use "
+            "edge_order=1 (the default): one-sided first-order differences at "
+            "the boundaries"
+        )
     util.check_arraylike("gradient", f, *varargs)
     (f,) = util.promote_dtypes_inexact(f, fun_name="gradient")
-    axes = (tuple(range(f.ndim)) if axis is None else
-            util.canonicalize_axes(axis, f.ndim, "gradient"))
+    axes = (
+        tuple(range(f.ndim)) if axis is None else util.canonicalize_axes(axis, f.ndim, "gradient")
+    )
     if not axes:
         return []
     if len(varargs) == 0:
@@ -72,8 +78,10 @@ def gradient(f, *varargs, axis=None, edge_order=None):
     elif len(varargs) == len(axes):
         hs = [util.asarray(h).astype(f.dtype) for h in varargs]
     else:
-        raise TypeError(f"gradient: got {len(varargs)} spacings for {len(axes)} axes; pass "
-                        "none, one scalar, or one per axis")
+        raise TypeError(
+            f"gradient: got {len(varargs)} spacings for {len(axes)} axes; pass "
+            "none, one scalar, or one per axis"
+        )
     out = [_gradient_1axis(f, a, h) for a, h in zip(axes, hs)]
     return out[0] if (axis is not None and np.ndim(axis) == 0) or len(out) == 1 else out
 

@@ -17,8 +17,10 @@ __all__ = ["fill_diagonal", "mask_indices", "matvec", "place", "put_along_axis",
 
 def _no_inplace(name: str, inplace: bool) -> None:
     if inplace:
-        raise ValueError(f"{name}: fungrad arrays are immutable, so {name} cannot modify its "
-                         f"argument; call {name}(..., inplace=False) and use the returned array")
+        raise ValueError(
+            f"{name}: fungrad arrays are immutable, so {name} cannot modify its "
+            f"argument; call {name}(..., inplace=False) and use the returned array"
+        )
 
 
 def place(arr, mask, vals, *, inplace: bool = True):
@@ -44,15 +46,16 @@ def fill_diagonal(a, val, wrap: bool = False, *, inplace: bool = True):
     ``wrap`` (numpy's wrapping for tall matrices) is not supported, as in JAX."""
     _no_inplace("fill_diagonal", inplace)
     if wrap:
-        raise ValueError("fill_diagonal: wrap=True is not supported (as in JAX); use "
-                         "wrap=False")
+        raise ValueError("fill_diagonal: wrap=True is not supported (as in JAX); use wrap=False")
     util.check_arraylike("fill_diagonal", a, val)
     a = util.asarray(a, fun_name="fill_diagonal")
     if a.ndim < 2:
         raise ValueError(f"fill_diagonal: array must be at least 2-D, got shape {a.shape}")
     if a.ndim > 2 and len(set(a.shape)) != 1:
-        raise ValueError(f"fill_diagonal: all dimensions of an array of more than 2 "
-                         f"dimensions must be equal, got shape {a.shape}")
+        raise ValueError(
+            f"fill_diagonal: all dimensions of an array of more than 2 "
+            f"dimensions must be equal, got shape {a.shape}"
+        )
     n = min(a.shape)
     vals = fnp.ravel(util.asarray(val, fun_name="fill_diagonal")).astype(a.dtype)
     if vals.shape[0] == 0:
@@ -72,16 +75,20 @@ def put_along_axis(arr, indices, values, axis, inplace: bool = True, *, mode=Non
     indices = util.asarray(indices, fun_name="put_along_axis")
     if axis is None:
         vals = fnp.broadcast_to(util.asarray(values).astype(arr.dtype), indices.shape)
-        return fnp.ravel(arr).at[fnp.ravel(indices)].set(fnp.ravel(vals), mode=mode).reshape(
-            arr.shape)
+        return (
+            fnp.ravel(arr).at[fnp.ravel(indices)].set(fnp.ravel(vals), mode=mode).reshape(arr.shape)
+        )
     axis = util.canonicalize_axis(axis, arr.ndim, "put_along_axis")
     if indices.ndim != arr.ndim:
-        raise ValueError(f"put_along_axis: indices must have the rank of arr ({arr.ndim}), got "
-                         f"shape {indices.shape}")
+        raise ValueError(
+            f"put_along_axis: indices must have the rank of arr ({arr.ndim}), got "
+            f"shape {indices.shape}"
+        )
     shape = util.broadcast_shapes(
         tuple(1 if d == axis else s for d, s in enumerate(arr.shape)),
         tuple(1 if d == axis else s for d, s in enumerate(indices.shape)),
-        fun_name="put_along_axis")
+        fun_name="put_along_axis",
+    )
     full_shape = tuple(indices.shape[axis] if d == axis else s for d, s in enumerate(shape))
     index = []
     for d in range(arr.ndim):
@@ -110,8 +117,10 @@ def matvec(x1, x2, /):
     util.check_arraylike("matvec", x1, x2)
     x1, x2 = util.promote_dtypes(x1, x2, fun_name="matvec")
     if x1.ndim < 2 or x2.ndim < 1:
-        raise ValueError(f"matvec: x1 must be at least 2-D and x2 at least 1-D, got shapes "
-                         f"{x1.shape} and {x2.shape}")
+        raise ValueError(
+            f"matvec: x1 must be at least 2-D and x2 at least 1-D, got shapes "
+            f"{x1.shape} and {x2.shape}"
+        )
     return fnp.matmul(x1, x2[..., None])[..., 0]
 
 
@@ -121,6 +130,8 @@ def vecmat(x1, x2, /):
     util.check_arraylike("vecmat", x1, x2)
     x1, x2 = util.promote_dtypes(x1, x2, fun_name="vecmat")
     if x1.ndim < 1 or x2.ndim < 2:
-        raise ValueError(f"vecmat: x1 must be at least 1-D and x2 at least 2-D, got shapes "
-                         f"{x1.shape} and {x2.shape}")
+        raise ValueError(
+            f"vecmat: x1 must be at least 1-D and x2 at least 2-D, got shapes "
+            f"{x1.shape} and {x2.shape}"
+        )
     return fnp.matmul(x1[..., None, :], x2)[..., 0, :]

@@ -37,8 +37,9 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     try:
         n = operator.index(bins)
     except TypeError:
-        raise TypeError(f"histogram_bin_edges: bins must be an integer or a 1-D array of "
-                        f"edges, got {bins!r}") from None
+        raise TypeError(
+            f"histogram_bin_edges: bins must be an integer or a 1-D array of edges, got {bins!r}"
+        ) from None
     if n < 1:
         raise ValueError(f"histogram_bin_edges: bins must be positive, got {n}")
     if range is None:
@@ -67,8 +68,11 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
     a = fnp.ravel(util.asarray(a, fun_name="histogram"))
     edges = histogram_bin_edges(a, bins, range)
     dt = edges.dtype
-    w = fnp.ones(a.shape, dt) if weights is None else fnp.ravel(
-        util.asarray(weights, fun_name="histogram")).astype(dt)
+    w = (
+        fnp.ones(a.shape, dt)
+        if weights is None
+        else fnp.ravel(util.asarray(weights, fun_name="histogram")).astype(dt)
+    )
     if w.shape != a.shape:
         raise ValueError(f"histogram: weights must have a's shape {a.shape}, got {w.shape}")
     idx = _bin_index(a.astype(dt), edges)
@@ -92,8 +96,9 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     ranges = [None] * d if range is None else list(range)
     if len(bins_list) != d or len(ranges) != d:
         raise ValueError(f"histogramdd: bins and range need one entry per dimension ({d})")
-    edges = [histogram_bin_edges(sample[:, i], b, r)
-             for i, (b, r) in enumerate(zip(bins_list, ranges))]
+    edges = [
+        histogram_bin_edges(sample[:, i], b, r) for i, (b, r) in enumerate(zip(bins_list, ranges))
+    ]
     dims = tuple(e.shape[0] + 1 for e in edges)
     idx = [_bin_index(sample[:, i].astype(e.dtype), e) for i, e in enumerate(edges)]
     flat = fnp.ravel_multi_index(tuple(idx), dims, mode="clip")

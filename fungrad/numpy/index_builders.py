@@ -41,10 +41,12 @@ class _Grid:
         keys = key if isinstance(key, tuple) else (key,)
         for k in keys:
             if not isinstance(k, slice):
-                raise TypeError(f"{self.name}: index with slices (e.g. {self.name}[0:4, 0:3]), "
-                                f"got {k!r}")
-        arrays = util.promote_dtypes(*[_slice_array(k, self.name) for k in keys],
-                                     fun_name=self.name)
+                raise TypeError(
+                    f"{self.name}: index with slices (e.g. {self.name}[0:4, 0:3]), got {k!r}"
+                )
+        arrays = util.promote_dtypes(
+            *[_slice_array(k, self.name) for k in keys], fun_name=self.name
+        )
         if not isinstance(key, tuple):
             return arrays[0]
         grids = fnp.meshgrid(*arrays, indexing="ij", sparse=self.sparse)
@@ -65,15 +67,18 @@ class _Concatenator:
     def _directive(self, text: str):
         parts = text.split(",")
         if text in ("r", "c") or len(parts) > 3:
-            raise ValueError(f"{self.name}: the directive {text!r} is not supported (fungrad has "
-                             "no matrix type); use 'axis', 'axis,ndmin' or "
-                             "'axis,ndmin,trans1d'")
+            raise ValueError(
+                f"{self.name}: the directive {text!r} is not supported (fungrad has "
+                "no matrix type); use 'axis', 'axis,ndmin' or "
+                "'axis,ndmin,trans1d'"
+            )
         try:
             vals = [int(p) for p in parts]
         except ValueError:
-            raise ValueError(f"{self.name}: directive {text!r} must be integers "
-                             "'axis[,ndmin[,trans1d]]'") from None
-        return vals + [self.ndmin, self.trans1d][len(vals) - 1:]
+            raise ValueError(
+                f"{self.name}: directive {text!r} must be integers 'axis[,ndmin[,trans1d]]'"
+            ) from None
+        return vals + [self.ndmin, self.trans1d][len(vals) - 1 :]
 
     def __getitem__(self, key):
         items = list(key) if isinstance(key, tuple) else [key]
@@ -85,8 +90,9 @@ class _Concatenator:
             if isinstance(item, slice):
                 arr = _slice_array(item, self.name)
             elif isinstance(item, str):
-                raise ValueError(f"{self.name}: a string directive must come first, got "
-                                 f"{item!r} later")
+                raise ValueError(
+                    f"{self.name}: a string directive must come first, got {item!r} later"
+                )
             else:
                 arr = util.asarray(item, fun_name=self.name)
             if arr.ndim == 0:

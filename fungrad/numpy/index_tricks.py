@@ -22,8 +22,15 @@ from fungrad.numpy import util
 from fungrad.numpy.indexing import _concrete, _int_array, _static_int
 
 __all__ = [
-    "diag_indices", "diag_indices_from", "tril_indices", "triu_indices", "tril_indices_from",
-    "triu_indices_from", "ravel_multi_index", "unravel_index", "ix_",
+    "diag_indices",
+    "diag_indices_from",
+    "tril_indices",
+    "triu_indices",
+    "tril_indices_from",
+    "triu_indices_from",
+    "ravel_multi_index",
+    "unravel_index",
+    "ix_",
 ]
 
 
@@ -40,8 +47,7 @@ def diag_indices(n, ndim=2):
     n = _static_int(n, "diag_indices", "n")
     ndim = _static_int(ndim, "diag_indices", "ndim")
     if n < 0 or ndim < 0:
-        raise ValueError(f"diag_indices: n and ndim must be non-negative, got n={n}, "
-                         f"ndim={ndim}")
+        raise ValueError(f"diag_indices: n and ndim must be non-negative, got n={n}, ndim={ndim}")
     return _static_index_arrays([np.arange(n)] * ndim)
 
 
@@ -50,8 +56,10 @@ def diag_indices_from(arr):
     util.check_arraylike("diag_indices_from", arr, names=["arr"])
     shape = np.shape(arr) if not hasattr(arr, "shape") else arr.shape
     if len(shape) < 2 or len(set(shape)) != 1:
-        raise ValueError(f"diag_indices_from: input must be at least 2-d with all dimensions "
-                         f"equal, got shape {tuple(shape)}")
+        raise ValueError(
+            f"diag_indices_from: input must be at least 2-d with all dimensions "
+            f"equal, got shape {tuple(shape)}"
+        )
     return diag_indices(shape[0], len(shape))
 
 
@@ -107,30 +115,41 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     name = "ravel_multi_index"
     dims = tuple(_static_int(d, name, "dims") for d in dims)
     if len(multi_index) != len(dims):
-        raise ValueError(f"{name}: parameter multi_index must be a sequence of length "
-                         f"{len(dims)}, got {len(multi_index)}")
+        raise ValueError(
+            f"{name}: parameter multi_index must be a sequence of length "
+            f"{len(dims)}, got {len(multi_index)}"
+        )
     if order not in ("C", "F"):
         raise ValueError(f"{name}: order must be 'C' or 'F', got {order!r}")
     idx = [_int_array(i, name, "multi_index") for i in multi_index]
     if mode == "raise":
         for i, d in zip(idx, dims):
-            val = _concrete(i, name, "mode='raise' needs concrete coordinates; use "
-                            "mode='wrap' or mode='clip' in transformed code")
+            val = _concrete(
+                i,
+                name,
+                "mode='raise' needs concrete coordinates; use "
+                "mode='wrap' or mode='clip' in transformed code",
+            )
             if val.size and (val.min() < 0 or val.max() >= d):
-                raise ValueError(f"{name}: invalid entry in coordinates array (must be in "
-                                 f"[0, {d}))")
+                raise ValueError(
+                    f"{name}: invalid entry in coordinates array (must be in [0, {d}))"
+                )
     elif mode == "wrap":
         from fungrad.numpy import ufuncs
+
         idx = [ufuncs.remainder(i, d) for i, d in zip(idx, dims)]
     elif mode == "clip":
-        idx = [lax.min(lax.max(i, i.dtype.type(0)), i.dtype.type(max(d - 1, 0)))
-               for i, d in zip(idx, dims)]
+        idx = [
+            lax.min(lax.max(i, i.dtype.type(0)), i.dtype.type(max(d - 1, 0)))
+            for i, d in zip(idx, dims)
+        ]
     else:
         raise ValueError(f"{name}: invalid mode {mode!r}; expected 'raise', 'wrap' or 'clip'")
     dt = dtypes.default_int_dtype()
     shape = util.broadcast_shapes(*(i.shape for i in idx), fun_name=name)
-    strides = np.cumprod((1,) + dims[::-1][:-1])[::-1] if order == "C" else np.cumprod(
-        (1,) + dims[:-1])
+    strides = (
+        np.cumprod((1,) + dims[::-1][:-1])[::-1] if order == "C" else np.cumprod((1,) + dims[:-1])
+    )
     out = lax.full(shape, 0, dt)
     for i, s in zip(idx, strides):
         i = util.broadcast_to_shape(lax.convert_element_type(i, dt), shape)
@@ -142,7 +161,7 @@ def _unravel_nonneg(flat, shape):
     """Row-major coordinates of non-negative in-bounds flat indices."""
     coords = []
     for d in reversed(shape[1:]):
-        d = max(d, 1)   # an empty shape has only fill entries (flat index 0)
+        d = max(d, 1)  # an empty shape has only fill entries (flat index 0)
         coords.append(lax.rem(flat, flat.dtype.type(d)))
         flat = lax.div(flat, flat.dtype.type(d))
     coords.append(flat)
@@ -180,16 +199,19 @@ def _mesh_array(a, j: int):
         # numpy's meaning: the positions of the True entries (JAX refuses masks). The result's
         # size depends on the values, so a traced mask gets nonzero's error and its fix.
         from fungrad.numpy.sorting import nonzero
+
         if a.ndim != 1:
-            raise ValueError(f"ix_: arguments must be 1-dimensional, got shape {a.shape} for "
-                             f"argument {j}")
+            raise ValueError(
+                f"ix_: arguments must be 1-dimensional, got shape {a.shape} for argument {j}"
+            )
         try:
             return nonzero(a)[0]
         except ConcretizationTypeError:
             raise ConcretizationTypeError(
                 f"ix_: argument {j} is a traced boolean mask, whose True positions (and so the "
                 f"result's shape) depend on traced values; pass its indices instead, "
-                f"fnp.nonzero(mask, size=n)[0] with a static n") from None
+                f"fnp.nonzero(mask, size=n)[0] with a static n"
+            ) from None
     return a
 
 
@@ -203,8 +225,9 @@ def ix_(*args):
     for j, a in enumerate(args):
         a = _mesh_array(a, j)
         if a.ndim != 1:
-            raise ValueError(f"ix_: arguments must be 1-dimensional, got shape {a.shape} for "
-                             f"argument {j}")
+            raise ValueError(
+                f"ix_: arguments must be 1-dimensional, got shape {a.shape} for argument {j}"
+            )
         shape = [1] * len(args)
         shape[j] = a.shape[0]
         out.append(lax.reshape(a, tuple(shape)))

@@ -34,12 +34,11 @@ from fungrad.numpy import util
 if TYPE_CHECKING:
     from fungrad.typing import ArrayLike
 
-__all__ = [
-    "IndexUpdateHelper", "getitem", "take", "take_along_axis", "put", "choose", "select",
-]
+__all__ = ["IndexUpdateHelper", "getitem", "take", "take_along_axis", "put", "choose", "select"]
 
 
 # -- parsing an index expression ------------------------------------------------------------------
+
 
 class _Entry(NamedTuple):
     """One component of a parsed index, consuming one axis of the (expanded) operand.
@@ -58,19 +57,22 @@ class _Entry(NamedTuple):
 
 class _Parsed(NamedTuple):
     entries: list
-    scalar_bool_axes: tuple    # axes inserted into the operand for 0-d boolean indices
-    expanded_shape: tuple      # the operand shape with those axes inserted
+    scalar_bool_axes: tuple  # axes inserted into the operand for 0-d boolean indices
+    expanded_shape: tuple  # the operand shape with those axes inserted
 
 
-_NON_TUPLE_MSG = ("Using a non-tuple sequence for multidimensional indexing is not allowed; "
-                  "use `arr[tuple(seq)]` instead of `arr[seq]`")
+_NON_TUPLE_MSG = (
+    "Using a non-tuple sequence for multidimensional indexing is not allowed; "
+    "use `arr[tuple(seq)]` instead of `arr[seq]`"
+)
 
 
 def _index_items(idx) -> tuple:
     if isinstance(idx, tuple):
         return idx
-    if isinstance(idx, list) and any(e is None or e is Ellipsis or isinstance(e, slice)
-                                     for e in idx):
+    if isinstance(idx, list) and any(
+        e is None or e is Ellipsis or isinstance(e, slice) for e in idx
+    ):
         raise TypeError(_NON_TUPLE_MSG)
     return (idx,)
 
@@ -84,8 +86,10 @@ def _static_slice(s: slice):
         except core.ConcretizationTypeError:
             raise
         except TypeError:
-            raise TypeError(f"slice {what} must be a static integer or None, got "
-                            f"{type(v).__name__}: {v!r:.40}") from None
+            raise TypeError(
+                f"slice {what} must be a static integer or None, got {type(v).__name__}: {v!r:.40}"
+            ) from None
+
     step = part(s.step, "step")
     if step == 0:
         raise ValueError("slice step cannot be zero")
@@ -102,7 +106,8 @@ def _concrete_bool(arr, fun_name: str) -> np.ndarray:
                 f"{arr.aval.str_short()}. The result shape would depend on traced values. Use "
                 "fungrad.numpy.where(mask, x, other) to select values, or an argument such as "
                 "size= (nonzero(mask, size=n)) to fix the result shape.\n"
-                + core.concretization_message("a boolean index", arr.aval, arr))
+                + core.concretization_message("a boolean index", arr.aval, arr)
+            )
         return np.asarray(val, dtype=bool)
     return np.asarray(arr, dtype=bool)
 
@@ -122,19 +127,22 @@ def _classify(i, fun_name: str):
     if isinstance(i, (str, bytes)):
         raise TypeError(f"{fun_name}: string indexing is not supported; got idx={i!r}")
     if isinstance(i, (list, tuple)):
-        arr = (Array(np.zeros(0, np.int32)) if len(i) == 0
-               else util.asarray(i, fun_name=fun_name))
+        arr = Array(np.zeros(0, np.int32)) if len(i) == 0 else util.asarray(i, fun_name=fun_name)
     elif type(i) is Array or isinstance(i, (core.Tracer, np.ndarray, np.generic)):
         arr = i if type(i) is Array or isinstance(i, core.Tracer) else util.asarray(i)
     else:
-        raise TypeError(f"{fun_name}: unsupported index of type {type(i).__name__}: {i!r:.60} "
-                        "(use ints, slices, None, Ellipsis, integer or boolean arrays)")
+        raise TypeError(
+            f"{fun_name}: unsupported index of type {type(i).__name__}: {i!r:.60} "
+            "(use ints, slices, None, Ellipsis, integer or boolean arrays)"
+        )
     if dtypes.is_bool(arr.dtype):
         mask = _concrete_bool(arr, fun_name)
         return ("bool0", bool(mask)) if mask.ndim == 0 else ("mask", mask)
     if not dtypes.is_int(arr.dtype):
-        raise TypeError(f"{fun_name}: indexer must have integer or boolean type, got indexer "
-                        f"with type {arr.dtype.name}")
+        raise TypeError(
+            f"{fun_name}: indexer must have integer or boolean type, got indexer "
+            f"with type {arr.dtype.name}"
+        )
     return "array", arr
 
 
@@ -143,15 +151,17 @@ def _parse(shape, idx, fun_name: str = "indexing") -> _Parsed:
     n_ellipsis = sum(k == "ellipsis" for k, _ in items)
     if n_ellipsis > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    consumed = sum(1 if k in ("slice", "int", "array") else v.ndim if k == "mask" else 0
-                   for k, v in items)
+    consumed = sum(
+        1 if k in ("slice", "int", "array") else v.ndim if k == "mask" else 0 for k, v in items
+    )
     if consumed > len(shape):
-        raise IndexError(f"Too many indices: array is {len(shape)}-dimensional, but "
-                         f"{consumed} were indexed")
+        raise IndexError(
+            f"Too many indices: array is {len(shape)}-dimensional, but {consumed} were indexed"
+        )
     fill = [("slice", slice(None))] * (len(shape) - consumed)
     if n_ellipsis:
         at = next(j for j, (k, _) in enumerate(items) if k == "ellipsis")
-        items = items[:at] + [("gap", None)] + fill + items[at + 1:]
+        items = items[:at] + [("gap", None)] + fill + items[at + 1 :]
     else:
         items = items + fill
     entries, scalar_bool_axes, expanded = [], [], []
@@ -166,10 +176,12 @@ def _parse(shape, idx, fun_name: str = "indexing") -> _Parsed:
             expanded.append(1)
             entries.append(_Entry("array", 1, Array(np.zeros(int(v), np.int32)), True))
         elif kind == "mask":
-            dims = tuple(shape[axis:axis + v.ndim])
+            dims = tuple(shape[axis : axis + v.ndim])
             if v.shape != dims:
-                raise IndexError(f"boolean index did not match shape of indexed array: got "
-                                 f"{v.shape}, expected {dims}")
+                raise IndexError(
+                    f"boolean index did not match shape of indexed array: got "
+                    f"{v.shape}, expected {dims}"
+                )
             for nz, d in zip(np.nonzero(v), dims):
                 entries.append(_Entry("array", d, Array(nz.astype(np.int32)), True))
                 expanded.append(d)
@@ -192,9 +204,10 @@ def _has_arrays(parsed: _Parsed) -> bool:
 
 # -- basic indexing: slice / rev / squeeze / broadcast_in_dim -----------------------------------
 
+
 def _static_getitem(arr, entries):
     starts, limits, strides, rev_dims, squeeze_dims = [], [], [], [], []
-    final_shape, kept = [], []   # result shape; positions in it of the sliced axes
+    final_shape, kept = [], []  # result shape; positions in it of the sliced axes
     for e in entries:
         if e.kind == "newaxis":
             final_shape.append(1)
@@ -237,12 +250,13 @@ def _static_getitem(arr, entries):
 
 # -- advanced indexing: one gather (or scatter) ---------------------------------------------------
 
+
 class _GatherPlan(NamedTuple):
-    indices: Any                     # integer array of shape batch + (k,)
+    indices: Any  # integer array of shape batch + (k,)
     dnums: GatherDimensionNumbers
     slice_sizes: tuple
-    gather_shape: tuple              # the gather output shape
-    final_shape: tuple               # the NumPy result shape (gather shape + None axes)
+    gather_shape: tuple  # the gather output shape
+    final_shape: tuple  # the NumPy result shape (gather shape + None axes)
     scalar_bool_axes: tuple
 
 
@@ -255,7 +269,7 @@ def _normalize_index_array(x, dim: int, idx_dtype: np.dtype, wrap: bool = True):
     """Convert ``x`` to ``idx_dtype``, wrapping negative entries once (``i + dim``) if
     ``wrap``."""
     if dtypes.is_unsigned(x.dtype):
-        if x.dtype.itemsize >= idx_dtype.itemsize:   # keep huge values huge (out of bounds)
+        if x.dtype.itemsize >= idx_dtype.itemsize:  # keep huge values huge (out of bounds)
             x = lax.min(x, x.dtype.type(np.iinfo(idx_dtype).max))
         return lax.convert_element_type(x, idx_dtype)
     x = lax.convert_element_type(x, idx_dtype)
@@ -315,8 +329,11 @@ def _gather_plan(parsed: _Parsed, fun_name: str, normalize: bool = True) -> _Gat
             components.append(to_batch(Array(np.asarray(i).astype(idx_dtype)[()]), ()))
         else:
             x = e.value
-            x = (lax.convert_element_type(x, idx_dtype) if e.static
-                 else _normalize_index_array(x, e.dim, idx_dtype, normalize))
+            x = (
+                lax.convert_element_type(x, idx_dtype)
+                if e.static
+                else _normalize_index_array(x, e.dim, idx_dtype, normalize)
+            )
             x = util.broadcast_to_shape(x, adv_shape)
             components.append(to_batch(x, tuple(range(adv_start, adv_start + len(adv_shape)))))
     if not components:
@@ -326,10 +343,19 @@ def _gather_plan(parsed: _Parsed, fun_name: str, normalize: bool = True) -> _Gat
     else:
         indices = lax.concatenate(components, len(batch_shape))
     offset_dims = tuple(j for j, f in enumerate(gather_dims) if f[0] == "window")
-    dnums = GatherDimensionNumbers(offset_dims=offset_dims, collapsed_slice_dims=tuple(collapsed),
-                                   start_index_map=tuple(start_map))
-    return _GatherPlan(indices, dnums, tuple(slice_sizes), tuple(f[1] for f in gather_dims),
-                       tuple(f[1] for f in final), parsed.scalar_bool_axes)
+    dnums = GatherDimensionNumbers(
+        offset_dims=offset_dims,
+        collapsed_slice_dims=tuple(collapsed),
+        start_index_map=tuple(start_map),
+    )
+    return _GatherPlan(
+        indices,
+        dnums,
+        tuple(slice_sizes),
+        tuple(f[1] for f in gather_dims),
+        tuple(f[1] for f in final),
+        parsed.scalar_bool_axes,
+    )
 
 
 def _check_static_ints_in_nonempty_axes(parsed: _Parsed) -> None:
@@ -349,12 +375,23 @@ def _check_indexed_axes_nonempty(parsed: _Parsed, plan: _GatherPlan) -> None:
         return
     for ax, d in enumerate(parsed.expanded_shape):
         if d == 0 and ax in plan.dnums.collapsed_slice_dims:
-            raise IndexError(f"index is out of bounds for axis {ax} with size 0 (cannot take "
-                             "a non-empty selection from an empty axis)")
+            raise IndexError(
+                f"index is out of bounds for axis {ax} with size 0 (cannot take "
+                "a non-empty selection from an empty axis)"
+            )
 
 
-def _rewriting_take(arr, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
-                    unique_indices=False, normalize=True, fun_name="indexing"):
+def _rewriting_take(
+    arr,
+    idx,
+    *,
+    mode=None,
+    fill_value=None,
+    indices_are_sorted=False,
+    unique_indices=False,
+    normalize=True,
+    fun_name="indexing",
+):
     """``arr[idx]``: static slicing when possible, else one gather in ``mode``."""
     arr = util.asarray(arr, fun_name=fun_name)
     parsed = _parse(arr.shape, idx, fun_name)
@@ -365,9 +402,16 @@ def _rewriting_take(arr, idx, *, mode=None, fill_value=None, indices_are_sorted=
         return lax.full(plan.final_shape, 0, arr.dtype)  # empty axis: zeros((0, 0))[[1]])
     _check_indexed_axes_nonempty(parsed, plan)
     x = lax.expand_dims(arr, plan.scalar_bool_axes) if plan.scalar_bool_axes else arr
-    out = lax.gather(x, plan.indices, plan.dnums, plan.slice_sizes,
-                     indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                     mode=mode, fill_value=fill_value)
+    out = lax.gather(
+        x,
+        plan.indices,
+        plan.dnums,
+        plan.slice_sizes,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+        fill_value=fill_value,
+    )
     return lax.reshape(out, plan.final_shape) if plan.final_shape != plan.gather_shape else out
 
 
@@ -388,11 +432,17 @@ def getitem(arr, idx):
 
 # -- indexed updates: x.at[idx] -----------------------------------------------------------------
 
-def _scatter_update(x, idx, y, scatter_fn, *, indices_are_sorted, unique_indices, mode,
-                    normalize, fun_name):
+
+def _scatter_update(
+    x, idx, y, scatter_fn, *, indices_are_sorted, unique_indices, mode, normalize, fun_name
+):
     x = util.asarray(x, fun_name=fun_name)
-    if (isinstance(y, int) and not isinstance(y, bool) and dtypes.is_int(x.dtype)
-            and np.iinfo(x.dtype).min <= y <= np.iinfo(x.dtype).max):
+    if (
+        isinstance(y, int)
+        and not isinstance(y, bool)
+        and dtypes.is_int(x.dtype)
+        and np.iinfo(x.dtype).min <= y <= np.iinfo(x.dtype).max
+    ):
         y = util.asarray(y, dtype=x.dtype)
     else:
         util.check_arraylike(fun_name, y, names=["values"])
@@ -406,18 +456,29 @@ def _scatter_update(x, idx, y, scatter_fn, *, indices_are_sorted, unique_indices
     try:
         yp = util.broadcast_to_shape(yp, plan.final_shape)
     except ValueError:
-        raise ValueError(f"{fun_name}: values of shape {tuple(y.shape)} cannot be broadcast to "
-                         f"the indexed shape {plan.final_shape}") from None
+        raise ValueError(
+            f"{fun_name}: values of shape {tuple(y.shape)} cannot be broadcast to "
+            f"the indexed shape {plan.final_shape}"
+        ) from None
     if plan.final_shape != plan.gather_shape:
         yp = lax.reshape(yp, plan.gather_shape)
     if plan.scalar_bool_axes:
         xp = lax.expand_dims(xp, plan.scalar_bool_axes)
     dn = plan.dnums
-    sdn = ScatterDimensionNumbers(update_window_dims=dn.offset_dims,
-                                  inserted_window_dims=dn.collapsed_slice_dims,
-                                  scatter_dims_to_operand_dims=dn.start_index_map)
-    out = scatter_fn(xp, plan.indices, yp, sdn, indices_are_sorted=indices_are_sorted,
-                     unique_indices=unique_indices, mode=mode)
+    sdn = ScatterDimensionNumbers(
+        update_window_dims=dn.offset_dims,
+        inserted_window_dims=dn.collapsed_slice_dims,
+        scatter_dims_to_operand_dims=dn.start_index_map,
+    )
+    out = scatter_fn(
+        xp,
+        plan.indices,
+        yp,
+        sdn,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+    )
     if plan.scalar_bool_axes:
         out = lax.squeeze(out, plan.scalar_bool_axes)
     return lax.convert_element_type(out, x.dtype, x.weak_type)
@@ -458,18 +519,37 @@ class _IndexUpdateRef:
     def __repr__(self):
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
-    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            fill_value=None, wrap_negative_indices=True) -> Array:
+    def get(
+        self,
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+        fill_value=None,
+        wrap_negative_indices=True,
+    ) -> Array:
         """``x[idx]``; ``mode="fill"`` returns ``fill_value`` (default NaN / the integer
         minimum) for out-of-bounds indices, "clip" or None clamp them."""
-        return _rewriting_take(self.array, self.index, mode=mode, fill_value=fill_value,
-                               indices_are_sorted=indices_are_sorted,
-                               unique_indices=unique_indices,
-                               normalize=wrap_negative_indices, fun_name="at[].get")
+        return _rewriting_take(
+            self.array,
+            self.index,
+            mode=mode,
+            fill_value=fill_value,
+            indices_are_sorted=indices_are_sorted,
+            unique_indices=unique_indices,
+            normalize=wrap_negative_indices,
+            fun_name="at[].get",
+        )
 
     def _scatter(self, name, fn, values, flags, array=None):
-        return _scatter_update(self.array if array is None else array, self.index, values, fn,
-                               fun_name=f"at[].{name}", **flags)
+        return _scatter_update(
+            self.array if array is None else array,
+            self.index,
+            values,
+            fn,
+            fun_name=f"at[].{name}",
+            **flags,
+        )
 
     def set(self, values: ArrayLike, **flags: Any) -> Array:
         """``x[idx] = values``."""
@@ -481,8 +561,9 @@ class _IndexUpdateRef:
 
     def subtract(self, values: ArrayLike, **flags: Any) -> Array:
         """``x[idx] -= values`` (a scatter-add of ``-values``)."""
-        return self._scatter("subtract", lax.scatter_add, _negate(self.array, values),
-                             _flags(**flags))
+        return self._scatter(
+            "subtract", lax.scatter_add, _negate(self.array, values), _flags(**flags)
+        )
 
     def multiply(self, values: ArrayLike, **flags: Any) -> Array:
         """``x[idx] *= values``."""
@@ -494,15 +575,19 @@ class _IndexUpdateRef:
         """``x[idx] /= values``: ``x / ones_like(x).at[idx].multiply(values)`` (true division,
         so integer arrays give floats, as in JAX)."""
         from fungrad.numpy import ufuncs
-        denom = self._scatter("divide", lax.scatter_mul, values, _flags(**flags),
-                              array=lax.full_like(self.array, 1))
+
+        denom = self._scatter(
+            "divide", lax.scatter_mul, values, _flags(**flags), array=lax.full_like(self.array, 1)
+        )
         return ufuncs.divide(self.array, denom)
 
     def power(self, values: ArrayLike, **flags: Any) -> Array:
         """``x[idx] **= values``: ``x ** ones_like(x).at[idx].multiply(values)``."""
         from fungrad.numpy import ufuncs
-        expo = self._scatter("power", lax.scatter_mul, values, _flags(**flags),
-                             array=lax.full_like(self.array, 1))
+
+        expo = self._scatter(
+            "power", lax.scatter_mul, values, _flags(**flags), array=lax.full_like(self.array, 1)
+        )
         return ufuncs.power(self.array, expo)
 
     def min(self, values: ArrayLike, **flags: Any) -> Array:
@@ -518,6 +603,7 @@ class _IndexUpdateRef:
         per index that names an element (a repeated index applies it repeatedly, as JAX's
         ``scatter_apply``)."""
         from fungrad.lax.ragged import scatter_apply
+
         if not callable(func):
             raise TypeError(f"at[].apply: func must be callable, got {type(func).__name__}")
 
@@ -527,11 +613,16 @@ class _IndexUpdateRef:
         return self._scatter("apply", scatter_fn, 0, _flags(**flags))
 
 
-def _flags(*, indices_are_sorted=False, unique_indices=False, mode=None,
-           wrap_negative_indices=True):
+def _flags(
+    *, indices_are_sorted=False, unique_indices=False, mode=None, wrap_negative_indices=True
+):
     """The keyword arguments every ``x.at[idx]`` update accepts (a TypeError for others)."""
-    return dict(indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                mode=mode, normalize=wrap_negative_indices)
+    return dict(
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+        normalize=wrap_negative_indices,
+    )
 
 
 def _negate(x, values):
@@ -540,13 +631,18 @@ def _negate(x, values):
     util.check_arraylike("at[].subtract", values, names=["values"])
     if isinstance(values, float):
         return -values
-    if (isinstance(values, int) and not isinstance(values, bool) and dtypes.is_int(x.dtype)
-            and np.iinfo(x.dtype).min <= values <= np.iinfo(x.dtype).max):
+    if (
+        isinstance(values, int)
+        and not isinstance(values, bool)
+        and dtypes.is_int(x.dtype)
+        and np.iinfo(x.dtype).min <= values <= np.iinfo(x.dtype).max
+    ):
         values = util.asarray(values, dtype=x.dtype)
     return lax.neg(util.asarray(values, fun_name="at[].subtract"))
 
 
 # -- helpers for the functions below --------------------------------------------------------
+
 
 def _concrete(x, fun_name: str, hint: str) -> np.ndarray:
     """The concrete numpy value of ``x``; ConcretizationTypeError (with ``hint``) if traced."""
@@ -554,7 +650,8 @@ def _concrete(x, fun_name: str, hint: str) -> np.ndarray:
         val = x.to_concrete_value()
         if val is None:
             raise core.ConcretizationTypeError(
-                f"{fun_name}: {hint}\n" + core.concretization_message("the value", x.aval, x))
+                f"{fun_name}: {hint}\n" + core.concretization_message("the value", x.aval, x)
+            )
         return np.asarray(val)
     return np.asarray(x)
 
@@ -566,7 +663,8 @@ def _concrete_size(count, fun_name: str) -> int:
         raise core.ConcretizationTypeError(
             f"{fun_name}: the size of the result depends on traced values. Pass a static "
             f"size= argument (and optionally fill_value=) so that the shape is known, e.g. "
-            f"{fun_name}(x, size=n).") from e
+            f"{fun_name}(x, size=n)."
+        ) from e
 
 
 def _int_array(x, fun_name: str, what: str):
@@ -596,8 +694,17 @@ def _static_int(v, fun_name: str, what: str) -> int:
 
 # -- take / take_along_axis / put / choose ------------------------------------------------
 
-def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
-         indices_are_sorted=False, fill_value=None):
+
+def take(
+    a,
+    indices,
+    axis=None,
+    out=None,
+    mode=None,
+    unique_indices=False,
+    indices_are_sorted=False,
+    fill_value=None,
+):
     """Elements of ``a`` at ``indices`` along ``axis`` (of the flattened ``a`` if None).
 
     Args:
@@ -627,23 +734,32 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     if mode is None or mode == "fill":
         gmode = "fill"
     elif mode == "clip":
-        gmode = "clip"   # NB: as JAX, negative indices are clamped to 0, not wrapped
+        gmode = "clip"  # NB: as JAX, negative indices are clamped to 0, not wrapped
     elif mode == "wrap":
         if arr.shape[axis] == 0 and idx.size:
             raise IndexError("take: cannot do a non-empty take from an empty axis")
         if arr.shape[axis]:
             from fungrad.numpy import ufuncs
+
             idx = ufuncs.remainder(idx, arr.shape[axis])
         gmode = "promise_in_bounds"
     elif mode == "raise":
-        raise ValueError("take: mode='raise' is not supported (indices may be traced values); "
-                         "use 'fill', 'clip' or 'wrap'")
+        raise ValueError(
+            "take: mode='raise' is not supported (indices may be traced values); "
+            "use 'fill', 'clip' or 'wrap'"
+        )
     else:
         raise ValueError(f"take: invalid mode {mode!r}; expected 'fill', 'clip' or 'wrap'")
-    return _rewriting_take(arr, (slice(None),) * axis + (idx,), mode=gmode,
-                           fill_value=fill_value, indices_are_sorted=indices_are_sorted,
-                           unique_indices=unique_indices, normalize=gmode != "clip",
-                           fun_name="take")
+    return _rewriting_take(
+        arr,
+        (slice(None),) * axis + (idx,),
+        mode=gmode,
+        fill_value=fill_value,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        normalize=gmode != "clip",
+        fun_name="take",
+    )
 
 
 def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
@@ -661,35 +777,46 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
     idx = _int_array(indices, name, "indices")
     if axis is None:
         if idx.ndim != 1:
-            raise ValueError(f"{name}: with axis=None, indices must be 1-dimensional, got "
-                             f"shape {idx.shape}")
+            raise ValueError(
+                f"{name}: with axis=None, indices must be 1-dimensional, got shape {idx.shape}"
+            )
         a, axis = _ravel(a), 0
     else:
         axis = util.canonicalize_axis(axis, a.ndim, name)
     if idx.ndim != a.ndim:
-        raise ValueError(f"{name}: indices and arr must have the same number of dimensions, "
-                         f"got shapes {idx.shape} and {a.shape}")
+        raise ValueError(
+            f"{name}: indices and arr must have the same number of dimensions, "
+            f"got shapes {idx.shape} and {a.shape}"
+        )
     out_shape = []
     for j, (n, m) in enumerate(zip(a.shape, idx.shape)):
         if j != axis and n != m and 1 not in (n, m):
-            raise ValueError(f"{name}: incompatible shapes for broadcasting: arr {a.shape} and "
-                             f"indices {idx.shape} (dimension {j})")
+            raise ValueError(
+                f"{name}: incompatible shapes for broadcasting: arr {a.shape} and "
+                f"indices {idx.shape} (dimension {j})"
+            )
         out_shape.append(m if j == axis or n == 1 else n)
     out_shape = tuple(out_shape)
     if a.shape[axis] == 0:  # nothing to read: zeros, as jnp (every index is out of bounds)
         return lax.full(out_shape, 0, a.dtype)
-    idx = _normalize_index_array(util.broadcast_to_shape(idx, out_shape), a.shape[axis],
-                                 _index_dtype([idx]))
+    idx = _normalize_index_array(
+        util.broadcast_to_shape(idx, out_shape), a.shape[axis], _index_dtype([idx])
+    )
     # Dimensions where arr and the result agree are gather batching dims (indexed together);
     # size-1 dimensions of arr that broadcast are collapsed with start 0.
     batching = tuple(j for j in range(a.ndim) if j != axis and a.shape[j] == out_shape[j])
     collapsed = tuple(j for j in range(a.ndim) if j not in batching)
-    dn = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=collapsed,
-                                start_index_map=(axis,), operand_batching_dims=batching,
-                                start_indices_batching_dims=batching)
+    dn = GatherDimensionNumbers(
+        offset_dims=(),
+        collapsed_slice_dims=collapsed,
+        start_index_map=(axis,),
+        operand_batching_dims=batching,
+        start_indices_batching_dims=batching,
+    )
     gmode = "fill" if mode is None else mode
-    return lax.gather(a, lax.expand_dims(idx, (a.ndim,)), dn, (1,) * a.ndim, mode=gmode,
-                      fill_value=fill_value)
+    return lax.gather(
+        a, lax.expand_dims(idx, (a.ndim,)), dn, (1,) * a.ndim, mode=gmode, fill_value=fill_value
+    )
 
 
 def _tile_to_size(v, n: int):
@@ -707,8 +834,10 @@ def put(a, ind, v, mode=None, *, inplace=True):
     Example: ``put(x, jnp.array([0, 3]), 9, inplace=False)``.
     """
     if inplace:
-        raise ValueError("put cannot modify arrays in-place, because arrays are immutable. "
-                         "Pass inplace=False to instead return an updated array.")
+        raise ValueError(
+            "put cannot modify arrays in-place, because arrays are immutable. "
+            "Pass inplace=False to instead return an updated array."
+        )
     util.check_arraylike("put", a, ind, v)
     arr = util.asarray(a, fun_name="put")
     idx = _ravel(_int_array(ind, "put", "ind"))
@@ -717,12 +846,13 @@ def put(a, ind, v, mode=None, *, inplace=True):
         return arr
     vals = _tile_to_size(vals, idx.size)
     if mode is None:
-        smode = "clip"       # JAX: negative indices wrap once, then clamp
+        smode = "clip"  # JAX: negative indices wrap once, then clamp
     elif mode == "clip":
         idx = lax.max(idx, idx.dtype.type(0)) if dtypes.is_signed(idx.dtype) else idx
         smode = "clip"
     elif mode == "wrap":
         from fungrad.numpy import ufuncs
+
         idx = ufuncs.remainder(idx, arr.size)
         smode = "promise_in_bounds"
     else:
@@ -748,12 +878,17 @@ def choose(a, choices, out=None, mode="raise"):
     util.check_arraylike("choose", *choices)
     n = len(choices)
     if mode == "raise":
-        val = _concrete(which, "choose", "mode='raise' needs concrete indices; use "
-                        "mode='wrap' or mode='clip' in transformed code")
+        val = _concrete(
+            which,
+            "choose",
+            "mode='raise' needs concrete indices; use "
+            "mode='wrap' or mode='clip' in transformed code",
+        )
         if val.size and (val.min() < 0 or val.max() >= n):
             raise ValueError(f"choose: invalid entry in choice array (must be in [0, {n}))")
     elif mode == "wrap":
         from fungrad.numpy import ufuncs
+
         which = ufuncs.remainder(which, n)
     elif mode == "clip":
         which = lax.min(lax.max(which, which.dtype.type(0)), which.dtype.type(n - 1))
@@ -767,6 +902,7 @@ def choose(a, choices, out=None, mode="raise"):
 
 # -- select ------------------------------------------------------------------------------------
 
+
 def select(condlist, choicelist, default=0):
     """The element of the first ``choicelist`` entry whose condition is true, else
     ``default``.
@@ -774,15 +910,24 @@ def select(condlist, choicelist, default=0):
     Example: ``select([x < 0, x > 0], [-1, 1], 0)`` is ``sign(x)``.
     """
     from fungrad.numpy import sorting
+
     if len(condlist) != len(choicelist):
-        raise ValueError(f"select: condlist and choicelist must have the same length, got "
-                         f"{len(condlist)} and {len(choicelist)}")
+        raise ValueError(
+            f"select: condlist and choicelist must have the same length, got "
+            f"{len(condlist)} and {len(choicelist)}"
+        )
     if not condlist:
         raise ValueError("select: condlist must not be empty")
     n = len(condlist)
-    util.check_arraylike("select", *condlist, *choicelist, default,
-                         names=[f"condlist[{i}]" for i in range(n)]
-                         + [f"choicelist[{i}]" for i in range(n)] + ["default"])
+    util.check_arraylike(
+        "select",
+        *condlist,
+        *choicelist,
+        default,
+        names=[f"condlist[{i}]" for i in range(n)]
+        + [f"choicelist[{i}]" for i in range(n)]
+        + ["default"],
+    )
     result = default
     for cond, choice in zip(reversed(condlist), reversed(choicelist)):
         result = sorting.where(cond, choice, result)

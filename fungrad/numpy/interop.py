@@ -13,14 +13,33 @@ import numpy as np
 from fungrad import numpy as fnp
 from fungrad.numpy import util
 
-__all__ = ["ComplexWarning", "array_repr", "array_str", "character", "complexfloating",
-           "einsum_path", "flexible", "from_dlpack", "frombuffer", "fromstring",
-           "get_printoptions", "load", "object_", "printoptions", "save", "savez",
-           "set_printoptions"]
+__all__ = [
+    "ComplexWarning",
+    "array_repr",
+    "array_str",
+    "character",
+    "complexfloating",
+    "einsum_path",
+    "flexible",
+    "from_dlpack",
+    "frombuffer",
+    "fromstring",
+    "get_printoptions",
+    "load",
+    "object_",
+    "printoptions",
+    "save",
+    "savez",
+    "set_printoptions",
+]
 
 ComplexWarning = np.exceptions.ComplexWarning
-complexfloating, character, flexible, object_ = (np.complexfloating, np.character,
-                                                 np.flexible, np.object_)
+complexfloating, character, flexible, object_ = (
+    np.complexfloating,
+    np.character,
+    np.flexible,
+    np.object_,
+)
 printoptions = np.printoptions
 get_printoptions = np.get_printoptions
 set_printoptions = np.set_printoptions
@@ -43,8 +62,9 @@ def from_dlpack(x, /, *, device=None, copy=None):
     """The Array holding the data of a DLPack-capable object ``x`` (a numpy array, a torch
     CPU tensor, ...) (``jnp.from_dlpack``); the data is copied, fungrad Arrays own theirs."""
     if device is not None and getattr(device, "platform", device) != "cpu":
-        raise ValueError(f"from_dlpack: fungrad reads DLPack data on the CPU, got "
-                         f"device={device!r}")
+        raise ValueError(
+            f"from_dlpack: fungrad reads DLPack data on the CPU, got device={device!r}"
+        )
     return fnp.array(np.from_dlpack(x))
 
 

@@ -38,31 +38,61 @@ from fungrad.numpy.linalg_decomp import (  # noqa: F401  (re-exported)
     svdvals,
 )
 
-__all__ = ["EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond", "cross",
-           "det", "diagonal", "eigh", "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm",
-           "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot", "norm", "outer", "pinv",
-           "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot",
-           "vector_norm"]
+__all__ = [
+    "EighResult",
+    "QRResult",
+    "SVDResult",
+    "SlogdetResult",
+    "cholesky",
+    "cond",
+    "cross",
+    "det",
+    "diagonal",
+    "eigh",
+    "eigvalsh",
+    "inv",
+    "lstsq",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "matrix_transpose",
+    "multi_dot",
+    "norm",
+    "outer",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "svd",
+    "svdvals",
+    "tensordot",
+    "trace",
+    "vecdot",
+    "vector_norm",
+]
 
 
 # -- re-exports with the array-API signatures of jax.numpy.linalg ------------------------------
 
+
 def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
     """``fungrad.numpy.matmul``."""
-    return linear.matmul(x1, x2, precision=precision,
-                         preferred_element_type=preferred_element_type)
+    return linear.matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
     """``fungrad.numpy.vecdot``."""
-    return linear.vecdot(x1, x2, axis=axis, precision=precision,
-                         preferred_element_type=preferred_element_type)
+    return linear.vecdot(
+        x1, x2, axis=axis, precision=precision, preferred_element_type=preferred_element_type
+    )
 
 
 def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
     """``fungrad.numpy.tensordot``."""
-    return linear.tensordot(x1, x2, axes, precision=precision,
-                            preferred_element_type=preferred_element_type)
+    return linear.tensordot(
+        x1, x2, axes, precision=precision, preferred_element_type=preferred_element_type
+    )
 
 
 def outer(x1, x2, /):
@@ -70,8 +100,10 @@ def outer(x1, x2, /):
     util.check_arraylike("linalg.outer", x1, x2)
     x1, x2 = util.asarray(x1), util.asarray(x2)
     if x1.ndim != 1 or x2.ndim != 1:
-        raise ValueError(f"linalg.outer: input arrays must be one-dimensional, got shapes "
-                         f"{x1.shape} and {x2.shape}")
+        raise ValueError(
+            f"linalg.outer: input arrays must be one-dimensional, got shapes "
+            f"{x1.shape} and {x2.shape}"
+        )
     return linear.outer(x1, x2)
 
 
@@ -91,8 +123,10 @@ def cross(x1, x2, /, *, axis: int = -1):
     x1, x2 = util.asarray(x1), util.asarray(x2)
     for x in (x1, x2):
         if x.ndim == 0 or x.shape[util.canonicalize_axis(axis, x.ndim, "linalg.cross")] != 3:
-            raise ValueError(f"linalg.cross: both inputs need size 3 along axis {axis}, got "
-                             f"shapes {x1.shape} and {x2.shape}")
+            raise ValueError(
+                f"linalg.cross: both inputs need size 3 along axis {axis}, got "
+                f"shapes {x1.shape} and {x2.shape}"
+            )
     return linear.cross(x1, x2, axis=axis)
 
 
@@ -101,8 +135,9 @@ def matrix_transpose(x, /):
     util.check_arraylike("linalg.matrix_transpose", x)
     x = util.asarray(x)
     if x.ndim < 2:
-        raise ValueError(f"linalg.matrix_transpose: x must have at least 2 dimensions, got "
-                         f"shape {x.shape}")
+        raise ValueError(
+            f"linalg.matrix_transpose: x must have at least 2 dimensions, got shape {x.shape}"
+        )
     return lax.transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
 
 
@@ -113,14 +148,17 @@ _MATRIX_ORDS = "None, 'fro', 'nuc', 1, -1, 2, -2, inf, -inf"
 
 def _sum_squares_sqrt(x, axis, keepdims):
     from fungrad.numpy import reductions, ufuncs
+
     return ufuncs.sqrt(reductions.sum(ufuncs.multiply(x, x), axis=axis, keepdims=keepdims))
 
 
 def _vector_norm(x, ord, axis, keepdims):
     from fungrad.numpy import logic, reductions, ufuncs
+
     if isinstance(ord, str) or isinstance(ord, bool):
-        raise ValueError(f"norm: invalid order {ord!r} for a vector norm; use None, a number, "
-                         "inf or -inf")
+        raise ValueError(
+            f"norm: invalid order {ord!r} for a vector norm; use None, a number, inf or -inf"
+        )
     if ord is None or ord == 2:
         return _sum_squares_sqrt(x, axis, keepdims)
     if ord == np.inf:
@@ -128,8 +166,7 @@ def _vector_norm(x, ord, axis, keepdims):
     if ord == -np.inf:
         return reductions.min(ufuncs.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        return reductions.sum(logic.not_equal(x, 0), axis=axis, keepdims=keepdims,
-                              dtype=x.dtype)
+        return reductions.sum(logic.not_equal(x, 0), axis=axis, keepdims=keepdims, dtype=x.dtype)
     if ord == 1:
         return reductions.sum(ufuncs.abs(x), axis=axis, keepdims=keepdims)
     p = float(ord)
@@ -139,6 +176,7 @@ def _vector_norm(x, ord, axis, keepdims):
 
 def _matrix_norm(x, ord, axes, keepdims):
     from fungrad.numpy import reductions, ufuncs
+
     row, col = axes
     if ord is None or (isinstance(ord, str) and ord in ("f", "fro")):
         return _sum_squares_sqrt(x, axes, keepdims)
@@ -147,14 +185,21 @@ def _matrix_norm(x, ord, axes, keepdims):
         moved = lax.transpose(x, tuple(d for d in range(x.ndim) if d not in axes) + (row, col))
         sv = svdvals(moved)
         last = (sv.ndim - 1,)
-        out = (lax.reduce_sum(sv, last) if ord == "nuc" else
-               lax.reduce_max(sv, last) if ord == 2 else lax.reduce_min(sv, last))
+        out = (
+            lax.reduce_sum(sv, last)
+            if ord == "nuc"
+            else lax.reduce_max(sv, last)
+            if ord == 2
+            else lax.reduce_min(sv, last)
+        )
         if keepdims:
             out = lax.expand_dims(out, tuple(sorted(axes)))
         return out
     if isinstance(ord, str) or ord not in (1, -1, np.inf, -np.inf):
-        raise ValueError(f"norm: invalid order {ord!r} for a matrix norm; supported matrix ords "
-                         f"are {_MATRIX_ORDS}")
+        raise ValueError(
+            f"norm: invalid order {ord!r} for a matrix norm; supported matrix ords "
+            f"are {_MATRIX_ORDS}"
+        )
     # ord=+-1: max/min over columns of the column sums; ord=+-inf: the same over rows.
     sum_axis, red_axis = (row, col) if abs(ord) == 1 else (col, row)
     if not keepdims and red_axis > sum_axis:
@@ -191,8 +236,10 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
         return _vector_norm(x, ord, axes, keepdims)
     if len(axes) == 2:
         return _matrix_norm(x, ord, axes, keepdims)
-    raise ValueError(f"norm: improper number of axes {axis} for an array of shape {x.shape}: "
-                     "pass one axis for a vector norm or two for a matrix norm")
+    raise ValueError(
+        f"norm: improper number of axes {axis} for an array of shape {x.shape}: "
+        "pass one axis for a vector norm or two for a matrix norm"
+    )
 
 
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
@@ -218,14 +265,17 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
 # broadcast along the columns (and vice versa) with broadcast_in_dim, and iota masks select
 # which entries a step updates.
 
+
 def _square(fun_name: str, a, inexact: bool = True):
     util.check_arraylike(fun_name, a)
     a = util.asarray(a, fun_name=fun_name)
     if inexact:
         (a,) = util.promote_dtypes_inexact(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"{fun_name}: argument must be a square matrix or a stack of square "
-                         f"matrices (shape [..., n, n]), got shape {a.shape}")
+        raise ValueError(
+            f"{fun_name}: argument must be a square matrix or a stack of square "
+            f"matrices (shape [..., n, n]), got shape {a.shape}"
+        )
     return a
 
 
@@ -247,15 +297,17 @@ def _row(x, i, shape):
     """Row ``i`` (an int or a traced int32 scalar) of the [..., n, m] ``x``, repeated down the
     rows of ``shape``."""
     nd = x.ndim
-    return lax.broadcast_in_dim(lax.dynamic_index_in_dim(x, i, nd - 2, keepdims=False), shape,
-                                _batch(x) + (nd - 1,))
+    return lax.broadcast_in_dim(
+        lax.dynamic_index_in_dim(x, i, nd - 2, keepdims=False), shape, _batch(x) + (nd - 1,)
+    )
 
 
 def _col(x, j, shape):
     """Column ``j`` of the [..., n, n] ``x``, repeated across the columns of ``shape``."""
     nd = x.ndim
-    return lax.broadcast_in_dim(lax.dynamic_index_in_dim(x, j, nd - 1, keepdims=False), shape,
-                                _batch(x) + (nd - 2,))
+    return lax.broadcast_in_dim(
+        lax.dynamic_index_in_dim(x, j, nd - 1, keepdims=False), shape, _batch(x) + (nd - 2,)
+    )
 
 
 def _swap_rows(x, k, p, rows):
@@ -291,11 +343,13 @@ def _lu(a):
         col = lax.dynamic_index_in_dim(a, k, nd - 1, keepdims=False)  # [..., n]
         cand = lax.select_n(lax.ge(col_rows, k), lax.full_like(col, -1), lax.abs(col))
         p = lax.argmax(cand, nd - 2, np.int32)  # first largest |a[i, k]|, i >= k
-        pivots = lax.select_n(lax.eq(piv_idx, k), pivots,
-                              lax.broadcast_in_dim(p, pivots.shape, _batch(a)))
+        pivots = lax.select_n(
+            lax.eq(piv_idx, k), pivots, lax.broadcast_in_dim(p, pivots.shape, _batch(a))
+        )
         a = _swap_rows(a, k, p, rows)
-        pivot = lax.dynamic_index_in_dim(lax.dynamic_index_in_dim(a, k, nd - 1, keepdims=False),
-                                         k, nd - 2, keepdims=False)  # [...]
+        pivot = lax.dynamic_index_in_dim(
+            lax.dynamic_index_in_dim(a, k, nd - 1, keepdims=False), k, nd - 2, keepdims=False
+        )  # [...]
         pivot = lax.select_n(lax.eq(pivot, 0.0), pivot, lax.full_like(pivot, 1))
         mult = lax.div(_col(a, k, a.shape), lax.broadcast_in_dim(pivot, a.shape, _batch(a)))
         below = lax.gt(rows, k)
@@ -311,14 +365,17 @@ def _lu(a):
 
 def _pivot_sign(pivots, sign):
     """``sign`` times (-1) ** (the number of real row swaps)."""
-    swaps = lax.reduce_sum(lax.convert_element_type(
-        lax.ne(pivots, _iota(pivots.shape, pivots.ndim - 1)), np.int32), (pivots.ndim - 1,))
+    swaps = lax.reduce_sum(
+        lax.convert_element_type(lax.ne(pivots, _iota(pivots.shape, pivots.ndim - 1)), np.int32),
+        (pivots.ndim - 1,),
+    )
     odd = lax.eq(lax.rem(swaps, lax.full_like(swaps, 2)), lax.full_like(swaps, 1))
     return lax.select_n(odd, sign, lax.neg(sign))
 
 
 class SlogdetResult(NamedTuple):
     """``slogdet``'s result: ``det == sign * exp(logabsdet)``."""
+
     sign: object
     logabsdet: object
 
@@ -359,8 +416,7 @@ def _lu_solve(lu, pivots, b):
 
     def swap(k, b):  # P b
         k = _int32(k)
-        return _swap_rows(b, k, lax.dynamic_index_in_dim(pivots, k, nd - 2, keepdims=False),
-                          rows)
+        return _swap_rows(b, k, lax.dynamic_index_in_dim(pivots, k, nd - 2, keepdims=False), rows)
 
     def forward(j, b):  # L y = P b, L unit lower triangular: eliminate below row j
         j = _int32(j)
@@ -369,8 +425,9 @@ def _lu_solve(lu, pivots, b):
 
     def back(i, b):  # U x = y: solve row j, eliminate above it
         j = lax.sub(np.int32(n - 1), _int32(i))
-        u_jj = lax.dynamic_index_in_dim(lax.dynamic_index_in_dim(lu, j, nd - 1, keepdims=False),
-                                        j, nd - 2, keepdims=False)
+        u_jj = lax.dynamic_index_in_dim(
+            lax.dynamic_index_in_dim(lu, j, nd - 1, keepdims=False), j, nd - 2, keepdims=False
+        )
         x_j = lax.div(_row(b, j, b.shape), lax.broadcast_in_dim(u_jj, b.shape, _batch(b)))
         update = lax.sub(b, lax.mul(_col(lu, j, b.shape), x_j))
         return lax.select_n(lax.eq(rows, j), lax.select_n(lax.lt(rows, j), b, update), x_j)
@@ -392,8 +449,10 @@ def solve(a, b):
     n = a.shape[-1]
     vector = b.ndim == 1
     if (vector and b.shape[0] != n) or (not vector and (b.ndim < 2 or b.shape[-2] != n)):
-        raise ValueError(f"solve: invalid shapes {a.shape} and {b.shape}; b must be [n] or "
-                         f"[..., n, m] with n = {n} (for a batch of vectors use b[..., None])")
+        raise ValueError(
+            f"solve: invalid shapes {a.shape} and {b.shape}; b must be [n] or "
+            f"[..., n, m] with n = {n} (for a batch of vectors use b[..., None])"
+        )
     if vector:
         b = lax.expand_dims(b, (1,))
     batch = util.broadcast_shapes(a.shape[:-2], b.shape[:-2], fun_name="solve")
@@ -473,4 +532,3 @@ def matrix_power(a, n):
         if n:
             z = linear.matmul(z, z)
     return result
-

@@ -26,8 +26,21 @@ import numpy as np
 from fungrad import core, lax
 from fungrad.numpy import linear, util
 
-__all__ = ["EighResult", "QRResult", "SVDResult", "cond", "eigh", "eigvalsh", "lstsq",
-           "matrix_rank", "multi_dot", "pinv", "qr", "svd", "svdvals"]
+__all__ = [
+    "EighResult",
+    "QRResult",
+    "SVDResult",
+    "cond",
+    "eigh",
+    "eigvalsh",
+    "lstsq",
+    "matrix_rank",
+    "multi_dot",
+    "pinv",
+    "qr",
+    "svd",
+    "svdvals",
+]
 
 
 class EighResult(NamedTuple):
@@ -44,11 +57,16 @@ def _float_matrix(fun_name: str, a, square: bool):
     util.check_arraylike(fun_name, a)
     (a,) = util.promote_dtypes_inexact(util.asarray(a, fun_name=fun_name))
     if np.issubdtype(a.dtype, np.complexfloating):
-        raise TypeError(f"{fun_name}: complex matrices are not supported by fungrad (got "
-                        f"{a.dtype}); pass a real matrix")
+        raise TypeError(
+            f"{fun_name}: complex matrices are not supported by fungrad (got "
+            f"{a.dtype}); pass a real matrix"
+        )
     if a.ndim < 2 or (square and a.shape[-1] != a.shape[-2]):
-        what = "a square matrix or a stack of them (shape [..., n, n])" if square else \
-            "a matrix or a stack of matrices (shape [..., m, n])"
+        what = (
+            "a square matrix or a stack of them (shape [..., n, n])"
+            if square
+            else "a matrix or a stack of matrices (shape [..., m, n])"
+        )
         raise ValueError(f"{fun_name}: argument must be {what}, got shape {a.shape}")
     return a
 
@@ -121,13 +139,15 @@ def _rotate(a, v, p, q):
 def _off_diagonal_ratio(a):
     """max over the batch of ``|offdiag(a)|^2 / |a|^2`` (0 for an all-zero matrix)."""
     sq = lax.mul(a, a)
-    off = lax.select_n(lax.eq(_iota(a.shape, a.ndim - 2), _iota(a.shape, a.ndim - 1)), sq,
-                       lax.full_like(sq, 0))
+    off = lax.select_n(
+        lax.eq(_iota(a.shape, a.ndim - 2), _iota(a.shape, a.ndim - 1)), sq, lax.full_like(sq, 0)
+    )
     axes = (a.ndim - 2, a.ndim - 1)
     total = lax.reduce_sum(sq, axes)
-    ratio = lax.div(lax.reduce_sum(off, axes),
-                    lax.select_n(lax.gt(total, lax.full_like(total, 0)),
-                                 lax.full_like(total, 1), total))
+    ratio = lax.div(
+        lax.reduce_sum(off, axes),
+        lax.select_n(lax.gt(total, lax.full_like(total, 0)), lax.full_like(total, 1), total),
+    )
     return lax.reduce_max(ratio, tuple(range(ratio.ndim))) if ratio.ndim else ratio
 
 
@@ -156,8 +176,9 @@ def _sweeps(a, v, rotate, off_ratio):
 
     def not_done(state):
         ratio = off_ratio(state[0])
-        return lax.bitwise_and(lax.lt(state[2], np.int32(30)),
-                               lax.gt(ratio, lax.full_like(ratio, tol)))
+        return lax.bitwise_and(
+            lax.lt(state[2], np.int32(30)), lax.gt(ratio, lax.full_like(ratio, tol))
+        )
 
     a, v, _ = lax.while_loop(not_done, sweep, (a, v, np.int32(0)))
     return a, v
@@ -181,8 +202,7 @@ def _permute_columns(v, order):
     n = v.shape[-1]
     nd = v.ndim
     shape = order.shape[:-1] + (n, n)
-    onehot = lax.eq(_iota(shape, nd - 2),
-                    _bcast(order, shape, tuple(range(nd - 2)) + (nd - 1,)))
+    onehot = lax.eq(_iota(shape, nd - 2), _bcast(order, shape, tuple(range(nd - 2)) + (nd - 1,)))
     return linear.matmul(v, lax.convert_element_type(onehot, v.dtype))
 
 
@@ -210,6 +230,7 @@ def _eigh_core(a):
     global _eigh_core_fn
     if _eigh_core_fn is None:
         from fungrad.transforms.custom import custom_jvp  # late: the transforms import numpy
+
         fn = custom_jvp(_jacobi_eigh)
         fn.defjvp(_eigh_jvp_rule)
         _eigh_core_fn = fn
@@ -218,8 +239,7 @@ def _eigh_core(a):
 
 def _triangle_symmetric(a, lower: bool):
     rows, cols = _iota(a.shape, a.ndim - 2), _iota(a.shape, a.ndim - 1)
-    tri = lax.select_n(lax.ge(rows, cols) if lower else lax.le(rows, cols), lax.full_like(a, 0),
-                       a)
+    tri = lax.select_n(lax.ge(rows, cols) if lower else lax.le(rows, cols), lax.full_like(a, 0), a)
     diag = lax.select_n(lax.eq(rows, cols), lax.full_like(a, 0), a)
     return lax.sub(lax.add(tri, _t(tri)), diag)
 
@@ -261,18 +281,22 @@ def _householder(r, q, k, m):
     zero = lax.full_like(norm, 0)
     sign = lax.select_n(lax.lt(x_k, zero), lax.full_like(norm, 1), lax.full_like(norm, -1))
     alpha = lax.mul(sign, norm)  # v = x + sign(x_k) |x| e_k
-    v = lax.add(x, lax.select_n(lax.eq(rows, k), lax.full_like(x, 0),
-                                _bcast(alpha, x.shape, batch)))
+    v = lax.add(
+        x, lax.select_n(lax.eq(rows, k), lax.full_like(x, 0), _bcast(alpha, x.shape, batch))
+    )
     vnorm2 = lax.reduce_sum(lax.mul(v, v), (nd - 2,))
     ok = lax.gt(vnorm2, zero)
-    scale = lax.select_n(ok, zero, lax.div(lax.full_like(norm, 2), lax.select_n(
-        ok, lax.full_like(norm, 1), vnorm2)))  # 2 / |v|^2, 0 for a zero column
+    scale = lax.select_n(
+        ok, zero, lax.div(lax.full_like(norm, 2), lax.select_n(ok, lax.full_like(norm, 1), vnorm2))
+    )  # 2 / |v|^2, 0 for a zero column
     v_col = lax.expand_dims(v, (nd - 1,))  # [..., m, 1]
     # r <- r - scale v (v^T r);  q <- q - scale (q v) v^T
-    r = lax.sub(r, lax.mul(_bcast(scale, r.shape, batch),
-                           linear.matmul(v_col, linear.matmul(_t(v_col), r))))
-    q = lax.sub(q, lax.mul(_bcast(scale, q.shape, batch),
-                           linear.matmul(linear.matmul(q, v_col), _t(v_col))))
+    r = lax.sub(
+        r, lax.mul(_bcast(scale, r.shape, batch), linear.matmul(v_col, linear.matmul(_t(v_col), r)))
+    )
+    q = lax.sub(
+        q, lax.mul(_bcast(scale, q.shape, batch), linear.matmul(linear.matmul(q, v_col), _t(v_col)))
+    )
     return r, q
 
 
@@ -290,11 +314,16 @@ def qr(a, mode: str = "reduced"):
     r = a
     steps = min(m - 1, n)  # the last row of a tall/square matrix needs no reflection
     if steps > 0:
-        r, q = lax.fori_loop(0, steps, lambda k, rq: _householder(
-            rq[0], rq[1], lax.convert_element_type(k, np.int32), m), (r, q))
+        r, q = lax.fori_loop(
+            0,
+            steps,
+            lambda k, rq: _householder(rq[0], rq[1], lax.convert_element_type(k, np.int32), m),
+            (r, q),
+        )
     # exact zeros below the diagonal
-    r = lax.select_n(lax.gt(_iota(r.shape, r.ndim - 2), _iota(r.shape, r.ndim - 1)), r,
-                     lax.full_like(r, 0))
+    r = lax.select_n(
+        lax.gt(_iota(r.shape, r.ndim - 2), _iota(r.shape, r.ndim - 1)), r, lax.full_like(r, 0)
+    )
     if mode == "complete":
         return QRResult(q, r)
     r = lax.slice_in_dim(r, 0, kk, axis=r.ndim - 2)
@@ -333,8 +362,11 @@ def _column_coherence(m):
     denom = lax.mul(_bcast(d, g.shape, batch + (nd - 1,)), _bcast(d, g.shape, batch + (nd - 2,)))
     off = lax.ne(_iota(g.shape, nd - 2), _iota(g.shape, nd - 1))
     ok = lax.bitwise_and(off, lax.gt(denom, lax.full_like(denom, 0)))
-    ratio = lax.select_n(ok, lax.full_like(g, 0),
-                         lax.div(lax.mul(g, g), lax.select_n(ok, lax.full_like(g, 1), denom)))
+    ratio = lax.select_n(
+        ok,
+        lax.full_like(g, 0),
+        lax.div(lax.mul(g, g), lax.select_n(ok, lax.full_like(g, 1), denom)),
+    )
     return lax.reduce_max(ratio, tuple(range(nd)))
 
 
@@ -344,8 +376,12 @@ def _svd_tall(a, full_matrices: bool):
     of a QR of those columns with its signs fixed so R's diagonal is non-negative (which also
     completes ``u`` to orthonormal columns where ``s`` is 0, or to a square ``u``)."""
     m, n = a.shape[-2:]
-    mv, v = _sweeps(a, _eye_like(lax.full(a.shape[:-2] + (n, n), 0, a.dtype)),
-                    _rotate_columns, _column_coherence)
+    mv, v = _sweeps(
+        a,
+        _eye_like(lax.full(a.shape[:-2] + (n, n), 0, a.dtype)),
+        _rotate_columns,
+        _column_coherence,
+    )
     sv = lax.sqrt(lax.reduce_sum(lax.mul(mv, mv), (a.ndim - 2,)))  # [..., n]
     order = lax.broadcast_in_dim(lax.iota(np.int32, n), sv.shape, (sv.ndim - 1,))
     neg, order = lax.sort((lax.neg(sv), order), dimension=sv.ndim - 1, num_keys=1)
@@ -353,11 +389,11 @@ def _svd_tall(a, full_matrices: bool):
     mv, v = _permute_columns(mv, order), _permute_columns(v, order)
     q, r = qr(mv, mode="complete" if full_matrices else "reduced")
     d = linear.diagonal(r, 0, -2, -1)  # [..., n]
-    signs = lax.select_n(lax.lt(d, lax.full_like(d, 0)), lax.full_like(d, 1),
-                         lax.full_like(d, -1))
+    signs = lax.select_n(lax.lt(d, lax.full_like(d, 0)), lax.full_like(d, 1), lax.full_like(d, -1))
     if full_matrices and m > n:
-        signs = lax.concatenate([signs, lax.full(signs.shape[:-1] + (m - n,), 1, d.dtype)],
-                                signs.ndim - 1)
+        signs = lax.concatenate(
+            [signs, lax.full(signs.shape[:-1] + (m - n,), 1, d.dtype)], signs.ndim - 1
+        )
     u = lax.mul(q, _bcast(signs, q.shape, tuple(range(q.ndim - 2)) + (q.ndim - 1,)))
     return u, sv, _t(v)
 
@@ -394,22 +430,29 @@ def _svd_jvp(primals, tangents):
     ds_s = lax.mul(ds_mat, s_j)  # dS diag(s)
     s_ds = lax.mul(s_i, ds_mat)  # diag(s) dS
     zero_s = lax.eq(sv, lax.full_like(sv, 0))
-    s_inv = lax.select_n(zero_s, lax.div(lax.full_like(sv, 1), lax.select_n(
-        zero_s, sv, lax.full_like(sv, 1))), lax.full_like(sv, 0))
-    skew = lax.mul(lax.mul(lax.sub(ds_mat, _t(ds_mat)), lax.full_like(ds_mat, 0.5)),
-                   lax.mul(eye, _bcast(s_inv, shape, batch + (nd - 1,))))
+    s_inv = lax.select_n(
+        zero_s,
+        lax.div(lax.full_like(sv, 1), lax.select_n(zero_s, sv, lax.full_like(sv, 1))),
+        lax.full_like(sv, 0),
+    )
+    skew = lax.mul(
+        lax.mul(lax.sub(ds_mat, _t(ds_mat)), lax.full_like(ds_mat, 0.5)),
+        lax.mul(eye, _bcast(s_inv, shape, batch + (nd - 1,))),
+    )
     du = linear.matmul(u, lax.add(lax.mul(f, lax.add(ds_s, _t(ds_s))), skew))
     dv = linear.matmul(v, lax.mul(f, lax.add(s_ds, _t(s_ds))))
     m, n = a.shape[-2:]
     s_row = lambda x: _bcast(sv, x.shape, batch + (nd - 1,))  # noqa: E731
     if m > n:
         dav = linear.matmul(da, v)
-        du = lax.add(du, lax.div(lax.sub(dav, linear.matmul(u, linear.matmul(_t(u), dav))),
-                                 s_row(dav)))
+        du = lax.add(
+            du, lax.div(lax.sub(dav, linear.matmul(u, linear.matmul(_t(u), dav))), s_row(dav))
+        )
     if n > m:
         dau = linear.matmul(_t(da), u)
-        dv = lax.add(dv, lax.div(lax.sub(dau, linear.matmul(v, linear.matmul(vt, dau))),
-                                 s_row(dau)))
+        dv = lax.add(
+            dv, lax.div(lax.sub(dau, linear.matmul(v, linear.matmul(vt, dau))), s_row(dau))
+        )
     return (u, sv, vt), (du, ds, _t(dv))
 
 
@@ -421,8 +464,10 @@ def _svdvals_jvp(primals, tangents):
 
 
 def _svd_full_jvp(primals, tangents):
-    raise TypeError("svd: derivatives of full_matrices=True are not supported (nor in JAX); "
-                    "use full_matrices=False")
+    raise TypeError(
+        "svd: derivatives of full_matrices=True are not supported (nor in JAX); "
+        "use full_matrices=False"
+    )
 
 
 _svd_fns: dict = {}
@@ -432,6 +477,7 @@ def _custom(name, fn, rule):
     wrapped = _svd_fns.get(name)
     if wrapped is None:
         from fungrad.transforms.custom import custom_jvp  # late: the transforms import numpy
+
         wrapped = custom_jvp(fn)
         wrapped.defjvp(rule)
         _svd_fns[name] = wrapped
@@ -450,8 +496,13 @@ def _svdvals(a):
     return _custom("vals", lambda x: _svd_any(x, False)[1], _svdvals_jvp)(a)
 
 
-def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
-        subset_by_index=None):
+def svd(
+    a,
+    full_matrices: bool = True,
+    compute_uv: bool = True,
+    hermitian: bool = False,
+    subset_by_index=None,
+):
     """Singular value decomposition ``a = U @ diag(S) @ Vh`` of a real matrix or stack, by
     one-sided Jacobi: ``SVDResult(U, S, Vh)`` with ``S`` descending, or ``S`` alone when
     ``compute_uv=False``. ``full_matrices=True`` (the default) gives square ``U`` and ``Vh``.
@@ -459,17 +510,21 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     up to sign (and within repeated singular values); LAPACK's may differ."""
     del hermitian
     if subset_by_index is not None:
-        raise ValueError("svd: subset_by_index is not supported by fungrad; slice the result "
-                         "of the full decomposition instead")
+        raise ValueError(
+            "svd: subset_by_index is not supported by fungrad; slice the result "
+            "of the full decomposition instead"
+        )
     a = _float_matrix("svd", a, square=False)
     m, n = a.shape[-2:]
     if min(m, n) == 0 or any(d == 0 for d in a.shape[:-2]):
         if not compute_uv:
             return lax.full(a.shape[:-2] + (min(m, n),), 0, a.dtype)
         ku, kv = (m, n) if full_matrices else (min(m, n), min(m, n))
-        return SVDResult(_eye_like(lax.full(a.shape[:-2] + (m, ku), 0, a.dtype)),
-                         lax.full(a.shape[:-2] + (min(m, n),), 0, a.dtype),
-                         _eye_like(lax.full(a.shape[:-2] + (kv, n), 0, a.dtype)))
+        return SVDResult(
+            _eye_like(lax.full(a.shape[:-2] + (m, ku), 0, a.dtype)),
+            lax.full(a.shape[:-2] + (min(m, n),), 0, a.dtype),
+            _eye_like(lax.full(a.shape[:-2] + (kv, n), 0, a.dtype)),
+        )
     if not compute_uv:
         return _svdvals(a)
     u, sv, vt = _svd_full(a) if full_matrices else _svd_reduced(a)
@@ -495,13 +550,15 @@ def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
         rtol = tol
     M = util.asarray(M, fun_name="matrix_rank")
     if M.ndim < 2:
-        return lax.convert_element_type(lax.reduce_or(lax.ne(M, lax.full_like(M, 0)),
-                                                      tuple(range(M.ndim))), np.int32)
+        return lax.convert_element_type(
+            lax.reduce_or(lax.ne(M, lax.full_like(M, 0)), tuple(range(M.ndim))), np.int32
+        )
     sv = svdvals(M)
     rtol = _default_rtol(sv) * 1.0 if rtol is None else rtol
     (rtol,) = util.promote_dtypes_inexact(util.asarray(rtol))
-    top = lax.reduce_max(sv, (sv.ndim - 1,)) if sv.shape[-1] else lax.full(sv.shape[:-1], 0,
-                                                                         sv.dtype)
+    top = (
+        lax.reduce_max(sv, (sv.ndim - 1,)) if sv.shape[-1] else lax.full(sv.shape[:-1], 0, sv.dtype)
+    )
     cut = lax.mul(lax.convert_element_type(rtol, sv.dtype), top)
     cut = _bcast(cut, sv.shape, tuple(range(sv.ndim - 1)))
     return lax.reduce_sum(lax.convert_element_type(lax.gt(sv, cut), np.int32), (sv.ndim - 1,))
@@ -512,11 +569,12 @@ def _pinv_value(a, rtol):
     top = lax.reduce_max(sv, (sv.ndim - 1,))
     cut = _bcast(lax.mul(rtol, top), sv.shape, tuple(range(sv.ndim - 1)))
     keep = lax.gt(sv, cut)
-    s_inv = lax.select_n(keep, lax.full_like(sv, 0),
-                         lax.div(lax.full_like(sv, 1), lax.select_n(keep, lax.full_like(sv, 1),
-                                                                    sv)))
-    scaled = lax.mul(_t(vt), _bcast(s_inv, _t(vt).shape, tuple(range(sv.ndim - 1)) +
-                                    (sv.ndim,)))
+    s_inv = lax.select_n(
+        keep,
+        lax.full_like(sv, 0),
+        lax.div(lax.full_like(sv, 1), lax.select_n(keep, lax.full_like(sv, 1), sv)),
+    )
+    scaled = lax.mul(_t(vt), _bcast(s_inv, _t(vt).shape, tuple(range(sv.ndim - 1)) + (sv.ndim,)))
     return linear.matmul(scaled, _t(u))
 
 
@@ -538,6 +596,7 @@ def _pinv_core(a, rtol):
     fn = _svd_fns.get("pinv")
     if fn is None:
         from fungrad.transforms.custom import custom_jvp
+
         fn = _svd_fns["pinv"] = custom_jvp(_pinv_value, nondiff_argnums=(1,))
         fn.defjvp(_pinv_jvp)
     return fn(a, rtol)
@@ -579,8 +638,9 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     m, n = a.shape
     vector = b.ndim == 1
     if b.ndim not in (1, 2) or b.shape[0] != m:
-        raise ValueError(f"lstsq: b must be [{m}] or [{m}, k] to match a of shape {a.shape}, "
-                         f"got {b.shape}")
+        raise ValueError(
+            f"lstsq: b must be [{m}] or [{m}, k] to match a of shape {a.shape}, got {b.shape}"
+        )
     b2 = lax.expand_dims(b, (1,)) if vector else b
     if rcond is None:
         rcond = _default_rtol(a)
@@ -592,8 +652,11 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     else:
         keep = lax.gt(sv, sv)
     rank = lax.reduce_sum(lax.convert_element_type(keep, np.int32), (0,))
-    s_inv = lax.select_n(keep, lax.full_like(sv, 0), lax.div(
-        lax.full_like(sv, 1), lax.select_n(keep, lax.full_like(sv, 1), sv)))
+    s_inv = lax.select_n(
+        keep,
+        lax.full_like(sv, 0),
+        lax.div(lax.full_like(sv, 1), lax.select_n(keep, lax.full_like(sv, 1), sv)),
+    )
     utb = linear.matmul(_t(u), b2)
     x = linear.matmul(_t(vt), lax.mul(_bcast(s_inv, utb.shape, (0,)), utb))
     r = lax.sub(b2, linear.matmul(a, x))
@@ -601,9 +664,11 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     if numpy_resid:
         concrete = rank.to_concrete_value() if isinstance(rank, core.Tracer) else rank
         if concrete is None:
-            raise TypeError("lstsq: numpy_resid=True needs a concrete rank (it decides the "
-                            "shape of resid) and cannot be used under jit/vmap; use "
-                            "numpy_resid=False")
+            raise TypeError(
+                "lstsq: numpy_resid=True needs a concrete rank (it decides the "
+                "shape of resid) and cannot be used under jit/vmap; use "
+                "numpy_resid=False"
+            )
         if not (m > n and int(np.asarray(concrete)) == n):
             resid = lax.full((0,), 0, resid.dtype)
     if vector:
@@ -615,14 +680,16 @@ def cond(x, p=None):
     """The condition number of a matrix or stack: ``S.max() / S.min()`` for ``p`` None, 2 or
     -2 (its inverse); otherwise ``norm(x, p) * norm(inv(x), p)`` (square ``x``)."""
     from fungrad.numpy import linalg as np_linalg
+
     x = _float_matrix("cond", x, square=p not in (None, 2, -2))
     if p in (None, 2, -2):
         sv = svdvals(x)
         hi = lax.reduce_max(sv, (sv.ndim - 1,))
         lo = lax.reduce_min(sv, (sv.ndim - 1,))
         return lax.div(lo, hi) if p == -2 else lax.div(hi, lo)
-    return lax.mul(np_linalg.norm(x, p, axis=(-2, -1)),
-                   np_linalg.norm(np_linalg.inv(x), p, axis=(-2, -1)))
+    return lax.mul(
+        np_linalg.norm(x, p, axis=(-2, -1)), np_linalg.norm(np_linalg.inv(x), p, axis=(-2, -1))
+    )
 
 
 # -- multi_dot -----------------------------------------------------------------------------------
@@ -643,13 +710,17 @@ def multi_dot(arrays, *, precision=None):
         arrays[-1] = lax.expand_dims(arrays[-1], (1,))
     for i, x in enumerate(arrays):
         if x.ndim != 2:
-            raise ValueError(f"multi_dot: array {i} must be 2-D (only the first and last may "
-                             f"be 1-D), got shape {x.shape}")
+            raise ValueError(
+                f"multi_dot: array {i} must be 2-D (only the first and last may "
+                f"be 1-D), got shape {x.shape}"
+            )
     dims = [arrays[0].shape[0]] + [x.shape[1] for x in arrays]
     for i in range(len(arrays) - 1):
         if arrays[i].shape[1] != arrays[i + 1].shape[0]:
-            raise ValueError(f"multi_dot: shapes {arrays[i].shape} and {arrays[i + 1].shape} "
-                             f"(arrays {i} and {i + 1}) are not aligned")
+            raise ValueError(
+                f"multi_dot: shapes {arrays[i].shape} and {arrays[i + 1].shape} "
+                f"(arrays {i} and {i + 1}) are not aligned"
+            )
     count = len(arrays)
     cost = [[0] * count for _ in range(count)]
     split = [[0] * count for _ in range(count)]
@@ -674,5 +745,3 @@ def multi_dot(arrays, *, precision=None):
     if last_1d:
         out = lax.squeeze(out, (out.ndim - 1,))
     return out
-
-

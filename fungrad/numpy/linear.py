@@ -29,11 +29,28 @@ if TYPE_CHECKING:
     from fungrad.array import Array
     from fungrad.typing import ArrayLike
 
-__all__ = ["convolve", "correlate", "cross", "diag", "diagflat", "diagonal", "dot", "einsum",
-           "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot", "vecdot"]
+__all__ = [
+    "convolve",
+    "correlate",
+    "cross",
+    "diag",
+    "diagflat",
+    "diagonal",
+    "dot",
+    "einsum",
+    "inner",
+    "kron",
+    "matmul",
+    "outer",
+    "tensordot",
+    "trace",
+    "vdot",
+    "vecdot",
+]
 
 
 # -- shared helpers -----------------------------------------------------------------------------
+
 
 def _promote(fun_name: str, args, preferred_element_type=None):
     """Check and promote ``args`` to their common dtype. Returns the promoted arrays and the
@@ -63,13 +80,20 @@ def _dot_general(x, y, contracting, batch, out_dtype, precision):
     """``lax.dot_general`` contracting ``contracting = (x_dims, y_dims)`` over the batch dims
     ``batch = (x_dims, y_dims)``; result dims: batch, free dims of x, free dims of y."""
     dims = ((tuple(contracting[0]), tuple(contracting[1])), (tuple(batch[0]), tuple(batch[1])))
-    if x.dtype == y.dtype and out_dtype is not None and \
-            lax.dot_algorithm.as_algorithm(precision) is None:
+    if (
+        x.dtype == y.dtype
+        and out_dtype is not None
+        and lax.dot_algorithm.as_algorithm(precision) is None
+    ):
         # Operands already promoted (the callers' _promote) and no DotAlgorithm preset to
         # round them first: bind without lax's re-checking.
         return lax.dot_general_p.bind(
-            x, y, dimension_numbers=dims, precision=canonicalize_precision(precision),
-            preferred_element_type=dtypes.canonicalize_dtype(out_dtype))
+            x,
+            y,
+            dimension_numbers=dims,
+            precision=canonicalize_precision(precision),
+            preferred_element_type=dtypes.canonicalize_dtype(out_dtype),
+        )
     return lax.dot_general(x, y, dims, precision=precision, preferred_element_type=out_dtype)
 
 
@@ -97,13 +121,14 @@ def _diagonal_last(x, k: int):
     and ``(i+1, ..., i+1)``, which is ``1 + n + ... + n**(k-1)``."""
     n = x.shape[-1]
     lead = tuple(x.shape[:-k])
-    flat = lax.reshape(x, lead + (n ** k,))
-    stride = sum(n ** j for j in range(k))
+    flat = lax.reshape(x, lead + (n**k,))
+    stride = sum(n**j for j in range(k))
     zeros = (0,) * len(lead)
-    return lax.slice(flat, zeros + (0,), lead + (n ** k,), (1,) * len(lead) + (stride,))
+    return lax.slice(flat, zeros + (0,), lead + (n**k,), (1,) * len(lead) + (stride,))
 
 
 # -- matrix and vector products -----------------------------------------------------------------
+
 
 def matmul(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type=None) -> Array:
     """Matrix product with numpy's ``matmul`` rules.
@@ -130,16 +155,21 @@ def matmul(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type
     a_shape, b_shape = a.shape, b.shape
     for i, shape in enumerate((a_shape, b_shape)):
         if not shape:
-            raise ValueError(f"matmul: input operand {i} must have ndim at least 1, but it has "
-                             f"shape {shape}; use multiply for scalars")
+            raise ValueError(
+                f"matmul: input operand {i} must have ndim at least 1, but it has "
+                f"shape {shape}; use multiply for scalars"
+            )
     a_is_mat, b_is_mat = len(a_shape) > 1, len(b_shape) > 1
     b_contract = len(b_shape) - 2 if b_is_mat else 0
     if a_shape[-1] != b_shape[b_contract]:
-        raise TypeError(f"matmul: contraction dimensions do not match: {a_shape} @ {b_shape} "
-                        f"({a_shape[-1]} != {b_shape[b_contract]})")
+        raise TypeError(
+            f"matmul: contraction dimensions do not match: {a_shape} @ {b_shape} "
+            f"({a_shape[-1]} != {b_shape[b_contract]})"
+        )
     if len(a_shape) <= 2 and len(b_shape) <= 2:  # no batch dims: one dot_general, in order
-        out = _dot_general(a, b, ((len(a_shape) - 1,), (b_contract,)), ((), ()), out_dtype,
-                           precision)
+        out = _dot_general(
+            a, b, ((len(a_shape) - 1,), (b_contract,)), ((), ()), out_dtype, precision
+        )
         return _finish(out, out_dtype, weak)
     a_batch, b_batch = a.shape[:-2], b.shape[:-2]
     nbatch = max(len(a_batch), len(b_batch))
@@ -166,16 +196,19 @@ def matmul(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type
             b_squeeze.append(b_pos)
             idx_a_free.append(i)
         else:
-            raise ValueError(f"matmul: batch dimensions cannot broadcast: {a.shape} @ {b.shape} "
-                             f"(batch shapes {a.shape[:-2]} and {b.shape[:-2]})")
+            raise ValueError(
+                f"matmul: batch dimensions cannot broadcast: {a.shape} @ {b.shape} "
+                f"(batch shapes {a.shape[:-2]} and {b.shape[:-2]})"
+            )
     if a_is_mat:
         idx_a_free.append(nbatch)
     if b_is_mat:
         idx_b_free.append(nbatch + a_is_mat)
     a = lax.squeeze(a, a_squeeze)
     b = lax.squeeze(b, b_squeeze)
-    out = _dot_general(a, b, ((a.ndim - 1,), (b.ndim - 1 - b_is_mat,)), (a_bdims, b_bdims),
-                       out_dtype, precision)
+    out = _dot_general(
+        a, b, ((a.ndim - 1,), (b.ndim - 1 - b_is_mat,)), (a_bdims, b_bdims), out_dtype, precision
+    )
     perm = np.argsort(idx_batch + idx_a_free + idx_b_free)
     return _finish(lax.transpose(out, tuple(int(p) for p in perm)), out_dtype, weak)
 
@@ -189,13 +222,16 @@ def dot(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type=No
     (a, b), out_dtype, weak = _promote("dot", (a, b), preferred_element_type)
     if a.ndim == 0 or b.ndim == 0:
         from fungrad.numpy import ufuncs
+
         a = lax.convert_element_type(a, out_dtype, weak)
         b = lax.convert_element_type(b, out_dtype, weak)
         return ufuncs.multiply(a, b)
     b_axis = max(b.ndim - 2, 0)
     if a.shape[-1] != b.shape[b_axis]:
-        raise TypeError(f"dot: shapes {a.shape} and {b.shape} not aligned: {a.shape[-1]} "
-                        f"(dim {a.ndim - 1}) != {b.shape[b_axis]} (dim {b_axis})")
+        raise TypeError(
+            f"dot: shapes {a.shape} and {b.shape} not aligned: {a.shape[-1]} "
+            f"(dim {a.ndim - 1}) != {b.shape[b_axis]} (dim {b_axis})"
+        )
     out = _dot_general(a, b, ((a.ndim - 1,), (b_axis,)), ((), ()), out_dtype, precision)
     return _finish(out, out_dtype, weak)
 
@@ -207,8 +243,10 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
     """
     (a, b), out_dtype, weak = _promote("vdot", (a, b), preferred_element_type)
     if a.size != b.size:
-        raise TypeError(f"vdot: operands must have the same size, got shapes {a.shape} "
-                        f"(size {a.size}) and {b.shape} (size {b.size})")
+        raise TypeError(
+            f"vdot: operands must have the same size, got shapes {a.shape} "
+            f"(size {a.size}) and {b.shape} (size {b.size})"
+        )
     out = _dot_general(_ravel(a), _ravel(b), ((0,), (0,)), ((), ()), out_dtype, precision)
     return _finish(out, out_dtype, weak)
 
@@ -220,13 +258,16 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
     """
     (x1, x2), out_dtype, weak = _promote("vecdot", (x1, x2), preferred_element_type)
     if x1.ndim == 0 or x2.ndim == 0:
-        raise ValueError(f"vecdot: operands must have at least one dimension, got shapes "
-                         f"{x1.shape} and {x2.shape}")
+        raise ValueError(
+            f"vecdot: operands must have at least one dimension, got shapes "
+            f"{x1.shape} and {x2.shape}"
+        )
     ax1 = util.canonicalize_axis(axis, x1.ndim, "vecdot")
     ax2 = util.canonicalize_axis(axis, x2.ndim, "vecdot")
     if x1.shape[ax1] != x2.shape[ax2]:
-        raise ValueError(f"vecdot: axes must match; got shapes {x1.shape} and {x2.shape} with "
-                         f"axis={axis}")
+        raise ValueError(
+            f"vecdot: axes must match; got shapes {x1.shape} and {x2.shape} with axis={axis}"
+        )
     # (..., 1, n) @ (..., n, 1) -> (..., 1, 1): matmul does the batch broadcasting.
     row = lax.expand_dims(_move_last(x1, (ax1,)), (-2,))
     col = lax.expand_dims(_move_last(x2, (ax2,)), (-1,))
@@ -241,8 +282,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     if a.ndim == 0 or b.ndim == 0:
         return dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
     if a.shape[-1] != b.shape[-1]:
-        raise TypeError(f"inner: last dimensions must match, got shapes {a.shape} and "
-                        f"{b.shape}")
+        raise TypeError(f"inner: last dimensions must match, got shapes {a.shape} and {b.shape}")
     out = _dot_general(a, b, ((a.ndim - 1,), (b.ndim - 1,)), ((), ()), out_dtype, precision)
     return _finish(out, out_dtype, weak)
 
@@ -250,6 +290,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
 def outer(a, b):
     """The outer product of the flattened ``a`` and ``b``: ``out[i, j] = a[i] * b[j]``."""
     from fungrad.numpy import ufuncs
+
     (a, b), _, _ = _promote("outer", (a, b))
     a, b = _ravel(a), _ravel(b)
     return ufuncs.multiply(lax.expand_dims(a, (1,)), lax.expand_dims(b, (0,)))
@@ -259,21 +300,21 @@ def _tensordot_axes(a, b, axes):
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
         if not 0 <= n <= min(a.ndim, b.ndim):
-            raise TypeError(f"tensordot: axes={n} must be between 0 and the smaller rank of "
-                            f"the operands (shapes {a.shape} and {b.shape})")
+            raise TypeError(
+                f"tensordot: axes={n} must be between 0 and the smaller rank of "
+                f"the operands (shapes {a.shape} and {b.shape})"
+            )
         return tuple(range(a.ndim - n, a.ndim)), tuple(range(n))
     if isinstance(axes, (list, tuple)) and len(axes) == 2:
         ax_a, ax_b = ([x] if isinstance(x, (int, np.integer)) else list(x) for x in axes)
         if len(ax_a) != len(ax_b):
-            raise TypeError(f"tensordot: axes lists must have equal length, got {ax_a} and "
-                            f"{ax_b}")
+            raise TypeError(f"tensordot: axes lists must have equal length, got {ax_a} and {ax_b}")
         ax_a = tuple(util.canonicalize_axis(x, a.ndim, "tensordot") for x in ax_a)
         ax_b = tuple(util.canonicalize_axis(x, b.ndim, "tensordot") for x in ax_b)
         if len(set(ax_a)) != len(ax_a) or len(set(ax_b)) != len(ax_b):
             raise ValueError(f"tensordot: repeated axis in axes={axes}")
         return ax_a, ax_b
-    raise TypeError(f"tensordot: axes must be an int or a pair of sequences of ints, got "
-                    f"{axes!r}")
+    raise TypeError(f"tensordot: axes must be an int or a pair of sequences of ints, got {axes!r}")
 
 
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
@@ -287,9 +328,11 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     ax_a, ax_b = _tensordot_axes(a, b, axes)
     for i, j in zip(ax_a, ax_b):
         if a.shape[i] != b.shape[j]:
-            raise TypeError(f"tensordot: shape mismatch along contracted axes: {a.shape} axis "
-                            f"{i} has size {a.shape[i]} but {b.shape} axis {j} has size "
-                            f"{b.shape[j]}")
+            raise TypeError(
+                f"tensordot: shape mismatch along contracted axes: {a.shape} axis "
+                f"{i} has size {a.shape[i]} but {b.shape} axis {j} has size "
+                f"{b.shape[j]}"
+            )
     out = _dot_general(a, b, (ax_a, ax_b), ((), ()), out_dtype, precision)
     return _finish(out, out_dtype, weak)
 
@@ -301,6 +344,7 @@ def kron(a, b):
     product of the shapes.
     """
     from fungrad.numpy import ufuncs
+
     (a, b), _, _ = _promote("kron", (a, b))
     nd = max(a.ndim, b.ndim)
     a, b = lax.broadcast_to_rank(a, nd), lax.broadcast_to_rank(b, nd)
@@ -313,6 +357,7 @@ def kron(a, b):
 
 # -- diagonals ----------------------------------------------------------------------------------
 
+
 def diagonal(a, offset=0, axis1: int = 0, axis2: int = 1):
     """The diagonal ``a[..., i, i + offset]`` of the 2-D sub-arrays spanned by ``axis1`` and
     ``axis2``; those axes are removed and the diagonal becomes the last axis.
@@ -322,8 +367,9 @@ def diagonal(a, offset=0, axis1: int = 0, axis2: int = 1):
     util.check_arraylike("diagonal", a)
     a = util.asarray(a, fun_name="diagonal")
     if a.ndim < 2:
-        raise ValueError(f"diagonal requires an array of at least two dimensions, got shape "
-                         f"{a.shape}")
+        raise ValueError(
+            f"diagonal requires an array of at least two dimensions, got shape {a.shape}"
+        )
     ax1 = util.canonicalize_axis(axis1, a.ndim, "diagonal")
     ax2 = util.canonicalize_axis(axis2, a.ndim, "diagonal")
     if ax1 == ax2:
@@ -345,6 +391,7 @@ def trace(a, offset=0, axis1: int = 0, axis2: int = 1, dtype=None):
     """The sum of ``diagonal(a, offset, axis1, axis2)`` (``dtype`` as in ``sum``: integers
     and bools accumulate in at least the default integer)."""
     from fungrad.numpy import reductions
+
     return reductions.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
@@ -395,16 +442,19 @@ def _einsum_tokens(spec: str, subscripts: str):
     while i < len(spec):
         if spec.startswith("...", i):
             if ... in tokens:
-                raise ValueError(f"einsum: more than one ellipsis in term {spec!r} of "
-                                 f"{subscripts!r}")
+                raise ValueError(
+                    f"einsum: more than one ellipsis in term {spec!r} of {subscripts!r}"
+                )
             tokens.append(...)
             i += 3
         elif spec[i] in string.ascii_letters:
             tokens.append(spec[i])
             i += 1
         else:
-            raise ValueError(f"einsum: invalid subscript character {spec[i]!r} in {subscripts!r} "
-                             "(use letters a-z, A-Z and '...')")
+            raise ValueError(
+                f"einsum: invalid subscript character {spec[i]!r} in {subscripts!r} "
+                "(use letters a-z, A-Z and '...')"
+            )
     return tokens
 
 
@@ -415,16 +465,20 @@ def _einsum_parse(subscripts: str, shapes):
     inputs, output = spec.split("->", 1) if explicit else (spec, None)
     terms = inputs.split(",")
     if len(terms) != len(shapes):
-        raise ValueError(f"einsum: subscripts {subscripts!r} name {len(terms)} operands, but "
-                         f"{len(shapes)} were given")
+        raise ValueError(
+            f"einsum: subscripts {subscripts!r} name {len(terms)} operands, but "
+            f"{len(shapes)} were given"
+        )
     in_labels, n_ellipsis = [], 0
     for i, (term, shape) in enumerate(zip(terms, shapes)):
         tokens = _einsum_tokens(term, subscripts)
         n_letters = len(tokens) - (... in tokens)
         n_ell = len(shape) - n_letters
         if n_ell < 0 or (n_ell and ... not in tokens):
-            raise ValueError(f"einsum: subscript {term!r} does not contain the correct number "
-                             f"of indices for operand {i} of shape {tuple(shape)}")
+            raise ValueError(
+                f"einsum: subscript {term!r} does not contain the correct number "
+                f"of indices for operand {i} of shape {tuple(shape)}"
+            )
         labels = []
         for t in tokens:
             labels.extend(range(-n_ell, 0) if t is ... else [t])
@@ -439,11 +493,13 @@ def _einsum_parse(subscripts: str, shapes):
         if t is ...:
             out.extend(range(-n_ellipsis, 0))
         elif t not in all_letters:
-            raise ValueError(f"einsum: output subscript {t!r} of {subscripts!r} does not appear "
-                             "in any input")
+            raise ValueError(
+                f"einsum: output subscript {t!r} of {subscripts!r} does not appear in any input"
+            )
         elif t in out:
-            raise ValueError(f"einsum: output subscript {t!r} appears more than once in "
-                             f"{subscripts!r}")
+            raise ValueError(
+                f"einsum: output subscript {t!r} appears more than once in {subscripts!r}"
+            )
         else:
             out.append(t)
     return in_labels, out
@@ -460,17 +516,21 @@ def _einsum_sizes(in_labels, arrays):
         own = {}
         for m, d in zip(labels, x.shape):
             if own.setdefault(m, d) != d:
-                raise ValueError(f"einsum: label {_label_name(m)} is repeated in operand {i} "
-                                 f"(shape {x.shape}) with different sizes {own[m]} and {d}; "
-                                 "a repeated label takes a diagonal and needs equal sizes")
+                raise ValueError(
+                    f"einsum: label {_label_name(m)} is repeated in operand {i} "
+                    f"(shape {x.shape}) with different sizes {own[m]} and {d}; "
+                    "a repeated label takes a diagonal and needs equal sizes"
+                )
         for m, d in own.items():
             prev = sizes.setdefault(m, d)
             if prev == 1:
                 sizes[m] = d
             elif d not in (1, prev):
-                raise ValueError(f"einsum: size of label {_label_name(m)} for operand {i} "
-                                 f"({d}, shape {x.shape}) does not match previous terms "
-                                 f"({prev})")
+                raise ValueError(
+                    f"einsum: size of label {_label_name(m)} for operand {i} "
+                    f"({d}, shape {x.shape}) does not match previous terms "
+                    f"({prev})"
+                )
     return sizes
 
 
@@ -498,22 +558,28 @@ def _einsum_prepare(x, labels, sizes):
 def _einsum_contract(x, x_labels, y, y_labels, keep, out_dtype, precision):
     """One pairwise contraction: shared labels still needed (``keep``) are batch dims, the
     other shared labels are contracted."""
-    x, x_labels = _einsum_sum(x, x_labels, [m for m in x_labels
-                                            if m not in y_labels and m not in keep])
-    y, y_labels = _einsum_sum(y, y_labels, [m for m in y_labels
-                                            if m not in x_labels and m not in keep])
+    x, x_labels = _einsum_sum(
+        x, x_labels, [m for m in x_labels if m not in y_labels and m not in keep]
+    )
+    y, y_labels = _einsum_sum(
+        y, y_labels, [m for m in y_labels if m not in x_labels and m not in keep]
+    )
     shared = [m for m in x_labels if m in y_labels]
     batch = [m for m in shared if m in keep]
     contract = [m for m in shared if m not in keep]
     if x.dtype != y.dtype:  # an earlier product already has preferred_element_type
         x = lax.convert_element_type(x, out_dtype)
         y = lax.convert_element_type(y, out_dtype)
+
     def dims(labels):
         return [x_labels.index(m) for m in labels], [y_labels.index(m) for m in labels]
 
     out = _dot_general(x, y, dims(contract), dims(batch), out_dtype, precision)
-    labels = (batch + [m for m in x_labels if m not in y_labels]
-              + [m for m in y_labels if m not in x_labels])
+    labels = (
+        batch
+        + [m for m in x_labels if m not in y_labels]
+        + [m for m in y_labels if m not in x_labels]
+    )
     return out, labels
 
 
@@ -557,8 +623,9 @@ def _einsum_sublists(first, rest):
             elif isinstance(s, (int, np.integer)) and 0 <= s < len(string.ascii_letters):
                 out += string.ascii_letters[s]
             else:
-                raise TypeError(f"einsum: subscript lists hold ints in [0, 52) and Ellipsis, got "
-                                f"{s!r}")
+                raise TypeError(
+                    f"einsum: subscript lists hold ints in [0, 52) and Ellipsis, got {s!r}"
+                )
         return out
 
     spec = ",".join(term(s) for s in sublists)
@@ -567,8 +634,9 @@ def _einsum_sublists(first, rest):
     return spec, operands
 
 
-def einsum(subscripts, /, *operands, optimize="auto", precision=None,
-           preferred_element_type=None) -> Array:
+def einsum(
+    subscripts, /, *operands, optimize="auto", precision=None, preferred_element_type=None
+) -> Array:
     """Einstein summation: ``einsum("ij,jk->ik", a, b)`` is ``a @ b``.
 
     Supports implicit output (the labels used once, sorted, after the ellipsis dims) and
@@ -589,8 +657,10 @@ def einsum(subscripts, /, *operands, optimize="auto", precision=None,
     if not isinstance(subscripts, str):
         subscripts, operands = _einsum_sublists(subscripts, operands)
     if optimize not in _OPTIMIZE:
-        raise ValueError(f"einsum: optimize={optimize!r} is not supported; use one of "
-                         f"{_OPTIMIZE} (contraction order is greedy or left to right)")
+        raise ValueError(
+            f"einsum: optimize={optimize!r} is not supported; use one of "
+            f"{_OPTIMIZE} (contraction order is greedy or left to right)"
+        )
     if not operands:
         raise ValueError("einsum: at least one operand is required")
     arrays, out_dtype, weak = _promote("einsum", operands, preferred_element_type)
@@ -598,9 +668,12 @@ def einsum(subscripts, /, *operands, optimize="auto", precision=None,
     sizes = _einsum_sizes(in_labels, arrays)
     terms = [_einsum_prepare(x, labels, sizes) for x, labels in zip(arrays, in_labels)]
     # Labels found in one term only, and not in the output, are summed before any product.
-    terms = [_einsum_sum(x, labels, [m for m in labels
-                                     if m not in _einsum_needed(terms, (k,), out_labels)])
-             for k, (x, labels) in enumerate(terms)]
+    terms = [
+        _einsum_sum(
+            x, labels, [m for m in labels if m not in _einsum_needed(terms, (k,), out_labels)]
+        )
+        for k, (x, labels) in enumerate(terms)
+    ]
     while len(terms) > 1:
         i, j = _einsum_pick(terms, out_labels, sizes, optimize is not False)
         keep = _einsum_needed(terms, (i, j), out_labels)
@@ -614,6 +687,7 @@ def einsum(subscripts, /, *operands, optimize="auto", precision=None,
 
 # -- convolutions -------------------------------------------------------------------------------
 
+
 def _conv1d(fun_name, a, v, mode, flip, precision, preferred_element_type):
     util.check_arraylike(fun_name, a, v)
     if preferred_element_type is None:
@@ -621,11 +695,11 @@ def _conv1d(fun_name, a, v, mode, flip, precision, preferred_element_type):
     else:
         a, v = util.promote_dtypes(a, v)
     if a.ndim != 1 or v.ndim != 1:
-        raise ValueError(f"{fun_name}: only 1-D inputs are supported, got shapes {a.shape} and "
-                         f"{v.shape}")
+        raise ValueError(
+            f"{fun_name}: only 1-D inputs are supported, got shapes {a.shape} and {v.shape}"
+        )
     if a.shape[0] == 0 or v.shape[0] == 0:
-        raise ValueError(f"{fun_name}: inputs cannot be empty, got shapes {a.shape} and "
-                         f"{v.shape}")
+        raise ValueError(f"{fun_name}: inputs cannot be empty, got shapes {a.shape} and {v.shape}")
     reverse_out = False
     if a.shape[0] < v.shape[0]:  # slide the shorter array; correlate then runs backwards
         a, v = v, a
@@ -640,11 +714,15 @@ def _conv1d(fun_name, a, v, mode, flip, precision, preferred_element_type):
     elif mode == "full":
         padding = ((m - 1, m - 1),)
     else:
-        raise ValueError(f"{fun_name}: mode must be one of 'full', 'same', 'valid', got "
-                         f"{mode!r}")
+        raise ValueError(f"{fun_name}: mode must be one of 'full', 'same', 'valid', got {mode!r}")
     out = lax.conv_general_dilated(
-        lax.reshape(a, (1, 1, a.shape[0])), lax.reshape(v, (1, 1, m)), (1,), padding,
-        precision=precision, preferred_element_type=preferred_element_type)
+        lax.reshape(a, (1, 1, a.shape[0])),
+        lax.reshape(v, (1, 1, m)),
+        (1,),
+        padding,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
     out = lax.reshape(out, (out.shape[-1],))
     return lax.rev(out, (0,)) if reverse_out else out
 
@@ -665,23 +743,28 @@ def correlate(a, v, mode: str = "valid", *, precision=None, preferred_element_ty
 
 # -- cross product ------------------------------------------------------------------------------
 
+
 def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
     """The cross product of 2- or 3-vectors along ``axisa`` / ``axisb`` (``axis`` sets all
     three), broadcasting the other dimensions; 2-vectors have an implicit zero z-component, and
     two 2-vectors give the scalar z-component.
     """
     from fungrad.numpy import ufuncs
+
     (a, b), _, _ = _promote("cross", (a, b))
     if axis is not None:
         axisa = axisb = axisc = axis
     if a.ndim == 0 or b.ndim == 0:
-        raise ValueError(f"cross: operands must have at least one dimension, got shapes "
-                         f"{a.shape} and {b.shape}")
+        raise ValueError(
+            f"cross: operands must have at least one dimension, got shapes {a.shape} and {b.shape}"
+        )
     a = _move_last(a, (util.canonicalize_axis(axisa, a.ndim, "cross"),))
     b = _move_last(b, (util.canonicalize_axis(axisb, b.ndim, "cross"),))
     if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
-        raise ValueError(f"cross: the vector dimension must have size 2 or 3, got shapes "
-                         f"{a.shape} and {b.shape} (vector axis last)")
+        raise ValueError(
+            f"cross: the vector dimension must have size 2 or 3, got shapes "
+            f"{a.shape} and {b.shape} (vector axis last)"
+        )
 
     def comp(x, i):
         if i < x.shape[-1]:

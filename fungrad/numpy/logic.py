@@ -35,10 +35,30 @@ if TYPE_CHECKING:
     from fungrad.typing import ArrayLike
 
 __all__ = [
-    "allclose", "array_equal", "array_equiv", "bitwise_and", "bitwise_count", "bitwise_invert",
-    "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
-    "equal", "greater", "greater_equal", "invert", "isclose", "left_shift", "less",
-    "less_equal", "logical_and", "logical_not", "logical_or", "logical_xor", "not_equal",
+    "allclose",
+    "array_equal",
+    "array_equiv",
+    "bitwise_and",
+    "bitwise_count",
+    "bitwise_invert",
+    "bitwise_left_shift",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
+    "equal",
+    "greater",
+    "greater_equal",
+    "invert",
+    "isclose",
+    "left_shift",
+    "less",
+    "less_equal",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "not_equal",
     "right_shift",
 ]
 
@@ -140,8 +160,7 @@ def array_equiv(a1, a2):
 # Bitwise functions (integers and bools)
 
 
-def _bitwise_binary(name: str, lax_name: str,
-                    doc: str) -> Callable[[ArrayLike, ArrayLike], Array]:
+def _bitwise_binary(name: str, lax_name: str, doc: str) -> Callable[[ArrayLike, ArrayLike], Array]:
     def fn(x1: ArrayLike, x2: ArrayLike, /) -> Array:
         x1, x2 = promote_args(name, x1, x2)
         _require_kinds(name, x1, "biu", "integer or boolean")

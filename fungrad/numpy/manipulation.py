@@ -26,17 +26,59 @@ if TYPE_CHECKING:
     from fungrad.typing import ArrayLike
 
 __all__ = [
-    "append", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "block",
-    "broadcast_arrays", "broadcast_shapes", "broadcast_to", "column_stack", "concat",
-    "concatenate", "delete", "diff", "dsplit", "dstack", "ediff1d", "expand_dims", "flip",
-    "fliplr", "flipud", "hsplit", "hstack", "insert", "matrix_transpose", "moveaxis", "ndim",
-    "permute_dims", "ravel", "repeat", "reshape", "resize", "roll", "rollaxis", "rot90",
-    "row_stack", "shape", "size", "split", "squeeze", "stack", "swapaxes", "tile",
-    "transpose", "trim_zeros", "unstack", "vsplit", "vstack",
+    "append",
+    "array_split",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "block",
+    "broadcast_arrays",
+    "broadcast_shapes",
+    "broadcast_to",
+    "column_stack",
+    "concat",
+    "concatenate",
+    "delete",
+    "diff",
+    "dsplit",
+    "dstack",
+    "ediff1d",
+    "expand_dims",
+    "flip",
+    "fliplr",
+    "flipud",
+    "hsplit",
+    "hstack",
+    "insert",
+    "matrix_transpose",
+    "moveaxis",
+    "ndim",
+    "permute_dims",
+    "ravel",
+    "repeat",
+    "reshape",
+    "resize",
+    "roll",
+    "rollaxis",
+    "rot90",
+    "row_stack",
+    "shape",
+    "size",
+    "split",
+    "squeeze",
+    "stack",
+    "swapaxes",
+    "tile",
+    "transpose",
+    "trim_zeros",
+    "unstack",
+    "vsplit",
+    "vstack",
 ]
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
 
 def _arr(x, fun_name: str, name: str = "a"):
     util.check_arraylike(fun_name, x, names=[name])
@@ -63,16 +105,18 @@ def _index_tuple(x, fun_name: str, what: str) -> tuple[int, ...]:
     try:
         return tuple(operator.index(i) for i in x)
     except TypeError:
-        raise TypeError(f"{fun_name}: {what} must be an int or a sequence of ints, got "
-                        f"{x!r:.60}") from None
+        raise TypeError(
+            f"{fun_name}: {what} must be an int or a sequence of ints, got {x!r:.60}"
+        ) from None
 
 
 def _count(x, fun_name: str, what: str) -> int:
     """A concrete count, ``int(x)`` as JAX takes it (so 2.0 is 2); non-numbers are refused."""
     v = util.concrete_or_error(x, f"the {what} argument of {fun_name}")
     if isinstance(v, (str, bytes)) or np.ndim(v) != 0 or np.asarray(v).dtype.kind not in "biuf":
-        raise TypeError(f"{fun_name}: {what} must be an integer (a number of sections), got "
-                        f"{x!r:.60}")
+        raise TypeError(
+            f"{fun_name}: {what} must be an integer (a number of sections), got {x!r:.60}"
+        )
     return int(v)
 
 
@@ -135,6 +179,7 @@ def _maybe_concrete(x):
 
 # -- shape queries ------------------------------------------------------------------------------
 
+
 def shape(a) -> tuple[int, ...]:
     """The shape of an array, scalar or nested list."""
     return tuple(a.shape) if hasattr(a, "shape") else np.shape(a)
@@ -156,6 +201,7 @@ def size(a, axis=None) -> int:
 
 # -- reshaping and permuting axes -----------------------------------------------------------------
 
+
 def _reshape_shape(old: tuple[int, ...], newshape, fun_name: str) -> tuple[int, ...]:
     elems = list(newshape) if isinstance(newshape, (tuple, list)) else [newshape]
     dims = []
@@ -164,23 +210,29 @@ def _reshape_shape(old: tuple[int, ...], newshape, fun_name: str) -> tuple[int, 
         try:
             dims.append(operator.index(d))
         except TypeError:
-            raise TypeError(f"{fun_name}: shape must be an int or a sequence of ints, got "
-                            f"{newshape!r}") from None
+            raise TypeError(
+                f"{fun_name}: shape must be an int or a sequence of ints, got {newshape!r}"
+            ) from None
     size_ = math.prod(old)
     if dims.count(-1) > 1:
-        raise TypeError(f"{fun_name}: can only specify one unknown dimension (-1), got "
-                        f"{tuple(dims)}")
+        raise TypeError(
+            f"{fun_name}: can only specify one unknown dimension (-1), got {tuple(dims)}"
+        )
     if any(d < -1 for d in dims):
         raise TypeError(f"{fun_name}: negative dimensions are not allowed, got {tuple(dims)}")
     if -1 in dims:
         known = math.prod(d for d in dims if d != -1)
         if known == 0 or size_ % known:
-            raise TypeError(f"{fun_name}: cannot reshape array of shape {old} (size {size_}) "
-                            f"into shape {tuple(dims)}")
+            raise TypeError(
+                f"{fun_name}: cannot reshape array of shape {old} (size {size_}) "
+                f"into shape {tuple(dims)}"
+            )
         dims[dims.index(-1)] = size_ // known
     if math.prod(dims) != size_:
-        raise TypeError(f"{fun_name}: cannot reshape array of shape {old} (size {size_}) into "
-                        f"shape {tuple(dims)} (size {math.prod(dims)})")
+        raise TypeError(
+            f"{fun_name}: cannot reshape array of shape {old} (size {size_}) into "
+            f"shape {tuple(dims)} (size {math.prod(dims)})"
+        )
     return tuple(dims)
 
 
@@ -225,8 +277,10 @@ def transpose(a: ArrayLike, axes=None) -> Array:
     else:
         perm = tuple(util.canonicalize_axis(ax, x.ndim, "transpose") for ax in axes)
         if sorted(perm) != list(range(x.ndim)):
-            raise TypeError(f"transpose: axes {tuple(axes)} are not a permutation of the "
-                            f"axes of an array of shape {tuple(x.shape)}")
+            raise TypeError(
+                f"transpose: axes {tuple(axes)} are not a permutation of the "
+                f"axes of an array of shape {tuple(x.shape)}"
+            )
     return x if perm == tuple(range(x.ndim)) else lax.transpose(x, perm)
 
 
@@ -267,11 +321,12 @@ def moveaxis(a, source, destination):
     src = [util.canonicalize_axis(s, x.ndim, "moveaxis") for s in _axis_tuple(source)]
     dst = [util.canonicalize_axis(d, x.ndim, "moveaxis") for d in _axis_tuple(destination)]
     if len(src) != len(dst):
-        raise ValueError(f"moveaxis: source {source} and destination {destination} must have "
-                         "the same number of axes")
+        raise ValueError(
+            f"moveaxis: source {source} and destination {destination} must have "
+            "the same number of axes"
+        )
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
-        raise ValueError(f"moveaxis: repeated axis in source {source} or destination "
-                         f"{destination}")
+        raise ValueError(f"moveaxis: repeated axis in source {source} or destination {destination}")
     perm = [i for i in range(x.ndim) if i not in src]
     for d, s in sorted(zip(dst, src)):
         perm.insert(d, s)
@@ -284,8 +339,9 @@ def rollaxis(a, axis: int, start: int = 0):
     axis = util.canonicalize_axis(axis, x.ndim, "rollaxis")
     start = operator.index(start)
     if not -x.ndim <= start <= x.ndim:
-        raise np.exceptions.AxisError(f"rollaxis: start={start} must satisfy "
-                                      f"{-x.ndim} <= start <= {x.ndim}")
+        raise np.exceptions.AxisError(
+            f"rollaxis: start={start} must satisfy {-x.ndim} <= start <= {x.ndim}"
+        )
     start = start + x.ndim if start < 0 else start
     if start > axis:
         start -= 1
@@ -322,12 +378,15 @@ def squeeze(a, axis=None):
         dims = util.canonicalize_axes(list(_axis_tuple(axis)), x.ndim, "squeeze")
         bad = [i for i in dims if x.shape[i] != 1]
         if bad:
-            raise ValueError(f"squeeze: cannot squeeze axis {bad[0]} of size {x.shape[bad[0]]} "
-                             f"(array shape {tuple(x.shape)}); only size-1 axes can be removed")
+            raise ValueError(
+                f"squeeze: cannot squeeze axis {bad[0]} of size {x.shape[bad[0]]} "
+                f"(array shape {tuple(x.shape)}); only size-1 axes can be removed"
+            )
     return lax.squeeze(x, dims) if dims else x
 
 
 # -- broadcasting -------------------------------------------------------------------------------
+
 
 def broadcast_shapes(*shapes) -> tuple[int, ...]:
     """The shape NumPy broadcasting gives ``shapes`` (ints count as 1-D shapes)."""
@@ -389,6 +448,7 @@ def atleast_3d(*arys):
 
 # -- joining ------------------------------------------------------------------------------------
 
+
 def _as_list(arrays, fun_name: str) -> list:
     """A sequence of array-likes, or the slices along axis 0 of one array."""
     if _is_array(arrays):
@@ -430,18 +490,21 @@ def concatenate(arrays, axis: int | None = 0, dtype=None) -> Array:
         raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
     axis = util.canonicalize_axis(axis, nd, "concatenate")
     for x in xs:
-        if x.ndim != nd or any(d != d0 for i, (d, d0) in enumerate(zip(x.shape, xs[0].shape))
-                               if i != axis):
+        if x.ndim != nd or any(
+            d != d0 for i, (d, d0) in enumerate(zip(x.shape, xs[0].shape)) if i != axis
+        ):
             raise TypeError(
                 f"concatenate: array shapes must match except along axis {axis}, got "
-                + ", ".join(str(tuple(y.shape)) for y in xs))
+                + ", ".join(str(tuple(y.shape)) for y in xs)
+            )
     return xs[0] if len(xs) == 1 else lax.concatenate(xs, axis)
 
 
 def _concatenate_array(arrays, axis, dtype):
     """concatenate of the slices along axis 0 of one array: a transpose and a reshape."""
-    x = util.asarray(arrays, None if dtype is None else dtypes.canonicalize_dtype(dtype),
-                     "concatenate")
+    x = util.asarray(
+        arrays, None if dtype is None else dtypes.canonicalize_dtype(dtype), "concatenate"
+    )
     if x.ndim == 0 or x.shape[0] == 0:
         raise ValueError("concatenate: need at least one array to concatenate")
     if axis is None:
@@ -450,7 +513,7 @@ def _concatenate_array(arrays, axis, dtype):
         raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
     axis = util.canonicalize_axis(axis, x.ndim - 1, "concatenate")
     s = tuple(x.shape)
-    merged = s[1:axis + 1] + (s[0] * s[axis + 1],) + s[axis + 2:]
+    merged = s[1 : axis + 1] + (s[0] * s[axis + 1],) + s[axis + 2 :]
     return reshape(moveaxis(x, 0, axis), merged)
 
 
@@ -469,8 +532,11 @@ def stack(arrays, axis: int = 0, out=None, dtype=None) -> Array:
     if out is not None:
         raise ValueError("stack: the out argument is not supported (Arrays are immutable)")
     if _is_array(arrays):
-        x = util.asarray(arrays, dtype=None if dtype is None else
-                         dtypes.canonicalize_dtype(dtype), fun_name="stack")
+        x = util.asarray(
+            arrays,
+            dtype=None if dtype is None else dtypes.canonicalize_dtype(dtype),
+            fun_name="stack",
+        )
         if x.ndim == 0:
             raise ValueError("stack: need a sequence of arrays, got a 0-d array")
         return moveaxis(x, 0, util.canonicalize_axis(axis, x.ndim, "stack"))
@@ -480,8 +546,10 @@ def stack(arrays, axis: int = 0, out=None, dtype=None) -> Array:
     xs = _promote(arrays, dtype, "stack")
     shp = tuple(xs[0].shape)
     if any(tuple(x.shape) != shp for x in xs):
-        raise ValueError("stack: all input arrays must have the same shape, got "
-                         + ", ".join(str(tuple(x.shape)) for x in xs))
+        raise ValueError(
+            "stack: all input arrays must have the same shape, got "
+            + ", ".join(str(tuple(x.shape)) for x in xs)
+        )
     axis = util.canonicalize_axis(axis, len(shp) + 1, "stack")
     new = shp[:axis] + (1,) + shp[axis:]
     xs = [lax.reshape(x, new) for x in xs]
@@ -494,8 +562,7 @@ def unstack(x, /, *, axis: int = 0) -> tuple:
     if x.ndim == 0:
         raise ValueError("unstack: x must be at least 1-D")
     axis = util.canonicalize_axis(axis, x.ndim, "unstack")
-    return tuple(lax.squeeze(_slice_axis(x, i, i + 1, axis), (axis,))
-                 for i in range(x.shape[axis]))
+    return tuple(lax.squeeze(_slice_axis(x, i, i + 1, axis), (axis,)) for i in range(x.shape[axis]))
 
 
 def vstack(tup, dtype=None):
@@ -542,8 +609,10 @@ def _block(xs):
         if any(d != depths[0] for d in depths[1:]):
             raise ValueError("block: mismatched list depths")
         rank = max(depths[0], max(p.ndim for p in parts))
-        parts = [lax.reshape(p, (1,) * (rank - p.ndim) + tuple(p.shape))
-                 if p.ndim < rank else p for p in parts]
+        parts = [
+            lax.reshape(p, (1,) * (rank - p.ndim) + tuple(p.shape)) if p.ndim < rank else p
+            for p in parts
+        ]
         return concatenate(parts, axis=-depths[0]), depths[0] + 1
     return _arr(xs, "block", "arrays"), 1
 
@@ -561,14 +630,18 @@ def block(arrays):
 
 # -- splitting ----------------------------------------------------------------------------------
 
+
 def _split(fun_name: str, ary, indices_or_sections, axis):
     x = _arr(ary, fun_name, "ary")
     axis = util.canonicalize_axis(axis, x.ndim, fun_name)
     n = x.shape[axis]
     ios = indices_or_sections
     if isinstance(ios, (tuple, list)) or (_is_array(ios) and ios.ndim > 0):
-        cuts = util.concrete_or_error(
-            ios, f"the indices_or_sections argument of {fun_name}") if _is_array(ios) else ios
+        cuts = (
+            util.concrete_or_error(ios, f"the indices_or_sections argument of {fun_name}")
+            if _is_array(ios)
+            else ios
+        )
         cuts = [operator.index(c) for c in cuts]
         # NB: NumPy's slicing semantics (indices clamp, negative ones count from the end,
         # decreasing ones give empty pieces); JAX raises on such indices.
@@ -583,8 +656,10 @@ def _split(fun_name: str, ary, indices_or_sections, axis):
             raise ValueError(f"{fun_name}: number of sections must be positive, got {sections}")
         part, rest = divmod(n, sections)
         if rest and fun_name != "array_split":
-            raise ValueError(f"{fun_name}: an axis of size {n} cannot be split into {sections} "
-                             "equal sections; use array_split for unequal ones")
+            raise ValueError(
+                f"{fun_name}: an axis of size {n} cannot be split into {sections} "
+                "equal sections; use array_split for unequal ones"
+            )
         sizes = [part + 1] * rest + [part] * (sections - rest)
         starts = np.cumsum([0] + sizes[:-1])
         pieces = [(int(s), int(s) + z) for s, z in zip(starts, sizes)]
@@ -632,6 +707,7 @@ def dsplit(ary, indices_or_sections) -> list:
 
 # -- tiling and repeating -------------------------------------------------------------------------
 
+
 def tile(A, reps):
     """``A`` repeated ``reps`` times along each axis (reps and A's shape aligned at the end).
 
@@ -640,14 +716,20 @@ def tile(A, reps):
         (2, 6)
     """
     x = _arr(A, "tile", "A")
-    reps = reps if isinstance(reps, (tuple, list)) else np.atleast_1d(
-        util.concrete_or_error(reps, "the reps argument of tile"))
+    reps = (
+        reps
+        if isinstance(reps, (tuple, list))
+        else np.atleast_1d(util.concrete_or_error(reps, "the reps argument of tile"))
+    )
     try:
-        reps = tuple(operator.index(util.concrete_or_error(r, "the reps argument of tile"))
-                     for r in reps)
+        reps = tuple(
+            operator.index(util.concrete_or_error(r, "the reps argument of tile")) for r in reps
+        )
     except TypeError:
-        raise TypeError(f"tile: reps must be integers, got {reps!r:.60} (as in JAX, floats "
-                        "are refused: round them first)") from None
+        raise TypeError(
+            f"tile: reps must be integers, got {reps!r:.60} (as in JAX, floats "
+            "are refused: round them first)"
+        ) from None
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: reps must be non-negative, got {reps}")
     nd = max(len(reps), x.ndim)
@@ -680,13 +762,16 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
     n = x.shape[axis]
     if total_repeat_length is None:
         reps = util.concrete_or_error(
-            repeats, "the repeats argument of repeat (the output size depends on it; pass a "
-                     "static total_repeat_length to repeat traced counts)")
+            repeats,
+            "the repeats argument of repeat (the output size depends on it; pass a "
+            "static total_repeat_length to repeat traced counts)",
+        )
     else:
         total_repeat_length = operator.index(total_repeat_length)
         if total_repeat_length < 0:
-            raise ValueError(f"repeat: total_repeat_length must be non-negative, got "
-                             f"{total_repeat_length}")
+            raise ValueError(
+                f"repeat: total_repeat_length must be non-negative, got {total_repeat_length}"
+            )
         reps = _maybe_concrete(repeats)
         if reps is None:
             return _repeat_traced(x, repeats, axis, total_repeat_length)
@@ -694,15 +779,17 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
     if reps.dtype.kind not in "iu":
         raise TypeError(f"repeat: repeats must be integers, got dtype {reps.dtype}")
     if reps.ndim > 1 or reps.size not in (1, n):
-        raise ValueError(f"repeat: repeats of shape {reps.shape} do not match axis {axis} of "
-                         f"size {n} (give one count, or one per element)")
+        raise ValueError(
+            f"repeat: repeats of shape {reps.shape} do not match axis {axis} of "
+            f"size {n} (give one count, or one per element)"
+        )
     if (reps < 0).any():
         raise ValueError(f"repeat: repeats must be non-negative, got {reps}")
     reps = np.broadcast_to(reps.reshape(-1), (n,)).astype(np.int64)
     total = int(reps.sum())
     if n and (reps == reps[0]).all() and total_repeat_length in (None, total):
         r = int(reps[0])
-        aux = tuple(x.shape[:axis + 1]) + (r,) + tuple(x.shape[axis + 1:])
+        aux = tuple(x.shape[: axis + 1]) + (r,) + tuple(x.shape[axis + 1 :])
         out_shape = list(x.shape)
         out_shape[axis] *= r
         y = lax.broadcast_in_dim(x, aux, tuple(i for i in range(x.ndim + 1) if i != axis + 1))
@@ -722,8 +809,9 @@ def _repeat_traced(x, repeats, axis: int, total: int):
         return x
     reps = lax.convert_element_type(util.asarray(repeats, fun_name="repeat"), dtypes.int32)
     if reps.ndim > 1 or reps.size not in (1, n):
-        raise ValueError(f"repeat: repeats of shape {tuple(reps.shape)} do not match axis "
-                         f"{axis} of size {n}")
+        raise ValueError(
+            f"repeat: repeats of shape {tuple(reps.shape)} do not match axis {axis} of size {n}"
+        )
     reps = lax.broadcast_in_dim(lax.reshape(reps, (reps.size,)), (n,), (0,))
     ends = lax.cumsum(reps, axis=0)
     ends = lax.broadcast_in_dim(ends, (n, total), (0,))
@@ -734,6 +822,7 @@ def _repeat_traced(x, repeats, axis: int, total: int):
 
 
 # -- flips and rolls ----------------------------------------------------------------------------
+
 
 def flip(m, axis=None):
     """``m`` with the order of elements reversed along ``axis`` (all axes when None)."""
@@ -774,16 +863,20 @@ def roll(a, shift, axis=None):
         util.check_arraylike("roll", shift, names=["shift"])
     if axis is None:
         return reshape(roll(ravel(x), shift, 0), tuple(x.shape))
-    shifts = _maybe_concrete(shift) if not isinstance(shift, (tuple, list)) else \
-        np.asarray([util.concrete_or_error(s, "the shift argument of roll") for s in shift])
+    shifts = (
+        _maybe_concrete(shift)
+        if not isinstance(shift, (tuple, list))
+        else np.asarray([util.concrete_or_error(s, "the shift argument of roll") for s in shift])
+    )
     axes = np.asarray(_axis_tuple(axis))
     if shifts is None:
         return _roll_traced(x, shift, axes)
     if shifts.dtype.kind == "f":  # JAX converts a non-integer shift on its dynamic path
         return _roll_traced(x, shifts, axes)
     if shifts.dtype.kind not in "biu" or shifts.ndim > 1:
-        raise TypeError(f"roll: shift must be an integer or a 1-D sequence of integers, got "
-                        f"{shift!r}")
+        raise TypeError(
+            f"roll: shift must be an integer or a 1-D sequence of integers, got {shift!r}"
+        )
     try:
         pairs = np.broadcast_arrays(shifts, axes)
     except ValueError:
@@ -800,13 +893,15 @@ def roll(a, shift, axis=None):
 def _roll_traced(x, shift, axes):
     shift = util.asarray(shift, fun_name="roll")
     if shift.dtype.kind not in "biuf" or shift.ndim > 1:
-        raise TypeError(f"roll: shift must be a real scalar or 1-D array, got "
-                        f"{shift.aval.str_short()}")
+        raise TypeError(
+            f"roll: shift must be a real scalar or 1-D array, got {shift.aval.str_short()}"
+        )
     shift = lax.convert_element_type(shift, dtypes.int32)
     count = max(shift.size, axes.size)
     if shift.size not in (1, count) or axes.size not in (1, count):
-        raise ValueError(f"roll: shift of shape {tuple(shift.shape)} and axis {tuple(axes)} "
-                         "do not broadcast")
+        raise ValueError(
+            f"roll: shift of shape {tuple(shift.shape)} and axis {tuple(axes)} do not broadcast"
+        )
     shift = lax.reshape(shift, (shift.size,))
     for k in range(count):
         ax = util.canonicalize_axis(int(axes[k % axes.size]), x.ndim, "roll")
@@ -854,6 +949,7 @@ def rot90(m, k: int = 1, axes=(0, 1)):
 
 # -- differences and editing --------------------------------------------------------------------
 
+
 def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
     """The ``n``-th discrete difference ``a[i+1] - a[i]`` along ``axis`` (``!=`` for bool).
 
@@ -900,11 +996,11 @@ def ediff1d(ary, to_end=None, to_begin=None):
     out = lax.sub(_slice_axis(x, min(1, m), m, 0), _slice_axis(x, 0, max(m - 1, 0), 0))
     parts = [out]
     if to_begin is not None:
-        parts.insert(0, ravel(lax.convert_element_type(_arr(to_begin, "ediff1d", "to_begin"),
-                                                       x.dtype)))
+        parts.insert(
+            0, ravel(lax.convert_element_type(_arr(to_begin, "ediff1d", "to_begin"), x.dtype))
+        )
     if to_end is not None:
-        parts.append(ravel(lax.convert_element_type(_arr(to_end, "ediff1d", "to_end"),
-                                                    x.dtype)))
+        parts.append(ravel(lax.convert_element_type(_arr(to_end, "ediff1d", "to_end"), x.dtype)))
     return parts[0] if len(parts) == 1 else concatenate(parts)
 
 
@@ -922,7 +1018,8 @@ def _static_index_array(obj, fun_name: str):
     else:
         util.check_arraylike(fun_name, obj, names=["obj"])
         obj = util.concrete_or_error(
-            obj, f"the obj argument of {fun_name} (the output size depends on it)")
+            obj, f"the obj argument of {fun_name} (the output size depends on it)"
+        )
     return np.asarray(obj)
 
 
@@ -946,15 +1043,18 @@ def delete(arr, obj, axis: int | None = None):
         idx = _static_index_array(obj, "delete")
         if idx.dtype == np.bool_:
             if idx.shape != (n,):
-                raise ValueError(f"delete: boolean mask of shape {idx.shape} does not match "
-                                 f"axis {axis} of size {n}")
+                raise ValueError(
+                    f"delete: boolean mask of shape {idx.shape} does not match "
+                    f"axis {axis} of size {n}"
+                )
             keep = ~idx
         elif idx.dtype.kind in "iu" or idx.size == 0:
             idx = idx.astype(np.int64).reshape(-1)
             bad = idx[(idx < -n) | (idx >= n)]
             if bad.size:
-                raise IndexError(f"delete: index {bad[0]} is out of bounds for axis {axis} "
-                                 f"with size {n}")
+                raise IndexError(
+                    f"delete: index {bad[0]} is out of bounds for axis {axis} with size {n}"
+                )
             keep[idx] = False
         else:
             raise TypeError(f"delete: obj must be integers or booleans, got dtype {idx.dtype}")
@@ -977,17 +1077,18 @@ def insert(arr, obj, values, axis: int | None = None):
         x, axis = ravel(x), 0
     axis = util.canonicalize_axis(axis, x.ndim, "insert")
     n = x.shape[axis]
-    idx = np.arange(*obj.indices(n)) if isinstance(obj, slice) else \
-        _static_index_array(obj, "insert")
+    idx = (
+        np.arange(*obj.indices(n)) if isinstance(obj, slice) else _static_index_array(obj, "insert")
+    )
     if idx.ndim > 1:
-        raise ValueError(f"insert: obj must be an int, a slice or 1-D indices, got shape "
-                         f"{idx.shape}")
+        raise ValueError(
+            f"insert: obj must be an int, a slice or 1-D indices, got shape {idx.shape}"
+        )
     if idx.dtype.kind not in "iu":
         if idx.size:
             raise TypeError(f"insert: indices must be integers, got dtype {idx.dtype}")
         idx = idx.astype(np.int64)
-    vals = lax.convert_element_type(util.asarray(values, fun_name="insert"), x.dtype,
-                                    x.weak_type)
+    vals = lax.convert_element_type(util.asarray(values, fun_name="insert"), x.dtype, x.weak_type)
     if vals.ndim < x.ndim:
         vals = lax.reshape(vals, (1,) * (x.ndim - vals.ndim) + tuple(vals.shape))
     if idx.size == 1:
@@ -1031,11 +1132,11 @@ def trim_zeros(filt, trim: str = "fb", axis=None):
         Array([1, 0, 2], dtype=int32)
     """
     x = _arr(filt, "trim_zeros", "filt")
-    val = util.concrete_or_error(x, "the filt argument of trim_zeros (the output size "
-                                        "depends on its values)")
+    val = util.concrete_or_error(
+        x, "the filt argument of trim_zeros (the output size depends on its values)"
+    )
     trim = trim.lower()
-    axes = util.canonicalize_axes(None if axis is None else _axis_tuple(axis), x.ndim,
-                                  "trim_zeros")
+    axes = util.canonicalize_axes(None if axis is None else _axis_tuple(axis), x.ndim, "trim_zeros")
     for ax in axes:
         mask = np.asarray(val != 0).any(axis=tuple(i for i in range(x.ndim) if i != ax))
         nz = np.flatnonzero(mask)

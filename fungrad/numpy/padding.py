@@ -20,9 +20,16 @@ __all__ = ["pad"]
 
 
 _PAD_MODES = {
-    "constant": ("constant_values",), "empty": (), "edge": (), "wrap": (),
-    "linear_ramp": ("end_values",), "maximum": ("stat_length",), "minimum": ("stat_length",),
-    "mean": ("stat_length",), "reflect": ("reflect_type",), "symmetric": ("reflect_type",),
+    "constant": ("constant_values",),
+    "empty": (),
+    "edge": (),
+    "wrap": (),
+    "linear_ramp": ("end_values",),
+    "maximum": ("stat_length",),
+    "minimum": ("stat_length",),
+    "mean": ("stat_length",),
+    "reflect": ("reflect_type",),
+    "symmetric": ("reflect_type",),
 }
 
 
@@ -37,8 +44,9 @@ def _pad_pairs(values, nd: int, name: str, integral: bool):
     try:
         arr = np.asarray(_concrete_tree(values, f"the {name} argument of pad"))
     except ValueError:
-        raise TypeError(f"pad: {name} entries must all have the same shape, got "
-                        f"{values!r}") from None
+        raise TypeError(
+            f"pad: {name} entries must all have the same shape, got {values!r}"
+        ) from None
     if integral and arr.size and arr.dtype.kind not in "iu":
         raise TypeError(f"pad: {name} must be integers, got {values!r}")
     if arr.shape == (nd, 2) or (nd == 0 and arr.size == 0):
@@ -48,8 +56,10 @@ def _pad_pairs(values, nd: int, name: str, integral: bool):
     elif arr.shape in ((), (1,)):
         pairs = np.broadcast_to(arr.reshape(1, 1), (nd, 2))
     else:
-        raise ValueError(f"pad: {name} of shape {arr.shape} is not valid for a {nd}-D array; "
-                         f"valid shapes are ({nd}, 2), (1, 2), (2,), (1,) and ()")
+        raise ValueError(
+            f"pad: {name} of shape {arr.shape} is not valid for a {nd}-D array; "
+            f"valid shapes are ({nd}, 2), (1, 2), (2,), (1,) and ()"
+        )
     if integral:
         return [(int(b), int(a)) for b, a in pairs]
     return [(b, a) for b, a in pairs]
@@ -69,12 +79,12 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
     """
     x = _arr(array, "pad", "array")
     if not isinstance(mode, str) or mode not in _PAD_MODES:
-        raise ValueError(f"pad: unsupported mode {mode!r}; supported modes are "
-                         + ", ".join(_PAD_MODES))
+        raise ValueError(
+            f"pad: unsupported mode {mode!r}; supported modes are " + ", ".join(_PAD_MODES)
+        )
     unknown = set(kwargs) - set(_PAD_MODES[mode])
     if unknown:
-        raise ValueError(f"pad: unsupported keyword arguments for mode {mode!r}: "
-                         f"{sorted(unknown)}")
+        raise ValueError(f"pad: unsupported keyword arguments for mode {mode!r}: {sorted(unknown)}")
     widths = _pad_pairs(pad_width, x.ndim, "pad_width", integral=True)
     if any(b < 0 or a < 0 for b, a in widths):
         raise ValueError(f"pad: pad_width must be non-negative, got {pad_width!r}")
@@ -109,15 +119,18 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
 def _pad_constant(x, widths, constant_values):
     if not isinstance(constant_values, (tuple, list)):
         util.check_arraylike("pad", constant_values, names=["constant_values"])
-    cv = lax.convert_element_type(util.asarray(constant_values, fun_name="pad"), x.dtype,
-                                  x.weak_type)
+    cv = lax.convert_element_type(
+        util.asarray(constant_values, fun_name="pad"), x.dtype, x.weak_type
+    )
     if cv.ndim == 1 and cv.shape[0] == 1:
         cv = lax.reshape(cv, ())
     if cv.ndim == 0:
         return lax.pad(x, cv, tuple((b, a, 0) for b, a in widths))
     if cv.ndim > 2 or cv.shape[-1] != 2 or (cv.ndim == 2 and cv.shape[0] not in (1, x.ndim)):
-        raise ValueError(f"pad: constant_values of shape {tuple(cv.shape)} is not valid for a "
-                         f"{x.ndim}-D array; give a scalar, (before, after) or one pair per axis")
+        raise ValueError(
+            f"pad: constant_values of shape {tuple(cv.shape)} is not valid for a "
+            f"{x.ndim}-D array; give a scalar, (before, after) or one pair per axis"
+        )
     cv = lax.broadcast_in_dim(lax.reshape(cv, (cv.size // 2, 2)), (x.ndim, 2), (0, 1))
     for i, (b, a) in enumerate(widths):
         for j, w in enumerate((b, a)):
@@ -134,8 +147,14 @@ def _pad_edge(x, widths):
         n = x.shape[i]
         if n == 0 or not (b or a):
             continue
-        x = lax.concatenate([_broadcast_along(_slice_axis(x, 0, 1, i), i, b), x,
-                             _broadcast_along(_slice_axis(x, n - 1, n, i), i, a)], i)
+        x = lax.concatenate(
+            [
+                _broadcast_along(_slice_axis(x, 0, 1, i), i, b),
+                x,
+                _broadcast_along(_slice_axis(x, n - 1, n, i), i, a),
+            ],
+            i,
+        )
     return x
 
 
@@ -161,8 +180,9 @@ def _pad_reflect(x, widths, mode: str, reflect_type: str):
             continue
         offset = 1 if (mode == "reflect" and n > 1) else 0
         for before, width in ((True, b), (False, a)):
-            edge = _slice_axis(x, 0, 1, i) if before else _slice_axis(x, x.shape[i] - 1,
-                                                                      x.shape[i], i)
+            edge = (
+                _slice_axis(x, 0, 1, i) if before else _slice_axis(x, x.shape[i] - 1, x.shape[i], i)
+            )
             while width > 0:
                 cur = min(width, n - offset)
                 width -= cur
@@ -176,8 +196,11 @@ def _pad_reflect(x, widths, mode: str, reflect_type: str):
                 if reflect_type == "odd":
                     part = lax.sub(lax.mul(_broadcast_along(edge, i, cur), 2), part)
                     if n > 1:
-                        edge = _slice_axis(part, 0, 1, i) if before else \
-                            _slice_axis(part, cur - 1, cur, i)
+                        edge = (
+                            _slice_axis(part, 0, 1, i)
+                            if before
+                            else _slice_axis(part, cur - 1, cur, i)
+                        )
                 x = lax.concatenate([part, x] if before else [x, part], i)
     return x
 
@@ -188,8 +211,9 @@ def _pad_linear_ramp(x, widths, ends):
         parts = []
         for before, width, end in ((True, b, ends[i][0]), (False, a, ends[i][1])):
             edge = _slice_axis(x, 0, 1, i) if before else _slice_axis(x, n - 1, n, i)
-            ramp = creation.linspace(end, lax.squeeze(edge, (i,)), width, endpoint=False,
-                                     dtype=x.dtype, axis=i)
+            ramp = creation.linspace(
+                end, lax.squeeze(edge, (i,)), width, endpoint=False, dtype=x.dtype, axis=i
+            )
             ramp = lax.convert_element_type(ramp, x.dtype, x.weak_type)
             parts.append(ramp if before else lax.rev(ramp, (i,)))
         x = lax.concatenate([parts[0], x, parts[1]], i)

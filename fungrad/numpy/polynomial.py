@@ -15,14 +15,22 @@ import operator
 from fungrad import numpy as fnp
 from fungrad.numpy import util
 
-__all__ = ["polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub",
-           "polyval", "vander"]
+__all__ = [
+    "polyadd",
+    "polyder",
+    "polydiv",
+    "polyfit",
+    "polyint",
+    "polymul",
+    "polysub",
+    "polyval",
+    "vander",
+]
 
 
 def _coeffs(name: str, *ps, inexact: bool = False):
     util.check_arraylike(name, *ps)
-    ps = (util.promote_dtypes_inexact if inexact else util.promote_dtypes)(
-        *ps, fun_name=name)
+    ps = (util.promote_dtypes_inexact if inexact else util.promote_dtypes)(*ps, fun_name=name)
     for p in ps:
         if p.ndim != 1:
             raise ValueError(f"{name}: coefficient arrays must be 1-D, got shape {p.shape}")
@@ -101,7 +109,7 @@ def polydiv(u, v, *, trim_leading_zeros: bool = False):
     for k in range(m - n + 1):
         d = scale * r[k]
         q = q.at[k].set(d)
-        r = r.at[k:k + n + 1].add(-d * v)
+        r = r.at[k : k + n + 1].add(-d * v)
     return q, r
 
 
@@ -127,13 +135,14 @@ def polyint(p, m: int = 1, k=None):
         return p
     k = fnp.zeros(m, p.dtype) if k is None else fnp.atleast_1d(util.asarray(k)).astype(p.dtype)
     if k.ndim != 1 or k.shape[0] not in (1, m):
-        raise ValueError(f"polyint: k must be a scalar or {m} values (one per integration), "
-                         f"got shape {k.shape}")
+        raise ValueError(
+            f"polyint: k must be a scalar or {m} values (one per integration), got shape {k.shape}"
+        )
     if k.shape[0] == 1 and m > 1:
         k = fnp.broadcast_to(k, (m,))
     for i in range(m):
         n = p.shape[0]
-        p = fnp.concatenate([p / fnp.arange(n, 0, -1, dtype=p.dtype), k[i:i + 1]])
+        p = fnp.concatenate([p / fnp.arange(n, 0, -1, dtype=p.dtype), k[i : i + 1]])
     return p
 
 
@@ -164,14 +173,18 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = 
     returns singular values) and ``cov=True`` are not supported and raise ValueError.
     """
     if full or cov:
-        raise ValueError("polyfit: full=True and cov=True need a singular value decomposition, "
-                         "which fungrad.numpy.linalg does not provide; call polyfit without them")
+        raise ValueError(
+            "polyfit: full=True and cov=True need a singular value decomposition, "
+            "which fungrad.numpy.linalg does not provide; call polyfit without them"
+        )
     util.check_arraylike("polyfit", x, y)
     x, y = util.promote_dtypes_inexact(x, y, fun_name="polyfit")
     deg = _order("polyfit", "deg", deg)
     if x.ndim != 1 or x.shape[0] == 0 or y.ndim not in (1, 2) or y.shape[0] != x.shape[0]:
-        raise TypeError(f"polyfit: expected a non-empty 1-D x and y of the same length (y may "
-                        f"be 2-D), got shapes {x.shape} and {y.shape}")
+        raise TypeError(
+            f"polyfit: expected a non-empty 1-D x and y of the same length (y may "
+            f"be 2-D), got shapes {x.shape} and {y.shape}"
+        )
     lhs = vander(x, deg + 1)
     rhs = y
     if w is not None:

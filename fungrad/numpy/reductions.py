@@ -30,11 +30,43 @@ if TYPE_CHECKING:
     from fungrad.typing import ArrayLike
 
 __all__ = [
-    "all", "amax", "amin", "any", "argmax", "argmin", "average", "count_nonzero", "cumprod",
-    "cumsum", "cumulative_prod", "cumulative_sum", "max", "mean", "median", "min", "nanargmax",
-    "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmedian", "nanmin",
-    "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum", "nanvar", "percentile",
-    "prod", "ptp", "quantile", "std", "sum", "var",
+    "all",
+    "amax",
+    "amin",
+    "any",
+    "argmax",
+    "argmin",
+    "average",
+    "count_nonzero",
+    "cumprod",
+    "cumsum",
+    "cumulative_prod",
+    "cumulative_sum",
+    "max",
+    "mean",
+    "median",
+    "min",
+    "nanargmax",
+    "nanargmin",
+    "nancumprod",
+    "nancumsum",
+    "nanmax",
+    "nanmean",
+    "nanmedian",
+    "nanmin",
+    "nanpercentile",
+    "nanprod",
+    "nanquantile",
+    "nanstd",
+    "nansum",
+    "nanvar",
+    "percentile",
+    "prod",
+    "ptp",
+    "quantile",
+    "std",
+    "sum",
+    "var",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -43,8 +75,10 @@ __all__ = [
 
 def _check_out(fun_name: str, out) -> None:
     if out is not None:
-        raise TypeError(f"{fun_name}: the 'out' argument is not supported (fungrad arrays are "
-                        "immutable); use the returned array")
+        raise TypeError(
+            f"{fun_name}: the 'out' argument is not supported (fungrad arrays are "
+            "immutable); use the returned array"
+        )
 
 
 def _operand(fun_name: str, a):
@@ -67,8 +101,9 @@ def _where_mask(fun_name: str, where, shape):
     util.check_arraylike(fun_name, where)
     where = util.asarray(where)
     if not dtypes.is_bool(where.dtype):
-        raise ValueError(f"{fun_name}: where must be None or a boolean array, got dtype "
-                         f"{where.dtype.name}")
+        raise ValueError(
+            f"{fun_name}: where must be None or a boolean array, got dtype {where.dtype.name}"
+        )
     util.broadcast_shapes(where.shape, shape, fun_name=fun_name)
     return util.broadcast_to_shape(where, shape)
 
@@ -127,17 +162,44 @@ def _upcast_f16(dtype: np.dtype) -> np.dtype:
     return dtypes.float32 if dtype == dtypes.float16 else dtype
 
 
-_LAX_REDUCERS = {"sum": "reduce_sum", "prod": "reduce_prod", "max": "reduce_max",
-                 "min": "reduce_min", "all": "reduce_and", "any": "reduce_or"}
+_LAX_REDUCERS = {
+    "sum": "reduce_sum",
+    "prod": "reduce_prod",
+    "max": "reduce_max",
+    "min": "reduce_min",
+    "all": "reduce_and",
+    "any": "reduce_or",
+}
 # On bools, sum/max are "or" and prod/min are "and".
-_BOOL_REDUCERS = {"sum": "reduce_or", "prod": "reduce_and", "max": "reduce_or",
-                  "min": "reduce_and", "all": "reduce_and", "any": "reduce_or"}
-_COMBINE = {"sum": ufuncs.add, "prod": ufuncs.multiply, "max": ufuncs.maximum,
-            "min": ufuncs.minimum}
+_BOOL_REDUCERS = {
+    "sum": "reduce_or",
+    "prod": "reduce_and",
+    "max": "reduce_or",
+    "min": "reduce_and",
+    "all": "reduce_and",
+    "any": "reduce_or",
+}
+_COMBINE = {
+    "sum": ufuncs.add,
+    "prod": ufuncs.multiply,
+    "max": ufuncs.maximum,
+    "min": ufuncs.minimum,
+}
 
 
-def _reduction(fun_name: str, kind: str, a, axis, *, out=None, keepdims=False, initial=None,
-               where=None, result_dtype=None, computation_dtype=None):
+def _reduction(
+    fun_name: str,
+    kind: str,
+    a,
+    axis,
+    *,
+    out=None,
+    keepdims=False,
+    initial=None,
+    where=None,
+    result_dtype=None,
+    computation_dtype=None,
+):
     """Reduce ``a`` over ``axis`` with the lax reducer for ``kind``.
 
     ``where=False`` entries are replaced by the reduction's identity; ``initial`` is combined
@@ -147,12 +209,16 @@ def _reduction(fun_name: str, kind: str, a, axis, *, out=None, keepdims=False, i
     dims = _axes(fun_name, a, axis)
     if kind in ("max", "min") and initial is None:
         if where is not None:
-            raise ValueError(f"{fun_name}: reduction operation {kind} does not have an "
-                             "identity, so to use a where mask one has to specify 'initial'")
+            raise ValueError(
+                f"{fun_name}: reduction operation {kind} does not have an "
+                "identity, so to use a where mask one has to specify 'initial'"
+            )
         if builtins.any(a.shape[d] == 0 for d in dims):
-            raise ValueError(f"zero-size array to reduction operation {kind} which has no "
-                             f"identity ({fun_name} of shape {a.shape} over axes {dims}); pass "
-                             "initial=")
+            raise ValueError(
+                f"zero-size array to reduction operation {kind} which has no "
+                f"identity ({fun_name} of shape {a.shape} over axes {dims}); pass "
+                "initial="
+            )
     result_dtype = a.dtype if result_dtype is None else result_dtype
     computation_dtype = result_dtype if computation_dtype is None else computation_dtype
     x = lax.convert_element_type(a, computation_dtype, False)
@@ -165,8 +231,9 @@ def _reduction(fun_name: str, kind: str, a, axis, *, out=None, keepdims=False, i
         util.check_arraylike(fun_name, initial)
         init = util.asarray(initial)
         if init.shape:
-            raise ValueError(f"{fun_name}: initial value must be a scalar, got an array of "
-                             f"shape {init.shape}")
+            raise ValueError(
+                f"{fun_name}: initial value must be a scalar, got an array of shape {init.shape}"
+            )
         init = lax.convert_element_type(init, x.dtype, False)
         result = lax.convert_element_type(_COMBINE[kind](init, result), x.dtype, False)
     result = _keep(result, dims, keepdims)
@@ -187,8 +254,16 @@ def _sum_dtypes(fun_name: str, a, dtype, promote_integers: bool):
     return result, _upcast_f16(result)
 
 
-def sum(a: ArrayLike, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None,
-        where=None, promote_integers: bool = True) -> Array:
+def sum(
+    a: ArrayLike,
+    axis=None,
+    dtype=None,
+    out=None,
+    keepdims: bool = False,
+    initial=None,
+    where=None,
+    promote_integers: bool = True,
+) -> Array:
     """Sum of elements over ``axis``; bools and narrow integers sum in the default int.
 
     Example: ``fnp.sum(fnp.ones((2, 3)), axis=1)`` is ``Array([3., 3.], dtype=float32)``.
@@ -196,40 +271,76 @@ def sum(a: ArrayLike, axis=None, dtype=None, out=None, keepdims: bool = False, i
     a = _operand("sum", a)
     if axis is None and out is None and initial is None and where is None and not keepdims:
         aval = a.aval
-        if (aval.dtype.kind == "f" and aval.dtype.itemsize > 2 and not aval.weak_type
-                and (dtype is None or dtype == aval.dtype)):
+        if (
+            aval.dtype.kind == "f"
+            and aval.dtype.itemsize > 2
+            and not aval.weak_type
+            and (dtype is None or dtype == aval.dtype)
+        ):
             # The common case, a float sum of everything: exactly the reduce_sum that the
             # general path below binds, without its argument handling.
             return lax.reduce_sum_p.bind(a, axes=tuple(range(len(aval.shape))))
     result_dtype, comp = _sum_dtypes("sum", a, dtype, promote_integers)
-    return _reduction("sum", "sum", a, axis, out=out, keepdims=keepdims, initial=initial,
-                      where=where, result_dtype=result_dtype, computation_dtype=comp)
+    return _reduction(
+        "sum",
+        "sum",
+        a,
+        axis,
+        out=out,
+        keepdims=keepdims,
+        initial=initial,
+        where=where,
+        result_dtype=result_dtype,
+        computation_dtype=comp,
+    )
 
 
-def prod(a: ArrayLike, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None,
-         where=None, promote_integers: bool = True) -> Array:
+def prod(
+    a: ArrayLike,
+    axis=None,
+    dtype=None,
+    out=None,
+    keepdims: bool = False,
+    initial=None,
+    where=None,
+    promote_integers: bool = True,
+) -> Array:
     """Product of elements over ``axis`` (1 for empty axes)."""
     a = _operand("prod", a)
     result_dtype, comp = _sum_dtypes("prod", a, dtype, promote_integers)
-    return _reduction("prod", "prod", a, axis, out=out, keepdims=keepdims, initial=initial,
-                      where=where, result_dtype=result_dtype, computation_dtype=comp)
+    return _reduction(
+        "prod",
+        "prod",
+        a,
+        axis,
+        out=out,
+        keepdims=keepdims,
+        initial=initial,
+        where=where,
+        result_dtype=result_dtype,
+        computation_dtype=comp,
+    )
 
 
-def max(a: ArrayLike, axis=None, out=None, keepdims: bool = False, initial=None,
-        where=None) -> Array:
+def max(
+    a: ArrayLike, axis=None, out=None, keepdims: bool = False, initial=None, where=None
+) -> Array:
     """Maximum over ``axis`` (NaN if any element is NaN). Empty axes need ``initial``, and
     so does a ``where`` mask."""
     a = _operand("max", a)
-    return _reduction("max", "max", a, axis, out=out, keepdims=keepdims, initial=initial,
-                      where=where)
+    return _reduction(
+        "max", "max", a, axis, out=out, keepdims=keepdims, initial=initial, where=where
+    )
 
 
-def min(a: ArrayLike, axis=None, out=None, keepdims: bool = False, initial=None,
-        where=None) -> Array:
+def min(
+    a: ArrayLike, axis=None, out=None, keepdims: bool = False, initial=None, where=None
+) -> Array:
     """Minimum over ``axis`` (NaN if any element is NaN). Empty axes need ``initial``."""
     a = _operand("min", a)
-    return _reduction("min", "min", a, axis, out=out, keepdims=keepdims, initial=initial,
-                      where=where)
+    return _reduction(
+        "min", "min", a, axis, out=out, keepdims=keepdims, initial=initial, where=where
+    )
 
 
 def amax(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None):
@@ -269,8 +380,10 @@ def ptp(a, axis=None, out=None, keepdims: bool = False):
     a = _operand("ptp", a)
     _check_out("ptp", out)
     if dtypes.is_bool(a.dtype):
-        raise TypeError("ptp: boolean arrays are not supported (max - min is a boolean "
-                        "subtraction); convert to an integer dtype")
+        raise TypeError(
+            "ptp: boolean arrays are not supported (max - min is a boolean "
+            "subtraction); convert to an integer dtype"
+        )
     return ufuncs.subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
@@ -288,8 +401,9 @@ def _count(fun_name: str, a, axis, dtype, keepdims: bool, where):
     return sum(mask, axis, dtype=dtype, keepdims=keepdims)
 
 
-def mean(a: ArrayLike, axis=None, dtype=None, out=None, keepdims: bool = False, *,
-         where=None) -> Array:
+def mean(
+    a: ArrayLike, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=None
+) -> Array:
     """Arithmetic mean over ``axis`` (integers give the default float; NaN for empty axes)."""
     a = _operand("mean", a)
     _check_out("mean", out)
@@ -321,13 +435,19 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
         _axes("average", a, axis)  # validates axis
         if a.shape != weights.shape:
             if axis is None:
-                raise ValueError("average: axis must be specified when the shapes of a "
-                                 f"{a.shape} and weights {weights.shape} differ")
-            order = tuple(util.canonicalize_axis(d, a.ndim, "average")
-                          for d in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+                raise ValueError(
+                    "average: axis must be specified when the shapes of a "
+                    f"{a.shape} and weights {weights.shape} differ"
+                )
+            order = tuple(
+                util.canonicalize_axis(d, a.ndim, "average")
+                for d in (axis if isinstance(axis, (tuple, list)) else (axis,))
+            )
             if weights.shape != tuple(a.shape[d] for d in order):
-                raise ValueError(f"average: shape of weights {weights.shape} must match the "
-                                 f"shape of a {a.shape} along axis {axis}")
+                raise ValueError(
+                    f"average: shape of weights {weights.shape} must match the "
+                    f"shape of a {a.shape} along axis {axis}"
+                )
             weights = lax.transpose(weights, tuple(int(i) for i in np.argsort(order)))
             weights = lax.broadcast_in_dim(weights, a.shape, tuple(sorted(order)))
         weights_sum = sum(weights, axis, keepdims=keepdims)
@@ -345,8 +465,18 @@ def _correction(fun_name: str, ddof, correction):
     return correction
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *, where=None,
-        mean=None, correction=None):
+def var(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims: bool = False,
+    *,
+    where=None,
+    mean=None,
+    correction=None,
+):
     """Variance over ``axis``: ``sum((a - mean)**2) / (N - correction)`` (``ddof`` is numpy's
     name for ``correction``). NaN where ``N - correction <= 0``."""
     a = _operand("var", a)
@@ -370,15 +500,33 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *, w
     return lax.convert_element_type(result, result_dtype, False)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *, where=None,
-        mean=None, correction=None):
+def std(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims: bool = False,
+    *,
+    where=None,
+    mean=None,
+    correction=None,
+):
     """Standard deviation over ``axis``: ``sqrt(var(...))`` with the same arguments."""
     a = _operand("std", a)
     _check_out("std", out)
     result_dtype = ufuncs.inexact_dtype(a.dtype) if dtype is None else _dtype_arg("std", dtype)
     comp = _upcast_f16(ufuncs.inexact_dtype(result_dtype))
-    v = var(a, axis, dtype=comp, ddof=ddof, keepdims=keepdims, where=where, mean=mean,
-            correction=correction)
+    v = var(
+        a,
+        axis,
+        dtype=comp,
+        ddof=ddof,
+        keepdims=keepdims,
+        where=where,
+        mean=mean,
+        correction=correction,
+    )
     return lax.convert_element_type(lax.sqrt(v), result_dtype, False)
 
 
@@ -392,13 +540,14 @@ def _arg_reduction(fun_name: str, lax_name: str, a, axis, out, keepdims):
     if axis is None:
         if a.size == 0:
             raise ValueError(f"{fun_name}: attempt to get {fun_name} of an empty sequence")
-        result = getattr(lax, lax_name)(lax.reshape(a, (a.size,)), 0,
-                                        dtypes.default_int_dtype())
+        result = getattr(lax, lax_name)(lax.reshape(a, (a.size,)), 0, dtypes.default_int_dtype())
         return lax.reshape(result, (1,) * a.ndim) if keepdims else result
     axis = util.canonicalize_axis(axis, a.ndim, fun_name)
     if a.shape[axis] == 0:
-        raise ValueError(f"{fun_name}: attempt to get {fun_name} of an empty sequence (axis "
-                         f"{axis} of shape {a.shape} has size 0)")
+        raise ValueError(
+            f"{fun_name}: attempt to get {fun_name} of an empty sequence (axis "
+            f"{axis} of shape {a.shape} has size 0)"
+        )
     result = getattr(lax, lax_name)(a, axis, dtypes.default_int_dtype())
     return lax.expand_dims(result, (axis,)) if keepdims else result
 
@@ -424,15 +573,13 @@ def _nan_to(a, value):
     return lax.select(ufuncs.isnan(a), _fill(a, value), a)
 
 
-def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None,
-           where=None):
+def nansum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None):
     """:func:`sum` treating NaNs as zero."""
     a = _operand("nansum", a)
     return sum(_nan_to(a, 0), axis, dtype, out, keepdims, initial, where)
 
 
-def nanprod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None,
-            where=None):
+def nanprod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None):
     """:func:`prod` treating NaNs as one."""
     a = _operand("nanprod", a)
     return prod(_nan_to(a, 1), axis, dtype, out, keepdims, initial, where)
@@ -500,24 +647,40 @@ def _not_nan_where(fun_name: str, a, where):
     return lax.bitwise_and(not_nan, _where_mask(fun_name, where, a.shape))
 
 
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, where=None,
-           mean=None, correction=None):
+def nanvar(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims: bool = False,
+    where=None,
+    mean=None,
+    correction=None,
+):
     """:func:`var` of the non-NaN elements."""
     a = _operand("nanvar", a)
     if dtypes.is_float(a.dtype):
         where = _not_nan_where("nanvar", a, where)
-    return var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
-               correction=correction)
+    return var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction)
 
 
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, where=None,
-           mean=None, correction=None):
+def nanstd(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims: bool = False,
+    where=None,
+    mean=None,
+    correction=None,
+):
     """:func:`std` of the non-NaN elements."""
     a = _operand("nanstd", a)
     if dtypes.is_float(a.dtype):
         where = _not_nan_where("nanstd", a, where)
-    return std(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
-               correction=correction)
+    return std(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -572,15 +735,25 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     return _cumulative("nancumprod", "cumprod", _nan_to(a, 1), axis, dtype, False)
 
 
-def _cumulative_array_api(fun_name: str, lax_name: str, x, axis, dtype, include_initial,
-                          initial_value, promote_integers: bool):
+def _cumulative_array_api(
+    fun_name: str,
+    lax_name: str,
+    x,
+    axis,
+    dtype,
+    include_initial,
+    initial_value,
+    promote_integers: bool,
+):
     x = _operand(fun_name, x)
     if x.ndim == 0:
         raise ValueError(f"{fun_name}: the input must be non-scalar (got a 0-d array)")
     if axis is None:
         if x.ndim > 1:
-            raise ValueError(f"{fun_name}: the input has rank {x.ndim}, so axis must be given "
-                             "(it is only optional for one-dimensional arrays)")
+            raise ValueError(
+                f"{fun_name}: the input has rank {x.ndim}, so axis must be given "
+                "(it is only optional for one-dimensional arrays)"
+            )
         axis = 0
     axis = util.canonicalize_axis(axis, x.ndim, fun_name)
     out = _cumulative(fun_name, lax_name, x, axis, dtype, promote_integers)
@@ -595,15 +768,17 @@ def _cumulative_array_api(fun_name: str, lax_name: str, x, axis, dtype, include_
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False):
     """Array-API cumulative sum: narrow integers accumulate in the default int;
     ``include_initial`` prepends a 0."""
-    return _cumulative_array_api("cumulative_sum", "cumsum", x, axis, dtype, include_initial,
-                                 0, True)
+    return _cumulative_array_api(
+        "cumulative_sum", "cumsum", x, axis, dtype, include_initial, 0, True
+    )
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = False):
     """Array-API cumulative product; ``include_initial`` prepends a 1. Integers keep their
     dtype (as jnp; unlike cumulative_sum, bools count in the default int)."""
-    return _cumulative_array_api("cumulative_prod", "cumprod", x, axis, dtype,
-                                 include_initial, 1, False)
+    return _cumulative_array_api(
+        "cumulative_prod", "cumprod", x, axis, dtype, include_initial, 1, False
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -617,24 +792,24 @@ def _take_along_last(x, index):
     a one-hot select and sum over the last axis (O(n) per index, no gather needed)."""
     n = x.shape[-1]
     out_shape = index.shape + (n,)
-    x = lax.broadcast_in_dim(x, out_shape, tuple(range(len(out_shape) - x.ndim,
-                                                       len(out_shape))))
+    x = lax.broadcast_in_dim(x, out_shape, tuple(range(len(out_shape) - x.ndim, len(out_shape))))
     positions = lax.broadcasted_iota(index.dtype, out_shape, len(out_shape) - 1)
     index = lax.broadcast_in_dim(index, out_shape, tuple(range(index.ndim)))
     picked = lax.select(lax.eq(positions, index), x, _fill(x, 0))
     return lax.reduce_sum(picked, (len(out_shape) - 1,))
 
 
-def _quantile(fun_name: str, a, q, axis, out, overwrite_input, method, keepdims,
-              squash_nans: bool):
+def _quantile(fun_name: str, a, q, axis, out, overwrite_input, method, keepdims, squash_nans: bool):
     util.check_arraylike(fun_name, a, q)
     _check_out(fun_name, out)
     if overwrite_input:
-        raise ValueError(f"{fun_name}: overwrite_input=True is not supported (fungrad arrays "
-                         "are immutable)")
+        raise ValueError(
+            f"{fun_name}: overwrite_input=True is not supported (fungrad arrays are immutable)"
+        )
     if method not in _QUANTILE_METHODS:
-        raise ValueError(f"{fun_name}: method must be one of {', '.join(_QUANTILE_METHODS)}; "
-                         f"got {method!r}")
+        raise ValueError(
+            f"{fun_name}: method must be one of {', '.join(_QUANTILE_METHODS)}; got {method!r}"
+        )
     (a,) = ufuncs.promote_args_inexact(fun_name, a)
     a = lax.convert_element_type(a, a.dtype, False)
     if a.ndim == 0 and axis is None:  # as jnp, a 0-d input counts as 1-d: keepdims gives (1,)
@@ -686,8 +861,10 @@ def _quantile(fun_name: str, a, q, axis, out, overwrite_input, method, keepdims,
     undefined = lax.eq(count, _scalar(0, a.dtype))
     if not squash_nans:
         any_nan = lax.reduce_or(is_nan, last)
-        undefined = lax.bitwise_or(undefined, lax.broadcast_in_dim(
-            any_nan, full_shape, tuple(range(len(q_shape), len(full_shape)))))
+        undefined = lax.bitwise_or(
+            undefined,
+            lax.broadcast_in_dim(any_nan, full_shape, tuple(range(len(q_shape), len(full_shape)))),
+        )
     result = lax.select(undefined, _fill(result, np.nan), result)
     if keepdims:
         shape = q_shape + tuple(1 if d in dims else a.shape[d] for d in range(a.ndim))
@@ -695,16 +872,30 @@ def _quantile(fun_name: str, a, q, axis, out, overwrite_input, method, keepdims,
     return result
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
-             keepdims: bool = False):
+def quantile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+):
     """The ``q``-th quantiles (``q`` in [0, 1], scalar or 1-d) over ``axis``; the result has
     shape ``q.shape + reduced shape``. NaN if a slice contains NaN. ``method`` is one of
     linear, lower, higher, midpoint, nearest (ties to the lower index, as jnp)."""
     return _quantile("quantile", a, q, axis, out, overwrite_input, method, keepdims, False)
 
 
-def nanquantile(a, q, axis=None, out=None, overwrite_input: bool = False,
-                method: str = "linear", keepdims: bool = False):
+def nanquantile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+):
     """:func:`quantile` of the non-NaN elements (NaN for all-NaN slices)."""
     return _quantile("nanquantile", a, q, axis, out, overwrite_input, method, keepdims, True)
 
@@ -714,18 +905,50 @@ def _percent(fun_name: str, q):
     return lax.div(q, _scalar(100, q.dtype))
 
 
-def percentile(a, q, axis=None, out=None, overwrite_input: bool = False,
-               method: str = "linear", keepdims: bool = False):
+def percentile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+):
     """The ``q``-th percentiles (``q`` in [0, 100]); see :func:`quantile`."""
-    return _quantile("percentile", a, _percent("percentile", q), axis, out, overwrite_input,
-                     method, keepdims, False)
+    return _quantile(
+        "percentile",
+        a,
+        _percent("percentile", q),
+        axis,
+        out,
+        overwrite_input,
+        method,
+        keepdims,
+        False,
+    )
 
 
-def nanpercentile(a, q, axis=None, out=None, overwrite_input: bool = False,
-                  method: str = "linear", keepdims: bool = False):
+def nanpercentile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+):
     """:func:`percentile` of the non-NaN elements."""
-    return _quantile("nanpercentile", a, _percent("nanpercentile", q), axis, out,
-                     overwrite_input, method, keepdims, True)
+    return _quantile(
+        "nanpercentile",
+        a,
+        _percent("nanpercentile", q),
+        axis,
+        out,
+        overwrite_input,
+        method,
+        keepdims,
+        True,
+    )
 
 
 def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):
@@ -735,5 +958,4 @@ def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool
 
 def nanmedian(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):
     """Median of the non-NaN elements (NaN for all-NaN slices)."""
-    return _quantile("nanmedian", a, 0.5, axis, out, overwrite_input, "midpoint", keepdims,
-                     True)
+    return _quantile("nanmedian", a, 0.5, axis, out, overwrite_input, "midpoint", keepdims, True)

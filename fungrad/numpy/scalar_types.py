@@ -14,8 +14,26 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "float32", "float64", "bool", "int_", "uint", "float_", "single", "double"]
+__all__ = [
+    "bool_",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "bool",
+    "int_",
+    "uint",
+    "float_",
+    "single",
+    "double",
+]
 
 
 class _ScalarMeta(type):
@@ -44,10 +62,16 @@ class _ScalarMeta(type):
 
 def _scalar_type(name: str) -> _ScalarMeta:
     dtype = np.dtype(name.rstrip("_"))
-    return _ScalarMeta(name, (object,), {
-        "dtype": dtype, "__module__": "fungrad.numpy",
-        "__doc__": f"The {dtype} scalar type: ``fnp.{name}(x)`` makes an Array of dtype {dtype} "
-                   f"from ``x``; it also names the dtype (``fnp.zeros(3, fnp.{name})``)."})
+    return _ScalarMeta(
+        name,
+        (object,),
+        {
+            "dtype": dtype,
+            "__module__": "fungrad.numpy",
+            "__doc__": f"The {dtype} scalar type: ``fnp.{name}(x)`` makes an Array of dtype "
+            f"{dtype} from ``x``; it also names the dtype (``fnp.zeros(3, fnp.{name})``).",
+        },
+    )
 
 
 bool_ = _scalar_type("bool_")

@@ -16,14 +16,24 @@ from fungrad import core
 from fungrad import numpy as fnp
 from fungrad.numpy import util
 
-__all__ = ["intersect1d", "isin", "setdiff1d", "setxor1d", "union1d", "unique_all",
-           "unique_counts", "unique_inverse", "unique_values"]
+__all__ = [
+    "intersect1d",
+    "isin",
+    "setdiff1d",
+    "setxor1d",
+    "union1d",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
+]
 
 _ISIN_METHODS = ("auto", "compare_all", "binary_search", "sort")
 
 
-def isin(element, test_elements, assume_unique: bool = False, invert: bool = False, *,
-         method="auto"):
+def isin(
+    element, test_elements, assume_unique: bool = False, invert: bool = False, *, method="auto"
+):
     """Whether each entry of ``element`` occurs in ``test_elements`` (``jnp.isin``); the
     result has ``element``'s shape (``invert=True`` negates it). Every ``method`` computes the
     same answer; fungrad compares all pairs."""
@@ -55,8 +65,11 @@ def _compress(name: str, values, keep, size, fill_value):
     """``values[keep]``; with ``size``: exactly ``size`` entries, padded with
     ``fill_value`` (a scalar or a function of the kept values giving one)."""
     if size is None:
-        keep = util.concrete_or_error(keep, f"{name} without size= (its result length depends "
-                                            "on the values; pass size= under jit/vmap/grad)")
+        keep = util.concrete_or_error(
+            keep,
+            f"{name} without size= (its result length depends "
+            "on the values; pass size= under jit/vmap/grad)",
+        )
     n = int(size) if size is not None else None
     if values.shape[0] == 0:
         fill = 0 if callable(fill_value) or fill_value is None else fill_value
@@ -93,8 +106,7 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
     ar1, ar2 = util.promote_dtypes(ar1, ar2, fun_name="union1d")
     both = fnp.concatenate([fnp.ravel(ar1), fnp.ravel(ar2)])
     s, _, first = _sorted_firsts(both, False, "union1d")
-    return _compress("union1d", s, first, size,
-                     _smallest if fill_value is None else fill_value)
+    return _compress("union1d", s, first, size, _smallest if fill_value is None else fill_value)
 
 
 def setxor1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=None):
@@ -109,12 +121,18 @@ def setxor1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=Non
     # sets of unique values
     in1, in2 = isin(s, ar1), isin(s, ar2)
     keep = first & (in1 != in2)
-    return _compress("setxor1d", s, keep, size,
-                     _smallest if fill_value is None else fill_value)
+    return _compress("setxor1d", s, keep, size, _smallest if fill_value is None else fill_value)
 
 
-def intersect1d(ar1, ar2, assume_unique: bool = False, return_indices: bool = False, *,
-                size=None, fill_value=None):
+def intersect1d(
+    ar1,
+    ar2,
+    assume_unique: bool = False,
+    return_indices: bool = False,
+    *,
+    size=None,
+    fill_value=None,
+):
     """The sorted unique values in both ``ar1`` and ``ar2`` (``jnp.intersect1d``); with
     ``return_indices=True`` also the index of each value's first occurrence in (the flattened)
     ``ar1`` and ``ar2`` (padding indices are ``len(ar1)`` / ``len(ar2)``, as in JAX)."""
@@ -177,8 +195,7 @@ def unique_counts(x, /, *, size=None, fill_value=None):
 def unique_inverse(x, /, *, size=None, fill_value=None):
     """``(values, inverse_indices)``; ``values[inverse_indices]`` rebuilds ``x``, and the
     inverse has ``x``'s shape (array API ``unique_inverse``)."""
-    x, (values, inverse) = _unique("unique_inverse", x, size, fill_value,
-                                   return_inverse=True)
+    x, (values, inverse) = _unique("unique_inverse", x, size, fill_value, return_inverse=True)
     return UniqueInverseResult(values, fnp.reshape(inverse, core.get_aval(x).shape))
 
 
@@ -187,7 +204,12 @@ def unique_all(x, /, *, size=None, fill_value=None):
     ``unique_all``): first-occurrence indices in the flattened ``x``, the inverse in ``x``'s
     shape, and the counts."""
     x, (values, indices, inverse, counts) = _unique(
-        "unique_all", x, size, fill_value, return_index=True, return_inverse=True,
-        return_counts=True)
-    return UniqueAllResult(values, indices, fnp.reshape(inverse, core.get_aval(x).shape),
-                           counts)
+        "unique_all",
+        x,
+        size,
+        fill_value,
+        return_index=True,
+        return_inverse=True,
+        return_counts=True,
+    )
+    return UniqueAllResult(values, indices, fnp.reshape(inverse, core.get_aval(x).shape), counts)

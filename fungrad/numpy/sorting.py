@@ -21,8 +21,19 @@ if TYPE_CHECKING:
     from fungrad.typing import ArrayLike
 
 __all__ = [
-    "sort", "argsort", "lexsort", "searchsorted", "partition", "argpartition", "unique",
-    "where", "nonzero", "argwhere", "flatnonzero", "compress", "extract",
+    "sort",
+    "argsort",
+    "lexsort",
+    "searchsorted",
+    "partition",
+    "argpartition",
+    "unique",
+    "where",
+    "nonzero",
+    "argwhere",
+    "flatnonzero",
+    "compress",
+    "extract",
 ]
 
 
@@ -35,11 +46,12 @@ def _sort_axis(arr, axis, fun_name):
 
 def _check_sort_args(fun_name, kind, order):
     if kind is not None:
-        raise TypeError(f"{fun_name}: the 'kind' argument is not supported; use stable=True or "
-                        "stable=False to choose the sort's stability")
+        raise TypeError(
+            f"{fun_name}: the 'kind' argument is not supported; use stable=True or "
+            "stable=False to choose the sort's stability"
+        )
     if order is not None:
-        raise TypeError(f"{fun_name}: the 'order' argument is not supported (no structured "
-                        "dtypes)")
+        raise TypeError(f"{fun_name}: the 'order' argument is not supported (no structured dtypes)")
 
 
 def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
@@ -89,8 +101,10 @@ def lexsort(keys, axis=-1):
     util.check_arraylike("lexsort", *keys)
     keys = [util.asarray(k, fun_name="lexsort") for k in keys]
     if len({k.shape for k in keys}) > 1:
-        raise ValueError("lexsort: all keys need to be the same shape, got "
-                         + ", ".join(str(k.shape) for k in keys))
+        raise ValueError(
+            "lexsort: all keys need to be the same shape, got "
+            + ", ".join(str(k.shape) for k in keys)
+        )
     if keys[0].ndim == 0:  # JAX: scalar keys sort to index 0
         return lax.full((), 0, dtypes.default_int_dtype())
     dim = util.canonicalize_axis(axis, keys[0].ndim, "lexsort")
@@ -99,6 +113,7 @@ def lexsort(keys, axis=-1):
 
 
 # -- searchsorted -------------------------------------------------------------------------------
+
 
 def _lt_total(x, y):
     """``x < y`` in the sort order: NaN is larger than everything (and equal to NaN)."""
@@ -158,8 +173,12 @@ def _searchsorted_sort(a, v, side, dt):
     return lax.reshape(lax.sub(r, rank(q)), v.shape)
 
 
-_SEARCHSORTED_METHODS = {"scan": _searchsorted_scan, "scan_unrolled": _searchsorted_scan,
-                         "compare_all": _searchsorted_compare_all, "sort": _searchsorted_sort}
+_SEARCHSORTED_METHODS = {
+    "scan": _searchsorted_scan,
+    "scan_unrolled": _searchsorted_scan,
+    "compare_all": _searchsorted_compare_all,
+    "sort": _searchsorted_sort,
+}
 
 
 def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
@@ -183,8 +202,9 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
     if method not in _SEARCHSORTED_METHODS:
-        raise ValueError(f"searchsorted: method must be one of {sorted(_SEARCHSORTED_METHODS)}, "
-                         f"got {method!r}")
+        raise ValueError(
+            f"searchsorted: method must be one of {sorted(_SEARCHSORTED_METHODS)}, got {method!r}"
+        )
     arr = util.asarray(a, fun_name="searchsorted")
     if arr.ndim != 1:
         raise ValueError(f"searchsorted: a must be 1-dimensional, got shape {arr.shape}")
@@ -196,6 +216,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
 
 
 # -- partition ----------------------------------------------------------------------------------
+
 
 def _kth(kth, n, fun_name):
     k = indexing._static_int(kth, fun_name, "kth")
@@ -232,6 +253,7 @@ def argpartition(a, kth, axis=-1):
 
 # -- unique -------------------------------------------------------------------------------------
 
+
 def _neighbours_differ(sorted_keys, n, equal_nan):
     """For sorted key columns (1-d, length n >= 1): True where element i differs from i - 1
     (always True at 0)."""
@@ -243,13 +265,23 @@ def _neighbours_differ(sorted_keys, n, equal_nan):
             both_nan = lax.bitwise_and(lax.ne(cur, cur), lax.ne(prev, prev))
             d = lax.bitwise_and(d, lax.bitwise_not(both_nan))
         differ = d if differ is None else lax.bitwise_or(differ, d)
-    if differ is None:   # rows with no columns are all equal
+    if differ is None:  # rows with no columns are all equal
         differ = lax.full((n - 1,), False, dtypes.bool_)
     return lax.concatenate([lax.full((1,), True, dtypes.bool_), differ], 0)
 
 
-def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
-           equal_nan=True, size=None, fill_value=None, sorted=True):
+def unique(
+    ar,
+    return_index=False,
+    return_inverse=False,
+    return_counts=False,
+    axis=None,
+    *,
+    equal_nan=True,
+    size=None,
+    fill_value=None,
+    sorted=True,
+):
     """The sorted unique elements of ``ar`` (or unique slices along ``axis``).
 
     Args:
@@ -288,33 +320,36 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         if size < 0:
             raise ValueError(f"unique: size must be non-negative, got {size}")
     if n == 0:
-        return _unique_empty(arr, moved, dim, size, fill_value, return_index, return_inverse,
-                             return_counts, dt)
-    columns = [lax.reshape(lax.slice(rows, (0, j), (n, j + 1)), (n,))
-               for j in range(rows.shape[1])]
+        return _unique_empty(
+            arr, moved, dim, size, fill_value, return_index, return_inverse, return_counts, dt
+        )
+    columns = [lax.reshape(lax.slice(rows, (0, j), (n, j + 1)), (n,)) for j in range(rows.shape[1])]
     sorted_ops = lax.sort((*columns, lax.iota(dt, n)), dimension=0, num_keys=max(len(columns), 1))
     perm = sorted_ops[-1]
     mask = _neighbours_differ(sorted_ops[:-1], n, equal_nan)
     count = lax.reduce_sum(lax.convert_element_type(mask, dt), (0,))
     padded = size is not None
     size = indexing._concrete_size(count, name) if size is None else size
-    (first,) = nonzero(mask, size=size)      # sorted positions of each value's first element
-    src = indexing.getitem(perm, first)      # ... and their positions in the input
+    (first,) = nonzero(mask, size=size)  # sorted positions of each value's first element
+    src = indexing.getitem(perm, first)  # ... and their positions in the input
     values = indexing.take(moved, src, axis=0, mode="clip")
     if padded:
         valid = lax.broadcast_in_dim(lax.lt(lax.iota(dt, size), count), values.shape, (0,))
-        if fill_value is None:   # JAX pads with the smallest unique value (slice)
-            fill = indexing.take(moved, indexing.getitem(perm, lax.full((size,), 0, dt)),
-                                 axis=0, mode="clip")
+        if fill_value is None:  # JAX pads with the smallest unique value (slice)
+            fill = indexing.take(
+                moved, indexing.getitem(perm, lax.full((size,), 0, dt)), axis=0, mode="clip"
+            )
         else:
             fill = lax.full_like(values, fill_value)
         values = lax.select_n(valid, fill, values)
     if dim is not None:
-        values = lax.transpose(values, tuple(range(1, dim + 1)) + (0,) +
-                               tuple(range(dim + 1, arr.ndim)))
+        values = lax.transpose(
+            values, tuple(range(1, dim + 1)) + (0,) + tuple(range(dim + 1, arr.ndim))
+        )
     out = [values]
-    inv_sorted = lax.sub(lax.cumsum(lax.convert_element_type(mask, dt), axis=0),
-                         lax.full((n,), 1, dt))
+    inv_sorted = lax.sub(
+        lax.cumsum(lax.convert_element_type(mask, dt), axis=0), lax.full((n,), 1, dt)
+    )
     if return_index:
         out.append(src)
     if return_inverse:
@@ -326,18 +361,23 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def _unique_empty(arr, moved, dim, size, fill_value, return_index, return_inverse,
-                  return_counts, dt):
+def _unique_empty(
+    arr, moved, dim, size, fill_value, return_index, return_inverse, return_counts, dt
+):
     """unique of an input with no elements (or no slices) along the unique axis."""
     size = 0 if size is None else size
     if size and fill_value is None:
-        raise ValueError("unique: for a zero-sized input with nonzero size argument, "
-                         "fill_value must be specified")
-    values = lax.full((size,) + moved.shape[1:], 0 if fill_value is None else fill_value,
-                      moved.dtype)
+        raise ValueError(
+            "unique: for a zero-sized input with nonzero size argument, "
+            "fill_value must be specified"
+        )
+    values = lax.full(
+        (size,) + moved.shape[1:], 0 if fill_value is None else fill_value, moved.dtype
+    )
     if dim is not None:
-        values = lax.transpose(values, tuple(range(1, dim + 1)) + (0,) +
-                               tuple(range(dim + 1, arr.ndim)))
+        values = lax.transpose(
+            values, tuple(range(1, dim + 1)) + (0,) + tuple(range(dim + 1, arr.ndim))
+        )
     out = [values]
     if return_index:
         out.append(lax.full((size,), 0, dt))
@@ -350,12 +390,27 @@ def _unique_empty(arr, moved, dim, size, fill_value, return_index, return_invers
 
 # -- searching: where / nonzero / argwhere / flatnonzero / compress / extract -------------
 
+
 @overload
-def where(condition: ArrayLike, x: None = None, y: None = None, /, *, size: int | None = None,
-          fill_value: Any = None) -> tuple[Array, ...]: ...
+def where(
+    condition: ArrayLike,
+    x: None = None,
+    y: None = None,
+    /,
+    *,
+    size: int | None = None,
+    fill_value: Any = None,
+) -> tuple[Array, ...]: ...
 @overload
-def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike, /, *, size: None = None,
-          fill_value: None = None) -> Array: ...
+def where(
+    condition: ArrayLike,
+    x: ArrayLike,
+    y: ArrayLike,
+    /,
+    *,
+    size: None = None,
+    fill_value: None = None,
+) -> Array: ...
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """``x`` where ``condition`` is true, else ``y`` (broadcast, JAX-promoted); with only
     ``condition``, the same as :func:`nonzero`.
@@ -365,17 +420,20 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if x is None and y is None:
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
-        raise ValueError("where: either both or neither of the x and y arguments should be "
-                         "provided")
+        raise ValueError(
+            "where: either both or neither of the x and y arguments should be provided"
+        )
     if size is not None or fill_value is not None:
-        raise ValueError("where: size and fill_value cannot be used with the three-argument "
-                         "form")
+        raise ValueError("where: size and fill_value cannot be used with the three-argument form")
     util.check_arraylike("where", condition, x, y, names=["condition", "x", "y"])
     cond = indexing._as_bool(util.asarray(condition, fun_name="where"))
     x, y = util.promote_dtypes(x, y)
     shape = util.broadcast_shapes(cond.shape, x.shape, y.shape, fun_name="where")
-    return lax.select_n(util.broadcast_to_shape(cond, shape), util.broadcast_to_shape(y, shape),
-                        util.broadcast_to_shape(x, shape))
+    return lax.select_n(
+        util.broadcast_to_shape(cond, shape),
+        util.broadcast_to_shape(y, shape),
+        util.broadcast_to_shape(x, shape),
+    )
 
 
 def nonzero(a, *, size=None, fill_value=None):
@@ -395,14 +453,19 @@ def nonzero(a, *, size=None, fill_value=None):
     util.check_arraylike("nonzero", a, names=["a"])
     arr = util.asarray(a, fun_name="nonzero")
     if arr.ndim == 0:
-        raise ValueError("nonzero: calling nonzero on 0-d arrays is not allowed; use "
-                         "nonzero(atleast_1d(x)) instead")
+        raise ValueError(
+            "nonzero: calling nonzero on 0-d arrays is not allowed; use "
+            "nonzero(atleast_1d(x)) instead"
+        )
     dt = dtypes.default_int_dtype()
     mask = indexing._ravel(indexing._as_bool(arr))
     ones = lax.convert_element_type(mask, dt)
     count = lax.reduce_sum(ones, (0,))
-    size = (indexing._concrete_size(count, "nonzero") if size is None
-            else indexing._static_int(size, "nonzero", "size"))
+    size = (
+        indexing._concrete_size(count, "nonzero")
+        if size is None
+        else indexing._static_int(size, "nonzero", "size")
+    )
     if size < 0:
         raise ValueError(f"nonzero: size must be non-negative, got {size}")
     # Each nonzero element goes to output position (number of nonzeros before it); zeros
@@ -410,16 +473,24 @@ def nonzero(a, *, size=None, fill_value=None):
     pos = lax.sub(lax.cumsum(ones, axis=0), lax.full_like(ones, 1))
     target = lax.select_n(mask, lax.full_like(pos, size), pos)
     sdn = ScatterDimensionNumbers((), (0,), (0,))
-    flat = lax.scatter(lax.full((size,), 0, dt), lax.expand_dims(target, (1,)),
-                       lax.iota(dt, mask.size), sdn, indices_are_sorted=True,
-                       unique_indices=True, mode=GatherScatterMode.FILL_OR_DROP)
+    flat = lax.scatter(
+        lax.full((size,), 0, dt),
+        lax.expand_dims(target, (1,)),
+        lax.iota(dt, mask.size),
+        sdn,
+        indices_are_sorted=True,
+        unique_indices=True,
+        mode=GatherScatterMode.FILL_OR_DROP,
+    )
     coords = index_tricks._unravel_nonneg(flat, arr.shape)
     if fill_value is None:
         return coords
     fills = fill_value if isinstance(fill_value, (tuple, list)) else (fill_value,) * arr.ndim
     if len(fills) != arr.ndim:
-        raise ValueError(f"nonzero: fill_value must be a scalar or a tuple of length "
-                         f"{arr.ndim}, got {fill_value!r}")
+        raise ValueError(
+            f"nonzero: fill_value must be a scalar or a tuple of length "
+            f"{arr.ndim}, got {fill_value!r}"
+        )
     valid = lax.lt(lax.iota(dt, size), count)
     out = []
     for c, f in zip(coords, fills):
@@ -437,8 +508,9 @@ def argwhere(a, *, size=None, fill_value=None):
     """
     util.check_arraylike("argwhere", a, names=["a"])
     arr = util.asarray(a, fun_name="argwhere")
-    coords = nonzero(lax.reshape(arr, (1,)) if arr.ndim == 0 else arr, size=size,
-                     fill_value=fill_value)
+    coords = nonzero(
+        lax.reshape(arr, (1,)) if arr.ndim == 0 else arr, size=size, fill_value=fill_value
+    )
     n = coords[0].shape[0]
     out = lax.concatenate([lax.expand_dims(c, (1,)) for c in coords], 1)
     return lax.slice(out, (0, 0), (n, 0)) if arr.ndim == 0 else out
@@ -476,11 +548,16 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
         axis = util.canonicalize_axis(axis, arr.ndim, name)
     n = arr.shape[axis]
     if cond.shape[0] > n:
-        extra = indexing._concrete(lax.slice(cond, (n,), (cond.shape[0],)), name,
-                          "a condition longer than the axis must be concrete")
+        extra = indexing._concrete(
+            lax.slice(cond, (n,), (cond.shape[0],)),
+            name,
+            "a condition longer than the axis must be concrete",
+        )
         if extra.any():
-            raise ValueError(f"{name}: condition contains entries that are out of bounds "
-                             f"(condition length {cond.shape[0]}, axis length {n})")
+            raise ValueError(
+                f"{name}: condition contains entries that are out of bounds "
+                f"(condition length {cond.shape[0]}, axis length {n})"
+            )
         cond = lax.slice(cond, (0,), (n,))
     elif cond.shape[0] < n:
         pad = lax.full((n - cond.shape[0],), False, dtypes.bool_)
@@ -488,15 +565,15 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     if size is not None:
         size = indexing._static_int(size, name, "size")
         if not 0 <= size <= n:
-            raise ValueError(f"{name}: size must be in [0, {n}] (the length of the axis), got "
-                             f"{size}")
+            raise ValueError(
+                f"{name}: size must be in [0, {n}] (the length of the axis), got {size}"
+            )
     (idx,) = nonzero(cond, size=size)
     result = indexing._rewriting_take(arr, (slice(None),) * axis + (idx,), fun_name=name)
     if size is None:
         return result
     count = lax.reduce_sum(lax.convert_element_type(cond, idx.dtype), (0,))
-    valid = lax.broadcast_in_dim(lax.lt(lax.iota(idx.dtype, size), count), result.shape,
-                                 (axis,))
+    valid = lax.broadcast_in_dim(lax.lt(lax.iota(idx.dtype, size), count), result.shape, (axis,))
     return lax.select_n(valid, lax.full_like(result, fill_value), result)
 
 
@@ -506,7 +583,9 @@ def extract(condition, arr, *, size=None, fill_value=0):
     Example: ``extract(x > 0, x)`` is ``x[x > 0]``.
     """
     util.check_arraylike("extract", condition, arr, names=["condition", "arr"])
-    return compress(indexing._ravel(util.asarray(condition)),
-                    indexing._ravel(util.asarray(arr)), size=size, fill_value=fill_value)
-
-
+    return compress(
+        indexing._ravel(util.asarray(condition)),
+        indexing._ravel(util.asarray(arr)),
+        size=size,
+        fill_value=fill_value,
+    )

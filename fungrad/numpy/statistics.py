@@ -32,16 +32,24 @@ def _sample_weights(fun_name: str, name: str, w, nobs: int):
     util.check_arraylike(fun_name, w, names=[name])
     w = util.asarray(w)
     if w.ndim > 1:
-        raise RuntimeError(f"{fun_name}: cannot handle multidimensional {name} (shape "
-                           f"{w.shape})")
+        raise RuntimeError(f"{fun_name}: cannot handle multidimensional {name} (shape {w.shape})")
     if w.ndim == 0 or w.shape[0] != nobs:
-        raise RuntimeError(f"{fun_name}: incompatible numbers of samples ({nobs}) and {name} "
-                           f"(shape {w.shape})")
+        raise RuntimeError(
+            f"{fun_name}: incompatible numbers of samples ({nobs}) and {name} (shape {w.shape})"
+        )
     return w
 
 
-def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=None,
-        aweights=None, dtype=None):
+def cov(
+    m,
+    y=None,
+    rowvar: bool = True,
+    bias: bool = False,
+    ddof=None,
+    fweights=None,
+    aweights=None,
+    dtype=None,
+):
     """Covariance matrix of the variables in ``m`` (and ``y``), as numpy.cov.
 
     Args:
@@ -82,9 +90,11 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
         if not rowvar and y2.shape[0] != 1:
             y2 = y2.T
         if y2.shape[1] != X.shape[1]:
-            raise ValueError(f"cov: m and y must have the same number of observations, got "
-                             f"{X.shape[1]} and {y2.shape[1]} (shapes {m.shape} and {y.shape}, "
-                             f"rowvar={rowvar})")
+            raise ValueError(
+                f"cov: m and y must have the same number of observations, got "
+                f"{X.shape[1]} and {y2.shape[1]} (shapes {m.shape} and {y.shape}, "
+                f"rowvar={rowvar})"
+            )
         X = manipulation.concatenate((X, y2), axis=0)
     if dtype is not None:
         X = lax.convert_element_type(X, dtype)
@@ -148,7 +158,8 @@ def _concrete_max(x):
         if val is None:
             raise core.ConcretizationTypeError(
                 "bincount: the output length depends on the values of x, which are traced "
-                f"({x.aval.str_short()}); pass a static length= argument")
+                f"({x.aval.str_short()}); pass a static length= argument"
+            )
     else:
         val = np.asarray(x)
     return int(val.max())
@@ -193,8 +204,10 @@ def bincount(x, weights=None, minlength=0, *, length=None):
         util.check_arraylike("bincount", weights, names=["weights"])
         weights = util.asarray(weights)
         if weights.shape != x.shape:
-            raise ValueError(f"bincount: weights must have the shape of x, got x {x.shape} and "
-                             f"weights {weights.shape}")
+            raise ValueError(
+                f"bincount: weights must have the shape of x, got x {x.shape} and "
+                f"weights {weights.shape}"
+            )
     return creation.zeros(length, weights.dtype).at[ufuncs.maximum(x, 0)].add(weights, mode="drop")
 
 
@@ -214,8 +227,11 @@ def digitize(x, bins, right: bool = False, *, method=None):
     side = "left" if right else "right"
     kwds = {} if method is None else {"method": method}
     increasing = bins[-1] >= bins[0]
-    return sorting.where(increasing, sorting.searchsorted(bins, x, side=side, **kwds),
-                     bins.shape[0] - sorting.searchsorted(bins[::-1], x, side=side, **kwds))
+    return sorting.where(
+        increasing,
+        sorting.searchsorted(bins, x, side=side, **kwds),
+        bins.shape[0] - sorting.searchsorted(bins[::-1], x, side=side, **kwds),
+    )
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
@@ -231,16 +247,19 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     util.check_arraylike("interp", x, xp, fp)
     xp, fp = util.asarray(xp), util.asarray(fp)
     if xp.shape != fp.shape or xp.ndim != 1:
-        raise ValueError(f"interp: xp and fp must be 1-dimensional arrays of equal size, got "
-                         f"shapes {xp.shape} and {fp.shape}")
+        raise ValueError(
+            f"interp: xp and fp must be 1-dimensional arrays of equal size, got "
+            f"shapes {xp.shape} and {fp.shape}"
+        )
     if xp.shape[0] == 0:
         raise ValueError("interp: xp and fp are empty; at least one sample point is needed")
     extrapolate = {}
     for name, v in (("left", left), ("right", right)):
         if isinstance(v, str):
             if v != "extrapolate":
-                raise ValueError(f"interp: the only valid string value of {name} is "
-                                 f"'extrapolate', got {v!r}")
+                raise ValueError(
+                    f"interp: the only valid string value of {name} is 'extrapolate', got {v!r}"
+                )
             extrapolate[name] = True
         else:
             if v is not None:

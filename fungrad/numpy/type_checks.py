@@ -15,8 +15,17 @@ from fungrad import numpy as fnp
 from fungrad.array import Array
 from fungrad.numpy import util
 
-__all__ = ["angle", "iscomplex", "iscomplexobj", "isdtype", "isreal", "isrealobj", "isscalar",
-           "iterable", "spacing"]
+__all__ = [
+    "angle",
+    "iscomplex",
+    "iscomplexobj",
+    "isdtype",
+    "isreal",
+    "isrealobj",
+    "isscalar",
+    "iterable",
+    "spacing",
+]
 
 
 def isscalar(element) -> bool:
@@ -89,8 +98,9 @@ def isdtype(dtype, kind) -> bool:
     for k in kinds:
         if isinstance(k, str):
             if k not in _KINDS:
-                raise ValueError(f"isdtype: unknown kind {k!r}; use one of {sorted(_KINDS)} "
-                                 "or a dtype")
+                raise ValueError(
+                    f"isdtype: unknown kind {k!r}; use one of {sorted(_KINDS)} or a dtype"
+                )
             if _KINDS[k](d):
                 return True
         else:
@@ -98,8 +108,9 @@ def isdtype(dtype, kind) -> bool:
                 if d == np.dtype(k):
                     return True
             except TypeError:
-                raise TypeError(f"isdtype: kind must be a kind name or a dtype, got {k!r}") \
-                    from None
+                raise TypeError(
+                    f"isdtype: kind must be a kind name or a dtype, got {k!r}"
+                ) from None
     return False
 
 

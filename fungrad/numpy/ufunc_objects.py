@@ -26,9 +26,22 @@ class ufunc:  # noqa: N801  (numpy's and JAX's spelling)
     (``jnp.ufunc``). ``call``, ``reduce``, ``accumulate``, ``at`` and ``reduceat`` may
     replace the generic implementations of those methods."""
 
-    def __init__(self, func, /, nin: int, nout: int, *, name: str | None = None,
-                 nargs: int | None = None, identity=None, call=None, reduce=None,
-                 accumulate=None, at=None, reduceat=None):
+    def __init__(
+        self,
+        func,
+        /,
+        nin: int,
+        nout: int,
+        *,
+        name: str | None = None,
+        nargs: int | None = None,
+        identity=None,
+        call=None,
+        reduce=None,
+        accumulate=None,
+        at=None,
+        reduceat=None,
+    ):
         if not callable(func):
             raise TypeError(f"ufunc: func must be callable, got {type(func).__name__}")
         self._func = func
@@ -37,24 +50,27 @@ class ufunc:  # noqa: N801  (numpy's and JAX's spelling)
         self.identity = identity
         self.__name__ = name or getattr(func, "__name__", "ufunc")
         self._call = call or vectorize(func)
-        self._reduce, self._accumulate, self._at, self._reduceat = reduce, accumulate, at, \
-            reduceat
+        self._reduce, self._accumulate, self._at, self._reduceat = reduce, accumulate, at, reduceat
 
     def __repr__(self):
         return f"<jnp.ufunc '{self.__name__}'>"
 
     def __call__(self, *args, out=None, where=None):
         if out is not None or where is not None:
-            raise ValueError(f"{self.__name__}: out= and where= are not supported (fungrad "
-                             "arrays are immutable); use the returned array")
+            raise ValueError(
+                f"{self.__name__}: out= and where= are not supported (fungrad "
+                "arrays are immutable); use the returned array"
+            )
         if len(args) != self.nin:
             raise TypeError(f"{self.__name__}: expected {self.nin} arguments, got {len(args)}")
         return self._call(*args)
 
     def _binary(self, method: str):
         if self.nin != 2 or self.nout != 1:
-            raise ValueError(f"{method} is only supported for binary ufuncs with one output "
-                             f"({self.__name__} has nin={self.nin}, nout={self.nout})")
+            raise ValueError(
+                f"{method} is only supported for binary ufuncs with one output "
+                f"({self.__name__} has nin={self.nin}, nout={self.nout})"
+            )
 
     def outer(self, A, B, /):
         """``func(a, b)`` for every pair of an element of ``A`` and one of ``B``: shape
@@ -66,13 +82,16 @@ class ufunc:  # noqa: N801  (numpy's and JAX's spelling)
 
     def _fold(self, x, init):
         """Fold ``func`` over the leading axis of ``x`` starting from ``init``: the carries."""
+
         def step(carry, item):
             new = util.asarray(self._func(carry, item)).astype(carry.dtype)
             return new, new
+
         return lax.scan(step, init, x)
 
-    def reduce(self, a, axis=0, dtype=None, out=None, keepdims: bool = False, initial=None,
-               where=None):
+    def reduce(
+        self, a, axis=0, dtype=None, out=None, keepdims: bool = False, initial=None, where=None
+    ):
         """``func`` folded along ``axis`` (None: over the flattened array), left to right,
         starting from ``initial`` (or the first element; ``identity`` for an empty axis)."""
         self._binary("reduce")
@@ -92,22 +111,27 @@ class ufunc:  # noqa: N801  (numpy's and JAX's spelling)
         else:
             axes = util.canonicalize_axes(axis, ndim, f"{self.__name__}.reduce")
             if len(axes) > 1:
-                raise ValueError(f"{self.__name__}.reduce: func is applied in order, so at "
-                                 f"most one axis may be given (or None: all, flattened); got "
-                                 f"{axis}")
+                raise ValueError(
+                    f"{self.__name__}.reduce: func is applied in order, so at "
+                    f"most one axis may be given (or None: all, flattened); got "
+                    f"{axis}"
+                )
             flat_axes = axes
         for ax in flat_axes:
             x = self._reduce_axis(fnp.moveaxis(x, ax, 0), initial)
         if keepdims:
-            x = fnp.reshape(x, tuple(1 if d in axes else s
-                                     for d, s in enumerate(util.asarray(a).shape)))
+            x = fnp.reshape(
+                x, tuple(1 if d in axes else s for d, s in enumerate(util.asarray(a).shape))
+            )
         return x
 
     def _reduce_axis(self, x, initial):
         if initial is None and x.shape[0] == 0:
             if self.identity is None:
-                raise ValueError(f"{self.__name__}.reduce: zero-size array to reduction "
-                                 "operation with no identity; pass initial=")
+                raise ValueError(
+                    f"{self.__name__}.reduce: zero-size array to reduction "
+                    "operation with no identity; pass initial="
+                )
             initial = self.identity
         if initial is None:
             init, rest = x[0], x[1:]
@@ -140,13 +164,18 @@ class ufunc:  # noqa: N801  (numpy's and JAX's spelling)
         """``a`` with ``a[i] = func(a[i], b[k])`` (or ``func(a[i])``) applied for each index
         ``i = indices[k]`` in turn, repeated indices included; needs ``inplace=False``."""
         if inplace:
-            raise ValueError(f"{self.__name__}.at: fungrad arrays are immutable; call it with "
-                             "inplace=False and use the returned array")
+            raise ValueError(
+                f"{self.__name__}.at: fungrad arrays are immutable; call it with "
+                "inplace=False and use the returned array"
+            )
         if self._at is not None:
             return self._at(a, indices, b)
         x = util.asarray(a)
-        idx = tuple(util.asarray(i) for i in indices) if isinstance(indices, tuple) else \
-            (util.asarray(indices),)
+        idx = (
+            tuple(util.asarray(i) for i in indices)
+            if isinstance(indices, tuple)
+            else (util.asarray(indices),)
+        )
         n = idx[0].size
         idx = tuple(fnp.ravel(i) for i in idx)
         if self.nin == 2:
@@ -155,8 +184,9 @@ class ufunc:  # noqa: N801  (numpy's and JAX's spelling)
             bb = util.asarray(b).astype(x.dtype)
             per_index = bb.ndim > 0 and bb.shape[0] == n and n > 1
         elif self.nin != 1 or b is not None:
-            raise ValueError(f"{self.__name__}.at: needs a unary ufunc without b or a binary "
-                             "one with b")
+            raise ValueError(
+                f"{self.__name__}.at: needs a unary ufunc without b or a binary one with b"
+            )
 
         def body(k, arr):
             where = tuple(i[k] for i in idx)
@@ -166,6 +196,7 @@ class ufunc:  # noqa: N801  (numpy's and JAX's spelling)
             else:
                 new = self._func(cur, bb[k] if per_index else bb)
             return arr.at[where].set(util.asarray(new).astype(arr.dtype))
+
         return lax.fori_loop(0, n, body, x)
 
     def reduceat(self, a, indices, axis: int = 0, dtype=None, out=None):
@@ -188,8 +219,9 @@ class ufunc:  # noqa: N801  (numpy's and JAX's spelling)
         for k, start in enumerate(ind.tolist()):
             stop = int(ind[k + 1]) if k + 1 < len(ind) else n
             if not 0 <= start < n:
-                raise IndexError(f"{self.__name__}.reduceat: index {start} out of bounds for "
-                                 f"axis of size {n}")
+                raise IndexError(
+                    f"{self.__name__}.reduceat: index {start} out of bounds for axis of size {n}"
+                )
             parts.append(x[start] if start >= stop else self._reduce_axis(x[start:stop], None))
         return fnp.moveaxis(fnp.stack(parts), 0, axis)
 

@@ -29,16 +29,95 @@ if TYPE_CHECKING:
     from fungrad.typing import ArrayLike
 
 __all__ = [
-    "abs", "absolute", "acos", "acosh", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
-    "arctan2", "arctanh", "around", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil",
-    "clip", "conj", "conjugate", "copysign", "cos", "cosh", "deg2rad", "degrees", "divide",
-    "divmod", "exp", "exp2", "expm1", "fabs", "fix", "float_power", "floor", "floor_divide", "fmax",
-    "fmin", "fmod", "frexp", "gcd", "heaviside", "hypot", "imag", "isfinite", "isinf", "isnan",
-    "isneginf", "isposinf", "lcm", "ldexp", "log", "log10", "log1p", "log2", "logaddexp",
-    "logaddexp2", "maximum", "minimum", "mod", "modf", "multiply", "nan_to_num", "negative",
-    "nextafter", "positive", "pow", "power", "rad2deg", "radians", "real", "reciprocal",
-    "remainder", "rint", "round", "sign", "signbit", "sin", "sinc", "sinh", "sqrt", "square",
-    "subtract", "tan", "tanh", "true_divide", "trunc",
+    "abs",
+    "absolute",
+    "acos",
+    "acosh",
+    "add",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctan2",
+    "arctanh",
+    "around",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "cbrt",
+    "ceil",
+    "clip",
+    "conj",
+    "conjugate",
+    "copysign",
+    "cos",
+    "cosh",
+    "deg2rad",
+    "degrees",
+    "divide",
+    "divmod",
+    "exp",
+    "exp2",
+    "expm1",
+    "fabs",
+    "fix",
+    "float_power",
+    "floor",
+    "floor_divide",
+    "fmax",
+    "fmin",
+    "fmod",
+    "frexp",
+    "gcd",
+    "heaviside",
+    "hypot",
+    "imag",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "isneginf",
+    "isposinf",
+    "lcm",
+    "ldexp",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logaddexp",
+    "logaddexp2",
+    "maximum",
+    "minimum",
+    "mod",
+    "modf",
+    "multiply",
+    "nan_to_num",
+    "negative",
+    "nextafter",
+    "positive",
+    "pow",
+    "power",
+    "rad2deg",
+    "radians",
+    "real",
+    "reciprocal",
+    "remainder",
+    "rint",
+    "round",
+    "sign",
+    "signbit",
+    "sin",
+    "sinc",
+    "sinh",
+    "sqrt",
+    "square",
+    "subtract",
+    "tan",
+    "tanh",
+    "true_divide",
+    "trunc",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -102,7 +181,6 @@ def _where(condition, x, y):
     shape = util.broadcast_shapes(condition.shape, x.shape, y.shape, fun_name="where")
     condition, x, y = (util.broadcast_to_shape(a, shape) for a in (condition, x, y))
     return lax.select(condition, x, y)
-
 
 
 def _require_kinds(fun_name: str, x, kinds: str, what: str) -> None:
@@ -289,8 +367,11 @@ _custom = {}
 def _logaddexp_fn(name):
     fn = _custom.get(name)
     if fn is None:
-        value_fn, scale = ((_logaddexp_value, 1.0) if name == "logaddexp"
-                           else (_logaddexp2_value, float(np.log(2))))
+        value_fn, scale = (
+            (_logaddexp_value, 1.0)
+            if name == "logaddexp"
+            else (_logaddexp2_value, float(np.log(2)))
+        )
         fn = _custom[name] = _with_weight_jvp(value_fn, scale)
     return fn
 
@@ -341,8 +422,10 @@ def subtract(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """Elementwise ``x1 - x2``. Boolean subtraction is a TypeError (use logical_xor)."""
     x1, x2 = promote_args("subtract", x1, x2)
     if dtypes.is_bool(x1.dtype):
-        raise TypeError("subtract: boolean subtraction is not supported (both operands are "
-                        "bool); use logical_xor or convert to an integer dtype")
+        raise TypeError(
+            "subtract: boolean subtraction is not supported (both operands are "
+            "bool); use logical_xor or convert to an integer dtype"
+        )
     return lax.sub(x1, x2)
 
 
@@ -350,8 +433,10 @@ def negative(x: ArrayLike, /) -> Array:
     """Elementwise ``-x``. Negating a bool array is a TypeError (use logical_not)."""
     (x,) = promote_args("negative", x)
     if dtypes.is_bool(x.dtype):
-        raise TypeError("negative: boolean negation is not supported; use logical_not or "
-                        "convert to an integer dtype")
+        raise TypeError(
+            "negative: boolean negation is not supported; use logical_not or "
+            "convert to an integer dtype"
+        )
     return lax.neg(x)
 
 
@@ -441,7 +526,8 @@ def _concrete_int_exponent(x):
     if isinstance(x, core.Tracer):
         return None
     if isinstance(x, (int, np.integer)) or (
-            isinstance(x, (Array, np.ndarray)) and x.ndim == 0 and x.dtype.kind in "biu"):
+        isinstance(x, (Array, np.ndarray)) and x.ndim == 0 and x.dtype.kind in "biu"
+    ):
         return operator.index(x) if not isinstance(x, (Array, np.ndarray)) else int(x)
     return None
 
@@ -473,8 +559,9 @@ def power(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     if n is not None:
         (x1,) = promote_args_numeric("power", x1)
         if n < 0 and not dtypes.is_float(x1.dtype):
-            raise TypeError(f"power: integers cannot be raised to negative powers, got "
-                            f"{x1.dtype.name} ** {n}")
+            raise TypeError(
+                f"power: integers cannot be raised to negative powers, got {x1.dtype.name} ** {n}"
+            )
         return lax.integer_pow(x1, n)
     x1, x2 = promote_args_numeric("power", x1, x2)
     if dtypes.is_int(x1.dtype):
@@ -511,8 +598,7 @@ def sign(x, /):
     """Elementwise sign: -1, 0 or 1 (NaN for NaN, and -0. for -0.). Bool is a TypeError."""
     (x,) = promote_args("sign", x)
     if dtypes.is_bool(x.dtype):
-        raise TypeError("sign does not accept dtype bool; accepted dtypes are integer and "
-                        "floating")
+        raise TypeError("sign does not accept dtype bool; accepted dtypes are integer and floating")
     return lax.sign(x)
 
 
@@ -621,14 +707,16 @@ def round(a, decimals: int = 0, out=None):
         raise TypeError("round: bool arrays cannot be rounded; convert to a numeric dtype")
     if not _is_float(a):
         if decimals < 0:
-            raise ValueError("round: decimals < 0 is not supported for integer arrays (as in "
-                             "jax.numpy); convert to a float dtype first")
+            raise ValueError(
+                "round: decimals < 0 is not supported for integer arrays (as in "
+                "jax.numpy); convert to a float dtype first"
+            )
         return a
     if decimals == 0:
         return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
     # float16 is rescaled in float32 so that 10**decimals does not overflow, as in jnp.
     x = lax.convert_element_type(a, dtypes.float32, a.weak_type) if a.dtype == np.float16 else a
-    factor = _const(x, 10.0 ** decimals)
+    factor = _const(x, 10.0**decimals)
     out_ = lax.div(lax.round(lax.mul(x, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
     return lax.convert_element_type(out_, a.dtype, a.weak_type)
 
@@ -640,8 +728,10 @@ def around(a, decimals: int = 0, out=None):
 
 def _check_out(fun_name: str, out) -> None:
     if out is not None:
-        raise TypeError(f"{fun_name}: the 'out' argument is not supported (fungrad arrays are "
-                        "immutable); use the returned array")
+        raise TypeError(
+            f"{fun_name}: the 'out' argument is not supported (fungrad arrays are "
+            "immutable); use the returned array"
+        )
 
 
 def modf(x, /, out=None):
@@ -681,16 +771,16 @@ def isposinf(x, /, out=None):
     """Elementwise test for +inf."""
     _check_out("isposinf", out)
     (x,) = promote_args("isposinf", x)
-    return _strong(lax.eq(x, _const(x, np.inf))) if _is_float(x) else _full_like(x, False,
-                                                                                  np.bool_)
+    return _strong(lax.eq(x, _const(x, np.inf))) if _is_float(x) else _full_like(x, False, np.bool_)
 
 
 def isneginf(x, /, out=None):
     """Elementwise test for -inf."""
     _check_out("isneginf", out)
     (x,) = promote_args("isneginf", x)
-    return _strong(lax.eq(x, _const(x, -np.inf))) if _is_float(x) else _full_like(x, False,
-                                                                                   np.bool_)
+    return (
+        _strong(lax.eq(x, _const(x, -np.inf))) if _is_float(x) else _full_like(x, False, np.bool_)
+    )
 
 
 _SAME_WIDTH_INT = {2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
@@ -743,9 +833,8 @@ def _float_int_parts(x):
     info = np.finfo(x.dtype)
     int_dtype = _SAME_WIDTH_INT[x.dtype.itemsize]
     subnormal = lax.lt(lax.abs(x), _const(x, info.tiny))
-    x = _where(subnormal, lax.mul(x, _const(x, 2.0 ** info.nmant)), x)
-    extra = _where(subnormal, _full_like(x, -info.nmant, int_dtype),
-                   _full_like(x, 0, int_dtype))
+    x = _where(subnormal, lax.mul(x, _const(x, 2.0**info.nmant)), x)
+    extra = _where(subnormal, _full_like(x, -info.nmant, int_dtype), _full_like(x, 0, int_dtype))
     return lax.bitcast_convert_type(x, int_dtype), extra
 
 
@@ -757,8 +846,9 @@ def frexp(x, /):
     mask = (1 << info.nexp) - 1
     bias = 1 - info.minexp
     bits, exponent = _float_int_parts(x)
-    biased = lax.bitwise_and(lax.shift_right_logical(bits, _const(bits, info.nmant)),
-                             _const(bits, mask))
+    biased = lax.bitwise_and(
+        lax.shift_right_logical(bits, _const(bits, info.nmant)), _const(bits, mask)
+    )
     exponent = lax.add(exponent, lax.sub(biased, _const(biased, bias - 1)))
     bits = lax.bitwise_and(bits, _const(bits, ~(mask << info.nmant)))
     bits = lax.bitwise_or(bits, _const(bits, (bias - 1) << info.nmant))
@@ -811,8 +901,7 @@ def _gcd_body(carry):
     x1, x2 = carry
     nonzero = lax.ne(x2, _const(x2, 0))
     safe_x2 = _where(nonzero, x2, _full_like(x2, 1))
-    x1, x2 = (_where(nonzero, x2, x1),
-              _where(nonzero, lax.rem(x1, safe_x2), _full_like(x2, 0)))
+    x1, x2 = (_where(nonzero, x2, x1), _where(nonzero, lax.rem(x1, safe_x2), _full_like(x2, 0)))
     swap = lax.lt(x1, x2)
     return _where(swap, x2, x1), _where(swap, x1, x2)
 
@@ -860,4 +949,3 @@ def conjugate(x, /):
 def conj(x, /):
     """Alias of :func:`conjugate`."""
     return conjugate(x)
-

@@ -27,10 +27,15 @@ def check_arraylike(fun_name: str, *args, names=None) -> None:
     for i, a in enumerate(args):
         if not is_arraylike(a):
             which = names[i] if names else f"argument {i}"
-            extra = (" (lists and tuples are not arrays here: wrap them with fnp.asarray)"
-                     if isinstance(a, (list, tuple)) else "")
-            raise TypeError(f"{fun_name} requires ndarray or scalar arguments, but {which} is "
-                            f"of type {type(a).__name__}{extra}")
+            extra = (
+                " (lists and tuples are not arrays here: wrap them with fnp.asarray)"
+                if isinstance(a, (list, tuple))
+                else ""
+            )
+            raise TypeError(
+                f"{fun_name} requires ndarray or scalar arguments, but {which} is "
+                f"of type {type(a).__name__}{extra}"
+            )
 
 
 def plain_operand(x):
@@ -41,8 +46,11 @@ def plain_operand(x):
     The fast paths of the numpy wrappers start here."""
     if type(x) is Array or isinstance(x, core.Tracer):
         return x
-    if type(x) is np.ndarray and x.dtype in _SUPPORTED_DTYPES and \
-            dtypes.canonicalize_dtype(x.dtype) == x.dtype:
+    if (
+        type(x) is np.ndarray
+        and x.dtype in _SUPPORTED_DTYPES
+        and dtypes.canonicalize_dtype(x.dtype) == x.dtype
+    ):
         return Array(np.array(x))
     if is_concrete_array(x):  # an Array subclass: a GpuArray (fungrad/devices.py)
         return x
@@ -94,19 +102,25 @@ def _asarray_sequence(seq, dtype, fun_name):
     if any(isinstance(e, core.Tracer) for e in leaves):
         # A list that contains traced values: stack them with lax ops.
         from fungrad.numpy import stack
+
         return stack([asarray(e, dtype, fun_name) for e in seq])
     for e in leaves:
         if not is_arraylike(e):
-            raise TypeError(f"{fun_name}: element of type {type(e).__name__} in a list cannot be "
-                            "converted to an array")
+            raise TypeError(
+                f"{fun_name}: element of type {type(e).__name__} in a list cannot be "
+                "converted to an array"
+            )
     try:
         vals = np.array([np.asarray(e) if type(e) is Array else e for e in leaves], dtype=object)
         arr = np.array(_rebuild(seq, iter(vals)))
     except ValueError as e:
         raise TypeError(f"{fun_name}: ragged nested sequence cannot become an array: {e}") from None
     if dtype is None:
-        dt, _ = dtypes.result_type(*leaves, return_weak_type_flag=True) if leaves else (
-            dtypes.default_float_dtype(), False)
+        dt, _ = (
+            dtypes.result_type(*leaves, return_weak_type_flag=True)
+            if leaves
+            else (dtypes.default_float_dtype(), False)
+        )
     else:
         dt = dtypes.canonicalize_dtype(dtype)
     with np.errstate(all="ignore"):
@@ -131,8 +145,12 @@ def promote_dtypes(*args, fun_name: str = "promote_dtypes"):
 def python_scalar_as(x, dtype: np.dtype, weak: bool, fun_name: str = "promote"):
     """The Python scalar ``x`` as a 0-d Array of ``dtype``. As in JAX, a Python int must fit the
     default integer dtype (else OverflowError) and then wraps into narrower integer dtypes."""
-    if isinstance(x, float) and dtype.kind == "f" and dtype.itemsize >= 4 and (
-            dtype.itemsize == 8 or not abs(x) > 3.4028234663852886e38):
+    if (
+        isinstance(x, float)
+        and dtype.kind == "f"
+        and dtype.itemsize >= 4
+        and (dtype.itemsize == 8 or not abs(x) > 3.4028234663852886e38)
+    ):
         return Array(dtype.type(x), weak)  # correctly rounded, cannot overflow: no warning
     with np.errstate(all="ignore"):
         if isinstance(x, int) and not isinstance(x, bool):
@@ -141,7 +159,8 @@ def python_scalar_as(x, dtype: np.dtype, weak: bool, fun_name: str = "promote"):
             if not info.min <= x <= info.max:
                 raise OverflowError(
                     f"{fun_name}: Python int {x} is out of range for the default integer dtype "
-                    f"{int_dtype.name}; pass an explicitly typed array instead")
+                    f"{int_dtype.name}; pass an explicitly typed array instead"
+                )
             value = np.asarray(x, int_dtype).astype(dtype)
         else:
             value = np.asarray(x).astype(dtype)
@@ -175,8 +194,9 @@ def promote_dtypes_inexact(*args, fun_name: str = "promote_dtypes_inexact"):
     return args
 
 
-def broadcast_shapes(*shapes, fun_name: str = "broadcast_shapes",
-                     error: type[Exception] = ValueError) -> tuple[int, ...]:
+def broadcast_shapes(
+    *shapes, fun_name: str = "broadcast_shapes", error: type[Exception] = ValueError
+) -> tuple[int, ...]:
     """numpy's broadcasting of shapes; on a mismatch ``error`` (ValueError, as
     ``jnp.broadcast_shapes``; elementwise operators pass TypeError, as JAX's lax shape rules
     raise) naming the operation and shapes."""
@@ -187,8 +207,10 @@ def broadcast_shapes(*shapes, fun_name: str = "broadcast_shapes",
         if len(sizes) > 1:
             sizes.discard(1)
             if len(sizes) > 1:
-                raise error(f"{fun_name}: incompatible shapes for broadcasting: "
-                            + " and ".join(str(tuple(s)) for s in shapes))
+                raise error(
+                    f"{fun_name}: incompatible shapes for broadcasting: "
+                    + " and ".join(str(tuple(s)) for s in shapes)
+                )
         out.append(sizes.pop())
     return tuple(out)
 
@@ -201,21 +223,26 @@ def broadcast_to_shape(x, shape, fun_name: str = "broadcast_to"):
         return x
     nlead = len(shape) - x.ndim
     if nlead < 0 or any(d not in (1, shape[nlead + i]) for i, d in enumerate(x.shape)):
-        raise ValueError(f"{fun_name}: incompatible shapes for broadcasting: {tuple(x.shape)} "
-                         f"and requested shape {shape}")
+        raise ValueError(
+            f"{fun_name}: incompatible shapes for broadcasting: {tuple(x.shape)} "
+            f"and requested shape {shape}"
+        )
     return lax.broadcast_in_dim(x, shape, tuple(range(nlead, len(shape))))
 
 
 def _rank_promotion(fun_name: str, shapes) -> None:
     """``numpy_rank_promotion`` is "warn" or "raise" and operands of different ranks meet."""
-    msg = (f"{fun_name}: operands of shapes {' and '.join(str(tuple(s)) for s in shapes)} "
-           "would broadcast by adding leading axes (implicit rank promotion), which the "
-           f"option numpy_rank_promotion={config.numpy_rank_promotion!r} forbids. Add the axes "
-           "explicitly (x[None, :], fnp.expand_dims, reshape), or allow it with "
-           "fungrad.config.update('numpy_rank_promotion', 'allow').")
+    msg = (
+        f"{fun_name}: operands of shapes {' and '.join(str(tuple(s)) for s in shapes)} "
+        "would broadcast by adding leading axes (implicit rank promotion), which the "
+        f"option numpy_rank_promotion={config.numpy_rank_promotion!r} forbids. Add the axes "
+        "explicitly (x[None, :], fnp.expand_dims, reshape), or allow it with "
+        "fungrad.config.update('numpy_rank_promotion', 'allow')."
+    )
     if config.numpy_rank_promotion == "raise":
         raise ValueError(msg)
     import warnings
+
     warnings.warn(msg, UserWarning, stacklevel=4)
 
 
@@ -229,8 +256,9 @@ def promote_shapes(fun_name: str, *args):
     if config.numpy_rank_promotion != "allow" and len({len(s) for s in nonscalar}) > 1:
         _rank_promotion(fun_name, nonscalar)
     result = broadcast_shapes(*shapes, fun_name=fun_name, error=TypeError)
-    return [a if (not a.shape and result) else broadcast_to_shape(a, result, fun_name)
-            for a in args]
+    return [
+        a if (not a.shape and result) else broadcast_to_shape(a, result, fun_name) for a in args
+    ]
 
 
 def promote_args(fun_name: str, *args):
@@ -265,8 +293,12 @@ def _promote_args_fast(fun_name: str, args):
     if scalars:
         if ref.weak_type or ref.dtype.kind != "f":
             return None
-        args = [python_scalar_as(a, ref.dtype, False, fun_name)
-                if type(a) is float or type(a) is int else a for a in args]
+        args = [
+            python_scalar_as(a, ref.dtype, False, fun_name)
+            if type(a) is float or type(a) is int
+            else a
+            for a in args
+        ]
         same = False  # the scalars are 0-d: promote_shapes leaves them to lax
     return list(args) if same else promote_shapes(fun_name, *args)
 
@@ -285,7 +317,8 @@ def canonicalize_axis(axis, ndim: int, fun_name: str = "axis") -> int:
         raise TypeError(f"{fun_name}: axis must be an int, got {axis!r}") from None
     if not -ndim <= axis < ndim:
         raise np.exceptions.AxisError(
-            f"{fun_name}: axis {axis} is out of bounds for an array of dimension {ndim}")
+            f"{fun_name}: axis {axis} is out of bounds for an array of dimension {ndim}"
+        )
     return axis % ndim if ndim else axis
 
 
@@ -303,6 +336,7 @@ def canonicalize_axes(axis, ndim: int, fun_name: str = "axis") -> tuple[int, ...
 
 # -- static (concrete) arguments ----------------------------------------------------------------
 
+
 def concrete_or_error(x, context: str):
     """The concrete value of ``x`` (a Python scalar stays one; arrays become numpy values).
 
@@ -313,7 +347,8 @@ def concrete_or_error(x, context: str):
         val = x.to_concrete_value()
         if val is None:
             raise core.ConcretizationTypeError(
-                core.concretization_message("the value", x.aval, x) + f"\nIt arose in {context}.")
+                core.concretization_message("the value", x.aval, x) + f"\nIt arose in {context}."
+            )
         return np.asarray(val)
     if type(x) is Array:
         return np.asarray(x)
@@ -332,10 +367,12 @@ def canonicalize_shape(shape, fun_name: str) -> tuple[int, ...]:
         try:
             d = operator.index(d)
         except TypeError:
-            raise TypeError(f"{fun_name}: shape must be an int or a sequence of ints, got "
-                            f"{shape!r}") from None
+            raise TypeError(
+                f"{fun_name}: shape must be an int or a sequence of ints, got {shape!r}"
+            ) from None
         if d < 0:
-            raise ValueError(f"{fun_name}: negative dimensions are not allowed, got shape "
-                             f"{shape!r}")
+            raise ValueError(
+                f"{fun_name}: negative dimensions are not allowed, got shape {shape!r}"
+            )
         out.append(d)
     return tuple(out)

@@ -27,19 +27,24 @@ _SIGNATURE = re.compile(rf"^\s*{_ARGS}\s*->\s*{_ARGS}\s*$")
 
 def _parse_signature(signature: str):
     if not _SIGNATURE.match(signature):
-        raise ValueError(f"vectorize: not a valid gufunc signature: {signature!r} (example: "
-                         "'(m,n),(n)->(m)')")
+        raise ValueError(
+            f"vectorize: not a valid gufunc signature: {signature!r} (example: '(m,n),(n)->(m)')"
+        )
     ins, outs = signature.split("->")
 
     def parse(part):
-        return [tuple(d.strip() for d in arg.split(",") if d.strip())
-                for arg in re.findall(r"\(([^)]*)\)", part)]
+        return [
+            tuple(d.strip() for d in arg.split(",") if d.strip())
+            for arg in re.findall(r"\(([^)]*)\)", part)
+        ]
+
     return parse(ins), parse(outs)
 
 
 def _vmap_over(f, n_loop: int):
     """``f`` mapped over ``n_loop`` leading dimensions of every argument."""
     from fungrad.api import vmap
+
     for _ in range(n_loop):
         f = vmap(f)
     return f
@@ -76,42 +81,54 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature: str | None = None):
         else:
             core_dims, out_cores = parsed
             if len(core_dims) != len(arrays):
-                raise TypeError(f"vectorize: the signature {signature!r} has {len(core_dims)} "
-                                f"inputs, but {len(arrays)} arguments are not excluded")
+                raise TypeError(
+                    f"vectorize: the signature {signature!r} has {len(core_dims)} "
+                    f"inputs, but {len(arrays)} arguments are not excluded"
+                )
         sizes: dict[str, int] = {}
         loop_shapes = []
         for a, dims in zip(arrays, core_dims):
             if a.ndim < len(dims):
-                raise ValueError(f"vectorize: an argument of shape {a.shape} has fewer "
-                                 f"dimensions than its core dimensions {dims}")
-            core_shape = a.shape[a.ndim - len(dims):]
+                raise ValueError(
+                    f"vectorize: an argument of shape {a.shape} has fewer "
+                    f"dimensions than its core dimensions {dims}"
+                )
+            core_shape = a.shape[a.ndim - len(dims) :]
             for name, size in zip(dims, core_shape):
                 if sizes.setdefault(name, size) != size:
-                    raise ValueError(f"vectorize: inconsistent size for core dimension "
-                                     f"{name!r}: {sizes[name]} vs {size}")
-            loop_shapes.append(a.shape[:a.ndim - len(dims)])
+                    raise ValueError(
+                        f"vectorize: inconsistent size for core dimension "
+                        f"{name!r}: {sizes[name]} vs {size}"
+                    )
+            loop_shapes.append(a.shape[: a.ndim - len(dims)])
         loop = util.broadcast_shapes(*loop_shapes, fun_name="vectorize") if arrays else ()
-        arrays = [fnp.broadcast_to(a, loop + a.shape[a.ndim - len(d):])
-                  for a, d in zip(arrays, core_dims)]
+        arrays = [
+            fnp.broadcast_to(a, loop + a.shape[a.ndim - len(d) :])
+            for a, d in zip(arrays, core_dims)
+        ]
 
         def core_fn(*xs):
             full = list(args)
             for i, x in zip(dyn_pos, xs):
                 full[i] = x
             kw = dict(kwargs)
-            for k, x in zip(dyn_kw, xs[len(dyn_pos):]):
+            for k, x in zip(dyn_kw, xs[len(dyn_pos) :]):
                 kw[k] = x
             out = pyfunc(*full, **kw)
             if out_cores is not None:
                 outs = out if isinstance(out, tuple) else (out,)
                 if len(outs) != len(out_cores):
-                    raise ValueError(f"vectorize: the function returned {len(outs)} outputs, "
-                                     f"the signature {signature!r} has {len(out_cores)}")
+                    raise ValueError(
+                        f"vectorize: the function returned {len(outs)} outputs, "
+                        f"the signature {signature!r} has {len(out_cores)}"
+                    )
                 for o, dims in zip(outs, out_cores):
                     if core.get_aval(util.asarray(o)).ndim != len(dims):
-                        raise ValueError(f"vectorize: an output of shape "
-                                         f"{fnp.shape(o)} does not match its core dimensions "
-                                         f"{dims} in {signature!r}")
+                        raise ValueError(
+                            f"vectorize: an output of shape "
+                            f"{fnp.shape(o)} does not match its core dimensions "
+                            f"{dims} in {signature!r}"
+                        )
             return out
 
         if not loop:
@@ -131,6 +148,7 @@ def apply_along_axis(func1d, axis: int, arr, *args, **kwargs):
 
     def f(x):
         return func1d(x, *args, **kwargs)
+
     # map over the dimensions before the axis (outermost), then those after it
     for _ in range(arr.ndim - axis - 1):
         f = vmap(f, in_axes=-1, out_axes=-1)
@@ -144,15 +162,17 @@ def apply_over_axes(func, a, axes):
     reduced axis is restored as size 1) (``jnp.apply_over_axes``)."""
     util.check_arraylike("apply_over_axes", a)
     a = util.asarray(a, fun_name="apply_over_axes")
-    for axis in ([axes] if isinstance(axes, int) else axes):
+    for axis in [axes] if isinstance(axes, int) else axes:
         b = func(a, operator.index(axis))
         b = util.asarray(b)
         if b.ndim == a.ndim - 1:
             b = fnp.expand_dims(b, axis)
         elif b.ndim != a.ndim:
-            raise ValueError("apply_over_axes: the function must return an array of the same "
-                             f"rank as its input or one less, got shape {b.shape} for input "
-                             f"shape {a.shape}")
+            raise ValueError(
+                "apply_over_axes: the function must return an array of the same "
+                f"rank as its input or one less, got shape {b.shape} for input "
+                f"shape {a.shape}"
+            )
         a = b
     return a
 
@@ -174,8 +194,10 @@ def piecewise(x, condlist, funclist, *args, **kw):
         conds = [c] if c.ndim == x.ndim or c.ndim == 0 else list(c)
     n = len(conds)
     if len(funclist) not in (n, n + 1):
-        raise ValueError(f"piecewise: with {n} conditions, funclist must have {n} or {n + 1} "
-                         f"entries, got {len(funclist)}")
+        raise ValueError(
+            f"piecewise: with {n} conditions, funclist must have {n} or {n + 1} "
+            f"entries, got {len(funclist)}"
+        )
 
     def value(f):
         out = f(x, *args, **kw) if callable(f) else f

@@ -67,6 +67,7 @@ def i0(x):
     """The modified Bessel function of the first kind of order 0 (``jnp.i0``), elementwise;
     integers become floats. Differentiable (its derivative is ``i1``)."""
     from fungrad.scipy import special
+
     util.check_arraylike("i0", x)
     (x,) = util.promote_dtypes_inexact(x, fun_name="i0")
     return special.i0(x)

@@ -33,9 +33,11 @@ _MAX_ITER = 500
 
 # -- Bernoulli numbers and the dilogarithm -----------------------------------------------------
 
+
 def _bernoulli_numbers(n: int) -> list:
     """``B_0 .. B_n`` as exact fractions (Akiyama-Tanigawa), with ``B_1 = -1/2``."""
     from fractions import Fraction
+
     out, row = [], []
     for m in range(n + 1):
         row.append(Fraction(1, m + 1))
@@ -56,9 +58,8 @@ def bernoulli(n):
 
 
 # Li2(z) = sum_n B_n u^(n+1) / (n+1)!, u = -log(1 - z): coefficients B_n / (n+1)!
-_LI2_COEFFS = tuple(float(b) / math.factorial(k + 1)
-                    for k, b in enumerate(_bernoulli_numbers(30)))
-_PI2_6 = math.pi ** 2 / 6
+_LI2_COEFFS = tuple(float(b) / math.factorial(k + 1) for k, b in enumerate(_bernoulli_numbers(30)))
+_PI2_6 = math.pi**2 / 6
 
 
 def _li2_small(z):
@@ -121,8 +122,9 @@ def _dawsn_value(x):
         return (k, term, total), contrib <= total * eps
 
     state = (fnp.zeros_like(x), fnp.ones_like(x), fnp.ones_like(x))
-    total = lax_special.iterate_elementwise(state=state, step=step, done=~small,
-                                            max_iter=_MAX_ITER)[-1]
+    total = lax_special.iterate_elementwise(
+        state=state, step=step, done=~small, max_iter=_MAX_ITER
+    )[-1]
     series = xs * exp_neg_square(xs, EXP_SQUARE_GRID[x.dtype]) * total
     # |x| >= 6: F(x) ~ 1/(2x) sum_k (2k-1)!! / (2x^2)^k, nested so no coefficient overflows
     xl = fnp.where(small, 2 * _DAWSN_SWITCH, ax)
@@ -209,8 +211,9 @@ def _fresnel_value(x):
     # Recipes' frenel), with pi x^2 / 2 reduced modulo 2 pi exactly (x^2 split into hi^2 + rest)
     xl = fnp.where(small | ~fnp.isfinite(ax), 2.0, ax)
     pix2 = np.pi * xl * xl
-    hr, hi_ = _complex_lentz((fnp.ones_like(xl), -pix2), 4.0,
-                             lambda i: -(2.0 * i - 1.0) * (2.0 * i), xl, small)
+    hr, hi_ = _complex_lentz(
+        (fnp.ones_like(xl), -pix2), 4.0, lambda i: -(2.0 * i - 1.0) * (2.0 * i), xl, small
+    )
     hr, hi_ = _cmul((hr, hi_), (xl, -xl))
     grid = EXP_SQUARE_GRID[x.dtype]
     xh = fnp.round(xl * grid) / grid
@@ -268,8 +271,7 @@ def _sici_value(x):
     ci_small = EULER_GAMMA + fnp.log(xs) + ci_sum
     # |x| > 2: Ci + i (Si - pi/2) = -E1(i x) by its continued fraction
     xl = fnp.where(small | ~fnp.isfinite(ax), 4.0, ax)
-    hr, hi_ = _complex_lentz((fnp.ones_like(xl), xl), 2.0, lambda i: -(i * i), xl,
-                             small)
+    hr, hi_ = _complex_lentz((fnp.ones_like(xl), xl), 2.0, lambda i: -(i * i), xl, small)
     hr, hi_ = _cmul((fnp.cos(xl), -fnp.sin(xl)), (hr, hi_))
     si = fnp.where(small, si_sum, 0.5 * np.pi + hi_)
     ci = fnp.where(small, ci_small, -hr)
@@ -300,6 +302,7 @@ def sici(x):
 
 # -- Bessel functions of the first kind, integer order -------------------------------------------
 
+
 def bessel_jn(z, *, v: int, n_iter: int = 50):
     """Bessel functions of the first kind ``J_0(z) .. J_v(z)`` for real ``z``, stacked: shape
     ``(v + 1, *z.shape)``.
@@ -324,12 +327,12 @@ def bessel_jn(z, *, v: int, n_iter: int = 50):
     zero = z == 0
     zs = fnp.where(zero, 1.0, z)
     big = 1e10 if z.dtype == dtypes.float32 else 1e100
-    f_next = fnp.zeros_like(zs)               # f_(k+1)
+    f_next = fnp.zeros_like(zs)  # f_(k+1)
     f_cur = fnp.full_like(zs, 1e-30 if z.dtype == dtypes.float32 else 1e-200)  # f_k
     norm = fnp.where(start % 2 == 0, 2.0, 0.0) * f_cur
     kept = {start: f_cur} if start <= v else {}
     for k in range(start, 0, -1):
-        f_prev = (2.0 * k) / zs * f_cur - f_next   # f_(k-1)
+        f_prev = (2.0 * k) / zs * f_cur - f_next  # f_(k-1)
         scale = fnp.where(fnp.abs(f_prev) > big, 1.0 / big, 1.0)
         f_next, f_cur = f_cur * scale, f_prev * scale
         norm = norm * scale
@@ -375,8 +378,7 @@ def owens_t(h, a):
     h, a = util.promote_args_inexact("owens_t", h, a)
     h, a = fnp.broadcast_arrays(h, a)
     if h.dtype not in (dtypes.float32, dtypes.float64):
-        raise TypeError(f"owens_t: dtype {h.dtype.name} is not supported; use float32 or "
-                        "float64")
+        raise TypeError(f"owens_t: dtype {h.dtype.name} is not supported; use float32 or float64")
     ah_, aa = fnp.abs(h), fnp.abs(a)
     small = aa <= 1.0
     t_small = _owens_t_small_a(ah_, fnp.where(small, aa, 0.0))

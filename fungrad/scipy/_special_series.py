@@ -68,8 +68,7 @@ def _expn_series(n, x, skip):
         i = i + 1.0
         fact = fact * (-x / i)
         at_pole = i == nm1
-        delta = fnp.where(at_pole, fact * (psi - log_x),
-                          -fact / fnp.where(at_pole, 1.0, i - nm1))
+        delta = fnp.where(at_pole, fact * (psi - log_x), -fact / fnp.where(at_pole, 1.0, i - nm1))
         ans = ans + delta
         # (stop only once the i == n - 1 term is in)
         return (i, fact, ans), (fnp.abs(delta) <= fnp.abs(ans) * eps) & (i >= nm1)
@@ -313,6 +312,7 @@ def _hyp2f1_value(a, b, c, x):
 
 def _hyp2f1_jvp(primals, tangents):
     from fungrad.transforms.autodiff import jvp
+
     a, b, c, x = primals
     out = _hyp2f1_fn(a, b, c, x)
     # d/dx F(a, b; c; x) = a b / c F(a + 1, b + 1; c + 1; x); the parameters: forward mode
@@ -320,10 +320,12 @@ def _hyp2f1_jvp(primals, tangents):
     total = tangents[3] * (a * b / c) * _hyp2f1_fn(a + 1.0, b + 1.0, c + 1.0, x)
     params = [a, b, c]
     for i in range(3):
+
         def f(p, i=i):
             args = list(params)
             args[i] = p
             return _hyp2f1_value(*args, x)
+
         total = total + tangents[i] * jvp(f, (params[i],), (fnp.ones_like(x),))[1]
     return out, total
 

@@ -14,7 +14,7 @@ from fungrad.numpy import util
 
 EULER_GAMMA = 0.57721566490153286061
 #: split x = hi + lo with hi on a grid fine enough that hi * hi is exact in the dtype
-EXP_SQUARE_GRID = {dtypes.float32: 2.0 ** 8, dtypes.float64: 2.0 ** 20}
+EXP_SQUARE_GRID = {dtypes.float32: 2.0**8, dtypes.float64: 2.0**20}
 
 
 def inexact(fun_name: str, x):
@@ -36,13 +36,20 @@ def concrete_int(fun_name: str, what: str, value, minimum: int) -> int:
     float) scalar. Not a number, or not a scalar, is a TypeError; a fraction or a value below
     ``minimum`` is a ValueError naming ``fun_name`` and ``what``."""
     value = util.concrete_or_error(value, f"{fun_name}'s {what} (a Python int)")
-    kind = getattr(np.asarray(value) if not isinstance(value, (int, float)) else value,
-                   "dtype", None)
-    if (isinstance(value, bool) or np.ndim(value) != 0
-            or not isinstance(value, (int, float, np.integer, np.floating, np.ndarray))
-            or (kind is not None and kind.kind not in "iuf")):
-        what_got = (f"an array of shape {np.shape(value)}" if np.ndim(value)
-                    else f"{type(value).__name__} {value!r}")
+    kind = getattr(
+        np.asarray(value) if not isinstance(value, (int, float)) else value, "dtype", None
+    )
+    if (
+        isinstance(value, bool)
+        or np.ndim(value) != 0
+        or not isinstance(value, (int, float, np.integer, np.floating, np.ndarray))
+        or (kind is not None and kind.kind not in "iuf")
+    ):
+        what_got = (
+            f"an array of shape {np.shape(value)}"
+            if np.ndim(value)
+            else f"{type(value).__name__} {value!r}"
+        )
         raise TypeError(f"{fun_name}: {what} must be an integer scalar, got {what_got}")
     number = float(value)
     if not number.is_integer() or number < minimum:
@@ -56,8 +63,9 @@ def normal_inexact(fun_name: str, x):
     approximations below are tuned for single and double precision)."""
     x = inexact(fun_name, x)
     if x.dtype not in (dtypes.float32, dtypes.float64):
-        raise TypeError(f"{fun_name}: dtype {x.dtype.name} is not supported; use float32 or "
-                        "float64")
+        raise TypeError(
+            f"{fun_name}: dtype {x.dtype.name} is not supported; use float32 or float64"
+        )
     return x
 
 
@@ -69,6 +77,7 @@ def rounding_eps(x) -> float:
 def make_custom_jvp(fn, rule):
     """``fn`` as a ``custom_jvp`` function with the rule ``rule(primals, tangents)``."""
     from fungrad.transforms.custom import custom_jvp
+
     wrapped = custom_jvp(fn)
     wrapped.defjvp(rule)
     return wrapped
@@ -101,8 +110,9 @@ def ndtr_unchecked(x):
     z = fnp.abs(w)
     # |w| < 1/sqrt(2): erf is accurate; otherwise use erfc of |w| (relative accuracy in the
     # lower tail, where 1 + erf(w) would cancel).
-    y = fnp.where(z < _HALF_SQRT_2, 1.0 + lax.erf(w),
-                  fnp.where(w > 0, 2.0 - lax.erfc(z), lax.erfc(z)))
+    y = fnp.where(
+        z < _HALF_SQRT_2, 1.0 + lax.erf(w), fnp.where(w > 0, 2.0 - lax.erfc(z), lax.erfc(z))
+    )
     return 0.5 * y
 
 

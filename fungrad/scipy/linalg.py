@@ -24,16 +24,34 @@ from fungrad import lax
 from fungrad.numpy import linalg as np_linalg
 from fungrad.numpy import util
 
-__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv",
-           "lu", "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd", "toeplitz"]
+__all__ = [
+    "block_diag",
+    "cho_factor",
+    "cho_solve",
+    "cholesky",
+    "det",
+    "eigh",
+    "expm",
+    "inv",
+    "lu",
+    "lu_factor",
+    "lu_solve",
+    "qr",
+    "solve",
+    "solve_triangular",
+    "svd",
+    "toeplitz",
+]
 
 
 def _square(fun_name: str, a):
     util.check_arraylike(fun_name, a)
     (a,) = util.promote_dtypes_inexact(util.asarray(a, fun_name=fun_name))
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"{fun_name}: a must be a square matrix or a stack of square matrices "
-                         f"(shape [..., n, n]), got shape {a.shape}")
+        raise ValueError(
+            f"{fun_name}: a must be a square matrix or a stack of square matrices "
+            f"(shape [..., n, n]), got shape {a.shape}"
+        )
     return a
 
 
@@ -51,12 +69,16 @@ def _rhs(fun_name: str, a, b):
     vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape[-1] == n)
     if vector:
         if b.shape[-1] != n:
-            raise ValueError(f"{fun_name}: incompatible shapes a {a.shape} and b {b.shape}; b "
-                             f"must be [..., {n}] or [..., {n}, k]")
+            raise ValueError(
+                f"{fun_name}: incompatible shapes a {a.shape} and b {b.shape}; b "
+                f"must be [..., {n}] or [..., {n}, k]"
+            )
         b = lax.expand_dims(b, (b.ndim,))
     elif b.ndim < 2 or b.shape[-2] != n:
-        raise ValueError(f"{fun_name}: incompatible shapes a {a.shape} and b {b.shape}; b must "
-                         f"be [..., {n}] or [..., {n}, k]")
+        raise ValueError(
+            f"{fun_name}: incompatible shapes a {a.shape} and b {b.shape}; b must "
+            f"be [..., {n}] or [..., {n}, k]"
+        )
     batch = util.broadcast_shapes(a.shape[:-2], b.shape[:-2], fun_name=fun_name)
     a = util.broadcast_to_shape(a, batch + a.shape[-2:])
     b = util.broadcast_to_shape(b, batch + b.shape[-2:])
@@ -85,8 +107,7 @@ def _substitute(a, b, lower: bool, unit_diagonal: bool):
         if not unit_diagonal:
             a_jj = lax.dynamic_index_in_dim(col_j, j, nd - 2, keepdims=False)  # [...]
             x_j = lax.div(x_j, lax.broadcast_in_dim(a_jj, b.shape, batch))
-        update = lax.sub(b, lax.mul(lax.broadcast_in_dim(col_j, b.shape, batch + (nd - 2,)),
-                                    x_j))
+        update = lax.sub(b, lax.mul(lax.broadcast_in_dim(col_j, b.shape, batch + (nd - 2,)), x_j))
         later = lax.gt(rows, j) if lower else lax.lt(rows, j)
         return lax.select_n(lax.eq(rows, j), lax.select_n(later, b, update), x_j)
 
@@ -96,8 +117,16 @@ def _substitute(a, b, lower: bool, unit_diagonal: bool):
 _TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 2, "C": 2}
 
 
-def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = False,
-                     overwrite_b: bool = False, debug=None, check_finite: bool = True):
+def solve_triangular(
+    a,
+    b,
+    trans=0,
+    lower: bool = False,
+    unit_diagonal: bool = False,
+    overwrite_b: bool = False,
+    debug=None,
+    check_finite: bool = True,
+):
     """Solve ``a x = b`` (``trans=0``/``"N"``), ``a.T x = b`` (``1``/``"T"``) or
     ``a.conj().T x = b`` (``2``/``"C"``) for triangular ``a``, reading only its lower
     (``lower=True``) or upper triangle; ``unit_diagonal`` takes its diagonal as ones.
@@ -106,8 +135,7 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
     """
     del overwrite_b, debug, check_finite
     if trans not in _TRANS:
-        raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got "
-                         f"{trans!r}")
+        raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
     a = _square("solve_triangular", a)
     a, b, vector = _rhs("solve_triangular", a, b)
     mode = _TRANS[trans]
@@ -145,8 +173,10 @@ def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = Tr
         if not isinstance(lower, (bool, np.bool_)):
             raise TypeError
     except (TypeError, ValueError):
-        raise TypeError("cho_solve: the first argument must be the pair (c, lower) returned "
-                        f"by cho_factor, got {type(c_and_lower).__name__}") from None
+        raise TypeError(
+            "cho_solve: the first argument must be the pair (c, lower) returned "
+            f"by cho_factor, got {type(c_and_lower).__name__}"
+        ) from None
     c = _square("cho_solve", c)
     c, b, vector = _rhs("cho_solve", c, b)
     if lower:
@@ -161,8 +191,16 @@ def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = Tr
 _ASSUME_A = ("gen", "sym", "her", "pos")
 
 
-def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
-          debug: bool = False, check_finite: bool = True, assume_a: str = "gen"):
+def solve(
+    a,
+    b,
+    lower: bool = False,
+    overwrite_a: bool = False,
+    overwrite_b: bool = False,
+    debug: bool = False,
+    check_finite: bool = True,
+    assume_a: str = "gen",
+):
     """Solve ``a x = b``. ``assume_a="pos"`` (symmetric positive definite) solves through the
     Cholesky factor of ``a``'s ``lower`` (or upper) triangle; ``"gen"``, ``"sym"`` and
     ``"her"`` use LU with partial pivoting (:func:`fungrad.numpy.linalg.solve`)."""
@@ -197,34 +235,59 @@ def det(a, overwrite_a: bool = False, check_finite: bool = True):
     return np_linalg.det(_square("det", a))
 
 
-def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
-         overwrite_b: bool = False, turbo: bool = True, eigvals=None, type: int = 1,
-         check_finite: bool = True):
+def eigh(
+    a,
+    b=None,
+    lower: bool = True,
+    eigvals_only: bool = False,
+    overwrite_a: bool = False,
+    overwrite_b: bool = False,
+    turbo: bool = True,
+    eigvals=None,
+    type: int = 1,
+    check_finite: bool = True,
+):
     """Eigenvalues (ascending) and eigenvectors ``(w, v)`` of a real symmetric matrix, only its
     ``lower`` (or upper) triangle read; ``w`` alone with ``eigvals_only``. The generalized
     problem (``b``) and ``eigvals`` subsets are not supported."""
     del overwrite_a, overwrite_b, turbo, type, check_finite
     if b is not None:
-        raise ValueError("eigh: the generalized problem (b is not None) is not supported by "
-                         "fungrad; for positive definite b, transform with cholesky(b)")
+        raise ValueError(
+            "eigh: the generalized problem (b is not None) is not supported by "
+            "fungrad; for positive definite b, transform with cholesky(b)"
+        )
     if eigvals is not None:
         raise ValueError("eigh: eigvals (a subset) is not supported; slice the result")
     from fungrad.numpy import linalg_decomp
+
     w, v = linalg_decomp.eigh(a, "L" if lower else "U", symmetrize_input=False)
     return w if eigvals_only else (w, v)
 
 
-def svd(a, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
-        check_finite: bool = True, lapack_driver: str = "gesdd"):
+def svd(
+    a,
+    full_matrices: bool = True,
+    compute_uv: bool = True,
+    overwrite_a: bool = False,
+    check_finite: bool = True,
+    lapack_driver: str = "gesdd",
+):
     """``(U, s, Vh)`` of a real matrix or stack (``s`` alone without ``compute_uv``)."""
     del overwrite_a, check_finite, lapack_driver
     from fungrad.numpy import linalg_decomp
+
     out = linalg_decomp.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
     return tuple(out) if compute_uv else out
 
 
-def qr(a, overwrite_a: bool = False, lwork=None, mode: str = "full", pivoting: bool = False,
-       check_finite: bool = True):
+def qr(
+    a,
+    overwrite_a: bool = False,
+    lwork=None,
+    mode: str = "full",
+    pivoting: bool = False,
+    check_finite: bool = True,
+):
     """QR of a real matrix or stack, SciPy's modes: ``"full"`` ``(Q [m, m], R [m, n])``,
     ``"economic"`` (reduced), ``"r"`` the 1-tuple ``(R,)``."""
     del overwrite_a, lwork, check_finite
@@ -233,6 +296,7 @@ def qr(a, overwrite_a: bool = False, lwork=None, mode: str = "full", pivoting: b
     if mode not in ("full", "economic", "r"):
         raise ValueError(f"qr: mode must be 'full', 'economic' or 'r', got {mode!r}")
     from fungrad.numpy import linalg_decomp
+
     q, r = linalg_decomp.qr(a, mode="reduced" if mode == "economic" else "complete")
     if mode == "r":
         return (r,)
@@ -245,15 +309,15 @@ def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
     return np_linalg._lu(_square("lu_factor", a))
 
 
-def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
-             check_finite: bool = True):
+def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False, check_finite: bool = True):
     """Solve ``a x = b`` (``trans=0``) or ``a.T x = b`` (1 or 2) from :func:`lu_factor`."""
     del overwrite_b, check_finite
     try:
         lu_, piv = lu_and_piv
     except (TypeError, ValueError):
-        raise TypeError("lu_solve: the first argument must be the pair (lu, piv) returned by "
-                        "lu_factor") from None
+        raise TypeError(
+            "lu_solve: the first argument must be the pair (lu, piv) returned by lu_factor"
+        ) from None
     if trans not in (0, 1, 2):
         raise ValueError(f"lu_solve: trans must be 0, 1 or 2, got {trans!r}")
     lu_ = _square("lu_solve", lu_)
@@ -265,10 +329,14 @@ def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
         y = _substitute(_transpose(lu_), b2, True, False)
         z = _substitute(_transpose(lu_), y, False, True)
         from fungrad.lax.linalg import lu_pivots_to_permutation
+
         perm = lu_pivots_to_permutation(piv, lu_.shape[-1])
         # x[perm[i]] = z[i]: scatter by the inverse permutation
-        inv = lax.sort((perm, lax.broadcasted_iota(np.int32, perm.shape, perm.ndim - 1)),
-                       dimension=perm.ndim - 1, num_keys=1)[1]
+        inv = lax.sort(
+            (perm, lax.broadcasted_iota(np.int32, perm.shape, perm.ndim - 1)),
+            dimension=perm.ndim - 1,
+            num_keys=1,
+        )[1]
         x = _take_rows(z, inv)
     return lax.squeeze(x, (x.ndim - 1,)) if vector else x
 
@@ -276,10 +344,13 @@ def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
 def _take_rows(x, idx):
     """``x[..., idx, :]`` for a per-batch index vector (a one-hot matmul: no gather)."""
     from fungrad.numpy import linear
+
     n = x.shape[-2]
     shape = idx.shape + (n,)
-    onehot = lax.eq(lax.broadcast_in_dim(idx, shape, tuple(range(idx.ndim))),
-                    lax.broadcasted_iota(np.int32, shape, idx.ndim))
+    onehot = lax.eq(
+        lax.broadcast_in_dim(idx, shape, tuple(range(idx.ndim))),
+        lax.broadcasted_iota(np.int32, shape, idx.ndim),
+    )
     return linear.matmul(lax.convert_element_type(onehot, x.dtype), x)
 
 
@@ -297,13 +368,16 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
     lower = lax.select_n(lax.eq(rows, cols), lower, lax.full_like(a, 1))
     upper = lax.select_n(lax.le(rows, cols), zeros, packed)
     from fungrad.lax.linalg import lu_pivots_to_permutation
+
     perm = lu_pivots_to_permutation(piv, n)  # P a = L U with (P a)[i] = a[perm[i]]
     # p = P^T: p[perm[i], i] = 1
     p = lax.convert_element_type(
-        lax.eq(rows, lax.broadcast_in_dim(perm, a.shape, tuple(range(a.ndim - 2)) +
-                                          (a.ndim - 1,))), a.dtype)
+        lax.eq(rows, lax.broadcast_in_dim(perm, a.shape, tuple(range(a.ndim - 2)) + (a.ndim - 1,))),
+        a.dtype,
+    )
     if permute_l:
         from fungrad.numpy import linear
+
         return linear.matmul(p, lower), upper
     return p, lower, upper
 
@@ -311,14 +385,16 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
 def block_diag(*arrs):
     """The block-diagonal matrix of ``arrs`` (scalars and vectors count as 1-row matrices)."""
     from fungrad import numpy as fnp
+
     if not arrs:
         return fnp.zeros((1, 0))
     util.check_arraylike("block_diag", *arrs)
     mats = [fnp.atleast_2d(fnp.asarray(x)) for x in arrs]
     for i, m in enumerate(mats):
         if m.ndim != 2:
-            raise ValueError(f"block_diag: argument {i} has {m.ndim} dimensions; at most 2 are "
-                             "allowed")
+            raise ValueError(
+                f"block_diag: argument {i} has {m.ndim} dimensions; at most 2 are allowed"
+            )
     mats = util.promote_dtypes(*mats)
     total = sum(m.shape[1] for m in mats)
     rows, start = [], 0
@@ -333,6 +409,7 @@ def toeplitz(c, r=None):
     first element is ignored), ``T[i, j] = c[i - j]`` below the diagonal, ``r[j - i]``
     above."""
     from fungrad import numpy as fnp
+
     util.check_arraylike("toeplitz", c)
     c = fnp.ravel(fnp.asarray(c))
     r = c if r is None else fnp.ravel(fnp.asarray(r))
@@ -344,9 +421,22 @@ def toeplitz(c, r=None):
     return fnp.where(i >= j, below, above)
 
 
-_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
-           129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
-           40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_PADE13 = (
+    64764752532480000.0,
+    32382376266240000.0,
+    7771770303897600.0,
+    1187353796428800.0,
+    129060195264000.0,
+    10559470521600.0,
+    670442572800.0,
+    33522128640.0,
+    1323241920.0,
+    40840800.0,
+    960960.0,
+    16380.0,
+    182.0,
+    1.0,
+)
 _THETA13 = 5.371920351148152
 
 
@@ -357,21 +447,27 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
     del upper_triangular
     from fungrad import numpy as fnp
     from fungrad.numpy import linear
+
     a = _square("expm", A)
     norm1 = fnp.max(fnp.sum(fnp.abs(a), axis=-2), axis=-1)
     s = fnp.ceil(fnp.log2(fnp.maximum(norm1, 1e-30) / _THETA13))
     s = fnp.clip(fnp.where(fnp.isfinite(s), s, 0), 0, max_squarings)
-    a = a / (2.0 ** s)[..., None, None]
+    a = a / (2.0**s)[..., None, None]
     eye = np_linalg._eye_like(a)
     mm = linear.matmul
     b = _PADE13
     a2 = mm(a, a)
     a4 = mm(a2, a2)
     a6 = mm(a4, a2)
-    u = mm(a, mm(a6, b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4 +
-           b[3] * a2 + b[1] * eye)
-    v = mm(a6, b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 + \
-        b[0] * eye
+    u = mm(
+        a,
+        mm(a6, b[13] * a6 + b[11] * a4 + b[9] * a2)
+        + b[7] * a6
+        + b[5] * a4
+        + b[3] * a2
+        + b[1] * eye,
+    )
+    v = mm(a6, b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * eye
     r = np_linalg.solve(v - u, u + v)
     s_int = s.astype(np.int32)
 

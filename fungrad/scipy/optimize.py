@@ -28,6 +28,7 @@ __all__ = ["OptimizeResults", "minimize"]
 
 class OptimizeResults(NamedTuple):
     """The result of :func:`minimize` (jax.scipy.optimize.OptimizeResults' fields)."""
+
     x: Any
     success: Any
     status: Any
@@ -57,8 +58,13 @@ def _cubic_min(a, fa, da, b, fb, db):
     t = b - (b - a) * (db + d2 - d1) / fnp.where(denom == 0, 1.0, denom)
     lo, hi = fnp.minimum(a, b), fnp.maximum(a, b)
     width = hi - lo
-    good = (disc >= 0) & (denom != 0) & fnp.isfinite(t) & (t > lo + 0.1 * width) & \
-        (t < hi - 0.1 * width)
+    good = (
+        (disc >= 0)
+        & (denom != 0)
+        & fnp.isfinite(t)
+        & (t > lo + 0.1 * width)
+        & (t < hi - 0.1 * width)
+    )
     return fnp.where(good, t, 0.5 * (a + b))
 
 
@@ -97,20 +103,41 @@ def _line_search(value_and_grad, x, f0, g0, p, maxiter: int):
         f_lo = fnp.where(worse, s["f_lo"], f)
         d_lo = fnp.where(worse, s["d_lo"], d)
         phase = fnp.where(zoom | new_hi, 1, 0).astype(np.int32)
-        next_alpha = fnp.where(phase == 1, _cubic_min(lo, f_lo, d_lo, hi, f_hi, d_hi),
-                               2.0 * alpha)
+        next_alpha = fnp.where(phase == 1, _cubic_min(lo, f_lo, d_lo, hi, f_hi, d_hi), 2.0 * alpha)
         better = sufficient & (f < s["best_f"])
         keep = done | better
-        return dict(i=s["i"] + 1, phase=phase, lo=lo, f_lo=f_lo, d_lo=d_lo, hi=hi,
-                    f_hi=f_hi, d_hi=d_hi, alpha=fnp.where(done, alpha, next_alpha),
-                    best_a=fnp.where(keep, alpha, s["best_a"]),
-                    best_f=fnp.where(keep, f, s["best_f"]),
-                    best_g=fnp.where(keep, g, s["best_g"]), done=done)
+        return dict(
+            i=s["i"] + 1,
+            phase=phase,
+            lo=lo,
+            f_lo=f_lo,
+            d_lo=d_lo,
+            hi=hi,
+            f_hi=f_hi,
+            d_hi=d_hi,
+            alpha=fnp.where(done, alpha, next_alpha),
+            best_a=fnp.where(keep, alpha, s["best_a"]),
+            best_f=fnp.where(keep, f, s["best_f"]),
+            best_g=fnp.where(keep, g, s["best_g"]),
+            done=done,
+        )
 
     zero = fnp.zeros((), dt)
-    init = dict(i=np.int32(0), phase=np.int32(0), lo=zero, f_lo=f0, d_lo=d0, hi=zero, f_hi=f0,
-                d_hi=d0, alpha=fnp.ones((), dt), best_a=zero, best_f=f0, best_g=g0,
-                done=fnp.asarray(False))
+    init = dict(
+        i=np.int32(0),
+        phase=np.int32(0),
+        lo=zero,
+        f_lo=f0,
+        d_lo=d0,
+        hi=zero,
+        f_hi=f0,
+        d_hi=d0,
+        alpha=fnp.ones((), dt),
+        best_a=zero,
+        best_f=f0,
+        best_g=g0,
+        done=fnp.asarray(False),
+    )
     s = lax.while_loop(cond, body, init)
     ok = s["done"] | (s["best_f"] < f0)
     return _Line(s["best_a"], s["best_f"], s["best_g"], ok, s["i"])
@@ -118,6 +145,7 @@ def _line_search(value_and_grad, x, f0, g0, p, maxiter: int):
 
 def _bfgs(fun, x0, maxiter: int, gtol: float, norm, line_search_maxiter: int):
     from fungrad import value_and_grad
+
     vg = value_and_grad(fun)
     n = x0.shape[0]
     f0, g0 = vg(x0)
@@ -141,19 +169,43 @@ def _bfgs(fun, x0, maxiter: int, gtol: float, norm, line_search_maxiter: int):
         h_new = w @ s["H"] @ w.T + rho * fnp.outer(step, step)
         h = fnp.where((sy > 0) & line.ok, h_new, s["H"])
         ok = line.ok
-        return dict(k=s["k"] + 1, x=fnp.where(ok, x, s["x"]), f=fnp.where(ok, line.f, s["f"]),
-                    g=fnp.where(ok, line.g, s["g"]), H=h,
-                    converged=ok & (gnorm(line.g) < gtol), failed=~ok,
-                    nfev=s["nfev"] + line.nfev, nit=s["nit"] + 1)
+        return dict(
+            k=s["k"] + 1,
+            x=fnp.where(ok, x, s["x"]),
+            f=fnp.where(ok, line.f, s["f"]),
+            g=fnp.where(ok, line.g, s["g"]),
+            H=h,
+            converged=ok & (gnorm(line.g) < gtol),
+            failed=~ok,
+            nfev=s["nfev"] + line.nfev,
+            nit=s["nit"] + 1,
+        )
 
-    init = dict(k=np.int32(0), x=x0, f=f0, g=g0, H=eye, converged=gnorm(g0) < gtol,
-                failed=fnp.asarray(False), nfev=np.int32(1), nit=np.int32(0))
+    init = dict(
+        k=np.int32(0),
+        x=x0,
+        f=f0,
+        g=g0,
+        H=eye,
+        converged=gnorm(g0) < gtol,
+        failed=fnp.asarray(False),
+        nfev=np.int32(1),
+        nit=np.int32(0),
+    )
     s = lax.while_loop(cond, body, init)
     # JAX's codes: 0 converged, 1 maxiter reached, 3 the line search ran out of iterations
     status = fnp.where(s["converged"], 0, fnp.where(s["failed"], 3, 1)).astype(np.int32)
-    return OptimizeResults(x=s["x"], success=s["converged"] & ~s["failed"], status=status,
-                           fun=s["f"], jac=s["g"], hess_inv=s["H"], nfev=s["nfev"],
-                           njev=s["nfev"], nit=s["nit"])
+    return OptimizeResults(
+        x=s["x"],
+        success=s["converged"] & ~s["failed"],
+        status=status,
+        fun=s["f"],
+        jac=s["g"],
+        hess_inv=s["H"],
+        nfev=s["nfev"],
+        njev=s["nfev"],
+        nit=s["nit"],
+    )
 
 
 def minimize(fun, x0, args=(), *, method: str, tol=None, options=None) -> OptimizeResults:
@@ -165,23 +217,33 @@ def minimize(fun, x0, args=(), *, method: str, tol=None, options=None) -> Optimi
     if not callable(fun):
         raise TypeError(f"minimize: fun must be callable, got {type(fun).__name__}")
     if not isinstance(method, str) or method.lower() != "bfgs":
-        raise ValueError(f"minimize: method must be 'BFGS' (the only one fungrad provides), "
-                         f"got {method!r}")
+        raise ValueError(
+            f"minimize: method must be 'BFGS' (the only one fungrad provides), got {method!r}"
+        )
     if not isinstance(args, tuple):
         raise TypeError(f"minimize: args must be a tuple, got {type(args).__name__}")
     util.check_arraylike("minimize", x0)
     (x0,) = util.promote_dtypes_inexact(util.asarray(x0, fun_name="minimize"))
     if x0.ndim != 1:
-        raise ValueError(f"minimize: x0 must be 1-D, got shape {x0.shape}; ravel it (and "
-                         "reshape inside fun), e.g. with fungrad.flatten_util.ravel_pytree")
+        raise ValueError(
+            f"minimize: x0 must be 1-D, got shape {x0.shape}; ravel it (and "
+            "reshape inside fun), e.g. with fungrad.flatten_util.ravel_pytree"
+        )
     options = dict(options or {})
     known = {"maxiter", "norm", "gtol", "line_search_maxiter"}
     unknown = set(options) - known
     if unknown:
-        raise TypeError(f"minimize: unknown options {sorted(unknown)} for BFGS; known: "
-                        f"{sorted(known)}")
+        raise TypeError(
+            f"minimize: unknown options {sorted(unknown)} for BFGS; known: {sorted(known)}"
+        )
     maxiter = options.get("maxiter")
     maxiter = 200 * x0.size if maxiter is None else int(maxiter)
     gtol = options.get("gtol", 1e-5) if tol is None else tol
-    return _bfgs(lambda x: fun(x, *args), x0, maxiter, float(gtol), options.get("norm", np.inf),
-                 int(options.get("line_search_maxiter", 10)))
+    return _bfgs(
+        lambda x: fun(x, *args),
+        x0,
+        maxiter,
+        float(gtol),
+        options.get("norm", np.inf),
+        int(options.get("line_search_maxiter", 10)),
+    )

@@ -28,11 +28,15 @@ def _check(fun_name, in1, in2, mode):
         raise ValueError(f"{fun_name}: mode must be one of {_MODES}, got {mode!r}")
     in1, in2 = util.promote_dtypes_inexact(in1, in2, fun_name=fun_name)
     if in1.ndim != in2.ndim:
-        raise ValueError(f"{fun_name}: in1 and in2 must have the same number of dimensions, "
-                         f"got shapes {in1.shape} and {in2.shape}")
+        raise ValueError(
+            f"{fun_name}: in1 and in2 must have the same number of dimensions, "
+            f"got shapes {in1.shape} and {in2.shape}"
+        )
     if in1.size == 0 or in2.size == 0:
-        raise ValueError(f"{fun_name}: zero-size inputs are not supported, got shapes "
-                         f"{in1.shape} and {in2.shape}")
+        raise ValueError(
+            f"{fun_name}: zero-size inputs are not supported, got shapes "
+            f"{in1.shape} and {in2.shape}"
+        )
     return in1, in2
 
 
@@ -42,8 +46,10 @@ def _larger_first(fun_name, in1, in2):
         return in1, in2, False
     if all(a <= b for a, b in zip(in1.shape, in2.shape)):
         return in2, in1, True
-    raise ValueError(f"{fun_name}: one input must be at least as large as the other in every "
-                     f"dimension, got shapes {in1.shape} and {in2.shape}")
+    raise ValueError(
+        f"{fun_name}: one input must be at least as large as the other in every "
+        f"dimension, got shapes {in1.shape} and {in2.shape}"
+    )
 
 
 def _conv_nd(fun_name, in1, in2, mode, precision):
@@ -58,8 +64,9 @@ def _conv_nd(fun_name, in1, in2, mode, precision):
         padding = [(0, 0)] * big.ndim
     else:
         padding = [(k - 1, k - 1) for k in small.shape]
-    out = lax.conv_general_dilated(big[None, None], kernel[None, None], (1,) * big.ndim,
-                                   padding, precision=precision)[0, 0]
+    out = lax.conv_general_dilated(
+        big[None, None], kernel[None, None], (1,) * big.ndim, padding, precision=precision
+    )[0, 0]
     if mode == "same":  # the centre of the full result, in1's shape
         starts = [(f - s) // 2 for f, s in zip(out.shape, out_like)]
         out = lax.slice(out, starts, [st + s for st, s in zip(starts, out_like)])
@@ -68,11 +75,12 @@ def _conv_nd(fun_name, in1, in2, mode, precision):
 
 def _check_method(fun_name, method):
     if method == "fft":
-        raise ValueError(f"{fun_name}: method='fft' needs an FFT, which fungrad does not have; "
-                         "use method='direct' (or 'auto')")
+        raise ValueError(
+            f"{fun_name}: method='fft' needs an FFT, which fungrad does not have; "
+            "use method='direct' (or 'auto')"
+        )
     if method not in ("auto", "direct"):
-        raise ValueError(f"{fun_name}: method must be 'auto', 'direct' or 'fft', got "
-                         f"{method!r}")
+        raise ValueError(f"{fun_name}: method must be 'auto', 'direct' or 'fft', got {method!r}")
 
 
 def convolve(in1, in2, mode: str = "full", method: str = "auto", precision=None):
@@ -98,24 +106,26 @@ def correlate(in1, in2, mode: str = "full", method: str = "auto", precision=None
 
 def _check_2d(fun_name, in1, in2, boundary, fillvalue):
     if boundary != "fill" or fillvalue != 0:
-        raise ValueError(f"{fun_name}: only boundary='fill' with fillvalue=0 is supported (as "
-                         f"in JAX), got boundary={boundary!r}, fillvalue={fillvalue!r}; pad "
-                         "the input with fnp.pad for other boundaries")
+        raise ValueError(
+            f"{fun_name}: only boundary='fill' with fillvalue=0 is supported (as "
+            f"in JAX), got boundary={boundary!r}, fillvalue={fillvalue!r}; pad "
+            "the input with fnp.pad for other boundaries"
+        )
     if np.ndim(in1) != 2 or np.ndim(in2) != 2:
-        raise ValueError(f"{fun_name}: inputs must be 2-dimensional, got shapes "
-                         f"{np.shape(in1)} and {np.shape(in2)}")
+        raise ValueError(
+            f"{fun_name}: inputs must be 2-dimensional, got shapes "
+            f"{np.shape(in1)} and {np.shape(in2)}"
+        )
 
 
-def convolve2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue=0,
-               precision=None):
+def convolve2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue=0, precision=None):
     """Two-dimensional :func:`convolve` (``scipy.signal.convolve2d``, zero fill only)."""
     _check_2d("convolve2d", in1, in2, boundary, fillvalue)
     in1, in2 = _check("convolve2d", in1, in2, mode)
     return _conv_nd("convolve2d", in1, in2, mode, precision)
 
 
-def correlate2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue=0,
-                precision=None):
+def correlate2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue=0, precision=None):
     """Two-dimensional cross-correlation (``scipy.signal.correlate2d``, zero fill only).
 
     It differs from :func:`correlate` as SciPy's does: with an ``in1`` smaller than ``in2``
@@ -124,8 +134,7 @@ def correlate2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue=
     """
     _check_2d("correlate2d", in1, in2, boundary, fillvalue)
     in1, in2 = _check("correlate2d", in1, in2, mode)
-    swapped = (all(a <= b for a, b in zip(in1.shape, in2.shape))
-               and in1.shape != in2.shape)
+    swapped = all(a <= b for a, b in zip(in1.shape, in2.shape)) and in1.shape != in2.shape
     if mode == "same":  # SciPy centres an even-sized window from the other side here
         return fnp.flip(_conv_nd("correlate2d", fnp.flip(in1), in2, mode, precision))
     if swapped:
@@ -163,8 +172,9 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data=Non
         >>> detrend(fnp.array([1., 4., 8., 8., 9.]))   # [-1, 0, 2, 0, -1]
     """
     if overwrite_data is not None:
-        raise ValueError("detrend: overwrite_data is not supported (fungrad arrays are "
-                         "immutable); leave it None")
+        raise ValueError(
+            "detrend: overwrite_data is not supported (fungrad arrays are immutable); leave it None"
+        )
     if type not in ("linear", "constant"):
         raise ValueError(f"detrend: type must be 'linear' or 'constant', got {type!r}")
     util.check_arraylike("detrend", data)
@@ -177,10 +187,12 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data=Non
     n = x.shape[axis]
     bps = np.asarray(util.concrete_or_error(bp, "detrend's breakpoints bp"))
     if bps.size and (bps.min() < 0 or bps.max() > n):
-        raise ValueError(f"detrend: breakpoints must lie in [0, {n}] (the length of axis "
-                         f"{axis}), got {bps.tolist()}")
+        raise ValueError(
+            f"detrend: breakpoints must lie in [0, {n}] (the length of axis "
+            f"{axis}), got {bps.tolist()}"
+        )
     edges = np.unique(np.concatenate([[0], bps.reshape(-1).astype(np.int64), [n]]))
     y = fnp.moveaxis(x, axis, 0)
-    pieces = [_linear_residual(y[int(lo):int(hi)]) for lo, hi in zip(edges[:-1], edges[1:])]
+    pieces = [_linear_residual(y[int(lo) : int(hi)]) for lo, hi in zip(edges[:-1], edges[1:])]
     out = fnp.concatenate(pieces, axis=0) if pieces else y
     return fnp.moveaxis(out, 0, axis)

@@ -48,19 +48,64 @@ from fungrad.scipy._special_util import (  # noqa: F401  (gammasgn, gamma re-exp
 )
 
 __all__ = [
-    "bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn",
-    "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn",
-    "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1",
-    "hyp2f1", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
-    "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma", "rel_entr",
-    "sici", "softmax", "spence", "xlog1py", "xlogy", "zeta",
+    "bernoulli",
+    "bessel_jn",
+    "beta",
+    "betainc",
+    "betaln",
+    "boxcox",
+    "boxcox1p",
+    "comb",
+    "dawsn",
+    "digamma",
+    "entr",
+    "erf",
+    "erfc",
+    "erfcx",
+    "erfinv",
+    "exp1",
+    "expi",
+    "expit",
+    "expn",
+    "factorial",
+    "fresnel",
+    "gamma",
+    "gammainc",
+    "gammaincc",
+    "gammaln",
+    "gammasgn",
+    "hyp1f1",
+    "hyp2f1",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
+    "kl_div",
+    "log_ndtr",
+    "log_softmax",
+    "loggamma",
+    "logit",
+    "logsumexp",
+    "multigammaln",
+    "ndtr",
+    "ndtri",
+    "owens_t",
+    "poch",
+    "polygamma",
+    "rel_entr",
+    "sici",
+    "softmax",
+    "spence",
+    "xlog1py",
+    "xlogy",
+    "zeta",
 ]
 
 
 # -- logsumexp -------------------------------------------------------------------------------
 
-def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False,
-              where=None):
+
+def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False, where=None):
     """``log(sum(b * exp(a), axis))``, computed stably.
 
     The maximum over ``axis`` (replaced by 0 where it is not finite, and held constant under
@@ -114,6 +159,7 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
 
 # -- error function and logistic ------------------------------------------------------------
 
+
 def erf(x):
     """Error function ``2/sqrt(pi) * integral_0^x exp(-t**2) dt``."""
     return lax.erf(inexact("erf", x))
@@ -142,6 +188,7 @@ def logit(x):
 
 # -- gamma family ----------------------------------------------------------------------------
 
+
 def gammaln(x):
     """``log|Gamma(x)|`` (``lax.lgamma``); ``+inf`` at the poles ``0, -1, -2, ...``."""
     return lax.lgamma(inexact("gammaln", x))
@@ -160,8 +207,10 @@ def factorial(n, exact: bool = False):
     ``exact=True`` (arbitrary-precision integers) is not supported, as in JAX.
     """
     if exact:
-        raise ValueError("factorial: exact=True (arbitrary-precision integer results) is not "
-                         "supported; use exact=False for the float Gamma(n + 1)")
+        raise ValueError(
+            "factorial: exact=True (arbitrary-precision integer results) is not "
+            "supported; use exact=False for the float Gamma(n + 1)"
+        )
     n = inexact("factorial", n)
     return fnp.where(n < 0, 0.0, gamma(fnp.where(n < 0, 0.0, n) + 1.0)).astype(n.dtype)
 
@@ -223,8 +272,10 @@ def polygamma(n, x):
     util.check_arraylike("polygamma", n, x)
     n_dtype = dtypes.result_type(n)
     if not dtypes.is_int(n_dtype):
-        raise ValueError(f"polygamma: the order n must have an integer dtype, got "
-                         f"{n_dtype.name} (pass an int or an integer array)")
+        raise ValueError(
+            f"polygamma: the order n must have an integer dtype, got "
+            f"{n_dtype.name} (pass an int or an integer array)"
+        )
     order_of, x = fnp.broadcast_arrays(*util.promote_args_inexact("polygamma", n, x))
     if isinstance(n, core.Tracer) and n.to_concrete_value() is None:
         # a traced order (jit, vmap): lax.polygamma's formula for array orders
@@ -233,12 +284,14 @@ def polygamma(n, x):
     out = lax.full_like(x, np.nan)
     for m in np.unique(orders):
         if m >= 0:
-            out = lax.select(lax.eq(order_of, lax.full_like(x, float(m))),
-                             lax.polygamma(int(m), x), out)
+            out = lax.select(
+                lax.eq(order_of, lax.full_like(x, float(m))), lax.polygamma(int(m), x), out
+            )
     return lax.convert_element_type(out, x.dtype, x.weak_type)
 
 
 # -- incomplete gamma and beta ---------------------------------------------------------------
+
 
 def gammainc(a, x):
     """Regularized lower incomplete gamma ``P(a, x)`` (``lax.igamma``); differentiable in both
@@ -281,6 +334,7 @@ def betainc(a, b, x):
 
 # -- x log y ---------------------------------------------------------------------------------
 
+
 def xlogy(x, y):
     """``x * log(y)``, defined as 0 where ``x == 0`` (unless ``y`` is NaN, as in SciPy)."""
     util.check_arraylike("xlogy", x, y)
@@ -305,6 +359,7 @@ def entr(x):
 
 # -- the normal distribution -----------------------------------------------------------------
 
+
 def _polyval(coeffs, x):
     """Horner evaluation of the polynomial with ``coeffs`` (highest power first)."""
     acc = fnp.full_like(x, coeffs[0])
@@ -321,24 +376,68 @@ def ndtr(x):
 
 # Cephes ndtri coefficients (highest power first): P0/Q0 for the central region
 # exp(-2) < p < 1 - exp(-2), P1/Q1 and P2/Q2 for the tails split at z = sqrt(-2 log p) = 8.
-_NDTRI_P0 = (-5.99633501014107895267e1, 9.80010754185999661536e1, -5.66762857469070293439e1,
-             1.39312609387279679503e1, -1.23916583867381258016e0)
-_NDTRI_Q0 = (1.0, 1.95448858338141759834e0, 4.67627912898881538453e0, 8.63602421390890590575e1,
-             -2.25462687854119370527e2, 2.00260212380060660359e2, -8.20372256168333339912e1,
-             1.59056225126211695515e1, -1.18331621121330003142e0)
-_NDTRI_P1 = (4.05544892305962419923e0, 3.15251094599893866154e1, 5.71628192246421288162e1,
-             4.40805073893200834700e1, 1.46849561928858024014e1, 2.18663306850790267539e0,
-             -1.40256079171354495875e-1, -3.50424626827848203418e-2,
-             -8.57456785154685413611e-4)
-_NDTRI_Q1 = (1.0, 1.57799883256466749731e1, 4.53907635128879210584e1, 4.13172038254672030440e1,
-             1.50425385692907503408e1, 2.50464946208309415979e0, -1.42182922854787788574e-1,
-             -3.80806407691578277194e-2, -9.33259480895457427372e-4)
-_NDTRI_P2 = (3.23774891776946035970e0, 6.91522889068984211695e0, 3.93881025292474443415e0,
-             1.33303460815807542389e0, 2.01485389549179081538e-1, 1.23716634817820021358e-2,
-             3.01581553508235416007e-4, 2.65806974686737550832e-6, 6.23974539184983293730e-9)
-_NDTRI_Q2 = (1.0, 6.02427039364742014255e0, 3.67983563856160859403e0, 1.37702099489081330271e0,
-             2.16236993594496635890e-1, 1.34204006088543189037e-2, 3.28014464682127739104e-4,
-             2.89247864745380683936e-6, 6.79019408009981274425e-9)
+_NDTRI_P0 = (
+    -5.99633501014107895267e1,
+    9.80010754185999661536e1,
+    -5.66762857469070293439e1,
+    1.39312609387279679503e1,
+    -1.23916583867381258016e0,
+)
+_NDTRI_Q0 = (
+    1.0,
+    1.95448858338141759834e0,
+    4.67627912898881538453e0,
+    8.63602421390890590575e1,
+    -2.25462687854119370527e2,
+    2.00260212380060660359e2,
+    -8.20372256168333339912e1,
+    1.59056225126211695515e1,
+    -1.18331621121330003142e0,
+)
+_NDTRI_P1 = (
+    4.05544892305962419923e0,
+    3.15251094599893866154e1,
+    5.71628192246421288162e1,
+    4.40805073893200834700e1,
+    1.46849561928858024014e1,
+    2.18663306850790267539e0,
+    -1.40256079171354495875e-1,
+    -3.50424626827848203418e-2,
+    -8.57456785154685413611e-4,
+)
+_NDTRI_Q1 = (
+    1.0,
+    1.57799883256466749731e1,
+    4.53907635128879210584e1,
+    4.13172038254672030440e1,
+    1.50425385692907503408e1,
+    2.50464946208309415979e0,
+    -1.42182922854787788574e-1,
+    -3.80806407691578277194e-2,
+    -9.33259480895457427372e-4,
+)
+_NDTRI_P2 = (
+    3.23774891776946035970e0,
+    6.91522889068984211695e0,
+    3.93881025292474443415e0,
+    1.33303460815807542389e0,
+    2.01485389549179081538e-1,
+    1.23716634817820021358e-2,
+    3.01581553508235416007e-4,
+    2.65806974686737550832e-6,
+    6.23974539184983293730e-9,
+)
+_NDTRI_Q2 = (
+    1.0,
+    6.02427039364742014255e0,
+    3.67983563856160859403e0,
+    1.37702099489081330271e0,
+    2.16236993594496635890e-1,
+    1.34204006088543189037e-2,
+    3.28014464682127739104e-4,
+    2.89247864745380683936e-6,
+    6.79019408009981274425e-9,
+)
 _EXP_M2 = float(np.exp(-2.0))
 _SQRT_2PI = float(np.sqrt(2.0 * np.pi))
 
@@ -391,9 +490,13 @@ def log_ndtr(x, series_order: int = 3):
     # One ndtr call serves both the middle and the upper segment; its argument is clamped so
     # the unused branches stay finite.
     ndtr_res = ndtr_unchecked(fnp.where(above, -x, fnp.maximum(x, lower)))
-    return fnp.where(above, -ndtr_res,
-                     fnp.where(x > lower, fnp.log(ndtr_res),
-                               _log_ndtr_lower(fnp.minimum(x, lower), series_order)))
+    return fnp.where(
+        above,
+        -ndtr_res,
+        fnp.where(
+            x > lower, fnp.log(ndtr_res), _log_ndtr_lower(fnp.minimum(x, lower), series_order)
+        ),
+    )
 
 
 def _log_ndtr_lower(x, series_order: int):
@@ -421,6 +524,7 @@ def _log_ndtr_asymptotic_series(x, series_order: int):
 
 
 # -- entropies -------------------------------------------------------------------------------
+
 
 def _log_ratio(p, q):
     """``log(p / q)`` for positive ``p``, ``q``: from the ratio (no cancellation when p ~ q)
@@ -458,12 +562,14 @@ def softmax(x, /, *, axis=None):
     """``exp(x) / sum(exp(x), axis)`` (stable); ``axis=None`` normalises over all axes, as
     jax.scipy.special.softmax does (``fungrad.nn.softmax`` defaults to the last axis)."""
     from fungrad import nn
+
     return nn.softmax(x, axis=axis)
 
 
 def log_softmax(x, /, *, axis=None):
     """``x - logsumexp(x, axis, keepdims=True)`` (stable); ``axis=None`` reduces all axes."""
     from fungrad import nn
+
     return nn.log_softmax(x, axis=axis)
 
 
@@ -490,6 +596,7 @@ def _boxcox(log_x, lmbda):
 
 # -- Bessel functions I0, I1 ---------------------------------------------------------------------
 
+
 def i0e(x):
     """Exponentially scaled modified Bessel function of order 0: ``exp(-|x|) I0(x)``."""
     return lax_special.bessel_i0e(inexact("i0e", x))
@@ -514,6 +621,7 @@ def i1(x):
 
 # -- zeta ------------------------------------------------------------------------------------
 
+
 def zeta(x, q=None):
     """Hurwitz zeta ``sum_{k >= 0} (q + k)^-x`` (``lax.zeta``); with ``q=None``, Riemann's zeta
     function (JAX raises there), continued to ``x < 1`` by the functional equation
@@ -530,7 +638,7 @@ def zeta(x, q=None):
     z = lax_special.zeta_euler_maclaurin(s_safe, one)
     z = fnp.where(s == 1.0, np.inf, z)
     g = fnp.exp(lax.lgamma(s)) * gammasgn(s)  # Gamma(1 - x) at x = 1 - s
-    refl = (2.0 ** x) * (np.pi ** (x - 1.0)) * fnp.sin(0.5 * np.pi * x) * g * z
+    refl = (2.0**x) * (np.pi ** (x - 1.0)) * fnp.sin(0.5 * np.pi * x) * g * z
     # the trivial zeros (negative even integers): sin is exactly 0 there
     refl = fnp.where((x < 0) & (fnp.remainder(x, 2.0) == 0), 0.0, refl)
     out = fnp.where(reflect, refl, z)
@@ -556,8 +664,9 @@ def erfcx(x):
     # x >= 9: 1/(x sqrt(pi)) sum_k (-1)^k (2k-1)!! / (2 x^2)^k, twenty terms
     xl = fnp.where(small, 2 * _ERFCX_SWITCH, x)
     w = 1.0 / (2.0 * xl * xl)
-    coeffs = [(-1) ** k * float(np.prod(np.arange(2 * k - 1, 0, -2, dtype=np.float64)))
-              for k in range(21)]
+    coeffs = [
+        (-1) ** k * float(np.prod(np.arange(2 * k - 1, 0, -2, dtype=np.float64))) for k in range(21)
+    ]
     acc = fnp.full_like(xl, coeffs[-1])
     for c in coeffs[-2::-1]:
         acc = acc * w + c

@@ -14,5 +14,11 @@ from fungrad.testing.gradcheck import (
     numerical_jvp,
 )
 
-__all__ = ["assert_transforms_commute", "check_grads", "check_jvp", "check_taylor",
-           "check_vjp", "numerical_jvp"]
+__all__ = [
+    "assert_transforms_commute",
+    "check_grads",
+    "check_jvp",
+    "check_taylor",
+    "check_vjp",
+    "numerical_jvp",
+]

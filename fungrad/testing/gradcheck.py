@@ -19,8 +19,7 @@ import numpy as np
 from fungrad import config, dtypes, tree_util
 from fungrad.transforms import autodiff
 
-_DEFAULT_TOL = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 2e-2,
-                np.dtype(np.float64): 1e-5}
+_DEFAULT_TOL = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 2e-2, np.dtype(np.float64): 1e-5}
 
 
 def _np(x):
@@ -80,6 +79,7 @@ def _step(x, eps):
 
 def _add_scaled(args, tangents, sign, steps):
     import fungrad.numpy as fnp
+
     flat_a, tree = tree_util.tree_flatten(args)
     flat_t = tree_util.tree_leaves(tangents)
     out = []
@@ -105,6 +105,7 @@ def numerical_jvp(f, primals, tangents, eps=None):
     h = h if h > 0 else 1.0
     fp = f(*_add_scaled(primals, tangents, 1.0, [h] * len(flat_p)))
     fm = f(*_add_scaled(primals, tangents, -1.0, [h] * len(flat_p)))
+
     def quotient(a, b):
         a, b = _np(a), _np(b)
         if a.dtype.kind != "f":  # integer, bool or float0 outputs have no derivative
@@ -121,8 +122,13 @@ def _assert_close(what, got, want, atol, rtol, err_msg=""):
     for i, (g, w) in enumerate(zip(g_leaves, w_leaves)):
         if g.dtype == dtypes.float0 or w.dtype == dtypes.float0:
             continue  # the tangent of an integer-valued output: nothing to compare
-        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), atol=atol,
-                                   rtol=rtol, err_msg=f"{err_msg}{what} (output leaf {i})")
+        np.testing.assert_allclose(
+            g.astype(np.float64),
+            w.astype(np.float64),
+            atol=atol,
+            rtol=rtol,
+            err_msg=f"{err_msg}{what} (output leaf {i})",
+        )
 
 
 def _inner(a, b) -> float:
@@ -159,8 +165,10 @@ def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=None, err_msg="", rng=No
     tol_r = _tol(_leaves(args) + _leaves(v_out), rtol)
     scale = max(1.0, abs(rhs))
     if not abs(lhs - rhs) <= tol_a * scale + tol_r * abs(rhs):
-        raise AssertionError(f"{err_msg}VJP vs finite differences (dot-product identity): "
-                             f"<vjp(ct), t> = {lhs!r} but <ct, jvp(t)> = {rhs!r}")
+        raise AssertionError(
+            f"{err_msg}VJP vs finite differences (dot-product identity): "
+            f"<vjp(ct), t> = {lhs!r} but <ct, jvp(t)> = {rhs!r}"
+        )
 
 
 def check_grads(f, args, order: int, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
@@ -187,9 +195,11 @@ def check_grads(f, args, order: int, modes=("fwd", "rev"), atol=None, rtol=None,
             rev_msg = f"VJP of {msg}" if msg else "VJP"
             check_vjp(f, lambda *a: autodiff.vjp(f, *a), args, atol, rtol, eps, rev_msg + ": ")
             if order > 1:
+
                 def f_vjp(*a):
                     out, vjp_fn = autodiff.vjp(f, *a)
                     return vjp_fn(out)
+
                 _check(f_vjp, args, order - 1, rev_msg)
 
     _check(f, args, order, "")
@@ -206,25 +216,33 @@ def check_taylor(f, args, *, num_halvings: int = 8, min_order: float = 1.8, rng=
     tangents = _rand_like(rng, args)
     f0, t0 = autodiff.jvp(f, args, tangents)
     f0_l, t0_l = _leaves(f0), _leaves(t0)
-    dt = max((x.dtype for x in f0_l if x.dtype.kind == "f"), default=np.dtype(np.float64),
-             key=lambda d: d.itemsize)
-    noise = float(np.finfo(dt).eps) * max(1.0, max((float(np.max(np.abs(x))) for x in f0_l
-                                                     if x.size), default=1.0))
+    dt = max(
+        (x.dtype for x in f0_l if x.dtype.kind == "f"),
+        default=np.dtype(np.float64),
+        key=lambda d: d.itemsize,
+    )
+    noise = float(np.finfo(dt).eps) * max(
+        1.0, max((float(np.max(np.abs(x))) for x in f0_l if x.size), default=1.0)
+    )
     h = 1.0
     rs = []
     for _ in range(num_halvings):
         fh = _leaves(f(*_add_scaled(args, tangents, 1.0, [h] * len(tree_util.tree_leaves(args)))))
-        r = sum(float(np.sum(np.abs(a.astype(np.float64) - b - h * c)))
-                for a, b, c in zip(fh, f0_l, t0_l))
+        r = sum(
+            float(np.sum(np.abs(a.astype(np.float64) - b - h * c)))
+            for a, b, c in zip(fh, f0_l, t0_l)
+        )
         rs.append(r)
         h /= 2
     if max(rs) <= 100 * noise * max(1, sum(x.size for x in f0_l)):
         return
     orders = [np.log2(a / b) for a, b in zip(rs, rs[1:]) if a > 0 and b > 0]
     if not orders or max(orders) < min_order:
-        raise AssertionError(f"check_taylor: the first-order Taylor remainder does not shrink "
-                             f"quadratically (observed orders {np.round(orders, 2).tolist()}; "
-                             f"remainders {rs}); the JVP is likely wrong")
+        raise AssertionError(
+            f"check_taylor: the first-order Taylor remainder does not shrink "
+            f"quadratically (observed orders {np.round(orders, 2).tolist()}; "
+            f"remainders {rs}); the JVP is likely wrong"
+        )
 
 
 def assert_transforms_commute(f, args, *, atol=1e-5, rtol=1e-5, rng=None):
@@ -236,10 +254,12 @@ def assert_transforms_commute(f, args, *, atol=1e-5, rtol=1e-5, rng=None):
     """
     import fungrad.numpy as fnp
     from fungrad.api import vmap
+
     rng = np.random.default_rng(3) if rng is None else rng
     args = _promote(tuple(args))
     nums = tuple(range(len(args)))
     g = autodiff.grad(f, argnums=nums)
+
     def perturb(x, k):
         a = fnp.asarray(x)
         return a * (1.0 + 0.1 * k) if dtypes.is_float(a.dtype) else a
@@ -249,15 +269,26 @@ def assert_transforms_commute(f, args, *, atol=1e-5, rtol=1e-5, rng=None):
     batched = vmap(g)(*stacked)
     for k, b in enumerate(batch):
         looped = g(*b)
-        _assert_close(f"vmap(grad(f)) example {k} vs a loop of grad(f)",
-                      tree_util.tree_map(lambda x, k=k: x[k], batched), looped, atol, rtol)
+        _assert_close(
+            f"vmap(grad(f)) example {k} vs a loop of grad(f)",
+            tree_util.tree_map(lambda x, k=k: x[k], batched),
+            looped,
+            atol,
+            rtol,
+        )
     tangents = _rand_like(rng, args)
     out, t_out = autodiff.jvp(f, args, tangents)
     _, vjp_fn = autodiff.vjp(f, *args)
     ct = _rand_like(rng, out)
     lhs, rhs = _inner(vjp_fn(ct), tangents), _inner(ct, t_out)
     if not abs(lhs - rhs) <= atol + rtol * abs(rhs):
-        raise AssertionError(f"dot-product identity fails: <vjp(ct), t> = {lhs!r}, "
-                             f"<ct, jvp(t)> = {rhs!r}")
-    _assert_close("jacfwd vs jacrev", autodiff.jacfwd(f, nums)(*args),
-                  autodiff.jacrev(f, nums)(*args), atol, rtol)
+        raise AssertionError(
+            f"dot-product identity fails: <vjp(ct), t> = {lhs!r}, <ct, jvp(t)> = {rhs!r}"
+        )
+    _assert_close(
+        "jacfwd vs jacrev",
+        autodiff.jacfwd(f, nums)(*args),
+        autodiff.jacrev(f, nums)(*args),
+        atol,
+        rtol,
+    )

@@ -60,23 +60,30 @@ class Compiled:
         info = self._lowered._info
         leaves, tree = tree_util.tree_flatten((args, kwargs))
         if tree != self.in_tree:
-            raise TypeError(f"Compiled {info.name}: the function was compiled for arguments with "
-                            f"pytree structure {self.in_tree} but is called with {tree} (static "
-                            "arguments are not passed to a Compiled function)")
+            raise TypeError(
+                f"Compiled {info.name}: the function was compiled for arguments with "
+                f"pytree structure {self.in_tree} but is called with {tree} (static "
+                "arguments are not passed to a Compiled function)"
+            )
         paths = self._lowered._traced.paths
         arrays = [as_operand(x, info, lambda p=p: p) for x, p in zip(leaves, paths)]
         if any(isinstance(x, core.Tracer) for x in arrays):
-            raise TypeError(f"Compiled {info.name} cannot be called with traced values: a "
-                            "function compiled ahead of time cannot be transformed; apply the "
-                            "transform to the jitted function instead")
-        mismatches = [f"Argument {p!r} compiled with {a.str_short()} and called with "
-                      f"{x.aval.str_short()}"
-                      for p, a, x in zip(paths, self.in_avals, arrays)
-                      if a.strip_weak_type() != x.aval.strip_weak_type()]
+            raise TypeError(
+                f"Compiled {info.name} cannot be called with traced values: a "
+                "function compiled ahead of time cannot be transformed; apply the "
+                "transform to the jitted function instead"
+            )
+        mismatches = [
+            f"Argument {p!r} compiled with {a.str_short()} and called with {x.aval.str_short()}"
+            for p, a, x in zip(paths, self.in_avals, arrays)
+            if a.strip_weak_type() != x.aval.strip_weak_type()
+        ]
         if mismatches:
-            raise TypeError("Argument types differ from the types for which this computation "
-                            f"was compiled (Compiled {info.name}). The mismatches are:\n"
-                            + "\n".join(mismatches))
+            raise TypeError(
+                "Argument types differ from the types for which this computation "
+                f"was compiled (Compiled {info.name}). The mismatches are:\n"
+                + "\n".join(mismatches)
+            )
         outs = self._exe.call(arrays)
         for i in self._lowered._donated:
             if type(leaves[i]) is Array:
@@ -84,14 +91,14 @@ class Compiled:
         return tree_util.tree_unflatten(self.out_tree, outs)
 
 
-
-
 def lower(info: JitFunction, args, kwargs) -> Lowered:
     """``jit(f).lower(*args, **kwargs)``: trace (or find in the cache) ``f`` for these arguments;
     ShapedArrays may stand for arguments of that type."""
     c, leaves, avals, traced = info.prepare(args, kwargs, abstract=True)
     if traced.hoisted:
-        raise TypeError(f"jit({info.name}).lower: the function closes over values traced by "
-                        "an enclosing transform, so it cannot be compiled on its own; pass "
-                        "them as arguments instead")
+        raise TypeError(
+            f"jit({info.name}).lower: the function closes over values traced by "
+            "an enclosing transform, so it cannot be compiled on its own; pass "
+            "them as arguments instead"
+        )
     return Lowered(info, traced, c.in_tree, avals, info.donated_leaves(c))

@@ -11,16 +11,26 @@ import inspect
 from fungrad import core, dtypes
 from fungrad.array import Array, is_arraylike
 
-__all__ = ["Signature", "abstractify", "check_callable", "fun_location", "fun_name", "index_tuple",
-           "normalize_argnums", "resolve_argnums"]
+__all__ = [
+    "Signature",
+    "abstractify",
+    "check_callable",
+    "fun_location",
+    "fun_name",
+    "index_tuple",
+    "normalize_argnums",
+    "resolve_argnums",
+]
 
 
 def check_callable(fun, transform: str, usage: str) -> None:
     """A TypeError unless ``fun`` is callable, raised where a transform is applied (as JAX's
     "Expected a callable value"), naming the transform and how to call it (``usage``)."""
     if not callable(fun):
-        raise TypeError(f"{transform}: expected a callable value, got {fun!r:.60} (of type "
-                        f"{type(fun).__name__}); {usage}")
+        raise TypeError(
+            f"{transform}: expected a callable value, got {fun!r:.60} (of type "
+            f"{type(fun).__name__}); {usage}"
+        )
 
 
 def fun_name(fun) -> str:
@@ -47,9 +57,11 @@ def index_tuple(what: str, value, kind, fun_name: str = "jit") -> tuple:
     else:
         items = tuple(value)
     if items is None or any(not isinstance(v, kind) or isinstance(v, bool) for v in items):
-        raise TypeError(f"{fun_name}: {what} must be {'an' if kind is int else 'a'} {noun} or a "
-                        f"sequence of {noun}s, got "
-                        f"{value!r:.60} ({type(value).__name__})")
+        raise TypeError(
+            f"{fun_name}: {what} must be {'an' if kind is int else 'a'} {noun} or a "
+            f"sequence of {noun}s, got "
+            f"{value!r:.60} ({type(value).__name__})"
+        )
     return items
 
 
@@ -66,12 +78,13 @@ class Signature:
         self.known = params is not None
         params = params or []
         kinds = inspect.Parameter
-        self.positional = [p.name for p in params
-                           if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)]
-        self.keyword = {p.name for p in params
-                        if p.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY)}
-        self.var_positional = next((p.name for p in params if p.kind is kinds.VAR_POSITIONAL),
-                                   None)
+        self.positional = [
+            p.name for p in params if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)
+        ]
+        self.keyword = {
+            p.name for p in params if p.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY)
+        }
+        self.var_positional = next((p.name for p in params if p.kind is kinds.VAR_POSITIONAL), None)
         self.var_keyword = any(p.kind is kinds.VAR_KEYWORD for p in params)
         # positional-or-keyword parameters: the ones reachable both ways
         self.both = [p.name for p in params if p.kind is kinds.POSITIONAL_OR_KEYWORD]
@@ -91,13 +104,17 @@ def resolve_argnums(sig: Signature, what: str, nums, names) -> tuple[tuple, froz
         for i in nums:
             j = i + len(sig.positional) if i < 0 else i
             if not 0 <= j < len(sig.positional):
-                raise ValueError(f"Jitted function has {what}_argnums={nums}, but only accepts "
-                                 f"{len(sig.positional)} positional arguments.")
+                raise ValueError(
+                    f"Jitted function has {what}_argnums={nums}, but only accepts "
+                    f"{len(sig.positional)} positional arguments."
+                )
     if sig.known and not sig.var_keyword:
         bad = set(names) - sig.keyword
         if bad:
-            raise ValueError(f"Jitted function has invalid argnames {bad} in {what}_argnames. "
-                             "Function does not take these args.")
+            raise ValueError(
+                f"Jitted function has invalid argnames {bad} in {what}_argnames. "
+                "Function does not take these args."
+            )
     names = set(names)
     nums = list(nums)
     for i in list(nums):
@@ -112,16 +129,19 @@ def resolve_argnums(sig: Signature, what: str, nums, names) -> tuple[tuple, froz
     return tuple(nums), frozenset(names)
 
 
-def normalize_argnums(fun_name: str, argnums, nargs: int,
-                       option: str = "argnums") -> tuple[int, ...]:
+def normalize_argnums(
+    fun_name: str, argnums, nargs: int, option: str = "argnums"
+) -> tuple[int, ...]:
     """``argnums`` (an int or a sequence of ints, negative counting from the end) as
     non-negative indices into ``nargs`` positional arguments."""
     out = []
     for i in map(int, index_tuple(option, argnums, int, fun_name)):
         j = i + nargs if i < 0 else i
         if not 0 <= j < nargs:
-            raise ValueError(f"{fun_name}: {option[:-1]} {i} is out of range for a call with "
-                             f"{nargs} positional arguments")
+            raise ValueError(
+                f"{fun_name}: {option[:-1]} {i} is out of range for a call with "
+                f"{nargs} positional arguments"
+            )
         out.append(j)
     return tuple(out)
 
@@ -129,8 +149,10 @@ def normalize_argnums(fun_name: str, argnums, nargs: int,
 def abstractify(x, what: str) -> core.ShapedArray:
     """The aval a traced argument gets (canonical dtype; Python scalars are weak)."""
     if not is_arraylike(x):
-        raise TypeError(f"{what}: argument of type {type(x).__name__} is not a valid fungrad "
-                        "type; pass arrays, numpy values or Python scalars (or mark it static)")
+        raise TypeError(
+            f"{what}: argument of type {type(x).__name__} is not a valid fungrad "
+            "type; pass arrays, numpy values or Python scalars (or mark it static)"
+        )
     aval = core.get_aval(x)
     if type(x) is not Array and not isinstance(x, core.Tracer):
         aval = aval.update(dtype=dtypes.canonicalize_dtype(aval.dtype))

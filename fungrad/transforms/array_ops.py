@@ -15,8 +15,10 @@ __all__ = ["add", "broadcast_in_dim", "eye", "full", "reduce_sum", "register", "
 
 
 def _not_registered(*args, **kwargs):
-    raise RuntimeError("fungrad.transforms.array_ops: fungrad.lax and fungrad.numpy have not "
-                       "registered their operations; import fungrad (which imports them) first")
+    raise RuntimeError(
+        "fungrad.transforms.array_ops: fungrad.lax and fungrad.numpy have not "
+        "registered their operations; import fungrad (which imports them) first"
+    )
 
 
 full = add = transpose = broadcast_in_dim = reduce_sum = eye = _not_registered
@@ -28,6 +30,7 @@ def register(**ops) -> None:
     """Install the given operations (called once each, by fungrad.lax and fungrad.numpy)."""
     unknown = set(ops) - _NAMES
     if unknown:
-        raise TypeError(f"array_ops.register: unknown operations {sorted(unknown)}; known: "
-                        f"{sorted(_NAMES)}")
+        raise TypeError(
+            f"array_ops.register: unknown operations {sorted(unknown)}; known: {sorted(_NAMES)}"
+        )
     globals().update(ops)

@@ -42,9 +42,11 @@ def _as_array(x, what: str):
     try:
         return array_leaf(x, what)
     except TypeError:
-        raise TypeError(f"{what}: argument of type {type(x).__name__} is not a valid fungrad "
-                        "type; differentiable arguments must be arrays or Python scalars "
-                        "(or pytrees of them)") from None
+        raise TypeError(
+            f"{what}: argument of type {type(x).__name__} is not a valid fungrad "
+            "type; differentiable arguments must be arrays or Python scalars "
+            "(or pytrees of them)"
+        ) from None
 
 
 def _argnums_tuple(fun_name, argnums, nargs):
@@ -55,9 +57,11 @@ def _split_aux(fun_name: str, out, has_aux: bool):
     if not has_aux:
         return out, None
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise TypeError(f"{fun_name} with has_aux=True requires the function to return a pair "
-                        f"(output, auxiliary_data), but it returned a {type(out).__name__}"
-                        + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
+        raise TypeError(
+            f"{fun_name} with has_aux=True requires the function to return a pair "
+            f"(output, auxiliary_data), but it returned a {type(out).__name__}"
+            + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else "")
+        )
     return out[0], out[1]
 
 
@@ -106,29 +110,37 @@ def _unwrap_aux(trace_unpack, aux_leaves):
 
 # -- jvp / linearize ---------------------------------------------------------------------------
 
+
 def jvp(fun: Callable, primals: Any, tangents: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """Forward mode: ``(fun(*primals), d fun(primals)[tangents])`` (plus aux with has_aux)."""
     check_callable(fun, "jvp", "call jvp(f, primals, tangents) with the function f first")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError("jvp: primals and tangents must be tuples or lists of arguments, got "
-                        f"{type(primals).__name__} and {type(tangents).__name__}")
+        raise TypeError(
+            "jvp: primals and tangents must be tuples or lists of arguments, got "
+            f"{type(primals).__name__} and {type(tangents).__name__}"
+        )
     if len(primals) != len(tangents):
         raise TypeError(f"jvp: {len(primals)} primal arguments but {len(tangents)} tangents")
     flat_p, in_tree = tree_util.tree_flatten(tuple(primals))
     flat_t, t_tree = tree_util.tree_flatten(tuple(tangents))
     if in_tree != t_tree:
-        raise TypeError(f"jvp: primal and tangent arguments must have the same tree structure; "
-                        f"got {in_tree} and {t_tree}")
+        raise TypeError(
+            f"jvp: primal and tangent arguments must have the same tree structure; "
+            f"got {in_tree} and {t_tree}"
+        )
     flat_p = [_as_array(p, "jvp") for p in flat_p]
     flat_t = [_as_array(t, "jvp tangent") for t in flat_t]
     tangents_in = []
     for p, t in zip(flat_p, flat_t):
         if p.shape != t.shape or (dtypes.is_float(p.dtype) and p.dtype != t.dtype):
-            raise TypeError(f"jvp: primal and tangent arguments must have equal shapes and "
-                            f"dtypes; got primal {p.aval.str_short()} and tangent "
-                            f"{t.aval.str_short()}")
-        tangents_in.append(t if dtypes.is_float(p.dtype) else
-                           jvp_mod.Zero(jvp_mod.tangent_aval(p.aval)))
+            raise TypeError(
+                f"jvp: primal and tangent arguments must have equal shapes and "
+                f"dtypes; got primal {p.aval.str_short()} and tangent "
+                f"{t.aval.str_short()}"
+            )
+        tangents_in.append(
+            t if dtypes.is_float(p.dtype) else jvp_mod.Zero(jvp_mod.tangent_aval(p.aval))
+        )
     store: dict = {}
     flat_fun = _flat_fun(fun, in_tree, store, "jvp", has_aux)
     outs_p, outs_t = jvp_mod.jvp_flat(flat_fun, flat_p, tangents_in)
@@ -136,8 +148,9 @@ def jvp(fun: Callable, primals: Any, tangents: Any, has_aux: bool = False) -> tu
     n_out = len(outs_p) - n_aux
     out_tree = store["tree"]
     primal_out = tree_util.tree_unflatten(out_tree, _restore_float0(store, outs_p[:n_out]))
-    tangent_out = tree_util.tree_unflatten(out_tree, _restore_float0(
-        store, [jvp_mod.instantiate_zeros(t) for t in outs_t[:n_out]]))
+    tangent_out = tree_util.tree_unflatten(
+        out_tree, _restore_float0(store, [jvp_mod.instantiate_zeros(t) for t in outs_t[:n_out]])
+    )
     if has_aux:
         aux = tree_util.tree_unflatten(store["aux"][1], outs_p[n_out:])
         return primal_out, tangent_out, aux
@@ -160,12 +173,17 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any,
     def f_jvp(*tangents):
         flat_t, t_tree = tree_util.tree_flatten(tangents)
         if t_tree != in_tree:
-            raise TypeError(f"linearize: the linearized function takes tangents structured as "
-                            f"{in_tree}, got {t_tree}")
-        res = iter(core.eval_jaxpr(linear.jaxpr, linear.consts,
-                                   *[_as_array(t, "f_jvp") for t in flat_t]))
-        outs = [jvp_mod.zeros_like_aval(a) if z else next(res)
-                for a, z in zip(out_avals, out_zero[:n_out])]
+            raise TypeError(
+                f"linearize: the linearized function takes tangents structured as "
+                f"{in_tree}, got {t_tree}"
+            )
+        res = iter(
+            core.eval_jaxpr(linear.jaxpr, linear.consts, *[_as_array(t, "f_jvp") for t in flat_t])
+        )
+        outs = [
+            jvp_mod.zeros_like_aval(a) if z else next(res)
+            for a, z in zip(out_avals, out_zero[:n_out])
+        ]
         return tree_util.tree_unflatten(out_tree, outs)
 
     primal_out = tree_util.tree_unflatten(out_tree, outs_p[:n_out])
@@ -176,6 +194,7 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any,
 
 # -- vjp / grad ----------------------------------------------------------------------------------
 
+
 def _vjp_flat(flat_fun, flat_p):
     outs_p, linear, out_zero = linearize_flat(flat_fun, flat_p)
     in_avals = [core.get_aval(p) for p in flat_p]
@@ -184,8 +203,10 @@ def _vjp_flat(flat_fun, flat_p):
         nonzero = [ct for ct, z in zip(cts, out_zero) if not z]
         args = [UndefPrimal(v.aval) for v in linear.jaxpr.invars]
         cts_in = backward_pass(linear.jaxpr, linear.consts, args, nonzero)
-        return [_zero_cotangent(a) if type(ct) is jvp_mod.Zero or a.dtype.kind != "f"
-                else ct for ct, a in zip(cts_in, in_avals)]
+        return [
+            _zero_cotangent(a) if type(ct) is jvp_mod.Zero or a.dtype.kind != "f" else ct
+            for ct, a in zip(cts_in, in_avals)
+        ]
 
     return outs_p, vjp_flat
 
@@ -196,8 +217,11 @@ def _tape_cotangents(cts, primals) -> list:
     out = []
     for ct, p in zip(cts, primals):
         aval = p.aval
-        out.append(_zero_cotangent(aval) if ct is None or aval.dtype.kind != "f" else
-                   Array.from_impl(ct, aval.strip_weak_type()))
+        out.append(
+            _zero_cotangent(aval)
+            if ct is None or aval.dtype.kind != "f"
+            else Array.from_impl(ct, aval.strip_weak_type())
+        )
     return out
 
 
@@ -225,14 +249,18 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     def vjp_fn(ct):
         flat_ct, ct_tree = tree_util.tree_flatten(ct)
         if ct_tree != out_tree:
-            raise TypeError(f"vjp_fn: the cotangent must have the structure of the function's "
-                            f"output, {out_tree}; got {ct_tree}")
+            raise TypeError(
+                f"vjp_fn: the cotangent must have the structure of the function's "
+                f"output, {out_tree}; got {ct_tree}"
+            )
         cts = []
         for c, a in zip(flat_ct, out_avals):
             c = _as_array(c, "vjp_fn")
             if c.shape != a.shape:
-                raise ValueError(f"vjp_fn: cotangent of shape {c.shape} does not match the "
-                                 f"output's shape {a.shape}")
+                raise ValueError(
+                    f"vjp_fn: cotangent of shape {c.shape} does not match the "
+                    f"output's shape {a.shape}"
+                )
             cts.append(c)
         return tree_util.tree_unflatten(in_tree, vjp_flat(cts))
 
@@ -246,18 +274,26 @@ def _no_holomorphic(what: str, holomorphic) -> None:
     """JAX's ``holomorphic`` flag: False (the default, real differentiation) is what fungrad
     does; True needs complex inputs, which fungrad does not have."""
     if holomorphic:
-        raise TypeError(f"{what}: holomorphic=True needs complex inputs and outputs; fungrad "
-                        "has no complex dtypes (differentiate real and imaginary parts as "
-                        "separate real arrays)")
+        raise TypeError(
+            f"{what}: holomorphic=True needs complex inputs and outputs; fungrad "
+            "has no complex dtypes (differentiate real and imaginary parts as "
+            "separate real arrays)"
+        )
 
 
-def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                   holomorphic: bool = False, allow_int: bool = False,
-                   reduce_axes=()) -> Callable[..., tuple[Any, Any]]:
+def value_and_grad(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+    reduce_axes=(),
+) -> Callable[..., tuple[Any, Any]]:
     """``fun``'s value and its gradient with respect to the ``argnums`` arguments.
     ``holomorphic`` and ``reduce_axes`` are JAX's: only their defaults exist in fungrad."""
-    check_callable(fun, "value_and_grad", "pass the function to differentiate: "
-                   "value_and_grad(f)(*args)")
+    check_callable(
+        fun, "value_and_grad", "pass the function to differentiate: value_and_grad(f)(*args)"
+    )
     _no_holomorphic("value_and_grad", holomorphic)
     if reduce_axes:
         raise TypeError("value_and_grad: reduce_axes is not supported (JAX removed it too)")
@@ -278,7 +314,8 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                 raise TypeError(
                     f"grad requires real-valued inputs (input dtype that is a sub-dtype of "
                     f"np.floating), but got {x.dtype.name}. If you want to use Boolean- or "
-                    "integer-valued inputs, use vjp or set allow_int to True.")
+                    "integer-valued inputs, use vjp or set allow_int to True."
+                )
 
         def partial_fun(*d):
             full = list(args)
@@ -297,20 +334,26 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             outs_p, vjp_flat = _vjp_flat(flat_fun, flat_d)
         n_aux = len(store["aux"][0])
         if len(outs_p) - n_aux != 1 or store["tree"].num_nodes != 1:
-            raise TypeError(f"Gradient only defined for scalar-output functions; grad({name}) "
-                            f"returned a pytree with {len(outs_p) - n_aux} leaves "
-                            f"({store['tree']}). Use jacrev/jacobian or vjp for non-scalar "
-                            "outputs.")
+            raise TypeError(
+                f"Gradient only defined for scalar-output functions; grad({name}) "
+                f"returned a pytree with {len(outs_p) - n_aux} leaves "
+                f"({store['tree']}). Use jacrev/jacobian or vjp for non-scalar "
+                "outputs."
+            )
         out = outs_p[0]
         if out.shape != ():
-            raise TypeError(f"Gradient only defined for scalar-output functions. Output had "
-                            f"shape: {out.shape}")
+            raise TypeError(
+                f"Gradient only defined for scalar-output functions. Output had shape: {out.shape}"
+            )
         if out.dtype.kind != "f":
-            raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
-                            f"sub-dtype of np.floating), but got {out.dtype.name}")
+            raise TypeError(
+                f"grad requires real-valued outputs (output dtype that is a "
+                f"sub-dtype of np.floating), but got {out.dtype.name}"
+            )
         one = out.dtype.type(1)
-        g = tree_util.tree_unflatten(d_tree, _tape_cotangents(tape_vjp([one]), flat_d) if eager
-                                     else vjp_flat([Array(one)]))
+        g = tree_util.tree_unflatten(
+            d_tree, _tape_cotangents(tape_vjp([one]), flat_d) if eager else vjp_flat([Array(one)])
+        )
         g = g[0] if isinstance(argnums, int) else g
         if has_aux:
             aux = tree_util.tree_unflatten(store["aux"][1], outs_p[1:])
@@ -320,9 +363,14 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     return value_and_grad_f
 
 
-def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-         holomorphic: bool = False, allow_int: bool = False,
-         reduce_axes=()) -> Callable[..., Any]:
+def grad(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+    reduce_axes=(),
+) -> Callable[..., Any]:
     """The gradient of scalar-valued ``fun`` with respect to its ``argnums`` arguments
     (``holomorphic``/``reduce_axes``: see :func:`value_and_grad`)."""
     check_callable(fun, "grad", "pass the function to differentiate: grad(f)(*args)")
@@ -341,6 +389,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
 # -- jacobians -----------------------------------------------------------------------------------
 
+
 def _std_basis(leaves):
     """Rows of the identity over all leaves' elements: one (N, *leaf.shape) array per leaf."""
     sizes = [int(np.prod(x.shape, dtype=np.int64)) for x in leaves]
@@ -349,7 +398,7 @@ def _std_basis(leaves):
     eye = array_ops.eye(n, dtype=dtype)
     out, start = [], 0
     for x, s in zip(leaves, sizes):
-        block = eye[:, start:start + s].astype(x.dtype)
+        block = eye[:, start : start + s].astype(x.dtype)
         out.append(block.reshape((n,) + tuple(x.shape)))
         start += s
     return out
@@ -369,16 +418,23 @@ def _size(x) -> int:
 def _check_float_inputs(fun_name, leaves):
     for x in leaves:
         if not dtypes.is_float(x.dtype):
-            raise TypeError(f"{fun_name} requires real-valued inputs (input dtype that is a "
-                            f"sub-dtype of np.floating), but got {x.dtype.name}")
+            raise TypeError(
+                f"{fun_name} requires real-valued inputs (input dtype that is a "
+                f"sub-dtype of np.floating), but got {x.dtype.name}"
+            )
 
 
-def jacrev(fun: Callable, argnums: int | Sequence[int] = 0,
-           has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
+def jacrev(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Callable[..., Any]:
     """The Jacobian of ``fun`` by reverse mode (a vmap of vjps over the output's basis).
     Result: a pytree shaped like the output, whose leaves are pytrees like the argnums
     arguments, each block of shape ``out.shape + in.shape``."""
     from fungrad.transforms.vmap_api import vmap
+
     check_callable(fun, "jacrev", "pass the function to differentiate: jacrev(f)(*args)")
     _no_holomorphic("jacrev", holomorphic)
 
@@ -401,13 +457,18 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0,
         _check_float_inputs("jacrev", flat_in)
         basis = _std_basis(flat_y)
         cts = vmap(lambda *b: tree_util.tree_leaves(pullback(tree_util.tree_unflatten(y_tree, b))))(
-            *basis)
+            *basis
+        )
         # cts[j] has shape (N_out, *x_j.shape): rows of output leaf i are one basis slice.
         blocks, start = [], 0
         for y_i in flat_y:
             s = _size(y_i)
-            blocks.append([_slice_basis(c, 0, start, s).reshape(tuple(y_i.shape) + tuple(x.shape))
-                           for c, x in zip(cts, flat_in)])
+            blocks.append(
+                [
+                    _slice_basis(c, 0, start, s).reshape(tuple(y_i.shape) + tuple(x.shape))
+                    for c, x in zip(cts, flat_in)
+                ]
+            )
             start += s
         jac = _assemble(blocks, y_tree, in_tree, isinstance(argnums, int))
         return (jac, res[2]) if has_aux else jac
@@ -423,11 +484,16 @@ def _assemble(blocks, y_tree, in_tree, single_arg: bool):
     return tree_util.tree_unflatten(y_tree, per_out)
 
 
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0,
-           has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
+def jacfwd(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Callable[..., Any]:
     """The Jacobian of ``fun`` by forward mode (a vmap of jvps over the input's basis); same
     layout as :func:`jacrev`."""
     from fungrad.transforms.vmap_api import vmap
+
     check_callable(fun, "jacfwd", "pass the function to differentiate: jacfwd(f)(*args)")
     _no_holomorphic("jacfwd", holomorphic)
 
@@ -465,8 +531,11 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0,
             row, start = [], 0
             for x in flat_in:
                 s = _size(x)
-                row.append(_slice_basis(t, -1 % core.get_aval(t).ndim, start, s)
-                           .reshape(y_shape + tuple(x.shape)))
+                row.append(
+                    _slice_basis(t, -1 % core.get_aval(t).ndim, start, s).reshape(
+                        y_shape + tuple(x.shape)
+                    )
+                )
                 start += s
             rows.append(row)
         jac = _assemble(rows, y_tree, in_tree, isinstance(argnums, int))
@@ -477,8 +546,12 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0,
     return jacfun
 
 
-def hessian(fun: Callable, argnums: int | Sequence[int] = 0,
-            has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
+def hessian(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Callable[..., Any]:
     """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
     check_callable(fun, "hessian", "pass the function to differentiate: hessian(f)(*args)")
     _no_holomorphic("hessian", holomorphic)
@@ -486,6 +559,7 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0,
 
 
 # -- transposing linear functions ---------------------------------------------------------------
+
 
 def linear_transpose(fun, *primals, reduce_axes=()):
     """The transpose of the linear function ``fun`` (``jax.linear_transpose``): ``primals``
@@ -497,15 +571,18 @@ def linear_transpose(fun, *primals, reduce_axes=()):
     """
     check_callable(fun, "linear_transpose", "pass the linear function: linear_transpose(f, x)")
     if reduce_axes:
-        raise ValueError("linear_transpose: reduce_axes is not supported (it was removed from "
-                         "JAX's API); pass reduce_axes=()")
+        raise ValueError(
+            "linear_transpose: reduce_axes is not supported (it was removed from "
+            "JAX's API); pass reduce_axes=()"
+        )
     flat, in_tree = tree_util.tree_flatten(primals)
-    avals = [x.aval if isinstance(x, ShapeDtypeStruct) else abstractify(x, "linear_transpose")
-             for x in flat]
+    avals = [
+        x.aval if isinstance(x, ShapeDtypeStruct) else abstractify(x, "linear_transpose")
+        for x in flat
+    ]
     for a in avals:
         if a.dtype.kind != "f":
-            raise TypeError(f"linear_transpose: inputs must be floating point, got "
-                            f"{a.str_short()}")
+            raise TypeError(f"linear_transpose: inputs must be floating point, got {a.str_short()}")
     out_tree = []
 
     def flat_fun(*xs):
@@ -519,19 +596,27 @@ def linear_transpose(fun, *primals, reduce_axes=()):
     def transposed(*out_cts):
         ct_flat, ct_tree = tree_util.tree_flatten(out_cts[0] if len(out_cts) == 1 else out_cts)
         if ct_tree != out_tree[0]:
-            raise TypeError(f"linear_transpose: cotangent structure {ct_tree} does not match "
-                            f"the function's output structure {out_tree[0]}")
-        cts = [Array(np.asarray(c, dtype=a.dtype)) if not isinstance(c, (Array, core.Tracer))
-               else c for c, a in zip(ct_flat, closed.out_avals)]
+            raise TypeError(
+                f"linear_transpose: cotangent structure {ct_tree} does not match "
+                f"the function's output structure {out_tree[0]}"
+            )
+        cts = [
+            Array(np.asarray(c, dtype=a.dtype)) if not isinstance(c, (Array, core.Tracer)) else c
+            for c, a in zip(ct_flat, closed.out_avals)
+        ]
         for c, a in zip(cts, closed.out_avals):  # JAX's TypeError for a cotangent type
             if tuple(c.shape) != tuple(a.shape) or c.dtype != a.dtype:
-                raise TypeError(f"linear_transpose: cotangent type does not match the "
-                                f"function's output: expected {a.str_short()}, got "
-                                f"{core.get_aval(c).str_short()}")
-        outs = backward_pass(closed.jaxpr, closed.consts,
-                             [UndefPrimal(a.strip_weak_type()) for a in avals], cts)
-        outs = [Array(np.zeros(a.shape, a.dtype)) if type(o) is Zero else o
-                for o, a in zip(outs, avals)]
+                raise TypeError(
+                    f"linear_transpose: cotangent type does not match the "
+                    f"function's output: expected {a.str_short()}, got "
+                    f"{core.get_aval(c).str_short()}"
+                )
+        outs = backward_pass(
+            closed.jaxpr, closed.consts, [UndefPrimal(a.strip_weak_type()) for a in avals], cts
+        )
+        outs = [
+            Array(np.zeros(a.shape, a.dtype)) if type(o) is Zero else o for o, a in zip(outs, avals)
+        ]
         return tuple(tree_util.tree_unflatten(in_tree, outs))
 
     return transposed

@@ -58,13 +58,17 @@ def _merge(static, dyn, nondiff_argnums, n):
 
 def _check_outputs(what, expected_tree, expected_avals, tree, leaves, fix):
     if tree != expected_tree:
-        raise TypeError(f"{what} must produce a pytree with the structure {expected_tree}, but "
-                        f"produced {tree}. {fix}")
+        raise TypeError(
+            f"{what} must produce a pytree with the structure {expected_tree}, but "
+            f"produced {tree}. {fix}"
+        )
     for i, (x, a) in enumerate(zip(leaves, expected_avals)):
         aval = get_aval(x)
         if aval.shape != a.shape or aval.dtype != a.dtype:
-            raise TypeError(f"{what}: leaf {i} has shape/dtype {aval.str_short()}, expected "
-                            f"{a.strip_weak_type().str_short()} (to match the primal). {fix}")
+            raise TypeError(
+                f"{what}: leaf {i} has shape/dtype {aval.str_short()}, expected "
+                f"{a.strip_weak_type().str_short()} (to match the primal). {fix}"
+            )
 
 
 class _EagerCall:
@@ -93,6 +97,7 @@ def _concrete_trace_types():
     from fungrad.transforms.jvp import JVPTrace
     from fungrad.transforms.partial_eval import PartialEvalTrace
     from fungrad.transforms.tape import TapeTrace
+
     return (core.EvalTrace, JVPTrace, TapeTrace, PartialEvalTrace)
 
 
@@ -100,6 +105,7 @@ def _concrete_values(leaves):
     """The leaves as concrete Arrays when every active transform computes its primal for real
     (see the module docstring); None when one stages or batches, or a leaf is abstract."""
     from fungrad.array import Array
+
     allowed = _concrete_trace_types()
     t = core.current_trace()
     while t is not None:
@@ -118,12 +124,15 @@ def _concrete_values(leaves):
 
 
 def _closure_error(name):
-    return TypeError(f"{name}: the function closes over a value that is being differentiated. "
-                     "Pass that value as an explicit argument of the custom_jvp/custom_vjp "
-                     "function instead of capturing it in a closure.")
+    return TypeError(
+        f"{name}: the function closes over a value that is being differentiated. "
+        "Pass that value as an explicit argument of the custom_jvp/custom_vjp "
+        "function instead of capturing it in a closure."
+    )
 
 
 # -- custom_jvp -------------------------------------------------------------------------------
+
 
 def _custom_jvp_call_impl(*args, call_jaxpr, jvp, num_consts, symbolic_zeros):
     return _call_impl(call_jaxpr, args)
@@ -148,8 +157,7 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symb
     return out, t_out
 
 
-def _custom_jvp_call_batch(axis_size, args, dims, *, call_jaxpr, jvp, num_consts,
-                           symbolic_zeros):
+def _custom_jvp_call_batch(axis_size, args, dims, *, call_jaxpr, jvp, num_consts, symbolic_zeros):
     batched = [d is not None for d in dims]
     new_jaxpr, _ = batch_jaxpr(call_jaxpr, axis_size, batched, instantiate=True)
     vals = [bdim_at_front(x, d, axis_size) if d is not None else x for x, d in zip(args, dims)]
@@ -158,25 +166,34 @@ def _custom_jvp_call_batch(axis_size, args, dims, *, call_jaxpr, jvp, num_consts
     def batched_jvp(primals, tangents):
         def in_axis(x, aval):
             return 0 if get_aval(x).ndim == aval.ndim + 1 else None
+
         p_axes = [in_axis(p, a) for p, a in zip(primals, example_avals)]
-        t_axes = [None if type(t) is Zero else in_axis(t, a)
-                  for t, a in zip(tangents, example_avals)]
+        t_axes = [
+            None if type(t) is Zero else in_axis(t, a) for t, a in zip(tangents, example_avals)
+        ]
         zero_mask = [type(t) is Zero for t in tangents]
         t_vals = [t for t in tangents if type(t) is not Zero]
         t_axes_nz = [a for a, z in zip(t_axes, zero_mask) if not z]
 
         def per_example(ps, tnz):
             it = iter(tnz)
-            ts = [Zero(tangent_aval(a)) if z else next(it)
-                  for z, a in zip(zero_mask, example_avals)]
+            ts = [
+                Zero(tangent_aval(a)) if z else next(it) for z, a in zip(zero_mask, example_avals)
+            ]
             out, t_out = jvp(list(ps), ts)
             return list(out), [instantiate_zeros(t) for t in t_out]
 
         return vmap(per_example, in_axes=(p_axes, t_axes_nz), axis_size=axis_size)(
-            list(primals), t_vals)
+            list(primals), t_vals
+        )
 
-    outs = custom_jvp_call_p.bind(*vals, call_jaxpr=new_jaxpr, jvp=batched_jvp,
-                                  num_consts=num_consts, symbolic_zeros=symbolic_zeros)
+    outs = custom_jvp_call_p.bind(
+        *vals,
+        call_jaxpr=new_jaxpr,
+        jvp=batched_jvp,
+        num_consts=num_consts,
+        symbolic_zeros=symbolic_zeros,
+    )
     return outs, [0] * len(outs)
 
 
@@ -200,6 +217,7 @@ class _CustomFunction:
         ``merge(dyn_args)`` rebuilds the full argument list."""
         from fungrad.transforms.autodiff import _as_array
         from fungrad.transforms.staging import trace_body
+
         name = getattr(self.fun, "__name__", type(self).__name__ + " function")
         args = _resolve_args(self.fun, args, kwargs)
         static, dyn = _split_nondiff(args, self.nondiff_argnums)
@@ -211,8 +229,9 @@ class _CustomFunction:
             return _merge(static, d, nondiff, n)
 
         try:
-            closed, hoisted, out_tree = trace_body(lambda *d: self.fun(*merge(d)), in_tree,
-                                                   [get_aval(x) for x in leaves], name)
+            closed, hoisted, out_tree = trace_body(
+                lambda *d: self.fun(*merge(d)), in_tree, [get_aval(x) for x in leaves], name
+            )
         except core.ConcretizationTypeError:
             concrete = _concrete_values(leaves)
             if concrete is None:
@@ -224,6 +243,7 @@ class _CustomFunction:
     def _run_concrete(self, name, concrete, in_tree, merge):
         """Run the function on concrete values: ``(_EagerCall, out_tree)``."""
         from fungrad.transforms.autodiff import _as_array
+
         try:
             with core.eval_context():
                 out = self.fun(*merge(tree_util.tree_unflatten(in_tree, concrete)))
@@ -236,10 +256,10 @@ class _CustomFunction:
 class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
     """A function with a user-defined JVP rule (``jax.custom_jvp``)::
 
-        @custom_jvp
-        def f(x): ...
-        @f.defjvp
-        def f_jvp(primals, tangents): return f(*primals), ...
+    @custom_jvp
+    def f(x): ...
+    @f.defjvp
+    def f_jvp(primals, tangents): return f(*primals), ...
     """
 
     def __init__(self, fun, nondiff_argnums=()):
@@ -249,8 +269,11 @@ class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
 
     def defjvp(self, jvp, symbolic_zeros: bool = False):
         """Set ``jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)``."""
-        check_callable(jvp, "custom_jvp.defjvp", "pass the rule jvp(primals, tangents) -> "
-                       "(primal_out, tangent_out)")
+        check_callable(
+            jvp,
+            "custom_jvp.defjvp",
+            "pass the rule jvp(primals, tangents) -> (primal_out, tangent_out)",
+        )
         self.jvp = jvp
         self.symbolic_zeros = symbolic_zeros
         return jvp
@@ -262,8 +285,11 @@ class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
             raise TypeError("custom_jvp.defjvps cannot be used with nondiff_argnums; use defjvp")
         for i, rule in enumerate(jvps):
             if rule is not None:
-                check_callable(rule, f"custom_jvp.defjvps (rule {i})", "pass one rule "
-                               "jvp_i(g_i, primal_out, *primals) or None per argument")
+                check_callable(
+                    rule,
+                    f"custom_jvp.defjvps (rule {i})",
+                    "pass one rule jvp_i(g_i, primal_out, *primals) or None per argument",
+                )
 
         def jvp(primals, tangents):
             out = self(*primals)
@@ -272,8 +298,11 @@ class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
                 if rule is None:
                     continue
                 contrib = rule(t, out, *primals)
-                total = contrib if total is None else tree_util.tree_map(
-                    lambda a, b: a + b, total, contrib)
+                total = (
+                    contrib
+                    if total is None
+                    else tree_util.tree_map(lambda a, b: a + b, total, contrib)
+                )
             if total is None:
                 total = tree_util.tree_map(lambda o: o * 0, out)
             return out, total
@@ -285,34 +314,62 @@ class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
             name = getattr(self.fun, "__name__", "custom_jvp function")
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
         from fungrad.transforms.autodiff import _as_array
+
         name, static, _, leaves, in_tree, closed, hoisted, out_tree, _ = self._trace_call(
-            args, kwargs)
+            args, kwargs
+        )
         user_jvp, nondiff, symbolic = self.jvp, self.nondiff_argnums, self.symbolic_zeros
         out_avals = closed.out_avals
 
         def flat_jvp(primals, tangents):
             ps = tree_util.tree_unflatten(in_tree, primals)
-            ts = tree_util.tree_unflatten(in_tree, [
-                _zero_tangent_value(t) if type(t) is Zero and not symbolic else t
-                for t in tangents])
-            res = user_jvp(*static, tuple(ps), tuple(ts)) if nondiff else user_jvp(
-                tuple(ps), tuple(ts))
+            ts = tree_util.tree_unflatten(
+                in_tree,
+                [
+                    _zero_tangent_value(t) if type(t) is Zero and not symbolic else t
+                    for t in tangents
+                ],
+            )
+            res = (
+                user_jvp(*static, tuple(ps), tuple(ts))
+                if nondiff
+                else user_jvp(tuple(ps), tuple(ts))
+            )
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
-                raise TypeError(f"custom_jvp rule of {name} must return a pair "
-                                "(primal_out, tangent_out)")
+                raise TypeError(
+                    f"custom_jvp rule of {name} must return a pair (primal_out, tangent_out)"
+                )
             out, t_out = res
             out_flat, otree = tree_util.tree_flatten(out)
             t_flat, ttree = tree_util.tree_flatten(t_out)
             fix = "Check the custom_jvp rule passed to defjvp."
-            _check_outputs(f"custom_jvp rule of {name} (primal output)", out_tree, out_avals,
-                           otree, [_as_array(o, name) for o in out_flat], fix)
+            _check_outputs(
+                f"custom_jvp rule of {name} (primal output)",
+                out_tree,
+                out_avals,
+                otree,
+                [_as_array(o, name) for o in out_flat],
+                fix,
+            )
             t_flat = [_as_array(t, name) for t in t_flat]
-            _check_outputs(f"custom_jvp rule of {name} (tangent output)", out_tree,
-                           [tangent_aval(a) for a in out_avals], ttree, t_flat, fix)
+            _check_outputs(
+                f"custom_jvp rule of {name} (tangent output)",
+                out_tree,
+                [tangent_aval(a) for a in out_avals],
+                ttree,
+                t_flat,
+                fix,
+            )
             return [_as_array(o, name) for o in out_flat], t_flat
 
-        outs = custom_jvp_call_p.bind(*hoisted, *leaves, call_jaxpr=closed, jvp=flat_jvp,
-                                      num_consts=len(hoisted), symbolic_zeros=symbolic)
+        outs = custom_jvp_call_p.bind(
+            *hoisted,
+            *leaves,
+            call_jaxpr=closed,
+            jvp=flat_jvp,
+            num_consts=len(hoisted),
+            symbolic_zeros=symbolic,
+        )
         return tree_util.tree_unflatten(out_tree, outs)
 
 
@@ -321,6 +378,7 @@ def _zero_tangent_value(z: Zero):
 
 
 # -- custom_vjp -------------------------------------------------------------------------------
+
 
 def _custom_vjp_call_impl(*args, call_jaxpr, fwd, bwd, num_consts, out_avals):
     return _call_impl(call_jaxpr, args)
@@ -336,8 +394,10 @@ custom_vjp_call_p.abstract_eval = _custom_vjp_call_abstract_eval
 
 
 def _custom_lin_impl(*args, num_res, bwd, out_avals):
-    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function; use "
-                    "reverse mode (grad / vjp), or define the rule with custom_jvp")
+    raise TypeError(
+        "can't apply forward-mode autodiff (jvp) to a custom_vjp function; use "
+        "reverse mode (grad / vjp), or define the rule with custom_jvp"
+    )
 
 
 def _custom_lin_abstract_eval(*avals, num_res, bwd, out_avals):
@@ -355,8 +415,9 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
     args, ts = primals[num_consts:], tangents[num_consts:]
     out, res = fwd(list(args))
     ts = [instantiate_zeros(t) for t in ts]
-    t_out = custom_lin_p.bind(*res, *ts, num_res=len(res), bwd=bwd,
-                              out_avals=tuple(tangent_aval(a) for a in out_avals))
+    t_out = custom_lin_p.bind(
+        *res, *ts, num_res=len(res), bwd=bwd, out_avals=tuple(tangent_aval(a) for a in out_avals)
+    )
     return out, t_out
 
 
@@ -366,8 +427,7 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
     return [None] * num_res + list(bwd(list(res), cts))
 
 
-def _custom_vjp_call_batch(axis_size, args, dims, *, call_jaxpr, fwd, bwd, num_consts,
-                           out_avals):
+def _custom_vjp_call_batch(axis_size, args, dims, *, call_jaxpr, fwd, bwd, num_consts, out_avals):
     batched = [d is not None for d in dims]
     new_jaxpr, _ = batch_jaxpr(call_jaxpr, axis_size, batched, instantiate=True)
     vals = [bdim_at_front(x, d, axis_size) if d is not None else x for x, d in zip(args, dims)]
@@ -375,21 +435,30 @@ def _custom_vjp_call_batch(axis_size, args, dims, *, call_jaxpr, fwd, bwd, num_c
     res_box = []
 
     def batched_fwd(xs):
-        out, res = vmap(lambda a: tuple(fwd(list(a))), in_axes=(arg_axes,),
-                        axis_size=axis_size)(list(xs))
+        out, res = vmap(lambda a: tuple(fwd(list(a))), in_axes=(arg_axes,), axis_size=axis_size)(
+            list(xs)
+        )
         res_box[:] = [len(res)]
         return list(out), list(res)
 
     def batched_bwd(res, cts):
         ct_in = vmap(lambda r, c: list(bwd(list(r), list(c))), axis_size=axis_size)(
-            list(res), list(cts))
+            list(res), list(cts)
+        )
         # Arguments that were not batched get the sum of their per-example cotangents.
-        return [c if b or c is None else array_ops.reduce_sum(c, (0,))
-                for c, b in zip(ct_in, batched[num_consts:])]
+        return [
+            c if b or c is None else array_ops.reduce_sum(c, (0,))
+            for c, b in zip(ct_in, batched[num_consts:])
+        ]
 
     outs = custom_vjp_call_p.bind(
-        *vals, call_jaxpr=new_jaxpr, fwd=batched_fwd, bwd=batched_bwd, num_consts=num_consts,
-        out_avals=tuple(ShapedArray((axis_size, *a.shape), a.dtype) for a in out_avals))
+        *vals,
+        call_jaxpr=new_jaxpr,
+        fwd=batched_fwd,
+        bwd=batched_bwd,
+        num_consts=num_consts,
+        out_avals=tuple(ShapedArray((axis_size, *a.shape), a.dtype) for a in out_avals),
+    )
     return outs, [0] * len(outs)
 
 
@@ -418,10 +487,17 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
 
     def defvjp(self, fwd, bwd, symbolic_zeros: bool = False):
         """Set ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, ct) -> cts``."""
-        check_callable(fwd, "custom_vjp.defvjp (fwd)", "pass defvjp(fwd, bwd) with "
-                       "fwd(*args) -> (out, residuals)")
-        check_callable(bwd, "custom_vjp.defvjp (bwd)", "pass defvjp(fwd, bwd) with "
-                       "bwd(residuals, cotangent) -> a tuple of cotangents, one per argument")
+        check_callable(
+            fwd,
+            "custom_vjp.defvjp (fwd)",
+            "pass defvjp(fwd, bwd) with fwd(*args) -> (out, residuals)",
+        )
+        check_callable(
+            bwd,
+            "custom_vjp.defvjp (bwd)",
+            "pass defvjp(fwd, bwd) with "
+            "bwd(residuals, cotangent) -> a tuple of cotangents, one per argument",
+        )
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args, **kwargs):
@@ -429,8 +505,10 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
             name = getattr(self.fun, "__name__", "custom_vjp function")
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
         from fungrad.transforms.autodiff import _as_array
-        name, static, dyn, leaves, in_tree, closed, hoisted, out_tree, merge = \
-            self._trace_call(args, kwargs)
+
+        name, static, dyn, leaves, in_tree, closed, hoisted, out_tree, merge = self._trace_call(
+            args, kwargs
+        )
         user_fwd, user_bwd = self.fwd, self.bwd
         out_avals = closed.out_avals
         res_tree_box = []
@@ -438,14 +516,20 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
         def flat_fwd(xs):
             res = user_fwd(*merge(tree_util.tree_unflatten(in_tree, xs)))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
-                raise TypeError(f"custom_vjp fwd rule of {name} must return a pair "
-                                "(primal_out, residuals)")
+                raise TypeError(
+                    f"custom_vjp fwd rule of {name} must return a pair (primal_out, residuals)"
+                )
             out, residuals = res
             out_flat, otree = tree_util.tree_flatten(out)
             out_flat = [_as_array(o, name) for o in out_flat]
-            _check_outputs(f"custom_vjp fwd rule of {name} (primal output)", out_tree,
-                           out_avals, otree, out_flat,
-                           "fwd must return the same output as the function.")
+            _check_outputs(
+                f"custom_vjp fwd rule of {name} (primal output)",
+                out_tree,
+                out_avals,
+                otree,
+                out_flat,
+                "fwd must return the same output as the function.",
+            )
             r_flat, r_tree = tree_util.tree_flatten(residuals)
             res_tree_box[:] = [r_tree]
             return out_flat, [_as_array(r, f"{name} residual") for r in r_flat]
@@ -453,35 +537,54 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
         def flat_bwd(res, cts):
             residuals = tree_util.tree_unflatten(res_tree_box[0], res)
             ct = tree_util.tree_unflatten(out_tree, cts)
-            out = user_bwd(*static, residuals, ct) if self.nondiff_argnums else user_bwd(
-                residuals, ct)
+            out = (
+                user_bwd(*static, residuals, ct)
+                if self.nondiff_argnums
+                else user_bwd(residuals, ct)
+            )
             expected = tree_util.tree_structure(tuple(dyn))
             if not isinstance(out, (tuple, list)):
-                raise TypeError(f"custom_vjp bwd rule of {name} must return a tuple with one "
-                                f"cotangent per differentiable argument, structured as "
-                                f"{expected}; got a {type(out).__name__}")
+                raise TypeError(
+                    f"custom_vjp bwd rule of {name} must return a tuple with one "
+                    f"cotangent per differentiable argument, structured as "
+                    f"{expected}; got a {type(out).__name__}"
+                )
             out = tuple(out)
             if len(out) != len(dyn):
-                raise TypeError(f"custom_vjp bwd rule of {name} must return a tuple of length "
-                                f"{len(dyn)} (one cotangent per differentiable argument, "
-                                f"structured as {expected}); got length {len(out)}")
+                raise TypeError(
+                    f"custom_vjp bwd rule of {name} must return a tuple of length "
+                    f"{len(dyn)} (one cotangent per differentiable argument, "
+                    f"structured as {expected}); got length {len(out)}"
+                )
             flat = []
             for i, (o, d) in enumerate(zip(out, dyn)):
                 d_leaves, d_tree = tree_util.tree_flatten(d)
                 if o is None:
-                    flat += [_zero_tangent_value(Zero(tangent_aval(get_aval(_as_array(x, name)))))
-                             for x in d_leaves]
+                    flat += [
+                        _zero_tangent_value(Zero(tangent_aval(get_aval(_as_array(x, name)))))
+                        for x in d_leaves
+                    ]
                     continue
                 o_leaves, o_tree = tree_util.tree_flatten(o)
                 a_leaves = [_as_array(x, name) for x in d_leaves]
-                _check_outputs(f"custom_vjp bwd rule of {name} (cotangent of argument {i})",
-                               d_tree, [tangent_aval(get_aval(x)) for x in a_leaves], o_tree,
-                               [_as_array(x, name) for x in o_leaves],
-                               "bwd must return cotangents shaped like the primal inputs.")
+                _check_outputs(
+                    f"custom_vjp bwd rule of {name} (cotangent of argument {i})",
+                    d_tree,
+                    [tangent_aval(get_aval(x)) for x in a_leaves],
+                    o_tree,
+                    [_as_array(x, name) for x in o_leaves],
+                    "bwd must return cotangents shaped like the primal inputs.",
+                )
                 flat += [_as_array(x, name) for x in o_leaves]
             return flat
 
-        outs = custom_vjp_call_p.bind(*hoisted, *leaves, call_jaxpr=closed, fwd=flat_fwd,
-                                      bwd=flat_bwd, num_consts=len(hoisted),
-                                      out_avals=tuple(out_avals))
+        outs = custom_vjp_call_p.bind(
+            *hoisted,
+            *leaves,
+            call_jaxpr=closed,
+            fwd=flat_fwd,
+            bwd=flat_bwd,
+            num_consts=len(hoisted),
+            out_avals=tuple(out_avals),
+        )
         return tree_util.tree_unflatten(out_tree, outs)

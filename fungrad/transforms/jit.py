@@ -50,7 +50,7 @@ from fungrad.transforms.jit_cache import JitFunction, check_backend, tree_key
 
 __all__ = ["jit"]
 
-_aval_of = Array._aval.__get__   # the cached aval of an Array; a TypeError for anything else
+_aval_of = Array._aval.__get__  # the cached aval of an Array; a TypeError for anything else
 _trace_state = core._state
 
 
@@ -65,8 +65,15 @@ class _NotSpecified:
 _NOT_SPECIFIED = _NotSpecified()
 
 
-def jit(fun=_NOT_SPECIFIED, *, static_argnums=(), static_argnames=(), donate_argnums=(),
-        donate_argnames=(), backend=None) -> Any:
+def jit(
+    fun=_NOT_SPECIFIED,
+    *,
+    static_argnums=(),
+    static_argnames=(),
+    donate_argnums=(),
+    donate_argnames=(),
+    backend=None,
+) -> Any:
     """Compile ``fun`` to one native function per signature (``jax.jit``).
 
     Args:
@@ -101,13 +108,23 @@ def jit(fun=_NOT_SPECIFIED, *, static_argnums=(), static_argnames=(), donate_arg
         fg.jit(f).lower(fnp.ones(3)).as_text()
     """
     if fun is _NOT_SPECIFIED:
-        return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums,
-                                 donate_argnames=donate_argnames, backend=backend)
+        return functools.partial(
+            jit,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            donate_argnums=donate_argnums,
+            donate_argnames=donate_argnames,
+            backend=backend,
+        )
     check_callable(fun, "jit", "pass the function to compile: jit(f), or use @jit")
-    info = JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                       check_backend(backend))
+    info = JitFunction(
+        fun,
+        static_argnums,
+        static_argnames,
+        donate_argnums,
+        donate_argnames,
+        check_backend(backend),
+    )
     general = info.call
 
     if info.has_options:
@@ -124,8 +141,14 @@ def jit(fun=_NOT_SPECIFIED, *, static_argnums=(), static_argnames=(), donate_arg
                 if layout is not None:
                     try:
                         hit = fast[config.enable_x64].get(
-                            (n, *[(type(a), a) if static else aval_of(a) or a.aval
-                                  for a, static in zip(args, layout)]))
+                            (
+                                n,
+                                *[
+                                    (type(a), a) if static else aval_of(a) or a.aval
+                                    for a, static in zip(args, layout)
+                                ],
+                            )
+                        )
                     except TypeError:  # a non-Array dynamic argument, an unhashable static one
                         hit = None
                     if hit is not None:

@@ -37,8 +37,15 @@ from fungrad.transforms.jit_primitive import backend_param, compile_executable, 
 from fungrad.transforms.memo import Once
 from fungrad.transforms.staging import hoist_tracer_consts, trace_to_jaxpr
 
-__all__ = ["BACKENDS", "JitFunction", "RetraceWarning", "Traced", "as_operand", "check_backend",
-           "tree_key"]
+__all__ = [
+    "BACKENDS",
+    "JitFunction",
+    "RetraceWarning",
+    "Traced",
+    "as_operand",
+    "check_backend",
+    "tree_key",
+]
 
 BACKENDS = ("cpu", "gpu")
 """The backends ``jit`` compiles for: native code through LLVM, WGSL through WebGPU."""
@@ -53,13 +60,16 @@ class RetraceWarning(UserWarning):
 
 # -- argument handling ----------------------------------------------------------------------------
 
+
 def check_backend(backend) -> str:
     if backend is None or backend == "cpu":
         return "cpu"
     if backend == "gpu":
         return "gpu"
-    raise ValueError(f"jit: backend {backend!r} is not available; the supported backends are "
-                     f"{', '.join(map(repr, BACKENDS))} (or None for the default, 'cpu')")
+    raise ValueError(
+        f"jit: backend {backend!r} is not available; the supported backends are "
+        f"{', '.join(map(repr, BACKENDS))} (or None for the default, 'cpu')"
+    )
 
 
 def as_operand(x, info: JitFunction, path_of):
@@ -82,11 +92,13 @@ def as_operand(x, info: JitFunction, path_of):
         f"jit({info.name}): argument {path} is a {type(x).__name__} ({x!r:.60}), not an array. "
         f"Arguments of a jitted function must be arrays, numpy values or Python scalars (or "
         f"pytrees of them). Mark configuration values static instead, e.g. "
-        f"jit({info.name}, {hint}).")
+        f"jit({info.name}, {hint})."
+    )
 
 
-_LEAF_TYPES = frozenset({Array, float, int, bool, np.ndarray, np.float32, np.float64, np.int32,
-                         np.int64, np.bool_})
+_LEAF_TYPES = frozenset(
+    {Array, float, int, bool, np.ndarray, np.float32, np.float64, np.int32, np.int64, np.bool_}
+)
 """Types that are pytree leaves, so calls passing only these skip ``tree_flatten``."""
 
 
@@ -96,12 +108,13 @@ def _unhashable_error(name: str, value, err) -> ValueError:
         f"Non-hashable static arguments are not supported. An error occurred while trying to "
         f"hash an object of type {type(value)}, {value!r:.80}, passed as static argument "
         f"{name}. The error was:\n{type(err).__name__}: {err}\nPass a hashable value (a tuple "
-        "instead of a list, ...) or make the argument dynamic (an array).")
+        "instead of a list, ...) or make the argument dynamic (an array)."
+    )
 
 
 # -- keys of pytrees of Arrays ------------------------------------------------------------------
 
-_aval_of = Array._aval.__get__   # the cached aval of an Array; a TypeError for anything else
+_aval_of = Array._aval.__get__  # the cached aval of an Array; a TypeError for anything else
 
 
 def tree_key(x, leaves: list):
@@ -125,17 +138,27 @@ def tree_key(x, leaves: list):
 
 # -- one jitted function --------------------------------------------------------------------------
 
+
 class _Call:
     """One call's arguments split into static values and dynamic leaves."""
 
-    __slots__ = ("args", "kwargs", "info", "static_pos", "static_kw", "static_key", "leaves",
-                 "in_tree")
+    __slots__ = (
+        "args",
+        "kwargs",
+        "info",
+        "static_pos",
+        "static_kw",
+        "static_key",
+        "leaves",
+        "in_tree",
+    )
 
     @property
     def dyn_names(self) -> list[str]:
         """The names of the dynamic positional arguments."""
-        return [self.info.sig.arg_name(i) for i in range(len(self.args))
-                if i not in self.static_pos]
+        return [
+            self.info.sig.arg_name(i) for i in range(len(self.args)) if i not in self.static_pos
+        ]
 
     def leaf_paths(self) -> list[str]:
         pos_tree, kw_tree = self.in_tree.children
@@ -155,43 +178,53 @@ class Traced:
     def __init__(self, jaxpr, out_tree, hoisted, paths):
         self.jaxpr = jaxpr
         self.out_tree = out_tree
-        self.hoisted = hoisted          # tracers of enclosing transforms the function closes over
+        self.hoisted = hoisted  # tracers of enclosing transforms the function closes over
         self.compiled = Once()
-        self.paths = paths              # readable paths of the dynamic leaves
+        self.paths = paths  # readable paths of the dynamic leaves
 
 
 class JitFunction:
     """The state behind one ``jit(f)``: options, the trace cache and the fast-path tables."""
 
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                 backend):
+    def __init__(
+        self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames, backend
+    ):
         self.fun = fun
         self.name = fun_name(fun)
         self.backend = backend
         self.sig = Signature(fun)
         self.static_nums, self.static_names = resolve_argnums(
-            self.sig, "static", index_tuple("static_argnums", static_argnums, int),
-            index_tuple("static_argnames", static_argnames, str))
+            self.sig,
+            "static",
+            index_tuple("static_argnums", static_argnums, int),
+            index_tuple("static_argnames", static_argnames, str),
+        )
         self.donate_nums, self.donate_names = resolve_argnums(
-            self.sig, "donate", index_tuple("donate_argnums", donate_argnums, int),
-            index_tuple("donate_argnames", donate_argnames, str))
+            self.sig,
+            "donate",
+            index_tuple("donate_argnums", donate_argnums, int),
+            index_tuple("donate_argnames", donate_argnames, str),
+        )
         both = self.static_names & self.donate_names
         if both or set(self.static_nums) & set(self.donate_nums):
-            raise ValueError("static_argnames and donate_argnames cannot intersect. Argument "
-                             f"names {set(both) or set(self.static_nums)} appear in both "
-                             "static_argnums/static_argnames and donate_argnums/donate_argnames")
-        self.has_options = bool(self.static_nums or self.static_names or self.donate_nums
-                                or self.donate_names)
+            raise ValueError(
+                "static_argnames and donate_argnames cannot intersect. Argument "
+                f"names {set(both) or set(self.static_nums)} appear in both "
+                "static_argnums/static_argnames and donate_argnums/donate_argnames"
+            )
+        self.has_options = bool(
+            self.static_nums or self.static_names or self.donate_nums or self.donate_names
+        )
         self.lock = threading.Lock()
-        self.cache: OrderedDict = OrderedDict()    # key -> _Once of Traced, oldest use first
+        self.cache: OrderedDict = OrderedDict()  # key -> _Once of Traced, oldest use first
         # The hot path's tables, indexed by enable_x64: avals (one argument) or a tuple of
         # avals -> (exe.call, out_tree or None for a single output); and the last hit of each.
         self.fast: tuple[dict, dict] = ({}, {})
         self.last = [(None, None), (None, None)]
         # pytrees of Arrays (nested tuples/lists/dicts): structure-and-avals key -> same value
         self.fast_trees: tuple[dict, dict] = ({}, {})
-        self.flat_trees: dict = {}   # (number of positional, keywords) -> treedef of leaves
-        self.layouts: dict = {}      # number of positional arguments -> which are static
+        self.flat_trees: dict = {}  # (number of positional, keywords) -> treedef of leaves
+        self.layouts: dict = {}  # number of positional arguments -> which are static
         self.num_traces = 0
         self.warned = False
 
@@ -217,11 +250,13 @@ class JitFunction:
                     label = self.sig.arg_name(name) if isinstance(name, int) else name
                     raise _unhashable_error(label, v, e) from None
             c.static_key = tuple(items)
-        dyn_pos = (tuple(a for i, a in enumerate(args) if i not in c.static_pos)
-                   if c.static_pos else args)
+        dyn_pos = (
+            tuple(a for i, a in enumerate(args) if i not in c.static_pos) if c.static_pos else args
+        )
         dyn_kw = {k: v for k, v in kwargs.items() if k not in c.static_kw} if kwargs else {}
         if all(type(a) in _LEAF_TYPES or isinstance(a, core.Tracer) for a in dyn_pos) and all(
-                type(v) in _LEAF_TYPES or isinstance(v, core.Tracer) for v in dyn_kw.values()):
+            type(v) in _LEAF_TYPES or isinstance(v, core.Tracer) for v in dyn_kw.values()
+        ):
             # Every argument a leaf: the treedef depends only on the count and the keywords.
             keys = tuple(sorted(dyn_kw))
             tree = self.flat_trees.get((len(dyn_pos), keys))
@@ -278,11 +313,13 @@ class JitFunction:
         if type(x) is Array or isinstance(x, core.Tracer):
             return x
         if isinstance(x, (np.ndarray, np.generic, bool, int, float)):
-                return operand(x, f"jit({self.name}) output")
+            return operand(x, f"jit({self.name}) output")
         path = tree_util._leaf_paths(tree, "output")[i]
-        raise TypeError(f"jit({self.name}): the function returned a value of type "
-                        f"{type(x).__name__} at {path} ({x!r:.40}), which is not an array; "
-                        "return arrays, numpy values or Python scalars (or pytrees of them)")
+        raise TypeError(
+            f"jit({self.name}): the function returned a value of type "
+            f"{type(x).__name__} at {path} ({x!r:.40}), which is not an array; "
+            "return arrays, numpy values or Python scalars (or pytrees of them)"
+        )
 
     def lookup(self, c: _Call, avals: tuple) -> Traced:
         """The traced jaxpr for this signature: from the cache, or traced now (once, however
@@ -342,8 +379,9 @@ class JitFunction:
         reason = self.explain(key, previous, c)
         where = f"jit({self.name}) (defined at {fun_location(self.fun)})"
         if config.explain_recompiles:
-            logger.warning("TRACING CACHE MISS: %s is traced again (trace %d) because %s",
-                           where, count, reason)
+            logger.warning(
+                "TRACING CACHE MISS: %s is traced again (trace %d) because %s", where, count, reason
+            )
         if warn:
             self.warned = True
             warnings.warn(
@@ -355,7 +393,9 @@ class JitFunction:
                 f"{config.jit_cache_max_entries or 'unlimited'} signatures are kept per function "
                 "(config 'jit_cache_max_entries'); beyond that the least recently used are "
                 "dropped and traced again when called.",
-                RetraceWarning, stacklevel=6)
+                RetraceWarning,
+                stacklevel=6,
+            )
 
     def explain(self, key, previous, c: _Call) -> str:
         """Why ``key`` missed the cache, against the most similar previous key."""
@@ -383,8 +423,10 @@ class JitFunction:
                 elif k not in n_map:
                     out.append(f"static argument {label!r} is no longer passed")
                 elif o_types[k] is not type(n_map[k]) or not o_map[k] == n_map[k]:
-                    out.append(f"static argument {label!r} changed from {o_map[k]!r:.60} to "
-                               f"{n_map[k]!r:.60}")
+                    out.append(
+                        f"static argument {label!r} changed from {o_map[k]!r:.60} to "
+                        f"{n_map[k]!r:.60}"
+                    )
         if o_tree != n_tree:
             out.extend(self._tree_differences(o_tree, n_tree, c))
         else:
@@ -397,33 +439,40 @@ class JitFunction:
         (o_pos, o_kw), (n_pos, n_kw) = o_tree.children, n_tree.children
         out = []
         if len(o_pos.children) != len(n_pos.children):
-            out.append(f"the number of dynamic positional arguments changed from "
-                       f"{len(o_pos.children)} to {len(n_pos.children)}")
+            out.append(
+                f"the number of dynamic positional arguments changed from "
+                f"{len(o_pos.children)} to {len(n_pos.children)}"
+            )
         else:
             for name, a, b in zip(c.dyn_names, o_pos.children, n_pos.children):
                 if a != b:
-                    out.append(f"the pytree structure of argument {name!r} changed from "
-                               f"{tree_util.tree_unflatten(a, ['*'] * a.num_leaves)} to "
-                               f"{tree_util.tree_unflatten(b, ['*'] * b.num_leaves)}")
+                    out.append(
+                        f"the pytree structure of argument {name!r} changed from "
+                        f"{tree_util.tree_unflatten(a, ['*'] * a.num_leaves)} to "
+                        f"{tree_util.tree_unflatten(b, ['*'] * b.num_leaves)}"
+                    )
         if o_kw.node_data != n_kw.node_data:
-            out.append(f"the keyword arguments changed from {sorted(o_kw.node_data)} to "
-                       f"{sorted(n_kw.node_data)}")
+            out.append(
+                f"the keyword arguments changed from {sorted(o_kw.node_data)} to "
+                f"{sorted(n_kw.node_data)}"
+            )
         else:
             for key, a, b in zip(n_kw.node_data, o_kw.children, n_kw.children):
                 if a != b:
                     out.append(f"the pytree structure of argument {key!r} changed")
-        return out or [f"the pytree structure of the arguments changed from {o_tree} to "
-                       f"{n_tree}"]
+        return out or [f"the pytree structure of the arguments changed from {o_tree} to {n_tree}"]
 
     # -- calling --------------------------------------------------------------------------------
     def prepare(self, args, kwargs, abstract: bool = False):
         """Split, convert and look up a call: ``(call, leaves, avals, traced)``. With
         ``abstract`` (``lower``), ShapedArray leaves stand for arguments of that type."""
         c = self.split(args, kwargs)
-        leaves = [x if is_concrete_array(x)
-                  or (abstract and type(x) is core.ShapedArray) else
-                  as_operand(x, self, lambda i=i: c.leaf_paths()[i])
-                  for i, x in enumerate(c.leaves)]
+        leaves = [
+            x
+            if is_concrete_array(x) or (abstract and type(x) is core.ShapedArray)
+            else as_operand(x, self, lambda i=i: c.leaf_paths()[i])
+            for i, x in enumerate(c.leaves)
+        ]
         avals = tuple(x if type(x) is core.ShapedArray else x.aval for x in leaves)
         return c, leaves, avals, self.lookup(c, avals)
 
@@ -432,11 +481,19 @@ class JitFunction:
         if config.disable_jit:  # fungrad.disable_jit(): run the function as plain Python
             return self.fun(*args, **kwargs)
         c, leaves, avals, traced = self.prepare(args, kwargs)
-        top = type(core.current_trace()) is EvalTrace and not traced.hoisted and not any(
-            isinstance(x, core.Tracer) for x in leaves)
+        top = (
+            type(core.current_trace()) is EvalTrace
+            and not traced.hoisted
+            and not any(isinstance(x, core.Tracer) for x in leaves)
+        )
         if not top:
-            outs = jit_p.bind(*traced.hoisted, *leaves, jaxpr=traced.jaxpr, name=self.name,
-                              **backend_param(self.backend))
+            outs = jit_p.bind(
+                *traced.hoisted,
+                *leaves,
+                jaxpr=traced.jaxpr,
+                name=self.name,
+                **backend_param(self.backend),
+            )
             return tree_util.tree_unflatten(traced.out_tree, outs)
         exe = self.executable(traced)
         outs = exe.call(leaves)
@@ -455,8 +512,7 @@ class JitFunction:
                 except TypeError:
                     key = None
                 if key is not None:
-                    tree = None if tree_util.treedef_is_leaf(traced.out_tree) else \
-                        traced.out_tree
+                    tree = None if tree_util.treedef_is_leaf(traced.out_tree) else traced.out_tree
                     self.fast_trees[config.enable_x64][key] = (exe.call, tree)
         return tree_util.tree_unflatten(traced.out_tree, outs)
 
@@ -475,13 +531,15 @@ class JitFunction:
             except FloatingPointError as eager_error:
                 raise FloatingPointError(
                     f"{compiled_error} Running {self.name} again without jit to find where: "
-                    f"{eager_error}") from None
+                    f"{eager_error}"
+                ) from None
             finally:
                 config.disable_jit = saved
             raise FloatingPointError(
                 f"{compiled_error} Running {self.name} again without jit, to find the "
                 "primitive, produced no invalid value: the compiled code and the eager "
-                "evaluation differ here (please report it).") from None
+                "evaluation differ here (please report it)."
+            ) from None
 
     def remember(self, c: _Call, exe, traced: Traced, avals):
         """Enter a top-level call whose dynamic arguments are all Arrays (no pytrees, no
@@ -498,17 +556,21 @@ class JitFunction:
             return
         layout = tuple(i in c.static_pos for i in range(n))
         dyn_avals = iter(avals)  # (the Arrays themselves may be donated, i.e. deleted, by now)
-        key = (n, *[(type(a), a) if static else next(dyn_avals)
-                    for a, static in zip(args, layout)])
+        key = (n, *[(type(a), a) if static else next(dyn_avals) for a, static in zip(args, layout)])
         donated = {i + n if i < 0 else i for i in self.donate_nums}
         self.layouts[n] = layout
-        self.fast[config.enable_x64][key] = (exe.call, tree, dyn_idx,
-                                             tuple(sorted(i for i in donated if 0 <= i < n)))
+        self.fast[config.enable_x64][key] = (
+            exe.call,
+            tree,
+            dyn_idx,
+            tuple(sorted(i for i in donated if 0 <= i < n)),
+        )
 
     def executable(self, traced: Traced):
         # Kept on the trace-cache entry, so it lives exactly as long as the jitted function.
         return traced.compiled.get(
-            lambda: compile_executable(traced.jaxpr, self.backend, self.name))
+            lambda: compile_executable(traced.jaxpr, self.backend, self.name)
+        )
 
     def clear_cache(self):
         with self.lock:
@@ -523,7 +585,9 @@ def _aval_change(path: str, a: core.ShapedArray, b: core.ShapedArray) -> str:
         return f"argument {path!r} changed {what} from {a.str_short()} to {b.str_short()}"
     if a.dtype != b.dtype:
         return f"argument {path!r} changed dtype from {a.str_short()} to {b.str_short()}"
-    return (f"argument {path!r} ({b.str_short()}) changed from "
-            f"{'weakly' if a.weak_type else 'strongly'} to "
-            f"{'weakly' if b.weak_type else 'strongly'} typed (a Python scalar is weakly typed, "
-            "an array strongly)")
+    return (
+        f"argument {path!r} ({b.str_short()}) changed from "
+        f"{'weakly' if a.weak_type else 'strongly'} to "
+        f"{'weakly' if b.weak_type else 'strongly'} typed (a Python scalar is weakly typed, "
+        "an array strongly)"
+    )

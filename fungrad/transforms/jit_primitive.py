@@ -40,6 +40,7 @@ hence the smaller bound; the hot path keeps its executables on the jitted functi
 def compile_executable(jaxpr: core.ClosedJaxpr, backend: str, name: str):
     """Compile ``jaxpr`` for ``backend`` (each call compiles: callers keep the result)."""
     from fungrad import lowering
+
     # Compiling is concrete work: no transform may see the passes' own computations.
     with set_current_trace(EvalTrace()):
         return lowering.compile_jaxpr(jaxpr, backend=backend, name=name)
@@ -64,11 +65,11 @@ def _jit_impl(*args, jaxpr, name, backend="cpu"):
 def _jit_abstract_eval(*avals, jaxpr, name, backend="cpu"):
     expected = jaxpr.in_avals
     if len(avals) != len(expected) or any(
-            a.strip_weak_type() != b.strip_weak_type() for a, b in zip(avals, expected)):
+        a.strip_weak_type() != b.strip_weak_type() for a, b in zip(avals, expected)
+    ):
         got = ", ".join(a.str_short() for a in avals)
         want = ", ".join(a.str_short() for a in expected)
-        raise TypeError(f"jit[name={name}]: the jaxpr takes ({want}) but the call passes "
-                        f"({got})")
+        raise TypeError(f"jit[name={name}]: the jaxpr takes ({want}) but the call passes ({got})")
     return jaxpr.out_avals
 
 
@@ -79,14 +80,21 @@ jit_p.abstract_eval = _jit_abstract_eval
 
 def _jit_jvp(primals, tangents, *, jaxpr, name, backend="cpu"):
     nonzeros = tuple(type(t) is not Zero for t in tangents)
-    jvp_j, out_nz = _memo.get(jaxpr, ("jvp", nonzeros),
-                              lambda: jvp_jaxpr(jaxpr, nonzeros, instantiate=False))
-    outs = jit_p.bind(*primals, *[t for t in tangents if type(t) is not Zero],
-                      jaxpr=jvp_j, name=name, **backend_param(backend))
+    jvp_j, out_nz = _memo.get(
+        jaxpr, ("jvp", nonzeros), lambda: jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+    )
+    outs = jit_p.bind(
+        *primals,
+        *[t for t in tangents if type(t) is not Zero],
+        jaxpr=jvp_j,
+        name=name,
+        **backend_param(backend),
+    )
     n = len(jaxpr.out_avals)
     t_it = iter(outs[n:])
-    return outs[:n], [next(t_it) if nz else Zero(tangent_aval(a))
-                      for nz, a in zip(out_nz, jaxpr.out_avals)]
+    return outs[:n], [
+        next(t_it) if nz else Zero(tangent_aval(a)) for nz, a in zip(out_nz, jaxpr.out_avals)
+    ]
 
 
 def _jit_partial_eval(trace, args, params):
@@ -96,20 +104,26 @@ def _jit_partial_eval(trace, args, params):
     where = backend_param(params.get("backend", "cpu"))
     unknowns = tuple(trace.is_unknown(a) for a in args)
     known_j, unknown_j, out_uk, n_res = _memo.get(
-        jaxpr, ("partial_eval", unknowns),
-        lambda: partial_eval_jaxpr(jaxpr, unknowns, instantiate=False))
+        jaxpr,
+        ("partial_eval", unknowns),
+        lambda: partial_eval_jaxpr(jaxpr, unknowns, instantiate=False),
+    )
     known_out = []
     # A part with no outputs still runs when it has effects (a debug.print inside the jit).
     if known_j.out_avals or jaxpr_has_effects(known_j.jaxpr):
         with set_current_trace(trace.parent):
-            known_out = jit_p.bind(*[a for a, u in zip(args, unknowns) if not u],
-                                   jaxpr=known_j, name=name, **where)
+            known_out = jit_p.bind(
+                *[a for a, u in zip(args, unknowns) if not u], jaxpr=known_j, name=name, **where
+            )
     n_known = len(known_out) - n_res
     residuals = known_out[n_known:]
     unknown_out = []
     if any(out_uk) or jaxpr_has_effects(unknown_j.jaxpr):
-        unknown_out = trace.stage(jit_p, [*residuals, *[a for a, u in zip(args, unknowns) if u]],
-                                  dict(jaxpr=unknown_j, name=name, **where))
+        unknown_out = trace.stage(
+            jit_p,
+            [*residuals, *[a for a, u in zip(args, unknowns) if u]],
+            dict(jaxpr=unknown_j, name=name, **where),
+        )
     k_it, u_it = iter(known_out[:n_known]), iter(unknown_out)
     return [next(u_it) if u else next(k_it) for u in out_uk]
 
@@ -123,10 +137,11 @@ def _transpose_jaxpr(jaxpr: core.ClosedJaxpr, linear, ct_nonzero):
     out_nz: list[bool] = []
 
     def transposed(*xs):
-        res, cts = iter(xs[:len(res_avals)]), iter(xs[len(res_avals):])
+        res, cts = iter(xs[: len(res_avals)]), iter(xs[len(res_avals) :])
         args = [UndefPrimal(a) if lin else next(res) for a, lin in zip(jaxpr.in_avals, linear)]
-        cts_out = [next(cts) if nz else Zero(tangent_aval(a))
-                   for a, nz in zip(jaxpr.out_avals, ct_nonzero)]
+        cts_out = [
+            next(cts) if nz else Zero(tangent_aval(a)) for a, nz in zip(jaxpr.out_avals, ct_nonzero)
+        ]
         cts_in = backward_pass(jaxpr.jaxpr, jaxpr.consts, args, cts_out)
         lin_cts = [ct for ct, lin in zip(cts_in, linear) if lin]
         out_nz[:] = [ct is not None and type(ct) is not Zero for ct in lin_cts]
@@ -142,22 +157,34 @@ def _jit_transpose(cts, *args, jaxpr, name, backend="cpu"):
     zeros = [Zero(tangent_aval(a.aval)) if lin else None for a, lin in zip(args, linear)]
     if not any(ct_nonzero):
         return zeros
-    t_jaxpr, out_nz = _memo.get(jaxpr, ("transpose", linear, ct_nonzero),
-                                lambda: _transpose_jaxpr(jaxpr, linear, ct_nonzero))
-    outs = iter(jit_p.bind(*[a for a, lin in zip(args, linear) if not lin],
-                           *[ct for ct in cts if type(ct) is not Zero],
-                           jaxpr=t_jaxpr, name=name, **backend_param(backend))
-                if any(out_nz) else [])
+    t_jaxpr, out_nz = _memo.get(
+        jaxpr,
+        ("transpose", linear, ct_nonzero),
+        lambda: _transpose_jaxpr(jaxpr, linear, ct_nonzero),
+    )
+    outs = iter(
+        jit_p.bind(
+            *[a for a, lin in zip(args, linear) if not lin],
+            *[ct for ct in cts if type(ct) is not Zero],
+            jaxpr=t_jaxpr,
+            name=name,
+            **backend_param(backend),
+        )
+        if any(out_nz)
+        else []
+    )
     nz_it = iter(out_nz)
-    return [(next(outs) if next(nz_it) else z) if lin else None
-            for z, lin in zip(zeros, linear)]
+    return [(next(outs) if next(nz_it) else z) if lin else None for z, lin in zip(zeros, linear)]
 
 
 def _jit_batch(axis_size, args, dims, *, jaxpr, name, backend="cpu"):
     batched = tuple(d is not None for d in dims)
     # The axis name is part of the key: a collective over it is reduced by that vmap only.
-    new_j, out_b = _memo.get(jaxpr, ("batch", axis_size, batched, current_rule_axis_name()),
-                             lambda: batch_jaxpr(jaxpr, axis_size, batched, instantiate=False))
+    new_j, out_b = _memo.get(
+        jaxpr,
+        ("batch", axis_size, batched, current_rule_axis_name()),
+        lambda: batch_jaxpr(jaxpr, axis_size, batched, instantiate=False),
+    )
     vals = [x if d is None else moveaxis(x, d, 0) for x, d in zip(args, dims)]
     outs = jit_p.bind(*vals, jaxpr=new_j, name=name, **backend_param(backend))
     return outs, [0 if b else None for b in out_b]

@@ -98,8 +98,7 @@ class JVPTrace(Trace):
     def _unpack(self, x):
         if type(x) is JVPTracer and x._trace is self:
             return x.primal, x.tangent
-        if isinstance(x, Tracer) and x._trace is not self and \
-                not core.is_ancestor(self, x._trace):
+        if isinstance(x, Tracer) and x._trace is not self and not core.is_ancestor(self, x._trace):
             raise core.escaped_tracer_error(x)
         return x, Zero(tangent_aval(get_aval(x)))
 
@@ -126,8 +125,12 @@ class JVPTrace(Trace):
             rule = jvp_rules.get(primitive)
             if rule is None:
                 raise NotDifferentiableError(primitive)
-            tangents = [x.tangent if type(x) is JVPTracer and x._trace is self
-                        else Zero(tangent_aval(get_aval(x))) for x in args]
+            tangents = [
+                x.tangent
+                if type(x) is JVPTracer and x._trace is self
+                else Zero(tangent_aval(get_aval(x)))
+                for x in args
+            ]
             primal_out, tangent_out = rule(primals, tangents, **params)
         finally:
             state.trace = prev
@@ -162,6 +165,7 @@ def jvp_flat(fun, primals, tangents):
 
 
 # -- helpers for defining rules ---------------------------------------------------------------
+
 
 def defjvp(primitive, *jvp_fns):
     """A jvp rule from one function per operand: ``fn(t_i, *primals, **params)`` gives that
@@ -235,11 +239,12 @@ def jvp_jaxpr(jaxpr: core.ClosedJaxpr, nonzeros, instantiate):
     out_nz: list[bool] = []
 
     def f(*args):
-        primals = list(args[:len(in_avals)])
-        it = iter(args[len(in_avals):])
+        primals = list(args[: len(in_avals)])
+        it = iter(args[len(in_avals) :])
         tangents = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros)]
-        outs, touts = jvp_flat(lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs),
-                               primals, tangents)
+        outs, touts = jvp_flat(
+            lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), primals, tangents
+        )
         touts = [instantiate_zeros(t) if i and type(t) is Zero else t for t, i in zip(touts, inst)]
         out_nz[:] = [type(t) is not Zero for t in touts]
         return outs + [t for t in touts if type(t) is not Zero]

@@ -74,11 +74,13 @@ def partial_eval_jaxpr(closed: core.ClosedJaxpr, in_unknowns, instantiate):
         args = [next(u) if unk else next(k) for unk in in_unknowns]
         with set_current_trace(pe):
             outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
-            outs = [pe.to_tracer(o) if i and not pe.is_unknown(o) else o
-                    for o, i in zip(outs, inst)]
+            outs = [
+                pe.to_tracer(o) if i and not pe.is_unknown(o) else o for o, i in zip(outs, inst)
+            ]
         out_unknowns = [pe.is_unknown(o) for o in outs]
         unknown_jaxpr, residuals = hoist_tracer_consts(
-            pe.to_jaxpr(unknown_args, [o for o in outs if pe.is_unknown(o)]))
+            pe.to_jaxpr(unknown_args, [o for o in outs if pe.is_unknown(o)])
+        )
         box.update(unknown=unknown_jaxpr, out_unknowns=out_unknowns, num_res=len(residuals))
         return [o for o in outs if not pe.is_unknown(o)] + residuals
 
@@ -99,9 +101,10 @@ def linearize_flat(fun, primals):
     trace = jvp_mod.JVPTrace(pe)
     # Integer and bool inputs have no tangent space: their tangents are symbolic zeros (the
     # jaxpr keeps an unused input for them so its signature matches the primals).
-    tracers = [jvp_mod.JVPTracer(trace, p, t if t.aval.dtype.kind == "f" else
-                                 jvp_mod.Zero(t.aval))
-               for p, t in zip(primals, tangent_args)]
+    tracers = [
+        jvp_mod.JVPTracer(trace, p, t if t.aval.dtype.kind == "f" else jvp_mod.Zero(t.aval))
+        for p, t in zip(primals, tangent_args)
+    ]
     with set_current_trace(trace):
         outs = fun(*tracers)
         unpacked = [trace._unpack(o) for o in outs]

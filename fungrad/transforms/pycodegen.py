@@ -37,8 +37,12 @@ def python_function(closed: core.ClosedJaxpr, name: str, out_positions=None):
     ``out_positions`` ``(n, positions)`` spreads the outputs over a list of length ``n``, at
     ``positions``, with None elsewhere."""
     jaxpr = closed.jaxpr
-    env: dict = {"config": config, "check": core._check_impl_avals,
-                 "fp_state": impls.FP_STATE, "fp_ignore": impls.FP_IGNORE_ALL}
+    env: dict = {
+        "config": config,
+        "check": core._check_impl_avals,
+        "fp_state": impls.FP_STATE,
+        "fp_ignore": impls.FP_IGNORE_ALL,
+    }
     names: dict = {}
 
     def glob(value, prefix: str) -> str:
@@ -64,8 +68,11 @@ def python_function(closed: core.ClosedJaxpr, name: str, out_positions=None):
         call_args = ", ".join([ins] * bool(ins) + kwargs)
         impl = impls.unguarded(prim.impl)
         specialize = impls.specialized_impls.get(prim)
-        if impls.FP_STATE is not None and specialize is not None and \
-                not any(type(x) is core.Literal for x in e.invars):
+        if (
+            impls.FP_STATE is not None
+            and specialize is not None
+            and not any(type(x) is core.Literal for x in e.invars)
+        ):
             call = f"{glob(specialize(*[x.aval for x in e.invars], **e.params), 'g')}({ins})"
             guarded = True
         elif impl is not None:
@@ -78,11 +85,13 @@ def python_function(closed: core.ClosedJaxpr, name: str, out_positions=None):
         avals = [v.aval for v in e.outvars]
         target = ", ".join(outs) + ("," if prim.multiple_results else "") if outs else "_"
         fast.append(f"{target} = {call}")
-        checked += [f"out = {call}",
-                    f"check({glob(prim, 'q')}, out, "
-                    f"{glob(avals if prim.multiple_results else avals[0], 'o')}, "
-                    f"{glob(e.params, 'k')})",
-                    f"{target} = out"]
+        checked += [
+            f"out = {call}",
+            f"check({glob(prim, 'q')}, out, "
+            f"{glob(avals if prim.multiple_results else avals[0], 'o')}, "
+            f"{glob(e.params, 'k')})",
+            f"{target} = out",
+        ]
     outs = list(map(read, jaxpr.outvars))
     if out_positions is not None:
         n, positions = out_positions
@@ -98,10 +107,14 @@ def python_function(closed: core.ClosedJaxpr, name: str, out_positions=None):
     name = re.sub(r"\W", "_", name)  # (primitive names such as scatter-add)
     signature = ", ".join(args)
     source = "\n".join(
-        [f"def {name}_checked({signature}):", *["    " + b for b in checked],
-         f"def {name}({signature}):",
-         f"    if config.check_impl_avals: return {name}_checked({signature})",
-         *["    " + b for b in fast]])
+        [
+            f"def {name}_checked({signature}):",
+            *["    " + b for b in checked],
+            f"def {name}({signature}):",
+            f"    if config.check_impl_avals: return {name}_checked({signature})",
+            *["    " + b for b in fast],
+        ]
+    )
     filename = f"<fungrad {name} {next(_compiled_count)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), env)  # noqa: S102
@@ -110,5 +123,8 @@ def python_function(closed: core.ClosedJaxpr, name: str, out_positions=None):
 
 def _fp_guarded(body: list) -> list:
     """Lines of code: ``body`` run with numpy's floating-point errors ignored."""
-    return (["token = fp_state.set(fp_ignore)", "try:"] + ["    " + line for line in body]
-            + ["finally:", "    fp_state.reset(token)"])
+    return (
+        ["token = fp_state.set(fp_ignore)", "try:"]
+        + ["    " + line for line in body]
+        + ["finally:", "    fp_state.reset(token)"]
+    )

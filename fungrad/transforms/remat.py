@@ -57,8 +57,10 @@ def _dots_with_no_batch_dims_saveable(prim, *avals, **params):
 def _names(fun: str, names) -> frozenset:
     for n in names:
         if not isinstance(n, str):
-            raise TypeError(f"checkpoint_policies.{fun}: names must be strings (the names given "
-                            f"to checkpoint_name), got {n!r}")
+            raise TypeError(
+                f"checkpoint_policies.{fun}: names must be strings (the names given "
+                f"to checkpoint_name), got {n!r}"
+            )
     return frozenset(names)
 
 
@@ -68,6 +70,7 @@ def save_only_these_names(*names_which_can_be_saved):
 
     def policy(prim, *avals, **params):
         return prim.name == "name" and params["name"] in names
+
     return policy
 
 
@@ -78,6 +81,7 @@ def save_any_names_but_these(*names_not_to_save):
 
     def policy(prim, *avals, **params):
         return prim.name == "name" and params["name"] not in names
+
     return policy
 
 
@@ -87,26 +91,37 @@ def save_anything_except_these_names(*names_not_to_save):
 
     def policy(prim, *avals, **params):
         return prim.name != "name" or params["name"] not in names
+
     return policy
 
 
 def save_from_both_policies(policy_1, policy_2):
     """A policy saving what either ``policy_1`` or ``policy_2`` saves."""
     for p in (policy_1, policy_2):
-        check_callable(p, "checkpoint_policies.save_from_both_policies",
-                       "pass two policies, e.g. (dots_saveable, save_only_these_names('h'))")
+        check_callable(
+            p,
+            "checkpoint_policies.save_from_both_policies",
+            "pass two policies, e.g. (dots_saveable, save_only_these_names('h'))",
+        )
 
     def policy(prim, *avals, **params):
         return bool(policy_1(prim, *avals, **params)) or bool(policy_2(prim, *avals, **params))
+
     return policy
 
 
-def save_and_offload_only_these_names(*, names_which_can_be_saved, names_which_can_be_offloaded,
-                                      offload_src="device", offload_dst="pinned_host"):
+def save_and_offload_only_these_names(
+    *,
+    names_which_can_be_saved,
+    names_which_can_be_offloaded,
+    offload_src="device",
+    offload_dst="pinned_host",
+):
     """JAX's offloading policy: values with the names of either list are saved (fungrad has
     one memory, so offloading is saving); the others are recomputed."""
-    names = (_names("save_and_offload_only_these_names", names_which_can_be_saved)
-             | _names("save_and_offload_only_these_names", names_which_can_be_offloaded))
+    names = _names("save_and_offload_only_these_names", names_which_can_be_saved) | _names(
+        "save_and_offload_only_these_names", names_which_can_be_offloaded
+    )
     return save_only_these_names(*names)
 
 
@@ -146,24 +161,33 @@ checkpoint_p.abstract_eval = _checkpoint_abstract_eval
 
 def _checkpoint_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):
     from fungrad.transforms.jvp import Zero, tangent_aval
+
     nonzeros = [type(t) is not Zero for t in tangents]
     jvp_j, out_nz = jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
-    outs = checkpoint_p.bind(*primals, *[t for t in tangents if type(t) is not Zero],
-                             jaxpr=jvp_j, prevent_cse=prevent_cse, differentiated=True,
-                             policy=policy)
+    outs = checkpoint_p.bind(
+        *primals,
+        *[t for t in tangents if type(t) is not Zero],
+        jaxpr=jvp_j,
+        prevent_cse=prevent_cse,
+        differentiated=True,
+        policy=policy,
+    )
     n = len(jaxpr.out_avals)
     t_it = iter(outs[n:])
-    return outs[:n], [next(t_it) if nz else Zero(tangent_aval(a))
-                      for nz, a in zip(out_nz, jaxpr.out_avals)]
+    return outs[:n], [
+        next(t_it) if nz else Zero(tangent_aval(a)) for nz, a in zip(out_nz, jaxpr.out_avals)
+    ]
 
 
 def _checkpoint_batch(axis_size, args, dims, *, jaxpr, prevent_cse, differentiated, policy):
     from fungrad.transforms.vmap import moveaxis
+
     batched = [d is not None for d in dims]
     new_j, out_b = batch_jaxpr(jaxpr, axis_size, batched, instantiate=False)
     vals = [x if d is None else moveaxis(x, d, 0) for x, d in zip(args, dims)]
-    outs = checkpoint_p.bind(*vals, jaxpr=new_j, prevent_cse=prevent_cse,
-                             differentiated=differentiated, policy=policy)
+    outs = checkpoint_p.bind(
+        *vals, jaxpr=new_j, prevent_cse=prevent_cse, differentiated=differentiated, policy=policy
+    )
     return outs, [0 if b else None for b in out_b]
 
 
@@ -181,8 +205,8 @@ def _checkpoint_partial_eval(trace, args, params):
     with set_current_trace(trace.parent):
         known_out = core.eval_jaxpr(known_j.jaxpr, known_j.consts, *known_args)
     n_res = len(residual_vars)
-    residuals = known_out[len(known_out) - n_res:]
-    known_out = known_out[:len(known_out) - n_res]
+    residuals = known_out[len(known_out) - n_res :]
+    known_out = known_out[: len(known_out) - n_res]
     u_args = [*residuals, *[a for a, u in zip(args, unknown) if u]]
     unknown_out = trace.stage(checkpoint_p, u_args, dict(params, jaxpr=unknown_j))
     k_it, u_it = iter(known_out), iter(unknown_out)
@@ -234,23 +258,37 @@ def _partial_eval_with_policy(closed: core.ClosedJaxpr, in_unknowns, policy):
         if u:
             need(v)
     known_outs = [v for v, u in zip(j.outvars, out_unknowns) if not u]
-    known = core.ClosedJaxpr(core.Jaxpr(j.constvars, [v for v, u in zip(j.invars, in_unknowns)
-                                                      if not u],
-                                        known_eqns, known_outs + residuals), closed.consts)
+    known = core.ClosedJaxpr(
+        core.Jaxpr(
+            j.constvars,
+            [v for v, u in zip(j.invars, in_unknowns) if not u],
+            known_eqns,
+            known_outs + residuals,
+        ),
+        closed.consts,
+    )
     position = {id(e): i for i, e in enumerate(j.eqns)}
-    body = sorted([e for e in known_eqns if id(e) in recompute] + unknown_eqns,
-                  key=lambda e: position[id(e)])
+    body = sorted(
+        [e for e in known_eqns if id(e) in recompute] + unknown_eqns, key=lambda e: position[id(e)]
+    )
     res_in = [core.Var(v.aval) for v in residuals]
     rename = dict(zip(residuals, res_in))
 
     def rn(x):
         return rename.get(x, x) if type(x) is core.Var else x
 
-    body = [core.JaxprEqn(e.primitive, [rn(x) for x in e.invars], e.params, e.outvars)
-            for e in body]
-    unknown = core.ClosedJaxpr(core.Jaxpr(
-        [], res_in + [v for v, u in zip(j.invars, in_unknowns) if u], body,
-        [rn(v) for v, u in zip(j.outvars, out_unknowns) if u]), [])
+    body = [
+        core.JaxprEqn(e.primitive, [rn(x) for x in e.invars], e.params, e.outvars) for e in body
+    ]
+    unknown = core.ClosedJaxpr(
+        core.Jaxpr(
+            [],
+            res_in + [v for v, u in zip(j.invars, in_unknowns) if u],
+            body,
+            [rn(v) for v, u in zip(j.outvars, out_unknowns) if u],
+        ),
+        [],
+    )
     return known, unknown, out_unknowns, residuals
 
 
@@ -263,21 +301,24 @@ partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval
 def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
     """``fun`` whose intermediates are recomputed in the backward pass instead of saved
     (``jax.checkpoint``). ``policy`` (see ``checkpoint_policies``) chooses what may be saved."""
-    check_callable(fun, "checkpoint", "pass the function to rematerialise: checkpoint(f), or "
-                   "use @checkpoint")
+    check_callable(
+        fun, "checkpoint", "pass the function to rematerialise: checkpoint(f), or use @checkpoint"
+    )
     if policy is not None and not callable(policy):
-        raise TypeError(f"checkpoint: policy must be None or a callable "
-                        f"policy(primitive, *avals, **params) -> bool, such as "
-                        f"fungrad.checkpoint_policies.dots_saveable; got {policy!r} of type "
-                        f"{type(policy).__name__}")
+        raise TypeError(
+            f"checkpoint: policy must be None or a callable "
+            f"policy(primitive, *avals, **params) -> bool, such as "
+            f"fungrad.checkpoint_policies.dots_saveable; got {policy!r} of type "
+            f"{type(policy).__name__}"
+        )
     policy = checkpoint_policies.nothing_saveable if policy is None else policy
-    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(
-        static_argnums)
+    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     @functools.wraps(fun)
     def remat_f(*args, **kwargs):
         from fungrad.transforms.autodiff import _as_array
         from fungrad.transforms.staging import hoist_tracer_consts, trace_to_jaxpr
+
         static = {i: args[i] for i in static_argnums}
         dyn = [a for i, a in enumerate(args) if i not in static]
         leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
@@ -295,8 +336,14 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
 
         closed = trace_to_jaxpr(flat_fun, [core.get_aval(x) for x in leaves])
         closed, hoisted = hoist_tracer_consts(closed)
-        outs = checkpoint_p.bind(*hoisted, *leaves, jaxpr=closed, prevent_cse=prevent_cse,
-                                 differentiated=False, policy=policy)
+        outs = checkpoint_p.bind(
+            *hoisted,
+            *leaves,
+            jaxpr=closed,
+            prevent_cse=prevent_cse,
+            differentiated=False,
+            policy=policy,
+        )
         return tree_util.tree_unflatten(out_box[0], outs)
 
     return remat_f

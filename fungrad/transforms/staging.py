@@ -40,8 +40,8 @@ class JaxprTrace(core.Trace):
         self.eqns: list[core.JaxprEqn] = []
         self.constvars: list[core.Var] = []
         self.consts: list = []
-        self._const_ids: dict[int, core.Var] = {}   # id(value) -> constvar
-        self._keepalive: list = []                   # values whose ids key _const_ids
+        self._const_ids: dict[int, core.Var] = {}  # id(value) -> constvar
+        self._keepalive: list = []  # values whose ids key _const_ids
 
     # -- inputs -----------------------------------------------------------------------------
     def new_arg(self, aval: core.ShapedArray) -> JaxprTracer:
@@ -84,8 +84,9 @@ class JaxprTrace(core.Trace):
 
     # -- primitives ---------------------------------------------------------------------------
     def process_primitive(self, primitive, args, params):
-        invars = [a.var if type(a) is JaxprTracer and a._trace is self else self._input(a)
-                  for a in args]
+        invars = [
+            a.var if type(a) is JaxprTracer and a._trace is self else self._input(a) for a in args
+        ]
         out = core.cached_abstract_eval(primitive, tuple([v.aval for v in invars]), params)
         if not primitive.multiple_results:
             var = core.Var(out)
@@ -96,8 +97,9 @@ class JaxprTrace(core.Trace):
         return [JaxprTracer(self, a, v) for a, v in zip(out, outvars)]
 
     def to_jaxpr(self, in_tracers, out_tracers) -> core.ClosedJaxpr:
-        jaxpr = core.Jaxpr(self.constvars, [t.var for t in in_tracers], self.eqns,
-                           [t.var for t in out_tracers])
+        jaxpr = core.Jaxpr(
+            self.constvars, [t.var for t in in_tracers], self.eqns, [t.var for t in out_tracers]
+        )
         return core.ClosedJaxpr(jaxpr, self.consts)
 
 

@@ -78,7 +78,7 @@ class _Linearized:
         self.single = n_out == 1 and out_nonzero[0]  # the common case: one differentiable output
 
 
-_GENERAL = object()   # cache entry: this signature is linearized as it runs
+_GENERAL = object()  # cache entry: this signature is linearized as it runs
 _linearized_cache: dict = {}
 
 
@@ -111,8 +111,9 @@ def _build_linearized(primitive, in_avals, params, nonzero):
         pe = PartialEvalTrace(known)
         t_args = [pe.new_arg(tangent_aval(a)) for a, nz in zip(in_avals, nonzero) if nz]
         it = iter(t_args)
-        tangents = [next(it) if nz else jvp_mod.Zero(tangent_aval(a))
-                    for a, nz in zip(in_avals, nonzero)]
+        tangents = [
+            next(it) if nz else jvp_mod.Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzero)
+        ]
         with set_current_trace(pe):
             p_out, t_out = rule(primals, tangents, **params)
         if not primitive.multiple_results:
@@ -120,12 +121,13 @@ def _build_linearized(primitive, in_avals, params, nonzero):
         out_nonzero = [type(t) is not jvp_mod.Zero for t in t_out]
         lin_outs = [t for t in t_out if type(t) is not jvp_mod.Zero]
         if not all(pe.is_unknown(t) for t in lin_outs):
-            return None   # a tangent that does not depend on the input tangents
+            return None  # a tangent that does not depend on the input tangents
         lin, residuals = hoist_tracer_consts(simplify(pe.to_jaxpr(t_args, lin_outs)))
         if not all(type(r) is JaxprTracer and r._trace is known for r in residuals):
             return None
-        known_jaxpr = simplify(known.to_jaxpr(
-            primals, [known.to_tracer(p) for p in p_out] + residuals))
+        known_jaxpr = simplify(
+            known.to_jaxpr(primals, [known.to_tracer(p) for p in p_out] + residuals)
+        )
         n_res = len(residuals)
         lin_in = lin.jaxpr.invars
         in_mask: list[bool] = []
@@ -136,8 +138,11 @@ def _build_linearized(primitive, in_avals, params, nonzero):
             in_mask[:] = [type(c) is not jvp_mod.Zero for c in cts]
             return [c for c in cts if type(c) is not jvp_mod.Zero]
 
-        bwd_jaxpr = simplify(trace_to_jaxpr(
-            bwd, [v.aval for v in lin_in[:n_res]] + [v.aval for v in lin.jaxpr.outvars]))
+        bwd_jaxpr = simplify(
+            trace_to_jaxpr(
+                bwd, [v.aval for v in lin_in[:n_res]] + [v.aval for v in lin.jaxpr.outvars]
+            )
+        )
     if not (_first_order(known_jaxpr.jaxpr) and _first_order(bwd_jaxpr.jaxpr)):
         return None
     tangent_inputs = [i for i, nz in enumerate(nonzero) if nz]
@@ -160,8 +165,7 @@ def _new_linearized(key):
         parts = None
     if len(_linearized_cache) >= 4096:
         _linearized_cache.clear()
-    entry = _linearized_cache[key] = _GENERAL if parts is None else \
-        _Linearized(primitive, *parts)
+    entry = _linearized_cache[key] = _GENERAL if parts is None else _Linearized(primitive, *parts)
     return entry
 
 
@@ -210,8 +214,13 @@ class TapeTrace(core.Trace):
             nonzero.append(False)
         if any_node:
             try:
-                key = (primitive, tuple(avals), tuple(params.items()), tuple(nonzero),
-                       config.enable_x64)
+                key = (
+                    primitive,
+                    tuple(avals),
+                    tuple(params.items()),
+                    tuple(nonzero),
+                    config.enable_x64,
+                )
                 entry = _linearized_cache[key]
             except KeyError:
                 entry = _new_linearized(key)
@@ -286,8 +295,9 @@ class TapeTrace(core.Trace):
             out_nodes.append(node)
             lin_outs.append(pe.to_tracer(t))
         if out_nodes:
-            self.tape.append((_transpose_fn(pe.to_jaxpr(t_args, lin_outs), nodes), (), nodes,
-                              out_nodes, None))
+            self.tape.append(
+                (_transpose_fn(pe.to_jaxpr(t_args, lin_outs), nodes), (), nodes, out_nodes, None)
+            )
         return results if primitive.multiple_results else results[0]
 
     def backward(self, cts: dict) -> dict:
@@ -306,8 +316,10 @@ class TapeTrace(core.Trace):
                 if all(ct is None for ct in out_cts):
                     continue
                 if ct_avals is not None:  # a cached linearization takes zeros, not None
-                    out_cts = [np.zeros(a.shape, a.dtype) if ct is None else ct
-                               for ct, a in zip(out_cts, ct_avals)]
+                    out_cts = [
+                        np.zeros(a.shape, a.dtype) if ct is None else ct
+                        for ct, a in zip(out_cts, ct_avals)
+                    ]
                 in_cts = bwd(*residuals, *out_cts)
             for n, ct in zip(in_nodes, in_cts):
                 if ct is not None:
@@ -323,10 +335,13 @@ def _transpose_fn(linear: core.ClosedJaxpr, nodes):
     jaxpr = linear.jaxpr
 
     def bwd(*out_cts):
-        cts = [jvp_mod.Zero(v.aval) if ct is None else Array.from_impl(ct, v.aval)
-               for ct, v in zip(out_cts, jaxpr.outvars)]
-        in_cts = iter(backward_pass(jaxpr, linear.consts,
-                                    [UndefPrimal(v.aval) for v in jaxpr.invars], cts))
+        cts = [
+            jvp_mod.Zero(v.aval) if ct is None else Array.from_impl(ct, v.aval)
+            for ct, v in zip(out_cts, jaxpr.outvars)
+        ]
+        in_cts = iter(
+            backward_pass(jaxpr, linear.consts, [UndefPrimal(v.aval) for v in jaxpr.invars], cts)
+        )
         out = []
         for n in nodes:
             ct = None if n is None else next(in_cts)

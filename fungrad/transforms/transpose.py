@@ -96,18 +96,23 @@ def backward_pass(jaxpr: core.Jaxpr, consts, args, cts_out) -> list:
             cts = [ct_env.pop(v, None) for v in outvars]
             if all(ct is None for ct in cts):
                 continue
-            cts = [Zero(v.aval.strip_weak_type()) if ct is None else ct
-                   for v, ct in zip(outvars, cts)]
+            cts = [
+                Zero(v.aval.strip_weak_type()) if ct is None else ct for v, ct in zip(outvars, cts)
+            ]
         rule = transpose_rules.get(eqn.primitive)
         if rule is None:
-            raise TypeError(f"Transpose rule (for reverse-mode differentiation) for "
-                            f"'{eqn.primitive}' not implemented")
+            raise TypeError(
+                f"Transpose rule (for reverse-mode differentiation) for "
+                f"'{eqn.primitive}' not implemented"
+            )
         cts_in = rule(cts, *map(read_primal, eqn.invars), **eqn.params)
         for v, ct in zip(eqn.invars, cts_in):
             write_ct(v, ct)
 
-    return [ct_env.get(v, Zero(v.aval.strip_weak_type())) if type(a) is UndefPrimal else None
-            for v, a in zip(jaxpr.invars, args)]
+    return [
+        ct_env.get(v, Zero(v.aval.strip_weak_type())) if type(a) is UndefPrimal else None
+        for v, a in zip(jaxpr.invars, args)
+    ]
 
 
 def deflinear_transpose(primitive, transpose_fn):

@@ -48,8 +48,8 @@ out_dims)``, run by the BatchTrace named ``axis_name`` (one of the primitive's n
 
 class _AxisState(threading.local):
     def __init__(self):
-        self.frames: list = []       # (name, size), innermost last
-        self.rule_name = None        # the name of the BatchTrace whose rule is running
+        self.frames: list = []  # (name, size), innermost last
+        self.rule_name = None  # the name of the BatchTrace whose rule is running
 
 
 _axis_state = _AxisState()
@@ -83,7 +83,7 @@ def _uses_axis_name(params, name) -> bool:
     """Whether a sub-jaxpr in ``params`` (a higher-order primitive's) has a collective over
     ``name``."""
     for v in params.values():
-        for j in (v if isinstance(v, (tuple, list)) else (v,)):
+        for j in v if isinstance(v, (tuple, list)) else (v,):
             if isinstance(j, core.ClosedJaxpr):
                 j = j.jaxpr
             if isinstance(j, core.Jaxpr) and _jaxpr_uses_axis_name(j, name):
@@ -114,7 +114,7 @@ class BatchTracer(Tracer):
         aval = get_aval(self.val)
         if self.bdim is None:
             return aval
-        shape = aval.shape[:self.bdim] + aval.shape[self.bdim + 1:]
+        shape = aval.shape[: self.bdim] + aval.shape[self.bdim + 1 :]
         return aval.update(shape=shape)
 
 
@@ -205,6 +205,7 @@ def vmap_flat(fun, axis_size: int, args, in_dims, axis_name=None):
 
 # -- moving batch dimensions -------------------------------------------------------------------
 
+
 def moveaxis(x, src: int, dst: int):
     """``x`` with dimension ``src`` moved to ``dst`` (a transpose, or ``x`` itself)."""
     if src == dst:
@@ -218,12 +219,14 @@ def bdim_at_front(x, bdim, axis_size: int):
     """``x`` with its batch dimension first; unbatched values are broadcast along it."""
     if bdim is None:
         aval = get_aval(x)
-        return array_ops.broadcast_in_dim(x, (axis_size, *aval.shape),
-                                    tuple(range(1, aval.ndim + 1)))
+        return array_ops.broadcast_in_dim(
+            x, (axis_size, *aval.shape), tuple(range(1, aval.ndim + 1))
+        )
     return moveaxis(x, bdim, 0)
 
 
 # -- helpers for defining rules ----------------------------------------------------------------
+
 
 def defvectorized(primitive):
     """A unary elementwise primitive: apply it to the batched value, keep its batch dim."""
@@ -266,7 +269,7 @@ def _example_shape(args, dims):
     for a, d in zip(args, dims):
         shape = get_aval(a).shape
         if d is not None:
-            shape = shape[:d] + shape[d + 1:]
+            shape = shape[:d] + shape[d + 1 :]
         if len(shape) > len(best):
             best = shape
     return best
@@ -296,15 +299,22 @@ def batch_jaxpr(jaxpr: core.ClosedJaxpr, axis_size: int, in_batched, instantiate
 
     n_out = len(jaxpr.jaxpr.outvars)
     inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
-    avals = [a.update(shape=(axis_size, *a.shape)) if b else a
-             for a, b in zip(jaxpr.in_avals, in_batched)]
+    avals = [
+        a.update(shape=(axis_size, *a.shape)) if b else a
+        for a, b in zip(jaxpr.in_avals, in_batched)
+    ]
     out_batched: list[bool] = []
     name = current_rule_axis_name()  # a rule of a named axis batches its jaxprs by that name
 
     def f(*args):
         dims = [0 if b else None for b in in_batched]
-        outs, out_dims = vmap_flat(lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs),
-                                   axis_size, list(args), dims, axis_name=name)
+        outs, out_dims = vmap_flat(
+            lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs),
+            axis_size,
+            list(args),
+            dims,
+            axis_name=name,
+        )
         res = []
         out_batched.clear()
         for o, d, i in zip(outs, out_dims, inst):

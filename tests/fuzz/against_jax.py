@@ -40,6 +40,7 @@ class JaxChecker(Checker):
     def __init__(self):
         super().__init__(gpu=False, grad=False, vmap=False)
         import jax
+
         self.jax = jax
         jax.config.update("jax_platforms", "cpu")
 
@@ -62,11 +63,12 @@ class JaxChecker(Checker):
         self.stats.count(self.stats.ran, "jax")
         try:
             with np.errstate(all="ignore"):
-                got = [np.asarray(o) for o in namespace["f"](
-                    *[namespace["fnp"].asarray(v) for v in values])]
+                got = [
+                    np.asarray(o)
+                    for o in namespace["f"](*[namespace["fnp"].asarray(v) for v in values])
+                ]
         except Exception as e:  # noqa: BLE001 - JAX refusing what fungrad accepts is a finding
-            return [Failure("jax", "JAX raises but fungrad does not: " + crash_message(e),
-                            prog)]
+            return [Failure("jax", "JAX raises but fungrad does not: " + crash_message(e), prog)]
         msg = compare_all(prog, got, ref, shadow, slacks, gpu=True)
         if msg:
             msg = msg.replace("got", "JAX").replace("eager", "fungrad eager")

@@ -84,6 +84,7 @@ class Stats:
 
 # --- running ------------------------------------------------------------------------------------
 
+
 def interpret(prog: Program, values, x64: bool, nudge: np.random.Generator | None = None):
     """Run the program eagerly one operation at a time. Returns the outputs, every value by
     name (numpy), and each output's ``slack`` (see the module docstring). With ``nudge``, the
@@ -111,24 +112,79 @@ def interpret(prog: Program, values, x64: bool, nudge: np.random.Generator | Non
 # approximated ones (neither side is correctly rounded), and the sums, products, dots and
 # scans whose order jit chooses. Everything else a program calls is correctly rounded or exact
 # on both sides (+ - * /, sqrt, floor, max, where, data movement, comparisons).
-ROUNDS_FREELY = frozenset({
-    "sin", "cos", "tan", "exp", "log", "tanh", "expm1", "log1p", "sigmoid", "arctan", "sinh",
-    "cosh", "arcsinh", "arcsin", "arccos", "arctanh", "arccosh", "erf", "erfc", "cbrt", "exp2",
-    "log2", "log10", "softplus", "gelu", "rsqrt", "gammaln", "erfinv", "silu", "digamma",
-    "deg2rad", "log_sigmoid", "ndtr", "log_ndtr", "arctan2", "power", "hypot", "logaddexp",
-    "sum", "prod", "mean", "var", "std", "logsumexp", "nansum", "cumsum", "cumprod",
-    "nancumsum", "cumlogsumexp", "trace", "dot", "matmul", "tensordot", "einsum", "scan",
-})
+ROUNDS_FREELY = frozenset(
+    {
+        "sin",
+        "cos",
+        "tan",
+        "exp",
+        "log",
+        "tanh",
+        "expm1",
+        "log1p",
+        "sigmoid",
+        "arctan",
+        "sinh",
+        "cosh",
+        "arcsinh",
+        "arcsin",
+        "arccos",
+        "arctanh",
+        "arccosh",
+        "erf",
+        "erfc",
+        "cbrt",
+        "exp2",
+        "log2",
+        "log10",
+        "softplus",
+        "gelu",
+        "rsqrt",
+        "gammaln",
+        "erfinv",
+        "silu",
+        "digamma",
+        "deg2rad",
+        "log_sigmoid",
+        "ndtr",
+        "log_ndtr",
+        "arctan2",
+        "power",
+        "hypot",
+        "logaddexp",
+        "sum",
+        "prod",
+        "mean",
+        "var",
+        "std",
+        "logsumexp",
+        "nansum",
+        "cumsum",
+        "cumprod",
+        "nancumsum",
+        "cumlogsumexp",
+        "trace",
+        "dot",
+        "matmul",
+        "tensordot",
+        "einsum",
+        "scan",
+    }
+)
 _CALLED = re.compile(r"\b(?:fnp|nn|special|lax)\.(\w+)\(")
-_ACCUMULATING = re.compile(r"\.at\[.*\]\.(?:add|mul)\(")   # duplicates: order-dependent
+_ACCUMULATING = re.compile(r"\.at\[.*\]\.(?:add|mul)\(")  # duplicates: order-dependent
 NUDGE_ULPS = 2
 NUDGE_RUNS = 2
 
 
 def rounds_freely(op) -> bool:
     """Whether jit may round ``op``'s float result differently from eager (see above)."""
-    return ("**" in op.expr or "@" in op.expr or _ACCUMULATING.search(op.expr) is not None
-            or not ROUNDS_FREELY.isdisjoint(_CALLED.findall(op.expr)))
+    return (
+        "**" in op.expr
+        or "@" in op.expr
+        or _ACCUMULATING.search(op.expr) is not None
+        or not ROUNDS_FREELY.isdisjoint(_CALLED.findall(op.expr))
+    )
 
 
 def nudged(x: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
@@ -151,8 +207,10 @@ def nudged_reference(prog: Program, values, ref):
     output, the nudged run that is further from ``ref`` element by element, and where
     either run changes an element's class (or an integer), that run's element, so the
     element counts as unstable."""
-    runs = [interpret(prog, values, prog.x64, np.random.default_rng(k))[0]
-            for k in range(1, NUDGE_RUNS + 1)]
+    runs = [
+        interpret(prog, values, prog.x64, np.random.default_rng(k))[0]
+        for k in range(1, NUDGE_RUNS + 1)
+    ]
     out = []
     for k, r in enumerate(ref):
         r = np.asarray(r)
@@ -164,7 +222,8 @@ def nudged_reference(prog: Program, values, ref):
             with np.errstate(all="ignore"):
                 moved = float_class(other) != float_class(r)
                 further = np.abs(other.astype(np.float64) - r) > np.abs(
-                    worst.astype(np.float64) - r)
+                    worst.astype(np.float64) - r
+                )
             keep = float_class(worst) != float_class(r)
             worst = np.where(~keep & (moved | further), other, worst)
         out.append(worst)
@@ -188,11 +247,10 @@ def op_slack(op, env, slack) -> float:
         # lgamma and digamma are accurate relative to max(|f|, 1), not |f|, next to their
         # zeros (JAX's float64 gammaln is ~10 ulps off at 1.67, ours ~5)
         return max(inherited, 8.0 * max(1.0, finite_max(env[op.out])))
-    if "reduce" not in op.flags or all(kind_of(env[a].dtype) != "f"
-                                       for a in (*op.args, op.out)):
-        return inherited        # integer sums are exact (wrapping is associative too)
+    if "reduce" not in op.flags or all(kind_of(env[a].dtype) != "f" for a in (*op.args, op.out)):
+        return inherited  # integer sums are exact (wrapping is associative too)
     sizes = [max(env[a].size, 1) for a in op.args]
-    longest = max([max(env[a].shape, default=1) for a in op.args])     # a scan's length
+    longest = max([max(env[a].shape, default=1) for a in op.args])  # a scan's length
     terms = max(float(np.prod(sizes)) / max(env[op.out].size, 1), float(longest), 1.0)
     big = float(np.prod([max(finite_max(env[a]), 1e-30) for a in op.args]))
     if "prod" in op.expr and any(product_may_overflow(env[a], terms) for a in op.args):
@@ -211,8 +269,10 @@ def product_may_overflow(x, terms: float) -> bool:
         return False
     fmax = float(np.finfo(np.float32).max)
     with np.errstate(all="ignore"):
-        return bool(np.log(x.max()) * terms > np.log(fmax)
-                    or np.log(x.min()) * terms < np.log(np.finfo(np.float32).tiny))
+        return bool(
+            np.log(x.max()) * terms > np.log(fmax)
+            or np.log(x.min()) * terms < np.log(np.finfo(np.float32).tiny)
+        )
 
 
 def widen(values):
@@ -229,13 +289,14 @@ def reference(prog: Program, values):
         try:
             shadow = interpret(prog, widen(values), True)[0]
         except TypeError:
-            pass    # x64 changed a dtype the program depends on (a loop carry)
+            pass  # x64 changed a dtype the program depends on (a loop carry)
     if shadow is None:
         shadow = nudged_reference(prog, values, ref)
     return ref, shadow, slack, env
 
 
 # --- comparing ----------------------------------------------------------------------------------
+
 
 def float_class(x: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x), 1, np.where(x == np.inf, 2, np.where(x == -np.inf, 3, 0)))
@@ -254,8 +315,11 @@ def compare(actual, ref, shadow, slack: float, eps: float, gpu: bool = False) ->
         # product): the summation order jit picks may move it across a rounding boundary.
         return None
     if kind_of(ref.dtype) != "f":
-        stable = np.ones(ref.shape, bool) if shadow is None else (
-            np.asarray(shadow).astype(np.float64) == ref.astype(np.float64))
+        stable = (
+            np.ones(ref.shape, bool)
+            if shadow is None
+            else (np.asarray(shadow).astype(np.float64) == ref.astype(np.float64))
+        )
         bad = stable & (actual != ref)
     else:
         with np.errstate(all="ignore"):
@@ -271,8 +335,9 @@ def compare(actual, ref, shadow, slack: float, eps: float, gpu: bool = False) ->
             # + tiny: results below the smallest normal number keep few significant bits
             # (the reference's special functions underflow to 0 where jit's give denormals,
             # and WGSL lets a GPU flush denormals to a zero of either sign)
-            tol = (8 * err + 32 * eps * np.abs(r64) + 4 * eps * slack
-                   + float(np.finfo(ref.dtype).tiny))
+            tol = (
+                8 * err + 32 * eps * np.abs(r64) + 4 * eps * slack + float(np.finfo(ref.dtype).tiny)
+            )
             finite = cls == 0
             bad_class = stable & (float_class(actual) != cls)
             if slack > float(np.finfo(ref.dtype).max):
@@ -319,6 +384,7 @@ def compare_all(prog, actual, ref, shadow, slacks, gpu=False) -> str | None:
 
 # --- the checks ---------------------------------------------------------------------------------
 
+
 def known_crash(exc: BaseException) -> str | None:
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     for name, phrase in KNOWN_CRASHES.items():
@@ -357,8 +423,8 @@ def known_value_issue(prog: Program, env) -> str | None:
     if "sincos_big" in KNOWN_ISSUES:
         for op in prog.ops:
             if any(t in op.expr for t in TRIG) and any(
-                    kind_of(env[a].dtype) == "f" and finite_max(env[a]) > 2.0 ** 20
-                    for a in op.args):
+                kind_of(env[a].dtype) == "f" and finite_max(env[a]) > 2.0**20 for a in op.args
+            ):
                 return "known: " + KNOWN_ISSUES["sincos_big"]
     return None
 
@@ -376,7 +442,8 @@ def gpu_eligible(prog: Program, env) -> str | None:
         # results may legitimately differ (x % denormal, 1 / denormal).
         return "denormal values (a GPU may flush them)"
     if "gpu_specials_folded" in KNOWN_ISSUES and any(
-            kind_of(v.dtype) == "f" and not np.all(np.isfinite(v)) for v in env.values()):
+        kind_of(v.dtype) == "f" and not np.all(np.isfinite(v)) for v in env.values()
+    ):
         return "known: " + KNOWN_ISSUES["gpu_specials_folded"]
     return None
 
@@ -392,12 +459,18 @@ class Checker:
     def run(self, prog: Program, only: str | None = None) -> list[Failure]:
         """All checks (or just ``only``) on one program."""
         failures: list[Failure] = []
-        checks = [("forward", self.check_forward), ("vmap", self.check_vmap),
-                  ("grad", self.check_grad)]
+        checks = [
+            ("forward", self.check_forward),
+            ("vmap", self.check_vmap),
+            ("grad", self.check_grad),
+        ]
         for name, fn in checks:
-            if only is not None and not only.startswith(name[:4]) and not (
-                    name == "forward" and only in ("jit", "gpu", "eager")) and not (
-                    name == "grad" and only == "vjp-jvp"):
+            if (
+                only is not None
+                and not only.startswith(name[:4])
+                and not (name == "forward" and only in ("jit", "gpu", "eager"))
+                and not (name == "grad" and only == "vjp-jvp")
+            ):
                 continue
             if (name == "vmap" and not self.vmap) or (name == "grad" and not self.grad):
                 continue
@@ -447,14 +520,21 @@ class Checker:
         if only in (None, "jit"):
             with x64_mode(prog.x64):
                 failures += self._attempt(
-                    "jit", prog, "special", lambda: fg.jit(f)(*values),
-                    lambda got: compare_all(prog, got, ref, shadow, slacks))
+                    "jit",
+                    prog,
+                    "special",
+                    lambda: fg.jit(f)(*values),
+                    lambda got: compare_all(prog, got, ref, shadow, slacks),
+                )
         reason = gpu_eligible(prog, env) if self.gpu else "no GPU adapter"
         if only in (None, "gpu") and reason is None:
             failures += self._attempt(
-                "gpu", prog, "special",
+                "gpu",
+                prog,
+                "special",
                 lambda: [np.asarray(o) for o in fg.jit(f, backend="gpu")(*values)],
-                lambda got: compare_all(prog, got, ref, shadow, slacks, gpu=True))
+                lambda got: compare_all(prog, got, ref, shadow, slacks, gpu=True),
+            )
         elif reason:
             self.stats.count(self.stats.skipped, f"gpu: {reason}")
         return failures
@@ -470,8 +550,11 @@ class Checker:
         except Exception as e:  # noqa: BLE001
             return [Failure("eager", "crash: " + crash_message(e), prog)]
         ref = [np.stack([r[0][k] for r in refs]) for k in range(len(prog.outputs))]
-        shadow = None if any(r[1] is None for r in refs) else [
-            np.stack([np.asarray(r[1][k]) for r in refs]) for k in range(len(prog.outputs))]
+        shadow = (
+            None
+            if any(r[1] is None for r in refs)
+            else [np.stack([np.asarray(r[1][k]) for r in refs]) for k in range(len(prog.outputs))]
+        )
         slacks = [max(r[2][k] for r in refs) for k in range(len(prog.outputs))]
         f = prog.function()
         vprog = dataclasses.replace(prog)
@@ -482,23 +565,33 @@ class Checker:
             return []
         with x64_mode(prog.x64):
             failures += self._attempt(
-                "vmap", vprog, "special", lambda: fg.vmap(f)(*batched),
-                lambda got: compare_all(prog, got, ref, shadow, slacks))
+                "vmap",
+                vprog,
+                "special",
+                lambda: fg.vmap(f)(*batched),
+                lambda got: compare_all(prog, got, ref, shadow, slacks),
+            )
             if not failures and only in (None, "vmap-jit"):
                 failures += self._attempt(
-                    "vmap-jit", vprog, "special", lambda: fg.jit(fg.vmap(f))(*batched),
-                    lambda got: compare_all(prog, got, ref, shadow, slacks))
+                    "vmap-jit",
+                    vprog,
+                    "special",
+                    lambda: fg.jit(fg.vmap(f))(*batched),
+                    lambda got: compare_all(prog, got, ref, shadow, slacks),
+                )
         return failures
 
     def check_grad(self, prog: Program, only=None) -> list[Failure]:
         flags = prog.flags()
         if "no_reverse" in flags:
-            self.stats.count(self.stats.skipped,
-                             "grad: while_loop or nextafter (no reverse mode in JAX)")
+            self.stats.count(
+                self.stats.skipped, "grad: while_loop or nextafter (no reverse mode in JAX)"
+            )
             return []
         if "no_grad_known" in flags and "digamma_derivative" in KNOWN_ISSUES:
-            self.stats.count(self.stats.skipped,
-                             "grad: known " + KNOWN_ISSUES["digamma_derivative"])
+            self.stats.count(
+                self.stats.skipped, "grad: known " + KNOWN_ISSUES["digamma_derivative"]
+            )
             return []
         values = prog.input_values("tame")
         if not any(kind_of(v.dtype) == "f" for v in values):
@@ -536,22 +629,33 @@ class Checker:
         big = max([finite_max(v) for v in env.values()] + [finite_max(g) for g in g32])
         slacks = [terms * big] * len(g32)
         failures = []
-        skip_jit = ("sort" in flags and "sort_nan_grad" in KNOWN_ISSUES
-                    and any(kind_of(v.dtype) == "f" and np.isnan(v).any() for v in env.values()))
+        skip_jit = (
+            "sort" in flags
+            and "sort_nan_grad" in KNOWN_ISSUES
+            and any(kind_of(v.dtype) == "f" and np.isnan(v).any() for v in env.values())
+        )
         skip_jit = skip_jit or known_value_issue(prog, env) is not None
         if only in (None, "grad-jit") and not skip_jit:
             with x64_mode(prog.x64):
                 failures += self._attempt(
-                    "grad-jit", prog, "tame",
+                    "grad-jit",
+                    prog,
+                    "tame",
                     lambda: fg.jit(fg.grad(loss, argnums=argnums))(*xs),
-                    lambda got: compare_all(prog, got, g32, shadow, slacks))
+                    lambda got: compare_all(prog, got, g32, shadow, slacks),
+                )
         reason = gpu_eligible(prog, env) if self.gpu else "no GPU adapter"
         if only in (None, "grad-gpu") and reason is None and not skip_jit:
             failures += self._attempt(
-                "grad-gpu", prog, "tame",
-                lambda: [np.asarray(g) for g in
-                         fg.jit(fg.grad(loss, argnums=argnums), backend="gpu")(*xs)],
-                lambda got: compare_all(prog, got, g32, shadow, slacks, gpu=True))
+                "grad-gpu",
+                prog,
+                "tame",
+                lambda: [
+                    np.asarray(g)
+                    for g in fg.jit(fg.grad(loss, argnums=argnums), backend="gpu")(*xs)
+                ],
+                lambda got: compare_all(prog, got, g32, shadow, slacks, gpu=True),
+            )
         if only in (None, "vjp-jvp", "grad-fd"):
             failures += self.check_derivative(prog, loss_of, f, values, flags, only)
         return failures
@@ -576,8 +680,9 @@ class Checker:
             if not (np.isfinite(dot) and np.isfinite(tangent) and np.isfinite(float(primal))):
                 return []
             if abs(dot - tangent) > 1e-6 * scale + 1e-12:
-                return [Failure("vjp-jvp", f"grad . v = {dot!r} but jvp = {tangent!r}", prog,
-                                "tame")]
+                return [
+                    Failure("vjp-jvp", f"grad . v = {dot!r} but jvp = {tangent!r}", prog, "tame")
+                ]
             if "no_fd" in flags or only == "vjp-jvp":
                 return []
             self.stats.count(self.stats.ran, "grad-fd")
@@ -588,16 +693,26 @@ class Checker:
                 fd = (plus - minus) / (2 * h)
                 # float64 rounding of the loss itself, seen through the difference quotient
                 noise = 1e-15 * max(abs(plus), abs(minus)) / h
-                errs.append((abs(fd - tangent) / (abs(tangent) + 1e-3 * scale + 1e-6 + 1e3 * noise),
-                             fd))
+                errs.append(
+                    (abs(fd - tangent) / (abs(tangent) + 1e-3 * scale + 1e-6 + 1e3 * noise), fd)
+                )
             best = min(errs)
             small = [e[1] for e in errs[1:]]
-            if "kink" in flags and not (np.all(np.isfinite(small)) and max(small) - min(small)
-                                        <= 1e-4 * (abs(np.median(small)) + 1e-3 * scale + 1e-6)):
+            if "kink" in flags and not (
+                np.all(np.isfinite(small))
+                and max(small) - min(small) <= 1e-4 * (abs(np.median(small)) + 1e-3 * scale + 1e-6)
+            ):
                 # The step sizes disagree: a kink or jump lies within 1e-4 of the point.
                 self.stats.count(self.stats.skipped, "grad-fd: not smooth near the point")
                 return []
             if not np.isfinite(best[0]) or best[0] > 1e-3:
-                return [Failure("grad-fd", f"jvp = {tangent!r} but central differences give "
-                                f"{[e[1] for e in errs]!r} (h = 1e-3 .. 1e-6)", prog, "tame")]
+                return [
+                    Failure(
+                        "grad-fd",
+                        f"jvp = {tangent!r} but central differences give "
+                        f"{[e[1] for e in errs]!r} (h = 1e-3 .. 1e-6)",
+                        prog,
+                        "tame",
+                    )
+                ]
         return []

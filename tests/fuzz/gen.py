@@ -23,7 +23,7 @@ import numpy as np
 import fungrad as fg
 from tests.fuzz.program import Input, Op, Program, namespace_for_exec
 
-MAX_SIZE = 48          # elements in any value: keeps programs fast and compiles small
+MAX_SIZE = 48  # elements in any value: keeps programs fast and compiles small
 # One program in ten is large, for the code paths only large arrays take (vector loops and
 # their remainders, the gemm library's tiles, threads, workgroup trees on the GPU).
 LARGE_SIZE = 6000
@@ -68,6 +68,7 @@ class DrawChooser(Chooser):
 
     def __init__(self, data):
         from hypothesis import strategies as st
+
         self.data, self.st = data, st
 
     def integer(self, lo: int, hi: int) -> int:
@@ -102,13 +103,14 @@ class Builder:
         self.ops: list = []
         self.values: dict = {}
         self.refused: collections.Counter = collections.Counter()
-        self.crashes: list = []     # (expression, exception) where eager fungrad crashed
+        self.crashes: list = []  # (expression, exception) where eager fungrad crashed
 
     # --- values ----------------------------------------------------------------------------
 
     def program(self, outputs=()) -> Program:
-        return Program(tuple(self.inputs), tuple(self.ops), tuple(outputs), self.x64,
-                       self.seed, self.special)
+        return Program(
+            tuple(self.inputs), tuple(self.ops), tuple(outputs), self.x64, self.seed, self.special
+        )
 
     def float_dtype(self) -> str:
         return self.ch.choice(["float32", "float64", "float64"]) if self.x64 else "float32"
@@ -156,7 +158,7 @@ class Builder:
         if not hasattr(value, "shape") or np.prod(value.shape) > self.max_size:
             return None
         self.values[name] = value
-        args = tuple(a for a in args if a in self.values)     # Python literals are not values
+        args = tuple(a for a in args if a in self.values)  # Python literals are not values
         self.ops.append(Op(name, expr, args, kind, frozenset(flags)))
         return name
 
@@ -178,8 +180,10 @@ def draw_shape(ch: Chooser, max_ndim: int = 3, large: bool = False) -> tuple:
             room = LARGE_SIZE // max(1, int(np.prod(dims)))
             dims.append(ch.choice([d for d in LARGE_DIMS if d <= room] or [1]))
         return tuple(dims)
-    return tuple(ch.choice([1, 2, 3, 4, 5, 2, 3, 0] if ch.chance(15) else [1, 2, 3, 4, 5, 2, 3])
-                 for _ in range(ndim))
+    return tuple(
+        ch.choice([1, 2, 3, 4, 5, 2, 3, 0] if ch.chance(15) else [1, 2, 3, 4, 5, 2, 3])
+        for _ in range(ndim)
+    )
 
 
 def compatible_shape(ch: Chooser, shape: tuple) -> tuple:
@@ -194,38 +198,91 @@ def partner(b: Builder, a: str, kinds="fib") -> str:
     sa = b.shape(a)
     r = b.ch.integer(0, 9)
     if r < 4:
-        other = b.pick(lambda v: broadcastable(sa, tuple(v.shape), b.max_size)
-                       and kind_of(v.dtype) in kinds)
+        other = b.pick(
+            lambda v: broadcastable(sa, tuple(v.shape), b.max_size) and kind_of(v.dtype) in kinds
+        )
         if other is not None:
             return other
     if r < 6:
         k = kind_of(b.dtype(a))
-        return {"f": b.ch.choice(["2.0", "0.5", "-1.0", "0.0", "1e30", "3"]),
-                "i": b.ch.choice(["3", "-1", "0", "2147483647"]),
-                "b": b.ch.choice(["True", "False"])}[k]
-    dtype = b.dtype(a).name if b.ch.chance(70) else b.ch.choice(
-        {"f": [b.float_dtype()], "i": [b.int_dtype()], "b": ["bool"]}[b.ch.choice(kinds)])
+        return {
+            "f": b.ch.choice(["2.0", "0.5", "-1.0", "0.0", "1e30", "3"]),
+            "i": b.ch.choice(["3", "-1", "0", "2147483647"]),
+            "b": b.ch.choice(["True", "False"]),
+        }[k]
+    dtype = (
+        b.dtype(a).name
+        if b.ch.chance(70)
+        else b.ch.choice(
+            {"f": [b.float_dtype()], "i": [b.int_dtype()], "b": ["bool"]}[b.ch.choice(kinds)]
+        )
+    )
     return b.new_input(compatible_shape(b.ch, sa), dtype)
 
 
 # --- families ----------------------------------------------------------------------------------
 
 UNARY_F = {  # name -> flags
-    "fnp.sin": (), "fnp.cos": (), "fnp.tan": (), "fnp.exp": (), "fnp.log": (), "fnp.sqrt": (),
-    "fnp.tanh": (), "fnp.abs": ("kink",), "fnp.negative": (), "fnp.floor": ("kink",),
-    "fnp.ceil": ("kink",), "fnp.round": ("kink",), "fnp.sign": ("kink",), "fnp.expm1": (),
-    "fnp.log1p": (), "nn.sigmoid": (), "fnp.reciprocal": (), "fnp.square": (), "fnp.arctan": (),
-    "fnp.sinh": (), "fnp.cosh": (), "fnp.arcsinh": (), "fnp.arcsin": (), "fnp.arccos": (),
-    "fnp.arctanh": (), "fnp.arccosh": (), "special.erf": (), "special.erfc": (),
-    "fnp.cbrt": (), "fnp.exp2": (), "fnp.log2": (), "fnp.log10": (), "nn.relu": ("kink",),
-    "nn.softplus": (), "nn.gelu": (), "lax.rsqrt": (), "special.gammaln": ("abs_error",),
-    "special.erfinv": (), "fnp.trunc": ("kink",), "nn.silu": (), "fnp.isnan": ("kink",),
-    "fnp.isinf": ("kink",), "fnp.isfinite": ("kink",), "fnp.signbit": ("kink",),
-    "special.digamma": ("no_grad_known", "abs_error"), "lax.stop_gradient": ("kink", "no_fd"),
-    "fnp.deg2rad": (), "nn.log_sigmoid": (), "special.ndtr": (), "special.log_ndtr": (),
+    "fnp.sin": (),
+    "fnp.cos": (),
+    "fnp.tan": (),
+    "fnp.exp": (),
+    "fnp.log": (),
+    "fnp.sqrt": (),
+    "fnp.tanh": (),
+    "fnp.abs": ("kink",),
+    "fnp.negative": (),
+    "fnp.floor": ("kink",),
+    "fnp.ceil": ("kink",),
+    "fnp.round": ("kink",),
+    "fnp.sign": ("kink",),
+    "fnp.expm1": (),
+    "fnp.log1p": (),
+    "nn.sigmoid": (),
+    "fnp.reciprocal": (),
+    "fnp.square": (),
+    "fnp.arctan": (),
+    "fnp.sinh": (),
+    "fnp.cosh": (),
+    "fnp.arcsinh": (),
+    "fnp.arcsin": (),
+    "fnp.arccos": (),
+    "fnp.arctanh": (),
+    "fnp.arccosh": (),
+    "special.erf": (),
+    "special.erfc": (),
+    "fnp.cbrt": (),
+    "fnp.exp2": (),
+    "fnp.log2": (),
+    "fnp.log10": (),
+    "nn.relu": ("kink",),
+    "nn.softplus": (),
+    "nn.gelu": (),
+    "lax.rsqrt": (),
+    "special.gammaln": ("abs_error",),
+    "special.erfinv": (),
+    "fnp.trunc": ("kink",),
+    "nn.silu": (),
+    "fnp.isnan": ("kink",),
+    "fnp.isinf": ("kink",),
+    "fnp.isfinite": ("kink",),
+    "fnp.signbit": ("kink",),
+    "special.digamma": ("no_grad_known", "abs_error"),
+    "lax.stop_gradient": ("kink", "no_fd"),
+    "fnp.deg2rad": (),
+    "nn.log_sigmoid": (),
+    "special.ndtr": (),
+    "special.log_ndtr": (),
 }
-UNARY_I = ["fnp.negative", "fnp.abs", "fnp.bitwise_not", "fnp.sign", "fnp.square",
-           "lax.population_count", "lax.clz"]
+UNARY_I = [
+    "fnp.negative",
+    "fnp.abs",
+    "fnp.bitwise_not",
+    "fnp.sign",
+    "fnp.square",
+    "lax.population_count",
+    "lax.clz",
+]
 UNARY_B = ["fnp.logical_not", "fnp.bitwise_not"]
 
 
@@ -240,25 +297,85 @@ def gen_unary(b: Builder):
             return b.add(f"fnp.signbit(fnp.where(fnp.isnan({a}), 0.0, {a}))", [a], "unary", flags)
         if fn in ("fnp.sin", "fnp.cos", "fnp.tan") and "sincos_big" in KNOWN_ISSUES:
             v = np.asarray(b.values[a])
-            if np.any(np.abs(v[np.isfinite(v)]) > 2.0 ** 24):
+            if np.any(np.abs(v[np.isfinite(v)]) > 2.0**24):
                 return None
     else:
         fn, flags = b.ch.choice(UNARY_I if k == "i" else UNARY_B), ("kink",)
     return b.add(f"{fn}({a})", [a], "unary", flags)
 
 
-BINARY_F = ["fnp.add", "fnp.subtract", "fnp.multiply", "fnp.divide", "fnp.maximum",
-            "fnp.minimum", "fnp.arctan2", "fnp.power", "fnp.remainder", "fnp.fmod",
-            "fnp.copysign", "fnp.hypot", "fnp.logaddexp", "fnp.nextafter", "fnp.fmax",
-            "fnp.fmin", "fnp.floor_divide", "+", "-", "*", "/", "**"]
-KINKED = {"fnp.maximum", "fnp.minimum", "fnp.remainder", "fnp.fmod", "fnp.copysign",
-          "fnp.nextafter", "fnp.fmax", "fnp.fmin", "fnp.floor_divide", "fnp.power", "**"}
-BINARY_I = ["fnp.add", "fnp.subtract", "fnp.multiply", "fnp.maximum", "fnp.minimum",
-            "fnp.bitwise_and", "fnp.bitwise_or", "fnp.bitwise_xor", "fnp.left_shift",
-            "fnp.right_shift", "+", "-", "*", "//", "%", "&", "|", "^"]
+BINARY_F = [
+    "fnp.add",
+    "fnp.subtract",
+    "fnp.multiply",
+    "fnp.divide",
+    "fnp.maximum",
+    "fnp.minimum",
+    "fnp.arctan2",
+    "fnp.power",
+    "fnp.remainder",
+    "fnp.fmod",
+    "fnp.copysign",
+    "fnp.hypot",
+    "fnp.logaddexp",
+    "fnp.nextafter",
+    "fnp.fmax",
+    "fnp.fmin",
+    "fnp.floor_divide",
+    "+",
+    "-",
+    "*",
+    "/",
+    "**",
+]
+KINKED = {
+    "fnp.maximum",
+    "fnp.minimum",
+    "fnp.remainder",
+    "fnp.fmod",
+    "fnp.copysign",
+    "fnp.nextafter",
+    "fnp.fmax",
+    "fnp.fmin",
+    "fnp.floor_divide",
+    "fnp.power",
+    "**",
+}
+BINARY_I = [
+    "fnp.add",
+    "fnp.subtract",
+    "fnp.multiply",
+    "fnp.maximum",
+    "fnp.minimum",
+    "fnp.bitwise_and",
+    "fnp.bitwise_or",
+    "fnp.bitwise_xor",
+    "fnp.left_shift",
+    "fnp.right_shift",
+    "+",
+    "-",
+    "*",
+    "//",
+    "%",
+    "&",
+    "|",
+    "^",
+]
 BINARY_B = ["fnp.logical_and", "fnp.logical_or", "fnp.logical_xor", "&", "|", "^", "=="]
-COMPARE = ["fnp.less", "fnp.less_equal", "fnp.equal", "fnp.not_equal", "fnp.greater",
-           "fnp.greater_equal", "<", "<=", "==", "!=", ">", ">="]
+COMPARE = [
+    "fnp.less",
+    "fnp.less_equal",
+    "fnp.equal",
+    "fnp.not_equal",
+    "fnp.greater",
+    "fnp.greater_equal",
+    "<",
+    "<=",
+    "==",
+    "!=",
+    ">",
+    ">=",
+]
 
 
 def binary_expr(fn: str, a: str, c: str) -> str:
@@ -270,10 +387,12 @@ def gen_binary(b: Builder):
     k = kind_of(b.dtype(a))
     if b.ch.chance(20):
         fn, c = b.ch.choice(COMPARE), partner(b, a)
-        flags = ("kink", "gpu_known") if k == "b" or c in ("True", "False") or (
-            c in b.values and kind_of(b.dtype(c)) == "b") else ("kink",)
-        return b.add(binary_expr(fn, a, c), [x for x in (a, c) if x in b.values], "compare",
-                     flags)
+        flags = (
+            ("kink", "gpu_known")
+            if k == "b" or c in ("True", "False") or (c in b.values and kind_of(b.dtype(c)) == "b")
+            else ("kink",)
+        )
+        return b.add(binary_expr(fn, a, c), [x for x in (a, c) if x in b.values], "compare", flags)
     if k == "f":
         fn = b.ch.choice(BINARY_F)
         c = partner(b, a, "fi" if b.ch.chance(20) else "f")
@@ -281,11 +400,12 @@ def gen_binary(b: Builder):
             # JAX (and fungrad) raise to a concrete integer exponent exactly but convert a
             # traced one to float (2**31 - 1 becomes even): beyond 2**24 eager and jit differ
             # by design.
-            return b.add(binary_expr(fn, a, f"fnp.clip({c}, -2**24, 2**24)"), [a, c], "binary",
-                         ("kink",))
+            return b.add(
+                binary_expr(fn, a, f"fnp.clip({c}, -2**24, 2**24)"), [a, c], "binary", ("kink",)
+            )
         flags = ("kink",) if fn in KINKED else ()
         if fn == "fnp.nextafter":
-            flags = ("kink", "no_reverse")     # no derivative rule, as in JAX
+            flags = ("kink", "no_reverse")  # no derivative rule, as in JAX
     elif k == "i":
         fn = b.ch.choice(BINARY_I)
         c = partner(b, a, "i")
@@ -305,8 +425,9 @@ def gen_where_clip(b: Builder):
     a = b.pick()
     if b.ch.chance(50) or kind_of(b.dtype(a)) == "b":
         c = partner(b, a, "fib")
-        cond = b.pick(lambda v: kind_of(v.dtype) == "b"
-                      and broadcastable(b.shape(a), v.shape, b.max_size))
+        cond = b.pick(
+            lambda v: kind_of(v.dtype) == "b" and broadcastable(b.shape(a), v.shape, b.max_size)
+        )
         cond = cond or f"({a} > 0)"
         args = [x for x in (cond, a, c) if x in b.values]
         return b.add(f"fnp.where({cond}, {a}, {c})", args, "where", ("kink",))
@@ -340,10 +461,23 @@ def draw_axes(ch: Chooser, ndim: int, single: bool = False):
     return repr(tuple(axes))
 
 
-REDUCE = {"fnp.sum": "fib", "fnp.prod": "fi", "fnp.max": "fib", "fnp.min": "fib",
-          "fnp.mean": "fi", "fnp.any": "fib", "fnp.all": "fib", "fnp.var": "f",
-          "fnp.std": "f", "nn.logsumexp": "f", "fnp.count_nonzero": "fib", "fnp.ptp": "fi",
-          "fnp.nansum": "f", "fnp.nanmax": "f", "fnp.median": "f"}
+REDUCE = {
+    "fnp.sum": "fib",
+    "fnp.prod": "fi",
+    "fnp.max": "fib",
+    "fnp.min": "fib",
+    "fnp.mean": "fi",
+    "fnp.any": "fib",
+    "fnp.all": "fib",
+    "fnp.var": "f",
+    "fnp.std": "f",
+    "nn.logsumexp": "f",
+    "fnp.count_nonzero": "fib",
+    "fnp.ptp": "fi",
+    "fnp.nansum": "f",
+    "fnp.nanmax": "f",
+    "fnp.median": "f",
+}
 
 
 def gen_reduce(b: Builder):
@@ -353,11 +487,18 @@ def gen_reduce(b: Builder):
     axes = draw_axes(b.ch, len(b.shape(a)))
     keep = b.ch.choice(["False", "True"])
     if fn == "fnp.median" and keep == "True" and axes == "None":
-        keep = "False"          # known: median keepdims of 0-d refused
+        keep = "False"  # known: median keepdims of 0-d refused
     empty_mean = fn in ("fnp.mean", "fnp.var", "fnp.std") and 0 in b.shape(a)
     gpu_known = ["gpu_known"] if empty_mean else []
-    flags = ["reduce"] + gpu_known + (["kink"] if fn not in ("fnp.sum", "fnp.mean", "nn.logsumexp",
-                                                 "fnp.var", "fnp.std", "fnp.nansum") else [])
+    flags = (
+        ["reduce"]
+        + gpu_known
+        + (
+            ["kink"]
+            if fn not in ("fnp.sum", "fnp.mean", "nn.logsumexp", "fnp.var", "fnp.std", "fnp.nansum")
+            else []
+        )
+    )
     return b.add(f"{fn}({a}, axis={axes}, keepdims={keep})", [a], "reduce", flags)
 
 
@@ -388,10 +529,18 @@ def gen_cumulative(b: Builder):
     if fn.startswith("lax."):
         axis = axis % len(b.shape(a))
         rev = b.ch.choice(["False", "True"])
-        return b.add(f"{fn}({a}, axis={axis}, reverse={rev})", [a], "cumulative",
-                     ("reduce", "kink") if fn != "lax.cumlogsumexp" else ("reduce",))
-    return b.add(f"{fn}({a}, axis={axis})", [a], "cumulative",
-                 ("reduce",) if fn == "fnp.cumsum" else ("reduce", "kink"))
+        return b.add(
+            f"{fn}({a}, axis={axis}, reverse={rev})",
+            [a],
+            "cumulative",
+            ("reduce", "kink") if fn != "lax.cumlogsumexp" else ("reduce",),
+        )
+    return b.add(
+        f"{fn}({a}, axis={axis})",
+        [a],
+        "cumulative",
+        ("reduce",) if fn == "fnp.cumsum" else ("reduce", "kink"),
+    )
 
 
 def factor_shape(ch: Chooser, size: int) -> tuple:
@@ -441,15 +590,20 @@ def gen_shape(b: Builder):
         return b.add(f"fnp.ravel({a})", [a], "ravel")
     if r == 7 and nd:
         shift = b.ch.integer(-7, 7)
-        return b.add(f"fnp.roll({a}, {shift}, axis={draw_axes(b.ch, nd, single=True)})", [a],
-                     "roll")
+        return b.add(
+            f"fnp.roll({a}, {shift}, axis={draw_axes(b.ch, nd, single=True)})", [a], "roll"
+        )
     if r == 8 and nd:
         axis = b.ch.integer(-nd, nd - 1)
-        other = b.pick(lambda v: len(v.shape) == nd and v.dtype == b.dtype(a) and all(
-            x == y for i, (x, y) in enumerate(zip(v.shape, s)) if i != axis % nd))
+        other = b.pick(
+            lambda v: (
+                len(v.shape) == nd
+                and v.dtype == b.dtype(a)
+                and all(x == y for i, (x, y) in enumerate(zip(v.shape, s)) if i != axis % nd)
+            )
+        )
         other = other or a
-        return b.add(f"fnp.concatenate([{a}, {other}], axis={axis})", [a, other],
-                     "concatenate")
+        return b.add(f"fnp.concatenate([{a}, {other}], axis={axis})", [a, other], "concatenate")
     if r == 9:
         other = b.pick(lambda v: tuple(v.shape) == s and v.dtype == b.dtype(a)) or a
         axis = b.ch.integer(-nd - 1, nd)
@@ -493,8 +647,9 @@ def gen_slice(b: Builder):
         axis = b.ch.integer(0, len(s) - 1)
         size = b.ch.integer(0, s[axis])
         start = b.ch.integer(-3, s[axis] + 3)
-        return b.add(f"lax.dynamic_slice_in_dim({a}, {start}, {size}, axis={axis})", [a],
-                     "dynamic_slice")
+        return b.add(
+            f"lax.dynamic_slice_in_dim({a}, {start}, {size}, axis={axis})", [a], "dynamic_slice"
+        )
     idx = [draw_slice(b.ch, n) for n in s[: b.ch.integer(1, len(s))]]
     if b.ch.chance(15):
         idx.insert(0, "...")
@@ -516,14 +671,19 @@ def gen_gather(b: Builder):
         mode = b.ch.choice(["'clip'", "'fill'", "'wrap'"])
         axis = b.ch.integer(0, len(s) - 1)
         idx = b.new_input(idx_shape, b.int_dtype(), "index", s[axis])
-        return b.add(f"fnp.take({a}, {idx}, axis={axis}, mode={mode})", [a, idx], "take",
-                     ("gather",))
+        return b.add(
+            f"fnp.take({a}, {idx}, axis={axis}, mode={mode})", [a, idx], "take", ("gather",)
+        )
     if r == 2:
         axis = b.ch.integer(0, len(s) - 1)
         ishape = tuple(b.ch.choice([1, 2, 3]) if i == axis else d for i, d in enumerate(s))
         idx = b.new_input(ishape, b.int_dtype(), "index", s[axis])
-        return b.add(f"fnp.take_along_axis({a}, {idx}, axis={axis})", [a, idx],
-                     "take_along_axis", ("gather",))
+        return b.add(
+            f"fnp.take_along_axis({a}, {idx}, axis={axis})",
+            [a, idx],
+            "take_along_axis",
+            ("gather",),
+        )
     method = b.ch.choice(["add", "add", "mul", "min", "max", "set", "get"])
     if method in ("set",):
         idx = b.new_input(idx_shape, b.int_dtype(), "unique", n)
@@ -535,7 +695,7 @@ def gen_gather(b: Builder):
     if method == "get":
         mode = b.ch.choice(["'fill'", "'clip'", "'drop'", "'promise_in_bounds'"])
         if mode == "'promise_in_bounds'":
-            return None     # out-of-bounds indices there are undefined behaviour (JAX docs)
+            return None  # out-of-bounds indices there are undefined behaviour (JAX docs)
         return b.add(f"{a}.at[{idx}].get(mode={mode})", [a, idx], "gather", ("gather",))
     if kind_of(b.dtype(a)) == "b" and method in ("add", "mul"):
         return None
@@ -563,8 +723,9 @@ def gen_dot(b: Builder):
         c = b.new_input(s[:-2] + (s[-1], b.ch.choice([1, 2, 3])), dtype)
         return b.add(f"fnp.matmul({a}, {c})", [a, c], "dot", ("reduce",))
     if r == 2:
-        c = b.new_input((s[-1],) + tuple(b.ch.choice([1, 2]) for _ in range(b.ch.integer(0, 1))),
-                        dtype)
+        c = b.new_input(
+            (s[-1],) + tuple(b.ch.choice([1, 2]) for _ in range(b.ch.integer(0, 1))), dtype
+        )
         return b.add(f"fnp.tensordot({a}, {c}, axes=1)", [a, c], "dot", ("reduce",))
     letters = "abcd"[: len(s)]
     other = "".join(ch for ch in letters if b.ch.chance(60)) + b.ch.choice(["", "e"])
@@ -576,8 +737,7 @@ def gen_dot(b: Builder):
         vals = [np.asarray(b.values[x]) for x in (a, c)]
         if any(np.issubdtype(v.dtype, np.floating) and not np.all(np.isfinite(v)) for v in vals):
             return None
-    return b.add(f"fnp.einsum('{letters},{other}->{out}', {a}, {c})", [a, c], "einsum",
-                 ("reduce",))
+    return b.add(f"fnp.einsum('{letters},{other}->{out}', {a}, {c})", [a, c], "einsum", ("reduce",))
 
 
 def gen_sort(b: Builder):
@@ -596,16 +756,26 @@ def gen_sort(b: Builder):
         # top_k orders NaNs by their sign (as XLA's), and the sign of a produced NaN is open:
         # NaNs enter it as +NaN
         src = f"fnp.where(fnp.isnan({a}), nan, {a})" if kind_of(b.dtype(a)) == "f" else a
-        return b.add(f"lax.top_k({src}, {k})[{b.ch.integer(0, 1)}]", [a], "top_k",
-                     ("kink", "sort"))
+        return b.add(f"lax.top_k({src}, {k})[{b.ch.integer(0, 1)}]", [a], "top_k", ("kink", "sort"))
     c = b.pick(lambda v: tuple(v.shape) == b.shape(a)) or a
-    return b.add(f"lax.sort(({a}, {c}), dimension={axis % nd}, num_keys=1)[1]", [a, c],
-                 "lax.sort", ("kink", "sort"))
+    return b.add(
+        f"lax.sort(({a}, {c}), dimension={axis % nd}, num_keys=1)[1]",
+        [a, c],
+        "lax.sort",
+        ("kink", "sort"),
+    )
 
 
 BODIES = {  # one-argument bodies for control flow, by dtype kind
-    "f": ["fnp.sin(o)", "o * 2.0", "o - 1.0", "fnp.exp(-fnp.abs(o))", "fnp.tanh(o) + o", "o",
-          "o * o"],
+    "f": [
+        "fnp.sin(o)",
+        "o * 2.0",
+        "o - 1.0",
+        "fnp.exp(-fnp.abs(o))",
+        "fnp.tanh(o) + o",
+        "o",
+        "o * o",
+    ],
     "i": ["o + 1", "o * 3", "-o", "o", "o ^ 5"],
     "b": ["~o", "o"],
 }
@@ -620,39 +790,67 @@ def gen_control(b: Builder):
         # a float sum's rounding depends on its order (jit's is blocked and pairwise), so a
         # predicate on one could flip with cancellation; any(a > 0) is exact
         pred = f"fnp.any({a} > 0)" if k == "f" else f"fnp.sum({a}) > 0"
-        return b.add(f"lax.cond({pred}, lambda o: {body()}, lambda o: {body()}, {a})",
-                     [a], "cond", ("kink",))
+        return b.add(
+            f"lax.cond({pred}, lambda o: {body()}, lambda o: {body()}, {a})", [a], "cond", ("kink",)
+        )
     if r == 1:
         n = b.ch.integer(0, 4)
         step = {"f": "{} * 0.5 + i", "i": "{} + i.astype(o.dtype)", "b": "{} ^ (i % 2 == 0)"}[k]
-        return b.add(f"lax.fori_loop(0, {n}, lambda i, o: {step.format(body())}, {a})", [a],
-                     "fori_loop")
+        return b.add(
+            f"lax.fori_loop(0, {n}, lambda i, o: {step.format(body())}, {a})", [a], "fori_loop"
+        )
     if r == 2:
         n = b.ch.integer(0, 4)
         cond = "s[0] < " + str(n)
         if k == "f" and b.ch.chance(50):
             cond = f"(s[0] < 6) & (fnp.sum(fnp.abs(s[1])) < {b.ch.choice(['10.0', '1e3'])})"
-        return b.add(f"lax.while_loop(lambda s: {cond}, lambda s: (s[0] + 1, "
-                     f"{body().replace('o', 's[1]')}), (0, {a}))[1]", [a], "while_loop",
-                     ("no_reverse", "kink"))
+        return b.add(
+            f"lax.while_loop(lambda s: {cond}, lambda s: (s[0] + 1, "
+            f"{body().replace('o', 's[1]')}), (0, {a}))[1]",
+            [a],
+            "while_loop",
+            ("no_reverse", "kink"),
+        )
     if r == 3 and b.shape(a):
-        scan = {"f": "(c * 0.5 + x, fnp.sin(c) + x)", "i": "(c + x, c * x)",
-                "b": "(c ^ x, c & x)"}[k]
+        scan = {"f": "(c * 0.5 + x, fnp.sin(c) + x)", "i": "(c + x, c * x)", "b": "(c ^ x, c & x)"}[
+            k
+        ]
         rev = b.ch.choice(["False", "True"])
         which = b.ch.integer(0, 1)
-        return b.add(f"lax.scan(lambda c, x: {scan}, fnp.zeros({a}.shape[1:], {a}.dtype), "
-                     f"{a}, reverse={rev})[{which}]", [a], "scan", ("reduce",))
+        return b.add(
+            f"lax.scan(lambda c, x: {scan}, fnp.zeros({a}.shape[1:], {a}.dtype), "
+            f"{a}, reverse={rev})[{which}]",
+            [a],
+            "scan",
+            ("reduce",),
+        )
     if r == 4:
         flags = ("kink", "gpu_bool_arg") if k == "b" else ("kink",)
-        return b.add(f"lax.switch(fnp.argmax({a}.ravel()) % 3 if {a}.size else 0, "
-                     f"[lambda o: {body()}, lambda o: {body()}, lambda o: {body()}], {a})",
-                     [a], "switch", flags)
+        return b.add(
+            f"lax.switch(fnp.argmax({a}.ravel()) % 3 if {a}.size else 0, "
+            f"[lambda o: {body()}, lambda o: {body()}, lambda o: {body()}], {a})",
+            [a],
+            "switch",
+            flags,
+        )
     return None
 
 
-FAMILIES = [(gen_unary, 6), (gen_binary, 6), (gen_where_clip, 2), (gen_astype, 1),
-            (gen_reduce, 4), (gen_argreduce, 1), (gen_cumulative, 1), (gen_shape, 4),
-            (gen_slice, 2), (gen_gather, 3), (gen_dot, 2), (gen_sort, 1), (gen_control, 2)]
+FAMILIES = [
+    (gen_unary, 6),
+    (gen_binary, 6),
+    (gen_where_clip, 2),
+    (gen_astype, 1),
+    (gen_reduce, 4),
+    (gen_argreduce, 1),
+    (gen_cumulative, 1),
+    (gen_shape, 4),
+    (gen_slice, 2),
+    (gen_gather, 3),
+    (gen_dot, 2),
+    (gen_sort, 1),
+    (gen_control, 2),
+]
 FAMILY_TABLE = [f for f, w in FAMILIES for _ in range(w)]
 
 

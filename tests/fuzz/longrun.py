@@ -23,11 +23,18 @@ def parse(argv=None):
     p.add_argument("--out", default="fuzz-failures", help="where repro scripts go")
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU checks")
     p.add_argument("--no-shrink", action="store_true", help="write failures as drawn")
-    p.add_argument("--against-jax", action="store_true",
-                   help="compare eager fungrad with JAX instead (a Python with jax installed, "
-                        "fungrad on PYTHONPATH)")
-    p.add_argument("--x64", choices=["mixed", "on", "off"], default="mixed",
-                   help="draw x64 programs sometimes (mixed), always or never")
+    p.add_argument(
+        "--against-jax",
+        action="store_true",
+        help="compare eager fungrad with JAX instead (a Python with jax installed, "
+        "fungrad on PYTHONPATH)",
+    )
+    p.add_argument(
+        "--x64",
+        choices=["mixed", "on", "off"],
+        default="mixed",
+        help="draw x64 programs sometimes (mixed), always or never",
+    )
     return p.parse_args(argv)
 
 
@@ -37,6 +44,7 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     if args.against_jax:
         from tests.fuzz.against_jax import JaxChecker
+
         checker = JaxChecker()
     else:
         checker = Checker(gpu=not args.no_gpu)
@@ -54,8 +62,12 @@ def main(argv=None) -> int:
         programs += 1
         found = list(checker.run(prog))
         for expr, exc in builder.crashes:
-            log.write(json.dumps({"seed": seed, "check": "eager-draw", "expr": expr,
-                                  "error": repr(exc)[:300]}) + "\n")
+            log.write(
+                json.dumps(
+                    {"seed": seed, "check": "eager-draw", "expr": expr, "error": repr(exc)[:300]}
+                )
+                + "\n"
+            )
             failures += 1
         for failure in found:
             failures += 1
@@ -67,16 +79,26 @@ def main(argv=None) -> int:
             path = os.path.join(args.out, f"{small.check}-{seed}.py")
             with open(path, "w") as fh:
                 fh.write(small.repro())
-            log.write(json.dumps({"seed": seed, "check": small.check, "file": path,
-                                  "message": small.message[:500]}) + "\n")
+            log.write(
+                json.dumps(
+                    {
+                        "seed": seed,
+                        "check": small.check,
+                        "file": path,
+                        "message": small.message[:500],
+                    }
+                )
+                + "\n"
+            )
             log.flush()
             print(f"seed {seed}: {small.check}: {small.message[:160]} -> {path}", flush=True)
         if programs % 100 == 0:
-            print(f"{programs} programs, {failures} failures, {time.time() - t0:.0f} s",
-                  flush=True)
+            print(f"{programs} programs, {failures} failures, {time.time() - t0:.0f} s", flush=True)
     log.close()
-    print(f"done: {programs} programs (seeds {args.start}..{args.start + programs - 1}), "
-          f"{failures} failures, {len(seen)} distinct, {time.time() - t0:.0f} s")
+    print(
+        f"done: {programs} programs (seeds {args.start}..{args.start + programs - 1}), "
+        f"{failures} failures, {len(seen)} distinct, {time.time() - t0:.0f} s"
+    )
     print("checks run:", dict(checker.stats.ran))
     print("skipped:", dict(checker.stats.skipped))
     print("known crashes:", dict(checker.stats.known))

@@ -37,8 +37,26 @@ I64 = np.iinfo(np.int64)
 
 # Values with a reputation: signed zeros, infinities, NaN, the largest and smallest floats
 # (denormals included), integers at the ends of their range, and ordinary small numbers.
-FLOAT_SPECIALS = (float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1.0, -1.0, 0.5, 2.0,
-                  1e30, -1e30, 1e-30, 1e-40, -1e-45, 88.0, -104.0, 3e38, -3e38)
+FLOAT_SPECIALS = (
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    -0.0,
+    0.0,
+    1.0,
+    -1.0,
+    0.5,
+    2.0,
+    1e30,
+    -1e30,
+    1e-30,
+    1e-40,
+    -1e-45,
+    88.0,
+    -104.0,
+    3e38,
+    -3e38,
+)
 FLOAT32_ENDS = (float(F32.max), -float(F32.max), float(F32.tiny), float(F32.smallest_subnormal))
 FLOAT64_ENDS = (float(F64.max), -float(F64.max), float(F64.tiny), 5e-324, 1e300)
 INT_SPECIALS = (0, 1, -1, 2, -2, 7, 31, 32, 33, 100)
@@ -140,9 +158,15 @@ class Program:
         zeros, huge and denormal floats and INT_MIN/INT_MAX with probability ``self.special``;
         ``mode="tame"`` draws moderate values with in-range indices (for derivatives).
         ``sample`` selects an independent draw (the rows of a vmap batch)."""
-        return [draw_values(inp, np.random.default_rng(
-            [self.seed, int(inp.name[1:]), mode == "tame", sample]), mode, self.special)
-            for inp in self.inputs]
+        return [
+            draw_values(
+                inp,
+                np.random.default_rng([self.seed, int(inp.name[1:]), mode == "tame", sample]),
+                mode,
+                self.special,
+            )
+            for inp in self.inputs
+        ]
 
     # --- printing --------------------------------------------------------------------------
 
@@ -152,34 +176,54 @@ class Program:
         if check.startswith("vmap"):
             rows = [self.input_values(mode, sample=k) for k in (1, 2, 3)]
             args = "\n".join(
-                "    [" + ", ".join(array_literal(v, i.dtype) for i, v in zip(self.inputs, row))
-                + "]," for row in rows)
+                "    ["
+                + ", ".join(array_literal(v, i.dtype) for i, v in zip(self.inputs, row))
+                + "],"
+                for row in rows
+            )
         else:
-            args = "\n".join(f"    {array_literal(v, inp.dtype)},  # {inp.name}"
-                             for inp, v in zip(self.inputs, self.input_values(mode)))
+            args = "\n".join(
+                f"    {array_literal(v, inp.dtype)},  # {inp.name}"
+                for inp, v in zip(self.inputs, self.input_values(mode))
+            )
         header = f'"""fuzz repro (seed {self.seed}, check {check})'
         if note:
             header += "\n\n" + textwrap.indent(note.strip(), "")
         header += '\n"""\n'
         x64 = 'fg.config.update("enable_x64", True)\n' if self.x64 else ""
-        return (header + PRELUDE + x64 + "\n" + self.source() + "\n\nargs = [\n" + args
-                + "\n]\n" + REPRO_TAILS[check])
+        return (
+            header
+            + PRELUDE
+            + x64
+            + "\n"
+            + self.source()
+            + "\n\nargs = [\n"
+            + args
+            + "\n]\n"
+            + REPRO_TAILS[check]
+        )
 
 
 REPRO_TAILS = {
     "eager": "print(f(*args))\n",
-    "jit": ("eager = f(*args)\ncompiled = fg.jit(f)(*args)\n"
-            "for e, c in zip(eager, compiled):\n"
-            "    print('eager', repr(e))\n    print('jit  ', repr(c))\n"),
-    "gpu": ("eager = f(*args)\ncompiled = fg.jit(f, backend='gpu')(*args)\n"
-            "for e, c in zip(eager, compiled):\n"
-            "    print('eager', repr(e))\n    print('gpu  ', repr(np.asarray(c)))\n"),
-    "vmap": ("batched = [np.stack(column) for column in zip(*args)]  # args: one row a sample\n"
-             "looped = [f(*row) for row in args]\n"
-             "mapped = fg.vmap(f)(*batched)\n"
-             "for k, m in enumerate(mapped):\n"
-             "    print('loop', repr(np.stack([np.asarray(r[k]) for r in looped])))\n"
-             "    print('vmap', repr(m))\n"),
+    "jit": (
+        "eager = f(*args)\ncompiled = fg.jit(f)(*args)\n"
+        "for e, c in zip(eager, compiled):\n"
+        "    print('eager', repr(e))\n    print('jit  ', repr(c))\n"
+    ),
+    "gpu": (
+        "eager = f(*args)\ncompiled = fg.jit(f, backend='gpu')(*args)\n"
+        "for e, c in zip(eager, compiled):\n"
+        "    print('eager', repr(e))\n    print('gpu  ', repr(np.asarray(c)))\n"
+    ),
+    "vmap": (
+        "batched = [np.stack(column) for column in zip(*args)]  # args: one row a sample\n"
+        "looped = [f(*row) for row in args]\n"
+        "mapped = fg.vmap(f)(*batched)\n"
+        "for k, m in enumerate(mapped):\n"
+        "    print('loop', repr(np.stack([np.asarray(r[k]) for r in looped])))\n"
+        "    print('vmap', repr(m))\n"
+    ),
 }
 # The scalar a gradient check differentiates: every float output against fixed weights, with
 # respect to every float input (the others held at their values). Shared by the checker and the
@@ -204,26 +248,30 @@ def loss_of(f, args):
 _GRAD_TAIL = (
     LOSS_SOURCE + "\n\nloss, xs = loss_of(f, args)\n"
     "argnums = tuple(range(len(xs)))\n"
-    "eager = fg.grad(loss, argnums=argnums)(*xs)\n")
+    "eager = fg.grad(loss, argnums=argnums)(*xs)\n"
+)
 REPRO_TAILS["grad-jit"] = _GRAD_TAIL + (
     "compiled = fg.jit(fg.grad(loss, argnums=argnums))(*xs)\n"
     "for e, c in zip(eager, compiled):\n"
-    "    print('eager grad', repr(e))\n    print('jit grad  ', repr(c))\n")
+    "    print('eager grad', repr(e))\n    print('jit grad  ', repr(c))\n"
+)
 REPRO_TAILS["grad-gpu"] = _GRAD_TAIL + (
     "compiled = fg.jit(fg.grad(loss, argnums=argnums), backend='gpu')(*xs)\n"
     "for e, c in zip(eager, compiled):\n"
-    "    print('eager grad', repr(e))\n    print('gpu grad  ', repr(np.asarray(c)))\n")
+    "    print('eager grad', repr(e))\n    print('gpu grad  ', repr(np.asarray(c)))\n"
+)
 REPRO_TAILS["grad-fd"] = (
     "fg.config.update('enable_x64', True)\n"
     "args = [a.astype(np.float64) if a.dtype == np.float32 else a for a in args]\n"
-    + _GRAD_TAIL +
-    "v = [np.cos(np.arange(x.size) * 0.7).reshape(x.shape) for x in xs]\n"
+    + _GRAD_TAIL
+    + "v = [np.cos(np.arange(x.size) * 0.7).reshape(x.shape) for x in xs]\n"
     "h = 1e-6\n"
     "plus = loss(*[x + h * t for x, t in zip(xs, v)])\n"
     "minus = loss(*[x - h * t for x, t in zip(xs, v)])\n"
     "print('finite difference', (plus - minus) / (2 * h))\n"
     "print('grad . v         ', sum(float(np.sum(np.asarray(g) * t)) for g, t in zip(eager, v)))\n"
-    "print('jvp              ', fg.jvp(loss, xs, v)[1])\n")
+    "print('jvp              ', fg.jvp(loss, xs, v)[1])\n"
+)
 REPRO_TAILS["vjp-jvp"] = REPRO_TAILS["grad-fd"]
 REPRO_TAILS["vmap-jit"] = REPRO_TAILS["vmap"].replace("fg.vmap(f)", "fg.jit(fg.vmap(f))")
 REPRO_TAILS["jax"] = "print(f(*args))  # JAX's result is in the note above\n"
@@ -239,8 +287,10 @@ def namespace_for_exec() -> dict:
 def array_literal(value: np.ndarray, dtype: str) -> str:
     """Source for ``value`` that rebuilds it bit for bit (floats through Python floats, which
     hold every float32/float64 exactly; NaN and inf through the names the prelude defines)."""
-    return (f"fnp.asarray(np.array({value.ravel().tolist()!r}, dtype=np.{dtype})"
-            f".reshape({value.shape!r}))")
+    return (
+        f"fnp.asarray(np.array({value.ravel().tolist()!r}, dtype=np.{dtype})"
+        f".reshape({value.shape!r}))"
+    )
 
 
 def draw_values(inp: Input, rng: np.random.Generator, mode: str, special: float) -> np.ndarray:
@@ -271,7 +321,7 @@ def draw_values(inp: Input, rng: np.random.Generator, mode: str, special: float)
         return rng.uniform(-2.0, 2.0, size=n).astype(dtype).reshape(shape)
     scale = rng.choice([1.0, 1.0, 1.0, 100.0, 1e-3, 1e6])
     vals = (rng.standard_normal(n) * scale).astype(dtype)
-    if rng.random() < 0.3:                      # duplicates: values drawn from a small pool
+    if rng.random() < 0.3:  # duplicates: values drawn from a small pool
         vals = rng.choice(vals[: max(1, n // 3)], size=n) if n else vals
     ends = FLOAT_SPECIALS + (FLOAT64_ENDS if dtype == np.float64 else FLOAT32_ENDS)
     hit = rng.random(n) < special

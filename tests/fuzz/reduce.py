@@ -14,8 +14,11 @@ from tests.fuzz.program import Program
 
 def signature(failure: Failure) -> tuple:
     """What must stay the same while shrinking: the check and, for a crash, the exception."""
-    kind = failure.message.split(":", 2)[1].strip() if failure.message.startswith(
-        "crash:") else "mismatch"
+    kind = (
+        failure.message.split(":", 2)[1].strip()
+        if failure.message.startswith("crash:")
+        else "mismatch"
+    )
     return failure.check, kind
 
 
@@ -51,8 +54,14 @@ def shrink(checker: Checker, failure: Failure, budget: int = 200) -> Failure:
     for out in best.program.outputs:
         if len(best.program.outputs) == 1 or tries >= budget:
             break
-        candidate = Program(best.program.inputs, best.program.ops, (out,), best.program.x64,
-                            best.program.seed, best.program.special)
+        candidate = Program(
+            best.program.inputs,
+            best.program.ops,
+            (out,),
+            best.program.x64,
+            best.program.seed,
+            best.program.special,
+        )
         candidate = candidate.without(set())
         tries += 1
         found = still_fails(checker, candidate, sig) if candidate else None

@@ -60,14 +60,19 @@ def test_fuzz_long(request, tmp_path):
     """``pytest tests/fuzz --fuzz-long [--fuzz-programs N] [--fuzz-seconds T]``."""
     if not request.config.getoption("--fuzz-long"):
         pytest.skip("the long fuzz run needs --fuzz-long")
-    argv = ["--programs", str(request.config.getoption("--fuzz-programs")),
-            "--out", "fuzz-failures"]
+    argv = [
+        "--programs",
+        str(request.config.getoption("--fuzz-programs")),
+        "--out",
+        "fuzz-failures",
+    ]
     if request.config.getoption("--fuzz-seconds") is not None:
         argv += ["--seconds", str(request.config.getoption("--fuzz-seconds"))]
     assert longrun.main(argv) == 0, "failures were written to fuzz-failures/"
 
 
 # --- the harness itself: each check must be able to fail ----------------------------------------
+
 
 def test_fuzz_compare_finds_planted_mismatches():
     ref = np.array([1.0, np.nan, np.inf, -2.0], np.float32)
@@ -96,10 +101,15 @@ def planted_program() -> Program:
     checker below."""
     return Program(
         inputs=(Input("x0", (3,), "float32"),),
-        ops=(Op("v1", "fnp.sin(x0)", ("x0",), "unary"),
-             Op("v2", "fnp.cos(v1) * 2.0", ("v1",), "unary"),
-             Op("v3", "fnp.exp(x0)", ("x0",), "unary")),
-        outputs=("v2", "v3"), seed=7, special=0.0)
+        ops=(
+            Op("v1", "fnp.sin(x0)", ("x0",), "unary"),
+            Op("v2", "fnp.cos(v1) * 2.0", ("v1",), "unary"),
+            Op("v3", "fnp.exp(x0)", ("x0",), "unary"),
+        ),
+        outputs=("v2", "v3"),
+        seed=7,
+        special=0.0,
+    )
 
 
 class _PlantedChecker(Checker):
@@ -136,32 +146,58 @@ def test_fuzz_programs_are_reproducible_from_their_seed():
     a, _ = draw_program(RandomChooser(123), 123)
     b, _ = draw_program(RandomChooser(123), 123)
     assert a.source() == b.source()
-    assert all(np.array_equal(u, v, equal_nan=True)
-               for u, v in zip(a.input_values(), b.input_values()))
+    assert all(
+        np.array_equal(u, v, equal_nan=True) for u, v in zip(a.input_values(), b.input_values())
+    )
     fg.jit(a.function())(*a.input_values())
 
 
 # --- float64 programs: the nudged shadow -------------------------------------------------------
 
+
 def _f64_program(ops, values) -> Program:
-    return Program(inputs=tuple(Input(f"x{i}", np.shape(v), "float64")
-                                for i, v in enumerate(values)),
-                   ops=ops, outputs=(ops[-1].out,), x64=True, seed=1, special=0.0)
+    return Program(
+        inputs=tuple(Input(f"x{i}", np.shape(v), "float64") for i, v in enumerate(values)),
+        ops=ops,
+        outputs=(ops[-1].out,),
+        x64=True,
+        seed=1,
+        special=0.0,
+    )
 
 
 SILU_TAN = (Op("v1", "nn.silu(x0)", ("x0",), "unary"), Op("v2", "fnp.tan(v1)", ("v1",), "unary"))
-SILU_POW = (Op("v1", "nn.silu(x0)", ("x0",), "unary"),
-            Op("v2", "fnp.power(v1, x1)", ("v1", "x1"), "binary", frozenset({"kink"})))
+SILU_POW = (
+    Op("v1", "nn.silu(x0)", ("x0",), "unary"),
+    Op("v2", "fnp.power(v1, x1)", ("v1", "x1"), "binary", frozenset({"kink"})),
+)
 
 
-@pytest.mark.parametrize("ops, values", [
-    # fuzz seeds 300619 and 302381: eager's silu is ~1 ulp from jit's, and tan near 25.67 /
-    # the power 65.2 amplify it to 43-102 ulps, beyond 32 eps |ref|
-    (SILU_TAN, [np.array([25.668175737028804, 10.654980891409863, -0.929228165272662,
-                          112.3005567060113, 33.898936423082446])]),
-    (SILU_POW, [np.array([2.0, 1.6786840099483324, -0.6997849014228072]),
-                np.array(65.20024456658872)]),
-])
+@pytest.mark.parametrize(
+    "ops, values",
+    [
+        # fuzz seeds 300619 and 302381: eager's silu is ~1 ulp from jit's, and tan near 25.67 /
+        # the power 65.2 amplify it to 43-102 ulps, beyond 32 eps |ref|
+        (
+            SILU_TAN,
+            [
+                np.array(
+                    [
+                        25.668175737028804,
+                        10.654980891409863,
+                        -0.929228165272662,
+                        112.3005567060113,
+                        33.898936423082446,
+                    ]
+                )
+            ],
+        ),
+        (
+            SILU_POW,
+            [np.array([2.0, 1.6786840099483324, -0.6997849014228072]), np.array(65.20024456658872)],
+        ),
+    ],
+)
 def test_fuzz_float64_programs_tolerate_amplified_ulps_and_catch_planted_errors(ops, values):
     prog = _f64_program(ops, values)
     ref, shadow, slack, _ = reference(prog, values)
@@ -175,8 +211,11 @@ def test_fuzz_float64_programs_tolerate_amplified_ulps_and_catch_planted_errors(
 
 
 def test_fuzz_float64_planted_error_in_a_well_conditioned_program():
-    ops = (Op("v1", "fnp.exp(x0)", ("x0",), "unary"), Op("v2", "fnp.sin(v1)", ("v1",), "unary"),
-           Op("v3", "fnp.floor(v2 * 8.0) + v2", ("v2",), "binary"))
+    ops = (
+        Op("v1", "fnp.exp(x0)", ("x0",), "unary"),
+        Op("v2", "fnp.sin(v1)", ("v1",), "unary"),
+        Op("v3", "fnp.floor(v2 * 8.0) + v2", ("v2",), "binary"),
+    )
     x = np.array([0.0, 0.3, -1.5, 1.0, 2.0, -0.0])
     prog = _f64_program(ops, [x])
     ref, shadow, slack, _ = reference(prog, [x])
@@ -191,15 +230,17 @@ def test_fuzz_float64_planted_error_in_a_well_conditioned_program():
 
 def test_fuzz_nudge_moves_two_ulps_and_keeps_specials():
     f64 = np.finfo(np.float64)
-    x = np.array([1.0, -3.5, 1e-300, 5e-324, -5e-324, f64.max, -f64.max, 0.0, -0.0, np.inf,
-                  -np.inf, np.nan] * 4)
+    x = np.array(
+        [1.0, -3.5, 1e-300, 5e-324, -5e-324, f64.max, -f64.max, 0.0, -0.0, np.inf, -np.inf, np.nan]
+        * 4
+    )
     y = nudged(x, np.random.default_rng(0))
     assert y.dtype == x.dtype
     moved = np.isfinite(x) & (x != 0)
     np.testing.assert_array_equal(y[~moved], x[~moved])
-    assert np.all(np.signbit(y) == np.signbit(x))                 # never across zero
-    assert np.all(np.isfinite(y[moved]))                          # never to infinity
-    big = np.abs(x) == f64.max               # stays where a nudge up would overflow
+    assert np.all(np.signbit(y) == np.signbit(x))  # never across zero
+    assert np.all(np.isfinite(y[moved]))  # never to infinity
+    big = np.abs(x) == f64.max  # stays where a nudge up would overflow
     assert np.any(y[big] != x[big])
     moved &= ~big | (y != x)
     a, b = x[moved], y[moved]
@@ -210,13 +251,24 @@ def test_fuzz_nudge_moves_two_ulps_and_keeps_specials():
     assert nudged(np.array([1.0], np.float32), np.random.default_rng(0)).dtype == np.float32
 
 
-@pytest.mark.parametrize("expr, free", [
-    ("fnp.exp(x0)", True), ("nn.silu(x0)", True), ("(x0 ** x1)", True), ("(x0 @ x1)", True),
-    ("fnp.sum(x0, axis=None, keepdims=False)", True), ("x0.at[x1].add(x2)", True),
-    ("lax.cond(fnp.any(x0 > 0), lambda o: fnp.sin(o), lambda o: o, x0)", True),
-    ("fnp.floor(x0)", False), ("(x0 + x1)", False), ("fnp.divide(x0, x1)", False),
-    ("fnp.sqrt(x0)", False), ("fnp.max(x0, axis=0, keepdims=True)", False),
-    ("x0.at[x1].set(x2)", False), ("fnp.exp2_like(x0)", False),
-])
+@pytest.mark.parametrize(
+    "expr, free",
+    [
+        ("fnp.exp(x0)", True),
+        ("nn.silu(x0)", True),
+        ("(x0 ** x1)", True),
+        ("(x0 @ x1)", True),
+        ("fnp.sum(x0, axis=None, keepdims=False)", True),
+        ("x0.at[x1].add(x2)", True),
+        ("lax.cond(fnp.any(x0 > 0), lambda o: fnp.sin(o), lambda o: o, x0)", True),
+        ("fnp.floor(x0)", False),
+        ("(x0 + x1)", False),
+        ("fnp.divide(x0, x1)", False),
+        ("fnp.sqrt(x0)", False),
+        ("fnp.max(x0, axis=0, keepdims=True)", False),
+        ("x0.at[x1].set(x2)", False),
+        ("fnp.exp2_like(x0)", False),
+    ],
+)
 def test_fuzz_which_operations_are_nudged(expr, free):
     assert rounds_freely(Op("v9", expr, ("x0",), "unary")) is free

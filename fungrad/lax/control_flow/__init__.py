@@ -16,5 +16,14 @@ Primitives and operands (JAX's spelling):
 from fungrad.lax.control_flow.conditionals import cond, cond_p, switch
 from fungrad.lax.control_flow.loops import fori_loop, map, scan, scan_p, while_loop, while_p
 
-__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map",
-           "cond_p", "while_p", "scan_p"]
+__all__ = [
+    "cond",
+    "switch",
+    "while_loop",
+    "fori_loop",
+    "scan",
+    "map",
+    "cond_p",
+    "while_p",
+    "scan_p",
+]

@@ -32,20 +32,24 @@ from fungrad.transforms.vmap import batch_jaxpr, batch_rules, bdim_at_front, mov
 
 # -- while_loop / fori_loop ---------------------------------------------------------------------
 
+
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     cconsts = [Array(a) for a in args[:cond_nconsts]]
-    bconsts = [Array(a) for a in args[cond_nconsts:cond_nconsts + body_nconsts]]
-    carry = [Array(a) for a in args[cond_nconsts + body_nconsts:]]
+    bconsts = [Array(a) for a in args[cond_nconsts : cond_nconsts + body_nconsts]]
+    carry = [Array(a) for a in args[cond_nconsts + body_nconsts :]]
     while bool(eval_closed(cond_jaxpr, *cconsts, *carry)[0]):
         carry = eval_closed(body_jaxpr, *bconsts, *carry)
     return [np.asarray(c._value)[()] for c in carry]
 
 
 def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    carry = avals[cond_nconsts + body_nconsts:]
-    check_same_avals("while_loop body_fun output", carry, body_jaxpr.out_avals,
-                      "body_fun must return a value with the same structure, shapes and "
-                      "dtypes as init_val.")
+    carry = avals[cond_nconsts + body_nconsts :]
+    check_same_avals(
+        "while_loop body_fun output",
+        carry,
+        body_jaxpr.out_avals,
+        "body_fun must return a value with the same structure, shapes and dtypes as init_val.",
+    )
     return list(carry)
 
 
@@ -58,6 +62,7 @@ def _promote_weak_carries(flat, avals, out_avals):
     (``0`` carried through ``c + 1.5`` is a float32 carry, ``0.0`` carried through
     ``c + float32(1)`` a strong float32 one). Returns ``(flat, avals, changed)``."""
     from fungrad import lax
+
     new_flat, new_avals = [], []
     for x, a, b in zip(flat, avals, out_avals):
         if a.weak_type and (a.strip_weak_type() != b.strip_weak_type() or not b.weak_type):
@@ -98,20 +103,28 @@ class _CarryCheck:
         if self.part is None:
             return tree, list(avals)
         child, first, after = self.part
-        return tree.children[child], list(avals)[first:len(avals) - after]
+        return tree.children[child], list(avals)[first : len(avals) - after]
 
     def _check(self, init, out):
         (i_tree, i_avals), (o_tree, o_avals) = self._select(*init), self._select(*out)
-        if i_tree == o_tree and all(a.strip_weak_type() == b.strip_weak_type()
-                                    for a, b in zip(i_avals, o_avals)):
+        if i_tree == o_tree and all(
+            a.strip_weak_type() == b.strip_weak_type() for a, b in zip(i_avals, o_avals)
+        ):
             return  # (the usual case: no message, so no signature to inspect)
-        fix = (f"Revise {self.label} so that the carry it returns has the pytree structure, "
-               f"shapes and dtypes of {self.init_label}.")
-        check_same_outputs(f"{self.loop}: {self.init_label} and the carry {self.label} returns",
-                           (self.init_label, None, i_tree, i_avals),
-                           (self.label, self.fun, o_tree, o_avals), fix,
-                           root=_param_name(self.fun, self.param, "carry"),
-                           verbs=("holds", "returns"), must="must have", types="types")
+        fix = (
+            f"Revise {self.label} so that the carry it returns has the pytree structure, "
+            f"shapes and dtypes of {self.init_label}."
+        )
+        check_same_outputs(
+            f"{self.loop}: {self.init_label} and the carry {self.label} returns",
+            (self.init_label, None, i_tree, i_avals),
+            (self.label, self.fun, o_tree, o_avals),
+            fix,
+            root=_param_name(self.fun, self.param, "carry"),
+            verbs=("holds", "returns"),
+            must="must have",
+            types="types",
+        )
 
     def structure(self, init_tree, out_tree):
         """Check the structures only (types are compared once weak carries are promoted)."""
@@ -123,8 +136,10 @@ class _CarryCheck:
 
 def _check_callable(loop: str, label: str, fun, call: str) -> None:
     if not callable(fun):
-        raise TypeError(f"{loop}: {label} must be callable, got {fun!r:.40} (of type "
-                        f"{type(fun).__name__}); call {call}")
+        raise TypeError(
+            f"{loop}: {label} must be callable, got {fun!r:.40} (of type "
+            f"{type(fun).__name__}); call {call}"
+        )
 
 
 def while_loop(cond_fun, body_fun, init_val, max_steps=None):
@@ -163,8 +178,15 @@ def _while(cond_fun, body_fun, init_val, check: _CarryCheck):
     if pred is None or pred.shape != () or pred.dtype != np.bool_:
         got = avals_str(cond.out_avals)
         raise TypeError(f"while_loop: cond_fun must return a boolean scalar, got {got}")
-    outs = while_p.bind(*cconsts, *bconsts, *flat, cond_jaxpr=cond, body_jaxpr=body,
-                        cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
+    outs = while_p.bind(
+        *cconsts,
+        *bconsts,
+        *flat,
+        cond_jaxpr=cond,
+        body_jaxpr=body,
+        cond_nconsts=len(cconsts),
+        body_nconsts=len(bconsts),
+    )
     return tree_util.tree_unflatten(in_tree, outs)
 
 
@@ -176,8 +198,9 @@ def _bounded_while(cond_fun, body_fun, init_val, max_steps: int, check: _CarryCh
         pred = cond_fun(val)
         p_aval = core.get_aval(operand(pred, "while_loop cond_fun output"))
         if p_aval.shape != () or p_aval.dtype != np.bool_:
-            raise TypeError(f"while_loop: cond_fun must return a boolean scalar, got "
-                            f"{p_aval.str_short()}")
+            raise TypeError(
+                f"while_loop: cond_fun must return a boolean scalar, got {p_aval.str_short()}"
+            )
         active = lax.bitwise_and(lax.bitwise_not(done), pred)
         new = body_fun(val)
         val_leaves, tree = tree_util.tree_flatten(val)
@@ -185,8 +208,10 @@ def _bounded_while(cond_fun, body_fun, init_val, max_steps: int, check: _CarryCh
         check.structure(tree, new_tree)
         old_avals = [core.get_aval(operand(x, "while_loop init_val")) for x in val_leaves]
         new_avals = [core.get_aval(operand(x, "while_loop body_fun output")) for x in new_leaves]
-        if any(a.shape != b.shape or (a.dtype != b.dtype and not a.weak_type)
-               for a, b in zip(old_avals, new_avals)):
+        if any(
+            a.shape != b.shape or (a.dtype != b.dtype and not a.weak_type)
+            for a, b in zip(old_avals, new_avals)
+        ):
             check.types(tree, old_avals, new_avals)
 
         def keep(old, upd):
@@ -200,8 +225,7 @@ def _bounded_while(cond_fun, body_fun, init_val, max_steps: int, check: _CarryCh
 
     # the scan checks the carry (val, done): its messages name body_fun and val's leaves
     n_done = 1
-    scan_check = _CarryCheck("while_loop", body_fun, "body_fun", "init_val", 0,
-                             part=(0, 0, n_done))
+    scan_check = _CarryCheck("while_loop", body_fun, "body_fun", "init_val", 0, part=(0, 0, n_done))
     (val, _), _ = _scan(step, (init_val, np.bool_(False)), None, max_steps, False, scan_check)
     return val
 
@@ -215,9 +239,11 @@ def _fori_bounds(lower, upper):
         return lo_dt
     if lo_dt.kind == "i" and hi_dt.kind == "i" and lo_weak != hi_weak:
         return hi_dt if lo_weak else lo_dt
-    raise TypeError(f"fori_loop: lower and upper must have equal types, got {lo_dt.name} and "
-                    f"{hi_dt.name}; convert one of them (a Python int takes the other's signed "
-                    "integer type)")
+    raise TypeError(
+        f"fori_loop: lower and upper must have equal types, got {lo_dt.name} and "
+        f"{hi_dt.name}; convert one of them (a Python int takes the other's signed "
+        "integer type)"
+    )
 
 
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
@@ -229,8 +255,12 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     bounds it is a while_loop whose index has the bounds' dtype. ``unroll`` is accepted for API
     compatibility (concrete bounds only, as in JAX) and does not change the result.
     """
-    _check_callable("fori_loop", "body_fun", body_fun,
-                    "fori_loop(lower, upper, body_fun, init_val) with body_fun(i, val) -> val")
+    _check_callable(
+        "fori_loop",
+        "body_fun",
+        body_fun,
+        "fori_loop(lower, upper, body_fun, init_val) with body_fun(i, val) -> val",
+    )
     dt = _fori_bounds(lower, upper)
     for name, b in (("lower", lower), ("upper", upper)):
         if np.ndim(b) != 0:
@@ -246,9 +276,12 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         (_, out), _ = _scan(step, (lo, init_val), None, max(hi - lo, 0), False, check)
         return out
     if unroll is not None and unroll is not False and unroll != 1:
-        raise ValueError("fori_loop: unroll needs concrete loop bounds (Python ints or "
-                         "concrete arrays), as in JAX")
+        raise ValueError(
+            "fori_loop: unroll needs concrete loop bounds (Python ints or "
+            "concrete arrays), as in JAX"
+        )
     from fungrad import lax
+
     lower = lax.convert_element_type(operand(lower, "fori_loop lower"), dt)
     upper = lax.convert_element_type(operand(upper, "fori_loop upper"), dt)
 
@@ -265,10 +298,11 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
 # -- scan / map ----------------------------------------------------------------------------------
 
+
 def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, linear):
     consts = [Array(a) for a in args[:num_consts]]
-    carry = [Array(a) for a in args[num_consts:num_consts + num_carry]]
-    xs = args[num_consts + num_carry:]
+    carry = [Array(a) for a in args[num_consts : num_consts + num_carry]]
+    xs = args[num_consts + num_carry :]
     y_avals = jaxpr.out_avals[num_carry:]
     ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
     for step in range(length):
@@ -281,17 +315,23 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, linear):
 
 
 def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, linear):
-    carry = avals[num_consts:num_consts + num_carry]
-    xs = avals[num_consts + num_carry:]
+    carry = avals[num_consts : num_consts + num_carry]
+    xs = avals[num_consts + num_carry :]
     for x in xs:
         if not x.shape or x.shape[0] != length:
-            raise TypeError(f"scan: every xs leaf must have leading dimension length={length}, "
-                            f"got {x.str_short()}")
-    check_same_avals("scan carry output", carry, jaxpr.out_avals[:num_carry],
-                      "f must return a carry with the same structure, shapes and dtypes as "
-                      "init.")
-    ys = [ShapedArray((length,) + a.shape, a.dtype, a.weak_type)
-          for a in jaxpr.out_avals[num_carry:]]
+            raise TypeError(
+                f"scan: every xs leaf must have leading dimension length={length}, "
+                f"got {x.str_short()}"
+            )
+    check_same_avals(
+        "scan carry output",
+        carry,
+        jaxpr.out_avals[:num_carry],
+        "f must return a carry with the same structure, shapes and dtypes as init.",
+    )
+    ys = [
+        ShapedArray((length,) + a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals[num_carry:]
+    ]
     return list(carry) + ys
 
 
@@ -313,6 +353,7 @@ def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int = 1):
 
 def _scan_pair(f, label: str):
     """``f`` checked to return a pair ``(carry, y)``, as scan needs."""
+
     def body(carry, x):
         out = f(carry, x)
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -320,9 +361,12 @@ def _scan_pair(f, label: str):
                 got = core.get_aval(out).str_short()
             else:
                 got = tree_util._describe_node(tree_util.tree_structure(out))
-            raise TypeError(f"scan: {label} must return a pair (carry, y), got {got}; return "
-                            f"(new_carry, y), with y None when there is nothing to stack")
+            raise TypeError(
+                f"scan: {label} must return a pair (carry, y), got {got}; return "
+                f"(new_carry, y), with y None when there is nothing to stack"
+            )
         return tuple(out)
+
     return body
 
 
@@ -337,9 +381,11 @@ def _scan(f, init, xs, length, reverse, check: _CarryCheck):
     if length is not None:
         lengths.add(length)
     if len(lengths) > 1:
-        raise ValueError(f"scan got inconsistent lengths: xs leading dimensions "
-                         f"{[x.shape[0] for x in flat_xs]}" +
-                         (f" and length={length}" if length is not None else ""))
+        raise ValueError(
+            f"scan got inconsistent lengths: xs leading dimensions "
+            f"{[x.shape[0] for x in flat_xs]}"
+            + (f" and length={length}" if length is not None else "")
+        )
     if not lengths:
         raise ValueError("scan: length must be given when xs is None or has no leaves")
     n = lengths.pop()
@@ -349,24 +395,38 @@ def _scan(f, init, xs, length, reverse, check: _CarryCheck):
 
     def trace(c_avals):
         in_leaves_tree = tree_util.tree_structure(
-            (tree_util.tree_unflatten(init_tree, c_avals), tree_util.tree_unflatten(xs_tree,
-                                                                                   x_avals)))
+            (
+                tree_util.tree_unflatten(init_tree, c_avals),
+                tree_util.tree_unflatten(xs_tree, x_avals),
+            )
+        )
         return trace_body(body, in_leaves_tree, c_avals + x_avals, f"scan {check.label}")
 
     jaxpr, consts, out_tree = trace(carry_avals)
     check.structure(init_tree, out_tree.children[0])
     nc = len(flat_init)
-    flat_init, carry_avals, changed = _promote_weak_carries(flat_init, carry_avals,
-                                                            jaxpr.out_avals[:nc])
+    flat_init, carry_avals, changed = _promote_weak_carries(
+        flat_init, carry_avals, jaxpr.out_avals[:nc]
+    )
     if changed:
         jaxpr, consts, out_tree = trace(carry_avals)
     check.types(init_tree, carry_avals, jaxpr.out_avals[:nc])
-    outs = scan_p.bind(*consts, *flat_init, *flat_xs, jaxpr=jaxpr, num_consts=len(consts),
-                       num_carry=nc, length=n, reverse=bool(reverse),
-                       linear=(False,) * (len(consts) + nc + len(flat_xs)))
+    outs = scan_p.bind(
+        *consts,
+        *flat_init,
+        *flat_xs,
+        jaxpr=jaxpr,
+        num_consts=len(consts),
+        num_carry=nc,
+        length=n,
+        reverse=bool(reverse),
+        linear=(False,) * (len(consts) + nc + len(flat_xs)),
+    )
     y_tree = out_tree.children[1]
-    return (tree_util.tree_unflatten(init_tree, outs[:nc]),
-            tree_util.tree_unflatten(y_tree, outs[nc:]))
+    return (
+        tree_util.tree_unflatten(init_tree, outs[:nc]),
+        tree_util.tree_unflatten(y_tree, outs[nc:]),
+    )
 
 
 def map(f, xs):  # noqa: A001  (lax.map, as JAX names it)
@@ -377,6 +437,7 @@ def map(f, xs):  # noqa: A001  (lax.map, as JAX names it)
 
 
 # -- while rules --------------------------------------------------------------------------------
+
 
 def _reorder_invars(closed: core.ClosedJaxpr, order) -> core.ClosedJaxpr:
     """``closed`` with its invars permuted: new invar ``i`` is old invar ``order[i]``."""
@@ -416,8 +477,8 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     differentiated carries are passed through works, as in JAX (which moves forwarded carries
     to body constants when tracing)."""
     nc, nb = cond_nconsts, body_nconsts
-    cconsts, bconsts, carry = primals[:nc], primals[nc:nc + nb], primals[nc + nb:]
-    bconst_t, carry_t = tangents[nc:nc + nb], tangents[nc + nb:]
+    cconsts, bconsts, carry = primals[:nc], primals[nc : nc + nb], primals[nc + nb :]
+    bconst_t, carry_t = tangents[nc : nc + nb], tangents[nc + nb :]
     bconst_nz = [type(t) is not Zero for t in bconst_t]
     carry_nz = [type(t) is not Zero for t in carry_t]
     for _ in range(len(carry) + 1):
@@ -430,20 +491,32 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     n_bt, n_ct = sum(bconst_nz), sum(carry_nz)
     body_jvp = _reorder_invars(body_jvp, _interleave_order([nb, len(carry)], [n_bt, n_ct]))
     body_jvp, fwd, read = _hoist_forwarded_tangents(body_jvp, nb + n_bt, len(carry), n_ct)
-    ct_all = [instantiate_zeros(t) if type(t) is Zero else t
-              for t, nz in zip(carry_t, carry_nz) if nz]
+    ct_all = [
+        instantiate_zeros(t) if type(t) is Zero else t for t, nz in zip(carry_t, carry_nz) if nz
+    ]
     ct = [t for t, f in zip(ct_all, fwd) if not f]
     ct_avals = [tangent_aval(core.get_aval(t)) for t in ct]
     cond_aug = _with_unused_invars(cond_jaxpr, ct_avals)
     bt = [t for t, nz in zip(bconst_t, bconst_nz) if nz]
     hoisted = [t for t, f, r in zip(ct_all, fwd, read) if f and r]
-    outs = while_p.bind(*cconsts, *bconsts, *bt, *hoisted, *carry, *ct, cond_jaxpr=cond_aug,
-                        body_jaxpr=body_jvp, cond_nconsts=nc,
-                        body_nconsts=nb + n_bt + len(hoisted))
-    primal_out, t_it = outs[:len(carry)], iter(outs[len(carry):])
+    outs = while_p.bind(
+        *cconsts,
+        *bconsts,
+        *bt,
+        *hoisted,
+        *carry,
+        *ct,
+        cond_jaxpr=cond_aug,
+        body_jaxpr=body_jvp,
+        cond_nconsts=nc,
+        body_nconsts=nb + n_bt + len(hoisted),
+    )
+    primal_out, t_it = outs[: len(carry)], iter(outs[len(carry) :])
     nz_out = iter([t if f else next(t_it) for t, f in zip(ct_all, fwd)])
-    tangent_out = [next(nz_out) if nz else Zero(tangent_aval(core.get_aval(c)))
-                   for c, nz in zip(carry, carry_nz)]
+    tangent_out = [
+        next(nz_out) if nz else Zero(tangent_aval(core.get_aval(c)))
+        for c, nz in zip(carry, carry_nz)
+    ]
     return primal_out, tangent_out
 
 
@@ -453,33 +526,42 @@ def _hoist_forwarded_tangents(body: core.ClosedJaxpr, n_consts: int, n_carry: in
     the body reads become constants after the others; returns ``(body, fwd, read)``, flags per
     tangent carry: forwarded, and forwarded and read."""
     j = body.jaxpr
-    t_in = j.invars[n_consts + n_carry:]
+    t_in = j.invars[n_consts + n_carry :]
     fwd = [j.outvars[n_carry + k] is v for k, v in enumerate(t_in)]
     if not any(fwd):
         return body, fwd, fwd
     used = {v for eqn in j.eqns for v in eqn.invars if isinstance(v, core.Var)}
     used |= {v for k, v in enumerate(j.outvars) if k < n_carry or not fwd[k - n_carry]}
     read = [f and v in used for f, v in zip(fwd, t_in)]
-    invars = (j.invars[:n_consts] + [v for v, r in zip(t_in, read) if r]
-              + j.invars[n_consts:n_consts + n_carry] + [v for v, f in zip(t_in, fwd) if not f])
+    invars = (
+        j.invars[:n_consts]
+        + [v for v, r in zip(t_in, read) if r]
+        + j.invars[n_consts : n_consts + n_carry]
+        + [v for v, f in zip(t_in, fwd) if not f]
+    )
     outvars = j.outvars[:n_carry] + [v for v, f in zip(j.outvars[n_carry:], fwd) if not f]
-    return core.ClosedJaxpr(core.Jaxpr(j.constvars, invars, j.eqns, outvars), body.consts), \
-        fwd, read
+    return (
+        core.ClosedJaxpr(core.Jaxpr(j.constvars, invars, j.eqns, outvars), body.consts),
+        fwd,
+        read,
+    )
 
 
 def _while_transpose(cts, *args, **params):
     raise TypeError(
         "Reverse-mode differentiation does not work for lax.while_loop with a dynamic trip "
         "count. Use lax.fori_loop with Python-int bounds or lax.scan (whose trip count is "
-        "static), or while_loop(..., max_steps=N) to bound the loop.")
+        "static), or while_loop(..., max_steps=N) to bound the loop."
+    )
 
 
 def _while_batch(axis_size, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     from fungrad import lax
+
     nc, nb = cond_nconsts, body_nconsts
     cb = [d is not None for d in dims[:nc]]
-    bb = [d is not None for d in dims[nc:nc + nb]]
-    carry_b = [d is not None for d in dims[nc + nb:]]
+    bb = [d is not None for d in dims[nc : nc + nb]]
+    carry_b = [d is not None for d in dims[nc + nb :]]
     for _ in range(len(carry_b) + 1):
         _, out_b = batch_jaxpr(body_jaxpr, axis_size, bb + carry_b, instantiate=carry_b)
         new = [a or b for a, b in zip(carry_b, out_b)]
@@ -492,12 +574,21 @@ def _while_batch(axis_size, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
     body_b, _ = batch_jaxpr(body_jaxpr, axis_size, bb + carry_b, instantiate=carry_b)
     cond_b, _ = batch_jaxpr(cond_jaxpr, axis_size, cb + carry_b, instantiate=False)
     vals = [x if d is None else moveaxis(x, d, 0) for x, d in zip(args, dims)]
-    vals = vals[:nc + nb] + [bdim_at_front(x, d, axis_size) if b and d is None else x
-                             for x, d, b in zip(vals[nc + nb:], dims[nc + nb:], carry_b)]
-    cconsts, bconsts, carry = vals[:nc], vals[nc:nc + nb], vals[nc + nb:]
+    vals = vals[: nc + nb] + [
+        bdim_at_front(x, d, axis_size) if b and d is None else x
+        for x, d, b in zip(vals[nc + nb :], dims[nc + nb :], carry_b)
+    ]
+    cconsts, bconsts, carry = vals[:nc], vals[nc : nc + nb], vals[nc + nb :]
     if not pred_b:
-        outs = while_p.bind(*cconsts, *bconsts, *carry, cond_jaxpr=cond_b, body_jaxpr=body_b,
-                            cond_nconsts=nc, body_nconsts=nb)
+        outs = while_p.bind(
+            *cconsts,
+            *bconsts,
+            *carry,
+            cond_jaxpr=cond_b,
+            body_jaxpr=body_b,
+            cond_nconsts=nc,
+            body_nconsts=nb,
+        )
         return outs, [0 if b else None for b in carry_b]
     # A batched predicate: run while any example is still looping; finished examples keep
     # their carry (selected per example).
@@ -508,19 +599,31 @@ def _while_batch(axis_size, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
         return [lax.reduce_or(p, (0,))]
 
     def new_body(*a):
-        cc, bc, c = a[:nc], a[nc:nc + nb], a[nc + nb:]
+        cc, bc, c = a[:nc], a[nc : nc + nb], a[nc + nb :]
         (p,) = eval_closed(cond_b, *cc, *c)
         new_c = eval_closed(body_b, *bc, *c)
-        return [lax.select_n(lax.broadcast_in_dim(p, core.get_aval(x).shape, (0,)), x, y)
-                for x, y in zip(c, new_c)]
+        return [
+            lax.select_n(lax.broadcast_in_dim(p, core.get_aval(x).shape, (0,)), x, y)
+            for x, y in zip(c, new_c)
+        ]
 
     from fungrad.transforms.staging import trace_to_jaxpr
+
     const_avals = [core.get_aval(x) for x in cconsts]
     cond_any = trace_to_jaxpr(new_cond, const_avals + carry_avals)
-    body_sel = trace_to_jaxpr(new_body, const_avals + [core.get_aval(x) for x in bconsts]
-                              + carry_avals)
-    outs = while_p.bind(*cconsts, *cconsts, *bconsts, *carry, cond_jaxpr=cond_any,
-                        body_jaxpr=body_sel, cond_nconsts=nc, body_nconsts=nc + nb)
+    body_sel = trace_to_jaxpr(
+        new_body, const_avals + [core.get_aval(x) for x in bconsts] + carry_avals
+    )
+    outs = while_p.bind(
+        *cconsts,
+        *cconsts,
+        *bconsts,
+        *carry,
+        cond_jaxpr=cond_any,
+        body_jaxpr=body_sel,
+        cond_nconsts=nc,
+        body_nconsts=nc + nb,
+    )
     return outs, [0] * len(outs)
 
 
@@ -531,8 +634,9 @@ batch_rules[while_p] = _while_batch
 
 # -- scan rules ---------------------------------------------------------------------------------
 
+
 def _split3(seq, a, b):
-    return list(seq[:a]), list(seq[a:a + b]), list(seq[a + b:])
+    return list(seq[:a]), list(seq[a : a + b]), list(seq[a + b :])
 
 
 def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, linear):
@@ -543,39 +647,52 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
     xs_nz = [type(t) is not Zero for t in xs_t]
     ny = len(jaxpr.out_avals) - num_carry
     for _ in range(num_carry + 1):
-        _, out_nz = jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz,
-                              instantiate=carry_nz + [False] * ny)
+        _, out_nz = jvp_jaxpr(
+            jaxpr, const_nz + carry_nz + xs_nz, instantiate=carry_nz + [False] * ny
+        )
         new = [a or b for a, b in zip(carry_nz, out_nz[:num_carry])]
         if new == carry_nz:
             break
         carry_nz = new
-    jvp_j, out_nz = jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz,
-                              instantiate=carry_nz + [False] * ny)
+    jvp_j, out_nz = jvp_jaxpr(
+        jaxpr, const_nz + carry_nz + xs_nz, instantiate=carry_nz + [False] * ny
+    )
     n_ct, n_cr, n_x = sum(const_nz), sum(carry_nz), sum(xs_nz)
-    jvp_j = _reorder_invars(jvp_j, _interleave_order([num_consts, num_carry, len(xs)],
-                                                     [n_ct, n_cr, n_x]))
+    jvp_j = _reorder_invars(
+        jvp_j, _interleave_order([num_consts, num_carry, len(xs)], [n_ct, n_cr, n_x])
+    )
     y_nz = out_nz[num_carry:]
     n_yt = sum(y_nz)
     # outputs (carry, ys, carry_t, ys_t) -> (carry, carry_t, ys, ys_t)
     nc_out = num_carry
-    order = (list(range(nc_out)) + list(range(nc_out + ny, nc_out + ny + n_cr))
-             + list(range(nc_out, nc_out + ny)) + list(range(nc_out + ny + n_cr,
-                                                             nc_out + ny + n_cr + n_yt)))
+    order = (
+        list(range(nc_out))
+        + list(range(nc_out + ny, nc_out + ny + n_cr))
+        + list(range(nc_out, nc_out + ny))
+        + list(range(nc_out + ny + n_cr, nc_out + ny + n_cr + n_yt))
+    )
     jvp_j = _reorder_outvars(jvp_j, order)
     ct = [t for t, nz in zip(const_t, const_nz) if nz]
     it = [instantiate_zeros(t) for t, nz in zip(init_t, carry_nz) if nz]
     xt = [t for t, nz in zip(xs_t, xs_nz) if nz]
     args = [*consts, *ct, *init, *it, *xs, *xt]
-    outs = scan_p.bind(*args, jaxpr=jvp_j, num_consts=num_consts + n_ct,
-                       num_carry=num_carry + n_cr, length=length, reverse=reverse,
-                       linear=(False,) * len(args))
+    outs = scan_p.bind(
+        *args,
+        jaxpr=jvp_j,
+        num_consts=num_consts + n_ct,
+        num_carry=num_carry + n_cr,
+        length=length,
+        reverse=reverse,
+        linear=(False,) * len(args),
+    )
     carry_out, carry_t_out, rest = _split3(outs, num_carry, n_cr)
     ys, ys_t = rest[:ny], rest[ny:]
     ct_it, yt_it = iter(carry_t_out), iter(ys_t)
-    carry_t = [next(ct_it) if nz else Zero(tangent_aval(core.get_aval(c)))
-               for c, nz in zip(carry_out, carry_nz)]
-    y_t = [next(yt_it) if nz else Zero(tangent_aval(core.get_aval(y)))
-           for y, nz in zip(ys, y_nz)]
+    carry_t = [
+        next(ct_it) if nz else Zero(tangent_aval(core.get_aval(c)))
+        for c, nz in zip(carry_out, carry_nz)
+    ]
+    y_t = [next(yt_it) if nz else Zero(tangent_aval(core.get_aval(y))) for y, nz in zip(ys, y_nz)]
     return carry_out + ys, carry_t + y_t
 
 
@@ -588,53 +705,75 @@ def _scan_partial_eval(trace, args, params):
     const_uk, carry_uk, xs_uk = _split3(unknown, num_consts, num_carry)
     ny = len(jaxpr.out_avals) - num_carry
     for _ in range(num_carry + 1):
-        _, _, out_uk, _ = partial_eval_jaxpr(jaxpr, const_uk + carry_uk + xs_uk,
-                                             instantiate=carry_uk + [False] * ny)
+        _, _, out_uk, _ = partial_eval_jaxpr(
+            jaxpr, const_uk + carry_uk + xs_uk, instantiate=carry_uk + [False] * ny
+        )
         new = [a or b for a, b in zip(carry_uk, out_uk[:num_carry])]
         if new == carry_uk:
             break
         carry_uk = new
     known_j, unknown_j, out_uk, num_res = partial_eval_jaxpr(
-        jaxpr, const_uk + carry_uk + xs_uk, instantiate=carry_uk + [False] * ny)
+        jaxpr, const_uk + carry_uk + xs_uk, instantiate=carry_uk + [False] * ny
+    )
     consts, init, xs = _split3(args, num_consts, num_carry)
     known_in = [a for a, u in zip(consts + init + xs, const_uk + carry_uk + xs_uk) if not u]
     n_kc = sum(1 for u in const_uk if not u)
     n_kcarry = sum(1 for u in carry_uk if not u)
     with core.set_current_trace(trace.parent):
-        known_out = scan_p.bind(*known_in, jaxpr=known_j, num_consts=n_kc, num_carry=n_kcarry,
-                                length=length, reverse=reverse,
-                                linear=(False,) * len(known_in))
-    residuals = known_out[len(known_out) - num_res:]
-    known_out = known_out[:len(known_out) - num_res]
+        known_out = scan_p.bind(
+            *known_in,
+            jaxpr=known_j,
+            num_consts=n_kc,
+            num_carry=n_kcarry,
+            length=length,
+            reverse=reverse,
+            linear=(False,) * len(known_in),
+        )
+    residuals = known_out[len(known_out) - num_res :]
+    known_out = known_out[: len(known_out) - num_res]
     # unknown_j takes (*residuals, *unknown consts, *unknown carry, *unknown xs): put the
     # residuals among the xs, where a scan body reads per-iteration values.
     n_uc, n_ucarry = sum(const_uk), sum(carry_uk)
     n_ux = sum(xs_uk)
-    order = (list(range(num_res, num_res + n_uc + n_ucarry)) + list(range(num_res))
-             + list(range(num_res + n_uc + n_ucarry, num_res + n_uc + n_ucarry + n_ux)))
+    order = (
+        list(range(num_res, num_res + n_uc + n_ucarry))
+        + list(range(num_res))
+        + list(range(num_res + n_uc + n_ucarry, num_res + n_uc + n_ucarry + n_ux))
+    )
     unknown_j = _reorder_invars(unknown_j, order)
     u_consts = [a for a, u in zip(consts, const_uk) if u]
-    u_init = [a if trace.is_unknown(a) else trace.to_tracer(a)
-              for a, u in zip(init, carry_uk) if u]
+    u_init = [a if trace.is_unknown(a) else trace.to_tracer(a) for a, u in zip(init, carry_uk) if u]
     u_xs = [a for a, u in zip(xs, xs_uk) if u]
     u_args = [*u_consts, *u_init, *residuals, *u_xs]
-    unknown_out = trace.stage(scan_p, u_args, dict(
-        jaxpr=unknown_j, num_consts=n_uc, num_carry=n_ucarry, length=length, reverse=reverse,
-        linear=(False,) * len(u_args)))
+    unknown_out = trace.stage(
+        scan_p,
+        u_args,
+        dict(
+            jaxpr=unknown_j,
+            num_consts=n_uc,
+            num_carry=n_ucarry,
+            length=length,
+            reverse=reverse,
+            linear=(False,) * len(u_args),
+        ),
+    )
     k_it, u_it = iter(known_out), iter(unknown_out)
     return [next(u_it) if u else next(k_it) for u in out_uk]
 
 
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, linear):
     from fungrad import lax
+
     consts, init, xs = _split3(args, num_consts, num_carry)
     const_lin = [is_undefined_primal(c) for c in consts]
     xs_lin = [is_undefined_primal(x) for x in xs]
     # Every carry of a linear scan is linear. A known init value here is an instantiated zero
     # tangent (linearize materialised it when the carry became nonzero inside the loop): treat
     # it as a linear input whose cotangent is not needed.
-    init = [c if is_undefined_primal(c) else UndefPrimal(core.get_aval(c).strip_weak_type())
-            for c in init]
+    init = [
+        c if is_undefined_primal(c) else UndefPrimal(core.get_aval(c).strip_weak_type())
+        for c in init
+    ]
     res_consts = [c for c, lin in zip(consts, const_lin) if not lin]
     res_xs = [x for x, lin in zip(xs, xs_lin) if not lin]
     ct_carry = [instantiate_zeros(c) for c in cts[:num_carry]]
@@ -646,64 +785,98 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, l
 
     def body_t(*a):
         rc = a[:n_rc]
-        acc = a[n_rc:n_rc + n_lc]
-        c_ct = a[n_rc + n_lc:n_rc + n_lc + num_carry]
-        y_ct = a[n_rc + n_lc + num_carry:n_rc + n_lc + num_carry + len(y_avals)]
-        rx = a[n_rc + n_lc + num_carry + len(y_avals):]
+        acc = a[n_rc : n_rc + n_lc]
+        c_ct = a[n_rc + n_lc : n_rc + n_lc + num_carry]
+        y_ct = a[n_rc + n_lc + num_carry : n_rc + n_lc + num_carry + len(y_avals)]
+        rx = a[n_rc + n_lc + num_carry + len(y_avals) :]
         rc_it, rx_it = iter(rc), iter(rx)
-        primal_args = ([UndefPrimal(c.aval) if lin else next(rc_it)
-                        for c, lin in zip(consts, const_lin)]
-                       + [UndefPrimal(c) for c in carry_avals]
-                       + [UndefPrimal(x.aval.update(shape=x.aval.shape[1:])) if lin
-                          else next(rx_it) for x, lin in zip(xs, xs_lin)])
+        primal_args = (
+            [UndefPrimal(c.aval) if lin else next(rc_it) for c, lin in zip(consts, const_lin)]
+            + [UndefPrimal(c) for c in carry_avals]
+            + [
+                UndefPrimal(x.aval.update(shape=x.aval.shape[1:])) if lin else next(rx_it)
+                for x, lin in zip(xs, xs_lin)
+            ]
+        )
         ct_in = backward_pass(jaxpr.jaxpr, jaxpr.consts, primal_args, list(c_ct) + list(y_ct))
         ct_consts, ct_init, ct_xs = _split3(ct_in, num_consts, num_carry)
-        new_acc = [lax.add(s, instantiate_zeros(c)) for s, c in
-                   zip(acc, [c for c, lin in zip(ct_consts, const_lin) if lin])]
-        return (new_acc + [instantiate_zeros(c) for c in ct_init]
-                + [instantiate_zeros(c) for c, lin in zip(ct_xs, xs_lin) if lin])
+        new_acc = [
+            lax.add(s, instantiate_zeros(c))
+            for s, c in zip(acc, [c for c, lin in zip(ct_consts, const_lin) if lin])
+        ]
+        return (
+            new_acc
+            + [instantiate_zeros(c) for c in ct_init]
+            + [instantiate_zeros(c) for c, lin in zip(ct_xs, xs_lin) if lin]
+        )
 
     from fungrad.transforms.staging import trace_to_jaxpr
-    body_avals = ([core.get_aval(c) for c in res_consts] + lin_const_avals + carry_avals
-                  + y_avals + [core.get_aval(x).update(shape=core.get_aval(x).shape[1:])
-                               for x in res_xs])
+
+    body_avals = (
+        [core.get_aval(c) for c in res_consts]
+        + lin_const_avals
+        + carry_avals
+        + y_avals
+        + [core.get_aval(x).update(shape=core.get_aval(x).shape[1:]) for x in res_xs]
+    )
     body = trace_to_jaxpr(body_t, body_avals)
     acc0 = [lax.full(a.shape, 0, a.dtype) for a in lin_const_avals]
     scan_args = [*res_consts, *acc0, *ct_carry, *ct_ys, *res_xs]
-    outs = scan_p.bind(*scan_args, jaxpr=body, num_consts=n_rc, num_carry=n_lc + num_carry,
-                       length=length, reverse=not reverse, linear=(False,) * len(scan_args))
-    ct_consts, ct_init, ct_xs = outs[:n_lc], outs[n_lc:n_lc + num_carry], outs[n_lc + num_carry:]
+    outs = scan_p.bind(
+        *scan_args,
+        jaxpr=body,
+        num_consts=n_rc,
+        num_carry=n_lc + num_carry,
+        length=length,
+        reverse=not reverse,
+        linear=(False,) * len(scan_args),
+    )
+    ct_consts, ct_init, ct_xs = outs[:n_lc], outs[n_lc : n_lc + num_carry], outs[n_lc + num_carry :]
     c_it, x_it = iter(ct_consts), iter(ct_xs)
-    ct_init = [ct if is_undefined_primal(a) else None
-               for ct, a in zip(ct_init, args[num_consts:num_consts + num_carry])]
-    return ([next(c_it) if lin else None for lin in const_lin] + ct_init
-            + [next(x_it) if lin else None for lin in xs_lin])
+    ct_init = [
+        ct if is_undefined_primal(a) else None
+        for ct, a in zip(ct_init, args[num_consts : num_consts + num_carry])
+    ]
+    return (
+        [next(c_it) if lin else None for lin in const_lin]
+        + ct_init
+        + [next(x_it) if lin else None for lin in xs_lin]
+    )
 
 
-def _scan_batch(axis_size, args, dims, *, jaxpr, num_consts, num_carry, length, reverse,
-                linear):
+def _scan_batch(axis_size, args, dims, *, jaxpr, num_consts, num_carry, length, reverse, linear):
     consts_d, init_d, xs_d = _split3(dims, num_consts, num_carry)
     const_b = [d is not None for d in consts_d]
     carry_b = [d is not None for d in init_d]
     xs_b = [d is not None for d in xs_d]
     ny = len(jaxpr.out_avals) - num_carry
     for _ in range(num_carry + 1):
-        _, out_b = batch_jaxpr(jaxpr, axis_size, const_b + carry_b + xs_b,
-                               instantiate=carry_b + [False] * ny)
+        _, out_b = batch_jaxpr(
+            jaxpr, axis_size, const_b + carry_b + xs_b, instantiate=carry_b + [False] * ny
+        )
         new = [a or b for a, b in zip(carry_b, out_b[:num_carry])]
         if new == carry_b:
             break
         carry_b = new
-    body, out_b = batch_jaxpr(jaxpr, axis_size, const_b + carry_b + xs_b,
-                              instantiate=carry_b + [False] * ny)
+    body, out_b = batch_jaxpr(
+        jaxpr, axis_size, const_b + carry_b + xs_b, instantiate=carry_b + [False] * ny
+    )
     consts, init, xs = _split3(args, num_consts, num_carry)
     consts = [c if d is None else moveaxis(c, d, 0) for c, d in zip(consts, consts_d)]
-    init = [bdim_at_front(c, d, axis_size) if b else c
-            for c, d, b in zip(init, init_d, carry_b)]
+    init = [bdim_at_front(c, d, axis_size) if b else c for c, d, b in zip(init, init_d, carry_b)]
     # a batched xs leaf has its batch axis right after the scanned axis
     xs = [x if d is None else moveaxis(x, d, 1) for x, d in zip(xs, xs_d)]
-    outs = scan_p.bind(*consts, *init, *xs, jaxpr=body, num_consts=num_consts,
-                       num_carry=num_carry, length=length, reverse=reverse, linear=linear)
+    outs = scan_p.bind(
+        *consts,
+        *init,
+        *xs,
+        jaxpr=body,
+        num_consts=num_consts,
+        num_carry=num_carry,
+        length=length,
+        reverse=reverse,
+        linear=linear,
+    )
     out_dims = [0 if b else None for b in carry_b] + [1 if b else None for b in out_b[num_carry:]]
     return outs, out_dims
 
@@ -721,7 +894,7 @@ def _while_partial_eval(trace, args, params):
     cond_j, body_j = params["cond_jaxpr"], params["body_jaxpr"]
     nc, nb = params["cond_nconsts"], params["body_nconsts"]
     unknown = [trace.is_unknown(a) for a in args]
-    cc_uk, bc_uk, carry_uk = unknown[:nc], unknown[nc:nc + nb], unknown[nc + nb:]
+    cc_uk, bc_uk, carry_uk = unknown[:nc], unknown[nc : nc + nb], unknown[nc + nb :]
     for _ in range(len(carry_uk) + 1):
         _, _, out_uk, _ = partial_eval_jaxpr(body_j, bc_uk + carry_uk, instantiate=carry_uk)
         new = [a or b for a, b in zip(carry_uk, out_uk)]
@@ -735,18 +908,25 @@ def _while_partial_eval(trace, args, params):
     body_known, _, _, n_res = partial_eval_jaxpr(body_j, bc_uk + carry_uk, instantiate=carry_uk)
     bj = body_known.jaxpr
     body_known = core.ClosedJaxpr(
-        core.Jaxpr(bj.constvars, bj.invars, bj.eqns, bj.outvars[:len(bj.outvars) - n_res]),
-        body_known.consts)
+        core.Jaxpr(bj.constvars, bj.invars, bj.eqns, bj.outvars[: len(bj.outvars) - n_res]),
+        body_known.consts,
+    )
     cj = cond_known.jaxpr
-    cond_known = core.ClosedJaxpr(core.Jaxpr(cj.constvars, cj.invars, cj.eqns, cj.outvars[:1]),
-                                  cond_known.consts)
+    cond_known = core.ClosedJaxpr(
+        core.Jaxpr(cj.constvars, cj.invars, cj.eqns, cj.outvars[:1]), cond_known.consts
+    )
     known = [a for a, u in zip(args, unknown) if not u]
     n_kcc = sum(1 for u in cc_uk if not u)
     n_kbc = sum(1 for u in bc_uk if not u)
-    known = known[:n_kcc + n_kbc] + [a for a, u in zip(args[nc + nb:], carry_uk) if not u]
+    known = known[: n_kcc + n_kbc] + [a for a, u in zip(args[nc + nb :], carry_uk) if not u]
     with core.set_current_trace(trace.parent):
-        known_out = while_p.bind(*known, cond_jaxpr=cond_known, body_jaxpr=body_known,
-                                 cond_nconsts=n_kcc, body_nconsts=n_kbc)
+        known_out = while_p.bind(
+            *known,
+            cond_jaxpr=cond_known,
+            body_jaxpr=body_known,
+            cond_nconsts=n_kcc,
+            body_nconsts=n_kbc,
+        )
     k_it = iter(known_out)
     return [u_out if u else next(k_it) for u_out, u in zip(unknown_out, carry_uk)]
 
@@ -756,10 +936,12 @@ partial_eval_rules[while_p] = _while_partial_eval
 
 # -- lowering (fungrad/lowering/control_flow.py: native loops over compiled bodies) --------------
 
+
 def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     nc, nb = cond_nconsts, body_nconsts
-    return control_flow_lowering.lower_while(ctx, cond_jaxpr, body_jaxpr, args[:nc],
-                                             args[nc:nc + nb], args[nc + nb:])
+    return control_flow_lowering.lower_while(
+        ctx, cond_jaxpr, body_jaxpr, args[:nc], args[nc : nc + nb], args[nc + nb :]
+    )
 
 
 def _scan_lowering(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, linear):

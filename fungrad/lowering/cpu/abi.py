@@ -25,11 +25,12 @@ NPY_ARRAY_ALIGNED = 0x0100
 @dataclass(frozen=True)
 class Layout:
     """Byte offsets of the object fields compiled entry points read."""
-    object_type: int     # PyObject.ob_type
-    tuple_items: int     # PyTupleObject.ob_item[0]
-    array_data: int      # PyArrayObject.data
-    array_flags: int     # PyArrayObject.flags (int32)
-    scalar_data: int     # a numpy scalar's value, stored inline
+
+    object_type: int  # PyObject.ob_type
+    tuple_items: int  # PyTupleObject.ob_item[0]
+    array_data: int  # PyArrayObject.data
+    array_flags: int  # PyArrayObject.flags (int32)
+    scalar_data: int  # a numpy scalar's value, stored inline
     required_flags: int = NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED
 
 
@@ -42,9 +43,11 @@ def _find(obj, ctype, want, start=8, stop=128) -> int:
     for off in range(start, stop, 4):
         if ctype.from_address(id(obj) + off).value == want:
             return off
-    raise RuntimeError("fungrad.jit: this Python's object layout is not supported "
-                       "(could not locate a field of a numpy object); please report it with "
-                       "your Python and numpy versions")
+    raise RuntimeError(
+        "fungrad.jit: this Python's object layout is not supported "
+        "(could not locate a field of a numpy object); please report it with "
+        "your Python and numpy versions"
+    )
 
 
 def _measure() -> Layout:
@@ -65,16 +68,22 @@ def _measure() -> Layout:
             off = -1
         offsets.add(off)
     if len(offsets) != 1:
-        raise RuntimeError(f"fungrad.jit: numpy scalars store their values at different offsets "
-                           f"{sorted(offsets)}; this Python/numpy build is not supported")
+        raise RuntimeError(
+            f"fungrad.jit: numpy scalars store their values at different offsets "
+            f"{sorted(offsets)}; this Python/numpy build is not supported"
+        )
     lay = Layout(object_type, tuple_items, array_data, array_flags, offsets.pop())
     # cross-check on other objects before trusting the offsets
-    if (ctypes.c_int32.from_address(id(b) + array_flags).value != b.flags.num
-            or ctypes.c_void_p.from_address(id(b) + array_data).value != b.ctypes.data
-            or ctypes.c_uint16.from_address(id(scalars[-1]) + lay.scalar_data).value
-            != scalars[-1].view(np.uint16)):
-        raise RuntimeError("fungrad.jit: inconsistent numpy object layout; this Python/numpy "
-                           "build is not supported")
+    if (
+        ctypes.c_int32.from_address(id(b) + array_flags).value != b.flags.num
+        or ctypes.c_void_p.from_address(id(b) + array_data).value != b.ctypes.data
+        or ctypes.c_uint16.from_address(id(scalars[-1]) + lay.scalar_data).value
+        != scalars[-1].view(np.uint16)
+    ):
+        raise RuntimeError(
+            "fungrad.jit: inconsistent numpy object layout; this Python/numpy "
+            "build is not supported"
+        )
     return lay
 
 
@@ -86,6 +95,7 @@ def layout() -> Layout:
             if _layout is None:
                 from fungrad.lowering.cpu import compiler as cpu
                 from fungrad.lowering.cpu import llvm_capi
+
                 cpu.host()  # initialises LLVM
                 lay = _measure()
                 with cpu.llvm_lock:

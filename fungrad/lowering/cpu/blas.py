@@ -23,7 +23,11 @@ import threading
 from dataclasses import dataclass
 
 __all__ = [
-    "CBLAS_NO_TRANS", "CBLAS_ROW_MAJOR", "CBLAS_TRANS", "BlasInfo", "find_blas",
+    "CBLAS_NO_TRANS",
+    "CBLAS_ROW_MAJOR",
+    "CBLAS_TRANS",
+    "BlasInfo",
+    "find_blas",
     "register_llvm_symbols",
 ]
 
@@ -77,8 +81,10 @@ def _address(fn) -> int | None:
 
 def _decl(name: str, scalar: str, int_bits: int) -> str:
     i = f"i{int_bits}"
-    return (f"declare void @{name}(i32, i32, i32, {i}, {i}, {i}, {scalar}, ptr, {i}, ptr, {i}, "
-            f"{scalar}, ptr, {i})")
+    return (
+        f"declare void @{name}(i32, i32, i32, {i}, {i}, {i}, {scalar}, ptr, {i}, ptr, {i}, "
+        f"{scalar}, ptr, {i})"
+    )
 
 
 def _candidate_libraries() -> list[str]:
@@ -98,8 +104,22 @@ def _candidate_libraries() -> list[str]:
 def _gemm_function(lib, symbol: str, scalar, int_type):
     fn = getattr(lib, symbol)
     i, p = int_type, ctypes.c_void_p
-    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, i, i, i, scalar, p, i, p, i,
-                   scalar, p, i]
+    fn.argtypes = [
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        i,
+        i,
+        i,
+        scalar,
+        p,
+        i,
+        p,
+        i,
+        scalar,
+        p,
+        i,
+    ]
     fn.restype = None
     return fn
 
@@ -122,13 +142,19 @@ def _probe(path: str) -> BlasInfo:
         ilp64 = suffix == "64_" or (config is not None and "USE64BITINT" in config)
         int_type = ctypes.c_int64 if ilp64 else ctypes.c_int32
         return BlasInfo(
-            reason=None, library_path=path, sgemm_symbol=s_name, dgemm_symbol=d_name,
-            int_bits=64 if ilp64 else 32, config=config,
+            reason=None,
+            library_path=path,
+            sgemm_symbol=s_name,
+            dgemm_symbol=d_name,
+            int_bits=64 if ilp64 else 32,
+            config=config,
             sgemm=_gemm_function(lib, s_name, ctypes.c_float, int_type),
-            dgemm=_gemm_function(lib, d_name, ctypes.c_double, int_type))
+            dgemm=_gemm_function(lib, d_name, ctypes.c_double, int_type),
+        )
     names = ", ".join(f"{p}cblas_sgemm{s}" for p, s in _PROBES)
-    return BlasInfo(reason=f"{path} exports none of {names} (with the dgemm twin)",
-                    library_path=path)
+    return BlasInfo(
+        reason=f"{path} exports none of {names} (with the dgemm twin)", library_path=path
+    )
 
 
 _info: BlasInfo | None = None
@@ -143,8 +169,10 @@ def find_blas() -> BlasInfo:
         if _info is None:
             libs = _candidate_libraries()
             if not libs:
-                _info = BlasInfo(reason="no *openblas* library beside numpy (numpy.libs or "
-                                        "numpy/.dylibs); this numpy may use another BLAS")
+                _info = BlasInfo(
+                    reason="no *openblas* library beside numpy (numpy.libs or "
+                    "numpy/.dylibs); this numpy may use another BLAS"
+                )
             else:
                 infos = [_probe(p) for p in libs]
                 _info = next((i for i in infos if i.available), infos[0])

@@ -49,8 +49,13 @@ from fungrad.config import config
 from fungrad.version import __version__
 
 __all__ = [
-    "CacheWarning", "ObjectCache", "cache_enabled", "cache_key", "default_cache",
-    "default_cache_dir", "parse_size",
+    "CacheWarning",
+    "ObjectCache",
+    "cache_enabled",
+    "cache_key",
+    "default_cache",
+    "default_cache_dir",
+    "parse_size",
 ]
 
 _MAGIC = b"FGOBJ002"
@@ -99,21 +104,27 @@ def parse_size(text: str) -> int:
     Raises ValueError for anything else."""
     m = _SIZE.fullmatch(text)
     if m is None:
-        raise ValueError(f"{text!r} is not a size: write a number of bytes, optionally with a "
-                         "unit K, M, G or T (powers of 1024), e.g. 512M or 2G")
+        raise ValueError(
+            f"{text!r} is not a size: write a number of bytes, optionally with a "
+            "unit K, M, G or T (powers of 1024), e.g. 512M or 2G"
+        )
     unit = m.group(2).lower() if m.group(2) else None
     return int(float(m.group(1)) * _UNIT[unit])
 
 
-def cache_key(ir_text: str, *, triple: str, cpu: str, features: str,
-              pipeline: dict[str, object]) -> str:
+def cache_key(
+    ir_text: str, *, triple: str, cpu: str, features: str, pipeline: dict[str, object]
+) -> str:
     """sha256 hex digest naming the object code that ``ir_text`` compiles to on this host."""
     from fungrad.lowering.cpu import llvm_capi
 
     parts = {
-        "triple": triple, "cpu": cpu, "features": features,
+        "triple": triple,
+        "cpu": cpu,
+        "features": features,
         "llvm": ".".join(map(str, llvm_capi.llvm_version())),
-        "llvmlite": llvm_capi.llvmlite_version(), "fungrad": __version__,
+        "llvmlite": llvm_capi.llvmlite_version(),
+        "fungrad": __version__,
         "pipeline": sorted(pipeline.items()),
     }
     h = hashlib.sha256(json.dumps(parts, sort_keys=True).encode())
@@ -129,8 +140,12 @@ class ObjectCache:
     JSON-able dict the compiler keeps beside the object (e.g. the external symbols it needs).
     """
 
-    def __init__(self, directory: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES,
-                 own_parent: bool = False):
+    def __init__(
+        self,
+        directory: str | os.PathLike,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        own_parent: bool = False,
+    ):
         self.directory = Path(directory)
         self.max_bytes = int(max_bytes)
         self.own_parent = own_parent  # the parent is fungrad's too (``.../fungrad/<version>``)
@@ -145,8 +160,10 @@ class ObjectCache:
         self._approx_bytes: int | None = None  # running total, rescanned when over the cap
 
     def __repr__(self) -> str:
-        return (f"ObjectCache({str(self.directory)!r}, hits={self.hits}, misses={self.misses}, "
-                f"corrupt={self.corrupt}, writes={self.writes}, evictions={self.evictions})")
+        return (
+            f"ObjectCache({str(self.directory)!r}, hits={self.hits}, misses={self.misses}, "
+            f"corrupt={self.corrupt}, writes={self.writes}, evictions={self.evictions})"
+        )
 
     def path_for(self, key: str) -> Path:
         """The file that holds (or would hold) entry ``key``."""
@@ -194,8 +211,11 @@ class ObjectCache:
                 _unlink(Path(tmp))
                 raise
         except OSError as e:
-            warnings.warn(f"fungrad compile cache: cannot write {self.path_for(key)}: {e}",
-                          CacheWarning, stacklevel=2)
+            warnings.warn(
+                f"fungrad compile cache: cannot write {self.path_for(key)}: {e}",
+                CacheWarning,
+                stacklevel=2,
+            )
             return
         self._count("writes")
         with self._lock:
@@ -268,21 +288,31 @@ class ObjectCache:
             _make_private_dirs(d)
             st = d.stat()
         except OSError as e:
-            warnings.warn(f"fungrad compile cache disabled: cannot create {d}: {e}", CacheWarning,
-                          stacklevel=5)
+            warnings.warn(
+                f"fungrad compile cache disabled: cannot create {d}: {e}",
+                CacheWarning,
+                stacklevel=5,
+            )
             return None
         getuid = getattr(os, "getuid", None)
         if getuid is not None and (st.st_uid != getuid() or st.st_mode & 0o022):
-            warnings.warn(f"fungrad compile cache disabled: {d} is owned by another user or "
-                          f"writable by others (mode {st.st_mode & 0o777:o}); use a private "
-                          "directory (FUNGRAD_CACHE_DIR)", CacheWarning, stacklevel=5)
+            warnings.warn(
+                f"fungrad compile cache disabled: {d} is owned by another user or "
+                f"writable by others (mode {st.st_mode & 0o777:o}); use a private "
+                "directory (FUNGRAD_CACHE_DIR)",
+                CacheWarning,
+                stacklevel=5,
+            )
             return None
         try:  # ours, but others may list it: tighten it (and fungrad's own parent)
             for own in (d, d.parent) if self.own_parent else (d,):
                 _tighten(own)
         except OSError as e:
-            warnings.warn(f"fungrad compile cache disabled: cannot make {d} private: {e}",
-                          CacheWarning, stacklevel=5)
+            warnings.warn(
+                f"fungrad compile cache disabled: cannot make {d} private: {e}",
+                CacheWarning,
+                stacklevel=5,
+            )
             return None
         try:
             return _load_key(d)
@@ -345,10 +375,13 @@ def _load_key(d: Path) -> bytes:
         private = getuid is None or not st.st_mode & 0o077
         if private and len(secret) == _KEY_BYTES:
             return secret
-        warnings.warn(f"fungrad compile cache: the key file {path} "
-                      + ("was readable by others" if not private else "had the wrong size")
-                      + "; replaced it with a new key (cached entries will be rebuilt)",
-                      CacheWarning, stacklevel=6)
+        warnings.warn(
+            f"fungrad compile cache: the key file {path} "
+            + ("was readable by others" if not private else "had the wrong size")
+            + "; replaced it with a new key (cached entries will be rebuilt)",
+            CacheWarning,
+            stacklevel=6,
+        )
         _write_key(path, replace=True)
     raise _KeyError(f"cannot create a usable key file {path}")
 
@@ -394,12 +427,16 @@ def _decode(blob: bytes, key: str, secret: bytes) -> tuple[bytes, dict] | None:
     if magic != _MAGIC or _HEADER.size + hlen > len(signed):
         return None
     try:
-        header = json.loads(signed[_HEADER.size:_HEADER.size + hlen])
+        header = json.loads(signed[_HEADER.size : _HEADER.size + hlen])
     except ValueError:
         return None
-    data = signed[_HEADER.size + hlen:]
-    if (not isinstance(header, dict) or header.get("key") != key
-            or header.get("size") != len(data) or not isinstance(header.get("meta"), dict)):
+    data = signed[_HEADER.size + hlen :]
+    if (
+        not isinstance(header, dict)
+        or header.get("key") != key
+        or header.get("size") != len(data)
+        or not isinstance(header.get("meta"), dict)
+    ):
         return None
     return data, header["meta"]
 
@@ -431,7 +468,8 @@ def default_cache() -> ObjectCache | None:
         if cache is None:
             default_location = not os.environ.get("FUNGRAD_CACHE_DIR")
             cache = _caches[(directory, max_bytes)] = ObjectCache(
-                directory, max_bytes, own_parent=default_location)
+                directory, max_bytes, own_parent=default_location
+            )
         return cache
 
 
@@ -449,7 +487,10 @@ def _max_bytes_from_env() -> int:
     except ValueError as e:
         if raw not in _warned_sizes:
             _warned_sizes.add(raw)
-            warnings.warn(f"fungrad compile cache: FUNGRAD_CACHE_MAX_BYTES={e}; using the "
-                          f"default cap, {DEFAULT_MAX_BYTES // 2**20}M", CacheWarning,
-                          stacklevel=4)
+            warnings.warn(
+                f"fungrad compile cache: FUNGRAD_CACHE_MAX_BYTES={e}; using the "
+                f"default cap, {DEFAULT_MAX_BYTES // 2**20}M",
+                CacheWarning,
+                stacklevel=4,
+            )
         return DEFAULT_MAX_BYTES

@@ -28,9 +28,17 @@ from dataclasses import dataclass, field
 from fungrad.lowering.cpu import blas, cache, llvm_capi
 
 __all__ = [
-    "CompileError", "CompileStats", "CompiledModule", "Part", "compile_module", "compile_modules",
+    "CompileError",
+    "CompileStats",
+    "CompiledModule",
+    "Part",
+    "compile_module",
+    "compile_modules",
     "compile_stats",
-    "ctypes_function", "host", "llvm_lock", "reset_compile_stats",
+    "ctypes_function",
+    "host",
+    "llvm_lock",
+    "reset_compile_stats",
 ]
 
 llvm_lock = threading.RLock()
@@ -41,20 +49,28 @@ class CompileError(RuntimeError):
     """LLVM rejected a module. ``step`` is where (parse, verify, link, optimize, codegen, load),
     ``ir_path`` a file holding the IR text, ``llvm_message`` LLVM's own words."""
 
-    def __init__(self, module_name: str, step: str, llvm_message: str, ir_path: str,
-                 where: str | None = None):
+    def __init__(
+        self, module_name: str, step: str, llvm_message: str, ir_path: str, where: str | None = None
+    ):
         self.module_name = module_name
         self.step = step
         self.llvm_message = llvm_message
         self.ir_path = ir_path
         self.where = where  # the kernel and the operations behind it, when known
-        super().__init__(f"LLVM {step} failed for module {module_name!r}: {llvm_message}\n"
-                         + (f"  in {where}\n" if where else "")
-                         + f"  the IR text is in {ir_path}")
+        super().__init__(
+            f"LLVM {step} failed for module {module_name!r}: {llvm_message}\n"
+            + (f"  in {where}\n" if where else "")
+            + f"  the IR text is in {ir_path}"
+        )
 
     def __reduce__(self):  # picklable, e.g. from a fuzzing subprocess
-        return CompileError, (self.module_name, self.step, self.llvm_message, self.ir_path,
-                              self.where)
+        return CompileError, (
+            self.module_name,
+            self.step,
+            self.llvm_message,
+            self.ir_path,
+            self.where,
+        )
 
 
 @dataclass(frozen=True)
@@ -96,9 +112,11 @@ def host() -> Host:
                 tm0 = capi.create_target_machine(triple, cpu, features, 0)
                 # libc/libm symbols become resolvable (for the link check below) only once an
                 # MCJIT engine exists in the process: create and drop one now
-                capi.dispose_engine(capi.create_engine(capi.parse_module(""),
-                                                       capi.create_target_machine(triple, "", "",
-                                                                                  2)))
+                capi.dispose_engine(
+                    capi.create_engine(
+                        capi.parse_module(""), capi.create_target_machine(triple, "", "", 2)
+                    )
+                )
                 blas.register_llvm_symbols()
                 _host = Host(triple, cpu, features, capi.data_layout(tm), tm, tm0)
     return _host
@@ -120,8 +138,14 @@ class CompileStats:
         return self.parse_s + self.optimize_s + self.codegen_s + self.load_s
 
 
-_totals = {"modules": 0, "cache_hits": 0, "parse_s": 0.0, "optimize_s": 0.0, "codegen_s": 0.0,
-           "load_s": 0.0}
+_totals = {
+    "modules": 0,
+    "cache_hits": 0,
+    "parse_s": 0.0,
+    "optimize_s": 0.0,
+    "codegen_s": 0.0,
+    "load_s": 0.0,
+}
 
 
 def compile_stats() -> dict[str, float]:
@@ -149,8 +173,15 @@ class CompiledModule:
     """Native code of one module, alive as long as this object (it owns the MCJIT engine: keep it
     referenced while any address or ctypes function from it may be called)."""
 
-    def __init__(self, name: str, engine, addresses: dict[str, int], stats: CompileStats,
-                 optimized_ir: str | None = None, assembly: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        engine,
+        addresses: dict[str, int],
+        stats: CompileStats,
+        optimized_ir: str | None = None,
+        assembly: str | None = None,
+    ):
         self.name = name
         self.stats = stats
         self.optimized_ir = optimized_ir  # set only with debug_info=True
@@ -159,8 +190,10 @@ class CompiledModule:
         self._addresses = dict(addresses)
 
     def __repr__(self) -> str:
-        return (f"CompiledModule({self.name!r}, entry_points={sorted(self._addresses)}, "
-                f"cache_hit={self.stats.cache_hit})")
+        return (
+            f"CompiledModule({self.name!r}, entry_points={sorted(self._addresses)}, "
+            f"cache_hit={self.stats.cache_hit})"
+        )
 
     def address(self, name: str) -> int:
         """The native address of function ``name`` (an entry point or any other global)."""
@@ -171,8 +204,10 @@ class CompiledModule:
             with llvm_lock:
                 addr = llvm_capi.function_address(self._engine, name)
             if not addr:
-                raise KeyError(f"module {self.name!r} has no function {name!r}; entry points: "
-                               f"{sorted(self._addresses)}")
+                raise KeyError(
+                    f"module {self.name!r} has no function {name!r}; entry points: "
+                    f"{sorted(self._addresses)}"
+                )
             self._addresses[name] = addr
         return addr
 
@@ -210,8 +245,12 @@ def _pipeline_options(opt_level: int, passes: bool = True) -> dict[str, object]:
         raise ValueError(f"compile_module: opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
     vectorize = opt_level >= 2  # O1 is the cheap pipeline for small modules: no vectorizers
     # codegen at opt 1 or 2 costs the same as at 3 (measured); only opt 0 (FastISel) is cheaper
-    options = {"speed_level": opt_level, "loop_vectorization": vectorize,
-               "slp_vectorization": vectorize, "codegen_opt": 0 if opt_level == 0 else 3}
+    options = {
+        "speed_level": opt_level,
+        "loop_vectorization": vectorize,
+        "slp_vectorization": vectorize,
+        "codegen_opt": 0 if opt_level == 0 else 3,
+    }
     if not passes:  # (only then: the cache keys of other modules stay as they were)
         options["passes"] = False
     return options
@@ -227,8 +266,15 @@ class Part:
     passes: bool = True
 
 
-def compile_module(ir_text: str, entry_points, *, name: str, opt_level: int = 3,
-                   passes: bool = True, debug_info: bool = False) -> CompiledModule:
+def compile_module(
+    ir_text: str,
+    entry_points,
+    *,
+    name: str,
+    opt_level: int = 3,
+    passes: bool = True,
+    debug_info: bool = False,
+) -> CompiledModule:
     """Compile LLVM IR text for this CPU and return its native code.
 
     Args:
@@ -252,19 +298,21 @@ def compile_module(ir_text: str, entry_points, *, name: str, opt_level: int = 3,
     Raises:
       CompileError: LLVM failed at some step; nothing is cached.
     """
-    return compile_modules([Part(ir_text, opt_level, passes)], entry_points, name=name,
-                           debug_info=debug_info)
+    return compile_modules(
+        [Part(ir_text, opt_level, passes)], entry_points, name=name, debug_info=debug_info
+    )
 
 
-def compile_modules(parts, entry_points, *, name: str,
-                    debug_info: bool = False) -> CompiledModule:
+def compile_modules(parts, entry_points, *, name: str, debug_info: bool = False) -> CompiledModule:
     """Compile several modules, each at its own level, into one engine where they call each
     other's external functions (a program's glue at ``opt_level=0`` beside its kernels at 3:
     see llvm.py). Each part is cached on its own; arguments, result and errors are as for
     :func:`compile_module`, and ``stats`` sums the parts."""
     if isinstance(entry_points, str):
-        raise TypeError(f"compile_module: entry_points must be a sequence of names, got the "
-                        f"string {entry_points!r}; write [{entry_points!r}]")
+        raise TypeError(
+            f"compile_module: entry_points must be a sequence of names, got the "
+            f"string {entry_points!r}; write [{entry_points!r}]"
+        )
     entry_points = tuple(entry_points)
     parts = list(parts)
     pipelines = [_pipeline_options(p.opt_level, p.passes) for p in parts]
@@ -272,8 +320,10 @@ def compile_modules(parts, entry_points, *, name: str,
     store = cache.default_cache()
     keys = [None] * len(parts)
     if store is not None:
-        keys = [cache.cache_key(p.ir_text, triple=h.triple, cpu=h.cpu, features=h.features,
-                                pipeline=pl) for p, pl in zip(parts, pipelines)]
+        keys = [
+            cache.cache_key(p.ir_text, triple=h.triple, cpu=h.cpu, features=h.features, pipeline=pl)
+            for p, pl in zip(parts, pipelines)
+        ]
     built: list = [None] * len(parts)  # (object, meta, stats, optimized IR, assembly)
     for attempt in (0, 1):
         for i, (part, pipeline) in enumerate(zip(parts, pipelines)):
@@ -287,8 +337,9 @@ def compile_modules(parts, entry_points, *, name: str,
                     built[i] = (entry[0], entry[1], stats, None, None)
                     continue
             stats = CompileStats()
-            obj, meta, opt_ir, asm = _compile_object(part.ir_text, name, pipeline, stats,
-                                                     debug_info)
+            obj, meta, opt_ir, asm = _compile_object(
+                part.ir_text, name, pipeline, stats, debug_info
+            )
             built[i] = (obj, meta, stats, opt_ir, asm)
         _check_links(parts, name, entry_points, [b[1] for b in built])
         t0 = time.perf_counter()
@@ -344,8 +395,13 @@ def _compile_object(ir_text, name, pipeline, stats, debug_info):
             t1 = time.perf_counter()
             step = "optimize"
             if pipeline.get("passes", True):
-                capi.optimize(mod, h.target_machine, pipeline["speed_level"],
-                              pipeline["loop_vectorization"], pipeline["slp_vectorization"])
+                capi.optimize(
+                    mod,
+                    h.target_machine,
+                    pipeline["speed_level"],
+                    pipeline["loop_vectorization"],
+                    pipeline["slp_vectorization"],
+                )
             t2 = time.perf_counter()
             step = "codegen"
             tm = h.target_machine_o0 if pipeline["codegen_opt"] == 0 else h.target_machine
@@ -372,15 +428,20 @@ def _check_links(parts, name, entry_points, metas):
     defined = {f for m in metas for f in m.get("functions", [])}
     _check_entry_points("\n".join(p.ir_text for p in parts), name, entry_points, defined)
     for part, meta in zip(parts, metas):
-        _check_externals(part.ir_text, name,
-                         [f for f in meta.get("externals", []) if f not in defined])
+        _check_externals(
+            part.ir_text, name, [f for f in meta.get("externals", []) if f not in defined]
+        )
 
 
 def _check_entry_points(ir_text, name, entry_points, functions):
     missing = [e for e in entry_points if e not in functions]
     if missing:
-        raise _error(ir_text, name, "link", f"entry point(s) {missing} are not defined as "
-                                            "external functions in the module")
+        raise _error(
+            ir_text,
+            name,
+            "link",
+            f"entry point(s) {missing} are not defined as external functions in the module",
+        )
 
 
 def _check_externals(ir_text, name, externals):
@@ -388,9 +449,11 @@ def _check_externals(ir_text, name, externals):
     to address 0 and the first call would crash the interpreter."""
     if "fg_parallel_for" in externals:  # the native thread pool: compiled on first use
         from fungrad.lowering.cpu import runtime
+
         runtime.ensure_registered()
     if "fg_matmul_f32" in externals:  # the matmul library: likewise
         from fungrad.lowering.cpu import gemm as matmul
+
         matmul.ensure_library()
     with llvm_lock:
         missing = [s for s in externals if llvm_capi.address_of_symbol(s) is None]
@@ -409,8 +472,9 @@ def _load(entry_points, objects) -> tuple[object, dict[str, int]]:
     with llvm_lock:
         engine = None
         try:
-            engine = capi.create_engine(capi.parse_module(f'target triple = "{h.triple}"'),
-                                        h.new_target_machine())
+            engine = capi.create_engine(
+                capi.parse_module(f'target triple = "{h.triple}"'), h.new_target_machine()
+            )
             for obj in objects:
                 capi.engine_add_object(engine, obj)
             capi.finalize_engine(engine)

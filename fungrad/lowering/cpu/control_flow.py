@@ -29,8 +29,7 @@ def _labels(mw) -> str:
 
 
 def _memcpy(mw, dst: str, src: str, nbytes: int) -> str:
-    mw.declare("llvm.memcpy.p0.p0.i64",
-               "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)")
+    mw.declare("llvm.memcpy.p0.p0.i64", "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)")
     return f"  call void @llvm.memcpy.p0.p0.i64(ptr {dst}, ptr {src}, i64 {nbytes}, i1 false)"
 
 
@@ -54,19 +53,26 @@ def render_cond(mw, step: CondStep, ptr: dict[int, str]) -> list[str]:
     lines = [f"  %{lbl}.ix = load {ty}, ptr {ptr[step.index.id]}"]
     # the clamped index as i64 (np.clip(index, 0, n - 1), as the impl)
     if dt.kind == "u":
-        lines += [f"  %{lbl}.big = icmp ugt {ty} %{lbl}.ix, {n - 1}",
-                  f"  %{lbl}.cl = select i1 %{lbl}.big, {ty} {n - 1}, {ty} %{lbl}.ix"]
-        lines.append(f"  %{lbl}.k = zext {ty} %{lbl}.cl to i64" if ty != "i64"
-                     else f"  %{lbl}.k = add i64 %{lbl}.cl, 0")
+        lines += [
+            f"  %{lbl}.big = icmp ugt {ty} %{lbl}.ix, {n - 1}",
+            f"  %{lbl}.cl = select i1 %{lbl}.big, {ty} {n - 1}, {ty} %{lbl}.ix",
+        ]
+        lines.append(
+            f"  %{lbl}.k = zext {ty} %{lbl}.cl to i64"
+            if ty != "i64"
+            else f"  %{lbl}.k = add i64 %{lbl}.cl, 0"
+        )
     else:
         wide = f"%{lbl}.ix"
         if ty != "i64":
             lines.append(f"  %{lbl}.w = sext {ty} %{lbl}.ix to i64")
             wide = f"%{lbl}.w"
-        lines += [f"  %{lbl}.neg = icmp slt i64 {wide}, 0",
-                  f"  %{lbl}.lo = select i1 %{lbl}.neg, i64 0, i64 {wide}",
-                  f"  %{lbl}.big = icmp sgt i64 %{lbl}.lo, {n - 1}",
-                  f"  %{lbl}.k = select i1 %{lbl}.big, i64 {n - 1}, i64 %{lbl}.lo"]
+        lines += [
+            f"  %{lbl}.neg = icmp slt i64 {wide}, 0",
+            f"  %{lbl}.lo = select i1 %{lbl}.neg, i64 0, i64 {wide}",
+            f"  %{lbl}.big = icmp sgt i64 %{lbl}.lo, {n - 1}",
+            f"  %{lbl}.k = select i1 %{lbl}.big, i64 {n - 1}, i64 %{lbl}.lo",
+        ]
     cases = " ".join(f"i64 {i}, label %{lbl}.b{i}" for i in range(n - 1))
     lines.append(f"  switch i64 %{lbl}.k, label %{lbl}.b{n - 1} [ {cases} ]")
     for i, steps in enumerate(step.branches):
@@ -80,16 +86,22 @@ def render_cond(mw, step: CondStep, ptr: dict[int, str]) -> list[str]:
 def render_while(mw, step: WhileStep, ptr: dict[int, str]) -> list[str]:
     lbl = _labels(mw)
     inner = dict(ptr)
-    lines = [f"  br label %{lbl}.pre", f"{lbl}.pre:", f"  br label %{lbl}.head",
-             f"{lbl}.head:"]
+    lines = [f"  br label %{lbl}.pre", f"{lbl}.pre:", f"  br label %{lbl}.head", f"{lbl}.head:"]
     lines += _phi_carries(lbl, step.carries, ptr, inner)
     lines += mw.render_steps(step.cond, inner)
-    lines += [f"  %{lbl}.p = load i8, ptr {inner[step.pred.id]}",
-              f"  %{lbl}.go = icmp ne i8 %{lbl}.p, 0",
-              f"  br i1 %{lbl}.go, label %{lbl}.body, label %{lbl}.exit", f"{lbl}.body:"]
+    lines += [
+        f"  %{lbl}.p = load i8, ptr {inner[step.pred.id]}",
+        f"  %{lbl}.go = icmp ne i8 %{lbl}.p, 0",
+        f"  br i1 %{lbl}.go, label %{lbl}.body, label %{lbl}.exit",
+        f"{lbl}.body:",
+    ]
     lines += mw.render_steps(step.body, inner)
-    lines += [f"  br label %{lbl}.latch", f"{lbl}.latch:", f"  br label %{lbl}.head",
-              f"{lbl}.exit:"]
+    lines += [
+        f"  br label %{lbl}.latch",
+        f"{lbl}.latch:",
+        f"  br label %{lbl}.head",
+        f"{lbl}.exit:",
+    ]
     for k, c in enumerate(step.carries):  # the final value may be in the spare buffer
         if c.home.nbytes:
             lines.append(_memcpy(mw, ptr[c.home.id], f"%{lbl}.c{k}", c.home.nbytes))
@@ -99,12 +111,19 @@ def render_while(mw, step: WhileStep, ptr: dict[int, str]) -> list[str]:
 def render_scan(mw, step: ScanStep, ptr: dict[int, str]) -> list[str]:
     lbl = _labels(mw)
     inner = dict(ptr)
-    lines = [f"  br label %{lbl}.pre", f"{lbl}.pre:", f"  br label %{lbl}.head",
-             f"{lbl}.head:",
-             f"  %{lbl}.t = phi i64 [0, %{lbl}.pre], [%{lbl}.t1, %{lbl}.latch]"]
+    lines = [
+        f"  br label %{lbl}.pre",
+        f"{lbl}.pre:",
+        f"  br label %{lbl}.head",
+        f"{lbl}.head:",
+        f"  %{lbl}.t = phi i64 [0, %{lbl}.pre], [%{lbl}.t1, %{lbl}.latch]",
+    ]
     lines += _phi_carries(lbl, step.carries, ptr, inner)
-    lines += [f"  %{lbl}.go = icmp slt i64 %{lbl}.t, {step.length}",
-              f"  br i1 %{lbl}.go, label %{lbl}.body, label %{lbl}.exit", f"{lbl}.body:"]
+    lines += [
+        f"  %{lbl}.go = icmp slt i64 %{lbl}.t, {step.length}",
+        f"  br i1 %{lbl}.go, label %{lbl}.body, label %{lbl}.exit",
+        f"{lbl}.body:",
+    ]
     row = f"%{lbl}.t"
     if step.reverse:
         row = f"%{lbl}.i"
@@ -112,11 +131,17 @@ def render_scan(mw, step: ScanStep, ptr: dict[int, str]) -> list[str]:
     for s in step.xs + step.ys:
         v = s.view
         off, p = f"%{lbl}.off{v.id}", f"%{lbl}.row{v.id}"
-        lines += [f"  {off} = mul i64 {row}, {v.nbytes}",
-                  f"  {p} = getelementptr inbounds i8, ptr {ptr[s.whole.id]}, i64 {off}"]
+        lines += [
+            f"  {off} = mul i64 {row}, {v.nbytes}",
+            f"  {p} = getelementptr inbounds i8, ptr {ptr[s.whole.id]}, i64 {off}",
+        ]
         inner[v.id] = p
     lines += mw.render_steps(step.body, inner)
-    lines += [f"  br label %{lbl}.latch", f"{lbl}.latch:",
-              f"  %{lbl}.t1 = add nuw nsw i64 %{lbl}.t, 1", f"  br label %{lbl}.head",
-              f"{lbl}.exit:"]
+    lines += [
+        f"  br label %{lbl}.latch",
+        f"{lbl}.latch:",
+        f"  %{lbl}.t1 = add nuw nsw i64 %{lbl}.t, 1",
+        f"  br label %{lbl}.head",
+        f"{lbl}.exit:",
+    ]
     return lines

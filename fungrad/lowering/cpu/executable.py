@@ -52,6 +52,8 @@ class _OutputPool:
             if len(self.arrays) < self.KEEP:
                 self.arrays.append(a)
             return a
+
+
 _compile_lock = threading.RLock()  # the planner's interning tables and LLVM are not reentrant
 
 
@@ -74,14 +76,23 @@ def _blame(err: cpu.CompileError, program: fusion.Program) -> cpu.CompileError:
     if line:
         try:
             with open(err.ir_path) as f:
-                before = f.read().splitlines()[:int(line.group(1))]
-            names = [m.group(1) for ln in reversed(before)
-                     if (m := re.match(r"define [^@]*@([-\w.$]+)\(", ln))][:1]
+                before = f.read().splitlines()[: int(line.group(1))]
+            names = [
+                m.group(1)
+                for ln in reversed(before)
+                if (m := re.match(r"define [^@]*@([-\w.$]+)\(", ln))
+            ][:1]
         except OSError:
             pass
     names += re.findall(r"[-\w$]+", err.llvm_message)  # a function LLVM's message names
-    kern = next((kernels[n.removesuffix(".par")] for n in names  # a trampoline: its kernel
-                 if n.removesuffix(".par") in kernels), None)
+    kern = next(
+        (
+            kernels[n.removesuffix(".par")]
+            for n in names  # a trampoline: its kernel
+            if n.removesuffix(".par") in kernels
+        ),
+        None,
+    )
     if kern is None:
         return err
     ops, seen, stack = [], set(), [st.value for st in kern.stores]
@@ -93,10 +104,14 @@ def _blame(err: cpu.CompileError, program: fusion.Program) -> cpu.CompileError:
                 ops.append(e.op)
                 stack.extend(reversed(e.args))
     return cpu.CompileError(
-        err.module_name, err.step, err.llvm_message, err.ir_path,
+        err.module_name,
+        err.step,
+        err.llvm_message,
+        err.ir_path,
         where=f"kernel {kern.name} (the result of {', '.join(kern.origins) or 'a store'}; "
-              f"computes {', '.join(dict.fromkeys(ops)) or 'copies'}: jit(f).lower(...)"
-              f".as_text() shows the fusion plan)")
+        f"computes {', '.join(dict.fromkeys(ops)) or 'copies'}: jit(f).lower(...)"
+        f".as_text() shows the fusion plan)",
+    )
 
 
 class Executable:
@@ -108,6 +123,7 @@ class Executable:
 
     def __init__(self, closed: core.ClosedJaxpr, name: str = "main"):
         from fungrad.ir import passes
+
         t0 = time.perf_counter()
         self.name = name
         self.in_avals = list(closed.in_avals)
@@ -119,8 +135,11 @@ class Executable:
             parts = llvm.render(self.program)
             # one text, each module under a comment saying how it is compiled
             self.ir = "\n".join(
-                f"; module {i}: " + ("LLVM O3" if p.passes else "glue: no passes, O0 codegen")
-                + f"\n{p.ir_text}" for i, p in enumerate(parts))
+                f"; module {i}: "
+                + ("LLVM O3" if p.passes else "glue: no passes, O0 codegen")
+                + f"\n{p.ir_text}"
+                for i, p in enumerate(parts)
+            )
             try:
                 self.module = cpu.compile_modules(parts, [ENTRY], name=name)
             except cpu.CompileError as e:
@@ -131,15 +150,17 @@ class Executable:
         if self._nthreads > 1 and llvm.POOL_SYMBOL in self.ir:
             llvm.enable_thread_pool()
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.py_object, ctypes.c_int64)(
-            self.module.address(ENTRY))
+            self.module.address(ENTRY)
+        )
         self._consts = tuple(c for _, c in self.program.consts)
         self._outs = tuple((a.shape, a.dtype, a.weak_type) for a in self.out_avals)
         self._scratch_bytes = self.program.scratch_bytes
         self._scratch: list[np.ndarray] = []
         self._weak = tuple(a.weak_type for a in self.out_avals)
-        self._pools = tuple(_OutputPool(a.shape, a.dtype)
-                            if a.size * a.dtype.itemsize >= POOL_MIN_BYTES else None
-                            for a in self.out_avals)
+        self._pools = tuple(
+            _OutputPool(a.shape, a.dtype) if a.size * a.dtype.itemsize >= POOL_MIN_BYTES else None
+            for a in self.out_avals
+        )
         self._aval0 = self.out_avals[0] if self.out_avals else None
         self._hosts = host_callback.host_steps(self.program.steps)
         if self._hosts:  # callbacks: the call registers itself for the trampoline
@@ -167,8 +188,10 @@ class Executable:
         """Run on ``args`` (Arrays or numpy values with exactly ``in_avals``, checked by the
         caller); returns the outputs as Arrays."""
         values = [a._value if is_concrete_array(a) else a for a in args]
-        outs = [np.empty(s, d) if pool is None else pool.take()
-                for (s, d, _), pool in zip(self._outs, self._pools)]
+        outs = [
+            np.empty(s, d) if pool is None else pool.take()
+            for (s, d, _), pool in zip(self._outs, self._pools)
+        ]
         if self._scratch_bytes:
             try:
                 scratch = self._scratch.pop()
@@ -181,7 +204,7 @@ class Executable:
         status = self._fn(packed, self._nthreads)
         while status > 0:  # input status-1 is not a contiguous aligned array: pass a copy
             values[status - 1] = np.ascontiguousarray(values[status - 1])
-            packed = (*values, *packed[len(values):])
+            packed = (*values, *packed[len(values) :])
             status = self._fn(packed, self._nthreads)
         if status < 0:  # a host callback raised (no later step ran): its exception
             if scratch is not None:
@@ -202,5 +225,7 @@ class Executable:
 
     def as_text(self) -> str:
         """The optimised jaxpr, the fusion plan and the LLVM IR."""
-        return (f"# optimised jaxpr\n{self.jaxpr}\n\n# {self.program.describe()}\n\n"
-                f"# LLVM IR\n{self.ir}")
+        return (
+            f"# optimised jaxpr\n{self.jaxpr}\n\n# {self.program.describe()}\n\n"
+            f"# LLVM IR\n{self.ir}"
+        )

@@ -81,8 +81,15 @@ import numpy as np
 
 from fungrad.lowering.cpu.llvm_types import literal
 
-__all__ = ["SYMBOL", "ensure_library", "gemm", "library_call", "library_decl", "library_ir",
-           "supports"]
+__all__ = [
+    "SYMBOL",
+    "ensure_library",
+    "gemm",
+    "library_call",
+    "library_decl",
+    "library_ir",
+    "supports",
+]
 
 #: from this many multiply-adds on, a call that may use several threads takes BLAS instead
 SERIAL_WORK = 1 << 21
@@ -101,8 +108,12 @@ def runs(step) -> bool:
     """Whether the library computes this Gemm at all (any size: it blocks for the cache with
     fixed-size packed buffers): float32, one matrix, not both operands transposed. Without BLAS
     the renderer runs every such product here."""
-    return (step.c.dtype == np.dtype(np.float32) and not (step.trans_a and step.trans_b)
-            and step.batch == 1 and min(step.m, step.n, step.k) > 0)
+    return (
+        step.c.dtype == np.dtype(np.float32)
+        and not (step.trans_a and step.trans_b)
+        and step.batch == 1
+        and min(step.m, step.n, step.k) > 0
+    )
 
 
 def supports(step) -> bool:
@@ -110,8 +121,12 @@ def supports(step) -> bool:
     both operands transposed, one matrix, and the operands small enough for the cache plan (A
     read from L2 per column block, or b packed whole in L2). Larger products stay with BLAS,
     which blocks for L3."""
-    if not (step.c.dtype == np.dtype(np.float32) and not (step.trans_a and step.trans_b)
-            and step.batch == 1 and min(step.m, step.n, step.k) > 0):
+    if not (
+        step.c.dtype == np.dtype(np.float32)
+        and not (step.trans_a and step.trans_b)
+        and step.batch == 1
+        and min(step.m, step.n, step.k) > 0
+    ):
         return False
     if step.trans_a:
         return step.k * -(-step.n // NR) * NR <= MAX_STACK_FLOATS
@@ -124,8 +139,10 @@ def _f(x: float) -> str:
 
 def library_decl() -> str:
     """The LLVM ``declare`` of ``@fg_matmul_f32`` for modules that call the library."""
-    return (f"declare void @{SYMBOL}(i32, i64, i64, i64, float, ptr, i64, ptr, i64, float, ptr, "
-            "ptr, i64)")
+    return (
+        f"declare void @{SYMBOL}(i32, i64, i64, i64, float, ptr, i64, ptr, i64, float, ptr, "
+        "ptr, i64)"
+    )
 
 
 def _trans(trans_a: bool, trans_b: bool) -> int:
@@ -141,20 +158,26 @@ def library_call(step, a: str, b: str, c: str, c0: str) -> str:
     per-function pass pipeline), and the call is all a wrapper held."""
     lda = step.m if step.trans_a else step.k
     ldb = step.k if step.trans_b else step.n
-    return (f"  call void @{SYMBOL}(i32 {_trans(step.trans_a, step.trans_b)}, i64 {step.m}, "
-            f"i64 {step.n}, i64 {step.k}, float {_f(step.alpha)}, ptr {a}, i64 {lda}, ptr {b}, "
-            f"i64 {ldb}, "
-            f"float {_f(step.beta)}, ptr {c0}, ptr {c}, i64 {step.n})")
+    return (
+        f"  call void @{SYMBOL}(i32 {_trans(step.trans_a, step.trans_b)}, i64 {step.m}, "
+        f"i64 {step.n}, i64 {step.k}, float {_f(step.alpha)}, ptr {a}, i64 {lda}, ptr {b}, "
+        f"i64 {ldb}, "
+        f"float {_f(step.beta)}, ptr {c0}, ptr {c}, i64 {step.n})"
+    )
 
 
 # -- the library's IR ------------------------------------------------------------------------
 
 _ONES = "<" + ", ".join(["i1 true"] * VEC) + ">"
-_ARGS = ("i64 %m, i64 %n, i64 %k, float %alpha, ptr %a, i64 %lda, ptr %b, i64 %ldb, "
-         "float %beta, ptr %c0, ptr %c, i64 %ldc")
+_ARGS = (
+    "i64 %m, i64 %n, i64 %k, float %alpha, ptr %a, i64 %lda, ptr %b, i64 %ldb, "
+    "float %beta, ptr %c0, ptr %c, i64 %ldc"
+)
 _VPERM = "llvm.x86.avx512.vpermi2var.ps.512"
-_TILE_ARGS = ("ptr %an, i64 %rs, i64 %s, ptr %panel, i64 %kc, i1 %narrow, ptr %dst, ptr %src, "
-              "i64 %ldc, i64 %left, i64 %cleft, i1 %rd, float %bt, float %alpha")
+_TILE_ARGS = (
+    "ptr %an, i64 %rs, i64 %s, ptr %panel, i64 %kc, i1 %narrow, ptr %dst, ptr %src, "
+    "i64 %ldc, i64 %left, i64 %cleft, i1 %rd, float %bt, float %alpha"
+)
 
 
 class _Writer:
@@ -208,11 +231,15 @@ class _Writer:
 
     def masked_load(self, p: str, mask: str, lanes: int = VEC) -> str:
         vty = f"<{lanes} x float>"
-        return self.op(f"call {vty} @llvm.masked.load.v{lanes}f32.p0(ptr {p}, i32 4, "
-                       f"<{lanes} x i1> {mask}, {vty} zeroinitializer)", "v")
+        return self.op(
+            f"call {vty} @llvm.masked.load.v{lanes}f32.p0(ptr {p}, i32 4, "
+            f"<{lanes} x i1> {mask}, {vty} zeroinitializer)",
+            "v",
+        )
 
-    def loop(self, name: str, start: str | int, stop: str, step: int | str, body, *,
-             guarded: bool) -> None:
+    def loop(
+        self, name: str, start: str | int, stop: str, step: int | str, body, *, guarded: bool
+    ) -> None:
         """``for %name = start; %name < stop; %name += step: body(%name)``. Unguarded loops
         run their first iteration unconditionally (the caller knows ``start < stop``)."""
         e, iv = self.emit, f"%{name}"
@@ -224,9 +251,14 @@ class _Writer:
             e(f"  br label %{name}.h")
         e(f"{name}.h:", f"  {iv} = phi i64 [{start}, %{name}.pre], [{iv}.n, %{name}.l]")
         body(iv)
-        e(f"  br label %{name}.l", f"{name}.l:", f"  {iv}.n = add nuw nsw i64 {iv}, {step}",
-          f"  %{name}.c = icmp slt i64 {iv}.n, {stop}",
-          f"  br i1 %{name}.c, label %{name}.h, label %{name}.x", f"{name}.x:")
+        e(
+            f"  br label %{name}.l",
+            f"{name}.l:",
+            f"  {iv}.n = add nuw nsw i64 {iv}, {step}",
+            f"  %{name}.c = icmp slt i64 {iv}.n, {stop}",
+            f"  br i1 %{name}.c, label %{name}.h, label %{name}.x",
+            f"{name}.x:",
+        )
 
     # pieces ---------------------------------------------------------------------------------
     def mul(self, x: str, c: int | str) -> str:
@@ -235,8 +267,10 @@ class _Writer:
     def col_masks(self, col: str) -> list[str]:
         """Masks of the panel's columns that exist (``col + lane < n``), one per vector."""
         left = self.op(f"sub i64 %n, {col}")
-        return [self.lane_mask(self.op(f"sub i64 {left}, {v * VEC}") if v else left)
-                for v in range(self.nv)]
+        return [
+            self.lane_mask(self.op(f"sub i64 {left}, {v * VEC}") if v else left)
+            for v in range(self.nv)
+        ]
 
     def k_block(self, pc: str) -> str:
         """Per k block: its length (returned) and what its tiles add: ``beta * c0`` in the
@@ -248,15 +282,17 @@ class _Writer:
         # (added to c after each, see super_end): c then takes k / (SUPER * kc) sums, not
         # k / kc. bt = -0.0 when nothing is read: the masked load gives +0, -0 * +0 = -0, and
         # -0 + t == t for every t (-0 and NaN included), so the sum needs no select
-        e(f"  %{x}.sb = urem i64 {pc}, %sbk",
-          f"  %{x}.later = icmp ne i64 %{x}.sb, 0",
-          f"  %{x}.first = icmp ult i64 {pc}, %sbk",
-          f"  %{x}.dst = select i1 %{x}.first, ptr %c, ptr %sc",
-          f"  %{x}.fb = and i1 %{x}.first, %bnz",
-          f"  %{x}.rd = or i1 %{x}.later, %{x}.fb",
-          f"  %{x}.b0 = select i1 %{x}.fb, float %beta, float -0.0",
-          f"  %{x}.bt = select i1 %{x}.later, float 1.0, float %{x}.b0",
-          f"  %{x}.src = select i1 %{x}.later, ptr %{x}.dst, ptr %c0")
+        e(
+            f"  %{x}.sb = urem i64 {pc}, %sbk",
+            f"  %{x}.later = icmp ne i64 %{x}.sb, 0",
+            f"  %{x}.first = icmp ult i64 {pc}, %sbk",
+            f"  %{x}.dst = select i1 %{x}.first, ptr %c, ptr %sc",
+            f"  %{x}.fb = and i1 %{x}.first, %bnz",
+            f"  %{x}.rd = or i1 %{x}.later, %{x}.fb",
+            f"  %{x}.b0 = select i1 %{x}.fb, float %beta, float -0.0",
+            f"  %{x}.bt = select i1 %{x}.later, float 1.0, float %{x}.b0",
+            f"  %{x}.src = select i1 %{x}.later, ptr %{x}.dst, ptr %c0",
+        )
         return kc
 
     def super_end(self, pc: str) -> None:
@@ -280,9 +316,13 @@ class _Writer:
                 mask = self.lane_mask(self.op(f"sub i64 %n, {j}"))
                 pc_, ps = self.gep(cr, j), self.gep(sr, j)
                 a, b = self.masked_load(pc_, mask), self.masked_load(ps, mask)
-                e(f"  call void @llvm.masked.store.v{VEC}f32.p0({vty} "
-                  f"{self.op(f'fadd {vty} {a}, {b}')}, ptr {pc_}, i32 4, {mty} {mask})")
+                e(
+                    f"  call void @llvm.masked.store.v{VEC}f32.p0({vty} "
+                    f"{self.op(f'fadd {vty} {a}, {b}')}, ptr {pc_}, i32 4, {mty} {mask})"
+                )
+
             self.loop(f"{x}.adj", 0, "%n", VEC, cols, guarded=False)
+
         self.loop(f"{x}.adi", 0, "%m", 1, row, guarded=False)
         e(f"  br label %{x}.adx", f"{x}.adx:")
 
@@ -313,11 +353,15 @@ class _Writer:
                     mask = self.op(f"select i1 {at_edge}, {mty} {edge[v]}, {mty} {_ONES}", "mk")
                     val = self.masked_load(self.gep(s, v * VEC), mask)
                     if v:  # (outputs of at most 16 columns: panels of one vector per k step)
-                        e(f"  call void @llvm.masked.store.v{VEC}f32.p0(<{VEC} x float> {val}, "
-                          f"ptr {self.gep(t, v * VEC)}, i32 64, {mty} %wide.m)")
+                        e(
+                            f"  call void @llvm.masked.store.v{VEC}f32.p0(<{VEC} x float> {val}, "
+                            f"ptr {self.gep(t, v * VEC)}, i32 64, {mty} %wide.m)"
+                        )
                     else:
                         e(f"  store <{VEC} x float> {val}, ptr {t}, align 64")
+
             self.loop(f"{x}.rp", 0, np_, 1, panel, guarded=False)
+
         self.loop(f"{x}.rb", 0, kc, 1, row, guarded=True)
 
     def pack_bt(self, dst: str, col: str, kc: str) -> None:
@@ -333,6 +377,7 @@ class _Writer:
         def row(j):  # the row pointers of the panel, in %btp
             p = self.gep(base, self.mul(self.umin(last, j), "%ldb"))
             self.emit(f"  store ptr {p}, ptr {self.op(f'getelementptr ptr, ptr %btp, i64 {j}')}")
+
         self.loop(f"{x}.pr", 0, self.nr, 1, row, guarded=False)
 
         def block(kk0):
@@ -341,14 +386,20 @@ class _Writer:
 
             def vector(j0):
                 ptrs = self.op(f"getelementptr ptr, ptr %btp, i64 {j0}")
-                rows = [self.masked_load(self.gep(self.op(
-                    f"load ptr, ptr {self.gep_ptr(ptrs, r)}"), kk0), mask) for r in range(VEC)]
+                rows = [
+                    self.masked_load(
+                        self.gep(self.op(f"load ptr, ptr {self.gep_ptr(ptrs, r)}"), kk0), mask
+                    )
+                    for r in range(VEC)
+                ]
                 q = self.gep(to, j0)
                 for kk, v in enumerate(self.transpose(rows)):
                     if kk:
                         q = self.gep(q, "%ps")
                     self.emit(f"  store <{VEC} x float> {v}, ptr {q}, align 64")
+
             self.loop(f"{x}.pv", 0, "%ps", VEC, vector, guarded=False)
+
         self.loop(f"{x}.pt", 0, kc, VEC, block, guarded=True)
 
     def transpose(self, rows: list[str]) -> list[str]:
@@ -368,28 +419,37 @@ class _Writer:
             if self.avx512:
                 slot = self.perms.setdefault(tuple(idx), f"%perm{len(self.perms)}")
                 ix = self.op(f"load volatile <{VEC} x i32>, ptr {slot}, align 64", "ix")
-                return self.op(f"call {vty} @{_VPERM}({vty} {x}, <{VEC} x i32> {ix}, {vty} {y})",
-                               "s")
+                return self.op(
+                    f"call {vty} @{_VPERM}({vty} {x}, <{VEC} x i32> {ix}, {vty} {y})", "s"
+                )
             mask = ", ".join(f"i32 {j}" for j in idx)
             return self.op(f"shufflevector {vty} {x}, {vty} {y}, <{VEC} x i32> <{mask}>", "s")
+
         lanes = range(0, VEC, 4)
         lo32 = [i for j in lanes for i in (j, j + VEC, j + 1, j + VEC + 1)]
         lo64 = [i for j in lanes for i in (j, j + 1, j + VEC, j + VEC + 1)]
-        t = [shuf(rows[i & ~1], rows[i | 1], [j + 2 * (i & 1) for j in lo32])
-             for i in range(VEC)]
-        u = [shuf(t[i & ~3 | i >> 1 & 1], t[(i & ~3 | i >> 1 & 1) + 2], [j + 2 * (i & 1)
-                                                                         for j in lo64])
-             for i in range(VEC)]
+        t = [shuf(rows[i & ~1], rows[i | 1], [j + 2 * (i & 1) for j in lo32]) for i in range(VEC)]
+        u = [
+            shuf(
+                t[i & ~3 | i >> 1 & 1],
+                t[(i & ~3 | i >> 1 & 1) + 2],
+                [j + 2 * (i & 1) for j in lo64],
+            )
+            for i in range(VEC)
+        ]
         even = [i for j in (0, 8, 16, 24) for i in range(j, j + 4)]  # lanes 0, 2 of x and y
         odd = [i + 4 for i in even]
         out = [None] * VEC
         for q in range(4):
             w = [u[4 * i + q] for i in range(4)]
-            h = [shuf(w[0], w[1], even), shuf(w[0], w[1], odd),
-                 shuf(w[2], w[3], even), shuf(w[2], w[3], odd)]
+            h = [
+                shuf(w[0], w[1], even),
+                shuf(w[0], w[1], odd),
+                shuf(w[2], w[3], even),
+                shuf(w[2], w[3], odd),
+            ]
             for lane in range(4):
-                out[4 * lane + q] = shuf(h[lane & 1], h[(lane & 1) + 2],
-                                         odd if lane & 2 else even)
+                out[4 * lane + q] = shuf(h[lane & 1], h[(lane & 1) + 2], odd if lane & 2 else even)
         return out
 
     # the register tile (@fg_mm_tile) --------------------------------------------------------
@@ -403,38 +463,57 @@ class _Writer:
         new = [[f"{a}.n" for a in row] for row in acc]
         go = self.op(f"icmp sgt i64 {kc}, 0")
         end = self.mul(kc, "%s")
-        e(f"  br i1 {go}, label %{tag}.kl, label %{tag}.kx",
-          f"{tag}.kl:", f"  %{tag}.o = phi i64 [0, %{tag}.kp], [%{tag}.o.n, %{tag}.kl]",
-          f"  %{tag}.bp = phi ptr [%panel, %{tag}.kp], [%{tag}.bp.n, %{tag}.kl]")
+        e(
+            f"  br i1 {go}, label %{tag}.kl, label %{tag}.kx",
+            f"{tag}.kl:",
+            f"  %{tag}.o = phi i64 [0, %{tag}.kp], [%{tag}.o.n, %{tag}.kl]",
+            f"  %{tag}.bp = phi ptr [%panel, %{tag}.kp], [%{tag}.bp.n, %{tag}.kl]",
+        )
         for r in range(mr):
             for v in range(nv):
-                e(f"  {acc[r][v]} = phi {vty} [zeroinitializer, %{tag}.kp], "
-                  f"[{new[r][v]}, %{tag}.kl]")
-        bvec = [self.op(f"load {vty}, ptr {self.gep(f'%{tag}.bp', v * VEC)}, align 64", "b")
-                for v in range(nv)]
+                e(
+                    f"  {acc[r][v]} = phi {vty} [zeroinitializer, %{tag}.kp], "
+                    f"[{new[r][v]}, %{tag}.kl]"
+                )
+        bvec = [
+            self.op(f"load {vty}, ptr {self.gep(f'%{tag}.bp', v * VEC)}, align 64", "b")
+            for v in range(nv)
+        ]
         for r in range(mr):
             p = self.gep(starts[r], f"%{tag}.o")
             spl = self.splat(self.op(f"load float, ptr {p}, align 4", "x"))
             for v in range(nv):
-                e(f"  {new[r][v]} = call {vty} @llvm.fma.v{VEC}f32({vty} {spl}, {vty} {bvec[v]}, "
-                  f"{vty} {acc[r][v]})")
-        e(f"  %{tag}.bp.n = getelementptr float, ptr %{tag}.bp, i64 {nv * VEC}",
-          f"  %{tag}.o.n = add nuw nsw i64 %{tag}.o, %s",
-          f"  %{tag}.kc = icmp slt i64 %{tag}.o.n, {end}",
-          f"  br i1 %{tag}.kc, label %{tag}.kl, label %{tag}.kx", f"{tag}.kx:")
-        return [[self.op(f"phi {vty} [zeroinitializer, %{tag}.kp], [{new[r][v]}, %{tag}.kl]",
-                         "f") if v < nv else "zeroinitializer"
-                 for v in range(self.nv)] for r in range(mr)]
+                e(
+                    f"  {new[r][v]} = call {vty} @llvm.fma.v{VEC}f32({vty} {spl}, {vty} {bvec[v]}, "
+                    f"{vty} {acc[r][v]})"
+                )
+        e(
+            f"  %{tag}.bp.n = getelementptr float, ptr %{tag}.bp, i64 {nv * VEC}",
+            f"  %{tag}.o.n = add nuw nsw i64 %{tag}.o, %s",
+            f"  %{tag}.kc = icmp slt i64 %{tag}.o.n, {end}",
+            f"  br i1 %{tag}.kc, label %{tag}.kl, label %{tag}.kx",
+            f"{tag}.kx:",
+        )
+        return [
+            [
+                self.op(f"phi {vty} [zeroinitializer, %{tag}.kp], [{new[r][v]}, %{tag}.kl]", "f")
+                if v < nv
+                else "zeroinitializer"
+                for v in range(self.nv)
+            ]
+            for r in range(mr)
+        ]
 
     def epilogue(self, acc) -> None:
         """``dst = alpha * acc + bt * src`` (``src`` read only when ``rd``), straight from
         the registers: row by row while below ``left`` rows (branches cost less than per-row
         masks), masked to the ``cleft`` columns that exist."""
         vty, mty, e = f"<{VEC} x float>", f"<{VEC} x i1>", self.emit
-        masks = [self.lane_mask(self.op(f"sub i64 %cleft, {v * VEC}") if v else "%cleft")
-                 for v in range(self.nv)]
-        reads = [self.op(f"select i1 %rd, {mty} {m}, {mty} zeroinitializer", "mk")
-                 for m in masks]
+        masks = [
+            self.lane_mask(self.op(f"sub i64 %cleft, {v * VEC}") if v else "%cleft")
+            for v in range(self.nv)
+        ]
+        reads = [self.op(f"select i1 %rd, {mty} {m}, {mty} zeroinitializer", "mk") for m in masks]
         alpha, bt = self.splat("%alpha"), self.splat("%bt")
         src, dst = "%src", "%dst"
         for r in range(self.mr):
@@ -447,8 +526,10 @@ class _Writer:
                 t = self.op(f"fmul {vty} {alpha}, {acc[r][v]}")
                 u = self.op(f"fmul {vty} {bt}, {old}")
                 val = self.op(f"fadd {vty} {u}, {t}")
-                e(f"  call void @llvm.masked.store.v{VEC}f32.p0({vty} {val}, "
-                  f"ptr {self.gep(dst, v * VEC)}, i32 4, {mty} {masks[v]})")
+                e(
+                    f"  call void @llvm.masked.store.v{VEC}f32.p0({vty} {val}, "
+                    f"ptr {self.gep(dst, v * VEC)}, i32 4, {mty} {masks[v]})"
+                )
         e("  br label %ex", "ex:")
 
     def tile_function(self) -> str:
@@ -462,18 +543,24 @@ class _Writer:
         self.lines, e, vty = [], self.emit, f"<{VEC} x float>"
         e("entry:")
         last = self.op(f"sub i64 {self.umin('%left', self.mr)}, 1")
-        starts = ["%an"] + [self.gep("%an", self.mul(self.umin(last, r), "%rs"))
-                            for r in range(1, self.mr)]
+        starts = ["%an"] + [
+            self.gep("%an", self.mul(self.umin(last, r), "%rs")) for r in range(1, self.mr)
+        ]
         e("  br i1 %narrow, label %h.kp, label %w.kp", "w.kp:")
         wide = self.k_loop("w", starts, "%kc", self.nv)
         e("  br label %kj", "h.kp:")
         half = self.k_loop("h", starts, "%kc", 1)
         e("  br label %kj", "kj:")
-        self.epilogue([[self.op(f"phi {vty} [{w}, %w.kx], [{h}, %h.kx]", "f")
-                        for w, h in zip(wr, hr)] for wr, hr in zip(wide, half)])
+        self.epilogue(
+            [
+                [self.op(f"phi {vty} [{w}, %w.kx], [{h}, %h.kx]", "f") for w, h in zip(wr, hr)]
+                for wr, hr in zip(wide, half)
+            ]
+        )
         e("  ret void")
-        return (f"define internal void @fg_mm_tile({_TILE_ARGS}) {{\n"
-                + "\n".join(self.lines) + "\n}\n")
+        return (
+            f"define internal void @fg_mm_tile({_TILE_ARGS}) {{\n" + "\n".join(self.lines) + "\n}\n"
+        )
 
     # schedules ------------------------------------------------------------------------------
     def tile(self, panel: str, kc: str, row: str, col: str, an: str = "%an") -> None:
@@ -482,9 +569,11 @@ class _Writer:
         off = self.op(f"add i64 {self.mul(row, '%ldc')}, {col}")
         dst, src = self.gep(f"%{x}.dst", off), self.gep(f"%{x}.src", off)
         left, cleft = self.op(f"sub i64 %m, {row}"), self.op(f"sub i64 %n, {col}")
-        self.emit(f"  call void @fg_mm_tile(ptr {an}, i64 %rs, i64 %s, ptr {panel}, i64 {kc}, "
-                  f"i1 %narrow, ptr {dst}, ptr {src}, i64 %ldc, i64 {left}, i64 {cleft}, "
-                  f"i1 %{x}.rd, float %{x}.bt, float %alpha)")
+        self.emit(
+            f"  call void @fg_mm_tile(ptr {an}, i64 %rs, i64 %s, ptr {panel}, i64 {kc}, "
+            f"i1 %narrow, ptr {dst}, ptr {src}, i64 %ldc, i64 {left}, i64 {cleft}, "
+            f"i1 %{x}.rd, float %{x}.bt, float %alpha)"
+        )
 
     def a_rows(self, row: str, kc: str) -> None:
         """Where the tile reads A for the rows from ``row``: ``%an``, its first row, then every
@@ -495,14 +584,18 @@ class _Writer:
         x, e, w = self.x, self.emit, 2 * self.mr
         odd = self.op(f"and i64 {row}, {w - 1}")
         first = self.op(f"icmp eq i64 {odd}, 0")
-        e(f"  %{x}.pk = and i1 %ta, {first}",
-          f"  br i1 %{x}.pk, label %{x}.ap, label %{x}.ad", f"{x}.ap:")
+        e(
+            f"  %{x}.pk = and i1 %ta, {first}",
+            f"  br i1 %{x}.pk, label %{x}.ap, label %{x}.ad",
+            f"{x}.ap:",
+        )
         mask = self.lane_mask(self.op(f"sub i64 %m, {row}"), w)
         src0 = self.gep("%a", self.op(f"add i64 {self.mul(f'%{x}.pc', '%lda')}, {row}"))
 
         def step(kk):
             v = self.masked_load(self.gep(src0, self.mul(kk, "%lda")), mask, w)
             e(f"  store <{w} x float> {v}, ptr {self.gep('%apk', self.mul(kk, w))}, align 64")
+
         self.loop(f"{x}.pa", 0, kc, 1, step, guarded=True)
         e(f"  br label %{x}.ad", f"{x}.ad:")
         an = self.gep("%a", self.op(f"add i64 {self.mul(row, '%lda')}, %{x}.pc"))
@@ -512,13 +605,23 @@ class _Writer:
         """``body(kc)`` for each k block (starting at ``%X.pc``); at least one, so that k == 0
         still writes ``alpha * 0 + beta * c0``."""
         x, e = self.x, self.emit
-        e(f"  br label %{x}.pc.pre", f"{x}.pc.pre:", f"  br label %{x}.pc.h", f"{x}.pc.h:",
-          f"  %{x}.pc = phi i64 [0, %{x}.pc.pre], [%{x}.pc.n, %{x}.pc.l]")
+        e(
+            f"  br label %{x}.pc.pre",
+            f"{x}.pc.pre:",
+            f"  br label %{x}.pc.h",
+            f"{x}.pc.h:",
+            f"  %{x}.pc = phi i64 [0, %{x}.pc.pre], [%{x}.pc.n, %{x}.pc.l]",
+        )
         body(self.k_block(f"%{x}.pc"))
         self.super_end(f"%{x}.pc")
-        e(f"  br label %{x}.pc.l", f"{x}.pc.l:", f"  %{x}.pc.n = add nuw nsw i64 %{x}.pc, %kcb",
-          f"  %{x}.pc.c = icmp slt i64 %{x}.pc.n, %k",
-          f"  br i1 %{x}.pc.c, label %{x}.pc.h, label %{x}.pc.x", f"{x}.pc.x:")
+        e(
+            f"  br label %{x}.pc.l",
+            f"{x}.pc.l:",
+            f"  %{x}.pc.n = add nuw nsw i64 %{x}.pc, %kcb",
+            f"  %{x}.pc.c = icmp slt i64 %{x}.pc.n, %k",
+            f"  br i1 %{x}.pc.c, label %{x}.pc.h, label %{x}.pc.x",
+            f"{x}.pc.x:",
+        )
 
     def schedule(self) -> None:
         """For each k block and column block (as many panels as the packed-b budget holds),
@@ -534,18 +637,21 @@ class _Writer:
 
             def col_block(jc):
                 nc = self.umin(self.op(f"sub i64 %n, {jc}"), "%ncs")
-                e(f"  {np_} = lshr i64 {self.op(f'add i64 {nc}, {self.nr - 1}')}, "
-                  f"{self.nr.bit_length() - 1}", "  br i1 %tb, label %s.pkt, label %s.pkn",
-                  "s.pkt:")
+                e(
+                    f"  {np_} = lshr i64 {self.op(f'add i64 {nc}, {self.nr - 1}')}, "
+                    f"{self.nr.bit_length() - 1}",
+                    "  br i1 %tb, label %s.pkt, label %s.pkn",
+                    "s.pkt:",
+                )
 
                 def pack_t(p):
                     col = self.op(f"add i64 {jc}, {self.mul(p, self.nr)}")
                     self.pack_bt(self.gep("%bpk", self.mul(p, panel_size)), col, kc)
+
                 self.loop("s.pp", 0, np_, 1, pack_t, guarded=False)
                 e("  br label %s.pkd", "s.pkn:")
                 self.pack_rows(jc, np_, kc, panel_size)
-                e("  br label %s.pkd", "s.pkd:", "  br i1 %ta, label %s.tt, label %s.tn",
-                  "s.tt:")
+                e("  br label %s.pkd", "s.pkd:", "  br i1 %ta, label %s.tt, label %s.tn", "s.tt:")
 
                 def panel_of(p):
                     col = self.op(f"add i64 {jc}, {self.mul(p, self.nr)}")
@@ -557,7 +663,9 @@ class _Writer:
                     def against(p):
                         panel, col = panel_of(p)
                         self.tile(panel, kc, i, col)
+
                     self.loop("s.j", 0, np_, 1, against, guarded=False)
+
                 self.loop("s.i", 0, "%m", self.mr, row_tile, guarded=False)
                 e("  br label %s.td", "s.tn:")
 
@@ -567,10 +675,14 @@ class _Writer:
                     def rows(i):
                         an = self.gep("%a", self.op(f"add i64 {self.mul(i, '%lda')}, %s.pc"))
                         self.tile(panel, kc, i, col, an)
+
                     self.loop("s.ni", 0, "%m", self.mr, rows, guarded=False)
+
                 self.loop("s.nj", 0, np_, 1, by_panel, guarded=False)
                 e("  br label %s.td", "s.td:")
+
             self.loop("s.jc", 0, "%n", "%ncs", col_block, guarded=False)
+
         self.k_blocks(k_block)
 
     def function(self) -> str:
@@ -578,63 +690,93 @@ class _Writer:
         one loop nest for every layout, run-time flags choosing how b is packed and A read
         (code generation costs grow with the code, so each piece exists once)."""
         self.lines, e, mr = [], self.emit, self.mr
-        e("entry:",
-          f"  %bpk = alloca float, i64 {B_FLOATS}, align 64",
-          f"  %apk = alloca float, i64 {2 * mr * KC}, align 64",
-          f"  %btp = alloca ptr, i64 {self.nr}",
-          "  %m0 = icmp sle i64 %m, 0", "  %n0 = icmp sle i64 %n, 0",
-          "  %empty = or i1 %m0, %n0", "  br i1 %empty, label %done, label %go", "go:",
-          "  %ta = trunc i32 %trans to i1",
-          "  %tb.b = and i32 %trans, 2", "  %tb = icmp ne i32 %tb.b, 0",
-          f"  %s = select i1 %ta, i64 {2 * mr}, i64 1",  # floats per k step of A's rows
-          "  %rs = select i1 %ta, i64 1, i64 %lda",  # floats from one of A's rows to the next
-          "  %bnz = fcmp une float %beta, 0.0",
-          f"  %narrow = icmp sle i64 %n, {VEC}",
-          f"  %ps = select i1 %narrow, i64 {VEC}, i64 {self.nr}",  # floats per panel row
-          f"  %wide.m = select i1 %narrow, <{VEC} x i1> zeroinitializer, "
-          f"<{VEC} x i1> {_ONES}")
+        e(
+            "entry:",
+            f"  %bpk = alloca float, i64 {B_FLOATS}, align 64",
+            f"  %apk = alloca float, i64 {2 * mr * KC}, align 64",
+            f"  %btp = alloca ptr, i64 {self.nr}",
+            "  %m0 = icmp sle i64 %m, 0",
+            "  %n0 = icmp sle i64 %n, 0",
+            "  %empty = or i1 %m0, %n0",
+            "  br i1 %empty, label %done, label %go",
+            "go:",
+            "  %ta = trunc i32 %trans to i1",
+            "  %tb.b = and i32 %trans, 2",
+            "  %tb = icmp ne i32 %tb.b, 0",
+            f"  %s = select i1 %ta, i64 {2 * mr}, i64 1",  # floats per k step of A's rows
+            "  %rs = select i1 %ta, i64 1, i64 %lda",  # floats from one of A's rows to the next
+            "  %bnz = fcmp une float %beta, 0.0",
+            f"  %narrow = icmp sle i64 %n, {VEC}",
+            f"  %ps = select i1 %narrow, i64 {VEC}, i64 {self.nr}",  # floats per panel row
+            f"  %wide.m = select i1 %narrow, <{VEC} x i1> zeroinitializer, <{VEC} x i1> {_ONES}",
+        )
         # columns per block: what the packed-b budget holds beside the first (largest) k block
         fast = self.op(f"or i1 {self.op('or i1 %ta, %tb')}, %narrow")
         e(f"  %kcb = select i1 {fast}, i64 {KC}, i64 {KC_L1}")
         k1 = self.umin("%k", "%kcb")
         k1 = self.op(f"select i1 {self.op(f'icmp eq i64 {k1}, 0')}, i64 1, i64 {k1}")
         many = self.op(f"and i64 {self.op(f'udiv i64 {B_FLOATS}, {k1}')}, {-self.nr}")
-        e(f"  %ncs = select i1 %ta, i64 {many}, i64 {self.nr}",
-          f"  %sbk = mul i64 %kcb, {SUPER}",
-          "  %big = icmp sgt i64 %k, %sbk", "  br i1 %big, label %sc.m, label %sc.x", "sc.m:",
-          "  %sc.fl = mul i64 %m, %ldc", "  %sc.b4 = shl i64 %sc.fl, 2",
-          "  %sc.b63 = add i64 %sc.b4, 63", "  %sc.b = and i64 %sc.b63, -64",
-          "  %sc.p = call ptr @aligned_alloc(i64 64, i64 %sc.b)", "  br label %sc.x", "sc.x:",
-          "  %sc = phi ptr [null, %go], [%sc.p, %sc.m]")
+        e(
+            f"  %ncs = select i1 %ta, i64 {many}, i64 {self.nr}",
+            f"  %sbk = mul i64 %kcb, {SUPER}",
+            "  %big = icmp sgt i64 %k, %sbk",
+            "  br i1 %big, label %sc.m, label %sc.x",
+            "sc.m:",
+            "  %sc.fl = mul i64 %m, %ldc",
+            "  %sc.b4 = shl i64 %sc.fl, 2",
+            "  %sc.b63 = add i64 %sc.b4, 63",
+            "  %sc.b = and i64 %sc.b63, -64",
+            "  %sc.p = call ptr @aligned_alloc(i64 64, i64 %sc.b)",
+            "  br label %sc.x",
+            "sc.x:",
+            "  %sc = phi ptr [null, %go], [%sc.p, %sc.m]",
+        )
         self.perms = {}
         self.schedule()
         e("  call void @free(ptr %sc)", "  br label %done", "done:", "  ret void")
         ity = f"<{VEC} x i32>"
-        self.lines[1:1] = [line for idx, slot in self.perms.items() for line in (
-            f"  {slot} = alloca {ity}, align 64",
-            f"  store {ity} <{', '.join(f'i32 {j}' for j in idx)}>, ptr {slot}, align 64")]
-        return (f"define void @{SYMBOL}(i32 %trans, {_ARGS}) {{\n"
-                + "\n".join(self.lines) + "\n}\n")
+        self.lines[1:1] = [
+            line
+            for idx, slot in self.perms.items()
+            for line in (
+                f"  {slot} = alloca {ity}, align 64",
+                f"  store {ity} <{', '.join(f'i32 {j}' for j in idx)}>, ptr {slot}, align 64",
+            )
+        ]
+        return f"define void @{SYMBOL}(i32 %trans, {_ARGS}) {{\n" + "\n".join(self.lines) + "\n}\n"
 
 
 def library_ir(avx512: bool | None = None) -> str:
     """The library module: the exported ``@fg_matmul_f32`` (the schedule; returns at once when
     m or n is 0) and the register tile it calls. ``avx512`` (default: whether
     the host has it) picks how b^T's blocks are transposed (see ``_Writer.transpose``)."""
-    decls = "\n".join([
-        "declare ptr @aligned_alloc(i64, i64)", "declare void @free(ptr)",
-        (f"declare <{VEC} x float> @llvm.fma.v{VEC}f32(<{VEC} x float>, <{VEC} x float>, "
-         f"<{VEC} x float>)"),
-        *(f"declare <{n} x float> @llvm.masked.load.v{n}f32.p0(ptr, i32, <{n} x i1>, "
-          f"<{n} x float>)" for n in sorted({VEC, 2 * MR})),
-        (f"declare void @llvm.masked.store.v{VEC}f32.p0(<{VEC} x float>, ptr, i32, "
-         f"<{VEC} x i1>)")])
+    decls = "\n".join(
+        [
+            "declare ptr @aligned_alloc(i64, i64)",
+            "declare void @free(ptr)",
+            (
+                f"declare <{VEC} x float> @llvm.fma.v{VEC}f32(<{VEC} x float>, <{VEC} x float>, "
+                f"<{VEC} x float>)"
+            ),
+            *(
+                f"declare <{n} x float> @llvm.masked.load.v{n}f32.p0(ptr, i32, <{n} x i1>, "
+                f"<{n} x float>)"
+                for n in sorted({VEC, 2 * MR})
+            ),
+            (
+                f"declare void @llvm.masked.store.v{VEC}f32.p0(<{VEC} x float>, ptr, i32, "
+                f"<{VEC} x i1>)"
+            ),
+        ]
+    )
     if avx512 is None:
         from fungrad.lowering.cpu import compiler as cpu
+
         avx512 = "+avx512f" in cpu.host().features.split(",")
     if avx512:
-        decls += (f"\ndeclare <{VEC} x float> @{_VPERM}(<{VEC} x float>, <{VEC} x i32>, "
-                  f"<{VEC} x float>)")
+        decls += (
+            f"\ndeclare <{VEC} x float> @{_VPERM}(<{VEC} x float>, <{VEC} x i32>, <{VEC} x float>)"
+        )
     w = _Writer(avx512)
     return "\n".join([decls, "", w.function(), w.tile_function()])
 
@@ -653,6 +795,7 @@ def ensure_library() -> None:
     if _module is not None:
         return
     from fungrad.lowering.cpu import compiler as cpu
+
     with cpu.llvm_lock:
         if _module is None:
             _compile()
@@ -662,13 +805,15 @@ def _compile() -> None:
     global _module, _function
     from fungrad.lowering.cpu import compiler as cpu
     from fungrad.lowering.cpu import llvm_capi
+
     module = cpu.compile_module(library_ir(), [SYMBOL], name="fungrad_matmul", passes=False)
     # every program's code calls into this one: never free it (a CompiledModule frees its code
     # when collected, e.g. while modules are torn down at interpreter exit)
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(module))
     i64, ptr, f32 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_float
-    _function = module.function(SYMBOL, [ctypes.c_int32, i64, i64, i64, f32, ptr, i64, ptr, i64,
-                                         f32, ptr, ptr, i64])
+    _function = module.function(
+        SYMBOL, [ctypes.c_int32, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, ptr, i64]
+    )
     llvm_capi.add_symbol(SYMBOL, module.address(SYMBOL))
     _module = module
 
@@ -676,19 +821,30 @@ def _compile() -> None:
 def _rows(x: np.ndarray, name: str) -> int:
     """The row stride (in elements) of a 2-D float32 array with contiguous rows."""
     if x.dtype != np.float32 or x.ndim != 2:
-        raise TypeError(f"matmul.gemm: {name} must be a 2-D float32 array, got {x.dtype} with "
-                        f"shape {x.shape}")
+        raise TypeError(
+            f"matmul.gemm: {name} must be a 2-D float32 array, got {x.dtype} with shape {x.shape}"
+        )
     if x.size == 0 or x.shape[0] == 1:
         return x.shape[1]  # (the stride is never used)
     if x.shape[1] > 1 and x.strides[1] != 4 or x.strides[0] % 4 or x.strides[0] <= 0:
-        raise ValueError(f"matmul.gemm: the rows of {name} must be contiguous with a positive "
-                         f"row stride, got strides {x.strides}; pass np.ascontiguousarray({name})")
+        raise ValueError(
+            f"matmul.gemm: the rows of {name} must be contiguous with a positive "
+            f"row stride, got strides {x.strides}; pass np.ascontiguousarray({name})"
+        )
     return max(x.strides[0] // 4, x.shape[1])
 
 
-def gemm(a: np.ndarray, b: np.ndarray, *, trans_a: bool = False, trans_b: bool = False,
-         alpha: float = 1.0, beta: float = 0.0, c0: np.ndarray | None = None,
-         out: np.ndarray | None = None) -> np.ndarray:
+def gemm(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    trans_a: bool = False,
+    trans_b: bool = False,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    c0: np.ndarray | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """``alpha * op(a) @ op(b) + beta * c0`` through the native library (tests, benchmarks).
 
     ``a`` is ``[m, k]`` (``trans_a``: ``[k, m]``), ``b`` ``[k, n]`` (``trans_b``: ``[n, k]``;
@@ -697,15 +853,19 @@ def gemm(a: np.ndarray, b: np.ndarray, *, trans_a: bool = False, trans_b: bool =
     ``c0`` (read only when ``beta != 0``) and ``out`` are ``[m, n]`` with the same row stride;
     ``out`` may be ``c0``. Returns ``out`` (a new array when None)."""
     if trans_a and trans_b:
-        raise ValueError("matmul.gemm: a and b cannot both be transposed; pass "
-                         "np.ascontiguousarray(b.T) as b with trans_b=False")
+        raise ValueError(
+            "matmul.gemm: a and b cannot both be transposed; pass "
+            "np.ascontiguousarray(b.T) as b with trans_b=False"
+        )
     ensure_library()
     lda, ldb = _rows(a, "a"), _rows(b, "b")
     m, k = (a.shape[1], a.shape[0]) if trans_a else a.shape
     kb, n = (b.shape[1], b.shape[0]) if trans_b else b.shape
     if kb != k:
-        raise ValueError(f"matmul.gemm: op(a) is {m}x{k} but op(b) is {kb}x{n}; their inner "
-                         "dimensions must agree")
+        raise ValueError(
+            f"matmul.gemm: op(a) is {m}x{k} but op(b) is {kb}x{n}; their inner "
+            "dimensions must agree"
+        )
     if out is None:
         out = np.empty((m, n), np.float32)
     if c0 is None:
@@ -717,8 +877,23 @@ def gemm(a: np.ndarray, b: np.ndarray, *, trans_a: bool = False, trans_b: bool =
             raise ValueError(f"matmul.gemm: {name} must have shape {(m, n)}, got {x.shape}")
     ldc = _rows(out, "out")
     if _rows(c0, "c0") != ldc:
-        raise ValueError(f"matmul.gemm: c0 and out must share a row stride, got "
-                         f"{c0.strides[0]} and {out.strides[0]} bytes")
-    _function(_trans(trans_a, trans_b), m, n, k, alpha, a.ctypes.data, lda, b.ctypes.data, ldb,
-              beta, c0.ctypes.data, out.ctypes.data, ldc)
+        raise ValueError(
+            f"matmul.gemm: c0 and out must share a row stride, got "
+            f"{c0.strides[0]} and {out.strides[0]} bytes"
+        )
+    _function(
+        _trans(trans_a, trans_b),
+        m,
+        n,
+        k,
+        alpha,
+        a.ctypes.data,
+        lda,
+        b.ctypes.data,
+        ldb,
+        beta,
+        c0.ctypes.data,
+        out.ctypes.data,
+        ldc,
+    )
     return out

@@ -31,10 +31,17 @@ def render_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:
     if step.m * step.n * step.k < matmul.SERIAL_WORK or not have_blas:
         return own
     t = f"mm{em.n}"
-    return ([f"  %{t}.par = icmp sgt i64 %nthreads, 1",
-             f"  br i1 %{t}.par, label %{t}.blas, label %{t}.own", f"{t}.blas:"]
-            + _blas_gemm(mw, step, ptr) + [f"  br label %{t}.done", f"{t}.own:"]
-            + own + [f"  br label %{t}.done", f"{t}.done:"])
+    return (
+        [
+            f"  %{t}.par = icmp sgt i64 %nthreads, 1",
+            f"  br i1 %{t}.par, label %{t}.blas, label %{t}.own",
+            f"{t}.blas:",
+        ]
+        + _blas_gemm(mw, step, ptr)
+        + [f"  br label %{t}.done", f"{t}.own:"]
+        + own
+        + [f"  br label %{t}.done", f"{t}.done:"]
+    )
 
 
 def _blas_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:
@@ -55,18 +62,25 @@ def _blas_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:
     ity = f"i{info.int_bits}"
     lines = []
     if step.beta and step.c0 is not None and step.c0 is not step.c:
-        lines.append(f"  call void @llvm.memcpy.p0.p0.i64(ptr {ptr[step.c.id]}, "
-                     f"ptr {ptr[step.c0.id]}, i64 {step.c.nbytes}, i1 false)")
+        lines.append(
+            f"  call void @llvm.memcpy.p0.p0.i64(ptr {ptr[step.c.id]}, "
+            f"ptr {ptr[step.c0.id]}, i64 {step.c.nbytes}, i1 false)"
+        )
     isz = dt.itemsize
     for bi in range(step.batch):
         pa, pb, pc = mw.ops.tmp(), mw.ops.tmp(), mw.ops.tmp()
-        lines.append(f"  {pa} = getelementptr inbounds i8, ptr {ptr[step.a.id]}, "
-                     f"i64 {bi * m * k * isz}")
-        lines.append(f"  {pb} = getelementptr inbounds i8, ptr {ptr[step.b.id]}, "
-                     f"i64 {bi * k * n * isz}")
-        lines.append(f"  {pc} = getelementptr inbounds i8, ptr {ptr[step.c.id]}, "
-                     f"i64 {bi * m * n * isz}")
-        lines.append(f"  call void @{sym}(i32 101, i32 {ta}, i32 {tb}, {ity} {m}, "
-                     f"{ity} {n}, {ity} {k}, {ty} {alpha}, ptr {pa}, {ity} {lda}, ptr {pb}, "
-                     f"{ity} {ldb}, {ty} {beta}, ptr {pc}, {ity} {n})")
+        lines.append(
+            f"  {pa} = getelementptr inbounds i8, ptr {ptr[step.a.id]}, i64 {bi * m * k * isz}"
+        )
+        lines.append(
+            f"  {pb} = getelementptr inbounds i8, ptr {ptr[step.b.id]}, i64 {bi * k * n * isz}"
+        )
+        lines.append(
+            f"  {pc} = getelementptr inbounds i8, ptr {ptr[step.c.id]}, i64 {bi * m * n * isz}"
+        )
+        lines.append(
+            f"  call void @{sym}(i32 101, i32 {ta}, i32 {tb}, {ity} {m}, "
+            f"{ity} {n}, {ity} {k}, {ty} {alpha}, ptr {pa}, {ity} {lda}, ptr {pb}, "
+            f"{ity} {ldb}, {ty} {beta}, ptr {pc}, {ity} {n})"
+        )
     return lines

@@ -35,8 +35,7 @@ from fungrad.lowering.cpu import llvm_capi
 from fungrad.lowering.kernel import Buffer
 from fungrad.lowering.steps import HostCallStep
 
-__all__ = ["SYMBOL", "render_host_call", "running", "current", "raise_failure",
-           "register_symbol"]
+__all__ = ["SYMBOL", "render_host_call", "running", "current", "raise_failure", "register_symbol"]
 
 SYMBOL = "fg_host_callback_fn"
 """The cell generated code loads the trampoline's address from."""
@@ -47,11 +46,15 @@ def render_host_call(mw, step: HostCallStep, ptr: dict[int, str]) -> list[str]:
     mw.declare(SYMBOL, f"@{SYMBOL} = external global ptr")
     lbl = "hc" + mw.ops.tmp()[2:]
     bufs = step.operands + step.results
-    lines = [f"  %{lbl}.ss = call ptr @llvm.stacksave.p0()",
-             f"  %{lbl}.ptrs = alloca ptr, i64 {max(len(bufs), 1)}"]
+    lines = [
+        f"  %{lbl}.ss = call ptr @llvm.stacksave.p0()",
+        f"  %{lbl}.ptrs = alloca ptr, i64 {max(len(bufs), 1)}",
+    ]
     for i, b in enumerate(bufs):
-        lines += [f"  %{lbl}.p{i} = getelementptr inbounds ptr, ptr %{lbl}.ptrs, i64 {i}",
-                  f"  store ptr {ptr[b.id]}, ptr %{lbl}.p{i}"]
+        lines += [
+            f"  %{lbl}.p{i} = getelementptr inbounds ptr, ptr %{lbl}.ptrs, i64 {i}",
+            f"  store ptr {ptr[b.id]}, ptr %{lbl}.p{i}",
+        ]
     return lines + [
         f"  %{lbl}.fn = load ptr, ptr @{SYMBOL}",
         f"  %{lbl}.st = call i32 %{lbl}.fn(i64 {step.index}, ptr %{lbl}.ptrs)",
@@ -60,7 +63,8 @@ def render_host_call(mw, step: HostCallStep, ptr: dict[int, str]) -> list[str]:
         f"  br i1 %{lbl}.bad, label %{lbl}.fail, label %{lbl}.ok",
         f"{lbl}.fail:",
         "  ret i32 -1",
-        f"{lbl}.ok:"]
+        f"{lbl}.ok:",
+    ]
 
 
 def execute_at(step: HostCallStep, addresses: list[int]) -> None:
@@ -90,6 +94,7 @@ def _write(address: int, b: Buffer, value: np.ndarray) -> None:
 
 
 # -- the running calls and the trampoline ------------------------------------------------------
+
 
 class _Frame:
     __slots__ = ("steps", "error")

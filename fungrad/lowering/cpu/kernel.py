@@ -44,7 +44,7 @@ class KernelWriter(KernelRenderer):
         self.bufs = buf_names  # buffer id -> the pointer argument's name
         self.row_loads: dict[int, tuple] = {}  # node id -> (row buffer, type, index var)
         self.row_stores: dict[int, list] = {}  # reduce id -> [(node, row buffer, type)]
-        self.prefetch: tuple | None = None     # (streams, strip) of _plan_prefetch, unplaced
+        self.prefetch: tuple | None = None  # (streams, strip) of _plan_prefetch, unplaced
         self.allocas: list[str] = []  # stack slots, placed at the top of the entry block
         # float32 divisor -> the loop-invariant operands of its division (llvm_ops)
         self.recips: dict[str, tuple[str, str]] = {}
@@ -57,8 +57,10 @@ class KernelWriter(KernelRenderer):
         # computed by a fill loop (_fill_rows), kept in a row buffer
         buf, ty, var = row
         p, name = self.tmp("p"), self.tmp()
-        self.lines[var] += [f"  {p} = getelementptr inbounds {ty}, ptr {buf}, i64 %v{var.id}",
-                            f"  {name} = load {ty}, ptr {p}"]
+        self.lines[var] += [
+            f"  {p} = getelementptr inbounds {ty}, ptr {buf}, i64 %v{var.id}",
+            f"  {name} = load {ty}, ptr {p}",
+        ]
         return name
 
     def literal(self, value, dtype) -> str:
@@ -112,46 +114,63 @@ class KernelWriter(KernelRenderer):
         for j, v in enumerate(vars_):  # open the loops, outermost first
             lv = f"r{v.id}"
             nxt = acc[j + 1] if j + 1 < len(vars_) else inner_acc
-            chunk += [f"  br label %{lv}.entry", f"{lv}.entry:", f"  br label %{lv}.head",
-                      f"{lv}.head:",
-                      f"  %v{v.id} = phi i64 [0, %{lv}.entry], [%v{v.id}.next, %{lv}.latch]",
-                      f"  {acc[j]} = phi {bt} [{acc[j - 1] if j else init}, %{lv}.entry], "
-                      f"[{nxt}, %{lv}.latch]"]
+            chunk += [
+                f"  br label %{lv}.entry",
+                f"{lv}.entry:",
+                f"  br label %{lv}.head",
+                f"{lv}.head:",
+                f"  %v{v.id} = phi i64 [0, %{lv}.entry], [%v{v.id}.next, %{lv}.latch]",
+                f"  {acc[j]} = phi {bt} [{acc[j - 1] if j else init}, %{lv}.entry], "
+                f"[{nxt}, %{lv}.latch]",
+            ]
             if arg:
                 pnxt = pos[j + 1] if j + 1 < len(vars_) else inner_pos
-                chunk.append(f"  {pos[j]} = phi i64 [{pos[j - 1] if j else 0}, %{lv}.entry], "
-                             f"[{pnxt}, %{lv}.latch]")
-            chunk += [f"  %{lv}.c = icmp slt i64 %v{v.id}, {v.extent}",
-                      f"  br i1 %{lv}.c, label %{lv}.body, label %{lv}.exit", f"{lv}.body:"]
+                chunk.append(
+                    f"  {pos[j]} = phi i64 [{pos[j - 1] if j else 0}, %{lv}.entry], "
+                    f"[{pnxt}, %{lv}.latch]"
+                )
+            chunk += [
+                f"  %{lv}.c = icmp slt i64 %v{v.id}, {v.extent}",
+                f"  br i1 %{lv}.c, label %{lv}.body, label %{lv}.exit",
+                f"{lv}.body:",
+            ]
             chunk += self.lines.pop(v)
         if arg:
             flat = "0"
             for v in vars_:  # the position as a flat index over the reduced extents
                 t1, t2 = self.tmp(), self.tmp()
-                chunk += [f"  {t1} = mul i64 {flat}, {v.extent}",
-                          f"  {t2} = add i64 {t1}, %v{v.id}"]
+                chunk += [
+                    f"  {t1} = mul i64 {flat}, {v.extent}",
+                    f"  {t2} = add i64 {t1}, %v{v.id}",
+                ]
                 flat = t2
             better = self.m.ops.arg_better(chunk, op, body.dtype, bval, acc[-1], self)
-            chunk += [f"  {inner_acc} = select i1 {better}, {bt} {bval}, {bt} {acc[-1]}",
-                      f"  {inner_pos} = select i1 {better}, i64 {flat}, i64 {pos[-1]}"]
+            chunk += [
+                f"  {inner_acc} = select i1 {better}, {bt} {bval}, {bt} {acc[-1]}",
+                f"  {inner_pos} = select i1 {better}, i64 {flat}, i64 {pos[-1]}",
+            ]
         elif keyed:
             key = ops.float_key(chunk, op, body.dtype, bval)
-            chunk.append(f"  {inner_acc} = call {bt} @llvm.s{op}.{bt}({bt} {acc[-1]}, "
-                         f"{bt} {key})")
+            chunk.append(f"  {inner_acc} = call {bt} @llvm.s{op}.{bt}({bt} {acc[-1]}, {bt} {key})")
         else:
             self.m.ops.combine(chunk, inner_acc, op, body.dtype, acc[-1], bval)
         for v in reversed(vars_):  # close the loops, innermost first
             lv = f"r{v.id}"
-            chunk += [f"  br label %{lv}.latch", f"{lv}.latch:",
-                      f"  %v{v.id}.next = add nuw nsw i64 %v{v.id}, 1",
-                      f"  br label %{lv}.head{self.m.loop_md(v.extent)}", f"{lv}.exit:"]
+            chunk += [
+                f"  br label %{lv}.latch",
+                f"{lv}.latch:",
+                f"  %v{v.id}.next = add nuw nsw i64 %v{v.id}, 1",
+                f"  br label %{lv}.head{self.m.loop_md(v.extent)}",
+                f"{lv}.exit:",
+            ]
         self.lines[parent].extend(chunk)
         if keyed:
             return ops.from_key(self.lines[parent], body.dtype, acc[0])
         return pos[0] if arg else acc[0]
 
-    def _blocked_sum(self, parent: Var | None, vars_: tuple[Var, ...], bval: str,
-                     dtype: np.dtype) -> str:
+    def _blocked_sum(
+        self, parent: Var | None, vars_: tuple[Var, ...], bval: str, dtype: np.dtype
+    ) -> str:
         """Emit a float sum of ``bval`` over the loops ``vars_`` into ``parent``'s scope, with
         an error bound that does not grow with the number of elements; returns the sum.
 
@@ -179,23 +198,33 @@ class KernelWriter(KernelRenderer):
                 sv = f"%s{v.id}"
                 head, tail = self._counted(f"b{v.id}", sv, "0", str(v.extent), block)
                 stack, count = self._pairwise_stack(ty)
-                lines += head[:4] + [f"  {count} = phi i64 [0, %b{v.id}.entry], "
-                                     f"[{count}.next, %b{v.id}.latch]"] + head[4:]
+                lines += (
+                    head[:4]
+                    + [f"  {count} = phi i64 [0, %b{v.id}.entry], [{count}.next, %b{v.id}.latch]"]
+                    + head[4:]
+                )
                 if v.extent % block == 0:
                     n = str(block)
                 else:
                     left, n = self.tmp(), self.tmp()
-                    lines += [f"  {left} = sub i64 {v.extent}, {sv}",
-                              f"  {n} = call i64 @llvm.smin.i64(i64 {left}, i64 {block})"]
+                    lines += [
+                        f"  {left} = sub i64 {v.extent}, {sv}",
+                        f"  {n} = call i64 @llvm.smin.i64(i64 {left}, i64 {block})",
+                    ]
                 iv, lo, hi, trip = f"%j{v.id}", "0", n, block if n.isdigit() else None
             else:
                 iv, lo, hi, trip = f"%v{v.id}", "0", str(v.extent), v.extent
-            lines += [f"  br label %{lv}.entry", f"{lv}.entry:", f"  br label %{lv}.head",
-                      f"{lv}.head:",
-                      f"  {iv} = phi i64 [{lo}, %{lv}.entry], [{iv}.next, %{lv}.latch]",
-                      f"  {acc} = phi {ty} [{zero}, %{lv}.entry], [{acc}.new, %{lv}.latch]",
-                      f"  %{lv}.c = icmp slt i64 {iv}, {hi}",
-                      f"  br i1 %{lv}.c, label %{lv}.body, label %{lv}.exit", f"{lv}.body:"]
+            lines += [
+                f"  br label %{lv}.entry",
+                f"{lv}.entry:",
+                f"  br label %{lv}.head",
+                f"{lv}.head:",
+                f"  {iv} = phi i64 [{lo}, %{lv}.entry], [{iv}.next, %{lv}.latch]",
+                f"  {acc} = phi {ty} [{zero}, %{lv}.entry], [{acc}.new, %{lv}.latch]",
+                f"  %{lv}.c = icmp slt i64 {iv}, {hi}",
+                f"  br i1 %{lv}.c, label %{lv}.body, label %{lv}.exit",
+                f"{lv}.body:",
+            ]
             if blocked:
                 lines.append(f"  %v{v.id} = add nuw nsw i64 %s{v.id}, {iv}")
             lines += self.lines.pop(v)
@@ -204,10 +233,13 @@ class KernelWriter(KernelRenderer):
             else:
                 inner, part = level(j + 1)
                 lines += inner + [f"  {acc}.new = fadd {ty} {acc}, {part}"]
-            lines += [f"  br label %{lv}.latch", f"{lv}.latch:",
-                      f"  {iv}.next = add nuw nsw i64 {iv}, 1",
-                      f"  br label %{lv}.head{self.m.loop_md(trip, j == last)}",
-                      f"{lv}.exit:"]
+            lines += [
+                f"  br label %{lv}.latch",
+                f"{lv}.latch:",
+                f"  {iv}.next = add nuw nsw i64 {iv}, 1",
+                f"  br label %{lv}.head{self.m.loop_md(trip, j == last)}",
+                f"{lv}.exit:",
+            ]
             if not blocked:
                 return lines, acc
             lines += self._push_pairwise(stack, count, acc, ty)
@@ -240,48 +272,62 @@ class KernelWriter(KernelRenderer):
         p = stack[1:]
         ones, carry, k, s = self.tmp(), self.tmp(), f"%{p}.k", f"%{p}.s"
         q, y, p2 = self.tmp("p"), self.tmp(), self.tmp("p")
-        return [f"  {ones} = xor i64 {count}, -1",
-                f"  {carry} = call i64 @llvm.cttz.i64(i64 {ones}, i1 true)",
-                f"  br label %{p}.pre", f"{p}.pre:", f"  br label %{p}.push",
-                f"{p}.push:",
-                f"  {k} = phi i64 [0, %{p}.pre], [{k}.next, %{p}.add]",
-                f"  {s} = phi {ty} [{x}, %{p}.pre], [{s}.new, %{p}.add]",
-                f"  %{p}.more = icmp ult i64 {k}, {carry}",
-                f"  br i1 %{p}.more, label %{p}.add, label %{p}.put",
-                f"{p}.add:",
-                f"  {q} = getelementptr inbounds {ty}, ptr {stack}, i64 {k}",
-                f"  {y} = load {ty}, ptr {q}",
-                f"  {s}.new = fadd {ty} {y}, {s}",
-                f"  {k}.next = add nuw nsw i64 {k}, 1",
-                f"  br label %{p}.push",
-                f"{p}.put:",
-                f"  {p2} = getelementptr inbounds {ty}, ptr {stack}, i64 {carry}",
-                f"  store {ty} {s}, ptr {p2}",
-                f"  {count}.next = add nuw nsw i64 {count}, 1"]
+        return [
+            f"  {ones} = xor i64 {count}, -1",
+            f"  {carry} = call i64 @llvm.cttz.i64(i64 {ones}, i1 true)",
+            f"  br label %{p}.pre",
+            f"{p}.pre:",
+            f"  br label %{p}.push",
+            f"{p}.push:",
+            f"  {k} = phi i64 [0, %{p}.pre], [{k}.next, %{p}.add]",
+            f"  {s} = phi {ty} [{x}, %{p}.pre], [{s}.new, %{p}.add]",
+            f"  %{p}.more = icmp ult i64 {k}, {carry}",
+            f"  br i1 %{p}.more, label %{p}.add, label %{p}.put",
+            f"{p}.add:",
+            f"  {q} = getelementptr inbounds {ty}, ptr {stack}, i64 {k}",
+            f"  {y} = load {ty}, ptr {q}",
+            f"  {s}.new = fadd {ty} {y}, {s}",
+            f"  {k}.next = add nuw nsw i64 {k}, 1",
+            f"  br label %{p}.push",
+            f"{p}.put:",
+            f"  {p2} = getelementptr inbounds {ty}, ptr {stack}, i64 {carry}",
+            f"  store {ty} {s}, ptr {p2}",
+            f"  {count}.next = add nuw nsw i64 {count}, 1",
+        ]
 
-    def _fold_pairwise(self, stack: str, count: str, ty: str, zero: str
-                       ) -> tuple[list[str], str]:
+    def _fold_pairwise(self, stack: str, count: str, ty: str, zero: str) -> tuple[list[str], str]:
         """Lines adding up the stack's occupied slots (the bits of ``count``), smallest
         first, and the name of the total."""
         p = stack[1:]
-        k, r, q, y, rest, bit, add = (f"%{p}.fk", f"%{p}.fr", self.tmp("p"), self.tmp(),
-                                      self.tmp(), self.tmp(), self.tmp())
-        return [f"  br label %{p}.fpre", f"{p}.fpre:", f"  br label %{p}.fold",
-                f"{p}.fold:",
-                f"  {k} = phi i64 [0, %{p}.fpre], [{k}.next, %{p}.fstep]",
-                f"  {r} = phi {ty} [{zero}, %{p}.fpre], [{r}.next, %{p}.fstep]",
-                f"  {rest} = lshr i64 {count}, {k}",
-                f"  %{p}.fany = icmp ne i64 {rest}, 0",
-                f"  br i1 %{p}.fany, label %{p}.fstep, label %{p}.fdone",
-                f"{p}.fstep:",
-                f"  {bit} = trunc i64 {rest} to i1",
-                f"  {q} = getelementptr inbounds {ty}, ptr {stack}, i64 {k}",
-                f"  {y} = load {ty}, ptr {q}",
-                f"  {add} = fadd {ty} {y}, {r}",
-                f"  {r}.next = select i1 {bit}, {ty} {add}, {ty} {r}",
-                f"  {k}.next = add nuw nsw i64 {k}, 1",
-                f"  br label %{p}.fold",
-                f"{p}.fdone:"], r
+        k, r, q, y, rest, bit, add = (
+            f"%{p}.fk",
+            f"%{p}.fr",
+            self.tmp("p"),
+            self.tmp(),
+            self.tmp(),
+            self.tmp(),
+            self.tmp(),
+        )
+        return [
+            f"  br label %{p}.fpre",
+            f"{p}.fpre:",
+            f"  br label %{p}.fold",
+            f"{p}.fold:",
+            f"  {k} = phi i64 [0, %{p}.fpre], [{k}.next, %{p}.fstep]",
+            f"  {r} = phi {ty} [{zero}, %{p}.fpre], [{r}.next, %{p}.fstep]",
+            f"  {rest} = lshr i64 {count}, {k}",
+            f"  %{p}.fany = icmp ne i64 {rest}, 0",
+            f"  br i1 %{p}.fany, label %{p}.fstep, label %{p}.fdone",
+            f"{p}.fstep:",
+            f"  {bit} = trunc i64 {rest} to i1",
+            f"  {q} = getelementptr inbounds {ty}, ptr {stack}, i64 {k}",
+            f"  {y} = load {ty}, ptr {q}",
+            f"  {add} = fadd {ty} {y}, {r}",
+            f"  {r}.next = select i1 {bit}, {ty} {add}, {ty} {r}",
+            f"  {k}.next = add nuw nsw i64 {k}, 1",
+            f"  br label %{p}.fold",
+            f"{p}.fdone:",
+        ], r
 
     def _plan_row_buffers(self) -> None:
         """Compute-at for rows: when a reduction over the innermost extent (softmax's sum of
@@ -300,12 +346,17 @@ class KernelWriter(KernelRenderer):
         def costly(x):
             c = expensive.get(id(x))
             if c is None:
-                c = expensive[id(x)] = (x.op in MATH_UNARY or x.op in ("pow", "atan2")
-                                        or any(costly(a) for a in x.args))
+                c = expensive[id(x)] = (
+                    x.op in MATH_UNARY or x.op in ("pow", "atan2") or any(costly(a) for a in x.args)
+                )
             return c
+
         for red in [x for x in _walk([s.value for s in kern.stores]) if x.op == "reduce"]:
-            if len(red.attr.vars) != 1 or red.attr.vars[0].extent != inner.extent \
-                    or not red.free <= outer:
+            if (
+                len(red.attr.vars) != 1
+                or red.attr.vars[0].extent != inner.extent
+                or not red.free <= outer
+            ):
                 continue
             r = red.attr.vars[0]
             stack, seen = [red.args[0]], set()
@@ -320,8 +371,9 @@ class KernelWriter(KernelRenderer):
                     twin = substitute(ctx, x, r, ctx.index(inner))
                     if id(twin) in used and id(twin) not in self.row_loads:
                         ty, row = llvm_type(x.dtype), self.tmp("row")
-                        self.lines[None].append(f"  {row} = alloca {ty}, i64 {inner.extent}, "
-                                                f"align 64")
+                        self.lines[None].append(
+                            f"  {row} = alloca {ty}, i64 {inner.extent}, align 64"
+                        )
                         self.row_loads[id(twin)] = (row, ty, inner)
                         self.row_stores.setdefault(id(red), []).append((x, row, ty))
                         continue
@@ -357,8 +409,11 @@ class KernelWriter(KernelRenderer):
         written = {st.buffer.id for st in kern.stores}
         reads: dict[tuple[int, int], tuple] = {}
         for red in [x for x in _walk([s.value for s in kern.stores]) if x.op == "reduce"]:
-            if len(red.attr.vars) != 1 or red.attr.vars[0].extent != inner.extent \
-                    or not red.free <= set(kern.loops[:-1]):
+            if (
+                len(red.attr.vars) != 1
+                or red.attr.vars[0].extent != inner.extent
+                or not red.free <= set(kern.loops[:-1])
+            ):
                 continue
             for x in _walk([red.args[0]]):
                 if x.op == "load" and x.attr.id not in written:
@@ -394,7 +449,8 @@ class KernelWriter(KernelRenderer):
             self.lines[sv] += [
                 f"  {p} = getelementptr {memory_type(buf.dtype)}, ptr {self.bufs[buf.id]}, "
                 f"i64 {idx}",  # no inbounds: past the last row it points anywhere
-                f"  call void @llvm.prefetch.p0(ptr {p}, i32 {write}, i32 3, i32 1)"]
+                f"  call void @llvm.prefetch.p0(ptr {p}, i32 {write}, i32 3, i32 1)",
+            ]
         return sv, strip
 
     def _fill_rows(self, parent: Var | None, r: Var, fills) -> list[str]:
@@ -414,13 +470,16 @@ class KernelWriter(KernelRenderer):
         for node, row, ty in fills:
             val = self.value(substitute(ctx, node, r, ctx.index(fv)))
             p = self.tmp("p")
-            self.lines[fv] += [f"  {p} = getelementptr inbounds {ty}, ptr {row}, i64 %v{fv.id}",
-                               f"  store {ty} {val}, ptr {p}"]
+            self.lines[fv] += [
+                f"  {p} = getelementptr inbounds {ty}, ptr {row}, i64 %v{fv.id}",
+                f"  store {ty} {val}, ptr {p}",
+            ]
         head, tail = self._loop_open(fv, sv, n)
         return head + self.lines[fv] + tail
 
-    def _loop_open(self, v: Var, sv: Var | None, n: int, lo: str = "0",
-                   hi: str | None = None) -> tuple[list[str], list[str]]:
+    def _loop_open(
+        self, v: Var, sv: Var | None, n: int, lo: str = "0", hi: str | None = None
+    ) -> tuple[list[str], list[str]]:
         """(lines before the body, lines after it) of loop ``v`` over ``[lo, hi)`` (default
         ``[0, extent)``); with a strip variable ``sv``, as strips of ``n`` iterations whose
         loop runs ``self.lines[sv]`` before the loop over the strip."""
@@ -429,19 +488,30 @@ class KernelWriter(KernelRenderer):
             return self._counted(f"l{v.id}", f"%v{v.id}", lo, hi, 1)
         sh, st = self._counted(f"l{sv.id}", f"%v{sv.id}", "0", hi, n)
         jh, jt = self._counted(f"l{v.id}", f"%l{v.id}.j", "0", str(n), 1)
-        return (sh + self.lines[sv] + jh
-                + [f"  %v{v.id} = add nuw nsw i64 %v{sv.id}, %l{v.id}.j"], jt + st)
+        return (
+            sh + self.lines[sv] + jh + [f"  %v{v.id} = add nuw nsw i64 %v{sv.id}, %l{v.id}.j"],
+            jt + st,
+        )
 
     def _counted(self, lv: str, iv: str, lo: str, hi: str, step: int):
         """Head and tail lines of a loop ``for iv in range(lo, hi, step)`` labelled ``lv``."""
-        head = [f"  br label %{lv}.entry", f"{lv}.entry:", f"  br label %{lv}.head",
-                f"{lv}.head:", f"  {iv} = phi i64 [{lo}, %{lv}.entry], [{iv}.next, %{lv}.latch]",
-                f"  %{lv}.c = icmp slt i64 {iv}, {hi}",
-                f"  br i1 %{lv}.c, label %{lv}.body, label %{lv}.exit", f"{lv}.body:"]
-        tail = [f"  br label %{lv}.latch", f"{lv}.latch:",
-                f"  {iv}.next = add nuw nsw i64 {iv}, {step}",
-                f"  br label %{lv}.head{self.m.loop_md(_trip_count(lo, hi, step))}",
-                f"{lv}.exit:"]
+        head = [
+            f"  br label %{lv}.entry",
+            f"{lv}.entry:",
+            f"  br label %{lv}.head",
+            f"{lv}.head:",
+            f"  {iv} = phi i64 [{lo}, %{lv}.entry], [{iv}.next, %{lv}.latch]",
+            f"  %{lv}.c = icmp slt i64 {iv}, {hi}",
+            f"  br i1 %{lv}.c, label %{lv}.body, label %{lv}.exit",
+            f"{lv}.body:",
+        ]
+        tail = [
+            f"  br label %{lv}.latch",
+            f"{lv}.latch:",
+            f"  {iv}.next = add nuw nsw i64 {iv}, {step}",
+            f"  br label %{lv}.head{self.m.loop_md(_trip_count(lo, hi, step))}",
+            f"{lv}.exit:",
+        ]
         return head, tail
 
     # the kernel function
@@ -470,8 +540,9 @@ class KernelWriter(KernelRenderer):
             masked = st.mask is not None
             if st.once:  # stored where its value is computed, once: no branch in the inner loops
                 used = st.value.free | st.index.free
-                where = max((v for v in kern.loops if v in used), default=None,
-                            key=kern.loops.index)
+                where = max(
+                    (v for v in kern.loops if v in used), default=None, key=kern.loops.index
+                )
                 masked = False
             buf = st.buffer
             mt = memory_type(buf.dtype)
@@ -511,6 +582,9 @@ class KernelWriter(KernelRenderer):
         # "stackrealign": the frame aligned to its largest slot (64 bytes for a zmm spill):
         # else spill slots sat wherever the caller's 16-byte alignment put them, and a zmm
         # spill straddling two cache lines made some processes' kernels slower than others'
-        return (f"define internal void @{kern.name}({params}{', ' if params else ''}"
-                f"i64 %start, i64 %end) \"stackrealign\" {{\nentry:\n" + "\n".join(body)
-                + "\n  ret void\n}\n")
+        return (
+            f"define internal void @{kern.name}({params}{', ' if params else ''}"
+            f'i64 %start, i64 %end) "stackrealign" {{\nentry:\n'
+            + "\n".join(body)
+            + "\n  ret void\n}\n"
+        )

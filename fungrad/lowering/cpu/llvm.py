@@ -54,9 +54,9 @@ class ModuleWriter:
     def __init__(self, prog: Program):
         self.prog = prog
         self.ops = OpEmitter(self)
-        self.math: set[tuple[str, str]] = set()   # (function, float dtype name)
+        self.math: set[tuple[str, str]] = set()  # (function, float dtype name)
         self.helpers: set[str] = set()  # llvm_math's helper symbols called (llvm_math.DIVIDE)
-        self.externals: dict[str, str] = {}       # symbol -> declare line
+        self.externals: dict[str, str] = {}  # symbol -> declare line
         self.functions: list[Function] = []  # compiled with LLVM's full pipeline
         self.glue: list[Function] = []  # compiled without optimisation (see _cold_kernels)
         self.cold: set[int] = set()  # ids of the kernels among the glue
@@ -103,69 +103,86 @@ class ModuleWriter:
         ptr = {}
         for i, b in enumerate(slots):
             obj, data = f"%obj{i}", f"%buf{b.id}"
-            entry.append(f"  %slot{i} = getelementptr inbounds i8, ptr %args, "
-                         f"i64 {lay.tuple_items + 8 * i}")
+            entry.append(
+                f"  %slot{i} = getelementptr inbounds i8, ptr %args, i64 {lay.tuple_items + 8 * i}"
+            )
             entry.append(f"  {obj} = load ptr, ptr %slot{i}")
             if b.kind == "input":
                 entry.extend(self._input_pointer(i, obj, data, lay))
             else:
-                entry.append(f"  %dp{i} = getelementptr inbounds i8, ptr {obj}, "
-                             f"i64 {lay.array_data}")
+                entry.append(
+                    f"  %dp{i} = getelementptr inbounds i8, ptr {obj}, i64 {lay.array_data}"
+                )
                 entry.append(f"  {data} = load ptr, ptr %dp{i}")
             ptr[b.id] = data
         if prog.temps:
             i = len(slots)
-            entry.append(f"  %slot{i} = getelementptr inbounds i8, ptr %args, "
-                         f"i64 {lay.tuple_items + 8 * i}")
+            entry.append(
+                f"  %slot{i} = getelementptr inbounds i8, ptr %args, i64 {lay.tuple_items + 8 * i}"
+            )
             entry.append(f"  %scratchobj = load ptr, ptr %slot{i}")
-            entry.append(f"  %sp = getelementptr inbounds i8, ptr %scratchobj, "
-                         f"i64 {lay.array_data}")
+            entry.append(
+                f"  %sp = getelementptr inbounds i8, ptr %scratchobj, i64 {lay.array_data}"
+            )
             entry.append("  %scratch = load ptr, ptr %sp")
             for b in prog.temps:
-                entry.append(f"  %buf{b.id} = getelementptr inbounds i8, ptr %scratch, "
-                             f"i64 {b.index}")
+                entry.append(
+                    f"  %buf{b.id} = getelementptr inbounds i8, ptr %scratch, i64 {b.index}"
+                )
                 ptr[b.id] = f"%buf{b.id}"
         entry.extend(self.render_steps(prog.steps, ptr))
         # Straight-line glue (read the arguments, call the kernels) is not worth optimising;
         # entry functions that hold control flow's loops get the full pipeline
         hot_entry = any(isinstance(s, ENTRY_CODE_STEPS) for s in prog.steps)
         attrs = "" if hot_entry else f" {_GLUE}"
-        head = (f"define i32 @{prog.name}(ptr noalias %args, i64 %nthreads){attrs} {{\nentry:\n"
-                + "\n".join(entry) + "\n  ret i32 0\n}\n")
+        head = (
+            f"define i32 @{prog.name}(ptr noalias %args, i64 %nthreads){attrs} {{\nentry:\n"
+            + "\n".join(entry)
+            + "\n  ret i32 0\n}\n"
+        )
         self.add_function(head, glue=not hot_entry)  # (external: nothing calls it)
         decls = "\n".join(sorted(self.externals.values()))
         novec = f"!{self.n_loops + 2}"  # the extra property of short loops
         inter = f"!{self.n_loops + 3}"  # ... and of sum loops
 
         def props(i: int) -> str:
-            return ((", " + novec) * (i in self.short_loops)
-                    + (", " + inter) * (i in self.interleaved))
-        md = "\n".join(['!1 = !{!"llvm.loop.unroll.disable"}']
-                       + [f"!{i} = distinct !{{!{i}, !1{props(i)}}}"
-                          for i in range(2, self.n_loops + 2)]
-                       + [f'{novec} = !{{!"llvm.loop.vectorize.enable", i1 false}}',
-                          f'{inter} = !{{!"llvm.loop.interleave.count", i32 '
-                          f'{INTERLEAVE_SUMS}}}'])
+            return (", " + novec) * (i in self.short_loops) + (", " + inter) * (
+                i in self.interleaved
+            )
+
+        md = "\n".join(
+            ['!1 = !{!"llvm.loop.unroll.disable"}']
+            + [f"!{i} = distinct !{{!{i}, !1{props(i)}}}" for i in range(2, self.n_loops + 2)]
+            + [
+                f'{novec} = !{{!"llvm.loop.vectorize.enable", i1 false}}',
+                f'{inter} = !{{!"llvm.loop.interleave.count", i32 {INTERLEAVE_SUMS}}}',
+            ]
+        )
         if self.functions and not self.cold:
             # glue alone in its own module cost more than it saved (~3 ms: the chain, softmax)
             self.functions, self.glue = self.functions + self.glue, []
-        modules = [(funcs, level) for funcs, level in ((self.functions, 3), (self.glue, 0))
-                   if funcs]
+        modules = [
+            (funcs, level) for funcs, level in ((self.functions, 3), (self.glue, 0)) if funcs
+        ]
         declared = _link(self.functions, self.glue) if len(modules) == 2 else {}
         parts = []
         for funcs, level in modules:
             text = "\n".join([*declared.get(id(funcs), ()), *(f.text for f in funcs)])
             # the math functions this module calls (a module without passes would compile
             # any other one it defined)
-            used = [(f, d) for f, d in self.math
-                    if f"@{llvm_math.math_symbol(f, np.dtype(d))}(" in text]
+            used = [
+                (f, d) for f, d in self.math if f"@{llvm_math.math_symbol(f, np.dtype(d))}(" in text
+            ]
             helpers = sorted(h for h in self.helpers if f"@{h}(" in text)
             pre = ""
             if used or helpers:
-                pre = llvm_math.prelude(sorted({d for _, d in used}),
-                                        sorted({f for f, _ in used}),
-                                        declare_intrinsics=False, helpers=helpers,
-                                        shared_large=True)
+                pre = llvm_math.prelude(
+                    sorted({d for _, d in used}),
+                    sorted({f for f, _ in used}),
+                    declare_intrinsics=False,
+                    helpers=helpers,
+                    shared_large=True,
+                )
                 self.large_libraries.update(llvm_math.large_functions_declared(pre))
             ir = "\n".join(x for x in (decls, pre, text, md) if x)
             parts.append(cpu.Part(ir, level, passes=level > 0))
@@ -227,14 +244,21 @@ class ModuleWriter:
         m = len(used)
         if fn not in self.trampolines:
             self.trampolines.add(fn)
-            loads = [f"  %p{i} = getelementptr inbounds ptr, ptr %ctx, i64 {i}\n"
-                     f"  %a{i} = load ptr, ptr %p{i}" for i in range(m)]
+            loads = [
+                f"  %p{i} = getelementptr inbounds ptr, ptr %ctx, i64 {i}\n"
+                f"  %a{i} = load ptr, ptr %p{i}"
+                for i in range(m)
+            ]
             targs = ", ".join(f"ptr %a{i}" for i in range(m))
             self.add_function(
                 f"define internal void @{fn}.par(ptr %ctx, i64 %s, i64 %e) {_GLUE} {{\nentry:\n"
-                + "\n".join(loads) + ("\n" if loads else "")
+                + "\n".join(loads)
+                + ("\n" if loads else "")
                 + f"  call void @{fn}({targs}{', ' if targs else ''}i64 %s, i64 %e) noinline\n"
-                "  ret void\n}\n", ((f"{fn}.par", "void", "ptr, i64, i64"),), glue=True)
+                "  ret void\n}\n",
+                ((f"{fn}.par", "void", "ptr, i64, i64"),),
+                glue=True,
+            )
         return self.parallel_for(f"{fn}.par", [ptr[bid] for bid in used], n, kern.name)
 
     def _define(self, kern: Kernel, names: dict[int, str], cold: bool, whole: bool) -> str:
@@ -245,9 +269,13 @@ class ModuleWriter:
         whether a kernel had a twin."""
         text = KernelWriter(self, kern, names).function(whole=whole)
         # the record walks every expression: only kernels of the same outline are compared
-        outline = (cold, whole, tuple(v.extent for v in kern.loops), len(names),
-                   tuple((st.buffer.dtype, st.combine, st.once, st.mask is None)
-                         for st in kern.stores))
+        outline = (
+            cold,
+            whole,
+            tuple(v.extent for v in kern.loops),
+            len(names),
+            tuple((st.buffer.dtype, st.combine, st.once, st.mask is None) for st in kern.stores),
+        )
         twins = self.kernels.setdefault(outline, [])
         record = kernel_record(kern, list(names)) if twins else None
         for twin in twins:
@@ -260,8 +288,9 @@ class ModuleWriter:
         self.add_function(text, ((kern.name, "void", params),), glue=cold)
         return kern.name
 
-    def add_function(self, text: str, defines: tuple[tuple[str, str, str], ...] = (),
-                     glue: bool = False) -> None:
+    def add_function(
+        self, text: str, defines: tuple[tuple[str, str, str], ...] = (), glue: bool = False
+    ) -> None:
         """Add the LLVM text of one or more functions to the optimised module (or, ``glue``,
         to the unoptimised one). ``defines``: the ``internal`` functions the text defines that
         the other module may call, each as (name, return type, parameter types)."""
@@ -277,13 +306,18 @@ class ModuleWriter:
         self.declare("fg_parallel_for_fn", f"@{POOL_SYMBOL} = external global ptr")
         if not self.serial_for:
             self.serial_for = True
-            self.add_function(_SERIAL_FOR, (("fg_serial_for", "void", "ptr, ptr, i64, i64"),),
-                              glue=True)
-        lines = [f"  %{tag}.ss = call ptr @llvm.stacksave.p0()",
-                 f"  %{tag}.ctx = alloca ptr, i64 {max(len(pointers), 1)}"]
+            self.add_function(
+                _SERIAL_FOR, (("fg_serial_for", "void", "ptr, ptr, i64, i64"),), glue=True
+            )
+        lines = [
+            f"  %{tag}.ss = call ptr @llvm.stacksave.p0()",
+            f"  %{tag}.ctx = alloca ptr, i64 {max(len(pointers), 1)}",
+        ]
         for i, p in enumerate(pointers):
-            lines += [f"  %{tag}.c{i} = getelementptr inbounds ptr, ptr %{tag}.ctx, i64 {i}",
-                      f"  store ptr {p}, ptr %{tag}.c{i}"]
+            lines += [
+                f"  %{tag}.c{i} = getelementptr inbounds ptr, ptr %{tag}.ctx, i64 {i}",
+                f"  store ptr {p}, ptr %{tag}.c{i}",
+            ]
         return lines + [
             f"  %{tag}.pool = load ptr, ptr @{POOL_SYMBOL}",
             f"  %{tag}.nopool = icmp eq ptr %{tag}.pool, null",
@@ -291,18 +325,22 @@ class ModuleWriter:
             f"  %{tag}.serial = or i1 %{tag}.nopool, %{tag}.one",
             f"  %{tag}.for = select i1 %{tag}.serial, ptr @fg_serial_for, ptr %{tag}.pool",
             f"  call void %{tag}.for(ptr @{fn}, ptr %{tag}.ctx, i64 {n}, i64 %nthreads)",
-            f"  call void @llvm.stackrestore.p0(ptr %{tag}.ss)"]
+            f"  call void @llvm.stackrestore.p0(ptr %{tag}.ss)",
+        ]
 
 
-STEP_RENDERERS = StepRenderers("LLVM", {
-    Kernel: lambda mw, step, ptr: mw._kernel_call(step, ptr),
-    Gemm: gemm_step.render_gemm,
-    CondStep: control_flow.render_cond,
-    WhileStep: control_flow.render_while,
-    ScanStep: control_flow.render_scan,
-    SortStep: sort.render_sort,
-    HostCallStep: host_call.render_host_call,
-})
+STEP_RENDERERS = StepRenderers(
+    "LLVM",
+    {
+        Kernel: lambda mw, step, ptr: mw._kernel_call(step, ptr),
+        Gemm: gemm_step.render_gemm,
+        CondStep: control_flow.render_cond,
+        WhileStep: control_flow.render_while,
+        ScanStep: control_flow.render_scan,
+        SortStep: sort.render_sort,
+        HostCallStep: host_call.render_host_call,
+    },
+)
 """How each step kind becomes entry-function lines (``ModuleWriter.render_steps``)."""
 
 #: steps whose code (loops, branches) runs inside the entry function, which then gets the full
@@ -315,8 +353,10 @@ POOL_SYMBOL = "fg_parallel_for_fn"
 
 # ``noinline``: inlined, the indirect call would become direct calls, each inlining its kernel
 # a second time (twice the kernel code to optimise and compile)
-_SERIAL_FOR = ("define internal void @fg_serial_for(ptr %fn, ptr %ctx, i64 %n, i64 %nthreads) "
-               f"{_GLUE} {{\nentry:\n  call void %fn(ptr %ctx, i64 0, i64 %n)\n  ret void\n}}\n")
+_SERIAL_FOR = (
+    "define internal void @fg_serial_for(ptr %fn, ptr %ctx, i64 %n, i64 %nthreads) "
+    f"{_GLUE} {{\nentry:\n  call void %fn(ptr %ctx, i64 0, i64 %n)\n  ret void\n}}\n"
+)
 
 _pool_cell = ctypes.c_void_p(0)
 _pool_cell_registered = False
@@ -369,8 +409,9 @@ def _cold_kernels(steps) -> set[int]:
     """Ids of the top-level kernels of ``steps`` to compile without optimisation (see
     COLD_COST). Kernels inside control flow may run many times: they are always optimised."""
     costs = {id(s): s.cost() for s in steps if isinstance(s, Kernel)}
-    total = sum(costs.values()) + sum(2 * s.m * s.n * s.k * s.batch // GEMM_FLOPS_PER_OP
-                                      for s in steps if isinstance(s, Gemm))
+    total = sum(costs.values()) + sum(
+        2 * s.m * s.n * s.k * s.batch // GEMM_FLOPS_PER_OP for s in steps if isinstance(s, Gemm)
+    )
     limit = max(COLD_COST, total * COLD_SHARE)
     return {i for i, c in costs.items() if c <= limit}
 
@@ -379,6 +420,7 @@ def _cold_kernels(steps) -> set[int]:
 class Function:
     """The LLVM text of one or more functions of a module and the ``internal`` functions it
     defines that another module may call: (name, return type, parameter types)."""
+
     text: str
     defines: tuple[tuple[str, str, str], ...] = ()
 
@@ -399,8 +441,9 @@ def _link(a: list[Function], b: list[Function]) -> dict[int, list[str]]:
         for f in defs:
             for fn, ret, params in f.defines:
                 if fn in called:
-                    f.text = f.text.replace(f"define internal {ret} @{fn}(",
-                                            f"define {ret} @{fn}(", 1)
+                    f.text = f.text.replace(
+                        f"define internal {ret} @{fn}(", f"define {ret} @{fn}(", 1
+                    )
                     declared[id(users)].insert(0, f"declare {ret} @{fn}({params})\n")
     return declared
 

@@ -26,12 +26,32 @@ import os
 import sys
 from ctypes import POINTER, c_bool, c_char_p, c_int, c_size_t, c_uint, c_uint64, c_void_p
 
-__all__ = ["SUPPORTED", "add_symbol", "address_of_symbol", "create_engine",
-           "create_target_machine", "data_layout", "dispose_engine", "dispose_module",
-           "emit", "engine_add_object", "finalize_engine", "function_address", "host_cpu_features",
-           "host_cpu_name", "lib", "llvm_version", "llvmlite_version", "module_functions",
-           "module_text", "optimize", "parse_module", "process_triple", "set_module_target",
-           "verify_module"]
+__all__ = [
+    "SUPPORTED",
+    "add_symbol",
+    "address_of_symbol",
+    "create_engine",
+    "create_target_machine",
+    "data_layout",
+    "dispose_engine",
+    "dispose_module",
+    "emit",
+    "engine_add_object",
+    "finalize_engine",
+    "function_address",
+    "host_cpu_features",
+    "host_cpu_name",
+    "lib",
+    "llvm_version",
+    "llvmlite_version",
+    "module_functions",
+    "module_text",
+    "optimize",
+    "parse_module",
+    "process_triple",
+    "set_module_target",
+    "verify_module",
+]
 
 #: llvmlite versions whose C interface matches the prototypes below (major, minor)
 SUPPORTED = ((0, 50),)
@@ -49,8 +69,10 @@ _PROTOTYPES = {  # name: (restype, argtypes), as llvmlite 0.50 declares them
     "LLVMPY_GetHostCPUName": (None, [POINTER(c_void_p)]),
     "LLVMPY_GetHostCPUFeatures": (c_int, [POINTER(c_void_p)]),
     "LLVMPY_GetTargetFromTriple": (_p, [c_char_p, POINTER(c_void_p)]),
-    "LLVMPY_CreateTargetMachine": (_p, [_p, c_char_p, c_char_p, c_char_p, c_int, c_char_p,
-                                        c_char_p, c_int, c_int, c_char_p]),
+    "LLVMPY_CreateTargetMachine": (
+        _p,
+        [_p, c_char_p, c_char_p, c_char_p, c_int, c_char_p, c_char_p, c_int, c_int, c_char_p],
+    ),
     "LLVMPY_DisposeTargetMachine": (None, [_p]),
     "LLVMPY_CreateTargetMachineData": (_p, [_p]),
     "LLVMPY_CopyStringRepOfTargetData": (None, [_p, POINTER(c_void_p)]),
@@ -104,6 +126,7 @@ def llvmlite_version() -> str:
     global _version
     if _version is None:
         import llvmlite  # its __init__ reads the version only (llvmlite.binding is the slow part)
+
         _version = llvmlite.__version__
     return _version
 
@@ -117,13 +140,16 @@ def lib() -> ctypes.CDLL:
         major_minor = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
         if major_minor not in SUPPORTED:
             want = " or ".join(f"{a}.{b}.*" for a, b in SUPPORTED)
-            raise ImportError(f"fungrad.jit: llvmlite {version} is installed, but fungrad "
-                              f"calls llvmlite's C functions directly and supports llvmlite "
-                              f"{want}; install it with: pip install 'llvmlite=={want}'")
+            raise ImportError(
+                f"fungrad.jit: llvmlite {version} is installed, but fungrad "
+                f"calls llvmlite's C functions directly and supports llvmlite "
+                f"{want}; install it with: pip install 'llvmlite=={want}'"
+            )
         spec = importlib.util.find_spec("llvmlite")
         folder = os.path.join(os.path.dirname(spec.origin), "binding")
         name = {"darwin": "libllvmlite.dylib", "win32": "llvmlite.dll"}.get(
-            sys.platform, "libllvmlite.so")
+            sys.platform, "libllvmlite.so"
+        )
         handle = ctypes.CDLL(os.path.join(folder, name))
         for fn, (restype, argtypes) in _PROTOTYPES.items():
             f = getattr(handle, fn)
@@ -135,6 +161,7 @@ def lib() -> ctypes.CDLL:
 
 
 # -- strings LLVM returns -----------------------------------------------------------------------
+
 
 def _take(out: c_void_p) -> str:
     """The text of a string LLVM allocated into ``out`` (freed here); '' for none."""
@@ -153,6 +180,7 @@ def _string_of(fn, *args) -> str:
 
 
 # -- the host -------------------------------------------------------------------------------------
+
 
 def llvm_version() -> tuple[int, ...]:
     """LLVM's (major, minor, patch)."""
@@ -188,9 +216,18 @@ def create_target_machine(triple: str, cpu: str, features: str, opt: int) -> c_v
         raise RuntimeError(_take(err) or f"no LLVM target for {triple}")
     if os.name == "nt":  # MCJIT on Windows loads ELF objects only (as llvmlite does)
         triple += "-elf"
-    tm = lib().LLVMPY_CreateTargetMachine(target, triple.encode(), cpu.encode(),
-                                          features.encode(), opt, b"default", b"jitdefault",
-                                          0, 1, b"")
+    tm = lib().LLVMPY_CreateTargetMachine(
+        target,
+        triple.encode(),
+        cpu.encode(),
+        features.encode(),
+        opt,
+        b"default",
+        b"jitdefault",
+        0,
+        1,
+        b"",
+    )
     if not tm:
         raise RuntimeError(f"cannot create an LLVM target machine for {triple} / {cpu}")
     return c_void_p(tm)
@@ -206,11 +243,13 @@ def data_layout(tm: c_void_p) -> str:
 
 # -- modules ---------------------------------------------------------------------------------------
 
+
 def parse_module(ir_text: str) -> c_void_p:
     """A module parsed from IR text (RuntimeError with LLVM's message if it does not parse)."""
     err = c_void_p()
-    mod = lib().LLVMPY_ParseAssembly(lib().LLVMPY_GetGlobalContext(), ir_text.encode(),
-                                     ctypes.byref(err))
+    mod = lib().LLVMPY_ParseAssembly(
+        lib().LLVMPY_GetGlobalContext(), ir_text.encode(), ctypes.byref(err)
+    )
     if not mod:
         raise RuntimeError(f"LLVM IR parsing error\n{_take(err)}")
     _take(err)
@@ -241,8 +280,13 @@ def module_functions(mod: c_void_p) -> list[tuple[str, bool, int]]:
     out = []
     try:
         while fn := lib().LLVMPY_FunctionsIterNext(it):
-            out.append((lib().LLVMPY_GetValueName(fn).decode(),
-                        bool(lib().LLVMPY_IsDeclaration(fn)), lib().LLVMPY_GetLinkage(fn)))
+            out.append(
+                (
+                    lib().LLVMPY_GetValueName(fn).decode(),
+                    bool(lib().LLVMPY_IsDeclaration(fn)),
+                    lib().LLVMPY_GetLinkage(fn),
+                )
+            )
     finally:
         lib().LLVMPY_DisposeFunctionsIter(it)
     return out
@@ -252,8 +296,9 @@ def module_text(mod: c_void_p) -> str:
     return _string_of(lib().LLVMPY_PrintModuleToString, mod)
 
 
-def optimize(mod: c_void_p, tm: c_void_p, speed_level: int, loop_vectorization: bool,
-             slp_vectorization: bool) -> None:
+def optimize(
+    mod: c_void_p, tm: c_void_p, speed_level: int, loop_vectorization: bool, slp_vectorization: bool
+) -> None:
     """Run LLVM's default module pipeline at ``speed_level`` (0-3) on ``mod``, then its
     always-inliner once more.
 
@@ -268,8 +313,10 @@ def optimize(mod: c_void_p, tm: c_void_p, speed_level: int, loop_vectorization: 
         L.LLVMPY_PTOSetLoopVectorization(pto, loop_vectorization)
         L.LLVMPY_PTOSetSLPVectorization(pto, slp_vectorization)
         pb = L.LLVMPY_CreatePassBuilder(tm, pto)
-        for build in (lambda: L.LLVMPY_buildPerModuleDefaultPipeline(pb, speed_level),
-                      _always_inliner):
+        for build in (
+            lambda: L.LLVMPY_buildPerModuleDefaultPipeline(pb, speed_level),
+            _always_inliner,
+        ):
             mpm = build()
             try:
                 L.LLVMPY_RunNewModulePassManager(mpm, mod, pb)
@@ -302,6 +349,7 @@ def emit(tm: c_void_p, mod: c_void_p, object_file: bool = True) -> bytes:
 
 
 # -- loading code ----------------------------------------------------------------------------------
+
 
 def create_engine(mod: c_void_p, tm: c_void_p) -> c_void_p:
     """An MCJIT engine that owns ``mod`` and ``tm`` from now on."""

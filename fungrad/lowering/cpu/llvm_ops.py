@@ -48,8 +48,9 @@ class OpEmitter:
         ty = _ty(dt)
         if dt.kind == "f":
             name = "maximum" if op == "max" else "minimum"
-            lines.append(f"  {out} = call {ty} @llvm.{name}.{_INTRINSIC_SUFFIX[ty]}"
-                         f"({ty} {a}, {ty} {b})")
+            lines.append(
+                f"  {out} = call {ty} @llvm.{name}.{_INTRINSIC_SUFFIX[ty]}({ty} {a}, {ty} {b})"
+            )
             return out
         if dt.kind == "b":
             lines.append(f"  {out} = {'or' if op == 'max' else 'and'} i1 {a}, {b}")
@@ -62,6 +63,7 @@ class OpEmitter:
         """float32 ``x / y`` for a loop-invariant ``y``: llvm_math.DIVIDE (exact), its
         operands computed once in ``y``'s scope (``outer``, its lines)."""
         from fungrad.lowering.math import llvm as llvm_math
+
         x, y = args
         ops = kw.recips.get(y)
         if ops is None:
@@ -198,8 +200,9 @@ class OpEmitter:
             lines.append(f"  {out} = {ins} {st} {x} to {dt_}")
         elif sk == "f":
             sat = "fptosi" if dk == "i" else "fptoui"
-            lines.append(f"  {out} = call {dt_} @llvm.{sat}.sat.{dt_}."
-                         f"{_INTRINSIC_SUFFIX[st]}({st} {x})")
+            lines.append(
+                f"  {out} = call {dt_} @llvm.{sat}.sat.{dt_}.{_INTRINSIC_SUFFIX[st]}({st} {x})"
+            )
         else:  # int/bool -> int
             sb = 1 if sk == "b" else 8 * src.itemsize
             db = 8 * dst.itemsize
@@ -219,20 +222,23 @@ class OpEmitter:
         13 bits more than half, so the second rounding is the only one (no double rounding).
         NaN stays NaN, overflow becomes inf, tiny values 0, signs kept."""
         f, back, inexact, mag_f, mag_x, away, bits, down, trunc, odd, fo = (
-            self.tmp() for _ in range(11))
-        lines += [f"  {f} = fptrunc double {x} to float",
-                  f"  {back} = fpext float {f} to double",
-                  f"  {inexact} = fcmp une double {back}, {x}",
-                  f"  {mag_f} = call double @llvm.fabs.f64(double {back})",
-                  f"  {mag_x} = call double @llvm.fabs.f64(double {x})",
-                  f"  {away} = fcmp ogt double {mag_f}, {mag_x}",  # rounded up in magnitude
-                  f"  {bits} = bitcast float {f} to i32",
-                  f"  {down} = sub i32 {bits}, 1",
-                  f"  {trunc} = select i1 {away}, i32 {down}, i32 {bits}",
-                  f"  {odd} = or i32 {trunc}, 1",
-                  f"  {fo} = select i1 {inexact}, i32 {odd}, i32 {bits}",
-                  f"  {out}.f = bitcast i32 {fo} to float",
-                  f"  {out} = fptrunc float {out}.f to half"]
+            self.tmp() for _ in range(11)
+        )
+        lines += [
+            f"  {f} = fptrunc double {x} to float",
+            f"  {back} = fpext float {f} to double",
+            f"  {inexact} = fcmp une double {back}, {x}",
+            f"  {mag_f} = call double @llvm.fabs.f64(double {back})",
+            f"  {mag_x} = call double @llvm.fabs.f64(double {x})",
+            f"  {away} = fcmp ogt double {mag_f}, {mag_x}",  # rounded up in magnitude
+            f"  {bits} = bitcast float {f} to i32",
+            f"  {down} = sub i32 {bits}, 1",
+            f"  {trunc} = select i1 {away}, i32 {down}, i32 {bits}",
+            f"  {odd} = or i32 {trunc}, 1",
+            f"  {fo} = select i1 {inexact}, i32 {odd}, i32 {bits}",
+            f"  {out}.f = bitcast i32 {fo} to float",
+            f"  {out} = fptrunc float {out}.f to half",
+        ]
         return out
 
     def combine(self, lines, out, op, dt, acc, val, exact: bool = False) -> None:
@@ -269,9 +275,11 @@ class OpEmitter:
         """``v ^ ((v >> (bits - 1)) & INT_MAX)``: float bits <-> key, both ways."""
         bits = int(ity[1:])
         sign, mag, out = self.tmp(), self.tmp(), self.tmp()
-        lines += [f"  {sign} = ashr {ity} {v}, {bits - 1}",
-                  f"  {mag} = and {ity} {sign}, {(1 << (bits - 1)) - 1}",
-                  f"  {out} = xor {ity} {v}, {mag}"]
+        lines += [
+            f"  {sign} = ashr {ity} {v}, {bits - 1}",
+            f"  {mag} = and {ity} {sign}, {(1 << (bits - 1)) - 1}",
+            f"  {out} = xor {ity} {v}, {mag}",
+        ]
         return out
 
     def float_key(self, lines, op, dt, x) -> str:
@@ -282,8 +290,10 @@ class OpEmitter:
         key = self._flip(lines, ity, raw)
         bits = 8 * dt.itemsize
         extreme = (1 << (bits - 1)) - 1 if op == "max" else -(1 << (bits - 1))
-        lines += [f"  {nan} = fcmp uno {ty} {x}, {x}",
-                  f"  {out} = select i1 {nan}, {ity} {extreme}, {ity} {key}"]
+        lines += [
+            f"  {nan} = fcmp uno {ty} {x}, {x}",
+            f"  {out} = select i1 {nan}, {ity} {extreme}, {ity} {key}",
+        ]
         return out
 
     def from_key(self, lines, dt, key) -> str:
@@ -317,11 +327,14 @@ class OpEmitter:
 # return the result's name (usually ``out``). ``kw`` is the kernel writer (cpu/kernel.py);
 # ``kw.m.ops`` the module's OpEmitter.
 
+
 def _load(kw, e, lines, out, args):
     buf = e.attr
     p = kw.tmp("p")
-    lines.append(f"  {p} = getelementptr inbounds {memory_type(buf.dtype)}, "
-                 f"ptr {kw.bufs[buf.id]}, i64 {args[0]}")
+    lines.append(
+        f"  {p} = getelementptr inbounds {memory_type(buf.dtype)}, "
+        f"ptr {kw.bufs[buf.id]}, i64 {args[0]}"
+    )
     return kw.load(lines, out, p, buf.dtype)
 
 
@@ -379,8 +392,7 @@ def _div(kw, e, lines, out, args):
     # functions cost compile time)
     dt = e.args[0].dtype
     em = kw.m.ops
-    if dt == np.float32 and e.args[1].op != "const" \
-            and kw.scope(e.args[1]) is not kw.scope(e):
+    if dt == np.float32 and e.args[1].op != "const" and kw.scope(e.args[1]) is not kw.scope(e):
         return em._div_invariant(lines, out, args, kw.lines[kw.scope(e.args[1])], kw)
     return em._div_rem(lines, out, "div", dt, args)
 
@@ -486,19 +498,29 @@ def _math(kw, e, lines, out, args):
 
 
 CODE_FOR_OP = {
-    "load": _load, "select": _select, "convert": _convert, "bitcast": _bitcast,
+    "load": _load,
+    "select": _select,
+    "convert": _convert,
+    "bitcast": _bitcast,
     **dict.fromkeys(("eq", "ne", "lt", "le", "gt", "ge"), _compare),
     **dict.fromkeys(("add", "sub", "mul"), _arith),
     **dict.fromkeys(("idiv", "irem"), _index_div),
-    "div": _div, "rem": _rem,
+    "div": _div,
+    "rem": _rem,
     **dict.fromkeys(("max", "min"), _minmax),
     **dict.fromkeys(("and", "or", "xor"), _bitwise),
     "not": _not,
     **dict.fromkeys(("shl", "shr_logical", "shr_arith"), _shift),
-    "neg": _neg, "abs": _abs, "sign": _sign,
+    "neg": _neg,
+    "abs": _abs,
+    "sign": _sign,
     **dict.fromkeys(("floor", "ceil", "round_even", "round_away", "sqrt"), _float_intrinsic),
-    "rsqrt": _rsqrt, "popcnt": _popcnt, "clz": _clz, "isnan": _isnan,
-    "is_finite": _is_finite, "nextafter": _nextafter,
+    "rsqrt": _rsqrt,
+    "popcnt": _popcnt,
+    "clz": _clz,
+    "isnan": _isnan,
+    "is_finite": _is_finite,
+    "nextafter": _nextafter,
     **dict.fromkeys(sorted(MATH_UNARY | {"pow", "atan2"}), _math),
 }
 """Kernel op -> the function writing its instructions (``KernelRenderer.code_for_op``)."""

@@ -70,5 +70,6 @@ class CpuPolicy:
 def _library_alone(m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
     """Whether the renderer runs this product through the gemm library when BLAS is absent."""
     c = SimpleNamespace(dtype=dtype)
-    return library.runs(SimpleNamespace(c=c, m=m, n=n, k=k, batch=batch, trans_a=False,
-                                        trans_b=False))
+    return library.runs(
+        SimpleNamespace(c=c, m=m, n=n, k=k, batch=batch, trans_a=False, trans_b=False)
+    )

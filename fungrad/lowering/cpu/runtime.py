@@ -61,8 +61,12 @@ from fungrad.lowering.cpu import compiler as cpu
 from fungrad.lowering.cpu import threads
 
 __all__ = [
-    "MAX_THREADS", "default_threads", "ensure_registered", "native_parallel_for",
-    "parallel_for_decl", "pool_workers",
+    "MAX_THREADS",
+    "default_threads",
+    "ensure_registered",
+    "native_parallel_for",
+    "parallel_for_decl",
+    "pool_workers",
 ]
 
 MAX_THREADS = 256
@@ -77,13 +81,29 @@ _WORKER_YIELDS = 16
 _CALLER_SPIN = 4000
 
 # libc/pthread functions the runtime calls, each registered as fg_rt_<name>.
-_LIBC = ("pthread_create", "pthread_attr_init", "pthread_attr_setstacksize",
-         "pthread_attr_destroy", "pthread_mutex_init", "pthread_mutex_lock",
-         "pthread_mutex_unlock", "pthread_cond_init", "pthread_cond_wait", "pthread_cond_signal",
-         "pthread_sigmask", "sigfillset", "sigdelset", "sched_yield")
+_LIBC = (
+    "pthread_create",
+    "pthread_attr_init",
+    "pthread_attr_setstacksize",
+    "pthread_attr_destroy",
+    "pthread_mutex_init",
+    "pthread_mutex_lock",
+    "pthread_mutex_unlock",
+    "pthread_cond_init",
+    "pthread_cond_wait",
+    "pthread_cond_signal",
+    "pthread_sigmask",
+    "sigfillset",
+    "sigdelset",
+    "sched_yield",
+)
 
-_ENTRY_POINTS = ("fg_parallel_for", "fg_runtime_init", "fg_runtime_after_fork",
-                 "fg_runtime_workers")
+_ENTRY_POINTS = (
+    "fg_parallel_for",
+    "fg_runtime_init",
+    "fg_runtime_after_fork",
+    "fg_runtime_workers",
+)
 
 _module: cpu.CompiledModule | None = None
 _pfor = None  # ctypes function of fg_parallel_for
@@ -135,8 +155,10 @@ def pool_workers() -> int:
 def _register() -> None:
     global _module, _pfor, _workers
     if os.name != "posix":
-        raise RuntimeError(f"fungrad.lowering.cpu.runtime: native threading needs POSIX threads; "
-                           f"{platform.system()} is not supported (jit code runs on one thread)")
+        raise RuntimeError(
+            f"fungrad.lowering.cpu.runtime: native threading needs POSIX threads; "
+            f"{platform.system()} is not supported (jit code runs on one thread)"
+        )
     if ctypes.sizeof(ctypes.c_void_p) != 8:
         raise RuntimeError("fungrad.lowering.cpu.runtime: native threading needs a 64-bit host")
     from fungrad.lowering.cpu import llvm_capi
@@ -146,17 +168,19 @@ def _register() -> None:
     for name in _LIBC:
         fn = getattr(process, name, None)
         if fn is None:
-            raise RuntimeError(f"fungrad.lowering.cpu.runtime: the process has no {name}(); "
-                               f"native threading is unavailable on {sys.platform}")
+            raise RuntimeError(
+                f"fungrad.lowering.cpu.runtime: the process has no {name}(); "
+                f"native threading is unavailable on {sys.platform}"
+            )
         llvm_capi.add_symbol(f"fg_rt_{name}", ctypes.cast(fn, ctypes.c_void_p).value)
-    module = cpu.compile_module(runtime_ir(), _ENTRY_POINTS, name="fungrad_runtime",
-                                opt_level=2)
+    module = cpu.compile_module(runtime_ir(), _ENTRY_POINTS, name="fungrad_runtime", opt_level=2)
     module.function("fg_runtime_init", [])()
     # NB: workers run this module's code until the process exits, so it must never be freed (a
     # CompiledModule frees its code when collected, e.g. while modules are torn down at exit).
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(module))
-    pfor = module.function("fg_parallel_for",
-                           [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64])
+    pfor = module.function(
+        "fg_parallel_for", [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+    )
     workers = module.function("fg_runtime_workers", [], ctypes.c_int64)
     after_fork = module.function("fg_runtime_after_fork", [])
     os.register_at_fork(after_in_child=after_fork)
@@ -177,15 +201,28 @@ def runtime_ir(arch: str | None = None) -> str:
     spin-wait hint (x86 ``pause``, AArch64 ``yield``) and this platform's signal numbers."""
     arch = cpu.host().triple.split("-")[0] if arch is None else arch
     declare, pause = _PAUSE.get(arch, ("", ""))
-    unblocked = [signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT,
-                 signal.SIGTRAP]
-    keep = "\n".join(f"  call i32 @fg_rt_sigdelset(ptr %newmask, i32 {int(s)})"
-                     for s in unblocked)
+    unblocked = [
+        signal.SIGSEGV,
+        signal.SIGBUS,
+        signal.SIGFPE,
+        signal.SIGILL,
+        signal.SIGABRT,
+        signal.SIGTRAP,
+    ]
+    keep = "\n".join(f"  call i32 @fg_rt_sigdelset(ptr %newmask, i32 {int(s)})" for s in unblocked)
     return _IR.substitute(
-        PAUSE=pause, PAUSE_DECLARE=declare, MAX_THREADS=MAX_THREADS,
-        MAX_WORKERS=MAX_THREADS - 1, STACK_BYTES=_STACK_BYTES, WORKER_SPIN=_WORKER_SPIN,
-        WORKER_YIELDS=_WORKER_YIELDS, CALLER_SPIN=_CALLER_SPIN, SIG_BLOCK=int(signal.SIG_BLOCK),
-        SIG_SETMASK=int(signal.SIG_SETMASK), KEEP_SIGNALS=keep)
+        PAUSE=pause,
+        PAUSE_DECLARE=declare,
+        MAX_THREADS=MAX_THREADS,
+        MAX_WORKERS=MAX_THREADS - 1,
+        STACK_BYTES=_STACK_BYTES,
+        WORKER_SPIN=_WORKER_SPIN,
+        WORKER_YIELDS=_WORKER_YIELDS,
+        CALLER_SPIN=_CALLER_SPIN,
+        SIG_BLOCK=int(signal.SIG_BLOCK),
+        SIG_SETMASK=int(signal.SIG_SETMASK),
+        KEEP_SIGNALS=keep,
+    )
 
 
 # The runtime, in LLVM IR. State (one pool per process):

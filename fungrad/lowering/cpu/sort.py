@@ -59,10 +59,13 @@ def render_sort(module, step: SortStep, ptr: dict[int, str]) -> list[str]:
     if step.slots == 1:
         args = ", ".join(f"ptr {ptr[b.id]}" for b in buffers)
         return [f"  call void @{step.name}({args}, i64 0, i64 {rows})"]
-    module.add_function(_slots_function(step, len(buffers), n, rows),
-                        ((f"{step.name}.slots", "void", "ptr, i64, i64"),))
-    return module.parallel_for(f"{step.name}.slots", [ptr[b.id] for b in buffers], step.slots,
-                               step.name.replace(".", "_"))
+    module.add_function(
+        _slots_function(step, len(buffers), n, rows),
+        ((f"{step.name}.slots", "void", "ptr, i64, i64"),),
+    )
+    return module.parallel_for(
+        f"{step.name}.slots", [ptr[b.id] for b in buffers], step.slots, step.name.replace(".", "_")
+    )
 
 
 def _slots_function(step: SortStep, nbuf: int, n: int, rows: int) -> str:
@@ -71,28 +74,36 @@ def _slots_function(step: SortStep, nbuf: int, n: int, rows: int) -> str:
     S = step.slots
     L = ["entry:"]
     for i in range(nbuf):
-        L += [f"  %q{i} = getelementptr inbounds ptr, ptr %ctx, i64 {i}",
-              f"  %b{i} = load ptr, ptr %q{i}"]
-    L += ["  br label %head",
-          "head:",
-          "  %s = phi i64 [%start, %entry], [%s.next, %body]",
-          "  %c = icmp slt i64 %s, %end",
-          "  br i1 %c, label %body, label %exit",
-          "body:",
-          f"  %lo0 = mul i64 %s, {rows}",
-          f"  %lo = udiv i64 %lo0, {S}",
-          "  %s.next = add i64 %s, 1",
-          f"  %hi0 = mul i64 %s.next, {rows}",
-          f"  %hi = udiv i64 %hi0, {S}",
-          f"  %so = mul i64 %s, {4 * n}",
-          f"  %scr = getelementptr inbounds i64, ptr %b{nbuf - 1}, i64 %so"]
+        L += [
+            f"  %q{i} = getelementptr inbounds ptr, ptr %ctx, i64 {i}",
+            f"  %b{i} = load ptr, ptr %q{i}",
+        ]
+    L += [
+        "  br label %head",
+        "head:",
+        "  %s = phi i64 [%start, %entry], [%s.next, %body]",
+        "  %c = icmp slt i64 %s, %end",
+        "  br i1 %c, label %body, label %exit",
+        "body:",
+        f"  %lo0 = mul i64 %s, {rows}",
+        f"  %lo = udiv i64 %lo0, {S}",
+        "  %s.next = add i64 %s, 1",
+        f"  %hi0 = mul i64 %s.next, {rows}",
+        f"  %hi = udiv i64 %hi0, {S}",
+        f"  %so = mul i64 %s, {4 * n}",
+        f"  %scr = getelementptr inbounds i64, ptr %b{nbuf - 1}, i64 %so",
+    ]
     args = ", ".join(f"ptr %b{i}" for i in range(nbuf - 1))
-    L += [f"  call void @{step.name}({args}, ptr %scr, i64 %lo, i64 %hi)",
-          "  br label %head",
-          "exit:",
-          "  ret void"]
-    return (f"define internal void @{step.name}.slots(ptr %ctx, i64 %start, i64 %end) "
-            "nounwind {\n" + "\n".join(L) + "\n}\n")
+    L += [
+        f"  call void @{step.name}({args}, ptr %scr, i64 %lo, i64 %hi)",
+        "  br label %head",
+        "exit:",
+        "  ret void",
+    ]
+    return (
+        f"define internal void @{step.name}.slots(ptr %ctx, i64 %start, i64 %end) "
+        "nounwind {\n" + "\n".join(L) + "\n}\n"
+    )
 
 
 class _SortWriter:
@@ -102,7 +113,7 @@ class _SortWriter:
         self.s = step
         self.memory_type = memory_type
         self.n = step.shape[step.dimension]
-        self.inner = math.prod(step.shape[step.dimension + 1:])
+        self.inner = math.prod(step.shape[step.dimension + 1 :])
         self.rows = math.prod(step.shape) // self.n
         self.count = 0
 
@@ -116,8 +127,10 @@ class _SortWriter:
         dt = self.s.inputs[m].dtype
         mt = self.memory_type(dt)
         p, x = self.tmp("p"), self.tmp("x")
-        lines += [f"  {p} = getelementptr inbounds {mt}, ptr %in{m}, i64 {offset}",
-                  f"  {x} = load {mt}, ptr {p}"]
+        lines += [
+            f"  {p} = getelementptr inbounds {mt}, ptr %in{m}, i64 {offset}",
+            f"  {x} = load {mt}, ptr {p}",
+        ]
         top_k = self.s.order == "top_k"
         if dt.kind == "f":
             ity = f"i{8 * dt.itemsize}"
@@ -126,18 +139,24 @@ class _SortWriter:
             if not top_k:  # -0.0 sorts as +0.0
                 z, src = self.tmp(), self.tmp()
                 zero = "0xH0000" if dt.itemsize == 2 else "0.0"
-                lines += [f"  {z} = fcmp oeq {mt} {x}, {zero}",
-                          f"  {src} = select i1 {z}, {mt} {zero}, {mt} {x}"]
+                lines += [
+                    f"  {z} = fcmp oeq {mt} {x}, {zero}",
+                    f"  {src} = select i1 {z}, {mt} {zero}, {mt} {x}",
+                ]
             b, neg, f, t = self.tmp(), self.tmp(), self.tmp(), self.tmp()
-            lines += [f"  {b} = bitcast {mt} {src} to {ity}",
-                      f"  {neg} = icmp slt {ity} {b}, 0",
-                      f"  {f} = xor {ity} {b}, {imax}",
-                      f"  {t} = select i1 {neg}, {ity} {f}, {ity} {b}"]
+            lines += [
+                f"  {b} = bitcast {mt} {src} to {ity}",
+                f"  {neg} = icmp slt {ity} {b}, 0",
+                f"  {f} = xor {ity} {b}, {imax}",
+                f"  {t} = select i1 {neg}, {ity} {f}, {ity} {b}",
+            ]
             k = self._widen(lines, t, ity, signed=True)
             if not top_k:  # every NaN sorts last, all equal
                 nan, kn = self.tmp(), self.tmp()
-                lines += [f"  {nan} = fcmp uno {mt} {x}, {x}",
-                          f"  {kn} = select i1 {nan}, i64 {_I64_MAX}, i64 {k}"]
+                lines += [
+                    f"  {nan} = fcmp uno {mt} {x}, {x}",
+                    f"  {kn} = select i1 {nan}, i64 {_I64_MAX}, i64 {k}",
+                ]
                 k = kn
         elif dt.kind == "i":
             k = self._widen(lines, x, mt, signed=True)
@@ -165,15 +184,22 @@ class _SortWriter:
         strictly before (kb, ib)? The primary keys are given; later keys are loaded."""
         s = self.s
         ins = ", ".join(f"ptr noalias %in{m}" for m in range(len(s.inputs)))
-        lines = ["entry:",
-                 "  %lt0 = icmp slt i64 %ka, %kb",
-                 f"  br i1 %lt0, label %yes, label %{'gt0' if s.num_keys > 1 else 'no'}"]
+        lines = [
+            "entry:",
+            "  %lt0 = icmp slt i64 %ka, %kb",
+            f"  br i1 %lt0, label %yes, label %{'gt0' if s.num_keys > 1 else 'no'}",
+        ]
         if s.num_keys > 1:
-            lines += ["gt0:", "  %g0 = icmp sgt i64 %ka, %kb",
-                      "  br i1 %g0, label %no, label %key1",
-                      "key1:",
-                      f"  %oa0 = mul i64 %ia, {self.inner}", "  %oa = add i64 %base, %oa0",
-                      f"  %ob0 = mul i64 %ib, {self.inner}", "  %ob = add i64 %base, %ob0"]
+            lines += [
+                "gt0:",
+                "  %g0 = icmp sgt i64 %ka, %kb",
+                "  br i1 %g0, label %no, label %key1",
+                "key1:",
+                f"  %oa0 = mul i64 %ia, {self.inner}",
+                "  %oa = add i64 %base, %oa0",
+                f"  %ob0 = mul i64 %ib, {self.inner}",
+                "  %ob = add i64 %base, %ob0",
+            ]
             for m in range(1, s.num_keys):
                 if m > 1:
                     lines.append(f"key{m}:")
@@ -181,207 +207,247 @@ class _SortWriter:
                 b = self.key(lines, m, "%ob")
                 nxt = f"key{m + 1}" if m + 1 < s.num_keys else "no"
                 lt, gt = self.tmp(), self.tmp()
-                lines += [f"  {lt} = icmp slt i64 {a}, {b}",
-                          f"  br i1 {lt}, label %yes, label %gt{m}",
-                          f"gt{m}:",
-                          f"  {gt} = icmp sgt i64 {a}, {b}",
-                          f"  br i1 {gt}, label %no, label %{nxt}"]
+                lines += [
+                    f"  {lt} = icmp slt i64 {a}, {b}",
+                    f"  br i1 {lt}, label %yes, label %gt{m}",
+                    f"gt{m}:",
+                    f"  {gt} = icmp sgt i64 {a}, {b}",
+                    f"  br i1 {gt}, label %no, label %{nxt}",
+                ]
         lines += ["yes:", "  ret i1 true", "no:", "  ret i1 false"]
-        return (f"define internal i1 @{s.name}.less({ins}{', ' if ins else ''}i64 %base, "
-                "i64 %ka, i64 %ia, i64 %kb, i64 %ib) alwaysinline nounwind optsize {\n"
-                + "\n".join(lines) + "\n}\n")
+        return (
+            f"define internal i1 @{s.name}.less({ins}{', ' if ins else ''}i64 %base, "
+            "i64 %ka, i64 %ia, i64 %kb, i64 %ib) alwaysinline nounwind optsize {\n"
+            + "\n".join(lines)
+            + "\n}\n"
+        )
 
     def less(self, lines, ka, ia, kb, ib) -> str:
         ins = ", ".join(f"ptr %in{m}" for m in range(len(self.s.inputs)))
         r = self.tmp("lt")
-        lines.append(f"  {r} = call i1 @{self.s.name}.less({ins}, i64 %base, i64 {ka}, "
-                     f"i64 {ia}, i64 {kb}, i64 {ib})")
+        lines.append(
+            f"  {r} = call i1 @{self.s.name}.less({ins}, i64 %base, i64 {ka}, "
+            f"i64 {ia}, i64 {kb}, i64 {ib})"
+        )
         return r
 
     # the sort function ------------------------------------------------------------------------
     def function(self) -> str:
         s, n, inner = self.s, self.n, self.inner
         outs = list(s.outputs)
-        params = ([f"ptr noalias %in{m}" for m in range(len(s.inputs))]
-                  + [f"ptr noalias %out{m}" for m in range(len(outs))]
-                  + (["ptr noalias %outidx"] if s.index_output is not None else [])
-                  + ["ptr noalias %scratch", "i64 %rlo", "i64 %rhi"])
+        params = (
+            [f"ptr noalias %in{m}" for m in range(len(s.inputs))]
+            + [f"ptr noalias %out{m}" for m in range(len(outs))]
+            + (["ptr noalias %outidx"] if s.index_output is not None else [])
+            + ["ptr noalias %scratch", "i64 %rlo", "i64 %rhi"]
+        )
         L: list[str] = ["entry:"]
-        L += ["  %KA = getelementptr inbounds i64, ptr %scratch, i64 0",
-              f"  %IA = getelementptr inbounds i64, ptr %scratch, i64 {n}",
-              f"  %KB = getelementptr inbounds i64, ptr %scratch, i64 {2 * n}",
-              f"  %IB = getelementptr inbounds i64, ptr %scratch, i64 {3 * n}",
-              "  br label %row.head",
-              "row.head:",
-              "  %r = phi i64 [%rlo, %entry], [%r.next, %row.latch]",
-              "  %r.c = icmp slt i64 %r, %rhi",
-              "  br i1 %r.c, label %row.body, label %done",
-              "row.body:",
-              f"  %ro = udiv i64 %r, {inner}",
-              f"  %ri = urem i64 %r, {inner}",
-              f"  %rb = mul i64 %ro, {n * inner}",
-              "  %base = add i64 %rb, %ri",
-              f"  %obr = mul i64 %ro, {s.k * inner}",
-              "  %obase = add i64 %obr, %ri",
-              "  br label %ld.head"]
+        L += [
+            "  %KA = getelementptr inbounds i64, ptr %scratch, i64 0",
+            f"  %IA = getelementptr inbounds i64, ptr %scratch, i64 {n}",
+            f"  %KB = getelementptr inbounds i64, ptr %scratch, i64 {2 * n}",
+            f"  %IB = getelementptr inbounds i64, ptr %scratch, i64 {3 * n}",
+            "  br label %row.head",
+            "row.head:",
+            "  %r = phi i64 [%rlo, %entry], [%r.next, %row.latch]",
+            "  %r.c = icmp slt i64 %r, %rhi",
+            "  br i1 %r.c, label %row.body, label %done",
+            "row.body:",
+            f"  %ro = udiv i64 %r, {inner}",
+            f"  %ri = urem i64 %r, {inner}",
+            f"  %rb = mul i64 %ro, {n * inner}",
+            "  %base = add i64 %rb, %ri",
+            f"  %obr = mul i64 %ro, {s.k * inner}",
+            "  %obase = add i64 %obr, %ri",
+            "  br label %ld.head",
+        ]
         # 1. primary keys and positions
-        L += ["ld.head:",
-              "  %j = phi i64 [0, %row.body], [%j.next, %ld.body]",
-              f"  %j.c = icmp slt i64 %j, {n}",
-              "  br i1 %j.c, label %ld.body, label %ins.pre",
-              "ld.body:",
-              f"  %jo0 = mul i64 %j, {inner}",
-              "  %jo = add i64 %base, %jo0"]
+        L += [
+            "ld.head:",
+            "  %j = phi i64 [0, %row.body], [%j.next, %ld.body]",
+            f"  %j.c = icmp slt i64 %j, {n}",
+            "  br i1 %j.c, label %ld.body, label %ins.pre",
+            "ld.body:",
+            f"  %jo0 = mul i64 %j, {inner}",
+            "  %jo = add i64 %base, %jo0",
+        ]
         k0 = self.key(L, 0, "%jo")
-        L += ["  %ldk = getelementptr inbounds i64, ptr %KA, i64 %j",
-              f"  store i64 {k0}, ptr %ldk",
-              "  %ldi = getelementptr inbounds i64, ptr %IA, i64 %j",
-              "  store i64 %j, ptr %ldi",
-              "  %j.next = add i64 %j, 1",
-              "  br label %ld.head"]
+        L += [
+            "  %ldk = getelementptr inbounds i64, ptr %KA, i64 %j",
+            f"  store i64 {k0}, ptr %ldk",
+            "  %ldi = getelementptr inbounds i64, ptr %IA, i64 %j",
+            "  store i64 %j, ptr %ldi",
+            "  %j.next = add i64 %j, 1",
+            "  br label %ld.head",
+        ]
         # 2a. insertion sort of runs [lo, min(lo + RUN, n))
-        L += ["ins.pre:", "  br label %ins.head",
-              "ins.head:",
-              "  %clo = phi i64 [0, %ins.pre], [%clo.next, %it.head]",
-              f"  %clo.c = icmp slt i64 %clo, {n}",
-              "  br i1 %clo.c, label %ins.body, label %pass.pre",
-              "ins.body:",
-              f"  %chi0 = add i64 %clo, {RUN}",
-              f"  %chi.c = icmp slt i64 %chi0, {n}",
-              f"  %chi = select i1 %chi.c, i64 %chi0, i64 {n}",
-              "  %t0 = add i64 %clo, 1",
-              "  br label %it.head",
-              "it.head:",
-              "  %t = phi i64 [%t0, %ins.body], [%t.next, %it.latch]",
-              "  %t.c = icmp slt i64 %t, %chi",
-              "  %clo.next = add i64 %clo, " + str(RUN),
-              "  br i1 %t.c, label %it.body, label %ins.head",
-              "it.body:",
-              "  %ptk = getelementptr inbounds i64, ptr %KA, i64 %t",
-              "  %kt = load i64, ptr %ptk",
-              "  %pti = getelementptr inbounds i64, ptr %IA, i64 %t",
-              "  %it = load i64, ptr %pti",
-              "  br label %sh.head",
-              "sh.head:",
-              "  %s = phi i64 [%t, %it.body], [%sp, %sh.move]",
-              "  %s.c = icmp sgt i64 %s, %clo",
-              "  br i1 %s.c, label %sh.cmp, label %it.latch",
-              "sh.cmp:",
-              "  %sp = sub i64 %s, 1",
-              "  %pspk = getelementptr inbounds i64, ptr %KA, i64 %sp",
-              "  %kp = load i64, ptr %pspk",
-              "  %pspi = getelementptr inbounds i64, ptr %IA, i64 %sp",
-              "  %ip = load i64, ptr %pspi"]
+        L += [
+            "ins.pre:",
+            "  br label %ins.head",
+            "ins.head:",
+            "  %clo = phi i64 [0, %ins.pre], [%clo.next, %it.head]",
+            f"  %clo.c = icmp slt i64 %clo, {n}",
+            "  br i1 %clo.c, label %ins.body, label %pass.pre",
+            "ins.body:",
+            f"  %chi0 = add i64 %clo, {RUN}",
+            f"  %chi.c = icmp slt i64 %chi0, {n}",
+            f"  %chi = select i1 %chi.c, i64 %chi0, i64 {n}",
+            "  %t0 = add i64 %clo, 1",
+            "  br label %it.head",
+            "it.head:",
+            "  %t = phi i64 [%t0, %ins.body], [%t.next, %it.latch]",
+            "  %t.c = icmp slt i64 %t, %chi",
+            "  %clo.next = add i64 %clo, " + str(RUN),
+            "  br i1 %t.c, label %it.body, label %ins.head",
+            "it.body:",
+            "  %ptk = getelementptr inbounds i64, ptr %KA, i64 %t",
+            "  %kt = load i64, ptr %ptk",
+            "  %pti = getelementptr inbounds i64, ptr %IA, i64 %t",
+            "  %it = load i64, ptr %pti",
+            "  br label %sh.head",
+            "sh.head:",
+            "  %s = phi i64 [%t, %it.body], [%sp, %sh.move]",
+            "  %s.c = icmp sgt i64 %s, %clo",
+            "  br i1 %s.c, label %sh.cmp, label %it.latch",
+            "sh.cmp:",
+            "  %sp = sub i64 %s, 1",
+            "  %pspk = getelementptr inbounds i64, ptr %KA, i64 %sp",
+            "  %kp = load i64, ptr %pspk",
+            "  %pspi = getelementptr inbounds i64, ptr %IA, i64 %sp",
+            "  %ip = load i64, ptr %pspi",
+        ]
         lt = self.less(L, "%kt", "%it", "%kp", "%ip")
-        L += [f"  br i1 {lt}, label %sh.move, label %it.latch",
-              "sh.move:",
-              "  %psk = getelementptr inbounds i64, ptr %KA, i64 %s",
-              "  store i64 %kp, ptr %psk",
-              "  %psi = getelementptr inbounds i64, ptr %IA, i64 %s",
-              "  store i64 %ip, ptr %psi",
-              "  br label %sh.head",
-              "it.latch:",
-              "  %pok = getelementptr inbounds i64, ptr %KA, i64 %s",
-              "  store i64 %kt, ptr %pok",
-              "  %poi = getelementptr inbounds i64, ptr %IA, i64 %s",
-              "  store i64 %it, ptr %poi",
-              "  %t.next = add i64 %t, 1",
-              "  br label %it.head"]
+        L += [
+            f"  br i1 {lt}, label %sh.move, label %it.latch",
+            "sh.move:",
+            "  %psk = getelementptr inbounds i64, ptr %KA, i64 %s",
+            "  store i64 %kp, ptr %psk",
+            "  %psi = getelementptr inbounds i64, ptr %IA, i64 %s",
+            "  store i64 %ip, ptr %psi",
+            "  br label %sh.head",
+            "it.latch:",
+            "  %pok = getelementptr inbounds i64, ptr %KA, i64 %s",
+            "  store i64 %kt, ptr %pok",
+            "  %poi = getelementptr inbounds i64, ptr %IA, i64 %s",
+            "  store i64 %it, ptr %poi",
+            "  %t.next = add i64 %t, 1",
+            "  br label %it.head",
+        ]
         # 2b. bottom-up merges of runs of width w, from (sK, sI) into (dK, dI)
-        L += ["pass.pre:", "  br label %pass.head",
-              "pass.head:",
-              f"  %w = phi i64 [{RUN}, %pass.pre], [%ww, %mo.head]",
-              "  %sK = phi ptr [%KA, %pass.pre], [%dK, %mo.head]",
-              "  %sI = phi ptr [%IA, %pass.pre], [%dI, %mo.head]",
-              "  %dK = phi ptr [%KB, %pass.pre], [%sK, %mo.head]",
-              "  %dI = phi ptr [%IB, %pass.pre], [%sI, %mo.head]",
-              f"  %w.c = icmp slt i64 %w, {n}",
-              "  %ww = shl i64 %w, 1",
-              "  br i1 %w.c, label %mo.pre, label %g.pre",
-              "mo.pre:", "  br label %mo.head",
-              "mo.head:",
-              "  %lo = phi i64 [0, %mo.pre], [%lo.next, %m.head]",
-              f"  %lo.c = icmp slt i64 %lo, {n}",
-              "  br i1 %lo.c, label %mo.body, label %pass.head",
-              "mo.body:",
-              "  %m1 = add i64 %lo, %w",
-              f"  %m1.c = icmp slt i64 %m1, {n}",
-              f"  %mid = select i1 %m1.c, i64 %m1, i64 {n}",
-              "  %h1 = add i64 %lo, %ww",
-              f"  %h1.c = icmp slt i64 %h1, {n}",
-              f"  %hi = select i1 %h1.c, i64 %h1, i64 {n}",
-              "  br label %m.head",
-              "m.head:",
-              "  %mt = phi i64 [%lo, %mo.body], [%mt.next, %m.latch]",
-              "  %ma = phi i64 [%lo, %mo.body], [%ma.next, %m.latch]",
-              "  %mb = phi i64 [%mid, %mo.body], [%mb.next, %m.latch]",
-              "  %mt.c = icmp slt i64 %mt, %hi",
-              "  %lo.next = add i64 %lo, %ww",
-              "  br i1 %mt.c, label %m.body, label %mo.head",
-              "m.body:",
-              "  %a.done = icmp sge i64 %ma, %mid",
-              "  br i1 %a.done, label %m.takeb, label %m.chk",
-              "m.chk:",
-              "  %b.done = icmp sge i64 %mb, %hi",
-              "  br i1 %b.done, label %m.takea, label %m.cmp",
-              "m.cmp:",
-              "  %pka = getelementptr inbounds i64, ptr %sK, i64 %ma",
-              "  %ka = load i64, ptr %pka",
-              "  %pia = getelementptr inbounds i64, ptr %sI, i64 %ma",
-              "  %ia = load i64, ptr %pia",
-              "  %pkb = getelementptr inbounds i64, ptr %sK, i64 %mb",
-              "  %kb = load i64, ptr %pkb",
-              "  %pib = getelementptr inbounds i64, ptr %sI, i64 %mb",
-              "  %ib = load i64, ptr %pib"]
+        L += [
+            "pass.pre:",
+            "  br label %pass.head",
+            "pass.head:",
+            f"  %w = phi i64 [{RUN}, %pass.pre], [%ww, %mo.head]",
+            "  %sK = phi ptr [%KA, %pass.pre], [%dK, %mo.head]",
+            "  %sI = phi ptr [%IA, %pass.pre], [%dI, %mo.head]",
+            "  %dK = phi ptr [%KB, %pass.pre], [%sK, %mo.head]",
+            "  %dI = phi ptr [%IB, %pass.pre], [%sI, %mo.head]",
+            f"  %w.c = icmp slt i64 %w, {n}",
+            "  %ww = shl i64 %w, 1",
+            "  br i1 %w.c, label %mo.pre, label %g.pre",
+            "mo.pre:",
+            "  br label %mo.head",
+            "mo.head:",
+            "  %lo = phi i64 [0, %mo.pre], [%lo.next, %m.head]",
+            f"  %lo.c = icmp slt i64 %lo, {n}",
+            "  br i1 %lo.c, label %mo.body, label %pass.head",
+            "mo.body:",
+            "  %m1 = add i64 %lo, %w",
+            f"  %m1.c = icmp slt i64 %m1, {n}",
+            f"  %mid = select i1 %m1.c, i64 %m1, i64 {n}",
+            "  %h1 = add i64 %lo, %ww",
+            f"  %h1.c = icmp slt i64 %h1, {n}",
+            f"  %hi = select i1 %h1.c, i64 %h1, i64 {n}",
+            "  br label %m.head",
+            "m.head:",
+            "  %mt = phi i64 [%lo, %mo.body], [%mt.next, %m.latch]",
+            "  %ma = phi i64 [%lo, %mo.body], [%ma.next, %m.latch]",
+            "  %mb = phi i64 [%mid, %mo.body], [%mb.next, %m.latch]",
+            "  %mt.c = icmp slt i64 %mt, %hi",
+            "  %lo.next = add i64 %lo, %ww",
+            "  br i1 %mt.c, label %m.body, label %mo.head",
+            "m.body:",
+            "  %a.done = icmp sge i64 %ma, %mid",
+            "  br i1 %a.done, label %m.takeb, label %m.chk",
+            "m.chk:",
+            "  %b.done = icmp sge i64 %mb, %hi",
+            "  br i1 %b.done, label %m.takea, label %m.cmp",
+            "m.cmp:",
+            "  %pka = getelementptr inbounds i64, ptr %sK, i64 %ma",
+            "  %ka = load i64, ptr %pka",
+            "  %pia = getelementptr inbounds i64, ptr %sI, i64 %ma",
+            "  %ia = load i64, ptr %pia",
+            "  %pkb = getelementptr inbounds i64, ptr %sK, i64 %mb",
+            "  %kb = load i64, ptr %pkb",
+            "  %pib = getelementptr inbounds i64, ptr %sI, i64 %mb",
+            "  %ib = load i64, ptr %pib",
+        ]
         lt = self.less(L, "%kb", "%ib", "%ka", "%ia")
         L += [f"  br i1 {lt}, label %m.takeb, label %m.takea"]
         for side, idx in (("a", "%ma"), ("b", "%mb")):
-            L += [f"m.take{side}:",
-                  f"  %qk{side} = getelementptr inbounds i64, ptr %sK, i64 {idx}",
-                  f"  %vk{side} = load i64, ptr %qk{side}",
-                  f"  %qi{side} = getelementptr inbounds i64, ptr %sI, i64 {idx}",
-                  f"  %vi{side} = load i64, ptr %qi{side}",
-                  f"  %dk{side} = getelementptr inbounds i64, ptr %dK, i64 %mt",
-                  f"  store i64 %vk{side}, ptr %dk{side}",
-                  f"  %di{side} = getelementptr inbounds i64, ptr %dI, i64 %mt",
-                  f"  store i64 %vi{side}, ptr %di{side}",
-                  f"  %{side}1 = add i64 {idx}, 1",
-                  "  br label %m.latch"]
-        L += ["m.latch:",
-              "  %ma.next = phi i64 [%a1, %m.takea], [%ma, %m.takeb]",
-              "  %mb.next = phi i64 [%mb, %m.takea], [%b1, %m.takeb]",
-              "  %mt.next = add i64 %mt, 1",
-              "  br label %m.head"]
+            L += [
+                f"m.take{side}:",
+                f"  %qk{side} = getelementptr inbounds i64, ptr %sK, i64 {idx}",
+                f"  %vk{side} = load i64, ptr %qk{side}",
+                f"  %qi{side} = getelementptr inbounds i64, ptr %sI, i64 {idx}",
+                f"  %vi{side} = load i64, ptr %qi{side}",
+                f"  %dk{side} = getelementptr inbounds i64, ptr %dK, i64 %mt",
+                f"  store i64 %vk{side}, ptr %dk{side}",
+                f"  %di{side} = getelementptr inbounds i64, ptr %dI, i64 %mt",
+                f"  store i64 %vi{side}, ptr %di{side}",
+                f"  %{side}1 = add i64 {idx}, 1",
+                "  br label %m.latch",
+            ]
+        L += [
+            "m.latch:",
+            "  %ma.next = phi i64 [%a1, %m.takea], [%ma, %m.takeb]",
+            "  %mb.next = phi i64 [%mb, %m.takea], [%b1, %m.takeb]",
+            "  %mt.next = add i64 %mt, 1",
+            "  br label %m.head",
+        ]
         # 3. gather every operand (and the positions, for top_k) through the sorted positions
-        L += ["g.pre:", "  br label %g.head",
-              "g.head:",
-              "  %g = phi i64 [0, %g.pre], [%g.next, %g.body]",
-              f"  %g.c = icmp slt i64 %g, {s.k}",
-              "  br i1 %g.c, label %g.body, label %row.latch",
-              "g.body:",
-              "  %pg = getelementptr inbounds i64, ptr %sI, i64 %g",
-              "  %gp = load i64, ptr %pg",
-              f"  %gs0 = mul i64 %gp, {inner}",
-              "  %gs = add i64 %base, %gs0",
-              f"  %gd0 = mul i64 %g, {inner}",
-              "  %gd = add i64 %obase, %gd0"]
+        L += [
+            "g.pre:",
+            "  br label %g.head",
+            "g.head:",
+            "  %g = phi i64 [0, %g.pre], [%g.next, %g.body]",
+            f"  %g.c = icmp slt i64 %g, {s.k}",
+            "  br i1 %g.c, label %g.body, label %row.latch",
+            "g.body:",
+            "  %pg = getelementptr inbounds i64, ptr %sI, i64 %g",
+            "  %gp = load i64, ptr %pg",
+            f"  %gs0 = mul i64 %gp, {inner}",
+            "  %gs = add i64 %base, %gs0",
+            f"  %gd0 = mul i64 %g, {inner}",
+            "  %gd = add i64 %obase, %gd0",
+        ]
         for m, b in enumerate(s.inputs):
             mt = self.memory_type(b.dtype)
-            L += [f"  %gq{m} = getelementptr inbounds {mt}, ptr %in{m}, i64 %gs",
-                  f"  %gv{m} = load {mt}, ptr %gq{m}",
-                  f"  %gr{m} = getelementptr inbounds {mt}, ptr %out{m}, i64 %gd",
-                  f"  store {mt} %gv{m}, ptr %gr{m}"]
+            L += [
+                f"  %gq{m} = getelementptr inbounds {mt}, ptr %in{m}, i64 %gs",
+                f"  %gv{m} = load {mt}, ptr %gq{m}",
+                f"  %gr{m} = getelementptr inbounds {mt}, ptr %out{m}, i64 %gd",
+                f"  store {mt} %gv{m}, ptr %gr{m}",
+            ]
         if s.index_output is not None:
-            L += ["  %gpi = trunc i64 %gp to i32",
-                  "  %gri = getelementptr inbounds i32, ptr %outidx, i64 %gd",
-                  "  store i32 %gpi, ptr %gri"]
-        L += ["  %g.next = add i64 %g, 1",
-              "  br label %g.head",
-              "row.latch:",
-              "  %r.next = add i64 %r, 1",
-              "  br label %row.head",
-              "done:",
-              "  ret void"]
-        return (self.less_function()
-                + f"define internal void @{s.name}({', '.join(params)}) nounwind optsize {{\n"
-                + "\n".join(L) + "\n}\n")
+            L += [
+                "  %gpi = trunc i64 %gp to i32",
+                "  %gri = getelementptr inbounds i32, ptr %outidx, i64 %gd",
+                "  store i32 %gpi, ptr %gri",
+            ]
+        L += [
+            "  %g.next = add i64 %g, 1",
+            "  br label %g.head",
+            "row.latch:",
+            "  %r.next = add i64 %r, 1",
+            "  br label %row.head",
+            "done:",
+            "  ret void",
+        ]
+        return (
+            self.less_function()
+            + f"define internal void @{s.name}({', '.join(params)}) nounwind optsize {{\n"
+            + "\n".join(L)
+            + "\n}\n"
+        )

@@ -56,8 +56,9 @@ def _get_pool(workers: int) -> ThreadPoolExecutor:
     with _pool_lock:
         if _pool is None or _pool_workers < workers:
             _pool_workers = max(workers, num_threads() - 1)
-            _pool = ThreadPoolExecutor(max_workers=_pool_workers, thread_name_prefix="fungrad",
-                                       initializer=_mark_worker)
+            _pool = ThreadPoolExecutor(
+                max_workers=_pool_workers, thread_name_prefix="fungrad", initializer=_mark_worker
+            )
         return _pool
 
 
@@ -65,14 +66,17 @@ def _mark_worker() -> None:
     _in_worker.active = True
 
 
-def chunk_ranges(n: int, min_chunk: int, threads: int | None = None,
-                 align: int = ALIGN) -> list[tuple[int, int]]:
+def chunk_ranges(
+    n: int, min_chunk: int, threads: int | None = None, align: int = ALIGN
+) -> list[tuple[int, int]]:
     """The ``[start, end)`` chunks :func:`parallel_for` would run: at most ``threads`` chunks
     (default :func:`num_threads`), each at least ``min_chunk`` long and a multiple of ``align``
     except the last. One chunk ``[(0, n)]`` when the work is too small to split (or ``n == 0``)."""
     if n < 0 or min_chunk < 1 or align < 1:
-        raise ValueError(f"chunk_ranges: need n >= 0, min_chunk >= 1 and align >= 1, got "
-                         f"n={n}, min_chunk={min_chunk}, align={align}")
+        raise ValueError(
+            f"chunk_ranges: need n >= 0, min_chunk >= 1 and align >= 1, got "
+            f"n={n}, min_chunk={min_chunk}, align={align}"
+        )
     threads = num_threads() if threads is None else threads
     parts = max(1, min(threads, n // min_chunk))
     if parts == 1:
@@ -82,8 +86,14 @@ def chunk_ranges(n: int, min_chunk: int, threads: int | None = None,
     return [(s, min(s + chunk, n)) for s in range(0, n, chunk)]
 
 
-def parallel_for(fn: Callable[[int, int], object], n: int, min_chunk: int, *,
-                 threads: int | None = None, align: int = ALIGN) -> int:
+def parallel_for(
+    fn: Callable[[int, int], object],
+    n: int,
+    min_chunk: int,
+    *,
+    threads: int | None = None,
+    align: int = ALIGN,
+) -> int:
     """Call ``fn(start, end)`` over chunks covering ``[0, n)``, in parallel; return the number of
     chunks used.
 

@@ -49,6 +49,7 @@ def _words(b) -> int:
 
 # -- the step renderers ---------------------------------------------------------------------------
 
+
 def _kernel_step(exe, kern: Kernel, scope: Scope) -> list:
     """A kernel: a scan's passes, or the kernel (split where it binds too many buffers) with
     its reductions in one invocation or as workgroup trees."""
@@ -56,8 +57,9 @@ def _kernel_step(exe, kern: Kernel, scope: Scope) -> list:
     scan = scan_of(kern)
     if scan is not None:
         return _scan(exe, kern, scan, scope)
-    groups = tree_groups(kern, rt, lambda: render_kernel(
-        kern, place, rt.fused_fma, scope).loop_iterations)
+    groups = tree_groups(
+        kern, rt, lambda: render_kernel(kern, place, rt.fused_fma, scope).loop_iterations
+    )
     out = []
     for k in split_bindings(kern, place, rt.max_bindings - bool(groups)):
         out += _kernel(exe, k, groups, scope)
@@ -71,16 +73,16 @@ def _kernel(exe, kern: Kernel, groups: int, scope: Scope) -> list:
     place, fma = exe._place, exe.rt.fused_fma
     base = exe.arena_words
     if scatter_like(kern):
-        st, = kern.stores
+        (st,) = kern.stores
         if st.combine is not None:
-            return exe._dispatch(render_kernel(kern, place, fma, scope,
-                                               scatter=Scatter("combine")))
+            return exe._dispatch(render_kernel(kern, place, fma, scope, scatter=Scatter("combine")))
         words = _words(st.buffer)
         exe.scratch_words = max(exe.scratch_words, words)
         out = exe._dispatch(render_fill(("arena", base), words, scope))
         for mode in ("claim", "write"):
-            out += exe._dispatch(render_kernel(kern, place, fma, scope,
-                                               scatter=Scatter(mode, base)))
+            out += exe._dispatch(
+                render_kernel(kern, place, fma, scope, scatter=Scatter(mode, base))
+            )
         return out
     if not groups:
         return exe._dispatch(render_kernel(kern, place, fma, scope))
@@ -97,8 +99,9 @@ def _scan(exe, kern: Kernel, scan: ScanInfo, scope: Scope) -> list:
     (``schemes.scan_blocks``) whose totals live past the arena's temporaries."""
     place, fma = exe._place, exe.rt.fused_fma
     split_bindings(kern, place, exe.rt.max_bindings)  # (says so when too many)
-    blocks = scan_blocks(kern, scan, exe.rt, lambda: render_scan(
-        kern, scan, place, fma, scope)[0].loop_iterations)
+    blocks = scan_blocks(
+        kern, scan, exe.rt, lambda: render_scan(kern, scan, place, fma, scope)[0].loop_iterations
+    )
     if blocks > 1:
         exe.scratch_words = max(exe.scratch_words, scan_rows(kern, scan) * blocks)
     out = []
@@ -116,8 +119,9 @@ def _gemm_step(exe, step: Gemm, scope: Scope) -> list:
     if split is None:
         return exe._dispatch(shader)
     exe.scratch_words = max(exe.scratch_words, split.chunks * step.batch * step.m * step.n)
-    return (exe._dispatch(render_gemm(step, exe._place, scope, split))
-            + exe._dispatch(render_gemm_sum(step, exe._place, scope, split)))
+    return exe._dispatch(render_gemm(step, exe._place, scope, split)) + exe._dispatch(
+        render_gemm_sum(step, exe._place, scope, split)
+    )
 
 
 def _sort_step(exe, step: SortStep, scope: Scope) -> list:
@@ -158,10 +162,16 @@ def _scan_step(exe, step: ScanStep, scope: Scope) -> list:
         key, base = place[sl.whole.id]
         row = f"({step.length - 1}i - {it})" if step.reverse else it
         size = max(1, sl.view.size)
-        place[sl.view.id] = (key, LoopOffset(
-            f"({_offset(base)} + {row} * {size}i)",
-            lambda env, base=base, d=d, step=step, size=size: word_offset(base, env) + size * (
-                step.length - 1 - env[d] if step.reverse else env[d])))
+        place[sl.view.id] = (
+            key,
+            LoopOffset(
+                f"({_offset(base)} + {row} * {size}i)",
+                lambda env, base=base, d=d, step=step, size=size: (
+                    word_offset(base, env)
+                    + size * (step.length - 1 - env[d] if step.reverse else env[d])
+                ),
+            ),
+        )
     body = exe._flatten(step.body, Scope(d + 1, scope.guards))
     out = exe._dispatch(render_counter(d, "0i", place, scope))
     step_it = exe._dispatch(render_counter(d, f"{it} + 1i", place, scope))
@@ -182,11 +192,13 @@ def _while_step(exe, step: WhileStep, scope: Scope) -> list:
     inner = Scope(d + 1, scope.guards)
     cond = exe._flatten(step.cond, inner)
     body = exe._flatten(step.body, inner) + exe._dispatch(
-        render_counter(d, f"it{d} + 1i", place, inner))
+        render_counter(d, f"it{d} + 1i", place, inner)
+    )
     homes = []  # (no guard: they run only after iterations, in a selected branch)
     for c in step.carries:  # after an odd number of iterations: spare -> home
-        homes += exe._dispatch(render_copy(place[c.home.id], place[c.spare.id],
-                                           max(1, c.home.size), Scope(d)))
+        homes += exe._dispatch(
+            render_copy(place[c.home.id], place[c.spare.id], max(1, c.home.size), Scope(d))
+        )
     pred = place[step.pred.id]
     if not isinstance(pred[1], int):
         raise LoweringError(f"GPU lowering: the predicate of {step.name} has no fixed place")
@@ -201,18 +213,22 @@ def _host_call_step(exe, step: HostCallStep, scope: Scope) -> list:
 
 
 #: step type -> ``fn(exe, step, scope)`` giving the step's commands
-STEP_RENDERERS = StepRenderers("gpu", {
-    Kernel: _kernel_step,
-    Gemm: _gemm_step,
-    SortStep: _sort_step,
-    CondStep: _cond_step,
-    ScanStep: _scan_step,
-    WhileStep: _while_step,
-    HostCallStep: _host_call_step,
-})
+STEP_RENDERERS = StepRenderers(
+    "gpu",
+    {
+        Kernel: _kernel_step,
+        Gemm: _gemm_step,
+        SortStep: _sort_step,
+        CondStep: _cond_step,
+        ScanStep: _scan_step,
+        WhileStep: _while_step,
+        HostCallStep: _host_call_step,
+    },
+)
 
 
 # -- places in loops ------------------------------------------------------------------------------
+
 
 class LoopOffset(str):
     """A word offset that changes with the enclosing loops' iterations: its text is the i32
@@ -246,15 +262,24 @@ def _place_carries(place: dict, carries, d: int) -> None:
         if k1 != k2:
             raise LoweringError("GPU lowering: a loop carry's two buffers must share a slot")
         even = f"({it} % 2i == 0i)"
-        place[c.cur.id] = (k1, LoopOffset(
-            f"select({_offset(o2)}, {_offset(o1)}, {even})",
-            lambda env, a=o1, b=o2: word_offset(a if env[d] % 2 == 0 else b, env)))
-        place[c.nxt.id] = (k1, LoopOffset(
-            f"select({_offset(o1)}, {_offset(o2)}, {even})",
-            lambda env, a=o2, b=o1: word_offset(a if env[d] % 2 == 0 else b, env)))
+        place[c.cur.id] = (
+            k1,
+            LoopOffset(
+                f"select({_offset(o2)}, {_offset(o1)}, {even})",
+                lambda env, a=o1, b=o2: word_offset(a if env[d] % 2 == 0 else b, env),
+            ),
+        )
+        place[c.nxt.id] = (
+            k1,
+            LoopOffset(
+                f"select({_offset(o1)}, {_offset(o2)}, {even})",
+                lambda env, a=o2, b=o1: word_offset(a if env[d] % 2 == 0 else b, env),
+            ),
+        )
 
 
 # -- the commands ---------------------------------------------------------------------------------
+
 
 class Dispatch:
     """One compute dispatch: its pipeline, the slot keys bound, the workgroup grid."""
@@ -289,14 +314,14 @@ class HostCall:
         self.step, self.scope = step, scope
         self.ins = [(place[b.id], b) for b in step.operands]
         self.outs = [(place[b.id], b) for b in step.results]
-        self.guards = [(place[index.id], index, branch, n)
-                       for index, branch, n in scope.guards]
+        self.guards = [(place[index.id], index, branch, n) for index, branch, n in scope.guards]
 
     def run(self, rt, slots: dict) -> None:
         env: dict = {}
         if self.scope.loops:
-            ctl = np.frombuffer(rt.queue.read_buffer(slots["ctl"].buffer, 0,
-                                                     4 * self.scope.loops), np.int32)
+            ctl = np.frombuffer(
+                rt.queue.read_buffer(slots["ctl"].buffer, 0, 4 * self.scope.loops), np.int32
+            )
             env.update((d, int(v)) for d, v in enumerate(ctl))
         for (key, off), index, branch, n in self.guards:
             word = _read_words(rt, slots, key, word_offset(off, env), 1)
@@ -306,17 +331,22 @@ class HostCall:
         values = []
         for (key, off), b in self.ins:
             words = _read_words(rt, slots, key, word_offset(off, env), b.size)
-            values.append((words != 0).reshape(b.shape) if b.dtype == np.bool_ else
-                          words.view(b.dtype).reshape(b.shape).copy())
+            values.append(
+                (words != 0).reshape(b.shape)
+                if b.dtype == np.bool_
+                else words.view(b.dtype).reshape(b.shape).copy()
+            )
         outs = self.step.execute(values)
         for ((key, off), b), v in zip(self.outs, outs):
             if b.size:
-                rt.queue.write_buffer(slots[key].buffer, 4 * word_offset(off, env),
-                                      gpu.to_words(np.asarray(v, b.dtype)))
+                rt.queue.write_buffer(
+                    slots[key].buffer,
+                    4 * word_offset(off, env),
+                    gpu.to_words(np.asarray(v, b.dtype)),
+                )
 
 
 def _read_words(rt, slots: dict, key: str, offset: int, n: int) -> np.ndarray:
     if not n:
         return np.zeros(0, np.uint32)
-    return np.frombuffer(rt.queue.read_buffer(slots[key].buffer, 4 * offset, 4 * n),
-                         np.uint32)
+    return np.frombuffer(rt.queue.read_buffer(slots[key].buffer, 4 * offset, 4 * n), np.uint32)

@@ -50,26 +50,30 @@ _compile_lock = threading.RLock()
 
 def check_dtypes(jaxpr: core.ClosedJaxpr, name: str) -> None:
     """TypeError unless every value of the program has a 32-bit (or bool) dtype."""
+
     def walk(j):
-        for v in [*j.invars, *j.outvars, *j.constvars,
-                  *(x for e in j.eqns for x in e.outvars)]:
+        for v in [*j.invars, *j.outvars, *j.constvars, *(x for e in j.eqns for x in e.outvars)]:
             aval = getattr(v, "aval", None)
             dt = getattr(aval, "dtype", None)
             if dt is not None and np.dtype(dt) not in DEVICE_DTYPES:
-                hint = ("use float32 (turn enable_x64 off, or astype(float32))"
-                        if np.dtype(dt).kind == "f" else
-                        "use int32/uint32 (turn enable_x64 off, or astype(int32))")
+                hint = (
+                    "use float32 (turn enable_x64 off, or astype(float32))"
+                    if np.dtype(dt).kind == "f"
+                    else "use int32/uint32 (turn enable_x64 off, or astype(int32))"
+                )
                 raise TypeError(
                     f"jit({name}, backend='gpu'): the program has {np.dtype(dt).name} values "
                     f"({aval.str_short()}), but WGSL has only 32-bit types (float32, int32, "
-                    f"uint32, bool): {hint}, or use backend='cpu'")
+                    f"uint32, bool): {hint}, or use backend='cpu'"
+                )
         for e in j.eqns:
             for p in e.params.values():
-                for sub in (p if isinstance(p, (list, tuple)) else (p,)):
+                for sub in p if isinstance(p, (list, tuple)) else (p,):
                     if isinstance(sub, core.ClosedJaxpr):
                         walk(sub.jaxpr)
                     elif isinstance(sub, core.Jaxpr):
                         walk(sub)
+
     walk(jaxpr.jaxpr)
 
 
@@ -88,7 +92,8 @@ def _check_sizes(prog: fusion.Program, rt, name: str) -> None:
                 f"jit({name}, backend='gpu'): the {b.kind} array {b.dtype.name}"
                 f"{list(b.shape)} needs {nbytes} bytes, more than this adapter's largest "
                 f"storage binding ({rt.max_binding_bytes} bytes) holds; split the array or "
-                "use backend='cpu'")
+                "use backend='cpu'"
+            )
 
 
 class GpuExecutable:
@@ -98,6 +103,7 @@ class GpuExecutable:
 
     def __init__(self, closed: core.ClosedJaxpr, name: str = "main"):
         from fungrad.ir import passes
+
         t0 = time.perf_counter()
         self.name = name
         self.in_avals = list(closed.in_avals)
@@ -142,7 +148,8 @@ class GpuExecutable:
                 f"jit({name}, backend='gpu'): the program's temporaries need "
                 f"{4 * self.arena_words} bytes in one buffer, more than this adapter's largest "
                 f"storage binding ({rt.max_binding_bytes} bytes) holds; use smaller arrays or "
-                "backend='cpu'")
+                "backend='cpu'"
+            )
         for dst, src, words in copies_out:
             self._commands += self._dispatch(render_copy(dst, src, words))
         self._bind_groups: OrderedDict = OrderedDict()
@@ -158,7 +165,8 @@ class GpuExecutable:
                 f"{shader.loop_iterations} times per invocation, but {self.rt.name} stops "
                 f"an invocation's loops after {limit} iterations (llvmpipe's guard against "
                 "endless loops); use backend='cpu' for this function, smaller arrays, or a "
-                "real GPU")
+                "real GPU"
+            )
         self.shaders.append(shader)
         if not shader.grid[0]:
             return []
@@ -175,16 +183,21 @@ class GpuExecutable:
             if type(step) not in STEP_RENDERERS:
                 raise LoweringError(
                     f"jit({self.name}, backend='gpu'): the {type(step).__name__} step "
-                    f"{step.name} has no GPU lowering; use backend='cpu' for this function")
+                    f"{step.name} has no GPU lowering; use backend='cpu' for this function"
+                )
             out += STEP_RENDERERS(self, step, scope)
         return out
 
     @property
     def num_dispatches(self) -> int:
         """Dispatches per call (a while loop's: one iteration's cond and body)."""
+
         def count(commands) -> int:
-            return sum(count(c.cond) + count(c.body) if isinstance(c, HostWhile) else
-                       type(c) is Dispatch for c in commands)
+            return sum(
+                count(c.cond) + count(c.body) if isinstance(c, HostWhile) else type(c) is Dispatch
+                for c in commands
+            )
+
         return count(self._commands)
 
     def call(self, args) -> list[GpuArray]:
@@ -251,8 +264,11 @@ class GpuExecutable:
         if bg is None:
             bg = self.rt.device.create_bind_group(
                 layout=d.pipeline.get_bind_group_layout(0),
-                entries=[{"binding": k, "resource": {"buffer": b, "offset": 0, "size": b.size}}
-                         for k, b in enumerate(bufs)])
+                entries=[
+                    {"binding": k, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+                    for k, b in enumerate(bufs)
+                ],
+            )
             self._bind_groups[key] = (bg, bufs)  # the buffers stay alive with their group
             if len(self._bind_groups) > 64:
                 self._bind_groups.popitem(last=False)
@@ -261,10 +277,15 @@ class GpuExecutable:
 
     def as_text(self) -> str:
         """The optimised jaxpr, the fusion plan and the WGSL of every shader."""
-        shaders = "\n".join(f"// shader {s.name}: workgroups {s.grid}, bindings "
-                            f"{[k for k, _ in s.bindings]}\n{s.source}" for s in self.shaders)
-        return (f"# optimised jaxpr\n{self.jaxpr}\n\n# {self.program.describe()}\n\n"
-                f"# WGSL on {self.rt.name}\n{shaders}")
+        shaders = "\n".join(
+            f"// shader {s.name}: workgroups {s.grid}, bindings "
+            f"{[k for k, _ in s.bindings]}\n{s.source}"
+            for s in self.shaders
+        )
+        return (
+            f"# optimised jaxpr\n{self.jaxpr}\n\n# {self.program.describe()}\n\n"
+            f"# WGSL on {self.rt.name}\n{shaders}"
+        )
 
 
 def _carry_buffers(steps) -> list:

@@ -28,6 +28,7 @@ class Shader:
     binds there. ``grid``: workgroups in x, y, z (0 workgroups: nothing to run).
     ``loop_iterations``: loop iterations one invocation runs, all loops together (an upper
     bound; some adapters stop an invocation's loops after 65535: ``gpu.Runtime.loop_limit``)."""
+
     name: str
     source: str
     bindings: list[tuple[str, bool]]
@@ -38,16 +39,20 @@ class Shader:
 def grid_1d(invocations: int, per_group: int) -> tuple[int, int, int]:
     """Workgroups for ``invocations`` flat invocations: 2-D beyond 65535 groups."""
     if invocations >= 2**31:  # (invocations are numbered by an i32)
-        raise LoweringError(f"jit(backend='gpu'): {invocations} invocations (one per element) "
-                            "exceed the 2**31 - 1 a shader can number; split the array or use "
-                            "backend='cpu'")
+        raise LoweringError(
+            f"jit(backend='gpu'): {invocations} invocations (one per element) "
+            "exceed the 2**31 - 1 a shader can number; split the array or use "
+            "backend='cpu'"
+        )
     groups = -(-invocations // per_group)
     if groups <= MAX_GROUPS:
         return (groups, 1, 1)
     y = -(-groups // MAX_GROUPS)
     if y > MAX_GROUPS:
-        raise LoweringError(f"jit(backend='gpu'): {invocations} invocations exceed the "
-                            f"{MAX_GROUPS}x{MAX_GROUPS} workgroup grid")
+        raise LoweringError(
+            f"jit(backend='gpu'): {invocations} invocations exceed the "
+            f"{MAX_GROUPS}x{MAX_GROUPS} workgroup grid"
+        )
     return (MAX_GROUPS, y, 1)
 
 
@@ -59,6 +64,7 @@ class Scope:
     buffer, read as ``it<d>`` (a view's offset, such as a scan's row of ``xs``, is an
     expression in it). ``guards``: enclosing ``cond`` branches as (index buffer, branch,
     number of branches): the step does nothing unless every index selects its branch."""
+
     loops: int = 0
     guards: tuple = ()
 
@@ -93,8 +99,10 @@ class Slots:
 
     def scope_lines(self, scope: Scope) -> tuple[list[str], str | None]:
         """(lines defining ``it<d>``, the guard condition or None) for ``scope``."""
-        lines = [f"  let it{d} = bitcast<i32>({self.word('ctl', 0, f'{d}i')});"
-                 for d in range(scope.loops)]
+        lines = [
+            f"  let it{d} = bitcast<i32>({self.word('ctl', 0, f'{d}i')});"
+            for d in range(scope.loops)
+        ]
         conds = []
         for j, (index, branch, n) in enumerate(scope.guards):
             raw = from_word(self.ref(index, "0i"), index.dtype)
@@ -115,35 +123,81 @@ class Slots:
         return [(k, k in self.writable) for k in self.keys]
 
 
-def workgroup_text(slots: Slots, src: Prelude, shared: list[str], size: int,
-                    head: list[str], guard: str | None, body: list[str]) -> str:
+def workgroup_text(
+    slots: Slots,
+    src: Prelude,
+    shared: list[str],
+    size: int,
+    head: list[str],
+    guard: str | None,
+    body: list[str],
+) -> str:
     """The text of a shader whose workgroups (``size`` invocations, ``lid``; ``wid``/``nwg``:
     the workgroup's index and the grid) cooperate through workgroup memory (``shared``
     declarations). Barriers need uniform control flow, so the guard of a cond's branch is
     made uniform through workgroup memory (``fg_run``) after ``head``."""
     if guard is not None:
-        head = [*head, "  if (lid == 0u) {", f"    fg_run = select(0u, 1u, {guard});", "  }",
-                "  if (workgroupUniformLoad(&fg_run) == 0u) { return; }"]
-    return "\n".join([
-        *slots.declarations(), "", src.prelude(), "", *shared,
-        *(["var<workgroup> fg_run: u32;"] if guard is not None else []), "",
-        f"@compute @workgroup_size({size})",
-        "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, "
-        "@builtin(local_invocation_index) lid: u32) {", *head, *body, "}", ""])
+        head = [
+            *head,
+            "  if (lid == 0u) {",
+            f"    fg_run = select(0u, 1u, {guard});",
+            "  }",
+            "  if (workgroupUniformLoad(&fg_run) == 0u) { return; }",
+        ]
+    return "\n".join(
+        [
+            *slots.declarations(),
+            "",
+            src.prelude(),
+            "",
+            *shared,
+            *(["var<workgroup> fg_run: u32;"] if guard is not None else []),
+            "",
+            f"@compute @workgroup_size({size})",
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+            "@builtin(num_workgroups) nwg: vec3<u32>, "
+            "@builtin(local_invocation_index) lid: u32) {",
+            *head,
+            *body,
+            "}",
+            "",
+        ]
+    )
 
 
-def flat_shader(name: str, slots: Slots, src: Prelude, scope: Scope, invocations: int,
-                 body: list[str], iterations: int = 0) -> Shader:
+def flat_shader(
+    name: str,
+    slots: Slots,
+    src: Prelude,
+    scope: Scope,
+    invocations: int,
+    body: list[str],
+    iterations: int = 0,
+) -> Shader:
     """A shader of ``invocations`` invocations (``flat``) running ``body`` under ``scope``."""
     head, guard = slots.scope_lines(scope)
     if guard is not None:
         head.append(f"  if (!({guard})) {{ return; }}")
-    lines = [*head, f"  let flat = i32(gid.x + gid.y * nwg.x * {WORKGROUP}u);",
-             f"  if (flat >= {invocations}i) {{ return; }}", *body]
-    text = "\n".join([*slots.declarations(), "", src.prelude(), "",
-                      f"@compute @workgroup_size({WORKGROUP})",
-                      "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
-                      "@builtin(num_workgroups) nwg: vec3<u32>) {", *lines, "}", ""])
+    lines = [
+        *head,
+        f"  let flat = i32(gid.x + gid.y * nwg.x * {WORKGROUP}u);",
+        f"  if (flat >= {invocations}i) {{ return; }}",
+        *body,
+    ]
+    text = "\n".join(
+        [
+            *slots.declarations(),
+            "",
+            src.prelude(),
+            "",
+            f"@compute @workgroup_size({WORKGROUP})",
+            "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+            "@builtin(num_workgroups) nwg: vec3<u32>) {",
+            *lines,
+            "}",
+            "",
+        ]
+    )
     grid = grid_1d(invocations, WORKGROUP) if invocations else (0, 1, 1)
     return Shader(name, text, slots.bindings(), grid, iterations)
 
@@ -157,13 +211,15 @@ def render_counter(d: int, value: str, place, scope: Scope = TOP) -> Shader:
     if guard is not None:
         head.append(f"  if (!({guard})) {{ return; }}")
     head.append(f"  {slots.word('ctl', 0, f'{d}i', write=True)} = bitcast<u32>({value});")
-    text = "\n".join([*slots.declarations(), "", "@compute @workgroup_size(1)",
-                      "fn main() {", *head, "}", ""])
+    text = "\n".join(
+        [*slots.declarations(), "", "@compute @workgroup_size(1)", "fn main() {", *head, "}", ""]
+    )
     return Shader(f"counter{d}", text, slots.bindings(), (1, 1, 1))
 
 
-def render_copy(dst: tuple[str, int | str], src: tuple[str, int | str], words: int,
-                scope: Scope = TOP) -> Shader:
+def render_copy(
+    dst: tuple[str, int | str], src: tuple[str, int | str], words: int, scope: Scope = TOP
+) -> Shader:
     """``words`` words from ``src`` to ``dst`` (slot key, offset), e.g. a while loop's final
     carry from its spare buffer home (WebGPU cannot copy a buffer onto itself)."""
     return _word_shader("copy", dst, words, scope, lambda slots: slots.word(*src, "flat"))
@@ -180,10 +236,21 @@ def _word_shader(name: str, dst, words: int, scope: Scope, value) -> Shader:
     head, guard = slots.scope_lines(scope)
     if guard is not None:
         head.append(f"  if (!({guard})) {{ return; }}")
-    head += ["  let flat = i32(gid.x + gid.y * nwg.x * "
-             f"{WORKGROUP}u);", f"  if (flat >= {words}i) {{ return; }}",
-             f"  {slots.word(*dst, 'flat', write=True)} = {value(slots)};"]
-    text = "\n".join([*slots.declarations(), "", f"@compute @workgroup_size({WORKGROUP})",
-                      "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
-                      "@builtin(num_workgroups) nwg: vec3<u32>) {", *head, "}", ""])
+    head += [
+        f"  let flat = i32(gid.x + gid.y * nwg.x * {WORKGROUP}u);",
+        f"  if (flat >= {words}i) {{ return; }}",
+        f"  {slots.word(*dst, 'flat', write=True)} = {value(slots)};",
+    ]
+    text = "\n".join(
+        [
+            *slots.declarations(),
+            "",
+            f"@compute @workgroup_size({WORKGROUP})",
+            "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+            "@builtin(num_workgroups) nwg: vec3<u32>) {",
+            *head,
+            "}",
+            "",
+        ]
+    )
     return Shader(name, text, slots.bindings(), grid_1d(words, WORKGROUP))

@@ -87,8 +87,9 @@ HELPERS = {
   return u32(x);
 }""",
 }
-_HELPER_DEPS = dict.fromkeys(("rem_f32", "max_f32", "min_f32", "nextafter", "f2i", "f2u"),
-                             ("isnan",))
+_HELPER_DEPS = dict.fromkeys(
+    ("rem_f32", "max_f32", "min_f32", "nextafter", "f2i", "f2u"), ("isnan",)
+)
 
 
 class Prelude:
@@ -111,8 +112,9 @@ class Prelude:
         self._add_math(texts)
         return fn
 
-    def inline_math(self, name: str, args: list[str], prefix: str, zero: str
-                    ) -> tuple[list[str], str] | None:
+    def inline_math(
+        self, name: str, args: list[str], prefix: str, zero: str
+    ) -> tuple[list[str], str] | None:
         """(let statements, result) of math function ``name`` written out in the caller
         (``wgsl_math.inline``; ``zero``: the caller's opaque zero), its callees added to the
         prelude; None where it must be called instead."""

@@ -36,6 +36,7 @@ def _compare(op: str):
         if t == "f32" and op == "ne":  # not (a == b): true for NaN even where != is folded
             return f"!({a[0]} == {a[1]})"
         return f"({a[0]} {_CMP[op]} {a[1]})"
+
     return code
 
 
@@ -44,6 +45,7 @@ def _arith(op: str):
         if t == "bool":
             return f"({a[0]} {'|' if op == 'add' else '&' if op == 'mul' else '!='} {a[1]})"
         return f"({a[0]} {_ARITH[op]} {a[1]})"
+
     return code
 
 
@@ -52,6 +54,7 @@ def _int_division(op: str):
         if a[1] == literal(0, dt):  # (5i / 0i) is rejected
             return f"fg_{w.src.need(('div_' if op == 'idiv' else 'rem_') + t)}({a[0]}, {a[1]})"
         return f"({a[0]} {_ARITH[op]} {a[1]})"
+
     return code
 
 
@@ -68,12 +71,14 @@ def _rem(w, t: str, dt, a: list[str]) -> str:
 def _minmax(op: str):
     """``max``/``min`` (floats: NaN propagates and ``-0 < +0``, which WGSL's builtins do not
     do)."""
+
     def code(w, t: str, dt, a: list[str]) -> str:
         if t == "f32":
             return f"fg_{w.src.need(op + '_f32')}({a[0]}, {a[1]})"
         if t == "bool":
             return f"({a[0]} {'|' if op == 'max' else '&'} {a[1]})"
         return f"{op}({a[0]}, {a[1]})"
+
     return code
 
 
@@ -81,6 +86,7 @@ def _bitwise(op: str):
     def code(w, t: str, dt, a: list[str]) -> str:
         sym = {"and": "&", "or": "|", "xor": "!=" if t == "bool" else "^"}[op]
         return f"({a[0]} {sym} {a[1]})"
+
     return code
 
 
@@ -97,12 +103,14 @@ def _shift(op: str):
         if op == "shl":
             return f"select({a[0]} << {by}, {zero}, {s} >= 32u)"
         if op == "shr_logical":
-            shifted = (f"bitcast<i32>(bitcast<u32>({a[0]}) >> {by})" if t == "i32"
-                       else f"({a[0]} >> {by})")
+            shifted = (
+                f"bitcast<i32>(bitcast<u32>({a[0]}) >> {by})" if t == "i32" else f"({a[0]} >> {by})"
+            )
             return f"select({shifted}, {zero}, {s} >= 32u)"
         signed = f"bitcast<i32>({a[0]})" if t == "u32" else a[0]
         r = f"({signed} >> {by})"
         return f"bitcast<u32>{r}" if t == "u32" else r
+
     return code
 
 
@@ -118,15 +126,19 @@ def _sign(w, t: str, dt, a: list[str]) -> str:
 
 def _call(fn: str):
     """An op that is WGSL builtin ``fn`` of its operands."""
+
     def code(w, t: str, dt, a: list[str]) -> str:
         return f"{fn}({', '.join(a)})"
+
     return code
 
 
 def _helper(name: str):
     """An op that is helper function ``fg_<name>`` (``helpers.HELPERS``) of its operands."""
+
     def code(w, t: str, dt, a: list[str]) -> str:
         return f"fg_{w.src.need(name)}({', '.join(a)})"
+
     return code
 
 
@@ -143,6 +155,7 @@ def _math(op: str):
         if t != "f32":
             raise LoweringError(f"jit(backend='gpu'): {op} of {np.dtype(dt).name}")
         return f"{w.src.need_math(op)}({', '.join(a)})"
+
     return code
 
 

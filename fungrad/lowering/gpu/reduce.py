@@ -43,8 +43,10 @@ def tree_reduce(w, e: Expr) -> str:
     if g > 1 and not tree.partial:  # fold the partials of this output
         val, const = w.tmp("pv"), False
         pos_of = w.tmp("pp")
-        chunk = [f"  for (var {r} = i32(lid); {r} < {g}i; {r} += {TREE_WG}i) {{",
-                 f"    let {val} = {from_word(vref(f'flat * {g}i + {r}'), dt)};"]
+        chunk = [
+            f"  for (var {r} = i32(lid); {r} < {g}i; {r} += {TREE_WG}i) {{",
+            f"    let {val} = {from_word(vref(f'flat * {g}i + {r}'), dt)};",
+        ]
         if arg:
             chunk.append(f"    let {pos_of} = bitcast<i32>({pref(f'flat * {g}i + {r}')});")
     else:
@@ -69,22 +71,38 @@ def tree_reduce(w, e: Expr) -> str:
     out += [*decl, f"  var {pos}: i32 = 0i;"]
     if arg:
         ties = (pos_of, pos) if g > 1 and not tree.partial else None
-        chunk += [f"  if {w.better(op, dt, val, acc, ties)} {{", f"    {acc} = {val};",
-                  f"    {pos} = {pos_of};", "  }"]
+        chunk += [
+            f"  if {w.better(op, dt, val, acc, ties)} {{",
+            f"    {acc} = {val};",
+            f"    {pos} = {pos_of};",
+            "  }",
+        ]
     else:
         chunk += update
-    out += [*chunk, "  }", *final, f"  fg_tv[lid] = {to_word(acc, dt)};",
-            f"  fg_tp[lid] = {pos};", "  workgroupBarrier();"]
+    out += [
+        *chunk,
+        "  }",
+        *final,
+        f"  fg_tv[lid] = {to_word(acc, dt)};",
+        f"  fg_tp[lid] = {pos};",
+        "  workgroupBarrier();",
+    ]
     s = TREE_WG // 2
     while s:
         a, b = from_word("fg_tv[lid]", dt), from_word(f"fg_tv[lid + {s}u]", dt)
         out.append(f"  if (lid < {s}u) {{")
         if arg:
             better = w.better(op, dt, "rb", "ra", ("qb", "qa"))
-            out += [f"    let ra = {a};", f"    let rb = {b};", "    let qa = fg_tp[lid];",
-                    f"    let qb = fg_tp[lid + {s}u];",
-                    f"    if {better} {{", f"      fg_tv[lid] = {to_word('rb', dt)};",
-                    "      fg_tp[lid] = qb;", "    }"]
+            out += [
+                f"    let ra = {a};",
+                f"    let rb = {b};",
+                "    let qa = fg_tp[lid];",
+                f"    let qb = fg_tp[lid + {s}u];",
+                f"    if {better} {{",
+                f"      fg_tv[lid] = {to_word('rb', dt)};",
+                "      fg_tp[lid] = qb;",
+                "    }",
+            ]
         else:
             out.append(f"    fg_tv[lid] = {to_word(w.combine(op, dt, a, b), dt)};")
         out += ["  }", "  workgroupBarrier();"]
@@ -109,16 +127,26 @@ def tree_source(w, head: list[str], guard: str | None) -> Shader:
     barriers need uniform control flow, so the guard goes through workgroup memory."""
     tree = w.tree
     g = tree.groups if tree.partial else 1
-    head = ["  let wg = i32(wid.x + wid.y * nwg.x);",
-            f"  let flat = wg / {g}i;" if g > 1 else "  let flat = wg;",
-            *([f"  let grp = wg % {g}i;"] if tree.partial else []),
-            f"  if (flat >= {w.outputs}i) {{ return; }}", *head]
+    head = [
+        "  let wg = i32(wid.x + wid.y * nwg.x);",
+        f"  let flat = wg / {g}i;" if g > 1 else "  let flat = wg;",
+        *([f"  let grp = wg % {g}i;"] if tree.partial else []),
+        f"  if (flat >= {w.outputs}i) {{ return; }}",
+        *head,
+    ]
     name = f"{w.kern.name}_partial" if tree.partial else w.kern.name
-    text = workgroup_text(w.slots, w.src,
-                          [f"var<workgroup> fg_tv: array<u32, {TREE_WG}>;",
-                           f"var<workgroup> fg_tp: array<i32, {TREE_WG}>;"],
-                          TREE_WG, head, guard,
-                          schedule(w.loop_indices() + w.lines[None]))
+    text = workgroup_text(
+        w.slots,
+        w.src,
+        [
+            f"var<workgroup> fg_tv: array<u32, {TREE_WG}>;",
+            f"var<workgroup> fg_tp: array<i32, {TREE_WG}>;",
+        ],
+        TREE_WG,
+        head,
+        guard,
+        schedule(w.loop_indices() + w.lines[None]),
+    )
     grid = grid_1d(w.outputs * g, 1) if w.outputs else (0, 1, 1)
     return Shader(name, text, w.slots.bindings(), grid, w.iterations)
 
@@ -134,23 +162,36 @@ def scatter_store(w, st, val: str, idx: str, mask: str | None, lines: list) -> N
         body.append(f"atomicMax({w.slots.word('arena', sc.base, idx, True)}, {order});")
     elif sc.mode == "write":
         won = f"{w.slots.word('arena', sc.base, idx)} == {order}"
-        body += [f"if ({won}) {{",
-                 f"  {w.slots.ref(st.buffer, idx, write=True)} = {to_word(val, dt)};",
-                 "}"]
+        body += [
+            f"if ({won}) {{",
+            f"  {w.slots.ref(st.buffer, idx, write=True)} = {to_word(val, dt)};",
+            "}",
+        ]
     else:
         ptr = w.slots.ref(st.buffer, idx, write=True)
         op = st.combine
-        builtin = {("add", "i32"): "atomicAdd", ("add", "u32"): "atomicAdd",
-                   ("min", "u32"): "atomicMin", ("max", "u32"): "atomicMax",
-                   ("add", "bool"): "atomicOr", ("max", "bool"): "atomicOr",
-                   ("mul", "bool"): "atomicAnd", ("min", "bool"): "atomicAnd"}.get((op, t))
+        builtin = {
+            ("add", "i32"): "atomicAdd",
+            ("add", "u32"): "atomicAdd",
+            ("min", "u32"): "atomicMin",
+            ("max", "u32"): "atomicMax",
+            ("add", "bool"): "atomicOr",
+            ("max", "bool"): "atomicOr",
+            ("mul", "bool"): "atomicAnd",
+            ("min", "bool"): "atomicAnd",
+        }.get((op, t))
         if builtin is not None:
             body.append(f"{builtin}({ptr}, {to_word(val, dt)});")
         else:  # compare-and-swap the combined value's bits until no one came between
             new = w.combine(op, dt, from_word("old", dt), val, st.value.op == "const")
-            body += ["var old = atomicLoad(" + ptr + ");", "loop {",
-                     f"  let r = atomicCompareExchangeWeak({ptr}, old, {to_word(new, dt)});",
-                     "  if (r.exchanged) { break; }", "  old = r.old_value;", "}"]
+            body += [
+                "var old = atomicLoad(" + ptr + ");",
+                "loop {",
+                f"  let r = atomicCompareExchangeWeak({ptr}, old, {to_word(new, dt)});",
+                "  if (r.exchanged) { break; }",
+                "  old = r.old_value;",
+                "}",
+            ]
     if mask is not None:
         body = [f"if ({mask}) {{", *(f"  {b}" for b in body), "}"]
     lines.append("  {")

@@ -35,7 +35,8 @@ _TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "Unknown": 
 HOW_TO_GET_ONE = (
     "Install a Vulkan driver for your GPU (Linux: your vendor's driver, or Mesa's: "
     "`apt install mesa-vulkan-drivers`, which includes the software driver lavapipe), or "
-    "use backend='cpu'.")
+    "use backend='cpu'."
+)
 
 
 class GpuUnavailableError(RuntimeError):
@@ -51,15 +52,18 @@ def _wgpu():
     try:
         import wgpu
     except ImportError as e:  # pragma: no cover - wgpu is a dependency
-        raise GpuUnavailableError(f"backend='gpu' needs the wgpu package ({e}); "
-                                  "`pip install wgpu`") from None
+        raise GpuUnavailableError(
+            f"backend='gpu' needs the wgpu package ({e}); `pip install wgpu`"
+        ) from None
     return wgpu
 
 
 def describe(info) -> str:
     """One line naming an adapter: device, backend and kind."""
-    return (f"{info.get('device') or info.get('vendor') or 'unknown'} "
-            f"({info.get('backend_type', '?')}, {info.get('adapter_type', '?')})")
+    return (
+        f"{info.get('device') or info.get('vendor') or 'unknown'} "
+        f"({info.get('backend_type', '?')}, {info.get('adapter_type', '?')})"
+    )
 
 
 _adapters_lock = threading.Lock()
@@ -75,8 +79,12 @@ def adapters() -> list:
                 found = list(_wgpu().gpu.enumerate_adapters_sync())
             except Exception:  # a broken driver stack: no adapter, not a crash
                 found = []
-            found.sort(key=lambda a: (_BACKEND_RANK.get(a.info.get("backend_type"), 1),
-                                      _TYPE_RANK.get(a.info.get("adapter_type"), 2)))
+            found.sort(
+                key=lambda a: (
+                    _BACKEND_RANK.get(a.info.get("backend_type"), 1),
+                    _TYPE_RANK.get(a.info.get("adapter_type"), 2),
+                )
+            )
             _adapters = found
         return list(_adapters)
 
@@ -90,8 +98,9 @@ def select_adapter():
             if want in describe(a.info).lower() or want in str(a.info.get("vendor", "")).lower():
                 return a
         names = "; ".join(describe(a.info) for a in found) or "none"
-        raise GpuUnavailableError(f"FUNGRAD_GPU_ADAPTER={want!r} matches no adapter (found: "
-                                  f"{names})")
+        raise GpuUnavailableError(
+            f"FUNGRAD_GPU_ADAPTER={want!r} matches no adapter (found: {names})"
+        )
     if not found:
         raise GpuUnavailableError(f"backend='gpu': no GPU adapter was found. {HOW_TO_GET_ONE}")
     return found[0]
@@ -122,25 +131,41 @@ class Runtime:
         self.adapter = adapter
         self.info = dict(adapter.info)
         lim = adapter.limits
-        wanted = {k: lim[k] for k in ("max-storage-buffers-per-shader-stage",
-                                      "max-storage-buffer-binding-size", "max-buffer-size")
-                  if k in lim}
+        wanted = {
+            k: lim[k]
+            for k in (
+                "max-storage-buffers-per-shader-stage",
+                "max-storage-buffer-binding-size",
+                "max-buffer-size",
+            )
+            if k in lim
+        }
         self.device = adapter.request_device_sync(required_limits=wanted)
         self.queue = self.device.queue
         self.max_bindings = int(wanted.get("max-storage-buffers-per-shader-stage", 8))
         self.max_binding_bytes = int(wanted.get("max-storage-buffer-binding-size", 1 << 27))
-        self.usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
-                      | wgpu.BufferUsage.COPY_DST)
+        self.usage = (
+            wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        )
         self.lock = threading.Lock()
         self._free: dict[int, list] = {}
         self._pipelines: OrderedDict[str, object] = OrderedDict()
         self.transfers = {"upload": 0, "download": 0}  # counted, for residency tests
-        self.fused_fma = self._probe("fma", "let a = b[0];\n  b[1] = fma(a, a, -(a * a));",
-                                     np.array([1 + 2.0 ** -12, 0], np.float32))[1] == 2.0 ** -24
+        self.fused_fma = (
+            self._probe(
+                "fma",
+                "let a = b[0];\n  b[1] = fma(a, a, -(a * a));",
+                np.array([1 + 2.0**-12, 0], np.float32),
+            )[1]
+            == 2.0**-24
+        )
         # gallivm (llvmpipe/lavapipe; Mesa 22.3 measured) ends every invocation's loops
         # after 65535 iterations in all, silently (its endless-loop guard): count them
-        count = self._probe("loops", f"for (var i = 0u; i < {self.PROBE_LOOP}u; i++) {{\n"
-                            "    b[0] = b[0] + 1.0f;\n  }", np.zeros(1, np.float32))[0]
+        count = self._probe(
+            "loops",
+            f"for (var i = 0u; i < {self.PROBE_LOOP}u; i++) {{\n    b[0] = b[0] + 1.0f;\n  }}",
+            np.zeros(1, np.float32),
+        )[0]
         self.loop_limit = int(count) if count < self.PROBE_LOOP else None
         self.transfers = {"upload": 0, "download": 0}
 
@@ -148,14 +173,21 @@ class Runtime:
 
     def _probe(self, name: str, body: str, data: np.ndarray) -> np.ndarray:
         """``data`` after one invocation of ``body`` on it (as ``b: array<f32>``)."""
-        src = ("@group(0) @binding(0) var<storage, read_write> b: array<f32>;\n"
-               f"@compute @workgroup_size(1)\nfn main() {{\n  {body}\n}}\n")
+        src = (
+            "@group(0) @binding(0) var<storage, read_write> b: array<f32>;\n"
+            f"@compute @workgroup_size(1)\nfn main() {{\n  {body}\n}}\n"
+        )
         db = self.upload(data)
         pipeline = self.pipeline(f"probe_{name}", src)
         group = self.device.create_bind_group(
             layout=pipeline.get_bind_group_layout(0),
-            entries=[{"binding": 0, "resource": {"buffer": db.buffer, "offset": 0,
-                                                 "size": db.buffer.size}}])
+            entries=[
+                {
+                    "binding": 0,
+                    "resource": {"buffer": db.buffer, "offset": 0, "size": db.buffer.size},
+                }
+            ],
+        )
         encoder = self.device.create_command_encoder()
         cpass = encoder.begin_compute_pass()
         cpass.set_pipeline(pipeline)
@@ -181,9 +213,11 @@ class Runtime:
         size = max(4 * words, 16)
         size = -(-size // 256) * 256
         if size > self.max_binding_bytes:
-            raise ValueError(f"backend='gpu': an array of {4 * words} bytes exceeds this "
-                             f"adapter's largest storage binding ({self.max_binding_bytes} "
-                             "bytes); split the array or use backend='cpu'")
+            raise ValueError(
+                f"backend='gpu': an array of {4 * words} bytes exceeds this "
+                f"adapter's largest storage binding ({self.max_binding_bytes} "
+                "bytes); split the array or use backend='cpu'"
+            )
         with self.lock:
             free = self._free.get(size)
             buf = free.pop() if free else None
@@ -234,14 +268,17 @@ class Runtime:
             try:
                 module = self.device.create_shader_module(code=source)
                 p = self.device.create_compute_pipeline(
-                    layout="auto", compute={"module": module, "entry_point": "main"})
+                    layout="auto", compute={"module": module, "entry_point": "main"}
+                )
             except Exception as e:
                 fd, path = tempfile.mkstemp(prefix=f"fungrad-{name}-", suffix=".wgsl")
                 with os.fdopen(fd, "w") as f:
                     f.write(source)
-                raise GpuCompileError(f"jit(backend='gpu'): the WGSL shader of kernel {name} "
-                                      f"was rejected by {self.name}: {e}\nshader written to "
-                                      f"{path}") from None
+                raise GpuCompileError(
+                    f"jit(backend='gpu'): the WGSL shader of kernel {name} "
+                    f"was rejected by {self.name}: {e}\nshader written to "
+                    f"{path}"
+                ) from None
             with self.lock:
                 self._pipelines[source] = p
                 while len(self._pipelines) > max(1, self.PIPELINE_CACHE):
@@ -255,9 +292,11 @@ def to_words(value: np.ndarray) -> np.ndarray:
     if a.dtype == np.bool_:
         return a.astype(np.uint32).ravel()
     if a.dtype.itemsize != 4:
-        raise TypeError(f"backend='gpu': {a.dtype.name} arrays cannot live on the GPU "
-                        "(WGSL has 32-bit types only: float32, int32, uint32, bool); convert "
-                        "to float32/int32 or use backend='cpu'")
+        raise TypeError(
+            f"backend='gpu': {a.dtype.name} arrays cannot live on the GPU "
+            "(WGSL has 32-bit types only: float32, int32, uint32, bool); convert "
+            "to float32/int32 or use backend='cpu'"
+        )
     return a.ravel().view(np.uint32)
 
 

@@ -22,8 +22,16 @@ class ScanShader(KernelShader):
     loop inside the invocation: nodes depending on it are written into its body
     (``lines[s]``), the other loops' indices come from the invocation's line."""
 
-    def __init__(self, kern: Kernel, scan: ScanInfo, place, fused_fma: bool, scope: Scope,
-                 blocks: int, base: int):
+    def __init__(
+        self,
+        kern: Kernel,
+        scan: ScanInfo,
+        place,
+        fused_fma: bool,
+        scope: Scope,
+        blocks: int,
+        base: int,
+    ):
         super().__init__(kern, place, fused_fma, scope)
         self.scan, self.blocks, self.base = scan, blocks, base
         s = scan.var
@@ -97,10 +105,20 @@ class ScanShader(KernelShader):
             body, iterations = self._exact_pass(kind, dt), self.block + self.iterations
         else:
             body, iterations = self._subblocked_pass(kind, dt), self.block + self.iterations
-        name = {"totals": f"{self.kern.name}_totals", "prefix": f"{self.kern.name}_prefix",
-                "scan": self.kern.name}[kind]
-        return flat_shader(name, self.slots, self.src, self.scope_of, self.rows * per_row,
-                            [*head, *self.lines[None], *body], iterations)
+        name = {
+            "totals": f"{self.kern.name}_totals",
+            "prefix": f"{self.kern.name}_prefix",
+            "scan": self.kern.name,
+        }[kind]
+        return flat_shader(
+            name,
+            self.slots,
+            self.src,
+            self.scope_of,
+            self.rows * per_row,
+            [*head, *self.lines[None], *body],
+            iterations,
+        )
 
     def _combine(self, prev: str, elem: str) -> tuple[list[str], str]:
         """(lines, result) of the scan's combine of the values named ``prev`` and ``elem``."""
@@ -128,33 +146,58 @@ class ScanShader(KernelShader):
         word = lambda b, w=False: self._word(self._total(b), w)  # noqa: E731
         if not self._subblocked():
             combine, r = self._combine("acc", "tv")
-            return [f"  var acc = {from_word(word('0i'), dt)};",
-                    f"  for (var b = 1i; b < {self.blocks}i; b++) {{",
-                    f"    let tv = {from_word(word('b'), dt)};",
-                    f"    {word('b', True)} = {to_word('acc', dt)};",
-                    *combine, f"    acc = {r};", "  }"]
+            return [
+                f"  var acc = {from_word(word('0i'), dt)};",
+                f"  for (var b = 1i; b < {self.blocks}i; b++) {{",
+                f"    let tv = {from_word(word('b'), dt)};",
+                f"    {word('b', True)} = {to_word('acc', dt)};",
+                *combine,
+                f"    acc = {r};",
+                "  }",
+            ]
         hi_lo, hl = self._combine("hi", "lo")
         lo_tv, lt = self._combine("lo", "tv")
         t = wgsl_type(dt)
-        return [f"  var lo = {from_word(word('0i'), dt)};", f"  var hi: {t};",
-                "  var has_hi = false;", "  var lo_fresh = false;",
-                f"  for (var b = 1i; b < {self.blocks}i; b++) {{",
-                f"    let tv = {from_word(word('b'), dt)};", *hi_lo,
-                f"    let pre = select(select(lo, {hl}, has_hi), hi, lo_fresh);",
-                f"    {word('b', True)} = {to_word('pre', dt)};",
-                f"    if (b % {SUM_BLOCK}i == 0i) {{", "      hi = pre;", "      has_hi = true;",
-                "      lo_fresh = true;", "    }", *lo_tv,
-                f"    lo = select({lt}, tv, lo_fresh);", "    lo_fresh = false;", "  }"]
+        return [
+            f"  var lo = {from_word(word('0i'), dt)};",
+            f"  var hi: {t};",
+            "  var has_hi = false;",
+            "  var lo_fresh = false;",
+            f"  for (var b = 1i; b < {self.blocks}i; b++) {{",
+            f"    let tv = {from_word(word('b'), dt)};",
+            *hi_lo,
+            f"    let pre = select(select(lo, {hl}, has_hi), hi, lo_fresh);",
+            f"    {word('b', True)} = {to_word('pre', dt)};",
+            f"    if (b % {SUM_BLOCK}i == 0i) {{",
+            "      hi = pre;",
+            "      has_hi = true;",
+            "      lo_fresh = true;",
+            "    }",
+            *lo_tv,
+            f"    lo = select({lt}, tv, lo_fresh);",
+            "    lo_fresh = false;",
+            "  }",
+        ]
 
     def _start(self, first: list[str], p0: str, prefix: str | None) -> list[str]:
         """Lines starting a block: block 0 from the line's first element (stored by an
         earlier kernel), the others from their prefix (``prefix``: its lines)."""
         s = self.scan.var
         t = wgsl_type(self.kern.stores[0].buffer.dtype)
-        lines = [f"  var acc: {t};", f"  let k0 = blk * {self.block}i;",
-                 f"  let k1 = min(k0 + {self.block}i, {self.length}i);", "  var k = k0;",
-                 "  var fresh = true;", "  if (blk == 0i) {", f"    let v{s.id} = 0i;", *first,
-                 f"    acc = {p0};", "    fresh = false;", "    k = 1i;", "  }"]
+        lines = [
+            f"  var acc: {t};",
+            f"  let k0 = blk * {self.block}i;",
+            f"  let k1 = min(k0 + {self.block}i, {self.length}i);",
+            "  var k = k0;",
+            "  var fresh = true;",
+            "  if (blk == 0i) {",
+            f"    let v{s.id} = 0i;",
+            *first,
+            f"    acc = {p0};",
+            "    fresh = false;",
+            "    k = 1i;",
+            "  }",
+        ]
         if prefix is not None:
             lines[-1] = f"  }} else {{ {prefix} }}"
         return lines
@@ -173,10 +216,17 @@ class ScanShader(KernelShader):
         body = self._start(first, p0, prefix)
         update = [f"    acc = select({r}, {c}, fresh);", "    fresh = false;"]
         if kind == "scan":
-            update.append(f"    {self.slots.ref(st.buffer, self.value(st.index), write=True)}"
-                          f" = {to_word('acc', dt)};")
-        body += ["  for (; k < k1; k++) {", f"    let v{s.id} = k - 1i;", *self.lines[s],
-                 *update, "  }"]
+            update.append(
+                f"    {self.slots.ref(st.buffer, self.value(st.index), write=True)}"
+                f" = {to_word('acc', dt)};"
+            )
+        body += [
+            "  for (; k < k1; k++) {",
+            f"    let v{s.id} = k - 1i;",
+            *self.lines[s],
+            *update,
+            "  }",
+        ]
         if kind == "totals":
             body.append(f"  {self._word(self._total('blk'), True)} = {to_word('acc', dt)};")
         return body
@@ -203,33 +253,66 @@ class ScanShader(KernelShader):
         r = self.value(st.value)
         prefix = None
         if kind == "scan" and self.blocks > 1:
-            prefix = (f"pre = {from_word(self._word(self._total('blk')), dt)}; "
-                      "has_pre = true; pm = pre; has_pm = true;")
+            prefix = (
+                f"pre = {from_word(self._word(self._total('blk')), dt)}; "
+                "has_pre = true; pm = pre; has_pm = true;"
+            )
         body = [f"  var {v}: {t};" for v in ("pre", "mid", "pm")]
         body += [f"  var has_{v} = false;" for v in ("pre", "mid", "pm")]
-        body += [*self._start(first, p0, prefix),
-                 "  var last = acc;"]  # (block 0 may hold the first element only)
-        update = [f"    acc = select({r}, {c}, fresh);", "    fresh = false;", *with_pm,
-                  f"    last = select(acc, {pa}, has_pm);"]
+        body += [
+            *self._start(first, p0, prefix),
+            "  var last = acc;",
+        ]  # (block 0 may hold the first element only)
+        update = [
+            f"    acc = select({r}, {c}, fresh);",
+            "    fresh = false;",
+            *with_pm,
+            f"    last = select(acc, {pa}, has_pm);",
+        ]
         if kind == "scan":
-            update.append(f"    {self.slots.ref(st.buffer, self.value(st.index), write=True)}"
-                          f" = {to_word('last', dt)};")
+            update.append(
+                f"    {self.slots.ref(st.buffer, self.value(st.index), write=True)}"
+                f" = {to_word('last', dt)};"
+            )
         b = SUM_BLOCK
-        update += ["    let count = k - k0 + 1i;", f"    if (count % {b}i == 0i) {{", *with_mid,
-                   f"      mid = select(acc, {ma}, has_mid);", "      has_mid = true;",
-                   "      fresh = true;", *with_pre, f"      pm = select(mid, {pmid}, has_pre);",
-                   "      has_pm = true;", f"      if (count % {b * b}i == 0i) {{",
-                   "        pre = pm;", "        has_pre = true;", "        has_mid = false;",
-                   "      }", "    }"]
-        body += ["  for (; k < k1; k++) {", f"    let v{s.id} = k - 1i;", *self.lines[s],
-                 *update, "  }"]
+        update += [
+            "    let count = k - k0 + 1i;",
+            f"    if (count % {b}i == 0i) {{",
+            *with_mid,
+            f"      mid = select(acc, {ma}, has_mid);",
+            "      has_mid = true;",
+            "      fresh = true;",
+            *with_pre,
+            f"      pm = select(mid, {pmid}, has_pre);",
+            "      has_pm = true;",
+            f"      if (count % {b * b}i == 0i) {{",
+            "        pre = pm;",
+            "        has_pre = true;",
+            "        has_mid = false;",
+            "      }",
+            "    }",
+        ]
+        body += [
+            "  for (; k < k1; k++) {",
+            f"    let v{s.id} = k - 1i;",
+            *self.lines[s],
+            *update,
+            "  }",
+        ]
         if kind == "totals":
             body.append(f"  {self._word(self._total('blk'), True)} = {to_word('last', dt)};")
         return body
 
 
-def render_scan(kern: Kernel, scan: ScanInfo, place, fused_fma: bool = True,
-                scope: Scope = TOP, blocks: int = 1, base: int = 0) -> list[Shader]:
+def render_scan(
+    kern: Kernel,
+    scan: ScanInfo,
+    place,
+    fused_fma: bool = True,
+    scope: Scope = TOP,
+    blocks: int = 1,
+    base: int = 0,
+) -> list[Shader]:
     """The dispatches of a scan (:func:`scan_of`) whose lines (the other loops) are split
     into ``blocks`` blocks of consecutive elements. One block: one invocation per line runs
     the line in order (one dispatch). More (a line longer than an invocation may loop, or
@@ -241,8 +324,10 @@ def render_scan(kern: Kernel, scan: ScanInfo, place, fused_fma: bool = True,
     runs a workgroup's barriers as coroutine switches: slow); 3 dispatches, reading the
     operand twice. The combine is reassociated, so float sums and products may round
     differently from the serial loop (max/min and integer results are exact)."""
+
     def make(kind: str) -> Shader:
         return ScanShader(kern, scan, place, fused_fma, scope, blocks, base).shader(kind)
+
     if blocks == 1:
         return [make("scan")]
     return [make("totals"), make("prefix"), make("scan")]

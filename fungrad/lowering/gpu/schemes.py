@@ -62,8 +62,9 @@ SCAN_SERIAL_ROWS = 4096
 def _mode(variable: str, name: str, default: str) -> str:
     mode = os.environ.get(variable, "").strip().lower() or default
     if mode not in ("auto", "always", "never"):
-        raise ValueError(f"{variable} / gpu.schemes.{name}: {mode!r} is not one of 'auto', "
-                         "'always', 'never'")
+        raise ValueError(
+            f"{variable} / gpu.schemes.{name}: {mode!r} is not one of 'auto', 'always', 'never'"
+        )
     return mode
 
 
@@ -78,6 +79,7 @@ def tree_reductions() -> str:
 
 
 # -- the choices ----------------------------------------------------------------------------------
+
 
 def tree_groups(kern: Kernel, rt, serial_iterations: Callable[[], int]) -> int:
     """Workgroups per output element for ``kern``'s top-level reductions as workgroup trees
@@ -97,8 +99,11 @@ def tree_groups(kern: Kernel, rt, serial_iterations: Callable[[], int]) -> int:
     longest = max(int(np.prod([v.extent for v in e.attr.vars])) for e in tops)
     limit = rt.loop_limit
     too_long = limit is not None and serial_iterations() >= limit
-    if not too_long and (outputs > TREE_MAX_OUTPUTS or mode == "auto" and (
-            rt.cpu_adapter or longest < TREE_MIN_LENGTH)):
+    if not too_long and (
+        outputs > TREE_MAX_OUTPUTS
+        or mode == "auto"
+        and (rt.cpu_adapter or longest < TREE_MIN_LENGTH)
+    ):
         return 0
     if not reductions_independent(tops):
         return 1
@@ -130,8 +135,7 @@ def scan_blocks(kern: Kernel, scan: ScanInfo, rt, serial_iterations: Callable[[]
     return -(-n // -(-n // blocks))  # every block full but the last, none empty
 
 
-def split_k(k: int, iterations: int, limit: int | None, kstep: int, base: int
-            ) -> SplitK | None:
+def split_k(k: int, iterations: int, limit: int | None, kstep: int, base: int) -> SplitK | None:
     """How a matmul contraction of length ``k`` splits (:class:`SplitK`, partial products at
     arena word ``base``), or None where one invocation may loop through it (``iterations``:
     the one-pass shader's loop iterations; ranges are multiples of ``kstep``)."""
@@ -154,7 +158,7 @@ def scatter_like(kern: Kernel) -> bool:
     iteration (a scan's first element: one invocation, one dispatch)."""
     if kern.parallel or len(kern.stores) != 1 or all(v.extent == 1 for v in kern.loops):
         return False
-    st, = kern.stores
+    (st,) = kern.stores
     exprs = [e for e in (st.value, st.index, st.mask) if e is not None]
     return st.buffer not in fusion._loaded_buffers(exprs)
 
@@ -162,10 +166,11 @@ def scatter_like(kern: Kernel) -> bool:
 def split_bindings(kern: Kernel, place: dict, limit: int) -> list[Kernel]:
     """``kern`` as kernels binding at most ``limit`` device buffers each: its stores are
     independent, so they can be grouped into several dispatches."""
+
     def keys(st) -> set[str]:
         exprs = [e for e in (st.value, st.index, st.mask) if e is not None]
-        return {place[b.id][0] for b in fusion._loaded_buffers(exprs)} | {
-            place[st.buffer.id][0]}
+        return {place[b.id][0] for b in fusion._loaded_buffers(exprs)} | {place[st.buffer.id][0]}
+
     groups: list[tuple[set[str], list]] = []
     for st in kern.stores:
         k = keys(st)
@@ -173,7 +178,8 @@ def split_bindings(kern: Kernel, place: dict, limit: int) -> list[Kernel]:
             raise LoweringError(
                 f"jit(backend='gpu'): kernel {kern.name} ({', '.join(kern.origins)}) reads "
                 f"{len(k)} arrays in one expression, more than this adapter's {limit} storage "
-                "buffers per shader; use backend='cpu' for this function")
+                "buffers per shader; use backend='cpu' for this function"
+            )
         for g in groups:
             if len(g[0] | k) <= limit:
                 g[0].update(k)
@@ -183,8 +189,10 @@ def split_bindings(kern: Kernel, place: dict, limit: int) -> list[Kernel]:
             groups.append((k, [st]))
     if len(groups) == 1:
         return [kern]
-    return [Kernel(f"{kern.name}_{i}", kern.loops, stores, kern.parallel, kern.origins)
-            for i, (_, stores) in enumerate(groups)]
+    return [
+        Kernel(f"{kern.name}_{i}", kern.loops, stores, kern.parallel, kern.origins)
+        for i, (_, stores) in enumerate(groups)
+    ]
 
 
 # -- the choices as data, and the analysis --------------------------------------------------------
@@ -201,6 +209,7 @@ class Scatter:
     dispatches: the arena words at ``base`` (one per element of the output) are zeroed
     (:func:`render_fill`), ``mode="claim"`` has each invocation ``atomicMax`` its iteration
     number + 1 into its element's word, and ``mode="write"`` lets only the winner store."""
+
     mode: str
     base: int = 0
 
@@ -221,6 +230,7 @@ class Tree:
     its position, for argmax/argmin) to the arena at word ``base``; the second pass (the
     same kernel, ``partial=False``) folds the partials of its output the same way. The
     partials of the reductions of one kernel follow one another (``partial_words``)."""
+
     groups: int
     base: int
     partial: bool = False
@@ -244,8 +254,10 @@ def partial_words(kern: Kernel, groups: int) -> int:
     """Arena words the first pass of ``kern``'s tree reductions writes (value and, for
     argmax/argmin, position per output, group and reduction)."""
     outputs = math.prod(v.extent for v in kern.loops)
-    return sum(outputs * groups * (2 if e.attr.op in ("argmax", "argmin") else 1)
-               for e in top_reductions(kern))
+    return sum(
+        outputs * groups * (2 if e.attr.op in ("argmax", "argmin") else 1)
+        for e in top_reductions(kern)
+    )
 
 
 @dataclass(frozen=True)
@@ -255,6 +267,7 @@ class SplitK:
     adapter: the tiles of each range write partial products to the arena at word ``base``
     (``chunks * batch * m * n`` words, range-major), then ``gemm.render_gemm_sum`` adds the
     ranges of each output in order and applies alpha and beta."""
+
     chunks: int
     size: int
     base: int
@@ -265,6 +278,7 @@ class ScanInfo:
     """A serial kernel recognised as a scan along loop ``var`` (:func:`scan_of`): its one
     store writes ``combine(prev, elem)`` where ``prev`` loads the element the previous
     iteration stored (the first iteration's ``prev`` was stored by an earlier kernel)."""
+
     var: Var
     prev: Expr
     elem: Expr
@@ -322,25 +336,32 @@ def scan_of(kern: Kernel) -> ScanInfo | None:
     logsumexp's combine. The cumulative reductions (lax/reduce.py) lower to such kernels."""
     if len(kern.stores) != 1:
         return None
-    st, = kern.stores
+    (st,) = kern.stores
     if st.combine is not None or st.mask is not None:
         return None
-    loads = {id(e): e for e in _walk([st.value, st.index])
-             if e.op == "load" and e.attr is st.buffer}
+    loads = {
+        id(e): e for e in _walk([st.value, st.index]) if e.op == "load" and e.attr is st.buffer
+    }
     if len(loads) != 1:
         return None
-    prev, = loads.values()
+    (prev,) = loads.values()
     elem = None
-    for cand in {id(e.args[1]): e.args[1] for e in _walk([st.value])
-                 if len(e.args) == 2 and e.args[0] is prev and e.args[1].free}.values():
+    for cand in {
+        id(e.args[1]): e.args[1]
+        for e in _walk([st.value])
+        if len(e.args) == 2 and e.args[0] is prev and e.args[1].free
+    }.values():
         if _closed(st.value, prev, cand):
             elem = cand
             break
     if elem is None or st.value.dtype != st.buffer.dtype or elem.dtype != st.buffer.dtype:
         return None
     root = st.value
-    if not (root.op in _ASSOCIATIVE and {id(a) for a in root.args} == {id(prev), id(elem)}
-            or kern.origins == ("cumlogsumexp",)):  # (reduce.py's logaddexp combine)
+    if not (
+        root.op in _ASSOCIATIVE
+        and {id(a) for a in root.args} == {id(prev), id(elem)}
+        or kern.origins == ("cumlogsumexp",)
+    ):  # (reduce.py's logaddexp combine)
         return None  # e.g. x[i] = x[i - 1] - y[i]: blocks would combine in another order
     ai, aj = _affine(st.index), _affine(prev.args[0])
     if ai is None or aj is None or ai[1] != aj[1] or not set(ai[1]) <= set(kern.loops):

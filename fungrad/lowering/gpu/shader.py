@@ -66,8 +66,15 @@ class KernelShader(KernelRenderer):
     backend = "WGSL"
     code_for_op = CODE_FOR_OP
 
-    def __init__(self, kern: Kernel, place, fused_fma: bool, scope: Scope,
-                 tree: Tree | None = None, scatter: Scatter | None = None):
+    def __init__(
+        self,
+        kern: Kernel,
+        place,
+        fused_fma: bool,
+        scope: Scope,
+        tree: Tree | None = None,
+        scatter: Scatter | None = None,
+    ):
         super().__init__(kern)
         self.tree = tree
         self.tree_at = 0
@@ -78,9 +85,8 @@ class KernelShader(KernelRenderer):
         self.scatter = scatter
         self.serial = not kern.parallel and scatter is None
         if scatter is not None and scatter.mode != "write":
-            st, = kern.stores
-            self.slots.atomic.add(place[st.buffer.id][0] if scatter.mode == "combine"
-                                  else "arena")
+            (st,) = kern.stores
+            self.slots.atomic.add(place[st.buffer.id][0] if scatter.mode == "combine" else "arena")
         self.trips: dict[Var | None, int] = {None: 1}  # iterations of each loop's body
         self.iterations = 0
         self.zero = False  # the opaque zero of written-out math functions is defined
@@ -120,8 +126,13 @@ class KernelShader(KernelRenderer):
         meets the other, made opaque to the shader compiler (see above)."""
         if e.op == "select" and wgsl_type(e.dtype) == "f32":  # cond ? a : b
             cond = self._reaches(e.args[0])  # (c < a ? a : c -> max(a, c), a - c < 0 ...)
-            return [args[0], *(self._opaque(v, a) if self._reaches(a) & cond else v
-                               for a, v in zip(e.args[1:], args[1:]))]
+            return [
+                args[0],
+                *(
+                    self._opaque(v, a) if self._reaches(a) & cond else v
+                    for a, v in zip(e.args[1:], args[1:])
+                ),
+            ]
         if e.op in ("select", "convert", "bitcast", "load") or not e.args:
             return args
         t = wgsl_type(e.args[0].dtype)
@@ -130,8 +141,7 @@ class KernelShader(KernelRenderer):
             return [self._opaque_literal(args[0], t), *args[1:]]
         if t != "f32":
             return args
-        out = [self._opaque_literal(v) if a.op == "const" else v
-               for a, v in zip(e.args, args)]
+        out = [self._opaque_literal(v) if a.op == "const" else v for a, v in zip(e.args, args)]
         if e.op in _SHARING_OPS and self._reaches(e.args[0]) & self._reaches(e.args[1]):
             out[1] = self._opaque(out[1], e.args[1])
         return out
@@ -166,8 +176,9 @@ class KernelShader(KernelRenderer):
             name = self.literals[text] = self.tmp("c")
             word = text if t == "u32" else f"bitcast<u32>({text})"
             value = f"{word} | {self._zero()}"
-            self.lines[None].append(f"  let {name} = "
-                                    f"{value if t == 'u32' else f'bitcast<{t}>({value})'};")
+            self.lines[None].append(
+                f"  let {name} = {value if t == 'u32' else f'bitcast<{t}>({value})'};"
+            )
         return name
 
     def _opaque(self, value: str, e: Expr) -> str:
@@ -177,7 +188,8 @@ class KernelShader(KernelRenderer):
         self.lines[None].append(f"  let {z} = (nwg.x * (nwg.x + {2 * self.zeros + 1}u)) & 1u;")
         name = self.tmp("h")
         self.lines[self.scope(e)].append(
-            f"  let {name} = bitcast<f32>(bitcast<u32>({value}) | {z});")
+            f"  let {name} = bitcast<f32>(bitcast<u32>({value}) | {z});"
+        )
         return name
 
     def _inline(self, e: Expr, args: list[str]) -> str | None:
@@ -216,8 +228,9 @@ class KernelShader(KernelRenderer):
         ``ops.CODE_FOR_OP``)."""
         code = self.code_for_op.get(op)
         if code is None:
-            raise LoweringError(f"jit(backend='gpu'): no WGSL for kernel op {op!r} on "
-                                f"{np.dtype(dt).name}")
+            raise LoweringError(
+                f"jit(backend='gpu'): no WGSL for kernel op {op!r} on {np.dtype(dt).name}"
+            )
         return code(self, wgsl_type(dt), dt, a)
 
     def _convert(self, src, dst, x: str) -> str:
@@ -280,8 +293,11 @@ class KernelShader(KernelRenderer):
         op = red.op
         arg = op in ("argmax", "argmin")
         dt = body.dtype
-        if op in ("add", "mul") and wgsl_type(dt) == "f32" and \
-                math.prod(v.extent for v in red.vars) <= _UNROLLED:
+        if (
+            op in ("add", "mul")
+            and wgsl_type(dt) == "f32"
+            and math.prod(v.extent for v in red.vars) <= _UNROLLED
+        ):
             val = self._opaque(val, body)  # (sum of [x, -x] gave 0 for NaN once unrolled)
             const = False
         acc = self.tmp("acc")
@@ -300,16 +316,21 @@ class KernelShader(KernelRenderer):
             flat = "0i"
             for v in red.vars:
                 flat = f"({flat} * {v.extent}i + v{v.id})"
-            chunk += [f"  if {self.better(op, dt, val, acc, None)} {{", f"    {acc} = {val};",
-                      f"    {pos} = {flat};", "  }"]
+            chunk += [
+                f"  if {self.better(op, dt, val, acc, None)} {{",
+                f"    {acc} = {val};",
+                f"    {pos} = {flat};",
+                "  }",
+            ]
         else:
             chunk += update
         chunk += ["  }"] * len(red.vars)
         out.extend(chunk + final)
         return pos if arg else acc
 
-    def accumulate(self, op: str, dt, acc: str, val: str, init: str, const: bool = False
-                   ) -> tuple[list[str], list[str], list[str]]:
+    def accumulate(
+        self, op: str, dt, acc: str, val: str, init: str, const: bool = False
+    ) -> tuple[list[str], list[str], list[str]]:
         """(declarations, loop body, lines after the loop) folding ``val`` (``const``: a
         literal's text) into ``acc`` with ``op``. A float sum is blocked, its error bounded:
         16 elements go into a partial sum, 16 of those into a second, 16 of those into a
@@ -322,8 +343,11 @@ class KernelShader(KernelRenderer):
         if op in ("argmax", "argmin"):  # (the caller writes the update)
             return [f"  var {acc}: {t} = {init};"], [], []
         if op != "add" or t != "f32":
-            return ([f"  var {acc}: {t} = {init};"],
-                    [f"  {acc} = {self.combine(op, dt, acc, val, const)};"], [])
+            return (
+                [f"  var {acc}: {t} = {init};"],
+                [f"  {acc} = {self.combine(op, dt, acc, val, const)};"],
+                [],
+            )
         zero = self._opaque_literal(init)
         parts, n = [self.tmp("part") for _ in SUM_LEVELS], self.tmp("n")
         decl = [f"  var {v}: f32 = {zero};" for v in (acc, *parts)] + [f"  var {n}: u32 = 0u;"]
@@ -331,10 +355,13 @@ class KernelShader(KernelRenderer):
         size, indent = 1, "  "
         for lower, upper in zip(parts, [*parts[1:], acc]):  # a full level moves up
             size *= SUM_LEVELS[parts.index(lower)]
-            update += [f"{indent}if (({n} & {size - 1}u) == 0u) {{",
-                       f"{indent}  {upper} = {upper} + {lower};", f"{indent}  {lower} = {zero};"]
+            update += [
+                f"{indent}if (({n} & {size - 1}u) == 0u) {{",
+                f"{indent}  {upper} = {upper} + {lower};",
+                f"{indent}  {lower} = {zero};",
+            ]
             indent += "  "
-        update += [f"{indent[:-2 * i]}}}" for i in range(1, len(parts) + 1)]
+        update += [f"{indent[: -2 * i]}}}" for i in range(1, len(parts) + 1)]
         rest = parts[0]
         for v in parts[1:]:
             rest = f"({v} + {rest})"
@@ -370,14 +397,25 @@ class KernelShader(KernelRenderer):
             size = KERNEL_WORKGROUP
             grid = grid_1d(total, size) if total else (0, 1, 1)
             flat = "gid.x" if grid[1] == 1 else f"gid.x + gid.y * nwg.x * {size}u"
-            head += [f"  let flat = i32({flat});",
-                     f"  if (flat >= {literal(total, INDEX)}) {{ return; }}"]
+            head += [
+                f"  let flat = i32({flat});",
+                f"  if (flat >= {literal(total, INDEX)}) {{ return; }}",
+            ]
             body = head + self.loop_indices() + self.lines[None]
-        text = "\n".join([
-            *self.slots.declarations(), "", self.src.prelude(), "",
-            f"@compute @workgroup_size({size})",
-            "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
-            "@builtin(num_workgroups) nwg: vec3<u32>) {", *schedule(body), "}", ""])
+        text = "\n".join(
+            [
+                *self.slots.declarations(),
+                "",
+                self.src.prelude(),
+                "",
+                f"@compute @workgroup_size({size})",
+                "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+                "@builtin(num_workgroups) nwg: vec3<u32>) {",
+                *schedule(body),
+                "}",
+                "",
+            ]
+        )
         return Shader(kern.name, text, self.slots.bindings(), grid, self.iterations)
 
     def loop_indices(self) -> list[str]:
@@ -430,9 +468,14 @@ _UNROLLED = 256
 _REACH = 3
 
 
-def render_kernel(kern: Kernel, place: dict[int, tuple[str, int | str]],
-                  fused_fma: bool = True, scope: Scope = TOP, tree: Tree | None = None,
-                  scatter: Scatter | None = None) -> Shader:
+def render_kernel(
+    kern: Kernel,
+    place: dict[int, tuple[str, int | str]],
+    fused_fma: bool = True,
+    scope: Scope = TOP,
+    tree: Tree | None = None,
+    scatter: Scatter | None = None,
+) -> Shader:
     """The shader of ``kern``; ``place`` maps a buffer id to (slot key, word offset: an int,
     or an i32 expression in the loop counters of ``scope``). ``fused_fma``: the adapter's fma
     rounds once (else math functions compute it in software: their error-free

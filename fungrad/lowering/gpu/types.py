@@ -46,10 +46,12 @@ def literal(value, dtype) -> str:
     if dtype == np.uint32:
         return f"{int(value) & 0xFFFFFFFF}u"
     v = int(value)
-    if not -2**31 <= v < 2**31:
-        raise LoweringError(f"jit(backend='gpu'): the index or int32 constant {v} does not fit "
-                            "in 32 bits; WGSL has no 64-bit integers")
-    return "bitcast<i32>(0x80000000u)" if v == -2**31 else f"{v}i"
+    if not -(2**31) <= v < 2**31:
+        raise LoweringError(
+            f"jit(backend='gpu'): the index or int32 constant {v} does not fit "
+            "in 32 bits; WGSL has no 64-bit integers"
+        )
+    return "bitcast<i32>(0x80000000u)" if v == -(2**31) else f"{v}i"
 
 
 def from_word(word: str, dtype) -> str:

@@ -41,11 +41,11 @@ class FloatType:
     """An IEEE binary float type as the algorithms see it (its width picks constants and
     polynomials; the CPU's float32 may take a float64 shortcut, ``x.ft is F32``)."""
 
-    ir: str      # "float" | "double"
+    ir: str  # "float" | "double"
     suffix: str  # "f32" | "f64"
     int_ir: str  # integer type of the same width, for bit manipulation
-    mant: int    # explicit mantissa bits
-    bias: int    # exponent bias
+    mant: int  # explicit mantissa bits
+    bias: int  # exponent bias
 
     def round(self, v: float) -> float:
         """``v`` rounded to this type (float32 rounding goes through struct)."""
@@ -86,19 +86,44 @@ class Value:
             raise TypeError(f"math builder: no {fop or iop} on operands of type {self.ty}")
         return self.b.binary(op, a, c)
 
-    def __add__(self, o): return self._op("fadd", "add", o)
-    def __radd__(self, o): return self._op("fadd", "add", o, True)
-    def __sub__(self, o): return self._op("fsub", "sub", o)
-    def __rsub__(self, o): return self._op("fsub", "sub", o, True)
-    def __mul__(self, o): return self._op("fmul", "mul", o)
-    def __rmul__(self, o): return self._op("fmul", "mul", o, True)
-    def __truediv__(self, o): return self._op("fdiv", None, o)
-    def __rtruediv__(self, o): return self._op("fdiv", None, o, True)
-    def __and__(self, o): return self._op(None, "and", o)
-    def __or__(self, o): return self._op(None, "or", o)
-    def __xor__(self, o): return self._op(None, "xor", o)
-    def __lshift__(self, o): return self._op(None, "shl", o)
-    def __rshift__(self, o): return self._op(None, "ashr", o)
+    def __add__(self, o):
+        return self._op("fadd", "add", o)
+
+    def __radd__(self, o):
+        return self._op("fadd", "add", o, True)
+
+    def __sub__(self, o):
+        return self._op("fsub", "sub", o)
+
+    def __rsub__(self, o):
+        return self._op("fsub", "sub", o, True)
+
+    def __mul__(self, o):
+        return self._op("fmul", "mul", o)
+
+    def __rmul__(self, o):
+        return self._op("fmul", "mul", o, True)
+
+    def __truediv__(self, o):
+        return self._op("fdiv", None, o)
+
+    def __rtruediv__(self, o):
+        return self._op("fdiv", None, o, True)
+
+    def __and__(self, o):
+        return self._op(None, "and", o)
+
+    def __or__(self, o):
+        return self._op(None, "or", o)
+
+    def __xor__(self, o):
+        return self._op(None, "xor", o)
+
+    def __lshift__(self, o):
+        return self._op(None, "shl", o)
+
+    def __rshift__(self, o):
+        return self._op(None, "ashr", o)
 
     def __neg__(self) -> Value:
         return self.b.neg(self)
@@ -189,7 +214,14 @@ class Builder(abc.ABC):
         here; a target whose fma rounds twice splits c instead (the WGSL builder)."""
         return self.fma_exact(-k, c, x)
 
-    def rint(self, a) -> Value: return self.intrinsic("rint", a)
-    def fabs(self, a) -> Value: return self.intrinsic("fabs", a)
-    def copysign(self, a, s) -> Value: return self.intrinsic("copysign", a, s)
-    def sqrt(self, a) -> Value: return self.intrinsic("sqrt", a)
+    def rint(self, a) -> Value:
+        return self.intrinsic("rint", a)
+
+    def fabs(self, a) -> Value:
+        return self.intrinsic("fabs", a)
+
+    def copysign(self, a, s) -> Value:
+        return self.intrinsic("copysign", a, s)
+
+    def sqrt(self, a) -> Value:
+        return self.intrinsic("sqrt", a)

@@ -29,8 +29,14 @@ __all__ = ["EXP_P32_SHORT", "FUNCTIONS", "ROUND_MAGIC", "TANH_P", "exp_kernel"]
 # e**r = 1 + r + r^2 P(r); float32 P is Cephes expf, float64 P the Taylor series to r^13.
 
 _EXP_P = {
-    F32: (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
-          5.0000001201e-1),
+    F32: (
+        1.9875691500e-4,
+        1.3981999507e-3,
+        8.3334519073e-3,
+        4.1665795894e-2,
+        1.6666665459e-1,
+        5.0000001201e-1,
+    ),
     F64: tuple(1.0 / math.factorial(n) for n in range(13, 1, -1)),  # 1/13!, ..., 1/2!
 }
 # x is clamped into these bounds before reduction: beyond them exp is 0 or inf (also after the
@@ -71,9 +77,14 @@ def exp_kernel(b: Builder, x: Value, lo=None, shift: int = 0, dd: bool = False):
 
 # float32 exp: e**r = 1 + r + r^2 P(r) on |r| <= ln2/2 with a degree-4 minimax P fitted with
 # float32 coefficients (relative error 3e-9; Cephes' degree 5 buys nothing at float32).
-EXP_P32_SHORT = (0.0013814599951729178, 0.008368715643882751, 0.04166838899254799,
-                  0.1666652113199234, 0.4999999403953552)
-ROUND_MAGIC = 1.5 * 2.0 ** 23  # v + this, rounded to float32, holds rint(v) in its low bits
+EXP_P32_SHORT = (
+    0.0013814599951729178,
+    0.008368715643882751,
+    0.04166838899254799,
+    0.1666652113199234,
+    0.4999999403953552,
+)
+ROUND_MAGIC = 1.5 * 2.0**23  # v + this, rounded to float32, holds rint(v) in its low bits
 
 
 def _exp_f32(b: Builder, x: Value) -> tuple[Value, Value]:
@@ -149,9 +160,15 @@ def _expm1(b: Builder, x: Value) -> Value:
 
 _LG = {
     F32: (0.66666662693, 0.40000972152, 0.28498786688, 0.24279078841),
-    F64: (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,
-          2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01,
-          1.479819860511658591e-01),
+    F64: (
+        6.666666666666735130e-01,
+        3.999999999940941908e-01,
+        2.857142874366239149e-01,
+        2.222219843214978396e-01,
+        1.818357216161805012e-01,
+        1.531383769920937332e-01,
+        1.479819860511658591e-01,
+    ),
 }
 _SQRTH_BITS = {F32: 0x3F3504F3, F64: 0x3FE6A09E667F3BCD}  # bits of sqrt(1/2)
 
@@ -161,7 +178,7 @@ def _log_split(b: Builder, u: Value) -> tuple[Value, Value]:
     ft = u.ft
     tiny = b.cmp("olt", u, 2.0 ** (1 - ft.bias))
     shift = ft.mant + 2
-    us = b.select(tiny, u * 2.0 ** shift, u)
+    us = b.select(tiny, u * 2.0**shift, u)
     one_bits = ft.bias << ft.mant
     ix = b.cast("bitcast", us, ft.int_ir) + (one_bits - _SQRTH_BITS[ft])
     k = (ix >> ft.mant) - ft.bias
@@ -232,9 +249,16 @@ def _log1p_tiny(b: Builder, r: Value, yh: Value, yl, use=None) -> Value:
     return b.select(tiny, series if yl is None else yh + series, r)
 
 
-def _log(b, x): return _log_core(b, x, "e")
-def _log2(b, x): return _log_core(b, x, "2")
-def _log10(b, x): return _log_core(b, x, "10")
+def _log(b, x):
+    return _log_core(b, x, "e")
+
+
+def _log2(b, x):
+    return _log_core(b, x, "2")
+
+
+def _log10(b, x):
+    return _log_core(b, x, "10")
 
 
 def _log1p(b: Builder, x: Value) -> Value:
@@ -248,11 +272,18 @@ def _log1p(b: Builder, x: Value) -> Value:
 # Hyperbolic functions (fdlibm's formulas on top of the kernels above)
 
 TANH_P = {
-    F32: (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
-          -3.33332819422e-1),
+    F32: (
+        -5.70498872745e-3,
+        2.06390887954e-2,
+        -5.37397155531e-2,
+        1.33314422036e-1,
+        -3.33332819422e-1,
+    )
 }
-_TANH_PQ = ((-9.64399179425052238628e-1, -9.92877231001918586564e1, -1.61468768441708447952e3),
-            (1.0, 1.12811678491632931402e2, 2.23548839060100448583e3, 4.84406305325125486048e3))
+_TANH_PQ = (
+    (-9.64399179425052238628e-1, -9.92877231001918586564e1, -1.61468768441708447952e3),
+    (1.0, 1.12811678491632931402e2, 2.23548839060100448583e3, 4.84406305325125486048e3),
+)
 
 
 def _tanh(b: Builder, x: Value) -> Value:
@@ -429,14 +460,13 @@ def _pow(b: Builder, x: Value, y: Value) -> Value:
     r = b.select(x_neg & y_odd, -mag, mag)
     r = b.select(x_neg & b.not_(y_int), float("nan"), r)
     y_neg = b.cmp("olt", y, 0.0)
-    at_zero = b.select(y_neg, b.select(y_odd, b.copysign(inf, x), inf),
-                       b.select(y_odd, x, 0.0))
+    at_zero = b.select(y_neg, b.select(y_odd, b.copysign(inf, x), inf), b.select(y_odd, x, 0.0))
     r = b.select(b.cmp("oeq", ax, 0.0), at_zero, r)
-    at_inf = b.select(y_neg, b.select(y_odd, b.copysign(0.0, x), 0.0),
-                      b.select(y_odd, x, inf))
+    at_inf = b.select(y_neg, b.select(y_odd, b.copysign(0.0, x), 0.0), b.select(y_odd, x, inf))
     r = b.select(b.cmp("oeq", ax, inf), at_inf, r)
-    y_inf = b.select(b.cmp("oeq", ax, 1.0), 1.0,
-                     b.select(b.cmp("ogt", ax, 1.0) ^ y_neg, inf, 0.0, x.ty))
+    y_inf = b.select(
+        b.cmp("oeq", ax, 1.0), 1.0, b.select(b.cmp("ogt", ax, 1.0) ^ y_neg, inf, 0.0, x.ty)
+    )
     r = b.select(b.cmp("oeq", b.fabs(y), inf), y_inf, r)
     r = b.select(b.cmp("uno", x, y), float("nan"), r)
     return b.select(b.cmp("oeq", y, 0.0) | b.cmp("oeq", x, 1.0), 1.0, r)
@@ -463,18 +493,28 @@ def _cbrt(b: Builder, x: Value) -> Value:
     h, l = b.two_prod(y, y)
     res = b.fma_exact(-h, y, a) - l * y  # a - y^3, nearly exact
     y = y + res / (3.0 * h)
-    y = y * b.select(tiny, 2.0 ** -m, b.select(huge, 2.0 ** m, 1.0, ft.ir))
+    y = y * b.select(tiny, 2.0**-m, b.select(huge, 2.0**m, 1.0, ft.ir))
     r = b.copysign(y, x)
     special = b.cmp("oeq", x, 0.0) | b.cmp("oeq", a, float("inf")) | b.cmp("uno", x, x)
     return b.select(special, x, r)
 
 
 FUNCTIONS: dict[str, tuple[int, Callable[..., Value]]] = {
-    "exp": (1, _exp), "exp2": (1, _exp2), "expm1": (1, _expm1),
-    "log": (1, _log), "log2": (1, _log2), "log10": (1, _log10), "log1p": (1, _log1p),
-    "tanh": (1, _tanh), "logistic": (1, _logistic),
-    "sinh": (1, _sinh), "cosh": (1, _cosh),
-    "asinh": (1, _asinh), "acosh": (1, _acosh), "atanh": (1, _atanh),
-    "pow": (2, _pow), "cbrt": (1, _cbrt),
+    "exp": (1, _exp),
+    "exp2": (1, _exp2),
+    "expm1": (1, _expm1),
+    "log": (1, _log),
+    "log2": (1, _log2),
+    "log10": (1, _log10),
+    "log1p": (1, _log1p),
+    "tanh": (1, _tanh),
+    "logistic": (1, _logistic),
+    "sinh": (1, _sinh),
+    "cosh": (1, _cosh),
+    "asinh": (1, _asinh),
+    "acosh": (1, _acosh),
+    "atanh": (1, _atanh),
+    "pow": (2, _pow),
+    "cbrt": (1, _cbrt),
 }
 """Name -> (arity, emitter) of this module's functions."""

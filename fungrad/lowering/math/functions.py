@@ -52,7 +52,10 @@ from fungrad.lowering.math.builder import Value
 __all__ = ["EMITTERS", "LARGE_EMITTERS", "MATH_FUNCTIONS"]
 
 EMITTERS: dict[str, tuple[int, Callable[..., Value]]] = {
-    **exp_log.FUNCTIONS, **trig.FUNCTIONS, **special.FUNCTIONS}
+    **exp_log.FUNCTIONS,
+    **trig.FUNCTIONS,
+    **special.FUNCTIONS,
+}
 """Name -> (arity, emitter) of every math function."""
 
 LARGE_EMITTERS: dict[str, Callable[..., Value]] = trig.LARGE_FUNCTIONS

@@ -81,8 +81,10 @@ def _pieces(v: Fraction, n: int, bits: int) -> tuple[list[float], float]:
 
 
 # pi/2 to 150 digits
-_PIO2 = Fraction("1.5707963267948966192313216916397514420985846996875529104874722961539082031431"
-                 "04499314017412671058533991074043256641153323546922304775291115862679704")
+_PIO2 = Fraction(
+    "1.5707963267948966192313216916397514420985846996875529104874722961539082031431"
+    "04499314017412671058533991074043256641153323546922304775291115862679704"
+)
 _PIO2_12, _PIO2_REST = _pieces(_PIO2, 4, 12)
 (_TWO_OPI_12,), _TWO_OPI_REST = _pieces(1 / _PIO2, 1, 12)
 
@@ -93,7 +95,7 @@ def _reduce_pio2(b: WGSLBuilder, a: Value) -> tuple[Value, Value, Value]:
     p1, p2, p3, p4 = _PIO2_12
     ah, al = b.split(a, 12)
     h = ah * _TWO_OPI_12  # exact
-    qh = b.rint(h * 2.0 ** -12) * 2.0 ** 12
+    qh = b.rint(h * 2.0**-12) * 2.0**12
     # h - qh is exact; both terms are kept, or Mesa reassociates the sum (into (x + p) + q
     # for x + (p + q) with products p and q; the difference away) and q can miss the nearest
     # integer (tests/test_gpu_math_exact.py, test_gpu_math_ulp.py)
@@ -118,9 +120,12 @@ def _reduce_any(b: WGSLBuilder, a: Value) -> tuple[Value, Value, Value]:
     slower than the select chains."""
     rh, rl, q = _reduce_pio2(b, a)
     bh, bl, bq = large_pio2_f32(b, a)
-    large = b.cmp("oge", a, 2.0 ** 24)
-    return (b.select(large, bh, rh), b.select(large, bl, rl),
-            b.select(large, bq, b.cast("fptosi", q, "i32")))
+    large = b.cmp("oge", a, 2.0**24)
+    return (
+        b.select(large, bh, rh),
+        b.select(large, bl, rl),
+        b.select(large, bq, b.cast("fptosi", q, "i32")),
+    )
 
 
 def _sin_cos(b: WGSLBuilder, x: Value, cos: bool) -> Value:
@@ -135,7 +140,7 @@ def _sin_cos(b: WGSLBuilder, x: Value, cos: bool) -> Value:
     r = b.select(b.cmp("ne", quad & 1, 0), cos_r, sin_r)
     flip = (quad & 2) << 30  # (-1)^(quad >> 1) in the sign bit
     if not cos:  # sin is odd
-        flip = flip ^ (b.cast("bitcast", x, "i32") & -(2 ** 31))
+        flip = flip ^ (b.cast("bitcast", x, "i32") & -(2**31))
     r = b.cast("bitcast", b.cast("bitcast", r, "i32") ^ flip, "float")
     return finite_only(b, x, r)
 
@@ -181,7 +186,7 @@ def _exp(b: WGSLBuilder, x: Value) -> Value:
     y, k = _exp_parts(b, x)
     lo, hi = _EXP_NORMAL
     low = b.cmp("olt", x, lo)
-    tiny = _scale(b, y, k + 64) * 2.0 ** -64  # the denormal result, rounded once
+    tiny = _scale(b, y, k + 64) * 2.0**-64  # the denormal result, rounded once
     special = b.select(b.cmp("olt", x, -104.0), 0.0, x * float("inf"))  # NaN stays NaN
     special = b.select(low & b.cmp("oge", x, -104.0), tiny, special)
     return b.select(b.cmp("oge", x, lo) & b.cmp("ole", x, hi), _scale(b, y, k), special)
@@ -198,7 +203,7 @@ def _tanh(b: WGSLBuilder, x: Value) -> Value:
     y, k = _exp_parts(b, ac + ac)
     large = 1.0 - 2.0 / (_scale(b, y, k) + 1.0)
     r = b.select(b.cmp("ult", a, 0.625), small, large)  # NaN takes the small branch
-    sign = b.cast("bitcast", x, "i32") & -(2 ** 31)
+    sign = b.cast("bitcast", x, "i32") & -(2**31)
     return b.cast("bitcast", b.cast("bitcast", r, "i32") ^ sign, "float")
 
 
@@ -221,7 +226,7 @@ def _tan(b: WGSLBuilder, x: Value) -> Value:
     cot = inv + inv * ((b.keep(1.0 + p) + pe) + inv * tl)
     odd = b.cmp("ne", quad & 1, 0)
     r = b.select(odd, cot, th + b.keep(tl))
-    sign = b.cast("bitcast", x, "i32") & -(2 ** 31)  # tan is odd
+    sign = b.cast("bitcast", x, "i32") & -(2**31)  # tan is odd
     r = b.cast("bitcast", b.cast("bitcast", r, "i32") ^ sign, "float")
     return finite_only(b, x, r)
 
@@ -235,14 +240,31 @@ def _tan(b: WGSLBuilder, x: Value) -> Value:
 # poles (non-positive integers) and at +-inf; digamma NaN at the poles and -inf.
 
 #: lgamma(2 + t) = t Q(t) on |t| <= 1/2 (Q from degree 0 up)
-_LGAMMA_Q = (0.42278432846069336, 0.32246702909469604, -0.06735147535800934,
-             0.02058136649429798, -0.007401768583804369, 0.002880220767110586,
-             -0.0010892102727666497, 0.0005687252851203084, -0.0004411507397890091)
+_LGAMMA_Q = (
+    0.42278432846069336,
+    0.32246702909469604,
+    -0.06735147535800934,
+    0.02058136649429798,
+    -0.007401768583804369,
+    0.002880220767110586,
+    -0.0010892102727666497,
+    0.0005687252851203084,
+    -0.0004411507397890091,
+)
 #: digamma(X0 + t) = t P(t) for X0 + t in [1, 2] (P from degree 0 up); X0 its positive zero
-_DIGAMMA_P = (0.9676722288131714, -0.44276314973831177, 0.2585020065307617,
-              -0.16394318640232086, 0.10777637362480164, -0.07222438603639603,
-              0.049133479595184326, -0.03257238119840622, 0.021707767620682716,
-              -0.019289040938019753, 0.012495246715843678)
+_DIGAMMA_P = (
+    0.9676722288131714,
+    -0.44276314973831177,
+    0.2585020065307617,
+    -0.16394318640232086,
+    0.10777637362480164,
+    -0.07222438603639603,
+    0.049133479595184326,
+    -0.03257238119840622,
+    0.021707767620682716,
+    -0.019289040938019753,
+    0.012495246715843678,
+)
 _X0 = Fraction("1.46163214496836234126265954232572132846819620400644635129598840859878644")
 (_X0_HI,), _X0_LO = _pieces(_X0, 1, 24)
 (_X0M1_HI,), _X0M1_LO = _pieces(_X0 - 1, 1, 24)
@@ -264,8 +286,9 @@ def _lgamma_positive(b: WGSLBuilder, x: Value) -> Value:
     xs = b.select(small, x, 2.0)
     n = b.rint(xs)  # k + 2: 0 .. 8
     t = xs - n  # exact
-    prod = b.select(b.cmp("olt", n, 1.0), b.fabs(xs) * (xs + 1.0),
-                    b.select(b.cmp("olt", n, 2.0), xs, 1.0))
+    prod = b.select(
+        b.cmp("olt", n, 1.0), b.fabs(xs) * (xs + 1.0), b.select(b.cmp("olt", n, 2.0), xs, 1.0)
+    )
     for j in range(1, 7):  # (x - 1) ... (x - k) for k = n - 2 >= j, in this order: ``keep``
         # stops Mesa from reordering the chain of products (4318 of 400000 off by an ulp)
         prod = b.keep(prod * b.select(b.cmp("oge", n, j + 2.0), xs - float(j), 1.0))
@@ -301,7 +324,8 @@ def _digamma_positive(b: WGSLBuilder, x: Value) -> Value:
     below = b.cmp("olt", n, 0.0)
     y = xs - n  # exact, except x + 1 for x < 1 (t below does not use it)
     t = (b.select(below, xs, y) - b.select(below, _X0M1_HI, _X0_HI, "float")) - b.select(
-        below, _X0M1_LO, _X0_LO, "float")
+        below, _X0M1_LO, _X0_LO, "float"
+    )
     acc = t * _poly_up(b, t, _DIGAMMA_P) - b.select(below, 1.0 / xs, 0.0)
     for j in range(4):
         acc = acc + b.select(b.cmp("oge", n, j + 1.0), 1.0 / (y + float(j)), 0.0)
@@ -332,7 +356,11 @@ def _digamma(b: WGSLBuilder, x: Value) -> Value:
 FUNCTIONS: dict[str, tuple[int, Callable[..., Value]]] = {
     "sin": (1, lambda b, x: _sin_cos(b, x, False)),
     "cos": (1, lambda b, x: _sin_cos(b, x, True)),
-    "tan": (1, _tan), "exp": (1, _exp), "tanh": (1, _tanh),
-    "lgamma": (1, _lgamma), "digamma": (1, _digamma)}
+    "tan": (1, _tan),
+    "exp": (1, _exp),
+    "tanh": (1, _tanh),
+    "lgamma": (1, _lgamma),
+    "digamma": (1, _digamma),
+}
 """Name -> (arity, emitter) of the functions formulated here; they take the GPU's place of
 the shared algorithm of the same name."""

@@ -38,9 +38,20 @@ from fungrad.lowering.math.builder import F32, F64, FLOAT_TYPES, Builder, FloatT
 from fungrad.lowering.math.functions import EMITTERS, LARGE_EMITTERS, MATH_FUNCTIONS
 from fungrad.lowering.math.numeric import ldexp_two_step
 
-__all__ = ["BRANCHING", "DIVIDE", "MATH_FUNCTIONS", "LLVMBuilder", "divide_call",
-           "divisor_lines", "ensure_large_library", "large_functions_declared",
-           "large_library_ir", "large_symbols", "math_symbol", "prelude"]
+__all__ = [
+    "BRANCHING",
+    "DIVIDE",
+    "MATH_FUNCTIONS",
+    "LLVMBuilder",
+    "divide_call",
+    "divisor_lines",
+    "ensure_large_library",
+    "large_functions_declared",
+    "large_library_ir",
+    "large_symbols",
+    "math_symbol",
+    "prelude",
+]
 
 _BY_DTYPE = {"float32": F32, "float64": F64}
 
@@ -129,8 +140,9 @@ class LLVMBuilder(Builder):
         """Word ``i`` of the i64 constant table ``@<table>`` holding ``words`` (a gather when
         vectorised); the table is defined as if it were the function ``<table>_f64``."""
         self.callees.add(f"{table}_f64")
-        p = self.emit(f"getelementptr inbounds [{len(words)} x i64], ptr @{table}, i64 0, "
-                      f"i64 {i.ref}", "ptr")
+        p = self.emit(
+            f"getelementptr inbounds [{len(words)} x i64], ptr @{table}, i64 0, i64 {i.ref}", "ptr"
+        )
         return self.emit(f"load i64, ptr {p.ref}", "i64")
 
     def branch_large(self, x: Value, r: Value, fn: str) -> Value:
@@ -147,16 +159,20 @@ class LLVMBuilder(Builder):
         suffix = x.ft.suffix
         self.intrinsics[f"llvm.fabs.{suffix}"] = f"declare {x.ty} @llvm.fabs.{suffix}({x.ty})"
         variants = ",".join(f"_ZGV_LLVM_M{n}v_{sym}({sym}_v{n})" for n in _VARIANT_LANES)
-        small, self.lines = self.lines, [
-            f"  %large.abs = call {x.ty} @llvm.fabs.{suffix}({x.ty} {x.ref})",
-            f"  %large.big = fcmp uge {x.ty} %large.abs, {x.ft.literal(limit)}",  # also NaN
-            "  br i1 %large.big, label %large, label %join",
-            "large:",
-            f"  %large.got = call {x.ty} @{sym}({x.ty} {x.ref}) "
-            f"\"vector-function-abi-variant\"=\"{variants}\"",
-            "  br label %join",
-            "join:",
-            f"  %large.r = phi {x.ty} [poison, %entry], [%large.got, %large]"]
+        small, self.lines = (
+            self.lines,
+            [
+                f"  %large.abs = call {x.ty} @llvm.fabs.{suffix}({x.ty} {x.ref})",
+                f"  %large.big = fcmp uge {x.ty} %large.abs, {x.ft.literal(limit)}",  # also NaN
+                "  br i1 %large.big, label %large, label %join",
+                "large:",
+                f"  %large.got = call {x.ty} @{sym}({x.ty} {x.ref}) "
+                f'"vector-function-abi-variant"="{variants}"',
+                "  br label %join",
+                "join:",
+                f"  %large.r = phi {x.ty} [poison, %entry], [%large.got, %large]",
+            ],
+        )
         self.lines += small
         return self.select(Value(self, "%large.big", "i1"), Value(self, "%large.r", x.ty), r)
 
@@ -167,6 +183,7 @@ def _vector_ldexp() -> bool:
     it is ``vscalefps``/``vscalefpd`` (measured: float32 exp 18% faster than the two-step
     multiply); elsewhere LLVM 22 lowers a vector ldexp to one libm call per lane."""
     from fungrad.lowering.cpu import compiler as cpu
+
     h = cpu.host()
     return h.triple.startswith("x86_64") and "+avx512f" in h.features.split(",")
 
@@ -174,8 +191,10 @@ def _vector_ldexp() -> bool:
 def _two_opi_table_ir() -> str:
     """The IR constant of :data:`trig.TWO_OPI_64` that ``load_word`` reads."""
     words = ", ".join(f"i64 {w - (1 << 64) if w >> 63 else w}" for w in trig.TWO_OPI_64)
-    return (f"@{trig.TWO_OPI_TABLE} = internal unnamed_addr constant "
-            f"[{len(trig.TWO_OPI_64)} x i64] [{words}], align 8\n")
+    return (
+        f"@{trig.TWO_OPI_TABLE} = internal unnamed_addr constant "
+        f"[{len(trig.TWO_OPI_64)} x i64] [{words}], align 8\n"
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -203,9 +222,7 @@ _LARGE_DECL = re.compile(r"^declare \S+ @(fg_\w+_large_f(?:32|64))\(", re.M)
 BRANCHING = frozenset({"sin", "cos", "tan", "lgamma", "digamma"})
 
 
-
-def _large_functions(sym: str, ty: str, body: list[str], result: str,
-                     part: str = "all") -> str:
+def _large_functions(sym: str, ty: str, body: list[str], result: str, part: str = "all") -> str:
     """IR of the large-argument function ``sym`` (see above): ``sym`` itself (the scalar
     body; the vectoriser maps it to the variants, the scalar remainder loop calls it) and, for
     each width n, ``<sym>_lanes<n>`` (``sym`` on every lane), all noinline and cold, and the
@@ -219,8 +236,14 @@ def _large_functions(sym: str, ty: str, body: list[str], result: str,
     if part == "module":
         text.append(f"declare {ty} @{sym}({ty}) nounwind cold memory(none)")
     else:
-        text += [f"define {link}{ty} @{sym}({ty} %a0) {attrs} {{",
-                 "entry:", *body, f"  ret {ty} {result}", "}", ""]
+        text += [
+            f"define {link}{ty} @{sym}({ty} %a0) {attrs} {{",
+            "entry:",
+            *body,
+            f"  ret {ty} {result}",
+            "}",
+            "",
+        ]
     for n in _VARIANT_LANES:
         vt = f"<{n} x {ty}>"
         if part == "module":
@@ -229,22 +252,30 @@ def _large_functions(sym: str, ty: str, body: list[str], result: str,
             text += [f"define {link}{vt} @{sym}_lanes{n}({vt} %x) {attrs} {{"]
             prev = "poison"
             for i in range(n):  # every lane (sym is pure): no branch per lane
-                text += [f"  %x{i} = extractelement {vt} %x, i32 {i}",
-                         f"  %r{i} = call {ty} @{sym}({ty} %x{i})",
-                         f"  %v{i} = insertelement {vt} {prev}, {ty} %r{i}, i32 {i}"]
+                text += [
+                    f"  %x{i} = extractelement {vt} %x, i32 {i}",
+                    f"  %r{i} = call {ty} @{sym}({ty} %x{i})",
+                    f"  %v{i} = insertelement {vt} {prev}, {ty} %r{i}, i32 {i}",
+                ]
                 prev = f"%v{i}"
             text += [f"  ret {vt} {prev}", "}", ""]
         if part == "library":
             continue
-        text += [f"define internal {vt} @{sym}_v{n}({vt} %x, <{n} x i1> %m) "
-                 "alwaysinline nounwind {",
-                 "entry:", f"  %bits = bitcast <{n} x i1> %m to i{n}",
-                 f"  %any = icmp ne i{n} %bits, 0",
-                 "  br i1 %any, label %lanes, label %none, "
-                 "!prof !{!\"branch_weights\", i32 1, i32 1048575}",
-                 "none:", f"  ret {vt} poison",
-                 "lanes:", f"  %r = call {vt} @{sym}_lanes{n}({vt} %x)", f"  ret {vt} %r",
-                 "}", ""]
+        text += [
+            f"define internal {vt} @{sym}_v{n}({vt} %x, <{n} x i1> %m) alwaysinline nounwind {{",
+            "entry:",
+            f"  %bits = bitcast <{n} x i1> %m to i{n}",
+            f"  %any = icmp ne i{n} %bits, 0",
+            "  br i1 %any, label %lanes, label %none, "
+            '!prof !{!"branch_weights", i32 1, i32 1048575}',
+            "none:",
+            f"  ret {vt} poison",
+            "lanes:",
+            f"  %r = call {vt} @{sym}_lanes{n}({vt} %x)",
+            f"  ret {vt} %r",
+            "}",
+            "",
+        ]
     return "\n".join(text)
 
 
@@ -268,8 +299,7 @@ def large_library_ir(sym: str) -> str:
     while pending:
         s = pending.pop()
         if s not in done:
-            done[s], callees, _ = _define(s[3:-4], F32 if s.endswith("f32") else F64,
-                                          "library")
+            done[s], callees, _ = _define(s[3:-4], F32 if s.endswith("f32") else F64, "library")
             pending.extend(callees)
     return "\n".join(done[s] for s in sorted(done))
 
@@ -285,12 +315,14 @@ def ensure_large_library(syms: Iterable[str]) -> None:
 
     from fungrad.lowering.cpu import compiler as cpu
     from fungrad.lowering.cpu import llvm_capi
+
     with cpu.llvm_lock:
         for sym in missing:
             if sym in _large_libraries:
                 continue
-            module = cpu.compile_module(large_library_ir(sym), large_symbols(sym),
-                                        name=f"fungrad_{sym[3:]}")
+            module = cpu.compile_module(
+                large_library_ir(sym), large_symbols(sym), name=f"fungrad_{sym[3:]}"
+            )
             # every module using the function calls into it: never free it
             ctypes.pythonapi.Py_IncRef(ctypes.py_object(module))
             for s in large_symbols(sym):
@@ -333,30 +365,34 @@ def large_functions_declared(text: str) -> list[str]:
 DIVIDE = "fg_div_inv_f32"
 """``float @fg_div_inv_f32(float x, float y, float rf, float s)``: x / y correctly rounded,
 given ``rf``, ``s`` from :func:`divisor_lines` (computed once, outside the loop)."""
-_NEVER = "!prof !{!\"branch_weights\", i32 1, i32 1048575}"
+_NEVER = '!prof !{!"branch_weights", i32 1, i32 1048575}'
 
 
 def divisor_lines(y: str, rf: str, s: str) -> list[str]:
     """IR lines computing :data:`DIVIDE`'s loop-invariant operands ``rf`` (1/y) and ``s`` (the
     test's scale, NaN for a divisor out of range) for the float32 value ``y``."""
-    return [f"  {rf} = fdiv float 1.0, {y}",
-            f"  {s}.b = bitcast float {y} to i32",
-            f"  {s}.e = lshr i32 {s}.b, 23",
-            f"  {s}.eb = and i32 {s}.e, 255",  # e(y) + 127
-            f"  {s}.lo = sub i32 {s}.eb, 27",
-            f"  {s}.ok = icmp ult i32 {s}.lo, 226",  # -100 <= e(y) <= 125
-            f"  {s}.k = call i32 @llvm.smin.i32(i32 {s}.eb, i32 150)",
-            f"  {s}.kb = sub i32 {s}.k, 25",  # min(e(y) - 25, -2) + 127
-            f"  {s}.sb = shl i32 {s}.kb, 23",
-            f"  {s}.v = bitcast i32 {s}.sb to float",
-            f"  {s} = select i1 {s}.ok, float {s}.v, float 0x7FF8000000000000"]
+    return [
+        f"  {rf} = fdiv float 1.0, {y}",
+        f"  {s}.b = bitcast float {y} to i32",
+        f"  {s}.e = lshr i32 {s}.b, 23",
+        f"  {s}.eb = and i32 {s}.e, 255",  # e(y) + 127
+        f"  {s}.lo = sub i32 {s}.eb, 27",
+        f"  {s}.ok = icmp ult i32 {s}.lo, 226",  # -100 <= e(y) <= 125
+        f"  {s}.k = call i32 @llvm.smin.i32(i32 {s}.eb, i32 150)",
+        f"  {s}.kb = sub i32 {s}.k, 25",  # min(e(y) - 25, -2) + 127
+        f"  {s}.sb = shl i32 {s}.kb, 23",
+        f"  {s}.v = bitcast i32 {s}.sb to float",
+        f"  {s} = select i1 {s}.ok, float {s}.v, float 0x7FF8000000000000",
+    ]
 
 
 def divide_call(out: str, x: str, y: str, rf: str, s: str) -> str:
     """The IR line ``out = x / y`` by :data:`DIVIDE`, naming its vector variants."""
     variants = ",".join(f"_ZGV_LLVM_N{n}vvvv_{DIVIDE}({DIVIDE}_n{n})" for n in _divide_lanes())
-    return (f"  {out} = call float @{DIVIDE}(float {x}, float {y}, float {rf}, float {s}) "
-            f"\"vector-function-abi-variant\"=\"{variants}\"")
+    return (
+        f"  {out} = call float @{DIVIDE}(float {x}, float {y}, float {rf}, float {s}) "
+        f'"vector-function-abi-variant"="{variants}"'
+    )
 
 
 @functools.cache
@@ -364,6 +400,7 @@ def _divide_lanes() -> tuple[int, ...]:
     """The vector widths :data:`DIVIDE` has variants for: the host's float32 vectors and half
     of them (fewer variants compile faster: each is a function of its own in every module)."""
     from fungrad.lowering.cpu import compiler as cpu
+
     h = cpu.host()
     features = h.features.split(",")
     if not h.triple.startswith("x86_64"):
@@ -375,6 +412,7 @@ def _divide_lanes() -> tuple[int, ...]:
 def _fpclass_test() -> bool:
     """Does this host have AVX-512DQ's vfpclassps (a one-instruction normal-number test)?"""
     from fungrad.lowering.cpu import compiler as cpu
+
     h = cpu.host()
     return h.triple.startswith("x86_64") and "+avx512dq" in h.features.split(",")
 
@@ -389,34 +427,53 @@ def _divide_ir() -> str:
 
         def k(c: int, n=n) -> str:
             return f"splat (i32 {c})" if n > 1 else str(c)
+
         if n == 1:
-            text.append(f"define internal float @{DIVIDE}(float %x, float %y, float %rf, "
-                        "float %s) noinline nounwind memory(none) {")
+            text.append(
+                f"define internal float @{DIVIDE}(float %x, float %y, float %rf, "
+                "float %s) noinline nounwind memory(none) {"
+            )
         else:
-            text.append(f"define internal {vt} @{DIVIDE}_n{n}({vt} %x, {vt} %y, {vt} %rf, "
-                        f"{vt} %s) alwaysinline nounwind {{")
-        text += ["entry:",
-                 f"  %q0 = fmul {vt} %x, %rf",
-                 f"  %nq0 = fneg {vt} %q0",
-                 f"  %rem = call {vt} @{fma}({vt} %nq0, {vt} %y, {vt} %x)",
-                 f"  %q = call {vt} @{fma}({vt} %rem, {vt} %rf, {vt} %q0)",
-                 f"  %t = fmul {vt} %q, %s"]
+            text.append(
+                f"define internal {vt} @{DIVIDE}_n{n}({vt} %x, {vt} %y, {vt} %rf, "
+                f"{vt} %s) alwaysinline nounwind {{"
+            )
+        text += [
+            "entry:",
+            f"  %q0 = fmul {vt} %x, %rf",
+            f"  %nq0 = fneg {vt} %q0",
+            f"  %rem = call {vt} @{fma}({vt} %nq0, {vt} %y, {vt} %x)",
+            f"  %q = call {vt} @{fma}({vt} %rem, {vt} %rf, {vt} %q0)",
+            f"  %t = fmul {vt} %q, %s",
+        ]
         if n == 16 and _fpclass_test():  # QNaN, +-0, +-inf, subnormal, SNaN: not normal
-            text.append("  %bad = call <16 x i1> @llvm.x86.avx512.fpclass.ps.512("
-                        "<16 x float> %t, i32 191)")
+            text.append(
+                "  %bad = call <16 x i1> @llvm.x86.avx512.fpclass.ps.512(<16 x float> %t, i32 191)"
+            )
         else:  # |t| - 2^-126 (as integers) beyond the normal numbers' span, NaN included
-            text += [f"  %tb = bitcast {vt} %t to {it}",
-                     f"  %ta = and {it} %tb, {k(0x7FFFFFFF)}",
-                     f"  %tn = sub {it} %ta, {k(0x00800000)}",
-                     f"  %bad = icmp uge {it} %tn, {k(0x7F000000)}"]
+            text += [
+                f"  %tb = bitcast {vt} %t to {it}",
+                f"  %ta = and {it} %tb, {k(0x7FFFFFFF)}",
+                f"  %tn = sub {it} %ta, {k(0x00800000)}",
+                f"  %bad = icmp uge {it} %tn, {k(0x7F000000)}",
+            ]
         if n > 1:
-            text += [f"  %bits = bitcast <{n} x i1> %bad to i{n}",
-                     f"  %any = icmp ne i{n} %bits, 0"]
+            text += [
+                f"  %bits = bitcast <{n} x i1> %bad to i{n}",
+                f"  %any = icmp ne i{n} %bits, 0",
+            ]
         else:
             text.append("  %any = or i1 %bad, false")
-        text += [f"  br i1 %any, label %div, label %ok, {_NEVER}",
-                 "ok:", f"  ret {vt} %q",
-                 "div:", f"  %e = fdiv {vt} %x, %y", f"  ret {vt} %e", "}", ""]
+        text += [
+            f"  br i1 %any, label %div, label %ok, {_NEVER}",
+            "ok:",
+            f"  ret {vt} %q",
+            "div:",
+            f"  %e = fdiv {vt} %x, %y",
+            f"  ret {vt} %e",
+            "}",
+            "",
+        ]
     return "\n".join(text)
 
 
@@ -427,22 +484,25 @@ def _divide_ir() -> str:
 def _float_type(dtype) -> FloatType:
     name = np.dtype(dtype).name
     if name not in _BY_DTYPE:
-        raise ValueError(f"llvm_math: no math functions for dtype {name!r}; "
-                         f"use one of {sorted(_BY_DTYPE)}")
+        raise ValueError(
+            f"llvm_math: no math functions for dtype {name!r}; use one of {sorted(_BY_DTYPE)}"
+        )
     return _BY_DTYPE[name]
 
 
 def math_symbol(name: str, dtype) -> str:
     """IR symbol of math function ``name`` for ``dtype``, e.g. ``fg_exp_f32``."""
     if name not in MATH_FUNCTIONS:
-        raise ValueError(f"llvm_math: unknown math function {name!r}; "
-                         f"known: {', '.join(sorted(MATH_FUNCTIONS))}")
+        raise ValueError(
+            f"llvm_math: unknown math function {name!r}; known: {', '.join(sorted(MATH_FUNCTIONS))}"
+        )
     return f"fg_{name}_{_float_type(dtype).suffix}"
 
 
 @functools.cache
-def _define(name: str, ft: FloatType, part: str = "all"
-            ) -> tuple[str, frozenset[str], tuple[str, ...]]:
+def _define(
+    name: str, ft: FloatType, part: str = "all"
+) -> tuple[str, frozenset[str], tuple[str, ...]]:
     """(IR text, called fg_ symbols, intrinsic declarations) of one function (or of the
     table of 2/pi's bits, which float64 sin/cos/tan ask for as if it were one); ``part`` of a
     large-argument function as in :func:`_large_functions`."""
@@ -462,13 +522,27 @@ def _define(name: str, ft: FloatType, part: str = "all"
     if large:
         text = _large_functions(sym, ft.ir, b.lines, result.ref, part)
     else:
-        text = "\n".join([f"define internal {ft.ir} @{sym}({sig}) alwaysinline nounwind {{",
-                          "entry:", *b.lines, f"  ret {ft.ir} {result.ref}", "}", ""])
+        text = "\n".join(
+            [
+                f"define internal {ft.ir} @{sym}({sig}) alwaysinline nounwind {{",
+                "entry:",
+                *b.lines,
+                f"  ret {ft.ir} {result.ref}",
+                "}",
+                "",
+            ]
+        )
     return text, frozenset(b.callees), tuple(sorted(b.intrinsics.values()))
 
 
-def prelude(dtypes_needed=None, fns_needed=None, *, declare_intrinsics: bool = True,
-            helpers: Iterable[str] = (), shared_large: bool = False) -> str:
+def prelude(
+    dtypes_needed=None,
+    fns_needed=None,
+    *,
+    declare_intrinsics: bool = True,
+    helpers: Iterable[str] = (),
+    shared_large: bool = False,
+) -> str:
     """IR text defining the requested math functions, to prepend to a module.
 
     Args:
@@ -486,13 +560,18 @@ def prelude(dtypes_needed=None, fns_needed=None, *, declare_intrinsics: bool = T
       The text, e.g. ``prelude(["float32"], ["tanh"])`` defines ``@fg_tanh_f32`` and
       ``@fg_exp_f32``; call them as ``call float @fg_tanh_f32(float %x)``.
     """
-    fts = [F32, F64] if dtypes_needed is None else sorted(
-        {_float_type(d) for d in dtypes_needed}, key=lambda f: f.suffix)
+    fts = (
+        [F32, F64]
+        if dtypes_needed is None
+        else sorted({_float_type(d) for d in dtypes_needed}, key=lambda f: f.suffix)
+    )
     names = sorted(MATH_FUNCTIONS) if fns_needed is None else sorted(set(fns_needed))
     for n in names:
         if n not in MATH_FUNCTIONS:
-            raise ValueError(f"llvm_math: unknown math function {n!r}; "
-                             f"known: {', '.join(sorted(MATH_FUNCTIONS))}")
+            raise ValueError(
+                f"llvm_math: unknown math function {n!r}; "
+                f"known: {', '.join(sorted(MATH_FUNCTIONS))}"
+            )
     for h in helpers:
         if h != DIVIDE:
             raise ValueError(f"llvm_math: unknown helper {h!r}; known: {DIVIDE}")
@@ -510,11 +589,17 @@ def prelude(dtypes_needed=None, fns_needed=None, *, declare_intrinsics: bool = T
     # The vector variants are only named in an attribute: keep them. So are the scalar
     # functions that name them: used, LLVM may not drop or specialise a parameter (a constant
     # divisor made IPSCCP delete three, and the variants' names no longer fit: an abort).
-    variants = [f"ptr @{s}{v}" for s in sorted(done) if s[3:-4] in LARGE_EMITTERS
-                for v in ("",) * (not shared_large) + tuple(f"_v{n}" for n in _VARIANT_LANES)]
+    variants = [
+        f"ptr @{s}{v}"
+        for s in sorted(done)
+        if s[3:-4] in LARGE_EMITTERS
+        for v in ("",) * (not shared_large) + tuple(f"_v{n}" for n in _VARIANT_LANES)
+    ]
     if DIVIDE in done:
         variants += [f"ptr @{DIVIDE}{v}" for v in ("", *(f"_n{n}" for n in _divide_lanes()))]
     if variants:
-        bodies.append(f"@llvm.compiler.used = appending global [{len(variants)} x ptr] "
-                      f"[{', '.join(variants)}], section \"llvm.metadata\"\n")
+        bodies.append(
+            f"@llvm.compiler.used = appending global [{len(variants)} x ptr] "
+            f'[{", ".join(variants)}], section "llvm.metadata"\n'
+        )
     return "\n".join(decls + [""] + bodies) if decls else "\n".join(bodies)

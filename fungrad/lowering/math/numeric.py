@@ -10,8 +10,20 @@ from collections.abc import Iterable
 
 from fungrad.lowering.math.builder import F32, F64, Builder, FloatType, Value
 
-__all__ = ["CONSTANTS", "clamp", "clamp_int", "fast_two_sum", "finite_only", "horner",
-           "ldexp_two_step", "nan_in_nan_out", "pow2", "signbit", "to_int", "two_sum"]
+__all__ = [
+    "CONSTANTS",
+    "clamp",
+    "clamp_int",
+    "fast_two_sum",
+    "finite_only",
+    "horner",
+    "ldexp_two_step",
+    "nan_in_nan_out",
+    "pow2",
+    "signbit",
+    "to_int",
+    "two_sum",
+]
 
 # Constants as sums of 2 (or 4) numbers of each float type, each part the remainder of the
 # ones before rounded to nearest: c[0] + c[1] (+ ...) carries ~2x (4x) the type's precision.
@@ -24,8 +36,12 @@ CONSTANTS: dict[FloatType, dict[str, tuple[float, ...]]] = {
         "log2e": (1.4426950216293335, 1.925963033500011e-08),
         "log10_2": (0.3010300099849701, -1.432098883924482e-08),
         "log10e": (0.4342944920063019, -1.0103049952192578e-08),
-        "pio2_4": (1.5707963705062866, -4.371138828673793e-08,
-                   -1.7151245100058819e-15, 1.056299898220315e-23),
+        "pio2_4": (
+            1.5707963705062866,
+            -4.371138828673793e-08,
+            -1.7151245100058819e-15,
+            1.056299898220315e-23,
+        ),
         "pi": (3.1415927410125732, -8.742277657347586e-08),
         "pio2": (1.5707963705062866, -4.371138828673793e-08),
         "pio4": (0.7853981852531433, -2.1855694143368964e-08),
@@ -39,8 +55,12 @@ CONSTANTS: dict[FloatType, dict[str, tuple[float, ...]]] = {
         "log2e": (1.4426950408889634, 2.0355273740931033e-17),
         "log10_2": (0.3010299956639812, -2.8037281277851704e-18),
         "log10e": (0.4342944819032518, 1.098319650216765e-17),
-        "pio2_4": (1.5707963267948966, 6.123233995736766e-17,
-                   -1.4973849048591698e-33, 5.562271104316826e-50),
+        "pio2_4": (
+            1.5707963267948966,
+            6.123233995736766e-17,
+            -1.4973849048591698e-33,
+            5.562271104316826e-50,
+        ),
         "pi": (3.141592653589793, 1.2246467991473532e-16),
         "pio2": (1.5707963267948966, 6.123233995736766e-17),
         "pio4": (0.7853981633974483, 3.061616997868383e-17),
@@ -89,7 +109,7 @@ def to_int(b: Builder, v: Value, clamped: bool = False) -> Value:
     """fptosi of an integral float; unless the caller ``clamped`` it, large values and NaN
     map to 0 first (fptosi of those is poison)."""
     if not clamped:
-        v = b.select(b.cmp("olt", b.fabs(v), 2.0 ** 30), v, 0.0)
+        v = b.select(b.cmp("olt", b.fabs(v), 2.0**30), v, 0.0)
     return b.cast("fptosi", v, v.ft.int_ir)
 
 

@@ -24,8 +24,17 @@ from fungrad.lowering.math.numeric import (
     two_sum,
 )
 
-__all__ = ["FUNCTIONS", "LARGE_FUNCTIONS", "TAN_P32", "TWO_OPI_24", "TWO_OPI_64", "TWO_OPI_TABLE",
-           "cos_kernel", "large_pio2_f32", "sin_kernel"]
+__all__ = [
+    "FUNCTIONS",
+    "LARGE_FUNCTIONS",
+    "TAN_P32",
+    "TWO_OPI_24",
+    "TWO_OPI_64",
+    "TWO_OPI_TABLE",
+    "cos_kernel",
+    "large_pio2_f32",
+    "sin_kernel",
+]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -35,19 +44,44 @@ __all__ = ["FUNCTIONS", "LARGE_FUNCTIONS", "TAN_P32", "TWO_OPI_24", "TWO_OPI_64"
 
 _SIN_P = {
     F32: (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1),
-    F64: (1.58969099521155010221e-10, -2.50507602534068634195e-08, 2.75573137070700676789e-06,
-          -1.98412698298579493134e-04, 8.33333333332248946124e-03, -1.66666666666666324348e-01),
+    F64: (
+        1.58969099521155010221e-10,
+        -2.50507602534068634195e-08,
+        2.75573137070700676789e-06,
+        -1.98412698298579493134e-04,
+        8.33333333332248946124e-03,
+        -1.66666666666666324348e-01,
+    ),
 }
 _COS_P = {
     F32: (2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2),
-    F64: (-1.13596475577881948265e-11, 2.08757232129817482790e-09, -2.75573143513906633035e-07,
-          2.48015872894767294178e-05, -1.38888888888741095749e-03, 4.16666666666666019037e-02),
+    F64: (
+        -1.13596475577881948265e-11,
+        2.08757232129817482790e-09,
+        -2.75573143513906633035e-07,
+        2.48015872894767294178e-05,
+        -1.38888888888741095749e-03,
+        4.16666666666666019037e-02,
+    ),
 }
-TAN_P32 = (9.38540185543e-3, 3.11992232697e-3, 2.44301354525e-2, 5.34112807005e-2,
-            1.33387994085e-1, 3.33331568548e-1)
-_TAN_PQ64 = ((-1.30936939181383777646e4, 1.15351664838587416140e6, -1.79565251976484877988e7),
-             (1.0, 1.36812963470692954678e4, -1.32089234440210967447e6, 2.50083801823357915839e7,
-              -5.38695755929454629881e7))
+TAN_P32 = (
+    9.38540185543e-3,
+    3.11992232697e-3,
+    2.44301354525e-2,
+    5.34112807005e-2,
+    1.33387994085e-1,
+    3.33331568548e-1,
+)
+_TAN_PQ64 = (
+    (-1.30936939181383777646e4, 1.15351664838587416140e6, -1.79565251976484877988e7),
+    (
+        1.0,
+        1.36812963470692954678e4,
+        -1.32089234440210967447e6,
+        2.50083801823357915839e7,
+        -5.38695755929454629881e7,
+    ),
+)
 
 
 def _reduce_pio2(b: Builder, a: Value) -> tuple[Value, Value, Value]:
@@ -59,8 +93,9 @@ def _reduce_pio2(b: Builder, a: Value) -> tuple[Value, Value, Value]:
     ph, pl = b.two_prod(a, c["2/pi"][0])
     q = b.rint(ph)
     frac = (ph - q) + (pl + a * c["2/pi"][1])
-    q = q + b.select(b.cmp("ogt", frac, 0.5), 1.0, b.select(b.cmp("olt", frac, -0.5), -1.0, 0.0,
-                                                             a.ty))
+    q = q + b.select(
+        b.cmp("ogt", frac, 0.5), 1.0, b.select(b.cmp("olt", frac, -0.5), -1.0, 0.0, a.ty)
+    )
     t1 = b.sub_multiple(q, p1, a, a.ft.mant + 1)  # a short multiple of ulp(p1)
     m2, m2e = b.two_prod(q, p2)
     s, e = two_sum(t1, -m2)
@@ -77,13 +112,39 @@ def _reduce_pio2(b: Builder, a: Value) -> tuple[Value, Value, Value]:
 # is the window S[t], S[t + 1], ... with S[t] weighing 2; words hold 24 (float32) or 64
 # (float64) bits of S, most significant first. tests/test_trig_large_args.py derives them
 # again from pi.
-TWO_OPI_24 = (0x28be60, 0xdb9391, 0x054a7f, 0x09d5f4, 0x7d4d37, 0x7036d8, 0xa5664f, 0x10e410,
-               0x7f9458)
-TWO_OPI_64 = (0x28be60db9391054a, 0x7f09d5f47d4d3770, 0x36d8a5664f10e410, 0x7f9458eaf7aef158,
-               0x6dc91b8e909374b8, 0x01924bba82746487, 0x3f877ac72c4a69cf, 0xba208d7d4baed121,
-               0x3a671c09ad17df90, 0x4e64758e60d4ce7d, 0x272117e2ef7e4a0e, 0xc7fe25fff7816603,
-               0xfbcbc462d6829b47, 0xdb4d9fb3c9f2c26d, 0xd3d18fd9a797fa8b, 0x5d49eeb1faf97c5e,
-               0xcf41ce7de294a4ba, 0x9afed7ec47e35742, 0x1580cc11bf1edaea, 0xfc33ef0826bd0d87)
+TWO_OPI_24 = (
+    0x28BE60,
+    0xDB9391,
+    0x054A7F,
+    0x09D5F4,
+    0x7D4D37,
+    0x7036D8,
+    0xA5664F,
+    0x10E410,
+    0x7F9458,
+)
+TWO_OPI_64 = (
+    0x28BE60DB9391054A,
+    0x7F09D5F47D4D3770,
+    0x36D8A5664F10E410,
+    0x7F9458EAF7AEF158,
+    0x6DC91B8E909374B8,
+    0x01924BBA82746487,
+    0x3F877AC72C4A69CF,
+    0xBA208D7D4BAED121,
+    0x3A671C09AD17DF90,
+    0x4E64758E60D4CE7D,
+    0x272117E2EF7E4A0E,
+    0xC7FE25FFF7816603,
+    0xFBCBC462D6829B47,
+    0xDB4D9FB3C9F2C26D,
+    0xD3D18FD9A797FA8B,
+    0x5D49EEB1FAF97C5E,
+    0xCF41CE7DE294A4BA,
+    0x9AFED7EC47E35742,
+    0x1580CC11BF1EDAEA,
+    0xFC33EF0826BD0D87,
+)
 TWO_OPI_TABLE = "fg_two_opi_bits"  # the float64 words as an IR constant (a pseudo-function)
 
 
@@ -131,8 +192,7 @@ def _large_frac_f32(b: Builder, a: Value, t: int, offset: int = 0):
     top = (col[7] << 12) + digit[6]
     top = (top - offset if offset else top) & 0xFFFFFF  # (q + F) mod 4, units 2^-22
     q = (top + (1 << 21)) >> 22
-    return (q, top - (q << 22), (digit[5] << 12) | digit[4],
-            (digit[3] << 12) | digit[2])
+    return (q, top - (q << 22), (digit[5] << 12) | digit[4], (digit[3] << 12) | digit[2])
 
 
 def large_pio2_f32(b: Builder, a: Value) -> tuple[Value, Value, Value]:
@@ -141,10 +201,10 @@ def large_pio2_f32(b: Builder, a: Value) -> tuple[Value, Value, Value]:
     (the GPU's): F of :func:`_large_frac_f32` as a double-word fh + fl (A 2^-22 + B 2^-46 is
     exact by a fast two-sum: |A| >= 1 or A = 0), times pi/2 by an exact product."""
     q, ia, ib, ic = _large_frac_f32(b, a, 0)
-    fa = b.cast("sitofp", ia, "float") * 2.0 ** -22
-    fb = b.cast("sitofp", ib, "float") * 2.0 ** -46
+    fa = b.cast("sitofp", ia, "float") * 2.0**-22
+    fb = b.cast("sitofp", ib, "float") * 2.0**-46
     fh, fl = fast_two_sum(fa, fb)
-    fl = fl + b.cast("sitofp", ic, "float") * 2.0 ** -70
+    fl = fl + b.cast("sitofp", ic, "float") * 2.0**-70
     p1, p2 = CONSTANTS[F32]["pio2"]
     ph, pe = b.two_prod(fh, p1)
     rh, rl = fast_two_sum(ph, pe + b.keep(fh * p2 + fl * p1))
@@ -176,9 +236,9 @@ def _large_pio2_f64(b: Builder, a: Value) -> tuple[Value, Value, Value]:
     f = hi - (q << 62)  # F = f 2^-62 + lo 2^-126, -2^61 <= f < 2^61
     x1 = b.cast("sitofp", f, "double")
     e1 = f - b.cast("fptosi", x1, i64)  # what x1 rounded off, |e1| <= 2^8
-    x2 = b.cast("sitofp", (e1 << 52) + b.lshr(lo, 12), "double") * 2.0 ** -114
-    x3 = b.cast("uitofp", lo & 0xFFF, "double") * 2.0 ** -126
-    fh, fl = two_sum(x1 * 2.0 ** -62, x2)
+    x2 = b.cast("sitofp", (e1 << 52) + b.lshr(lo, 12), "double") * 2.0**-114
+    x3 = b.cast("uitofp", lo & 0xFFF, "double") * 2.0**-126
+    fh, fl = two_sum(x1 * 2.0**-62, x2)
     fl = fl + x3
     c1, c2 = CONSTANTS[F64]["pio2"]
     ph, pe = b.two_prod(fh, c1)
@@ -202,12 +262,17 @@ def cos_kernel(b: Builder, r: Value, rl: Value) -> Value:
     w = 1.0 - hz
     return w + b.keep(((1.0 - w) - hz) + (z * z * horner(b, z, _COS_P[r.ft]) - r * rl))
 
+
 # sin(r) for |r| <= pi/2 by one odd minimax polynomial (relative error 6e-9, 0.1 ulp of
 # float32), rounded once: at most 0.61 ulp in all. sin(x) = (-1)^q sin(r); cos(x) =
 # (-1)^(q+1) sin(r) with half-integer q. No cos kernel, no quadrant selects, no double-word
 # tails: 3.1 instructions per element where the float32 reduction took 5.1.
-_SIN_PI_P32 = (2.6055898577500727e-06, -0.00019809521275607992, 0.008333065203243754,
-               -0.16666659513002852)
+_SIN_PI_P32 = (
+    2.6055898577500727e-06,
+    -0.00019809521275607992,
+    0.008333065203243754,
+    -0.16666659513002852,
+)
 
 
 def _sin_pi_f32(b: Builder, x: Value, q: Value, r: Value, cos: bool) -> Value:
@@ -217,9 +282,9 @@ def _sin_pi_f32(b: Builder, x: Value, q: Value, r: Value, cos: bool) -> Value:
     s = b.cast("fptrunc", b.fma(r * z, horner(b, z, _SIN_PI_P32), r), "float")
     flip = q << 31  # (-1)^q in the sign bit
     if cos:
-        flip = flip ^ -(2 ** 31)
+        flip = flip ^ -(2**31)
     else:  # sin is odd
-        flip = flip ^ (b.cast("bitcast", x, "i32") & -(2 ** 31))
+        flip = flip ^ (b.cast("bitcast", x, "i32") & -(2**31))
     return b.cast("bitcast", b.cast("bitcast", s, "i32") ^ flip, "float")
 
 
@@ -239,9 +304,8 @@ def _sin_cos_f32_large(b: Builder, x: Value, cos: bool) -> Value:
     """float32 sin(x) or cos(x) for |x| >= 2^24: :func:`_large_frac_f32` by pi (t = -1),
     F = A 2^-22 + B 2^-46 (exact in float64) + C 2^-70, r = F pi; NaN for inf and NaN."""
     q, ia, ib, ic = _large_frac_f32(b, b.fabs(x), -1, 1 << 21 if cos else 0)
-    f = b.fma(b.cast("sitofp", ib, "double"), 2.0 ** -46,
-              b.cast("sitofp", ia, "double") * 2.0 ** -22)
-    f = b.fma(b.cast("sitofp", ic, "double"), 2.0 ** -70, f)
+    f = b.fma(b.cast("sitofp", ib, "double"), 2.0**-46, b.cast("sitofp", ia, "double") * 2.0**-22)
+    f = b.fma(b.cast("sitofp", ic, "double"), 2.0**-70, f)
     return finite_only(b, x, _sin_pi_f32(b, x, q, f * math.pi, cos))
 
 
@@ -313,7 +377,10 @@ def _tan_large(b: Builder, x: Value) -> Value:
 
 
 LARGE_FUNCTIONS: dict[str, Callable[..., Value]] = {
-    "sin_large": _sin_large, "cos_large": _cos_large, "tan_large": _tan_large}
+    "sin_large": _sin_large,
+    "cos_large": _cos_large,
+    "tan_large": _tan_large,
+}
 """The functions ``Builder.branch_large`` calls (one argument; not in MATH_FUNCTIONS)."""
 
 
@@ -322,17 +389,41 @@ LARGE_FUNCTIONS: dict[str, Callable[..., Value]] = {
 # rational functions (float64); pi/2, pi/4, pi added as hi + lo.
 
 _ATAN_P32 = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1)
-_ATAN_PQ64 = ((-8.750608600031904122785e-1, -1.615753718733365076637e1,
-               -7.500855792314704667340e1, -1.228866684490136173410e2,
-               -6.485021904942025371773e1),
-              (1.0, 2.485846490142306297962e1, 1.650270098316988542046e2,
-               4.328810604912902668951e2, 4.853903996359136964868e2,
-               1.945506571482613964425e2))
+_ATAN_PQ64 = (
+    (
+        -8.750608600031904122785e-1,
+        -1.615753718733365076637e1,
+        -7.500855792314704667340e1,
+        -1.228866684490136173410e2,
+        -6.485021904942025371773e1,
+    ),
+    (
+        1.0,
+        2.485846490142306297962e1,
+        1.650270098316988542046e2,
+        4.328810604912902668951e2,
+        4.853903996359136964868e2,
+        1.945506571482613964425e2,
+    ),
+)
 _ASIN_P32 = (4.2163199048e-2, 2.4181311049e-2, 4.5470025998e-2, 7.4953002686e-2, 1.6666752422e-1)
-_ASIN_PQ64 = ((3.47933107596021167570e-05, 7.91534994289814532176e-04, -4.00555345006794114027e-02,
-               2.01212532134862925881e-01, -3.25565818622400915405e-01, 1.66666666666666657415e-01),
-              (7.70381505559019352791e-02, -6.88283971605453293030e-01, 2.02094576023350569471e+00,
-               -2.40339491173441421878e+00, 1.0))
+_ASIN_PQ64 = (
+    (
+        3.47933107596021167570e-05,
+        7.91534994289814532176e-04,
+        -4.00555345006794114027e-02,
+        2.01212532134862925881e-01,
+        -3.25565818622400915405e-01,
+        1.66666666666666657415e-01,
+    ),
+    (
+        7.70381505559019352791e-02,
+        -6.88283971605453293030e-01,
+        2.02094576023350569471e00,
+        -2.40339491173441421878e00,
+        1.0,
+    ),
+)
 
 
 def _pio4_multiple(b: Builder, m: Value, ft: FloatType) -> tuple[Value, Value]:
@@ -441,7 +532,12 @@ def _acos(b: Builder, x: Value) -> Value:
 
 
 FUNCTIONS: dict[str, tuple[int, Callable[..., Value]]] = {
-    "sin": (1, _sin), "cos": (1, _cos), "tan": (1, _tan),
-    "atan": (1, _atan), "atan2": (2, _atan2), "asin": (1, _asin), "acos": (1, _acos),
+    "sin": (1, _sin),
+    "cos": (1, _cos),
+    "tan": (1, _tan),
+    "atan": (1, _atan),
+    "atan2": (2, _atan2),
+    "asin": (1, _asin),
+    "acos": (1, _acos),
 }
 """Name -> (arity, emitter) of this module's functions."""

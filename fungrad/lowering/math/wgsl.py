@@ -30,6 +30,7 @@ Two GPU compiler behaviours shape the output (both measured on Mesa's llvmpipe):
   (2M arguments each): the tails of exp, expm1, log1p, erf, log and the rest are two-sum
   tails used twice or sums of non-products, which Mesa leaves alone.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -65,8 +66,20 @@ def _f32_literal(v: float) -> str:
     return f"bitcast<f32>({bits:#010x}u)"
 
 
-_BINARY = {"fadd": "+", "add": "+", "fsub": "-", "sub": "-", "fmul": "*", "mul": "*",
-           "fdiv": "/", "and": "&", "or": "|", "xor": "^", "shl": "<<", "ashr": ">>"}
+_BINARY = {
+    "fadd": "+",
+    "add": "+",
+    "fsub": "-",
+    "sub": "-",
+    "fmul": "*",
+    "mul": "*",
+    "fdiv": "/",
+    "and": "&",
+    "or": "|",
+    "xor": "^",
+    "shl": "<<",
+    "ashr": ">>",
+}
 
 
 #: float32 seen as "not the CPU's float32": emitters that give float32 a float64 shortcut
@@ -75,12 +88,22 @@ _F32_GENERIC = dataclasses.replace(F32)
 _GENERIC = frozenset({"pow"})
 
 
-_FCMP = {"oeq": "{a} == {c}", "ogt": "{a} > {c}", "oge": "{a} >= {c}", "olt": "{a} < {c}",
-         "ole": "{a} <= {c}", "une": "!({a} == {c})", "ult": "!({a} >= {c})",
-         "ule": "!({a} > {c})", "ugt": "!({a} <= {c})", "uge": "!({a} < {c})",
-         "uno": "fg_isnan({a}) || fg_isnan({c})", "ord": "!(fg_isnan({a}) || fg_isnan({c}))",
-         "one": "!({a} == {c}) && !(fg_isnan({a}) || fg_isnan({c}))",
-         "ueq": "{a} == {c} || fg_isnan({a}) || fg_isnan({c})"}
+_FCMP = {
+    "oeq": "{a} == {c}",
+    "ogt": "{a} > {c}",
+    "oge": "{a} >= {c}",
+    "olt": "{a} < {c}",
+    "ole": "{a} <= {c}",
+    "une": "!({a} == {c})",
+    "ult": "!({a} >= {c})",
+    "ule": "!({a} > {c})",
+    "ugt": "!({a} <= {c})",
+    "uge": "!({a} < {c})",
+    "uno": "fg_isnan({a}) || fg_isnan({c})",
+    "ord": "!(fg_isnan({a}) || fg_isnan({c}))",
+    "one": "!({a} == {c}) && !(fg_isnan({a}) || fg_isnan({c}))",
+    "ueq": "{a} == {c} || fg_isnan({a}) || fg_isnan({c})",
+}
 _ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="}
 
 
@@ -172,7 +195,7 @@ class WGSLBuilder(Builder):
         if t == "bool":
             return Value(self, "true" if v else "false", ty)
         v = int(v)
-        return Value(self, "bitcast<i32>(0x80000000u)" if v == -2**31 else f"{v}i", ty)
+        return Value(self, "bitcast<i32>(0x80000000u)" if v == -(2**31) else f"{v}i", ty)
 
     def cmp(self, pred: str, a, c) -> Value:
         ty = a.ty if isinstance(a, Value) else c.ty
@@ -198,8 +221,11 @@ class WGSLBuilder(Builder):
         _wtype(ty)
         v = [self.lift(a, ty).ref for a in args]
         if name == "copysign":
-            return self.emit(f"bitcast<f32>((bitcast<u32>({v[0]}) & 0x7fffffffu) | "
-                             f"(bitcast<u32>({v[1]}) & 0x80000000u))", ty)
+            return self.emit(
+                f"bitcast<f32>((bitcast<u32>({v[0]}) & 0x7fffffffu) | "
+                f"(bitcast<u32>({v[1]}) & 0x80000000u))",
+                ty,
+            )
         if name == "fma" and not self.fused_fma:  # a polynomial step: rounding twice is fine,
             # and on llvmpipe the written-out form measured more accurate than its fma builtin
             return self.emit(f"(({v[0]} * {v[1]}) + {v[2]})", ty)
@@ -330,6 +356,7 @@ class _Body:
     """A builder function's straight-line WGSL: ``let`` statements (``v<i>`` the values,
     ``a<i>`` the parameters), the returned value, the functions it calls and the value its
     opaque ORs use as zero (None: it has none)."""
+
     arity: int
     lines: tuple[str, ...]
     result: str
@@ -346,8 +373,13 @@ def _body(name: str, fused_fma: bool) -> _Body | None:
     b = WGSLBuilder(generic=name in _GENERIC, fused_fma=fused_fma)
     params = [Value(b, f"a{i}", "float") for i in range(arity)]
     result = emit(b, *params)
-    return _Body(arity, tuple(b.lines), result.ref, frozenset(b.callees),
-                 b.zero.ref if b.zero is not None else None)
+    return _Body(
+        arity,
+        tuple(b.lines),
+        result.ref,
+        frozenset(b.callees),
+        b.zero.ref if b.zero is not None else None,
+    )
 
 
 def _define(name: str, fused_fma: bool) -> tuple[str, frozenset[str]]:
@@ -356,8 +388,9 @@ def _define(name: str, fused_fma: bool) -> tuple[str, frozenset[str]]:
     if body is None:
         return _ERF_INV, frozenset({"fg_log_f32", "fg_erf_f32", "fg_exp_f32", "isnan"})
     sig = ", ".join(f"a{i}: f32" for i in range(body.arity))
-    text = "\n".join([f"fn fg_{name}_f32({sig}) -> f32 {{", *body.lines,
-                      f"  return {body.result};", "}"])
+    text = "\n".join(
+        [f"fn fg_{name}_f32({sig}) -> f32 {{", *body.lines, f"  return {body.result};", "}"]
+    )
     return text, body.callees
 
 
@@ -382,7 +415,8 @@ def _definitions(syms, fused_fma: bool) -> list[tuple[str, str]]:
             raise LoweringError(
                 f"jit(backend='gpu'): {sym[3:-4]} has no float32-only formulation for the GPU "
                 "yet (its float32 version computes in float64, which WGSL lacks); use "
-                "backend='cpu' for programs that need it") from None
+                "backend='cpu' for programs that need it"
+            ) from None
         for c in sorted(callees):
             add(c)
         out[sym] = text
@@ -403,8 +437,9 @@ def function(name: str, fused_fma: bool = True) -> tuple[str, list[tuple[str, st
 _NAME = re.compile(r"\b([av])(\d+)\b")
 
 
-def inline(name: str, args: list[str], prefix: str, fused_fma: bool = True,
-           zero: str | None = None) -> tuple[list[str], str, list[tuple[str, str]]] | None:
+def inline(
+    name: str, args: list[str], prefix: str, fused_fma: bool = True, zero: str | None = None
+) -> tuple[list[str], str, list[tuple[str, str]]] | None:
     """``name`` of ``args`` as statements for the caller's body: ``(let statements, the
     result, definitions of what they call)`` (as :func:`function`'s), the values named
     ``<prefix>_v<i>``; None where the function is not straight-line (erf_inv: call it).
@@ -429,5 +464,8 @@ def inline(name: str, args: list[str], prefix: str, fused_fma: bool = True,
     lines = body.lines
     if zero is not None and body.zero is not None:
         lines = [line for line in lines if not line.startswith(f"  let {body.zero} = ")]
-    return ([_NAME.sub(rename, line) for line in lines], _NAME.sub(rename, body.result),
-            _definitions(sorted(body.callees), fused_fma))
+    return (
+        [_NAME.sub(rename, line) for line in lines],
+        _NAME.sub(rename, body.result),
+        _definitions(sorted(body.callees), fused_fma),
+    )

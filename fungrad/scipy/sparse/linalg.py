@@ -26,8 +26,10 @@ def _as_matvec(name: str, A):
         return A
     A = fnp.asarray(A)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
-        raise ValueError(f"{name}: A must be a square matrix or a linear function, got an "
-                         f"array of shape {A.shape}")
+        raise ValueError(
+            f"{name}: A must be a square matrix or a linear function, got an "
+            f"array of shape {A.shape}"
+        )
     return lambda x: tree_util.tree_map(lambda v: fnp.matmul(A, v), x)
 
 
@@ -78,8 +80,10 @@ def cg(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
     if x0 is None:
         x0 = tree_util.tree_map(fnp.zeros_like, b)
     elif tree_util.tree_structure(x0) != tree_util.tree_structure(b):
-        raise ValueError(f"cg: x0 and b must have the same tree structure, got "
-                         f"{tree_util.tree_structure(x0)} and {tree_util.tree_structure(b)}")
+        raise ValueError(
+            f"cg: x0 and b must have the same tree structure, got "
+            f"{tree_util.tree_structure(x0)} and {tree_util.tree_structure(b)}"
+        )
     size = sum(int(np.size(leaf)) for leaf in leaves)
     maxiter = 10 * size if maxiter is None else int(maxiter)
 

@@ -30,12 +30,15 @@ class ModeResult(NamedTuple):
 
 def _check_nan_policy(fun_name: str, nan_policy: str, supported=("propagate",)):
     if nan_policy not in _NAN_POLICIES:
-        raise ValueError(f"{fun_name}: illegal nan_policy {nan_policy!r}; expected one of "
-                         f"{_NAN_POLICIES}")
+        raise ValueError(
+            f"{fun_name}: illegal nan_policy {nan_policy!r}; expected one of {_NAN_POLICIES}"
+        )
     if nan_policy not in supported:
-        raise ValueError(f"{fun_name}: nan_policy={nan_policy!r} is not supported (JAX does "
-                         f"not support it either, the NaN check cannot be traced); use one of "
-                         f"{supported} and check for NaNs outside {fun_name}")
+        raise ValueError(
+            f"{fun_name}: nan_policy={nan_policy!r} is not supported (JAX does "
+            f"not support it either, the NaN check cannot be traced); use one of "
+            f"{supported} and check for NaNs outside {fun_name}"
+        )
 
 
 def _runs(s):
@@ -67,8 +70,11 @@ def mode(a, axis=0, nan_policy: str = "propagate", keepdims: bool = False) -> Mo
         axis = 0
     else:
         axis = util.canonicalize_axis(axis, x.ndim, "mode")
-        out_shape = tuple(1 if i == axis else d for i, d in enumerate(x.shape)) if keepdims \
+        out_shape = (
+            tuple(1 if i == axis else d for i, d in enumerate(x.shape))
+            if keepdims
             else tuple(d for i, d in enumerate(x.shape) if i != axis)
+        )
     if x.shape[axis] == 0:
         nan = fnp.full(out_shape, np.nan, dtypes.default_float_dtype())
         return ModeResult(nan, fnp.zeros(out_shape, dtypes.default_float_dtype()))
@@ -93,8 +99,7 @@ def rankdata(a, method: str = "average", *, axis=None, nan_policy: str = "propag
     util.check_arraylike("rankdata", a)
     _check_nan_policy("rankdata", nan_policy)
     if method not in _RANK_METHODS:
-        raise ValueError(f"rankdata: unknown method {method!r}; expected one of "
-                         f"{_RANK_METHODS}")
+        raise ValueError(f"rankdata: unknown method {method!r}; expected one of {_RANK_METHODS}")
     x = fnp.asarray(a)
     if axis is None:
         x, axis = fnp.ravel(x), 0
@@ -132,6 +137,7 @@ def sem(a, axis=0, ddof: int = 1, nan_policy: str = "propagate", *, keepdims: bo
     if nan_policy == "omit":
         count = fnp.sum(~fnp.isnan(b), axis=axis, keepdims=keepdims)
         return fnp.nanstd(b, axis=axis, ddof=ddof, keepdims=keepdims) / fnp.sqrt(
-            count.astype(b.dtype))
+            count.astype(b.dtype)
+        )
     size = b.size if axis is None else b.shape[util.canonicalize_axis(axis, b.ndim, "sem")]
     return fnp.std(b, axis=axis, ddof=ddof, keepdims=keepdims) / np.sqrt(size).astype(b.dtype)

@@ -19,8 +19,12 @@ def logpdf(x, a, b, loc=0, scale=1):
     x, a, b, loc, scale = promote("beta.logpdf", x, a, b, loc, scale)
     outside = (x < loc) | (x > loc + scale)
     z = fnp.where(outside, 0.5, (x - loc) / scale)
-    val = (special.xlogy(a - 1.0, z) + special.xlog1py(b - 1.0, -z) - special.betaln(a, b)
-           - fnp.log(scale))
+    val = (
+        special.xlogy(a - 1.0, z)
+        + special.xlog1py(b - 1.0, -z)
+        - special.betaln(a, b)
+        - fnp.log(scale)
+    )
     val = fnp.where(outside, -np.inf, val)
     return fnp.where((a <= 0) | (b <= 0) | (scale <= 0), np.nan, val)
 

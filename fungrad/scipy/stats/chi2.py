@@ -21,8 +21,13 @@ def logpdf(x, df, loc=0, scale=1):
     below = x < loc
     z = fnp.where(below, 1.0, (x - loc) / scale)
     half_df = 0.5 * df
-    val = (special.xlogy(half_df - 1.0, z) - 0.5 * z - special.gammaln(half_df)
-           - half_df * _LOG2 - fnp.log(scale))
+    val = (
+        special.xlogy(half_df - 1.0, z)
+        - 0.5 * z
+        - special.gammaln(half_df)
+        - half_df * _LOG2
+        - fnp.log(scale)
+    )
     return fnp.where(below, -np.inf, val)
 
 

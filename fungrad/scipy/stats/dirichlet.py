@@ -23,13 +23,16 @@ def logpdf(x, alpha):
     util.check_arraylike("dirichlet.logpdf", x, alpha)
     x, alpha = util.promote_dtypes_inexact(x, alpha, fun_name="dirichlet.logpdf")
     if alpha.ndim != 1:
-        raise ValueError(f"dirichlet.logpdf: alpha must be one-dimensional (K,), got shape "
-                         f"{alpha.shape}")
+        raise ValueError(
+            f"dirichlet.logpdf: alpha must be one-dimensional (K,), got shape {alpha.shape}"
+        )
     k = alpha.shape[0]
     if x.ndim == 0 or x.shape[0] not in (k, k - 1):
-        raise ValueError(f"dirichlet.logpdf: x must have K = {k} (or K - 1) entries on its "
-                         f"first axis for alpha of shape {alpha.shape}, got x.shape "
-                         f"{x.shape}")
+        raise ValueError(
+            f"dirichlet.logpdf: x must have K = {k} (or K - 1) entries on its "
+            f"first axis for alpha of shape {alpha.shape}, got x.shape "
+            f"{x.shape}"
+        )
     if x.shape[0] == k - 1:
         x = fnp.concatenate([x, 1.0 - fnp.sum(x, axis=0, keepdims=True)], axis=0)
     alpha_b = alpha.reshape((k,) + (1,) * (x.ndim - 1))

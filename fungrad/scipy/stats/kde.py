@@ -51,46 +51,55 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
         util.check_arraylike("gaussian_kde", dataset)
         dataset = fnp.atleast_2d(dataset)
         if dataset.ndim != 2:
-            raise ValueError(f"gaussian_kde: dataset must be 1-D (n,) or 2-D (d, n), got "
-                             f"shape {dataset.shape}")
+            raise ValueError(
+                f"gaussian_kde: dataset must be 1-D (n,) or 2-D (d, n), got shape {dataset.shape}"
+            )
         if np.issubdtype(dataset.dtype, np.complexfloating):
             raise TypeError("gaussian_kde: complex data is not supported; pass real arrays")
         if dataset.size <= 1:
-            raise ValueError(f"gaussian_kde: dataset must have more than one element, got "
-                             f"shape {dataset.shape}")
+            raise ValueError(
+                f"gaussian_kde: dataset must have more than one element, got shape {dataset.shape}"
+            )
         d, n = dataset.shape
         if weights is None:
             [dataset] = util.promote_dtypes_inexact(dataset, fun_name="gaussian_kde")
             weights = fnp.full((n,), 1.0 / n, dtype=dataset.dtype)
         else:
             util.check_arraylike("gaussian_kde", weights, names=["weights"])
-            dataset, weights = util.promote_dtypes_inexact(dataset, weights,
-                                                           fun_name="gaussian_kde")
+            dataset, weights = util.promote_dtypes_inexact(
+                dataset, weights, fun_name="gaussian_kde"
+            )
             weights = fnp.atleast_1d(weights)
             if weights.shape != (n,):
-                raise ValueError(f"gaussian_kde: weights must have shape ({n},) (one per data "
-                                 f"point), got {weights.shape}")
+                raise ValueError(
+                    f"gaussian_kde: weights must have shape ({n},) (one per data "
+                    f"point), got {weights.shape}"
+                )
             weights = weights / fnp.sum(weights)
         self._set("dataset", dataset)
         self._set("weights", weights)
-        neff = self._set("neff", 1.0 / fnp.sum(weights ** 2))
+        neff = self._set("neff", 1.0 / fnp.sum(weights**2))
         if bw_method is None or (isinstance(bw_method, str) and bw_method == "scott"):
             factor = neff ** (-1.0 / (d + 4))
         elif isinstance(bw_method, str) and bw_method == "silverman":
             factor = (neff * (d + 2) / 4.0) ** (-1.0 / (d + 4))
         elif isinstance(bw_method, str):
-            raise ValueError(f"gaussian_kde: bw_method must be 'scott', 'silverman', a scalar "
-                             f"or a callable, got {bw_method!r}")
+            raise ValueError(
+                f"gaussian_kde: bw_method must be 'scott', 'silverman', a scalar "
+                f"or a callable, got {bw_method!r}"
+            )
         elif callable(bw_method):
             factor = bw_method(self)
         elif fnp.ndim(bw_method) == 0:
             factor = bw_method
         else:
-            raise ValueError(f"gaussian_kde: bw_method must be 'scott', 'silverman', a scalar "
-                             f"or a callable, got an array of shape {fnp.shape(bw_method)}")
+            raise ValueError(
+                f"gaussian_kde: bw_method must be 'scott', 'silverman', a scalar "
+                f"or a callable, got an array of shape {fnp.shape(bw_method)}"
+            )
         data_cov = fnp.atleast_2d(fnp.cov(dataset, rowvar=True, bias=False, aweights=weights))
-        self._set("covariance", data_cov * factor ** 2)
-        self._set("inv_cov", fnp.linalg.inv(data_cov) / factor ** 2)
+        self._set("covariance", data_cov * factor**2)
+        self._set("inv_cov", fnp.linalg.inv(data_cov) / factor**2)
 
     def _set(self, name, value):
         object.__setattr__(self, name, value)
@@ -129,8 +138,10 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
         if d != self.d:
             if d == 1 and m == self.d:  # one point given as a flat vector
                 return points.reshape(self.d, 1)
-            raise ValueError(f"gaussian_kde.{fun_name}: points have dimension {d}, the "
-                             f"dataset has dimension {self.d} (pass shape ({self.d}, m))")
+            raise ValueError(
+                f"gaussian_kde.{fun_name}: points have dimension {d}, the "
+                f"dataset has dimension {self.d} (pass shape ({self.d}, m))"
+            )
         return points
 
     def _log_kernels(self, points):
@@ -166,16 +177,19 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
         mean = fnp.atleast_1d(fnp.squeeze(mean))
         cov = fnp.atleast_2d(cov)
         if mean.shape != (self.d,) or cov.shape != (self.d, self.d):
-            raise ValueError(f"gaussian_kde.integrate_gaussian: mean must have shape "
-                             f"({self.d},) and cov ({self.d}, {self.d}), got {mean.shape} and "
-                             f"{cov.shape}")
+            raise ValueError(
+                f"gaussian_kde.integrate_gaussian: mean must have shape "
+                f"({self.d},) and cov ({self.d}, {self.d}), got {mean.shape} and "
+                f"{cov.shape}"
+            )
         return self._convolved_mass(cov, mean[:, None], self.dataset, self.weights)[0]
 
     def integrate_box_1d(self, low, high):
         """``integral_low^high kde(x) dx`` for a one-dimensional kde (scalar limits)."""
         if self.d != 1:
-            raise ValueError(f"gaussian_kde.integrate_box_1d: the kde must be 1-D, it has "
-                             f"d = {self.d}")
+            raise ValueError(
+                f"gaussian_kde.integrate_box_1d: the kde must be 1-D, it has d = {self.d}"
+            )
         if fnp.ndim(low) != 0 or fnp.ndim(high) != 0:
             raise ValueError("gaussian_kde.integrate_box_1d: low and high must be scalars")
         sigma = fnp.sqrt(self.covariance[0, 0])
@@ -186,10 +200,12 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
     def integrate_kde(self, other):
         """``integral self(x) other(x) dx`` for another kde of the same dimension."""
         if other.d != self.d:
-            raise ValueError(f"gaussian_kde.integrate_kde: dimensions differ ({self.d} and "
-                             f"{other.d})")
-        per_point = self._convolved_mass(other.covariance, other.dataset, self.dataset,
-                                         self.weights)
+            raise ValueError(
+                f"gaussian_kde.integrate_kde: dimensions differ ({self.d} and {other.d})"
+            )
+        per_point = self._convolved_mass(
+            other.covariance, other.dataset, self.dataset, self.weights
+        )
         return fnp.sum(per_point * other.weights)
 
     def resample(self, key, shape=()):
@@ -198,7 +214,11 @@ class gaussian_kde:  # noqa: N801  (JAX's and SciPy's name)
         shape = random._canonical_shape("gaussian_kde.resample", shape)
         ind_key, eps_key = random.split(random._check_prng_key("gaussian_kde.resample", key))
         ind = random.choice(ind_key, self.n, shape=shape, p=self.weights)
-        eps = random.multivariate_normal(eps_key, fnp.zeros(self.d, self.covariance.dtype),
-                                         self.covariance, shape=shape,
-                                         dtype=self.dataset.dtype)
+        eps = random.multivariate_normal(
+            eps_key,
+            fnp.zeros(self.d, self.covariance.dtype),
+            self.covariance,
+            shape=shape,
+            dtype=self.dataset.dtype,
+        )
         return self.dataset[:, ind] + fnp.moveaxis(eps, -1, 0)

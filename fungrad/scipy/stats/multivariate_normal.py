@@ -44,27 +44,32 @@ def logpdf(x, mean, cov, allow_singular=None):
     gives NaN.
     """
     if allow_singular:
-        raise ValueError("multivariate_normal.logpdf: allow_singular=True is not supported "
-                         "(JAX does not support it either); pass a positive definite cov")
+        raise ValueError(
+            "multivariate_normal.logpdf: allow_singular=True is not supported "
+            "(JAX does not support it either); pass a positive definite cov"
+        )
     util.check_arraylike("multivariate_normal.logpdf", x, mean, cov)
-    x, mean, cov = util.promote_dtypes_inexact(x, mean, cov,
-                                               fun_name="multivariate_normal.logpdf")
+    x, mean, cov = util.promote_dtypes_inexact(x, mean, cov, fun_name="multivariate_normal.logpdf")
     if mean.ndim == 0:
         return -0.5 * ((x - mean) ** 2 / cov + _LOG_2PI + fnp.log(cov))
     n = mean.shape[-1]
     try:
         fnp.broadcast_shapes(x.shape, mean.shape)
     except ValueError:
-        raise TypeError(f"multivariate_normal.logpdf: x of shape {x.shape} and mean of shape "
-                        f"{mean.shape} do not broadcast (their last axis holds the {n} "
-                        f"coordinates)") from None
+        raise TypeError(
+            f"multivariate_normal.logpdf: x of shape {x.shape} and mean of shape "
+            f"{mean.shape} do not broadcast (their last axis holds the {n} "
+            f"coordinates)"
+        ) from None
     y = x - mean
     if cov.ndim == 0:
         return -0.5 * (fnp.sum(y * y, axis=-1) / cov + n * (_LOG_2PI + fnp.log(cov)))
     if cov.ndim < 2 or cov.shape[-2:] != (n, n):
-        raise ValueError(f"multivariate_normal.logpdf: cov must be a scalar or have shape "
-                         f"(..., {n}, {n}) for mean of shape {mean.shape}, got cov.shape "
-                         f"{cov.shape}")
+        raise ValueError(
+            f"multivariate_normal.logpdf: cov must be a scalar or have shape "
+            f"(..., {n}, {n}) for mean of shape {mean.shape}, got cov.shape "
+            f"{cov.shape}"
+        )
     chol = fnp.linalg.cholesky(cov)
     z = _forward_substitution(chol, y)
     log_det_half = fnp.sum(fnp.log(fnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)

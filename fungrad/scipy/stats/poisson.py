@@ -58,7 +58,8 @@ def entropy(mu, loc=0):
     summed = fnp.sum(fnp.where(kept, -fnp.exp(log_p) * log_p, 0.0), axis=0)
     mu_big = fnp.where(small, 100.0, mu)
     inv = 1.0 / mu_big
-    series = (0.5 * fnp.log(2.0 * np.pi * np.e * mu_big)
-              - inv * (1.0 / 12.0 + inv * (1.0 / 24.0 + inv * (19.0 / 360.0))))
+    series = 0.5 * fnp.log(2.0 * np.pi * np.e * mu_big) - inv * (
+        1.0 / 12.0 + inv * (1.0 / 24.0 + inv * (19.0 / 360.0))
+    )
     out = fnp.where(mu == 0, 0.0, fnp.where(small, summed, series))
     return fnp.broadcast_to(out, shape)

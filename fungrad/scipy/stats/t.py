@@ -17,8 +17,11 @@ def logpdf(x, df, loc=0, scale=1):
     x, df, loc, scale = promote("t.logpdf", x, df, loc, scale)
     z = (x - loc) / scale
     half_df = 0.5 * df
-    log_norm = (special.gammaln(half_df + 0.5) - special.gammaln(half_df)
-                - 0.5 * fnp.log(np.pi * df * scale * scale))
+    log_norm = (
+        special.gammaln(half_df + 0.5)
+        - special.gammaln(half_df)
+        - 0.5 * fnp.log(np.pi * df * scale * scale)
+    )
     return log_norm - (half_df + 0.5) * fnp.log1p(z * z / df)
 
 

@@ -139,3 +139,14 @@ def test_rendering_is_deterministic(monkeypatch):
     """Two compilations of one program give the same text (names do not depend on what
     was compiled before)."""
     assert render("softmax_rows", monkeypatch) == render("softmax_rows", monkeypatch)
+
+
+def test_every_kernel_op_has_wgsl_code():
+    """The WGSL shader's op table covers the closed kernel-op set: ``const``, ``idx`` and
+    ``reduce`` are rendered by the renderer base, ``load``/``select``/``convert``/``bitcast``
+    by the shader itself (they need its slots and type map), every other op by the table."""
+    from fungrad.lowering.gpu.shader import KernelShader
+    from fungrad.lowering.kernel import OPS
+
+    structural = {"const", "idx", "reduce", "load", "select", "convert", "bitcast"}
+    assert set(KernelShader.code_for_op) == OPS - structural

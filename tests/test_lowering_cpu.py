@@ -4,7 +4,6 @@ hits, survives corruption, can be disabled and stays private; parallel_for split
 numpy's BLAS is callable from jitted code."""
 
 import ctypes
-import functools
 import os
 import pickle
 import stat
@@ -310,62 +309,6 @@ def test_compile_stats_totals(cache_dir):
     totals = cpu.compile_stats()
     assert totals["modules"] == 2 and totals["cache_hits"] == 1
     assert totals["optimize_s"] > 0 and totals["codegen_s"] > 0 and totals["load_s"] > 0
-
-
-def test_chunk_ranges_cover_range_aligned():
-    for n, min_chunk, t in [
-        (0, 64, 4),
-        (100, 1000, 4),
-        (4 * 2**20, 2**16, 4),
-        (1000, 10, 3),
-        (12345, 64, 7),
-        (129, 64, 2),
-    ]:
-        ranges = threads.chunk_ranges(n, min_chunk, t)
-        assert ranges[0][0] == 0 and ranges[-1][1] == n and len(ranges) <= t
-        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
-        assert all(s % 64 == 0 for s, _ in ranges)
-    assert threads.chunk_ranges(100, 1000, 4) == [(0, 100)]
-    with pytest.raises(ValueError, match="min_chunk"):
-        threads.chunk_ranges(10, 0)
-
-
-def test_parallel_for_small_work_runs_on_caller():
-    calls = []
-    used = threads.parallel_for(
-        lambda s, e: calls.append((s, e, threading.get_ident())), 100, 1000, threads=4
-    )
-    assert used == 1 and calls == [(0, 100, threading.get_ident())]
-
-
-def test_parallel_for_waits_for_all_chunks_then_raises():
-    done = []
-
-    def fn(s, e):
-        if s == 0:
-            raise ZeroDivisionError("chunk 0")
-        time.sleep(0.02)
-        done.append(s)
-
-    with pytest.raises(ZeroDivisionError, match="chunk 0"):
-        threads.parallel_for(fn, 4096, 64, threads=4)
-    assert sorted(done) == [1024, 2048, 3072]
-
-
-def test_parallel_for_4m_matches_single_thread(cache_dir):
-    mod = cpu.compile_module(affine_ir("1.5", "-0.5"), ["k"], name="par")
-    k = mod.function("k", KERNEL_ARGS)
-    n = 4 * 2**20
-    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
-    y1 = np.zeros_like(x)
-    k(x.ctypes.data, y1.ctypes.data, 0, n)
-    y4 = np.zeros_like(x)
-    used = threads.parallel_for(
-        functools.partial(k, x.ctypes.data, y4.ctypes.data), n, 2**16, threads=4
-    )
-    assert used == 4
-    np.testing.assert_array_equal(y4, y1)
-    np.testing.assert_array_equal(y1, x * np.float32(1.5) - np.float32(0.5))
 
 
 def test_num_threads_env(monkeypatch):

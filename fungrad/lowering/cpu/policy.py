@@ -1,13 +1,12 @@
 """The CPU's :class:`~fungrad.lowering.fusion.Policy`: what the LLVM backend runs well.
 
 Matrix products become :class:`~fungrad.lowering.fusion.Gemm` steps, which the renderer
-(``llvm_ops.OpEmitter.gemm``) runs through the float32 gemm library (``gemm.py``) or numpy's
-BLAS (``blas.py``). Which products need BLAS is decided here from what the library takes:
-without BLAS (a numpy that bundles no OpenBLAS), the float32 products the renderer runs through
-the library alone (``gemm.supports``, and below ``gemm.SERIAL_WORK``, from where it also calls
-BLAS when several threads may run) are still Gemm steps; the others (float64, batched, larger)
-are inline reductions. Loop nests compute a row's reduction once per row and accumulate
-columns serially, so the column layouts of ``lax.reduce`` and ``lax.dot`` apply here.
+(``gemm_step.py``) runs through the float32 gemm library (``gemm.py``) or numpy's BLAS
+(``blas.py``). Which products need BLAS is decided here from what the library takes: without
+BLAS (a numpy that bundles no OpenBLAS), every one-matrix float32 product is still a Gemm step,
+run by the library (``gemm.runs``); the others (float64, batched) are inline reductions. Loop
+nests compute a row's reduction once per row and accumulate columns serially, so the column
+layouts of ``lax.reduce`` and ``lax.dot`` apply here.
 """
 
 from __future__ import annotations

@@ -286,7 +286,7 @@ def compile_module(
         instruction selector and register allocator (run-once code: ~0.15 ms of codegen per
         function instead of ~1.4 ms for a small loop).
       passes: False skips the IR optimiser, leaving only code generation at ``opt_level``:
-        for hand-vectorised IR written in SSA form (matmul.py's library), which the passes
+        for hand-vectorised IR written in SSA form (gemm.py's library), which the passes
         cannot improve and which they would take several times longer to optimise than to
         compile.
       debug_info: keep the optimised IR and the assembly on the result (``optimized_ir``,

@@ -1,0 +1,305 @@
+"""The LAPACK binding (fungrad/lowering/cpu/lapack.py): numpy's bundled OpenBLAS LAPACK called
+from ctypes matches numpy.linalg through reconstruction identities (L Lᵀ = A, P L U = A, Q R = A,
+A v = v diag(w), U diag(S) Vᵀ = A) for float32 and float64 and sizes 0, 1, 2, 7, 64; LAPACK's
+``info`` reports non-positive-definite and singular input; and jitted LLVM IR can call it."""
+
+import ctypes
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from fungrad.lowering.cpu import compiler as cpu
+from fungrad.lowering.cpu import lapack
+
+INFO = lapack.find_lapack()
+pytestmark = pytest.mark.skipif(not INFO.available, reason=f"no LAPACK: {INFO.reason}")
+
+DTYPES = [np.float32, np.float64]
+SIZES = [0, 1, 2, 7, 64]
+SHAPES = [(0, 0), (1, 1), (2, 2), (7, 7), (64, 64), (7, 3), (3, 7), (0, 4), (4, 0), (64, 7)]
+
+
+def tol(dtype, n, scale=1.0):
+    return 200 * np.finfo(dtype).eps * max(n, 1) * max(scale, 1.0)
+
+
+def rand(shape, dtype, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def spd(n, dtype, seed=0):
+    a = rand((n, n), dtype, seed)
+    return (a @ a.T + n * np.eye(n, dtype=dtype)).astype(dtype)
+
+
+def permutation(pivots, m):
+    """The rows of A, in order, that LAPACK's row swaps bring to the rows of L U."""
+    perm = np.arange(m)
+    for i, p in enumerate(pivots):
+        perm[[i, p]] = perm[[p, i]]
+    return perm
+
+
+def test_every_routine_resolves_for_both_dtypes():
+    assert INFO.int_bits in (32, 64)
+    assert INFO.missing == ()
+    for routine in lapack.ROUTINES:
+        for dtype, letter in zip(DTYPES, "sd"):
+            assert INFO.has(routine, dtype)
+            assert INFO.address(routine, dtype)
+            assert letter + routine in INFO.symbols[(routine, letter)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("lower", [True, False])
+def test_potrf_matches_numpy_cholesky(dtype, n, lower):
+    a = spd(n, dtype, seed=n)
+    # Only the named triangle is read: garbage in the other one must not matter.
+    garbage = np.full_like(a, 7.0)
+    given_a = np.tril(a) + np.triu(garbage, 1) if lower else np.triu(a) + np.tril(garbage, -1)
+    factor, info = lapack.potrf(given_a, lower=lower)
+    assert info == 0 and factor.dtype == dtype and factor.shape == (n, n)
+    expect = np.linalg.cholesky(a.astype(np.float64))
+    if not lower:
+        expect = expect.T
+    np.testing.assert_allclose(factor, expect, atol=tol(dtype, n, np.abs(expect).max(initial=0)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(hnp.arrays(np.float64, (4, 4), elements=st.floats(-10, 10)))
+def test_potrf_random_values(b):
+    a = b @ b.T + 1e-3 * np.eye(4)
+    factor, info = lapack.potrf(a)
+    assert info == 0
+    np.testing.assert_allclose(factor @ factor.T, a, atol=1e-9 * max(1.0, np.abs(a).max()))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_potrf_info_names_the_failing_minor(dtype):
+    a = np.diag([4.0, 1.0, -1.0, 2.0]).astype(dtype)
+    _, info = lapack.potrf(a)
+    assert info == 3
+    # NaN is not caught by the positivity test: it propagates into the factor, info stays 0.
+    factor, info = lapack.potrf(np.full((2, 2), np.nan, dtype))
+    assert info == 0 and np.isnan(factor[np.tril_indices(2)]).all() and factor[0, 1] == 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("transpose_a", [True, False])
+@pytest.mark.parametrize("unit_diagonal", [True, False])
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_trsm_solves(dtype, left_side, lower, transpose_a, unit_diagonal, n):
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((n, n)) + 4 * np.eye(n)
+    b = rng.standard_normal((n, 3) if left_side else (3, n))
+    tri = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        np.fill_diagonal(tri, 1.0)
+        a = a + 5.0 * np.eye(n)  # the stored diagonal must be ignored
+    op = tri.T if transpose_a else tri
+    x = lapack.trsm(a.astype(dtype), b.astype(dtype), left_side, lower, transpose_a, unit_diagonal)
+    assert x.dtype == dtype and x.shape == b.shape
+    expect = np.linalg.solve(op, b) if left_side else np.linalg.solve(op.T, b.T).T
+    np.testing.assert_allclose(x, expect, atol=tol(dtype, n, np.abs(expect).max(initial=0)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_getrf_reconstructs(dtype, shape):
+    a = rand(shape, dtype, seed=sum(shape))
+    lu, pivots, info = lapack.getrf(a)
+    m, n = shape
+    k = min(m, n)
+    assert info == 0 and lu.shape == shape and pivots.shape == (k,)
+    assert pivots.dtype == np.int32 and np.all((pivots >= np.arange(k)) & (pivots < max(m, 1)))
+    lower = np.tril(lu, -1)[:, :k] + np.eye(m, k, dtype=dtype)
+    upper = np.triu(lu)[:k]
+    perm = permutation(pivots, m)
+    np.testing.assert_allclose(a[perm], lower @ upper, atol=tol(dtype, max(shape)))
+    # P L U = A with P the permutation matrix of perm.
+    p = np.eye(m, dtype=dtype)[:, perm] if m else np.zeros((0, 0), dtype)
+    np.testing.assert_allclose(p @ lower @ upper, a, atol=tol(dtype, max(shape)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_getrf_info_reports_singular(dtype):
+    _, _, info = lapack.getrf(np.array([[1.0, 2.0], [2.0, 4.0]], dtype))
+    assert info == 2
+    _, _, info = lapack.getrf(np.zeros((3, 3), dtype))
+    assert info == 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_geqrf_orgqr_reconstruct(dtype, shape):
+    a = rand(shape, dtype, seed=1 + sum(shape))
+    m, n = shape
+    k = min(m, n)
+    qr, tau, info = lapack.geqrf(a)
+    assert info == 0 and qr.shape == shape and tau.shape == (k,)
+    r = np.triu(qr)
+    # Full Q (m x m): pad the reflectors to m columns.
+    padded = np.concatenate([qr[:, :k], np.zeros((m, m - k), dtype)], axis=1)
+    q, info = lapack.orgqr(padded, tau)
+    assert info == 0 and q.shape == (m, m)
+    atol = tol(dtype, max(shape))
+    np.testing.assert_allclose(q @ r, a, atol=atol)
+    np.testing.assert_allclose(q.T @ q, np.eye(m), atol=atol)
+    # Reduced Q (m x k).
+    q_red, info = lapack.orgqr(qr[:, :k], tau)
+    assert info == 0 and q_red.shape == (m, k)
+    np.testing.assert_allclose(q_red @ r[:k], a, atol=atol)
+    # R agrees with numpy's up to the signs of its rows.
+    r_np = np.linalg.qr(a.astype(np.float64), mode="r")
+    np.testing.assert_allclose(np.abs(r[:k]), np.abs(r_np), atol=atol * 10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("lower", [True, False])
+def test_syevd_eigenpairs(dtype, n, lower):
+    b = rand((n, n), dtype, seed=n)
+    a = (b + b.T).astype(dtype)
+    given_a = np.tril(a) if lower else np.triu(a)
+    w, v, info = lapack.syevd(given_a, lower=lower)
+    assert info == 0 and w.shape == (n,) and v.shape == (n, n) and w.dtype == dtype
+    atol = tol(dtype, n, np.abs(a).max(initial=0))
+    np.testing.assert_allclose(a @ v, v * w, atol=atol)
+    np.testing.assert_allclose(v.T @ v, np.eye(n), atol=atol)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a.astype(np.float64)), atol=atol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("full_matrices", [True, False])
+def test_gesdd_reconstructs(dtype, shape, full_matrices):
+    a = rand(shape, dtype, seed=2 + sum(shape))
+    m, n = shape
+    k = min(m, n)
+    s, u, vt, info = lapack.gesdd(a, full_matrices=full_matrices)
+    assert info == 0 and s.shape == (k,)
+    assert u.shape == ((m, m) if full_matrices else (m, k))
+    assert vt.shape == ((n, n) if full_matrices else (k, n))
+    atol = tol(dtype, max(shape))
+    np.testing.assert_allclose((u[:, :k] * s) @ vt[:k], a, atol=atol)
+    np.testing.assert_allclose(u.T @ u, np.eye(u.shape[1]), atol=atol)
+    np.testing.assert_allclose(vt @ vt.T, np.eye(vt.shape[0]), atol=atol)
+    expect = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+    np.testing.assert_allclose(s, expect, atol=atol)
+    s_only, u_none, vt_none, info = lapack.gesdd(a, compute_uv=False)
+    assert info == 0 and u_none is None and vt_none is None
+    np.testing.assert_allclose(s_only, expect, atol=atol)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    hnp.arrays(
+        np.float64,
+        hnp.array_shapes(min_dims=2, max_dims=2, min_side=0, max_side=6),
+        elements=st.floats(-1e3, 1e3),
+    )
+)
+def test_gesdd_random_values(a):
+    s, u, vt, info = lapack.gesdd(a, full_matrices=False)
+    assert info == 0
+    scale = max(1.0, np.abs(a).max(initial=0))
+    np.testing.assert_allclose((u * s) @ vt, a, atol=1e-12 * scale * 10)
+
+
+def test_non_contiguous_and_fortran_input_are_copied_not_changed():
+    base = spd(8, np.float64)
+    strided = np.zeros((8, 16))
+    strided[:, ::2] = base
+    view = strided[:, ::2]
+    before = view.copy()
+    factor, info = lapack.potrf(view)
+    assert info == 0
+    np.testing.assert_allclose(factor, np.linalg.cholesky(base), atol=1e-12)
+    np.testing.assert_array_equal(view, before)
+    fortran = np.asfortranarray(base)
+    lu, piv, info = lapack.getrf(fortran)
+    assert info == 0 and lu.flags.c_contiguous
+    np.testing.assert_array_equal(fortran, base)
+    s, _, _, _ = lapack.gesdd(view)
+    np.testing.assert_allclose(s, np.linalg.svd(base, compute_uv=False), atol=1e-12)
+
+
+def test_bad_input_errors_name_the_routine():
+    with pytest.raises(TypeError, match=r"lapack\.potrf: dtype int64"):
+        lapack.potrf(np.eye(2, dtype=np.int64))
+    with pytest.raises(TypeError, match="float16"):
+        lapack.gesdd(np.eye(2, dtype=np.float16))
+    with pytest.raises(ValueError, match=r"lapack\.getrf: expected a matrix.*\(2, 2, 2\)"):
+        lapack.getrf(np.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match=r"lapack\.syevd: expected a square matrix.*\(2, 3\)"):
+        lapack.syevd(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match=r"lapack\.trsm: a has shape \(2, 2\) but b \(3, 1\)"):
+        lapack.trsm(np.eye(2), np.zeros((3, 1)))
+    with pytest.raises(TypeError, match="float32 but b is float64"):
+        lapack.trsm(np.eye(2, dtype=np.float32), np.zeros((2, 1)))
+    with pytest.raises(ValueError, match=r"lapack\.orgqr"):
+        lapack.orgqr(np.zeros((2, 3)), np.zeros(2))
+
+
+def test_missing_routine_error_says_what_to_install():
+    empty = lapack.LapackInfo(reason=None, library_path="/x/libopenblas.so", int_bits=64)
+    assert not empty.has("gesdd", np.float64)
+    with pytest.raises(lapack.LapackUnavailableError, match=r"dgesdd.*numpy wheel from PyPI"):
+        empty.function("gesdd", np.float64)
+    none = lapack.LapackInfo(reason="no BLAS library: test")
+    with pytest.raises(lapack.LapackUnavailableError, match="spotrf.*no BLAS library: test"):
+        none.function("potrf", np.float32)
+
+
+def test_llvm_declarations_follow_the_abi():
+    i = f"i{INFO.int_bits}"
+    assert INFO.decl("potrf", np.float32) == (
+        "declare void @fg_spotrf(ptr, ptr, ptr, ptr, ptr, i64)"
+    )
+    assert INFO.decl("trsm", np.float64) == (
+        f"declare void @fg_dtrsm(i32, i32, i32, i32, i32, {i}, {i}, double, ptr, {i}, ptr, {i})"
+    )
+    assert INFO.decl("syevd", np.float64).endswith("ptr, i64, i64)")
+
+
+def chol_ir(info, scalar):
+    """``@chol(a, info)``: potrf of the 3x3 row-major ``a`` in place, lower factor wanted, so
+    LAPACK (column-major) is asked for 'U'; its info stored to ``info``."""
+    letter = "s" if scalar == "float" else "d"
+    dtype = np.float32 if scalar == "float" else np.float64
+    i = f"i{info.int_bits}"
+    return f"""
+{info.decl("potrf", dtype)}
+define void @chol(ptr %a, ptr %info) {{
+entry:
+  %uplo = alloca i8
+  store i8 85, ptr %uplo
+  %n = alloca {i}
+  store {i} 3, ptr %n
+  call void @fg_{letter}potrf(ptr %uplo, ptr %n, ptr %a, ptr %n, ptr %info, i64 1)
+  ret void
+}}
+"""
+
+
+@pytest.mark.parametrize("scalar", ["float", "double"])
+def test_jitted_ir_calls_potrf(cache_dir, scalar):
+    info = lapack.register_llvm_symbols()
+    dtype = np.float32 if scalar == "float" else np.float64
+    mod = cpu.compile_module(chol_ir(info, scalar), ["chol"], name=f"chol_{scalar}")
+    a = spd(3, dtype, seed=3)
+    buf = a.copy()
+    status = np.full(1, -5, np.int64 if info.int_bits == 64 else np.int32)
+    fn = mod.function("chol", (ctypes.c_void_p, ctypes.c_void_p))
+    fn(buf.ctypes.data, status.ctypes.data)
+    assert status[0] == 0
+    np.testing.assert_allclose(np.tril(buf), np.linalg.cholesky(a), rtol=1e-5, atol=1e-6)
+    not_pd = np.diag([1.0, -1.0, 1.0]).astype(dtype)
+    fn(not_pd.ctypes.data, status.ctypes.data)
+    assert status[0] == 2

@@ -303,3 +303,17 @@ def test_jitted_ir_calls_potrf(cache_dir, scalar):
     not_pd = np.diag([1.0, -1.0, 1.0]).astype(dtype)
     fn(not_pd.ctypes.data, status.ctypes.data)
     assert status[0] == 2
+
+
+def test_jitted_ir_calling_an_unregistered_routine_fails_to_compile(cache_dir):
+    lapack.register_llvm_symbols()
+    ir = """
+declare void @fg_sgeev(ptr, ptr)
+define void @f(ptr %a) {
+entry:
+  call void @fg_sgeev(ptr %a, ptr %a)
+  ret void
+}
+"""
+    with pytest.raises(cpu.CompileError, match="fg_sgeev"):
+        cpu.compile_module(ir, ["f"], name="no_geev")

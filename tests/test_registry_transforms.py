@@ -222,6 +222,11 @@ def _clamp_sample(rng):
     return lax.clamp, (lo, x, hi)
 
 
+def _spd(rng):
+    m = _unif(rng, -1, 1, (3, 3))
+    return m @ m.T + 3 * np.eye(3)
+
+
 # -- the table ------------------------------------------------------------------------------------
 
 SAMPLES = {
@@ -406,6 +411,13 @@ SAMPLES = {
     ),
     "linear_solve": _binary(
         _linear_solve_fn, lambda r: _unif(r, -1, 1, (3,)), lambda r: _unif(r, -1, 1, (3,))
+    ),
+    # dense linear algebra: a well-conditioned SPD matrix, a well-conditioned lower triangle
+    "cholesky": _unary(lambda x: lax.linalg.cholesky(x), _spd),
+    "triangular_solve": _binary(
+        lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True, lower=True),
+        lambda r: np.tril(_unif(r, -0.5, 0.5, (3, 3))) + 2 * np.eye(3),
+        lambda r: _unif(r, -1, 1, (3, 2)),
     ),
     "jit": _binary(
         fg.jit(lambda x, y: lax.mul(lax.sin(x), y)),

@@ -1,7 +1,8 @@
 """``fungrad.lax.linalg``: jax.lax.linalg's decompositions and triangular solve, with its
-signatures and result conventions, over the implementations of :mod:`fungrad.numpy.linalg`
-(LU, Cholesky), :mod:`fungrad.numpy.linalg_decomp` (Jacobi ``eigh`` and ``svd``, Householder
-``qr``) and :mod:`fungrad.scipy.linalg` (substitution).
+signatures and result conventions: ``cholesky`` and ``triangular_solve`` are primitives
+(:mod:`fungrad.lax.linalg_primitives`: LAPACK under jit on the CPU); LU is
+:mod:`fungrad.numpy.linalg`'s and :mod:`fungrad.numpy.linalg_decomp` has the Jacobi ``eigh``
+and ``svd`` and the Householder ``qr``.
 
 The conventions differ from jax.numpy.linalg's, as in JAX: ``eigh`` returns
 ``(eigenvectors, eigenvalues)``, ``qr`` defaults to ``full_matrices=True``, ``lu`` returns
@@ -14,21 +15,28 @@ from __future__ import annotations
 import numpy as np
 
 from fungrad import lax
+from fungrad.lax.linalg_primitives import cholesky_p, triangular_solve_p
 from fungrad.numpy import linalg as _np_linalg
 from fungrad.numpy import linalg_decomp as _decomp
 from fungrad.numpy import util
 
-__all__ = ["cholesky", "eigh", "lu", "lu_pivots_to_permutation", "qr", "svd", "triangular_solve"]
+__all__ = [
+    "cholesky",
+    "cholesky_p",
+    "eigh",
+    "lu",
+    "lu_pivots_to_permutation",
+    "qr",
+    "svd",
+    "triangular_solve",
+    "triangular_solve_p",
+]
 
 
 def cholesky(x, *, symmetrize_input: bool = True):
     """The lower Cholesky factor of a symmetric positive definite matrix or stack (NaNs where
     it is not positive definite)."""
     return _np_linalg.cholesky(x, symmetrize_input=symmetrize_input)
-
-
-def _t(x):
-    return lax.transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
 
 
 def triangular_solve(
@@ -45,8 +53,6 @@ def triangular_solve(
     triangular ``a`` [..., n, n]; ``op`` transposes ``a`` when ``transpose_a`` (conjugating it
     too when ``conjugate_a``). ``b`` is [..., n, k] (left) or [..., k, n] (right) with the
     same batch dimensions as ``a``."""
-    from fungrad.scipy.linalg import solve_triangular
-
     util.check_arraylike("triangular_solve", a, b)
     a, b = util.promote_dtypes_inexact(util.asarray(a), util.asarray(b))
     if a.ndim < 2 or b.ndim != a.ndim:
@@ -54,14 +60,17 @@ def triangular_solve(
             f"triangular_solve: a must be [..., n, n] and b have the same rank, "
             f"got shapes {a.shape} and {b.shape}"
         )
-    if conjugate_a and not transpose_a and np.issubdtype(a.dtype, np.complexfloating):
+    if conjugate_a and np.issubdtype(a.dtype, np.complexfloating):
         a = lax.conj(a)
-    trans = (2 if conjugate_a else 1) if transpose_a else 0
-    if left_side:
-        return solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
-    # x op(a) = b  <=>  op(a)^T x^T = b^T
-    flipped = 0 if trans else 1
-    return _t(solve_triangular(a, _t(b), trans=flipped, lower=lower, unit_diagonal=unit_diagonal))
+    return triangular_solve_p.bind(
+        a,
+        b,
+        left_side=bool(left_side),
+        lower=bool(lower),
+        transpose_a=bool(transpose_a),
+        conjugate_a=False,
+        unit_diagonal=bool(unit_diagonal),
+    )
 
 
 def eigh(

@@ -246,6 +246,10 @@ class Policy(Protocol):
 
     ``gemm_transposes_both``: whether a :class:`Gemm` may read both operands transposed (else
     the rule stores one of them in the other order first).
+
+    ``linalg_steps``: whether Cholesky and triangular solves become library steps
+    (``steps.CholeskyStep``, ``steps.TriangularSolveStep``); else their rules lower a loop
+    algorithm inline.
     """
 
     name: str
@@ -254,6 +258,7 @@ class Policy(Protocol):
     inline_row_dots: bool
     wide_scan_carry: bool
     gemm_transposes_both: bool
+    linalg_steps: bool
 
     def wants_gemm(self, m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
         """Whether ``batch`` products of ``[m, k] @ [k, n]`` in ``dtype`` (a float; operands,

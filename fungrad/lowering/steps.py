@@ -1,5 +1,5 @@
 """The program steps other than kernels and products, as plain data: control flow (cond,
-while, scan), sort and host calls.
+while, scan), sort, host calls and dense linear algebra (Cholesky, triangular solve).
 
 A lowering rule that cannot be written element by element stores its operands in buffers and
 appends one of these steps to the program (``fusion.Planner.add_step``). A step says what it
@@ -34,6 +34,8 @@ __all__ = [
     "ScanStep",
     "SortStep",
     "HostCallStep",
+    "CholeskyStep",
+    "TriangularSolveStep",
     "scratch_slots",
 ]
 
@@ -260,3 +262,52 @@ class HostCallStep:
     def execute(self, values: list[np.ndarray]) -> list[np.ndarray]:
         """The callback's results for the operand ``values``."""
         return self.run(values)
+
+
+# -- dense linear algebra ----------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class CholeskyStep:
+    """The lower Cholesky factor of each of ``batch`` row-major ``n x n`` matrices of ``a``
+    (only their lower triangle is read) into ``out``: upper triangle zero, the whole matrix NaN
+    where it is not positive definite. Backends with a library run it there (the CPU: LAPACK
+    ``potrf``)."""
+
+    name: str
+    a: Buffer
+    out: Buffer
+    batch: int
+    n: int
+
+    def reads(self) -> set[Buffer]:
+        return {self.a}
+
+    def writes(self) -> set[Buffer]:
+        return {self.out}
+
+
+@dataclass(eq=False)
+class TriangularSolveStep:
+    """Solve ``op(a) x = b`` (``left_side``) or ``x op(a) = b`` for each of ``batch`` pairs:
+    ``a`` is ``m x m`` (``m``: b's rows when ``left_side``, else its columns), read from its
+    ``lower`` (or upper) triangle, unit diagonal when ``unit_diagonal``, ``op(a) = aᵀ`` when
+    ``transpose_a``; ``b`` and ``out`` are ``rows x cols``. Row-major throughout."""
+
+    name: str
+    a: Buffer
+    b: Buffer
+    out: Buffer
+    batch: int
+    rows: int
+    cols: int
+    left_side: bool
+    lower: bool
+    transpose_a: bool
+    unit_diagonal: bool
+
+    def reads(self) -> set[Buffer]:
+        return {self.a, self.b}
+
+    def writes(self) -> set[Buffer]:
+        return {self.out}

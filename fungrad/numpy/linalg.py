@@ -1,16 +1,15 @@
 """``fungrad.numpy.linalg``: norms, matrix powers and small dense solvers (jax.numpy.linalg's
 names), written on fungrad.lax only.
 
-``det``, ``slogdet``, ``solve``, ``inv`` share one LU factorisation with partial pivoting, and
-``cholesky`` uses the column (right-looking) recurrence. Both are ``lax.fori_loop``s over the
-matrix size (so the program, and jit's compile time, do not grow with n) whose steps are
-batched over leading dimensions: the pivot is an ``argmax``, row swaps and masked rank-1
-updates are ``select_n`` over ``iota`` masks (no gathers, no scatters), so everything traces
-and lowers like any other composite. The work is
-O(n^3) in O(n) steps, meant for the small and medium matrices of this project, not as a LAPACK
-replacement. The decompositions (``eigh``, ``qr``, ``svd`` and what builds on them: ``pinv``,
-``lstsq``, ``matrix_rank``, ``cond``, matrix norms ``ord=2``, ``-2``, ``'nuc'``) live in
-:mod:`fungrad.numpy.linalg_decomp`.
+``det``, ``slogdet``, ``solve``, ``inv`` share one LU factorisation with partial pivoting, a
+``lax.fori_loop`` over the matrix size (so the program, and jit's compile time, do not grow
+with n) whose steps are batched over leading dimensions: the pivot is an ``argmax``, row swaps
+and masked rank-1 updates are ``select_n`` over ``iota`` masks (no gathers, no scatters), so
+everything traces and lowers like any other composite. The work is O(n^3) in O(n) steps, meant
+for the small and medium matrices of this project, not as a LAPACK replacement. ``cholesky`` is
+the ``cholesky`` primitive (:mod:`fungrad.lax.linalg_primitives`). The decompositions
+(``eigh``, ``qr``, ``svd`` and what builds on them: ``pinv``, ``lstsq``, ``matrix_rank``,
+``cond``, matrix norms ``ord=2``, ``-2``, ``'nuc'``) live in :mod:`fungrad.numpy.linalg_decomp`.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from fungrad import lax
+from fungrad.lax.linalg_primitives import cholesky_p
 from fungrad.numpy import linear, util
 from fungrad.numpy.linalg_decomp import (  # noqa: F401  (re-exported)
     EighResult,
@@ -475,39 +475,15 @@ def inv(a):
 
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     """The Cholesky factor ``L`` (lower triangular, ``a = L @ L.T``) of a symmetric positive
-    definite matrix, by the right-looking column recurrence. ``upper=True`` returns ``L.T``.
-    With ``symmetrize_input`` the factorised matrix is ``(a + a.T) / 2``; otherwise only the
-    lower triangle of ``a`` is read. A matrix that is not positive definite gives NaNs, as in
-    JAX.
+    definite matrix or stack: the ``cholesky`` primitive (LAPACK under jit on the CPU).
+    ``upper=True`` returns ``L.T``. With ``symmetrize_input`` the factorised matrix is
+    ``(a + a.T) / 2``; otherwise only the lower triangle of ``a`` is read. A matrix that is
+    not positive definite gives NaNs, as in JAX.
     """
     a = _square("cholesky", a)
-    n, nd = a.shape[-1], a.ndim
     if symmetrize_input:
         a = lax.mul(lax.add(a, matrix_transpose(a)), 0.5)
-    if n == 0:
-        return a
-    rows, cols = _iota(a.shape, nd - 2), _iota(a.shape, nd - 1)
-    zeros = lax.full_like(a, 0)
-    batch = _batch(a)
-
-    # One fori_loop step per column (dynamic reads, masked writes): the program stays the same
-    # size for every n, where an unrolled loop made jit's compile time grow fast with n.
-    def step(j, state):
-        a, factor = state
-        j = lax.convert_element_type(j, np.int32)  # int64 under x64
-        col_j = lax.dynamic_index_in_dim(a, j, nd - 1, keepdims=False)  # [..., n]
-        d = lax.sqrt(lax.dynamic_index_in_dim(col_j, j, nd - 2, keepdims=False))
-        d = lax.broadcast_in_dim(d, a.shape, batch)
-        col = lax.broadcast_in_dim(col_j, a.shape, batch + (nd - 2,))
-        col = lax.select_n(lax.gt(rows, j), zeros, lax.div(col, d))
-        col = lax.select_n(lax.eq(rows, j), col, d)  # col[i, :] = L[i, j] on every column
-        factor = lax.select_n(lax.eq(cols, j), factor, col)
-        # Trailing block (rows and columns > j) loses the outer product of column j of L.
-        trailing = lax.and_(lax.gt(rows, j), lax.gt(cols, j))
-        a = lax.select_n(trailing, a, lax.sub(a, lax.mul(col, matrix_transpose(col))))
-        return a, factor
-
-    _, factor = lax.fori_loop(0, n, step, (a, zeros))
+    factor = cholesky_p.bind(a)
     return matrix_transpose(factor) if upper else factor
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from fungrad import lax
+from fungrad.lax.linalg_primitives import triangular_solve_p
 from fungrad.numpy import linalg as np_linalg
 from fungrad.numpy import util
 
@@ -86,32 +87,18 @@ def _rhs(fun_name: str, a, b):
 
 
 def _substitute(a, b, lower: bool, unit_diagonal: bool):
-    """Solve ``a x = b`` for triangular [..., n, n] ``a`` and [..., n, k] ``b`` (same batch).
-    Only ``a``'s ``lower`` (or upper) triangle is read.
-
-    One ``fori_loop`` step per row (dynamic row/column reads, masked updates) keeps the
-    program the same size for every ``n``; an unrolled Python loop grew with ``n`` and its
-    fused gradient overflowed the lowering's recursion at n = 30."""
-    n, nd = a.shape[-1], b.ndim
-    if n == 0:
-        return b
-    batch = tuple(range(nd - 2))
-    rows = lax.broadcasted_iota(np.int32, b.shape, nd - 2)
-
-    def step(i, b):
-        i = lax.convert_element_type(i, np.int32)  # int64 under x64
-        j = i if lower else lax.sub(np.int32(n - 1), i)
-        col_j = lax.dynamic_index_in_dim(a, j, nd - 1, keepdims=False)  # [..., n]
-        row_j = lax.dynamic_index_in_dim(b, j, nd - 2, keepdims=False)  # [..., k]
-        x_j = lax.broadcast_in_dim(row_j, b.shape, batch + (nd - 1,))
-        if not unit_diagonal:
-            a_jj = lax.dynamic_index_in_dim(col_j, j, nd - 2, keepdims=False)  # [...]
-            x_j = lax.div(x_j, lax.broadcast_in_dim(a_jj, b.shape, batch))
-        update = lax.sub(b, lax.mul(lax.broadcast_in_dim(col_j, b.shape, batch + (nd - 2,)), x_j))
-        later = lax.gt(rows, j) if lower else lax.lt(rows, j)
-        return lax.select_n(lax.eq(rows, j), lax.select_n(later, b, update), x_j)
-
-    return lax.fori_loop(0, n, step, b)
+    """Solve ``a x = b`` for triangular [..., n, n] ``a`` and [..., n, k] ``b`` (same batch),
+    reading only ``a``'s ``lower`` (or upper) triangle: one ``triangular_solve`` primitive
+    (LAPACK under jit on the CPU)."""
+    return triangular_solve_p.bind(
+        a,
+        b,
+        left_side=True,
+        lower=lower,
+        transpose_a=False,
+        conjugate_a=False,
+        unit_diagonal=unit_diagonal,
+    )
 
 
 _TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 2, "C": 2}
@@ -139,11 +126,17 @@ def solve_triangular(
     a = _square("solve_triangular", a)
     a, b, vector = _rhs("solve_triangular", a, b)
     mode = _TRANS[trans]
-    if mode:
-        if mode == 2 and np.issubdtype(a.dtype, np.complexfloating):
-            a = lax.conj(a)
-        a, lower = _transpose(a), not lower
-    x = _substitute(a, b, bool(lower), bool(unit_diagonal))
+    if mode == 2 and np.issubdtype(a.dtype, np.complexfloating):
+        a = lax.conj(a)
+    x = triangular_solve_p.bind(
+        a,
+        b,
+        left_side=True,
+        lower=bool(lower),
+        transpose_a=bool(mode),
+        conjugate_a=False,
+        unit_diagonal=bool(unit_diagonal),
+    )
     return lax.squeeze(x, (x.ndim - 1,)) if vector else x
 
 

@@ -27,7 +27,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fungrad.lowering.cpu import abi, control_flow, gemm_step, host_call, llvm_capi, sort
+from fungrad.lowering.cpu import (
+    abi,
+    control_flow,
+    gemm_step,
+    host_call,
+    lapack_step,
+    llvm_capi,
+    sort,
+)
 from fungrad.lowering.cpu import compiler as cpu
 from fungrad.lowering.cpu import gemm as matmul
 from fungrad.lowering.cpu.kernel import KernelWriter
@@ -35,7 +43,15 @@ from fungrad.lowering.cpu.llvm_ops import OpEmitter
 from fungrad.lowering.fusion import Gemm, Kernel, Program
 from fungrad.lowering.math import llvm as llvm_math
 from fungrad.lowering.render import StepRenderers, kernel_record
-from fungrad.lowering.steps import CondStep, HostCallStep, ScanStep, SortStep, WhileStep
+from fungrad.lowering.steps import (
+    CholeskyStep,
+    CondStep,
+    HostCallStep,
+    ScanStep,
+    SortStep,
+    TriangularSolveStep,
+    WhileStep,
+)
 
 #: loops known to run fewer times than this are not vectorised (``ModuleWriter.loop_md``)
 SHORT_LOOP = 16
@@ -339,6 +355,8 @@ STEP_RENDERERS = StepRenderers(
         ScanStep: control_flow.render_scan,
         SortStep: sort.render_sort,
         HostCallStep: host_call.render_host_call,
+        CholeskyStep: lapack_step.render_cholesky,
+        TriangularSolveStep: lapack_step.render_triangular_solve,
     },
 )
 """How each step kind becomes entry-function lines (``ModuleWriter.render_steps``)."""

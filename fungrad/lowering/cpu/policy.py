@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from fungrad.lowering.cpu import blas
+from fungrad.lowering.cpu import blas, lapack
 from fungrad.lowering.cpu import gemm as library
 
 #: below ~32^3 multiply-adds a fused loop beats a BLAS call
@@ -51,6 +51,13 @@ class CpuPolicy:
     def gemm_transposes_both(self) -> bool:
         """BLAS takes any transposes; the gemm library not both operands transposed."""
         return blas.find_blas().available
+
+    @property
+    def linalg_steps(self) -> bool:
+        """Cholesky and triangular solves call LAPACK (``lapack_step.py``) when numpy's
+        OpenBLAS exports it; else their rules lower the loop algorithms."""
+        info = lapack.find_lapack()
+        return all(info.has(r, d) for r in ("potrf", "trsm") for d in (np.float32, np.float64))
 
     def wants_gemm(self, m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
         if m * n * k < GEMM_MIN_FLOPS or batch > GEMM_MAX_BATCH:

@@ -27,6 +27,7 @@ class GpuPolicy:
     inline_row_dots = False
     wide_scan_carry = False  # the GPU's scan scheme recognises a scan reading its own output
     gemm_transposes_both = True
+    linalg_steps = False  # Cholesky and triangular solves lower to their loop algorithms
 
     def wants_gemm(self, m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
         return m * n * k >= GEMM_MIN_FLOPS and batch <= GEMM_MAX_BATCH

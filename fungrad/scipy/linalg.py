@@ -86,16 +86,16 @@ def _rhs(fun_name: str, a, b):
     return a, b, vector
 
 
-def _substitute(a, b, lower: bool, unit_diagonal: bool):
-    """Solve ``a x = b`` for triangular [..., n, n] ``a`` and [..., n, k] ``b`` (same batch),
-    reading only ``a``'s ``lower`` (or upper) triangle: one ``triangular_solve`` primitive
-    (LAPACK under jit on the CPU)."""
+def _substitute(a, b, lower: bool, unit_diagonal: bool, transpose_a: bool = False):
+    """Solve ``a x = b`` (``aᵀ x = b`` with ``transpose_a``) for triangular [..., n, n] ``a``
+    and [..., n, k] ``b`` (same batch), reading only ``a``'s ``lower`` (or upper) triangle: one
+    ``triangular_solve`` primitive (LAPACK under jit on the CPU)."""
     return triangular_solve_p.bind(
         a,
         b,
         left_side=True,
         lower=lower,
-        transpose_a=False,
+        transpose_a=transpose_a,
         conjugate_a=False,
         unit_diagonal=unit_diagonal,
     )
@@ -172,12 +172,9 @@ def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = Tr
         ) from None
     c = _square("cho_solve", c)
     c, b, vector = _rhs("cho_solve", c, b)
-    if lower:
-        y = _substitute(c, b, True, False)
-        x = _substitute(_transpose(c), y, False, False)
-    else:
-        y = _substitute(_transpose(c), b, True, False)
-        x = _substitute(c, y, False, False)
+    # L y = b, Lᵀ x = y (or Uᵀ y = b, U x = y): the transposes are the solves' own
+    y = _substitute(c, b, lower, False, transpose_a=not lower)
+    x = _substitute(c, y, lower, False, transpose_a=lower)
     return lax.squeeze(x, (x.ndim - 1,)) if vector else x
 
 

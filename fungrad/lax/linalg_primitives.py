@@ -2,9 +2,9 @@
 
 ``cholesky_p`` takes a [..., n, n] float matrix and returns its lower Cholesky factor, reading
 only the lower triangle (the wrapper in :mod:`fungrad.lax.linalg` symmetrizes first); a matrix
-that is not positive definite gives a NaN matrix, as JAX. ``triangular_solve_p`` solves
-``op(a) x = b`` (``left_side``) or ``x op(a) = b`` for triangular ``a`` [..., m, m] and ``b``
-with the same batch dimensions.
+that is not positive definite gives NaN on and below the diagonal (zeros above), as JAX.
+``triangular_solve_p`` solves ``op(a) x = b`` (``left_side``) or ``x op(a) = b`` for triangular
+``a`` [..., m, m] and ``b`` with the same batch dimensions.
 
 Rules:
 
@@ -103,8 +103,8 @@ def _cholesky_impl(x):
     for i in range(flat.shape[0]):
         try:
             res[i] = np.linalg.cholesky(np.tril(flat[i]))
-        except np.linalg.LinAlgError:  # not positive definite: NaNs, as JAX
-            res[i] = np.nan
+        except np.linalg.LinAlgError:  # not positive definite: a NaN triangle, as JAX
+            res[i] = np.tril(np.full((n, n), np.nan, x.dtype))
     return out
 
 
@@ -186,7 +186,10 @@ def cholesky_loop(a):
         return a, factor
 
     _, factor = lax.fori_loop(0, n, step, (a, zeros))
-    return factor
+    # not positive definite (a NaN somewhere): the whole lower triangle NaN, as the library
+    bad = lax.reduce_or(lax.ne(factor, factor), (nd - 2, nd - 1))
+    bad = lax.and_(lax.broadcast_in_dim(bad, a.shape, batch), lax.ge(rows, cols))
+    return lax.select_n(bad, factor, lax.full_like(factor, np.nan))
 
 
 def _cholesky_lowering(ctx, x):

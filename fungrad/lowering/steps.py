@@ -270,8 +270,8 @@ class HostCallStep:
 @dataclass(eq=False)
 class CholeskyStep:
     """The lower Cholesky factor of each of ``batch`` row-major ``n x n`` matrices of ``a``
-    (only their lower triangle is read) into ``out``: upper triangle zero, the whole matrix NaN
-    where it is not positive definite. Backends with a library run it there (the CPU: LAPACK
+    (only their lower triangle is read) into ``out``: upper triangle zero, the lower one NaN
+    where the matrix is not positive definite. Backends with a library run it there (the CPU: LAPACK
     ``potrf``)."""
 
     name: str

@@ -56,8 +56,9 @@ def _batch_loop(body: list[str], batch: int) -> list[str]:
 
 
 def render_cholesky(mw, step: CholeskyStep, ptr: dict[int, str]) -> list[str]:
-    """Copy ``a`` to ``out``, then per matrix: ``potrf``; zero the upper triangle, or fill the
-    matrix with NaN where LAPACK reports it is not positive definite (``info != 0``)."""
+    """Copy ``a`` to ``out``, then per matrix: ``potrf``; where LAPACK reports the matrix is
+    not positive definite (``info != 0``) fill it with NaN; then zero the upper triangle
+    (JAX's result: a NaN lower triangle)."""
     n, batch = step.n, step.batch
     if n == 0 or batch == 0:
         return []
@@ -95,7 +96,7 @@ def render_cholesky(mw, step: CholeskyStep, ptr: dict[int, str]) -> list[str]:
         "fhead:",
         "  %k = phi i64 [0, %fill], [%k.next, %fbody]",
         f"  %fmore = icmp slt i64 %k, {n * n}",
-        "  br i1 %fmore, label %fbody, label %next",
+        "  br i1 %fmore, label %fbody, label %zero",
         "fbody:",
         f"  %fp = getelementptr inbounds {ty}, ptr %m, i64 %k",
         f"  store {ty} {nan}, ptr %fp",

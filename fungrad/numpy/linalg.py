@@ -6,8 +6,9 @@ names), written on fungrad.lax only.
 with n) whose steps are batched over leading dimensions: the pivot is an ``argmax``, row swaps
 and masked rank-1 updates are ``select_n`` over ``iota`` masks (no gathers, no scatters), so
 everything traces and lowers like any other composite. The work is O(n^3) in O(n) steps, meant
-for the small and medium matrices of this project, not as a LAPACK replacement. ``cholesky`` is
-the ``cholesky`` primitive (:mod:`fungrad.lax.linalg_primitives`). The decompositions
+for the small and medium matrices of this project, not as a LAPACK replacement; the solves
+after it are two ``triangular_solve`` primitives (LAPACK's trsm under jit on the CPU). ``cholesky``
+is the ``cholesky`` primitive (:mod:`fungrad.lax.linalg_primitives`). The decompositions
 (``eigh``, ``qr``, ``svd`` and what builds on them: ``pinv``, ``lstsq``, ``matrix_rank``,
 ``cond``, matrix norms ``ord=2``, ``-2``, ``'nuc'``) live in :mod:`fungrad.numpy.linalg_decomp`.
 """
@@ -20,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from fungrad import lax
-from fungrad.lax.linalg_primitives import cholesky_p
+from fungrad.lax.linalg_primitives import cholesky_p, triangular_solve_p
 from fungrad.numpy import linear, util
 from fungrad.numpy.linalg_decomp import (  # noqa: F401  (re-exported)
     EighResult,
@@ -408,7 +409,8 @@ def det(a):
 
 def _lu_solve(lu, pivots, b):
     """Solve ``A x = b`` for [..., n, m] ``b`` given A's LU (with the batch shape of ``b``):
-    the row swaps, then forward and back substitution, each a ``fori_loop`` over rows."""
+    the row swaps (a ``fori_loop`` over rows), then two ``triangular_solve`` primitives, unit
+    lower ``L`` and upper ``U`` (LAPACK's trsm under jit on the CPU)."""
     n, nd = lu.shape[-1], b.ndim
     if n == 0:
         return b
@@ -418,23 +420,10 @@ def _lu_solve(lu, pivots, b):
         k = _int32(k)
         return _swap_rows(b, k, lax.dynamic_index_in_dim(pivots, k, nd - 2, keepdims=False), rows)
 
-    def forward(j, b):  # L y = P b, L unit lower triangular: eliminate below row j
-        j = _int32(j)
-        update = lax.sub(b, lax.mul(_col(lu, j, b.shape), _row(b, j, b.shape)))
-        return lax.select_n(lax.gt(rows, j), b, update)
-
-    def back(i, b):  # U x = y: solve row j, eliminate above it
-        j = lax.sub(np.int32(n - 1), _int32(i))
-        u_jj = lax.dynamic_index_in_dim(
-            lax.dynamic_index_in_dim(lu, j, nd - 1, keepdims=False), j, nd - 2, keepdims=False
-        )
-        x_j = lax.div(_row(b, j, b.shape), lax.broadcast_in_dim(u_jj, b.shape, _batch(b)))
-        update = lax.sub(b, lax.mul(_col(lu, j, b.shape), x_j))
-        return lax.select_n(lax.eq(rows, j), lax.select_n(lax.lt(rows, j), b, update), x_j)
-
     b = lax.fori_loop(0, n, swap, b)
-    b = lax.fori_loop(0, n, forward, b)
-    return lax.fori_loop(0, n, back, b)
+    solve = dict(left_side=True, transpose_a=False, conjugate_a=False)
+    y = triangular_solve_p.bind(lu, b, lower=True, unit_diagonal=True, **solve)  # L y = P b
+    return triangular_solve_p.bind(lu, y, lower=False, unit_diagonal=False, **solve)  # U x = y
 
 
 def solve(a, b):

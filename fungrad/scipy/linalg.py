@@ -6,14 +6,13 @@ factor: ``cho_factor`` / ``cho_solve`` / ``solve_triangular``. Following SciPy (
 ``jax.numpy.linalg.cholesky``), :func:`cholesky` and :func:`cho_factor` return the UPPER factor
 unless ``lower=True``; ``cho_factor``'s factor has zeros in its other triangle, as JAX's.
 
-:func:`solve_triangular` is forward (lower) or back (upper) substitution, a ``lax.fori_loop``
-with one row per step, batched over leading dimensions: O(n^2 k) work in n steps, for the small
-and medium matrices of this project. ``solve``, ``inv`` and ``det`` reuse fungrad.numpy.linalg
-(``assume_a="pos"`` solves through the Cholesky factor). ``eigh``, ``svd``, ``qr``, ``lu*``
-wrap :mod:`fungrad.numpy.linalg_decomp` / the LU of fungrad.numpy.linalg with SciPy's result
-conventions; ``expm`` is scaling and squaring with the degree-13 Pade approximant (Higham
-2005). SciPy's ``overwrite_*`` and ``check_finite`` arguments are accepted and ignored, as in
-JAX.
+:func:`solve_triangular` is the ``triangular_solve`` primitive (LAPACK's trsm under jit on the
+CPU, substitution loops on the GPU), batched over leading dimensions. ``solve``, ``inv`` and
+``det`` reuse fungrad.numpy.linalg (``assume_a="pos"`` solves through the Cholesky factor).
+``eigh``, ``svd``, ``qr``, ``lu*`` wrap :mod:`fungrad.numpy.linalg_decomp` / the LU of
+fungrad.numpy.linalg with SciPy's result conventions; ``expm`` is scaling and squaring with the
+degree-13 Pade approximant (Higham 2005). SciPy's ``overwrite_*`` and ``check_finite`` arguments
+are accepted and ignored, as in JAX.
 """
 
 from __future__ import annotations

@@ -8,7 +8,10 @@
 * :func:`result_type` follows JAX's lattice (jax.numpy type promotion), not numpy's value-based
   rules: ``int32 + uint32 -> int64`` (int32 without x64), ``int64 + float16 -> float16``.
 
-Complex dtypes and bfloat16 are not supported (numpy has no bfloat16 without ml_dtypes).
+* Complex dtypes: ``complex64`` (``complex128`` under x64; canonicalised to ``complex64``
+  without it). Python ``complex`` scalars are weak (``c*``): ``float32 + 1j`` is complex64.
+
+bfloat16 is not supported (numpy has no bfloat16 without ml_dtypes).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
 float0 = np.dtype([("float0", np.void, 0)])
 """The dtype of cotangents of integer and bool inputs (JAX's ``jax.dtypes.float0``): a
@@ -41,6 +45,8 @@ SUPPORTED = (
     float16,
     float32,
     float64,
+    complex64,
+    complex128,
 )
 _SUPPORTED_SET = frozenset(SUPPORTED)
 
@@ -57,9 +63,11 @@ _SHORT_NAMES = {
     float16: "f16",
     float32: "f32",
     float64: "f64",
+    complex64: "c64",
+    complex128: "c128",
 }
 
-_X64_TO_32 = {int64: int32, uint64: uint32, float64: float32}
+_X64_TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
 
 def short_name(dtype: np.dtype) -> str:
@@ -70,7 +78,7 @@ def short_name(dtype: np.dtype) -> str:
 def canonicalize_dtype(dtype) -> np.dtype:
     """``dtype`` as fungrad stores it: 64-bit types become 32-bit unless x64 is enabled.
 
-    Raises TypeError for dtypes fungrad does not support (complex, strings, objects).
+    Raises TypeError for dtypes fungrad does not support (bfloat16, strings, objects).
     """
     if isinstance(dtype, np.dtype):  # the common case: a table lookup
         dt = (_CANONICAL_X64 if config.enable_x64 else _CANONICAL_32).get(dtype)
@@ -123,6 +131,10 @@ def default_float_dtype() -> np.dtype:
     return float64 if config.enable_x64 else float32
 
 
+def default_complex_dtype() -> np.dtype:
+    return complex128 if config.enable_x64 else complex64
+
+
 def default_int_dtype() -> np.dtype:
     return int64 if config.enable_x64 else int32
 
@@ -133,6 +145,31 @@ def default_uint_dtype() -> np.dtype:
 
 def is_float(dtype) -> bool:
     return np.dtype(dtype).kind == "f"
+
+
+def is_complex(dtype) -> bool:
+    return np.dtype(dtype).kind == "c"
+
+
+def is_inexact(dtype) -> bool:
+    """True for floating and complex dtypes (the ones with a tangent space)."""
+    return np.dtype(dtype).kind in "fc"
+
+
+def real_dtype(dtype) -> np.dtype:
+    """The real dtype of the same precision: complex64 -> float32, complex128 -> float64;
+    other dtypes are returned unchanged."""
+    dt = np.dtype(dtype)
+    return {complex64: float32, complex128: float64}.get(dt, dt)
+
+
+def complex_dtype(dtype) -> np.dtype:
+    """The complex dtype of the same precision: float64 -> complex128, any other real
+    dtype -> complex64 (as JAX); complex dtypes are returned unchanged."""
+    dt = np.dtype(dtype)
+    if dt.kind == "c":
+        return dt
+    return complex128 if dt == float64 else complex64
 
 
 def is_int(dtype) -> bool:
@@ -153,21 +190,24 @@ def is_bool(dtype) -> bool:
 
 
 def python_scalar_dtype(x) -> np.dtype:
-    """The (weak) dtype a Python scalar takes: bool -> bool, int -> int, float -> float."""
+    """The (weak) dtype a Python scalar takes: bool -> bool, int -> int, float -> float,
+    complex -> complex."""
     if isinstance(x, bool):
         return bool_
     if isinstance(x, int):
         return default_int_dtype()
     if isinstance(x, float):
         return default_float_dtype()
+    if isinstance(x, complex):
+        return default_complex_dtype()
     raise TypeError(f"{type(x).__name__} is not a Python scalar type fungrad supports")
 
 
 # -- the promotion lattice ---------------------------------------------------------------
-# Nodes are dtypes or the weak kinds "i*" (Python int) and "f*" (Python float). An edge
-# a -> b means "a promotes to b"; result_type is the least upper bound. (JAX's lattice
-# without complex and bfloat16.)
-_I_WEAK, _F_WEAK = "i*", "f*"
+# Nodes are dtypes or the weak kinds "i*" (Python int), "f*" (Python float) and "c*"
+# (Python complex). An edge a -> b means "a promotes to b"; result_type is the least upper
+# bound. (JAX's lattice without bfloat16.)
+_I_WEAK, _F_WEAK, _C_WEAK = "i*", "f*", "c*"
 _LATTICE = {
     bool_: [_I_WEAK],
     _I_WEAK: [uint8, int8],
@@ -179,10 +219,13 @@ _LATTICE = {
     int16: [int32],
     int32: [int64],
     int64: [_F_WEAK],
-    _F_WEAK: [float16],
+    _F_WEAK: [float16, _C_WEAK],
     float16: [float32],
-    float32: [float64],
-    float64: [],
+    float32: [float64, complex64],
+    float64: [complex128],
+    _C_WEAK: [complex64],
+    complex64: [complex128],
+    complex128: [],
 }
 
 
@@ -219,6 +262,8 @@ def _node(dtype: np.dtype, weak: bool):
         return _I_WEAK
     if weak and dtype.kind == "f":
         return _F_WEAK
+    if weak and dtype.kind == "c":
+        return _C_WEAK
     return dtype
 
 
@@ -229,6 +274,8 @@ def _promote(pairs: tuple, x64: bool) -> tuple[np.dtype, bool]:
         return (int64 if x64 else int32), True
     if node == _F_WEAK:
         return (float64 if x64 else float32), True
+    if node == _C_WEAK:
+        return (complex128 if x64 else complex64), True
     if not x64:
         node = _X64_TO_32.get(node, node)
     return node, False
@@ -241,7 +288,7 @@ def promote_types(*pairs: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
 
 def dtype_and_weak(x) -> tuple[np.dtype, bool]:
     """``(dtype, weak_type)`` of an array-like or Python scalar, canonicalised."""
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return python_scalar_dtype(x), not isinstance(x, bool)
     aval = getattr(x, "aval", None)
     if aval is not None:
@@ -267,7 +314,8 @@ def result_type(*args, return_weak_type_flag: bool = False):
 
 
 def finfo(dtype):
-    """Machine limits of a floating dtype (numpy's finfo of the canonical dtype)."""
+    """Machine limits of a floating (or complex: its real part's) dtype (numpy's finfo of the
+    canonical dtype)."""
     return np.finfo(canonicalize_dtype(dtype))
 
 

@@ -250,6 +250,9 @@ class Policy(Protocol):
     ``linalg_steps``: whether Cholesky and triangular solves become library steps
     (``steps.CholeskyStep``, ``steps.TriangularSolveStep``); else their rules lower a loop
     algorithm inline.
+
+    ``fft_steps``: whether the 1-D complex FFTs the FFT primitive is split into become library
+    steps (``steps.FftStep``); else compiling an FFT is a LoweringError.
     """
 
     name: str
@@ -259,6 +262,7 @@ class Policy(Protocol):
     wide_scan_carry: bool
     gemm_transposes_both: bool
     linalg_steps: bool
+    fft_steps: bool
 
     def wants_gemm(self, m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
         """Whether ``batch`` products of ``[m, k] @ [k, n]`` in ``dtype`` (a float; operands,

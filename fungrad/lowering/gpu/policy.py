@@ -28,6 +28,7 @@ class GpuPolicy:
     wide_scan_carry = False  # the GPU's scan scheme recognises a scan reading its own output
     gemm_transposes_both = True
     linalg_steps = False  # Cholesky and triangular solves lower to their loop algorithms
+    fft_steps = False  # no FFT kernels: compiling an FFT is a LoweringError
 
     def wants_gemm(self, m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
         return m * n * k >= GEMM_MIN_FLOPS and batch <= GEMM_MAX_BATCH

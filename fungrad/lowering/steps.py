@@ -36,6 +36,7 @@ __all__ = [
     "HostCallStep",
     "CholeskyStep",
     "TriangularSolveStep",
+    "FftStep",
     "scratch_slots",
 ]
 
@@ -308,6 +309,29 @@ class TriangularSolveStep:
 
     def reads(self) -> set[Buffer]:
         return {self.a, self.b}
+
+    def writes(self) -> set[Buffer]:
+        return {self.out}
+
+
+@dataclass(eq=False)
+class FftStep:
+    """``batch`` one-dimensional complex-to-complex discrete Fourier transforms of length ``n``:
+    ``out[b, k] = sum_j x[b, j] * exp(sign * 2 pi i j k / n)``, ``sign`` -1 (forward) or +1
+    (``inverse``), with no ``1 / n`` scaling (the lowering rule scales). ``x`` and ``out`` are
+    buffers of a real dtype (float32 or float64) holding complex numbers interleaved: logical
+    shape ``[batch, n, 2]``, real and imaginary parts adjacent. The CPU renders it as a call to
+    its FFT library (``cpu/fft.py``)."""
+
+    name: str
+    x: Buffer
+    out: Buffer
+    batch: int
+    n: int
+    inverse: bool
+
+    def reads(self) -> set[Buffer]:
+        return {self.x}
 
     def writes(self) -> set[Buffer]:
         return {self.out}

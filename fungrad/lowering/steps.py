@@ -1,5 +1,5 @@
 """The program steps other than kernels and products, as plain data: control flow (cond,
-while, scan), sort, host calls and dense linear algebra (Cholesky, triangular solve).
+while, scan), sort, host calls and dense linear algebra (Cholesky, triangular solve, LU).
 
 A lowering rule that cannot be written element by element stores its operands in buffers and
 appends one of these steps to the program (``fusion.Planner.add_step``). A step says what it
@@ -335,3 +335,30 @@ class FftStep:
 
     def writes(self) -> set[Buffer]:
         return {self.out}
+
+
+@dataclass(eq=False)
+class LuStep:
+    """LU with partial pivoting of each of ``batch`` row-major ``m x n`` matrices of ``a``:
+    the packed factors into ``lu`` (unit-lower multipliers below the diagonal, U on and above),
+    the 0-based row swaps into ``pivots`` (int32, ``min(m, n)`` per matrix) and the row
+    permutation they make into ``permutation`` (int32, ``m`` per matrix). ``work`` holds one
+    column-major matrix and ``ipiv`` the library's pivots (``min(m, n)`` 64-bit slots).
+    Backends with a library run it there (the CPU: LAPACK ``getrf``)."""
+
+    name: str
+    a: Buffer
+    lu: Buffer
+    pivots: Buffer
+    permutation: Buffer
+    work: Buffer
+    ipiv: Buffer
+    batch: int
+    m: int
+    n: int
+
+    def reads(self) -> set[Buffer]:
+        return {self.a}
+
+    def writes(self) -> set[Buffer]:
+        return {self.lu, self.pivots, self.permutation, self.work, self.ipiv}

@@ -37,6 +37,7 @@ __all__ = [
     "CholeskyStep",
     "TriangularSolveStep",
     "FftStep",
+    "LuStep",
     "scratch_slots",
 ]
 

@@ -1,0 +1,414 @@
+"""The ``fft`` primitive (``jax.lax.fft``) with all its rules, and ``fft_c2c``, the real
+primitive the compiler runs it as.
+
+``fft_p`` transforms the trailing ``len(fft_lengths)`` (1 to 3) axes of its operand:
+
+* ``FFT`` / ``IFFT``: complex to complex, forward (``exp(-2 pi i jk / n)``) or inverse (sign +1,
+  scaled by ``1 / prod(fft_lengths)``);
+* ``RFFT``: float to complex, the last axis keeps ``n // 2 + 1`` frequencies;
+* ``IRFFT``: complex to float, the inverse of RFFT: the last axis (``n // 2 + 1`` long) is
+  extended to ``n`` by Hermitian symmetry (the imaginary parts of the zero and, for even ``n``,
+  the Nyquist frequency are ignored), the other axes are ordinary inverse transforms.
+
+Rules:
+
+* eager: ``numpy.fft``, cast to JAX's dtypes (complex64 from float32);
+* jvp: the transform is linear, so the tangent is the transform of the tangent;
+* transpose (JAX's convention for complex linear maps: ``ct -> A^T ct``, no conjugation, and
+  the real part of it for a real operand): the DFT matrix is symmetric, so FFT and IFFT are
+  their own transposes; RFFT's is the real part of the forward FFT of the cotangent padded
+  with zeros to ``n`` on the last axis; IRFFT's is ``conj(c_k / N * rfft(ct))``, where
+  ``c_k`` is 1 at the frequencies the Hermitian extension does not duplicate (zero, Nyquist)
+  and 2 elsewhere;
+* batching: the mapped axis moves to the front, one more leading (untransformed) axis;
+* lowering: the complex-split pass (``lowering/complex_split.py``) rewrites it by
+  :func:`_fft_split` into one-dimensional complex transforms along the last axis of
+  interleaved real arrays ``[..., n, 2]`` (``fft_c2c_p``): the other axes are moved last by
+  transposes, RFFT transforms ``x + 0i`` and keeps ``n // 2 + 1`` frequencies, IRFFT extends
+  the spectrum by Hermitian symmetry and keeps the real part. ``fft_c2c_p``'s lowering rule
+  appends a library step (``steps.FftStep``) where the backend's policy has ``fft_steps``, and
+  is a LoweringError elsewhere.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import operator
+from collections.abc import Sequence
+
+import numpy as np
+
+from fungrad import core, dtypes
+from fungrad.core import ShapedArray
+from fungrad.impls import ignore_fp_errors
+from fungrad.lax.utils import standard_primitive
+from fungrad.lowering import kernel
+from fungrad.operands import operand
+from fungrad.transforms.jvp import deflinear
+from fungrad.transforms.transpose import deflinear_transpose
+from fungrad.transforms.vmap import batch_rules, bdim_at_front
+
+__all__ = ["FftType", "fft", "fft_p"]
+
+_REALS = (np.dtype(np.float32), np.dtype(np.float64))
+_COMPLEXES = (np.dtype(np.complex64), np.dtype(np.complex128))
+
+
+class FftType(enum.IntEnum):
+    """Which transform :func:`fft` computes."""
+
+    FFT = 0
+    """Forward complex-to-complex."""
+    IFFT = 1
+    """Inverse complex-to-complex (scaled by ``1 / prod(fft_lengths)``)."""
+    RFFT = 2
+    """Forward real-to-complex (the last axis keeps ``n // 2 + 1`` frequencies)."""
+    IRFFT = 3
+    """Inverse complex-to-real (Hermitian symmetry on the last axis)."""
+
+
+def _fft_type(fft_type) -> FftType:
+    if isinstance(fft_type, FftType):
+        return fft_type
+    if isinstance(fft_type, str):
+        for t in FftType:
+            if fft_type in (t.name, t.name.lower()):
+                return t
+        raise ValueError(
+            f"fft: unknown FFT type {fft_type!r}; use one of 'FFT', 'IFFT', 'RFFT', 'IRFFT' "
+            "or a lax.FftType"
+        )
+    raise TypeError(
+        f"fft: unknown FFT type value {fft_type!r} ({type(fft_type).__name__}); use a "
+        "lax.FftType or one of the strings 'FFT', 'IFFT', 'RFFT', 'IRFFT'"
+    )
+
+
+def fft(x, fft_type: FftType | str, fft_lengths: Sequence[int]):
+    """The discrete Fourier transform of ``x`` over its trailing ``len(fft_lengths)`` axes
+    (``jax.lax.fft``). ``fft_type`` is a :class:`FftType` or its name; FFT and IFFT convert
+    the operand to complex (float32 -> complex64), RFFT to floating (a complex operand is a
+    ValueError). No lengths: ``x`` converted, untransformed."""
+    typ = _fft_type(fft_type)
+    x = operand(x, "fft")
+    dt = x.aval.dtype
+    if typ == FftType.RFFT:
+        if dtypes.is_complex(dt):
+            raise ValueError(
+                f"fft: RFFT takes a real operand, got {dt.name}; use FFT for complex input"
+            )
+        if not dtypes.is_float(dt):
+            dt = dtypes.default_float_dtype() if dt.itemsize < 8 else np.dtype(np.float64)
+    else:
+        dt = dtypes.complex_dtype(dt) if dtypes.is_inexact(dt) else None
+        if dt is None:  # integers and bools: the default complex type (complex128 for 64-bit)
+            dt = (
+                np.dtype(np.complex128)
+                if x.aval.dtype.itemsize == 8
+                else dtypes.default_complex_dtype()
+            )
+    from fungrad.lax.elementwise import convert_element_type
+
+    x = convert_element_type(x, dtypes.canonicalize_dtype(dt))
+    try:
+        lengths = tuple(operator.index(n) for n in fft_lengths)
+    except TypeError:
+        raise TypeError(
+            f"fft: fft_lengths must be a sequence of ints, got {fft_lengths!r}"
+        ) from None
+    if not lengths:
+        return x
+    return fft_p.bind(x, fft_type=typ, fft_lengths=lengths)
+
+
+# -- fft_p: shape rule and eager impl ----------------------------------------------------------
+
+
+def _fft_abstract_eval(x, *, fft_type, fft_lengths):
+    k, shape = len(fft_lengths), x.shape
+    if not 1 <= k <= 3:
+        raise ValueError(f"fft: 1 to 3 fft_lengths are supported, got {fft_lengths}")
+    if k > x.ndim:
+        raise ValueError(
+            f"fft: operand shape {shape} has fewer dimensions than fft_lengths {fft_lengths}"
+        )
+    if any(n < 0 for n in fft_lengths):
+        raise ValueError(f"fft: fft_lengths must be nonnegative, got {fft_lengths}")
+    name = fft_type.name
+    if fft_type == FftType.RFFT:
+        if x.dtype not in _REALS:
+            raise ValueError(f"fft: RFFT operand must be float32 or float64, got {x.dtype.name}")
+        if shape[-k:] != fft_lengths:
+            raise ValueError(
+                f"fft: RFFT operand shape {shape}: its trailing dimensions must equal "
+                f"fft_lengths {fft_lengths}"
+            )
+        if fft_lengths[-1] == 0:
+            raise ValueError(f"fft: RFFT of length 0 is undefined (fft_lengths {fft_lengths})")
+        out = shape[:-1] + (fft_lengths[-1] // 2 + 1,)
+        return ShapedArray(out, dtypes.complex_dtype(x.dtype))
+    if x.dtype not in _COMPLEXES:
+        raise ValueError(f"fft: {name} operand must be complex64 or complex128, got {x.dtype.name}")
+    if fft_type == FftType.IRFFT:
+        want = fft_lengths[:-1] + (fft_lengths[-1] // 2 + 1,)
+        if shape[-k:] != want:
+            raise ValueError(
+                f"fft: IRFFT operand shape {shape}: its trailing dimensions must be {want} "
+                f"(fft_lengths {fft_lengths}, the last one n // 2 + 1)"
+            )
+        return ShapedArray(shape[:-k] + fft_lengths, dtypes.real_dtype(x.dtype))
+    if shape[-k:] != fft_lengths:
+        raise ValueError(
+            f"fft: {name} operand shape {shape}: its trailing dimensions must equal "
+            f"fft_lengths {fft_lengths}"
+        )
+    return ShapedArray(shape, x.dtype)
+
+
+@ignore_fp_errors
+def _fft_impl(x, *, fft_type, fft_lengths):
+    x = np.asarray(x)
+    k = len(fft_lengths)
+    axes = tuple(range(x.ndim - k, x.ndim))
+    if x.size == 0 or 0 in fft_lengths:  # numpy refuses some empty transforms
+        out = _fft_abstract_eval(
+            ShapedArray(x.shape, x.dtype), fft_type=fft_type, fft_lengths=fft_lengths
+        )
+        return np.zeros(out.shape, out.dtype)
+    if fft_type == FftType.FFT:
+        y = np.fft.fftn(x, axes=axes)
+        return y.astype(x.dtype, copy=False)
+    if fft_type == FftType.IFFT:
+        return np.fft.ifftn(x, axes=axes).astype(x.dtype, copy=False)
+    if fft_type == FftType.RFFT:
+        return np.fft.rfftn(x, axes=axes).astype(dtypes.complex_dtype(x.dtype), copy=False)
+    y = np.fft.irfftn(x, s=fft_lengths, axes=axes)
+    return y.astype(dtypes.real_dtype(x.dtype), copy=False)
+
+
+fft_p = standard_primitive("fft", _fft_impl, _fft_abstract_eval)
+
+
+# -- fft_p: transforms -------------------------------------------------------------------------
+
+
+def _hermitian_weights(m: int, n: int) -> np.ndarray:
+    """``c_k`` over the ``m = n // 2 + 1`` kept frequencies: 1 at zero and (even ``n``) at
+    Nyquist, 2 elsewhere (the frequencies the Hermitian extension counts twice)."""
+    w = np.full((m,), 2.0)
+    w[0] = 1.0
+    if n % 2 == 0:
+        w[-1] = 1.0
+    return w
+
+
+def _fft_transpose(ct, x, *, fft_type, fft_lengths):
+    from fungrad import lax
+
+    if 0 in fft_lengths:  # an empty transform: nothing flows back
+        aval = x.aval.strip_weak_type()
+        return [lax.full(aval.shape, 0, aval.dtype)]
+    if fft_type in (FftType.FFT, FftType.IFFT):  # the DFT matrix is symmetric
+        return [fft_p.bind(ct, fft_type=fft_type, fft_lengths=fft_lengths)]
+    if fft_type == FftType.RFFT:
+        # y = P F x (P keeps n // 2 + 1 frequencies): Fᵀ Pᵀ ct, whose real part is x's
+        n, m = fft_lengths[-1], core.get_aval(ct).shape[-1]
+        nd = core.get_aval(ct).ndim
+        zero = lax.full((), 0, core.get_aval(ct).dtype)
+        config = [(0, 0, 0)] * (nd - 1) + [(0, n - m, 0)]
+        padded = lax.pad(ct, zero, config)
+        full = fft_p.bind(padded, fft_type=FftType.FFT, fft_lengths=fft_lengths)
+        return [lax.real(full)]
+    # IRFFT: y_j = (1/N) sum_k c_k Re(x_k e^{+2 pi i jk/n})  =>  conj(c / N * rfft(ct))
+    spec = fft_p.bind(ct, fft_type=FftType.RFFT, fft_lengths=fft_lengths)
+    aval = core.get_aval(spec)
+    w = _hermitian_weights(aval.shape[-1], fft_lengths[-1]) / math.prod(fft_lengths)
+    w = lax.convert_element_type(_const(w, aval.dtype), aval.dtype)
+    w = lax.broadcast_in_dim(w, aval.shape, (aval.ndim - 1,))
+    return [lax.conj(lax.mul(spec, w))]
+
+
+def _const(value: np.ndarray, dtype):
+    """``value`` as an Array of ``dtype``'s real counterpart (a constant of the rule)."""
+    from fungrad.array import Array
+
+    return Array(np.asarray(value, dtypes.real_dtype(dtype)))
+
+
+def _fft_batch(axis_size, args, dims, *, fft_type, fft_lengths):
+    (x,), (d,) = args, dims
+    x = bdim_at_front(x, d, axis_size)
+    return fft_p.bind(x, fft_type=fft_type, fft_lengths=fft_lengths), 0
+
+
+deflinear(fft_p)
+deflinear_transpose(fft_p, _fft_transpose)
+batch_rules[fft_p] = _fft_batch
+
+
+# -- fft_c2c_p: what the compiler runs ---------------------------------------------------------
+
+
+def _c2c_abstract_eval(x, *, inverse):
+    if x.dtype not in _REALS:
+        raise TypeError(
+            f"fft_c2c: operand must be float32 or float64 (interleaved complex), got {x.dtype.name}"
+        )
+    if x.ndim < 2 or x.shape[-1] != 2:
+        raise ValueError(
+            f"fft_c2c: operand must be [..., n, 2] (real and imaginary parts interleaved), got "
+            f"shape {x.shape}"
+        )
+    return ShapedArray(x.shape, x.dtype)
+
+
+@ignore_fp_errors
+def _c2c_impl(x, *, inverse):
+    x = np.asarray(x)
+    z = x[..., 0] + 1j * x[..., 1]
+    if z.size:
+        z = np.fft.ifft(z, axis=-1) * z.shape[-1] if inverse else np.fft.fft(z, axis=-1)
+    return np.stack([z.real, z.imag], axis=-1).astype(x.dtype, copy=False)
+
+
+fft_c2c_p = standard_primitive("fft_c2c", _c2c_impl, _c2c_abstract_eval)
+"""``batch`` one-dimensional complex DFTs along the second-to-last axis of a real array whose
+last axis holds real and imaginary parts: ``out[..., k] = sum_j x[..., j] exp(-+2 pi i jk/n)``
+(``inverse``: sign +1, unscaled). Bound only by :func:`_fft_split`, inside the compiler."""
+
+
+def _c2c_transpose(ct, x, *, inverse):
+    # as a real matrix, [[Fr, -Fi], [Fi, Fr]]ᵀ = [[Fr, Fi], [-Fi, Fr]] (F symmetric): conj(F)
+    return [fft_c2c_p.bind(ct, inverse=not inverse)]
+
+
+def _c2c_batch(axis_size, args, dims, *, inverse):
+    (x,), (d,) = args, dims
+    return fft_c2c_p.bind(bdim_at_front(x, d, axis_size), inverse=inverse), 0
+
+
+deflinear(fft_c2c_p)
+deflinear_transpose(fft_c2c_p, _c2c_transpose)
+batch_rules[fft_c2c_p] = _c2c_batch
+
+
+def _c2c_lowering(ctx, x, *, inverse):
+    from fungrad.lowering.fusion import LoweringError
+
+    planner = ctx.planner
+    if not planner.policy.fft_steps:
+        raise LoweringError(
+            f"fft: the {planner.policy.name} backend has no FFT; run this function with "
+            'jit(..., backend="cpu") or outside jit'
+        )
+    n = x.shape[-2]
+    batch = math.prod(x.shape[:-2])
+    if batch * n == 0:
+        return kernel.from_fn(x.shape, x.dtype, lambda idx: ctx.const(0, x.dtype), "fft")
+    from fungrad.lowering.steps import FftStep
+
+    src = ctx.materialize(x).buffer
+    out = planner.new_buffer(x.shape, x.dtype, "temp")
+    planner.add_step(FftStep(f"fft_{out.name}", src, out, batch, n, inverse))
+    return planner.buffer_tensor(out, "fft")
+
+
+kernel.register_lowering(fft_c2c_p, _c2c_lowering)
+
+
+# -- the complex split of fft_p ----------------------------------------------------------------
+
+
+def _interleave(re, im):
+    """Two real ``[..., n]`` planes as one ``[..., n, 2]`` array."""
+    from fungrad import lax
+
+    shape = tuple(core.get_aval(re).shape) + (1,)
+    return lax.concatenate([lax.reshape(re, shape), lax.reshape(im, shape)], len(shape) - 1)
+
+
+def _planes(z):
+    """The real and imaginary planes of an interleaved ``[..., n, 2]`` array."""
+    from fungrad import lax
+
+    nd = core.get_aval(z).ndim
+    return tuple(lax.squeeze(lax.slice_in_dim(z, i, i + 1, axis=nd - 1), (nd - 1,)) for i in (0, 1))
+
+
+def _c2c_along(z, axis: int, inverse: bool):
+    """The unscaled 1-D DFT of interleaved ``z`` along its logical ``axis``: that axis is
+    swapped with the last logical one (the one before the planes) around the library call."""
+    from fungrad import lax
+
+    last = core.get_aval(z).ndim - 2
+    if axis == last:
+        return fft_c2c_p.bind(z, inverse=inverse)
+    perm = list(range(last + 2))
+    perm[axis], perm[last] = last, axis
+    return lax.transpose(
+        fft_c2c_p.bind(lax.transpose(z, tuple(perm)), inverse=inverse), tuple(perm)
+    )
+
+
+def _scaled(x, factor: float):
+    from fungrad import lax
+
+    if factor == 1:
+        return x
+    return lax.mul(x, lax.full((), factor, core.get_aval(x).dtype))
+
+
+def fft_split(x, *, fft_type, fft_lengths):
+    """``fft_p`` on split values: ``x`` is a real array (RFFT) or a ``(re, im)`` pair of real
+    arrays; returns a pair (FFT, IFFT, RFFT) or a real array (IRFFT). Written with lax ops and
+    ``fft_c2c_p`` on interleaved arrays, for the complex-split pass."""
+    from fungrad import lax
+
+    k = len(fft_lengths)
+    total = math.prod(fft_lengths)
+    if fft_type in (FftType.FFT, FftType.IFFT):
+        re, im = x
+        nd = core.get_aval(re).ndim
+        if total == 0:
+            return re, im  # empty: nothing to transform
+        inverse = fft_type == FftType.IFFT
+        z = _interleave(re, im)
+        for axis in range(nd - 1, nd - 1 - k, -1):
+            z = _c2c_along(z, axis, inverse)
+        re, im = _planes(z)
+        return (_scaled(re, 1 / total), _scaled(im, 1 / total)) if inverse else (re, im)
+    if fft_type == FftType.RFFT:
+        aval = core.get_aval(x)
+        nd, n = aval.ndim, fft_lengths[-1]
+        z = _c2c_along(_interleave(x, lax.full_like(x, 0)), nd - 1, False)
+        z = lax.slice_in_dim(z, 0, n // 2 + 1, axis=nd - 1)
+        for axis in range(nd - 2, nd - 1 - k, -1):
+            z = _c2c_along(z, axis, False)
+        return _planes(z)
+    # IRFFT: inverse transforms over the leading axes, then the Hermitian extension of the last
+    re, im = x
+    aval = core.get_aval(re)
+    nd, n = aval.ndim, fft_lengths[-1]
+    out_shape = aval.shape[:-1] + (n,)
+    if total == 0:
+        return lax.full(out_shape, 0, aval.dtype)
+    if k > 1:
+        z = _interleave(re, im)
+        for axis in range(nd - 2, nd - 1 - k, -1):
+            z = _c2c_along(z, axis, True)
+        re, im = _planes(z)
+    # the zero (and, n even, the Nyquist) frequency's imaginary part does not count
+    keep = np.ones((n // 2 + 1,), aval.dtype)
+    keep[0] = 0
+    if n % 2 == 0:
+        keep[-1] = 0
+    im = lax.mul(im, lax.broadcast_in_dim(_const(keep, aval.dtype), aval.shape, (nd - 1,)))
+    tail = (n - 1) // 2  # frequencies n // 2 + 1 .. n - 1 are conj(x[n - k])
+    if tail:
+        tail_re = lax.rev(lax.slice_in_dim(re, 1, tail + 1, axis=nd - 1), (nd - 1,))
+        tail_im = lax.neg(lax.rev(lax.slice_in_dim(im, 1, tail + 1, axis=nd - 1), (nd - 1,)))
+        re = lax.concatenate([re, tail_re], nd - 1)
+        im = lax.concatenate([im, tail_im], nd - 1)
+    out, _ = _planes(_c2c_along(_interleave(re, im), nd - 1, True))
+    return _scaled(out, 1 / total)

@@ -156,7 +156,7 @@ def test_errors():
         match="Gradient only defined for scalar-output functions. Output had shape: \\(3,\\)",
     ):
         fg.grad(lambda x: x * 2)(np.ones(3, np.float32))
-    with pytest.raises(TypeError, match="grad requires real-valued inputs.*int32"):
+    with pytest.raises(TypeError, match="grad requires real- or complex-valued inputs.*int32"):
         fg.grad(lambda x: x * 2)(3)
     with pytest.raises(TypeError, match="has_aux=True requires the function to return a pair"):
         fg.grad(lambda x: x, has_aux=True)(1.0)

@@ -132,14 +132,16 @@ def jvp(fun: Callable, primals: Any, tangents: Any, has_aux: bool = False) -> tu
     flat_t = [_as_array(t, "jvp tangent") for t in flat_t]
     tangents_in = []
     for p, t in zip(flat_p, flat_t):
-        if p.shape != t.shape or (dtypes.is_float(p.dtype) and p.dtype != t.dtype):
+        # A floating or complex primal takes a tangent of its own dtype (a complex primal
+        # moves in complex directions); integer and bool primals have no tangent space.
+        if p.shape != t.shape or (dtypes.is_inexact(p.dtype) and p.dtype != t.dtype):
             raise TypeError(
                 f"jvp: primal and tangent arguments must have equal shapes and "
                 f"dtypes; got primal {p.aval.str_short()} and tangent "
                 f"{t.aval.str_short()}"
             )
         tangents_in.append(
-            t if dtypes.is_float(p.dtype) else jvp_mod.Zero(jvp_mod.tangent_aval(p.aval))
+            t if dtypes.is_inexact(p.dtype) else jvp_mod.Zero(jvp_mod.tangent_aval(p.aval))
         )
     store: dict = {}
     flat_fun = _flat_fun(fun, in_tree, store, "jvp", has_aux)
@@ -204,7 +206,7 @@ def _vjp_flat(flat_fun, flat_p):
         args = [UndefPrimal(v.aval) for v in linear.jaxpr.invars]
         cts_in = backward_pass(linear.jaxpr, linear.consts, args, nonzero)
         return [
-            _zero_cotangent(a) if type(ct) is jvp_mod.Zero or a.dtype.kind != "f" else ct
+            _zero_cotangent(a) if type(ct) is jvp_mod.Zero or not dtypes.is_inexact(a.dtype) else ct
             for ct, a in zip(cts_in, in_avals)
         ]
 
@@ -219,14 +221,14 @@ def _tape_cotangents(cts, primals) -> list:
         aval = p.aval
         out.append(
             _zero_cotangent(aval)
-            if ct is None or aval.dtype.kind != "f"
+            if ct is None or not dtypes.is_inexact(aval.dtype)
             else Array.from_impl(ct, aval.strip_weak_type())
         )
     return out
 
 
 def _zero_cotangent(aval):
-    if not dtypes.is_float(aval.dtype):
+    if not dtypes.is_inexact(aval.dtype):
         # JAX's float0: integer and bool inputs have a trivial cotangent space.
         return np.zeros(aval.shape, dtype=dtypes.float0)
     return jvp_mod.zeros_like_aval(aval.strip_weak_type())
@@ -261,6 +263,14 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
                     f"vjp_fn: cotangent of shape {c.shape} does not match the "
                     f"output's shape {a.shape}"
                 )
+            if dtypes.is_inexact(c.dtype) and dtypes.is_complex(c.dtype) != dtypes.is_complex(
+                a.dtype
+            ):  # JAX's ValueError: a complex output needs a complex cotangent, and back
+                raise ValueError(
+                    f"vjp_fn: unexpected cotangent type {c.aval.str_short()}: expected "
+                    f"{jvp_mod.tangent_aval(a).str_short()} because the corresponding "
+                    f"output of the differentiated function has type {a.str_short()}"
+                )
             cts.append(c)
         return tree_util.tree_unflatten(in_tree, vjp_flat(cts))
 
@@ -270,14 +280,38 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     return primal_out, vjp_fn
 
 
-def _no_holomorphic(what: str, holomorphic) -> None:
-    """JAX's ``holomorphic`` flag: False (the default, real differentiation) is what fungrad
-    does; True needs complex inputs, which fungrad does not have."""
-    if holomorphic:
+def _check_input_dtype_revderiv(name: str, holomorphic: bool, allow_int: bool, x) -> None:
+    """JAX's input checks of reverse-mode derivatives (grad, jacrev): floating and complex
+    inputs (complex only with ``holomorphic=True``); integers and bools with ``allow_int``."""
+    dt = x.dtype
+    if holomorphic and not dtypes.is_complex(dt):
         raise TypeError(
-            f"{what}: holomorphic=True needs complex inputs and outputs; fungrad "
-            "has no complex dtypes (differentiate real and imaginary parts as "
-            "separate real arrays)"
+            f"{name} with holomorphic=True requires inputs with complex dtype, but got {dt.name}."
+        )
+    if not dtypes.is_inexact(dt) and not allow_int:
+        raise TypeError(
+            f"{name} requires real- or complex-valued inputs (input dtype that is a sub-dtype "
+            f"of np.inexact), but got {dt.name}. If you want to use Boolean- or "
+            "integer-valued inputs, use vjp or set allow_int to True."
+        )
+
+
+def _check_output_dtype_revderiv(name: str, holomorphic: bool, x) -> None:
+    """JAX's output checks of reverse-mode derivatives: a real output, or a complex one with
+    ``holomorphic=True`` (the derivative of a complex output is not one array otherwise)."""
+    dt = x.dtype
+    if holomorphic:
+        if not dtypes.is_complex(dt):
+            raise TypeError(
+                f"{name} with holomorphic=True requires outputs with complex dtype, but got "
+                f"{dt.name}."
+            )
+    elif dtypes.is_complex(dt):
+        raise TypeError(
+            f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
+            "holomorphic=True. For differentiation of non-holomorphic functions involving "
+            "complex outputs, use fungrad.vjp directly."
         )
 
 
@@ -290,11 +324,14 @@ def value_and_grad(
     reduce_axes=(),
 ) -> Callable[..., tuple[Any, Any]]:
     """``fun``'s value and its gradient with respect to the ``argnums`` arguments.
-    ``holomorphic`` and ``reduce_axes`` are JAX's: only their defaults exist in fungrad."""
+
+    Complex numbers as JAX: for a real-valued ``fun`` of complex ``z = x + iy`` the gradient
+    is ``df/dx - i df/dy`` (the cotangent of the bilinear transpose: ``grad(abs(z)**2)`` is
+    ``2 * conj(z)``); with ``holomorphic=True`` (complex inputs and output) it is the complex
+    derivative ``f'(z)``. ``reduce_axes`` is JAX's removed option: only ``()`` is accepted."""
     check_callable(
         fun, "value_and_grad", "pass the function to differentiate: value_and_grad(f)(*args)"
     )
-    _no_holomorphic("value_and_grad", holomorphic)
     if reduce_axes:
         raise TypeError("value_and_grad: reduce_axes is not supported (JAX removed it too)")
     name = getattr(fun, "__name__", "fun")
@@ -310,12 +347,7 @@ def value_and_grad(
         flat_d, d_tree = tree_util.tree_flatten(diff_args)
         flat_d = [_as_array(x, what) for x in flat_d]
         for x in flat_d:
-            if x.dtype.kind != "f" and not allow_int:
-                raise TypeError(
-                    f"grad requires real-valued inputs (input dtype that is a sub-dtype of "
-                    f"np.floating), but got {x.dtype.name}. If you want to use Boolean- or "
-                    "integer-valued inputs, use vjp or set allow_int to True."
-                )
+            _check_input_dtype_revderiv("grad", holomorphic, allow_int, x)
 
         def partial_fun(*d):
             full = list(args)
@@ -345,7 +377,8 @@ def value_and_grad(
             raise TypeError(
                 f"Gradient only defined for scalar-output functions. Output had shape: {out.shape}"
             )
-        if out.dtype.kind != "f":
+        _check_output_dtype_revderiv("grad", holomorphic, out)
+        if not dtypes.is_inexact(out.dtype):
             raise TypeError(
                 f"grad requires real-valued outputs (output dtype that is a "
                 f"sub-dtype of np.floating), but got {out.dtype.name}"
@@ -372,10 +405,9 @@ def grad(
     reduce_axes=(),
 ) -> Callable[..., Any]:
     """The gradient of scalar-valued ``fun`` with respect to its ``argnums`` arguments
-    (``holomorphic``/``reduce_axes``: see :func:`value_and_grad`)."""
+    (complex inputs, ``holomorphic`` and ``reduce_axes``: see :func:`value_and_grad`)."""
     check_callable(fun, "grad", "pass the function to differentiate: grad(f)(*args)")
-    _no_holomorphic("grad", holomorphic)
-    vg = value_and_grad(fun, argnums, has_aux, allow_int=allow_int, reduce_axes=reduce_axes)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
@@ -415,13 +447,33 @@ def _size(x) -> int:
     return int(np.prod(x.shape, dtype=np.int64))
 
 
-def _check_float_inputs(fun_name, leaves):
+def _check_input_dtype_jacfwd(holomorphic: bool, leaves) -> None:
+    """JAX's jacfwd inputs: real floating ones, or complex ones with ``holomorphic=True`` (a
+    real basis cannot span a complex input's directions)."""
     for x in leaves:
-        if not dtypes.is_float(x.dtype):
+        dt = x.dtype
+        if holomorphic and not dtypes.is_complex(dt):
             raise TypeError(
-                f"{fun_name} requires real-valued inputs (input dtype that is a "
-                f"sub-dtype of np.floating), but got {x.dtype.name}"
+                "jacfwd with holomorphic=True requires inputs with complex dtype, but got "
+                f"{dt.name}."
             )
+        if not holomorphic and not dtypes.is_float(dt):
+            raise TypeError(
+                "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+                f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
+                "holomorphic=True. For differentiation of non-holomorphic functions involving "
+                "complex inputs or integer inputs, use fungrad.jvp directly."
+            )
+
+
+def _check_output_dtype_jacfwd(holomorphic: bool, leaves) -> None:
+    if holomorphic:
+        for y in leaves:
+            if not dtypes.is_complex(core.get_aval(y).dtype):
+                raise TypeError(
+                    "jacfwd with holomorphic=True requires outputs with complex dtype, but got "
+                    f"{core.get_aval(y).dtype.name}."
+                )
 
 
 def jacrev(
@@ -429,19 +481,23 @@ def jacrev(
     argnums: int | Sequence[int] = 0,
     has_aux: bool = False,
     holomorphic: bool = False,
+    allow_int: bool = False,
 ) -> Callable[..., Any]:
     """The Jacobian of ``fun`` by reverse mode (a vmap of vjps over the output's basis).
     Result: a pytree shaped like the output, whose leaves are pytrees like the argnums
-    arguments, each block of shape ``out.shape + in.shape``."""
+    arguments, each block of shape ``out.shape + in.shape``. Inputs may be complex (for real
+    outputs, each row is :func:`grad`'s convention); complex outputs need
+    ``holomorphic=True`` (complex inputs too), which gives the complex derivative."""
     from fungrad.transforms.vmap_api import vmap
 
     check_callable(fun, "jacrev", "pass the function to differentiate: jacrev(f)(*args)")
-    _no_holomorphic("jacrev", holomorphic)
 
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
         nums = _argnums_tuple("jacrev", argnums, len(args))
         dyn = tuple(args[i] for i in nums)
+        for x in tree_util.tree_leaves(dyn):
+            _check_input_dtype_revderiv("jacrev", holomorphic, allow_int, _as_array(x, "jacrev"))
 
         def f_partial(*d):
             full = list(args)
@@ -454,7 +510,8 @@ def jacrev(
         flat_y, y_tree = tree_util.tree_flatten(y)
         flat_in, in_tree = tree_util.tree_flatten(dyn)
         flat_in = [_as_array(x, "jacrev") for x in flat_in]
-        _check_float_inputs("jacrev", flat_in)
+        for y in flat_y:
+            _check_output_dtype_revderiv("jacrev", holomorphic, core.get_aval(y))
         basis = _std_basis(flat_y)
         cts = vmap(lambda *b: tree_util.tree_leaves(pullback(tree_util.tree_unflatten(y_tree, b))))(
             *basis
@@ -491,11 +548,11 @@ def jacfwd(
     holomorphic: bool = False,
 ) -> Callable[..., Any]:
     """The Jacobian of ``fun`` by forward mode (a vmap of jvps over the input's basis); same
-    layout as :func:`jacrev`."""
+    layout as :func:`jacrev`. Complex inputs need ``holomorphic=True`` (and complex outputs),
+    which gives the complex derivative; real inputs may have complex outputs."""
     from fungrad.transforms.vmap_api import vmap
 
     check_callable(fun, "jacfwd", "pass the function to differentiate: jacfwd(f)(*args)")
-    _no_holomorphic("jacfwd", holomorphic)
 
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
@@ -503,7 +560,7 @@ def jacfwd(
         dyn = tuple(args[i] for i in nums)
         flat_in, in_tree = tree_util.tree_flatten(dyn)
         flat_in = [_as_array(x, "jacfwd") for x in flat_in]
-        _check_float_inputs("jacfwd", flat_in)
+        _check_input_dtype_jacfwd(holomorphic, flat_in)
 
         def f_partial(*d):
             full = list(args)
@@ -518,6 +575,7 @@ def jacfwd(
             tangents = tree_util.tree_unflatten(in_tree, basis_leaves)
             res = jvp(f_partial, tuple(dyn_arrays), tuple(tangents), has_aux=has_aux)
             y_leaves, y_tree = tree_util.tree_flatten(res[0])
+            _check_output_dtype_jacfwd(holomorphic, y_leaves)
             out_store.append((y_leaves, y_tree, res[2] if has_aux else None))
             return tree_util.tree_leaves(res[1])
 
@@ -552,10 +610,15 @@ def hessian(
     has_aux: bool = False,
     holomorphic: bool = False,
 ) -> Callable[..., Any]:
-    """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
+    """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))`` (``holomorphic`` passed to both:
+    the complex second derivative of a holomorphic ``fun``)."""
     check_callable(fun, "hessian", "pass the function to differentiate: hessian(f)(*args)")
-    _no_holomorphic("hessian", holomorphic)
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+    return jacfwd(
+        jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic),
+        argnums,
+        has_aux=has_aux,
+        holomorphic=holomorphic,
+    )
 
 
 # -- transposing linear functions ---------------------------------------------------------------
@@ -581,8 +644,10 @@ def linear_transpose(fun, *primals, reduce_axes=()):
         for x in flat
     ]
     for a in avals:
-        if a.dtype.kind != "f":
-            raise TypeError(f"linear_transpose: inputs must be floating point, got {a.str_short()}")
+        if not dtypes.is_inexact(a.dtype):
+            raise TypeError(
+                f"linear_transpose: inputs must be floating point or complex, got {a.str_short()}"
+            )
     out_tree = []
 
     def flat_fun(*xs):

@@ -102,7 +102,7 @@ def linearize_flat(fun, primals):
     # Integer and bool inputs have no tangent space: their tangents are symbolic zeros (the
     # jaxpr keeps an unused input for them so its signature matches the primals).
     tracers = [
-        jvp_mod.JVPTracer(trace, p, t if t.aval.dtype.kind == "f" else jvp_mod.Zero(t.aval))
+        jvp_mod.JVPTracer(trace, p, t if t.aval.dtype.kind in "fc" else jvp_mod.Zero(t.aval))
         for p, t in zip(primals, tangent_args)
     ]
     with set_current_trace(trace):

@@ -1,11 +1,14 @@
 """LLVM rendering of the dense linear algebra steps (``steps.CholeskyStep``,
-``steps.TriangularSolveStep``) as calls to numpy's LAPACK (``lapack.py``).
+``steps.TriangularSolveStep``, ``steps.LuStep``) as calls to numpy's LAPACK (``lapack.py``).
 
 Each step becomes one function looping over its batch matrices, called once from the entry
 point, so the program does not grow with the matrix size or the batch. Buffers are row-major;
 ``lapack.py``'s docstring says how each routine meets them: ``potrf`` on a row-major buffer
 with ``uplo='U'`` factors the row-major lower triangle, and ``trsm`` is cblas with
 ``CblasRowMajor``. Both write their output in place, so the input is first copied to it.
+``getrf`` factors a column-major matrix and the transpose of ours is a different
+factorisation, so each matrix is transposed into a column-major work matrix, factored there and
+transposed back into the output.
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ import numpy as np
 
 from fungrad.lowering.cpu import blas, lapack
 from fungrad.lowering.cpu.llvm_types import literal, llvm_type
-from fungrad.lowering.steps import CholeskyStep, TriangularSolveStep
+from fungrad.lowering.steps import CholeskyStep, LuStep, TriangularSolveStep
 
-__all__ = ["render_cholesky", "render_triangular_solve"]
+__all__ = ["render_cholesky", "render_lu", "render_triangular_solve"]
 
 _MEMCPY = "llvm.memcpy.p0.p0.i64"
 _MEMSET = "llvm.memset.p0.i64"
@@ -155,3 +158,176 @@ def render_triangular_solve(mw, step: TriangularSolveStep, ptr: dict[int, str]) 
     mw.add_function("\n".join(lines), ((step.name, "void", "ptr, ptr, ptr"),), glue=True)
     args = f"ptr {ptr[step.a.id]}, ptr {ptr[step.b.id]}, ptr {ptr[step.out.id]}"
     return [f"  call void @{step.name}({args})"]
+
+
+def _for(tag: str, count, body: list[str]) -> list[str]:
+    """Lines running ``body`` (which falls through; it may hold loops of its own) for the i64
+    ``%{tag}`` in ``[0, count)``, entered from the current block."""
+    return [
+        f"  br label %{tag}.pre",
+        f"{tag}.pre:",
+        f"  br label %{tag}.head",
+        f"{tag}.head:",
+        f"  %{tag} = phi i64 [0, %{tag}.pre], [%{tag}.next, %{tag}.latch]",
+        f"  %{tag}.more = icmp slt i64 %{tag}, {count}",
+        f"  br i1 %{tag}.more, label %{tag}.body, label %{tag}.exit",
+        f"{tag}.body:",
+        *body,
+        f"  br label %{tag}.latch",
+        f"{tag}.latch:",
+        f"  %{tag}.next = add i64 %{tag}, 1",
+        f"  br label %{tag}.head",
+        f"{tag}.exit:",
+    ]
+
+
+def _transpose_function(name: str, ty: str) -> str:
+    """``void @name(ptr src, ptr dst, i64 rows, i64 cols)``: ``dst[j, i] = src[i, j]`` for the
+    row-major ``rows x cols`` ``src`` (in the optimised module: it runs per element)."""
+    body = _for(
+        "i",
+        "%rows",
+        [
+            "  %srow = mul i64 %i, %cols",
+            *_for(
+                "j",
+                "%cols",
+                [
+                    "  %s = add i64 %srow, %j",
+                    f"  %ps = getelementptr inbounds {ty}, ptr %src, i64 %s",
+                    f"  %v = load {ty}, ptr %ps",
+                    "  %d0 = mul i64 %j, %rows",
+                    "  %d = add i64 %d0, %i",
+                    f"  %pd = getelementptr inbounds {ty}, ptr %dst, i64 %d",
+                    f"  store {ty} %v, ptr %pd",
+                ],
+            ),
+        ],
+    )
+    lines = [
+        f"define internal void @{name}(ptr noalias %src, ptr noalias %dst, i64 %rows, "
+        "i64 %cols) nounwind {",
+        "entry:",
+        *body,
+        "  ret void",
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def render_lu(mw, step: LuStep, ptr: dict[int, str]) -> list[str]:
+    """Per matrix: transpose ``a`` into the column-major work matrix, ``getrf`` there, transpose
+    the factors back into ``lu``; the library's 1-based pivots become 0-based int32 ``pivots``
+    and the swaps they make, applied to ``0..m-1``, the ``permutation``. A singular matrix
+    (``info > 0``) keeps LAPACK's factors: an exact zero on U's diagonal, no error."""
+    m, n, batch = step.m, step.n, step.batch
+    if m == 0 or batch == 0:
+        return []
+    k = min(m, n)
+    dt = step.lu.dtype
+    ty = llvm_type(dt)
+    if n == 0:  # nothing to factor: no pivots, the identity permutation
+        return _render_identity_permutation(mw, step, ptr)
+    info, fn = _routine(mw, "getrf", dt)
+    ity = f"i{info.int_bits}"
+    transpose = f"{step.name}_transpose"
+    mw.add_function(
+        _transpose_function(transpose, ty), ((transpose, "void", "ptr, ptr, i64, i64"),)
+    )
+    body = [
+        f"  %off = mul i64 %b, {m * n}",
+        f"  %pa = getelementptr inbounds {ty}, ptr %a, i64 %off",
+        f"  %pl = getelementptr inbounds {ty}, ptr %lu, i64 %off",
+        f"  call void @{transpose}(ptr %pa, ptr %work, i64 {m}, i64 {n})",
+        f"  call void @{fn}(ptr %m, ptr %n, ptr %work, ptr %m, ptr %ipiv, ptr %info)",
+        f"  call void @{transpose}(ptr %work, ptr %pl, i64 {n}, i64 {m})",
+        f"  %poff = mul i64 %b, {k}",
+        "  %pp = getelementptr inbounds i32, ptr %piv, i64 %poff",
+        f"  %qoff = mul i64 %b, {m}",
+        "  %pq = getelementptr inbounds i32, ptr %perm, i64 %qoff",
+        *_for(
+            "t",
+            k,
+            [
+                f"  %pt = getelementptr inbounds {ity}, ptr %ipiv, i64 %t",
+                f"  %v = load {ity}, ptr %pt",
+                *(["  %v32 = trunc i64 %v to i32"] if ity == "i64" else ["  %v32 = add i32 %v, 0"]),
+                "  %v0 = sub i32 %v32, 1",
+                "  %pd = getelementptr inbounds i32, ptr %pp, i64 %t",
+                "  store i32 %v0, ptr %pd",
+            ],
+        ),
+        *_permutation_lines(m, k),
+    ]
+    lines = [
+        f"define internal void @{step.name}(ptr %a, ptr %lu, ptr %piv, ptr %perm, ptr %work, "
+        "ptr %ipiv) nounwind {",
+        "entry:",
+        f"  %m = alloca {ity}",
+        f"  store {ity} {m}, ptr %m",
+        f"  %n = alloca {ity}",
+        f"  store {ity} {n}, ptr %n",
+        f"  %info = alloca {ity}",
+        *_for("b", batch, body),
+        "  ret void",
+        "}",
+        "",
+    ]
+    mw.add_function(
+        "\n".join(lines), ((step.name, "void", "ptr, ptr, ptr, ptr, ptr, ptr"),), glue=True
+    )
+    bufs = (step.a, step.lu, step.pivots, step.permutation, step.work, step.ipiv)
+    return [f"  call void @{step.name}({', '.join(f'ptr {ptr[b.id]}' for b in bufs)})"]
+
+
+def _permutation_lines(m: int, k: int) -> list[str]:
+    """Lines filling ``%pq`` (``m`` int32) with ``0..m-1`` and applying the swaps
+    ``s <-> %pp[s]`` (int32 pivots) for ``s < k``."""
+    fill = _for(
+        "q",
+        m,
+        [
+            "  %q32 = trunc i64 %q to i32",
+            "  %pqq = getelementptr inbounds i32, ptr %pq, i64 %q",
+            "  store i32 %q32, ptr %pqq",
+        ],
+    )
+    if k == 0:
+        return fill
+    swaps = _for(
+        "s",
+        k,
+        [
+            "  %ps = getelementptr inbounds i32, ptr %pp, i64 %s",
+            "  %p32 = load i32, ptr %ps",
+            "  %p = sext i32 %p32 to i64",
+            "  %x1 = getelementptr inbounds i32, ptr %pq, i64 %s",
+            "  %x2 = getelementptr inbounds i32, ptr %pq, i64 %p",
+            "  %y1 = load i32, ptr %x1",
+            "  %y2 = load i32, ptr %x2",
+            "  store i32 %y2, ptr %x1",
+            "  store i32 %y1, ptr %x2",
+        ],
+    )
+    return fill + swaps
+
+
+def _render_identity_permutation(mw, step: LuStep, ptr: dict[int, str]) -> list[str]:
+    """An ``m x 0`` matrix per batch entry: no pivots, ``permutation = 0..m-1``."""
+    m, batch = step.m, step.batch
+    body = [
+        f"  %qoff = mul i64 %b, {m}",
+        "  %pq = getelementptr inbounds i32, ptr %perm, i64 %qoff",
+    ]
+    body += _permutation_lines(m, 0)
+    lines = [
+        f"define internal void @{step.name}(ptr %perm) nounwind {{",
+        "entry:",
+        *_for("b", batch, body),
+        "  ret void",
+        "}",
+        "",
+    ]
+    mw.add_function("\n".join(lines), ((step.name, "void", "ptr"),), glue=True)
+    return [f"  call void @{step.name}(ptr {ptr[step.permutation.id]})"]

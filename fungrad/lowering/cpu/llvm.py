@@ -47,6 +47,7 @@ from fungrad.lowering.steps import (
     CholeskyStep,
     CondStep,
     HostCallStep,
+    LuStep,
     ScanStep,
     SortStep,
     TriangularSolveStep,
@@ -357,6 +358,7 @@ STEP_RENDERERS = StepRenderers(
         HostCallStep: host_call.render_host_call,
         CholeskyStep: lapack_step.render_cholesky,
         TriangularSolveStep: lapack_step.render_triangular_solve,
+        LuStep: lapack_step.render_lu,
     },
 )
 """How each step kind becomes entry-function lines (``ModuleWriter.render_steps``)."""

@@ -1,5 +1,6 @@
 """The program steps other than kernels and products, as plain data: control flow (cond,
-while, scan), sort, host calls and dense linear algebra (Cholesky, triangular solve, LU).
+while, scan), sort, host calls and dense linear algebra (Cholesky, triangular solve, LU, QR,
+eigh, SVD).
 
 A lowering rule that cannot be written element by element stores its operands in buffers and
 appends one of these steps to the program (``fusion.Planner.add_step``). A step says what it
@@ -38,6 +39,9 @@ __all__ = [
     "TriangularSolveStep",
     "FftStep",
     "LuStep",
+    "QRStep",
+    "EighStep",
+    "SVDStep",
     "scratch_slots",
 ]
 
@@ -363,3 +367,73 @@ class LuStep:
 
     def writes(self) -> set[Buffer]:
         return {self.lu, self.pivots, self.permutation, self.work, self.ipiv}
+
+
+@dataclass(eq=False)
+class QRStep:
+    """Householder QR of each of ``batch`` row-major ``m x n`` matrices of ``a``: ``q``
+    (``m x m`` when ``full_matrices``, else ``m x k``) and ``r`` (``m x n``, else ``k x n``;
+    k = min(m, n)), LAPACK's signs. Backends with a library run it there (the CPU: LAPACK
+    ``geqrf`` then ``orgqr``)."""
+
+    name: str
+    a: Buffer
+    q: Buffer
+    r: Buffer
+    batch: int
+    m: int
+    n: int
+    full_matrices: bool
+
+    def reads(self) -> set[Buffer]:
+        return {self.a}
+
+    def writes(self) -> set[Buffer]:
+        return {self.q, self.r}
+
+
+@dataclass(eq=False)
+class EighStep:
+    """Eigen-decomposition of each of ``batch`` row-major symmetric ``n x n`` matrices of ``a``,
+    read from their ``lower`` (or upper) triangle: eigenvectors as the columns of ``v``,
+    eigenvalues ascending in ``w`` (``n`` per matrix); NaN in both where it did not converge.
+    Backends with a library run it there (the CPU: LAPACK ``syevd``)."""
+
+    name: str
+    a: Buffer
+    v: Buffer
+    w: Buffer
+    batch: int
+    n: int
+    lower: bool
+
+    def reads(self) -> set[Buffer]:
+        return {self.a}
+
+    def writes(self) -> set[Buffer]:
+        return {self.v, self.w}
+
+
+@dataclass(eq=False)
+class SVDStep:
+    """Singular value decomposition of each of ``batch`` row-major ``m x n`` matrices of ``a``:
+    ``s`` descending (k = min(m, n) per matrix) and, unless ``u`` and ``vt`` are None, ``u``
+    (``m x m`` when ``full_matrices``, else ``m x k``) and ``vt`` (``n x n``, else ``k x n``);
+    NaN in all where it did not converge. Backends with a library run it there (the CPU:
+    LAPACK ``gesdd``)."""
+
+    name: str
+    a: Buffer
+    s: Buffer
+    u: Buffer | None
+    vt: Buffer | None
+    batch: int
+    m: int
+    n: int
+    full_matrices: bool
+
+    def reads(self) -> set[Buffer]:
+        return {self.a}
+
+    def writes(self) -> set[Buffer]:
+        return {b for b in (self.s, self.u, self.vt) if b is not None}

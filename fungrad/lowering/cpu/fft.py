@@ -1,0 +1,614 @@
+"""The CPU's FFT library: batched 1-D complex-to-complex transforms of any length, written in
+LLVM IR, compiled once per process and dtype (float32, float64).
+
+What it computes: for each of ``batch`` rows of ``n`` complex numbers stored interleaved (real,
+imaginary adjacent), ``out[k] = sum_j x[j] * exp(sign * 2 pi i j k / n)``, ``sign`` -1 forward
+and +1 inverse, unscaled. Exported per dtype (``float``/``double`` for ``T``)::
+
+    void fg_fft_f32(ptr plan, ptr x, ptr out, i64 batch)     (and fg_fft_f64)
+
+``x`` and ``out`` are either the same buffer or disjoint. ``plan`` is a table built here in
+Python (:func:`plan`) for one ``(n, dtype, inverse)`` and kept for the life of the process;
+generated code reaches it through a symbol registered with LLVM (:func:`plan_symbol`), so the
+IR text, and with it the on-disk cache key, holds no address.
+
+Algorithms:
+
+- ``n`` whose prime factors are 2, 3, 5, 7: the Stockham autosort FFT (no bit reversal), radix 4
+  passes while 4 divides ``n``, then 2, 3, 5, 7. A pass of radix ``p`` on sub-transforms of
+  length ``N`` (``s = n / N`` of them interleaved, ``m = N / p``) reads
+  ``a_r = x[q + s (j + r m)]`` and writes ``y[q + s (p j + k)] = w^(j k) DFT_p(a)_k`` with
+  ``w = exp(sign 2 pi i / N)``; passes alternate between ``out`` and a scratch buffer so that
+  the last lands in ``out``. Each pass has two loop orders, the inner loop over ``q`` (long when
+  ``s`` is) or over ``j`` (the first passes, where ``s`` is 1 or 4); both are plain scalar loops
+  that LLVM's loop vectoriser turns into vector code over interleaved complex numbers.
+- other lengths: Bluestein's algorithm, the chirp ``exp(sign pi i j^2 / n)`` turning the
+  transform into a circular convolution of power-of-two length ``M >= 2 n - 1``, done with two
+  forward FFTs of length ``M`` (the second on conjugated data) and the precomputed transform
+  of the chirp filter (scaled by ``1 / M``).
+
+Twiddle factors, chirps and the chirp filter's transform are computed once per plan in double
+precision with direct ``exp`` of reduced angles (``j k mod N``, ``j^2 mod 2 n``: no recurrence,
+no large arguments), then rounded to the dtype. Scratch memory (``n`` complex numbers, twice
+that when ``x`` is ``out``; ``3 M`` for Bluestein) is allocated and freed per call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import threading
+
+import numpy as np
+
+__all__ = [
+    "RADICES",
+    "Plan",
+    "ensure_library",
+    "fft",
+    "library_decl",
+    "library_ir",
+    "plan",
+    "plan_symbol",
+    "symbol",
+]
+
+RADICES = (4, 2, 3, 5, 7)
+"""The Stockham passes' radices, in the order the passes run; other prime factors of ``n``
+take Bluestein's algorithm."""
+J_INNER_BELOW = 8
+"""Passes whose ``s`` (interleaved sub-transforms) is below this loop over ``j`` innermost."""
+_HEADER = 10  # int64 fields of a plan before its passes (see Plan)
+_PASS = 4  # int64 fields per pass: radix, s, m, twiddle table address
+_KIND_STOCKHAM, _KIND_BLUESTEIN = 0, 1
+_TYPES = {np.dtype(np.float32): ("float", "f32"), np.dtype(np.float64): ("double", "f64")}
+
+
+def _real_dtype(dtype) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt not in _TYPES:
+        raise TypeError(f"fft: the library computes float32 and float64 data, got {dt}")
+    return dt
+
+
+def symbol(dtype) -> str:
+    """The exported function for ``dtype`` (float32 or float64): ``fg_fft_f32``/``fg_fft_f64``."""
+    return f"fg_fft_{_TYPES[_real_dtype(dtype)][1]}"
+
+
+def library_decl(dtype) -> str:
+    return f"declare void @{symbol(dtype)}(ptr, ptr, ptr, i64)"
+
+
+# -- plans ------------------------------------------------------------------------------------
+
+
+def _stockham_radices(n: int) -> list[int] | None:
+    """``n``'s factors in pass order (4s, then 2, 3, 5, 7), or None if another prime divides it."""
+    out = []
+    for p in RADICES:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+    return out if n == 1 else None
+
+
+def _unit(numer: np.ndarray, denom: int, sign: int) -> np.ndarray:
+    """``exp(sign * 2 pi i numer / denom)`` in complex128, ``numer`` already reduced mod denom."""
+    ang = (2.0 * np.pi / denom) * numer.astype(np.float64)
+    return np.cos(ang) + (1j * sign) * np.sin(ang)
+
+
+class Plan:
+    """The tables of one ``(n, dtype, inverse)``: an int64 header (its address is what the
+    library reads), and the arrays it points to (twiddles, chirps, a sub-plan), kept alive here.
+
+    Header: ``[n, kind, passes, scratch (complex numbers), M, chirp, filter, sub-plan, sign,
+    0]`` then per pass ``[radix, s, m, twiddles]``; addresses as int64."""
+
+    def __init__(self, n: int, dtype: np.dtype, inverse: bool):
+        self.n, self.dtype, self.inverse = n, dtype, inverse
+        sign = 1 if inverse else -1
+        self.keep: list = []
+        radices = _stockham_radices(n)
+        if radices is not None:
+            head = [n, _KIND_STOCKHAM, len(radices), 2 * n, 0, 0, 0, 0, sign, 0]
+            s = 1
+            for p in radices:
+                big = n // s  # the sub-transforms' length N
+                m = big // p
+                j = np.arange(m, dtype=np.int64)
+                k = np.arange(1, p, dtype=np.int64)[:, None]
+                tw = self._table(_unit((j * k) % big, big, sign))
+                head += [p, s, m, tw.ctypes.data]
+                s *= p
+        else:
+            big = 1 << (2 * n - 2).bit_length()  # M: the least power of two >= 2n - 1
+            sub = plan(big, dtype, False)
+            j = np.arange(n, dtype=np.int64)
+            # chirp exp(sign pi i j^2 / n) = exp(sign 2 pi i (j^2 mod 2n) / 2n)
+            chirp = _unit((j * j) % (2 * n), 2 * n, sign)
+            filt = np.zeros(big, np.complex128)
+            filt[:n] = np.conj(chirp)
+            filt[big - n + 1 :] = np.conj(chirp[1:][::-1])
+            w = self._table(chirp)
+            f = self._table(np.fft.fft(filt) / big)
+            head = [n, _KIND_BLUESTEIN, 0, 3 * big, big, w.ctypes.data, f.ctypes.data]
+            head += [sub.address, sign, 0]
+            self.keep.append(sub)
+        self.header = np.array(head, np.int64)
+        self.address = self.header.ctypes.data
+
+    def _table(self, c: np.ndarray) -> np.ndarray:
+        """Complex128 values as an interleaved array of the plan's dtype, kept with the plan."""
+        c = np.ascontiguousarray(c, np.complex128).reshape(-1)
+        out = np.empty(2 * c.size, self.dtype)
+        out[0::2], out[1::2] = c.real, c.imag
+        self.keep.append(out)
+        return out
+
+
+_plans: dict[tuple, Plan] = {}
+_lock = threading.RLock()
+
+
+def plan(n: int, dtype, inverse: bool) -> Plan:
+    """The plan for length ``n`` (>= 1), float32 or float64 data, forward or ``inverse``:
+    built once per process and never freed (compiled code may hold its address)."""
+    dt = _real_dtype(dtype)
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"fft: the transform length must be a positive integer, got {n!r}")
+    key = (int(n), dt, bool(inverse))
+    with _lock:
+        p = _plans.get(key)
+        if p is None:
+            p = _plans[key] = Plan(int(n), dt, bool(inverse))
+        return p
+
+
+def plan_symbol(n: int, dtype, inverse: bool) -> str:
+    """The name under which generated code finds the plan's header (``external global``):
+    registered with LLVM here, so modules compiled afterwards resolve it."""
+    from fungrad.lowering.cpu import llvm_capi
+
+    dt = _real_dtype(dtype)
+    name = f"fg_fft_plan_{_TYPES[dt][1]}_{n}_{'inv' if inverse else 'fwd'}"
+    with _lock:
+        if name not in _registered:
+            llvm_capi.add_symbol(name, plan(n, dt, inverse).address)
+            _registered.add(name)
+    return name
+
+
+_registered: set[str] = set()
+
+
+# -- the IR -----------------------------------------------------------------------------------
+
+
+class _Fn:
+    """Lines of one function and a counter for SSA names."""
+
+    def __init__(self, ty: str):
+        self.ty = ty
+        self.lines: list[str] = []
+        self.k = 0
+
+    def tmp(self) -> str:
+        self.k += 1
+        return f"%t{self.k}"
+
+    def op(self, text: str) -> str:
+        v = self.tmp()
+        self.lines.append(f"  {v} = {text}")
+        return v
+
+    def emit(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+    # complex values are (re, im) pairs of SSA names or literals
+    def load(self, base: str, idx: str) -> tuple[str, str]:
+        ty = self.ty
+        pr = self.op(f"getelementptr inbounds [2 x {ty}], ptr {base}, i64 {idx}, i64 0")
+        pi = self.op(f"getelementptr inbounds [2 x {ty}], ptr {base}, i64 {idx}, i64 1")
+        return self.op(f"load {ty}, ptr {pr}"), self.op(f"load {ty}, ptr {pi}")
+
+    def store(self, base: str, idx: str, v: tuple[str, str]) -> None:
+        ty = self.ty
+        pr = self.op(f"getelementptr inbounds [2 x {ty}], ptr {base}, i64 {idx}, i64 0")
+        pi = self.op(f"getelementptr inbounds [2 x {ty}], ptr {base}, i64 {idx}, i64 1")
+        self.emit(f"  store {ty} {v[0]}, ptr {pr}", f"  store {ty} {v[1]}, ptr {pi}")
+
+    def f(self, op: str, a: str, b: str) -> str:
+        return self.op(f"{op} contract {self.ty} {a}, {b}")
+
+    def add(self, a, b):
+        return self.f("fadd", a[0], b[0]), self.f("fadd", a[1], b[1])
+
+    def sub(self, a, b):
+        return self.f("fsub", a[0], b[0]), self.f("fsub", a[1], b[1])
+
+    def scale(self, a, c: str):
+        return self.f("fmul", a[0], c), self.f("fmul", a[1], c)
+
+    def mul(self, a, b):
+        re = self.f("fsub", self.f("fmul", a[0], b[0]), self.f("fmul", a[1], b[1]))
+        im = self.f("fadd", self.f("fmul", a[0], b[1]), self.f("fmul", a[1], b[0]))
+        return re, im
+
+    def conj(self, a):
+        return a[0], self.op(f"fneg {self.ty} {a[1]}")
+
+    def i_times(self, a, sgn: str):
+        """``sgn * i * a`` (``sgn`` +-1 at run time)."""
+        re = self.op(f"fneg {self.ty} {self.f('fmul', a[1], sgn)}")
+        return re, self.f("fmul", a[0], sgn)
+
+
+def _lit(v: float) -> str:
+    from fungrad.lowering.cpu.llvm_types import literal
+
+    # the constant rounded to the dtype happens in LLVM (a double literal must be exact for float)
+    return literal(v, np.dtype(np.float64))
+
+
+def _butterfly(fn: _Fn, a: list, sgn: str) -> list:
+    """``DFT_p(a)_k = sum_r a_r exp(sgn 2 pi i r k / p)`` for p = len(a) in (2, 3, 4, 5, 7)."""
+    p = len(a)
+    if p == 2:
+        return [fn.add(a[0], a[1]), fn.sub(a[0], a[1])]
+    if p == 4:
+        t0, t1 = fn.add(a[0], a[2]), fn.sub(a[0], a[2])
+        t2, t3 = fn.add(a[1], a[3]), fn.i_times(fn.sub(a[1], a[3]), sgn)
+        return [fn.add(t0, t2), fn.add(t1, t3), fn.sub(t0, t2), fn.sub(t1, t3)]
+    # odd p: pairs r, p - r; y_k = a0 + sum cos(2 pi r k / p) S_r + sgn i sum sin(...) D_r
+    h = (p - 1) // 2
+    s = [fn.add(a[r], a[p - r]) for r in range(1, h + 1)]
+    d = [fn.sub(a[r], a[p - r]) for r in range(1, h + 1)]
+    y0 = a[0]
+    for v in s:
+        y0 = fn.add(y0, v)
+    out = [y0] + [None] * (p - 1)
+    for k in range(1, h + 1):
+        acc, bcc = a[0], None
+        for r in range(1, h + 1):
+            c = _as_ty(fn, math.cos(2 * math.pi * r * k / p))
+            sn = _as_ty(fn, math.sin(2 * math.pi * r * k / p))
+            acc = fn.add(acc, fn.scale(s[r - 1], c))
+            term = fn.scale(d[r - 1], sn)
+            bcc = term if bcc is None else fn.add(bcc, term)
+        b = fn.i_times(bcc, sgn)
+        out[k], out[p - k] = fn.add(acc, b), fn.sub(acc, b)
+    return out
+
+
+def _as_ty(fn: _Fn, v: float) -> str:
+    """A literal of the function's type (a float constant is written as its exact double)."""
+    if fn.ty == "float":
+        from fungrad.lowering.cpu.llvm_types import literal
+
+        return literal(v, np.dtype(np.float32))
+    return _lit(v)
+
+
+def _pass_fn(p: int, j_inner: bool, ty: str) -> str:
+    """``@fgfft.pass<p><q|j>``: one Stockham pass of radix ``p`` (see the module docstring)."""
+    fn = _Fn(ty)
+    outer, inner = ("q", "j") if j_inner else ("j", "q")
+    trip = {"q": "%s", "j": "%m"}
+    fn.emit(
+        "entry:",
+        "  %sm = mul i64 %s, %m",
+        f"  %sp = mul i64 %s, {p}",
+        "  br label %oh",
+        "oh:",
+        f"  %{outer} = phi i64 [0, %entry], [%{outer}.n, %ol]",
+        f"  %oc = icmp slt i64 %{outer}, {trip[outer]}",
+        "  br i1 %oc, label %ob, label %exit",
+        "ob:",
+        "  br label %ih",
+        "ih:",
+        f"  %{inner} = phi i64 [0, %ob], [%{inner}.n, %ib]",
+        f"  %ic = icmp slt i64 %{inner}, {trip[inner]}",
+        "  br i1 %ic, label %ib, label %ol",
+        "ib:",
+    )
+    sj = fn.op("mul i64 %s, %j")
+    base_in = fn.op(f"add i64 %q, {sj}")
+    spj = fn.op("mul i64 %sp, %j")
+    base_out = fn.op(f"add i64 %q, {spj}")
+    a = []
+    for r in range(p):
+        idx = base_in if r == 0 else fn.op(f"add i64 {base_in}, {fn.op(f'mul i64 %sm, {r}')}")
+        a.append(fn.load("%x", idx))
+    y = _butterfly(fn, a, "%sgn")
+    for k in range(p):
+        v = y[k]
+        if k:
+            ti = fn.op(f"add i64 %j, {fn.op(f'mul i64 %m, {k - 1}')}")
+            v = fn.mul(v, fn.load("%tw", ti))
+        idx = base_out if k == 0 else fn.op(f"add i64 {base_out}, {fn.op(f'mul i64 %s, {k}')}")
+        fn.store("%y", idx, v)
+    fn.emit(
+        f"  %{inner}.n = add i64 %{inner}, 1",
+        "  br label %ih, !llvm.loop !0",
+        "ol:",
+        f"  %{outer}.n = add i64 %{outer}, 1",
+        "  br label %oh, !llvm.loop !0",
+        "exit:",
+        "  ret void",
+    )
+    name = f"@fgfft.pass{p}{'j' if j_inner else 'q'}"
+    head = (
+        f"define internal void {name}(ptr noalias %x, ptr noalias %y, ptr noalias %tw, "
+        f"i64 %s, i64 %m, {ty} %sgn) nounwind {{"
+    )
+    return "\n".join([head, *fn.lines, "}", ""])
+
+
+def _field(fn: _Fn, plan: str, i: int, name: str) -> str:
+    fn.emit(f"  %{name}.p = getelementptr inbounds i64, ptr {plan}, i64 {i}")
+    fn.emit(f"  %{name} = load i64, ptr %{name}.p")
+    return f"%{name}"
+
+
+def _run_fn(ty: str) -> str:
+    """``@fgfft.run(plan, x, out, scratch)``: one Stockham transform, ``x`` != ``out``."""
+    fn = _Fn(ty)
+    esz = 4 if ty == "float" else 8
+    fn.emit("entry:")
+    _field(fn, "%plan", 0, "n")
+    _field(fn, "%plan", 2, "np")
+    _field(fn, "%plan", 8, "sg")
+    fn.emit(
+        f"  %sgn = sitofp i64 %sg to {ty}",
+        "  %none = icmp eq i64 %np, 0",
+        "  br i1 %none, label %copy, label %start",
+        "copy:",
+        f"  %bytes = mul i64 %n, {2 * esz}",
+        "  call void @llvm.memmove.p0.p0.i64(ptr %out, ptr %x, i64 %bytes, i1 false)",
+        "  ret void",
+        "start:",
+        "  %odd.b = and i64 %np, 1",
+        "  %odd = icmp eq i64 %odd.b, 1",
+        "  %first = select i1 %odd, ptr %out, ptr %scr",
+        "  br label %head",
+        "head:",
+        "  %i = phi i64 [0, %start], [%i.n, %next]",
+        "  %src = phi ptr [%x, %start], [%dst, %next]",
+        "  %dst = phi ptr [%first, %start], [%dst.n, %next]",
+        "  %more = icmp slt i64 %i, %np",
+        "  br i1 %more, label %body, label %exit",
+        "body:",
+        f"  %f0 = mul i64 %i, {_PASS}",
+        f"  %f = add i64 %f0, {_HEADER}",
+        "  %st = getelementptr inbounds i64, ptr %plan, i64 %f",
+    )
+    for i, nm in enumerate(("radix", "s", "m", "twi")):
+        _field(fn, "%st", i, nm)
+    fn.emit(
+        "  %tw = inttoptr i64 %twi to ptr",
+        f"  %jin = icmp slt i64 %s, {J_INNER_BELOW}",
+        "  br i1 %jin, label %jsw, label %qsw",
+    )
+    for v in ("j", "q"):
+        cases = " ".join(f"i64 {p}, label %{v}{p}" for p in RADICES)
+        fn.emit(f"{v}sw:", f"  switch i64 %radix, label %next [ {cases} ]")
+        for p in RADICES:
+            fn.emit(
+                f"{v}{p}:",
+                f"  call void @fgfft.pass{p}{v}(ptr %src, ptr %dst, ptr %tw, i64 %s, i64 %m, "
+                f"{ty} %sgn)",
+                "  br label %next",
+            )
+    fn.emit(
+        "next:",
+        "  %isout = icmp eq ptr %dst, %out",
+        "  %dst.n = select i1 %isout, ptr %scr, ptr %out",
+        "  %i.n = add i64 %i, 1",
+        "  br label %head",
+        "exit:",
+        "  ret void",
+    )
+    head = "define internal void @fgfft.run(ptr %plan, ptr %x, ptr %out, ptr %scr) nounwind {"
+    return "\n".join([head, *fn.lines, "}", ""])
+
+
+def _loop(fn: _Fn, tag: str, trip: str, body) -> None:
+    """``for %<tag> in [0, trip)``: ``body(fn, index)`` emits the body's lines."""
+    fn.emit(
+        f"  br label %{tag}.pre",
+        f"{tag}.pre:",
+        f"  br label %{tag}.h",
+        f"{tag}.h:",
+        f"  %{tag} = phi i64 [0, %{tag}.pre], [%{tag}.n, %{tag}.b]",
+        f"  %{tag}.c = icmp slt i64 %{tag}, {trip}",
+        f"  br i1 %{tag}.c, label %{tag}.b, label %{tag}.x",
+        f"{tag}.b:",
+    )
+    body(fn, f"%{tag}")
+    fn.emit(
+        f"  %{tag}.n = add i64 %{tag}, 1",
+        f"  br label %{tag}.h, !llvm.loop !0",
+        f"{tag}.x:",
+    )
+
+
+def _bluestein_fn(ty: str) -> str:
+    """``@fgfft.blue(plan, x, out, scratch)``: one transform by Bluestein's algorithm;
+    scratch holds ``3 M`` complex numbers; ``x`` may be ``out``."""
+    fn = _Fn(ty)
+    esz = 4 if ty == "float" else 8
+    fn.emit("entry:")
+    _field(fn, "%plan", 0, "n")
+    _field(fn, "%plan", 4, "bm")
+    for i, nm in ((5, "wi"), (6, "fi"), (7, "subi")):
+        _field(fn, "%plan", i, nm)
+        fn.emit(f"  %{nm[:-1]} = inttoptr i64 %{nm} to ptr")
+    fn.emit(
+        "  %bm2 = mul i64 %bm, 2",
+        f"  %ta = getelementptr inbounds {ty}, ptr %scr, i64 0",
+        f"  %ua = getelementptr inbounds {ty}, ptr %scr, i64 %bm2",
+        "  %bm4 = mul i64 %bm, 4",
+        f"  %va = getelementptr inbounds {ty}, ptr %scr, i64 %bm4",
+        # zero T past n
+        "  %pad = sub i64 %bm, %n",
+        f"  %padb = mul i64 %pad, {2 * esz}",
+        "  %n2 = mul i64 %n, 2",
+        f"  %tpad = getelementptr inbounds {ty}, ptr %ta, i64 %n2",
+        "  call void @llvm.memset.p0.i64(ptr %tpad, i8 0, i64 %padb, i1 false)",
+    )
+    _loop(fn, "a", "%n", lambda f, j: f.store("%ta", j, f.mul(f.load("%x", j), f.load("%w", j))))
+    fn.emit("  call void @fgfft.run(ptr %sub, ptr %ta, ptr %ua, ptr %va)")
+    _loop(
+        fn,
+        "b",
+        "%bm",
+        lambda f, k: f.store("%ua", k, f.conj(f.mul(f.load("%ua", k), f.load("%f", k)))),
+    )
+    fn.emit("  call void @fgfft.run(ptr %sub, ptr %ua, ptr %ta, ptr %va)")
+    _loop(
+        fn,
+        "c",
+        "%n",
+        lambda f, k: f.store("%out", k, f.mul(f.conj(f.load("%ta", k)), f.load("%w", k))),
+    )
+    fn.emit("  ret void")
+    head = "define internal void @fgfft.blue(ptr %plan, ptr %x, ptr %out, ptr %scr) nounwind {"
+    return "\n".join([head, *fn.lines, "}", ""])
+
+
+def _driver_fn(ty: str, name: str) -> str:
+    """The exported ``@fg_fft_<t>(plan, x, out, batch)``: scratch, then each row."""
+    esz = 4 if ty == "float" else 8
+    lines = [
+        f"define void @{name}(ptr %plan, ptr %x, ptr %out, i64 %batch) nounwind {{",
+        "entry:",
+        "  %n = load i64, ptr %plan",
+        "  %kp = getelementptr inbounds i64, ptr %plan, i64 1",
+        "  %kind = load i64, ptr %kp",
+        "  %scp = getelementptr inbounds i64, ptr %plan, i64 3",
+        "  %sc = load i64, ptr %scp",
+        "  %nob = icmp sle i64 %batch, 0",
+        "  br i1 %nob, label %done, label %alloc",
+        "alloc:",
+        f"  %scb0 = mul i64 %sc, {2 * esz}",
+        "  %scb1 = add i64 %scb0, 63",
+        "  %scb = and i64 %scb1, -64",
+        "  %scr = call ptr @aligned_alloc(i64 64, i64 %scb)",
+        "  %row = mul i64 %n, 2",
+        f"  %rowb = mul i64 %row, {esz}",
+        f"  %spare = getelementptr inbounds {ty}, ptr %scr, i64 %row",
+        "  %blue = icmp eq i64 %kind, 1",
+        "  br label %head",
+        "head:",
+        "  %b = phi i64 [0, %alloc], [%b.n, %next]",
+        "  %more = icmp slt i64 %b, %batch",
+        "  br i1 %more, label %body, label %free",
+        "body:",
+        "  %off = mul i64 %b, %row",
+        f"  %xb = getelementptr inbounds {ty}, ptr %x, i64 %off",
+        f"  %ob = getelementptr inbounds {ty}, ptr %out, i64 %off",
+        "  br i1 %blue, label %bl, label %st",
+        "bl:",
+        "  call void @fgfft.blue(ptr %plan, ptr %xb, ptr %ob, ptr %scr)",
+        "  br label %next",
+        "st:",
+        "  %same = icmp eq ptr %xb, %ob",
+        "  br i1 %same, label %cp, label %run",
+        "cp:",
+        "  call void @llvm.memcpy.p0.p0.i64(ptr %spare, ptr %xb, i64 %rowb, i1 false)",
+        "  br label %run",
+        "run:",
+        "  %src = phi ptr [%xb, %st], [%spare, %cp]",
+        "  call void @fgfft.run(ptr %plan, ptr %src, ptr %ob, ptr %scr)",
+        "  br label %next",
+        "next:",
+        "  %b.n = add i64 %b, 1",
+        "  br label %head",
+        "free:",
+        "  call void @free(ptr %scr)",
+        "  br label %done",
+        "done:",
+        "  ret void",
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def library_ir(dtype) -> str:
+    """The library module for ``dtype`` (float32 or float64): the exported driver, the
+    Stockham and Bluestein transforms and the passes they call."""
+    ty, tag = _TYPES[_real_dtype(dtype)]
+    parts = [
+        "declare ptr @aligned_alloc(i64, i64)",
+        "declare void @free(ptr)",
+        "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
+        "declare void @llvm.memmove.p0.p0.i64(ptr, ptr, i64, i1)",
+        "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
+        "",
+        *(_pass_fn(p, j, ty) for p in RADICES for j in (True, False)),
+        _run_fn(ty),
+        _bluestein_fn(ty),
+        _driver_fn(ty, f"fg_fft_{tag}"),
+        "!0 = distinct !{!0, !1}",
+        '!1 = !{!"llvm.loop.unroll.disable"}',
+    ]
+    return "\n".join(parts)
+
+
+# -- the compiled library ---------------------------------------------------------------------
+
+_modules: dict[np.dtype, object] = {}  # CompiledModule per dtype, kept for the process
+_functions: dict[np.dtype, object] = {}  # ctypes function per dtype (fft)
+
+
+def ensure_library(dtype) -> None:
+    """Compile the library for ``dtype`` (once per process; the on-disk cache may hold its
+    object) and make ``@fg_fft_<t>`` resolvable by every module compiled afterwards. Thread
+    safe (under ``cpu.llvm_lock``, as gemm.py). Cheap after the first call."""
+    dt = _real_dtype(dtype)
+    if dt in _modules:
+        return
+    from fungrad.lowering.cpu import compiler as cpu
+    from fungrad.lowering.cpu import llvm_capi
+
+    with cpu.llvm_lock:
+        if dt in _modules:
+            return
+        name = symbol(dt)
+        module = cpu.compile_module(library_ir(dt), [name], name=f"fungrad_fft_{name[-3:]}")
+        # generated code calls into it for the rest of the process: never free it
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(module))
+        ptr = ctypes.c_void_p
+        _functions[dt] = module.function(name, [ptr, ptr, ptr, ctypes.c_int64])
+        llvm_capi.add_symbol(name, module.address(name))
+        _modules[dt] = module
+
+
+def fft(x: np.ndarray, inverse: bool = False, out: np.ndarray | None = None) -> np.ndarray:
+    """The unscaled DFT (``inverse``: sign +1) along the last axis of a complex64 or
+    complex128 array, through the native library (tests, benchmarks). ``out``: a C-contiguous
+    array of ``x``'s shape and dtype (may be ``x``); a new one when None."""
+    x = np.asarray(x)
+    if x.dtype not in (np.complex64, np.complex128):
+        raise TypeError(f"fft: x must be complex64 or complex128, got {x.dtype}")
+    if x.ndim == 0:
+        raise ValueError("fft: x must have at least one axis, got a 0-d array")
+    x = np.ascontiguousarray(x)
+    if out is None:
+        out = np.empty_like(x)
+    elif out.shape != x.shape or out.dtype != x.dtype or not out.flags.c_contiguous:
+        raise ValueError(
+            f"fft: out must be a C-contiguous {x.dtype} array of shape {x.shape}, got "
+            f"{out.dtype} {out.shape}"
+        )
+    n = x.shape[-1]
+    if n == 0 or x.size == 0:
+        return out
+    real = np.dtype(np.float32 if x.dtype == np.complex64 else np.float64)
+    ensure_library(real)
+    p = plan(n, real, inverse)
+    _functions[real](p.address, x.ctypes.data, out.ctypes.data, x.size // n)
+    return out

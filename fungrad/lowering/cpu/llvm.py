@@ -30,6 +30,7 @@ import numpy as np
 from fungrad.lowering.cpu import (
     abi,
     control_flow,
+    fft_step,
     gemm_step,
     host_call,
     lapack_step,
@@ -46,6 +47,7 @@ from fungrad.lowering.render import StepRenderers, kernel_record
 from fungrad.lowering.steps import (
     CholeskyStep,
     CondStep,
+    FftStep,
     HostCallStep,
     LuStep,
     ScanStep,
@@ -359,6 +361,7 @@ STEP_RENDERERS = StepRenderers(
         CholeskyStep: lapack_step.render_cholesky,
         TriangularSolveStep: lapack_step.render_triangular_solve,
         LuStep: lapack_step.render_lu,
+        FftStep: fft_step.render_fft,
     },
 )
 """How each step kind becomes entry-function lines (``ModuleWriter.render_steps``)."""

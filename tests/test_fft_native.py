@@ -1,0 +1,123 @@
+"""The native FFT library (``fungrad/lowering/cpu/fft.py``) called through ctypes on numpy
+arrays, against ``numpy.fft`` in float64; and its step (``FftStep``) under jit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fungrad.lowering.cpu import fft as native
+
+SIZES = [1, 2, 3, 4, 5, 7, 8, 12, 16, 17, 60, 64, 97, 100, 128, 1000, 1024, 4096]
+COMPLEX = [np.complex64, np.complex128]
+
+
+def _data(rng, shape, dtype):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def _reference(x, inverse):
+    """The unscaled DFT along the last axis in complex128 (numpy's ifft is scaled by 1/n)."""
+    x = x.astype(np.complex128)
+    n = x.shape[-1]
+    return np.fft.ifft(x) * n if inverse else np.fft.fft(x)
+
+
+def _check(y, x, inverse):
+    """Relative error in the 2-norm within 2 eps log2(n) (measured: at most 0.7 eps log2(n)
+    over every n up to 129 and the sizes above)."""
+    ref = _reference(x, inverse)
+    n = x.shape[-1]
+    eps = np.finfo(x.dtype).eps
+    err = np.linalg.norm(y - ref) / max(np.linalg.norm(ref), np.finfo(np.float64).tiny)
+    assert y.dtype == x.dtype and y.shape == x.shape
+    assert err <= 2 * eps * max(1.0, np.log2(n)), (n, inverse, err / eps)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("inverse", [False, True])
+def test_sizes_against_numpy(dtype, inverse):
+    rng = np.random.default_rng(0)
+    for n in SIZES:
+        x = _data(rng, (3, n), dtype)
+        _check(native.fft(x, inverse), x, inverse)
+
+
+def test_large_power_of_two():
+    x = _data(np.random.default_rng(1), (1 << 16,), np.complex64)
+    _check(native.fft(x), x, False)
+
+
+@pytest.mark.parametrize("n", [8, 12, 97])
+def test_in_place_and_batch_shape(n):
+    """``out`` may be ``x`` (both algorithms); leading axes are a batch."""
+    rng = np.random.default_rng(2)
+    x = _data(rng, (2, 3, n), np.complex128)
+    want = _reference(x, False)
+    y = x.copy()
+    assert native.fft(y, out=y) is y
+    np.testing.assert_allclose(y, want, rtol=0, atol=1e-12 * n)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n=st.integers(1, 300),
+    batch=st.integers(1, 3),
+    inverse=st.booleans(),
+    double=st.booleans(),
+)
+def test_any_length(n, batch, inverse, double):
+    x = _data(np.random.default_rng(n), (batch, n), np.complex128 if double else np.complex64)
+    _check(native.fft(x, inverse), x, inverse)
+
+
+@pytest.mark.parametrize("n", [16, 60, 17])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_propagates_within_its_row(n, bad):
+    """Every output of a row depends on every input: one NaN or inf makes the whole row
+    non-finite (inf times a zero imaginary part is NaN, as in numpy), other rows stay exact."""
+    x = _data(np.random.default_rng(3), (2, n), np.complex64)
+    x[0, n // 2] = bad
+    y = native.fft(x)
+    assert not np.isfinite(y[0]).any()
+    _check(y[1:], x[1:], False)
+
+
+def test_empty_and_zero_length():
+    assert native.fft(np.zeros((0, 8), np.complex64)).shape == (0, 8)
+    assert native.fft(np.zeros((3, 0), np.complex128)).shape == (3, 0)
+
+
+def test_bad_input():
+    with pytest.raises(TypeError, match="complex64 or complex128"):
+        native.fft(np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match="at least one axis"):
+        native.fft(np.complex64(1))
+    with pytest.raises(ValueError, match="positive integer"):
+        native.plan(0, np.float32, False)
+    with pytest.raises(TypeError, match="float32 and float64"):
+        native.plan(4, np.float16, False)
+
+
+def test_plans_are_shared_and_symbols_stable():
+    p = native.plan(12, np.float32, True)
+    assert native.plan(12, np.float32, True) is p
+    assert native.plan(12, np.float32, False) is not p
+    assert native.plan_symbol(12, np.float32, True) == "fg_fft_plan_f32_12_inv"
+
+
+@pytest.mark.parametrize("shape", [(5,), (3, 8), (64, 1024), (2, 97)])
+def test_fft_step_under_jit(shape):
+    """The FftStep that ``fft_c2c_p`` lowers to (interleaved ``[..., n, 2]`` float32; a batch
+    of 64 x 1024 runs on the thread pool) equals numpy, forward and inverse."""
+    import fungrad as fg
+    from fungrad.lax.fft import fft_c2c_p
+
+    x = np.random.default_rng(4).standard_normal(shape + (2,)).astype(np.float32)
+    c = x[..., 0] + 1j * x[..., 1]
+    for inverse in (False, True):
+        y = np.asarray(fg.jit(lambda a, inv=inverse: fft_c2c_p.bind(a, inverse=inv))(x))
+        assert y.dtype == np.float32 and y.shape == x.shape
+        _check((y[..., 0] + 1j * y[..., 1]).astype(np.complex64), c.astype(np.complex64), inverse)

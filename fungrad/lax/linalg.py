@@ -1,7 +1,7 @@
 """``fungrad.lax.linalg``: jax.lax.linalg's decompositions and triangular solve, with its
-signatures and result conventions: ``cholesky`` and ``triangular_solve`` are primitives
-(:mod:`fungrad.lax.linalg_primitives`: LAPACK under jit on the CPU); LU is
-:mod:`fungrad.numpy.linalg`'s and :mod:`fungrad.numpy.linalg_decomp` has the Jacobi ``eigh``
+signatures and result conventions: ``cholesky``, ``triangular_solve``
+(:mod:`fungrad.lax.linalg_primitives`) and ``lu`` (:mod:`fungrad.lax.linalg_lu`) are primitives
+(LAPACK under jit on the CPU); :mod:`fungrad.numpy.linalg_decomp` has the Jacobi ``eigh``
 and ``svd`` and the Householder ``qr``.
 
 The conventions differ from jax.numpy.linalg's, as in JAX: ``eigh`` returns
@@ -12,9 +12,13 @@ The conventions differ from jax.numpy.linalg's, as in JAX: ``eigh`` returns
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from fungrad import lax
+from fungrad.lax import linalg_lu as _lu
+from fungrad.lax.linalg_lu import lu_p
 from fungrad.lax.linalg_primitives import cholesky_p, triangular_solve_p
 from fungrad.numpy import linalg as _np_linalg
 from fungrad.numpy import linalg_decomp as _decomp
@@ -25,6 +29,7 @@ __all__ = [
     "cholesky_p",
     "eigh",
     "lu",
+    "lu_p",
     "lu_pivots_to_permutation",
     "qr",
     "svd",
@@ -118,29 +123,23 @@ def lu_pivots_to_permutation(pivots, permutation_size: int):
     row swaps ``i <-> pivots[..., i]`` in order to ``arange(permutation_size)``."""
     util.check_arraylike("lu_pivots_to_permutation", pivots)
     pivots = lax.convert_element_type(util.asarray(pivots), np.int32)
-    batch = pivots.shape[:-1]
-    perm = lax.broadcast_in_dim(
-        lax.iota(np.int32, permutation_size), batch + (permutation_size,), (len(batch),)
-    )
-    idx = lax.broadcasted_iota(np.int32, perm.shape, len(batch))
-    for k in range(pivots.shape[-1]):
-        p = lax.index_in_dim(pivots, k, len(batch), keepdims=False)
-        p_full = lax.broadcast_in_dim(p, perm.shape, tuple(range(len(batch))))
-        at_k = lax.index_in_dim(perm, k, len(batch), keepdims=False)
-        is_p = lax.eq(idx, p_full)
-        at_p = lax.reduce_sum(lax.select_n(is_p, lax.full_like(perm, 0), perm), (len(batch),))
-        perm = lax.select_n(
-            is_p, perm, lax.broadcast_in_dim(at_k, perm.shape, tuple(range(len(batch))))
+    if pivots.ndim < 1:
+        raise TypeError(
+            f"lu_pivots_to_permutation: pivots must have rank at least 1, got shape {pivots.shape}"
         )
-        perm = lax.select_n(
-            lax.eq(idx, k), perm, lax.broadcast_in_dim(at_p, perm.shape, tuple(range(len(batch))))
+    size = operator.index(permutation_size)
+    if size < pivots.shape[-1]:
+        raise ValueError(
+            f"lu_pivots_to_permutation: permutation_size ({size}) must be at least the number "
+            f"of pivots ({pivots.shape[-1]})"
         )
-    return perm
+    return _lu.lu_pivots_to_permutation(pivots, size)
 
 
 def lu(x):
-    """LU with partial pivoting of a square matrix or stack: ``(lu, pivots, permutation)``
-    with ``x[..., permutation, :] == L @ U`` (L unit lower, U upper, both packed in ``lu``)."""
-    a = _np_linalg._square("lu", x)
-    packed, pivots = _np_linalg._lu(a)
-    return packed, pivots, lu_pivots_to_permutation(pivots, a.shape[-1])
+    """LU with partial pivoting of a matrix or stack [..., m, n] (the ``lu`` primitive: LAPACK
+    getrf under jit on the CPU): ``(lu, pivots, permutation)`` with
+    ``x[..., permutation, :] == L @ U`` (L unit lower [m, min(m, n)], U upper
+    [min(m, n), n], both packed in ``lu``; ``pivots`` are 0-based row swaps)."""
+    util.check_arraylike("lu", x)
+    return tuple(_lu.lu_p.bind(util.asarray(x, fun_name="lu")))

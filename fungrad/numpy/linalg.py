@@ -1,16 +1,15 @@
 """``fungrad.numpy.linalg``: norms, matrix powers and small dense solvers (jax.numpy.linalg's
 names), written on fungrad.lax only.
 
-``det``, ``slogdet``, ``solve``, ``inv`` share one LU factorisation with partial pivoting, a
-``lax.fori_loop`` over the matrix size (so the program, and jit's compile time, do not grow
-with n) whose steps are batched over leading dimensions: the pivot is an ``argmax``, row swaps
-and masked rank-1 updates are ``select_n`` over ``iota`` masks (no gathers, no scatters), so
-everything traces and lowers like any other composite. The work is O(n^3) in O(n) steps, meant
-for the small and medium matrices of this project, not as a LAPACK replacement; the solves
-after it are two ``triangular_solve`` primitives (LAPACK's trsm under jit on the CPU). ``cholesky``
-is the ``cholesky`` primitive (:mod:`fungrad.lax.linalg_primitives`). The decompositions
-(``eigh``, ``qr``, ``svd`` and what builds on them: ``pinv``, ``lstsq``, ``matrix_rank``,
-``cond``, matrix norms ``ord=2``, ``-2``, ``'nuc'``) live in :mod:`fungrad.numpy.linalg_decomp`.
+``det``, ``slogdet``, ``solve``, ``inv``, ``tensorsolve`` and ``tensorinv`` factor with the ``lu``
+primitive (:mod:`fungrad.lax.linalg_lu`: LAPACK getrf under jit on the CPU, a ``fori_loop``
+elimination on the GPU), and the solves after it are two ``triangular_solve`` primitives
+(LAPACK's trsm), so the program, and jit's compile time, do not grow with n. ``solve`` is
+differentiated as JAX's, through ``custom_linear_solve`` (solves with the same factors).
+``cholesky`` is the ``cholesky`` primitive (:mod:`fungrad.lax.linalg_primitives`). The
+decompositions (``eigh``, ``qr``, ``svd`` and what builds on them: ``pinv``, ``lstsq``,
+``matrix_rank``, ``cond``, matrix norms ``ord=2``, ``-2``, ``'nuc'``) live in
+:mod:`fungrad.numpy.linalg_decomp`.
 """
 
 from __future__ import annotations
@@ -21,7 +20,8 @@ from typing import NamedTuple
 import numpy as np
 
 from fungrad import lax
-from fungrad.lax.linalg_primitives import cholesky_p, triangular_solve_p
+from fungrad.lax.linalg_lu import lu_p, lu_solve
+from fungrad.lax.linalg_primitives import cholesky_p
 from fungrad.numpy import linear, util
 from fungrad.numpy.linalg_decomp import (  # noqa: F401  (re-exported)
     EighResult,
@@ -68,6 +68,8 @@ __all__ = [
     "svd",
     "svdvals",
     "tensordot",
+    "tensorinv",
+    "tensorsolve",
     "trace",
     "vecdot",
     "vector_norm",
@@ -261,10 +263,7 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
-# -- helpers for the solvers --------------------------------------------------------------------
-# The solvers work on [..., n, m] arrays with lax ops directly: a vector indexed by row is
-# broadcast along the columns (and vice versa) with broadcast_in_dim, and iota masks select
-# which entries a step updates.
+# -- LU-based solvers ---------------------------------------------------------------------------
 
 
 def _square(fun_name: str, a, inexact: bool = True):
@@ -290,88 +289,20 @@ def _eye_like(a):
     return lax.convert_element_type(eq, a.dtype)
 
 
-def _batch(x) -> tuple[int, ...]:
-    return tuple(range(x.ndim - 2))
-
-
-def _row(x, i, shape):
-    """Row ``i`` (an int or a traced int32 scalar) of the [..., n, m] ``x``, repeated down the
-    rows of ``shape``."""
-    nd = x.ndim
-    return lax.broadcast_in_dim(
-        lax.dynamic_index_in_dim(x, i, nd - 2, keepdims=False), shape, _batch(x) + (nd - 1,)
-    )
-
-
-def _col(x, j, shape):
-    """Column ``j`` of the [..., n, n] ``x``, repeated across the columns of ``shape``."""
-    nd = x.ndim
-    return lax.broadcast_in_dim(
-        lax.dynamic_index_in_dim(x, j, nd - 1, keepdims=False), shape, _batch(x) + (nd - 2,)
-    )
-
-
-def _swap_rows(x, k, p, rows):
-    """Swap row ``k`` (the same for every batch entry) with row ``p`` (one per batch entry) of
-    [..., n, m] ``x``. Row ``p`` is read by masking (select, then a sum of one value and
-    zeros)."""
-    is_p = lax.eq(rows, lax.broadcast_in_dim(p, x.shape, _batch(x)))
-    row_p = lax.reduce_sum(lax.select_n(is_p, lax.full_like(x, 0), x), (x.ndim - 2,))
-    row_p = lax.broadcast_in_dim(row_p, x.shape, _batch(x) + (x.ndim - 1,))
-    return lax.select_n(lax.eq(rows, k), lax.select_n(is_p, x, _row(x, k, x.shape)), row_p)
-
-
-def _int32(i):
-    return lax.convert_element_type(i, np.int32)  # fori_loop counts in int64 under x64
-
-
-def _lu(a):
-    """LU with partial pivoting of the float [..., n, n] ``a``: ``P a = L U``.
-
-    Returns ``(lu, pivots)``: ``lu`` holds U on and above the diagonal and the multipliers of
-    the unit-lower L below it; ``pivots[..., k]`` is the row swapped with row ``k`` at step
-    ``k`` (LAPACK's ipiv). A zero pivot leaves its column unscaled, as LAPACK does, so a
-    singular matrix gets an exact zero on U's diagonal. One ``fori_loop`` step per column.
-    """
-    n, nd = a.shape[-1], a.ndim
-    rows, cols = _iota(a.shape, nd - 2), _iota(a.shape, nd - 1)
-    col_rows = _iota(a.shape[:-1], nd - 2)  # [..., n]
-    piv_idx = _iota(a.shape[:-1], nd - 2)
-
-    def step(k, state):
-        a, pivots = state
-        k = _int32(k)
-        col = lax.dynamic_index_in_dim(a, k, nd - 1, keepdims=False)  # [..., n]
-        cand = lax.select_n(lax.ge(col_rows, k), lax.full_like(col, -1), lax.abs(col))
-        p = lax.argmax(cand, nd - 2, np.int32)  # first largest |a[i, k]|, i >= k
-        pivots = lax.select_n(
-            lax.eq(piv_idx, k), pivots, lax.broadcast_in_dim(p, pivots.shape, _batch(a))
-        )
-        a = _swap_rows(a, k, p, rows)
-        pivot = lax.dynamic_index_in_dim(
-            lax.dynamic_index_in_dim(a, k, nd - 1, keepdims=False), k, nd - 2, keepdims=False
-        )  # [...]
-        pivot = lax.select_n(lax.eq(pivot, 0.0), pivot, lax.full_like(pivot, 1))
-        mult = lax.div(_col(a, k, a.shape), lax.broadcast_in_dim(pivot, a.shape, _batch(a)))
-        below = lax.gt(rows, k)
-        update = lax.sub(a, lax.mul(mult, _row(a, k, a.shape)))
-        a = lax.select_n(lax.and_(below, lax.gt(cols, k)), a, update)
-        a = lax.select_n(lax.and_(below, lax.eq(cols, k)), a, mult)
-        return a, pivots
-
-    if n == 0:
-        return a, lax.full(a.shape[:-1], 0, np.int32)
-    return lax.fori_loop(0, n, step, (a, piv_idx))
-
-
-def _pivot_sign(pivots, sign):
-    """``sign`` times (-1) ** (the number of real row swaps)."""
+def _parity_sign(pivots, sign):
+    """``sign`` times (-1) ** (the number of real row swaps in ``pivots``)."""
     swaps = lax.reduce_sum(
         lax.convert_element_type(lax.ne(pivots, _iota(pivots.shape, pivots.ndim - 1)), np.int32),
         (pivots.ndim - 1,),
     )
     odd = lax.eq(lax.rem(swaps, lax.full_like(swaps, 2)), lax.full_like(swaps, 1))
     return lax.select_n(odd, sign, lax.neg(sign))
+
+
+def _lu_diagonal(a):
+    """``(diag(U), pivots)`` of the LU factorisation of the square [..., n, n] ``a``."""
+    lu, pivots, _ = lu_p.bind(a)
+    return linear.diagonal(lu, 0, -2, -1), pivots
 
 
 class SlogdetResult(NamedTuple):
@@ -382,55 +313,51 @@ class SlogdetResult(NamedTuple):
 
 
 def slogdet(a, *, method=None):
-    """The sign and the natural log of the absolute value of the determinant, from LU.
-
-    A singular matrix gives ``(0, -inf)``.
-    """
+    """The sign and the natural log of the absolute value of the determinant, from the ``lu``
+    primitive (LAPACK getrf under jit on the CPU). A singular matrix gives ``(0, -inf)``."""
     if method not in (None, "lu"):
         raise ValueError(f"slogdet: method={method!r} is not supported; use 'lu'")
     a = _square("slogdet", a)
-    lu, pivots = _lu(a)
-    d = linear.diagonal(lu, 0, -2, -1)
-    sign = _pivot_sign(pivots, lax.reduce_prod(lax.sign(d), (d.ndim - 1,)))
+    d, pivots = _lu_diagonal(a)
+    sign = _parity_sign(pivots, lax.reduce_prod(lax.sign(d), (d.ndim - 1,)))
     logabsdet = lax.reduce_sum(lax.log(lax.abs(d)), (d.ndim - 1,))
     return SlogdetResult(sign, logabsdet)
 
 
 def det(a):
-    """The determinant of a square matrix (or a stack of them), from LU with partial pivoting.
+    """The determinant of a square matrix (or a stack of them): the product of ``U``'s
+    diagonal from the ``lu`` primitive, signed by the row swaps.
 
     Example: ``det(array([[1., 2.], [3., 4.]]))`` is ``-2.0``.
     """
     a = _square("det", a)
-    lu, pivots = _lu(a)
-    d = linear.diagonal(lu, 0, -2, -1)
-    return _pivot_sign(pivots, lax.reduce_prod(d, (d.ndim - 1,)))
+    d, pivots = _lu_diagonal(a)
+    return _parity_sign(pivots, lax.reduce_prod(d, (d.ndim - 1,)))
 
 
-def _lu_solve(lu, pivots, b):
-    """Solve ``A x = b`` for [..., n, m] ``b`` given A's LU (with the batch shape of ``b``):
-    the row swaps (a ``fori_loop`` over rows), then two ``triangular_solve`` primitives, unit
-    lower ``L`` and upper ``U`` (LAPACK's trsm under jit on the CPU)."""
-    n, nd = lu.shape[-1], b.ndim
-    if n == 0:
-        return b
-    rows = _iota(b.shape, nd - 2)
+def _solve(a, b):
+    """``a⁻¹ b`` for [..., n, n] ``a`` and [..., n, k] ``b`` with one batch shape, as JAX: the
+    LU of ``a`` (not differentiated) solves inside ``custom_linear_solve`` with the map
+    ``x -> a @ x``, so derivatives are solves with the same factors (``dx = a⁻¹ (db - da x)``,
+    reverse mode the transposed solve) instead of the factorisation's own derivative."""
+    from fungrad.lax.linalg_primitives import _matmul
 
-    def swap(k, b):  # P b
-        k = _int32(k)
-        return _swap_rows(b, k, lax.dynamic_index_in_dim(pivots, k, nd - 2, keepdims=False), rows)
-
-    b = lax.fori_loop(0, n, swap, b)
-    solve = dict(left_side=True, transpose_a=False, conjugate_a=False)
-    y = triangular_solve_p.bind(lu, b, lower=True, unit_diagonal=True, **solve)  # L y = P b
-    return triangular_solve_p.bind(lu, y, lower=False, unit_diagonal=False, **solve)  # U x = y
+    lu, _, perm = lu_p.bind(lax.stop_gradient(a))
+    return lax.custom_linear_solve(
+        lambda x: _matmul(a, x),
+        b,
+        solve=lambda _, y: lu_solve(lu, perm, y, 0),
+        transpose_solve=lambda _, y: lu_solve(lu, perm, y, 1),
+    )
 
 
 def solve(a, b):
-    """Solve ``a @ x = b`` by LU with partial pivoting.
+    """Solve ``a @ x = b`` by LU with partial pivoting (the ``lu`` and ``triangular_solve``
+    primitives: LAPACK under jit on the CPU).
 
     ``a`` is [..., n, n]. A 1-D ``b`` is one right-hand side vector; otherwise ``b`` is
     [..., n, m] and the batch dimensions of ``a`` and ``b`` broadcast (JAX >= 0.5 semantics).
+    A singular ``a`` gives inf/NaN entries, as in JAX.
     """
     a = _square("solve", a)
     util.check_arraylike("solve", b)
@@ -447,8 +374,7 @@ def solve(a, b):
     batch = util.broadcast_shapes(a.shape[:-2], b.shape[:-2], fun_name="solve")
     a = util.broadcast_to_shape(a, batch + a.shape[-2:])
     b = util.broadcast_to_shape(b, batch + b.shape[-2:])
-    lu, pivots = _lu(a)
-    x = _lu_solve(lu, pivots, b)
+    x = _solve(a, b)
     return lax.squeeze(x, (-1,)) if vector else x
 
 
@@ -458,8 +384,55 @@ def inv(a):
     A singular matrix gives inf/NaN entries, as in JAX.
     """
     a = _square("inv", a)
-    lu, pivots = _lu(a)
-    return _lu_solve(lu, pivots, _eye_like(a))
+    return _solve(a, _eye_like(a))
+
+
+def tensorsolve(a, b, axes=None):
+    """The ``x`` with ``tensordot(a, x, x.ndim) == b``: ``a``'s trailing dimensions (after
+    moving ``axes`` to the end) are ``x``'s shape, its leading ones ``b``'s, with equal
+    products; one :func:`solve` of the flattened system."""
+    util.check_arraylike("tensorsolve", a, b)
+    a, b = util.promote_dtypes_inexact(util.asarray(a), util.asarray(b))
+    if axes is not None:
+        axes = util.canonicalize_axes(tuple(axes), a.ndim, "tensorsolve")
+        rest = tuple(d for d in range(a.ndim) if d not in axes)
+        a = lax.transpose(a, rest + axes)
+    if b.ndim > a.ndim or a.shape[: b.ndim] != b.shape:
+        raise ValueError(
+            f"tensorsolve: the leading dimensions of a {a.shape} must be b's shape {b.shape}"
+        )
+    out_shape = a.shape[b.ndim :]
+    size = int(np.prod(b.shape, dtype=np.int64))
+    if int(np.prod(out_shape, dtype=np.int64)) != size:
+        raise ValueError(
+            f"tensorsolve: a {a.shape} is not square once flattened: the product of b's shape "
+            f"{b.shape} must equal the product of the remaining dimensions {out_shape}"
+        )
+    x = solve(lax.reshape(a, (size, size)), lax.reshape(b, (size,)))
+    return lax.reshape(x, out_shape)
+
+
+def tensorinv(a, ind: int = 2):
+    """The inverse of ``a`` seen as a linear map from its last ``a.ndim - ind`` dimensions to
+    its first ``ind``: ``tensordot(tensorinv(a, ind), a, ind)`` is the identity; the result
+    has shape ``a.shape[ind:] + a.shape[:ind]``."""
+    util.check_arraylike("tensorinv", a)
+    (a,) = util.promote_dtypes_inexact(util.asarray(a))
+    try:
+        ind = operator.index(ind)
+    except TypeError:
+        raise TypeError(f"tensorinv: ind must be an integer, got {ind!r}") from None
+    if ind <= 0:
+        raise ValueError(f"tensorinv: ind must be a positive integer, got {ind}")
+    rows = int(np.prod(a.shape[:ind], dtype=np.int64))
+    cols = int(np.prod(a.shape[ind:], dtype=np.int64))
+    if rows != cols:
+        raise ValueError(
+            f"tensorinv: a {a.shape} with ind={ind} is not square once flattened: "
+            f"prod{a.shape[:ind]} = {rows} but prod{a.shape[ind:]} = {cols}"
+        )
+    ia = inv(lax.reshape(a, (rows, cols)))
+    return lax.reshape(ia, a.shape[ind:] + a.shape[:ind])
 
 
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):

@@ -9,10 +9,11 @@ unless ``lower=True``; ``cho_factor``'s factor has zeros in its other triangle, 
 :func:`solve_triangular` is the ``triangular_solve`` primitive (LAPACK's trsm under jit on the
 CPU, substitution loops on the GPU), batched over leading dimensions. ``solve``, ``inv`` and
 ``det`` reuse fungrad.numpy.linalg (``assume_a="pos"`` solves through the Cholesky factor).
-``eigh``, ``svd``, ``qr``, ``lu*`` wrap :mod:`fungrad.numpy.linalg_decomp` / the LU of
-fungrad.numpy.linalg with SciPy's result conventions; ``expm`` is scaling and squaring with the
-degree-13 Pade approximant (Higham 2005). SciPy's ``overwrite_*`` and ``check_finite`` arguments
-are accepted and ignored, as in JAX.
+``lu``, ``lu_factor`` and ``lu_solve`` are the ``lu`` primitive (LAPACK getrf under jit on the
+CPU) with SciPy's result conventions; ``eigh``, ``svd``, ``qr`` wrap
+:mod:`fungrad.numpy.linalg_decomp` with SciPy's result conventions; ``expm`` is scaling and
+squaring with the degree-13 Pade approximant (Higham 2005). SciPy's ``overwrite_*`` and
+``check_finite`` arguments are accepted and ignored, as in JAX.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from fungrad import lax
+from fungrad.lax import linalg_lu as _lu
+from fungrad.lax.linalg import lu_pivots_to_permutation
+from fungrad.lax.linalg_lu import lu_p
 from fungrad.lax.linalg_primitives import triangular_solve_p
 from fungrad.numpy import linalg as np_linalg
 from fungrad.numpy import util
@@ -293,13 +297,18 @@ def qr(
 
 
 def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
-    """``(lu, piv)``: the packed LU factors with partial pivoting and LAPACK's pivot rows."""
+    """``(lu, piv)``: the packed LU factors with partial pivoting (the ``lu`` primitive) and
+    the 0-based row swaps (row ``i`` swapped with ``piv[i]`` in turn, as SciPy's)."""
     del overwrite_a, check_finite
-    return np_linalg._lu(_square("lu_factor", a))
+    util.check_arraylike("lu_factor", a)
+    (a,) = util.promote_dtypes_inexact(util.asarray(a, fun_name="lu_factor"))
+    lu_, piv, _ = lu_p.bind(a)
+    return lu_, piv
 
 
 def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False, check_finite: bool = True):
-    """Solve ``a x = b`` (``trans=0``) or ``a.T x = b`` (1 or 2) from :func:`lu_factor`."""
+    """Solve ``a x = b`` (``trans=0``) or ``a.T x = b`` (1, or 2: ``a.conj().T``, the same for
+    real dtypes) from :func:`lu_factor`'s ``(lu, piv)``."""
     del overwrite_b, check_finite
     try:
         lu_, piv = lu_and_piv
@@ -310,65 +319,55 @@ def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False, check_fin
     if trans not in (0, 1, 2):
         raise ValueError(f"lu_solve: trans must be 0, 1 or 2, got {trans!r}")
     lu_ = _square("lu_solve", lu_)
+    util.check_arraylike("lu_solve", piv)
+    piv = util.asarray(piv, fun_name="lu_solve")
+    if piv.shape != lu_.shape[:-1]:
+        raise ValueError(
+            f"lu_solve: piv must have shape {lu_.shape[:-1]} (lu's {lu_.shape} without its "
+            f"last dimension), got {piv.shape}"
+        )
+    perm = lu_pivots_to_permutation(piv, lu_.shape[-1])
     lu_, b2, vector = _rhs("lu_solve", lu_, b)
-    if trans == 0:
-        x = np_linalg._lu_solve(lu_, piv, b2)
-    else:
-        # a = P^T L U, so a^T x = b  <=>  U^T (L^T (P x)) = b
-        y = _substitute(_transpose(lu_), b2, True, False)
-        z = _substitute(_transpose(lu_), y, False, True)
-        from fungrad.lax.linalg import lu_pivots_to_permutation
-
-        perm = lu_pivots_to_permutation(piv, lu_.shape[-1])
-        # x[perm[i]] = z[i]: scatter by the inverse permutation
-        inv = lax.sort(
-            (perm, lax.broadcasted_iota(np.int32, perm.shape, perm.ndim - 1)),
-            dimension=perm.ndim - 1,
-            num_keys=1,
-        )[1]
-        x = _take_rows(z, inv)
+    batch = lu_.shape[:-2]
+    perm = util.broadcast_to_shape(perm, batch + perm.shape[-1:])
+    x = _lu.lu_solve(lu_, perm, b2, trans)
     return lax.squeeze(x, (x.ndim - 1,)) if vector else x
 
 
-def _take_rows(x, idx):
-    """``x[..., idx, :]`` for a per-batch index vector (a one-hot matmul: no gather)."""
-    from fungrad.numpy import linear
-
-    n = x.shape[-2]
-    shape = idx.shape + (n,)
-    onehot = lax.eq(
-        lax.broadcast_in_dim(idx, shape, tuple(range(idx.ndim))),
-        lax.broadcasted_iota(np.int32, shape, idx.ndim),
-    )
-    return linear.matmul(lax.convert_element_type(onehot, x.dtype), x)
-
-
 def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True):
-    """``(p, l, u)`` with ``a = p @ l @ u`` (``l`` unit lower, ``u`` upper), or
-    ``(p @ l, u)`` with ``permute_l``; square matrices."""
+    """``(p, l, u)`` with ``a = p @ l @ u`` for [..., m, n] ``a`` (``l`` unit lower
+    [m, k], ``u`` upper [k, n], ``k = min(m, n)``, ``p`` a permutation matrix), or
+    ``(p @ l, u)`` with ``permute_l``."""
     del overwrite_a, check_finite
-    a = _square("lu", a)
-    packed, piv = np_linalg._lu(a)
-    n = a.shape[-1]
-    rows = lax.broadcasted_iota(np.int32, a.shape, a.ndim - 2)
-    cols = lax.broadcasted_iota(np.int32, a.shape, a.ndim - 1)
-    zeros = lax.full_like(a, 0)
-    lower = lax.select_n(lax.gt(rows, cols), zeros, packed)
-    lower = lax.select_n(lax.eq(rows, cols), lower, lax.full_like(a, 1))
-    upper = lax.select_n(lax.le(rows, cols), zeros, packed)
-    from fungrad.lax.linalg import lu_pivots_to_permutation
-
-    perm = lu_pivots_to_permutation(piv, n)  # P a = L U with (P a)[i] = a[perm[i]]
-    # p = P^T: p[perm[i], i] = 1
-    p = lax.convert_element_type(
-        lax.eq(rows, lax.broadcast_in_dim(perm, a.shape, tuple(range(a.ndim - 2)) + (a.ndim - 1,))),
-        a.dtype,
+    util.check_arraylike("lu", a)
+    (a,) = util.promote_dtypes_inexact(util.asarray(a, fun_name="lu"))
+    if a.ndim < 2:
+        raise ValueError(f"lu: a must be a matrix or a stack of them, got shape {a.shape}")
+    packed, _, perm = lu_p.bind(a)
+    *batch, m, n = a.shape
+    k, nd = min(m, n), a.ndim
+    bdims = tuple(range(nd - 2))
+    lower = lax.slice_in_dim(packed, 0, k, axis=nd - 1)
+    rows = lax.broadcasted_iota(np.int32, lower.shape, nd - 2)
+    cols = lax.broadcasted_iota(np.int32, lower.shape, nd - 1)
+    lower = lax.select_n(lax.gt(rows, cols), lax.full_like(lower, 0), lower)
+    lower = lax.select_n(lax.eq(rows, cols), lower, lax.full_like(lower, 1))
+    upper = lax.slice_in_dim(packed, 0, k, axis=nd - 2)
+    rows = lax.broadcasted_iota(np.int32, upper.shape, nd - 2)
+    cols = lax.broadcasted_iota(np.int32, upper.shape, nd - 1)
+    upper = lax.select_n(lax.le(rows, cols), lax.full_like(upper, 0), upper)
+    if permute_l:  # (p @ l)[perm[i]] = l[i]: the rows of l scattered back
+        inverse = lax.sort(
+            (perm, lax.broadcasted_iota(np.int32, perm.shape, nd - 2)), dimension=nd - 2, num_keys=1
+        )[1]
+        return _lu.permute_rows(lower, inverse), upper
+    # p = Pᵀ, P a = L U with (P a)[i] = a[perm[i]]: p[perm[i], i] = 1
+    shape = tuple(batch) + (m, m)
+    p = lax.eq(
+        lax.broadcasted_iota(np.int32, shape, nd - 2),
+        lax.broadcast_in_dim(perm, shape, bdims + (nd - 1,)),
     )
-    if permute_l:
-        from fungrad.numpy import linear
-
-        return linear.matmul(p, lower), upper
-    return p, lower, upper
+    return lax.convert_element_type(p, a.dtype), lower, upper
 
 
 def block_diag(*arrs):

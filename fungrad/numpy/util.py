@@ -12,10 +12,10 @@ from fungrad import core, dtypes, lax
 from fungrad.array import Array, is_concrete_array
 from fungrad.config import config
 
-_SCALAR_TYPES = (bool, int, float)
+_SCALAR_TYPES = (bool, int, float, complex)
 # Array last: isinstance(x, Array) calls Array's metaclass (true for tracers) unless x is
 # exactly an Array, and the common cases answer before it.
-_ARRAYLIKE_TYPES = (core.Tracer, np.ndarray, np.generic, bool, int, float, Array)
+_ARRAYLIKE_TYPES = (core.Tracer, np.ndarray, np.generic, bool, int, float, complex, Array)
 
 
 def is_arraylike(x) -> bool:
@@ -70,7 +70,7 @@ def asarray(x, dtype=None, fun_name: str = "asarray"):
     if isinstance(x, (list, tuple)):
         return _asarray_sequence(x, dtype, fun_name)
     if isinstance(x, (np.ndarray, np.generic)):
-        if x.dtype.kind not in "biuf":
+        if x.dtype.kind not in "biufc":
             raise TypeError(f"{fun_name}: numpy arrays of dtype {x.dtype} are not supported")
         dt = dtypes.canonicalize_dtype(x.dtype if dtype is None else dtype)
         if dt == x.dtype:  # a copy, no conversion (Arrays freeze their buffer)
@@ -177,10 +177,11 @@ def _to_dtype(a, dt, weak, fun_name):
 
 
 def inexact_dtype(dtype) -> np.dtype:
-    """JAX's ``to_inexact_dtype``: floats stay, 64-bit integers become float64 and every other
-    integer or bool becomes float32 (even with x64 enabled: ``sin(int32) -> float32``)."""
+    """JAX's ``to_inexact_dtype``: floats and complex stay, 64-bit integers become float64 and
+    every other integer or bool becomes float32 (even with x64 enabled: ``sin(int32) ->
+    float32``)."""
     dtype = np.dtype(dtype)
-    if dtypes.is_float(dtype):
+    if dtypes.is_inexact(dtype):
         return dtype
     return dtypes.float64 if dtype.itemsize == 8 else dtypes.float32
 
@@ -188,7 +189,7 @@ def inexact_dtype(dtype) -> np.dtype:
 def promote_dtypes_inexact(*args, fun_name: str = "promote_dtypes_inexact"):
     """Promote, then integers and bools become floating (:func:`inexact_dtype`)."""
     args = promote_dtypes(*args, fun_name=fun_name)
-    if args and not dtypes.is_float(args[0].dtype):
+    if args and not dtypes.is_inexact(args[0].dtype):
         dt = inexact_dtype(args[0].dtype)
         args = [lax.convert_element_type(a, dt, a.weak_type) for a in args]
     return args

@@ -10,6 +10,11 @@ Differences from JAX's ``check_grads``, all on purpose:
   finite differences are accurate and tolerances can be tight;
 * ``check_taylor`` needs no eps at all: it checks that the first-order Taylor remainder
   shrinks quadratically as the step halves.
+
+Complex arguments are checked as JAX checks them: tangents and cotangents are random complex
+values, finite differences step in those complex directions, and the vjp is checked through
+the dot-product identity ``Re<t, conj(vjp(conj(ct)))> == Re<jvp(t), ct>`` (JAX's vjp is the
+transpose without conjugation, so the adjoint of the linear map is ``conj . vjp . conj``).
 """
 
 from __future__ import annotations
@@ -34,18 +39,25 @@ def _tol(leaves, given):
     if given is not None:
         return given
     # The dtype the computation runs in: float64 numpy leaves are float32 without x64.
-    dts = [dtypes.canonicalize_dtype(x.dtype) for x in leaves if x.dtype.kind == "f"]
+    dts = [
+        dtypes.real_dtype(dtypes.canonicalize_dtype(x.dtype))
+        for x in leaves
+        if x.dtype.kind in "fc"
+    ]
     return max((_DEFAULT_TOL.get(d, 1e-5) for d in dts), default=1e-5)
 
 
 def _promote(args):
-    """With x64 on, float32/float16 leaves become float64 (numerically meaningful checks)."""
+    """With x64 on, float32/float16 leaves become float64 and complex64 ones complex128
+    (numerically meaningful checks)."""
     if not config.enable_x64:
         return args
     import fungrad.numpy as fnp
 
     def up(x):
         a = fnp.asarray(x)
+        if dtypes.is_complex(a.dtype):
+            return a.astype(np.complex128)
         return a.astype(np.float64) if dtypes.is_float(a.dtype) else a
 
     return tree_util.tree_map(up, args)
@@ -58,6 +70,9 @@ def _rand_like(rng, tree):
         a = _np(x)
         if a.dtype == dtypes.float0:
             return np.zeros(a.shape, dtypes.float0)
+        if a.dtype.kind == "c":  # a random complex direction
+            v = rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)
+            return fnp.asarray(v.astype(a.dtype))
         if a.dtype.kind != "f":
             return fnp.zeros(a.shape, a.dtype)
         return fnp.asarray(rng.standard_normal(a.shape).astype(a.dtype))
@@ -69,12 +84,13 @@ def _step(x, eps):
     a = _np(x)
     if eps is not None:
         return eps
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in "fc":
         return 0.0
-    scale = float(np.sqrt(np.mean(np.square(a.astype(np.float64))))) if a.size else 1.0
+    scale = float(np.sqrt(np.mean(np.square(np.abs(a).astype(np.float64))))) if a.size else 1.0
     # The step suits the dtype the function computes in (float64 numpy arguments run as
     # float32 without x64): a float64 step in float32 arithmetic is mostly rounding noise.
-    return float(np.cbrt(np.finfo(dtypes.canonicalize_dtype(a.dtype)).eps)) * max(1.0, scale)
+    eps = np.finfo(dtypes.real_dtype(dtypes.canonicalize_dtype(a.dtype))).eps
+    return float(np.cbrt(eps)) * max(1.0, scale)
 
 
 def _add_scaled(args, tangents, sign, steps):
@@ -85,7 +101,7 @@ def _add_scaled(args, tangents, sign, steps):
     out = []
     for a, t, h in zip(flat_a, flat_t, steps):
         arr = fnp.asarray(a)
-        if dtypes.is_float(arr.dtype):
+        if dtypes.is_inexact(arr.dtype):
             out.append(arr + (sign * h) * fnp.asarray(t).astype(arr.dtype))
         else:
             out.append(arr)
@@ -108,9 +124,10 @@ def numerical_jvp(f, primals, tangents, eps=None):
 
     def quotient(a, b):
         a, b = _np(a), _np(b)
-        if a.dtype.kind != "f":  # integer, bool or float0 outputs have no derivative
+        if a.dtype.kind not in "fc":  # integer, bool or float0 outputs have no derivative
             return np.zeros(a.shape)
-        return (a.astype(np.float64) - b) / (2 * h)
+        wide = np.complex128 if a.dtype.kind == "c" else np.float64
+        return (a.astype(wide) - b) / (2 * h)
 
     return tree_util.tree_map(quotient, fp, fm)
 
@@ -123,20 +140,44 @@ def _assert_close(what, got, want, atol, rtol, err_msg=""):
         if g.dtype == dtypes.float0 or w.dtype == dtypes.float0:
             continue  # the tangent of an integer-valued output: nothing to compare
         np.testing.assert_allclose(
-            g.astype(np.float64),
-            w.astype(np.float64),
+            _wide(g),
+            _wide(w),
             atol=atol,
             rtol=rtol,
             err_msg=f"{err_msg}{what} (output leaf {i})",
         )
 
 
+def _wide(x: np.ndarray) -> np.ndarray:
+    """``x`` in float64, or complex128 when either it is complex."""
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
 def _inner(a, b) -> float:
+    """The real inner product ``Re sum(conj(a) * b)`` over matching leaves (derivative-free
+    leaves, integer or float0, count as zero)."""
     total = 0.0
     for x, y in zip(_leaves(a), _leaves(b)):
-        if x.dtype.kind == "f" and y.dtype.kind == "f":
-            total += float(np.sum(x.astype(np.float64) * y.astype(np.float64)))
+        if x.dtype.kind in "fc" and y.dtype.kind in "fc":
+            total += float(np.real(np.sum(np.conj(_wide(x)) * _wide(y))))
     return total
+
+
+def _conj(tree):
+    """Elementwise conjugate of the complex leaves of ``tree`` (others unchanged)."""
+    import fungrad.numpy as fnp
+
+    def one(x):
+        a = _np(x)
+        return fnp.asarray(np.conj(a)) if a.dtype.kind == "c" else x
+
+    return tree_util.tree_map(one, tree)
+
+
+def _adjoint(vjp_fn, cts):
+    """The adjoint of the linearized function applied to ``cts``: ``conj(vjp(conj(cts)))``
+    (JAX's vjp transposes without conjugating; for real values this is just ``vjp``)."""
+    return _conj(vjp_fn(_conj(cts)))
 
 
 def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=None, err_msg="", rng=None):
@@ -157,7 +198,7 @@ def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=None, err_msg="", rng=No
     v_out, vjp_fn = f_vjp(*args)
     tangents = _rand_like(rng, args)
     cts = _rand_like(rng, v_out)
-    ct_in = vjp_fn(cts)
+    ct_in = _adjoint(vjp_fn, cts)
     t_num = numerical_jvp(f, args, tangents, eps)
     lhs = _inner(ct_in, tangents)
     rhs = _inner(cts, t_num)
@@ -217,7 +258,7 @@ def check_taylor(f, args, *, num_halvings: int = 8, min_order: float = 1.8, rng=
     f0, t0 = autodiff.jvp(f, args, tangents)
     f0_l, t0_l = _leaves(f0), _leaves(t0)
     dt = max(
-        (x.dtype for x in f0_l if x.dtype.kind == "f"),
+        (dtypes.real_dtype(x.dtype) for x in f0_l if x.dtype.kind in "fc"),
         default=np.dtype(np.float64),
         key=lambda d: d.itemsize,
     )
@@ -228,10 +269,7 @@ def check_taylor(f, args, *, num_halvings: int = 8, min_order: float = 1.8, rng=
     rs = []
     for _ in range(num_halvings):
         fh = _leaves(f(*_add_scaled(args, tangents, 1.0, [h] * len(tree_util.tree_leaves(args)))))
-        r = sum(
-            float(np.sum(np.abs(a.astype(np.float64) - b - h * c)))
-            for a, b, c in zip(fh, f0_l, t0_l)
-        )
+        r = sum(float(np.sum(np.abs(_wide(a) - b - h * c))) for a, b, c in zip(fh, f0_l, t0_l))
         rs.append(r)
         h /= 2
     if max(rs) <= 100 * noise * max(1, sum(x.size for x in f0_l)):
@@ -250,7 +288,8 @@ def assert_transforms_commute(f, args, *, atol=1e-5, rtol=1e-5, rng=None):
 
     * ``vmap(grad(f))`` over a batch of 3 perturbed copies equals a Python loop of ``grad(f)``;
     * the dot-product identity ``<vjp(ct), t> = <ct, jvp(t)>`` (analytic jvp and vjp);
-    * ``jacfwd(f) == jacrev(f)``.
+    * ``jacfwd(f) == jacrev(f)`` (real arguments only: JAX's jacfwd refuses complex inputs of
+      a non-holomorphic function).
     """
     import fungrad.numpy as fnp
     from fungrad.api import vmap
@@ -262,7 +301,7 @@ def assert_transforms_commute(f, args, *, atol=1e-5, rtol=1e-5, rng=None):
 
     def perturb(x, k):
         a = fnp.asarray(x)
-        return a * (1.0 + 0.1 * k) if dtypes.is_float(a.dtype) else a
+        return a * (1.0 + 0.1 * k) if dtypes.is_inexact(a.dtype) else a
 
     batch = [tree_util.tree_map(lambda x, k=k: perturb(x, k), args) for k in range(3)]
     stacked = tree_util.tree_map(lambda *xs: fnp.stack([fnp.asarray(x) for x in xs]), *batch)
@@ -280,11 +319,13 @@ def assert_transforms_commute(f, args, *, atol=1e-5, rtol=1e-5, rng=None):
     out, t_out = autodiff.jvp(f, args, tangents)
     _, vjp_fn = autodiff.vjp(f, *args)
     ct = _rand_like(rng, out)
-    lhs, rhs = _inner(vjp_fn(ct), tangents), _inner(ct, t_out)
+    lhs, rhs = _inner(_adjoint(vjp_fn, ct), tangents), _inner(ct, t_out)
     if not abs(lhs - rhs) <= atol + rtol * abs(rhs):
         raise AssertionError(
             f"dot-product identity fails: <vjp(ct), t> = {lhs!r}, <ct, jvp(t)> = {rhs!r}"
         )
+    if any(x.dtype.kind == "c" for x in _leaves(args)):
+        return
     _assert_close(
         "jacfwd vs jacrev",
         autodiff.jacfwd(f, nums)(*args),

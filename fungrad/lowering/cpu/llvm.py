@@ -33,6 +33,7 @@ from fungrad.lowering.cpu import (
     fft_step,
     gemm_step,
     host_call,
+    lapack_decomp_step,
     lapack_step,
     llvm_capi,
     sort,
@@ -47,11 +48,14 @@ from fungrad.lowering.render import StepRenderers, kernel_record
 from fungrad.lowering.steps import (
     CholeskyStep,
     CondStep,
+    EighStep,
     FftStep,
     HostCallStep,
     LuStep,
+    QRStep,
     ScanStep,
     SortStep,
+    SVDStep,
     TriangularSolveStep,
     WhileStep,
 )
@@ -361,6 +365,9 @@ STEP_RENDERERS = StepRenderers(
         CholeskyStep: lapack_step.render_cholesky,
         TriangularSolveStep: lapack_step.render_triangular_solve,
         LuStep: lapack_step.render_lu,
+        QRStep: lapack_decomp_step.render_qr,
+        EighStep: lapack_decomp_step.render_eigh,
+        SVDStep: lapack_decomp_step.render_svd,
         FftStep: fft_step.render_fft,
     },
 )

@@ -149,7 +149,7 @@ def get_aval(x) -> ShapedArray:
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval
-    if isinstance(x, (bool, int, float)):
+    if isinstance(x, (bool, int, float, complex)):
         return interned_aval((), dtypes.python_scalar_dtype(x), not isinstance(x, bool))
     if isinstance(x, (np.ndarray, np.generic)):
         return interned_aval(x.shape, dtypes.canonicalize_dtype(x.dtype), False)

@@ -25,7 +25,7 @@ def operand(x, name: str = "operand"):
         dt = dtypes.canonicalize_dtype(x.dtype)
         # A copy: Arrays are immutable and freeze their buffer, which must not be the caller's.
         return Array(np.array(x, dtype=dt))
-    if isinstance(x, (bool, int, float)):
+    if isinstance(x, (bool, int, float, complex)):
         dt = dtypes.python_scalar_dtype(x)
         return Array(scalar(x, dt), not isinstance(x, bool))
     if is_concrete_array(x):  # an Array subclass: a GpuArray (fungrad/devices.py)
@@ -35,7 +35,12 @@ def operand(x, name: str = "operand"):
 
 def scalar(x, dt: np.dtype):
     """The Python scalar ``x`` as a numpy scalar of ``dt``; an OverflowError for an int that
-    ``dt`` cannot hold."""
+    ``dt`` cannot hold, a TypeError for a complex number and a real ``dt``."""
+    if isinstance(x, complex) and dt.kind != "c":
+        raise TypeError(
+            f"cannot convert the Python complex {x} to dtype {dt.name} (the imaginary part "
+            "would be lost); use a complex dtype, or take lax.real/lax.imag explicitly"
+        )
     if isinstance(x, int) and dt.kind in "iu":
         info = np.iinfo(dt)
         if not info.min <= x <= info.max:
@@ -47,15 +52,15 @@ def array_leaf(x, name: str):
     """A pytree leaf a transform differentiates or maps, as an Array or tracer: what
     :func:`operand` gives, also for numpy values whose conversion to the canonical dtype
     overflows (quietly, as ``jnp.asarray``) and for objects with ``__array__``. A TypeError
-    naming ``name`` for anything else (strings, complex or object arrays...)."""
+    naming ``name`` for anything else (strings, object arrays...)."""
     if type(x) is Array or isinstance(x, core.Tracer) or is_concrete_array(x):
         return x
     if isinstance(x, (np.ndarray, np.generic)):
-        if x.dtype.kind not in "biuf":
+        if x.dtype.kind not in "biufc":
             raise TypeError(f"{name}: numpy arrays of dtype {x.dtype} are not supported")
         with np.errstate(all="ignore"):
             return operand(x, name)
-    if isinstance(x, (bool, int, float)):
+    if isinstance(x, (bool, int, float, complex)):
         return operand(x, name)
     if hasattr(x, "__array__") and not isinstance(x, (str, bytes)):
         return array_leaf(np.asarray(x), name)

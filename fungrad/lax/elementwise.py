@@ -28,18 +28,23 @@ import numpy as np
 from fungrad import core, dtypes, tree_util
 from fungrad.array import Array
 from fungrad.core import ShapedArray
-from fungrad.lax import special_math
+from fungrad.lax import complex_math, special_math
 from fungrad.lax.accuracy import check_accuracy
 from fungrad.lax.utils import (
     ANY,
+    ANY_OR_COMPLEX,
+    COMPLEX,
     FLOAT,
+    INEXACT,
     INT,
     INT_OR_BOOL,
     NUMERIC,
+    NUMERIC_OR_COMPLEX,
     SIGNED,
     broadcasting_shape,
     check_kinds,
     full_like_scalar,
+    ignore_fp_errors,
     operand,
     operands_same_dtype,
     standard_naryop,
@@ -216,7 +221,7 @@ FLOAT_OR_SIGNED = FLOAT | SIGNED
 
 
 def _is_python_scalar(x) -> bool:
-    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
 
 
 def _unsigned(dtype: np.dtype) -> np.dtype:
@@ -293,9 +298,17 @@ def _is_float(x) -> bool:
     return core.get_aval(x).dtype.kind == "f"
 
 
+def _is_inexact(x) -> bool:
+    return core.get_aval(x).dtype.kind in "fc"
+
+
+def _is_complex(x) -> bool:
+    return core.get_aval(x).dtype.kind == "c"
+
+
 # -- arithmetic -----------------------------------------------------------------------------
 
-add_p = standard_naryop("add", np.add, NUMERIC)
+add_p = standard_naryop("add", np.add, NUMERIC_OR_COMPLEX)
 
 
 def add(x, y):
@@ -303,7 +316,7 @@ def add(x, y):
     return add_p.bind(*operands_same_dtype("add", x, y))
 
 
-sub_p = standard_naryop("sub", np.subtract, NUMERIC)
+sub_p = standard_naryop("sub", np.subtract, NUMERIC_OR_COMPLEX)
 
 
 def sub(x, y):
@@ -311,7 +324,7 @@ def sub(x, y):
     return sub_p.bind(*operands_same_dtype("sub", x, y))
 
 
-mul_p = standard_naryop("mul", np.multiply, NUMERIC)
+mul_p = standard_naryop("mul", np.multiply, NUMERIC_OR_COMPLEX)
 
 
 def mul(x, y):
@@ -363,7 +376,7 @@ def _safe_divisor(x, y):
 
 
 def _div_impl(x, y):
-    if x.dtype.kind == "f":
+    if x.dtype.kind in "fc":
         return np.true_divide(x, y)
     safe_y, zero = _safe_divisor(x, y)
     # C division truncates toward zero; x - fmod(x, y) is an exact multiple of y.
@@ -371,7 +384,7 @@ def _div_impl(x, y):
     return np.where(zero, _all_ones(x.dtype), q)
 
 
-div_p = standard_naryop("div", _div_impl, NUMERIC)
+div_p = standard_naryop("div", _div_impl, NUMERIC_OR_COMPLEX)
 
 
 def div(x, y):
@@ -430,11 +443,11 @@ def _pow_impl(x, y):
 
 
 def _pow_abstract_eval(x, y):
-    check_kinds("pow", x.dtype, FLOAT, "base (first argument)")
-    check_kinds("pow", y.dtype, NUMERIC, "exponent (second argument)")
-    if y.dtype.kind == "f" and y.dtype != x.dtype:
+    check_kinds("pow", x.dtype, INEXACT, "base (first argument)")
+    check_kinds("pow", y.dtype, NUMERIC_OR_COMPLEX, "exponent (second argument)")
+    if y.dtype.kind in "fc" and y.dtype != x.dtype:
         raise TypeError(
-            f"pow: a floating exponent must have the base's dtype, got "
+            f"pow: a floating or complex exponent must have the base's dtype, got "
             f"{x.dtype.name} and {y.dtype.name}; convert one of them, or use "
             "fungrad.numpy.power for type promotion"
         )
@@ -446,17 +459,20 @@ pow_p = standard_primitive("pow", _pow_impl, _pow_abstract_eval)
 
 
 def _weak_float(v, other):
-    """A Python scalar operand of pow as a weak float: ``other``'s float dtype if it has one."""
+    """A Python scalar operand of pow as a weak float (or complex): ``other``'s float or
+    complex dtype if it has one."""
     if isinstance(v, bool):
         return operand(v, "pow")
-    if not _is_python_scalar(other) and other.dtype.kind == "f":
-        return full_like_scalar(float(v), other)
+    if not _is_python_scalar(other) and other.dtype.kind in "fc":
+        return full_like_scalar(v if isinstance(v, complex) else float(v), other)
+    if isinstance(v, complex) or isinstance(other, complex):
+        return Array(dtypes.default_complex_dtype().type(v), True)
     return Array(dtypes.default_float_dtype().type(v), True)
 
 
 def pow(x, y):
-    """Elementwise ``x ** y`` for a floating base. The exponent is a float of the base's
-    dtype or any integer array; a Python int exponent stays a (weak) integer."""
+    """Elementwise ``x ** y`` for a floating or complex base. The exponent has the base's
+    dtype or is any integer array; a Python int exponent stays a (weak) integer."""
     x = x if _is_python_scalar(x) else operand(x, "pow")
     y = y if _is_python_scalar(y) else operand(y, "pow")
     if _is_python_scalar(y):
@@ -468,7 +484,7 @@ def pow(x, y):
 
 def _pow_jvp_lhs(t, ans, x, y):
     # JAX's _pow_jvp_lhs: y * x^(y-1), exactly 0 for an integer exponent 0 (even at x = 0).
-    if _is_float(y):
+    if _is_inexact(y):
         return mul(t, mul(y, pow(x, sub(y, _const(y, 1)))))
     shape = _shape(ans)
     yf = _broadcast_to(convert_element_type(y, core.get_aval(x).dtype), shape)
@@ -501,7 +517,7 @@ def _integer_pow_impl(x, *, y):
 
 
 def _integer_pow_abstract_eval(x, *, y):
-    check_kinds("integer_pow", x.dtype, NUMERIC)
+    check_kinds("integer_pow", x.dtype, NUMERIC_OR_COMPLEX)
     if y < 0 and x.dtype.kind in "iu":
         raise TypeError(
             f"integer_pow: integers cannot be raised to negative powers, got "
@@ -536,7 +552,7 @@ def reciprocal(x):
     return integer_pow(x, -1)
 
 
-neg_p = standard_naryop("neg", np.negative, NUMERIC)
+neg_p = standard_naryop("neg", np.negative, NUMERIC_OR_COMPLEX)
 
 
 def neg(x):
@@ -551,14 +567,15 @@ deflinear_transpose(neg_p, lambda ct, x: [neg(ct)])
 def _sign_impl(x):
     if x.dtype.kind == "f":  # keep the sign of zeros (numpy's sign(-0.0) is +0.0)
         return np.where(x == 0, x, np.sign(x))
-    return np.sign(x)
+    return np.sign(x)  # complex: x / |x|, 0 at 0
 
 
-sign_p = standard_naryop("sign", _sign_impl, NUMERIC)
+sign_p = standard_naryop("sign", _sign_impl, NUMERIC_OR_COMPLEX)
 
 
 def sign(x):
-    """Elementwise sign: -1, 0 or 1 (-0.0 and NaN for those float inputs)."""
+    """Elementwise sign: -1, 0 or 1 (-0.0 and NaN for those float inputs); ``x / |x|``
+    (0 at 0) for complex ``x``."""
     return sign_p.bind(operand(x, "sign"))
 
 
@@ -605,19 +622,44 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
     return round_p.bind(operand(x, "round"), rounding_method=RoundingMethod(rounding_method))
 
 
-abs_p = standard_naryop("abs", np.abs, FLOAT_OR_SIGNED)
+@ignore_fp_errors
+def _abs_impl(x):
+    # complex: the modulus in the real dtype of the same precision (hypot: no overflow)
+    return np.abs(x) if x.dtype.kind != "c" else np.abs(x).astype(dtypes.real_dtype(x.dtype))
+
+
+def _abs_abstract_eval(x):
+    check_kinds("abs", x.dtype, FLOAT_OR_SIGNED | COMPLEX)
+    return ShapedArray(x.shape, dtypes.real_dtype(x.dtype), x.weak_type)
+
+
+abs_p = standard_primitive("abs", _abs_impl, _abs_abstract_eval)
 
 
 def abs(x):
-    """Elementwise absolute value (floats and signed integers; ``abs(INT_MIN)`` wraps)."""
+    """Elementwise absolute value (floats and signed integers; ``abs(INT_MIN)`` wraps); the
+    modulus of complex values, in their real dtype (complex64 -> float32)."""
     return abs_p.bind(operand(x, "abs"))
 
 
-# JAX's rule: the derivative at 0 (and -0.0) is 1, i.e. select(x >= 0, t, -t).
-defjvp(abs_p, lambda t, x: select_n_p.bind(ge(x, _const(x, 0)), neg(t), t))
+def _abs_jvp(t, ans, x):
+    if _is_complex(x):
+        # d|x| = Re(conj(x) t) / |x|, taken as 0 at x = 0 (JAX's rule)
+        from fungrad.lax.complex_ops import complex as make_complex
+        from fungrad.lax.complex_ops import conj, real
+
+        modulus = make_complex(_replace_zero(ans), _zeros_like(ans))
+        return real(mul(t, div(conj(x), modulus)))
+    # JAX's rule: the derivative at 0 (and -0.0) is 1, i.e. select(x >= 0, t, -t).
+    return select_n_p.bind(ge(x, _const(x, 0)), neg(t), t)
+
+
+defjvp2(abs_p, _abs_jvp)
 
 
 def _max_impl(x, y):
+    if x.dtype.kind == "c":  # lexicographic, as XLA
+        return complex_math.maximum(x, y)
     if x.dtype.kind != "f":
         return np.maximum(x, y)
     # NaN propagates, and +0.0 counts as larger than -0.0 (numpy returns either zero).
@@ -626,25 +668,30 @@ def _max_impl(x, y):
 
 
 def _min_impl(x, y):
+    if x.dtype.kind == "c":
+        return complex_math.minimum(x, y)
     if x.dtype.kind != "f":
         return np.minimum(x, y)
     take_x = (x < y) | np.isnan(x) | ((x == y) & np.signbit(x))
     return np.where(take_x, x, y)
 
 
-max_p = standard_naryop("max", _max_impl, ANY)
+max_p = standard_naryop("max", _max_impl, ANY_OR_COMPLEX)
 
 
 def max(x, y):
-    """Elementwise maximum; NaN if either operand is NaN; ``max(-0.0, 0.0)`` is 0.0."""
+    """Elementwise maximum; NaN if either operand is NaN; ``max(-0.0, 0.0)`` is 0.0. Complex
+    values compare lexicographically (real part, then imaginary part), as in XLA, where a
+    comparison with NaN is false and picks ``y``."""
     return max_p.bind(*operands_same_dtype("max", x, y))
 
 
-min_p = standard_naryop("min", _min_impl, ANY)
+min_p = standard_naryop("min", _min_impl, ANY_OR_COMPLEX)
 
 
 def min(x, y):
-    """Elementwise minimum; NaN if either operand is NaN; ``min(-0.0, 0.0)`` is -0.0."""
+    """Elementwise minimum; NaN if either operand is NaN; ``min(-0.0, 0.0)`` is -0.0.
+    Complex values compare lexicographically, as in :func:`max`."""
     return min_p.bind(*operands_same_dtype("min", x, y))
 
 
@@ -678,7 +725,7 @@ def nextafter(x1, x2):
     return nextafter_p.bind(*operands_same_dtype("nextafter", x1, x2))
 
 
-square_p = standard_naryop("square", np.square, NUMERIC)
+square_p = standard_naryop("square", np.square, NUMERIC_OR_COMPLEX)
 
 
 def square(x):
@@ -728,9 +775,18 @@ _WITH_ACCURACY = frozenset(
 )
 
 
-def _float_unop(name: str, numpy_fn, doc: str):
-    """A float-only unary primitive and its wrapper (the wrapper's docstring is ``doc``)."""
-    prim = standard_naryop(name, numpy_fn, FLOAT)
+def _float_unop(name: str, numpy_fn, doc: str, complex_fn=None):
+    """A unary primitive of floats (and, with ``complex_fn``, the numpy function for complex
+    operands, of complex values too) and its wrapper (the wrapper's docstring is ``doc``)."""
+    if complex_fn is None:
+        prim = standard_naryop(name, numpy_fn, FLOAT)
+    else:
+
+        def numpy_or_complex(x):
+            return complex_fn(x) if x.dtype.kind == "c" else numpy_fn(x)
+
+        numpy_or_complex.__name__ = getattr(numpy_fn, "__name__", name)
+        prim = standard_naryop(name, numpy_or_complex, INEXACT)
 
     if name in _WITH_ACCURACY:
 
@@ -774,28 +830,56 @@ def _rsqrt(x):
     return np.reciprocal(np.sqrt(x))
 
 
-exp_p, exp = _float_unop("exp", np.exp, "Elementwise natural exponential.")
-exp2_p, exp2 = _float_unop("exp2", np.exp2, "Elementwise base-2 exponential.")
-log_p, log = _float_unop("log", np.log, "Elementwise natural logarithm.")
-log1p_p, log1p = _float_unop("log1p", np.log1p, "Elementwise ``log(1 + x)``, accurate near 0.")
-expm1_p, expm1 = _float_unop("expm1", np.expm1, "Elementwise ``exp(x) - 1``, accurate near 0.")
-sqrt_p, sqrt = _float_unop("sqrt", np.sqrt, "Elementwise square root.")
-rsqrt_p, rsqrt = _float_unop("rsqrt", _rsqrt, "Elementwise reciprocal square root.")
+exp_p, exp = _float_unop("exp", np.exp, "Elementwise natural exponential.", np.exp)
+exp2_p, exp2 = _float_unop("exp2", np.exp2, "Elementwise base-2 exponential.", np.exp2)
+log_p, log = _float_unop("log", np.log, "Elementwise natural logarithm.", np.log)
+log1p_p, log1p = _float_unop(
+    "log1p",
+    np.log1p,
+    "Elementwise ``log(1 + x)``, accurate near 0.",
+    complex_math.log1p,
+)
+expm1_p, expm1 = _float_unop(
+    "expm1",
+    np.expm1,
+    "Elementwise ``exp(x) - 1``, accurate near 0.",
+    complex_math.expm1,
+)
+sqrt_p, sqrt = _float_unop("sqrt", np.sqrt, "Elementwise square root.", np.sqrt)
+rsqrt_p, rsqrt = _float_unop("rsqrt", _rsqrt, "Elementwise reciprocal square root.", _rsqrt)
 cbrt_p, cbrt = _float_unop("cbrt", np.cbrt, "Elementwise cube root.")
-sin_p, sin = _float_unop("sin", np.sin, "Elementwise sine.")
-cos_p, cos = _float_unop("cos", np.cos, "Elementwise cosine.")
-tan_p, tan = _float_unop("tan", np.tan, "Elementwise tangent.")
-asin_p, asin = _float_unop("asin", np.arcsin, "Elementwise arc sine.")
-acos_p, acos = _float_unop("acos", np.arccos, "Elementwise arc cosine.")
-atan_p, atan = _float_unop("atan", np.arctan, "Elementwise arc tangent.")
-sinh_p, sinh = _float_unop("sinh", np.sinh, "Elementwise hyperbolic sine.")
-cosh_p, cosh = _float_unop("cosh", np.cosh, "Elementwise hyperbolic cosine.")
-tanh_p, tanh = _float_unop("tanh", np.tanh, "Elementwise hyperbolic tangent.")
-asinh_p, asinh = _float_unop("asinh", np.arcsinh, "Elementwise inverse hyperbolic sine.")
-acosh_p, acosh = _float_unop("acosh", np.arccosh, "Elementwise inverse hyperbolic cosine.")
-atanh_p, atanh = _float_unop("atanh", np.arctanh, "Elementwise inverse hyperbolic tangent.")
+sin_p, sin = _float_unop("sin", np.sin, "Elementwise sine.", np.sin)
+cos_p, cos = _float_unop("cos", np.cos, "Elementwise cosine.", np.cos)
+tan_p, tan = _float_unop("tan", np.tan, "Elementwise tangent.", np.tan)
+asin_p, asin = _float_unop("asin", np.arcsin, "Elementwise arc sine.", np.arcsin)
+acos_p, acos = _float_unop("acos", np.arccos, "Elementwise arc cosine.", np.arccos)
+atan_p, atan = _float_unop("atan", np.arctan, "Elementwise arc tangent.", np.arctan)
+sinh_p, sinh = _float_unop("sinh", np.sinh, "Elementwise hyperbolic sine.", np.sinh)
+cosh_p, cosh = _float_unop("cosh", np.cosh, "Elementwise hyperbolic cosine.", np.cosh)
+tanh_p, tanh = _float_unop("tanh", np.tanh, "Elementwise hyperbolic tangent.", np.tanh)
+asinh_p, asinh = _float_unop(
+    "asinh",
+    np.arcsinh,
+    "Elementwise inverse hyperbolic sine.",
+    np.arcsinh,
+)
+acosh_p, acosh = _float_unop(
+    "acosh",
+    np.arccosh,
+    "Elementwise inverse hyperbolic cosine.",
+    np.arccosh,
+)
+atanh_p, atanh = _float_unop(
+    "atanh",
+    np.arctanh,
+    "Elementwise inverse hyperbolic tangent.",
+    np.arctanh,
+)
 logistic_p, logistic = _float_unop(
-    "logistic", _via_float64(_logistic), "Elementwise logistic sigmoid ``1 / (1 + exp(-x))``."
+    "logistic",
+    _via_float64(_logistic),
+    "Elementwise logistic sigmoid ``1 / (1 + exp(-x))``.",
+    complex_math.logistic,
 )
 erf_p, erf = _float_unop("erf", _via_float64(special_math.erf), "Elementwise error function.")
 erfc_p, erfc = _float_unop(
@@ -1103,11 +1187,17 @@ for _p in (
 ):
     defvectorized(_p)
 
-atan2_p = standard_naryop("atan2", np.arctan2, FLOAT)
+
+def _atan2_impl(x, y):
+    return complex_math.atan2(x, y) if x.dtype.kind == "c" else np.arctan2(x, y)
+
+
+atan2_p = standard_naryop("atan2", _atan2_impl, INEXACT)
 
 
 def atan2(x, y):
-    """Elementwise arc tangent of ``x / y`` in the quadrant of ``(y, x)``."""
+    """Elementwise arc tangent of ``x / y`` in the quadrant of ``(y, x)``; for complex
+    operands its continuation ``-i log((y + i x) / sqrt(x^2 + y^2))``, as in XLA."""
     return atan2_p.bind(*operands_same_dtype("atan2", x, y))
 
 
@@ -1133,8 +1223,8 @@ defvectorized(is_finite_p)
 
 # -- comparisons ------------------------------------------------------------------------------
 
-eq_p = standard_naryop("eq", np.equal, ANY, result_dtype=dtypes.bool_)
-ne_p = standard_naryop("ne", np.not_equal, ANY, result_dtype=dtypes.bool_)
+eq_p = standard_naryop("eq", np.equal, ANY_OR_COMPLEX, result_dtype=dtypes.bool_)
+ne_p = standard_naryop("ne", np.not_equal, ANY_OR_COMPLEX, result_dtype=dtypes.bool_)
 lt_p = standard_naryop("lt", np.less, ANY, result_dtype=dtypes.bool_)
 le_p = standard_naryop("le", np.less_equal, ANY, result_dtype=dtypes.bool_)
 gt_p = standard_naryop("gt", np.greater, ANY, result_dtype=dtypes.bool_)
@@ -1441,7 +1531,7 @@ def _clamp_abstract_eval(lo, x, hi):
             f"clamp requires arguments to have the same dtypes, got "
             f"{lo.dtype.name}, {x.dtype.name}, {hi.dtype.name}"
         )
-    check_kinds("clamp", x.dtype, ANY)
+    check_kinds("clamp", x.dtype, ANY_OR_COMPLEX)
     for what, bound in (("min", lo), ("max", hi)):
         if bound.shape and bound.shape != x.shape:
             raise TypeError(
@@ -1506,14 +1596,18 @@ def _float_to_int(x, new_dtype):
 
 def _convert_element_type_impl(x, *, new_dtype, weak_type):
     with np.errstate(all="ignore"):
+        if x.dtype.kind == "c" and new_dtype.kind != "c":
+            if new_dtype.kind == "b":  # nonzero real or imaginary part
+                return np.asarray(x != 0)[()]
+            x = np.real(x)  # the imaginary part is dropped (the wrapper warns)
         if x.dtype.kind == "f" and new_dtype.kind in "iu":
             return _float_to_int(x, new_dtype)
         return np.asarray(x).astype(new_dtype)[()]
 
 
 def _convert_element_type_abstract_eval(x, *, new_dtype, weak_type):
-    check_kinds("convert_element_type", x.dtype, ANY)
-    check_kinds("convert_element_type", new_dtype, ANY, "new_dtype")
+    check_kinds("convert_element_type", x.dtype, ANY_OR_COMPLEX)
+    check_kinds("convert_element_type", new_dtype, ANY_OR_COMPLEX, "new_dtype")
     return ShapedArray(x.shape, new_dtype, weak_type)
 
 
@@ -1525,7 +1619,9 @@ convert_element_type_p = standard_primitive(
 def convert_element_type(operand_, new_dtype, weak_type: bool = False):
     """Cast to ``new_dtype`` (canonicalised). Float -> int truncates toward zero, saturates at
     the integer range and maps NaN to 0; int -> narrower int wraps; bool -> 0/1;
-    nonzero (and NaN) -> True."""
+    nonzero (and NaN) -> True. Complex -> real keeps the real part and warns
+    (numpy's ComplexWarning, as JAX does); complex -> bool is True where either part is
+    nonzero."""
     x = operand(operand_, "convert_element_type")
     aval = x.aval
     if aval.dtype == new_dtype and aval.weak_type == weak_type:  # nothing to do (the common case)
@@ -1533,21 +1629,39 @@ def convert_element_type(operand_, new_dtype, weak_type: bool = False):
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return x
+    if aval.dtype.kind == "c" and new_dtype.kind not in "cb":
+        import warnings
+
+        warnings.warn(
+            "Casting complex values to real discards the imaginary part",
+            np.exceptions.ComplexWarning,
+            stacklevel=2,
+        )
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
 
 
 def _convert_element_type_jvp(t, ans, x, *, new_dtype, weak_type):
-    # float -> float is linear; to or from integers/bool the tangent is zero.
-    if new_dtype.kind != "f" or not _is_float(x):
+    # Between float and complex dtypes it is linear (complex -> real keeps the real part);
+    # to or from integers/bool the tangent is zero.
+    if new_dtype.kind not in "fc" or not _is_inexact(x):
         return Zero(tangent_aval(core.get_aval(ans)))
-    return convert_element_type(t, new_dtype)
+    return _convert_quietly(t, new_dtype)
+
+
+def _convert_quietly(x, new_dtype):
+    """``convert_element_type(x, new_dtype)`` without the complex -> real warning: the rules
+    take the real part on purpose."""
+    if core.get_aval(x).dtype.kind == "c" and new_dtype.kind != "c":
+        return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=False)
+    return convert_element_type(x, new_dtype)
 
 
 def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type):
+    # real -> complex transposes to the real part, complex -> real to ``ct + 0j`` (JAX)
     old = x.aval.strip_weak_type()
-    if new_dtype.kind != "f" or old.dtype.kind != "f":
+    if new_dtype.kind not in "fc" or old.dtype.kind not in "fc":
         return [Zero(old)]
-    return [convert_element_type(ct, old.dtype)]
+    return [_convert_quietly(ct, old.dtype)]
 
 
 defjvp2(convert_element_type_p, _convert_element_type_jvp)

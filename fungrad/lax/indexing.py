@@ -452,7 +452,7 @@ def gather(
 
 def _static_scalar(v):
     """``v`` as a Python scalar (a hashable param); a TypeError for arrays and traced values."""
-    if isinstance(v, (bool, int, float)):
+    if isinstance(v, (bool, int, float, complex)):
         return v
     if isinstance(v, np.generic) or (type(v) is Array and v.ndim == 0):
         return np.asarray(v).item()
@@ -650,7 +650,7 @@ def _bind_scatter(
 ):
     x = operand(operand_, name)
     idx = operand(scatter_indices, name)
-    if isinstance(updates, (bool, int, float)) and not isinstance(updates, np.generic):
+    if isinstance(updates, (bool, int, float, complex)) and not isinstance(updates, np.generic):
         upd = full_like_scalar(updates, x)
     else:
         upd = operand(updates, name)

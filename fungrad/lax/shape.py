@@ -479,7 +479,7 @@ def iota(dtype, size):
 
 
 def _is_weak(x) -> bool:
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return not isinstance(x, bool)
     return bool(getattr(x, "weak_type", False))
 

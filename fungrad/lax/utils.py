@@ -28,18 +28,28 @@ from fungrad.operands import scalar as _scalar
 
 # dtype kind sets an operation accepts
 FLOAT = frozenset("f")
+COMPLEX = frozenset("c")
+INEXACT = frozenset("fc")
 INT = frozenset("iu")
 SIGNED = frozenset("i")
 BOOL = frozenset("b")
 NUMERIC = frozenset("iuf")
+NUMERIC_OR_COMPLEX = frozenset("iufc")
 ANY = frozenset("biuf")
+ANY_OR_COMPLEX = frozenset("biufc")
 INT_OR_BOOL = frozenset("biu")
 
-_KIND_NAMES = {"b": "bool", "i": "signed integer", "u": "unsigned integer", "f": "floating"}
+_KIND_NAMES = {
+    "b": "bool",
+    "i": "signed integer",
+    "u": "unsigned integer",
+    "f": "floating",
+    "c": "complex",
+}
 
 
 def describe_kinds(kinds) -> str:
-    return ", ".join(_KIND_NAMES[k] for k in "biuf" if k in kinds)
+    return ", ".join(_KIND_NAMES[k] for k in "biufc" if k in kinds)
 
 
 def check_kinds(name: str, dtype: np.dtype, kinds, what: str = "operand") -> None:
@@ -75,6 +85,13 @@ def operands_same_dtype(name: str, *args):
     out = []
     for a in args:
         if _is_python_scalar(a):
+            if isinstance(a, complex) and ref.dtype.kind != "c":
+                raise TypeError(
+                    f"{name} requires arguments to have the same dtypes, got "
+                    f"{ref.dtype.name} and a Python complex {a} (complex64); lax does not "
+                    "promote: make the other operand complex (lax.complex, or "
+                    "convert_element_type), or use fungrad.numpy for type promotion"
+                )
             out.append(full_like_scalar(a, ref))
         else:
             out.append(operand(a, name))
@@ -82,7 +99,7 @@ def operands_same_dtype(name: str, *args):
 
 
 def _is_python_scalar(x) -> bool:
-    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
 
 
 # -- defining primitives -------------------------------------------------------------------------

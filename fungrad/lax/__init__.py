@@ -8,6 +8,7 @@ from fungrad.lax import utils  # noqa: F401
 from fungrad.lax.accuracy import *  # noqa: F401,F403
 from fungrad.lax.approx_topk import *  # noqa: F401,F403
 from fungrad.lax.associative_scan import *  # noqa: F401,F403
+from fungrad.lax.complex_ops import *  # noqa: F401,F403
 from fungrad.lax.control_flow import *  # noqa: F401,F403
 from fungrad.lax.conv import *  # noqa: F401,F403
 from fungrad.lax.conv_helpers import *  # noqa: F401,F403

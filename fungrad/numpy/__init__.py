@@ -10,8 +10,9 @@ import numpy as _np
 from fungrad import dtypes as _dtypes
 from fungrad.array import Array as ndarray  # noqa: F401
 from fungrad.numpy import array_methods as _array_methods  # noqa: E402
-from fungrad.numpy import linalg  # noqa: F401
+from fungrad.numpy import fft, linalg  # noqa: F401
 from fungrad.numpy.bit_packing import *  # noqa: F401,F403
+from fungrad.numpy.complex_parts import *  # noqa: F401,F403
 from fungrad.numpy.creation import *  # noqa: F401,F403
 from fungrad.numpy.differences import *  # noqa: F401,F403
 from fungrad.numpy.functional_updates import *  # noqa: F401,F403

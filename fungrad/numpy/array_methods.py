@@ -20,7 +20,7 @@ import numpy as np
 
 from fungrad import core, dtypes, lax
 from fungrad.array import Array
-from fungrad.numpy import indexing, linear, logic, reductions, ufuncs
+from fungrad.numpy import complex_parts, indexing, linear, logic, reductions, ufuncs
 
 # The operand types operators accept (as jax.Array: Python scalars, numpy values, arrays).
 # Array last: isinstance(x, Array) calls Array's metaclass (true for tracers) unless x is
@@ -186,7 +186,8 @@ def astype(self, dtype, copy: bool = False, device=None):
     """Cast to ``dtype`` (canonicalised: float64 becomes float32, with a warning, unless x64
     is enabled)."""
     del copy, device
-    return lax.convert_element_type(self, dtypes.check_user_dtype(dtype, "astype"))
+    dt = dtypes.check_user_dtype(dtype, "astype")
+    return lax.convert_element_type(complex_parts.real_for_cast(self, dt), dt)
 
 
 def flatten(self, order: str = "C"):
@@ -245,8 +246,8 @@ _METHODS = {
     "cumprod": reductions.cumprod,
     "clip": ufuncs.clip,
     "round": ufuncs.round,
-    "conj": ufuncs.conj,
-    "conjugate": ufuncs.conjugate,
+    "conj": complex_parts.conj,
+    "conjugate": complex_parts.conjugate,
     # Functions that live in modules other helpers own, looked up when called.
     "squeeze": _forward("squeeze"),
     "swapaxes": _forward("swapaxes"),
@@ -264,8 +265,8 @@ _METHODS = {
 _PROPERTIES = {
     "T": _transpose_property,
     "mT": _matrix_transpose_property,
-    "real": ufuncs.real,
-    "imag": ufuncs.imag,
+    "real": complex_parts.real,
+    "imag": complex_parts.imag,
     "at": lambda self: indexing.IndexUpdateHelper(self),
 }
 

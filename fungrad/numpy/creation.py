@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fungrad import core, dtypes, lax
-from fungrad.numpy import manipulation, ufuncs, util
+from fungrad.numpy import complex_parts, manipulation, ufuncs, util
 
 if TYPE_CHECKING:
     from fungrad.array import Array
@@ -64,6 +64,15 @@ def _user_dtype(dtype, fun_name: str, shape=None):
         return dtypes.check_user_dtype(dtype, fun_name, stacklevel=4)
     except TypeError as e:
         raise TypeError(f"{fun_name}: {e}") from None
+
+
+def _iota(dt: np.dtype, shape, axis: int):
+    """``lax.broadcasted_iota`` also for complex dtypes (counted in the real dtype)."""
+    if dtypes.is_complex(dt):
+        return lax.convert_element_type(
+            lax.broadcasted_iota(dtypes.real_dtype(dt), shape, axis), dt
+        )
+    return lax.broadcasted_iota(dt, shape, axis)
 
 
 def _inexact(dt: np.dtype) -> np.dtype:
@@ -126,7 +135,8 @@ def astype(x, dtype, /, *, copy: bool = False):
     del copy
     util.check_arraylike("astype", x, names=["x"])
     dt = dtypes.default_float_dtype() if dtype is None else _user_dtype(dtype, "astype")
-    return lax.convert_element_type(util.asarray(x, fun_name="astype"), dt)
+    x = complex_parts.real_for_cast(util.asarray(x, fun_name="astype"), dt)
+    return lax.convert_element_type(x, dt)
 
 
 def copy(a, order: str | None = None):
@@ -235,6 +245,8 @@ def arange(start, stop=None, step=None, dtype=None) -> Array:
         Array([5, 3, 1], dtype=int32)
     """
     dt = _user_dtype(dtype, "arange")
+    if dt is not None and dtypes.is_complex(dt):  # real values, then cast (as JAX)
+        return lax.convert_element_type(arange(start, stop, step, dtypes.real_dtype(dt)), dt)
     start_name = "stop" if stop is None and step is None else "start"
     bounds = []
     for name, v in ((start_name, start), ("stop", stop), ("step", step)):
@@ -250,6 +262,11 @@ def arange(start, stop=None, step=None, dtype=None) -> Array:
         if np.ndim(v) != 0:
             raise ValueError(
                 f"arange: arguments must be scalars, got {name} with shape {np.shape(v)}"
+            )
+        if np.iscomplexobj(v):
+            raise ValueError(
+                f"arange: a complex {name} ({v!r}) is not supported (nor in JAX since "
+                "v0.10); pass real bounds with dtype=complex64, or use fnp.linspace"
             )
         bounds.append(v)
     start, stop, step = bounds
@@ -328,7 +345,7 @@ def linspace(
     if num > 1:
         delta = lax.div(lax.sub(stop, start), lax.full((), div, cdt))
         t_shape = bshape[:axis] + (div,) + bshape[axis:]
-        t = lax.div(lax.broadcasted_iota(cdt, t_shape, axis), lax.full((), div, cdt))
+        t = lax.div(_iota(cdt, t_shape, axis), lax.full((), div, cdt))
         expand = tuple(d for d in range(len(t_shape)) if d != axis)
         lo = lax.broadcast_in_dim(start, t_shape, expand)
         hi = lax.broadcast_in_dim(stop, t_shape, expand)
@@ -553,7 +570,7 @@ def _index_grids(dims: tuple[int, ...], dt, sparse: bool) -> list:
     out = []
     for i, d in enumerate(dims):
         shape = dims if not sparse else tuple(d if j == i else 1 for j in range(len(dims)))
-        out.append(lax.broadcasted_iota(dt, shape, i))
+        out.append(_iota(dt, shape, i))
     return out
 
 

@@ -27,12 +27,17 @@ __all__ = [
     "float16",
     "float32",
     "float64",
+    "complex64",
+    "complex128",
     "bool",
     "int_",
     "uint",
     "float_",
     "single",
     "double",
+    "complex_",
+    "csingle",
+    "cdouble",
 ]
 
 
@@ -78,8 +83,10 @@ bool_ = _scalar_type("bool_")
 int8, int16, int32, int64 = (_scalar_type(n) for n in ("int8", "int16", "int32", "int64"))
 uint8, uint16, uint32, uint64 = (_scalar_type(n) for n in ("uint8", "uint16", "uint32", "uint64"))
 float16, float32, float64 = (_scalar_type(n) for n in ("float16", "float32", "float64"))
+complex64, complex128 = (_scalar_type(n) for n in ("complex64", "complex128"))
 
 # jax.numpy's aliases (the 64-bit ones are canonicalised to 32 bits when called without x64)
 bool = bool_  # noqa: A001
 int_, uint, float_ = int64, uint64, float64
 single, double = float32, float64
+complex_, csingle, cdouble = complex128, complex64, complex128

@@ -1,9 +1,6 @@
-"""Type and kind predicates of jax.numpy: ``isscalar``, ``iterable``, ``isrealobj``,
-``iscomplexobj``, ``isreal``, ``iscomplex``, ``isdtype``, and the real-valued ``angle`` and
-``spacing``.
-
-fungrad has no complex dtypes, so every array is real: ``isreal`` is all True, ``iscomplex``
-all False, and ``angle`` is 0 or pi.
+"""Type and kind predicates of jax.numpy: ``isscalar``, ``iterable``, ``isdtype``, and
+``spacing``. The complex predicates (``iscomplexobj``, ``isreal``...) and ``angle`` live in
+``complex_parts.py``.
 """
 
 from __future__ import annotations
@@ -16,12 +13,7 @@ from fungrad.array import Array
 from fungrad.numpy import util
 
 __all__ = [
-    "angle",
-    "iscomplex",
-    "iscomplexobj",
     "isdtype",
-    "isreal",
-    "isrealobj",
     "isscalar",
     "iterable",
     "spacing",
@@ -43,36 +35,6 @@ def iterable(y) -> bool:
     except TypeError:
         return False
     return True
-
-
-def iscomplexobj(x) -> bool:
-    """Whether ``x`` has a complex type (``jnp.iscomplexobj``): only Python/numpy complex
-    values can, fungrad arrays are always real."""
-    if isinstance(x, (Array, core.Tracer)):
-        return False
-    dt = getattr(x, "dtype", None)
-    if dt is not None:
-        return np.dtype(dt).kind == "c"
-    return isinstance(x, complex)
-
-
-def isrealobj(x) -> bool:
-    """``not iscomplexobj(x)`` (``jnp.isrealobj``)."""
-    return not iscomplexobj(x)
-
-
-def isreal(x):
-    """Elementwise "has no imaginary part" (``jnp.isreal``): all True for fungrad's real
-    arrays."""
-    util.check_arraylike("isreal", x)
-    return fnp.ones_like(util.asarray(x, fun_name="isreal"), dtype=bool)
-
-
-def iscomplex(x):
-    """Elementwise "has a non-zero imaginary part" (``jnp.iscomplex``): all False for
-    fungrad's real arrays."""
-    util.check_arraylike("iscomplex", x)
-    return fnp.zeros_like(util.asarray(x, fun_name="iscomplex"), dtype=bool)
 
 
 _KINDS = {
@@ -112,15 +74,6 @@ def isdtype(dtype, kind) -> bool:
                     f"isdtype: kind must be a kind name or a dtype, got {k!r}"
                 ) from None
     return False
-
-
-def angle(z, deg: bool = False):
-    """The argument of ``z`` (``jnp.angle``): for real input 0 where ``z >= 0`` (also +0.0) and
-    pi where ``z < 0`` or ``z`` is -0.0, as ``arctan2(0, z)``; degrees with ``deg=True``."""
-    util.check_arraylike("angle", z)
-    (x,) = util.promote_dtypes_inexact(z, fun_name="angle")
-    out = fnp.arctan2(fnp.zeros_like(x), x)
-    return out * (180 / np.pi) if deg else out
 
 
 def spacing(x, /):

@@ -50,8 +50,6 @@ __all__ = [
     "cbrt",
     "ceil",
     "clip",
-    "conj",
-    "conjugate",
     "copysign",
     "cos",
     "cosh",
@@ -74,7 +72,6 @@ __all__ = [
     "gcd",
     "heaviside",
     "hypot",
-    "imag",
     "isfinite",
     "isinf",
     "isnan",
@@ -101,7 +98,6 @@ __all__ = [
     "power",
     "rad2deg",
     "radians",
-    "real",
     "reciprocal",
     "remainder",
     "rint",
@@ -922,30 +918,3 @@ def lcm(x1, x2, /):
     is_zero = lax.eq(d, _const(d, 0))
     safe_d = _where(is_zero, _full_like(d, 1), d)
     return _strong(_where(is_zero, _full_like(d, 0), lax.mul(x1, lax.div(x2, safe_d))))
-
-
-# ---------------------------------------------------------------------------------------------
-# Complex parts of real arrays (fungrad has no complex dtypes)
-
-
-def real(val, /):
-    """The real part: the array itself (fungrad arrays are real)."""
-    (val,) = promote_args("real", val)
-    return val
-
-
-def imag(val, /):
-    """The imaginary part of a real array: zeros of its dtype."""
-    (val,) = promote_args("imag", val)
-    return _full_like(val, 0)
-
-
-def conjugate(x, /):
-    """The complex conjugate of a real array: the array itself."""
-    (x,) = promote_args("conjugate", x)
-    return x
-
-
-def conj(x, /):
-    """Alias of :func:`conjugate`."""
-    return conjugate(x)

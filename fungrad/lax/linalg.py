@@ -1,8 +1,8 @@
 """``fungrad.lax.linalg``: jax.lax.linalg's decompositions and triangular solve, with its
 signatures and result conventions: ``cholesky``, ``triangular_solve``
-(:mod:`fungrad.lax.linalg_primitives`) and ``lu`` (:mod:`fungrad.lax.linalg_lu`) are primitives
-(LAPACK under jit on the CPU); :mod:`fungrad.numpy.linalg_decomp` has the Jacobi ``eigh``
-and ``svd`` and the Householder ``qr``.
+(:mod:`fungrad.lax.linalg_primitives`), ``lu`` (:mod:`fungrad.lax.linalg_lu`) and ``qr``,
+``eigh``, ``svd`` (:mod:`fungrad.lax.linalg_decomp_primitives`) are primitives (LAPACK under jit
+on the CPU).
 
 The conventions differ from jax.numpy.linalg's, as in JAX: ``eigh`` returns
 ``(eigenvectors, eigenvalues)``, ``qr`` defaults to ``full_matrices=True``, ``lu`` returns
@@ -18,6 +18,7 @@ import numpy as np
 
 from fungrad import lax
 from fungrad.lax import linalg_lu as _lu
+from fungrad.lax.linalg_decomp_primitives import eigh_p, qr_p, svd_p
 from fungrad.lax.linalg_lu import lu_p
 from fungrad.lax.linalg_primitives import cholesky_p, triangular_solve_p
 from fungrad.numpy import linalg as _np_linalg
@@ -28,11 +29,14 @@ __all__ = [
     "cholesky",
     "cholesky_p",
     "eigh",
+    "eigh_p",
     "lu",
     "lu_p",
     "lu_pivots_to_permutation",
     "qr",
+    "qr_p",
     "svd",
+    "svd_p",
     "triangular_solve",
     "triangular_solve_p",
 ]
@@ -92,30 +96,41 @@ def eigh(
         raise ValueError(
             "eigh: subset_by_index is not supported by fungrad; slice the full result instead"
         )
-    del sort_eigenvalues  # the Jacobi result is always sorted
-    w, v = _decomp.eigh(x, "L" if lower else "U", symmetrize_input)
+    a = _decomp._float_matrix("eigh", x, square=True)
+    if symmetrize_input:
+        a = lax.mul(lax.add(a, _decomp._t(a)), lax.full_like(a, 0.5))
+    v, w = eigh_p.bind(a, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues))
     return v, w
 
 
 def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None):
-    """``(q, r)`` of a real matrix or stack by Householder reflections (complete unless
+    """``(q, r)`` of a real matrix or stack (LAPACK's Householder QR; complete unless
     ``full_matrices=False``)."""
     del use_magma
     if pivoting:
         raise ValueError("qr: pivoting=True (column-pivoted QR) is not supported by fungrad")
-    return tuple(_decomp.qr(x, mode="complete" if full_matrices else "reduced"))
+    a = _decomp._float_matrix("qr", x, square=False)
+    q, r = qr_p.bind(a, full_matrices=bool(full_matrices))
+    return q, r
 
 
 def svd(
     x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None, algorithm=None
 ):
     """``(u, s, vh)`` of a real matrix or stack (singular values descending), or ``s`` alone
-    when ``compute_uv=False``."""
+    when ``compute_uv=False``. ``algorithm`` is accepted and ignored (LAPACK's divide and
+    conquer runs)."""
     del algorithm
-    out = _decomp.svd(
-        x, full_matrices=full_matrices, compute_uv=compute_uv, subset_by_index=subset_by_index
-    )
-    return out if not compute_uv else tuple(out)
+    if subset_by_index is not None:
+        raise ValueError(
+            "svd: subset_by_index is not supported by fungrad; slice the full result instead"
+        )
+    a = _decomp._float_matrix("svd", x, square=False)
+    outs = svd_p.bind(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if not compute_uv:
+        return outs[0]
+    s, u, vt = outs
+    return u, s, vt
 
 
 def lu_pivots_to_permutation(pivots, permutation_size: int):

@@ -1,20 +1,12 @@
-"""Matrix decompositions of fungrad.numpy.linalg: ``eigh``/``eigvalsh`` (cyclic Jacobi),
-``qr`` (Householder) and ``multi_dot``, written on fungrad.lax only.
+"""Matrix decompositions of fungrad.numpy.linalg: ``eigh``/``eigvalsh``, ``qr``, ``svd``/
+``svdvals`` and what builds on them (``pinv``, ``lstsq``, ``matrix_rank``, ``cond``), plus
+``multi_dot``.
 
-``eigh`` runs cyclic Jacobi sweeps: each rotation zeroes one off-diagonal pair ``(p, q)``
-(Golub & Van Loan, Alg. 8.5.2) by updating rows and columns ``p`` and ``q`` through dynamic
-indexing and masks, one ``fori_loop`` over the n(n-1)/2 pairs per sweep inside a
-``while_loop`` that stops when the off-diagonal mass is below float rounding (at most 30
-sweeps; Jacobi converges quadratically, typically in 5-8). Rotations are batched over leading
-dimensions: every matrix of a stack uses the same ``(p, q)`` with its own angle. Its
-derivative is the closed form of a custom JVP (``dw = diag(V^T dA V)``,
-``dV = V (F * V^T dA V)`` with ``F_ij = 1 / (w_j - w_i)``), so repeated eigenvalues give
-inf/NaN derivatives, as in JAX. Eigenvalues are ascending; each eigenvector's sign is the one
-Jacobi produces (any sign is a valid answer; LAPACK's may differ).
-
-``qr`` applies min(m, n) Householder reflections ``H = I - 2 v v^T`` with LAPACK's sign
-convention (``R[k, k] = -sign(x_k) |x|``, a zero column is left as it is), so ``Q`` and ``R``
-match LAPACK's (and JAX's) up to rounding.
+The decompositions bind the ``eigh``, ``qr`` and ``svd`` primitives
+(:mod:`fungrad.lax.linalg_decomp_primitives`: numpy's LAPACK eagerly, LAPACK from the native
+code under jit on the CPU, loop algorithms on the GPU), which carry JAX's derivative rules:
+repeated eigenvalues or singular values give inf/NaN derivatives, as in JAX. Eigenvalues are
+ascending, singular values descending; eigen- and singular vectors are unique only up to sign.
 """
 
 from __future__ import annotations
@@ -24,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from fungrad import core, lax
+from fungrad.lax.linalg_decomp_primitives import eigh_p, qr_p, svd_p
 from fungrad.numpy import linear, util
 
 __all__ = [
@@ -91,159 +84,6 @@ def _bcast(x, shape, dims):
 # -- eigh ----------------------------------------------------------------------------------------
 
 
-def _mix(x, p, q, c, s, axis):
-    """Rows (``axis = ndim - 2``) or columns (``ndim - 1``) ``p`` and ``q`` of the stack ``x``
-    rotated: ``p' = c p - s q``, ``q' = s p + c q`` (``c``, ``s`` of the batch shape)."""
-    nd = x.ndim
-    batch = tuple(range(nd - 2))
-    others = tuple(d for d in range(nd) if d != axis)
-    xp = lax.dynamic_index_in_dim(x, p, axis, keepdims=False)
-    xq = lax.dynamic_index_in_dim(x, q, axis, keepdims=False)
-    cb, sb = _bcast(c, xp.shape, batch), _bcast(s, xp.shape, batch)
-    new_p = _bcast(lax.sub(lax.mul(cb, xp), lax.mul(sb, xq)), x.shape, others)
-    new_q = _bcast(lax.add(lax.mul(sb, xp), lax.mul(cb, xq)), x.shape, others)
-    idx = _iota(x.shape, axis)
-    x = lax.select_n(lax.eq(idx, p), x, new_p)
-    return lax.select_n(lax.eq(idx, q), x, new_q)
-
-
-def _rotation(alpha, beta, gamma):
-    """``(c, s)`` of the Jacobi rotation that zeroes ``gamma`` in the symmetric 2x2
-    ``[[alpha, gamma], [gamma, beta]]`` (the smaller of the two angles); identity where
-    ``gamma == 0``."""
-    zero, one = lax.full_like(gamma, 0), lax.full_like(gamma, 1)
-    nonzero = lax.ne(gamma, zero)
-    safe = lax.select_n(nonzero, one, gamma)
-    zeta = lax.div(lax.sub(beta, alpha), lax.mul(lax.full_like(gamma, 2), safe))
-    sign = lax.select_n(lax.ge(zeta, zero), lax.neg(one), one)
-    t = lax.div(sign, lax.add(lax.abs(zeta), lax.sqrt(lax.add(one, lax.mul(zeta, zeta)))))
-    c = lax.rsqrt(lax.add(one, lax.mul(t, t)))
-    return lax.select_n(nonzero, one, c), lax.select_n(nonzero, zero, lax.mul(t, c))
-
-
-def _rotate(a, v, p, q):
-    """One Jacobi rotation of the symmetric stack ``a`` zeroing ``a[..., p, q]``; ``v``
-    accumulates the rotations (``v <- v J``). ``p < q`` are traced int32 scalars."""
-    nd = a.ndim
-    row_p = lax.dynamic_index_in_dim(a, p, nd - 2, keepdims=False)  # [..., n]
-    row_q = lax.dynamic_index_in_dim(a, q, nd - 2, keepdims=False)
-    a_pp = lax.dynamic_index_in_dim(row_p, p, nd - 2, keepdims=False)  # [...]
-    a_qq = lax.dynamic_index_in_dim(row_q, q, nd - 2, keepdims=False)
-    a_pq = lax.dynamic_index_in_dim(row_p, q, nd - 2, keepdims=False)
-    c, s = _rotation(a_pp, a_qq, a_pq)
-
-    a = _mix(_mix(a, p, q, c, s, nd - 2), p, q, c, s, nd - 1)
-    return a, _mix(v, p, q, c, s, nd - 1)
-
-
-def _off_diagonal_ratio(a):
-    """max over the batch of ``|offdiag(a)|^2 / |a|^2`` (0 for an all-zero matrix)."""
-    sq = lax.mul(a, a)
-    off = lax.select_n(
-        lax.eq(_iota(a.shape, a.ndim - 2), _iota(a.shape, a.ndim - 1)), sq, lax.full_like(sq, 0)
-    )
-    axes = (a.ndim - 2, a.ndim - 1)
-    total = lax.reduce_sum(sq, axes)
-    ratio = lax.div(
-        lax.reduce_sum(off, axes),
-        lax.select_n(lax.gt(total, lax.full_like(total, 0)), lax.full_like(total, 1), total),
-    )
-    return lax.reduce_max(ratio, tuple(range(ratio.ndim))) if ratio.ndim else ratio
-
-
-def _sweeps(a, v, rotate, off_ratio):
-    """Cyclic Jacobi: sweeps of ``rotate(a, v, p, q)`` over every pair ``p < q`` of the last
-    axis of ``v`` (one ``fori_loop`` per sweep) until ``off_ratio(a)`` is below the dtype's
-    eps squared, at most 30 sweeps."""
-    n = v.shape[-1]
-    if n < 2:
-        return a, v
-    pairs = [(p, q) for p in range(n - 1) for q in range(p + 1, n)]
-    ps = util.asarray(np.array([p for p, _ in pairs], np.int32))
-    qs = util.asarray(np.array([q for _, q in pairs], np.int32))
-    tol = float(np.finfo(a.dtype).eps) ** 2
-
-    def sweep(state):
-        a, v, k = state
-
-        def one(i, av):
-            p = lax.dynamic_index_in_dim(ps, i, 0, keepdims=False)
-            q = lax.dynamic_index_in_dim(qs, i, 0, keepdims=False)
-            return rotate(av[0], av[1], p, q)
-
-        a, v = lax.fori_loop(0, len(pairs), one, (a, v))
-        return a, v, lax.add(k, np.int32(1))
-
-    def not_done(state):
-        ratio = off_ratio(state[0])
-        return lax.bitwise_and(
-            lax.lt(state[2], np.int32(30)), lax.gt(ratio, lax.full_like(ratio, tol))
-        )
-
-    a, v, _ = lax.while_loop(not_done, sweep, (a, v, np.int32(0)))
-    return a, v
-
-
-def _jacobi_eigh(a):
-    """Eigenvalues (ascending) and eigenvectors of the symmetric float stack ``a``."""
-    n = a.shape[-1]
-    if n == 0 or any(d == 0 for d in a.shape[:-2]):
-        return lax.full(a.shape[:-1], 0, a.dtype), lax.full_like(a, 0)
-    a, v = _sweeps(a, _eye_like(a), _rotate, _off_diagonal_ratio)
-    w = linear.diagonal(a, 0, -2, -1)
-    order = lax.broadcast_in_dim(lax.iota(np.int32, n), w.shape, (w.ndim - 1,))
-    w, order = lax.sort((w, order), dimension=w.ndim - 1, num_keys=1)
-    v = _permute_columns(v, order)
-    return w, v
-
-
-def _permute_columns(v, order):
-    """``v[..., :, order]`` with one ``order`` per matrix (a one-hot matmul: no gather)."""
-    n = v.shape[-1]
-    nd = v.ndim
-    shape = order.shape[:-1] + (n, n)
-    onehot = lax.eq(_iota(shape, nd - 2), _bcast(order, shape, tuple(range(nd - 2)) + (nd - 1,)))
-    return linear.matmul(v, lax.convert_element_type(onehot, v.dtype))
-
-
-def _eigh_jvp_rule(primals, tangents):
-    (a,), (a_dot,) = primals, tangents
-    w, v = _eigh_core(a)
-    vt_adot_v = linear.matmul(linear.matmul(_t(v), a_dot), v)
-    n = w.shape[-1]
-    shape = w.shape + (n,)
-    nd = len(shape)
-    batch = tuple(range(nd - 2))
-    w_row = _bcast(w, shape, batch + (nd - 1,))  # w_j
-    w_col = _bcast(w, shape, batch + (nd - 2,))  # w_i
-    eye = _eye_like(lax.full(shape, 0, w.dtype))
-    f = lax.sub(lax.div(lax.full(shape, 1, w.dtype), lax.add(eye, lax.sub(w_row, w_col))), eye)
-    dv = linear.matmul(v, lax.mul(f, vt_adot_v))
-    dw = linear.diagonal(vt_adot_v, 0, -2, -1)
-    return (w, v), (dw, dv)
-
-
-_eigh_core_fn = None
-
-
-def _eigh_core(a):
-    global _eigh_core_fn
-    if _eigh_core_fn is None:
-        from fungrad.transforms.custom import custom_jvp  # late: the transforms import numpy
-
-        fn = custom_jvp(_jacobi_eigh)
-        fn.defjvp(_eigh_jvp_rule)
-        _eigh_core_fn = fn
-    return _eigh_core_fn(a)
-
-
-def _triangle_symmetric(a, lower: bool):
-    rows, cols = _iota(a.shape, a.ndim - 2), _iota(a.shape, a.ndim - 1)
-    tri = lax.select_n(lax.ge(rows, cols) if lower else lax.le(rows, cols), lax.full_like(a, 0), a)
-    diag = lax.select_n(lax.eq(rows, cols), lax.full_like(a, 0), a)
-    return lax.sub(lax.add(tri, _t(tri)), diag)
-
-
 def eigh(a, UPLO=None, symmetrize_input: bool = True):
     """Eigenvalues (ascending) and eigenvectors (columns) of a real symmetric matrix or stack:
     ``EighResult(eigenvalues, eigenvectors)``. With ``symmetrize_input`` (the default) the
@@ -254,9 +94,7 @@ def eigh(a, UPLO=None, symmetrize_input: bool = True):
     a = _float_matrix("eigh", a, square=True)
     if symmetrize_input:
         a = lax.mul(lax.add(a, _t(a)), lax.full_like(a, 0.5))
-    else:
-        a = _triangle_symmetric(a, UPLO != "U")
-    w, v = _eigh_core(a)
+    v, w = eigh_p.bind(a, lower=UPLO != "U", sort_eigenvalues=True)
     return EighResult(w, v)
 
 
@@ -268,68 +106,19 @@ def eigvalsh(a, UPLO="L", *, symmetrize_input: bool = True):
 # -- qr ------------------------------------------------------------------------------------------
 
 
-def _householder(r, q, k, m):
-    """Reflect rows k.. of ``r`` [..., m, n] (and accumulate into ``q`` [..., m, mq]) so column
-    ``k`` is zero below the diagonal. ``k`` is a traced int32 scalar."""
-    nd = r.ndim
-    batch = tuple(range(nd - 2))
-    col = lax.dynamic_index_in_dim(r, k, nd - 1, keepdims=False)  # [..., m]
-    rows = _iota(col.shape, nd - 2)
-    x = lax.select_n(lax.ge(rows, k), lax.full_like(col, 0), col)
-    norm = lax.sqrt(lax.reduce_sum(lax.mul(x, x), (nd - 2,)))  # [...]
-    x_k = lax.dynamic_index_in_dim(col, k, nd - 2, keepdims=False)
-    zero = lax.full_like(norm, 0)
-    sign = lax.select_n(lax.lt(x_k, zero), lax.full_like(norm, 1), lax.full_like(norm, -1))
-    alpha = lax.mul(sign, norm)  # v = x + sign(x_k) |x| e_k
-    v = lax.add(
-        x, lax.select_n(lax.eq(rows, k), lax.full_like(x, 0), _bcast(alpha, x.shape, batch))
-    )
-    vnorm2 = lax.reduce_sum(lax.mul(v, v), (nd - 2,))
-    ok = lax.gt(vnorm2, zero)
-    scale = lax.select_n(
-        ok, zero, lax.div(lax.full_like(norm, 2), lax.select_n(ok, lax.full_like(norm, 1), vnorm2))
-    )  # 2 / |v|^2, 0 for a zero column
-    v_col = lax.expand_dims(v, (nd - 1,))  # [..., m, 1]
-    # r <- r - scale v (v^T r);  q <- q - scale (q v) v^T
-    r = lax.sub(
-        r, lax.mul(_bcast(scale, r.shape, batch), linear.matmul(v_col, linear.matmul(_t(v_col), r)))
-    )
-    q = lax.sub(
-        q, lax.mul(_bcast(scale, q.shape, batch), linear.matmul(linear.matmul(q, v_col), _t(v_col)))
-    )
-    return r, q
-
-
 def qr(a, mode: str = "reduced"):
-    """QR decomposition of a real matrix or stack by Householder reflections.
+    """QR decomposition of a real matrix or stack (LAPACK's Householder QR and signs).
 
     ``mode="reduced"`` (default): ``Q`` [..., m, K], ``R`` [..., K, n] with K = min(m, n);
     ``"complete"``: ``Q`` [..., m, m], ``R`` [..., m, n]; ``"r"``: ``R`` only (reduced)."""
     if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
-    a = _float_matrix("qr", a, square=False)
-    m, n = a.shape[-2:]
-    kk = min(m, n)
-    q = _eye_like(lax.full(a.shape[:-2] + (m, m), 0, a.dtype))
-    r = a
-    steps = min(m - 1, n)  # the last row of a tall/square matrix needs no reflection
-    if steps > 0:
-        r, q = lax.fori_loop(
-            0,
-            steps,
-            lambda k, rq: _householder(rq[0], rq[1], lax.convert_element_type(k, np.int32), m),
-            (r, q),
+        raise ValueError(
+            f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r} (fungrad has no "
+            "'raw' mode: use the Q and R of 'reduced')"
         )
-    # exact zeros below the diagonal
-    r = lax.select_n(
-        lax.gt(_iota(r.shape, r.ndim - 2), _iota(r.shape, r.ndim - 1)), r, lax.full_like(r, 0)
-    )
-    if mode == "complete":
-        return QRResult(q, r)
-    r = lax.slice_in_dim(r, 0, kk, axis=r.ndim - 2)
-    if mode == "r":
-        return r
-    return QRResult(lax.slice_in_dim(q, 0, kk, axis=q.ndim - 1), r)
+    a = _float_matrix("qr", a, square=False)
+    q, r = qr_p.bind(a, full_matrices=mode == "complete")
+    return r if mode == "r" else QRResult(q, r)
 
 
 # -- svd -----------------------------------------------------------------------------------------
@@ -341,159 +130,10 @@ class SVDResult(NamedTuple):
     Vh: object
 
 
-def _rotate_columns(m, v, p, q):
-    """One-sided (Hestenes) Jacobi: rotate columns ``p``, ``q`` of ``m`` (and of ``v``) so
-    they become orthogonal."""
-    nd = m.ndim
-    mp = lax.dynamic_index_in_dim(m, p, nd - 1, keepdims=False)
-    mq = lax.dynamic_index_in_dim(m, q, nd - 1, keepdims=False)
-    dot = lambda x, y: lax.reduce_sum(lax.mul(x, y), (nd - 2,))  # noqa: E731
-    c, s = _rotation(dot(mp, mp), dot(mq, mq), dot(mp, mq))
-    return _mix(m, p, q, c, s, nd - 1), _mix(v, p, q, c, s, nd - 1)
-
-
-def _column_coherence(m):
-    """max over pairs and batch of ``(m_p . m_q)^2 / (|m_p|^2 |m_q|^2)`` (zero columns
-    count as orthogonal)."""
-    g = linear.matmul(_t(m), m)
-    d = linear.diagonal(g, 0, -2, -1)
-    nd = g.ndim
-    batch = tuple(range(nd - 2))
-    denom = lax.mul(_bcast(d, g.shape, batch + (nd - 1,)), _bcast(d, g.shape, batch + (nd - 2,)))
-    off = lax.ne(_iota(g.shape, nd - 2), _iota(g.shape, nd - 1))
-    ok = lax.bitwise_and(off, lax.gt(denom, lax.full_like(denom, 0)))
-    ratio = lax.select_n(
-        ok,
-        lax.full_like(g, 0),
-        lax.div(lax.mul(g, g), lax.select_n(ok, lax.full_like(g, 1), denom)),
-    )
-    return lax.reduce_max(ratio, tuple(range(nd)))
-
-
-def _svd_tall(a, full_matrices: bool):
-    """``(u, s, vt)`` of the [..., m, n] stack ``a`` with m >= n: one-sided Jacobi makes the
-    columns of ``a v`` orthogonal; their norms, sorted descending, are ``s``; ``u`` is the Q
-    of a QR of those columns with its signs fixed so R's diagonal is non-negative (which also
-    completes ``u`` to orthonormal columns where ``s`` is 0, or to a square ``u``)."""
-    m, n = a.shape[-2:]
-    mv, v = _sweeps(
-        a,
-        _eye_like(lax.full(a.shape[:-2] + (n, n), 0, a.dtype)),
-        _rotate_columns,
-        _column_coherence,
-    )
-    sv = lax.sqrt(lax.reduce_sum(lax.mul(mv, mv), (a.ndim - 2,)))  # [..., n]
-    order = lax.broadcast_in_dim(lax.iota(np.int32, n), sv.shape, (sv.ndim - 1,))
-    neg, order = lax.sort((lax.neg(sv), order), dimension=sv.ndim - 1, num_keys=1)
-    sv = lax.neg(neg)
-    mv, v = _permute_columns(mv, order), _permute_columns(v, order)
-    q, r = qr(mv, mode="complete" if full_matrices else "reduced")
-    d = linear.diagonal(r, 0, -2, -1)  # [..., n]
-    signs = lax.select_n(lax.lt(d, lax.full_like(d, 0)), lax.full_like(d, 1), lax.full_like(d, -1))
-    if full_matrices and m > n:
-        signs = lax.concatenate(
-            [signs, lax.full(signs.shape[:-1] + (m - n,), 1, d.dtype)], signs.ndim - 1
-        )
-    u = lax.mul(q, _bcast(signs, q.shape, tuple(range(q.ndim - 2)) + (q.ndim - 1,)))
-    return u, sv, _t(v)
-
-
-def _svd_any(a, full_matrices: bool):
-    m, n = a.shape[-2:]
-    if m >= n:
-        return _svd_tall(a, full_matrices)
-    u, sv, vt = _svd_tall(_t(a), full_matrices)
-    return _t(vt), sv, _t(u)
-
-
-def _svd_jvp(primals, tangents):
-    """Tangents of the reduced SVD ``a = U diag(s) Vt``: with ``dS = U^T da V``,
-    ``ds = diag(dS)``; the rotations within the singular subspaces are
-    ``F * (dS S + S dS^T)`` for U and ``F * (S dS + dS^T S)`` for V with
-    ``F_ij = 1 / (s_j^2 - s_i^2)``, plus the components of ``da`` outside them
-    (``(I - U U^T) da V / s`` for a tall ``a``, the transpose for a wide one). Repeated
-    singular values give inf/NaN, as in JAX."""
-    (a,), (da,) = primals, tangents
-    u, sv, vt = _svd_reduced(a)
-    v = _t(vt)
-    ds_mat = linear.matmul(linear.matmul(_t(u), da), v)
-    ds = linear.diagonal(ds_mat, 0, -2, -1)
-    k = sv.shape[-1]
-    shape = sv.shape + (k,)
-    nd = len(shape)
-    batch = tuple(range(nd - 2))
-    s_j = _bcast(sv, shape, batch + (nd - 1,))
-    s_i = _bcast(sv, shape, batch + (nd - 2,))
-    eye = _eye_like(lax.full(shape, 0, sv.dtype))
-    diff = lax.mul(lax.add(s_j, s_i), lax.sub(s_j, s_i))
-    f = lax.sub(lax.div(lax.full_like(diff, 1), lax.add(diff, eye)), eye)
-    ds_s = lax.mul(ds_mat, s_j)  # dS diag(s)
-    s_ds = lax.mul(s_i, ds_mat)  # diag(s) dS
-    zero_s = lax.eq(sv, lax.full_like(sv, 0))
-    s_inv = lax.select_n(
-        zero_s,
-        lax.div(lax.full_like(sv, 1), lax.select_n(zero_s, sv, lax.full_like(sv, 1))),
-        lax.full_like(sv, 0),
-    )
-    skew = lax.mul(
-        lax.mul(lax.sub(ds_mat, _t(ds_mat)), lax.full_like(ds_mat, 0.5)),
-        lax.mul(eye, _bcast(s_inv, shape, batch + (nd - 1,))),
-    )
-    du = linear.matmul(u, lax.add(lax.mul(f, lax.add(ds_s, _t(ds_s))), skew))
-    dv = linear.matmul(v, lax.mul(f, lax.add(s_ds, _t(s_ds))))
-    m, n = a.shape[-2:]
-    s_row = lambda x: _bcast(sv, x.shape, batch + (nd - 1,))  # noqa: E731
-    if m > n:
-        dav = linear.matmul(da, v)
-        du = lax.add(
-            du, lax.div(lax.sub(dav, linear.matmul(u, linear.matmul(_t(u), dav))), s_row(dav))
-        )
-    if n > m:
-        dau = linear.matmul(_t(da), u)
-        dv = lax.add(
-            dv, lax.div(lax.sub(dau, linear.matmul(v, linear.matmul(vt, dau))), s_row(dau))
-        )
-    return (u, sv, vt), (du, ds, _t(dv))
-
-
-def _svdvals_jvp(primals, tangents):
-    (a,), (da,) = primals, tangents
-    u, sv, vt = _svd_reduced(a)
-    ds = linear.diagonal(linear.matmul(linear.matmul(_t(u), da), _t(vt)), 0, -2, -1)
-    return sv, ds
-
-
-def _svd_full_jvp(primals, tangents):
-    raise TypeError(
-        "svd: derivatives of full_matrices=True are not supported (nor in JAX); "
-        "use full_matrices=False"
-    )
-
-
-_svd_fns: dict = {}
-
-
-def _custom(name, fn, rule):
-    wrapped = _svd_fns.get(name)
-    if wrapped is None:
-        from fungrad.transforms.custom import custom_jvp  # late: the transforms import numpy
-
-        wrapped = custom_jvp(fn)
-        wrapped.defjvp(rule)
-        _svd_fns[name] = wrapped
-    return wrapped
-
-
 def _svd_reduced(a):
-    return _custom("reduced", lambda x: _svd_any(x, False), _svd_jvp)(a)
-
-
-def _svd_full(a):
-    return _custom("full", lambda x: _svd_any(x, True), _svd_full_jvp)(a)
-
-
-def _svdvals(a):
-    return _custom("vals", lambda x: _svd_any(x, False)[1], _svdvals_jvp)(a)
+    """``(u, s, vt)`` of the reduced SVD of the float stack ``a``."""
+    s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
+    return u, s, vt
 
 
 def svd(
@@ -503,11 +143,11 @@ def svd(
     hermitian: bool = False,
     subset_by_index=None,
 ):
-    """Singular value decomposition ``a = U @ diag(S) @ Vh`` of a real matrix or stack, by
-    one-sided Jacobi: ``SVDResult(U, S, Vh)`` with ``S`` descending, or ``S`` alone when
-    ``compute_uv=False``. ``full_matrices=True`` (the default) gives square ``U`` and ``Vh``.
-    ``hermitian`` is accepted and does not change the method. Singular vectors are unique only
-    up to sign (and within repeated singular values); LAPACK's may differ."""
+    """Singular value decomposition ``a = U @ diag(S) @ Vh`` of a real matrix or stack:
+    ``SVDResult(U, S, Vh)`` with ``S`` descending, or ``S`` alone when ``compute_uv=False``.
+    ``full_matrices=True`` (the default) gives square ``U`` and ``Vh``. ``hermitian`` is
+    accepted and does not change the method. Singular vectors are unique only up to sign (and
+    within repeated singular values)."""
     del hermitian
     if subset_by_index is not None:
         raise ValueError(
@@ -515,20 +155,11 @@ def svd(
             "of the full decomposition instead"
         )
     a = _float_matrix("svd", a, square=False)
-    m, n = a.shape[-2:]
-    if min(m, n) == 0 or any(d == 0 for d in a.shape[:-2]):
-        if not compute_uv:
-            return lax.full(a.shape[:-2] + (min(m, n),), 0, a.dtype)
-        ku, kv = (m, n) if full_matrices else (min(m, n), min(m, n))
-        return SVDResult(
-            _eye_like(lax.full(a.shape[:-2] + (m, ku), 0, a.dtype)),
-            lax.full(a.shape[:-2] + (min(m, n),), 0, a.dtype),
-            _eye_like(lax.full(a.shape[:-2] + (kv, n), 0, a.dtype)),
-        )
+    outs = svd_p.bind(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
     if not compute_uv:
-        return _svdvals(a)
-    u, sv, vt = _svd_full(a) if full_matrices else _svd_reduced(a)
-    return SVDResult(u, sv, vt)
+        return outs[0]
+    s, u, vt = outs
+    return SVDResult(u, s, vt)
 
 
 def svdvals(x, /):
@@ -565,7 +196,7 @@ def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
 
 
 def _pinv_value(a, rtol):
-    u, sv, vt = _svd_any(a, False)
+    u, sv, vt = _svd_reduced(a)
     top = lax.reduce_max(sv, (sv.ndim - 1,))
     cut = _bcast(lax.mul(rtol, top), sv.shape, tuple(range(sv.ndim - 1)))
     keep = lax.gt(sv, cut)
@@ -592,12 +223,15 @@ def _pinv_jvp(rtol, primals, tangents):
     return pa, d
 
 
+_pinv_fns: dict = {}
+
+
 def _pinv_core(a, rtol):
-    fn = _svd_fns.get("pinv")
+    fn = _pinv_fns.get("pinv")
     if fn is None:
         from fungrad.transforms.custom import custom_jvp
 
-        fn = _svd_fns["pinv"] = custom_jvp(_pinv_value, nondiff_argnums=(1,))
+        fn = _pinv_fns["pinv"] = custom_jvp(_pinv_value, nondiff_argnums=(1,))
         fn.defjvp(_pinv_jvp)
     return fn(a, rtol)
 

@@ -222,9 +222,37 @@ def _clamp_sample(rng):
     return lax.clamp, (lo, x, hi)
 
 
+def _complex_parts(x, y):
+    z = lax.mul(lax.complex(x, y), lax.complex(y, x))  # a product mixes the parts
+    return lax.real(z), lax.imag(z)
+
+
+def _conj_parts(x, y):
+    z = lax.mul(lax.conj(lax.complex(x, y)), lax.conj(y))  # conj of complex and of real
+    return lax.real(z), lax.imag(z)
+
+
 def _spd(rng):
     m = _unif(rng, -1, 1, (3, 3))
     return m @ m.T + 3 * np.eye(3)
+
+
+def _eigh_fn(x):
+    # eigenvectors are defined up to sign: their squares are not; distinct eigenvalues
+    v, w = lax.linalg.eigh(x)
+    return lax.mul(v, v), w
+
+
+def _svd_fn(x):
+    # singular vectors up to sign: their squares are not (a tall matrix, reduced factors)
+    u, s, vt = lax.linalg.svd(x, full_matrices=False)
+    return lax.mul(u, u), s, lax.mul(vt, vt)
+
+
+def _spread(rng):
+    """A symmetric 3x3 matrix with well-separated eigenvalues (1, 3, 5 rotated)."""
+    q, _ = np.linalg.qr(_unif(rng, -1, 1, (3, 3)))
+    return (q * np.array([1.0, 3.0, 5.0])) @ q.T + 0.1 * _unif(rng, -1, 1, (3, 3))
 
 
 # -- the table ------------------------------------------------------------------------------------
@@ -412,8 +440,19 @@ SAMPLES = {
     "linear_solve": _binary(
         _linear_solve_fn, lambda r: _unif(r, -1, 1, (3,)), lambda r: _unif(r, -1, 1, (3,))
     ),
+    # complex numbers, on real inputs and outputs (so the harness's float oracles apply):
+    # each sample builds a complex value, applies the primitive and takes parts back
+    "complex": _binary(_complex_parts, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
+    "real": _binary(_complex_parts, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
+    "imag": _binary(_complex_parts, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
+    "conj": _binary(_conj_parts, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
     # dense linear algebra: a well-conditioned SPD matrix, a well-conditioned lower triangle
     "cholesky": _unary(lambda x: lax.linalg.cholesky(x), _spd),
+    # decompositions: QR's signs are LAPACK's (smooth away from zero columns); the full Q of a
+    # tall matrix exercises the completion's derivative
+    "qr": _unary(lambda x: lax.linalg.qr(x), lambda r: _unif(r, -1, 1, (4, 3))),
+    "eigh": _unary(_eigh_fn, _spread),
+    "svd": _unary(_svd_fn, lambda r: _spread(r)[:, :2] + _unif(r, -0.5, 0.5, (3, 2))),
     "triangular_solve": _binary(
         lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True, lower=True),
         lambda r: np.tril(_unif(r, -0.5, 0.5, (3, 3))) + 2 * np.eye(3),

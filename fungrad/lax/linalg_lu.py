@@ -33,7 +33,7 @@ import numpy as np
 from fungrad import core
 from fungrad.core import ShapedArray
 from fungrad.impls import ignore_fp_errors
-from fungrad.lax.linalg_primitives import _lower_traced, _matmul, _triangle, triangular_solve_p
+from fungrad.lax.linalg_primitives import _matmul, _triangle, triangular_solve_p
 from fungrad.lax.utils import standard_primitive
 from fungrad.lowering import kernel
 from fungrad.transforms.jvp import Zero, jvp_rules, tangent_aval
@@ -247,7 +247,10 @@ def lu_loop(a):
 def _lu_lowering(ctx, x):
     planner = ctx.planner
     if not planner.policy.linalg_steps:
-        return list(_lower_traced(ctx, lambda a: list(lu_loop(a)), [x]))
+        from fungrad.transforms.staging import trace_to_jaxpr
+
+        closed = trace_to_jaxpr(lambda a: list(lu_loop(a)), [ShapedArray(x.shape, x.dtype)])
+        return planner.lower_jaxpr(closed, [x])
     from fungrad.lowering.steps import LuStep
 
     *batch, m, n = x.shape

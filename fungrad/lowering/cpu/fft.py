@@ -57,6 +57,9 @@ RADICES = (4, 2, 3, 5, 7)
 """The Stockham passes' radices, in the order the passes run; other prime factors of ``n``
 take Bluestein's algorithm."""
 J_INNER_BELOW = 8
+VEC = 8
+"""Complex numbers per vector of the passes written with explicit vectors (``_block_pass_fn``)."""
+BLOCK_RADICES, BLOCK_S = (2, 4), (1, 2, 4)
 """Passes whose ``s`` (interleaved sub-transforms) is below this loop over ``j`` innermost."""
 _HEADER = 10  # int64 fields of a plan before its passes (see Plan)
 _PASS = 4  # int64 fields per pass: radix, s, m, twiddle table address
@@ -189,10 +192,18 @@ _registered: set[str] = set()
 class _Fn:
     """Lines of one function and a counter for SSA names."""
 
-    def __init__(self, ty: str):
-        self.ty = ty
+    def __init__(self, scalar: str, lanes: int = 0):
+        self.scalar = scalar
+        self.ty = f"<{lanes} x {scalar}>" if lanes else scalar
         self.lines: list[str] = []
         self.k = 0
+
+    def const(self, v: float) -> str:
+        """A constant of the function's (scalar or vector) type, rounded to its precision."""
+        from fungrad.lowering.cpu.llvm_types import literal
+
+        lit = literal(v, np.dtype(np.float32 if self.scalar == "float" else np.float64))
+        return f"splat ({self.scalar} {lit})" if self.ty != self.scalar else lit
 
     def tmp(self) -> str:
         self.k += 1
@@ -208,13 +219,13 @@ class _Fn:
 
     # complex values are (re, im) pairs of SSA names or literals
     def load(self, base: str, idx: str) -> tuple[str, str]:
-        ty = self.ty
+        ty = self.scalar
         pr = self.op(f"getelementptr inbounds [2 x {ty}], ptr {base}, i64 {idx}, i64 0")
         pi = self.op(f"getelementptr inbounds [2 x {ty}], ptr {base}, i64 {idx}, i64 1")
         return self.op(f"load {ty}, ptr {pr}"), self.op(f"load {ty}, ptr {pi}")
 
     def store(self, base: str, idx: str, v: tuple[str, str]) -> None:
-        ty = self.ty
+        ty = self.scalar
         pr = self.op(f"getelementptr inbounds [2 x {ty}], ptr {base}, i64 {idx}, i64 0")
         pi = self.op(f"getelementptr inbounds [2 x {ty}], ptr {base}, i64 {idx}, i64 1")
         self.emit(f"  store {ty} {v[0]}, ptr {pr}", f"  store {ty} {v[1]}, ptr {pi}")
@@ -245,13 +256,6 @@ class _Fn:
         return re, self.f("fmul", a[0], sgn)
 
 
-def _lit(v: float) -> str:
-    from fungrad.lowering.cpu.llvm_types import literal
-
-    # the constant rounded to the dtype happens in LLVM (a double literal must be exact for float)
-    return literal(v, np.dtype(np.float64))
-
-
 def _butterfly(fn: _Fn, a: list, sgn: str) -> list:
     """``DFT_p(a)_k = sum_r a_r exp(sgn 2 pi i r k / p)`` for p = len(a) in (2, 3, 4, 5, 7)."""
     p = len(a)
@@ -272,23 +276,14 @@ def _butterfly(fn: _Fn, a: list, sgn: str) -> list:
     for k in range(1, h + 1):
         acc, bcc = a[0], None
         for r in range(1, h + 1):
-            c = _as_ty(fn, math.cos(2 * math.pi * r * k / p))
-            sn = _as_ty(fn, math.sin(2 * math.pi * r * k / p))
+            c = fn.const(math.cos(2 * math.pi * r * k / p))
+            sn = fn.const(math.sin(2 * math.pi * r * k / p))
             acc = fn.add(acc, fn.scale(s[r - 1], c))
             term = fn.scale(d[r - 1], sn)
             bcc = term if bcc is None else fn.add(bcc, term)
         b = fn.i_times(bcc, sgn)
         out[k], out[p - k] = fn.add(acc, b), fn.sub(acc, b)
     return out
-
-
-def _as_ty(fn: _Fn, v: float) -> str:
-    """A literal of the function's type (a float constant is written as its exact double)."""
-    if fn.ty == "float":
-        from fungrad.lowering.cpu.llvm_types import literal
-
-        return literal(v, np.dtype(np.float32))
-    return _lit(v)
 
 
 def _pass_fn(p: int, j_inner: bool, ty: str) -> str:
@@ -341,7 +336,189 @@ def _pass_fn(p: int, j_inner: bool, ty: str) -> str:
     name = f"@fgfft.pass{p}{'j' if j_inner else 'q'}"
     head = (
         f"define internal void {name}(ptr noalias %x, ptr noalias %y, ptr noalias %tw, "
-        f"i64 %s, i64 %m, {ty} %sgn) nounwind {{"
+        f"i64 %s, i64 %m, {ty} %sgn) nounwind noinline {{"
+    )
+    return "\n".join([head, *fn.lines, "}", ""])
+
+
+def _mask(idx) -> str:
+    return "<" + ", ".join(f"i32 {i}" for i in idx) + ">"
+
+
+def _block_pass_fn(p: int, s: int, ty: str) -> str:
+    """``@fgfft.pass<p>b<s>``: a Stockham pass of radix ``p`` (2 or 4) with few interleaved
+    sub-transforms (``s`` 1, 2 or 4), written with explicit vectors of ``VEC`` complex numbers.
+
+    Input position ``q + s j`` of each of the ``p`` streams is contiguous over ``(j, q)``, so
+    one vector holds ``VEC / s`` values of ``j`` times ``s`` of ``q`` (the twiddles, which depend
+    on ``j`` only, are each repeated ``s`` times by a shuffle); the ``p`` results of those
+    ``j`` fill ``p VEC`` contiguous outputs, interleaved ``s`` at a time by one shuffle. The
+    caller runs it when ``s m`` is a multiple of ``VEC``. (LLVM does not vectorise the scalar
+    loop over ``j`` here: its stores are ``s p`` apart, ``s`` known only at run time.)"""
+    v = VEC
+    fn = _Fn(ty, v)
+    vt, wide = fn.ty, f"<{2 * v} x {ty}>"
+    even, odd = _mask(range(0, 2 * v, 2)), _mask(range(1, 2 * v, 2))
+    fn.emit(
+        "entry:",
+        f"  %sg0 = insertelement <{v} x {ty}> poison, {ty} %sgn, i64 0",
+        f"  %sgv = shufflevector <{v} x {ty}> %sg0, <{v} x {ty}> poison, "
+        f"<{v} x i32> zeroinitializer",
+        f"  %sm = mul i64 %m, {s}",
+        f"  %nt = udiv i64 %sm, {v}",
+        "  br label %h",
+        "h:",
+        "  %t = phi i64 [0, %entry], [%t.n, %b]",
+        "  %c = icmp ult i64 %t, %nt",
+        "  br i1 %c, label %b, label %exit",
+        "b:",
+    )
+    e0 = fn.op(f"mul i64 %t, {v}")
+    j0 = fn.op(f"udiv i64 {e0}, {s}") if s > 1 else e0
+    a = []
+    for r in range(p):
+        idx = e0 if r == 0 else fn.op(f"add i64 {e0}, {fn.op(f'mul i64 %sm, {r}')}")
+        ptr = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %x, i64 {idx}")
+        w = fn.op(f"load {wide}, ptr {ptr}, align 8")
+        a.append(
+            (
+                fn.op(f"shufflevector {wide} {w}, {wide} poison, <{v} x i32> {even}"),
+                fn.op(f"shufflevector {wide} {w}, {wide} poison, <{v} x i32> {odd}"),
+            )
+        )
+    y = _butterfly(fn, a, "%sgv")
+    g = v // s  # values of j per vector
+    gt = f"<{2 * g} x {ty}>"
+    parts = []
+    for k in range(p):
+        z = y[k]
+        if k:
+            ti = fn.op(f"add i64 {j0}, {fn.op(f'mul i64 %m, {k - 1}')}")
+            tp = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %tw, i64 {ti}")
+            tv = fn.op(f"load {gt}, ptr {tp}, align 8")
+            wr = fn.op(
+                f"shufflevector {gt} {tv}, {gt} poison, <{v} x i32> "
+                + _mask(2 * (i // s) for i in range(v))
+            )
+            wi = fn.op(
+                f"shufflevector {gt} {tv}, {gt} poison, <{v} x i32> "
+                + _mask(2 * (i // s) + 1 for i in range(v))
+            )
+            z = fn.mul(z, (wr, wi))
+        inter = _mask(i // 2 + (i % 2) * v for i in range(2 * v))
+        parts.append(fn.op(f"shufflevector {vt} {z[0]}, {vt} {z[1]}, <{2 * v} x i32> {inter}"))
+    # the p interleaved results, concatenated (p = 4: pairwise), then put in output order:
+    # output complex g p s + k s + q is complex g s + q of result k
+    if p == 4:
+        lo = fn.op(
+            f"shufflevector {wide} {parts[0]}, {wide} {parts[1]}, <{4 * v} x i32> "
+            + _mask(range(4 * v))
+        )
+        hi = fn.op(
+            f"shufflevector {wide} {parts[2]}, {wide} {parts[3]}, <{4 * v} x i32> "
+            + _mask(range(4 * v))
+        )
+        src, half = (lo, hi), f"<{4 * v} x {ty}>"
+    else:
+        src, half = (parts[0], parts[1]), wide
+    order = []
+    for o in range(p * v):
+        gg, k, q = o // (p * s), (o % (p * s)) // s, o % s
+        c = k * v + gg * s + q
+        order += [2 * c, 2 * c + 1]
+    out = fn.op(
+        f"shufflevector {half} {src[0]}, {half} {src[1]}, <{2 * p * v} x i32> " + _mask(order)
+    )
+    oi = fn.op(f"mul i64 {e0}, {p}")
+    op = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %y, i64 {oi}")
+    fn.emit(
+        f"  store <{2 * p * v} x {ty}> {out}, ptr {op}, align 8",
+        "  %t.n = add i64 %t, 1",
+        "  br label %h, !llvm.loop !0",
+        "exit:",
+        "  ret void",
+    )
+    head = (
+        f"define internal void @fgfft.pass{p}b{s}(ptr noalias %x, ptr noalias %y, "
+        f"ptr noalias %tw, i64 %s, i64 %m, {ty} %sgn) nounwind noinline {{"
+    )
+    return "\n".join([head, *fn.lines, "}", ""])
+
+
+def _vector_pass_fn(p: int, ty: str) -> str:
+    """``@fgfft.pass<p>v``: a Stockham pass of radix ``p`` whose ``s`` is a multiple of ``VEC``,
+    with explicit vectors of ``VEC`` values of ``q`` (the twiddles, one per ``j``, broadcast).
+    LLVM vectorises the scalar loop over ``q`` too, but ``VEC`` times its interleave count
+    wide, so that ``s`` of 16 ran its scalar remainder only."""
+    v = VEC
+    fn = _Fn(ty, v)
+    vt, wide = fn.ty, f"<{2 * v} x {ty}>"
+    even, odd = _mask(range(0, 2 * v, 2)), _mask(range(1, 2 * v, 2))
+    inter = _mask(i // 2 + (i % 2) * v for i in range(2 * v))
+    fn.emit(
+        "entry:",
+        f"  %sg0 = insertelement {vt} poison, {ty} %sgn, i64 0",
+        f"  %sgv = shufflevector {vt} %sg0, {vt} poison, <{v} x i32> zeroinitializer",
+        "  %sm = mul i64 %s, %m",
+        f"  %sp = mul i64 %s, {p}",
+        "  br label %oh",
+        "oh:",
+        "  %j = phi i64 [0, %entry], [%j.n, %ol]",
+        "  %oc = icmp ult i64 %j, %m",
+        "  br i1 %oc, label %ob, label %exit",
+        "ob:",
+    )
+    w = [None]
+    for k in range(1, p):
+        ti = fn.op(f"add i64 %j, {fn.op(f'mul i64 %m, {k - 1}')}")
+        re, im = fn.load("%tw", ti)
+        pair = []
+        for c in (re, im):
+            e = fn.op(f"insertelement {vt} poison, {ty} {c}, i64 0")
+            pair.append(fn.op(f"shufflevector {vt} {e}, {vt} poison, <{v} x i32> zeroinitializer"))
+        w.append(tuple(pair))
+    sj = fn.op("mul i64 %s, %j")
+    spj = fn.op("mul i64 %sp, %j")
+    fn.emit(
+        "  br label %ih",
+        "ih:",
+        "  %q = phi i64 [0, %ob], [%q.n, %ib]",
+        "  %ic = icmp ult i64 %q, %s",
+        "  br i1 %ic, label %ib, label %ol",
+        "ib:",
+    )
+    base_in = fn.op(f"add i64 %q, {sj}")
+    base_out = fn.op(f"add i64 %q, {spj}")
+    a = []
+    for r in range(p):
+        idx = base_in if r == 0 else fn.op(f"add i64 {base_in}, {fn.op(f'mul i64 %sm, {r}')}")
+        ptr = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %x, i64 {idx}")
+        x = fn.op(f"load {wide}, ptr {ptr}, align 8")
+        a.append(
+            (
+                fn.op(f"shufflevector {wide} {x}, {wide} poison, <{v} x i32> {even}"),
+                fn.op(f"shufflevector {wide} {x}, {wide} poison, <{v} x i32> {odd}"),
+            )
+        )
+    y = _butterfly(fn, a, "%sgv")
+    for k in range(p):
+        z = y[k] if k == 0 else fn.mul(y[k], w[k])
+        c = fn.op(f"shufflevector {vt} {z[0]}, {vt} {z[1]}, <{2 * v} x i32> {inter}")
+        idx = base_out if k == 0 else fn.op(f"add i64 {base_out}, {fn.op(f'mul i64 %s, {k}')}")
+        ptr = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %y, i64 {idx}")
+        fn.emit(f"  store {wide} {c}, ptr {ptr}, align 8")
+    fn.emit(
+        f"  %q.n = add i64 %q, {v}",
+        "  br label %ih, !llvm.loop !0",
+        "ol:",
+        "  %j.n = add i64 %j, 1",
+        "  br label %oh, !llvm.loop !0",
+        "exit:",
+        "  ret void",
+    )
+    head = (
+        f"define internal void @fgfft.pass{p}v(ptr noalias %x, ptr noalias %y, "
+        f"ptr noalias %tw, i64 %s, i64 %m, {ty} %sgn) nounwind noinline {{"
     )
     return "\n".join([head, *fn.lines, "}", ""])
 
@@ -389,9 +566,31 @@ def _run_fn(ty: str) -> str:
     fn.emit(
         "  %tw = inttoptr i64 %twi to ptr",
         f"  %jin = icmp slt i64 %s, {J_INNER_BELOW}",
-        "  br i1 %jin, label %jsw, label %qsw",
+        "  br i1 %jin, label %small, label %big",
+        "big:",
+        f"  %sr = urem i64 %s, {VEC}",
+        "  %sv = icmp eq i64 %sr, 0",
+        "  br i1 %sv, label %vsw, label %qsw",
+        "small:",
+        "  %ms = mul i64 %m, %s",
+        f"  %msr = urem i64 %ms, {VEC}",
+        "  %whole = icmp eq i64 %msr, 0",
+        "  br i1 %whole, label %bsw, label %jsw",
+        "bsw:",
+        "  %key0 = mul i64 %radix, 8",
+        "  %key = add i64 %key0, %s",
     )
-    for v in ("j", "q"):
+    cases = " ".join(f"i64 {p * 8 + s}, label %b{p}.{s}" for p in BLOCK_RADICES for s in BLOCK_S)
+    fn.emit(f"  switch i64 %key, label %jsw [ {cases} ]")
+    for p in BLOCK_RADICES:
+        for s in BLOCK_S:
+            fn.emit(
+                f"b{p}.{s}:",
+                f"  call void @fgfft.pass{p}b{s}(ptr %src, ptr %dst, ptr %tw, i64 %s, i64 %m, "
+                f"{ty} %sgn)",
+                "  br label %next",
+            )
+    for v in ("j", "q", "v"):
         cases = " ".join(f"i64 {p}, label %{v}{p}" for p in RADICES)
         fn.emit(f"{v}sw:", f"  switch i64 %radix, label %next [ {cases} ]")
         for p in RADICES:
@@ -549,6 +748,8 @@ def library_ir(dtype) -> str:
         "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
         "",
         *(_pass_fn(p, j, ty) for p in RADICES for j in (True, False)),
+        *(_block_pass_fn(p, s, ty) for p in BLOCK_RADICES for s in BLOCK_S),
+        *(_vector_pass_fn(p, ty) for p in RADICES),
         _run_fn(ty),
         _bluestein_fn(ty),
         _driver_fn(ty, f"fg_fft_{tag}"),

@@ -453,6 +453,8 @@ SAMPLES = {
     "qr": _unary(lambda x: lax.linalg.qr(x), lambda r: _unif(r, -1, 1, (4, 3))),
     "eigh": _unary(_eigh_fn, _spread),
     "svd": _unary(_svd_fn, lambda r: _spread(r)[:, :2] + _unif(r, -0.5, 0.5, (3, 2))),
+    # LU of a wide matrix (distinct pivot candidates: the pivots do not change nearby)
+    "lu": _unary(lambda x: lax.linalg.lu(x), lambda r: _unif(r, -1, 1, (3, 4))),
     "triangular_solve": _binary(
         lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True, lower=True),
         lambda r: np.tril(_unif(r, -0.5, 0.5, (3, 3))) + 2 * np.eye(3),

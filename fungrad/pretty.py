@@ -49,6 +49,8 @@ def pp_literal(lit: core.Literal) -> str:
         text = str(np.asarray(v).astype(lit.aval.dtype)[()])
         if "." not in text and "e" not in text and "n" not in text:
             text += ".0"
+    elif isinstance(item, complex):  # numpy's spelling in the literal's precision: (2+0j), 1j
+        text = str(np.asarray(v).astype(lit.aval.dtype)[()])
     else:
         text = str(item)
     return f"{text}:{lit.aval.str_short()}"

@@ -26,7 +26,7 @@ from fungrad import core, dtypes
 from fungrad.core import ShapedArray
 from fungrad.lax.dot_algorithm import apply_algorithm, as_algorithm
 from fungrad.lax.utils import (
-    ANY,
+    ANY_OR_COMPLEX,
     check_kinds,
     ignore_fp_errors,
     operand,
@@ -117,7 +117,7 @@ def check_preferred_element_type(name: str, input_dtype: np.dtype, preferred) ->
     inputs may not be narrowed (nor turned into bool); float and bool inputs take any dtype."""
     if preferred is None:
         return input_dtype
-    check_kinds(name, preferred, ANY, "preferred_element_type")
+    check_kinds(name, preferred, ANY_OR_COMPLEX, "preferred_element_type")
     if input_dtype.kind in "iu" and (
         preferred.kind == "b" or preferred.itemsize < input_dtype.itemsize
     ):
@@ -131,7 +131,15 @@ def check_preferred_element_type(name: str, input_dtype: np.dtype, preferred) ->
 def accumulation_dtype(input_dtype: np.dtype, out_dtype: np.dtype) -> np.dtype:
     """The dtype the numpy reference contracts in: float32 or float64 for float inputs (float16
     accumulates in float32), int64 for integer and bool inputs (products wrap modulo 2**64, so
-    the final cast gives XLA's wrapped result) unless the result is float."""
+    the final cast gives XLA's wrapped result) unless the result is float. A complex input or
+    result contracts in complex64 or complex128 (the widest precision of the two); a real
+    result of complex inputs is the real part, as in XLA."""
+    if "c" in (input_dtype.kind, out_dtype.kind):
+        wide = np.dtype(np.float64) in (
+            dtypes.real_dtype(input_dtype),
+            dtypes.real_dtype(out_dtype),
+        )
+        return np.dtype(np.complex128 if wide else np.complex64)
     if input_dtype.kind == "f" or out_dtype.kind == "f":
         widest = max(
             input_dtype.itemsize if input_dtype.kind == "f" else 0,
@@ -185,7 +193,7 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, prefer
             f"{name} requires operands of the same dtype, got {lhs.dtype.name} and "
             f"{rhs.dtype.name} (convert one with lax.convert_element_type)"
         )
-    check_kinds(name, lhs.dtype, ANY)
+    check_kinds(name, lhs.dtype, ANY_OR_COMPLEX)
     _check_dims("lhs", lhs.shape, lc, lb)
     _check_dims("rhs", rhs.shape, rc, rb)
     for what, ld, rd in (("contracting", lc, rc), ("batch", lb, rb)):
@@ -357,6 +365,7 @@ def _dot_general_transpose_lhs(
     # dims); the result comes out as (batch, x free, x contracting sorted by y's), which a
     # transpose puts back in x's order.
     from fungrad import lax
+    from fungrad.lax import elementwise
 
     dims, out_axes = _transpose_lhs_layout(
         x_aval.ndim, core.get_aval(y).ndim, dimension_numbers, swap_ans
@@ -374,8 +383,8 @@ def _dot_general_transpose_lhs(
         preferred_element_type=preferred_element_type,
     )
     x_bar = lax.transpose(out, out_axes)
-    if x_bar.dtype != x_aval.dtype:
-        x_bar = lax.convert_element_type(x_bar, x_aval.dtype)
+    if x_bar.dtype != x_aval.dtype:  # (a complex cotangent of a real operand: its real part)
+        x_bar = elementwise._convert_quietly(x_bar, x_aval.dtype)
     return x_bar
 
 

@@ -1149,7 +1149,18 @@ defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
 defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
 defjvp2(tanh_p, lambda t, ans, x: mul(add(t, mul(t, ans)), sub(_const(x, 1), ans)))
 defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), _const(x, 1)))))
-defjvp(acosh_p, lambda t, x: mul(t, rsqrt(sub(square(x), _const(x, 1)))))
+
+
+def _acosh_jvp(t, x):
+    one = _const(x, 1)
+    if _is_complex(x):
+        # 1 / (sqrt(x - 1) sqrt(x + 1)): acosh's branch cut. (JAX's rsqrt(x^2 - 1), right
+        # for real x >= 1, has the wrong sign on parts of the complex plane.)
+        return mul(t, mul(rsqrt(sub(x, one)), rsqrt(add(x, one))))
+    return mul(t, rsqrt(sub(square(x), one)))
+
+
+defjvp(acosh_p, _acosh_jvp)
 defjvp(atanh_p, lambda t, x: mul(reciprocal(add(_const(x, 1), x)), div(t, sub(_const(x, 1), x))))
 defjvp2(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(ans, 1), ans))))
 defjvp(erf_p, lambda t, x: mul(_const(x, 2 / _SQRT_PI), mul(t, exp(neg(square(x))))))
@@ -1681,12 +1692,13 @@ def _bitcast_convert_type_impl(x, *, new_dtype):
 
 def _bitcast_convert_type_abstract_eval(x, *, new_dtype):
     name = "bitcast_convert_type"
-    check_kinds(name, x.dtype, ANY)
-    check_kinds(name, new_dtype, ANY, "new_dtype")
-    if dtypes.bool_ in (x.dtype, new_dtype) and x.dtype != new_dtype:
+    check_kinds(name, x.dtype, ANY_OR_COMPLEX)
+    check_kinds(name, new_dtype, ANY_OR_COMPLEX, "new_dtype")
+    if (x.dtype.kind in "bc" or new_dtype.kind in "bc") and x.dtype != new_dtype:
         raise TypeError(
-            f"{name} does not convert to or from bool (got {x.dtype.name} -> "
-            f"{new_dtype.name}); use convert_element_type"
+            f"{name} does not convert to or from bool or complex dtypes (got "
+            f"{x.dtype.name} -> {new_dtype.name}), as in JAX; use convert_element_type, or "
+            "lax.real/lax.imag for the parts of complex values"
         )
     old, new = x.dtype.itemsize, new_dtype.itemsize
     if old == new:

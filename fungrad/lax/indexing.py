@@ -45,7 +45,8 @@ from fungrad.lax import shape as shape_ops
 from fungrad.lax.slicing import append_kernel
 from fungrad.lax.utils import (
     ANY,
-    NUMERIC,
+    ANY_OR_COMPLEX,
+    NUMERIC_OR_COMPLEX,
     check_kinds,
     full_like_scalar,
     operand,
@@ -245,9 +246,9 @@ def _gather_window_dims(ndim, dn: GatherDimensionNumbers):
 
 
 def _default_fill_value(dtype: np.dtype):
-    """JAX's fill for out-of-bounds gathers: NaN, the most negative signed int, the largest
-    unsigned int, True."""
-    if dtypes.is_float(dtype):
+    """JAX's fill for out-of-bounds gathers: NaN (NaN+0j for complex), the most negative
+    signed int, the largest unsigned int, True."""
+    if dtypes.is_inexact(dtype):
         return float("nan")
     if dtypes.is_signed(dtype):
         return int(np.iinfo(dtype).min)
@@ -326,7 +327,7 @@ def _gather_abstract_eval(
             f"{name}: dimension_numbers must be a GatherDimensionNumbers, got {type(dn).__name__}"
         )
     _check_indices(name, indices)
-    check_kinds(name, operand_.dtype, ANY)
+    check_kinds(name, operand_.dtype, ANY_OR_COMPLEX)
     batch_rank = indices.ndim - 1
     out_rank = batch_rank + len(dn.offset_dims)
     _check_dims(name, "offset_dims", dn.offset_dims, out_rank)
@@ -622,9 +623,9 @@ def _scatter_primitive(name, combine, kinds):
     )
 
 
-scatter_p = _scatter_primitive("scatter", _scatter_combine_set, ANY)
-scatter_add_p = _scatter_primitive("scatter-add", np.add.at, NUMERIC)
-scatter_mul_p = _scatter_primitive("scatter-mul", np.multiply.at, NUMERIC)
+scatter_p = _scatter_primitive("scatter", _scatter_combine_set, ANY_OR_COMPLEX)
+scatter_add_p = _scatter_primitive("scatter-add", np.add.at, NUMERIC_OR_COMPLEX)
+scatter_mul_p = _scatter_primitive("scatter-mul", np.multiply.at, NUMERIC_OR_COMPLEX)
 scatter_min_p = _scatter_primitive("scatter-min", np.minimum.at, ANY)
 scatter_max_p = _scatter_primitive("scatter-max", np.maximum.at, ANY)
 

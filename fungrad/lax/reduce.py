@@ -24,11 +24,14 @@ import numpy as np
 
 from fungrad import core, dtypes
 from fungrad.core import ShapedArray
+from fungrad.lax import complex_math
 from fungrad.lax.utils import (
     ANY,
+    ANY_OR_COMPLEX,
     INT,
     INT_OR_BOOL,
     NUMERIC,
+    NUMERIC_OR_COMPLEX,
     check_kinds,
     ignore_fp_errors,
     operand,
@@ -103,9 +106,10 @@ def _accumulation_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def max_identity(dtype: np.dtype):
-    """The identity of ``max`` for ``dtype``: -inf, ``iinfo.min`` or False."""
+    """The identity of ``max`` for ``dtype``: -inf (-inf+0j for complex), ``iinfo.min`` or
+    False."""
     dtype = np.dtype(dtype)
-    if dtype.kind == "f":
+    if dtype.kind in "fc":
         return dtype.type(-np.inf)
     if dtype.kind in "iu":
         return dtype.type(np.iinfo(dtype).min)
@@ -113,9 +117,10 @@ def max_identity(dtype: np.dtype):
 
 
 def min_identity(dtype: np.dtype):
-    """The identity of ``min`` for ``dtype``: inf, ``iinfo.max`` or True."""
+    """The identity of ``min`` for ``dtype``: inf (inf+0j for complex), ``iinfo.max`` or
+    True."""
     dtype = np.dtype(dtype)
-    if dtype.kind == "f":
+    if dtype.kind in "fc":
         return dtype.type(np.inf)
     if dtype.kind in "iu":
         return dtype.type(np.iinfo(dtype).max)
@@ -149,6 +154,32 @@ def _ufunc_reduce(ufunc, x, axes, identity):
     return np.asarray(out, dtype=x.dtype)[()]
 
 
+def _pairwise_reduce(fn, x, axes, identity):
+    """``fn`` (an elementwise binary numpy function, associative) folded over ``axes`` as a
+    tree: the reduced axes are flattened into a last axis whose halves are combined until
+    one element is left; an empty reduction gives ``identity``."""
+    x = np.asarray(x)
+    kept = [d for d in range(x.ndim) if d not in axes]
+    flat = np.transpose(x, kept + list(axes)).reshape([x.shape[d] for d in kept] + [-1])
+    flat = np.concatenate([np.full(flat.shape[:-1] + (1,), identity, x.dtype), flat], -1)
+    while flat.shape[-1] > 1:
+        n = flat.shape[-1]
+        half = fn(flat[..., : n // 2], flat[..., n // 2 : 2 * (n // 2)])
+        flat = half if n % 2 == 0 else np.concatenate([half, flat[..., -1:]], -1)
+    return np.asarray(flat[..., 0], x.dtype)[()]
+
+
+def _doubling_accumulate(fn, x, axis):
+    """The inclusive scan of ``fn`` (associative, elementwise) along ``axis`` by doubling:
+    ceil(log2 n) whole-array steps."""
+    out = np.moveaxis(np.array(x), axis, -1)
+    s, n = 1, out.shape[-1]
+    while s < n:
+        out = np.concatenate([out[..., :s], fn(out[..., s:], out[..., :-s])], -1)
+        s *= 2
+    return np.moveaxis(out, -1, axis)
+
+
 # -- reduce_sum ... reduce_xor ---------------------------------------------------------------
 
 
@@ -158,12 +189,10 @@ def _sum_dtype(x: np.ndarray, axes) -> np.dtype:
     float32 rows of ones sum to 2^24), so float16/float32 sums accumulate in float64 there,
     rounded once (a bound independent of the length, as the compiled sums)."""
     acc = _accumulation_dtype(x.dtype)
-    if (
-        acc.kind == "f"
-        and acc.itemsize < 8
-        and not (tuple(axes) == (x.ndim - 1,) and x.flags.c_contiguous)
+    if acc in (np.float32, np.complex64) and not (
+        tuple(axes) == (x.ndim - 1,) and x.flags.c_contiguous
     ):
-        return np.dtype(np.float64)
+        return np.dtype(np.complex128 if acc.kind == "c" else np.float64)
     return acc
 
 
@@ -176,7 +205,7 @@ def _reduce_sum_impl(x, *, axes):
 
 
 def _reduce_sum_abstract_eval(x, *, axes):
-    check_kinds("reduce_sum", x.dtype, NUMERIC)
+    check_kinds("reduce_sum", x.dtype, NUMERIC_OR_COMPLEX)
     _check_axes("reduce_sum", x, axes)
     return ShapedArray(_reduced_shape(x.shape, axes), x.dtype, x.weak_type)
 
@@ -207,7 +236,7 @@ def _reduce_prod_impl(x, *, axes):
 
 
 reduce_prod_p = standard_primitive(
-    "reduce_prod", _reduce_prod_impl, _reduction_abstract_eval("reduce_prod", NUMERIC)
+    "reduce_prod", _reduce_prod_impl, _reduction_abstract_eval("reduce_prod", NUMERIC_OR_COMPLEX)
 )
 
 
@@ -218,33 +247,39 @@ def reduce_prod(operand_, axes):
 
 
 def _reduce_max_impl(x, *, axes):
+    if x.dtype.kind == "c":
+        return _pairwise_reduce(complex_math.maximum, x, axes, max_identity(x.dtype))
     return _ufunc_reduce(np.maximum, x, axes, max_identity(x.dtype))
 
 
 reduce_max_p = standard_primitive(
-    "reduce_max", _reduce_max_impl, _reduction_abstract_eval("reduce_max", ANY)
+    "reduce_max", _reduce_max_impl, _reduction_abstract_eval("reduce_max", ANY_OR_COMPLEX)
 )
 
 
 def reduce_max(operand_, axes):
     """Maximum over ``axes``. NaN propagates; an empty reduction gives -inf (floats),
-    ``iinfo.min`` (ints) or False (bool)."""
+    ``iinfo.min`` (ints) or False (bool). Complex values compare lexicographically, as
+    ``lax.max`` (an empty reduction gives -inf+0j)."""
     x = operand(operand_, "reduce_max")
     return reduce_max_p.bind(x, axes=_int_tuple("reduce_max", "axes", axes))
 
 
 def _reduce_min_impl(x, *, axes):
+    if x.dtype.kind == "c":
+        return _pairwise_reduce(complex_math.minimum, x, axes, min_identity(x.dtype))
     return _ufunc_reduce(np.minimum, x, axes, min_identity(x.dtype))
 
 
 reduce_min_p = standard_primitive(
-    "reduce_min", _reduce_min_impl, _reduction_abstract_eval("reduce_min", ANY)
+    "reduce_min", _reduce_min_impl, _reduction_abstract_eval("reduce_min", ANY_OR_COMPLEX)
 )
 
 
 def reduce_min(operand_, axes):
     """Minimum over ``axes``. NaN propagates; an empty reduction gives inf (floats),
-    ``iinfo.max`` (ints) or True (bool)."""
+    ``iinfo.max`` (ints) or True (bool). Complex values compare lexicographically, as
+    ``lax.min`` (an empty reduction gives inf+0j)."""
     x = operand(operand_, "reduce_min")
     return reduce_min_p.bind(x, axes=_int_tuple("reduce_min", "axes", axes))
 
@@ -462,8 +497,8 @@ def _cumsum_dtype(dtype: np.dtype) -> np.dtype:
     sqrt(n) ulps on random data; JAX's is within a few ulps of the exact prefix sums. float16
     ones accumulate in float32 as before (far beyond float16's range; and double -> half has
     no instruction: the compiled code would need a runtime function)."""
-    if dtype == np.float32:
-        return np.dtype(np.float64)
+    if dtype in (np.float32, np.complex64):
+        return np.dtype(np.complex128 if dtype.kind == "c" else np.float64)
     return _accumulation_dtype(dtype)
 
 
@@ -479,14 +514,30 @@ def _cumlogsumexp(x, axis):
     return out
 
 
+def _cummax(x, axis):
+    if x.dtype.kind == "c":  # lexicographic, as lax.max
+        return _doubling_accumulate(complex_math.maximum, x, axis)
+    return np.maximum.accumulate(x, axis)
+
+
+def _cummin(x, axis):
+    if x.dtype.kind == "c":
+        return _doubling_accumulate(complex_math.minimum, x, axis)
+    return np.minimum.accumulate(x, axis)
+
+
 cumsum_p = _cumulative_primitive(
-    "cumsum", lambda x, axis: np.cumsum(x, axis, dtype=_cumsum_dtype(x.dtype)), NUMERIC
+    "cumsum",
+    lambda x, axis: np.cumsum(x, axis, dtype=_cumsum_dtype(x.dtype)),
+    NUMERIC_OR_COMPLEX,
 )
 cumprod_p = _cumulative_primitive(
-    "cumprod", lambda x, axis: np.cumprod(x, axis, dtype=_accumulation_dtype(x.dtype)), NUMERIC
+    "cumprod",
+    lambda x, axis: np.cumprod(x, axis, dtype=_accumulation_dtype(x.dtype)),
+    NUMERIC_OR_COMPLEX,
 )
-cummax_p = _cumulative_primitive("cummax", lambda x, axis: np.maximum.accumulate(x, axis), NUMERIC)
-cummin_p = _cumulative_primitive("cummin", lambda x, axis: np.minimum.accumulate(x, axis), NUMERIC)
+cummax_p = _cumulative_primitive("cummax", _cummax, NUMERIC_OR_COMPLEX)
+cummin_p = _cumulative_primitive("cummin", _cummin, NUMERIC_OR_COMPLEX)
 cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", _cumlogsumexp, NUMERIC)
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from fungrad import core, dtypes
 from fungrad.array import Array
 from fungrad.core import ShapedArray
-from fungrad.lax.utils import NUMERIC, check_kinds, operand, standard_primitive
+from fungrad.lax.utils import NUMERIC_OR_COMPLEX, check_kinds, operand, standard_primitive
 from fungrad.lowering import kernel
 from fungrad.transforms.jvp import defjvp_zero, deflinear
 from fungrad.transforms.transpose import deflinear_transpose
@@ -446,7 +446,7 @@ def _iota_impl(*, dtype, shape, dimension):
 
 
 def _iota_abstract_eval(*, dtype, shape, dimension):
-    check_kinds("iota", dtype, NUMERIC, "dtype")
+    check_kinds("iota", dtype, NUMERIC_OR_COMPLEX, "dtype")
     if not 0 <= dimension < len(shape):
         raise TypeError(f"iota: dimension {dimension} is out of range for shape {shape}")
     return ShapedArray(shape, dtype, False)
@@ -490,6 +490,11 @@ def _fill_scalar(name: str, fill_value, dtype: np.dtype, weak: bool):
     ``full((2,), 2**40, float32)`` works although 2**40 is no int32)."""
     from fungrad.lax import elementwise
 
+    if isinstance(fill_value, complex) and dtype.kind != "c":
+        raise TypeError(
+            f"{name}: cannot fill an array of dtype {dtype.name} with the complex number "
+            f"{fill_value} (the imaginary part would be lost); ask for a complex dtype"
+        )
     if (
         isinstance(fill_value, (int, float))
         and not isinstance(fill_value, (bool, np.generic))

@@ -54,9 +54,15 @@ def describe_kinds(kinds) -> str:
 
 def check_kinds(name: str, dtype: np.dtype, kinds, what: str = "operand") -> None:
     if dtype.kind not in kinds:
+        hint = ""
+        if dtype.kind == "c" and "f" in kinds:
+            hint = (
+                " (complex numbers are not supported here: apply it to lax.real(x), "
+                "lax.imag(x) or lax.abs(x))"
+            )
         raise TypeError(
             f"{name} does not accept dtype {dtype.name} for its {what}; accepted "
-            f"dtypes are {describe_kinds(kinds)}"
+            f"dtypes are {describe_kinds(kinds)}{hint}"
         )
 
 

@@ -45,6 +45,8 @@ LINEAR = {
     "while",
     "checkpoint",
     "custom_lin",
+    "fft",
+    "fft_c2c",
 }
 
 # Primitives that are only ever used on the way to others (no batching rule needed).

@@ -232,6 +232,20 @@ def _conj_parts(x, y):
     return lax.real(z), lax.imag(z)
 
 
+def _fft_parts(x, y):
+    # every FFT type on S = (2, 3): FFT over the last axis, IRFFT of length (2, 4), RFFT
+    z = lax.complex(x, y)
+    w = lax.fft(z, "FFT", (3,))
+    r = lax.fft(lax.add(x, y), "RFFT", (2, 3))
+    return lax.real(w), lax.imag(w), lax.fft(z, "IRFFT", (2, 4)), lax.real(r), lax.imag(r)
+
+
+def _fft_c2c(x):
+    from fungrad.lax.fft import fft_c2c_p
+
+    return fft_c2c_p.bind(x, inverse=False)
+
+
 def _spd(rng):
     m = _unif(rng, -1, 1, (3, 3))
     return m @ m.T + 3 * np.eye(3)
@@ -446,6 +460,9 @@ SAMPLES = {
     "real": _binary(_complex_parts, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
     "imag": _binary(_complex_parts, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
     "conj": _binary(_conj_parts, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
+    # the FFT (complex through lax.complex) and the interleaved 1-D transform it compiles to
+    "fft": _binary(_fft_parts, lambda r: _unif(r, -2, 2), lambda r: _unif(r, -2, 2)),
+    "fft_c2c": _unary(_fft_c2c, lambda r: _unif(r, -2, 2, (3, 2))),
     # dense linear algebra: a well-conditioned SPD matrix, a well-conditioned lower triangle
     "cholesky": _unary(lambda x: lax.linalg.cholesky(x), _spd),
     # decompositions: QR's signs are LAPACK's (smooth away from zero columns); the full Q of a

@@ -17,6 +17,7 @@ from fungrad.lax.dot import *  # noqa: F401,F403
 from fungrad.lax.dot_algorithm import *  # noqa: F401,F403
 from fungrad.lax.elementwise import *  # noqa: F401,F403
 from fungrad.lax.extras import *  # noqa: F401,F403
+from fungrad.lax.fft import *  # noqa: F401,F403
 from fungrad.lax.indexing import *  # noqa: F401,F403
 from fungrad.lax.lax_utilities import *  # noqa: F401,F403
 from fungrad.lax.parallel import *  # noqa: F401,F403

@@ -4,9 +4,10 @@ names and semantics, computed directly with ``lax.conv_general_dilated``.
 ``mode`` follows SciPy: ``"full"`` (every overlap, shape ``s1 + s2 - 1``), ``"same"`` (the
 centre of the full result with ``in1``'s shape) and ``"valid"`` (only complete overlaps, shape
 ``|s1 - s2| + 1``; one input must be at least as large as the other in every dimension).
-Inputs promote to a floating dtype, as in JAX. Only the direct method exists: ``method="fft"``
-(``fftconvolve``) needs an FFT, which fungrad does not have (nor do ``stft``, ``istft``,
-``csd`` and ``welch``). :func:`detrend` removes constant or piecewise-linear trends.
+Inputs promote to a floating dtype, as in JAX. ``method="direct"`` (and ``"auto"``) computes
+the sums; ``method="fft"`` is :func:`fftconvolve`: products of ``fungrad.numpy.fft`` spectra
+(``stft``, ``istft``, ``csd`` and ``welch`` are not provided). :func:`detrend` removes constant
+or piecewise-linear trends.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.numpy import util
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "detrend"]
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "detrend", "fftconvolve"]
 
 _MODES = ("full", "same", "valid")
 
@@ -74,12 +75,7 @@ def _conv_nd(fun_name, in1, in2, mode, precision):
 
 
 def _check_method(fun_name, method):
-    if method == "fft":
-        raise ValueError(
-            f"{fun_name}: method='fft' needs an FFT, which fungrad does not have; "
-            "use method='direct' (or 'auto')"
-        )
-    if method not in ("auto", "direct"):
+    if method not in ("auto", "direct", "fft"):
         raise ValueError(f"{fun_name}: method must be 'auto', 'direct' or 'fft', got {method!r}")
 
 
@@ -91,6 +87,8 @@ def convolve(in1, in2, mode: str = "full", method: str = "auto", precision=None)
         >>> convolve(fnp.array([1., 2., 3.]), fnp.array([0., 1., 0.5]))  # [0, 1, 2.5, 4, 1.5]
     """
     _check_method("convolve", method)
+    if method == "fft":
+        return fftconvolve(in1, in2, mode)
     in1, in2 = _check("convolve", in1, in2, mode)
     return _conv_nd("convolve", in1, in2, mode, precision)
 
@@ -100,8 +98,77 @@ def correlate(in1, in2, mode: str = "full", method: str = "auto", precision=None
     offsets of ``scipy.signal.correlate``: the convolution of ``in1`` with ``in2`` reversed
     along every axis."""
     _check_method("correlate", method)
+    if method == "fft":
+        util.check_arraylike("correlate", in1, in2)
+        in2 = fnp.asarray(in2)
+        return fftconvolve(in1, fnp.flip(fnp.conj(in2)), mode)
     in1, in2 = _check("correlate", in1, in2, mode)
     return _conv_nd("correlate", in1, fnp.flip(in2), mode, precision)
+
+
+def fftconvolve(in1, in2, mode: str = "full", axes=None):
+    """N-dimensional convolution by FFTs (``scipy.signal.fftconvolve``): both inputs are
+    transformed over ``axes`` (all by default) at the full output length ``s1 + s2 - 1``,
+    multiplied and transformed back (real FFTs for real input), then cut to ``mode``'s shape
+    (``"same"`` and ``"valid"`` keep the centre). Along the other axes the inputs broadcast
+    (equal lengths, or 1). Zero-size input gives an empty array, as SciPy."""
+    util.check_arraylike("fftconvolve", in1, in2)
+    if mode not in _MODES:
+        raise ValueError(f"fftconvolve: mode must be one of {_MODES}, got {mode!r}")
+    in1, in2 = util.promote_dtypes_inexact(in1, in2, fun_name="fftconvolve")
+    if in1.ndim != in2.ndim:
+        raise ValueError(
+            "fftconvolve: in1 and in2 must have the same number of dimensions, got shapes "
+            f"{in1.shape} and {in2.shape}"
+        )
+    if in1.size == 0 or in2.size == 0:
+        return fnp.zeros((0,), in1.dtype)
+    nd = in1.ndim
+    if axes is None:
+        axes = tuple(range(nd))
+    else:
+        axes = (axes,) if isinstance(axes, int) else tuple(axes)
+        axes = tuple(util.canonicalize_axis(a, nd, "fftconvolve") for a in axes)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"fftconvolve: repeated axis in axes {axes}")
+    axes = tuple(sorted(axes))
+    for d in range(nd):
+        a, b = in1.shape[d], in2.shape[d]
+        if d not in axes and a != b and 1 not in (a, b):
+            raise ValueError(
+                f"fftconvolve: along axis {d}, which is not convolved (axes={axes}), the "
+                f"inputs must have equal lengths or length 1, got shapes {in1.shape} and "
+                f"{in2.shape}"
+            )
+    s1 = [in1.shape[d] for d in axes]
+    s2 = [in2.shape[d] for d in axes]
+    if mode == "valid" and not all(a >= b for a, b in zip(s1, s2)):
+        if not all(a <= b for a, b in zip(s1, s2)):
+            raise ValueError(
+                "fftconvolve: for mode='valid' one input must be at least as large as the "
+                f"other along every convolved axis, got shapes {in1.shape} and {in2.shape}"
+            )
+        in1, in2, s1, s2 = in2, in1, s2, s1
+    if all(a == 1 or b == 1 for a, b in zip(s1, s2)):  # no overlap to sum: the product
+        conv = fnp.multiply(in1, in2)
+    else:
+        from fungrad.numpy import fft as nfft
+
+        full = [a + b - 1 for a, b in zip(s1, s2)]
+        if fnp.iscomplexobj(in1):
+            spectrum = nfft.fftn(in1, full, axes) * nfft.fftn(in2, full, axes)
+            conv = nfft.ifftn(spectrum, full, axes)
+        else:
+            spectrum = nfft.rfftn(in1, full, axes) * nfft.rfftn(in2, full, axes)
+            conv = nfft.irfftn(spectrum, full, axes)
+    if mode == "full":
+        return conv
+    keep = s1 if mode == "same" else [a - b + 1 for a, b in zip(s1, s2)]
+    starts, stops = [0] * nd, list(conv.shape)
+    for d, k in zip(axes, keep):
+        starts[d] = (conv.shape[d] - k) // 2
+        stops[d] = starts[d] + k
+    return lax.slice(conv, starts, stops)
 
 
 def _check_2d(fun_name, in1, in2, boundary, fillvalue):

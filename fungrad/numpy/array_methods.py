@@ -25,7 +25,7 @@ from fungrad.numpy import complex_parts, indexing, linear, logic, reductions, uf
 # The operand types operators accept (as jax.Array: Python scalars, numpy values, arrays).
 # Array last: isinstance(x, Array) calls Array's metaclass (true for tracers) unless x is
 # exactly an Array, and the other types answer first.
-_ACCEPTED = (bool, int, float, np.generic, np.ndarray, core.Tracer, Array)
+_ACCEPTED = (bool, int, float, complex, np.generic, np.ndarray, core.Tracer, Array)
 # Containers are rejected outright by comparisons (== would otherwise compare identities).
 _REJECTED_EQ = (list, tuple, dict, set)
 

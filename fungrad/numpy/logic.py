@@ -67,8 +67,16 @@ __all__ = [
 
 
 def _comparison(name: str, lax_name: str, doc: str) -> Callable[[ArrayLike, ArrayLike], Array]:
+    lax_fn = getattr(lax, lax_name)
+    ordered = lax_name in ("lt", "le", "gt", "ge")
+
     def fn(x1: ArrayLike, x2: ArrayLike, /) -> Array:
-        return getattr(lax, lax_name)(*promote_args(name, x1, x2))
+        x1, x2 = promote_args(name, x1, x2)
+        if ordered and x1.dtype.kind == "c":
+            # jnp orders complex numbers lexicographically: real parts, then imaginary parts.
+            r1, r2 = lax.real(x1), lax.real(x2)
+            return lax.select(lax.eq(r1, r2), lax_fn(lax.imag(x1), lax.imag(x2)), lax_fn(r1, r2))
+        return lax_fn(x1, x2)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -117,8 +125,9 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     to each other only with ``equal_nan``. Integer inputs are compared in floating point."""
     a, b = promote_args_inexact("isclose", a, b)
     util.check_arraylike("isclose", rtol, atol)
-    rtol = lax.convert_element_type(rtol, a.dtype)
-    atol = lax.convert_element_type(atol, a.dtype)
+    tol_dtype = dtypes.real_dtype(a.dtype)  # |a - b| of complex values is real
+    rtol = lax.convert_element_type(rtol, tol_dtype)
+    atol = lax.convert_element_type(atol, tol_dtype)
     in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
     out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(isfinite(b), in_range))
     if equal_nan:

@@ -188,6 +188,23 @@ def _is_float(x) -> bool:
     return dtypes.is_float(x.dtype)
 
 
+def _is_complex(x) -> bool:
+    return x.dtype.kind == "c"
+
+
+def _reject_complex(fun_name: str, x, error: type[Exception], message: str) -> None:
+    """``error(message)`` when the argument ``x`` (array-like) is complex: functions with no
+    complex definition, with JAX's exception type and message."""
+    dt = getattr(x, "dtype", None)
+    if isinstance(x, complex) or (dt is not None and np.dtype(dt).kind == "c"):
+        raise error(f"{fun_name}: {message}")
+
+
+def _complex_parts_map(fn, x):
+    """``fn`` applied to the real and imaginary parts of complex ``x`` separately."""
+    return lax.complex(fn(lax.real(x)), fn(lax.imag(x)))
+
+
 # ---------------------------------------------------------------------------------------------
 # Functions that promote to floating point and apply one lax op
 
@@ -197,7 +214,7 @@ def _inexact_unary(name: str, lax_name: str, doc: str) -> Callable[[ArrayLike], 
 
     def fn(x: ArrayLike, /) -> Array:
         y = util.plain_operand(x)
-        if y is None or y.aval.dtype.kind != "f":  # promotion needed (ints, scalars, lists...)
+        if y is None or y.aval.dtype.kind not in "fc":  # promotion (ints, scalars, lists...)
             (y,) = promote_args_inexact(name, x)
         return lax_fn(y)
 
@@ -225,7 +242,15 @@ tanh = _inexact_unary("tanh", "tanh", "Elementwise hyperbolic tangent.")
 arcsinh = _inexact_unary("arcsinh", "asinh", "Elementwise inverse hyperbolic sine.")
 arccosh = _inexact_unary("arccosh", "acosh", "Elementwise inverse hyperbolic cosine.")
 arctanh = _inexact_unary("arctanh", "atanh", "Elementwise inverse hyperbolic tangent.")
-fabs = _inexact_unary("fabs", "abs", "Elementwise absolute value as a float (ints promote).")
+_fabs = _inexact_unary("fabs", "abs", "Elementwise absolute value as a float (ints promote).")
+
+
+def fabs(x, /):
+    """Elementwise absolute value as a float (ints promote); complex input is a TypeError, as
+    numpy's and jnp's ``fabs`` (use :func:`absolute` for the modulus)."""
+    _reject_complex("fabs", x, TypeError, "complex dtypes are not supported (as in numpy)")
+    return _fabs(x)
+
 
 # The array-API spellings.
 asin = _inexact_unary("asin", "asin", "Alias of :func:`arcsin`.")
@@ -236,16 +261,24 @@ acosh = _inexact_unary("acosh", "acosh", "Alias of :func:`arccosh`.")
 atanh = _inexact_unary("atanh", "atanh", "Alias of :func:`arctanh`.")
 
 
+def _log_base(x, base: float):
+    out = lax.log(x)
+    if _is_complex(x):  # divide both parts by the real log(base): log10(0) is -inf+0j
+        inv = Array(np.asarray(1 / np.log(base), dtypes.real_dtype(x.dtype)), True)
+        return _complex_parts_map(lambda p: lax.mul(p, inv), out)
+    return lax.div(out, lax.log(_const(x, base)))
+
+
 def log2(x, /):
     """Elementwise base-2 logarithm."""
     (x,) = promote_args_inexact("log2", x)
-    return lax.div(lax.log(x), lax.log(_const(x, 2)))
+    return _log_base(x, 2)
 
 
 def log10(x, /):
     """Elementwise base-10 logarithm."""
     (x,) = promote_args_inexact("log10", x)
-    return lax.div(lax.log(x), lax.log(_const(x, 10)))
+    return _log_base(x, 10)
 
 
 def reciprocal(x, /):
@@ -299,6 +332,11 @@ def float_power(x1, x2, /):
 def hypot(x1, x2, /):
     """Elementwise ``sqrt(x1**2 + x2**2)`` without intermediate overflow; inf wins over NaN."""
     x1, x2 = promote_args_inexact("hypot", x1, x2)
+    if _is_complex(x1):
+        raise ValueError(
+            "hypot is not well defined for complex-valued inputs (as in jnp); convert to "
+            "real values first, such as with abs(x)"
+        )
     x1, x2 = lax.abs(x1), lax.abs(x2)
     any_inf = lax.bitwise_or(isposinf(x1), isposinf(x2))
     big, small = lax.max(x1, x2), lax.min(x1, x2)
@@ -372,20 +410,42 @@ def _logaddexp_fn(name):
     return fn
 
 
+def _wrap_between(x, a: float):
+    """``x`` wrapped into ``[-a, a)`` (the imaginary part of a complex logarithm)."""
+    two_a = _const(x, 2 * a)
+    rem = lax.rem(lax.add(x, _const(x, a)), two_a)
+    rem = _where(lax.lt(rem, _const(rem, 0)), lax.add(rem, two_a), rem)
+    return lax.sub(rem, _const(rem, a))
+
+
+def _logaddexp_complex(x1, x2, base2: bool):
+    """JAX's complex logaddexp(2): ``m + log(1 + exp(x1 + x2 - 2m))`` around the
+    lexicographic maximum ``m``, the imaginary part wrapped into ``[-pi, pi)`` (divided by
+    ``log 2`` for base 2)."""
+    amax = lax.max(x1, x2)
+    delta = lax.sub(lax.add(x1, x2), lax.mul(amax, _const(amax, 2)))
+    if base2:
+        tail = lax.div(lax.log1p(lax.exp2(delta)), _const(delta, np.log(2)))
+        out = lax.add(amax, tail)
+        return lax.complex(lax.real(out), _wrap_between(lax.imag(out), np.pi / np.log(2)))
+    out = lax.add(amax, lax.log1p(lax.exp(delta)))
+    return lax.complex(lax.real(out), _wrap_between(lax.imag(out), np.pi))
+
+
 def logaddexp(x1, x2, /):
     """Elementwise ``log(exp(x1) + exp(x2))`` without overflow; its derivative is
     ``sigmoid(x1 - x2)`` in ``x1`` (1/2 at ties), as JAX's custom JVP gives."""
     x1, x2 = promote_args_inexact("logaddexp", x1, x2)
-    if np.issubdtype(x1.dtype, np.complexfloating):
-        return _logaddexp_value(x1, x2)
+    if _is_complex(x1):
+        return _logaddexp_complex(x1, x2, False)
     return _logaddexp_fn("logaddexp")(x1, x2)
 
 
 def logaddexp2(x1, x2, /):
     """Elementwise ``log2(2**x1 + 2**x2)`` without overflow (derivative as for logaddexp)."""
     x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
-    if np.issubdtype(x1.dtype, np.complexfloating):
-        return _strong(_logaddexp2_value(x1, x2))
+    if _is_complex(x1):
+        return _strong(_logaddexp_complex(x1, x2, True))
     return _strong(_logaddexp_fn("logaddexp2")(x1, x2))
 
 
@@ -470,6 +530,8 @@ def floor_divide(x1, x2, /):
     ``-7 // 0 == 0`` for int32; ``x // 0 == max`` for unsigned), as in JAX.
     """
     x1, x2 = promote_args_numeric("floor_divide", x1, x2)
+    if _is_complex(x1):
+        raise TypeError("floor_divide does not support complex-valued inputs (as in jnp)")
     if dtypes.is_unsigned(x1.dtype):
         return lax.div(x1, x2)
     if dtypes.is_signed(x1.dtype):
@@ -512,6 +574,8 @@ def fmod(x1, x2, /):
 def divmod(x1, x2, /):
     """``(floor_divide(x1, x2), remainder(x1, x2))``."""
     x1, x2 = promote_args_numeric("divmod", x1, x2)
+    if _is_complex(x1):
+        raise TypeError("divmod does not support complex-valued inputs (as in jnp)")
     if dtypes.is_float(x1.dtype):
         return _float_divmod(x1, x2)
     return floor_divide(x1, x2), remainder(x1, x2)
@@ -554,7 +618,7 @@ def power(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     n = _concrete_int_exponent(x2)
     if n is not None:
         (x1,) = promote_args_numeric("power", x1)
-        if n < 0 and not dtypes.is_float(x1.dtype):
+        if n < 0 and not dtypes.is_inexact(x1.dtype):
             raise TypeError(
                 f"power: integers cannot be raised to negative powers, got {x1.dtype.name} ** {n}"
             )
@@ -642,6 +706,15 @@ def clip(arr=None, /, min=None, max=None, *, a=_NO_VALUE, a_min=_NO_VALUE, a_max
     if arr is None:
         raise TypeError("clip: the array argument is required")
     util.check_arraylike("clip", arr)
+    for v in (arr, min, max):
+        _reject_complex(
+            "clip",
+            v,
+            ValueError,
+            "received a complex value either through the input or the min/max keywords. "
+            "Complex values have no ordering and cannot be clipped; take the real or "
+            "imaginary part first (fnp.real / fnp.imag)",
+        )
     if min is not None:
         arr = maximum(min, arr)
     if max is not None:
@@ -653,21 +726,32 @@ def clip(arr=None, /, min=None, max=None, *, a=_NO_VALUE, a_min=_NO_VALUE, a_max
 # Rounding
 
 
+def _no_complex_rounding(fun_name: str, x) -> None:
+    if _is_complex(x):
+        raise TypeError(
+            f"{fun_name} does not accept dtype {x.dtype.name}. Accepted dtypes are subtypes "
+            "of floating (round the real and imaginary parts separately)."
+        )
+
+
 def floor(x, /):
     """Elementwise floor (integers and bools are returned unchanged, as jnp)."""
     (x,) = promote_args("floor", x)
+    _no_complex_rounding("floor", x)
     return lax.floor(x) if _is_float(x) else x
 
 
 def ceil(x, /):
     """Elementwise ceiling (integers and bools are returned unchanged)."""
     (x,) = promote_args("ceil", x)
+    _no_complex_rounding("ceil", x)
     return lax.ceil(x) if _is_float(x) else x
 
 
 def trunc(x, /):
     """Round toward zero (integers and bools are returned unchanged)."""
     (x,) = promote_args("trunc", x)
+    _no_complex_rounding("trunc", x)
     if not _is_float(x):
         return x
     return _where(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x))
@@ -684,6 +768,8 @@ def rint(x, /):
     float dtype, float64 with x64, as jnp: no rounding is needed)."""
     util.check_arraylike("rint", x)
     x = util.asarray(x, fun_name="rint")
+    if _is_complex(x):  # each part rounded, as jnp
+        return _complex_parts_map(lambda p: lax.round(p, lax.RoundingMethod.TO_NEAREST_EVEN), x)
     if not dtypes.is_float(x.dtype):
         return lax.convert_element_type(x, dtypes.default_float_dtype())
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
@@ -699,6 +785,8 @@ def round(a, decimals: int = 0, out=None):
     _check_out("round", out)
     decimals = operator.index(decimals)
     a = util.asarray(a)
+    if _is_complex(a):  # each part rounded, as jnp
+        return _complex_parts_map(lambda p: round(p, decimals), a)
     if dtypes.is_bool(a.dtype):
         raise TypeError("round: bool arrays cannot be rounded; convert to a numeric dtype")
     if not _is_float(a):
@@ -746,12 +834,16 @@ def modf(x, /, out=None):
 def isnan(x, /):
     """Elementwise test for NaN (always False for integers and bools)."""
     (x,) = promote_args("isnan", x)
+    if _is_complex(x):
+        return lax.bitwise_or(isnan(lax.real(x)), isnan(lax.imag(x)))
     return lax.ne(x, x) if _is_float(x) else _full_like(x, False, np.bool_)
 
 
 def isinf(x, /):
     """Elementwise test for +-inf."""
     (x,) = promote_args("isinf", x)
+    if _is_complex(x):
+        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
     if not _is_float(x):
         return _full_like(x, False, np.bool_)
     return _strong(lax.eq(lax.abs(x), _const(x, np.inf)))  # jnp compares with a strong inf
@@ -760,13 +852,24 @@ def isinf(x, /):
 def isfinite(x, /):
     """Elementwise test for finite values (not inf, not NaN)."""
     (x,) = promote_args("isfinite", x)
+    if _is_complex(x):
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
     return lax.is_finite(x) if _is_float(x) else _full_like(x, True, np.bool_)
+
+
+def _no_complex_inf(fun_name: str, x) -> None:
+    if _is_complex(x):
+        raise ValueError(
+            f"{fun_name}: isposinf/isneginf are not well defined for complex types (as in "
+            "jnp); test the real and imaginary parts"
+        )
 
 
 def isposinf(x, /, out=None):
     """Elementwise test for +inf."""
     _check_out("isposinf", out)
     (x,) = promote_args("isposinf", x)
+    _no_complex_inf("isposinf", x)
     return _strong(lax.eq(x, _const(x, np.inf))) if _is_float(x) else _full_like(x, False, np.bool_)
 
 
@@ -774,6 +877,7 @@ def isneginf(x, /, out=None):
     """Elementwise test for -inf."""
     _check_out("isneginf", out)
     (x,) = promote_args("isneginf", x)
+    _no_complex_inf("isneginf", x)
     return (
         _strong(lax.eq(x, _const(x, -np.inf))) if _is_float(x) else _full_like(x, False, np.bool_)
     )
@@ -785,6 +889,8 @@ _SAME_WIDTH_INT = {2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.
 def signbit(x, /):
     """Elementwise test of the sign bit (True for -0. and for NaNs with the sign bit set)."""
     (x,) = promote_args("signbit", x)
+    if _is_complex(x):
+        raise ValueError(f"signbit is not well defined for {x.dtype.name} (as in jnp)")
     if dtypes.is_bool(x.dtype) or dtypes.is_unsigned(x.dtype):
         return _full_like(x, False, np.bool_)
     if dtypes.is_signed(x.dtype):
@@ -796,6 +902,8 @@ def signbit(x, /):
 def copysign(x1, x2, /):
     """``|x1|`` with the sign (bit) of ``x2``; integers promote to float, as jnp."""
     x1, x2 = promote_args_inexact("copysign", x1, x2)
+    if _is_complex(x1):
+        raise TypeError("copysign does not support complex-valued inputs (as in jnp)")
     magnitude = lax.abs(x1)
     return _where(signbit(x2), lax.neg(magnitude), magnitude)
 
@@ -814,6 +922,8 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
     and smallest finite values). Integer and bool arrays are returned unchanged."""
     del copy  # arrays are immutable
     (x,) = promote_args("nan_to_num", x)
+    if _is_complex(x):  # each part on its own, as jnp
+        return _complex_parts_map(lambda p: nan_to_num(p, nan=nan, posinf=posinf, neginf=neginf), x)
     if not _is_float(x):
         return x
     info = np.finfo(x.dtype)

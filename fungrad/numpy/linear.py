@@ -236,12 +236,19 @@ def dot(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type=No
     return _finish(out, out_dtype, weak)
 
 
+def _conj(x):
+    """The complex conjugate of a complex ``x``; a real ``x`` itself."""
+    return lax.conj(x) if x.dtype.kind == "c" else x
+
+
 def vdot(a, b, *, precision=None, preferred_element_type=None):
-    """The dot product of the flattened ``a`` and ``b`` (which must have the same size).
+    """The dot product of the flattened ``a`` and ``b`` (which must have the same size),
+    conjugating ``a`` when it is complex: ``sum(conj(a) * b)``, as numpy and jnp.
 
     Example: ``vdot(ones((2, 3)), ones((3, 2)))`` is ``6.0``.
     """
     (a, b), out_dtype, weak = _promote("vdot", (a, b), preferred_element_type)
+    a = _conj(a)
     if a.size != b.size:
         raise TypeError(
             f"vdot: operands must have the same size, got shapes {a.shape} "
@@ -257,6 +264,7 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
     Example: ``vecdot(ones((4, 3)), ones(3)).shape == (4,)``.
     """
     (x1, x2), out_dtype, weak = _promote("vecdot", (x1, x2), preferred_element_type)
+    x1 = _conj(x1)  # the array API's vecdot conjugates its first argument
     if x1.ndim == 0 or x2.ndim == 0:
         raise ValueError(
             f"vecdot: operands must have at least one dimension, got shapes "
@@ -715,15 +723,23 @@ def _conv1d(fun_name, a, v, mode, flip, precision, preferred_element_type):
         padding = ((m - 1, m - 1),)
     else:
         raise ValueError(f"{fun_name}: mode must be one of 'full', 'same', 'valid', got {mode!r}")
-    out = lax.conv_general_dilated(
-        lax.reshape(a, (1, 1, a.shape[0])),
-        lax.reshape(v, (1, 1, m)),
-        (1,),
-        padding,
-        precision=precision,
-        preferred_element_type=preferred_element_type,
-    )
-    out = lax.reshape(out, (out.shape[-1],))
+
+    def conv(a, v):
+        out = lax.conv_general_dilated(
+            lax.reshape(a, (1, 1, a.shape[0])),
+            lax.reshape(v, (1, 1, m)),
+            (1,),
+            padding,
+            precision=precision,
+            preferred_element_type=preferred_element_type,
+        )
+        return lax.reshape(out, (out.shape[-1],))
+
+    if a.dtype.kind == "c":  # four real convolutions: (ar + i ai) * (vr + i vi)
+        ar, ai, vr, vi = lax.real(a), lax.imag(a), lax.real(v), lax.imag(v)
+        out = lax.complex(lax.sub(conv(ar, vr), conv(ai, vi)), lax.add(conv(ar, vi), conv(ai, vr)))
+    else:
+        out = conv(a, v)
     return lax.rev(out, (0,)) if reverse_out else out
 
 
@@ -737,7 +753,10 @@ def convolve(a, v, mode: str = "full", *, precision=None, preferred_element_type
 
 
 def correlate(a, v, mode: str = "valid", *, precision=None, preferred_element_type=None):
-    """1-D cross-correlation ``out[k] = sum_n a[n + k] v[n]`` (numpy's ``correlate``)."""
+    """1-D cross-correlation ``out[k] = sum_n a[n + k] conj(v[n])`` (numpy's ``correlate``;
+    ``conj`` matters for complex ``v`` only)."""
+    util.check_arraylike("correlate", a, v)
+    v = _conj(util.asarray(v, fun_name="correlate"))
     return _conv1d("correlate", a, v, mode, False, precision, preferred_element_type)
 
 

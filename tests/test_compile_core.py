@@ -397,10 +397,17 @@ def test_outputs_are_fresh_readonly_arrays_and_inputs_pass_through():
 
 
 def test_every_primitive_with_an_impl_has_a_lowering_rule_or_is_inlined():
+    from fungrad.lowering import complex_split
     from fungrad.transforms.vmap import batch_rules
 
     inlined = {"jit", "checkpoint", "custom_jvp_call", "custom_vjp_call", "custom_lin"}
+    # (a primitive that only ever has complex values on one side, such as real or conj, is
+    # rewritten away by the complex split before lowering)
     missing = sorted(
-        p.name for p in batch_rules if p not in lowering_rules and p.name not in inlined
+        p.name
+        for p in batch_rules
+        if p not in lowering_rules
+        and p.name not in inlined
+        and not complex_split.removed_by_split(p)
     )
     assert not missing, f"primitives without a lowering rule: {missing}"

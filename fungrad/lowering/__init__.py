@@ -7,13 +7,15 @@ builds its executable, which optimises the jaxpr (``fungrad.ir.passes``), plans 
 (``cpu/``), or WGSL run through wgpu (``gpu/``). ``kernel`` is the small set of scalar ops
 lowering rules produce; the rules themselves live beside their primitives in ``fungrad/lax``.
 A new backend is one :class:`Backend` entry in :data:`BACKENDS` (its executable class and
-its policy).
+its policy). A program with complex values is first rewritten into real values
+(``complex_split``), which both backends then compile as any other program.
 """
 
 from __future__ import annotations
 
 import importlib
 
+from fungrad.lowering import complex_split
 from fungrad.lowering.cpu.compiler import CompileError
 from fungrad.lowering.fusion import LoweringError, Policy
 
@@ -59,7 +61,8 @@ BACKENDS: dict[str, Backend] = {
 def compile_jaxpr(closed, backend: str | None = "cpu", name: str = "main"):
     """Compile a ClosedJaxpr for ``backend`` (a key of :data:`BACKENDS`; None: ``"cpu"``):
     an ``Executable`` (native code) for ``"cpu"``, a ``GpuExecutable`` (WGSL through wgpu) for
-    ``"gpu"``."""
+    ``"gpu"``; for a program with complex values, a ``complex_split.SplitExecutable`` holding
+    the backend's executable of its real rewrite."""
     entry = (
         BACKENDS.get("cpu" if backend is None else backend)
         if (backend is None or isinstance(backend, str))
@@ -69,6 +72,8 @@ def compile_jaxpr(closed, backend: str | None = "cpu", name: str = "main"):
         raise ValueError(
             f"jit: unknown backend {backend!r}; supported backends: {', '.join(BACKENDS)}"
         )
+    if complex_split.has_complex(closed):
+        return complex_split.SplitExecutable(closed, entry.compile, name)
     return entry.compile(closed, name)
 
 

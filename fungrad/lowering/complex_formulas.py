@@ -1,0 +1,471 @@
+"""Complex arithmetic on pairs of real values, for the split rules (``complex_rules.py``).
+
+A complex value is a :class:`~fungrad.lowering.complex_split.Pair` ``(re, im)`` of real
+values, tracers of the complex split's trace: each function here binds real primitives,
+which append equations to the real program being built. The real helpers (``add``,
+``select``, ``hypot``...) take Python numbers for constants of the other operand's dtype.
+
+Formulas (the numerics follow numpy on ordinary values and C99 Annex G where it is cheap):
+
+* ``cmul``: ``(ac - bd) + (ad + bc)i`` (numpy's loop, no fused multiply-add); ``cdiv``:
+  Smith's algorithm exactly as numpy writes it (scale by the larger part of the divisor; a
+  zero divisor gives complex inf/NaN);
+* ``cabs``: ``sqrt(x^2 + y^2)`` where the squares neither overflow nor underflow, else
+  ``m sqrt(1 + (n/m)^2)``; inf when a part is infinite (even with a NaN part, as ``hypot``);
+* ``csqrt``: Kahan's ``t = sqrt((|x| + |z|) / 2)`` (halved first where the sum would
+  overflow), then ``y / 2t`` or ``|y| / 2t``: no cancellation on either half-plane;
+* ``cexp``: ``e^x (cos y + i sin y)``, exactly real when ``y == 0`` (so ``exp(inf) = inf``);
+  like XLA, it overflows where ``e^x`` does even when ``e^x cos y`` would be finite;
+* ``clog``: ``log|z| + i atan2(y, x)``, with ``log|z| = log1p((m - 1)(m + 1) + n^2) / 2`` for
+  ``1/2 <= m <= 2`` (``m``, ``n`` the larger and smaller of ``|x|``, ``|y|``), accurate near
+  ``|z| = 1``; ``clog1p`` and ``cexpm1`` keep their accuracy near 0 the same way;
+* ``csin``, ``ccos``, ``ctan`` through ``csinh``, ``ccosh``, ``ctanh`` of ``iz``; ``ctanh`` by
+  Kahan's formula (``tan y``, ``sinh x``), ``+-1`` beyond ``|x| = 20``;
+* ``casin``, ``cacos``, ``cacosh`` by Kahan's formulas (``atan2`` and the real ``asinh`` of
+  products of square roots, no cancellation), ``casinh`` and ``catan`` through ``casin`` and
+  ``catanh`` of ``iz``; ``catanh`` as ``log1p(4x / ((1 - x)^2 + y^2)) / 4 + i atan2(2y,
+  (1 - x)(1 + x) - y^2) / 2``;
+* ``cpow``: ``exp(b log a)``, with numpy's special cases ``a ** 0 = 1`` and ``0 ** b = 0``
+  for real ``b > 0`` (NaN for other ``b``); ``cinteger_pow`` by repeated squaring (and a
+  division for negative powers);
+* ``cmax``/``cmin`` compare lexicographically, as XLA: a comparison with NaN is false and
+  picks the second operand.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fungrad import core
+from fungrad.lowering.complex_split import Pair, constant
+
+# ---------------------------------------------------------------------------------------------
+# Real operations (Python numbers become constants of the other operand's dtype)
+
+
+def _p(name: str, *args, **params):
+    return core.primitives[name].bind(*args, **params)
+
+
+def _two(x, y):
+    if not isinstance(x, core.Tracer):
+        x = constant(x, y.dtype)
+    if not isinstance(y, core.Tracer):
+        y = constant(y, x.dtype)
+    return x, y
+
+
+def add(x, y):
+    return _p("add", *_two(x, y))
+
+
+def sub(x, y):
+    return _p("sub", *_two(x, y))
+
+
+def mul(x, y):
+    return _p("mul", *_two(x, y))
+
+
+def div(x, y):
+    return _p("div", *_two(x, y))
+
+
+def neg(x):
+    return _p("neg", x)
+
+
+def _cmp(name):
+    return lambda x, y: _p(name, *_two(x, y))
+
+
+lt, le, gt, ge, eq, ne = (_cmp(n) for n in ("lt", "le", "gt", "ge", "eq", "ne"))
+
+
+def and_(x, y):
+    return _p("and", x, y)
+
+
+def or_(x, y):
+    return _p("or", x, y)
+
+
+def not_(x):
+    return _p("not", x)
+
+
+def _un(name):
+    return lambda x: _p(name, x)
+
+
+rabs, sqrt, exp, log, log1p, expm1 = map(_un, ("abs", "sqrt", "exp", "log", "log1p", "expm1"))
+sin, cos, tan, sinh, cosh, asinh = map(_un, ("sin", "cos", "tan", "sinh", "cosh", "asinh"))
+
+
+def atan2(y, x):
+    return _p("atan2", *_two(y, x))
+
+
+def rmax(x, y):
+    return _p("max", *_two(x, y))
+
+
+def rmin(x, y):
+    return _p("min", *_two(x, y))
+
+
+def _shape_of(*xs):
+    shapes = [x.shape for x in xs if isinstance(x, core.Tracer) and x.shape]
+    return shapes[0] if shapes else ()
+
+
+def broadcast(x, shape):
+    """``x`` (0-d or already of ``shape``) of ``shape``."""
+    if x.shape == tuple(shape):
+        return x
+    return _p("broadcast_in_dim", x, shape=tuple(shape), broadcast_dimensions=())
+
+
+def select(pred, on_true, on_false):
+    """``on_true`` where ``pred`` else ``on_false`` (0-d cases broadcast)."""
+    on_true, on_false = _two(on_true, on_false)
+    shape = _shape_of(pred, on_true, on_false)
+    return _p("select_n", pred, broadcast(on_false, shape), broadcast(on_true, shape))
+
+
+def is_nan(x):
+    return ne(x, x)
+
+
+def is_inf(x):
+    return eq(rabs(x), math.inf)
+
+
+def signbit(x):
+    """Whether the sign bit of float ``x`` is set (-0.0 and NaNs with the bit included)."""
+    int_dtype = np.dtype(f"int{8 * x.dtype.itemsize}")
+    bits = _p("bitcast_convert_type", x, new_dtype=int_dtype)
+    return lt(bits, constant(0, int_dtype))
+
+
+def copysign(mag, sgn):
+    """``|mag|`` with the sign of ``sgn``."""
+    a = rabs(mag)
+    return select(signbit(sgn), neg(a), a)
+
+
+def zeros_like(x):
+    return broadcast(constant(0, x.dtype), x.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Complex operations on pairs
+
+
+def as_pair(x) -> Pair:
+    """A complex operand as a Pair (a real value gets a zero imaginary part)."""
+    return x if type(x) is Pair else Pair(x, constant(0, x.dtype))
+
+
+def cadd(a, b):
+    return Pair(add(a.re, b.re), add(a.im, b.im))
+
+
+def csub(a, b):
+    return Pair(sub(a.re, b.re), sub(a.im, b.im))
+
+
+def cneg(a):
+    return Pair(neg(a.re), neg(a.im))
+
+
+def cmul(a, b):
+    return Pair(sub(mul(a.re, b.re), mul(a.im, b.im)), add(mul(a.re, b.im), mul(a.im, b.re)))
+
+
+def cscale(a, s):
+    """``a`` times the real ``s``."""
+    return Pair(mul(a.re, s), mul(a.im, s))
+
+
+def cdiv(a, b):
+    """``a / b`` by Smith's algorithm, as numpy's loop computes it."""
+    ar, ai, br, bi = a.re, a.im, b.re, b.im
+    abr, abi = rabs(br), rabs(bi)
+    # |br| >= |bi|
+    rat1 = div(bi, br)
+    scl1 = div(1.0, add(br, mul(bi, rat1)))
+    re1 = mul(add(ar, mul(ai, rat1)), scl1)
+    im1 = mul(sub(ai, mul(ar, rat1)), scl1)
+    # both zero: a complex inf or NaN
+    re0, im0 = div(ar, abr), div(ai, abr)
+    # |br| < |bi| (or NaN)
+    rat2 = div(br, bi)
+    scl2 = div(1.0, add(bi, mul(br, rat2)))
+    re2 = mul(add(mul(ar, rat2), ai), scl2)
+    im2 = mul(sub(mul(ai, rat2), ar), scl2)
+    first = ge(abr, abi)
+    zero = and_(eq(abr, 0.0), eq(abi, 0.0))
+    re = select(first, select(zero, re0, re1), re2)
+    im = select(first, select(zero, im0, im1), im2)
+    return Pair(re, im)
+
+
+def _limits(dtype):
+    """(small, big): where ``x * x`` neither underflows nor overflows for ``small < |x| <
+    big``."""
+    return (2.0**-60, 2.0**60) if np.dtype(dtype).itemsize == 4 else (2.0**-500, 2.0**500)
+
+
+def hypot(x, y):
+    """``sqrt(x^2 + y^2)`` without overflow or underflow; inf if either is infinite."""
+    ax, ay = rabs(x), rabs(y)
+    m, n = rmax(ax, ay), rmin(ax, ay)
+    small, big = _limits(x.dtype)
+    direct = sqrt(add(mul(ax, ax), mul(ay, ay)))
+    r = div(n, m)
+    scaled = mul(m, sqrt(add(1.0, mul(r, r))))
+    h = select(and_(gt(m, small), lt(m, big)), direct, scaled)
+    h = select(eq(m, 0.0), 0.0, h)
+    return select(or_(is_inf(x), is_inf(y)), math.inf, h)
+
+
+def cabs(z):
+    return hypot(z.re, z.im)
+
+
+def _log_modulus(x, y):
+    """``log |x + iy|``, accurate near ``|z| = 1``."""
+    ax, ay = rabs(x), rabs(y)
+    m, n = rmax(ax, ay), rmin(ax, ay)
+    near = mul(0.5, log1p(add(mul(sub(m, 1.0), add(m, 1.0)), mul(n, n))))
+    return select(and_(ge(m, 0.5), le(m, 2.0)), near, log(hypot(x, y)))
+
+
+def clog(z):
+    return Pair(_log_modulus(z.re, z.im), atan2(z.im, z.re))
+
+
+def cexp(z):
+    x, y = z
+    ex = exp(x)
+    re, im = mul(ex, cos(y)), mul(ex, sin(y))
+    im = select(eq(y, 0.0), y, im)  # exp of a real number is real (exp(inf) = inf)
+    # exp(-inf + iy) = 0 even for an infinite or NaN y
+    vanish = and_(eq(x, -math.inf), not_(_p("is_finite", y)))
+    return Pair(select(vanish, 0.0, re), select(vanish, 0.0, im))
+
+
+def csqrt(z):
+    x, y = z
+    ax, ay = rabs(x), rabs(y)
+    a = hypot(x, y)
+    half_max = float(np.finfo(x.dtype).max) / 4
+    s = select(gt(a, half_max), add(mul(ax, 0.5), mul(a, 0.5)), mul(add(ax, a), 0.5))
+    t = sqrt(s)
+    two_t = add(t, t)
+    right = ge(x, 0.0)
+    re = select(right, t, div(ay, two_t))
+    im = select(right, div(y, two_t), copysign(t, y))
+    zero = eq(a, 0.0)
+    re, im = select(zero, 0.0, re), select(zero, y, im)
+    inf_y = is_inf(y)  # sqrt(x +- i inf) = inf +- i inf, for any x
+    return Pair(select(inf_y, math.inf, re), select(inf_y, y, im))
+
+
+def one_like(z):
+    return Pair(constant(1, z.re.dtype), constant(0, z.re.dtype))
+
+
+def csinh(z):
+    x, y = z
+    re, im = mul(sinh(x), cos(y)), mul(cosh(x), sin(y))
+    return Pair(re, select(eq(y, 0.0), y, im))
+
+
+def ccosh(z):
+    x, y = z
+    re, im = mul(cosh(x), cos(y)), mul(sinh(x), sin(y))
+    return Pair(re, select(eq(y, 0.0), mul(_p("sign", x), y), im))
+
+
+def ctanh(z):
+    x, y = z
+    t = tan(y)
+    beta = add(1.0, mul(t, t))
+    s = sinh(x)
+    rho = sqrt(add(1.0, mul(s, s)))
+    denom = add(1.0, mul(beta, mul(s, s)))
+    re = div(mul(mul(beta, rho), s), denom)
+    im = div(t, denom)
+    far = gt(rabs(x), 20.0)  # tanh(x) rounds to +-1 here in both precisions
+    far_im = mul(mul(mul(4.0, sin(y)), cos(y)), exp(mul(-2.0, rabs(x))))
+    return Pair(select(far, copysign(1.0, x), re), select(far, far_im, im))
+
+
+def _times_i(z):
+    """``i z``."""
+    return Pair(neg(z.im), z.re)
+
+
+def _times_minus_i(z):
+    """``-i z``."""
+    return Pair(z.im, neg(z.re))
+
+
+def csin(z):
+    return _times_minus_i(csinh(_times_i(z)))
+
+
+def ccos(z):
+    return ccosh(_times_i(z))
+
+
+def ctan(z):
+    return _times_minus_i(ctanh(_times_i(z)))
+
+
+def cexpm1(z):
+    x, y = z
+    h = sin(mul(y, 0.5))
+    re = sub(mul(expm1(x), cos(y)), mul(2.0, mul(h, h)))
+    im = mul(exp(x), sin(y))
+    return Pair(re, select(eq(y, 0.0), y, im))
+
+
+def clog1p(z):
+    x, y = z
+    m = rmax(rabs(x), rabs(y))
+    small = mul(0.5, log1p(add(mul(x, add(x, 2.0)), mul(y, y))))
+    x1 = add(x, 1.0)
+    re = select(lt(m, 0.5), small, _log_modulus(x1, y))
+    return Pair(re, atan2(y, x1))
+
+
+def _sqrt_pm(z, sign: float):
+    """``sqrt(1 + sign z)``."""
+    return csqrt(Pair(add(1.0, mul(sign, z.re)), mul(sign, z.im)))
+
+
+def _conj(z):
+    return Pair(z.re, neg(z.im))
+
+
+def casin(z):
+    # Kahan: asin z = atan2(Re z, Re(s1 s2)) + i asinh(Im(conj(s1) s2)), s1 = sqrt(1 - z),
+    # s2 = sqrt(1 + z)
+    s1, s2 = _sqrt_pm(z, -1.0), _sqrt_pm(z, 1.0)
+    return Pair(atan2(z.re, cmul(s1, s2).re), asinh(cmul(_conj(s1), s2).im))
+
+
+def cacos(z):
+    # Kahan: acos z = 2 atan2(Re s1, Re s2) + i asinh(Im(conj(s2) s1))
+    s1, s2 = _sqrt_pm(z, -1.0), _sqrt_pm(z, 1.0)
+    return Pair(mul(2.0, atan2(s1.re, s2.re)), asinh(cmul(_conj(s2), s1).im))
+
+
+def cacosh(z):
+    # Kahan: acosh z = asinh(Re(conj(s1) s2)) + 2i atan2(Im s1, Re s2), s1 = sqrt(z - 1),
+    # s2 = sqrt(z + 1)
+    s1 = csqrt(Pair(sub(z.re, 1.0), z.im))
+    s2 = csqrt(Pair(add(z.re, 1.0), z.im))
+    return Pair(asinh(cmul(_conj(s1), s2).re), mul(2.0, atan2(s1.im, s2.re)))
+
+
+def casinh(z):
+    return _times_minus_i(casin(_times_i(z)))
+
+
+def catanh(z):
+    x, y = z
+    one_minus = sub(1.0, x)
+    re = mul(0.25, log1p(div(mul(4.0, x), add(mul(one_minus, one_minus), mul(y, y)))))
+    im = mul(0.5, atan2(mul(2.0, y), sub(mul(one_minus, add(1.0, x)), mul(y, y))))
+    return Pair(re, im)
+
+
+def catan(z):
+    return _times_minus_i(catanh(_times_i(z)))
+
+
+def _is_zero(z):
+    return and_(eq(z.re, 0.0), eq(z.im, 0.0))
+
+
+def cpow(a, b):
+    """``a ** b``: ``exp(b log a)``; ``a ** 0 = 1``, ``0 ** b = 0`` for real ``b > 0`` (and
+    NaN for other ``b``), as numpy."""
+    la = clog(a)
+    if type(b) is Pair:
+        r = cexp(cmul(b, la))
+        b_zero = _is_zero(b)
+        b_real_positive = and_(gt(b.re, 0.0), eq(b.im, 0.0))
+    else:  # an integer (or real) exponent
+        if b.dtype != a.re.dtype:
+            b = _p("convert_element_type", b, new_dtype=a.re.dtype, weak_type=False)
+        r = cexp(cscale(la, b))
+        b_zero, b_real_positive = eq(b, 0.0), gt(b, 0.0)
+    a_zero = _is_zero(a)
+    nan = math.nan
+    re = select(a_zero, select(b_real_positive, 0.0, nan), r.re)
+    im = select(a_zero, select(b_real_positive, 0.0, nan), r.im)
+    return Pair(select(b_zero, 1.0, re), select(b_zero, 0.0, im))
+
+
+def cinteger_pow(z, y: int):
+    if y == 0:
+        return one_like(z)
+    acc, base, n = None, z, abs(y)
+    while n:
+        if n & 1:
+            acc = base if acc is None else cmul(acc, base)
+        n >>= 1
+        if n:
+            base = cmul(base, base)
+    return cdiv(one_like(z), acc) if y < 0 else acc
+
+
+def clogistic(z):
+    # 1 / (1 + exp(-z)), or e / (1 + e) with e = exp(z) where Re z < 0: neither overflows
+    e_neg = cexp(cneg(z))
+    pos = cdiv(one_like(z), Pair(add(1.0, e_neg.re), e_neg.im))
+    e = cexp(z)
+    negative = cdiv(e, Pair(add(1.0, e.re), e.im))
+    left = lt(z.re, 0.0)
+    return Pair(select(left, negative.re, pos.re), select(left, negative.im, pos.im))
+
+
+def csign(z):
+    a = cabs(z)
+    zero = eq(a, 0.0)
+    return Pair(select(zero, 0.0, div(z.re, a)), select(zero, 0.0, div(z.im, a)))
+
+
+def lex_gt(a, b):
+    """``a > b`` comparing real parts, then imaginary parts (false with a NaN)."""
+    return or_(gt(a.re, b.re), and_(eq(a.re, b.re), gt(a.im, b.im)))
+
+
+def lex_lt(a, b):
+    return or_(lt(a.re, b.re), and_(eq(a.re, b.re), lt(a.im, b.im)))
+
+
+def cselect(pred, a, b):
+    return Pair(select(pred, a.re, b.re), select(pred, a.im, b.im))
+
+
+def cmax(a, b):
+    return cselect(lex_gt(a, b), a, b)
+
+
+def cmin(a, b):
+    return cselect(lex_lt(a, b), a, b)
+
+
+def catan2(x, y):
+    # -i log((y + i x) / sqrt(x^2 + y^2)), the continuation of the real atan2 (XLA's)
+    num = cadd(y, _times_i(x))
+    den = csqrt(cadd(cmul(x, x), cmul(y, y)))
+    return _times_minus_i(clog(cdiv(num, den)))

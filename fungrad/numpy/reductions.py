@@ -477,13 +477,19 @@ def var(
     mean=None,
     correction=None,
 ):
-    """Variance over ``axis``: ``sum((a - mean)**2) / (N - correction)`` (``ddof`` is numpy's
-    name for ``correction``). NaN where ``N - correction <= 0``."""
+    """Variance over ``axis``: ``sum(|a - mean|**2) / (N - correction)`` (``ddof`` is numpy's
+    name for ``correction``). NaN where ``N - correction <= 0``. The variance of complex values
+    is real (complex64 -> float32), as in numpy and jnp."""
     a = _operand("var", a)
     _check_out("var", out)
     correction = _correction("var", ddof, correction)
-    result_dtype = ufuncs.inexact_dtype(a.dtype) if dtype is None else _dtype_arg("var", dtype)
+    if dtype is None:
+        result_dtype = dtypes.real_dtype(ufuncs.inexact_dtype(a.dtype))
+    else:
+        result_dtype = _dtype_arg("var", dtype)
     comp = _upcast_f16(ufuncs.inexact_dtype(result_dtype))
+    if a.dtype.kind == "c" and comp.kind != "c":  # centre in complex, sum |.|^2 in real
+        comp = dtypes.complex_dtype(comp)
     x = lax.convert_element_type(a, comp, False)
     if mean is None:
         centre = _mean(x, axis, dtype=comp, keepdims=True, where=where)
@@ -491,7 +497,11 @@ def var(
         util.check_arraylike("var", mean)
         centre = lax.convert_element_type(util.asarray(mean), comp, False)
     centered = ufuncs.subtract(x, centre)
-    centered = lax.mul(centered, centered)
+    if comp.kind == "c":
+        centered = lax.real(lax.mul(centered, lax.conj(centered)))
+        comp = dtypes.real_dtype(comp)
+    else:
+        centered = lax.mul(centered, centered)
     count = _count("var", a, axis, comp, keepdims, where)
     normalizer = lax.sub(count, lax.convert_element_type(correction, comp, False))
     total = sum(centered, axis, dtype=comp, keepdims=keepdims, where=where)
@@ -512,10 +522,14 @@ def std(
     mean=None,
     correction=None,
 ):
-    """Standard deviation over ``axis``: ``sqrt(var(...))`` with the same arguments."""
+    """Standard deviation over ``axis``: ``sqrt(var(...))`` with the same arguments (real for
+    complex values)."""
     a = _operand("std", a)
     _check_out("std", out)
-    result_dtype = ufuncs.inexact_dtype(a.dtype) if dtype is None else _dtype_arg("std", dtype)
+    if dtype is None:
+        result_dtype = dtypes.real_dtype(ufuncs.inexact_dtype(a.dtype))
+    else:
+        result_dtype = _dtype_arg("std", dtype)
     comp = _upcast_f16(ufuncs.inexact_dtype(result_dtype))
     v = var(
         a,
@@ -567,8 +581,9 @@ def argmin(a, axis=None, out=None, keepdims=None):
 
 
 def _nan_to(a, value):
-    """``a`` with NaNs replaced by ``value`` (integers and bools unchanged)."""
-    if not dtypes.is_float(a.dtype):
+    """``a`` with NaNs (complex: a NaN in either part) replaced by ``value`` (integers and
+    bools unchanged)."""
+    if not dtypes.is_inexact(a.dtype):
         return a
     return lax.select(ufuncs.isnan(a), _fill(a, value), a)
 
@@ -633,7 +648,7 @@ def nanargmin(a, axis=None, out=None, keepdims=None):
 def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, where=None):
     """:func:`mean` of the non-NaN elements (NaN for all-NaN slices)."""
     a = _operand("nanmean", a)
-    if not dtypes.is_float(a.dtype):
+    if not dtypes.is_inexact(a.dtype):
         return mean(a, axis, dtype, out, keepdims, where=where)
     _check_out("nanmean", out)
     return mean(a, axis, dtype, keepdims=keepdims, where=_not_nan_where("nanmean", a, where))
@@ -660,7 +675,7 @@ def nanvar(
 ):
     """:func:`var` of the non-NaN elements."""
     a = _operand("nanvar", a)
-    if dtypes.is_float(a.dtype):
+    if dtypes.is_inexact(a.dtype):
         where = _not_nan_where("nanvar", a, where)
     return var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction)
 
@@ -678,7 +693,7 @@ def nanstd(
 ):
     """:func:`std` of the non-NaN elements."""
     a = _operand("nanstd", a)
-    if dtypes.is_float(a.dtype):
+    if dtypes.is_inexact(a.dtype):
         where = _not_nan_where("nanstd", a, where)
     return std(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction)
 

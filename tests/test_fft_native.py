@@ -85,6 +85,23 @@ def test_non_finite_propagates_within_its_row(n, bad):
     _check(y[1:], x[1:], False)
 
 
+@pytest.mark.parametrize(
+    "shape",
+    [(8, 4096), (1, 1 << 16), (1, 3 << 15), (1, 40000), (1, 65537)],
+    ids=["rows", "passes", "mixed", "radix5", "bluestein"],
+)
+def test_threads_give_the_serial_result(shape):
+    """On the native pool (rows of a batch, or chunks of each pass of one large transform:
+    over j or over q, Bluestein's inner transforms) each output is computed by the same
+    operations as on one thread: bitwise equal."""
+    x = _data(np.random.default_rng(5), shape, np.complex64)
+    serial = native.fft(x)
+    np.testing.assert_array_equal(native.fft(x, threads=2), serial)
+    np.testing.assert_array_equal(native.fft(x, threads=3), serial)
+    if shape[1] == 1 << 16:
+        _check(serial, x, False)
+
+
 def test_empty_and_zero_length():
     assert native.fft(np.zeros((0, 8), np.complex64)).shape == (0, 8)
     assert native.fft(np.zeros((3, 0), np.complex128)).shape == (3, 0)
@@ -108,10 +125,11 @@ def test_plans_are_shared_and_symbols_stable():
     assert native.plan_symbol(12, np.float32, True) == "fg_fft_plan_f32_12_inv"
 
 
-@pytest.mark.parametrize("shape", [(5,), (3, 8), (64, 1024), (2, 97)])
+@pytest.mark.parametrize("shape", [(5,), (3, 8), (64, 1024), (2, 97), (1 << 15,)])
 def test_fft_step_under_jit(shape):
     """The FftStep that ``fft_c2c_p`` lowers to (interleaved ``[..., n, 2]`` float32; a batch
-    of 64 x 1024 runs on the thread pool) equals numpy, forward and inverse."""
+    of 64 x 1024 and a transform of 2^15 may run on the thread pool) equals numpy, forward and
+    inverse."""
     import fungrad as fg
     from fungrad.lax.fft import fft_c2c_p
 

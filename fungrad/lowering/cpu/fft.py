@@ -57,6 +57,9 @@ RADICES = (4, 2, 3, 5, 7)
 """The Stockham passes' radices, in the order the passes run; other prime factors of ``n``
 take Bluestein's algorithm."""
 J_INNER_BELOW = 8
+PARALLEL_POINTS = 1 << 15
+"""Complex points (of one transform, or of the batch) from which a call given a thread pool
+splits its work: the rows of a batch of at least ``nthreads``, else each pass of each row."""
 VEC = 8
 """Complex numbers per vector of the passes written with explicit vectors (``_block_pass_fn``)."""
 BLOCK_RADICES, BLOCK_S = (2, 4), (1, 2, 4)
@@ -80,7 +83,7 @@ def symbol(dtype) -> str:
 
 
 def library_decl(dtype) -> str:
-    return f"declare void @{symbol(dtype)}(ptr, ptr, ptr, i64)"
+    return f"declare void @{symbol(dtype)}(ptr, ptr, ptr, i64, ptr, i64)"
 
 
 # -- plans ------------------------------------------------------------------------------------
@@ -365,7 +368,6 @@ def _block_pass_fn(p: int, s: int, ty: str) -> str:
         f"  %sgv = shufflevector <{v} x {ty}> %sg0, <{v} x {ty}> poison, "
         f"<{v} x i32> zeroinitializer",
         f"  %sm = mul i64 %m, {s}",
-        f"  %nt = udiv i64 %sm, {v}",
         "  br label %h",
         "h:",
         "  %t = phi i64 [0, %entry], [%t.n, %b]",
@@ -440,7 +442,7 @@ def _block_pass_fn(p: int, s: int, ty: str) -> str:
     )
     head = (
         f"define internal void @fgfft.pass{p}b{s}(ptr noalias %x, ptr noalias %y, "
-        f"ptr noalias %tw, i64 %s, i64 %m, {ty} %sgn) nounwind noinline {{"
+        f"ptr noalias %tw, i64 %s, i64 %m, {ty} %sgn, i64 %nt) nounwind noinline {{"
     )
     return "\n".join([head, *fn.lines, "}", ""])
 
@@ -464,7 +466,7 @@ def _vector_pass_fn(p: int, ty: str) -> str:
         "  br label %oh",
         "oh:",
         "  %j = phi i64 [0, %entry], [%j.n, %ol]",
-        "  %oc = icmp ult i64 %j, %m",
+        "  %oc = icmp ult i64 %j, %jcnt",
         "  br i1 %oc, label %ob, label %exit",
         "ob:",
     )
@@ -483,7 +485,7 @@ def _vector_pass_fn(p: int, ty: str) -> str:
         "  br label %ih",
         "ih:",
         "  %q = phi i64 [0, %ob], [%q.n, %ib]",
-        "  %ic = icmp ult i64 %q, %s",
+        "  %ic = icmp ult i64 %q, %qcnt",
         "  br i1 %ic, label %ib, label %ol",
         "ib:",
     )
@@ -518,7 +520,8 @@ def _vector_pass_fn(p: int, ty: str) -> str:
     )
     head = (
         f"define internal void @fgfft.pass{p}v(ptr noalias %x, ptr noalias %y, "
-        f"ptr noalias %tw, i64 %s, i64 %m, {ty} %sgn) nounwind noinline {{"
+        f"ptr noalias %tw, i64 %s, i64 %m, {ty} %sgn, i64 %jcnt, i64 %qcnt) "
+        "nounwind noinline {"
     )
     return "\n".join([head, *fn.lines, "}", ""])
 
@@ -529,16 +532,100 @@ def _field(fn: _Fn, plan: str, i: int, name: str) -> str:
     return f"%{name}"
 
 
-def _run_fn(ty: str) -> str:
-    """``@fgfft.run(plan, x, out, scratch)``: one Stockham transform, ``x`` != ``out``."""
+# the context of one pass (``@fgfft.chunk``): i64 fields
+_CTX = ("key", "src", "dst", "tw", "s", "m", "sg", "split", "range")
+_KEY_VECTOR, _KEY_SCALAR_J, _KEY_SCALAR_Q = 100, 200, 300  # + radix; block passes: 8 p + s
+
+
+def _chunk_fn(ty: str) -> str:
+    """``@fgfft.chunk(ctx, a, b)``: the part ``[a, b)`` of one pass (its context: ``_CTX``):
+    for a block pass, vectors ``a`` to ``b``; for a vector pass, values ``a`` to ``b`` of ``j``
+    (``split`` 0) or vectors ``a`` to ``b`` of ``q`` (``split`` 1), by offsetting the pointers.
+    The scalar passes only run whole (``a`` = 0, ``b`` = their range)."""
     fn = _Fn(ty)
     esz = 4 if ty == "float" else 8
     fn.emit("entry:")
+    for i, nm in enumerate(_CTX[:-1]):
+        _field(fn, "%ctx", i, nm)
+    fn.emit(
+        "  %x = inttoptr i64 %src to ptr",
+        "  %y = inttoptr i64 %dst to ptr",
+        "  %t = inttoptr i64 %tw to ptr",
+        f"  %sgn = sitofp i64 %sg to {ty}",
+        "  %cnt = sub i64 %b, %a",
+    )
+    cases = [f"i64 {p * 8 + s_}, label %b{p}.{s_}" for p in BLOCK_RADICES for s_ in BLOCK_S]
+    cases += [
+        f"i64 {k + p}, label %{v}{p}"
+        for k, v in ((100, "v"), (200, "j"), (300, "q"))
+        for p in RADICES
+    ]
+    fn.emit(f"  switch i64 %key, label %exit [ {' '.join(cases)} ]")
+    for p in BLOCK_RADICES:
+        for s_ in BLOCK_S:
+            # vectors a..b: complex a VEC on, j from a VEC / s, outputs p a VEC on
+            fn.emit(
+                f"b{p}.{s_}:",
+                f"  %b{p}.{s_}.e = mul i64 %a, {2 * VEC * esz}",
+                f"  %b{p}.{s_}.x = getelementptr inbounds i8, ptr %x, i64 %b{p}.{s_}.e",
+                f"  %b{p}.{s_}.o = mul i64 %b{p}.{s_}.e, {p}",
+                f"  %b{p}.{s_}.y = getelementptr inbounds i8, ptr %y, i64 %b{p}.{s_}.o",
+                f"  %b{p}.{s_}.w0 = udiv i64 %b{p}.{s_}.e, {s_}",
+                f"  %b{p}.{s_}.w = getelementptr inbounds i8, ptr %t, i64 %b{p}.{s_}.w0",
+                f"  call void @fgfft.pass{p}b{s_}(ptr %b{p}.{s_}.x, ptr %b{p}.{s_}.y, "
+                f"ptr %b{p}.{s_}.w, i64 %s, i64 %m, {ty} %sgn, i64 %cnt)",
+                "  br label %exit",
+            )
+    for p in RADICES:
+        c = f"v{p}"
+        fn.emit(
+            f"{c}:",
+            f"  %{c}.byq = icmp ne i64 %split, 0",
+            # split over q: offset a VEC complex numbers; over j: s a in, s p a out, a twiddles
+            f"  %{c}.qo = mul i64 %a, {VEC}",
+            f"  %{c}.xi = mul i64 %s, %a",
+            f"  %{c}.yi = mul i64 %{c}.xi, {p}",
+            f"  %{c}.xo = select i1 %{c}.byq, i64 %{c}.qo, i64 %{c}.xi",
+            f"  %{c}.yo = select i1 %{c}.byq, i64 %{c}.qo, i64 %{c}.yi",
+            f"  %{c}.wo = select i1 %{c}.byq, i64 0, i64 %a",
+            f"  %{c}.x = getelementptr inbounds [2 x {ty}], ptr %x, i64 %{c}.xo",
+            f"  %{c}.y = getelementptr inbounds [2 x {ty}], ptr %y, i64 %{c}.yo",
+            f"  %{c}.w = getelementptr inbounds [2 x {ty}], ptr %t, i64 %{c}.wo",
+            f"  %{c}.qn = mul i64 %cnt, {VEC}",
+            f"  %{c}.jc = select i1 %{c}.byq, i64 %m, i64 %cnt",
+            f"  %{c}.qc = select i1 %{c}.byq, i64 %{c}.qn, i64 %s",
+            f"  call void @fgfft.pass{p}v(ptr %{c}.x, ptr %{c}.y, ptr %{c}.w, i64 %s, i64 %m, "
+            f"{ty} %sgn, i64 %{c}.jc, i64 %{c}.qc)",
+            "  br label %exit",
+        )
+        for v in ("j", "q"):
+            fn.emit(
+                f"{v}{p}:",
+                f"  call void @fgfft.pass{p}{v}(ptr %x, ptr %y, ptr %t, i64 %s, i64 %m, {ty} %sgn)",
+                "  br label %exit",
+            )
+    fn.emit("exit:", "  ret void")
+    head = "define internal void @fgfft.chunk(ptr %ctx, i64 %a, i64 %b) nounwind {"
+    return "\n".join([head, *fn.lines, "}", ""])
+
+
+def _run_fn(ty: str) -> str:
+    """``@fgfft.run(plan, x, out, scratch, pool, nthreads)``: one Stockham transform, ``x`` !=
+    ``out``. Each pass is described in a context for ``@fgfft.chunk``, which runs it whole or,
+    with a pool (``@fg_parallel_for``), ``nthreads > 1``, at least ``PARALLEL_POINTS`` points
+    and an explicit-vector pass, split over the threads."""
+    fn = _Fn(ty)
+    esz = 4 if ty == "float" else 8
+    fn.emit("entry:", f"  %ctx = alloca i64, i64 {len(_CTX)}")
     _field(fn, "%plan", 0, "n")
     _field(fn, "%plan", 2, "np")
     _field(fn, "%plan", 8, "sg")
     fn.emit(
-        f"  %sgn = sitofp i64 %sg to {ty}",
+        "  %hasp = icmp ne ptr %pool, null",
+        "  %many = icmp sgt i64 %nthreads, 1",
+        f"  %bign = icmp sge i64 %n, {PARALLEL_POINTS}",
+        "  %par0 = and i1 %hasp, %many",
+        "  %par = and i1 %par0, %bign",
         "  %none = icmp eq i64 %np, 0",
         "  br i1 %none, label %copy, label %start",
         "copy:",
@@ -564,43 +651,57 @@ def _run_fn(ty: str) -> str:
     for i, nm in enumerate(("radix", "s", "m", "twi")):
         _field(fn, "%st", i, nm)
     fn.emit(
-        "  %tw = inttoptr i64 %twi to ptr",
-        f"  %jin = icmp slt i64 %s, {J_INNER_BELOW}",
-        "  br i1 %jin, label %small, label %big",
-        "big:",
-        f"  %sr = urem i64 %s, {VEC}",
-        "  %sv = icmp eq i64 %sr, 0",
-        "  br i1 %sv, label %vsw, label %qsw",
-        "small:",
+        # which pass: block (s 1, 2, 4 with s m a multiple of VEC, radix 2 or 4), vector
+        # (s a multiple of VEC), else scalar over j (s < J_INNER_BELOW) or q
         "  %ms = mul i64 %m, %s",
         f"  %msr = urem i64 %ms, {VEC}",
         "  %whole = icmp eq i64 %msr, 0",
-        "  br i1 %whole, label %bsw, label %jsw",
-        "bsw:",
-        "  %key0 = mul i64 %radix, 8",
-        "  %key = add i64 %key0, %s",
+        f"  %sr = urem i64 %s, {VEC}",
+        "  %sv = icmp eq i64 %sr, 0",
+        "  %r2 = icmp eq i64 %radix, 2",
+        "  %r4 = icmp eq i64 %radix, 4",
+        "  %r24 = or i1 %r2, %r4",
+        "  %s124a = icmp eq i64 %s, 1",
+        "  %s124b = icmp eq i64 %s, 2",
+        "  %s124c = icmp eq i64 %s, 4",
+        "  %s124ab = or i1 %s124a, %s124b",
+        "  %s124 = or i1 %s124ab, %s124c",
+        "  %blk0 = and i1 %r24, %s124",
+        "  %blk = and i1 %blk0, %whole",
+        "  %kb0 = mul i64 %radix, 8",
+        "  %kb = add i64 %kb0, %s",
+        f"  %rb = udiv i64 %ms, {VEC}",
+        f"  %jin = icmp slt i64 %s, {J_INNER_BELOW}",
+        f"  %kjq = select i1 %jin, i64 {_KEY_SCALAR_J}, i64 {_KEY_SCALAR_Q}",
+        f"  %kv0 = select i1 %sv, i64 {_KEY_VECTOR}, i64 %kjq",
+        "  %kv = add i64 %kv0, %radix",
+        # a vector pass splits over j when m is at least the vectors of q, else over q
+        f"  %sq = udiv i64 %s, {VEC}",
+        "  %byq = icmp ult i64 %m, %sq",
+        "  %spl = zext i1 %byq to i64",
+        "  %rv0 = select i1 %byq, i64 %sq, i64 %m",
+        "  %rv = select i1 %sv, i64 %rv0, i64 %m",
+        "  %key = select i1 %blk, i64 %kb, i64 %kv",
+        "  %range = select i1 %blk, i64 %rb, i64 %rv",
+        "  %vecp = or i1 %blk, %sv",
+        "  %split = and i1 %par, %vecp",
+        "  %srci = ptrtoint ptr %src to i64",
+        "  %dsti = ptrtoint ptr %dst to i64",
+        "  %spl2 = select i1 %blk, i64 0, i64 %spl",
     )
-    cases = " ".join(f"i64 {p * 8 + s}, label %b{p}.{s}" for p in BLOCK_RADICES for s in BLOCK_S)
-    fn.emit(f"  switch i64 %key, label %jsw [ {cases} ]")
-    for p in BLOCK_RADICES:
-        for s in BLOCK_S:
-            fn.emit(
-                f"b{p}.{s}:",
-                f"  call void @fgfft.pass{p}b{s}(ptr %src, ptr %dst, ptr %tw, i64 %s, i64 %m, "
-                f"{ty} %sgn)",
-                "  br label %next",
-            )
-    for v in ("j", "q", "v"):
-        cases = " ".join(f"i64 {p}, label %{v}{p}" for p in RADICES)
-        fn.emit(f"{v}sw:", f"  switch i64 %radix, label %next [ {cases} ]")
-        for p in RADICES:
-            fn.emit(
-                f"{v}{p}:",
-                f"  call void @fgfft.pass{p}{v}(ptr %src, ptr %dst, ptr %tw, i64 %s, i64 %m, "
-                f"{ty} %sgn)",
-                "  br label %next",
-            )
+    for i, v in enumerate(("%key", "%srci", "%dsti", "%twi", "%s", "%m", "%sg", "%spl2")):
+        fn.emit(
+            f"  %c{i} = getelementptr inbounds i64, ptr %ctx, i64 {i}",
+            f"  store i64 {v}, ptr %c{i}",
+        )
     fn.emit(
+        "  br i1 %split, label %threads, label %serial",
+        "threads:",
+        "  call void %pool(ptr @fgfft.chunk, ptr %ctx, i64 %range, i64 %nthreads)",
+        "  br label %next",
+        "serial:",
+        "  call void @fgfft.chunk(ptr %ctx, i64 0, i64 %range)",
+        "  br label %next",
         "next:",
         "  %isout = icmp eq ptr %dst, %out",
         "  %dst.n = select i1 %isout, ptr %scr, ptr %out",
@@ -609,7 +710,10 @@ def _run_fn(ty: str) -> str:
         "exit:",
         "  ret void",
     )
-    head = "define internal void @fgfft.run(ptr %plan, ptr %x, ptr %out, ptr %scr) nounwind {"
+    head = (
+        "define internal void @fgfft.run(ptr %plan, ptr %x, ptr %out, ptr %scr, ptr %pool, "
+        "i64 %nthreads) nounwind {"
+    )
     return "\n".join([head, *fn.lines, "}", ""])
 
 
@@ -658,14 +762,14 @@ def _bluestein_fn(ty: str) -> str:
         "  call void @llvm.memset.p0.i64(ptr %tpad, i8 0, i64 %padb, i1 false)",
     )
     _loop(fn, "a", "%n", lambda f, j: f.store("%ta", j, f.mul(f.load("%x", j), f.load("%w", j))))
-    fn.emit("  call void @fgfft.run(ptr %sub, ptr %ta, ptr %ua, ptr %va)")
+    fn.emit("  call void @fgfft.run(ptr %sub, ptr %ta, ptr %ua, ptr %va, ptr %pool, i64 %nthreads)")
     _loop(
         fn,
         "b",
         "%bm",
         lambda f, k: f.store("%ua", k, f.conj(f.mul(f.load("%ua", k), f.load("%f", k)))),
     )
-    fn.emit("  call void @fgfft.run(ptr %sub, ptr %ua, ptr %ta, ptr %va)")
+    fn.emit("  call void @fgfft.run(ptr %sub, ptr %ua, ptr %ta, ptr %va, ptr %pool, i64 %nthreads)")
     _loop(
         fn,
         "c",
@@ -673,7 +777,10 @@ def _bluestein_fn(ty: str) -> str:
         lambda f, k: f.store("%out", k, f.mul(f.conj(f.load("%ta", k)), f.load("%w", k))),
     )
     fn.emit("  ret void")
-    head = "define internal void @fgfft.blue(ptr %plan, ptr %x, ptr %out, ptr %scr) nounwind {"
+    head = (
+        "define internal void @fgfft.blue(ptr %plan, ptr %x, ptr %out, ptr %scr, ptr %pool, "
+        "i64 %nthreads) nounwind {"
+    )
     return "\n".join([head, *fn.lines, "}", ""])
 
 
@@ -681,7 +788,8 @@ def _driver_fn(ty: str, name: str) -> str:
     """The exported ``@fg_fft_<t>(plan, x, out, batch)``: scratch, then each row."""
     esz = 4 if ty == "float" else 8
     lines = [
-        f"define void @{name}(ptr %plan, ptr %x, ptr %out, i64 %batch) nounwind {{",
+        f"define void @{name}(ptr %plan, ptr %x, ptr %out, i64 %batch, ptr %pool, "
+        "i64 %nthreads) nounwind {",
         "entry:",
         "  %n = load i64, ptr %plan",
         "  %kp = getelementptr inbounds i64, ptr %plan, i64 1",
@@ -689,7 +797,27 @@ def _driver_fn(ty: str, name: str) -> str:
         "  %scp = getelementptr inbounds i64, ptr %plan, i64 3",
         "  %sc = load i64, ptr %scp",
         "  %nob = icmp sle i64 %batch, 0",
-        "  br i1 %nob, label %done, label %alloc",
+        "  br i1 %nob, label %done, label %check",
+        # rows over the threads: a pool, nthreads > 1, at least as many rows, enough points
+        "check:",
+        "  %hasp = icmp ne ptr %pool, null",
+        "  %many = icmp sgt i64 %nthreads, 1",
+        "  %rows = icmp sge i64 %batch, %nthreads",
+        "  %pts = mul i64 %batch, %n",
+        f"  %bign = icmp sge i64 %pts, {PARALLEL_POINTS}",
+        "  %p0 = and i1 %hasp, %many",
+        "  %p1 = and i1 %p0, %rows",
+        "  %par = and i1 %p1, %bign",
+        "  br i1 %par, label %split, label %alloc",
+        "split:",
+        "  %ctx = alloca ptr, i64 3",
+        "  store ptr %plan, ptr %ctx",
+        "  %c1 = getelementptr inbounds ptr, ptr %ctx, i64 1",
+        "  store ptr %x, ptr %c1",
+        "  %c2 = getelementptr inbounds ptr, ptr %ctx, i64 2",
+        "  store ptr %out, ptr %c2",
+        "  call void %pool(ptr @fgfft.rows, ptr %ctx, i64 %batch, i64 %nthreads)",
+        "  br label %done",
         "alloc:",
         f"  %scb0 = mul i64 %sc, {2 * esz}",
         "  %scb1 = add i64 %scb0, 63",
@@ -710,7 +838,7 @@ def _driver_fn(ty: str, name: str) -> str:
         f"  %ob = getelementptr inbounds {ty}, ptr %out, i64 %off",
         "  br i1 %blue, label %bl, label %st",
         "bl:",
-        "  call void @fgfft.blue(ptr %plan, ptr %xb, ptr %ob, ptr %scr)",
+        "  call void @fgfft.blue(ptr %plan, ptr %xb, ptr %ob, ptr %scr, ptr %pool, i64 %nthreads)",
         "  br label %next",
         "st:",
         "  %same = icmp eq ptr %xb, %ob",
@@ -720,7 +848,7 @@ def _driver_fn(ty: str, name: str) -> str:
         "  br label %run",
         "run:",
         "  %src = phi ptr [%xb, %st], [%spare, %cp]",
-        "  call void @fgfft.run(ptr %plan, ptr %src, ptr %ob, ptr %scr)",
+        "  call void @fgfft.run(ptr %plan, ptr %src, ptr %ob, ptr %scr, ptr %pool, i64 %nthreads)",
         "  br label %next",
         "next:",
         "  %b.n = add i64 %b, 1",
@@ -734,6 +862,32 @@ def _driver_fn(ty: str, name: str) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _rows_fn(ty: str, name: str) -> str:
+    """``@fgfft.rows(ctx, a, b)``: rows ``a`` to ``b`` (ctx: plan, x, out) on this thread."""
+    esz = 4 if ty == "float" else 8
+    return "\n".join(
+        [
+            "define internal void @fgfft.rows(ptr %ctx, i64 %a, i64 %b) nounwind {",
+            "entry:",
+            "  %plan = load ptr, ptr %ctx",
+            "  %c1 = getelementptr inbounds ptr, ptr %ctx, i64 1",
+            "  %x = load ptr, ptr %c1",
+            "  %c2 = getelementptr inbounds ptr, ptr %ctx, i64 2",
+            "  %out = load ptr, ptr %c2",
+            "  %n = load i64, ptr %plan",
+            f"  %row = mul i64 %n, {2 * esz}",
+            "  %off = mul i64 %a, %row",
+            "  %xs = getelementptr inbounds i8, ptr %x, i64 %off",
+            "  %os = getelementptr inbounds i8, ptr %out, i64 %off",
+            "  %cnt = sub i64 %b, %a",
+            f"  call void @{name}(ptr %plan, ptr %xs, ptr %os, i64 %cnt, ptr null, i64 1)",
+            "  ret void",
+            "}",
+            "",
+        ]
+    )
 
 
 def library_ir(dtype) -> str:
@@ -750,7 +904,9 @@ def library_ir(dtype) -> str:
         *(_pass_fn(p, j, ty) for p in RADICES for j in (True, False)),
         *(_block_pass_fn(p, s, ty) for p in BLOCK_RADICES for s in BLOCK_S),
         *(_vector_pass_fn(p, ty) for p in RADICES),
+        _chunk_fn(ty),
         _run_fn(ty),
+        _rows_fn(ty, f"fg_fft_{tag}"),
         _bluestein_fn(ty),
         _driver_fn(ty, f"fg_fft_{tag}"),
         "!0 = distinct !{!0, !1}",
@@ -783,15 +939,19 @@ def ensure_library(dtype) -> None:
         # generated code calls into it for the rest of the process: never free it
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(module))
         ptr = ctypes.c_void_p
-        _functions[dt] = module.function(name, [ptr, ptr, ptr, ctypes.c_int64])
+        i64 = ctypes.c_int64
+        _functions[dt] = module.function(name, [ptr, ptr, ptr, i64, ptr, i64])
         llvm_capi.add_symbol(name, module.address(name))
         _modules[dt] = module
 
 
-def fft(x: np.ndarray, inverse: bool = False, out: np.ndarray | None = None) -> np.ndarray:
+def fft(
+    x: np.ndarray, inverse: bool = False, out: np.ndarray | None = None, threads: int = 1
+) -> np.ndarray:
     """The unscaled DFT (``inverse``: sign +1) along the last axis of a complex64 or
     complex128 array, through the native library (tests, benchmarks). ``out``: a C-contiguous
-    array of ``x``'s shape and dtype (may be ``x``); a new one when None."""
+    array of ``x``'s shape and dtype (may be ``x``); a new one when None. ``threads`` > 1 runs
+    it on the native thread pool (``runtime.py``) as jitted code does."""
     x = np.asarray(x)
     if x.dtype not in (np.complex64, np.complex128):
         raise TypeError(f"fft: x must be complex64 or complex128, got {x.dtype}")
@@ -811,5 +971,11 @@ def fft(x: np.ndarray, inverse: bool = False, out: np.ndarray | None = None) -> 
     real = np.dtype(np.float32 if x.dtype == np.complex64 else np.float64)
     ensure_library(real)
     p = plan(n, real, inverse)
-    _functions[real](p.address, x.ctypes.data, out.ctypes.data, x.size // n)
+    pool = None
+    if threads > 1:
+        from fungrad.lowering.cpu import llvm_capi, runtime
+
+        runtime.ensure_registered()
+        pool = llvm_capi.address_of_symbol("fg_parallel_for")
+    _functions[real](p.address, x.ctypes.data, out.ctypes.data, x.size // n, pool, threads)
     return out

@@ -22,8 +22,8 @@ def _check_inexact_dtype(fun_name: str, dtype):
     if dtype is None:
         return None
     dt = dtypes.canonicalize_dtype(dtype)
-    if not dtypes.is_float(dt):
-        raise ValueError(f"{fun_name}: dtype must be a floating dtype, got {dt.name}")
+    if not dtypes.is_inexact(dt):
+        raise ValueError(f"{fun_name}: dtype must be a floating or complex dtype, got {dt.name}")
     return dt
 
 
@@ -133,6 +133,8 @@ def cov(
             f = w_sum - ddof * reductions.sum(w * aweights) / w_sum
     X = X - avg
     X_T = (X if w is None else X * w).T
+    if X_T.dtype.kind == "c":
+        X_T = lax.conj(X_T)
     return manipulation.squeeze(ufuncs.true_divide(linear.dot(X, X_T), f))
 
 
@@ -146,8 +148,11 @@ def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
     c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return c / c  # NaN for nan/inf/0 variance, 1 otherwise
-    stddev = ufuncs.sqrt(linear.diagonal(c))
+    d = linear.diagonal(c)
+    stddev = ufuncs.sqrt(lax.real(d) if d.dtype.kind == "c" else d)
     c = c / manipulation.expand_dims(stddev, 1) / manipulation.expand_dims(stddev, 0)
+    if c.dtype.kind == "c":  # numpy clips the real and imaginary parts
+        return lax.complex(ufuncs.clip(lax.real(c), -1, 1), ufuncs.clip(lax.imag(c), -1, 1))
     return ufuncs.clip(c, -1, 1)
 
 

@@ -1,6 +1,8 @@
 """fungrad.numpy sorting, searching and counting (NumPy's grouping of these routines).
 
-sort / argsort / lexsort use the multi-operand ``lax.sort`` (stable; NaNs last, -0.0 == 0.0);
+sort / argsort / lexsort use the multi-operand ``lax.sort`` (stable; NaNs last, -0.0 == 0.0;
+complex values lexicographically, by real then imaginary part, as JAX: a complex operand is
+sorted as the two keys ``real``, ``imag``);
 searchsorted is a binary search, a compare-all count or a sort, all written on lax;
 partition / argpartition; unique (sort-based, concrete or with a static ``size=``); and the
 searching functions where, nonzero, argwhere, flatnonzero, compress and extract, whose result
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "sort",
+    "sort_complex",
     "argsort",
     "lexsort",
     "searchsorted",
@@ -35,6 +38,21 @@ __all__ = [
     "compress",
     "extract",
 ]
+
+
+def _keys(x) -> list:
+    """The sort keys of ``x``: itself, or its real and imaginary parts when complex."""
+    if x.dtype.kind == "c":
+        return [lax.real(x), lax.imag(x)]
+    return [x]
+
+
+def _sort_values(arr, dim: int, stable: bool = True):
+    """``arr`` sorted along ``dim`` (complex lexicographically)."""
+    if arr.dtype.kind != "c":
+        return lax.sort(arr, dimension=dim, is_stable=stable)
+    re, im = lax.sort(tuple(_keys(arr)), dimension=dim, is_stable=stable, num_keys=2)
+    return lax.complex(re, im)
 
 
 def _sort_axis(arr, axis, fun_name):
@@ -64,8 +82,17 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     _check_sort_args("sort", kind, order)
     util.check_arraylike("sort", a, names=["a"])
     arr, dim = _sort_axis(util.asarray(a, fun_name="sort"), axis, "sort")
-    out = lax.sort(arr, dimension=dim, is_stable=stable)
+    out = _sort_values(arr, dim, stable)
     return lax.rev(out, (dim,)) if descending else out
+
+
+def sort_complex(a):
+    """``a`` sorted along its last axis, as a complex array (``jnp.sort_complex``: real inputs
+    become complex64, or complex128 for float64)."""
+    util.check_arraylike("sort_complex", a, names=["a"])
+    arr = util.asarray(a, fun_name="sort_complex")
+    out = _sort_values(arr, arr.ndim - 1) if arr.ndim else arr
+    return lax.convert_element_type(out, dtypes.complex_dtype(out.dtype))
 
 
 def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False, dtype=None):
@@ -84,7 +111,8 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False,
     if descending and stable:
         # Reverse first so that equal elements keep their order once the result is reversed.
         arr, iota = lax.rev(arr, (dim,)), lax.rev(iota, (dim,))
-    _, perm = lax.sort_key_val(arr, iota, dimension=dim, is_stable=stable)
+    keys = _keys(arr)
+    perm = lax.sort((*keys, iota), dimension=dim, is_stable=stable, num_keys=len(keys))[-1]
     return lax.rev(perm, (dim,)) if descending else perm
 
 
@@ -109,14 +137,21 @@ def lexsort(keys, axis=-1):
         return lax.full((), 0, dtypes.default_int_dtype())
     dim = util.canonicalize_axis(axis, keys[0].ndim, "lexsort")
     iota = lax.broadcasted_iota(dtypes.default_int_dtype(), keys[0].shape, dim)
-    return lax.sort((*keys[::-1], iota), dimension=dim, num_keys=len(keys))[-1]
+    ordered = [part for k in keys[::-1] for part in _keys(k)]
+    return lax.sort((*ordered, iota), dimension=dim, num_keys=len(ordered))[-1]
 
 
 # -- searchsorted -------------------------------------------------------------------------------
 
 
 def _lt_total(x, y):
-    """``x < y`` in the sort order: NaN is larger than everything (and equal to NaN)."""
+    """``x < y`` in the sort order: NaN is larger than everything (and equal to NaN); complex
+    values compare by real part, then imaginary part."""
+    if x.dtype.kind == "c":
+        xr, yr, xi, yi = lax.real(x), lax.real(y), lax.imag(x), lax.imag(y)
+        lt_re, gt_re = _lt_total(xr, yr), _lt_total(yr, xr)
+        eq_re = lax.bitwise_not(lax.bitwise_or(lt_re, gt_re))
+        return lax.bitwise_or(lt_re, lax.bitwise_and(eq_re, _lt_total(xi, yi)))
     lt = lax.lt(x, y)
     if not dtypes.is_float(x.dtype):
         return lt
@@ -238,7 +273,7 @@ def partition(a, kth, axis=-1):
     arr = util.asarray(a, fun_name="partition")
     dim = util.canonicalize_axis(axis, arr.ndim, "partition")
     _kth(kth, arr.shape[dim], "partition")
-    return lax.sort(arr, dimension=dim)
+    return _sort_values(arr, dim)
 
 
 def argpartition(a, kth, axis=-1):
@@ -323,7 +358,11 @@ def unique(
         return _unique_empty(
             arr, moved, dim, size, fill_value, return_index, return_inverse, return_counts, dt
         )
-    columns = [lax.reshape(lax.slice(rows, (0, j), (n, j + 1)), (n,)) for j in range(rows.shape[1])]
+    columns = [
+        key
+        for j in range(rows.shape[1])
+        for key in _keys(lax.reshape(lax.slice(rows, (0, j), (n, j + 1)), (n,)))
+    ]
     sorted_ops = lax.sort((*columns, lax.iota(dt, n)), dimension=0, num_keys=max(len(columns), 1))
     perm = sorted_ops[-1]
     mask = _neighbours_differ(sorted_ops[:-1], n, equal_nan)

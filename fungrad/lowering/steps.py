@@ -40,6 +40,7 @@ __all__ = [
     "FftStep",
     "LuStep",
     "QRStep",
+    "GeqrfStep",
     "EighStep",
     "SVDStep",
     "scratch_slots",
@@ -390,6 +391,28 @@ class QRStep:
 
     def writes(self) -> set[Buffer]:
         return {self.q, self.r}
+
+
+@dataclass(eq=False)
+class GeqrfStep:
+    """LAPACK's Householder QR of each of ``batch`` row-major ``m x n`` matrices of ``a``, in
+    its own representation: ``packed`` (``m x n``: R on and above the diagonal, the reflectors
+    below it) and ``taus`` (``min(m, n)`` per matrix). Backends with a library run it there
+    (the CPU: LAPACK ``geqrf``)."""
+
+    name: str
+    a: Buffer
+    packed: Buffer
+    taus: Buffer
+    batch: int
+    m: int
+    n: int
+
+    def reads(self) -> set[Buffer]:
+        return {self.a}
+
+    def writes(self) -> set[Buffer]:
+        return {self.packed, self.taus}
 
 
 @dataclass(eq=False)

@@ -44,6 +44,7 @@ from fungrad.core import ShapedArray
 from fungrad.impls import ignore_fp_errors
 from fungrad.lax.utils import standard_primitive
 from fungrad.lowering import kernel
+from fungrad.lowering.complex_split import Pair, register_split_rule
 from fungrad.operands import operand
 from fungrad.transforms.jvp import deflinear
 from fungrad.transforms.transpose import deflinear_transpose
@@ -359,6 +360,99 @@ def _scaled(x, factor: float):
     return lax.mul(x, lax.full((), factor, core.get_aval(x).dtype))
 
 
+def _twiddles(count: int, n: int, like):
+    """``cos(2 pi k / n)`` and ``sin(2 pi k / n)`` for ``k < count`` (computed in float64),
+    broadcast along the last axis of ``like``'s shape (whose last axis is ``count`` long)."""
+    from fungrad import lax
+
+    aval = core.get_aval(like)
+    theta = 2 * np.pi * np.arange(count) / n
+    return tuple(
+        lax.broadcast_in_dim(_const(f(theta), aval.dtype), aval.shape, (aval.ndim - 1,))
+        for f in (np.cos, np.sin)
+    )
+
+
+def _last(x, start: int, stop: int):
+    from fungrad import lax
+
+    return lax.slice_in_dim(x, start, stop, axis=core.get_aval(x).ndim - 1)
+
+
+def _rfft_last(x, n: int):
+    """The planes of the real transform of ``x`` along its last axis (``n // 2 + 1`` kept).
+
+    Even ``n = 2M``: ``x`` read as ``M`` complex numbers ``x[2j] + i x[2j+1]`` (a reshape to
+    the interleaved layout, no copy) takes one complex transform of half the length, ``Z``;
+    with ``A_k = Z_(k mod M)`` and ``B_k = Z_((M-k) mod M)``, the transforms of the even and
+    odd samples are ``E = (A + conj B) / 2`` and ``O = (A - conj B) / 2i``, and the spectrum is
+    ``X_k = E_k + e^(-2 pi i k/n) O_k`` for ``k = 0..M``. Odd ``n``: the transform of
+    ``x + 0i``, cut."""
+    from fungrad import lax
+
+    aval = core.get_aval(x)
+    nd = aval.ndim
+    if n % 2:
+        z = _c2c_along(_interleave(x, lax.full_like(x, 0)), nd - 1, False)
+        return _planes(lax.slice_in_dim(z, 0, n // 2 + 1, axis=nd - 1))
+    m = n // 2
+    z = lax.reshape(x, aval.shape[:-1] + (m, 2))
+    zr, zi = _planes(_c2c_along(z, nd - 1, False))
+    ar = lax.concatenate([zr, _last(zr, 0, 1)], nd - 1)
+    ai = lax.concatenate([zi, _last(zi, 0, 1)], nd - 1)
+    br, bi = lax.rev(ar, (nd - 1,)), lax.rev(ai, (nd - 1,))
+    half = lax.full((), 0.5, aval.dtype)
+    er, ei = lax.mul(lax.add(ar, br), half), lax.mul(lax.sub(ai, bi), half)
+    o_r, o_i = lax.mul(lax.add(ai, bi), half), lax.mul(lax.sub(br, ar), half)
+    c, s = _twiddles(m + 1, n, er)  # e^(-i theta) = c - i s
+    xr = lax.add(er, lax.add(lax.mul(c, o_r), lax.mul(s, o_i)))
+    xi = lax.add(ei, lax.sub(lax.mul(c, o_i), lax.mul(s, o_r)))
+    return xr, xi
+
+
+def _irfft_last(re, im, n: int):
+    """The real inverse transform (unscaled) along the last axis of the planes ``re``, ``im``
+    (``n // 2 + 1`` frequencies; the imaginary parts at zero and, ``n`` even, at Nyquist do
+    not count).
+
+    Even ``n = 2M``: with ``B_k = X_(M-k)``, ``E = (X + conj B) / 2`` and ``O = (X - conj B)
+    e^(2 pi i k/n) / 2`` (``k < M``) are the spectra of the even and odd samples, and the
+    inverse complex transform of ``E + iO`` of length ``M`` holds ``x[2j] + i x[2j+1]``: it is
+    already the output's layout. Odd ``n``: the spectrum extended by Hermitian symmetry,
+    transformed, its real part. The even path is scaled by ``M``, not ``n``: the caller divides
+    by the value returned with the result."""
+    from fungrad import lax
+
+    aval = core.get_aval(re)
+    nd = aval.ndim
+    keep = np.ones((n // 2 + 1,), np.float64)
+    keep[0] = 0
+    if n % 2 == 0:
+        keep[-1] = 0
+    im = lax.mul(im, lax.broadcast_in_dim(_const(keep, aval.dtype), aval.shape, (nd - 1,)))
+    if n % 2 == 0:
+        m = n // 2
+        ar, ai = _last(re, 0, m), _last(im, 0, m)
+        br = lax.rev(_last(re, 1, m + 1), (nd - 1,))
+        bi = lax.rev(_last(im, 1, m + 1), (nd - 1,))
+        half = lax.full((), 0.5, aval.dtype)
+        er, ei = lax.mul(lax.add(ar, br), half), lax.mul(lax.sub(ai, bi), half)
+        dr, di = lax.mul(lax.sub(ar, br), half), lax.mul(lax.add(ai, bi), half)
+        c, s = _twiddles(m, n, er)  # O = D (c + i s)
+        o_r = lax.sub(lax.mul(dr, c), lax.mul(di, s))
+        o_i = lax.add(lax.mul(dr, s), lax.mul(di, c))
+        z = _c2c_along(_interleave(lax.sub(er, o_i), lax.add(ei, o_r)), nd - 1, True)
+        return lax.reshape(z, aval.shape[:-1] + (n,)), m
+    tail = (n - 1) // 2  # frequencies n // 2 + 1 .. n - 1 are conj(x[n - k])
+    if tail:
+        tail_re = lax.rev(_last(re, 1, tail + 1), (nd - 1,))
+        tail_im = lax.neg(lax.rev(_last(im, 1, tail + 1), (nd - 1,)))
+        re = lax.concatenate([re, tail_re], nd - 1)
+        im = lax.concatenate([im, tail_im], nd - 1)
+    out, _ = _planes(_c2c_along(_interleave(re, im), nd - 1, True))
+    return out, n
+
+
 def fft_split(x, *, fft_type, fft_lengths):
     """``fft_p`` on split values: ``x`` is a real array (RFFT) or a ``(re, im)`` pair of real
     arrays; returns a pair (FFT, IFFT, RFFT) or a real array (IRFFT). Written with lax ops and
@@ -379,36 +473,32 @@ def fft_split(x, *, fft_type, fft_lengths):
         re, im = _planes(z)
         return (_scaled(re, 1 / total), _scaled(im, 1 / total)) if inverse else (re, im)
     if fft_type == FftType.RFFT:
-        aval = core.get_aval(x)
-        nd, n = aval.ndim, fft_lengths[-1]
-        z = _c2c_along(_interleave(x, lax.full_like(x, 0)), nd - 1, False)
-        z = lax.slice_in_dim(z, 0, n // 2 + 1, axis=nd - 1)
-        for axis in range(nd - 2, nd - 1 - k, -1):
-            z = _c2c_along(z, axis, False)
-        return _planes(z)
-    # IRFFT: inverse transforms over the leading axes, then the Hermitian extension of the last
+        nd = core.get_aval(x).ndim
+        re, im = _rfft_last(x, fft_lengths[-1])
+        if k > 1 and total:
+            z = _interleave(re, im)
+            for axis in range(nd - 2, nd - 1 - k, -1):
+                z = _c2c_along(z, axis, False)
+            re, im = _planes(z)
+        return re, im
+    # IRFFT: inverse transforms over the leading axes, then the real inverse of the last
     re, im = x
     aval = core.get_aval(re)
     nd, n = aval.ndim, fft_lengths[-1]
-    out_shape = aval.shape[:-1] + (n,)
     if total == 0:
-        return lax.full(out_shape, 0, aval.dtype)
+        return lax.full(aval.shape[:-1] + (n,), 0, aval.dtype)
     if k > 1:
         z = _interleave(re, im)
         for axis in range(nd - 2, nd - 1 - k, -1):
             z = _c2c_along(z, axis, True)
         re, im = _planes(z)
-    # the zero (and, n even, the Nyquist) frequency's imaginary part does not count
-    keep = np.ones((n // 2 + 1,), aval.dtype)
-    keep[0] = 0
-    if n % 2 == 0:
-        keep[-1] = 0
-    im = lax.mul(im, lax.broadcast_in_dim(_const(keep, aval.dtype), aval.shape, (nd - 1,)))
-    tail = (n - 1) // 2  # frequencies n // 2 + 1 .. n - 1 are conj(x[n - k])
-    if tail:
-        tail_re = lax.rev(lax.slice_in_dim(re, 1, tail + 1, axis=nd - 1), (nd - 1,))
-        tail_im = lax.neg(lax.rev(lax.slice_in_dim(im, 1, tail + 1, axis=nd - 1), (nd - 1,)))
-        re = lax.concatenate([re, tail_re], nd - 1)
-        im = lax.concatenate([im, tail_im], nd - 1)
-    out, _ = _planes(_c2c_along(_interleave(re, im), nd - 1, True))
-    return _scaled(out, 1 / total)
+    out, scale = _irfft_last(re, im, n)
+    return _scaled(out, 1 / (scale * (total // n)))
+
+
+def _fft_split_rule(x, *, fft_type, fft_lengths):
+    out = fft_split(x, fft_type=fft_type, fft_lengths=fft_lengths)
+    return [Pair(*out) if isinstance(out, tuple) else out]
+
+
+register_split_rule(fft_p, _fft_split_rule)

@@ -501,4 +501,4 @@ def _fft_split_rule(x, *, fft_type, fft_lengths):
     return [Pair(*out) if isinstance(out, tuple) else out]
 
 
-register_split_rule(fft_p, _fft_split_rule)
+register_split_rule(fft_p, _fft_split_rule, complex_only=True)  # complex in or out: always split

@@ -5,10 +5,11 @@ Workloads: ``fft`` of 2^20 complex64 values, of 1000 (not a power of two: mixed 
 997 (prime: Bluestein), a batch of 1024 transforms of 1024, and ``rfft`` of 2^20 float32.
 
 Implementations: "fungrad jit" (``fg.jit(fnp.fft.fft)``; absent until ``fnp.fft`` exists),
-"fg native" (the library ``fungrad/lowering/cpu/fft.py`` called through ctypes, one thread:
-the code a jitted FFT runs, without the jit's call overhead or the batch's thread split;
-its rfft is the complex transform of ``x + 0i`` cut to ``n // 2 + 1`` frequencies, as
-the jit's complex split computes it), numpy, scipy.fft (optional), JAX (optional).
+"fg native" (the library ``fungrad/lowering/cpu/fft.py`` called through ctypes with the
+threads a jitted FFT gets, ``threads.num_threads()``: the code a jitted FFT runs, without the
+jit's call overhead; its rfft is the complex transform of ``x + 0i`` cut to ``n // 2 + 1``
+frequencies, as the jit's complex split computes it), numpy, scipy.fft (optional; its default
+one worker), JAX (optional).
 
 Every result is checked against numpy's float64 transform before it is timed; a wrong result or
 an error is reported in the table, never timed. Times are the best of several interleaved
@@ -65,7 +66,9 @@ def _native(op: str):
     import numpy as np
 
     from fungrad.lowering.cpu import fft as native
+    from fungrad.lowering.cpu.threads import num_threads
 
+    threads = num_threads()
     if op == "fft":
         bufs = {}
 
@@ -73,13 +76,13 @@ def _native(op: str):
             out = bufs.get(x.shape)
             if out is None:
                 out = bufs[x.shape] = np.empty_like(x)
-            return native.fft(x, out=out)
+            return native.fft(x, out=out, threads=threads)
 
         return run
 
     def rfft(x):
         c = x.astype(np.complex64)
-        native.fft(c, out=c)
+        native.fft(c, out=c, threads=threads)
         return c[..., : x.shape[-1] // 2 + 1]
 
     return rfft

@@ -713,3 +713,13 @@ def test_structural_ops_carry_the_dtype():
     )
     got = lax.scatter_add(z, np.array([[1], [1]], np.int32), np.ones((2, 3), C64) * 1j, upd)
     np.testing.assert_array_equal(np.asarray(got), z + np.array([[0], [2j]]))
+
+
+def test_scatter_max_orders_lexicographically():
+    # JAX 0.10.2: scatter_max([1+2j, 0.5, 1+1j], [0], [5]) is [5, 0.5, 1+1j]
+    dn = ScatterDimensionNumbers((), (0,), (0,))
+    z = c64(1 + 2j, 0.5, 1 + 1j)
+    got = lax.scatter_max(z, np.array([[0], [2]], np.int32), c64(5, 1 + 0.5j), dn)
+    np.testing.assert_array_equal(np.asarray(got), c64(5, 0.5, 1 + 1j))
+    got = lax.scatter_min(z, np.array([[0], [2]], np.int32), c64(5, 1 + 0.5j), dn)
+    np.testing.assert_array_equal(np.asarray(got), c64(1 + 2j, 0.5, 1 + 0.5j))

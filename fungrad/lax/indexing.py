@@ -44,7 +44,6 @@ from fungrad.lax import elementwise
 from fungrad.lax import shape as shape_ops
 from fungrad.lax.slicing import append_kernel
 from fungrad.lax.utils import (
-    ANY,
     ANY_OR_COMPLEX,
     NUMERIC_OR_COMPLEX,
     check_kinds,
@@ -626,8 +625,9 @@ def _scatter_primitive(name, combine, kinds):
 scatter_p = _scatter_primitive("scatter", _scatter_combine_set, ANY_OR_COMPLEX)
 scatter_add_p = _scatter_primitive("scatter-add", np.add.at, NUMERIC_OR_COMPLEX)
 scatter_mul_p = _scatter_primitive("scatter-mul", np.multiply.at, NUMERIC_OR_COMPLEX)
-scatter_min_p = _scatter_primitive("scatter-min", np.minimum.at, ANY)
-scatter_max_p = _scatter_primitive("scatter-max", np.maximum.at, ANY)
+# (complex values: numpy's lexicographic order, as XLA's; numpy's propagates NaN)
+scatter_min_p = _scatter_primitive("scatter-min", np.minimum.at, ANY_OR_COMPLEX)
+scatter_max_p = _scatter_primitive("scatter-max", np.maximum.at, ANY_OR_COMPLEX)
 
 
 def _scatter_dnums(name, dn) -> ScatterDimensionNumbers:
@@ -920,7 +920,7 @@ def _safe_reciprocal(n):
     derivative coefficients built from it never produce NaN)."""
     one = _ones(core.get_aval(n))
     return _where(
-        elementwise.gt(n, _zeros(core.get_aval(n))),
+        elementwise.ne(n, _zeros(core.get_aval(n))),  # (ne: counts may be complex-typed)
         elementwise.div(one, elementwise.max(n, one)),
         _zeros(core.get_aval(n)),
     )

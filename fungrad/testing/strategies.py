@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 FLOAT_DTYPES = (np.float32,)
+COMPLEX_DTYPES = (np.complex64,)
 INT_DTYPES = (np.int32, np.uint32)
 
 
@@ -41,7 +42,8 @@ def arrays(
     avoid=(),
     margin=1e-2,
 ):
-    """numpy arrays of ``dtype`` (and ``shape``, or any from :func:`shapes`).
+    """numpy arrays of ``dtype`` (and ``shape``, or any from :func:`shapes`). Complex arrays
+    draw their real and imaginary parts from ``[-b, b]``, ``b = max(|min_value|, |max_value|)``.
 
     ``avoid``: points (kinks, poles) the values keep at least ``margin`` away from, so finite
     differences are meaningful (``avoid=(0.0,)`` for abs, relu, sqrt...).
@@ -56,6 +58,18 @@ def arrays(
             allow_infinity=allow_infinity,
             width=8 * dtype.itemsize,
         )
+        if avoid:
+            elems = elems.filter(lambda v: all(abs(v - a) >= margin for a in avoid))
+    elif dtype.kind == "c":  # |real|, |imag| <= max(|min_value|, |max_value|)
+        bound = max(abs(min_value), abs(max_value))
+        part = st.floats(
+            -bound,
+            bound,
+            allow_nan=allow_nan,
+            allow_infinity=allow_infinity,
+            width=4 * dtype.itemsize,
+        )
+        elems = st.builds(complex, part, part)
         if avoid:
             elems = elems.filter(lambda v: all(abs(v - a) >= margin for a in avoid))
     elif dtype.kind == "b":

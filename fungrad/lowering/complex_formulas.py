@@ -237,11 +237,16 @@ def cabs(z):
 
 
 def _log_modulus(x, y):
-    """``log |x + iy|``, accurate near ``|z| = 1``."""
+    """``log |x + iy|``: ``log1p((m - 1)(m + 1) + n^2) / 2`` near ``|z| = 1``, else
+    ``log m + log1p((n/m)^2) / 2`` (no overflow for the largest finite values); inf when a
+    part is infinite."""
     ax, ay = rabs(x), rabs(y)
     m, n = rmax(ax, ay), rmin(ax, ay)
     near = mul(0.5, log1p(add(mul(sub(m, 1.0), add(m, 1.0)), mul(n, n))))
-    return select(and_(ge(m, 0.5), le(m, 2.0)), near, log(hypot(x, y)))
+    r = div(n, select(eq(m, 0.0), 1.0, m))
+    far = add(log(m), mul(0.5, log1p(mul(r, r))))
+    out = select(and_(ge(m, 0.5), le(m, 2.0)), near, far)
+    return select(or_(is_inf(x), is_inf(y)), math.inf, out)
 
 
 def clog(z):
@@ -253,22 +258,30 @@ def cexp(z):
     ex = exp(x)
     re, im = mul(ex, cos(y)), mul(ex, sin(y))
     im = select(eq(y, 0.0), y, im)  # exp of a real number is real (exp(inf) = inf)
-    # exp(-inf + iy) = 0 even for an infinite or NaN y
-    vanish = and_(eq(x, -math.inf), not_(_p("is_finite", y)))
+    # exp(-inf + iy) = 0 and exp(inf + iy) = inf + i nan for an infinite or NaN y (C99)
+    odd_y = not_(_p("is_finite", y))
+    vanish, blow = and_(eq(x, -math.inf), odd_y), and_(eq(x, math.inf), odd_y)
+    re, im = select(blow, math.inf, re), select(blow, math.nan, im)
     return Pair(select(vanish, 0.0, re), select(vanish, 0.0, im))
 
 
 def csqrt(z):
     x, y = z
+    # scaled by a power of 4 where |x| + |z| would overflow or lose the bits of subnormals
+    small, big = (2.0**-100, 2.0**124) if x.dtype.itemsize == 4 else (2.0**-900, 2.0**1020)
+    m = rmax(rabs(x), rabs(y))
+    up, down = lt(m, small), gt(m, big)
+    dt = x.dtype
+    scale_in = select(up, constant(1 / small, dt), select(down, constant(0.25, dt), 1.0))
+    scale_out = select(up, constant(math.sqrt(small), dt), select(down, constant(2, dt), 1.0))
+    x, y = mul(x, scale_in), mul(y, scale_in)
     ax, ay = rabs(x), rabs(y)
     a = hypot(x, y)
-    half_max = float(np.finfo(x.dtype).max) / 4
-    s = select(gt(a, half_max), add(mul(ax, 0.5), mul(a, 0.5)), mul(add(ax, a), 0.5))
-    t = sqrt(s)
+    t = sqrt(mul(add(ax, a), 0.5))
     two_t = add(t, t)
     right = ge(x, 0.0)
-    re = select(right, t, div(ay, two_t))
-    im = select(right, div(y, two_t), copysign(t, y))
+    re = mul(select(right, t, div(ay, two_t)), scale_out)
+    im = mul(select(right, div(y, two_t), copysign(t, y)), scale_out)
     zero = eq(a, 0.0)
     re, im = select(zero, 0.0, re), select(zero, y, im)
     inf_y = is_inf(y)  # sqrt(x +- i inf) = inf +- i inf, for any x
@@ -379,11 +392,24 @@ def casinh(z):
 
 
 def catanh(z):
+    # atanh(-z) = -atanh(z): computed for Re z >= 0, where 4x / ((1 - x)^2 + y^2) cannot
+    # cancel against log1p's 1; for |z| beyond where the squares overflow, 1/z's real part
+    # and +-pi/2
     x, y = z
-    one_minus = sub(1.0, x)
-    re = mul(0.25, log1p(div(mul(4.0, x), add(mul(one_minus, one_minus), mul(y, y)))))
-    im = mul(0.5, atan2(mul(2.0, y), sub(mul(one_minus, add(1.0, x)), mul(y, y))))
-    return Pair(re, im)
+    flip = signbit(x)
+    ax, y = rabs(x), select(flip, neg(y), y)
+    one_minus = sub(1.0, ax)
+    den = add(mul(one_minus, one_minus), mul(y, y))
+    re = mul(0.25, log1p(mul(div(ax, den), 4.0)))
+    im = mul(0.5, atan2(mul(2.0, y), sub(mul(one_minus, add(1.0, ax)), mul(y, y))))
+    m = rmax(ax, rabs(y))
+    xs, ys = div(ax, m), div(y, m)
+    far_re = div(div(xs, m), add(mul(xs, xs), mul(ys, ys)))
+    far_re = select(eq(m, math.inf), 0.0, far_re)
+    far = gt(m, _limits(x.dtype)[1])
+    re = select(far, far_re, re)
+    im = select(far, copysign(math.pi / 2, y), im)
+    return Pair(select(flip, neg(re), re), select(flip, neg(im), im))
 
 
 def catan(z):
@@ -408,9 +434,8 @@ def cpow(a, b):
         r = cexp(cscale(la, b))
         b_zero, b_real_positive = eq(b, 0.0), gt(b, 0.0)
     a_zero = _is_zero(a)
-    nan = math.nan
-    re = select(a_zero, select(b_real_positive, 0.0, nan), r.re)
-    im = select(a_zero, select(b_real_positive, 0.0, nan), r.im)
+    at_zero = select(b_real_positive, constant(0, r.re.dtype), math.nan)
+    re, im = select(a_zero, at_zero, r.re), select(a_zero, at_zero, r.im)
     return Pair(select(b_zero, 1.0, re), select(b_zero, 0.0, im))
 
 
@@ -428,13 +453,17 @@ def cinteger_pow(z, y: int):
 
 
 def clogistic(z):
-    # 1 / (1 + exp(-z)), or e / (1 + e) with e = exp(z) where Re z < 0: neither overflows
+    # near the imaginary axis (the poles i pi (2k + 1)), (1 + tanh(z / 2)) / 2: tanh keeps its
+    # accuracy near its poles, where 1 + exp(-z) cancels; elsewhere 1 / (1 + exp(-z)), or
+    # e / (1 + e) with e = exp(z) where Re z < 0, so that neither overflows
+    th = ctanh(cscale(z, 0.5))
+    mid = Pair(mul(add(th.re, 1.0), 0.5), mul(th.im, 0.5))
     e_neg = cexp(cneg(z))
     pos = cdiv(one_like(z), Pair(add(1.0, e_neg.re), e_neg.im))
     e = cexp(z)
     negative = cdiv(e, Pair(add(1.0, e.re), e.im))
-    left = lt(z.re, 0.0)
-    return Pair(select(left, negative.re, pos.re), select(left, negative.im, pos.im))
+    out = cselect(lt(z.re, 0.0), negative, pos)
+    return cselect(lt(rabs(z.re), 1.0), mid, out)
 
 
 def csign(z):

@@ -22,7 +22,9 @@ import math
 
 import numpy as np
 
-from fungrad import core, dtypes
+from fungrad import core, dtypes, tree_util
+from fungrad.array import Array
+from fungrad.core import ShapedArray
 from fungrad.lowering.complex_formulas import (
     _p,
     add,
@@ -483,3 +485,73 @@ def _linear_solve(*args, const_lengths, jaxprs, **_):
     solve_consts = args[i : i + const_lengths[2]]
     b = args[sum(const_lengths) :]
     return inline_closed(jaxprs[2], [*solve_consts, *b])
+
+
+# -- host callbacks ----------------------------------------------------------------------------
+
+
+class _PlanarCallback:
+    """A host callback of complex values, called by the compiled program with their real and
+    imaginary parts: it puts each complex argument back together (exactly, signed zeros and
+    NaNs included), calls the user's callback and splits its complex results the same way."""
+
+    __slots__ = ("inner", "in_complex", "result_avals", "name")
+
+    def __init__(self, inner, args, result_avals):
+        self.inner = inner
+        self.in_complex = tuple(type(a) is Pair for a in args)
+        self.result_avals = tuple(result_avals)
+        self.name = getattr(inner, "name", "callback")
+
+    def __call__(self, *flat):
+        it = iter(flat)
+        args = []
+        for is_complex in self.in_complex:
+            if not is_complex:
+                args.append(next(it))
+                continue
+            re, im = np.asarray(next(it)), np.asarray(next(it))
+            z = np.empty(re.shape, dtypes.complex_dtype(re.dtype))
+            z.real, z.imag = re, im
+            args.append(Array(z))
+        out = self.inner(*args)
+        if not self.result_avals:
+            return out
+        res = []
+        for leaf, aval in zip(tree_util.tree_leaves(out), self.result_avals):
+            if aval.dtype.kind == "c":
+                v = np.asarray(leaf, aval.dtype)
+                res += [np.ascontiguousarray(v.real), np.ascontiguousarray(v.imag)]
+            else:
+                res.append(leaf)
+        return res
+
+    def __repr__(self):
+        return f"<callback {self.name} of complex values>"
+
+
+def _real_avals(avals) -> tuple:
+    out = []
+    for a in avals:
+        if a.dtype.kind == "c":
+            ra = ShapedArray(a.shape, dtypes.real_dtype(a.dtype), a.weak_type)
+            out += [ra, ra]
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def _callback(name: str):
+    def rule(*args, callback, **params):
+        result_avals = params.get("result_avals", ())
+        if "result_avals" in params:
+            params = {**params, "result_avals": _real_avals(result_avals)}
+        wrapper = _PlanarCallback(callback, args, result_avals)
+        outs = _p(name, *flatten(args), callback=wrapper, **params)
+        return unflatten(outs, result_avals)
+
+    return rule
+
+
+for _name in ("debug_callback", "pure_callback", "io_callback"):
+    _BUILTIN[_name] = _callback(_name)

@@ -139,3 +139,27 @@ def test_fft_step_under_jit(shape):
         y = np.asarray(fg.jit(lambda a, inv=inverse: fft_c2c_p.bind(a, inverse=inv))(x))
         assert y.dtype == np.float32 and y.shape == x.shape
         _check((y[..., 0] + 1j * y[..., 1]).astype(np.complex64), c.astype(np.complex64), inverse)
+
+
+@pytest.mark.parametrize("n", [97, 1000, 1 << 15])
+def test_numpy_fft_under_jit(n):
+    """``fnp.fft.fft``/``ifft``/``rfft`` under ``fg.jit`` run the library end to end (real
+    arguments and results around the complex transform) and equal numpy."""
+    import fungrad as fg
+    import fungrad.numpy as fnp
+
+    rng = np.random.default_rng(6)
+    re, im = rng.standard_normal((2, n)).astype(np.float32)
+    c = re.astype(np.complex128) + 1j * im
+
+    @fg.jit
+    def parts(a, b):
+        z = a + 1j * b
+        f, g, h = fnp.fft.fft(z), fnp.fft.ifft(z), fnp.fft.rfft(a)
+        return [(fnp.real(v), fnp.imag(v)) for v in (f, g, h)]
+
+    refs = (np.fft.fft(c), np.fft.ifft(c), np.fft.rfft(re.astype(np.float64)))
+    for (r, i), ref in zip(parts(re, im), refs):
+        got = np.asarray(r).astype(np.complex128) + 1j * np.asarray(i)
+        err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+        assert err <= 4 * np.finfo(np.float32).eps * np.log2(n), err

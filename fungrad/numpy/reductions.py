@@ -826,6 +826,11 @@ def _quantile(fun_name: str, a, q, axis, out, overwrite_input, method, keepdims,
             f"{fun_name}: method must be one of {', '.join(_QUANTILE_METHODS)}; got {method!r}"
         )
     (a,) = ufuncs.promote_args_inexact(fun_name, a)
+    if a.dtype.kind == "c" or util.asarray(q).dtype.kind == "c":
+        raise ValueError(
+            f"{fun_name}: quantiles of complex values are not defined (they have no "
+            "order; as in jnp); take the real part, imaginary part or absolute value first"
+        )
     a = lax.convert_element_type(a, a.dtype, False)
     if a.ndim == 0 and axis is None:  # as jnp, a 0-d input counts as 1-d: keepdims gives (1,)
         a = lax.reshape(a, (1,))

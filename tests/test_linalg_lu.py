@@ -433,3 +433,31 @@ def test_expm_values_and_derivative(x64):
     a = rng.standard_normal((3, 3))
     check_grads(fsl.expm, (a,), order=1, modes=("fwd", "rev"))
     check_grads(fg.jit(fsl.expm), (2.0 * a,), order=1, modes=("fwd", "rev"))
+
+
+def _cofactors(a):
+    n = a.shape[-1]
+    out = np.zeros_like(a)
+    for i in range(n):
+        for j in range(n):
+            minor = np.delete(np.delete(a, i, 0), j, 1)
+            out[i, j] = (-1) ** (i + j) * np.linalg.det(minor)
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 6])
+def test_det_gradient_of_singular_matrices_is_the_cofactor_matrix(n, x64):
+    rng = np.random.default_rng(n)
+    low_rank = rng.standard_normal((n, n - 1)) @ rng.standard_normal((n - 1, n))  # rank n - 1
+    for a in (low_rank, _well_conditioned(rng, (n, n))):
+        want = _cofactors(a)
+        for g in (fg.grad(fnp.linalg.det), fg.jit(fg.grad(fnp.linalg.det))):
+            np.testing.assert_allclose(np.asarray(g(a)), want, rtol=1e-7, atol=1e-9)
+    zero_rank = np.zeros((n, n))  # rank < n - 1: a zero gradient (JAX's), not NaN
+    if n > 2:
+        np.testing.assert_array_equal(np.asarray(fg.grad(fnp.linalg.det)(zero_rank)), 0)
+
+
+def test_det_second_derivatives(x64):
+    a = _well_conditioned(np.random.default_rng(24), (2, 5, 5))
+    check_grads(fnp.linalg.det, (a,), order=2, modes=("fwd", "rev"))

@@ -326,13 +326,93 @@ def slogdet(a, *, method=None):
 
 def det(a):
     """The determinant of a square matrix (or a stack of them): the product of ``U``'s
-    diagonal from the ``lu`` primitive, signed by the row swaps.
+    diagonal from the ``lu`` primitive, signed by the row swaps. Its derivative is
+    ``trace(adj(a) @ da)``, finite for a singular ``a`` whose LU has its one zero pivot last
+    (JAX's result; zero where an earlier pivot is zero).
+
+    2 x 2 and 3 x 3 matrices use the cofactor expansion (as JAX): a polynomial, differentiable
+    everywhere.
 
     Example: ``det(array([[1., 2.], [3., 4.]]))`` is ``-2.0``.
     """
     a = _square("det", a)
+    if a.shape[-1] in (2, 3):
+        return _det_small(a)
+    return _det_fn()(a)
+
+
+def _det_small(a):
+    """The cofactor expansion along the first row of [..., n, n] ``a``, n = 2 or 3."""
+
+    def at(i, j):
+        return lax.index_in_dim(lax.index_in_dim(a, i, a.ndim - 2, False), j, a.ndim - 2, False)
+
+    def minor(r0, r1, c0, c1):
+        return lax.sub(lax.mul(at(r0, c0), at(r1, c1)), lax.mul(at(r0, c1), at(r1, c0)))
+
+    if a.shape[-1] == 2:
+        return minor(0, 1, 0, 1)
+    return lax.add(
+        lax.sub(lax.mul(at(0, 0), minor(1, 2, 1, 2)), lax.mul(at(0, 1), minor(1, 2, 0, 2))),
+        lax.mul(at(0, 2), minor(1, 2, 0, 1)),
+    )
+
+
+def _det_value(a):
     d, pivots = _lu_diagonal(a)
     return _parity_sign(pivots, lax.reduce_prod(d, (d.ndim - 1,)))
+
+
+def _det_jvp(primals, tangents):
+    """``d det = trace(adj(a) da)`` without dividing by a pivot. With ``P a = L U``,
+    ``adj(a) = s adj(U) L⁻¹ P`` (``s`` the swaps' sign); for upper ``U`` with last pivot
+    ``t`` and ``U'`` the same matrix with ``t`` set to 1, ``U = diag(1, .., 1, t) U'`` gives
+    ``adj(U) = p U'⁻¹ diag(t, .., t, 1)``, ``p`` the product of the other pivots, exact also at
+    ``t = 0``. A zero among the other pivots (rank < n - 1, or a zero met early) gives 0."""
+    from fungrad.lax.linalg_lu import permute_rows
+    from fungrad.lax.linalg_primitives import triangular_solve_p
+
+    (a,), (da,) = primals, tangents
+    lu, pivots, perm = lu_p.bind(a)
+    n, nd = a.shape[-1], a.ndim
+    diag = linear.diagonal(lu, 0, -2, -1)
+    sign = _parity_sign(pivots, lax.full(a.shape[:-2], 1, a.dtype))
+    value = lax.mul(sign, lax.reduce_prod(diag, (nd - 2,)))
+    if n == 0:
+        return value, lax.full_like(value, 0)
+    last = lax.index_in_dim(diag, n - 1, nd - 2, keepdims=False)
+    others = lax.reduce_prod(lax.slice_in_dim(diag, 0, n - 1, axis=nd - 2), (nd - 2,))
+    rows, cols = _iota(a.shape, nd - 2), _iota(a.shape, nd - 1)
+    # U', and 1 for any other zero pivot (its result is discarded below; this keeps the
+    # solves, and their transposes in reverse mode, finite)
+    on_diag = lax.eq(rows, cols)
+    corner = lax.and_(on_diag, lax.eq(rows, n - 1))
+    zero_pivot = lax.and_(on_diag, lax.eq(lu, lax.full_like(lu, 0)))
+    unit_last = lax.select_n(lax.or_(corner, zero_pivot), lu, lax.full_like(lu, 1))
+    solve = dict(left_side=True, transpose_a=False, conjugate_a=False)
+    x = triangular_solve_p.bind(  # L⁻¹ P da
+        lu, permute_rows(da, perm), lower=True, unit_diagonal=True, **solve
+    )
+    scale = lax.broadcast_in_dim(last, a.shape, tuple(range(nd - 2)))
+    x = lax.select_n(lax.lt(rows, n - 1), x, lax.mul(x, scale))  # diag(t, .., t, 1) x
+    x = triangular_solve_p.bind(unit_last, x, lower=False, unit_diagonal=False, **solve)
+    tangent = lax.mul(lax.mul(sign, others), linear.trace(x, 0, -2, -1))
+    zero = lax.eq(others, lax.full_like(others, 0))
+    return value, lax.select_n(zero, tangent, lax.full_like(tangent, 0))
+
+
+_det_cache: list = []
+
+
+def _det_fn():
+    """:func:`det`'s value under a ``custom_jvp`` with :func:`_det_jvp` (built once)."""
+    if not _det_cache:
+        from fungrad.transforms.custom import custom_jvp
+
+        fn = custom_jvp(_det_value)
+        fn.defjvp(_det_jvp)
+        _det_cache.append(fn)
+    return _det_cache[0]
 
 
 def _solve(a, b):

@@ -20,8 +20,9 @@ from fungrad.lax.linalg_decomp_primitives import eigh_p, qr_p, svd_p
 from fungrad.lowering import fusion
 from fungrad.lowering.cpu.policy import CpuPolicy
 from fungrad.lowering.gpu.policy import GpuPolicy
-from fungrad.lowering.steps import EighStep, QRStep, SVDStep
+from fungrad.lowering.steps import EighStep, GeqrfStep, QRStep, SVDStep
 from fungrad.testing import check_grads
+from fungrad.transforms.jvp import NotDifferentiableError
 
 la = fnp.linalg
 
@@ -94,6 +95,34 @@ def test_qr_eager_and_jit(shape, dtype, x64):
         _check_qr(a, *e, full)
         _check_qr(a, *j, full)
         np.testing.assert_allclose(j[0], e[0], atol=_tol(dtype, max(shape[-2:])))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_qr_raw_is_lapacks_geqrf(shape):
+    a = np.random.default_rng(sum(shape) + 5).standard_normal(shape).astype(np.float32)
+    h, tau = (np.asarray(t) for t in la.qr(a, mode="raw"))
+    k = min(shape[-2:])
+    assert h.shape == shape[:-2] + shape[-1:] + shape[-2:-1] and tau.shape == shape[:-2] + (k,)
+    if a.ndim == 2 and a.size:
+        hn, taun = np.linalg.qr(a, mode="raw")
+        np.testing.assert_allclose(h, hn, atol=1e-5)
+        np.testing.assert_allclose(tau, taun, atol=1e-6)
+    # Q = H_1 ... H_k with H_j = I - tau_j v_j v_jᵀ rebuilds a from the packed R
+    batch = int(np.prod(shape[:-2]))
+    packed = np.swapaxes(h, -1, -2).reshape((batch,) + shape[-2:])
+    for p, t, x in zip(packed, tau.reshape(batch, k), a.reshape((batch,) + shape[-2:])):
+        q = np.eye(shape[-2])
+        for j in range(k):
+            v = np.concatenate([np.zeros(j), [1.0], p[j + 1 :, j]])
+            q = q @ (np.eye(shape[-2]) - t[j] * np.outer(v, v))
+        np.testing.assert_allclose(q @ np.triu(p), x, atol=2e-5 * max(shape))
+    jitted = fg.jit(lambda x: la.qr(x, mode="raw"))(a)
+    looped = fg.jit(linalg_loops.geqrf_loop)(a)
+    for got, want in ((jitted[0], h), (jitted[1], tau), (_mT(np.asarray(looped[0])), h)):
+        np.testing.assert_allclose(np.asarray(got), want, atol=2e-5 * max(shape))
+    np.testing.assert_allclose(np.asarray(looped[1]), tau, atol=1e-5)
+    with pytest.raises(NotDifferentiableError, match="geqrf"):
+        fg.grad(lambda x: fnp.sum(L.geqrf(x)[1]))(a)
 
 
 @pytest.mark.parametrize("shape", [s for s in SHAPES if s[-1] == s[-2]] + [(2, 3, 5, 5)])
@@ -288,12 +317,12 @@ def test_program_size_does_not_grow_and_cpu_plan_has_one_step():
     ]
     assert sizes[0] == sizes[1] == sizes[2]
     a = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
-    kinds = (QRStep, EighStep, SVDStep)
-    prog = _plan(lambda x: (L.qr(x), L.eigh(x), L.svd(x)), (a,), CpuPolicy())
+    kinds = (QRStep, EighStep, SVDStep, GeqrfStep)
+    prog = _plan(lambda x: (L.qr(x), L.eigh(x), L.svd(x), L.geqrf(x)), (a,), CpuPolicy())
     if CpuPolicy().linalg_steps:
         for kind in kinds:
             assert sum(isinstance(s, kind) for s in prog.steps) == 1
-    gprog = _plan(lambda x: (L.qr(x), L.eigh(x), L.svd(x)), (a,), GpuPolicy())
+    gprog = _plan(lambda x: (L.qr(x), L.eigh(x), L.svd(x), L.geqrf(x)), (a,), GpuPolicy())
     assert not any(isinstance(s, kinds) for s in gprog.steps)
 
 
@@ -308,8 +337,8 @@ def test_errors_name_the_op():
         L.eigh(np.eye(3), subset_by_index=(0, 1))
     with pytest.raises(ValueError, match="qr.*pivoting"):
         L.qr(np.eye(3), pivoting=True)
-    with pytest.raises(ValueError, match="qr.*mode.*raw"):
-        la.qr(np.eye(3), mode="raw")
+    with pytest.raises(ValueError, match="qr.*mode.*'economic'"):
+        la.qr(np.eye(3), mode="economic")
 
 
 # -- the loop algorithms (the GPU's lowering) ---------------------------------------------------

@@ -468,6 +468,7 @@ SAMPLES = {
     # decompositions: QR's signs are LAPACK's (smooth away from zero columns); the full Q of a
     # tall matrix exercises the completion's derivative
     "qr": _unary(lambda x: lax.linalg.qr(x), lambda r: _unif(r, -1, 1, (4, 3))),
+    "geqrf": _unary(lambda x: lax.linalg.geqrf(x), lambda r: _unif(r, -1, 1, (4, 3))),
     "eigh": _unary(_eigh_fn, _spread),
     "svd": _unary(_svd_fn, lambda r: _spread(r)[:, :2] + _unif(r, -0.5, 0.5, (3, 2))),
     # LU of a wide matrix (distinct pivot candidates: the pivots do not change nearby)

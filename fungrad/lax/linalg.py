@@ -18,7 +18,7 @@ import numpy as np
 
 from fungrad import lax
 from fungrad.lax import linalg_lu as _lu
-from fungrad.lax.linalg_decomp_primitives import eigh_p, qr_p, svd_p
+from fungrad.lax.linalg_decomp_primitives import eigh_p, geqrf_p, qr_p, svd_p
 from fungrad.lax.linalg_lu import lu_p
 from fungrad.lax.linalg_primitives import cholesky_p, triangular_solve_p
 from fungrad.numpy import linalg as _np_linalg
@@ -30,6 +30,8 @@ __all__ = [
     "cholesky_p",
     "eigh",
     "eigh_p",
+    "geqrf",
+    "geqrf_p",
     "lu",
     "lu_p",
     "lu_pivots_to_permutation",
@@ -112,6 +114,16 @@ def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None)
     a = _decomp._float_matrix("qr", x, square=False)
     q, r = qr_p.bind(a, full_matrices=bool(full_matrices))
     return q, r
+
+
+def geqrf(a):
+    """LAPACK's Householder QR of a real matrix or stack in its own representation:
+    ``(packed, taus)``, R on and above the diagonal of ``packed`` [..., m, n] and the
+    reflectors' vectors (unit leading entry implied) below it, their scales ``taus``
+    [..., min(m, n)]. Not differentiable (as in JAX)."""
+    a = _decomp._float_matrix("geqrf", a, square=False)
+    packed, taus = geqrf_p.bind(a)
+    return packed, taus
 
 
 def svd(

@@ -3,6 +3,10 @@
 * ``qr_p`` (``full_matrices``): [..., m, n] ``a`` -> ``[q, r]``, ``q`` [..., m, m] and ``r``
   [..., m, n] when ``full_matrices``, else [..., m, k] and [..., k, n] (k = min(m, n));
   LAPACK's signs (Householder, ``geqrf`` + ``orgqr``).
+* ``geqrf_p``: [..., m, n] ``a`` -> ``[packed, taus]``, LAPACK's own representation of the
+  QR (``jnp.linalg.qr(mode="raw")``): R on and above the diagonal of ``packed``, the
+  Householder vectors (unit leading entry implied) below it, their scales ``taus`` [..., k];
+  no derivative rule, as in JAX.
 * ``eigh_p`` (``lower``, ``sort_eigenvalues``): symmetric [..., n, n] ``a``, only its ``lower``
   (or upper) triangle read -> ``[v, w]``: eigenvectors as the columns of ``v``, eigenvalues
   ``w`` ascending. No convergence: NaN ``v`` and ``w``, as JAX.
@@ -42,10 +46,10 @@ from fungrad.lax import linalg_loops
 from fungrad.lax.linalg_primitives import _FLOATS, _matmul, _mT, triangular_solve_p
 from fungrad.lax.utils import standard_primitive
 from fungrad.lowering import kernel
-from fungrad.transforms.jvp import Zero, jvp_rules, tangent_aval
+from fungrad.transforms.jvp import Zero, jvp_rules, no_jvp, tangent_aval
 from fungrad.transforms.vmap import batch_rules, bdim_at_front
 
-__all__ = ["eigh_p", "qr_p", "svd_p"]
+__all__ = ["eigh_p", "geqrf_p", "qr_p", "svd_p"]
 
 
 def _check_float(name: str, x: ShapedArray) -> None:
@@ -454,3 +458,48 @@ def _svd_lowering(ctx, x, *, full_matrices, compute_uv):
 
 
 kernel.register_lowering(svd_p, _svd_lowering)
+
+
+# -- geqrf --------------------------------------------------------------------------------------
+
+
+def _geqrf_abstract_eval(a):
+    _check_float("geqrf", a)
+    return [
+        ShapedArray(a.shape, a.dtype),
+        ShapedArray(a.shape[:-2] + (min(a.shape[-2:]),), a.dtype),
+    ]
+
+
+@ignore_fp_errors
+def _geqrf_impl(a):
+    a = np.asarray(a)
+    if 0 in a.shape:
+        return [a.copy(), np.zeros(a.shape[:-2] + (min(a.shape[-2:]),), a.dtype)]
+    h, taus = np.linalg.qr(a, mode="raw")  # h: the packed matrix transposed (Fortran order)
+    return [np.swapaxes(h, -1, -2).astype(a.dtype), taus.astype(a.dtype, copy=False)]
+
+
+geqrf_p = standard_primitive("geqrf", _geqrf_impl, _geqrf_abstract_eval, multiple_results=True)
+no_jvp[geqrf_p] = (
+    "geqrf returns LAPACK's Householder representation, which has no derivative rule (as in "
+    "JAX); differentiate the Q and R of lax.linalg.qr instead"
+)
+batch_rules[geqrf_p] = _batch(geqrf_p)
+
+
+def _geqrf_lowering(ctx, x):
+    planner = ctx.planner
+    if not planner.policy.linalg_steps:
+        return _lower_loop(ctx, linalg_loops.geqrf_loop, x)
+    from fungrad.lowering.steps import GeqrfStep
+
+    m, n = x.shape[-2:]
+    a = ctx.materialize(x).buffer
+    packed = planner.new_buffer(x.shape, x.dtype, "temp")
+    taus = planner.new_buffer(x.shape[:-2] + (min(m, n),), x.dtype, "temp")
+    planner.add_step(GeqrfStep(f"geqrf_{packed.name}", a, packed, taus, _batch_size(x.shape), m, n))
+    return [planner.buffer_tensor(packed, "geqrf"), planner.buffer_tensor(taus, "geqrf")]
+
+
+kernel.register_lowering(geqrf_p, _geqrf_lowering)

@@ -10,6 +10,9 @@ backend without LAPACK (the GPU) lowers inline (:mod:`fungrad.lax.linalg_decomp_
 * :func:`qr_loop`: min(m - 1, n) Householder reflections ``H = I - 2 v vᵀ`` with LAPACK's sign
   convention (``R[k, k] = -sign(x_k) |x|``, a zero column left as it is), so ``Q`` and ``R``
   match LAPACK's up to rounding.
+* :func:`geqrf_loop`: LAPACK's ``geqrf`` itself: min(m, n) reflectors ``I - tau v vᵀ`` with
+  ``v[k] = 1``, ``beta = -sign(alpha) |x|``, ``tau = (beta - alpha) / beta`` (``tau = 0`` where
+  the column below the diagonal is zero), packed as LAPACK packs them.
 * :func:`svd_loop`: one-sided (Hestenes) Jacobi makes the columns of ``a v`` orthogonal; their
   norms, sorted descending, are ``s``; ``u`` is the Q of a QR of those columns with signs fixed
   so R's diagonal is non-negative (which completes ``u`` where ``s`` is 0, or to a square
@@ -24,7 +27,7 @@ import numpy as np
 
 from fungrad import core
 
-__all__ = ["eigh_loop", "qr_loop", "svd_loop"]
+__all__ = ["eigh_loop", "geqrf_loop", "qr_loop", "svd_loop"]
 
 
 def _lax():
@@ -269,6 +272,64 @@ def qr_loop(a, *, full_matrices: bool = True):
     if full_matrices:
         return [q, r]
     return [lax.slice_in_dim(q, 0, k, axis=nd - 1), lax.slice_in_dim(r, 0, k, axis=nd - 2)]
+
+
+def _lapack_reflector(r, vs, taus, k):
+    """Step ``k`` of LAPACK's Householder QR (``dlarfg`` + ``dlarf``) of the stack ``r``: its
+    reflector's vector goes into column ``k`` of ``vs`` (below the diagonal), its scale into
+    ``taus[..., k]``, and ``r`` is reflected. ``k`` is a traced int32 scalar."""
+    lax = _lax()
+    nd = core.get_aval(r).ndim
+    batch = tuple(range(nd - 2))
+    col = lax.dynamic_index_in_dim(r, k, nd - 1, keepdims=False)  # [..., m]
+    cshape = core.get_aval(col).shape
+    rows = _iota(cshape, nd - 2)
+    zero_c = lax.full_like(col, 0)
+    x = lax.select_n(lax.gt(rows, k), zero_c, col)  # below the diagonal
+    alpha = lax.dynamic_index_in_dim(col, k, nd - 2, keepdims=False)  # [...]
+    xnorm2 = lax.reduce_sum(lax.mul(x, x), (nd - 2,))
+    zero, one = lax.full_like(alpha, 0), lax.full_like(alpha, 1)
+    norm = lax.sqrt(lax.add(lax.mul(alpha, alpha), xnorm2))
+    beta = lax.select_n(lax.lt(alpha, zero), lax.neg(norm), norm)  # -sign(alpha) |(alpha, x)|
+    ok = lax.gt(xnorm2, zero)
+    safe_beta = lax.select_n(ok, one, beta)
+    tau = lax.select_n(ok, zero, lax.div(lax.sub(beta, alpha), safe_beta))
+    scale = lax.select_n(ok, zero, lax.div(one, lax.select_n(ok, one, lax.sub(alpha, beta))))
+    v = lax.mul(x, _bcast(scale, cshape, batch))
+    v = lax.select_n(lax.eq(rows, k), v, lax.full_like(v, 1))  # v[k] = 1
+    v_col = lax.expand_dims(v, (nd - 1,))  # [..., m, 1]
+    rshape = core.get_aval(r).shape
+    r = lax.sub(r, lax.mul(_bcast(tau, rshape, batch), _matmul(v_col, _matmul(_t(v_col), r))))
+    vshape = core.get_aval(vs).shape
+    below = lax.select_n(lax.gt(rows, k), zero_c, v)
+    vs = lax.select_n(
+        lax.eq(_iota(vshape, nd - 1), k), vs, _bcast(below, vshape, batch + (nd - 2,))
+    )
+    tshape = core.get_aval(taus).shape
+    taus = lax.select_n(lax.eq(_iota(tshape, nd - 2), k), taus, _bcast(tau, tshape, batch))
+    return r, vs, taus
+
+
+def geqrf_loop(a):
+    """``[packed, taus]`` of :data:`geqrf_p` (LAPACK's representation) by Householder
+    reflections in LAPACK's convention."""
+    lax = _lax()
+    aval = core.get_aval(a)
+    m, n = aval.shape[-2:]
+    k = min(m, n)
+    taus = lax.full(aval.shape[:-2] + (k,), 0, aval.dtype)
+    if k == 0:
+        return [a, taus]
+    nd = aval.ndim
+    vs = lax.full_like(a, 0)
+    r, vs, taus = lax.fori_loop(
+        0,
+        k,
+        lambda i, st: _lapack_reflector(*st, lax.convert_element_type(i, np.int32)),
+        (a, vs, taus),
+    )
+    below = lax.gt(_iota(aval.shape, nd - 2), _iota(aval.shape, nd - 1))
+    return [lax.select_n(below, r, vs), taus]
 
 
 # -- svd ----------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from fungrad import core, lax
-from fungrad.lax.linalg_decomp_primitives import eigh_p, qr_p, svd_p
+from fungrad.lax.linalg_decomp_primitives import eigh_p, geqrf_p, qr_p, svd_p
 from fungrad.numpy import linear, util
 
 __all__ = [
@@ -110,13 +110,15 @@ def qr(a, mode: str = "reduced"):
     """QR decomposition of a real matrix or stack (LAPACK's Householder QR and signs).
 
     ``mode="reduced"`` (default): ``Q`` [..., m, K], ``R`` [..., K, n] with K = min(m, n);
-    ``"complete"``: ``Q`` [..., m, m], ``R`` [..., m, n]; ``"r"``: ``R`` only (reduced)."""
-    if mode not in ("reduced", "complete", "r"):
-        raise ValueError(
-            f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r} (fungrad has no "
-            "'raw' mode: use the Q and R of 'reduced')"
-        )
+    ``"complete"``: ``Q`` [..., m, m], ``R`` [..., m, n]; ``"r"``: ``R`` only (reduced);
+    ``"raw"``: LAPACK's representation ``(h, tau)`` as numpy's, ``h`` [..., n, m] the packed
+    factors transposed and ``tau`` [..., K] the reflectors' scales (not differentiable)."""
+    if mode not in ("reduced", "complete", "r", "raw"):
+        raise ValueError(f"qr: mode must be 'reduced', 'complete', 'r' or 'raw', got {mode!r}")
     a = _float_matrix("qr", a, square=False)
+    if mode == "raw":
+        packed, taus = geqrf_p.bind(a)
+        return QRResult(_t(packed), taus)
     q, r = qr_p.bind(a, full_matrices=mode == "complete")
     return r if mode == "r" else QRResult(q, r)
 

@@ -1,6 +1,6 @@
-"""LLVM rendering of the decomposition steps (``steps.QRStep``, ``steps.EighStep``,
-``steps.SVDStep``) as calls to numpy's LAPACK (``lapack.py``): ``geqrf`` + ``orgqr``,
-``syevd``, ``gesdd``.
+"""LLVM rendering of the decomposition steps (``steps.QRStep``, ``steps.GeqrfStep``,
+``steps.EighStep``, ``steps.SVDStep``) as calls to numpy's LAPACK (``lapack.py``): ``geqrf``
+(+ ``orgqr``), ``syevd``, ``gesdd``.
 
 Each step becomes one function looping over its batch matrices, called once from the entry
 point, so the program does not grow with the matrix size or the batch. Workspace sizes come
@@ -33,9 +33,9 @@ import numpy as np
 from fungrad.lowering.cpu import lapack
 from fungrad.lowering.cpu.lapack_step import _declare_memory, _routine
 from fungrad.lowering.cpu.llvm_types import literal, llvm_type
-from fungrad.lowering.steps import EighStep, QRStep, SVDStep
+from fungrad.lowering.steps import EighStep, GeqrfStep, QRStep, SVDStep
 
-__all__ = ["render_eigh", "render_qr", "render_svd"]
+__all__ = ["render_eigh", "render_geqrf", "render_qr", "render_svd"]
 
 _MEMCPY = "llvm.memcpy.p0.p0.i64"
 _MEMSET = "llvm.memset.p0.i64"
@@ -304,6 +304,42 @@ def render_qr(mw, step: QRStep, ptr: dict[int, str]) -> list[str]:
     text = _function(step.name, "ptr %a, ptr %q, ptr %r", setup, body, batch, nbytes)
     mw.add_function("\n".join(text), ((step.name, "void", "ptr, ptr, ptr"),), glue=True)
     return [f"  call void @{step.name}({call_args})"]
+
+
+def render_geqrf(mw, step: GeqrfStep, ptr: dict[int, str]) -> list[str]:
+    """Per matrix: transpose ``a`` into a column-major copy; ``geqrf`` (the scales straight
+    into ``taus``); the packed result transposed out."""
+    m, n, batch = step.m, step.n, step.batch
+    k = min(m, n)
+    if batch == 0 or k == 0:
+        return []  # nothing to factor: packed is the (empty) input, taus is empty
+    dt = step.packed.dtype
+    ty, isz = llvm_type(dt), dt.itemsize
+    info, geqrf = _routine(mw, "geqrf", dt)
+    _declare_alloc(mw)
+    ity = f"i{info.int_bits}"
+    lwork, _ = _query("geqrf", dt, lambda i, d, wk, iw, st: (i(m), i(n), d, i(m), d, wk, i(-1), st))
+    off_work = _align(m * n * isz)
+    nbytes = off_work + lwork * isz
+    setup = [*_int_slots(ity, {"m": m, "n": n, "lwork": lwork}), f"  %info = alloca {ity}"]
+    body = [
+        f"  %work = getelementptr inbounds i8, ptr %mem, i64 {off_work}",
+        f"  %aoff = mul i64 %b, {m * n}",
+        f"  %pa = getelementptr inbounds {ty}, ptr %a, i64 %aoff",
+        f"  call void @{step.name}_tr(ptr %pa, ptr %mem, i64 {m}, i64 {n}, i64 {n})",
+        f"  %toff = mul i64 %b, {k}",
+        f"  %pt = getelementptr inbounds {ty}, ptr %taus, i64 %toff",
+        f"  call void @{geqrf}(ptr %m, ptr %n, ptr %mem, ptr %m, ptr %pt, ptr %work, "
+        "ptr %lwork, ptr %info)",
+        f"  %pp = getelementptr inbounds {ty}, ptr %packed, i64 %aoff",
+        f"  call void @{step.name}_tr(ptr %mem, ptr %pp, i64 {n}, i64 {m}, i64 {m})",
+        "  br label %next",
+    ]
+    _add_helpers(mw, step.name, ty, literal(np.nan, dt))
+    text = _function(step.name, "ptr %a, ptr %packed, ptr %taus", setup, body, batch, nbytes)
+    mw.add_function("\n".join(text), ((step.name, "void", "ptr, ptr, ptr"),), glue=True)
+    args = ", ".join(f"ptr {ptr[b.id]}" for b in (step.a, step.packed, step.taus))
+    return [f"  call void @{step.name}({args})"]
 
 
 # -- eigh -----------------------------------------------------------------------------------------

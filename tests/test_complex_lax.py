@@ -422,7 +422,6 @@ REJECTED = {  # no complex definition in JAX either: a TypeError naming the op a
     "and": lambda z: lax.bitwise_and(z, z),
     "not": lax.bitwise_not,
     "reduce_and": lambda z: lax.reduce_and(z, (0,)),
-    "cumlogsumexp": lax.cumlogsumexp,
     "bitcast_convert_type": lambda z: lax.bitcast_convert_type(z, np.float32),
 }
 
@@ -571,6 +570,7 @@ JVP = {
     "max": lambda z: lax.max(z, W.astype(np.complex128)),
     "reduce_prod": lambda z: lax.reduce_prod(z, (0,)),
     "cumprod": lax.cumprod,
+    "cumlogsumexp": lax.cumlogsumexp,
     "reduce_max": lambda z: lax.reduce_max(z, (0,)),
     "dot_general": lambda z: lax.dot_general(z, z, (((0,), (0,)), ((), ()))),
 }
@@ -723,3 +723,13 @@ def test_scatter_max_orders_lexicographically():
     np.testing.assert_array_equal(np.asarray(got), c64(5, 0.5, 1 + 1j))
     got = lax.scatter_min(z, np.array([[0], [2]], np.int32), c64(5, 1 + 0.5j), dn)
     np.testing.assert_array_equal(np.asarray(got), c64(1 + 2j, 0.5, 1 + 0.5j))
+
+
+def test_cumlogsumexp_is_the_principal_log_of_running_sums():
+    # JAX 0.10.2: [1+2j, 0.92636883+1.3644035j, 1.6403408+1.175422j]
+    z = c64(1 + 2j, 0.5, 1 + 1j)
+    want = c64(1 + 2j, 0.92636883 + 1.3644035j, 1.6403408 + 1.175422j)
+    _allclose(lax.cumlogsumexp(z), want, rtol=2e-6)
+    _allclose(lax.cumlogsumexp(c64(-np.inf, 1j)), c64(-np.inf, 1j))
+    got = lax.cumlogsumexp(np.stack([z, z]), 1, reverse=True)
+    _allclose(got[1], np.log(np.cumsum(np.exp(z[::-1].astype(np.complex128))))[::-1])

@@ -12,6 +12,8 @@ and rounded once, as the real special functions are computed in float64.
   ``Re z < 0``, so neither form overflows to NaN.
 * ``atan2(x, y) = -i log((y + i x) / sqrt(x^2 + y^2))``, the complex continuation of the real
   atan2 (XLA's definition).
+* ``logaddexp``: ``log(exp(a) + exp(b))`` (principal log) with the larger real part shifted
+  out, for ``cumlogsumexp``.
 * ``max``/``min``: XLA orders complex numbers lexicographically (real part, then imaginary
   part) and, unlike numpy, does not propagate NaN: a comparison with NaN is false, so the
   second operand is taken.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["atan2", "expm1", "log1p", "logistic", "maximum", "minimum"]
+__all__ = ["atan2", "expm1", "log1p", "logaddexp", "logistic", "maximum", "minimum"]
 
 
 def _wide(z):
@@ -78,6 +80,15 @@ def atan2(x, y):
     with np.errstate(all="ignore"):
         out = -1j * np.log((b + 1j * a) / np.sqrt(a * a + b * b))
         return out.astype(dt)[()]
+
+
+def logaddexp(a, b):
+    """``log(exp(a) + exp(b))`` (principal branch) for complex128 ``a`` and ``b``: the larger
+    real part is shifted out of the exponentials, so they do not overflow."""
+    with np.errstate(all="ignore"):
+        m = np.maximum(a.real, b.real)
+        m = np.where(np.isfinite(m), m, 0.0)
+        return m + np.log(np.exp(a - m) + np.exp(b - m))
 
 
 def _lexicographic_greater(x, y):

@@ -30,7 +30,6 @@ from fungrad.lax.utils import (
     ANY_OR_COMPLEX,
     INT,
     INT_OR_BOOL,
-    NUMERIC,
     NUMERIC_OR_COMPLEX,
     check_kinds,
     ignore_fp_errors,
@@ -504,7 +503,10 @@ def _cumsum_dtype(dtype: np.dtype) -> np.dtype:
 
 def _cumlogsumexp(x, axis):
     # integers (JAX's shape rule takes them and keeps their dtype) are computed in float64
-    # and converted back as convert_element_type does (truncated, saturated)
+    # and converted back as convert_element_type does (truncated, saturated); complex values
+    # in complex128: the principal log of the running sums of exponentials
+    if x.dtype.kind == "c":
+        return _doubling_accumulate(complex_math.logaddexp, x.astype(np.complex128), axis)
     acc = _accumulation_dtype(x.dtype) if x.dtype.kind == "f" else np.dtype(np.float64)
     out = np.logaddexp.accumulate(x.astype(acc), axis)
     if x.dtype.kind in "iu":
@@ -538,7 +540,7 @@ cumprod_p = _cumulative_primitive(
 )
 cummax_p = _cumulative_primitive("cummax", _cummax, NUMERIC_OR_COMPLEX)
 cummin_p = _cumulative_primitive("cummin", _cummin, NUMERIC_OR_COMPLEX)
-cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", _cumlogsumexp, NUMERIC)
+cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", _cumlogsumexp, NUMERIC_OR_COMPLEX)
 
 
 def _bind_cumulative(prim, name, operand_, axis, reverse):

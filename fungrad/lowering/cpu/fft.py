@@ -63,6 +63,10 @@ splits its work: the rows of a batch of at least ``nthreads``, else each pass of
 VEC = 8
 """Complex numbers per vector of the passes written with explicit vectors (``_block_pass_fn``)."""
 BLOCK_RADICES, BLOCK_S = (2, 4), (1, 2, 4)
+SCALAR_Q_RADICES = (3, 5, 7)
+"""The radices with a scalar pass over ``q`` (``s`` >= ``J_INNER_BELOW``, not a multiple of
+``VEC``): a radix 4 or 2 pass has ``s`` a power of four (the 4s run first), so a multiple of
+``VEC`` from 16 on."""
 """Passes whose ``s`` (interleaved sub-transforms) is below this loop over ``j`` innermost."""
 _HEADER = 10  # int64 fields of a plan before its passes (see Plan)
 _PASS = 4  # int64 fields per pass: radix, s, m, twiddle table address
@@ -559,8 +563,10 @@ def _chunk_fn(ty: str) -> str:
         f"i64 {k + p}, label %{v}{p}"
         for k, v in ((100, "v"), (200, "j"), (300, "q"))
         for p in RADICES
+        if v != "q" or p in SCALAR_Q_RADICES
     ]
-    fn.emit(f"  switch i64 %key, label %exit [ {' '.join(cases)} ]")
+    # (no other key occurs: a trap, never a pass silently skipped)
+    fn.emit(f"  switch i64 %key, label %bad [ {' '.join(cases)} ]")
     for p in BLOCK_RADICES:
         for s_ in BLOCK_S:
             # vectors a..b: complex a VEC on, j from a VEC / s, outputs p a VEC on
@@ -598,13 +604,13 @@ def _chunk_fn(ty: str) -> str:
             f"{ty} %sgn, i64 %{c}.jc, i64 %{c}.qc)",
             "  br label %exit",
         )
-        for v in ("j", "q"):
+        for v in ("j", "q") if p in SCALAR_Q_RADICES else ("j",):
             fn.emit(
                 f"{v}{p}:",
                 f"  call void @fgfft.pass{p}{v}(ptr %x, ptr %y, ptr %t, i64 %s, i64 %m, {ty} %sgn)",
                 "  br label %exit",
             )
-    fn.emit("exit:", "  ret void")
+    fn.emit("bad:", "  call void @llvm.trap()", "  unreachable", "exit:", "  ret void")
     head = "define internal void @fgfft.chunk(ptr %ctx, i64 %a, i64 %b) nounwind {"
     return "\n".join([head, *fn.lines, "}", ""])
 
@@ -900,8 +906,10 @@ def library_ir(dtype) -> str:
         "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
         "declare void @llvm.memmove.p0.p0.i64(ptr, ptr, i64, i1)",
         "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
+        "declare void @llvm.trap()",
         "",
-        *(_pass_fn(p, j, ty) for p in RADICES for j in (True, False)),
+        *(_pass_fn(p, True, ty) for p in RADICES),
+        *(_pass_fn(p, False, ty) for p in SCALAR_Q_RADICES),
         *(_block_pass_fn(p, s, ty) for p in BLOCK_RADICES for s in BLOCK_S),
         *(_vector_pass_fn(p, ty) for p in RADICES),
         _chunk_fn(ty),

@@ -733,3 +733,27 @@ def test_cumlogsumexp_is_the_principal_log_of_running_sums():
     _allclose(lax.cumlogsumexp(c64(-np.inf, 1j)), c64(-np.inf, 1j))
     got = lax.cumlogsumexp(np.stack([z, z]), 1, reverse=True)
     _allclose(got[1], np.log(np.cumsum(np.exp(z[::-1].astype(np.complex128))))[::-1])
+
+
+def _any_complex(shape):
+    part = st.floats(width=32, allow_nan=True, allow_infinity=True)
+    return hnp.arrays(C64, shape, elements=st.builds(complex, part, part))
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), shape=st.sampled_from([(), (0,), (3,), (2, 2)]), scalar=st.booleans())
+@pytest.mark.parametrize(
+    "name, ref",
+    [("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("div", np.divide)],
+)
+def test_arithmetic_with_any_values_and_a_0d_operand_matches_numpy(name, ref, data, shape, scalar):
+    x = data.draw(_any_complex(shape))
+    y = data.draw(_any_complex(() if scalar else shape))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = np.asarray(_lax(name)(x, y))
+    with np.errstate(all="ignore"):
+        want = ref(x, y)
+    assert got.dtype == C64 and got.shape == want.shape
+    for part in (np.real, np.imag):
+        np.testing.assert_allclose(part(got), part(want), rtol=1e-6, equal_nan=True)

@@ -160,38 +160,43 @@ def render_triangular_solve(mw, step: TriangularSolveStep, ptr: dict[int, str]) 
     return [f"  call void @{step.name}({args})"]
 
 
-def _for(tag: str, count, body: list[str]) -> list[str]:
+def _for(tag: str, count, body: list[str], start="0", step: int = 1) -> list[str]:
     """Lines running ``body`` (which falls through; it may hold loops of its own) for the i64
-    ``%{tag}`` in ``[0, count)``, entered from the current block."""
+    ``%{tag}`` from ``start`` while below ``count`` (literals or i64 values) by ``step``,
+    entered from the current block."""
     return [
         f"  br label %{tag}.pre",
         f"{tag}.pre:",
         f"  br label %{tag}.head",
         f"{tag}.head:",
-        f"  %{tag} = phi i64 [0, %{tag}.pre], [%{tag}.next, %{tag}.latch]",
+        f"  %{tag} = phi i64 [{start}, %{tag}.pre], [%{tag}.next, %{tag}.latch]",
         f"  %{tag}.more = icmp slt i64 %{tag}, {count}",
         f"  br i1 %{tag}.more, label %{tag}.body, label %{tag}.exit",
         f"{tag}.body:",
         *body,
         f"  br label %{tag}.latch",
         f"{tag}.latch:",
-        f"  %{tag}.next = add i64 %{tag}, 1",
+        f"  %{tag}.next = add i64 %{tag}, {step}",
         f"  br label %{tag}.head",
         f"{tag}.exit:",
     ]
 
 
+_TILE = 16  # the transpose's square tiles: 16 source and 16 destination cache lines (float32)
+
+
 def _transpose_function(name: str, ty: str) -> str:
     """``void @name(ptr src, ptr dst, i64 rows, i64 cols)``: ``dst[j, i] = src[i, j]`` for the
-    row-major ``rows x cols`` ``src`` (in the optimised module: it runs per element)."""
-    body = _for(
+    row-major ``rows x cols`` ``src``, tile by tile (both sides stay in cache: a plain double
+    loop writes with a stride of ``rows``). In the optimised module: it runs per element."""
+    inner = _for(
         "i",
-        "%rows",
+        "%iend",
         [
             "  %srow = mul i64 %i, %cols",
             *_for(
                 "j",
-                "%cols",
+                "%jend",
                 [
                     "  %s = add i64 %srow, %j",
                     f"  %ps = getelementptr inbounds {ty}, ptr %src, i64 %s",
@@ -201,8 +206,29 @@ def _transpose_function(name: str, ty: str) -> str:
                     f"  %pd = getelementptr inbounds {ty}, ptr %dst, i64 %d",
                     f"  store {ty} %v, ptr %pd",
                 ],
+                start="%jb",
             ),
         ],
+        start="%ib",
+    )
+    body = _for(
+        "ib",
+        "%rows",
+        [
+            f"  %iend0 = add i64 %ib, {_TILE}",
+            "  %iend = call i64 @llvm.smin.i64(i64 %iend0, i64 %rows)",
+            *_for(
+                "jb",
+                "%cols",
+                [
+                    f"  %jend0 = add i64 %jb, {_TILE}",
+                    "  %jend = call i64 @llvm.smin.i64(i64 %jend0, i64 %cols)",
+                    *inner,
+                ],
+                step=_TILE,
+            ),
+        ],
+        step=_TILE,
     )
     lines = [
         f"define internal void @{name}(ptr noalias %src, ptr noalias %dst, i64 %rows, "
@@ -232,6 +258,7 @@ def render_lu(mw, step: LuStep, ptr: dict[int, str]) -> list[str]:
     info, fn = _routine(mw, "getrf", dt)
     ity = f"i{info.int_bits}"
     transpose = f"{step.name}_transpose"
+    mw.declare("llvm.smin.i64", "declare i64 @llvm.smin.i64(i64, i64)")
     mw.add_function(
         _transpose_function(transpose, ty), ((transpose, "void", "ptr, ptr, i64, i64"),)
     )

@@ -221,6 +221,10 @@ def test_numpy_fftn_over_more_than_three_axes(x64):
 
 
 def test_numpy_fft_dtypes_x64(x64):
+    for dt in (np.int8, np.int32, np.uint8, bool):  # JAX: float32 first, 64-bit ints float64
+        assert lax.fft(np.ones(4, dt), "RFFT", (4,)).dtype == np.complex64
+        assert fnp.fft.fft(np.ones(4, dt)).dtype == np.complex64
+    assert lax.fft(np.ones(4, np.int64), "FFT", (4,)).dtype == np.complex128
     assert fnp.fft.fft(np.ones(4)).dtype == np.complex128
     assert fnp.fft.rfft(np.ones(4)).dtype == np.complex128
     assert fnp.fft.irfft(np.ones(3, np.complex128)).dtype == np.float64

@@ -94,21 +94,15 @@ def fft(x, fft_type: FftType | str, fft_lengths: Sequence[int]):
     typ = _fft_type(fft_type)
     x = operand(x, "fft")
     dt = x.aval.dtype
+    if not dtypes.is_inexact(dt):  # integers and bools: float32, 64-bit ones float64 (as jnp)
+        dt = np.dtype(np.float64 if dt.itemsize == 8 else np.float32)
     if typ == FftType.RFFT:
         if dtypes.is_complex(dt):
             raise ValueError(
                 f"fft: RFFT takes a real operand, got {dt.name}; use FFT for complex input"
             )
-        if not dtypes.is_float(dt):
-            dt = dtypes.default_float_dtype() if dt.itemsize < 8 else np.dtype(np.float64)
     else:
-        dt = dtypes.complex_dtype(dt) if dtypes.is_inexact(dt) else None
-        if dt is None:  # integers and bools: the default complex type (complex128 for 64-bit)
-            dt = (
-                np.dtype(np.complex128)
-                if x.aval.dtype.itemsize == 8
-                else dtypes.default_complex_dtype()
-            )
+        dt = dtypes.complex_dtype(dt)
     from fungrad.lax.elementwise import convert_element_type
 
     x = convert_element_type(x, dtypes.canonicalize_dtype(dt))

@@ -1,6 +1,6 @@
 """The program steps other than kernels and products, as plain data: control flow (cond,
 while, scan), sort, host calls and dense linear algebra (Cholesky, triangular solve, LU, QR,
-eigh, SVD).
+eigh, SVD, eig).
 
 A lowering rule that cannot be written element by element stores its operands in buffers and
 appends one of these steps to the program (``fusion.Planner.add_step``). A step says what it
@@ -43,6 +43,7 @@ __all__ = [
     "GeqrfStep",
     "EighStep",
     "SVDStep",
+    "GeevStep",
     "scratch_slots",
 ]
 
@@ -460,3 +461,27 @@ class SVDStep:
 
     def writes(self) -> set[Buffer]:
         return {b for b in (self.s, self.u, self.vt) if b is not None}
+
+
+@dataclass(eq=False)
+class GeevStep:
+    """Eigenvalues and (unless ``vl``/``vr`` are None) left/right eigenvectors of each of
+    ``batch`` row-major general ``n x n`` matrices of ``a``, in LAPACK's real form: ``wr``,
+    ``wi`` (``n`` per matrix) and the packed vectors as columns of ``vl``/``vr`` (a complex
+    pair's vector is columns ``j`` and ``j + 1``); NaN in all where it did not converge.
+    Backends with a library run it there (the CPU: LAPACK ``geev``)."""
+
+    name: str
+    a: Buffer
+    wr: Buffer
+    wi: Buffer
+    vl: Buffer | None
+    vr: Buffer | None
+    batch: int
+    n: int
+
+    def reads(self) -> set[Buffer]:
+        return {self.a}
+
+    def writes(self) -> set[Buffer]:
+        return {b for b in (self.wr, self.wi, self.vl, self.vr) if b is not None}

@@ -5,7 +5,7 @@ same symbol decoration as its cblas: where cblas ``sgemm`` is ``<prefix>cblas_sg
 the Fortran routine ``spotrf`` is ``<prefix>spotrf_<suffix>`` (``scipy_spotrf_64_`` in the
 ILP64 ``scipy-openblas64`` build) and cblas ``strsm`` is ``<prefix>cblas_strsm<suffix>``.
 :func:`find_lapack` resolves, for float32 and float64, ``potrf``, ``trsm`` (cblas), ``getrf``,
-``geqrf``, ``orgqr``, ``syevd`` and ``gesdd``; a routine the library lacks is listed in
+``geqrf``, ``orgqr``, ``syevd``, ``gesdd`` and ``geev``; a routine the library lacks is listed in
 :attr:`LapackInfo.missing` and only its callers raise (:class:`LapackUnavailableError`).
 
 Calling convention. The Fortran routines take every argument by pointer, integers are
@@ -27,8 +27,9 @@ each routine meets the row-major buffer, which jitted code must reproduce:
   ``(m, n) := (n, m)``, LAPACK's ``VT`` buffer is the row-major ``u`` and its ``U`` buffer the
   row-major ``vt``; no copy is needed.
 - ``trsm``: cblas with ``CblasRowMajor``.
-- ``getrf`` / ``geqrf`` / ``orgqr``: the transpose is a different factorisation, so the matrix
-  is copied to Fortran order (a transpose in jitted code) and the results copied back.
+- ``getrf`` / ``geqrf`` / ``orgqr`` / ``geev``: the transpose is a different factorisation, so
+  the matrix is copied to Fortran order (a transpose in jitted code) and the results copied
+  back.
 
 Workspace sizes come from LAPACK's own query (``lwork = -1``).
 """
@@ -62,6 +63,7 @@ __all__ = [
     "orgqr",
     "syevd",
     "gesdd",
+    "geev",
 ]
 
 CBLAS_UPPER, CBLAS_LOWER = 121, 122
@@ -98,6 +100,8 @@ ROUTINES: dict[str, _Signature] = {
     "syevd": _Signature("cciipipipii"),
     # jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork, iwork, info
     "gesdd": _Signature("ciipippipipipi"),
+    # jobvl, jobvr, n, a, lda, wr, wi, vl, ldvl, vr, ldvr, work, lwork, info
+    "geev": _Signature("ccipipppipipii"),
 }
 """The routines bound here and their argument lists (see :class:`_Signature`)."""
 
@@ -479,3 +483,37 @@ def gesdd(a, full_matrices: bool = True, compute_uv: bool = True):
         # factors are then identities (as numpy.linalg.svd gives).
         u[...], vt[...] = np.eye(*u.shape, dtype=c.dtype), np.eye(*vt.shape, dtype=c.dtype)
     return s, u, vt, int(st[0])
+
+
+def geev(a, left: bool = True, right: bool = True):
+    """Eigenvalues and eigenvectors of the general square ``a``, in LAPACK's real form.
+
+    Returns ``(wr, wi, vl, vr, info)``: the eigenvalues ``wr + i wi`` (complex conjugate pairs
+    adjacent, the one with positive imaginary part first); ``vr`` (``vl``) holds the right
+    (left) eigenvectors as columns, each of Euclidean norm 1 with its largest component real: a
+    real eigenvalue's vector is column ``j``, a pair's is ``v[:, j] ± i v[:, j + 1]``. ``vl`` /
+    ``vr`` are None unless ``left`` / ``right``; ``info > 0`` when the QR algorithm failed."""
+    f = _matrix("geev", a, square=True, order="F")
+    info = find_lapack()
+    fn = info.function("geev", f.dtype)
+    n = f.shape[0]
+    ints = _Ints(info.int_bits)
+    wr, wi = np.zeros(n, f.dtype), np.zeros(n, f.dtype)
+    vl = np.zeros((n, n), f.dtype, order="F") if left else np.zeros(1, f.dtype)
+    vr = np.zeros((n, n), f.dtype, order="F") if right else np.zeros(1, f.dtype)
+    st = np.zeros(1, ints.np_type)
+    jobvl, jobvr = _chars("V" if left else "N", "V" if right else "N")
+    head = (jobvl, jobvr, ints(n), _ptr(f), ints(max(1, n)), _ptr(wr), _ptr(wi))
+    mats = (_ptr(vl), ints(max(1, n) if left else 1), _ptr(vr), ints(max(1, n) if right else 1))
+    query = np.zeros(1, f.dtype)
+    fn(*head, *mats, _ptr(query), ints(-1), _ptr(st), 1, 1)
+    if st[0] == 0:
+        work = np.zeros(_lwork(query[0]), f.dtype)
+        fn(*head, *mats, _ptr(work), ints(work.size), _ptr(st), 1, 1)
+    return (
+        wr,
+        wi,
+        np.ascontiguousarray(vl) if left else None,
+        np.ascontiguousarray(vr) if right else None,
+        int(st[0]),
+    )

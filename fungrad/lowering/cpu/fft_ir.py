@@ -1,0 +1,784 @@
+"""The LLVM IR text of the FFT library (``fft.py`` describes what it computes, its algorithms
+and its entry point; this module only writes the code).
+
+Functions of the module (``T`` the element type):
+
+- ``@fgfft.pass<p>j`` / ``@fgfft.pass<p>q``: one Stockham pass as scalar loops, the inner one
+  over ``j`` or over ``q``; ``@fgfft.pass<p>b<s>`` (radix 2, 4; ``s`` 1, 2, 4) and
+  ``@fgfft.pass<p>v`` (``s`` a multiple of ``VEC``): the same with explicit vectors;
+- ``@fgfft.chunk(ctx, a, b)``: the part ``[a, b)`` of one pass described in ``ctx``, the unit
+  ``@fg_parallel_for`` splits; ``@fgfft.run``: one Stockham transform (pass by pass, each
+  whole or on the pool); ``@fgfft.blue``: one Bluestein transform; ``@fgfft.rows``: a range of
+  rows (a chunk of a split batch); the exported driver: scratch, then the rows.
+
+Complex values are pairs of SSA values (``_Fn``); every butterfly is written once
+(``_butterfly``) for scalar and vector types alike, the sign entering at run time as a +-1
+factor of the ``i *`` terms (one library serves both directions).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fungrad.lowering.cpu.llvm_types import literal
+
+__all__ = [
+    "BLOCK_RADICES",
+    "BLOCK_S",
+    "HEADER",
+    "J_INNER_BELOW",
+    "PARALLEL_POINTS",
+    "PASS_FIELDS",
+    "RADICES",
+    "SCALAR_Q_RADICES",
+    "VEC",
+    "library_ir",
+]
+
+RADICES = (4, 2, 3, 5, 7)
+"""The Stockham passes' radices, in the order the passes run; other prime factors of ``n``
+take Bluestein's algorithm."""
+J_INNER_BELOW = 8
+"""Passes whose ``s`` (interleaved sub-transforms) is below this loop over ``j`` innermost."""
+PARALLEL_POINTS = 1 << 15
+"""Complex points (of one transform, or of the batch) from which a call given a thread pool
+splits its work: the rows of a batch of at least ``nthreads``, else each pass of each row."""
+VEC = 8
+"""Complex numbers per vector of the passes written with explicit vectors."""
+BLOCK_RADICES, BLOCK_S = (2, 4), (1, 2, 4)
+"""The radices and values of ``s`` of the block passes (``_block_pass_fn``)."""
+SCALAR_Q_RADICES = (3, 5, 7)
+"""The radices with a scalar pass over ``q`` (``s`` >= ``J_INNER_BELOW``, not a multiple of
+``VEC``): a radix 4 or 2 pass has ``s`` a power of four (the 4s run first), so a multiple of
+``VEC`` from 16 on."""
+HEADER = 10
+"""int64 fields of a plan before its passes: ``n, kind, passes, scratch (complex numbers), M,
+chirp, filter, sub-plan, sign, 0`` (addresses as int64; kind 0 Stockham, 1 Bluestein)."""
+PASS_FIELDS = 4
+"""int64 fields per pass: radix, s, m, twiddle table address (``[k - 1][j]``, interleaved)."""
+
+
+class _Fn:
+    """Lines of one function and a counter for SSA names."""
+
+    def __init__(self, scalar: str, lanes: int = 0):
+        self.scalar = scalar
+        self.ty = f"<{lanes} x {scalar}>" if lanes else scalar
+        self.lines: list[str] = []
+        self.k = 0
+
+    def const(self, v: float) -> str:
+        """A constant of the function's (scalar or vector) type, rounded to its precision."""
+        lit = literal(v, np.dtype(np.float32 if self.scalar == "float" else np.float64))
+        return f"splat ({self.scalar} {lit})" if self.ty != self.scalar else lit
+
+    def tmp(self) -> str:
+        self.k += 1
+        return f"%t{self.k}"
+
+    def op(self, text: str) -> str:
+        v = self.tmp()
+        self.lines.append(f"  {v} = {text}")
+        return v
+
+    def emit(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+    # complex values are (re, im) pairs of SSA names or literals
+    def load(self, base: str, idx: str) -> tuple[str, str]:
+        ty = self.scalar
+        pr = self.op(f"getelementptr inbounds [2 x {ty}], ptr {base}, i64 {idx}, i64 0")
+        pi = self.op(f"getelementptr inbounds [2 x {ty}], ptr {base}, i64 {idx}, i64 1")
+        return self.op(f"load {ty}, ptr {pr}"), self.op(f"load {ty}, ptr {pi}")
+
+    def store(self, base: str, idx: str, v: tuple[str, str]) -> None:
+        ty = self.scalar
+        pr = self.op(f"getelementptr inbounds [2 x {ty}], ptr {base}, i64 {idx}, i64 0")
+        pi = self.op(f"getelementptr inbounds [2 x {ty}], ptr {base}, i64 {idx}, i64 1")
+        self.emit(f"  store {ty} {v[0]}, ptr {pr}", f"  store {ty} {v[1]}, ptr {pi}")
+
+    def f(self, op: str, a: str, b: str) -> str:
+        return self.op(f"{op} contract {self.ty} {a}, {b}")
+
+    def add(self, a, b):
+        return self.f("fadd", a[0], b[0]), self.f("fadd", a[1], b[1])
+
+    def sub(self, a, b):
+        return self.f("fsub", a[0], b[0]), self.f("fsub", a[1], b[1])
+
+    def scale(self, a, c: str):
+        return self.f("fmul", a[0], c), self.f("fmul", a[1], c)
+
+    def mul(self, a, b):
+        re = self.f("fsub", self.f("fmul", a[0], b[0]), self.f("fmul", a[1], b[1]))
+        im = self.f("fadd", self.f("fmul", a[0], b[1]), self.f("fmul", a[1], b[0]))
+        return re, im
+
+    def conj(self, a):
+        return a[0], self.op(f"fneg {self.ty} {a[1]}")
+
+    def i_times(self, a, sgn: str):
+        """``sgn * i * a`` (``sgn`` +-1 at run time)."""
+        re = self.op(f"fneg {self.ty} {self.f('fmul', a[1], sgn)}")
+        return re, self.f("fmul", a[0], sgn)
+
+
+def _butterfly(fn: _Fn, a: list, sgn: str) -> list:
+    """``DFT_p(a)_k = sum_r a_r exp(sgn 2 pi i r k / p)`` for p = len(a) in (2, 3, 4, 5, 7)."""
+    p = len(a)
+    if p == 2:
+        return [fn.add(a[0], a[1]), fn.sub(a[0], a[1])]
+    if p == 4:
+        t0, t1 = fn.add(a[0], a[2]), fn.sub(a[0], a[2])
+        t2, t3 = fn.add(a[1], a[3]), fn.i_times(fn.sub(a[1], a[3]), sgn)
+        return [fn.add(t0, t2), fn.add(t1, t3), fn.sub(t0, t2), fn.sub(t1, t3)]
+    # odd p: pairs r, p - r; y_k = a0 + sum cos(2 pi r k / p) S_r + sgn i sum sin(...) D_r
+    h = (p - 1) // 2
+    s = [fn.add(a[r], a[p - r]) for r in range(1, h + 1)]
+    d = [fn.sub(a[r], a[p - r]) for r in range(1, h + 1)]
+    y0 = a[0]
+    for v in s:
+        y0 = fn.add(y0, v)
+    out = [y0] + [None] * (p - 1)
+    for k in range(1, h + 1):
+        acc, bcc = a[0], None
+        for r in range(1, h + 1):
+            c = fn.const(math.cos(2 * math.pi * r * k / p))
+            sn = fn.const(math.sin(2 * math.pi * r * k / p))
+            acc = fn.add(acc, fn.scale(s[r - 1], c))
+            term = fn.scale(d[r - 1], sn)
+            bcc = term if bcc is None else fn.add(bcc, term)
+        b = fn.i_times(bcc, sgn)
+        out[k], out[p - k] = fn.add(acc, b), fn.sub(acc, b)
+    return out
+
+
+def _pass_fn(p: int, j_inner: bool, ty: str) -> str:
+    """``@fgfft.pass<p><q|j>``: one Stockham pass of radix ``p`` (see the module docstring)."""
+    fn = _Fn(ty)
+    outer, inner = ("q", "j") if j_inner else ("j", "q")
+    trip = {"q": "%s", "j": "%m"}
+    fn.emit(
+        "entry:",
+        "  %sm = mul i64 %s, %m",
+        f"  %sp = mul i64 %s, {p}",
+        "  br label %oh",
+        "oh:",
+        f"  %{outer} = phi i64 [0, %entry], [%{outer}.n, %ol]",
+        f"  %oc = icmp slt i64 %{outer}, {trip[outer]}",
+        "  br i1 %oc, label %ob, label %exit",
+        "ob:",
+        "  br label %ih",
+        "ih:",
+        f"  %{inner} = phi i64 [0, %ob], [%{inner}.n, %ib]",
+        f"  %ic = icmp slt i64 %{inner}, {trip[inner]}",
+        "  br i1 %ic, label %ib, label %ol",
+        "ib:",
+    )
+    sj = fn.op("mul i64 %s, %j")
+    base_in = fn.op(f"add i64 %q, {sj}")
+    spj = fn.op("mul i64 %sp, %j")
+    base_out = fn.op(f"add i64 %q, {spj}")
+    a = []
+    for r in range(p):
+        idx = base_in if r == 0 else fn.op(f"add i64 {base_in}, {fn.op(f'mul i64 %sm, {r}')}")
+        a.append(fn.load("%x", idx))
+    y = _butterfly(fn, a, "%sgn")
+    for k in range(p):
+        v = y[k]
+        if k:
+            ti = fn.op(f"add i64 %j, {fn.op(f'mul i64 %m, {k - 1}')}")
+            v = fn.mul(v, fn.load("%tw", ti))
+        idx = base_out if k == 0 else fn.op(f"add i64 {base_out}, {fn.op(f'mul i64 %s, {k}')}")
+        fn.store("%y", idx, v)
+    fn.emit(
+        f"  %{inner}.n = add i64 %{inner}, 1",
+        "  br label %ih, !llvm.loop !0",
+        "ol:",
+        f"  %{outer}.n = add i64 %{outer}, 1",
+        "  br label %oh, !llvm.loop !0",
+        "exit:",
+        "  ret void",
+    )
+    name = f"@fgfft.pass{p}{'j' if j_inner else 'q'}"
+    head = (
+        f"define internal void {name}(ptr noalias %x, ptr noalias %y, ptr noalias %tw, "
+        f"i64 %s, i64 %m, {ty} %sgn) nounwind noinline {{"
+    )
+    return "\n".join([head, *fn.lines, "}", ""])
+
+
+def _mask(idx) -> str:
+    return "<" + ", ".join(f"i32 {i}" for i in idx) + ">"
+
+
+def _block_pass_fn(p: int, s: int, ty: str) -> str:
+    """``@fgfft.pass<p>b<s>``: a Stockham pass of radix ``p`` (2 or 4) with few interleaved
+    sub-transforms (``s`` 1, 2 or 4), written with explicit vectors of ``VEC`` complex numbers.
+
+    Input position ``q + s j`` of each of the ``p`` streams is contiguous over ``(j, q)``, so
+    one vector holds ``VEC / s`` values of ``j`` times ``s`` of ``q`` (the twiddles, which depend
+    on ``j`` only, are each repeated ``s`` times by a shuffle); the ``p`` results of those
+    ``j`` fill ``p VEC`` contiguous outputs, interleaved ``s`` at a time by one shuffle. The
+    caller runs it when ``s m`` is a multiple of ``VEC``. (LLVM does not vectorise the scalar
+    loop over ``j`` here: its stores are ``s p`` apart, ``s`` known only at run time.)"""
+    v = VEC
+    fn = _Fn(ty, v)
+    vt, wide = fn.ty, f"<{2 * v} x {ty}>"
+    even, odd = _mask(range(0, 2 * v, 2)), _mask(range(1, 2 * v, 2))
+    fn.emit(
+        "entry:",
+        f"  %sg0 = insertelement <{v} x {ty}> poison, {ty} %sgn, i64 0",
+        f"  %sgv = shufflevector <{v} x {ty}> %sg0, <{v} x {ty}> poison, "
+        f"<{v} x i32> zeroinitializer",
+        f"  %sm = mul i64 %m, {s}",
+        "  br label %h",
+        "h:",
+        "  %t = phi i64 [0, %entry], [%t.n, %b]",
+        "  %c = icmp ult i64 %t, %nt",
+        "  br i1 %c, label %b, label %exit",
+        "b:",
+    )
+    e0 = fn.op(f"mul i64 %t, {v}")
+    j0 = fn.op(f"udiv i64 {e0}, {s}") if s > 1 else e0
+    a = []
+    for r in range(p):
+        idx = e0 if r == 0 else fn.op(f"add i64 {e0}, {fn.op(f'mul i64 %sm, {r}')}")
+        ptr = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %x, i64 {idx}")
+        w = fn.op(f"load {wide}, ptr {ptr}, align 8")
+        a.append(
+            (
+                fn.op(f"shufflevector {wide} {w}, {wide} poison, <{v} x i32> {even}"),
+                fn.op(f"shufflevector {wide} {w}, {wide} poison, <{v} x i32> {odd}"),
+            )
+        )
+    y = _butterfly(fn, a, "%sgv")
+    g = v // s  # values of j per vector
+    gt = f"<{2 * g} x {ty}>"
+    parts = []
+    for k in range(p):
+        z = y[k]
+        if k:
+            ti = fn.op(f"add i64 {j0}, {fn.op(f'mul i64 %m, {k - 1}')}")
+            tp = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %tw, i64 {ti}")
+            tv = fn.op(f"load {gt}, ptr {tp}, align 8")
+            wr = fn.op(
+                f"shufflevector {gt} {tv}, {gt} poison, <{v} x i32> "
+                + _mask(2 * (i // s) for i in range(v))
+            )
+            wi = fn.op(
+                f"shufflevector {gt} {tv}, {gt} poison, <{v} x i32> "
+                + _mask(2 * (i // s) + 1 for i in range(v))
+            )
+            z = fn.mul(z, (wr, wi))
+        inter = _mask(i // 2 + (i % 2) * v for i in range(2 * v))
+        parts.append(fn.op(f"shufflevector {vt} {z[0]}, {vt} {z[1]}, <{2 * v} x i32> {inter}"))
+    # the p interleaved results, concatenated (p = 4: pairwise), then put in output order:
+    # output complex g p s + k s + q is complex g s + q of result k
+    if p == 4:
+        lo = fn.op(
+            f"shufflevector {wide} {parts[0]}, {wide} {parts[1]}, <{4 * v} x i32> "
+            + _mask(range(4 * v))
+        )
+        hi = fn.op(
+            f"shufflevector {wide} {parts[2]}, {wide} {parts[3]}, <{4 * v} x i32> "
+            + _mask(range(4 * v))
+        )
+        src, half = (lo, hi), f"<{4 * v} x {ty}>"
+    else:
+        src, half = (parts[0], parts[1]), wide
+    order = []
+    for o in range(p * v):
+        gg, k, q = o // (p * s), (o % (p * s)) // s, o % s
+        c = k * v + gg * s + q
+        order += [2 * c, 2 * c + 1]
+    out = fn.op(
+        f"shufflevector {half} {src[0]}, {half} {src[1]}, <{2 * p * v} x i32> " + _mask(order)
+    )
+    oi = fn.op(f"mul i64 {e0}, {p}")
+    op = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %y, i64 {oi}")
+    fn.emit(
+        f"  store <{2 * p * v} x {ty}> {out}, ptr {op}, align 8",
+        "  %t.n = add i64 %t, 1",
+        "  br label %h, !llvm.loop !0",
+        "exit:",
+        "  ret void",
+    )
+    head = (
+        f"define internal void @fgfft.pass{p}b{s}(ptr noalias %x, ptr noalias %y, "
+        f"ptr noalias %tw, i64 %s, i64 %m, {ty} %sgn, i64 %nt) nounwind noinline {{"
+    )
+    return "\n".join([head, *fn.lines, "}", ""])
+
+
+def _vector_pass_fn(p: int, ty: str) -> str:
+    """``@fgfft.pass<p>v``: a Stockham pass of radix ``p`` whose ``s`` is a multiple of ``VEC``,
+    with explicit vectors of ``VEC`` values of ``q`` (the twiddles, one per ``j``, broadcast).
+    LLVM vectorises the scalar loop over ``q`` too, but ``VEC`` times its interleave count
+    wide, so that ``s`` of 16 ran its scalar remainder only."""
+    v = VEC
+    fn = _Fn(ty, v)
+    vt, wide = fn.ty, f"<{2 * v} x {ty}>"
+    even, odd = _mask(range(0, 2 * v, 2)), _mask(range(1, 2 * v, 2))
+    inter = _mask(i // 2 + (i % 2) * v for i in range(2 * v))
+    fn.emit(
+        "entry:",
+        f"  %sg0 = insertelement {vt} poison, {ty} %sgn, i64 0",
+        f"  %sgv = shufflevector {vt} %sg0, {vt} poison, <{v} x i32> zeroinitializer",
+        "  %sm = mul i64 %s, %m",
+        f"  %sp = mul i64 %s, {p}",
+        "  br label %oh",
+        "oh:",
+        "  %j = phi i64 [0, %entry], [%j.n, %ol]",
+        "  %oc = icmp ult i64 %j, %jcnt",
+        "  br i1 %oc, label %ob, label %exit",
+        "ob:",
+    )
+    w = [None]
+    for k in range(1, p):
+        ti = fn.op(f"add i64 %j, {fn.op(f'mul i64 %m, {k - 1}')}")
+        re, im = fn.load("%tw", ti)
+        pair = []
+        for c in (re, im):
+            e = fn.op(f"insertelement {vt} poison, {ty} {c}, i64 0")
+            pair.append(fn.op(f"shufflevector {vt} {e}, {vt} poison, <{v} x i32> zeroinitializer"))
+        w.append(tuple(pair))
+    sj = fn.op("mul i64 %s, %j")
+    spj = fn.op("mul i64 %sp, %j")
+    fn.emit(
+        "  br label %ih",
+        "ih:",
+        "  %q = phi i64 [0, %ob], [%q.n, %ib]",
+        "  %ic = icmp ult i64 %q, %qcnt",
+        "  br i1 %ic, label %ib, label %ol",
+        "ib:",
+    )
+    base_in = fn.op(f"add i64 %q, {sj}")
+    base_out = fn.op(f"add i64 %q, {spj}")
+    a = []
+    for r in range(p):
+        idx = base_in if r == 0 else fn.op(f"add i64 {base_in}, {fn.op(f'mul i64 %sm, {r}')}")
+        ptr = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %x, i64 {idx}")
+        x = fn.op(f"load {wide}, ptr {ptr}, align 8")
+        a.append(
+            (
+                fn.op(f"shufflevector {wide} {x}, {wide} poison, <{v} x i32> {even}"),
+                fn.op(f"shufflevector {wide} {x}, {wide} poison, <{v} x i32> {odd}"),
+            )
+        )
+    y = _butterfly(fn, a, "%sgv")
+    for k in range(p):
+        z = y[k] if k == 0 else fn.mul(y[k], w[k])
+        c = fn.op(f"shufflevector {vt} {z[0]}, {vt} {z[1]}, <{2 * v} x i32> {inter}")
+        idx = base_out if k == 0 else fn.op(f"add i64 {base_out}, {fn.op(f'mul i64 %s, {k}')}")
+        ptr = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %y, i64 {idx}")
+        fn.emit(f"  store {wide} {c}, ptr {ptr}, align 8")
+    fn.emit(
+        f"  %q.n = add i64 %q, {v}",
+        "  br label %ih, !llvm.loop !0",
+        "ol:",
+        "  %j.n = add i64 %j, 1",
+        "  br label %oh, !llvm.loop !0",
+        "exit:",
+        "  ret void",
+    )
+    head = (
+        f"define internal void @fgfft.pass{p}v(ptr noalias %x, ptr noalias %y, "
+        f"ptr noalias %tw, i64 %s, i64 %m, {ty} %sgn, i64 %jcnt, i64 %qcnt) "
+        "nounwind noinline {"
+    )
+    return "\n".join([head, *fn.lines, "}", ""])
+
+
+def _field(fn: _Fn, plan: str, i: int, name: str) -> str:
+    fn.emit(f"  %{name}.p = getelementptr inbounds i64, ptr {plan}, i64 {i}")
+    fn.emit(f"  %{name} = load i64, ptr %{name}.p")
+    return f"%{name}"
+
+
+# the context of one pass (``@fgfft.chunk``): i64 fields
+_CTX = ("key", "src", "dst", "tw", "s", "m", "sg", "split", "range")
+_KEY_VECTOR, _KEY_SCALAR_J, _KEY_SCALAR_Q = 100, 200, 300  # + radix; block passes: 8 p + s
+
+
+def _chunk_fn(ty: str) -> str:
+    """``@fgfft.chunk(ctx, a, b)``: the part ``[a, b)`` of one pass (its context: ``_CTX``):
+    for a block pass, vectors ``a`` to ``b``; for a vector pass, values ``a`` to ``b`` of ``j``
+    (``split`` 0) or vectors ``a`` to ``b`` of ``q`` (``split`` 1), by offsetting the pointers.
+    The scalar passes only run whole (``a`` = 0, ``b`` = their range)."""
+    fn = _Fn(ty)
+    esz = 4 if ty == "float" else 8
+    fn.emit("entry:")
+    for i, nm in enumerate(_CTX[:-1]):
+        _field(fn, "%ctx", i, nm)
+    fn.emit(
+        "  %x = inttoptr i64 %src to ptr",
+        "  %y = inttoptr i64 %dst to ptr",
+        "  %t = inttoptr i64 %tw to ptr",
+        f"  %sgn = sitofp i64 %sg to {ty}",
+        "  %cnt = sub i64 %b, %a",
+    )
+    cases = [f"i64 {p * 8 + s_}, label %b{p}.{s_}" for p in BLOCK_RADICES for s_ in BLOCK_S]
+    cases += [
+        f"i64 {k + p}, label %{v}{p}"
+        for k, v in ((100, "v"), (200, "j"), (300, "q"))
+        for p in RADICES
+        if v != "q" or p in SCALAR_Q_RADICES
+    ]
+    # (no other key occurs: a trap, never a pass silently skipped)
+    fn.emit(f"  switch i64 %key, label %bad [ {' '.join(cases)} ]")
+    for p in BLOCK_RADICES:
+        for s_ in BLOCK_S:
+            # vectors a..b: complex a VEC on, j from a VEC / s, outputs p a VEC on
+            fn.emit(
+                f"b{p}.{s_}:",
+                f"  %b{p}.{s_}.e = mul i64 %a, {2 * VEC * esz}",
+                f"  %b{p}.{s_}.x = getelementptr inbounds i8, ptr %x, i64 %b{p}.{s_}.e",
+                f"  %b{p}.{s_}.o = mul i64 %b{p}.{s_}.e, {p}",
+                f"  %b{p}.{s_}.y = getelementptr inbounds i8, ptr %y, i64 %b{p}.{s_}.o",
+                f"  %b{p}.{s_}.w0 = udiv i64 %b{p}.{s_}.e, {s_}",
+                f"  %b{p}.{s_}.w = getelementptr inbounds i8, ptr %t, i64 %b{p}.{s_}.w0",
+                f"  call void @fgfft.pass{p}b{s_}(ptr %b{p}.{s_}.x, ptr %b{p}.{s_}.y, "
+                f"ptr %b{p}.{s_}.w, i64 %s, i64 %m, {ty} %sgn, i64 %cnt)",
+                "  br label %exit",
+            )
+    for p in RADICES:
+        c = f"v{p}"
+        fn.emit(
+            f"{c}:",
+            f"  %{c}.byq = icmp ne i64 %split, 0",
+            # split over q: offset a VEC complex numbers; over j: s a in, s p a out, a twiddles
+            f"  %{c}.qo = mul i64 %a, {VEC}",
+            f"  %{c}.xi = mul i64 %s, %a",
+            f"  %{c}.yi = mul i64 %{c}.xi, {p}",
+            f"  %{c}.xo = select i1 %{c}.byq, i64 %{c}.qo, i64 %{c}.xi",
+            f"  %{c}.yo = select i1 %{c}.byq, i64 %{c}.qo, i64 %{c}.yi",
+            f"  %{c}.wo = select i1 %{c}.byq, i64 0, i64 %a",
+            f"  %{c}.x = getelementptr inbounds [2 x {ty}], ptr %x, i64 %{c}.xo",
+            f"  %{c}.y = getelementptr inbounds [2 x {ty}], ptr %y, i64 %{c}.yo",
+            f"  %{c}.w = getelementptr inbounds [2 x {ty}], ptr %t, i64 %{c}.wo",
+            f"  %{c}.qn = mul i64 %cnt, {VEC}",
+            f"  %{c}.jc = select i1 %{c}.byq, i64 %m, i64 %cnt",
+            f"  %{c}.qc = select i1 %{c}.byq, i64 %{c}.qn, i64 %s",
+            f"  call void @fgfft.pass{p}v(ptr %{c}.x, ptr %{c}.y, ptr %{c}.w, i64 %s, i64 %m, "
+            f"{ty} %sgn, i64 %{c}.jc, i64 %{c}.qc)",
+            "  br label %exit",
+        )
+        for v in ("j", "q") if p in SCALAR_Q_RADICES else ("j",):
+            fn.emit(
+                f"{v}{p}:",
+                f"  call void @fgfft.pass{p}{v}(ptr %x, ptr %y, ptr %t, i64 %s, i64 %m, {ty} %sgn)",
+                "  br label %exit",
+            )
+    fn.emit("bad:", "  call void @llvm.trap()", "  unreachable", "exit:", "  ret void")
+    head = "define internal void @fgfft.chunk(ptr %ctx, i64 %a, i64 %b) nounwind {"
+    return "\n".join([head, *fn.lines, "}", ""])
+
+
+def _run_fn(ty: str) -> str:
+    """``@fgfft.run(plan, x, out, scratch, pool, nthreads)``: one Stockham transform, ``x`` !=
+    ``out``. Each pass is described in a context for ``@fgfft.chunk``, which runs it whole or,
+    with a pool (``@fg_parallel_for``), ``nthreads > 1``, at least ``PARALLEL_POINTS`` points
+    and an explicit-vector pass, split over the threads."""
+    fn = _Fn(ty)
+    esz = 4 if ty == "float" else 8
+    fn.emit("entry:", f"  %ctx = alloca i64, i64 {len(_CTX)}")
+    _field(fn, "%plan", 0, "n")
+    _field(fn, "%plan", 2, "np")
+    _field(fn, "%plan", 8, "sg")
+    fn.emit(
+        "  %hasp = icmp ne ptr %pool, null",
+        "  %many = icmp sgt i64 %nthreads, 1",
+        f"  %bign = icmp sge i64 %n, {PARALLEL_POINTS}",
+        "  %par0 = and i1 %hasp, %many",
+        "  %par = and i1 %par0, %bign",
+        "  %none = icmp eq i64 %np, 0",
+        "  br i1 %none, label %copy, label %start",
+        "copy:",
+        f"  %bytes = mul i64 %n, {2 * esz}",
+        "  call void @llvm.memmove.p0.p0.i64(ptr %out, ptr %x, i64 %bytes, i1 false)",
+        "  ret void",
+        "start:",
+        "  %odd.b = and i64 %np, 1",
+        "  %odd = icmp eq i64 %odd.b, 1",
+        "  %first = select i1 %odd, ptr %out, ptr %scr",
+        "  br label %head",
+        "head:",
+        "  %i = phi i64 [0, %start], [%i.n, %next]",
+        "  %src = phi ptr [%x, %start], [%dst, %next]",
+        "  %dst = phi ptr [%first, %start], [%dst.n, %next]",
+        "  %more = icmp slt i64 %i, %np",
+        "  br i1 %more, label %body, label %exit",
+        "body:",
+        f"  %f0 = mul i64 %i, {PASS_FIELDS}",
+        f"  %f = add i64 %f0, {HEADER}",
+        "  %st = getelementptr inbounds i64, ptr %plan, i64 %f",
+    )
+    for i, nm in enumerate(("radix", "s", "m", "twi")):
+        _field(fn, "%st", i, nm)
+    fn.emit(
+        # which pass: block (s 1, 2, 4 with s m a multiple of VEC, radix 2 or 4), vector
+        # (s a multiple of VEC), else scalar over j (s < J_INNER_BELOW) or q
+        "  %ms = mul i64 %m, %s",
+        f"  %msr = urem i64 %ms, {VEC}",
+        "  %whole = icmp eq i64 %msr, 0",
+        f"  %sr = urem i64 %s, {VEC}",
+        "  %sv = icmp eq i64 %sr, 0",
+        "  %r2 = icmp eq i64 %radix, 2",
+        "  %r4 = icmp eq i64 %radix, 4",
+        "  %r24 = or i1 %r2, %r4",
+        "  %s124a = icmp eq i64 %s, 1",
+        "  %s124b = icmp eq i64 %s, 2",
+        "  %s124c = icmp eq i64 %s, 4",
+        "  %s124ab = or i1 %s124a, %s124b",
+        "  %s124 = or i1 %s124ab, %s124c",
+        "  %blk0 = and i1 %r24, %s124",
+        "  %blk = and i1 %blk0, %whole",
+        "  %kb0 = mul i64 %radix, 8",
+        "  %kb = add i64 %kb0, %s",
+        f"  %rb = udiv i64 %ms, {VEC}",
+        f"  %jin = icmp slt i64 %s, {J_INNER_BELOW}",
+        f"  %kjq = select i1 %jin, i64 {_KEY_SCALAR_J}, i64 {_KEY_SCALAR_Q}",
+        f"  %kv0 = select i1 %sv, i64 {_KEY_VECTOR}, i64 %kjq",
+        "  %kv = add i64 %kv0, %radix",
+        # a vector pass splits over j when m is at least the vectors of q, else over q
+        f"  %sq = udiv i64 %s, {VEC}",
+        "  %byq = icmp ult i64 %m, %sq",
+        "  %spl = zext i1 %byq to i64",
+        "  %rv0 = select i1 %byq, i64 %sq, i64 %m",
+        "  %rv = select i1 %sv, i64 %rv0, i64 %m",
+        "  %key = select i1 %blk, i64 %kb, i64 %kv",
+        "  %range = select i1 %blk, i64 %rb, i64 %rv",
+        "  %vecp = or i1 %blk, %sv",
+        "  %split = and i1 %par, %vecp",
+        "  %srci = ptrtoint ptr %src to i64",
+        "  %dsti = ptrtoint ptr %dst to i64",
+        "  %spl2 = select i1 %blk, i64 0, i64 %spl",
+    )
+    for i, v in enumerate(("%key", "%srci", "%dsti", "%twi", "%s", "%m", "%sg", "%spl2")):
+        fn.emit(
+            f"  %c{i} = getelementptr inbounds i64, ptr %ctx, i64 {i}",
+            f"  store i64 {v}, ptr %c{i}",
+        )
+    fn.emit(
+        "  br i1 %split, label %threads, label %serial",
+        "threads:",
+        "  call void %pool(ptr @fgfft.chunk, ptr %ctx, i64 %range, i64 %nthreads)",
+        "  br label %next",
+        "serial:",
+        "  call void @fgfft.chunk(ptr %ctx, i64 0, i64 %range)",
+        "  br label %next",
+        "next:",
+        "  %isout = icmp eq ptr %dst, %out",
+        "  %dst.n = select i1 %isout, ptr %scr, ptr %out",
+        "  %i.n = add i64 %i, 1",
+        "  br label %head",
+        "exit:",
+        "  ret void",
+    )
+    head = (
+        "define internal void @fgfft.run(ptr %plan, ptr %x, ptr %out, ptr %scr, ptr %pool, "
+        "i64 %nthreads) nounwind {"
+    )
+    return "\n".join([head, *fn.lines, "}", ""])
+
+
+def _loop(fn: _Fn, tag: str, trip: str, body) -> None:
+    """``for %<tag> in [0, trip)``: ``body(fn, index)`` emits the body's lines."""
+    fn.emit(
+        f"  br label %{tag}.pre",
+        f"{tag}.pre:",
+        f"  br label %{tag}.h",
+        f"{tag}.h:",
+        f"  %{tag} = phi i64 [0, %{tag}.pre], [%{tag}.n, %{tag}.b]",
+        f"  %{tag}.c = icmp slt i64 %{tag}, {trip}",
+        f"  br i1 %{tag}.c, label %{tag}.b, label %{tag}.x",
+        f"{tag}.b:",
+    )
+    body(fn, f"%{tag}")
+    fn.emit(
+        f"  %{tag}.n = add i64 %{tag}, 1",
+        f"  br label %{tag}.h, !llvm.loop !0",
+        f"{tag}.x:",
+    )
+
+
+def _bluestein_fn(ty: str) -> str:
+    """``@fgfft.blue(plan, x, out, scratch)``: one transform by Bluestein's algorithm;
+    scratch holds ``3 M`` complex numbers; ``x`` may be ``out``."""
+    fn = _Fn(ty)
+    esz = 4 if ty == "float" else 8
+    fn.emit("entry:")
+    _field(fn, "%plan", 0, "n")
+    _field(fn, "%plan", 4, "bm")
+    for i, nm in ((5, "wi"), (6, "fi"), (7, "subi")):
+        _field(fn, "%plan", i, nm)
+        fn.emit(f"  %{nm[:-1]} = inttoptr i64 %{nm} to ptr")
+    fn.emit(
+        "  %bm2 = mul i64 %bm, 2",
+        f"  %ta = getelementptr inbounds {ty}, ptr %scr, i64 0",
+        f"  %ua = getelementptr inbounds {ty}, ptr %scr, i64 %bm2",
+        "  %bm4 = mul i64 %bm, 4",
+        f"  %va = getelementptr inbounds {ty}, ptr %scr, i64 %bm4",
+        # zero T past n
+        "  %pad = sub i64 %bm, %n",
+        f"  %padb = mul i64 %pad, {2 * esz}",
+        "  %n2 = mul i64 %n, 2",
+        f"  %tpad = getelementptr inbounds {ty}, ptr %ta, i64 %n2",
+        "  call void @llvm.memset.p0.i64(ptr %tpad, i8 0, i64 %padb, i1 false)",
+    )
+    _loop(fn, "a", "%n", lambda f, j: f.store("%ta", j, f.mul(f.load("%x", j), f.load("%w", j))))
+    fn.emit("  call void @fgfft.run(ptr %sub, ptr %ta, ptr %ua, ptr %va, ptr %pool, i64 %nthreads)")
+    _loop(
+        fn,
+        "b",
+        "%bm",
+        lambda f, k: f.store("%ua", k, f.conj(f.mul(f.load("%ua", k), f.load("%f", k)))),
+    )
+    fn.emit("  call void @fgfft.run(ptr %sub, ptr %ua, ptr %ta, ptr %va, ptr %pool, i64 %nthreads)")
+    _loop(
+        fn,
+        "c",
+        "%n",
+        lambda f, k: f.store("%out", k, f.mul(f.conj(f.load("%ta", k)), f.load("%w", k))),
+    )
+    fn.emit("  ret void")
+    head = (
+        "define internal void @fgfft.blue(ptr %plan, ptr %x, ptr %out, ptr %scr, ptr %pool, "
+        "i64 %nthreads) nounwind {"
+    )
+    return "\n".join([head, *fn.lines, "}", ""])
+
+
+def _driver_fn(ty: str, name: str) -> str:
+    """The exported ``@fg_fft_<t>(plan, x, out, batch)``: scratch, then each row."""
+    esz = 4 if ty == "float" else 8
+    lines = [
+        f"define void @{name}(ptr %plan, ptr %x, ptr %out, i64 %batch, ptr %pool, "
+        "i64 %nthreads) nounwind {",
+        "entry:",
+        "  %n = load i64, ptr %plan",
+        "  %kp = getelementptr inbounds i64, ptr %plan, i64 1",
+        "  %kind = load i64, ptr %kp",
+        "  %scp = getelementptr inbounds i64, ptr %plan, i64 3",
+        "  %sc = load i64, ptr %scp",
+        "  %nob = icmp sle i64 %batch, 0",
+        "  br i1 %nob, label %done, label %check",
+        # rows over the threads: a pool, nthreads > 1, at least as many rows, enough points
+        "check:",
+        "  %hasp = icmp ne ptr %pool, null",
+        "  %many = icmp sgt i64 %nthreads, 1",
+        "  %rows = icmp sge i64 %batch, %nthreads",
+        "  %pts = mul i64 %batch, %n",
+        f"  %bign = icmp sge i64 %pts, {PARALLEL_POINTS}",
+        "  %p0 = and i1 %hasp, %many",
+        "  %p1 = and i1 %p0, %rows",
+        "  %par = and i1 %p1, %bign",
+        "  br i1 %par, label %split, label %alloc",
+        "split:",
+        "  %ctx = alloca ptr, i64 3",
+        "  store ptr %plan, ptr %ctx",
+        "  %c1 = getelementptr inbounds ptr, ptr %ctx, i64 1",
+        "  store ptr %x, ptr %c1",
+        "  %c2 = getelementptr inbounds ptr, ptr %ctx, i64 2",
+        "  store ptr %out, ptr %c2",
+        "  call void %pool(ptr @fgfft.rows, ptr %ctx, i64 %batch, i64 %nthreads)",
+        "  br label %done",
+        "alloc:",
+        f"  %scb0 = mul i64 %sc, {2 * esz}",
+        "  %scb1 = add i64 %scb0, 63",
+        "  %scb = and i64 %scb1, -64",
+        "  %scr = call ptr @aligned_alloc(i64 64, i64 %scb)",
+        "  %row = mul i64 %n, 2",
+        f"  %rowb = mul i64 %row, {esz}",
+        f"  %spare = getelementptr inbounds {ty}, ptr %scr, i64 %row",
+        "  %blue = icmp eq i64 %kind, 1",
+        "  br label %head",
+        "head:",
+        "  %b = phi i64 [0, %alloc], [%b.n, %next]",
+        "  %more = icmp slt i64 %b, %batch",
+        "  br i1 %more, label %body, label %free",
+        "body:",
+        "  %off = mul i64 %b, %row",
+        f"  %xb = getelementptr inbounds {ty}, ptr %x, i64 %off",
+        f"  %ob = getelementptr inbounds {ty}, ptr %out, i64 %off",
+        "  br i1 %blue, label %bl, label %st",
+        "bl:",
+        "  call void @fgfft.blue(ptr %plan, ptr %xb, ptr %ob, ptr %scr, ptr %pool, i64 %nthreads)",
+        "  br label %next",
+        "st:",
+        "  %same = icmp eq ptr %xb, %ob",
+        "  br i1 %same, label %cp, label %run",
+        "cp:",
+        "  call void @llvm.memcpy.p0.p0.i64(ptr %spare, ptr %xb, i64 %rowb, i1 false)",
+        "  br label %run",
+        "run:",
+        "  %src = phi ptr [%xb, %st], [%spare, %cp]",
+        "  call void @fgfft.run(ptr %plan, ptr %src, ptr %ob, ptr %scr, ptr %pool, i64 %nthreads)",
+        "  br label %next",
+        "next:",
+        "  %b.n = add i64 %b, 1",
+        "  br label %head",
+        "free:",
+        "  call void @free(ptr %scr)",
+        "  br label %done",
+        "done:",
+        "  ret void",
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _rows_fn(ty: str, name: str) -> str:
+    """``@fgfft.rows(ctx, a, b)``: rows ``a`` to ``b`` (ctx: plan, x, out) on this thread."""
+    esz = 4 if ty == "float" else 8
+    return "\n".join(
+        [
+            "define internal void @fgfft.rows(ptr %ctx, i64 %a, i64 %b) nounwind {",
+            "entry:",
+            "  %plan = load ptr, ptr %ctx",
+            "  %c1 = getelementptr inbounds ptr, ptr %ctx, i64 1",
+            "  %x = load ptr, ptr %c1",
+            "  %c2 = getelementptr inbounds ptr, ptr %ctx, i64 2",
+            "  %out = load ptr, ptr %c2",
+            "  %n = load i64, ptr %plan",
+            f"  %row = mul i64 %n, {2 * esz}",
+            "  %off = mul i64 %a, %row",
+            "  %xs = getelementptr inbounds i8, ptr %x, i64 %off",
+            "  %os = getelementptr inbounds i8, ptr %out, i64 %off",
+            "  %cnt = sub i64 %b, %a",
+            f"  call void @{name}(ptr %plan, ptr %xs, ptr %os, i64 %cnt, ptr null, i64 1)",
+            "  ret void",
+            "}",
+            "",
+        ]
+    )
+
+
+def library_ir(ty: str, name: str) -> str:
+    """The library module for LLVM type ``ty`` (``float`` or ``double``) exporting ``@name``:
+    the driver, the Stockham and Bluestein transforms and the passes they call."""
+    parts = [
+        "declare ptr @aligned_alloc(i64, i64)",
+        "declare void @free(ptr)",
+        "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
+        "declare void @llvm.memmove.p0.p0.i64(ptr, ptr, i64, i1)",
+        "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
+        "declare void @llvm.trap()",
+        "",
+        *(_pass_fn(p, True, ty) for p in RADICES),
+        *(_pass_fn(p, False, ty) for p in SCALAR_Q_RADICES),
+        *(_block_pass_fn(p, s, ty) for p in BLOCK_RADICES for s in BLOCK_S),
+        *(_vector_pass_fn(p, ty) for p in RADICES),
+        _chunk_fn(ty),
+        _run_fn(ty),
+        _rows_fn(ty, name),
+        _bluestein_fn(ty),
+        _driver_fn(ty, name),
+        "!0 = distinct !{!0, !1}",
+        '!1 = !{!"llvm.loop.unroll.disable"}',
+    ]
+    return "\n".join(parts)

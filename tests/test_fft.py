@@ -19,7 +19,7 @@ from fungrad import lax
 from fungrad.array import Array
 from fungrad.ir import passes
 from fungrad.lax.fft import FftType, fft_c2c_p, fft_split
-from fungrad.lowering import fusion
+from fungrad.lowering import complex_split, fusion
 from fungrad.lowering.cpu.policy import CpuPolicy
 from fungrad.lowering.gpu.policy import GpuPolicy
 from fungrad.lowering.steps import FftStep
@@ -408,10 +408,28 @@ def test_gpu_policy_refuses_fft_and_cpu_plans_fft_steps():
         planned(GpuPolicy())
 
 
+@pytest.mark.parametrize(
+    "fn, arg, want",
+    [
+        # (batch, n, inverse) of each library step
+        (fnp.fft.fft, np.ones((3, 64), np.complex64), [(3, 64, False)]),
+        (fnp.fft.rfft, np.ones(64, np.float32), [(1, 32, False)]),  # half length, packed
+        (fnp.fft.rfft, np.ones(9, np.float32), [(1, 9, False)]),
+        (fnp.fft.irfft, np.ones(33, np.complex64), [(1, 32, True)]),
+        (fnp.fft.ifft2, np.ones((4, 6), np.complex64), [(4, 6, True), (6, 4, True)]),
+    ],
+)
+def test_split_program_runs_library_steps(fn, arg, want):
+    closed = complex_split.split_program(fg.make_jaxpr(fn)(fnp.asarray(arg)))
+    prog = fusion.plan(passes.optimize(closed), policy=CpuPolicy())
+    steps = [(s.batch, s.n, s.inverse) for s in prog.steps if isinstance(s, FftStep)]
+    assert steps == want
+
+
 # -- jit against eager -------------------------------------------------------------------------
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(
     typ=st.sampled_from(TYPES),
     lengths=st.lists(st.sampled_from(SIZES), min_size=1, max_size=2).map(tuple),

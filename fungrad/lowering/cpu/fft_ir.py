@@ -210,6 +210,12 @@ def _pass_fn(p: int, j_inner: bool, ty: str) -> str:
     return "\n".join([head, *fn.lines, "}", ""])
 
 
+def _esz(ty: str) -> int:
+    """Bytes of ``float``/``double``: the alignment vector loads and stores may assume (the
+    data of a complex array is only element-aligned in general)."""
+    return 4 if ty == "float" else 8
+
+
 def _mask(idx) -> str:
     return "<" + ", ".join(f"i32 {i}" for i in idx) + ">"
 
@@ -247,7 +253,7 @@ def _block_pass_fn(p: int, s: int, ty: str) -> str:
     for r in range(p):
         idx = e0 if r == 0 else fn.op(f"add i64 {e0}, {fn.op(f'mul i64 %sm, {r}')}")
         ptr = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %x, i64 {idx}")
-        w = fn.op(f"load {wide}, ptr {ptr}, align 8")
+        w = fn.op(f"load {wide}, ptr {ptr}, align {_esz(ty)}")
         a.append(
             (
                 fn.op(f"shufflevector {wide} {w}, {wide} poison, <{v} x i32> {even}"),
@@ -263,7 +269,7 @@ def _block_pass_fn(p: int, s: int, ty: str) -> str:
         if k:
             ti = fn.op(f"add i64 {j0}, {fn.op(f'mul i64 %m, {k - 1}')}")
             tp = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %tw, i64 {ti}")
-            tv = fn.op(f"load {gt}, ptr {tp}, align 8")
+            tv = fn.op(f"load {gt}, ptr {tp}, align {_esz(ty)}")
             wr = fn.op(
                 f"shufflevector {gt} {tv}, {gt} poison, <{v} x i32> "
                 + _mask(2 * (i // s) for i in range(v))
@@ -300,7 +306,7 @@ def _block_pass_fn(p: int, s: int, ty: str) -> str:
     oi = fn.op(f"mul i64 {e0}, {p}")
     op = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %y, i64 {oi}")
     fn.emit(
-        f"  store <{2 * p * v} x {ty}> {out}, ptr {op}, align 8",
+        f"  store <{2 * p * v} x {ty}> {out}, ptr {op}, align {_esz(ty)}",
         "  %t.n = add i64 %t, 1",
         "  br label %h, !llvm.loop !0",
         "exit:",
@@ -361,7 +367,7 @@ def _vector_pass_fn(p: int, ty: str) -> str:
     for r in range(p):
         idx = base_in if r == 0 else fn.op(f"add i64 {base_in}, {fn.op(f'mul i64 %sm, {r}')}")
         ptr = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %x, i64 {idx}")
-        x = fn.op(f"load {wide}, ptr {ptr}, align 8")
+        x = fn.op(f"load {wide}, ptr {ptr}, align {_esz(ty)}")
         a.append(
             (
                 fn.op(f"shufflevector {wide} {x}, {wide} poison, <{v} x i32> {even}"),
@@ -374,7 +380,7 @@ def _vector_pass_fn(p: int, ty: str) -> str:
         c = fn.op(f"shufflevector {vt} {z[0]}, {vt} {z[1]}, <{2 * v} x i32> {inter}")
         idx = base_out if k == 0 else fn.op(f"add i64 {base_out}, {fn.op(f'mul i64 %s, {k}')}")
         ptr = fn.op(f"getelementptr inbounds [2 x {ty}], ptr %y, i64 {idx}")
-        fn.emit(f"  store {wide} {c}, ptr {ptr}, align 8")
+        fn.emit(f"  store {wide} {c}, ptr {ptr}, align {_esz(ty)}")
     fn.emit(
         f"  %q.n = add i64 %q, {v}",
         "  br label %ih, !llvm.loop !0",

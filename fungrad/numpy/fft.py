@@ -113,6 +113,7 @@ def _lax_fft_nd(x, typ: FftType, lengths: tuple[int, ...]):
 
 def _fft_core(fun_name: str, typ: FftType, a, s, axes, norm):
     full_name = f"jax.numpy.fft.{fun_name}"
+    _norm_factor(fun_name, norm, 0)  # a bad norm fails before any work
     util.check_arraylike(full_name, a)
     arr = util.asarray(a, fun_name=full_name)
     if s is not None:

@@ -78,8 +78,10 @@ def atan2(x, y):
     a, dt = _wide(x)
     b, _ = _wide(y)
     with np.errstate(all="ignore"):
-        out = -1j * np.log((b + 1j * a) / np.sqrt(a * a + b * b))
-        return out.astype(dt)[()]
+        # i x and -i w are written out by parts: exact, and without the signed zeros a
+        # complex multiplication by 1j would invent (they pick the side of log's cut)
+        w = np.log(_pack(b.real - a.imag, b.imag + a.real, np.complex128) / np.sqrt(a * a + b * b))
+        return _pack(w.imag, -w.real, dt)
 
 
 def logaddexp(a, b):

@@ -973,6 +973,11 @@ def ldexp(x1, x2, /):
     if not dtypes.is_int(x2.dtype):
         raise TypeError(f"ldexp: the exponent must be an integer array, got {x2.dtype.name}")
     (x1,) = promote_args_inexact("ldexp", x1)
+    if _is_complex(x1):
+        raise ValueError(
+            f"ldexp is not supported for complex input ({x1.dtype.name}), as in jnp; scale "
+            "the real and imaginary parts"
+        )
     x1, x2 = util.promote_shapes("ldexp", x1, x2)
     mantissa, exponent = frexp(x1)
     exponent = lax.add(lax.convert_element_type(exponent, x2.dtype), x2)

@@ -347,3 +347,16 @@ def test_lax_level_conventions():
     z = c64(1 + 2j)[0]
     assert complex(fg.grad(lambda z: lax.real(z * lax.conj(z)))(z)) == 2 - 4j
     assert complex(fg.grad(lax.imag)(z)) == -1j
+
+
+def test_testing_helpers_take_complex_arguments():
+    from fungrad.testing import assert_transforms_commute, check_taylor
+
+    z = c64(1 + 2j, 0.5 - 1j)
+    assert_transforms_commute(
+        lambda z: fnp.sum(fnp.abs(fnp.sin(z)) ** 2), (z,), atol=1e-4, rtol=1e-4
+    )
+    check_taylor(lambda z: fnp.sin(z) * fnp.conj(z), (z,))
+    x = fnp.asarray(np.array([0.3, 1.2], np.float32))
+    check_grads(lambda x: fnp.exp(1j * x) * x, (x,), order=2)  # real in, complex out
+    check_grads(lambda z: fnp.real(z) * fnp.imag(z), (z,), order=2)  # complex in, real out

@@ -34,6 +34,7 @@ from fungrad.ad_checkpoint import checkpoint_name
 from fungrad.array import Array
 from fungrad.lax.indexing import GatherDimensionNumbers as GDN
 from fungrad.lax.indexing import ScatterDimensionNumbers as SDN
+from fungrad.lax.linalg_eig import geev_p
 from fungrad.testing import check_grads
 from fungrad.transforms.jvp import NotDifferentiableError, Zero, jvp_rules, no_jvp, zeros_like_aval
 
@@ -263,6 +264,18 @@ def _svd_fn(x):
     return lax.mul(u, u), s, lax.mul(vt, vt)
 
 
+def _eig_fn(x):
+    # the eigenvalues (the only derivative eig has, as in JAX) as real and imaginary parts
+    (w,) = lax.linalg.eig(x, compute_left_eigenvectors=False, compute_right_eigenvectors=False)
+    return lax.real(w), lax.imag(w)
+
+
+def _rotation_block(rng):
+    """A 3x3 matrix with a well-separated complex pair and a real eigenvalue."""
+    base = np.array([[1.0, 2.0, 0.0], [-2.0, 1.0, 0.0], [0.0, 0.0, 3.0]])
+    return base + 0.2 * _unif(rng, -1, 1, (3, 3))
+
+
 def _spread(rng):
     """A symmetric 3x3 matrix with well-separated eigenvalues (1, 3, 5 rotated)."""
     q, _ = np.linalg.qr(_unif(rng, -1, 1, (3, 3)))
@@ -470,6 +483,10 @@ SAMPLES = {
     "qr": _unary(lambda x: lax.linalg.qr(x), lambda r: _unif(r, -1, 1, (4, 3))),
     "geqrf": _unary(lambda x: lax.linalg.geqrf(x), lambda r: _unif(r, -1, 1, (4, 3))),
     "eigh": _unary(_eigh_fn, _spread),
+    "eig": _unary(_eig_fn, _rotation_block),
+    "geev": _unary(
+        lambda x: geev_p.bind(x, compute_left=True, compute_right=True), _rotation_block
+    ),
     "svd": _unary(_svd_fn, lambda r: _spread(r)[:, :2] + _unif(r, -0.5, 0.5, (3, 2))),
     # LU of a wide matrix (distinct pivot candidates: the pivots do not change nearby)
     "lu": _unary(lambda x: lax.linalg.lu(x), lambda r: _unif(r, -1, 1, (3, 4))),

@@ -1,8 +1,8 @@
 """``fungrad.lax.linalg``: jax.lax.linalg's decompositions and triangular solve, with its
 signatures and result conventions: ``cholesky``, ``triangular_solve``
 (:mod:`fungrad.lax.linalg_primitives`), ``lu`` (:mod:`fungrad.lax.linalg_lu`) and ``qr``,
-``eigh``, ``svd`` (:mod:`fungrad.lax.linalg_decomp_primitives`) are primitives (LAPACK under jit
-on the CPU).
+``eigh``, ``svd`` (:mod:`fungrad.lax.linalg_decomp_primitives`) and ``eig``
+(:mod:`fungrad.lax.linalg_eig`) are primitives (LAPACK under jit on the CPU).
 
 The conventions differ from jax.numpy.linalg's, as in JAX: ``eigh`` returns
 ``(eigenvectors, eigenvalues)``, ``qr`` defaults to ``full_matrices=True``, ``lu`` returns
@@ -19,6 +19,7 @@ import numpy as np
 from fungrad import lax
 from fungrad.lax import linalg_lu as _lu
 from fungrad.lax.linalg_decomp_primitives import eigh_p, geqrf_p, qr_p, svd_p
+from fungrad.lax.linalg_eig import eig_p
 from fungrad.lax.linalg_lu import lu_p
 from fungrad.lax.linalg_primitives import cholesky_p, triangular_solve_p
 from fungrad.numpy import linalg as _np_linalg
@@ -28,6 +29,8 @@ from fungrad.numpy import util
 __all__ = [
     "cholesky",
     "cholesky_p",
+    "eig",
+    "eig_p",
     "eigh",
     "eigh_p",
     "geqrf",
@@ -81,6 +84,26 @@ def triangular_solve(
         transpose_a=bool(transpose_a),
         conjugate_a=False,
         unit_diagonal=bool(unit_diagonal),
+    )
+
+
+def eig(
+    x,
+    *,
+    compute_left_eigenvectors: bool = True,
+    compute_right_eigenvectors: bool = True,
+    use_magma=None,
+):
+    """``[w, vl, vr]`` of a real square matrix or stack (JAX's order; ``vl``/``vr`` dropped
+    unless requested): complex eigenvalues in LAPACK's order, left and right eigenvectors as
+    columns of norm 1. Only the eigenvalues are differentiable (as in JAX)."""
+    del use_magma
+    util.check_arraylike("eig", x)
+    (a,) = util.promote_dtypes_inexact(util.asarray(x))
+    return eig_p.bind(
+        a,
+        compute_left_eigenvectors=bool(compute_left_eigenvectors),
+        compute_right_eigenvectors=bool(compute_right_eigenvectors),
     )
 
 

@@ -1,6 +1,6 @@
 """Matrix decompositions of fungrad.numpy.linalg: ``eigh``/``eigvalsh``, ``qr``, ``svd``/
 ``svdvals`` and what builds on them (``pinv``, ``lstsq``, ``matrix_rank``, ``cond``), plus
-``multi_dot``.
+``multi_dot``; ``eig``/``eigvals`` (general matrices, complex results).
 
 The decompositions bind the ``eigh``, ``qr`` and ``svd`` primitives
 (:mod:`fungrad.lax.linalg_decomp_primitives`: numpy's LAPACK eagerly, LAPACK from the native
@@ -17,14 +17,18 @@ import numpy as np
 
 from fungrad import core, lax
 from fungrad.lax.linalg_decomp_primitives import eigh_p, geqrf_p, qr_p, svd_p
+from fungrad.lax.linalg_eig import eig_p
 from fungrad.numpy import linear, util
 
 __all__ = [
+    "EigResult",
     "EighResult",
     "QRResult",
     "SVDResult",
     "cond",
+    "eig",
     "eigh",
+    "eigvals",
     "eigvalsh",
     "lstsq",
     "matrix_rank",
@@ -101,6 +105,32 @@ def eigh(a, UPLO=None, symmetrize_input: bool = True):
 def eigvalsh(a, UPLO="L", *, symmetrize_input: bool = True):
     """The eigenvalues (ascending) of a real symmetric matrix or stack (see :func:`eigh`)."""
     return eigh(a, UPLO, symmetrize_input).eigenvalues
+
+
+# -- eig ----------------------------------------------------------------------------------------
+
+
+class EigResult(NamedTuple):
+    eigenvalues: object
+    eigenvectors: object
+
+
+def eig(a):
+    """Eigenvalues and right eigenvectors (columns of norm 1) of a real square matrix or
+    stack: ``EigResult(eigenvalues, eigenvectors)``, complex (complex64 for float32), in
+    LAPACK's order (a conjugate pair adjacent). Not differentiable in the eigenvectors (as in
+    JAX); :func:`eigvals` is. Under jit it runs on the CPU only (LAPACK ``geev``)."""
+    a = _float_matrix("eig", a, square=True)
+    w, v = eig_p.bind(a, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
+    return EigResult(w, v)
+
+
+def eigvals(a):
+    """The (complex) eigenvalues of a real square matrix or stack (see :func:`eig`);
+    differentiable: ``dw_j = u_jᴴ dA v_j / u_jᴴ v_j`` with the left and right eigenvectors."""
+    a = _float_matrix("eigvals", a, square=True)
+    (w,) = eig_p.bind(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)
+    return w
 
 
 # -- qr ------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """LLVM rendering of the decomposition steps (``steps.QRStep``, ``steps.GeqrfStep``,
-``steps.EighStep``, ``steps.SVDStep``) as calls to numpy's LAPACK (``lapack.py``): ``geqrf``
-(+ ``orgqr``), ``syevd``, ``gesdd``.
+``steps.EighStep``, ``steps.SVDStep``, ``steps.GeevStep``) as calls to numpy's LAPACK
+(``lapack.py``): ``geqrf`` (+ ``orgqr``), ``syevd``, ``gesdd``, ``geev``.
 
 Each step becomes one function looping over its batch matrices, called once from the entry
 point, so the program does not grow with the matrix size or the batch. Workspace sizes come
@@ -15,6 +15,8 @@ Buffers are row-major; ``lapack.py``'s docstring says how each routine meets the
 - eigh: the matrix is symmetric, so ``syevd`` runs on a plain copy with the stored triangle
   flipped (``uplo='U'`` reads the row-major lower one); it leaves the eigenvectors as rows,
   transposed out into ``v``'s columns.
+- eig: like QR, ``geev`` runs on a column-major copy and its column-major eigenvector
+  matrices are transposed out.
 - SVD: ``gesdd`` on the row-major ``m x n`` buffer, with ``(m, n) := (n, m)``, decomposes the
   transpose, whose LAPACK ``VT`` is the row-major ``u`` and ``U`` the row-major ``vt``: they
   are written in place.
@@ -33,9 +35,9 @@ import numpy as np
 from fungrad.lowering.cpu import lapack
 from fungrad.lowering.cpu.lapack_step import _declare_memory, _routine
 from fungrad.lowering.cpu.llvm_types import literal, llvm_type
-from fungrad.lowering.steps import EighStep, GeqrfStep, QRStep, SVDStep
+from fungrad.lowering.steps import EighStep, GeevStep, GeqrfStep, QRStep, SVDStep
 
-__all__ = ["render_eigh", "render_geqrf", "render_qr", "render_svd"]
+__all__ = ["render_eigh", "render_geev", "render_geqrf", "render_qr", "render_svd"]
 
 _MEMCPY = "llvm.memcpy.p0.p0.i64"
 _MEMSET = "llvm.memset.p0.i64"
@@ -501,3 +503,81 @@ def render_svd(mw, step: SVDStep, ptr: dict[int, str]) -> list[str]:
         "\n".join(text), ((step.name, "void", ", ".join(["ptr"] * len(bufs))),), glue=True
     )
     return [f"  call void @{step.name}({call_args})"]
+
+
+# -- eig ------------------------------------------------------------------------------------------
+
+
+def render_geev(mw, step: GeevStep, ptr: dict[int, str]) -> list[str]:
+    """Per matrix: transpose ``a`` into a column-major copy; ``geev`` (eigenvalues straight
+    into ``wr``/``wi``, vectors into column-major scratch, transposed out); NaN in all where
+    ``info != 0``."""
+    n, batch = step.n, step.batch
+    if n == 0 or batch == 0:
+        return []
+    dt = step.wr.dtype
+    ty, isz = llvm_type(dt), dt.itemsize
+    left, right = step.vl is not None, step.vr is not None
+    info, geev = _routine(mw, "geev", dt)
+    _declare_alloc(mw)
+    ity = f"i{info.int_bits}"
+    jl, jr = ("V" if left else "N"), ("V" if right else "N")
+    ldl, ldr = (n if left else 1), (n if right else 1)
+    jl_c, jr_c = _chars(jl, jr)
+    lwork, _ = _query(
+        "geev",
+        dt,
+        lambda i, d, wk, iw, st: (
+            jl_c, jr_c, i(n), d, i(n), d, d, d, i(ldl), d, i(ldr), wk, i(-1), st, 1, 1
+        ),
+    )  # fmt: skip
+    mat = _align(n * n * isz)
+    off_vl, off_vr, off_work = mat, 2 * mat, 3 * mat
+    nbytes = off_work + lwork * isz
+    bufs = [step.a, step.wr, step.wi] + [b for b in (step.vl, step.vr) if b is not None]
+    names = ["%a", "%wr", "%wi"] + (["%vl"] if left else []) + (["%vr"] if right else [])
+    params = ", ".join(f"ptr {x}" for x in names)
+    setup = [
+        *_int_slots(ity, {"n": n, "ldl": ldl, "ldr": ldr, "lwork": lwork}),
+        *_char_slots({"jobvl": jl, "jobvr": jr}),
+        f"  %info = alloca {ity}",
+    ]
+    body = [
+        f"  %sl = getelementptr inbounds i8, ptr %mem, i64 {off_vl}",
+        f"  %sr = getelementptr inbounds i8, ptr %mem, i64 {off_vr}",
+        f"  %work = getelementptr inbounds i8, ptr %mem, i64 {off_work}",
+        f"  %aoff = mul i64 %b, {n * n}",
+        f"  %pa = getelementptr inbounds {ty}, ptr %a, i64 %aoff",
+        f"  call void @{step.name}_tr(ptr %pa, ptr %mem, i64 {n}, i64 {n}, i64 {n})",
+        f"  %woff = mul i64 %b, {n}",
+        f"  %pwr = getelementptr inbounds {ty}, ptr %wr, i64 %woff",
+        f"  %pwi = getelementptr inbounds {ty}, ptr %wi, i64 %woff",
+        f"  store {ity} 0, ptr %info",
+        f"  call void @{geev}(ptr %jobvl, ptr %jobvr, ptr %n, ptr %mem, ptr %n, ptr %pwr, "
+        "ptr %pwi, ptr %sl, ptr %ldl, ptr %sr, ptr %ldr, ptr %work, ptr %lwork, ptr %info, "
+        "i64 1, i64 1)",
+    ]
+    fills = [f"{step.name}_fill(ptr %pwr, i64 {n})", f"{step.name}_fill(ptr %pwi, i64 {n})"]
+    for flag, out, scratch in ((left, "%vl", "%sl"), (right, "%vr", "%sr")):
+        if flag:
+            body += [
+                f"  {out}.p = getelementptr inbounds {ty}, ptr {out}, i64 %aoff",
+                f"  call void @{step.name}_tr(ptr {scratch}, ptr {out}.p, i64 {n}, i64 {n}, "
+                f"i64 {n})",
+            ]
+            fills.append(f"{step.name}_fill(ptr {out}.p, i64 {n * n})")
+    body += [
+        f"  %st = load {ity}, ptr %info",
+        f"  %bad = icmp ne {ity} %st, 0",
+        "  br i1 %bad, label %fail, label %next",
+        "fail:",
+        *(f"  call void @{f}" for f in fills),
+        "  br label %next",
+    ]
+    _add_helpers(mw, step.name, ty, literal(np.nan, dt))
+    text = _function(step.name, params, setup, body, batch, nbytes)
+    mw.add_function(
+        "\n".join(text), ((step.name, "void", ", ".join(["ptr"] * len(bufs))),), glue=True
+    )
+    args = ", ".join(f"ptr {ptr[b.id]}" for b in bufs)
+    return [f"  call void @{step.name}({args})"]

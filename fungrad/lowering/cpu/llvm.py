@@ -50,6 +50,7 @@ from fungrad.lowering.steps import (
     CondStep,
     EighStep,
     FftStep,
+    GeevStep,
     GeqrfStep,
     HostCallStep,
     LuStep,
@@ -370,6 +371,7 @@ STEP_RENDERERS = StepRenderers(
         GeqrfStep: lapack_decomp_step.render_geqrf,
         EighStep: lapack_decomp_step.render_eigh,
         SVDStep: lapack_decomp_step.render_svd,
+        GeevStep: lapack_decomp_step.render_geev,
         FftStep: fft_step.render_fft,
     },
 )

@@ -381,7 +381,8 @@ def value_and_grad(
         if not dtypes.is_inexact(out.dtype):
             raise TypeError(
                 f"grad requires real-valued outputs (output dtype that is a "
-                f"sub-dtype of np.floating), but got {out.dtype.name}"
+                f"sub-dtype of np.floating), but got {out.dtype.name}. For differentiation "
+                "of functions with integer outputs, use fungrad.vjp directly."
             )
         one = out.dtype.type(1)
         g = tree_util.tree_unflatten(

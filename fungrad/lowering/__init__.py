@@ -73,7 +73,7 @@ def compile_jaxpr(closed, backend: str | None = "cpu", name: str = "main"):
             f"jit: unknown backend {backend!r}; supported backends: {', '.join(BACKENDS)}"
         )
     if complex_split.has_complex(closed):
-        return complex_split.SplitExecutable(closed, entry.compile, name)
+        return complex_split.SplitExecutable(closed, entry.compile, name, entry.name)
     return entry.compile(closed, name)
 
 

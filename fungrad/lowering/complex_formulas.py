@@ -45,8 +45,8 @@ from fungrad.lowering.complex_split import Pair, constant
 # Real operations (Python numbers become constants of the other operand's dtype)
 
 
-def _p(name: str, *args, **params):
-    return core.primitives[name].bind(*args, **params)
+def _p(prim_name: str, /, *args, **params):
+    return core.primitives[prim_name].bind(*args, **params)
 
 
 def _two(x, y):
@@ -400,7 +400,10 @@ def catanh(z):
     ax, y = rabs(x), select(flip, neg(y), y)
     one_minus = sub(1.0, ax)
     den = add(mul(one_minus, one_minus), mul(y, y))
-    re = mul(0.25, log1p(mul(div(ax, den), 4.0)))
+    q = mul(div(ax, den), 4.0)
+    # near z = 1 (where den underflows), (log|1 + z| - log|1 - z|) / 2: no cancellation
+    near_one = mul(0.5, sub(_log_modulus(add(1.0, ax), y), _log_modulus(one_minus, y)))
+    re = select(ge(q, 1.0), near_one, mul(0.25, log1p(q)))
     im = mul(0.5, atan2(mul(2.0, y), sub(mul(one_minus, add(1.0, ax)), mul(y, y))))
     m = rmax(ax, rabs(y))
     xs, ys = div(ax, m), div(y, m)
@@ -498,3 +501,13 @@ def catan2(x, y):
     num = cadd(y, _times_i(x))
     den = csqrt(cadd(cmul(x, x), cmul(y, y)))
     return _times_minus_i(clog(cdiv(num, den)))
+
+
+def clogaddexp(a, b):
+    """``log(exp(a) + exp(b))`` (principal branch): the larger real part is shifted out of
+    the exponentials, so they do not overflow."""
+    m = rmax(a.re, b.re)
+    m = select(_p("is_finite", m), m, 0.0)
+    ea, eb = cexp(Pair(sub(a.re, m), a.im)), cexp(Pair(sub(b.re, m), b.im))
+    s = clog(cadd(ea, eb))
+    return Pair(add(s.re, m), s.im)

@@ -6,7 +6,7 @@ outputs the same way. The arithmetic is in ``complex_formulas.py``. Beyond it:
 * ``dot_general``: four real products (the three-product Gauss trick loses accuracy to
   cancellation); ``reduce_prod``, ``reduce_max``, ``reduce_min``: trees that combine halves of
   the flattened reduced axes (the tree the eager impl uses); ``cumprod``, ``cummax``,
-  ``cummin``: ``ceil(log2 n)`` doubling steps;
+  ``cummin``, ``cumlogsumexp``: ``ceil(log2 n)`` doubling steps;
 * ``sort``: a complex key is two keys (real part, then imaginary part), numpy's order;
 * ``convert_element_type`` from complex to real keeps the real part (JAX's rule);
 * structural and linear primitives (reshape, slice, gather, scatter-add, reduce_sum, cumsum,
@@ -48,6 +48,7 @@ from fungrad.lowering.complex_formulas import (
     cinteger_pow,
     clog,
     clog1p,
+    clogaddexp,
     clogistic,
     cmax,
     cmin,
@@ -399,6 +400,7 @@ def _cumulative(fn):
 _BUILTIN["cumprod"] = _cumulative(cmul)
 _BUILTIN["cummax"] = _cumulative(cmax)
 _BUILTIN["cummin"] = _cumulative(cmin)
+_BUILTIN["cumlogsumexp"] = _cumulative(clogaddexp)
 
 
 @_rule("sort")

@@ -528,8 +528,8 @@ def _no_rule_message(eqn: core.JaxprEqn) -> str:
     )
 
 
-def _bind(name: str, *args, **params):
-    return core.primitives[name].bind(*args, **params)
+def _bind(prim_name: str, /, *args, **params):
+    return core.primitives[prim_name].bind(*args, **params)
 
 
 def _planes(x) -> Pair:
@@ -626,16 +626,35 @@ class _LazyClass:
 _ComplexGpuArray = _LazyClass(_complex_gpu_array_class)
 
 
+def _check_gpu_dtypes(jaxpr: core.Jaxpr, name: str) -> None:
+    """TypeError for complex128 values on the GPU (WGSL has no float64 for their parts)."""
+    for v in [*jaxpr.invars, *jaxpr.outvars, *(x for e in jaxpr.eqns for x in e.outvars)]:
+        aval = getattr(v, "aval", None)
+        if aval is not None and aval.dtype == np.complex128:
+            raise TypeError(
+                f"jit({name}, backend='gpu'): the program has complex128 values "
+                f"({aval.str_short()}), but WGSL has only 32-bit floats for their parts: use "
+                "complex64 (turn enable_x64 off, or astype(complex64)), or backend='cpu'"
+            )
+    for e in jaxpr.eqns:
+        for sub in _sub_jaxprs(e.params):
+            _check_gpu_dtypes(sub, name)
+
+
 class SplitExecutable:
     """The executable of a complex program: the backend's executable of its split
     (:func:`split_program`), called with complex arguments viewed as real ``[..., 2]`` arrays
     and returning its ``[..., 2]`` outputs viewed as complex. Other attributes (``program``,
     ``ir``, ``shaders``...) are the real executable's."""
 
-    def __init__(self, closed: core.ClosedJaxpr, compile_real, name: str = "main"):
+    def __init__(
+        self, closed: core.ClosedJaxpr, compile_real, name: str = "main", backend: str = "cpu"
+    ):
         self.name = name
         self.in_avals = list(closed.in_avals)
         self.out_avals = list(closed.out_avals)
+        if backend == "gpu":
+            _check_gpu_dtypes(closed.jaxpr, name)
         self.split_jaxpr = split_program(closed)
         self.executable = compile_real(self.split_jaxpr, name)
         self._in = tuple(

@@ -1,14 +1,16 @@
-"""Matrix decompositions: fg.jit ``eigh``, ``svd`` and ``qr`` of a 256x256 float32 matrix
-against numpy, scipy and JAX's jit (issue 18).
+"""Matrix decompositions: fg.jit ``eigh``, ``svd``, ``qr`` and ``eigvals`` of a 256x256 float32
+matrix against numpy, scipy and JAX's jit (issue 18).
 
 Each result is checked before it is timed, against a float64 numpy reference, on quantities
 that do not depend on the vectors' signs (eigen- and singular vectors, Q's columns and R's rows
 are unique only up to sign): the eigenvalues and ``|v|``, the singular values and ``|u|``,
-``|vt|``, and ``|q|``, ``|r|``. Timing, pinning and the table are bench/linalg_bench.py's
-(best of several alternating batches, pinned to one core by default; ratios are fungrad's time
-over the other's, below 1 = fungrad faster).
+``|vt|``, ``|q|``, ``|r|``, and the sorted real parts, imaginary parts and moduli of general
+eigenvalues (whose order is LAPACK's and may differ between runs of the same routine).
+Timing, pinning and the table are bench/linalg_bench.py's (best of several alternating batches,
+pinned to one core by default; ratios are fungrad's time over the other's, below 1 = fungrad
+faster).
 
-Run:  python bench/decomp_bench.py [--quick] [--only eigh,svd,qr] [--cores N]
+Run:  python bench/decomp_bench.py [--quick] [--only eigh,svd,qr,eigvals] [--cores N]
 (with JAX: PYTHONPATH=. /path/to/jax-venv/bin/python bench/decomp_bench.py)
 """
 
@@ -24,7 +26,7 @@ sys.path.insert(1, os.path.dirname(HERE))
 from common import max_error, optional, pin_cores, timeit_interleaved  # noqa: E402
 from linalg_bench import Case, _block, print_rows  # noqa: E402
 
-NAMES = ("eigh", "svd", "qr")
+NAMES = ("eigh", "svd", "qr", "eigvals")
 N = 256
 
 
@@ -39,6 +41,9 @@ def _canon(name: str, out):
     """The sign-free parts of a decomposition's result (see the module docstring)."""
     import numpy as np
 
+    if name == "eigvals":
+        w = np.asarray(out, np.complex128)
+        return [np.sort(w.real), np.sort(w.imag), np.sort(np.abs(w))]
     out = [np.asarray(t, np.float64) for t in out]
     if name == "eigh":  # (w, v)
         return [out[0], np.abs(out[1])]
@@ -55,6 +60,8 @@ def cases() -> list[Case]:
                 return _canon(name, np.linalg.eigh(a))
             if name == "svd":
                 return _canon(name, np.linalg.svd(a))
+            if name == "eigvals":
+                return _canon(name, np.linalg.eigvals(a))
             return _canon(name, np.linalg.qr(a))
 
         return run
@@ -66,6 +73,8 @@ def cases() -> list[Case]:
              ref("svd"), 1e-3, 1e-3, "-"),
         Case("qr", f"jit fnp.linalg.qr, {N}x{N} float32", lambda: (_inputs(False),),
              ref("qr"), 1e-3, 1e-3, "-"),
+        Case("eigvals", f"jit fnp.linalg.eigvals, {N}x{N} float32", lambda: (_inputs(False),),
+             ref("eigvals"), 1e-3, 1e-3, "-"),
     ]  # fmt: skip
 
 
@@ -73,13 +82,16 @@ def builders(name: str, fg, jax, scipy_linalg) -> list[tuple[str, object]]:
     """(label, function or None when absent) per implementation; fungrad first."""
     import numpy as np
 
-    fnp = fg.numpy
-    rows = [("fungrad jit", fg.jit(getattr(fnp.linalg, name))), ("numpy", getattr(np.linalg, name))]
+    from fungrad.numpy import linalg_decomp  # eig/eigvals until numpy.linalg re-exports them
+
+    fg_fn = getattr(fg.numpy.linalg, name, None) or getattr(linalg_decomp, name)
+    rows = [("fungrad jit", fg.jit(fg_fn)), ("numpy", getattr(np.linalg, name))]
     if scipy_linalg is not None:
         sp = {
             "eigh": lambda a: scipy_linalg.eigh(a, check_finite=False),
             "svd": lambda a: scipy_linalg.svd(a, check_finite=False),
             "qr": lambda a: scipy_linalg.qr(a, mode="economic", check_finite=False),
+            "eigvals": lambda a: scipy_linalg.eigvals(a, check_finite=False),
         }
         rows.append(("scipy", sp[name]))
     if jax is not None:
@@ -95,16 +107,19 @@ def prepare(case: Case, label: str, fn, args, expected) -> dict:
     row = {"label": label}
     try:
         got = _block(fn(*args))
-        leaves = list(got)
+        leaves = list(got) if isinstance(got, (tuple, list)) else [got]
         for t in leaves:
             _block(t)
-        err, ok = max_error(_canon(case.name, leaves), expected, case.rtol, case.atol)
+        canon = _canon(case.name, got if case.name == "eigvals" else leaves)
+        err, ok = max_error(canon, expected, case.rtol, case.atol)
         if not ok:
             row["error"] = f"WRONG RESULT: error {err:.3g}x the tolerance"
             return row
         row["err"] = err
         row["dtype"] = str(getattr(leaves[0], "dtype", "?"))
-        row["run"] = lambda: [_block(t) for t in fn(*args)]
+        row["run"] = lambda: (
+            _block(fn(*args)) if case.name == "eigvals" else [_block(t) for t in fn(*args)]
+        )
     except Exception as e:  # noqa: BLE001 - reported in the table, the other rows still run
         row["error"] = _error_text(e)
     return row

@@ -43,6 +43,7 @@ from fungrad import core
 from fungrad.core import ShapedArray
 from fungrad.impls import ignore_fp_errors
 from fungrad.lax import linalg_loops
+from fungrad.lax.linalg_loops import _diagonal, _eye
 from fungrad.lax.linalg_primitives import _FLOATS, _matmul, _mT, triangular_solve_p
 from fungrad.lax.utils import standard_primitive
 from fungrad.lowering import kernel
@@ -87,20 +88,6 @@ def _per_matrix(fn, a, outs_like):
         for v, r in zip(views, res):
             v[i] = r
     return outs
-
-
-def _eye(shape, dtype):
-    from fungrad import lax
-
-    nd = len(shape)
-    eq = lax.eq(
-        lax.broadcasted_iota(np.int32, shape, nd - 2), lax.broadcasted_iota(np.int32, shape, nd - 1)
-    )
-    return lax.convert_element_type(eq, dtype)
-
-
-def _diagonal(x):
-    return linalg_loops._diagonal(x)
 
 
 def _slice(x, start, stop, axis):

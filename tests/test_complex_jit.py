@@ -501,16 +501,18 @@ NO_COMPLEX_LOWERING = {"scatter-max", "scatter-min", "scatter-mul"}
 
 def test_every_primitive_accepting_complex_has_a_split_rule(x64):
     """Each registry sample whose primitive accepts complex operands (its float operands made
-    complex) traces to a program the split rewrites completely."""
+    complex) traces to a program the split rewrites completely, and all of them, compiled as
+    one program, give the eager values."""
     from tests.test_registry_transforms import SAMPLES
 
-    accepted = []
+    pieces = []
     for name, sample in sorted(SAMPLES.items()):
         fn, args = sample(np.random.default_rng(0))
         cargs = [
-            a * (1 + 0.5j) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in args
+            a * (1 + 0.5j) if isinstance(a, (np.ndarray, np.generic)) and a.dtype.kind == "f" else a
+            for a in args
         ]
-        if not any(isinstance(a, np.ndarray) and a.dtype.kind == "c" for a in cargs):
+        if not any(isinstance(a, (np.ndarray, np.generic)) and a.dtype.kind == "c" for a in cargs):
             continue
         try:
             with warnings.catch_warnings():
@@ -521,15 +523,31 @@ def test_every_primitive_accepting_complex_has_a_split_rule(x64):
         prim = core.primitives[name]
         if not _binds_complex(closed.jaxpr, prim):
             continue
-        accepted.append(name)
         if name in NO_COMPLEX_LOWERING:
             assert not complex_split.has_split_rule(prim)
             with pytest.raises(LoweringError, match=f"{name} has no complex lowering yet"):
                 complex_split.split_program(closed)
             continue
         assert complex_split.has_split_rule(prim), f"{name} takes complex values but has no rule"
-        complex_split.split_program(closed)  # no LoweringError
-    assert {"add", "mul", "exp", "dot_general", "scan", "cond", "reduce_prod"} <= set(accepted)
+        pieces.append((name, fn, [fnp.asarray(a) for a in cargs]))
+    names = {name for name, _, _ in pieces}
+    assert {"add", "mul", "exp", "dot_general", "scan", "while", "cond", "reduce_prod"} <= names
+
+    def program(*flat):
+        outs, it = [], iter(flat)
+        for _, fn, args in pieces:
+            outs.append(fn(*[next(it) for _ in args]))
+        return outs
+
+    flat = [a for _, _, args in pieces for a in args]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got, want = fg.jit(program)(*flat), program(*flat)
+    for (name, _, _), g, w in zip(pieces, got, want):
+        for gl, wl in zip(fg.tree_util.tree_leaves(g), fg.tree_util.tree_leaves(w)):
+            np.testing.assert_allclose(
+                np.asarray(gl), np.asarray(wl), rtol=1e-12, atol=1e-14, err_msg=name
+            )
 
 
 def _binds_complex(jaxpr, prim) -> bool:

@@ -64,7 +64,7 @@ def test_in_place_and_batch_shape(n):
 @settings(max_examples=30, deadline=None)
 @given(
     n=st.integers(1, 300),
-    batch=st.integers(1, 3),
+    batch=st.integers(1, 20),
     inverse=st.booleans(),
     double=st.booleans(),
 )
@@ -87,19 +87,34 @@ def test_non_finite_propagates_within_its_row(n, bad):
 
 @pytest.mark.parametrize(
     "shape",
-    [(8, 4096), (1, 1 << 16), (1, 3 << 15), (1, 40000), (1, 65537)],
-    ids=["rows", "passes", "mixed", "radix5", "bluestein"],
+    [(8, 4096), (601, 60), (1, 1 << 16), (1, 3 << 15), (1, 40000), (1, 65537)],
+    ids=["rows", "blocks", "passes", "mixed", "radix5", "bluestein"],
 )
 def test_threads_give_the_serial_result(shape):
-    """On the native pool (rows of a batch, or chunks of each pass of one large transform:
-    over j or over q, Bluestein's inner transforms) each output is computed by the same
-    operations as on one thread: bitwise equal."""
+    """On the native pool (rows of a batch, blocks of 8 short rows, or chunks of each pass of
+    one large transform: over j or over q, Bluestein's inner transforms) each output is
+    computed by the same operations as on one thread: bitwise equal."""
     x = _data(np.random.default_rng(5), shape, np.complex64)
     serial = native.fft(x)
     np.testing.assert_array_equal(native.fft(x, threads=2), serial)
     np.testing.assert_array_equal(native.fft(x, threads=3), serial)
     if shape[1] == 1 << 16:
         _check(serial, x, False)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_blocks_of_rows(dtype):
+    """Batches of short rows go ``VEC`` (8) rows at a time through transposed blocks
+    (fft_batch_ir.py): whole groups of 8 elements by shuffles, the rest one by one, the rows
+    past the last block row by row; in place too."""
+    rng = np.random.default_rng(7)
+    for n in [2, 3, 5, 8, 12, 16, 24, 60, 64, 100, 256, 500]:
+        for inverse in (False, True):
+            x = _data(rng, (19, n), dtype)
+            _check(native.fft(x, inverse), x, inverse)
+        y = x.copy()
+        native.fft(y, out=y)
+        _check(y, x, False)
 
 
 def test_empty_and_zero_length():

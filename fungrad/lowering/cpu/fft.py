@@ -60,7 +60,15 @@ import threading
 
 import numpy as np
 
-from fungrad.lowering.cpu.fft_ir import HEADER, PARALLEL_POINTS, PASS_FIELDS, RADICES
+from fungrad.lowering.cpu.fft_batch_ir import BATCH_BELOW, batch_functions
+from fungrad.lowering.cpu.fft_ir import (
+    BLOCK_PAD,
+    HEADER,
+    PARALLEL_POINTS,
+    PASS_FIELDS,
+    RADICES,
+    VEC,
+)
 from fungrad.lowering.cpu.fft_ir import library_ir as _library_ir
 
 __all__ = [
@@ -129,7 +137,9 @@ class Plan:
         self.keep: list = []
         radices = _stockham_radices(n)
         if radices is not None:
-            head = [n, _KIND_STOCKHAM, len(radices), 2 * n, 0, 0, 0, 0, sign, 0]
+            blocked = 0 < len(radices) and n < BATCH_BELOW
+            scratch = 2 * n * VEC + BLOCK_PAD // 8 if blocked else 2 * n
+            head = [n, _KIND_STOCKHAM, len(radices), scratch, 0, 0, 0, 0, sign, int(blocked)]
             s = 1
             for p in radices:
                 big = n // s  # the sub-transforms' length N
@@ -204,7 +214,7 @@ _registered: set[str] = set()
 def library_ir(dtype) -> str:
     """The library module for ``dtype`` (float32 or float64): ``fft_ir.library_ir``."""
     ty, tag = _TYPES[_real_dtype(dtype)]
-    return _library_ir(ty, f"fg_fft_{tag}")
+    return _library_ir(ty, f"fg_fft_{tag}", batch_functions(ty))
 
 
 # -- the compiled library ---------------------------------------------------------------------

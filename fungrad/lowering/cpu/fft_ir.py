@@ -25,6 +25,7 @@ import numpy as np
 from fungrad.lowering.cpu.llvm_types import literal
 
 __all__ = [
+    "BLOCK_PAD",
     "BLOCK_RADICES",
     "BLOCK_S",
     "HEADER",
@@ -47,6 +48,8 @@ PARALLEL_POINTS = 1 << 15
 splits its work: the rows of a batch of at least ``nthreads``, else each pass of each row."""
 VEC = 8
 """Complex numbers per vector of the passes written with explicit vectors."""
+BLOCK_PAD = 256
+"""Bytes between the two transposed blocks of the batched path (``fft_batch_ir.py``)."""
 BLOCK_RADICES, BLOCK_S = (2, 4), (1, 2, 4)
 """The radices and values of ``s`` of the block passes (``_block_pass_fn``)."""
 SCALAR_Q_RADICES = (3, 5, 7)
@@ -55,7 +58,8 @@ SCALAR_Q_RADICES = (3, 5, 7)
 ``VEC`` from 16 on."""
 HEADER = 10
 """int64 fields of a plan before its passes: ``n, kind, passes, scratch (complex numbers), M,
-chirp, filter, sub-plan, sign, 0`` (addresses as int64; kind 0 Stockham, 1 Bluestein)."""
+chirp, filter, sub-plan, sign, blocked`` (addresses as int64; kind 0 Stockham, 1 Bluestein;
+blocked 1: rows in blocks of ``VEC``, ``fft_batch_ir.py``)."""
 PASS_FIELDS = 4
 """int64 fields per pass: radix, s, m, twiddle table address (``[k - 1][j]``, interleaved)."""
 
@@ -673,10 +677,19 @@ def _driver_fn(ty: str, name: str) -> str:
         "  %nob = icmp sle i64 %batch, 0",
         "  br i1 %nob, label %done, label %check",
         # rows over the threads: a pool, nthreads > 1, at least as many rows, enough points
+        # (in units of VEC rows for a blocked plan: the blocks are those of one thread, and so
+        # are the results, bit for bit)
         "check:",
+        "  %ufp = getelementptr inbounds i64, ptr %plan, i64 9",
+        "  %uf = load i64, ptr %ufp",
+        "  %ublk = icmp ne i64 %uf, 0",
+        f"  %unit = select i1 %ublk, i64 {VEC}, i64 1",
+        "  %units0 = add i64 %batch, %unit",
+        "  %units1 = sub i64 %units0, 1",
+        "  %units = udiv i64 %units1, %unit",
         "  %hasp = icmp ne ptr %pool, null",
         "  %many = icmp sgt i64 %nthreads, 1",
-        "  %rows = icmp sge i64 %batch, %nthreads",
+        "  %rows = icmp sge i64 %units, %nthreads",
         "  %pts = mul i64 %batch, %n",
         f"  %bign = icmp sge i64 %pts, {PARALLEL_POINTS}",
         "  %p0 = and i1 %hasp, %many",
@@ -684,13 +697,17 @@ def _driver_fn(ty: str, name: str) -> str:
         "  %par = and i1 %p1, %bign",
         "  br i1 %par, label %split, label %alloc",
         "split:",
-        "  %ctx = alloca ptr, i64 3",
+        "  %ctx = alloca ptr, i64 5",
         "  store ptr %plan, ptr %ctx",
         "  %c1 = getelementptr inbounds ptr, ptr %ctx, i64 1",
         "  store ptr %x, ptr %c1",
         "  %c2 = getelementptr inbounds ptr, ptr %ctx, i64 2",
         "  store ptr %out, ptr %c2",
-        "  call void %pool(ptr @fgfft.rows, ptr %ctx, i64 %batch, i64 %nthreads)",
+        "  %c3 = getelementptr inbounds ptr, ptr %ctx, i64 3",
+        "  store i64 %batch, ptr %c3",
+        "  %c4 = getelementptr inbounds ptr, ptr %ctx, i64 4",
+        "  store i64 %unit, ptr %c4",
+        "  call void %pool(ptr @fgfft.rows, ptr %ctx, i64 %units, i64 %nthreads)",
         "  br label %done",
         "alloc:",
         f"  %scb0 = mul i64 %sc, {2 * esz}",
@@ -701,9 +718,35 @@ def _driver_fn(ty: str, name: str) -> str:
         f"  %rowb = mul i64 %row, {esz}",
         f"  %spare = getelementptr inbounds {ty}, ptr %scr, i64 %row",
         "  %blue = icmp eq i64 %kind, 1",
+        # blocks of VEC rows first where the plan says so (fft_batch_ir.py), then row by row
+        "  %bfp = getelementptr inbounds i64, ptr %plan, i64 9",
+        "  %bf = load i64, ptr %bfp",
+        "  %blocked = icmp ne i64 %bf, 0",
+        f"  %nbk0 = udiv i64 %batch, {VEC}",
+        "  %nbk = select i1 %blocked, i64 %nbk0, i64 0",
+        f"  %nbv = mul i64 %nbk, {VEC}",
+        f"  %blkf = mul i64 %row, {VEC}",
+        # the second block BLOCK_PAD bytes further: at a multiple of 4 KiB from the first (n a
+        # power of two), its stores alias the first's loads in the store buffer ("4K
+        # aliasing") and n = 32 float64 ran 2x slower
+        f"  %blkp = add i64 %blkf, {BLOCK_PAD // esz}",
+        f"  %bB = getelementptr inbounds {ty}, ptr %scr, i64 %blkp",
+        "  br label %bhead",
+        "bhead:",
+        "  %bb = phi i64 [0, %alloc], [%bb.n, %bbody]",
+        "  %bmore = icmp slt i64 %bb, %nbk",
+        "  br i1 %bmore, label %bbody, label %byrow",
+        "bbody:",
+        "  %boff = mul i64 %bb, %blkf",
+        f"  %bxb = getelementptr inbounds {ty}, ptr %x, i64 %boff",
+        f"  %bob = getelementptr inbounds {ty}, ptr %out, i64 %boff",
+        "  call void @fgfft.brun(ptr %plan, ptr %bxb, ptr %bob, ptr %scr, ptr %bB)",
+        "  %bb.n = add i64 %bb, 1",
+        "  br label %bhead",
+        "byrow:",
         "  br label %head",
         "head:",
-        "  %b = phi i64 [0, %alloc], [%b.n, %next]",
+        "  %b = phi i64 [%nbv, %byrow], [%b.n, %next]",
         "  %more = icmp slt i64 %b, %batch",
         "  br i1 %more, label %body, label %free",
         "body:",
@@ -739,7 +782,8 @@ def _driver_fn(ty: str, name: str) -> str:
 
 
 def _rows_fn(ty: str, name: str) -> str:
-    """``@fgfft.rows(ctx, a, b)``: rows ``a`` to ``b`` (ctx: plan, x, out) on this thread."""
+    """``@fgfft.rows(ctx, a, b)``: units ``a`` to ``b`` of ``unit`` rows (ctx: plan, x, out,
+    batch, unit; the last unit may be short) on this thread."""
     esz = 4 if ty == "float" else 8
     return "\n".join(
         [
@@ -750,12 +794,19 @@ def _rows_fn(ty: str, name: str) -> str:
             "  %x = load ptr, ptr %c1",
             "  %c2 = getelementptr inbounds ptr, ptr %ctx, i64 2",
             "  %out = load ptr, ptr %c2",
+            "  %c3 = getelementptr inbounds ptr, ptr %ctx, i64 3",
+            "  %batch = load i64, ptr %c3",
+            "  %c4 = getelementptr inbounds ptr, ptr %ctx, i64 4",
+            "  %unit = load i64, ptr %c4",
+            "  %r0 = mul i64 %a, %unit",
+            "  %r1a = mul i64 %b, %unit",
+            "  %r1 = call i64 @llvm.smin.i64(i64 %r1a, i64 %batch)",
             "  %n = load i64, ptr %plan",
             f"  %row = mul i64 %n, {2 * esz}",
-            "  %off = mul i64 %a, %row",
+            "  %off = mul i64 %r0, %row",
             "  %xs = getelementptr inbounds i8, ptr %x, i64 %off",
             "  %os = getelementptr inbounds i8, ptr %out, i64 %off",
-            "  %cnt = sub i64 %b, %a",
+            "  %cnt = sub i64 %r1, %r0",
             f"  call void @{name}(ptr %plan, ptr %xs, ptr %os, i64 %cnt, ptr null, i64 1)",
             "  ret void",
             "}",
@@ -764,9 +815,10 @@ def _rows_fn(ty: str, name: str) -> str:
     )
 
 
-def library_ir(ty: str, name: str) -> str:
+def library_ir(ty: str, name: str, extra: list[str]) -> str:
     """The library module for LLVM type ``ty`` (``float`` or ``double``) exporting ``@name``:
-    the driver, the Stockham and Bluestein transforms and the passes they call."""
+    the driver, the Stockham and Bluestein transforms and the passes they call, and ``extra``
+    functions (``fft_batch_ir.batch_functions``)."""
     parts = [
         "declare ptr @aligned_alloc(i64, i64)",
         "declare void @free(ptr)",
@@ -774,6 +826,7 @@ def library_ir(ty: str, name: str) -> str:
         "declare void @llvm.memmove.p0.p0.i64(ptr, ptr, i64, i1)",
         "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
         "declare void @llvm.trap()",
+        "declare i64 @llvm.smin.i64(i64, i64)",
         "",
         *(_pass_fn(p, True, ty) for p in RADICES),
         *(_pass_fn(p, False, ty) for p in SCALAR_Q_RADICES),
@@ -784,6 +837,7 @@ def library_ir(ty: str, name: str) -> str:
         _rows_fn(ty, name),
         _bluestein_fn(ty),
         _driver_fn(ty, name),
+        *extra,
         "!0 = distinct !{!0, !1}",
         '!1 = !{!"llvm.loop.unroll.disable"}',
     ]

@@ -22,13 +22,15 @@ from fungrad.lowering.cpu.fft_ir import HEADER, PASS_FIELDS, RADICES, VEC, _butt
 
 assert VEC == 8  # the transposes' three rounds of shuffles
 
-__all__ = ["BATCH_BELOW", "batch_functions"]
+__all__ = ["BATCH_BELOW", "BATCH_SCALAR_BELOW", "batch_functions"]
 
 BATCH_BELOW = 512
 """Stockham plans with ``n`` below this run blocks of ``VEC`` rows together (scratch: two
 blocks, ``2 n VEC`` complex numbers). Measured per row, rows in cache, one core (row by row ->
 blocks): complex64 n = 8 27 -> 5.5 ns, 64 71 -> 47 ns, 100 353 -> 85 ns, 256 289 -> 219 ns,
 512 614 -> 621 ns; complex128 n = 16 42 -> 16 ns, 128 240 -> 180 ns."""
+BATCH_SCALAR_BELOW = 4096
+"""... and those below this whose row-by-row passes are not all vectorised (``fft._blocked``)."""
 
 
 def _vbytes(ty: str) -> int:

@@ -39,6 +39,7 @@ import numpy as np
 from fungrad import core, dtypes
 from fungrad.array import Array, is_concrete_array
 from fungrad.core import ShapedArray
+from fungrad.lowering import fusion, kernel
 from fungrad.lowering.fusion import LoweringError
 
 __all__ = [
@@ -551,10 +552,47 @@ def _planes(x) -> Pair:
 
 
 def _interleave(re, im):
-    """Two real planes as one ``[..., 2]`` value."""
-    shape = re.aval.shape + (1,)
-    parts = [_bind("reshape", p, new_sizes=shape, dimensions=None) for p in (re, im)]
-    return _bind("concatenate", *parts, dimension=len(shape) - 1)
+    """Two real planes as one ``[..., 2]`` value (:data:`interleave_p`)."""
+    return interleave_p.bind(re, im)
+
+
+def _interleave_abstract_eval(re, im):
+    if re.shape != im.shape or re.dtype != im.dtype:
+        raise TypeError(
+            f"complex_interleave: the planes must have one shape and dtype, got "
+            f"{re.str_short()} and {im.str_short()}"
+        )
+    return ShapedArray(re.shape + (2,), re.dtype, re.weak_type and im.weak_type)
+
+
+def _interleave_lowering(ctx, re, im):
+    # One loop nest over the planes' shape storing both parts of each element next to each
+    # other: written as a concatenate, each output element would select between the two
+    # parts, computing both (and LLVM would not vectorise the loop of 2), 6-13x slower for
+    # exp or log of complex64.
+    shape = re.shape
+    planner = ctx.planner
+    out = planner.new_buffer(shape + (2,), re.dtype, "temp")
+
+    def stores(idx):
+        at = ctx.imul(ctx.flat_index(idx, shape), ctx.iconst(2))
+        return [
+            fusion.Store(out, at, re.at(idx)),
+            fusion.Store(out, ctx.iadd(at, ctx.iconst(1)), im.at(idx)),
+        ]
+
+    planner.add_kernel("interleave", shape, stores, origin="complex")
+    return planner.buffer_tensor(out, "complex")
+
+
+#: ``complex_interleave(re, im)``: ``[..., 2]`` with ``re`` and ``im`` side by side. It exists
+#: only inside the compiler (the outputs of split programs), so it is kept out of
+#: ``core.primitives``, the registry of the primitives user programs bind.
+interleave_p = core.Primitive("complex_interleave")
+del core.primitives["complex_interleave"]
+interleave_p.impl = lambda re, im: np.stack([re, im], axis=-1)
+interleave_p.abstract_eval = _interleave_abstract_eval
+kernel.register_lowering(interleave_p, _interleave_lowering)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -288,6 +288,22 @@ def test_svd_gradients(shape, x64):
     np.testing.assert_allclose(g, np.outer(u[:, 0], vt[0]), atol=1e-10)
 
 
+def test_svd_hermitian_goes_through_eigh():
+    a = np.array([[2.0, 1.0, 0.0], [1.0, -3.0, 0.5], [0.0, 0.5, 1.0]], np.float32)
+    for f in (la.svd, fg.jit(la.svd, static_argnames="hermitian")):
+        u, s, vh = (np.asarray(t) for t in f(a, hermitian=True))
+        np.testing.assert_allclose(s, np.sort(np.abs(np.linalg.eigvalsh(a)))[::-1], atol=1e-5)
+        np.testing.assert_allclose((u * s) @ vh, a, atol=1e-5)
+        # JAX 0.10.2's result (its eigh and signs are LAPACK's, as here)
+        np.testing.assert_allclose(u[:, 0], [0.18589735, -0.9758371, 0.11482237], atol=1e-5)
+        np.testing.assert_allclose(vh[0], [-0.18589735, 0.9758371, -0.11482237], atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(la.svd(a, hermitian=True, compute_uv=False)), s, atol=1e-6
+    )
+    with pytest.raises(ValueError, match="svd.*square"):
+        la.svd(np.ones((2, 3)), hermitian=True)
+
+
 def test_pinv_lstsq_norm_through_the_primitives(x64):
     rng = np.random.default_rng(11)
     a = rng.standard_normal((5, 3))

@@ -177,21 +177,41 @@ def svd(
 ):
     """Singular value decomposition ``a = U @ diag(S) @ Vh`` of a real matrix or stack:
     ``SVDResult(U, S, Vh)`` with ``S`` descending, or ``S`` alone when ``compute_uv=False``.
-    ``full_matrices=True`` (the default) gives square ``U`` and ``Vh``. ``hermitian`` is
-    accepted and does not change the method. Singular vectors are unique only up to sign (and
-    within repeated singular values)."""
-    del hermitian
+    ``full_matrices=True`` (the default) gives square ``U`` and ``Vh``. With ``hermitian``
+    the (square, symmetric) matrix is decomposed through :func:`eigh`, as JAX: ``S = |w|``
+    sorted descending, ``U`` the matching eigenvectors, ``Vh = (U sign(w))ᵀ``. Singular
+    vectors are unique only up to sign (and within repeated singular values)."""
     if subset_by_index is not None:
         raise ValueError(
             "svd: subset_by_index is not supported by fungrad; slice the result "
             "of the full decomposition instead"
         )
-    a = _float_matrix("svd", a, square=False)
+    a = _float_matrix("svd", a, square=bool(hermitian))
+    if hermitian:
+        return _svd_hermitian(a, bool(compute_uv))
     outs = svd_p.bind(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
     if not compute_uv:
         return outs[0]
     s, u, vt = outs
     return SVDResult(u, s, vt)
+
+
+def _svd_hermitian(a, compute_uv: bool):
+    from fungrad.numpy.indexing import take_along_axis
+
+    sym = lax.mul(lax.add(a, _t(a)), lax.full_like(a, 0.5))
+    v, w = eigh_p.bind(sym, lower=True, sort_eigenvalues=True)
+    last = w.ndim - 1
+    idx = lax.broadcasted_iota(np.int32, w.shape, last)
+    # ascending |w|, then reversed (JAX's order among ties)
+    s, idx, sign = lax.sort((lax.abs(w), idx, lax.sign(w)), dimension=last, num_keys=1)
+    s, idx, sign = (lax.rev(t, (last,)) for t in (s, idx, sign))
+    if not compute_uv:
+        return s
+    u = take_along_axis(v, lax.expand_dims(idx, (last,)), axis=-1)
+    return SVDResult(
+        u, s, _t(lax.mul(u, lax.broadcast_in_dim(sign, u.shape, tuple(range(last)) + (last + 1,))))
+    )
 
 
 def svdvals(x, /):

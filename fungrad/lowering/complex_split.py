@@ -31,6 +31,7 @@ compiled exactly as before.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -395,11 +396,11 @@ class _Pass:
         ]
 
 
-_state: dict = {}
+_state = threading.local()  # the pass running on this thread (compiles may run concurrently)
 
 
 def _current_pass() -> _Pass:
-    p = _state.get("pass")
+    p = getattr(_state, "active", None)
     if p is None:
         raise LoweringError("complex split: a split rule for control flow ran outside the pass")
     return p
@@ -422,12 +423,12 @@ def split_program(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
     """The real program computing ``closed``: each complex input is a real array with one more
     trailing axis of 2 (real and imaginary parts) and each complex output is returned so."""
     p = _Pass()
-    saved = _state.get("pass")
-    _state["pass"] = p
+    saved = getattr(_state, "active", None)
+    _state.active = p
     try:
         return p.build(closed, interleaved=True)
     finally:
-        _state["pass"] = saved
+        _state.active = saved
 
 
 def _fresh_eqns(eqns):
@@ -607,7 +608,9 @@ def _planar_input(x, real_dtype):
     if isinstance(x, GpuArray):
         aval = x.aval
         return GpuArray(x._dbuf, ShapedArray(aval.shape + (2,), real_dtype), aval.weak_type)
-    v = np.ascontiguousarray(x._value if is_concrete_array(x) else x)
+    v = np.ascontiguousarray(
+        x._value if is_concrete_array(x) else x, dtype=dtypes.complex_dtype(real_dtype)
+    )
     return v.reshape(-1).view(real_dtype).reshape(v.shape + (2,))
 
 

@@ -40,6 +40,7 @@ import numpy as np
 from fungrad import core, dtypes
 from fungrad.array import Array, is_concrete_array
 from fungrad.core import ShapedArray
+from fungrad.devices import GpuArray
 from fungrad.lowering import fusion, kernel
 from fungrad.lowering.fusion import LoweringError
 
@@ -600,36 +601,34 @@ kernel.register_lowering(interleave_p, _interleave_lowering)
 # The executable
 
 
-def _planar_input(x, real_dtype):
+def _planar_input(x, real_dtype, planar_shape):
     """A complex argument as the real ``[..., 2]`` value the split program takes: a view of
     its memory (a GPU array keeps its device buffer)."""
-    from fungrad.devices import GpuArray
-
+    v = x._value if type(x) is Array else x
+    if type(v) is np.ndarray and v.flags.c_contiguous and v.ndim and v.dtype.kind == "c":
+        if v.dtype.itemsize == 2 * real_dtype.itemsize:  # the common case: views only
+            return v.view(real_dtype).reshape(planar_shape)
     if isinstance(x, GpuArray):
-        aval = x.aval
-        return GpuArray(x._dbuf, ShapedArray(aval.shape + (2,), real_dtype), aval.weak_type)
+        return GpuArray(x._dbuf, ShapedArray(planar_shape, real_dtype), x.aval.weak_type)
     v = np.ascontiguousarray(
         x._value if is_concrete_array(x) else x, dtype=dtypes.complex_dtype(real_dtype)
     )
-    return v.reshape(-1).view(real_dtype).reshape(v.shape + (2,))
+    return v.reshape(-1).view(real_dtype).reshape(planar_shape)
 
 
 def _complex_output(out, aval: ShapedArray):
     """A ``[..., 2]`` real output as the complex Array of ``aval`` (a view; a GPU output stays
     on the device)."""
-    from fungrad.devices import GpuArray
-
-    if isinstance(out, GpuArray):
+    if type(out) is not Array and isinstance(out, GpuArray):
         return _ComplexGpuArray(out._dbuf, aval, aval.weak_type)
     v = out._value
-    r = Array(v.reshape(-1).view(aval.dtype).reshape(aval.shape), aval.weak_type)
+    v = v.view(aval.dtype) if v.ndim > 1 else v.reshape(1, 2).view(aval.dtype)
+    r = Array(v.reshape(aval.shape), aval.weak_type)
     r._aval = aval
     return r
 
 
 def _complex_gpu_array_class():
-    from fungrad.devices import GpuArray
-
     class ComplexGpuArray(GpuArray):
         """A complex GpuArray: its device buffer holds (re, im) float pairs."""
 
@@ -699,14 +698,15 @@ class SplitExecutable:
         self.split_jaxpr = split_program(closed)
         self.executable = compile_real(self.split_jaxpr, name)
         self._in = tuple(
-            dtypes.real_dtype(a.dtype) if _is_complex_aval(a) else None for a in self.in_avals
+            (dtypes.real_dtype(a.dtype), a.shape + (2,)) if _is_complex_aval(a) else None
+            for a in self.in_avals
         )
         self._out = tuple(a if _is_complex_aval(a) else None for a in self.out_avals)
         self.compile_time_s = getattr(self.executable, "compile_time_s", None)
 
     def call(self, args) -> list:
         """Run on ``args`` (with ``in_avals``); returns the outputs as Arrays."""
-        real = [x if rd is None else _planar_input(x, rd) for x, rd in zip(args, self._in)]
+        real = [x if c is None else _planar_input(x, *c) for x, c in zip(args, self._in)]
         outs = self.executable.call(real)
         return [o if a is None else _complex_output(o, a) for o, a in zip(outs, self._out)]
 

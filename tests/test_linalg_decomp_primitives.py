@@ -302,6 +302,20 @@ def test_svd_hermitian_goes_through_eigh():
     )
     with pytest.raises(ValueError, match="svd.*square"):
         la.svd(np.ones((2, 3)), hermitian=True)
+    b = np.random.default_rng(2).standard_normal((4, 2))
+    low_rank = b @ b.T - 2 * np.outer(b[:, 0], b[:, 0])  # symmetric, rank 2, indefinite
+    np.testing.assert_allclose(
+        np.asarray(la.pinv(low_rank, hermitian=True)),
+        np.linalg.pinv(low_rank, hermitian=True),
+        atol=1e-5,
+    )
+    assert int(la.matrix_rank(low_rank, hermitian=True)) == 2
+
+
+def test_hermitian_gradients(x64):
+    c = _sym(np.random.default_rng(3), (3, 3))
+    _grads(lambda x: la.pinv(x, hermitian=True), c)
+    _grads(lambda x: la.svd(x, hermitian=True, compute_uv=False), c)
 
 
 def test_pinv_lstsq_norm_through_the_primitives(x64):

@@ -225,8 +225,8 @@ def _default_rtol(a):
 
 def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
     """The number of singular values above ``rtol * S.max()`` (``rtol`` defaults to
-    ``eps * max(m, n)``). ``tol`` is JAX's deprecated spelling of ``rtol``."""
-    del hermitian
+    ``eps * max(m, n)``; ``hermitian``: the singular values come from :func:`eigh`, as in
+    :func:`svd`). ``tol`` is JAX's deprecated spelling of ``rtol``."""
     if tol is not None:
         if rtol is not None:
             raise TypeError("matrix_rank: pass rtol or tol, not both")
@@ -236,7 +236,7 @@ def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
         return lax.convert_element_type(
             lax.reduce_or(lax.ne(M, lax.full_like(M, 0)), tuple(range(M.ndim))), np.int32
         )
-    sv = svdvals(M)
+    sv = svd(M, compute_uv=False, hermitian=hermitian)
     rtol = _default_rtol(sv) * 1.0 if rtol is None else rtol
     (rtol,) = util.promote_dtypes_inexact(util.asarray(rtol))
     top = (
@@ -247,8 +247,8 @@ def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
     return lax.reduce_sum(lax.convert_element_type(lax.gt(sv, cut), np.int32), (sv.ndim - 1,))
 
 
-def _pinv_value(a, rtol):
-    u, sv, vt = _svd_reduced(a)
+def _pinv_value(a, rtol, hermitian):
+    u, sv, vt = _svd_hermitian(a, True) if hermitian else _svd_reduced(a)
     top = lax.reduce_max(sv, (sv.ndim - 1,))
     cut = _bcast(lax.mul(rtol, top), sv.shape, tuple(range(sv.ndim - 1)))
     keep = lax.gt(sv, cut)
@@ -261,11 +261,14 @@ def _pinv_value(a, rtol):
     return linear.matmul(scaled, _t(u))
 
 
-def _pinv_jvp(rtol, primals, tangents):
+def _pinv_jvp(rtol, hermitian, primals, tangents):
     """Golub & Pereyra's derivative of the pseudo-inverse ``P`` of ``A``:
     ``dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P``."""
     (a,), (da,) = primals, tangents
-    pa = _pinv_core(a, rtol)
+    if hermitian:  # the value reads the symmetrized matrix
+        a = lax.mul(lax.add(a, _t(a)), lax.full_like(a, 0.5))
+        da = lax.mul(lax.add(da, _t(da)), lax.full_like(da, 0.5))
+    pa = _pinv_core(a, rtol, hermitian)
     mm = linear.matmul
     eye_m = _eye_like(lax.full(a.shape[:-1] + (a.shape[-2],), 0, a.dtype))
     eye_n = _eye_like(lax.full(a.shape[:-2] + (a.shape[-1], a.shape[-1]), 0, a.dtype))
@@ -278,26 +281,26 @@ def _pinv_jvp(rtol, primals, tangents):
 _pinv_fns: dict = {}
 
 
-def _pinv_core(a, rtol):
+def _pinv_core(a, rtol, hermitian):
     fn = _pinv_fns.get("pinv")
     if fn is None:
         from fungrad.transforms.custom import custom_jvp
 
-        fn = _pinv_fns["pinv"] = custom_jvp(_pinv_value, nondiff_argnums=(1,))
+        fn = _pinv_fns["pinv"] = custom_jvp(_pinv_value, nondiff_argnums=(1, 2))
         fn.defjvp(_pinv_jvp)
-    return fn(a, rtol)
+    return fn(a, rtol, hermitian)
 
 
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     """The Moore-Penrose pseudo-inverse of a matrix or stack, from its SVD: singular values
     at most ``rtol * S.max()`` (default ``10 * max(m, n) * eps``) are treated as zero.
-    ``rcond`` is JAX's deprecated spelling of ``rtol``. Differentiable (Golub & Pereyra)."""
-    del hermitian
+    ``rcond`` is JAX's deprecated spelling of ``rtol``; ``hermitian``: the SVD comes from
+    :func:`eigh`, as in :func:`svd`. Differentiable (Golub & Pereyra)."""
     if rcond is not None:
         if rtol is not None:
             raise TypeError("pinv: pass rtol or rcond, not both")
         rtol = rcond
-    a = _float_matrix("pinv", a, square=False)
+    a = _float_matrix("pinv", a, square=bool(hermitian))
     m, n = a.shape[-2:]
     if min(m, n) == 0:
         return lax.full(a.shape[:-2] + (n, m), 0, a.dtype)
@@ -307,7 +310,7 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
         rtol = float(rtol)
     except TypeError:
         raise TypeError(f"pinv: rtol must be a Python or numpy scalar, got {rtol!r}") from None
-    return _pinv_core(a, rtol)
+    return _pinv_core(a, rtol, bool(hermitian))
 
 
 def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):

@@ -423,6 +423,8 @@ def test_vmap_grad_calls_and_callbacks_under_jit():
     np.testing.assert_allclose(
         np.asarray(fg.jit(lambda v: inner(v) * 2)(X)), (np.sin(x) * x + 1j) * 2, rtol=1e-5
     )
+    solved = fg.jit(lambda b: lax.custom_linear_solve(lambda v: v * (2 - 1j), b, _halve))(X)
+    np.testing.assert_allclose(np.asarray(solved), x / (2 - 1j), rtol=1e-6)
     seen = []
     f = fg.jit(
         lambda v: fg.pure_callback(
@@ -434,6 +436,20 @@ def test_vmap_grad_calls_and_callbacks_under_jit():
     np.testing.assert_array_equal(np.asarray(f(X)), x * 2 * 1j)
     np.testing.assert_array_equal(seen[-1], x * 2)
     assert seen[-1].dtype == np.complex64
+
+
+def _halve(matvec, b):
+    return b / (2 - 1j)
+
+
+def test_debug_print_of_complex_values_under_jit(capsys):
+    @fg.jit
+    def f(v):
+        fg.debug.print("z = {z}", z=v[0] * 1j)
+        return v
+
+    f(fnp.asarray(c64([1.5, 2], [-2, 0])))
+    assert capsys.readouterr().out.strip() == f"z = {np.complex64(2 + 1.5j)}"
 
 
 def test_complex128_under_x64(x64):

@@ -23,8 +23,10 @@ here (``lax/fft.py``).
 
 At the boundary (:func:`split_program`), a complex input enters as a real array ``[..., 2]``
 (its numpy value viewed as the real dtype, no copy) that the program slices into planes, and
-a complex output leaves interleaved the same way; :class:`SplitExecutable` wraps the real
-executable of either backend and does that viewing, in one place. ``compile_jaxpr`` applies
+a complex output leaves interleaved the same way, written by ``complex_interleave`` (a
+compiler-internal primitive: one loop nest storing both parts of each element);
+:class:`SplitExecutable` wraps the real executable of either backend and does the viewing, in
+one place (a GPU result stays on the device as a complex GpuArray). ``compile_jaxpr`` applies
 all this only when a program has a complex value (:func:`has_complex`): real programs are
 compiled exactly as before.
 """
@@ -277,11 +279,6 @@ def unflatten(values, avals) -> list:
     """The inverse of :func:`flatten` for values of ``avals`` (complex avals take two)."""
     it = iter(values)
     return [Pair(next(it), next(it)) if _is_complex_aval(a) else next(it) for a in avals]
-
-
-def count_flat(avals) -> int:
-    """How many real values ``avals`` take once split."""
-    return sum(2 if _is_complex_aval(a) else 1 for a in avals)
 
 
 class _Pass:
@@ -628,42 +625,26 @@ def _complex_output(out, aval: ShapedArray):
     return r
 
 
-def _complex_gpu_array_class():
-    class ComplexGpuArray(GpuArray):
-        """A complex GpuArray: its device buffer holds (re, im) float pairs."""
+class _ComplexGpuArray(GpuArray):
+    """A complex GpuArray: its device buffer holds (re, im) pairs of real values."""
 
-        __slots__ = ()
+    __slots__ = ()
 
-        @property
-        def _value(self):
-            host = self._host
-            if host is None:
-                if self._dbuf is None:
-                    return GpuArray._value.fget(self)  # deleted: the usual error value
-                aval = self._aval
-                planar = GpuArray(
-                    self._dbuf, ShapedArray(aval.shape + (2,), dtypes.real_dtype(aval.dtype))
-                )._value
-                host = planar.reshape(-1).view(aval.dtype).reshape(aval.shape)
-                if not aval.shape:
-                    host = host[()]
-                self._host = host
-            return host
-
-    return ComplexGpuArray
-
-
-class _LazyClass:
-    def __init__(self, make):
-        self.make, self.cls = make, None
-
-    def __call__(self, *args):
-        if self.cls is None:
-            self.cls = self.make()
-        return self.cls(*args)
-
-
-_ComplexGpuArray = _LazyClass(_complex_gpu_array_class)
+    @property
+    def _value(self):
+        host = self._host
+        if host is None:
+            if self._dbuf is None:
+                return GpuArray._value.fget(self)  # deleted: the usual error value
+            aval = self._aval
+            planar = GpuArray(
+                self._dbuf, ShapedArray(aval.shape + (2,), dtypes.real_dtype(aval.dtype))
+            )._value
+            host = planar.reshape(-1).view(aval.dtype).reshape(aval.shape)
+            if not aval.shape:
+                host = host[()]
+            self._host = host
+        return host
 
 
 def _check_gpu_dtypes(jaxpr: core.Jaxpr, name: str) -> None:

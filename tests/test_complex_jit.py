@@ -21,7 +21,7 @@ from hypothesis.extra import numpy as hnp
 import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad import core, lax
-from fungrad.lowering import compile_jaxpr, complex_split
+from fungrad.lowering import BACKENDS, compile_jaxpr, complex_split
 from fungrad.lowering.fusion import LoweringError
 
 EPS32 = float(np.finfo(np.float32).eps)
@@ -471,6 +471,7 @@ def test_real_programs_are_compiled_as_before():
     assert not complex_split.has_complex(closed)
     exe = compile_jaxpr(closed)
     assert type(exe).__name__ == "Executable"
+    assert exe.as_text() == BACKENDS["cpu"].compile(closed).as_text()  # untouched by the pass
     z = fg.make_jaxpr(lambda x: lax.real(x * 2))(np.ones(3, np.complex64))
     assert complex_split.has_complex(z)
     exe = compile_jaxpr(z)

@@ -34,6 +34,9 @@ Algorithms:
   1, 2 or 4 (the first passes); else scalar loops over ``j`` (small ``s``) or over ``q``, which
   LLVM's loop vectoriser handles where it can. Loads and stores are of whole interleaved
   vectors, split into real and imaginary vectors by shuffles.
+- batches of rows shorter than ``BATCH_BELOW`` (or than ``BATCH_SCALAR_BELOW`` where a pass
+  above would be scalar): ``VEC`` rows at a time, transposed so that every pass runs on whole
+  vectors (``fft_batch_ir.py``); the rows past the last block as above.
 - other lengths: Bluestein's algorithm, the chirp ``exp(sign pi i j^2 / n)`` turning the
   transform into a circular convolution of power-of-two length ``M >= 2 n - 1``, done with two
   forward FFTs of length ``M`` (the second on conjugated data) and the precomputed transform
@@ -43,14 +46,15 @@ Twiddle factors, chirps and the chirp filter's transform are computed once per p
 precision with direct ``exp`` of reduced angles (``j k mod N``, ``j^2 mod 2 n``: no recurrence,
 no large arguments), then rounded to the dtype: the error against numpy's float64 transform is
 at most 0.7 eps log2(n) in the 2-norm, relative (every n up to 129 and the powers of two to
-2^16 measured). Scratch memory (``n`` complex numbers, twice that when ``x`` is ``out``;
+2^16 measured). Scratch memory (``2 n`` complex numbers, ``2 n VEC`` for blocks of rows,
 ``3 M`` for Bluestein) is allocated and freed per call (per chunk of rows).
 
-Measured (bench/fft_bench.py, Zen 4 with AVX-512, complex64, one run each, same process as
-JAX 0.10's jit; pinned to one core): 2^20 points 3.9 ms (JAX 12.4 ms, scipy.fft 15.4 ms,
-numpy 23 ms), 1000 points 6.9 us (JAX 23 us, scipy 7.9 us), 997 (Bluestein) 11 us (JAX 42 us),
-1024 x 1024 batch 2.2 ms (JAX 3.1 ms). The library compiles in ~0.65 s per dtype (then from
-the on-disk cache).
+Measured (bench/fft_bench.py, Zen 4 with AVX-512, complex64, pinned to one core, the same
+process timing JAX 0.10's jit; the library through ctypes): 2^20 points 4.1 ms (JAX 14.8 ms,
+scipy.fft 16.8 ms, numpy 23 ms), 1000 points 6.9 us (JAX 23 us, scipy 8.1 us), 997 (Bluestein)
+11 us (JAX 43 us), 1024 x 1024 2.7 ms (JAX 3.1 ms); 65536 rows of 8 0.35 ms (JAX 0.72 ms),
+4096 rows of 100 0.35 ms (JAX 0.80 ms). Unpinned (2 cores) 2^20 takes 2.0 ms. The library
+compiles in ~0.65 s per dtype (then from the on-disk cache).
 """
 
 from __future__ import annotations

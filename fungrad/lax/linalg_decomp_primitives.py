@@ -222,7 +222,11 @@ def _completion_tangent(q_mn, dq_mn):
     top n rows of Q_mn, ``Q_pn`` the rest), so their tangent is
     ``dQ_mn Zᵀ - ([I; 0] - Q_mn) dZᵀ`` with ``dZᵀ = M⁻ᵀ (dQ_pn - Z dQ_nn)ᵀ``."""
     from fungrad import lax
-    from fungrad.numpy import linalg as np_linalg
+    from fungrad.lax.linalg_lu import lu_p, lu_solve
+
+    def solve(a, b):
+        lu, _, perm = lu_p.bind(a)
+        return lu_solve(lu, perm, b)
 
     shape = core.get_aval(q_mn).shape
     m, n = shape[-2:]
@@ -230,8 +234,8 @@ def _completion_tangent(q_mn, dq_mn):
     q_nn, q_pn = _slice(q_mn, 0, n, -2), _slice(q_mn, n, m, -2)
     dq_nn, dq_pn = _slice(dq_mn, 0, n, -2), _slice(dq_mn, n, m, -2)
     mt = _mT(lax.sub(q_nn, _eye(shape[:-2] + (n, n), dtype)))  # Mᵀ
-    zt = np_linalg.solve(mt, _mT(q_pn))
-    dzt = np_linalg.solve(mt, _mT(lax.sub(dq_pn, _matmul(_mT(zt), dq_nn))))
+    zt = solve(mt, _mT(q_pn))
+    dzt = solve(mt, _mT(lax.sub(dq_pn, _matmul(_mT(zt), dq_nn))))
     top = lax.sub(_eye(shape, dtype), q_mn)  # [I; 0] - Q_mn
     return lax.sub(_matmul(dq_mn, zt), _matmul(top, dzt))
 

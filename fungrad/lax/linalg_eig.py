@@ -13,9 +13,8 @@ form, with all their rules.
 
 Rules:
 
-* eager: LAPACK ``geev`` through ``cpu/lapack.py`` (what numpy.linalg.eig calls too; the
-  left vectors numpy does not return); without LAPACK, numpy's ``eig`` with the left vectors
-  from the inverse of the right ones;
+* eager: numpy's ``eig`` (LAPACK's geev inside numpy; lax imports no backend), the left
+  vectors from the inverse of the right ones;
 * jvp (``eig_p``, eigenvalues only, as JAX): ``dw_j = u_jᴴ dA v_j / u_jᴴ v_j`` (``u`` the left
   and ``v`` the right eigenvectors; JAX's ``diag(V⁻¹ dA V)``); derivatives of eigenvectors are a
   TypeError, as JAX has none; ``geev_p`` has no derivative rule;
@@ -90,24 +89,23 @@ def _normalized(u):
     return u * (np.abs(big) / np.where(big == 0, 1, big))
 
 
-def _geev_numpy(x, left, right):
-    """``lapack.geev``'s results from numpy (no LAPACK binding): the left vectors are the rows
-    of the inverse of the right ones, conjugated and normalized."""
-    w, v = np.linalg.eig(x)
-    wr, wi = w.real.astype(x.dtype), w.imag.astype(x.dtype)
-    vl = _pack(_normalized(np.linalg.inv(v).conj().T), wi).astype(x.dtype) if left else None
-    return wr, wi, vl, (_pack(v, wi).astype(x.dtype) if right else None), 0
-
-
 def _geev_one(x, left, right):
-    from fungrad.lowering.cpu import lapack
-
-    if lapack.find_lapack().has("geev", x.dtype):
-        return lapack.geev(x, left, right)
+    """``lapack.geev``'s results for one matrix, computed by numpy (lax imports no backend):
+    the left vectors are the rows of the inverse of the right ones, conjugated; both
+    normalized as LAPACK (norm 1, largest component real); ``info`` 1 where numpy fails to
+    converge."""
+    if x.shape[-1] == 0:
+        empty = np.empty((0,), x.dtype)
+        return empty, empty, np.empty((0, 0), x.dtype), np.empty((0, 0), x.dtype), 0
     try:
-        return _geev_numpy(x, left, right)
+        w, v = np.linalg.eig(x)
+        v = _normalized(v)
+        vl = _normalized(np.linalg.inv(v).conj().T) if left else None
     except np.linalg.LinAlgError:
         return None, None, None, None, 1
+    wr, wi = w.real.astype(x.dtype), w.imag.astype(x.dtype)
+    vl = _pack(vl, wi).astype(x.dtype) if left else None
+    return wr, wi, vl, (_pack(v, wi).astype(x.dtype) if right else None), 0
 
 
 @ignore_fp_errors

@@ -66,7 +66,6 @@ import numpy as np
 
 from fungrad.lowering.cpu.fft_batch_ir import BATCH_BELOW, BATCH_SCALAR_BELOW, batch_functions
 from fungrad.lowering.cpu.fft_ir import (
-    BLOCK_PAD,
     HEADER,
     PARALLEL_POINTS,
     PASS_FIELDS,
@@ -160,7 +159,7 @@ class Plan:
         radices = _stockham_radices(n)
         if radices is not None:
             blocked = _blocked(n, radices)
-            scratch = 2 * n * VEC + BLOCK_PAD // 8 if blocked else 2 * n
+            scratch = 2 * n * (VEC if blocked else 1)
             head = [n, _KIND_STOCKHAM, len(radices), scratch, 0, 0, 0, 0, sign, int(blocked)]
             s = 1
             for p in radices:

@@ -25,7 +25,6 @@ import numpy as np
 from fungrad.lowering.cpu.llvm_types import literal
 
 __all__ = [
-    "BLOCK_PAD",
     "BLOCK_RADICES",
     "BLOCK_S",
     "HEADER",
@@ -48,8 +47,6 @@ PARALLEL_POINTS = 1 << 15
 splits its work: the rows of a batch of at least ``nthreads``, else each pass of each row."""
 VEC = 8
 """Complex numbers per vector of the passes written with explicit vectors."""
-BLOCK_PAD = 256
-"""Bytes between the two transposed blocks of the batched path (``fft_batch_ir.py``)."""
 BLOCK_RADICES, BLOCK_S = (2, 4), (1, 2, 4)
 """The radices and values of ``s`` of the block passes (``_block_pass_fn``)."""
 SCALAR_Q_RADICES = (3, 5, 7)
@@ -726,11 +723,7 @@ def _driver_fn(ty: str, name: str) -> str:
         "  %nbk = select i1 %blocked, i64 %nbk0, i64 0",
         f"  %nbv = mul i64 %nbk, {VEC}",
         f"  %blkf = mul i64 %row, {VEC}",
-        # the second block BLOCK_PAD bytes further: at a multiple of 4 KiB from the first (n a
-        # power of two), its stores alias the first's loads in the store buffer ("4K
-        # aliasing") and n = 32 float64 ran 2x slower
-        f"  %blkp = add i64 %blkf, {BLOCK_PAD // esz}",
-        f"  %bB = getelementptr inbounds {ty}, ptr %scr, i64 %blkp",
+        f"  %bB = getelementptr inbounds {ty}, ptr %scr, i64 %blkf",
         "  br label %bhead",
         "bhead:",
         "  %bb = phi i64 [0, %alloc], [%bb.n, %bbody]",

@@ -470,4 +470,4 @@ is_concrete_array = type.__dict__["__instancecheck__"].__get__(Array)
 
 def is_arraylike(x) -> bool:
     """Arrays, tracers, numpy values and Python scalars (what fungrad functions accept)."""
-    return isinstance(x, (bool, int, float, core.Tracer, np.ndarray, np.generic, Array))
+    return isinstance(x, (bool, int, float, complex, core.Tracer, np.ndarray, np.generic, Array))

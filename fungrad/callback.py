@@ -165,7 +165,7 @@ def check_results(api: str, callback: FlatCallback, out, result_avals) -> list[n
                 "arrays of the declared shapes"
             )
         if arr.dtype != a.dtype:
-            if arr.dtype.kind not in "biuf" or dtypes.canonicalize_dtype(arr.dtype) != a.dtype:
+            if arr.dtype.kind not in "biufc" or dtypes.canonicalize_dtype(arr.dtype) != a.dtype:
                 raise RuntimeError(
                     f"{api}: result {i} of the callback {callback.name} has dtype {arr.dtype} "
                     f"but result_shape_dtypes declares {a.str_short()}; return arrays of the "

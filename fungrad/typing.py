@@ -53,14 +53,13 @@ DTypeLike = str | type[Any] | np.dtype | SupportsDType
 (``float``, ``np.int32``, ``fnp.float32``), a dtype, or an object with a ``dtype``. None is not
 included: a parameter that accepts None says so (``DTypeLike | None``)."""
 
-StaticScalar = np.bool_ | np.number | bool | int | float
-"""A concrete scalar: Python ``bool``/``int``/``float`` or a numpy scalar."""
+StaticScalar = np.bool_ | np.number | bool | int | float | complex
+"""A concrete scalar: Python ``bool``/``int``/``float``/``complex`` or a numpy scalar."""
 
-ArrayLike = Array | np.ndarray | np.bool_ | np.number | bool | int | float
+ArrayLike = Array | np.ndarray | np.bool_ | np.number | bool | int | float | complex
 """A value fungrad functions take as an array: a fungrad Array (or traced value), a numpy
-array or scalar, a Python ``bool``/``int``/``float``. Lists and tuples are not (pass
-``fnp.asarray(seq)``), and unlike ``jax.typing.ArrayLike`` Python ``complex`` is not:
-fungrad arrays are real."""
+array or scalar, a Python ``bool``/``int``/``float``/``complex``, as ``jax.typing.ArrayLike``.
+Lists and tuples are not (pass ``fnp.asarray(seq)``)."""
 
 DimSize = int
 """One dimension of a shape."""

@@ -275,7 +275,7 @@ def test_typing_names():
         ([1.0], False),
         ((1,), False),
         (None, False),
-        (1j, False),
+        (1j, True),
     ],
 )
 def test_arraylike_isinstance(value, ok):

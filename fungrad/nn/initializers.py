@@ -5,7 +5,8 @@ protocol); the builders (``normal(stddev)``, ``glorot_uniform()``, ``variance_sc
 return one. Each draws from :mod:`fungrad.random` exactly as JAX does, so the same key gives the
 same weights as ``jax.nn.initializers``.
 
-NB: fungrad has no complex dtypes, so only real initializers exist. ``out_sharding`` is accepted
+NB: the initializers draw real weights only (a complex dtype is a ValueError; JAX's
+variance_scaling and orthogonal also draw complex ones). ``out_sharding`` is accepted
 for JAX's signature and must be ``None`` (fungrad has no sharding).
 """
 

@@ -14,8 +14,7 @@ in ``_special_series`` and ``_special_integrals`` and are re-exported here; the 
 their series or continued fractions in a ``while_loop`` that freezes each element once it has
 converged (``lax.special.iterate_elementwise``), so vmap matches a Python loop; their
 derivatives are closed-form ``custom_jvp`` rules (a while_loop has no reverse mode). Functions
-JAX has that are absent: ``wofz`` and ``sph_harm_y`` (complex results; fungrad has no complex
-dtype).
+JAX has that are absent: ``wofz`` and ``sph_harm_y`` (complex results).
 """
 
 from __future__ import annotations

@@ -77,8 +77,8 @@ def as_operand(x, info: JitFunction, path_of):
     ``path_of()`` names the argument in the error for anything else."""
     if is_concrete_array(x) or isinstance(x, core.Tracer):  # GpuArrays stay on the GPU
         return x
-    ok_numpy = isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biuf"
-    if ok_numpy or (isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)):
+    ok_numpy = isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc"
+    if ok_numpy or (isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)):
         return operand(x, f"jit({info.name}) argument")
     path = path_of()
     arg = path.split("[")[0].split(".")[0]

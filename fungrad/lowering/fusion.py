@@ -247,9 +247,9 @@ class Policy(Protocol):
     ``gemm_transposes_both``: whether a :class:`Gemm` may read both operands transposed (else
     the rule stores one of them in the other order first).
 
-    ``linalg_steps``: whether Cholesky and triangular solves become library steps
-    (``steps.CholeskyStep``, ``steps.TriangularSolveStep``); else their rules lower a loop
-    algorithm inline.
+    ``linalg_steps``: whether the dense linear algebra primitives (cholesky, triangular_solve,
+    lu, qr, eigh, svd) become library steps (``steps.CholeskyStep``, ``LuStep``, ``QRStep``,
+    ...); else their rules lower a loop algorithm inline.
 
     ``fft_steps``: whether the 1-D complex FFTs the FFT primitive is split into become library
     steps (``steps.FftStep``); else compiling an FFT is a LoweringError.

@@ -55,10 +55,12 @@ class CpuPolicy:
 
     @property
     def linalg_steps(self) -> bool:
-        """Cholesky and triangular solves call LAPACK (``lapack_step.py``) when numpy's
-        OpenBLAS exports it; else their rules lower the loop algorithms."""
+        """The dense linear algebra primitives call LAPACK (``lapack_step.py``,
+        ``lapack_decomp_step.py``) when numpy's OpenBLAS exports every routine they use; else
+        their rules lower the loop algorithms."""
         info = lapack.find_lapack()
-        return all(info.has(r, d) for r in ("potrf", "trsm") for d in (np.float32, np.float64))
+        routines = ("potrf", "trsm", "getrf", "geqrf", "orgqr", "syevd", "gesdd")
+        return all(info.has(r, d) for r in routines for d in (np.float32, np.float64))
 
     def wants_gemm(self, m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
         if m * n * k < GEMM_MIN_FLOPS or batch > GEMM_MAX_BATCH:

@@ -220,15 +220,20 @@ def _limits(dtype):
 
 
 def hypot(x, y):
-    """``sqrt(x^2 + y^2)`` without overflow or underflow; inf if either is infinite."""
-    ax, ay = rabs(x), rabs(y)
-    m, n = rmax(ax, ay), rmin(ax, ay)
+    """``sqrt(x^2 + y^2)`` without overflow or underflow: where the larger part is outside
+    ``_limits``, both parts are first scaled by a power of 2 (exact) that brings the squares
+    into the normal range (1 ulp, like the direct formula, and no division); inf if either
+    part is infinite (even with a NaN, as C's ``hypot``)."""
+    m = rmax(rabs(x), rabs(y))
     small, big = _limits(x.dtype)
-    direct = sqrt(add(mul(ax, ax), mul(ay, ay)))
-    r = div(n, m)
-    scaled = mul(m, sqrt(add(1.0, mul(r, r))))
-    h = select(and_(gt(m, small), lt(m, big)), direct, scaled)
-    h = select(eq(m, 0.0), 0.0, h)
+    k = 66 if x.dtype.itemsize == 4 else 600  # big: m / 2^k squares below the maximum
+    j = 100 if x.dtype.itemsize == 4 else 600  # small: 2^j times a subnormal squares normally
+    dt = x.dtype
+    hi, lo = gt(m, big), lt(m, small)
+    s = select(hi, constant(2.0**-k, dt), select(lo, constant(2.0**j, dt), 1.0))
+    inv = select(hi, constant(2.0**k, dt), select(lo, constant(2.0**-j, dt), 1.0))
+    xs, ys = mul(x, s), mul(y, s)
+    h = mul(sqrt(add(mul(xs, xs), mul(ys, ys))), inv)
     return select(or_(is_inf(x), is_inf(y)), math.inf, h)
 
 

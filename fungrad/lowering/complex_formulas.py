@@ -10,8 +10,9 @@ Formulas (the numerics follow numpy on ordinary values and C99 Annex G where it 
 * ``cmul``: ``(ac - bd) + (ad + bc)i`` (numpy's loop, no fused multiply-add); ``cdiv``:
   Smith's algorithm exactly as numpy writes it (scale by the larger part of the divisor; a
   zero divisor gives complex inf/NaN);
-* ``cabs``: ``sqrt(x^2 + y^2)`` where the squares neither overflow nor underflow, else
-  ``m sqrt(1 + (n/m)^2)``; inf when a part is infinite (even with a NaN part, as ``hypot``);
+* ``cabs``: ``sqrt(x^2 + y^2)``, both parts first scaled by a power of 2 where the squares
+  would overflow or underflow; inf when a part is infinite (even with a NaN part, as
+  ``hypot``);
 * ``csqrt``: Kahan's ``t = sqrt((|x| + |z|) / 2)`` (halved first where the sum would
   overflow), then ``y / 2t`` or ``|y| / 2t``: no cancellation on either half-plane;
 * ``cexp``: ``e^x (cos y + i sin y)``, exactly real when ``y == 0`` (so ``exp(inf) = inf``);

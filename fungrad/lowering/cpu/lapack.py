@@ -5,8 +5,10 @@ same symbol decoration as its cblas: where cblas ``sgemm`` is ``<prefix>cblas_sg
 the Fortran routine ``spotrf`` is ``<prefix>spotrf_<suffix>`` (``scipy_spotrf_64_`` in the
 ILP64 ``scipy-openblas64`` build) and cblas ``strsm`` is ``<prefix>cblas_strsm<suffix>``.
 :func:`find_lapack` resolves, for float32 and float64, ``potrf``, ``trsm`` (cblas), ``getrf``,
-``geqrf``, ``orgqr``, ``syevd``, ``gesdd`` and ``geev``; a routine the library lacks is listed in
-:attr:`LapackInfo.missing` and only its callers raise (:class:`LapackUnavailableError`).
+``geqrf``, ``orgqr``, ``syevd``, ``gesdd`` and ``geev`` (:data:`ROUTINES`), and for complex64
+and complex128 (``c``/``z``) those of :data:`COMPLEX_ROUTINES`; a routine the library lacks is
+listed in :attr:`LapackInfo.missing` and only its callers raise
+(:class:`LapackUnavailableError`). Complex matrices are numpy's interleaved (re, im) pairs.
 
 Calling convention. The Fortran routines take every argument by pointer, integers are
 ``int_bits`` wide (the BLAS's), and each ``CHARACTER`` argument adds a hidden ``size_t`` length
@@ -52,6 +54,8 @@ __all__ = [
     "CBLAS_LOWER",
     "CBLAS_NON_UNIT",
     "CBLAS_UNIT",
+    "CBLAS_CONJ_TRANS",
+    "COMPLEX_ROUTINES",
     "LapackInfo",
     "LapackUnavailableError",
     "find_lapack",
@@ -69,6 +73,7 @@ __all__ = [
 CBLAS_UPPER, CBLAS_LOWER = 121, 122
 CBLAS_NON_UNIT, CBLAS_UNIT = 131, 132
 CBLAS_LEFT, CBLAS_RIGHT = 141, 142
+CBLAS_CONJ_TRANS = 113
 
 
 @dataclass(frozen=True)
@@ -103,9 +108,27 @@ ROUTINES: dict[str, _Signature] = {
     # jobvl, jobvr, n, a, lda, wr, wi, vl, ldvl, vr, ldvr, work, lwork, info
     "geev": _Signature("ccipipppipipii"),
 }
-"""The routines bound here and their argument lists (see :class:`_Signature`)."""
+"""The routines bound here for float32 and float64 and their argument lists (see
+:class:`_Signature`)."""
 
-_PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}
+COMPLEX_ROUTINES: dict[str, _Signature] = {
+    # uplo, n, a, lda, info (a Hermitian; only the uplo triangle read)
+    "potrf": _Signature("ciipi"),
+    # order, side, uplo, transa, diag, m, n, alpha (by pointer), a, lda, b, ldb
+    "trsm": _Signature("eeeeeiippipi", cblas=True),
+    # m, n, a, lda, ipiv, info
+    "getrf": _Signature("iipipi"),
+}
+"""The routines bound here for complex64 (``c``) and complex128 (``z``). Their arrays hold
+interleaved (re, im) pairs, numpy's complex layout; cblas passes complex scalars by pointer."""
+
+_PREFIX = {
+    np.dtype(np.float32): "s",
+    np.dtype(np.float64): "d",
+    np.dtype(np.complex64): "c",
+    np.dtype(np.complex128): "z",
+}
+_LETTER_DTYPE = {letter: dt for dt, letter in _PREFIX.items()}
 
 
 class LapackUnavailableError(RuntimeError):
@@ -155,9 +178,10 @@ class LapackInfo:
 
     def decl(self, routine: str, dtype) -> str:
         """The LLVM ``declare`` of :meth:`llvm_name` for this library's ABI."""
-        sig = ROUTINES[routine]
+        letter = _letter(dtype)
+        sig = (ROUTINES if letter in "sd" else COMPLEX_ROUTINES)[routine]
         i = f"i{self.int_bits}"
-        scalar = "float" if _letter(dtype) == "s" else "double"
+        scalar = "float" if letter == "s" else "double"
         if sig.cblas:
             types = {"e": "i32", "i": i, "s": scalar, "p": "ptr"}
             args = [types[k] for k in sig.kinds]
@@ -169,7 +193,9 @@ class LapackInfo:
 def _letter(dtype) -> str:
     dt = np.dtype(dtype)
     if dt not in _PREFIX:
-        raise TypeError(f"LAPACK: dtype {dt} is not supported; use float32 or float64")
+        raise TypeError(
+            f"LAPACK: dtype {dt} is not supported; use float32, float64, complex64 or complex128"
+        )
     return _PREFIX[dt]
 
 
@@ -195,8 +221,11 @@ def _probe() -> LapackInfo:
         return LapackInfo(reason=f"cannot load {b.library_path}: {e}")
     int_type = ctypes.c_int64 if b.int_bits == 64 else ctypes.c_int32
     symbols, functions, missing = {}, {}, []
-    for routine, sig in ROUTINES.items():
-        for letter, scalar in (("s", ctypes.c_float), ("d", ctypes.c_double)):
+    table = [(r, sig, "sd") for r, sig in ROUTINES.items()]
+    table += [(r, sig, "cz") for r, sig in COMPLEX_ROUTINES.items()]
+    for routine, sig, letters in table:
+        for letter in letters:
+            scalar = ctypes.c_float if letter == "s" else ctypes.c_double
             if sig.cblas:
                 symbol = f"{prefix}cblas_{letter}{routine}{suffix}"
             else:
@@ -242,7 +271,7 @@ def register_llvm_symbols() -> LapackInfo:
         with cpu.llvm_lock:
             if not _registered:
                 for routine, letter in info.functions:
-                    dtype = np.float32 if letter == "s" else np.float64
+                    dtype = _LETTER_DTYPE[letter]
                     llvm_capi.add_symbol(
                         info.llvm_name(routine, dtype), info.address(routine, dtype)
                     )
@@ -268,12 +297,17 @@ class _Ints:
 
 
 def _matrix(name: str, a, *, square: bool = False, order: str = "C") -> np.ndarray:
-    """A private copy of ``a`` in ``order``, checked to be a float32/float64 matrix."""
+    """A private copy of ``a`` in ``order``, checked to be a matrix of a dtype ``name`` is
+    bound for (float32/float64; complex64/complex128 too for :data:`COMPLEX_ROUTINES`)."""
     a = np.asarray(a)
-    if a.dtype not in _PREFIX:
-        raise TypeError(
-            f"lapack.{name}: dtype {a.dtype} is not supported; cast to float32 or float64"
+    letters = "sdcz" if name in COMPLEX_ROUTINES else "sd"
+    if _PREFIX.get(a.dtype, "?") not in letters:
+        kinds = (
+            "float32, float64, complex64 or complex128"
+            if name in COMPLEX_ROUTINES
+            else "float32 or float64"
         )
+        raise TypeError(f"lapack.{name}: dtype {a.dtype} is not supported; cast to {kinds}")
     if a.ndim != 2:
         raise ValueError(f"lapack.{name}: expected a matrix (2 dimensions), got shape {a.shape}")
     if square and a.shape[0] != a.shape[1]:
@@ -295,10 +329,12 @@ def _lwork(value) -> int:
 
 
 def potrf(a, lower: bool = True):
-    """Cholesky factor of the symmetric positive-definite ``a`` from the ``lower`` (or upper)
-    triangle. Returns ``(factor, info)``: ``factor`` is L (lower) with ``a = L Lᵀ`` or U with
-    ``a = Uᵀ U``, the other triangle zeroed; ``info > 0`` when the leading minor of that order
-    is not positive definite (the factor is then partial)."""
+    """Cholesky factor of the symmetric (complex: Hermitian) positive-definite ``a`` from the
+    ``lower`` (or upper) triangle. Returns ``(factor, info)``: ``factor`` is L (lower) with
+    ``a = L Lᴴ`` or U with ``a = Uᴴ U``, the other triangle zeroed; ``info > 0`` when the
+    leading minor of that order is not positive definite (the factor is then partial). A
+    row-major Hermitian buffer is, to LAPACK, its conjugate, whose factor read back row-major
+    is again ours: the same ``uplo`` flip serves both kinds."""
     c = _matrix("potrf", a, square=True)
     info = find_lapack()
     fn = info.function("potrf", c.dtype)
@@ -317,11 +353,13 @@ def trsm(
     lower: bool = True,
     transpose_a: bool = False,
     unit_diagonal: bool = False,
+    conjugate_a: bool = False,
 ):
     """Solve ``op(a) x = b`` (``left_side``) or ``x op(a) = b`` for ``x``, ``a`` triangular
     (only its ``lower`` or upper triangle is read; the diagonal taken as ones when
-    ``unit_diagonal``), ``op(a) = aᵀ`` when ``transpose_a``. Returns ``x`` (BLAS has no info:
-    a zero on the diagonal gives inf/NaN, as in LAPACK)."""
+    ``unit_diagonal``), ``op(a) = aᵀ`` when ``transpose_a`` (``aᴴ`` with ``conjugate_a`` too,
+    for complex dtypes; cblas has no conjugate without the transpose). Returns ``x`` (BLAS has
+    no info: a zero on the diagonal gives inf/NaN, as in LAPACK)."""
     a = _matrix("trsm", a, square=True)
     x = _matrix("trsm", b)
     if a.dtype != x.dtype:
@@ -333,17 +371,27 @@ def trsm(
         raise ValueError(
             f"lapack.trsm: a has shape {a.shape} but b {x.shape}: a must be {k}x{k} (b's {side})"
         )
+    if conjugate_a and not transpose_a:
+        raise ValueError(
+            "lapack.trsm: conjugate_a needs transpose_a (cblas solves with a, aᵀ or aᴴ); "
+            "conjugate a first"
+        )
     info = find_lapack()
     fn = info.function("trsm", a.dtype)
+    cplx = a.dtype.kind == "c"
+    trans = blas.CBLAS_NO_TRANS
+    if transpose_a:
+        trans = CBLAS_CONJ_TRANS if conjugate_a and cplx else blas.CBLAS_TRANS
+    one = np.ones(1, a.dtype)
     fn(
         blas.CBLAS_ROW_MAJOR,
         CBLAS_LEFT if left_side else CBLAS_RIGHT,
         CBLAS_LOWER if lower else CBLAS_UPPER,
-        blas.CBLAS_TRANS if transpose_a else blas.CBLAS_NO_TRANS,
+        trans,
         CBLAS_UNIT if unit_diagonal else CBLAS_NON_UNIT,
         m,
         n,
-        1.0,
+        _ptr(one) if cplx else 1.0,
         _ptr(a),
         max(1, k),
         _ptr(x),

@@ -248,10 +248,10 @@ def _log_modulus(x, y):
     part is infinite."""
     ax, ay = rabs(x), rabs(y)
     m, n = rmax(ax, ay), rmin(ax, ay)
-    near = mul(0.5, log1p(add(mul(sub(m, 1.0), add(m, 1.0)), mul(n, n))))
     r = div(n, select(eq(m, 0.0), 1.0, m))
-    far = add(log(m), mul(0.5, log1p(mul(r, r))))
-    out = select(and_(ge(m, 0.5), le(m, 2.0)), near, far)
+    near = and_(ge(m, 0.5), le(m, 2.0))
+    arg = select(near, add(mul(sub(m, 1.0), add(m, 1.0)), mul(n, n)), mul(r, r))
+    out = add(select(near, constant(0, x.dtype), log(m)), mul(0.5, log1p(arg)))
     return select(or_(is_inf(x), is_inf(y)), math.inf, out)
 
 

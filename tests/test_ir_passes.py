@@ -372,6 +372,11 @@ IDENTITIES = [
     ("rev size 1", lambda x: lax.rev(x.reshape(7, 1), (1,)).reshape(7), "rev"),
     ("pad nothing", lambda x: lax.pad(x, 5.0, ((0, 0, 0),)), "pad"),
     ("concatenate one", lambda x: bind("concatenate", x, dimension=0), "concatenate"),
+    (
+        "concatenate of covering slices",
+        lambda x: lax.concatenate([x[:2], x[2:3], x[3:]], 0),
+        "concatenate",
+    ),
     ("reduce_max no axes", lambda x: bind("reduce_max", x, axes=()), "reduce_max"),
     ("reduce_prod no axes", lambda x: bind("reduce_prod", x, axes=()), "reduce_prod"),
     ("integer_pow 1", lambda x: lax.integer_pow(x, 1), "integer_pow"),
@@ -450,6 +455,21 @@ NON_IDENTITIES = [
     ("rev", lambda x: lax.rev(x, (0,)), "rev"),
     ("pad", lambda x: lax.pad(x, 5.0, ((1, -1, 0),)), "pad"),
     ("select_n", lambda x: lax.select_n(x > 0, x, x * 2.0), "select_n"),
+    (
+        "concatenate of slices with a gap",
+        lambda x: lax.concatenate([x[:2], x[3:]], 0),
+        "concatenate",
+    ),
+    (
+        "concatenate of reordered slices",
+        lambda x: lax.concatenate([x[3:], x[:3]], 0),
+        "concatenate",
+    ),
+    (
+        "concatenate of strided slices",
+        lambda x: lax.concatenate([x[0:7:2], x[1:7:2]], 0)[:7],
+        "concatenate",
+    ),
     ("reshape with dimensions", lambda x: lax.reshape(x.reshape(7, 1), (1, 7), (1, 0)), "reshape"),
 ]
 

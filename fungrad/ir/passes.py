@@ -562,8 +562,8 @@ def simplify_algebra(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
     ``convert_element_type`` to the same dtype and weak type, ``reshape`` /
     ``broadcast_in_dim`` / ``squeeze`` / ``slice`` / ``dynamic_slice`` that keep the shape,
     ``transpose`` by the identity, ``rev`` of size-1 dimensions, ``pad`` by nothing,
-    ``concatenate`` of one operand, reductions over no axes (float sums excepted: see
-    ``_reduce_rule``), ``integer_pow`` with ``y=1``,
+    ``concatenate`` of one operand or of slices that cover one array in order, reductions
+    over no axes (float sums excepted: see ``_reduce_rule``), ``integer_pow`` with ``y=1``,
     ``select_n`` with a constant ``which`` or equal cases, ``dynamic_update_slice`` of a
     whole-operand update, two transposes or two row-major reshapes (reshape, squeeze, size-1
     expansion) that undo each other. It also rewrites ``integer_pow(x, 2)`` to ``x * x``, two
@@ -825,7 +825,32 @@ def _pad_rule(eqn, facts):
 
 
 def _concatenate_rule(eqn, facts):
-    return _same(eqn.invars[0]) if len(eqn.invars) == 1 else None
+    """One operand: that operand. Slices of one array that, in order, cover it along the
+    concatenated dimension (and whole along the others): that array (the complex split pass
+    and the FFT rules make these when they interleave planes they just split)."""
+    if len(eqn.invars) == 1:
+        return _same(eqn.invars[0])
+    dim = eqn.params["dimension"]
+    source, at = None, 0
+    for x in eqn.invars:
+        p = facts.producer.get(x) if type(x) is core.Var else None
+        if p is None or p.primitive.name != "slice":
+            return None
+        if any(s != 1 for s in (p.params["strides"] or ())):
+            return None
+        src = p.invars[0]
+        if source is None:
+            source = src
+        if src is not source or type(src) is not core.Var:
+            return None
+        start, limit = p.params["start_indices"], p.params["limit_indices"]
+        for d, (lo, hi) in enumerate(zip(start, limit)):
+            if d != dim and (lo, hi) != (0, src.aval.shape[d]):
+                return None
+        if start[dim] != at:
+            return None
+        at = limit[dim]
+    return _same(source) if at == source.aval.shape[dim] else None
 
 
 def _reduce_rule(eqn, facts):

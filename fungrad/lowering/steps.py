@@ -280,13 +280,15 @@ class CholeskyStep:
     """The lower Cholesky factor of each of ``batch`` row-major ``n x n`` matrices of ``a``
     (only their lower triangle is read) into ``out``: upper triangle zero, the lower one NaN
     where the matrix is not positive definite. Backends with a library run it there (the CPU: LAPACK
-    ``potrf``)."""
+    ``potrf``). ``complex``: the buffers hold complex (Hermitian) matrices as interleaved (re, im)
+    pairs of their real dtype, ``[..., n, n, 2]`` (the CPU: ``cpotrf``/``zpotrf``)."""
 
     name: str
     a: Buffer
     out: Buffer
     batch: int
     n: int
+    complex: bool = False
 
     def reads(self) -> set[Buffer]:
         return {self.a}
@@ -300,7 +302,9 @@ class TriangularSolveStep:
     """Solve ``op(a) x = b`` (``left_side``) or ``x op(a) = b`` for each of ``batch`` pairs:
     ``a`` is ``m x m`` (``m``: b's rows when ``left_side``, else its columns), read from its
     ``lower`` (or upper) triangle, unit diagonal when ``unit_diagonal``, ``op(a) = aᵀ`` when
-    ``transpose_a``; ``b`` and ``out`` are ``rows x cols``. Row-major throughout."""
+    ``transpose_a``; ``b`` and ``out`` are ``rows x cols``. Row-major throughout. ``complex``:
+    the buffers hold complex numbers as interleaved (re, im) pairs of their real dtype, and
+    ``op(a) = aᴴ`` when ``transpose_a`` and ``conjugate_a``."""
 
     name: str
     a: Buffer
@@ -313,6 +317,8 @@ class TriangularSolveStep:
     lower: bool
     transpose_a: bool
     unit_diagonal: bool
+    conjugate_a: bool = False
+    complex: bool = False
 
     def reads(self) -> set[Buffer]:
         return {self.a, self.b}
@@ -351,7 +357,9 @@ class LuStep:
     the 0-based row swaps into ``pivots`` (int32, ``min(m, n)`` per matrix) and the row
     permutation they make into ``permutation`` (int32, ``m`` per matrix). ``work`` holds one
     column-major matrix and ``ipiv`` the library's pivots (``min(m, n)`` 64-bit slots).
-    Backends with a library run it there (the CPU: LAPACK ``getrf``)."""
+    Backends with a library run it there (the CPU: LAPACK ``getrf``). ``complex``: ``a``, ``lu``
+    and ``work`` hold complex numbers as interleaved (re, im) pairs of their real dtype (the
+    CPU: ``cgetrf``/``zgetrf``)."""
 
     name: str
     a: Buffer
@@ -363,6 +371,7 @@ class LuStep:
     batch: int
     m: int
     n: int
+    complex: bool = False
 
     def reads(self) -> set[Buffer]:
         return {self.a}

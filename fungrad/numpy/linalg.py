@@ -25,10 +25,13 @@ from fungrad.lax.linalg_primitives import cholesky_p
 from fungrad.numpy import linear, util
 from fungrad.numpy.linalg_decomp import (  # noqa: F401  (re-exported)
     EighResult,
+    EigResult,
     QRResult,
     SVDResult,
     cond,
+    eig,
     eigh,
+    eigvals,
     eigvalsh,
     lstsq,
     matrix_rank,
@@ -40,6 +43,7 @@ from fungrad.numpy.linalg_decomp import (  # noqa: F401  (re-exported)
 )
 
 __all__ = [
+    "EigResult",
     "EighResult",
     "QRResult",
     "SVDResult",
@@ -49,7 +53,9 @@ __all__ = [
     "cross",
     "det",
     "diagonal",
+    "eig",
     "eigh",
+    "eigvals",
     "eigvalsh",
     "inv",
     "lstsq",

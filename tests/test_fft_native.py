@@ -118,6 +118,32 @@ def test_blocks_of_rows(dtype):
         _check(y, x, False)
 
 
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_along_other_axes(dtype):
+    """Transforms along an axis that is not the last (fft_cols_ir.py): groups of 32 columns
+    (4 blocks of 8), whole blocks of 8, single columns past them, Bluestein and long columns
+    one by one; in place; on threads bitwise as on one."""
+    rng = np.random.default_rng(8)
+    cases = [((4, 70), 0), ((8, 45), 0), ((64, 40), 0), ((97, 40), 0), ((5, 7, 3), 1)]
+    cases += [((2, 12, 64), 1), ((3, 16, 13), 1), ((2, 20000, 8), 1), ((3, 1, 8), 1)]
+    cases += [((512, 64), 0)]  # threaded: 2 groups of 32 columns
+    for shape, axis in cases:
+        for inverse in (False, True):
+            x = _data(rng, shape, dtype)
+            y = native.fft(x, inverse, axis=axis)
+            n = shape[axis]
+            ref = np.moveaxis(_reference(np.moveaxis(x, axis, -1), inverse), -1, axis)
+            eps = np.finfo(dtype).eps
+            err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+            assert err <= 2 * eps * max(1.0, np.log2(n)), (shape, axis, err / eps)
+            np.testing.assert_array_equal(native.fft(x, inverse, axis=axis, threads=2), y)
+            z = x.copy()
+            native.fft(z, inverse, out=z, axis=axis)
+            np.testing.assert_array_equal(z, y)
+    with pytest.raises(ValueError, match="out of range"):
+        native.fft(np.zeros((2, 3), np.complex64), axis=2)
+
+
 def test_empty_and_zero_length():
     assert native.fft(np.zeros((0, 8), np.complex64)).shape == (0, 8)
     assert native.fft(np.zeros((3, 0), np.complex128)).shape == (3, 0)

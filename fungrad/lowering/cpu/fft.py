@@ -65,6 +65,7 @@ import threading
 import numpy as np
 
 from fungrad.lowering.cpu.fft_batch_ir import BATCH_BELOW, BATCH_SCALAR_BELOW, batch_functions
+from fungrad.lowering.cpu.fft_cols_ir import cols_functions, cols_symbol
 from fungrad.lowering.cpu.fft_ir import (
     HEADER,
     PARALLEL_POINTS,
@@ -80,6 +81,8 @@ __all__ = [
     "Plan",
     "ensure_library",
     "fft",
+    "cols_decl",
+    "cols_symbol_of",
     "library_decl",
     "library_ir",
     "plan",
@@ -235,13 +238,24 @@ _registered: set[str] = set()
 def library_ir(dtype) -> str:
     """The library module for ``dtype`` (float32 or float64): ``fft_ir.library_ir``."""
     ty, tag = _TYPES[_real_dtype(dtype)]
-    return _library_ir(ty, f"fg_fft_{tag}", batch_functions(ty))
+    rows = f"fg_fft_{tag}"
+    return _library_ir(ty, rows, batch_functions(ty) + cols_functions(ty, rows, tag))
+
+
+def cols_symbol_of(dtype) -> str:
+    """The exported column function for ``dtype``: ``fg_fft_cols_f32``/``fg_fft_cols_f64``."""
+    return cols_symbol(_TYPES[_real_dtype(dtype)][1])
+
+
+def cols_decl(dtype) -> str:
+    return f"declare void @{cols_symbol_of(dtype)}(ptr, ptr, ptr, i64, i64, ptr, i64)"
 
 
 # -- the compiled library ---------------------------------------------------------------------
 
 _modules: dict[np.dtype, object] = {}  # CompiledModule per dtype, kept for the process
 _functions: dict[np.dtype, object] = {}  # ctypes function per dtype (fft)
+_cols: dict[np.dtype, object] = {}  # ctypes column function per dtype (fft with an axis)
 
 
 def ensure_library(dtype) -> None:
@@ -257,29 +271,39 @@ def ensure_library(dtype) -> None:
     with cpu.llvm_lock:
         if dt in _modules:
             return
-        name = symbol(dt)
-        module = cpu.compile_module(library_ir(dt), [name], name=f"fungrad_fft_{name[-3:]}")
+        name, cols = symbol(dt), cols_symbol_of(dt)
+        module = cpu.compile_module(library_ir(dt), [name, cols], name=f"fungrad_fft_{name[-3:]}")
         # generated code calls into it for the rest of the process: never free it
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(module))
         ptr = ctypes.c_void_p
         i64 = ctypes.c_int64
         _functions[dt] = module.function(name, [ptr, ptr, ptr, i64, ptr, i64])
+        _cols[dt] = module.function(cols, [ptr, ptr, ptr, i64, i64, ptr, i64])
         llvm_capi.add_symbol(name, module.address(name))
+        llvm_capi.add_symbol(cols, module.address(cols))
         _modules[dt] = module
 
 
 def fft(
-    x: np.ndarray, inverse: bool = False, out: np.ndarray | None = None, threads: int = 1
+    x: np.ndarray,
+    inverse: bool = False,
+    out: np.ndarray | None = None,
+    threads: int = 1,
+    axis: int = -1,
 ) -> np.ndarray:
-    """The unscaled DFT (``inverse``: sign +1) along the last axis of a complex64 or
-    complex128 array, through the native library (tests, benchmarks). ``out``: a C-contiguous
-    array of ``x``'s shape and dtype (may be ``x``); a new one when None. ``threads`` > 1 runs
-    it on the native thread pool (``runtime.py``) as jitted code does."""
+    """The unscaled DFT (``inverse``: sign +1) along ``axis`` of a complex64 or complex128
+    array, through the native library (tests, benchmarks): the last axis by the row driver,
+    another by the column one (``fft_cols_ir.py``). ``out``: a C-contiguous array of ``x``'s
+    shape and dtype (may be ``x``); a new one when None. ``threads`` > 1 runs it on the
+    native thread pool (``runtime.py``) as jitted code does."""
     x = np.asarray(x)
     if x.dtype not in (np.complex64, np.complex128):
         raise TypeError(f"fft: x must be complex64 or complex128, got {x.dtype}")
     if x.ndim == 0:
         raise ValueError("fft: x must have at least one axis, got a 0-d array")
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"fft: axis {axis} is out of range for an array of shape {x.shape}")
+    axis %= x.ndim
     x = np.ascontiguousarray(x)
     if out is None:
         out = np.empty_like(x)
@@ -288,7 +312,7 @@ def fft(
             f"fft: out must be a C-contiguous {x.dtype} array of shape {x.shape}, got "
             f"{out.dtype} {out.shape}"
         )
-    n = x.shape[-1]
+    n = x.shape[axis]
     if n == 0 or x.size == 0:
         return out
     real = np.dtype(np.float32 if x.dtype == np.complex64 else np.float64)
@@ -300,5 +324,10 @@ def fft(
 
         runtime.ensure_registered()
         pool = llvm_capi.address_of_symbol("fg_parallel_for")
-    _functions[real](p.address, x.ctypes.data, out.ctypes.data, x.size // n, pool, threads)
+    inner = int(np.prod(x.shape[axis + 1 :], dtype=np.int64))
+    if inner == 1:
+        _functions[real](p.address, x.ctypes.data, out.ctypes.data, x.size // n, pool, threads)
+    else:
+        outer = x.size // (n * inner)
+        _cols[real](p.address, x.ctypes.data, out.ctypes.data, outer, inner, pool, threads)
     return out

@@ -312,17 +312,15 @@ def _transpose_fn(ty: str, into: bool) -> str:
     return "\n".join([head, *fn.lines, "}", ""])
 
 
-def _brun_fn(ty: str) -> str:
-    """``@fgfft.brun(plan, x, out, a, b)``: ``VEC`` rows (a plan with passes), through the
-    transposed blocks ``a`` and ``b`` (``n VEC`` complex numbers each); ``x`` may be ``out``."""
+def _bpasses_fn(ty: str) -> str:
+    """``ptr @fgfft.bpasses(plan, a, b)``: every pass of ``plan`` (with passes) on the
+    transposed block in ``a``, alternating with ``b``; returns the block holding the result."""
     fn = _Fn(ty)
     fn.emit("entry:")
-    _field(fn, "%plan", 0, "n")
     _field(fn, "%plan", 2, "np")
     _field(fn, "%plan", 8, "sg")
     fn.emit(
         f"  %sgn = sitofp i64 %sg to {ty}",
-        "  call void @fgfft.tin(ptr %x, ptr %a, i64 %n)",
         "  br label %head",
         "head:",
         "  %i = phi i64 [0, %entry], [%i.n, %next]",
@@ -353,13 +351,29 @@ def _brun_fn(ty: str) -> str:
         "  %i.n = add i64 %i, 1",
         "  br label %head",
         "exit:",
-        "  call void @fgfft.tout(ptr %src, ptr %out, i64 %n)",
-        "  ret void",
+        "  ret ptr %src",
     )
-    head = (
-        "define internal void @fgfft.brun(ptr %plan, ptr %x, ptr %out, ptr %a, ptr %b) nounwind {"
-    )
+    head = "define internal ptr @fgfft.bpasses(ptr %plan, ptr %a, ptr %b) nounwind {"
     return "\n".join([head, *fn.lines, "}", ""])
+
+
+def _brun_fn(ty: str) -> str:
+    """``@fgfft.brun(plan, x, out, a, b)``: ``VEC`` rows (a plan with passes), through the
+    transposed blocks ``a`` and ``b`` (``n VEC`` complex numbers each); ``x`` may be ``out``."""
+    return "\n".join(
+        [
+            "define internal void @fgfft.brun(ptr %plan, ptr %x, ptr %out, ptr %a, ptr %b) "
+            "nounwind {",
+            "entry:",
+            "  %n = load i64, ptr %plan",
+            "  call void @fgfft.tin(ptr %x, ptr %a, i64 %n)",
+            "  %r = call ptr @fgfft.bpasses(ptr %plan, ptr %a, ptr %b)",
+            "  call void @fgfft.tout(ptr %r, ptr %out, i64 %n)",
+            "  ret void",
+            "}",
+            "",
+        ]
+    )
 
 
 def batch_functions(ty: str) -> list[str]:
@@ -368,5 +382,6 @@ def batch_functions(ty: str) -> list[str]:
         *(_bpass_fn(p, ty) for p in RADICES),
         _transpose_fn(ty, True),
         _transpose_fn(ty, False),
+        _bpasses_fn(ty),
         _brun_fn(ty),
     ]

@@ -333,8 +333,9 @@ class FftStep:
     ``out[b, k] = sum_j x[b, j] * exp(sign * 2 pi i j k / n)``, ``sign`` -1 (forward) or +1
     (``inverse``), with no ``1 / n`` scaling (the lowering rule scales). ``x`` and ``out`` are
     buffers of a real dtype (float32 or float64) holding complex numbers interleaved: logical
-    shape ``[batch, n, 2]``, real and imaginary parts adjacent. The CPU renders it as a call to
-    its FFT library (``cpu/fft.py``)."""
+    shape ``[batch, n, 2]``, real and imaginary parts adjacent. ``inner`` > 1: the transforms
+    run along the middle axis of ``[batch, n, inner, 2]`` (``batch * inner`` of them, no
+    transposes). The CPU renders it as a call to its FFT library (``cpu/fft.py``)."""
 
     name: str
     x: Buffer
@@ -342,6 +343,7 @@ class FftStep:
     batch: int
     n: int
     inverse: bool
+    inner: int = 1
 
     def reads(self) -> set[Buffer]:
         return {self.x}

@@ -6,7 +6,12 @@ imaginary adjacent), ``out[k] = sum_j x[j] * exp(sign * 2 pi i j k / n)``, ``sig
 and +1 inverse, unscaled. Exported per dtype::
 
     void fg_fft_f32(ptr plan, ptr x, ptr out, i64 batch, ptr pool, i64 nthreads)
-    (and fg_fft_f64)
+    void fg_fft_cols_f32(ptr plan, ptr x, ptr out, i64 outer, i64 inner, ptr pool,
+                         i64 nthreads)                  (and the f64 pair)
+
+the first along the rows of ``[batch, n]``, the second along the middle axis of
+``[outer, n, inner]`` (``fft_cols_ir.py``: groups of columns through the batched passes, no
+transposes; 1024 x 1024 complex64 along axis 0 in 2.1 ms, the time of its rows).
 
 ``x`` and ``out`` are either the same buffer or disjoint. ``plan`` is a table built here in
 Python (:func:`plan`) for one ``(n, dtype, inverse)`` and kept for the life of the process;

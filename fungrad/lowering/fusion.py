@@ -249,7 +249,8 @@ class Policy(Protocol):
 
     ``linalg_steps``: whether the dense linear algebra primitives (cholesky, triangular_solve,
     lu, qr, eigh, svd) become library steps (``steps.CholeskyStep``, ``LuStep``, ``QRStep``,
-    ...); else their rules lower a loop algorithm inline.
+    ...); else their rules lower a loop algorithm inline. Cholesky, triangular solve and LU ask
+    :meth:`linalg_step` instead, which may answer per size.
 
     ``fft_steps``: whether the 1-D complex FFTs the FFT primitive is split into become library
     steps (``steps.FftStep``); else compiling an FFT is a LoweringError.
@@ -282,6 +283,13 @@ class Policy(Protocol):
         and its shortest contracted axis ``shortest`` long, should be a column sum of the
         products in the matrix's memory order (``lax.dot._column_dot``) rather than a
         :class:`Gemm`."""
+        ...
+
+    def linalg_step(self, op: str, n: int, batch: int) -> bool:
+        """Whether ``op`` (``"cholesky"``, ``"triangular_solve"`` or ``"lu"``) of ``batch``
+        float32/float64 matrices whose longer side is ``n`` should be one library step
+        (``steps.CholeskyStep``, ``steps.TriangularSolveStep``, ``steps.LuStep``) rather than
+        its loop algorithm lowered inline."""
         ...
 
 

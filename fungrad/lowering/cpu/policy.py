@@ -62,6 +62,10 @@ class CpuPolicy:
         routines = ("potrf", "trsm", "getrf", "geqrf", "orgqr", "syevd", "gesdd")
         return all(info.has(r, d) for r in routines for d in (np.float32, np.float64))
 
+    def linalg_step(self, op: str, n: int, batch: int) -> bool:
+        """Cholesky, triangular solve and LU: LAPACK steps at every size (``linalg_steps``)."""
+        return self.linalg_steps
+
     def wants_gemm(self, m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
         if m * n * k < GEMM_MIN_FLOPS or batch > GEMM_MAX_BATCH:
             return False

@@ -6,8 +6,8 @@ is the :class:`~fungrad.lowering.gpu.executable.GpuExecutable` being built (buff
 ``_dispatch`` to compile a shader, ``_flatten`` for sub-programs, the ``scratch_words`` and
 ``ctl_words`` it reserves), ``scope`` the loops and cond branches around the step. Which
 scheme a step runs by is asked of ``schemes.py``; the shaders come from the renderers
-(``shader.py``, ``gemm.py``, ``scan.py``, ``sort.py``, ``frame.py``). A new step kind is one
-function here and one entry in the table.
+(``shader.py``, ``gemm.py``, ``scan.py``, ``sort.py``, ``linalg.py``, ``frame.py``). A new step
+kind is one function here and one entry in the table.
 
 Commands: a :class:`Dispatch` (a compiled pipeline, its bindings and grid), a
 :class:`HostWhile` (a while loop run from the host, its predicate read back after each
@@ -22,6 +22,7 @@ from fungrad.lowering.fusion import Gemm, Kernel, LoweringError
 from fungrad.lowering.gpu import runtime as gpu
 from fungrad.lowering.gpu.frame import Scope, render_copy, render_counter, render_fill
 from fungrad.lowering.gpu.gemm import KSTEP, render_gemm, render_gemm_sum
+from fungrad.lowering.gpu.linalg import render_cholesky, render_lu, render_triangular_solve
 from fungrad.lowering.gpu.scan import render_scan
 from fungrad.lowering.gpu.schemes import (
     ScanInfo,
@@ -40,7 +41,16 @@ from fungrad.lowering.gpu.schemes import (
 from fungrad.lowering.gpu.shader import render_kernel
 from fungrad.lowering.gpu.sort import bitonic_width, render_bitonic, render_sort
 from fungrad.lowering.render import StepRenderers
-from fungrad.lowering.steps import CondStep, HostCallStep, ScanStep, SortStep, WhileStep
+from fungrad.lowering.steps import (
+    CholeskyStep,
+    CondStep,
+    HostCallStep,
+    LuStep,
+    ScanStep,
+    SortStep,
+    TriangularSolveStep,
+    WhileStep,
+)
 
 
 def _words(b) -> int:
@@ -141,6 +151,11 @@ def _sort_step(exe, step: SortStep, scope: Scope) -> list:
     return out
 
 
+def _linalg_step(render):
+    """A Cholesky, triangular solve or LU step: one dispatch for the batch (``linalg.py``)."""
+    return lambda exe, step, scope: exe._dispatch(render(step, exe._place, scope))
+
+
 def _cond_step(exe, step: CondStep, scope: Scope) -> list:
     """Every branch dispatched, each guarded by the index: doing nothing unless selected."""
     n = len(step.branches)
@@ -223,6 +238,9 @@ STEP_RENDERERS = StepRenderers(
         ScanStep: _scan_step,
         WhileStep: _while_step,
         HostCallStep: _host_call_step,
+        CholeskyStep: _linalg_step(render_cholesky),
+        TriangularSolveStep: _linalg_step(render_triangular_solve),
+        LuStep: _linalg_step(render_lu),
     },
 )
 

@@ -1,0 +1,324 @@
+"""Dense linear algebra steps on the GPU: Cholesky (``steps.CholeskyStep``), triangular solves
+(``steps.TriangularSolveStep``) and LU with partial pivoting (``steps.LuStep``), each one
+dispatch for a whole batch of matrices.
+
+* Cholesky and LU: one workgroup per matrix runs the right-looking algorithm column by column,
+  its invocations sharing each column's work (the column's scaling, the trailing update) and
+  meeting at barriers. The matrix lives in workgroup memory where it fits (``SHARED_WORDS``:
+  16 KiB, WebGPU's guaranteed minimum), else in the output buffer itself, with storage
+  barriers. Matrices larger than ``policy.LINALG_STEP_MAX`` never get here: the GPU policy
+  lowers their loop algorithms instead (one ``fori_loop`` iteration per column, spread over the
+  device).
+* Triangular solve: one invocation per right-hand side (a column of ``b``, or a row for
+  ``x op(a) = b``) substitutes serially, reading the triangle of ``a`` from memory; no
+  barriers.
+
+Semantics as on the CPU (LAPACK): a matrix that is not positive definite (a pivot <= 0 or NaN)
+gets a NaN lower triangle and zeros above; LU swaps in the first row of largest magnitude
+(``|v| > best``, so ties keep the first), applies each swap to whole rows, leaves a column
+with a zero pivot unscaled (division by one), and writes 0-based int32 pivots and the
+permutation they make. Float32 only (the GPU has no float64).
+"""
+
+from __future__ import annotations
+
+from fungrad.lowering.fusion import LoweringError
+from fungrad.lowering.gpu.frame import (
+    MAX_GROUPS,
+    Scope,
+    Shader,
+    Slots,
+    flat_shader,
+    workgroup_text,
+)
+from fungrad.lowering.gpu.helpers import Prelude
+
+#: workgroup-memory words a matrix may take (WebGPU guarantees 16 KiB of workgroup storage;
+#: a few words are left for the guard flag)
+SHARED_WORDS = 4000
+#: the most invocations of a factorisation's workgroup
+MAX_THREADS = 256
+_NAN = "bitcast<f32>(0x7fc00000u)"
+
+
+def _threads(work: int) -> int:
+    """Invocations per workgroup for a matrix whose widest column step has ``work``
+    elements: a power of two, about a quarter of them (each invocation loops over a few),
+    from 1 to ``MAX_THREADS``."""
+    t = 1
+    while t < MAX_THREADS and 4 * t < work:
+        t *= 2
+    return t
+
+
+def _f32(step, dtype) -> None:
+    if str(dtype) != "float32":
+        raise LoweringError(
+            f"jit(backend='gpu'): {type(step).__name__} {step.name} of {dtype}: the GPU "
+            "runs float32 linear algebra only; use float32 or backend='cpu'"
+        )
+
+
+def _grid(batch: int, empty: bool) -> tuple[int, int, int]:
+    """One workgroup per matrix: a 2-D grid beyond ``MAX_GROUPS`` matrices."""
+    if empty or not batch:
+        return (0, 1, 1)
+    y = -(-batch // MAX_GROUPS)
+    if y > MAX_GROUPS:
+        raise LoweringError(f"jit(backend='gpu'): {batch} matrices exceed the workgroup grid")
+    return (min(batch, MAX_GROUPS), y, 1)
+
+
+class _Matrix:
+    """A matrix being factored: in workgroup memory (``shared``: ``S``) or in its output
+    buffer at ``base`` (the matrix's first word), read and written as f32 text."""
+
+    def __init__(self, slots: Slots, buf, shared: bool, base: str):
+        self.slots, self.buf, self.shared, self.base = slots, buf, shared, base
+
+    def get(self, at: str) -> str:
+        if self.shared:
+            return f"S[{at}]"
+        return f"bitcast<f32>({self.slots.ref(self.buf, f'{self.base} + {at}')})"
+
+    def set(self, at: str, value: str) -> str:
+        if self.shared:
+            return f"S[{at}] = {value};"
+        ref = self.slots.ref(self.buf, f"{self.base} + {at}", write=True)
+        return f"{ref} = bitcast<u32>({value});"
+
+
+def _barrier(shared: bool) -> str:
+    return "  workgroupBarrier();" if shared else "  storageBarrier();"
+
+
+def _workgroup_shader(name, slots, src, scope, threads, shared_decl, batch, body, grid, iters):
+    head, guard = slots.scope_lines(scope)
+    head = [
+        *head,
+        "  let mat = i32(wid.x + wid.y * nwg.x);",
+        f"  if (mat >= {batch}i) {{ return; }}",
+        "  let t = i32(lid);",
+    ]
+    text = workgroup_text(slots, src, shared_decl, threads, head, guard, body)
+    return Shader(name, text, slots.bindings(), grid, iters)
+
+
+def render_cholesky(step, place, scope: Scope) -> Shader:
+    """``steps.CholeskyStep``: one workgroup per matrix. Column ``j``: every invocation reads
+    the pivot ``a_jj`` (not positive, or NaN: the matrix is marked bad), the column below is
+    divided by its square root, then the trailing lower triangle loses the column's outer
+    product. The result is the lower triangle (NaN where bad), zeros above."""
+    _f32(step, step.out.dtype)
+    n, batch = step.n, step.batch
+    slots, src = Slots(place), Prelude(False)
+    src.need("isnan")
+    shared = n * n <= SHARED_WORDS
+    s = _Matrix(slots, step.out, shared, "base")
+    T = _threads(n * n)
+    bar = _barrier(shared)
+    a = f"bitcast<f32>({slots.ref(step.a, 'base + e')})"
+    body = [
+        f"  let base = mat * {n * n}i;",
+        f"  for (var e = t; e < {n * n}i; e += {T}i) {{",
+        f"    {s.set('e', f'select(0.0f, {a}, e % {n}i <= e / {n}i)')}",
+        "  }",
+        bar,
+        "  var bad = false;",
+        f"  for (var j = 0i; j < {n}i; j++) {{",
+        f"    let d2 = {s.get(f'j * {n}i + j')};",
+        "    bad = bad || d2 <= 0.0f || fg_isnan(d2);",
+        "    let d = sqrt(d2);",
+        f"  {bar}",
+        f"    for (var i = j + 1i + t; i < {n}i; i += {T}i) {{",
+        f"      {s.set(f'i * {n}i + j', s.get(f'i * {n}i + j') + ' / d')}",
+        "    }",
+        f"    if (t == 0i) {{ {s.set(f'j * {n}i + j', 'd')} }}",
+        f"  {bar}",
+        f"    let r = {n - 1}i - j;",
+        f"    for (var e = t; e < r * r; e += {T}i) {{",
+        "      let i = j + 1i + e / r;",
+        "      let c = j + 1i + e % r;",
+        "      if (c <= i) {",
+        f"        let v = {s.get(f'i * {n}i + c')} - {s.get(f'i * {n}i + j')} * "
+        f"{s.get(f'c * {n}i + j')};",
+        f"        {s.set(f'i * {n}i + c', 'v')}",
+        "      }",
+        "    }",
+        f"  {bar}",
+        "  }",
+        f"  for (var e = t; e < {n * n}i; e += {T}i) {{",
+        f"    let low = e % {n}i <= e / {n}i;",
+        f"    let v = select(0.0f, select({s.get('e')}, {_NAN}, bad), low);",
+        f"    {slots.ref(step.out, 'base + e', write=True)} = bitcast<u32>(v);",
+        "  }",
+    ]
+    iters = 2 * -(-n * n // T) + sum(
+        -(-(n - j) // T) + -(-((n - j - 1) ** 2) // T) for j in range(n)
+    )
+    decl = [f"var<workgroup> S: array<f32, {max(1, n * n)}>;"] if shared else []
+    grid = _grid(batch, n == 0)
+    return _workgroup_shader(step.name, slots, src, scope, T, decl, batch, body, grid, iters)
+
+
+def render_lu(step, place, scope: Scope) -> Shader:
+    """``steps.LuStep``: one workgroup per matrix. Column ``j``: every invocation finds the
+    pivot row ``p`` (the first of largest magnitude at or below ``j``); then rows ``j`` and
+    ``p`` swap in every other column while column ``j`` takes the pivot on the diagonal and
+    the multipliers below (divided by the pivot, by one if it is zero); then the trailing
+    block loses the outer product of the multipliers and row ``j``. Invocation 0 keeps the
+    pivots and the permutation."""
+    _f32(step, step.lu.dtype)
+    m, n, batch = step.m, step.n, step.batch
+    k = min(m, n)
+    slots, src = Slots(place), Prelude(False)
+    shared = m * n + m <= SHARED_WORDS
+    s = _Matrix(slots, step.lu, shared, "base")
+    T = _threads(max(m, n) ** 2)
+    bar = _barrier(shared)
+
+    def perm(at: str) -> str:
+        return (
+            f"P[{at}]"
+            if shared
+            else f"bitcast<i32>({slots.ref(step.permutation, f'pbase + {at}')})"
+        )
+
+    def set_perm(at: str, value: str) -> str:
+        if shared:
+            return f"P[{at}] = {value};"
+        return (
+            f"{slots.ref(step.permutation, f'pbase + {at}', write=True)} = bitcast<u32>({value});"
+        )
+
+    a = f"bitcast<f32>({slots.ref(step.a, 'base + e')})"
+    body = [
+        f"  let base = mat * {m * n}i;",
+        f"  let pbase = mat * {m}i;",
+        f"  for (var e = t; e < {m * n}i; e += {T}i) {{ {s.set('e', a)} }}",
+        f"  for (var e = t; e < {m}i; e += {T}i) {{ {set_perm('e', 'e')} }}",
+        bar,
+        f"  for (var j = 0i; j < {k}i; j++) {{",
+        "    var p = j;",
+        f"    var best = abs({s.get(f'j * {n}i + j')});",
+        f"    for (var i = j + 1i; i < {m}i; i++) {{",
+        f"      let v = abs({s.get(f'i * {n}i + j')});",
+        "      if (v > best) { best = v; p = i; }",
+        "    }",
+        f"    let pv = {s.get(f'p * {n}i + j')};",
+        f"    let ajj = {s.get(f'j * {n}i + j')};",
+        "    let div = select(1.0f, pv, pv != 0.0f);",
+        f"    let pj = {perm('j')};",
+        f"    let pp = {perm('p')};",
+        f"  {bar}",
+        "    if (t == 0i) {",
+        f"      {slots.ref(step.pivots, f'mat * {k}i + j', write=True)} = bitcast<u32>(p);",
+        f"      {set_perm('j', 'pp')}",
+        f"      {set_perm('p', 'pj')}",
+        "    }",
+        f"    for (var e = t; e < {n + m}i - j; e += {T}i) {{",
+        f"      if (e < {n}i) {{",
+        "        if (e != j && p != j) {",
+        f"          let x = {s.get(f'j * {n}i + e')};",
+        f"          let y = {s.get(f'p * {n}i + e')};",
+        f"          {s.set(f'j * {n}i + e', 'y')}",
+        f"          {s.set(f'p * {n}i + e', 'x')}",
+        "        }",
+        "      } else {",
+        f"        let i = j + e - {n}i;",
+        "        if (i == j) {",
+        f"          {s.set(f'j * {n}i + j', 'pv')}",
+        "        } else {",
+        f"          let v = select({s.get(f'i * {n}i + j')}, ajj, i == p);",
+        f"          {s.set(f'i * {n}i + j', 'v / div')}",
+        "        }",
+        "      }",
+        "    }",
+        f"  {bar}",
+        f"    let r = {m - 1}i - j;",
+        f"    let w = {n - 1}i - j;",
+        f"    for (var e = t; e < r * w; e += {T}i) {{",
+        "      let i = j + 1i + e / w;",
+        "      let c = j + 1i + e % w;",
+        f"      let v = {s.get(f'i * {n}i + c')} - {s.get(f'i * {n}i + j')} * "
+        f"{s.get(f'j * {n}i + c')};",
+        f"      {s.set(f'i * {n}i + c', 'v')}",
+        "    }",
+        f"  {bar}",
+        "  }",
+    ]
+    if shared:
+        body += [
+            f"  for (var e = t; e < {m * n}i; e += {T}i) {{",
+            f"    {slots.ref(step.lu, 'base + e', write=True)} = bitcast<u32>(S[e]);",
+            "  }",
+            f"  for (var e = t; e < {m}i; e += {T}i) {{",
+            f"    {slots.ref(step.permutation, 'pbase + e', write=True)} = bitcast<u32>(P[e]);",
+            "  }",
+        ]
+    iters = 2 * (-(-m * n // T) + -(-m // T)) + sum(
+        (m - j) + -(-(n + m - j) // T) + -(-((m - j - 1) * (n - j - 1)) // T) for j in range(k)
+    )
+    decl = (
+        [
+            f"var<workgroup> S: array<f32, {max(1, m * n)}>;",
+            f"var<workgroup> P: array<i32, {max(1, m)}>;",
+        ]
+        if shared
+        else []
+    )
+    grid = _grid(batch, m == 0)
+    return _workgroup_shader(step.name, slots, src, scope, T, decl, batch, body, grid, iters)
+
+
+def render_triangular_solve(step, place, scope: Scope) -> Shader:
+    """``steps.TriangularSolveStep``: one invocation per right-hand side substitutes through
+    the triangle. ``x op(a) = b`` is ``op(a)ᵀ xᵀ = bᵀ``: the right-hand sides are then the rows
+    of ``b``. With ``M`` the effective matrix (``a`` or its transpose), ``x_i = (b_i - sum_j
+    M_ij x_j) / M_ii`` over the solved ``j``, forward where ``M`` is lower triangular."""
+    _f32(step, step.out.dtype)
+    rows, cols, batch = step.rows, step.cols, step.batch
+    m = rows if step.left_side else cols
+    systems = cols if step.left_side else rows
+    tt = step.transpose_a != (not step.left_side)  # M = aᵀ
+    forward = step.lower != tt
+    slots, src = Slots(place), Prelude(False)
+
+    def at(i: str) -> str:  # element i of this system in b / out
+        return f"bb + {i} * {cols}i" if step.left_side else f"bb + {i}"
+
+    def mat(i: str, j: str) -> str:  # M[i][j]
+        idx = f"{j} * {m}i + {i}" if tt else f"{i} * {m}i + {j}"
+        return f"bitcast<f32>({slots.ref(step.a, f'ab + {idx}')})"
+
+    order = (
+        (f"for (var q = 0i; q < {m}i; q++) {{", "q", "for (var j = 0i; j < i; j++) {")
+        if forward
+        else (
+            f"for (var q = 0i; q < {m}i; q++) {{",
+            f"{m - 1}i - q",
+            f"for (var j = i + 1i; j < {m}i; j++) {{",
+        )
+    )
+    head, i_of, inner = order
+    x = f"bitcast<f32>({slots.ref(step.out, at('j'))})"
+    body = [
+        f"  let bt = flat / {systems}i;",
+        f"  let sys = flat % {systems}i;",
+        f"  let ab = bt * {m * m}i;",
+        f"  let bb = bt * {rows * cols}i + " + ("sys;" if step.left_side else f"sys * {cols}i;"),
+        f"  {head}",
+        f"    let i = {i_of};",
+        f"    var acc = bitcast<f32>({slots.ref(step.b, at('i'))});",
+        f"    {inner}",
+        f"      acc = acc - {mat('i', 'j')} * {x};",
+        "    }",
+        f"    let xi = {'acc' if step.unit_diagonal else 'acc / ' + mat('i', 'i')};",
+        f"    {slots.ref(step.out, at('i'), write=True)} = bitcast<u32>(xi);",
+        "  }",
+    ]
+    iters = m + m * (m - 1) // 2
+    return flat_shader(step.name, slots, src, scope, batch * systems, body, iters)
+
+
+__all__ = ["render_cholesky", "render_lu", "render_triangular_solve"]

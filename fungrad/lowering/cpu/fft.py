@@ -71,6 +71,7 @@ import numpy as np
 
 from fungrad.lowering.cpu.fft_batch_ir import BATCH_BELOW, BATCH_SCALAR_BELOW, batch_functions
 from fungrad.lowering.cpu.fft_cols_ir import cols_functions, cols_symbol
+from fungrad.lowering.cpu.fft_driver_ir import library_ir as _library_ir
 from fungrad.lowering.cpu.fft_ir import (
     HEADER,
     PARALLEL_POINTS,
@@ -78,7 +79,6 @@ from fungrad.lowering.cpu.fft_ir import (
     RADICES,
     VEC,
 )
-from fungrad.lowering.cpu.fft_ir import library_ir as _library_ir
 
 __all__ = [
     "PARALLEL_POINTS",

@@ -48,8 +48,9 @@ __all__ = [
 
 
 def cholesky(x, *, symmetrize_input: bool = True):
-    """The lower Cholesky factor of a symmetric positive definite matrix or stack (NaNs where
-    it is not positive definite)."""
+    """The lower Cholesky factor of a symmetric (complex: Hermitian) positive definite matrix
+    or stack (NaNs where it is not positive definite); ``symmetrize_input`` factors
+    ``(x + xᴴ) / 2``, else only the lower triangle is read."""
     return _np_linalg.cholesky(x, symmetrize_input=symmetrize_input)
 
 
@@ -74,15 +75,13 @@ def triangular_solve(
             f"triangular_solve: a must be [..., n, n] and b have the same rank, "
             f"got shapes {a.shape} and {b.shape}"
         )
-    if conjugate_a and np.issubdtype(a.dtype, np.complexfloating):
-        a = lax.conj(a)
     return triangular_solve_p.bind(
         a,
         b,
         left_side=bool(left_side),
         lower=bool(lower),
         transpose_a=bool(transpose_a),
-        conjugate_a=False,
+        conjugate_a=bool(conjugate_a) and np.issubdtype(a.dtype, np.complexfloating),
         unit_diagonal=bool(unit_diagonal),
     )
 

@@ -1,7 +1,8 @@
 """The ``lu`` primitive (jax.lax.linalg's LU with partial pivoting), with all its rules, and the
 LU-based solve that :mod:`fungrad.numpy.linalg` and :mod:`fungrad.scipy.linalg` share.
 
-``lu_p`` takes a float [..., m, n] matrix (rectangular allowed) and returns three arrays:
+``lu_p`` takes a float or complex [..., m, n] matrix (rectangular allowed) and returns three
+arrays:
 
 * ``lu`` [..., m, n]: the multipliers of the unit-lower ``L`` below the diagonal, ``U`` on and
   above it;
@@ -15,7 +16,8 @@ on ``U``'s diagonal and no error; solves with it give inf/NaN, as in JAX.
 
 Rules:
 
-* eager: numpy, right-looking elimination vectorised over the batch (``min(m, n)`` steps);
+* eager: numpy, right-looking elimination vectorised over the batch (``min(m, n)`` steps); the
+  pivot is the first largest ``|re| + |im|`` of its column, LAPACK's choice for complex;
 * jvp: with ``P A = L U`` (``L`` completed to m x m with the identity, ``U`` to n x n),
   ``X = L⁻¹ P dA U⁻¹`` gives ``dL = L tril(X, -1)`` and ``dU = triu(X) U`` (differentiate
   ``L U = P A`` and split ``L⁻¹ dL + dU U⁻¹`` into its strictly lower and upper parts); the
@@ -24,6 +26,8 @@ Rules:
 * lowering: where the backend's policy has ``linalg_steps`` (the CPU with LAPACK) one
   ``steps.LuStep`` (``getrf`` per matrix), so the program's size does not grow with the
   matrix; elsewhere (the GPU) :func:`lu_loop`, one ``fori_loop`` step per column, inline.
+  Complex operands are rewritten by the complex split into :mod:`fungrad.lax.linalg_complex`'s
+  interleaved form (``cgetrf``/``zgetrf`` on the CPU).
 """
 
 from __future__ import annotations
@@ -41,14 +45,14 @@ from fungrad.transforms.vmap import batch_rules, bdim_at_front
 
 __all__ = ["lu_p", "lu_loop", "lu_pivots_to_permutation", "lu_solve", "permute_rows"]
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_INEXACT = tuple(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
 
 
 def _lu_abstract_eval(x):
-    if x.dtype not in _FLOATS:
+    if x.dtype not in _INEXACT:
         raise TypeError(
-            f"lu: operand has dtype {x.dtype}; only float32 and float64 are supported "
-            "(cast it first)"
+            f"lu: operand has dtype {x.dtype}; only float32, float64, complex64 and complex128 "
+            "are supported (cast it first)"
         )
     if x.ndim < 2:
         raise TypeError(
@@ -75,7 +79,9 @@ def _lu_impl(x):
     perm = np.tile(np.arange(m, dtype=np.int32), (count, 1))
     idx = np.arange(count)
     for j in range(k):
-        p = j + np.argmax(np.abs(a[:, j:, j]), axis=1)
+        col = a[:, j:, j]
+        size = np.abs(col.real) + np.abs(col.imag) if a.dtype.kind == "c" else np.abs(col)
+        p = j + np.argmax(size, axis=1)
         pivots[:, j] = p
         a[idx, j], a[idx, p] = a[idx, p], a[idx, j].copy()
         perm[idx, j], perm[idx, p] = perm[idx, p], perm[idx, j].copy()
@@ -246,16 +252,16 @@ def lu_loop(a):
 
 def _lu_lowering(ctx, x):
     planner = ctx.planner
-    if not planner.policy.linalg_steps:
+    *batch, m, n = x.shape
+    k = min(m, n)
+    count = int(np.prod(batch, dtype=np.int64))
+    if not planner.policy.linalg_step("lu", max(m, n), count):
         from fungrad.transforms.staging import trace_to_jaxpr
 
         closed = trace_to_jaxpr(lambda a: list(lu_loop(a)), [ShapedArray(x.shape, x.dtype)])
         return planner.lower_jaxpr(closed, [x])
     from fungrad.lowering.steps import LuStep
 
-    *batch, m, n = x.shape
-    k = min(m, n)
-    count = int(np.prod(batch, dtype=np.int64))
     a = ctx.materialize(x).buffer
     lu = planner.new_buffer(x.shape, x.dtype, "temp")
     pivots = planner.new_buffer(tuple(batch) + (k,), np.int32, "temp")
@@ -304,10 +310,10 @@ def lu_pivots_to_permutation(pivots, permutation_size: int):
 
 
 def lu_solve(lu, perm, b, trans: int = 0):
-    """Solve ``a x = b`` (``trans=0``) or ``aᵀ x = b`` (``trans`` 1 or 2: real dtypes) for
-    [..., n, k] ``b`` from the square ``a``'s :data:`lu_p` factors (``lu`` and the
-    ``permutation``, with ``b``'s batch shape): a row permutation and two
-    ``triangular_solve`` primitives (LAPACK's trsm under jit on the CPU)."""
+    """Solve ``a x = b`` (``trans=0``), ``aᵀ x = b`` (``trans=1``) or ``aᴴ x = b``
+    (``trans=2``; ``aᵀ`` for real dtypes) for [..., n, k] ``b`` from the square ``a``'s
+    :data:`lu_p` factors (``lu`` and the ``permutation``, with ``b``'s batch shape): a row
+    permutation and two ``triangular_solve`` primitives (LAPACK's trsm under jit on the CPU)."""
     from fungrad import lax
 
     solve = dict(left_side=True, conjugate_a=False)
@@ -318,7 +324,9 @@ def lu_solve(lu, perm, b, trans: int = 0):
         return triangular_solve_p.bind(
             lu, y, lower=False, unit_diagonal=False, transpose_a=False, **solve
         )
-    # aᵀ = Uᵀ Lᵀ P: Uᵀ y = b, Lᵀ z = y, x = Pᵀ z (row perm[i] of x is row i of z)
+    # aᵀ = Uᵀ Lᵀ P: Uᵀ y = b, Lᵀ z = y, x = Pᵀ z (row perm[i] of x is row i of z); aᴴ alike
+    if trans == 2 and core.get_aval(lu).dtype.kind == "c":
+        solve["conjugate_a"] = True
     y = triangular_solve_p.bind(lu, b, lower=False, unit_diagonal=False, transpose_a=True, **solve)
     z = triangular_solve_p.bind(lu, y, lower=True, unit_diagonal=True, transpose_a=True, **solve)
     nd = perm.ndim
@@ -326,3 +334,7 @@ def lu_solve(lu, perm, b, trans: int = 0):
         (perm, lax.broadcasted_iota(np.int32, perm.shape, nd - 1)), dimension=nd - 1, num_keys=1
     )[1]
     return permute_rows(z, inverse)
+
+
+# the complex split's rules for lu, cholesky and triangular_solve (complex values under jit)
+from fungrad.lax import linalg_complex  # noqa: E402,F401

@@ -1,23 +1,28 @@
 """The ``cholesky`` and ``triangular_solve`` primitives (jax.lax.linalg's), with all their rules.
 
-``cholesky_p`` takes a [..., n, n] float matrix and returns its lower Cholesky factor, reading
-only the lower triangle (the wrapper in :mod:`fungrad.lax.linalg` symmetrizes first); a matrix
-that is not positive definite gives NaN on and below the diagonal (zeros above), as JAX.
-``triangular_solve_p`` solves ``op(a) x = b`` (``left_side``) or ``x op(a) = b`` for triangular
-``a`` [..., m, m] and ``b`` with the same batch dimensions.
+``cholesky_p`` takes a [..., n, n] float or complex matrix and returns its lower Cholesky factor
+(``A = L Lᴴ``), reading only the lower triangle (the wrapper in :mod:`fungrad.lax.linalg`
+symmetrizes first); a matrix that is not positive definite gives NaN on and below the diagonal
+(zeros above), as JAX. ``triangular_solve_p`` solves ``op(a) x = b`` (``left_side``) or
+``x op(a) = b`` for triangular ``a`` [..., m, m] and ``b`` with the same batch dimensions;
+``op`` transposes ``a`` when ``transpose_a`` and conjugates it when ``conjugate_a`` (complex
+dtypes; both: ``aᴴ``).
 
 Rules:
 
 * eager: numpy (``np.linalg.cholesky``; a vectorised substitution for the solve);
-* jvp: for ``A = L Lᵀ``, ``dL = L Φ(L⁻¹ dA L⁻ᵀ)`` with ``Φ`` the lower triangle, diagonal
+* jvp: for ``A = L Lᴴ``, ``dL = L Φ(L⁻¹ dA L⁻ᴴ)`` with ``Φ`` the lower triangle, diagonal
   halved; the solve is linear in ``b`` and ``x = op(a)⁻¹ b`` has the ``a``-tangent
   ``-op(a)⁻¹ op(da) x`` (``-x op(da) op(a)⁻¹`` on the right);
-* transpose (the solve, in ``b``): the solve with ``op(a)`` transposed once more;
+* transpose (the solve, in ``b``): the solve with ``op(a)`` transposed once more (the
+  conjugation kept: the linear transpose, as JAX);
 * batching: the vmapped dimension moves to the front, a leading batch dimension;
 * lowering: where the backend's policy has ``linalg_steps`` (the CPU with LAPACK), the operands
   are stored and one library step (``steps.CholeskyStep`` / ``steps.TriangularSolveStep``)
   is appended, so the program's size does not grow with ``n``; elsewhere (the GPU) the loop
   algorithms below (one ``fori_loop`` step per column or row) are traced and lowered inline.
+  Complex operands never reach these rules: the complex split rewrites them into the
+  interleaved forms of :mod:`fungrad.lax.linalg_complex`.
 """
 
 from __future__ import annotations
@@ -36,13 +41,14 @@ from fungrad.transforms.vmap import batch_rules, bdim_at_front
 __all__ = ["cholesky_p", "triangular_solve_p"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_INEXACT = _FLOATS + (np.dtype(np.complex64), np.dtype(np.complex128))
 
 
 def _check_matrix(name: str, x: ShapedArray, what: str = "operand") -> None:
-    if x.dtype not in _FLOATS:
+    if x.dtype not in _INEXACT:
         raise TypeError(
-            f"{name}: {what} has dtype {x.dtype}; only float32 and float64 are supported "
-            "(cast it first)"
+            f"{name}: {what} has dtype {x.dtype}; only float32, float64, complex64 and "
+            "complex128 are supported (cast it first)"
         )
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise ValueError(
@@ -118,14 +124,14 @@ def _cholesky_jvp(primals, tangents):
     L = cholesky_p.bind(x)
     if type(dx) is Zero:
         return L, Zero(tangent_aval(core.get_aval(L)))
-    # dL = L Φ(L⁻¹ dA L⁻ᵀ): Φ takes the lower triangle and halves the diagonal
+    # dL = L Φ(L⁻¹ dA L⁻ᴴ): Φ takes the lower triangle and halves the diagonal
     tmp = triangular_solve_p.bind(
         L,
         dx,
         left_side=False,
         lower=True,
         transpose_a=True,
-        conjugate_a=False,
+        conjugate_a=core.get_aval(L).dtype.kind == "c",
         unit_diagonal=False,
     )
     inner = triangular_solve_p.bind(
@@ -194,12 +200,12 @@ def cholesky_loop(a):
 
 def _cholesky_lowering(ctx, x):
     planner = ctx.planner
-    if not planner.policy.linalg_steps:
+    n = x.shape[-1]
+    batch = int(np.prod(x.shape[:-2], dtype=np.int64))
+    if not planner.policy.linalg_step("cholesky", n, batch):
         return _lower_traced(ctx, cholesky_loop, [x])[0]
     from fungrad.lowering.steps import CholeskyStep
 
-    n = x.shape[-1]
-    batch = int(np.prod(x.shape[:-2], dtype=np.int64))
     a = ctx.materialize(x).buffer
     out = planner.new_buffer(x.shape, x.dtype, "temp")
     planner.add_step(CholeskyStep(f"cholesky_{out.name}", a, out, batch, n))
@@ -246,6 +252,8 @@ def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a, 
     a, b = np.asarray(a), np.asarray(b)
     m = a.shape[-1]
     t = np.tril(a) if lower else np.triu(a)
+    if conjugate_a:
+        t = np.conj(t)
     if unit_diagonal:
         idx = np.arange(m)
         t[..., idx, idx] = 1
@@ -283,6 +291,8 @@ def _triangular_solve_jvp(primals, tangents, **params):
         # x = op(a)⁻¹ b  =>  dx = -op(a)⁻¹ op(da) x  (on the right: -x op(da) op(a)⁻¹)
         da = _triangle(da, params["lower"], -1 if params["unit_diagonal"] else 0)
         op_da = _mT(da) if params["transpose_a"] else da
+        if params["conjugate_a"] and core.get_aval(da).dtype.kind == "c":
+            op_da = lax.conj(op_da)
         rhs = _matmul(op_da, x) if params["left_side"] else _matmul(x, op_da)
         parts.append(lax.neg(triangular_solve_p.bind(a, rhs, **params)))
     if not parts:
@@ -342,7 +352,7 @@ def substitute_loop(a, b, lower: bool, unit_diagonal: bool):
 
 def triangular_solve_loop(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
     """:data:`triangular_solve_p` by :func:`substitute_loop` (real dtypes: ``conjugate_a``
-    changes nothing)."""
+    changes nothing; complex ones are split before lowering)."""
     if transpose_a:
         a, lower = _mT(a), not lower
     if left_side:
@@ -353,11 +363,11 @@ def triangular_solve_loop(a, b, *, left_side, lower, transpose_a, conjugate_a, u
 
 def _triangular_solve_lowering(ctx, a, b, **params):
     planner = ctx.planner
-    if not planner.policy.linalg_steps:
+    batch = int(np.prod(b.shape[:-2], dtype=np.int64))
+    if not planner.policy.linalg_step("triangular_solve", a.shape[-1], batch):
         return _lower_traced(ctx, triangular_solve_loop, [a, b], **params)[0]
     from fungrad.lowering.steps import TriangularSolveStep
 
-    batch = int(np.prod(b.shape[:-2], dtype=np.int64))
     abuf = ctx.materialize(a).buffer
     bbuf = ctx.materialize(b).buffer
     out = planner.new_buffer(b.shape, b.dtype, "temp")

@@ -9,12 +9,18 @@ with ``uplo='U'`` factors the row-major lower triangle, and ``trsm`` is cblas wi
 ``getrf`` factors a column-major matrix and the transpose of ours is a different
 factorisation, so each matrix is transposed into a column-major work matrix, factored there and
 transposed back into the output.
+
+A step with ``complex`` set holds complex numbers as interleaved (re, im) pairs of its buffers'
+real dtype (the complex split's ``[..., 2]`` arrays: numpy's complex layout) and calls the
+``c``/``z`` routines: offsets count two reals per element, ``trsm``'s ``alpha`` goes by
+pointer, and the transposes move pairs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from fungrad import dtypes
 from fungrad.lowering.cpu import blas, lapack
 from fungrad.lowering.cpu.llvm_types import literal, llvm_type
 from fungrad.lowering.steps import CholeskyStep, LuStep, TriangularSolveStep
@@ -30,8 +36,11 @@ def _declare_memory(mw) -> None:
     mw.declare(_MEMSET, f"declare void @{_MEMSET}(ptr, i8, i64, i1)")
 
 
-def _routine(mw, routine: str, dtype) -> tuple[lapack.LapackInfo, str]:
-    """Register the LAPACK symbols, declare ``routine``'s for ``dtype``; (info, its name)."""
+def _routine(mw, routine: str, dtype, cplx: bool = False) -> tuple[lapack.LapackInfo, str]:
+    """Register the LAPACK symbols, declare ``routine``'s for ``dtype`` (its complex dtype when
+    ``cplx``); (info, its name)."""
+    if cplx:
+        dtype = dtypes.complex_dtype(dtype)
     info = lapack.register_llvm_symbols()
     info.function(routine, dtype)  # raises LapackUnavailableError naming it when missing
     name = info.llvm_name(routine, dtype)
@@ -60,18 +69,36 @@ def _batch_loop(body: list[str], batch: int) -> list[str]:
 
 def render_cholesky(mw, step: CholeskyStep, ptr: dict[int, str]) -> list[str]:
     """Copy ``a`` to ``out``, then per matrix: ``potrf``; where LAPACK reports the matrix is
-    not positive definite (``info != 0``) fill it with NaN; then zero the upper triangle
-    (JAX's result: a NaN lower triangle)."""
+    not positive definite (``info != 0``) fill it with NaN (complex: NaN + 0i); then zero the
+    upper triangle (JAX's result: a NaN lower triangle)."""
     n, batch = step.n, step.batch
     if n == 0 or batch == 0:
         return []
     dt = step.out.dtype
-    info, fn = _routine(mw, "potrf", dt)
+    w = 2 if step.complex else 1  # reals per element
+    info, fn = _routine(mw, "potrf", dt, step.complex)
     _declare_memory(mw)
-    ty, ity, isz = llvm_type(dt), f"i{info.int_bits}", dt.itemsize
+    ty, ity, isz = llvm_type(dt), f"i{info.int_bits}", dt.itemsize * w
     nan = literal(np.nan, dt)
+    if step.complex:  # element k: NaN at real 2k, 0 at 2k + 1
+        fill = [
+            "  %k2 = shl i64 %k, 1",
+            f"  %fp = getelementptr inbounds {ty}, ptr %m, i64 %k2",
+            f"  store {ty} {nan}, ptr %fp",
+            "  %k2i = or i64 %k2, 1",
+            f"  %fpi = getelementptr inbounds {ty}, ptr %m, i64 %k2i",
+            f"  store {ty} {literal(0.0, dt)}, ptr %fpi",
+        ]
+        zo = ["  %zo = add i64 %zo0, 1", "  %zoe = shl i64 %zo, 1"]
+        zat = "%zoe"
+    else:
+        fill = [
+            f"  %fp = getelementptr inbounds {ty}, ptr %m, i64 %k",
+            f"  store {ty} {nan}, ptr %fp",
+        ]
+        zo, zat = ["  %zo = add i64 %zo0, 1"], "%zo"
     body = [
-        f"  %off = mul i64 %b, {n * n}",
+        f"  %off = mul i64 %b, {n * n * w}",
         f"  %m = getelementptr inbounds {ty}, ptr %out, i64 %off",
         f"  store {ity} 0, ptr %info",
         # row-major lower = column-major upper: uplo 'U'
@@ -88,8 +115,8 @@ def render_cholesky(mw, step: CholeskyStep, ptr: dict[int, str]) -> list[str]:
         "zbody:",
         "  %i.next = add i64 %i, 1",
         f"  %zo0 = mul i64 %i, {n + 1}",
-        "  %zo = add i64 %zo0, 1",
-        f"  %zp = getelementptr inbounds {ty}, ptr %m, i64 %zo",
+        *zo,
+        f"  %zp = getelementptr inbounds {ty}, ptr %m, i64 {zat}",
         f"  %zl0 = sub i64 {n - 1}, %i",
         f"  %zl = mul i64 %zl0, {isz}",
         f"  call void @{_MEMSET}(ptr %zp, i8 0, i64 %zl, i1 false)",
@@ -101,8 +128,7 @@ def render_cholesky(mw, step: CholeskyStep, ptr: dict[int, str]) -> list[str]:
         f"  %fmore = icmp slt i64 %k, {n * n}",
         "  br i1 %fmore, label %fbody, label %zero",
         "fbody:",
-        f"  %fp = getelementptr inbounds {ty}, ptr %m, i64 %k",
-        f"  store {ty} {nan}, ptr %fp",
+        *fill,
         "  %k.next = add i64 %k, 1",
         "  br label %fhead",
     ]
@@ -124,32 +150,46 @@ def render_cholesky(mw, step: CholeskyStep, ptr: dict[int, str]) -> list[str]:
 
 
 def render_triangular_solve(mw, step: TriangularSolveStep, ptr: dict[int, str]) -> list[str]:
-    """Copy ``b`` to ``out``, then per matrix pair: cblas ``trsm`` (row-major) in place."""
+    """Copy ``b`` to ``out``, then per matrix pair: cblas ``trsm`` (row-major) in place
+    (complex: ``op(a)`` may be ``aᴴ``, ``conjugate_a``; ``alpha = 1`` by pointer)."""
     rows, cols, batch = step.rows, step.cols, step.batch
     if rows == 0 or cols == 0 or batch == 0:
         return []
     dt = step.out.dtype
-    info, fn = _routine(mw, "trsm", dt)
+    w = 2 if step.complex else 1  # reals per element
+    info, fn = _routine(mw, "trsm", dt, step.complex)
     _declare_memory(mw)
     ty, ity = llvm_type(dt), f"i{info.int_bits}"
     m = rows if step.left_side else cols
     side = lapack.CBLAS_LEFT if step.left_side else lapack.CBLAS_RIGHT
     uplo = lapack.CBLAS_LOWER if step.lower else lapack.CBLAS_UPPER
     trans = blas.CBLAS_TRANS if step.transpose_a else blas.CBLAS_NO_TRANS
+    if step.complex and step.transpose_a and step.conjugate_a:
+        trans = lapack.CBLAS_CONJ_TRANS
     diag = lapack.CBLAS_UNIT if step.unit_diagonal else lapack.CBLAS_NON_UNIT
+    alpha, entry = f"{ty} {literal(1.0, dt)}", []
+    if step.complex:  # cblas takes a complex alpha by pointer
+        alpha = "ptr %alpha"
+        entry = [
+            f"  %alpha = alloca [2 x {ty}]",
+            f"  store {ty} {literal(1.0, dt)}, ptr %alpha",
+            f"  %alpha.im = getelementptr inbounds {ty}, ptr %alpha, i64 1",
+            f"  store {ty} {literal(0.0, dt)}, ptr %alpha.im",
+        ]
     body = [
-        f"  %aoff = mul i64 %b, {m * m}",
+        f"  %aoff = mul i64 %b, {m * m * w}",
         f"  %pa = getelementptr inbounds {ty}, ptr %a, i64 %aoff",
-        f"  %xoff = mul i64 %b, {rows * cols}",
+        f"  %xoff = mul i64 %b, {rows * cols * w}",
         f"  %px = getelementptr inbounds {ty}, ptr %out, i64 %xoff",
         f"  call void @{fn}(i32 {blas.CBLAS_ROW_MAJOR}, i32 {side}, i32 {uplo}, i32 {trans}, "
-        f"i32 {diag}, {ity} {rows}, {ity} {cols}, {ty} {literal(1.0, dt)}, ptr %pa, "
+        f"i32 {diag}, {ity} {rows}, {ity} {cols}, {alpha}, ptr %pa, "
         f"{ity} {m}, ptr %px, {ity} {cols})",
         "  br label %next",
     ]
     lines = [
         f"define internal void @{step.name}(ptr %a, ptr %x0, ptr %out) nounwind {{",
         "entry:",
+        *entry,
         f"  call void @{_MEMCPY}(ptr %out, ptr %x0, i64 {step.out.nbytes}, i1 false)",
         *_batch_loop(body, batch),
         "}",
@@ -185,10 +225,12 @@ def _for(tag: str, count, body: list[str], start="0", step: int = 1) -> list[str
 _TILE = 16  # the transpose's square tiles: 16 source and 16 destination cache lines (float32)
 
 
-def _transpose_function(name: str, ty: str) -> str:
+def _transpose_function(name: str, ty: str, align: str = "") -> str:
     """``void @name(ptr src, ptr dst, i64 rows, i64 cols)``: ``dst[j, i] = src[i, j]`` for the
     row-major ``rows x cols`` ``src``, tile by tile (both sides stay in cache: a plain double
-    loop writes with a stride of ``rows``). In the optimised module: it runs per element."""
+    loop writes with a stride of ``rows``). In the optimised module: it runs per element.
+    ``align`` (``", align 4"``) states the elements' alignment where ``ty``'s own is larger (a
+    complex element as a vector of two reals)."""
     inner = _for(
         "i",
         "%iend",
@@ -200,11 +242,11 @@ def _transpose_function(name: str, ty: str) -> str:
                 [
                     "  %s = add i64 %srow, %j",
                     f"  %ps = getelementptr inbounds {ty}, ptr %src, i64 %s",
-                    f"  %v = load {ty}, ptr %ps",
+                    f"  %v = load {ty}, ptr %ps{align}",
                     "  %d0 = mul i64 %j, %rows",
                     "  %d = add i64 %d0, %i",
                     f"  %pd = getelementptr inbounds {ty}, ptr %dst, i64 %d",
-                    f"  store {ty} %v, ptr %pd",
+                    f"  store {ty} %v, ptr %pd{align}",
                 ],
                 start="%jb",
             ),
@@ -255,15 +297,17 @@ def render_lu(mw, step: LuStep, ptr: dict[int, str]) -> list[str]:
     ty = llvm_type(dt)
     if n == 0:  # nothing to factor: no pivots, the identity permutation
         return _render_identity_permutation(mw, step, ptr)
-    info, fn = _routine(mw, "getrf", dt)
+    info, fn = _routine(mw, "getrf", dt, step.complex)
     ity = f"i{info.int_bits}"
     transpose = f"{step.name}_transpose"
     mw.declare("llvm.smin.i64", "declare i64 @llvm.smin.i64(i64, i64)")
-    mw.add_function(
-        _transpose_function(transpose, ty), ((transpose, "void", "ptr, ptr, i64, i64"),)
-    )
+    if step.complex:  # a complex element moves as a vector of its two reals
+        fn_text = _transpose_function(transpose, f"<2 x {ty}>", f", align {dt.itemsize}")
+    else:
+        fn_text = _transpose_function(transpose, ty)
+    mw.add_function(fn_text, ((transpose, "void", "ptr, ptr, i64, i64"),))
     body = [
-        f"  %off = mul i64 %b, {m * n}",
+        f"  %off = mul i64 %b, {m * n * (2 if step.complex else 1)}",
         f"  %pa = getelementptr inbounds {ty}, ptr %a, i64 %off",
         f"  %pl = getelementptr inbounds {ty}, ptr %lu, i64 %off",
         f"  call void @{transpose}(ptr %pa, ptr %work, i64 {m}, i64 {n})",

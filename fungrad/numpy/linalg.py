@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fungrad import lax
+from fungrad import dtypes, lax
 from fungrad.lax.linalg_lu import lu_p, lu_solve
 from fungrad.lax.linalg_primitives import cholesky_p
 from fungrad.numpy import linear, util
@@ -156,9 +156,14 @@ _MATRIX_ORDS = "None, 'fro', 'nuc', 1, -1, 2, -2, inf, -inf"
 
 
 def _sum_squares_sqrt(x, axis, keepdims):
+    """``sqrt(sum(|x|²))``: real for complex ``x`` (``x * conj(x)``'s real part)."""
     from fungrad.numpy import reductions, ufuncs
 
-    return ufuncs.sqrt(reductions.sum(ufuncs.multiply(x, x), axis=axis, keepdims=keepdims))
+    if np.issubdtype(x.dtype, np.complexfloating):
+        sq = lax.real(ufuncs.multiply(x, lax.conj(x)))
+    else:
+        sq = ufuncs.multiply(x, x)
+    return ufuncs.sqrt(reductions.sum(sq, axis=axis, keepdims=keepdims))
 
 
 def _vector_norm(x, ord, axis, keepdims):
@@ -175,7 +180,8 @@ def _vector_norm(x, ord, axis, keepdims):
     if ord == -np.inf:
         return reductions.min(ufuncs.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        return reductions.sum(logic.not_equal(x, 0), axis=axis, keepdims=keepdims, dtype=x.dtype)
+        real = dtypes.real_dtype(x.dtype)  # a count: real for complex x, as JAX
+        return reductions.sum(logic.not_equal(x, 0), axis=axis, keepdims=keepdims, dtype=real)
     if ord == 1:
         return reductions.sum(ufuncs.abs(x), axis=axis, keepdims=keepdims)
     p = float(ord)
@@ -225,7 +231,8 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
     With ``axis=None`` and ``ord=None`` this is the 2-norm of the flattened array; otherwise one
     axis gives a vector norm (``ord`` None/2, 1, inf, -inf, 0 or any other number ``p``:
     ``sum(|x|**p)**(1/p)``) and two axes a matrix norm (``ord`` None/'fro', 1, -1, inf, -inf).
-    Integer inputs are promoted to the default float.
+    Integer inputs are promoted to the default float; complex inputs give real norms (of
+    ``|x|``), as JAX.
 
     Example: ``norm(array([3., 4.]))`` is ``5.0``.
     """
@@ -320,7 +327,9 @@ class SlogdetResult(NamedTuple):
 
 def slogdet(a, *, method=None):
     """The sign and the natural log of the absolute value of the determinant, from the ``lu``
-    primitive (LAPACK getrf under jit on the CPU). A singular matrix gives ``(0, -inf)``."""
+    primitive (LAPACK getrf under jit on the CPU). A singular matrix gives ``(0, -inf)``. For
+    complex ``a`` the sign is a complex number of modulus 1 and ``logabsdet`` is real, as
+    JAX."""
     if method not in (None, "lu"):
         raise ValueError(f"slogdet: method={method!r} is not supported; use 'lu'")
     a = _square("slogdet", a)
@@ -521,18 +530,25 @@ def tensorinv(a, ind: int = 2):
     return lax.reshape(ia, a.shape[ind:] + a.shape[:ind])
 
 
+def _adjoint(x):
+    """The conjugate transpose over the last two axes (the transpose for real dtypes)."""
+    t = matrix_transpose(x)
+    return lax.conj(t) if np.issubdtype(t.dtype, np.complexfloating) else t
+
+
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
-    """The Cholesky factor ``L`` (lower triangular, ``a = L @ L.T``) of a symmetric positive
-    definite matrix or stack: the ``cholesky`` primitive (LAPACK under jit on the CPU).
-    ``upper=True`` returns ``L.T``. With ``symmetrize_input`` the factorised matrix is
-    ``(a + a.T) / 2``; otherwise only the lower triangle of ``a`` is read. A matrix that is
-    not positive definite gives NaNs, as in JAX.
+    """The Cholesky factor ``L`` (lower triangular, ``a = L @ L.T``; ``L @ L.conj().T`` for
+    complex) of a symmetric (Hermitian) positive definite matrix or stack: the ``cholesky``
+    primitive (LAPACK under jit on the CPU). ``upper=True`` returns ``L``'s conjugate
+    transpose. With ``symmetrize_input`` the factorised matrix is ``(a + a.conj().T) / 2``;
+    otherwise only the lower triangle of ``a`` is read. A matrix that is not positive definite
+    gives NaNs, as in JAX.
     """
     a = _square("cholesky", a)
     if symmetrize_input:
-        a = lax.mul(lax.add(a, matrix_transpose(a)), 0.5)
+        a = lax.mul(lax.add(a, _adjoint(a)), 0.5)
     factor = cholesky_p.bind(a)
-    return matrix_transpose(factor) if upper else factor
+    return _adjoint(factor) if upper else factor
 
 
 def matrix_power(a, n):

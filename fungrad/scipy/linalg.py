@@ -59,10 +59,6 @@ def _square(fun_name: str, a):
     return a
 
 
-def _transpose(x):
-    return np_linalg.matrix_transpose(x)
-
-
 def _rhs(fun_name: str, a, b):
     """``a`` [..., n, n] and ``b`` as [..., n, k] with one broadcast batch shape; ``vector``
     says whether ``b`` was a vector or, as JAX still reads it, a batch of vectors
@@ -89,19 +85,28 @@ def _rhs(fun_name: str, a, b):
     return a, b, vector
 
 
-def _substitute(a, b, lower: bool, unit_diagonal: bool, transpose_a: bool = False):
-    """Solve ``a x = b`` (``aᵀ x = b`` with ``transpose_a``) for triangular [..., n, n] ``a``
-    and [..., n, k] ``b`` (same batch), reading only ``a``'s ``lower`` (or upper) triangle: one
-    ``triangular_solve`` primitive (LAPACK under jit on the CPU)."""
+def _is_complex(x) -> bool:
+    return np.issubdtype(x.dtype, np.complexfloating)
+
+
+def _substitute(a, b, lower: bool, unit_diagonal: bool, adjoint_a: bool = False):
+    """Solve ``a x = b`` (``aᴴ x = b`` with ``adjoint_a``; ``aᵀ`` for real dtypes) for
+    triangular [..., n, n] ``a`` and [..., n, k] ``b`` (same batch), reading only ``a``'s
+    ``lower`` (or upper) triangle: one ``triangular_solve`` primitive (LAPACK under jit on the
+    CPU)."""
     return triangular_solve_p.bind(
         a,
         b,
         left_side=True,
         lower=lower,
-        transpose_a=transpose_a,
-        conjugate_a=False,
+        transpose_a=adjoint_a,
+        conjugate_a=adjoint_a and _is_complex(a),
         unit_diagonal=unit_diagonal,
     )
+
+
+def _adjoint(x):
+    return np_linalg._adjoint(x)
 
 
 _TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 2, "C": 2}
@@ -129,28 +134,26 @@ def solve_triangular(
     a = _square("solve_triangular", a)
     a, b, vector = _rhs("solve_triangular", a, b)
     mode = _TRANS[trans]
-    if mode == 2 and np.issubdtype(a.dtype, np.complexfloating):
-        a = lax.conj(a)
     x = triangular_solve_p.bind(
         a,
         b,
         left_side=True,
         lower=bool(lower),
         transpose_a=bool(mode),
-        conjugate_a=False,
+        conjugate_a=mode == 2 and _is_complex(a),
         unit_diagonal=bool(unit_diagonal),
     )
     return lax.squeeze(x, (x.ndim - 1,)) if vector else x
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
-    """The Cholesky factor of symmetric positive definite ``a``: upper ``U`` with
-    ``a = U.T @ U`` by default (SciPy's convention), lower ``L`` with ``a = L @ L.T`` when
-    ``lower=True``. Not positive definite gives NaNs, as in JAX."""
+    """The Cholesky factor of symmetric (complex: Hermitian) positive definite ``a``: upper
+    ``U`` with ``a = U.conj().T @ U`` by default (SciPy's convention), lower ``L`` with
+    ``a = L @ L.conj().T`` when ``lower=True``. Not positive definite gives NaNs, as in JAX."""
     del overwrite_a, check_finite
     a = _square("cholesky", a)
     factor = np_linalg.cholesky(a)
-    return factor if lower else _transpose(factor)
+    return factor if lower else _adjoint(factor)
 
 
 def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
@@ -162,7 +165,8 @@ def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: 
 
 def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = True):
     """Solve ``a x = b`` given ``(c, lower)`` from :func:`cho_factor`: two triangular solves
-    with the factor ``c`` (``L`` then ``L.T``, or ``U.T`` then ``U``)."""
+    with the factor ``c`` (``L`` then ``Lᴴ``, or ``Uᴴ`` then ``U``; ``ᴴ`` is ``ᵀ`` for real
+    dtypes)."""
     del overwrite_b, check_finite
     try:
         c, lower = c_and_lower
@@ -175,9 +179,9 @@ def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = Tr
         ) from None
     c = _square("cho_solve", c)
     c, b, vector = _rhs("cho_solve", c, b)
-    # L y = b, Lᵀ x = y (or Uᵀ y = b, U x = y): the transposes are the solves' own
-    y = _substitute(c, b, lower, False, transpose_a=not lower)
-    x = _substitute(c, y, lower, False, transpose_a=lower)
+    # L y = b, Lᴴ x = y (or Uᴴ y = b, U x = y): the adjoints are the solves' own
+    y = _substitute(c, b, lower, False, adjoint_a=not lower)
+    x = _substitute(c, y, lower, False, adjoint_a=lower)
     return lax.squeeze(x, (x.ndim - 1,)) if vector else x
 
 
@@ -194,9 +198,9 @@ def solve(
     check_finite: bool = True,
     assume_a: str = "gen",
 ):
-    """Solve ``a x = b``. ``assume_a="pos"`` (symmetric positive definite) solves through the
-    Cholesky factor of ``a``'s ``lower`` (or upper) triangle; ``"gen"``, ``"sym"`` and
-    ``"her"`` use LU with partial pivoting (:func:`fungrad.numpy.linalg.solve`)."""
+    """Solve ``a x = b``. ``assume_a="pos"`` (symmetric, or Hermitian, positive definite) solves
+    through the Cholesky factor of ``a``'s ``lower`` (or upper) triangle; ``"gen"``, ``"sym"``
+    and ``"her"`` use LU with partial pivoting (:func:`fungrad.numpy.linalg.solve`), as JAX."""
     del overwrite_a, overwrite_b, debug, check_finite
     if assume_a not in _ASSUME_A:
         raise ValueError(f"solve: assume_a must be one of {_ASSUME_A}, got {assume_a!r}")
@@ -211,7 +215,7 @@ def solve(
     keep = lax.ge(rows, cols) if lower else lax.le(rows, cols)
     tri = lax.select_n(keep, lax.full_like(a, 0), a)
     diag = lax.select_n(lax.eq(rows, cols), lax.full_like(a, 0), a)
-    full = lax.sub(lax.add(tri, _transpose(tri)), diag)
+    full = lax.sub(lax.add(tri, _adjoint(tri)), diag)
     factor = np_linalg.cholesky(full, symmetrize_input=False)
     return cho_solve((factor, True), b)
 
@@ -307,8 +311,8 @@ def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
 
 
 def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False, check_finite: bool = True):
-    """Solve ``a x = b`` (``trans=0``) or ``a.T x = b`` (1, or 2: ``a.conj().T``, the same for
-    real dtypes) from :func:`lu_factor`'s ``(lu, piv)``."""
+    """Solve ``a x = b`` (``trans=0``), ``a.T x = b`` (1) or ``a.conj().T x = b`` (2; the same
+    as 1 for real dtypes) from :func:`lu_factor`'s ``(lu, piv)``."""
     del overwrite_b, check_finite
     try:
         lu_, piv = lu_and_piv

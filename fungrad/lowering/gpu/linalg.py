@@ -13,8 +13,9 @@ dispatch for a whole batch of matrices.
   ``x op(a) = b``) substitutes serially, reading the triangle of ``a`` from memory; no
   barriers.
 
-Semantics as on the CPU (LAPACK): a matrix that is not positive definite (a pivot <= 0 or NaN)
-gets a NaN lower triangle and zeros above; LU swaps in the first row of largest magnitude
+Semantics as on the CPU (OpenBLAS's LAPACK): a matrix that is not positive definite (a pivot
+<= 0) gets a NaN lower triangle and zeros above (a NaN pivot is not caught: its NaN spreads
+through what depends on it, as in OpenBLAS); LU swaps in the first row of largest magnitude
 (``|v| > best``, so ties keep the first), applies each swap to whole rows, leaves a column
 with a zero pivot unscaled (division by one), and writes 0-based int32 pivots and the
 permutation they make. Float32 only (the GPU has no float64).
@@ -106,13 +107,12 @@ def _workgroup_shader(name, slots, src, scope, threads, shared_decl, batch, body
 
 def render_cholesky(step, place, scope: Scope) -> Shader:
     """``steps.CholeskyStep``: one workgroup per matrix. Column ``j``: every invocation reads
-    the pivot ``a_jj`` (not positive, or NaN: the matrix is marked bad), the column below is
+    the pivot ``a_jj`` (not positive: the matrix is marked bad), the column below is
     divided by its square root, then the trailing lower triangle loses the column's outer
     product. The result is the lower triangle (NaN where bad), zeros above."""
     _f32(step, step.out.dtype)
     n, batch = step.n, step.batch
     slots, src = Slots(place), Prelude(False)
-    src.need("isnan")
     shared = n * n <= SHARED_WORDS
     s = _Matrix(slots, step.out, shared, "base")
     T = _threads(n * n)
@@ -127,7 +127,7 @@ def render_cholesky(step, place, scope: Scope) -> Shader:
         "  var bad = false;",
         f"  for (var j = 0i; j < {n}i; j++) {{",
         f"    let d2 = {s.get(f'j * {n}i + j')};",
-        "    bad = bad || d2 <= 0.0f || fg_isnan(d2);",
+        "    bad = bad || d2 <= 0.0f;",
         "    let d = sqrt(d2);",
         f"  {bar}",
         f"    for (var i = j + 1i + t; i < {n}i; i += {T}i) {{",

@@ -317,3 +317,97 @@ entry:
 """
     with pytest.raises(cpu.CompileError, match="fg_sgees"):
         cpu.compile_module(ir, ["f"], name="no_gees")
+
+
+# -- complex decompositions: geqrf + ungqr, heevd, gesdd, geev ----------------------------------
+
+CDTYPES = [np.complex64, np.complex128]
+
+
+def _cmat(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def _ctol(dtype, n):
+    return (3e-5 if dtype == np.complex64 else 1e-12) * max(n, 1)
+
+
+def test_complex_decompositions_resolve():
+    for routine in ("geqrf", "ungqr", "heevd", "gesdd", "geev"):
+        for dtype, letter in zip(CDTYPES, "cz"):
+            assert INFO.has(routine, dtype) and INFO.address(routine, dtype)
+            assert letter + routine in INFO.symbols[(routine, letter)]
+    assert INFO.decl("heevd", np.complex64) == (
+        "declare void @fg_cheevd(" + ", ".join(["ptr"] * 13 + ["i64"] * 2) + ")"
+    )
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (6, 3), (3, 6)])
+def test_complex_geqrf_ungqr_reconstruct(dtype, shape):
+    a = _cmat(shape, dtype, 1)
+    m, n = shape
+    k = min(m, n)
+    packed, tau, info = lapack.geqrf(a)
+    assert info == 0 and packed.dtype == tau.dtype == dtype
+    r = np.triu(packed)[:k]
+    square = packed[:, :m] if n >= m else np.concatenate([packed, np.zeros((m, m - n), dtype)], 1)
+    q, info = lapack.ungqr(square, tau)
+    assert info == 0
+    tol = _ctol(dtype, max(shape))
+    np.testing.assert_allclose(q.conj().T @ q, np.eye(q.shape[1]), atol=tol)
+    np.testing.assert_allclose(q[:, :k] @ r, a, atol=tol)
+    np.testing.assert_allclose(r, np.linalg.qr(a)[1], atol=tol)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("n", [0, 1, 5])
+@pytest.mark.parametrize("lower", [True, False])
+def test_heevd_eigenpairs(dtype, n, lower):
+    a = _cmat((n, n), dtype, 2)
+    h = ((a + a.conj().T) / 2).astype(dtype)
+    junk = np.triu(_cmat((n, n), dtype, 3), 1)
+    stored = h + (junk if lower else junk.conj().T)  # the other triangle is never read
+    w, v, info = lapack.heevd(stored, lower=lower)
+    assert info == 0 and w.dtype == np.dtype(dtype).type(0).real.dtype and v.dtype == dtype
+    tol = _ctol(dtype, n)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(h), atol=tol)
+    np.testing.assert_allclose(h @ v, v * w, atol=tol)
+    np.testing.assert_allclose(v.conj().T @ v, np.eye(n), atol=tol)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (4, 4), (6, 3), (3, 6)])
+@pytest.mark.parametrize("full_matrices", [True, False])
+def test_complex_gesdd_reconstructs(dtype, shape, full_matrices):
+    a = _cmat(shape, dtype, 4)
+    k = min(shape)
+    s, u, vt, info = lapack.gesdd(a, full_matrices)
+    assert info == 0 and s.dtype == np.real(a).dtype and u.dtype == vt.dtype == dtype
+    tol = _ctol(dtype, max(shape))
+    np.testing.assert_allclose((u[:, :k] * s) @ vt[:k], a, atol=tol)
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), atol=tol)
+    s2, none_u, none_vt, info = lapack.gesdd(a, compute_uv=False)
+    assert info == 0 and none_u is None and none_vt is None
+    np.testing.assert_allclose(s2, s, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("n", [1, 2, 6])
+def test_complex_geev_eigenpairs(dtype, n):
+    a = _cmat((n, n), dtype, 5)
+    w, vl, vr, info = lapack.geev_complex(a)
+    assert info == 0 and w.dtype == vl.dtype == vr.dtype == dtype
+    tol = _ctol(dtype, n) * 10
+    np.testing.assert_allclose(np.sort_complex(w), np.sort_complex(np.linalg.eigvals(a)), atol=tol)
+    np.testing.assert_allclose(a @ vr, vr * w, atol=tol)
+    np.testing.assert_allclose(vl.conj().T @ a, w[:, None] * vl.conj().T, atol=tol)
+    np.testing.assert_allclose(np.linalg.norm(vr, axis=0), 1, atol=tol)
+    w2, none_l, none_r, info = lapack.geev_complex(a, left=False, right=False)
+    assert none_l is None and none_r is None
+    np.testing.assert_allclose(np.sort_complex(w2), np.sort_complex(w), atol=tol)
+    with pytest.raises(TypeError, match="geev_complex"):
+        lapack.geev(a)
+    with pytest.raises(TypeError, match="heevd.*complex"):
+        lapack.heevd(np.eye(2))

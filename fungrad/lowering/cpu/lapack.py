@@ -32,6 +32,10 @@ each routine meets the row-major buffer, which jitted code must reproduce:
 - ``getrf`` / ``geqrf`` / ``orgqr`` / ``geev``: the transpose is a different factorisation, so
   the matrix is copied to Fortran order (a transpose in jitted code) and the results copied
   back.
+- complex ``geqrf`` / ``ungqr`` / ``heevd`` / ``gesdd`` / ``geev``: the same, Fortran order
+  for all of them (a Hermitian matrix's transpose is its conjugate, whose eigenvectors are
+  conjugated; the SVD of the transpose has conjugated factors). Complex ``gesdd``'s real
+  workspace has no query: :func:`gesdd_rwork` gives LAPACK's bound.
 
 Workspace sizes come from LAPACK's own query (``lwork = -1``).
 """
@@ -68,6 +72,11 @@ __all__ = [
     "syevd",
     "gesdd",
     "geev",
+    "heevd",
+    "ungqr",
+    "gesdd_complex",
+    "gesdd_rwork",
+    "geev_complex",
 ]
 
 CBLAS_UPPER, CBLAS_LOWER = 121, 122
@@ -118,6 +127,16 @@ COMPLEX_ROUTINES: dict[str, _Signature] = {
     "trsm": _Signature("eeeeeiippipi", cblas=True),
     # m, n, a, lda, ipiv, info
     "getrf": _Signature("iipipi"),
+    # m, n, a, lda, tau, work, lwork, info
+    "geqrf": _Signature("iipippii"),
+    # m, n, k, a, lda, tau, work, lwork, info (Q of geqrf's reflectors: orgqr's complex twin)
+    "ungqr": _Signature("iiipippii"),
+    # jobz, uplo, n, a, lda, w (real), work, lwork, rwork, lrwork, iwork, liwork, info
+    "heevd": _Signature("cciipipipipii"),
+    # jobz, m, n, a, lda, s (real), u, ldu, vt, ldvt, work, lwork, rwork, iwork, info
+    "gesdd": _Signature("ciipippipipippi"),
+    # jobvl, jobvr, n, a, lda, w, vl, ldvl, vr, ldvr, work, lwork, rwork, info
+    "geev": _Signature("ccipippipipipi"),
 }
 """The routines bound here for complex64 (``c``) and complex128 (``z``). Their arrays hold
 interleaved (re, im) pairs, numpy's complex layout; cblas passes complex scalars by pointer."""
@@ -325,7 +344,7 @@ def _chars(*cs: str):
 
 def _lwork(value) -> int:
     """A workspace size LAPACK reported in a float (rounded up; float32 loses low bits)."""
-    return max(1, int(np.ceil(float(value) * (1 + 4 * np.finfo(np.float32).eps))))
+    return max(1, int(np.ceil(float(np.real(value)) * (1 + 4 * np.finfo(np.float32).eps))))
 
 
 def potrf(a, lower: bool = True):
@@ -442,17 +461,27 @@ def orgqr(a, tau):
     """The first ``n`` columns of Q from :func:`geqrf`'s output: ``a`` is ``m x n`` (``m >= n``)
     with the ``k = len(tau)`` reflectors in its first columns. Pass ``a`` padded with columns
     (any values) to ``m x m`` for the full Q. Returns ``(q, info)``."""
-    f = _matrix("orgqr", a, order="F")
+    return _form_q("orgqr", a, tau)
+
+
+def ungqr(a, tau):
+    """:func:`orgqr` for complex matrices (LAPACK's ``cungqr``/``zungqr``): the first ``n``
+    columns of the unitary Q of :func:`geqrf`'s complex output. Returns ``(q, info)``."""
+    return _form_q("ungqr", a, tau)
+
+
+def _form_q(name: str, a, tau):
+    f = _matrix(name, a, order="F")
     tau = np.asarray(tau)
     m, n = f.shape
     if tau.dtype != f.dtype or tau.ndim != 1 or not (tau.size <= n <= m):
         raise ValueError(
-            f"lapack.orgqr: a {f.shape} {f.dtype} and tau {tau.shape} {tau.dtype} must satisfy "
+            f"lapack.{name}: a {f.shape} {f.dtype} and tau {tau.shape} {tau.dtype} must satisfy "
             "len(tau) <= a.shape[1] <= a.shape[0] with one dtype"
         )
     tau = np.ascontiguousarray(tau)
     info = find_lapack()
-    fn = info.function("orgqr", f.dtype)
+    fn = info.function(name, f.dtype)
     ints = _Ints(info.int_bits)
     st = np.zeros(1, ints.np_type)
     query = np.zeros(1, f.dtype)
@@ -489,6 +518,49 @@ def syevd(a, lower: bool = True):
     return w, np.ascontiguousarray(c.T), int(st[0])
 
 
+def heevd(a, lower: bool = True):
+    """Eigen-decomposition of the complex Hermitian ``a`` read from its ``lower`` (or upper)
+    triangle (the imaginary parts of its diagonal ignored), by divide and conquer. Returns
+    ``(w, v, info)``: real eigenvalues ``w`` ascending, the orthonormal eigenvectors as the
+    columns of ``v``; ``info > 0`` when it failed to converge. (The row-major buffer is the
+    conjugate of the matrix to LAPACK, so the matrix is passed column-major here.)"""
+    f = _matrix("heevd", a, square=True, order="F")
+    if f.dtype.kind != "c":
+        raise TypeError(f"lapack.heevd: a must be complex64 or complex128, got {f.dtype}")
+    info = find_lapack()
+    fn = info.function("heevd", f.dtype)
+    n = f.shape[0]
+    rdt = np.float32 if f.dtype == np.complex64 else np.float64
+    ints = _Ints(info.int_bits)
+    w = np.zeros(n, rdt)
+    st = np.zeros(1, ints.np_type)
+    jobz, uplo = _chars("V", "L" if lower else "U")
+    query, rquery = np.zeros(1, f.dtype), np.zeros(1, rdt)
+    iquery = np.zeros(1, ints.np_type)
+    head = (jobz, uplo, ints(n), _ptr(f), ints(max(1, n)), _ptr(w))
+    fn(*head, _ptr(query), ints(-1), _ptr(rquery), ints(-1), _ptr(iquery), ints(-1), _ptr(st), 1, 1)
+    if st[0] == 0:
+        work = np.zeros(_lwork(query[0]), f.dtype)
+        rwork = np.zeros(_lwork(rquery[0]), rdt)
+        iwork = np.zeros(max(1, int(iquery[0])), ints.np_type)
+        fn(
+            *head,
+            *(_ptr(work), ints(work.size), _ptr(rwork), ints(rwork.size)),
+            *(_ptr(iwork), ints(iwork.size), _ptr(st)),
+            1,
+            1,
+        )
+    return w, np.ascontiguousarray(f), int(st[0])
+
+
+def gesdd_rwork(m: int, n: int, compute_uv: bool) -> int:
+    """The length of complex ``gesdd``'s real workspace (LAPACK 3.7's bound; not queried)."""
+    mn, mx = min(m, n), max(m, n)
+    if not compute_uv:
+        return max(1, 7 * mn)
+    return max(1, mn * max(5 * mn + 7, 2 * mx + 2 * mn + 1))
+
+
 def gesdd(a, full_matrices: bool = True, compute_uv: bool = True):
     """Singular value decomposition of the ``m x n`` matrix ``a`` by divide and conquer.
 
@@ -498,6 +570,8 @@ def gesdd(a, full_matrices: bool = True, compute_uv: bool = True):
     converge. An empty ``a`` gives identity ``u``/``vt`` (LAPACK itself leaves them unset:
     jitted code must fill them)."""
     c = _matrix("gesdd", a)
+    if c.dtype.kind == "c":
+        return gesdd_complex(c, full_matrices, compute_uv)
     info = find_lapack()
     fn = info.function("gesdd", c.dtype)
     m, n = c.shape
@@ -542,6 +616,11 @@ def geev(a, left: bool = True, right: bool = True):
     real eigenvalue's vector is column ``j``, a pair's is ``v[:, j] ± i v[:, j + 1]``. ``vl`` /
     ``vr`` are None unless ``left`` / ``right``; ``info > 0`` when the QR algorithm failed."""
     f = _matrix("geev", a, square=True, order="F")
+    if f.dtype.kind == "c":
+        raise TypeError(
+            f"lapack.geev: a is {f.dtype}; the real form takes float32 or float64 (use "
+            "geev_complex for complex matrices)"
+        )
     info = find_lapack()
     fn = info.function("geev", f.dtype)
     n = f.shape[0]
@@ -561,6 +640,81 @@ def geev(a, left: bool = True, right: bool = True):
     return (
         wr,
         wi,
+        np.ascontiguousarray(vl) if left else None,
+        np.ascontiguousarray(vr) if right else None,
+        int(st[0]),
+    )
+
+
+def gesdd_complex(a, full_matrices: bool = True, compute_uv: bool = True):
+    """:func:`gesdd` of a complex matrix (``cgesdd``/``zgesdd``): ``(s, u, vt, info)`` with
+    ``a = u diag(s) vt``, ``s`` real. The matrix is passed column-major (the row-major buffer
+    would be its transpose, whose factors are conjugated)."""
+    f = _matrix("gesdd", a, order="F")
+    if f.dtype.kind != "c":
+        raise TypeError(f"lapack.gesdd_complex: a must be complex, got {f.dtype}")
+    info = find_lapack()
+    fn = info.function("gesdd", f.dtype)
+    m, n = f.shape
+    k = min(m, n)
+    rdt = np.float32 if f.dtype == np.complex64 else np.float64
+    ints = _Ints(info.int_bits)
+    s = np.zeros(k, rdt)
+    st = np.zeros(1, ints.np_type)
+    if not compute_uv:
+        job, u, vt = "N", np.zeros(1, f.dtype), np.zeros(1, f.dtype)
+    elif full_matrices:
+        job = "A"
+        u, vt = np.zeros((m, m), f.dtype, order="F"), np.zeros((n, n), f.dtype, order="F")
+    else:
+        job = "S"
+        u, vt = np.zeros((m, k), f.dtype, order="F"), np.zeros((k, n), f.dtype, order="F")
+    ldu = max(1, m) if compute_uv else 1
+    ldvt = max(1, (n if full_matrices else k)) if compute_uv else 1
+    (jobz,) = _chars(job)
+    rwork = np.zeros(gesdd_rwork(m, n, compute_uv), rdt)
+    iwork = np.zeros(max(1, 8 * k), ints.np_type)
+    head = (jobz, ints(m), ints(n), _ptr(f), ints(max(1, m)), _ptr(s))
+    mats = (_ptr(u), ints(ldu), _ptr(vt), ints(ldvt))
+    query = np.zeros(1, f.dtype)
+    fn(*head, *mats, _ptr(query), ints(-1), _ptr(rwork), _ptr(iwork), _ptr(st), 1)
+    if st[0] == 0:
+        work = np.zeros(_lwork(query[0]), f.dtype)
+        fn(*head, *mats, _ptr(work), ints(work.size), _ptr(rwork), _ptr(iwork), _ptr(st), 1)
+    if not compute_uv:
+        return s, None, None, int(st[0])
+    if k == 0:
+        u[...], vt[...] = np.eye(*u.shape, dtype=f.dtype), np.eye(*vt.shape, dtype=f.dtype)
+    return s, np.ascontiguousarray(u), np.ascontiguousarray(vt), int(st[0])
+
+
+def geev_complex(a, left: bool = True, right: bool = True):
+    """Eigenvalues and eigenvectors of the complex square ``a`` (``cgeev``/``zgeev``):
+    ``(w, vl, vr, info)``, the right (left) eigenvectors as the columns of ``vr`` (``vl``),
+    each of norm 1 with its largest component real; None unless requested."""
+    f = _matrix("geev", a, square=True, order="F")
+    if f.dtype.kind != "c":
+        raise TypeError(f"lapack.geev_complex: a must be complex, got {f.dtype}")
+    info = find_lapack()
+    fn = info.function("geev", f.dtype)
+    n = f.shape[0]
+    rdt = np.float32 if f.dtype == np.complex64 else np.float64
+    ints = _Ints(info.int_bits)
+    w = np.zeros(n, f.dtype)
+    vl = np.zeros((n, n), f.dtype, order="F") if left else np.zeros(1, f.dtype)
+    vr = np.zeros((n, n), f.dtype, order="F") if right else np.zeros(1, f.dtype)
+    rwork = np.zeros(max(1, 2 * n), rdt)
+    st = np.zeros(1, ints.np_type)
+    jobvl, jobvr = _chars("V" if left else "N", "V" if right else "N")
+    head = (jobvl, jobvr, ints(n), _ptr(f), ints(max(1, n)), _ptr(w))
+    mats = (_ptr(vl), ints(max(1, n) if left else 1), _ptr(vr), ints(max(1, n) if right else 1))
+    query = np.zeros(1, f.dtype)
+    fn(*head, *mats, _ptr(query), ints(-1), _ptr(rwork), _ptr(st), 1, 1)
+    if st[0] == 0:
+        work = np.zeros(_lwork(query[0]), f.dtype)
+        fn(*head, *mats, _ptr(work), ints(work.size), _ptr(rwork), _ptr(st), 1, 1)
+    return (
+        w,
         np.ascontiguousarray(vl) if left else None,
         np.ascontiguousarray(vr) if right else None,
         int(st[0]),

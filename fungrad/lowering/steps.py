@@ -387,7 +387,8 @@ class QRStep:
     """Householder QR of each of ``batch`` row-major ``m x n`` matrices of ``a``: ``q``
     (``m x m`` when ``full_matrices``, else ``m x k``) and ``r`` (``m x n``, else ``k x n``;
     k = min(m, n)), LAPACK's signs. Backends with a library run it there (the CPU: LAPACK
-    ``geqrf`` then ``orgqr``)."""
+    ``geqrf`` then ``orgqr``). ``complex``: the buffers hold complex numbers as interleaved
+    (re, im) pairs of their real dtype (``cgeqrf``/``cungqr``)."""
 
     name: str
     a: Buffer
@@ -397,6 +398,7 @@ class QRStep:
     m: int
     n: int
     full_matrices: bool
+    complex: bool = False
 
     def reads(self) -> set[Buffer]:
         return {self.a}
@@ -432,7 +434,9 @@ class EighStep:
     """Eigen-decomposition of each of ``batch`` row-major symmetric ``n x n`` matrices of ``a``,
     read from their ``lower`` (or upper) triangle: eigenvectors as the columns of ``v``,
     eigenvalues ascending in ``w`` (``n`` per matrix); NaN in both where it did not converge.
-    Backends with a library run it there (the CPU: LAPACK ``syevd``)."""
+    Backends with a library run it there (the CPU: LAPACK ``syevd``). ``complex``: ``a`` and
+    ``v`` hold complex (Hermitian) matrices as interleaved (re, im) pairs, ``w`` stays real
+    (``cheevd``)."""
 
     name: str
     a: Buffer
@@ -441,6 +445,7 @@ class EighStep:
     batch: int
     n: int
     lower: bool
+    complex: bool = False
 
     def reads(self) -> set[Buffer]:
         return {self.a}
@@ -455,7 +460,8 @@ class SVDStep:
     ``s`` descending (k = min(m, n) per matrix) and, unless ``u`` and ``vt`` are None, ``u``
     (``m x m`` when ``full_matrices``, else ``m x k``) and ``vt`` (``n x n``, else ``k x n``);
     NaN in all where it did not converge. Backends with a library run it there (the CPU:
-    LAPACK ``gesdd``)."""
+    LAPACK ``gesdd``). ``complex``: ``a``, ``u`` and ``vt`` hold complex numbers as
+    interleaved (re, im) pairs, ``s`` stays real (``cgesdd``; ``vt`` is then ``Vᴴ``)."""
 
     name: str
     a: Buffer
@@ -466,6 +472,7 @@ class SVDStep:
     m: int
     n: int
     full_matrices: bool
+    complex: bool = False
 
     def reads(self) -> set[Buffer]:
         return {self.a}
@@ -480,16 +487,19 @@ class GeevStep:
     ``batch`` row-major general ``n x n`` matrices of ``a``, in LAPACK's real form: ``wr``,
     ``wi`` (``n`` per matrix) and the packed vectors as columns of ``vl``/``vr`` (a complex
     pair's vector is columns ``j`` and ``j + 1``); NaN in all where it did not converge.
-    Backends with a library run it there (the CPU: LAPACK ``geev``)."""
+    Backends with a library run it there (the CPU: LAPACK ``geev``). ``complex``: ``a``,
+    ``vl``, ``vr`` and ``wr`` (the eigenvalues) hold complex numbers as interleaved (re, im)
+    pairs, ``wi`` is None and the vectors are complex columns (``cgeev``)."""
 
     name: str
     a: Buffer
     wr: Buffer
-    wi: Buffer
+    wi: Buffer | None
     vl: Buffer | None
     vr: Buffer | None
     batch: int
     n: int
+    complex: bool = False
 
     def reads(self) -> set[Buffer]:
         return {self.a}

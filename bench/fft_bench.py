@@ -4,9 +4,7 @@ jit (issue 18's target: fft of 2^20 complex64 at <= 1.0x JAX's time).
 Workloads: ``fft`` of 2^20 complex64 values, of 1000 (not a power of two: mixed radix) and of
 997 (prime: Bluestein), a batch of 1024 transforms of 1024, and ``rfft`` of 2^20 float32.
 
-Implementations: "fungrad jit" (``fg.jit(fnp.fft.fft)``), "fg jit re,im" (for complex input:
-the same jitted on the input's real and imaginary parts, ``fft(re + 1j * im)``, for builds whose
-jit does not take complex arguments yet),
+Implementations: "fungrad jit" (``fg.jit(fnp.fft.fft)``),
 "fg native" (the library ``fungrad/lowering/cpu/fft.py`` called through ctypes with the
 threads a jitted FFT gets, ``threads.num_threads()``: the code a jitted FFT runs, without the
 jit's call overhead; its rfft is the complex transform of ``x + 0i`` cut to ``n // 2 + 1``
@@ -17,7 +15,7 @@ Every result is checked against numpy's float64 transform before it is timed; a 
 an error is reported in the table, never timed. Times are the best of several interleaved
 batches (median shown too). Pinned to one core by default (``--cores 0``: no pinning). Ratios
 are fungrad's time (the jit row, else the native row) over each other's; below 1 = fungrad
-faster. "ours" is the first fungrad row that ran (jit, then jit re,im, then native).
+faster. "ours" is the first fungrad row that ran (jit, else native).
 
 Run:  python bench/fft_bench.py [--quick] [--only fft,fft_1000,...] [--cores N]
 (with JAX: PYTHONPATH=. /path/to/jax-venv/bin/python bench/fft_bench.py)
@@ -90,32 +88,12 @@ def _native(op: str):
     return rfft
 
 
-def _jit_parts(fg, fn):
-    """``fg.jit(lambda re, im: fn(re + 1j * im))`` called on a complex input's parts (split
-    once per input, outside the timing): the jit path for builds whose jit does not take
-    complex arguments yet; it adds one elementwise pass building the complex input."""
-    import numpy as np
-
-    f = fg.jit(lambda re, im: fn(re + 1j * im))
-    parts = {}
-
-    def run(x):
-        p = parts.get(id(x))
-        if p is None:
-            p = parts[id(x)] = (np.ascontiguousarray(x.real), np.ascontiguousarray(x.imag), x)
-        return f(p[0], p[1])
-
-    return run
-
-
 def builders(op: str, fg, jax, scipy_fft):
     import numpy as np
 
     fnp_fft = getattr(fg.numpy, "fft", None)
     fg_fn = getattr(fnp_fft, op, None)
     rows = [("fungrad jit", fg.jit(fg_fn) if fg_fn is not None else None)]
-    if op == "fft" and fg_fn is not None:
-        rows.append(("fg jit re,im", _jit_parts(fg, fg_fn)))
     rows.append(("fg native", _native(op)))
     rows.append(("numpy", getattr(np.fft, op)))
     if scipy_fft is not None:

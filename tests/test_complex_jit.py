@@ -494,6 +494,9 @@ def test_inputs_are_viewed_and_outputs_are_views():
     assert np.asarray(out).base is not None  # a view of the real [..., 2] result
     strided = fnp.asarray(z)[:, ::2]  # a non-contiguous argument is copied once
     np.testing.assert_array_equal(np.asarray(f(strided)), z[:, ::2])
+    np.testing.assert_array_equal(np.asarray(f(z)), z)  # numpy arguments
+    w = fg.jit(lambda v: v * 2)(1 + 2j)  # a Python complex: a weak 0-d complex64
+    assert w.dtype == np.complex64 and w.weak_type and np.asarray(w) == 2 + 4j
 
 
 def test_a_primitive_without_a_split_rule_is_a_clear_error():

@@ -7,6 +7,7 @@ import ctypes
 
 import numpy as np
 import pytest
+import scipy.linalg as scipy_linalg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -411,3 +412,83 @@ def test_complex_geev_eigenpairs(dtype, n):
         lapack.geev(a)
     with pytest.raises(TypeError, match="heevd.*complex"):
         lapack.heevd(np.eye(2))
+
+
+# -- complex potrf, trsm, getrf -----------------------------------------------------------------
+
+
+def _hpd(n, dtype, seed=0):
+    a = _cmat((n, n), dtype, seed)
+    return (a @ a.conj().T + n * np.eye(n)).astype(dtype)
+
+
+def test_complex_solvers_resolve_and_declare():
+    i = f"i{INFO.int_bits}"
+    for routine in ("potrf", "trsm", "getrf"):
+        for dtype, letter in zip(CDTYPES, "cz"):
+            assert INFO.has(routine, dtype) and INFO.address(routine, dtype)
+            assert letter + routine in INFO.symbols[(routine, letter)]
+    # cblas takes the complex alpha by pointer
+    assert INFO.decl("trsm", np.complex128) == (
+        f"declare void @fg_ztrsm(i32, i32, i32, i32, i32, {i}, {i}, ptr, ptr, {i}, ptr, {i})"
+    )
+    assert (
+        INFO.decl("getrf", np.complex64) == "declare void @fg_cgetrf(ptr, ptr, ptr, ptr, ptr, ptr)"
+    )
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("lower", [True, False])
+def test_complex_potrf_matches_numpy_cholesky(dtype, n, lower):
+    a = _hpd(n, dtype, seed=n)
+    garbage = np.full_like(a, 7 + 7j)  # the other triangle is never read
+    given_a = np.tril(a) + np.triu(garbage, 1) if lower else np.triu(a) + np.tril(garbage, -1)
+    factor, info = lapack.potrf(given_a, lower=lower)
+    assert info == 0 and factor.dtype == dtype and factor.shape == (n, n)
+    expect = np.linalg.cholesky(a.astype(np.complex128))
+    if not lower:
+        expect = expect.conj().T
+    np.testing.assert_allclose(factor, expect, atol=_ctol(dtype, n) * np.sqrt(n))
+    _, info = lapack.potrf(np.diag([4.0, 1.0, -1.0]).astype(dtype))
+    assert info == 3
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("op", ["N", "T", "C"])
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_complex_trsm_solves(dtype, left_side, lower, op, n):
+    a = _cmat((n, n), dtype, n) + 4 * np.eye(n, dtype=dtype)
+    b = _cmat((n, 3) if left_side else (3, n), dtype, n + 1)
+    tri = np.tril(a) if lower else np.triu(a)
+    mat = {"N": tri, "T": tri.T, "C": tri.conj().T}[op]
+    x = lapack.trsm(a, b, left_side, lower, op != "N", False, conjugate_a=op == "C")
+    assert x.dtype == dtype and x.shape == b.shape
+    expect = np.linalg.solve(mat, b) if left_side else np.linalg.solve(mat.T, b.T).T
+    np.testing.assert_allclose(x, expect, atol=_ctol(dtype, n))
+    with pytest.raises(ValueError, match="trsm.*conjugate_a needs transpose_a"):
+        lapack.trsm(a, b, left_side, lower, False, False, conjugate_a=True)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_complex_getrf_matches_scipy(dtype, shape):
+    a = _cmat(shape, dtype, seed=sum(shape))
+    lu, pivots, info = lapack.getrf(a)
+    m, n = shape
+    k = min(m, n)
+    assert info == 0 and lu.dtype == dtype and lu.shape == shape and pivots.shape == (k,)
+    lower = np.tril(lu, -1)[:, :k] + np.eye(m, k, dtype=dtype)
+    upper = np.triu(lu)[:k]
+    np.testing.assert_allclose(a[permutation(pivots, m)], lower @ upper, atol=_ctol(dtype, m))
+    if k:
+        want_lu, want_piv = scipy_linalg.lu_factor(a)
+        np.testing.assert_array_equal(pivots, want_piv)
+        np.testing.assert_allclose(lu, want_lu, atol=_ctol(dtype, m))
+
+
+def test_real_only_routines_refuse_complex():
+    with pytest.raises(TypeError, match="lapack.syevd.*complex64.*float32 or float64"):
+        lapack.syevd(np.eye(2, dtype=np.complex64))

@@ -93,9 +93,9 @@ def eig(
     compute_right_eigenvectors: bool = True,
     use_magma=None,
 ):
-    """``[w, vl, vr]`` of a real square matrix or stack (JAX's order; ``vl``/``vr`` dropped
-    unless requested): complex eigenvalues in LAPACK's order, left and right eigenvectors as
-    columns of norm 1. Only the eigenvalues are differentiable (as in JAX)."""
+    """``[w, vl, vr]`` of a real or complex square matrix or stack (JAX's order; ``vl``/``vr``
+    dropped unless requested): complex eigenvalues in LAPACK's order, left and right
+    eigenvectors as columns of norm 1. Only the eigenvalues are differentiable (as in JAX)."""
     del use_magma
     util.check_arraylike("eig", x)
     (a,) = util.promote_dtypes_inexact(util.asarray(x))
@@ -114,26 +114,27 @@ def eigh(
     sort_eigenvalues: bool = True,
     subset_by_index=None,
 ):
-    """``(eigenvectors, eigenvalues)`` of a real symmetric matrix or stack, eigenvalues
-    ascending; without ``symmetrize_input`` only the ``lower`` (or upper) triangle is read."""
+    """``(eigenvectors, eigenvalues)`` of a real symmetric or complex Hermitian matrix or
+    stack, eigenvalues ascending (real); with ``symmetrize_input`` the matrix used is
+    ``(x + xᴴ) / 2``, else only the ``lower`` (or upper) triangle is read."""
     if subset_by_index is not None:
         raise ValueError(
             "eigh: subset_by_index is not supported by fungrad; slice the full result instead"
         )
-    a = _decomp._float_matrix("eigh", x, square=True)
+    a = _decomp._float_matrix("eigh", x, square=True, complex_ok=True)
     if symmetrize_input:
-        a = lax.mul(lax.add(a, _decomp._t(a)), lax.full_like(a, 0.5))
+        a = _decomp._hermitian_part(a)
     v, w = eigh_p.bind(a, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues))
     return v, w
 
 
 def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None):
-    """``(q, r)`` of a real matrix or stack (LAPACK's Householder QR; complete unless
+    """``(q, r)`` of a real or complex matrix or stack (LAPACK's Householder QR; complete unless
     ``full_matrices=False``)."""
     del use_magma
     if pivoting:
         raise ValueError("qr: pivoting=True (column-pivoted QR) is not supported by fungrad")
-    a = _decomp._float_matrix("qr", x, square=False)
+    a = _decomp._float_matrix("qr", x, square=False, complex_ok=True)
     q, r = qr_p.bind(a, full_matrices=bool(full_matrices))
     return q, r
 
@@ -151,15 +152,15 @@ def geqrf(a):
 def svd(
     x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None, algorithm=None
 ):
-    """``(u, s, vh)`` of a real matrix or stack (singular values descending), or ``s`` alone
-    when ``compute_uv=False``. ``algorithm`` is accepted and ignored (LAPACK's divide and
-    conquer runs)."""
+    """``(u, s, vh)`` of a real or complex matrix or stack (singular values descending, real),
+    or ``s`` alone when ``compute_uv=False``. ``algorithm`` is accepted and ignored
+    (LAPACK's divide and conquer runs)."""
     del algorithm
     if subset_by_index is not None:
         raise ValueError(
             "svd: subset_by_index is not supported by fungrad; slice the full result instead"
         )
-    a = _decomp._float_matrix("svd", x, square=False)
+    a = _decomp._float_matrix("svd", x, square=False, complex_ok=True)
     outs = svd_p.bind(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
     if not compute_uv:
         return outs[0]

@@ -39,12 +39,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from fungrad import core
+from fungrad import core, dtypes
 from fungrad.core import ShapedArray
 from fungrad.impls import ignore_fp_errors
 from fungrad.lax import linalg_loops
 from fungrad.lax.linalg_loops import _diagonal, _eye
-from fungrad.lax.linalg_primitives import _FLOATS, _matmul, _mT, triangular_solve_p
+from fungrad.lax.linalg_primitives import _matmul, _mT, triangular_solve_p
 from fungrad.lax.utils import standard_primitive
 from fungrad.lowering import kernel
 from fungrad.transforms.jvp import Zero, jvp_rules, no_jvp, tangent_aval
@@ -53,11 +53,18 @@ from fungrad.transforms.vmap import batch_rules, bdim_at_front
 __all__ = ["eigh_p", "geqrf_p", "qr_p", "svd_p"]
 
 
-def _check_float(name: str, x: ShapedArray) -> None:
-    if x.dtype not in _FLOATS:
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_COMPLEXES = (np.dtype(np.complex64), np.dtype(np.complex128))
+
+
+def _check_float(name: str, x: ShapedArray, complex_ok: bool = True) -> None:
+    ok = _FLOATS + _COMPLEXES if complex_ok else _FLOATS
+    if x.dtype not in ok:
+        accepted = (
+            "float32, float64, complex64 and complex128" if complex_ok else "float32 and float64"
+        )
         raise TypeError(
-            f"{name}: operand has dtype {x.dtype}; only float32 and float64 are supported "
-            "(cast it first)"
+            f"{name}: operand has dtype {x.dtype}; only {accepted} are supported (cast it first)"
         )
     if x.ndim < 2:
         raise ValueError(
@@ -69,22 +76,24 @@ def _batch_size(shape) -> int:
     return int(np.prod(shape[:-2], dtype=np.int64))
 
 
-def _per_matrix(fn, a, outs_like):
+def _per_matrix(fn, a, outs_like, dtypes_like=None):
     """``fn`` applied to each matrix of the stack ``a``; NaN results for a matrix on which
-    numpy raises LinAlgError (no convergence), as JAX's."""
+    numpy raises LinAlgError (no convergence), as JAX's. ``dtypes_like``: the results' dtypes
+    (default ``a``'s)."""
     a = np.asarray(a)
     try:
         return list(fn(a))
     except np.linalg.LinAlgError:
         pass
-    outs = [np.empty(s, a.dtype) for s in outs_like]
+    dts = dtypes_like or [a.dtype] * len(outs_like)
+    outs = [np.empty(s, d) for s, d in zip(outs_like, dts)]
     flat = a.reshape((-1,) + a.shape[-2:])
     views = [o.reshape((flat.shape[0],) + o.shape[a.ndim - 2 :]) for o in outs]
     for i, m in enumerate(flat):
         try:
             res = fn(m)
         except np.linalg.LinAlgError:
-            res = [np.full(v.shape[1:], np.nan, a.dtype) for v in views]
+            res = [np.full(v.shape[1:], np.nan, v.dtype) for v in views]
         for v, r in zip(views, res):
             v[i] = r
     return outs
@@ -113,6 +122,31 @@ def _tril_strict(x):
         lax.broadcasted_iota(np.int32, shape, nd - 2), lax.broadcasted_iota(np.int32, shape, nd - 1)
     )
     return lax.select_n(below, lax.full_like(x, 0), x)
+
+
+def _is_complex(x) -> bool:
+    return core.get_aval(x).dtype.kind == "c"
+
+
+def _mH(x):
+    """The conjugate transpose of the matrices of ``x`` (the transpose for a real ``x``)."""
+    from fungrad import lax
+
+    return lax.conj(_mT(x)) if _is_complex(x) else _mT(x)
+
+
+def _like(x, ref):
+    """Real ``x`` as ``ref``'s dtype (complex when ``ref`` is); ``x`` itself otherwise."""
+    from fungrad import lax
+
+    dt = core.get_aval(ref).dtype
+    return x if core.get_aval(x).dtype == dt else lax.convert_element_type(x, dt)
+
+
+def _real(x):
+    from fungrad import lax
+
+    return lax.real(x) if _is_complex(x) else x
 
 
 def _zeros_out(prim, x, **params):
@@ -179,9 +213,12 @@ def _thin_qr_jvp(q, r, dx):
         conjugate_a=False,
         unit_diagonal=False,
     )
-    c = _matmul(_mT(q), dx_rinv)
+    c = _matmul(_mH(q), dx_rinv)
     low = _tril_strict(c)
-    omega = lax.sub(low, _mT(low))  # Qᵀ dQ: skew-symmetric
+    omega = lax.sub(low, _mH(low))  # Qᴴ dQ: skew-Hermitian
+    if _is_complex(c):  # dR R⁻¹ has a real diagonal: Ω takes C's imaginary diagonal (JAX's)
+        eye = _eye(core.get_aval(c).shape, core.get_aval(c).dtype)
+        omega = lax.add(omega, lax.mul(eye, lax.sub(c, _like(lax.real(c), c))))
     c_minus = lax.sub(c, omega)  # dR R⁻¹: upper triangular
     return lax.sub(dx_rinv, _matmul(q, c_minus)), _matmul(c_minus, r)
 
@@ -194,10 +231,10 @@ def _qr_jvp(primals, tangents, *, full_matrices):
         return _zeros_out(qr_p, x, full_matrices=full_matrices)
     q, r = qr_p.bind(x, full_matrices=full_matrices)
     m, n = core.get_aval(x).shape[-2:]
-    if m < n:  # x = [x1 x2], x1 square: x1 = q r1 and r2 = qᵀ x2
+    if m < n:  # x = [x1 x2], x1 square: x1 = q r1 and r2 = qᴴ x2
         dq, dr1 = _thin_qr_jvp(q, _slice(r, 0, m, -1), _slice(dx, 0, m, -1))
         x2, dx2 = _slice(x, m, n, -1), _slice(dx, m, n, -1)
-        dr2 = lax.add(_matmul(_mT(dq), x2), _matmul(_mT(q), dx2))
+        dr2 = lax.add(_matmul(_mH(dq), x2), _matmul(_mH(q), dx2))
         return [q, r], [dq, _concat([dr1, dr2], -1)]
     if not full_matrices or m == n:
         dq, dr = _thin_qr_jvp(q, r, dx)
@@ -218,9 +255,10 @@ def _pad_rows(dr, m):
 def _completion_tangent(q_mn, dq_mn):
     """The tangent of the last m - n columns of the full Householder Q of a tall matrix, given
     its first n columns ``q_mn`` and their tangent: those columns are
-    ``[0; I] - ([I; 0] - Q_mn) Zᵀ`` with ``Z = Q_pn M⁻¹``, ``M = Q_nn - I`` (``Q_nn`` the
+    ``[0; I] - ([I; 0] - Q_mn) Zᴴ`` with ``Z = Q_pn M⁻¹``, ``M = Q_nn - I`` (``Q_nn`` the
     top n rows of Q_mn, ``Q_pn`` the rest), so their tangent is
-    ``dQ_mn Zᵀ - ([I; 0] - Q_mn) dZᵀ`` with ``dZᵀ = M⁻ᵀ (dQ_pn - Z dQ_nn)ᵀ``."""
+    ``dQ_mn Zᴴ - ([I; 0] - Q_mn) dZᴴ`` with ``dZᴴ = M⁻ᴴ (dQ_pn - Z dQ_nn)ᴴ`` (ᴴ is the
+    transpose for real matrices)."""
     from fungrad import lax
     from fungrad.lax.linalg_lu import lu_p, lu_solve
 
@@ -233,9 +271,9 @@ def _completion_tangent(q_mn, dq_mn):
     dtype = core.get_aval(q_mn).dtype
     q_nn, q_pn = _slice(q_mn, 0, n, -2), _slice(q_mn, n, m, -2)
     dq_nn, dq_pn = _slice(dq_mn, 0, n, -2), _slice(dq_mn, n, m, -2)
-    mt = _mT(lax.sub(q_nn, _eye(shape[:-2] + (n, n), dtype)))  # Mᵀ
-    zt = solve(mt, _mT(q_pn))
-    dzt = solve(mt, _mT(lax.sub(dq_pn, _matmul(_mT(zt), dq_nn))))
+    mt = _mH(lax.sub(q_nn, _eye(shape[:-2] + (n, n), dtype)))  # Mᴴ
+    zt = solve(mt, _mH(q_pn))
+    dzt = solve(mt, _mH(lax.sub(dq_pn, _matmul(_mH(zt), dq_nn))))
     top = lax.sub(_eye(shape, dtype), q_mn)  # [I; 0] - Q_mn
     return lax.sub(_matmul(dq_mn, zt), _matmul(top, dzt))
 
@@ -272,18 +310,19 @@ def _eigh_abstract_eval(a, *, lower, sort_eigenvalues):
             f"eigh: operand must be a square matrix or a stack of them, [..., n, n], got shape "
             f"{a.shape}"
         )
-    return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-1], a.dtype)]
+    return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-1], dtypes.real_dtype(a.dtype))]
 
 
 @ignore_fp_errors
 def _eigh_impl(a, *, lower, sort_eigenvalues):
     a = np.asarray(a)
+    rdt = dtypes.real_dtype(a.dtype)
 
     def fn(x):
         w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
-        return v.astype(a.dtype, copy=False), w.astype(a.dtype, copy=False)
+        return v.astype(a.dtype, copy=False), w.astype(rdt, copy=False)
 
-    return _per_matrix(fn, a, (a.shape, a.shape[:-1]))
+    return _per_matrix(fn, a, (a.shape, a.shape[:-1]), (a.dtype, rdt))
 
 
 eigh_p = standard_primitive("eigh", _eigh_impl, _eigh_abstract_eval, multiple_results=True)
@@ -297,16 +336,34 @@ def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues):
     if type(da) is Zero:
         return _zeros_out(eigh_p, a, **params)
     v, w = eigh_p.bind(a, **params)
-    da = linalg_loops._triangle_symmetric(da, lower)  # the tangent of the matrix read
-    vt_da_v = _matmul(_matmul(_mT(v), da), v)
+    if _is_complex(a):
+        da = _triangle_hermitian(da, lower)
+    else:
+        da = linalg_loops._triangle_symmetric(da, lower)  # the tangent of the matrix read
+    vt_da_v = _matmul(_matmul(_mH(v), da), v)
     shape = core.get_aval(v).shape
     nd = len(shape)
     batch = tuple(range(nd - 2))
     w_j = lax.broadcast_in_dim(w, shape, batch + (nd - 1,))
     w_i = lax.broadcast_in_dim(w, shape, batch + (nd - 2,))
-    eye = _eye(shape, core.get_aval(v).dtype)
+    eye = _eye(shape, core.get_aval(w).dtype)
     f = lax.sub(lax.div(lax.full_like(eye, 1), lax.add(eye, lax.sub(w_j, w_i))), eye)
-    return [v, w], [_matmul(v, lax.mul(f, vt_da_v)), _diagonal(vt_da_v)]
+    return [v, w], [_matmul(v, lax.mul(_like(f, v), vt_da_v)), _real(_diagonal(vt_da_v))]
+
+
+def _triangle_hermitian(a, lower: bool):
+    """The Hermitian matrix whose ``lower`` (or upper) triangle is ``a``'s, its diagonal the
+    real part of ``a``'s (LAPACK's ``heevd`` reads no imaginary diagonal)."""
+    from fungrad import lax
+
+    shape = core.get_aval(a).shape
+    nd = len(shape)
+    rows = lax.broadcasted_iota(np.int32, shape, nd - 2)
+    cols = lax.broadcasted_iota(np.int32, shape, nd - 1)
+    keep = lax.gt(rows, cols) if lower else lax.lt(rows, cols)
+    tri = lax.select_n(keep, lax.full_like(a, 0), a)  # strict triangle
+    diag = lax.select_n(lax.eq(rows, cols), lax.full_like(a, 0), _like(lax.real(a), a))
+    return lax.add(lax.add(tri, _mH(tri)), diag)
 
 
 jvp_rules[eigh_p] = _eigh_jvp
@@ -344,15 +401,17 @@ def _svd_shapes(shape, full_matrices):
 def _svd_abstract_eval(a, *, full_matrices, compute_uv):
     _check_float("svd", a)
     shapes = _svd_shapes(a.shape, full_matrices)
-    return [ShapedArray(s, a.dtype) for s in (shapes if compute_uv else shapes[:1])]
+    out = [ShapedArray(shapes[0], dtypes.real_dtype(a.dtype))]
+    return out + ([ShapedArray(s, a.dtype) for s in shapes[1:]] if compute_uv else [])
 
 
 @ignore_fp_errors
 def _svd_impl(a, *, full_matrices, compute_uv):
     a = np.asarray(a)
+    rdt = dtypes.real_dtype(a.dtype)
     shapes = _svd_shapes(a.shape, full_matrices)
     if 0 in a.shape:
-        s = np.zeros(shapes[0], a.dtype)
+        s = np.zeros(shapes[0], rdt)
         if not compute_uv:
             return [s]
         u = np.broadcast_to(np.eye(*shapes[1][-2:], dtype=a.dtype), shapes[1]).copy()
@@ -361,11 +420,12 @@ def _svd_impl(a, *, full_matrices, compute_uv):
 
     def fn(x):
         if not compute_uv:
-            return (np.linalg.svd(x, compute_uv=False).astype(a.dtype, copy=False),)
+            return (np.linalg.svd(x, compute_uv=False).astype(rdt, copy=False),)
         u, s, vt = np.linalg.svd(x, full_matrices=full_matrices)
-        return tuple(t.astype(a.dtype, copy=False) for t in (s, u, vt))
+        return s.astype(rdt, copy=False), u.astype(a.dtype), vt.astype(a.dtype, copy=False)
 
-    return _per_matrix(fn, a, shapes if compute_uv else shapes[:1])
+    dts = (rdt, a.dtype, a.dtype)
+    return _per_matrix(fn, a, shapes if compute_uv else shapes[:1], dts[: 3 if compute_uv else 1])
 
 
 svd_p = standard_primitive("svd", _svd_impl, _svd_abstract_eval, multiple_results=True)
@@ -385,9 +445,9 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
             f"(shape {core.get_aval(a).shape}; nor in JAX); use full_matrices=False"
         )
     s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
-    v = _mT(vt)
-    ds_mat = _matmul(_matmul(_mT(u), da), v)  # dS = Uᵀ dA V
-    ds = _diagonal(ds_mat)
+    v = _mH(vt)
+    ds_mat = _matmul(_matmul(_mH(u), da), v)  # dS = Uᴴ dA V
+    ds = _real(_diagonal(ds_mat))
     if not compute_uv:
         return [s], [ds]
     shape = core.get_aval(ds_mat).shape
@@ -397,32 +457,34 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     s_i = lax.broadcast_in_dim(s, shape, batch + (nd - 2,))  # s as a column
     eye = _eye(shape, core.get_aval(s).dtype)
     diff = lax.mul(lax.add(s_j, s_i), lax.sub(s_j, s_i))  # s_j² - s_i²
-    f = lax.sub(lax.div(lax.full_like(diff, 1), lax.add(diff, eye)), eye)
-    ds_s = lax.mul(ds_mat, s_j)  # dS diag(s)
-    s_ds = lax.mul(s_i, ds_mat)  # diag(s) dS
+    f = _like(lax.sub(lax.div(lax.full_like(diff, 1), lax.add(diff, eye)), eye), ds_mat)
+    ds_s = lax.mul(ds_mat, _like(s_j, ds_mat))  # dS diag(s)
+    s_ds = lax.mul(_like(s_i, ds_mat), ds_mat)  # diag(s) dS
     zero_s = lax.eq(s, lax.full_like(s, 0))
     s_inv = lax.select_n(
         zero_s,
         lax.div(lax.full_like(s, 1), lax.select_n(zero_s, s, lax.full_like(s, 1))),
         lax.full_like(s, 0),
     )
+    # the diagonal of Uᴴ dU: zero for real matrices, i Im(dS_ii) / s_i for complex ones (JAX's)
     skew = lax.mul(
-        lax.mul(lax.sub(ds_mat, _mT(ds_mat)), lax.full_like(ds_mat, 0.5)),
-        lax.mul(eye, lax.broadcast_in_dim(s_inv, shape, batch + (nd - 1,))),
+        lax.mul(lax.sub(ds_mat, _mH(ds_mat)), lax.full_like(ds_mat, 0.5)),
+        _like(lax.mul(eye, lax.broadcast_in_dim(s_inv, shape, batch + (nd - 1,))), ds_mat),
     )
-    du = _matmul(u, lax.add(lax.mul(f, lax.add(ds_s, _mT(ds_s))), skew))
-    dv = _matmul(v, lax.mul(f, lax.add(s_ds, _mT(s_ds))))
+    du = _matmul(u, lax.add(lax.mul(f, lax.add(ds_s, _mH(ds_s))), skew))
+    dv = _matmul(v, lax.mul(f, lax.add(s_ds, _mH(s_ds))))
 
     def over_s(x):
-        return lax.div(x, lax.broadcast_in_dim(s, core.get_aval(x).shape, batch + (nd - 1,)))
+        s_b = lax.broadcast_in_dim(s, core.get_aval(x).shape, batch + (nd - 1,))
+        return lax.div(x, _like(s_b, x))
 
     if m > n:  # the part of dA V outside span(U)
         dav = _matmul(da, v)
-        du = lax.add(du, over_s(lax.sub(dav, _matmul(u, _matmul(_mT(u), dav)))))
+        du = lax.add(du, over_s(lax.sub(dav, _matmul(u, _matmul(_mH(u), dav)))))
     if n > m:
-        dau = _matmul(_mT(da), u)
+        dau = _matmul(_mH(da), u)
         dv = lax.add(dv, over_s(lax.sub(dau, _matmul(v, _matmul(vt, dau)))))
-    return [s, u, vt], [ds, du, _mT(dv)]
+    return [s, u, vt], [ds, du, _mH(dv)]
 
 
 jvp_rules[svd_p] = _svd_jvp
@@ -455,7 +517,7 @@ kernel.register_lowering(svd_p, _svd_lowering)
 
 
 def _geqrf_abstract_eval(a):
-    _check_float("geqrf", a)
+    _check_float("geqrf", a, complex_ok=False)
     return [
         ShapedArray(a.shape, a.dtype),
         ShapedArray(a.shape[:-2] + (min(a.shape[-2:]),), a.dtype),
@@ -494,3 +556,7 @@ def _geqrf_lowering(ctx, x):
 
 
 kernel.register_lowering(geqrf_p, _geqrf_lowering)
+
+
+# the complex split's rules for qr, eigh and svd (their interleaved complex forms)
+from fungrad.lax import linalg_decomp_complex  # noqa: E402,F401

@@ -1,11 +1,12 @@
 """The ``eig`` primitive (jax.lax.linalg's general eigen-decomposition) and ``geev``, its LAPACK
 form, with all their rules.
 
-* ``eig_p`` (``compute_left_eigenvectors``, ``compute_right_eigenvectors``): a real
-  [..., n, n] ``a`` -> ``[w]`` + ``[vl]`` + ``[vr]`` (JAX's order), complex (complex64 for
-  float32): eigenvalues in LAPACK's order (a conjugate pair adjacent, positive imaginary part
-  first), right eigenvectors ``a vr = vr diag(w)`` and left ones ``vlᴴ a = diag(w) vlᴴ`` as
-  columns of norm 1 with their largest component real. No convergence: NaN everywhere.
+* ``eig_p`` (``compute_left_eigenvectors``, ``compute_right_eigenvectors``): a real or
+  complex [..., n, n] ``a`` -> ``[w]`` + ``[vl]`` + ``[vr]`` (JAX's order), complex (complex64
+  for float32/complex64): eigenvalues in LAPACK's order (for a real matrix a conjugate pair
+  adjacent, positive imaginary part first), right eigenvectors ``a vr = vr diag(w)`` and left
+  ones ``vlᴴ a = diag(w) vlᴴ`` as columns of norm 1 with their largest component real. No
+  convergence: NaN everywhere.
 * ``geev_p`` (``compute_left``, ``compute_right``): the same in LAPACK's real form,
   ``[wr, wi]`` + ``[vl]`` + ``[vr]`` with a complex pair's vector packed in two columns
   (``v[:, j] ± i v[:, j + 1]``). It is what compiled code runs: the complex split pass rewrites
@@ -19,9 +20,11 @@ Rules:
   and ``v`` the right eigenvectors; JAX's ``diag(V⁻¹ dA V)``); derivatives of eigenvectors are a
   TypeError, as JAX has none; ``geev_p`` has no derivative rule;
 * batching: the vmapped dimension moves to the front;
-* lowering: ``eig_p`` has complex results, so the complex split removes it (its split rule);
-  ``geev_p`` becomes one ``steps.GeevStep`` on the CPU (LAPACK); the GPU has no eig (a
-  LoweringError saying to jit with backend="cpu").
+* lowering: ``eig_p`` has complex results, so the complex split removes it (its split rule:
+  ``geev_p`` for a real matrix, LAPACK's complex ``geev`` through
+  :mod:`fungrad.lax.linalg_decomp_complex` for a complex one); ``geev_p`` becomes one
+  ``steps.GeevStep`` on the CPU (LAPACK); the GPU has no eig (a LoweringError saying to jit
+  with backend="cpu").
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import numpy as np
 from fungrad import core, dtypes
 from fungrad.core import ShapedArray
 from fungrad.impls import ignore_fp_errors
-from fungrad.lax.linalg_primitives import _FLOATS, _matmul
+from fungrad.lax.linalg_primitives import _matmul
 from fungrad.lax.utils import standard_primitive
 from fungrad.lowering import kernel
 from fungrad.lowering.complex_split import Pair, register_split_rule
@@ -41,12 +44,17 @@ from fungrad.transforms.vmap import batch_rules, bdim_at_front
 __all__ = ["eig_p", "geev_p"]
 
 
-def _check(name: str, a: ShapedArray) -> None:
-    if a.dtype not in _FLOATS:
-        what = "complex matrices are not supported by fungrad's eig" if a.dtype.kind == "c" else ""
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_COMPLEXES = (np.dtype(np.complex64), np.dtype(np.complex128))
+
+
+def _check(name: str, a: ShapedArray, complex_ok: bool = False) -> None:
+    if a.dtype not in (_FLOATS + _COMPLEXES if complex_ok else _FLOATS):
+        accepted = (
+            "float32, float64, complex64 and complex128" if complex_ok else "float32 and float64"
+        )
         raise TypeError(
-            f"{name}: operand has dtype {a.dtype}; only float32 and float64 are supported"
-            + (f" ({what})" if what else " (cast it first)")
+            f"{name}: operand has dtype {a.dtype}; only {accepted} are supported (cast it first)"
         )
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(
@@ -161,7 +169,7 @@ kernel.register_lowering(geev_p, _geev_lowering)
 
 
 def _eig_abstract_eval(a, *, compute_left_eigenvectors, compute_right_eigenvectors):
-    _check("eig", a)
+    _check("eig", a, complex_ok=True)
     cdt = dtypes.complex_dtype(a.dtype)
     n_vec = int(compute_left_eigenvectors) + int(compute_right_eigenvectors)
     return [ShapedArray(a.shape[:-1], cdt)] + [ShapedArray(a.shape, cdt)] * n_vec
@@ -182,11 +190,35 @@ def _unpack_numpy(v, wi):
 def _eig_impl(a, *, compute_left_eigenvectors, compute_right_eigenvectors):
     a = np.asarray(a)
     cdt = dtypes.complex_dtype(a.dtype)
+    if a.dtype.kind == "c":
+        return _eig_complex(a, compute_left_eigenvectors, compute_right_eigenvectors)
     outs = _geev_impl(
         a, compute_left=compute_left_eigenvectors, compute_right=compute_right_eigenvectors
     )
     wr, wi, vecs = outs[0], outs[1], outs[2:]
     return [(wr + 1j * wi).astype(cdt)] + [_unpack_numpy(v, wi).astype(cdt) for v in vecs]
+
+
+def _eig_complex(a, left: bool, right: bool):
+    """``eig_p``'s results for a complex stack: numpy's ``eig`` (LAPACK's complex geev), the
+    left vectors from the inverse of the right ones, both normalized as LAPACK's; NaN for a
+    matrix where it fails to converge."""
+    n = a.shape[-1]
+    w_all = np.empty(a.shape[:-1], a.dtype)
+    vecs = [np.empty(a.shape, a.dtype) for _ in range(int(left) + int(right))]
+    flat = a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)), n, n))
+    views = [o.reshape((flat.shape[0],) + o.shape[a.ndim - 2 :]) for o in [w_all, *vecs]]
+    for i, x in enumerate(flat if n else ()):
+        try:
+            w, v = np.linalg.eig(x)
+            v = _normalized(v)
+            res = [w] + ([_normalized(np.linalg.inv(v).conj().T)] if left else [])
+            res += [v] if right else []
+        except np.linalg.LinAlgError:
+            res = [np.nan] * len(views)
+        for view, r in zip(views, res):
+            view[i] = r
+    return [w_all, *vecs]
 
 
 eig_p = standard_primitive("eig", _eig_impl, _eig_abstract_eval, multiple_results=True)
@@ -211,7 +243,7 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
         )
     w, vl, vr = eig_p.bind(a, compute_left_eigenvectors=True, compute_right_eigenvectors=True)
     nd = core.get_aval(a).ndim
-    dac = lax.complex(da, lax.full_like(da, 0))
+    dac = da if core.get_aval(da).dtype.kind == "c" else lax.complex(da, lax.full_like(da, 0))
     ul = lax.conj(vl)
     num = lax.reduce_sum(lax.mul(ul, _matmul(dac, vr)), (nd - 2,))  # u_jᴴ dA v_j
     den = lax.reduce_sum(lax.mul(ul, vr), (nd - 2,))  # u_jᴴ v_j
@@ -242,6 +274,14 @@ def _unpack(v, wi):
 
 
 def _eig_split_rule(a, *, compute_left_eigenvectors, compute_right_eigenvectors):
+    if isinstance(a, Pair):  # a complex matrix: LAPACK's complex geev
+        from fungrad.lax.linalg_decomp_complex import eig_split_complex
+
+        return eig_split_complex(
+            a,
+            compute_left_eigenvectors=compute_left_eigenvectors,
+            compute_right_eigenvectors=compute_right_eigenvectors,
+        )
     outs = geev_p.bind(
         a, compute_left=compute_left_eigenvectors, compute_right=compute_right_eigenvectors
     )

@@ -50,10 +50,11 @@ class QRResult(NamedTuple):
     R: object
 
 
-def _float_matrix(fun_name: str, a, square: bool):
+def _float_matrix(fun_name: str, a, square: bool, complex_ok: bool = False):
+    """``a`` as an inexact matrix (or stack) for ``fun_name``; complex only if ``complex_ok``."""
     util.check_arraylike(fun_name, a)
     (a,) = util.promote_dtypes_inexact(util.asarray(a, fun_name=fun_name))
-    if np.issubdtype(a.dtype, np.complexfloating):
+    if not complex_ok and np.issubdtype(a.dtype, np.complexfloating):
         raise TypeError(
             f"{fun_name}: complex matrices are not supported by fungrad (got "
             f"{a.dtype}); pass a real matrix"
@@ -70,6 +71,21 @@ def _float_matrix(fun_name: str, a, square: bool):
 
 def _t(x):
     return lax.transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
+
+
+def _h(x):
+    """The conjugate transpose of the matrices of ``x`` (the transpose when real)."""
+    return lax.conj(_t(x)) if np.issubdtype(x.dtype, np.complexfloating) else _t(x)
+
+
+def _as_dtype(x, dtype):
+    """``x`` converted to ``dtype`` (itself when it has it already)."""
+    return x if x.dtype == dtype else lax.convert_element_type(x, dtype)
+
+
+def _hermitian_part(a):
+    """``(a + aᴴ) / 2``."""
+    return lax.mul(lax.add(a, _h(a)), lax.full_like(a, 0.5))
 
 
 def _iota(shape, dim):
@@ -89,21 +105,23 @@ def _bcast(x, shape, dims):
 
 
 def eigh(a, UPLO=None, symmetrize_input: bool = True):
-    """Eigenvalues (ascending) and eigenvectors (columns) of a real symmetric matrix or stack:
-    ``EighResult(eigenvalues, eigenvectors)``. With ``symmetrize_input`` (the default) the
-    matrix used is ``(a + a.T) / 2``; otherwise only its ``UPLO`` triangle (``"L"``, the
-    default, or ``"U"``) is read."""
+    """Eigenvalues (ascending, real) and eigenvectors (columns) of a real symmetric or complex
+    Hermitian matrix or stack: ``EighResult(eigenvalues, eigenvectors)``. With
+    ``symmetrize_input`` (the default) the matrix used is ``(a + aᴴ) / 2``; otherwise only its
+    ``UPLO`` triangle (``"L"``, the default, or ``"U"``) is read (and the real part of its
+    diagonal). Complex eigenvectors are unique only up to a phase per column."""
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
-    a = _float_matrix("eigh", a, square=True)
+    a = _float_matrix("eigh", a, square=True, complex_ok=True)
     if symmetrize_input:
-        a = lax.mul(lax.add(a, _t(a)), lax.full_like(a, 0.5))
+        a = _hermitian_part(a)
     v, w = eigh_p.bind(a, lower=UPLO != "U", sort_eigenvalues=True)
     return EighResult(w, v)
 
 
 def eigvalsh(a, UPLO="L", *, symmetrize_input: bool = True):
-    """The eigenvalues (ascending) of a real symmetric matrix or stack (see :func:`eigh`)."""
+    """The eigenvalues (ascending, real) of a symmetric or Hermitian matrix or stack (see
+    :func:`eigh`)."""
     return eigh(a, UPLO, symmetrize_input).eigenvalues
 
 
@@ -116,19 +134,21 @@ class EigResult(NamedTuple):
 
 
 def eig(a):
-    """Eigenvalues and right eigenvectors (columns of norm 1) of a real square matrix or
-    stack: ``EigResult(eigenvalues, eigenvectors)``, complex (complex64 for float32), in
-    LAPACK's order (a conjugate pair adjacent). Not differentiable in the eigenvectors (as in
-    JAX); :func:`eigvals` is. Under jit it runs on the CPU only (LAPACK ``geev``)."""
-    a = _float_matrix("eig", a, square=True)
+    """Eigenvalues and right eigenvectors (columns of norm 1, largest component real) of a
+    real or complex square matrix or stack: ``EigResult(eigenvalues, eigenvectors)``, complex
+    (complex64 for float32), in LAPACK's order (for real input a conjugate pair adjacent).
+    Not differentiable in the eigenvectors (as in JAX); :func:`eigvals` is. Under jit it runs
+    on the CPU only (LAPACK ``geev``)."""
+    a = _float_matrix("eig", a, square=True, complex_ok=True)
     w, v = eig_p.bind(a, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
     return EigResult(w, v)
 
 
 def eigvals(a):
-    """The (complex) eigenvalues of a real square matrix or stack (see :func:`eig`);
-    differentiable: ``dw_j = u_jᴴ dA v_j / u_jᴴ v_j`` with the left and right eigenvectors."""
-    a = _float_matrix("eigvals", a, square=True)
+    """The (complex) eigenvalues of a real or complex square matrix or stack (see
+    :func:`eig`); differentiable: ``dw_j = u_jᴴ dA v_j / u_jᴴ v_j`` with the left and right
+    eigenvectors."""
+    a = _float_matrix("eigvals", a, square=True, complex_ok=True)
     (w,) = eig_p.bind(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)
     return w
 
@@ -137,7 +157,8 @@ def eigvals(a):
 
 
 def qr(a, mode: str = "reduced"):
-    """QR decomposition of a real matrix or stack (LAPACK's Householder QR and signs).
+    """QR decomposition of a real or complex matrix or stack (LAPACK's Householder QR and
+    signs; ``mode="raw"`` real only).
 
     ``mode="reduced"`` (default): ``Q`` [..., m, K], ``R`` [..., K, n] with K = min(m, n);
     ``"complete"``: ``Q`` [..., m, m], ``R`` [..., m, n]; ``"r"``: ``R`` only (reduced);
@@ -145,7 +166,12 @@ def qr(a, mode: str = "reduced"):
     factors transposed and ``tau`` [..., K] the reflectors' scales (not differentiable)."""
     if mode not in ("reduced", "complete", "r", "raw"):
         raise ValueError(f"qr: mode must be 'reduced', 'complete', 'r' or 'raw', got {mode!r}")
-    a = _float_matrix("qr", a, square=False)
+    a = _float_matrix("qr", a, square=False, complex_ok=True)
+    if mode == "raw" and np.issubdtype(a.dtype, np.complexfloating):
+        raise TypeError(
+            f"qr: mode='raw' of a complex matrix ({a.dtype}) is not supported by fungrad; use "
+            "mode='reduced' or 'complete'"
+        )
     if mode == "raw":
         packed, taus = geqrf_p.bind(a)
         return QRResult(_t(packed), taus)
@@ -163,7 +189,7 @@ class SVDResult(NamedTuple):
 
 
 def _svd_reduced(a):
-    """``(u, s, vt)`` of the reduced SVD of the float stack ``a``."""
+    """``(u, s, vt)`` of the reduced SVD of the inexact stack ``a``."""
     s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
     return u, s, vt
 
@@ -175,18 +201,19 @@ def svd(
     hermitian: bool = False,
     subset_by_index=None,
 ):
-    """Singular value decomposition ``a = U @ diag(S) @ Vh`` of a real matrix or stack:
-    ``SVDResult(U, S, Vh)`` with ``S`` descending, or ``S`` alone when ``compute_uv=False``.
-    ``full_matrices=True`` (the default) gives square ``U`` and ``Vh``. With ``hermitian``
-    the (square, symmetric) matrix is decomposed through :func:`eigh`, as JAX: ``S = |w|``
-    sorted descending, ``U`` the matching eigenvectors, ``Vh = (U sign(w))ᵀ``. Singular
-    vectors are unique only up to sign (and within repeated singular values)."""
+    """Singular value decomposition ``a = U @ diag(S) @ Vh`` of a real or complex matrix or
+    stack: ``SVDResult(U, S, Vh)`` with ``S`` descending (real), or ``S`` alone when
+    ``compute_uv=False``. ``full_matrices=True`` (the default) gives square ``U`` and ``Vh``.
+    With ``hermitian`` the (square, Hermitian) matrix is decomposed through :func:`eigh`, as
+    JAX: ``S = |w|`` sorted descending, ``U`` the matching eigenvectors,
+    ``Vh = (U sign(w))ᴴ``. Singular vectors are unique only up to sign (a phase when complex;
+    and within repeated singular values)."""
     if subset_by_index is not None:
         raise ValueError(
             "svd: subset_by_index is not supported by fungrad; slice the result "
             "of the full decomposition instead"
         )
-    a = _float_matrix("svd", a, square=bool(hermitian))
+    a = _float_matrix("svd", a, square=bool(hermitian), complex_ok=True)
     if hermitian:
         return _svd_hermitian(a, bool(compute_uv))
     outs = svd_p.bind(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
@@ -199,8 +226,7 @@ def svd(
 def _svd_hermitian(a, compute_uv: bool):
     from fungrad.numpy.indexing import take_along_axis
 
-    sym = lax.mul(lax.add(a, _t(a)), lax.full_like(a, 0.5))
-    v, w = eigh_p.bind(sym, lower=True, sort_eigenvalues=True)
+    v, w = eigh_p.bind(_hermitian_part(a), lower=True, sort_eigenvalues=True)
     last = w.ndim - 1
     idx = lax.broadcasted_iota(np.int32, w.shape, last)
     # ascending |w|, then reversed (JAX's order among ties)
@@ -209,9 +235,8 @@ def _svd_hermitian(a, compute_uv: bool):
     if not compute_uv:
         return s
     u = take_along_axis(v, lax.expand_dims(idx, (last,)), axis=-1)
-    return SVDResult(
-        u, s, _t(lax.mul(u, lax.broadcast_in_dim(sign, u.shape, tuple(range(last)) + (last + 1,))))
-    )
+    sign = lax.broadcast_in_dim(sign, u.shape, tuple(range(last)) + (last + 1,))
+    return SVDResult(u, s, _h(lax.mul(u, _as_dtype(sign, u.dtype))))
 
 
 def svdvals(x, /):
@@ -257,24 +282,24 @@ def _pinv_value(a, rtol, hermitian):
         lax.full_like(sv, 0),
         lax.div(lax.full_like(sv, 1), lax.select_n(keep, lax.full_like(sv, 1), sv)),
     )
-    scaled = lax.mul(_t(vt), _bcast(s_inv, _t(vt).shape, tuple(range(sv.ndim - 1)) + (sv.ndim,)))
-    return linear.matmul(scaled, _t(u))
+    s_inv = _as_dtype(s_inv, vt.dtype)
+    scaled = lax.mul(_h(vt), _bcast(s_inv, _t(vt).shape, tuple(range(sv.ndim - 1)) + (sv.ndim,)))
+    return linear.matmul(scaled, _h(u))
 
 
 def _pinv_jvp(rtol, hermitian, primals, tangents):
     """Golub & Pereyra's derivative of the pseudo-inverse ``P`` of ``A``:
-    ``dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P``."""
+    ``dP = -P dA P + P Pᴴ dAᴴ (I - A P) + (I - P A) dAᴴ Pᴴ P``."""
     (a,), (da,) = primals, tangents
-    if hermitian:  # the value reads the symmetrized matrix
-        a = lax.mul(lax.add(a, _t(a)), lax.full_like(a, 0.5))
-        da = lax.mul(lax.add(da, _t(da)), lax.full_like(da, 0.5))
+    if hermitian:  # the value reads the Hermitian part
+        a, da = _hermitian_part(a), _hermitian_part(da)
     pa = _pinv_core(a, rtol, hermitian)
     mm = linear.matmul
     eye_m = _eye_like(lax.full(a.shape[:-1] + (a.shape[-2],), 0, a.dtype))
     eye_n = _eye_like(lax.full(a.shape[:-2] + (a.shape[-1], a.shape[-1]), 0, a.dtype))
     d = lax.neg(mm(mm(pa, da), pa))
-    d = lax.add(d, mm(mm(mm(pa, _t(pa)), _t(da)), lax.sub(eye_m, mm(a, pa))))
-    d = lax.add(d, mm(mm(lax.sub(eye_n, mm(pa, a)), _t(da)), mm(_t(pa), pa)))
+    d = lax.add(d, mm(mm(mm(pa, _h(pa)), _h(da)), lax.sub(eye_m, mm(a, pa))))
+    d = lax.add(d, mm(mm(lax.sub(eye_n, mm(pa, a)), _h(da)), mm(_h(pa), pa)))
     return pa, d
 
 
@@ -300,7 +325,7 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
         if rtol is not None:
             raise TypeError("pinv: pass rtol or rcond, not both")
         rtol = rcond
-    a = _float_matrix("pinv", a, square=bool(hermitian))
+    a = _float_matrix("pinv", a, square=bool(hermitian), complex_ok=True)
     m, n = a.shape[-2:]
     if min(m, n) == 0:
         return lax.full(a.shape[:-2] + (n, m), 0, a.dtype)
@@ -319,7 +344,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     is the squared residual norm of each column of ``b`` (shape ``(k,)``, ``(1,)`` for a
     vector ``b``). With ``numpy_resid`` it is empty unless ``rank == n < m``, as in numpy
     (then ``rank`` must be concrete: not under jit)."""
-    a = _float_matrix("lstsq", a, square=False)
+    a = _float_matrix("lstsq", a, square=False, complex_ok=True)
     if a.ndim != 2:
         raise ValueError(f"lstsq: a must be 2-D, got shape {a.shape}")
     util.check_arraylike("lstsq", b)
@@ -346,10 +371,15 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
         lax.full_like(sv, 0),
         lax.div(lax.full_like(sv, 1), lax.select_n(keep, lax.full_like(sv, 1), sv)),
     )
-    utb = linear.matmul(_t(u), b2)
-    x = linear.matmul(_t(vt), lax.mul(_bcast(s_inv, utb.shape, (0,)), utb))
+    utb = linear.matmul(_h(u), b2)
+    s_inv = _as_dtype(s_inv, utb.dtype)
+    x = linear.matmul(_h(vt), lax.mul(_bcast(s_inv, utb.shape, (0,)), utb))
     r = lax.sub(b2, linear.matmul(a, x))
-    resid = lax.reduce_sum(lax.mul(r, r), (0,))
+    if np.issubdtype(r.dtype, np.complexfloating):  # |r|², real
+        r_re, r_im = lax.real(r), lax.imag(r)
+        resid = lax.reduce_sum(lax.add(lax.mul(r_re, r_re), lax.mul(r_im, r_im)), (0,))
+    else:
+        resid = lax.reduce_sum(lax.mul(r, r), (0,))
     if numpy_resid:
         concrete = rank.to_concrete_value() if isinstance(rank, core.Tracer) else rank
         if concrete is None:
@@ -370,7 +400,7 @@ def cond(x, p=None):
     -2 (its inverse); otherwise ``norm(x, p) * norm(inv(x), p)`` (square ``x``)."""
     from fungrad.numpy import linalg as np_linalg
 
-    x = _float_matrix("cond", x, square=p not in (None, 2, -2))
+    x = _float_matrix("cond", x, square=p not in (None, 2, -2), complex_ok=True)
     if p in (None, 2, -2):
         sv = svdvals(x)
         hi = lax.reduce_max(sv, (sv.ndim - 1,))

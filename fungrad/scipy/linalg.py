@@ -244,9 +244,10 @@ def eigh(
     type: int = 1,
     check_finite: bool = True,
 ):
-    """Eigenvalues (ascending) and eigenvectors ``(w, v)`` of a real symmetric matrix, only its
-    ``lower`` (or upper) triangle read; ``w`` alone with ``eigvals_only``. The generalized
-    problem (``b``) and ``eigvals`` subsets are not supported."""
+    """Eigenvalues (ascending, real) and eigenvectors ``(w, v)`` of a real symmetric or complex
+    Hermitian matrix, only its ``lower`` (or upper) triangle read; ``w`` alone with
+    ``eigvals_only``. The generalized problem (``b``) and ``eigvals`` subsets are not
+    supported."""
     del overwrite_a, overwrite_b, turbo, type, check_finite
     if b is not None:
         raise ValueError(
@@ -269,7 +270,8 @@ def svd(
     check_finite: bool = True,
     lapack_driver: str = "gesdd",
 ):
-    """``(U, s, Vh)`` of a real matrix or stack (``s`` alone without ``compute_uv``)."""
+    """``(U, s, Vh)`` of a real or complex matrix or stack (``s`` alone without
+    ``compute_uv``)."""
     del overwrite_a, check_finite, lapack_driver
     from fungrad.numpy import linalg_decomp
 
@@ -285,7 +287,7 @@ def qr(
     pivoting: bool = False,
     check_finite: bool = True,
 ):
-    """QR of a real matrix or stack, SciPy's modes: ``"full"`` ``(Q [m, m], R [m, n])``,
+    """QR of a real or complex matrix or stack, SciPy's modes: ``"full"`` ``(Q [m, m], R [m, n])``,
     ``"economic"`` (reduced), ``"r"`` the 1-tuple ``(R,)``."""
     del overwrite_a, lwork, check_finite
     if pivoting:

@@ -12,12 +12,20 @@ import functools
 import numpy as np
 import pytest
 import scipy.linalg
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import fungrad as fg
 import fungrad.numpy as fnp
 import fungrad.scipy.linalg as fsl
+from fungrad.ir import passes
 from fungrad.lax import linalg as L
 from fungrad.lax.linalg_decomp_primitives import qr_p
+from fungrad.lowering import complex_split, fusion
+from fungrad.lowering.cpu.policy import CpuPolicy
+from fungrad.lowering.fusion import LoweringError
+from fungrad.lowering.steps import EighStep, GeevStep, QRStep, SVDStep
 from fungrad.testing import check_grads
 
 _SHAPES = [(0, 0), (1, 1), (2, 2), (7, 7), (64, 64), (5, 3), (3, 5), (2, 3, 4, 4), (0, 3, 3)]
@@ -155,6 +163,51 @@ def test_nan_input():
                 assert np.isnan(o[0]).all() and not np.isnan(o[1]).any()
 
 
+@settings(max_examples=25, deadline=None)
+@given(
+    hnp.arrays(
+        np.complex64,
+        st.tuples(st.integers(1, 5), st.integers(1, 5)),
+        elements=st.complex_numbers(
+            max_magnitude=100, allow_nan=False, allow_infinity=False, width=64
+        ),
+    )
+)
+def test_identities_for_any_values(a):
+    """Q R = A, U S Vᴴ = A and the Hermitian eigen-equation for arbitrary complex64 values
+    (zeros, repeated and tiny entries included)."""
+    tol = 2e-5 * max(a.shape) * max(1.0, float(np.abs(a).max()))
+    q, r = (np.asarray(t) for t in L.qr(a, full_matrices=False))
+    np.testing.assert_allclose(q @ r, a, atol=tol)
+    u, s, vh = (np.asarray(t) for t in L.svd(a, full_matrices=False))
+    np.testing.assert_allclose((u * s.astype(a.dtype)) @ vh, a, atol=tol)
+    np.testing.assert_allclose(
+        s, np.linalg.svd(a.astype(np.complex128), compute_uv=False), atol=tol
+    )
+    h = a[: min(a.shape), : min(a.shape)]
+    h = (h + _H(h)) / 2
+    v, w = (np.asarray(t) for t in L.eigh(h))
+    np.testing.assert_allclose(h @ v, v * w.astype(a.dtype), atol=tol * 4)
+
+
+def test_jit_of_gradients_matches_eager():
+    a = _cplx((4, 3), np.complex64, 30)
+    h = _herm((3, 3), np.complex64, 31)
+
+    def f(x):
+        return fnp.sum(fnp.linalg.svd(x, compute_uv=False)) + fnp.sum(
+            fnp.abs(fnp.linalg.qr(x)[1]) ** 2
+        )
+
+    def g(x):
+        return fnp.sum(fnp.linalg.eigvalsh(x) * fnp.arange(3.0)) + fnp.sum(
+            fnp.abs(fnp.linalg.eigvals(x))
+        )
+
+    for fn, x in ((f, a), (g, h)):
+        np.testing.assert_allclose(fg.jit(fg.grad(fn))(x), fg.grad(fn)(x), atol=1e-5)
+
+
 # -- vmap ----------------------------------------------------------------------------------------
 
 
@@ -288,3 +341,25 @@ def test_errors():
         fnp.linalg.qr(np.eye(2, dtype=np.complex64), mode="raw")
     with pytest.raises(ValueError, match=r"eigh.*square"):
         fnp.linalg.eigh(np.ones((2, 3), np.complex64))
+
+
+# -- the compiled program ------------------------------------------------------------------------
+
+
+def test_cpu_program_is_one_library_step_each_and_the_gpu_refuses():
+    def f(x):
+        return L.qr(x), L.eigh(x), L.svd(x), L.eig(x)
+
+    def split(n):
+        return complex_split.split_program(fg.make_jaxpr(f)(_cplx((n, n), np.complex64)))
+
+    assert len(split(2).jaxpr.eqns) == len(split(40).jaxpr.eqns)
+    if CpuPolicy().linalg_steps:
+        prog = fusion.plan(passes.optimize(split(64)), policy=CpuPolicy())
+        for kind in (QRStep, EighStep, SVDStep, GeevStep):
+            found = [s for s in prog.steps if isinstance(s, kind)]
+            assert len(found) == 1 and found[0].complex
+    a = _cplx((3, 3), np.complex64)
+    for name, g in [("qr", L.qr), ("eigh", L.eigh), ("svd", L.svd), ("eig", L.eig)]:
+        with pytest.raises(LoweringError, match=f"{name} of a complex.*backend='cpu'"):
+            fg.jit(g, backend="gpu")(a)

@@ -412,7 +412,8 @@ class GeqrfStep:
     """LAPACK's Householder QR of each of ``batch`` row-major ``m x n`` matrices of ``a``, in
     its own representation: ``packed`` (``m x n``: R on and above the diagonal, the reflectors
     below it) and ``taus`` (``min(m, n)`` per matrix). Backends with a library run it there
-    (the CPU: LAPACK ``geqrf``)."""
+    (the CPU: LAPACK ``geqrf``). ``complex``: all three hold complex numbers as interleaved
+    (re, im) pairs of their real dtype (``cgeqrf``)."""
 
     name: str
     a: Buffer
@@ -421,6 +422,7 @@ class GeqrfStep:
     batch: int
     m: int
     n: int
+    complex: bool = False
 
     def reads(self) -> set[Buffer]:
         return {self.a}

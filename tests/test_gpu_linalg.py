@@ -20,7 +20,9 @@ from fungrad.lowering.steps import CholeskyStep, LuStep, TriangularSolveStep
 
 pytestmark = pytest.mark.usefixtures("gpu")
 
-SIZES = [(1, 1), (1, 2), (1000, 4), (64, 8), (16, 32), (1, 64), (1, 200)]
+#: one invocation per matrix up to 32, a workgroup per matrix in workgroup memory (40), in the
+#: output buffer (64, 200)
+SIZES = [(1, 1), (1, 2), (1000, 4), (64, 8), (16, 32), (2, 40), (1, 64), (1, 200)]
 
 
 def _spd(rng, batch, n):
@@ -130,7 +132,7 @@ def test_triangular_solve_every_flag(left, lower, trans, unit, m, k, seed):
 
 def test_not_positive_definite_gives_a_nan_lower_triangle_only_there():
     rng = np.random.default_rng(1)
-    for n in (5, 70):  # workgroup memory, then the output buffer
+    for n in (5, 40, 70):  # one invocation, workgroup memory, the output buffer
         a = _spd(rng, 3, n)
         a[1] = -a[1]
         a[2, n - 1, n - 1] = np.nan
@@ -160,7 +162,7 @@ def test_singular_lu_keeps_a_zero_pivot_unscaled_and_solves_give_inf_or_nan():
 
 def test_rectangular_lu():
     rng = np.random.default_rng(3)
-    for m, n in [(5, 3), (3, 5), (70, 4), (4, 70), (1, 1)]:
+    for m, n in [(5, 3), (3, 20), (70, 4), (4, 70), (40, 50), (90, 50), (1, 1)]:
         a = _general(rng, 2, m, n)
         lu, piv, perm = _gpu(lax.linalg.lu, a)
         e_lu, e_piv, e_perm = (np.asarray(o) for o in lax.linalg.lu(a))
@@ -178,10 +180,11 @@ def test_empty_matrices():
         assert lu.shape == shape and piv.shape == shape[:2] and perm.shape == shape[:2]
 
 
-def test_steps_inside_loops_and_branches():
+@pytest.mark.parametrize("n", [6, 40])  # one invocation per matrix; a workgroup per matrix
+def test_steps_inside_loops_and_branches(n):
     rng = np.random.default_rng(4)
-    a = _spd(rng, 4, 6)
-    b = rng.standard_normal((4, 6, 2)).astype(np.float32)
+    a = _spd(rng, 2, n)
+    b = rng.standard_normal((2, n, 2)).astype(np.float32)
 
     def f(a, b, pick):
         def body(i, x):

@@ -337,8 +337,6 @@ def test_numpy_and_scipy_wrappers(x64):
 def test_errors():
     with pytest.raises(TypeError, match="qr.*int32"):
         qr_p.bind(np.eye(2, dtype=np.int32), full_matrices=True)
-    with pytest.raises(TypeError, match="raw.*complex"):
-        fnp.linalg.qr(np.eye(2, dtype=np.complex64), mode="raw")
     with pytest.raises(ValueError, match=r"eigh.*square"):
         fnp.linalg.eigh(np.ones((2, 3), np.complex64))
 
@@ -363,3 +361,24 @@ def test_cpu_program_is_one_library_step_each_and_the_gpu_refuses():
     for name, g in [("qr", L.qr), ("eigh", L.eigh), ("svd", L.svd), ("eig", L.eig)]:
         with pytest.raises(LoweringError, match=f"{name} of a complex.*backend='cpu'"):
             fg.jit(g, backend="gpu")(a)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (1, 1), (5, 3), (3, 5), (2, 4, 4)])
+def test_qr_raw(shape, x64):
+    """``qr(mode='raw')`` and ``lax.linalg.geqrf`` of complex matrices: numpy's values (the
+    same LAPACK routine, cgeqrf/zgeqrf), eager and under jit."""
+    for dtype in _CDTYPES:
+        a = _cplx(shape, dtype, 40)
+        if a.size:
+            want_h, want_tau = np.linalg.qr(a, mode="raw")
+        else:
+            want_h, want_tau = np.swapaxes(a, -1, -2), np.zeros(shape[:-2] + (0,), dtype)
+        for f in (fnp.linalg.qr, fg.jit(fnp.linalg.qr, static_argnums=1)):
+            h, tau = (np.asarray(t) for t in f(a, "raw"))
+            assert h.dtype == tau.dtype == dtype
+            np.testing.assert_allclose(h, want_h, atol=_tol(a) * 10)
+            np.testing.assert_allclose(tau, want_tau, atol=_tol(a) * 10)
+        packed, taus = (np.asarray(t) for t in fg.jit(L.geqrf)(a))
+        np.testing.assert_allclose(packed, np.swapaxes(want_h, -1, -2), atol=_tol(a) * 10)
+    with pytest.raises(LoweringError, match="geqrf of a complex.*backend='cpu'"):
+        fg.jit(L.geqrf, backend="gpu")(_cplx((3, 3), np.complex64))

@@ -140,11 +140,11 @@ def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None)
 
 
 def geqrf(a):
-    """LAPACK's Householder QR of a real matrix or stack in its own representation:
+    """LAPACK's Householder QR of a real or complex matrix or stack in its own representation:
     ``(packed, taus)``, R on and above the diagonal of ``packed`` [..., m, n] and the
     reflectors' vectors (unit leading entry implied) below it, their scales ``taus``
     [..., min(m, n)]. Not differentiable (as in JAX)."""
-    a = _decomp._float_matrix("geqrf", a, square=False)
+    a = _decomp._float_matrix("geqrf", a, square=False, complex_ok=True)
     packed, taus = geqrf_p.bind(a)
     return packed, taus
 

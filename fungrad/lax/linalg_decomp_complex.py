@@ -1,5 +1,5 @@
-"""Complex ``qr``, ``eigh``, ``svd`` and ``eig`` under jit: the complex split's rules for them and
-the real "interleaved complex" primitives those rules bind.
+"""Complex ``qr``, ``geqrf``, ``eigh``, ``svd`` and ``eig`` under jit: the complex split's rules
+for them and the real "interleaved complex" primitives those rules bind.
 
 The complex split (``lowering/complex_split.py``) hands a rule each complex operand as a
 :class:`~fungrad.lowering.complex_split.Pair` of real planes. The rules here put the planes side
@@ -9,7 +9,7 @@ split back into planes, its real ones (eigenvalues of a Hermitian matrix, singul
 used as they are. The interleaved primitives exist only inside the compiler (kept out of
 ``core.primitives``): each has an eager ``impl`` (through the complex primitive's) and an
 abstract evaluation for the pass, and a lowering that appends the real primitive's library
-step with ``complex=True`` (``cgeqrf``/``cungqr``, ``cheevd``, ``cgesdd``, ``cgeev`` and their
+step with ``complex=True`` (``cgeqrf`` (+ ``cungqr``), ``cheevd``, ``cgesdd``, ``cgeev`` and their
 ``z`` forms on the CPU: ``cpu/lapack_decomp_step.py``). A backend without the library steps
 (the GPU) has no complex decompositions: a :class:`~fungrad.lowering.fusion.LoweringError`
 names the operation and suggests the CPU.
@@ -26,11 +26,13 @@ from fungrad import core, dtypes
 from fungrad.core import ShapedArray
 from fungrad.lax.linalg_decomp_primitives import (
     _eigh_impl,
+    _geqrf_impl,
     _qr_impl,
     _qr_shapes,
     _svd_impl,
     _svd_shapes,
     eigh_p,
+    geqrf_p,
     qr_p,
     svd_p,
 )
@@ -41,6 +43,7 @@ __all__ = [
     "eig_interleaved_p",
     "eig_split_complex",
     "eigh_interleaved_p",
+    "geqrf_interleaved_p",
     "qr_interleaved_p",
     "svd_interleaved_p",
 ]
@@ -156,6 +159,46 @@ def _qr_split(x, *, full_matrices):
 
 
 register_split_rule(qr_p, _qr_split)
+
+
+# -- geqrf --------------------------------------------------------------------------------------
+
+
+def _geqrf_abstract_eval(x):
+    _check("geqrf_interleaved", x)
+    k = min(x.shape[-3:-1])
+    return [ShapedArray(x.shape, x.dtype), _complex_aval(x.shape[:-3] + (k,), x)]
+
+
+def _geqrf_lowering(ctx, x):
+    _library(ctx, "geqrf", x)
+    from fungrad.lowering.steps import GeqrfStep
+
+    planner = ctx.planner
+    m, n = x.shape[-3:-1]
+    a = ctx.materialize(x).buffer
+    packed = planner.new_buffer(x.shape, x.dtype, "temp")
+    taus = planner.new_buffer(x.shape[:-3] + (min(m, n), 2), x.dtype, "temp")
+    step = GeqrfStep(f"geqrf_{packed.name}", a, packed, taus, _batch(x.shape), m, n, complex=True)
+    planner.add_step(step)
+    return [planner.buffer_tensor(packed, "geqrf"), planner.buffer_tensor(taus, "geqrf")]
+
+
+geqrf_interleaved_p = _internal_primitive(
+    "geqrf_interleaved",
+    lambda x: [_out(t) for t in _geqrf_impl(_as_complex(x))],
+    _geqrf_abstract_eval,
+    _geqrf_lowering,
+)
+"""``geqrf_p`` of complex matrices held as real ``[..., m, n, 2]`` arrays."""
+
+
+def _geqrf_split(x):
+    packed, taus = geqrf_interleaved_p.bind(_interleave(x))
+    return [_planes(packed), _planes(taus)]
+
+
+register_split_rule(geqrf_p, _geqrf_split)
 
 
 # -- eigh ---------------------------------------------------------------------------------------

@@ -14,6 +14,11 @@
   ``[s, u, vt]`` (JAX's order), ``s`` [..., k] descending, ``u`` [..., m, m or k], ``vt``
   [..., n or k, n]. No convergence: NaN everywhere, as JAX.
 
+Each takes float32/float64 or complex64/complex128 matrices. For complex ones Q and the
+singular and eigen-vectors are unitary (``vt`` is ``Vᴴ``), eigh's matrix is Hermitian (its
+diagonal's imaginary part is not read), and eigh's eigenvalues and svd's singular values are
+real (the real dtype of the same precision).
+
 Rules:
 
 * eager: numpy (``np.linalg.qr``/``eigh``/``svd``: LAPACK too; NaN where numpy raises
@@ -27,12 +32,21 @@ Rules:
   eigh: ``dw = diag(Vᵀ dA V)``, ``dV = V (F ∘ Vᵀ dA V)``, ``F_ij = 1 / (w_j - w_i)`` off the
   diagonal (repeated eigenvalues give inf/NaN, as JAX), ``dA`` the symmetric tangent of the
   triangle read. svd: JAX's rule from ``dS = Uᵀ dA V`` for the reduced factors (and square
-  full ones); full ``u``/``vt`` of a non-square matrix have no derivative (TypeError);
+  full ones); full ``u``/``vt`` of a non-square matrix have no derivative (TypeError).
+  Complex matrices: the same with conjugate transposes (ᵀ -> ᴴ) and JAX's gauge, the one in
+  which the derivative of each vector is orthogonal to its own phase: QR's ``Ω`` takes the
+  imaginary part of ``C``'s diagonal (``dR R⁻¹`` has a real diagonal), eigh's
+  ``dw = Re diag(Vᴴ dA V)`` with ``dA`` the Hermitian tangent of the triangle read, svd's
+  ``ds = Re diag(dS)`` and ``dU`` gains ``U diag(i Im(dS_ii) / s_i)``. Functions of the
+  vectors that do not depend on their phases (``|v|``, ``v vᴴ``, ``U S Vᴴ``) have the usual
+  derivatives;
 * batching: the vmapped dimension moves to the front, a leading batch dimension;
 * lowering: where the backend's policy has ``linalg_steps`` (the CPU with LAPACK), one library
   step (``steps.QRStep``/``EighStep``/``SVDStep``, rendered by ``cpu/lapack_decomp_step.py``),
   so the program's size does not grow with ``n``; elsewhere (the GPU) the loop algorithms of
-  :mod:`fungrad.lax.linalg_loops` are traced and lowered inline.
+  :mod:`fungrad.lax.linalg_loops` are traced and lowered inline. Complex matrices reach the
+  compiler through the complex split, whose rules (:mod:`fungrad.lax.linalg_decomp_complex`)
+  bind interleaved forms run by the complex LAPACK routines (CPU only).
 """
 
 from __future__ import annotations
@@ -57,14 +71,11 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _COMPLEXES = (np.dtype(np.complex64), np.dtype(np.complex128))
 
 
-def _check_float(name: str, x: ShapedArray, complex_ok: bool = True) -> None:
-    ok = _FLOATS + _COMPLEXES if complex_ok else _FLOATS
-    if x.dtype not in ok:
-        accepted = (
-            "float32, float64, complex64 and complex128" if complex_ok else "float32 and float64"
-        )
+def _check_float(name: str, x: ShapedArray) -> None:
+    if x.dtype not in _FLOATS + _COMPLEXES:
         raise TypeError(
-            f"{name}: operand has dtype {x.dtype}; only {accepted} are supported (cast it first)"
+            f"{name}: operand has dtype {x.dtype}; only float32, float64, complex64 and "
+            "complex128 are supported (cast it first)"
         )
     if x.ndim < 2:
         raise ValueError(
@@ -517,7 +528,7 @@ kernel.register_lowering(svd_p, _svd_lowering)
 
 
 def _geqrf_abstract_eval(a):
-    _check_float("geqrf", a, complex_ok=False)
+    _check_float("geqrf", a)
     return [
         ShapedArray(a.shape, a.dtype),
         ShapedArray(a.shape[:-2] + (min(a.shape[-2:]),), a.dtype),

@@ -158,7 +158,7 @@ def eigvals(a):
 
 def qr(a, mode: str = "reduced"):
     """QR decomposition of a real or complex matrix or stack (LAPACK's Householder QR and
-    signs; ``mode="raw"`` real only).
+    signs).
 
     ``mode="reduced"`` (default): ``Q`` [..., m, K], ``R`` [..., K, n] with K = min(m, n);
     ``"complete"``: ``Q`` [..., m, m], ``R`` [..., m, n]; ``"r"``: ``R`` only (reduced);
@@ -167,11 +167,6 @@ def qr(a, mode: str = "reduced"):
     if mode not in ("reduced", "complete", "r", "raw"):
         raise ValueError(f"qr: mode must be 'reduced', 'complete', 'r' or 'raw', got {mode!r}")
     a = _float_matrix("qr", a, square=False, complex_ok=True)
-    if mode == "raw" and np.issubdtype(a.dtype, np.complexfloating):
-        raise TypeError(
-            f"qr: mode='raw' of a complex matrix ({a.dtype}) is not supported by fungrad; use "
-            "mode='reduced' or 'complete'"
-        )
     if mode == "raw":
         packed, taus = geqrf_p.bind(a)
         return QRResult(_t(packed), taus)

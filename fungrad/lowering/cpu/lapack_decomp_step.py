@@ -352,28 +352,30 @@ def render_geqrf(mw, step: GeqrfStep, ptr: dict[int, str]) -> list[str]:
     if batch == 0 or k == 0:
         return []  # nothing to factor: packed is the (empty) input, taus is empty
     dt = step.packed.dtype
-    ty, isz = llvm_type(dt), dt.itemsize
-    info, geqrf = _routine(mw, "geqrf", dt)
+    ty, ety, isz, ldt = _elements(dt, step.complex)
+    info, geqrf = _routine(mw, "geqrf", ldt)
     _declare_alloc(mw)
     ity = f"i{info.int_bits}"
-    lwork, _ = _query("geqrf", dt, lambda i, d, wk, iw, st: (i(m), i(n), d, i(m), d, wk, i(-1), st))
+    lwork, _ = _query(
+        "geqrf", ldt, lambda i, d, wk, iw, st: (i(m), i(n), d, i(m), d, wk, i(-1), st)
+    )
     off_work = _align(m * n * isz)
     nbytes = off_work + lwork * isz
     setup = [*_int_slots(ity, {"m": m, "n": n, "lwork": lwork}), f"  %info = alloca {ity}"]
     body = [
         f"  %work = getelementptr inbounds i8, ptr %mem, i64 {off_work}",
         f"  %aoff = mul i64 %b, {m * n}",
-        f"  %pa = getelementptr inbounds {ty}, ptr %a, i64 %aoff",
+        f"  %pa = getelementptr inbounds {ety}, ptr %a, i64 %aoff",
         f"  call void @{step.name}_tr(ptr %pa, ptr %mem, i64 {m}, i64 {n}, i64 {n})",
         f"  %toff = mul i64 %b, {k}",
-        f"  %pt = getelementptr inbounds {ty}, ptr %taus, i64 %toff",
+        f"  %pt = getelementptr inbounds {ety}, ptr %taus, i64 %toff",
         f"  call void @{geqrf}(ptr %m, ptr %n, ptr %mem, ptr %m, ptr %pt, ptr %work, "
         "ptr %lwork, ptr %info)",
-        f"  %pp = getelementptr inbounds {ty}, ptr %packed, i64 %aoff",
+        f"  %pp = getelementptr inbounds {ety}, ptr %packed, i64 %aoff",
         f"  call void @{step.name}_tr(ptr %mem, ptr %pp, i64 {n}, i64 {m}, i64 {m})",
         "  br label %next",
     ]
-    _add_helpers(mw, step.name, ty, literal(np.nan, dt))
+    _add_helpers(mw, step.name, ty, literal(np.nan, dt), ety=ety)
     text = _function(step.name, "ptr %a, ptr %packed, ptr %taus", setup, body, batch, nbytes)
     mw.add_function("\n".join(text), ((step.name, "void", "ptr, ptr, ptr"),), glue=True)
     args = ", ".join(f"ptr {ptr[b.id]}" for b in (step.a, step.packed, step.taus))

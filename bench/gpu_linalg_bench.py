@@ -1,6 +1,6 @@
-"""GPU Cholesky, triangular solve and LU: the one-dispatch steps (``lowering/gpu/linalg.py``)
-against the loop algorithms the GPU lowered before (one ``fori_loop`` iteration per column,
-forced here with ``policy.LINALG_STEP_MAX = 0``).
+"""GPU Cholesky, triangular solve and LU: the steps (``lowering/gpu/linalg.py``: one dispatch
+up to 256 x 256, a few per column above) against the loop algorithms the GPU lowered before
+(one ``fori_loop`` iteration per column, forced here by a policy answering no).
 
 For each op and batch x n: dispatches per call, compile time, and the median wall time of a
 call on device-resident inputs, its first output read back (a call is one submission, so it
@@ -53,15 +53,16 @@ def _ops(rng, batch, n):
 
 
 def _measure(f, args, reps, loops: bool):
-    old = gpu_policy.LINALG_STEP_MAX
-    gpu_policy.LINALG_STEP_MAX = -1 if loops else old
+    old = gpu_policy.GpuPolicy.linalg_step
+    if loops:
+        gpu_policy.GpuPolicy.linalg_step = lambda self, op, n, batch: False
     try:
         t0 = time.perf_counter()
         dev = [device_put(fnp.asarray(a), "gpu") for a in args]
         exe = compile_jaxpr(fg.make_jaxpr(f)(*[fnp.asarray(a) for a in args]), "gpu", "bench")
         compile_s = time.perf_counter() - t0
     finally:
-        gpu_policy.LINALG_STEP_MAX = old
+        gpu_policy.GpuPolicy.linalg_step = old
     out = [np.asarray(o) for o in exe.call(dev)]
     times = []
     for _ in range(reps):
@@ -73,7 +74,9 @@ def _measure(f, args, reps, loops: bool):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--sizes", nargs="*", default=["1000x4", "64x8", "16x32", "1x64", "1x200"])
+    p.add_argument(
+        "--sizes", nargs="*", default=["1000x4", "64x8", "16x32", "1x64", "1x200", "1x300"]
+    )
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--no-loops", action="store_true", help="skip the loop algorithms")
     args = p.parse_args()

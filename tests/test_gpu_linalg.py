@@ -15,7 +15,8 @@ import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.lowering import compile_jaxpr
-from fungrad.lowering.gpu import policy as gpu_policy
+from fungrad.lowering.gpu import linalg as gpu_linalg
+from fungrad.lowering.gpu import linalg_columns as gpu_columns
 from fungrad.lowering.steps import CholeskyStep, LuStep, TriangularSolveStep
 
 pytestmark = pytest.mark.usefixtures("gpu")
@@ -115,7 +116,8 @@ def test_triangular_solve_matches_scipy(batch, n):
 )
 def test_triangular_solve_every_flag(left, lower, trans, unit, m, k, seed):
     rng = np.random.default_rng(seed)
-    a = rng.standard_normal((2, m, m)).astype(np.float32) + 4 * np.eye(m, dtype=np.float32)
+    # off-diagonal entries ~1/m: a unit diagonal keeps the solution's growth bounded
+    a = (rng.standard_normal((2, m, m)) / m + 4 * np.eye(m)).astype(np.float32)
     b = rng.standard_normal((2, m, k) if left else (2, k, m)).astype(np.float32)
     kw = dict(left_side=left, lower=lower, transpose_a=trans, unit_diagonal=unit)
     (got,) = _gpu(lambda a, b: lax.linalg.triangular_solve(a, b, **kw), a, b)
@@ -180,8 +182,9 @@ def test_empty_matrices():
         assert lu.shape == shape and piv.shape == shape[:2] and perm.shape == shape[:2]
 
 
-@pytest.mark.parametrize("n", [6, 40])  # one invocation per matrix; a workgroup per matrix
-def test_steps_inside_loops_and_branches(n):
+@pytest.mark.parametrize("n,largest", [(6, 256), (40, 256), (6, 4)])  # invocation, workgroup,
+def test_steps_inside_loops_and_branches(n, largest, monkeypatch):  # column passes per matrix
+    monkeypatch.setattr(gpu_linalg, "WORKGROUP_MAX", largest)
     rng = np.random.default_rng(4)
     a = _spd(rng, 2, n)
     b = rng.standard_normal((2, n, 2)).astype(np.float32)
@@ -217,13 +220,73 @@ def test_batched_small_matrices_take_one_dispatch_per_op():
     assert _steps(exe, TriangularSolveStep) == 1 and exe.num_dispatches == 1
 
 
-def test_large_matrices_lower_the_loop_algorithm(monkeypatch):
-    monkeypatch.setattr(gpu_policy, "LINALG_STEP_MAX", 8)
-    a = _spd(np.random.default_rng(6), 1, 12)
+@pytest.fixture
+def columns(monkeypatch):
+    """Small matrices through the passes for large ones (``linalg_columns.py``)."""
+    monkeypatch.setattr(gpu_linalg, "WORKGROUP_MAX", 4)
+
+
+@pytest.mark.parametrize("batch,n", [(3, 5), (2, 17), (1, 40)])
+def test_column_passes_match_the_references(columns, batch, n):
+    rng = np.random.default_rng(7 + n)
+    a = _spd(rng, batch, n)
+    a[0] = -a[0]  # not positive definite: a NaN lower triangle, zeros above
     exe = _exe(lax.linalg.cholesky, a)
-    assert _steps(exe, CholeskyStep) == 0
+    assert _steps(exe, CholeskyStep) == 1 and exe.num_dispatches <= n + 3
     (got,) = [np.asarray(o) for o in exe.call([fnp.asarray(a)])]
-    np.testing.assert_allclose(got, np.linalg.cholesky(a.astype(np.float64)), atol=1e-4)
+    low = np.tril(np.ones((n, n), bool))
+    assert np.isnan(got[0][low]).all() and (got[0][~low] == 0).all()
+    want = np.linalg.cholesky(a[1:].astype(np.float64))
+    np.testing.assert_allclose(got[1:], want, rtol=2e-5, atol=2e-5 * np.sqrt(n))
+    for shape in [(n, n), (n + 3, n), (n, n + 2)]:
+        g = _general(rng, batch, *shape)
+        got = _gpu(lax.linalg.lu, g)
+        for x, w in zip(got, (np.asarray(o) for o in lax.linalg.lu(g))):
+            np.testing.assert_allclose(x, w, rtol=1e-4, atol=1e-5)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    left=st.booleans(),
+    lower=st.booleans(),
+    trans=st.booleans(),
+    unit=st.booleans(),
+    m=st.integers(5, 40),
+    seed=st.integers(0, 2**16),
+)
+def test_column_passes_solve_every_flag(left, lower, trans, unit, m, seed):
+    old = gpu_linalg.WORKGROUP_MAX
+    gpu_linalg.WORKGROUP_MAX = 4
+    try:
+        test_triangular_solve_every_flag.hypothesis.inner_test(
+            left=left, lower=lower, trans=trans, unit=unit, m=m, k=2, seed=seed
+        )
+    finally:
+        gpu_linalg.WORKGROUP_MAX = old
+
+
+def test_large_matrices_take_a_few_dispatches_per_column():
+    rng = np.random.default_rng(8)
+    n = 300
+    a = _spd(rng, 1, n)
+    exe = _exe(lax.linalg.cholesky, a)
+    assert _steps(exe, CholeskyStep) == 1 and exe.num_dispatches <= n + 3
+    L = np.asarray(exe.call([fnp.asarray(a)])[0])
+    want = np.linalg.cholesky(a.astype(np.float64))
+    np.testing.assert_allclose(L, want, rtol=1e-4, atol=1e-4)
+    b = _general(rng, 1, n, 2)
+    solve = lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True, lower=True)  # noqa: E731
+    exe = _exe(solve, L, b)
+    assert exe.num_dispatches == 1 + -(-n // gpu_columns.SOLVE_BLOCK)
+    (x,) = [np.asarray(o) for o in exe.call([fnp.asarray(L), fnp.asarray(b)])]
+    np.testing.assert_allclose(np.tril(L[0]).astype(np.float64) @ x[0], b[0], atol=1e-3)
+    g = _general(rng, 1, n)
+    exe = _exe(lax.linalg.lu, g)
+    assert exe.num_dispatches == 2 * n  # one copy, then a pivot and an update per column
+    lu, piv, perm = [np.asarray(o) for o in exe.call([fnp.asarray(g)])]
+    want_lu, want_piv = sla.lu_factor(g[0].astype(np.float64))
+    np.testing.assert_array_equal(piv[0], want_piv)
+    np.testing.assert_allclose(lu[0], want_lu, rtol=1e-3, atol=1e-3)
 
 
 def test_float64_hits_the_backend_error(x64):

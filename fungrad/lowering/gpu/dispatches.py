@@ -22,7 +22,7 @@ from fungrad.lowering.fusion import Gemm, Kernel, LoweringError
 from fungrad.lowering.gpu import runtime as gpu
 from fungrad.lowering.gpu.frame import Scope, render_copy, render_counter, render_fill
 from fungrad.lowering.gpu.gemm import KSTEP, render_gemm, render_gemm_sum
-from fungrad.lowering.gpu.linalg import render_cholesky, render_lu, render_triangular_solve
+from fungrad.lowering.gpu.linalg import render_linalg
 from fungrad.lowering.gpu.scan import render_scan
 from fungrad.lowering.gpu.schemes import (
     ScanInfo,
@@ -151,9 +151,21 @@ def _sort_step(exe, step: SortStep, scope: Scope) -> list:
     return out
 
 
-def _linalg_step(render):
-    """A Cholesky, triangular solve or LU step: one dispatch for the batch (``linalg.py``)."""
-    return lambda exe, step, scope: exe._dispatch(render(step, exe._place, scope))
+def _linalg_step(exe, step, scope: Scope) -> list:
+    """A Cholesky, triangular solve or LU step (``linalg.render_linalg``): one dispatch for
+    the batch, or, for large matrices, passes repeated per column with their grids (each
+    shader compiled once), their scratch past the arena's temporaries and their parameters
+    in ``ctl`` words after the enclosing loops' counters."""
+    passes = render_linalg(step, exe._place, scope, exe.arena_words, scope.loops)
+    exe.scratch_words = max(exe.scratch_words, passes.scratch_words)
+    exe.ctl_words = max(exe.ctl_words, scope.loops + passes.ctl_words)
+    compiled = [exe._dispatch(s) for s in passes.shaders]
+    out = []
+    for index, grid in passes.runs:
+        if compiled[index] and grid[0]:
+            (d,) = compiled[index]
+            out.append(Dispatch(d.pipeline, d.bindings, grid))
+    return out
 
 
 def _cond_step(exe, step: CondStep, scope: Scope) -> list:
@@ -238,9 +250,9 @@ STEP_RENDERERS = StepRenderers(
         ScanStep: _scan_step,
         WhileStep: _while_step,
         HostCallStep: _host_call_step,
-        CholeskyStep: _linalg_step(render_cholesky),
-        TriangularSolveStep: _linalg_step(render_triangular_solve),
-        LuStep: _linalg_step(render_lu),
+        CholeskyStep: _linalg_step,
+        TriangularSolveStep: _linalg_step,
+        LuStep: _linalg_step,
     },
 )
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from fungrad.lowering.fusion import LoweringError
 from fungrad.lowering.gpu.frame import (
-    MAX_GROUPS,
     Scope,
     Shader,
     Slots,
@@ -36,10 +35,22 @@ from fungrad.lowering.gpu.frame import (
     workgroup_text,
 )
 from fungrad.lowering.gpu.helpers import Prelude
+from fungrad.lowering.gpu.linalg_columns import (
+    Passes,
+    cholesky_passes,
+    lu_passes,
+    matrix_grid,
+    triangular_solve_passes,
+)
+from fungrad.lowering.steps import CholeskyStep, LuStep, TriangularSolveStep
 
 #: workgroup-memory words a matrix may take (WebGPU guarantees 16 KiB of workgroup storage;
 #: a few words are left for the guard flag)
 SHARED_WORDS = 4000
+#: the largest matrix side the one-dispatch kernels take; larger matrices take a few
+#: dispatches per column (``linalg_columns.py``). A workgroup's invocations loop about
+#: n^3 / 768 times at the largest (Cholesky: 22000 at 256; lavapipe stops at 65535).
+WORKGROUP_MAX = 256
 #: the most invocations of a factorisation's workgroup
 MAX_THREADS = 256
 _NAN = "bitcast<f32>(0x7fc00000u)"
@@ -61,16 +72,6 @@ def _f32(step, dtype) -> None:
             f"jit(backend='gpu'): {type(step).__name__} {step.name} of {dtype}: the GPU "
             "runs float32 linear algebra only; use float32 or backend='cpu'"
         )
-
-
-def _grid(batch: int, empty: bool) -> tuple[int, int, int]:
-    """One workgroup per matrix: a 2-D grid beyond ``MAX_GROUPS`` matrices."""
-    if empty or not batch:
-        return (0, 1, 1)
-    y = -(-batch // MAX_GROUPS)
-    if y > MAX_GROUPS:
-        raise LoweringError(f"jit(backend='gpu'): {batch} matrices exceed the workgroup grid")
-    return (min(batch, MAX_GROUPS), y, 1)
 
 
 #: matrices up to this side are factored by one invocation each (no barriers; the matrix in
@@ -139,7 +140,7 @@ class _Layout:
         ]
         decl = [f"var<workgroup> {v}: {t};" for v, t in variables]
         text = workgroup_text(slots, src, decl, self.threads, head, guard, body)
-        return Shader(name, text, slots.bindings(), _grid(batch, empty), iters)
+        return Shader(name, text, slots.bindings(), matrix_grid(batch, empty), iters)
 
 
 def render_cholesky(step, place, scope: Scope) -> Shader:
@@ -316,7 +317,7 @@ def render_triangular_solve(step, place, scope: Scope) -> Shader:
         return f"bb + {i} * {cols}i" if step.left_side else f"bb + {i}"
 
     def mat(i: str, j: str) -> str:  # M[i][j]
-        idx = f"{j} * {m}i + {i}" if tt else f"{i} * {m}i + {j}"
+        idx = f"({j}) * {m}i + ({i})" if tt else f"({i}) * {m}i + ({j})"
         return f"bitcast<f32>({slots.ref(step.a, f'ab + {idx}')})"
 
     order = (
@@ -349,4 +350,28 @@ def render_triangular_solve(step, place, scope: Scope) -> Shader:
     return flat_shader(step.name, slots, src, scope, batch * systems, body, iters)
 
 
-__all__ = ["render_cholesky", "render_lu", "render_triangular_solve"]
+def render_linalg(step, place, scope: Scope, base: int, ctl: int) -> Passes:
+    """The dispatches of a Cholesky, triangular solve or LU step: one shader for matrices up
+    to ``WORKGROUP_MAX`` on a side, else ``linalg_columns.py``'s passes (``base``: the
+    arena word their scratch starts at, ``ctl``: the first ``ctl`` word they may use)."""
+    if isinstance(step, CholeskyStep):
+        if step.n > WORKGROUP_MAX:
+            _f32(step, step.out.dtype)
+            return cholesky_passes(step, place, scope, base, ctl)
+        shader = render_cholesky(step, place, scope)
+    elif isinstance(step, TriangularSolveStep):
+        if (step.rows if step.left_side else step.cols) > WORKGROUP_MAX:
+            _f32(step, step.out.dtype)
+            return triangular_solve_passes(step, place, scope, base, ctl)
+        shader = render_triangular_solve(step, place, scope)
+    elif isinstance(step, LuStep):
+        if min(step.m, step.n) and max(step.m, step.n) > WORKGROUP_MAX:
+            _f32(step, step.lu.dtype)
+            return lu_passes(step, place, scope, base, ctl)
+        shader = render_lu(step, place, scope)
+    else:
+        raise TypeError(f"render_linalg: {type(step).__name__} is no linear algebra step")
+    return Passes([shader], [(0, shader.grid)])
+
+
+__all__ = ["render_linalg", "render_cholesky", "render_lu", "render_triangular_solve"]

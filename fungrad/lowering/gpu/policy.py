@@ -6,8 +6,7 @@ the row, so the planner stores it first; an accumulation into a row shared by in
 would race, so no column layouts; WGSL has no float64. Matrix products run in the GPU's tiled
 matmul shader, which needs no library and splits long contractions itself (an invocation's own
 reduction is serial), so matrix-vector products are Gemm steps too. Cholesky, triangular solves
-and LU of matrices up to ``LINALG_STEP_MAX`` run as one dispatch (``gpu/linalg.py``); larger
-ones lower their loop algorithms (one ``fori_loop`` iteration per column).
+and LU are steps of their own (``gpu/linalg.py``), not their loop algorithms.
 """
 
 from __future__ import annotations
@@ -18,9 +17,6 @@ import numpy as np
 GEMM_MIN_FLOPS = 16384
 #: the most products of one batched Gemm (more: the inline reduction, one kernel)
 GEMM_MAX_BATCH = 64
-#: the largest matrix side the one-workgroup linear algebra kernels take (``gpu/linalg.py``):
-#: a workgroup's invocations loop about n^3 / 768 times (Cholesky; lavapipe stops at 65535)
-LINALG_STEP_MAX = 256
 
 
 class GpuPolicy:
@@ -39,10 +35,9 @@ class GpuPolicy:
         return m * n * k >= GEMM_MIN_FLOPS and batch <= GEMM_MAX_BATCH
 
     def linalg_step(self, op: str, n: int, batch: int) -> bool:
-        """Cholesky, triangular solve and LU of matrices up to ``LINALG_STEP_MAX`` on a side:
-        one workgroup per matrix (one dispatch for the batch, ``gpu/linalg.py``); larger ones
-        by their loop algorithms, whose dispatches spread each column over the device."""
-        return n <= LINALG_STEP_MAX
+        """Cholesky, triangular solve and LU: a step at every size (``gpu/linalg.py``: one
+        dispatch for a batch of matrices up to 256 on a side, a few per column above)."""
+        return True
 
     def column_reduction(self, size: int, shortest: int) -> bool:
         return False  # invocations would race on the accumulated row

@@ -22,7 +22,7 @@ from fungrad.lowering.steps import CholeskyStep, LuStep, TriangularSolveStep
 pytestmark = pytest.mark.usefixtures("gpu")
 
 #: one invocation per matrix up to 32, a workgroup per matrix in workgroup memory (40), in the
-#: output buffer (64, 200)
+#: output buffer (64, 200; Cholesky's column passes at 200)
 SIZES = [(1, 1), (1, 2), (1000, 4), (64, 8), (16, 32), (2, 40), (1, 64), (1, 200)]
 
 
@@ -185,6 +185,7 @@ def test_empty_matrices():
 @pytest.mark.parametrize("n,largest", [(6, 256), (40, 256), (6, 4)])  # invocation, workgroup,
 def test_steps_inside_loops_and_branches(n, largest, monkeypatch):  # column passes per matrix
     monkeypatch.setattr(gpu_linalg, "WORKGROUP_MAX", largest)
+    monkeypatch.setattr(gpu_linalg, "CHOLESKY_WORKGROUP_MAX", largest)
     rng = np.random.default_rng(4)
     a = _spd(rng, 2, n)
     b = rng.standard_normal((2, n, 2)).astype(np.float32)
@@ -224,6 +225,7 @@ def test_batched_small_matrices_take_one_dispatch_per_op():
 def columns(monkeypatch):
     """Small matrices through the passes for large ones (``linalg_columns.py``)."""
     monkeypatch.setattr(gpu_linalg, "WORKGROUP_MAX", 4)
+    monkeypatch.setattr(gpu_linalg, "CHOLESKY_WORKGROUP_MAX", 4)
 
 
 @pytest.mark.parametrize("batch,n", [(3, 5), (2, 17), (1, 40)])

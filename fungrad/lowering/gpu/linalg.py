@@ -1,6 +1,7 @@
 """Dense linear algebra steps on the GPU: Cholesky (``steps.CholeskyStep``), triangular solves
 (``steps.TriangularSolveStep``) and LU with partial pivoting (``steps.LuStep``), each one
-dispatch for a whole batch of matrices.
+dispatch for a whole batch of matrices up to ``WORKGROUP_MAX`` on a side (Cholesky: up to
+``CHOLESKY_WORKGROUP_MAX``).
 
 * Cholesky and LU of matrices up to ``SERIAL_MAX`` (32) on a side: one invocation per matrix
   runs the right-looking algorithm in its own array, with no barriers (a batch of 1000 4x4
@@ -9,12 +10,13 @@ dispatch for a whole batch of matrices.
   invocations sharing each column's work (the column's scaling, the trailing update) and
   meeting at barriers. The matrix lives in workgroup memory where it fits (``SHARED_WORDS``:
   16 KiB, WebGPU's guaranteed minimum), else in the output buffer itself, with storage
-  barriers. Matrices larger than ``policy.LINALG_STEP_MAX`` never get here: the GPU policy
-  lowers their loop algorithms instead (one ``fori_loop`` iteration per column, spread over the
-  device).
+  barriers.
 * Triangular solve: one invocation per right-hand side (a column of ``b``, or a row for
   ``x op(a) = b``) substitutes serially, reading the triangle of ``a`` from memory; no
   barriers.
+* Matrices larger than ``WORKGROUP_MAX`` (256; Cholesky ``CHOLESKY_WORKGROUP_MAX``, 128) on a
+  side: a few dispatches per column, each spread over the device (``linalg_columns.py``);
+  :func:`render_linalg` chooses.
 
 Semantics as on the CPU (OpenBLAS's LAPACK): a matrix that is not positive definite (a pivot
 <= 0) gets a NaN lower triangle and zeros above (a NaN pivot is not caught: its NaN spreads
@@ -51,6 +53,10 @@ SHARED_WORDS = 4000
 #: dispatches per column (``linalg_columns.py``). A workgroup's invocations loop about
 #: n^3 / 768 times at the largest (Cholesky: 22000 at 256; lavapipe stops at 65535).
 WORKGROUP_MAX = 256
+#: Cholesky's: its column passes (one dispatch per column, each row an invocation) won from
+#: here on lavapipe (ms, one workgroup against the passes: one 150x150 17 / 13, 200x200 53 /
+#: 17, 16 of 128x128 90 / 33; LU's stayed even at 200: 46 / 48)
+CHOLESKY_WORKGROUP_MAX = 128
 #: the most invocations of a factorisation's workgroup
 MAX_THREADS = 256
 _NAN = "bitcast<f32>(0x7fc00000u)"
@@ -352,10 +358,11 @@ def render_triangular_solve(step, place, scope: Scope) -> Shader:
 
 def render_linalg(step, place, scope: Scope, base: int, ctl: int) -> Passes:
     """The dispatches of a Cholesky, triangular solve or LU step: one shader for matrices up
-    to ``WORKGROUP_MAX`` on a side, else ``linalg_columns.py``'s passes (``base``: the
+    to ``WORKGROUP_MAX`` (``CHOLESKY_WORKGROUP_MAX``) on a side, else ``linalg_columns.py``'s
+    passes (``base``: the
     arena word their scratch starts at, ``ctl``: the first ``ctl`` word they may use)."""
     if isinstance(step, CholeskyStep):
-        if step.n > WORKGROUP_MAX:
+        if step.n > CHOLESKY_WORKGROUP_MAX:
             _f32(step, step.out.dtype)
             return cholesky_passes(step, place, scope, base, ctl)
         shader = render_cholesky(step, place, scope)

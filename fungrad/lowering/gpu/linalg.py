@@ -359,8 +359,8 @@ def render_triangular_solve(step, place, scope: Scope) -> Shader:
 def render_linalg(step, place, scope: Scope, base: int, ctl: int) -> Passes:
     """The dispatches of a Cholesky, triangular solve or LU step: one shader for matrices up
     to ``WORKGROUP_MAX`` (``CHOLESKY_WORKGROUP_MAX``) on a side, else ``linalg_columns.py``'s
-    passes (``base``: the
-    arena word their scratch starts at, ``ctl``: the first ``ctl`` word they may use)."""
+    passes (``base``: the arena word their scratch starts at, ``ctl``: the first ``ctl`` word
+    they may use)."""
     if isinstance(step, CholeskyStep):
         if step.n > CHOLESKY_WORKGROUP_MAX:
             _f32(step, step.out.dtype)

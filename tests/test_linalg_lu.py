@@ -211,7 +211,7 @@ def test_solve_gradient_program_does_not_grow_with_n():
     assert count(2) == count(9) == count(40)
 
 
-def test_gpu_lowers_the_loop_algorithm(gpu):
+def test_gpu_runs_the_lu_step(gpu):
     rng = np.random.default_rng(9)
     a = _well_conditioned(rng, (2, 6, 6), np.float32)
     b = rng.standard_normal((2, 6, 3)).astype(np.float32)

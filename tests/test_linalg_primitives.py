@@ -243,7 +243,7 @@ def test_triangular_solve_errors():
         triangular_solve_p.bind(fnp.zeros((3, 2)), b, **kw)
 
 
-def test_gpu_lowers_the_loop_algorithms(gpu):
+def test_gpu_runs_the_cholesky_and_solve_steps(gpu):
     rng = np.random.default_rng(9)
     a = _spd(rng, (2, 6, 6), np.float32)
     b = rng.standard_normal((2, 6, 3)).astype(np.float32)

@@ -1,0 +1,24 @@
+"""``fungrad.optim``: optax's gradient transformations and optimizers, on fungrad.
+
+    import fungrad.optim as optim
+
+    opt = optim.adam(1e-3)
+    opt_state = opt.init(params)
+
+    @fg.jit
+    def step(params, opt_state, batch):
+        grads = fg.grad(loss)(params, batch)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optim.apply_updates(params, updates), opt_state
+
+Names, signatures, defaults and update rules are optax's. The protocol lives in
+:mod:`fungrad.optim.base`; the building blocks in :mod:`fungrad.optim.transforms`; the
+optimizers (chains of those) in :mod:`fungrad.optim.alias`.
+"""
+
+from fungrad.optim.base import *  # noqa: F401,F403
+from fungrad.optim.base import __all__ as _base_all
+
+__all__ = [*_base_all]
+
+# --- schedules and wrappers (fungrad.optim.schedules, fungrad.optim.wrappers) ---

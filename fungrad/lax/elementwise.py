@@ -1608,9 +1608,8 @@ def _float_to_int(x, new_dtype):
 def _convert_element_type_impl(x, *, new_dtype, weak_type):
     with np.errstate(all="ignore"):
         if x.dtype.kind == "c" and new_dtype.kind != "c":
-            if new_dtype.kind == "b":  # nonzero real or imaginary part
-                return np.asarray(x != 0)[()]
-            x = np.real(x)  # the imaginary part is dropped (the wrapper warns)
+            # JAX (XLA) drops the imaginary part first, also for bool: 1j -> False.
+            x = np.real(x)  # (the wrapper warns)
         if x.dtype.kind == "f" and new_dtype.kind in "iu":
             return _float_to_int(x, new_dtype)
         return np.asarray(x).astype(new_dtype)[()]
@@ -1630,9 +1629,9 @@ convert_element_type_p = standard_primitive(
 def convert_element_type(operand_, new_dtype, weak_type: bool = False):
     """Cast to ``new_dtype`` (canonicalised). Float -> int truncates toward zero, saturates at
     the integer range and maps NaN to 0; int -> narrower int wraps; bool -> 0/1;
-    nonzero (and NaN) -> True. Complex -> real keeps the real part and warns
-    (numpy's ComplexWarning, as JAX does); complex -> bool is True where either part is
-    nonzero."""
+    nonzero (and NaN) -> True. Complex -> any non-complex dtype keeps the real part and
+    warns (numpy's ComplexWarning), as JAX does: complex -> bool is True where the real part
+    is nonzero (``jnp.astype`` instead tests ``x != 0``)."""
     x = operand(operand_, "convert_element_type")
     aval = x.aval
     if aval.dtype == new_dtype and aval.weak_type == weak_type:  # nothing to do (the common case)
@@ -1640,7 +1639,7 @@ def convert_element_type(operand_, new_dtype, weak_type: bool = False):
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return x
-    if aval.dtype.kind == "c" and new_dtype.kind not in "cb":
+    if aval.dtype.kind == "c" and new_dtype.kind != "c":
         import warnings
 
         warnings.warn(

@@ -2,7 +2,9 @@
 
 ``sort`` orders all operands along ``dimension`` by the lexicographic order of the first
 ``num_keys`` operands, stably. Floats use JAX's sort order: -0.0 and 0.0 compare equal, and
-every NaN (whatever its sign) sorts after +inf. ``top_k`` instead follows XLA's total order
+every NaN (whatever its sign) sorts after +inf; complex numbers sort by real part, then
+imaginary part, each in that float order (under jit the complex split pass makes a complex
+key two real keys). ``top_k`` instead follows XLA's total order
 (-NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN), returning the k largest values along
 ``axis`` in descending order with ties broken by the lower index, as JAX does.
 
@@ -20,7 +22,7 @@ import numpy as np
 
 from fungrad import core
 from fungrad.core import ShapedArray
-from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
+from fungrad.lax.utils import ANY, ANY_OR_COMPLEX, check_kinds, operand, standard_primitive
 from fungrad.lowering import kernel
 from fungrad.transforms.jvp import Zero, jvp_rules, tangent_aval
 from fungrad.transforms.vmap import batch_rules, moveaxis
@@ -36,7 +38,7 @@ def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
     if not operands:
         raise TypeError(f"{name}: needs at least one operand")
     for x in operands:
-        check_kinds(name, x.dtype, ANY)
+        check_kinds(name, x.dtype, ANY_OR_COMPLEX)
     shapes = {x.shape for x in operands}
     if len(shapes) != 1:
         raise TypeError(
@@ -58,7 +60,10 @@ def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
 
 def _sort_keys(x: np.ndarray) -> list[np.ndarray]:
     """lexsort keys (most significant first) giving JAX's order for one operand: a float
-    sorts by (is NaN, value with -0.0 made +0.0)."""
+    sorts by (is NaN, value with -0.0 made +0.0); a complex number by its real part, then its
+    imaginary part, each as a float."""
+    if x.dtype.kind == "c":
+        return _sort_keys(x.real) + _sort_keys(x.imag)
     if x.dtype.kind != "f":
         return [x]
     nan = np.isnan(x)
@@ -109,7 +114,7 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     )
     tangents_out = [
         Zero(tangent_aval(core.get_aval(o)))
-        if type(t) is Zero or core.get_aval(o).dtype.kind != "f"
+        if type(t) is Zero or core.get_aval(o).dtype.kind not in "fc"
         else _take_along_axis(t, perm, dimension)
         for o, t in zip(outs, tangents)
     ]
@@ -264,6 +269,12 @@ def top_k(operand_, k: int, *, axis: int = -1):
     Example: ``top_k(jnp.array([1., 3., 2.]), 2)`` is ``([3., 2.], [1, 2])``.
     """
     x = operand(operand_, "top_k")
+    if x.dtype.kind == "c":
+        # JAX's top_k rejects complex operands with a ValueError too (no order is defined).
+        raise ValueError(
+            f"top_k: complex operands ({x.dtype.name}{list(x.shape)}) have no order to take "
+            "the largest of; apply it to lax.real(x), lax.imag(x) or lax.abs(x)"
+        )
     try:
         k = operator.index(k)
     except TypeError:

@@ -158,8 +158,11 @@ def real_if_close(a, tol=100):
 
 
 def real_for_cast(x, dtype: np.dtype, fun_name: str = "astype"):
-    """``x`` ready to be cast to ``dtype``: a complex ``x`` cast to a real dtype keeps its
-    real part, with JAX's DeprecationWarning (JAX will make it a ValueError)."""
+    """``x`` ready to be cast to ``dtype``: a complex ``x`` cast to bool becomes ``x != 0``
+    (either part nonzero, as ``jnp.astype``); cast to a real dtype it keeps its real part,
+    with JAX's DeprecationWarning (JAX will make it a ValueError)."""
+    if x.dtype.kind == "c" and np.dtype(dtype).kind == "b":
+        return lax.ne(x, lax.full_like(x, 0))
     if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
         warnings.warn(
             f"{fun_name}: casting from complex to real dtypes will soon raise a ValueError "

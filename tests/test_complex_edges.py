@@ -1,0 +1,104 @@
+"""Complex numbers at the edges, against JAX's behaviour (values computed with JAX 0.10.2 on
+CPU and written here as literals): sorting, conversions to non-complex dtypes, eager against
+jit."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import fungrad as fg
+import fungrad.numpy as fnp
+from fungrad import lax
+
+NAN, INF = np.nan, np.inf
+
+
+def c64(*vals):
+    return np.array(vals, np.complex64)
+
+
+def _same(got, want):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+# -- sort ---------------------------------------------------------------------------------------
+
+_UNSORTED = c64(
+    2 + 1j, 1 + 3j, 1 + 2j, complex(NAN, 0), complex(0, NAN), complex(NAN, NAN),
+    complex(1, NAN), complex(-0.0, 1), 0.5j, complex(-INF, 2),
+)  # fmt: skip
+# jax.lax.sort_key_val(_UNSORTED, arange(10)): real part, then imaginary part, NaNs last
+_SORTED_PERM = [9, 8, 7, 4, 2, 1, 6, 0, 3, 5]
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_sort_complex_lexicographic_as_jax(jit):
+    f = lambda k, v: lax.sort_key_val(k, v)  # noqa: E731
+    k, v = (fg.jit(f) if jit else f)(_UNSORTED, np.arange(10, dtype=np.int32))
+    _same(v, _SORTED_PERM)
+    _same(k, _UNSORTED[_SORTED_PERM])
+    _same((fg.jit(lax.sort) if jit else lax.sort)(_UNSORTED), _UNSORTED[_SORTED_PERM])
+
+
+def test_sort_complex_random_against_numpy_lexsort():
+    rng = np.random.default_rng(0)
+    z = (rng.integers(-2, 3, (3, 20)) + 1j * rng.integers(-2, 3, (3, 20))).astype(np.complex128)
+    want = np.sort(z, axis=1)  # numpy sorts complex lexicographically too (no NaN here)
+    with fg.enable_x64():
+        _same(lax.sort(z, dimension=1), want)
+        _same(fg.jit(lambda a: lax.sort(a, dimension=1))(z), want)
+    _same(fg.vmap(lax.sort)(z.astype(np.complex64)), want.astype(np.complex64))
+
+
+def test_sort_complex_gradient_follows_the_permutation():
+    z = c64(3 + 1j, 1 + 2j, 2 + 0j)
+
+    def f(z):
+        return fnp.sum(fnp.abs(lax.sort(z)[:2] * np.array([1.0, 2.0], np.float32)))
+
+    # jax.grad(f)(z) with the same f
+    want = c64(0, 0.4472136 - 0.8944272j, 2)
+    np.testing.assert_allclose(np.asarray(fg.grad(f)(z)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(fg.jit(fg.grad(f))(z)), want, rtol=1e-6)
+
+
+def test_top_k_rejects_complex_with_valueerror_as_jax():
+    with pytest.raises(ValueError, match="top_k: complex"):
+        lax.top_k(_UNSORTED, 2)
+
+
+# -- conversions to non-complex dtypes ----------------------------------------------------------
+
+_CONV = c64(1j, 0, 2.7 + 5j, complex(NAN, 0), complex(0, NAN), -3.5 - 1j, 1e10 + 0j)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize(
+    "dtype,want",
+    [  # jax.lax.convert_element_type(_CONV, dtype): the real part, then the real cast
+        (np.bool_, [False, False, True, True, False, True, True]),
+        (np.int32, [0, 0, 2, 0, 0, -3, 2147483647]),
+        (np.uint8, [0, 0, 2, 0, 0, 0, 255]),
+        (np.float32, [0, 0, 2.7, NAN, 0, -3.5, 1e10]),
+    ],
+)
+def test_convert_complex_to_real_dtypes_takes_the_real_part(jit, dtype, want):
+    f = lambda x: lax.convert_element_type(x, dtype)  # noqa: E731
+    with pytest.warns(np.exceptions.ComplexWarning):
+        got = (fg.jit(f) if jit else f)(_CONV)
+    assert np.asarray(got).dtype == dtype
+    _same(got, np.array(want, dtype))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_astype_bool_of_complex_is_nonzero_as_jnp(jit):
+    # jnp.astype(x, bool) tests x != 0; jnp.array(x, dtype=bool) takes the real part
+    x = c64(1j, 0, 2, complex(NAN, 0), complex(0, NAN))
+    wrap = fg.jit if jit else (lambda f: f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _same(wrap(lambda a: a.astype(bool))(x), [True, False, True, True, True])
+        _same(wrap(lambda a: fnp.astype(a, bool))(x), [True, False, True, True, True])

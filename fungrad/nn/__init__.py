@@ -12,5 +12,6 @@ from fungrad.nn.attention import *  # noqa: F401,F403
 from fungrad.nn.attention import __all__ as _attention_all
 from fungrad.nn.functions import *  # noqa: F401,F403
 from fungrad.nn.functions import __all__ as _functions_all
+from fungrad.nn.module import Module, field, is_array  # noqa: F401
 
-__all__ = [*_functions_all, *_attention_all]
+__all__ = [*_functions_all, *_attention_all, "Module", "field", "is_array"]

@@ -102,3 +102,25 @@ def test_astype_bool_of_complex_is_nonzero_as_jnp(jit):
         warnings.simplefilter("error")
         _same(wrap(lambda a: a.astype(bool))(x), [True, False, True, True, True])
         _same(wrap(lambda a: fnp.astype(a, bool))(x), [True, False, True, True, True])
+
+
+# -- complex arrays on the GPU ------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("gpu")
+def test_device_put_complex64_round_trips_and_feeds_a_gpu_jit():
+    z = c64(1 + 2j, 3 - 1j, complex(INF, -0.0), complex(NAN, 1), -2.5j, 1e-40 + 7j).reshape(2, 3)
+    g = fg.device_put(z, "gpu")
+    assert g.dtype == np.complex64 and g.shape == (2, 3)
+    _same(g, z)
+    _same(fg.device_put(g, "cpu"), z)
+    out = fg.jit(lambda x: x * (2 - 1j) + 1, backend="gpu")(g)
+    np.testing.assert_allclose(np.asarray(out), z * np.complex64(2 - 1j) + 1, rtol=1e-6)
+    _same(fg.device_put(np.complex64(3 - 4j), "gpu"), np.complex64(3 - 4j))
+    assert np.asarray(fg.device_put(np.zeros((0, 3), np.complex64), "gpu")).shape == (0, 3)
+
+
+@pytest.mark.usefixtures("gpu")
+def test_device_put_complex128_is_a_typeerror():
+    with fg.enable_x64(), pytest.raises(TypeError, match="complex128 arrays cannot live on"):
+        fg.device_put(np.zeros(2, np.complex128), "gpu")

@@ -10,10 +10,12 @@ description contains that text (case-insensitive), e.g. ``llvmpipe``, ``nvidia``
 ``opengl``; ``fungrad.devices()`` lists them.
 
 Device arrays are plain ``array<u32>`` storage buffers (one 32-bit word per element; bool is
-0/1), taken from a pool by size and handed back when their :class:`DeviceBuffer` is dropped,
-so steady-state calls allocate nothing. Pipelines are cached by WGSL source, the
-``PIPELINE_CACHE`` most recently used ones (an executable holds its own pipelines, so an
-evicted one stays alive while a function using it does, and is built again for a new one).
+0/1; a complex64 element is two words, its real then imaginary part, the layout the complex
+split's programs read), taken from a pool by size and handed back when their
+:class:`DeviceBuffer` is dropped, so steady-state calls allocate nothing. Pipelines are
+cached by WGSL source, the ``PIPELINE_CACHE`` most recently used ones (an executable holds its
+own pipelines, so an evicted one stays alive while a function using it does, and is built
+again for a new one).
 
 Two probes run at start-up: whether the adapter's ``fma`` rounds once (``fused_fma``), and how
 many loop iterations one invocation may run (``loop_limit``: 65535 on llvmpipe, whose guard
@@ -232,7 +234,7 @@ class Runtime:
                 free.append(buf)
 
     def upload(self, value: np.ndarray) -> DeviceBuffer:
-        """A new device buffer holding ``value`` (one word per element)."""
+        """A new device buffer holding ``value`` (one word per element, two for complex64)."""
         words = to_words(value)
         db = self.alloc(words.size)
         if words.size:
@@ -247,9 +249,10 @@ class Runtime:
         self.transfers["download"] += 1
         if n == 0:
             return np.empty(shape, dtype)
-        raw = np.frombuffer(self.queue.read_buffer(db.buffer, 0, 4 * n), np.uint32)
         if dtype == np.bool_:
+            raw = np.frombuffer(self.queue.read_buffer(db.buffer, 0, 4 * n), np.uint32)
             return (raw != 0).reshape(shape)
+        raw = np.frombuffer(self.queue.read_buffer(db.buffer, 0, dtype.itemsize * n), np.uint32)
         return raw.view(dtype).reshape(shape).copy()
 
     def wait(self, db: DeviceBuffer) -> None:
@@ -287,17 +290,18 @@ class Runtime:
 
 
 def to_words(value: np.ndarray) -> np.ndarray:
-    """``value`` as the device's 32-bit words (bool becomes 0/1)."""
+    """``value`` as the device's 32-bit words (bool becomes 0/1; a complex64 element two
+    words, real part first)."""
     a = np.ascontiguousarray(value)
     if a.dtype == np.bool_:
         return a.astype(np.uint32).ravel()
-    if a.dtype.itemsize != 4:
+    if a.dtype.itemsize != (8 if a.dtype.kind == "c" else 4):
         raise TypeError(
             f"backend='gpu': {a.dtype.name} arrays cannot live on the GPU "
-            "(WGSL has 32-bit types only: float32, int32, uint32, bool); convert "
-            "to float32/int32 or use backend='cpu'"
+            "(WGSL has 32-bit types only: float32, int32, uint32, bool, and complex64 as "
+            "two float32); convert to float32/int32/complex64 or use backend='cpu'"
         )
-    return a.ravel().view(np.uint32)
+    return a.reshape(-1).view(np.uint32)
 
 
 _runtime: Runtime | None = None

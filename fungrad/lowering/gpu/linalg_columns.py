@@ -7,11 +7,14 @@ pipeline serves every column, its grid sized to what is left of the matrix (the 
 the compiled pipeline with another grid). A pass never writes a word another invocation of
 the same dispatch reads, so passes need no barriers between workgroups:
 
-* Cholesky (left-looking, one dispatch per column, ``n + 2`` in all): column ``j`` of ``L``
-  from the finished columns before it, ``L_ij = (a_ij - sum_k L_ik L_jk) / L_jj``, one
-  invocation per row ``i >= j``, each computing ``L_jj`` itself; alternate dispatches read
-  ``j`` from two ``ctl`` words and write the next column's to the other. A pivot <= 0 marks the
-  matrix in a word of the arena; the last pass gives marked matrices a NaN lower triangle.
+* Cholesky (right-looking by blocks of ``CHOLESKY_BLOCK`` columns, ``n + n / 32 + 2``
+  dispatches): the lower triangle is copied to the output; column ``j`` of a block is one
+  dispatch, one invocation per row ``i >= j`` computing ``L_ij = (A_ij - sum_k L_ik L_jk) /
+  L_jj`` over the block's earlier columns ``k`` (each invocation computes ``L_jj`` itself; the
+  diagonal goes to the arena, so no invocation writes what another reads); after the block
+  one dispatch subtracts its products from the trailing lower triangle, one invocation per
+  element. A pivot <= 0 marks the matrix in the arena; the last pass writes the diagonal and
+  gives marked matrices a NaN lower triangle.
 * Triangular solve (blocks of ``SOLVE_BLOCK`` unknowns, ``1 + m / SOLVE_BLOCK`` dispatches):
   the right-hand sides are copied to the arena; dispatch ``p`` solves block ``p`` in every
   invocation (a triangle of ``SOLVE_BLOCK`` rows, cheap), which then either stores its row's
@@ -38,13 +41,15 @@ from fungrad.lowering.gpu.frame import (
 )
 from fungrad.lowering.gpu.helpers import Prelude
 
+#: columns of a Cholesky block: its columns' passes subtract products within the block only,
+#: then one update subtracts the block from the trailing matrix (even: the update reads the
+#: column word its last column wrote)
+CHOLESKY_BLOCK = 32
 #: unknowns a triangular-solve dispatch solves (each invocation solves the block's triangle:
 #: SOLVE_BLOCK^2 / 2 products, against SOLVE_BLOCK for its own update)
 SOLVE_BLOCK = 16
 #: invocations of the LU pivot workgroup (a power of two: its tree halves)
 PIVOT_THREADS = 256
-#: products a dot adds before its running sum takes them (blocked sums: bounded error)
-DOT_BLOCK = 64
 _NAN = "bitcast<f32>(0x7fc00000u)"
 
 
@@ -82,34 +87,18 @@ def _set_param(slots: Slots, word: int, value: str, cond: str = "flat == 0i") ->
     return f"  if ({cond}) {{ {_ctl(slots, word, True)} = bitcast<u32>({value}); }}"
 
 
-def _dot(name: str, n: str, term: str) -> list[str]:
-    """Lines computing ``name = sum_{k < n} term(k)`` in blocks of ``DOT_BLOCK``."""
-    return [
-        f"  var {name} = 0.0f;",
-        "  {",
-        "    var part = 0.0f;",
-        f"    for (var k = 0i; k < {n}; k++) {{",
-        f"      part = part + {term};",
-        f"      if (k % {DOT_BLOCK}i == {DOT_BLOCK - 1}i) {{",
-        f"        {name} = {name} + part;",
-        "        part = 0.0f;",
-        "      }",
-        "    }",
-        f"    {name} = {name} + part;",
-        "  }",
-    ]
-
-
 def cholesky_passes(step, place, scope: Scope, base: int, ctl: int) -> Passes:
-    """``steps.CholeskyStep`` column by column (see the module docstring); ``base``: the
-    arena word of the matrices' marks, ``ctl``: the first ``ctl`` word it may use."""
-    n, batch = step.n, step.batch
+    """``steps.CholeskyStep`` by blocks of ``CHOLESKY_BLOCK`` columns (see the module
+    docstring). The arena holds each matrix's mark (``base``: ``batch`` words) and its
+    diagonal (``batch * n`` words after them); the column passes read ``j`` from ``ctl`` or
+    ``ctl + 1`` (alternately) and write the next column to the other word, which the block's
+    update reads."""
+    n, batch, nb = step.n, step.batch, CHOLESKY_BLOCK
     nn = n * n
+    diag = base + batch
 
-    def slots_src():
-        return Slots(place), Prelude(False)
-
-    slots, src = slots_src()
+    slots, src = Slots(place), Prelude(False)
+    a = slots.ref(step.a, "flat")
     init = flat_shader(
         f"{step.name}_init",
         slots,
@@ -118,65 +107,101 @@ def cholesky_passes(step, place, scope: Scope, base: int, ctl: int) -> Passes:
         batch * nn,
         [
             f"  let e = flat % {nn}i;",
-            f"  if (e % {n}i > e / {n}i) {{ {slots.ref(step.out, 'flat', True)} = 0u; }}",
+            f"  {slots.ref(step.out, 'flat', True)} = select(0u, {a}, e % {n}i <= e / {n}i);",
             f"  if (e == 0i) {{ {slots.word('arena', base, f'flat / {nn}i', True)} = 0u; }}",
             _set_param(slots, ctl, "0i"),
         ],
     )
+
+    def el(slots, i: str, c: str, write: bool = False) -> str:
+        ref = slots.ref(step.out, f"mb + {i} * {n}i + {c}", write)
+        return ref if write else f"bitcast<f32>({ref})"
+
     columns = []
     for q in (0, 1):
-        slots, src = slots_src()
-
-        def low(i: str, c: str, slots=slots) -> str:  # L[i][c], c < j: finished
-            return f"bitcast<f32>({slots.ref(step.out, f'mb + {i} * {n}i + {c}')})"
-
-        def a(i: str, c: str, slots=slots) -> str:
-            return f"bitcast<f32>({slots.ref(step.a, f'mb + {i} * {n}i + {c}')})"
-
+        slots, src = Slots(place), Prelude(False)
         body = [
             _param(slots, "j", ctl + q),
             _set_param(slots, ctl + 1 - q, "j + 1i"),
+            f"  let k0 = j - j % {nb}i;",
             f"  let rows = {n}i - j;",
             f"  if (flat >= {batch}i * rows) {{ return; }}",
             "  let bt = flat / rows;",
             "  let i = j + flat % rows;",
             f"  let mb = bt * {nn}i;",
-            *_dot("djj", "j", f"{low('j', 'k')} * {low('j', 'k')}"),
-            f"  let d2 = {a('j', 'j')} - djj;",
-            "  let d = sqrt(d2);",
+            "  var djj = 0.0f;",
+            "  var dij = 0.0f;",
+            "  for (var k = k0; k < j; k++) {",
+            f"    let ljk = {el(slots, 'j', 'k')};",
+            "    djj = djj + ljk * ljk;",
+            f"    dij = dij + {el(slots, 'i', 'k')} * ljk;",
+            "  }",
+            f"  let d2 = {el(slots, 'j', 'j')} - djj;",
             "  if (i == j) {",
-            f"    {slots.ref(step.out, f'mb + j * {n + 1}i', True)} = bitcast<u32>(d);",
+            f"    {slots.word('arena', diag, f'bt * {n}i + j', True)} = bitcast<u32>(sqrt(d2));",
             "    if (d2 <= 0.0f) {",
             f"      {slots.word('arena', base, 'bt', True)} = 1u;",
             "    }",
             "    return;",
             "  }",
-            *_dot("dij", "j", f"{low('i', 'k')} * {low('j', 'k')}"),
-            f"  let v = ({a('i', 'j')} - dij) / d;",
-            f"  {slots.ref(step.out, f'mb + i * {n}i + j', True)} = bitcast<u32>(v);",
+            f"  let v = ({el(slots, 'i', 'j')} - dij) / sqrt(d2);",
+            f"  {el(slots, 'i', 'j', True)} = bitcast<u32>(v);",
         ]
-        columns.append(
-            flat_shader(f"{step.name}_col{q}", slots, src, scope, batch * n, body, 2 * n)
-        )
-    slots, src = slots_src()
+        columns.append(flat_shader(f"{step.name}_col{q}", slots, src, scope, batch * n, body, nb))
+
+    slots, src = Slots(place), Prelude(False)
+    update = flat_shader(
+        f"{step.name}_update",
+        slots,
+        src,
+        scope,
+        batch * nn,
+        [
+            _param(slots, "first", ctl),  # the next column: the block before it is done
+            f"  let rem = {n}i - first;",
+            f"  if (flat >= {batch}i * rem * rem) {{ return; }}",
+            "  let bt = flat / (rem * rem);",
+            "  let e = flat % (rem * rem);",
+            "  let i = first + e / rem;",
+            "  let c = first + e % rem;",
+            "  if (c > i) { return; }",
+            f"  let mb = bt * {nn}i;",
+            "  var acc = 0.0f;",
+            f"  for (var k = first - {nb}i; k < first; k++) {{",
+            f"    acc = acc + {el(slots, 'i', 'k')} * {el(slots, 'c', 'k')};",
+            "  }",
+            f"  {el(slots, 'i', 'c', True)} = bitcast<u32>({el(slots, 'i', 'c')} - acc);",
+        ],
+        nb,
+    )
+
+    slots, src = Slots(place), Prelude(False)
     final = flat_shader(
-        f"{step.name}_nan",
+        f"{step.name}_finish",
         slots,
         src,
         scope,
         batch * nn,
         [
             f"  let e = flat % {nn}i;",
-            f"  let bad = {slots.word('arena', base, f'flat / {nn}i')} != 0u;",
-            f"  if (bad && e % {n}i <= e / {n}i) {{",
+            f"  let i = e / {n}i;",
+            f"  let c = e % {n}i;",
+            "  if (c > i) { return; }",
+            f"  if ({slots.word('arena', base, f'flat / {nn}i')} != 0u) {{",
             f"    {slots.ref(step.out, 'flat', True)} = bitcast<u32>({_NAN});",
+            "  } else if (c == i) {",
+            f"    {slots.ref(step.out, 'flat', True)} = "
+            f"{slots.word('arena', diag, f'(flat / {nn}i) * {n}i + i')};",
             "  }",
         ],
     )
     runs = [(0, init.grid)]
-    runs += [(1 + j % 2, grid_1d(batch * (n - j), WORKGROUP)) for j in range(n)]
-    runs.append((3, final.grid))
-    return Passes([init, *columns, final], runs, batch, 2)
+    for j in range(n):
+        runs.append((1 + j % 2, grid_1d(batch * (n - j), WORKGROUP)))
+        if j % nb == nb - 1 and j + 1 < n:
+            runs.append((3, grid_1d(batch * (n - j - 1) ** 2, WORKGROUP)))
+    runs.append((4, final.grid))
+    return Passes([init, *columns, update, final], runs, batch + batch * n, 2)
 
 
 def triangular_solve_passes(step, place, scope: Scope, base: int, ctl: int) -> Passes:

@@ -10,6 +10,7 @@ algorithm exactly (division), the eager primitives for the orders numpy does not
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 
 import numpy as np
@@ -497,6 +498,47 @@ def test_inputs_are_viewed_and_outputs_are_views():
     np.testing.assert_array_equal(np.asarray(f(z)), z)  # numpy arguments
     w = fg.jit(lambda v: v * 2)(1 + 2j)  # a Python complex: a weak 0-d complex64
     assert w.dtype == np.complex64 and w.weak_type and np.asarray(w) == 2 + 4j
+
+
+def _optimized_split(fn, *args):
+    from fungrad.ir import passes
+
+    closed = complex_split.split_program(fg.make_jaxpr(fn)(*map(fnp.asarray, args)))
+    return passes.optimize(closed).jaxpr
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 4)])
+def test_a_complex_value_passed_through_costs_no_copy(shape):
+    """The planes the split slices from an argument, interleaved again for the output, are the
+    argument itself (the ``complex_interleave`` rule of ``ir/passes.py``): no equations."""
+    z = c64(np.arange(math.prod(shape), dtype=np.float32).reshape(shape), -2)
+    j = _optimized_split(lambda v: v, z)
+    assert not j.eqns and j.outvars[0] is j.invars[0]
+    np.testing.assert_array_equal(np.asarray(fg.jit(lambda v: v)(z)), z)
+    np.testing.assert_array_equal(np.asarray(fg.jit(lambda v: (v, v))(z)[1]), z)
+
+
+def test_interleaving_other_planes_is_kept():
+    """Planes swapped, or taken from two arrays, or a plane of a non-trailing axis are not the
+    array: the interleave stays and the values are right."""
+    z = c64(np.arange(6.0).reshape(2, 3), -np.arange(6.0).reshape(2, 3) - 1)
+    w = c64(np.ones((2, 3)), 5)
+    swap = lambda v: lax.complex(fnp.imag(v), fnp.real(v))  # noqa: E731
+    mixed = lambda v, u: lax.complex(fnp.real(v), fnp.imag(u))  # noqa: E731
+    for fn, args, want in [
+        (swap, (z,), z.imag + 1j * z.real),
+        (mixed, (z, w), z.real + 1j * w.imag),
+    ]:
+        j = _optimized_split(fn, *args)
+        assert any(e.primitive is complex_split.interleave_p for e in j.eqns)
+        np.testing.assert_array_equal(np.asarray(fg.jit(fn)(*args)), want.astype(np.complex64))
+    # a real [.., 2] array's planes along an axis that is not the last: not an interleave of it
+    r = np.arange(12.0, dtype=np.float32).reshape(2, 3, 2)
+
+    def rows(a):
+        return lax.complex(a[0, :, 0], a[1, :, 0])
+
+    np.testing.assert_array_equal(np.asarray(fg.jit(rows)(r)), (r[0, :, 0] + 1j * r[1, :, 0]))
 
 
 def test_a_primitive_without_a_split_rule_is_a_clear_error():

@@ -381,6 +381,35 @@ def test_c2c_primitive_matches_numpy_and_its_transpose_is_the_inverse(n, x64):
     )
 
 
+@pytest.mark.parametrize("axis", [0, 1, -1, -2])
+def test_c2c_along_any_axis_eager_jit_grad_vmap(axis, x64):
+    """``fft_c2c(axis=...)``: numpy along that logical axis, eagerly and under jit (one
+    FftStep with ``inner`` > 1 for axis 0), its transpose (check_grads) and its batching
+    (a Python loop over a mapped middle axis)."""
+    rng = np.random.default_rng(3 + axis)
+    x = rng.standard_normal((3, 5, 2))
+    z = x[..., 0] + 1j * x[..., 1]
+    a = axis % 2
+    for inverse in (False, True):
+        want = np.fft.ifft(z, axis=a) * z.shape[a] if inverse else np.fft.fft(z, axis=a)
+
+        def f(v, inv=inverse):
+            return fft_c2c_p.bind(v, inverse=inv, axis=axis)
+
+        for out in (f(Array(x)), fg.jit(f)(x)):
+            out = np.asarray(out)
+            np.testing.assert_allclose(out[..., 0] + 1j * out[..., 1], want, atol=1e-12)
+        check_grads(f, (x,), order=1)
+    xs = rng.standard_normal((3, 4, 5, 2))
+    got = np.asarray(fg.vmap(lambda v: fft_c2c_p.bind(v, inverse=False, axis=axis), 1, 1)(xs))
+    for i in range(4):
+        np.testing.assert_allclose(
+            got[:, i], fft_c2c_p.bind(Array(xs[:, i]), inverse=False, axis=axis), atol=1e-12
+        )
+    with pytest.raises(ValueError, match="fft_c2c: axis 2 is out of range"):
+        fft_c2c_p.bind(Array(x), inverse=False, axis=2)
+
+
 @pytest.mark.parametrize("typ", TYPES)
 @pytest.mark.parametrize("lengths", [(8,), (7,), (1,), (3, 4), (2, 3, 5)])
 def test_split_rule_matches_numpy(typ, lengths, x64):
@@ -411,19 +440,51 @@ def test_gpu_policy_refuses_fft_and_cpu_plans_fft_steps():
 @pytest.mark.parametrize(
     "fn, arg, want",
     [
-        # (batch, n, inverse) of each library step
-        (fnp.fft.fft, np.ones((3, 64), np.complex64), [(3, 64, False)]),
-        (fnp.fft.rfft, np.ones(64, np.float32), [(1, 32, False)]),  # half length, packed
-        (fnp.fft.rfft, np.ones(9, np.float32), [(1, 9, False)]),
-        (fnp.fft.irfft, np.ones(33, np.complex64), [(1, 32, True)]),
-        (fnp.fft.ifft2, np.ones((4, 6), np.complex64), [(4, 6, True), (6, 4, True)]),
+        # (batch, n, inner, inverse) of each library step: axes other than the last are
+        # transformed where they lie (inner > 1), with no transposes around the step
+        (fnp.fft.fft, np.ones((3, 64), np.complex64), [(3, 64, 1, False)]),
+        (fnp.fft.rfft, np.ones(64, np.float32), [(1, 32, 1, False)]),  # half length, packed
+        (fnp.fft.rfft, np.ones(9, np.float32), [(1, 9, 1, False)]),
+        (fnp.fft.irfft, np.ones(33, np.complex64), [(1, 32, 1, True)]),
+        (fnp.fft.ifft2, np.ones((4, 6), np.complex64), [(4, 6, 1, True), (1, 4, 6, True)]),
+        (fnp.fft.rfft2, np.ones((4, 6), np.float32), [(4, 3, 1, False), (1, 4, 4, False)]),
+        (
+            lambda z: fnp.fft.fft(z, axis=0),
+            np.ones((5, 3, 2), np.complex64),
+            [(1, 5, 6, False)],
+        ),
+        (
+            lambda z: fnp.fft.fftn(z, axes=(0, 2)),
+            np.ones((5, 3, 2), np.complex64),
+            [(15, 2, 1, False), (1, 5, 6, False)],
+        ),
     ],
 )
 def test_split_program_runs_library_steps(fn, arg, want):
     closed = complex_split.split_program(fg.make_jaxpr(fn)(fnp.asarray(arg)))
     prog = fusion.plan(passes.optimize(closed), policy=CpuPolicy())
-    steps = [(s.batch, s.n, s.inverse) for s in prog.steps if isinstance(s, FftStep)]
+    steps = [(s.batch, s.n, s.inner, s.inverse) for s in prog.steps if isinstance(s, FftStep)]
     assert steps == want
+
+
+@pytest.mark.parametrize(
+    "fn, arg",
+    [
+        (fnp.fft.fft, np.ones((4, 64), np.complex64)),
+        (fnp.fft.fft, np.ones(64, np.complex128)),
+        (fnp.fft.fft2, np.ones((8, 6), np.complex64)),
+        (lambda z: fnp.fft.fft(z, axis=0), np.ones((8, 6), np.complex64)),
+        (lambda z: fnp.fft.fft(z, axis=1), np.ones((3, 8, 6), np.complex64)),
+    ],
+)
+def test_jitted_unscaled_fft_is_library_steps_alone(fn, arg):
+    """A complex argument reaches the FFT step as its own buffer and the step writes the
+    program's output: no kernel copies the data before, between or after the transforms
+    (the split's ``complex_interleave`` of the planes it sliced is the array itself)."""
+    closed = complex_split.split_program(fg.make_jaxpr(fn)(fnp.asarray(arg)))
+    prog = fusion.plan(passes.optimize(closed), policy=CpuPolicy())
+    assert prog.steps and all(isinstance(s, FftStep) for s in prog.steps), prog.steps
+    assert prog.steps[0].x.kind == "input" and prog.steps[-1].out.kind == "output"
 
 
 # -- jit against eager -------------------------------------------------------------------------

@@ -3,8 +3,6 @@ arrays, against ``numpy.fft`` in float64; and its step (``FftStep``) under jit."
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -209,51 +207,17 @@ def test_numpy_fft_under_jit(n):
         assert err <= 4 * np.finfo(np.float32).eps * np.log2(n), err
 
 
-@functools.cache
-def _middle_axis_primitive():
-    """A primitive (registered once per process) whose CPU lowering is one FftStep with
-    ``inner`` > 1 (transforms along the middle axis of ``[batch, n, inner, 2]``), as a
-    lowering rule would emit it."""
-    from fungrad import core
-    from fungrad.core import ShapedArray
-    from fungrad.lax.utils import standard_primitive
-    from fungrad.lowering import kernel
-    from fungrad.lowering.steps import FftStep
-
-    def impl(x, *, inverse):
-        z = x[..., 0] + 1j * x[..., 1]
-        n = z.shape[1]
-        z = np.fft.ifft(z, axis=1) * n if inverse else np.fft.fft(z, axis=1)
-        return np.stack([z.real, z.imag], -1).astype(x.dtype)
-
-    prim = standard_primitive(
-        "test_fft_middle_axis", impl, lambda x, *, inverse: ShapedArray(x.shape, x.dtype)
-    )
-    # a test-only primitive: out of the registry, whose tests ask every primitive for rules
-    del core.primitives[prim.name]
-
-    def lower(ctx, x, *, inverse):
-        planner = ctx.planner
-        src = ctx.materialize(x).buffer
-        out = planner.new_buffer(x.shape, x.dtype, "temp")
-        batch, n, inner, _ = x.shape
-        planner.add_step(FftStep(f"fft_{out.name}", src, out, batch, n, inverse, inner))
-        return planner.buffer_tensor(out, "fft")
-
-    kernel.register_lowering(prim, lower)
-    return prim
-
-
 @pytest.mark.parametrize("shape", [(2, 16, 40), (1, 97, 9), (1, 1024, 64)])
 def test_fft_step_along_middle_axis_under_jit(shape):
-    """FftStep(inner=...) renders as the column function (serial, and for 1024 x 64 on the
-    thread pool) and equals numpy along that axis."""
+    """``fft_c2c`` along the middle axis lowers to FftStep(inner=...), rendered as the column
+    function (serial, and for 1024 x 64 on the thread pool); it equals numpy along that
+    axis."""
     import fungrad as fg
+    from fungrad.lax.fft import fft_c2c_p
 
-    prim = _middle_axis_primitive()
     x = np.random.default_rng(9).standard_normal(shape + (2,)).astype(np.float32)
     c = (x[..., 0] + 1j * x[..., 1]).astype(np.complex64)
     for inverse in (False, True):
-        y = np.asarray(fg.jit(lambda a, inv=inverse: prim.bind(a, inverse=inv))(x))
+        y = np.asarray(fg.jit(lambda a, inv=inverse: fft_c2c_p.bind(a, inverse=inv, axis=1))(x))
         got = (y[..., 0] + 1j * y[..., 1]).astype(np.complex64)
         _check(np.moveaxis(got, 1, -1), np.moveaxis(c, 1, -1), inverse)

@@ -562,7 +562,8 @@ def simplify_algebra(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
     ``convert_element_type`` to the same dtype and weak type, ``reshape`` /
     ``broadcast_in_dim`` / ``squeeze`` / ``slice`` / ``dynamic_slice`` that keep the shape,
     ``transpose`` by the identity, ``rev`` of size-1 dimensions, ``pad`` by nothing,
-    ``concatenate`` of one operand or of slices that cover one array in order, reductions
+    ``concatenate`` of one operand or of slices that cover one array in order,
+    ``complex_interleave`` of the two planes of one ``[..., 2]`` array, reductions
     over no axes (float sums excepted: see ``_reduce_rule``), ``integer_pow`` with ``y=1``,
     ``select_n`` with a constant ``which`` or equal cases, ``dynamic_update_slice`` of a
     whole-operand update, two transposes or two row-major reshapes (reshape, squeeze, size-1
@@ -853,6 +854,34 @@ def _concatenate_rule(eqn, facts):
     return _same(source) if at == source.aval.shape[dim] else None
 
 
+def _interleave_rule(eqn, facts):
+    """``complex_interleave(re, im)`` (the complex split's output primitive) of the two planes
+    of one ``[..., 2]`` array, each a slice of the last axis reshaped without it: that array
+    (a split program returning a value the FFT or another interleaved step computed)."""
+    source = None
+    for k, x in enumerate(eqn.invars):
+        r = facts.producer.get(x) if type(x) is core.Var else None
+        if r is None or not _is_row_major_reshape(r):
+            return None
+        p = facts.producer.get(r.invars[0]) if type(r.invars[0]) is core.Var else None
+        if p is None or p.primitive.name != "slice":
+            return None
+        src = p.invars[0]
+        if type(src) is not core.Var or (source is not None and src is not source):
+            return None
+        source = src
+        shape = src.aval.shape
+        if not shape or shape[-1] != 2 or shape[:-1] != x.aval.shape:
+            return None
+        if any(s != 1 for s in (p.params["strides"] or ())):
+            return None
+        if tuple(p.params["start_indices"]) != (0,) * (len(shape) - 1) + (k,) or tuple(
+            p.params["limit_indices"]
+        ) != shape[:-1] + (k + 1,):
+            return None
+    return _same(source)
+
+
 def _reduce_rule(eqn, facts):
     x = eqn.invars[0]
     if tuple(eqn.params["axes"]):
@@ -1014,6 +1043,7 @@ _IDENTITIES = {
     "rev": _rev_rule,
     "pad": _pad_rule,
     "concatenate": _concatenate_rule,
+    "complex_interleave": _interleave_rule,
     "slice": _shape_preserving,
     "dynamic_slice": _shape_preserving,
     "reduce_sum": _reduce_rule,

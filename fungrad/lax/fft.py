@@ -22,11 +22,14 @@ Rules:
   and 2 elsewhere;
 * batching: the mapped axis moves to the front, one more leading (untransformed) axis;
 * lowering: the complex-split pass (``lowering/complex_split.py``) rewrites it by
-  :func:`_fft_split` into one-dimensional complex transforms along the last axis of
-  interleaved real arrays ``[..., n, 2]`` (``fft_c2c_p``): the other axes are moved last by
-  transposes, RFFT transforms ``x + 0i`` and keeps ``n // 2 + 1`` frequencies, IRFFT extends
-  the spectrum by Hermitian symmetry and keeps the real part. ``fft_c2c_p``'s lowering rule
-  appends a library step (``steps.FftStep``) where the backend's policy has ``fft_steps``, and
+  :func:`fft_split` into one-dimensional complex transforms along one axis each of
+  interleaved real arrays ``[..., n, 2]`` (``fft_c2c_p``, whose ``axis`` is any logical axis:
+  no transposes), RFFT of even length as a half-length complex transform of the samples read
+  in pairs, IRFFT likewise (odd lengths: ``x + 0i`` transformed, or the spectrum extended by
+  Hermitian symmetry). An FFT over axes that ``fnp.fft`` moved last by a transpose runs along
+  them where they lie (:func:`_transposed_planes`). ``fft_c2c_p``'s lowering rule appends a
+  library step (``steps.FftStep``, ``inner`` > 1 for an axis that is not the last) reading its
+  operand's buffer in place where it can, where the backend's policy has ``fft_steps``, and
   is a LoweringError elsewhere.
 """
 
@@ -245,7 +248,19 @@ batch_rules[fft_p] = _fft_batch
 # -- fft_c2c_p: what the compiler runs ---------------------------------------------------------
 
 
-def _c2c_abstract_eval(x, *, inverse):
+def _c2c_axis(shape, axis: int) -> int:
+    """``axis`` of ``fft_c2c`` as a nonnegative index of the interleaved ``shape`` (a logical
+    axis: any axis but the last, which holds the parts)."""
+    logical = len(shape) - 1
+    if not -logical <= axis < logical:
+        raise ValueError(
+            f"fft_c2c: axis {axis} is out of range for the logical axes of an interleaved "
+            f"operand of shape {tuple(shape)} (its last axis holds the parts)"
+        )
+    return axis % logical
+
+
+def _c2c_abstract_eval(x, *, inverse, axis=-1):
     if x.dtype not in _REALS:
         raise TypeError(
             f"fft_c2c: operand must be float32 or float64 (interleaved complex), got {x.dtype.name}"
@@ -255,32 +270,37 @@ def _c2c_abstract_eval(x, *, inverse):
             f"fft_c2c: operand must be [..., n, 2] (real and imaginary parts interleaved), got "
             f"shape {x.shape}"
         )
+    _c2c_axis(x.shape, axis)
     return ShapedArray(x.shape, x.dtype)
 
 
 @ignore_fp_errors
-def _c2c_impl(x, *, inverse):
+def _c2c_impl(x, *, inverse, axis=-1):
     x = np.asarray(x)
+    a = _c2c_axis(x.shape, axis)
     z = x[..., 0] + 1j * x[..., 1]
     if z.size:
-        z = np.fft.ifft(z, axis=-1) * z.shape[-1] if inverse else np.fft.fft(z, axis=-1)
+        z = np.fft.ifft(z, axis=a) * z.shape[a] if inverse else np.fft.fft(z, axis=a)
     return np.stack([z.real, z.imag], axis=-1).astype(x.dtype, copy=False)
 
 
 fft_c2c_p = standard_primitive("fft_c2c", _c2c_impl, _c2c_abstract_eval)
-"""``batch`` one-dimensional complex DFTs along the second-to-last axis of a real array whose
-last axis holds real and imaginary parts: ``out[..., k] = sum_j x[..., j] exp(-+2 pi i jk/n)``
-(``inverse``: sign +1, unscaled). Bound only by :func:`_fft_split`, inside the compiler."""
+"""One-dimensional complex DFTs along the logical axis ``axis`` (default: the last one, the
+second-to-last of the array) of a real array whose last axis holds real and imaginary parts:
+``out[..., k, ...] = sum_j x[..., j, ...] exp(-+2 pi i jk/n)`` (``inverse``: sign +1,
+unscaled). Bound only by :func:`fft_split`, inside the compiler."""
 
 
-def _c2c_transpose(ct, x, *, inverse):
+def _c2c_transpose(ct, x, *, inverse, axis=-1):
     # as a real matrix, [[Fr, -Fi], [Fi, Fr]]ᵀ = [[Fr, Fi], [-Fi, Fr]] (F symmetric): conj(F)
-    return [fft_c2c_p.bind(ct, inverse=not inverse)]
+    return [fft_c2c_p.bind(ct, inverse=not inverse, axis=axis)]
 
 
-def _c2c_batch(axis_size, args, dims, *, inverse):
+def _c2c_batch(axis_size, args, dims, *, inverse, axis=-1):
     (x,), (d,) = args, dims
-    return fft_c2c_p.bind(bdim_at_front(x, d, axis_size), inverse=inverse), 0
+    return fft_c2c_p.bind(
+        bdim_at_front(x, d, axis_size), inverse=inverse, axis=axis + 1 if axis >= 0 else axis
+    ), 0
 
 
 deflinear(fft_c2c_p)
@@ -288,7 +308,17 @@ deflinear_transpose(fft_c2c_p, _c2c_transpose)
 batch_rules[fft_c2c_p] = _c2c_batch
 
 
-def _c2c_lowering(ctx, x, *, inverse):
+def _step_source(ctx, x):
+    """The buffer the FFT step reads ``x`` from: the buffer ``x`` is a row-major view of (a
+    program argument, a reshape of a stored value) when it is one, else ``x`` stored."""
+    if x.view is not None and x.view[1] == tuple(range(len(x.shape))):
+        buf = x.view[0]
+        if buf.shape == x.shape or math.prod(buf.shape) == math.prod(x.shape):
+            return buf
+    return ctx.materialize(x).buffer
+
+
+def _c2c_lowering(ctx, x, *, inverse, axis=-1):
     from fungrad.lowering.fusion import LoweringError
 
     planner = ctx.planner
@@ -297,15 +327,17 @@ def _c2c_lowering(ctx, x, *, inverse):
             f"fft: the {planner.policy.name} backend has no FFT; run this function with "
             'jit(..., backend="cpu") or outside jit'
         )
-    n = x.shape[-2]
-    batch = math.prod(x.shape[:-2])
-    if batch * n == 0:
+    a = _c2c_axis(x.shape, axis)
+    n = x.shape[a]
+    batch = math.prod(x.shape[:a])
+    inner = math.prod(x.shape[a + 1 : -1])
+    if batch * n * inner == 0:
         return kernel.from_fn(x.shape, x.dtype, lambda idx: ctx.const(0, x.dtype), "fft")
     from fungrad.lowering.steps import FftStep
 
-    src = ctx.materialize(x).buffer
+    src = _step_source(ctx, x)
     out = planner.new_buffer(x.shape, x.dtype, "temp")
-    planner.add_step(FftStep(f"fft_{out.name}", src, out, batch, n, inverse))
+    planner.add_step(FftStep(f"fft_{out.name}", src, out, batch, n, inverse, inner))
     return planner.buffer_tensor(out, "fft")
 
 
@@ -332,18 +364,9 @@ def _planes(z):
 
 
 def _c2c_along(z, axis: int, inverse: bool):
-    """The unscaled 1-D DFT of interleaved ``z`` along its logical ``axis``: that axis is
-    swapped with the last logical one (the one before the planes) around the library call."""
-    from fungrad import lax
-
-    last = core.get_aval(z).ndim - 2
-    if axis == last:
-        return fft_c2c_p.bind(z, inverse=inverse)
-    perm = list(range(last + 2))
-    perm[axis], perm[last] = last, axis
-    return lax.transpose(
-        fft_c2c_p.bind(lax.transpose(z, tuple(perm)), inverse=inverse), tuple(perm)
-    )
+    """The unscaled 1-D DFT of interleaved ``z`` along its logical ``axis``, in place of the
+    layout: the library transforms any axis of ``[batch, n, inner, 2]`` (no transposes)."""
+    return fft_c2c_p.bind(z, inverse=inverse, axis=axis)
 
 
 def _scaled(x, factor: float):
@@ -447,6 +470,43 @@ def _irfft_last(re, im, n: int):
     return out, n
 
 
+def _transposed_planes(re, im):
+    """``(re0, im0, perm)`` when the planes ``re`` and ``im`` are, in the jaxpr the complex
+    split is building, ``transpose(re0, perm)`` and ``transpose(im0, perm)`` (``fnp.fft`` over
+    axes that are not the last ones moves them there): the transform then runs along
+    ``perm``'s axes of the untransposed array, and the transposes that ``fnp.fft`` applies
+    after it cancel with :func:`_permuted`'s. None otherwise."""
+    from fungrad.lowering.complex_split import current_trace
+
+    found = {}
+    want = {getattr(re, "atom", None), getattr(im, "atom", None)}
+    want.discard(None)
+    if len(want) != 2:
+        return None
+    for eqn in reversed(current_trace().eqns):
+        out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
+        if out in want:
+            if eqn.primitive.name != "transpose" or type(eqn.invars[0]) is not core.Var:
+                return None
+            found[out] = eqn
+            if len(found) == 2:
+                break
+    if len(found) != 2:
+        return None
+    er, ei = found[re.atom], found[im.atom]
+    perm = tuple(er.params["permutation"])
+    if tuple(ei.params["permutation"]) != perm:
+        return None
+    trace = current_trace()
+    return trace.value(er.invars[0]), trace.value(ei.invars[0]), perm
+
+
+def _permuted(x, perm):
+    from fungrad import lax
+
+    return x if perm == tuple(range(len(perm))) else lax.transpose(x, perm)
+
+
 def fft_split(x, *, fft_type, fft_lengths):
     """``fft_p`` on split values: ``x`` is a real array (RFFT) or a ``(re, im)`` pair of real
     arrays; returns a pair (FFT, IFFT, RFFT) or a real array (IRFFT). Written with lax ops and
@@ -461,10 +521,14 @@ def fft_split(x, *, fft_type, fft_lengths):
         if total == 0:
             return re, im  # empty: nothing to transform
         inverse = fft_type == FftType.IFFT
+        perm = tuple(range(nd))
+        moved = _transposed_planes(re, im)
+        if moved is not None:  # transform the axes where they lie, transpose the result
+            re, im, perm = moved
         z = _interleave(re, im)
         for axis in range(nd - 1, nd - 1 - k, -1):
-            z = _c2c_along(z, axis, inverse)
-        re, im = _planes(z)
+            z = _c2c_along(z, perm[axis], inverse)
+        re, im = (_permuted(p, perm) for p in _planes(z))
         return (_scaled(re, 1 / total), _scaled(im, 1 / total)) if inverse else (re, im)
     if fft_type == FftType.RFFT:
         nd = core.get_aval(x).ndim

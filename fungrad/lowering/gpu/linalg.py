@@ -50,12 +50,15 @@ from fungrad.lowering.steps import CholeskyStep, LuStep, TriangularSolveStep
 #: a few words are left for the guard flag)
 SHARED_WORDS = 4000
 #: the largest matrix side the one-dispatch kernels take; larger matrices take a few
-#: dispatches per column (``linalg_columns.py``). A workgroup's invocations loop about
-#: n^3 / 768 times at the largest (Cholesky: 22000 at 256; lavapipe stops at 65535).
+#: dispatches per column (``linalg_columns.py``). An LU workgroup's first invocation loops
+#: about 55000 times at 256 (its pivot searches and its share of the updates; lavapipe stops
+#: at 65535), a triangular solve's invocations 33000.
 WORKGROUP_MAX = 256
-#: Cholesky's: its column passes (one dispatch per column, each row an invocation) won from
-#: here on lavapipe (ms, one workgroup against the passes: one 150x150 17 / 13, 200x200 53 /
-#: 17, 16 of 128x128 90 / 33; LU's stayed even at 200: 46 / 48)
+#: Cholesky's: on lavapipe its column passes beat a workgroup per matrix from about here (ms,
+#: a workgroup against the passes, noisy: one 150x150 17 / 9-13, one 200x200 53-80 / 17-24,
+#: 16 of 128x128 90-470 / 33-68); LU's were about even at 200 (46 / 48, 112 / 56), so LU keeps
+#: its workgroup up to ``WORKGROUP_MAX`` (a real GPU runs a workgroup's barriers far cheaper
+#: than lavapipe's coroutine switches, and the passes cost a dispatch per column)
 CHOLESKY_WORKGROUP_MAX = 128
 #: the most invocations of a factorisation's workgroup
 MAX_THREADS = 256
@@ -150,7 +153,8 @@ class _Layout:
 
 
 def render_cholesky(step, place, scope: Scope) -> Shader:
-    """``steps.CholeskyStep``: one workgroup per matrix. Column ``j``: every invocation reads
+    """``steps.CholeskyStep``: one invocation (up to ``SERIAL_MAX``) or one workgroup per
+    matrix (``_Layout``). Column ``j``: every invocation reads
     the pivot ``a_jj`` (not positive: the matrix is marked bad), the column below is
     divided by its square root, then the trailing lower triangle loses the column's outer
     product. The result is the lower triangle (NaN where bad), zeros above."""
@@ -202,12 +206,12 @@ def render_cholesky(step, place, scope: Scope) -> Shader:
 
 
 def render_lu(step, place, scope: Scope) -> Shader:
-    """``steps.LuStep``: one workgroup per matrix. Column ``j``: every invocation finds the
-    pivot row ``p`` (the first of largest magnitude at or below ``j``); then rows ``j`` and
-    ``p`` swap in every other column while column ``j`` takes the pivot on the diagonal and
-    the multipliers below (divided by the pivot, by one if it is zero); then the trailing
-    block loses the outer product of the multipliers and row ``j``. Invocation 0 keeps the
-    pivots and the permutation."""
+    """``steps.LuStep``: one invocation (up to ``SERIAL_MAX``) or one workgroup per matrix
+    (``_Layout``). Column ``j``: invocation 0 finds the pivot row ``p`` (the first of largest
+    magnitude at or below ``j``), records it and the permutation, and shares it; then rows
+    ``j`` and ``p`` swap in every other column while column ``j`` takes the pivot on the
+    diagonal and the multipliers below (divided by the pivot, by one if it is zero); then the
+    trailing block loses the outer product of the multipliers and row ``j``."""
     _f32(step, step.lu.dtype)
     m, n, batch = step.m, step.n, step.batch
     k = min(m, n)

@@ -1,0 +1,132 @@
+"""Leafwise helpers shared by the transformations: moments, bias correction, safe norms.
+
+Private to :mod:`fungrad.optim`; every function takes and returns pytrees (or one array) and
+is traceable, so the transformations built on them run under jit, vmap and grad.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import fungrad.numpy as jnp
+from fungrad import lax, tree_util
+
+NO_PARAMS_MSG = (
+    "this transformation needs the parameters: call update(updates, state, params) with the "
+    "current params (optax's convention), not update(updates, state)."
+)
+
+
+def is_none(x) -> bool:
+    return x is None
+
+
+def abs_sq(x):
+    """``|x|**2`` elementwise (real for complex ``x``)."""
+    x = jnp.asarray(x)
+    if jnp.iscomplexobj(x):
+        return jnp.real(x * jnp.conj(x))
+    return x * x
+
+
+def safe_increment(count):
+    """``count + 1``, saturating at the dtype's maximum instead of wrapping around."""
+    count = jnp.asarray(count)
+    dt = np.dtype(count.dtype)
+    if np.issubdtype(dt, np.integer):
+        top = np.iinfo(dt).max
+    elif np.issubdtype(dt, np.floating):
+        top = np.finfo(dt).max
+    else:
+        raise ValueError(
+            f"safe_increment: the count has dtype {dt}; it must be an integer or float array."
+        )
+    top = jnp.asarray(top, dtype=dt)
+    return jnp.where(count < top, count + jnp.asarray(1, dtype=dt), top)
+
+
+def zeros_like(tree, dtype=None):
+    return tree_util.tree_map(lambda p: jnp.zeros_like(p, dtype=dtype), tree)
+
+
+def full_like(tree, value, dtype=None):
+    return tree_util.tree_map(lambda p: jnp.full_like(p, value, dtype=dtype), tree)
+
+
+def cast(tree, dtype):
+    """The tree with every leaf cast to ``dtype`` (unchanged when ``dtype`` is None)."""
+    if dtype is None:
+        return tree
+    return tree_util.tree_map(lambda t: jnp.asarray(t).astype(dtype), tree)
+
+
+def update_moment(updates, moments, decay, order):
+    """``(1 - decay) * g**order + decay * m`` leaf by leaf (None updates stay None)."""
+
+    def f(g, t):
+        if g is None:
+            return None
+        return (1 - decay) * (g**order) + decay * t
+
+    return tree_util.tree_map(f, updates, moments, is_leaf=is_none)
+
+
+def update_moment_per_elem_norm(updates, moments, decay, order):
+    """``(1 - decay) * |g|**order + decay * m`` leaf by leaf (``|g|**2`` real for complex)."""
+
+    def f(g, t):
+        if g is None:
+            return None
+        if order == 2:
+            norm = abs_sq(g)
+        else:
+            norm = jnp.abs(g) ** order
+        return (1 - decay) * norm + decay * t
+
+    return tree_util.tree_map(f, updates, moments, is_leaf=is_none)
+
+
+def bias_correction(moments, decay, count):
+    """``m / (1 - decay**count)`` leaf by leaf, the divisor in each moment's dtype."""
+
+    def f(t):
+        scale = 1 - jnp.asarray(decay) ** count
+        return t / scale.astype(t.dtype)
+
+    return tree_util.tree_map(f, moments)
+
+
+def safe_norm(x, min_norm):
+    """``max(||x||_2, min_norm)`` whose gradient is 0, not NaN, where ``x`` is all zeros."""
+    x = jnp.asarray(x)
+    norm = jnp.sqrt(jnp.sum(abs_sq(x)))
+    small = norm <= min_norm
+    masked = jnp.where(small, jnp.ones_like(x), x)
+    return jnp.where(small, min_norm, jnp.sqrt(jnp.sum(abs_sq(masked))))
+
+
+def safe_rms(x, min_rms):
+    """``max(sqrt(mean(|x|**2)), min_rms)`` with a finite gradient at zero."""
+    x = jnp.asarray(x)
+    rms = jnp.sqrt(jnp.mean(abs_sq(x)))
+    small = rms <= min_rms
+    masked = jnp.where(small, jnp.ones_like(x), x)
+    return jnp.where(small, min_rms, jnp.sqrt(jnp.mean(abs_sq(masked))))
+
+
+def rsqrt(x):
+    return lax.rsqrt(x)
+
+
+def leaf_mask(fun_name: str, mask, params):
+    """The boolean mask for ``params``: ``mask(params)`` if callable, broadcast as a prefix
+    tree over the parameters' structure."""
+    m = mask(params) if callable(mask) else mask
+    try:
+        return tree_util.tree_broadcast(m, params, is_leaf=is_none)
+    except (ValueError, TypeError) as e:
+        raise ValueError(
+            f"{fun_name}: the mask's structure {tree_util.tree_structure(m)} is not a prefix "
+            f"of the parameters' structure {tree_util.tree_structure(params)}; give a tree of "
+            "bools shaped like the parameters (or a prefix of it), or a callable returning one."
+        ) from e

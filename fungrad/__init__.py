@@ -13,6 +13,7 @@ from fungrad import (  # noqa: E402,F401
     nn,
     numpy,
     ops,
+    optim,
     random,
     scipy,
     tree,

@@ -32,3 +32,9 @@ from fungrad.optim.transforms import __all__ as _transforms_all
 __all__ = [*_base_all, *_transforms_all, *_constraints_all, *_factorized_all, *_alias_all]
 
 # --- schedules and wrappers (fungrad.optim.schedules, fungrad.optim.wrappers) ---
+from fungrad.optim.schedules import *  # noqa: E402,F401,F403
+from fungrad.optim.schedules import __all__ as _schedules_all  # noqa: E402
+from fungrad.optim.wrappers import *  # noqa: E402,F401,F403
+from fungrad.optim.wrappers import __all__ as _wrappers_all  # noqa: E402
+
+__all__ += [*_schedules_all, *_wrappers_all]

@@ -427,17 +427,17 @@ def _rfft_last(x, n: int):
     return xr, xi
 
 
-def _irfft_last(re, im, n: int):
-    """The real inverse transform (unscaled) along the last axis of the planes ``re``, ``im``
-    (``n // 2 + 1`` frequencies; the imaginary parts at zero and, ``n`` even, at Nyquist do
-    not count).
+def _irfft_last(re, im, n: int, lead: int):
+    """The real inverse transform along the last axis of the planes ``re``, ``im`` (``n // 2 +
+    1`` frequencies; the imaginary parts at zero and, ``n`` even, at Nyquist do not count),
+    scaled by ``1 / (n * lead)`` (``lead``: the length of the inverse transforms done before).
 
     Even ``n = 2M``: with ``B_k = X_(M-k)``, ``E = (X + conj B) / 2`` and ``O = (X - conj B)
     e^(2 pi i k/n) / 2`` (``k < M``) are the spectra of the even and odd samples, and the
     inverse complex transform of ``E + iO`` of length ``M`` holds ``x[2j] + i x[2j+1]``: it is
-    already the output's layout. Odd ``n``: the spectrum extended by Hermitian symmetry,
-    transformed, its real part. The even path is scaled by ``M``, not ``n``: the caller divides
-    by the value returned with the result."""
+    already the output's layout, so the scale is applied to ``E`` and ``O`` (in the kernel
+    that computes them) and the library step writes the result. Odd ``n``: the spectrum
+    extended by Hermitian symmetry, transformed, its real part (scaled as it is extracted)."""
     from fungrad import lax
 
     aval = core.get_aval(re)
@@ -452,14 +452,14 @@ def _irfft_last(re, im, n: int):
         ar, ai = _last(re, 0, m), _last(im, 0, m)
         br = lax.rev(_last(re, 1, m + 1), (nd - 1,))
         bi = lax.rev(_last(im, 1, m + 1), (nd - 1,))
-        half = lax.full((), 0.5, aval.dtype)
+        half = lax.full((), 0.5 / (m * lead), aval.dtype)  # the inverse's length is M
         er, ei = lax.mul(lax.add(ar, br), half), lax.mul(lax.sub(ai, bi), half)
         dr, di = lax.mul(lax.sub(ar, br), half), lax.mul(lax.add(ai, bi), half)
         c, s = _twiddles(m, n, er)  # O = D (c + i s)
         o_r = lax.sub(lax.mul(dr, c), lax.mul(di, s))
         o_i = lax.add(lax.mul(dr, s), lax.mul(di, c))
         z = _c2c_along(_interleave(lax.sub(er, o_i), lax.add(ei, o_r)), nd - 1, True)
-        return lax.reshape(z, aval.shape[:-1] + (n,)), m
+        return lax.reshape(z, aval.shape[:-1] + (n,))
     tail = (n - 1) // 2  # frequencies n // 2 + 1 .. n - 1 are conj(x[n - k])
     if tail:
         tail_re = lax.rev(_last(re, 1, tail + 1), (nd - 1,))
@@ -467,7 +467,7 @@ def _irfft_last(re, im, n: int):
         re = lax.concatenate([re, tail_re], nd - 1)
         im = lax.concatenate([im, tail_im], nd - 1)
     out, _ = _planes(_c2c_along(_interleave(re, im), nd - 1, True))
-    return out, n
+    return _scaled(out, 1 / (n * lead))
 
 
 def _transposed_planes(re, im):
@@ -550,8 +550,7 @@ def fft_split(x, *, fft_type, fft_lengths):
         for axis in range(nd - 2, nd - 1 - k, -1):
             z = _c2c_along(z, axis, True)
         re, im = _planes(z)
-    out, scale = _irfft_last(re, im, n)
-    return _scaled(out, 1 / (scale * (total // n)))
+    return _irfft_last(re, im, n, total // n)
 
 
 def _fft_split_rule(x, *, fft_type, fft_lengths):

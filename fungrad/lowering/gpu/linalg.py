@@ -4,8 +4,9 @@ dispatch for a whole batch of matrices up to ``WORKGROUP_MAX`` on a side (Choles
 ``CHOLESKY_WORKGROUP_MAX``).
 
 * Cholesky and LU of matrices up to ``SERIAL_MAX`` (32) on a side: one invocation per matrix
-  runs the right-looking algorithm in its own array, with no barriers (a batch of 1000 4x4
-  matrices: 64-invocation workgroups, 16 of them).
+  runs the right-looking algorithm in its own array (or, above ``SERIAL_ARRAY_WORDS``, in its
+  output buffer), with no barriers (a batch of 1000 4x4 matrices: 64-invocation workgroups,
+  16 of them).
 * Cholesky and LU of larger matrices: one workgroup per matrix runs it column by column, its
   invocations sharing each column's work (the column's scaling, the trailing update) and
   meeting at barriers. The matrix lives in workgroup memory where it fits (``SHARED_WORDS``:
@@ -89,11 +90,17 @@ def _f32(step, dtype) -> None:
 #: 77, 16 32x32 1.5 / 1.7 against 5.4 / 9.8, one 32x32 1.1 / 0.9 against 1.1 / 2.5 (its barriers
 #: are coroutine switches). Its loops run ~n^3/3 times: 11000 at 32 (lavapipe stops at 65535).
 SERIAL_MAX = 32
+#: the most words of a matrix an invocation keeps in its own array (larger: in its output
+#: buffer). llvmpipe's compile time grows steeply with the array: LU 16x16 0.19 s, 24x24
+#: 0.8 s, 32x32 3.3 s (Cholesky 32x32 0.25 s), against 0.05 s in the output buffer, which ran
+#: 1.3-3x slower (ms, noisy: 1000 8x8 3.0 / 10.2, 16 24x24 1.0 / 9.3)
+SERIAL_ARRAY_WORDS = 300
 
 
 class _Layout:
     """Where a matrix is factored and by whom: ``"serial"`` (one invocation per matrix, the
-    matrix in a function-scope array ``S``), ``"shared"`` (a workgroup per matrix, ``S`` in
+    matrix in a function-scope array ``S`` up to ``SERIAL_ARRAY_WORDS``, else in its output
+    buffer), ``"shared"`` (a workgroup per matrix, ``S`` in
     workgroup memory) or ``"global"`` (a workgroup per matrix, the matrix in its output
     buffer ``buf`` at word ``base``, storage barriers). Gives the matrix's elements as f32
     text, the barrier, and the shader."""
@@ -113,6 +120,8 @@ class _Layout:
     @property
     def local(self) -> bool:
         """Whether the matrix is in ``S`` (to be stored to its output at the end)."""
+        if self.mode == "serial":
+            return self.words <= SERIAL_ARRAY_WORDS
         return self.mode != "global"
 
     def get(self, at: str) -> str:

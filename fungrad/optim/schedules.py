@@ -85,8 +85,7 @@ def _check_scales(name: str, scales: Iterable) -> None:
     bad = [s for s in scales if not s >= 0]
     if bad:
         raise ValueError(
-            f"{name}: every scale factor in boundaries_and_scales must be non-negative, "
-            f"got {bad!r}"
+            f"{name}: every scale factor in boundaries_and_scales must be non-negative, got {bad!r}"
         )
 
 

@@ -229,4 +229,4 @@ class BatchNorm(Module):
         y = (x - mean) * lax.rsqrt(var + eps)
         if self.weight is not None:
             y = y * self.weight + self.bias
-        return y, BatchNormState(*new_state)
+        return y, new_state

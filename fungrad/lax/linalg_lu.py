@@ -23,9 +23,10 @@ Rules:
   ``L U = P A`` and split ``L⁻¹ dL + dU U⁻¹`` into its strictly lower and upper parts); the
   pivots and the permutation are piecewise constant: zero tangents;
 * batching: the vmapped dimension moves to the front, a leading batch dimension;
-* lowering: where the backend's policy has ``linalg_steps`` (the CPU with LAPACK) one
-  ``steps.LuStep`` (``getrf`` per matrix), so the program's size does not grow with the
-  matrix; elsewhere (the GPU) :func:`lu_loop`, one ``fori_loop`` step per column, inline.
+* lowering: where the backend's policy says so (``policy.linalg_step``: the CPU with LAPACK,
+  ``getrf`` per matrix; the GPU's WGSL kernels) one ``steps.LuStep``, so the program's size
+  does not grow with the matrix; elsewhere (a CPU without LAPACK) :func:`lu_loop`, one
+  ``fori_loop`` step per column, inline.
   Complex operands are rewritten by the complex split into :mod:`fungrad.lax.linalg_complex`'s
   interleaved form (``cgetrf``/``zgetrf`` on the CPU).
 """

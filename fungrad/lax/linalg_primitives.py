@@ -17,10 +17,11 @@ Rules:
 * transpose (the solve, in ``b``): the solve with ``op(a)`` transposed once more (the
   conjugation kept: the linear transpose, as JAX);
 * batching: the vmapped dimension moves to the front, a leading batch dimension;
-* lowering: where the backend's policy has ``linalg_steps`` (the CPU with LAPACK), the operands
-  are stored and one library step (``steps.CholeskyStep`` / ``steps.TriangularSolveStep``)
-  is appended, so the program's size does not grow with ``n``; elsewhere (the GPU) the loop
-  algorithms below (one ``fori_loop`` step per column or row) are traced and lowered inline.
+* lowering: where the backend's policy says so (``policy.linalg_step``: the CPU with LAPACK,
+  the GPU's WGSL kernels) the operands are stored and one step (``steps.CholeskyStep`` /
+  ``steps.TriangularSolveStep``) is appended, so the program's size does not grow with ``n``;
+  elsewhere (a CPU without LAPACK) the loop algorithms below (one ``fori_loop`` step per column
+  or row) are traced and lowered inline.
   Complex operands never reach these rules: the complex split rewrites them into the
   interleaved forms of :mod:`fungrad.lax.linalg_complex`.
 """

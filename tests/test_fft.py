@@ -453,6 +453,11 @@ def test_gpu_policy_refuses_fft_and_cpu_plans_fft_steps():
             np.ones((5, 3, 2), np.complex64),
             [(1, 5, 6, False)],
         ),
+        (  # two real columns as one complex one: a transform of n along axis 0, no copy
+            lambda x: fnp.fft.rfft(x, axis=0),
+            np.ones((16, 8), np.float32),
+            [(1, 16, 4, False)],
+        ),
         (
             lambda z: fnp.fft.fftn(z, axes=(0, 2)),
             np.ones((5, 3, 2), np.complex64),
@@ -465,6 +470,33 @@ def test_split_program_runs_library_steps(fn, arg, want):
     prog = fusion.plan(passes.optimize(closed), policy=CpuPolicy())
     steps = [(s.batch, s.n, s.inner, s.inverse) for s in prog.steps if isinstance(s, FftStep)]
     assert steps == want
+
+
+@pytest.mark.parametrize(
+    "name, shape, kwargs",
+    [
+        ("rfft", (16, 8), dict(axis=0)),
+        ("rfft", (7, 6), dict(axis=0)),  # odd n
+        ("rfft", (1, 4), dict(axis=0)),
+        ("rfft", (2, 4), dict(axis=0)),
+        ("rfft", (5, 3, 4), dict(axis=1)),
+        ("rfft", (5, 3), dict(axis=0)),  # odd last axis: moved last, packed pairs
+        ("rfft", (6, 0), dict(axis=0)),
+        ("rfftn", (8, 6, 4), dict(axes=(0, 1))),
+        ("rfftn", (8, 6, 4), dict(axes=(1, 0))),
+        ("rfftn", (9, 6, 4), dict(axes=(2, 0))),
+        ("rfftn", (8, 6, 4), dict(axes=(0, 2, 1))),
+        ("rfft2", (8, 6), dict(axes=(1, 0))),
+    ],
+)
+def test_jit_rfft_along_other_axes_matches_numpy(name, shape, kwargs):
+    """RFFT along an axis that is not the last one, under jit (two real columns transformed
+    as one complex column where the last axis is even), against numpy in float64."""
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    got = np.asarray(fg.jit(lambda v: getattr(fnp.fft, name)(v, **kwargs))(x))
+    want = getattr(np.fft, name)(x.astype(np.float64), **kwargs)
+    assert got.shape == want.shape and got.dtype == np.complex64
+    np.testing.assert_allclose(got, want, atol=1e-5 * max(1.0, np.abs(want).max(initial=0)))
 
 
 @pytest.mark.parametrize(

@@ -427,6 +427,41 @@ def _rfft_last(x, n: int):
     return xr, xi
 
 
+def _along(x, axis: int, start: int, stop: int):
+    from fungrad import lax
+
+    return lax.slice_in_dim(x, start, stop, axis=axis)
+
+
+def _rfft_column_pairs(x, axis: int, n: int):
+    """The planes of the real transform of ``x`` along ``axis``, not its last one, whose
+    length is even: the columns ``2c`` and ``2c + 1`` of the last axis, read as one complex
+    column ``x[.., 2c] + i x[.., 2c+1]`` (a reshape to the interleaved layout, no copy), take
+    one complex transform ``Z`` along ``axis`` for the two; with ``B_k = Z_((n-k) mod n)``
+    the spectra are ``E = (Z + conj B) / 2`` (even columns) and ``O = (Z - conj B) / 2i``
+    (odd ones), ``k < n // 2 + 1``, interleaved back along the last axis."""
+    from fungrad import lax
+
+    aval = core.get_aval(x)
+    nd, shape, m = aval.ndim, aval.shape, n // 2 + 1
+    zr, zi = _planes(_c2c_along(lax.reshape(x, shape[:-1] + (shape[-1] // 2, 2)), axis, False))
+    ar, ai = _along(zr, axis, 0, m), _along(zi, axis, 0, m)
+    if m == 1:
+        br, bi = ar, ai
+    else:
+        br, bi = (
+            lax.concatenate(
+                [_along(p, axis, 0, 1), lax.rev(_along(p, axis, n - m + 1, n), (axis,))], axis
+            )
+            for p in (zr, zi)
+        )
+    half = lax.full((), 0.5, aval.dtype)
+    er, ei = lax.mul(lax.add(ar, br), half), lax.mul(lax.sub(ai, bi), half)
+    o_r, o_i = lax.mul(lax.add(ai, bi), half), lax.mul(lax.sub(br, ar), half)
+    out = shape[:axis] + (m,) + shape[axis + 1 : nd]
+    return lax.reshape(_interleave(er, o_r), out), lax.reshape(_interleave(ei, o_i), out)
+
+
 def _irfft_last(re, im, n: int, lead: int):
     """The real inverse transform along the last axis of the planes ``re``, ``im`` (``n // 2 +
     1`` frequencies; the imaginary parts at zero and, ``n`` even, at Nyquist do not count),
@@ -470,35 +505,33 @@ def _irfft_last(re, im, n: int, lead: int):
     return _scaled(out, 1 / (n * lead))
 
 
-def _transposed_planes(re, im):
-    """``(re0, im0, perm)`` when the planes ``re`` and ``im`` are, in the jaxpr the complex
-    split is building, ``transpose(re0, perm)`` and ``transpose(im0, perm)`` (``fnp.fft`` over
-    axes that are not the last ones moves them there): the transform then runs along
-    ``perm``'s axes of the untransposed array, and the transposes that ``fnp.fft`` applies
-    after it cancel with :func:`_permuted`'s. None otherwise."""
+def _transposed(*values):
+    """``(sources, perm)`` when each of ``values`` is, in the jaxpr the complex split is
+    building, ``transpose(source, perm)`` with one ``perm`` (``fnp.fft`` over axes that are not
+    the last ones moves them there): the transform then runs along ``perm``'s axes of the
+    sources, and the transposes that ``fnp.fft`` applies after it cancel with
+    :func:`_permuted`'s. None otherwise (and outside the split pass)."""
     from fungrad.lowering.complex_split import current_trace
 
-    found = {}
-    want = {getattr(re, "atom", None), getattr(im, "atom", None)}
-    want.discard(None)
-    if len(want) != 2:
+    atoms = [getattr(v, "atom", None) for v in values]
+    if None in atoms or len(set(atoms)) != len(atoms):
         return None
+    found = {}
     for eqn in reversed(current_trace().eqns):
         out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
-        if out in want:
+        if out in atoms:
             if eqn.primitive.name != "transpose" or type(eqn.invars[0]) is not core.Var:
                 return None
             found[out] = eqn
-            if len(found) == 2:
+            if len(found) == len(atoms):
                 break
-    if len(found) != 2:
+    if len(found) != len(atoms):
         return None
-    er, ei = found[re.atom], found[im.atom]
-    perm = tuple(er.params["permutation"])
-    if tuple(ei.params["permutation"]) != perm:
+    perm = tuple(found[atoms[0]].params["permutation"])
+    if any(tuple(e.params["permutation"]) != perm for e in found.values()):
         return None
     trace = current_trace()
-    return trace.value(er.invars[0]), trace.value(ei.invars[0]), perm
+    return [trace.value(found[a].invars[0]) for a in atoms], perm
 
 
 def _permuted(x, perm):
@@ -522,9 +555,9 @@ def fft_split(x, *, fft_type, fft_lengths):
             return re, im  # empty: nothing to transform
         inverse = fft_type == FftType.IFFT
         perm = tuple(range(nd))
-        moved = _transposed_planes(re, im)
+        moved = _transposed(re, im)
         if moved is not None:  # transform the axes where they lie, transpose the result
-            re, im, perm = moved
+            (re, im), perm = moved
         z = _interleave(re, im)
         for axis in range(nd - 1, nd - 1 - k, -1):
             z = _c2c_along(z, perm[axis], inverse)
@@ -532,13 +565,23 @@ def fft_split(x, *, fft_type, fft_lengths):
         return (_scaled(re, 1 / total), _scaled(im, 1 / total)) if inverse else (re, im)
     if fft_type == FftType.RFFT:
         nd = core.get_aval(x).ndim
-        re, im = _rfft_last(x, fft_lengths[-1])
+        perm = tuple(range(nd))
+        moved = _transposed(x)
+        if (
+            moved is not None
+            and moved[1][-1] != nd - 1
+            and core.get_aval(moved[0][0]).shape[-1] % 2 == 0
+        ):  # the transformed axis is not the source's last one, whose length is even
+            (x,), perm = moved
+            re, im = _rfft_column_pairs(x, perm[-1], fft_lengths[-1])
+        else:
+            re, im = _rfft_last(x, fft_lengths[-1])
         if k > 1 and total:
             z = _interleave(re, im)
             for axis in range(nd - 2, nd - 1 - k, -1):
-                z = _c2c_along(z, axis, False)
+                z = _c2c_along(z, perm[axis], False)
             re, im = _planes(z)
-        return re, im
+        return _permuted(re, perm), _permuted(im, perm)
     # IRFFT: inverse transforms over the leading axes, then the real inverse of the last
     re, im = x
     aval = core.get_aval(re)

@@ -124,3 +124,78 @@ def test_device_put_complex64_round_trips_and_feeds_a_gpu_jit():
 def test_device_put_complex128_is_a_typeerror():
     with fg.enable_x64(), pytest.raises(TypeError, match="complex128 arrays cannot live on"):
         fg.device_put(np.zeros(2, np.complex128), "gpu")
+
+
+# -- sign and division at infinities (XLA's special values) -------------------------------------
+
+_SIGN_IN = c64(
+    complex(INF, 0), complex(INF, 1), complex(1, INF), complex(0, INF), complex(INF, INF),
+    complex(-INF, -0.0), complex(0.5, -INF), complex(NAN, 0), complex(1, NAN),
+    complex(3e38, 3e38), complex(-0.0, 0), complex(0, -0.0), complex(1e-20, 1e-20), 3 + 4j,
+)  # fmt: skip
+# jax.lax.sign(_SIGN_IN): each part divided by |z| (|z| overflowing to inf gives 0); z at 0
+_SIGN_OUT = c64(
+    complex(NAN, 0), complex(NAN, 0), complex(0, NAN), complex(0, NAN), complex(NAN, NAN),
+    complex(NAN, -0.0), complex(0, NAN), complex(NAN, NAN), complex(NAN, NAN),
+    0, complex(-0.0, 0), complex(0, -0.0), 0.70710677 + 0.70710677j, 0.6 + 0.8j,
+)  # fmt: skip
+
+_DIV_A = c64(
+    complex(-INF, INF), 1 + 1j, complex(INF, 0), 1 + 2j, -1 + 2j, 0, complex(NAN, 1),
+    complex(INF, NAN), 3 - 4j, complex(-0.0, 1), complex(INF, 1), 2,
+)  # fmt: skip
+_DIV_B = c64(
+    3, 0, 1 + 1j, complex(INF, 0), complex(INF, -INF), 0, 0, 1, 1 + 2j, complex(-0.0, 0),
+    complex(0, -0.0), complex(NAN, INF),
+)  # fmt: skip
+# jax.jit(jax.lax.div)(_DIV_A, _DIV_B): Smith's algorithm, NaN + NaN*j results recovered
+_DIV_OUT = c64(
+    complex(-INF, INF), complex(INF, INF), complex(INF, -INF), 0, complex(-0.0, 0),
+    complex(NAN, NAN), complex(NAN, INF), complex(INF, NAN), -1 - 2j, complex(NAN, -INF),
+    complex(INF, INF), complex(0, -0.0),
+)  # fmt: skip
+
+
+def _same_bits(got, want):
+    """Equal values with equal zero signs (NaNs equal)."""
+    got, want = np.asarray(got), np.asarray(want)
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+    for part in (np.real, np.imag):
+        g, w = part(got), part(want)
+        zero = (w == 0) & (g == 0)
+        np.testing.assert_array_equal(np.signbit(g[zero]), np.signbit(w[zero]))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_sign_of_complex_as_xla(jit):
+    _same_bits((fg.jit(lax.sign) if jit else lax.sign)(_SIGN_IN), _SIGN_OUT)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_complex_division_special_values_as_xla(jit):
+    _same_bits((fg.jit(lax.div) if jit else lax.div)(_DIV_A, _DIV_B), _DIV_OUT)
+    with fg.enable_x64():
+        a, b = _DIV_A.astype(np.complex128), _DIV_B.astype(np.complex128)
+        _same_bits((fg.jit(lax.div) if jit else lax.div)(a, b), _DIV_OUT)
+
+
+def test_complex_division_eager_equals_jit_and_numpy_where_finite():
+    parts = [0.0, -0.0, 1.0, -2.5, 0.5, INF, -INF, NAN, 3e38, 1e-20, 1e20]
+    z = c64(*[complex(a, b) for a in parts for b in parts])
+    a, b = np.repeat(z, z.size), np.tile(z, z.size)
+    eager, jitted = np.asarray(lax.div(a, b)), np.asarray(fg.jit(lax.div)(a, b))
+    np.testing.assert_array_equal(eager, jitted)  # the same formulas, bit for bit
+    finite = np.isfinite(a) & np.isfinite(b) & (b != 0)
+    finite &= (np.abs(a) < 1e19) & (np.abs(b) < 1e19) & ((a == 0) | (np.abs(a) > 1e-19))
+    finite &= np.abs(b) > 1e-19
+    with np.errstate(all="ignore"):
+        want = (a[finite].astype(np.complex128) / b[finite]).astype(np.complex64)
+    np.testing.assert_allclose(eager[finite], want, rtol=1e-6, atol=0)
+
+
+def test_nanmean_with_infinities_as_jax():
+    x = c64(complex(INF, 1), complex(1, INF), complex(NAN, 0))
+    _same(fnp.nanmean(x), np.complex64(complex(INF, INF)))  # jnp.nanmean(x)
+    _same(fg.jit(fnp.nanmean)(x), np.complex64(complex(INF, INF)))
+    y = c64(complex(-INF, INF), 2)
+    _same(fnp.nanmean(y), np.complex64(complex(-INF, INF)))  # jnp.nanmean(y)

@@ -14,6 +14,12 @@ and rounded once, as the real special functions are computed in float64.
   atan2 (XLA's definition).
 * ``logaddexp``: ``log(exp(a) + exp(b))`` (principal log) with the larger real part shifted
   out, for ``cumlogsumexp``.
+* ``div``: Smith's algorithm (numpy's form) with XLA's recovery of the NaN-NaN results
+  (C99 Annex G's): a zero divisor gives a signed infinity, an infinite numerator over a
+  finite divisor an infinity, a finite numerator over an infinite divisor a signed zero
+  (numpy returns NaN for ``(-inf+inf*j) / 3``, XLA ``-inf+inf*j``). Computed in the
+  operands' own precision with the formulas of the jit rule
+  (``lowering/complex_formulas.py`` ``cdiv``).
 * ``max``/``min``: XLA orders complex numbers lexicographically (real part, then imaginary
   part) and, unlike numpy, does not propagate NaN: a comparison with NaN is false, so the
   second operand is taken.
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["atan2", "expm1", "log1p", "logaddexp", "logistic", "maximum", "minimum"]
+__all__ = ["atan2", "div", "expm1", "log1p", "logaddexp", "logistic", "maximum", "minimum"]
 
 
 def _wide(z):
@@ -106,3 +112,55 @@ def maximum(x, y):
 def minimum(x, y):
     """The lexicographically smaller of ``x`` and ``y`` (``y`` when either holds a NaN)."""
     return np.where(_lexicographic_greater(y, x), x, y)
+
+
+def div(a, b):
+    """``a / b`` for complex arrays of one dtype, as XLA divides them (see the module
+    docstring)."""
+    a, b = np.asarray(a), np.asarray(b)
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    f = ar.dtype.type
+    inf, one, zero = f(np.inf), f(1), f(0)
+    with np.errstate(all="ignore"):
+        # Smith's algorithm as numpy's loop writes it (the same bits for ordinary values)
+        first = np.abs(br) >= np.abs(bi)  # (false with a NaN)
+        r1 = bi / br
+        s1 = one / (br + bi * r1)
+        r2 = br / bi
+        s2 = one / (bi + br * r2)
+        re = np.where(first, (ar + ai * r1) * s1, (ar * r2 + ai) * s2)
+        im = np.where(first, (ai - ar * r1) * s1, (ai * r2 - ar) * s2)
+        # recovery of NaN + NaN*j
+        zero_den = (br == 0) & (bi == 0) & ~(np.isnan(ar) & np.isnan(ai))
+        s = np.copysign(inf, br)
+        a_inf_r, a_inf_i = np.isinf(ar), np.isinf(ai)
+        inf_num = (a_inf_r | a_inf_i) & np.isfinite(br) & np.isfinite(bi)
+        ur = np.copysign(np.where(a_inf_r, one, zero), ar)
+        ui = np.copysign(np.where(a_inf_i, one, zero), ai)
+        b_inf_r, b_inf_i = np.isinf(br), np.isinf(bi)
+        inf_den = (b_inf_r | b_inf_i) & np.isfinite(ar) & np.isfinite(ai)
+        vr = np.copysign(np.where(b_inf_r, one, zero), br)
+        vi = np.copysign(np.where(b_inf_i, one, zero), bi)
+        both_nan = np.isnan(re) & np.isnan(im)
+        re_fix = np.where(
+            zero_den,
+            s * ar,
+            np.where(
+                inf_num,
+                inf * (ur * br + ui * bi),
+                np.where(inf_den, zero * (ar * vr + ai * vi), re),
+            ),
+        )
+        im_fix = np.where(
+            zero_den,
+            s * ai,
+            np.where(
+                inf_num,
+                inf * (ui * br - ur * bi),
+                np.where(inf_den, zero * (ai * vr - ar * vi), im),
+            ),
+        )
+        re, im = np.where(both_nan, re_fix, re), np.where(both_nan, im_fix, im)
+    out = np.empty(re.shape, a.dtype)
+    out.real, out.imag = re, im
+    return out[()]

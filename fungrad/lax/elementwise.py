@@ -376,7 +376,9 @@ def _safe_divisor(x, y):
 
 
 def _div_impl(x, y):
-    if x.dtype.kind in "fc":
+    if x.dtype.kind == "c":  # XLA's special values (numpy gives NaN for (-inf+inf*j) / 3)
+        return complex_math.div(x, y)
+    if x.dtype.kind == "f":
         return np.true_divide(x, y)
     safe_y, zero = _safe_divisor(x, y)
     # C division truncates toward zero; x - fmod(x, y) is an exact multiple of y.
@@ -567,15 +569,25 @@ deflinear_transpose(neg_p, lambda ct, x: [neg(ct)])
 def _sign_impl(x):
     if x.dtype.kind == "f":  # keep the sign of zeros (numpy's sign(-0.0) is +0.0)
         return np.where(x == 0, x, np.sign(x))
-    return np.sign(x)  # complex: x / |x|, 0 at 0
+    if x.dtype.kind == "c":
+        # XLA's rule: each part divided by |x| (so an infinite part gives NaN, a finite part
+        # next to an infinite one 0, and |x| overflowing makes both 0); x itself at 0.
+        a = np.abs(x)
+        zero = a == 0
+        a = np.where(zero, 1, a)
+        out = np.empty_like(x)
+        out.real, out.imag = x.real / a, x.imag / a  # (not re + 1j*im: 1j*nan is nan+nanj)
+        return np.where(zero, x, out)
+    return np.sign(x)
 
 
 sign_p = standard_naryop("sign", _sign_impl, NUMERIC_OR_COMPLEX)
 
 
 def sign(x):
-    """Elementwise sign: -1, 0 or 1 (-0.0 and NaN for those float inputs); ``x / |x|``
-    (0 at 0) for complex ``x``."""
+    """Elementwise sign: -1, 0 or 1 (-0.0 and NaN for those float inputs); for complex
+    ``x`` its real and imaginary parts each divided by ``|x|`` (``x`` itself at 0), as XLA:
+    ``sign(1+inf*j)`` is ``0+nan*j``."""
     return sign_p.bind(operand(x, "sign"))
 
 

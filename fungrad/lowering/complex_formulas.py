@@ -192,26 +192,54 @@ def cscale(a, s):
 
 
 def cdiv(a, b):
-    """``a / b`` by Smith's algorithm, as numpy's loop computes it."""
+    """``a / b`` by Smith's algorithm (numpy's form) with XLA's recovery of NaN + NaN*j
+    results (a zero divisor, an infinite numerator or an infinite divisor;
+    ``lax/complex_math.py`` ``div``, the eager impl, computes the same formulas)."""
     ar, ai, br, bi = a.re, a.im, b.re, b.im
-    abr, abi = rabs(br), rabs(bi)
-    # |br| >= |bi|
-    rat1 = div(bi, br)
-    scl1 = div(1.0, add(br, mul(bi, rat1)))
-    re1 = mul(add(ar, mul(ai, rat1)), scl1)
-    im1 = mul(sub(ai, mul(ar, rat1)), scl1)
-    # both zero: a complex inf or NaN
-    re0, im0 = div(ar, abr), div(ai, abr)
-    # |br| < |bi| (or NaN)
-    rat2 = div(br, bi)
-    scl2 = div(1.0, add(bi, mul(br, rat2)))
-    re2 = mul(add(mul(ar, rat2), ai), scl2)
-    im2 = mul(sub(mul(ai, rat2), ar), scl2)
-    first = ge(abr, abi)
-    zero = and_(eq(abr, 0.0), eq(abi, 0.0))
-    re = select(first, select(zero, re0, re1), re2)
-    im = select(first, select(zero, im0, im1), im2)
-    return Pair(re, im)
+    # Smith's algorithm as numpy's loop writes it (the same bits for ordinary values)
+    first = ge(rabs(br), rabs(bi))  # (false with a NaN)
+    r1 = div(bi, br)
+    s1 = div(1.0, add(br, mul(bi, r1)))
+    r2 = div(br, bi)
+    s2 = div(1.0, add(bi, mul(br, r2)))
+    re = select(first, mul(add(ar, mul(ai, r1)), s1), mul(add(mul(ar, r2), ai), s2))
+    im = select(first, mul(sub(ai, mul(ar, r1)), s1), mul(sub(mul(ai, r2), ar), s2))
+    # recovery of NaN + NaN*j
+    zero_den = and_(and_(eq(br, 0.0), eq(bi, 0.0)), not_(and_(is_nan(ar), is_nan(ai))))
+    one, zero = constant(1.0, br.dtype), constant(0.0, br.dtype)
+    s = copysign(constant(math.inf, br.dtype), br)
+    a_inf_r, a_inf_i = is_inf(ar), is_inf(ai)
+    inf_num = and_(or_(a_inf_r, a_inf_i), and_(is_finite(br), is_finite(bi)))
+    ur = copysign(select(a_inf_r, one, zero), ar)
+    ui = copysign(select(a_inf_i, one, zero), ai)
+    b_inf_r, b_inf_i = is_inf(br), is_inf(bi)
+    inf_den = and_(or_(b_inf_r, b_inf_i), and_(is_finite(ar), is_finite(ai)))
+    vr = copysign(select(b_inf_r, one, zero), br)
+    vi = copysign(select(b_inf_i, one, zero), bi)
+    re_fix = select(
+        zero_den,
+        mul(s, ar),
+        select(
+            inf_num,
+            mul(math.inf, add(mul(ur, br), mul(ui, bi))),
+            select(inf_den, mul(0.0, add(mul(ar, vr), mul(ai, vi))), re),
+        ),
+    )
+    im_fix = select(
+        zero_den,
+        mul(s, ai),
+        select(
+            inf_num,
+            mul(math.inf, sub(mul(ui, br), mul(ur, bi))),
+            select(inf_den, mul(0.0, sub(mul(ai, vr), mul(ar, vi))), im),
+        ),
+    )
+    both_nan = and_(is_nan(re), is_nan(im))
+    return Pair(select(both_nan, re_fix, re), select(both_nan, im_fix, im))
+
+
+def is_finite(x):
+    return lt(rabs(x), math.inf)
 
 
 def _limits(dtype):
@@ -478,7 +506,7 @@ def clogistic(z):
 def csign(z):
     a = cabs(z)
     zero = eq(a, 0.0)
-    return Pair(select(zero, 0.0, div(z.re, a)), select(zero, 0.0, div(z.im, a)))
+    return Pair(select(zero, z.re, div(z.re, a)), select(zero, z.im, div(z.im, a)))
 
 
 def lex_gt(a, b):

@@ -458,6 +458,7 @@ def test_gpu_policy_refuses_fft_and_cpu_plans_fft_steps():
             np.ones((16, 8), np.float32),
             [(1, 16, 4, False)],
         ),
+        (lambda x: fnp.fft.irfft(x, axis=0), np.ones((9, 8), np.complex64), [(1, 16, 4, True)]),
         (
             lambda z: fnp.fft.fftn(z, axes=(0, 2)),
             np.ones((5, 3, 2), np.complex64),
@@ -487,15 +488,34 @@ def test_split_program_runs_library_steps(fn, arg, want):
         ("rfftn", (9, 6, 4), dict(axes=(2, 0))),
         ("rfftn", (8, 6, 4), dict(axes=(0, 2, 1))),
         ("rfft2", (8, 6), dict(axes=(1, 0))),
+        ("irfft", (9, 8), dict(axis=0)),
+        ("irfft", (4, 6), dict(axis=0, n=7)),  # odd n
+        ("irfft", (1, 4), dict(axis=0, n=1)),
+        ("irfft", (2, 4), dict(axis=0, n=2)),
+        ("irfft", (5, 3, 4), dict(axis=1)),
+        ("irfft", (5, 3), dict(axis=0)),
+        ("irfft", (6, 0), dict(axis=0)),
+        ("irfftn", (8, 4, 4), dict(axes=(0, 1))),
+        ("irfftn", (8, 6, 4), dict(axes=(1, 0))),
+        ("irfftn", (9, 6, 4), dict(axes=(2, 0))),
+        ("irfftn", (8, 6, 4), dict(axes=(0, 2, 1))),
+        ("irfft2", (8, 6), dict(axes=(1, 0))),
     ],
 )
 def test_jit_rfft_along_other_axes_matches_numpy(name, shape, kwargs):
-    """RFFT along an axis that is not the last one, under jit (two real columns transformed
-    as one complex column where the last axis is even), against numpy in float64."""
-    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    """RFFT and IRFFT along an axis that is not the last one, under jit (two real columns
+    transformed as one complex column where the last axis is even), against numpy in float64
+    (IRFFT: the imaginary parts at zero and Nyquist, which do not count, are nonzero)."""
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    if name.startswith("i"):
+        x = (x + 1j * rng.standard_normal(shape)).astype(np.complex64)
     got = np.asarray(fg.jit(lambda v: getattr(fnp.fft, name)(v, **kwargs))(x))
-    want = getattr(np.fft, name)(x.astype(np.float64), **kwargs)
-    assert got.shape == want.shape and got.dtype == np.complex64
+    want = getattr(np.fft, name)(
+        x.astype(np.complex128 if x.dtype.kind == "c" else np.float64), **kwargs
+    )
+    assert got.shape == want.shape
+    assert got.dtype == (np.float32 if name.startswith("i") else np.complex64)
     np.testing.assert_allclose(got, want, atol=1e-5 * max(1.0, np.abs(want).max(initial=0)))
 
 

@@ -462,6 +462,38 @@ def _rfft_column_pairs(x, axis: int, n: int):
     return lax.reshape(_interleave(er, o_r), out), lax.reshape(_interleave(ei, o_i), out)
 
 
+def _irfft_column_pairs(re, im, axis: int, n: int, lead: int):
+    """The real inverse transform along ``axis``, not the last one, whose length is even, of
+    the planes ``re``, ``im`` (``n // 2 + 1`` frequencies along ``axis``), scaled by ``1 / (n *
+    lead)``: the spectra of the columns ``2c`` and ``2c + 1`` of the last axis, each extended
+    by Hermitian symmetry to ``n``, are combined as ``E + iO`` (in the kernel that reads them),
+    whose one inverse complex transform along ``axis`` holds ``x[.., 2c] + i x[.., 2c+1]``:
+    the output's layout, written by the library step."""
+    from fungrad import lax
+
+    aval = core.get_aval(re)
+    shape, m = aval.shape, n // 2 + 1
+    keep = np.ones((m,), np.float64)
+    keep[0] = 0
+    if n % 2 == 0:
+        keep[-1] = 0
+    im = lax.mul(im, lax.broadcast_in_dim(_const(keep, aval.dtype), shape, (axis,)))
+    pairs = shape[:-1] + (shape[-1] // 2, 2)
+    (er, o_r), (ei, o_i) = (_planes(lax.reshape(p, pairs)) for p in (re, im))
+
+    def extended(p, sign):
+        if n == m:
+            return p
+        tail = lax.rev(_along(p, axis, 1, n - m + 1), (axis,))
+        return lax.concatenate([p, lax.neg(tail) if sign < 0 else tail], axis)
+
+    er, o_r, ei, o_i = extended(er, 1), extended(o_r, 1), extended(ei, -1), extended(o_i, -1)
+    scale = lax.full((), 1 / (n * lead), aval.dtype)
+    zr, zi = lax.mul(lax.sub(er, o_i), scale), lax.mul(lax.add(ei, o_r), scale)
+    z = _c2c_along(_interleave(zr, zi), axis, True)
+    return lax.reshape(z, shape[:axis] + (n,) + shape[axis + 1 :])
+
+
 def _irfft_last(re, im, n: int, lead: int):
     """The real inverse transform along the last axis of the planes ``re``, ``im`` (``n // 2 +
     1`` frequencies; the imaginary parts at zero and, ``n`` even, at Nyquist do not count),
@@ -588,11 +620,22 @@ def fft_split(x, *, fft_type, fft_lengths):
     nd, n = aval.ndim, fft_lengths[-1]
     if total == 0:
         return lax.full(aval.shape[:-1] + (n,), 0, aval.dtype)
+    perm = tuple(range(nd))
+    moved = _transposed(re, im)
+    pairs = (
+        moved is not None
+        and moved[1][-1] != nd - 1
+        and core.get_aval(moved[0][0]).shape[-1] % 2 == 0
+    )  # the transformed axis is not the source's last one, whose length is even
+    if pairs:
+        (re, im), perm = moved
     if k > 1:
         z = _interleave(re, im)
         for axis in range(nd - 2, nd - 1 - k, -1):
-            z = _c2c_along(z, axis, True)
+            z = _c2c_along(z, perm[axis], True)
         re, im = _planes(z)
+    if pairs:
+        return _permuted(_irfft_column_pairs(re, im, perm[-1], n, total // n), perm)
     return _irfft_last(re, im, n, total // n)
 
 

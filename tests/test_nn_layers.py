@@ -61,6 +61,8 @@ def np_conv(x, w, stride, padding, dilation, groups):
     out_sp = [(xp.shape[1 + i] - dilation[i] * (ks[i] - 1) - 1) // stride[i] + 1 for i in range(n)]
     cg, og = w.shape[-2], w.shape[-1] // groups
     y = np.zeros((x.shape[0], *out_sp, w.shape[-1]))
+    if min(out_sp) <= 0:  # the dilated kernel is wider than the padded input
+        return np.zeros((x.shape[0], *(max(o, 0) for o in out_sp), w.shape[-1]))
     for kpos in itertools.product(*(range(k) for k in ks)):
         sl = tuple(
             slice(kpos[i] * dilation[i], kpos[i] * dilation[i] + stride[i] * (out_sp[i] - 1) + 1,
@@ -394,6 +396,23 @@ def test_sequential_composes_and_passes_keys_state_inference():
     assert same[1] is new[1]
     with pytest.raises(ValueError, match="init_state"):
         net(x)
+    plain = nn.Sequential([net[0], fg.nn.relu])  # a function becomes a static Lambda
+    assert isinstance(plain[1], nn.Lambda) and len(tree_util.tree_leaves(plain)) == 2
+    np.testing.assert_allclose(fg.jit(lambda m, x: m(x))(plain, x), np.maximum(h, 0), rtol=1e-6)
+
+
+def test_init_is_reproducible_and_edge_inputs():
+    a, b = nn.Conv2d(2, 3, 3, key=_key(1)), nn.Conv2d(2, 3, 3, key=_key(1))
+    np.testing.assert_array_equal(a.weight, b.weight)
+    assert not np.array_equal(a.weight, nn.Conv2d(2, 3, 3, key=_key(2)).weight)
+    # size-0 batches keep their shapes
+    assert nn.Linear(5, 3, key=_key())(np.zeros((0, 5), np.float32)).shape == (0, 3)
+    assert a(np.zeros((0, 5, 5, 2), np.float32)).shape == (0, 3, 3, 3)
+    assert nn.MaxPool2d(2)(np.zeros((0, 4, 4, 2), np.float32)).shape == (0, 2, 2, 2)
+    # NaN and inf propagate as in numpy
+    x = np.array([[np.nan, 1.0, 2.0], [np.inf, 0.0, 1.0]], np.float32)
+    assert np.isnan(np.asarray(nn.LayerNorm(3)(x))).all()
+    np.testing.assert_array_equal(nn.MaxPool1d(2)(x[..., None])[:, 0, 0], [np.nan, np.inf])
 
 
 # -- transforms: grad, jit, vmap --------------------------------------------------------------

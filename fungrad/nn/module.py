@@ -19,7 +19,9 @@ The rules:
   container (list/tuple/dict/pytree) holding one, is a *child*; every other value (int,
   float, str, callable, ``None``...) is *static* and is kept in the treedef, so ``fg.jit``
   traces only the arrays and recompiles when a static value changes. ``field(static=True)``
-  forces a field static whatever it holds.
+  forces a field static whatever it holds. A child container is flattened whole, so keep
+  functions out of containers that hold arrays (wrap them in :class:`fungrad.nn.Lambda`):
+  they would become leaves that ``jit`` cannot trace.
 * The classification is stored with the instance and carried by the treedef, so
   ``tree_map(f, model)`` rebuilds a model with the same structure even when ``f`` returns
   non-arrays (a mask of bools, ``None``, a ``ShapeDtypeStruct``): the mapped values land in
@@ -42,7 +44,7 @@ from fungrad.array import Array
 __all__ = ["Module", "field", "is_array"]
 
 _INIT_FLAG = "_fg_initializing"
-_DYNAMIC = "_fg_dynamic"
+_AUX = "_fg_aux"
 
 
 def is_array(x) -> bool:
@@ -74,10 +76,14 @@ class _Static:
     (so equal hyperparameters hit the jit cache), otherwise by identity; hashed by value
     when hashable, else by type (only a hash collision, never a wrong equality)."""
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "_hash")
 
     def __init__(self, value):
         self.value = value
+        try:
+            self._hash = hash(value)
+        except TypeError:
+            self._hash = hash(type(value).__qualname__)
 
     def __eq__(self, other):
         if not isinstance(other, _Static):
@@ -93,10 +99,7 @@ class _Static:
         return eq if isinstance(eq, bool) else False
 
     def __hash__(self):
-        try:
-            return hash(self.value)
-        except TypeError:
-            return hash(type(self.value).__qualname__)
+        return self._hash
 
     def __repr__(self):
         return repr(self.value)
@@ -210,27 +213,25 @@ def _finish_init(self: Module) -> None:
         for f in dataclasses.fields(cls)
         if not f.metadata.get("static", False) and _holds_array(self.__dict__[f.name])
     )
-    object.__setattr__(self, _DYNAMIC, dynamic)
-
-
-def _split(m: Module):
-    dynamic = m.__dict__[_DYNAMIC]
+    # the treedef's aux data, built once: the child field names and the (name, static value)
+    # pairs (unflatten gives the rebuilt instance the same object)
     static = tuple(
-        (f.name, _Static(m.__dict__[f.name]))
-        for f in dataclasses.fields(m)
+        (f.name, _Static(self.__dict__[f.name]))
+        for f in dataclasses.fields(cls)
         if f.name not in dynamic
     )
-    return dynamic, (dynamic, static)
+    object.__setattr__(self, _AUX, (dynamic, static))
 
 
 def _flatten(m: Module):
-    dynamic, aux = _split(m)
-    return [m.__dict__[n] for n in dynamic], aux
+    aux = m.__dict__[_AUX]
+    d = m.__dict__
+    return [d[n] for n in aux[0]], aux
 
 
 def _flatten_with_keys(m: Module):
-    dynamic, aux = _split(m)
-    return [(tree_util.GetAttrKey(n), m.__dict__[n]) for n in dynamic], aux
+    aux = m.__dict__[_AUX]
+    return [(tree_util.GetAttrKey(n), m.__dict__[n]) for n in aux[0]], aux
 
 
 def _unflatten(cls, aux, children):
@@ -241,5 +242,5 @@ def _unflatten(cls, aux, children):
         d[name] = s.value
     for name, c in zip(dynamic, children):
         d[name] = c
-    d[_DYNAMIC] = dynamic
+    d[_AUX] = aux
     return m

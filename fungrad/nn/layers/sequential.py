@@ -7,6 +7,7 @@ import functools
 import inspect
 
 from fungrad import random
+from fungrad.nn.layers.linear import Lambda
 from fungrad.nn.module import Module
 
 __all__ = ["Sequential"]
@@ -25,7 +26,8 @@ def _is_stateful(layer) -> bool:
 
 
 class Sequential(Module):
-    """Apply ``layers`` in order: ``Sequential([Linear(...), Lambda(fg.nn.relu), ...])(x)``.
+    """Apply ``layers`` in order: ``Sequential([Linear(...), fg.nn.relu, ...])(x)`` (a plain
+    function is wrapped in :class:`Lambda`).
 
     The calling convention, followed by every layer of :mod:`fungrad.nn.layers`:
 
@@ -46,10 +48,13 @@ class Sequential(Module):
         for i, layer in enumerate(layers):
             if not callable(layer):
                 raise TypeError(
-                    f"Sequential: layer {i} ({type(layer).__name__}) is not callable; wrap "
-                    "functions in a Module (fungrad.nn.Lambda) or pass layers"
+                    f"Sequential: layer {i} ({type(layer).__name__}) is not callable; pass "
+                    "Modules or functions"
                 )
-        self.layers = layers
+        # a plain function becomes a Lambda, so it stays static (not a pytree leaf)
+        self.layers = tuple(
+            layer if isinstance(layer, Module) else Lambda(layer) for layer in layers
+        )
 
     @property
     def is_stateful(self) -> bool:

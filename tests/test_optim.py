@@ -216,6 +216,25 @@ def ref_yogi(lr, b1=0.9, b2=0.999, eps=1e-3, init=1e-6):
     return step
 
 
+def ref_novograd(lr, b1=0.9, b2=0.25, eps=1e-6, wd=0.0):
+    def step(g, p, s, t):
+        sq = np.sum(g * g)
+        s["v"] = sq if t == 1 else b2 * s["v"] + (1 - b2) * sq
+        s["m"] = b1 * s.get("m", 0.0) + g / (np.sqrt(s["v"]) + eps) + wd * p
+        return -lr * s["m"]
+
+    return step
+
+
+def ref_centralized_sgd(lr):
+    def step(g, p, s, t):
+        if g.ndim > 1:
+            g = g - g.mean(axis=tuple(range(1, g.ndim)), keepdims=True)
+        return -lr * g
+
+    return step
+
+
 CASES = [
     ("sgd", optim.sgd(0.1), ref_sgd(0.1), 3),
     ("sgd_momentum", optim.sgd(0.1, momentum=0.9), ref_sgd(0.1, 0.9), 3),
@@ -244,6 +263,13 @@ CASES = [
     ("lion", optim.lion(0.1), ref_lion(0.1), 3),
     ("adabelief", optim.adabelief(0.1), ref_adabelief(0.1), 3),
     ("yogi", optim.yogi(0.1), ref_yogi(0.1), 3),
+    ("novograd", optim.novograd(0.1, weight_decay=0.01), ref_novograd(0.1, wd=0.01), 3),
+    (
+        "centralize",
+        optim.chain(optim.centralize(), optim.sgd(0.1)),
+        ref_centralized_sgd(0.1),
+        3,
+    ),
     ("sign_sgd", optim.sign_sgd(0.1), lambda g, p, s, t: -0.1 * np.sign(g), 3),
 ]
 
@@ -328,6 +354,42 @@ OPTAX = {
                 [0.4681822498214794, 3.2593421301855745, -1.429297421344566],
             ],
             "b": [-0.2250218309393175, -0.38562715288210964, 0.6256598639230195],
+        },
+    ),
+    "adafactor_momentum": (
+        optim.adafactor(
+            0.1,
+            min_dim_size_to_factor=2,
+            momentum=0.9,
+            weight_decay_rate=0.01,
+            dtype_momentum=fnp.float64,
+        ),
+        {
+            "w": [
+                [0.9470531690787355, -1.9083643053786006, 0.4333490245626795],
+                [0.22072019877597857, 2.9955776468264737, -1.4610967414607392],
+            ],
+            "b": [0.09217250225944063, -0.1972258870040822, 0.30192904453391867],
+        },
+    ),
+    "adamw_masked": (
+        optim.adamw(0.1, weight_decay=0.1, mask={"w": True, "b": False}),
+        {
+            "w": [
+                [0.9688881562452447, -1.7763989714495463, 0.2745573878434124],
+                [0.2303580219766026, 3.1921359443306954, -1.478572613110413],
+            ],
+            "b": [-0.06956884166091644, -0.34268136168257207, 0.5869291003210243],
+        },
+    ),
+    "novograd": (
+        optim.novograd(0.1, weight_decay=0.01),
+        {
+            "w": [
+                [1.0295313216744613, -1.9547667639790172, 0.31486912401802625],
+                [0.32122484191869477, 3.1855281166462444, -1.5233838516302523],
+            ],
+            "b": [-0.06295549049266783, -0.2673975017285267, 0.5189017913969562],
         },
     ),
     "yogi": (

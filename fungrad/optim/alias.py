@@ -38,6 +38,7 @@ __all__ = [
     "nadam",
     "nadamw",
     "noisy_sgd",
+    "novograd",
     "radam",
     "rmsprop",
     "sgd",
@@ -344,6 +345,14 @@ def noisy_sgd(learning_rate, eta=0.01, gamma=0.55, key=None, *, seed: int | None
     if key is None and seed is None:
         key = 0
     return chain(cn.add_noise(eta, gamma, key, seed=seed), tr.scale_by_learning_rate(learning_rate))
+
+
+def novograd(learning_rate, b1=0.9, b2=0.25, eps=1e-6, eps_root=0.0, weight_decay=0.0) -> _TX:
+    """NovoGrad: layerwise-normalised gradients with momentum (needs params)."""
+    return chain(
+        tr.scale_by_novograd(b1=b1, b2=b2, eps=eps, eps_root=eps_root, weight_decay=weight_decay),
+        tr.scale_by_learning_rate(learning_rate),
+    )
 
 
 def sign_sgd(learning_rate) -> _TX:

@@ -33,6 +33,7 @@ __all__ = [
     "ScaleByAmsgradState",
     "ScaleByBeliefState",
     "ScaleByLionState",
+    "ScaleByNovogradState",
     "ScaleByRStdDevState",
     "ScaleByRStdDevWithCountState",
     "ScaleByRmsState",
@@ -40,6 +41,7 @@ __all__ = [
     "ScaleByRssState",
     "ScaleByScheduleState",
     "ScaleState",
+    "centralize",
     "TraceState",
     "scale",
     "scale_by_adadelta",
@@ -49,6 +51,7 @@ __all__ = [
     "scale_by_belief",
     "scale_by_learning_rate",
     "scale_by_lion",
+    "scale_by_novograd",
     "scale_by_param_block_norm",
     "scale_by_param_block_rms",
     "scale_by_radam",
@@ -519,6 +522,68 @@ def scale_by_lion(b1=0.9, b2=0.99, mu_dtype=None) -> GradientTransformation:
         return new, state
 
     return GradientTransformation(init, update)
+
+
+class ScaleByNovogradState(NamedTuple):
+    """Step count, the momentum ``mu`` and the per-layer second moment ``nu`` (a scalar per
+    leaf)."""
+
+    count: Any
+    mu: Any
+    nu: Any
+
+
+def scale_by_novograd(
+    b1=0.9, b2=0.25, eps=1e-8, eps_root=0.0, weight_decay=0.0, mu_dtype=None
+) -> GradientTransformation:
+    """NovoGrad (Ginsburg et al. 2019): a layerwise second moment ``v = b2 v + (1-b2) ||g||^2``
+    (``v = ||g||^2`` on the first step), ``m = b1 m + g / (sqrt(v + eps_root) + eps) + wd p``,
+    update ``m``. Needs params."""
+
+    def init(params):
+        return ScaleByNovogradState(
+            count=_count0(),
+            mu=nu.zeros_like(params, mu_dtype),
+            nu=tree_util.tree_map(lambda p: jnp.zeros((), dtype=jnp.asarray(p).dtype), params),
+        )
+
+    def update(updates, state, params=None):
+        _need_params("scale_by_novograd", params)
+        count_inc = nu.safe_increment(state.count)
+        first = count_inc == 1
+
+        def second(g, v):
+            sq = jnp.sum(nu.abs_sq(g)).astype(v.dtype)
+            return jnp.where(first, sq, b2 * v + (1 - b2) * sq)
+
+        v = tree_util.tree_map(second, updates, state.nu)
+        mu = tree_util.tree_map(
+            lambda g, p, m, n: b1 * m + g / (jnp.sqrt(n + eps_root) + eps) + weight_decay * p,
+            updates,
+            params,
+            state.mu,
+            v,
+        )
+        mu = nu.cast(mu, mu_dtype)
+        return mu, ScaleByNovogradState(count=count_inc, mu=mu, nu=v)
+
+    return GradientTransformation(init, update)
+
+
+def centralize() -> GradientTransformation:
+    """Gradient centralization (Yong et al. 2020): subtract from each leaf of rank > 1 its
+    mean over all axes but the first."""
+
+    def f(g):
+        if jnp.ndim(g) > 1:
+            return g - jnp.mean(g, axis=tuple(range(1, jnp.ndim(g))), keepdims=True)
+        return g
+
+    def update(updates, state, params=None):
+        del params
+        return _map(f, updates), state
+
+    return GradientTransformation(_empty_init, update)
 
 
 def scale_by_sign() -> GradientTransformation:

@@ -153,3 +153,21 @@ def test_subclass_inherits_user_init_and_fields():
     s = Scaled([2, 2], scale=3.0)
     assert type(s) is Scaled and s.scale == 3.0
     assert type(tree_util.tree_map(lambda a: a, s)) is Scaled
+
+
+def test_models_built_under_vmap_and_eval_shape_and_pickled():
+    import pickle
+
+    def make(key):
+        w = fg.random.normal(key, (3, 2))
+        return Affine(w, fnp.zeros(2))
+
+    keys = fg.random.split(fg.random.key(0), 4)
+    ensemble = fg.vmap(make)(keys)
+    assert type(ensemble) is Affine and ensemble.weight.shape == (4, 3, 2)
+    np.testing.assert_array_equal(ensemble.weight[2], make(keys[2]).weight)
+    shapes = fg.eval_shape(make, keys[0])
+    assert shapes.weight.shape == (3, 2) and repr(shapes).startswith("Affine(weight=f32[3,2]")
+    m = pickle.loads(pickle.dumps(_affine()))
+    np.testing.assert_array_equal(m.weight, _affine().weight)
+    assert tree_util.tree_structure(m) == tree_util.tree_structure(_affine())

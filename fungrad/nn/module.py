@@ -106,7 +106,7 @@ class _Static:
 
 
 def _short(x) -> str:
-    if is_array(x):
+    if is_array(x) or (hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, type)):
         dt = np.dtype(x.dtype)
         code = {"f": "f", "i": "i", "u": "u", "b": "bool", "c": "c"}.get(dt.kind, dt.name)
         name = code if code == "bool" else f"{code}{dt.itemsize * 8}"

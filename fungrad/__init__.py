@@ -6,6 +6,7 @@ import fungrad.numpy as fnp
 
 from fungrad import (  # noqa: E402,F401
     ad_checkpoint,
+    checkpoints,
     debug,
     experimental,
     flatten_util,
@@ -120,6 +121,7 @@ __all__ = [
     "block_until_ready",
     "checkpoint",
     "checkpoint_policies",
+    "checkpoints",
     "closure_convert",
     "config",
     "copy_to_host_async",

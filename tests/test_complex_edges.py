@@ -199,3 +199,47 @@ def test_nanmean_with_infinities_as_jax():
     _same(fg.jit(fnp.nanmean)(x), np.complex64(complex(INF, INF)))
     y = c64(complex(-INF, INF), 2)
     _same(fnp.nanmean(y), np.complex64(complex(-INF, INF)))  # jnp.nanmean(y)
+
+
+# -- combining scatters of complex values under jit ---------------------------------------------
+
+_AT_X = c64(2 + 1j, 1 + 3j, 1 + 2j, 5 - 1j)
+_AT_I = np.array([0, 0, 1, 3, 0])
+_AT_U = c64(3, 2 + 5j, 1 + 2.5j, complex(-0.0, -1), 0.5 - 0.5j)
+
+
+@pytest.mark.parametrize(
+    "op,want",
+    [  # jnp.asarray(_AT_X).at[_AT_I].<op>(_AT_U)
+        ("multiply", c64(16.5 + 19.5j, -6.5 + 5.5j, 1 + 2j, -1 - 5j)),
+        ("max", c64(3, 1 + 3j, 1 + 2j, 5 - 1j)),
+        ("min", c64(0.5 - 0.5j, 1 + 2.5j, 1 + 2j, complex(-0.0, -1))),
+    ],
+)
+def test_complex_scatter_mul_max_min_with_collisions_as_jax(op, want):
+    def f(x, u):
+        return getattr(x.at[_AT_I], op)(u)
+
+    _same(f(fnp.asarray(_AT_X), _AT_U), want)
+    _same(fg.jit(f)(_AT_X, _AT_U), want)
+
+
+def test_complex_scatter_mul_windows_modes_and_gradient_eager_equals_jit():
+    m = (np.arange(12).reshape(3, 4) + 1j * np.arange(12)[::-1].reshape(3, 4)).astype(np.complex64)
+    u = c64(*[1 + 1j, 2 - 1j, -1j, 0.5, 3, 1j]).reshape(3, 2)
+
+    def windows(v, u):
+        return v.at[np.array([2, 0, 2]), 1:3].multiply(u)
+
+    want = np.asarray(windows(fnp.asarray(m), u))
+    np.testing.assert_allclose(np.asarray(fg.jit(windows)(m, u)), want)
+    # out-of-bounds updates dropped: jnp...at[[5, 0, -7]].multiply(u, mode="drop")
+    drop = lambda v, u: v.at[np.array([5, 0, -7])].multiply(u, mode="drop")  # noqa: E731
+    _same(fg.jit(drop)(_AT_X, _AT_U[:3]), c64(-1 + 12j, 1 + 3j, 1 + 2j, 5 - 1j))
+
+    def loss(v):
+        return fnp.abs(fnp.sum(v.at[_AT_I].multiply(_AT_U)))
+
+    np.testing.assert_allclose(
+        np.asarray(fg.jit(fg.grad(loss))(_AT_X)), np.asarray(fg.grad(loss)(_AT_X)), rtol=1e-6
+    )

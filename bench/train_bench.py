@@ -11,7 +11,8 @@ batch 128.
 Before timing, both frameworks take one step from the same parameters and batch and the new
 parameters, Adam moments and loss are compared against a float64 numpy step (hand-written
 backpropagation and optax's Adam formulas); a result off the tolerance is reported, never timed.
-Timing alternates the frameworks' batches of calls (bench/common.timeit_interleaved).
+Timed as a training loop (each step fed the previous step's parameters and Adam state), the
+frameworks' batches of calls alternating (bench/common.timeit_interleaved).
 
 fungrad's Adam is ``fungrad.optim.adam`` when that module exists, else the same formulas by
 hand (``mu = b1 mu + (1-b1) g``, ``nu = b2 nu + (1-b2) g^2``, bias corrections by the step
@@ -246,7 +247,13 @@ def prepare(fw, name, sizes, expected):
             return row
         row["err"] = max(errs.values())
         block = fw.block_until_ready
-        row["run"] = lambda: block(step(params, state, x, y))
+        carry = [new, new_state]
+
+        def run():  # a training loop: each step takes the last one's parameters and state
+            carry[0], carry[1], loss = step(carry[0], carry[1], x, y)
+            block(loss)
+
+        row["run"] = run
     except Exception as e:  # noqa: BLE001 - reported in the table, the other rows still run
         row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     return row

@@ -117,10 +117,16 @@ def _unhashable_error(name: str, value, err) -> ValueError:
 _aval_of = Array._aval.__get__  # the cached aval of an Array; a TypeError for anything else
 
 
+_registry = tree_util._registry  # node type -> its flatten/unflatten (tuple, list, None, ...)
+
+
 def tree_key(x, leaves: list):
-    """Structure-and-avals key of a pytree made only of Arrays (GpuArrays too), tuples, lists
-    and dicts, appending its leaves in ``tree_flatten``'s order (dict keys sorted); a TypeError
-    for anything else. Much cheaper than ``tree_flatten`` plus aval tuples on the hot path."""
+    """Structure-and-avals key of a pytree of Arrays (GpuArrays too), appending its leaves in
+    ``tree_flatten``'s order; a TypeError for any other leaf. Much cheaper than ``tree_flatten``
+    plus aval tuples on the hot path. Tuples, lists and dicts (keys sorted) are spelled out;
+    namedtuples (optimizer states) key on their type, other registered nodes (None, user
+    classes) on their type and aux data, as their treedef does (unhashable aux data makes the
+    key unhashable: a TypeError where it is hashed, and the caller takes the general path)."""
     t = type(x)
     if t is Array:
         leaves.append(x)
@@ -133,6 +139,12 @@ def tree_key(x, leaves: list):
     if is_concrete_array(x):  # a GpuArray
         leaves.append(x)
         return _aval_of(x) or x.aval
+    rec = _registry.get(t)
+    if rec is not None:
+        children, data = rec.flatten(x)
+        return (t, data, *[tree_key(c, leaves) for c in children])
+    if isinstance(x, tuple) and hasattr(t, "_fields"):  # a namedtuple
+        return (t, *[tree_key(e, leaves) for e in x])
     raise TypeError
 
 
@@ -509,6 +521,7 @@ class JitFunction:
             if not self.has_options:
                 try:
                     key = tuple(tree_key(a, []) for a in args)
+                    hash(key)  # the aux data of a registered node may be unhashable
                 except TypeError:
                     key = None
                 if key is not None:

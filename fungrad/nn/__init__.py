@@ -3,7 +3,8 @@ the weight initializers of ``jax.nn.initializers`` (:mod:`fungrad.nn.initializer
 ``dot_product_attention`` / ``scaled_matmul`` / ``scaled_dot_general``
 (:mod:`fungrad.nn.attention`); the :class:`Module` base class (:mod:`fungrad.nn.module`)
 and the layers built on it (:mod:`fungrad.nn.layers`: Linear, Conv, pooling, norms,
-Embedding, Dropout, Sequential).
+Embedding, Dropout, Sequential, MultiHeadAttention, transformer blocks, recurrent cells and
+the ``rnn`` loop).
 
 The functions live in :mod:`fungrad.nn.functions`; ``logsumexp`` is the one from
 :mod:`fungrad.scipy.special`.

@@ -14,6 +14,7 @@ Conventions, shared by every layer here:
   ``BatchNorm`` is ``bn(x, state) -> (y, state)``. :class:`Sequential` threads both.
 """
 
+from fungrad.nn.layers.attention import MultiHeadAttention
 from fungrad.nn.layers.conv import (
     Conv,
     Conv1d,
@@ -45,7 +46,9 @@ from fungrad.nn.layers.pooling import (
     MaxPool2d,
     MaxPool3d,
 )
+from fungrad.nn.layers.recurrent import RNN, Bidirectional, GRUCell, LSTMCell, SimpleRNNCell, rnn
 from fungrad.nn.layers.sequential import Sequential
+from fungrad.nn.layers.transformer import TransformerDecoderBlock, TransformerEncoderBlock
 
 __all__ = [
     "AvgPool",
@@ -54,6 +57,7 @@ __all__ = [
     "AvgPool3d",
     "BatchNorm",
     "BatchNormState",
+    "Bidirectional",
     "Conv",
     "Conv1d",
     "Conv2d",
@@ -67,14 +71,22 @@ __all__ = [
     "GlobalAvgPool",
     "GlobalMaxPool",
     "GroupNorm",
+    "GRUCell",
     "Identity",
     "Lambda",
     "LayerNorm",
     "Linear",
+    "LSTMCell",
     "MaxPool",
     "MaxPool1d",
     "MaxPool2d",
     "MaxPool3d",
+    "MultiHeadAttention",
     "RMSNorm",
+    "RNN",
+    "rnn",
     "Sequential",
+    "SimpleRNNCell",
+    "TransformerDecoderBlock",
+    "TransformerEncoderBlock",
 ]

@@ -76,8 +76,11 @@ def polynomial_schedule(
 def linear_schedule(
     init_value, end_value, transition_steps: int, transition_begin: int = 0
 ) -> Schedule:
-    """From ``init_value`` to ``end_value`` in a straight line over ``transition_steps``
-    steps starting at ``transition_begin`` (:func:`polynomial_schedule` with power 1)."""
+    """A straight line from ``init_value`` to ``end_value`` (a polynomial of power 1).
+
+    The value moves over ``transition_steps`` steps starting at ``transition_begin``
+    (:func:`polynomial_schedule` with ``power=1``).
+    """
     return polynomial_schedule(init_value, end_value, 1, transition_steps, transition_begin)
 
 
@@ -229,10 +232,12 @@ def linear_onecycle_schedule(
     div_factor: float = 25.0,
     final_div_factor: float = 1e4,
 ) -> Schedule:
-    """One cycle in three linear phases (Smith et al., 2017): from ``peak_value /
-    div_factor`` up to ``peak_value`` by ``pct_start * transition_steps``, back down by
-    ``pct_final * transition_steps``, then down to ``peak_value / div_factor /
-    final_div_factor`` by ``transition_steps``."""
+    """The one-cycle schedule in three linear phases (Smith et al., 2017).
+
+    From ``peak_value / div_factor`` up to ``peak_value`` by ``pct_start * transition_steps``,
+    back down by ``pct_final * transition_steps``, then down to ``peak_value / div_factor /
+    final_div_factor`` by ``transition_steps``.
+    """
     _check_transition_steps("linear_onecycle_schedule", transition_steps)
     return piecewise_interpolate_schedule(
         "linear",
@@ -252,9 +257,11 @@ def cosine_onecycle_schedule(
     div_factor: float = 25.0,
     final_div_factor: float = 1e4,
 ) -> Schedule:
-    """One cycle of cosine interpolation (Smith et al., 2017): from ``peak_value /
-    div_factor`` up to ``peak_value`` by ``pct_start * transition_steps``, then down to
-    ``peak_value / div_factor / final_div_factor`` by ``transition_steps``."""
+    """The one-cycle schedule in two cosine phases (Smith et al., 2017).
+
+    From ``peak_value / div_factor`` up to ``peak_value`` by ``pct_start * transition_steps``,
+    then down to ``peak_value / div_factor / final_div_factor`` by ``transition_steps``.
+    """
     _check_transition_steps("cosine_onecycle_schedule", transition_steps)
     return piecewise_interpolate_schedule(
         "cosine",
@@ -267,8 +274,10 @@ def cosine_onecycle_schedule(
 
 
 def join_schedules(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> Schedule:
-    """``schedules[0]`` until ``boundaries[0]``, then ``schedules[1]`` counted from that
-    boundary (it sees ``count - boundaries[0]``), and so on.
+    """Schedules one after another, each counted from the boundary where it starts.
+
+    ``schedules[0]`` runs until ``boundaries[0]``, then ``schedules[1]`` sees
+    ``count - boundaries[0]``, and so on.
 
     Raises:
         ValueError: ``boundaries`` does not have one entry fewer than ``schedules``.
@@ -297,8 +306,10 @@ def warmup_constant_schedule(init_value, peak_value, warmup_steps: int) -> Sched
 def warmup_cosine_decay_schedule(
     init_value, peak_value, warmup_steps: int, decay_steps: int, end_value=0.0, exponent=1.0
 ) -> Schedule:
-    """A linear warmup to ``peak_value`` over ``warmup_steps``, then a cosine decay to
-    ``end_value``. ``decay_steps`` is the whole length, warmup included."""
+    """A linear warmup to ``peak_value``, then a cosine decay to ``end_value``.
+
+    The warmup lasts ``warmup_steps``; ``decay_steps`` is the whole length, warmup included.
+    """
     alpha = 0.0 if peak_value == 0.0 else end_value / peak_value
     return join_schedules(
         [
@@ -319,8 +330,10 @@ def warmup_exponential_decay_schedule(
     staircase: bool = False,
     end_value=None,
 ) -> Schedule:
-    """A linear warmup to ``peak_value`` over ``warmup_steps``, then
-    :func:`exponential_decay` from ``peak_value`` (counted from the end of the warmup)."""
+    """A linear warmup to ``peak_value``, then :func:`exponential_decay` from it.
+
+    The warmup lasts ``warmup_steps``; the decay counts its steps from the end of the warmup.
+    """
     return join_schedules(
         [
             linear_schedule(init_value, peak_value, warmup_steps),
@@ -333,9 +346,11 @@ def warmup_exponential_decay_schedule(
 
 
 def sgdr_schedule(cosine_kwargs: Iterable[Mapping[str, Any]]) -> Schedule:
-    """SGD with warm restarts (Loshchilov and Hutter, 2017): one
-    :func:`warmup_cosine_decay_schedule` per dict of ``cosine_kwargs``, each lasting its
-    ``decay_steps``."""
+    """SGD with warm restarts (Loshchilov and Hutter, 2017): warmup-cosine cycles joined.
+
+    One :func:`warmup_cosine_decay_schedule` per dict of ``cosine_kwargs``, each lasting its
+    ``decay_steps``.
+    """
     schedules, boundaries, step = [], [], 0
     for kwargs in cosine_kwargs:
         schedules.append(warmup_cosine_decay_schedule(**kwargs))

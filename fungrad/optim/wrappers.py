@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -65,8 +65,10 @@ class MaskedState(NamedTuple):
 
 
 class MaskedNode(NamedTuple):
-    """Stands in for a leaf (or subtree) the mask leaves out: a node without children, so
-    tree maps of the inner transformation skip it."""
+    """A placeholder for a leaf or subtree the mask leaves out (a node with no children).
+
+    Tree maps of the inner transformation skip it, since it holds no leaves.
+    """
 
 
 def _mask_tree(fun_name: str, tree, mask_tree):
@@ -353,13 +355,17 @@ class MultiStepsState(NamedTuple):
     skip_state: Any = ()
 
 
-ShouldSkipUpdateFunction = Callable[[Any, Any, Any], tuple[Any, Any]]
-"""``fn(updates, gradient_step, params) -> (skip, skip_state)``, ``skip`` a bool scalar."""
+class ShouldSkipUpdateFunction(Protocol):
+    """``fn(updates, gradient_step, params) -> (skip, skip_state)``, ``skip`` a bool scalar."""
+
+    def __call__(self, updates: Any, gradient_step: Any, params: Any) -> tuple[Any, Any]: ...
 
 
 def skip_not_finite(updates, gradient_step, params):
-    """A ``should_skip_update_fn`` for :class:`MultiSteps`: skip a mini-batch whose updates
-    hold a NaN or an infinity. ``skip_state`` counts the non-finite entries."""
+    """For :class:`MultiSteps`: skip a mini-batch whose updates hold a NaN or an infinity.
+
+    A ``should_skip_update_fn``; its ``skip_state`` counts the non-finite entries.
+    """
     del gradient_step, params
     leaves = tree_util.tree_leaves(updates)
     bad = sum(jnp.sum(~jnp.isfinite(x)).astype(jnp.int32) for x in leaves)
@@ -368,9 +374,10 @@ def skip_not_finite(updates, gradient_step, params):
 
 
 def skip_large_updates(updates, gradient_step, params, max_squared_norm):
-    """A ``should_skip_update_fn`` for :class:`MultiSteps` (bind ``max_squared_norm`` with
-    ``functools.partial``): skip a mini-batch whose squared global norm exceeds it, or is
-    NaN."""
+    """For :class:`MultiSteps`: skip a mini-batch whose squared norm is over a bound (or NaN).
+
+    A ``should_skip_update_fn`` once ``max_squared_norm`` is bound (``functools.partial``).
+    """
     del gradient_step, params
     norm_sq = sum(jnp.sum(nu.abs_sq(x)) for x in tree_util.tree_leaves(updates))
     norm_sq = jnp.asarray(norm_sq)
@@ -569,9 +576,9 @@ class ApplyIfFiniteState(NamedTuple):
 def apply_if_finite(
     inner: GradientTransformation, max_consecutive_errors: int
 ) -> GradientTransformationExtraArgs:
-    """Skip steps whose updates hold a NaN or an infinity, until more than
-    ``max_consecutive_errors`` come in a row (then the step is applied anyway).
+    """Skip steps whose updates are not all finite, up to ``max_consecutive_errors`` in a row.
 
+    After more than ``max_consecutive_errors`` such steps in a row the step is applied anyway.
     A skipped step returns zero updates and keeps ``inner``'s state as it was.
     """
     inner = with_extra_args_support(inner)

@@ -4,8 +4,11 @@ jit (and vmap where a wrapper's state is what varies)."""
 
 import math
 
+import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import fungrad as fg
 import fungrad.numpy as fnp
@@ -253,3 +256,28 @@ def test_wrappers_compose_in_a_jitted_training_loop():
         p, s = step(p, s, x)
     assert float(np.asarray(loss(p, x))) < first
     assert math.isfinite(float(np.asarray(loss(p, x))))
+
+
+@given(
+    k=st.integers(1, 4),
+    use_mean=st.booleans(),
+    grads=st.lists(hnp.arrays(np.float32, (3,), elements=st.floats(-4, 4, width=32)), max_size=9),
+)
+def test_multisteps_against_a_python_loop(k, use_mean, grads):
+    ms = optim.MultiSteps(optim.sgd(1.0), k, use_grad_mean=use_mean)
+    params = fnp.zeros(3)
+    state = ms.init(params)
+    pending = []
+    for g in grads:
+        u, state = ms.update(fnp.asarray(g), state, params)
+        pending.append(g.astype(np.float64))
+        if len(pending) == k:
+            total = np.sum(pending, axis=0)
+            want = -(total / k if use_mean else total)
+            pending = []
+            assert bool(np.asarray(ms.has_updated(state)))
+        else:
+            want = np.zeros(3)
+            assert not bool(np.asarray(ms.has_updated(state)))
+        np.testing.assert_allclose(np.asarray(u), want, rtol=1e-5, atol=1e-5)
+    assert int(np.asarray(state.mini_step)) == len(pending)

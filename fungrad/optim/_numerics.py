@@ -116,17 +116,3 @@ def safe_rms(x, min_rms):
 
 def rsqrt(x):
     return lax.rsqrt(x)
-
-
-def leaf_mask(fun_name: str, mask, params):
-    """The boolean mask for ``params``: ``mask(params)`` if callable, broadcast as a prefix
-    tree over the parameters' structure."""
-    m = mask(params) if callable(mask) else mask
-    try:
-        return tree_util.tree_broadcast(m, params, is_leaf=is_none)
-    except (ValueError, TypeError) as e:
-        raise ValueError(
-            f"{fun_name}: the mask's structure {tree_util.tree_structure(m)} is not a prefix "
-            f"of the parameters' structure {tree_util.tree_structure(params)}; give a tree of "
-            "bools shaped like the parameters (or a prefix of it), or a callable returning one."
-        ) from e

@@ -10,17 +10,15 @@ chains, argument names and defaults are optax's, so states and numbers match ste
 
 from __future__ import annotations
 
-from fungrad import tree_util
-from fungrad.optim import _numerics as nu
 from fungrad.optim import constraints as cn
 from fungrad.optim import transforms as tr
 from fungrad.optim.base import (
-    GradientTransformation,
     GradientTransformationExtraArgs,
     chain,
     identity,
 )
 from fungrad.optim.factorized import scale_by_factored_rms
+from fungrad.optim.wrappers import ema, masked
 
 __all__ = [
     "adabelief",
@@ -282,8 +280,6 @@ def adafactor(
     if multiply_by_parameter_scale:
         txs.append(tr.scale_by_param_block_rms())
     if momentum is not None:
-        from fungrad.optim.wrappers import ema
-
         txs.append(ema(momentum, debias=False, accumulator_dtype=dtype_momentum))
     if weight_decay_rate is not None:
         txs.append(cn.add_decayed_weights(weight_decay_rate, mask=weight_decay_mask))
@@ -319,10 +315,9 @@ def lars(
     the learning rate, then momentum."""
     return chain(
         cn.add_decayed_weights(weight_decay, mask=weight_decay_mask),
-        _masked_stateless(
+        masked(
             tr.scale_by_trust_ratio(trust_coefficient=trust_coefficient, eps=eps),
             trust_ratio_mask,
-            "lars",
         ),
         tr.scale_by_learning_rate(learning_rate),
         tr.trace(decay=momentum, nesterov=nesterov),
@@ -358,20 +353,3 @@ def novograd(learning_rate, b1=0.9, b2=0.25, eps=1e-6, eps_root=0.0, weight_deca
 def sign_sgd(learning_rate) -> _TX:
     """signSGD (Bernstein et al. 2018): ``u = -lr sign(g)``."""
     return chain(tr.scale_by_sign(), tr.scale_by_learning_rate(learning_rate))
-
-
-def _masked_stateless(tx, mask, fun_name):
-    """A stateless, params-taking ``tx`` applied only on the leaves ``mask`` marks True
-    (``mask=True`` everywhere); the other leaves pass through unchanged."""
-    if mask is True:
-        return tx
-
-    def update(updates, state, params=None):
-        m = nu.leaf_mask(fun_name, mask, params if params is not None else updates)
-        new, state = tx.update(updates, state, params)
-        out = tree_util.tree_map(
-            lambda on, a, b: a if on else b, m, new, updates, is_leaf=nu.is_none
-        )
-        return out, state
-
-    return GradientTransformation(tx.init, update)

@@ -19,6 +19,7 @@ import fungrad.numpy as jnp
 from fungrad import random, tree_util
 from fungrad.optim import _numerics as nu
 from fungrad.optim.base import EmptyState, GradientTransformation
+from fungrad.optim.wrappers import masked
 
 __all__ = [
     "AddDecayedWeightsState",
@@ -102,7 +103,8 @@ def add_decayed_weights(weight_decay=0.0, mask=None) -> GradientTransformation:
 
     ``weight_decay`` may be a schedule of the step count. ``mask`` (a tree of bools shaped like
     the parameters, a prefix of one, or a callable ``params -> tree``) limits the decay to the
-    leaves marked True; the others pass through unchanged.
+    leaves marked True through :func:`~fungrad.optim.wrappers.masked`, as optax does; the
+    others pass through unchanged.
     """
     scheduled = callable(weight_decay)
 
@@ -123,20 +125,13 @@ def add_decayed_weights(weight_decay=0.0, mask=None) -> GradientTransformation:
             new_state = state
         if isinstance(s, (int, float)) and s == 0.0:
             return updates, new_state
-        if mask is None:
-            m = tree_util.tree_map(lambda _: True, params, is_leaf=nu.is_none)
-        else:
-            m = nu.leaf_mask("add_decayed_weights", mask, params)
-
-        def f(g, p, on):
-            if g is None:
-                return None
-            return g + s * p if on else g
-
-        out = tree_util.tree_map(f, updates, params, m, is_leaf=nu.is_none)
+        out = tree_util.tree_map(
+            lambda g, p: None if g is None else g + s * p, updates, params, is_leaf=nu.is_none
+        )
         return out, new_state
 
-    return GradientTransformation(init, update)
+    tx = GradientTransformation(init, update)
+    return tx if mask is None else masked(tx, mask)
 
 
 class AddNoiseState(NamedTuple):

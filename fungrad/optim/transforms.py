@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import fungrad.numpy as jnp
 from fungrad import tree_util
 from fungrad.optim import _numerics as nu
-from fungrad.optim.base import EmptyState, GradientTransformation
+from fungrad.optim.base import EmptyState, GradientTransformation, identity
 
 __all__ = [
     "ScaleByAdaDeltaState",
@@ -127,8 +127,6 @@ def scale_by_schedule(step_size_fn: Callable) -> GradientTransformation:
 def scale_by_learning_rate(learning_rate=None, *, flip_sign: bool = True) -> GradientTransformation:
     """Scale by ``-learning_rate`` (``+learning_rate`` with ``flip_sign=False``); a callable
     learning rate is a schedule of the step count. ``None`` gives :func:`identity`."""
-    from fungrad.optim.base import identity
-
     if learning_rate is None:
         return identity()
     m = -1 if flip_sign else 1

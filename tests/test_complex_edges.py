@@ -243,3 +243,48 @@ def test_complex_scatter_mul_windows_modes_and_gradient_eager_equals_jit():
     np.testing.assert_allclose(
         np.asarray(fg.jit(fg.grad(loss))(_AT_X)), np.asarray(fg.grad(loss)(_AT_X)), rtol=1e-6
     )
+
+
+# -- complex convolutions -----------------------------------------------------------------------
+
+
+def _conv(a, b):
+    return lax.conv_general_dilated(a, b, (1, 2), "SAME", rhs_dilation=(1, 2))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_complex_conv_is_four_real_convs(jit):
+    rng = np.random.default_rng(0)
+    x = c64(*(rng.normal(size=60) + 1j * rng.normal(size=60))).reshape(2, 2, 3, 5)
+    k = c64(*(rng.normal(size=24) + 1j * rng.normal(size=24))).reshape(2, 2, 2, 3)
+    got = np.asarray((fg.jit(_conv) if jit else _conv)(x, k))
+    r = lambda a, b: np.asarray(_conv(a, b), np.float64)  # noqa: E731  (real convs)
+    want = r(x.real, k.real) - r(x.imag, k.imag) + 1j * (r(x.real, k.imag) + r(x.imag, k.real))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # a real kernel with a complex input: its real and imaginary parts convolved alone
+    kr = k.real.astype(np.complex64)
+    np.testing.assert_allclose(
+        np.asarray((fg.jit(_conv) if jit else _conv)(x, kr)),
+        r(x.real, k.real) + 1j * r(x.imag, k.real),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+
+
+def test_complex_conv_gradients():
+    from fungrad.testing import check_grads
+
+    rng = np.random.default_rng(1)
+    x = c64(*(rng.normal(size=12) + 1j * rng.normal(size=12))).reshape(1, 1, 3, 4)
+    k = c64(*(rng.normal(size=4) + 1j * rng.normal(size=4))).reshape(1, 1, 2, 2)
+    with fg.enable_x64():
+        x, k = x.astype(np.complex128), k.astype(np.complex128)
+        check_grads(_conv, (x, k), order=1)
+
+    def loss(a, b):
+        return fnp.sum(fnp.abs(_conv(a, b)) ** 2)
+
+    eager = fg.grad(loss, argnums=(0, 1))(x, k)
+    jitted = fg.jit(fg.grad(loss, argnums=(0, 1)))(x, k)
+    for e, j in zip(eager, jitted):
+        np.testing.assert_allclose(np.asarray(j), np.asarray(e), rtol=1e-5)

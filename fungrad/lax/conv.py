@@ -39,7 +39,7 @@ from fungrad.lax.dot import (
     check_preferred_element_type,
 )
 from fungrad.lax.dot_algorithm import apply_algorithm, as_algorithm
-from fungrad.lax.utils import ANY, check_kinds, operand, standard_primitive
+from fungrad.lax.utils import ANY_OR_COMPLEX, check_kinds, operand, standard_primitive
 from fungrad.lax.windowed_reductions import (
     conv_vjp_lhs_padding,
     dilate_and_pad,
@@ -206,7 +206,7 @@ def _conv_general_dilated_abstract_eval(
         raise TypeError(
             f"{name} requires operands of the same dtype, got {lhs.dtype.name} and {rhs.dtype.name}"
         )
-    check_kinds(name, lhs.dtype, ANY)
+    check_kinds(name, lhs.dtype, ANY_OR_COMPLEX)  # complex: as JAX (jit: four real convs)
     nsp = lhs.ndim - 2
     for what, vals in (
         ("window_strides", window_strides),

@@ -3,10 +3,10 @@ the pass): each takes a :class:`~fungrad.lowering.complex_split.Pair` ``(re, im)
 values for a complex operand (a real value for a real one) and returns the list of its
 outputs the same way. The arithmetic is in ``complex_formulas.py``. Beyond it:
 
-* ``dot_general``: four real products (the three-product Gauss trick loses accuracy to
-  cancellation); ``reduce_prod``, ``reduce_max``, ``reduce_min``: trees that combine halves of
-  the flattened reduced axes (the tree the eager impl uses); ``cumprod``, ``cummax``,
-  ``cummin``, ``cumlogsumexp``: ``ceil(log2 n)`` doubling steps;
+* ``dot_general``, ``conv_general_dilated``: four real products (the three-product Gauss
+  trick loses accuracy to cancellation); ``reduce_prod``, ``reduce_max``, ``reduce_min``:
+  trees that combine halves of the flattened reduced axes (the tree the eager impl uses);
+  ``cumprod``, ``cummax``, ``cummin``, ``cumlogsumexp``: ``ceil(log2 n)`` doubling steps;
 * ``sort``: a complex key is two keys (real part, then imaginary part), numpy's order;
 * ``scatter-mul``, ``scatter-max``, ``scatter-min``: colliding updates do not combine part
   by part, so a loop applies one scatter position at a time (gather, combine, scatter);
@@ -294,6 +294,26 @@ def _dot_general(lhs, rhs, *, preferred_element_type=None, **params):
         re, im = dot(lhs.re, rhs), dot(lhs.im, rhs)
     else:
         re, im = dot(lhs, rhs.re), dot(lhs, rhs.im)
+    return [Pair(re, im)]
+
+
+@_rule("conv_general_dilated")
+def _conv(lhs, rhs, *, preferred_element_type=None, **params):
+    # four real convolutions, as dot_general's four products
+    pref = preferred_element_type
+    if pref is not None:
+        pref = dtypes.real_dtype(pref)
+
+    def conv(a, b):
+        return _p("conv_general_dilated", a, b, preferred_element_type=pref, **params)
+
+    if type(lhs) is Pair and type(rhs) is Pair:
+        re = sub(conv(lhs.re, rhs.re), conv(lhs.im, rhs.im))
+        im = add(conv(lhs.re, rhs.im), conv(lhs.im, rhs.re))
+    elif type(lhs) is Pair:
+        re, im = conv(lhs.re, rhs), conv(lhs.im, rhs)
+    else:
+        re, im = conv(lhs, rhs.re), conv(lhs, rhs.im)
     return [Pair(re, im)]
 
 

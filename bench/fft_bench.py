@@ -2,7 +2,8 @@
 jit (issue 18's target: fft of 2^20 complex64 at <= 1.0x JAX's time).
 
 Workloads: ``fft`` of 2^20 complex64 values, of 1000 (not a power of two: mixed radix) and of
-997 (prime: Bluestein), a batch of 1024 transforms of 1024, and ``rfft`` of 2^20 float32.
+997 (prime: Bluestein), a batch of 1024 transforms of 1024 along the last axis and along axis
+0, ``rfft`` of 2^20 float32 and ``rfft2`` of 1024 x 1024 float32.
 
 Implementations: "fungrad jit" (``fg.jit(fnp.fft.fft)``),
 "fg native" (the library ``fungrad/lowering/cpu/fft.py`` called through ctypes with the
@@ -32,11 +33,11 @@ sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.dirname(HERE))
 from common import optional, pin_cores, timeit_interleaved  # noqa: E402
 
-NAMES = ("fft", "fft_1000", "fft_997", "fft_batch", "rfft")
+NAMES = ("fft", "fft_1000", "fft_997", "fft_batch", "fft_axis0", "rfft", "rfft2")
 
 
 def _cases():
-    """(name, title, input builder, numpy reference name, target)."""
+    """(name, title, input builder, op (a key of OPS), target)."""
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -46,19 +47,36 @@ def _cases():
             np.complex64
         )
 
+    def real(shape):
+        return lambda: rng.standard_normal(shape).astype(np.float32)
+
     return [
         ("fft", "fft of 2^20 complex64", cplx(1 << 20), "fft", "<= 1.0x JAX"),
         ("fft_1000", "fft of 1000 complex64 (2^3 5^3)", cplx(1000), "fft", "-"),
         ("fft_997", "fft of 997 complex64 (prime: Bluestein)", cplx(997), "fft", "-"),
         ("fft_batch", "fft of 1024 x 1024 complex64, last axis", cplx((1024, 1024)), "fft", "-"),
-        (
-            "rfft",
-            "rfft of 2^20 float32",
-            lambda: rng.standard_normal(1 << 20).astype(np.float32),
-            "rfft",
-            "-",
-        ),
+        ("fft_axis0", "fft of 1024 x 1024 complex64, axis 0", cplx((1024, 1024)), "fft0", "-"),
+        ("rfft", "rfft of 2^20 float32", real(1 << 20), "rfft", "-"),
+        ("rfft2", "rfft2 of 1024 x 1024 float32", real((1024, 1024)), "rfft2", "-"),
     ]
+
+
+#: workload op -> (function name in numpy.fft and its namesakes, keyword arguments)
+OPS = {
+    "fft": ("fft", {}),
+    "fft0": ("fft", {"axis": 0}),
+    "rfft": ("rfft", {}),
+    "rfft2": ("rfft2", {}),
+}
+
+
+def _op(module, op: str):
+    """``op`` of ``module`` (numpy.fft, scipy.fft, jax.numpy.fft, fungrad.numpy.fft)."""
+    name, kwargs = OPS[op]
+    fn = getattr(module, name, None)
+    if fn is None or not kwargs:
+        return fn
+    return lambda x: fn(x, **kwargs)
 
 
 def _native(op: str):
@@ -69,16 +87,19 @@ def _native(op: str):
     from fungrad.lowering.cpu.threads import num_threads
 
     threads = num_threads()
-    if op == "fft":
+    if op in ("fft", "fft0"):
         bufs = {}
+        axis = OPS[op][1].get("axis", -1)
 
         def run(x):
             out = bufs.get(x.shape)
             if out is None:
                 out = bufs[x.shape] = np.empty_like(x)
-            return native.fft(x, out=out, threads=threads)
+            return native.fft(x, out=out, threads=threads, axis=axis)
 
         return run
+    if op != "rfft":
+        return None
 
     def rfft(x):
         c = x.astype(np.complex64)
@@ -92,14 +113,14 @@ def builders(op: str, fg, jax, scipy_fft):
     import numpy as np
 
     fnp_fft = getattr(fg.numpy, "fft", None)
-    fg_fn = getattr(fnp_fft, op, None)
+    fg_fn = _op(fnp_fft, op) if fnp_fft is not None else None
     rows = [("fungrad jit", fg.jit(fg_fn) if fg_fn is not None else None)]
     rows.append(("fg native", _native(op)))
-    rows.append(("numpy", getattr(np.fft, op)))
+    rows.append(("numpy", _op(np.fft, op)))
     if scipy_fft is not None:
-        rows.append(("scipy.fft", getattr(scipy_fft, op)))
+        rows.append(("scipy.fft", _op(scipy_fft, op)))
     if jax is not None:
-        rows.append(("jax jit", jax.jit(getattr(jax.numpy.fft, op))))
+        rows.append(("jax jit", jax.jit(_op(jax.numpy.fft, op))))
     return rows
 
 
@@ -150,7 +171,8 @@ def main(argv=None) -> int:
         if only and name not in only:
             continue
         x = make()
-        expected = getattr(np.fft, op)(x.astype(np.float64 if op == "rfft" else np.complex128))
+        real_input = OPS[op][0].startswith("r")
+        expected = _op(np.fft, op)(x.astype(np.float64 if real_input else np.complex128))
         tol = 8 * np.finfo(np.float32).eps * np.log2(x.shape[-1])
         rows = []
         for label, fn in builders(op, fg, jax, scipy_fft):

@@ -141,6 +141,8 @@ def test_embedding_and_lambda_identity():
     assert emb2.num_embeddings == 4 and emb2.embedding_size == 4
     with pytest.raises(TypeError, match="ids must be integers"):
         emb(np.array([1.0]))
+    np.testing.assert_array_equal(fg.jit(lambda e, i: e(i))(emb, ids), emb(ids))
+    np.testing.assert_array_equal(fg.vmap(emb)(ids), emb(ids))
     x = _rand(3)
     np.testing.assert_allclose(nn.Lambda(fg.nn.relu)(x), np.maximum(x, 0))
     assert nn.Identity()(x) is x
@@ -413,6 +415,9 @@ def test_init_is_reproducible_and_edge_inputs():
     x = np.array([[np.nan, 1.0, 2.0], [np.inf, 0.0, 1.0]], np.float32)
     assert np.isnan(np.asarray(nn.LayerNorm(3)(x))).all()
     np.testing.assert_array_equal(nn.MaxPool1d(2)(x[..., None])[:, 0, 0], [np.nan, np.inf])
+    # Python lists are arrays; norms promote integer input to float, as mean does
+    np.testing.assert_allclose(nn.LayerNorm(2)([1, 3]), [-1, 1], rtol=1e-4)
+    np.testing.assert_array_equal(nn.MaxPool1d(2)([[[1], [4]]]), [[[4]]])
 
 
 # -- transforms: grad, jit, vmap --------------------------------------------------------------
@@ -516,6 +521,14 @@ def test_layers_on_the_gpu_backend(gpu):
     g_ref = fg.grad(lambda m, x: (m(x) ** 2).sum())(model, x)
     for a, b in zip(tree_util.tree_leaves(g), tree_util.tree_leaves(g_ref)):
         np.testing.assert_allclose(np.asarray(a), b, rtol=1e-3, atol=1e-5)
+    emb, ids = nn.Embedding(6, 2, key=k1), np.array([[1, 5], [0, 1]], np.int32)
+    g = fg.jit(fg.grad(lambda e: (e(ids) ** 2).sum()), backend="gpu")(emb)
+    np.testing.assert_allclose(
+        np.asarray(g.weight), fg.grad(lambda e: (e(ids) ** 2).sum())(emb).weight
+    )
+    drop, gn = nn.Dropout(0.3), nn.GroupNorm(2, 2, num_spatial_dims=2)
+    out = fg.jit(lambda m, x, k: m(drop(x, key=k)), backend="gpu")(gn, x, k2)
+    np.testing.assert_allclose(np.asarray(out), gn(drop(x, key=k2)), rtol=1e-4, atol=1e-5)
     bn = nn.BatchNorm(2)
     y, s = fg.jit(lambda m, x, s: m(x, s), backend="gpu")(bn, x, bn.init_state())
     y_ref, s_ref = bn(x, bn.init_state())

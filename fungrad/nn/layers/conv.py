@@ -140,6 +140,7 @@ class Conv(_ConvBase):
         )  # fmt: skip
 
     def __call__(self, x):
+        x = fnp.asarray(x)
         n = self.num_spatial_dims
         x, restore = _batched(type(self).__name__, x, n, self.in_channels)
         y = lax.conv_general_dilated(
@@ -227,6 +228,7 @@ class ConvTranspose(_ConvBase):
         self.output_padding = output_padding
 
     def __call__(self, x):
+        x = fnp.asarray(x)
         n, g = self.num_spatial_dims, self.groups
         x, restore = _batched(type(self).__name__, x, n, self.in_channels)
         pads = [

@@ -57,6 +57,7 @@ class Linear(Module):
         self.use_bias = bool(use_bias)
 
     def __call__(self, x):
+        x = fnp.asarray(x)
         if np.ndim(x) < 1 or x.shape[-1] != self.in_features:
             raise TypeError(
                 f"Linear: input of shape {np.shape(x)} does not end in in_features="
@@ -100,7 +101,7 @@ class Embedding(Module):
         self.num_embeddings, self.embedding_size = (int(d) for d in weight.shape)
 
     def __call__(self, ids):
-        dtype = np.dtype(getattr(ids, "dtype", np.asarray(ids).dtype))
+        dtype = np.dtype(ids.dtype if hasattr(ids, "dtype") else np.asarray(ids).dtype)
         if not np.issubdtype(dtype, np.integer):
             raise TypeError(f"Embedding: ids must be integers, got dtype {dtype}")
         return self.weight[ids]

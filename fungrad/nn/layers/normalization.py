@@ -21,6 +21,15 @@ from fungrad.nn.module import Module
 __all__ = ["BatchNorm", "BatchNormState", "GroupNorm", "LayerNorm", "RMSNorm"]
 
 
+def _float_input(x):
+    """``x`` as an array; integer and bool inputs become the default float dtype (as
+    ``fungrad.numpy.mean`` promotes them)."""
+    x = fnp.asarray(x)
+    if not np.issubdtype(np.dtype(x.dtype), np.inexact):
+        x = x.astype(default_float(None))
+    return x
+
+
 def _shape_tuple(name: str, shape) -> tuple[int, ...]:
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if not all(isinstance(d, (int, np.integer)) and d >= 1 for d in shape):
@@ -55,6 +64,7 @@ class LayerNorm(Module):
         self.eps = float(eps)
 
     def __call__(self, x):
+        x = _float_input(x)
         axes = _check_trailing("LayerNorm", x, self.shape)
         mean = fnp.mean(x, axis=axes, keepdims=True)
         xc = x - mean
@@ -84,6 +94,7 @@ class RMSNorm(Module):
         self.eps = float(eps)
 
     def __call__(self, x):
+        x = _float_input(x)
         axes = _check_trailing("RMSNorm", x, self.shape)
         ms = fnp.mean(x * x, axis=axes, keepdims=True)
         y = x * lax.rsqrt(ms + np.asarray(self.eps, x.dtype))
@@ -123,6 +134,7 @@ class GroupNorm(Module):
         self.bias = fnp.zeros((channels,), dtype) if channelwise_affine else None
 
     def __call__(self, x):
+        x = _float_input(x)
         n, shape = self.num_spatial_dims, np.shape(x)
         if len(shape) < n + 1 or shape[-1] != self.channels:
             raise TypeError(
@@ -196,6 +208,7 @@ class BatchNorm(Module):
         return BatchNormState(fnp.zeros((c,), dtype), fnp.ones((c,), dtype))
 
     def __call__(self, x, state: BatchNormState, *, inference: bool | None = None):
+        x = _float_input(x)
         shape = np.shape(x)
         if len(shape) < 1 or shape[-1] != self.num_features:
             raise TypeError(

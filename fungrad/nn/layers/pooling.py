@@ -68,6 +68,7 @@ class MaxPool(_Pool):
     as in PyTorch and Keras; padding as :class:`Conv`: padded positions never win)."""
 
     def __call__(self, x):
+        x = fnp.asarray(x)
         dtype = np.dtype(x.dtype)
         if np.issubdtype(dtype, np.floating):
             init = -np.inf
@@ -93,6 +94,7 @@ class AvgPool(_Pool):
         self.count_include_pad = bool(count_include_pad)
 
     def __call__(self, x):
+        x = fnp.asarray(x)
         dtype = np.dtype(x.dtype)
         if not np.issubdtype(dtype, np.inexact):
             raise TypeError(f"AvgPool: needs a floating input, got {dtype}")
@@ -136,6 +138,7 @@ class GlobalAvgPool(_GlobalPool):
     ``(*batch, C)`` (``keepdims=True`` keeps them as size-1 axes)."""
 
     def __call__(self, x):
+        x = fnp.asarray(x)
         return fnp.mean(x, axis=self._axes(x), keepdims=self.keepdims)
 
 
@@ -143,4 +146,5 @@ class GlobalMaxPool(_GlobalPool):
     """The maximum over the ``num_spatial_dims`` spatial axes (see :class:`GlobalAvgPool`)."""
 
     def __call__(self, x):
+        x = fnp.asarray(x)
         return fnp.max(x, axis=self._axes(x), keepdims=self.keepdims)

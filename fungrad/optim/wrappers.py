@@ -264,7 +264,9 @@ def inject_hyperparams(
     is the schedule ``sched`` evaluated at the step count and whose ``b1`` is an array in
     ``state.hyperparams`` (change it between steps by assigning to that dict). Numeric
     arguments (ints, floats, arrays) become state; callables become schedules unless named in
-    ``static_args``; bools and everything else stay static.
+    ``static_args``; bools and everything else stay static. A numeric argument the factory
+    branches on in Python or uses as a size (adafactor's ``min_dim_size_to_factor``) is a
+    traced array under ``jit``: name it in ``static_args``.
 
     Args:
         inner_factory: a function returning a :class:`GradientTransformation`.

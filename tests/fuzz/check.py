@@ -51,7 +51,7 @@ import numpy as np
 import fungrad as fg
 from fungrad.lowering.gpu import runtime as gpu_runtime
 from tests.fuzz.gen import KNOWN_ISSUES, kind_of, x64_mode
-from tests.fuzz.program import LOSS_SOURCE, Program, namespace_for_exec
+from tests.fuzz.program import LOSS_SOURCE, Program, namespace_for_exec, tangent_of, widen
 
 # Crashes of the known bugs in KNOWN_ISSUES, recognised by a phrase of their traceback.
 # (issue 15's planner crash "list.remove(x): x not in list" and the size-0 "in unflatten" were
@@ -172,6 +172,7 @@ ROUNDS_FREELY = frozenset(
     }
 )
 _CALLED = re.compile(r"\b(?:fnp|nn|special|lax)\.(\w+)\(")
+# (complex arithmetic, FFTs and LAPACK calls carry the flag "rounds": tests/fuzz/gen_complex.py)
 _ACCUMULATING = re.compile(r"\.at\[.*\]\.(?:add|mul)\(")  # duplicates: order-dependent
 NUDGE_ULPS = 2
 NUDGE_RUNS = 2
@@ -180,7 +181,8 @@ NUDGE_RUNS = 2
 def rounds_freely(op) -> bool:
     """Whether jit may round ``op``'s float result differently from eager (see above)."""
     return (
-        "**" in op.expr
+        "rounds" in op.flags
+        or "**" in op.expr
         or "@" in op.expr
         or _ACCUMULATING.search(op.expr) is not None
         or not ROUNDS_FREELY.isdisjoint(_CALLED.findall(op.expr))
@@ -191,6 +193,10 @@ def nudged(x: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
     """``x`` with each finite nonzero element's magnitude moved ``NUDGE_ULPS`` ulps up or
     down (a random sign; never across zero, and an element a nudge would overflow stays), or
     None when ``x`` is not float."""
+    if kind_of(x.dtype) == "c" and x.size:
+        out = x.copy()
+        out.real, out.imag = nudged(x.real.copy(), rng), nudged(x.imag.copy(), rng)
+        return out
     if kind_of(x.dtype) != "f" or x.size == 0:
         return None
     step = rng.choice(np.array([-NUDGE_ULPS, NUDGE_ULPS], x.dtype), size=x.shape)
@@ -216,14 +222,12 @@ def nudged_reference(prog: Program, values, ref):
         r = np.asarray(r)
         worst = np.asarray(runs[0][k])
         for other in (np.asarray(run[k]) for run in runs[1:]):
-            if kind_of(r.dtype) != "f":
+            if kind_of(r.dtype) not in "fc":
                 worst = np.where(worst != r, worst, other)
                 continue
             with np.errstate(all="ignore"):
                 moved = float_class(other) != float_class(r)
-                further = np.abs(other.astype(np.float64) - r) > np.abs(
-                    worst.astype(np.float64) - r
-                )
+                further = np.abs(other - r) > np.abs(worst - r)
             keep = float_class(worst) != float_class(r)
             worst = np.where(~keep & (moved | further), other, worst)
         out.append(worst)
@@ -234,7 +238,7 @@ def finite_max(x) -> float:
     x = np.asarray(x)
     if x.dtype == np.bool_ or x.size == 0:
         return float(x.size > 0)
-    x = np.abs(x.astype(np.float64))
+    x = np.abs(x).astype(np.float64)
     x = x[np.isfinite(x)]
     return float(x.max()) if x.size else 0.0
 
@@ -247,7 +251,24 @@ def op_slack(op, env, slack) -> float:
         # lgamma and digamma are accurate relative to max(|f|, 1), not |f|, next to their
         # zeros (JAX's float64 gammaln is ~10 ulps off at 1.67, ours ~5)
         return max(inherited, 8.0 * max(1.0, finite_max(env[op.out])))
-    if "reduce" not in op.flags or all(kind_of(env[a].dtype) != "f" for a in (*op.args, op.out)):
+    if "part" in op.flags:
+        # The real or imaginary part of a complex number carries rounding of the size of the
+        # whole number's (the imaginary part of a Hermitian matrix's determinant is noise)
+        return max(inherited, max(finite_max(env[a]) for a in op.args))
+    if "special_open" in op.flags and any(
+        not np.all(np.isfinite(env[a])) for a in (*op.args, op.out)
+    ):
+        # Complex functions of an infinite or NaN number (C99's annex G is not what JAX or
+        # XLA implement: exp(-inf + nan j) is 0 in numpy, NaN in JAX; abs(nan + inf j) inf
+        # and NaN), and FFTs of one (an infinity times a twiddle factor with a zero part is
+        # NaN there, and which twiddles an algorithm multiplies by is its own choice): only
+        # elements finite on both sides are compared, as for overflowing sums. A complex
+        # result that overflows is the same: (x^2 - y^2) + 2xy i of x = y = -1.8e308 is
+        # -inf + inf j in numpy (which squares specially), nan + inf j by the formula.
+        return float("inf")
+    if "reduce" not in op.flags or all(
+        kind_of(env[a].dtype) not in "fc" for a in (*op.args, op.out)
+    ):
         return inherited  # integer sums are exact (wrapping is associative too)
     sizes = [max(env[a].size, 1) for a in op.args]
     longest = max([max(env[a].shape, default=1) for a in op.args])  # a scan's length
@@ -261,7 +282,7 @@ def op_slack(op, env, slack) -> float:
 def product_may_overflow(x, terms: float) -> bool:
     """Whether a product of ``terms`` factors of ``x`` may overflow or underflow on the way,
     which makes its inf/NaN/0 pattern depend on the order of the factors."""
-    x = np.abs(np.asarray(x, np.float64)) if kind_of(np.asarray(x).dtype) == "f" else None
+    x = np.abs(np.asarray(x)).astype(np.float64) if kind_of(np.asarray(x).dtype) in "fc" else None
     if x is None or x.size == 0:
         return False
     x = x[np.isfinite(x) & (x > 0)]
@@ -275,17 +296,13 @@ def product_may_overflow(x, terms: float) -> bool:
         )
 
 
-def widen(values):
-    return [v.astype(np.float64) if v.dtype == np.float32 else v for v in values]
-
-
 def reference(prog: Program, values):
     """(ref, shadow, slack, env): see the module docstring. ``shadow`` is the float64 run
     of float32 inputs, or the nudged runs where no input is float32 under x64 (there is no
     wider float) or widening changed a dtype the program depends on."""
     ref, env, slack = interpret(prog, values, prog.x64)
     shadow = None
-    if not prog.x64 or any(np.asarray(v).dtype == np.float32 for v in values):
+    if not prog.x64 or any(np.asarray(v).dtype in (np.float32, np.complex64) for v in values):
         try:
             shadow = interpret(prog, widen(values), True)[0]
         except TypeError:
@@ -299,6 +316,9 @@ def reference(prog: Program, values):
 
 
 def float_class(x: np.ndarray) -> np.ndarray:
+    """0 finite, 1 NaN, 2 +inf, 3 -inf (of each part of a complex number: 4 real + imag)."""
+    if np.iscomplexobj(x):
+        return 4 * float_class(x.real) + float_class(x.imag)
     return np.where(np.isnan(x), 1, np.where(x == np.inf, 2, np.where(x == -np.inf, 3, 0)))
 
 
@@ -310,11 +330,11 @@ def compare(actual, ref, shadow, slack: float, eps: float, gpu: bool = False) ->
         return f"shape {actual.shape} != reference {ref.shape}"
     if actual.dtype != ref.dtype:
         return f"dtype {actual.dtype} != reference {ref.dtype}"
-    if kind_of(ref.dtype) != "f" and slack > 0:
+    if kind_of(ref.dtype) not in "fc" and slack > 0:
         # An integer or bool computed from a float sum (astype(int) or a comparison of a
         # product): the summation order jit picks may move it across a rounding boundary.
         return None
-    if kind_of(ref.dtype) != "f":
+    if kind_of(ref.dtype) not in "fc":
         stable = (
             np.ones(ref.shape, bool)
             if shadow is None
@@ -322,32 +342,7 @@ def compare(actual, ref, shadow, slack: float, eps: float, gpu: bool = False) ->
         )
         bad = stable & (actual != ref)
     else:
-        with np.errstate(all="ignore"):
-            cls = float_class(ref)
-            if shadow is None:
-                stable = np.ones(ref.shape, bool)
-                err = np.zeros(ref.shape)
-            else:
-                shadow = np.asarray(shadow, np.float64)
-                stable = float_class(shadow.astype(ref.dtype)) == cls
-                err = np.abs(ref.astype(np.float64) - shadow)
-            a64, r64 = actual.astype(np.float64), ref.astype(np.float64)
-            # + tiny: results below the smallest normal number keep few significant bits
-            # (the reference's special functions underflow to 0 where jit's give denormals,
-            # and WGSL lets a GPU flush denormals to a zero of either sign)
-            tol = (
-                8 * err + 32 * eps * np.abs(r64) + 4 * eps * slack + float(np.finfo(ref.dtype).tiny)
-            )
-            finite = cls == 0
-            bad_class = stable & (float_class(actual) != cls)
-            if slack > float(np.finfo(ref.dtype).max):
-                # A sum or product whose terms can overflow: whether an element comes out
-                # finite, inf or NaN depends on the order of the terms and on fused
-                # multiply-adds (JAX's CPU backend contracts too), so only finite pairs count.
-                finite &= float_class(actual) == 0
-                bad_class &= False
-            bad_value = stable & finite & ~bad_class & ~(np.abs(a64 - r64) <= tol)
-            bad = bad_class | bad_value
+        bad = float_mismatches(actual, ref, shadow, slack, eps)
     if not bad.any():
         return None
     where = list(zip(*np.nonzero(bad)))[:4] if ref.ndim else [()]
@@ -360,13 +355,57 @@ def compare(actual, ref, shadow, slack: float, eps: float, gpu: bool = False) ->
     return f"{int(bad.sum())} of {ref.size} elements differ; " + "; ".join(parts)
 
 
+def float_mismatches(actual, ref, shadow, slack: float, eps: float) -> np.ndarray:
+    """Where float or complex ``actual`` differs from ``ref`` (see the module docstring). A
+    complex element is compared part by part, each within the tolerance of the whole number
+    (``|ref|``, ``|ref - shadow|``): a part much smaller than the other carries rounding of the
+    size of the larger one (a product's real part ``ac - bd`` cancels)."""
+    cplx = kind_of(ref.dtype) == "c"
+    wide = np.complex128 if cplx else np.float64
+    parts = (np.real, np.imag) if cplx else (lambda x: x,)
+    part_dtype = np.real(ref).dtype
+    with np.errstate(all="ignore"):
+        a, r = actual.astype(wide), ref.astype(wide)
+        cls = float_class(ref)
+        if shadow is None:
+            stable = np.ones(ref.shape, bool)
+            err = np.zeros(ref.shape)
+        else:
+            shadow = np.asarray(shadow, wide)
+            stable = float_class(shadow.astype(ref.dtype)) == cls
+            err = np.sqrt(sum(finite_or_0(np.abs(p(r) - p(shadow))) ** 2 for p in parts))
+        mag = np.sqrt(sum(finite_or_0(np.abs(p(r))) ** 2 for p in parts))
+        # + tiny: results below the smallest normal number keep few significant bits
+        # (the reference's special functions underflow to 0 where jit's give denormals,
+        # and WGSL lets a GPU flush denormals to a zero of either sign)
+        tol = 8 * err + 32 * eps * mag + 4 * eps * slack + float(np.finfo(part_dtype).tiny)
+        bad_class = stable & (float_class(actual) != cls)
+        overflowing = slack > float(np.finfo(part_dtype).max)
+        if overflowing:
+            # A sum or product whose terms can overflow: whether an element comes out
+            # finite, inf or NaN depends on the order of the terms and on fused
+            # multiply-adds (JAX's CPU backend contracts too), so only finite pairs count.
+            bad_class &= False
+        bad_value = np.zeros(ref.shape, bool)
+        for p in parts:
+            finite = float_class(p(r)) == 0
+            if overflowing:
+                finite &= float_class(p(a)) == 0
+            bad_value |= finite & ~(np.abs(p(a) - p(r)) <= tol)
+        return bad_class | (stable & ~bad_class & bad_value)
+
+
+def finite_or_0(x: np.ndarray) -> np.ndarray:
+    return np.where(np.isfinite(x), x, 0.0)
+
+
 def eps_for(prog: Program, dtype) -> float:
     """The rounding unit results are compared in: float32's when any float32 enters the
     program, even where its output is float64."""
     dtype = np.dtype(dtype)
-    if kind_of(dtype) != "f":
+    if kind_of(dtype) not in "fc":
         return 0.0
-    if dtype == np.float64 and "float32" not in prog.dtypes():
+    if dtype in (np.float64, np.complex128) and not {"float32", "complex64"} & prog.dtypes():
         return float(np.finfo(np.float64).eps)
     return float(np.finfo(np.float32).eps)
 
@@ -409,6 +448,8 @@ def gpu_available() -> bool:
 
 def has_denormals(v) -> bool:
     v = np.asarray(v)
+    if kind_of(v.dtype) == "c":
+        return has_denormals(v.real) or has_denormals(v.imag)
     if kind_of(v.dtype) != "f":
         return False
     a = np.abs(v)
@@ -418,8 +459,22 @@ def has_denormals(v) -> bool:
 TRIG = ("fnp.sin(", "fnp.cos(", "fnp.tan(")
 
 
+EXP_LIKE = re.compile(r"fnp\.(?:exp|expm1|sinh|cosh|sin|cos|tan|tanh)\(")
+
+
 def known_value_issue(prog: Program, env) -> str | None:
     """A known bug that these values (the eager ``env`` of a run) would hit under jit."""
+    if "complex_exp_overflow" in KNOWN_ISSUES:
+        for op in prog.ops:
+            if not EXP_LIKE.search(op.expr) or not any(
+                kind_of(env[a].dtype) == "c" or "1j" in op.expr for a in op.args
+            ):
+                continue
+            for a in op.args:
+                v = np.asarray(env[a])
+                big = 88.0 if v.dtype in (np.float32, np.complex64) else 709.0
+                if finite_max(v.real) > big or finite_max(v.imag) > big:
+                    return "known: " + KNOWN_ISSUES["complex_exp_overflow"]
     if "sincos_big" in KNOWN_ISSUES:
         for op in prog.ops:
             if any(t in op.expr for t in TRIG) and any(
@@ -431,7 +486,7 @@ def known_value_issue(prog: Program, env) -> str | None:
 
 def gpu_eligible(prog: Program, env) -> str | None:
     """Why the GPU check is skipped for this program, or None."""
-    if prog.x64 or any(i.dtype in ("float64", "int64") for i in prog.inputs):
+    if prog.x64 or any(i.dtype in ("float64", "int64", "complex128") for i in prog.inputs):
         return "64-bit dtypes"
     if "gpu_known" in prog.flags() and "gpu_bool_cmp_shift_mean" in KNOWN_ISSUES:
         return "known: " + KNOWN_ISSUES["gpu_bool_cmp_shift_mean"]
@@ -594,14 +649,14 @@ class Checker:
             )
             return []
         values = prog.input_values("tame")
-        if not any(kind_of(v.dtype) == "f" for v in values):
+        if not any(kind_of(v.dtype) in "fc" for v in values):
             return []
         try:
             ref_out, _, _, env = reference(prog, values)
         except (TypeError, ValueError, IndexError):
             self.stats.count(self.stats.skipped, "grad: eager refuses the tame values")
             return []
-        if not any(kind_of(o.dtype) == "f" for o in ref_out):
+        if not any(kind_of(o.dtype) in "fc" for o in ref_out):
             return []
         f = prog.function()
         namespace = namespace_for_exec()
@@ -632,7 +687,7 @@ class Checker:
         skip_jit = (
             "sort" in flags
             and "sort_nan_grad" in KNOWN_ISSUES
-            and any(kind_of(v.dtype) == "f" and np.isnan(v).any() for v in env.values())
+            and any(kind_of(v.dtype) in "fc" and np.isnan(v).any() for v in env.values())
         )
         skip_jit = skip_jit or known_value_issue(prog, env) is not None
         if only in (None, "grad-jit") and not skip_jit:
@@ -664,7 +719,7 @@ class Checker:
         """In float64: ``grad . v`` against ``jvp(v)`` (always), and ``jvp(v)`` against
         central differences (where the function is smooth around the point)."""
         loss, xs = loss_of(f, widen(values))
-        vs = [np.cos(np.arange(x.size) * 0.7).reshape(x.shape) for x in xs]
+        vs = [tangent_of(x) for x in xs]
         argnums = tuple(range(len(xs)))
         with x64_mode(True), np.errstate(all="ignore"):
             self.stats.count(self.stats.ran, "vjp-jvp")
@@ -673,7 +728,9 @@ class Checker:
                 primal, tangent = fg.jvp(loss, tuple(xs), tuple(vs))
             except Exception as e:  # noqa: BLE001
                 return self._crash("vjp-jvp", prog, "tame", e)
-            terms = [np.asarray(gi, np.float64) * v for gi, v in zip(g, vs)]
+            # Re(g v): fungrad's gradient of a real loss of a complex input is JAX's,
+            # d/dx - i d/dy, so its real part against v is the directional derivative
+            terms = [np.real(np.asarray(gi) * v) for gi, v in zip(g, vs)]
             dot = float(sum(t.sum() for t in terms))
             scale = float(sum(np.abs(t).sum() for t in terms)) + abs(float(tangent))
             tangent = float(tangent)

@@ -35,7 +35,9 @@ MAX_OPS = 7
 # excluded this way while it was being fixed; all of it is fixed now). Each key is checked by
 # name in this module or in check.py.
 KNOWN_ISSUES: dict[str, str] = {
-    # Found by this fuzzer (tests/fuzz/found.md), not fixed yet: none today.
+    # Found by this fuzzer (tests/fuzz/found.md), not fixed yet.
+    "complex_exp_overflow": "found.md #6: jit's complex exp/sinh/cosh overflow on the way "
+    "(exp(x) * cos(y)) where the result is finite",
 }
 
 
@@ -86,10 +88,12 @@ def x64_mode(on: bool):
 
 
 def kind_of(dtype) -> str:
-    """'f', 'i' or 'b'."""
+    """'f', 'c' (complex), 'i' or 'b'."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return "b"
+    if np.issubdtype(dtype, np.complexfloating):
+        return "c"
     return "f" if np.issubdtype(dtype, np.floating) else "i"
 
 
@@ -115,6 +119,11 @@ class Builder:
     def float_dtype(self) -> str:
         return self.ch.choice(["float32", "float64", "float64"]) if self.x64 else "float32"
 
+    def complex_dtype(self) -> str:
+        if not self.x64:
+            return "complex64"
+        return self.ch.choice(["complex64", "complex128", "complex128"])
+
     def int_dtype(self) -> str:
         return self.ch.choice(["int32", "int64", "int64"]) if self.x64 else "int32"
 
@@ -125,11 +134,15 @@ class Builder:
         self.values[inp.name] = fg.numpy.asarray(value)
         return inp.name
 
-    def names(self, pred=lambda v: True) -> list:
-        return [n for n, v in self.values.items() if pred(v)]
+    def names(self, pred=lambda v: True, complex_ok: bool = False) -> list:
+        """Values satisfying ``pred``; complex ones only for the generators that handle them
+        (``complex_ok``): the real families' tables know float, int and bool."""
+        return [
+            n for n, v in self.values.items() if pred(v) and (complex_ok or kind_of(v.dtype) != "c")
+        ]
 
-    def pick(self, pred=lambda v: True):
-        names = self.names(pred)
+    def pick(self, pred=lambda v: True, complex_ok: bool = False):
+        names = self.names(pred, complex_ok)
         return self.ch.choice(names) if names else None
 
     def shape(self, name) -> tuple:
@@ -560,7 +573,7 @@ def factor_shape(ch: Chooser, size: int) -> tuple:
 
 
 def gen_shape(b: Builder):
-    a = b.pick()
+    a = b.pick(complex_ok=True)
     s = b.shape(a)
     nd = len(s)
     r = b.ch.integer(0, 13)
@@ -639,7 +652,7 @@ def draw_slice(ch: Chooser, n: int) -> str:
 
 
 def gen_slice(b: Builder):
-    a = b.pick(lambda v: len(v.shape) > 0)
+    a = b.pick(lambda v: len(v.shape) > 0, complex_ok=True)
     if a is None:
         return None
     s = b.shape(a)
@@ -854,11 +867,18 @@ FAMILIES = [
 FAMILY_TABLE = [f for f, w in FAMILIES for _ in range(w)]
 
 
-def draw_program(ch: Chooser, seed: int, x64: bool | None = None) -> tuple[Program, Builder]:
+def draw_program(
+    ch: Chooser, seed: int, x64: bool | None = None, extended: bool | None = None
+) -> tuple[Program, Builder]:
     """A random program and the builder that drew it (its ``refused`` counts what fungrad
-    rejected on the way)."""
+    rejected on the way). ``extended``: whether it may draw complex numbers, the FFT and
+    linear algebra (None: one program in four)."""
     if x64 is None:
         x64 = ch.chance(15)
+    # One program in four also draws complex numbers, the FFT and linear algebra
+    # (tests/fuzz/gen_complex.py); the others are drawn exactly as before those existed.
+    drawn = ch.chance(25)
+    extended = drawn if extended is None else extended
     special = ch.choice([0.0, 0.1, 0.3])
     b = Builder(ch, x64, seed, special)
     large = ch.chance(10)
@@ -866,12 +886,24 @@ def draw_program(ch: Chooser, seed: int, x64: bool | None = None) -> tuple[Progr
         b.max_size = LARGE_SIZE
     with x64_mode(x64):
         base = draw_shape(ch, large=large)
-        for _ in range(ch.integer(1, 3)):
-            kind = ch.choice("fffib")
-            dtype = {"f": b.float_dtype, "i": b.int_dtype, "b": lambda: "bool"}[kind]()
+        table = FAMILY_TABLE
+        kinds = "fffib"
+        if extended:
+            from tests.fuzz import gen_complex
+
+            table, kinds = gen_complex.EXTENDED_TABLE, "fffibcc"
+        for k in range(ch.integer(1, 3)):
+            # (the first input is real: the real families need a value to start from)
+            kind = ch.choice(kinds if k else "fffib")
+            dtype = {
+                "f": b.float_dtype,
+                "i": b.int_dtype,
+                "b": lambda: "bool",
+                "c": b.complex_dtype,
+            }[kind]()
             b.new_input(compatible_shape(ch, base) if b.inputs else base, dtype)
         for _ in range(ch.integer(1, MAX_OPS)):
-            ch.choice(FAMILY_TABLE)(b)
+            ch.choice(table)(b)
         # Every value no later operation reads is an output, so no operation is dead code
         # (jit would drop it untested).
         read = {a for op in b.ops for a in op.args}

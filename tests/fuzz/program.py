@@ -14,6 +14,7 @@ input or operation leaves every other value as it was.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import textwrap
 
 import numpy as np
@@ -155,9 +156,10 @@ class Program:
 
     def input_values(self, mode: str = "special", sample: int = 0) -> list:
         """numpy values for the inputs. ``mode="special"`` mixes in NaN, infinities, signed
-        zeros, huge and denormal floats and INT_MIN/INT_MAX with probability ``self.special``;
-        ``mode="tame"`` draws moderate values with in-range indices (for derivatives).
-        ``sample`` selects an independent draw (the rows of a vmap batch)."""
+            zeros, huge and denormal floats and INT_MIN/INT_MAX with probability ``self.special``;
+            ``mode="tame"`` draws moderate values with in-range indices (for derivatives); an input
+        of role ``"moderate"`` is in [-1, 1] in every mode.
+            ``sample`` selects an independent draw (the rows of a vmap batch)."""
         return [
             draw_values(
                 inp,
@@ -230,7 +232,7 @@ REPRO_TAILS = {
 # repro scripts, so both differentiate the same function.
 LOSS_SOURCE = """\
 def loss_of(f, args):
-    floats = [i for i, a in enumerate(args) if np.issubdtype(np.asarray(a).dtype, np.floating)]
+    floats = [i for i, a in enumerate(args) if np.issubdtype(np.asarray(a).dtype, np.inexact)]
 
     def loss(*xs):
         full = [fnp.asarray(a) for a in args]
@@ -238,18 +240,42 @@ def loss_of(f, args):
             full[i] = fnp.asarray(x)
         total = 0.0
         for k, o in enumerate(f(*full)):
-            if fnp.issubdtype(o.dtype, fnp.floating):
+            if fnp.issubdtype(o.dtype, fnp.complexfloating):
+                # a real loss of a complex output: both parts, with their own weights
+                w = fnp.arange(o.size, dtype=fnp.real(o).dtype).reshape(o.shape) + k
+                total = total + fnp.sum(fnp.real(o) * fnp.cos(w) + fnp.imag(o) * fnp.sin(w))
+            elif fnp.issubdtype(o.dtype, fnp.floating):
                 w = fnp.cos(fnp.arange(o.size, dtype=o.dtype).reshape(o.shape) + k)
                 total = total + fnp.sum(o * w)
         return total
 
     return loss, [args[i] for i in floats]
+
 """
-_GRAD_TAIL = (
-    LOSS_SOURCE + "\n\nloss, xs = loss_of(f, args)\n"
+
+
+def tangent_of(x):
+    """The direction derivatives are checked along (complex for a complex input)."""
+    t = np.cos(np.arange(x.size) * 0.7).reshape(x.shape)
+    if np.iscomplexobj(x):
+        t = t + 1j * np.sin(np.arange(x.size) * 1.3).reshape(x.shape)
+    return t
+
+
+def widen(args):
+    """float32 -> float64, complex64 -> complex128: the shadow's and derivatives' dtypes."""
+    wide = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
+    return [a.astype(wide[a.dtype]) if a.dtype in wide else a for a in args]
+
+
+# (a repro script defines them too)
+LOSS_SOURCE += "\n\n" + inspect.getsource(tangent_of) + "\n\n" + inspect.getsource(widen)
+_GRAD_BODY = (
+    "\n\nloss, xs = loss_of(f, args)\n"
     "argnums = tuple(range(len(xs)))\n"
     "eager = fg.grad(loss, argnums=argnums)(*xs)\n"
 )
+_GRAD_TAIL = LOSS_SOURCE + _GRAD_BODY
 REPRO_TAILS["grad-jit"] = _GRAD_TAIL + (
     "compiled = fg.jit(fg.grad(loss, argnums=argnums))(*xs)\n"
     "for e, c in zip(eager, compiled):\n"
@@ -262,14 +288,16 @@ REPRO_TAILS["grad-gpu"] = _GRAD_TAIL + (
 )
 REPRO_TAILS["grad-fd"] = (
     "fg.config.update('enable_x64', True)\n"
-    "args = [a.astype(np.float64) if a.dtype == np.float32 else a for a in args]\n"
-    + _GRAD_TAIL
-    + "v = [np.cos(np.arange(x.size) * 0.7).reshape(x.shape) for x in xs]\n"
+    + LOSS_SOURCE
+    + "\n\nargs = widen(args)"
+    + _GRAD_BODY
+    + "v = [tangent_of(x) for x in xs]\n"
     "h = 1e-6\n"
     "plus = loss(*[x + h * t for x, t in zip(xs, v)])\n"
     "minus = loss(*[x - h * t for x, t in zip(xs, v)])\n"
     "print('finite difference', (plus - minus) / (2 * h))\n"
-    "print('grad . v         ', sum(float(np.sum(np.asarray(g) * t)) for g, t in zip(eager, v)))\n"
+    "print('grad . v         ',\n"
+    "      sum(float(np.sum(np.real(np.asarray(g) * t))) for g, t in zip(eager, v)))\n"
     "print('jvp              ', fg.jvp(loss, xs, v)[1])\n"
 )
 REPRO_TAILS["vjp-jvp"] = REPRO_TAILS["grad-fd"]
@@ -286,7 +314,14 @@ def namespace_for_exec() -> dict:
 
 def array_literal(value: np.ndarray, dtype: str) -> str:
     """Source for ``value`` that rebuilds it bit for bit (floats through Python floats, which
-    hold every float32/float64 exactly; NaN and inf through the names the prelude defines)."""
+    hold every float32/float64 exactly; NaN and inf through the names the prelude defines;
+    complex numbers as (real, imag) pairs of their part dtype, viewed as complex)."""
+    if np.iscomplexobj(value):
+        pairs = np.stack([value.real, value.imag], -1)
+        return (
+            f"fnp.asarray(np.array({pairs.ravel().tolist()!r}, dtype=np.{pairs.dtype})"
+            f".view(np.{dtype}).reshape({value.shape!r}))"
+        )
     return (
         f"fnp.asarray(np.array({value.ravel().tolist()!r}, dtype=np.{dtype})"
         f".reshape({value.shape!r}))"
@@ -303,6 +338,20 @@ def draw_values(inp: Input, rng: np.random.Generator, mode: str, special: float)
             hi = max(inp.bound, 1)
         vals = rng.permutation(hi)[:n] if hi >= n else np.arange(n)
         return vals.astype(dtype).reshape(shape)
+    if inp.role == "moderate":
+        # entries in [-1, 1] whatever the mode: linear algebra's generated matrices are built
+        # well-conditioned from these (LAPACK's handling of NaN and inf is not specified)
+        vals = rng.uniform(-1.0, 1.0, size=n)
+        if np.issubdtype(dtype, np.complexfloating):
+            vals = vals + 1j * rng.uniform(-1.0, 1.0, size=n)
+        return vals.astype(dtype).reshape(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        part = np.float32 if dtype == np.complex64 else np.float64
+        re = draw_values(dataclasses.replace(inp, dtype=np.dtype(part).name), rng, mode, special)
+        im = draw_values(dataclasses.replace(inp, dtype=np.dtype(part).name), rng, mode, special)
+        out = np.empty(shape, dtype)
+        out.real, out.imag = re, im
+        return out
     if inp.role == "index":
         b = max(inp.bound, 1)
         lo, hi = (-b, b) if mode == "tame" else (-2 * b - 1, 2 * b + 2)

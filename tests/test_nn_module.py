@@ -171,3 +171,25 @@ def test_models_built_under_vmap_and_eval_shape_and_pickled():
     m = pickle.loads(pickle.dumps(_affine()))
     np.testing.assert_array_equal(m.weight, _affine().weight)
     assert tree_util.tree_structure(m) == tree_util.tree_structure(_affine())
+
+
+def test_inference_mode_sets_every_inference_field():
+    class Block(Module):
+        parts: list
+        drop: object
+
+        def __call__(self, x, key):
+            for p in self.parts:
+                x = p(x)
+            return self.drop(x, key=key)
+
+    k = fg.random.key(0)
+    block = Block([fg.nn.Linear(2, 2, key=k), fg.nn.Dropout(0.5)], fg.nn.Dropout(0.9))
+    ev = fg.nn.inference_mode({"b": block, "bn": fg.nn.BatchNorm(2)})
+    assert ev["b"].drop.inference and ev["b"].parts[1].inference and ev["bn"].inference
+    assert not block.drop.inference  # the original is unchanged
+    x = fnp.ones((3, 2))
+    np.testing.assert_array_equal(ev["b"].drop(x), x)
+    assert ev["b"].parts[0].weight is block.parts[0].weight
+    back = fg.nn.inference_mode(ev, False)
+    assert tree_util.tree_structure(back["b"]) == tree_util.tree_structure(block)

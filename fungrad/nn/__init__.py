@@ -17,6 +17,14 @@ from fungrad.nn.functions import *  # noqa: F401,F403
 from fungrad.nn.functions import __all__ as _functions_all
 from fungrad.nn.layers import *  # noqa: F401,F403
 from fungrad.nn.layers import __all__ as _layers_all
-from fungrad.nn.module import Module, field, is_array  # noqa: F401
+from fungrad.nn.module import Module, field, inference_mode, is_array  # noqa: F401
 
-__all__ = [*_functions_all, *_attention_all, "Module", "field", "is_array", *_layers_all]
+__all__ = [
+    *_functions_all,
+    *_attention_all,
+    "Module",
+    "field",
+    "inference_mode",
+    "is_array",
+    *_layers_all,
+]

@@ -41,7 +41,7 @@ import numpy as np
 from fungrad import tree_util
 from fungrad.array import Array
 
-__all__ = ["Module", "field", "is_array"]
+__all__ = ["Module", "field", "inference_mode", "is_array"]
 
 _INIT_FLAG = "_fg_initializing"
 _AUX = "_fg_aux"
@@ -244,3 +244,27 @@ def _unflatten(cls, aux, children):
         d[name] = c
     d[_AUX] = aux
     return m
+
+
+def inference_mode(model, value: bool = True):
+    """``model`` with every ``inference`` field of its Modules (Dropout, BatchNorm, ...) set
+    to ``value``, nested Modules included (equinox's ``nn.inference_mode``): build the
+    evaluation model once instead of passing ``inference=True`` down by hand. Returns a
+    new tree; ``model`` is unchanged."""
+
+    def fix(x):
+        if not isinstance(x, Module):
+            return x
+        d = dict(x.__dict__)
+        dynamic = d[_AUX][0]
+        for name in dynamic:
+            d[name] = tree_util.tree_map(fix, d[name], is_leaf=lambda y: isinstance(y, Module))
+        if "inference" in d and "inference" not in dynamic:
+            d["inference"] = bool(value)
+        static = tuple((n, _Static(d[n])) for n, _ in d[_AUX][1])
+        new = object.__new__(type(x))
+        new.__dict__.update(d)
+        new.__dict__[_AUX] = (dynamic, static)
+        return new
+
+    return tree_util.tree_map(fix, model, is_leaf=lambda y: isinstance(y, Module))

@@ -158,8 +158,7 @@ def _leaf_record(leaf, path: str) -> tuple[dict, np.ndarray]:
     """(the JSON record of a leaf, its value as a numpy array)."""
     if isinstance(leaf, core.Tracer):
         raise TypeError(
-            f"checkpoints.save: the leaf at {_where(path)} is a traced value "
-            f"({leaf.aval.str_short() if hasattr(leaf.aval, 'str_short') else leaf.aval}); "
+            f"checkpoints.save: the leaf at {_where(path)} is a traced value ({leaf.aval}); "
             "save concrete arrays, outside jit/grad/vmap (return the tree from the jitted "
             "function and save the result)"
         )
@@ -171,7 +170,13 @@ def _leaf_record(leaf, path: str) -> tuple[dict, np.ndarray]:
     if isinstance(leaf, np.generic):
         return {"kind": "numpy_scalar"}, np.asarray(leaf)
     if type(leaf) in _PY_SCALARS:
-        return {"kind": "scalar", "type": _PY_SCALARS[type(leaf)]}, np.asarray(leaf)
+        value = np.asarray(leaf)
+        if value.dtype.hasobject:
+            raise TypeError(
+                f"checkpoints.save: the Python int at {_where(path)} ({leaf}) does not fit in "
+                "int64; store it as a string elsewhere or split it"
+            )
+        return {"kind": "scalar", "type": _PY_SCALARS[type(leaf)]}, value
     raise TypeError(
         f"checkpoints.save: the leaf at {_where(path)} is a {type(leaf).__name__}; checkpoints "
         "hold arrays (fungrad or numpy) and Python/numpy scalars. Convert it, or keep it out "

@@ -196,6 +196,10 @@ def test_failed_write_leaves_the_old_file(tmp_path, monkeypatch):
     # a leaf that cannot be stored fails before anything is written
     with pytest.raises(TypeError, match=r"checkpoints.save: the leaf at tree\['s'\] is a str"):
         checkpoints.save(path, {"step": np.int32(3), "s": "text"})
+    with pytest.raises(
+        TypeError, match=r"the Python int at tree\[.big.\] .* does not fit in int64"
+    ):
+        checkpoints.save(path, {"big": 2**70})
     with pytest.raises(TypeError, match="dtype object"):
         checkpoints.save(path, {"o": np.array([None, 1], dtype=object)})
     assert checkpoints.restore(path) == {"step": np.int32(1)}

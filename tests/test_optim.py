@@ -726,3 +726,20 @@ def test_mu_dtype_and_nan_propagation(x64):
     u, s = opt.update({"x": fnp.asarray([np.nan, 1.0])}, s, p)
     assert s[0].mu["x"].dtype == np.float32
     assert np.isnan(np.asarray(u["x"])[0]) and np.isfinite(np.asarray(u["x"])[1])
+
+
+@pytest.mark.parametrize("name", ["adamw", "lamb", "adafactor", "rmsprop"])
+def test_update_on_the_gpu_backend(gpu, name):
+    p = {"w": fnp.asarray(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)), "b": fnp.ones(3)}
+    g = {
+        "w": fnp.asarray(GS[0]["w"], dtype=fnp.float32),
+        "b": fnp.asarray(GS[0]["b"], dtype=fnp.float32),
+    }
+    opt = getattr(optim, name)(0.1)
+    s = opt.init(p)
+    u_cpu, s_cpu = opt.update(g, s, p)
+    u_gpu, s_gpu = fg.jit(opt.update, backend="gpu")(g, s, p)
+    for a, b in zip(
+        fg.tree_util.tree_leaves((u_gpu, s_gpu)), fg.tree_util.tree_leaves((u_cpu, s_cpu))
+    ):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)

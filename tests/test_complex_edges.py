@@ -288,3 +288,26 @@ def test_complex_conv_gradients():
     jitted = fg.jit(fg.grad(loss, argnums=(0, 1)))(x, k)
     for e, j in zip(eager, jitted):
         np.testing.assert_allclose(np.asarray(j), np.asarray(e), rtol=1e-5)
+
+
+# -- windowed reductions ------------------------------------------------------------------------
+
+
+def test_complex_reduce_window_sum_eager_jit_and_gradient_as_jax():
+    m = (np.arange(16).reshape(1, 1, 4, 4) * (1 + 1j) + 1j).astype(np.complex64)
+
+    def f(a):
+        return lax.reduce_window(a, np.complex64(0), lax.add, (1, 1, 2, 2), (1, 1, 1, 2), "SAME")
+
+    # jax.lax.reduce_window(m, 0j, lax.add, ...) with the same arguments
+    want = c64(*[10 + 14j, 18 + 22j, 26 + 30j, 34 + 38j, 42 + 46j, 50 + 54j, 25 + 27j, 29 + 31j])
+    _same(f(m), want.reshape(1, 1, 4, 2))
+    _same(fg.jit(f)(m), want.reshape(1, 1, 4, 2))
+
+    def loss(a):
+        return fnp.abs(fnp.sum(f(a)))
+
+    g = np.asarray(fg.grad(loss)(m))[0, 0]  # jax.grad(loss)(m): rows 0.666-0.746j, then 2x
+    np.testing.assert_allclose(g[0], np.full(4, 0.66612893 - 0.7458367j), rtol=1e-6)
+    np.testing.assert_allclose(g[1:], np.full((3, 4), 1.3322579 - 1.4916734j), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(fg.jit(fg.grad(loss))(m))[0, 0], g, rtol=1e-6)

@@ -35,7 +35,7 @@ from fungrad.lax.reduce import (
     max_identity,
     min_identity,
 )
-from fungrad.lax.utils import ANY, NUMERIC, check_kinds, operand, standard_primitive
+from fungrad.lax.utils import ANY, NUMERIC_OR_COMPLEX, check_kinds, operand, standard_primitive
 from fungrad.lowering import kernel
 from fungrad.transforms.jvp import Zero, deflinear, jvp_rules, tangent_aval
 from fungrad.transforms.transpose import deflinear_transpose
@@ -158,7 +158,8 @@ def _reduce_window_impl(ufunc, identity):
 reduce_window_sum_p = standard_primitive(
     "reduce_window_sum",
     _reduce_window_impl(np.add, _zero),
-    _reduce_window_abstract_eval("reduce_window_sum", NUMERIC),
+    # (complex: as JAX; the complex split sums each part)
+    _reduce_window_abstract_eval("reduce_window_sum", NUMERIC_OR_COMPLEX),
 )
 reduce_window_max_p = standard_primitive(
     "reduce_window_max",

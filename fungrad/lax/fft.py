@@ -546,7 +546,7 @@ def _transposed(*values):
     from fungrad.lowering.complex_split import current_trace
 
     atoms = [getattr(v, "atom", None) for v in values]
-    if None in atoms or len(set(atoms)) != len(atoms):
+    if any(type(a) is not core.Var for a in atoms) or len(set(atoms)) != len(atoms):
         return None
     found = {}
     for eqn in reversed(current_trace().eqns):

@@ -452,6 +452,16 @@ def test_layer_grads_match_finite_differences(i, x64):
     check_grads(f, (layer, x), order=1, modes=("fwd", "rev"))
 
 
+@pytest.mark.parametrize("i", range(9))
+def test_each_layer_under_jit_and_vmap(i):
+    layer, shape = _small_layers()[i]
+    xs = _rand(3, *shape)
+    loop = np.stack([np.asarray(layer(x)) for x in xs])
+    np.testing.assert_allclose(fg.vmap(layer)(xs), loop, rtol=1e-5, atol=1e-6)
+    jitted = fg.jit(lambda m, x: m(x))(layer, xs[0])
+    np.testing.assert_allclose(jitted, loop[0], rtol=1e-5, atol=1e-6)
+
+
 def test_batchnorm_and_embedding_grads(x64):
     bn = nn.BatchNorm(2)
     state = bn.init_state(np.float64)

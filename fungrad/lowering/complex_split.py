@@ -24,7 +24,9 @@ here (``lax/fft.py``).
 At the boundary (:func:`split_program`), a complex input enters as a real array ``[..., 2]``
 (its numpy value viewed as the real dtype, no copy) that the program slices into planes, and
 a complex output leaves interleaved the same way, written by ``complex_interleave`` (a
-compiler-internal primitive: one loop nest storing both parts of each element);
+compiler-internal primitive: one loop nest storing both parts of each element; where the two
+planes are the slices of one ``[..., 2]`` array, as after an FFT step or for an argument
+returned as it is, ``ir/passes.py`` replaces it by that array, so nothing is copied);
 :class:`SplitExecutable` wraps the real executable of either backend and does the viewing, in
 one place (a GPU result stays on the device as a complex GpuArray). ``compile_jaxpr`` applies
 all this only when a program has a complex value (:func:`has_complex`): real programs are

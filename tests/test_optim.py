@@ -743,3 +743,45 @@ def test_update_on_the_gpu_backend(gpu, name):
         fg.tree_util.tree_leaves((u_gpu, s_gpu)), fg.tree_util.tree_leaves((u_cpu, s_cpu))
     ):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
+
+
+def test_incremental_and_periodic_update(x64):
+    new, old = _tree(a=[1.0, 2.0]), _tree(a=[3.0, 6.0])
+    np.testing.assert_allclose(
+        np.asarray(optim.incremental_update(new, old, 0.25)["a"]), [2.5, 5.0]
+    )
+    f = fg.jit(lambda s: optim.periodic_update(new, old, s, 3)["a"])
+    np.testing.assert_allclose(np.asarray(f(fnp.asarray(6))), [1.0, 2.0])
+    np.testing.assert_allclose(np.asarray(f(fnp.asarray(7))), [3.0, 6.0])
+
+
+def test_safe_numerics(x64):
+    x = fnp.asarray(np.arange(6.0).reshape(2, 3))
+    np.testing.assert_allclose(float(optim.safe_norm(x, 0.0)), np.linalg.norm(np.arange(6.0)))
+    np.testing.assert_allclose(
+        np.asarray(optim.safe_norm(x, 3.0, axis=1)), [3.0, np.linalg.norm([3.0, 4.0, 5.0])]
+    )
+    np.testing.assert_allclose(
+        np.asarray(fg.grad(lambda v: optim.safe_norm(v, 0.0))(fnp.zeros(3))), 0.0
+    )
+    np.testing.assert_allclose(
+        np.asarray(fg.grad(lambda v: optim.safe_root_mean_squares(v, 1e-3))(fnp.zeros(2))), 0.0
+    )
+    top = np.iinfo(np.int32).max
+    assert int(optim.safe_int32_increment(fnp.asarray(top, dtype=fnp.int32))) == top
+    assert int(optim.safe_increment(fnp.asarray(4, dtype=fnp.int32))) == 5
+
+
+def test_lion_modes(x64):
+    g, m0 = np.array([3.0, -0.5, 0.2]), np.array([0.0, 0.0, 0.0])
+    x = 0.1 * g + 0.9 * m0
+    for mode, want in (
+        ("hard", np.sign(x)),
+        ("smooth", np.tanh(2.0 * x)),
+        ("refined", np.where(np.abs(x) < 1, x, np.sign(x))),
+    ):
+        tx = optim.scale_by_lion(mode=mode, smooth_beta=2.0)
+        u, _ = tx.update(fnp.asarray(g), tx.init(fnp.zeros(3)))
+        np.testing.assert_allclose(np.asarray(u), want)
+    with pytest.raises(ValueError, match="scale_by_lion: unknown mode"):
+        optim.scale_by_lion(mode="soft")

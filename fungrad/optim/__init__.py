@@ -18,6 +18,12 @@ noise) and :mod:`fungrad.optim.factorized` (Adafactor's moments); the optimizers
 those) in :mod:`fungrad.optim.alias`.
 """
 
+from fungrad.optim._numerics import (
+    safe_increment,
+    safe_int32_increment,
+    safe_norm,
+    safe_root_mean_squares,
+)
 from fungrad.optim.alias import *  # noqa: F401,F403
 from fungrad.optim.alias import __all__ as _alias_all
 from fungrad.optim.base import *  # noqa: F401,F403
@@ -29,7 +35,17 @@ from fungrad.optim.factorized import __all__ as _factorized_all
 from fungrad.optim.transforms import *  # noqa: F401,F403
 from fungrad.optim.transforms import __all__ as _transforms_all
 
-__all__ = [*_base_all, *_transforms_all, *_constraints_all, *_factorized_all, *_alias_all]
+__all__ = [
+    *_base_all,
+    *_transforms_all,
+    *_constraints_all,
+    *_factorized_all,
+    *_alias_all,
+    "safe_increment",
+    "safe_int32_increment",
+    "safe_norm",
+    "safe_root_mean_squares",
+]
 
 # --- schedules and wrappers (fungrad.optim.schedules, fungrad.optim.wrappers) ---
 from fungrad.optim.schedules import *  # noqa: E402,F401,F403

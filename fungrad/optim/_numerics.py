@@ -45,6 +45,9 @@ def safe_increment(count):
     return jnp.where(count < top, count + jnp.asarray(1, dtype=dt), top)
 
 
+safe_int32_increment = safe_increment
+
+
 def zeros_like(tree, dtype=None):
     return tree_util.tree_map(lambda p: jnp.zeros_like(p, dtype=dtype), tree)
 
@@ -96,22 +99,31 @@ def bias_correction(moments, decay, count):
     return tree_util.tree_map(f, moments)
 
 
-def safe_norm(x, min_norm):
-    """``max(||x||_2, min_norm)`` whose gradient is 0, not NaN, where ``x`` is all zeros."""
+def safe_norm(x, min_norm, ord=None, axis=None, keepdims: bool = False):  # noqa: A002
+    """``max(norm(x, ord, axis), min_norm)`` whose gradient is 0, not NaN, where the norm is
+    at or below ``min_norm`` (``numpy.linalg.norm``'s ``ord``/``axis``/``keepdims``)."""
     x = jnp.asarray(x)
-    norm = jnp.sqrt(jnp.sum(abs_sq(x)))
+    norm = jnp.linalg.norm(x, ord=ord, axis=axis, keepdims=True)
     small = norm <= min_norm
     masked = jnp.where(small, jnp.ones_like(x), x)
-    return jnp.where(small, min_norm, jnp.sqrt(jnp.sum(abs_sq(masked))))
+    if not keepdims:
+        norm = jnp.squeeze(norm, axis=axis)
+        small = norm <= min_norm
+    return jnp.where(
+        small, min_norm, jnp.linalg.norm(masked, ord=ord, axis=axis, keepdims=keepdims)
+    )
 
 
-def safe_rms(x, min_rms):
-    """``max(sqrt(mean(|x|**2)), min_rms)`` with a finite gradient at zero."""
+def safe_root_mean_squares(x, min_rms):
+    """``max(sqrt(mean(|x|**2)), min_rms)`` with a finite gradient where it is ``min_rms``."""
     x = jnp.asarray(x)
     rms = jnp.sqrt(jnp.mean(abs_sq(x)))
     small = rms <= min_rms
     masked = jnp.where(small, jnp.ones_like(x), x)
     return jnp.where(small, min_rms, jnp.sqrt(jnp.mean(abs_sq(masked))))
+
+
+safe_rms = safe_root_mean_squares
 
 
 def rsqrt(x):

@@ -36,6 +36,8 @@ __all__ = [
     "chain",
     "global_norm",
     "identity",
+    "incremental_update",
+    "periodic_update",
     "set_to_zero",
     "stateless",
     "stateless_with_tree_map",
@@ -110,6 +112,29 @@ def apply_updates(params: Params, updates: Updates) -> Params:
         return jnp.asarray(p + u).astype(p.dtype)
 
     return tree_util.tree_map(add, params, updates, is_leaf=_is_none)
+
+
+def incremental_update(new_tensors, old_tensors, step_size):
+    """``step_size * new + (1 - step_size) * old`` leaf by leaf: a Polyak average, e.g. of a
+    target network's parameters."""
+    return tree_util.tree_map(
+        lambda new, old: None if new is None else step_size * new + (1.0 - step_size) * old,
+        new_tensors,
+        old_tensors,
+        is_leaf=_is_none,
+    )
+
+
+def periodic_update(new_tensors, old_tensors, steps, update_period: int):
+    """``new_tensors`` on the steps that are multiples of ``update_period``, else
+    ``old_tensors`` (``steps`` may be a traced int array)."""
+    take_new = jnp.asarray(steps) % update_period == 0
+    return tree_util.tree_map(
+        lambda new, old: None if new is None else jnp.where(take_new, new, old),
+        new_tensors,
+        old_tensors,
+        is_leaf=_is_none,
+    )
 
 
 def global_norm(updates: Updates):

@@ -506,15 +506,31 @@ class ScaleByLionState(NamedTuple):
     mu: Any
 
 
-def scale_by_lion(b1=0.9, b2=0.99, mu_dtype=None) -> GradientTransformation:
-    """Lion (Chen et al. 2023): ``u = sign((1-b1) g + b1 m)``, then ``m = b2 m + (1-b2) g``."""
+def scale_by_lion(
+    b1=0.9, b2=0.99, mu_dtype=None, *, mode: str = "hard", smooth_beta=1.0
+) -> GradientTransformation:
+    """Lion (Chen et al. 2023): ``u = sign((1-b1) g + b1 m)``, then ``m = b2 m + (1-b2) g``.
+
+    ``mode="smooth"`` uses ``tanh(smooth_beta x)`` and ``mode="refined"`` keeps ``x`` where
+    ``|x| < 1`` in place of ``sign(x)``.
+    """
+    if mode == "hard":
+        squash = jnp.sign
+    elif mode == "smooth":
+        squash = lambda x: jnp.tanh(smooth_beta * x)  # noqa: E731
+    elif mode == "refined":
+        squash = lambda x: jnp.where(jnp.abs(x) < 1.0, x, jnp.sign(x))  # noqa: E731
+    else:
+        raise ValueError(
+            f"scale_by_lion: unknown mode {mode!r}; use 'hard', 'smooth' or 'refined'."
+        )
 
     def init(params):
         return ScaleByLionState(count=_count0(), mu=nu.zeros_like(params, mu_dtype))
 
     def update(updates, state, params=None):
         del params
-        new = tree_util.tree_map(lambda g, m: jnp.sign((1 - b1) * g + b1 * m), updates, state.mu)
+        new = tree_util.tree_map(lambda g, m: squash((1 - b1) * g + b1 * m), updates, state.mu)
         mu = nu.update_moment(updates, state.mu, b2, 1)
         state = ScaleByLionState(count=nu.safe_increment(state.count), mu=nu.cast(mu, mu_dtype))
         return new, state

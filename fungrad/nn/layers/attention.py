@@ -57,8 +57,10 @@ class MultiHeadAttention(Module):
 
     ``dropout_p`` drops attention weights (after the softmax, before the values) in
     training, which needs ``key=`` at the call; in inference (the ``inference`` field or
-    the call's ``inference=True``), or with ``dropout_p=0``, the layer calls
-    :func:`fungrad.nn.dot_product_attention` and needs no key.
+    the call's ``inference=True``), or with ``dropout_p=0``, it needs no key. Without
+    dropout, and with ``qk_size == vo_size``, the heads are attended by
+    :func:`fungrad.nn.dot_product_attention`; otherwise by the same computation written
+    out here (that function has neither dropout nor value heads of another size).
     """
 
     query_proj: Linear
@@ -158,10 +160,11 @@ class MultiHeadAttention(Module):
 
         keep = self._keep(mask, key_padding_mask, batch, T, S)
         inference = self.dropout.inference if inference is None else inference
-        if inference or self.dropout.p == 0.0:
-            out = dot_product_attention(q, k, v, mask=keep, is_causal=is_causal)
+        drop = not inference and self.dropout.p > 0.0
+        if drop or self.qk_size != self.vo_size:
+            out = self._attend(q, k, v, keep, is_causal, key if drop else None, drop)
         else:
-            out = self._attend_with_dropout(q, k, v, keep, is_causal, key)
+            out = dot_product_attention(q, k, v, mask=keep, is_causal=is_causal)
         out = fnp.reshape(out, (*batch, T, N * self.vo_size))
         return self.output_proj(out)
 
@@ -194,11 +197,12 @@ class MultiHeadAttention(Module):
             keep = pad if keep is None else fnp.logical_and(keep, pad)
         return keep
 
-    def _attend_with_dropout(self, q, k, v, keep, is_causal, key):
-        """Attention with dropout on the weights: the same logits, finite mask and float32
-        softmax as :func:`fungrad.nn.dot_product_attention`, then :class:`Dropout` on the
-        ``(B, N, T, S)`` weights before they meet the values."""
-        if key is None:
+    def _attend(self, q, k, v, keep, is_causal, key, drop):
+        """The attention :func:`fungrad.nn.dot_product_attention` computes (the same logits,
+        finite mask and float32 softmax) written out, for the two cases it does not cover:
+        :class:`Dropout` on the ``(B, N, T, S)`` weights before they meet the values, and
+        value heads of another size than the query/key heads."""
+        if drop and key is None:
             raise ValueError(
                 "MultiHeadAttention: dropout_p > 0 in training needs a PRNG key "
                 "(mha(q, key=key)); pass inference=True to turn dropout off"
@@ -215,5 +219,6 @@ class MultiHeadAttention(Module):
             big = min(float(np.finfo(logits_dtype).max), float(np.finfo(np.float32).max))
             logits = fnp.where(keep, logits, fnp.asarray(-0.7 * big, logits_dtype))
         probs = special.softmax(logits.astype(np.float32), axis=-1).astype(k.dtype)
-        probs = self.dropout(probs, key=key, inference=False)
+        if drop:
+            probs = self.dropout(probs, key=key, inference=False)
         return fnp.einsum("bnts,bsnh->btnh", probs, v)

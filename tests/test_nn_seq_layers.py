@@ -391,6 +391,20 @@ def test_bidirectional_and_rnn_errors():
         nn.rnn(_cells()[1], xs, np.zeros((4, 4), np.float32))
 
 
+def test_sizes_zero_and_dtypes(x64):
+    lstm = _cells()[1]  # float64 parameters (x64 on)
+    ys, (h, c) = nn.rnn(lstm, np.zeros((0, 2, 3), np.float32))  # no steps: the initial carry
+    assert ys.shape == (0, 2, 4) and ys.dtype == np.float64
+    np.testing.assert_array_equal(h, 0)
+    ys, (h, c) = nn.rnn(lstm, np.zeros((4, 0, 3)))  # an empty batch
+    assert ys.shape == (4, 0, 4) and h.shape == (0, 4)
+    f32 = nn.GRUCell(3, 4, dtype=np.float32, key=_key())
+    assert nn.rnn(f32, np.ones((2, 3)))[0].dtype == np.float64  # promoted with the input
+    m = nn.MultiHeadAttention(2, 4, key=_key())
+    assert m(np.zeros((0, 3, 4))).shape == (0, 3, 4)
+    assert m(np.zeros((2, 0, 4))).shape == (2, 0, 4)
+
+
 # -- derivatives, jit, vmap -------------------------------------------------------------------
 
 

@@ -12,7 +12,9 @@ and flax: ``mask`` broadcasts against ``(*batch, num_heads, query_seq, key_seq)`
 ``key_padding_mask`` is ``(*batch, key_seq)`` with ``True`` on real tokens and ``False`` on
 padding (the opposite of PyTorch's ``key_padding_mask``, whose ``True`` marks padding);
 ``is_causal`` lets query ``t`` see keys ``s <= t``. A query whose keys are all masked gets
-the uniform average of the values (JAX's finite-mask rule), not NaN.
+the uniform average of the values (JAX's finite-mask rule), not NaN. A masked position
+gets weight exactly zero, but its value still enters the weighted sum as ``0 * v``, so
+padding must hold finite numbers (a NaN there spreads, as it does in JAX and PyTorch).
 """
 
 from __future__ import annotations

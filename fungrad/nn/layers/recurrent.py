@@ -230,7 +230,9 @@ def rnn(cell, xs, carry=None, *, reverse: bool = False, time_axis: int = 0,
     if carry is None:
         if not hasattr(cell, "init_carry"):
             raise TypeError(f"rnn: {type(cell).__name__} has no init_carry; pass the initial carry")
-        carry = cell.init_carry(batch, xs.dtype)
+        w = getattr(cell, "weight_hh", None)
+        dtype = xs.dtype if w is None else fnp.promote_types(xs.dtype, w.dtype)
+        carry = cell.init_carry(batch, dtype)
 
     if seq_lengths is None:
 

@@ -497,17 +497,31 @@ class Planner:
 
     # kernels
     def flush(self) -> None:
-        """Schedule every pending stored tensor into kernels."""
+        """Schedule every pending stored tensor into kernels: the first pending tensor with
+        every later one of its shape that may join it (:meth:`_joins`)."""
         while self.pending:
             group = [self.pending.pop(0)]
-            while (
-                self.pending
-                and self.pending[0].shape == group[0].shape
-                and not self._reads_any(self.pending[0], group)
-            ):
-                group.append(self.pending.pop(0))
+            skipped = []
+            for t in list(self.pending):
+                if t.shape != group[0].shape:
+                    skipped.append(t)
+                elif self._joins(t, group, skipped):
+                    group.append(t)
+                    self.pending.remove(t)
+                else:
+                    break  # t stays after the group; so do the tensors behind it
             self._schedule(group)
         self.origins = []
+
+    def _joins(self, t: Tensor, group, skipped) -> bool:
+        """Whether pending ``t`` may be stored by ``group``'s kernel, ahead of the pending
+        tensors ``skipped`` (of other shapes) queued between them: it reads none of their
+        buffers. Programs list their outputs by pytree position, so an optimizer's new
+        parameters, first and second moments of one weight are pending apart (all parameters,
+        then all moments); one kernel for the three reads the gradient once, not three times."""
+        if self._reads_any(t, group):
+            return False
+        return not skipped or not self._reads_any(t, skipped)
 
     def _reads_any(self, t: Tensor, group) -> bool:
         # conservative: would t's element read a buffer one of the group writes? (True where

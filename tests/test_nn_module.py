@@ -65,7 +65,17 @@ def test_nested_modules_and_user_init():
     for layer in s.layers:
         ref = np.maximum(ref @ np.asarray(layer.weight) + np.asarray(layer.bias), 0)
     np.testing.assert_allclose(s(fnp.asarray(x)), 2 * ref, rtol=1e-6)
-    assert "Stack(layers=[Affine(weight=f32[3,4]" in repr(s)
+    assert repr(s) == (
+        "Stack(\n"
+        "  layers=[\n"
+        "    Affine(weight=f32[3,4], bias=f32[4], act=relu),\n"
+        "    Affine(weight=f32[4,2], bias=f32[2], act=relu),\n"
+        "  ],\n"
+        "  scale=2.0,\n"
+        "  name='stack',\n"
+        ")"
+    )
+    assert repr(s.layers[0]) == "Affine(weight=f32[3,4], bias=f32[4], act=relu)"
 
 
 def test_grad_returns_a_model_shaped_gradient():

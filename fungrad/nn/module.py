@@ -179,19 +179,36 @@ class Module:
         )
 
     def __repr__(self):
-        parts = []
-        for f in dataclasses.fields(self):
-            if not f.repr:
-                continue
-            v = self.__dict__.get(f.name, "<unset>")
-            if isinstance(v, (list, tuple)) and not isinstance(v, Module):
-                inner = ", ".join(_short(x) for x in v)
-                comma = "," if len(v) == 1 and isinstance(v, tuple) else ""
-                s = f"[{inner}]" if isinstance(v, list) else f"({inner}{comma})"
-            else:
-                s = _short(v)
-            parts.append(f"{f.name}={s}")
-        return f"{type(self).__name__}({', '.join(parts)})"
+        return _pformat(self, 0, 0)
+
+
+_WIDTH = 96
+
+
+def _pformat(x, indent: int, col: int = 0) -> str:
+    """``x`` on one line when it fits in ``_WIDTH`` columns (it starts at column ``col``),
+    else one field (or element) a line at ``indent + 2``; arrays print as ``f32[3,4]``."""
+    if isinstance(x, Module):
+        items = [
+            (f"{f.name}=", x.__dict__.get(f.name, "<unset>"))
+            for f in dataclasses.fields(x)
+            if f.repr
+        ]
+        open_, close = f"{type(x).__name__}(", ")"
+    elif type(x) in (list, tuple):
+        items = [("", v) for v in x]
+        open_, close = ("[", "]") if type(x) is list else ("(", ",)" if len(x) == 1 else ")")
+    elif type(x) is dict:
+        items = [(f"{k!r}: ", v) for k, v in x.items()]
+        open_, close = "{", "}"
+    else:
+        return _short(x)
+    flat = open_ + ", ".join(p + _pformat(v, 0) for p, v in items) + close
+    if col + len(flat) <= _WIDTH:
+        return flat
+    pad = " " * (indent + 2)
+    body = "".join(f"{pad}{p}{_pformat(v, indent + 2, indent + 2 + len(p))},\n" for p, v in items)
+    return f"{open_}\n{body}{' ' * indent}{close.lstrip(',')}"
 
 
 def _finish_init(self: Module) -> None:

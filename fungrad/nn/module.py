@@ -121,7 +121,7 @@ class Module:
 
     Subclass it and annotate fields::
 
-        class Affine(fnn.Module):
+        class Affine(fg.nn.Module):
             weight: fg.Array
             bias: fg.Array
             activation: Callable = fg.nn.relu   # not an array: static

@@ -293,6 +293,7 @@ def test_transformer_dropout_keys_and_sequential():
     assert not np.allclose(a, blk(x, key=_key(2)))
     off = nn.TransformerDecoderBlock(4, 2, key=_key(7))
     np.testing.assert_allclose(blk(x, inference=True), off(x), rtol=1e-6)
+    np.testing.assert_allclose(nn.inference_mode(blk)(x), off(x), rtol=1e-6)  # no key needed
     model = nn.Sequential([blk, nn.LayerNorm(4), nn.Linear(4, 2, key=_key(8))])
     np.testing.assert_array_equal(model(x, key=_key(3)), model(x, key=_key(3)))
     np.testing.assert_allclose(

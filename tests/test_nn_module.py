@@ -5,6 +5,8 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fungrad as fg
 import fungrad.numpy as fnp
@@ -203,3 +205,38 @@ def test_inference_mode_sets_every_inference_field():
     assert ev["b"].parts[0].weight is block.parts[0].weight
     back = fg.nn.inference_mode(ev, False)
     assert tree_util.tree_structure(back["b"]) == tree_util.tree_structure(block)
+
+
+class Bag(Module):
+    a: object
+    b: object
+    c: object = None
+
+
+_values = st.one_of(
+    st.integers(-3, 3),
+    st.text(max_size=3),
+    st.none(),
+    st.just(fg.nn.relu),
+    st.integers(0, 3).map(lambda n: np.arange(n, dtype=np.float32)),
+    st.lists(st.integers(0, 2).map(lambda n: np.ones(n, np.float32)), max_size=2),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_values, _values, _values)
+def test_flatten_roundtrip_keeps_statics_and_counts_array_leaves(a, b, c):
+    bag = Bag(a, b, c)
+    leaves, treedef = tree_util.tree_flatten(bag)
+    expected = sum(
+        1 if isinstance(v, np.ndarray) else len(v) if isinstance(v, list) else 0 for v in (a, b, c)
+    )
+    assert len(leaves) == expected
+    back = tree_util.tree_unflatten(treedef, leaves)
+    for name, v in (("a", a), ("b", b), ("c", c)):
+        got = getattr(back, name)
+        if isinstance(v, np.ndarray) or (isinstance(v, list) and v):
+            assert tree_util.tree_structure(got) == tree_util.tree_structure(v)
+        else:
+            assert got == v or got is v
+    assert tree_util.tree_structure(Bag(a, b, c)) == treedef  # equal statics, equal treedefs

@@ -276,6 +276,11 @@ def op_slack(op, env, slack) -> float:
     big = float(np.prod([max(finite_max(env[a]), 1e-30) for a in op.args]))
     if "prod" in op.expr and any(product_may_overflow(env[a], terms) for a in op.args):
         return float("inf")
+    if "linalg" in op.flags:
+        # A factorization's rounding is of the size of its results (a determinant of a
+        # matrix built from entries in [-1, 1] is in the hundreds), and LAPACK's blocked
+        # algorithms and jit's order their sums differently: terms times the largest result
+        big = max(big, finite_max(env[op.out]))
     return max(inherited, terms * big)
 
 

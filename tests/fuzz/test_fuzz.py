@@ -24,7 +24,7 @@ from tests.fuzz.check import (
     rounds_freely,
 )
 from tests.fuzz.gen import DrawChooser, RandomChooser, draw_program, x64_mode
-from tests.fuzz.program import Input, Op, Program
+from tests.fuzz.program import Input, Op, Program, array_literal, namespace_for_exec
 from tests.fuzz.reduce import shrink
 
 CI_PROGRAMS = 150
@@ -272,3 +272,73 @@ def test_fuzz_nudge_moves_two_ulps_and_keeps_specials():
 )
 def test_fuzz_which_operations_are_nudged(expr, free):
     assert rounds_freely(Op("v9", expr, ("x0",), "unary")) is free
+
+
+# --- complex numbers, the FFT and linear algebra -------------------------------------------------
+
+
+def test_fuzz_compare_complex_parts_relative_to_the_modulus():
+    eps = float(np.finfo(np.float32).eps)
+    ref = np.array([1e4 + 1e-3j, np.nan + 1j, 2 - 3j], np.complex64)
+    shadow = ref.astype(np.complex128)
+    # the small imaginary part carries rounding of the size of |z|
+    near = np.array([1e4 + 2e-3j, np.nan + 1j, 2 - 3j], np.complex64)
+    assert compare(near, ref, shadow, 0.0, eps) is None
+    off = np.array([1e4 + 1.0j, np.nan + 1j, 2 - 3j], np.complex64)
+    assert "at (0,)" in compare(off, ref, shadow, 0.0, eps)
+    lost_nan = np.array([1e4 + 1e-3j, 0 + 1j, 2 - 3j], np.complex64)
+    assert "at (1,)" in compare(lost_nan, ref, shadow, 0.0, eps)
+    wrong_imag = np.array([1e4 + 1e-3j, np.nan + 1j, 2 + 3j], np.complex64)
+    assert "at (2,)" in compare(wrong_imag, ref, shadow, 0.0, eps)
+    assert "dtype" in compare(ref.astype(np.complex128), ref, shadow, 0.0, eps)
+
+
+def test_fuzz_complex_inputs_print_bit_for_bit():
+    z = np.array([complex(np.nan, -0.0), complex(1.5, np.inf), complex(-np.inf, 1e-45)])
+    for dtype in ("complex64", "complex128"):
+        v = z.astype(dtype).reshape(3, 1)
+        namespace = namespace_for_exec()
+        with x64_mode(True):
+            back = np.asarray(eval(array_literal(v, dtype), namespace))
+        assert back.dtype == v.dtype and back.shape == v.shape
+        assert back.view(np.uint8).tobytes() == v.view(np.uint8).tobytes()
+
+
+def test_fuzz_extended_programs_draw_every_new_family():
+    kinds, dtypes = set(), set()
+    for seed in range(60):
+        prog, _ = draw_program(RandomChooser(seed), seed, x64=seed % 4 == 0, extended=True)
+        kinds |= {op.kind for op in prog.ops}
+        dtypes |= prog.dtypes()
+    new = {"to_complex", "c_unary", "c_binary", "c_reduce", "fft", "fftn", "linalg"}
+    assert new <= kinds, new - kinds
+    assert {"complex64", "complex128"} <= dtypes
+
+
+LINALG = frozenset({"reduce", "rounds", "linalg"})
+
+
+def test_fuzz_linalg_program_passes_and_a_planted_error_is_found():
+    spd = "(x0 @ fnp.conj(fnp.swapaxes(x0, -1, -2)) + 3.0 * fnp.eye(3, dtype=x0.dtype))"
+    ops = (
+        Op("v2", f"fnp.linalg.solve({spd}, x1)", ("x0", "x1"), "linalg", LINALG),
+        Op("v3", f"fnp.abs(fnp.linalg.eigh({spd})[1])", ("x0",), "linalg", LINALG),
+        Op("v4", "fnp.fft.fft(v2, axis=0)", ("v2",), "fft", frozenset({"reduce"})),
+    )
+    prog = Program(
+        inputs=(
+            Input("x0", (3, 3), "complex64", "moderate"),
+            Input("x1", (3, 2), "complex64", "moderate"),
+        ),
+        ops=ops,
+        outputs=("v3", "v4"),
+        seed=3,
+    )
+    values = prog.input_values()
+    ref, shadow, slack, _ = reference(prog, values)
+    got = [np.asarray(o) for o in fg.jit(prog.function())(*values)]
+    assert compare_all(prog, got, ref, shadow, slack) is None
+    for k in range(2):
+        planted = [g.copy() for g in got]
+        planted[k].flat[1] *= 1.01
+        assert compare_all(prog, planted, ref, shadow, slack) is not None

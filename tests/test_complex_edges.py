@@ -311,3 +311,97 @@ def test_complex_reduce_window_sum_eager_jit_and_gradient_as_jax():
     np.testing.assert_allclose(g[0], np.full(4, 0.66612893 - 0.7458367j), rtol=1e-6)
     np.testing.assert_allclose(g[1:], np.full((3, 4), 1.3322579 - 1.4916734j), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(fg.jit(fg.grad(loss))(m))[0, 0], g, rtol=1e-6)
+
+
+# -- every elementwise complex function: jit against eager ---------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+_SPECIAL_PARTS = [0.0, -0.0, INF, -INF, NAN, 3e38, -3e38, 1e-30, -1e-30, 1.0, -2.5]
+_FINITE_PARTS = [0.0, -0.0, 1e30, -1e30, 1e-30, -1e-30, 1.0, -2.5, 0.5, 7.0]
+
+
+def _parts(special: bool, big: float):
+    pick = st.sampled_from(
+        [float(np.float32(v)) for v in (_SPECIAL_PARTS if special else _FINITE_PARTS)]
+    )
+    big = float(np.float32(big))
+    anything = st.floats(-big, big, width=32)
+    return st.one_of(pick, anything).filter(lambda v: not (abs(v) > big and np.isfinite(v)))
+
+
+def _complex_arrays(special: bool, big: float = 3e38):
+    part = _parts(special, big)
+    return hnp.arrays(np.complex64, 8, elements=st.builds(complex, part, part))
+
+
+# Functions whose jit and eager values agree at every value (NaN, inf, signed zeros, the
+# largest and tiny finite values); the others agree for finite arguments (their special
+# values at inf/NaN differ: eager has numpy's C99 values, jit returns NaN more often).
+_UNARY_ALL = ["neg", "sign", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "abs", "real",
+              "imag", "conj", "logistic", "exp2"]  # fmt: skip
+_UNARY_FINITE = ["sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
+                 "acosh", "atanh"]  # fmt: skip
+# products overflow differently at the largest values (numpy vs the textbook formula)
+_UNARY_MODERATE = ["square"]
+
+
+def _agree(eager, jitted, rtol):
+    e, j = np.asarray(eager).astype(np.complex128), np.asarray(jitted).astype(np.complex128)
+    for part in (np.real, np.imag):
+        pe, pj = part(e), part(j)
+        np.testing.assert_array_equal(np.isnan(pe), np.isnan(pj))
+        np.testing.assert_array_equal(np.isinf(pe) * np.sign(pe), np.isinf(pj) * np.sign(pj))
+    fin = np.isfinite(e) & np.isfinite(j)
+    scale = np.maximum(np.abs(e[fin]), 1e-30)
+    assert np.all(np.abs(e[fin] - j[fin]) <= rtol * scale), (e[fin], j[fin])
+
+
+def _program(names):
+    fns = [getattr(lax, n) for n in names]
+    return lambda z: tuple(f(z) for f in fns)
+
+
+_GROUPS = {  # (names, special values drawn, largest finite part)
+    "all": (_UNARY_ALL, True, 3e38),
+    "finite": (_UNARY_FINITE, False, 3e38),
+    "moderate": (_UNARY_MODERATE, False, 1e18),
+}
+_JITTED = {g: fg.jit(_program(names)) for g, (names, _, _) in _GROUPS.items()}
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+@pytest.mark.parametrize("group", sorted(_GROUPS))
+def test_elementwise_complex_jit_equals_eager(group, data):
+    names, special, big = _GROUPS[group]
+    z = data.draw(_complex_arrays(special, big))
+    with np.errstate(all="ignore"):
+        eager = _program(names)(z)
+        jitted = _JITTED[group](z)
+    for name, e, j in zip(names, eager, jitted):
+        try:
+            _agree(e, j, 2e-5)
+        except AssertionError as err:
+            raise AssertionError(f"{name}: {err}") from None
+
+
+_BINARY_ANY = fg.jit(lambda a, b: (lax.add(a, b), lax.sub(a, b), lax.div(a, b)))
+_BINARY_FINITE = fg.jit(lambda a, b: (lax.mul(a, b), lax.integer_pow(a * 1e-7, 3)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=_complex_arrays(True), b=_complex_arrays(True))
+def test_complex_add_sub_div_jit_equal_eager_at_any_values(a, b):
+    for e, j in zip((lax.add(a, b), lax.sub(a, b), lax.div(a, b)), _BINARY_ANY(a, b)):
+        _agree(e, j, 1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=_complex_arrays(False, 1e18), b=_complex_arrays(False, 1e18))
+def test_complex_mul_pow_jit_equal_eager_at_finite_values(a, b):
+    mul, ipow = _BINARY_FINITE(a, b)
+    _agree(lax.mul(a, b), mul, 1e-6)
+    _agree(lax.integer_pow(a * 1e-7, 3), ipow, 1e-5)

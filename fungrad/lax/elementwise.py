@@ -515,7 +515,9 @@ def _integer_pow_impl(x, *, y):
             n >>= 1
             if n:
                 x = np.multiply(x, x)
-        return np.reciprocal(acc) if y < 0 else acc
+        if y < 0:
+            return _complex_reciprocal(acc) if acc.dtype.kind == "c" else np.reciprocal(acc)
+        return acc
 
 
 def _integer_pow_abstract_eval(x, *, y):
@@ -838,7 +840,14 @@ def _logistic(x):
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
+def _complex_reciprocal(x):
+    """``1 / x`` with XLA's complex division (``1 / 0`` is ``inf + nan*j``, not NaN)."""
+    return complex_math.div(np.ones_like(x), x)
+
+
 def _rsqrt(x):
+    if np.asarray(x).dtype.kind == "c":
+        return _complex_reciprocal(np.sqrt(x))
     return np.reciprocal(np.sqrt(x))
 
 

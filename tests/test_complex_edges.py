@@ -405,3 +405,46 @@ def test_complex_mul_pow_jit_equal_eager_at_finite_values(a, b):
     mul, ipow = _BINARY_FINITE(a, b)
     _agree(lax.mul(a, b), mul, 1e-6)
     _agree(lax.integer_pow(a * 1e-7, 3), ipow, 1e-5)
+
+
+_RW_X = np.array(
+    [[2 + 2j, 1 - 2j, -2j, -1 + 2j, -1 - 2j, -2],
+     [-2 - 2j, -2 - 1j, -2, 2, 1, 2 - 2j],
+     [-2j, 1 - 2j, 2 - 2j, 1 + 1j, 1, 1j],
+     [-1j, 2 + 1j, -1 + 1j, 2 - 1j, 1, -2 + 2j],
+     [-1 + 2j, 2 + 2j, -1j, -2 + 1j, 1 + 2j, 1 + 1j]], np.complex64,
+).reshape(1, 1, 5, 6)  # fmt: skip
+# jax.lax.reduce_window(_RW_X, -inf / inf, lax.max / lax.min, (1, 1, 2, 3), (1, 1, 1, 2), "SAME")
+_RW_MAX = np.array(
+    [[2 + 2j, 2, 2 - 2j], [2 - 2j, 2, 2 - 2j], [2 + 1j, 2 - 1j, 1], [2 + 2j, 2 - 1j, 1 + 2j],
+     [2 + 2j, 1 + 2j, 1 + 2j]], np.complex64,
+)  # fmt: skip
+_RW_MIN = np.array(
+    [[-2 - 2j, -2, -2], [-2 - 2j, -2, 1j], [-1 + 1j, -1 + 1j, -2 + 2j], [-1 + 1j, -2 + 1j, -2 + 2j],
+     [-1 + 2j, -2 + 1j, 1 + 1j]], np.complex64,
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("op,init,want", [("max", -INF, _RW_MAX), ("min", INF, _RW_MIN)])
+def test_complex_reduce_window_max_min_lexicographic_as_jax(op, init, want):
+    def f(a):
+        return lax.reduce_window(
+            a, np.complex64(init), getattr(lax, op), (1, 1, 2, 3), (1, 1, 1, 2), "SAME"
+        )
+
+    _same(f(_RW_X)[0, 0], want)
+    _same(fg.jit(f)(_RW_X)[0, 0], want)
+    # the derivative follows the chosen element (JAX has no complex rule here)
+    from fungrad.testing import check_grads
+
+    rng = np.random.default_rng(2)
+    with fg.enable_x64():
+        z = rng.normal(size=(1, 1, 4, 5)) + 1j * rng.normal(size=(1, 1, 4, 5))
+        check_grads(f, (z,), order=1)
+
+    def loss(a):
+        return fnp.sum(fnp.abs(f(a) * (1 + 2j)) ** 2)
+
+    np.testing.assert_allclose(
+        np.asarray(fg.jit(fg.grad(loss))(_RW_X)), np.asarray(fg.grad(loss)(_RW_X)), rtol=1e-6
+    )

@@ -35,7 +35,13 @@ from fungrad.lax.reduce import (
     max_identity,
     min_identity,
 )
-from fungrad.lax.utils import ANY, NUMERIC_OR_COMPLEX, check_kinds, operand, standard_primitive
+from fungrad.lax.utils import (
+    ANY_OR_COMPLEX,
+    NUMERIC_OR_COMPLEX,
+    check_kinds,
+    operand,
+    standard_primitive,
+)
 from fungrad.lowering import kernel
 from fungrad.transforms.jvp import Zero, deflinear, jvp_rules, tangent_aval
 from fungrad.transforms.transpose import deflinear_transpose
@@ -164,12 +170,12 @@ reduce_window_sum_p = standard_primitive(
 reduce_window_max_p = standard_primitive(
     "reduce_window_max",
     _reduce_window_impl(np.maximum, max_identity),
-    _reduce_window_abstract_eval("reduce_window_max", ANY),
+    _reduce_window_abstract_eval("reduce_window_max", ANY_OR_COMPLEX),
 )
 reduce_window_min_p = standard_primitive(
     "reduce_window_min",
     _reduce_window_impl(np.minimum, min_identity),
-    _reduce_window_abstract_eval("reduce_window_min", ANY),
+    _reduce_window_abstract_eval("reduce_window_min", ANY_OR_COMPLEX),
 )
 
 
@@ -259,11 +265,21 @@ def _reduce_window_chooser_jvp(prim, identity, better: str):
         out_aval = tangent_aval(core.get_aval(out))
         if 0 in out_aval.shape:
             return out, Zero(out_aval)
-        xs = _window_patches(x, float(identity(out_aval.dtype)), out_aval.shape, **params)
+        fill = identity(out_aval.dtype)
+        fill = complex(fill) if out_aval.dtype.kind == "c" else float(fill)
+        xs = _window_patches(x, fill, out_aval.shape, **params)
         ts = _window_patches(t, 0, out_aval.shape, **params)
         best, tangent = xs[0], ts[0]
+        cmp = getattr(lax, better)
         for xk, tk in zip(xs[1:], ts[1:]):
-            take = getattr(lax, better)(xk, best)
+            if out_aval.dtype.kind == "c":  # XLA's lexicographic order: real, then imaginary
+                re_k, re_b = lax.real(xk), lax.real(best)
+                take = lax.bitwise_or(
+                    cmp(re_k, re_b),
+                    lax.bitwise_and(lax.eq(re_k, re_b), cmp(lax.imag(xk), lax.imag(best))),
+                )
+            else:
+                take = cmp(xk, best)
             best = lax.select_n(take, best, xk)
             tangent = lax.select_n(take, tangent, tk)
         return out, tangent

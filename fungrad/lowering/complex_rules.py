@@ -10,6 +10,8 @@ outputs the same way. The arithmetic is in ``complex_formulas.py``. Beyond it:
 * ``sort``: a complex key is two keys (real part, then imaginary part), numpy's order;
 * ``scatter-mul``, ``scatter-max``, ``scatter-min``: colliding updates do not combine part
   by part, so a loop applies one scatter position at a time (gather, combine, scatter);
+* ``reduce_window_max``, ``reduce_window_min``: the window's elements (strided slices of the
+  padded parts) folded in the lexicographic order;
 * ``convert_element_type`` from complex to real keeps the real part (JAX's rule);
 * structural and linear primitives (reshape, slice, gather, scatter-add, reduce_sum, cumsum,
   select_n, ...) apply to each half;
@@ -646,3 +648,34 @@ def _serial_scatter(combine):
 _BUILTIN["scatter-mul"] = _serial_scatter(cmul)
 _BUILTIN["scatter-max"] = _serial_scatter(cmax)
 _BUILTIN["scatter-min"] = _serial_scatter(cmin)
+
+
+# -- windowed max / min: the window's elements folded in XLA's lexicographic order -------------
+
+
+def _reduce_window_extremum(combine, fill: float):
+    def rule(x, **params):
+        from fungrad.lax.windowed_reductions import _reduce_window_shape, _window_patches
+
+        shape = _reduce_window_shape(x.re.shape, **params)
+        if x.re.ndim == 0:
+            return [x]
+        if 0 in shape or x.re.size == 0:  # every window holds only padding: the identity
+            return [
+                Pair(
+                    broadcast(constant(fill, x.re.dtype), shape),
+                    broadcast(constant(0.0, x.re.dtype), shape),
+                )
+            ]
+        res = _window_patches(x.re, fill, shape, **params)
+        ims = _window_patches(x.im, 0.0, shape, **params)
+        best = Pair(res[0], ims[0])
+        for re, im in zip(res[1:], ims[1:]):
+            best = combine(best, Pair(re, im))
+        return [best]
+
+    return rule
+
+
+_BUILTIN["reduce_window_max"] = _reduce_window_extremum(cmax, -math.inf)
+_BUILTIN["reduce_window_min"] = _reduce_window_extremum(cmin, math.inf)

@@ -90,3 +90,39 @@ def test_any_values_match_eager(n, m, vals):
     jitted, eager = fg.jit(_adam_like)(*args), _adam_like(*map(fnp.asarray, args))
     for got, exp in zip(jitted, eager):
         np.testing.assert_allclose(np.asarray(got), np.asarray(exp), rtol=1e-6, equal_nan=True)
+
+
+def test_sgd_updates_of_equal_weight_shapes_stay_in_their_products():
+    # two 96 x 96 weights (products large enough for gemm steps): their update stores share
+    # a kernel, and the peephole still moves each into the product computing its gradient
+    sizes = (64, 96, 96, 96, 10)
+    rng = np.random.default_rng(1)
+    params = [
+        (
+            rng.standard_normal((m, n)).astype(np.float32) / np.float32(np.sqrt(m)),
+            np.zeros(n, np.float32),
+        )
+        for m, n in zip(sizes[:-1], sizes[1:])
+    ]
+    x = rng.standard_normal((32, 64)).astype(np.float32)
+
+    def loss(p, x):
+        h = x
+        for w, b in p[:-1]:
+            h = fg.nn.relu(h @ w + b)
+        w, b = p[-1]
+        return fnp.sum((h @ w + b) ** 2)
+
+    def step(p, x):
+        val, g = fg.value_and_grad(loss)(p, x)
+        return fg.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g), val
+
+    f = fg.jit(step)
+    text = f.lower(params, x).as_text()
+    plan = text[text.index("# fusion plan") : text.index("# LLVM")]
+    assert plan.count("+ update") == 4, plan
+    with fg.disable_jit():
+        expected = step(params, x)
+    got = f(params, x)
+    for a, b in zip(fg.tree_util.tree_leaves(got), fg.tree_util.tree_leaves(expected)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=1e-5)

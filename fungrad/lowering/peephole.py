@@ -51,7 +51,9 @@ def fuse_gemm_updates(steps: list) -> None:
     An SGD step reads each weight gradient once, in ``w - lr * grad``: a kernel reading ``w``
     and the product and writing ``out``. Instead the product writes ``out`` itself, as
     ``alpha * a @ b + 1 * w``: two passes over the weight-sized arrays fewer (the own kernel's
-    epilogue reads ``w``; through BLAS, ``w`` is copied into ``out`` first)."""
+    epilogue reads ``w``; through BLAS, ``w`` is copied into ``out`` first). The update may be
+    one store of a kernel holding others of its shape (the plan stores outputs of one shape
+    together): it leaves that kernel, the others stay."""
     i = 0
     while i < len(steps):
         g = steps[i]
@@ -63,19 +65,17 @@ def fuse_gemm_updates(steps: list) -> None:
             continue
         j = readers[0]
         kern = steps[j]
-        if not (isinstance(kern, Kernel) and len(kern.stores) == 1):
-            continue
-        st = kern.stores[0]
-        out = st.buffer
         if (
-            st.combine is not None
-            or st.mask is not None
-            or out.shape != g.c.shape
-            or out.dtype != g.c.dtype
-            or tuple(v.extent for v in kern.loops) != out.shape
+            not isinstance(kern, Kernel)
+            or tuple(v.extent for v in kern.loops) != g.c.shape
             or g.c in kern.writes()
-            or out in (g.a, g.b)
         ):
+            continue
+        st = _update_store(kern, g.c)
+        if st is None:
+            continue
+        out = st.buffer
+        if out.shape != g.c.shape or out.dtype != g.c.dtype or out in (g.a, g.b):
             continue
         found = _scaled_update(st.value, st.index, g.c)
         if found is None:
@@ -84,9 +84,26 @@ def fuse_gemm_updates(steps: list) -> None:
         reads, writes = _between(steps, i, j)  # the steps after the call, before the update
         if w in writes or g.c is w or out in reads | writes or w in g.writes():
             continue
+        if w in kern.writes() or out in kern.reads():
+            continue  # (the kernel's other stores: they run after the product now writes out)
         g.c, g.c0, g.alpha, g.beta = out, w, alpha, 1.0
         g.name = f"{g.name} + update"
-        del steps[j]
+        kern.stores = [s for s in kern.stores if s is not st]
+        if not kern.stores:
+            del steps[j]
+
+
+def _update_store(kern: Kernel, product: Buffer) -> Store | None:
+    """The one store of ``kern`` that reads ``product`` (plain: no mask, no combine), when no
+    other store reads it; else None. A kernel may hold other stores of the same shape (the
+    updates of several weights of one shape are one kernel): those stay in it."""
+    found = None
+    for st in kern.stores:
+        if product in Kernel(kern.name, kern.loops, [st]).reads():
+            if found is not None or st.combine is not None or st.mask is not None:
+                return None
+            found = st
+    return found
 
 
 def merge_column_reductions(steps: list, ctx: Ctx) -> None:

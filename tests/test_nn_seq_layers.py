@@ -370,8 +370,16 @@ def test_rnn_seq_lengths_equal_running_each_sequence_alone(reverse):
         np.testing.assert_array_equal(ys[n:, b], 0)
         np.testing.assert_allclose(h[b], rh, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(c[b], rc, rtol=1e-5, atol=1e-6)
-    with pytest.raises(TypeError, match="seq_lengths must be integers of shape"):
+    with pytest.raises(TypeError, match=r"seq_lengths must be integers with the batch shape"):
         nn.rnn(cell, xs, seq_lengths=np.array([1.0, 2, 3, 4]))
+    with pytest.raises(TypeError, match=r"batch shape \(4,\)"):
+        nn.rnn(cell, xs, seq_lengths=np.array([1, 2]))
+    # per sequence under vmap (a scalar length each), and two batch axes, agree with the above
+    per = fg.vmap(lambda x, n: nn.rnn(cell, x, reverse=reverse, seq_lengths=n)[0], (1, 0), 1)
+    np.testing.assert_allclose(per(xs, lengths), ys, rtol=1e-5, atol=1e-6)
+    ys2, _ = nn.rnn(cell, xs.reshape(T, 2, 2, 3), reverse=reverse,
+                    seq_lengths=lengths.reshape(2, 2))  # fmt: skip
+    np.testing.assert_allclose(np.asarray(ys2).reshape(T, 4, 4), ys, rtol=1e-6, atol=1e-7)
 
 
 def test_bidirectional_and_rnn_errors():

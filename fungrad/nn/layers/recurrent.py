@@ -192,14 +192,19 @@ def _output(carry):
     return carry[0] if isinstance(carry, (tuple, list)) else carry
 
 
-def _flip_valid(xs, seq_lengths):
-    """Reverse each sequence's first ``seq_lengths[b]`` steps in place (time axis 0,
-    batch axis 1), leaving the padding after them where it is."""
+def _flip_valid(xs, lengths):
+    """Reverse each sequence's first ``lengths`` steps in place (time axis 0, then the batch
+    axes that ``lengths`` has), leaving the padding after them where it is."""
     T = xs.shape[0]
-    t = fnp.arange(T)[:, None]
-    idx = fnp.where(t < seq_lengths[None, :], seq_lengths[None, :] - 1 - t, t)  # (T, B)
-    idx = fnp.reshape(idx, (T, -1) + (1,) * (xs.ndim - 2))
+    t = fnp.reshape(fnp.arange(T), (T,) + (1,) * lengths.ndim)
+    idx = fnp.where(t < lengths, lengths - 1 - t, t)  # (T, *batch)
+    idx = fnp.reshape(idx, idx.shape + (1,) * (xs.ndim - idx.ndim))
     return fnp.take_along_axis(xs, fnp.broadcast_to(idx, xs.shape), axis=0)
+
+
+def _over_batch(mask, x):
+    """``mask`` (the batch shape) with trailing axes of size one to broadcast against ``x``."""
+    return fnp.reshape(mask, mask.shape + (1,) * (x.ndim - mask.ndim))
 
 
 def rnn(cell, xs, carry=None, *, reverse: bool = False, time_axis: int = 0,
@@ -211,11 +216,12 @@ def rnn(cell, xs, carry=None, *, reverse: bool = False, time_axis: int = 0,
     batch-first ``(B, T, input_size)``); ``carry`` defaults to ``cell.init_carry(batch)``.
     ``reverse=True`` runs from the last step to the first and returns ``ys`` in input order.
 
-    ``seq_lengths`` (integers, shape ``(B,)`` for one batch axis) marks padded sequences:
-    the carry stops changing after step ``seq_lengths[b]``, so ``final_carry`` is each
-    sequence's state at its own end, and ``ys`` is zero on padding. With ``reverse``, each
-    sequence is read from its own last valid step back to its first (the padding is not
-    read first). ``cell`` may be any callable ``cell(x, carry) -> carry``.
+    ``seq_lengths`` (integers with the batch shape: ``(B,)``, or a scalar for one unbatched
+    sequence, as under ``vmap``) marks padded sequences: the carry stops changing after
+    step ``seq_lengths[b]``, so ``final_carry`` is each sequence's state at its own end,
+    and ``ys`` is zero on padding. With ``reverse``, each sequence is read from its own last
+    valid step back to its first (the padding is not read first). ``cell`` may be any
+    callable ``cell(x, carry) -> carry``.
     """
     xs = fnp.asarray(xs)
     if xs.ndim < 2:
@@ -244,15 +250,10 @@ def rnn(cell, xs, carry=None, *, reverse: bool = False, time_axis: int = 0,
         return fnp.moveaxis(ys, 0, ax), carry
 
     lengths = fnp.asarray(seq_lengths)
-    if (
-        not np.issubdtype(lengths.dtype, np.integer)
-        or lengths.shape != batch[:1]
-        or len(batch) != 1
-    ):
+    if not np.issubdtype(lengths.dtype, np.integer) or lengths.shape != batch:
         raise TypeError(
-            f"rnn: seq_lengths must be integers of shape (B,) for xs with one batch axis "
-            f"(T, B, input_size) after moving time first; got seq_lengths "
-            f"{lengths.shape}/{lengths.dtype} and xs {xs.shape}"
+            f"rnn: seq_lengths must be integers with the batch shape {batch} of xs "
+            f"{xs.shape} (time axis first); got {lengths.dtype} of shape {lengths.shape}"
         )
     T = xs.shape[0]
     lengths = fnp.clip(lengths, 0, T)  # a length past the end means the whole sequence
@@ -262,15 +263,14 @@ def rnn(cell, xs, carry=None, *, reverse: bool = False, time_axis: int = 0,
     def masked_step(c, tx):
         t, x = tx
         new = cell(x, c)
-        live = t < lengths  # (B,)
+        live = t < lengths  # the batch shape
 
         def keep(n, o):
-            return fnp.where(fnp.reshape(live, (-1,) + (1,) * (n.ndim - 1)), n, o)
+            return fnp.where(_over_batch(live, n), n, o)
 
         new = tuple(map(keep, new, c)) if isinstance(new, (tuple, list)) else keep(new, c)
         y = _output(new)
-        y = y * fnp.reshape(live, (-1,) + (1,) * (y.ndim - 1)).astype(y.dtype)
-        return new, y
+        return new, y * _over_batch(live, y).astype(y.dtype)
 
     carry, ys = lax.scan(masked_step, carry, (fnp.arange(T), xs))
     if reverse:

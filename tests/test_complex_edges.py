@@ -448,3 +448,9 @@ def test_complex_reduce_window_max_min_lexicographic_as_jax(op, init, want):
     np.testing.assert_allclose(
         np.asarray(fg.jit(fg.grad(loss))(_RW_X)), np.asarray(fg.grad(loss)(_RW_X)), rtol=1e-6
     )
+
+
+def test_complex_iota_under_jit():
+    _same(fg.jit(lambda: lax.iota(np.complex64, 3))(), c64(0, 1, 2))
+    got = fg.jit(lambda: lax.broadcasted_iota(np.complex64, (2, 3), 0) * (2 - 1j))()
+    _same(got, np.array([[0, 0, 0], [2 - 1j] * 3], np.complex64))

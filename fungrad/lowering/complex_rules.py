@@ -679,3 +679,11 @@ def _reduce_window_extremum(combine, fill: float):
 
 _BUILTIN["reduce_window_max"] = _reduce_window_extremum(cmax, -math.inf)
 _BUILTIN["reduce_window_min"] = _reduce_window_extremum(cmin, math.inf)
+
+
+@_rule("iota")
+def _iota(*, dtype, shape, dimension):
+    # a complex iota: the counts as the real part, a zero imaginary part
+    real = dtypes.real_dtype(dtype)
+    re = _p("iota", dtype=real, shape=shape, dimension=dimension)
+    return [Pair(re, broadcast(constant(0.0, real), shape))]

@@ -172,7 +172,7 @@ def gen_c_dot(b: Builder):
         f"fnp.einsum('{letters},{other}->{out}', {a}, {c})",
         [a, c],
         "c_einsum",
-        ("reduce", "rounds"),
+        ("reduce", "rounds", "special_open"),
     )
 
 

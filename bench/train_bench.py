@@ -12,7 +12,9 @@ Before timing, both frameworks take one step from the same parameters and batch 
 parameters, Adam moments and loss are compared against a float64 numpy step (hand-written
 backpropagation and optax's Adam formulas); a result off the tolerance is reported, never timed.
 Timed as a training loop (each step fed the previous step's parameters and Adam state), the
-frameworks' batches of calls alternating (bench/common.timeit_interleaved).
+frameworks' batches of calls alternating (bench/common.timeit_interleaved): wall time (min and
+median), and the process's CPU time per step (``cpu/step``: on a loaded shared host, pinned
+to one core, the steadier measure of the work itself).
 
 fungrad's Adam is ``fungrad.optim.adam`` when that module exists, else the same formulas by
 hand (``mu = b1 mu + (1-b1) g``, ``nu = b2 nu + (1-b2) g^2``, bias corrections by the step
@@ -31,6 +33,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -259,6 +262,22 @@ def prepare(fw, name, sizes, expected):
     return row
 
 
+def cpu_times(runs, walls, rounds: int = 7, batch_s: float = 0.05) -> list[float]:
+    """Process CPU seconds per call of each ``run`` (best of ``rounds`` alternating batches of
+    about ``batch_s`` wall seconds, sized from ``walls``). On a shared host, pinned to one core,
+    this is the work a step costs, free of the time other processes hold the core; unpinned it
+    adds every thread's time (spinning thread pools included)."""
+    counts = [max(1, int(batch_s / w)) for w in walls]
+    best = [float("inf")] * len(runs)
+    for _ in range(rounds):
+        for i, (run, n) in enumerate(zip(runs, counts)):
+            t0 = time.process_time()
+            for _ in range(n):
+                run()
+            best[i] = min(best[i], (time.process_time() - t0) / n)
+    return best
+
+
 def run_pinned(args, cores: int) -> int:
     cpus = pin_cores(cores)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -281,10 +300,12 @@ def run_pinned(args, cores: int) -> int:
         live = [r for r in rows if "run" in r]
         for r, (best, med) in zip(live, timeit_interleaved([r["run"] for r in live], **timing)):
             r["time"], r["median"] = best, med
+        for r, cpu in zip(live, cpu_times([r["run"] for r in live], [r["time"] for r in live])):
+            r["cpu"] = cpu
         print(f"[{key}] {title}   (first step checked against float64)")
         print(
             f"  {'framework':<10}{'optimizer':<22}{'min':>11}{'median':>11}{'steps/s':>10}"
-            f"{'err/tol':>9}"
+            f"{'cpu/step':>11}{'err/tol':>9}"
         )
         for r in rows:
             if "error" in r:
@@ -293,12 +314,14 @@ def run_pinned(args, cores: int) -> int:
                 continue
             print(
                 f"  {r['label']:<10}{r['opt']:<22}{r['time'] * 1e6:>8.1f} us"
-                f"{r['median'] * 1e6:>8.1f} us{1 / r['time']:>10.0f}{r['err']:>9.2f}"
+                f"{r['median'] * 1e6:>8.1f} us{1 / r['time']:>10.0f}{r['cpu'] * 1e6:>8.1f} us"
+                f"{r['err']:>9.2f}"
             )
         if len(rows) == 2 and all("time" in r for r in rows):
             ratio = rows[0]["time"] / rows[1]["time"]
             print(
-                f"  fungrad/JAX time {ratio:.3f} (steps/s {1 / ratio:.2f}x JAX's); "
+                f"  fungrad/JAX time {ratio:.3f} (steps/s {1 / ratio:.2f}x JAX's; CPU time "
+                f"{rows[0]['cpu'] / rows[1]['cpu']:.3f}); "
                 f"target <= 1.0: {'PASS' if ratio <= 1.0 else 'MISS'}"
             )
     return 1 if failed else 0

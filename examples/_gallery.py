@@ -24,7 +24,8 @@ def require(module: str):
     try:
         return importlib.import_module(module)
     except ImportError:
-        package = {"sklearn": "scikit-learn"}.get(module, module)
+        top = module.split(".")[0]
+        package = {"sklearn": "scikit-learn"}.get(top, top)
         sys.exit(
             f"this example needs {package}: pip install -e '.[examples]' (or pip install {package})"
         )

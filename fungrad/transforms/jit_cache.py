@@ -148,6 +148,17 @@ def tree_key(x, leaves: list):
     raise TypeError
 
 
+def _interned(key):
+    """``key`` (a :func:`tree_key`) with every aval the interned object concrete Arrays and
+    compiled outputs carry, so later lookups match it by identity (an Array made by an eager
+    primitive carries its own ShapedArray: the optimizer state's first call)."""
+    if type(key) is core.ShapedArray:
+        return core.interned_aval(key.shape, key.dtype, key.weak_type)
+    if type(key) is tuple:
+        return tuple(_interned(k) for k in key)
+    return key
+
+
 # -- one jitted function --------------------------------------------------------------------------
 
 
@@ -520,7 +531,7 @@ class JitFunction:
             self.remember(c, exe, traced, avals)
             if not self.has_options:
                 try:
-                    key = tuple(tree_key(a, []) for a in args)
+                    key = _interned(tuple(tree_key(a, []) for a in args))
                     hash(key)  # the aux data of a registered node may be unhashable
                 except TypeError:
                     key = None

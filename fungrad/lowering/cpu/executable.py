@@ -161,7 +161,13 @@ class Executable:
             _OutputPool(a.shape, a.dtype) if a.size * a.dtype.itemsize >= POOL_MIN_BYTES else None
             for a in self.out_avals
         )
-        self._aval0 = self.out_avals[0] if self.out_avals else None
+        # The outputs' avals as the interned objects concrete Arrays carry (core.interned_aval):
+        # a jitted function fed its own outputs (a training loop) then finds its cache key by
+        # identity, without a Python-level ShapedArray.__eq__ per leaf.
+        self._out_avals = tuple(
+            core.interned_aval(a.shape, a.dtype, a.weak_type) for a in self.out_avals
+        )
+        self._aval0 = self._out_avals[0] if self._out_avals else None
         self._hosts = host_callback.host_steps(self.program.steps)
         if self._hosts:  # callbacks: the call registers itself for the trampoline
             self.call = self._call_host
@@ -213,7 +219,7 @@ class Executable:
         if scratch is not None:
             self._scratch.append(scratch)
         res = [Array(o, w) for o, w in zip(outs, self._weak)]
-        for r, a in zip(res, self.out_avals):
+        for r, a in zip(res, self._out_avals):
             r._aval = a
         return res
 

@@ -24,6 +24,7 @@ say nothing about a real GPU. ``FUNGRAD_GPU_ADAPTER=<text>`` picks another adapt
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -78,16 +79,21 @@ def find_gpu():
     """``(device, note)``: the WebGPU adapter ``backend="gpu"`` uses and a line about it, or
     ``(None, why)`` where there is none."""
     try:
-        gpus = [d for d in fg.devices("gpu") if d.active]
+        found = fg.devices("gpu")
     except Exception as e:  # wgpu missing or a broken driver stack
         return None, f"the GPU runtime is unavailable ({type(e).__name__}: {e})"
-    if not gpus:
+    active = [d for d in found if d.active]
+    if not active and found:  # adapters exist, but FUNGRAD_GPU_ADAPTER names none of them
+        names = "; ".join(d.device_kind for d in found)
+        wanted = os.environ.get("FUNGRAD_GPU_ADAPTER", "")
+        return None, f"FUNGRAD_GPU_ADAPTER={wanted!r} matches no adapter (found: {names})"
+    if not active:
         return None, (
             "no WebGPU adapter was found. Install a Vulkan driver (Linux: the vendor's, or "
             "Mesa's `apt install mesa-vulkan-drivers`, which includes the software "
             "adapter lavapipe), Metal (macOS) or DirectX 12 (Windows)"
         )
-    gpu = gpus[0]
+    gpu = active[0]
     # device_kind is "<name> (<API>, <adapter type>)"; type CPU means a software rasteriser
     if gpu.device_kind.rstrip(")").rsplit(", ", 1)[-1] == "CPU":
         note = (
@@ -173,11 +179,12 @@ def main(argv=None) -> int:
     loss_diff = float(np.max(np.abs(np.array(cpu_losses) - np.array(gpu_losses))))
     print(
         f"cpu vs gpu: largest parameter difference {diff:.2e}, largest loss difference "
-        f"{loss_diff:.2e} (float32 rounding, summed in a different order)"
+        f"{loss_diff:.2e} (float32 rounding in another summation order, compounded over "
+        f"{args.steps} Adam steps)"
     )
     png = _gallery.save_curves(
         out / "gpu_training_loss.png", {"cpu": cpu_losses, "gpu": gpu_losses},
-        title="three spirals, Adam: the same step on two backends",
+        title="three spirals, Adam: CPU and GPU (the curves coincide)",
     )  # fmt: skip
     print(f"loss curves saved to {png}")
     return 0

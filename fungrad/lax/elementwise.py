@@ -872,9 +872,22 @@ cbrt_p, cbrt = _float_unop("cbrt", np.cbrt, "Elementwise cube root.")
 sin_p, sin = _float_unop("sin", np.sin, "Elementwise sine.", np.sin)
 cos_p, cos = _float_unop("cos", np.cos, "Elementwise cosine.", np.cos)
 tan_p, tan = _float_unop("tan", np.tan, "Elementwise tangent.", np.tan)
-asin_p, asin = _float_unop("asin", np.arcsin, "Elementwise arc sine.", np.arcsin)
-acos_p, acos = _float_unop("acos", np.arccos, "Elementwise arc cosine.", np.arccos)
-atan_p, atan = _float_unop("atan", np.arctan, "Elementwise arc tangent.", np.arctan)
+def _widened(fn):
+    """``fn`` of a complex64 array computed in complex128 and rounded once: numpy's complex64
+    inverse trigonometric loops overflow for parts beyond ~1e38 (the jit formulas do not)."""
+
+    def complex_fn(x):
+        x = np.asarray(x)
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(x.astype(np.complex128))).astype(x.dtype)[()]
+
+    complex_fn.__name__ = fn.__name__
+    return complex_fn
+
+
+asin_p, asin = _float_unop("asin", np.arcsin, "Elementwise arc sine.", _widened(np.arcsin))
+acos_p, acos = _float_unop("acos", np.arccos, "Elementwise arc cosine.", _widened(np.arccos))
+atan_p, atan = _float_unop("atan", np.arctan, "Elementwise arc tangent.", _widened(np.arctan))
 sinh_p, sinh = _float_unop("sinh", np.sinh, "Elementwise hyperbolic sine.", np.sinh)
 cosh_p, cosh = _float_unop("cosh", np.cosh, "Elementwise hyperbolic cosine.", np.cosh)
 tanh_p, tanh = _float_unop("tanh", np.tanh, "Elementwise hyperbolic tangent.", np.tanh)
@@ -882,19 +895,19 @@ asinh_p, asinh = _float_unop(
     "asinh",
     np.arcsinh,
     "Elementwise inverse hyperbolic sine.",
-    np.arcsinh,
+    _widened(np.arcsinh),
 )
 acosh_p, acosh = _float_unop(
     "acosh",
     np.arccosh,
     "Elementwise inverse hyperbolic cosine.",
-    np.arccosh,
+    _widened(np.arccosh),
 )
 atanh_p, atanh = _float_unop(
     "atanh",
     np.arctanh,
     "Elementwise inverse hyperbolic tangent.",
-    np.arctanh,
+    _widened(np.arctanh),
 )
 logistic_p, logistic = _float_unop(
     "logistic",

@@ -329,13 +329,24 @@ def one_like(z):
 def csinh(z):
     x, y = z
     re, im = mul(sinh(x), cos(y)), mul(cosh(x), sin(y))
-    return Pair(re, select(eq(y, 0.0), y, im))
+    # exact zeros stay (C99's csinh(0 + i inf) = 0 + nan*i, csinh(nan + 0i) = nan + 0i)
+    re = select(and_(is_inf(x), not_(is_finite(y))), x, re)  # C99: +-inf + nan*i
+    return Pair(select(eq(x, 0.0), _zero_times(x, cos(y)), re), select(eq(y, 0.0), y, im))
 
 
 def ccosh(z):
     x, y = z
     re, im = mul(cosh(x), cos(y)), mul(sinh(x), sin(y))
-    return Pair(re, select(eq(y, 0.0), mul(_p("sign", x), y), im))
+    im = select(eq(x, 0.0), _zero_times(x, sin(y)), im)  # C99: ccosh(0 + i inf) = nan + 0i
+    re = select(and_(is_inf(x), not_(is_finite(y))), rabs(x), re)  # C99: inf + nan*i
+    sign_x = select(is_nan(x), constant(1.0, x.dtype), _p("sign", x))  # ccosh(nan) = nan + 0i
+    return Pair(re, select(eq(y, 0.0), mul(sign_x, y), im))
+
+
+def _zero_times(zero, f):
+    """``zero * f`` for a signed zero ``zero``: the signed zero (``zero`` itself where ``f`` is
+    not finite, where the product would be NaN)."""
+    return select(lt(rabs(f), math.inf), mul(zero, f), zero)
 
 
 def ctanh(z):
@@ -349,7 +360,14 @@ def ctanh(z):
     im = div(t, denom)
     far = gt(rabs(x), 20.0)  # tanh(x) rounds to +-1 here in both precisions
     far_im = mul(mul(mul(4.0, sin(y)), cos(y)), exp(mul(-2.0, rabs(x))))
-    return Pair(select(far, copysign(1.0, x), re), select(far, far_im, im))
+    re, im = select(far, copysign(1.0, x), re), select(far, far_im, im)
+    # C99's special values (numpy's): an infinite or NaN y gives NaN + NaN*i, except for
+    # x = +-inf (+-1 +- 0i) and x = 0 (0 + nan*i); exact zeros stay
+    y_bad, x_inf = not_(is_finite(y)), is_inf(x)
+    re = select(y_bad, constant(math.nan, x.dtype), re)
+    re = select(eq(x, 0.0), x, select(x_inf, copysign(1.0, x), re))
+    im = select(and_(x_inf, y_bad), copysign(0.0, y), im)
+    return Pair(re, select(eq(y, 0.0), y, im))
 
 
 def _times_i(z):
@@ -400,25 +418,42 @@ def _conj(z):
     return Pair(z.re, neg(z.im))
 
 
+def _far(z):
+    """Where ``|z|`` is so large that the products of the Kahan forms below overflow and
+    ``sqrt(1 - z^2) = -+ i z`` to working precision; and ``log|z| + log 2`` there."""
+    far = gt(rmax(rabs(z.re), rabs(z.im)), _limits(z.re.dtype)[1])
+    far = and_(far, and_(is_finite(z.re), is_finite(z.im)))
+    return far, add(_log_modulus(z.re, z.im), math.log(2.0))
+
+
 def casin(z):
     # Kahan: asin z = atan2(Re z, Re(s1 s2)) + i asinh(Im(conj(s1) s2)), s1 = sqrt(1 - z),
-    # s2 = sqrt(1 + z)
+    # s2 = sqrt(1 + z); for huge |z|, atan2(x, |y|) + i copysign(log 2|z|, y)
     s1, s2 = _sqrt_pm(z, -1.0), _sqrt_pm(z, 1.0)
-    return Pair(atan2(z.re, cmul(s1, s2).re), asinh(cmul(_conj(s1), s2).im))
+    re, im = atan2(z.re, cmul(s1, s2).re), asinh(cmul(_conj(s1), s2).im)
+    far, log2z = _far(z)
+    re = select(far, atan2(z.re, rabs(z.im)), re)
+    return Pair(re, select(far, copysign(log2z, z.im), im))
 
 
 def cacos(z):
-    # Kahan: acos z = 2 atan2(Re s1, Re s2) + i asinh(Im(conj(s2) s1))
+    # Kahan: acos z = 2 atan2(Re s1, Re s2) + i asinh(Im(conj(s2) s1)); for huge |z|,
+    # atan2(|y|, x) - i copysign(log 2|z|, y)
     s1, s2 = _sqrt_pm(z, -1.0), _sqrt_pm(z, 1.0)
-    return Pair(mul(2.0, atan2(s1.re, s2.re)), asinh(cmul(_conj(s2), s1).im))
+    re, im = mul(2.0, atan2(s1.re, s2.re)), asinh(cmul(_conj(s2), s1).im)
+    far, log2z = _far(z)
+    re = select(far, atan2(rabs(z.im), z.re), re)
+    return Pair(re, select(far, neg(copysign(log2z, z.im)), im))
 
 
 def cacosh(z):
     # Kahan: acosh z = asinh(Re(conj(s1) s2)) + 2i atan2(Im s1, Re s2), s1 = sqrt(z - 1),
-    # s2 = sqrt(z + 1)
+    # s2 = sqrt(z + 1); for huge |z|, log 2z
     s1 = csqrt(Pair(sub(z.re, 1.0), z.im))
     s2 = csqrt(Pair(add(z.re, 1.0), z.im))
-    return Pair(asinh(cmul(_conj(s1), s2).re), mul(2.0, atan2(s1.im, s2.re)))
+    re, im = asinh(cmul(_conj(s1), s2).re), mul(2.0, atan2(s1.im, s2.re))
+    far, log2z = _far(z)
+    return Pair(select(far, log2z, re), select(far, atan2(z.im, z.re), im))
 
 
 def casinh(z):
@@ -500,7 +535,8 @@ def clogistic(z):
     e = cexp(z)
     negative = cdiv(e, Pair(add(1.0, e.re), e.im))
     out = cselect(lt(z.re, 0.0), negative, pos)
-    return cselect(lt(rabs(z.re), 1.0), mid, out)
+    # (an infinite or NaN imaginary part makes every form NaN but tanh's C99 special values)
+    return cselect(and_(lt(rabs(z.re), 1.0), is_finite(z.im)), mid, out)
 
 
 def csign(z):

@@ -5,9 +5,9 @@ function).
     python examples/digits_mlp.py              # full run: prints test accuracy, saves a PNG
     python examples/digits_mlp.py --smoke      # a few steps (CI)
 
-Shows: `fungrad.nn.Linear` layers in a `Module`, `fungrad.optim.adam`, `fg.jit` over a
-model and an optimizer state (both pytrees), a tqdm bar with the running loss, and a loss
-curve saved with matplotlib.
+Shows: `fungrad.nn.Linear` layers in a `Module`, `fungrad.optim.adam` with a
+`cosine_decay_schedule`, `fg.jit` over a model and an optimizer state (both pytrees), a tqdm
+bar with the running loss, and a loss curve saved with matplotlib.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def batches(n: int, batch_size: int, rng: np.random.Generator):
 
 def main(argv=None):
     p = _gallery.parser(__doc__.splitlines()[0], steps=1500, batch_size=128)
-    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
     args = p.parse_args(argv)
     steps = 5 if args.smoke else args.steps
     out = _gallery.output_dir(args.out)
@@ -85,7 +85,8 @@ def main(argv=None):
     x_train, x_test, y_train, y_test = load_digits(args.seed)
     print(f"digits: {len(x_train)} train / {len(x_test)} test images of 8x8, 10 classes")
     model = MLP(key=fg.random.key(args.seed))
-    opt = optim.adam(args.lr)
+    # Adam with the learning rate decayed to 0 along a cosine over the run
+    opt = optim.adam(optim.cosine_decay_schedule(args.lr, steps))
     opt_state = opt.init(model)
     step = make_step(opt)
     rng = np.random.default_rng(args.seed)
@@ -102,7 +103,7 @@ def main(argv=None):
                 bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
         acc = float(accuracy(model, x_test, y_test))
     print(
-        f"trained {steps} steps (batch {args.batch_size}, adam lr {args.lr}) in "
+        f"trained {steps} steps (batch {args.batch_size}, adam, lr {args.lr} cosine-decayed) in "
         f"{timer.seconds:.1f} s on {_gallery.threads_note()}, compile included"
     )
     print(f"final train loss {np.mean(losses[-20:]):.4f}")

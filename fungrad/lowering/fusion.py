@@ -24,9 +24,11 @@ rules composes into one expression per output element without computing anything
 * it is a float sum or product that two kernels would compute (each might round it its own
   way): the first stores it, the others load it (:meth:`Planner._share`).
 
-Stored tensors waiting for a kernel are grouped: consecutive ones with the same shape that do
-not read each other become one loop nest with several stores (multi-output fusion), so row
-softmax (max, sum of exp, divide) is one kernel. The renderer computes every node of a kernel's
+Stored tensors waiting for a kernel are grouped: the first with every later one of its shape
+that reads neither the group nor the tensors of other shapes queued between them becomes one
+loop nest with several stores (multi-output fusion), so row softmax (max, sum of exp, divide)
+is one kernel, and so is an Adam update of one weight (new weight, first and second moment:
+outputs listed apart, all weights first). The renderer computes every node of a kernel's
 expressions at the outermost loop where its indices are defined, which is what makes a row's
 maximum computed once per row.
 

@@ -459,3 +459,18 @@ def test_complex_iota_under_jit():
     _same(fg.jit(lambda: lax.iota(np.complex64, 3))(), c64(0, 1, 2))
     got = fg.jit(lambda: lax.broadcasted_iota(np.complex64, (2, 3), 0) * (2 - 1j))()
     _same(got, np.array([[0, 0, 0], [2 - 1j] * 3], np.complex64))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_complex_scatter_max_min_with_nans_as_jax(jit):
+    x = c64(1 + 1j, complex(NAN, 0), 2)
+    u = c64(complex(NAN, 1), 3, complex(0, NAN))
+    at = np.array([0, 1, 2])
+
+    def f(x, u):
+        return fnp.asarray(x).at[at].max(u), fnp.asarray(x).at[at].min(u)
+
+    mx, mn = (fg.jit(f) if jit else f)(x, u)
+    # jnp.asarray(x).at[at].max(u) / .min(u): a comparison with NaN takes the update
+    _same(mx, c64(complex(NAN, 1), 3, 2))
+    _same(mn, c64(complex(NAN, 1), 3, complex(0, NAN)))

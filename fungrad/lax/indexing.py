@@ -40,7 +40,7 @@ import numpy as np
 from fungrad import core, dtypes
 from fungrad.array import Array
 from fungrad.core import ShapedArray
-from fungrad.lax import elementwise
+from fungrad.lax import complex_math, elementwise
 from fungrad.lax import shape as shape_ops
 from fungrad.lax.slicing import append_kernel
 from fungrad.lax.utils import (
@@ -625,9 +625,28 @@ def _scatter_primitive(name, combine, kinds):
 scatter_p = _scatter_primitive("scatter", _scatter_combine_set, ANY_OR_COMPLEX)
 scatter_add_p = _scatter_primitive("scatter-add", np.add.at, NUMERIC_OR_COMPLEX)
 scatter_mul_p = _scatter_primitive("scatter-mul", np.multiply.at, NUMERIC_OR_COMPLEX)
-# (complex values: numpy's lexicographic order, as XLA's; numpy's propagates NaN)
-scatter_min_p = _scatter_primitive("scatter-min", np.minimum.at, ANY_OR_COMPLEX)
-scatter_max_p = _scatter_primitive("scatter-max", np.maximum.at, ANY_OR_COMPLEX)
+
+
+def _extremum_at(ufunc, complex_fn):
+    """``ufunc.at``, except for complex values: XLA's lexicographic max/min (``complex_fn``,
+    which takes the update where a comparison meets a NaN; numpy's propagates NaN), applied
+    update by update in index order."""
+
+    def combine(flat, lin, vals):
+        if flat.dtype.kind != "c":
+            return ufunc.at(flat, lin, vals)
+        for i, v in zip(lin.tolist(), vals):
+            flat[i] = complex_fn(flat[i], v)
+
+    return combine
+
+
+scatter_min_p = _scatter_primitive(
+    "scatter-min", _extremum_at(np.minimum, complex_math.minimum), ANY_OR_COMPLEX
+)
+scatter_max_p = _scatter_primitive(
+    "scatter-max", _extremum_at(np.maximum, complex_math.maximum), ANY_OR_COMPLEX
+)
 
 
 def _scatter_dnums(name, dn) -> ScatterDimensionNumbers:

@@ -88,6 +88,63 @@ GALLERY = [
         plots=("second_order.png",),
         needs=("sklearn", "matplotlib"),
     ),
+    Example(
+        "char_transformer",
+        (
+            r"^text: the Zen of Python, 856 characters, vocabulary of 45$",
+            r"^trained 3 steps in ",
+            r"^loss: \d+\.\d+ -> \d+\.\d+ nats/char",
+            r"^sample \(40 characters, temperature 0\.8",
+            r"^Beautiful is",  # the prompt the sample continues
+        ),
+        plots=("char_transformer_loss.png",),
+        needs=("matplotlib", "tqdm"),
+    ),
+    Example(
+        "sequence_rnn",
+        (
+            r"^model: LSTM with 32 hidden units",
+            r"^trained 3 steps in ",
+            r"^test one-step MSE vs the clean wave: \d+\.\d+ \(repeat-the-last-sample baseline",
+            r"^closed-loop forecast of 40 samples: MSE \d+\.\d+",
+        ),
+        plots=("sequence_rnn_loss.png", "sequence_rnn_forecast.png"),
+        needs=("matplotlib", "tqdm"),
+    ),
+    Example(
+        "neural_ode",
+        (
+            r"^damped oscillator \(omega 2\.0, zeta 0\.1\)",
+            r"^trained 3 steps in ",
+            r"^unseen y0 = \(1\.8, -1\.0\) over t in \[0, 8\.0\]: max \|error\| \d",
+            r"^Jacobian of the learned field at the origin \(jacfwd\)",
+        ),
+        plots=("neural_ode_loss.png", "neural_ode_phase.png"),
+        needs=("matplotlib", "tqdm"),
+    ),
+    Example(
+        "gradient_checking",
+        (
+            r"^\[pass\] softplus, right rule: first and second derivatives on 10 ",
+            r"^\[pass\] a hand-written test of grad\(sum\(softplus\(x\)\)\)",
+            r"^\[caught\] the property-based check rejects the wrong rule",
+            r"VJP vs finite differences \(dot-product identity\)",
+        ),
+        needs=("hypothesis",),
+    ),
+    Example(
+        "gpu_training",
+        (
+            r"^cpu: loss \d+\.\d+ -> \d+\.\d+; first step",
+            r"^cpu: test accuracy ",
+            # with a WebGPU adapter (lavapipe counts, and says so) both backends agree;
+            # without one the example says why and trains on the CPU only
+            r"^(gpu: .* a (SOFTWARE|hardware) adapter|gpu: skipped: )",
+            r"^(cpu vs gpu: largest parameter difference|gpu: skipped: )",
+        ),
+        plots=("gpu_training_loss.png",),
+        needs=("matplotlib",),
+    ),
 ]
 BY_KEY = {e.key: e for e in GALLERY}
 
@@ -176,3 +233,39 @@ def test_missing_dependency_names_the_extra(tmp_path):
     assert proc.returncode != 0
     assert "pip install -e '.[examples]'" in proc.stderr
     assert "scikit-learn" in proc.stderr
+
+
+def _run_args(name: str, *args: str, env=None) -> subprocess.CompletedProcess:
+    run_env = dict(os.environ, MPLBACKEND="Agg", **(env or {}))
+    run_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), run_env.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py"), *args],
+        cwd=ROOT, env=run_env, capture_output=True, text=True, timeout=TIMEOUT_S,
+    )  # fmt: skip
+
+
+@pytest.mark.skipif(importlib.util.find_spec("hypothesis") is None, reason="needs hypothesis")
+def test_gradient_checking_wrong_rule_fails():
+    """`--wrong` ships the wrong VJP rule: the property fails, exit status 1, the failure
+    and hypothesis's smallest failing input printed."""
+    proc = _run_args("gradient_checking", "--smoke", "--wrong")
+    report = f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 1, report
+    assert "[FAIL] softplus's VJP rule is wrong" in proc.stdout, report
+    assert "dot-product identity" in proc.stdout, report
+    assert re.search(r"x=array\(", proc.stdout), report
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs matplotlib")
+def test_gpu_training_without_an_adapter(tmp_path):
+    """No usable adapter (FUNGRAD_GPU_ADAPTER naming none): the example says so, trains on
+    the CPU only and exits 0."""
+    proc = _run_args(
+        "gpu_training", "--smoke", "--out", str(tmp_path),
+        env={"FUNGRAD_GPU_ADAPTER": "no-such-adapter"},
+    )  # fmt: skip
+    report = f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, report
+    assert re.search(r"^cpu: test accuracy ", proc.stdout, re.M), report
+    assert re.search(r"^gpu: skipped: .*Trained on the CPU only\.$", proc.stdout, re.M), report
+    assert "cpu vs gpu" not in proc.stdout, report

@@ -474,3 +474,17 @@ def test_complex_scatter_max_min_with_nans_as_jax(jit):
     # jnp.asarray(x).at[at].max(u) / .min(u): a comparison with NaN takes the update
     _same(mx, c64(complex(NAN, 1), 3, 2))
     _same(mn, c64(complex(NAN, 1), 3, complex(0, NAN)))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_complex_reduce_window_max_min_with_nans_as_jax(jit):
+    m = c64(1 + 1j, complex(NAN, 0), 2, 3j, complex(0, NAN), -1).reshape(1, 6)
+    for op, init, want in (  # jax.lax.reduce_window(m, init, op, (1, 2), (1, 1), "VALID")
+        (lax.max, -INF, c64(complex(NAN, 0), 2, 2, complex(0, NAN), complex(0, NAN))),
+        (lax.min, INF, c64(complex(NAN, 0), 2, 3j, complex(0, NAN), -1)),
+    ):
+
+        def f(a, op=op, init=init):
+            return lax.reduce_window(a, np.complex64(init), op, (1, 2), (1, 1), "VALID")
+
+        _same((fg.jit(f) if jit else f)(m)[0], want)

@@ -26,6 +26,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from fungrad import core
 from fungrad.core import ShapedArray
+from fungrad.lax import complex_math
 from fungrad.lax.reduce import (
     _accumulation_dtype,
     _check_identity,
@@ -134,6 +135,9 @@ def _reduce_window_abstract_eval(name: str, kinds):
     return abstract_eval
 
 
+_COMPLEX_EXTREMA = {np.maximum: complex_math.maximum, np.minimum: complex_math.minimum}
+
+
 def _reduce_window_impl(ufunc, identity):
     """impl of a windowed ``ufunc`` reduction: holes and padding hold ``identity(dtype)``,
     windows are strided views of the padded operand (no loop over output elements)."""
@@ -155,7 +159,16 @@ def _reduce_window_impl(ufunc, identity):
             + tuple(slice(None, None, d) for d in window_dilation)
         ]
         with np.errstate(all="ignore"):
-            out = ufunc.reduce(windows, axis=tuple(range(x.ndim, 2 * x.ndim)))
+            if x.dtype.kind == "c" and ufunc in _COMPLEX_EXTREMA:
+                # XLA's lexicographic max/min, folded over the window in row-major order (a
+                # comparison with NaN takes the next element; numpy's propagates NaN)
+                flat = windows.reshape(windows.shape[: x.ndim] + (-1,))
+                fold = _COMPLEX_EXTREMA[ufunc]
+                out = flat[..., 0]
+                for k in range(1, flat.shape[-1]):
+                    out = fold(out, flat[..., k])
+            else:
+                out = ufunc.reduce(windows, axis=tuple(range(x.ndim, 2 * x.ndim)))
         return np.asarray(out).astype(x.dtype)
 
     return impl

@@ -422,7 +422,8 @@ def _far(z):
     """Where ``|z|`` is so large that the products of the Kahan forms below overflow and
     ``sqrt(1 - z^2) = -+ i z`` to working precision; and ``log|z| + log 2`` there."""
     far = gt(rmax(rabs(z.re), rabs(z.im)), _limits(z.re.dtype)[1])
-    far = and_(far, and_(is_finite(z.re), is_finite(z.im)))
+    # an infinite part too: the asymptotic forms give C99's special values there
+    far = or_(and_(far, and_(is_finite(z.re), is_finite(z.im))), or_(is_inf(z.re), is_inf(z.im)))
     return far, add(_log_modulus(z.re, z.im), math.log(2.0))
 
 
@@ -433,6 +434,7 @@ def casin(z):
     re, im = atan2(z.re, cmul(s1, s2).re), asinh(cmul(_conj(s1), s2).im)
     far, log2z = _far(z)
     re = select(far, atan2(z.re, rabs(z.im)), re)
+    re = select(eq(z.re, 0.0), z.re, re)  # asin(0 + iy) = i asinh(y), also for a NaN y
     return Pair(re, select(far, copysign(log2z, z.im), im))
 
 
@@ -443,6 +445,7 @@ def cacos(z):
     re, im = mul(2.0, atan2(s1.re, s2.re)), asinh(cmul(_conj(s2), s1).im)
     far, log2z = _far(z)
     re = select(far, atan2(rabs(z.im), z.re), re)
+    re = select(eq(z.re, 0.0), constant(math.pi / 2, z.re.dtype), re)  # also for a NaN y
     return Pair(re, select(far, neg(copysign(log2z, z.im)), im))
 
 
@@ -453,7 +456,9 @@ def cacosh(z):
     s2 = csqrt(Pair(add(z.re, 1.0), z.im))
     re, im = asinh(cmul(_conj(s1), s2).re), mul(2.0, atan2(s1.im, s2.re))
     far, log2z = _far(z)
-    return Pair(select(far, log2z, re), select(far, atan2(z.im, z.re), im))
+    im = select(far, atan2(z.im, z.re), im)
+    im = select(and_(eq(z.re, 0.0), is_nan(z.im)), constant(math.pi / 2, im.dtype), im)
+    return Pair(select(far, log2z, re), im)
 
 
 def casinh(z):
@@ -481,7 +486,15 @@ def catanh(z):
     far = gt(m, _limits(x.dtype)[1])
     re = select(far, far_re, re)
     im = select(far, copysign(math.pi / 2, y), im)
-    return Pair(select(flip, neg(re), re), select(flip, neg(im), im))
+    re, im = select(flip, neg(re), re), select(flip, neg(im), im)
+    # C99's special values with a NaN part: atanh(0 + i nan) = 0 + i nan,
+    # atanh(+-inf + i nan) = +-0 + i nan, atanh(nan +- i inf) = 0 +- i pi/2
+    x0, y0 = z.re, z.im
+    re = select(eq(x0, 0.0), x0, re)
+    re = select(and_(is_inf(x0), is_nan(y0)), copysign(0.0, x0), re)
+    nan_inf = and_(is_nan(x0), is_inf(y0))
+    re = select(nan_inf, constant(0.0, x0.dtype), re)
+    return Pair(re, select(nan_inf, copysign(math.pi / 2, y0), im))
 
 
 def catan(z):

@@ -324,7 +324,22 @@ def sub(x, y):
     return sub_p.bind(*operands_same_dtype("sub", x, y))
 
 
-mul_p = standard_naryop("mul", np.multiply, NUMERIC_OR_COMPLEX)
+def _multiply(x, y):
+    """``x * y``; complex operands by the textbook formula in their own precision, as XLA
+    (numpy's loop fuses a multiply-add, so it overflows differently: (-2.5+1j) * (inf+3e38j)
+    is -inf+inf*j there, -inf+nan*j in XLA)."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype.kind != "c":
+        return np.multiply(x, y)
+    with np.errstate(all="ignore"):
+        xr, xi, yr, yi = x.real, x.imag, y.real, y.imag
+        re, im = xr * yr - xi * yi, xr * yi + xi * yr
+    out = np.empty(re.shape, x.dtype)
+    out.real, out.imag = re, im
+    return out[()]
+
+
+mul_p = standard_naryop("mul", _multiply, NUMERIC_OR_COMPLEX)
 
 
 def mul(x, y):
@@ -511,10 +526,10 @@ def _integer_pow_impl(x, *, y):
         acc, n = None, -y if y < 0 else y
         while n > 0:
             if n & 1:
-                acc = x if acc is None else np.multiply(acc, x)
+                acc = x if acc is None else _multiply(acc, x)
             n >>= 1
             if n:
-                x = np.multiply(x, x)
+                x = _multiply(x, x)
         if y < 0:
             return _complex_reciprocal(acc) if acc.dtype.kind == "c" else np.reciprocal(acc)
         return acc
@@ -739,7 +754,7 @@ def nextafter(x1, x2):
     return nextafter_p.bind(*operands_same_dtype("nextafter", x1, x2))
 
 
-square_p = standard_naryop("square", np.square, NUMERIC_OR_COMPLEX)
+square_p = standard_naryop("square", lambda x: _multiply(x, x), NUMERIC_OR_COMPLEX)
 
 
 def square(x):

@@ -4,7 +4,10 @@ Each family module defines its primitives once, with every rule beside them; thi
 only re-exports their public wrappers.
 """
 
-from fungrad.lax import utils  # noqa: F401
+from fungrad.lax import (
+    complex_split_rules,  # noqa: F401  (registers split rules)
+    utils,  # noqa: F401
+)
 from fungrad.lax.accuracy import *  # noqa: F401,F403
 from fungrad.lax.approx_topk import *  # noqa: F401,F403
 from fungrad.lax.associative_scan import *  # noqa: F401,F403

@@ -70,8 +70,8 @@ def gen_to_complex(b: Builder):
 
 C_UNARY = {  # name -> flags
     "fnp.exp": (),
-    "fnp.log": ("kink",),  # the branch cut along the negative reals
-    "fnp.sqrt": ("kink",),
+    "fnp.log": ("kink", "branch_cut"),  # the branch cut along the negative reals
+    "fnp.sqrt": ("kink", "branch_cut"),
     "fnp.sin": (),
     "fnp.cos": (),
     "fnp.tan": (),
@@ -85,9 +85,9 @@ C_UNARY = {  # name -> flags
     "fnp.real": ("part",),
     "fnp.imag": ("part",),
     "fnp.abs": ("kink",),
-    "fnp.angle": ("kink",),
+    "fnp.angle": ("kink", "branch_cut"),
     "fnp.expm1": (),
-    "fnp.log1p": ("kink",),
+    "fnp.log1p": ("kink", "branch_cut"),
     "fnp.sign": ("kink", "no_fd"),  # z / |z|, but its derivative is zero (as JAX's)
     "fnp.isnan": ("kink",),
     "fnp.isfinite": ("kink",),

@@ -124,7 +124,7 @@ class GpuArray(Array):
 
 def device_buffer(x):
     """The device buffer of ``x`` for a GPU call: a GpuArray's own, else ``x`` uploaded."""
-    if type(x) is GpuArray:
+    if isinstance(x, GpuArray):  # also a complex one: its buffer holds (re, im) pairs
         if x._dbuf is None:
             x._value._fail()  # a deleted array: the usual RuntimeError
         return x._dbuf
@@ -157,11 +157,11 @@ def device_put(x, device=None, *, backend: str | None = None):
         if isinstance(leaf, core.Tracer):
             return leaf
         if target == "gpu":
-            if type(leaf) is GpuArray:
+            if isinstance(leaf, GpuArray):
                 return leaf
             arr = leaf if isinstance(leaf, Array) else operand(leaf, "device_put")
             return GpuArray(device_buffer(arr), arr.aval, arr.weak_type)
-        if type(leaf) is GpuArray:
+        if isinstance(leaf, GpuArray):
             return Array(np.array(leaf._value), leaf.weak_type)
         return leaf if isinstance(leaf, Array) else operand(leaf, "device_put")
 

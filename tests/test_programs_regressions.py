@@ -235,3 +235,26 @@ def test_grad_family_accepts_jax_holomorphic_flag():
     for transform in (fg.grad, fg.value_and_grad, fg.jacfwd, fg.jacrev, fg.hessian):
         with pytest.raises(TypeError, match="holomorphic=True requires inputs with complex"):
             transform(lambda x: x, holomorphic=True)(1.0)
+
+
+def test_jit_complex_exp_sinh_cosh_do_not_overflow_where_the_result_is_finite():
+    # found.md #6: exp(x) * cos(y) overflowed in exp(x) for x beyond 88.7 (float32)
+    z = np.array([89 + 1j, 97.183136 + 1.961847e-05j, 178 + 1e-45j, 150 + 0.3j], np.complex64)
+    for f in (fnp.exp, fnp.cosh, fnp.sinh, fnp.sin, fnp.cos, fnp.expm1):
+        with np.errstate(all="ignore"):
+            want = np.asarray(f(z)).astype(np.complex128)
+        got = np.asarray(fg.jit(f)(z)).astype(np.complex128)
+        for part in (np.real, np.imag):
+            w, g = part(want), part(got)
+            np.testing.assert_array_equal(np.isinf(w), np.isinf(g), err_msg=f.__name__)
+            fin = np.isfinite(w)
+            np.testing.assert_allclose(g[fin], w[fin], rtol=2e-6, err_msg=f.__name__)
+
+
+def test_jit_tanh_tan_of_complex64_under_x64(x64):
+    # found.md #7: a Python 1.0 in ctanh became float64 under x64 and select_n refused it
+    z = np.array([1 + 1j, 0.5 - 2j, 30 + 1j], np.complex64)
+    for f, ref in ((fnp.tanh, np.tanh), (fnp.tan, np.tan)):
+        got = fg.jit(f)(z)
+        assert got.dtype == np.complex64
+        np.testing.assert_allclose(np.asarray(got), ref(z), rtol=1e-5)

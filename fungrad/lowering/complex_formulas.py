@@ -152,7 +152,9 @@ def signbit(x):
 
 
 def copysign(mag, sgn):
-    """``|mag|`` with the sign of ``sgn``."""
+    """``|mag|`` with the sign of ``sgn`` (a Python number ``mag`` in ``sgn``'s dtype)."""
+    if isinstance(mag, (int, float)):
+        mag = constant(mag, sgn.dtype)
     a = rabs(mag)
     return select(signbit(sgn), neg(a), a)
 
@@ -287,10 +289,18 @@ def clog(z):
     return Pair(_log_modulus(z.re, z.im), atan2(z.im, z.re))
 
 
+def _exp_times(f, x):
+    """``f * e^x`` without overflowing where the product is finite: beyond the point where
+    ``e^x`` overflows, as four factors ``e^(x/4)`` (``x / 4`` is exact, and each factor finite
+    wherever the product can be, for ``|f|`` down to the tiniest subnormal)."""
+    q = exp(mul(x, 0.25))
+    limit = 88.0 if x.dtype.itemsize == 4 else 709.0
+    return select(gt(x, limit), mul(mul(mul(mul(f, q), q), q), q), mul(exp(x), f))
+
+
 def cexp(z):
     x, y = z
-    ex = exp(x)
-    re, im = mul(ex, cos(y)), mul(ex, sin(y))
+    re, im = _exp_times(cos(y), x), _exp_times(sin(y), x)
     im = select(eq(y, 0.0), y, im)  # exp of a real number is real (exp(inf) = inf)
     # exp(-inf + iy) = 0 and exp(inf + iy) = inf + i nan for an infinite or NaN y (C99)
     odd_y = not_(_p("is_finite", y))
@@ -326,9 +336,22 @@ def one_like(z):
     return Pair(constant(1, z.re.dtype), constant(0, z.re.dtype))
 
 
+def _hyperbolic_times(f, x, odd: bool):
+    """``f * sinh(x)`` (``odd``) or ``f * cosh(x)`` without overflowing where the product is
+    finite: beyond the point where cosh overflows, ``e^|x| / 2`` as four factors ``e^(|x|/4)``
+    (``sin(3e38 + 90i)``'s imaginary part is finite in float32, though cosh(90) is not)."""
+    direct = mul(sinh(x) if odd else cosh(x), f)
+    q = exp(mul(rabs(x), 0.25))  # |x| / 4 is exact; e^(|x|/4) finite wherever the product is
+    far = mul(mul(mul(mul(mul(f, q), 0.5), q), q), q)  # (0.5 * f first would flush a tiny f)
+    if odd:
+        far = mul(far, _p("sign", x))
+    limit = 88.0 if x.dtype.itemsize == 4 else 709.0
+    return select(gt(rabs(x), limit), far, direct)
+
+
 def csinh(z):
     x, y = z
-    re, im = mul(sinh(x), cos(y)), mul(cosh(x), sin(y))
+    re, im = _hyperbolic_times(cos(y), x, True), _hyperbolic_times(sin(y), x, False)
     # exact zeros stay (C99's csinh(0 + i inf) = 0 + nan*i, csinh(nan + 0i) = nan + 0i)
     re = select(and_(is_inf(x), not_(is_finite(y))), x, re)  # C99: +-inf + nan*i
     return Pair(select(eq(x, 0.0), _zero_times(x, cos(y)), re), select(eq(y, 0.0), y, im))
@@ -336,7 +359,7 @@ def csinh(z):
 
 def ccosh(z):
     x, y = z
-    re, im = mul(cosh(x), cos(y)), mul(sinh(x), sin(y))
+    re, im = _hyperbolic_times(cos(y), x, False), _hyperbolic_times(sin(y), x, True)
     im = select(eq(x, 0.0), _zero_times(x, sin(y)), im)  # C99: ccosh(0 + i inf) = nan + 0i
     re = select(and_(is_inf(x), not_(is_finite(y))), rabs(x), re)  # C99: inf + nan*i
     sign_x = select(is_nan(x), constant(1.0, x.dtype), _p("sign", x))  # ccosh(nan) = nan + 0i
@@ -395,8 +418,10 @@ def ctan(z):
 def cexpm1(z):
     x, y = z
     h = sin(mul(y, 0.5))
-    re = sub(mul(expm1(x), cos(y)), mul(2.0, mul(h, h)))
-    im = mul(exp(x), sin(y))
+    limit = 88.0 if x.dtype.itemsize == 4 else 709.0  # beyond it expm1(x) is e^x
+    re = select(gt(x, limit), _exp_times(cos(y), x), mul(expm1(x), cos(y)))
+    re = sub(re, mul(2.0, mul(h, h)))
+    im = _exp_times(sin(y), x)
     return Pair(re, select(eq(y, 0.0), y, im))
 
 

@@ -56,7 +56,7 @@ from tests.fuzz.program import LOSS_SOURCE, Program, namespace_for_exec, tangent
 # Crashes of the known bugs in KNOWN_ISSUES, recognised by a phrase of their traceback.
 # (issue 15's planner crash "list.remove(x): x not in list" and the size-0 "in unflatten" were
 # listed here while they were being fixed.)
-KNOWN_CRASHES: dict[str, str] = {"complex64_tanh_x64": ", in ctanh\n"}
+KNOWN_CRASHES: dict[str, str] = {}
 
 
 @dataclasses.dataclass

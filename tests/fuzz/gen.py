@@ -36,10 +36,6 @@ MAX_OPS = 7
 # name in this module or in check.py.
 KNOWN_ISSUES: dict[str, str] = {
     # Found by this fuzzer (tests/fuzz/found.md), not fixed yet.
-    "complex_exp_overflow": "found.md #6: jit's complex exp/sinh/cosh overflow on the way "
-    "(exp(x) * cos(y)) where the result is finite",
-    "complex64_tanh_x64": "found.md #7: jit of tanh/tan of complex64 under x64 crashes "
-    "(select_n of float32 and float64)",
 }
 
 

@@ -20,11 +20,12 @@ MODULES = [
     ("fungrad", "transforms, configuration and core types (`import fungrad as fg`)"),
     ("fungrad.numpy", "the NumPy API with jax.numpy semantics (`import fungrad.numpy as fnp`)"),
     ("fungrad.numpy.linalg", "linear algebra"),
+    ("fungrad.numpy.fft", "discrete Fourier transforms"),
     ("fungrad.lax", "primitives' wrappers and control flow"),
-    ("fungrad.nn", "neural-network functions"),
+    ("fungrad.nn", "neural-network functions, the Module base class and layers (docs/nn.md)"),
     ("fungrad.nn.initializers", "weight initializers (jax.nn.initializers)"),
     ("fungrad.scipy.special", "special functions"),
-    ("fungrad.scipy.signal", "convolution, correlation and detrending"),
+    ("fungrad.scipy.signal", "convolution and correlation (direct or by FFT), detrending"),
     ("fungrad.scipy.stats", "summary statistics and kernel density estimation"),
     *[
         (f"fungrad.scipy.stats.{d}", f"the {d} distribution")
@@ -72,6 +73,11 @@ MODULES = [
     ("fungrad.experimental.ode", "odeint"),
     ("fungrad.ops", "segment reductions (jax.ops)"),
     ("fungrad.lax.linalg", "jax.lax.linalg"),
+    ("fungrad.optim", "optimizers, gradient transformations, schedules and wrappers (optax's API)"),
+    (
+        "fungrad.checkpoints",
+        "save/restore pytrees of arrays (.npz + a JSON structure record, atomic, no pickle)",
+    ),
     ("fungrad.example_libraries.stax", "JAX's example layer library: (init_fun, apply_fun) pairs"),
     (
         "fungrad.example_libraries.optimizers",

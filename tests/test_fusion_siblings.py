@@ -126,3 +126,16 @@ def test_sgd_updates_of_equal_weight_shapes_stay_in_their_products():
     got = f(params, x)
     for a, b in zip(fg.tree_util.tree_leaves(got), fg.tree_util.tree_leaves(expected)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=1e-5)
+
+
+def test_the_gpu_joins_only_adjacent_outputs():
+    """On the GPU an invocation runs its outputs' serial loops one after another, so outputs
+    listed apart keep kernels of their own there (the GPU policy's joins_across_outputs); the
+    results are eager's."""
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.float32) for s in [(6, 5), (5,)] * 3]
+    f = fg.jit(_adam_like, backend="gpu")
+    text = f.lower(*args).as_text()
+    assert "writes out0, out2" not in text and "writes out1, out3" not in text
+    for got, exp in zip(f(*args), _adam_like_numpy(*args)):
+        np.testing.assert_allclose(np.asarray(got), exp, rtol=1e-5, atol=1e-6)

@@ -215,6 +215,7 @@ def test_policies_answer_what_the_rules_chose_by_backend():
     assert gpu.stores_outer_reductions and not cpu.stores_outer_reductions
     assert cpu.inline_row_dots and not gpu.inline_row_dots
     assert cpu.wide_scan_carry and not gpu.wide_scan_carry
+    assert cpu.joins_across_outputs and not gpu.joins_across_outputs
     assert cpu.column_reduction(4096, 8) and not cpu.column_reduction(4095, 8)
     assert not cpu.column_reduction(1 << 20, 7)
     assert cpu.column_dot(64, 8) and not cpu.column_dot(63, 8) and not cpu.column_dot(64, 7)

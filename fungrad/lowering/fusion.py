@@ -242,6 +242,11 @@ class Policy(Protocol):
     ``inline_row_dots``: whether a matrix-vector product that reads the matrix along its rows is
     an inline reduction (a vectorised, blocked row sum) instead of a :class:`Gemm`.
 
+    ``joins_across_outputs``: whether a pending tensor may join the kernel of an earlier one
+    of its shape across pending tensors of other shapes (an optimizer's new parameter and
+    moments, listed apart, in one kernel); else only adjacent tensors of one shape share a
+    kernel.
+
     ``wide_scan_carry``: whether a cumulative reduction with a wider accumulator than its
     operand may keep that accumulator per line in a buffer of its own (a serial loop holds it
     in a register); else the scan reads its own previous output element back.
@@ -263,6 +268,7 @@ class Policy(Protocol):
     stores_outer_reductions: bool
     inline_row_dots: bool
     wide_scan_carry: bool
+    joins_across_outputs: bool
     gemm_transposes_both: bool
     linalg_steps: bool
     fft_steps: bool
@@ -522,6 +528,8 @@ class Planner:
         parameters, first and second moments of one weight are pending apart (all parameters,
         then all moments); one kernel for the three reads the gradient once, not three times."""
         if self._reads_any(t, group):
+            return False
+        if skipped and not self.policy.joins_across_outputs:
             return False
         return not skipped or not self._reads_any(t, skipped)
 

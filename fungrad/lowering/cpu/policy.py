@@ -46,6 +46,7 @@ class CpuPolicy:
     #: v @ (2000^2).T 1.9 -> 0.28 ms)
     inline_row_dots = True
     wide_scan_carry = True  # a serial scan loop keeps the wide carry of a line in a register
+    joins_across_outputs = True  # one loop nest per shape: each operand read once
     fft_steps = True  # FFTs run in the native FFT library (``steps.FftStep``)
 
     @property

@@ -27,6 +27,9 @@ class GpuPolicy:
     stores_outer_reductions = True
     inline_row_dots = False
     wide_scan_carry = False  # the GPU's scan scheme recognises a scan reading its own output
+    #: an invocation runs its outputs' serial loops one after another: joining more outputs
+    #: adds up their lengths (llvmpipe stops an invocation's loops at 65535 iterations)
+    joins_across_outputs = False
     gemm_transposes_both = True
     linalg_steps = False  # QR, eigh, SVD lower to their loop algorithms (see linalg_step)
     fft_steps = False  # no FFT kernels: compiling an FFT is a LoweringError

@@ -887,6 +887,8 @@ cbrt_p, cbrt = _float_unop("cbrt", np.cbrt, "Elementwise cube root.")
 sin_p, sin = _float_unop("sin", np.sin, "Elementwise sine.", np.sin)
 cos_p, cos = _float_unop("cos", np.cos, "Elementwise cosine.", np.cos)
 tan_p, tan = _float_unop("tan", np.tan, "Elementwise tangent.", np.tan)
+
+
 def _widened(fn):
     """``fn`` of a complex64 array computed in complex128 and rounded once: numpy's complex64
     inverse trigonometric loops overflow for parts beyond ~1e38 (the jit formulas do not)."""

@@ -275,8 +275,23 @@ class HostCallStep:
 # -- dense linear algebra ----------------------------------------------------------------------
 
 
+class _LibraryStep:
+    """The base of the steps a library runs (linear algebra, FFT): ``READS`` and ``WRITES``
+    name the buffer fields the liveness pass sees (a None field, an output not computed, is
+    left out)."""
+
+    READS: tuple[str, ...] = ()
+    WRITES: tuple[str, ...] = ()
+
+    def reads(self) -> set[Buffer]:
+        return {b for b in (getattr(self, n) for n in self.READS) if b is not None}
+
+    def writes(self) -> set[Buffer]:
+        return {b for b in (getattr(self, n) for n in self.WRITES) if b is not None}
+
+
 @dataclass(eq=False)
-class CholeskyStep:
+class CholeskyStep(_LibraryStep):
     """The lower Cholesky factor of each of ``batch`` row-major ``n x n`` matrices of ``a``
     (only their lower triangle is read) into ``out``: upper triangle zero, the lower one NaN
     where the matrix is not positive definite. Backends with a library run it there (the CPU: LAPACK
@@ -290,15 +305,12 @@ class CholeskyStep:
     n: int
     complex: bool = False
 
-    def reads(self) -> set[Buffer]:
-        return {self.a}
-
-    def writes(self) -> set[Buffer]:
-        return {self.out}
+    READS = ("a",)
+    WRITES = ("out",)
 
 
 @dataclass(eq=False)
-class TriangularSolveStep:
+class TriangularSolveStep(_LibraryStep):
     """Solve ``op(a) x = b`` (``left_side``) or ``x op(a) = b`` for each of ``batch`` pairs:
     ``a`` is ``m x m`` (``m``: b's rows when ``left_side``, else its columns), read from its
     ``lower`` (or upper) triangle, unit diagonal when ``unit_diagonal``, ``op(a) = aᵀ`` when
@@ -320,15 +332,12 @@ class TriangularSolveStep:
     conjugate_a: bool = False
     complex: bool = False
 
-    def reads(self) -> set[Buffer]:
-        return {self.a, self.b}
-
-    def writes(self) -> set[Buffer]:
-        return {self.out}
+    READS = ("a", "b")
+    WRITES = ("out",)
 
 
 @dataclass(eq=False)
-class FftStep:
+class FftStep(_LibraryStep):
     """``batch`` one-dimensional complex-to-complex discrete Fourier transforms of length ``n``:
     ``out[b, k] = sum_j x[b, j] * exp(sign * 2 pi i j k / n)``, ``sign`` -1 (forward) or +1
     (``inverse``), with no ``1 / n`` scaling (the lowering rule scales). ``x`` and ``out`` are
@@ -345,15 +354,12 @@ class FftStep:
     inverse: bool
     inner: int = 1
 
-    def reads(self) -> set[Buffer]:
-        return {self.x}
-
-    def writes(self) -> set[Buffer]:
-        return {self.out}
+    READS = ("x",)
+    WRITES = ("out",)
 
 
 @dataclass(eq=False)
-class LuStep:
+class LuStep(_LibraryStep):
     """LU with partial pivoting of each of ``batch`` row-major ``m x n`` matrices of ``a``:
     the packed factors into ``lu`` (unit-lower multipliers below the diagonal, U on and above),
     the 0-based row swaps into ``pivots`` (int32, ``min(m, n)`` per matrix) and the row
@@ -375,15 +381,12 @@ class LuStep:
     n: int
     complex: bool = False
 
-    def reads(self) -> set[Buffer]:
-        return {self.a}
-
-    def writes(self) -> set[Buffer]:
-        return {self.lu, self.pivots, self.permutation, self.work, self.ipiv}
+    READS = ("a",)
+    WRITES = ("lu", "pivots", "permutation", "work", "ipiv")
 
 
 @dataclass(eq=False)
-class QRStep:
+class QRStep(_LibraryStep):
     """Householder QR of each of ``batch`` row-major ``m x n`` matrices of ``a``: ``q``
     (``m x m`` when ``full_matrices``, else ``m x k``) and ``r`` (``m x n``, else ``k x n``;
     k = min(m, n)), LAPACK's signs. Backends with a library run it there (the CPU: LAPACK
@@ -400,15 +403,12 @@ class QRStep:
     full_matrices: bool
     complex: bool = False
 
-    def reads(self) -> set[Buffer]:
-        return {self.a}
-
-    def writes(self) -> set[Buffer]:
-        return {self.q, self.r}
+    READS = ("a",)
+    WRITES = ("q", "r")
 
 
 @dataclass(eq=False)
-class GeqrfStep:
+class GeqrfStep(_LibraryStep):
     """LAPACK's Householder QR of each of ``batch`` row-major ``m x n`` matrices of ``a``, in
     its own representation: ``packed`` (``m x n``: R on and above the diagonal, the reflectors
     below it) and ``taus`` (``min(m, n)`` per matrix). Backends with a library run it there
@@ -424,15 +424,12 @@ class GeqrfStep:
     n: int
     complex: bool = False
 
-    def reads(self) -> set[Buffer]:
-        return {self.a}
-
-    def writes(self) -> set[Buffer]:
-        return {self.packed, self.taus}
+    READS = ("a",)
+    WRITES = ("packed", "taus")
 
 
 @dataclass(eq=False)
-class EighStep:
+class EighStep(_LibraryStep):
     """Eigen-decomposition of each of ``batch`` row-major symmetric ``n x n`` matrices of ``a``,
     read from their ``lower`` (or upper) triangle: eigenvectors as the columns of ``v``,
     eigenvalues ascending in ``w`` (``n`` per matrix); NaN in both where it did not converge.
@@ -449,15 +446,12 @@ class EighStep:
     lower: bool
     complex: bool = False
 
-    def reads(self) -> set[Buffer]:
-        return {self.a}
-
-    def writes(self) -> set[Buffer]:
-        return {self.v, self.w}
+    READS = ("a",)
+    WRITES = ("v", "w")
 
 
 @dataclass(eq=False)
-class SVDStep:
+class SVDStep(_LibraryStep):
     """Singular value decomposition of each of ``batch`` row-major ``m x n`` matrices of ``a``:
     ``s`` descending (k = min(m, n) per matrix) and, unless ``u`` and ``vt`` are None, ``u``
     (``m x m`` when ``full_matrices``, else ``m x k``) and ``vt`` (``n x n``, else ``k x n``);
@@ -476,15 +470,12 @@ class SVDStep:
     full_matrices: bool
     complex: bool = False
 
-    def reads(self) -> set[Buffer]:
-        return {self.a}
-
-    def writes(self) -> set[Buffer]:
-        return {b for b in (self.s, self.u, self.vt) if b is not None}
+    READS = ("a",)
+    WRITES = ("s", "u", "vt")
 
 
 @dataclass(eq=False)
-class GeevStep:
+class GeevStep(_LibraryStep):
     """Eigenvalues and (unless ``vl``/``vr`` are None) left/right eigenvectors of each of
     ``batch`` row-major general ``n x n`` matrices of ``a``, in LAPACK's real form: ``wr``,
     ``wi`` (``n`` per matrix) and the packed vectors as columns of ``vl``/``vr`` (a complex
@@ -503,8 +494,5 @@ class GeevStep:
     n: int
     complex: bool = False
 
-    def reads(self) -> set[Buffer]:
-        return {self.a}
-
-    def writes(self) -> set[Buffer]:
-        return {b for b in (self.wr, self.wi, self.vl, self.vr) if b is not None}
+    READS = ("a",)
+    WRITES = ("wr", "wi", "vl", "vr")

@@ -24,7 +24,9 @@ against endless loops silently ends them; None where loops run to completion).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import tempfile
 import threading
 import weakref
@@ -68,6 +70,37 @@ def describe(info) -> str:
     )
 
 
+@contextlib.contextmanager
+def _display_probe_env():
+    """Give the native driver stack a private, empty ``XDG_RUNTIME_DIR`` while it looks for
+    adapters, when the environment has no usable one (a headless machine).
+
+    Adapter enumeration loads the OpenGL (EGL) and Vulkan drivers, whose window-system code asks
+    libwayland for a display; with ``XDG_RUNTIME_DIR`` unset libwayland writes "error:
+    XDG_RUNTIME_DIR is invalid or not set in the environment." to the process's stderr (native
+    fd 2) several times, though fungrad draws nothing. An empty directory holds no display
+    socket, so that probe fails quietly and the drivers go on headless, as they did before.
+    This removes the cause rather than redirecting fd 2, which would also swallow real driver
+    errors (and anything another thread writes meanwhile). A usable ``XDG_RUNTIME_DIR`` is left
+    alone; the substitute is removed again afterwards, so subprocesses never see it.
+    NB: ``os.environ`` changes the C environment of the whole process for that moment.
+    """
+    current = os.environ.get("XDG_RUNTIME_DIR")
+    if current and os.path.isdir(current):
+        yield
+        return
+    private = tempfile.mkdtemp(prefix="fungrad-xdg-")  # mode 0700, as the spec requires
+    os.environ["XDG_RUNTIME_DIR"] = private
+    try:
+        yield
+    finally:
+        if current is not None:
+            os.environ["XDG_RUNTIME_DIR"] = current
+        else:
+            os.environ.pop("XDG_RUNTIME_DIR", None)
+        shutil.rmtree(private, ignore_errors=True)
+
+
 _adapters_lock = threading.Lock()
 _adapters: list | None = None
 
@@ -78,7 +111,8 @@ def adapters() -> list:
     with _adapters_lock:
         if _adapters is None:
             try:
-                found = list(_wgpu().gpu.enumerate_adapters_sync())
+                with _display_probe_env():
+                    found = list(_wgpu().gpu.enumerate_adapters_sync())
             except Exception:  # a broken driver stack: no adapter, not a crash
                 found = []
             found.sort(
@@ -142,7 +176,8 @@ class Runtime:
             )
             if k in lim
         }
-        self.device = adapter.request_device_sync(required_limits=wanted)
+        with _display_probe_env():  # an OpenGL adapter looks for a display again
+            self.device = adapter.request_device_sync(required_limits=wanted)
         self.queue = self.device.queue
         self.max_bindings = int(wanted.get("max-storage-buffers-per-shader-stage", 8))
         self.max_binding_bytes = int(wanted.get("max-storage-buffer-binding-size", 1 << 27))

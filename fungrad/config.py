@@ -58,6 +58,10 @@ _OPTIONS = {
     # (2, 3) one): "allow" (numpy's rule), "warn" (a UserWarning) or "raise" (ValueError).
     # 0-d operands never count.
     "numpy_rank_promotion": "allow",
+    # Log (logger "fungrad.jit", level WARNING, as JAX logs jax_log_compiles) each compile of
+    # a jitted function: its name, signature and seconds per phase (trace, optimize, plan,
+    # render, compile).
+    "log_compiles": False,
 }
 
 # Derived flags the hot paths read as one attribute (kept up to date by Config.__setattr__):
@@ -70,6 +74,7 @@ _DERIVED = {
 
 # JAX's option names -> fungrad's.
 _ALIASES = {
+    "jax_log_compiles": "log_compiles",
     "jax_enable_x64": "enable_x64",
     "jax_enable_checks": "check_impl_avals",
     "jax_disable_jit": "disable_jit",

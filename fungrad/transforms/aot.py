@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fungrad import core, tree_util
 from fungrad.array import Array
+from fungrad.transforms import cost
 from fungrad.transforms.jit_cache import JitFunction, Traced, as_operand
 
 __all__ = ["Compiled", "Lowered", "lower"]
@@ -55,6 +56,16 @@ class Compiled:
 
     def as_text(self) -> str:
         return self._exe.as_text()
+
+    def cost_analysis(self) -> dict[str, float]:
+        """``{"flops", "transcendentals", "bytes accessed"}`` of the compiled program, counted
+        on its optimised jaxpr and fusion plan (fungrad/transforms/cost.py says how)."""
+        return cost.cost_analysis(self._exe)
+
+    def memory_analysis(self) -> cost.CompiledMemoryStats:
+        """Argument, output, temporary, code and alias sizes in bytes
+        (:class:`~fungrad.transforms.cost.CompiledMemoryStats`, JAX's attribute names)."""
+        return cost.memory_analysis(self._exe)
 
     def __call__(self, *args, **kwargs):
         info = self._lowered._info

@@ -96,7 +96,9 @@ def jit(
 
     Returns:
       A function with the signature of ``fun`` (``functools.wraps``), plus ``lower(*args,
-      **kwargs) -> Lowered``, ``clear_cache()`` and ``_cache_size()``.
+      **kwargs) -> Lowered``, ``clear_cache()``, ``_cache_size()`` (signatures kept, as JAX)
+      and ``cache_info()`` (hits, misses, maxsize, currsize: a
+      :class:`~fungrad.transforms.jit_cache.CacheInfo`).
 
     Example::
 
@@ -208,5 +210,6 @@ def jit(
     functools.update_wrapper(jitted, fun)
     jitted.lower = lower
     jitted.clear_cache = info.clear_cache
+    jitted.cache_info = info.cache_info
     jitted._cache_size = lambda: len(info.cache)
     return jitted

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import warnings
 from collections import OrderedDict
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,6 +41,7 @@ from fungrad.transforms.staging import hoist_tracer_consts, trace_to_jaxpr
 
 __all__ = [
     "BACKENDS",
+    "CacheInfo",
     "JitFunction",
     "RetraceWarning",
     "Traced",
@@ -51,6 +54,23 @@ BACKENDS = ("cpu", "gpu")
 """The backends ``jit`` compiles for: native code through LLVM, WGSL through WebGPU."""
 
 logger = logging.getLogger("fungrad.jit")
+
+
+class CacheInfo(NamedTuple):
+    """``jit(f).cache_info()``: the state of one jitted function's cache of traced signatures
+    (named as ``functools.lru_cache``'s ``cache_info()``).
+
+    ``hits``: calls that found their signature through the general path (pytree or keyword
+    arguments, calls under a transform, ``lower``); calls served by the hot path (top level,
+    Arrays only, a signature seen before) are not counted, so that path stays one dict lookup.
+    ``misses``: signatures traced (each one is compiled once when first run).
+    ``maxsize``: ``config.jit_cache_max_entries`` (0: unbounded). ``currsize``: signatures kept.
+    """
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
 
 
 class RetraceWarning(UserWarning):
@@ -196,14 +216,15 @@ class _Call:
 class Traced:
     """A traced signature: the jaxpr, the output treedef, the executable (made on first use)."""
 
-    __slots__ = ("jaxpr", "out_tree", "hoisted", "compiled", "paths")
+    __slots__ = ("jaxpr", "out_tree", "hoisted", "compiled", "paths", "trace_time_s")
 
-    def __init__(self, jaxpr, out_tree, hoisted, paths):
+    def __init__(self, jaxpr, out_tree, hoisted, paths, trace_time_s=0.0):
         self.jaxpr = jaxpr
         self.out_tree = out_tree
         self.hoisted = hoisted  # tracers of enclosing transforms the function closes over
         self.compiled = Once()
         self.paths = paths  # readable paths of the dynamic leaves
+        self.trace_time_s = trace_time_s  # seconds spent tracing (and simplifying)
 
 
 class JitFunction:
@@ -249,6 +270,7 @@ class JitFunction:
         self.flat_trees: dict = {}  # (number of positional, keywords) -> treedef of leaves
         self.layouts: dict = {}  # number of positional arguments -> which are static
         self.num_traces = 0
+        self.hits = 0  # signatures found by lookup (not counted on the hot paths)
         self.warned = False
 
     # -- splitting arguments --------------------------------------------------------------------
@@ -324,11 +346,13 @@ class JitFunction:
             out_box.append(tree)
             return [self._output(x, tree, i) for i, x in enumerate(leaves)]
 
+        t0 = time.perf_counter()
         closed = trace_to_jaxpr(flat_fun, list(in_avals))
         closed, hoisted = hoist_tracer_consts(simplify(closed))
+        elapsed = time.perf_counter() - t0
         with self.lock:
             self.num_traces += 1
-        return Traced(closed, out_box[0], hoisted, c.leaf_paths())
+        return Traced(closed, out_box[0], hoisted, c.leaf_paths(), elapsed)
 
     def _output(self, x, tree, i: int):
         """Output leaf ``i`` (of treedef ``tree``) as an Array or tracer; anything else is a
@@ -356,6 +380,7 @@ class JitFunction:
                 once = self.cache[key] = Once()
                 self._bound_cache()
             else:
+                self.hits += 1
                 self.cache.move_to_end(key)
         if new and previous:
             self._note_retrace(key, previous, c)
@@ -592,9 +617,38 @@ class JitFunction:
 
     def executable(self, traced: Traced):
         # Kept on the trace-cache entry, so it lives exactly as long as the jitted function.
-        return traced.compiled.get(
-            lambda: compile_executable(traced.jaxpr, self.backend, self.name)
+        return traced.compiled.get(lambda: self._compile(traced))
+
+    def _compile(self, traced: Traced):
+        t0 = time.perf_counter()
+        exe = compile_executable(traced.jaxpr, self.backend, self.name)
+        if config.log_compiles:
+            self._log_compile(traced, exe, time.perf_counter() - t0)
+        return exe
+
+    def _log_compile(self, traced: Traced, exe, total_s: float):
+        """``config.log_compiles``: one record per compile naming the function, its signature
+        and the seconds of each phase."""
+        phases = {"trace": traced.trace_time_s, **getattr(exe, "phase_times", {})}
+        sig = ", ".join(
+            f"{p}: {a.str_short()}" for p, a in zip(traced.paths, traced.jaxpr.in_avals)
         )
+        logger.warning(
+            "Compiling jit(%s) for (%s) on %s in %.4f s (%s)",
+            self.name,
+            sig,
+            self.backend,
+            traced.trace_time_s + total_s,
+            ", ".join(f"{k} {v:.4f} s" for k, v in phases.items()),
+            extra={"fungrad_phases": phases, "fungrad_function": self.name},
+        )
+
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses, maximum and current size of this function's cache (:class:`CacheInfo`)."""
+        with self.lock:
+            return CacheInfo(
+                self.hits, self.num_traces, config.jit_cache_max_entries, len(self.cache)
+            )
 
     def clear_cache(self):
         with self.lock:

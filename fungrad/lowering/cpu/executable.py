@@ -119,7 +119,8 @@ class Executable:
     """Native code for one closed jaxpr on the CPU (see :func:`fungrad.lowering.compile_jaxpr`).
 
     Attributes: ``in_avals``, ``out_avals``, ``program`` (the fusion plan), ``ir`` (LLVM IR
-    text), ``jaxpr`` (the optimised jaxpr) and ``compile_time_s``.
+    text), ``jaxpr`` (the optimised jaxpr), ``compile_time_s`` and ``phase_times`` (seconds
+    spent optimising the jaxpr, planning the fusion, rendering LLVM IR, compiling and loading it).
     """
 
     def __init__(self, closed: core.ClosedJaxpr, name: str = "main"):
@@ -130,10 +131,14 @@ class Executable:
         self.in_avals = list(closed.in_avals)
         self.out_avals = list(closed.out_avals)
         with _compile_lock:
+            t1 = time.perf_counter()
             self.jaxpr = passes.optimize(closed)
+            t2 = time.perf_counter()
             self.program = fusion.plan(self.jaxpr, ENTRY, policy=CpuPolicy())
+            t3 = time.perf_counter()
             abi.layout()
             parts = llvm.render(self.program)
+            t4 = time.perf_counter()
             # one text, each module under a comment saying how it is compiled
             self.ir = "\n".join(
                 f"; module {i}: "
@@ -145,6 +150,14 @@ class Executable:
                 self.module = cpu.compile_modules(parts, [ENTRY], name=name)
             except cpu.CompileError as e:
                 raise _blame(e, self.program) from None
+            t5 = time.perf_counter()
+        # seconds per compile phase (config.update("log_compiles", True) logs them)
+        self.phase_times = {
+            "optimize": t2 - t1,
+            "plan": t3 - t2,
+            "render": t4 - t3,
+            "compile": t5 - t4,
+        }
         # the thread budget (FUNGRAD_NUM_THREADS, CPU affinity) is read once per executable; the
         # native pool is compiled only when a parallel step may use it (llvm.parallel_for)
         self._nthreads = threads.num_threads()

@@ -111,8 +111,12 @@ class GpuExecutable:
         check_dtypes(closed, name)
         rt = self.rt = gpu.runtime()
         with _compile_lock:
+            t1 = time.perf_counter()
             self.jaxpr = passes.optimize(closed)
+            t2 = time.perf_counter()
             self.program = fusion.plan(self.jaxpr, name, policy=GpuPolicy())
+            t3 = time.perf_counter()
+        self._pipeline_s = 0.0  # seconds spent creating pipelines (WGSL -> driver code)
         prog = self.program
         _check_sizes(prog, rt, name)
         place: dict[int, tuple[str, int]] = {}
@@ -154,7 +158,16 @@ class GpuExecutable:
             self._commands += self._dispatch(render_copy(dst, src, words))
         self._bind_groups: OrderedDict = OrderedDict()
         self._out_words = [max(1, int(np.prod(a.shape, dtype=np.int64))) for a in self.out_avals]
-        self.compile_time_s = time.perf_counter() - t0
+        t4 = time.perf_counter()
+        self.compile_time_s = t4 - t0
+        # seconds per compile phase (config.update("log_compiles", True) logs them): "render"
+        # is the WGSL text and the buffer layout, "compile" the driver's pipelines
+        self.phase_times = {
+            "optimize": t2 - t1,
+            "plan": t3 - t2,
+            "render": t4 - t3 - self._pipeline_s,
+            "compile": self._pipeline_s,
+        }
 
     # -- the program as a list of dispatches ------------------------------------------------------
     def _dispatch(self, shader: Shader) -> list:
@@ -172,7 +185,9 @@ class GpuExecutable:
             return []
         p = self._pipelines.get(shader.source)
         if p is None:
+            t = time.perf_counter()
             p = self._pipelines[shader.source] = self.rt.pipeline(shader.name, shader.source)
+            self._pipeline_s += time.perf_counter() - t
         return [Dispatch(p, shader.bindings, shader.grid)]
 
     def _flatten(self, steps, scope: Scope) -> list:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import sys
 import threading
 from collections.abc import Sequence
 from contextlib import contextmanager
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fungrad import dtypes
+from fungrad import dtypes, source_info
 from fungrad.config import config
 
 # ---------------------------------------------------------------------------------------------
@@ -189,15 +190,30 @@ class Literal:
 
 
 class JaxprEqn:
-    """One equation ``outvars = primitive[params] invars``. ``params`` values are hashable."""
+    """One equation ``outvars = primitive[params] invars``. ``params`` values are hashable.
 
-    __slots__ = ("primitive", "invars", "params", "outvars")
+    ``source_info`` (a :class:`fungrad.source_info.SourceInfo` or None) is the user's line
+    that produced it; it is metadata only: equality, hashing and CSE never look at it."""
 
-    def __init__(self, primitive, invars, params, outvars):
+    __slots__ = ("primitive", "invars", "params", "outvars", "source_info")
+
+    def __init__(self, primitive, invars, params, outvars, source_info=None):
         self.primitive = primitive
         self.invars = list(invars)
         self.params = dict(params)
         self.outvars = list(outvars)
+        self.source_info = source_info
+
+    def replace(self, *, primitive=None, invars=None, params=None, outvars=None):
+        """A copy with the given fields changed; the source line is kept (passes that rewrite
+        an equation should build the new one this way)."""
+        return JaxprEqn(
+            self.primitive if primitive is None else primitive,
+            self.invars if invars is None else invars,
+            self.params if params is None else params,
+            self.outvars if outvars is None else outvars,
+            self.source_info,
+        )
 
     def __repr__(self):
         from fungrad.pretty import pp_eqn
@@ -225,6 +241,13 @@ class Jaxpr:
         return pp_jaxpr(self)
 
     __repr__ = __str__
+
+    def pretty_print(self, *, source_info: bool = False) -> str:
+        """The jaxpr's text; ``source_info=True`` ends each equation with a comment naming
+        the user's line that produced it (``# model.py:42 (loss)``), as JAX does."""
+        from fungrad.pretty import pp_jaxpr
+
+        return pp_jaxpr(self, source_info=source_info)
 
 
 class ClosedJaxpr:
@@ -258,6 +281,11 @@ class ClosedJaxpr:
         return pp_jaxpr(self.jaxpr)
 
     __repr__ = __str__
+
+    def pretty_print(self, *, source_info: bool = False) -> str:
+        """The jaxpr's text; ``source_info=True`` ends each equation with a comment naming
+        the user's line that produced it (``# model.py:42 (loss)``), as JAX does."""
+        return self.jaxpr.pretty_print(source_info=source_info)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -568,12 +596,20 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list:
 
     env.update(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
-    for eqn in jaxpr.eqns:
-        out = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
-        if eqn.primitive.multiple_results:
-            env.update(zip(eqn.outvars, out))
-        else:
-            env[eqn.outvars[0]] = out
+    # Equations staged while an equation is re-bound here keep its source line.
+    state = source_info._state
+    prev = source_info.set_equation_source(sys._getframe(), state.info)
+    outer = prev[1]
+    try:
+        for eqn in jaxpr.eqns:
+            state.info = eqn.source_info or outer
+            out = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+            if eqn.primitive.multiple_results:
+                env.update(zip(eqn.outvars, out))
+            else:
+                env[eqn.outvars[0]] = out
+    finally:
+        source_info.restore(prev)
     return [read(v) for v in jaxpr.outvars]
 
 

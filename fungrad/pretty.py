@@ -7,7 +7,9 @@
       in (d,) }
 
 Variables are named a, b, ..., z, ba, bb, ... in order of first appearance; sub-jaxprs held
-in params (cond branches, scan bodies) are printed nested with their own names.
+in params (cond branches, scan bodies) are printed nested with their own names. With
+``source_info=True`` each equation ends with a comment naming the user's line that produced it
+(``# model.py:42 (loss)``).
 """
 
 from __future__ import annotations
@@ -56,17 +58,17 @@ def pp_literal(lit: core.Literal) -> str:
     return f"{text}:{lit.aval.str_short()}"
 
 
-def _pp_param(value, indent: int) -> str:
+def _pp_param(value, indent: int, source_info: bool = False) -> str:
     if isinstance(value, (core.Jaxpr, core.ClosedJaxpr)):
         jaxpr = value.jaxpr if isinstance(value, core.ClosedJaxpr) else value
-        return pp_jaxpr(jaxpr, indent + 2)
+        return pp_jaxpr(jaxpr, indent + 2, source_info=source_info)
     if (
         isinstance(value, tuple)
         and value
         and all(isinstance(x, (core.Jaxpr, core.ClosedJaxpr)) for x in value)
     ):
         pad = " " * (indent + 2)
-        inner = "\n".join(pad + _pp_param(x, indent + 2).lstrip() for x in value)
+        inner = "\n".join(pad + _pp_param(x, indent + 2, source_info).lstrip() for x in value)
         return "(\n" + inner + "\n" + " " * indent + ")"
     if isinstance(value, np.dtype):
         return value.name
@@ -75,32 +77,35 @@ def _pp_param(value, indent: int) -> str:
     return str(value)
 
 
-def pp_params(params: dict, indent: int = 0) -> str:
+def pp_params(params: dict, indent: int = 0, source_info: bool = False) -> str:
     if not params:
         return ""
-    parts = [f"{k}={_pp_param(v, indent)}" for k, v in sorted(params.items())]
+    parts = [f"{k}={_pp_param(v, indent, source_info)}" for k, v in sorted(params.items())]
     return "[" + " ".join(parts) + "]"
 
 
-def _pp_eqn(eqn: core.JaxprEqn, names: _Names, indent: int) -> str:
+def _pp_eqn(eqn: core.JaxprEqn, names: _Names, indent: int, source_info: bool = False) -> str:
     outs = " ".join(names.binder(v) for v in eqn.outvars)
     ins = " ".join(names(v) for v in eqn.invars)
-    rhs = f"{eqn.primitive.name}{pp_params(eqn.params, indent)}"
-    return (f"{outs} = " if outs else "") + rhs + (f" {ins}" if ins else "")
+    rhs = f"{eqn.primitive.name}{pp_params(eqn.params, indent, source_info)}"
+    text = (f"{outs} = " if outs else "") + rhs + (f" {ins}" if ins else "")
+    if source_info and eqn.source_info is not None:
+        text += f"  # {eqn.source_info}"
+    return text
 
 
-def pp_eqn(eqn: core.JaxprEqn) -> str:
+def pp_eqn(eqn: core.JaxprEqn, source_info: bool = False) -> str:
     """One equation on its own, with fresh names."""
-    return _pp_eqn(eqn, _Names(), 0)
+    return _pp_eqn(eqn, _Names(), 0, source_info)
 
 
-def pp_jaxpr(jaxpr: core.Jaxpr, indent: int = 0) -> str:
+def pp_jaxpr(jaxpr: core.Jaxpr, indent: int = 0, source_info: bool = False) -> str:
     names = _Names()
     consts = " ".join(names.binder(v) for v in jaxpr.constvars)
     ins = " ".join(names.binder(v) for v in jaxpr.invars)
     pad = " " * indent
     lines = [f"{{ lambda {consts + '; ' if consts else '; '}{ins}. let"]
-    lines += [f"{pad}    {_pp_eqn(e, names, indent + 4)}" for e in jaxpr.eqns]
+    lines += [f"{pad}    {_pp_eqn(e, names, indent + 4, source_info)}" for e in jaxpr.eqns]
     outs = ", ".join(names(v) for v in jaxpr.outvars)
     if len(jaxpr.outvars) == 1:
         outs += ","

@@ -278,7 +278,8 @@ def _partial_eval_with_policy(closed: core.ClosedJaxpr, in_unknowns, policy):
         return rename.get(x, x) if type(x) is core.Var else x
 
     body = [
-        core.JaxprEqn(e.primitive, [rn(x) for x in e.invars], e.params, e.outvars) for e in body
+        core.JaxprEqn(e.primitive, [rn(x) for x in e.invars], e.params, e.outvars, e.source_info)
+        for e in body
     ]
     unknown = core.ClosedJaxpr(
         core.Jaxpr(

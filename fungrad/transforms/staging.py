@@ -14,7 +14,7 @@ function, its tracer constants hoisted) or :func:`trace_to_jaxpr` plus
 
 from __future__ import annotations
 
-from fungrad import core, dtypes, tree_util
+from fungrad import core, dtypes, source_info, tree_util
 from fungrad.array import Array
 from fungrad.operands import operand
 
@@ -88,12 +88,13 @@ class JaxprTrace(core.Trace):
             a.var if type(a) is JaxprTracer and a._trace is self else self._input(a) for a in args
         ]
         out = core.cached_abstract_eval(primitive, tuple([v.aval for v in invars]), params)
+        src = source_info.current(3)  # skip bind: process_primitive is only called internally
         if not primitive.multiple_results:
             var = core.Var(out)
-            self.eqns.append(core.JaxprEqn(primitive, invars, params, [var]))
+            self.eqns.append(core.JaxprEqn(primitive, invars, params, [var], src))
             return JaxprTracer(self, out, var)
         outvars = [core.Var(a) for a in out]
-        self.eqns.append(core.JaxprEqn(primitive, invars, params, outvars))
+        self.eqns.append(core.JaxprEqn(primitive, invars, params, outvars, src))
         return [JaxprTracer(self, a, v) for a, v in zip(out, outvars)]
 
     def to_jaxpr(self, in_tracers, out_tracers) -> core.ClosedJaxpr:

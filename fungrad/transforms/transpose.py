@@ -17,7 +17,9 @@ operand (None or Zero for non-linear operands and for zero contributions).
 
 from __future__ import annotations
 
-from fungrad import core
+import sys
+
+from fungrad import core, source_info
 from fungrad.array import Array
 from fungrad.transforms.jvp import Zero, add_tangents
 
@@ -59,60 +61,70 @@ def backward_pass(jaxpr: core.Jaxpr, consts, args, cts_out) -> list:
             return UndefPrimal(x.aval)
         return primal_env[x]
 
-    # Forward: evaluate equations that only read known values; collect the linear ones.
-    linear_eqns = []
-    for eqn in jaxpr.eqns:
-        for x in eqn.invars:
-            if type(x) is Var and x in linear_vars:
-                linear_vars.update(eqn.outvars)
-                linear_eqns.append(eqn)
-                break
-        else:
-            out = eqn.primitive.bind(*map(read_primal, eqn.invars), **eqn.params)
-            if eqn.primitive.multiple_results:
-                primal_env.update(zip(eqn.outvars, out))
+    # A transpose (or residual) equation staged by a rule keeps the forward equation's line.
+    state = source_info._state
+    prev = source_info.set_equation_source(sys._getframe(), state.info)
+    outer = prev[1]
+    try:
+        # Forward: evaluate equations that only read known values; collect the linear ones.
+        linear_eqns = []
+        for eqn in jaxpr.eqns:
+            for x in eqn.invars:
+                if type(x) is Var and x in linear_vars:
+                    linear_vars.update(eqn.outvars)
+                    linear_eqns.append(eqn)
+                    break
             else:
-                primal_env[eqn.outvars[0]] = out
+                state.info = eqn.source_info or outer
+                out = eqn.primitive.bind(*map(read_primal, eqn.invars), **eqn.params)
+                if eqn.primitive.multiple_results:
+                    primal_env.update(zip(eqn.outvars, out))
+                else:
+                    primal_env[eqn.outvars[0]] = out
 
-    ct_env: dict[core.Var, object] = {}
+        ct_env: dict[core.Var, object] = {}
 
-    def write_ct(v, ct):
-        if ct is None or type(ct) is Zero or type(v) is not Var or v not in linear_vars:
-            return
-        prev = ct_env.get(v)
-        ct_env[v] = ct if prev is None else add_tangents(prev, ct)
+        def write_ct(v, ct):
+            if ct is None or type(ct) is Zero or type(v) is not Var or v not in linear_vars:
+                return
+            prev = ct_env.get(v)
+            ct_env[v] = ct if prev is None else add_tangents(prev, ct)
 
-    for v, ct in zip(jaxpr.outvars, cts_out):
-        write_ct(v, ct)
-
-    for eqn in reversed(linear_eqns):
-        outvars = eqn.outvars
-        if len(outvars) == 1:  # the common case: one output, live or dead
-            ct = ct_env.pop(outvars[0], None)
-            if ct is None:
-                continue
-            cts = [ct]
-        else:
-            cts = [ct_env.pop(v, None) for v in outvars]
-            if all(ct is None for ct in cts):
-                continue
-            cts = [
-                Zero(v.aval.strip_weak_type()) if ct is None else ct for v, ct in zip(outvars, cts)
-            ]
-        rule = transpose_rules.get(eqn.primitive)
-        if rule is None:
-            raise TypeError(
-                f"Transpose rule (for reverse-mode differentiation) for "
-                f"'{eqn.primitive}' not implemented"
-            )
-        cts_in = rule(cts, *map(read_primal, eqn.invars), **eqn.params)
-        for v, ct in zip(eqn.invars, cts_in):
+        for v, ct in zip(jaxpr.outvars, cts_out):
             write_ct(v, ct)
 
-    return [
-        ct_env.get(v, Zero(v.aval.strip_weak_type())) if type(a) is UndefPrimal else None
-        for v, a in zip(jaxpr.invars, args)
-    ]
+        for eqn in reversed(linear_eqns):
+            outvars = eqn.outvars
+            if len(outvars) == 1:  # the common case: one output, live or dead
+                ct = ct_env.pop(outvars[0], None)
+                if ct is None:
+                    continue
+                cts = [ct]
+            else:
+                cts = [ct_env.pop(v, None) for v in outvars]
+                if all(ct is None for ct in cts):
+                    continue
+                cts = [
+                    Zero(v.aval.strip_weak_type()) if ct is None else ct
+                    for v, ct in zip(outvars, cts)
+                ]
+            rule = transpose_rules.get(eqn.primitive)
+            if rule is None:
+                raise TypeError(
+                    f"Transpose rule (for reverse-mode differentiation) for "
+                    f"'{eqn.primitive}' not implemented"
+                )
+            state.info = eqn.source_info or outer
+            cts_in = rule(cts, *map(read_primal, eqn.invars), **eqn.params)
+            for v, ct in zip(eqn.invars, cts_in):
+                write_ct(v, ct)
+
+        return [
+            ct_env.get(v, Zero(v.aval.strip_weak_type())) if type(a) is UndefPrimal else None
+            for v, a in zip(jaxpr.invars, args)
+        ]
+    finally:
+        source_info.restore(prev)
 
 
 def deflinear_transpose(primitive, transpose_fn):

@@ -68,7 +68,10 @@ def current(depth: int = 2, _getframe=sys._getframe, _internal=_INTERNAL, _state
     """The source of an equation being staged now: the first user frame above the caller's
     caller (``depth``), or the marked equation's source when an interpreter frame that set one
     is met first."""
-    f = _getframe(depth)
+    try:
+        f = _getframe(depth)
+    except ValueError:  # the stack is shallower than ``depth``: no user frame to name
+        return None
     mark = _state.frame
     while f is not None:
         if f is mark and _state.info is not None:

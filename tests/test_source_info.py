@@ -183,10 +183,10 @@ def test_no_internal_file_names():
             assert e.source_info is not None, e
             assert not e.source_info.file.startswith(pkg), e.source_info
             assert e.source_info.file == __file__
-    # (the IR passes that make_jaxpr runs rebuild a few equations, e.g. CSE renaming, and do
-    # not carry the source yet: only check that what is recorded is the user's)
+    # the IR passes that make_jaxpr runs rebuild equations (CSE renaming, folding, rewrites):
+    # they carry the source too
     for e in all_eqns(fg.make_jaxpr(fg.hessian(model))(x[0])):
-        assert e.source_info is None or e.source_info.file == __file__, e.source_info
+        assert e.source_info is not None and e.source_info.file == __file__, e
 
 
 def test_replace_keeps_source_info():

@@ -138,11 +138,7 @@ def _cse(jaxpr: core.Jaxpr, run: _Run | None) -> core.Jaxpr:
             continue
         if key is not None:
             seen[key] = eqn.outvars
-        eqns.append(
-            eqn
-            if invars == eqn.invars
-            else core.JaxprEqn(eqn.primitive, invars, eqn.params, eqn.outvars)
-        )
+        eqns.append(eqn if invars == eqn.invars else eqn.replace(invars=invars))
     if run is not None:
         if len(eqns) == len(jaxpr.eqns) and all(a is b for a, b in zip(eqns, jaxpr.eqns)):
             return jaxpr
@@ -211,7 +207,7 @@ class _Run:
                 new[k] = nv
         if new is None:
             return eqn
-        return core.JaxprEqn(eqn.primitive, eqn.invars, new, eqn.outvars)
+        return eqn.replace(params=new)
 
 
 def _closed_with_jaxpr(closed: core.ClosedJaxpr, jaxpr: core.Jaxpr) -> core.ClosedJaxpr:
@@ -319,7 +315,7 @@ def _inline_eqns(src, subst, fresh: bool, out: list, run: _Run, add_const) -> bo
         if fresh:
             subst.update(zip(eqn.outvars, outvars))
         if fresh or invars != eqn.invars:
-            eqn = core.JaxprEqn(eqn.primitive, invars, eqn.params, outvars)
+            eqn = eqn.replace(invars=invars, outvars=outvars)
         out.append(eqn)
     return inlined
 
@@ -341,6 +337,7 @@ def _coerce(x, aval: core.ShapedArray, out: list, eqn: core.JaxprEqn):
             [x],
             dict(new_dtype=aval.dtype, weak_type=aval.weak_type),
             [v],
+            eqn.source_info,
         )
     )
     return v
@@ -457,7 +454,7 @@ def _fold_closed(closed: core.ClosedJaxpr, run: _Run) -> core.ClosedJaxpr:
         invars = [rn(x) for x in eqn.invars]
         name = eqn.primitive.name
         if invars != eqn.invars:
-            eqn = core.JaxprEqn(eqn.primitive, invars, eqn.params, eqn.outvars)
+            eqn = eqn.replace(invars=invars)
         if name == "broadcast_in_dim" and type(invars[0]) is core.Literal:
             splat[eqn.outvars[0]] = invars[0].val
             eqns.append(eqn)
@@ -477,7 +474,7 @@ def _fold_closed(closed: core.ClosedJaxpr, run: _Run) -> core.ClosedJaxpr:
                 if out is not None:
                     (val,) = out
                     lit = _literal(val, o.aval.update(shape=()))
-                    eqns.append(_splat_eqn(lit, o))
+                    eqns.append(_splat_eqn(lit, o, eqn.source_info))
                     splat[o] = lit.val
                     changed = True
                     continue
@@ -502,7 +499,7 @@ def _fold_closed(closed: core.ClosedJaxpr, run: _Run) -> core.ClosedJaxpr:
             flat = val.reshape(-1)
             if flat.size and _all_equal_bits(flat):
                 lit = _literal(flat[0], o.aval.update(shape=()))
-                eqns.append(_splat_eqn(lit, o))
+                eqns.append(_splat_eqn(lit, o, eqn.source_info))
                 splat[o] = lit.val
             else:
                 rename[o] = c = add_const(val, o.aval)
@@ -529,13 +526,15 @@ def _eval_eqn(eqn: core.JaxprEqn, vals, out_avals) -> list[np.ndarray] | None:
     return res
 
 
-def _splat_eqn(lit: core.Literal, out: core.Var) -> core.JaxprEqn:
-    """``out = broadcast_in_dim lit``: a constant array whose elements all equal ``lit``."""
+def _splat_eqn(lit: core.Literal, out: core.Var, source_info=None) -> core.JaxprEqn:
+    """``out = broadcast_in_dim lit``: a constant array whose elements all equal ``lit``
+    (``source_info``: the line of the equation it replaces)."""
     return core.JaxprEqn(
         core.primitives["broadcast_in_dim"],
         [lit],
         dict(shape=out.aval.shape, broadcast_dimensions=()),
         [out],
+        source_info,
     )
 
 
@@ -646,7 +645,7 @@ def _simplify_closed(closed: core.ClosedJaxpr, run: _Run) -> core.ClosedJaxpr:
         eqn = run.rewrite_params(eqn)
         invars = [rn(x) for x in eqn.invars]
         if invars != eqn.invars:
-            eqn = core.JaxprEqn(eqn.primitive, invars, eqn.params, eqn.outvars)
+            eqn = eqn.replace(invars=invars)
         rule = _IDENTITIES.get(eqn.primitive.name)
         result = rule(eqn, facts) if rule is not None else None
         if result is not None:
@@ -774,9 +773,7 @@ def _transpose_rule(eqn, facts):
     composed = tuple(inner[i] for i in perm)
     if composed == tuple(range(len(perm))):
         return _same(p.invars[0])
-    return _replaced_by(
-        core.JaxprEqn(eqn.primitive, [p.invars[0]], dict(permutation=composed), eqn.outvars)
-    )
+    return _replaced_by(eqn.replace(invars=[p.invars[0]], params=dict(permutation=composed)))
 
 
 def _is_row_major_reshape(eqn: core.JaxprEqn) -> bool:
@@ -811,6 +808,7 @@ def _reshape_like_rule(eqn, facts):
             [src],
             dict(new_sizes=out.aval.shape, dimensions=None),
             eqn.outvars,
+            eqn.source_info,
         )
     )
 
@@ -937,7 +935,7 @@ def _reduce_of_broadcast(eqn, facts):
     def bind(prim, invars, **params):
         aval = prim.abstract_eval(*[v.aval for v in invars], **params)
         v = core.Var(aval)
-        new.append(core.JaxprEqn(prim, invars, params, [v]))
+        new.append(core.JaxprEqn(prim, invars, params, [v], eqn.source_info))
         return v
 
     z = bind(eqn.primitive, [x], axes=x_axes) if x_axes else x
@@ -969,7 +967,7 @@ def _integer_pow_rule(eqn, facts):
     if y == 1:
         return _same(x)
     if y == 2:  # the impl's square-and-multiply for y=2 is exactly one multiply
-        return _replaced_by(core.JaxprEqn(core.primitives["mul"], [x, x], {}, eqn.outvars))
+        return _replaced_by(eqn.replace(primitive=core.primitives["mul"], invars=[x, x], params={}))
     return None
 
 
@@ -1013,7 +1011,7 @@ def _copy_eqns(src, subst: dict, out: list) -> None:
         invars = [subst.get(x, x) if type(x) is core.Var else x for x in eqn.invars]
         outvars = [core.Var(v.aval) for v in eqn.outvars]
         subst.update(zip(eqn.outvars, outvars))
-        out.append(core.JaxprEqn(eqn.primitive, invars, eqn.params, outvars))
+        out.append(eqn.replace(invars=invars, outvars=outvars))
 
 
 def _shape_preserving(eqn, facts):

@@ -488,7 +488,8 @@ def cached_abstract_eval(primitive, avals, params):
 def check_nans_infs(where: str, values) -> None:
     """With ``debug_nans`` / ``debug_infs`` on: FloatingPointError when a floating value in
     ``values`` (numpy arrays) holds a NaN / an infinity, naming ``where`` (a primitive, or a
-    jitted function), the value's type and the first bad index."""
+    jitted function), the user's source line of the call, the value's type and the first bad
+    index."""
     for i, v in enumerate(values):
         v = np.asarray(v)
         if v.dtype.kind != "f" or v.size == 0:
@@ -503,8 +504,10 @@ def check_nans_infs(where: str, values) -> None:
             if bad.any():
                 first = tuple(int(j) for j in np.argwhere(bad)[0])
                 out = f"output {i} " if len(values) > 1 else "output "
+                src = source_info.current(2)  # the user's line (worked out only on failure)
+                at = f" at {src}" if src is not None else ""
                 raise FloatingPointError(
-                    f"invalid value ({kind}) encountered in {where}: {out}"
+                    f"invalid value ({kind}) encountered in {where}{at}: {out}"
                     f"{ShapedArray(v.shape, v.dtype).str_short()} holds {int(bad.sum())} "
                     f"{kind} value(s), the first at index {first}. (debug_{kind}s is on: "
                     f"fungrad.config.update('debug_{kind}s', False) turns the check off.)"

@@ -119,6 +119,19 @@ def test_debug_nans_names_the_primitive_eagerly_under_jit_and_grad(name):
     assert np.isnan(np.asarray(fg.jit(_log_twice)(x))[1])  # off again: no check
 
 
+def test_debug_nans_names_the_users_line():
+    import inspect
+
+    line = inspect.getsourcelines(_log_twice)[1] + 1  # the first statement of _log_twice
+    here = r"test_issue16_semantics\.py"
+    with fg.debug_nans(True):
+        for fun in (_log_twice, fg.jit(_log_twice)):
+            with pytest.raises(
+                FloatingPointError, match=rf"encountered in log at {here}:{line} \(_log_twice\)"
+            ):
+                fun(fnp.array([1.0, -1.0]))
+
+
 def test_debug_infs_and_the_context_managers():
     with fg.debug_infs(True):
         assert fg.config.read("jax_debug_infs") is True

@@ -18,7 +18,16 @@ the way back); the elements past the last whole group go one by one.
 
 from __future__ import annotations
 
-from fungrad.lowering.cpu.fft_ir import HEADER, PASS_FIELDS, RADICES, VEC, _butterfly, _field, _Fn
+from fungrad.lowering.cpu.fft_ir import (
+    HEADER,
+    PASS_FIELDS,
+    RADICES,
+    VEC,
+    _butterfly,
+    _field,
+    _Fn,
+    vector_pass_head,
+)
 
 assert VEC == 8  # the transposes' three rounds of shuffles
 
@@ -46,40 +55,7 @@ def _bpass_fn(p: int, ty: str) -> str:
     fn = _Fn(ty, v)
     vt = fn.ty
     el = f"[2 x {vt}]"
-    fn.emit(
-        "entry:",
-        f"  %sg0 = insertelement {vt} poison, {ty} %sgn, i64 0",
-        f"  %sgv = shufflevector {vt} %sg0, {vt} poison, <{v} x i32> zeroinitializer",
-        "  %sm = mul i64 %s, %m",
-        f"  %sp = mul i64 %s, {p}",
-        "  br label %oh",
-        "oh:",
-        "  %j = phi i64 [0, %entry], [%j.n, %ol]",
-        "  %oc = icmp ult i64 %j, %m",
-        "  br i1 %oc, label %ob, label %exit",
-        "ob:",
-    )
-    w = [None]
-    for k in range(1, p):
-        ti = fn.op(f"add i64 %j, {fn.op(f'mul i64 %m, {k - 1}')}")
-        re, im = fn.load("%tw", ti)
-        pair = []
-        for c in (re, im):
-            e = fn.op(f"insertelement {vt} poison, {ty} {c}, i64 0")
-            pair.append(fn.op(f"shufflevector {vt} {e}, {vt} poison, <{v} x i32> zeroinitializer"))
-        w.append(tuple(pair))
-    sj = fn.op("mul i64 %s, %j")
-    spj = fn.op("mul i64 %sp, %j")
-    fn.emit(
-        "  br label %ih",
-        "ih:",
-        "  %q = phi i64 [0, %ob], [%q.n, %ib]",
-        "  %ic = icmp ult i64 %q, %s",
-        "  br i1 %ic, label %ib, label %ol",
-        "ib:",
-    )
-    base_in = fn.op(f"add i64 %q, {sj}")
-    base_out = fn.op(f"add i64 %q, {spj}")
+    w, base_in, base_out = vector_pass_head(fn, ty, p, "%m", "%s")
 
     def vload(idx):
         pr = fn.op(f"getelementptr inbounds {el}, ptr %x, i64 {idx}, i64 0")

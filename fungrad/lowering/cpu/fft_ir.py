@@ -314,16 +314,13 @@ def _block_pass_fn(p: int, s: int, ty: str) -> str:
     return "\n".join([head, *fn.lines, "}", ""])
 
 
-def _vector_pass_fn(p: int, ty: str) -> str:
-    """``@fgfft.pass<p>v``: a Stockham pass of radix ``p`` whose ``s`` is a multiple of ``VEC``,
-    with explicit vectors of ``VEC`` values of ``q`` (the twiddles, one per ``j``, broadcast).
-    LLVM vectorises the scalar loop over ``q`` too, but ``VEC`` times its interleave count
-    wide, so that ``s`` of 16 ran its scalar remainder only."""
-    v = VEC
-    fn = _Fn(ty, v)
-    vt, wide = fn.ty, f"<{2 * v} x {ty}>"
-    even, odd = _mask(range(0, 2 * v, 2)), _mask(range(1, 2 * v, 2))
-    inter = _mask(i // 2 + (i % 2) * v for i in range(2 * v))
+def vector_pass_head(fn: _Fn, ty: str, p: int, j_count: str, q_count: str):
+    """The opening of a vectorised Stockham pass of radix ``p``: the broadcast sign ``%sgv``,
+    ``%sm``, ``%sp``, the loop over ``j < j_count`` (``oh``/``ob``, closed by ``ol``) with the
+    ``p - 1`` twiddles of ``j`` broadcast to vectors, and the loop over ``q < q_count``
+    (``ih``/``ib``). Returns ``(w, base_in, base_out)``: the twiddle pairs (``w[0]`` None) and
+    the element indices ``q + s j`` and ``q + s p j``."""
+    v, vt = VEC, fn.ty
     fn.emit(
         "entry:",
         f"  %sg0 = insertelement {vt} poison, {ty} %sgn, i64 0",
@@ -333,7 +330,7 @@ def _vector_pass_fn(p: int, ty: str) -> str:
         "  br label %oh",
         "oh:",
         "  %j = phi i64 [0, %entry], [%j.n, %ol]",
-        "  %oc = icmp ult i64 %j, %jcnt",
+        f"  %oc = icmp ult i64 %j, {j_count}",
         "  br i1 %oc, label %ob, label %exit",
         "ob:",
     )
@@ -352,12 +349,24 @@ def _vector_pass_fn(p: int, ty: str) -> str:
         "  br label %ih",
         "ih:",
         "  %q = phi i64 [0, %ob], [%q.n, %ib]",
-        "  %ic = icmp ult i64 %q, %qcnt",
+        f"  %ic = icmp ult i64 %q, {q_count}",
         "  br i1 %ic, label %ib, label %ol",
         "ib:",
     )
-    base_in = fn.op(f"add i64 %q, {sj}")
-    base_out = fn.op(f"add i64 %q, {spj}")
+    return w, fn.op(f"add i64 %q, {sj}"), fn.op(f"add i64 %q, {spj}")
+
+
+def _vector_pass_fn(p: int, ty: str) -> str:
+    """``@fgfft.pass<p>v``: a Stockham pass of radix ``p`` whose ``s`` is a multiple of ``VEC``,
+    with explicit vectors of ``VEC`` values of ``q`` (the twiddles, one per ``j``, broadcast).
+    LLVM vectorises the scalar loop over ``q`` too, but ``VEC`` times its interleave count
+    wide, so that ``s`` of 16 ran its scalar remainder only."""
+    v = VEC
+    fn = _Fn(ty, v)
+    vt, wide = fn.ty, f"<{2 * v} x {ty}>"
+    even, odd = _mask(range(0, 2 * v, 2)), _mask(range(1, 2 * v, 2))
+    inter = _mask(i // 2 + (i % 2) * v for i in range(2 * v))
+    w, base_in, base_out = vector_pass_head(fn, ty, p, "%jcnt", "%qcnt")
     a = []
     for r in range(p):
         idx = base_in if r == 0 else fn.op(f"add i64 {base_in}, {fn.op(f'mul i64 %sm, {r}')}")

@@ -12,6 +12,12 @@ an equation staged *below* that frame with no user frame in between inherits the
 equation being transformed, so a jvp, vmap or transpose equation points at its forward line.
 User code called from inside such a rule (a custom_jvp rule, a scan body) is a user frame met
 first, so its own lines win.
+
+Equations made while differentiating a primitive also record *which* forward primitive they
+differentiate (:attr:`SourceInfo.forward`): jvp (and the eager tape) bracket a jvp rule with
+:func:`begin_forward` / :func:`end_forward`, the equations it stages carry that primitive, and
+the transpose of a linear equation inherits it through the mark above. debug_nans uses it to
+name the forward equation of a NaN born in a derivative.
 """
 
 from __future__ import annotations
@@ -27,10 +33,22 @@ _INTERNAL = (_PKG_DIR, _CONTEXTLIB)
 
 class SourceInfo(tuple):
     """A user source location ``(code, lasti)``: the code object and the bytecode offset of
-    the call. ``file``, ``line`` and ``function`` are worked out only when asked for (a tuple
-    subclass so that capturing one costs a single C-level allocation)."""
+    the call, then, for an equation made while differentiating a primitive, that forward
+    primitive ``(code, lasti, primitive)``. ``file``, ``line`` and ``function`` are worked out
+    only when asked for (a tuple subclass so that capturing one costs a single C-level
+    allocation)."""
 
     __slots__ = ()
+
+    @property
+    def forward(self):
+        """The forward primitive this equation differentiates (its jvp, its transpose), or
+        None for an equation of the forward computation."""
+        return self[2] if len(self) > 2 else None
+
+    def with_forward(self, primitive) -> SourceInfo:
+        """This location, marked as made while differentiating ``primitive``."""
+        return SourceInfo((self[0], self[1], primitive))
 
     @property
     def file(self) -> str:
@@ -59,6 +77,7 @@ class SourceInfo(tuple):
 class _State(threading.local):
     frame = None  # the interpreter frame that set ``info``
     info: SourceInfo | None = None
+    fwd = None  # the primitive whose jvp rule runs now (see begin_forward)
 
 
 _state = _State()
@@ -75,22 +94,45 @@ def current(depth: int = 2, _getframe=sys._getframe, _internal=_INTERNAL, _state
     mark = _state.frame
     while f is not None:
         if f is mark and _state.info is not None:
-            return _state.info
+            info = _state.info
+            fwd = _state.fwd
+            return info if fwd is None or len(info) > 2 else SourceInfo((info[0], info[1], fwd))
         code = f.f_code
         if not code.co_filename.startswith(_internal):
-            return SourceInfo((code, f.f_lasti))
+            fwd = _state.fwd
+            if fwd is None:
+                return SourceInfo((code, f.f_lasti))
+            return SourceInfo((code, f.f_lasti, fwd))
         f = f.f_back
     return None
 
 
 def set_equation_source(frame, info):
     """Mark ``frame`` (the interpreter's own) as transforming an equation whose source is
-    ``info``; returns the previous ``(frame, info)`` for :func:`restore`."""
-    prev = (_state.frame, _state.info)
+    ``info``; returns the previous ``(frame, info, forward)`` for :func:`restore`. The
+    equations interpreted below it name their own forward primitive (``info`` carries it), so
+    the one of an enclosing jvp rule is set aside until then."""
+    prev = (_state.frame, _state.info, _state.fwd)
     _state.frame = frame
     _state.info = info
+    _state.fwd = None
     return prev
 
 
 def restore(prev) -> None:
-    _state.frame, _state.info = prev
+    _state.frame, _state.info, _state.fwd = prev
+
+
+def begin_forward(primitive):
+    """Equations staged from now until :func:`end_forward` are made while differentiating
+    ``primitive`` (its jvp rule runs). An enclosing one wins: the rule of a higher-order
+    derivative differentiates the first-order equations, which already differentiate the
+    user's primitive. Returns the token for :func:`end_forward`."""
+    prev = _state.fwd
+    if prev is None:
+        _state.fwd = primitive
+    return prev
+
+
+def end_forward(prev) -> None:
+    _state.fwd = prev

@@ -18,7 +18,7 @@ Helpers for the common shapes of rules (as JAX's ``ad.defjvp`` family):
 
 from __future__ import annotations
 
-from fungrad import core
+from fungrad import core, source_info
 from fungrad.core import Trace, Tracer, get_aval, set_current_trace
 from fungrad.transforms import array_ops
 
@@ -131,7 +131,11 @@ class JVPTrace(Trace):
                 else Zero(tangent_aval(get_aval(x)))
                 for x in args
             ]
-            primal_out, tangent_out = rule(primals, tangents, **params)
+            fwd = source_info.begin_forward(primitive)  # what it stages differentiates it
+            try:
+                primal_out, tangent_out = rule(primals, tangents, **params)
+            finally:
+                source_info.end_forward(fwd)
         finally:
             state.trace = prev
         if primitive.multiple_results:

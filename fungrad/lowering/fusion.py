@@ -301,6 +301,11 @@ class Policy(Protocol):
         ...
 
 
+#: the recorder of which equations each step computes while a profiled executable is planned
+#: (``lowering/profile.py``'s ``Coverage``); None otherwise
+rule_watch: list = [None]
+
+
 class Planner:
     """Builds a :class:`Program` from a closed jaxpr (see the module docstring) with a
     backend's :class:`Policy`; a sub-planner (``parent`` given: a control-flow body) shares
@@ -401,8 +406,11 @@ class Planner:
         outer, self.ctx.planner = self.ctx.planner, self
         saved = self.eqn, self._readers
         self._readers = readers
+        watch = rule_watch[0]
         try:
-            for eqn in jaxpr.eqns:
+            for i, eqn in enumerate(jaxpr.eqns):
+                if watch is not None:
+                    watch.before(self, jaxpr, i)
                 rule = K.lowering_rules.get(eqn.primitive)
                 if rule is None:
                     raise LoweringError(
@@ -424,6 +432,8 @@ class Planner:
                     if not t.origin or t.origin in ("literal",):
                         t.origin = eqn.primitive.name
                     env[v] = t
+                if watch is not None:
+                    watch.after(self, jaxpr, i, outs)
         finally:
             self.ctx.planner = outer
             self.eqn, self._readers = saved

@@ -13,6 +13,7 @@ its policy). A program with complex values is first rewritten into real values
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 from fungrad.lowering import complex_split
@@ -33,8 +34,11 @@ class Backend:
     def __init__(self, name: str, executable: str, policy: str):
         self.name, self._executable, self._policy = name, executable, policy
 
-    def compile(self, closed, name: str = "main"):
-        """The executable of ``closed`` (a ClosedJaxpr) for this backend."""
+    def compile(self, closed, name: str = "main", profile: bool = False):
+        """The executable of ``closed`` (a ClosedJaxpr) for this backend; ``profile``: a build
+        that times each step for ``fungrad.profile()`` (``lowering/profile.py``)."""
+        if profile:
+            return _load(self._executable)(closed, name, profile=True)
         return _load(self._executable)(closed, name)
 
     def policy(self) -> Policy:
@@ -58,11 +62,14 @@ BACKENDS: dict[str, Backend] = {
 }
 
 
-def compile_jaxpr(closed, backend: str | None = "cpu", name: str = "main"):
+def compile_jaxpr(
+    closed, backend: str | None = "cpu", name: str = "main", *, profile: bool = False
+):
     """Compile a ClosedJaxpr for ``backend`` (a key of :data:`BACKENDS`; None: ``"cpu"``):
     an ``Executable`` (native code) for ``"cpu"``, a ``GpuExecutable`` (WGSL through wgpu) for
     ``"gpu"``; for a program with complex values, a ``complex_split.SplitExecutable`` holding
-    the backend's executable of its real rewrite."""
+    the backend's executable of its real rewrite. ``profile``: a separate build that times
+    each step for ``fungrad.profile()`` (``lowering/profile.py``)."""
     entry = (
         BACKENDS.get("cpu" if backend is None else backend)
         if (backend is None or isinstance(backend, str))
@@ -73,8 +80,9 @@ def compile_jaxpr(closed, backend: str | None = "cpu", name: str = "main"):
             f"jit: unknown backend {backend!r}; supported backends: {', '.join(BACKENDS)}"
         )
     if complex_split.has_complex(closed):
-        return complex_split.SplitExecutable(closed, entry.compile, name, entry.name)
-    return entry.compile(closed, name)
+        compile_real = functools.partial(entry.compile, profile=True) if profile else entry.compile
+        return complex_split.SplitExecutable(closed, compile_real, name, entry.name)
+    return entry.compile(closed, name, profile)
 
 
 __all__ = ["compile_jaxpr", "Backend", "CompileError", "LoweringError", "BACKENDS"]

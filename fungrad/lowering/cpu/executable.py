@@ -8,7 +8,9 @@ makes one ctypes call; the entry point reads the data pointers from the argument
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import dataclasses
 import re
 import sys
 import threading
@@ -19,6 +21,7 @@ import numpy as np
 from fungrad import core
 from fungrad.array import Array, is_concrete_array
 from fungrad.lowering import fusion, host_callback
+from fungrad.lowering import profile as step_profile
 from fungrad.lowering.cpu import abi, host_call, llvm, threads
 from fungrad.lowering.cpu import compiler as cpu
 from fungrad.lowering.cpu.policy import CpuPolicy
@@ -123,7 +126,7 @@ class Executable:
     spent optimising the jaxpr, planning the fusion, rendering LLVM IR, compiling and loading it).
     """
 
-    def __init__(self, closed: core.ClosedJaxpr, name: str = "main"):
+    def __init__(self, closed: core.ClosedJaxpr, name: str = "main", profile: bool = False):
         from fungrad.ir import passes
 
         t0 = time.perf_counter()
@@ -134,10 +137,19 @@ class Executable:
             t1 = time.perf_counter()
             self.jaxpr = passes.optimize(closed)
             t2 = time.perf_counter()
-            self.program = fusion.plan(self.jaxpr, ENTRY, policy=CpuPolicy())
+            slots = None
+            if profile:  # fungrad.profile(): a build that times each step
+                self.program, self.profile_info = step_profile.plan_covered(
+                    self.jaxpr, ENTRY, CpuPolicy()
+                )
+                self.profile_info = dataclasses.replace(self.profile_info, name=name)
+                table = step_profile.step_table(self.program.steps)
+                slots = {id(step): i for i, (step, _) in enumerate(table)}
+            else:
+                self.program = fusion.plan(self.jaxpr, ENTRY, policy=CpuPolicy())
             t3 = time.perf_counter()
             abi.layout()
-            parts = llvm.render(self.program)
+            parts = llvm.render(self.program, slots)
             t4 = time.perf_counter()
             # one text, each module under a comment saying how it is compiled
             self.ir = "\n".join(
@@ -187,6 +199,8 @@ class Executable:
             self.call = self._call_host
         elif len(self._outs) == 1 and not self._consts and not self._scratch_bytes:
             self.call = self._call_simple  # the common small case, without the general packing
+        if profile:
+            self.call = self._call_profiled
         self.compile_time_s = time.perf_counter() - t0
 
     def _call_simple(self, args) -> list[Array]:
@@ -245,6 +259,34 @@ class Executable:
         finds this call's steps on the thread's stack of running calls."""
         with host_call.running(self._hosts):
             return Executable.call(self, args)
+
+    def _call_profiled(self, args) -> list[Array]:
+        """``call`` of a profiled build: the timing words go after the other arguments, and
+        the open profiles get this call's times (``lowering/profile.py``)."""
+        info = self.profile_info
+        values = [a._value if is_concrete_array(a) else a for a in args]
+        outs = [np.empty(s, d) for s, d, _ in self._outs]
+        timing = np.zeros(2 * len(info.steps), np.int64)
+        scratch = (np.empty(self._scratch_bytes, np.uint8),) if self._scratch_bytes else ()
+        packed = (*values, *self._consts, *outs, *scratch, timing)
+        t0 = time.perf_counter()
+        with host_call.running(self._hosts) if self._hosts else contextlib.nullcontext():
+            status = self._fn(packed, self._nthreads)
+            while status > 0:  # input status-1 is not a contiguous aligned array
+                values[status - 1] = np.ascontiguousarray(values[status - 1])
+                packed = (*values, *packed[len(values) :])
+                status = self._fn(packed, self._nthreads)
+            wall = time.perf_counter() - t0
+            step_profile.report(info, timing[0::2] * 1e-9, timing[1::2], wall)
+            if status < 0:
+                host_call.raise_failure(host_call.current())
+        res = []
+        for o, w, a in zip(outs, self._weak, self._out_avals):
+            o.setflags(write=False)
+            r = _new(Array)
+            r._value, r.weak_type, r._aval = o, w, a
+            res.append(r)
+        return res
 
     def as_text(self) -> str:
         """The optimised jaxpr, the fusion plan and the LLVM IR."""

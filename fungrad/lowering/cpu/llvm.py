@@ -40,6 +40,7 @@ from fungrad.lowering.cpu import (
 )
 from fungrad.lowering.cpu import compiler as cpu
 from fungrad.lowering.cpu import gemm as matmul
+from fungrad.lowering.cpu import profile as step_profile
 from fungrad.lowering.cpu.kernel import KernelWriter
 from fungrad.lowering.cpu.llvm_ops import OpEmitter
 from fungrad.lowering.fusion import Gemm, Kernel, Program
@@ -76,8 +77,10 @@ _GLUE = "optnone noinline"
 class ModuleWriter:
     """Renders a whole :class:`Program` (see the module docstring)."""
 
-    def __init__(self, prog: Program):
+    def __init__(self, prog: Program, profile: dict[int, int] | None = None):
         self.prog = prog
+        # profiled builds (fungrad.profile()): step id -> its timing slot (cpu/profile.py)
+        self.profile = profile
         self.ops = OpEmitter(self)
         self.math: set[tuple[str, str]] = set()  # (function, float dtype name)
         self.helpers: set[str] = set()  # llvm_math's helper symbols called (llvm_math.DIVIDE)
@@ -155,6 +158,21 @@ class ModuleWriter:
                     f"  %buf{b.id} = getelementptr inbounds i8, ptr %scratch, i64 {b.index}"
                 )
                 ptr[b.id] = f"%buf{b.id}"
+        if self.profile is not None:  # the timing words: the argument after the scratch area
+            i = len(slots) + bool(prog.temps)
+            entry.append(
+                f"  %slot{i} = getelementptr inbounds i8, ptr %args, i64 {lay.tuple_items + 8 * i}"
+            )
+            entry.append(f"  %profobj = load ptr, ptr %slot{i}")
+            entry.append(
+                f"  %profp = getelementptr inbounds i8, ptr %profobj, i64 {lay.array_data}"
+            )
+            entry.append("  %prof = load ptr, ptr %profp")
+            self.declare(
+                step_profile.CLOCK_SYMBOL,
+                f"declare i32 @{step_profile.CLOCK_SYMBOL}(i32, ptr) nounwind",
+            )
+            self.add_function(step_profile.helpers(), step_profile.HELPERS, glue=True)
         entry.extend(self.render_steps(prog.steps, ptr))
         # Straight-line glue (read the arguments, call the kernels) is not worth optimising;
         # entry functions that hold control flow's loops get the full pipeline
@@ -219,7 +237,12 @@ class ModuleWriter:
         body once, binding loop-carried buffers to phi values)."""
         lines: list[str] = []
         for step in steps:
-            lines.extend(STEP_RENDERERS(self, step, ptr))
+            if self.profile is None:
+                lines.extend(STEP_RENDERERS(self, step, ptr))
+            else:
+                lines.extend(
+                    step_profile.step_lines(self.profile[id(step)], STEP_RENDERERS(self, step, ptr))
+                )
         return lines
 
     def _input_pointer(self, i: int, obj: str, data: str, lay) -> list[str]:
@@ -485,11 +508,14 @@ def _link(a: list[Function], b: list[Function]) -> dict[int, list[str]]:
 _SYMBOL = re.compile(r"@([-\w.$]+)")
 
 
-def render(prog: Program) -> list[cpu.Part]:
+def render(prog: Program, profile: dict[int, int] | None = None) -> list[cpu.Part]:
     """The LLVM modules of ``prog`` (see :meth:`ModuleWriter.render`); the symbols they need are
     registered: :func:`register_pool_symbol`, ``abi.layout``, the matmul library, the
-    large-argument library of sin/cos/tan (llvm_math.ensure_large_library)."""
-    writer = ModuleWriter(prog)
+    large-argument library of sin/cos/tan (llvm_math.ensure_large_library). ``profile``
+    (step id -> timing slot): a profiled build timing each step (``cpu/profile.py``)."""
+    if profile is not None:
+        step_profile.ensure_clock()
+    writer = ModuleWriter(prog, profile)
     parts = writer.render()
     if writer.serial_for:
         register_pool_symbol()

@@ -618,13 +618,14 @@ def run_workload(key, w, frameworks, jax, timing, args) -> tuple[bool, dict]:
             f"{r['cpu'] * 1e6:>8.0f} us{_mb(r['temp']):>12}{r['err']:>9.3f}"
         )
     summary = {"key": key, "target": w.target, "issue": w.issue_ratio}
+    if "median" in rows[0]:
+        summary["fg_us"] = rows[0]["median"] * 1e6
     if len(rows) == 2 and all("time" in r for r in rows):
         fg_r, jx_r = rows
         summary.update(
             ratio=fg_r["median"] / jx_r["median"],
             ratio_min=fg_r["time"] / jx_r["time"],
             ratio_cpu=fg_r["cpu"] / jx_r["cpu"],
-            fg_us=fg_r["median"] * 1e6,
             jax_us=jx_r["median"] * 1e6,
             mem=(fg_r["temp"], jx_r["temp"]),
         )
@@ -664,7 +665,8 @@ def print_summary(summaries, cores) -> None:
     print("|---|---|---|---|---|---|---|---|")
     for s in summaries:
         if "ratio" not in s:
-            print(f"| {s['key']} | failed or JAX absent | | | <= {s['target']} | | | |")
+            fg_text = f"{s['fg_us']:.0f} us" if "fg_us" in s else "failed"
+            print(f"| {s['key']} | {fg_text} | - | - | <= {s['target']} | - | - | - |")
             continue
         first = s.get("first")
         first_text = f"{first[0]:.2f} s / {first[1]:.2f} s ({first[2]:.2f})" if first else "-"

@@ -456,7 +456,7 @@ class EvalTrace(Trace):
             if config.check_impl_avals:
                 _check_impl_avals(primitive, out, out_avals, params)
             if config.debug_nans or config.debug_infs:
-                check_nans_infs(primitive.name, out if primitive.multiple_results else [out])
+                check_nans_infs(primitive.name, out if primitive.multiple_results else [out], vals)
         if primitive.multiple_results:
             return [array_type.from_impl(o, a) for o, a in zip(out, out_avals)]
         return array_type.from_impl(out, out_avals)
@@ -485,14 +485,15 @@ def cached_abstract_eval(primitive, avals, params):
     return out
 
 
-def check_nans_infs(where: str, values) -> None:
+def check_nans_infs(where: str, values, inputs=None) -> None:
     """With ``debug_nans`` / ``debug_infs`` on: FloatingPointError when a floating value in
-    ``values`` (numpy arrays) holds a NaN / an infinity, naming ``where`` (a primitive, or a
-    jitted function), the user's source line of the call, the value's type and the first bad
-    index."""
+    ``values`` (numpy arrays, the outputs of primitive ``where``) holds a NaN / an infinity,
+    naming ``where``, the user's source line of the call (and the forward primitive when it
+    was made while differentiating one), the first bad index and a summary of ``inputs`` (the
+    primitive's numpy inputs); see :mod:`fungrad.nan_hunt`."""
     for i, v in enumerate(values):
         v = np.asarray(v)
-        if v.dtype.kind != "f" or v.size == 0:
+        if v.dtype.kind not in "fc" or v.size == 0:
             continue
         for on, kind, test in (
             (config.debug_nans, "nan", np.isnan),
@@ -502,16 +503,10 @@ def check_nans_infs(where: str, values) -> None:
                 continue
             bad = test(v)
             if bad.any():
-                first = tuple(int(j) for j in np.argwhere(bad)[0])
-                out = f"output {i} " if len(values) > 1 else "output "
+                from fungrad import nan_hunt
+
                 src = source_info.current(2)  # the user's line (worked out only on failure)
-                at = f" at {src}" if src is not None else ""
-                raise FloatingPointError(
-                    f"invalid value ({kind}) encountered in {where}{at}: {out}"
-                    f"{ShapedArray(v.shape, v.dtype).str_short()} holds {int(bad.sum())} "
-                    f"{kind} value(s), the first at index {first}. (debug_{kind}s is on: "
-                    f"fungrad.config.update('debug_{kind}s', False) turns the check off.)"
-                )
+                raise nan_hunt.primitive_error(where, values, i, kind, bad, inputs, src)
 
 
 def _check_impl_avals(primitive, out, out_avals, params):

@@ -20,7 +20,7 @@ import enum
 
 import numpy as np
 
-from fungrad import core, dtypes
+from fungrad import core, dtypes, source_info
 from fungrad.array import Array
 from fungrad.config import config
 from fungrad.core import set_current_trace
@@ -278,8 +278,12 @@ class TapeTrace(core.Trace):
                 t = pe.new_arg(jvp_mod.tangent_aval(x.aval))
                 t_args.append(t)
                 tangents.append(t)
-        with set_current_trace(pe):
-            p_out, t_out = rule(primals, tangents, **params)
+        fwd = source_info.begin_forward(primitive)  # what the rule stages differentiates it
+        try:
+            with set_current_trace(pe):
+                p_out, t_out = rule(primals, tangents, **params)
+        finally:
+            source_info.end_forward(fwd)
         if not primitive.multiple_results:
             p_out, t_out = [p_out], [t_out]
         results, out_nodes, lin_outs = [], [], []

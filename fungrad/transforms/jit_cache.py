@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fungrad import core, tree_util
+from fungrad import core, nan_hunt, tree_util
 from fungrad.array import Array, is_concrete_array
 from fungrad.config import config
 from fungrad.core import EvalTrace
@@ -546,7 +546,7 @@ class JitFunction:
         exe = self.executable(traced)
         outs = exe.call(leaves)
         if config.debug_nans or config.debug_infs:
-            self.check_outputs(args, kwargs, outs)
+            self.check_outputs(traced, leaves, outs)
             return tree_util.tree_unflatten(traced.out_tree, outs)
         donated = self.donated_leaves(c)
         for i in donated:
@@ -565,30 +565,16 @@ class JitFunction:
                     self.fast_trees[config.enable_x64][key] = (exe.call, tree)
         return tree_util.tree_unflatten(traced.out_tree, outs)
 
-    def check_outputs(self, args, kwargs, outs):
-        """debug_nans / debug_infs: when an output of the compiled function holds a NaN or an
-        infinity, run the function again eagerly (as if not jitted), whose per-primitive
-        checks name the primitive that made it; if that run stays clean (the compiled code
-        and the eager one differ), say so."""
-        try:
-            core.check_nans_infs(f"jit({self.name})", [np.asarray(o) for o in outs])
-        except FloatingPointError as compiled_error:
-            saved = config.disable_jit
-            config.disable_jit = True
-            try:
-                self.fun(*args, **kwargs)  # raises FloatingPointError at the primitive
-            except FloatingPointError as eager_error:
-                raise FloatingPointError(
-                    f"{compiled_error} Running {self.name} again without jit to find where: "
-                    f"{eager_error}"
-                ) from None
-            finally:
-                config.disable_jit = saved
-            raise FloatingPointError(
-                f"{compiled_error} Running {self.name} again without jit, to find the "
-                "primitive, produced no invalid value: the compiled code and the eager "
-                "evaluation differ here (please report it)."
-            ) from None
+    def check_outputs(self, traced: Traced, leaves, outs):
+        """debug_nans / debug_infs: one cheap screen of the outputs; only when one may hold a
+        NaN or an infinity is the traced program run again op by op (eagerly, un-fused) to
+        name the primitive that made it (see fungrad.nan_hunt)."""
+        if not nan_hunt.may_hold_invalid(outs):
+            return
+        paths = tree_util._leaf_paths(traced.out_tree, "result")
+        err = nan_hunt.jit_error(self.name, traced.jaxpr, leaves, outs, paths)
+        if err is not None:
+            raise err
 
     def remember(self, c: _Call, exe, traced: Traced, avals):
         """Enter a top-level call whose dynamic arguments are all Arrays (no pytrees, no

@@ -13,6 +13,8 @@ USAGE = """usage: python -m fungrad <command> [args]
 commands:
   doctor [--json]   versions, CPU, BLAS/LAPACK, threads, GPU adapters, compile cache and
                     options in force (for bug reports)
+  viz module:fn [--args "f32[8,784]" ...] [-o out.html] [--fusion] [--backward]
+                    an interactive HTML graph of fn's jaxpr (fungrad.viz)
 """
 
 
@@ -27,6 +29,10 @@ def main(argv: list[str] | None = None) -> int:
         from fungrad import doctor
 
         return doctor.main(rest)
+    if command == "viz":
+        from fungrad.viz import cli
+
+        return cli.main(rest)
     print(f"python -m fungrad: unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
     return 2
 

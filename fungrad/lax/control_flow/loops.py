@@ -16,6 +16,7 @@ from fungrad.lax.control_flow.common import (
     check_same_outputs,
     eval_closed,
 )
+from fungrad.lax.control_flow.loop_invariants import hoist_loop_invariants
 from fungrad.lax.utils import operand, standard_primitive
 from fungrad.lowering import control_flow as control_flow_lowering
 from fungrad.lowering import kernel
@@ -697,8 +698,15 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
 
 
 def _scan_partial_eval(trace, args, params):
-    """Run the known part of a scan now, saving residuals per iteration, and stage the unknown
-    part as a scan that reads them (so reverse mode can run it backwards)."""
+    """Run the known part of a scan now and stage the unknown part as a scan that reads its
+    residuals (so reverse mode can run it backwards).
+
+    Residuals that change per iteration are stacked (ys of the known scan) and read as xs of
+    the unknown one, except those that are already stacked: a known xs leaf, or a known ys
+    output, is passed as it is. Residuals that depend only on the constants (the weights a
+    body multiplies by) are computed once, before the known scan, and become constants of the
+    unknown scan (loop_invariants.py): the memory of the residuals grows with ``length`` only
+    for values that really differ per step."""
     jaxpr, num_consts, num_carry = params["jaxpr"], params["num_consts"], params["num_carry"]
     length, reverse = params["length"], params["reverse"]
     unknown = [trace.is_unknown(a) for a in args]
@@ -716,41 +724,60 @@ def _scan_partial_eval(trace, args, params):
         jaxpr, const_uk + carry_uk + xs_uk, instantiate=carry_uk + [False] * ny
     )
     consts, init, xs = _split3(args, num_consts, num_carry)
-    known_in = [a for a, u in zip(consts + init + xs, const_uk + carry_uk + xs_uk) if not u]
-    n_kc = sum(1 for u in const_uk if not u)
-    n_kcarry = sum(1 for u in carry_uk if not u)
+    k_consts = [a for a, u in zip(consts, const_uk) if not u]
+    k_init = [a for a, u in zip(init, carry_uk) if not u]
+    k_xs = [a for a, u in zip(xs, xs_uk) if not u]
+    n_kcarry = len(k_init)
+    n_kout = len(known_j.out_avals) - num_res  # known carries, then known ys
+    res_src, known_j, hoisted_vals = _known_scan_residuals(
+        trace, known_j, k_consts, k_xs, n_kcarry, n_kout, num_res
+    )
+    n_hc = len(hoisted_vals)
+    known_in = [*hoisted_vals, *k_init, *k_xs]
     with core.set_current_trace(trace.parent):
-        known_out = scan_p.bind(
+        known_scan_out = scan_p.bind(
             *known_in,
             jaxpr=known_j,
-            num_consts=n_kc,
+            num_consts=n_hc,
             num_carry=n_kcarry,
             length=length,
             reverse=reverse,
             linear=(False,) * len(known_in),
         )
-    residuals = known_out[len(known_out) - num_res :]
-    known_out = known_out[: len(known_out) - num_res]
-    # unknown_j takes (*residuals, *unknown consts, *unknown carry, *unknown xs): put the
-    # residuals among the xs, where a scan body reads per-iteration values.
+    known_out = known_scan_out[:n_kout]
+    # Each residual: loop-invariant (a constant of the unknown scan) or stacked (an xs).
+    inv_res, inv_idx, st_res, st_idx = [], [], [], []
+    for i, (kind, val) in enumerate(res_src):
+        if kind == "const":
+            inv_res.append(val)
+            inv_idx.append(i)
+        else:
+            st_res.append(known_scan_out[val] if kind == "out" else val)
+            st_idx.append(i)
+    # unknown_j takes (*residuals, *unknown consts, *unknown carry, *unknown xs); the scan
+    # takes (*unknown consts, *invariant residuals, *unknown carry, *stacked residuals,
+    # *unknown xs).
     n_uc, n_ucarry = sum(const_uk), sum(carry_uk)
     n_ux = sum(xs_uk)
+    base = num_res
     order = (
-        list(range(num_res, num_res + n_uc + n_ucarry))
-        + list(range(num_res))
-        + list(range(num_res + n_uc + n_ucarry, num_res + n_uc + n_ucarry + n_ux))
+        list(range(base, base + n_uc))
+        + inv_idx
+        + list(range(base + n_uc, base + n_uc + n_ucarry))
+        + st_idx
+        + list(range(base + n_uc + n_ucarry, base + n_uc + n_ucarry + n_ux))
     )
     unknown_j = _reorder_invars(unknown_j, order)
     u_consts = [a for a, u in zip(consts, const_uk) if u]
     u_init = [a if trace.is_unknown(a) else trace.to_tracer(a) for a, u in zip(init, carry_uk) if u]
     u_xs = [a for a, u in zip(xs, xs_uk) if u]
-    u_args = [*u_consts, *u_init, *residuals, *u_xs]
+    u_args = [*u_consts, *inv_res, *u_init, *st_res, *u_xs]
     unknown_out = trace.stage(
         scan_p,
         u_args,
         dict(
             jaxpr=unknown_j,
-            num_consts=n_uc,
+            num_consts=n_uc + len(inv_res),
             num_carry=n_ucarry,
             length=length,
             reverse=reverse,
@@ -759,6 +786,62 @@ def _scan_partial_eval(trace, args, params):
     )
     k_it, u_it = iter(known_out), iter(unknown_out)
     return [next(u_it) if u else next(k_it) for u in out_uk]
+
+
+def _known_scan_residuals(trace, known_j, k_consts, k_xs, n_kcarry, n_kout, num_res):
+    """Where each residual of the known scan body ``known_j`` (invars: known consts, carries,
+    xs; outvars: ``n_kout`` known outputs, then ``num_res`` residuals) comes from, and the
+    known scan to run: ``(res_src, body, hoisted)``. ``body`` takes ``(*hoisted, *known
+    carries, *known xs)`` and returns the known outputs and the residuals it still stacks.
+    ``res_src[i]`` is ``("const", value)`` for a loop-invariant residual (computed now, once),
+    ``("xs", value)`` for a known xs leaf or ``("out", k)`` for output ``k`` of the body (a
+    stacked residual, or a known ys output the residual repeats)."""
+    n_kc = len(k_consts)
+    movable = [False] * n_kout + [True] * num_res
+    split = hoist_loop_invariants(known_j, n_kc, movable)
+    res_src = []
+    if split is None:
+        hoisted = list(k_consts)
+        res_src = [("out", n_kout + i) for i in range(num_res)]
+    else:
+        with core.set_current_trace(trace.parent):
+            vals = core.eval_jaxpr(split.hoisted.jaxpr, split.hoisted.consts, *k_consts)
+        hoisted = vals[: split.n_loop_consts]
+        for kind, k in split.out_src[n_kout:]:
+            if kind == "hoisted":
+                res_src.append(("const", vals[split.n_loop_consts + k]))
+            else:
+                res_src.append(("out", k))
+        known_j = split.loop
+    # Stacked residuals that the known scan already has stacked: known xs leaves and known ys
+    # outputs are passed as they are instead of being saved a second time.
+    j = known_j.jaxpr
+    n_in_consts = len(hoisted)
+    xs_vars = {v: i for i, v in enumerate(j.invars[n_in_consts + n_kcarry :])}
+    ys_vars = {}
+    for k in range(n_kcarry, n_kout):
+        v = j.outvars[k]
+        if type(v) is core.Var:
+            ys_vars.setdefault(v, k)
+    keep_out = list(range(n_kout))
+    new_src = []
+    for kind, val in res_src:
+        if kind == "out":
+            v = j.outvars[val]
+            if type(v) is core.Var and v in xs_vars:
+                new_src.append(("xs", k_xs[xs_vars[v]]))
+                continue
+            if type(v) is core.Var and v in ys_vars:
+                new_src.append(("out", ys_vars[v]))
+                continue
+            new_src.append(("out", len(keep_out)))
+            keep_out.append(val)
+        else:
+            new_src.append((kind, val))
+    if len(keep_out) != len(j.outvars):
+        j = core.Jaxpr(j.constvars, j.invars, j.eqns, [j.outvars[k] for k in keep_out])
+        known_j = core.ClosedJaxpr(j, known_j.consts)
+    return new_src, known_j, hoisted
 
 
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, linear):

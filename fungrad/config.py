@@ -66,10 +66,11 @@ _OPTIONS = {
 
 # Derived flags the hot paths read as one attribute (kept up to date by Config.__setattr__):
 #   eager_checks: some check runs after each eager primitive;
-#   jit_general_only: jitted calls must take the general (checked / plain Python) path.
+#   jit_general_only: jitted calls must take the general (checked / plain Python) path
+#   (also while a fungrad.profile() is open: it sets the non-option attribute _profiling).
 _DERIVED = {
     "eager_checks": ("check_impl_avals", "debug_nans", "debug_infs"),
-    "jit_general_only": ("disable_jit", "debug_nans", "debug_infs"),
+    "jit_general_only": ("disable_jit", "debug_nans", "debug_infs", "_profiling"),
 }
 
 # JAX's option names -> fungrad's.

@@ -72,8 +72,8 @@ def step_label(step) -> str:
     (``k3``, ``scatter5``: unique in a program); a matrix product's operation and the buffer it
     writes (``dot_general_t4``, since every product of a program has the same operation name);
     any other step's own name (``cholesky_t2``, ``host1``, ``scan1``)."""
-    if isinstance(step, fusion.Gemm):
-        return f"{step.name}_{step.c.name}"
+    if isinstance(step, fusion.Gemm):  # (a product folded with an update: dot_general+update)
+        return f"{step.name.replace(' + ', '+')}_{step.c.name}"
     return step.name
 
 

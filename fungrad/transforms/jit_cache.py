@@ -27,6 +27,7 @@ from fungrad.array import Array, is_concrete_array
 from fungrad.config import config
 from fungrad.core import EvalTrace
 from fungrad.ir.passes import simplify
+from fungrad.lowering import profile as step_profile
 from fungrad.operands import operand
 from fungrad.transforms.api_util import (
     Signature,
@@ -35,6 +36,7 @@ from fungrad.transforms.api_util import (
     index_tuple,
     resolve_argnums,
 )
+from fungrad.transforms.compile_log import log_compile
 from fungrad.transforms.jit_primitive import backend_param, compile_executable, jit_p
 from fungrad.transforms.memo import Once
 from fungrad.transforms.staging import hoist_tracer_consts, trace_to_jaxpr
@@ -216,13 +218,14 @@ class _Call:
 class Traced:
     """A traced signature: the jaxpr, the output treedef, the executable (made on first use)."""
 
-    __slots__ = ("jaxpr", "out_tree", "hoisted", "compiled", "paths", "trace_time_s")
+    __slots__ = ("jaxpr", "out_tree", "hoisted", "compiled", "profiled", "paths", "trace_time_s")
 
     def __init__(self, jaxpr, out_tree, hoisted, paths, trace_time_s=0.0):
         self.jaxpr = jaxpr
         self.out_tree = out_tree
         self.hoisted = hoisted  # tracers of enclosing transforms the function closes over
         self.compiled = Once()
+        self.profiled = Once()  # the build fungrad.profile() runs (lowering/profile.py)
         self.paths = paths  # readable paths of the dynamic leaves
         self.trace_time_s = trace_time_s  # seconds spent tracing (and simplifying)
 
@@ -543,7 +546,8 @@ class JitFunction:
                 **backend_param(self.backend),
             )
             return tree_util.tree_unflatten(traced.out_tree, outs)
-        exe = self.executable(traced)
+        profiling = bool(step_profile.sinks)  # fungrad.profile(): the build that times its steps
+        exe = self.profiled_executable(traced) if profiling else self.executable(traced)
         outs = exe.call(leaves)
         if config.debug_nans or config.debug_infs:
             self.check_outputs(traced, leaves, outs)
@@ -552,7 +556,7 @@ class JitFunction:
         for i in donated:
             if type(c.leaves[i]) is Array:
                 c.leaves[i].delete()
-        if not kwargs:
+        if not kwargs and not profiling:
             self.remember(c, exe, traced, avals)
             if not self.has_options:
                 try:
@@ -605,29 +609,29 @@ class JitFunction:
         # Kept on the trace-cache entry, so it lives exactly as long as the jitted function.
         return traced.compiled.get(lambda: self._compile(traced))
 
-    def _compile(self, traced: Traced):
-        t0 = time.perf_counter()
-        exe = compile_executable(traced.jaxpr, self.backend, self.name)
-        if config.log_compiles:
-            self._log_compile(traced, exe, time.perf_counter() - t0)
-        return exe
+    def profiled_executable(self, traced: Traced):
+        """The build of ``traced`` that times each step, which calls use while a
+        ``fungrad.profile()`` is open (made on first use, kept beside the ordinary one)."""
+        return traced.profiled.get(lambda: self._compile(traced, profile=True))
 
-    def _log_compile(self, traced: Traced, exe, total_s: float):
-        """``config.log_compiles``: one record per compile naming the function, its signature
-        and the seconds of each phase."""
-        phases = {"trace": traced.trace_time_s, **getattr(exe, "phase_times", {})}
-        sig = ", ".join(
-            f"{p}: {a.str_short()}" for p, a in zip(traced.paths, traced.jaxpr.in_avals)
-        )
-        logger.warning(
-            "Compiling jit(%s) for (%s) on %s in %.4f s (%s)",
-            self.name,
-            sig,
-            self.backend,
-            traced.trace_time_s + total_s,
-            ", ".join(f"{k} {v:.4f} s" for k, v in phases.items()),
-            extra={"fungrad_phases": phases, "fungrad_function": self.name},
-        )
+    def _compile(self, traced: Traced, profile: bool = False):
+        t0 = time.perf_counter()
+        if profile:
+            exe = compile_executable(traced.jaxpr, self.backend, self.name, profile=True)
+        else:
+            exe = compile_executable(traced.jaxpr, self.backend, self.name)
+        if config.log_compiles:
+            log_compile(
+                f"jit({self.name})" + " (profiled)" * profile,
+                self.name,
+                traced.paths,
+                traced.jaxpr.in_avals,
+                self.backend,
+                exe,
+                time.perf_counter() - t0,
+                traced.trace_time_s,
+            )
+        return exe
 
     def cache_info(self) -> CacheInfo:
         """Hits, misses, maximum and current size of this function's cache (:class:`CacheInfo`)."""

@@ -10,9 +10,14 @@ per jaxpr object) and bind ``jit_p`` again, so ``grad(jit(f))``, ``jit(grad(f))`
 
 from __future__ import annotations
 
+import time
+
 from fungrad import core
+from fungrad.config import config
 from fungrad.core import EvalTrace, set_current_trace
 from fungrad.ir.passes import jaxpr_has_effects
+from fungrad.lowering import profile as step_profile
+from fungrad.transforms.compile_log import log_compile
 from fungrad.transforms.jvp import Zero, jvp_jaxpr, jvp_rules, tangent_aval
 from fungrad.transforms.memo import JaxprMemo
 from fungrad.transforms.partial_eval import partial_eval_jaxpr, partial_eval_rules
@@ -37,18 +42,37 @@ evaluated eagerly, jit calls inside eagerly run control flow). ~200 KB of machin
 hence the smaller bound; the hot path keeps its executables on the jitted function instead."""
 
 
-def compile_executable(jaxpr: core.ClosedJaxpr, backend: str, name: str):
-    """Compile ``jaxpr`` for ``backend`` (each call compiles: callers keep the result)."""
+def compile_executable(jaxpr: core.ClosedJaxpr, backend: str, name: str, profile: bool = False):
+    """Compile ``jaxpr`` for ``backend`` (each call compiles: callers keep the result);
+    ``profile``: the build ``fungrad.profile()`` runs, which times each step."""
     from fungrad import lowering
 
     # Compiling is concrete work: no transform may see the passes' own computations.
     with set_current_trace(EvalTrace()):
+        if profile:
+            return lowering.compile_jaxpr(jaxpr, backend=backend, name=name, profile=True)
         return lowering.compile_jaxpr(jaxpr, backend=backend, name=name)
 
 
 def executable(jaxpr: core.ClosedJaxpr, name: str, backend: str = "cpu"):
-    """The executable of ``jaxpr``, compiled once per jaxpr object and backend."""
-    return _exe_memo.get(jaxpr, backend, lambda: compile_executable(jaxpr, backend, name))
+    """The executable of ``jaxpr``, compiled once per jaxpr object and backend (while a
+    ``fungrad.profile()`` is open, the build that times each step); with ``log_compiles``
+    each compile is logged."""
+    profile = bool(step_profile.sinks)
+
+    def make():
+        t0 = time.perf_counter()
+        if profile:
+            exe = compile_executable(jaxpr, backend, name, profile=True)
+        else:
+            exe = compile_executable(jaxpr, backend, name)
+        if config.log_compiles:
+            label = f"jit({name}) inside a transform" + " (profiled)" * profile
+            elapsed = time.perf_counter() - t0
+            log_compile(label, name, None, jaxpr.in_avals, backend, exe, elapsed)
+        return exe
+
+    return _exe_memo.get(jaxpr, (backend, profile), make)
 
 
 def backend_param(backend: str) -> dict:

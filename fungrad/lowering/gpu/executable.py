@@ -37,6 +37,7 @@ import numpy as np
 from fungrad import core
 from fungrad.devices import GpuArray, device_buffer
 from fungrad.lowering import fusion
+from fungrad.lowering import profile as step_profile
 from fungrad.lowering.fusion import LoweringError
 from fungrad.lowering.gpu import runtime as gpu
 from fungrad.lowering.gpu.dispatches import STEP_RENDERERS, Dispatch, HostCall, HostWhile
@@ -101,11 +102,12 @@ class GpuExecutable:
     ``out_avals``, ``program``, ``shaders`` (the WGSL of each dispatch) and
     ``compile_time_s``."""
 
-    def __init__(self, closed: core.ClosedJaxpr, name: str = "main"):
+    def __init__(self, closed: core.ClosedJaxpr, name: str = "main", profile: bool = False):
         from fungrad.ir import passes
 
         t0 = time.perf_counter()
         self.name = name
+        self._profile = profile  # fungrad.profile(): each dispatch submitted alone and timed
         self.in_avals = list(closed.in_avals)
         self.out_avals = list(closed.out_avals)
         check_dtypes(closed, name)
@@ -114,7 +116,20 @@ class GpuExecutable:
             t1 = time.perf_counter()
             self.jaxpr = passes.optimize(closed)
             t2 = time.perf_counter()
-            self.program = fusion.plan(self.jaxpr, name, policy=GpuPolicy())
+            if profile:
+                self.program, info = step_profile.plan_covered(self.jaxpr, name, GpuPolicy())
+                self._step_eqns = {
+                    id(step): s.eqns for step, s in step_profile.step_table(self.program.steps)
+                }
+                self._step_eqns.update(  # the top-level steps' own (coverage.result's)
+                    {id(st): s.eqns for st, s in zip(self.program.steps, info.steps)}
+                )
+                self._prof_stack: list = []  # steps being rendered (outermost first)
+                self._prof_slots: dict[tuple, int] = {}  # (step id, shader name) -> slot
+                self._prof_steps: list = []  # StepInfo per slot
+                self._prof_of: dict[int, int] = {}  # id(Dispatch) -> slot
+            else:
+                self.program = fusion.plan(self.jaxpr, name, policy=GpuPolicy())
             t3 = time.perf_counter()
         self._pipeline_s = 0.0  # seconds spent creating pipelines (WGSL -> driver code)
         prog = self.program
@@ -158,6 +173,9 @@ class GpuExecutable:
             self._commands += self._dispatch(render_copy(dst, src, words))
         self._bind_groups: OrderedDict = OrderedDict()
         self._out_words = [max(1, int(np.prod(a.shape, dtype=np.int64))) for a in self.out_avals]
+        if profile:
+            self.profile_info = step_profile.ProgramInfo(name, self.jaxpr, tuple(self._prof_steps))
+            self.call = self._call_profiled
         t4 = time.perf_counter()
         self.compile_time_s = t4 - t0
         # seconds per compile phase (config.update("log_compiles", True) logs them): "render"
@@ -188,7 +206,26 @@ class GpuExecutable:
             t = time.perf_counter()
             p = self._pipelines[shader.source] = self.rt.pipeline(shader.name, shader.source)
             self._pipeline_s += time.perf_counter() - t
-        return [Dispatch(p, shader.bindings, shader.grid)]
+        d = Dispatch(p, shader.bindings, shader.grid)
+        if self._profile:  # a timing slot per step and shader (a loop body's: once per run)
+            outer = self._prof_stack[0] if self._prof_stack else None
+            key = (id(outer), shader.name)
+            slot = self._prof_slots.get(key)
+            if slot is None:
+                slot = self._prof_slots[key] = len(self._prof_steps)
+                eqns, label = (), shader.name
+                if outer is not None:
+                    eqns = self._step_eqns.get(id(outer), ())
+                    if shader.name == outer.name:  # the step's own shader: the CPU's name
+                        label = step_profile.step_label(outer)
+                used = {s.name for s in self._prof_steps}
+                name, n = label, 1
+                while name in used:
+                    n += 1
+                    name = f"{label}#{n}"
+                self._prof_steps.append(step_profile.StepInfo(name, "dispatch", eqns, None))
+            self._prof_of[id(d)] = slot
+        return [d]
 
     def _flatten(self, steps, scope: Scope) -> list:
         """The commands running ``steps`` in ``scope``: dispatches, host-driven while loops
@@ -200,7 +237,13 @@ class GpuExecutable:
                     f"jit({self.name}, backend='gpu'): the {type(step).__name__} step "
                     f"{step.name} has no GPU lowering; use backend='cpu' for this function"
                 )
-            out += STEP_RENDERERS(self, step, scope)
+            if self._profile:
+                self._prof_stack.append(step)
+            try:
+                out += STEP_RENDERERS(self, step, scope)
+            finally:
+                if self._profile:
+                    self._prof_stack.pop()
         return out
 
     @property
@@ -260,8 +303,23 @@ class GpuExecutable:
                 pending += c.homes
         return pending
 
+    def _call_profiled(self, args) -> list[GpuArray]:
+        """``call`` of a profiled build: each dispatch is submitted alone and waited for
+        (``_submit_timed``), and the open profiles get this call's times."""
+        n = len(self.profile_info.steps)
+        self._prof_times = (np.zeros(n), np.zeros(n, np.int64))
+        t0 = time.perf_counter()
+        outs = GpuExecutable.call(self, args)  # (each dispatch waited for: the work is done)
+        wall = time.perf_counter() - t0
+        seconds, runs = self._prof_times
+        step_profile.report(self.profile_info, seconds, runs, wall)
+        return outs
+
     def _submit(self, dispatches: list, slots: dict) -> None:
         if not dispatches:
+            return
+        if self._profile:
+            self._submit_timed(dispatches, slots)
             return
         encoder = self.rt.device.create_command_encoder()
         cpass = encoder.begin_compute_pass()
@@ -271,6 +329,28 @@ class GpuExecutable:
             cpass.dispatch_workgroups(*d.grid)
         cpass.end()
         self.rt.queue.submit([encoder.finish()])
+
+    def _submit_timed(self, dispatches: list, slots: dict) -> None:
+        """Profiled builds: each dispatch in a submission of its own, timed from its submit
+        until the queue is idle (a 4-byte read of a buffer it binds: wgpu 0.32's work-done
+        callback is not usable from Python), so each time includes a submission's and a
+        read's overhead."""
+        queue = self.rt.queue
+        seconds, runs = self._prof_times
+        for d in dispatches:
+            encoder = self.rt.device.create_command_encoder()
+            cpass = encoder.begin_compute_pass()
+            cpass.set_pipeline(d.pipeline)
+            cpass.set_bind_group(0, self._bind_group(d, slots))
+            cpass.dispatch_workgroups(*d.grid)
+            cpass.end()
+            command = encoder.finish()
+            t = time.perf_counter()
+            queue.submit([command])
+            self.rt.wait(slots[d.bindings[0][0]])
+            slot = self._prof_of[id(d)]
+            seconds[slot] += time.perf_counter() - t
+            runs[slot] += 1
 
     def _bind_group(self, d: Dispatch, slots):
         bufs = tuple(slots[key].buffer for key, _ in d.bindings)

@@ -203,6 +203,7 @@ class _SplitTrace(core.Trace):
         self.eqns: list[core.JaxprEqn] = []
         self.constvars: list[core.Var] = []
         self.consts: list = []
+        self.source = None  # the source line of the equation being split now
 
     def value(self, atom) -> _Value:
         return _Value(self, atom)
@@ -238,7 +239,7 @@ class _SplitTrace(core.Trace):
         out = core.cached_abstract_eval(primitive, tuple(a.aval for a in atoms), params)
         outs = out if primitive.multiple_results else [out]
         outvars = [core.Var(a) for a in outs]
-        self.eqns.append(core.JaxprEqn(primitive, atoms, params, outvars))
+        self.eqns.append(core.JaxprEqn(primitive, atoms, params, outvars, self.source))
         vals = [_Value(self, v) for v in outvars]
         return vals if primitive.multiple_results else vals[0]
 
@@ -350,22 +351,28 @@ class _Pass:
         return core.ClosedJaxpr(jaxpr, trace.consts)
 
     def eqns(self, eqns, env: dict, trace: _SplitTrace) -> None:
-        """Split ``eqns`` into ``trace``, reading and writing values in ``env``."""
-        for eqn in eqns:
-            args = [_read(env, x, trace) for x in eqn.invars]
-            if not self.needs_split(eqn, args):
-                atoms = [trace.atom(a) for a in args]
-                trace.eqns.append(core.JaxprEqn(eqn.primitive, atoms, eqn.params, eqn.outvars))
-                for v in eqn.outvars:
-                    env[v] = trace.value(v)
-                continue
-            rule = split_rule(eqn.primitive)
-            if rule is None:
-                raise LoweringError(_no_rule_message(eqn))
-            outs = rule(*args, **eqn.params)
-            outs = _normalize(eqn, outs)
-            for v, x in zip(eqn.outvars, outs):
-                env[v] = x
+        """Split ``eqns`` into ``trace``, reading and writing values in ``env``. The
+        equations a split rule adds keep the source line of the equation they replace."""
+        outer = trace.source
+        try:
+            for eqn in eqns:
+                args = [_read(env, x, trace) for x in eqn.invars]
+                if not self.needs_split(eqn, args):
+                    atoms = [trace.atom(a) for a in args]
+                    trace.eqns.append(eqn.replace(invars=atoms))
+                    for v in eqn.outvars:
+                        env[v] = trace.value(v)
+                    continue
+                rule = split_rule(eqn.primitive)
+                if rule is None:
+                    raise LoweringError(_no_rule_message(eqn))
+                trace.source = eqn.source_info or outer
+                outs = rule(*args, **eqn.params)
+                outs = _normalize(eqn, outs)
+                for v, x in zip(eqn.outvars, outs):
+                    env[v] = x
+        finally:
+            trace.source = outer
 
     def needs_split(self, eqn: core.JaxprEqn, args) -> bool:
         if any(type(a) is Pair for a in args):
@@ -440,7 +447,7 @@ def _fresh_eqns(eqns):
         invars = [rename.get(x, x) if type(x) is core.Var else x for x in e.invars]
         outvars = [core.Var(v.aval) for v in e.outvars]
         rename.update(zip(e.outvars, outvars))
-        out.append(core.JaxprEqn(e.primitive, invars, e.params, outvars))
+        out.append(e.replace(invars=invars, outvars=outvars))
     return out, rename
 
 

@@ -13,7 +13,9 @@ the remaining cost is the rest of tracing) and prints the ratio on/off:
 Each program is timed two ways: ``make_jaxpr(f)(*args)`` (tracing alone) and a fresh
 ``jit(f).lower(*args)`` (jit's first-call tracing and simplification, no compile). On and off
 runs alternate within each repeat so drift hits both alike; the reported time is the median
-over ``--repeats`` (each one call). The process is pinned to one core (``--cores``).
+over ``--repeats`` (each one call) of the thread's CPU time (``time.thread_time``, so that
+another process taking the core does not count). The process is pinned to one core
+(``--cores``).
 
 Run:  python bench/trace_overhead.py [--repeats 60] [--cores 1] [--only mlp,chain]
 
@@ -86,9 +88,11 @@ def programs():
 
 
 def timed(fn) -> float:
-    t0 = time.perf_counter()
+    """CPU seconds of this thread in ``fn()``: unlike wall time, not inflated when another
+    process takes the core (benchmarks here share a loaded machine)."""
+    t0 = time.thread_time()
     fn()
-    return time.perf_counter() - t0
+    return time.thread_time() - t0
 
 
 def main() -> None:

@@ -100,11 +100,12 @@ def layout(g: Graph) -> Layout:
                 for i, n in enumerate(row):
                     pos[n] = i
 
+        # the inputs (first layer) and outputs (last) keep their order: in0, in1, ...
         for k in range(SWEEPS):
             if k % 2 == 0:
-                sweep(layers[1:], preds)
+                sweep(layers[1:-1], preds)
             else:
-                sweep(layers[-2::-1], succs)
+                sweep(layers[-2:0:-1], succs)
         centre: dict[str, float] = {}
         y = 0.0
         width = 0.0

@@ -513,7 +513,7 @@ def sweep_tree(lengths) -> None:
                     for mode in ("never", "always", "auto")
                     if not (mode == "never" and n // rows > (1 << 20) and not QUICK)
                 }
-                if n >= 1 << 16:
+                if rows == 1 and n >= 1 << 16:
                     for per in (4, 16, 64):
                         for groups in (256, 1024, 4096):
                             runs[f"always per={per} groups={groups}"] = _measure(
@@ -776,6 +776,20 @@ def section_summary() -> None:
             continue
         vals = "  ".join(f"{k}={_fmt(r[k])}" for k in keys if r.get(k) is not None)
         print(f"  {r['name']:24s} {vals[:110]}")
+    wrong = [
+        r
+        for r in rows
+        if r.get("ok") is False
+        or r.get("exact") is False
+        or r.get("losses_fall") is False
+        or any(
+            isinstance(r.get(k), (int, float)) and not r[k] < 1e-4
+            for k in ("rel_err", "params_rel_err", "err_over_sum_abs", "max_err_over_scale")
+        )
+    ]
+    print(f"WRONG RESULTS: {len(wrong)}")
+    for r in wrong:
+        print(f"  {json.dumps(r)[:200]}")
     print("sweeps (best per sweep; errors):")
     for r in rows:
         if r["section"] == "sweep" and (r["name"].endswith("_best") or "error" in r):

@@ -25,7 +25,7 @@ section() {  # name budget command...
   echo "=== $name (budget ${budget}s, at $(( s - T0 ))s) ==="
   timeout -k 5 "$budget" "$@" >>"$OUT/$name.log" 2>&1
   local rc=$?
-  echo "=== $name: rc=$rc in $(( $(date +%s) - s ))s ===" | tee -a "$OUT/$name.log"
+  echo "=== $name: rc=$rc in $(( $(date +%s) - s ))s ===" >>"$OUT/$name.log"
   tail -n 25 "$OUT/$name.log"
 }
 

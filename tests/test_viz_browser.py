@@ -106,11 +106,19 @@ def test_click_group_header_collapses_then_expands(page):
     gid, x, y = page.eval(js_box)
     state = f"document.getElementById('{gid}').classList.contains('collapsed')"
     body = f"getComputedStyle(document.getElementById('{gid}').querySelector('.body')).display"
+    # the panel's last output lies below the group: it moves up while the group is collapsed
+    below = (
+        f"document.getElementById('{gid}').closest('.panel')"
+        ".querySelector(':scope>.node.output:last-of-type').getBoundingClientRect().y"
+    )
     assert page.eval(state) is False and page.eval(body) != "none"
+    y0 = page.eval(below)
     page.click(x, y)
     assert page.eval(state) is True and page.eval(body) == "none"
+    assert page.eval(below) < y0 - 5
     page.click(x, y)
     assert page.eval(state) is False and page.eval(body) != "none"
+    assert abs(page.eval(below) - y0) < 0.5
 
 
 def test_hover_links_backward_to_forward(page):

@@ -14,7 +14,7 @@ import json
 from html import escape
 
 from fungrad.viz.graph import Graph
-from fungrad.viz.layout import HEADER_H, Layout, node_text
+from fungrad.viz.layout import HEADER_H, PAD, Layout, node_text
 
 __all__ = ["Panel", "render_page"]
 
@@ -67,7 +67,7 @@ def _panel_svg(p: Panel, pid: str, ox: float, oy: float, kcolour: dict[str, int]
         x, y, w, h = lay.boxes[nid]
         x, y = x + ox, y + oy
         ks = p.kernels.get(nid, [])
-        attrs = f'id="{pid}-{nid}" data-kind="{n.kind}"'
+        attrs = f'id="{pid}-{nid}" data-kind="{n.kind}" data-box="{x:.1f} {y:.1f} {w:.1f} {h:.1f}"'
         if n.source_key:
             attrs += f' data-src-key="{escape(n.source_key)}"'
         if ks:
@@ -87,11 +87,11 @@ def _panel_svg(p: Panel, pid: str, ox: float, oy: float, kcolour: dict[str, int]
                 " collapsed" if n.children and any(c in p.collapsed for c in n.children) else ""
             )
             out.append(
-                f'<g class="{cls} node" {attrs} data-eqns="'
+                f'<g class="{cls} node" {attrs} data-h="{h:.1f}" data-eqns="'
                 f'{sum(g.groups[c].n_eqns for c in n.children)}">'
                 f"<title>{escape(tip)}</title>"
                 f'<rect class="frame" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}"'
-                f' data-h="{h:.1f}"{style}/>'
+                f"{style}/>"
                 f'<g class="hdr"><rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" '
                 f'height="{HEADER_H}"/>'
                 f'<text x="{x + 6:.1f}" y="{y + 15:.1f}">▾ {escape(node_text(n.label))}</text></g>'
@@ -174,7 +174,8 @@ svg{width:100%;height:100%;cursor:grab;user-select:none}
 .group>.hdr rect{fill:#dde;stroke:#667;cursor:pointer}
 .group>.hdr text{text-anchor:start;font-weight:bold;pointer-events:none}
 .group.collapsed>.body,.group.collapsed>.frame{display:none}
-.sub>rect{fill:#fff;fill-opacity:.6;stroke:#aab}.sub>text{font:10px sans-serif;fill:#556}
+.sub>rect{fill:#fff;fill-opacity:.6;stroke:#aab}
+.sub>text{font:10px sans-serif;fill:#556;text-anchor:start}
 .edge path{fill:none;stroke:#999;stroke-width:1}
 .edge text{font:9px ui-monospace,monospace;fill:#777}
 .ptitle{font:bold 15px sans-serif}
@@ -196,9 +197,39 @@ let vb=svg.viewBox.baseVal;
 (function fit(){const r=svg.getBoundingClientRect();if(!r.width||!r.height)return;
  const W=vb.width,s=Math.max(Math.min(r.width/W,r.height/vb.height),0.5);
  vb.width=r.width/s;vb.height=r.height/s;vb.x=Math.min(0,(W-vb.width)/2);vb.y=0;})();
-function toggle(g){g.classList.toggle('collapsed');
+const HDR=%HDR%,PAD=%PAD%;
+// A collapsed group shrinks to its header and what lies below it in its jaxpr moves up (and
+// down again on expanding), up through the enclosing groups; edges are redrawn to follow.
+function box(n){return n.getAttribute('data-box').split(' ').map(Number);}
+function dy(n){return +(n.getAttribute('data-dy')||0);}
+function setDy(n,v){n.setAttribute('data-dy',v);n.setAttribute('transform','translate(0,'+v+')');}
+function visH(n){return n.classList.contains('group')?
+ (n.classList.contains('collapsed')?HDR:+n.getAttribute('data-h')):box(n)[3];}
+function redraw(c){for(const e of c.children){if(!e.classList.contains('edge'))continue;
+ const a=document.getElementById(e.getAttribute('data-src')),
+  b=document.getElementById(e.getAttribute('data-dst'));if(!a||!b)continue;
+ const A=box(a),B=box(b),ax=A[0]+A[2]/2,ay=A[1]+dy(a)+visH(a),bx=B[0]+B[2]/2,by=B[1]+dy(b),
+  my=(ay+by)/2;
+ e.querySelector('path').setAttribute('d','M'+ax+','+ay+' C'+ax+','+my+' '+bx+','+my+' '+bx+','+by);
+ const t=e.querySelector('text');if(t){t.setAttribute('x',(ax+bx)/2+3);t.setAttribute('y',my+3);}}}
+function shift(n,bottom,delta){if(!delta)return;const c=n.parentNode;
+ for(const m of c.children){if(m===n||!m.classList.contains('node'))continue;
+  if(box(m)[1]+dy(m)>=bottom-0.5)setDy(m,dy(m)+delta);}
+ redraw(c);
+ if(!c.classList.contains('sub'))return;
+ const r=c.querySelector(':scope>rect');r.setAttribute('height',+r.getAttribute('height')+delta);
+ const o=c.parentNode.parentNode,old=+o.getAttribute('data-h'),
+  hs=[...o.querySelectorAll(':scope>.body>.sub>rect')].map(x=>+x.getAttribute('height')),
+  h=HDR+2*PAD+Math.max(...hs);
+ o.setAttribute('data-h',h);o.querySelector(':scope>.frame').setAttribute('height',h);
+ if(!o.classList.contains('collapsed'))shift(o,box(o)[1]+dy(o)+old,h-old);}
+function toggle(g){const old=visH(g);g.classList.toggle('collapsed');
  const t=g.querySelector(':scope>.hdr text');
- if(t)t.textContent=(g.classList.contains('collapsed')?'▸':'▾')+t.textContent.slice(1);}
+ if(t)t.textContent=(g.classList.contains('collapsed')?'▸':'▾')+t.textContent.slice(1);
+ shift(g,box(g)[1]+dy(g)+old,visH(g)-old);}
+// groups the page starts with collapsed were laid out expanded: collapse them, innermost first
+[...document.querySelectorAll('.group.collapsed')].reverse().forEach(g=>{
+ g.classList.remove('collapsed');toggle(g);});
 window.fgToggle=toggle;
 svg.addEventListener('click',e=>{const h=e.target.closest('.hdr');
  if(h){toggle(h.parentNode);e.stopPropagation();}});
@@ -256,5 +287,7 @@ def render_page(
         "group header to collapse or expand it; drag to pan, wheel to zoom</div></div>"
         + _side_panel(steps, profile, note)
         + f"<script type='application/json' id='fg-meta'>{escape(json.dumps(meta))}</script>"
-        + f"<script>{_JS}</script></body></html>"
+        + "<script>"
+        + _JS.replace("%HDR%", str(HEADER_H)).replace("%PAD%", str(PAD))
+        + "</script></body></html>"
     )

@@ -87,8 +87,10 @@ def viz(
     title: str | None = None,
     **kwargs,
 ) -> Viz:
-    """An interactive HTML view of ``fun`` traced on ``args``/``kwargs`` (arrays, or
-    ``ShapeDtypeStruct``s standing for them).
+    """An interactive HTML graph of ``fun``'s jaxpr (fusion plan, backward pass, source lines).
+
+    ``fun`` is traced on ``args``/``kwargs`` (arrays, or ``ShapeDtypeStruct``s standing for
+    them).
 
     * ``fusion=True`` (implied for ``fg.jit(f)``): the program as the CPU backend optimises and
       plans it, each equation coloured by the fused kernel (or matrix product, library call)

@@ -265,7 +265,10 @@ class Executable:
         the open profiles get this call's times (``lowering/profile.py``)."""
         info = self.profile_info
         values = [a._value if is_concrete_array(a) else a for a in args]
-        outs = [np.empty(s, d) for s, d, _ in self._outs]
+        outs = [
+            np.empty(s, d) if pool is None else pool.take()
+            for (s, d, _), pool in zip(self._outs, self._pools)
+        ]
         timing = np.zeros(2 * len(info.steps), np.int64)
         scratch = (np.empty(self._scratch_bytes, np.uint8),) if self._scratch_bytes else ()
         packed = (*values, *self._consts, *outs, *scratch, timing)

@@ -18,7 +18,9 @@ general path (``config.jit_general_only``) while it is open.
 
 The results are identical with and without profiling (the same plan and code, plus clock
 reads between steps). Times include what a step costs at that place in the program (caches
-warmed or not by the previous step); the timing itself is two clock reads per step.
+warmed or not by the previous step). The timing costs ~0.15 us per step run (two clock reads
+and an add; a 200 000-iteration loop of two tiny kernels ran 0.32 us per iteration slower), so
+times of sub-microsecond steps in loop bodies are mostly the timer's.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ records the forward primitive, see :attr:`fungrad.source_info.SourceInfo.forward
 forward primitive and line with what makes its derivative blow up and the fix (the "double
 where" trick for a value masked out by ``where``).
 
-A jitted call only screens its outputs (:func:`may_hold_invalid`: one reduction per floating
-output, so a call with no NaN costs almost nothing more) and, when one is seen, :func:`hunt`
+A jitted call only screens its outputs (:func:`may_hold_invalid`: a max per floating output,
+so a call with no NaN costs almost nothing more) and, when one is seen, :func:`hunt`
 runs the traced program again op by op on the same arguments, with the checks on, stepping
 into ``jit``, ``scan``, ``while`` and ``cond`` bodies itself so that the failing iteration is
 named too. When the op-by-op run stays clean (the invalid value only appears in the compiled
@@ -204,18 +204,29 @@ def _invalid_inputs(inputs) -> str:
 
 def may_hold_invalid(values) -> bool:
     """Whether a floating value of ``values`` may hold a NaN (``debug_nans``) or an infinity
-    (``debug_infs``): one sum per value, which is NaN when any entry is (and not finite when
-    any is infinite); an overflowing sum of finite values only costs the exact check."""
-    nans, infs = config.debug_nans, config.debug_infs
+    (``debug_infs``), in one fast reduction per value: a max, which is NaN when any entry is
+    (NaN propagates), and for infinities a min too (an infinity is an extreme). It never
+    misses one; it only says "maybe" wrongly for a NaN when only debug_infs is on, and for a
+    complex value (screened by its sum, which may overflow): that costs the exact check."""
+    infs = config.debug_infs
     for v in values:
-        v = np.asarray(v)
-        if v.dtype.kind not in "fc" or v.size == 0:
-            continue
-        with np.errstate(over="ignore", invalid="ignore"):
-            s = v.sum()
-        if (infs and not np.isfinite(s)) or (nans and np.isnan(s)):
-            return True
+        value = getattr(v, "_value", None)  # an Array's numpy value, without a copy
+        v = value if type(value) is np.ndarray else np.asarray(v)
+        kind = v.dtype.kind
+        if kind == "f":
+            if not v.size:
+                continue
+            hi = _max(v, axis=None)
+            if hi != hi or (infs and (hi == _INF or _min(v, axis=None) == -_INF)):
+                return True
+        elif kind == "c" and v.size:
+            with np.errstate(over="ignore", invalid="ignore"):
+                if not np.isfinite(v.sum()):
+                    return True
     return False
+
+
+_max, _min, _INF = np.maximum.reduce, np.minimum.reduce, np.inf
 
 
 def _first_invalid(values):

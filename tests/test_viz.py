@@ -116,6 +116,21 @@ def test_profile_badges_and_fusion_flag():
     assert 'class="badge">25 µs' in v.html
 
 
+def test_profile_times_key_the_plan_steps():
+    """The step names a real fungrad.profile() reports are the viewer's: every timed step of
+    the jitted gradient gets its badge."""
+    from fungrad.profiler import profile
+
+    step = fg.jit(fg.grad(mlp_loss, argnums=(0, 1)))
+    with profile() as prof:
+        step(*GEMM_ARGS)
+    times = prof.times()
+    v = viz(step, *GEMM_ARGS, profile=prof)
+    names = {s["name"] for s in v.plan.summaries}
+    assert set(times) == names
+    assert v.html.count('class="badge"') == len(times)
+
+
 def test_backward_links_forward_lines():
     v = viz(fg.grad(mlp_loss), *MLP_ARGS)
     assert set(v.graphs) == {"forward", "backward"}
@@ -196,7 +211,18 @@ def test_cli(tmp_path):
     assert r.returncode == 0, r.stderr
     html = out.read_text(encoding="utf-8")
     assert "model.py:4 (loss)" in html and "Fusion plan" in html and "f32[2,4]" in html
-    bad = subprocess.run(
-        [*cmd[:-2], "f32[4,x]"], cwd=tmp_path, env=env, capture_output=True, text=True
-    )
-    assert bad.returncode == 2 and "bad argument spec 'f32[4,x]'" in bad.stderr
+
+
+def test_cli_bad_input(tmp_path, capsys, monkeypatch):
+    from fungrad.viz import cli
+
+    (tmp_path / "model2.py").write_text("def loss(x):\n    return x\n")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["model2.py:loss", "--args", "f32[4,x]"]) == 2
+    assert "bad argument spec 'f32[4,x]'" in capsys.readouterr().err
+    assert cli.main(["model2.py:nope", "--args", "f32[4]"]) == 2
+    assert "has no attribute 'nope'" in capsys.readouterr().err
+    assert cli.main(["model2.py"]) == 2
+    assert "expected module:function" in capsys.readouterr().err
+    assert cli.main(["model2.py:loss", "--args", "f32[4]", "-o", "o.html"]) == 0
+    assert (tmp_path / "o.html").exists()

@@ -95,9 +95,9 @@ def viz(
     * ``fusion=True`` (implied for ``fg.jit(f)``): the program as the CPU backend optimises and
       plans it, each equation coloured by the fused kernel (or matrix product, library call)
       computing it, with a side panel listing the plan's steps and their buffers.
-    * ``profile``: ``{step name: seconds}`` (``k3``, ``dot_general_t4``, ``scan1``: the names
-      ``fg.profile`` reports and the side panel shows) as a time badge per step; implies
-      ``fusion=True``.
+    * ``profile``: a ``fungrad.profile()`` result (its ``times()``) or ``{step name: seconds}``
+      (``k3``, ``dot_general_t4``, ``scan1``: the names the profile reports and the side panel
+      shows), each step's time as a badge; implies ``fusion=True``.
     * ``backward=True`` (implied for ``fg.grad(f)``): ``f``'s forward program and its gradient
       side by side; hovering an equation highlights the equations of the same source line in
       both.
@@ -110,6 +110,8 @@ def viz(
             f"viz: expected a function to trace, got {type(fun).__name__}; "
             "call fg.viz(f, *example_args)"
         )
+    if callable(getattr(profile, "times", None)):  # a fungrad.profile() result
+        profile = profile.times()
     if profile is not None and not hasattr(profile, "items"):
         raise TypeError(
             f"viz: profile must map step names to seconds ({{'k3': 1.2e-5}}), got "
@@ -122,6 +124,15 @@ def viz(
     graphs: dict[str, Graph] = {}
     panels: list[Panel] = []
     steps, plan, note = [], None, ""
+
+    def trace(f, planned):
+        """``f``'s jaxpr: for the fusion plan the one ``jit`` traces and compiles (the plan,
+        and a profile's step names, are then those of the jitted function); else as
+        ``make_jaxpr`` prints it."""
+        if planned:
+            lowerer = fun if jitted and f is inner else api.jit(f)
+            return lowerer.lower(*args, **kwargs).jaxpr
+        return api.make_jaxpr(f)(*args, **kwargs)
 
     def add_panel(key, label, closed, planned):
         nonlocal plan, steps, note
@@ -148,14 +159,12 @@ def viz(
     if backward:
         forward_fun = grad_of if grad_of is not None else inner
         grad_fun = inner if grad_of is not None else autodiff.grad(inner)
-        add_panel(
-            "forward", f"forward: {name}", api.make_jaxpr(forward_fun)(*args, **kwargs), False
-        )
-        grad_jaxpr = api.make_jaxpr(grad_fun)(*args, **kwargs)
+        add_panel("forward", f"forward: {name}", trace(forward_fun, False), False)
+        grad_jaxpr = trace(grad_fun, fusion)
         add_panel("backward", f"backward: grad({name})", grad_jaxpr, fusion)
         links = _links(graphs["forward"], graphs["backward"])
     else:
-        add_panel("forward", name, api.make_jaxpr(inner)(*args, **kwargs), fusion)
+        add_panel("forward", name, trace(inner, fusion), fusion)
     html = render_page(title or f"fungrad viz: {name}", panels, steps, profile, note)
     out = Viz(html, graphs, plan, links)
     if path is not None:

@@ -451,7 +451,12 @@ class EvalTrace(Trace):
         # The shape rule runs first: bad input gets the primitive's own error (naming the
         # operation, shapes and dtypes), never numpy's, and the impl only sees valid input.
         out_avals = cached_abstract_eval(primitive, tuple(avals), params)
-        out = primitive.impl(*vals, **params)
+        try:
+            out = primitive.impl(*vals, **params)
+        except FloatingPointError as e:  # debug_nans in a loop body: name the iteration too
+            from fungrad import nan_hunt
+
+            raise nan_hunt.locate(primitive, vals, params, e) from None
         if config.eager_checks:  # check_impl_avals, debug_nans or debug_infs
             if config.check_impl_avals:
                 _check_impl_avals(primitive, out, out_avals, params)

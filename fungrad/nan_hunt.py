@@ -295,6 +295,29 @@ def hunt(closed: core.ClosedJaxpr, args) -> FloatingPointError | None:
     return None
 
 
+def locate(primitive, vals, params, error: FloatingPointError) -> FloatingPointError:
+    """The error to raise when the eager impl of ``primitive`` (on numpy ``vals``) raised
+    ``error`` from a debug check inside it: for a scan, while or cond, the same check found
+    again by stepping through its body, so that it names the iteration or branch too."""
+    from fungrad.array import Array
+
+    step = _STEP_INTO.get(primitive.name)
+    if step is None:
+        return error
+    eqn = core.JaxprEqn(primitive, [], params, [], source_info.current(3))
+    outer = _context.stack
+    if outer is None:
+        _context.stack = []
+    try:
+        step(eqn, [Array(v) for v in vals])
+    except FloatingPointError as e:
+        return e
+    finally:
+        if outer is None:
+            _context.stack = None
+    return error
+
+
 def _run(jaxpr: core.Jaxpr, consts, args) -> list:
     """``core.eval_jaxpr`` that steps into the bodies of jit, scan, while and cond itself."""
     from fungrad.array import Array

@@ -346,3 +346,24 @@ def test_gpu_backend(nans):
         fnp.array([0.0, 1.0]),
         match=r"in the derivative \(jvp or backward pass\) of sqrt",
     )
+
+
+def test_eager_loops_name_the_iteration_too(nans):
+    body_line = _line(_scanned, "fnp.log")
+    _raises(
+        _scanned,
+        fnp.ones(5),
+        match=rf"encountered in log at {HERE}:{body_line} .*, in iteration 3 of the scan",
+    )
+
+    def nested(x):
+        def outer(c, xi):
+            return c, lax.scan(lambda d, _: (d - xi, fnp.sqrt(d - xi)), c, None, length=3)[1]
+
+        return lax.scan(outer, 2.0, x)[1]
+
+    _raises(
+        nested,
+        fnp.array([0.5, 1.0]),
+        match=r"encountered in sqrt .*in iteration 2 of the scan .*, in iteration 1 of the scan",
+    )

@@ -195,7 +195,7 @@ _JS = """
 const svg=document.getElementById('graph'),info=document.getElementById('info');
 let vb=svg.viewBox.baseVal;
 (function fit(){const r=svg.getBoundingClientRect();if(!r.width||!r.height)return;
- const W=vb.width,s=Math.max(Math.min(r.width/W,r.height/vb.height),0.5);
+ const W=vb.width,s=Math.max(Math.min(r.width/W,1),0.35);  // fit the width, at most 1:1
  vb.width=r.width/s;vb.height=r.height/s;vb.x=Math.min(0,(W-vb.width)/2);vb.y=0;})();
 const HDR=%HDR%,PAD=%PAD%;
 // A collapsed group shrinks to its header and what lies below it in its jaxpr moves up (and

@@ -99,6 +99,10 @@ def test_fusion_kernels_cover_every_equation():
     for eqn, steps in zip(plan.jaxpr.jaxpr.eqns, plan.steps):
         assert steps, f"{eqn.primitive.name} is in no step"
         assert set(steps) <= names
+    prog = plan.program
+    assert f"{len(prog.temps)} temporaries sharing {prog.scratch_bytes} bytes" in v.html
+    temp = next(b for b in prog.temps)
+    assert f"{temp.name} (temp) {temp.dtype.name}{list(temp.shape)}" in v.html
     kinds = {s["kind"] for s in plan.summaries}
     assert "kernel" in kinds and "gemm" in kinds
     for name in names:

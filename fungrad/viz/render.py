@@ -134,10 +134,12 @@ def _fmt_time(s: float) -> str:
     return f"{s * 1e6:.3g} µs"
 
 
-def _side_panel(steps: list[dict], profile: dict | None, note: str) -> str:
+def _side_panel(steps: list[dict], profile: dict | None, note: str, summary: str) -> str:
     if not steps and not note:
         return ""
     rows = [f'<div id="side"><h3>Fusion plan: {len(steps)} steps</h3>']
+    if summary:
+        rows.append(f'<p class="summary">{escape(summary)}</p>')
     if note:
         rows.append(f'<p class="note">{escape(note)}</p>')
     for i, s in enumerate(steps):
@@ -266,6 +268,7 @@ def render_page(
     steps: list[dict] | None = None,
     profile: dict | None = None,
     note: str = "",
+    summary: str = "",
 ) -> str:
     """The page's HTML (see the module docstring)."""
     steps = steps or []
@@ -285,7 +288,7 @@ def render_page(
         + "".join(body)
         + '</svg><div id="info">hover a node: its types, source line and kernels; click a '
         "group header to collapse or expand it; drag to pan, wheel to zoom</div></div>"
-        + _side_panel(steps, profile, note)
+        + _side_panel(steps, profile, note, summary)
         + f"<script type='application/json' id='fg-meta'>{escape(json.dumps(meta))}</script>"
         + "<script>"
         + _JS.replace("%HDR%", str(HEADER_H)).replace("%PAD%", str(PAD))

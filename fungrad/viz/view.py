@@ -165,11 +165,28 @@ def viz(
         links = _links(graphs["forward"], graphs["backward"])
     else:
         add_panel("forward", name, trace(inner, fusion), fusion)
-    html = render_page(title or f"fungrad viz: {name}", panels, steps, profile, note)
+    summary = ""
+    if plan is not None:
+        prog = plan.program
+        summary = (
+            f"{len(prog.inputs)} inputs, {len(prog.outputs)} outputs, {len(prog.consts)} "
+            f"constants; {len(prog.temps)} temporaries sharing {prog.scratch_bytes} bytes of "
+            "scratch (reused once their last reader has run)"
+        )
+        if profile:
+            summary += f"; profiled: {_fmt_total(profile)} in all"
+    html = render_page(
+        title or f"fungrad viz: {name}", panels, steps, profile, note, summary=summary
+    )
     out = Viz(html, graphs, plan, links)
     if path is not None:
         out.save(path)
     return out
+
+
+def _fmt_total(profile) -> str:
+    total = sum(float(t) for t in profile.values())
+    return f"{total * 1e3:.3g} ms" if total >= 1e-3 else f"{total * 1e6:.3g} µs"
 
 
 def _concrete(x):

@@ -16,7 +16,10 @@ from fungrad.lax.control_flow.common import (
     check_same_outputs,
     eval_closed,
 )
-from fungrad.lax.control_flow.loop_invariants import hoist_loop_invariants
+from fungrad.lax.control_flow.scan_residuals import (
+    known_scan_residuals,
+    recompute_cheap_residuals,
+)
 from fungrad.lax.utils import operand, standard_primitive
 from fungrad.lowering import control_flow as control_flow_lowering
 from fungrad.lowering import kernel
@@ -729,9 +732,14 @@ def _scan_partial_eval(trace, args, params):
     k_xs = [a for a, u in zip(xs, xs_uk) if not u]
     n_kcarry = len(k_init)
     n_kout = len(known_j.out_avals) - num_res  # known carries, then known ys
-    res_src, known_j, hoisted_vals = _known_scan_residuals(
-        trace, known_j, k_consts, k_xs, n_kcarry, n_kout, num_res
+    with core.set_current_trace(trace.parent):
+        res_src, res_vars, known_j, hoisted_vals = known_scan_residuals(
+            known_j, k_consts, k_xs, n_kcarry, n_kout, num_res
+        )
+    res_src, known_j, unknown_j = recompute_cheap_residuals(
+        known_j, unknown_j, res_src, res_vars, n_kout
     )
+    num_res = len(res_src)
     n_hc = len(hoisted_vals)
     known_in = [*hoisted_vals, *k_init, *k_xs]
     with core.set_current_trace(trace.parent):
@@ -786,62 +794,6 @@ def _scan_partial_eval(trace, args, params):
     )
     k_it, u_it = iter(known_out), iter(unknown_out)
     return [next(u_it) if u else next(k_it) for u in out_uk]
-
-
-def _known_scan_residuals(trace, known_j, k_consts, k_xs, n_kcarry, n_kout, num_res):
-    """Where each residual of the known scan body ``known_j`` (invars: known consts, carries,
-    xs; outvars: ``n_kout`` known outputs, then ``num_res`` residuals) comes from, and the
-    known scan to run: ``(res_src, body, hoisted)``. ``body`` takes ``(*hoisted, *known
-    carries, *known xs)`` and returns the known outputs and the residuals it still stacks.
-    ``res_src[i]`` is ``("const", value)`` for a loop-invariant residual (computed now, once),
-    ``("xs", value)`` for a known xs leaf or ``("out", k)`` for output ``k`` of the body (a
-    stacked residual, or a known ys output the residual repeats)."""
-    n_kc = len(k_consts)
-    movable = [False] * n_kout + [True] * num_res
-    split = hoist_loop_invariants(known_j, n_kc, movable)
-    res_src = []
-    if split is None:
-        hoisted = list(k_consts)
-        res_src = [("out", n_kout + i) for i in range(num_res)]
-    else:
-        with core.set_current_trace(trace.parent):
-            vals = core.eval_jaxpr(split.hoisted.jaxpr, split.hoisted.consts, *k_consts)
-        hoisted = vals[: split.n_loop_consts]
-        for kind, k in split.out_src[n_kout:]:
-            if kind == "hoisted":
-                res_src.append(("const", vals[split.n_loop_consts + k]))
-            else:
-                res_src.append(("out", k))
-        known_j = split.loop
-    # Stacked residuals that the known scan already has stacked: known xs leaves and known ys
-    # outputs are passed as they are instead of being saved a second time.
-    j = known_j.jaxpr
-    n_in_consts = len(hoisted)
-    xs_vars = {v: i for i, v in enumerate(j.invars[n_in_consts + n_kcarry :])}
-    ys_vars = {}
-    for k in range(n_kcarry, n_kout):
-        v = j.outvars[k]
-        if type(v) is core.Var:
-            ys_vars.setdefault(v, k)
-    keep_out = list(range(n_kout))
-    new_src = []
-    for kind, val in res_src:
-        if kind == "out":
-            v = j.outvars[val]
-            if type(v) is core.Var and v in xs_vars:
-                new_src.append(("xs", k_xs[xs_vars[v]]))
-                continue
-            if type(v) is core.Var and v in ys_vars:
-                new_src.append(("out", ys_vars[v]))
-                continue
-            new_src.append(("out", len(keep_out)))
-            keep_out.append(val)
-        else:
-            new_src.append((kind, val))
-    if len(keep_out) != len(j.outvars):
-        j = core.Jaxpr(j.constvars, j.invars, j.eqns, [j.outvars[k] for k in keep_out])
-        known_j = core.ClosedJaxpr(j, known_j.consts)
-    return new_src, known_j, hoisted
 
 
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, linear):

@@ -705,11 +705,12 @@ def _scan_partial_eval(trace, args, params):
     residuals (so reverse mode can run it backwards).
 
     Residuals that change per iteration are stacked (ys of the known scan) and read as xs of
-    the unknown one, except those that are already stacked: a known xs leaf, or a known ys
-    output, is passed as it is. Residuals that depend only on the constants (the weights a
-    body multiplies by) are computed once, before the known scan, and become constants of the
-    unknown scan (loop_invariants.py): the memory of the residuals grows with ``length`` only
-    for values that really differ per step."""
+    the unknown one, except those that are already stacked (a known xs leaf, a known ys
+    output: passed as they are) and those cheap arithmetic rebuilds from other saved ones
+    (recomputed by the unknown scan). Residuals that depend only on the constants (the weights
+    a body multiplies by) are computed once, before the known scan, and become constants of
+    the unknown scan. So the memory of the residuals grows with ``length`` only for values
+    that really differ per step (scan_residuals.py)."""
     jaxpr, num_consts, num_carry = params["jaxpr"], params["num_consts"], params["num_carry"]
     length, reverse = params["length"], params["reverse"]
     unknown = [trace.is_unknown(a) for a in args]

@@ -224,6 +224,10 @@ def test_log_compiles_inside_transforms_aot_and_profiles(caplog, log_compiles):
         g.lower(x).compile()  # ahead of time: traced and compiled here
         (aot,) = _compile_records(caplog)
         assert tuple(aot.fungrad_phases) == ("trace", *PHASES) and "x: f32[16]" in aot.getMessage()
+        detail = aot.fungrad_compile_detail  # the CPU's compile phase, split
+        assert set(detail) == {"llvm_passes", "codegen", "load", "setup", "cache_hit"}
+        parts = sum(v for k, v in detail.items() if k != "cache_hit")
+        assert parts == pytest.approx(aot.fungrad_phases["compile"], rel=1e-6, abs=1e-9)
         caplog.clear()
         with profile():
             g(x)  # the profiled build is a compile of its own

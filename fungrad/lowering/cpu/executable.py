@@ -170,6 +170,16 @@ class Executable:
             "render": t4 - t3,
             "compile": t5 - t4,
         }
+        # what "compile" spent: LLVM's passes, code generation, loading, and the rest (the
+        # process's first compile also builds the runtime libraries it links to)
+        st = self.module.stats
+        self.compile_detail = {
+            "llvm_passes": st.parse_s + st.optimize_s,
+            "codegen": st.codegen_s,
+            "load": st.load_s,
+            "setup": max(0.0, (t5 - t4) - st.total_s),
+            "cache_hit": st.cache_hit,
+        }
         # the thread budget (FUNGRAD_NUM_THREADS, CPU affinity) is read once per executable; the
         # native pool is compiled only when a parallel step may use it (llvm.parallel_for)
         self._nthreads = threads.num_threads()

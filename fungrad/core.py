@@ -461,7 +461,8 @@ class EvalTrace(Trace):
             if config.check_impl_avals:
                 _check_impl_avals(primitive, out, out_avals, params)
             if config.debug_nans or config.debug_infs:
-                check_nans_infs(primitive.name, out if primitive.multiple_results else [out], vals)
+                outs = out if primitive.multiple_results else [out]
+                check_nans_infs(primitive.name, outs, vals, params)
         if primitive.multiple_results:
             return [array_type.from_impl(o, a) for o, a in zip(out, out_avals)]
         return array_type.from_impl(out, out_avals)
@@ -490,12 +491,12 @@ def cached_abstract_eval(primitive, avals, params):
     return out
 
 
-def check_nans_infs(where: str, values, inputs=None) -> None:
+def check_nans_infs(where: str, values, inputs=None, params=None) -> None:
     """With ``debug_nans`` / ``debug_infs`` on: FloatingPointError when a floating value in
     ``values`` (numpy arrays, the outputs of primitive ``where``) holds a NaN / an infinity,
     naming ``where``, the user's source line of the call (and the forward primitive when it
     was made while differentiating one), the first bad index and a summary of ``inputs`` (the
-    primitive's numpy inputs); see :mod:`fungrad.nan_hunt`."""
+    primitive's numpy inputs; ``params`` its params); see :mod:`fungrad.nan_hunt`."""
     for i, v in enumerate(values):
         v = np.asarray(v)
         if v.dtype.kind not in "fc" or v.size == 0:
@@ -511,7 +512,7 @@ def check_nans_infs(where: str, values, inputs=None) -> None:
                 from fungrad import nan_hunt
 
                 src = source_info.current(2)  # the user's line (worked out only on failure)
-                raise nan_hunt.primitive_error(where, values, i, kind, bad, inputs, src)
+                raise nan_hunt.primitive_error(where, values, i, kind, bad, inputs, src, params)
 
 
 def _check_impl_avals(primitive, out, out_avals, params):

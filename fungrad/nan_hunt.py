@@ -133,10 +133,15 @@ class _Context(threading.local):
 _context = _Context()
 
 
-def primitive_error(where: str, values, index: int, kind: str, bad, inputs, src):
+def primitive_error(where: str, values, index: int, kind: str, bad, inputs, src, params=None):
     """The :class:`FloatingPointError` for output ``index`` of primitive ``where`` (named
-    ``kind``: "nan" or "inf", at the entries ``bad``), given its numpy ``inputs`` (or None) and
-    the user's source ``src`` (a SourceInfo or None)."""
+    ``kind``: "nan" or "inf", at the entries ``bad``), given its numpy ``inputs`` (or None),
+    the user's source ``src`` (a SourceInfo or None) and its ``params``. A compiled ``jit``
+    call made inside a transform is run again op by op to name the primitive inside it."""
+    if where == "jit" and params is not None and inputs is not None:
+        inner = _step_again(where, params, inputs, src)
+        if inner is not None:
+            return inner
     v = np.asarray(values[index])
     first = tuple(int(j) for j in np.argwhere(bad)[0])
     out = f"output {index} " if len(values) > 1 else "output "
@@ -299,12 +304,19 @@ def locate(primitive, vals, params, error: FloatingPointError) -> FloatingPointE
     """The error to raise when the eager impl of ``primitive`` (on numpy ``vals``) raised
     ``error`` from a debug check inside it: for a scan, while or cond, the same check found
     again by stepping through its body, so that it names the iteration or branch too."""
+    found = _step_again(primitive.name, params, vals, source_info.current(3))
+    return error if found is None else found
+
+
+def _step_again(name: str, params, vals, src) -> FloatingPointError | None:
+    """Run the jit, scan, while or cond ``name`` (``params``, on numpy ``vals``) again,
+    stepping into its bodies with the checks on; the first check's error, or None."""
     from fungrad.array import Array
 
-    step = _STEP_INTO.get(primitive.name)
+    step = _STEP_INTO.get(name)
     if step is None:
-        return error
-    eqn = core.JaxprEqn(primitive, [], params, [], source_info.current(3))
+        return None
+    eqn = core.JaxprEqn(core.primitives[name], [], params, [], src)
     outer = _context.stack
     if outer is None:
         _context.stack = []
@@ -315,7 +327,7 @@ def locate(primitive, vals, params, error: FloatingPointError) -> FloatingPointE
     finally:
         if outer is None:
             _context.stack = None
-    return error
+    return None
 
 
 def _run(jaxpr: core.Jaxpr, consts, args) -> list:

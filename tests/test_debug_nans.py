@@ -367,3 +367,18 @@ def test_eager_loops_name_the_iteration_too(nans):
         fnp.array([0.5, 1.0]),
         match=r"encountered in sqrt .*in iteration 2 of the scan .*, in iteration 1 of the scan",
     )
+
+
+def test_a_jit_call_inside_eager_grad_or_vmap_is_stepped_into(nans):
+    line = _line(masked_sqrt, "fnp.sqrt")
+    _raises(
+        fg.grad(fg.jit(masked_sqrt)),
+        fnp.array([0.0, 1.0]),
+        match=rf"encountered in mul at {HERE}:{line} \(masked_sqrt\), in the derivative "
+        r"\(jvp or backward pass\) of sqrt at .*, inside jit\(masked_sqrt\)",
+    )
+    _raises(
+        fg.vmap(fg.jit(_log_of)),
+        fnp.array([[1.0], [-1.0]]),
+        match=rf"encountered in log at {HERE}:{_line(_log_of, 'fnp.log')} .*inside jit\(_log_of\)",
+    )

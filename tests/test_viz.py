@@ -230,3 +230,19 @@ def test_cli_bad_input(tmp_path, capsys, monkeypatch):
     assert "expected module:function" in capsys.readouterr().err
     assert cli.main(["model2.py:loss", "--args", "f32[4]", "-o", "o.html"]) == 0
     assert (tmp_path / "o.html").exists()
+
+
+def test_page_script_parses(tmp_path):
+    """The page's script is valid JavaScript (checked by node when it is installed; the
+    browser test runs it)."""
+    import shutil
+
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        pytest.skip("no node on PATH to check the script's syntax")
+    html = viz(control, np.ones(3, np.float32), fusion=True).html
+    start = html.rindex("<script>") + len("<script>")
+    script = tmp_path / "page.js"
+    script.write_text(html[start : html.index("</script>", start)], encoding="utf-8")
+    r = subprocess.run([node, "--check", str(script)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

@@ -129,6 +129,25 @@ def test_hover_links_backward_to_forward(page):
     assert page.eval(js) == [True, True]
 
 
+def test_click_pins_the_linked_highlight(page):
+    js_box = """(()=>{const n=[...document.querySelectorAll('#p1 .node[data-src-key]')].find(
+      x=>!x.classList.contains('group'));n.id=n.id||'pin';n.scrollIntoView();
+      const r=n.querySelector('rect').getBoundingClientRect();
+      return [n.id, r.x + r.width / 2, r.y + r.height / 2]})()"""
+    nid, x, y = page.eval(js_box)
+    page.click(x, y)
+    hl = "[...document.querySelectorAll('.node.hl')].map(n=>n.closest('.panel').id)"
+    assert {"p0", "p1"} <= set(page.eval(hl))
+    # hovering elsewhere does not move a pinned highlight
+    page.eval(
+        "document.querySelector('#p0 .node.input').dispatchEvent("
+        "new MouseEvent('mouseover',{bubbles:true}))"
+    )
+    assert page.eval(f"document.getElementById('{nid}').classList.contains('hl')")
+    page.click(x, y)
+    assert page.eval(hl) == []
+
+
 def test_screenshot_not_blank(page):
     png = page.screenshot()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000

@@ -233,19 +233,25 @@ function toggle(g){const old=visH(g);g.classList.toggle('collapsed');
 [...document.querySelectorAll('.group.collapsed')].reverse().forEach(g=>{
  g.classList.remove('collapsed');toggle(g);});
 window.fgToggle=toggle;
-svg.addEventListener('click',e=>{const h=e.target.closest('.hdr');
- if(h){toggle(h.parentNode);e.stopPropagation();}});
 function clear(){document.querySelectorAll('.hl').forEach(x=>x.classList.remove('hl'));}
 function linked(n){const k=n.getAttribute('data-src-key');
  return k?document.querySelectorAll('[data-src-key="'+k+'"]'):[n];}
-svg.addEventListener('mouseover',e=>{const n=e.target.closest('.node');if(!n)return;
- clear();linked(n).forEach(x=>x.classList.add('hl'));
+// an equation and those of the same source line (forward <-> backward), and its steps
+function show(n){clear();linked(n).forEach(x=>x.classList.add('hl'));
  const ks=(n.getAttribute('data-kernels')||'').split(' ').filter(Boolean);
  ks.forEach(k=>{const s=document.querySelector('.step[data-kernel="'+k+'"]');
   if(s)s.classList.add('hl');});
- const t=n.querySelector('title');info.textContent=t?t.textContent:'';});
+ const t=n.querySelector('title');info.textContent=(t?t.textContent:'')+
+  (n===pinned?'\\n(pinned: click it again to release)':'');}
+let pinned=null;  // a clicked equation keeps its highlight until clicked again
+svg.addEventListener('click',e=>{const h=e.target.closest('.hdr');
+ if(h){toggle(h.parentNode);e.stopPropagation();return;}
+ const n=e.target.closest('.node');pinned=n&&n!==pinned?n:null;
+ if(pinned)show(pinned);else clear();});
+svg.addEventListener('mouseover',e=>{const n=e.target.closest('.node');
+ if(n&&!pinned)show(n);});
 document.querySelectorAll('.step').forEach(s=>{s.addEventListener('mouseenter',()=>{
- clear();const k=s.getAttribute('data-kernel');s.classList.add('hl');
+ if(pinned)return;clear();const k=s.getAttribute('data-kernel');s.classList.add('hl');
  document.querySelectorAll('.node[data-kernels]').forEach(n=>{
   if(n.getAttribute('data-kernels').split(' ').includes(k))n.classList.add('hl');});});});
 svg.addEventListener('wheel',e=>{e.preventDefault();const r=svg.getBoundingClientRect();

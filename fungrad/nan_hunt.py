@@ -41,13 +41,15 @@ def summarize(v) -> str:
         return f"{head} (empty)"
     if v.dtype.kind == "c":
         parts = [f"{head} |x| in [{np.nanmin(np.abs(v)):.4g}, {np.nanmax(np.abs(v)):.4g}]"]
-    elif v.dtype.kind in "fiub":
+    elif v.dtype.kind in "fiub":  # (a 1-entry value is shown whole)
         if v.size == 1:
             return f"{head} = {v.reshape(()).item()!r}"
-        with np.errstate(invalid="ignore"):
-            finite = v[np.isfinite(v)] if v.dtype.kind == "f" else v
+        if v.dtype.kind == "b":
+            return f"{head} with {int(v.sum())} True"
+        finite = v[np.isfinite(v)] if v.dtype.kind == "f" else v
+        what = "finite values" if v.dtype.kind == "f" else "values"
         if finite.size:
-            parts = [f"{head} finite values in [{finite.min():.4g}, {finite.max():.4g}]"]
+            parts = [f"{head} {what} in [{finite.min():.4g}, {finite.max():.4g}]"]
         else:
             parts = [f"{head} no finite value"]
     else:

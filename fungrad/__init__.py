@@ -76,6 +76,7 @@ from fungrad.dtypes import float0  # noqa: E402
 from fungrad.lowering.cpu.compiler import CompileError  # noqa: E402
 from fungrad.lowering.fusion import LoweringError  # noqa: E402
 from fungrad.parallel import pmap  # noqa: E402
+from fungrad.profiler import profile  # noqa: E402
 from fungrad.transforms.autodiff import (  # noqa: E402
     grad,
     hessian,
@@ -94,6 +95,7 @@ jacobian = jacrev
 
 # lax.linalg is written on fungrad.numpy, which imports lax: it loads last.
 from fungrad.lax import linalg as _lax_linalg  # noqa: E402,F401
+from fungrad.viz import viz  # noqa: E402
 
 del _lax_linalg
 
@@ -171,6 +173,7 @@ __all__ = [
     "process_count",
     "process_index",
     "process_indices",
+    "profile",
     "pure_callback",
     "random",
     "remat",
@@ -183,4 +186,5 @@ __all__ = [
     "value_and_grad",
     "vjp",
     "vmap",
+    "viz",
 ]

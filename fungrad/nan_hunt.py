@@ -355,7 +355,10 @@ def _run(jaxpr: core.Jaxpr, consts, args) -> list:
             if step is not None:
                 out = step(eqn, invals)
             else:
-                out = eqn.primitive.bind(*invals, **eqn.params)
+                try:
+                    out = eqn.primitive.bind(*invals, **eqn.params)
+                except FloatingPointError as e:
+                    raise _with_forward_inputs(e, jaxpr, eqn, read) from None
             if eqn.primitive.multiple_results:
                 env.update(zip(eqn.outvars, out))
             else:
@@ -363,6 +366,33 @@ def _run(jaxpr: core.Jaxpr, consts, args) -> list:
     finally:
         source_info.restore(prev)
     return [read(v) for v in jaxpr.outvars]
+
+
+def _with_forward_inputs(error, jaxpr: core.Jaxpr, eqn, read) -> FloatingPointError:
+    """``error`` (raised by ``eqn``, an equation of a derivative) with the input values of the
+    forward equation it differentiates, when that one is in the same jaxpr: the values that
+    make the derivative blow up."""
+    src = eqn.source_info
+    fwd = getattr(src, "forward", None)
+    if fwd is None or fwd is eqn.primitive:
+        return error
+    forward = None
+    for e in jaxpr.eqns:
+        if e is eqn:
+            break
+        s = e.source_info
+        if e.primitive is fwd and s is not None and s[:2] == src[:2]:
+            forward = e
+    if forward is None:
+        return error
+    try:
+        ins = "; ".join(f"{i}: {summarize(read(v)._value)}" for i, v in enumerate(forward.invars))
+    except KeyError:  # (an input not computed on this path)
+        return error
+    msg = str(error)
+    cut = msg.rfind(" (debug_")  # before the closing note on how to turn the check off
+    cut = len(msg) if cut < 0 else cut
+    return FloatingPointError(f"{msg[:cut]} The inputs of that {fwd.name} were: {ins}.{msg[cut:]}")
 
 
 def _where(eqn) -> str:

@@ -111,6 +111,8 @@ def test_nan_in_backward_pass_names_the_forward_sqrt(nans, jit):
     assert "'double where' trick" in msg and "safe_x = fnp.where(mask, x, 1.0)" in msg
     # The inf that multiplied the zero cotangent was not checked: say how to find it.
     assert "turn on debug_infs too" in msg
+    if jit:  # the op-by-op rerun also shows the forward sqrt's inputs
+        assert "The inputs of that sqrt were: 0: f32[3] finite values in [0, 4], 1 zero." in msg
 
     # The double where fixes it: the same gradient as numpy's, no error.
     def fixed(x):

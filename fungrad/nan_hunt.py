@@ -27,7 +27,15 @@ import numpy as np
 from fungrad import core, source_info
 from fungrad.config import config
 
-__all__ = ["hunt", "jit_error", "may_hold_invalid", "primitive_error", "summarize"]
+__all__ = [
+    "add_forward_inputs",
+    "hunt",
+    "jit_error",
+    "locate",
+    "may_hold_invalid",
+    "primitive_error",
+    "summarize",
+]
 
 
 # -- the message of the primitive that made the value -------------------------------------------
@@ -178,7 +186,25 @@ def primitive_error(where: str, values, index: int, kind: str, bad, inputs, src,
         f" (debug_{kind}s is on: fungrad.config.update('debug_{kind}s', False) turns the "
         "check off.)"
     )
-    return FloatingPointError(msg)
+    err = FloatingPointError(msg)
+    err.forward = fwd if derived else None  # see add_forward_inputs
+    return err
+
+
+def add_forward_inputs(error: FloatingPointError, primitive, values) -> FloatingPointError:
+    """``error`` with the numpy input ``values`` of the forward ``primitive`` added, when it
+    was raised in the derivative of that primitive (the values that make it blow up)."""
+    if getattr(error, "forward", None) is not primitive:
+        return error
+    ins = "; ".join(f"{i}: {summarize(v)}" for i, v in enumerate(values))
+    msg = str(error)
+    cut = msg.rfind(" (debug_")  # before the closing note on how to turn the check off
+    cut = len(msg) if cut < 0 else cut
+    out = FloatingPointError(
+        f"{msg[:cut]} The inputs of that {primitive.name} were: {ins}.{msg[cut:]}"
+    )
+    out.forward = None  # (added once)
+    return out
 
 
 def _invalid_inputs(inputs) -> str:
@@ -369,12 +395,11 @@ def _run(jaxpr: core.Jaxpr, consts, args) -> list:
 
 
 def _with_forward_inputs(error, jaxpr: core.Jaxpr, eqn, read) -> FloatingPointError:
-    """``error`` (raised by ``eqn``, an equation of a derivative) with the input values of the
-    forward equation it differentiates, when that one is in the same jaxpr: the values that
-    make the derivative blow up."""
+    """``error`` (raised by ``eqn``) with the input values of the forward equation it
+    differentiates (see :func:`add_forward_inputs`), when that one is in the same jaxpr."""
     src = eqn.source_info
-    fwd = getattr(src, "forward", None)
-    if fwd is None or fwd is eqn.primitive:
+    fwd = getattr(error, "forward", None)
+    if fwd is None or src is None:
         return error
     forward = None
     for e in jaxpr.eqns:
@@ -386,13 +411,10 @@ def _with_forward_inputs(error, jaxpr: core.Jaxpr, eqn, read) -> FloatingPointEr
     if forward is None:
         return error
     try:
-        ins = "; ".join(f"{i}: {summarize(read(v)._value)}" for i, v in enumerate(forward.invars))
+        values = [read(v)._value for v in forward.invars]
     except KeyError:  # (an input not computed on this path)
         return error
-    msg = str(error)
-    cut = msg.rfind(" (debug_")  # before the closing note on how to turn the check off
-    cut = len(msg) if cut < 0 else cut
-    return FloatingPointError(f"{msg[:cut]} The inputs of that {fwd.name} were: {ins}.{msg[cut:]}")
+    return add_forward_inputs(error, fwd, values)
 
 
 def _where(eqn) -> str:

@@ -20,7 +20,7 @@ import enum
 
 import numpy as np
 
-from fungrad import core, dtypes, source_info
+from fungrad import core, dtypes, nan_hunt, source_info
 from fungrad.array import Array
 from fungrad.config import config
 from fungrad.core import set_current_trace
@@ -282,6 +282,9 @@ class TapeTrace(core.Trace):
         try:
             with set_current_trace(pe):
                 p_out, t_out = rule(primals, tangents, **params)
+        except FloatingPointError as e:  # debug_nans in the rule: show the primal inputs
+            values = [np.asarray(getattr(p, "_value", p)) for p in primals]
+            raise nan_hunt.add_forward_inputs(e, primitive, values) from None
         finally:
             source_info.end_forward(fwd)
         if not primitive.multiple_results:
@@ -300,7 +303,13 @@ class TapeTrace(core.Trace):
             lin_outs.append(pe.to_tracer(t))
         if out_nodes:
             self.tape.append(
-                (_transpose_fn(pe.to_jaxpr(t_args, lin_outs), nodes), (), nodes, out_nodes, None)
+                (
+                    _transpose_fn(pe.to_jaxpr(t_args, lin_outs), nodes, primitive, primals),
+                    (),
+                    nodes,
+                    out_nodes,
+                    None,
+                )
             )
         return results if primitive.multiple_results else results[0]
 
@@ -332,20 +341,32 @@ class TapeTrace(core.Trace):
         return cts
 
 
-def _transpose_fn(linear: core.ClosedJaxpr, nodes):
+def _transpose_fn(linear: core.ClosedJaxpr, nodes, primitive, primals):
     """``bwd(*cts)`` for a linear jaxpr taped by the general path (its inputs: the tangents of
     the primitive's inputs that are nodes): numpy cotangents of its outputs (None for none) to
-    one numpy cotangent per input of the primitive (None where none flows)."""
+    one numpy cotangent per input of the primitive (None where none flows). With debug_nans /
+    debug_infs on, the primal inputs are kept so that a NaN made in this backward pass can
+    show them."""
     jaxpr = linear.jaxpr
+    if not (config.debug_nans or config.debug_infs):
+        primals = None
 
     def bwd(*out_cts):
         cts = [
             jvp_mod.Zero(v.aval) if ct is None else Array.from_impl(ct, v.aval)
             for ct, v in zip(out_cts, jaxpr.outvars)
         ]
-        in_cts = iter(
-            backward_pass(jaxpr, linear.consts, [UndefPrimal(v.aval) for v in jaxpr.invars], cts)
-        )
+        try:
+            in_cts = iter(
+                backward_pass(
+                    jaxpr, linear.consts, [UndefPrimal(v.aval) for v in jaxpr.invars], cts
+                )
+            )
+        except FloatingPointError as e:
+            if primals is None:
+                raise
+            values = [np.asarray(getattr(p, "_value", p)) for p in primals]
+            raise nan_hunt.add_forward_inputs(e, primitive, values) from None
         out = []
         for n in nodes:
             ct = None if n is None else next(in_cts)

@@ -336,3 +336,29 @@ def test_recomputed_residuals_under_vmap_and_second_order():
         args64 = tuple(a.astype(np.float64) for a in args)
         args64 = args64[:3] + (args64[3][:2],)
         check_grads(_lstm_loss, args64, 2, ("fwd", "rev"))
+
+
+def test_unused_ys_gets_no_stacked_zero_cotangent():
+    """A ys output the loss ignores has a symbolic zero cotangent; the backward scan does not
+    read a [T, ...] array of zeros for it."""
+    rng = np.random.default_rng(13)
+    w = (rng.standard_normal((H, H)) * 0.4).astype(np.float32)
+    xs = rng.standard_normal((T, B, H)).astype(np.float32)
+
+    def loss(w, xs):
+        def cell(h, x):
+            h = fnp.tanh(h @ w + x)
+            return h, (h * 3, h * 2)
+
+        h, (_, ys) = lax.scan(cell, fnp.zeros((B, H), xs.dtype), xs)
+        return fnp.sum(h) + fnp.sum(ys[-1])
+
+    g = fg.grad(loss, argnums=(0, 1))
+    bwd = _scan_eqns(fg.make_jaxpr(g)(w, xs).jaxpr)[-1]
+    stacked = [v for v in bwd.invars if tuple(v.aval.shape) == (T, B, H)]
+    # the cotangent of the ys read, the tanh values and the previous h: not the unread ys
+    assert len(stacked) == 3
+    for a, c in zip(g(w, xs), fg.jit(g)(w, xs)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-5, atol=1e-6)
+    with fg.enable_x64():
+        check_grads(loss, (w.astype(np.float64), xs[:3].astype(np.float64)), 1, ("rev",))

@@ -813,10 +813,14 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, l
     res_consts = [c for c, lin in zip(consts, const_lin) if not lin]
     res_xs = [x for x, lin in zip(xs, xs_lin) if not lin]
     ct_carry = [instantiate_zeros(c) for c in cts[:num_carry]]
-    ct_ys = [instantiate_zeros(c) for c in cts[num_carry:]]
+    # A ys output with a zero cotangent (stacked outputs the loss does not read) is not
+    # materialised as a [length, ...] array of zeros: the body sees a symbolic zero.
+    ys_nz = [type(c) is not Zero for c in cts[num_carry:]]
+    ct_ys = [c for c, nz in zip(cts[num_carry:], ys_nz) if nz]
     lin_const_avals = [c.aval for c, lin in zip(consts, const_lin) if lin]
     carry_avals = [c.aval for c in init]
-    y_avals = [tangent_aval(a) for a in jaxpr.out_avals[num_carry:]]
+    all_y_avals = [tangent_aval(a) for a in jaxpr.out_avals[num_carry:]]
+    y_avals = [a for a, nz in zip(all_y_avals, ys_nz) if nz]
     n_rc, n_lc = len(res_consts), len(lin_const_avals)
 
     def body_t(*a):
@@ -834,7 +838,9 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, l
                 for x, lin in zip(xs, xs_lin)
             ]
         )
-        ct_in = backward_pass(jaxpr.jaxpr, jaxpr.consts, primal_args, list(c_ct) + list(y_ct))
+        y_it = iter(y_ct)
+        y_ct = [next(y_it) if nz else Zero(a) for a, nz in zip(all_y_avals, ys_nz)]
+        ct_in = backward_pass(jaxpr.jaxpr, jaxpr.consts, primal_args, list(c_ct) + y_ct)
         ct_consts, ct_init, ct_xs = _split3(ct_in, num_consts, num_carry)
         new_acc = [
             lax.add(s, instantiate_zeros(c))

@@ -148,7 +148,8 @@ def primitive_error(where: str, values, index: int, kind: str, bad, inputs, src,
     ``kind``: "nan" or "inf", at the entries ``bad``), given its numpy ``inputs`` (or None),
     the user's source ``src`` (a SourceInfo or None) and its ``params``. A compiled ``jit``
     call made inside a transform is run again op by op to name the primitive inside it."""
-    if where == "jit" and params is not None and inputs is not None:
+    stepped = where == "jit" and params is not None and inputs is not None
+    if stepped:
         inner = _step_again(where, params, inputs, src)
         if inner is not None:
             return inner
@@ -178,6 +179,11 @@ def primitive_error(where: str, values, index: int, kind: str, bad, inputs, src,
             fwd_name, f"the derivative of {fwd_name} is not finite at these input values"
         )
         msg += f" Why: {hint}. {_DOUBLE_WHERE}."
+    elif stepped:
+        msg += (
+            f" Running it again op by op made no invalid value: the {kind} only appears in the "
+            "compiled (fused) code."
+        )
     else:
         hint = _FORWARD_HINTS.get(where)
         if hint is not None:

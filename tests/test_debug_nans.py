@@ -385,3 +385,13 @@ def test_a_jit_call_inside_eager_grad_or_vmap_is_stepped_into(nans):
         fnp.array([[1.0], [-1.0]]),
         match=rf"encountered in log at {HERE}:{_line(_log_of, 'fnp.log')} .*inside jit\(_log_of\)",
     )
+
+
+def test_a_compiled_call_whose_nan_the_rerun_does_not_make_says_so(nans):
+    closed = fg.make_jaxpr(lambda v: v * 2.0)(fnp.ones(2))
+    params = {"jaxpr": closed, "name": "f"}
+    x = np.array([1.0, 2.0], np.float32)
+    bad = np.array([2.0, np.nan], np.float32)
+    err = nan_hunt.primitive_error("jit", [bad], 0, "nan", np.isnan(bad), [x], None, params)
+    assert "encountered in jit: output f32[2] holds 1 nan" in str(err)
+    assert "op by op made no invalid value: the nan only appears in the compiled" in str(err)

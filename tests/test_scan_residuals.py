@@ -362,3 +362,31 @@ def test_unused_ys_gets_no_stacked_zero_cotangent():
         np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-5, atol=1e-6)
     with fg.enable_x64():
         check_grads(loss, (w.astype(np.float64), xs[:3].astype(np.float64)), 1, ("rev",))
+
+
+def test_reverse_scan_with_integer_and_broadcast_constants():
+    """Constants of several kinds (an int index array, a scalar, a bias broadcast in the body)
+    in a reverse scan; residuals forwarded from xs keep their step order."""
+    rng = np.random.default_rng(14)
+    w = (rng.standard_normal((H, H)) * 0.4).astype(np.float64)
+    b = rng.standard_normal(H).astype(np.float64)
+    idx = np.array([4, 0, 2], np.int32)
+    xs = rng.standard_normal((T, B, H)).astype(np.float64)
+
+    def loss(w, b, s, xs):
+        def cell(h, x):
+            z = h @ w[:, idx].sum(1, keepdims=True) * x + fnp.broadcast_to(b, (B, H)) * s
+            h = fnp.where(z > 0, fnp.tanh(z), 0.5 * z)
+            return h, x * h
+
+        h, ys = lax.scan(cell, fnp.ones((B, H), xs.dtype), xs, reverse=True)
+        return fnp.sum(h**2) + fnp.sum(ys * fnp.arange(T, dtype=xs.dtype)[:, None, None])
+
+    with fg.enable_x64():
+        args = (w, b, np.float64(0.7), xs)
+        shapes = _scan_shapes(fg.grad(loss, argnums=(0, 1, 2)), *args)
+        assert (T, H, H) not in shapes and (T, H) not in shapes and (T, B, H) in shapes
+        check_grads(loss, args, 1, ("fwd", "rev"))
+        g = fg.grad(loss, argnums=(0, 1, 2))
+        for a, c in zip(g(*args), fg.jit(g)(*args)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-10, atol=1e-12)

@@ -176,8 +176,24 @@ class Runtime:
             )
             if k in lim
         }
+        # device timestamps for profiled builds (fungrad.profile): written inside a compute
+        # pass around each dispatch where the adapter can, else at a pass's start and end
+        features = [
+            f for f in ("timestamp-query", "timestamp-query-inside-passes") if f in adapter.features
+        ]
         with _display_probe_env():  # an OpenGL adapter looks for a display again
-            self.device = adapter.request_device_sync(required_limits=wanted)
+            self.device = adapter.request_device_sync(
+                required_features=features, required_limits=wanted
+            )
+        #: "inside-passes", "passes" (timestampWrites of a whole pass) or None (host clock)
+        self.timestamps = (
+            None
+            if "timestamp-query" not in features
+            else "inside-passes"
+            if "timestamp-query-inside-passes" in features
+            else "passes"
+        )
+        self.timestamp_period = _timestamp_period(self.device.queue)  # ns per tick
         self.queue = self.device.queue
         self.max_bindings = int(wanted.get("max-storage-buffers-per-shader-stage", 8))
         self.max_binding_bytes = int(wanted.get("max-storage-buffer-binding-size", 1 << 27))
@@ -322,6 +338,18 @@ class Runtime:
                 while len(self._pipelines) > max(1, self.PIPELINE_CACHE):
                     self._pipelines.popitem(last=False)
         return p
+
+
+def _timestamp_period(queue) -> float:
+    """Nanoseconds per timestamp tick (``wgpuQueueGetTimestampPeriod``: wgpu-py 0.32 has no
+    Python method for it; 1.0 where the call is unavailable, as on NVIDIA and lavapipe)."""
+    try:
+        from wgpu.backends.wgpu_native import _api
+
+        period = float(_api.libf.wgpuQueueGetTimestampPeriod(queue._internal))
+    except Exception:  # another wgpu build: raw ticks are nanoseconds on common drivers
+        return 1.0
+    return period if period > 0 else 1.0
 
 
 def to_words(value: np.ndarray) -> np.ndarray:

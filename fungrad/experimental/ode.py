@@ -164,7 +164,7 @@ def _odeint_value(func, rtol, atol, mxstep, hmax, y0, t, *args):
 
 
 def _unravel_rows(unravel, ys):
-    from fungrad import vmap
+    from fungrad.transforms.vmap_api import vmap
 
     return vmap(unravel)(ys)
 
@@ -175,7 +175,7 @@ def _odeint_fwd(func, rtol, atol, mxstep, hmax, y0, t, *args):
 
 
 def _odeint_bwd(func, rtol, atol, mxstep, hmax, res, ys_bar):
-    from fungrad import vjp
+    from fungrad.transforms.autodiff import vjp
 
     ys, t, args = res
     flat_ys = _ravel_rows(ys)

@@ -144,7 +144,7 @@ def _line_search(value_and_grad, x, f0, g0, p, maxiter: int):
 
 
 def _bfgs(fun, x0, maxiter: int, gtol: float, norm, line_search_maxiter: int):
-    from fungrad import value_and_grad
+    from fungrad.transforms.autodiff import value_and_grad
 
     vg = value_and_grad(fun)
     n = x0.shape[0]

@@ -331,10 +331,81 @@ class GpuExecutable:
         self.rt.queue.submit([encoder.finish()])
 
     def _submit_timed(self, dispatches: list, slots: dict) -> None:
-        """Profiled builds: each dispatch in a submission of its own, timed from its submit
-        until the queue is idle (a 4-byte read of a buffer it binds: wgpu 0.32's work-done
-        callback is not usable from Python), so each time includes a submission's and a
-        read's overhead."""
+        """Profiled builds: the device's own clock where the adapter has timestamp queries
+        (:meth:`_submit_stamped`, unless ``PROFILE_CLOCK`` is "host"), else the host's
+        (:meth:`_submit_host_timed`)."""
+        if self.PROFILE_CLOCK != "host" and self.rt.timestamps is not None:
+            self._submit_stamped(dispatches, slots)
+        else:
+            self._submit_host_timed(dispatches, slots)
+
+    #: how profiled builds time dispatches: "auto" (device timestamps where the adapter has
+    #: them, else the host clock) or "host" (tests and comparisons force the fallback)
+    PROFILE_CLOCK = "auto"
+    #: dispatches per timestamped submission (two queries each: WebGPU allows 4096 per set)
+    STAMPED_DISPATCHES = 2048
+
+    def _submit_stamped(self, dispatches: list, slots: dict) -> None:
+        """Profiled builds on an adapter with timestamp queries: the dispatches are recorded
+        as the ordinary build records them, with the device's clock read before and after
+        each (inside the pass where ``rt.timestamps == "inside-passes"``, else by one pass per
+        dispatch with timestampWrites), and submitted at once; each dispatch's time is its
+        two stamps' difference: the device's time alone, no submission or read-back."""
+        rt = self.rt
+        seconds, runs = self._prof_times
+        stamps = getattr(self, "_stamps", None)
+        if stamps is None:
+            count = 2 * self.STAMPED_DISPATCHES
+            stamps = self._stamps = (
+                rt.device.create_query_set(type="timestamp", count=count),
+                rt.device.create_buffer(
+                    size=8 * count,
+                    usage=rt.wgpu.BufferUsage.QUERY_RESOLVE | rt.wgpu.BufferUsage.COPY_SRC,
+                ),
+            )
+        queries, resolved = stamps
+        inside = rt.timestamps == "inside-passes"
+        for start in range(0, len(dispatches), self.STAMPED_DISPATCHES):
+            chunk = dispatches[start : start + self.STAMPED_DISPATCHES]
+            encoder = rt.device.create_command_encoder()
+            if inside:
+                cpass = encoder.begin_compute_pass()
+            for i, d in enumerate(chunk):
+                if inside:
+                    _write_timestamp(cpass, queries, 2 * i)
+                else:
+                    cpass = encoder.begin_compute_pass(
+                        timestamp_writes={
+                            "query_set": queries,
+                            "beginning_of_pass_write_index": 2 * i,
+                            "end_of_pass_write_index": 2 * i + 1,
+                        }
+                    )
+                cpass.set_pipeline(d.pipeline)
+                cpass.set_bind_group(0, self._bind_group(d, slots))
+                cpass.dispatch_workgroups(*d.grid)
+                if inside:
+                    _write_timestamp(cpass, queries, 2 * i + 1)
+                else:
+                    cpass.end()
+            if inside:
+                cpass.end()
+            encoder.resolve_query_set(queries, 0, 2 * len(chunk), resolved, 0)
+            rt.queue.submit([encoder.finish()])
+            ticks = np.frombuffer(
+                rt.queue.read_buffer(resolved, 0, 16 * len(chunk)), np.uint64
+            ).astype(np.int64)
+            spans = np.maximum(ticks[1::2] - ticks[0::2], 0) * (rt.timestamp_period * 1e-9)
+            for d, span in zip(chunk, spans):
+                slot = self._prof_of[id(d)]
+                seconds[slot] += span
+                runs[slot] += 1
+
+    def _submit_host_timed(self, dispatches: list, slots: dict) -> None:
+        """Profiled builds without device timestamps: each dispatch in a submission of its
+        own, timed from its submit until the queue is idle (a 4-byte read of a buffer it
+        binds: wgpu 0.32's work-done callback is not usable from Python), so each time
+        includes a submission's and a read's overhead."""
         queue = self.rt.queue
         seconds, runs = self._prof_times
         for d in dispatches:
@@ -381,6 +452,14 @@ class GpuExecutable:
             f"# optimised jaxpr\n{self.jaxpr}\n\n# {self.program.describe()}\n\n"
             f"# WGSL on {self.rt.name}\n{shaders}"
         )
+
+
+def _write_timestamp(cpass, queries, index: int) -> None:
+    """The device's clock into ``queries[index]`` at this point of compute pass ``cpass``
+    (wgpu-native's extension: WebGPU itself stamps only a pass's start and end)."""
+    from wgpu.backends.wgpu_native.extras import write_timestamp
+
+    write_timestamp(cpass, queries, index)
 
 
 def _carry_buffers(steps) -> list:

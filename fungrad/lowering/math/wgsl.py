@@ -37,6 +37,7 @@ import dataclasses
 import functools
 import re
 import struct
+from collections.abc import Callable
 
 from fungrad.lowering.fusion import LoweringError
 from fungrad.lowering.math import gpu_float32
@@ -110,12 +111,15 @@ _ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=
 class WGSLBuilder(Builder):
     """The math builder (``builder``) writing WGSL ``let`` statements (``v<i>``; the
     parameters are ``a<i>``). ``generic``: float32 takes the algorithms' same-precision path
-    (no float64 shortcut); ``fused_fma``: the adapter's fma rounds once."""
+    (no float64 shortcut); ``fused_fma``: the adapter's fma rounds once; ``branches``: rare
+    paths go behind an ``if`` (:meth:`rare`; a real GPU), else they are computed for every
+    element and chosen by selects (llvmpipe, which runs both sides of a branch anyway)."""
 
-    def __init__(self, generic: bool = False, fused_fma: bool = True):
+    def __init__(self, generic: bool = False, fused_fma: bool = True, branches: bool = False):
         super().__init__()
         self.generic = generic
         self.fused_fma = fused_fma
+        self.branches = branches
         self.terms: dict[str, tuple[str, str]] = {}  # sum or difference -> its operands
         self.negations: dict[str, str] = {}  # -v -> v
         self.opaque: dict[str, Value] = {}
@@ -144,17 +148,45 @@ class WGSLBuilder(Builder):
             c = self._opaque(c)
         return a, c
 
+    def _zero(self) -> Value:
+        """The opaque u32 zero (defined at its first use)."""
+        if self.zero is None:  # u (u + 1) is even for every u: (u * u + u) & 1 == 0
+            u = "bitcast<u32>(a0)"  # every function's first parameter
+            self.zero = self.emit(f"(({u} * {u}) + {u}) & 1u", "i32")  # a u32 in WGSL
+        return self.zero
+
     def _opaque(self, v: Value) -> Value:
         got = self.opaque.get(v.ref)
         if got is None:
-            if self.zero is None:  # u (u + 1) is even for every u: (u * u + u) & 1 == 0
-                u = "bitcast<u32>(a0)"  # every function's first parameter
-                self.zero = self.emit(f"(({u} * {u}) + {u}) & 1u", "i32")  # a u32 in WGSL
-            got = self.emit(f"bitcast<f32>(bitcast<u32>({v.ref}) | {self.zero.ref})", v.ty)
+            got = self.emit(f"bitcast<f32>(bitcast<u32>({v.ref}) | {self._zero().ref})", v.ty)
             self.opaque[v.ref] = got
             if v.ref in self.terms:  # still the same sum to the cancellation check
                 self.terms[got.ref] = self.terms[v.ref]
         return got
+
+    def rare(
+        self, cond: Callable[[], Value], build: Callable[[], tuple[Value, ...]]
+    ) -> tuple[Value, ...]:
+        """The values ``build()`` makes, needed only where ``cond()`` holds (elsewhere any
+        value will do): with ``branches``, computed inside ``if (cond)`` into ``var`` s, which a
+        real GPU skips unless a lane of the warp needs them; else straight-line (llvmpipe
+        runs both sides of a branch, and a select costs less than the branch)."""
+        if not self.branches:
+            return build()
+        test = cond()
+        self._zero()  # (defined outside the block: the whole body uses it)
+        start, opaque = len(self.lines), dict(self.opaque)
+        got = build()
+        outs = []
+        for v in got:
+            name = f"v{len(self.lines)}"
+            self.lines.append(f"  {name} = {v.ref};")
+            outs.append(Value(self, name, v.ty))
+        inner = ["  " + line for line in self.lines[start:]]
+        head = [f"  var {v.ref}: {_wtype(v.ty)};" for v in outs]
+        self.lines[start:] = [*head, f"  if ({test.ref}) {{", *inner, "  }"]
+        self.opaque = opaque  # (values hidden inside the block are out of scope after it)
+        return tuple(outs)
 
     def float_type(self, ty: str):
         ft = FLOAT_TYPES[ty]
@@ -365,12 +397,12 @@ class _Body:
 
 
 @functools.cache
-def _body(name: str, fused_fma: bool) -> _Body | None:
+def _body(name: str, fused_fma: bool, branches: bool = False) -> _Body | None:
     """``fg_<name>_f32``'s body, or None for the function written as WGSL text (erf_inv)."""
     if name == "erf_inv":
         return None
     arity, emit = _GPU_EMITTERS.get(name) or EMITTERS[name]
-    b = WGSLBuilder(generic=name in _GENERIC, fused_fma=fused_fma)
+    b = WGSLBuilder(generic=name in _GENERIC, fused_fma=fused_fma, branches=branches)
     params = [Value(b, f"a{i}", "float") for i in range(arity)]
     result = emit(b, *params)
     return _Body(
@@ -438,19 +470,26 @@ _NAME = re.compile(r"\b([av])(\d+)\b")
 
 
 def inline(
-    name: str, args: list[str], prefix: str, fused_fma: bool = True, zero: str | None = None
+    name: str,
+    args: list[str],
+    prefix: str,
+    fused_fma: bool = True,
+    zero: str | None = None,
+    branches: bool = False,
 ) -> tuple[list[str], str, list[tuple[str, str]]] | None:
     """``name`` of ``args`` as statements for the caller's body: ``(let statements, the
     result, definitions of what they call)`` (as :func:`function`'s), the values named
     ``<prefix>_v<i>``; None where the function is not straight-line (erf_inv: call it).
     ``zero``: the caller's own opaque u32 zero, used in place of the one the function
     derives from its argument (the caller computes it once, from a uniform value).
+    ``branches``: rare paths behind ``if`` blocks (``WGSLBuilder.rare``; the statements are
+    then not all ``let`` s).
 
     The renderer inlines so that it can interleave independent functions' statements
     (:func:`fungrad.lowering.gpu.schedule.schedule`): llvmpipe runs them in about the order written,
     and a function's cost there is its dependency chain."""
     try:
-        body = _body(name, fused_fma)
+        body = _body(name, fused_fma, branches)
     except _NoFloat64:
         body = None
     if body is None:

@@ -11,8 +11,10 @@ order of ``let`` statements), ``reduce.py`` (workgroup trees, scatter atomics), 
 
 Parallelism. A parallel kernel runs one invocation per element of its loop nest (flattened,
 ``KERNEL_WORKGROUP`` to a workgroup; more than 65535 workgroups use a 2-D grid). Its math
-functions are written out in its body and its ``let`` statements ordered by dependency level
-(:func:`~fungrad.lowering.gpu.schedule.schedule`), so that independent chains interleave.
+functions are written out in its body, in the adapter's style (:func:`kernel_style`): for a
+CPU driver (llvmpipe) every rare path is computed and selected and the ``let`` statements are
+ordered by dependency level (:func:`~fungrad.lowering.gpu.schedule.schedule`), so that
+independent chains interleave; for a GPU rare paths sit behind ``if`` blocks, in order.
 Reductions are loops inside the invocation, each node computed at the outermost loop where
 its indices are defined, as on the CPU; the GPU planner stores reductions that would
 otherwise be recomputed by every invocation of a row. Where outputs are few, a kernel's
@@ -50,7 +52,56 @@ from fungrad.lowering.gpu.schedule import schedule
 from fungrad.lowering.gpu.schemes import Scatter, Tree
 from fungrad.lowering.gpu.types import from_word, literal, to_word, wgsl_type
 from fungrad.lowering.kernel import INDEX, Expr, Var
+from fungrad.lowering.math import wgsl as wgsl_math
 from fungrad.lowering.render import KernelRenderer
+
+#: how kernels are written (:func:`kernel_style`): "auto" picks by the adapter, "gpu" or
+#: "cpu-driver" force one (the benchmarks compare them on one adapter)
+KERNEL_STYLE = "auto"
+KERNEL_STYLES = ("gpu", "cpu-driver")
+
+
+def kernel_style() -> str:
+    """The style kernels are written in for the current adapter (``KERNEL_STYLE``):
+
+    - ``"cpu-driver"`` (an adapter whose invocations are CPU threads: llvmpipe/lavapipe,
+      WARP): every rare path (sin's large-argument reduction, ...) is computed for every
+      element and chosen by selects, since such a driver runs both sides of a branch; the
+      ``let`` statements are interleaved (:func:`~fungrad.lowering.gpu.schedule.schedule`),
+      since it runs them about in the order written.
+    - ``"gpu"`` (a discrete or integrated GPU): rare paths go behind ``if`` blocks, which a
+      warp skips unless one of its lanes needs them (``WGSLBuilder.rare``); statements stay
+      in the order they are made: the GPU's compiler schedules for itself.
+
+    Both compute the same values (the same algorithm, the same roundings)."""
+    style = KERNEL_STYLE
+    if style == "auto":
+        from fungrad.lowering.gpu import runtime as gpu_runtime
+
+        return "cpu-driver" if gpu_runtime.runtime().cpu_adapter else "gpu"
+    if style not in KERNEL_STYLES:
+        raise ValueError(f"shader.KERNEL_STYLE is {style!r}; use 'auto' or one of {KERNEL_STYLES}")
+    return style
+
+
+class _Prelude(Prelude):
+    """The prelude of a kernel shader, whose math functions written out inline follow the
+    kernel's style (``branches``: rare paths behind ``if`` blocks)."""
+
+    def __init__(self, fused_fma: bool, branches: bool):
+        super().__init__(fused_fma)
+        self.branches = branches
+
+    def inline_math(
+        self, name: str, args: list[str], prefix: str, zero: str
+    ) -> tuple[list[str], str] | None:
+        got = wgsl_math.inline(name, args, prefix, self.fused_fma, zero, self.branches)
+        if got is None:
+            return None
+        lines, result, texts = got
+        self._add_math(texts)
+        return lines, result
+
 
 #: invocations per workgroup of a kernel run one invocation per element: llvmpipe has a cost
 #: per workgroup, and 256 made the benchmark chain 8% faster there (the hand-written kernel:
@@ -74,14 +125,16 @@ class KernelShader(KernelRenderer):
         scope: Scope,
         tree: Tree | None = None,
         scatter: Scatter | None = None,
+        style: str | None = None,
     ):
         super().__init__(kern)
+        self.style = style or kernel_style()
         self.tree = tree
         self.tree_at = 0
         self.outputs = math.prod(v.extent for v in kern.loops)
         self.scope_of = scope
         self.slots = Slots(place)
-        self.src = Prelude(fused_fma)
+        self.src = _Prelude(fused_fma, self.style == "gpu")
         self.scatter = scatter
         self.serial = not kern.parallel and scatter is None
         if scatter is not None and scatter.mode != "write":
@@ -411,7 +464,7 @@ class KernelShader(KernelRenderer):
                 f"@compute @workgroup_size({size})",
                 "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
                 "@builtin(num_workgroups) nwg: vec3<u32>) {",
-                *schedule(body),
+                *(body if self.style == "gpu" else schedule(body)),
                 "}",
                 "",
             ]
@@ -475,11 +528,13 @@ def render_kernel(
     scope: Scope = TOP,
     tree: Tree | None = None,
     scatter: Scatter | None = None,
+    style: str | None = None,
 ) -> Shader:
     """The shader of ``kern``; ``place`` maps a buffer id to (slot key, word offset: an int,
     or an i32 expression in the loop counters of ``scope``). ``fused_fma``: the adapter's fma
     rounds once (else math functions compute it in software: their error-free
     transformations need a fused one). ``tree``: compute the top-level reductions with
     workgroup trees (this shader is one of the passes :class:`Tree` describes).
-    ``scatter``: run a scatter kernel's iterations in parallel (:class:`Scatter`)."""
-    return KernelShader(kern, place, fused_fma, scope, tree, scatter).source()
+    ``scatter``: run a scatter kernel's iterations in parallel (:class:`Scatter`).
+    ``style``: "gpu" or "cpu-driver" (:func:`kernel_style`; None: the adapter's)."""
+    return KernelShader(kern, place, fused_fma, scope, tree, scatter, style).source()

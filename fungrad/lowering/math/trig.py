@@ -199,7 +199,19 @@ def large_pio2_f32(b: Builder, a: Value) -> tuple[Value, Value, Value]:
     """(rh, rl, q) with a = q pi/2 + rh + rl (rh + rl to about 2^-48 relative), |rh| <= pi/4
     and q an i32 whose low two bits are right, for float32 a >= 2^24, in float32 arithmetic
     (the GPU's): F of :func:`_large_frac_f32` as a double-word fh + fl (A 2^-22 + B 2^-46 is
-    exact by a fast two-sum: |A| >= 1 or A = 0), times pi/2 by an exact product."""
+    exact by a fast two-sum: |A| >= 1 or A = 0), times pi/2 by an exact product.
+
+    The caller selects these values only from 2^24 on, so a builder that can branch
+    (``WGSLBuilder.rare``, for a real GPU) computes them behind ``if (a >= 2^24)``: about 140
+    integer and float operations that a warp then skips unless one of its lanes has such an
+    argument; elsewhere (LLVM, llvmpipe) they are straight-line code."""
+    rare = getattr(b, "rare", None)  # (the WGSL builder's; LLVM branches in branch_large)
+    if rare is None:
+        return _large_pio2_f32_body(b, a)
+    return rare(lambda: b.cmp("oge", a, 2.0**24), lambda: _large_pio2_f32_body(b, a))
+
+
+def _large_pio2_f32_body(b: Builder, a: Value) -> tuple[Value, Value, Value]:
     q, ia, ib, ic = _large_frac_f32(b, a, 0)
     fa = b.cast("sitofp", ia, "float") * 2.0**-22
     fb = b.cast("sitofp", ib, "float") * 2.0**-46

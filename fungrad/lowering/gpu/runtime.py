@@ -17,9 +17,11 @@ cached by WGSL source, the ``PIPELINE_CACHE`` most recently used ones (an execut
 own pipelines, so an evicted one stays alive while a function using it does, and is built
 again for a new one).
 
-Two probes run at start-up: whether the adapter's ``fma`` rounds once (``fused_fma``), and how
+Probes run at start-up: whether the adapter's ``fma`` rounds once (``fused_fma``), how
 many loop iterations one invocation may run (``loop_limit``: 65535 on llvmpipe, whose guard
-against endless loops silently ends them; None where loops run to completion).
+against endless loops silently ends them; None where loops run to completion), whether float32
+subnormals are flushed to zero (``flushes_subnormals``, as WGSL allows) and whether the shader
+compiler contracts ``a * b + c`` into one fma (``contracts_mul_add``).
 """
 
 from __future__ import annotations
@@ -220,6 +222,24 @@ class Runtime:
             np.zeros(1, np.float32),
         )[0]
         self.loop_limit = int(count) if count < self.PROBE_LOOP else None
+        # WGSL lets a device flush float32 subnormals (NVIDIA does): a subnormal result of
+        # 2^-126 / 2 and a subnormal input 2^-140 times 2^20 (normal results either way)
+        fl = self._probe(
+            "subnormals",
+            "b[2] = b[0] * 0.5f;\n  b[3] = b[1] * 1048576.0f;",
+            np.array([2.0**-126, 2.0**-140, 1, 1], np.float32),
+        )
+        self.flushes_subnormals = bool(fl[2] == 0 or fl[3] == 0)
+        # whether the compiler fuses a * b + c into one fma (SPIR-V from naga carries no
+        # NoContraction, and NVIDIA's does): (1 + 2^-12)^2 - (1 + 2^-11) is 2^-24 fused, 0
+        # as written; the product is used once in b[3], and twice for b[4] and b[5]
+        con = self._probe(
+            "contraction",
+            "let p = b[0] * b[1];\n  b[3] = p + b[2];\n"
+            "  let q = b[0] * b[1];\n  b[4] = q + b[2];\n  b[5] = q;",
+            np.array([1 + 2.0**-12, 1 + 2.0**-12, -(1 + 2.0**-11), 1, 1, 1], np.float32),
+        )
+        self.contracts_mul_add = bool(con[3] != 0 or con[4] != 0)
         self.transfers = {"upload": 0, "download": 0}
 
     PROBE_LOOP = 1 << 18

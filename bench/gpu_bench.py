@@ -5,7 +5,8 @@ Workloads (issue 5):
   device, result read back every call; against one hand-written WGSL kernel run through wgpu
   the same way (WGSL builtins, one dispatch, same readback), and against the same chain as 11
   unfused dispatches (one per operation). Target: fungrad <= 1.1x the hand-written kernel.
-- chain_parts: where the chain kernel's time goes: fungrad's kernel against the same chain
+- chain_parts: where the chain kernel's time goes: fungrad's kernel (as chosen for the
+  adapter, and forced into each ``shader.KERNEL_STYLE``) against the same chain
   calling fungrad's math functions in order (not interleaved), that with one function at a
   time swapped for the WGSL builtin, and the hand-written kernel (same run).
 - depth: what one WGSL function costs (8 evaluations per invocation, minus a copy): fungrad's
@@ -48,17 +49,43 @@ from fungrad.lowering.gpu import helpers  # noqa: E402
 from fungrad.lowering.gpu import runtime as gpu  # noqa: E402
 from fungrad.lowering.gpu import shader as gpu_shader  # noqa: E402
 
-HAND = """
+# one invocation per element on a 2-D grid of workgroups (``grid``): a dimension holds at
+# most 65535 of them (real GPUs reject more; 2^26 elements need 262144 groups of 256)
+MAIN = (
+    "@compute @workgroup_size(64)\n"
+    "fn main(@builtin(global_invocation_id) id: vec3<u32>,\n"
+    "        @builtin(num_workgroups) nwg: vec3<u32>) {\n"
+    "  let i = id.x + id.y * nwg.x * 64u;\n"
+)
+
+HAND = (
+    """
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> y: array<f32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3<u32>) {
-  let i = id.x;
-  if (i >= arrayLength(&y)) { return; }
+"""
+    + MAIN
+    + """  if (i >= arrayLength(&y)) { return; }
   let v = x[i];
   y[i] = tanh(v) * 0.5 + exp(-v * v) - sin(v) / (1.0 + v * v);
 }
 """
+)
+
+
+def wide(source: str, size: int) -> str:
+    """``source`` (written with MAIN) with ``size`` invocations per workgroup."""
+    return source.replace("@workgroup_size(64)", f"@workgroup_size({size})").replace(
+        "nwg.x * 64u", f"nwg.x * {size}u"
+    )
+
+
+def grid(n: int, size: int) -> tuple[int, int, int]:
+    """Workgroups of ``size`` for ``n`` invocations, 2-D beyond 65535 (fungrad's own grid:
+    a kernel shader of fungrad dispatched by hand needs exactly this one)."""
+    from fungrad.lowering.gpu.frame import grid_1d
+
+    return grid_1d(n, size)
+
 
 # the chain one operation per dispatch: t = op(a[, b]) over whole buffers
 
@@ -72,9 +99,7 @@ def _unfused_op(expr: str) -> str:
         [
             *decls,
             f"@group(0) @binding({len(inputs)}) var<storage, read_write> t: array<f32>;",
-            "@compute @workgroup_size(64)",
-            "fn main(@builtin(global_invocation_id) id: vec3<u32>) {",
-            "  let i = id.x;",
+            MAIN.rstrip("\n"),
             "  if (i >= arrayLength(&t)) { return; }",
             f"  t[i] = {expr};",
             "}",
@@ -103,6 +128,9 @@ def chain(x):
 
 
 def _dispatch(rt, pipeline, buffers, groups):
+    """(pipeline, bind group of ``buffers`` at bindings 0, 1, ..., workgroups: an int or an
+    (x, y, z) grid)."""
+    groups = (groups, 1, 1) if isinstance(groups, int) else tuple(groups)
     group = rt.device.create_bind_group(
         layout=pipeline.get_bind_group_layout(0),
         entries=[
@@ -119,7 +147,7 @@ def _run(rt, dispatches):
     for pipeline, group, groups in dispatches:
         cp.set_pipeline(pipeline)
         cp.set_bind_group(0, group)
-        cp.dispatch_workgroups(groups)
+        cp.dispatch_workgroups(*groups)
     cp.end()
     rt.queue.submit([enc.finish()])
 
@@ -141,18 +169,16 @@ def bench_chain(n: int) -> None:
     usage = rt.usage
     xb = rt.device.create_buffer_with_data(data=x, usage=usage)
     yb = rt.device.create_buffer(size=4 * n, usage=usage)
-    groups = -(-n // 64)
+    groups = grid(n, 64)
     hand = [_dispatch(rt, rt.pipeline("hand", HAND), [xb, yb], groups)]
     # the same kernel with fungrad's workgroup size (gpu_shader.KERNEL_WORKGROUP), for a fair view
     size = gpu_shader.KERNEL_WORKGROUP
     hand_wide = [
         _dispatch(
             rt,
-            rt.pipeline(
-                "hand_wide", HAND.replace("@workgroup_size(64)", f"@workgroup_size({size})")
-            ),
+            rt.pipeline("hand_wide", wide(HAND, size)),
             [xb, yb],
-            -(-n // size),
+            grid(n, size),
         )
     ]
     bufs = {"x": xb, "y": yb}
@@ -244,7 +270,7 @@ def _time_kernels(rt, variants: dict, x: np.ndarray, checks: dict, rounds: int) 
     runs = {}
     for name, source in variants.items():
         size = int(re.search(r"@workgroup_size\((\d+)\)", source).group(1))
-        d = [_dispatch(rt, rt.pipeline(name, source), [xb, yb], -(-n // size))]
+        d = [_dispatch(rt, rt.pipeline(name, source), [xb, yb], grid(n, size))]
         _run(rt, d)
         if name in checks:
             ref, tol = checks[name]
@@ -280,6 +306,19 @@ def _called_chain(builtins: tuple[str, ...] = ()) -> str:
     return "\n\n".join(defs.values()) + body
 
 
+def _styled(f, x, style: str) -> str:
+    """The WGSL of ``f``'s one kernel at ``x`` written in ``style`` (``shader.KERNEL_STYLE``;
+    compiled afresh: no jit cache)."""
+    from fungrad.lowering import compile_jaxpr
+
+    old, gpu_shader.KERNEL_STYLE = gpu_shader.KERNEL_STYLE, style
+    try:
+        (shader,) = compile_jaxpr(fg.make_jaxpr(f)(x), "gpu", "bench").shaders
+    finally:
+        gpu_shader.KERNEL_STYLE = old
+    return shader.source
+
+
 def bench_chain_parts(n: int) -> None:
     """Where the chain kernel's time goes: fungrad's kernel (math functions written out and
     interleaved by ``schedule.schedule``) against the hand-written kernel calling fungrad's
@@ -291,7 +330,10 @@ def bench_chain_parts(n: int) -> None:
     gx = fg.device_put(x, backend="gpu")
     exe = fg.jit(chain, backend="gpu").lower(gx).compile()._exe
     (shader,) = exe.shaders
-    variants = {"fungrad": shader.source, "called": _called_chain()}
+    variants = {"fungrad": shader.source}
+    for style in gpu_shader.KERNEL_STYLES:  # the kernel as written for each kind of adapter
+        variants[f"fungrad, {style} style"] = _styled(chain, gx, style)
+    variants["called"] = _called_chain()
     for fn in ("exp", "tanh", "sin"):
         variants[f"called, builtin {fn}"] = _called_chain((fn,))
     variants["hand-written"] = HAND
@@ -343,9 +385,8 @@ def bench_depth(n: int) -> None:
             defs + "\nfn f(t0: f32) -> f32 {\n" + body + f"\n  return {result};\n}}\n"
             "@group(0) @binding(0) var<storage, read> x: array<f32>;\n"
             "@group(0) @binding(1) var<storage, read_write> y: array<f32>;\n"
-            "@compute @workgroup_size(64)\n"
-            "fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n"
-            "  let i = id.x;\n  if (i >= arrayLength(&y)) { return; }\n"
+            + MAIN
+            + "  if (i >= arrayLength(&y)) { return; }\n"
             "  var acc = 0.0f;\n  for (var j = 0; j < 8; j++) { acc += f(x[i] + f32(j) * "
             "0.001f); }\n  y[i] = acc * 0.125f;\n}\n"
         )

@@ -8,7 +8,7 @@ import numpy as np
 from fungrad.lowering.fusion import Gemm, LoweringError
 from fungrad.lowering.gpu.frame import MAX_GROUPS, TOP, Scope, Shader, Slots, flat_shader
 from fungrad.lowering.gpu.helpers import Prelude
-from fungrad.lowering.gpu.schemes import SplitK
+from fungrad.lowering.gpu.schemes import GemmTile, SplitK
 from fungrad.lowering.gpu.types import literal
 
 TILE = 64  # output tile edge per workgroup
@@ -32,18 +32,31 @@ def _gemm_epilogue(step: Gemm, slots: Slots, acc: str, at: str) -> str:
     return result
 
 
+def default_tile() -> GemmTile:
+    """The tile this module's constants describe (``TILE``, ``THREADS``, ``KSTEP``): 64x64
+    outputs per workgroup, 4x4 per invocation, read when a function is compiled."""
+    return GemmTile(TILE, TILE, THREADS, THREADS, KSTEP)
+
+
 def render_gemm(
     step: Gemm,
     place: dict[int, tuple[str, int | str]],
     scope: Scope = TOP,
     split: SplitK | None = None,
+    tile: GemmTile | None = None,
 ) -> Shader:
-    """``c = a @ b`` per batch matrix: 64x64 output tiles through workgroup memory, 4x4
-    outputs per thread (rows ``ty + 16 i``, columns ``tx + 16 j``: coalesced reads/writes).
-    ``split``: this is the first pass of a split contraction (:class:`SplitK`): workgroup
-    ``z`` computes range ``z / batch`` of batch matrix ``z % batch``."""
+    """``c = a @ b`` per batch matrix: ``tile.rows x tile.cols`` output tiles through
+    workgroup memory (:class:`GemmTile`; default :func:`default_tile`: 64x64, 4x4 outputs
+    per invocation at rows ``ty + 16 i``, columns ``tx + 16 j``: coalesced reads/writes),
+    the contraction ``tile.kstep`` at a time. ``split``: this is the first pass of a split
+    contraction (:class:`SplitK`): workgroup ``z`` computes range ``z / batch`` of batch
+    matrix ``z % batch``."""
     if step.c.dtype != np.float32:
         raise LoweringError(f"jit(backend='gpu'): matmul of {step.c.dtype.name}")
+    tile = tile or default_tile()
+    rows, cols, tx_n, ty_n, kstep = tile.rows, tile.cols, tile.threads_x, tile.threads_y, tile.kstep
+    nr, nc = tile.per_row, tile.per_col
+    outs = nr * nc
     slots = Slots(place)
     head, guard = slots.scope_lines(scope)
     if guard is not None:  # uniform for the barriers: through workgroup memory
@@ -69,83 +82,119 @@ def render_gemm(
         kbeg = f"(i32(wid.z) / {step.batch}i) * {split.size}i"
         kend = f"min({kbeg} + {split.size}i, {k}i)"
         size = split.size
-    per = TILE * KSTEP // (THREADS * THREADS)
+    threads = tx_n * ty_n
+    per_a, per_b = rows * kstep // threads, kstep * cols // threads
+    block = -(-max(GEMM_BLOCK, kstep) // kstep) * kstep
+    # a third level (blocks of blocks) only where the range is longer than block**2, or for
+    # the 4x4 tile (whose text predates the choice): below that both sum the same way
+    three = size > block**2 or outs <= 16
+    acc_words = "acc, mid, tot" if three else "acc, tot"
 
     def flush(indent: str, low: str = "acc", high: str = "mid") -> list[str]:
         """A thread's ``low`` sums into its ``high`` ones (blocked sums: bounded error)."""
+        # (unrolled: constant indices keep the sums in registers)
         return [
-            f"{indent}{high}[{i}] = {high}[{i}] + {low}[{i}]; {low}[{i}] = 0.0f;" for i in range(16)
+            f"{indent}{high}[{i}] = {high}[{i}] + {low}[{i}]; {low}[{i}] = 0.0f;"
+            for i in range(outs)
         ]
 
     fma = []
-    for i in range(4):
-        fma.append(f"      let a{i} = ta[(ty + {16 * i}i) * {KSTEP}i + kk];")
-    for j in range(4):
-        fma.append(f"      let c{j} = tb[kk * {TILE}i + tx + {16 * j}i];")
-    for i in range(4):
-        for j in range(4):
-            fma.append(f"      acc[{4 * i + j}] = fma(a{i}, c{j}, acc[{4 * i + j}]);")
+    for i in range(nr):
+        fma.append(f"      let a{i} = ta[(ty + {ty_n * i}i) * {kstep}i + kk];")
+    for j in range(nc):
+        fma.append(f"      let c{j} = tb[kk * {cols}i + tx + {tx_n * j}i];")
+    for i in range(nr):
+        for j in range(nc):
+            fma.append(f"      acc[{nc * i + j}] = fma(a{i}, c{j}, acc[{nc * i + j}]);")
     stores = []
-    for i in range(4):
-        for j in range(4):
+    for i in range(nr):
+        for j in range(nc):
             stores += [
-                f"  {{ let r = row0 + ty + {16 * i}i; let c = col0 + tx + {16 * j}i;",
+                f"  {{ let r = row0 + ty + {ty_n * i}i; let c = col0 + tx + {tx_n * j}i;",
                 f"    if (r < {m}i && c < {n}i) {{ {c_ref} = "
-                f"bitcast<u32>({result.format(i=4 * i + j)}); }} }}",
+                f"bitcast<u32>({result.format(i=nc * i + j)}); }} }}",
             ]
+    load_a = [
+        f"      let gi = row0 + e / {kstep}i; let gp = p0 + e % {kstep}i;",
+        "      var va = 0.0f;",
+        f"      if (gi < {m}i && gp < kend) {{ va = bitcast<f32>({a_ref}); }}",
+        "      ta[e] = va;",
+    ]
+    load_b = [
+        f"      let gq = p0 + e / {cols}i; let gc = col0 + e % {cols}i;",
+        "      var vb = 0.0f;",
+        f"      if (gq < kend && gc < {n}i) {{ vb = bitcast<f32>({b_ref}); }}",
+        "      tb[e] = vb;",
+    ]
+    if per_a == per_b:
+        loads = [
+            f"    for (var q: i32 = 0i; q < {per_a}i; q++) {{",
+            f"      let e = t + q * {threads}i;",
+            *load_a,
+            *load_b,
+            "    }",
+        ]
+    else:
+        loads = []
+        for per, body in ((per_a, load_a), (per_b, load_b)):
+            loads += [
+                f"    for (var q: i32 = 0i; q < {per}i; q++) {{",
+                f"      let e = t + q * {threads}i;",
+                *body,
+                "    }",
+            ]
+    if three:
+        flushes = [
+            f"    if ((p0 - kbeg) % {block}i == {block - kstep}i) {{",
+            *flush("      "),
+            f"      if ((p0 - kbeg) % {block**2}i == {block**2 - kstep}i) {{",
+            *flush("        ", "mid", "tot"),
+            "      }",
+            "    }",
+        ]
+        ends = [*flush("  "), *flush("  ", "mid", "tot")]
+    else:
+        flushes = [
+            f"    if ((p0 - kbeg) % {block}i == {block - kstep}i) {{",
+            *flush("      ", "acc", "tot"),
+            "    }",
+        ]
+        ends = flush("  ", "acc", "tot")
     text = "\n".join(
         [
             *slots.declarations(),
             "",
-            f"var<workgroup> ta: array<f32, {TILE * KSTEP}>;",
-            f"var<workgroup> tb: array<f32, {TILE * KSTEP}>;",
+            f"var<workgroup> ta: array<f32, {rows * kstep}>;",
+            f"var<workgroup> tb: array<f32, {kstep * cols}>;",
             *(["var<workgroup> run: u32;"] if guard is not None else []),
             "",
-            f"@compute @workgroup_size({THREADS}, {THREADS})",
+            f"@compute @workgroup_size({tx_n}, {ty_n})",
             "fn main(@builtin(local_invocation_id) lid: vec3<u32>, "
             "@builtin(workgroup_id) wid: vec3<u32>) {",
             *head,
             "  let tx = i32(lid.x); let ty = i32(lid.y);",
-            f"  let row0 = i32(wid.y) * {TILE}i; let col0 = i32(wid.x) * {TILE}i;",
+            f"  let row0 = i32(wid.y) * {rows}i; let col0 = i32(wid.x) * {cols}i;",
             f"  let bt = {batch_of};",
             f"  let abase = bt * {m * k}i; let bbase = bt * {k * n}i; let cbase = bt * {m * n}i;",
             f"  let kbeg = {kbeg}; let kend = {kend};",
-            "  var acc: array<f32, 16>;",
-            "  var mid: array<f32, 16>;",
-            "  var tot: array<f32, 16>;",
-            "  let t = ty * 16i + tx;",
-            f"  for (var p0: i32 = kbeg; p0 < kend; p0 += {KSTEP}i) {{",
-            f"    for (var q: i32 = 0i; q < {per}i; q++) {{",
-            f"      let e = t + q * {THREADS * THREADS}i;",
-            f"      let gi = row0 + e / {KSTEP}i; let gp = p0 + e % {KSTEP}i;",
-            "      var va = 0.0f;",
-            f"      if (gi < {m}i && gp < kend) {{ va = bitcast<f32>({a_ref}); }}",
-            "      ta[e] = va;",
-            f"      let gq = p0 + e / {TILE}i; let gc = col0 + e % {TILE}i;",
-            "      var vb = 0.0f;",
-            f"      if (gq < kend && gc < {n}i) {{ vb = bitcast<f32>({b_ref}); }}",
-            "      tb[e] = vb;",
-            "    }",
+            *(f"  var {w}: array<f32, {outs}>;" for w in acc_words.split(", ")),
+            f"  let t = ty * {tx_n}i + tx;",
+            f"  for (var p0: i32 = kbeg; p0 < kend; p0 += {kstep}i) {{",
+            *loads,
             "    workgroupBarrier();",
-            f"    for (var kk: i32 = 0i; kk < {KSTEP}i; kk++) {{",
+            f"    for (var kk: i32 = 0i; kk < {kstep}i; kk++) {{",
             *fma,
             "    }",
             "    workgroupBarrier();",
-            f"    if ((p0 - kbeg) % {GEMM_BLOCK}i == {GEMM_BLOCK - KSTEP}i) {{",
-            *flush("      "),
-            f"      if ((p0 - kbeg) % {GEMM_BLOCK**2}i == {GEMM_BLOCK**2 - KSTEP}i) {{",
-            *flush("        ", "mid", "tot"),
-            "      }",
-            "    }",
+            *flushes,
             "  }",
-            *flush("  "),
-            *flush("  ", "mid", "tot"),
+            *ends,
             *stores,
             "}",
             "",
         ]
     )
-    gx, gy = -(-n // TILE), -(-m // TILE)
+    gx, gy = -(-n // cols), -(-m // rows)
     gz = step.batch * (split.chunks if split else 1)
     if max(gx, gy, gz) > MAX_GROUPS:
         raise LoweringError(
@@ -154,7 +203,8 @@ def render_gemm(
         )
     grid = (gx, gy, gz) if m and n else (0, 1, 1)
     name = f"{step.name}_split" if split else step.name
-    return Shader(name, text, slots.bindings(), grid, -(-size // KSTEP) * (1 + per + KSTEP))
+    per = per_a if per_a == per_b else per_a + per_b
+    return Shader(name, text, slots.bindings(), grid, -(-size // kstep) * (1 + per + kstep))
 
 
 def render_gemm_sum(step: Gemm, place, scope: Scope, split: SplitK) -> Shader:

@@ -30,7 +30,8 @@ from fungrad.lowering.fusion import Kernel, LoweringError, _walk
 from fungrad.lowering.kernel import INDEX, Expr, Var
 
 #: Tree reductions (see :func:`tree_groups`): for kernels of at most TREE_MAX_OUTPUTS output
-#: elements, reductions of at least TREE_MIN_LENGTH elements ("auto" mode), about
+#: elements, reductions of at least TREE_MIN_LENGTH serial iterations, nested reductions
+#: included ("auto" mode; :func:`reduction_work`), about
 #: TREE_PER_INVOCATION elements per invocation in the first pass, and at most TREE_GROUPS
 #: workgroups in all.
 TREE_MAX_OUTPUTS = 4096
@@ -57,6 +58,17 @@ SORT_RANK_MAX_ROW = 64
 SCAN = "auto"
 SCAN_BLOCK = 512
 SCAN_SERIAL_ROWS = 4096
+
+
+#: Matmuls on real GPUs (CPU adapters keep gemm.py's 64x64 tiles, 4x4 per invocation, KSTEP
+#: 16, measured on lavapipe): the tile (:class:`GemmTile`; an H100 sweep of 2048^3 found
+#: KSTEP 32 best, 1.461 ms against 1.479 ms for 16), and split contractions where the tiles
+#: leave most of the GPU idle (:func:`gemm_split`). Read when a function is compiled.
+GEMM_TILE_GPU = None  # set below, once GemmTile is defined
+GEMM_FILL_GROUPS = 1024  # 0: never split for filling
+GEMM_SPLIT_MIN_K = 64
+GEMM_SPLIT_MAX = 64  # H100: 64 ranges best for 256x65536 @ 65536x256
+GEMM_SPLIT_WORDS = 1 << 22  # partial products kept in the arena (16 MiB)
 
 
 def _mode(variable: str, name: str, default: str) -> str:
@@ -102,7 +114,7 @@ def tree_groups(kern: Kernel, rt, serial_iterations: Callable[[], int]) -> int:
     if not too_long and (
         outputs > TREE_MAX_OUTPUTS
         or mode == "auto"
-        and (rt.cpu_adapter or longest < TREE_MIN_LENGTH)
+        and (rt.cpu_adapter or max(map(reduction_work, tops)) < TREE_MIN_LENGTH)
     ):
         return 0
     if not reductions_independent(tops):
@@ -144,6 +156,38 @@ def split_k(k: int, iterations: int, limit: int | None, kstep: int, base: int) -
     chunks = -(-iterations // (limit - 256))
     size = -(-k // chunks // kstep) * kstep
     return SplitK(-(-k // size), size, base)
+
+
+def gemm_tile(rt) -> GemmTile | None:
+    """The matmul tile for this adapter: ``GEMM_TILE_GPU`` on a real GPU, None (the
+    constants of ``gemm.py``, measured on lavapipe) on a CPU adapter."""
+    return None if rt.cpu_adapter else GEMM_TILE_GPU
+
+
+def gemm_split(step, tile: GemmTile, iterations: int, rt, base: int) -> SplitK | None:
+    """How matmul ``step`` (``fusion.Gemm``) splits its contraction: as :func:`split_k`
+    says where one invocation could not loop through it, and on a real GPU where its tiles
+    would fill fewer than ``GEMM_FILL_GROUPS`` workgroups (an MLP's 128-row products: 16
+    tiles for 132 SMs): into up to that many ranges of at least ``GEMM_SPLIT_MIN_K``, at most
+    ``GEMM_SPLIT_MAX`` of them, their partial products (at most ``GEMM_SPLIT_WORDS`` words)
+    added by a second pass."""
+    split = split_k(step.k, iterations, rt.loop_limit, tile.kstep, base)
+    if split is not None or rt.cpu_adapter or GEMM_FILL_GROUPS <= 0:
+        return split
+    tiles = -(-step.m // tile.rows) * -(-step.n // tile.cols) * step.batch
+    if not tiles or tiles >= GEMM_FILL_GROUPS:
+        return None
+    chunks = min(
+        -(-GEMM_FILL_GROUPS // tiles),
+        step.k // max(1, GEMM_SPLIT_MIN_K),
+        GEMM_SPLIT_MAX,
+        GEMM_SPLIT_WORDS // (step.batch * step.m * step.n),
+    )
+    if chunks < 2:
+        return None
+    size = -(-step.k // chunks // tile.kstep) * tile.kstep
+    chunks = -(-step.k // size)
+    return SplitK(chunks, size, base) if chunks > 1 else None
 
 
 def sort_by_ranks(n: int, limit: int | None) -> bool:
@@ -243,6 +287,18 @@ def top_reductions(kern: Kernel) -> list[Expr]:
     return [e for e in _walk(roots) if e.op == "reduce" and e.free <= loops]
 
 
+def reduction_work(e: Expr) -> int:
+    """Loop iterations one invocation runs for reduction ``e``: its length times one plus the
+    lengths of the reductions nested in its body (a loss summing rows of a row sum: 128 x 10
+    is 1408 serial iterations, a tree's worth on a GPU though its own length is 128)."""
+    inner = sum(
+        int(np.prod([v.extent for v in x.attr.vars]))
+        for x in _walk([e.args[0]])
+        if x.op == "reduce" and x is not e
+    )
+    return int(np.prod([v.extent for v in e.attr.vars])) * (1 + inner)
+
+
 def reductions_independent(tops: list[Expr]) -> bool:
     """No top-level reduction reads another (softmax's sum of exp(x - max) reads the max:
     such a kernel cannot split its reductions into two passes)."""
@@ -258,6 +314,54 @@ def partial_words(kern: Kernel, groups: int) -> int:
         outputs * groups * (2 if e.attr.op in ("argmax", "argmin") else 1)
         for e in top_reductions(kern)
     )
+
+
+@dataclass(frozen=True)
+class GemmTile:
+    """A matmul shader's tiling (``gemm.render_gemm``): ``rows x cols`` outputs per
+    workgroup of ``threads_x x threads_y`` invocations, each computing ``per_row x per_col``
+    of them (rows ``ty + threads_y * i``, columns ``tx + threads_x * j``), the contraction
+    read through workgroup memory ``kstep`` elements at a time."""
+
+    rows: int
+    cols: int
+    threads_x: int = 16
+    threads_y: int = 16
+    kstep: int = 16
+
+    def __post_init__(self):
+        threads = self.threads_x * self.threads_y
+        if (
+            min(self.rows, self.cols, self.threads_x, self.threads_y, self.kstep) < 1
+            or self.rows % self.threads_y
+            or self.cols % self.threads_x
+            or (self.rows * self.kstep) % threads
+            or (self.cols * self.kstep) % threads
+            or threads > 256
+        ):
+            raise ValueError(
+                f"GemmTile({self.rows}, {self.cols}, {self.threads_x}, {self.threads_y}, "
+                f"{self.kstep}): rows must be a multiple of threads_y and cols of threads_x, "
+                "each tile's rows * kstep and cols * kstep a multiple of the invocations, "
+                "at most 256 invocations"
+            )
+
+    @property
+    def per_row(self) -> int:
+        return self.rows // self.threads_y
+
+    @property
+    def per_col(self) -> int:
+        return self.cols // self.threads_x
+
+    def __str__(self) -> str:
+        return (
+            f"{self.rows}x{self.cols}/{self.threads_x}x{self.threads_y}"
+            f"({self.per_row}x{self.per_col}) k{self.kstep}"
+        )
+
+
+GEMM_TILE_GPU = GemmTile(64, 64, 16, 16, 32)
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,15 @@ import numpy as np
 from fungrad.lowering.fusion import Gemm, Kernel, LoweringError
 from fungrad.lowering.gpu import runtime as gpu
 from fungrad.lowering.gpu.frame import Scope, render_copy, render_counter, render_fill
-from fungrad.lowering.gpu.gemm import KSTEP, render_gemm, render_gemm_sum
+from fungrad.lowering.gpu.gemm import default_tile, render_gemm, render_gemm_sum
 from fungrad.lowering.gpu.linalg import render_linalg
 from fungrad.lowering.gpu.scan import render_scan
 from fungrad.lowering.gpu.schemes import (
     ScanInfo,
     Scatter,
     Tree,
+    gemm_split,
+    gemm_tile,
     partial_words,
     scan_blocks,
     scan_of,
@@ -35,7 +37,6 @@ from fungrad.lowering.gpu.schemes import (
     scatter_like,
     sort_by_ranks,
     split_bindings,
-    split_k,
     tree_groups,
 )
 from fungrad.lowering.gpu.shader import render_kernel
@@ -122,14 +123,16 @@ def _scan(exe, kern: Kernel, scan: ScanInfo, scope: Scope) -> list:
 
 def _gemm_step(exe, step: Gemm, scope: Scope) -> list:
     """A matmul's dispatches: one, or, where one invocation would loop through ``k`` more
-    often than the adapter allows, the contraction split into ranges (``schemes.split_k``):
+    often than the adapter allows or its tiles would leave a real GPU idle, the contraction
+    split into ranges (``schemes.gemm_split``; the tile: ``schemes.gemm_tile``):
     partial products past the arena's temporaries, then their sum."""
-    shader = render_gemm(step, exe._place, scope)
-    split = split_k(step.k, shader.loop_iterations, exe.rt.loop_limit, KSTEP, exe.arena_words)
+    tile = gemm_tile(exe.rt) or default_tile()
+    shader = render_gemm(step, exe._place, scope, tile=tile)
+    split = gemm_split(step, tile, shader.loop_iterations, exe.rt, exe.arena_words)
     if split is None:
         return exe._dispatch(shader)
     exe.scratch_words = max(exe.scratch_words, split.chunks * step.batch * step.m * step.n)
-    return exe._dispatch(render_gemm(step, exe._place, scope, split)) + exe._dispatch(
+    return exe._dispatch(render_gemm(step, exe._place, scope, split, tile)) + exe._dispatch(
         render_gemm_sum(step, exe._place, scope, split)
     )
 

@@ -20,7 +20,8 @@ What an algorithm may use:
   :meth:`~Builder.rint`, :meth:`~Builder.fabs`, :meth:`~Builder.copysign`,
   :meth:`~Builder.sqrt`, and the operations whose rendering depends on the target's
   arithmetic: :meth:`~Builder.fma_exact`, :meth:`~Builder.two_prod`,
-  :meth:`~Builder.sub_multiple`, :meth:`~Builder.keep`, :meth:`~Builder.ldexp`.
+  :meth:`~Builder.sub_multiple`, :meth:`~Builder.keep`, :meth:`~Builder.exact`,
+  :meth:`~Builder.ldexp`.
 
 Backends lack some of it: WGSL has no float64 and no 64-bit integers, so the float64 paths
 (and the float32 functions that compute in float64 on the CPU) need the LLVM builder, which
@@ -201,6 +202,14 @@ class Builder(abc.ABC):
         small tail inside it would be lost (``r + (p + t)`` turned into ``(r + p) + t``). LLVM
         without fast-math never does that: here it is ``v`` itself (the WGSL builder hides
         it)."""
+        return v
+
+    def exact(self, v):
+        """``v`` as an operand of an error-free transformation (two-sum), which relies on each
+        of its operations being rounded once as written. A GPU compiler may contract a product
+        into a neighbouring add (one fma, so a two-sum's steps see two different values of it)
+        or reassociate a sum with its neighbours; the WGSL builder hides such a value there.
+        LLVM without fast-math does neither: here it is ``v`` itself."""
         return v
 
     def two_prod(self, a, c) -> tuple[Value, Value]:

@@ -85,17 +85,26 @@ def horner(b: Builder, v: Value, coeffs: Iterable[float]) -> Value:
     return p
 
 
+def _exact(a, c):
+    """(a, c) as operands of a two-sum (``Builder.exact``: hidden from a GPU compiler that
+    contracts or reassociates), one of them at least a Value."""
+    b = a.b if isinstance(a, Value) else c.b
+    return b.exact(a), b.exact(c), b
+
+
 def two_sum(a, c) -> tuple[Value, Value]:
     """s + e == a + c exactly, s = fl(a + c) (Knuth, any magnitudes)."""
-    s = a + c
-    bb = s - a
-    return s, (a - (s - bb)) + (c - bb)
+    a, c, b = _exact(a, c)
+    s = b.exact(a + c)
+    bb = b.exact(s - a)
+    return s, b.exact(a - b.exact(s - bb)) + (c - bb)
 
 
 def fast_two_sum(a, c) -> tuple[Value, Value]:
     """s + e == a + c exactly when |a| >= |c| (Dekker)."""
-    s = a + c
-    return s, c - (s - a)
+    a, c, b = _exact(a, c)
+    s = b.exact(a + c)
+    return s, c - b.exact(s - a)
 
 
 def clamp(b: Builder, x: Value, lo: float, hi: float) -> Value:

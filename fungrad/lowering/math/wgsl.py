@@ -123,6 +123,7 @@ class WGSLBuilder(Builder):
         self.terms: dict[str, tuple[str, str]] = {}  # sum or difference -> its operands
         self.negations: dict[str, str] = {}  # -v -> v
         self.opaque: dict[str, Value] = {}
+        self.arith: set[str] = set()  # float products, sums, differences and their negations
         self.zero: Value | None = None
 
     # Shader compilers simplify float algebra unless told not to, and WGSL cannot tell them:
@@ -138,6 +139,15 @@ class WGSLBuilder(Builder):
     def keep(self, v: Value) -> Value:
         """Behind the opaque OR: llvmpipe reassociates sums (see the module docstring)."""
         return self._opaque(v)
+
+    def exact(self, v):
+        """Where the adapter has a fused fma (a hardware GPU: its compiler contracts ``a * b +
+        c`` into one fma and may reassociate sums, as SPIR-V without NoContraction allows), a
+        product or sum an error-free transformation uses goes behind the opaque OR; other
+        values (parameters, literals, fma and select results) are leaves already."""
+        if self.fused_fma and isinstance(v, Value) and v.ref in self.arith:
+            return self._opaque(v)
+        return v
 
     def guard_cancellation(self, a: Value, c: Value) -> tuple[Value, Value]:
         """(a, c), with whichever is a sum or difference holding the other made opaque."""
@@ -202,6 +212,8 @@ class WGSLBuilder(Builder):
             a, c = self.guard_cancellation(a, c)
         right = f"u32({c.ref})" if op in ("shl", "ashr") else c.ref
         out = self.emit(f"({a.ref} {sym} {right})", a.ty)
+        if op in ("fadd", "fsub", "fmul"):
+            self.arith.add(out.ref)
         if op in ("fadd", "fsub"):
             self.terms[out.ref] = (self.base(a.ref), self.base(c.ref))
         return out
@@ -209,6 +221,8 @@ class WGSLBuilder(Builder):
     def neg(self, v: Value) -> Value:
         out = self.emit(f"(-{v.ref})", v.ty)
         self.negations[out.ref] = v.ref
+        if v.ref in self.arith:
+            self.arith.add(out.ref)
         return out
 
     def emit(self, rhs: str, ty: str) -> Value:

@@ -146,3 +146,25 @@ def test_a_nested_reduction_is_a_tree_on_a_real_gpu(real_gpu, monkeypatch):
     (o2,), exe2 = _run(_loss, logits, y)
     assert not any("fg_tv" in s.source for s in exe2.shaders)
     np.testing.assert_allclose(o2, ref, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "shape, dispatches",
+    [((10_000,), 4), ((3, 5000), 4), ((2, 300), 4), ((300, 40), 2), ((2, 256), 2)],
+)
+def test_real_gpu_scan_blocks_grow_with_the_line(real_gpu, monkeypatch, shape, dispatches):
+    """On a real GPU, "auto" splits lines into blocks of about sqrt(n / 2), at least 128
+    (first element, totals, prefixes, scan: four dispatches); lines of at most two blocks
+    stay serial (two); values as numpy's."""
+    monkeypatch.delenv("FUNGRAD_GPU_SCAN", raising=False)
+    assert [S.gpu_scan_block(n) for n in (100, 1024, 1 << 16, 1 << 22, 1 << 26)] == [
+        128,
+        128,
+        256,
+        2048,
+        4096,
+    ]
+    x = np.random.default_rng(5).integers(-3, 4, shape).astype(np.float32)
+    (o,), exe = _run(lambda v: fnp.cumsum(v, axis=-1), x)
+    np.testing.assert_array_equal(o, np.cumsum(x, axis=-1))
+    assert exe.num_dispatches == dispatches

@@ -47,17 +47,21 @@ TREE_REDUCTIONS = "auto"
 #: lies between 32 and 128.
 SORT_RANK_MAX_ROW = 64
 #: Scans (cumulative reductions: :func:`scan_of`, ``scan.render_scan``) run one invocation
-#: per line, in order, or split their lines into blocks (three dispatches). "auto": blocks
-#: of about SCAN_BLOCK elements where lines are too few to fill the device: fewer than
-#: SCAN_SERIAL_ROWS on a GPU, fewer than two per CPU core on a CPU adapter (lavapipe, 2
-#: cores: blocks 1.6x faster for 2 lines of 60000, 0.7x for 8); "always": blocks of
-#: SCAN_BLOCK wherever a line is longer (tests use it with small blocks); "never": one
-#: block unless a line would loop past the adapter's limit (``gpu.Runtime.loop_limit``),
-#: which splits it in every mode. The environment variable FUNGRAD_GPU_SCAN, when set,
-#: wins. Read when a function is compiled.
+#: per line, in order, or split their lines into blocks (three dispatches). "auto": on a
+#: real GPU, blocks of about sqrt(n / 2) (:func:`gpu_scan_block`, within SCAN_GPU_BLOCKS)
+#: for lines longer than two blocks, unless the lines are SCAN_SERIAL_ROWS or more (an
+#: H100: one line of 2^24 took 28.7 ms in blocks of 512, 2^22 1.17 ms in blocks of 2048;
+#: 4096 lines of 1024 twice as fast in blocks of 128 as serial); on a CPU adapter, blocks
+#: of SCAN_BLOCK where lines are fewer than two per CPU core (lavapipe, 2 cores: blocks 1.6x
+#: faster for 2 lines of 60000, 0.7x for 8); "always": blocks of SCAN_BLOCK wherever a line
+#: is longer (tests use it with small blocks); "never": one block unless a line would loop
+#: past the adapter's limit (``gpu.Runtime.loop_limit``), which splits it in every mode.
+#: The environment variable FUNGRAD_GPU_SCAN, when set, wins. Read when a function is
+#: compiled.
 SCAN = "auto"
 SCAN_BLOCK = 512
-SCAN_SERIAL_ROWS = 4096
+SCAN_SERIAL_ROWS = 65536
+SCAN_GPU_BLOCKS = (128, 4096)
 
 
 #: Matmuls on real GPUs (CPU adapters keep gemm.py's 64x64 tiles, 4x4 per invocation, KSTEP
@@ -130,6 +134,15 @@ def scan_rows(kern: Kernel, scan: ScanInfo) -> int:
     return int(np.prod([v.extent for v in kern.loops], dtype=np.int64)) // scan.var.extent
 
 
+def gpu_scan_block(n: int) -> int:
+    """A real GPU's scan block for lines of ``n``: a block's invocation loops ``block``
+    times in the first and last passes, the middle pass ``n / block`` times along the line,
+    so about ``sqrt(n / 2)``, as a power of two within ``SCAN_GPU_BLOCKS`` (an H100: 2048
+    best for one line of 2^22, 128 for 4096 lines of 1024, 512 for 64 of 65536)."""
+    low, high = SCAN_GPU_BLOCKS
+    return min(high, max(low, 1 << max(0, math.ceil(math.log2(max(1.0, n / 2)) / 2))))
+
+
 def scan_blocks(kern: Kernel, scan: ScanInfo, rt, serial_iterations: Callable[[], int]) -> int:
     """Blocks each line of scan ``kern`` splits into (``SCAN``, ``SCAN_BLOCK``): 1 (one
     invocation per line), or more where lines are too few to fill the device, and always
@@ -138,8 +151,11 @@ def scan_blocks(kern: Kernel, scan: ScanInfo, rt, serial_iterations: Callable[[]
     n = scan.var.extent + 1
     mode = scan_mode()
     blocks = 1
-    few = 2 * (os.cpu_count() or 1) if rt.cpu_adapter else SCAN_SERIAL_ROWS
-    if mode == "always" or mode == "auto" and scan_rows(kern, scan) < few:
+    if mode == "auto" and not rt.cpu_adapter:
+        block = gpu_scan_block(n)
+        if n > 2 * block and scan_rows(kern, scan) < SCAN_SERIAL_ROWS:
+            blocks = -(-n // block)
+    elif mode == "always" or mode == "auto" and scan_rows(kern, scan) < 2 * (os.cpu_count() or 1):
         blocks = -(-n // max(1, SCAN_BLOCK))
     limit = rt.loop_limit
     if limit is not None:  # (with some room for rounding the blocks up)

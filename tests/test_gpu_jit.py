@@ -250,6 +250,7 @@ def test_sort_argsort_and_top_k_on_the_gpu():
 def test_without_an_adapter_gpu_jit_says_how_to_get_one(monkeypatch):
     monkeypatch.setattr(gpu_runtime, "_runtime", None)
     monkeypatch.setattr(gpu_runtime, "_adapters", [])
+    monkeypatch.delenv("FUNGRAD_GPU_ADAPTER", raising=False)  # set where a device is picked
     f = fg.jit(lambda v: v + 1, backend="gpu")
     with pytest.raises(gpu_runtime.GpuUnavailableError, match="mesa-vulkan-drivers"):
         f(np.float32(1.0))

@@ -17,6 +17,7 @@ tests/test_gpu_math_contraction.py (the functions keep their ulp bounds when con
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -203,3 +204,62 @@ def ulps(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
         err = np.abs(got.astype(np.float64) - ref) / np.maximum(spacing, 2.0**-126 * 2.0**-23)
     same = (got == r32) | (np.isnan(got) & np.isnan(ref))
     return np.where(same, 0.0, np.where(np.isnan(err), np.inf, err))
+
+
+def _erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def _erfc(x):
+    return np.vectorize(math.erfc, otypes=[np.float64])(x)
+
+
+def _special(name: str):
+    from fungrad.lax import special_math
+
+    return getattr(special_math, name)
+
+
+#: name: (float64 reference, ulp bound) of the GPU's float32 functions; lgamma and digamma in
+#: ulps of max(|f|, 1) over arguments that include their reflection ranges (where terms of
+#: those sizes cancel next to their zeros: tests/test_gpu_math_paths.py)
+REFERENCES = {
+    "exp": (np.exp, 2.0),
+    "exp2": (np.exp2, 2.0),
+    "expm1": (np.expm1, 2.0),
+    "log": (np.log, 2.0),
+    "log1p": (np.log1p, 2.0),
+    "tanh": (np.tanh, 2.0),
+    "logistic": (lambda x: 1 / (1 + np.exp(-x)), 2.0),
+    "sin": (np.sin, 2.0),
+    "cos": (np.cos, 2.0),
+    "tan": (np.tan, 2.5),
+    "sinh": (np.sinh, 2.0),
+    "cosh": (np.cosh, 2.0),
+    "asinh": (np.arcsinh, 2.0),
+    "acosh": (np.arccosh, 2.0),
+    "atanh": (np.arctanh, 2.0),
+    "atan": (np.arctan, 2.0),
+    "asin": (np.arcsin, 2.0),
+    "acos": (np.arccos, 2.0),
+    "erf": (_erf, 2.0),
+    "erfc": (_erfc, 2.5),
+    "cbrt": (np.cbrt, 2.0),
+    "lgamma": (lambda x: _special("lgamma")(x), 20.0),
+    "digamma": (lambda x: _special("digamma")(x), 8.0),
+    "pow": (np.power, 1.0),
+    "atan2": (np.arctan2, 2.0),
+}
+
+
+def errors(name: str, got: np.ndarray, *args: np.ndarray) -> np.ndarray:
+    """The ulp errors of float32 results ``got`` of ``name`` at ``args`` (see REFERENCES)."""
+    ref_fn = REFERENCES[name][0]
+    with np.errstate(all="ignore"):
+        ref = ref_fn(*(np.asarray(a, F32).astype(np.float64) for a in args))
+    err = ulps(got, ref)
+    if name in ("lgamma", "digamma"):
+        with np.errstate(all="ignore"):
+            scale = np.spacing(np.maximum(np.abs(ref), 1.0).astype(F32)).astype(np.float64)
+            err = np.where(err == 0, 0.0, np.abs(np.asarray(got, np.float64) - ref) / scale)
+    return err

@@ -108,6 +108,22 @@ def test_gpu_style_keeps_the_ulp_bounds(name, f, ref, bound):
     assert err[worst] <= bound, f"{name}({x[worst]!r}) = {y[worst]!r}: {err[worst]:.2f} ulp"
 
 
+PROGRAMS = {  # the block of rare values inside reductions, scans, loops and row kernels
+    "sum": lambda x: fnp.sum(fnp.sin(x * 3e7)),
+    "rows": lambda x: fnp.max(fnp.cos(x.reshape(8, -1) * 3e7), axis=1),
+    "cumsum": lambda x: fnp.cumsum(fnp.tan(x * 3e7)),
+    "fori": lambda x: fg.lax.fori_loop(0, 3, lambda i, v: fnp.sin(v * 1e8) + v, x),
+}
+
+
+@pytest.mark.usefixtures("gpu")
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_both_styles_agree_inside_reductions_and_loops(name):
+    x = np.random.default_rng(3).uniform(-1, 1, 256).astype(np.float32)
+    a, b = (_run(PROGRAMS[name], x, style) for style in gpu_shader.KERNEL_STYLES)
+    np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
 def test_the_empty_and_scalar_cases_render_in_both_styles(gpu):
     for shape in ((0,), ()):
         x = np.zeros(shape, np.float32)

@@ -2,9 +2,10 @@
 
 Staging records a :class:`SourceInfo` on every :class:`~fungrad.core.JaxprEqn`: the first
 frame on the Python stack outside the fungrad package (the user's call that produced the
-equation). Capture is cheap: a walk up ``sys._getframe`` with a prefix check on each frame's
-file name, keeping only the code object and bytecode offset; line, file name and function are
-worked out only when printed.
+equation). Capture is cheap: a walk up ``sys._getframe`` that looks each frame's file name up
+in a table of the files already classified (a dict hit, no string comparison), keeping only
+the code object and bytecode offset; line, file name and function are worked out only when
+printed.
 
 Transforms that interpret a jaxpr (``eval_jaxpr`` under jvp/vmap/staging, the transpose
 loop) mark their own frame with :func:`set_equation_source`: while a rule for an equation runs,
@@ -29,6 +30,13 @@ import threading
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _CONTEXTLIB = os.path.abspath(sys.modules["contextlib"].__file__)
 _INTERNAL = (_PKG_DIR, _CONTEXTLIB)
+_internal_files: dict[str, bool] = {}  # co_filename -> inside fungrad (or contextlib)?
+
+
+def _is_internal(filename: str) -> bool:
+    """Whether frames of ``filename`` are fungrad's own (classified once per file)."""
+    internal = _internal_files[filename] = filename.startswith(_INTERNAL)
+    return internal
 
 
 class SourceInfo(tuple):
@@ -83,7 +91,7 @@ class _State(threading.local):
 _state = _State()
 
 
-def current(depth: int = 2, _getframe=sys._getframe, _internal=_INTERNAL, _state=_state):
+def current(depth: int = 2, _getframe=sys._getframe, _state=_state, _files=_internal_files):
     """The source of an equation being staged now: the first user frame above the caller's
     caller (``depth``), or the marked equation's source when an interpreter frame that set one
     is met first."""
@@ -98,7 +106,10 @@ def current(depth: int = 2, _getframe=sys._getframe, _internal=_INTERNAL, _state
             fwd = _state.fwd
             return info if fwd is None or len(info) > 2 else SourceInfo((info[0], info[1], fwd))
         code = f.f_code
-        if not code.co_filename.startswith(_internal):
+        internal = _files.get(code.co_filename)
+        if internal is None:
+            internal = _is_internal(code.co_filename)
+        if not internal:
             fwd = _state.fwd
             if fwd is None:
                 return SourceInfo((code, f.f_lasti))

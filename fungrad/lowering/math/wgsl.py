@@ -377,17 +377,17 @@ _ERF_INV = """fn fg_erf_inv_f32(x: f32) -> f32 {
 
 # fma with one rounding, for adapters whose fma is a multiply then an add (llvmpipe): the
 # functions' error-free transformations (residuals such as fma(a, b, -a*b)) need it. The
-# product's error comes from Dekker's split, the sum's from Knuth's two-sum.
+# product's error comes from Dekker's product of 12-bit halves (split by masking the bits, not
+# by Veltkamp's 4097 a - (4097 a - a), whose product a compiler may fuse into one of its two
+# uses), the sum's from Knuth's two-sum.
 _FMA = """fn fg_fma(a: f32, b: f32, c: f32) -> f32 {
   let p = a * b;
   if (!(abs(p) < 1e30f) || abs(a) > 1e30f || abs(b) > 1e30f || !(abs(c) < 1e30f)) {
     return p + c;
   }
-  let ca = 4097.0f * a;
-  let ah = ca - (ca - a);
+  let ah = bitcast<f32>(bitcast<u32>(a) & 0xfffff000u);
   let al = a - ah;
-  let cb = 4097.0f * b;
-  let bh = cb - (cb - b);
+  let bh = bitcast<f32>(bitcast<u32>(b) & 0xfffff000u);
   let bl = b - bh;
   let e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
   let s = p + c;

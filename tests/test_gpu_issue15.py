@@ -51,6 +51,19 @@ def _same_bits(got, want, what):
     )
 
 
+def test_same_bits_compares_modulo_flushing_only_where_the_device_flushes(monkeypatch):
+    rt = gpu_runtime.runtime()
+    monkeypatch.setattr(rt, "flushes_subnormals", True, raising=False)
+    _same_bits(np.float32([0.0, -0.0, 1e-40]), np.float32([-1e-38, 1e-40, 0.0]), "flushed")
+    with pytest.raises(AssertionError):
+        _same_bits(np.float32([0.0]), np.float32([1.2e-38]), "a normal is no zero")
+    monkeypatch.setattr(rt, "flushes_subnormals", False)
+    with pytest.raises(AssertionError):
+        _same_bits(np.float32([0.0]), np.float32([-1e-38]), "subnormals kept")
+    with pytest.raises(AssertionError):
+        _same_bits(np.float32([0.0]), np.float32([-0.0]), "signed zeros")
+
+
 def _check_against_cpu(fns, names, *args):
     """All of ``fns`` in one GPU program (one compile) against the CPU jit, bit for bit."""
 

@@ -23,7 +23,7 @@ float32 intermediates round),
 fungrad's two styles are compared bit for bit, and the raw dispatch of fungrad's kernel is
 compared with its own call. GB/s counts 8 bytes per element (read + write); ``%copy`` is that
 over a vec4 copy kernel's GB/s in the same run. Static op estimate: WGSL statements in the
-kernel's main function outside ``if`` blocks (+ inside them). A table goes to stdout, one
+kernel's functions outside ``if`` blocks (+ inside them). A table goes to stdout, one
 JSON line per result to ``$OUT/chain.jsonl``; every item catches its own errors.
 
 Run: OUT=/tmp/out python bench/gpu_device_chain.py [--quick] [--n N]
@@ -180,12 +180,14 @@ def strip_ors(source: str) -> str:
 
 
 def op_counts(source: str) -> tuple[int, int]:
-    """(statements of the main function outside ``if`` blocks, statements inside them): a
-    static estimate of the work per element (a builtin counts as one)."""
-    body = source[source.index("fn main(") :]
+    """(statements outside ``if`` blocks, statements inside them) of all the shader's
+    functions: a static estimate of the work per element (a builtin counts as one)."""
     straight = branch = depth = 0
-    for line in body.splitlines()[1:]:
+    for line in source.splitlines():
         s = line.strip()
+        if line.startswith("fn ") or line == "}":
+            depth = 0
+            continue
         if s.startswith("if (") and s.endswith("{"):
             depth += 1
             continue
@@ -198,6 +200,72 @@ def op_counts(source: str) -> tuple[int, int]:
             else:
                 straight += 1
     return straight, branch
+
+
+# -- a prototype: sin with a short reduction for |x| < 4096 (a candidate for the gpu style) --
+# q = rint(|x| 2/pi) (< 2^12), r1 = |x| - q P1 exact by one fma (P1 = pi/2 in float32: the
+# difference is a multiple of 2^-24 below 0.8), then r1 - q (P2 + P3) as a double-word by an
+# exact product and a two-sum; |x| >= 4096 (and inf, NaN) take fungrad's exact reduction
+# behind ``rare``. About 15 operations instead of about 45; q may miss the nearest integer by
+# one where |x| 2/pi is within 2^-12 of a half-integer (|r| <= pi/4 + 2^-11 then).
+
+
+def _pio2_pieces():
+    from fractions import Fraction
+
+    from fungrad.lowering.math.gpu_float32 import _PIO2
+
+    out, rest = [], _PIO2
+    for _ in range(3):
+        p = float(np.float32(float(rest)))
+        out.append(p)
+        rest -= Fraction(p)
+    return out
+
+
+def _proto_sin(b, x):
+    from fungrad.lowering.math import gpu_float32
+    from fungrad.lowering.math.numeric import finite_only, two_sum
+    from fungrad.lowering.math.trig import cos_kernel, sin_kernel
+
+    p1, p2, p3 = _pio2_pieces()
+    a = b.fabs(x)
+    q = b.rint(a * float(np.float32(2 / np.pi)))
+    r1 = b.sub_multiple(q, p1, a, 12)
+    p, pe = b.two_prod(q, p2)
+    sh, e = two_sum(r1, -p)
+    sl = (e - pe) - q * p3
+    small = b.cmp("olt", a, 4096.0)
+    eh, el, eq = b.rare(lambda: b.not_(small), lambda: gpu_float32._reduce_any(b, a))
+    rh = b.select(small, sh, eh)
+    rl = b.select(small, sl, el)
+    quad = b.select(small, b.cast("fptosi", q, "i32"), eq)
+    r = b.select(b.cmp("ne", quad & 1, 0), cos_kernel(b, rh, rl), sin_kernel(b, rh, rl))
+    flip = ((quad & 2) << 30) ^ (b.cast("bitcast", x, "i32") & -(2**31))
+    r = b.cast("bitcast", b.cast("bitcast", r, "i32") ^ flip, "float")
+    return finite_only(b, x, r)
+
+
+def proto_source(expr: str, fused_fma: bool) -> str:
+    """A hand-written kernel of ``expr`` calling fungrad's tanh and exp (``fg_tanh_f32``,
+    ``fg_exp_f32``) and the prototype sin (``fg_sinp``)."""
+    from fungrad.lowering.gpu.helpers import HELPERS
+    from fungrad.lowering.math import wgsl as wgsl_math
+
+    b = wgsl_math.WGSLBuilder(fused_fma=fused_fma, branches=True)
+    result = _proto_sin(b, wgsl_math.Value(b, "a0", "float"))
+    defs = {"isnan": HELPERS["isnan"]}
+    for fn in (f for f in ("tanh", "exp") if f"{f}(" in expr):
+        defs.update((k, t) for k, t in wgsl_math.function(fn, fused_fma)[1] if k != "isnan")
+    defs["sinp"] = "\n".join(
+        ["fn fg_sinp(a0: f32) -> f32 {", *b.lines, f"  return {result.ref};", "}"]
+    )
+    expr = (
+        expr.replace("tanh(v)", "fg_tanh_f32(v)")
+        .replace("exp(-v", "fg_exp_f32(-v")
+        .replace("sin(v)", "fg_sinp(v)")
+    )
+    return "\n\n".join(defs.values()) + "\n" + _HAND.format(wg=WG, expr=expr)
 
 
 def fungrad_shader(f, gx, style: str):
@@ -343,6 +411,11 @@ def _workload(rows, rt, timer, n, name, f, expr, make, floor, copy_gbps, quick) 
     yb = rt.device.create_buffer(size=4 * n, usage=rt.usage)
     results, bits = {}, {}
     sources = {"hand": _HAND.format(wg=WG, expr=expr)}
+    if name == "chain" or name.startswith("sin"):
+        try:
+            sources["proto"] = proto_source(expr, bool(rt.fused_fma))
+        except Exception as e:
+            results["proto"] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"}
     call_out = None
     for style, key in (("gpu", "gpu"), ("cpu-driver", "cpu")):
         try:
@@ -396,10 +469,11 @@ def _workload(rows, rt, timer, n, name, f, expr, make, floor, copy_gbps, quick) 
             text += f" {r['ops']}(+{r['ops_in_branches']})"
         return text
 
+    proto = "" if "proto" not in results else f" | proto sin: {cell('proto', True)}"
     print(
         f"{name:9s} | {cell('hand')} | {cell('gpu', True)} | {cell('cpu', True)} | "
         f"{cell('noOR')} | "
-        f"{same}{'' if raw_is_call in (None, True) else ' RAW!=CALL'}"
+        f"{same}{'' if raw_is_call in (None, True) else ' RAW!=CALL'}{proto}"
     )
     if name == "chain":
         _calls(rows, f, x, n, quick)

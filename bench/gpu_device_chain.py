@@ -21,7 +21,9 @@ Every kernel's result is checked against float64 numpy on its first ``CHECK`` el
 error in float32 ulps of the reference; ulps of max(|ref|, 1) for the compound chains, whose
 float32 intermediates round),
 fungrad's two styles are compared bit for bit, and the raw dispatch of fungrad's kernel is
-compared with its own call. GB/s counts 8 bytes per element (read + write); ``%copy`` is that
+compared with its own call; the first inputs are special values (NaN, infinities, signed zeros,
+a denormal, huge), compared bit for bit between the variants and left out of the ulps. GB/s
+counts 8 bytes per element (read + write); ``%copy`` is that
 over a vec4 copy kernel's GB/s in the same run. Static op estimate: WGSL statements in the
 kernel's functions outside ``if`` blocks (+ inside them). A table goes to stdout, one
 JSON line per result to ``$OUT/chain.jsonl``; every item catches its own errors.
@@ -55,6 +57,10 @@ from fungrad.lowering.gpu import shader as gpu_shader  # noqa: E402
 
 OUT = os.environ.get("OUT") or "/tmp/gpu_device_out"
 CHECK = 1 << 22  # elements checked against float64 numpy
+#: the first inputs of every workload: NaN, infinities, signed zeros, a denormal, the largest
+#: float; fungrad's variants must agree on them bit for bit (the opaque ORs keep IEEE
+#: semantics that a shader compiler may fold away without them: "noOR-specials-differ")
+SPECIALS = np.float32([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-40, -3e38, 3.4028235e38])
 WG = 256
 BUDGET_S = 50.0  # workloads left when this much time has passed are skipped (and said so)
 
@@ -404,8 +410,10 @@ def main() -> None:
 
 def _workload(rows, rt, timer, n, name, f, expr, make, floor, copy_gbps, quick) -> None:
     x = make(np.random.default_rng(zlib.crc32(name.encode())), n)
+    x[: SPECIALS.size] = SPECIALS  # (their bits are compared between variants, not ulps)
     m = min(n, CHECK)
-    ref = _reference(name, x[:m])
+    with np.errstate(all="ignore"):
+        ref = _reference(name, x[:m])
     gx = fg.device_put(x, backend="gpu")
     xb = gx._dbuf.buffer  # (the GpuArray's own storage buffer: no second copy of x)
     yb = rt.device.create_buffer(size=4 * n, usage=rt.usage)
@@ -441,7 +449,7 @@ def _workload(rows, rt, timer, n, name, f, expr, make, floor, copy_gbps, quick) 
                 "ms": sec * 1e3,
                 "GBps": gbps,
                 "of_copy": gbps / copy_gbps if copy_gbps else None,
-                "max_ulp": ulp_error(got, ref, floor),
+                "max_ulp": ulp_error(got[SPECIALS.size :], ref[SPECIALS.size :], floor),
                 "ops": straight,
                 "ops_in_branches": branch,
             }
@@ -450,12 +458,28 @@ def _workload(rows, rt, timer, n, name, f, expr, make, floor, copy_gbps, quick) 
     same = None
     if "gpu" in bits and "cpu" in bits:
         same = bool(np.array_equal(bits["gpu"], bits["cpu"]))
+    k = SPECIALS.size
+    specials = {  # each variant's results at the special inputs, as bits
+        key: [f"{int(w):08x}" for w in v[:k]] for key, v in bits.items()
+    }
+    or_specials = None
+    if "gpu" in bits and "noOR" in bits:
+        or_specials = bool(np.array_equal(bits["gpu"][:k], bits["noOR"][:k]))
     raw_is_call = None
     if call_out is not None and "gpu" in bits:
         raw_is_call = bool(np.array_equal(call_out.view(np.uint32), bits["gpu"]))
     for key, r in results.items():
         record(rows, name, variant=key, **r)
-    record(rows, name, variant="compare", gpu_eq_cpu_bits=same, raw_eq_call=raw_is_call)
+    record(
+        rows,
+        name,
+        variant="compare",
+        gpu_eq_cpu_bits=same,
+        raw_eq_call=raw_is_call,
+        noOR_eq_gpu_at_specials=or_specials,
+        specials_in=[f"{int(w):08x}" for w in SPECIALS.view(np.uint32)],
+        specials_out=specials,
+    )
 
     def cell(key, ops=False):
         r = results.get(key, {})
@@ -473,7 +497,8 @@ def _workload(rows, rt, timer, n, name, f, expr, make, floor, copy_gbps, quick) 
     print(
         f"{name:9s} | {cell('hand')} | {cell('gpu', True)} | {cell('cpu', True)} | "
         f"{cell('noOR')} | "
-        f"{same}{'' if raw_is_call in (None, True) else ' RAW!=CALL'}{proto}"
+        f"{same}{'' if raw_is_call in (None, True) else ' RAW!=CALL'}"
+        f"{'' if or_specials in (None, True) else ' noOR-specials-differ'}{proto}"
     )
     if name == "chain":
         _calls(rows, f, x, n, quick)

@@ -5,6 +5,10 @@ Sections (each item guarded: an error is printed and recorded, the rest goes on)
 - ``probes``: the adapter, fungrad's probes (fused_fma, loop_limit, flushes_subnormals,
   contracts_mul_add) and division/sqrt accuracy (max ulp of ``a / b`` and ``sqrt`` against
   correctly rounded numpy on random float32).
+- ``compiler``: what the shader compiler does to float algebra, from one small shader:
+  whether it simplifies (a + b) - a to b, also through the opaque OR wgsl_math uses, whether
+  it reassociates 1 + (x + y), rounds division correctly and gives its residual exactly,
+  contracts a product used once / twice, flushes subnormal inputs / results, fuses fma().
 - ``points``: pow, lgamma, digamma, exp, exp2 at the arguments that failed on the H100,
   against float64 references (ulps), and which model of the compiler reproduces the GPU's
   bits: ``written`` (every operation rounded once as written), ``c_all`` (every a*b+c fused
@@ -245,6 +249,57 @@ def section_probes(n: int) -> None:
             record("probes", label, max_ulp=float(err.max()), not_rounded=wrong)
 
 
+_COMPILER = """@group(0) @binding(0) var<storage, read_write> d: array<u32>;
+fn ld(i: u32) -> f32 { return bitcast<f32>(d[i]); }
+fn st(i: u32, v: f32) { d[i] = bitcast<u32>(v); }
+@compute @workgroup_size(1)
+fn main() {
+  let a = ld(0u); let b = ld(1u); let x = ld(2u); let y = ld(3u); let m = ld(4u);
+  let sub = ld(5u); let f = ld(6u); let c = ld(7u); let three = ld(20u); let two = ld(21u);
+  let s = a + b;
+  st(8u, s - a);
+  let u = d[0];
+  let z = ((u * u) + u) & 1u;
+  st(9u, bitcast<f32>(bitcast<u32>(s) | z) - a);
+  st(10u, 1.0f + (x + y));
+  let q = a / three;
+  st(11u, fma(-q, three, a));
+  st(12u, q);
+  let p = f * f;
+  st(13u, p + c);
+  st(14u, p);
+  st(15u, f * f + c);
+  st(16u, sub * 1048576.0f);
+  st(17u, m * 0.5f);
+  st(18u, fma(f, f, -(f * f)));
+  st(19u, sqrt(two));
+}"""
+
+
+def section_compiler() -> None:
+    """What the shader compiler does to float algebra, one tiny shader: each answer Y/N."""
+    v = np.zeros(22, F32)
+    v[:8] = [1.0, 1e-8, 3 * 2.0**-26, -1.0, 2.0**-126, 2.0**-140, 1 + 2.0**-12, -(1 + 2.0**-11)]
+    v[20], v[21] = 3.0, 2.0
+    got = _run_once(_COMPILER, v.view(np.uint32)).view(F32)
+    q = np.float64(got[12])
+    answers = {
+        "simplifies (a+b)-a": got[8] != 0,
+        "through the opaque OR": got[9] != 0,
+        "reassociates 1+(x+y)": got[10] == 0,
+        "division correctly rounded": got[12] == F32(1 / 3),
+        "division residual exact": np.float64(got[11]) == 1.0 - 3.0 * q,
+        "contracts a product used once": got[15] != 0,
+        "contracts a product used twice": got[13] != 0,
+        "flushes subnormal inputs": got[16] == 0,
+        "flushes subnormal results": got[17] == 0,
+        "fma builtin fused": got[18] == F32(2.0**-24),
+        "sqrt correctly rounded": got[19] == F32(np.sqrt(2.0)),
+    }
+    print("compiler: " + "; ".join(f"{k} {'Y' if v else 'N'}" for k, v in answers.items()))
+    record("compiler", "answers", **{k: bool(v) for k, v in answers.items()})
+
+
 def section_points() -> None:
     print(f"{'point':34} {'gpu':>14} {'ulp':>7}  bit-equal models")
     for fn, args in POINTS:
@@ -437,7 +492,7 @@ def section_sweep(n: int, m: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (lavapipe)")
-    ap.add_argument("--only", nargs="*", default=["probes", "points", "trace", "sweep"])
+    ap.add_argument("--only", nargs="*", default=["probes", "compiler", "points", "trace", "sweep"])
     opts = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     n, m = (20_000, 5_000) if opts.quick else (1_000_000, 50_000)
@@ -448,6 +503,7 @@ def main() -> None:
         with guarded(name, "section"):
             {
                 "probes": lambda: section_probes(n),
+                "compiler": section_compiler,
                 "points": section_points,
                 "trace": section_trace,
                 "sweep": lambda: section_sweep(n, m),

@@ -124,6 +124,7 @@ class WGSLBuilder(Builder):
         self.negations: dict[str, str] = {}  # -v -> v
         self.opaque: dict[str, Value] = {}
         self.arith: set[str] = set()  # float products, sums, differences and their negations
+        self.hidden: set[str] = set()  # the results of opaque ORs
         self.zero: Value | None = None
 
     # Shader compilers simplify float algebra unless told not to, and WGSL cannot tell them:
@@ -166,10 +167,13 @@ class WGSLBuilder(Builder):
         return self.zero
 
     def _opaque(self, v: Value) -> Value:
+        if v.ref in self.hidden:  # behind an OR already
+            return v
         got = self.opaque.get(v.ref)
         if got is None:
             got = self.emit(f"bitcast<f32>(bitcast<u32>({v.ref}) | {self._zero().ref})", v.ty)
             self.opaque[v.ref] = got
+            self.hidden.add(got.ref)
             if v.ref in self.terms:  # still the same sum to the cancellation check
                 self.terms[got.ref] = self.terms[v.ref]
         return got

@@ -40,7 +40,7 @@ import struct
 from collections.abc import Callable
 
 from fungrad.lowering.fusion import LoweringError
-from fungrad.lowering.math import gpu_float32
+from fungrad.lowering.math import gpu_float32, trig
 from fungrad.lowering.math.builder import F32, FLOAT_TYPES, Builder, Value
 from fungrad.lowering.math.functions import EMITTERS
 from fungrad.lowering.math.numeric import ldexp_two_step
@@ -349,6 +349,12 @@ class WGSLBuilder(Builder):
 
 #: the functions whose GPU formulation (``gpu_float32``) replaces the shared algorithm
 _GPU_EMITTERS = dict(gpu_float32.FUNCTIONS)
+#: formulations for a real GPU (``branches``), in place of those above: sin and cos reduce
+#: small arguments the short way, the exact reduction behind a branch (trig.sin_cos_gpu_f32)
+_BRANCH_EMITTERS = {
+    name: (1, lambda b, x, cos=cos: trig.sin_cos_gpu_f32(b, x, cos, gpu_float32._reduce_any))
+    for name, cos in (("sin", False), ("cos", True))
+}
 
 
 # erf_inv in float32 only: Giles' single-precision approximation ("Approximating the erfinv
@@ -419,7 +425,9 @@ def _body(name: str, fused_fma: bool, branches: bool = False) -> _Body | None:
     """``fg_<name>_f32``'s body, or None for the function written as WGSL text (erf_inv)."""
     if name == "erf_inv":
         return None
-    arity, emit = _GPU_EMITTERS.get(name) or EMITTERS[name]
+    arity, emit = (
+        (branches and _BRANCH_EMITTERS.get(name)) or _GPU_EMITTERS.get(name) or EMITTERS[name]
+    )
     b = WGSLBuilder(generic=name in _GENERIC, fused_fma=fused_fma, branches=branches)
     params = [Value(b, f"a{i}", "float") for i in range(arity)]
     result = emit(b, *params)

@@ -33,6 +33,8 @@ __all__ = [
     "TWO_OPI_TABLE",
     "cos_kernel",
     "large_pio2_f32",
+    "SHORT_LIMIT",
+    "sin_cos_gpu_f32",
     "sin_kernel",
 ]
 
@@ -394,6 +396,53 @@ LARGE_FUNCTIONS: dict[str, Callable[..., Value]] = {
     "tan_large": _tan_large,
 }
 """The functions ``Builder.branch_large`` calls (one argument; not in MATH_FUNCTIONS)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# float32 sin and cos for a real GPU (the WGSL builder with ``branches``: shader.kernel_style
+# "gpu"), where a branch no lane of a warp takes costs nearly nothing: below SHORT_LIMIT a short
+# reduction, the exact one (``gpu_float32``'s, about 45 operations, and Payne-Hanek from 2^24
+# on) behind ``rare``. The short one: q = rint(a 2/pi) < 2^12 (the product is off by less than
+# 2^-12, so q misses the nearest integer only where a 2/pi is that close to a half-integer:
+# |r| <= pi/4 + 2^-11, within the kernels' reach); r1 = a - q P1 is exact (one fma: a
+# multiple of 2^-24 below 0.8; P1 = pi/2 rounded); r1 - q (P2 + P3) as a double-word rh + rl
+# by an exact product and a two-sum (its operands hidden from contraction: ``Builder.exact``);
+# the part of pi/2 beyond P1 + P2 + P3 times q is below 2^-60, and the float32 closest to a
+# multiple of pi/2 lies 2^-27.8 from it, so rh + rl keeps 2^-32 relative accuracy there.
+# About 15 operations. Then the same kernels as the exact path: at most 0.77 ulp on
+# lavapipe and in the contraction emulation (tests/test_gpu_kernel_style.py).
+
+SHORT_LIMIT = 4096.0
+
+
+def _short_pio2_f32(b: Builder, a: Value) -> tuple[Value, Value, Value]:
+    """(rh, rl, q) with a = q pi/2 + rh + rl (q an i32) for 0 <= a < SHORT_LIMIT."""
+    p1, p2, p3 = CONSTANTS[F32]["pio2_4"][:3]
+    q = b.rint(a * CONSTANTS[F32]["2/pi"][0])
+    r1 = b.sub_multiple(q, p1, a, 12)
+    p, pe = b.two_prod(q, p2)
+    rh, e = two_sum(r1, -p)
+    return rh, (e - pe) - q * p3, b.cast("fptosi", q, "i32")
+
+
+def sin_cos_gpu_f32(b: Builder, x: Value, cos: bool, exact_reduce: Callable) -> Value:
+    """float32 sin(x) or cos(x) for a real GPU (see above); ``exact_reduce(b, a)`` is the
+    exact reduction for any a >= 0 as (rh, rl, quad), computed only where a lane needs it
+    (``rare``); NaN for NaN and inf."""
+    a = b.fabs(x)
+    sh, sl, sq = _short_pio2_f32(b, a)
+    short = b.cmp("olt", a, SHORT_LIMIT)  # (false for NaN: the exact path gives NaN)
+    eh, el, eq = b.rare(lambda: b.not_(short), lambda: exact_reduce(b, a))
+    rh, rl = b.select(short, sh, eh), b.select(short, sl, el)
+    quad = b.select(short, sq, eq)
+    if cos:  # cos(x) = sin(x + pi/2)
+        quad = quad + 1
+    r = b.select(b.cmp("ne", quad & 1, 0), cos_kernel(b, rh, rl), sin_kernel(b, rh, rl))
+    flip = (quad & 2) << 30  # (-1)^(quad >> 1) in the sign bit
+    if not cos:  # sin is odd
+        flip = flip ^ (b.cast("bitcast", x, "i32") & -(2**31))
+    r = b.cast("bitcast", b.cast("bitcast", r, "i32") ^ flip, "float")
+    return finite_only(b, x, r)
 
 
 # ----------------------------------------------------------------------------------------------

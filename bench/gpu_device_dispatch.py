@@ -266,6 +266,18 @@ def host_phases(exe, args, n: int = 50) -> dict:
     )
 
 
+def host_call_us(exe, args, n: int) -> float:
+    """Microseconds of ``exe.call`` itself (10th percentile over ``n`` calls, each waited for
+    after its timing): the host's whole share of a call."""
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        out = exe.call(args)
+        times.append(time.perf_counter() - t)
+        _wait(out)
+    return sorted(times)[n // 10] * 1e6
+
+
 def section_overhead() -> None:
     with guarded("overhead tiny"):
         f = fg.jit(lambda v: v * 2 + 1, backend="gpu")
@@ -279,12 +291,25 @@ def section_overhead() -> None:
             ok=ok,
         )
         record("  host phases tiny", **host_phases(exe, [gx]))
+        tiny_us = host_call_us(exe, [gx], 200)
     with guarded("overhead mlp"):
         step, (params, x, y), _ = _mlp()
         gargs = (put(params), put(x), put(y))
         exe = compiled(step, gargs)
-        ph = host_phases(exe, fg.tree_util.tree_leaves(gargs), 20)
+        flat = fg.tree_util.tree_leaves(gargs)
+        ph = host_phases(exe, flat, 20)
         record("  host phases mlp", dispatches=exe.num_dispatches, **ph)
+        recorded = host_call_us(exe, flat, 40)
+        exe._straight = False  # the general path: bind groups looked up per dispatch
+        general = host_call_us(exe, flat, 40)
+        exe._straight = True
+        record(
+            "  exe.call host us",
+            tiny=tiny_us,
+            mlp=recorded,
+            mlp_general=general,
+            per_extra_dispatch=(recorded - tiny_us) / max(1, exe.num_dispatches - 1),
+        )
 
 
 # -- matmul tiles ------------------------------------------------------------------------------

@@ -61,3 +61,23 @@ def test_programs_with_host_loops_take_the_general_path():
         i, y = f(x)
         assert int(np.asarray(i)) == 3
         np.testing.assert_array_equal(np.asarray(y), x + 3)
+
+
+def test_a_recording_error_is_raised_not_lost():
+    """The recorded path calls wgpu-native's pass functions directly: an invalid dispatch
+    (more workgroups than a dimension allows) still raises, when the encoder finishes."""
+    from fungrad.lowering.gpu.dispatches import Dispatch
+
+    f = fg.jit(lambda v: v * 2.0 + 1.0, backend="gpu")
+    x = np.ones(8, np.float32)
+    exe = f.lower(x).compile()._exe
+    good = exe._commands[0]
+    exe._commands[0] = Dispatch(good.pipeline, good.bindings, (70000, 1, 1))
+    exe._recorded.clear()
+    try:
+        with pytest.raises(Exception, match="65535"):
+            exe.call([x])
+    finally:
+        exe._commands[0] = good
+        exe._recorded.clear()
+    np.testing.assert_array_equal(np.asarray(exe.call([x])[0]), np.full(8, 3, np.float32))

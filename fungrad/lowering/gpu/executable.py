@@ -291,23 +291,35 @@ class GpuExecutable:
         key = tuple(map(id, buffers))
         entry = self._recorded.get(key)
         if entry is None:
+            commands = [(d.pipeline, self._bind_group(d, slots), d.grid) for d in self._commands]
+            handles = None
+            if _RAW_PASS is not None:
+                handles = [(p._internal, g._internal, *grid) for p, g, grid in commands]
             entry = self._recorded[key] = (
-                [(d.pipeline, self._bind_group(d, slots), d.grid) for d in self._commands],
+                commands,  # (the handles' objects: alive while the entry is)
+                handles,
                 buffers,  # (alive while the entry is: their ids key it)
             )
             if len(self._recorded) > 16:
                 self._recorded.popitem(last=False)
-        if not entry[0]:
+        commands, handles, _ = entry
+        if not commands:
             return
         encoder = self.rt.device.create_command_encoder()
         cpass = encoder.begin_compute_pass()
-        set_pipeline, set_bind_group = cpass.set_pipeline, cpass.set_bind_group
-        dispatch = cpass.dispatch_workgroups
-        for pipeline, group, grid in entry[0]:
-            set_pipeline(pipeline)
-            set_bind_group(0, group)
-            dispatch(*grid)
-        cpass.end()
+        if handles is not None:  # wgpu-native's C calls: a fifth of the wrappers' time
+            set_pipeline, set_bind_group, dispatch, null = _RAW_PASS
+            c = cpass._internal
+            for pipeline, group, x, y, z in handles:
+                set_pipeline(c, pipeline)
+                set_bind_group(c, 0, group, 0, null)
+                dispatch(c, x, y, z)
+        else:
+            for pipeline, group, grid in commands:
+                cpass.set_pipeline(pipeline)
+                cpass.set_bind_group(0, group)
+                cpass.dispatch_workgroups(*grid)
+        cpass.end()  # (a recording error surfaces here or at finish, as through the wrappers)
         self.rt.queue.submit([encoder.finish()])
 
     def _run(self, commands: list, slots: dict, pending: list) -> list:
@@ -487,6 +499,29 @@ class GpuExecutable:
             f"# optimised jaxpr\n{self.jaxpr}\n\n# {self.program.describe()}\n\n"
             f"# WGSL on {self.rt.name}\n{shaders}"
         )
+
+
+def _raw_pass_calls():
+    """wgpu-native's C functions setting a compute pass's pipeline and bind group and
+    dispatching, with the NULL their dynamic offsets take, or None where this wgpu has
+    no such backend. wgpu-py's methods wrap each call in an error capture (about 1.5 us
+    a call); a pass records its errors and reports them when it ends or its encoder
+    finishes, which still go through the wrappers."""
+    try:
+        from wgpu.backends.wgpu_native import _api
+
+        lib = _api.lib
+        return (
+            lib.wgpuComputePassEncoderSetPipeline,
+            lib.wgpuComputePassEncoderSetBindGroup,
+            lib.wgpuComputePassEncoderDispatchWorkgroups,
+            _api.ffi.NULL,
+        )
+    except Exception:  # another wgpu backend: the methods
+        return None
+
+
+_RAW_PASS = _raw_pass_calls()
 
 
 def _write_timestamp(cpass, queries, index: int) -> None:

@@ -11,7 +11,16 @@ and device overlap, so it is the larger of the two); ``dev_ms`` sums the device 
 a profiled build's dispatches (``fg.profile``: the GPU's own clock where the adapter has
 timestamp queries, else host-timed submissions: ``clock`` says which).
 
-Run: OUT=/tmp/out python bench/gpu_device_dispatch.py [--quick]   (--quick: small sizes)
+Reading it: ``timestamps vs wall`` near 1 says the device clock is right; ``mlp gpu
+default`` against ``mlp cpu`` (``vs_cpu`` > 1: the GPU wins) and against ``mlp gpu old
+defaults`` (no split contractions, KSTEP 16, no tree for the nested loss reduction) and the
+single changes between; the indented lines under it are the slowest dispatches by the
+device's clock; ``exe.call host us`` is the host's share of a call; ``mm ... best`` the
+fastest tile (``schemes.GEMM_TILE_GPU``) and split setting (``GEMM_FILL_GROUPS``) per shape;
+``cumsum ... auto`` against ``blocks 512`` (the old choice) for long lines.
+
+Run: OUT=/tmp/out python bench/gpu_device_dispatch.py [--quick] [--only SECTION]
+(--quick: small sizes, and on a CPU adapter the real-GPU choices, for a test run)
 """
 
 from __future__ import annotations

@@ -191,6 +191,7 @@ MLP_VARIANTS = {
     "gpu default": (),
     "gpu no split": ((S, "GEMM_FILL_GROUPS", 0),),
     "gpu tile k16": ((S, "GEMM_TILE_GPU", S.GemmTile(64, 64, 16, 16, 16)),),
+    "gpu tree min 64": ((S, "TREE_MIN_LENGTH", 64),),  # the bias gradients: 128-row sums
     "gpu no nested tree": ((S, "reduction_work", lambda e: _own_length(e)),),
     "gpu old defaults": (
         (S, "GEMM_FILL_GROUPS", 0),

@@ -13,7 +13,8 @@ the remaining cost is the rest of tracing) and prints the ratio on/off:
 Each program is timed two ways: ``make_jaxpr(f)(*args)`` (tracing alone) and a fresh
 ``jit(f).lower(*args)`` (jit's first-call tracing and simplification, no compile). On and off
 runs alternate within each repeat so drift hits both alike; the reported time is the median
-over ``--repeats`` (each one call) of the thread's CPU time (``time.thread_time``, so that
+(and, as a check, the ratio of the minima) over ``--repeats`` (each one call) of the thread's
+CPU time (``time.thread_time``, so that
 another process taking the core does not count). The process is pinned to one core
 (``--cores``).
 
@@ -117,7 +118,8 @@ def main() -> None:
     progs = programs()
     names = [n for n in progs if not ns.only or n in ns.only.split(",")]
     print(f"fungrad from {os.path.dirname(fg.__file__)}; CPUs {cpus}; {ns.repeats} repeats")
-    print(f"{'program':<12}{'mode':<12}{'on (ms)':>10}{'off (ms)':>10}{'on/off':>9}")
+    print(f"{'program':<12}{'mode':<12}{'on (ms)':>10}{'off (ms)':>10}{'on/off':>9}"
+          f"{'min on/off':>12}")  # fmt: skip
     for name in names:
         f, args = progs[name]
         modes = {
@@ -144,7 +146,7 @@ def main() -> None:
             if off_t:
                 t_off = statistics.median(off_t)
                 print(f"{name:<12}{mode:<12}{t_on * 1e3:>10.2f}{t_off * 1e3:>10.2f}"
-                      f"{t_on / t_off:>9.3f}")  # fmt: skip
+                      f"{t_on / t_off:>9.3f}{min(on) / min(off_t):>12.3f}")  # fmt: skip
             else:
                 print(f"{name:<12}{mode:<12}{t_on * 1e3:>10.2f}{'-':>10}{'-':>9}")
             sys.stdout.flush()

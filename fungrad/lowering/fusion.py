@@ -823,11 +823,7 @@ class Planner:
         stores = []
         for t in group:
             t.memo.pop(idx, None)
-            K._building.append((t, idx))
-            try:
-                value = t.fn(idx)  # the element itself (t.at would read t's own buffer)
-            finally:
-                K._building.pop()
+            value = K.build_element(t, idx)  # (t.at would read t's own buffer)
             stores.append(Store(t.buffer, flat, value))
         self._n["kernel"] += 1
         origins = tuple(dict.fromkeys(t.origin for t in group))

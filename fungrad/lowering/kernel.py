@@ -194,6 +194,7 @@ class Reduction:
 
 _building: list = []  # (tensor, index) whose element is being built, innermost last; compiles
 #                       are serial
+_reduces: list = []  # beside each _building entry: how many reductions its build has begun
 _generation = [0]  # bumped by the planner before each kernel is built: element memos are per build
 #: while the planner builds a kernel: ``hook(tensor, index)``, called for every element read of
 #: a tensor not yet in memory (memoised or not); it may raise :class:`StoreFirst`
@@ -221,6 +222,80 @@ class StoreFirst(Exception):  # noqa: N818 -- a request to the planner, not an e
     def __init__(self, tensor):
         super().__init__(tensor)
         self.tensor = tensor
+
+
+#: The most elements one build may nest (a tensor's element built inside its reader's): a
+#: deeper element is built first from the driver's stack (:class:`_Deep`), so a chain of
+#: thousands of lazy tensors never nests thousands of Python frames. A level takes 3 to ~10
+#: frames; 48 levels stay far from the interpreter's default limit of 1000.
+MAX_NESTING = 48
+
+
+class _Deep(Exception):  # noqa: N818 -- control flow inside the builder, never escapes it
+    """Raised by :meth:`Tensor.at` instead of building an element :data:`MAX_NESTING` builds
+    deep; the driver (:func:`_drive`) builds that element first, then builds again."""
+
+    def __init__(self, tensor, idx):
+        super().__init__()
+        self.tensor, self.idx = tensor, idx
+
+
+class _Drive:
+    """The running driver's state: the ``_building`` depth it builds at and the bound
+    variables of reductions begun by builds it abandoned (a rebuilt element gets the same
+    variables, so the elements read inside its reduction are the ones already built)."""
+
+    __slots__ = ("base", "reduce_vars")
+
+    def __init__(self, base: int):
+        self.base = base
+        self.reduce_vars: dict = {}
+
+
+_drive_state: list = [None]  # the running _Drive, or None
+
+
+def _drive(build: Callable[[], Expr]) -> Expr:
+    """``build()`` (which builds elements through :meth:`Tensor.at`) without nesting more than
+    :data:`MAX_NESTING` element builds: an element deeper than that aborts the builds above it
+    (:class:`_Deep`), is built first (memoised), and the aborted work starts again, meeting it
+    in the memo. Elements still deeper are found the same way, so the work is an explicit
+    stack of elements to build; each is built about twice, at a bounded Python depth."""
+    state = _drive_state[0] = _Drive(len(_building))
+    todo: list = []  # (tensor, index) to build before the builds below it on the list
+    try:
+        while True:
+            try:
+                if not todo:
+                    return build()
+                t, idx = todo[-1]
+                t.at(idx)
+                todo.pop()
+            except _Deep as deep:
+                if len(_building) != state.base:  # (the builds above were all abandoned)
+                    raise
+                todo.append((deep.tensor, deep.idx))
+    finally:
+        _drive_state[0] = None
+
+
+def _build_element(t, idx) -> Expr:
+    """``t.fn(idx)`` with ``(t, idx)`` on the build stack."""
+    _building.append((t, idx))
+    _reduces.append(0)
+    try:
+        return t.fn(idx)
+    finally:
+        _building.pop()
+        _reduces.pop()
+
+
+def build_element(t, idx: tuple) -> Expr:
+    """The element of ``t`` at ``idx`` computed by its rule (not read from its buffer, not
+    memoised): how the planner builds what a kernel stores."""
+    if _drive_state[0] is not None:
+        return _build_element(t, idx)
+    return _drive(lambda: _build_element(t, idx))
 
 
 class Tensor:
@@ -262,11 +337,12 @@ class Tensor:
             self.memo, self.gen = {}, _generation[0]
         e = self.memo.get(idx)
         if e is None:
-            _building.append((self, idx))
-            try:
-                e = self.memo[idx] = self.fn(idx)
-            finally:
-                _building.pop()
+            state = _drive_state[0]
+            if state is None:
+                return _drive(lambda: self.at(idx))
+            if len(_building) - state.base >= MAX_NESTING:
+                raise _Deep(self, idx)
+            e = self.memo[idx] = _build_element(self, idx)
             if e.dtype != self.dtype:
                 raise TypeError(
                     f"lowering rule of {self.origin}: element dtype {e.dtype} but "
@@ -490,7 +566,16 @@ class Ctx:
             raise ValueError(f"unknown reduction {op!r}")
         if _building and self.on_reduce is not None:
             self.on_reduce(*_building[-1])
-        vars_ = tuple(Var(n, bound=True) for n in extents)
+        vars_ = None
+        state = _drive_state[0]
+        if _building and state is not None:  # a rebuild after _Deep: the same variables
+            key = (*_building[-1], _reduces[-1])
+            _reduces[-1] += 1
+            vars_ = state.reduce_vars.get(key)
+        if vars_ is None:
+            vars_ = tuple(Var(n, bound=True) for n in extents)
+            if _building and state is not None:
+                state.reduce_vars[key] = vars_
         value = body(*[self.index(v) for v in vars_])
         out_dtype = INDEX if op in ("argmax", "argmin") else value.dtype
         e = self.node("reduce", (value,), out_dtype, Reduction(op, vars_))
@@ -669,20 +754,29 @@ def innermost_loop(chain: dict, e: Expr) -> Var | None:
 def replace_nodes(ctx: Ctx, e: Expr, by: dict, memo: dict) -> Expr:
     """``e`` with every node whose id is a key of ``by`` replaced by its value (nodes above
     them rebuilt, interned; a rebuilt reduction keeps its origin tensor). ``memo`` (id of an
-    old node -> its replacement) is filled for every node visited."""
-    got = memo.get(id(e))
-    if got is not None:
-        return got
-    got = by.get(id(e))
-    if got is None:
-        args = tuple(replace_nodes(ctx, a, by, memo) for a in e.args)
-        got = e
-        if any(a is not b for a, b in zip(args, e.args)):
-            got = ctx.node(e.op, args, e.dtype, e.attr)
-            if e.op == "reduce" and e in ctx.reduce_origin:
-                ctx.reduce_origin.setdefault(got, ctx.reduce_origin[e])
-    memo[id(e)] = got
-    return got
+    old node -> its replacement) is filled for every node visited. (Post-order from an
+    explicit stack: expressions may be thousands of nodes deep.)"""
+    stack = [e]
+    while stack:
+        x = stack[-1]
+        if id(x) in memo:
+            stack.pop()
+            continue
+        got = by.get(id(x))
+        if got is None:
+            first = [a for a in x.args if id(a) not in memo]
+            if first:
+                stack.extend(first)
+                continue
+            args = tuple(memo[id(a)] for a in x.args)
+            got = x
+            if any(a is not b for a, b in zip(args, x.args)):
+                got = ctx.node(x.op, args, x.dtype, x.attr)
+                if x.op == "reduce" and x in ctx.reduce_origin:
+                    ctx.reduce_origin.setdefault(got, ctx.reduce_origin[x])
+        memo[id(x)] = got
+        stack.pop()
+    return memo[id(e)]
 
 
 def substitute(ctx: Ctx, e: Expr, var: Var, by: Expr, memo: dict | None = None) -> Expr:
@@ -691,13 +785,21 @@ def substitute(ctx: Ctx, e: Expr, var: Var, by: Expr, memo: dict | None = None) 
     memo = {} if memo is None else memo
     if var not in e.free:
         return e
-    got = memo.get(id(e))
-    if got is None:
-        if e.op == "idx":
-            got = by
-        else:
-            got = ctx.node(
-                e.op, tuple(substitute(ctx, a, var, by, memo) for a in e.args), e.dtype, e.attr
-            )
-        memo[id(e)] = got
-    return got
+    stack = [e]
+    while stack:  # post-order over the nodes that depend on var, from an explicit stack
+        x = stack[-1]
+        if id(x) in memo:
+            stack.pop()
+            continue
+        if x.op == "idx":
+            memo[id(x)] = by
+            stack.pop()
+            continue
+        first = [a for a in x.args if var in a.free and id(a) not in memo]
+        if first:
+            stack.extend(first)
+            continue
+        args = tuple(memo[id(a)] if var in a.free else a for a in x.args)
+        memo[id(x)] = ctx.node(x.op, args, x.dtype, x.attr)
+        stack.pop()
+    return memo[id(e)]

@@ -80,11 +80,55 @@ class KernelRenderer:
 
     # values --------------------------------------------------------------------------------
     def value(self, e: Expr) -> str:
-        """The name (or text) of ``e``'s value, rendered once (:meth:`compute`)."""
-        name = self.names.get(id(e))
-        if name is None:
-            name = self.names[id(e)] = self.compute(e)
-        return name
+        """The name (or text) of ``e``'s value, rendered once (:meth:`compute`).
+
+        Operands are rendered before the nodes that use them, in the order a recursive
+        descent would (first operand first), but from an explicit stack: an expression
+        thousands of nodes deep (an unrolled loop's chain) needs no Python frame per level.
+        A reduction's scopes open (:meth:`open_reduction`, :meth:`before_reduction_body`)
+        before its body is rendered and its loops are written (:meth:`reduction_loops`)
+        after, as :meth:`reduce` does."""
+        names = self.names
+        name = names.get(id(e))
+        if name is not None:
+            return name
+        stack = [e]
+        opened: dict[int, Var | None] = {}  # id of a reduction whose body is rendered -> parent
+        while stack:
+            x = stack[-1]
+            k = id(x)
+            if k in names:
+                stack.pop()
+                continue
+            if x.op == "reduce" and self.split_reduce(x):
+                if k not in opened:
+                    parent = opened[k] = self.open_reduction(x)
+                    self.before_reduction_body(x, parent)
+                    if id(x.args[0]) not in names:
+                        stack.append(x.args[0])
+                        continue
+                body = names[id(x.args[0])]
+                names[k] = self.reduction_loops(x, opened.pop(k), body)
+                stack.pop()
+                continue
+            first = [a for a in self.operands(x) if id(a) not in names]
+            if first:
+                stack.extend(reversed(first))
+                continue
+            names[k] = self.compute(x)  # (every operand named: compute does not descend)
+            stack.pop()
+        return names[id(e)]
+
+    def operands(self, e: Expr) -> tuple[Expr, ...]:
+        """The nodes :meth:`compute` asks :meth:`value` for (rendered before ``e``): its
+        arguments, none for a reduction (:meth:`reduce` renders its body)."""
+        return () if e.op == "reduce" else e.args
+
+    def split_reduce(self, e: Expr) -> bool:
+        """Whether :meth:`value` renders reduction ``e`` as :meth:`reduce` does, step by step
+        with its body on the explicit stack (True unless a subclass overrides :meth:`reduce`
+        and does not override this)."""
+        return type(self).reduce is KernelRenderer.reduce
 
     def compute(self, e: Expr) -> str:
         """Render ``e`` (not yet rendered): literals, indices and reductions here, every
@@ -183,15 +227,24 @@ def kernel_record(kern, buffer_ids) -> tuple:
             return (a.op, tuple(var(v) for v in a.vars))
         return a
 
-    def num(e: Expr | None) -> int | None:
-        if e is None:
+    def num(root: Expr | None) -> int | None:
+        # post-order numbering, first operand first, from an explicit stack (deep chains)
+        if root is None:
             return None
-        got = node_num.get(id(e))
-        if got is None:
-            args = tuple(num(x) for x in e.args)
-            got = node_num[id(e)] = len(nodes)
-            nodes.append((e.op, e.dtype.str, attr(e), args))
-        return got
+        stack = [root]
+        while stack:
+            e = stack[-1]
+            if id(e) in node_num:
+                stack.pop()
+                continue
+            first = [x for x in e.args if id(x) not in node_num]
+            if first:
+                stack.extend(reversed(first))
+                continue
+            stack.pop()
+            node_num[id(e)] = len(nodes)
+            nodes.append((e.op, e.dtype.str, attr(e), tuple(node_num[id(x)] for x in e.args)))
+        return node_num[id(root)]
 
     loops = tuple(var(v) for v in kern.loops)
     stores = tuple(

@@ -50,6 +50,12 @@ class KernelWriter(KernelRenderer):
         self.recips: dict[str, tuple[str, str]] = {}
 
     # values
+    def operands(self, e: Expr) -> tuple[Expr, ...]:
+        return () if id(e) in self.row_loads else super().operands(e)
+
+    def split_reduce(self, e: Expr) -> bool:
+        return id(e) not in self.row_loads
+
     def compute(self, e: Expr) -> str:
         row = self.row_loads.get(id(e))
         if row is None:
@@ -343,13 +349,25 @@ class KernelWriter(KernelRenderer):
         used = {id(x) for x in _walk([s.value for s in kern.stores])}
         expensive: dict[int, bool] = {}
 
-        def costly(x):
-            c = expensive.get(id(x))
-            if c is None:
-                c = expensive[id(x)] = (
-                    x.op in MATH_UNARY or x.op in ("pow", "atan2") or any(costly(a) for a in x.args)
-                )
-            return c
+        def costly(root):
+            # whether a transcendental is at or below the node (post-order, explicit stack)
+            stack = [root]
+            while stack:
+                x = stack[-1]
+                if id(x) in expensive:
+                    stack.pop()
+                    continue
+                if x.op in MATH_UNARY or x.op in ("pow", "atan2"):
+                    expensive[id(x)] = True
+                    stack.pop()
+                    continue
+                first = [a for a in x.args if id(a) not in expensive]
+                if first:
+                    stack.extend(first)
+                    continue
+                expensive[id(x)] = any(expensive[id(a)] for a in x.args)
+                stack.pop()
+            return expensive[id(root)]
 
         for red in [x for x in _walk([s.value for s in kern.stores]) if x.op == "reduce"]:
             if (

@@ -239,17 +239,21 @@ def _partial_eval_with_policy(closed: core.ClosedJaxpr, in_unknowns, policy):
     recompute: set[int] = set()
     seen: set[core.Var] = set()
 
-    def need(v):
-        if type(v) is not core.Var or v in unknown_vars or v in seen:
-            return
-        seen.add(v)
-        eqn = producer.get(v)
-        if eqn is None or saveable(eqn):
-            residuals.append(v)  # an input, a const, or a value the policy saves
-            return
-        recompute.add(id(eqn))
-        for x in eqn.invars:
-            need(x)
+    def need(root):
+        # depth first, first operand first, from an explicit stack (a chain of thousands of
+        # known equations must not nest a Python frame per equation)
+        stack = [root]
+        while stack:
+            v = stack.pop()
+            if type(v) is not core.Var or v in unknown_vars or v in seen:
+                continue
+            seen.add(v)
+            eqn = producer.get(v)
+            if eqn is None or saveable(eqn):
+                residuals.append(v)  # an input, a const, or a value the policy saves
+                continue
+            recompute.add(id(eqn))
+            stack.extend(reversed(eqn.invars))
 
     for eqn in unknown_eqns:
         for x in eqn.invars:

@@ -255,21 +255,31 @@ class _Drive:
 _drive_state: list = [None]  # the running _Drive, or None
 
 
-def _drive(build: Callable[[], Expr]) -> Expr:
-    """``build()`` (which builds elements through :meth:`Tensor.at`) without nesting more than
-    :data:`MAX_NESTING` element builds: an element deeper than that aborts the builds above it
-    (:class:`_Deep`), is built first (memoised), and the aborted work starts again, meeting it
-    in the memo. Elements still deeper are found the same way, so the work is an explicit
-    stack of elements to build; each is built about twice, at a bounded Python depth."""
+def _drive(t, idx: tuple, keep: bool) -> Expr:
+    """``t``'s element at ``idx`` built by its rule (memoised where ``keep``) without nesting
+    more than :data:`MAX_NESTING` element builds: an element deeper than that aborts the builds
+    above it (:class:`_Deep`), is built first (memoised), and the aborted work starts again,
+    meeting it in the memo. Elements still deeper are found the same way, so the work is an
+    explicit stack of elements to build; each is built about twice, at a bounded Python
+    depth."""
     state = _drive_state[0] = _Drive(len(_building))
     todo: list = []  # (tensor, index) to build before the builds below it on the list
     try:
         while True:
             try:
                 if not todo:
-                    return build()
-                t, idx = todo[-1]
-                t.at(idx)
+                    _building.append((t, idx))
+                    _reduces.append(0)
+                    try:
+                        e = t.fn(idx)
+                    finally:
+                        _building.pop()
+                        _reduces.pop()
+                    if keep:
+                        t.memo[idx] = e
+                    return e
+                u, uidx = todo[-1]
+                u.at(uidx)
                 todo.pop()
             except _Deep as deep:
                 if len(_building) != state.base:  # (the builds above were all abandoned)
@@ -279,8 +289,11 @@ def _drive(build: Callable[[], Expr]) -> Expr:
         _drive_state[0] = None
 
 
-def _build_element(t, idx) -> Expr:
-    """``t.fn(idx)`` with ``(t, idx)`` on the build stack."""
+def build_element(t, idx: tuple) -> Expr:
+    """The element of ``t`` at ``idx`` computed by its rule (not read from its buffer, not
+    memoised): how the planner builds what a kernel stores."""
+    if _drive_state[0] is None:
+        return _drive(t, idx, False)
     _building.append((t, idx))
     _reduces.append(0)
     try:
@@ -288,14 +301,6 @@ def _build_element(t, idx) -> Expr:
     finally:
         _building.pop()
         _reduces.pop()
-
-
-def build_element(t, idx: tuple) -> Expr:
-    """The element of ``t`` at ``idx`` computed by its rule (not read from its buffer, not
-    memoised): how the planner builds what a kernel stores."""
-    if _drive_state[0] is not None:
-        return _build_element(t, idx)
-    return _drive(lambda: _build_element(t, idx))
 
 
 class Tensor:
@@ -339,10 +344,17 @@ class Tensor:
         if e is None:
             state = _drive_state[0]
             if state is None:
-                return _drive(lambda: self.at(idx))
-            if len(_building) - state.base >= MAX_NESTING:
-                raise _Deep(self, idx)
-            e = self.memo[idx] = _build_element(self, idx)
+                e = _drive(self, idx, True)
+            else:
+                if len(_building) - state.base >= MAX_NESTING:
+                    raise _Deep(self, idx)
+                _building.append((self, idx))
+                _reduces.append(0)
+                try:
+                    e = self.memo[idx] = self.fn(idx)
+                finally:
+                    _building.pop()
+                    _reduces.pop()
             if e.dtype != self.dtype:
                 raise TypeError(
                     f"lowering rule of {self.origin}: element dtype {e.dtype} but "

@@ -93,30 +93,32 @@ class KernelRenderer:
         if name is not None:
             return name
         stack = [e]
+        entered: set[int] = set()  # nodes whose operands are on the stack above them
         opened: dict[int, Var | None] = {}  # id of a reduction whose body is rendered -> parent
         while stack:
             x = stack[-1]
             k = id(x)
             if k in names:
                 stack.pop()
-                continue
-            if x.op == "reduce" and self.split_reduce(x):
-                if k not in opened:
-                    parent = opened[k] = self.open_reduction(x)
-                    self.before_reduction_body(x, parent)
-                    if id(x.args[0]) not in names:
-                        stack.append(x.args[0])
-                        continue
-                body = names[id(x.args[0])]
-                names[k] = self.reduction_loops(x, opened.pop(k), body)
+            elif k in entered:  # its operands are rendered now
                 stack.pop()
-                continue
-            first = [a for a in self.operands(x) if id(a) not in names]
-            if first:
-                stack.extend(reversed(first))
-                continue
-            names[k] = self.compute(x)  # (every operand named: compute does not descend)
-            stack.pop()
+                if k in opened:
+                    names[k] = self.reduction_loops(x, opened.pop(k), names[id(x.args[0])])
+                else:
+                    names[k] = self.compute(x)
+            elif x.op == "reduce" and self.split_reduce(x):
+                entered.add(k)
+                parent = opened[k] = self.open_reduction(x)
+                self.before_reduction_body(x, parent)
+                stack.append(x.args[0])
+            else:
+                first = [a for a in self.operands(x) if id(a) not in names]
+                if first:
+                    entered.add(k)
+                    stack.extend(reversed(first))
+                else:
+                    stack.pop()
+                    names[k] = self.compute(x)  # (operands named: compute does not descend)
         return names[id(e)]
 
     def operands(self, e: Expr) -> tuple[Expr, ...]:

@@ -51,7 +51,7 @@ class KernelWriter(KernelRenderer):
 
     # values
     def operands(self, e: Expr) -> tuple[Expr, ...]:
-        return () if id(e) in self.row_loads else super().operands(e)
+        return () if e.op == "reduce" or id(e) in self.row_loads else e.args
 
     def split_reduce(self, e: Expr) -> bool:
         return id(e) not in self.row_loads

@@ -557,6 +557,25 @@ class Planner:
             K._on_read[0] = saved
 
     def _schedule(self, group: list[Tensor]) -> None:
+        """Store ``group`` by one kernel appended to the steps, after the kernels of the
+        tensors it must store first. Those nest (a chain of stencils stores each level before
+        the next), so the kernels being scheduled are an explicit stack of
+        :meth:`_scheduling` generators, each yielding a tensor to store before it goes on."""
+        work = [self._scheduling(group)]
+        while work:
+            try:
+                t = next(work[-1])
+            except StopIteration:
+                work.pop()
+                continue
+            if t.buffer is None:
+                self.materialize(t)
+            self.pending.remove(t)
+            work.append(self._scheduling([t]))
+
+    def _scheduling(self, group: list[Tensor]):
+        """:meth:`_schedule` of ``group``, yielding each tensor to store (by a kernel of its
+        own, scheduled before this one goes on) first."""
         if 0 in group[0].shape:  # nothing to store: no kernel, its elements are never built
             for t in group:
                 t.buffer.ready = True
@@ -565,13 +584,15 @@ class Planner:
             try:
                 kern = self._guarded(lambda: self._build(group))  # noqa: B023 -- called here
             except K.StoreFirst as first:
-                self._store_first(first.tensor)
+                kern, store = None, first.tensor
+            if kern is None:
+                yield store
                 continue
             bad = self._recomputed_reductions(kern)
             if bad:
                 for t in bad:  # store those reductions first, then rebuild this kernel
                     if t.buffer is None:  # (an earlier one's kernel may have read and stored it)
-                        self._store_first(t)
+                        yield t
                 continue
             sums = self._float_sums(kern)
             shared = self._shared_sums(sums, group)
@@ -590,13 +611,6 @@ class Planner:
         for t in group:
             t.buffer.ready = True
         self._register(kern, sums)
-
-    def _store_first(self, t: Tensor) -> None:
-        """Store ``t`` (not stored, or pending) by a kernel of its own, scheduled now."""
-        if t.buffer is None:
-            self.materialize(t)
-        self.pending.remove(t)
-        self._schedule([t])
 
     def _guarded(self, build):
         """``build()`` (which builds a kernel's expressions), raising :class:`StoreFirst` for a

@@ -111,6 +111,16 @@ def test_jit_of_a_long_chain_with_reductions_and_broadcasts(n):
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-5)
 
 
+def test_jit_of_the_sum_of_a_long_chain():
+    # the whole chain is the body of one reduction: built inside it, rebuilt with the same
+    # reduction variables when a part too deep is built first
+    steps = _ops(600)
+    x, b = _inputs((4, 16))
+    got = fg.jit(lambda x, b: fnp.sum(_forward(fnp, steps, x, b), axis=1))(x, b)
+    want = _forward(np, steps, x.astype(np.float64), b.astype(np.float64)).sum(axis=1)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("n, reduce_every", [(300, 150), (1000, 0)])
 def test_jit_grad_of_a_long_chain(n, reduce_every):
     steps = _ops(n, reduce_every)

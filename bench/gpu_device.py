@@ -9,9 +9,10 @@ Sections:
   bench/gpu_bench.py as achieved bandwidth, fungrad's tiled matmul (GFLOP/s), the MLP training
   step on the GPU against the same step on the CPU backend, reductions, cumsum, sort, scatter.
 - ``sweep``: the thresholds and sizes the GPU backend picks by itself (tree reductions,
-  workgroup sizes, gemm KSTEP/GEMM_BLOCK, a forced split-K, rank against bitonic sort, scan
-  blocks, GEMM_MIN_FLOPS), each setting compiled afresh (``compile_jaxpr``: no jit cache; a
-  new setting renders new WGSL, so the pipeline cache, keyed by source, cannot hide it).
+  workgroup sizes, gemm tiles (schemes.GEMM_TILE_GPU), a forced split-K, rank against
+  bitonic sort, scan blocks, GEMM_MIN_FLOPS; ``GD_SWEEPS`` picks some), each setting
+  compiled afresh (``compile_jaxpr``: no jit cache; a new setting renders new WGSL, so the
+  pipeline cache, keyed by source, cannot hide it).
 - ``summary``: a short table of results.jsonl.
 
 Device time: results stay on the device (GpuArray); ``inner`` calls are submitted back to back
@@ -580,8 +581,25 @@ def sweep_workgroups(n: int) -> None:
             )
 
 
+def _gemm_tiles():
+    from fungrad.lowering.gpu.schemes import GemmTile
+
+    return [
+        GemmTile(64, 64, 16, 16, 16),
+        GemmTile(64, 64, 16, 16, 32),
+        GemmTile(128, 64, 16, 16, 16),
+        GemmTile(64, 128, 16, 16, 16),
+        GemmTile(128, 128, 16, 16, 8),
+        GemmTile(128, 128, 16, 16, 16),
+        GemmTile(128, 128, 32, 8, 8),
+        GemmTile(128, 64, 16, 8, 16),
+    ]
+
+
 def sweep_gemm(n: int) -> None:
-    from fungrad.lowering.gpu import dispatches, gemm, schemes
+    """The tiles of :func:`_gemm_tiles` at ``n^3`` (``schemes.GEMM_TILE_GPU`` patched), then
+    split-K forced into 1, 4, 16 and 64 ranges for a small-m, long-k product."""
+    from fungrad.lowering.gpu import dispatches, schemes
 
     rng = np.random.default_rng(12)
     a = rng.standard_normal((n, n)).astype(np.float32)
@@ -593,22 +611,12 @@ def sweep_gemm(n: int) -> None:
         e = rel_err(got, ref)
         return e < 1e-5, e
 
-    with guarded("sweep", "gemm_kstep"):
+    with guarded("sweep", "gemm_tile"):
         runs = {}
-        for kstep in (8, 16, 32):
-            for block in (32, 64, 128):
-                if block % kstep:
-                    continue
-                runs[f"KSTEP={kstep} GEMM_BLOCK={block}"] = _measure(
-                    lambda p, q: p @ q,
-                    args,
-                    check,
-                    [
-                        (gemm, "KSTEP", kstep),
-                        (dispatches, "KSTEP", kstep),
-                        (gemm, "GEMM_BLOCK", block),
-                    ],
-                )
+        for tile in _gemm_tiles():
+            runs[str(tile)] = _measure(
+                lambda p, q: p @ q, args, check, [(schemes, "GEMM_TILE_GPU", tile)]
+            )
         _sweep("gemm", f"{n}^3", runs)
     # split-K, forced (it is used only where the adapter limits loops): small m, n, long k
     m, k = (64, 1 << 14) if QUICK else (256, 1 << 16)
@@ -622,11 +630,11 @@ def sweep_gemm(n: int) -> None:
         return e < 1e-4, e
 
     def forced(chunks):
-        def split(kk, iterations, limit, kstep, base):
+        def split(step, tile, iterations, rt, base):
             if chunks == 1:
-                return schemes.split_k(kk, iterations, limit, kstep, base)
-            size = -(-kk // chunks // kstep) * kstep
-            return schemes.SplitK(-(-kk // size), size, base)
+                return schemes.split_k(step.k, iterations, rt.loop_limit, tile.kstep, base)
+            size = -(-step.k // chunks // tile.kstep) * tile.kstep
+            return schemes.SplitK(-(-step.k // size), size, base)
 
         return split
 
@@ -636,7 +644,7 @@ def sweep_gemm(n: int) -> None:
             f"{m}x{k} @ {k}x{m}",
             {
                 chunks: _measure(
-                    lambda p, q: p @ q, args2, check2, [(dispatches, "split_k", forced(chunks))]
+                    lambda p, q: p @ q, args2, check2, [(dispatches, "gemm_split", forced(chunks))]
                 )
                 for chunks in (1, 4, 16, 64)
             },
@@ -728,18 +736,27 @@ def sweep_scan(shapes) -> None:
 
 
 def section_sweep() -> None:
+    """The sweeps named in ``GD_SWEEPS`` (comma-separated; default all)."""
     for var in ("FUNGRAD_GPU_TREE_REDUCE", "FUNGRAD_GPU_SCAN"):
         os.environ.pop(var, None)  # the settings below must win
-    sweep_tree([1 << 12, 1 << 16, 1 << 20] if QUICK else [1 << 12, 1 << 16, 1 << 20, 1 << 24])
-    sweep_workgroups(1 << (20 if QUICK else 24))
-    sweep_gemm(256 if QUICK else 2048)
-    sweep_gemm_min_flops()
-    sweep_sort(1 << (14 if QUICK else 20))
-    sweep_scan(
-        [(1 << 16,), (16, 1 << 14), (1024, 256)]
-        if QUICK
-        else [(1 << 22,), (64, 1 << 16), (4096, 1024)]
-    )
+    want = os.environ.get("GD_SWEEPS", "tree,workgroups,gemm,gemm_min_flops,sort,scan")
+    want = set(want.split(","))
+    if "tree" in want:
+        sweep_tree([1 << 12, 1 << 16, 1 << 20] if QUICK else [1 << 12, 1 << 16, 1 << 20, 1 << 24])
+    if "workgroups" in want:
+        sweep_workgroups(1 << (20 if QUICK else 24))
+    if "gemm" in want:
+        sweep_gemm(256 if QUICK else int(os.environ.get("GD_GEMM_N", 2048)))
+    if "gemm_min_flops" in want:
+        sweep_gemm_min_flops()
+    if "sort" in want:
+        sweep_sort(1 << (14 if QUICK else 20))
+    if "scan" in want:
+        sweep_scan(
+            [(1 << 16,), (16, 1 << 14), (1024, 256)]
+            if QUICK
+            else [(1 << 22,), (64, 1 << 16), (4096, 1024)]
+        )
 
 
 # -- summary --------------------------------------------------------------------------------

@@ -554,3 +554,28 @@ def test_issue15_gpu_argmax_argmin_of_bools(tree, monkeypatch):
     )
     for i, (g, w) in enumerate(zip(got, want)):
         np.testing.assert_array_equal(np.asarray(g), w, err_msg=f"output {i}")
+
+
+def test_scaled_division_keeps_every_quotient_of_specials_and_huge_divisors(monkeypatch):
+    """Where the adapter's a / b fails for |b| > 2^126 (NVIDIA: 3e38 / 3e38 gave 0 and
+    inf / 3e38 NaN), kernels divide through fg_div_f32, which scales both operands by 1/4
+    first: forced on here, every quotient of specials, huge and tiny values still equals the
+    CPU's bit for bit."""
+    rt = gpu_runtime.runtime()
+    monkeypatch.setattr(rt, "huge_divisors_flush", True)
+    big = np.float32([3e38, -3.4e38, 2.0**126, 1.5 * 2.0**126, 2.0**127, 1e37, 1e-37, 1e-30])
+    vals = np.concatenate([SPECIALS, big])
+    x = np.repeat(vals, vals.size)
+    y = np.tile(vals, vals.size)
+    fns = [
+        lambda x, y: x / y,
+        lambda x, y: (x * 0.5) / (y + 0.0),
+        lambda x, y: 1.0 / y,
+        lambda x, y: fnp.where(x < y, x, y) / y,
+    ]
+    names = ["x / y", "(x * 0.5) / (y + 0)", "1 / y", "where(x < y, x, y) / y"]
+    _check_against_cpu(fns, names, fnp.asarray(x), fnp.asarray(y))
+    src = "\n".join(
+        fg.jit(lambda x, y: x / y, backend="gpu").lower(x, y).compile().as_text().split("\n")
+    )
+    assert "fg_div_f32" in src

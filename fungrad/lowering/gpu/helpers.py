@@ -38,6 +38,18 @@ HELPERS = {
   let r = ma % mb;
   return bitcast<i32>(select(r, 0u - r, a < 0i));
 }""",
+    # a / b where the adapter's division fails for |b| > 2^126 (Runtime.huge_divisors_flush:
+    # NVIDIA's reciprocal of such b is subnormal and flushed, so a / b is 0, or NaN for an
+    # infinite a): both scaled by 1/4 first, exactly (b's exponent by integer arithmetic, which
+    # no float simplification sees through; a * 0.25 loses bits only where |a / b| < 2^-250;
+    # infinite and NaN b divide as they are)
+    "div_f32": """fn fg_div_f32(a: f32, b: f32) -> f32 {
+  let m = bitcast<u32>(b) & 0x7fffffffu;
+  if (m >= 0x7e800000u && m < 0x7f800000u) {
+    return (a * 0.25f) / bitcast<f32>(bitcast<u32>(b) - 0x01000000u);
+  }
+  return a / b;
+}""",
     "div_u32": """fn fg_div_u32(a: u32, b: u32) -> u32 {
   if (b == 0u) { return 0xffffffffu; }
   return a / b;
@@ -95,8 +107,10 @@ _HELPER_DEPS = dict.fromkeys(
 class Prelude:
     """The helper functions one shader needs, in dependency order."""
 
-    def __init__(self, fused_fma: bool):
+    def __init__(self, fused_fma: bool, scaled_division: bool = False):
         self.fused_fma = fused_fma
+        #: float32 ``a / b`` through ``fg_div_f32`` (see HELPERS; ``ops._div``)
+        self.scaled_division = scaled_division
         self.helpers: dict[str, str] = {}
         self.math: dict[str, str] = {}
 

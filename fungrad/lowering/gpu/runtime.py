@@ -20,8 +20,9 @@ again for a new one).
 Probes run at start-up: whether the adapter's ``fma`` rounds once (``fused_fma``), how
 many loop iterations one invocation may run (``loop_limit``: 65535 on llvmpipe, whose guard
 against endless loops silently ends them; None where loops run to completion), whether float32
-subnormals are flushed to zero (``flushes_subnormals``, as WGSL allows) and whether the shader
-compiler contracts ``a * b + c`` into one fma (``contracts_mul_add``).
+subnormals are flushed to zero (``flushes_subnormals``, as WGSL allows), whether the shader
+compiler contracts ``a * b + c`` into one fma (``contracts_mul_add``) and whether division by
+``|b| > 2^126`` fails (``huge_divisors_flush``).
 """
 
 from __future__ import annotations
@@ -241,6 +242,14 @@ class Runtime:
             np.array([1 + 2.0**-12, 1 + 2.0**-12, -(1 + 2.0**-11), 1, 1, 1], np.float32),
         )
         self.contracts_mul_add = bool(con[3] != 0 or con[4] != 0)
+        # whether a / b fails for |b| > 2^126: NVIDIA's division multiplies by a reciprocal
+        # that is subnormal there and flushed (3e38 / 3e38 gave 0, inf / 3e38 NaN on an H200)
+        hd = self._probe(
+            "huge_divisors",
+            "b[2] = b[0] / b[1];\n  b[3] = b[4] / b[1];",
+            np.array([3e38, 3e38, 0, 0, np.inf], np.float32),
+        )
+        self.huge_divisors_flush = bool(hd[2] != 1 or hd[3] != np.inf)
         self.transfers = {"upload": 0, "download": 0}
 
     PROBE_LOOP = 1 << 18

@@ -84,12 +84,20 @@ def kernel_style() -> str:
     return style
 
 
+def scaled_division() -> bool:
+    """Whether kernels divide float32 through ``fg_div_f32`` (helpers.HELPERS): the adapter's
+    ``a / b`` is wrong for ``|b| > 2^126`` (``Runtime.huge_divisors_flush``: NVIDIA's)."""
+    from fungrad.lowering.gpu import runtime as gpu_runtime
+
+    return gpu_runtime.runtime().huge_divisors_flush
+
+
 class _Prelude(Prelude):
     """The prelude of a kernel shader, whose math functions written out inline follow the
     kernel's style (``branches``: rare paths behind ``if`` blocks)."""
 
     def __init__(self, fused_fma: bool, branches: bool):
-        super().__init__(fused_fma)
+        super().__init__(fused_fma, scaled_division())
         self.branches = branches
 
     def inline_math(

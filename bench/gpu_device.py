@@ -103,11 +103,14 @@ def _wait(out) -> None:
             leaf.block_until_ready()
 
 
-def device_time(call, *, inner: int | None = None, reps: int = 7) -> float:
+def device_time(call, *, inner: int | None = None, reps: int = 7, warm: float = 0.1) -> float:
     """Median seconds per call of ``call()`` (GpuArrays in and out): ``inner`` calls back to
-    back, the last waited for, ``reps`` times, after a warm-up. ``inner`` None: as many as
-    fill about 20 ms."""
+    back, the last waited for, ``reps`` times, after ``warm`` seconds of calls (a GPU's
+    clocks ramp up under load). ``inner`` None: as many as fill about 20 ms."""
+    end = time.perf_counter() + (0.0 if QUICK else warm)
     _wait(call())
+    while time.perf_counter() < end:
+        _wait(call())
     if inner is None:
         t0 = time.perf_counter()
         _wait(call())

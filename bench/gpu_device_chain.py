@@ -226,10 +226,12 @@ def fungrad_shader(f, gx, style: str):
 
 class Timer:
     """Kernels on buffers x (binding 0) and y (binding 1), timed on the device by
-    (K dispatches in one submit - 1 dispatch) / (K - 1), medians of ``reps``."""
+    (K dispatches in one submit - 1 dispatch) / (K - 1), medians of ``reps``, after ``warm``
+    seconds of K-dispatch batches (an H200 gave the same one-op kernel 0.28 ms and 0.87 ms
+    in one run without them: its clocks ramp up under load)."""
 
-    def __init__(self, rt, k: int, reps: int):
-        self.rt, self.k, self.reps = rt, k, reps
+    def __init__(self, rt, k: int, reps: int, warm: float = 0.0):
+        self.rt, self.k, self.reps, self.warm = rt, k, reps, warm
 
     def run(self, pipeline, bufs, grid, count: int) -> None:
         dev = self.rt.device
@@ -256,7 +258,10 @@ class Timer:
             self.rt.queue.read_buffer(bufs[-1], 0, 4)
             return time.perf_counter() - t0
 
+        end = time.perf_counter() + self.warm
         batch(self.k)
+        while time.perf_counter() < end:
+            batch(self.k)
         one = statistics.median(batch(1) for _ in range(self.reps))
         many = statistics.median(batch(self.k) for _ in range(self.reps))
         return max(many - one, 1e-9) / (self.k - 1)
@@ -298,7 +303,9 @@ def main() -> None:
     t_start = time.perf_counter()
     rows: list = []
     rt = gpu.runtime()
-    timer = Timer(rt, k=3 if a.quick else 10, reps=3 if a.quick else 5)
+    timer = Timer(
+        rt, k=3 if a.quick else 20, reps=3 if a.quick else 7, warm=0.0 if a.quick else 0.15
+    )
     auto = gpu_shader.kernel_style()
     print(
         f"adapter: {rt.name}  fused_fma={rt.fused_fma}  auto style={auto}  n={n}  "

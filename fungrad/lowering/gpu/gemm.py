@@ -3,6 +3,8 @@ contraction split into ranges (:class:`~fungrad.lowering.gpu.schemes.SplitK`).""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from fungrad.lowering.fusion import Gemm, LoweringError
@@ -18,6 +20,12 @@ TILE = 64  # output tile edge per workgroup
 GEMM_BLOCK = 64
 THREADS = 16  # threads per tile edge: each computes 4 x 4 outputs
 KSTEP = 16
+#: vec4 tiles (``GemmTile.vec == 4``, :func:`render_gemm_vec4`) keep two sums per output: the
+#: contraction's elements go into the first for blocks of at least GEMM_VEC_BLOCK (about the
+#: square root of a longer range, a multiple of the tile's kstep), whose sums go into the
+#: second (error about block + range / block roundings; ranges of one block: one sum)
+GEMM_VEC_BLOCK = 128
+_XYZW = "xyzw"
 
 
 def _gemm_epilogue(step: Gemm, slots: Slots, acc: str, at: str) -> str:
@@ -54,6 +62,8 @@ def render_gemm(
     if step.c.dtype != np.float32:
         raise LoweringError(f"jit(backend='gpu'): matmul of {step.c.dtype.name}")
     tile = tile or default_tile()
+    if tile.vec == 4:
+        return render_gemm_vec4(step, place, scope, split, tile)
     rows, cols, tx_n, ty_n, kstep = tile.rows, tile.cols, tile.threads_x, tile.threads_y, tile.kstep
     nr, nc = tile.per_row, tile.per_col
     outs = nr * nc
@@ -205,6 +215,228 @@ def render_gemm(
     name = f"{step.name}_split" if split else step.name
     per = per_a if per_a == per_b else per_a + per_b
     return Shader(name, text, slots.bindings(), grid, -(-size // kstep) * (1 + per + kstep))
+
+
+def _plus(base: str, offset: int) -> str:
+    """``base + offset`` as i32 text (``base`` itself for 0)."""
+    return base if offset == 0 else f"{base} + {offset}i"
+
+
+def _vec4_operand(
+    name: str, edge: int, kstep: int, threads: int, along_edge: bool, bound: str, element
+) -> tuple[list[str], list[str], list[str]]:
+    """One operand's ``edge x kstep`` tile (rows of A or columns of B) in workgroup memory
+    ``t<name>``: ``array<vec4<f32>, kstep * edge / 4>``, k-major (vector ``p * edge / 4 + g``
+    holds edge elements ``4 g .. 4 g + 3`` at contraction offset ``p``). Returns (lines before
+    the loop: invocation ``t``'s vectors ``q``, their edge offsets ``o<name>q``, k offsets
+    ``k<name>q`` and workgroup indices ``s<name>q``; lines loading them into registers
+    ``l<name>q`` from contraction offset ``pn``, zeros outside the matrix or range; lines
+    storing the registers). ``element(i, p)``: the matrix word at edge index ``i``, k ``p``.
+
+    ``along_edge`` (A^T, B: the matrix is contiguous along the edge): consecutive
+    invocations take consecutive vectors (one 16-byte run each). Else (A, B^T: contiguous
+    along k) groups of ``w = gcd(8, edge / 4)`` invocations take ``w`` vectors at one k (the
+    vec4 stores of 8 invocations hit distinct banks) and the next groups the next k's (each
+    row read in runs)."""
+    e4 = edge // 4
+    total = kstep * e4
+    w = math.gcd(8, e4)
+    before, loads, stores = [], [], []
+    for q in range(-(-total // threads)):
+        e = f"(t + {q * threads}i)" if q else "t"
+        if along_edge:
+            g, p = f"{e} % {e4}i", f"{e} / {e4}i"
+        else:
+            g, p = f"{e} % {w}i + {e} / {w * kstep}i * {w}i", f"{e} / {w}i % {kstep}i"
+        o, kq, sq, lq = (f"{x}{name}{q}" for x in "oksl")
+        before += [
+            f"  let {kq} = {p}; let {o} = 4i * ({g}); let {sq} = {kq} * {e4}i + {g};",
+            f"  var {lq}: vec4<f32>;",
+        ]
+        within = "gk < kend"
+        if (q + 1) * threads > total:  # the last vectors: fewer than the invocations
+            within += f" && t < {total - q * threads}i"
+            stores.append(f"    if (t < {total - q * threads}i) {{ t{name}[{sq}] = {lq}; }}")
+        else:
+            stores.append(f"    t{name}[{sq}] = {lq};")
+        loads += [
+            f"    {{ let gk = pn + {kq}; let gi = {{origin}} + {o};",
+            "      var v = vec4<f32>(0.0f);",
+            f"      if ({within}) {{",
+            *(
+                f"        if ({_plus('gi', c)} < {bound}) {{ v.{_XYZW[c]} = "
+                f"bitcast<f32>({element('gi' if c == 0 else f'(gi + {c}i)', 'gk')}); }}"
+                for c in range(4)
+            ),
+            "      }",
+            f"      {lq} = v; }}",
+        ]
+    return before, loads, stores
+
+
+def render_gemm_vec4(
+    step: Gemm,
+    place: dict[int, tuple[str, int | str]],
+    scope: Scope,
+    split: SplitK | None,
+    tile: GemmTile,
+) -> Shader:
+    """:func:`render_gemm` for a ``GemmTile(vec=4)``: invocation ``(tx, ty)`` computes rows
+    ``4 (ty + threads_y g) + 0..3`` by columns ``4 (tx + threads_x h) + 0..3`` in ``vec4``
+    accumulators (``acc<row>_<h>``); the A and B tiles are k-major ``vec4`` in workgroup
+    memory (:func:`_vec4_operand`), so each contraction step (unrolled) reads
+    ``per_row / 4 + per_col / 4`` vectors for ``per_row * per_col`` fmas. The next tile is
+    loaded into registers while this one is multiplied. A range longer than a block
+    (``GEMM_VEC_BLOCK``) is a blocked sum: each block's sums go into totals ``tot<row>_<h>``.
+    ``split`` as for :func:`render_gemm`; a scope guard's flag passes through ``ta[0]`` (no
+    extra workgroup memory)."""
+    rows, cols, tx_n, ty_n, kstep = tile.rows, tile.cols, tile.threads_x, tile.threads_y, tile.kstep
+    nr, nh = tile.per_row, tile.per_col // 4
+    threads = tx_n * ty_n
+    slots = Slots(place)
+    head, guard = slots.scope_lines(scope)
+    if guard is not None:  # uniform for the barriers: through workgroup memory
+        head += [
+            "  if (lid.x == 0u && lid.y == 0u) {",
+            f"    ta[0] = vec4<f32>(select(0.0f, 1.0f, {guard}));",
+            "  }",
+            "  if (workgroupUniformLoad(&ta[0]).x == 0.0f) { return; }",
+        ]
+    m, n, k = step.m, step.n, step.k
+    if step.trans_a:
+        a_of = lambda i, p: slots.ref(step.a, f"abase + {p} * {m}i + {i}")  # noqa: E731
+    else:
+        a_of = lambda i, p: slots.ref(step.a, f"abase + {i} * {k}i + {p}")  # noqa: E731
+    if step.trans_b:
+        b_of = lambda j, p: slots.ref(step.b, f"bbase + {j} * {k}i + {p}")  # noqa: E731
+    else:
+        b_of = lambda j, p: slots.ref(step.b, f"bbase + {p} * {n}i + {j}")  # noqa: E731
+    a_before, a_loads, a_stores = _vec4_operand(
+        "a", rows, kstep, threads, step.trans_a, f"{m}i", a_of
+    )
+    b_before, b_loads, b_stores = _vec4_operand(
+        "b", cols, kstep, threads, not step.trans_b, f"{n}i", b_of
+    )
+    a_loads = [line.replace("{origin}", "row0") for line in a_loads]
+    b_loads = [line.replace("{origin}", "col0") for line in b_loads]
+    if split is None:
+        at = lambda d: _plus(f"cbase + r * {n}i + c", d)  # noqa: E731
+        c_ref = lambda d: slots.ref(step.c, at(d), write=True)  # noqa: E731
+        result = lambda v, d: _gemm_epilogue(step, slots, v, at(d))  # noqa: E731
+        batch_of, kbeg, kend, size = "i32(wid.z)", "0i", f"{k}i", k
+    else:
+        at = lambda d: _plus(f"i32(wid.z) * {m * n}i + r * {n}i + c", d)  # noqa: E731
+        c_ref = lambda d: slots.word("arena", split.base, at(d), True)  # noqa: E731
+        result = lambda v, d: v  # noqa: E731
+        batch_of = f"i32(wid.z) % {step.batch}i"
+        kbeg = f"(i32(wid.z) / {step.batch}i) * {split.size}i"
+        kend = f"min({kbeg} + {split.size}i, {k}i)"
+        size = split.size
+    block = max(GEMM_VEC_BLOCK, math.isqrt(max(size - 1, 0)) + 1)
+    block = -(-block // kstep) * kstep
+    two = size > block
+    sums = ("acc", "tot") if two else ("acc",)
+    pairs = [(i, h) for i in range(nr) for h in range(nh)]
+    fma = []
+    for kk in range(kstep):
+        fma.append("    {")
+        fma += [
+            f"      let x{g} = ta[{_plus('ty', kk * rows // 4 + ty_n * g)}];"
+            for g in range(nr // 4)
+        ]
+        fma += [
+            f"      let y{h} = tb[{_plus('tx', kk * cols // 4 + tx_n * h)}];" for h in range(nh)
+        ]
+        fma += [
+            f"      acc{i}_{h} = fma(vec4<f32>(x{i // 4}.{_XYZW[i % 4]}), y{h}, acc{i}_{h});"
+            for i, h in pairs
+        ]
+        fma.append("    }")
+    step_loop = [
+        *a_stores,
+        *b_stores,
+        "    workgroupBarrier();",
+        f"    {{ let pn = p0 + {kstep}i;",  # the next tile, while this one is multiplied
+        *("  " + line for line in a_loads + b_loads),
+        "    }",
+        *fma,
+        "    workgroupBarrier();",
+    ]
+    if two:
+        loops = [
+            f"  for (var p1: i32 = kbeg; p1 < kend; p1 += {block}i) {{",
+            f"    let pe = min(p1 + {block}i, kend);",
+            f"    for (var p0: i32 = p1; p0 < pe; p0 += {kstep}i) {{",
+            *("  " + line for line in step_loop),
+            "    }",
+            *(
+                f"    tot{i}_{h} = tot{i}_{h} + acc{i}_{h}; acc{i}_{h} = vec4<f32>(0.0f);"
+                for i, h in pairs
+            ),
+            "  }",
+        ]
+    else:
+        loops = [
+            f"  for (var p0: i32 = kbeg; p0 < kend; p0 += {kstep}i) {{",
+            *step_loop,
+            "  }",
+        ]
+    stores = ["  let r0 = row0 + 4i * ty; let c0 = col0 + 4i * tx;"]
+    for i, h in pairs:
+        final = f"{sums[-1]}{i}_{h}"
+        stores += [
+            f"  {{ let r = {_plus('r0', 4 * ty_n * (i // 4) + i % 4)}; "
+            f"let c = {_plus('c0', 4 * tx_n * h)};",
+            f"    if (r < {m}i) {{",
+            *(
+                f"      if ({_plus('c', d)} < {n}i) {{ {c_ref(d)} = "
+                f"bitcast<u32>({result(f'{final}.{_XYZW[d]}', d)}); }}"
+                for d in range(4)
+            ),
+            "    }",
+            "  }",
+        ]
+    text = "\n".join(
+        [
+            *slots.declarations(),
+            "",
+            f"var<workgroup> ta: array<vec4<f32>, {kstep * rows // 4}>;",
+            f"var<workgroup> tb: array<vec4<f32>, {kstep * cols // 4}>;",
+            "",
+            f"@compute @workgroup_size({tx_n}, {ty_n})",
+            "fn main(@builtin(local_invocation_id) lid: vec3<u32>, "
+            "@builtin(workgroup_id) wid: vec3<u32>) {",
+            *head,
+            "  let tx = i32(lid.x); let ty = i32(lid.y);",
+            f"  let row0 = i32(wid.y) * {rows}i; let col0 = i32(wid.x) * {cols}i;",
+            f"  let bt = {batch_of};",
+            f"  let abase = bt * {m * k}i; let bbase = bt * {k * n}i; let cbase = bt * {m * n}i;",
+            f"  let kbeg = {kbeg}; let kend = {kend};",
+            *(f"  var {w}{i}_{h} = vec4<f32>(0.0f);" for w in sums for i, h in pairs),
+            f"  let t = ty * {tx_n}i + tx;",
+            *a_before,
+            *b_before,
+            "  { let pn = kbeg;",  # the first tile
+            *a_loads,
+            *b_loads,
+            "  }",
+            *loops,
+            *stores,
+            "}",
+            "",
+        ]
+    )
+    gx, gy = -(-n // cols), -(-m // rows)
+    gz = step.batch * (split.chunks if split else 1)
+    if max(gx, gy, gz) > MAX_GROUPS:
+        raise LoweringError(
+            f"jit(backend='gpu'): matmul {m}x{k}x{n} (batch {step.batch}) "
+            f"needs more than {MAX_GROUPS} workgroups along one axis"
+        )
+    grid = (gx, gy, gz) if m and n else (0, 1, 1)
+    name = f"{step.name}_split" if split else step.name
+    iterations = -(-size // kstep) + (-(-size // block) if two else 0)
+    return Shader(name, text, slots.bindings(), grid, iterations)
 
 
 def render_gemm_sum(step: Gemm, place, scope: Scope, split: SplitK) -> Shader:

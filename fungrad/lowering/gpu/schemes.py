@@ -336,14 +336,24 @@ def partial_words(kern: Kernel, groups: int) -> int:
 class GemmTile:
     """A matmul shader's tiling (``gemm.render_gemm``): ``rows x cols`` outputs per
     workgroup of ``threads_x x threads_y`` invocations, each computing ``per_row x per_col``
-    of them (rows ``ty + threads_y * i``, columns ``tx + threads_x * j``), the contraction
-    read through workgroup memory ``kstep`` elements at a time."""
+    of them, the contraction read through workgroup memory ``kstep`` elements at a time.
+
+    ``vec = 1``: an invocation's rows are ``ty + threads_y * i``, its columns
+    ``tx + threads_x * j`` (scalar workgroup reads). ``vec = 4`` (``gemm.render_gemm_vec4``):
+    runs of 4 rows ``4 (ty + threads_y g) + 0..3`` and 4 columns ``4 (tx + threads_x h) +
+    0..3``, both tiles k-major ``vec4<f32>`` in workgroup memory, so one contraction step
+    reads ``per_row / 4 + per_col / 4`` vectors for ``per_row * per_col`` fmas; its
+    workgroup memory, ``(rows + cols) * kstep * 4`` bytes, stays within WebGPU's default
+    limit (the runtime's device takes the adapter's: scalar tiles may use more)."""
 
     rows: int
     cols: int
     threads_x: int = 16
     threads_y: int = 16
     kstep: int = 16
+    vec: int = 1
+    #: WebGPU's default ``maxComputeWorkgroupStorageSize``
+    WORKGROUP_BYTES = 16384
 
     def __post_init__(self):
         threads = self.threads_x * self.threads_y
@@ -361,6 +371,21 @@ class GemmTile:
                 "each tile's rows * kstep and cols * kstep a multiple of the invocations, "
                 "at most 256 invocations"
             )
+        if self.vec not in (1, 4):
+            raise ValueError(f"GemmTile vec={self.vec!r}: 1 (scalar) or 4 (vec4 runs)")
+        if self.vec == 4 and (self.per_row % 4 or self.per_col % 4):
+            raise ValueError(
+                f"GemmTile({self.rows}, {self.cols}, {self.threads_x}, {self.threads_y}, "
+                f"{self.kstep}, vec=4): each invocation's {self.per_row} x {self.per_col} "
+                "outputs must be runs of 4 (rows a multiple of 4 * threads_y, cols of "
+                "4 * threads_x)"
+            )
+        if self.vec == 4 and (self.rows + self.cols) * self.kstep * 4 > self.WORKGROUP_BYTES:
+            raise ValueError(
+                f"GemmTile({self.rows}, {self.cols}, ..., kstep={self.kstep}, vec=4): "
+                f"(rows + cols) * kstep * 4 = {(self.rows + self.cols) * self.kstep * 4} bytes "
+                f"of workgroup memory, more than WebGPU's default {self.WORKGROUP_BYTES}"
+            )
 
     @property
     def per_row(self) -> int:
@@ -373,7 +398,7 @@ class GemmTile:
     def __str__(self) -> str:
         return (
             f"{self.rows}x{self.cols}/{self.threads_x}x{self.threads_y}"
-            f"({self.per_row}x{self.per_col}) k{self.kstep}"
+            f"({self.per_row}x{self.per_col}) k{self.kstep}" + (" v4" if self.vec == 4 else "")
         )
 
 

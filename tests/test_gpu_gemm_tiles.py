@@ -176,7 +176,7 @@ def _operands(rng, m, k, n, trans, batch=()):
 
 
 def _vec_shader(exe) -> str:
-    (src,) = [s.source for s in exe.shaders if "ta: array<vec4<f32>" in s.source]
+    (src,) = [s.source for s in exe.shaders if "ta: array<array<vec4<f32>" in s.source]
     return src
 
 
@@ -224,7 +224,7 @@ def test_vec4_tiles_batch_split_and_sgd_update(vec_tile):
 
 @pytest.mark.parametrize("vec_tile", VEC_TILES[1:2], indirect=True, ids=str)
 def test_vec4_tile_inside_cond_and_loop(vec_tile):
-    """A product inside ``cond`` (the branch flag passes through workgroup memory ``ta[0]``)
+    """A product inside ``cond`` (the branch flag passes through workgroup memory ``ta[0][0]``)
     and inside ``fori_loop`` (re-dispatched each iteration)."""
     rng = np.random.default_rng(6)
     a, b, _, _ = _operands(rng, 40, 24, 36, "nn")
@@ -240,7 +240,7 @@ def test_vec4_tile_inside_cond_and_loop(vec_tile):
             ref_u = 0.5 * (ref_u @ b[:, :24])
         np.testing.assert_allclose(z, ref * (1 if p > 0 else 2), rtol=2e-6, atol=1e-5)
         np.testing.assert_allclose(u, ref_u, rtol=2e-6, atol=1e-5)
-    assert any("workgroupUniformLoad(&ta[0])" in s.source for s in exe.shaders)
+    assert any("workgroupUniformLoad(&ta[0][0])" in s.source for s in exe.shaders)
 
 
 @pytest.mark.parametrize("vec_tile", VEC_TILES[1:2], indirect=True, ids=str)

@@ -226,10 +226,12 @@ def _vec4_operand(
     name: str, edge: int, kstep: int, threads: int, along_edge: bool, bound: str, element
 ) -> tuple[list[str], list[str], list[str]]:
     """One operand's ``edge x kstep`` tile (rows of A or columns of B) in workgroup memory
-    ``t<name>``: ``array<vec4<f32>, kstep * edge / 4>``, k-major (vector ``p * edge / 4 + g``
-    holds edge elements ``4 g .. 4 g + 3`` at contraction offset ``p``). Returns (lines before
-    the loop: invocation ``t``'s vectors ``q``, their edge offsets ``o<name>q``, k offsets
-    ``k<name>q`` and workgroup indices ``s<name>q``; lines loading them into registers
+    ``t<name>``: ``array<array<vec4<f32>, edge / 4>, kstep>``, k-major (``t<name>[p][g]``
+    holds edge elements ``4 g .. 4 g + 3`` at contraction offset ``p``; two dimensions, so
+    the bounds clamp naga adds to a dynamic index is the same, hoistable, for every ``p`` of
+    an unrolled step). Returns (lines before the loop: invocation ``t``'s vectors ``q``, their
+    k offsets ``k<name>q``, vector indices ``g<name>q`` and edge offsets ``o<name>q``; lines
+    loading them into registers
     ``l<name>q`` from contraction offset ``pn``, zeros outside the matrix or range; lines
     storing the registers). ``element(i, p)``: the matrix word at edge index ``i``, k ``p``.
 
@@ -248,17 +250,17 @@ def _vec4_operand(
             g, p = f"{e} % {e4}i", f"{e} / {e4}i"
         else:
             g, p = f"{e} % {w}i + {e} / {w * kstep}i * {w}i", f"{e} / {w}i % {kstep}i"
-        o, kq, sq, lq = (f"{x}{name}{q}" for x in "oksl")
+        o, kq, gq, lq = (f"{x}{name}{q}" for x in "okgl")
         before += [
-            f"  let {kq} = {p}; let {o} = 4i * ({g}); let {sq} = {kq} * {e4}i + {g};",
+            f"  let {kq} = {p}; let {gq} = {g}; let {o} = 4i * {gq};",
             f"  var {lq}: vec4<f32>;",
         ]
         within = "gk < kend"
         if (q + 1) * threads > total:  # the last vectors: fewer than the invocations
             within += f" && t < {total - q * threads}i"
-            stores.append(f"    if (t < {total - q * threads}i) {{ t{name}[{sq}] = {lq}; }}")
+            stores.append(f"    if (t < {total - q * threads}i) {{ t{name}[{kq}][{gq}] = {lq}; }}")
         else:
-            stores.append(f"    t{name}[{sq}] = {lq};")
+            stores.append(f"    t{name}[{kq}][{gq}] = {lq};")
         loads += [
             f"    {{ let gk = pn + {kq}; let gi = {{origin}} + {o};",
             "      var v = vec4<f32>(0.0f);",
@@ -288,7 +290,7 @@ def render_gemm_vec4(
     ``per_row / 4 + per_col / 4`` vectors for ``per_row * per_col`` fmas. The next tile is
     loaded into registers while this one is multiplied. A range longer than a block
     (``GEMM_VEC_BLOCK``) is a blocked sum: each block's sums go into totals ``tot<row>_<h>``.
-    ``split`` as for :func:`render_gemm`; a scope guard's flag passes through ``ta[0]`` (no
+    ``split`` as for :func:`render_gemm`; a scope guard's flag passes through ``ta[0][0]`` (no
     extra workgroup memory)."""
     rows, cols, tx_n, ty_n, kstep = tile.rows, tile.cols, tile.threads_x, tile.threads_y, tile.kstep
     nr, nh = tile.per_row, tile.per_col // 4
@@ -298,9 +300,9 @@ def render_gemm_vec4(
     if guard is not None:  # uniform for the barriers: through workgroup memory
         head += [
             "  if (lid.x == 0u && lid.y == 0u) {",
-            f"    ta[0] = vec4<f32>(select(0.0f, 1.0f, {guard}));",
+            f"    ta[0][0] = vec4<f32>(select(0.0f, 1.0f, {guard}));",
             "  }",
-            "  if (workgroupUniformLoad(&ta[0]).x == 0.0f) { return; }",
+            "  if (workgroupUniformLoad(&ta[0][0]).x == 0.0f) { return; }",
         ]
     m, n, k = step.m, step.n, step.k
     if step.trans_a:
@@ -340,13 +342,8 @@ def render_gemm_vec4(
     fma = []
     for kk in range(kstep):
         fma.append("    {")
-        fma += [
-            f"      let x{g} = ta[{_plus('ty', kk * rows // 4 + ty_n * g)}];"
-            for g in range(nr // 4)
-        ]
-        fma += [
-            f"      let y{h} = tb[{_plus('tx', kk * cols // 4 + tx_n * h)}];" for h in range(nh)
-        ]
+        fma += [f"      let x{g} = ta[{kk}][{_plus('ty', ty_n * g)}];" for g in range(nr // 4)]
+        fma += [f"      let y{h} = tb[{kk}][{_plus('tx', tx_n * h)}];" for h in range(nh)]
         fma += [
             f"      acc{i}_{h} = fma(vec4<f32>(x{i // 4}.{_XYZW[i % 4]}), y{h}, acc{i}_{h});"
             for i, h in pairs
@@ -400,8 +397,8 @@ def render_gemm_vec4(
         [
             *slots.declarations(),
             "",
-            f"var<workgroup> ta: array<vec4<f32>, {kstep * rows // 4}>;",
-            f"var<workgroup> tb: array<vec4<f32>, {kstep * cols // 4}>;",
+            f"var<workgroup> ta: array<array<vec4<f32>, {rows // 4}>, {kstep}>;",
+            f"var<workgroup> tb: array<array<vec4<f32>, {cols // 4}>, {kstep}>;",
             "",
             f"@compute @workgroup_size({tx_n}, {ty_n})",
             "fn main(@builtin(local_invocation_id) lid: vec3<u32>, "

@@ -33,7 +33,14 @@ from fungrad.transforms.vmap import batch_rules, vmap_flat
 # NB: ``fungrad.lax.reduce`` is the lax.reduce function; the module is reached by its full name.
 reduce = importlib.import_module("fungrad.lax.reduce")
 
-LINEAR = {reduce.reduce_sum_p, reduce.cumsum_p, windowed.reduce_window_sum_p}
+LINEAR = {
+    reduce.reduce_sum_p,
+    reduce.cumsum_p,
+    windowed.reduce_window_sum_p,
+    # linear in their first operand (tangents, cotangents); tests/test_select_and_scatter.py
+    windowed.select_and_gather_add_p,
+    windowed.select_and_scatter_add_p,
+}
 
 few = settings(max_examples=25)
 
@@ -60,6 +67,8 @@ def test_registry_every_primitive_has_its_rules():
         "reduce_window_sum",
         "reduce_window_max",
         "reduce_window_min",
+        "select_and_gather_add",
+        "select_and_scatter_add",
     }
     for p in prims:
         assert p in jvp_rules or p in no_jvp, f"{p} has no jvp rule"

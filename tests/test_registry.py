@@ -36,6 +36,8 @@ LINEAR = {
     "conv_general_dilated",
     "cumsum",
     "reduce_window_sum",
+    "select_and_gather_add",
+    "select_and_scatter_add",
     "gather",
     "scatter-add",
     "scatter",

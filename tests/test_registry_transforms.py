@@ -32,6 +32,7 @@ import fungrad.numpy as fnp
 from fungrad import core, lax, tree_util
 from fungrad.ad_checkpoint import checkpoint_name
 from fungrad.array import Array
+from fungrad.lax import windowed_reductions as windowed
 from fungrad.lax.indexing import GatherDimensionNumbers as GDN
 from fungrad.lax.indexing import ScatterDimensionNumbers as SDN
 from fungrad.lax.linalg_eig import geev_p
@@ -186,6 +187,25 @@ def _scan_fn(c, xs):
 
 def _reduce_window(computation, init):
     return lambda x: lax.reduce_window(x, init, computation, (1, 2), (1, 1), "VALID")
+
+
+_POOL = dict(  # windows over S with padding: as many windows as S has elements
+    window_dimensions=(2, 2),
+    window_strides=(1, 1),
+    padding=((1, 0), (0, 1)),
+    base_dilation=(1, 1),
+    window_dilation=(1, 1),
+)
+
+
+def _select_and(prim, select_prim):
+    return lambda v, x: prim.bind(v, x, select_prim=select_prim, **_POOL)
+
+
+def _apart(rng, shape=S):
+    """Values at least 0.4 apart, shuffled (no ties: the selection is locally constant)."""
+    n = int(np.prod(shape))
+    return (rng.permutation(n) * 0.5 + rng.uniform(0, 0.1, n)).reshape(shape)
 
 
 _ROWS = GDN(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
@@ -396,6 +416,16 @@ SAMPLES = {
     "reduce_window_sum": _unary(_reduce_window(lax.add, 0.0), lambda r: _unif(r, -2, 2)),
     "reduce_window_max": _unary(_reduce_window(lax.max, -np.inf), lambda r: _unif(r, -2, 2)),
     "reduce_window_min": _unary(_reduce_window(lax.min, np.inf), lambda r: _unif(r, -2, 2)),
+    "select_and_gather_add": _binary(
+        _select_and(windowed.select_and_gather_add_p, lax.ge_p),
+        lambda r: _unif(r, -2, 2),
+        _apart,
+    ),
+    "select_and_scatter_add": _binary(
+        _select_and(windowed.select_and_scatter_add_p, lax.le_p),
+        lambda r: _unif(r, -2, 2),
+        _apart,
+    ),
     # shapes
     "broadcast_in_dim": _unary(
         lambda x: lax.broadcast_in_dim(x, (2, 4, 3), (0, 2)), lambda r: _unif(r, -2, 2)

@@ -8,18 +8,22 @@ A window's padding and base-dilation holes hold the reduction's identity (0 for 
 recognises ``lax.add``/``lax.max``/``lax.min`` with their identity as init value and binds the
 matching primitive (fungrad has no reduction over arbitrary computations).
 
-Every primitive has its jvp, transpose (reduce_window_sum, the linear one) and batching rules
-beside it. The rules are written with lax functions, so they are themselves differentiable and
-batchable: the windowed max/min jvps pick tangents from strided slices of the padded operand
-(one slice per window element), as JAX's select_and_gather_add does.
+Every primitive has its jvp, transpose (for the linear ones) and batching rules beside it.
+The windowed max/min jvps are JAX's: ``select_and_gather_add(t, x)`` picks each window's
+tangent at its first extreme element; its transpose ``select_and_scatter_add(ct, x)`` adds each
+window's cotangent to that element, and the two are each other's transposes, so max pooling
+differentiates to any order without recomputing comparisons per window element.
 
 The lowering rules (for ``jit``, at the end) reduce each window inline in the output's loop
 nest: padding and base-dilation holes are masked to the identity, loads clamped into bounds.
+select_and_scatter_add is lowered in gather form: each operand element visits the windows that
+can hold it and recomputes their selection.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -27,6 +31,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from fungrad import core
 from fungrad.core import ShapedArray
 from fungrad.lax import complex_math
+from fungrad.lax import elementwise as _elementwise
 from fungrad.lax.reduce import (
     _accumulation_dtype,
     _check_identity,
@@ -38,6 +43,8 @@ from fungrad.lax.reduce import (
 )
 from fungrad.lax.utils import (
     ANY_OR_COMPLEX,
+    FLOAT,
+    NUMERIC,
     NUMERIC_OR_COMPLEX,
     check_kinds,
     operand,
@@ -45,8 +52,8 @@ from fungrad.lax.utils import (
 )
 from fungrad.lowering import kernel
 from fungrad.transforms.jvp import Zero, deflinear, jvp_rules, tangent_aval
-from fungrad.transforms.transpose import deflinear_transpose
-from fungrad.transforms.vmap import batch_rules
+from fungrad.transforms.transpose import deflinear_transpose, is_undefined_primal
+from fungrad.transforms.vmap import batch_rules, bdim_at_front
 
 __all__ = [
     "reduce_window",
@@ -264,38 +271,48 @@ def _window_patches(
     return patches
 
 
-def _reduce_window_chooser_jvp(prim, identity, better: str):
+def _complex_chooser_tangent(x, t, identity, better: str, out_shape, params):
+    """The tangent of a windowed max/min of complex ``x``: each window's tangent is the one at
+    its first extreme element in XLA's lexicographic order (real part, then imaginary), found by
+    scanning the window elements (strided slices of the padded operand); ``better`` names the
+    lax comparison (``"gt"``/``"lt"``) by which an element replaces the best so far. Real
+    operands use :data:`select_and_gather_add_p` instead, whose order is the real one."""
+    from fungrad import lax
+
+    fill = complex(identity(np.dtype(x.dtype)))
+    xs = _window_patches(x, fill, out_shape, **params)
+    ts = _window_patches(t, 0, out_shape, **params)
+    best, tangent = xs[0], ts[0]
+    cmp = getattr(lax, better)
+    for xk, tk in zip(xs[1:], ts[1:]):
+        re_k, re_b = lax.real(xk), lax.real(best)
+        take = lax.bitwise_or(
+            cmp(re_k, re_b),
+            lax.bitwise_and(lax.eq(re_k, re_b), cmp(lax.imag(xk), lax.imag(best))),
+        )
+        best = lax.select_n(take, best, xk)
+        tangent = lax.select_n(take, tangent, tk)
+    return tangent
+
+
+def _reduce_window_chooser_jvp(prim, identity, better: str, select_prim_name: str):
     """jvp of a windowed max/min: each window's tangent is the one at its first extreme
-    element (what JAX's select_and_gather_add picks), found by scanning the window elements;
-    ``better`` names the lax comparison (``"gt"``/``"lt"``) by which an element replaces the
-    best so far."""
+    element, ``select_and_gather_add(t, x)`` as in JAX (the NaN of a window that has one, as
+    the output is NaN then). Its transpose, ``select_and_scatter_add``, routes each output
+    cotangent to that element directly, without per-window-element pads or recomputed
+    comparisons. Complex operands (lexicographic order) scan the window elements instead."""
 
     def rule(primals, tangents, **params):
-        from fungrad import lax
 
         (x,), (t,) = primals, tangents
         out = prim.bind(x, **params)
         out_aval = tangent_aval(core.get_aval(out))
-        if 0 in out_aval.shape:
+        if type(t) is Zero or 0 in out_aval.shape or out_aval.dtype.kind not in "fc":
             return out, Zero(out_aval)
-        fill = identity(out_aval.dtype)
-        fill = complex(fill) if out_aval.dtype.kind == "c" else float(fill)
-        xs = _window_patches(x, fill, out_aval.shape, **params)
-        ts = _window_patches(t, 0, out_aval.shape, **params)
-        best, tangent = xs[0], ts[0]
-        cmp = getattr(lax, better)
-        for xk, tk in zip(xs[1:], ts[1:]):
-            if out_aval.dtype.kind == "c":  # XLA's lexicographic order: real, then imaginary
-                re_k, re_b = lax.real(xk), lax.real(best)
-                take = lax.bitwise_or(
-                    cmp(re_k, re_b),
-                    lax.bitwise_and(lax.eq(re_k, re_b), cmp(lax.imag(xk), lax.imag(best))),
-                )
-            else:
-                take = cmp(xk, best)
-            best = lax.select_n(take, best, xk)
-            tangent = lax.select_n(take, tangent, tk)
-        return out, tangent
+        if out_aval.dtype.kind == "c":
+            return out, _complex_chooser_tangent(x, t, identity, better, out_aval.shape, params)
+        select_prim = getattr(_elementwise, select_prim_name + "_p")
+        return out, select_and_gather_add_p.bind(t, x, select_prim=select_prim, **params)
 
     return rule
 
@@ -334,11 +351,180 @@ def _reduce_window_batch(prim):
 
 deflinear(reduce_window_sum_p)
 deflinear_transpose(reduce_window_sum_p, _reduce_window_sum_transpose)
-jvp_rules[reduce_window_max_p] = _reduce_window_chooser_jvp(reduce_window_max_p, max_identity, "gt")
-jvp_rules[reduce_window_min_p] = _reduce_window_chooser_jvp(reduce_window_min_p, min_identity, "lt")
+jvp_rules[reduce_window_max_p] = _reduce_window_chooser_jvp(
+    reduce_window_max_p, max_identity, "gt", "ge"
+)
+jvp_rules[reduce_window_min_p] = _reduce_window_chooser_jvp(
+    reduce_window_min_p, min_identity, "lt", "le"
+)
 batch_rules[reduce_window_sum_p] = _reduce_window_batch(reduce_window_sum_p)
 batch_rules[reduce_window_max_p] = _reduce_window_batch(reduce_window_max_p)
 batch_rules[reduce_window_min_p] = _reduce_window_batch(reduce_window_min_p)
+
+
+# -- the derivatives of max/min pooling: select_and_gather_add, select_and_scatter_add --------
+#
+# As JAX's: ``select_and_gather_add(t, x)`` gives, per window of ``x``, the tangent ``t`` at the
+# window's selected element; ``select_and_scatter_add(ct, x)`` (its transpose, linear in ``ct``)
+# adds each window's cotangent to the operand element that window selects. ``select_prim`` is
+# ``lax.ge_p`` (the first maximum) or ``lax.le_p`` (the first minimum); a window holding a NaN
+# selects its first NaN (its max/min is NaN). Padding and base-dilation holes hold the max/min
+# identity with tangent 0: a window whose first extreme is a hole selects nothing.
+
+
+def _select_identity(select_prim, dtype):
+    """The element that never beats a real one under ``select_prim`` (ge: -inf / iinfo.min,
+    le: inf / iinfo.max): what padding and holes hold."""
+    if select_prim is _elementwise.ge_p:
+        return max_identity(dtype)
+    if select_prim is _elementwise.le_p:
+        return min_identity(dtype)
+    raise TypeError(f"select_prim must be lax.ge_p or lax.le_p, got {select_prim!r}")
+
+
+def _window_views(
+    a, fill, window_dimensions, window_strides, padding, base_dilation, window_dilation
+):
+    """The windows of ``a`` (dilated and padded with ``fill``) as an array of shape
+    ``out_shape + (window size,)``, the window elements in row-major order."""
+    ap = dilate_and_pad(a, fill, base_dilation, padding)
+    spans = tuple(dilate_dim(w, d) for w, d in zip(window_dimensions, window_dilation))
+    windows = sliding_window_view(ap, spans)[
+        tuple(slice(None, None, s) for s in window_strides)
+        + tuple(slice(None, None, d) for d in window_dilation)
+    ]
+    return windows.reshape(windows.shape[: a.ndim] + (-1,))
+
+
+def _selected(x, select_prim, params):
+    """Per window, the position (in the window's row-major order) of its selected element:
+    numpy's argmax/argmin give the first extreme, or the first NaN."""
+    acc = _accumulation_dtype(x.dtype)
+    xw = _window_views(x.astype(acc), _select_identity(select_prim, acc), **params)
+    return (np.argmax if select_prim is _elementwise.ge_p else np.argmin)(xw, axis=-1)
+
+
+def _select_and_gather_add_impl(t, x, *, select_prim, **params):
+    """Eager select_and_gather_add: the window views of ``t`` (padded with 0) indexed at the
+    argmax/argmin of the window views of ``x``."""
+    t, x = np.asarray(t), np.asarray(x)
+    shape = _reduce_window_shape(x.shape, **params)
+    if x.ndim == 0:
+        return t.copy()
+    if 0 in shape:
+        return np.zeros(shape, t.dtype)
+    pick = _selected(x, select_prim, params)
+    tw = _window_views(t, 0, **params)
+    return np.take_along_axis(tw, pick[..., None], -1)[..., 0]
+
+
+def _select_and_scatter_add_impl(ct, x, *, select_prim, **params):
+    """Eager select_and_scatter_add: the windows of the operand's flat positions (-1 in
+    padding and holes) give each window's selected position; the cotangents are added there
+    in row-major window order (``np.add.at``)."""
+    ct, x = np.asarray(ct), np.asarray(x)
+    if x.ndim == 0:
+        return ct.copy()
+    out = np.zeros(x.size, ct.dtype)
+    if ct.size == 0 or x.size == 0:
+        return out.reshape(x.shape)
+    pick = _selected(x, select_prim, params)
+    positions = _window_views(np.arange(x.size).reshape(x.shape), -1, **params)
+    at = np.take_along_axis(positions, pick[..., None], -1)[..., 0]
+    hit = at >= 0
+    np.add.at(out, at[hit], ct[hit])
+    return out.reshape(x.shape)
+
+
+def _select_abstract_eval(name: str, gather: bool):
+    """abstract_eval of select_and_gather_add (``gather``: tangents of the operand's shape in,
+    the windows' shape out) and select_and_scatter_add (the reverse). The linear operand is
+    float; the selecting operand is real."""
+
+    def abstract_eval(v, x, *, select_prim, **params):
+        check_kinds(name, v.dtype, FLOAT)
+        check_kinds(name, x.dtype, NUMERIC)
+        _select_identity(select_prim, x.dtype)
+        _check_window_params(name, x, **params)
+        windows = _reduce_window_shape(x.shape, **params)
+        want, out = (x.shape, windows) if gather else (windows, x.shape)
+        if v.shape != want:
+            raise TypeError(
+                f"{name}: the linear operand has shape {v.shape}, expected {want} for operand "
+                f"shape {x.shape} and window parameters {params}"
+            )
+        return ShapedArray(out, v.dtype, v.weak_type)
+
+    return abstract_eval
+
+
+select_and_gather_add_p = standard_primitive(
+    "select_and_gather_add",
+    _select_and_gather_add_impl,
+    _select_abstract_eval("select_and_gather_add", gather=True),
+)
+select_and_scatter_add_p = standard_primitive(
+    "select_and_scatter_add",
+    _select_and_scatter_add_impl,
+    _select_abstract_eval("select_and_scatter_add", gather=False),
+)
+
+
+def _select_linear_jvp(prim):
+    """jvp of a primitive linear in its first operand and piecewise constant in the second
+    (the selection changes only where the operand ties): ``prim(dt, x)``."""
+
+    def rule(primals, tangents, **params):
+        (v, x), (dv, _) = primals, tangents
+        out = prim.bind(v, x, **params)
+        if type(dv) is Zero:
+            return out, Zero(tangent_aval(core.get_aval(out)))
+        return out, prim.bind(dv, x, **params)
+
+    return rule
+
+
+def _select_transpose(name: str, other):
+    """Transpose of a select primitive in its linear operand: the other one of the pair, with
+    the same selection (select_and_gather_add and select_and_scatter_add are each other's)."""
+
+    def rule(ct, v, x, **params):
+        if is_undefined_primal(x):
+            raise TypeError(f"{name} is not linear in its operand (the selecting values)")
+        return [other().bind(ct, x, **params) if is_undefined_primal(v) else None, None]
+
+    return rule
+
+
+def _select_batch(prim):
+    """Batch a select primitive: both operands batched along dimension 0, which gets a
+    window of size 1."""
+
+    def rule(axis_size, args, dims, *, select_prim, **params):
+        v, x = (bdim_at_front(a, d, axis_size) for a, d in zip(args, dims))
+        out = prim.bind(
+            v,
+            x,
+            select_prim=select_prim,
+            window_dimensions=(1, *params["window_dimensions"]),
+            window_strides=(1, *params["window_strides"]),
+            padding=((0, 0), *params["padding"]),
+            base_dilation=(1, *params["base_dilation"]),
+            window_dilation=(1, *params["window_dilation"]),
+        )
+        return out, 0
+
+    return rule
+
+
+for _p, _other in (
+    (select_and_gather_add_p, lambda: select_and_scatter_add_p),
+    (select_and_scatter_add_p, lambda: select_and_gather_add_p),
+):
+    jvp_rules[_p] = _select_linear_jvp(_p)
+    deflinear_transpose(_p, _select_transpose(_p.name, _other))
+    batch_rules[_p] = _select_batch(_p)
+del _p, _other
 
 
 def padtype_to_pads(in_shape, window_shape, window_strides, padding: str) -> list:
@@ -438,61 +624,227 @@ def reduce_window(
 # -- lowering (fungrad/lowering/kernel.py): an inline reduction over each window ---------------
 
 
-def _reduce_window_lowering(name: str, op: str, identity):
-    def rule(ctx, x, *, window_dimensions, window_strides, padding, base_dilation, window_dilation):
-        shape = _reduce_window_shape(
-            x.shape, window_dimensions, window_strides, padding, base_dilation, window_dilation
+def _window_dims(x_shape, out_shape, params):
+    """Per dimension: (operand size, window size, stride, (low, high) padding, base dilation,
+    window dilation, number of windows)."""
+    return list(
+        zip(
+            x_shape,
+            params["window_dimensions"],
+            params["window_strides"],
+            params["padding"],
+            params["base_dilation"],
+            params["window_dilation"],
+            out_shape,
         )
+    )
+
+
+def _operand_position(ctx, o, k, dim):
+    """The operand index that window element ``k`` of window ``o`` reads along one dimension
+    (``dim``: a row of :func:`_window_dims`), clamped into bounds, and the conditions under
+    which it is an operand element rather than padding or a base-dilation hole. ``o`` and
+    ``k`` are index expressions within [0, windows) and [0, window size)."""
+    n, w, s, (lo, _), b, wd, m = dim
+    # the position in the dilated operand (padding removed): o*s + k*wd - lo
+    p = ctx.isub(ctx.iadd(ctx.imul(o, ctx.iconst(s)), ctx.imul(k, ctx.iconst(wd))), ctx.iconst(lo))
+    conds = []
+    if lo > 0:  # the low padding
+        conds.append(ctx.op("ge", p, ctx.iconst(0)))
+        p = ctx.op("max", p, ctx.iconst(0))
+    if b > 1:  # the holes of the base dilation
+        conds.append(ctx.op("eq", ctx.irem(p, ctx.iconst(b)), ctx.iconst(0)))
+        p = ctx.idiv(p, ctx.iconst(b))
+    if (m - 1) * s + (w - 1) * wd - lo > (n - 1) * b:  # the high padding
+        conds.append(ctx.op("lt", p, ctx.iconst(n)))
+        p = ctx.op("min", p, ctx.iconst(n - 1))
+    return p, conds
+
+
+def _all(ctx, conds):
+    """The conjunction of boolean expressions (None when there are none)."""
+    out = None
+    for c in conds:
+        out = c if out is None else ctx.op("and", out, c)
+    return out
+
+
+def _window_element(ctx, x, dims, o_idx, ks, init, acc):
+    """The value window element ``ks`` of window ``o_idx`` sees: the operand element (in
+    ``acc``) or ``init`` where it is padding or a hole."""
+    pos, conds = [], []
+    for o, k, dim in zip(o_idx, ks, dims):
+        p, c = _operand_position(ctx, o, k, dim)
+        pos.append(p)
+        conds += c
+    v = ctx.convert(x.at(pos), acc)
+    inside = _all(ctx, conds)
+    return v if inside is None else ctx.select(inside, v, init)
+
+
+#: windows of at most this many elements are max/min-reduced (and select_and_gather_add /
+#: select_and_scatter_add select) by unrolled straight-line code, which the CPU compiler
+#: vectorizes; larger ones by a reduction loop (argmax/argmin to select)
+UNROLL_SELECT = 16
+
+
+def _reduce_window_lowering(name: str, op: str, identity):
+    def rule(ctx, x, **params):
+        shape = _reduce_window_shape(x.shape, **params)
         if x.ndim == 0:
             return x
         acc = _accumulation_dtype(x.dtype)
         init = ctx.const(identity(acc), acc)
         if x.size == 0:  # every window holds only padding
             return kernel.from_fn(shape, x.dtype, lambda idx: ctx.convert(init, x.dtype), name)
-        dims = list(
-            zip(
-                x.shape,
-                window_dimensions,
-                window_strides,
-                padding,
-                base_dilation,
-                window_dilation,
-                shape,
-            )
+        dims = _window_dims(x.shape, shape, params)
+
+        wdims = params["window_dimensions"]
+        # non-overlapping windows read each operand element once, so unrolling duplicates no
+        # producer work (overlapping ones keep the loop: the planner fuses producers into it)
+        unroll = math.prod(wdims) <= UNROLL_SELECT and all(
+            s >= dilate_dim(w, wd) for _, w, s, _, _, wd, _ in dims
         )
 
         def element(idx):
             def body(*ks):
-                pos, conds = [], []
-                for o, k, (n, w, s, (lo, _), b, wd, m) in zip(idx, ks, dims):
-                    # the position in the dilated operand (padding removed): o*s + k*wd - lo
-                    p = ctx.isub(
-                        ctx.iadd(ctx.imul(o, ctx.iconst(s)), ctx.imul(k, ctx.iconst(wd))),
-                        ctx.iconst(lo),
-                    )
-                    if lo > 0:  # the low padding
-                        conds.append(ctx.op("ge", p, ctx.iconst(0)))
-                        p = ctx.op("max", p, ctx.iconst(0))
-                    if b > 1:  # the holes of the base dilation
-                        conds.append(ctx.op("eq", ctx.irem(p, ctx.iconst(b)), ctx.iconst(0)))
-                        p = ctx.idiv(p, ctx.iconst(b))
-                    if (m - 1) * s + (w - 1) * wd - lo > (n - 1) * b:  # the high padding
-                        conds.append(ctx.op("lt", p, ctx.iconst(n)))
-                        p = ctx.op("min", p, ctx.iconst(n - 1))
-                    pos.append(p)
-                v = ctx.convert(x.at(pos), acc)
-                if not conds:
-                    return v
-                inside = conds[0]
-                for c in conds[1:]:
-                    inside = ctx.op("and", inside, c)
-                return ctx.select(inside, v, init)
+                return _window_element(ctx, x, dims, idx, ks, init, acc)
 
-            return ctx.convert(ctx.reduce(op, window_dimensions, body), x.dtype)
+            if op in ("max", "min") and unroll:
+                # a pooling window: an unrolled fold (straight-line code, vectorized), the
+                # binary max/min propagating NaN as the reduction does
+                out = None
+                for ks in itertools.product(*map(range, wdims)):
+                    v = body(*map(ctx.iconst, ks))
+                    out = v if out is None else ctx.op(op, out, v)
+            else:
+                out = ctx.reduce(op, wdims, body)
+            return ctx.convert(out, x.dtype)
 
         return kernel.from_fn(shape, x.dtype, element, name)
 
     return rule
+
+
+def _selected_lowering(ctx, x, dims, o_idx, select_prim, window_dimensions, payload):
+    """``payload(ks, flat)`` of the selected element of window ``o_idx`` (``ks``: its window
+    element indices, ``flat``: their row-major position): the first extreme, a NaN beating
+    every number, padding and holes the identity (numpy's argmax/argmin). Small windows scan
+    their elements in an unrolled chain of selects carrying the payload; larger ones find the
+    position by an argmax/argmin reduction and evaluate the payload there."""
+    acc = _accumulation_dtype(x.dtype)
+    init = ctx.const(_select_identity(select_prim, acc), acc)
+    if math.prod(window_dimensions) > UNROLL_SELECT:
+        op = "argmax" if select_prim is _elementwise.ge_p else "argmin"
+        flat = ctx.reduce(
+            op, window_dimensions, lambda *ks: _window_element(ctx, x, dims, o_idx, ks, init, acc)
+        )
+        return payload(ctx.unflatten(flat, window_dimensions), flat)
+    cmp = "gt" if select_prim is _elementwise.ge_p else "lt"
+    best = chosen = None
+    for flat, ks in enumerate(itertools.product(*map(range, window_dimensions))):
+        ks = [ctx.iconst(k) for k in ks]
+        v = _window_element(ctx, x, dims, o_idx, ks, init, acc)
+        here = payload(ks, ctx.iconst(flat))
+        if best is None:
+            best, chosen = v, here
+            continue
+        take = ctx.op(cmp, v, best)
+        if acc.kind == "f":  # a NaN replaces a number
+            nan_first = ctx.op("and", ctx.op("isnan", v), ctx.op("not", ctx.op("isnan", best)))
+            take = ctx.op("or", take, nan_first)
+        best, chosen = ctx.select(take, v, best), ctx.select(take, here, chosen)
+    return chosen
+
+
+def _select_and_gather_add_lowering(ctx, t, x, *, select_prim, **params):
+    """Per window: the tangent at its selected element (0 where that is padding or a hole),
+    carried along the selection scan (or loaded at the argmax/argmin position)."""
+    shape = _reduce_window_shape(x.shape, **params)
+    if x.ndim == 0:
+        return t
+    zero = ctx.const(0, t.dtype)
+    if x.size == 0 or 0 in shape:  # every window holds only padding (or there are none)
+        return kernel.from_fn(shape, t.dtype, lambda idx: zero, "select_and_gather_add")
+    dims = _window_dims(x.shape, shape, params)
+
+    def element(idx):
+        def tangent(ks, flat):
+            pos, conds = [], []
+            for o, k, dim in zip(idx, ks, dims):
+                p, c = _operand_position(ctx, o, k, dim)
+                pos.append(p)
+                conds += c
+            inside = _all(ctx, conds)
+            v = t.at(pos)
+            return v if inside is None else ctx.select(inside, v, zero)
+
+        return _selected_lowering(
+            ctx, x, dims, idx, select_prim, params["window_dimensions"], tangent
+        )
+
+    return kernel.from_fn(shape, t.dtype, element, "select_and_gather_add")
+
+
+def _candidate_window(ctx, i, c, dim):
+    """Along one dimension, the ``c``-th last window that can hold operand element ``i``:
+    (window index clamped into [0, windows), window element index clamped into the window,
+    the conditions under which the window holds ``i`` at that element). ``c`` runs over
+    ``ceil(window span / stride)`` candidates."""
+    n, w, s, (lo, _), b, wd, m = dim
+    q = ctx.iadd(ctx.imul(i, ctx.iconst(b)), ctx.iconst(lo))  # i's padded position
+    conds = []
+    if lo < 0:  # cropped: no window holds the first elements
+        conds.append(ctx.op("ge", q, ctx.iconst(0)))
+        q = ctx.op("max", q, ctx.iconst(0))
+    o = ctx.isub(ctx.idiv(q, ctx.iconst(s)), ctx.iconst(c))
+    r = ctx.iadd(ctx.irem(q, ctx.iconst(s)), ctx.iconst(c * s))  # q - o*s, in [c*s, c*s + s)
+    if c > 0:  # windows before the first
+        conds.append(ctx.op("ge", o, ctx.iconst(0)))
+        o = ctx.op("max", o, ctx.iconst(0))
+    if max((n - 1) * b + lo, 0) // s - c > m - 1:  # windows after the last
+        conds.append(ctx.op("lt", o, ctx.iconst(m)))
+        o = ctx.op("min", o, ctx.iconst(m - 1))
+    if wd > 1:  # between the window's dilated elements
+        conds.append(ctx.op("eq", ctx.irem(r, ctx.iconst(wd)), ctx.iconst(0)))
+    k = ctx.idiv(r, ctx.iconst(wd))
+    if c * s + s - 1 > (w - 1) * wd:  # past the window's last element
+        conds.append(ctx.op("lt", k, ctx.iconst(w)))
+        k = ctx.op("min", k, ctx.iconst(w - 1))
+    return o, k, conds
+
+
+def _select_and_scatter_add_lowering(ctx, ct, x, *, select_prim, **params):
+    """In gather form: each operand element sums the cotangents of the windows that hold it
+    and select it, ``prod(ceil(window span / stride))`` candidate windows (one for pooling with
+    stride >= window), each window's selection recomputed by an argmax/argmin over the operand
+    (no scatter, no transposed copies). Candidates are visited in row-major window order."""
+    shape = _reduce_window_shape(x.shape, **params)
+    if x.ndim == 0:
+        return ct
+    zero = ctx.const(0, ct.dtype)
+    if x.size == 0 or 0 in shape:  # no window holds an element
+        return kernel.from_fn(x.shape, ct.dtype, lambda idx: zero, "select_and_scatter_add")
+    dims = _window_dims(x.shape, shape, params)
+    wdims = params["window_dimensions"]
+    counts = [-(-dilate_dim(w, wd) // s) for _, w, s, _, _, wd, _ in dims]
+
+    def element(idx):
+        total = None
+        for cs in itertools.product(*(range(n - 1, -1, -1) for n in counts)):
+            o_idx, ks, conds = [], [], []
+            for i, c, dim in zip(idx, cs, dims):
+                o, k, cond = _candidate_window(ctx, i, c, dim)
+                o_idx.append(o)
+                ks.append(k)
+                conds += cond
+            flat = _selected_lowering(ctx, x, dims, o_idx, select_prim, wdims, lambda _, flat: flat)
+            conds.append(ctx.op("eq", flat, ctx.flat_index(ks, wdims)))
+            v = ctx.select(_all(ctx, conds), ct.at(o_idx), zero)
+            total = v if total is None else ctx.op("add", total, v)
+        return total
+
+    return kernel.from_fn(x.shape, ct.dtype, element, "select_and_scatter_add")
 
 
 for _p, _op, _identity in (
@@ -502,3 +854,5 @@ for _p, _op, _identity in (
 ):
     kernel.register_lowering(_p, _reduce_window_lowering(_p.name, _op, _identity))
 del _p, _op, _identity
+kernel.register_lowering(select_and_gather_add_p, _select_and_gather_add_lowering)
+kernel.register_lowering(select_and_scatter_add_p, _select_and_scatter_add_lowering)

@@ -950,12 +950,31 @@ def plan(closed: core.ClosedJaxpr, name: str = "main", *, policy: Policy) -> Pro
     from fungrad.lowering import peephole  # (it reads this module's step classes)
 
     peephole.fuse_gemm_updates(p.steps)
-    peephole.merge_column_reductions(p.steps, p.ctx)
+    for steps in _step_lists(p.steps):
+        peephole.merge_column_reductions(steps, p.ctx)
     used = {b.id for step in p.steps for b in (*step.reads(), *step.writes())}
     temps = [b for b in p.buffers if b.kind == "temp" and b.id in used]
     prog = Program(name, inputs, outputs, p.consts, temps, p.steps, ctx=p.ctx)
     prog.scratch_bytes = _assign_offsets(prog)
     return prog
+
+
+def _step_lists(steps: list) -> list[list]:
+    """``steps`` and the step lists of the control-flow bodies in it, nested ones too (a
+    scan's body, a while loop's cond and body, a cond's branches): the peephole rewrites that
+    see one list at a time apply to each (the backward scan of an LSTM computes its gates'
+    gradient for the bias's column sum and for the matmuls: merged, once per step)."""
+    out, todo = [], [steps]
+    while todo:
+        cur = todo.pop()
+        out.append(cur)
+        for step in cur:
+            for name in ("body", "cond"):
+                sub = getattr(step, name, None)
+                if isinstance(sub, list):
+                    todo.append(sub)
+            todo.extend(b for b in getattr(step, "branches", None) or () if isinstance(b, list))
+    return out
 
 
 def _assign_offsets(prog: Program) -> int:

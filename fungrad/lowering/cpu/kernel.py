@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad.lowering import range_split
 from fungrad.lowering.cpu.llvm_ops import CODE_FOR_OP
 from fungrad.lowering.cpu.llvm_types import literal, llvm_type, memory_type
 from fungrad.lowering.fusion import Kernel, _walk
@@ -532,12 +533,50 @@ class KernelWriter(KernelRenderer):
         ]
         return head, tail
 
+    def _store(self, k: int, st, loops: tuple[Var, ...]) -> None:
+        """Emit store ``k`` of the kernel (``st``) into the lines of its loop among ``loops``
+        (the kernel's, or a piece's of a split): in the innermost loop, or for a ``once``
+        store where its value is computed; a masked store branches around itself."""
+        val = self.value(st.value)
+        idx = self.value(st.index)
+        where = loops[-1] if loops else None
+        masked = st.mask is not None
+        if st.once:  # stored where its value is computed, once: no branch in the inner loops
+            used = st.value.free | st.index.free
+            where = max((v for v in loops if v in used), default=None, key=loops.index)
+            masked = False
+        buf = st.buffer
+        mt = memory_type(buf.dtype)
+        p = self.tmp("p")
+        lines = self.lines[where]
+        if masked:  # a conditional store: branch around it
+            cond = self.value(st.mask)
+            lbl = f"st{k}.{self.n}"
+            lines += [f"  br i1 {cond}, label %{lbl}.do, label %{lbl}.skip", f"{lbl}.do:"]
+        lines.append(f"  {p} = getelementptr inbounds {mt}, ptr {self.bufs[buf.id]}, i64 {idx}")
+        if st.combine is not None:
+            old = self.load(lines, self.tmp(), p, buf.dtype)
+            new = self.tmp()
+            self.m.ops.combine(lines, new, st.combine, buf.dtype, old, val, exact=True)
+            val = new
+        if buf.dtype.kind == "b":
+            z = self.tmp()
+            lines.append(f"  {z} = zext i1 {val} to i8")
+            val = z
+        lines.append(f"  store {mt} {val}, ptr {p}")
+        if masked:
+            lines += [f"  br label %{lbl}.skip", f"{lbl}.skip:"]
+
     # the kernel function
     def function(self, whole: bool = False) -> str:
         """The function's text. ``whole``: every call runs the outermost loop's whole extent,
         written as constants (the calls still pass ``0, extent``), so LLVM knows the trip
         count of a kernel it cannot see called."""
         kern = self.kern
+        ctx = self.m.prog.ctx
+        split = None if ctx is None else range_split.plan_split(ctx, kern.loops, kern.stores)
+        if split is not None:
+            return self._wrap(self._split_body(split, whole))
         outer = None
         for v in kern.loops:
             self.open_scope(v, outer)
@@ -552,37 +591,7 @@ class KernelWriter(KernelRenderer):
             if x.op in llvm_math.BRANCHING and x.free <= loops and id(x) not in self.row_loads:
                 self.value(x)
         for k, st in enumerate(kern.stores):
-            val = self.value(st.value)
-            idx = self.value(st.index)
-            where = kern.loops[-1] if kern.loops else None
-            masked = st.mask is not None
-            if st.once:  # stored where its value is computed, once: no branch in the inner loops
-                used = st.value.free | st.index.free
-                where = max(
-                    (v for v in kern.loops if v in used), default=None, key=kern.loops.index
-                )
-                masked = False
-            buf = st.buffer
-            mt = memory_type(buf.dtype)
-            p = self.tmp("p")
-            lines = self.lines[where]
-            if masked:  # a conditional store: branch around it
-                cond = self.value(st.mask)
-                lbl = f"st{k}.{self.n}"
-                lines += [f"  br i1 {cond}, label %{lbl}.do, label %{lbl}.skip", f"{lbl}.do:"]
-            lines.append(f"  {p} = getelementptr inbounds {mt}, ptr {self.bufs[buf.id]}, i64 {idx}")
-            if st.combine is not None:
-                old = self.load(lines, self.tmp(), p, buf.dtype)
-                new = self.tmp()
-                self.m.ops.combine(lines, new, st.combine, buf.dtype, old, val, exact=True)
-                val = new
-            if buf.dtype.kind == "b":
-                z = self.tmp()
-                lines.append(f"  {z} = zext i1 {val} to i8")
-                val = z
-            lines.append(f"  store {mt} {val}, ptr {p}")
-            if masked:
-                lines += [f"  br label %{lbl}.skip", f"{lbl}.skip:"]
+            self._store(k, st, kern.loops)
         sv, n = None, 1
         if self.prefetch is not None:  # no fill loop took them: the store loop runs them
             sv, n = self._strip_prefetches(kern.loops[-2], kern.loops[-1].extent)
@@ -596,6 +605,11 @@ class KernelWriter(KernelRenderer):
             body += head + self.lines[v]
             tail = close + tail
         body += tail
+        return self._wrap(body)
+
+    def _wrap(self, body: list[str]) -> str:
+        """The function definition around the lines of its body."""
+        kern = self.kern
         params = ", ".join(f"ptr noalias {n}" for n in self.bufs.values())
         # "stackrealign": the frame aligned to its largest slot (64 bytes for a zmm spill):
         # else spill slots sat wherever the caller's 16-byte alignment put them, and a zmm
@@ -606,3 +620,76 @@ class KernelWriter(KernelRenderer):
             + "\n".join(body)
             + "\n  ret void\n}\n"
         )
+
+    # kernels split into pieces by index range (range_split)
+    def _split_body(self, split: range_split.Split, whole: bool) -> list[str]:
+        """The body of a kernel whose loop at ``split.depth`` runs as consecutive pieces, each
+        with its specialised stores (``range_split``): the loops outside the split are the
+        kernel's, each piece has loops of its own (values of the outer loops are computed once,
+        before the pieces). No row buffers or prefetches: a split kernel has no index tests
+        left to share a row between."""
+        kern = self.kern
+        outer = None
+        for v in kern.loops[: split.depth]:
+            self.open_scope(v, outer)
+            outer = v
+        self._open_pieces(split, outer)
+        store_no = 0
+        for loops, stores in range_split._leaves(kern.loops, kern.stores, split):
+            inside = set(loops)
+            for x in _walk([st.value for st in stores]):  # as in function(): branching calls first
+                if x.op in llvm_math.BRANCHING and x.free <= inside:
+                    self.value(x)
+            for st in stores:
+                self._store(store_no, st, loops)
+                store_no += 1
+        nest = self._nest(kern.loops, 0, split, whole)
+        return self.allocas + self.lines[None] + nest
+
+    def _open_pieces(self, split: range_split.Split, parent: Var | None) -> None:
+        """Open the scopes of every piece's loops (and of the pieces' own splits) below
+        ``parent``, the scope of the loop outside the split."""
+        for p in split.pieces:
+            outer = parent
+            stop = p.split.depth if p.split is not None else len(p.loops)
+            for v in p.loops[split.depth : stop]:
+                self.open_scope(v, outer)
+                outer = v
+            if p.split is not None:
+                self._open_pieces(p.split, outer)
+
+    def _nest(
+        self, loops: tuple[Var, ...], depth: int, split: range_split.Split | None, whole: bool
+    ) -> list[str]:
+        """The lines of ``loops[depth:]`` nested, the loop at ``split.depth`` run as its
+        pieces one after the other."""
+        if depth == len(loops):
+            return []
+        if split is not None and depth == split.depth:
+            out: list[str] = []
+            for p in split.pieces:
+                w = p.loops[depth]
+                if depth == 0 and not whole:  # this call's [start, end) of the outer loop
+                    lo, hi = self._piece_bounds(p)
+                    head, close = self._counted(f"l{w.id}", f"%v{w.id}", lo, hi, 1)
+                else:
+                    head, close = self._loop_open(w, None, 1)
+                out += head + self.lines[w] + self._nest(p.loops, depth + 1, p.split, whole) + close
+            return out
+        v = loops[depth]
+        bounds = ("%start", "%end") if depth == 0 and not whole else ("0", None)
+        head, close = self._loop_open(v, None, 1, *bounds)
+        return head + self.lines[v] + self._nest(loops, depth + 1, split, whole) + close
+
+    def _piece_bounds(self, p: range_split.Piece) -> tuple[str, str]:
+        """The range of a piece of the outermost loop (``i = lo + w``) within the call's
+        ``[start, end)``: ``max(start - lo, 0)`` to ``min(end - lo, hi - lo)``, computed at
+        the top of the function."""
+        a, lo, b, hi = self.tmp(), self.tmp(), self.tmp(), self.tmp()
+        self.lines[None] += [
+            f"  {a} = sub i64 %start, {p.lo}",
+            f"  {lo} = call i64 @llvm.smax.i64(i64 {a}, i64 0)",
+            f"  {b} = sub i64 %end, {p.lo}",
+            f"  {hi} = call i64 @llvm.smin.i64(i64 {b}, i64 {p.hi - p.lo})",
+        ]
+        return lo, hi

@@ -421,6 +421,30 @@ def test_jit_on_the_gpu_equals_the_cpu(case):
 
 
 @pytest.mark.usefixtures("gpu")
+@pytest.mark.parametrize("unroll", [0, 64], ids=["argmax_loop", "unrolled"])
+def test_both_selection_lowerings_on_the_gpu(unroll, monkeypatch):
+    monkeypatch.setattr(W, "UNROLL_SELECT", unroll)
+    p = dict(
+        window_dimensions=(2, 3),
+        window_strides=(1, 2),
+        padding=((1, 0), (1, 1)),
+        base_dilation=(2, 1),
+        window_dilation=(1, 1),
+    )
+    x = _operand((4, 7), 21 + unroll)
+    x[1, :3] = np.nan
+    t, ct = _linear_operands(x.shape, p, 6)
+    for kind in ("max", "min"):
+        for f, v in ((_gather(kind, p), t), (_scatter(kind, p), ct)):
+            np.testing.assert_allclose(
+                np.asarray(fg.jit(lambda v, x, f=f: f(v, x), backend="gpu")(v, x)),
+                np.asarray(f(v, x)),
+                rtol=1e-6,
+                atol=1e-6,
+            )
+
+
+@pytest.mark.usefixtures("gpu")
 def test_cnn_pool_gradient_on_the_gpu():
     pool = _pool("max", (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
     x = np.round(np.random.default_rng(9).standard_normal((4, 8, 8, 5)).astype(np.float32), 1)

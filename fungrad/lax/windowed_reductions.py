@@ -844,7 +844,9 @@ def _select_and_scatter_add_lowering(ctx, ct, x, *, select_prim, **params):
             total = v if total is None else ctx.op("add", total, v)
         return total
 
-    return kernel.from_fn(x.shape, ct.dtype, element, "select_and_scatter_add")
+    # stored once: its consumers (a convolution's bias, weight and input gradients) would each
+    # recompute every window's selection, in their own loop orders
+    return ctx.materialize(kernel.from_fn(x.shape, ct.dtype, element, "select_and_scatter_add"))
 
 
 for _p, _op, _identity in (

@@ -37,6 +37,7 @@ class _FixedRuntime:
 
     name = "golden (fixed adapter)"
     fused_fma = True
+    inexact_division = False
     loop_limit = 65535
     cpu_adapter = True
     max_bindings = 8

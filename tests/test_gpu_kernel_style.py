@@ -175,6 +175,7 @@ class _Runtime:
     name = "stand-in"
     fused_fma = True
     loop_limit = None
+    inexact_division = False
     max_bindings = 8
     max_binding_bytes = 1 << 27
 

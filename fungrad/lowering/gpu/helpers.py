@@ -38,17 +38,28 @@ HELPERS = {
   let r = ma % mb;
   return bitcast<i32>(select(r, 0u - r, a < 0i));
 }""",
-    # a / b where the adapter's division fails for |b| > 2^126 (Runtime.huge_divisors_flush:
-    # NVIDIA's reciprocal of such b is subnormal and flushed, so a / b is 0, or NaN for an
-    # infinite a): both scaled by 1/4 first, exactly (b's exponent by integer arithmetic, which
-    # no float simplification sees through; a * 0.25 loses bits only where |a / b| < 2^-250;
-    # infinite and NaN b divide as they are)
+    # a / b correctly rounded where the adapter's division is not (Runtime.inexact_division;
+    # WGSL allows 2.5 ulp, NVIDIA's is off by up to 2 and gives 0, or NaN for an infinite a,
+    # for |b| >= 2^126, whose reciprocal is subnormal and flushed). A divisor that large is
+    # scaled by 2^-32 first, its exponent by integer arithmetic that no float simplification
+    # sees through (a * 2^-32 loses bits only where |a / b| < 2^-220). Then CUDA's div.rn
+    # scheme: the reciprocal refined by one Newton step, the quotient corrected twice from
+    # exact fma residuals (each step rounded once, as the runtime's probes check). Specials,
+    # zero and overflowing quotients are the division's own.
     "div_f32": """fn fg_div_f32(a: f32, b: f32) -> f32 {
+  var x = a;
+  var y = b;
   let m = bitcast<u32>(b) & 0x7fffffffu;
   if (m >= 0x7e800000u && m < 0x7f800000u) {
-    return (a * 0.25f) / bitcast<f32>(bitcast<u32>(b) - 0x01000000u);
+    x = a * 2.3283064e-10f;
+    y = bitcast<f32>(bitcast<u32>(b) - 0x10000000u);
   }
-  return a / b;
+  let q0 = x / y;
+  if (!(abs(q0) < 3.4028235e38f) || q0 == 0.0f) { return q0; }
+  let r0 = 1.0f / y;
+  let r1 = fma(fma(-y, r0, 1.0f), r0, r0);
+  let q1 = fma(fma(-q0, y, x), r1, q0);
+  return fma(fma(-q1, y, x), r1, q1);
 }""",
     "div_u32": """fn fg_div_u32(a: u32, b: u32) -> u32 {
   if (b == 0u) { return 0xffffffffu; }
@@ -107,10 +118,10 @@ _HELPER_DEPS = dict.fromkeys(
 class Prelude:
     """The helper functions one shader needs, in dependency order."""
 
-    def __init__(self, fused_fma: bool, scaled_division: bool = False):
+    def __init__(self, fused_fma: bool, exact_division: bool = False):
         self.fused_fma = fused_fma
         #: float32 ``a / b`` through ``fg_div_f32`` (see HELPERS; ``ops._div``)
-        self.scaled_division = scaled_division
+        self.exact_division = exact_division
         self.helpers: dict[str, str] = {}
         self.math: dict[str, str] = {}
 

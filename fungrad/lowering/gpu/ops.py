@@ -59,7 +59,7 @@ def _int_division(op: str):
 
 
 def _div(w, t: str, dt, a: list[str]) -> str:
-    if t == "f32" and not w.src.scaled_division:
+    if t == "f32" and not w.src.exact_division:
         return f"({a[0]} / {a[1]})"
     return f"fg_{w.src.need(f'div_{t}')}({a[0]}, {a[1]})"
 

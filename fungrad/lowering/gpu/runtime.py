@@ -21,8 +21,8 @@ Probes run at start-up: whether the adapter's ``fma`` rounds once (``fused_fma``
 many loop iterations one invocation may run (``loop_limit``: 65535 on llvmpipe, whose guard
 against endless loops silently ends them; None where loops run to completion), whether float32
 subnormals are flushed to zero (``flushes_subnormals``, as WGSL allows), whether the shader
-compiler contracts ``a * b + c`` into one fma (``contracts_mul_add``) and whether division by
-``|b| > 2^126`` fails (``huge_divisors_flush``).
+compiler contracts ``a * b + c`` into one fma (``contracts_mul_add``) and whether float32 division
+is correctly rounded (``inexact_division``: kernels then divide through a corrected helper).
 """
 
 from __future__ import annotations
@@ -157,6 +157,18 @@ class DeviceBuffer:
         self._rt._release(self.buffer)
 
 
+def _division_probe_operands() -> tuple[np.ndarray, np.ndarray]:
+    """Float32 operand pairs whose quotients a correctly rounded division gets right: random
+    significands over normal exponents (none near the subnormal range or overflow), and
+    divisors of 2^126 and more (a reciprocal that is subnormal)."""
+    rng = np.random.default_rng(20261126)
+    x = (rng.uniform(1, 2, 120) * 2.0 ** rng.integers(-60, 60, 120)).astype(np.float32)
+    y = (rng.uniform(1, 2, 120) * 2.0 ** rng.integers(-60, 60, 120)).astype(np.float32)
+    hx = np.float32([3e38, np.inf, 1e30, 1.0, -2.5e38, 7.0, 1e-30, 3.3e38])
+    hy = np.float32([3e38, 3e38, 3e38, 2.0**126, 1.5 * 2.0**126, -3.4e38, 2.0**127, 2.0**126])
+    return np.concatenate([x, hx]), np.concatenate([y, hy])
+
+
 class Runtime:
     """The device, the queue, and the caches (see the module docstring)."""
 
@@ -242,14 +254,20 @@ class Runtime:
             np.array([1 + 2.0**-12, 1 + 2.0**-12, -(1 + 2.0**-11), 1, 1, 1], np.float32),
         )
         self.contracts_mul_add = bool(con[3] != 0 or con[4] != 0)
-        # whether a / b fails for |b| > 2^126: NVIDIA's division multiplies by a reciprocal
-        # that is subnormal there and flushed (3e38 / 3e38 gave 0, inf / 3e38 NaN on an H200)
-        hd = self._probe(
-            "huge_divisors",
-            "b[2] = b[0] / b[1];\n  b[3] = b[4] / b[1];",
-            np.array([3e38, 3e38, 0, 0, np.inf], np.float32),
-        )
-        self.huge_divisors_flush = bool(hd[2] != 1 or hd[3] != np.inf)
+        # whether a / b is correctly rounded (WGSL allows 2.5 ulp): NVIDIA's is off by up to
+        # 2 ulp on random operands, and 0 or NaN for |b| >= 2^126 (its reciprocal is
+        # subnormal and flushed: 3e38 / 3e38 gave 0, inf / 3e38 NaN on an H200)
+        xs, ys = _division_probe_operands()
+        n = xs.size
+        got = self._probe(
+            "division",
+            f"for (var i = 0u; i < {n}u; i++) {{ b[{2 * n}u + i] = b[i] / b[{n}u + i]; }}",
+            np.concatenate([xs, ys, np.zeros(n, np.float32)]),
+        )[2 * n :]
+        with np.errstate(all="ignore"):
+            want = xs / ys
+        same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+        self.inexact_division = not bool(np.all(same))
         self.transfers = {"upload": 0, "download": 0}
 
     PROBE_LOOP = 1 << 18

@@ -84,12 +84,15 @@ def kernel_style() -> str:
     return style
 
 
-def scaled_division() -> bool:
-    """Whether kernels divide float32 through ``fg_div_f32`` (helpers.HELPERS): the adapter's
-    ``a / b`` is wrong for ``|b| > 2^126`` (``Runtime.huge_divisors_flush``: NVIDIA's)."""
+def exact_division() -> bool:
+    """Whether kernels divide float32 through ``fg_div_f32`` (helpers.HELPERS), correctly
+    rounded as the CPU and JAX divide: the adapter's ``a / b`` is not
+    (``Runtime.inexact_division``: NVIDIA's) and its ``fma`` rounds once, as the helper's
+    residuals need (an adapter without one keeps its own division)."""
     from fungrad.lowering.gpu import runtime as gpu_runtime
 
-    return gpu_runtime.runtime().huge_divisors_flush
+    rt = gpu_runtime.runtime()
+    return rt.inexact_division and rt.fused_fma
 
 
 class _Prelude(Prelude):
@@ -97,7 +100,7 @@ class _Prelude(Prelude):
     kernel's style (``branches``: rare paths behind ``if`` blocks)."""
 
     def __init__(self, fused_fma: bool, branches: bool):
-        super().__init__(fused_fma, scaled_division())
+        super().__init__(fused_fma, exact_division())
         self.branches = branches
 
     def inline_math(

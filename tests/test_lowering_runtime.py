@@ -1,8 +1,10 @@
 """The native parallel-for of generated code (fungrad/lowering/runtime.py): every index of [0, n)
 is covered exactly once by balanced contiguous chunks for any n and nthreads; generated IR calls it
 (also nested, and from several Python threads at once) and matches numpy; a busy pool runs inline;
-workers are real threads with asynchronous signals blocked; a fresh process registers it once from
-many threads, a forked child gets a new pool, and the interpreter exits promptly with live workers.
+workers are real threads with asynchronous signals blocked; a slow join (a worker off its core)
+starts a back-off that doubles, during which calls run inline, and calm joins end it; results stay
+right with busy processes beside; a fresh process registers it once from many threads, a forked
+child gets a new pool, and the interpreter exits promptly with live workers.
 """
 
 import ctypes
@@ -163,6 +165,15 @@ def kernels():
     )
 
 
+@pytest.fixture(autouse=True)
+def no_backoff():
+    """Each test starts with the pool out of back-off (a slow join in an earlier test, or on a
+    loaded host, makes calls run inline for a while; tests that check the split need the pool)."""
+    runtime.pool_backoff_ns(0)
+    yield
+    runtime.pool_backoff_ns(0)
+
+
 def expected_chunks(n, k):
     """Balanced split of [0, n) into k chunks: sizes n//k + 1 for the first n % k, then n//k."""
     q, r = divmod(n, k)
@@ -170,13 +181,15 @@ def expected_chunks(n, k):
     return [(starts[i], starts[i + 1]) for i in range(k)]
 
 
-def run_mark(kernels, n, nthreads, *, native_caller=False):
+def run_mark(kernels, n, nthreads, *, native_caller=False, reset_backoff=True):
     """Run @mark over [0, n); return (counts per index, logged chunks in call order)."""
     counts = np.zeros(max(n, 0), np.int32)
     log = np.full(2 * LOG_CAP, -1, np.int64)
     nlog = np.zeros(1, np.int64)
     ctx = (ctypes.c_void_p * 3)(counts.ctypes.data, log.ctypes.data, nlog.ctypes.data)
     ctx_addr = ctypes.addressof(ctx)
+    if reset_backoff:  # the split is then the pool's, not a back-off's inline call
+        runtime.pool_backoff_ns(0)
     if native_caller:
         kernels.function("mark_all", [P, I64, I64])(ctx_addr, n, nthreads)
     else:
@@ -385,6 +398,125 @@ def test_workers_block_asynchronous_signals():
     mask = masks["worker"]
     assert {signal.SIGINT, signal.SIGTERM, signal.SIGALRM} <= mask
     assert not {signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL} & mask
+
+
+def slow_join():
+    """One 2-chunk call whose worker's chunk takes 0.2 s after the caller's returned: the caller
+    blocks in its join, which then counts as slow. Returns whether a worker ran chunk 1."""
+    idents, started, caller = {}, threading.Event(), []
+
+    @CALLBACK
+    def chunk(ctx, start, end):
+        idents[start] = threading.get_ident()
+        if start == 0:
+            started.wait(30)
+        else:
+            started.set()
+            time.sleep(0.2)
+
+    def call():
+        caller.append(threading.get_ident())
+        runtime.native_parallel_for(ctypes.cast(chunk, P).value, None, 2, 2)
+
+    run_in_thread(call)
+    assert set(idents) == {0, 1}
+    return idents[1] != caller[0]
+
+
+def test_slow_join_starts_a_backoff_that_doubles():
+    assert runtime.pool_backoff_ns() == 0
+    assert slow_join()
+    assert runtime.pool_backoff_ns() == runtime._BACKOFF_MIN_NS
+    time.sleep(0.01)  # the back-off period ends: the next call uses the pool again
+    assert slow_join()
+    assert runtime.pool_backoff_ns() == 2 * runtime._BACKOFF_MIN_NS
+    runtime.pool_backoff_ns(runtime._BACKOFF_MAX_NS)
+    time.sleep(0.001)
+    runtime.pool_backoff_ns(0)
+    assert slow_join()
+    assert runtime.pool_backoff_ns() == runtime._BACKOFF_MIN_NS
+
+
+def test_calls_run_inline_during_a_backoff_and_split_after(kernels):
+    runtime.pool_backoff_ns(60 * 10**9)
+    for n, native in [(1000, False), (7, True), (2, False)]:
+        counts, chunks = run_mark(kernels, n, 2, native_caller=native, reset_backoff=False)
+        np.testing.assert_array_equal(counts, np.ones(n, np.int32))
+        assert chunks == [(0, n)]  # one inline call on the caller
+    fn = kernels.function("square_rows", [P, P, I64, I64, I64])  # nested, during the back-off
+    x = np.random.default_rng(3).standard_normal((9, 500)).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    fn(x.ctypes.data, y.ctypes.data, 9, 500, 2)
+    np.testing.assert_array_equal(y, x * x + np.float32(1))
+    assert runtime.pool_backoff_ns() == 60 * 10**9  # inline calls do not change it
+    runtime.pool_backoff_ns(0)
+    counts, chunks = run_mark(kernels, 1000, 2, reset_backoff=False)
+    np.testing.assert_array_equal(counts, np.ones(1000, np.int32))
+    assert sorted(chunks) == expected_chunks(1000, 2)
+
+
+def test_backoff_halves_after_calm_joins_and_ends(kernels):
+    """A back-off of 2 minimums: a join four periods after it started halves it, the next such
+    join ends it (below the minimum). A slow join meanwhile (a loaded host) doubles it again,
+    so the loop only asserts that it ends and that every result is right."""
+    with pytest.raises(ValueError):
+        runtime.pool_backoff_ns(-1)
+    runtime.pool_backoff_ns(2 * runtime._BACKOFF_MIN_NS)
+    seen = []
+    for _ in range(200):
+        time.sleep(0.02)  # > 4 back-off periods of 2 ms
+        counts, _ = run_mark(kernels, 1000, 2, reset_backoff=False)
+        np.testing.assert_array_equal(counts, np.ones(1000, np.int32))
+        seen.append(runtime.pool_backoff_ns())
+        if seen[-1] == 0:
+            break
+    assert seen[-1] == 0, seen
+    if len(seen) == 2:  # no slow join happened: halved, then ended
+        assert seen == [runtime._BACKOFF_MIN_NS, 0]
+
+
+def test_results_with_busy_processes_beside(kernels):
+    """Two busy processes on this (small) host: workers get descheduled mid-chunk, joins block
+    and back-offs start and end, from several Python threads at once and nested; every result
+    must still match numpy and every call return."""
+    square = kernels.function("square_plus_one", [P, P, I64, I64])
+    rows = kernels.function("square_rows", [P, P, I64, I64, I64])
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    results = {}
+
+    def caller(tid):
+        rng = np.random.default_rng(10 + tid)
+        ok = True
+        deadline = time.perf_counter() + 1.5
+        while time.perf_counter() < deadline:
+            n = int(rng.integers(0, 50_000))
+            x = rng.standard_normal(n).astype(np.float32)
+            y = np.full_like(x, np.nan)
+            square(x.ctypes.data, y.ctypes.data, n, 2 + tid % 2)
+            ok &= bool(np.array_equal(y, x * x + np.float32(1)))
+            r, c = int(rng.integers(1, 9)), int(rng.integers(0, 3000))
+            x2 = rng.standard_normal((r, c)).astype(np.float32)
+            y2 = np.full_like(x2, np.nan)
+            rows(x2.ctypes.data, y2.ctypes.data, r, c, 2)
+            ok &= bool(np.array_equal(y2, x2 * x2 + np.float32(1)))
+            counts, _ = run_mark(kernels, n, 2, reset_backoff=False)
+            ok &= bool(np.array_equal(counts, np.ones(n, np.int32)))
+        results[tid] = ok
+
+    def all_callers():
+        ts = [threading.Thread(target=caller, args=(i,), daemon=True) for i in range(3)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+
+    try:
+        run_in_thread(all_callers, timeout=120)
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
+    assert results == {0: True, 1: True, 2: True}
 
 
 def test_ensure_registered_is_idempotent_and_registers_the_symbol(kernels):

@@ -11,7 +11,7 @@ sizes differ by at most one (chunk i starts at ``i*(n/k) + min(i, n%k)``), runs 
 calling thread and the others on a persistent pool of worker threads, and returns once every chunk
 has finished. ``n <= 0`` calls nothing; ``nthreads <= 1`` or ``n == 1`` is one call
 ``fn(ctx, 0, n)``. The split depends only on ``(n, k)``, but ``fn`` must give the same result for
-any split, since a busy pool runs the whole range in one call (below).
+any split, since a busy or backing-off pool runs the whole range in one call (below).
 
 How the pool works (all of it is LLVM IR text compiled here once per process; no C compiler):
 - Workers are pthreads created on demand (up to ``nthreads - 1``, at most 255) with 8 MiB stacks and
@@ -25,7 +25,20 @@ How the pool works (all of it is LLVM IR text compiled here once per process; no
   cores), calls ``sched_yield`` 16 times, then sleeps on a pthread condition variable; the caller
   signals only as many sleepers as it has chunks. So back-to-back kernels cost no wake-up (a
   fork-join then costs ~0.3-0.4 µs), and an idle pool costs no CPU.
-- The caller waits for the workers' chunks by spinning, then ``sched_yield``.
+- The caller, out of chunks, waits for the workers' ones (the join): it spins as long as its own
+  chunks took (5 to 50 µs), then blocks on a second condition variable that the worker finishing
+  a chunk signals while the caller is blocked. On an idle host the join ends while spinning, at
+  no extra cost; on a loaded one a worker descheduled mid-chunk (another process has its core)
+  gets the caller's core instead of the caller spinning or yielding for whole scheduler slices.
+- Back-off: a join that blocked for longer than twice the caller's own chunks plus 250 µs had a
+  worker off its core. The pool then runs every call inline on its caller for a back-off period
+  (1 ms, doubled at each such join up to 128 ms) and afterwards tries the workers again; a
+  back-off with no slow join for four periods is halved, and ends below 1 ms. So a loaded host
+  costs about what one thread does (plus one slow join per period), and a host that quiets down
+  gets its cores back within a period. Calls read a monotonic clock once (twice when they wait).
+- Chunks stay one per thread: a descheduled worker holds its chunk whatever its size, and the
+  caller already takes every chunk no worker has claimed, so finer chunks would only add the
+  per-chunk cost (packing in products) to every call.
 - One job at a time: a caller that finds the pool busy (another Python thread, or ``fn`` itself
   calling ``fg_parallel_for``) runs ``fn(ctx, 0, n)`` inline. Nested and concurrent calls are
   therefore always correct and never deadlock.
@@ -42,7 +55,9 @@ Public API: :func:`ensure_registered` compiles and registers ``fg_parallel_for``
 thread safe; call it before compiling IR that declares it), :func:`parallel_for_decl` is the IR
 ``declare`` line, :func:`default_threads` the thread count to pass (``threads.num_threads()``:
 ``FUNGRAD_NUM_THREADS`` or the CPU affinity mask). :func:`native_parallel_for` calls the native
-function from Python (tests, benchmarks) and :func:`pool_workers` counts the workers created.
+function from Python (tests, benchmarks), :func:`pool_workers` counts the workers created and
+:func:`pool_backoff_ns` reads (tests: sets) the back-off. bench/thread_pool_load.py times the pool
+on an idle and a loaded host.
 
 POSIX only (Linux and macOS have pthreads in every process) on 64-bit hosts; Windows is out of
 scope: :func:`ensure_registered` raises there.
@@ -56,6 +71,7 @@ import platform
 import signal
 import string
 import sys
+import time
 
 from fungrad.lowering.cpu import compiler as cpu
 from fungrad.lowering.cpu import threads
@@ -66,6 +82,7 @@ __all__ = [
     "ensure_registered",
     "native_parallel_for",
     "parallel_for_decl",
+    "pool_backoff_ns",
     "pool_workers",
 ]
 
@@ -78,7 +95,16 @@ _STACK_BYTES = 8 << 20
 # long enough to catch the next kernel of the same jitted call, or the next call from Python.
 _WORKER_SPIN = 2000
 _WORKER_YIELDS = 16
-_CALLER_SPIN = 4000
+# The caller's join: it spins while the workers' chunks may still be running on other cores (as
+# long as its own chunks took, between these bounds), then blocks until the last one finishes.
+_JOIN_SPIN_MIN_NS = 5_000
+_JOIN_SPIN_MAX_NS = 50_000
+# A join that waited longer than twice the caller's own work plus this slack had a worker off its
+# core (a loaded host): the pool then runs calls inline for a back-off period, doubled at each
+# such join between these bounds, halved after four periods without one.
+_SLOW_JOIN_SLACK_NS = 250_000
+_BACKOFF_MIN_NS = 1_000_000
+_BACKOFF_MAX_NS = 128_000_000
 
 # libc/pthread functions the runtime calls, each registered as fg_rt_<name>.
 _LIBC = (
@@ -92,6 +118,7 @@ _LIBC = (
     "pthread_cond_init",
     "pthread_cond_wait",
     "pthread_cond_signal",
+    "clock_gettime",
     "pthread_sigmask",
     "sigfillset",
     "sigdelset",
@@ -100,6 +127,7 @@ _LIBC = (
 
 _ENTRY_POINTS = (
     "fg_parallel_for",
+    "fg_runtime_backoff_ns",
     "fg_runtime_init",
     "fg_runtime_after_fork",
     "fg_runtime_workers",
@@ -108,6 +136,7 @@ _ENTRY_POINTS = (
 _module: cpu.CompiledModule | None = None
 _pfor = None  # ctypes function of fg_parallel_for
 _workers = None  # ctypes function of fg_runtime_workers
+_backoff = None  # ctypes function of fg_runtime_backoff_ns
 
 
 def parallel_for_decl() -> str:
@@ -152,8 +181,20 @@ def pool_workers() -> int:
     return _workers()
 
 
+def pool_backoff_ns(start: int | None = None) -> int:
+    """The pool's current back-off in ns (0: none), during which calls run inline on the caller.
+
+    ``start`` (tests) first sets it to that many ns and starts a back-off period of that length
+    now; ``0`` ends any back-off.
+    """
+    ensure_registered()
+    if start is not None and start < 0:
+        raise ValueError(f"back-off must be >= 0 ns, got {start}")
+    return _backoff(-1 if start is None else start)
+
+
 def _register() -> None:
-    global _module, _pfor, _workers
+    global _module, _pfor, _workers, _backoff
     if os.name != "posix":
         raise RuntimeError(
             f"fungrad.lowering.cpu.runtime: native threading needs POSIX threads; "
@@ -182,10 +223,11 @@ def _register() -> None:
         "fg_parallel_for", [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     )
     workers = module.function("fg_runtime_workers", [], ctypes.c_int64)
+    backoff = module.function("fg_runtime_backoff_ns", [ctypes.c_int64], ctypes.c_int64)
     after_fork = module.function("fg_runtime_after_fork", [])
     os.register_at_fork(after_in_child=after_fork)
     llvm_capi.add_symbol("fg_parallel_for", module.address("fg_parallel_for"))
-    _pfor, _workers = pfor, workers
+    _pfor, _workers, _backoff = pfor, workers, backoff
     _module = module
 
 
@@ -218,7 +260,12 @@ def runtime_ir(arch: str | None = None) -> str:
         STACK_BYTES=_STACK_BYTES,
         WORKER_SPIN=_WORKER_SPIN,
         WORKER_YIELDS=_WORKER_YIELDS,
-        CALLER_SPIN=_CALLER_SPIN,
+        JOIN_SPIN_MIN=_JOIN_SPIN_MIN_NS,
+        JOIN_SPIN_MAX=_JOIN_SPIN_MAX_NS,
+        SLOW_JOIN_SLACK=_SLOW_JOIN_SLACK_NS,
+        BACKOFF_MIN=_BACKOFF_MIN_NS,
+        BACKOFF_MAX=_BACKOFF_MAX_NS,
+        CLOCK_MONOTONIC=int(time.CLOCK_MONOTONIC),
         SIG_BLOCK=int(signal.SIG_BLOCK),
         SIG_SETMASK=int(signal.SIG_SETMASK),
         KEEP_SIGNALS=keep,
@@ -234,6 +281,11 @@ def runtime_ir(arch: str | None = None) -> str:
 #   @job_state fn, ctx, n, k of the current job: written by the owning caller before it publishes
 #              @word (release), read by a worker only after its claim succeeded (acquire), which
 #              also keeps the caller from starting another job before that chunk is done
+#   @join_waiting  1 while the owning caller is blocked (or about to block) on @join_cond; set
+#              and cleared under @join_mutex
+#   @backoff, @serial_until, @calm_since  the back-off (ns; 0: none), the end of its current
+#              period and when it last grew or halved (monotonic ns); written by the owning
+#              caller (and fg_runtime_backoff_ns), read by any caller
 # Each hot variable sits on its own cache line. pthread objects get 256 bytes, more than any
 # 64-bit platform's pthread_mutex_t / pthread_cond_t / pthread_attr_t / sigset_t needs.
 _IR = string.Template(r"""
@@ -249,6 +301,12 @@ _IR = string.Template(r"""
 @mutex = internal global [256 x i8] zeroinitializer, align 64
 @cond = internal global [256 x i8] zeroinitializer, align 64
 @tids = internal global [${MAX_WORKERS} x i64] zeroinitializer, align 8
+@join_waiting = internal global i32 0, align 64
+@join_mutex = internal global [256 x i8] zeroinitializer, align 64
+@join_cond = internal global [256 x i8] zeroinitializer, align 64
+@backoff = internal global i64 0, align 64
+@serial_until = internal global i64 0, align 8
+@calm_since = internal global i64 0, align 8
 
 declare i32 @fg_rt_pthread_create(ptr, ptr, ptr, ptr) nounwind
 declare i32 @fg_rt_pthread_attr_init(ptr) nounwind
@@ -264,12 +322,27 @@ declare i32 @fg_rt_pthread_sigmask(i32, ptr, ptr) nounwind
 declare i32 @fg_rt_sigfillset(ptr) nounwind
 declare i32 @fg_rt_sigdelset(ptr, i32) nounwind
 declare i32 @fg_rt_sched_yield() nounwind
+declare i32 @fg_rt_clock_gettime(i32, ptr) nounwind
 declare i64 @llvm.smin.i64(i64, i64)
+declare i64 @llvm.smax.i64(i64, i64)
+declare i64 @llvm.umin.i64(i64, i64)
 ${PAUSE_DECLARE}
 
 define internal void @pause() alwaysinline nounwind {
   ${PAUSE}
   ret void
+}
+
+; monotonic clock, nanoseconds
+define internal i64 @now() nounwind {
+  %ts = alloca { i64, i64 }, align 8
+  call i32 @fg_rt_clock_gettime(i32 ${CLOCK_MONOTONIC}, ptr %ts)
+  %sec = load i64, ptr %ts, align 8
+  %pns = getelementptr inbounds { i64, i64 }, ptr %ts, i32 0, i32 1
+  %ns = load i64, ptr %pns, align 8
+  %secns = mul i64 %sec, 1000000000
+  %t = add i64 %secns, %ns
+  ret i64 %t
 }
 
 define internal i64 @gen_of(i64 %w) alwaysinline nounwind {
@@ -394,7 +467,16 @@ work:
   br i1 %has, label %run, label %wait
 run:
   call void @run_chunk(i64 %idx)
-  atomicrmw add ptr @done, i64 1 release, align 8
+  ; seq_cst add then seq_cst load of @join_waiting: a caller about to block either sees this
+  ; chunk counted or is seen waiting (and waits under @join_mutex: the signal is not lost)
+  atomicrmw add ptr @done, i64 1 seq_cst, align 8
+  %waiting = load atomic i32, ptr @join_waiting seq_cst, align 4
+  %blocked = icmp ne i32 %waiting, 0
+  br i1 %blocked, label %wake_caller, label %work
+wake_caller:
+  call i32 @fg_rt_pthread_mutex_lock(ptr @join_mutex)
+  call i32 @fg_rt_pthread_cond_signal(ptr @join_cond)
+  call i32 @fg_rt_pthread_mutex_unlock(ptr @join_mutex)
   br label %work
 }
 
@@ -447,27 +529,85 @@ finish:
   ret i64 %count
 }
 
-; wait until workers have finished %need chunks: spin, then yield
-define internal void @wait_done(i64 %need) nounwind {
+; wait until workers have finished %need chunks. %t1: when the caller ran out of chunks; it
+; spins for up to %limit ns, then blocks on @join_cond until the worker finishing the last chunk
+; signals it (a descheduled worker may need this core). Returns ns waited, 0 if only spun.
+define internal i64 @wait_done(i64 %need, i64 %t1, i64 %limit) nounwind {
 entry:
   br label %spin
 spin:
-  %i = phi i64 [ 0, %entry ], [ %i1, %spin_next ]
+  %i = phi i64 [ 0, %entry ], [ %i1, %spin_next ], [ %i1, %spin_clock ]
   %d = load atomic i64, ptr @done acquire, align 8
   %finished = icmp sge i64 %d, %need
-  br i1 %finished, label %out, label %spin_next
+  br i1 %finished, label %spun, label %spin_next
 spin_next:
   call void @pause()
   %i1 = add i64 %i, 1
-  %more = icmp ult i64 %i1, ${CALLER_SPIN}
-  br i1 %more, label %spin, label %yield
-yield:
-  %dy = load atomic i64, ptr @done acquire, align 8
-  %finished_y = icmp sge i64 %dy, %need
-  br i1 %finished_y, label %out, label %yield_next
-yield_next:
-  call i32 @fg_rt_sched_yield()
-  br label %yield
+  %lap = and i64 %i1, 63
+  %clock = icmp eq i64 %lap, 0
+  br i1 %clock, label %spin_clock, label %spin
+spin_clock:
+  %t = call i64 @now()
+  %spent = sub i64 %t, %t1
+  %more = icmp slt i64 %spent, %limit
+  br i1 %more, label %spin, label %block
+block:
+  call i32 @fg_rt_pthread_mutex_lock(ptr @join_mutex)
+  store atomic i32 1, ptr @join_waiting seq_cst, align 4
+  br label %block_check
+block_check:
+  %db = load atomic i64, ptr @done seq_cst, align 8
+  %finished_b = icmp sge i64 %db, %need
+  br i1 %finished_b, label %woke, label %block_wait
+block_wait:
+  call i32 @fg_rt_pthread_cond_wait(ptr @join_cond, ptr @join_mutex)
+  br label %block_check
+woke:
+  store atomic i32 0, ptr @join_waiting seq_cst, align 4
+  call i32 @fg_rt_pthread_mutex_unlock(ptr @join_mutex)
+  %t2 = call i64 @now()
+  %waited = sub i64 %t2, %t1
+  ret i64 %waited
+spun:
+  ret i64 0
+}
+
+; after a join at %t1 that took the caller %own ns of chunks and %waited ns of blocking: a slow
+; join (a worker off its core) starts or doubles the back-off, during which calls run inline;
+; four back-off periods without one halve it (and end it below ${BACKOFF_MIN} ns)
+define internal void @adapt(i64 %t1, i64 %own, i64 %waited) nounwind {
+entry:
+  %own2 = shl i64 %own, 1
+  %bound = add i64 %own2, ${SLOW_JOIN_SLACK}
+  %slow = icmp sgt i64 %waited, %bound
+  %b = load atomic i64, ptr @backoff monotonic, align 8
+  br i1 %slow, label %grow, label %calm
+grow:
+  %b2 = shl i64 %b, 1
+  %b3 = call i64 @llvm.smax.i64(i64 %b2, i64 ${BACKOFF_MIN})
+  %b4 = call i64 @llvm.smin.i64(i64 %b3, i64 ${BACKOFF_MAX})
+  %t = add i64 %t1, %waited
+  %until = add i64 %t, %b4
+  store atomic i64 %b4, ptr @backoff monotonic, align 8
+  store atomic i64 %until, ptr @serial_until monotonic, align 8
+  store atomic i64 %t, ptr @calm_since monotonic, align 8
+  ret void
+calm:
+  %backing = icmp ne i64 %b, 0
+  br i1 %backing, label %check_calm, label %out
+check_calm:
+  %since = load atomic i64, ptr @calm_since monotonic, align 8
+  %calm_for = sub i64 %t1, %since
+  %b4x = shl i64 %b, 2
+  %long = icmp sgt i64 %calm_for, %b4x
+  br i1 %long, label %halve, label %out
+halve:
+  %h = lshr i64 %b, 1
+  %small = icmp slt i64 %h, ${BACKOFF_MIN}
+  %h1 = select i1 %small, i64 0, i64 %h
+  store atomic i64 %h1, ptr @backoff monotonic, align 8
+  store atomic i64 %t1, ptr @calm_since monotonic, align 8
+  br label %out
 out:
   ret void
 }
@@ -480,7 +620,16 @@ check:
   %t2 = icmp sgt i64 %nthreads, 1
   %n2 = icmp sgt i64 %n, 1
   %split = and i1 %t2, %n2
-  br i1 %split, label %acquire, label %inline
+  br i1 %split, label %backing_off, label %inline
+backing_off:
+  %b = load atomic i64, ptr @backoff monotonic, align 8
+  %backing = icmp ne i64 %b, 0
+  br i1 %backing, label %check_serial, label %acquire
+check_serial:
+  %until = load atomic i64, ptr @serial_until monotonic, align 8
+  %tb = call i64 @now()
+  %serial = icmp slt i64 %tb, %until
+  br i1 %serial, label %inline, label %acquire
 inline:
   call void %fn(ptr %ctx, i64 0, i64 %n)
   br label %return
@@ -537,6 +686,7 @@ signal_unlock:
   call i32 @fg_rt_pthread_mutex_unlock(ptr @mutex)
   br label %run0
 run0:
+  %t0 = call i64 @now()
   call void @run_chunk(i64 0)
   br label %claim
 claim:
@@ -550,7 +700,22 @@ run_more:
   br label %claim
 join:
   %need = sub i64 %k, %mine
-  call void @wait_done(i64 %need)
+  %d = load atomic i64, ptr @done acquire, align 8
+  %early = icmp sge i64 %d, %need
+  br i1 %early, label %joined_early, label %join_wait
+joined_early:
+  ; the workers' chunks are done already: a calm join, dated by %t0 (saves a clock read)
+  call void @adapt(i64 %t0, i64 0, i64 0)
+  br label %release
+join_wait:
+  %t1 = call i64 @now()
+  %own = sub i64 %t1, %t0
+  %lim0 = call i64 @llvm.smax.i64(i64 %own, i64 ${JOIN_SPIN_MIN})
+  %limit = call i64 @llvm.smin.i64(i64 %lim0, i64 ${JOIN_SPIN_MAX})
+  %waited = call i64 @wait_done(i64 %need, i64 %t1, i64 %limit)
+  call void @adapt(i64 %t1, i64 %own, i64 %waited)
+  br label %release
+release:
   store atomic i32 0, ptr @busy release, align 4
   br label %return
 return:
@@ -560,6 +725,8 @@ return:
 define void @fg_runtime_init() nounwind {
   call i32 @fg_rt_pthread_mutex_init(ptr @mutex, ptr null)
   call i32 @fg_rt_pthread_cond_init(ptr @cond, ptr null)
+  call i32 @fg_rt_pthread_mutex_init(ptr @join_mutex, ptr null)
+  call i32 @fg_rt_pthread_cond_init(ptr @join_cond, ptr null)
   ret void
 }
 
@@ -572,8 +739,28 @@ define void @fg_runtime_after_fork() nounwind {
   %closed = and i64 %w, -4294967296
   store atomic i64 %closed, ptr @word monotonic, align 8
   store atomic i32 0, ptr @busy monotonic, align 4
+  store atomic i32 0, ptr @join_waiting monotonic, align 4
+  store atomic i64 0, ptr @backoff monotonic, align 8
   call void @fg_runtime_init()
   ret void
+}
+
+; the current back-off (ns; 0: none); %set >= 0 first sets it, starting a back-off period of
+; that length now (tests)
+define i64 @fg_runtime_backoff_ns(i64 %set) nounwind {
+entry:
+  %setting = icmp sge i64 %set, 0
+  br i1 %setting, label %store, label %read
+store:
+  %t = call i64 @now()
+  %until = add i64 %t, %set
+  store atomic i64 %set, ptr @backoff monotonic, align 8
+  store atomic i64 %until, ptr @serial_until monotonic, align 8
+  store atomic i64 %t, ptr @calm_since monotonic, align 8
+  br label %read
+read:
+  %b = load atomic i64, ptr @backoff monotonic, align 8
+  ret i64 %b
 }
 
 define i64 @fg_runtime_workers() nounwind {

@@ -618,7 +618,10 @@ def sweep_gemm(n: int) -> None:
         runs = {}
         for tile in _gemm_tiles():
             runs[str(tile)] = _measure(
-                lambda p, q: p @ q, args, check, [(schemes, "GEMM_TILE_GPU", tile)]
+                lambda p, q: p @ q,
+                args,
+                check,
+                [(schemes, "GEMM_TILE_GPU", tile), (schemes, "GEMM_TILE_GPU_LARGE", None)],
             )
         _sweep("gemm", f"{n}^3", runs)
     # split-K, forced (it is used only where the adapter limits loops): small m, n, long k

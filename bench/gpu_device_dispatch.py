@@ -367,7 +367,14 @@ def _gemm(m, k, n, tiles, fills, check_rows=64):
     for tile in tiles:
         for fill in fills:
             label = f"mm {m}x{k}x{n}"
-            with guarded(label), patched((S, "GEMM_TILE_GPU", tile), (S, "GEMM_FILL_GROUPS", fill)):
+            with (
+                guarded(label),
+                patched(
+                    (S, "GEMM_TILE_GPU", tile),
+                    (S, "GEMM_TILE_GPU_LARGE", None),
+                    (S, "GEMM_FILL_GROUPS", fill),
+                ),
+            ):
                 exe = compiled(lambda p, q: p @ q, [ga, gb])
                 (o,) = exe.call([ga, gb])
                 err = rel_err(np.asarray(o)[rows], ref)

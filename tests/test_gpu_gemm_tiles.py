@@ -301,3 +301,25 @@ def test_real_gpu_scan_blocks_grow_with_the_line(real_gpu, monkeypatch, shape, d
     (o,), exe = _run(lambda v: fnp.cumsum(v, axis=-1), x)
     np.testing.assert_array_equal(o, np.cumsum(x, axis=-1))
     assert exe.num_dispatches == dispatches
+
+
+def test_real_gpus_take_the_large_tile_for_products_that_fill_its_grid(monkeypatch):
+    """schemes.gemm_tile: a CPU adapter keeps gemm.py's tile (None); a real GPU takes
+    GEMM_TILE_GPU_LARGE where its grid has GEMM_LARGE_GROUPS workgroups or more (a 4096^2
+    product: 1024 of 128x128), GEMM_TILE_GPU below that (an MLP's 128x512: 4) or when the
+    large tile is switched off."""
+    from types import SimpleNamespace as NS
+
+    gpu_rt, cpu_rt = NS(cpu_adapter=False), NS(cpu_adapter=True)
+    big, small = NS(m=4096, n=4096, batch=1), NS(m=128, n=512, batch=1)
+    edge = NS(m=16 * 128, n=16 * 128, batch=1)  # exactly GEMM_LARGE_GROUPS (256) tiles
+    monkeypatch.setattr(S, "GEMM_LARGE_GROUPS", 256)
+    assert S.gemm_tile(cpu_rt, big) is None
+    assert S.gemm_tile(gpu_rt, big) == S.GEMM_TILE_GPU_LARGE
+    assert S.gemm_tile(gpu_rt, edge) == S.GEMM_TILE_GPU_LARGE
+    assert S.gemm_tile(gpu_rt, NS(m=16 * 128 - 128, n=16 * 128, batch=1)) == S.GEMM_TILE_GPU
+    assert S.gemm_tile(gpu_rt, small) == S.GEMM_TILE_GPU
+    assert S.gemm_tile(gpu_rt, NS(m=128, n=512, batch=512)) == S.GEMM_TILE_GPU_LARGE
+    monkeypatch.setattr(S, "GEMM_TILE_GPU_LARGE", None)
+    assert S.gemm_tile(gpu_rt, big) == S.GEMM_TILE_GPU
+    assert S.GEMM_TILE_GPU.vec == 4  # (the H200 sweep's choice)

@@ -126,7 +126,7 @@ def _gemm_step(exe, step: Gemm, scope: Scope) -> list:
     often than the adapter allows or its tiles would leave a real GPU idle, the contraction
     split into ranges (``schemes.gemm_split``; the tile: ``schemes.gemm_tile``):
     partial products past the arena's temporaries, then their sum."""
-    tile = gemm_tile(exe.rt) or default_tile()
+    tile = gemm_tile(exe.rt, step) or default_tile()
     shader = render_gemm(step, exe._place, scope, tile=tile)
     split = gemm_split(step, tile, shader.loop_iterations, exe.rt, exe.arena_words)
     if split is None:

@@ -65,10 +65,15 @@ SCAN_GPU_BLOCKS = (128, 4096)
 
 
 #: Matmuls on real GPUs (CPU adapters keep gemm.py's 64x64 tiles, 4x4 per invocation, KSTEP
-#: 16, measured on lavapipe): the tile (:class:`GemmTile`; an H100 sweep of 2048^3 found
-#: KSTEP 32 best, 1.461 ms against 1.479 ms for 16), and split contractions where the tiles
-#: leave most of the GPU idle (:func:`gemm_split`). Read when a function is compiled.
+#: 16, measured on lavapipe): the tile (:class:`GemmTile`, :func:`gemm_tile`), a larger one
+#: for products whose grid of it has at least ``GEMM_LARGE_GROUPS`` workgroups, and split
+#: contractions where the tiles leave most of the GPU idle (:func:`gemm_split`). An H200
+#: sweep (2026-11-26): 128x128 vec4 k16 33.2 TFLOP/s at 4096^3 and 30.8 at 2048^3, the old
+#: scalar 64x64 k32 13.0; 64x64 vec4 best for 128x784x512 (split for filling) and
+#: 256x65536x256. Read when a function is compiled; None: the other one everywhere.
 GEMM_TILE_GPU = None  # set below, once GemmTile is defined
+GEMM_TILE_GPU_LARGE = None
+GEMM_LARGE_GROUPS = 256
 GEMM_FILL_GROUPS = 1024  # 0: never split for filling
 GEMM_SPLIT_MIN_K = 64
 GEMM_SPLIT_MAX = 64  # H100: 64 ranges best for 256x65536 @ 65536x256
@@ -174,10 +179,19 @@ def split_k(k: int, iterations: int, limit: int | None, kstep: int, base: int) -
     return SplitK(-(-k // size), size, base)
 
 
-def gemm_tile(rt) -> GemmTile | None:
-    """The matmul tile for this adapter: ``GEMM_TILE_GPU`` on a real GPU, None (the
-    constants of ``gemm.py``, measured on lavapipe) on a CPU adapter."""
-    return None if rt.cpu_adapter else GEMM_TILE_GPU
+def gemm_tile(rt, step=None) -> GemmTile | None:
+    """The tile of matmul ``step`` (``fusion.Gemm``) on this adapter: None (the constants of
+    ``gemm.py``, measured on lavapipe) on a CPU adapter; on a real GPU
+    ``GEMM_TILE_GPU_LARGE`` where its grid would have ``GEMM_LARGE_GROUPS`` workgroups or
+    more, else ``GEMM_TILE_GPU``."""
+    if rt.cpu_adapter:
+        return None
+    large = GEMM_TILE_GPU_LARGE
+    if large is not None and step is not None:
+        groups = -(-step.m // large.rows) * -(-step.n // large.cols) * step.batch
+        if groups >= GEMM_LARGE_GROUPS:
+            return large
+    return GEMM_TILE_GPU or large
 
 
 def gemm_split(step, tile: GemmTile, iterations: int, rt, base: int) -> SplitK | None:
@@ -402,7 +416,8 @@ class GemmTile:
         )
 
 
-GEMM_TILE_GPU = GemmTile(64, 64, 16, 16, 32)
+GEMM_TILE_GPU = GemmTile(64, 64, 16, 16, 16, vec=4)
+GEMM_TILE_GPU_LARGE = GemmTile(128, 128, 16, 16, 16, vec=4)
 
 
 @dataclass(frozen=True)

@@ -99,22 +99,29 @@ class Kernel:
         kernel loops out to the innermost one it depends on (renderers hoist it out of the
         others) and of the reduction variables it depends on. Renderers use it to decide whether
         threads pay for themselves and which kernels are worth a full optimising compile."""
-        pos = {v: i for i, v in enumerate(self.loops)}
-        runs = [1]  # runs[i]: iterations of the i outermost kernel loops
-        for v in self.loops:
-            runs.append(runs[-1] * v.extent)
-        total, seen = runs[-1] * len(self.stores), set()
-        stack = [e for s in self.stores for e in (s.value, s.index, s.mask) if e is not None]
-        while stack:
-            e = stack.pop()
-            if id(e) in seen:
-                continue
-            seen.add(id(e))
-            depth = max((pos[v] + 1 for v in e.free if v in pos), default=0)
-            bound = math.prod(v.extent for v in e.free if v not in pos)
-            total += _OP_COST.get(e.op, 1) * runs[depth] * bound
-            stack.extend(e.args)
-        return total
+        return loop_nest_cost(self.loops, self.stores, set())
+
+
+def loop_nest_cost(loops, stores, seen: set) -> int:
+    """:meth:`Kernel.cost` of stores ``stores`` inside loops ``loops`` (outermost first), the
+    nodes whose ids are in ``seen`` counted already (``seen`` gains those counted here: the
+    pieces of a split loop share the nodes outside it, ``range_split.split_cost``)."""
+    pos = {v: i for i, v in enumerate(loops)}
+    runs = [1]  # runs[i]: iterations of the i outermost kernel loops
+    for v in loops:
+        runs.append(runs[-1] * v.extent)
+    total = runs[-1] * len(stores)
+    stack = [e for s in stores for e in (s.value, s.index, s.mask) if e is not None]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        depth = max((pos[v] + 1 for v in e.free if v in pos), default=0)
+        bound = math.prod(v.extent for v in e.free if v not in pos)
+        total += _OP_COST.get(e.op, 1) * runs[depth] * bound
+        stack.extend(e.args)
+    return total
 
 
 _OP_COST = dict.fromkeys(K.MATH_UNARY, 20) | {

@@ -26,12 +26,11 @@ shader, one invocation per element, where pieces would be separate dispatches).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from fungrad.lowering.fusion import _OP_COST, Store, _walk
+from fungrad.lowering.fusion import Store, _walk, loop_nest_cost
 from fungrad.lowering.kernel import BOOL, COMPARE, INDEX, Ctx, Expr, Reduction, Var
 
 __all__ = ["Piece", "Split", "Specialiser", "plan_split", "split_cost"]
@@ -450,25 +449,11 @@ def split_cost(loops: tuple[Var, ...], stores: list[Store], split: Split | None 
     distinct node weighs its op's cost times the iterations of the loops out to the innermost
     one it depends on and of its reductions' variables), or of its pieces where ``split``:
     a node the pieces share (one of the loops outside the split) counts once."""
-    groups = _leaves(loops, stores, split)
-    total, seen = 0, set()
-    for g_loops, g_stores in groups:
-        pos = {v: i for i, v in enumerate(g_loops)}
-        runs = [1]
-        for v in g_loops:
-            runs.append(runs[-1] * v.extent)
-        total += runs[-1] * len(g_stores)
-        stack = [e for s in g_stores for e in (s.value, s.index, s.mask) if e is not None]
-        while stack:
-            e = stack.pop()
-            if id(e) in seen:
-                continue
-            seen.add(id(e))
-            depth = max((pos[v] + 1 for v in e.free if v in pos), default=0)
-            bound = math.prod(v.extent for v in e.free if v not in pos)
-            total += _OP_COST.get(e.op, 1) * runs[depth] * bound
-            stack.extend(e.args)
-    return total
+    seen: set = set()
+    return sum(
+        loop_nest_cost(g_loops, g_stores, seen)
+        for g_loops, g_stores in _leaves(loops, stores, split)
+    )
 
 
 def _leaves(loops, stores, split) -> list[tuple[tuple[Var, ...], list[Store]]]:

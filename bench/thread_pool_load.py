@@ -11,6 +11,7 @@ each row is the median of its batches:
   loop calls it): with 2 threads, half a µs plus the fork-join cost;
 - ``small``: µs per call of about 10 µs of work over 64 indices, back to back: the regime of a
   scan of many small kernels;
+- ``medium``: µs per call of about 100 µs of work over 64 indices (the LSTM's kernels' size);
 - ``big``: ms per call of about 2 ms of work over 64 indices (the 2-core speedup);
 - ``lstm``: ms per training step of bench/models_bench.py's LSTM workload (a scan of 64 steps,
   each with a handful of parallel kernels). 1 thread is the executables' thread count set to 1,
@@ -21,7 +22,7 @@ each row is the median of its batches:
 checkout), the trees alternating under the same load. Numbers are one run; compare ratios.
 
 Run:  PYTHONPATH=. .venv/bin/python bench/thread_pool_load.py [--load 0,2]
-      [--only tiny,small,big,lstm] [--trees /old/export,.] [--rounds 7]
+      [--only tiny,small,medium,big,lstm] [--trees /old/export,.] [--rounds 7]
 """
 
 from __future__ import annotations
@@ -116,7 +117,12 @@ def micro(which: set[str], rounds: int) -> dict:
     run(10, 1000, 2, 2)  # warm up: create the workers
     # fixed work (the same in every process, loaded or not): one multiply-add chain step takes
     # ~1.6 ns on the 2.6 GHz Zen 4 this was written on
-    shapes = {"tiny": (300, 20000, 2), "small": (100, 4000, 64), "big": (20000, 50, 64)}
+    shapes = {
+        "tiny": (300, 20000, 2),
+        "small": (100, 4000, 64),
+        "medium": (1000, 400, 64),
+        "big": (20000, 50, 64),
+    }
     out = {}
     for row, (per, reps, n) in shapes.items():
         if row in which:
@@ -182,7 +188,13 @@ def child(tree: str, which: set[str], rounds: int) -> None:
     print(json.dumps(out))
 
 
-_UNITS = {"tiny": (1e6, "us"), "small": (1e6, "us"), "big": (1e3, "ms"), "lstm": (1e3, "ms")}
+_UNITS = {
+    "tiny": (1e6, "us"),
+    "small": (1e6, "us"),
+    "medium": (1e6, "us"),
+    "big": (1e3, "ms"),
+    "lstm": (1e3, "ms"),
+}
 
 
 def run_cell(tree: str, which: list[str], rounds: int) -> dict:
@@ -208,7 +220,7 @@ def start_load(count: int) -> list[subprocess.Popen]:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--load", default="0,2", help="busy processes per run, comma-separated")
-    p.add_argument("--only", default="tiny,small,big,lstm")
+    p.add_argument("--only", default="tiny,small,medium,big,lstm")
     p.add_argument("--rounds", type=int, default=7, help="alternating batches per row")
     p.add_argument(
         "--trees",

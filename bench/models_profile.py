@@ -1,5 +1,5 @@
-"""Where the time of the CNN and LSTM training steps goes: their sub-programs timed alone,
-fungrad against JAX in the same process (bench/models_bench.py's models and inputs).
+"""Where the time of the CNN, LSTM and transformer training steps goes: their sub-programs
+timed alone, fungrad against JAX in the same process (bench/models_bench.py's models and inputs).
 
 Each sub-program is jitted on both sides and timed with alternating batches
 (bench/common ``timeit_interleaved``; median wall time and best process CPU time per call).
@@ -9,7 +9,8 @@ sub-program the compiled step's ``cost_analysis()`` (flops, bytes accessed), its
 temporaries and the number of steps of its fusion plan (``as_text()``) are printed beside.
 
 Run:  PYTHONPATH=. taskset -c 0 /path/to/jax-venv/bin/python bench/models_profile.py
-      [--only cnn,lstm] [--quick] [--plan]     (``--plan``: print fungrad's fusion plans)
+      [--only cnn,lstm,transformer] [--quick] [--plan]
+(``--plan``: print fungrad's fusion plans)
 """
 
 from __future__ import annotations
@@ -168,7 +169,103 @@ def lstm_parts(fw):
     ]
 
 
-PARTS = {"cnn": cnn_parts, "lstm": lstm_parts}
+def transformer_parts(fw):
+    """[(name, function, args, forward-part name or None)] of the transformer step."""
+    import numpy as np
+
+    w = M.WORKLOADS["transformer"]
+    params, batch = w.inputs()
+    (x,) = batch
+    b, t, d = x.shape
+    heads, hd = M.TF_HEADS, d // M.TF_HEADS
+    mlp = params["w_1"].shape[1]
+    rng = np.random.default_rng(1)
+    jnp = fw.numpy
+    n = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
+    q, k, v = n(b, t, heads, hd), n(b, t, heads, hd), n(b, t, heads, hd)
+    s = n(b, heads, t, t)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p = p / p.sum(-1, keepdims=True)
+
+    def ln(x, g, bb):
+        return M._layer_norm(fw, x, g, bb)
+
+    def qkv_heads(a, wq):  # the q/k/v projection and the split into heads
+        qkv = a @ wq
+        return tuple(qkv[..., i * d : (i + 1) * d].reshape(b, t, heads, hd) for i in range(3))
+
+    def softmax_scores(q, k):  # scores + causal mask + softmax
+        s = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(jnp.float32(hd))
+        s = jnp.where(jnp.tril(jnp.ones((t, t), bool)), s, -jnp.inf)
+        s = s - jnp.max(s, axis=-1, keepdims=True)
+        e = jnp.exp(s)
+        return e / jnp.sum(e, axis=-1, keepdims=True)
+
+    def masked_softmax(s):  # the causal mask + softmax alone
+        s = jnp.where(jnp.tril(jnp.ones((t, t), bool)), s, -jnp.inf)
+        s = s - jnp.max(s, axis=-1, keepdims=True)
+        e = jnp.exp(s)
+        return e / jnp.sum(e, axis=-1, keepdims=True)
+
+    def attend(p, v):  # attention-weighted values, heads merged
+        return jnp.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, t, d)
+
+    def out_proj(o, wo, x):
+        return x + o @ wo
+
+    def mlp_block(m, w1, b1, w2, b2):
+        return fw.nn.gelu(m @ w1 + b1) @ w2 + b2
+
+    def gelu(z):
+        return fw.nn.gelu(z)
+
+    loss = lambda p, b: w.loss(fw, p, b)  # noqa: E731
+    to = lambda *t: M._to(fw, t)  # noqa: E731
+    g1, b1 = params["ln1_g"], params["ln1_b"]
+    a = n(b, t, d)
+    o = n(b, t, d)
+    z = n(b, t, mlp)
+    mlp_args = (a, params["w_1"], params["b_1"], params["w_2"], params["b_2"])
+    return [
+        ("step (value_and_grad + SGD)", w.step(fw), to(params, (), batch), None),
+        ("forward (loss)", loss, to(params, batch), None),
+        ("value_and_grad", w.grad(fw), to(params, batch), "forward (loss)"),
+        ("layer norm fwd", ln, to(x, g1, b1), None),
+        ("layer norm vjp", _vjp(fw, ln), to(x, g1, b1, x), "layer norm fwd"),
+        ("qkv projection+heads fwd", qkv_heads, to(a, params["w_qkv"]), None),
+        (
+            "qkv projection+heads vjp",
+            _vjp(fw, qkv_heads),
+            to(a, params["w_qkv"], (q, k, v)),
+            "qkv projection+heads fwd",
+        ),  # fmt: skip
+        ("scores+mask+softmax fwd", softmax_scores, to(q, k), None),
+        (
+            "scores+mask+softmax vjp",
+            _vjp(fw, softmax_scores),
+            to(q, k, p),
+            "scores+mask+softmax fwd",
+        ),  # fmt: skip
+        ("mask+softmax fwd", masked_softmax, to(s), None),
+        ("mask+softmax vjp", _vjp(fw, masked_softmax), to(s, p), "mask+softmax fwd"),
+        ("attend p@v fwd", attend, to(p, v), None),
+        ("attend p@v vjp", _vjp(fw, attend), to(p, v, o), "attend p@v fwd"),
+        ("output projection fwd", out_proj, to(o, params["w_o"], x), None),
+        (
+            "output projection vjp",
+            _vjp(fw, out_proj),
+            to(o, params["w_o"], x, x),
+            "output projection fwd",
+        ),  # fmt: skip
+        ("mlp+gelu fwd", mlp_block, to(*mlp_args), None),
+        ("mlp+gelu vjp", _vjp(fw, mlp_block), to(*mlp_args, x), "mlp+gelu fwd"),
+        ("gelu fwd 8x128x1024", gelu, to(z), None),
+        ("gelu vjp", _vjp(fw, gelu), to(z, z), "gelu fwd 8x128x1024"),
+        ("gemm 1024x256x1024", lambda a, b: a @ b, to(a.reshape(-1, d), params["w_1"]), None),
+    ]
+
+
+PARTS = {"cnn": cnn_parts, "lstm": lstm_parts, "transformer": transformer_parts}
 
 
 def _fg_facts(fg, f, args) -> str:
@@ -226,7 +323,9 @@ def profile(key, frameworks, timing, show_plan) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--only", default="cnn,lstm", help="comma-separated subset of cnn, lstm")
+    p.add_argument(
+        "--only", default="cnn,lstm", help="comma-separated subset of cnn, lstm, transformer"
+    )
     p.add_argument("--quick", action="store_true", help="fewer, shorter repeats")
     p.add_argument("--plan", action="store_true", help="print fungrad's fusion plan of the step")
     args = p.parse_args(argv)

@@ -268,6 +268,30 @@ def test_small_kernels_and_glue_compile_without_optimisation():
         np.testing.assert_allclose(np.asarray(got), ref, rtol=2e-5, atol=2e-5)
 
 
+def test_mid_size_kernels_of_product_heavy_programs_are_optimised():
+    """``COLD_SHARE`` of a program of large products is millions of operations: a kernel above
+    ``llvm.COLD_MAX`` (here a 64x128 tanh, ~0.2 M) is optimised all the same; results as
+    numpy's."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((1024, 512)).astype(np.float32)
+    b = rng.standard_normal((512, 512)).astype(np.float32)
+    c = rng.standard_normal((64, 128)).astype(np.float32)
+
+    def f(a, b, c):
+        return a @ b, fg.numpy.tanh(c) * 2.0
+
+    jf = fg.jit(f)
+    exe = jf.lower(a, b, c).compile()._exe
+    steps = exe.program.steps
+    (tanh,) = [s for s in steps if hasattr(s, "loops")]
+    products = sum(2 * s.m * s.n * s.k * s.batch for s in steps if hasattr(s, "batch"))
+    assert products // llvm.GEMM_FLOPS_PER_OP * llvm.COLD_SHARE > tanh.cost() > llvm.COLD_MAX
+    assert id(tanh) not in llvm._cold_kernels(steps)
+    got = jf(a, b, c)
+    np.testing.assert_allclose(np.asarray(got[0]), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(got[1]), np.tanh(c.astype(np.float64)) * 2, atol=1e-6)
+
+
 def test_tiny_programs_are_one_module_without_optimisation():
     exe = fg.jit(lambda x: x * 2.0 + 1.0).lower(np.float32(3)).compile()._exe
     assert [(p.opt_level, p.passes) for p in llvm.render(exe.program)] == [(0, False)]

@@ -280,7 +280,14 @@ class Executable:
             for (s, d, _), pool in zip(self._outs, self._pools)
         ]
         timing = np.zeros(2 * len(info.steps), np.int64)
-        scratch = (np.empty(self._scratch_bytes, np.uint8),) if self._scratch_bytes else ()
+        # the scratch area from the free list, as ``call`` does: a fresh one faults its pages
+        # in on first write, time that would land on whichever kernels touch them first
+        scratch = ()
+        if self._scratch_bytes:
+            try:
+                scratch = (self._scratch.pop(),)
+            except IndexError:
+                scratch = (np.empty(self._scratch_bytes, np.uint8),)
         packed = (*values, *self._consts, *outs, *scratch, timing)
         t0 = time.perf_counter()
         with host_call.running(self._hosts) if self._hosts else contextlib.nullcontext():
@@ -290,6 +297,7 @@ class Executable:
                 packed = (*values, *packed[len(values) :])
                 status = self._fn(packed, self._nthreads)
             wall = time.perf_counter() - t0
+            self._scratch.extend(scratch)
             step_profile.report(info, timing[0::2] * 1e-9, timing[1::2], wall)
             if status < 0:
                 host_call.raise_failure(host_call.current())

@@ -91,20 +91,53 @@ def _sub_program(
 ) -> Planner:
     """Plan ``closed`` applied to the buffers ``inputs`` (None: an input it does not read);
     output ``k`` is stored into ``targets[k]`` (skipped where None). Returns the sub-planner
-    (its ``steps``)."""
+    (its ``steps``). Where ``targets[k]`` is a per-iteration view (a loop's) and the body computed
+    output ``k`` into a temporary of its own, that temporary becomes the view and replaces
+    ``targets[k]`` (the caller reads the list back)."""
     sub = type(parent)(name, parent)  # the backend's planner class
     args = [
         _unread(v.aval) if b is None else sub.buffer_tensor(b, b.name)
         for b, v in zip(inputs, closed.jaxpr.invars)
     ]
+    n_before = len(parent.buffers)
     outs = sub.lower_jaxpr(closed, args)
-    for t, target in zip(outs, targets):
-        if target is not None:
-            store = K.from_fn(t.shape, t.dtype, t.at, t.origin or name)
-            store.buffer = target
-            sub.pending.append(store)
+    claimed: set[int] = set()
+    for k, (t, target) in enumerate(zip(outs, targets)):
+        if target is None:
+            continue
+        if target.kind == "view" and _own_temp(t, n_before, claimed):
+            targets[k] = _become_view(t.buffer, target)
+            claimed.add(t.buffer.id)
+            continue
+        store = K.from_fn(t.shape, t.dtype, t.at, t.origin or name)
+        store.buffer = target
+        sub.pending.append(store)
     sub.flush()
     return sub
+
+
+def _own_temp(t: Tensor, n_before: int, claimed: set[int]) -> bool:
+    """Whether ``t`` is exactly the contents of a temporary its sub-program created (buffers
+    from ``n_before`` on) that no other output has claimed: an operand some step needed in
+    memory (the ``[x, h]`` a matrix product reads), or a product's result."""
+    b = t.buffer
+    return (
+        b is not None
+        and b.kind == "temp"
+        and b.id >= n_before
+        and b.id not in claimed
+        and b.shape == t.shape
+        and b.dtype == t.dtype
+        and (t.view is None or t.view == (b, tuple(range(len(b.shape)))))
+    )
+
+
+def _become_view(temp: Buffer, target: Buffer) -> Buffer:
+    """Make the body's temporary ``temp`` the per-iteration view ``target`` stands for (a ys
+    row, a carry's next value), so the steps that compute it write there directly instead of a
+    kernel copying it there afterwards. Returns ``temp``, which replaces ``target``."""
+    temp.kind, temp.name = "view", target.name
+    return temp
 
 
 def _invariant(closed: core.ClosedJaxpr, n_before: int, n_carry: int) -> list[bool]:
@@ -163,6 +196,8 @@ def lower_while(ctx: K.Ctx, cond_jaxpr, body_jaxpr, cond_consts, body_consts, in
     pred = parent.new_buffer((), np.bool_, "temp", f"{name}.pred")
     cond = _sub_program(parent, f"{name}.cond", cond_jaxpr, cconsts + cur_in, [pred])
     body = _sub_program(parent, f"{name}.body", body_jaxpr, bconsts + cur_in, nxt)
+    for c, b in zip(carries, [b for b in nxt if b is not None]):
+        c.nxt = b  # (the body's own temporary, when it computed the value into one)
     parent.add_step(WhileStep(name, cond.steps, pred, body.steps, carries))
     return out_tensors
 
@@ -211,12 +246,11 @@ def lower_scan(ctx: K.Ctx, jaxpr, consts, init, xs, length: int, reverse: bool) 
     for k, a in enumerate(jaxpr.out_avals[len(init) :]):
         whole = parent.new_buffer((length, *a.shape), a.dtype, "temp")
         y_slices.append(Slice(parent.new_buffer(a.shape, a.dtype, "view", f"{name}.y{k}"), whole))
-    body = _sub_program(
-        parent,
-        f"{name}.body",
-        jaxpr,
-        const_bufs + cur_in + x_in,
-        targets + [s.view for s in y_slices],
-    )
+    targets += [s.view for s in y_slices]
+    body = _sub_program(parent, f"{name}.body", jaxpr, const_bufs + cur_in + x_in, targets)
+    for c, b in zip(carries, [b for b in targets[:n_carry] if b is not None]):
+        c.nxt = b  # (the body's own temporary, when it computed the value into one)
+    for s, b in zip(y_slices, targets[n_carry:]):
+        s.view = b
     parent.add_step(ScanStep(name, body.steps, carries, x_slices, y_slices, length, reverse))
     return carry_outs + [parent.buffer_tensor(s.whole, name) for s in y_slices]

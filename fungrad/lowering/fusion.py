@@ -956,8 +956,8 @@ def plan(closed: core.ClosedJaxpr, name: str = "main", *, policy: Policy) -> Pro
     p.flush()
     from fungrad.lowering import peephole  # (it reads this module's step classes)
 
-    peephole.fuse_gemm_updates(p.steps)
     for steps in _step_lists(p.steps):
+        peephole.fuse_gemm_updates(steps)
         peephole.merge_column_reductions(steps, p.ctx)
     used = {b.id for step in p.steps for b in (*step.reads(), *step.writes())}
     temps = [b for b in p.buffers if b.kind == "temp" and b.id in used]

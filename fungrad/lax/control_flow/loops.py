@@ -16,6 +16,8 @@ from fungrad.lax.control_flow.common import (
     check_same_outputs,
     eval_closed,
 )
+from fungrad.lax.control_flow.loop_invariants import hoist_loop_invariants
+from fungrad.lax.control_flow.narrow_products import narrow_sliced_products
 from fungrad.lax.control_flow.scan_residuals import (
     known_scan_residuals,
     recompute_cheap_residuals,
@@ -862,6 +864,8 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, l
         + [core.get_aval(x).update(shape=core.get_aval(x).shape[1:]) for x in res_xs]
     )
     body = trace_to_jaxpr(body_t, body_avals)
+    res_consts, body = _narrow_transposed_body(body, res_consts)
+    n_rc = len(res_consts)
     acc0 = [lax.full(a.shape, 0, a.dtype) for a in lin_const_avals]
     scan_args = [*res_consts, *acc0, *ct_carry, *ct_ys, *res_xs]
     outs = scan_p.bind(
@@ -884,6 +888,20 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, l
         + ct_init
         + [next(x_it) if lin else None for lin in xs_lin]
     )
+
+
+def _narrow_transposed_body(body: core.ClosedJaxpr, consts: list):
+    """``(consts, body)`` of a backward scan whose products only slices read are narrowed to
+    the sliced part (:mod:`.narrow_products`: the carry's columns of ``dz @ W.T``); the slices
+    of the constants that makes are computed once, here, and become the loop's constants."""
+    narrowed = narrow_sliced_products(body)
+    if narrowed is body:
+        return consts, body
+    split = hoist_loop_invariants(narrowed, len(consts), [False] * len(narrowed.out_avals))
+    if split is None:
+        return consts, narrowed
+    vals = core.eval_jaxpr(split.hoisted.jaxpr, split.hoisted.consts, *consts)
+    return list(vals[: split.n_loop_consts]), split.loop
 
 
 def _scan_batch(axis_size, args, dims, *, jaxpr, num_consts, num_carry, length, reverse, linear):

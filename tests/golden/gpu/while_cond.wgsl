@@ -1,4 +1,4 @@
-// shader k7: grid [1, 1, 1], bindings [('arena', True)], loop_iterations 0
+// shader k6: grid [1, 1, 1], bindings [('arena', True)], loop_iterations 0
 @group(0) @binding(0) var<storage, read_write> b0: array<u32>;
 
 
@@ -10,7 +10,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   b0[0i] = bitcast<u32>(0i);
 }
 
-// shader k8: grid [1, 1, 1], bindings [('in0', False), ('arena', True)], loop_iterations 0
+// shader k7: grid [1, 1, 1], bindings [('in0', False), ('arena', True)], loop_iterations 0
 @group(0) @binding(0) var<storage, read> b0: array<u32>;
 @group(0) @binding(1) var<storage, read_write> b1: array<u32>;
 
@@ -22,7 +22,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (flat >= 32i) { return; }
   let v0 = flat;
   let t1 = bitcast<f32>(b0[v0]);
-  b1[128i + v0] = bitcast<u32>(t1);
+  b1[96i + v0] = bitcast<u32>(t1);
 }
 
 // shader k1: grid [1, 1, 1], bindings [('arena', True), ('ctl', False)], loop_iterations 0
@@ -86,10 +86,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (flat >= 32i) { return; }
   let v1 = flat;
   let fg_zero = ((nwg.x * nwg.x) + nwg.x) & 1u;
-  let t1 = bitcast<f32>(b0[select(32i, 128i, (it0 % 2i == 0i)) + v1]);
+  let t1 = bitcast<f32>(b0[select(32i, 96i, (it0 % 2i == 0i)) + v1]);
   let c2 = bitcast<f32>(bitcast<u32>(1.0f) | fg_zero);
   let t3 = (t1 - c2);
-  b0[96i + v1] = bitcast<u32>(t3);
+  b0[select(96i, 32i, (it0 % 2i == 0i)) + v1] = bitcast<u32>(t3);
 }
 
 // shader k3: grid [1, 1, 1], bindings [('arena', True), ('ctl', False)], loop_iterations 0
@@ -107,10 +107,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (flat >= 32i) { return; }
   let v2 = flat;
   let fg_zero = ((nwg.x * nwg.x) + nwg.x) & 1u;
-  let t1 = bitcast<f32>(b0[select(32i, 128i, (it0 % 2i == 0i)) + v2]);
+  let t1 = bitcast<f32>(b0[select(32i, 96i, (it0 % 2i == 0i)) + v2]);
   let c2 = bitcast<f32>(bitcast<u32>(2.0f) | fg_zero);
   let t3 = (t1 * c2);
-  b0[96i + v2] = bitcast<u32>(t3);
+  b0[select(96i, 32i, (it0 % 2i == 0i)) + v2] = bitcast<u32>(t3);
 }
 
 // shader k5: grid [1, 1, 1], bindings [('arena', True), ('ctl', False)], loop_iterations 0
@@ -127,22 +127,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let t1 = bitcast<i32>(b0[select(16i, 0i, (it0 % 2i == 0i)) + 0i]);
   let t2 = (t1 + 1i);
   b0[select(0i, 16i, (it0 % 2i == 0i)) + 0i] = bitcast<u32>(t2);
-}
-
-// shader k6: grid [1, 1, 1], bindings [('arena', True), ('ctl', False)], loop_iterations 0
-@group(0) @binding(0) var<storage, read_write> b0: array<u32>;
-@group(0) @binding(1) var<storage, read> b1: array<u32>;
-
-
-
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let it0 = bitcast<i32>(b1[0i]);
-  let flat = i32(gid.x);
-  if (flat >= 32i) { return; }
-  let v3 = flat;
-  let t1 = bitcast<f32>(b0[96i + v3]);
-  b0[select(128i, 32i, (it0 % 2i == 0i)) + v3] = bitcast<u32>(t1);
 }
 
 // shader counter0: grid [1, 1, 1], bindings [('ctl', True)], loop_iterations 0
@@ -171,7 +155,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let flat = i32(gid.x + gid.y * nwg.x * 64u);
   if (flat >= 32i) { return; }
-  b0[128i + flat] = b0[32i + flat];
+  b0[96i + flat] = b0[32i + flat];
 }
 
 // shader counter0: grid [1, 1, 1], bindings [('ctl', True)], loop_iterations 0
@@ -191,6 +175,6 @@ fn main() {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let flat = i32(gid.x + gid.y * nwg.x * 64u);
   if (flat >= 32i) { return; }
-  b0[flat] = b1[128i + flat];
+  b0[flat] = b1[96i + flat];
 }
 

@@ -292,6 +292,50 @@ def test_mid_size_kernels_of_product_heavy_programs_are_optimised():
     np.testing.assert_allclose(np.asarray(got[1]), np.tanh(c.astype(np.float64)) * 2, atol=1e-6)
 
 
+def test_column_sum_of_a_product_operand_reads_the_stored_operand():
+    """A bias gradient beside its weight gradient: ``tanh(z) * g`` is stored for the matrix
+    product, and the column sum reads that buffer rather than evaluating the tanh again in its
+    own loop nest; both results as numpy's (float64)."""
+    rng = np.random.default_rng(1)
+    z, g = (rng.standard_normal((256, 64)).astype(np.float32) for _ in range(2))
+    h = rng.standard_normal((256, 32)).astype(np.float32)
+
+    def f(z, g, h):
+        d = fnp.tanh(z) * g
+        return d.sum(axis=0), h.T @ d
+
+    jf = fg.jit(f)
+    steps = jf.lower(z, g, h).compile()._exe.program.steps
+    (colsum,) = [s for s in steps if s.name.startswith("colred")]
+    assert {b.kind for b in colsum.reads()} == {"temp"}  # not z and g: the stored product
+    d = np.tanh(z.astype(np.float64)) * g
+    got = jf(z, g, h)
+    np.testing.assert_allclose(np.asarray(got[0]), d.sum(axis=0), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(got[1]), h.T.astype(np.float64) @ d, rtol=1e-4, atol=1e-4)
+
+
+def test_batched_product_copies_operands_keeping_their_inner_dim():
+    """Attention scores ``einsum('bqhd,bkhd->bhqk')`` of slices of one projection: both
+    operands are copied to (b, h, t, d), the keys then read transposed by the product, rather
+    than the keys to (b, h, d, t) (a copy reading one element per row); values as numpy's."""
+    b, t, h, d = 2, 128, 2, 64
+    rng = np.random.default_rng(2)
+    qk = rng.standard_normal((b, t, 2 * h * d)).astype(np.float32)
+
+    def heads(qk, i):
+        return qk[..., i * h * d : (i + 1) * h * d].reshape(b, t, h, d)
+
+    jf = fg.jit(lambda qk: fnp.einsum("bqhd,bkhd->bhqk", heads(qk, 0), heads(qk, 1)))
+    steps = jf.lower(qk).compile()._exe.program.steps
+    copies = [st.buffer.shape for s in steps if hasattr(s, "loops") for st in s.stores]
+    assert copies == [(b, h, t, d), (b, h, t, d)]
+    (gemm,) = [s for s in steps if hasattr(s, "batch")]
+    assert (gemm.trans_a, gemm.trans_b, gemm.batch) == (False, True, b * h)
+    q, k = (heads(qk, i).astype(np.float64) for i in (0, 1))
+    want = np.einsum("bqhd,bkhd->bhqk", q, k)
+    np.testing.assert_allclose(np.asarray(jf(qk)), want, rtol=1e-4, atol=1e-4)
+
+
 def test_tiny_programs_are_one_module_without_optimisation():
     exe = fg.jit(lambda x: x * 2.0 + 1.0).lower(np.float32(3)).compile()._exe
     assert [(p.opt_level, p.passes) for p in llvm.render(exe.program)] == [(0, False)]

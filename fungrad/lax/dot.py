@@ -579,7 +579,10 @@ def _layout_of(x) -> tuple[int, ...] | None:
 
 def _operand_buffer(ctx, x, order, trans_order):
     """x's buffer laid out in ``order`` (trans False) or ``trans_order`` (trans True),
-    storing a copy in ``order`` when it is neither."""
+    storing a copy when it is neither: in ``trans_order`` when that keeps x's innermost
+    dim in memory innermost (the copy then reads runs of contiguous elements, as it writes
+    them: the attention scores' keys, (b, t, h, d) stored as (b, h, t, d) for a transposed
+    product, not (b, h, d, t) one element per row: 0.9 of 1.0 ms less), else in ``order``."""
     lay = _layout_of(x)
     if lay == tuple(order) or (lay is not None and lay == tuple(trans_order)):
         return x.view[0], lay != tuple(order)
@@ -587,8 +590,12 @@ def _operand_buffer(ctx, x, order, trans_order):
     if x.view is None and identity in (tuple(order), tuple(trans_order)):
         # store x itself (BLAS transposes if need be): its other readers then load it too
         return ctx.materialize(x).buffer, tuple(order) != identity
-    t = ctx.materialize(kernel.transposed(ctx, x, order, "dot_general operand"))
-    return t.buffer, False
+    inner = _memory_order(x)[-1:]
+    trans = tuple(order[-1:]) != inner and tuple(trans_order[-1:]) == inner
+    t = ctx.materialize(
+        kernel.transposed(ctx, x, trans_order if trans else order, "dot_general operand")
+    )
+    return t.buffer, trans
 
 
 def _memory_order(x) -> tuple[int, ...]:
@@ -660,6 +667,28 @@ def _column_dot(ctx, lhs, rhs, dimension_numbers, out_shape, out_dtype):
         lambda idx: sums.at(idx[skip : skip + len(mf)]),
         "dot_general",
     )
+
+
+def stores_operands(policy, eqn) -> bool:
+    """Whether the dot_general equation ``eqn`` will be a :class:`Gemm` reading both operands
+    from memory (its rule stores a lazy operand first): a float matrix-matrix product the policy
+    wants as a gemm (``m, n > 1``: never the inline row dot or the column dot of a vector). A
+    rule lowered earlier that would evaluate such an operand in a loop nest of its own (a
+    column sum of it: a bias gradient beside the weight gradient) reads the stored operand
+    instead of recomputing it (``reduce._reduce_lowering``)."""
+    lhs, rhs = (v.aval for v in eqn.invars)
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    out_dtype = eqn.params["preferred_element_type"] or lhs.dtype
+    if not (lhs.dtype == rhs.dtype == out_dtype and np.dtype(out_dtype).kind == "f"):
+        return False
+    lf, rf = _free_dims(len(lhs.shape), lc, lb), _free_dims(len(rhs.shape), rc, rb)
+    b, m, n, k = (
+        math.prod(shape[d] for d in dims)
+        for shape, dims in ((lhs.shape, lb), (lhs.shape, lf), (rhs.shape, rf), (lhs.shape, lc))
+    )
+    if accumulation_dtype(lhs.dtype, out_dtype) != out_dtype:
+        return False
+    return min(m, n) > 1 and k > 0 and policy.wants_gemm(m, n, k, b, np.dtype(out_dtype))
 
 
 def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision, preferred_element_type):

@@ -101,7 +101,11 @@ def _sub_program(
     ]
     n_before = len(parent.buffers)
     outs = sub.lower_jaxpr(closed, args)
-    claimed: set[int] = set()
+    # a nested loop's buffers stay its own: it alternates a carry between two buffers, which
+    # the GPU places in one slot (a view is placed per iteration, in its loop's slot)
+    claimed = {
+        b.id for st in sub.steps if isinstance(st, (WhileStep, ScanStep)) for b in st.writes()
+    }
     for k, (t, target) in enumerate(zip(outs, targets)):
         if target is None:
             continue
@@ -118,8 +122,9 @@ def _sub_program(
 
 def _own_temp(t: Tensor, n_before: int, claimed: set[int]) -> bool:
     """Whether ``t`` is exactly the contents of a temporary its sub-program created (buffers
-    from ``n_before`` on) that no other output has claimed: an operand some step needed in
-    memory (the ``[x, h]`` a matrix product reads), or a product's result."""
+    from ``n_before`` on) that nothing else has claimed (another output, a nested loop): an
+    operand some step needed in memory (the ``[x, h]`` a matrix product reads), or a
+    product's result."""
     b = t.buffer
     return (
         b is not None

@@ -61,7 +61,7 @@ def test_own_kernel_ragged_shapes(m, n, k, trans_a, seed):
     assert matmul.supports(g) == (
         k * (-(-n // 32)) * 32 <= matmul.MAX_STACK_FLOATS
         if trans_a
-        else m * k <= matmul.MAX_STACK_FLOATS
+        else m * k <= matmul.MAX_A_FLOATS
     )
     (out,) = run(exe, args)
     close(out, (a.T if trans_a else a).astype(np.float64) @ b, k)

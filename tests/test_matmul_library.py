@@ -62,6 +62,20 @@ def test_several_k_blocks_and_column_blocks(trans_a, m, n, k):
     check(got, reference(a, b, trans_a, -0.5, 1.0, c0), k)
 
 
+@pytest.mark.parametrize("m,n,k", [(450, 300, 700), (200, 700, 530)])
+def test_c_past_l2_takes_long_k_blocks(m, n, k):
+    # c of more than C_L2 floats: A in place runs k blocks of KC, not KC_L1 (700 = 512 + 188,
+    # 530 = 512 + 18), the later block adding into c; a ragged right and bottom edge
+    assert m * n > matmul.C_L2 and k > matmul.KC
+    rng = np.random.default_rng(m + k)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    check(matmul.gemm(a, b), reference(a, b, False, 1.0, 0.0, c0), k)
+    got = matmul.gemm(a, b, alpha=-0.5, beta=2.0, c0=c0)
+    check(got, reference(a, b, False, -0.5, 2.0, c0), k)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     m=st.integers(1, 70),

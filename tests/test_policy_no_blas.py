@@ -79,7 +79,7 @@ def test_no_blas_float32_product_is_a_gemm_with_numpys_numbers(no_blas, layout):
 def test_no_blas_large_float32_product_runs_in_the_library(no_blas, layout):
     """A product past the library's serial size and cache plan (where BLAS would be called)
     still runs in the library, with numpy's numbers, and the IR calls no BLAS."""
-    m, k, n = 515, 517, 333
+    m, k, n = 1031, 1029, 333  # A (m x k) past MAX_A_FLOATS, b (k x 352) past the stack plan
     shapes = {"a @ b": ((m, k), (k, n)), "a.T @ b": ((k, m), (k, n)), "a @ b.T": ((m, k), (n, k))}[
         layout
     ]

@@ -37,7 +37,9 @@ run every row tile against every panel:
 - A is ``[m, k]``: column blocks of one panel, A's rows read in place while the panel stays
   in cache; k blocks of ``KC_L1`` for outputs wider than 16 columns from b in rows (the panel,
   16 KiB, stays in L1: 3-10% faster at the MLP's forward shapes than ``KC``, whose 64 KiB panel
-  streams from L2 for every row tile), else ``KC`` (narrow outputs and b^T gained nothing).
+  streams from L2 for every row tile), else ``KC`` (narrow outputs and b^T gained nothing;
+  and c past ``C_L2`` floats: every k block reads and writes c from L3, so 1024^3 ran at
+  91 GFLOP/s with ``KC_L1`` and 101-105 with ``KC``, OpenBLAS 98-102).
 - A^T is ``[k, m]`` (A's rows strided): column blocks of as many panels as the ``B_FLOATS``
   budget holds; per two row tiles their ``kc x 2 MR`` slice of A^T is packed (interleaved: one
   vector copy per k step, each cache line of A^T read once; packing per tile read each twice
@@ -69,8 +71,9 @@ Zen 4): ``x @ W1`` 0.90x BLAS's time, ``h @ W2`` 0.95x, ``h @ W3`` 0.95x, ``dy @
 ``W - lr * x^T @ dy`` 1.1x (W 512 x 512 and 784 x 512) and 1.15x (512 x 10), BLAS timed updating
 its output in place (its callers first copy ``c0`` there, which the times leave out).
 
-``supports`` keeps the shapes this runs at OpenBLAS's speed on one core; larger products stay
-with BLAS, which blocks for L3 and uses every core.
+``supports`` keeps the shapes this runs at OpenBLAS's speed or better on one core (A in place
+up to 1024 x 1024: 1024^3 0.96x BLAS's time); larger products stay with BLAS, which blocks for
+L3, and products of ``SERIAL_WORK`` or more take BLAS whenever several threads may run.
 """
 
 from __future__ import annotations
@@ -93,10 +96,15 @@ __all__ = [
 
 #: from this many multiply-adds on, a call that may use several threads takes BLAS instead
 SERIAL_WORK = 1 << 21
-MAX_STACK_FLOATS = 1 << 17  # the cache plan of supports(): A or b within 512 KiB
+MAX_STACK_FLOATS = 1 << 17  # the cache plan of supports(): A^T's b packed within 512 KiB
+#: supports(): A in place up to 4 MiB (1024 x 1024), re-read from L3 per panel of b at 2 bytes
+#: per cycle; one core, best of 8 interleaved, lib/OpenBLAS time: 1024^3 0.96, b^T 0.94,
+#: 2048x1024x512 0.96, 512x2048x512 0.94, 1024x64x1024 0.93, 1024x128x1024 1.01
+MAX_A_FLOATS = 1 << 20
 VEC = 16  # float32 lanes of one vector (64 bytes; two AVX2 registers where AVX-512 is absent)
 KC = 512  # k block (A^T, b^T or narrow outputs): an 8 x KC slice of A (16 KiB) stays in L1
 KC_L1 = 128  # k block of wide products with A and b in place: a panel of b (16 KiB) stays in L1
+C_L2 = 1 << 17  # floats of c (512 KiB) from which wide products take KC, not KC_L1
 B_FLOATS = 1 << 17  # packed b (512 KiB): one panel, or a column block of panels for A^T
 SUPER = 64  # k blocks per super-block: later super-blocks sum into a scratch C, then into c
 SYMBOL = "fg_matmul_f32"
@@ -120,7 +128,8 @@ def supports(step) -> bool:
     """Whether the library runs this :class:`~fungrad.lowering.fusion.Gemm` well: float32, not
     both operands transposed, one matrix, and the operands small enough for the cache plan (A
     read from L2 per column block, or b packed whole in L2). Larger products stay with BLAS,
-    which blocks for L3."""
+    which blocks for L3. Products of at least ``SERIAL_WORK`` take BLAS anyway when several
+    threads may run (``gemm_step.render_gemm``)."""
     if not (
         step.c.dtype == np.dtype(np.float32)
         and not (step.trans_a and step.trans_b)
@@ -130,7 +139,7 @@ def supports(step) -> bool:
         return False
     if step.trans_a:
         return step.k * -(-step.n // NR) * NR <= MAX_STACK_FLOATS
-    return step.k * NR <= MAX_STACK_FLOATS and step.m * step.k <= MAX_STACK_FLOATS
+    return step.k * NR <= MAX_STACK_FLOATS and step.m * step.k <= MAX_A_FLOATS
 
 
 def _f(x: float) -> str:
@@ -712,6 +721,9 @@ class _Writer:
         )
         # columns per block: what the packed-b budget holds beside the first (largest) k block
         fast = self.op(f"or i1 {self.op('or i1 %ta, %tb')}, %narrow")
+        # c past L2: each k block reads and writes c from L3, so fewer, longer blocks
+        c_big = self.op(f"icmp sgt i64 {self.mul('%m', '%ldc')}, {C_L2}")
+        fast = self.op(f"or i1 {fast}, {c_big}")
         e(f"  %kcb = select i1 {fast}, i64 {KC}, i64 {KC_L1}")
         k1 = self.umin("%k", "%kcb")
         k1 = self.op(f"select i1 {self.op(f'icmp eq i64 {k1}, 0')}, i64 1, i64 {k1}")

@@ -6,8 +6,8 @@ memory without changing what is computed."""
 
 from __future__ import annotations
 
-from fungrad.lowering.fusion import Gemm, Kernel, Store
-from fungrad.lowering.kernel import Buffer, Ctx, Expr, substitute
+from fungrad.lowering.fusion import Gemm, Kernel, Store, _walk
+from fungrad.lowering.kernel import Buffer, Ctx, Expr, replace_nodes, substitute
 
 
 def _between(steps, lo: int, hi: int):
@@ -109,7 +109,9 @@ def _update_store(kern: Kernel, product: Buffer) -> Store | None:
 def merge_column_reductions(steps: list, ctx: Ctx) -> None:
     """Move a column reduction (``acc[j] += x[i, j]``) into the next kernel over the same loops
     that stores ``x`` itself (a bias gradient and the activation gradient a matmul needs): x is
-    then computed once, in one pass."""
+    then computed once, in one pass. A column reduction that reads ``x`` back from memory (its
+    operand stored first because a matmul reads it too) moves into the kernel that stored it,
+    summing the stored values as they are made."""
     i = 0
     while i < len(steps):
         red = steps[i]
@@ -120,6 +122,9 @@ def merge_column_reductions(steps: list, ctx: Ctx) -> None:
             and red.loops
             and all(s.combine is not None and s.mask is None for s in red.stores)
         ):
+            continue
+        if _merge_into_producer(steps, i - 1, ctx):
+            i -= 1
             continue
         extents = tuple(v.extent for v in red.loops)
         accs = red.writes()
@@ -150,3 +155,71 @@ def merge_column_reductions(steps: list, ctx: Ctx) -> None:
             del steps[i - 1]
             i -= 1
             break
+
+
+def _merge_into_producer(steps: list, at: int, ctx: Ctx) -> bool:
+    """Move column reduction ``steps[at]`` into the latest earlier kernel over the same loops
+    that stores every buffer the reduction loads (at the very index it loads them), with each
+    such load replaced by the stored value; True if moved. Between the two, nothing may write
+    what the reduction reads or touch its accumulators, but for the kernels that only set the
+    accumulators (their initial values), which move before the producer."""
+    red = steps[at]
+    extents = tuple(v.extent for v in red.loops)
+    accs, red_reads = red.writes(), red.reads()
+    inits: list[int] = []  # steps between that only initialise the accumulators
+    for j in range(at - 1, -1, -1):
+        kern = steps[j]
+        if isinstance(kern, Kernel) and kern.writes() <= accs and not (kern.reads() & accs):
+            inits.append(j)
+            continue
+        between = [steps[k] for k in range(j + 1, at) if k not in inits]
+        reads, writes = _between(between, 0, len(between))
+        if (accs & (reads | writes)) or (red_reads & writes):
+            return False
+        if not isinstance(kern, Kernel):
+            continue
+        if accs & (kern.reads() | kern.writes()):
+            return False
+        if not (red_reads & kern.writes()):
+            continue  # it stores nothing the reduction reads: look further back
+        if tuple(v.extent for v in kern.loops) != extents or any(
+            init_reads & kern.writes() for init_reads in (steps[k].reads() for k in inits)
+        ):
+            return False
+        moved = []
+        for st in red.stores:
+            value, index = st.value, st.index
+            for a, b in zip(red.loops, kern.loops):
+                value = substitute(ctx, value, a, ctx.index(b), {})
+                index = substitute(ctx, index, a, ctx.index(b), {})
+            moved.append(Store(st.buffer, index, value, st.combine))
+        stored = {
+            (id(s.buffer), id(s.index)): s.value
+            for s in kern.stores
+            if s.combine is None and s.mask is None
+        }
+        by = {}
+        for e in _walk([x for st in moved for x in (st.value, st.index)]):
+            if e.op == "load" and e.attr in kern.writes():
+                got = stored.get((id(e.attr), id(e.args[0])))
+                if got is None:
+                    return False  # another element of what this kernel writes
+                by[id(e)] = got
+        memo: dict = {}
+        kern.stores.extend(
+            Store(
+                st.buffer,
+                replace_nodes(ctx, st.index, by, memo),
+                replace_nodes(ctx, st.value, by, memo),
+                st.combine,
+            )
+            for st in moved
+        )
+        kern.parallel = kern.parallel and red.parallel
+        kern.origins = tuple(dict.fromkeys((*kern.origins, *red.origins)))
+        moved_inits = [steps[k] for k in sorted(inits)]
+        for k in sorted([at, *inits], reverse=True):
+            del steps[k]
+        steps[j:j] = moved_inits
+        return True
+    return False

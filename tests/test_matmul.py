@@ -147,16 +147,28 @@ def test_weight_update_through_blas_copies_the_weights_first():
     close(out, w - 0.25 * (a.T.astype(np.float64) @ b.T), 64)
 
 
-def test_large_products_take_blas_when_threads_may_be_used():
+def test_large_products_split_into_column_blocks_when_threads_may_be_used():
+    """A product of gemm.SERIAL_WORK or more multiply-adds runs the library on column blocks
+    over the native pool where several threads may run (not OpenBLAS's threads, which spin on
+    a loaded host), one call over every block on one thread; ragged last blocks, transposed
+    operands and a folded SGD update (c0 offset with c) give numpy's values either way."""
     rng = np.random.default_rng(3)
-    a = rng.standard_normal((128, 128)).astype(np.float32)
-    b = rng.standard_normal((128, 128)).astype(np.float32)
-    exe, args = build(lambda a, b: a @ b, a, b)
-    assert "fg_sgemm" in exe.ir and "@fg_matmul_f32(i32" in exe.ir  # both, chosen by %nthreads
-    want = a.astype(np.float64) @ b
-    for nthreads in (1, 2):
-        (out,) = run(exe, args, nthreads)
-        close(out, want, 128)
+    a = rng.standard_normal((128, 200)).astype(np.float32)
+    b = rng.standard_normal((200, 130)).astype(np.float32)
+    w = rng.standard_normal((200, 130)).astype(np.float32)
+    g = rng.standard_normal((128, 130)).astype(np.float32)
+
+    def f(a, b, w, g):
+        return a @ b, (b.T @ a.T).T, w - 0.5 * (a.T @ g), fnp.tanh(a @ (b + 1.0))
+
+    exe, args = build(f, a, b, w, g)
+    assert "fg_sgemm" not in exe.ir and "@fg_matmul_f32(i32" in exe.ir
+    assert exe.ir.count(".par(ptr %ctx") >= 3  # the column-block trampolines
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = (a64 @ b64, a64 @ b64, w - 0.5 * (a64.T @ g), np.tanh(a64 @ (b64 + 1.0)))
+    for nthreads in (1, 2, 3):
+        for got, ref in zip(run(exe, args, nthreads), want):
+            close(got, ref, 200)
 
 
 def test_transposed_reader_gets_the_transposed_layout():

@@ -73,7 +73,9 @@ its output in place (its callers first copy ``c0`` there, which the times leave 
 
 ``supports`` keeps the shapes this runs at OpenBLAS's speed or better on one core (A in place
 up to 1024 x 1024: 1024^3 0.96x BLAS's time); larger products stay with BLAS, which blocks for
-L3, and products of ``SERIAL_WORK`` or more take BLAS whenever several threads may run.
+L3. Where several threads may run, products of ``SERIAL_WORK`` or more are split into
+column blocks over the native thread pool, one library call per block
+(``gemm_step._split_columns``).
 """
 
 from __future__ import annotations
@@ -94,7 +96,8 @@ __all__ = [
     "supports",
 ]
 
-#: from this many multiply-adds on, a call that may use several threads takes BLAS instead
+#: from this many multiply-adds on, a call that may use several threads splits the product into
+#: column blocks over them (gemm_step._split_columns)
 SERIAL_WORK = 1 << 21
 MAX_STACK_FLOATS = 1 << 17  # the cache plan of supports(): A^T's b packed within 512 KiB
 #: supports(): A in place up to 4 MiB (1024 x 1024), re-read from L3 per panel of b at 2 bytes
@@ -128,8 +131,8 @@ def supports(step) -> bool:
     """Whether the library runs this :class:`~fungrad.lowering.fusion.Gemm` well: float32, not
     both operands transposed, one matrix, and the operands small enough for the cache plan (A
     read from L2 per column block, or b packed whole in L2). Larger products stay with BLAS,
-    which blocks for L3. Products of at least ``SERIAL_WORK`` take BLAS anyway when several
-    threads may run (``gemm_step.render_gemm``)."""
+    which blocks for L3. Products of at least ``SERIAL_WORK`` split into column blocks over
+    threads where several may run (``gemm_step.render_gemm``)."""
     if not (
         step.c.dtype == np.dtype(np.float32)
         and not (step.trans_a and step.trans_b)
@@ -165,11 +168,18 @@ def library_call(step, a: str, b: str, c: str, c0: str) -> str:
     :func:`library_decl` (the LLVM renderer does when it sees the symbol). A direct call: a
     wrapper function per product cost ~3 ms of LLVM time each (every function pays LLVM's
     per-function pass pipeline), and the call is all a wrapper held."""
+    return block_call(step, step.n, a, b, c, c0)
+
+
+def block_call(step, n, a: str, b: str, c: str, c0: str) -> str:
+    """The IR line calling the library for ``n`` columns (an int or an ``i64`` value) of
+    ``step``'s product, ``b``, ``c`` and ``c0`` pointing at the first of them; the leading
+    dimensions stay the whole product's (``gemm_step`` splits products into column blocks)."""
     lda = step.m if step.trans_a else step.k
     ldb = step.k if step.trans_b else step.n
     return (
         f"  call void @{SYMBOL}(i32 {_trans(step.trans_a, step.trans_b)}, i64 {step.m}, "
-        f"i64 {step.n}, i64 {step.k}, float {_f(step.alpha)}, ptr {a}, i64 {lda}, ptr {b}, "
+        f"i64 {n}, i64 {step.k}, float {_f(step.alpha)}, ptr {a}, i64 {lda}, ptr {b}, "
         f"i64 {ldb}, "
         f"float {_f(step.beta)}, ptr {c0}, ptr {c}, i64 {step.n})"
     )

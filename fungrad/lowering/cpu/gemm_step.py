@@ -15,33 +15,59 @@ __all__ = ["render_gemm"]
 
 
 def render_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:
-    """``c = alpha * op(a) @ op(b) + beta * c0``: small float32 products through the own
-    register-blocked kernel (``gemm.py``; it wins below BLAS's blocking sizes and fuses
-    the ``c0`` update), the others through BLAS. Large products take BLAS when the call
-    may use several threads (BLAS parallelises; the own kernel runs on one core). Without
-    BLAS (a numpy that bundles none) every product the library computes at all runs there."""
+    """``c = alpha * op(a) @ op(b) + beta * c0``: float32 products through the own
+    register-blocked library (``gemm.py``; it wins at these sizes and fuses the ``c0``
+    update), the others through BLAS. A product of ``SERIAL_WORK`` or more that the library
+    runs well is split into blocks of ``COLUMN_BLOCK`` columns over the native thread pool
+    when the call may use several threads (:func:`_split_columns`): OpenBLAS's own threads
+    spin, and on a loaded host an LSTM step on two threads took 4.5x its one-thread time
+    through them, while the pool backs off to one thread there. Without BLAS (a numpy that
+    bundles none) every product the library computes at all runs there."""
     have_blas = blas.find_blas().available
     if not (matmul.supports(step) or (not have_blas and matmul.runs(step))):
         return _blas_gemm(mw, step, ptr)
     em = mw.ops  # (its counter names the labels and values, unique in the module)
     em.n += 1
     mw.declare(matmul.SYMBOL, matmul.library_decl())
+    a, b, c = ptr[step.a.id], ptr[step.b.id], ptr[step.c.id]
     c0 = ptr[(step.c0 or step.c).id]
-    own = [matmul.library_call(step, ptr[step.a.id], ptr[step.b.id], ptr[step.c.id], c0)]
-    if step.m * step.n * step.k < matmul.SERIAL_WORK or not have_blas:
-        return own
-    t = f"mm{em.n}"
-    return (
-        [
-            f"  %{t}.par = icmp sgt i64 %nthreads, 1",
-            f"  br i1 %{t}.par, label %{t}.blas, label %{t}.own",
-            f"{t}.blas:",
-        ]
-        + _blas_gemm(mw, step, ptr)
-        + [f"  br label %{t}.done", f"{t}.own:"]
-        + own
-        + [f"  br label %{t}.done", f"{t}.done:"]
+    blocks = -(-step.n // COLUMN_BLOCK)
+    if step.m * step.n * step.k < matmul.SERIAL_WORK or blocks < 2:
+        return [matmul.library_call(step, a, b, c, c0)]
+    return _split_columns(mw, step, f"mm{em.n}", [a, b, c, c0], blocks)
+
+
+#: columns of one chunk of a product split over threads (a multiple of the library's panel
+#: width, ``gemm.NR``): each thread packs only its columns of b and reads A in place
+COLUMN_BLOCK = 64
+
+
+def _split_columns(mw, step: Gemm, name: str, pointers: list[str], blocks: int) -> list[str]:
+    """The library on column blocks ``[s, e) * COLUMN_BLOCK`` of ``c``, through
+    ``mw.parallel_for`` (one call over every block where one thread runs): a trampoline
+    ``@<name>.par(ctx, s, e)`` offsets b, c and c0 to the first column and calls the library
+    for that many columns with the whole product's leading dimensions."""
+    b_step = step.k if step.trans_b else 1  # floats from one column of op(b) to the next
+    loads = "\n".join(
+        f"  %p{i} = getelementptr inbounds ptr, ptr %ctx, i64 {i}\n  %x{i} = load ptr, ptr %p{i}"
+        for i in range(4)
     )
+    text = (
+        f"define internal void @{name}.par(ptr %ctx, i64 %s, i64 %e) {{\nentry:\n{loads}\n"
+        f"  %n0 = mul i64 %s, {COLUMN_BLOCK}\n"
+        f"  %n1a = mul i64 %e, {COLUMN_BLOCK}\n"
+        f"  %over = icmp ugt i64 %n1a, {step.n}\n"
+        f"  %n1 = select i1 %over, i64 {step.n}, i64 %n1a\n"
+        "  %w = sub i64 %n1, %n0\n"
+        f"  %bo = mul i64 %n0, {b_step}\n"
+        "  %b1 = getelementptr inbounds float, ptr %x1, i64 %bo\n"
+        "  %c1 = getelementptr inbounds float, ptr %x2, i64 %n0\n"
+        "  %d1 = getelementptr inbounds float, ptr %x3, i64 %n0\n"
+        f"{matmul.block_call(step, '%w', '%x0', '%b1', '%c1', '%d1')}\n"
+        "  ret void\n}\n"
+    )
+    mw.add_function(text, ((f"{name}.par", "void", "ptr, i64, i64"),), glue=True)
+    return mw.parallel_for(f"{name}.par", pointers, blocks, name)
 
 
 def _blas_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:

@@ -204,15 +204,7 @@ def render_gemm(
             "",
         ]
     )
-    gx, gy = -(-n // cols), -(-m // rows)
-    gz = step.batch * (split.chunks if split else 1)
-    if max(gx, gy, gz) > MAX_GROUPS:
-        raise LoweringError(
-            f"jit(backend='gpu'): matmul {m}x{k}x{n} (batch {step.batch}) "
-            f"needs more than {MAX_GROUPS} workgroups along one axis"
-        )
-    grid = (gx, gy, gz) if m and n else (0, 1, 1)
-    name = f"{step.name}_split" if split else step.name
+    grid, name = _grid(step, rows, cols, split)
     per = per_a if per_a == per_b else per_a + per_b
     return Shader(name, text, slots.bindings(), grid, -(-size // kstep) * (1 + per + kstep))
 
@@ -423,6 +415,15 @@ def render_gemm_vec4(
             "",
         ]
     )
+    grid, name = _grid(step, rows, cols, split)
+    iterations = -(-size // kstep) + (-(-size // block) if two else 0)
+    return Shader(name, text, slots.bindings(), grid, iterations)
+
+
+def _grid(step: Gemm, rows: int, cols: int, split: SplitK | None) -> tuple[tuple, str]:
+    """(workgroup grid, shader name) of a matmul shader of ``rows x cols`` tiles: x over
+    column tiles, y over row tiles, z over batch matrices (times the ranges of a split)."""
+    m, n, k = step.m, step.n, step.k
     gx, gy = -(-n // cols), -(-m // rows)
     gz = step.batch * (split.chunks if split else 1)
     if max(gx, gy, gz) > MAX_GROUPS:
@@ -431,9 +432,7 @@ def render_gemm_vec4(
             f"needs more than {MAX_GROUPS} workgroups along one axis"
         )
     grid = (gx, gy, gz) if m and n else (0, 1, 1)
-    name = f"{step.name}_split" if split else step.name
-    iterations = -(-size // kstep) + (-(-size // block) if two else 0)
-    return Shader(name, text, slots.bindings(), grid, iterations)
+    return grid, f"{step.name}_split" if split else step.name
 
 
 def render_gemm_sum(step: Gemm, place, scope: Scope, split: SplitK) -> Shader:

@@ -526,9 +526,14 @@ def test_issue15_a_sum_two_kernels_read_has_one_value():
     g = fg.grad(loss)
     sums = _float_sums_per_kernel(_plan(g, x, w))
     assert sum(map(len, sums)) == 1, [len(s) for s in sums]  # the row sum, in one kernel
-    np.testing.assert_allclose(
-        np.asarray(fg.jit(g)(x, w)), np.asarray(g(x, w)), rtol=1e-4, atol=1e-4
-    )
+    # against the float64 gradient: the tanh term's saturating derivative amplifies the float32
+    # products' rounding (jit's gemm library and eager's BLAS are both ~2e-3 off), so the jit
+    # must be as close as eager is (the bug was off by 63)
+    with fg.enable_x64():
+        want = np.asarray(g(x.astype(np.float64), w.astype(np.float64)))
+    err_jit = np.abs(np.asarray(fg.jit(g)(x, w)) - want).max()
+    err_eager = np.abs(np.asarray(g(x, w)) - want).max()
+    assert err_jit <= 2 * err_eager + 1e-4, (err_jit, err_eager)
 
 
 @st.composite

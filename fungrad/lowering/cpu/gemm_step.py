@@ -4,6 +4,8 @@ library (``gemm.py``) and numpy's BLAS (``blas.py``), and the calls to them.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from fungrad.lowering.cpu import blas
@@ -24,13 +26,16 @@ def render_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:
     through them, while the pool backs off to one thread there. Without BLAS (a numpy that
     bundles none) every product the library computes at all runs there."""
     have_blas = blas.find_blas().available
-    if not (matmul.supports(step) or (not have_blas and matmul.runs(step))):
+    batched = step.batch > 1 and matmul.supports(dataclasses.replace(step, batch=1))
+    if not (batched or matmul.supports(step) or (not have_blas and matmul.runs(step))):
         return _blas_gemm(mw, step, ptr)
     em = mw.ops  # (its counter names the labels and values, unique in the module)
     em.n += 1
     mw.declare(matmul.SYMBOL, matmul.library_decl())
     a, b, c = ptr[step.a.id], ptr[step.b.id], ptr[step.c.id]
     c0 = ptr[(step.c0 or step.c).id]
+    if batched:
+        return _split_batch(mw, step, f"mm{em.n}", [a, b, c, c0])
     blocks = -(-step.n // COLUMN_BLOCK)
     if step.m * step.n * step.k < matmul.SERIAL_WORK or blocks < 2:
         return [matmul.library_call(step, a, b, c, c0)]
@@ -48,12 +53,9 @@ def _split_columns(mw, step: Gemm, name: str, pointers: list[str], blocks: int) 
     ``@<name>.par(ctx, s, e)`` offsets b, c and c0 to the first column and calls the library
     for that many columns with the whole product's leading dimensions."""
     b_step = step.k if step.trans_b else 1  # floats from one column of op(b) to the next
-    loads = "\n".join(
-        f"  %p{i} = getelementptr inbounds ptr, ptr %ctx, i64 {i}\n  %x{i} = load ptr, ptr %p{i}"
-        for i in range(4)
-    )
     text = (
-        f"define internal void @{name}.par(ptr %ctx, i64 %s, i64 %e) {{\nentry:\n{loads}\n"
+        f"define internal void @{name}.par(ptr %ctx, i64 %s, i64 %e) {{\nentry:\n"
+        f"{_context_loads(4)}\n"
         f"  %n0 = mul i64 %s, {COLUMN_BLOCK}\n"
         f"  %n1a = mul i64 %e, {COLUMN_BLOCK}\n"
         f"  %over = icmp ugt i64 %n1a, {step.n}\n"
@@ -68,6 +70,46 @@ def _split_columns(mw, step: Gemm, name: str, pointers: list[str], blocks: int) 
     )
     mw.add_function(text, ((f"{name}.par", "void", "ptr, i64, i64"),), glue=True)
     return mw.parallel_for(f"{name}.par", pointers, blocks, name)
+
+
+def _split_batch(mw, step: Gemm, name: str, pointers: list[str]) -> list[str]:
+    """A batch of products the library runs well, one library call per matrix, the batch
+    split over the native thread pool (``mw.parallel_for``) where several threads may run:
+    a trampoline ``@<name>.par(ctx, s, e)`` runs matrices ``[s, e)`` (the transformer's 32
+    attention products of 128x64 @ 64x128 went one by one to BLAS)."""
+    m, n, k = step.m, step.n, step.k
+    text = (
+        f"define internal void @{name}.par(ptr %ctx, i64 %s, i64 %e) {{\nentry:\n"
+        f"{_context_loads(4)}\n"
+        "  br label %head\n"
+        "head:\n"
+        "  %i = phi i64 [%s, %entry], [%i1, %body]\n"
+        "  %more = icmp slt i64 %i, %e\n"
+        "  br i1 %more, label %body, label %done\n"
+        "body:\n"
+        f"  %ao = mul i64 %i, {m * k}\n"
+        f"  %bo = mul i64 %i, {k * n}\n"
+        f"  %co = mul i64 %i, {m * n}\n"
+        "  %a1 = getelementptr inbounds float, ptr %x0, i64 %ao\n"
+        "  %b1 = getelementptr inbounds float, ptr %x1, i64 %bo\n"
+        "  %c1 = getelementptr inbounds float, ptr %x2, i64 %co\n"
+        "  %d1 = getelementptr inbounds float, ptr %x3, i64 %co\n"
+        f"{matmul.block_call(step, n, '%a1', '%b1', '%c1', '%d1')}\n"
+        "  %i1 = add i64 %i, 1\n"
+        "  br label %head\n"
+        "done:\n"
+        "  ret void\n}\n"
+    )
+    mw.add_function(text, ((f"{name}.par", "void", "ptr, i64, i64"),), glue=True)
+    return mw.parallel_for(f"{name}.par", pointers, step.batch, name)
+
+
+def _context_loads(count: int) -> str:
+    """IR loading ``%x0 ... %x<count-1>`` from the pointer array ``%ctx``."""
+    return "\n".join(
+        f"  %p{i} = getelementptr inbounds ptr, ptr %ctx, i64 {i}\n  %x{i} = load ptr, ptr %p{i}"
+        for i in range(count)
+    )
 
 
 def _blas_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:

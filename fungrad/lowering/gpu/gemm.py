@@ -84,14 +84,10 @@ def render_gemm(
     if split is None:
         c_ref = slots.ref(step.c, f"cbase + r * {n}i + c", write=True)
         result = _gemm_epilogue(step, slots, "tot[{i}]", f"cbase + r * {n}i + c")
-        batch_of, kbeg, kend, size = "i32(wid.z)", "0i", f"{k}i", k
     else:
         c_ref = slots.word("arena", split.base, f"i32(wid.z) * {m * n}i + r * {n}i + c", True)
         result = "tot[{i}]"
-        batch_of = f"i32(wid.z) % {step.batch}i"
-        kbeg = f"(i32(wid.z) / {step.batch}i) * {split.size}i"
-        kend = f"min({kbeg} + {split.size}i, {k}i)"
-        size = split.size
+    batch_of, kbeg, kend, size = _contraction(step, split)
     threads = tx_n * ty_n
     per_a, per_b = rows * kstep // threads, kstep * cols // threads
     block = -(-max(GEMM_BLOCK, kstep) // kstep) * kstep
@@ -178,15 +174,7 @@ def render_gemm(
             f"var<workgroup> tb: array<f32, {kstep * cols}>;",
             *(["var<workgroup> run: u32;"] if guard is not None else []),
             "",
-            f"@compute @workgroup_size({tx_n}, {ty_n})",
-            "fn main(@builtin(local_invocation_id) lid: vec3<u32>, "
-            "@builtin(workgroup_id) wid: vec3<u32>) {",
-            *head,
-            "  let tx = i32(lid.x); let ty = i32(lid.y);",
-            f"  let row0 = i32(wid.y) * {rows}i; let col0 = i32(wid.x) * {cols}i;",
-            f"  let bt = {batch_of};",
-            f"  let abase = bt * {m * k}i; let bbase = bt * {k * n}i; let cbase = bt * {m * n}i;",
-            f"  let kbeg = {kbeg}; let kend = {kend};",
+            *_main_prologue(step, tile, head, batch_of, kbeg, kend),
             *(f"  var {w}: array<f32, {outs}>;" for w in acc_words.split(", ")),
             f"  let t = ty * {tx_n}i + tx;",
             f"  for (var p0: i32 = kbeg; p0 < kend; p0 += {kstep}i) {{",
@@ -317,15 +305,11 @@ def render_gemm_vec4(
         at = lambda d: _plus(f"cbase + r * {n}i + c", d)  # noqa: E731
         c_ref = lambda d: slots.ref(step.c, at(d), write=True)  # noqa: E731
         result = lambda v, d: _gemm_epilogue(step, slots, v, at(d))  # noqa: E731
-        batch_of, kbeg, kend, size = "i32(wid.z)", "0i", f"{k}i", k
     else:
         at = lambda d: _plus(f"i32(wid.z) * {m * n}i + r * {n}i + c", d)  # noqa: E731
         c_ref = lambda d: slots.word("arena", split.base, at(d), True)  # noqa: E731
         result = lambda v, d: v  # noqa: E731
-        batch_of = f"i32(wid.z) % {step.batch}i"
-        kbeg = f"(i32(wid.z) / {step.batch}i) * {split.size}i"
-        kend = f"min({kbeg} + {split.size}i, {k}i)"
-        size = split.size
+    batch_of, kbeg, kend, size = _contraction(step, split)
     block = max(GEMM_VEC_BLOCK, math.isqrt(max(size - 1, 0)) + 1)
     block = -(-block // kstep) * kstep
     two = size > block
@@ -392,15 +376,7 @@ def render_gemm_vec4(
             f"var<workgroup> ta: array<array<vec4<f32>, {rows // 4}>, {kstep}>;",
             f"var<workgroup> tb: array<array<vec4<f32>, {cols // 4}>, {kstep}>;",
             "",
-            f"@compute @workgroup_size({tx_n}, {ty_n})",
-            "fn main(@builtin(local_invocation_id) lid: vec3<u32>, "
-            "@builtin(workgroup_id) wid: vec3<u32>) {",
-            *head,
-            "  let tx = i32(lid.x); let ty = i32(lid.y);",
-            f"  let row0 = i32(wid.y) * {rows}i; let col0 = i32(wid.x) * {cols}i;",
-            f"  let bt = {batch_of};",
-            f"  let abase = bt * {m * k}i; let bbase = bt * {k * n}i; let cbase = bt * {m * n}i;",
-            f"  let kbeg = {kbeg}; let kend = {kend};",
+            *_main_prologue(step, tile, head, batch_of, kbeg, kend),
             *(f"  var {w}{i}_{h} = vec4<f32>(0.0f);" for w in sums for i, h in pairs),
             f"  let t = ty * {tx_n}i + tx;",
             *a_before,
@@ -418,6 +394,35 @@ def render_gemm_vec4(
     grid, name = _grid(step, rows, cols, split)
     iterations = -(-size // kstep) + (-(-size // block) if two else 0)
     return Shader(name, text, slots.bindings(), grid, iterations)
+
+
+def _contraction(step: Gemm, split: SplitK | None) -> tuple[str, str, str, int]:
+    """``(batch matrix, first k, end of k, range length)`` of a workgroup of a matmul shader:
+    the whole contraction of batch matrix ``wid.z``, or of a split's first pass range
+    ``wid.z / batch`` of matrix ``wid.z % batch``."""
+    if split is None:
+        return "i32(wid.z)", "0i", f"{step.k}i", step.k
+    kbeg = f"(i32(wid.z) / {step.batch}i) * {split.size}i"
+    kend = f"min({kbeg} + {split.size}i, {step.k}i)"
+    return f"i32(wid.z) % {step.batch}i", kbeg, kend, split.size
+
+
+def _main_prologue(step: Gemm, tile: GemmTile, head, batch_of, kbeg, kend) -> list[str]:
+    """The entry point's signature and first lines, shared by both matmul shaders: the
+    scope ``head``, the invocation's place in its tile, the tile's origin, the batch matrix's
+    bases and the contraction range."""
+    m, n, k = step.m, step.n, step.k
+    return [
+        f"@compute @workgroup_size({tile.threads_x}, {tile.threads_y})",
+        "fn main(@builtin(local_invocation_id) lid: vec3<u32>, "
+        "@builtin(workgroup_id) wid: vec3<u32>) {",
+        *head,
+        "  let tx = i32(lid.x); let ty = i32(lid.y);",
+        f"  let row0 = i32(wid.y) * {tile.rows}i; let col0 = i32(wid.x) * {tile.cols}i;",
+        f"  let bt = {batch_of};",
+        f"  let abase = bt * {m * k}i; let bbase = bt * {k * n}i; let cbase = bt * {m * n}i;",
+        f"  let kbeg = {kbeg}; let kend = {kend};",
+    ]
 
 
 def _grid(step: Gemm, rows: int, cols: int, split: SplitK | None) -> tuple[tuple, str]:

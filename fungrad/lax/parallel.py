@@ -76,18 +76,31 @@ def _names(axis_name) -> tuple:
 
 
 def _unbound(name, fname: str) -> NameError:
-    bound = [n for n, _ in axis_frames()]
+    from fungrad import distributed
+
+    bound = [n for n, _ in axis_frames()] + distributed.process_axis_names()
+    hint = (
+        ""
+        if distributed.is_initialized()
+        else "; for pmap across processes call fungrad.distributed.initialize() first"
+    )
     return NameError(
         f"unbound axis name: {name!r}. {fname} communicates over an axis that an enclosing "
-        f"vmap names; the bound axis names are {bound}. Call it inside "
-        f"vmap(f, axis_name={name!r}) (fungrad has no pmap or shard_map)"
+        f"vmap or pmap names; the bound axis names are {bound}. Call it inside "
+        f"vmap(f, axis_name={name!r}) or pmap(f, axis_name={name!r}) (a pmap across the "
+        f"processes of an MPI job once fungrad.distributed is initialized){hint}"
     )
 
 
 def _size(name, fname: str) -> int:
+    from fungrad import distributed
+
     for n, size in reversed(axis_frames()):
         if n == name:
             return size
+    axis = distributed.process_axis(name)
+    if axis is not None:
+        return axis.size
     raise _unbound(name, fname)
 
 
@@ -107,12 +120,56 @@ def _single_name(axis_name, fname: str):
     return names[0]
 
 
-def _unbound_impl(prim_name: str):
+def _process_impl(prim_name: str, run):
+    """The eager impl of a collective: over a process axis (a multi-process pmap's, see
+    fungrad.distributed) ``run(distributed, axis, *args, **params)`` communicates through
+    MPI; any other name is unbound here (a vmap would have consumed its collectives)."""
+
     def impl(*args, **params):
-        names = params.get("axes", params.get("axis_name"))
-        raise _unbound(_names(names)[0], prim_name)
+        from fungrad import distributed
+
+        names = _names(params.get("axes", params.get("axis_name")))
+        axes = []
+        for name in names:
+            axis = distributed.process_axis(name)
+            if axis is None:
+                raise _unbound(name, prim_name)
+            axes.append(axis)
+        if len(axes) != 1:
+            raise ValueError(
+                f"{prim_name}: over several process axes {names}; a multi-process pmap binds "
+                "one axis spanning the processes"
+            )
+        return run(distributed, axes[0], *args, **params)
 
     return impl
+
+
+def _reduction_run(op: str):
+    def run(d, axis, *xs, axes, axis_index_groups):
+        return d.allreduce(axis, op, xs, axis_index_groups)
+
+    return run
+
+
+def _all_gather_run(d, pax, x, *, axis_name, axis, tiled, axis_size):
+    return d.all_gather(pax, x, gather_axis=axis, tiled=tiled)
+
+
+def _scatter_run(d, pax, x, *, axis_name, scatter_dimension, tiled, axis_size):
+    return d.reduce_scatter(pax, x, scatter_dimension=scatter_dimension, tiled=tiled)
+
+
+def _all_to_all_run(d, pax, x, *, axis_name, split_axis, concat_axis, tiled, axis_size):
+    return d.all_to_all(pax, x, split_axis=split_axis, concat_axis=concat_axis, tiled=tiled)
+
+
+def _ppermute_run(d, pax, x, *, axis_name, perm):
+    return d.ppermute(pax, x, perm=perm)
+
+
+def _axis_index_run(d, pax, *, axis_name):
+    return np.array(pax.rank, np.int32)
 
 
 def _unbound_lowering(prim):
@@ -226,7 +283,10 @@ def _reduction_batch(prim):
 
 def _make_reduction(name: str):
     p = standard_primitive(
-        name, _unbound_impl(name), _reduction_abstract_eval(name), multiple_results=True
+        name,
+        _process_impl(name, _reduction_run(name[1:] if name != "psum" else "sum")),
+        _reduction_abstract_eval(name),
+        multiple_results=True,
     )
     collective_axes[p] = lambda params: params["axes"]
     batch_rules[p] = _reduction_batch(p)
@@ -368,7 +428,7 @@ def _all_gather_abstract_eval(x, *, axis_name, axis, tiled, axis_size):
 
 
 all_gather_p = standard_primitive(
-    "all_gather", _unbound_impl("all_gather"), _all_gather_abstract_eval
+    "all_gather", _process_impl("all_gather", _all_gather_run), _all_gather_abstract_eval
 )
 
 
@@ -405,7 +465,7 @@ def _scatter_abstract_eval(x, *, axis_name, scatter_dimension, tiled, axis_size)
 
 
 reduce_scatter_p = standard_primitive(
-    "reduce_scatter", _unbound_impl("psum_scatter"), _scatter_abstract_eval
+    "reduce_scatter", _process_impl("psum_scatter", _scatter_run), _scatter_abstract_eval
 )
 
 
@@ -565,7 +625,7 @@ def _all_to_all_abstract_eval(x, *, axis_name, split_axis, concat_axis, tiled, a
 
 
 all_to_all_p = standard_primitive(
-    "all_to_all", _unbound_impl("all_to_all"), _all_to_all_abstract_eval
+    "all_to_all", _process_impl("all_to_all", _all_to_all_run), _all_to_all_abstract_eval
 )
 
 
@@ -696,7 +756,9 @@ def _ppermute_abstract_eval(x, *, axis_name, perm):
     return x
 
 
-ppermute_p = standard_primitive("ppermute", _unbound_impl("ppermute"), _ppermute_abstract_eval)
+ppermute_p = standard_primitive(
+    "ppermute", _process_impl("ppermute", _ppermute_run), _ppermute_abstract_eval
+)
 
 
 def _ppermute_collective(name, n, args, dims, *, axis_name, perm):
@@ -800,7 +862,7 @@ def _axis_index_abstract_eval(*, axis_name):
 
 
 axis_index_p = standard_primitive(
-    "axis_index", _unbound_impl("axis_index"), _axis_index_abstract_eval
+    "axis_index", _process_impl("axis_index", _axis_index_run), _axis_index_abstract_eval
 )
 
 

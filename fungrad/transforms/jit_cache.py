@@ -26,6 +26,7 @@ from fungrad import core, nan_hunt, tree_util
 from fungrad.array import Array, is_concrete_array
 from fungrad.config import config
 from fungrad.core import EvalTrace
+from fungrad.distributed import process_axis_key
 from fungrad.ir.passes import simplify
 from fungrad.lowering import profile as step_profile
 from fungrad.operands import operand
@@ -374,7 +375,9 @@ class JitFunction:
     def lookup(self, c: _Call, avals: tuple) -> Traced:
         """The traced jaxpr for this signature: from the cache, or traced now (once, however
         many threads ask at the same time)."""
-        key = (c.in_tree, avals, c.static_key, self.backend, config.enable_x64)
+        # A multi-process pmap's process axes (fungrad.distributed) decide what the
+        # collectives inside compile to: part of the key.
+        key = (c.in_tree, avals, c.static_key, self.backend, config.enable_x64, process_axis_key())
         with self.lock:
             once = self.cache.get(key)
             new = once is None
@@ -458,9 +461,11 @@ class JitFunction:
         return "; ".join(best) if best else "the cache entry was dropped (clear_cache)"
 
     def _differences(self, old, new, c: _Call) -> list[str]:
-        (o_tree, o_avals, o_static, o_backend, o_x64) = old
-        (n_tree, n_avals, n_static, n_backend, n_x64) = new
+        (o_tree, o_avals, o_static, o_backend, o_x64, o_axes) = old
+        (n_tree, n_avals, n_static, n_backend, n_x64, n_axes) = new
         out = []
+        if o_axes != n_axes:
+            out.append(f"the process axes bound changed from {o_axes} to {n_axes}")
         if o_x64 != n_x64:
             out.append(f"config enable_x64 changed from {o_x64} to {n_x64}")
         if o_static != n_static:
@@ -556,7 +561,9 @@ class JitFunction:
         for i in donated:
             if type(c.leaves[i]) is Array:
                 c.leaves[i].delete()
-        if not kwargs and not profiling:
+        if not kwargs and not profiling and not process_axis_key():
+            # (the hot paths' keys hold no process axes: calls under a multi-process pmap
+            # always take this path)
             self.remember(c, exe, traced, avals)
             if not self.has_options:
                 try:

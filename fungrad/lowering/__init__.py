@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import importlib
 
-from fungrad.lowering import complex_split
+from fungrad.lowering import collectives, complex_split
 from fungrad.lowering.cpu.compiler import CompileError
 from fungrad.lowering.fusion import LoweringError, Policy
 
@@ -79,6 +79,7 @@ def compile_jaxpr(
         raise ValueError(
             f"jit: unknown backend {backend!r}; supported backends: {', '.join(BACKENDS)}"
         )
+    collectives.install()  # collectives over processes (the rules exist once lax is loaded)
     if complex_split.has_complex(closed):
         compile_real = functools.partial(entry.compile, profile=True) if profile else entry.compile
         return complex_split.SplitExecutable(closed, compile_real, name, entry.name)

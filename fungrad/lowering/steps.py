@@ -35,6 +35,7 @@ __all__ = [
     "ScanStep",
     "SortStep",
     "HostCallStep",
+    "CollectiveStep",
     "CholeskyStep",
     "TriangularSolveStep",
     "FftStep",
@@ -270,6 +271,56 @@ class HostCallStep:
     def execute(self, values: list[np.ndarray]) -> list[np.ndarray]:
         """The callback's results for the operand ``values``."""
         return self.run(values)
+
+
+# -- collectives over processes ----------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class CollectiveStep:
+    """One MPI collective over a process axis (``lowering/collectives.py`` builds it), run by
+    the backend's native code as one library call on contiguous buffers:
+
+    * ``"allreduce"``: ``recv = op(send over the ranks)`` elementwise, ``op`` ``"sum"``,
+      ``"max"`` or ``"min"`` (``MPI_Allreduce``);
+    * ``"allgather"``: ``recv[k]`` = rank ``k``'s ``send`` (``MPI_Allgather``);
+    * ``"reduce_scatter"``: ``recv`` = the sum over the ranks of block ``rank`` of ``send``
+      (``MPI_Reduce_scatter_block``);
+    * ``"sendrecv"``: ``send`` goes to rank ``dest`` and ``recv`` comes from rank ``source``
+      (-1: none; ``MPI_Sendrecv``);
+    * ``"alltoall"``: block ``k`` of ``send`` goes to rank ``k``, ``recv``'s block ``k`` comes
+      from rank ``k`` (``MPI_Alltoall``).
+
+    ``count``: elements per block (the whole buffer for allreduce and sendrecv, ``send`` for
+    allgather, one rank's share otherwise). ``comm`` is the mpi4py communicator of the axis
+    (split by ``axis_index_groups`` when the collective has groups), fixed at compile time;
+    ``index`` numbers the collectives of one program (errors name the step)."""
+
+    name: str
+    index: int
+    kind: str
+    axis: str
+    comm: object = field(repr=False)
+    send: Buffer
+    recv: Buffer
+    count: int
+    op: str | None = None
+    dest: int = -1
+    source: int = -1
+
+    def reads(self) -> set[Buffer]:
+        return {self.send}
+
+    def writes(self) -> set[Buffer]:
+        return {self.recv}
+
+    def describe_body(self) -> list[str]:
+        what = self.kind + (f" {self.op}" if self.op else "")
+        peers = f" to {self.dest} from {self.source}" if self.kind == "sendrecv" else ""
+        return [
+            f"MPI {what}{peers} over process axis {self.axis!r}: "
+            f"{self.count} x {self.send.dtype.name} per block"
+        ]
 
 
 # -- dense linear algebra ----------------------------------------------------------------------

@@ -22,7 +22,7 @@ from fungrad import core
 from fungrad.array import Array, is_concrete_array
 from fungrad.lowering import fusion, host_callback
 from fungrad.lowering import profile as step_profile
-from fungrad.lowering.cpu import abi, host_call, llvm, threads
+from fungrad.lowering.cpu import abi, host_call, llvm, mpi, threads
 from fungrad.lowering.cpu import compiler as cpu
 from fungrad.lowering.cpu.policy import CpuPolicy
 
@@ -207,7 +207,12 @@ class Executable:
         self._hosts = host_callback.host_steps(self.program.steps)
         if self._hosts:  # callbacks: the call registers itself for the trampoline
             self.call = self._call_host
-        elif len(self._outs) == 1 and not self._consts and not self._scratch_bytes:
+        elif (
+            len(self._outs) == 1
+            and not self._consts
+            and not self._scratch_bytes
+            and mpi.STATUS_SYMBOL not in self.ir  # (its retry would repeat a collective)
+        ):
             self.call = self._call_simple  # the common small case, without the general packing
         if profile:
             self.call = self._call_profiled
@@ -250,9 +255,11 @@ class Executable:
             values[status - 1] = np.ascontiguousarray(values[status - 1])
             packed = (*values, *packed[len(values) :])
             status = self._fn(packed, self._nthreads)
-        if status < 0:  # a host callback raised (no later step ran): its exception
+        if status < 0:  # a host callback raised or an MPI call failed (no later step ran)
             if scratch is not None:
                 self._scratch.append(scratch)
+            if status == mpi.FAILED:
+                raise mpi.failure()
             host_call.raise_failure(host_call.current())
         if scratch is not None:
             self._scratch.append(scratch)
@@ -299,6 +306,8 @@ class Executable:
             wall = time.perf_counter() - t0
             self._scratch.extend(scratch)
             step_profile.report(info, timing[0::2] * 1e-9, timing[1::2], wall)
+            if status == mpi.FAILED:
+                raise mpi.failure()
             if status < 0:
                 host_call.raise_failure(host_call.current())
         res = []

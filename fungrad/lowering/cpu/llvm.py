@@ -36,6 +36,7 @@ from fungrad.lowering.cpu import (
     lapack_decomp_step,
     lapack_step,
     llvm_capi,
+    mpi,
     sort,
 )
 from fungrad.lowering.cpu import compiler as cpu
@@ -48,6 +49,7 @@ from fungrad.lowering.math import llvm as llvm_math
 from fungrad.lowering.render import StepRenderers, kernel_record
 from fungrad.lowering.steps import (
     CholeskyStep,
+    CollectiveStep,
     CondStep,
     EighStep,
     FftStep,
@@ -396,6 +398,7 @@ STEP_RENDERERS = StepRenderers(
         SVDStep: lapack_decomp_step.render_svd,
         GeevStep: lapack_decomp_step.render_geev,
         FftStep: fft_step.render_fft,
+        CollectiveStep: mpi.render_collective,
     },
 )
 """How each step kind becomes entry-function lines (``ModuleWriter.render_steps``)."""

@@ -48,6 +48,11 @@ class CpuPolicy:
     wide_scan_carry = True  # a serial scan loop keeps the wide carry of a line in a register
     joins_across_outputs = True  # one loop nest per shape: each operand read once
     fft_steps = True  # FFTs run in the native FFT library (``steps.FftStep``)
+    #: collectives over a process axis are calls into MPI from the native code
+    #: (``steps.CollectiveStep``, ``lowering/collectives.py``, ``cpu/mpi.py``)
+    mpi_steps = True
+    #: the gemm library and BLAS accumulate into their output: ``c0`` may be ``c``'s memory
+    gemm_updates_in_place = True
 
     @property
     def gemm_transposes_both(self) -> bool:

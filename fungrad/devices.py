@@ -176,40 +176,56 @@ def default_backend() -> str:
 
 def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
     """The devices of ``backend`` (the default backend, the CPU, when None) attached to this
-    process (``jax.local_devices``); fungrad runs as one process, so ``process_index`` may only
-    be None or 0."""
-    if process_index not in (None, 0):
+    process (``jax.local_devices``); ``process_index`` may only be None or this process's
+    index (another process's devices are not reachable from here)."""
+    me = globals()["process_index"]()
+    if process_index not in (None, me):
         raise ValueError(
-            f"local_devices: process_index={process_index!r}, but fungrad runs as "
-            "a single process (index 0)"
+            f"local_devices: process_index={process_index!r}, but this is process {me}; "
+            "only its own devices are listed"
         )
     return devices(backend or default_backend())
 
 
+def _distributed():
+    """fungrad.distributed when initialized (an MPI job: one process per device), else None."""
+    from fungrad import distributed
+
+    return distributed if distributed.is_initialized() else None
+
+
 def device_count(backend: str | None = None) -> int:
     """How many devices ``backend`` (the default backend, the CPU, when None) has
-    (``jax.device_count``)."""
+    (``jax.device_count``); in an MPI job (``fungrad.distributed.initialize()``) the number of
+    processes, each one device of a multi-process pmap."""
+    d = _distributed()
+    if d is not None:
+        return d.process_count()
     return len(devices(backend or default_backend()))
 
 
 def local_device_count(backend: str | None = None) -> int:
     """How many devices of ``backend`` this process has (``jax.local_device_count``): the same
-    as :func:`device_count`, since fungrad runs as one process."""
+    as :func:`device_count` in a single process, 1 in an MPI job."""
+    if _distributed() is not None:
+        return 1
     return device_count(backend)
 
 
 def process_index(backend: str | None = None) -> int:
     """This process's index among the processes of a computation (``jax.process_index``):
-    always 0, fungrad runs as one process."""
-    return 0
+    its MPI rank after ``fungrad.distributed.initialize()``, else 0."""
+    d = _distributed()
+    return 0 if d is None else d.process_index()
 
 
 def process_count(backend: str | None = None) -> int:
-    """How many processes take part in a computation (``jax.process_count``): always 1."""
-    return 1
+    """How many processes take part in a computation (``jax.process_count``): the MPI job's
+    size after ``fungrad.distributed.initialize()``, else 1."""
+    d = _distributed()
+    return 1 if d is None else d.process_count()
 
 
 def process_indices(backend: str | None = None) -> list[int]:
-    """The indices of the processes taking part in a computation (``jax.process_indices``):
-    ``[0]``, fungrad runs as one process."""
-    return [0]
+    """The indices of the processes taking part in a computation (``jax.process_indices``)."""
+    return list(range(process_count(backend)))

@@ -173,7 +173,7 @@ def broadcast_one_to_all(in_tree, is_source=None):
             f"broadcast_one_to_all: exactly one process must be the source, got ranks {sources}"
         )
     leaves, tree = tree_util.tree_flatten(in_tree)
-    values = [np.ascontiguousarray(np.asarray(v)) for v in leaves]
+    values = [_contiguous(np.asarray(v)) for v in leaves]
     check_signature(
         comm,
         "broadcast_one_to_all",
@@ -234,7 +234,7 @@ def check_signature(comm, what: str, signature):
         return
     groups: dict = {}
     for r, s in enumerate(sigs):
-        groups.setdefault(repr(s), []).append(r)
+        groups.setdefault(s if isinstance(s, str) else repr(s), []).append(r)
     detail = "; ".join(f"ranks {ranks}: {s}" for s, ranks in groups.items())
     raise ValueError(
         f"{what}: the processes pass operands of different shapes or dtypes ({detail}); "
@@ -310,6 +310,12 @@ def process_axis_key() -> tuple:
 # -- eager collectives over a process axis ------------------------------------------------------
 
 
+def _contiguous(a) -> np.ndarray:
+    """``a`` as a C-contiguous array of the same shape (``np.ascontiguousarray`` would make a
+    0-d array 1-d)."""
+    return np.asarray(a, order="C")
+
+
 def _bytes(a: np.ndarray):
     """An mpi4py buffer spec of contiguous ``a`` as raw bytes (any dtype moves unchanged)."""
     MPI = _mpi()
@@ -331,8 +337,10 @@ def group_comm(axis: ProcessAxis, groups):
     return c
 
 
-def _signature(what: str, comm, xs, **params):
-    check_signature(comm, what, (tuple((np.shape(x), np.asarray(x).dtype.str) for x in xs), params))
+def _signature(what: str, comm, xs):
+    """Check that every rank passes ``xs`` of the same shapes and dtypes (``float32[3,4]``)."""
+    sig = tuple(f"{np.asarray(x).dtype.name}[{','.join(map(str, np.shape(x)))}]" for x in xs)
+    check_signature(comm, what, sig if len(sig) != 1 else sig[0])
 
 
 _WIDEN = {np.dtype(np.float16): np.dtype(np.float32)}
@@ -351,7 +359,7 @@ def allreduce(axis: ProcessAxis, op: str, xs, groups=None):
     for x in xs:
         x = np.asarray(x)
         dt = x.dtype
-        send = np.ascontiguousarray(x, dtype=_WIDEN.get(dt, dt))
+        send = np.asarray(x, order="C", dtype=_WIDEN.get(dt, dt))
         recv = np.empty_like(send)
         comm.Allreduce(send, recv, op=mpi_op)
         outs.append(recv.astype(dt, copy=False))
@@ -363,7 +371,7 @@ def all_gather(axis: ProcessAxis, x, *, gather_axis: int, tiled: bool):
     with ``tiled``), ordered by rank."""
     comm = axis.comm
     _signature("all_gather", comm, [x])
-    x = np.ascontiguousarray(x)
+    x = _contiguous(x)
     out = np.empty((axis.size, *x.shape), x.dtype)
     comm.Allgather(_bytes(x), _bytes(out))
     out = np.moveaxis(out, 0, gather_axis)
@@ -372,7 +380,7 @@ def all_gather(axis: ProcessAxis, x, *, gather_axis: int, tiled: bool):
         out = out.reshape(
             s[:gather_axis] + (s[gather_axis] * s[gather_axis + 1],) + s[gather_axis + 2 :]
         )
-    return np.ascontiguousarray(out)
+    return _contiguous(out)
 
 
 def reduce_scatter(axis: ProcessAxis, x, *, scatter_dimension: int, tiled: bool):
@@ -383,14 +391,14 @@ def reduce_scatter(axis: ProcessAxis, x, *, scatter_dimension: int, tiled: bool)
     _signature("psum_scatter", comm, [x])
     x = np.asarray(x)
     dt = x.dtype
-    send = np.ascontiguousarray(np.moveaxis(x, sd, 0), dtype=_WIDEN.get(dt, dt))
+    send = np.asarray(np.moveaxis(x, sd, 0), order="C", dtype=_WIDEN.get(dt, dt))
     block = send.shape[0] // n
     send = send.reshape((n, block, *send.shape[1:]))
     recv = np.empty(send.shape[1:], send.dtype)
     comm.Reduce_scatter_block(send, recv, op=MPI.SUM)
     recv = recv.astype(dt, copy=False)
     out = np.moveaxis(recv, 0, sd) if tiled else recv[0]
-    return np.ascontiguousarray(out)
+    return _contiguous(out)
 
 
 def all_to_all(axis: ProcessAxis, x, *, split_axis: int, concat_axis: int, tiled: bool):
@@ -399,15 +407,15 @@ def all_to_all(axis: ProcessAxis, x, *, split_axis: int, concat_axis: int, tiled
     comm, n = axis.comm, axis.size
     _signature("all_to_all", comm, [x])
     x = np.asarray(x)
-    send = np.ascontiguousarray(np.moveaxis(x, split_axis, 0))
+    send = _contiguous(np.moveaxis(x, split_axis, 0))
     block = send.shape[0] // n
     send = send.reshape((n, block, *send.shape[1:]))
     recv = np.empty_like(send)
     comm.Alltoall(_bytes(send), _bytes(recv))
     if not tiled:
-        return np.ascontiguousarray(np.moveaxis(recv[:, 0], 0, concat_axis))
+        return _contiguous(np.moveaxis(recv[:, 0], 0, concat_axis))
     blocks = [np.moveaxis(recv[k], 0, split_axis) for k in range(n)]
-    return np.ascontiguousarray(np.concatenate(blocks, axis=concat_axis))
+    return _contiguous(np.concatenate(blocks, axis=concat_axis))
 
 
 def ppermute(axis: ProcessAxis, x, *, perm):
@@ -416,7 +424,7 @@ def ppermute(axis: ProcessAxis, x, *, perm):
     MPI = _mpi()
     comm, me = axis.comm, axis.rank
     _signature("ppermute", comm, [x])
-    x = np.ascontiguousarray(x)
+    x = _contiguous(x)
     out = np.zeros_like(x)
     reqs = []
     for src, dst in perm:

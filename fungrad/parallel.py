@@ -9,6 +9,14 @@ than the device count: data-parallel programs written as
 JAX on one device; a larger axis is a ValueError, as JAX raises when it lacks the devices.
 ``static_broadcasted_argnums`` are passed to ``f`` unmapped and are part of the compile key.
 ``devices``, ``backend`` and ``donate_argnums`` are accepted and have nothing to choose.
+
+Across processes: once ``fungrad.distributed.initialize()`` has run (an MPI job, one process
+per device), the mapped axis spans the processes, as JAX's multi-process pmap: each process
+passes its local shard, whose mapped axis has size ``local_device_count() == 1``, and ``f``
+runs compiled on it with ``axis_name`` bound as a *process axis* of size ``process_count()``
+(fungrad/distributed.py), so collectives over it communicate between the processes through
+MPI; the outputs get the mapped axis (size 1) back. ``axis_size``, when given, is the global
+size and must equal the process count.
 """
 
 from __future__ import annotations
@@ -68,8 +76,16 @@ def pmap(
 
     @functools.wraps(fun)
     def mapped(*args):
+        from fungrad import distributed
         from fungrad.api import jit, vmap
         from fungrad.devices import local_device_count
+
+        multi = distributed.is_initialized()
+        if multi and axis_size is not None and axis_size != distributed.process_count():
+            raise ValueError(
+                f"pmap: axis_size={axis_size}, but across processes the mapped axis spans "
+                f"the {distributed.process_count()} processes of the job"
+            )
 
         n_dev = local_device_count() if devices is None else len(devices)
         for i in static:
@@ -103,14 +119,21 @@ def pmap(
                 if a is not None:
                     sizes.add(leaf.shape[a])
         size = axis_size if not sizes else max(sizes)
-        if size is not None and size > n_dev:
+        if multi:
+            if sizes and sizes != {1}:
+                raise ValueError(
+                    f"pmap: across processes each process passes its local shard, whose mapped "
+                    f"axis has size local_device_count() == 1; got sizes {sorted(sizes)} "
+                    "(reshape this process's data to (1, ...))"
+                )
+        elif size is not None and size > n_dev:
             raise ValueError(
                 f"pmap: the mapped axis has size {size} but only {n_dev} device(s) "
                 "are available (fungrad runs on one device); reshape the data to "
                 "(local_device_count(), ...) or use vmap"
             )
         try:
-            key = (static_vals, len(args))
+            key = (static_vals, len(args), multi)
             hash(key)
         except TypeError:
             raise ValueError(
@@ -125,15 +148,22 @@ def pmap(
                     full.insert(i, v)
                 return fun(*full)
 
-            compiled = cache[key] = jit(
-                vmap(
-                    body,
-                    in_axes=dyn_axes,
-                    out_axes=out_axes,
-                    axis_name=axis_name,
-                    axis_size=axis_size,
+            if multi:  # the local slice (size 1) unnamed: the name is the process axis
+                compiled = jit(vmap(body, in_axes=dyn_axes, out_axes=out_axes, axis_size=1))
+            else:
+                compiled = jit(
+                    vmap(
+                        body,
+                        in_axes=dyn_axes,
+                        out_axes=out_axes,
+                        axis_name=axis_name,
+                        axis_size=axis_size,
+                    )
                 )
-            )
+            cache[key] = compiled
+        if multi:
+            with distributed.bind_process_axis(axis_name):
+                return compiled(*dyn)
         return compiled(*dyn)
 
     return mapped

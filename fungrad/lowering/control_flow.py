@@ -24,11 +24,11 @@ import numpy as np
 
 from fungrad import core
 from fungrad.lowering import kernel as K
-from fungrad.lowering.fusion import Planner
+from fungrad.lowering.fusion import Gemm, Kernel, Planner
 from fungrad.lowering.kernel import Buffer, Tensor
 from fungrad.lowering.steps import Carry, CondStep, ScanStep, Slice, WhileStep
 
-__all__ = ["lower_cond", "lower_while", "lower_scan"]
+__all__ = ["lower_cond", "lower_while", "lower_scan", "carries_in_place"]
 
 
 # -- buffers of a loop ----------------------------------------------------------------------------
@@ -259,3 +259,68 @@ def lower_scan(ctx: K.Ctx, jaxpr, consts, init, xs, length: int, reverse: bool) 
         s.view = b
     parent.add_step(ScanStep(name, body.steps, carries, x_slices, y_slices, length, reverse))
     return carry_outs + [parent.buffer_tensor(s.whole, name) for s in y_slices]
+
+
+# -- carries updated in place ---------------------------------------------------------------------
+
+
+def carries_in_place(steps: list) -> None:
+    """Give one buffer, not two, to each carry of the loops in ``steps`` that a matrix product
+    updates in place (for backends whose :class:`~fungrad.lowering.fusion.Gemm` may read ``c0``
+    from the memory it writes ``c`` to).
+
+    A scan's backward pass sums each weight gradient over the steps: the carry's next value is
+    ``cur + a @ b``, one :class:`Gemm` with ``c0 = cur``. With two alternating buffers every
+    iteration reads the whole gradient from one and writes it to the other, twice the memory
+    traffic of an update in place (the LSTM's ``dW``, 320 x 1024: 0.29 ms in two buffers, 0.24
+    ms in one, per step, one core). The product may run in place when nothing after it in the
+    body reads ``cur``; the loop then starts in ``home`` (a kernel that stored the initial value
+    in ``spare`` stores it in ``home`` instead) and never swaps. Call it on the innermost step
+    lists first: a control step's buffer sets include its bodies'."""
+    for i, step in enumerate(steps):
+        if isinstance(step, (ScanStep, WhileStep)):
+            for c in step.carries:
+                if c.home is not c.spare and _product_updates(step.body, c):
+                    if c.start_home or _store_init_home(steps[:i], steps[i + 1 :], c):
+                        c.spare, c.start_home = c.home, True
+        if isinstance(step, (ScanStep, WhileStep, CondStep)):
+            step.__post_init__()  # the buffers it touches, again (its own or a body's carries)
+
+
+def _product_updates(body: list, c: Carry) -> bool:
+    """Whether the one step of ``body`` that writes ``c.nxt`` is a product accumulating onto
+    ``c.cur`` (``c0``) that reads it in no other role, and no later step reads ``c.cur``."""
+    writers = [j for j, s in enumerate(body) if c.nxt in s.writes() or c.cur in s.writes()]
+    if len(writers) != 1:
+        return False
+    j = writers[0]
+    g = body[j]
+    if not (isinstance(g, Gemm) and g.c is c.nxt and g.c0 is c.cur and g.beta != 0):
+        return False
+    if c.cur in (g.a, g.b) or c.nxt in (g.a, g.b):
+        return False
+    return not any(c.cur in s.reads() for s in body[j + 1 :])
+
+
+def _store_init_home(before: list, after: list, c: Carry) -> bool:
+    """Move the stores of the carry's initial value (kernels among ``before``, the steps ahead
+    of the loop) from ``c.spare`` to ``c.home``; False (nothing changed) unless only plain
+    kernel stores touch ``spare`` and ``home`` is untouched there, and no step reads ``spare``
+    after the loop."""
+    stores = []
+    for s in before:
+        if c.home in s.reads() or c.home in s.writes() or c.spare in s.reads():
+            return False
+        if c.spare in s.writes():
+            if not isinstance(s, Kernel):
+                return False
+            for st in s.stores:
+                if st.buffer is c.spare:
+                    if st.combine is not None:
+                        return False
+                    stores.append(st)
+    if any(c.spare in s.reads() or c.spare in s.writes() for s in after):
+        return False
+    for st in stores:
+        st.buffer = c.home
+    return True

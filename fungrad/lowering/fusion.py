@@ -268,6 +268,11 @@ class Policy(Protocol):
 
     ``fft_steps``: whether the 1-D complex FFTs the FFT primitive is split into become library
     steps (``steps.FftStep``); else compiling an FFT is a LoweringError.
+
+    ``gemm_updates_in_place``: whether a :class:`Gemm` may read ``c0`` from the memory it writes
+    ``c`` to (a loop carry that a product updates, a weight gradient summed over a scan's steps,
+    then lives in one buffer instead of two alternating ones:
+    ``control_flow.carries_in_place``).
     """
 
     name: str
@@ -279,6 +284,7 @@ class Policy(Protocol):
     gemm_transposes_both: bool
     linalg_steps: bool
     fft_steps: bool
+    gemm_updates_in_place: bool
 
     def wants_gemm(self, m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
         """Whether ``batch`` products of ``[m, k] @ [k, n]`` in ``dtype`` (a float; operands,
@@ -959,6 +965,11 @@ def plan(closed: core.ClosedJaxpr, name: str = "main", *, policy: Policy) -> Pro
     for steps in _step_lists(p.steps):
         peephole.fuse_gemm_updates(steps)
         peephole.merge_column_reductions(steps, p.ctx)
+    if p.policy.gemm_updates_in_place:  # (once the bodies' products hold their updates)
+        from fungrad.lowering.control_flow import carries_in_place
+
+        for steps in reversed(_step_lists(p.steps)):  # innermost first
+            carries_in_place(steps)
     used = {b.id for step in p.steps for b in (*step.reads(), *step.writes())}
     temps = [b for b in p.buffers if b.kind == "temp" and b.id in used]
     prog = Program(name, inputs, outputs, p.consts, temps, p.steps, ctx=p.ctx)

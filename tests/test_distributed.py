@@ -159,3 +159,36 @@ def test_mismatched_shapes_across_ranks(tmp_path):
         msg = (tmp_path / f"{r}.txt").read_text()
         assert "psum: the processes pass operands of different shapes" in msg
         assert "ranks [0]: float32[1,3]" in msg and "ranks [1]: float32[1,4]" in msg
+
+
+def _train(n: int, out: Path, steps: int = 30) -> dict:
+    script = ROOT / "examples" / "data_parallel.py"
+    args = ["--steps", steps, "--save", out]
+    if n == 1:
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        cmd = [sys.executable, str(script), *map(str, args)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=env, cwd=ROOT)
+    else:
+        p = mpirun(n, script, *args)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    return dict(np.load(out))
+
+
+def test_data_parallel_training_equals_one_process(tmp_path):
+    """examples/data_parallel.py on 2 and 4 processes (pmean of grads) against one process on
+    the global batch: the same losses and parameters to float32 rounding; the first loss
+    against numpy float64."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    import data_parallel as dp
+
+    one = _train(1, tmp_path / "one.npz")
+    x, y = dp.make_data(0)
+    p = {k: v.astype(np.float64) for k, v in dp.init_params(0).items()}
+    xb, yb = x[: dp.GLOBAL_BATCH].astype(np.float64), y[: dp.GLOBAL_BATCH].astype(np.float64)
+    pred = np.tanh(xb @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+    np.testing.assert_allclose(one["losses"][0], np.mean((pred - yb) ** 2), rtol=1e-5)
+    assert one["losses"][-1] < 0.8 * one["losses"][0]  # it trains
+    for n in (2, 4):
+        many = _train(n, tmp_path / f"n{n}.npz")
+        for k in one:
+            np.testing.assert_allclose(many[k], one[k], rtol=2e-5, atol=2e-6, err_msg=k)

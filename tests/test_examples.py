@@ -145,6 +145,11 @@ GALLERY = [
         plots=("gpu_training_loss.png",),
         needs=("matplotlib",),
     ),
+    # As one process (plain python); tests/test_distributed.py runs it under mpiexec.
+    Example(
+        "data_parallel",
+        (r"^data parallel: 1 process\(es\), global batch 64", r"^trained 5 steps, final loss"),
+    ),
 ]
 BY_KEY = {e.key: e for e in GALLERY}
 

@@ -386,29 +386,57 @@ def test_kernel_cost_counts_hoisted_work_once():
 
 
 def test_an_entry_with_loops_is_optimised_and_calls_the_glue():
-    """An entry point holding a loop (fori_loop) gets the full pipeline; the small kernels stay
-    glue, called across the two modules, and sort's functions are optimised."""
+    """An entry point holding a loop of unknown trip count (fori_loop to a traced bound: a
+    while loop) gets the full pipeline; the small kernels stay glue, called across the two
+    modules, and sort's functions are optimised."""
 
-    def f(x, b):
+    def f(x, b, n):
         y = fnp.tanh(x) * 2.0 + fnp.exp(-x * x)
-        s = fg.lax.fori_loop(0, 5, lambda i, c: c * 1.01 + fnp.sum(b), b)
+        s = fg.lax.fori_loop(0, n, lambda i, c: c * 1.01 + fnp.sum(b), b)
         return y, s - 1.0, fnp.sort(b)
 
     x = np.linspace(-3, 3, 1 << 18, dtype=np.float32).reshape(512, 512)
     b = np.array([3, -1, 2, 7, 0, 5, 4], np.float32)
     jf = fg.jit(f)
-    exe = jf.lower(x, b).compile()._exe
+    exe = jf.lower(x, b, 5).compile()._exe
     hot, glue = llvm.render(exe.program)
     assert (hot.opt_level, glue.opt_level) == (3, 0)
     assert f"define i32 @{exe.program.name}(" in hot.ir_text
     assert re.search(r"^define void @k\d+\(", glue.ir_text, re.M)  # a small kernel
-    y, s, srt = jf(x, b)
+    y, s, srt = jf(x, b, 5)
     c = b.astype(np.float64)
     for _ in range(5):
         c = c * 1.01 + b.sum()
     np.testing.assert_allclose(np.asarray(y), np.tanh(x) * 2 + np.exp(-x * x), atol=1e-6)
     np.testing.assert_allclose(np.asarray(s), c - 1, rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(srt), np.sort(b))
+
+
+def test_an_entry_with_a_short_scan_stays_glue():
+    """An entry point whose loops run a few thousand iterations at most (a scan of length 64,
+    llvm.ENTRY_LOOP_TRIPS) is glue: no IR passes, its loop unoptimised; the kernels it calls
+    in the loop keep the full pipeline, and the result is the Python loop's."""
+
+    def f(c, xs):
+        return fg.lax.scan(lambda c, x: (fnp.tanh(c * 0.9 + x), c * 2.0), c, xs)
+
+    xs = np.random.default_rng(0).standard_normal((64, 512)).astype(np.float32)
+    c0 = np.zeros(512, np.float32)
+    jf = fg.jit(f)
+    exe = jf.lower(c0, xs).compile()._exe
+    parts = llvm.render(exe.program)
+    entry = f"define i32 @{exe.program.name}(ptr noalias %args, i64 %nthreads) optnone noinline"
+    assert any(entry in p.ir_text for p in parts)
+    assert any(
+        p.passes and re.search(r"^define (internal )?void @k\d+\(", p.ir_text, re.M) for p in parts
+    )
+    c, ys = jf(c0, xs)
+    ref_c, ref_ys = c0.astype(np.float64), []
+    for x in xs.astype(np.float64):
+        ref_ys.append(ref_c * 2.0)
+        ref_c = np.tanh(ref_c * 0.9 + x)
+    np.testing.assert_allclose(np.asarray(c), ref_c, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(ys), np.array(ref_ys), rtol=1e-5, atol=1e-6)
 
 
 def test_a_compile_error_names_the_kernel_and_what_it_computes(monkeypatch):

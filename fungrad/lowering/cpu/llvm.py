@@ -22,6 +22,7 @@ values are defined once.
 from __future__ import annotations
 
 import ctypes
+import math
 import re
 from dataclasses import dataclass
 
@@ -176,9 +177,9 @@ class ModuleWriter:
             )
             self.add_function(step_profile.helpers(), step_profile.HELPERS, glue=True)
         entry.extend(self.render_steps(prog.steps, ptr))
-        # Straight-line glue (read the arguments, call the kernels) is not worth optimising;
-        # entry functions that hold control flow's loops get the full pipeline
-        hot_entry = any(isinstance(s, ENTRY_CODE_STEPS) for s in prog.steps)
+        # Glue (read the arguments, call the kernels) is not worth optimising, nor are the loops
+        # of control flow that call kernels a few thousand times (see ENTRY_LOOP_TRIPS)
+        hot_entry = _entry_trips(prog.steps) > ENTRY_LOOP_TRIPS
         attrs = "" if hot_entry else f" {_GLUE}"
         head = (
             f"define i32 @{prog.name}(ptr noalias %args, i64 %nthreads){attrs} {{\nentry:\n"
@@ -403,9 +404,28 @@ STEP_RENDERERS = StepRenderers(
 )
 """How each step kind becomes entry-function lines (``ModuleWriter.render_steps``)."""
 
-#: steps whose code (loops, branches) runs inside the entry function, which then gets the full
-#: pipeline; the other steps only call functions from it
-ENTRY_CODE_STEPS = (CondStep, WhileStep, ScanStep)
+#: the entry function is glue (no IR passes, FastISel) while the loops of the control flow it
+#: holds (``_entry_trips``) run at most this many iterations per call, and gets the full
+#: pipeline beyond. Unoptimised, an iteration of a loop calling two small kernels took ~0.5 ns
+#: more (5.5 -> 6.0 ns, a while loop of 1e5 iterations), while the full pipeline cost the
+#: entry of the LSTM step (two scans of 64 steps) ~14 ms of its ~120 ms of LLVM time
+ENTRY_LOOP_TRIPS = 4096
+
+
+def _entry_trips(steps) -> float:
+    """Iterations the entry function's control-flow loops run per call, nested loops
+    multiplied: a scan its length, a while loop unknown (infinity), a cond its largest
+    branch; the bodies' steps render inside the entry, so their loops count too."""
+    trips = 0.0
+    for s in steps:
+        if isinstance(s, ScanStep):
+            trips += s.length * (1 + _entry_trips(s.body))
+        elif isinstance(s, WhileStep):
+            return math.inf
+        elif isinstance(s, CondStep):
+            trips += max((_entry_trips(b) for b in s.branches), default=0.0)
+    return trips
+
 
 POOL_SYMBOL = "fg_parallel_for_fn"
 """Generated code's pointer to the native pool's ``fg_parallel_for``; null until

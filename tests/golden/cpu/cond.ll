@@ -93,9 +93,7 @@ lanes:
 
 @llvm.compiler.used = appending global [4 x ptr] [ptr @fg_sin_large_f32_v2, ptr @fg_sin_large_f32_v4, ptr @fg_sin_large_f32_v8, ptr @fg_sin_large_f32_v16], section "llvm.metadata"
 
-declare void @k3(ptr noalias, ptr noalias, i64, i64)
-
-define internal void @k1(ptr noalias %b1, ptr noalias %b3, i64 %start, i64 %end) "stackrealign" {
+define void @k1(ptr noalias %b1, ptr noalias %b3, i64 %start, i64 %end) "stackrealign" {
 entry:
   br label %l0.entry
 l0.entry:
@@ -118,7 +116,7 @@ l0.exit:
   ret void
 }
 
-define internal void @k2(ptr noalias %b1, ptr noalias %b3, i64 %start, i64 %end) "stackrealign" {
+define void @k2(ptr noalias %b1, ptr noalias %b3, i64 %start, i64 %end) "stackrealign" {
 entry:
   br label %l1.entry
 l1.entry:
@@ -141,7 +139,29 @@ l1.exit:
   ret void
 }
 
-define i32 @main(ptr noalias %args, i64 %nthreads) {
+!1 = !{!"llvm.loop.unroll.disable"}
+!2 = distinct !{!2, !1}
+!3 = distinct !{!3, !1}
+!4 = !{!"llvm.loop.vectorize.enable", i1 false}
+!5 = !{!"llvm.loop.interleave.count", i32 4}
+; module 1: level 0, passes False
+@fg_ndarray_type = external global ptr
+declare void @k2(ptr noalias, ptr noalias, i64, i64)
+
+declare void @k1(ptr noalias, ptr noalias, i64, i64)
+
+define internal void @k3(ptr noalias %b0, ptr noalias %b2, i64 %start, i64 %end) "stackrealign" {
+entry:
+  %p2 = getelementptr inbounds i8, ptr %b0, i64 0
+  %t3 = load i8, ptr %p2
+  %t1 = icmp ne i8 %t3, 0
+  %t4 = zext i1 %t1 to i32
+  %p5 = getelementptr inbounds i32, ptr %b2, i64 0
+  store i32 %t4, ptr %p5
+  ret void
+}
+
+define i32 @main(ptr noalias %args, i64 %nthreads) optnone noinline {
 entry:
   %slot0 = getelementptr inbounds i8, ptr %args, i64 24
   %obj0 = load ptr, ptr %slot0
@@ -216,24 +236,6 @@ cf1.b1:
   br label %cf1.end
 cf1.end:
   ret i32 0
-}
-
-!1 = !{!"llvm.loop.unroll.disable"}
-!2 = distinct !{!2, !1}
-!3 = distinct !{!3, !1}
-!4 = !{!"llvm.loop.vectorize.enable", i1 false}
-!5 = !{!"llvm.loop.interleave.count", i32 4}
-; module 1: level 0, passes False
-@fg_ndarray_type = external global ptr
-define void @k3(ptr noalias %b0, ptr noalias %b2, i64 %start, i64 %end) "stackrealign" {
-entry:
-  %p2 = getelementptr inbounds i8, ptr %b0, i64 0
-  %t3 = load i8, ptr %p2
-  %t1 = icmp ne i8 %t3, 0
-  %t4 = zext i1 %t1 to i32
-  %p5 = getelementptr inbounds i32, ptr %b2, i64 0
-  store i32 %t4, ptr %p5
-  ret void
 }
 
 !1 = !{!"llvm.loop.unroll.disable"}

@@ -1,8 +1,6 @@
 ; module 0: level 3, passes True
 @fg_ndarray_type = external global ptr
-declare void @k2(ptr noalias, i64, i64)
-
-define internal void @k1(ptr noalias %b3, ptr noalias %b4, ptr noalias %b5, ptr noalias %b7, i64 %start, i64 %end) "stackrealign" {
+define void @k1(ptr noalias %b3, ptr noalias %b4, ptr noalias %b5, ptr noalias %b7, i64 %start, i64 %end) "stackrealign" {
 entry:
   br label %l1.entry
 l1.entry:
@@ -29,7 +27,36 @@ l1.exit:
   ret void
 }
 
-define i32 @main(ptr noalias %args, i64 %nthreads) {
+!1 = !{!"llvm.loop.unroll.disable"}
+!2 = distinct !{!2, !1, !4}
+!3 = distinct !{!3, !1, !4}
+!4 = !{!"llvm.loop.vectorize.enable", i1 false}
+!5 = !{!"llvm.loop.interleave.count", i32 4}
+; module 1: level 0, passes False
+@fg_ndarray_type = external global ptr
+declare void @k1(ptr noalias, ptr noalias, ptr noalias, ptr noalias, i64, i64)
+
+define internal void @k2(ptr noalias %b1, i64 %start, i64 %end) "stackrealign" {
+entry:
+  br label %l2.entry
+l2.entry:
+  br label %l2.head
+l2.head:
+  %v2 = phi i64 [0, %l2.entry], [%v2.next, %l2.latch]
+  %l2.c = icmp slt i64 %v2, 8
+  br i1 %l2.c, label %l2.body, label %l2.exit
+l2.body:
+  %p1 = getelementptr inbounds float, ptr %b1, i64 %v2
+  store float 0x0000000000000000, ptr %p1
+  br label %l2.latch
+l2.latch:
+  %v2.next = add nuw nsw i64 %v2, 1
+  br label %l2.head, !llvm.loop !2
+l2.exit:
+  ret void
+}
+
+define i32 @main(ptr noalias %args, i64 %nthreads) optnone noinline {
 entry:
   %slot0 = getelementptr inbounds i8, ptr %args, i64 24
   %obj0 = load ptr, ptr %slot0
@@ -87,33 +114,6 @@ cf1.latch:
   br label %cf1.head
 cf1.exit:
   ret i32 0
-}
-
-!1 = !{!"llvm.loop.unroll.disable"}
-!2 = distinct !{!2, !1, !4}
-!3 = distinct !{!3, !1, !4}
-!4 = !{!"llvm.loop.vectorize.enable", i1 false}
-!5 = !{!"llvm.loop.interleave.count", i32 4}
-; module 1: level 0, passes False
-@fg_ndarray_type = external global ptr
-define void @k2(ptr noalias %b1, i64 %start, i64 %end) "stackrealign" {
-entry:
-  br label %l2.entry
-l2.entry:
-  br label %l2.head
-l2.head:
-  %v2 = phi i64 [0, %l2.entry], [%v2.next, %l2.latch]
-  %l2.c = icmp slt i64 %v2, 8
-  br i1 %l2.c, label %l2.body, label %l2.exit
-l2.body:
-  %p1 = getelementptr inbounds float, ptr %b1, i64 %v2
-  store float 0x0000000000000000, ptr %p1
-  br label %l2.latch
-l2.latch:
-  %v2.next = add nuw nsw i64 %v2, 1
-  br label %l2.head, !llvm.loop !2
-l2.exit:
-  ret void
 }
 
 !1 = !{!"llvm.loop.unroll.disable"}

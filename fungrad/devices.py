@@ -180,6 +180,11 @@ def local_devices(process_index: int | None = None, backend: str | None = None) 
     index (another process's devices are not reachable from here)."""
     me = globals()["process_index"]()
     if process_index not in (None, me):
+        if _distributed() is None:
+            raise ValueError(
+                f"local_devices: process_index={process_index!r}, but fungrad runs as "
+                "a single process (index 0)"
+            )
         raise ValueError(
             f"local_devices: process_index={process_index!r}, but this is process {me}; "
             "only its own devices are listed"

@@ -23,8 +23,10 @@ one call into the MPI library (the CPU: ``cpu/mpi.py``, a direct call from the n
   garbage). Every rank compiles the same program, so the checks line up.
 * Reductions of float16/bfloat16 (no MPI datatype) run in float32 and round back.
 
-A backend whose policy has no ``mpi_steps`` (the GPU) gets a LoweringError naming the
-limitation. The rules replace lax's "unbound axis" rules (:func:`install`, called by
+A backend whose policy has no ``mpi_steps`` (the GPU) stages each collective through host
+memory instead (:func:`_staged`): a host step (``host_callback.lower_host_call``) copies the
+operands out, runs fungrad.distributed's eager collective (mpi4py) and copies the results in.
+The rules replace lax's "unbound axis" rules (:func:`install`, called by
 ``compile_jaxpr``) and fall back to them for names that are not process axes, so a name no
 pmap or vmap binds keeps lax's NameError.
 """
@@ -37,6 +39,7 @@ import numpy as np
 
 from fungrad.lowering import kernel as K
 from fungrad.lowering.fusion import LoweringError
+from fungrad.lowering.host_callback import lower_host_call
 from fungrad.lowering.steps import CollectiveStep
 
 __all__ = ["install", "process_axis_of"]
@@ -82,13 +85,8 @@ def _dispatcher(prim, fallback):
             raise LoweringError(
                 f"{prim.name}: over several process axes {names}; fungrad binds one"
             )
-        if not getattr(ctx.planner.policy, "mpi_steps", False):
-            raise LoweringError(
-                f"{prim.name} over the process axis {names[0]!r}: the "
-                f"{ctx.planner.policy.name.upper()} backend does not compile collectives over "
-                "processes (no staging through host memory yet); jit the function with "
-                "backend='cpu'"
-            )
+        if prim.name != "axis_index" and not getattr(ctx.planner.policy, "mpi_steps", False):
+            return _staged(ctx, prim, axes[0], names[0], args, params)
         return _RULES[prim.name](ctx, axes[0], names[0], *args, **params)
 
     return rule
@@ -298,3 +296,42 @@ def _axis_index(ctx, pax, name, *, axis_name):
     """This process's rank along the axis, a constant of its program."""
     rank = int(pax.rank)
     return K.from_fn((), np.dtype(np.int32), lambda idx: ctx.const(rank, np.int32), "axis_index")
+
+
+# -- staging through host memory (backends without MPI steps) ------------------------------------
+
+
+def _staged(ctx, prim, pax, name: str, args, params):
+    """``prim`` as a host step running fungrad.distributed's eager collective on the operands
+    read back to the host (the GPU: between dispatches); shapes checked once here, as the
+    native steps are (the eager functions check them again per call)."""
+    import fungrad.distributed as d
+
+    _check(pax, prim.name, args, {k: v for k, v in params.items() if k != "axis_name"})
+    p = params
+    runs = {
+        "psum": lambda vs: d.allreduce(pax, "sum", vs, p["axis_index_groups"]),
+        "pmax": lambda vs: d.allreduce(pax, "max", vs, p["axis_index_groups"]),
+        "pmin": lambda vs: d.allreduce(pax, "min", vs, p["axis_index_groups"]),
+        "all_gather": lambda vs: [
+            d.all_gather(pax, vs[0], gather_axis=p["axis"], tiled=p["tiled"])
+        ],
+        "reduce_scatter": lambda vs: [
+            d.reduce_scatter(pax, vs[0], scatter_dimension=p["scatter_dimension"], tiled=p["tiled"])
+        ],
+        "all_to_all": lambda vs: [
+            d.all_to_all(
+                pax,
+                vs[0],
+                split_axis=p["split_axis"],
+                concat_axis=p["concat_axis"],
+                tiled=p["tiled"],
+            )
+        ],
+        "ppermute": lambda vs: [d.ppermute(pax, vs[0], perm=p["perm"])],
+    }
+    avals = [v.aval for v in ctx.planner.eqn.outvars]
+    outs = lower_host_call(
+        ctx, f"MPI {prim.name} over process axis {name!r} (host)", runs[prim.name], args, avals
+    )
+    return outs if prim.multiple_results else outs[0]

@@ -112,14 +112,18 @@ def loop_nest_cost(loops, stores, seen: set) -> int:
         runs.append(runs[-1] * v.extent)
     total = runs[-1] * len(stores)
     stack = [e for s in stores for e in (s.value, s.index, s.mask) if e is not None]
+    runs_of: dict[frozenset, int] = {}  # a node's runs by its free variables (few distinct sets)
     while stack:
         e = stack.pop()
         if id(e) in seen:
             continue
         seen.add(id(e))
-        depth = max((pos[v] + 1 for v in e.free if v in pos), default=0)
-        bound = math.prod(v.extent for v in e.free if v not in pos)
-        total += _OP_COST.get(e.op, 1) * runs[depth] * bound
+        n = runs_of.get(e.free)
+        if n is None:
+            depth = max((pos[v] + 1 for v in e.free if v in pos), default=0)
+            bound = math.prod(v.extent for v in e.free if v not in pos)
+            n = runs_of[e.free] = runs[depth] * bound
+        total += _OP_COST.get(e.op, 1) * n
         stack.extend(e.args)
     return total
 

@@ -91,6 +91,9 @@ class ModuleWriter:
         self.functions: list[Function] = []  # compiled with LLVM's full pipeline
         self.glue: list[Function] = []  # compiled without optimisation (see _cold_kernels)
         self.cold: set[int] = set()  # ids of the kernels among the glue
+        # Kernel.cost by kernel id: a walk over every expression, asked for by the tiering
+        # (_cold_kernels, _work) and the thread split; computed once per kernel
+        self.costs: dict[int, int] = {}
         # kernels defined, by a cheap outline of their structure: [[kernel, buffer ids, its
         # render.kernel_record or None until compared]] (see _define)
         self.kernels: dict[tuple, list[list]] = {}
@@ -127,7 +130,7 @@ class ModuleWriter:
         """The program as one or two modules: kernels worth LLVM's full pipeline, and glue
         (the entry point, trampolines, small kernels) compiled without optimisation."""
         prog = self.prog
-        self.cold = _cold_kernels(prog.steps)
+        self.cold = _cold_kernels(prog.steps, self.costs)
         entry: list[str] = []
         lay = abi.layout()
         slots = [*prog.inputs, *(b for b, _ in prog.consts), *prog.outputs]
@@ -282,7 +285,7 @@ class ModuleWriter:
         names = {bid: f"%b{bid}" for bid in used}
         n = kern.loops[0].extent if kern.loops else 1
         cold = id(kern) in self.cold
-        par = not cold and kern.parallel and n >= 2 and kern.cost() >= PARALLEL_COST
+        par = not cold and kern.parallel and n >= 2 and _cost(kern, self.costs) >= PARALLEL_COST
         fn = self._define(kern, names, cold, whole=not par)
         args = ", ".join(f"ptr {ptr[bid]}" for bid in used)
         sep = ", " if args else ""
@@ -492,16 +495,24 @@ GEMM_FLOPS_PER_OP = 8
 COLD_MAX = 1 << 16
 
 
-def _cold_kernels(steps) -> set[int]:
+def _cold_kernels(steps, costs: dict[int, int] | None = None) -> set[int]:
     """Ids of the top-level kernels of ``steps`` to compile without optimisation (see
     COLD_COST, COLD_SHARE and COLD_MAX). Kernels inside control flow may run many times: they
-    are always optimised."""
-    costs = {id(s): s.cost() for s in steps if isinstance(s, Kernel)}
-    limit = max(COLD_COST, min(_work(steps) * COLD_SHARE, COLD_MAX))
-    return {i for i, c in costs.items() if c <= limit}
+    are always optimised. ``costs``: the kernels' costs known so far, by id (gains the rest)."""
+    costs = {} if costs is None else costs
+    limit = max(COLD_COST, min(_work(steps, costs) * COLD_SHARE, COLD_MAX))
+    return {id(s) for s in steps if isinstance(s, Kernel) and costs[id(s)] <= limit}
 
 
-def _work(steps) -> float:
+def _cost(kern: Kernel, costs: dict[int, int]) -> int:
+    """``kern.cost()``, remembered in ``costs`` by kernel id."""
+    c = costs.get(id(kern))
+    if c is None:
+        c = costs[id(kern)] = kern.cost()
+    return c
+
+
+def _work(steps, costs: dict[int, int]) -> float:
     """Estimated operations of one run of ``steps``: kernels' ``cost``, products' flops over
     ``GEMM_FLOPS_PER_OP``, a scan's body ``length`` times, a while loop's cond and body once
     (their trip count is unknown), a cond's largest branch. (Counting the loops' work: the
@@ -510,15 +521,15 @@ def _work(steps) -> float:
     total = 0.0
     for s in steps:
         if isinstance(s, Kernel):
-            total += s.cost()
+            total += _cost(s, costs)
         elif isinstance(s, Gemm):
             total += 2 * s.m * s.n * s.k * s.batch / GEMM_FLOPS_PER_OP
         elif isinstance(s, ScanStep):
-            total += s.length * _work(s.body)
+            total += s.length * _work(s.body, costs)
         elif isinstance(s, WhileStep):
-            total += _work(s.cond) + _work(s.body)
+            total += _work(s.cond, costs) + _work(s.body, costs)
         elif isinstance(s, CondStep):
-            total += max((_work(b) for b in s.branches), default=0.0)
+            total += max((_work(b, costs) for b in s.branches), default=0.0)
     return total
 
 

@@ -42,17 +42,20 @@ AXIS = "i"
 LOOP = 20  # psums per call of the looped program
 
 
-def timed(fn, comm, reps: int, rounds: int = 5) -> float:
-    """The best over ``rounds`` of the mean seconds per call of ``reps`` calls, every rank
-    starting each round together (barrier) and the slowest rank's time counted."""
-    best = float("inf")
+def timed(fns, comm, reps: list[int], rounds: int = 7) -> list[float]:
+    """Seconds per call of each of ``fns`` (``reps[i]`` calls per round): the best over
+    ``rounds`` rounds, the functions interleaved within each round (a load that drifts during
+    the run hits all of them alike), every rank starting each batch together (barrier) and the
+    slowest rank's time counted."""
+    best = [float("inf")] * len(fns)
     for _ in range(rounds):
-        comm.Barrier()
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        dt = (time.perf_counter() - t0) / reps
-        best = min(best, comm.allreduce(dt, op=max_op()))
+        for i, (fn, k) in enumerate(zip(fns, reps)):
+            comm.Barrier()
+            t0 = time.perf_counter()
+            for _ in range(k):
+                fn()
+            dt = (time.perf_counter() - t0) / k
+            best[i] = min(best[i], comm.allreduce(dt, op=max_op()))
     return best
 
 
@@ -88,9 +91,16 @@ def allreduce_bench(comm, quick: bool) -> list[tuple]:
             reps = max(3, min(2000, int(2e8 // max(nbytes, 1) // 50)))
             if quick:
                 reps = max(2, reps // 10)
-            t_fg = timed(lambda: f(xa), comm, reps)  # noqa: B023
-            t_loop = timed(lambda: loop(xa), comm, max(1, reps // LOOP)) / LOOP  # noqa: B023
-            t_mpi = timed(lambda: comm.Allreduce(x, recv, op=MPI.SUM), comm, reps)  # noqa: B023
+            t_fg, t_loop, t_mpi = timed(
+                [
+                    lambda: f(xa),  # noqa: B023
+                    lambda: loop(xa),  # noqa: B023
+                    lambda: comm.Allreduce(x, recv, op=MPI.SUM),  # noqa: B023
+                ],
+                comm,
+                [reps, max(1, reps // LOOP), reps],
+            )
+            t_loop /= LOOP
             assert np.array_equal(np.asarray(f(xa)), want)
             rows.append((nbytes, t_fg, t_loop, t_mpi))
     return rows
@@ -114,31 +124,32 @@ def w4_bench(comm, quick: bool):
         g = fg.grad(lambda q: mlp_loss(fg, q, (xb, yb)))(p)
         return sgd(p, lax.pmean(g, AXIS))
 
-    steps = 5 if quick else 30
+    steps = 5 if quick else 20
     shard = 128 // n
     xs, ys = x[rank * shard : (rank + 1) * shard], y[rank * shard : (rank + 1) * shard]
 
     single = fg.jit(step1)
-    p1 = params
-    t1 = float("nan")
-    if rank == 0:
-        p1 = single(params, x, y)  # compile
-        t0 = time.perf_counter()
-        p1 = params
-        for _ in range(steps):
-            p1 = single(p1, x, y)
-        t1 = (time.perf_counter() - t0) / steps
-    comm.Barrier()
-
+    single(params, x, y)  # compile (every rank: the check below needs rank 0's)
     with distributed.bind_process_axis(AXIS):
         dp = fg.jit(step_dp)
         dp(params, xs, ys)  # compile
+    t1 = tn = float("inf")
+    for _ in range(3 if quick else 5):  # rounds, the two interleaved; best of each
+        comm.Barrier()  # the other ranks wait here while rank 0 runs the whole batch
+        if rank == 0:
+            t0 = time.perf_counter()
+            p1 = params
+            for _ in range(steps):
+                p1 = single(p1, x, y)
+            t1 = min(t1, (time.perf_counter() - t0) / steps)
         comm.Barrier()
-        t0 = time.perf_counter()
-        pn = params
-        for _ in range(steps):
-            pn = dp(pn, xs, ys)
-        tn = comm.allreduce((time.perf_counter() - t0) / steps, op=max_op())
+        with distributed.bind_process_axis(AXIS):
+            comm.Barrier()
+            t0 = time.perf_counter()
+            pn = params
+            for _ in range(steps):
+                pn = dp(pn, xs, ys)
+            tn = min(tn, comm.allreduce((time.perf_counter() - t0) / steps, op=max_op()))
     err = 0.0
     if rank == 0:
         for (w1, b1), (wn, bn) in zip(p1, pn):

@@ -167,6 +167,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
     args = ap.parse_args()
     distributed.initialize()
+    fg.config.update("jit_retrace_warning_threshold", 0)  # one compile per size, on purpose
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD

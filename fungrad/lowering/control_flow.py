@@ -28,7 +28,13 @@ from fungrad.lowering.fusion import Gemm, Kernel, Planner
 from fungrad.lowering.kernel import Buffer, Tensor
 from fungrad.lowering.steps import Carry, CondStep, ScanStep, Slice, WhileStep
 
-__all__ = ["lower_cond", "lower_while", "lower_scan", "carries_in_place"]
+__all__ = [
+    "lower_cond",
+    "lower_while",
+    "lower_scan",
+    "carries_in_place",
+    "pack_invariant_operands",
+]
 
 
 # -- buffers of a loop ----------------------------------------------------------------------------
@@ -203,6 +209,7 @@ def lower_while(ctx: K.Ctx, cond_jaxpr, body_jaxpr, cond_consts, body_consts, in
     body = _sub_program(parent, f"{name}.body", body_jaxpr, bconsts + cur_in, nxt)
     for c, b in zip(carries, [b for b in nxt if b is not None]):
         c.nxt = b  # (the body's own temporary, when it computed the value into one)
+    pack_invariant_operands(parent, body.steps, bconsts)
     parent.add_step(WhileStep(name, cond.steps, pred, body.steps, carries))
     return out_tensors
 
@@ -257,6 +264,8 @@ def lower_scan(ctx: K.Ctx, jaxpr, consts, init, xs, length: int, reverse: bool) 
         c.nxt = b  # (the body's own temporary, when it computed the value into one)
     for s, b in zip(y_slices, targets[n_carry:]):
         s.view = b
+    if length > 1:
+        pack_invariant_operands(parent, body.steps, const_bufs)
     parent.add_step(ScanStep(name, body.steps, carries, x_slices, y_slices, length, reverse))
     return carry_outs + [parent.buffer_tensor(s.whole, name) for s in y_slices]
 
@@ -324,3 +333,52 @@ def _store_init_home(before: list, after: list, c: Carry) -> bool:
     for st in stores:
         st.buffer = c.home
     return True
+
+
+# -- loop-invariant product operands packed once ----------------------------------------------
+
+
+def pack_invariant_operands(parent: Planner, body: list, consts: list[Buffer | None]) -> None:
+    """Pack, once before the loop, the ``b`` of each matrix product in ``body`` that reads a
+    constant of the loop (``consts``: buffers no iteration writes), where the backend's
+    :meth:`~fungrad.lowering.fusion.Policy.prepacks_b` asks for it: the products of an LSTM's
+    gates (``[x, h] @ W`` forward, ``dz @ W^T`` backward) read the same weights every step,
+    and the CPU gemm library packed them into its panels on every call (a fixed ~55 us of the
+    255 us of ``[32, 320] @ [320, 1024]``, ~100 us of 287 for ``W^T``, one core). A kernel
+    before the loop stores op(b) in the panels instead (``cpu/gemm.py: pack_b``) and the
+    product reads them in place (``Gemm.b_packed``)."""
+    invariant = {b.id for b in consts if b is not None}
+    packed: dict[tuple[int, bool], Buffer] = {}
+    for g in body:
+        if not (isinstance(g, Gemm) and g.b.id in invariant and not g.b_packed):
+            continue
+        width = parent.policy.prepacks_b(g)
+        if not width:
+            continue
+        key = (g.b.id, g.trans_b)
+        if key not in packed:
+            packed[key] = _pack_b(parent, g, width)
+        g.b, g.trans_b, g.b_packed = packed[key], False, True
+
+
+def _pack_b(parent: Planner, g: Gemm, width: int) -> Buffer:
+    """A buffer the kernel stores op(g.b) into as panels of ``width`` columns:
+    ``[ceil(n / width), k, width]``, panel ``q`` row ``kk`` = ``op(b)[kk, q*width:][:width]``,
+    zero past n."""
+    ctx, n, k, trans_b = parent.ctx, g.n, g.k, g.trans_b  # (element runs later: g changes)
+    src = parent.buffer_tensor(g.b, "packed b")
+    zero = ctx.const(0, g.b.dtype)
+
+    def element(idx):
+        q, kk, r = idx
+        col = ctx.iadd(ctx.imul(q, ctx.iconst(width)), r)
+        inside = ctx.op("lt", col, ctx.iconst(n))
+        safe = ctx.select(inside, col, ctx.iconst(n - 1))
+        value = src.at((safe, kk) if trans_b else (kk, safe))
+        return ctx.select(inside, value, zero)
+
+    shape = (-(-n // width), k, width)
+    t = K.from_fn(shape, g.b.dtype, element, f"{g.name} b packed")
+    t.buffer = parent.new_buffer(shape, g.b.dtype, "temp")
+    parent.pending.append(t)
+    return t.buffer

@@ -162,6 +162,10 @@ class Gemm:
     alpha: float = 1.0
     beta: float = 0.0
     c0: Buffer | None = None
+    #: ``b`` holds op(b) packed in the CPU gemm library's panels (``cpu/gemm.py: pack_b``;
+    #: ``trans_b`` is then False): a loop-invariant b packed once before the loop
+    #: (``control_flow.pack_invariant_operands``)
+    b_packed: bool = False
 
     def reads(self) -> set[Buffer]:
         return {self.a, self.b} | ({self.c0 or self.c} if self.beta else set())
@@ -294,6 +298,12 @@ class Policy(Protocol):
         """Whether ``batch`` products of ``[m, k] @ [k, n]`` in ``dtype`` (a float; operands,
         accumulator and result all of it, none of m, n, k zero) should be a :class:`Gemm`
         step rather than an inline reduction per output element."""
+        ...
+
+    def prepacks_b(self, step: Gemm) -> int:
+        """For a product inside a loop whose ``b`` no iteration changes: the panel width
+        (columns) to pack op(b) into once before the loop (``Gemm.b_packed``), or 0 to read b
+        as it is."""
         ...
 
     def column_reduction(self, size: int, shortest: int) -> bool:

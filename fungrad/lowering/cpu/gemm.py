@@ -14,7 +14,15 @@ the one native function ``@fg_matmul_f32`` (:func:`library_decl`, cblas-like arg
     void fg_matmul_f32(i32 trans, i64 m, i64 n, i64 k, float alpha, ptr a, i64 lda,
                        ptr b, i64 ldb, float beta, ptr c0, ptr c, i64 ldc)
 
-(``trans``: bit 0 for A transposed, bit 1 for b transposed.)
+(``trans``: bit 0 for A transposed, bit 1 for b transposed, bit 2 for b *packed*.)
+
+A packed b (:func:`pack_b`) is ``op(b)`` laid out in the panels the schedule reads:
+``[ceil(n / NR), k, NR]`` floats, panel ``q`` row ``kk`` holding ``op(b)[kk, q*NR:][:NR]``
+(zero past n). The schedule then reads its panels in place instead of packing b per call. A
+product inside a loop whose b does not change (an LSTM's gate weights, forward ``[x, h] @ W``
+and backward ``dz @ W^T``) gets b packed once before the loop (``fusion.Gemm.b_packed``): at
+the LSTM's 32 x 320 x 1024 packing was a fixed ~55 us of the call's 255 (W), ~100 us of 287
+(W^T), per step.
 
 ``c0`` shares ``c``'s row stride and may be ``c`` itself; it is read only when ``beta != 0``
 (so ``beta = 0`` ignores NaNs in it, like BLAS). Its module is hand-vectorised IR (explicit
@@ -93,6 +101,8 @@ __all__ = [
     "library_call",
     "library_decl",
     "library_ir",
+    "pack_b",
+    "packed_b_floats",
     "supports",
 ]
 
@@ -157,9 +167,15 @@ def library_decl() -> str:
     )
 
 
-def _trans(trans_a: bool, trans_b: bool) -> int:
-    """The library's first argument: bit 0 for A transposed, bit 1 for b transposed."""
-    return int(trans_a) | int(trans_b) << 1
+def _trans(trans_a: bool, trans_b: bool, b_packed: bool = False) -> int:
+    """The library's first argument: bit 0 for A transposed, bit 1 for b transposed, bit 2
+    for b packed (:func:`pack_b`)."""
+    return int(trans_a) | int(trans_b) << 1 | int(b_packed) << 2
+
+
+def packed_b_floats(n: int, k: int) -> int:
+    """Floats of op(b) (``[k, n]``) packed in panels (:func:`pack_b`)."""
+    return -(-n // NR) * k * NR
 
 
 def library_call(step, a: str, b: str, c: str, c0: str) -> str:
@@ -174,11 +190,13 @@ def library_call(step, a: str, b: str, c: str, c0: str) -> str:
 def block_call(step, n, a: str, b: str, c: str, c0: str) -> str:
     """The IR line calling the library for ``n`` columns (an int or an ``i64`` value) of
     ``step``'s product, ``b``, ``c`` and ``c0`` pointing at the first of them; the leading
-    dimensions stay the whole product's (``gemm_step`` splits products into column blocks)."""
+    dimensions stay the whole product's (``gemm_step`` splits products into column blocks;
+    with b packed, a block's b starts ``k`` floats per column further on)."""
     lda = step.m if step.trans_a else step.k
     ldb = step.k if step.trans_b else step.n
+    trans = _trans(step.trans_a, step.trans_b, step.b_packed)
     return (
-        f"  call void @{SYMBOL}(i32 {_trans(step.trans_a, step.trans_b)}, i64 {step.m}, "
+        f"  call void @{SYMBOL}(i32 {trans}, i64 {step.m}, "
         f"i64 {n}, i64 {step.k}, float {_f(step.alpha)}, ptr {a}, i64 {lda}, ptr {b}, "
         f"i64 {ldb}, "
         f"float {_f(step.beta)}, ptr {c0}, ptr {c}, i64 {step.n})"
@@ -494,8 +512,8 @@ class _Writer:
                     f"  {acc[r][v]} = phi {vty} [zeroinitializer, %{tag}.kp], "
                     f"[{new[r][v]}, %{tag}.kl]"
                 )
-        bvec = [
-            self.op(f"load {vty}, ptr {self.gep(f'%{tag}.bp', v * VEC)}, align 64", "b")
+        bvec = [  # (unaligned loads: a caller's packed b need not start on a cache line)
+            self.op(f"load {vty}, ptr {self.gep(f'%{tag}.bp', v * VEC)}, align 4", "b")
             for v in range(nv)
         ]
         for r in range(mr):
@@ -659,6 +677,8 @@ class _Writer:
                 e(
                     f"  {np_} = lshr i64 {self.op(f'add i64 {nc}, {self.nr - 1}')}, "
                     f"{self.nr.bit_length() - 1}",
+                    "  br i1 %pb, label %s.pkd, label %s.pk0",
+                    "s.pk0:",
                     "  br i1 %tb, label %s.pkt, label %s.pkn",
                     "s.pkt:",
                 )
@@ -674,7 +694,11 @@ class _Writer:
 
                 def panel_of(p):
                     col = self.op(f"add i64 {jc}, {self.mul(p, self.nr)}")
-                    return self.gep("%bpk", self.mul(p, panel_size)), col
+                    packed = self.gep("%bpk", self.mul(p, panel_size))
+                    # b packed by the caller: panel col / NR, row pc (see pack_b)
+                    at = self.op(f"add i64 {self.mul(col, '%k')}, {self.mul('%s.pc', self.nr)}")
+                    given = self.gep("%b", at)
+                    return self.op(f"select i1 %pb, ptr {given}, ptr {packed}"), col
 
                 def row_tile(i):
                     self.a_rows(i, kc)
@@ -722,10 +746,14 @@ class _Writer:
             "  %ta = trunc i32 %trans to i1",
             "  %tb.b = and i32 %trans, 2",
             "  %tb = icmp ne i32 %tb.b, 0",
+            "  %pb.b = and i32 %trans, 4",
+            "  %pb = icmp ne i32 %pb.b, 0",  # b packed by the caller: panels of NR columns
             f"  %s = select i1 %ta, i64 {2 * mr}, i64 1",  # floats per k step of A's rows
             "  %rs = select i1 %ta, i64 1, i64 %lda",  # floats from one of A's rows to the next
             "  %bnz = fcmp une float %beta, 0.0",
-            f"  %narrow = icmp sle i64 %n, {VEC}",
+            f"  %narrow.n = icmp sle i64 %n, {VEC}",
+            "  %pb.not = xor i1 %pb, true",
+            "  %narrow = and i1 %narrow.n, %pb.not",
             f"  %ps = select i1 %narrow, i64 {VEC}, i64 {self.nr}",  # floats per panel row
             f"  %wide.m = select i1 %narrow, <{VEC} x i1> zeroinitializer, <{VEC} x i1> {_ONES}",
         )
@@ -866,6 +894,7 @@ def gemm(
     beta: float = 0.0,
     c0: np.ndarray | None = None,
     out: np.ndarray | None = None,
+    prepack: bool = False,
 ) -> np.ndarray:
     """``alpha * op(a) @ op(b) + beta * c0`` through the native library (tests, benchmarks).
 
@@ -873,7 +902,8 @@ def gemm(
     not both transposed); every operand is 2-D
     float32 with contiguous rows and any row stride (e.g. a column slice of a wider array).
     ``c0`` (read only when ``beta != 0``) and ``out`` are ``[m, n]`` with the same row stride;
-    ``out`` may be ``c0``. Returns ``out`` (a new array when None)."""
+    ``out`` may be ``c0``. ``prepack``: pack op(b) first (:func:`pack_b`) and run the
+    library's path for a packed b. Returns ``out`` (a new array when None)."""
     if trans_a and trans_b:
         raise ValueError(
             "matmul.gemm: a and b cannot both be transposed; pass "
@@ -903,8 +933,10 @@ def gemm(
             f"matmul.gemm: c0 and out must share a row stride, got "
             f"{c0.strides[0]} and {out.strides[0]} bytes"
         )
+    if prepack:
+        b, ldb = pack_b(b, trans_b), k
     _function(
-        _trans(trans_a, trans_b),
+        _trans(trans_a, trans_b and not prepack, prepack),
         m,
         n,
         k,
@@ -919,3 +951,14 @@ def gemm(
         ldc,
     )
     return out
+
+
+def pack_b(b: np.ndarray, trans_b: bool = False) -> np.ndarray:
+    """``op(b)`` (``b``, or ``b.T`` when ``trans_b``; ``[k, n]``) in the library's panels:
+    ``[ceil(n / NR), k, NR]`` float32, zero past n (what a packing kernel computes before a
+    loop for ``fusion.Gemm.b_packed``; here for tests)."""
+    ob = np.asarray(b, np.float32).T if trans_b else np.asarray(b, np.float32)
+    k, n = ob.shape
+    q = -(-n // NR)
+    padded = np.pad(ob, ((0, 0), (0, q * NR - n)))
+    return np.ascontiguousarray(padded.reshape(k, q, NR).transpose(1, 0, 2))

@@ -27,7 +27,8 @@ def render_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:
     bundles none) every product the library computes at all runs there."""
     have_blas = blas.find_blas().available
     batched = step.batch > 1 and matmul.supports(dataclasses.replace(step, batch=1))
-    if not (batched or matmul.supports(step) or (not have_blas and matmul.runs(step))):
+    own = batched or step.b_packed or matmul.supports(step)  # (a packed b: only the library)
+    if not (own or (not have_blas and matmul.runs(step))):
         return _blas_gemm(mw, step, ptr)
     em = mw.ops  # (its counter names the labels and values, unique in the module)
     em.n += 1
@@ -52,7 +53,8 @@ def _split_columns(mw, step: Gemm, name: str, pointers: list[str], blocks: int) 
     ``mw.parallel_for`` (one call over every block where one thread runs): a trampoline
     ``@<name>.par(ctx, s, e)`` offsets b, c and c0 to the first column and calls the library
     for that many columns with the whole product's leading dimensions."""
-    b_step = step.k if step.trans_b else 1  # floats from one column of op(b) to the next
+    # floats from one column of op(b) to the next (a packed b: k per column, gemm.pack_b)
+    b_step = step.k if step.trans_b or step.b_packed else 1
     text = (
         f"define internal void @{name}.par(ptr %ctx, i64 %s, i64 %e) {{\nentry:\n"
         f"{_context_loads(4)}\n"

@@ -39,6 +39,9 @@ class GpuPolicy:
     def wants_gemm(self, m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
         return m * n * k >= GEMM_MIN_FLOPS and batch <= GEMM_MAX_BATCH
 
+    def prepacks_b(self, step) -> int:
+        return 0  # the tiled matmul shaders stage b through workgroup memory themselves
+
     def linalg_step(self, op: str, n: int, batch: int) -> bool:
         """Cholesky, triangular solve and LU: a step at every size (``gpu/linalg.py``: one
         dispatch for a batch of matrices up to 256 on a side, a few per column above)."""

@@ -265,9 +265,19 @@ class ProcessAxis:
 class _Frames(threading.local):
     def __init__(self):
         self.stack: list = []  # ProcessAxis, innermost last
+        self.key: tuple = ()  # process_axis_key() of the stack, kept up to date by push/pop
 
 
 _frames = _Frames()
+_interned_keys: dict = {}  # process-axis key -> the one tuple equal to it (compared by identity)
+
+
+def _set_key(stack: list):
+    """Recompute the thread's process-axis key after ``stack`` changed: interned, so that the
+    key of the same binding is the same object however often it is bound (jit's hot path
+    compares keys by identity first)."""
+    key = tuple(a.key for a in stack)
+    _frames.key = _interned_keys.setdefault(key, key)
 
 
 @contextlib.contextmanager
@@ -280,10 +290,12 @@ def bind_process_axis(name, comm=None):
     axis = ProcessAxis(name, _world() if comm is None else comm)
     stack = _frames.stack
     stack.append(axis)
+    _set_key(stack)
     try:
         yield axis
     finally:
         stack.pop()
+        _set_key(stack)
 
 
 def process_axis(name) -> ProcessAxis | None:
@@ -302,9 +314,10 @@ def process_axis_names() -> list:
 
 def process_axis_key() -> tuple:
     """The process axes bound now, as a hashable key: part of jit's compile cache key, since
-    the same function compiles to different MPI calls under different bindings."""
-    stack = _frames.stack
-    return tuple(a.key for a in stack) if stack else ()
+    the same function compiles to different MPI calls under different bindings. The same
+    binding gives the same (interned) object every time, so comparing by identity is enough
+    where that is cheaper."""
+    return _frames.key
 
 
 # -- eager collectives over a process axis ------------------------------------------------------

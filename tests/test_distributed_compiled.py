@@ -54,3 +54,27 @@ def test_gpu_staging_and_shape_mismatch_across_ranks():
     assert "psum: the processes pass operands of different shapes" in out, out[-4000:]
     assert "float32[3]" in out and "float32[4]" in out, out[-4000:]
     assert "no error" not in out
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_hot_path_under_process_axes_and_constant_collectives(n):
+    """dispatch.py: jit's hot path under a process axis (and under another binding of the same
+    name, and none), collectives on constant operands (on every rank, or on rank 0 only)."""
+    p = mpirun(n, "dispatch.py")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-4000:]
+    passed = re.findall(r"rank (\d+): (\d+) checks passed", out)
+    assert sorted(int(r) for r, _ in passed) == list(range(n)), out[-4000:]
+    assert all(int(k) >= 38 for _, k in passed), passed
+
+
+def test_constant_folding_knows_every_collective():
+    """ir.passes.COLLECTIVES (never folded: they communicate) names every collective primitive
+    lax defines and every one the process-axis lowering handles."""
+    import fungrad  # noqa: F401  (registers lax's collectives)
+    from fungrad.ir.passes import COLLECTIVES
+    from fungrad.lowering import collectives
+    from fungrad.transforms.vmap import collective_axes
+
+    assert {p.name for p in collective_axes} == COLLECTIVES
+    assert set(collectives._RULES) == COLLECTIVES

@@ -397,6 +397,15 @@ the scalar, bit for bit. (Transcendentals are left out: numpy's vectorised and s
 may round differently.)"""
 
 
+COLLECTIVES = frozenset(
+    {"psum", "pmax", "pmin", "all_gather", "reduce_scatter", "all_to_all", "ppermute", "axis_index"}
+)
+"""The collectives (``fungrad/lax/parallel.py``): constant folding never evaluates them. A
+collective left in a jaxpr is over a process axis (vmap consumes the others), so its impl
+communicates (MPI): every rank must run the same sequence of collectives, and a rank whose
+operands happen to be constants (while another's are not) must not run one at compile time."""
+
+
 def fold_constants(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
     """Evaluate equations whose inputs are all constants (literals, consts, folded values) and
     whose outputs have at most ``FOLD_MAX_ELEMENTS`` elements with the primitive's numpy impl:
@@ -406,7 +415,8 @@ def fold_constants(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
     Exact elementwise ops on broadcast scalars (``broadcast_in_dim`` of a Literal) of any
     size are computed on the scalar and broadcast. Equations with sub-jaxprs or function params
     are never folded, nor are those without inputs (``iota``), nor broadcasts of a Literal
-    themselves (a splat is already the cheapest form of a constant array).
+    themselves (a splat is already the cheapest form of a constant array), nor
+    :data:`COLLECTIVES` (they communicate).
     """
     return _Run(_fold_closed)(closed)
 
@@ -463,6 +473,7 @@ def _fold_closed(closed: core.ClosedJaxpr, run: _Run) -> core.ClosedJaxpr:
             not invars
             or not all(type(x) is core.Literal or x in known or x in splat for x in invars)
             or _has_subjaxpr_or_function(eqn.params)
+            or name in COLLECTIVES
         ):
             eqns.append(eqn)
             continue

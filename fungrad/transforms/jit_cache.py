@@ -561,10 +561,10 @@ class JitFunction:
         for i in donated:
             if type(c.leaves[i]) is Array:
                 c.leaves[i].delete()
-        if not kwargs and not profiling and not process_axis_key():
-            # (the hot paths' keys hold no process axes: calls under a multi-process pmap
-            # always take this path)
-            self.remember(c, exe, traced, avals)
+        if not kwargs and not profiling:
+            tree = None if tree_util.treedef_is_leaf(traced.out_tree) else traced.out_tree
+            hot = self.hot_call(exe, c, tree)
+            self.remember(c, hot, tree, avals)
             if not self.has_options:
                 try:
                     key = _interned(tuple(tree_key(a, []) for a in args))
@@ -572,8 +572,7 @@ class JitFunction:
                 except TypeError:
                     key = None
                 if key is not None:
-                    tree = None if tree_util.treedef_is_leaf(traced.out_tree) else traced.out_tree
-                    self.fast_trees[config.enable_x64][key] = (exe.call, tree)
+                    self.fast_trees[config.enable_x64][key] = (hot, tree)
         return tree_util.tree_unflatten(traced.out_tree, outs)
 
     def check_outputs(self, traced: Traced, leaves, outs):
@@ -587,18 +586,68 @@ class JitFunction:
         if err is not None:
             raise err
 
-    def remember(self, c: _Call, exe, traced: Traced, avals):
+    def hot_call(self, exe, c: _Call, tree):
+        """What the hot paths' tables hold for a call ``c`` run by ``exe`` (output treedef
+        ``tree``, None for one output): ``exe.call`` when no process axis is bound, else a
+        guard that runs ``exe`` only under the same process axes.
+
+        The tables' keys (avals, static values) hold no process axes, and a collective over a
+        process axis compiles to MPI calls on that axis's communicator, so an executable made
+        under one binding must not serve another. The guard costs one key comparison by
+        identity (the keys are interned); under another binding it finds (traces and compiles
+        once) the executable of that binding through :meth:`lookup` and keeps it beside the
+        first. An executable made with no process axis bound needs no guard: its program has
+        no collective over a process axis (tracing one would have failed), so it is the same
+        under any binding."""
+        axes = process_axis_key()
+        if not axes:
+            return exe.call
+        first = exe.call
+        calls = {axes: first}
+        in_tree, static_pos, nargs = c.in_tree, dict(c.static_pos), len(c.args)
+
+        def guarded(leaves):
+            key = process_axis_key()
+            if key is axes:
+                return first(leaves)
+            call = calls.get(key)
+            if call is None:
+                call = calls[key] = self.rebound_call(leaves, in_tree, static_pos, nargs, tree)
+            return call(leaves)
+
+        return guarded
+
+    def rebound_call(self, leaves, in_tree, static_pos: dict, nargs: int, tree):
+        """The ``exe.call`` of this function for the process axes bound now, for a hot-path
+        entry made under other process axes: ``leaves`` (the dynamic leaves, flattened by
+        ``in_tree``) and the entry's static values rebuild the call, which :meth:`lookup`
+        traces or finds. A RuntimeError when the function returns another pytree structure
+        under this binding (the hot path unflattens with the entry's)."""
+        dyn_pos, dyn_kw = tree_util.tree_unflatten(in_tree, list(leaves))
+        it = iter(dyn_pos)
+        args = tuple(static_pos[i] if i in static_pos else next(it) for i in range(nargs))
+        _, _, _, traced = self.prepare(args, dyn_kw)
+        new_tree = None if tree_util.treedef_is_leaf(traced.out_tree) else traced.out_tree
+        if traced.hoisted or new_tree != tree:
+            raise RuntimeError(
+                f"jit({self.name}): under the process axes {process_axis_key()} the function "
+                f"returns {traced.out_tree}, but {tree or 'one array'} under the axes it was "
+                "first called with; return the same pytree structure under every binding"
+            )
+        return self.executable(traced).call
+
+    def remember(self, c: _Call, call, tree, avals):
         """Enter a top-level call whose dynamic arguments are all Arrays (no pytrees, no
-        keywords) in the hot path's table."""
+        keywords) in the hot path's table: ``call`` (:meth:`hot_call`) runs it, ``tree`` is
+        the output treedef (None for one output)."""
         args, n = c.args, len(c.args)
         if len(c.leaves) != n - len(c.static_pos):  # some argument is a pytree
             return
         dyn_idx = tuple(i for i in range(n) if i not in c.static_pos)
         if not all(is_concrete_array(args[i]) for i in dyn_idx):
             return
-        tree = None if tree_util.treedef_is_leaf(traced.out_tree) else traced.out_tree
         if not self.has_options:
-            self.fast[config.enable_x64][avals[0] if n == 1 else avals] = (exe.call, tree)
+            self.fast[config.enable_x64][avals[0] if n == 1 else avals] = (call, tree)
             return
         layout = tuple(i in c.static_pos for i in range(n))
         dyn_avals = iter(avals)  # (the Arrays themselves may be donated, i.e. deleted, by now)
@@ -606,7 +655,7 @@ class JitFunction:
         donated = {i + n if i < 0 else i for i in self.donate_nums}
         self.layouts[n] = layout
         self.fast[config.enable_x64][key] = (
-            exe.call,
+            call,
             tree,
             dyn_idx,
             tuple(sorted(i for i in donated if 0 <= i < n)),

@@ -1,0 +1,112 @@
+"""Run under ``mpiexec -n N``: jit's hot path under process axes, and collectives on constant
+operands, against numpy on all ranks' inputs. Each rank prints ``rank R: K checks passed``; a
+wrong value raises, and fungrad.distributed's hook aborts the job with the rank named.
+
+1. Calls under a process axis take jit's hot path (no lookup after the first call, so
+   ``cache_info().hits`` stays 0) and give the collective's result; the same jitted function
+   under another binding of the axis (a sub-communicator: pairs of ranks, or each rank alone)
+   runs the program compiled for that binding, on the hot path's three tables (Arrays, static
+   arguments, pytrees), and again the first one when rebound; with no axis bound it is the
+   unbound-axis NameError, not a stale program.
+2. Collectives whose operands are constants of the jitted program are never evaluated at
+   compile time (constant folding): all ranks constant, or constant on rank 0 only while the
+   other ranks pass a traced value (the case where a folding rank's compile-time MPI calls
+   met another rank's compiled program); the program calls MPI natively on every rank."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import fungrad as fg
+import fungrad.numpy as jnp
+from fungrad import distributed, lax
+
+AXIS = "i"
+distributed.initialize()
+RANK, N = distributed.process_index(), distributed.process_count()
+WORLD = distributed._world()
+checks = 0
+
+
+def value(r: int, shape=(3,)) -> np.ndarray:
+    """Rank ``r``'s input: small integers (exact sums), distinct per rank."""
+    return (np.arange(int(np.prod(shape))) % 5 + 2 * r).reshape(shape).astype(np.float32)
+
+
+def check(name: str, got, want) -> None:
+    global checks
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or got.dtype != want.dtype or not np.array_equal(got, want):
+        raise AssertionError(f"{name} on rank {RANK}:\n got {got!r}\nwant {want!r}")
+    checks += 1
+
+
+XS = [value(r) for r in range(N)]
+TOTAL = np.sum(XS, 0)
+SUB = WORLD.Split(RANK % 2, RANK)  # ranks of the same parity (each rank alone when N = 2)
+SUB_TOTAL = np.sum([XS[r] for r in range(RANK % 2, N, 2)], 0)
+x = fg.device_put(XS[RANK])
+
+# -- 1. the hot path under process axes --------------------------------------------------------
+f = fg.jit(lambda v: lax.psum(v, AXIS))
+opts = fg.jit(lambda v, k: lax.psum(v, AXIS) * k, static_argnums=1)
+tree = fg.jit(lambda t: lax.psum(t["a"][0], AXIS) + t["b"])
+t_arg = {"a": (x,), "b": x}
+with distributed.bind_process_axis(AXIS):
+    for i in range(4):
+        check(f"hot psum call {i}", f(x), TOTAL)
+        check(f"hot static call {i}", opts(x, 2.0), 2 * TOTAL)
+        check(f"hot pytree call {i}", tree(t_arg), TOTAL + XS[RANK])
+    for g, what in ((f, "psum"), (opts, "static"), (tree, "pytree")):
+        info = g.cache_info()
+        if (info.misses, info.hits) != (1, 0):
+            raise AssertionError(f"{what}: the hot path was not taken under the axis: {info}")
+for rebind in range(2):  # another binding of the name, then the first one again
+    with distributed.bind_process_axis(AXIS, SUB):
+        for i in range(2):
+            check(f"sub psum {rebind}.{i}", f(x), SUB_TOTAL)
+            check(f"sub static {rebind}.{i}", opts(x, 2.0), 2 * SUB_TOTAL)
+            check(f"sub pytree {rebind}.{i}", tree(t_arg), SUB_TOTAL + XS[RANK])
+    with distributed.bind_process_axis(AXIS):
+        check(f"world psum again {rebind}", f(x), TOTAL)
+        check(f"world static again {rebind}", opts(x, 2.0), 2 * TOTAL)
+        check(f"world pytree again {rebind}", tree(t_arg), TOTAL + XS[RANK])
+if f.cache_info().misses != 2:
+    raise AssertionError(f"two bindings, two traces expected: {f.cache_info()}")
+try:
+    f(x)
+except NameError as e:
+    if "unbound axis name" not in str(e):
+        raise
+    checks += 1
+else:
+    raise AssertionError("a psum compiled under a process axis ran with no axis bound")
+
+# -- 2. collectives on constants ---------------------------------------------------------------
+with distributed.bind_process_axis(AXIS):
+    zero = np.zeros(3, np.float32)
+    both = fg.jit(lambda v: lax.psum(jnp.ones(3) * 2.0, AXIS) + v)
+    check("psum of a constant", both(zero), np.full(3, 2.0 * N, np.float32))
+    text = both.lower(zero).compile().as_text()
+    if "@fg_MPI_Allreduce(" not in text:
+        raise AssertionError(f"the constant psum was folded on rank {RANK}:\n{text}")
+    checks += 1
+
+    const = np.ones(3, np.float32)
+    mixed = fg.jit(lambda v: lax.psum(const if RANK == 0 else v, AXIS))
+    check("psum constant on rank 0", mixed(XS[RANK]), const + np.sum(XS[1:], 0))
+    mixed_max = fg.jit(lambda v: lax.pmax(const * 100 if RANK == 0 else v, AXIS))
+    check("pmax constant on rank 0", mixed_max(XS[RANK]), np.full(3, 100.0, np.float32))
+    gather = fg.jit(lambda v: lax.all_gather(const if RANK == 0 else v, AXIS))
+    check("all_gather constant on rank 0", gather(XS[RANK]), np.stack([const, *XS[1:]]))
+    ring = [(r, (r + 1) % N) for r in range(N)]
+    perm = fg.jit(lambda v: lax.ppermute(const if RANK == 0 else v, AXIS, ring))
+    check("ppermute constant on rank 0", perm(XS[RANK]), const if RANK == 1 else XS[RANK - 1])
+
+    def body(i, v):
+        return v + lax.psum(const if RANK == 0 else v * 0 + 1.0, AXIS)
+
+    loop = fg.jit(lambda v: lax.fori_loop(0, 3, body, v))
+    check("fori_loop psum constant on rank 0", loop(zero), np.full(3, 3.0 * N, np.float32))
+
+print(f"rank {RANK}: {checks} checks passed", flush=True)

@@ -1080,7 +1080,8 @@ exact aval."""
 def optimize(closed: core.ClosedJaxpr, max_rounds: int = 8) -> core.ClosedJaxpr:
     """The compiler's pipeline: :func:`inline_calls`, then rounds of :func:`fold_constants`,
     :func:`simplify_algebra`, CSE and DCE (inside sub-jaxprs too) until a round changes
-    nothing (at most ``max_rounds``), then unused consts are dropped everywhere. The result
+    nothing (at most ``max_rounds``), relu masks read from the relu's output
+    (``masks.masks_from_outputs``), then unused consts are dropped everywhere. The result
     computes exactly the values ``closed`` computes; each round is linear in the program size.
     """
     closed = inline_calls(closed)
@@ -1092,6 +1093,9 @@ def optimize(closed: core.ClosedJaxpr, max_rounds: int = 8) -> core.ClosedJaxpr:
             changed |= run.changed
         if not changed:
             break
+    from fungrad.ir.masks import masks_from_outputs  # (a relu's mask read from its output)
+
+    closed = masks_from_outputs(closed)
     return _Run(_drop_consts_closed)(closed)
 
 

@@ -1019,9 +1019,16 @@ def _assign_offsets(prog: Program) -> int:
 
 
 def liveness_offsets(prog: Program, slot_size) -> tuple[dict[int, int], int]:
-    """First-fit offsets of ``prog``'s temporaries, a slot of ``slot_size(buffer)`` units
-    each, reused once the buffer's last reader has run: ``({buffer id: offset}, size)``.
-    (The GPU sizes slots in 32-bit words, the CPU in bytes.)"""
+    """Offsets of ``prog``'s temporaries, a slot of ``slot_size(buffer)`` units each, where two
+    temporaries share memory only when their lives (first writer to last reader, steps
+    inclusive) do not overlap: ``({buffer id: offset}, size)``. (The GPU sizes slots in 32-bit
+    words, the CPU in bytes.)
+
+    Largest first, each at the lowest offset clear of the already placed temporaries whose
+    lives overlap its own (greedy by size, as TFLite's arena planner): placing them in the
+    order they are first written left holes the later large ones did not fit (the W4 MLP's
+    step, five 256 KiB activations and gradients of which three live at once, took 1.31 MB;
+    0.79 MB this way)."""
     first, last = {}, {}
     for i, step in enumerate(prog.steps):
         for b in step.writes():
@@ -1029,19 +1036,21 @@ def liveness_offsets(prog: Program, slot_size) -> tuple[dict[int, int], int]:
             last[b.id] = max(last.get(b.id, i), i)
         for b in step.reads():
             last[b.id] = i
-    live: list[tuple[int, int, int]] = []  # (offset, size, last step)
+    placed: list[tuple[int, int, int, int]] = []  # (offset, size, first step, last step)
     top = 0
     offsets: dict[int, int] = {}
-    for b in sorted(prog.temps, key=lambda b: first.get(b.id, 0)):
+    for b in sorted(prog.temps, key=lambda b: (-slot_size(b), first.get(b.id, 0), b.id)):
         start = first.get(b.id, 0)
-        live = [x for x in live if x[2] >= start]
+        end = last.get(b.id, start)
         size = slot_size(b)
         offset = 0
-        for off, sz, _ in sorted(live):
+        for off, sz, f, l in sorted(placed):
+            if l < start or f > end:
+                continue  # (their lives do not overlap)
             if off - offset >= size:
                 break
             offset = max(offset, off + sz)
         offsets[b.id] = offset
-        live.append((offset, size, last.get(b.id, start)))
+        placed.append((offset, size, start, end))
         top = max(top, offset + size)
     return offsets, top

@@ -314,8 +314,8 @@ got2:
   %scratchobj = load ptr, ptr %slot5
   %sp = getelementptr inbounds i8, ptr %scratchobj, i64 16
   %scratch = load ptr, ptr %sp
-  %buf3 = getelementptr inbounds i8, ptr %scratch, i64 0
-  %buf5 = getelementptr inbounds i8, ptr %scratch, i64 8000
+  %buf3 = getelementptr inbounds i8, ptr %scratch, i64 64000
+  %buf5 = getelementptr inbounds i8, ptr %scratch, i64 0
   call void @k1(ptr %buf0, ptr %buf2, ptr %buf3, i64 0, i64 2000) noinline
   call void @sort_t4(ptr %buf3, ptr %buf4, ptr %buf5, i64 0, i64 1)
   call void @k1(ptr %buf1, ptr %buf4, ptr %buf6, i64 0, i64 2000) noinline

@@ -83,9 +83,9 @@ got0:
   %scratchobj = load ptr, ptr %slot2
   %sp = getelementptr inbounds i8, ptr %scratchobj, i64 16
   %scratch = load ptr, ptr %sp
-  %buf1 = getelementptr inbounds i8, ptr %scratch, i64 0
-  %buf2 = getelementptr inbounds i8, ptr %scratch, i64 64
-  %buf6 = getelementptr inbounds i8, ptr %scratch, i64 128
+  %buf1 = getelementptr inbounds i8, ptr %scratch, i64 256
+  %buf2 = getelementptr inbounds i8, ptr %scratch, i64 320
+  %buf6 = getelementptr inbounds i8, ptr %scratch, i64 0
   %buf9 = getelementptr inbounds i8, ptr %scratch, i64 384
   call void @k4(ptr %buf1, i64 0, i64 1) noinline
   call void @k5(ptr %buf0, ptr %buf5, i64 0, i64 50) noinline

@@ -7,7 +7,7 @@
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let flat = i32(gid.x);
   if (flat >= 1i) { return; }
-  b0[0i] = bitcast<u32>(0i);
+  b0[32i + 0i] = bitcast<u32>(0i);
 }
 
 // shader k7: grid [1, 1, 1], bindings [('in0', False), ('arena', True)], loop_iterations 0
@@ -36,7 +36,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let it0 = bitcast<i32>(b1[0i]);
   let flat = i32(gid.x);
   if (flat >= 1i) { return; }
-  let t1 = bitcast<i32>(b0[select(16i, 0i, (it0 % 2i == 0i)) + 0i]);
+  let t1 = bitcast<i32>(b0[select(48i, 32i, (it0 % 2i == 0i)) + 0i]);
   let t2 = (t1 < 5i);
   b0[64i + 0i] = select(0u, 1u, t2);
 }
@@ -58,7 +58,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let it0 = bitcast<i32>(b1[0i]);
   let flat = i32(gid.x);
   if (flat >= 1i) { return; }
-  let t1 = bitcast<i32>(b0[select(16i, 0i, (it0 % 2i == 0i)) + 0i]);
+  let t1 = bitcast<i32>(b0[select(48i, 32i, (it0 % 2i == 0i)) + 0i]);
   let t2 = fg_rem_i32(t1, 2i);
   let t3 = (t2 < 0i);
   let t5 = (t2 != 0i);
@@ -86,10 +86,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (flat >= 32i) { return; }
   let v1 = flat;
   let fg_zero = ((nwg.x * nwg.x) + nwg.x) & 1u;
-  let t1 = bitcast<f32>(b0[select(32i, 96i, (it0 % 2i == 0i)) + v1]);
+  let t1 = bitcast<f32>(b0[select(0i, 96i, (it0 % 2i == 0i)) + v1]);
   let c2 = bitcast<f32>(bitcast<u32>(1.0f) | fg_zero);
   let t3 = (t1 - c2);
-  b0[select(96i, 32i, (it0 % 2i == 0i)) + v1] = bitcast<u32>(t3);
+  b0[select(96i, 0i, (it0 % 2i == 0i)) + v1] = bitcast<u32>(t3);
 }
 
 // shader k3: grid [1, 1, 1], bindings [('arena', True), ('ctl', False)], loop_iterations 0
@@ -107,10 +107,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (flat >= 32i) { return; }
   let v2 = flat;
   let fg_zero = ((nwg.x * nwg.x) + nwg.x) & 1u;
-  let t1 = bitcast<f32>(b0[select(32i, 96i, (it0 % 2i == 0i)) + v2]);
+  let t1 = bitcast<f32>(b0[select(0i, 96i, (it0 % 2i == 0i)) + v2]);
   let c2 = bitcast<f32>(bitcast<u32>(2.0f) | fg_zero);
   let t3 = (t1 * c2);
-  b0[select(96i, 32i, (it0 % 2i == 0i)) + v2] = bitcast<u32>(t3);
+  b0[select(96i, 0i, (it0 % 2i == 0i)) + v2] = bitcast<u32>(t3);
 }
 
 // shader k5: grid [1, 1, 1], bindings [('arena', True), ('ctl', False)], loop_iterations 0
@@ -124,9 +124,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let it0 = bitcast<i32>(b1[0i]);
   let flat = i32(gid.x);
   if (flat >= 1i) { return; }
-  let t1 = bitcast<i32>(b0[select(16i, 0i, (it0 % 2i == 0i)) + 0i]);
+  let t1 = bitcast<i32>(b0[select(48i, 32i, (it0 % 2i == 0i)) + 0i]);
   let t2 = (t1 + 1i);
-  b0[select(0i, 16i, (it0 % 2i == 0i)) + 0i] = bitcast<u32>(t2);
+  b0[select(32i, 48i, (it0 % 2i == 0i)) + 0i] = bitcast<u32>(t2);
 }
 
 // shader counter0: grid [1, 1, 1], bindings [('ctl', True)], loop_iterations 0
@@ -145,7 +145,7 @@ fn main() {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let flat = i32(gid.x + gid.y * nwg.x * 64u);
   if (flat >= 1i) { return; }
-  b0[flat] = b0[16i + flat];
+  b0[32i + flat] = b0[48i + flat];
 }
 
 // shader copy: grid [1, 1, 1], bindings [('arena', True)], loop_iterations 0
@@ -155,7 +155,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let flat = i32(gid.x + gid.y * nwg.x * 64u);
   if (flat >= 32i) { return; }
-  b0[96i + flat] = b0[32i + flat];
+  b0[96i + flat] = b0[flat];
 }
 
 // shader counter0: grid [1, 1, 1], bindings [('ctl', True)], loop_iterations 0

@@ -69,6 +69,10 @@ MODULES = [
     ("fungrad.flatten_util", "a pytree as one flat vector (`ravel_pytree`)"),
     ("fungrad.ad_checkpoint", "rematerialisation"),
     ("fungrad.debug", "printing and callbacks inside transformed and compiled code"),
+    (
+        "fungrad.distributed",
+        "multi-process jobs over MPI: initialize, process axes for pmap (docs/distributed.md)",
+    ),
     ("fungrad.experimental", "jax.experimental's names (io_callback)"),
     ("fungrad.experimental.ode", "odeint"),
     ("fungrad.ops", "segment reductions (jax.ops)"),

@@ -94,8 +94,8 @@ def _dispatcher(prim, fallback):
 
 def process_axis_of(name):
     """``fungrad.distributed.process_axis(name)`` (None: not a process axis). Imported at
-    compile time only: the lowering layer sits below ``fungrad.distributed`` (the import is
-    allowed by ``.importlinter``, the only upward one of this module)."""
+    compile time only (``fungrad.distributed`` is in the base layer: the import is downward,
+    but it needs mpi4py only once a job is initialized)."""
     from fungrad.distributed import process_axis
 
     return process_axis(name)

@@ -27,7 +27,7 @@ from fungrad.array import Array, is_concrete_array
 from fungrad.config import config
 from fungrad.core import EvalTrace
 from fungrad.distributed import process_axis_key
-from fungrad.ir.passes import simplify
+from fungrad.ir.passes import COLLECTIVES, simplify
 from fungrad.lowering import profile as step_profile
 from fungrad.operands import operand
 from fungrad.transforms.api_util import (
@@ -578,10 +578,16 @@ class JitFunction:
     def check_outputs(self, traced: Traced, leaves, outs):
         """debug_nans / debug_infs: one cheap screen of the outputs; only when one may hold a
         NaN or an infinity is the traced program run again op by op (eagerly, un-fused) to
-        name the primitive that made it (see fungrad.nan_hunt)."""
+        name the primitive that made it (see fungrad.nan_hunt). A program with collectives
+        over process axes is not run again (:meth:`_communicating_error`)."""
         if not nan_hunt.may_hold_invalid(outs):
             return
         paths = tree_util._leaf_paths(traced.out_tree, "result")
+        if process_axis_key() and _has_collective(traced.jaxpr.jaxpr):
+            err = self._communicating_error(outs, paths)
+            if err is not None:
+                raise err
+            return
         err = nan_hunt.jit_error(self.name, traced.jaxpr, leaves, outs, paths)
         if err is not None:
             raise err
@@ -635,6 +641,27 @@ class JitFunction:
                 "first called with; return the same pytree structure under every binding"
             )
         return self.executable(traced).call
+
+    def _communicating_error(self, outs, paths) -> FloatingPointError | None:
+        """debug_nans / debug_infs for a program with collectives over process axes: the
+        FloatingPointError naming the invalid output, or None. No op-by-op rerun: its eager
+        collectives communicate, and a rank rerunning alone (only its outputs are bad) would
+        meet the other ranks' next collectives, a hang or a shape mismatch, not an answer."""
+        found = nan_hunt._first_invalid(outs)
+        if found is None:
+            return None
+        i, kind, bad = found
+        value = np.asarray(outs[i])
+        first = tuple(int(j) for j in np.argwhere(bad)[0])
+        axes = [key[0] for key in process_axis_key()]
+        return FloatingPointError(
+            f"invalid value ({kind}) encountered in jit({self.name}): its output {i} "
+            f"({paths[i]}), {core.ShapedArray(value.shape, value.dtype).str_short()}, holds "
+            f"{int(bad.sum())} {kind} value(s), the first at index {first}. The program "
+            f"communicates (collectives over the process axes {axes}), so it is not run again "
+            "op by op to find the primitive (this rank alone would run its collectives); run "
+            "the step under fungrad.disable_jit() on every rank to find it."
+        )
 
     def remember(self, c: _Call, call, tree, avals):
         """Enter a top-level call whose dynamic arguments are all Arrays (no pytrees, no
@@ -701,6 +728,20 @@ class JitFunction:
             self.cache.clear()
             self._clear_hot_tables()
             self.layouts.clear()
+
+
+def _has_collective(jaxpr: core.Jaxpr) -> bool:
+    """Whether ``jaxpr`` (or a sub-jaxpr of it) holds a collective (``ir.passes.COLLECTIVES``)."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in COLLECTIVES:
+            return True
+        for v in eqn.params.values():
+            for x in v if type(v) is tuple else (v,):
+                if type(x) is core.ClosedJaxpr:
+                    x = x.jaxpr
+                if type(x) is core.Jaxpr and _has_collective(x):
+                    return True
+    return False
 
 
 def _aval_change(path: str, a: core.ShapedArray, b: core.ShapedArray) -> str:

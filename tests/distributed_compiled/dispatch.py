@@ -11,7 +11,10 @@ wrong value raises, and fungrad.distributed's hook aborts the job with the rank 
 2. Collectives whose operands are constants of the jitted program are never evaluated at
    compile time (constant folding): all ranks constant, or constant on rank 0 only while the
    other ranks pass a traced value (the case where a folding rank's compile-time MPI calls
-   met another rank's compiled program); the program calls MPI natively on every rank."""
+   met another rank's compiled program); the program calls MPI natively on every rank.
+3. ``debug_nans`` with a NaN on rank 0 only: a program with collectives is not rerun op by op
+   (a FloatingPointError on rank 0 saying so), one without is; the ranks' collectives stay in
+   step."""
 
 from __future__ import annotations
 
@@ -108,5 +111,35 @@ with distributed.bind_process_axis(AXIS):
 
     loop = fg.jit(lambda v: lax.fori_loop(0, 3, body, v))
     check("fori_loop psum constant on rank 0", loop(zero), np.full(3, 3.0 * N, np.float32))
+
+# -- 3. debug_nans: no op-by-op rerun of a program that communicates ----------------------------
+fg.config.update("debug_nans", True)
+with distributed.bind_process_axis(AXIS):
+    y = np.where(np.arange(3) == 1, np.float32(np.nan if RANK == 0 else 1.0), np.float32(1.0))
+    nan_step = fg.jit(lambda v, w: lax.psum(v, AXIS) * w)
+    try:
+        out = nan_step(XS[RANK], y)
+    except FloatingPointError as e:
+        if RANK != 0 or "communicates" not in str(e) or "index (1,)" not in str(e):
+            raise
+        checks += 1
+    else:
+        if RANK == 0:
+            raise AssertionError("debug_nans missed the NaN of rank 0")
+        check("debug_nans clean rank", out, TOTAL * y)
+    local = fg.jit(lambda w: w * 2)  # no collective: rerun op by op as ever (this rank alone)
+    try:
+        local(y)
+    except FloatingPointError as e:
+        if RANK != 0 or "op by op" not in str(e):
+            raise
+        checks += 1
+    else:
+        if RANK == 0:
+            raise AssertionError("debug_nans missed the NaN of rank 0 (no collective)")
+        checks += 1
+    # the ranks' collectives are still in step
+    check("psum after debug_nans", f(x), TOTAL)
+fg.config.update("debug_nans", False)
 
 print(f"rank {RANK}: {checks} checks passed", flush=True)

@@ -166,7 +166,7 @@ def test_gpu_products_never_in_place(gpu):
     writable in one dispatch) and gets the same gradient."""
     from fungrad.lowering.gpu.policy import GpuPolicy
 
-    assert GpuPolicy.gemm_updates_in_place is False
+    assert GpuPolicy.writes_in_place is False
     w, xs = _data(11, (48, 128), (6, 8, 16))
     g = fg.grad(_lstm_loss)
     want = np.asarray(g(w, xs))

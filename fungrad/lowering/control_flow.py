@@ -276,7 +276,7 @@ def lower_scan(ctx: K.Ctx, jaxpr, consts, init, xs, length: int, reverse: bool) 
 def carries_in_place(steps: list) -> None:
     """Give one buffer, not two, to each carry of the loops in ``steps`` that a matrix product
     updates in place (for backends whose :class:`~fungrad.lowering.fusion.Gemm` may read ``c0``
-    from the memory it writes ``c`` to).
+    from the memory it writes ``c`` to: ``Policy.writes_in_place``).
 
     A scan's backward pass sums each weight gradient over the steps: the carry's next value is
     ``cur + a @ b``, one :class:`Gemm` with ``c0 = cur``. With two alternating buffers every

@@ -196,7 +196,7 @@ class Program:
         for s in self.steps:
             if isinstance(s, Kernel):
                 shape = [v.extent for v in s.loops]
-                outs = ", ".join(st.buffer.name for st in s.stores)
+                outs = ", ".join(_written_name(st.buffer) for st in s.stores)
                 ins = ", ".join(sorted(b.name for b in s.reads()))
                 par = " parallel" if s.parallel else ""
                 lines.append(
@@ -277,10 +277,12 @@ class Policy(Protocol):
     ``fft_steps``: whether the 1-D complex FFTs the FFT primitive is split into become library
     steps (``steps.FftStep``); else compiling an FFT is a LoweringError.
 
-    ``gemm_updates_in_place``: whether a :class:`Gemm` may read ``c0`` from the memory it writes
-    ``c`` to (a loop carry that a product updates, a weight gradient summed over a scan's steps,
-    then lives in one buffer instead of two alternating ones:
-    ``control_flow.carries_in_place``).
+    ``writes_in_place``: whether a step may write its result over memory it reads: a
+    :class:`Gemm` its ``c`` over ``c0`` (a loop carry that a product updates, a weight gradient
+    summed over a scan's steps, then lives in one buffer instead of two alternating ones:
+    ``control_flow.carries_in_place``), a kernel a store over the operand it reads last, at
+    the same element (``peephole.kernels_in_place``: the buffers share memory,
+    ``Buffer.alias``).
     """
 
     name: str
@@ -292,7 +294,7 @@ class Policy(Protocol):
     gemm_transposes_both: bool
     linalg_steps: bool
     fft_steps: bool
-    gemm_updates_in_place: bool
+    writes_in_place: bool
 
     def wants_gemm(self, m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
         """Whether ``batch`` products of ``[m, k] @ [k, n]`` in ``dtype`` (a float; operands,
@@ -979,16 +981,23 @@ def plan(closed: core.ClosedJaxpr, name: str = "main", *, policy: Policy) -> Pro
     for steps in _step_lists(p.steps):
         peephole.fuse_gemm_updates(steps)
         peephole.merge_column_reductions(steps, p.ctx)
-    if p.policy.gemm_updates_in_place:  # (once the bodies' products hold their updates)
+    if p.policy.writes_in_place:  # (once the bodies' products hold their updates)
         from fungrad.lowering.control_flow import carries_in_place
 
         for steps in reversed(_step_lists(p.steps)):  # innermost first
             carries_in_place(steps)
+        peephole.kernels_in_place(p.steps)
     used = {b.id for step in p.steps for b in (*step.reads(), *step.writes())}
     temps = [b for b in p.buffers if b.kind == "temp" and b.id in used]
     prog = Program(name, inputs, outputs, p.consts, temps, p.steps, ctx=p.ctx)
     prog.scratch_bytes = _assign_offsets(prog)
     return prog
+
+
+def _written_name(b: Buffer) -> str:
+    """A stored buffer's name in the plan text; ``t16 (over t15)`` where it is written over
+    another temporary's memory (``Buffer.alias``)."""
+    return b.name if b.alias is None else f"{b.name} (over {b.alias.name})"
 
 
 def _step_lists(steps: list) -> list[list]:
@@ -1024,22 +1033,25 @@ def liveness_offsets(prog: Program, slot_size) -> tuple[dict[int, int], int]:
     inclusive) do not overlap: ``({buffer id: offset}, size)``. (The GPU sizes slots in 32-bit
     words, the CPU in bytes.)
 
+    A temporary with an ``alias`` shares its root's slot (their lives joined).
+
     Largest first, each at the lowest offset clear of the already placed temporaries whose
     lives overlap its own (greedy by size, as TFLite's arena planner): placing them in the
     order they are first written left holes the later large ones did not fit (the W4 MLP's
     step, five 256 KiB activations and gradients of which three live at once, took 1.31 MB;
     0.79 MB this way)."""
-    first, last = {}, {}
+    first, last = {}, {}  # (of a temporary and its aliases together, by the root's id)
     for i, step in enumerate(prog.steps):
         for b in step.writes():
-            first.setdefault(b.id, i)
-            last[b.id] = max(last.get(b.id, i), i)
+            first.setdefault(b.root().id, i)
+            last[b.root().id] = max(last.get(b.root().id, i), i)
         for b in step.reads():
-            last[b.id] = i
+            last[b.root().id] = max(last.get(b.root().id, i), i)
     placed: list[tuple[int, int, int, int]] = []  # (offset, size, first step, last step)
     top = 0
     offsets: dict[int, int] = {}
-    for b in sorted(prog.temps, key=lambda b: (-slot_size(b), first.get(b.id, 0), b.id)):
+    roots = [b for b in prog.temps if b.alias is None]
+    for b in sorted(roots, key=lambda b: (-slot_size(b), first.get(b.id, 0), b.id)):
         start = first.get(b.id, 0)
         end = last.get(b.id, start)
         size = slot_size(b)
@@ -1053,4 +1065,7 @@ def liveness_offsets(prog: Program, slot_size) -> tuple[dict[int, int], int]:
         offsets[b.id] = offset
         placed.append((offset, size, start, end))
         top = max(top, offset + size)
+    for b in prog.temps:
+        if b.alias is not None:
+            offsets[b.id] = offsets[b.root().id]
     return offsets, top

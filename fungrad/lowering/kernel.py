@@ -139,7 +139,7 @@ class Var:
 class Buffer:
     """A named array in memory: a program input, output, constant or temporary."""
 
-    __slots__ = ("id", "shape", "dtype", "kind", "name", "ready", "ctx", "index")
+    __slots__ = ("id", "shape", "dtype", "kind", "name", "ready", "ctx", "index", "alias")
 
     def __init__(
         self, id: int, shape: tuple[int, ...], dtype: np.dtype, kind: str, name: str, ctx=None
@@ -148,8 +148,19 @@ class Buffer:
         self.ready = kind in ("input", "const")  # holds its value before the current step
         self.ctx = ctx
         self.index = 0  # position among the inputs/outputs/consts, or offset of a temporary
+        # a temporary written over this one's memory by the kernel that reads it last
+        # (peephole.kernels_in_place): the same offset, and one pointer in that kernel
+        self.alias: Buffer | None = None
 
     size = property(lambda self: math.prod(self.shape))
+
+    def root(self) -> Buffer:
+        """The buffer whose memory this one is (itself unless an alias, see ``alias``)."""
+        b = self
+        while b.alias is not None:
+            b = b.alias
+        return b
+
     nbytes = property(lambda self: self.size * self.dtype.itemsize)
 
     def __repr__(self):

@@ -223,3 +223,71 @@ def _merge_into_producer(steps: list, at: int, ctx: Ctx) -> bool:
         steps[j:j] = moved_inits
         return True
     return False
+
+
+def kernels_in_place(steps: list) -> None:
+    """Let a kernel's store write over the temporary it reads last (``Buffer.alias``), where
+    that is safe element by element: the training step of an MLP reads the back-propagated
+    gradient once, in the kernel that masks it by the relu and stores the masked gradient, so
+    the two 256 KiB arrays of the W4 step need not both be alive (JAX keeps one). The store
+    moves to the end of its kernel, so every other store of the kernel reads the operand
+    before it is overwritten; its value reads the operand only at the element it stores (one
+    interned load node), and LLVM sees one pointer for both (the renderer passes aliases as
+    one argument), so it keeps the load before the store. Top-level steps only: in a loop
+    body an operand made before the loop is read again by the next iteration."""
+    last_use: dict[int, int] = {}
+    writers: dict[int, int] = {}
+    for i, step in enumerate(steps):
+        for b in step.reads() | step.writes():
+            last_use[b.root().id] = i
+        for b in step.writes():
+            writers[b.id] = writers.get(b.id, 0) + 1
+    for i, kern in enumerate(steps):
+        if not isinstance(kern, Kernel):
+            continue
+        for st in list(kern.stores):
+            out = st.buffer
+            if (
+                out.kind != "temp"
+                or out.alias is not None
+                or writers.get(out.id) != 1
+                or st.combine is not None
+                or st.mask is not None
+                or st.once
+            ):
+                continue
+            operand = _overwritable(kern, st, i, last_use)
+            if operand is None:
+                continue
+            out.alias = operand
+            kern.stores = [s for s in kern.stores if s is not st] + [st]
+            last_use[operand.root().id] = max(last_use[operand.root().id], last_use.get(out.id, i))
+            break  # (one per kernel: its other operands' last uses changed)
+
+
+def _overwritable(kern: Kernel, st: Store, at: int, last_use: dict[int, int]) -> Buffer | None:
+    """A temporary ``kern`` (step ``at``) reads, whose memory is free after it (no later step
+    uses it or an alias of it), of ``st.buffer``'s shape and dtype, read in the whole kernel
+    only at ``st.index`` and by ``st.value``; else None."""
+    out = st.buffer
+    loads: dict[int, list[Expr]] = {}
+    for s in kern.stores:
+        for e in _walk([x for x in (s.value, s.index, s.mask) if x is not None]):
+            if e.op == "load":
+                loads.setdefault(e.attr.id, []).append(e)
+    in_value = {id(e) for e in _walk([st.value]) if e.op == "load"}
+    written = {s.buffer.id for s in kern.stores}
+    for nodes in loads.values():
+        buf = nodes[0].attr
+        if (
+            buf.kind != "temp"
+            or buf.id in written
+            or buf.shape != out.shape
+            or buf.dtype != out.dtype
+            or last_use.get(buf.root().id) != at
+        ):
+            continue
+        node = nodes[0]
+        if all(e is node for e in nodes) and node.args[0] is st.index and id(node) in in_value:
+            return buf
+    return None

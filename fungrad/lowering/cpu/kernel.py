@@ -610,7 +610,8 @@ class KernelWriter(KernelRenderer):
     def _wrap(self, body: list[str]) -> str:
         """The function definition around the lines of its body."""
         kern = self.kern
-        params = ", ".join(f"ptr noalias {n}" for n in self.bufs.values())
+        # (a buffer written over another's memory shares its argument: Buffer.alias)
+        params = ", ".join(f"ptr noalias {n}" for n in dict.fromkeys(self.bufs.values()))
         # "stackrealign": the frame aligned to its largest slot (64 bytes for a zmm spill):
         # else spill slots sat wherever the caller's 16-byte alignment put them, and a zmm
         # spill straddling two cache lines made some processes' kernels slower than others'

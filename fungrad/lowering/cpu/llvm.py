@@ -281,12 +281,18 @@ class ModuleWriter:
         ]
 
     def _kernel_call(self, kern: Kernel, ptr: dict[int, str]) -> list[str]:
-        used = sorted({s.buffer.id for s in kern.stores} | {b.id for b in kern.reads()})
-        names = {bid: f"%b{bid}" for bid in used}
+        bufs = {s.buffer.id: s.buffer for s in kern.stores} | {b.id: b for b in kern.reads()}
+        # a store written over its operand (Buffer.alias) gets the operand's pointer: one
+        # argument, so LLVM sees the load before the store at the same address
+        names = {bid: f"%b{bufs[bid].root().id}" for bid in sorted(bufs)}
+        first = {}
+        for bid, name in names.items():
+            first.setdefault(name, bid)
         n = kern.loops[0].extent if kern.loops else 1
         cold = id(kern) in self.cold
         par = not cold and kern.parallel and n >= 2 and _cost(kern, self.costs) >= PARALLEL_COST
         fn = self._define(kern, names, cold, whole=not par)
+        used = list(first.values())  # one buffer per argument
         args = ", ".join(f"ptr {ptr[bid]}" for bid in used)
         sep = ", " if args else ""
         # kernels are called ``noinline``: inlined, a kernel's body went through LLVM's
@@ -323,11 +329,12 @@ class ModuleWriter:
         whether a kernel had a twin."""
         text = KernelWriter(self, kern, names).function(whole=whole)
         # the record walks every expression: only kernels of the same outline are compared
+        params = list(dict.fromkeys(names.values()))
         outline = (
             cold,
             whole,
             tuple(v.extent for v in kern.loops),
-            len(names),
+            tuple(params.index(v) for v in names.values()),  # (which buffers share one)
             tuple((st.buffer.dtype, st.combine, st.once, st.mask is None) for st in kern.stores),
         )
         twins = self.kernels.setdefault(outline, [])
@@ -338,8 +345,8 @@ class ModuleWriter:
             if twin[2] == record:
                 return twin[0].name
         twins.append([kern, list(names), record])
-        params = ", ".join(["ptr noalias"] * len(names) + ["i64", "i64"])
-        self.add_function(text, ((kern.name, "void", params),), glue=cold)
+        types = ", ".join(["ptr noalias"] * len(params) + ["i64", "i64"])
+        self.add_function(text, ((kern.name, "void", types),), glue=cold)
         return kern.name
 
     def add_function(

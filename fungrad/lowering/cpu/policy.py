@@ -51,8 +51,9 @@ class CpuPolicy:
     #: collectives over a process axis are calls into MPI from the native code
     #: (``steps.CollectiveStep``, ``lowering/collectives.py``, ``cpu/mpi.py``)
     mpi_steps = True
-    #: the gemm library and BLAS accumulate into their output: ``c0`` may be ``c``'s memory
-    gemm_updates_in_place = True
+    #: the gemm library and BLAS accumulate into their output (``c0`` may be ``c``'s memory);
+    #: a kernel's store may overwrite the operand it reads last (one pointer for both)
+    writes_in_place = True
 
     @property
     def gemm_transposes_both(self) -> bool:

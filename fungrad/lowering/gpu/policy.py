@@ -34,7 +34,7 @@ class GpuPolicy:
     linalg_steps = False  # QR, eigh, SVD lower to their loop algorithms (see linalg_step)
     fft_steps = False  # no FFT kernels: compiling an FFT is a LoweringError
     #: WebGPU forbids binding one buffer both read-only and writable in a dispatch
-    gemm_updates_in_place = False
+    writes_in_place = False
 
     def wants_gemm(self, m: int, n: int, k: int, batch: int, dtype: np.dtype) -> bool:
         return m * n * k >= GEMM_MIN_FLOPS and batch <= GEMM_MAX_BATCH

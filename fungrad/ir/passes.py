@@ -111,7 +111,9 @@ def _params_key(params: dict):
 
 
 def cse(jaxpr: core.Jaxpr) -> core.Jaxpr:
-    """Merge repeated equations (same primitive, params and inputs)."""
+    """Merge repeated equations (same primitive, params and inputs), except side effects and
+    :data:`COLLECTIVES` (``psum(x) + psum(a)`` with ``a`` being ``x`` on one rank only must
+    stay two allreduces there, as on the other ranks)."""
     return _cse(jaxpr, None)
 
 
@@ -131,6 +133,8 @@ def _cse(jaxpr: core.Jaxpr, run: _Run | None) -> core.Jaxpr:
         pkey = _params_key(eqn.params)
         if pkey is not None and effects and has_effects(eqn):
             pkey = None  # two prints of one value are two prints
+        if eqn.primitive.name in COLLECTIVES:
+            pkey = None  # two collectives are two: another rank's operands may differ
         key = None if pkey is None else (eqn.primitive, tuple(map(_key_of, invars)), pkey)
         if key is not None and key in seen:
             for old, new in zip(eqn.outvars, seen[key]):

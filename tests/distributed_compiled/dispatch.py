@@ -11,7 +11,8 @@ wrong value raises, and fungrad.distributed's hook aborts the job with the rank 
 2. Collectives whose operands are constants of the jitted program are never evaluated at
    compile time (constant folding): all ranks constant, or constant on rank 0 only while the
    other ranks pass a traced value (the case where a folding rank's compile-time MPI calls
-   met another rank's compiled program); the program calls MPI natively on every rank.
+   met another rank's compiled program); the program calls MPI natively on every rank. Two
+   collectives of one operand on rank 0 only stay two there (not merged by CSE).
 3. ``debug_nans`` with a NaN on rank 0 only: a program with collectives is not rerun op by op
    (a FloatingPointError on rank 0 saying so), one without is; the ranks' collectives stay in
    step."""
@@ -111,6 +112,11 @@ with distributed.bind_process_axis(AXIS):
 
     loop = fg.jit(lambda v: lax.fori_loop(0, 3, body, v))
     check("fori_loop psum constant on rank 0", loop(zero), np.full(3, 3.0 * N, np.float32))
+
+    # two psums of one operand on rank 0 only: not merged (CSE) there, two allreduces as on
+    # the other ranks
+    twice = fg.jit(lambda v, w: lax.psum(v, AXIS) + lax.psum(v if RANK == 0 else w, AXIS))
+    check("psum twice on rank 0", twice(XS[RANK], 2 * XS[RANK]), TOTAL + 2 * TOTAL - XS[0])
 
 # -- 3. debug_nans: no op-by-op rerun of a program that communicates ----------------------------
 fg.config.update("debug_nans", True)

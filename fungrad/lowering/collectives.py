@@ -7,7 +7,10 @@ jitted program (``fungrad/lax/parallel.py``). Their rules here turn each into on
 one call into the MPI library (the CPU: ``cpu/mpi.py``, a direct call from the native code).
 
 * Operands are stored (``ctx.materialize``: a view or a fused expression becomes a contiguous
-  buffer, an input buffer is used as is); the step writes a fresh buffer (never in place).
+  buffer, an input buffer is used as is); the step writes a fresh buffer, except an allreduce
+  whose operand no other equation reads and that is not stored yet (a view, a fused
+  expression, a widened float16): stored into a buffer of its own, it is reduced there in
+  place (``MPI_IN_PLACE``: one buffer instead of two, and MPI skips its copy).
 * The layout moves MPI does not do are index arithmetic around the step, fused into the
   kernels next to it: ``all_gather``'s receive buffer ``[n, *x.shape]`` is read with the
   gathered axis moved to ``axis`` (and merged, ``tiled``); ``psum_scatter`` and
@@ -37,6 +40,7 @@ import math
 
 import numpy as np
 
+from fungrad import core
 from fungrad.lowering import kernel as K
 from fungrad.lowering.fusion import LoweringError
 from fungrad.lowering.host_callback import lower_host_call
@@ -126,9 +130,11 @@ def _stored(ctx, t):
     return ctx.materialize(t).buffer
 
 
-def _step(ctx, kind: str, axis_name: str, comm, send, recv_shape, count: int, **kw) -> K.Tensor:
-    """Append one :class:`CollectiveStep` writing a fresh buffer of ``recv_shape``; returns
-    the tensor reading it."""
+def _step(
+    ctx, kind: str, axis_name: str, comm, send, recv_shape, count: int, recv=None, **kw
+) -> K.Tensor:
+    """Append one :class:`CollectiveStep` writing a fresh buffer of ``recv_shape`` (or
+    ``recv``: ``send`` itself for an allreduce in place); returns the tensor reading it."""
     planner = ctx.planner
     n = planner._n["mpi"] = planner._n.get("mpi", 0) + 1  # shared by sub-programs
     if count > 2**31 - 1:
@@ -136,7 +142,8 @@ def _step(ctx, kind: str, axis_name: str, comm, send, recv_shape, count: int, **
             f"{kind} over the process axis {axis_name!r}: {count} elements per block exceed "
             "MPI's int count (split the array)"
         )
-    recv = planner.new_buffer(recv_shape, send.dtype, "temp", f"mpi{n}.recv")
+    if recv is None:
+        recv = planner.new_buffer(recv_shape, send.dtype, "temp", f"mpi{n}.recv")
     step = CollectiveStep(f"mpi_{kind}{n}", n, kind, axis_name, comm, send, recv, count, **kw)
     planner.add_step(step)
     return planner.buffer_tensor(recv, f"mpi_{kind}")
@@ -166,15 +173,38 @@ def _placed(ctx, recv: K.Tensor, shape, source_index, origin: str) -> K.Tensor:
 # before the primitive's operands and params.
 
 
+def _exclusive(ctx, i: int, x: K.Tensor, xw: K.Tensor):
+    """A fresh temporary holding ``xw`` (operand ``i``, ``x``, in the reduction's dtype) that
+    only the allreduce reads and writes, so it runs in place (``MPI_IN_PLACE``: no receive
+    buffer, and MPI skips its copy of the operand into it); None when ``xw`` is stored
+    already (an input, a constant, a product's result: MPI reads it, the result goes to a new
+    buffer) or another equation reads the operand (storing it once for both is cheaper). The
+    value is stored through a new tensor, so a tensor shared with other readers stays as it
+    was."""
+    if xw.buffer is not None:
+        return None
+    if xw is x:  # the operand's own tensor: the equation must be its only reader
+        planner = ctx.planner
+        eqn = planner.eqn
+        var = eqn.invars[i]
+        if type(var) is core.Var:
+            readers = planner._readers.get(var, ())
+            if len(readers) != 1 or readers[0] is not eqn:
+                return None
+    fresh = K.from_fn(xw.shape, xw.dtype, xw.at, xw.origin)
+    return ctx.materialize(fresh).buffer
+
+
 def _reduce(op: str):
     def rule(ctx, pax, name, *args, axes, axis_index_groups):
         _check(pax, f"p{op}", args, {"groups": axis_index_groups})
         comm = _comm(pax, axis_index_groups)
         outs = []
-        for x in args:
-            wide = _reduction_dtype(x.dtype)
-            send = _stored(ctx, _as(ctx, x, wide, f"p{op}"))
-            r = _step(ctx, "allreduce", name, comm, send, x.shape, send.size, op=op)
+        for i, x in enumerate(args):
+            xw = _as(ctx, x, _reduction_dtype(x.dtype), f"p{op}")
+            own = _exclusive(ctx, i, x, xw)
+            send = _stored(ctx, xw) if own is None else own
+            r = _step(ctx, "allreduce", name, comm, send, x.shape, send.size, recv=own, op=op)
             outs.append(_as(ctx, r, x.dtype, f"p{op}"))
         return outs
 

@@ -118,6 +118,47 @@ with distributed.bind_process_axis(AXIS):
     twice = fg.jit(lambda v, w: lax.psum(v, AXIS) + lax.psum(v if RANK == 0 else w, AXIS))
     check("psum twice on rank 0", twice(XS[RANK], 2 * XS[RANK]), TOTAL + 2 * TOTAL - XS[0])
 
+# -- in place: an allreduce of an operand nothing else reads, not stored yet -------------------
+IN_PLACE = f"inttoptr (i64 {int(distributed._mpi().IN_PLACE)} to ptr)"
+with distributed.bind_process_axis(AXIS):
+    x2 = np.stack([XS[RANK], XS[RANK] + 1])  # [2, 3]
+    TOTAL2 = np.sum([np.stack([v, v + 1]) for v in XS], 0)
+    for label, fn, want, in_place in (
+        ("fused operand", lambda v: lax.psum(v * 2.0, AXIS), 2 * TOTAL2, True),
+        ("transposed operand", lambda v: lax.psum(v.T, AXIS), TOTAL2.T, True),
+        ("input operand", lambda v: lax.psum(v, AXIS), TOTAL2, False),
+        (
+            "operand read again",
+            lambda v: lax.psum(v * 2.0, AXIS) - v * 2.0,
+            2 * TOTAL2 - 2 * x2,
+            False,
+        ),
+        (
+            "two operands, one read again",
+            lambda v: sum(lax.psum((v * 2.0, v * 3.0), AXIS)) + v * 3.0,
+            5 * TOTAL2 + 3 * x2,
+            True,
+        ),
+        (
+            "float16 widened",
+            lambda v: lax.psum(v.astype(np.float16), AXIS).astype(np.float32),
+            TOTAL2,
+            True,
+        ),
+        (
+            "pmax",
+            lambda v: lax.pmax(v + 1.0, AXIS),
+            np.max([np.stack([v, v + 1]) for v in XS], 0) + 1,
+            True,
+        ),
+    ):
+        g = fg.jit(fn)
+        check(f"in place: {label}", g(x2), want.astype(np.float32))
+        text = g.lower(x2).compile().as_text()
+        if (IN_PLACE in text) != in_place:
+            raise AssertionError(f"{label}: in place {IN_PLACE in text}, want {in_place}:\n{text}")
+        checks += 1
+
 # -- 3. debug_nans: no op-by-op rerun of a program that communicates ----------------------------
 fg.config.update("debug_nans", True)
 with distributed.bind_process_axis(AXIS):

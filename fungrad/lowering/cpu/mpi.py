@@ -147,6 +147,8 @@ def render_collective(mw, step: CollectiveStep, ptr: dict[int, str]) -> list[str
     if step.kind in ("allreduce", "reduce_scatter"):
         op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[step.op]
         o = f"{_int_type(MPI.Op)} {_handle(op, MPI.Op)}"
+        if step.send is step.recv:  # in place (lowering/collectives.py: _exclusive)
+            s = f"inttoptr (i64 {int(MPI.IN_PLACE)} to ptr)"
         call = f"@fg_MPI_{fn}(ptr {s}, ptr {r}, i32 {count}, {d}, {o}, {c})"
     elif step.kind in ("allgather", "alltoall"):
         call = f"@fg_MPI_{fn}(ptr {s}, i32 {count}, {d}, ptr {r}, i32 {count}, {d}, {c})"

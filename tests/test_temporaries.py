@@ -224,3 +224,34 @@ def test_two_readers_of_the_operand():
     for k in kernels:
         aliased = [i for i, st in enumerate(k.stores) if st.buffer.alias is not None]
         assert aliased in ([], [len(k.stores) - 1])
+
+
+def test_output_kernels_run_once_their_operands_exist():
+    """The loss (an output read from the logits) is stored right after the logits, not at
+    the end of the backward pass, so the logits' buffer is free during it; output kernels
+    reading only inputs keep their place; values equal the eager step."""
+    params, x, y = _mlp((32, 64, 64, 10), 16)
+
+    def step(params, x, y):
+        loss, grads = fg.value_and_grad(_mlp_loss)(params, x, y)
+        return loss, fg.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads)
+
+    def flat_step(*a):  # (compile_jaxpr takes flat arguments)
+        return step(_pairs(a[:-2]), a[-2], a[-1])
+
+    exe, args, _ = _kernels(flat_step, *[v for pair in params for v in pair], x, y)
+    steps = exe.program.steps
+    loss_at = next(
+        i for i, s in enumerate(steps)
+        if isinstance(s, fusion.Kernel) and any(st.buffer.name == "out0" for st in s.stores)
+    )  # fmt: skip
+    gemms = [i for i, s in enumerate(steps) if isinstance(s, fusion.Gemm)]
+    assert loss_at < gemms[-1], exe.program.describe()
+    got = [np.asarray(v) for v in exe.call(args)]
+    want = [np.asarray(v) for v in fg.tree_util.tree_leaves(step(params, x, y))]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def _pairs(flat):
+    return [(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]

@@ -987,6 +987,7 @@ def plan(closed: core.ClosedJaxpr, name: str = "main", *, policy: Policy) -> Pro
         for steps in reversed(_step_lists(p.steps)):  # innermost first
             carries_in_place(steps)
         peephole.kernels_in_place(p.steps)
+    peephole.hoist_output_kernels(p.steps)
     used = {b.id for step in p.steps for b in (*step.reads(), *step.writes())}
     temps = [b for b in p.buffers if b.kind == "temp" and b.id in used]
     prog = Program(name, inputs, outputs, p.consts, temps, p.steps, ctx=p.ctx)

@@ -291,3 +291,35 @@ def _overwritable(kern: Kernel, st: Store, at: int, last_use: dict[int, int]) ->
         if all(e is node for e in nodes) and node.args[0] is st.index and id(node) in in_value:
             return buf
     return None
+
+
+def hoist_output_kernels(steps: list) -> None:
+    """Move each top-level kernel that stores only program outputs to just after the last
+    step writing what it reads. The planner stores outputs at the end of the program, so a
+    loss or a bias update kept its small operands (the logits, a bias gradient) alive through
+    the whole backward pass: 5.5 KiB of the W4 MLP step's 0.80 MB, which put it over JAX's
+    0.797 MB. An output is written once, by that kernel, and read by no other step, so running
+    it earlier changes nothing else."""
+
+    def outputs_only(step) -> bool:
+        return (
+            isinstance(step, Kernel)
+            and bool(step.stores)
+            and all(st.buffer.kind == "output" and st.combine is None for st in step.stores)
+        )
+
+    for i in range(len(steps)):
+        kern = steps[i]
+        if not outputs_only(kern) or all(b.root().kind != "temp" for b in kern.reads()):
+            continue  # (only a temporary's life can get shorter)
+        reads = {b.root().id for b in kern.reads()}
+        writes = {b.id for b in kern.writes()}
+        at = 0
+        for j in range(i):
+            touched = {b.root().id for b in steps[j].writes()}
+            if touched & reads or {b.id for b in steps[j].reads() | steps[j].writes()} & writes:
+                at = j + 1
+        while at < i and outputs_only(steps[at]):
+            at += 1  # (output kernels keep their order among themselves)
+        if at < i:
+            steps.insert(at, steps.pop(i))

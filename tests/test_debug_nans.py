@@ -5,6 +5,7 @@ forward primitive it differentiates, with the fix."""
 
 from __future__ import annotations
 
+import gc
 import inspect
 
 import numpy as np
@@ -349,6 +350,18 @@ def test_gpu_backend(nans):
         fnp.array([0.0, 1.0]),
         match=r"in the derivative \(jvp or backward pass\) of sqrt",
     )
+
+
+@pytest.mark.usefixtures("gpu")
+def test_gpu_calls_after_a_nan_error_and_a_collection(nans):
+    """The error's traceback holds device buffers in a reference cycle; collected after their
+    wgpu buffers, they must not put dead handles back in the pool (the next upload failed)."""
+    for _ in range(3):
+        with pytest.raises(FloatingPointError):
+            fg.jit(_log_of, backend="gpu")(fnp.array([1.0, -1.0]))
+        gc.collect()
+        got = fg.jit(lambda x: x * 2.0 + 1.0, backend="gpu")(fnp.array([1.0, 2.0, 3.0]))
+        np.testing.assert_array_equal(np.asarray(got), [3.0, 5.0, 7.0])
 
 
 def test_eager_loops_name_the_iteration_too(nans):

@@ -327,6 +327,11 @@ class Runtime:
         return DeviceBuffer(self, buf, words)
 
     def _release(self, buf) -> None:
+        # a DeviceBuffer collected in a reference cycle (an exception's traceback held it) may
+        # be finalised after its wgpu buffer, whose handle is then gone: pooled, the next
+        # upload into it failed (wgpu-py's objects keep their handle in ``_internal``)
+        if getattr(buf, "_internal", True) is None:
+            return
         with self.lock:
             free = self._free.setdefault(buf.size, [])
             if len(free) < self.POOL_KEEP:

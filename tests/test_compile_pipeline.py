@@ -292,6 +292,38 @@ def test_mid_size_kernels_of_product_heavy_programs_are_optimised():
     np.testing.assert_allclose(np.asarray(got[1]), np.tanh(c.astype(np.float64)) * 2, atol=1e-6)
 
 
+def test_small_programs_optimise_reductions_and_visible_kernels():
+    """A program of small products (``COLD_SHARE`` of its work under ``COLD_MAX``): a kernel
+    is glue only under ``SMALL_SHARE`` of the work, a reduction weighing ``REDUCE_WEIGHT``
+    times its cost, so a bias gradient's 128 x 10 column sum (glue under ``COLD_SHARE`` alone)
+    is optimised; results as numpy's."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((128, 64)).astype(np.float32)
+    w = rng.standard_normal((64, 10)).astype(np.float32)
+    b = rng.standard_normal(10).astype(np.float32)
+    v = rng.standard_normal((64, 512)).astype(np.float32)
+
+    def f(x, w, b, v):
+        z = x @ w
+        return b - 0.05 * fg.numpy.sum(z, axis=0), z * 2.0, b * 3.0, x @ v
+
+    jf = fg.jit(f)
+    steps = jf.lower(x, w, b, v).compile()._exe.program.steps
+    work = llvm._work(steps, {})
+    assert work * llvm.COLD_SHARE < llvm.COLD_MAX
+    kernels = {s.stores[0].buffer.name: s for s in steps if hasattr(s, "loops")}
+    cold = llvm._cold_kernels(steps)
+    colsum = next(k for k in kernels.values() if llvm._reduce_weight(k) > 1)
+    assert colsum.cost() <= work * llvm.COLD_SHARE  # (glue under the share rule alone)
+    assert id(colsum) not in cold
+    got = jf(x, w, b, v)
+    z = x.astype(np.float64) @ w
+    np.testing.assert_allclose(np.asarray(got[0]), b - 0.05 * z.sum(0), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(got[1]), z * 2, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(got[2]), b * 3, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(got[3]), x.astype(np.float64) @ v, rtol=1e-4, atol=1e-3)
+
+
 def test_column_sum_of_a_product_operand_reads_the_stored_operand():
     """A bias gradient beside its weight gradient: ``tanh(z) * g`` is stored for the matrix
     product, and the column sum reads that buffer rather than evaluating the tanh again in its

@@ -43,19 +43,23 @@ body, a loop body, a branch) hold one. ``pure_callback`` is not here: JAX may dr
 it like any pure computation."""
 
 
+def sub_jaxprs(eqn: core.JaxprEqn):
+    """The jaxprs in ``eqn``'s params (a loop's body, a cond's branches, a call's body)."""
+    for v in eqn.params.values():
+        for x in v if type(v) is tuple else (v,):
+            if type(x) is core.ClosedJaxpr:
+                x = x.jaxpr
+            if type(x) is core.Jaxpr:
+                yield x
+
+
 def has_effects(eqn: core.JaxprEqn) -> bool:
     """Whether ``eqn`` has a side effect: an effectful primitive, or one in a sub-jaxpr."""
     if not effectful_primitives:  # (no callback module imported: nothing is effectful)
         return False
     if eqn.primitive in effectful_primitives:
         return True
-    for v in eqn.params.values():
-        for x in v if type(v) is tuple else (v,):
-            if type(x) is core.ClosedJaxpr:
-                x = x.jaxpr
-            if type(x) is core.Jaxpr and jaxpr_has_effects(x):
-                return True
-    return False
+    return any(jaxpr_has_effects(x) for x in sub_jaxprs(eqn))
 
 
 def jaxpr_has_effects(jaxpr: core.Jaxpr) -> bool:

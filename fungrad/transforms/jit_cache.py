@@ -27,7 +27,7 @@ from fungrad.array import Array, is_concrete_array
 from fungrad.config import config
 from fungrad.core import EvalTrace
 from fungrad.distributed import process_axis_key
-from fungrad.ir.passes import COLLECTIVES, simplify
+from fungrad.ir.passes import COLLECTIVES, simplify, sub_jaxprs
 from fungrad.lowering import profile as step_profile
 from fungrad.operands import operand
 from fungrad.transforms.api_util import (
@@ -732,16 +732,10 @@ class JitFunction:
 
 def _has_collective(jaxpr: core.Jaxpr) -> bool:
     """Whether ``jaxpr`` (or a sub-jaxpr of it) holds a collective (``ir.passes.COLLECTIVES``)."""
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name in COLLECTIVES:
-            return True
-        for v in eqn.params.values():
-            for x in v if type(v) is tuple else (v,):
-                if type(x) is core.ClosedJaxpr:
-                    x = x.jaxpr
-                if type(x) is core.Jaxpr and _has_collective(x):
-                    return True
-    return False
+    return any(
+        eqn.primitive.name in COLLECTIVES or any(map(_has_collective, sub_jaxprs(eqn)))
+        for eqn in jaxpr.eqns
+    )
 
 
 def _aval_change(path: str, a: core.ShapedArray, b: core.ShapedArray) -> str:

@@ -254,6 +254,7 @@ def kernels_in_place(steps: list) -> None:
                 or st.combine is not None
                 or st.mask is not None
                 or st.once
+                or set(st.index.free) != set(kern.loops)  # (each element stored once)
             ):
                 continue
             operand = _overwritable(kern, st, i, last_use)

@@ -41,7 +41,7 @@ def _derivative_checks(mode: str, rank: int, n: int) -> dict:
         return fnp.tanh(s) * g + p * lax.pmax(u, A)
 
     out = {}
-    with _x64():
+    with fg.enable_x64(True):
         x = local("dx", rank).astype(np.float64)
         t = local("dt", rank).astype(np.float64)
         ct = local("dct", rank).astype(np.float64)
@@ -56,16 +56,6 @@ def _derivative_checks(mode: str, rank: int, n: int) -> dict:
             out["vjp_dot"] = np.asarray(lax.psum(fnp.sum(xbar * t), A))
             out["jvp_dot"] = np.asarray(lax.psum(fnp.sum(ct * jt), A))
     return out
-
-
-@contextlib.contextmanager
-def _x64():
-    old = fg.config.enable_x64
-    fg.config.update("enable_x64", True)
-    try:
-        yield
-    finally:
-        fg.config.update("enable_x64", old)
 
 
 def main(out_dir: str, mode: str):

@@ -429,6 +429,9 @@ class Ctx:
         self._nodes: dict = {}
         self.planner = planner
         self.reduce_origin: dict[Expr, Tensor] = {}  # reduce node -> the tensor it computes
+        # (shape, ids of unflatten(flat, shape)'s nodes) -> flat: flat_index undoes unflatten
+        self._unflattened: dict[tuple, Expr] = {}
+        self._index_max: dict[int, int | None] = {}  # id(index node) -> its largest value
         # while the planner builds a kernel: called with (tensor, index) before a reduction of
         # that tensor's element at that index is built; may raise StoreFirst
         self.on_reduce: Callable | None = None
@@ -511,7 +514,17 @@ class Ctx:
         return self.const(int(v), INDEX)
 
     def flat_index(self, idx: Sequence[Expr], shape: Sequence[int]) -> Expr:
-        """Row-major offset of ``idx`` in an array of ``shape``."""
+        """Row-major offset of ``idx`` in an array of ``shape``. Where ``idx`` is
+        ``unflatten(f, shape)`` of an ``f`` known to lie inside the array, ``f`` itself: a
+        reshape of a stored array read back (a CNN's flattened activations' gradient read as
+        ``[64, 7, 7, 32]`` from ``[64, 1568]``) computed ``(f // 1568 % 64) * 1568 + f % 1568``
+        per element, 64-bit divisions the vectoriser cannot widen (the pool backward reading
+        it ran at 8 ns an element, its twin without the reshape at 0.8)."""
+        f = self._unflattened.get((tuple(shape), tuple(map(id, idx))))
+        if f is not None:
+            top = self._max(f)
+            if top is not None and top < math.prod(shape):
+                return f
         flat = self.iconst(0)
         for i, n in zip(idx, shape):
             flat = self.iadd(self.imul(flat, self.iconst(n)), i)
@@ -531,7 +544,33 @@ class Ctx:
                 if n != 1
                 else self.iconst(0)
             )
-        return tuple(out)
+        out = tuple(out)
+        self._unflattened[(tuple(shape), tuple(map(id, out)))] = flat
+        return out
+
+    def _max(self, e: Expr) -> int | None:
+        """The largest value index expression ``e`` takes (loop variables over their extents),
+        or None where that is not known here."""
+        got = self._index_max.get(id(e), -1)
+        if got != -1:
+            return got
+        a = [self._max(x) for x in e.args] if e.op in ("add", "mul", "idiv", "irem") else []
+        if e.op == "const":
+            top = e.attr if isinstance(e.attr, int) and e.attr >= 0 else None
+        elif e.op == "idx":
+            top = e.attr.extent - 1
+        elif None in a or len(a) != 2:
+            top = None
+        elif e.op == "add":
+            top = a[0] + a[1]
+        elif e.op == "mul":
+            top = a[0] * a[1]
+        elif e.op == "idiv":
+            top = a[0] // e.args[1].attr if e.args[1].is_const and e.args[1].attr > 0 else None
+        else:  # irem by a positive constant
+            top = min(a[0], e.args[1].attr - 1) if e.args[1].is_const else None
+        self._index_max[id(e)] = top
+        return top
 
     # scalar ops
     def op(self, name: str, *args: Expr, dtype=None) -> Expr:

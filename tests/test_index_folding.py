@@ -1,0 +1,92 @@
+"""A stored array read through a reshape: the load's flat index is the element's own flat index
+(``Ctx.flat_index`` undoes ``unflatten`` when the index provably lies inside the array), with
+no divisions left in the kernel; values against numpy for random shapes and factorings, on
+the CPU and, where there is one, the GPU."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fungrad as fg
+import fungrad.numpy as fnp
+from fungrad.lowering import kernel as K
+
+
+def _factorings(n: int) -> list[tuple[int, ...]]:
+    out = [(n,)]
+    for a in range(2, n):
+        if n % a == 0:
+            out.append((a, n // a))
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    rows=st.integers(2, 24),
+    cols=st.sampled_from([6, 12, 20, 32]),
+    inner=st.integers(2, 9),
+    pick=st.integers(0, 100),
+)
+def test_reshaped_product_reads_match_numpy(rows, cols, inner, pick):
+    """``(a @ b)`` (a stored buffer) reshaped into another factoring of its columns, then
+    combined elementwise with an array of the new shape."""
+    shapes = _factorings(cols)
+    new = shapes[pick % len(shapes)]
+    rng = np.random.default_rng(rows * 131 + cols + inner)
+    a = rng.standard_normal((rows, inner)).astype(np.float32)
+    b = rng.standard_normal((inner, cols)).astype(np.float32)
+    c = rng.standard_normal((rows, *new)).astype(np.float32)
+
+    def f(a, b, c):
+        return fnp.tanh((a @ b).reshape(rows, *new)) * c
+
+    want = np.tanh((a.astype(np.float64) @ b).reshape(rows, *new)) * c
+    np.testing.assert_allclose(np.asarray(fg.jit(f)(a, b, c)), want, rtol=1e-5, atol=1e-5)
+
+
+def test_no_division_left_in_the_load():
+    """The flattened activations' gradient read back as ``[64, 7, 7, 32]`` (the CNN's pool
+    backward): its load is at the kernel's own flat index."""
+    rng = np.random.default_rng(0)
+    g = rng.standard_normal((64, 10)).astype(np.float32)
+    w = rng.standard_normal((1568, 10)).astype(np.float32)
+    m = rng.standard_normal((64, 7, 7, 32)).astype(np.float32)
+
+    def f(g, w, m):
+        dx = (g @ w.T).reshape(64, 7, 7, 32)
+        return fnp.where(m > 0, dx, 0.0)
+
+    text = fg.jit(f).lower(g, w, m).as_text()
+    kernel = re.search(r"define [^\n]*@k\d+\([^\n]*\n(.*?)\n}\n", text.split("# LLVM IR")[1], re.S)
+    assert kernel is not None
+    assert "udiv" not in kernel.group(1) and "urem" not in kernel.group(1), kernel.group(1)
+    want = np.where(m > 0, (g.astype(np.float64) @ w.T).reshape(64, 7, 7, 32), 0.0)
+    np.testing.assert_allclose(np.asarray(fg.jit(f)(g, w, m)), want, rtol=1e-4, atol=1e-4)
+
+
+def test_flat_index_undoes_unflatten_only_inside_the_array():
+    """``flat_index(unflatten(f, s), s)`` is ``f`` when ``f`` stays below ``prod(s)``; an ``f``
+    that may reach past it (here up to 2 * prod(s)) keeps the wrapping arithmetic."""
+    ctx = K.Ctx()
+    shape = (4, 6)
+    inside = ctx.index(K.Var(math.prod(shape)))
+    assert ctx.flat_index(ctx.unflatten(inside, shape), shape) is inside
+    beyond = ctx.index(K.Var(2 * math.prod(shape)))
+    assert ctx.flat_index(ctx.unflatten(beyond, shape), shape) is not beyond
+
+
+@pytest.mark.usefixtures("gpu")
+def test_gpu_reads_the_reshape_too():
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((8, 5)).astype(np.float32), rng.standard_normal((5, 12))
+    b = b.astype(np.float32)
+    f = lambda a, b: fnp.sin((a @ b).reshape(8, 3, 4)) + 1.0  # noqa: E731
+    want = np.sin((a.astype(np.float64) @ b).reshape(8, 3, 4)) + 1.0
+    got = fg.jit(f, backend="gpu")(a, b)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-5)

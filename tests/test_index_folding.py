@@ -90,3 +90,39 @@ def test_gpu_reads_the_reshape_too():
     want = np.sin((a.astype(np.float64) @ b).reshape(8, 3, 4)) + 1.0
     got = fg.jit(f, backend="gpu")(a, b)
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-5)
+
+
+def test_division_of_a_row_major_index_by_its_row_length():
+    """``(i * 1568 + j) // 1568`` is ``i`` and ``% 1568`` is ``j`` for ``j < 1568``; by a
+    divisor of the row length the row part divides exactly; an operand that may be negative
+    (a subtraction) or a row length the divisor does not divide keeps the division."""
+    ctx = K.Ctx()
+    i, j = ctx.index(K.Var(64)), ctx.index(K.Var(1568))
+    flat = ctx.iadd(ctx.imul(i, ctx.iconst(1568)), j)
+    assert ctx.idiv(flat, ctx.iconst(1568)) is i
+    assert ctx.irem(flat, ctx.iconst(1568)) is j
+    by7 = ctx.idiv(flat, ctx.iconst(224))  # i * 7 + j // 224
+    assert by7.op == "add" and ctx.irem(by7, ctx.iconst(7)) is ctx.idiv(j, ctx.iconst(224))
+    assert ctx.idiv(ctx.isub(flat, ctx.iconst(3)), ctx.iconst(1568)).op == "idiv"
+    assert ctx.idiv(flat, ctx.iconst(1000)).op == "idiv"
+    for vi, vj in ((0, 0), (5, 1567), (63, 224), (17, 1000)):
+        f = vi * 1568 + vj
+        assert (f // 1568, f % 1568) == (vi, vj)
+
+
+def test_flattening_kernel_divides_only_within_a_row():
+    """The CNN's forward flatten (pool, then ``reshape(64, -1)`` for the dense layer): its
+    kernel loops over the flat ``[64, 1568]`` and no longer divides the flat index by 1568."""
+    rng = np.random.default_rng(2)
+    h = rng.standard_normal((64, 14, 14, 32)).astype(np.float32)
+    w = rng.standard_normal((1568, 10)).astype(np.float32)
+
+    def f(h, w):
+        pooled = fg.lax.reduce_window(h, -np.inf, fg.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        return pooled.reshape(64, -1) @ w
+
+    text = fg.jit(f).lower(h, w).as_text().split("# LLVM IR")[1]
+    assert not re.search(r"(udiv|urem) i64 %\w+, 1568\b", text)
+    pooled = h.reshape(64, 7, 2, 7, 2, 32).max(axis=(2, 4)).astype(np.float64)
+    want = pooled.reshape(64, -1) @ w
+    np.testing.assert_allclose(np.asarray(fg.jit(f)(h, w)), want, rtol=1e-4, atol=1e-3)

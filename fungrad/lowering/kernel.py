@@ -494,21 +494,58 @@ class Ctx:
         return self.node("mul", (a, b), INDEX)
 
     def idiv(self, a: Expr, b: Expr) -> Expr:
-        """Floor division of non-negative index values."""
+        """Floor division of non-negative index values. By a constant ``c``: 0 when ``a`` stays
+        below ``c``, and ``(q * c * m + r) // c`` is ``q * m + r // c`` (:meth:`_multiple_of`),
+        so a flat index split back into a row and a column costs no division where the row
+        is a loop variable (64-bit divisions by constants do not vectorise)."""
         if a.is_const and b.is_const:
             return self.const(a.attr // b.attr, INDEX)
         if b.is_const and b.attr == 1:
             return a
+        if b.is_const and b.attr > 1:
+            top = self._max(a)
+            if top is not None and top < b.attr:
+                return self.iconst(0)
+            split = self._multiple_of(a, b.attr)
+            if split is not None:
+                return self.iadd(split[0], self.idiv(split[1], b))
         return self.node("idiv", (a, b), INDEX)
 
     def irem(self, a: Expr, b: Expr) -> Expr:
+        """Remainder of non-negative index values: ``a`` itself below a constant ``c``, and
+        ``(q * c * m + r) % c`` is ``r % c``."""
         if a.is_const and b.is_const:
             return self.const(a.attr % b.attr, INDEX)
         if b.is_const and b.attr == 1:
             return self.const(0, INDEX)
-        if a.op == "idx" and b.is_const and a.attr.extent <= b.attr:
-            return a
+        if b.is_const and b.attr > 1:
+            top = self._max(a)
+            if top is not None and top < b.attr:
+                return a
+            split = self._multiple_of(a, b.attr)
+            if split is not None:
+                return self.irem(split[1], b)
         return self.node("irem", (a, b), INDEX)
+
+    def _multiple_of(self, a: Expr, c: int) -> tuple[Expr, Expr] | None:
+        """``(q, r)`` with ``a == q * c + r``, where ``a`` is ``x * k + r`` (or ``x * k``) for a
+        constant ``k`` that ``c`` divides and ``x``, ``r`` non-negative (built from loop
+        variables, constants and non-negative arithmetic: :meth:`_max` knows them); else
+        None."""
+        terms = [(a, None)] if a.op == "mul" else []
+        if a.op == "add":
+            terms = [(a.args[0], a.args[1]), (a.args[1], a.args[0])]
+        for prod, rest in terms:
+            if prod.op != "mul":
+                continue
+            for x, k in ((prod.args[0], prod.args[1]), (prod.args[1], prod.args[0])):
+                if not (k.is_const and k.attr > 0 and k.attr % c == 0):
+                    continue
+                if self._max(x) is None or (rest is not None and self._max(rest) is None):
+                    continue
+                q = self.imul(x, self.iconst(k.attr // c))
+                return q, rest if rest is not None else self.iconst(0)
+        return None
 
     def iconst(self, v: int) -> Expr:
         return self.const(int(v), INDEX)

@@ -185,6 +185,57 @@ def test_codegen_only_pipeline_skips_the_optimiser(tmp_path, monkeypatch):
     assert "x float>" in opt.optimized_ir
 
 
+# A loop whose code loop strength reduction changes (a stride-3 read beside a stride-1 write).
+LSR_IR = textwrap.dedent("""
+        define void @strided(ptr %a, ptr %b, i64 %n) {
+        entry:
+          br label %loop
+        loop:
+          %i = phi i64 [0, %entry], [%i1, %loop]
+          %j = mul i64 %i, 3
+          %pa = getelementptr float, ptr %a, i64 %j
+          %pb = getelementptr float, ptr %b, i64 %i
+          %x = load float, ptr %pa
+          store float %x, ptr %pb
+          %i1 = add i64 %i, 1
+          %c = icmp slt i64 %i1, %n
+          br i1 %c, label %loop, label %exit
+        exit:
+          ret void
+        }""")
+
+
+def test_llvm_options_apply_to_fungrads_compiles_only(monkeypatch):
+    """``compiler.LLVM_OPTIONS`` (``-disable-lsr``) shape fungrad's code and are put back to
+    LLVM's defaults afterwards: another llvmlite user in the process (numba) compiles as it would
+    without fungrad."""
+    import llvmlite.binding as llvm
+
+    def llvmlite_asm():
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        tm = llvm.Target.from_default_triple().create_target_machine(opt=2)
+        return tm.emit_assembly(llvm.parse_assembly(LSR_IR))
+
+    before = llvmlite_asm()
+    ours = cpu.compile_module(LSR_IR, ["strided"], name="lsr", passes=False, debug_info=True)
+    assert llvmlite_asm() == before  # the options were put back
+    llvm.set_option("", "-disable-lsr")
+    try:
+        assert llvmlite_asm() != before  # (the loop is one the option changes)
+    finally:
+        llvm.set_option("", "-disable-lsr=false")
+    monkeypatch.setattr(cpu, "LLVM_OPTIONS", {})
+    plain = cpu.compile_module(LSR_IR, ["strided"], name="lsr", passes=False, debug_info=True)
+    assert plain.assembly != ours.assembly  # the option applied to fungrad's own compile
+    a = np.arange(30, dtype=np.float32)
+    b = np.zeros(10, np.float32)
+    ours.function("strided", [np.ctypeslib.ctypes.c_void_p] * 2 + [np.ctypeslib.ctypes.c_int64])(
+        a.ctypes.data, b.ctypes.data, 10
+    )
+    np.testing.assert_array_equal(b, a[::3])
+
+
 # -- glue and small kernels without optimisation; shared kernel bodies --------------------------
 
 CALLER_IR = textwrap.dedent("""

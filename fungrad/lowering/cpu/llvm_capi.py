@@ -50,6 +50,7 @@ __all__ = [
     "parse_module",
     "process_triple",
     "set_module_target",
+    "set_option",
     "verify_module",
 ]
 
@@ -115,6 +116,7 @@ _PROTOTYPES = {  # name: (restype, argtypes), as llvmlite 0.50 declares them
     "LLVMPY_GetFunctionAddress": (c_uint64, [_p, c_char_p]),
     "LLVMPY_AddSymbol": (None, [c_char_p, c_void_p]),
     "LLVMPY_SearchAddressOfSymbol": (c_void_p, [c_char_p]),
+    "LLVMPY_SetCommandLine": (None, [c_char_p, c_char_p]),
 }
 
 _lib = None
@@ -390,6 +392,12 @@ def dispose_engine(engine: c_void_p) -> None:
 def add_symbol(name: str, address: int) -> None:
     """Make ``name`` resolve to ``address`` in code loaded from now on (process wide)."""
     lib().LLVMPY_AddSymbol(name.encode(), address)
+
+
+def set_option(option: str) -> None:
+    """Set one of LLVM's command-line options (``-name=value``), process wide: it applies to
+    every compile in this process from now on, fungrad's or not, until set again."""
+    lib().LLVMPY_SetCommandLine(b"fungrad", option.encode())
 
 
 def address_of_symbol(name: str) -> int | None:

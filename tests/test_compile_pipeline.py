@@ -3,6 +3,7 @@ cpu.py): parallel steps pick the native thread pool or a serial call at run time
 that runs on one thread never compiles the pool; both ways give numpy's results; each kernel body
 is compiled once; the per-stage compile statistics add up."""
 
+import json
 import os
 import re
 import subprocess
@@ -234,6 +235,130 @@ def test_llvm_options_apply_to_fungrads_compiles_only(monkeypatch):
         a.ctypes.data, b.ctypes.data, 10
     )
     np.testing.assert_array_equal(b, a[::3])
+
+
+# -- compiling on several threads ---------------------------------------------------------------
+
+
+def _several_kernels(x, w):
+    """Optimised kernels (row and column reductions, tanh, exp, log) between products."""
+    out = 0.0
+    for i in range(3):
+        h = fnp.tanh(x @ w + i)
+        h = h - h.mean(axis=1, keepdims=True)
+        e = fnp.exp(h - h.max(axis=1, keepdims=True))
+        s = e / e.sum(axis=1, keepdims=True)
+        x = fnp.sqrt((s @ w.T) ** 2 + 1.0) * fnp.log1p(fnp.abs(x))
+        out = out + x.sum(axis=0) + fnp.cos(s).std(axis=0).sum()
+    return out
+
+
+def _o3_modules(ir: str) -> int:
+    return ir.count("LLVM O3")
+
+
+def test_kernels_split_into_one_module_per_compile_thread(monkeypatch):
+    """With several threads allowed, a program's optimised kernels are split into modules of
+    about equal size that compile at once, each on its own thread in its own LLVM context
+    (llvm._split, cpu._compile_objects); the results are bitwise those of one module."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((256, 256)).astype(np.float32)
+    w = rng.standard_normal((256, 256)).astype(np.float32) / 16
+    out, modules = {}, {}
+    for n in ("1", "2", "3"):
+        monkeypatch.setenv("FUNGRAD_NUM_THREADS", n)
+        compiled = fg.jit(_several_kernels).lower(x, w).compile()
+        modules[n] = _o3_modules(compiled._exe.ir)
+        out[n] = np.asarray(compiled(x, w))
+    assert modules["1"] == 1 and modules["2"] == 2 and modules["3"] >= 2, modules
+    np.testing.assert_array_equal(out["2"], out["1"])
+    np.testing.assert_array_equal(out["3"], out["1"])
+    want = np.asarray(_several_kernels(x.astype(np.float64), w.astype(np.float64)))
+    np.testing.assert_allclose(out["1"], want, rtol=2e-4, atol=1e-3)
+
+
+def test_split_balances_ir_size_and_keeps_small_programs_in_one_module():
+    from fungrad.lowering.cpu.llvm import SPLIT_MIN_LINES, Function, _split
+
+    funcs = [Function("x\n" * n) for n in (400, 50, 300, 120, 250, 90)]  # 1216 lines
+    parts = _split(funcs, 3)
+    assert len(parts) == 3 and sorted(f for p in parts for f in map(id, p)) == sorted(
+        map(id, funcs)
+    )
+    sizes = sorted(sum(f.text.count("\n") for f in p) for p in parts)
+    assert sizes[-1] - sizes[0] <= 120  # largest first into the smallest list
+    assert [list(map(id, p)) for p in parts] == [list(map(id, p)) for p in _split(funcs, 3)]
+    assert len(_split(funcs, 8)) == 1216 // SPLIT_MIN_LINES  # (every list has enough work)
+    assert _split(funcs[:1], 4) == [funcs[:1]] and _split([], 4) == []
+    assert len(_split(funcs, 1)) == 1
+
+
+def test_a_module_closed_while_another_thread_holds_the_lock_does_not_wait():
+    """A CompiledModule collected on a compile thread (its garbage collection runs there) while
+    the thread that holds ``llvm_lock`` waits for that compile thread must not wait for the
+    lock (a deadlock, seen in the suite): its engine is freed by the next holder."""
+    import threading
+
+    mod = cpu.compile_module(SCALE_IR, ["k"], name="retired")
+    engine = mod._engine
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        with cpu.llvm_lock:
+            held.set()
+            release.wait(30)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    held.wait(30)
+    closer = threading.Thread(target=mod.close)
+    closer.start()
+    closer.join(10)
+    try:
+        assert not closer.is_alive()  # close() returned while the lock was held
+        assert engine in cpu._retired
+    finally:
+        release.set()
+        t.join()
+    cpu.compile_module(SCALE_IR, ["k"], name="next")  # takes the lock, frees the engine
+    assert engine not in cpu._retired
+
+
+AHEAD_SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    import numpy as np
+    import fungrad as fg
+    from fungrad.lowering.cpu import gemm, llvm, runtime
+
+    calls = []
+    original = llvm._compile_quietly
+    def recording(library, pool):
+        calls.append([library, pool])
+        original(library, pool)
+    llvm._compile_quietly = recording
+    a = np.ones((256, 256), np.float32)
+    y = np.asarray(fg.jit(lambda a, b: a @ b + 1.0)(a, a))
+    print(json.dumps({"calls": calls, "ok": bool((y == 257.0).all()),
+                      "library": gemm.compiled(), "pool": runtime._module is not None}))
+""")
+
+
+@pytest.mark.parametrize("nthreads", ["1", "2"])
+def test_libraries_compile_ahead_on_another_thread(nthreads):
+    """A process that may run threads compiles the gemm library and the thread pool on another
+    thread while the program renders (llvm.compile_ahead); one that may not compiles nothing
+    ahead (its pool is never needed)."""
+    env = dict(os.environ, FUNGRAD_NUM_THREADS=nthreads, FUNGRAD_DISABLE_CACHE="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", AHEAD_SCRIPT], env=env, capture_output=True, text=True, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["ok"] and got["library"]
+    if nthreads == "1":
+        assert got["calls"] == [] and not got["pool"]
+    else:
+        assert got["calls"] == [[True, True]] and got["pool"]
 
 
 # -- glue and small kernels without optimisation; shared kernel bodies --------------------------

@@ -16,8 +16,10 @@ are recorded per module (:class:`CompileStats`) and in process-wide totals (:fun
 
 from __future__ import annotations
 
+import concurrent.futures
 import ctypes
 import os
+import queue
 import re
 import sys
 import tempfile
@@ -225,12 +227,13 @@ class CompiledModule:
         return ctypes_function(self.address(name), argtypes, restype, keepalive=self)
 
     def close(self) -> None:
-        """Free the machine code now; addresses from this module must no longer be called."""
+        """Free the machine code (now, or once ``llvm_lock`` is free); addresses from this
+        module must no longer be called."""
         engine, self._engine = self._engine, None
         self._addresses.clear()
         if engine is not None:
-            with llvm_lock:
-                llvm_capi.dispose_engine(engine)
+            _retired.append(engine)
+            _dispose_retired()
 
     def __del__(self, _is_finalizing=sys.is_finalizing):
         # at interpreter exit the binding's own globals (this module's ``sys`` included) may
@@ -239,6 +242,24 @@ class CompiledModule:
             return
         if getattr(self, "_engine", None) is not None and llvm_lock is not None:
             self.close()
+
+
+#: engines of closed modules not freed yet: a module collected while another thread holds
+#: ``llvm_lock`` must not wait for it (the collector may run on one of the compile threads that
+#: the lock's holder is waiting for: a deadlock), so it leaves its engine here for the next
+#: thread that takes the lock (list.append and pop are atomic)
+_retired: list = []
+
+
+def _dispose_retired() -> None:
+    """Free the retired engines if ``llvm_lock`` is free (or held by this thread)."""
+    if not llvm_lock.acquire(blocking=False):
+        return
+    try:
+        while _retired:
+            llvm_capi.dispose_engine(_retired.pop())
+    finally:
+        llvm_lock.release()
 
 
 def ctypes_function(address: int, argtypes, restype=None, *, keepalive=None):
@@ -336,7 +357,8 @@ def compile_modules(parts, entry_points, *, name: str, debug_info: bool = False)
         ]
     built: list = [None] * len(parts)  # (object, meta, stats, optimized IR, assembly)
     for attempt in (0, 1):
-        for i, (part, pipeline) in enumerate(zip(parts, pipelines)):
+        pending = []
+        for i in range(len(parts)):
             if built[i] is not None:
                 continue
             if keys[i] is not None and not debug_info and attempt == 0:
@@ -346,11 +368,10 @@ def compile_modules(parts, entry_points, *, name: str, debug_info: bool = False)
                     stats = CompileStats(cache_hit=True, load_s=time.perf_counter() - t0)
                     built[i] = (entry[0], entry[1], stats, None, None)
                     continue
-            stats = CompileStats()
-            obj, meta, opt_ir, asm = _compile_object(
-                part.ir_text, name, pipeline, stats, debug_info
-            )
-            built[i] = (obj, meta, stats, opt_ir, asm)
+            pending.append(i)
+        jobs = [(parts[i].ir_text, name, pipelines[i], debug_info) for i in pending]
+        for i, result in zip(pending, _compile_objects(jobs)):
+            built[i] = result
         _check_links(parts, name, entry_points, [b[1] for b in built])
         t0 = time.perf_counter()
         try:
@@ -383,55 +404,107 @@ def compile_modules(parts, entry_points, *, name: str, debug_info: bool = False)
     return module
 
 
-def _compile_object(ir_text, name, pipeline, stats, debug_info):
-    """parse -> verify -> optimise -> emit_object, all under the lock; returns the object, its
-    meta (functions it defines, externals it declares), and the optimised IR and assembly
-    when ``debug_info``."""
-    capi = llvm_capi
+#: target machines (opt 3, opt 0) of the compile threads, one pair per thread, made on first
+#: use and kept (a TargetMachine is used by one thread at a time)
+_thread_machines: list[tuple] = []
+
+
+def _compile_objects(jobs) -> list:
+    """Compile ``(ir_text, name, pipeline, debug_info)`` jobs to ``(object, meta, stats,
+    optimised IR, assembly)``, in order. With several jobs and several threads allowed
+    (``threads.num_threads()``: ``FUNGRAD_NUM_THREADS`` or the CPU affinity), each job runs on
+    its own thread, in a private LLVM context with its own target machines: LLVM's passes and
+    code generation are most of a first call, and independent modules compile in parallel
+    (llvm.py splits a program's optimised kernels into one module per thread: the
+    transformer step's 21 kernels 230 -> 118 ms on two cores). One thread compiles in LLVM's
+    global context, as before. ``llvm_lock`` is held throughout, with ``LLVM_OPTIONS`` set."""
+    from fungrad.lowering.cpu import threads
+
     h = host()
+    n = min(len(jobs), threads.num_threads())
     with llvm_lock:
-        t0 = time.perf_counter()
-        step = "parse"
-        mod = None
+        _set_options(LLVM_OPTIONS)
         try:
-            mod = capi.parse_module(ir_text)
-            step = "verify"
-            capi.verify_module(mod)
-            capi.set_module_target(mod, name, h.triple, h.data_layout)
-            listed = capi.module_functions(mod)
-            local = (capi.LINKAGE_INTERNAL, capi.LINKAGE_PRIVATE)
-            functions = [f for f, decl, linkage in listed if not decl and linkage not in local]
-            externals = [f for f, decl, _ in listed if decl and not f.startswith("llvm.")]
-            t1 = time.perf_counter()
-            step = "optimize"
-            _set_options(LLVM_OPTIONS)
-            if pipeline.get("passes", True):
-                capi.optimize(
-                    mod,
-                    h.target_machine,
-                    pipeline["speed_level"],
-                    pipeline["loop_vectorization"],
-                    pipeline["slp_vectorization"],
+            if n <= 1:
+                return [
+                    _compile_object(*job, h.target_machine, h.target_machine_o0) for job in jobs
+                ]
+            while len(_thread_machines) < n:
+                _thread_machines.append(
+                    (
+                        h.new_target_machine(),
+                        llvm_capi.create_target_machine(h.triple, h.cpu, h.features, 0),
+                    )
                 )
-            t2 = time.perf_counter()
-            step = "codegen"
-            tm = h.target_machine_o0 if pipeline["codegen_opt"] == 0 else h.target_machine
-            obj = capi.emit(tm, mod)
-            t3 = time.perf_counter()
-            optimized_ir = capi.module_text(mod) if debug_info else None
-            assembly = capi.emit(tm, mod, object_file=False).decode() if debug_info else None
-        except RuntimeError as e:
-            if isinstance(e, CompileError):
-                raise
-            raise _error(ir_text, name, step, str(e)) from None
+            free = queue.SimpleQueue()
+            for pair in _thread_machines[:n]:
+                free.put(pair)
+
+            def run(job):
+                tm3, tm0 = free.get()
+                try:
+                    return _compile_object(*job, tm3, tm0, llvm_capi.create_context())
+                finally:
+                    free.put((tm3, tm0))
+
+            with concurrent.futures.ThreadPoolExecutor(n, "fungrad-llvm") as pool:
+                return list(pool.map(run, jobs))
         finally:
             _set_options(LLVM_OPTIONS.values())
-            if mod is not None:
-                capi.dispose_module(mod)
+            _dispose_retired()  # (modules collected on the compile threads meanwhile)
+
+
+def _compile_object(ir_text, name, pipeline, debug_info, tm3, tm0, context=None):
+    """parse -> verify -> optimise -> emit_object with the target machines ``tm3`` (opt 3) and
+    ``tm0`` (FastISel), in ``context`` (freed here) or LLVM's global one (the caller holds
+    ``llvm_lock``); returns the object, its meta (functions it defines, externals it
+    declares), its :class:`CompileStats`, and the optimised IR and assembly when
+    ``debug_info``."""
+    capi = llvm_capi
+    h = host()
+    stats = CompileStats()
+    t0 = time.perf_counter()
+    step = "parse"
+    mod = None
+    try:
+        mod = capi.parse_module(ir_text, context)
+        step = "verify"
+        capi.verify_module(mod)
+        capi.set_module_target(mod, name, h.triple, h.data_layout)
+        listed = capi.module_functions(mod)
+        local = (capi.LINKAGE_INTERNAL, capi.LINKAGE_PRIVATE)
+        functions = [f for f, decl, linkage in listed if not decl and linkage not in local]
+        externals = [f for f, decl, _ in listed if decl and not f.startswith("llvm.")]
+        t1 = time.perf_counter()
+        step = "optimize"
+        if pipeline.get("passes", True):
+            capi.optimize(
+                mod,
+                tm3,
+                pipeline["speed_level"],
+                pipeline["loop_vectorization"],
+                pipeline["slp_vectorization"],
+            )
+        t2 = time.perf_counter()
+        step = "codegen"
+        tm = tm0 if pipeline["codegen_opt"] == 0 else tm3
+        obj = capi.emit(tm, mod)
+        t3 = time.perf_counter()
+        optimized_ir = capi.module_text(mod) if debug_info else None
+        assembly = capi.emit(tm, mod, object_file=False).decode() if debug_info else None
+    except RuntimeError as e:
+        if isinstance(e, CompileError):
+            raise
+        raise _error(ir_text, name, step, str(e)) from None
+    finally:
+        if mod is not None:
+            capi.dispose_module(mod)
+        if context is not None:
+            capi.dispose_context(context)
     stats.parse_s, stats.optimize_s, stats.codegen_s = t1 - t0, t2 - t1, t3 - t2
     stats.object_bytes = len(obj)
     meta = {"name": name, "functions": functions, "externals": externals}
-    return obj, meta, optimized_ir, assembly
+    return obj, meta, stats, optimized_ir, assembly
 
 
 def _set_options(options) -> None:

@@ -148,6 +148,7 @@ class Executable:
             else:
                 self.program = fusion.plan(self.jaxpr, ENTRY, policy=CpuPolicy())
             t3 = time.perf_counter()
+            llvm.compile_ahead(self.program.steps)
             abi.layout()
             parts = llvm.render(self.program, slots)
             t4 = time.perf_counter()

@@ -96,6 +96,7 @@ from fungrad.lowering.cpu.llvm_types import literal
 
 __all__ = [
     "SYMBOL",
+    "compiled",
     "ensure_library",
     "gemm",
     "library_call",
@@ -835,6 +836,11 @@ def library_ir(avx512: bool | None = None) -> str:
 
 _module = None  # the CompiledModule, kept for the life of the process
 _function = None  # ctypes function of fg_matmul_f32 (gemm)
+
+
+def compiled() -> bool:
+    """Whether the library is compiled and loaded in this process."""
+    return _module is not None
 
 
 def ensure_library() -> None:

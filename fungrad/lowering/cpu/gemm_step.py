@@ -13,7 +13,15 @@ from fungrad.lowering.cpu import gemm as matmul
 from fungrad.lowering.cpu.llvm_types import literal, llvm_type
 from fungrad.lowering.fusion import Gemm
 
-__all__ = ["render_gemm"]
+__all__ = ["render_gemm", "uses_library"]
+
+
+def uses_library(step: Gemm) -> bool:
+    """Whether ``step`` runs in the own gemm library (else through BLAS): see
+    :func:`render_gemm`."""
+    batched = step.batch > 1 and matmul.supports(dataclasses.replace(step, batch=1))
+    own = batched or step.b_packed or matmul.supports(step)  # (a packed b: only the library)
+    return own or (not blas.find_blas().available and matmul.runs(step))
 
 
 def render_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:
@@ -25,11 +33,9 @@ def render_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:
     spin, and on a loaded host an LSTM step on two threads took 4.5x its one-thread time
     through them, while the pool backs off to one thread there. Without BLAS (a numpy that
     bundles none) every product the library computes at all runs there."""
-    have_blas = blas.find_blas().available
-    batched = step.batch > 1 and matmul.supports(dataclasses.replace(step, batch=1))
-    own = batched or step.b_packed or matmul.supports(step)  # (a packed b: only the library)
-    if not (own or (not have_blas and matmul.runs(step))):
+    if not uses_library(step):
         return _blas_gemm(mw, step, ptr)
+    batched = step.batch > 1 and matmul.supports(dataclasses.replace(step, batch=1))
     em = mw.ops  # (its counter names the labels and values, unique in the module)
     em.n += 1
     mw.declare(matmul.SYMBOL, matmul.library_decl())

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import math
 import re
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +40,7 @@ from fungrad.lowering.cpu import (
     llvm_capi,
     mpi,
     sort,
+    threads,
 )
 from fungrad.lowering.cpu import compiler as cpu
 from fungrad.lowering.cpu import gemm as matmul
@@ -47,6 +49,7 @@ from fungrad.lowering.cpu.kernel import KernelWriter
 from fungrad.lowering.cpu.llvm_ops import OpEmitter
 from fungrad.lowering.fusion import Gemm, Kernel, Program, _walk
 from fungrad.lowering.math import llvm as llvm_math
+from fungrad.lowering.profile import step_table
 from fungrad.lowering.render import StepRenderers, kernel_record
 from fungrad.lowering.steps import (
     CholeskyStep,
@@ -210,10 +213,9 @@ class ModuleWriter:
         if self.functions and not self.cold:
             # glue alone in its own module cost more than it saved (~3 ms: the chain, softmax)
             self.functions, self.glue = self.functions + self.glue, []
-        modules = [
-            (funcs, level) for funcs, level in ((self.functions, 3), (self.glue, 0)) if funcs
-        ]
-        declared = _link(self.functions, self.glue) if len(modules) == 2 else {}
+        modules = [(funcs, 3) for funcs in _split(self.functions, threads.num_threads())]
+        modules += [(self.glue, 0)] if self.glue else []
+        declared = _link([funcs for funcs, _ in modules]) if len(modules) > 1 else {}
         parts = []
         for funcs, level in modules:
             text = "\n".join([*declared.get(id(funcs), ()), *(f.text for f in funcs)])
@@ -478,6 +480,48 @@ def enable_thread_pool() -> None:
         _pool_cell.value = llvm_capi.address_of_symbol("fg_parallel_for")
 
 
+def compile_ahead(steps) -> None:
+    """Start compiling the process-wide native code a program of ``steps`` will call, on
+    another thread, when this process may run several (``threads.num_threads()``) and the
+    program multiplies matrices in the gemm library (``gemm_step.uses_library``): the library
+    (~25 ms of code generation) and, when a product is large enough to be split over threads
+    (``gemm.SERIAL_WORK``), the thread pool (runtime.py, ~20 ms). Both then overlap the
+    program's rendering (Python, ~50 ms for a transformer block) instead of following it.
+    ``render`` and the executable still call ``gemm.ensure_library`` and
+    :func:`enable_thread_pool`, which wait for these compiles (``cpu.llvm_lock``) or, if one
+    failed, compile again and raise there. A program without such products compiles nothing
+    ahead: its own compile would only wait for the lock."""
+    if threads.num_threads() < 2:
+        return
+    products = [
+        s
+        for s, _ in step_table(steps)
+        if isinstance(s, Gemm) and gemm_step.uses_library(s)
+    ]
+    if not products:
+        return
+    library = not matmul.compiled()
+    pool = not _pool_cell.value and any(
+        s.m * s.n * s.k * s.batch >= matmul.SERIAL_WORK for s in products
+    )
+    if library or pool:
+        threading.Thread(
+            target=_compile_quietly, args=(library, pool), name="fungrad-ahead", daemon=True
+        ).start()
+
+
+def _compile_quietly(library: bool, pool: bool) -> None:
+    try:
+        if library:
+            matmul.ensure_library()
+        if pool:
+            from fungrad.lowering.cpu import runtime
+
+            runtime.ensure_registered()
+    except Exception:  # noqa: BLE001 - the program's own calls raise it again (compile_ahead)
+        pass
+
+
 #: a kernel estimated at this many operations (~20-50 us on one core) is split across threads;
 #: a fork-join of the native pool costs ~0.3 us with awake workers, ~3 us waking them
 PARALLEL_COST = 300_000
@@ -575,9 +619,9 @@ class Function:
     defines: tuple[tuple[str, str, str], ...] = ()
 
 
-def _link(a: list[Function], b: list[Function]) -> dict[int, list[str]]:
-    """Let two modules' function lists call each other: a function one module calls and the
-    other defines loses its ``internal`` linkage there and is declared where it is called.
+def _link(modules: list[list[Function]]) -> dict[int, list[str]]:
+    """Let modules' function lists call each other: a function one module calls and another
+    defines loses its ``internal`` linkage there and is declared where it is called.
     Returns the declarations each list (by ``id``) needs.
 
     The names a module refers to are read from its finished text (one regular expression
@@ -585,17 +629,46 @@ def _link(a: list[Function], b: list[Function]) -> dict[int, list[str]]:
     kernels passed to the thread pool by address), and scanning the text once is simpler and
     surer than threading a list of uses through each of them. What is defined, and with
     which signature, is recorded when the function is added (``ModuleWriter.add_function``)."""
-    declared: dict[int, list[str]] = {id(a): [], id(b): []}
-    for defs, users in ((a, b), (b, a)):
-        called = set(_SYMBOL.findall("\n".join(f.text for f in users)))
+    declared: dict[int, list[str]] = {id(m): [] for m in modules}
+    called = {id(m): set(_SYMBOL.findall("\n".join(f.text for f in m))) for m in modules}
+    for defs in modules:
         for f in defs:
             for fn, ret, params in f.defines:
-                if fn in called:
+                users = [m for m in modules if m is not defs and fn in called[id(m)]]
+                if users:
                     f.text = f.text.replace(
                         f"define internal {ret} @{fn}(", f"define {ret} @{fn}(", 1
                     )
-                    declared[id(users)].insert(0, f"declare {ret} @{fn}({params})\n")
+                for m in users:
+                    declared[id(m)].insert(0, f"declare {ret} @{fn}({params})\n")
     return declared
+
+
+#: LLVM's passes and code generation of a program's optimised functions run on several threads
+#: (``cpu.compile_modules``) when they are split into modules: one per thread allowed, each with
+#: at least ``SPLIT_MIN_LINES`` lines of IR (~3-4 small kernels; LLVM's cost is ~3 ms a loop,
+#: a module's own ~1 ms, and the math functions it calls are compiled once per module)
+SPLIT_MIN_LINES = 300
+
+
+def _split(functions: list[Function], nthreads: int) -> list[list[Function]]:
+    """``functions`` in up to ``nthreads`` lists of about equal IR size (largest first into the
+    smallest list: LLVM's time grows with a function's size), each with at least
+    ``SPLIT_MIN_LINES`` lines; one list (or none) when that leaves one. Deterministic for a
+    given thread count, so the modules' cache keys are too."""
+    if not functions:
+        return []
+    sizes = [f.text.count("\n") + 1 for f in functions]
+    n = max(1, min(nthreads, sum(sizes) // SPLIT_MIN_LINES, len(functions)))
+    if n == 1:
+        return [functions]
+    bins: list[list[int]] = [[] for _ in range(n)]
+    load = [0] * n
+    for i in sorted(range(len(functions)), key=lambda i: -sizes[i]):
+        j = load.index(min(load))
+        bins[j].append(i)
+        load[j] += sizes[i]
+    return [[functions[i] for i in sorted(b)] for b in bins]
 
 
 _SYMBOL = re.compile(r"@([-\w.$]+)")
@@ -619,4 +692,4 @@ def render(prog: Program, profile: dict[int, int] | None = None) -> list[cpu.Par
     return parts
 
 
-__all__ = ["POOL_SYMBOL", "enable_thread_pool", "register_pool_symbol", "render"]
+__all__ = ["POOL_SYMBOL", "compile_ahead", "enable_thread_pool", "register_pool_symbol", "render"]

@@ -12,10 +12,12 @@ anything is called: an untested llvmlite raises an ImportError that says which t
 rather than calling functions whose signatures may have changed.
 
 Every function here must be called under ``cpu.llvm_lock`` (LLVM's global state is not thread
-safe); errors LLVM reports come back as ``RuntimeError`` with its message. Handles (modules,
-target machines, engines) are plain ``ctypes.c_void_p`` values; their owners free them
-(``dispose_module``, ``dispose_engine``: an engine owns the module and target machine it was made
-from).
+safe), except on a module in a private context (:func:`create_context`) with a target machine
+no other thread uses: parsing, verifying, optimising and emitting it (``compiler`` compiles a
+program's modules so, one thread each); errors LLVM reports come back as ``RuntimeError``
+with its message. Handles (modules, target machines, engines, contexts) are plain
+``ctypes.c_void_p`` values; their owners free them (``dispose_module``, ``dispose_engine``: an
+engine owns the module and target machine it was made from; ``dispose_context``).
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ __all__ = [
     "SUPPORTED",
     "add_symbol",
     "address_of_symbol",
+    "create_context",
     "create_engine",
     "create_target_machine",
     "data_layout",
+    "dispose_context",
     "dispose_engine",
     "dispose_module",
     "emit",
@@ -83,6 +87,8 @@ _PROTOTYPES = {  # name: (restype, argtypes), as llvmlite 0.50 declares them
     "LLVMPY_GetBufferSize": (c_size_t, [_p]),
     "LLVMPY_DisposeMemoryBuffer": (None, [_p]),
     "LLVMPY_GetGlobalContext": (_p, []),
+    "LLVMPY_ContextCreate": (_p, []),
+    "LLVMPY_ContextDispose": (None, [_p]),
     "LLVMPY_ParseAssembly": (_p, [_p, c_char_p, POINTER(c_void_p)]),
     "LLVMPY_DisposeModule": (None, [_p]),
     "LLVMPY_VerifyModule": (c_bool, [_p, POINTER(c_void_p)]),
@@ -246,12 +252,25 @@ def data_layout(tm: c_void_p) -> str:
 # -- modules ---------------------------------------------------------------------------------------
 
 
-def parse_module(ir_text: str) -> c_void_p:
-    """A module parsed from IR text (RuntimeError with LLVM's message if it does not parse)."""
+def create_context() -> c_void_p:
+    """A private LLVM context: modules parsed into it may be optimised and compiled on another
+    thread while other threads use theirs (LLVM's contexts share no state). Freed by
+    :func:`dispose_context`, after every module in it."""
+    return c_void_p(lib().LLVMPY_ContextCreate())
+
+
+def dispose_context(context: c_void_p) -> None:
+    lib().LLVMPY_ContextDispose(context)
+
+
+def parse_module(ir_text: str, context: c_void_p | None = None) -> c_void_p:
+    """A module parsed from IR text into ``context`` (default: LLVM's global context, which
+    only one thread at a time may use: ``cpu.llvm_lock``); RuntimeError with LLVM's message if
+    it does not parse."""
     err = c_void_p()
-    mod = lib().LLVMPY_ParseAssembly(
-        lib().LLVMPY_GetGlobalContext(), ir_text.encode(), ctypes.byref(err)
-    )
+    if context is None:
+        context = lib().LLVMPY_GetGlobalContext()
+    mod = lib().LLVMPY_ParseAssembly(context, ir_text.encode(), ctypes.byref(err))
     if not mod:
         raise RuntimeError(f"LLVM IR parsing error\n{_take(err)}")
     _take(err)

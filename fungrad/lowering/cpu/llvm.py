@@ -494,9 +494,7 @@ def compile_ahead(steps) -> None:
     if threads.num_threads() < 2:
         return
     products = [
-        s
-        for s, _ in step_table(steps)
-        if isinstance(s, Gemm) and gemm_step.uses_library(s)
+        s for s, _ in step_table(steps) if isinstance(s, Gemm) and gemm_step.uses_library(s)
     ]
     if not products:
         return

@@ -58,10 +58,9 @@ def test_own_kernel_ragged_shapes(m, n, k, trans_a, seed):
     f = (lambda a, b: a.T @ b) if trans_a else (lambda a, b: a @ b)
     exe, args = build(f, a, b)
     (g,) = gemms(exe)
+    one_panel = n <= 32 and 4 * n >= 3 * -(-n // 16) * 16
     assert matmul.supports(g) == (
-        k * (-(-n // 32)) * 32 <= matmul.MAX_STACK_FLOATS
-        if trans_a
-        else m * k <= matmul.MAX_A_FLOATS
+        trans_a or k * 32 <= matmul.MAX_STACK_FLOATS and (one_panel or m * k <= matmul.MAX_A_FLOATS)
     )
     (out,) = run(exe, args)
     close(out, (a.T if trans_a else a).astype(np.float64) @ b, k)
@@ -169,6 +168,35 @@ def test_large_products_split_into_column_blocks_when_threads_may_be_used():
     for nthreads in (1, 2, 3):
         for got, ref in zip(run(exe, args, nthreads), want):
             close(got, ref, 200)
+
+
+@pytest.mark.parametrize(
+    "m,n,k,trans_a",
+    [(3000, 32, 144, False), (2500, 16, 288, False), (144, 32, 3000, True), (1000, 13, 300, True)],
+)
+def test_narrow_products_split_into_row_blocks_when_threads_may_be_used(m, n, k, trans_a):
+    """A product too narrow for column blocks (a convolution's ``[N*H*W, C]`` output, its
+    weight gradient) runs the library on blocks of rows over the native pool, A in place or
+    transposed, ragged last block, with a folded update: numpy's values on 1-3 threads. Such
+    products (A past the cache plan but one panel of b wide; A^T of any size) run in the
+    library, not in BLAS, whose own threads would spin beside the pool's."""
+    rng = np.random.default_rng(m + n)
+    a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    w = rng.standard_normal((m, n)).astype(np.float32)
+
+    def f(a, b, w):
+        p = (a.T if trans_a else a) @ b
+        return p, w - 0.5 * p
+
+    exe, args = build(f, a, b, w)
+    assert all(matmul.supports(g) for g in gemms(exe))
+    assert "fg_sgemm" not in exe.ir and exe.ir.count(".par(ptr %ctx") >= 1
+    p64 = (a.T if trans_a else a).astype(np.float64) @ b
+    for nthreads in (1, 2, 3):
+        got_p, got_w = run(exe, args, nthreads)
+        close(got_p, p64, k)
+        close(got_w, w - 0.5 * p64, k)
 
 
 def test_transposed_reader_gets_the_transposed_layout():

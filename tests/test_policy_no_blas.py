@@ -75,10 +75,11 @@ def test_no_blas_float32_product_is_a_gemm_with_numpys_numbers(no_blas, layout):
     _close(out, f(a.astype(np.float64), b.astype(np.float64)), 50)
 
 
-@pytest.mark.parametrize("layout", ["a @ b", "a.T @ b", "a @ b.T"])
+@pytest.mark.parametrize("layout", ["a @ b", "a @ b.T"])
 def test_no_blas_large_float32_product_runs_in_the_library(no_blas, layout):
     """A product past the library's serial size and cache plan (where BLAS would be called)
-    still runs in the library, with numpy's numbers, and the IR calls no BLAS."""
+    still runs in the library, with numpy's numbers, and the IR calls no BLAS. (A^T is in the
+    library's plan at any size.)"""
     m, k, n = 1031, 1029, 333  # A (m x k) past MAX_A_FLOATS, b (k x 352) past the stack plan
     shapes = {"a @ b": ((m, k), (k, n)), "a.T @ b": ((k, m), (k, n)), "a @ b.T": ((m, k), (n, k))}[
         layout

@@ -80,10 +80,11 @@ Zen 4): ``x @ W1`` 0.90x BLAS's time, ``h @ W2`` 0.95x, ``h @ W3`` 0.95x, ``dy @
 its output in place (its callers first copy ``c0`` there, which the times leave out).
 
 ``supports`` keeps the shapes this runs at OpenBLAS's speed or better on one core (A in place
-up to 1024 x 1024: 1024^3 0.96x BLAS's time); larger products stay with BLAS, which blocks for
-L3. Where several threads may run, products of ``SERIAL_WORK`` or more are split into
-column blocks over the native thread pool, one library call per block
-(``gemm_step._split_columns``).
+up to 1024 x 1024: 1024^3 0.96x BLAS's time; A^T at any size; one panel of b with A of any
+height); larger products stay with BLAS, which blocks for L3. Where several threads may run,
+products of ``SERIAL_WORK`` or more are split into column blocks over the native thread pool,
+one library call per block (``gemm_step._split_columns``; narrow ones into row blocks,
+``_split_rows``).
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ __all__ = [
 #: from this many multiply-adds on, a call that may use several threads splits the product into
 #: column blocks over them (gemm_step._split_columns)
 SERIAL_WORK = 1 << 21
-MAX_STACK_FLOATS = 1 << 17  # the cache plan of supports(): A^T's b packed within 512 KiB
+MAX_STACK_FLOATS = 1 << 17  # supports(), A in place: a k x NR panel of b within 512 KiB
 #: supports(): A in place up to 4 MiB (1024 x 1024), re-read from L3 per panel of b at 2 bytes
 #: per cycle; one core, best of 8 interleaved, lib/OpenBLAS time: 1024^3 0.96, b^T 0.94,
 #: 2048x1024x512 0.96, 512x2048x512 0.94, 1024x64x1024 0.93, 1024x128x1024 1.01
@@ -140,10 +141,17 @@ def runs(step) -> bool:
 
 def supports(step) -> bool:
     """Whether the library runs this :class:`~fungrad.lowering.fusion.Gemm` well: float32, not
-    both operands transposed, one matrix, and the operands small enough for the cache plan (A
-    read from L2 per column block, or b packed whole in L2). Larger products stay with BLAS,
-    which blocks for L3. Products of at least ``SERIAL_WORK`` split into column blocks over
-    threads where several may run (``gemm_step.render_gemm``)."""
+    both operands transposed, one matrix, and, with A in place, A small enough to be re-read
+    from L2 per panel of b, or one panel of b (at most ``NR`` columns, three quarters of their
+    vector lanes used) so that A is read once. A^T runs at any size (its slices are packed per
+    row tile pair; one core against OpenBLAS on one thread: 0.90-1.03x its time from 144 x 32
+    x 12544 to 2048 x 2048 x 512, the CNN's and transformer's weight gradients), as do the
+    convolutions' tall products (12544 x 32 x 144: 0.81x, 12544 x 16 x 288: 0.70x; a
+    20-column one 1.24x: BLAS keeps it). Larger products with A in place stay with BLAS, which
+    blocks for L3. Products of at least ``SERIAL_WORK`` split over threads where several may
+    run (``gemm_step.render_gemm``); calling BLAS there would start OpenBLAS's own spinning
+    threads beside fungrad's (the CNN step on two cores: 10.5 ms with OpenBLAS on one thread,
+    15-17 ms with its default two)."""
     if not (
         step.c.dtype == np.dtype(np.float32)
         and not (step.trans_a and step.trans_b)
@@ -152,8 +160,12 @@ def supports(step) -> bool:
     ):
         return False
     if step.trans_a:
-        return step.k * -(-step.n // NR) * NR <= MAX_STACK_FLOATS
-    return step.k * NR <= MAX_STACK_FLOATS and step.m * step.k <= MAX_A_FLOATS
+        return True
+    if step.k * NR > MAX_STACK_FLOATS:
+        return False
+    # one panel of b: A is read once, however large (unless most vector lanes would idle)
+    one_panel = step.n <= NR and 4 * step.n >= 3 * -(-step.n // VEC) * VEC
+    return one_panel or step.m * step.k <= MAX_A_FLOATS
 
 
 def _f(x: float) -> str:
@@ -188,16 +200,17 @@ def library_call(step, a: str, b: str, c: str, c0: str) -> str:
     return block_call(step, step.n, a, b, c, c0)
 
 
-def block_call(step, n, a: str, b: str, c: str, c0: str) -> str:
-    """The IR line calling the library for ``n`` columns (an int or an ``i64`` value) of
-    ``step``'s product, ``b``, ``c`` and ``c0`` pointing at the first of them; the leading
-    dimensions stay the whole product's (``gemm_step`` splits products into column blocks;
-    with b packed, a block's b starts ``k`` floats per column further on)."""
+def block_call(step, n, a: str, b: str, c: str, c0: str, m=None) -> str:
+    """The IR line calling the library for ``n`` columns and ``m`` rows (ints or ``i64``
+    values; default all rows) of ``step``'s product, ``a``, ``b``, ``c`` and ``c0`` pointing
+    at the first of them; the leading dimensions stay the whole product's (``gemm_step``
+    splits products into column or row blocks; with b packed, a block's b starts ``k`` floats
+    per column further on)."""
     lda = step.m if step.trans_a else step.k
     ldb = step.k if step.trans_b else step.n
     trans = _trans(step.trans_a, step.trans_b, step.b_packed)
     return (
-        f"  call void @{SYMBOL}(i32 {trans}, i64 {step.m}, "
+        f"  call void @{SYMBOL}(i32 {trans}, i64 {step.m if m is None else m}, "
         f"i64 {n}, i64 {step.k}, float {_f(step.alpha)}, ptr {a}, i64 {lda}, ptr {b}, "
         f"i64 {ldb}, "
         f"float {_f(step.beta)}, ptr {c0}, ptr {c}, i64 {step.n})"

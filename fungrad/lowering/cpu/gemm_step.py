@@ -29,7 +29,8 @@ def render_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:
     register-blocked library (``gemm.py``; it wins at these sizes and fuses the ``c0``
     update), the others through BLAS. A product of ``SERIAL_WORK`` or more that the library
     runs well is split into blocks of ``COLUMN_BLOCK`` columns over the native thread pool
-    when the call may use several threads (:func:`_split_columns`): OpenBLAS's own threads
+    when the call may use several threads (:func:`_split_columns`; a narrower one into blocks
+    of rows, :func:`_split_rows`): OpenBLAS's own threads
     spin, and on a loaded host an LSTM step on two threads took 4.5x its one-thread time
     through them, while the pool backs off to one thread there. Without BLAS (a numpy that
     bundles none) every product the library computes at all runs there."""
@@ -43,10 +44,15 @@ def render_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:
     c0 = ptr[(step.c0 or step.c).id]
     if batched:
         return _split_batch(mw, step, f"mm{em.n}", [a, b, c, c0])
-    blocks = -(-step.n // COLUMN_BLOCK)
-    if step.m * step.n * step.k < matmul.SERIAL_WORK or blocks < 2:
+    if step.m * step.n * step.k < matmul.SERIAL_WORK:
         return [matmul.library_call(step, a, b, c, c0)]
-    return _split_columns(mw, step, f"mm{em.n}", [a, b, c, c0], blocks)
+    blocks = -(-step.n // COLUMN_BLOCK)
+    if blocks >= 2:
+        return _split_columns(mw, step, f"mm{em.n}", [a, b, c, c0], blocks)
+    rows = -(-step.m // ROW_STEP)
+    if rows >= 2:  # a narrow product (a convolution's): split by rows
+        return _split_rows(mw, step, f"mm{em.n}", [a, b, c, c0], rows)
+    return [matmul.library_call(step, a, b, c, c0)]
 
 
 #: columns of one chunk of a product split over threads (a multiple of the library's panel
@@ -78,6 +84,39 @@ def _split_columns(mw, step: Gemm, name: str, pointers: list[str], blocks: int) 
     )
     mw.add_function(text, ((f"{name}.par", "void", "ptr, i64, i64"),), glue=True)
     return mw.parallel_for(f"{name}.par", pointers, blocks, name)
+
+
+#: rows of one item of a narrow product split over threads: two register tiles (the library
+#: packs A^T two row tiles at a time). The pool runs one contiguous range of items per thread,
+#: one library call each, so each thread packs b once
+ROW_STEP = 2 * matmul.MR
+
+
+def _split_rows(mw, step: Gemm, name: str, pointers: list[str], items: int) -> list[str]:
+    """The library on row blocks ``[s, e) * ROW_STEP`` of ``c`` through ``mw.parallel_for``,
+    for products too narrow for column blocks (at most ``COLUMN_BLOCK`` columns: the
+    convolutions' ``[N*H*W, C]`` outputs): a trampoline ``@<name>.par(ctx, s, e)`` offsets A
+    (a row of A, or a column of A^T), c and c0 to the first row and calls the library for that
+    many rows with the whole product's leading dimensions."""
+    a_step = 1 if step.trans_a else step.k  # floats from one row of op(A) to the next
+    text = (
+        f"define internal void @{name}.par(ptr %ctx, i64 %s, i64 %e) {{\nentry:\n"
+        f"{_context_loads(4)}\n"
+        f"  %m0 = mul i64 %s, {ROW_STEP}\n"
+        f"  %m1a = mul i64 %e, {ROW_STEP}\n"
+        f"  %over = icmp ugt i64 %m1a, {step.m}\n"
+        f"  %m1 = select i1 %over, i64 {step.m}, i64 %m1a\n"
+        "  %h = sub i64 %m1, %m0\n"
+        f"  %ao = mul i64 %m0, {a_step}\n"
+        f"  %co = mul i64 %m0, {step.n}\n"
+        "  %a1 = getelementptr inbounds float, ptr %x0, i64 %ao\n"
+        "  %c1 = getelementptr inbounds float, ptr %x2, i64 %co\n"
+        "  %d1 = getelementptr inbounds float, ptr %x3, i64 %co\n"
+        f"{matmul.block_call(step, step.n, '%a1', '%x1', '%c1', '%d1', m='%h')}\n"
+        "  ret void\n}\n"
+    )
+    mw.add_function(text, ((f"{name}.par", "void", "ptr, i64, i64"),), glue=True)
+    return mw.parallel_for(f"{name}.par", pointers, items, name)
 
 
 def _split_batch(mw, step: Gemm, name: str, pointers: list[str]) -> list[str]:

@@ -13,7 +13,7 @@ from fungrad.lowering.cpu import gemm as matmul
 from fungrad.lowering.cpu.llvm_types import literal, llvm_type
 from fungrad.lowering.fusion import Gemm
 
-__all__ = ["render_gemm", "uses_library"]
+__all__ = ["render_gemm", "splits_over_threads", "uses_library"]
 
 
 def uses_library(step: Gemm) -> bool:
@@ -44,15 +44,29 @@ def render_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:
     c0 = ptr[(step.c0 or step.c).id]
     if batched:
         return _split_batch(mw, step, f"mm{em.n}", [a, b, c, c0])
-    if step.m * step.n * step.k < matmul.SERIAL_WORK:
-        return [matmul.library_call(step, a, b, c, c0)]
-    blocks = -(-step.n // COLUMN_BLOCK)
-    if blocks >= 2:
-        return _split_columns(mw, step, f"mm{em.n}", [a, b, c, c0], blocks)
-    rows = -(-step.m // ROW_STEP)
-    if rows >= 2:  # a narrow product (a convolution's): split by rows
-        return _split_rows(mw, step, f"mm{em.n}", [a, b, c, c0], rows)
+    split = _split(step)
+    if split == "columns":
+        return _split_columns(mw, step, f"mm{em.n}", [a, b, c, c0], -(-step.n // COLUMN_BLOCK))
+    if split == "rows":  # a narrow product (a convolution's)
+        return _split_rows(mw, step, f"mm{em.n}", [a, b, c, c0], -(-step.m // ROW_STEP))
     return [matmul.library_call(step, a, b, c, c0)]
+
+
+def _split(step: Gemm) -> str | None:
+    """How a product in the library (not batched) is split over threads: ``"columns"``,
+    ``"rows"`` or not at all (None: under ``SERIAL_WORK``, or one block either way)."""
+    if step.m * step.n * step.k < matmul.SERIAL_WORK:
+        return None
+    if step.n > COLUMN_BLOCK:
+        return "columns"
+    return "rows" if step.m > ROW_STEP else None
+
+
+def splits_over_threads(step: Gemm) -> bool:
+    """Whether ``step`` (a product in the library) calls the thread pool: a batch always
+    (:func:`_split_batch`), one matrix when :func:`_split` splits it."""
+    batched = step.batch > 1 and matmul.supports(dataclasses.replace(step, batch=1))
+    return batched or _split(step) is not None
 
 
 #: columns of one chunk of a product split over threads (a multiple of the library's panel

@@ -484,13 +484,15 @@ def compile_ahead(steps) -> None:
     """Start compiling the process-wide native code a program of ``steps`` will call, on
     another thread, when this process may run several (``threads.num_threads()``) and the
     program multiplies matrices in the gemm library (``gemm_step.uses_library``): the library
-    (~25 ms of code generation) and, when a product is large enough to be split over threads
-    (``gemm.SERIAL_WORK``), the thread pool (runtime.py, ~20 ms). Both then overlap the
+    (~25 ms of code generation) and, when a product is split over threads
+    (``gemm_step.splits_over_threads``), the thread pool (runtime.py, ~20 ms). Both then overlap the
     program's rendering (Python, ~50 ms for a transformer block) instead of following it.
     ``render`` and the executable still call ``gemm.ensure_library`` and
     :func:`enable_thread_pool`, which wait for these compiles (``cpu.llvm_lock``) or, if one
-    failed, compile again and raise there. A program without such products compiles nothing
-    ahead: its own compile would only wait for the lock."""
+    failed, compile again and raise there: the program needs both, so neither is still
+    compiling when its first call returns (a fork then finds ``llvm_lock`` free). A program
+    without such products compiles nothing ahead: its own compile would only wait for the
+    lock."""
     if threads.num_threads() < 2:
         return
     products = [
@@ -499,9 +501,7 @@ def compile_ahead(steps) -> None:
     if not products:
         return
     library = not matmul.compiled()
-    pool = not _pool_cell.value and any(
-        s.m * s.n * s.k * s.batch >= matmul.SERIAL_WORK for s in products
-    )
+    pool = not _pool_cell.value and any(gemm_step.splits_over_threads(s) for s in products)
     if library or pool:
         threading.Thread(
             target=_compile_quietly, args=(library, pool), name="fungrad-ahead", daemon=True

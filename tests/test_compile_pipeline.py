@@ -206,10 +206,11 @@ LSR_IR = textwrap.dedent("""
         }""")
 
 
-def test_llvm_options_apply_to_fungrads_compiles_only(monkeypatch):
-    """``compiler.LLVM_OPTIONS`` (``-disable-lsr``) shape fungrad's code and are put back to
-    LLVM's defaults afterwards: another llvmlite user in the process (numba) compiles as it would
-    without fungrad."""
+def test_llvm_options_apply_to_fungrads_codegen_only_compiles_only(monkeypatch):
+    """``compiler.LLVM_OPTIONS`` (``-disable-lsr``) shape the code of fungrad's codegen-only
+    modules (the gemm library), not its optimised kernels, and are put back to LLVM's defaults
+    afterwards: another llvmlite user in the process (numba) compiles as it would without
+    fungrad."""
     import llvmlite.binding as llvm
 
     def llvmlite_asm():
@@ -220,6 +221,7 @@ def test_llvm_options_apply_to_fungrads_compiles_only(monkeypatch):
 
     before = llvmlite_asm()
     ours = cpu.compile_module(LSR_IR, ["strided"], name="lsr", passes=False, debug_info=True)
+    optimised = cpu.compile_module(LSR_IR, ["strided"], name="lsr", debug_info=True)
     assert llvmlite_asm() == before  # the options were put back
     llvm.set_option("", "-disable-lsr")
     try:
@@ -228,7 +230,9 @@ def test_llvm_options_apply_to_fungrads_compiles_only(monkeypatch):
         llvm.set_option("", "-disable-lsr=false")
     monkeypatch.setattr(cpu, "LLVM_OPTIONS", {})
     plain = cpu.compile_module(LSR_IR, ["strided"], name="lsr", passes=False, debug_info=True)
-    assert plain.assembly != ours.assembly  # the option applied to fungrad's own compile
+    assert plain.assembly != ours.assembly  # the option applied to the codegen-only compile
+    default = cpu.compile_module(LSR_IR, ["strided"], name="lsr", debug_info=True)
+    assert default.assembly == optimised.assembly  # ... and not to the optimised one
     a = np.arange(30, dtype=np.float32)
     b = np.zeros(10, np.float32)
     ours.function("strided", [np.ctypeslib.ctypes.c_void_p] * 2 + [np.ctypeslib.ctypes.c_int64])(

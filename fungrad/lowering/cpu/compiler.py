@@ -46,13 +46,14 @@ __all__ = [
 llvm_lock = threading.RLock()
 """Held around every call into LLVM (reentrant, so helpers may nest)."""
 
-#: LLVM command-line options set for fungrad's own passes and code generation, with the values
-#: they are put back to afterwards (LLVM's defaults; the options are process wide, and another
-#: llvmlite user in this process, e.g. numba, should compile as it would without fungrad).
-#: ``disable-lsr``: loop strength reduction was 20-28% of code generation (the transformer
-#: step's 21 kernels: 107 -> 68 ms; the gemm library 37 -> 24 ms) and changed no measured run
-#: time (model steps, gemm shapes, one core): x86 addressing takes base + index * scale for
-#: free, and the kernels' loops already step one induction variable.
+#: LLVM command-line options set for fungrad's hand-written, codegen-only modules (``passes=False``:
+#: the gemm library, the thread pool), with the values they are put back to afterwards (LLVM's
+#: defaults; the options are process wide, and another llvmlite user in this process, e.g.
+#: numba, should compile as it would without fungrad). ``disable-lsr``: loop strength reduction
+#: was a third of the gemm library's code generation (37 -> 24 ms) and changed none of its
+#: products' speed. Not for optimised kernels, although it cut the transformer step's code
+#: generation 107 -> 68 ms: a column mean over 4096 x 4096 went 3.5 -> 5.3 ms, its inner loop
+#: the same six instructions either way (registers and placement differ; not understood).
 LLVM_OPTIONS = {"-disable-lsr": "-disable-lsr=false"}
 
 
@@ -280,10 +281,10 @@ def _pipeline_options(opt_level: int, passes: bool = True) -> dict[str, object]:
         "loop_vectorization": vectorize,
         "slp_vectorization": vectorize,
         "codegen_opt": 0 if opt_level == 0 else 3,
-        "llvm_options": sorted(LLVM_OPTIONS),
     }
     if not passes:  # (only then: the cache keys of other modules stay as they were)
         options["passes"] = False
+        options["llvm_options"] = sorted(LLVM_OPTIONS)  # (see _compile_objects)
     return options
 
 
@@ -417,13 +418,16 @@ def _compile_objects(jobs) -> list:
     code generation are most of a first call, and independent modules compile in parallel
     (llvm.py splits a program's optimised kernels into one module per thread: the
     transformer step's 21 kernels 230 -> 118 ms on two cores). One thread compiles in LLVM's
-    global context, as before. ``llvm_lock`` is held throughout, with ``LLVM_OPTIONS`` set."""
+    global context, as before. ``llvm_lock`` is held throughout, with ``LLVM_OPTIONS`` set when
+    every job is codegen-only."""
     from fungrad.lowering.cpu import threads
 
     h = host()
     n = min(len(jobs), threads.num_threads())
+    # (global options: only a batch of codegen-only modules takes them)
+    options = LLVM_OPTIONS if all(not job[2].get("passes", True) for job in jobs) else {}
     with llvm_lock:
-        _set_options(LLVM_OPTIONS)
+        _set_options(options)
         try:
             if n <= 1:
                 return [
@@ -450,7 +454,7 @@ def _compile_objects(jobs) -> list:
             with concurrent.futures.ThreadPoolExecutor(n, "fungrad-llvm") as pool:
                 return list(pool.map(run, jobs))
         finally:
-            _set_options(LLVM_OPTIONS.values())
+            _set_options(options.values())
             _dispose_retired()  # (modules collected on the compile threads meanwhile)
 
 

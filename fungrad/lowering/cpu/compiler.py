@@ -47,7 +47,7 @@ llvm_lock = threading.RLock()
 """Held around every call into LLVM (reentrant, so helpers may nest)."""
 
 #: LLVM command-line options set for fungrad's hand-written, codegen-only modules (``passes=False``:
-#: the gemm library, the thread pool), with the values they are put back to afterwards (LLVM's
+#: the gemm library), with the values they are put back to afterwards (LLVM's
 #: defaults; the options are process wide, and another llvmlite user in this process, e.g.
 #: numba, should compile as it would without fungrad). ``disable-lsr``: loop strength reduction
 #: was a third of the gemm library's code generation (37 -> 24 ms) and changed none of its

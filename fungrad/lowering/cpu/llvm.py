@@ -485,8 +485,8 @@ def compile_ahead(steps) -> None:
     another thread, when this process may run several (``threads.num_threads()``) and the
     program multiplies matrices in the gemm library (``gemm_step.uses_library``): the library
     (~25 ms of code generation) and, when a product is split over threads
-    (``gemm_step.splits_over_threads``), the thread pool (runtime.py, ~20 ms). Both then overlap the
-    program's rendering (Python, ~50 ms for a transformer block) instead of following it.
+    (``gemm_step.splits_over_threads``), the thread pool (runtime.py, ~6 ms). Both then overlap
+    the program's rendering (Python, ~50 ms for a transformer block) instead of following it.
     ``render`` and the executable still call ``gemm.ensure_library`` and
     :func:`enable_thread_pool`, which wait for these compiles (``cpu.llvm_lock``) or, if one
     failed, compile again and raise there: the program needs both, so neither is still

@@ -282,7 +282,7 @@ def test_kernels_split_into_one_module_per_compile_thread(monkeypatch):
 
 
 def test_split_balances_ir_size_and_keeps_small_programs_in_one_module():
-    from fungrad.lowering.cpu.llvm import SPLIT_MIN_LINES, Function, _split
+    from fungrad.lowering.cpu.llvm import SPLIT_MAX, SPLIT_MIN_LINES, Function, _split
 
     funcs = [Function("x\n" * n) for n in (400, 50, 300, 120, 250, 90)]  # 1216 lines
     parts = _split(funcs, 3)
@@ -293,6 +293,8 @@ def test_split_balances_ir_size_and_keeps_small_programs_in_one_module():
     assert sizes[-1] - sizes[0] <= 120  # largest first into the smallest list
     assert [list(map(id, p)) for p in parts] == [list(map(id, p)) for p in _split(funcs, 3)]
     assert len(_split(funcs, 8)) == 1216 // SPLIT_MIN_LINES  # (every list has enough work)
+    many = [Function("x\n" * 400) for _ in range(20)]
+    assert len(_split(many, 64)) == SPLIT_MAX
     assert _split(funcs[:1], 4) == [funcs[:1]] and _split([], 4) == []
     assert len(_split(funcs, 1)) == 1
 

@@ -647,17 +647,19 @@ def _link(modules: list[list[Function]]) -> dict[int, list[str]]:
 #: at least ``SPLIT_MIN_LINES`` lines of IR (~3-4 small kernels; LLVM's cost is ~3 ms a loop,
 #: a module's own ~1 ms, and the math functions it calls are compiled once per module)
 SPLIT_MIN_LINES = 300
+#: ... and into at most this many modules (each compile thread keeps two target machines)
+SPLIT_MAX = 8
 
 
 def _split(functions: list[Function], nthreads: int) -> list[list[Function]]:
-    """``functions`` in up to ``nthreads`` lists of about equal IR size (largest first into the
+    """``functions`` in up to ``nthreads`` (at most ``SPLIT_MAX``) lists of about equal IR size (largest first into the
     smallest list: LLVM's time grows with a function's size), each with at least
     ``SPLIT_MIN_LINES`` lines; one list (or none) when that leaves one. Deterministic for a
     given thread count, so the modules' cache keys are too."""
     if not functions:
         return []
     sizes = [f.text.count("\n") + 1 for f in functions]
-    n = max(1, min(nthreads, sum(sizes) // SPLIT_MIN_LINES, len(functions)))
+    n = max(1, min(nthreads, SPLIT_MAX, sum(sizes) // SPLIT_MIN_LINES, len(functions)))
     if n == 1:
         return [functions]
     bins: list[list[int]] = [[] for _ in range(n)]

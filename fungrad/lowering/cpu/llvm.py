@@ -652,10 +652,10 @@ SPLIT_MAX = 8
 
 
 def _split(functions: list[Function], nthreads: int) -> list[list[Function]]:
-    """``functions`` in up to ``nthreads`` (at most ``SPLIT_MAX``) lists of about equal IR size (largest first into the
-    smallest list: LLVM's time grows with a function's size), each with at least
-    ``SPLIT_MIN_LINES`` lines; one list (or none) when that leaves one. Deterministic for a
-    given thread count, so the modules' cache keys are too."""
+    """``functions`` in up to ``nthreads`` (at most ``SPLIT_MAX``) lists of about equal IR
+    size (largest first into the smallest list: LLVM's time grows with a function's size),
+    each with at least ``SPLIT_MIN_LINES`` lines; one list (or none) when that leaves one.
+    Deterministic for a given thread count, so the modules' cache keys are too."""
     if not functions:
         return []
     sizes = [f.text.count("\n") + 1 for f in functions]

@@ -411,3 +411,26 @@ def test_every_primitive_with_an_impl_has_a_lowering_rule_or_is_inlined():
         and not complex_split.removed_by_split(p)
     )
     assert not missing, f"primitives without a lowering rule: {missing}"
+
+
+def test_softmax_backward_computes_each_rows_exp_once():
+    """The gradient of softmax needs ``exp(x - max)`` in two sums of a row (the normaliser and
+    ``sum(dy * s)``) and in the stores: one row buffer, filled once per row, serves all three
+    (kernel.py ``_plan_row_buffers``; it was computed twice). Values against numpy."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 200)).astype(np.float32) * 4
+    dy = rng.standard_normal((64, 200)).astype(np.float32)
+
+    def f(x, dy):
+        _, pull = fg.vjp(lambda x: fg.nn.softmax(x, axis=-1), x)
+        return pull(dy)[0]
+
+    exe = compile_jaxpr(fg.make_jaxpr(f)(x, dy), "cpu", "softmax_grad")
+    exps = [ln for ln in exe.ir.splitlines() if "call float @fg_exp_f32(" in ln]
+    assert len(exps) == 1, exps
+    (got,) = [np.asarray(o) for o in exe.call([fnp.asarray(x), fnp.asarray(dy)])]
+    x64 = x.astype(np.float64)
+    s = np.exp(x64 - x64.max(-1, keepdims=True))
+    s /= s.sum(-1, keepdims=True)
+    want = s * (dy - (dy * s).sum(-1, keepdims=True))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)

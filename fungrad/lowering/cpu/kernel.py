@@ -45,6 +45,7 @@ class KernelWriter(KernelRenderer):
         self.bufs = buf_names  # buffer id -> the pointer argument's name
         self.row_loads: dict[int, tuple] = {}  # node id -> (row buffer, type, index var)
         self.row_stores: dict[int, list] = {}  # reduce id -> [(node, row buffer, type)]
+        self.filled: dict[str, Var | None] = {}  # row buffer -> the scope whose lines fill it
         self.prefetch: tuple | None = None  # (streams, strip) of _plan_prefetch, unplaced
         self.allocas: list[str] = []  # stack slots, placed at the top of the entry block
         # float32 divisor -> the loop-invariant operands of its division (llvm_ops)
@@ -94,7 +95,14 @@ class KernelWriter(KernelRenderer):
         fills = self.row_stores.get(id(e), ())
         if fills:  # the costly values are computed into row buffers first, then summed
             r = e.attr.vars[0]
-            self.lines[parent].extend(self._fill_rows(parent, r, fills))
+            # a buffer another reduction of the same scope filled (earlier in its lines, so
+            # earlier in each iteration) is read as it is: softmax's backward needs
+            # exp(x - max) in two sums and the stores, and computed it twice
+            todo = [f for f in fills if self.filled.get(f[1], self) is not parent]
+            if todo:
+                self.lines[parent].extend(self._fill_rows(parent, r, todo))
+                for _, row, _ in todo:
+                    self.filled[row] = parent
             for node, row, ty in fills:
                 self.row_loads[id(node)] = (row, ty, r)
 
@@ -388,12 +396,16 @@ class KernelWriter(KernelRenderer):
                     continue
                 if x.op in MATH_UNARY or x.op in ("pow", "atan2"):
                     twin = substitute(ctx, x, r, ctx.index(inner))
-                    if id(twin) in used and id(twin) not in self.row_loads:
-                        ty, row = llvm_type(x.dtype), self.tmp("row")
-                        self.lines[None].append(
-                            f"  {row} = alloca {ty}, i64 {inner.extent}, align 64"
-                        )
-                        self.row_loads[id(twin)] = (row, ty, inner)
+                    if id(twin) in used:
+                        planned = self.row_loads.get(id(twin))
+                        if planned is None:
+                            ty, row = llvm_type(x.dtype), self.tmp("row")
+                            self.lines[None].append(
+                                f"  {row} = alloca {ty}, i64 {inner.extent}, align 64"
+                            )
+                            self.row_loads[id(twin)] = (row, ty, inner)
+                        else:  # another reduction of the row needs it too: one buffer
+                            row, ty, _ = planned
                         self.row_stores.setdefault(id(red), []).append((x, row, ty))
                         continue
                 stack.extend(x.args)

@@ -350,9 +350,8 @@ def test_rng_bit_generator_bits_are_uniform(key, algorithm):
     _, b = lax.rng_bit_generator(np.array(key, np.uint32), (4096,), algorithm=algorithm)
     b = np.asarray(b)
     # every bit position is set with frequency ~1/2: within 5 sigma of a Binomial(4096, 1/2)
-    # (4 sigma, over 32 bits and 15 random keys, failed ~3% of runs: the key
-    # [6232, 641, 17050619, 1723429] gives bit 19 a 4.03-sigma deviation, with or without
-    # this session's compiler changes)
+    # (4 sigma, over 32 bits and 15 random keys, fails ~3% of runs of a correct generator:
+    # the key [6232, 641, 17050619, 1723429] gives bit 19 a 4.03-sigma deviation)
     freq = ((b[:, None] >> np.arange(32, dtype=np.uint32)) & 1).mean(axis=0)
     assert np.all(np.abs(freq - 0.5) < 5 * 0.5 / np.sqrt(4096))
     # bytes: chi-square over 256 bins below its 99.99% quantile (~ 350 for 255 dof)

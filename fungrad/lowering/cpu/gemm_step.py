@@ -82,22 +82,14 @@ def _split_columns(mw, step: Gemm, name: str, pointers: list[str], blocks: int) 
     # floats from one column of op(b) to the next (a packed b: k per column, gemm.pack_b)
     b_step = step.k if step.trans_b or step.b_packed else 1
     text = (
-        f"define internal void @{name}.par(ptr %ctx, i64 %s, i64 %e) {{\nentry:\n"
-        f"{_context_loads(4)}\n"
-        f"  %n0 = mul i64 %s, {COLUMN_BLOCK}\n"
-        f"  %n1a = mul i64 %e, {COLUMN_BLOCK}\n"
-        f"  %over = icmp ugt i64 %n1a, {step.n}\n"
-        f"  %n1 = select i1 %over, i64 {step.n}, i64 %n1a\n"
-        "  %w = sub i64 %n1, %n0\n"
+        f"{_trampoline_head(name, COLUMN_BLOCK, step.n)}"
         f"  %bo = mul i64 %n0, {b_step}\n"
         "  %b1 = getelementptr inbounds float, ptr %x1, i64 %bo\n"
         "  %c1 = getelementptr inbounds float, ptr %x2, i64 %n0\n"
         "  %d1 = getelementptr inbounds float, ptr %x3, i64 %n0\n"
-        f"{matmul.block_call(step, '%w', '%x0', '%b1', '%c1', '%d1')}\n"
-        "  ret void\n}\n"
+        f"{matmul.block_call(step, '%len', '%x0', '%b1', '%c1', '%d1')}\n"
     )
-    mw.add_function(text, ((f"{name}.par", "void", "ptr, i64, i64"),), glue=True)
-    return mw.parallel_for(f"{name}.par", pointers, blocks, name)
+    return _over_threads(mw, name, text, pointers, blocks)
 
 
 #: rows of one item of a narrow product split over threads: two register tiles (the library
@@ -114,23 +106,15 @@ def _split_rows(mw, step: Gemm, name: str, pointers: list[str], items: int) -> l
     many rows with the whole product's leading dimensions."""
     a_step = 1 if step.trans_a else step.k  # floats from one row of op(A) to the next
     text = (
-        f"define internal void @{name}.par(ptr %ctx, i64 %s, i64 %e) {{\nentry:\n"
-        f"{_context_loads(4)}\n"
-        f"  %m0 = mul i64 %s, {ROW_STEP}\n"
-        f"  %m1a = mul i64 %e, {ROW_STEP}\n"
-        f"  %over = icmp ugt i64 %m1a, {step.m}\n"
-        f"  %m1 = select i1 %over, i64 {step.m}, i64 %m1a\n"
-        "  %h = sub i64 %m1, %m0\n"
-        f"  %ao = mul i64 %m0, {a_step}\n"
-        f"  %co = mul i64 %m0, {step.n}\n"
+        f"{_trampoline_head(name, ROW_STEP, step.m)}"
+        f"  %ao = mul i64 %n0, {a_step}\n"
+        f"  %co = mul i64 %n0, {step.n}\n"
         "  %a1 = getelementptr inbounds float, ptr %x0, i64 %ao\n"
         "  %c1 = getelementptr inbounds float, ptr %x2, i64 %co\n"
         "  %d1 = getelementptr inbounds float, ptr %x3, i64 %co\n"
-        f"{matmul.block_call(step, step.n, '%a1', '%x1', '%c1', '%d1', m='%h')}\n"
-        "  ret void\n}\n"
+        f"{matmul.block_call(step, step.n, '%a1', '%x1', '%c1', '%d1', m='%len')}\n"
     )
-    mw.add_function(text, ((f"{name}.par", "void", "ptr, i64, i64"),), glue=True)
-    return mw.parallel_for(f"{name}.par", pointers, items, name)
+    return _over_threads(mw, name, text, pointers, items)
 
 
 def _split_batch(mw, step: Gemm, name: str, pointers: list[str]) -> list[str]:
@@ -159,10 +143,31 @@ def _split_batch(mw, step: Gemm, name: str, pointers: list[str]) -> list[str]:
         "  %i1 = add i64 %i, 1\n"
         "  br label %head\n"
         "done:\n"
-        "  ret void\n}\n"
     )
+    return _over_threads(mw, name, text, pointers, step.batch)
+
+
+def _over_threads(mw, name: str, body: str, pointers: list[str], items: int) -> list[str]:
+    """Adds the trampoline ``@<name>.par`` (``body`` and its ``ret``) to the glue and returns
+    the entry lines running it over ``[0, items)`` (``mw.parallel_for``)."""
+    text = body + "  ret void\n}\n"
     mw.add_function(text, ((f"{name}.par", "void", "ptr, i64, i64"),), glue=True)
-    return mw.parallel_for(f"{name}.par", pointers, step.batch, name)
+    return mw.parallel_for(f"{name}.par", pointers, items, name)
+
+
+def _trampoline_head(name: str, block: int, extent: int) -> str:
+    """The start of ``@<name>.par(ctx, s, e)`` over blocks ``[s, e)`` of ``block`` rows or
+    columns: the four pointers ``%x0-3`` (A, b, c, c0) loaded from ``ctx``, the first index
+    ``%n0 = s * block`` and the count ``%len`` (the last block clipped to ``extent``)."""
+    return (
+        f"define internal void @{name}.par(ptr %ctx, i64 %s, i64 %e) {{\nentry:\n"
+        f"{_context_loads(4)}\n"
+        f"  %n0 = mul i64 %s, {block}\n"
+        f"  %n1a = mul i64 %e, {block}\n"
+        f"  %over = icmp ugt i64 %n1a, {extent}\n"
+        f"  %n1 = select i1 %over, i64 {extent}, i64 %n1a\n"
+        "  %len = sub i64 %n1, %n0\n"
+    )
 
 
 def _context_loads(count: int) -> str:

@@ -330,6 +330,36 @@ def test_a_module_closed_while_another_thread_holds_the_lock_does_not_wait():
     assert engine not in cpu._retired
 
 
+def test_a_compile_error_on_a_compile_thread_is_raised_and_the_process_goes_on(monkeypatch):
+    """A kernel LLVM rejects in one of the modules compiled on several threads raises the same
+    CompileError as on one thread (naming the kernel); the other threads finish, the lock and
+    LLVM's options are released, and the next compile works."""
+    orig = KernelWriter.function
+
+    def broken(self, whole=False):
+        text = orig(self, whole)
+        if "log1p" in repr(self.kern.stores):
+            text = text.replace("entry:\n", "entry:\n  %bad = fadd float %undefined, 1.0\n", 1)
+        return text
+
+    monkeypatch.setenv("FUNGRAD_NUM_THREADS", "2")
+    monkeypatch.setattr(KernelWriter, "function", broken)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((256, 256)).astype(np.float32)
+    w = rng.standard_normal((256, 256)).astype(np.float32) / 16
+    with pytest.raises(fg.CompileError) as info:
+        fg.jit(_several_kernels).lower(x, w).compile()
+    assert info.value.step == "parse" and "log1p" in str(info.value)
+    monkeypatch.undo()
+    monkeypatch.setenv("FUNGRAD_NUM_THREADS", "2")
+    compiled = fg.jit(_several_kernels).lower(x, w).compile()
+    assert _o3_modules(compiled._exe.ir) == 2
+    assert cpu.llvm_lock.acquire(blocking=False)  # (not left held)
+    cpu.llvm_lock.release()
+    want = np.asarray(_several_kernels(x.astype(np.float64), w.astype(np.float64)))
+    np.testing.assert_allclose(np.asarray(compiled(x, w)), want, rtol=2e-4, atol=1e-3)
+
+
 AHEAD_SCRIPT = textwrap.dedent("""
     import json, os, sys
     import numpy as np

@@ -17,6 +17,7 @@ from tests.fuzz import longrun
 from tests.fuzz.check import (
     Checker,
     Failure,
+    backward_magnitude,
     compare,
     compare_all,
     nudged,
@@ -342,3 +343,29 @@ def test_fuzz_linalg_program_passes_and_a_planted_error_is_found():
         planted = [g.copy() for g in got]
         planted[k].flat[1] *= 1.01
         assert compare_all(prog, planted, ref, shadow, slack) is not None
+
+
+def test_fuzz_grad_tolerance_scales_with_the_backward_passs_values():
+    """A gradient whose terms cancel (``x / x``: ``1/x - x * (1/x**2)``, two terms of ~19.8
+    at x = -0.0505, seed 130491) is compared at the size of the backward pass's values (its
+    largest, ``1/x**2`` = 391.6), which none of the forward values or the gradient shows; a
+    planted error of that gradient is still found."""
+    x = np.float32(-0.05053481)
+
+    def loss(x):
+        return fg.numpy.sum(x / x)
+
+    grad = fg.grad(loss)
+    inner = backward_magnitude(grad, [fg.numpy.asarray(x)])
+    assert abs(inner - 1 / float(x) ** 2) < 1e-2 * inner
+    prog = Program(
+        inputs=(Input("x0", (), "float32", "moderate"),),
+        ops=(Op("v1", "fnp.divide(x0, x0)", ("x0", "x0"), "arith", frozenset()),),
+        outputs=("v1",),
+        seed=0,
+    )
+    eager = [np.float32(0.0)]
+    one_ulp = [np.float32(1.9073486e-06)]  # jit's value: one ulp of 19.8
+    assert compare_all(prog, one_ulp, eager, None, [inner]) is None
+    assert compare_all(prog, one_ulp, eager, None, [1.0]) is not None
+    assert compare_all(prog, [np.float32(1e-3)], eager, None, [inner]) is not None

@@ -330,20 +330,25 @@ def test_a_module_closed_while_another_thread_holds_the_lock_does_not_wait():
     assert engine not in cpu._retired
 
 
-def test_a_compile_error_on_a_compile_thread_is_raised_and_the_process_goes_on(monkeypatch):
-    """A kernel LLVM rejects in one of the modules compiled on several threads raises the same
-    CompileError as on one thread (naming the kernel); the other threads finish, the lock and
-    LLVM's options are released, and the next compile works."""
+def _break_kernels_computing(op: str, monkeypatch) -> None:
+    """Make the IR of every kernel that computes ``op`` invalid (an undefined value)."""
     orig = KernelWriter.function
 
     def broken(self, whole=False):
         text = orig(self, whole)
-        if "log1p" in repr(self.kern.stores):
+        if op in repr(self.kern.stores):
             text = text.replace("entry:\n", "entry:\n  %bad = fadd float %undefined, 1.0\n", 1)
         return text
 
-    monkeypatch.setenv("FUNGRAD_NUM_THREADS", "2")
     monkeypatch.setattr(KernelWriter, "function", broken)
+
+
+def test_a_compile_error_on_a_compile_thread_is_raised_and_the_process_goes_on(monkeypatch):
+    """A kernel LLVM rejects in one of the modules compiled on several threads raises the same
+    CompileError as on one thread (naming the kernel); the other threads finish, the lock and
+    LLVM's options are released, and the next compile works."""
+    monkeypatch.setenv("FUNGRAD_NUM_THREADS", "2")
+    _break_kernels_computing("log1p", monkeypatch)
     rng = np.random.default_rng(1)
     x = rng.standard_normal((256, 256)).astype(np.float32)
     w = rng.standard_normal((256, 256)).astype(np.float32) / 16
@@ -686,15 +691,7 @@ def test_an_entry_with_a_short_scan_stays_glue():
 def test_a_compile_error_names_the_kernel_and_what_it_computes(monkeypatch):
     """An LLVM failure inside a kernel's code says which kernel, which operations were fused
     into it, and where the IR is; nothing is cached and the process goes on."""
-    orig = KernelWriter.function
-
-    def broken(self, whole=False):
-        text = orig(self, whole)
-        if "tanh" in repr(self.kern.stores):
-            text = text.replace("entry:\n", "entry:\n  %bad = fadd float %undefined, 1.0\n", 1)
-        return text
-
-    monkeypatch.setattr(KernelWriter, "function", broken)
+    _break_kernels_computing("tanh", monkeypatch)
     x = np.linspace(-1, 1, 64, dtype=np.float32)
     with pytest.raises(fg.CompileError) as info:
         fg.jit(lambda x: fnp.tanh(x) * 2.0)(x)

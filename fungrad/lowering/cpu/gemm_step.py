@@ -16,10 +16,15 @@ from fungrad.lowering.fusion import Gemm
 __all__ = ["render_gemm", "splits_over_threads", "uses_library"]
 
 
+def _batched(step: Gemm) -> bool:
+    """A batch of products the library runs one matrix at a time (``_split_batch``)."""
+    return step.batch > 1 and matmul.supports(dataclasses.replace(step, batch=1))
+
+
 def uses_library(step: Gemm) -> bool:
     """Whether ``step`` runs in the own gemm library (else through BLAS): see
     :func:`render_gemm`."""
-    batched = step.batch > 1 and matmul.supports(dataclasses.replace(step, batch=1))
+    batched = _batched(step)
     own = batched or step.b_packed or matmul.supports(step)  # (a packed b: only the library)
     return own or (not blas.find_blas().available and matmul.runs(step))
 
@@ -36,7 +41,7 @@ def render_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:
     bundles none) every product the library computes at all runs there."""
     if not uses_library(step):
         return _blas_gemm(mw, step, ptr)
-    batched = step.batch > 1 and matmul.supports(dataclasses.replace(step, batch=1))
+    batched = _batched(step)
     em = mw.ops  # (its counter names the labels and values, unique in the module)
     em.n += 1
     mw.declare(matmul.SYMBOL, matmul.library_decl())
@@ -65,7 +70,7 @@ def _split(step: Gemm) -> str | None:
 def splits_over_threads(step: Gemm) -> bool:
     """Whether ``step`` (a product in the library) calls the thread pool: a batch always
     (:func:`_split_batch`), one matrix when :func:`_split` splits it."""
-    batched = step.batch > 1 and matmul.supports(dataclasses.replace(step, batch=1))
+    batched = _batched(step)
     return batched or _split(step) is not None
 
 

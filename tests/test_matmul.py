@@ -58,9 +58,10 @@ def test_own_kernel_ragged_shapes(m, n, k, trans_a, seed):
     f = (lambda a, b: a.T @ b) if trans_a else (lambda a, b: a @ b)
     exe, args = build(f, a, b)
     (g,) = gemms(exe)
-    one_panel = n <= 32 and 4 * n >= 3 * -(-n // 16) * 16
+    vec, nr = matmul.geometry().vec, matmul.geometry().nr
+    one_panel = n <= nr and 4 * n >= 3 * -(-n // vec) * vec
     assert matmul.supports(g) == (
-        trans_a or k * 32 <= matmul.MAX_STACK_FLOATS and (one_panel or m * k <= matmul.MAX_A_FLOATS)
+        trans_a or k * nr <= matmul.MAX_STACK_FLOATS and (one_panel or m * k <= matmul.MAX_A_FLOATS)
     )
     (out,) = run(exe, args)
     close(out, (a.T if trans_a else a).astype(np.float64) @ b, k)

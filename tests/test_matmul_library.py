@@ -391,42 +391,59 @@ def test_trans_b_errors():
         matmul.gemm(np.ones((4, 4), np.float32), np.ones((3, 5), np.float32), trans_b=True)
 
 
-def test_trans_b_without_avx512_transposes_with_shufflevector():
-    # hosts without AVX-512 transpose b^T's blocks with plain shufflevector networks: compile
-    # that variant here (under its own symbol) and check it against numpy
+def _other_library(tile, avx512):
+    """The library's IR for ``tile`` compiled under its own symbol (the host's runs under
+    ``SYMBOL``): a ctypes function with gemm's arguments."""
     import ctypes
 
     from fungrad.lowering.cpu import compiler as cpu
 
-    ir = matmul.library_ir(avx512=False).replace(f"@{matmul.SYMBOL}(", "@fg_mm_generic(")
-    assert "vpermi2var" not in ir and "vpermi2var" in matmul.library_ir(avx512=True)
-    module = cpu.compile_module(ir, ["fg_mm_generic"], name="fg_mm_generic", passes=False)
+    name = f"fg_mm_test_{tile.vec}_{tile.mr}_{int(avx512)}"
+    ir = matmul.library_ir(avx512=avx512, tile=tile, symbol=name)
+    module = cpu.compile_module(ir, [name], name=name, passes=False)
     i64, ptr, f32 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_float
-    fn = module.function(
-        "fg_mm_generic",
-        [ctypes.c_int32, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, ptr, i64],
+    return module, module.function(
+        name, [ctypes.c_int32, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, ptr, i64]
     )
-    rng = np.random.default_rng(7)
-    for m, n, k in ((9, 33, 17), (16, 10, 40), (1, 1, 1)):
-        a = rng.standard_normal((m, k)).astype(np.float32)
-        bt = rng.standard_normal((n, k)).astype(np.float32)
-        out = np.empty((m, n), np.float32)
-        fn(
-            2,
-            m,
-            n,
-            k,
-            1.0,
-            a.ctypes.data,
-            k,
-            bt.ctypes.data,
-            k,
-            0.0,
-            out.ctypes.data,
-            out.ctypes.data,
-            n,
-        )
-        check(out, reference_t(a, bt, 1.0, 0.0, None), k)
+
+
+def test_only_avx512_tiles_use_vpermi2ps():
+    assert "vpermi2var" in matmul.library_ir(avx512=True, tile=matmul.AVX512)
+    assert "vpermi2var" not in matmul.library_ir(avx512=False, tile=matmul.AVX512)
+    assert "vpermi2var" not in matmul.library_ir(avx512=True, tile=matmul.AVX2)
+
+
+@pytest.mark.parametrize(
+    "tile,avx512", [(matmul.AVX2, False), (matmul.AVX512, False)], ids=["avx2", "16-lane-shuffles"]
+)
+def test_every_tile_geometry_matches_numpy(tile, avx512):
+    """The register tiles of hosts other than this one, compiled here (LLVM splits 16-lane
+    vectors into AVX2 registers): AVX2's 6 x 16 tile (the host's on CPUs without AVX-512)
+    and the 16-lane tile with its shufflevector transpose. Every layout (A^T packed in
+    12-row slices of two tiles; b^T transposed in 8 x 8 blocks; b packed by the caller in
+    panels of ``tile.nr``), ragged edges of both tile sizes, several k blocks, beta with a NaN
+    in the ignored c0, and an update in place, against float64 numpy."""
+    module, fn = _other_library(tile, avx512)
+    rng = np.random.default_rng(tile.vec + tile.mr)
+    shapes = [(1, 1, 1), (5, 7, 3), (13, 17, 9), (25, 40, 130), (12, 16, 600), (37, 70, 1100)]
+    for m, n, k in shapes:
+        for trans in (0, 1, 2, 4, 5):
+            trans_a, trans_b, packed = bool(trans & 1), bool(trans & 2), bool(trans & 4)
+            a, b, want = operands(rng, m, n, k, trans_a, trans_b)
+            lda = m if trans_a else k
+            if packed:
+                b, ldb = matmul.pack_b(b, nr=tile.nr), k
+            else:
+                ldb = k if trans_b else n
+            for beta in (0.0, -0.5):
+                c0 = rng.standard_normal((m, n)).astype(np.float32)
+                if beta == 0:
+                    c0[0, 0] = np.nan  # never read
+                ref = 0.75 * want + (beta * c0.astype(np.float64) if beta else 0)
+                out = c0 if beta else np.empty((m, n), np.float32)  # in place with beta
+                args = (0.75, a.ctypes.data, lda, b.ctypes.data, ldb, beta, c0.ctypes.data)
+                fn(trans, m, n, k, *args, out.ctypes.data, n)
+                check(out, ref, k)
 
 
 def test_jit_routes_b_transposed_products_to_the_library():

@@ -48,12 +48,15 @@ def test_library_reads_a_packed_b(m, n, k, layout, beta, seed):
 
 
 def test_pack_b_layout():
-    """Panel q row kk holds op(b)[kk, 32q:32q+32], zeros past n."""
-    b = np.arange(3 * 40, dtype=np.float32).reshape(3, 40)
+    """Panel q row kk holds op(b)[kk, nr q : nr (q + 1)], zeros past n (nr: the host's panel
+    width, 32 with AVX-512, 16 with AVX2)."""
+    nr = matmul.geometry().nr
+    n = nr + 8
+    b = np.arange(3 * n, dtype=np.float32).reshape(3, n)
     p = matmul.pack_b(b)
-    assert p.shape == (2, 3, matmul.NR)
-    np.testing.assert_array_equal(p[0], b[:, :32])
-    np.testing.assert_array_equal(p[1, :, :8], b[:, 32:])
+    assert p.shape == (2, 3, nr)
+    np.testing.assert_array_equal(p[0], b[:, :nr])
+    np.testing.assert_array_equal(p[1, :, :8], b[:, nr:])
     assert not p[1, :, 8:].any()
     np.testing.assert_array_equal(matmul.pack_b(b.T.copy(), trans_b=True), p)
 
@@ -104,7 +107,8 @@ def test_scan_packs_invariant_weights_forward_and_backward(nthreads):
     args = [fnp.asarray(v) for v in (w, xs, h0)]
     exe = compile_jaxpr(fg.make_jaxpr(_lstm)(*args), "cpu", "test")
     (g,) = _loop_gemms(exe)
-    assert g.b_packed and not g.trans_b and g.b.shape == (-(-2 * hidden // 32), inp + hidden, 32)
+    nr = matmul.geometry().nr
+    assert g.b_packed and not g.trans_b and g.b.shape == (-(-2 * hidden // nr), inp + hidden, nr)
     exe._nthreads = nthreads
     (got,) = exe.call(args)
     np.testing.assert_allclose(np.asarray(got), _lstm_numpy(w, xs, h0), rtol=1e-4, atol=1e-5)

@@ -33,9 +33,11 @@ O3 code generation; it is compiled on first use (:func:`ensure_library`, thread 
 
 Two functions: the exported one holds the whole schedule, one loop nest for every layout
 (run-time flags choose how b is packed and A read), and calls one register tile,
-``@fg_mm_tile``, of ``MR x NR`` = 8 x 32 (16 ``<16 x float>`` accumulators as phis; per k step
-one vector load of b per 16 columns, one broadcast of A per row, one fma per accumulator;
-outputs of at most 16 columns run the first vector only) and its epilogue (``alpha * acc +
+``@fg_mm_tile``, of ``mr x nr`` sized to the host's vector registers (:class:`Geometry`:
+8 x 32 with AVX-512, 16 ``<16 x float>`` accumulators as phis; 6 x 16 with AVX2, 12
+``<8 x float>``; per k step one vector load of b per vector of columns, one broadcast of A
+per row, one fma per accumulator; outputs of at most one vector of columns run the first
+vector only) and its epilogue (``alpha * acc +
 beta * c0``, or ``+ c`` after the first k block; masked at the right edge, row by row to the
 bottom edge). Per k block and column block, pack the block's panels of b (``kc x NR``,
 contiguous, zero past n: the k loop never walks b at its power-of-two row stride; copied row by
@@ -67,6 +69,8 @@ long), added into c after each super-block (one vector pass over m x n): c takes
 ``k / (SUPER * kc)`` additions. 64x64x1e6 5 eps, 8x8x1e6 17 -> 1.7, 256x256x65536 12 -> 2.1,
 at the same speed within 1.5% (one core); shorter products run as before.
 
+The block sizes below were tuned on Zen 4 (AVX-512, 1 MiB L2) and are shared by both tiles.
+
 These are the loop orders of the specialised kernels this library replaced, which ran the MLP's
 products at OpenBLAS's speed. One loop nest instead of one function per layout cut
 the library's code generation by a fifth at the same speed. Rows past m repeat row m-1 (their
@@ -90,6 +94,8 @@ one library call per block (``gemm_step._split_columns``; narrow ones into row b
 from __future__ import annotations
 
 import ctypes
+import functools
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -111,20 +117,55 @@ __all__ = [
 #: from this many multiply-adds on, a call that may use several threads splits the product into
 #: column blocks over them (gemm_step._split_columns)
 SERIAL_WORK = 1 << 21
-MAX_STACK_FLOATS = 1 << 17  # supports(), A in place: a k x NR panel of b within 512 KiB
+MAX_STACK_FLOATS = 1 << 17  # supports(), A in place: a k x nr panel of b within 512 KiB
 #: supports(): A in place up to 4 MiB (1024 x 1024), re-read from L3 per panel of b at 2 bytes
 #: per cycle; one core, best of 8 interleaved, lib/OpenBLAS time: 1024^3 0.96, b^T 0.94,
 #: 2048x1024x512 0.96, 512x2048x512 0.94, 1024x64x1024 0.93, 1024x128x1024 1.01
 MAX_A_FLOATS = 1 << 20
-VEC = 16  # float32 lanes of one vector (64 bytes; two AVX2 registers where AVX-512 is absent)
 KC = 512  # k block (A^T, b^T or narrow outputs): an 8 x KC slice of A (16 KiB) stays in L1
 KC_L1 = 128  # k block of wide products with A and b in place: a panel of b (16 KiB) stays in L1
 C_L2 = 1 << 17  # floats of c (512 KiB) from which wide products take KC, not KC_L1
 B_FLOATS = 1 << 17  # packed b (512 KiB): one panel, or a column block of panels for A^T
 SUPER = 64  # k blocks per super-block: later super-blocks sum into a scratch C, then into c
 SYMBOL = "fg_matmul_f32"
-MR, NV = 8, 2  # the register tile: MR rows of NV vectors (16 accumulators)
-NR = NV * VEC  # columns of a packed panel of b
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """The register tile, sized to the host's vector registers: ``mr`` rows of ``nv`` vectors
+    of ``vec`` float32 lanes (``mr * nv`` accumulators), ``nr = nv * vec`` columns of a packed
+    panel of b (a power of two).
+
+    AVX-512 (32 zmm registers): 8 x 2 vectors of 16 (16 accumulators). AVX2 has 16 ymm
+    registers: 6 x 2 vectors of 8 (12 accumulators, 2 of b, 1 broadcast of A), the tile BLIS
+    and OpenBLAS use there. The AVX-512 tile compiled for an AVX2 host (each ``<16 x float>``
+    two ymm registers, 32 accumulators in 16 registers) spilled every k step: 13-19 GFLOP/s
+    on Zen 3 against OpenBLAS's 75-90."""
+
+    vec: int
+    mr: int
+    nv: int
+
+    @property
+    def nr(self) -> int:
+        return self.nv * self.vec
+
+
+AVX512 = Geometry(vec=16, mr=8, nv=2)
+AVX2 = Geometry(vec=8, mr=6, nv=2)
+
+
+@functools.cache
+def geometry() -> Geometry:
+    """The host's register tile (:class:`Geometry`): :data:`AVX512` where the CPU has it,
+    else :data:`AVX2` (which LLVM also lowers, slower, on older x86 and other CPUs)."""
+    from fungrad.lowering.cpu import compiler as cpu
+
+    return AVX512 if _has_avx512(cpu.host().features) else AVX2
+
+
+def _has_avx512(features: str) -> bool:
+    return "+avx512f" in features.split(",")
 
 
 def runs(step) -> bool:
@@ -161,10 +202,11 @@ def supports(step) -> bool:
         return False
     if step.trans_a:
         return True
-    if step.k * NR > MAX_STACK_FLOATS:
+    g = geometry()
+    if step.k * g.nr > MAX_STACK_FLOATS:
         return False
     # one panel of b: A is read once, however large (unless most vector lanes would idle)
-    one_panel = step.n <= NR and 4 * step.n >= 3 * -(-step.n // VEC) * VEC
+    one_panel = step.n <= g.nr and 4 * step.n >= 3 * -(-step.n // g.vec) * g.vec
     return one_panel or step.m * step.k <= MAX_A_FLOATS
 
 
@@ -188,7 +230,8 @@ def _trans(trans_a: bool, trans_b: bool, b_packed: bool = False) -> int:
 
 def packed_b_floats(n: int, k: int) -> int:
     """Floats of op(b) (``[k, n]``) packed in panels (:func:`pack_b`)."""
-    return -(-n // NR) * k * NR
+    nr = geometry().nr
+    return -(-n // nr) * k * nr
 
 
 def library_call(step, a: str, b: str, c: str, c0: str) -> str:
@@ -219,7 +262,6 @@ def block_call(step, n, a: str, b: str, c: str, c0: str, m=None) -> str:
 
 # -- the library's IR ------------------------------------------------------------------------
 
-_ONES = "<" + ", ".join(["i1 true"] * VEC) + ">"
 _ARGS = (
     "i64 %m, i64 %n, i64 %k, float %alpha, ptr %a, i64 %lda, ptr %b, i64 %ldb, "
     "float %beta, ptr %c0, ptr %c, i64 %ldc"
@@ -234,9 +276,12 @@ _TILE_ARGS = (
 class _Writer:
     """Emits ``@fg_matmul_f32`` (:meth:`function`) and ``@fg_mm_tile`` (:meth:`tile_function`)."""
 
-    def __init__(self, avx512: bool):
-        self.mr, self.nv, self.nr = MR, NV, NR
-        self.avx512 = avx512  # the host has AVX-512 (see transpose)
+    def __init__(self, g: Geometry, avx512: bool, symbol: str = SYMBOL):
+        self.mr, self.nv, self.nr, self.vec = g.mr, g.nv, g.nr, g.vec
+        self.ones = "<" + ", ".join(["i1 true"] * g.vec) + ">"
+        self.avx512 = avx512 and g.vec == 16  # vpermi2ps for b^T's blocks (see transpose)
+        self.symbol = symbol
+        self.masked_lanes = {g.vec}  # vector widths of the masked loads and stores written
         self.perms: dict[tuple[int, ...], str] = {}  # shuffle index vectors -> their slots
         self.x = ""  # the schedule being written: a prefix of its names
         self.lines: list[str] = []
@@ -265,14 +310,16 @@ class _Writer:
         lt = self.op(f"icmp ult i64 {x}, {y}")
         return self.op(f"select i1 {lt}, i64 {x}, i64 {y}")
 
-    def splat(self, scalar: str, lanes: int = VEC) -> str:
+    def splat(self, scalar: str, lanes: int | None = None) -> str:
+        lanes = lanes or self.vec
         vty = f"<{lanes} x float>"
         ins = self.op(f"insertelement {vty} poison, float {scalar}, i64 0")
         return self.op(f"shufflevector {vty} {ins}, {vty} poison, <{lanes} x i32> zeroinitializer")
 
-    def lane_mask(self, count: str, lanes: int = VEC) -> str:
+    def lane_mask(self, count: str, lanes: int | None = None) -> str:
         """``<lanes x i1>``: lane j set when ``j < count`` (an i64, possibly <= 0 or > lanes),
         built from the bits ``(1 << count) - 1`` (a k-register move on AVX-512)."""
+        lanes = lanes or self.vec
         lo = self.op(f"icmp slt i64 {count}, 0")
         c0 = self.op(f"select i1 {lo}, i64 0, i64 {count}")
         c1 = self.umin(c0, lanes)
@@ -280,7 +327,9 @@ class _Writer:
         small = self.op(f"trunc i64 {bits} to i{lanes}")
         return self.op(f"bitcast i{lanes} {small} to <{lanes} x i1>", "mk")
 
-    def masked_load(self, p: str, mask: str, lanes: int = VEC) -> str:
+    def masked_load(self, p: str, mask: str, lanes: int | None = None) -> str:
+        lanes = lanes or self.vec
+        self.masked_lanes.add(lanes)
         vty = f"<{lanes} x float>"
         return self.op(
             f"call {vty} @llvm.masked.load.v{lanes}f32.p0(ptr {p}, i32 4, "
@@ -319,7 +368,7 @@ class _Writer:
         """Masks of the panel's columns that exist (``col + lane < n``), one per vector."""
         left = self.op(f"sub i64 %n, {col}")
         return [
-            self.lane_mask(self.op(f"sub i64 {left}, {v * VEC}") if v else left)
+            self.lane_mask(self.op(f"sub i64 {left}, {v * self.vec}") if v else left)
             for v in range(self.nv)
         ]
 
@@ -357,7 +406,7 @@ class _Writer:
         go = self.op(f"and i1 {done}, {self.op(f'xor i1 %{x}.first, true')}")
         e(f"  br i1 {go}, label %{x}.ad0, label %{x}.adx", f"{x}.ad0:")
 
-        vty, mty = f"<{VEC} x float>", f"<{VEC} x i1>"
+        vty, mty = f"<{self.vec} x float>", f"<{self.vec} x i1>"
 
         def row(i):
             off = self.mul(i, "%ldc")
@@ -368,11 +417,11 @@ class _Writer:
                 pc_, ps = self.gep(cr, j), self.gep(sr, j)
                 a, b = self.masked_load(pc_, mask), self.masked_load(ps, mask)
                 e(
-                    f"  call void @llvm.masked.store.v{VEC}f32.p0({vty} "
+                    f"  call void @llvm.masked.store.v{self.vec}f32.p0({vty} "
                     f"{self.op(f'fadd {vty} {a}, {b}')}, ptr {pc_}, i32 4, {mty} {mask})"
                 )
 
-            self.loop(f"{x}.adj", 0, "%n", VEC, cols, guarded=False)
+            self.loop(f"{x}.adj", 0, "%n", self.vec, cols, guarded=False)
 
         self.loop(f"{x}.adi", 0, "%m", 1, row, guarded=False)
         e(f"  br label %{x}.adx", f"{x}.adx:")
@@ -388,7 +437,7 @@ class _Writer:
         panels keep the k loop from walking b at its row stride (a power of two in most
         networks, which maps every row to the same few L1 sets)."""
         x, e = self.x, self.emit
-        mty = f"<{VEC} x i1>"
+        mty, vty = f"<{self.vec} x i1>", f"<{self.vec} x float>"
         last = self.op(f"sub i64 {np_}, 1")
         edge = self.col_masks(self.op(f"add i64 {jc}, {self.mul(last, self.nr)}"))
         src0 = self.gep("%b", self.op(f"add i64 {self.mul(f'%{x}.pc', '%ldb')}, {jc}"))
@@ -401,15 +450,20 @@ class _Writer:
                 at_edge = self.op(f"icmp eq i64 {p}, {last}")
                 s, t = self.gep(src, self.mul(p, self.nr)), self.gep(to, self.mul(p, panel_size))
                 for v in range(self.nv):
-                    mask = self.op(f"select i1 {at_edge}, {mty} {edge[v]}, {mty} {_ONES}", "mk")
-                    val = self.masked_load(self.gep(s, v * VEC), mask)
-                    if v:  # (outputs of at most 16 columns: panels of one vector per k step)
+                    mask = self.op(f"select i1 {at_edge}, {mty} {edge[v]}, {mty} {self.ones}", "mk")
+                    val = self.masked_load(self.gep(s, v * self.vec), mask)
+                    if v and self.avx512:  # (narrow outputs: panels of one vector per k step)
                         e(
-                            f"  call void @llvm.masked.store.v{VEC}f32.p0(<{VEC} x float> {val}, "
-                            f"ptr {self.gep(t, v * VEC)}, i32 64, {mty} %wide.m)"
+                            f"  call void @llvm.masked.store.v{self.vec}f32.p0({vty} {val}, "
+                            f"ptr {self.gep(t, v * self.vec)}, i32 64, {mty} %wide.m)"
                         )
+                    elif v:  # (AVX2: a branch, not a microcoded masked store)
+                        go = self.tmp("w")[1:]
+                        e(f"  br i1 %narrow, label %{go}.x, label %{go}", f"{go}:")
+                        e(f"  store {vty} {val}, ptr {self.gep(t, v * self.vec)}, align 64")
+                        e(f"  br label %{go}.x", f"{go}.x:")
                     else:
-                        e(f"  store <{VEC} x float> {val}, ptr {t}, align 64")
+                        e(f"  store <{self.vec} x float> {val}, ptr {t}, align 64")
 
             self.loop(f"{x}.rp", 0, np_, 1, panel, guarded=False)
 
@@ -441,56 +495,64 @@ class _Writer:
                     self.masked_load(
                         self.gep(self.op(f"load ptr, ptr {self.gep_ptr(ptrs, r)}"), kk0), mask
                     )
-                    for r in range(VEC)
+                    for r in range(self.vec)
                 ]
                 q = self.gep(to, j0)
                 for kk, v in enumerate(self.transpose(rows)):
                     if kk:
                         q = self.gep(q, "%ps")
-                    self.emit(f"  store <{VEC} x float> {v}, ptr {q}, align 64")
+                    self.emit(f"  store <{self.vec} x float> {v}, ptr {q}, align 64")
 
-            self.loop(f"{x}.pv", 0, "%ps", VEC, vector, guarded=False)
+            self.loop(f"{x}.pv", 0, "%ps", self.vec, vector, guarded=False)
 
-        self.loop(f"{x}.pt", 0, kc, VEC, block, guarded=True)
+        self.loop(f"{x}.pt", 0, kc, self.vec, block, guarded=True)
 
     def transpose(self, rows: list[str]) -> list[str]:
-        """The 16 columns of 16 rows ``<16 x float>``, in 64 two-vector shuffles that are one
-        instruction each on AVX-512: interleave 32-bit, then 64-bit pairs within 128-bit lanes
-        (lane L of vector 4i + q then holds column 4L + q of rows 4i..4i+3), then transpose
-        the 4 x 4 lanes of each q in two rounds of lane shuffles.
+        """The ``vec`` columns of ``vec`` rows ``<vec x float>`` (16 or 8), in two-vector
+        shuffles that are one instruction each: interleave 32-bit, then 64-bit pairs within
+        128-bit lanes (lane L of vector 4i + q then holds column 4L + q of rows 4i..4i+3),
+        then transpose the 128-bit lanes of each q: 4 x 4 in two rounds of lane shuffles (16
+        lanes, 64 shuffles), 2 x 2 in one (8 lanes, 24 shuffles).
 
         With AVX-512 each shuffle is a ``vpermi2ps`` whose index vector is loaded (volatile)
         from the stack (:attr:`perms`, stored at the function's entry): instruction selection
-        then has nothing to match or combine. As ``shufflevector`` with constant masks, this
-        network cost ~15 ms of code generation (x86 shuffle lowering and combining), a third
-        of the whole library's."""
-        vty = f"<{VEC} x float>"
+        then has nothing to match or combine. As ``shufflevector`` with constant masks, the
+        16-lane network cost ~15 ms of code generation (x86 shuffle lowering and combining), a
+        third of the whole library's."""
+        vec = self.vec
+        vty = f"<{vec} x float>"
 
         def shuf(x, y, idx):
             if self.avx512:
                 slot = self.perms.setdefault(tuple(idx), f"%perm{len(self.perms)}")
-                ix = self.op(f"load volatile <{VEC} x i32>, ptr {slot}, align 64", "ix")
+                ix = self.op(f"load volatile <{vec} x i32>, ptr {slot}, align 64", "ix")
                 return self.op(
-                    f"call {vty} @{_VPERM}({vty} {x}, <{VEC} x i32> {ix}, {vty} {y})", "s"
+                    f"call {vty} @{_VPERM}({vty} {x}, <{vec} x i32> {ix}, {vty} {y})", "s"
                 )
             mask = ", ".join(f"i32 {j}" for j in idx)
-            return self.op(f"shufflevector {vty} {x}, {vty} {y}, <{VEC} x i32> <{mask}>", "s")
+            return self.op(f"shufflevector {vty} {x}, {vty} {y}, <{vec} x i32> <{mask}>", "s")
 
-        lanes = range(0, VEC, 4)
-        lo32 = [i for j in lanes for i in (j, j + VEC, j + 1, j + VEC + 1)]
-        lo64 = [i for j in lanes for i in (j, j + 1, j + VEC, j + VEC + 1)]
-        t = [shuf(rows[i & ~1], rows[i | 1], [j + 2 * (i & 1) for j in lo32]) for i in range(VEC)]
+        lanes = range(0, vec, 4)
+        lo32 = [i for j in lanes for i in (j, j + vec, j + 1, j + vec + 1)]
+        lo64 = [i for j in lanes for i in (j, j + 1, j + vec, j + vec + 1)]
+        t = [shuf(rows[i & ~1], rows[i | 1], [j + 2 * (i & 1) for j in lo32]) for i in range(vec)]
         u = [
             shuf(
                 t[i & ~3 | i >> 1 & 1],
                 t[(i & ~3 | i >> 1 & 1) + 2],
                 [j + 2 * (i & 1) for j in lo64],
             )
-            for i in range(VEC)
+            for i in range(vec)
         ]
+        out = [None] * vec
+        if vec == 8:  # column 4L + q: lane L of u[q] (rows 0-3) and of u[4 + q] (rows 4-7)
+            for q in range(4):
+                for lane in range(2):
+                    idx = [i + 4 * lane for i in (0, 1, 2, 3, 8, 9, 10, 11)]
+                    out[4 * lane + q] = shuf(u[q], u[4 + q], idx)
+            return out
         even = [i for j in (0, 8, 16, 24) for i in range(j, j + 4)]  # lanes 0, 2 of x and y
         odd = [i + 4 for i in even]
-        out = [None] * VEC
         for q in range(4):
             w = [u[4 * i + q] for i in range(4)]
             h = [
@@ -509,7 +571,7 @@ class _Writer:
         ``%panel``, for the first ``nv`` vectors of each row (the others stay zero); returns
         the final accumulators (rows of vectors; zero when kc is 0). Row r of A is read at
         ``starts[r] + s * kk`` (base + index addressing: one offset for all rows)."""
-        e, vty, mr = self.emit, f"<{VEC} x float>", self.mr
+        e, vty, mr = self.emit, f"<{self.vec} x float>", self.mr
         acc = [[f"%{tag}.a{r}_{v}" for v in range(nv)] for r in range(mr)]
         new = [[f"{a}.n" for a in row] for row in acc]
         go = self.op(f"icmp sgt i64 {kc}, 0")
@@ -527,7 +589,7 @@ class _Writer:
                     f"[{new[r][v]}, %{tag}.kl]"
                 )
         bvec = [  # (unaligned loads: a caller's packed b need not start on a cache line)
-            self.op(f"load {vty}, ptr {self.gep(f'%{tag}.bp', v * VEC)}, align 4", "b")
+            self.op(f"load {vty}, ptr {self.gep(f'%{tag}.bp', v * self.vec)}, align 4", "b")
             for v in range(nv)
         ]
         for r in range(mr):
@@ -535,11 +597,11 @@ class _Writer:
             spl = self.splat(self.op(f"load float, ptr {p}, align 4", "x"))
             for v in range(nv):
                 e(
-                    f"  {new[r][v]} = call {vty} @llvm.fma.v{VEC}f32({vty} {spl}, {vty} {bvec[v]}, "
-                    f"{vty} {acc[r][v]})"
+                    f"  {new[r][v]} = call {vty} @llvm.fma.v{self.vec}f32({vty} {spl}, "
+                    f"{vty} {bvec[v]}, {vty} {acc[r][v]})"
                 )
         e(
-            f"  %{tag}.bp.n = getelementptr float, ptr %{tag}.bp, i64 {nv * VEC}",
+            f"  %{tag}.bp.n = getelementptr float, ptr %{tag}.bp, i64 {nv * self.vec}",
             f"  %{tag}.o.n = add nuw nsw i64 %{tag}.o, %s",
             f"  %{tag}.kc = icmp slt i64 %{tag}.o.n, {end}",
             f"  br i1 %{tag}.kc, label %{tag}.kl, label %{tag}.kx",
@@ -558,30 +620,61 @@ class _Writer:
     def epilogue(self, acc) -> None:
         """``dst = alpha * acc + bt * src`` (``src`` read only when ``rd``), straight from
         the registers: row by row while below ``left`` rows (branches cost less than per-row
-        masks), masked to the ``cleft`` columns that exist."""
-        vty, mty, e = f"<{VEC} x float>", f"<{VEC} x i1>", self.emit
+        masks), masked to the ``cleft`` columns that exist.
+
+        AVX2 has no mask registers: a masked store is ``vmaskmovps``, microcoded on AMD (Zen 3:
+        about 12 cycles each), so tiles of full width there take a copy with plain loads and
+        stores (and none of ``src`` unless ``rd``): 128 x 512 x 784 ran at 62 GFLOP/s with
+        masked stores only. AVX-512's masked stores run at full speed: one path."""
+        vty, mty, e = f"<{self.vec} x float>", f"<{self.vec} x i1>", self.emit
+        alpha, bt = self.splat("%alpha"), self.splat("%bt")
+        if not self.avx512:
+            full = self.op(f"icmp sge i64 %cleft, {self.nr}")
+            e(f"  br i1 {full}, label %ef, label %em", "ef:", "  br i1 %rd, label %er, label %ez")
+            for tag in ("er", "ez"):
+                e(f"{tag}:")
+
+                def plain(src, dst, r, v, tag=tag):
+                    t = self.op(f"fmul {vty} {alpha}, {acc[r][v]}")
+                    if tag == "er":
+                        old = self.op(f"load {vty}, ptr {self.gep(src, v * self.vec)}, align 4")
+                        t = self.op(f"fadd {vty} {self.op(f'fmul {vty} {bt}, {old}')}, {t}")
+                    e(f"  store {vty} {t}, ptr {self.gep(dst, v * self.vec)}, align 4")
+
+                self.tile_rows(tag, plain)
+            e("em:")
         masks = [
-            self.lane_mask(self.op(f"sub i64 %cleft, {v * VEC}") if v else "%cleft")
+            self.lane_mask(self.op(f"sub i64 %cleft, {v * self.vec}") if v else "%cleft")
             for v in range(self.nv)
         ]
         reads = [self.op(f"select i1 %rd, {mty} {m}, {mty} zeroinitializer", "mk") for m in masks]
-        alpha, bt = self.splat("%alpha"), self.splat("%bt")
-        src, dst = "%src", "%dst"
+
+        def masked(src, dst, r, v):
+            old = self.masked_load(self.gep(src, v * self.vec), reads[v])
+            t = self.op(f"fmul {vty} {alpha}, {acc[r][v]}")
+            u = self.op(f"fmul {vty} {bt}, {old}")
+            val = self.op(f"fadd {vty} {u}, {t}")
+            e(
+                f"  call void @llvm.masked.store.v{self.vec}f32.p0({vty} {val}, "
+                f"ptr {self.gep(dst, v * self.vec)}, i32 4, {mty} {masks[v]})"
+            )
+
+        self.tile_rows("e", masked)
+        e("ex:")
+
+    def tile_rows(self, tag: str, store) -> None:
+        """``store(src, dst, r, v)`` for vector v of each row r of the tile that exists (below
+        ``left``; blocks ``tag<r>``), ``src`` and ``dst`` pointing at the row; then on to
+        ``%ex``."""
+        e, src, dst = self.emit, "%src", "%dst"
         for r in range(self.mr):
             if r:
                 ok = self.op(f"icmp sgt i64 %left, {r}")
-                e(f"  br i1 {ok}, label %e{r}, label %ex", f"e{r}:")
+                e(f"  br i1 {ok}, label %{tag}{r}, label %ex", f"{tag}{r}:")
                 src, dst = self.gep(src, "%ldc"), self.gep(dst, "%ldc")
             for v in range(self.nv):
-                old = self.masked_load(self.gep(src, v * VEC), reads[v])
-                t = self.op(f"fmul {vty} {alpha}, {acc[r][v]}")
-                u = self.op(f"fmul {vty} {bt}, {old}")
-                val = self.op(f"fadd {vty} {u}, {t}")
-                e(
-                    f"  call void @llvm.masked.store.v{VEC}f32.p0({vty} {val}, "
-                    f"ptr {self.gep(dst, v * VEC)}, i32 4, {mty} {masks[v]})"
-                )
-        e("  br label %ex", "ex:")
+                store(src, dst, r, v)
+        e("  br label %ex")
 
     def tile_function(self) -> str:
         """``@fg_mm_tile``: one register tile of ``MR x NR`` (16 ``<16 x float>`` accumulators
@@ -591,7 +684,7 @@ class _Writer:
         (rows past m repeat the last one), ``%s`` floats per k step. A function of its own:
         code generation costs grow faster than the code, and a call per tile is nothing beside
         its k loop."""
-        self.lines, e, vty = [], self.emit, f"<{VEC} x float>"
+        self.lines, e, vty = [], self.emit, f"<{self.vec} x float>"
         e("entry:")
         last = self.op(f"sub i64 {self.umin('%left', self.mr)}, 1")
         starts = ["%an"] + [
@@ -633,19 +726,28 @@ class _Writer:
         interleaved: one vector copy per k step, a whole cache line of A^T; read in place,
         A^T's strided rows would make the k loop wait on the cache)."""
         x, e, w = self.x, self.emit, 2 * self.mr
-        odd = self.op(f"and i64 {row}, {w - 1}")
+        odd = self.op(f"urem i64 {row}, {w}")  # 0 for the first tile of the pair, else mr
         first = self.op(f"icmp eq i64 {odd}, 0")
         e(
             f"  %{x}.pk = and i1 %ta, {first}",
             f"  br i1 %{x}.pk, label %{x}.ap, label %{x}.ad",
             f"{x}.ap:",
         )
-        mask = self.lane_mask(self.op(f"sub i64 %m, {row}"), w)
+        # the slice's rows in vectors of powers of two (12 floats for the AVX2 tile: 8 + 4)
+        pieces, at = [], 0
+        while at < w:
+            size = min(self.vec, 1 << (w - at).bit_length() - 1)
+            left = self.op(f"sub i64 {self.op(f'sub i64 %m, {row}')}, {at}")
+            pieces.append((at, size, self.lane_mask(left, size)))
+            at += size
         src0 = self.gep("%a", self.op(f"add i64 {self.mul(f'%{x}.pc', '%lda')}, {row}"))
 
         def step(kk):
-            v = self.masked_load(self.gep(src0, self.mul(kk, "%lda")), mask, w)
-            e(f"  store <{w} x float> {v}, ptr {self.gep('%apk', self.mul(kk, w))}, align 64")
+            src, dst = self.gep(src0, self.mul(kk, "%lda")), self.gep("%apk", self.mul(kk, w))
+            for at, size, mask in pieces:
+                v = self.masked_load(self.gep(src, at), mask, size)
+                align = min(64, (w * 4) & -(w * 4), (at * 4 or 64) & -(at * 4 or 64))
+                e(f"  store <{size} x float> {v}, ptr {self.gep(dst, at)}, align {align}")
 
         self.loop(f"{x}.pa", 0, kc, 1, step, guarded=True)
         e(f"  br label %{x}.ad", f"{x}.ad:")
@@ -747,6 +849,7 @@ class _Writer:
         one loop nest for every layout, run-time flags choosing how b is packed and A read
         (code generation costs grow with the code, so each piece exists once)."""
         self.lines, e, mr = [], self.emit, self.mr
+        mty = f"<{self.vec} x i1>"
         e(
             "entry:",
             f"  %bpk = alloca float, i64 {B_FLOATS}, align 64",
@@ -765,11 +868,11 @@ class _Writer:
             f"  %s = select i1 %ta, i64 {2 * mr}, i64 1",  # floats per k step of A's rows
             "  %rs = select i1 %ta, i64 1, i64 %lda",  # floats from one of A's rows to the next
             "  %bnz = fcmp une float %beta, 0.0",
-            f"  %narrow.n = icmp sle i64 %n, {VEC}",
+            f"  %narrow.n = icmp sle i64 %n, {self.vec}",
             "  %pb.not = xor i1 %pb, true",
             "  %narrow = and i1 %narrow.n, %pb.not",
-            f"  %ps = select i1 %narrow, i64 {VEC}, i64 {self.nr}",  # floats per panel row
-            f"  %wide.m = select i1 %narrow, <{VEC} x i1> zeroinitializer, <{VEC} x i1> {_ONES}",
+            f"  %ps = select i1 %narrow, i64 {self.vec}, i64 {self.nr}",  # floats per panel row
+            f"  %wide.m = select i1 %narrow, {mty} zeroinitializer, {mty} {self.ones}",
         )
         # columns per block: what the packed-b budget holds beside the first (largest) k block
         fast = self.op(f"or i1 {self.op('or i1 %ta, %tb')}, %narrow")
@@ -798,7 +901,7 @@ class _Writer:
         self.perms = {}
         self.schedule()
         e("  call void @free(ptr %sc)", "  br label %done", "done:", "  ret void")
-        ity = f"<{VEC} x i32>"
+        ity = f"<{self.vec} x i32>"
         self.lines[1:1] = [
             line
             for idx, slot in self.perms.items()
@@ -807,42 +910,46 @@ class _Writer:
                 f"  store {ity} <{', '.join(f'i32 {j}' for j in idx)}>, ptr {slot}, align 64",
             )
         ]
-        return f"define void @{SYMBOL}(i32 %trans, {_ARGS}) {{\n" + "\n".join(self.lines) + "\n}\n"
-
-
-def library_ir(avx512: bool | None = None) -> str:
-    """The library module: the exported ``@fg_matmul_f32`` (the schedule; returns at once when
-    m or n is 0) and the register tile it calls. ``avx512`` (default: whether
-    the host has it) picks how b^T's blocks are transposed (see ``_Writer.transpose``)."""
-    decls = "\n".join(
-        [
-            "declare ptr @aligned_alloc(i64, i64)",
-            "declare void @free(ptr)",
-            (
-                f"declare <{VEC} x float> @llvm.fma.v{VEC}f32(<{VEC} x float>, <{VEC} x float>, "
-                f"<{VEC} x float>)"
-            ),
-            *(
-                f"declare <{n} x float> @llvm.masked.load.v{n}f32.p0(ptr, i32, <{n} x i1>, "
-                f"<{n} x float>)"
-                for n in sorted({VEC, 2 * MR})
-            ),
-            (
-                f"declare void @llvm.masked.store.v{VEC}f32.p0(<{VEC} x float>, ptr, i32, "
-                f"<{VEC} x i1>)"
-            ),
-        ]
-    )
-    if avx512 is None:
-        from fungrad.lowering.cpu import compiler as cpu
-
-        avx512 = "+avx512f" in cpu.host().features.split(",")
-    if avx512:
-        decls += (
-            f"\ndeclare <{VEC} x float> @{_VPERM}(<{VEC} x float>, <{VEC} x i32>, <{VEC} x float>)"
+        return (
+            f"define void @{self.symbol}(i32 %trans, {_ARGS}) {{\n"
+            + "\n".join(self.lines)
+            + "\n}\n"
         )
-    w = _Writer(avx512)
-    return "\n".join([decls, "", w.function(), w.tile_function()])
+
+
+def library_ir(
+    avx512: bool | None = None, tile: Geometry | None = None, symbol: str = SYMBOL
+) -> str:
+    """The library module: the exported ``@<symbol>`` (the schedule; returns at once when
+    m or n is 0) and the register tile it calls. ``tile`` (default: the host's
+    :func:`geometry`) sizes the register tile; ``avx512`` (default: whether the host has it)
+    picks how b^T's blocks are transposed with the 16-lane tile (see ``_Writer.transpose``).
+    Tests build the AVX2 tile on an AVX-512 host under another ``symbol``."""
+    from fungrad.lowering.cpu import compiler as cpu
+
+    if avx512 is None:
+        avx512 = _has_avx512(cpu.host().features)
+    g = tile or geometry()
+    w = _Writer(g, avx512, symbol)
+    body = [w.function(), w.tile_function()]
+    vec = g.vec
+    decls = [
+        "declare ptr @aligned_alloc(i64, i64)",
+        "declare void @free(ptr)",
+        f"declare <{vec} x float> @llvm.fma.v{vec}f32(<{vec} x float>, <{vec} x float>, "
+        f"<{vec} x float>)",
+    ]
+    for n in sorted(w.masked_lanes):
+        decls += [
+            f"declare <{n} x float> @llvm.masked.load.v{n}f32.p0(ptr, i32, <{n} x i1>, "
+            f"<{n} x float>)",
+            f"declare void @llvm.masked.store.v{n}f32.p0(<{n} x float>, ptr, i32, <{n} x i1>)",
+        ]
+    if w.avx512:
+        decls.append(
+            f"declare <{vec} x float> @{_VPERM}(<{vec} x float>, <{vec} x i32>, <{vec} x float>)"
+        )
+    return "\n".join(["\n".join(decls), "", *body])
 
 
 # -- the compiled library ------------------------------------------------------------------
@@ -972,12 +1079,14 @@ def gemm(
     return out
 
 
-def pack_b(b: np.ndarray, trans_b: bool = False) -> np.ndarray:
+def pack_b(b: np.ndarray, trans_b: bool = False, nr: int | None = None) -> np.ndarray:
     """``op(b)`` (``b``, or ``b.T`` when ``trans_b``; ``[k, n]``) in the library's panels:
-    ``[ceil(n / NR), k, NR]`` float32, zero past n (what a packing kernel computes before a
-    loop for ``fusion.Gemm.b_packed``; here for tests)."""
+    ``[ceil(n / nr), k, nr]`` float32, zero past n (what a packing kernel computes before a
+    loop for ``fusion.Gemm.b_packed``; here for tests). ``nr``: the panel width, by default
+    the host's (``geometry().nr``)."""
     ob = np.asarray(b, np.float32).T if trans_b else np.asarray(b, np.float32)
     k, n = ob.shape
-    q = -(-n // NR)
-    padded = np.pad(ob, ((0, 0), (0, q * NR - n)))
-    return np.ascontiguousarray(padded.reshape(k, q, NR).transpose(1, 0, 2))
+    nr = nr or geometry().nr
+    q = -(-n // nr)
+    padded = np.pad(ob, ((0, 0), (0, q * nr - n)))
+    return np.ascontiguousarray(padded.reshape(k, q, nr).transpose(1, 0, 2))

@@ -53,7 +53,7 @@ def render_gemm(mw, step: Gemm, ptr: dict[int, str]) -> list[str]:
     if split == "columns":
         return _split_columns(mw, step, f"mm{em.n}", [a, b, c, c0], -(-step.n // COLUMN_BLOCK))
     if split == "rows":  # a narrow product (a convolution's)
-        return _split_rows(mw, step, f"mm{em.n}", [a, b, c, c0], -(-step.m // ROW_STEP))
+        return _split_rows(mw, step, f"mm{em.n}", [a, b, c, c0], -(-step.m // row_step()))
     return [matmul.library_call(step, a, b, c, c0)]
 
 
@@ -64,7 +64,7 @@ def _split(step: Gemm) -> str | None:
         return None
     if step.n > COLUMN_BLOCK:
         return "columns"
-    return "rows" if step.m > ROW_STEP else None
+    return "rows" if step.m > row_step() else None
 
 
 def splits_over_threads(step: Gemm) -> bool:
@@ -75,7 +75,7 @@ def splits_over_threads(step: Gemm) -> bool:
 
 
 #: columns of one chunk of a product split over threads (a multiple of the library's panel
-#: width, ``gemm.NR``): each thread packs only its columns of b and reads A in place
+#: width, ``gemm.geometry().nr``): each thread packs only its columns of b and reads A in place
 COLUMN_BLOCK = 64
 
 
@@ -97,21 +97,23 @@ def _split_columns(mw, step: Gemm, name: str, pointers: list[str], blocks: int) 
     return _over_threads(mw, name, text, pointers, blocks)
 
 
-#: rows of one item of a narrow product split over threads: two register tiles (the library
-#: packs A^T two row tiles at a time). The pool runs one contiguous range of items per thread,
-#: one library call each, so each thread packs b once
-ROW_STEP = 2 * matmul.MR
+def row_step() -> int:
+    """Rows of one item of a narrow product split over threads: two register tiles (the
+    library packs A^T two row tiles at a time; 16 rows with AVX-512, 12 with AVX2). The pool
+    runs one contiguous range of items per thread, one library call each, so each thread
+    packs b once."""
+    return 2 * matmul.geometry().mr
 
 
 def _split_rows(mw, step: Gemm, name: str, pointers: list[str], items: int) -> list[str]:
-    """The library on row blocks ``[s, e) * ROW_STEP`` of ``c`` through ``mw.parallel_for``,
+    """The library on row blocks ``[s, e) * row_step()`` of ``c`` through ``mw.parallel_for``,
     for products too narrow for column blocks (at most ``COLUMN_BLOCK`` columns: the
     convolutions' ``[N*H*W, C]`` outputs): a trampoline ``@<name>.par(ctx, s, e)`` offsets A
     (a row of A, or a column of A^T), c and c0 to the first row and calls the library for that
     many rows with the whole product's leading dimensions."""
     a_step = 1 if step.trans_a else step.k  # floats from one row of op(A) to the next
     text = (
-        f"{_trampoline_head(name, ROW_STEP, step.m)}"
+        f"{_trampoline_head(name, row_step(), step.m)}"
         f"  %ao = mul i64 %n0, {a_step}\n"
         f"  %co = mul i64 %n0, {step.n}\n"
         "  %a1 = getelementptr inbounds float, ptr %x0, i64 %ao\n"

@@ -81,12 +81,13 @@ class CpuPolicy:
         return _library_alone(m, n, k, batch, np.dtype(dtype))
 
     def prepacks_b(self, step) -> int:
-        """The gemm library's panel width (``gemm.NR``) for a loop-invariant b of a product
-        the library runs (``gemm.supports``) wider than one vector; else 0. Packed once, the
+        """The gemm library's panel width (``gemm.geometry().nr``) for a loop-invariant b of a
+        product the library runs (``gemm.supports``) wider than one vector; else 0. Packed once, the
         LSTM's ``[32, 320] @ W`` runs 254 -> 202 us and ``[32, 1024] @ W^T`` 287 -> 196 us
         (one core)."""
-        ok = step.n > library.VEC and not step.b_packed and library.supports(step)
-        return library.NR if ok else 0
+        g = library.geometry()
+        ok = step.n > g.vec and not step.b_packed and library.supports(step)
+        return g.nr if ok else 0
 
     def column_reduction(self, size: int, shortest: int) -> bool:
         return size >= COLUMN_REDUCTION_MIN_SIZE and shortest >= COLUMN_MIN_LENGTH

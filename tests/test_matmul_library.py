@@ -64,7 +64,7 @@ def test_several_k_blocks_and_column_blocks(trans_a, m, n, k):
 
 @pytest.mark.parametrize("m,n,k", [(450, 300, 700), (200, 700, 530)])
 def test_c_past_l2_takes_long_k_blocks(m, n, k):
-    # c of more than C_L2 floats: A in place runs k blocks of KC, not KC_L1 (700 = 512 + 188,
+    # c of more than C_L2 floats: A in place runs k blocks of KC, not kc_wide (700 = 512 + 188,
     # 530 = 512 + 18), the later block adding into c; a ragged right and bottom edge
     assert m * n > matmul.C_L2 and k > matmul.KC
     rng = np.random.default_rng(m + k)

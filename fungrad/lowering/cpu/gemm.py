@@ -45,11 +45,12 @@ row of b, each row read left to right; from b^T, 16 x 16 blocks transposed in re
 run every row tile against every panel:
 
 - A is ``[m, k]``: column blocks of one panel, A's rows read in place while the panel stays
-  in cache; k blocks of ``KC_L1`` for outputs wider than 16 columns from b in rows (the panel,
-  16 KiB, stays in L1: 3-10% faster at the MLP's forward shapes than ``KC``, whose 64 KiB panel
-  streams from L2 for every row tile), else ``KC`` (narrow outputs and b^T gained nothing;
+  in cache; k blocks of ``kc_wide`` (128) for outputs wider than 16 columns from b in rows
+  (the panel, 16 KiB, stays in L1: 3-10% faster at the MLP's forward shapes than
+  ``KC``, whose 64 KiB panel streams from L2 for every row tile), else ``KC`` (narrow outputs and b^T gained nothing;
   and c past ``C_L2`` floats: every k block reads and writes c from L3, so 1024^3 ran at
-  91 GFLOP/s with ``KC_L1`` and 101-105 with ``KC``, OpenBLAS 98-102).
+  91 GFLOP/s with ``kc_wide`` and 101-105 with ``KC``, OpenBLAS 98-102). These are the
+  AVX-512 tile's choices; the AVX2 tile packs whole rows of b instead (:class:`Geometry`).
 - A^T is ``[k, m]`` (A's rows strided): column blocks of as many panels as the ``B_FLOATS``
   budget holds; per two row tiles their ``kc x 2 MR`` slice of A^T is packed (interleaved: one
   vector copy per k step, each cache line of A^T read once; packing per tile read each twice
@@ -123,8 +124,7 @@ MAX_STACK_FLOATS = 1 << 17  # supports(), A in place: a k x nr panel of b within
 #: 2048x1024x512 0.96, 512x2048x512 0.94, 1024x64x1024 0.93, 1024x128x1024 1.01
 MAX_A_FLOATS = 1 << 20
 KC = 512  # k block (A^T, b^T or narrow outputs): an 8 x KC slice of A (16 KiB) stays in L1
-KC_L1 = 128  # k block of wide products with A and b in place: a panel of b (16 KiB) stays in L1
-C_L2 = 1 << 17  # floats of c (512 KiB) from which wide products take KC, not KC_L1
+C_L2 = 1 << 17  # floats of c (512 KiB) from which wide products take KC, not kc_wide
 B_FLOATS = 1 << 17  # packed b (512 KiB): one panel, or a column block of panels for A^T
 SUPER = 64  # k blocks per super-block: later super-blocks sum into a scratch C, then into c
 SYMBOL = "fg_matmul_f32"
@@ -132,27 +132,39 @@ SYMBOL = "fg_matmul_f32"
 
 @dataclass(frozen=True)
 class Geometry:
-    """The register tile, sized to the host's vector registers: ``mr`` rows of ``nv`` vectors
-    of ``vec`` float32 lanes (``mr * nv`` accumulators), ``nr = nv * vec`` columns of a packed
-    panel of b (a power of two).
+    """The register tile and blocking for the host's vector registers: ``mr`` rows of ``nv``
+    vectors of ``vec`` float32 lanes (``mr * nv`` accumulators), ``nr = nv * vec`` columns of
+    a packed panel of b (a power of two); with A in place and an output wider than one
+    vector, k blocks of ``kc_wide`` and column blocks of one panel (``pack_all`` False: the
+    panel is packed, then every row tile runs against it while it stays in L1) or of every
+    panel the packed-b budget holds (``pack_all``: b's rows read whole, left to right).
 
-    AVX-512 (32 zmm registers): 8 x 2 vectors of 16 (16 accumulators). AVX2 has 16 ymm
-    registers: 6 x 2 vectors of 8 (12 accumulators, 2 of b, 1 broadcast of A), the tile BLIS
-    and OpenBLAS use there. The AVX-512 tile compiled for an AVX2 host (each ``<16 x float>``
-    two ymm registers, 32 accumulators in 16 registers) spilled every k step: 13-19 GFLOP/s
-    on Zen 3 against OpenBLAS's 75-90."""
+    AVX-512 (32 zmm registers, tuned on Zen 4): 8 x 2 vectors of 16 (16 accumulators), k
+    blocks of 128, one panel per block. AVX2 has 16 ymm registers: 6 x 2 vectors of 8 (12
+    accumulators, 2 of b, 1 broadcast of A), the tile BLIS and OpenBLAS use there. The
+    AVX-512 tile compiled for an AVX2 host (each ``<16 x float>`` two ymm registers, 32
+    accumulators in 16 registers) spilled every k step: 13-19 GFLOP/s on Zen 3 against
+    OpenBLAS's 75-90. On Zen 3 (512 KiB L2), with b's rows read whole and k blocks of 256,
+    ``128 x 784 @ 784 x 512`` ran 5-14% faster than with one panel and k blocks of 128 (an 8
+    MiB buffer touched between calls, as in a training step where the weights were last
+    read a step earlier: 62 -> 68-73 GFLOP/s); packing one panel read one line per row of
+    b at b's row stride, a stream the hardware prefetcher does not follow (a software
+    prefetch of the next panel during the tiles gained ~5%, the whole rows more)."""
 
     vec: int
     mr: int
     nv: int
+    kc_wide: int
+    pack_all: bool
+    prefetch_a: bool = False
 
     @property
     def nr(self) -> int:
         return self.nv * self.vec
 
 
-AVX512 = Geometry(vec=16, mr=8, nv=2)
-AVX2 = Geometry(vec=8, mr=6, nv=2)
+AVX512 = Geometry(vec=16, mr=8, nv=2, kc_wide=128, pack_all=False)
+AVX2 = Geometry(vec=8, mr=6, nv=2, kc_wide=256, pack_all=True, prefetch_a=True)
 
 
 @functools.cache
@@ -278,6 +290,7 @@ class _Writer:
 
     def __init__(self, g: Geometry, avx512: bool, symbol: str = SYMBOL):
         self.mr, self.nv, self.nr, self.vec = g.mr, g.nv, g.nr, g.vec
+        self.kc_wide, self.pack_all, self.prefetch_a = g.kc_wide, g.pack_all, g.prefetch_a
         self.ones = "<" + ", ".join(["i1 true"] * g.vec) + ">"
         self.avx512 = avx512 and g.vec == 16  # vpermi2ps for b^T's blocks (see transpose)
         self.symbol = symbol
@@ -748,6 +761,10 @@ class _Writer:
                 v = self.masked_load(self.gep(src, at), mask, size)
                 align = min(64, (w * 4) & -(w * 4), (at * 4 or 64) & -(at * 4 or 64))
                 e(f"  store <{size} x float> {v}, ptr {self.gep(dst, at)}, align {align}")
+            if self.prefetch_a:  # the next pair's slice: its first and last float's lines
+                for at in (w, 2 * w - 1):
+                    q = self.gep(src, at)
+                    e(f"  call void @llvm.prefetch.p0(ptr {q}, i32 0, i32 3, i32 1)")
 
         self.loop(f"{x}.pa", 0, kc, 1, step, guarded=True)
         e(f"  br label %{x}.ad", f"{x}.ad:")
@@ -879,12 +896,12 @@ class _Writer:
         # c past L2: each k block reads and writes c from L3, so fewer, longer blocks
         c_big = self.op(f"icmp sgt i64 {self.mul('%m', '%ldc')}, {C_L2}")
         fast = self.op(f"or i1 {fast}, {c_big}")
-        e(f"  %kcb = select i1 {fast}, i64 {KC}, i64 {KC_L1}")
+        e(f"  %kcb = select i1 {fast}, i64 {KC}, i64 {self.kc_wide}")
         k1 = self.umin("%k", "%kcb")
         k1 = self.op(f"select i1 {self.op(f'icmp eq i64 {k1}, 0')}, i64 1, i64 {k1}")
         many = self.op(f"and i64 {self.op(f'udiv i64 {B_FLOATS}, {k1}')}, {-self.nr}")
         e(
-            f"  %ncs = select i1 %ta, i64 {many}, i64 {self.nr}",
+            f"  %ncs = select i1 %ta, i64 {many}, i64 {many if self.pack_all else self.nr}",
             f"  %sbk = mul i64 %kcb, {SUPER}",
             "  %big = icmp sgt i64 %k, %sbk",
             "  br i1 %big, label %sc.m, label %sc.x",
@@ -936,6 +953,7 @@ def library_ir(
     decls = [
         "declare ptr @aligned_alloc(i64, i64)",
         "declare void @free(ptr)",
+        "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)",
         f"declare <{vec} x float> @llvm.fma.v{vec}f32(<{vec} x float>, <{vec} x float>, "
         f"<{vec} x float>)",
     ]

@@ -46,11 +46,12 @@ run every row tile against every panel:
 
 - A is ``[m, k]``: column blocks of one panel, A's rows read in place while the panel stays
   in cache; k blocks of ``kc_wide`` (128) for outputs wider than 16 columns from b in rows
-  (the panel, 16 KiB, stays in L1: 3-10% faster at the MLP's forward shapes than
-  ``KC``, whose 64 KiB panel streams from L2 for every row tile), else ``KC`` (narrow outputs and b^T gained nothing;
-  and c past ``C_L2`` floats: every k block reads and writes c from L3, so 1024^3 ran at
-  91 GFLOP/s with ``kc_wide`` and 101-105 with ``KC``, OpenBLAS 98-102). These are the
-  AVX-512 tile's choices; the AVX2 tile packs whole rows of b instead (:class:`Geometry`).
+  (the panel, 16 KiB, stays in L1: 3-10% faster at the MLP's forward shapes than ``KC``,
+  whose 64 KiB panel streams from L2 for every row tile), else ``KC`` (narrow outputs and
+  b^T gained nothing; and c past ``C_L2`` floats: every k block reads and writes c from L3,
+  so 1024^3 ran at 91 GFLOP/s with ``kc_wide`` and 101-105 with ``KC``, OpenBLAS 98-102).
+  These are the AVX-512 tile's choices; the AVX2 tile packs whole rows of b instead
+  (:class:`Geometry`).
 - A^T is ``[k, m]`` (A's rows strided): column blocks of as many panels as the ``B_FLOATS``
   budget holds; per two row tiles their ``kc x 2 MR`` slice of A^T is packed (interleaved: one
   vector copy per k step, each cache line of A^T read once; packing per tile read each twice

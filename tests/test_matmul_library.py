@@ -421,11 +421,12 @@ def test_every_tile_geometry_matches_numpy(tile, avx512):
     vectors into AVX2 registers): AVX2's 6 x 16 tile (the host's on CPUs without AVX-512)
     and the 16-lane tile with its shufflevector transpose. Every layout (A^T packed in
     12-row slices of two tiles; b^T transposed in 8 x 8 blocks; b packed by the caller in
-    panels of ``tile.nr``), ragged edges of both tile sizes, several k blocks, beta with a NaN
-    in the ignored c0, and an update in place, against float64 numpy."""
+    panels of ``tile.nr``), ragged edges of both tile sizes, several k blocks and row blocks,
+    beta with a NaN in the ignored c0, and an update in place, against float64 numpy."""
     module, fn = _other_library(tile, avx512)
     rng = np.random.default_rng(tile.vec + tile.mr)
     shapes = [(1, 1, 1), (5, 7, 3), (13, 17, 9), (25, 40, 130), (12, 16, 600), (37, 70, 1100)]
+    shapes.append((2 * tile.mc + 7 if tile.mc < 1000 else 203, 40, 600))  # row blocks of mc
     for m, n, k in shapes:
         for trans in (0, 1, 2, 4, 5):
             trans_a, trans_b, packed = bool(trans & 1), bool(trans & 2), bool(trans & 4)

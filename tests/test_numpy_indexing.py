@@ -161,6 +161,21 @@ def test_out_of_bounds_indices_clamp():
     with pytest.raises(IndexError, match="axis 0 with size 0"):
         fnp.zeros((0, 3))[np.array([0])]
     assert fnp.zeros((0, 3))[np.array([], np.int32)].shape == (0, 3)
+    # updates: a scalar index (int or 0-d integer array, traced too) into an empty axis raises
+    # as JAX does, in every mode; 1-d index arrays and other axes leave the array unchanged
+    i = fnp.asarray(np.int32(0))
+    for update in (
+        lambda x, i: x.at[i].set(1.0),
+        lambda x, i: x.at[i].mul(2.0),
+        lambda x, i: x.at[i].set(1.0, mode="drop"),
+        lambda x, i: x.at[0].add(1.0),
+    ):
+        for fn in (update, fg.jit(update)):
+            with pytest.raises(IndexError, match="out of bounds for axis 0 with size 0"):
+                fn(fnp.zeros((0, 3)), i)
+    assert fnp.zeros((0, 3)).at[np.array([0, 1])].add(1.0).shape == (0, 3)
+    assert fnp.zeros((0, 3)).at[:, i].set(1.0).shape == (0, 3)
+    assert fnp.zeros((3, 0)).at[i].set(1.0).shape == (3, 0)
 
 
 def test_indexing_errors():

@@ -358,15 +358,19 @@ def _gather_plan(parsed: _Parsed, fun_name: str, normalize: bool = True) -> _Gat
     )
 
 
-def _check_static_ints_in_nonempty_axes(parsed: _Parsed) -> None:
-    """A static integer index into an axis of size 0 is an IndexError, as in JAX, for reads and
-    for every ``.at[...]`` update alike (there is no element to clamp to)."""
+def _check_scalar_indices_in_nonempty_axes(parsed: _Parsed) -> None:
+    """A scalar integer index (a static int or a 0-d integer array, traced or not) into an
+    axis of size 0 is an IndexError, as in JAX, for reads and for every ``.at[...]`` update
+    and mode alike (there is no element to clamp to). Index arrays with an axis of their own
+    are not: JAX's updates through them into an empty axis change nothing."""
     ax = 0
     for e in parsed.entries:
         if e.kind in ("newaxis", "gap"):
             continue
-        if e.kind == "int" and e.dim == 0:
+        if e.dim == 0 and e.kind == "int":
             raise IndexError(f"index {e.value} is out of bounds for axis {ax} with size 0")
+        if e.dim == 0 and e.kind == "array" and not e.static and np.ndim(e.value) == 0:
+            raise IndexError(f"index is out of bounds for axis {ax} with size 0")
         ax += 1
 
 
@@ -448,7 +452,7 @@ def _scatter_update(
         util.check_arraylike(fun_name, y, names=["values"])
         y = util.asarray(y, fun_name=fun_name)
     parsed = _parse(x.shape, idx, fun_name)
-    _check_static_ints_in_nonempty_axes(parsed)
+    _check_scalar_indices_in_nonempty_axes(parsed)
     plan = _gather_plan(parsed, fun_name, normalize)
     if math.prod(plan.final_shape) == 0:
         return x

@@ -121,6 +121,30 @@ def test_first_order_primitives_get_compiled_linearizations():
     assert all(type(e) is tape._Linearized for e in entries.values()), entries
 
 
+def test_unused_outputs_of_a_primitive_send_no_zero_cotangent():
+    """A multi-output primitive whose outputs are only partly used (``lax.sort``'s sorted
+    keys) gives its other inputs no cotangent at all, not zeros: the keys' ``sqrt`` at a
+    negative x has a NaN derivative, and ``0 * nan`` made the eager gradient NaN where
+    ``jit(grad)`` and JAX give [1, 3, 2] (differential fuzzer, seed 180236). A key used too
+    does propagate (``h``), and its NaN with it, as in JAX."""
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    w = np.array([1.0, 2.0, 3.0], np.float32)
+
+    def f(x):
+        return fnp.sum(lax.sort((fnp.sqrt(x), x), dimension=0, num_keys=1)[1] * w)
+
+    def h(x):
+        keys, vals = lax.sort((fnp.sqrt(x), x), dimension=0, num_keys=1)
+        return fnp.sum(vals * w) + fnp.sum(fnp.where(fnp.isnan(keys), 0.0, keys))
+
+    tape._linearized_cache.clear()
+    for _ in range(2):  # built, then from the cache
+        np.testing.assert_array_equal(np.asarray(fg.grad(f)(x)), [1.0, 3.0, 2.0])
+        np.testing.assert_array_equal(np.asarray(fg.jit(fg.grad(f))(x)), [1.0, 3.0, 2.0])
+        assert np.isnan(np.asarray(fg.grad(h)(x))[1])
+        np.testing.assert_array_equal(np.asarray(fg.grad(h)(x)), np.asarray(_vjp_grad(h, x)[0]))
+
+
 def test_tape_values_cannot_be_written_through_numpy():
     seen = []
 

@@ -64,18 +64,46 @@ class _Linearized:
     """One primitive's cached linearization (see the section comment). ``known(*values)``
     gives the primal outputs followed by the residuals; ``bwd(*residuals, *cts)`` maps the
     cotangents of the outputs with a non-zero tangent (``out_nonzero``) to one cotangent per
-    input of the primitive (None for the inputs ``ct_inputs`` does not list)."""
+    input of the primitive (None for the inputs ``ct_inputs`` does not list).
 
-    __slots__ = ("known", "n_out", "out_avals", "out_nonzero", "bwd", "ct_avals", "single")
+    Where only some of those outputs receive a cotangent (``lax.sort``'s keys unused, say),
+    :meth:`bwd_for` gives the backward function of that subset: the others are symbolic
+    zeros, as in ``grad`` under ``jit``, so no zero cotangent reaches an input whose
+    derivative is infinite or NaN (``0 * nan``: the gradient of ``sort((sqrt(x), x))[1]`` at
+    a negative x was NaN eagerly, finite under jit and in JAX)."""
 
-    def __init__(self, primitive, known, n_out, out_nonzero, bwd, n_in, ct_inputs):
+    __slots__ = (
+        "known", "n_out", "out_avals", "out_nonzero", "bwd", "ct_avals", "single", "name",
+        "lin", "n_res", "n_in", "tangent_inputs", "variants",
+    )  # fmt: skip
+
+    def __init__(self, primitive, known, n_out, out_nonzero, lin, n_res, n_in, nonzero):
+        self.name = primitive.name
         self.known = python_function(known, f"{primitive.name}_known")
         self.n_out = n_out
         self.out_avals = known.jaxpr.out_avals[:n_out]
         self.out_nonzero = out_nonzero
-        self.bwd = python_function(bwd, f"{primitive.name}_bwd", (n_in, ct_inputs))
+        self.lin, self.n_res, self.n_in = lin, n_res, n_in
+        self.tangent_inputs = [i for i, nz in enumerate(nonzero) if nz]
+        self.variants: dict = {}
         self.ct_avals = [a for a, nz in zip(self.out_avals, out_nonzero) if nz]
+        self.bwd = self.bwd_for((True,) * len(self.ct_avals))
         self.single = n_out == 1 and out_nonzero[0]  # the common case: one differentiable output
+
+    def bwd_for(self, present: tuple):
+        """``bwd(*residuals, *cts)`` for the cotangents of the differentiable outputs where
+        ``present`` is true (the others are zero); one cotangent per input, None where none
+        flows. Built once per subset."""
+        fn = self.variants.get(present)
+        if fn is None:
+            with set_current_trace(core.EvalTrace()):
+                jaxpr, in_mask = _bwd_jaxpr(self.lin, self.n_res, present)
+            if not _first_order(jaxpr.jaxpr):
+                raise ValueError("not first order")  # (only the full subset: see _build)
+            ct_inputs = tuple(i for i, m in zip(self.tangent_inputs, in_mask) if m)
+            fn = python_function(jaxpr, f"{self.name}_bwd", (self.n_in, ct_inputs))
+            self.variants[present] = fn
+        return fn
 
 
 _GENERAL = object()  # cache entry: this signature is linearized as it runs
@@ -129,25 +157,30 @@ def _build_linearized(primitive, in_avals, params, nonzero):
             known.to_jaxpr(primals, [known.to_tracer(p) for p in p_out] + residuals)
         )
         n_res = len(residuals)
-        lin_in = lin.jaxpr.invars
-        in_mask: list[bool] = []
-
-        def bwd(*xs):
-            args = list(xs[:n_res]) + [UndefPrimal(v.aval) for v in lin_in[n_res:]]
-            cts = backward_pass(lin.jaxpr, lin.consts, args, list(xs[n_res:]))[n_res:]
-            in_mask[:] = [type(c) is not jvp_mod.Zero for c in cts]
-            return [c for c in cts if type(c) is not jvp_mod.Zero]
-
-        bwd_jaxpr = simplify(
-            trace_to_jaxpr(
-                bwd, [v.aval for v in lin_in[:n_res]] + [v.aval for v in lin.jaxpr.outvars]
-            )
-        )
+        bwd_jaxpr, _ = _bwd_jaxpr(lin, n_res, (True,) * len(lin.jaxpr.outvars))
     if not (_first_order(known_jaxpr.jaxpr) and _first_order(bwd_jaxpr.jaxpr)):
         return None
-    tangent_inputs = [i for i, nz in enumerate(nonzero) if nz]
-    ct_inputs = tuple(i for i, m in zip(tangent_inputs, in_mask) if m)
-    return known_jaxpr, len(p_out), out_nonzero, bwd_jaxpr, len(in_avals), ct_inputs
+    return known_jaxpr, len(p_out), out_nonzero, lin, n_res, len(in_avals), nonzero
+
+
+def _bwd_jaxpr(lin: core.ClosedJaxpr, n_res: int, present: tuple):
+    """The transpose of the linear jaxpr ``lin`` (its first ``n_res`` inputs residuals) as a
+    jaxpr of ``(*residuals, *cts)``, the cotangents of the outputs where ``present`` is true
+    (the others symbolic zeros), and which tangent inputs receive a cotangent (a list of
+    bools, filled while tracing)."""
+    lin_in, outs = lin.jaxpr.invars, lin.jaxpr.outvars
+    in_mask: list[bool] = []
+
+    def bwd(*xs):
+        args = list(xs[:n_res]) + [UndefPrimal(v.aval) for v in lin_in[n_res:]]
+        given = iter(xs[n_res:])
+        cts = [next(given) if p else jvp_mod.Zero(v.aval) for v, p in zip(outs, present)]
+        cts = backward_pass(lin.jaxpr, lin.consts, args, cts)[n_res:]
+        in_mask[:] = [type(c) is not jvp_mod.Zero for c in cts]
+        return [c for c in cts if type(c) is not jvp_mod.Zero]
+
+    avals = [v.aval for v in lin_in[:n_res]] + [v.aval for v, p in zip(outs, present) if p]
+    return simplify(trace_to_jaxpr(bwd, avals)), in_mask
 
 
 def _new_linearized(key):
@@ -172,9 +205,11 @@ def _new_linearized(key):
 class TapeTrace(core.Trace):
     """Eager reverse mode over a concrete parent (the EvalTrace): primals are computed for
     real and each primitive that touches a tangent appends a record to ``tape``:
-    ``(bwd, residuals, in_nodes, out_nodes, ct_avals)``, where ``bwd(*residuals, *cts)`` maps
+    ``(bwd, residuals, in_nodes, out_nodes, entry)``, where ``bwd(*residuals, *cts)`` maps
     the cotangents of the ``out_nodes`` to one per input of the primitive, whose nodes are
-    ``in_nodes`` (None for an input that is not a node, or where no cotangent flows).
+    ``in_nodes`` (None for an input that is not a node, or where no cotangent flows), and
+    ``entry`` is the cached :class:`_Linearized` of a primitive with several differentiable
+    outputs (None otherwise).
     :meth:`backward` then accumulates cotangents per node in reverse order."""
 
     def __init__(self, parent: core.Trace):
@@ -257,7 +292,7 @@ class TapeTrace(core.Trace):
                 results.append(array_type.from_impl(v, aval))
         if out_nodes:
             self.num_nodes = node
-            self.tape.append((entry.bwd, outs[n_out:], nodes, out_nodes, entry.ct_avals))
+            self.tape.append((entry.bwd, outs[n_out:], nodes, out_nodes, entry))
         return results if primitive.multiple_results else results[0]
 
     def _linearize_now(self, primitive, args, nodes, params):
@@ -318,7 +353,7 @@ class TapeTrace(core.Trace):
         tape; returns the cotangent of every node that received one."""
         add = _add_impl()
         pop = cts.pop
-        for bwd, residuals, in_nodes, out_nodes, ct_avals in reversed(self.tape):
+        for bwd, residuals, in_nodes, out_nodes, entry in reversed(self.tape):
             if len(out_nodes) == 1:
                 ct = pop(out_nodes[0], None)
                 if ct is None:
@@ -328,11 +363,15 @@ class TapeTrace(core.Trace):
                 out_cts = [pop(n, None) for n in out_nodes]
                 if all(ct is None for ct in out_cts):
                     continue
-                if ct_avals is not None:  # a cached linearization takes zeros, not None
-                    out_cts = [
-                        np.zeros(a.shape, a.dtype) if ct is None else ct
-                        for ct, a in zip(out_cts, ct_avals)
-                    ]
+                if entry is not None and any(ct is None for ct in out_cts):  # the subset's bwd
+                    try:
+                        bwd = entry.bwd_for(tuple(ct is not None for ct in out_cts))
+                        out_cts = [ct for ct in out_cts if ct is not None]
+                    except Exception:  # noqa: BLE001 - (not first order): zeros, not None
+                        out_cts = [
+                            np.zeros(a.shape, a.dtype) if ct is None else ct
+                            for ct, a in zip(out_cts, entry.ct_avals)
+                        ]
                 in_cts = bwd(*residuals, *out_cts)
             for n, ct in zip(in_nodes, in_cts):
                 if ct is not None:

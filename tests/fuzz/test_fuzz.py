@@ -294,6 +294,20 @@ def test_fuzz_compare_complex_parts_relative_to_the_modulus():
     assert "dtype" in compare(ref.astype(np.complex128), ref, shadow, 0.0, eps)
 
 
+def test_fuzz_compare_tolerance_of_tiny_float64_values():
+    """Values below ~1e-154 (whose squares underflow) keep a relative tolerance: one ulp of
+    4.8e-261 passed (fuzzer seed 180143 reported it), a relative error of 1e-10 does not;
+    complex parts too."""
+    eps = float(np.finfo(np.float64).eps)
+    ref = np.array([4.836351759058127e-261, -1.2475637762428452e-259])
+    one_ulp = np.nextafter(ref, 0.0)
+    assert compare(one_ulp, ref, ref, 0.0, eps) is None
+    assert "at (0,)" in compare(ref * (1 + 1e-10), ref, ref, 0.0, eps)
+    z = ref * (1 + 1j)
+    assert compare(np.nextafter(z.real, 0) + 1j * z.imag, z, z, 0.0, eps) is None
+    assert "at (1,)" in compare(z * (1 + 1e-10), z, z, 0.0, eps)
+
+
 def test_fuzz_complex_inputs_print_bit_for_bit():
     z = np.array([complex(np.nan, -0.0), complex(1.5, np.inf), complex(-np.inf, 1e-45)])
     for dtype in ("complex64", "complex128"):

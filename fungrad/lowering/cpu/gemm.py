@@ -71,7 +71,8 @@ long), added into c after each super-block (one vector pass over m x n): c takes
 ``k / (SUPER * kc)`` additions. 64x64x1e6 5 eps, 8x8x1e6 17 -> 1.7, 256x256x65536 12 -> 2.1,
 at the same speed within 1.5% (one core); shorter products run as before.
 
-The block sizes below were tuned on Zen 4 (AVX-512, 1 MiB L2) and are shared by both tiles.
+The constants ``KC``, ``C_L2``, ``B_FLOATS`` and ``SUPER`` below were tuned on Zen 4 (AVX-512,
+1 MiB L2) and serve both tiles; what differs per tile is in :class:`Geometry`.
 
 These are the loop orders of the specialised kernels this library replaced, which ran the MLP's
 products at OpenBLAS's speed. One loop nest instead of one function per layout cut
@@ -163,11 +164,11 @@ class Geometry:
     kc_wide: int
     pack_all: bool
     prefetch: bool
-    mc: int
+    mc: int | None  # None: no row blocks
 
     def __post_init__(self):
         # a row block's last tile must not reach into the next block (c += twice)
-        if self.mc % self.mr:
+        if self.mc is not None and self.mc % self.mr:
             raise ValueError(f"gemm.Geometry: mc={self.mc} is not a multiple of mr={self.mr}")
 
     @property
@@ -175,7 +176,7 @@ class Geometry:
         return self.nv * self.vec
 
 
-AVX512 = Geometry(vec=16, mr=8, nv=2, kc_wide=128, pack_all=False, prefetch=False, mc=1 << 30)
+AVX512 = Geometry(vec=16, mr=8, nv=2, kc_wide=128, pack_all=False, prefetch=False, mc=None)
 AVX2 = Geometry(vec=8, mr=6, nv=2, kc_wide=256, pack_all=True, prefetch=True, mc=96)
 
 
@@ -664,8 +665,9 @@ class _Writer:
         stores (and none of ``src`` unless ``rd``): 128 x 512 x 784 ran at 62 GFLOP/s with
         masked stores only. AVX-512's masked stores run at full speed: one path."""
         vty, mty, e = f"<{self.vec} x float>", f"<{self.vec} x i1>", self.emit
-        alpha, bt = self.splat("%alpha"), self.splat("%bt")
+        alpha = bt = None
         if not self.avx512:
+            alpha, bt = self.splat("%alpha"), self.splat("%bt")
             full = self.op(f"icmp sge i64 %cleft, {self.nr}")
             e(f"  br i1 {full}, label %ef, label %em", "ef:", "  br i1 %rd, label %er, label %ez")
             for tag in ("er", "ez"):
@@ -685,6 +687,8 @@ class _Writer:
             for v in range(self.nv)
         ]
         reads = [self.op(f"select i1 %rd, {mty} {m}, {mty} zeroinitializer", "mk") for m in masks]
+        if alpha is None:
+            alpha, bt = self.splat("%alpha"), self.splat("%bt")
 
         def masked(src, dst, r, v):
             old = self.masked_load(self.gep(src, v * self.vec), reads[v])
@@ -777,7 +781,8 @@ class _Writer:
         interleaved: one vector copy per k step, a whole cache line of A^T; read in place,
         A^T's strided rows would make the k loop wait on the cache)."""
         x, e, w = self.x, self.emit, 2 * self.mr
-        odd = self.op(f"urem i64 {row}, {w}")  # 0 for the first tile of the pair, else mr
+        # 0 for the first tile of the pair, else mr
+        odd = self.op(f"and i64 {row}, {w - 1}" if w & (w - 1) == 0 else f"urem i64 {row}, {w}")
         first = self.op(f"icmp eq i64 {odd}, 0")
         e(
             f"  %{x}.pk = and i1 %ta, {first}",
@@ -788,17 +793,23 @@ class _Writer:
         pieces, at = [], 0
         while at < w:
             size = min(self.vec, 1 << (w - at).bit_length() - 1)
-            left = self.op(f"sub i64 {self.op(f'sub i64 %m, {row}')}, {at}")
+            left = self.op(f"sub i64 %m, {row}")
+            left = self.op(f"sub i64 {left}, {at}") if at else left
             pieces.append((at, size, self.lane_mask(left, size)))
             at += size
         src0 = self.gep("%a", self.op(f"add i64 {self.mul(f'%{x}.pc', '%lda')}, {row}"))
 
         def step(kk):
-            src, dst = self.gep(src0, self.mul(kk, "%lda")), self.gep("%apk", self.mul(kk, w))
-            for at, size, mask in pieces:
-                v = self.masked_load(self.gep(src, at), mask, size)
+            src = self.gep(src0, self.mul(kk, "%lda"))
+            vals = [
+                self.masked_load(self.gep(src, at) if at else src, mask, size)
+                for at, size, mask in pieces
+            ]
+            dst = self.gep("%apk", self.mul(kk, w))
+            for (at, size, _), v in zip(pieces, vals):
                 align = min(64, (w * 4) & -(w * 4), (at * 4 or 64) & -(at * 4 or 64))
-                e(f"  store <{size} x float> {v}, ptr {self.gep(dst, at)}, align {align}")
+                to = self.gep(dst, at) if at else dst
+                e(f"  store <{size} x float> {v}, ptr {to}, align {align}")
             if self.prefetch:  # the next pair's slice: its first and last float's lines
                 for at in (w, 2 * w - 1):
                     q = self.gep(src, at)
@@ -883,8 +894,7 @@ class _Writer:
                 self.loop("s.i", 0, "%m", self.mr, row_tile, guarded=False)
                 e("  br label %s.td", "s.tn:")
 
-                def row_block(ib):
-                    stop = self.umin(self.op(f"add i64 {ib}, {self.mc}"), "%m")
+                def row_block(ib, stop):
 
                     def by_panel(p):
                         panel, col = panel_of(p)
@@ -897,7 +907,14 @@ class _Writer:
 
                     self.loop("s.nj", 0, np_, 1, by_panel, guarded=False)
 
-                self.loop("s.nb", 0, "%m", self.mc, row_block, guarded=False)
+                if self.mc is None:
+                    row_block(0, "%m")
+                else:
+
+                    def block(ib):
+                        row_block(ib, self.umin(self.op(f"add i64 {ib}, {self.mc}"), "%m"))
+
+                    self.loop("s.nb", 0, "%m", self.mc, block, guarded=False)
                 e("  br label %s.td", "s.td:")
 
             self.loop("s.jc", 0, "%n", "%ncs", col_block, guarded=False)
@@ -996,7 +1013,6 @@ def library_ir(
     decls = [
         "declare ptr @aligned_alloc(i64, i64)",
         "declare void @free(ptr)",
-        "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)",
         f"declare <{vec} x float> @llvm.fma.v{vec}f32(<{vec} x float>, <{vec} x float>, "
         f"<{vec} x float>)",
     ]
@@ -1006,6 +1022,8 @@ def library_ir(
             f"<{n} x float>)",
             f"declare void @llvm.masked.store.v{n}f32.p0(<{n} x float>, ptr, i32, <{n} x i1>)",
         ]
+    if g.prefetch:
+        decls.append("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
     if w.avx512:
         decls.append(
             f"declare <{vec} x float> @{_VPERM}(<{vec} x float>, <{vec} x i32>, <{vec} x float>)"

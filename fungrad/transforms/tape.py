@@ -77,7 +77,7 @@ class _Linearized:
         "lin", "n_res", "n_in", "tangent_inputs", "variants",
     )  # fmt: skip
 
-    def __init__(self, primitive, known, n_out, out_nonzero, lin, n_res, n_in, nonzero):
+    def __init__(self, primitive, known, n_out, out_nonzero, lin, n_res, n_in, nonzero, full):
         self.name = primitive.name
         self.known = python_function(known, f"{primitive.name}_known")
         self.n_out = n_out
@@ -85,9 +85,9 @@ class _Linearized:
         self.out_nonzero = out_nonzero
         self.lin, self.n_res, self.n_in = lin, n_res, n_in
         self.tangent_inputs = [i for i, nz in enumerate(nonzero) if nz]
-        self.variants: dict = {}
         self.ct_avals = [a for a, nz in zip(self.out_avals, out_nonzero) if nz]
-        self.bwd = self.bwd_for((True,) * len(self.ct_avals))
+        self.bwd = self._function(*full)  # every output's cotangent (traced by the builder)
+        self.variants: dict = {(True,) * len(self.ct_avals): self.bwd}
         self.single = n_out == 1 and out_nonzero[0]  # the common case: one differentiable output
 
     def bwd_for(self, present: tuple):
@@ -97,13 +97,16 @@ class _Linearized:
         fn = self.variants.get(present)
         if fn is None:
             with set_current_trace(core.EvalTrace()):
-                jaxpr, in_mask = _bwd_jaxpr(self.lin, self.n_res, present)
-            if not _first_order(jaxpr.jaxpr):
-                raise ValueError("not first order")  # (only the full subset: see _build)
-            ct_inputs = tuple(i for i, m in zip(self.tangent_inputs, in_mask) if m)
-            fn = python_function(jaxpr, f"{self.name}_bwd", (self.n_in, ct_inputs))
-            self.variants[present] = fn
+                fn = self.variants[present] = self._function(
+                    *_bwd_jaxpr(self.lin, self.n_res, present)
+                )
         return fn
+
+    def _function(self, jaxpr: core.ClosedJaxpr, in_mask: list):
+        """The Python function of a backward jaxpr (:func:`_bwd_jaxpr`), one cotangent per
+        input. A subset's jaxpr holds fewer equations of the full one's first-order kinds."""
+        ct_inputs = tuple(i for i, m in zip(self.tangent_inputs, in_mask) if m)
+        return python_function(jaxpr, f"{self.name}_bwd", (self.n_in, ct_inputs))
 
 
 _GENERAL = object()  # cache entry: this signature is linearized as it runs
@@ -157,10 +160,10 @@ def _build_linearized(primitive, in_avals, params, nonzero):
             known.to_jaxpr(primals, [known.to_tracer(p) for p in p_out] + residuals)
         )
         n_res = len(residuals)
-        bwd_jaxpr, _ = _bwd_jaxpr(lin, n_res, (True,) * len(lin.jaxpr.outvars))
-    if not (_first_order(known_jaxpr.jaxpr) and _first_order(bwd_jaxpr.jaxpr)):
+        full = _bwd_jaxpr(lin, n_res, (True,) * len(lin.jaxpr.outvars))
+    if not (_first_order(known_jaxpr.jaxpr) and _first_order(full[0].jaxpr)):
         return None
-    return known_jaxpr, len(p_out), out_nonzero, lin, n_res, len(in_avals), nonzero
+    return known_jaxpr, len(p_out), out_nonzero, lin, n_res, len(in_avals), nonzero, full
 
 
 def _bwd_jaxpr(lin: core.ClosedJaxpr, n_res: int, present: tuple):
@@ -364,14 +367,8 @@ class TapeTrace(core.Trace):
                 if all(ct is None for ct in out_cts):
                     continue
                 if entry is not None and any(ct is None for ct in out_cts):  # the subset's bwd
-                    try:
-                        bwd = entry.bwd_for(tuple(ct is not None for ct in out_cts))
-                        out_cts = [ct for ct in out_cts if ct is not None]
-                    except Exception:  # noqa: BLE001 - (not first order): zeros, not None
-                        out_cts = [
-                            np.zeros(a.shape, a.dtype) if ct is None else ct
-                            for ct, a in zip(out_cts, entry.ct_avals)
-                        ]
+                    bwd = entry.bwd_for(tuple(ct is not None for ct in out_cts))
+                    out_cts = [ct for ct in out_cts if ct is not None]
                 in_cts = bwd(*residuals, *out_cts)
             for n, ct in zip(in_nodes, in_cts):
                 if ct is not None:

@@ -364,6 +364,26 @@ def test_gpu_calls_after_a_nan_error_and_a_collection(nans):
         np.testing.assert_array_equal(np.asarray(got), [3.0, 5.0, 7.0])
 
 
+@pytest.mark.usefixtures("gpu")
+def test_gpu_pool_skips_a_buffer_released_after_it_was_pooled():
+    """The other order of that collection: the device buffer finalised first pools its wgpu
+    buffer, whose own finaliser then releases the handle; the pool must not hand it out."""
+    from fungrad.lowering.gpu import runtime as gpu_runtime
+
+    rt = gpu_runtime.runtime()
+    words = 1000 + rt.POOL_KEEP  # (a size no other test pools)
+    db = rt.alloc(words)
+    buf = db.buffer
+    del db  # pooled, live
+    buf._release()  # what wgpu-py's finaliser does
+    assert buf._internal is None
+    fresh = rt.upload(np.arange(words, dtype=np.float32))
+    assert fresh.buffer is not buf
+    np.testing.assert_array_equal(
+        rt.download(fresh, (words,), np.float32), np.arange(words, dtype=np.float32)
+    )
+
+
 def test_eager_loops_name_the_iteration_too(nans):
     body_line = _line(_scanned, "fnp.log")
     _raises(

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 import fungrad as fg
 import fungrad.numpy as fnp
-from fungrad import lax
+from fungrad import core, lax
 from fungrad.lowering.gpu import runtime as gpu_runtime
+from tests import wgsl_math_emulation as emulation
 
 pytestmark = pytest.mark.usefixtures("gpu")
 
@@ -31,24 +32,55 @@ def _pairs():
     return np.repeat(SPECIALS, SPECIALS.size), np.tile(SPECIALS, SPECIALS.size)
 
 
-def _same_bits(got, want, what):
+def _same_bits(got, want, what, flushed=None):
     """Equal bits, any NaN matching any NaN (payloads are not part of JAX's contract). On a
     device that flushes float32 subnormals (the runtime's probe; WGSL allows it) a zero or
-    subnormal matches any zero or subnormal: a flushed input or intermediate changes the
-    sign of a zero result, or turns a subnormal result into a zero."""
+    subnormal matches any zero or subnormal (a flushed input or intermediate changes the
+    sign of a zero result, or turns a subnormal result into a zero), and ``flushed``, the
+    program evaluated with every operand and result flushed (:func:`_flushed_reference`),
+    is right too: ``x*y / (x*x)`` at x = -1e-30, y = 1e-8 is -1e-38 / 0 = -inf on the CPU
+    but -0 / 0 = NaN where the numerator is flushed."""
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape and got.dtype == want.dtype, what
     if want.dtype == np.float32:
-        same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+        same = _bits_match(got, want)
         if gpu_runtime.runtime().flushes_subnormals:
             tiny = np.float32(2.0**-126)
             same |= (np.abs(got) < tiny) & (np.abs(want) < tiny)
+            if flushed is not None:
+                same |= _bits_match(got, np.asarray(flushed))
     else:
         same = got == want
     bad = np.flatnonzero(~same)
     assert bad.size == 0, (
         f"{what}: at {bad[:4]} got {got.ravel()[bad[:4]]}, want {want.ravel()[bad[:4]]}"
     )
+
+
+def _bits_match(got, want):
+    return (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+
+
+def _flushed_reference(f, *args):
+    """``f``'s outputs on the CPU with every float32 operand and result of each equation
+    flushed to a zero of its sign: what a device that flushes subnormals computes."""
+
+    def flush(v):
+        return fnp.asarray(emulation.flush(np.asarray(v)))
+
+    closed = fg.make_jaxpr(f)(*args)
+    jaxpr = closed.jaxpr
+    env = dict(zip(jaxpr.constvars, map(flush, closed.consts)))
+    env.update(zip(jaxpr.invars, map(flush, args)))
+
+    def read(v):
+        return flush(v.val) if type(v) is core.Literal else env[v]
+
+    for eqn in jaxpr.eqns:
+        out = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+        outs = out if eqn.primitive.multiple_results else [out]
+        env.update(zip(eqn.outvars, map(flush, outs)))
+    return [read(v) for v in jaxpr.outvars]
 
 
 def test_same_bits_compares_modulo_flushing_only_where_the_device_flushes(monkeypatch):
@@ -64,6 +96,29 @@ def test_same_bits_compares_modulo_flushing_only_where_the_device_flushes(monkey
         _same_bits(np.float32([0.0]), np.float32([-0.0]), "signed zeros")
 
 
+def test_flushed_reference_flushes_each_operand_and_result(monkeypatch):
+    """-1e-30 * 1e-8 is subnormal: flushed, x*y / (x*x) is -0 / 0 = NaN, not -inf; and
+    1e-10 * -1e-32 flushed gives -0, not -1e-22, as x*y / (x*x)."""
+    x, y = np.float32([-1e-30, 1e-10]), np.float32([1e-8, -1e-32])
+    f = lambda x, y: (x * y / (x * x), x + y)  # noqa: E731
+    with np.errstate(all="ignore"):
+        want = [np.asarray(w) for w in fg.jit(f)(x, y)]
+        flushed = [np.asarray(w) for w in _flushed_reference(f, x, y)]
+    assert want[0][0] == -np.inf  # (the subnormal numerator keeps 3 digits: -1.0005e-22)
+    np.testing.assert_allclose(want[0][1], -1e-22, rtol=1e-3)
+    assert np.isnan(flushed[0][0]) and flushed[0][1] == 0 and np.signbit(flushed[0][1])
+    np.testing.assert_array_equal(flushed[1], want[1])
+    got = np.float32([np.nan, -0.0])
+    rt = gpu_runtime.runtime()
+    monkeypatch.setattr(rt, "flushes_subnormals", True, raising=False)
+    _same_bits(got, want[0], "flushed operands", flushed[0])
+    with pytest.raises(AssertionError):
+        _same_bits(got, want[0], "no flushed reference")
+    monkeypatch.setattr(rt, "flushes_subnormals", False)
+    with pytest.raises(AssertionError):
+        _same_bits(got, want[0], "subnormals kept", flushed[0])
+
+
 def _check_against_cpu(fns, names, *args):
     """All of ``fns`` in one GPU program (one compile) against the CPU jit, bit for bit."""
 
@@ -73,8 +128,9 @@ def _check_against_cpu(fns, names, *args):
     with np.errstate(all="ignore"):
         want = fg.jit(f)(*args)
         got = fg.jit(f, backend="gpu")(*args)
-    for name, g, w in zip(names, got, want):
-        _same_bits(g, w, name)
+        flushed = _flushed_reference(f, *args) if gpu_runtime.runtime().flushes_subnormals else want
+    for name, g, w, fl in zip(names, got, want, flushed):
+        _same_bits(g, w, name, fl)
 
 
 def test_issue15_gpu_keeps_ieee_specials_of_literal_and_repeated_operands():

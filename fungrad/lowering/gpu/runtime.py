@@ -319,17 +319,24 @@ class Runtime:
                 f"adapter's largest storage binding ({self.max_binding_bytes} "
                 "bytes); split the array or use backend='cpu'"
             )
+        buf = None
         with self.lock:
             free = self._free.get(size)
-            buf = free.pop() if free else None
+            while free and buf is None:
+                buf = free.pop()
+                if getattr(buf, "_internal", True) is None:
+                    buf = None  # released after it was pooled (see _release)
         if buf is None:
             buf = self.device.create_buffer(size=size, usage=self.usage)
         return DeviceBuffer(self, buf, words)
 
     def _release(self, buf) -> None:
-        # a DeviceBuffer collected in a reference cycle (an exception's traceback held it) may
-        # be finalised after its wgpu buffer, whose handle is then gone: pooled, the next
-        # upload into it failed (wgpu-py's objects keep their handle in ``_internal``)
+        # A DeviceBuffer collected in a reference cycle (an exception's traceback held it)
+        # is finalised in the same collection as its wgpu buffer, in either order, and the
+        # wgpu buffer's finaliser releases its handle (wgpu-py keeps it in ``_internal``):
+        # finalised second, the DeviceBuffer would pool a dead handle, so it is skipped here;
+        # finalised first, it pools a live one that dies a moment later, so ``alloc`` checks
+        # again (the next upload into it failed on an H100, "must be a cdata pointer").
         if getattr(buf, "_internal", True) is None:
             return
         with self.lock:

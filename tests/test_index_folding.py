@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import fungrad as fg
 import fungrad.numpy as fnp
 from fungrad.lowering import kernel as K
+from fungrad.lowering.fusion import _walk
 
 
 def _factorings(n: int) -> list[tuple[int, ...]]:
@@ -126,3 +127,83 @@ def test_flattening_kernel_divides_only_within_a_row():
     pooled = h.reshape(64, 7, 2, 7, 2, 32).max(axis=(2, 4)).astype(np.float64)
     want = pooled.reshape(64, -1) @ w
     np.testing.assert_allclose(np.asarray(fg.jit(f)(h, w)), want, rtol=1e-4, atol=1e-3)
+
+
+def _value(e: K.Expr, env: dict) -> int:
+    """An index expression's value with loop variables set from ``env`` (Var -> int)."""
+    if e.op == "const":
+        return e.attr
+    if e.op == "idx":
+        return env[e.attr]
+    a, b = (_value(x, env) for x in e.args)
+    ops = {"add": int.__add__, "sub": int.__sub__, "mul": int.__mul__}
+    return ops.get(e.op, int.__floordiv__ if e.op == "idiv" else int.__mod__)(a, b)
+
+
+def test_division_of_a_nested_row_major_index():
+    """``((i * 128 + j) * 256 + k) // 32768`` is ``i`` (the transformer's head transposes
+    divided every element's flat index by 32768), ``% 32768`` needs no division, and a divisor
+    that splits the inner rows keeps one only for them."""
+    ctx = K.Ctx()
+    vi, vj, vk = K.Var(8), K.Var(128), K.Var(256)
+    i, j, k = ctx.index(vi), ctx.index(vj), ctx.index(vk)
+    flat = ctx.iadd(ctx.imul(ctx.iadd(ctx.imul(i, ctx.iconst(128)), j), ctx.iconst(256)), k)
+    assert ctx.idiv(flat, ctx.iconst(32768)) is i
+    rem = ctx.irem(flat, ctx.iconst(32768))
+    by64 = ctx.idiv(flat, ctx.iconst(64))
+    ops = {e.op for e in _walk([rem])}
+    assert not ops & {"idiv", "irem"}, ops
+    assert [e.args[0] for e in _walk([by64]) if e.op == "idiv"] == [k]
+    rng = np.random.default_rng(0)
+    for a, b, c in zip(rng.integers(0, 8, 50), rng.integers(0, 128, 50), rng.integers(0, 256, 50)):
+        env = {vi: int(a), vj: int(b), vk: int(c)}
+        f = _value(flat, env)
+        assert _value(rem, env) == f % 32768
+        assert _value(by64, env) == f // 64
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    extents=st.lists(st.integers(1, 9), min_size=1, max_size=4),
+    coefs=st.lists(st.integers(0, 40), min_size=4, max_size=4),
+    const=st.integers(0, 50),
+    divisor=st.integers(2, 60),
+    seed=st.integers(0, 1000),
+)
+def test_folded_division_of_random_sums_matches_python(extents, coefs, const, divisor, seed):
+    """``idiv`` / ``irem`` of a nested sum of loop variables times constants, folded or not,
+    equal Python's ``//`` and ``%`` at random points."""
+    ctx = K.Ctx()
+    vs = [K.Var(n) for n in extents]
+    e = ctx.iconst(const)
+    for v, c in zip(vs, coefs):  # ((const * c0 + x0) * c1 + x1) ... nested like flat_index
+        e = ctx.iadd(ctx.imul(e, ctx.iconst(c)), ctx.index(v))
+    q, r = ctx.idiv(e, ctx.iconst(divisor)), ctx.irem(e, ctx.iconst(divisor))
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        env = {v: int(rng.integers(0, v.extent)) for v in vs}
+        x = _value(e, env)
+        assert (_value(q, env), _value(r, env)) == (x // divisor, x % divisor)
+
+
+def test_head_transposes_divide_by_the_head_size_only():
+    """``[8, 128, 256] -> [8, 4, 128, 64]`` and back (attention's head split and merge): no
+    division by the sequence block 32768 is left, and the values are numpy's."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 128, 256)).astype(np.float32)
+    y = rng.standard_normal((8, 4, 128, 64)).astype(np.float32)
+
+    def f(x, y):
+        heads = x.reshape(8, 128, 4, 64).transpose(0, 2, 1, 3) * 2.0
+        merged = y.transpose(0, 2, 1, 3).reshape(8, 128, 256) + 1.0
+        return heads, merged
+
+    text = fg.jit(f).lower(x, y).as_text().split("# LLVM IR")[1]
+    assert not re.search(r"(udiv|urem) i64 %\w+, 32768\b", text)
+    heads, merged = fg.jit(f)(x, y)
+    np.testing.assert_array_equal(
+        np.asarray(heads), x.reshape(8, 128, 4, 64).transpose(0, 2, 1, 3) * 2
+    )
+    np.testing.assert_array_equal(
+        np.asarray(merged), y.transpose(0, 2, 1, 3).reshape(8, 128, 256) + 1
+    )

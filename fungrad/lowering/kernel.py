@@ -528,24 +528,39 @@ class Ctx:
         return self.node("irem", (a, b), INDEX)
 
     def _multiple_of(self, a: Expr, c: int) -> tuple[Expr, Expr] | None:
-        """``(q, r)`` with ``a == q * c + r``, where ``a`` is ``x * k + r`` (or ``x * k``) for a
-        constant ``k`` that ``c`` divides and ``x``, ``r`` non-negative (built from loop
-        variables, constants and non-negative arithmetic: :meth:`_max` knows them); else
-        None."""
-        terms = [(a, None)] if a.op == "mul" else []
-        if a.op == "add":
-            terms = [(a.args[0], a.args[1]), (a.args[1], a.args[0])]
-        for prod, rest in terms:
-            if prod.op != "mul":
-                continue
-            for x, k in ((prod.args[0], prod.args[1]), (prod.args[1], prod.args[0])):
-                if not (k.is_const and k.attr > 0 and k.attr % c == 0):
-                    continue
-                if self._max(x) is None or (rest is not None and self._max(rest) is None):
-                    continue
-                q = self.imul(x, self.iconst(k.attr // c))
-                return q, rest if rest is not None else self.iconst(0)
-        return None
+        """``(q, r)`` with ``a == q * c + r`` and ``q``, ``r`` non-negative, where ``a`` is a sum
+        of products of non-negative index values and positive constants (:meth:`_terms`) and
+        ``c`` divides some of those constants; else None. The sum may be nested: a flat index
+        ``((i * 128 + j) * 256 + k) // 32768`` is ``i`` for ``j < 128``, ``k < 256`` (the
+        transformer's head transposes divided by 32768 per element before)."""
+        terms = self._terms(a)
+        if terms is None or not any(k % c == 0 for _, k in terms):
+            return None
+        q = self._sum([(x, k // c) for x, k in terms if k % c == 0])
+        return q, self._sum([(x, k) for x, k in terms if k % c])
+
+    def _terms(self, e: Expr) -> list[tuple[Expr, int]] | None:
+        """``e`` as a sum of ``(x, k)``: ``x * k`` for a positive constant ``k`` and an index
+        value ``x`` whose bounds :meth:`_max` knows (or ``x`` the constant 1); None where
+        ``e`` is not such a sum."""
+        if e.is_const:
+            v = e.attr
+            return None if not isinstance(v, int) or v < 0 else [(self.iconst(1), v)] if v else []
+        if e.op == "add":
+            a, b = self._terms(e.args[0]), self._terms(e.args[1])
+            return None if a is None or b is None else a + b
+        if e.op == "mul":
+            for x, k in (e.args, e.args[::-1]):
+                if k.is_const and isinstance(k.attr, int) and k.attr > 0:
+                    t = self._terms(x)
+                    return None if t is None else [(y, m * k.attr) for y, m in t]
+        return [(e, 1)] if self._max(e) is not None else None
+
+    def _sum(self, terms: list[tuple[Expr, int]]) -> Expr:
+        out = self.iconst(0)
+        for x, k in terms:
+            out = self.iadd(out, self.imul(x, self.iconst(k)))
+        return out
 
     def iconst(self, v: int) -> Expr:
         return self.const(int(v), INDEX)

@@ -705,3 +705,36 @@ def test_a_compile_error_names_the_kernel_and_what_it_computes(monkeypatch):
     np.testing.assert_allclose(
         np.asarray(fg.jit(lambda x: fnp.tanh(x) * 2.0)(x)), np.tanh(x) * 2.0, rtol=1e-6
     )
+
+
+def test_collection_is_paused_while_compiling_and_restored_after(monkeypatch):
+    """The cyclic collector is off inside a compile (planning's many small objects triggered
+    collections that scanned the whole process), on again after it, also after a compile
+    that raised, and left off when the caller had turned it off."""
+    import gc
+
+    from fungrad.lowering import fusion
+
+    seen = []
+    plan = fusion.plan
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        if len(seen) == 2:
+            raise RuntimeError("a planner failure")
+        return plan(*args, **kwargs)
+
+    monkeypatch.setattr(fusion, "plan", spy)
+    assert gc.isenabled()
+    x = np.arange(6.0, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(fg.jit(lambda v: v * 2.0)(x)), x * 2)
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(RuntimeError, match="a planner failure"):
+        fg.jit(lambda v: v * 3.0)(x)
+    assert seen == [False, False] and gc.isenabled()
+    gc.disable()
+    try:
+        np.testing.assert_array_equal(np.asarray(fg.jit(lambda v: v + 1.0)(x)), x + 1)
+        assert seen == [False, False, False] and not gc.isenabled()
+    finally:
+        gc.enable()

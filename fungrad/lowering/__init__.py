@@ -13,8 +13,11 @@ its policy). A program with complex values is first rewritten into real values
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import importlib
+import threading
 
 from fungrad.lowering import collectives, complex_split
 from fungrad.lowering.cpu.compiler import CompileError
@@ -80,10 +83,39 @@ def compile_jaxpr(
             f"jit: unknown backend {backend!r}; supported backends: {', '.join(BACKENDS)}"
         )
     collectives.install()  # collectives over processes (the rules exist once lax is loaded)
-    if complex_split.has_complex(closed):
-        compile_real = functools.partial(entry.compile, profile=True) if profile else entry.compile
-        return complex_split.SplitExecutable(closed, compile_real, name, entry.name)
-    return entry.compile(closed, name, profile)
+    with collection_paused():
+        if complex_split.has_complex(closed):
+            compile_real = (
+                functools.partial(entry.compile, profile=True) if profile else entry.compile
+            )
+            return complex_split.SplitExecutable(closed, compile_real, name, entry.name)
+        return entry.compile(closed, name, profile)
+
+
+_gc_lock = threading.Lock()
+_gc_state = {"depth": 0, "was_enabled": False}
+
+
+@contextlib.contextmanager
+def collection_paused():
+    """Python's cyclic garbage collector off while a program compiles, as it was before
+    afterwards. Planning and rendering allocate tens of thousands of small objects (kernel
+    expressions, IR lines), and the collections they triggered scanned every object the
+    process holds: a third of the transformer step's planning time (~20 of ~55 ms). Nothing
+    leaks: objects freed by reference counting still are; cycles made meanwhile wait for the
+    next collection. Nested and concurrent compiles share one pause (the outermost ends it)."""
+    with _gc_lock:
+        if _gc_state["depth"] == 0:
+            _gc_state["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _gc_state["depth"] += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_state["depth"] -= 1
+            if _gc_state["depth"] == 0 and _gc_state["was_enabled"]:
+                gc.enable()
 
 
 __all__ = ["compile_jaxpr", "Backend", "CompileError", "LoweringError", "BACKENDS"]

@@ -49,6 +49,7 @@ from fungrad.lowering.cpu.kernel import KernelWriter
 from fungrad.lowering.cpu.llvm_ops import OpEmitter
 from fungrad.lowering.fusion import Gemm, Kernel, Program, _walk
 from fungrad.lowering.math import llvm as llvm_math
+from fungrad.lowering.offsets import hoist_constant_offsets
 from fungrad.lowering.profile import step_table
 from fungrad.lowering.render import StepRenderers, kernel_record
 from fungrad.lowering.steps import (
@@ -293,15 +294,30 @@ class ModuleWriter:
         n = kern.loops[0].extent if kern.loops else 1
         cold = id(kern) in self.cold
         par = not cold and kern.parallel and n >= 2 and _cost(kern, self.costs) >= PARALLEL_COST
-        fn = self._define(kern, names, cold, whole=not par)
+        # a constant offset of every access to a buffer goes into the pointer passed, so
+        # kernels reading different slices of one buffer are one function (offsets.py)
+        body, offsets = kern, {}
+        if self.prog.ctx is not None:
+            body, offsets = hoist_constant_offsets(self.prog.ctx, kern, names)
+        fn = self._define(body, names, cold, whole=not par)
         used = list(first.values())  # one buffer per argument
-        args = ", ".join(f"ptr {ptr[bid]}" for bid in used)
+        lines, pointers = [], []
+        for bid in used:
+            p = ptr[bid]
+            if offsets.get(names[bid]):
+                lines.append(
+                    f"  %{kern.name}.off{len(lines)} = getelementptr inbounds i8, ptr {p}, "
+                    f"i64 {offsets[names[bid]]}"
+                )
+                p = f"%{kern.name}.off{len(lines) - 1}"
+            pointers.append(p)
+        args = ", ".join(f"ptr {p}" for p in pointers)
         sep = ", " if args else ""
         # kernels are called ``noinline``: inlined, a kernel's body went through LLVM's
         # function simplification passes twice (~10% more LLVM time on the MLP step of
         # bench/first_call.py, no faster code)
         if not par:
-            return [f"  call void @{fn}({args}{sep}i64 0, i64 {n}) noinline"]
+            return [*lines, f"  call void @{fn}({args}{sep}i64 0, i64 {n}) noinline"]
         # large: split the outermost loop across threads; a trampoline unpacks the pointers
         m = len(used)
         if fn not in self.trampolines:
@@ -321,7 +337,7 @@ class ModuleWriter:
                 ((f"{fn}.par", "void", "ptr, i64, i64"),),
                 glue=True,
             )
-        return self.parallel_for(f"{fn}.par", [ptr[bid] for bid in used], n, kern.name)
+        return lines + self.parallel_for(f"{fn}.par", pointers, n, kern.name)
 
     def _define(self, kern: Kernel, names: dict[int, str], cold: bool, whole: bool) -> str:
         """Adds the function of kernel ``kern`` (its buffers ``names``) unless a kernel with

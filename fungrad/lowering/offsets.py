@@ -42,6 +42,8 @@ def hoist_constant_offsets(
     accesses stripped, and ``{parameter name: offset in bytes}`` for those stripped
     (``names``: buffer id -> the parameter it is passed as; buffers sharing a parameter share
     its offset). ``kern`` itself and ``{}`` when no parameter has one."""
+    if any(v.extent == 0 for v in kern.loops):  # (no access runs: no offset is an address)
+        return kern, {}
     roots = [e for s in kern.stores for e in (s.value, s.index, s.mask) if e is not None]
     loads = [e for e in _walk(roots) if e.op == "load"]
     found: dict[str, set] = {}  # parameter -> {(offset in elements, itemsize)}

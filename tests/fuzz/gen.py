@@ -417,6 +417,12 @@ def gen_binary(b: Builder):
         flags = ("kink",) if fn in KINKED else ()
         if fn == "fnp.nextafter":
             flags = ("kink", "no_reverse")  # no derivative rule, as in JAX
+        if fn == "fnp.copysign" and c in b.values:
+            # The sign of a NaN an operation makes is implementation-defined (IEEE 754):
+            # numpy's arccos(2) is +NaN, XLA's and fungrad's compiled one -NaN (seed 318533).
+            return b.add(
+                f"fnp.copysign({a}, fnp.where(fnp.isnan({c}), 0.0, {c}))", [a, c], "binary", flags
+            )
     elif k == "i":
         fn = b.ch.choice(BINARY_I)
         c = partner(b, a, "i")

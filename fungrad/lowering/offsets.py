@@ -20,6 +20,7 @@ import dataclasses
 
 from fungrad.lowering.fusion import Kernel, _walk
 from fungrad.lowering.kernel import Ctx, Expr
+from fungrad.lowering.range_split import _post_order
 
 
 def split_constant(ctx: Ctx, e: Expr) -> tuple[int, Expr]:
@@ -66,22 +67,14 @@ def hoist_constant_offsets(
     memo: dict[int, Expr] = {}
 
     def rewrite(e: Expr) -> Expr:
-        stack = [e]
-        while stack:  # post-order, from an explicit stack (value expressions can be deep)
-            x = stack[-1]
+        for x in _post_order(e):
             if id(x) in memo:
-                stack.pop()
-                continue
-            todo = [a for a in x.args if id(a) not in memo]
-            if todo:
-                stack.extend(todo)
                 continue
             args = tuple(memo[id(a)] for a in x.args)
             if x.op == "load":
                 args = (strip(x.attr, args[0]),)
             same = all(a is b for a, b in zip(args, x.args))
             memo[id(x)] = x if same else ctx.node(x.op, args, x.dtype, x.attr)
-            stack.pop()
         return memo[id(e)]
 
     stores = [

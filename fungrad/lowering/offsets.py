@@ -4,7 +4,7 @@ A kernel that reads one slice of a wider buffer (``qkv[..., 256:512]``: the key 
 an attention block's fused projection; an LSTM's gate ``z[:, H:2H]``) indexes it at
 ``256 + f(i)``, and its twins reading the other slices at ``512 + f(i)`` or ``f(i)``. The
 code of each differs only in that constant, so each was its own function, optimised and
-compiled on its own (the transformer step's three head splits: ~25 ms of LLVM time each).
+compiled on its own (the transformer step's three head splits: ~15 ms of LLVM time each).
 :func:`hoist_constant_offsets` strips a constant that every access of a buffer adds and
 returns it, so the caller passes ``buffer + offset`` instead: the three kernels become one
 function called three times (``render.kernel_record`` finds them equal).

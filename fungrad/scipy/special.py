@@ -466,7 +466,7 @@ def ndtri(p):
     return fnp.where((p < 0) | (p > 1), np.nan, x)
 
 
-# log_ndtr switches to the asymptotic series below LOWER and to -ndtr(-x) above UPPER.
+# log_ndtr switches to the asymptotic series below this (and to log1p(-ndtr(-x)) above 0).
 _LOG_NDTR_LOWER = {dtypes.float32: -10.0, dtypes.float64: -20.0}
 _LOG_SQRT_2PI = 0.5 * float(np.log(2.0 * np.pi))
 
@@ -479,8 +479,9 @@ def log_ndtr(x, series_order: int = 3):
     terms (as JAX does); up to 0, ``log(ndtr(x))``; above 0, ``log1p(-ndtr(-x))``. JAX takes
     ``log(ndtr(x))`` up to 5 (float32) / 8 (float64), where ``ndtr(x)`` is near 1 and one
     rounding of it is an absolute error of an ulp of 1 in the logarithm: at x = 2.46 that
-    is ~130 float64 ulps of the result (-0.00694); ``ndtr(-x)`` is small there and accurate
-    to its own last bits, so the ``log1p`` form is correctly rounded to within an ulp or two.
+    is ~130 float64 ulps of the result (-0.00694); ``ndtr(-x)`` is small there, so the
+    ``log1p`` form keeps ``ndtr(-x)``'s own relative accuracy (~x^2 eps: rounding ``x /
+    sqrt(2)`` moves ``erfc``, as in JAX and scipy).
     """
     if isinstance(series_order, bool) or not isinstance(series_order, int):
         raise TypeError(f"log_ndtr: series_order must be a Python int, got {series_order!r}")

@@ -12,11 +12,14 @@ costly values in stack row buffers and prefetch the next rows.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from fungrad.lowering import range_split
 from fungrad.lowering.cpu.llvm_ops import CODE_FOR_OP
 from fungrad.lowering.cpu.llvm_types import literal, llvm_type, memory_type
+from fungrad.lowering.divided_loops import split_divided_loop
 from fungrad.lowering.fusion import Kernel, _walk
 from fungrad.lowering.kernel import MATH_UNARY, Expr, Var, reduce_identity, substitute
 from fungrad.lowering.math import llvm as llvm_math
@@ -588,7 +591,14 @@ class KernelWriter(KernelRenderer):
         ctx = self.m.prog.ctx
         split = None if ctx is None else range_split.plan_split(ctx, kern.loops, kern.stores)
         if split is not None:
+            _split_divided_leaves(ctx, split)
             return self._wrap(self._split_body(split, whole))
+        if ctx is not None:
+            loops, stores = split_divided_loop(ctx, kern.loops, kern.stores)
+            if loops is not kern.loops:
+                kern = self.kern = dataclasses.replace(
+                    kern, loops=loops, stores=stores, _reads=((), frozenset())
+                )
         outer = None
         for v in kern.loops:
             self.open_scope(v, outer)
@@ -706,3 +716,13 @@ class KernelWriter(KernelRenderer):
             f"  {hi} = call i64 @llvm.smin.i64(i64 {b}, i64 {p.hi - p.lo})",
         ]
         return lo, hi
+
+
+def _split_divided_leaves(ctx, split: range_split.Split) -> None:
+    """Each leaf nest of ``split`` with its innermost loop split where its index is divided
+    by a constant (``divided_loops``: the head merge's concatenation pieces)."""
+    for p in split.pieces:
+        if p.split is not None:
+            _split_divided_leaves(ctx, p.split)
+        else:
+            p.loops, p.stores = split_divided_loop(ctx, p.loops, p.stores)

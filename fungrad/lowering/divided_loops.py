@@ -73,7 +73,8 @@ def _substitute(ctx: Ctx, e: Expr, v: Var, by: Expr, memo: dict) -> Expr:
     """``e`` with loop variable ``v`` replaced by ``by``, its index arithmetic built again
     through the folding constructors (``kernel.substitute`` re-interns nodes as they were,
     which would keep ``(a * 64 + b) // 64`` a division)."""
-    fold = {"add": ctx.iadd, "sub": ctx.isub, "mul": ctx.imul, "idiv": ctx.idiv, "irem": ctx.irem}
+    # (not ``sub``: ``v - v`` is a pin that keeps a scan's carry load in its loop)
+    fold = {"add": ctx.iadd, "mul": ctx.imul, "idiv": ctx.idiv, "irem": ctx.irem}
     for x in _post_order(e):
         if id(x) in memo:
             continue

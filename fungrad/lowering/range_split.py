@@ -340,11 +340,15 @@ class Specialiser:
             if x in ctx.reduce_origin:
                 ctx.reduce_origin.setdefault(out, ctx.reduce_origin[x])
             return out
-        if op == "sub" and x.args[0] is x.args[1]:
+        if op == "sub" and x.dtype == INDEX and x.args[0] is x.args[1]:
             # a pin (``v - v``, lax/reduce.py ``_pinned``) keeps a scan's load of its own carry
             # inside its loop; folded to 0, the load left the pieces' loops and read the carry
-            # once (a cumsum over a pad summed wrong: fuzz seed 346783)
-            return ctx.node("sub", (args[0], args[0]), INDEX)
+            # once (a cumsum over a pad summed wrong: fuzz seed 346783). The pin is on the
+            # piece's own variable: its index may fold to a constant (a piece of one element)
+            a = x.args[0]
+            free = self.by[a.attr].free if a.op == "idx" and a.attr in self.by else ()
+            u = ctx.index(next(iter(free))) if free else args[0]
+            return ctx.node("sub", (u, u), INDEX)
         if x.dtype == INDEX:
             folded = self._index_op(op, args)
             if folded is not None:

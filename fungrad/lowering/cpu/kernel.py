@@ -589,7 +589,9 @@ class KernelWriter(KernelRenderer):
         count of a kernel it cannot see called."""
         kern = self.kern
         ctx = self.m.prog.ctx
-        split = None if ctx is None else range_split.plan_split(ctx, kern.loops, kern.stores)
+        split = None
+        if ctx is not None and not _carried_in_memory(kern):
+            split = range_split.plan_split(ctx, kern.loops, kern.stores)
         if split is not None:
             _split_divided_leaves(ctx, split)
             return self._wrap(self._split_body(split, whole))
@@ -726,3 +728,21 @@ def _split_divided_leaves(ctx, split: range_split.Split) -> None:
             _split_divided_leaves(ctx, p.split)
         else:
             p.loops, p.stores = split_divided_loop(ctx, p.loops, p.stores)
+
+
+def _carried_in_memory(kern: Kernel) -> bool:
+    """Whether ``kern`` reads an element of a buffer it writes other than the one the same
+    iteration stores (a scan reading its previous step): such a kernel is not range-split,
+    whose pieces' loop-invariant loads are computed before all the pieces (a piece of one
+    iteration folds its indices to constants), so one would read a value an earlier piece
+    had not stored yet (a cumprod over a pad along a second axis: fuzz-found, session 18)."""
+    stored = {}
+    for st in kern.stores:
+        stored.setdefault(st.buffer.root().id, set()).add(id(st.index))
+    roots = [e for st in kern.stores for e in (st.value, st.index, st.mask) if e is not None]
+    return any(
+        e.op == "load"
+        and e.attr.root().id in stored
+        and id(e.args[0]) not in stored[e.attr.root().id]
+        for e in _walk(roots)
+    )

@@ -735,7 +735,7 @@ def _carried_in_memory(kern: Kernel) -> bool:
     iteration stores (a scan reading its previous step): such a kernel is not range-split,
     whose pieces' loop-invariant loads are computed before all the pieces (a piece of one
     iteration folds its indices to constants), so one would read a value an earlier piece
-    had not stored yet (a cumprod over a pad along a second axis: fuzz-found, session 18)."""
+    had not stored yet (a cumprod over a pad along a second axis)."""
     stored = {}
     for st in kern.stores:
         stored.setdefault(st.buffer.root().id, set()).add(id(st.index))

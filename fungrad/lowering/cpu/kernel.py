@@ -28,6 +28,13 @@ from fungrad.lowering.render import KernelRenderer
 __all__ = ["KernelWriter"]
 
 
+#: the trip count of a loop the writer leaves out (its body runs once, with the variable at its
+#: start): LLVM removes such loops itself, but only after its passes have analysed each; the
+#: transformer step's eight (column sums over a leading 1, sums over a kept axis) cost ~25 ms
+#: of its ~230 ms of passes
+ONCE = 1
+
+
 def _trip_count(lo: str, hi: str, step: int) -> int | None:
     """Iterations of ``range(lo, hi, step)`` when both bounds are literals, else None."""
     if lo.isdigit() and hi.isdigit():
@@ -124,14 +131,22 @@ class KernelWriter(KernelRenderer):
             ops = self.m.ops
             bt = ops.key_type(body.dtype)
             init = ops.key_literal(reduce_identity(op, body.dtype), body.dtype)
-        vars_ = red.vars
-        acc = [f"%acc{v.id}" for v in vars_]
-        pos = [f"%pos{v.id}" for v in vars_]
-        inner_acc, inner_pos = f"{acc[-1]}.new", f"{pos[-1]}.new"
+        # loops that run once are none: their variable is 0 where its lines would open
+        looped = [v for v in red.vars if v.extent != ONCE]
+        acc = [f"%acc{v.id}" for v in looped] or [init]
+        pos = [f"%pos{v.id}" for v in looped] or ["0"]
+        if looped:
+            inner_acc, inner_pos = f"{acc[-1]}.new", f"{pos[-1]}.new"
+        else:
+            inner_acc, inner_pos = self.tmp(), self.tmp()
         chunk: list[str] = []
-        for j, v in enumerate(vars_):  # open the loops, outermost first
+        j = 0
+        for v in red.vars:  # open the loops, outermost first
+            if v.extent == ONCE:
+                chunk += [f"  %v{v.id} = add i64 0, 0", *self.lines.pop(v)]
+                continue
             lv = f"r{v.id}"
-            nxt = acc[j + 1] if j + 1 < len(vars_) else inner_acc
+            nxt = acc[j + 1] if j + 1 < len(looped) else inner_acc
             chunk += [
                 f"  br label %{lv}.entry",
                 f"{lv}.entry:",
@@ -142,7 +157,7 @@ class KernelWriter(KernelRenderer):
                 f"[{nxt}, %{lv}.latch]",
             ]
             if arg:
-                pnxt = pos[j + 1] if j + 1 < len(vars_) else inner_pos
+                pnxt = pos[j + 1] if j + 1 < len(looped) else inner_pos
                 chunk.append(
                     f"  {pos[j]} = phi i64 [{pos[j - 1] if j else 0}, %{lv}.entry], "
                     f"[{pnxt}, %{lv}.latch]"
@@ -153,9 +168,10 @@ class KernelWriter(KernelRenderer):
                 f"{lv}.body:",
             ]
             chunk += self.lines.pop(v)
+            j += 1
         if arg:
             flat = "0"
-            for v in vars_:  # the position as a flat index over the reduced extents
+            for v in looped:  # the position as a flat index over the reduced extents
                 t1, t2 = self.tmp(), self.tmp()
                 chunk += [
                     f"  {t1} = mul i64 {flat}, {v.extent}",
@@ -172,7 +188,7 @@ class KernelWriter(KernelRenderer):
             chunk.append(f"  {inner_acc} = call {bt} @llvm.s{op}.{bt}({bt} {acc[-1]}, {bt} {key})")
         else:
             self.m.ops.combine(chunk, inner_acc, op, body.dtype, acc[-1], bval)
-        for v in reversed(vars_):  # close the loops, innermost first
+        for v in reversed(looped):  # close the loops, innermost first
             lv = f"r{v.id}"
             chunk += [
                 f"  br label %{lv}.latch",
@@ -181,6 +197,8 @@ class KernelWriter(KernelRenderer):
                 f"  br label %{lv}.head{self.m.loop_md(v.extent)}",
                 f"{lv}.exit:",
             ]
+        if not looped:  # the one combination is the result
+            acc, pos = [inner_acc], [inner_pos]
         self.lines[parent].extend(chunk)
         if keyed:
             return ops.from_key(self.lines[parent], body.dtype, acc[0])
@@ -209,6 +227,12 @@ class KernelWriter(KernelRenderer):
             """Lines running loop level ``j`` (with the levels inside it) and its sum."""
             v = vars_[j]
             lv, acc = f"r{v.id}", f"%acc{v.id}"
+            if v.extent == ONCE:  # no loop; an inner level's sum is never -0.0: 0.0 + it is it
+                lines = [f"  %v{v.id} = add i64 0, 0", *self.lines.pop(v)]
+                if j == last:
+                    return lines + [f"  {acc} = fadd reassoc contract {ty} {zero}, {bval}"], acc
+                inner, part = level(j + 1)
+                return lines + inner, part
             block = self.SUM_BLOCK if j == last else self.SUM_OUTER_BLOCK
             blocked = v.extent > block
             lines: list[str] = []
@@ -528,7 +552,10 @@ class KernelWriter(KernelRenderer):
         )
 
     def _counted(self, lv: str, iv: str, lo: str, hi: str, step: int):
-        """Head and tail lines of a loop ``for iv in range(lo, hi, step)`` labelled ``lv``."""
+        """Head and tail lines of a loop ``for iv in range(lo, hi, step)`` labelled ``lv``.
+        A loop known to run once is no loop: its body runs with ``iv = lo`` (see ONCE)."""
+        if _trip_count(lo, hi, step) == ONCE:
+            return [f"  {iv} = add i64 {lo}, 0"], []
         head = [
             f"  br label %{lv}.entry",
             f"{lv}.entry:",

@@ -11,6 +11,7 @@ from fungrad import (  # noqa: E402,F401
     distributed,
     experimental,
     flatten_util,
+    image,
     lax,
     nn,
     numpy,

@@ -9,6 +9,7 @@ from fungrad import (  # noqa: E402,F401
     checkpoints,
     debug,
     distributed,
+    errors,
     experimental,
     flatten_util,
     image,

@@ -36,18 +36,35 @@ from fungrad.config import config
 
 
 class FungradTypeError(TypeError):
-    """Base of fungrad's tracing errors (a TypeError, as in JAX)."""
+    """Base of fungrad's tracing errors (a TypeError, as in JAX: ``errors.JAXTypeError``)."""
+
+
+class FungradIndexError(IndexError):
+    """Base of fungrad's indexing errors (an IndexError: ``errors.JAXIndexError``)."""
 
 
 class ConcretizationTypeError(FungradTypeError):
-    """A concrete Python value (bool, int, float, index) was needed from an abstract tracer."""
+    """A concrete Python value (int, float, ...) was needed from an abstract tracer."""
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    """``bool()`` of a tracer: an ``if``, ``while``, ``and``/``or`` on a traced value."""
+
+
+class TracerIntegerConversionError(FungradTypeError):
+    """A tracer used as a Python integer index or size (``__index__``: ``range(n)``,
+    ``lst[i]``); not a ConcretizationTypeError, as in JAX."""
+
+
+class NonConcreteBooleanIndexError(FungradIndexError):
+    """A traced boolean mask used as an index: the result's shape would depend on its values."""
 
 
 class TracerArrayConversionError(FungradTypeError):
     """A tracer was passed where a numpy array was needed (``np.asarray(tracer)``)."""
 
 
-class UnexpectedTracerError(Exception):
+class UnexpectedTracerError(FungradTypeError):
     """A tracer escaped the transform that created it (stored in a global, returned by aux)."""
 
 
@@ -109,8 +126,8 @@ class ShapedArray:
         return f"ShapedArray({self.str_short()}{weak})"
 
     # Concretisation of an abstract value is always an error; the message says how to fix it.
-    def _concretization_error(self, what: str, tracer=None):
-        raise ConcretizationTypeError(concretization_message(what, self, tracer))
+    def _concretization_error(self, what: str, tracer=None, error=ConcretizationTypeError):
+        raise error(concretization_message(what, self, tracer))
 
 
 _interned_avals: dict = {}
@@ -379,14 +396,14 @@ class Tracer(_TracerBase):
         """The concrete numpy value behind this tracer, or None when it is abstract."""
         return None
 
-    def _concrete(self, what: str):
+    def _concrete(self, what: str, error=ConcretizationTypeError):
         val = self.to_concrete_value()
         if val is None:
-            self.aval._concretization_error(what, self)
+            self.aval._concretization_error(what, self, error)
         return val
 
     def __bool__(self):
-        return bool(self._concrete("bool()"))
+        return bool(self._concrete("bool()", TracerBoolConversionError))
 
     def __int__(self):
         return int(self._concrete("int()"))
@@ -395,7 +412,11 @@ class Tracer(_TracerBase):
         return float(self._concrete("float()"))
 
     def __index__(self):
-        return int(self._concrete("the __index__ method (used as an index or size)"))
+        return int(
+            self._concrete(
+                "the __index__ method (used as an index or size)", TracerIntegerConversionError
+            )
+        )
 
     def __complex__(self):
         return complex(self._concrete("complex()"))

@@ -203,9 +203,11 @@ def test_indexing_errors():
 def test_traced_boolean_mask_needs_concrete_value():
     x = np.arange(4, dtype=np.float32)
     with pytest.raises(
-        fg.ConcretizationTypeError, match="boolean array indices must be concrete.*where.*size="
-    ):
+        fg.errors.NonConcreteBooleanIndexError,
+        match="boolean array indices must be concrete.*where.*size=",
+    ) as info:
         fg.make_jaxpr(lambda a: a[a > 1])(x)
+    assert isinstance(info.value, IndexError)  # as JAX's (a JAXIndexError)
     # a traced integer index is fine: one gather
     jaxpr = fg.make_jaxpr(lambda a, i: a[i])(x, np.int32(3))
     assert "gather[" in str(jaxpr)

@@ -97,11 +97,11 @@ def _static_slice(s: slice):
 
 
 def _concrete_bool(arr, fun_name: str) -> np.ndarray:
-    """The concrete value of a boolean index, or ConcretizationTypeError for a tracer."""
+    """The concrete value of a boolean index, or NonConcreteBooleanIndexError for a tracer."""
     if isinstance(arr, core.Tracer):
         val = arr.to_concrete_value()
         if val is None:
-            raise core.ConcretizationTypeError(
+            raise core.NonConcreteBooleanIndexError(
                 f"{fun_name}: boolean array indices must be concrete; got a traced "
                 f"{arr.aval.str_short()}. The result shape would depend on traced values. Use "
                 "fungrad.numpy.where(mask, x, other) to select values, or an argument such as "

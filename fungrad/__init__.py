@@ -27,6 +27,7 @@ from fungrad import (  # noqa: E402,F401
 from fungrad.api import (  # noqa: E402
     ShapeDtypeStruct,
     block_until_ready,
+    clear_caches,
     closure_convert,
     copy_to_host_async,
     custom_gradient,
@@ -124,6 +125,7 @@ __all__ = [
     "__version__",
     "ad_checkpoint",
     "block_until_ready",
+    "clear_caches",
     "checkpoint",
     "checkpoint_policies",
     "checkpoints",

@@ -17,6 +17,7 @@ from fungrad.shape_dtype_struct import ShapeDtypeStruct
 from fungrad.transforms.api_util import abstractify, check_callable, normalize_argnums
 from fungrad.transforms.autodiff import linear_transpose  # noqa: F401  (re-exported)
 from fungrad.transforms.jit import jit  # noqa: F401  (re-exported: fungrad.jit)
+from fungrad.transforms.memo import clear_caches  # noqa: F401  (re-exported)
 from fungrad.transforms.staging import hoist_tracer_consts, trace_to_jaxpr
 from fungrad.transforms.vmap_api import vmap  # noqa: F401  (re-exported: fungrad.vmap)
 

@@ -39,7 +39,7 @@ from fungrad.transforms.api_util import (
 )
 from fungrad.transforms.compile_log import log_compile
 from fungrad.transforms.jit_primitive import backend_param, compile_executable, jit_p
-from fungrad.transforms.memo import Once
+from fungrad.transforms.memo import Once, register_cache
 from fungrad.transforms.staging import hoist_tracer_consts, trace_to_jaxpr
 
 __all__ = [
@@ -273,6 +273,7 @@ class JitFunction:
         self.fast_trees: tuple[dict, dict] = ({}, {})
         self.flat_trees: dict = {}  # (number of positional, keywords) -> treedef of leaves
         self.layouts: dict = {}  # number of positional arguments -> which are static
+        register_cache(self)  # (memo.clear_caches)
         self.num_traces = 0
         self.hits = 0  # signatures found by lookup (not counted on the hot paths)
         self.warned = False

@@ -8,11 +8,41 @@ call primitive's rules derive (jvp, partial evaluation, transpose, batching) in 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 
 from fungrad import core
 
-__all__ = ["JaxprMemo", "Once"]
+__all__ = ["CacheDict", "JaxprMemo", "Once", "clear_caches", "register_cache"]
+
+#: every object holding traces or executables (``jit``'s functions, the JaxprMemos): each has
+#: a ``clear_cache()`` method; :func:`clear_caches` empties them all
+_caches: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # id -> object
+
+
+def register_cache(obj) -> None:
+    """Let :func:`clear_caches` empty ``obj`` (a ``clear_cache()`` method; kept weakly)."""
+    _caches[id(obj)] = obj
+
+
+class CacheDict(dict):
+    """A dict that :func:`clear_caches` empties (a module's own staging cache)."""
+
+    def __init__(self):
+        super().__init__()
+        register_cache(self)
+
+    def clear_cache(self) -> None:
+        self.clear()
+
+
+def clear_caches() -> None:
+    """Empty every trace and compilation cache of this process (``jax.clear_caches``): each
+    ``jit``'s traces and executables and the jaxprs its rules derived. The next call traces
+    and compiles again (the on-disk object cache, if on, still serves the compile). Jitted
+    functions stay valid; only their memory of earlier calls goes."""
+    for obj in list(_caches.values()):
+        obj.clear_cache()
 
 
 class Once:
@@ -50,6 +80,7 @@ class JaxprMemo:
         self.maxsize = maxsize
         self._lock = threading.Lock()
         self._entries: OrderedDict = OrderedDict()
+        register_cache(self)
 
     def get(self, jaxpr: core.ClosedJaxpr, extra, make):
         key = (id(jaxpr), extra)
@@ -66,3 +97,5 @@ class JaxprMemo:
     def clear(self):
         with self._lock:
             self._entries.clear()
+
+    clear_cache = clear

@@ -27,6 +27,7 @@ from fungrad.core import set_current_trace
 from fungrad.ir.passes import simplify
 from fungrad.operands import operand
 from fungrad.transforms import jvp as jvp_mod
+from fungrad.transforms.memo import CacheDict
 from fungrad.transforms.partial_eval import PartialEvalTrace
 from fungrad.transforms.pycodegen import python_function
 from fungrad.transforms.staging import JaxprTrace, JaxprTracer, hoist_tracer_consts, trace_to_jaxpr
@@ -110,7 +111,7 @@ class _Linearized:
 
 
 _GENERAL = object()  # cache entry: this signature is linearized as it runs
-_linearized_cache: dict = {}
+_linearized_cache: dict = CacheDict()  # (emptied by clear_caches)
 
 
 _SIMPLE_PARAM_TYPES = (int, float, str, type(None), np.dtype, np.generic, enum.Enum)

@@ -62,6 +62,8 @@ MODULES = [
     ("fungrad.scipy.optimize", "minimize (BFGS)"),
     ("fungrad.scipy.sparse.linalg", "conjugate gradients"),
     ("fungrad.random", "threefry-based random numbers"),
+    ("fungrad.image", "image resizing and resampling (jax.image)"),
+    ("fungrad.errors", "the exceptions of tracing, under jax.errors' names and hierarchy"),
     # fungrad.dtypes is also the internal dtype module: list only the names jax.dtypes has.
     ("fungrad.dtypes", "dtype utilities (jax.dtypes)", "tests/jax_api/jax.dtypes.txt"),
     ("fungrad.tree_util", "pytrees"),

@@ -1,3 +1,3 @@
 """``fungrad.scipy``: SciPy functions with jax.scipy names."""
 
-from fungrad.scipy import fft, integrate, linalg, optimize, signal, sparse, special, stats  # noqa: F401
+from fungrad.scipy import fft, integrate, linalg, ndimage, optimize, signal, sparse, special, stats  # noqa: F401

@@ -1,24 +1,42 @@
-"""``fungrad.scipy.signal``: N-dimensional convolution and correlation with jax.scipy.signal's
-names and semantics, computed directly with ``lax.conv_general_dilated``.
+"""``fungrad.scipy.signal``: N-dimensional convolution and correlation, detrending and
+spectral analysis with jax.scipy.signal's names and semantics.
 
 ``mode`` follows SciPy: ``"full"`` (every overlap, shape ``s1 + s2 - 1``), ``"same"`` (the
 centre of the full result with ``in1``'s shape) and ``"valid"`` (only complete overlaps, shape
 ``|s1 - s2| + 1``; one input must be at least as large as the other in every dimension).
 Inputs promote to a floating dtype, as in JAX. ``method="direct"`` (and ``"auto"``) computes
-the sums; ``method="fft"`` is :func:`fftconvolve`: products of ``fungrad.numpy.fft`` spectra
-(``stft``, ``istft``, ``csd`` and ``welch`` are not provided). :func:`detrend` removes constant
-or piecewise-linear trends.
+the sums with ``lax.conv_general_dilated``; ``method="fft"`` is :func:`fftconvolve`: products
+of ``fungrad.numpy.fft`` spectra. :func:`detrend` removes constant or piecewise-linear trends.
+
+:func:`stft`, :func:`istft`, :func:`csd` and :func:`welch` are SciPy's windowed-FFT
+estimators (overlapping segments, each detrended, windowed and transformed), with JAX's
+defaults and errors. The segment geometry (lengths, overlaps, padding) is static; the data,
+``fs`` and an array ``window`` may be traced, so the results differentiate and batch.
 """
 
 from __future__ import annotations
 
+import operator
+import warnings
+
 import numpy as np
 
 import fungrad.numpy as fnp
-from fungrad import lax
+from fungrad import dtypes, lax
 from fungrad.numpy import util
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "detrend", "fftconvolve"]
+__all__ = [
+    "convolve",
+    "convolve2d",
+    "correlate",
+    "correlate2d",
+    "csd",
+    "detrend",
+    "fftconvolve",
+    "istft",
+    "stft",
+    "welch",
+]
 
 _MODES = ("full", "same", "valid")
 
@@ -263,3 +281,480 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data=Non
     pieces = [_linear_residual(y[int(lo) : int(hi)]) for lo, hi in zip(edges[:-1], edges[1:])]
     out = fnp.concatenate(pieces, axis=0) if pieces else y
     return fnp.moveaxis(out, 0, axis)
+
+
+# -- spectral analysis: stft, istft, csd, welch ---------------------------------------------
+
+# Windows built here (SciPy's periodic, "DFT-even" form: the symmetric window one point
+# longer, its last point dropped); other names and tuples go to scipy.signal.get_window.
+_WINDOWS = {
+    "boxcar": np.ones,
+    "hann": np.hanning,
+    "hamming": np.hamming,
+    "blackman": np.blackman,
+    "bartlett": np.bartlett,
+}
+
+
+def _get_window(window, n: int) -> np.ndarray:
+    """``scipy.signal.get_window(window, n)`` as float64 numpy: a name or a ``(name,
+    *params)`` tuple. The windows above and ``("kaiser", beta)`` need no SciPy; any other
+    window is SciPy's (an ImportError without it, as in JAX)."""
+    name, *params = (window,) if isinstance(window, str) else window
+    if name in _WINDOWS and not params:
+        return np.ones(n) if n <= 1 else _WINDOWS[name](n + 1)[:-1]
+    if name == "kaiser" and len(params) == 1:
+        return np.ones(n) if n <= 1 else np.kaiser(n + 1, float(params[0]))[:-1]
+    try:
+        from scipy.signal import get_window
+    except ImportError as err:
+        raise ImportError(
+            f"scipy must be available to use window={window!r} (fungrad builds "
+            f"{sorted(_WINDOWS)} and ('kaiser', beta) itself; pass other windows as arrays)"
+        ) from err
+    return np.asarray(get_window(window, n), dtype=np.float64)
+
+
+def _static_int(value, what: str) -> int:
+    return operator.index(util.concrete_or_error(value, what))
+
+
+def _window_and_nperseg(window, nperseg, input_length: int, dtype):
+    """The window (an array of ``dtype``) and the segment length. A named window has
+    ``nperseg`` points: by default (None) the whole input, as in JAX, and never more than
+    the input (a warning then); an array window fixes ``nperseg`` to its length."""
+    if isinstance(window, (str, tuple)):
+        n = input_length if nperseg is None else nperseg
+        if n > input_length:
+            warnings.warn(
+                f"nperseg={n} is greater than input_length={input_length}, "
+                f"using nperseg={input_length}",
+                stacklevel=4,
+            )
+            n = input_length
+        return fnp.asarray(_get_window(window, n), dtype=dtypes.real_dtype(dtype)), n
+    win = fnp.asarray(window, dtype=dtype)
+    n = win.size if nperseg is None else nperseg
+    if win.ndim != 1:
+        raise ValueError("window must be 1-D")
+    if input_length < win.size:
+        raise ValueError("window is longer than input signal")
+    if n != win.size:
+        raise ValueError("value specified for nperseg is different from length of window")
+    return win, n
+
+
+def _odd_ext(x, n: int):
+    """``x`` extended by ``n`` points at both ends of its last axis by point reflection
+    through the end values (``2 x[0] - x[n:0:-1]`` before, likewise after)."""
+    first, last = x[..., :1], x[..., -1:]
+    before = 2 * first - fnp.flip(x[..., 1 : n + 1], axis=-1)
+    after = 2 * last - fnp.flip(x[..., -n - 1 : -1], axis=-1)
+    return fnp.concatenate([before, x, after], axis=-1)
+
+
+def _extend(x, boundary, n: int):
+    """``x`` extended by ``n`` points at both ends of its last axis (stft's ``boundary``)."""
+    if boundary is None or n < 1:
+        return x
+    if boundary == "odd":
+        return _odd_ext(x, n)
+    widths = [(0, 0)] * (x.ndim - 1) + [(n, n)]
+    return fnp.pad(
+        x, widths, {"even": "reflect", "constant": "edge", "zeros": "constant"}[boundary]
+    )
+
+
+def _segment_indices(nseg: int, nperseg: int, nstep: int) -> np.ndarray:
+    """``(nseg, nperseg)`` indices of the samples of each segment (segments ``nstep`` apart)."""
+    return nstep * np.arange(nseg)[:, None] + np.arange(nperseg)
+
+
+def _detrend_function(detrend_type, axis):
+    """The per-segment detrending: a ``detrend`` type, a callable or a false value (none).
+
+    A callable gets the segments with their samples along ``axis``, as in SciPy (JAX moves
+    the wrong axis there, so its callable sees the segments transposed)."""
+    if isinstance(detrend_type, str):
+        return lambda d: detrend(d, axis=-1, type=detrend_type)
+    if callable(detrend_type):
+        if axis == -1:
+            return detrend_type
+        return lambda d: fnp.moveaxis(detrend_type(fnp.moveaxis(d, -1, axis)), axis, -1)
+    if not detrend_type:
+        return lambda d: d
+    raise ValueError(f"Unsupported detrend type: {detrend_type}")
+
+
+def _spectral(
+    fun_name,
+    x,
+    y,
+    fs,
+    window,
+    nperseg,
+    noverlap,
+    nfft,
+    detrend_type,
+    return_onesided,
+    scaling,
+    axis,
+    stft_mode,
+    boundary=None,
+    padded=False,
+):
+    """Windowed FFTs of the segments of ``x`` (SciPy's ``_spectral_helper``): ``(freqs,
+    times, result)`` with the frequencies along ``axis`` and the segments last. ``result``
+    is the STFT when ``stft_mode``, else the one-segment cross spectra ``conj(X) Y`` scaled
+    to a density or spectrum (real ``|X|**2`` when ``y`` is None)."""
+    if boundary not in ("even", "odd", "constant", "zeros", None):
+        raise ValueError(
+            f"Unknown boundary option '{boundary}', must be one of: "
+            "['even', 'odd', 'constant', 'zeros', None]"
+        )
+    user_axis = _static_int(axis, f"{fun_name}'s axis")
+    if y is None:
+        util.check_arraylike(fun_name, x)
+        (x,) = util.promote_dtypes_inexact(x, fun_name=fun_name)
+        axis = util.canonicalize_axis(user_axis, x.ndim, fun_name)
+        outer = x.shape[:axis] + x.shape[axis + 1 :]
+    else:
+        util.check_arraylike(fun_name, x, y)
+        x, y = util.promote_dtypes_inexact(x, y, fun_name=fun_name)
+        if x.ndim != y.ndim:
+            raise ValueError(f"two-arguments must have the same rank ({x.ndim} vs {y.ndim}).")
+        axis = util.canonicalize_axis(user_axis, x.ndim, fun_name)
+        try:
+            outer = np.broadcast_shapes(
+                x.shape[:axis] + x.shape[axis + 1 :], y.shape[:axis] + y.shape[axis + 1 :]
+            )
+        except ValueError as err:
+            raise ValueError("x and y cannot be broadcast together.") from err
+    cdtype = dtypes.complex_dtype(x.dtype)
+    rdtype = dtypes.real_dtype(cdtype)
+
+    if nperseg is not None:
+        nperseg = _static_int(nperseg, f"{fun_name}'s nperseg")
+        if nperseg < 1:
+            raise ValueError("nperseg must be a positive integer")
+    win, nperseg = _window_and_nperseg(window, nperseg, x.shape[axis], x.dtype)
+    noverlap = nperseg // 2 if noverlap is None else _static_int(noverlap, f"{fun_name}'s noverlap")
+    nfft = nperseg if nfft is None else _static_int(nfft, f"{fun_name}'s nfft")
+
+    if y is None and x.size == 0:  # as JAX: zeros shaped like the input
+        return fnp.zeros(x.shape, rdtype), fnp.zeros(x.shape, rdtype), fnp.zeros(x.shape, cdtype)
+    if y is not None and (x.size == 0 or y.size == 0):
+        shape = outer[:axis] + (min(x.shape[axis], y.shape[axis]),) + outer[axis:]
+        return fnp.zeros(shape, rdtype), fnp.zeros(shape, rdtype), fnp.zeros(shape, cdtype)
+
+    x = fnp.moveaxis(x, axis, -1)
+    if y is not None:  # the time axis last, the shorter signal zero-padded to the longer
+        y = fnp.moveaxis(y, axis, -1)
+        length = max(x.shape[-1], y.shape[-1])
+        x, y = (fnp.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, length - a.shape[-1])]) for a in (x, y))
+    if nfft < nperseg:
+        raise ValueError("nfft must be greater than or equal to nperseg.")
+    if noverlap >= nperseg:
+        raise ValueError("noverlap must be less than nperseg.")
+    nstep = nperseg - noverlap
+
+    def prepare(a):  # boundary extension, then zeros up to a whole number of segments
+        a = _extend(a, boundary, nperseg // 2)
+        if padded:
+            nadd = (-(a.shape[-1] - nperseg) % nstep) % nperseg
+            a = fnp.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, nadd)])
+        return a
+
+    x = prepare(x)
+    y = None if y is None else prepare(y)
+    detrend_func = _detrend_function(detrend_type, user_axis)
+    if scaling == "density":
+        scale = 1.0 / (fs * fnp.sum(win * win))
+    elif scaling == "spectrum":
+        scale = 1.0 / fnp.sum(win) ** 2
+    else:
+        raise ValueError(f"Unknown scaling: {scaling}")
+    if stft_mode:
+        scale = fnp.sqrt(scale)
+
+    twosided = not return_onesided
+    if return_onesided and fnp.iscomplexobj(x):
+        warnings.warn("Input data is complex, switching to return_onesided=False", stacklevel=3)
+        twosided = True
+    freqs = (fnp.fft.fftfreq if twosided else fnp.fft.rfftfreq)(nfft, 1 / fs, dtype=rdtype)
+
+    nseg = (x.shape[-1] - nperseg) // nstep + 1
+    index = _segment_indices(nseg, nperseg, nstep)
+
+    def spectra(a):  # (..., nseg, nfreq): FFTs of the detrended, windowed segments
+        segments = detrend_func(a[..., index]) * win
+        if twosided:
+            return fnp.fft.fft(segments, n=nfft)
+        return fnp.fft.rfft(fnp.real(segments), n=nfft)
+
+    X = spectra(x)
+    if stft_mode:
+        result = X * scale
+    else:
+        if y is None:  # |X|**2, real
+            result = (fnp.real(X) ** 2 + fnp.imag(X) ** 2) * scale
+        else:
+            result = fnp.conj(X) * spectra(y) * scale
+        if not twosided:  # one-sided: the negative frequencies' power folds onto the positive
+            fold = np.full(result.shape[-1], 2.0)
+            fold[0] = 1.0
+            if nfft % 2 == 0:
+                fold[-1] = 1.0
+            result = result * fnp.asarray(fold, rdtype)
+    if y is None and not stft_mode:  # a power spectrum (complex only with a complex window)
+        result = fnp.real(result)
+    result = result.astype(rdtype if y is None and not stft_mode else cdtype)
+    start = 0.0 if boundary is not None else nperseg / 2
+    times = fnp.asarray(start + nstep * np.arange(nseg), rdtype) / fs
+    return freqs, times, fnp.moveaxis(result, -1, axis)
+
+
+def stft(
+    x,
+    fs=1.0,
+    window="hann",
+    nperseg: int = 256,
+    noverlap: int | None = None,
+    nfft: int | None = None,
+    detrend=False,
+    return_onesided: bool = True,
+    boundary: str | None = "zeros",
+    padded: bool = True,
+    axis: int = -1,
+):
+    """The short-time Fourier transform of ``x`` along ``axis`` (``scipy.signal.stft``).
+
+    The signal is extended by ``nperseg // 2`` points at each end (``boundary``: ``"zeros"``,
+    ``"even"``, ``"odd"``, ``"constant"`` or None), zero-padded to a whole number of
+    segments (``padded``), cut into segments of ``nperseg`` points ``nperseg - noverlap``
+    apart, each detrended (``detrend``: False, ``"constant"``, ``"linear"`` or a callable),
+    multiplied by ``window`` (a SciPy window name, a ``(name, *params)`` tuple or an array)
+    and transformed with an ``nfft``-point FFT, scaled by ``1 / sum(window)``.
+
+    Returns:
+        ``(f, t, Zxx)``: the frequencies, the segment times and the STFT, complex, with the
+        frequencies along ``axis`` and the segments as the last axis. Complex ``x`` gives a
+        two-sided spectrum (with a warning if ``return_onesided``).
+    """
+    return _spectral(
+        "stft",
+        x,
+        None,
+        fs,
+        window,
+        nperseg,
+        noverlap,
+        nfft,
+        detrend,
+        return_onesided,
+        "spectrum",
+        axis,
+        True,
+        boundary,
+        padded,
+    )
+
+
+def _median_bias(n: int) -> float:
+    """The median of ``n`` periodograms over their mean for a chi-square(2) power (SciPy's
+    ``_median_bias``): ``1 + sum over even k < n of 1/(k+1) - 1/k``."""
+    k = np.arange(2.0, n, 2)
+    return float(1 + np.sum(1 / (k + 1) - 1 / k))
+
+
+def csd(
+    x,
+    y,
+    fs=1.0,
+    window="hann",
+    nperseg: int | None = None,
+    noverlap: int | None = None,
+    nfft: int | None = None,
+    detrend="constant",
+    return_onesided: bool = True,
+    scaling: str = "density",
+    axis: int = -1,
+    average: str = "mean",
+):
+    """The cross power spectral density of ``x`` and ``y`` by Welch's method
+    (``scipy.signal.csd``): the cross spectra ``conj(X) Y`` of the overlapping segments
+    (see :func:`stft` for ``window``, ``nperseg``, ``noverlap``, ``nfft`` and ``detrend``),
+    averaged by ``"mean"`` or ``"median"`` (real and imaginary parts separately, divided by
+    the median's bias).
+
+    ``nperseg=None`` takes the whole length of ``x`` for a named window (JAX's default;
+    SciPy's is 256), the window's length for an array. ``y`` may be None: the (real) power
+    spectral density of ``x``, :func:`welch`. ``y`` is zero-padded to ``x``'s length or
+    ``x`` to ``y``'s; the other axes broadcast. ``scaling="density"`` gives V**2/Hz
+    (``1 / (fs sum(window**2))``), ``"spectrum"`` V**2 (``1 / sum(window)**2``).
+
+    Returns:
+        ``(f, Pxy)``: the frequencies and the cross spectral density (complex when ``y`` is
+        given), with the frequencies along ``axis``.
+    """
+    freqs, _, pxy = _spectral(
+        "csd",
+        x,
+        y,
+        fs,
+        window,
+        nperseg,
+        noverlap,
+        nfft,
+        detrend,
+        return_onesided,
+        scaling,
+        axis,
+        False,
+    )
+    if pxy.size == 0:
+        return freqs, pxy
+    if pxy.shape[-1] == 1:  # one segment: nothing to average
+        return freqs, pxy[..., 0]
+    if average == "mean":
+        return freqs, fnp.mean(pxy, axis=-1)
+    if average == "median":
+        bias = _median_bias(pxy.shape[-1])
+        if fnp.iscomplexobj(pxy):
+            med = lax.complex(
+                fnp.median(fnp.real(pxy), axis=-1), fnp.median(fnp.imag(pxy), axis=-1)
+            )
+        else:
+            med = fnp.median(pxy, axis=-1)
+        return freqs, med / bias
+    raise ValueError(f'average must be "median" or "mean", got {average}')
+
+
+def welch(
+    x,
+    fs=1.0,
+    window="hann",
+    nperseg: int | None = None,
+    noverlap: int | None = None,
+    nfft: int | None = None,
+    detrend="constant",
+    return_onesided: bool = True,
+    scaling: str = "density",
+    axis: int = -1,
+    average: str = "mean",
+):
+    """The power spectral density of ``x`` by Welch's method (``scipy.signal.welch``): the
+    average of the periodograms of overlapping, detrended, windowed segments. The arguments
+    are :func:`csd`'s (``nperseg=None`` is the whole signal, as in JAX).
+
+    Returns:
+        ``(f, Pxx)``: the frequencies and the (real) power spectral density, with the
+        frequencies along ``axis``.
+    """
+    freqs, pxx = csd(
+        x,
+        None,
+        fs,
+        window,
+        nperseg,
+        noverlap,
+        nfft,
+        detrend,
+        return_onesided,
+        scaling,
+        axis,
+        average,
+    )
+    return freqs, fnp.real(pxx)
+
+
+def _overlap_add(frames, nstep: int):
+    """The sum of ``frames`` (``(..., nseg, nperseg)``) laid ``nstep`` samples apart:
+    ``(..., nstep * (nseg - 1) + nperseg)``."""
+    *batch, nseg, nperseg = frames.shape
+    out = fnp.zeros((*batch, nstep * (nseg - 1) + nperseg), frames.dtype)
+    return out.at[..., _segment_indices(nseg, nperseg, nstep)].add(frames)
+
+
+def istft(
+    Zxx,
+    fs=1.0,
+    window="hann",
+    nperseg: int | None = None,
+    noverlap: int | None = None,
+    nfft: int | None = None,
+    input_onesided: bool = True,
+    boundary: bool = True,
+    time_axis: int = -1,
+    freq_axis: int = -2,
+):
+    """The inverse short-time Fourier transform (``scipy.signal.istft``), inverting
+    :func:`stft` by weighted overlap-add: each segment's inverse FFT, times ``window``, is
+    summed into place and the sum divided by the overlap-added squared window.
+
+    ``nperseg`` defaults to the FFT length the frequencies imply (``2 (nfreq - 1)`` for a
+    one-sided ``Zxx``, ``nfreq`` otherwise), ``noverlap`` to ``nperseg // 2`` (an explicit 0
+    is kept, as in SciPy; JAX takes 0 for None), ``nfft`` to ``nperseg`` if that is
+    ``2 nfreq - 1`` (odd segments; JAX fails there) and else to the default. ``boundary``
+    drops the ``nperseg // 2`` points :func:`stft`'s boundary extension added at each end.
+
+    Returns:
+        ``(t, x)``: the sample times (``arange(x.shape[0]) / fs``, as SciPy) and the signal,
+        real for a one-sided ``Zxx``, its time axis where ``time_axis`` was.
+    """
+    util.check_arraylike("istft", Zxx)
+    Zxx = fnp.asarray(Zxx)
+    if Zxx.ndim < 2:
+        raise ValueError("Input stft must be at least 2d!")
+    freq_axis = util.canonicalize_axis(_static_int(freq_axis, "istft's freq_axis"), Zxx.ndim)
+    time_axis = util.canonicalize_axis(_static_int(time_axis, "istft's time_axis"), Zxx.ndim)
+    if freq_axis == time_axis:
+        raise ValueError("Must specify differing time and frequency axes!")
+    Zxx = Zxx.astype(dtypes.complex_dtype(Zxx.dtype))
+
+    nfreq = Zxx.shape[freq_axis]
+    n_default = 2 * (nfreq - 1) if input_onesided else nfreq
+    if nperseg is None:
+        nperseg = n_default
+    else:
+        nperseg = _static_int(nperseg, "istft's nperseg")
+        if nperseg < 1:
+            raise ValueError("nperseg must be a positive integer")
+    if nfft is None:
+        nfft = nperseg if input_onesided and nperseg == n_default + 1 else n_default
+    else:
+        nfft = _static_int(nfft, "istft's nfft")
+    if nfft < nperseg:
+        raise ValueError(f"FFT length ({nfft}) must be longer than nperseg ({nperseg}).")
+    noverlap = nperseg // 2 if noverlap is None else _static_int(noverlap, "istft's noverlap")
+    if noverlap >= nperseg:
+        raise ValueError("noverlap must be less than nperseg.")
+
+    outer = [d for d in range(Zxx.ndim) if d not in (freq_axis, time_axis)]
+    Zxx = fnp.transpose(Zxx, outer + [time_axis, freq_axis])  # (..., nseg, nfreq)
+    inverse = fnp.fft.irfft if input_onesided else fnp.fft.ifft
+    segments = inverse(Zxx, n=nfft, axis=-1)[..., :nperseg]
+
+    if isinstance(window, (str, tuple)):
+        win = fnp.asarray(_get_window(window, nperseg), dtype=segments.dtype)
+    else:
+        win = fnp.asarray(window)
+        if win.ndim != 1:
+            raise ValueError("window must be 1-D")
+        if win.shape[0] != nperseg:
+            raise ValueError(f"window must have length of {nperseg}")
+        win = win.astype(segments.dtype)
+    segments = segments * fnp.sum(win)  # undoes stft's 1 / sum(window) scaling
+
+    nstep = nperseg - noverlap
+    x = _overlap_add(segments * win, nstep)
+    norm = _overlap_add(fnp.broadcast_to(win * win, segments.shape[-2:]), nstep)
+    if boundary:  # [h:-h] as JAX and SciPy (empty for nperseg == 1)
+        h = nperseg // 2
+        x, norm = x[..., h:-h], norm[..., h:-h]
+    x = x / fnp.where(fnp.real(norm) > 1e-10, norm, 1.0)
+
+    if x.ndim > 1 and time_axis != Zxx.ndim - 1:
+        x = fnp.moveaxis(x, -1, time_axis - 1 if freq_axis < time_axis else time_axis)
+    time = fnp.arange(x.shape[0], dtype=dtypes.real_dtype(x.dtype)) / fs
+    return time, x

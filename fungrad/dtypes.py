@@ -11,7 +11,11 @@
 * Complex dtypes: ``complex64`` (``complex128`` under x64; canonicalised to ``complex64``
   without it). Python ``complex`` scalars are weak (``c*``): ``float32 + 1j`` is complex64.
 
-bfloat16 is not supported (numpy has no bfloat16 without ml_dtypes).
+* jax.dtypes' queries: :func:`issubdtype`, :func:`scalar_type_of`, :func:`itemsize_bits`, and
+  :class:`TypePromotionError`.
+
+bfloat16 is not supported (numpy has no bfloat16 without ml_dtypes), nor are JAX's extended
+dtypes (typed PRNG keys: fungrad's keys are uint32 arrays).
 """
 
 from __future__ import annotations
@@ -203,6 +207,11 @@ def python_scalar_dtype(x) -> np.dtype:
     raise TypeError(f"{type(x).__name__} is not a Python scalar type fungrad supports")
 
 
+class TypePromotionError(ValueError):
+    """Raised when JAX's type promotion fails (``jax.dtypes.TypePromotionError``, a ValueError):
+    an implicit conversion between dtypes that has no safe path."""
+
+
 # -- the promotion lattice ---------------------------------------------------------------
 # Nodes are dtypes or the weak kinds "i*" (Python int), "f*" (Python float) and "c*"
 # (Python complex). An edge a -> b means "a promotes to b"; result_type is the least upper
@@ -254,7 +263,7 @@ def _join(nodes: frozenset):
     for cand in common:
         if _UPPER[cand] == common:
             return cand
-    raise TypeError(f"no common type for {sorted(map(str, nodes))}")  # unreachable for this lattice
+    raise TypePromotionError(f"no common type for {sorted(map(str, nodes))}")  # unreachable here
 
 
 def _node(dtype: np.dtype, weak: bool):
@@ -322,3 +331,53 @@ def finfo(dtype):
 def iinfo(dtype):
     """Machine limits of an integer dtype (numpy's iinfo of the canonical dtype)."""
     return np.iinfo(canonicalize_dtype(dtype))
+
+
+# -- jax.dtypes' queries ------------------------------------------------------------------------
+
+
+def issubdtype(a, b) -> bool:
+    """Whether dtype (or scalar type, or dtype name) ``a`` is ``b`` or below it in numpy's type
+    hierarchy: ``issubdtype(np.int8, np.integer)``, ``issubdtype(float, np.floating)``; ``None``
+    reads as float64, as in numpy. JAX's version departs from numpy's only for bfloat16, the
+    sub-byte and extended dtypes, none of which fungrad has, so numpy's answer is JAX's."""
+    return bool(np.issubdtype(a, b))
+
+
+_SCALAR_TYPE_OF_KIND = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+
+def scalar_type_of(x) -> type:
+    """The Python scalar type (``bool``, ``int``, ``float`` or ``complex``) of the kind of ``x``:
+    a value (Python or numpy scalar, array, tracer) or a dtype, scalar type or dtype name.
+    TypeError for non-numeric dtypes and values without a dtype, ValueError for None."""
+    if x is None:
+        raise ValueError(f"Invalid argument to dtype: {x}.")
+    python_scalar_types = (bool, int, float, complex)
+    if type(x) in python_scalar_types:
+        return type(x)
+    if isinstance(x, type) and x in python_scalar_types:
+        return x
+    dt = getattr(x, "dtype", None)
+    if not isinstance(dt, np.dtype):
+        if not isinstance(x, (str, type, np.dtype)):
+            raise TypeError(f"Cannot determine dtype of {x}")
+        dt = np.dtype(x)
+    kind = _SCALAR_TYPE_OF_KIND.get(dt.kind)
+    if kind is None or dt not in _SUPPORTED_SET:
+        raise TypeError(
+            f"Invalid scalar value {x!r}: dtype {dt} is not a numeric dtype fungrad has"
+        )
+    return kind
+
+
+def itemsize_bits(dtype) -> int:
+    """The number of bits of one element of ``dtype`` as stored: 8 for bool (a byte), else the
+    dtype's width (``int`` and ``float`` mean numpy's 64-bit types here, whatever the x64 setting,
+    as in JAX). ValueError for None and non-numeric dtypes (float0, strings, objects)."""
+    if dtype is None:
+        raise ValueError("dtype cannot be None.")
+    dt = np.dtype(dtype)
+    if dt.kind not in "biufc":
+        raise ValueError(f"itemsize_bits: unexpected input: dtype={dtype!r}")
+    return 8 * dt.itemsize

@@ -1,6 +1,7 @@
 """Polynomials as coefficient arrays, highest power first (numpy's legacy ``poly*`` API, as
 jax.numpy has it): ``polyval``, ``polyadd``, ``polysub``, ``polymul``, ``polydiv``,
-``polyder``, ``polyint``, ``polyfit``, and ``vander``.
+``polyder``, ``polyint``, ``polyfit``, ``vander``, and ``poly`` / ``roots`` between coefficients
+and zeros (``roots`` is the eigenvalues of the companion matrix, as in numpy and JAX).
 
 Lengths are static (array shapes), so everything traces, differentiates and compiles.
 ``polymul``/``polyder``/``polyint``/``polydiv``/``polyfit`` compute in floating point (integers
@@ -12,10 +13,14 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
+
+from fungrad import dtypes
 from fungrad import numpy as fnp
 from fungrad.numpy import util
 
 __all__ = [
+    "poly",
     "polyadd",
     "polyder",
     "polydiv",
@@ -24,6 +29,7 @@ __all__ = [
     "polymul",
     "polysub",
     "polyval",
+    "roots",
     "vander",
 ]
 
@@ -199,3 +205,86 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = 
     gram = lhs.T @ lhs
     c = fnp.linalg.solve(gram, lhs.T @ rhs)
     return (c.T / scale).T
+
+
+def poly(seq_of_zeros):
+    """The coefficients (highest power first, leading 1) of the monic polynomial whose zeros are
+    ``seq_of_zeros`` (``jnp.poly``): a 1-D array of zeros, a scalar (one zero), or a non-empty
+    square matrix (its characteristic polynomial, from its eigenvalues, so complex).
+
+    As in JAX the result is always inexact and complex whenever the zeros are (numpy returns real
+    coefficients when complex zeros come in conjugate pairs), and no zeros give the 0-d ``1``.
+    """
+    util.check_arraylike("poly", seq_of_zeros)
+    (z,) = util.promote_dtypes_inexact(util.asarray(seq_of_zeros, fun_name="poly"))
+    z = fnp.atleast_1d(z)
+    if z.ndim == 2 and z.shape[0] == z.shape[1] and z.shape[0] != 0:
+        z = fnp.linalg.eigvals(z)
+    if z.ndim != 1:
+        raise ValueError(
+            f"poly: input must be 1d or non-empty square 2d array, got shape {z.shape}"
+        )
+    if z.shape[0] == 0:
+        return fnp.ones((), z.dtype)
+    zero = fnp.zeros(1, z.dtype)
+    a = fnp.ones(1, z.dtype)
+    for k in range(z.shape[0]):  # a(x) * (x - z[k])
+        a = fnp.concatenate([a, zero]) - z[k] * fnp.concatenate([zero, a])
+    return a
+
+
+def _companion(a):
+    """The companion matrices [..., N-1, N-1] of the coefficient vectors ``a`` [..., N]
+    (inexact, N >= 2): first row ``-a[1:] / a[0]``, ones on the first subdiagonal. Their
+    eigenvalues are the polynomials' roots. (Shared with fungrad.scipy.linalg.companion.)"""
+    m = a.shape[-1] - 1
+    first_row = -a[..., 1:] / a[..., :1]
+    rows = np.arange(m)[:, None]
+    below = fnp.asarray(np.eye(m, k=-1), dtype=a.dtype)
+    return fnp.where(rows == 0, first_row[..., None, :], below)
+
+
+def roots(p, *, strip_zeros: bool = True):
+    """The roots of the polynomial with coefficients ``p`` (highest power first), always complex
+    (``jnp.roots``): the eigenvalues of its companion matrix.
+
+    ``strip_zeros=True`` (numpy's behaviour) drops leading zero coefficients, so the number of
+    roots depends on ``p``'s values and ``p`` must be concrete (not under jit). With
+    ``strip_zeros=False`` the output always has ``len(p) - 1`` entries: each leading zero
+    coefficient turns one root into NaN (at the end, after the zero roots), which works under
+    jit and the other transformations.
+    """
+    util.check_arraylike("roots", p)
+    (p,) = util.promote_dtypes_inexact(util.asarray(p, fun_name="roots"))
+    p = fnp.atleast_1d(p)
+    if p.ndim != 1:
+        raise ValueError(f"roots: input must be a rank-1 array, got shape {p.shape}")
+    n = p.shape[0]
+    if n < 2:
+        return fnp.zeros(0, dtypes.complex_dtype(p.dtype))
+    nonzero = p != 0
+    leading = fnp.where(fnp.any(nonzero), fnp.argmax(nonzero), n)  # leading zero coefficients
+    if strip_zeros:
+        k = int(
+            util.concrete_or_error(
+                leading,
+                "roots(strip_zeros=True), which needs the number of leading zero coefficients; "
+                "under jit pass strip_zeros=False (leading zeros then give NaN roots)",
+            )
+        )
+        return _eigvals_of_companion(p[k:])
+    # Move the leading zeros to the end: the same roots plus one zero root per leading zero
+    # (all ones if p is all zero, so the eigenvalue solver sees finite numbers). The zero roots
+    # go last and as many as there were leading zeros become NaN.
+    p = fnp.where(leading == n, fnp.ones_like(p), p)
+    p = fnp.take(p, (fnp.arange(n) + leading) % n)
+    r = _eigvals_of_companion(p)
+    r = r[fnp.argsort(r == 0, stable=True)]
+    undefined = fnp.arange(n - 1) >= n - 1 - leading
+    return fnp.where(undefined, fnp.asarray(complex(np.nan, np.nan), r.dtype), r)
+
+
+def _eigvals_of_companion(p):
+    if p.shape[0] < 2:
+        return fnp.zeros(0, dtypes.complex_dtype(p.dtype))
+    return fnp.linalg.eigvals(_companion(p))

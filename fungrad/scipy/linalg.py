@@ -18,28 +18,45 @@ squaring with the degree-13 Pade approximant (Higham 2005). SciPy's ``overwrite_
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
-from fungrad import lax
+from fungrad import dtypes, lax
+from fungrad import numpy as fnp
 from fungrad.lax import linalg_lu as _lu
 from fungrad.lax.linalg import lu_pivots_to_permutation
 from fungrad.lax.linalg_lu import lu_p
 from fungrad.lax.linalg_primitives import triangular_solve_p
 from fungrad.numpy import linalg as np_linalg
-from fungrad.numpy import util
+from fungrad.numpy import polynomial, util
 
 __all__ = [
     "block_diag",
     "cho_factor",
     "cho_solve",
     "cholesky",
+    "circulant",
+    "companion",
+    "convolution_matrix",
     "det",
+    "dft",
     "eigh",
     "expm",
+    "fiedler",
+    "fiedler_companion",
+    "hadamard",
+    "hankel",
+    "helmert",
+    "hilbert",
     "inv",
+    "invhilbert",
+    "invpascal",
+    "leslie",
     "lu",
     "lu_factor",
     "lu_solve",
+    "pascal",
     "qr",
     "solve",
     "solve_triangular",
@@ -398,21 +415,345 @@ def block_diag(*arrs):
     return fnp.concatenate(rows, axis=0)
 
 
-def toeplitz(c, r=None):
-    """The Toeplitz matrix with first column ``c`` and first row ``r`` (default ``c``; its
-    first element is ignored), ``T[i, j] = c[i - j]`` below the diagonal, ``r[j - i]``
-    above."""
-    from fungrad import numpy as fnp
+# -- special matrices --------------------------------------------------------------------------
+# The constructors from vectors take [..., N] arrays and return a matrix per vector (batch
+# dimensions broadcast, as JAX's jnp.vectorize would): each is one gather along the last axis
+# at indices fixed by the shapes, so they trace, differentiate and batch. The constructors of
+# order n (hilbert, pascal, dft...) have no array input: n is static and the matrix is a
+# constant, computed by numpy in float64 (exact binomial coefficients, angles reduced modulo
+# n) and rounded once to the result dtype.
 
-    util.check_arraylike("toeplitz", c)
-    c = fnp.ravel(fnp.asarray(c))
-    r = c if r is None else fnp.ravel(fnp.asarray(r))
-    c, r = util.promote_dtypes(c, r)
-    i = fnp.arange(c.shape[0])[:, None]
-    j = fnp.arange(r.shape[0])[None, :]
-    below = fnp.take(c, fnp.clip(i - j, 0, max(c.shape[0] - 1, 0)), mode="clip")
-    above = fnp.take(r, fnp.clip(j - i, 0, max(r.shape[0] - 1, 0)), mode="clip")
-    return fnp.where(i >= j, below, above)
+
+def _vectors(fun_name: str, *xs):
+    """``xs`` (arrays or scalars) as arrays with at least one dimension whose leading (batch)
+    dimensions broadcast to one shape."""
+    xs = [fnp.atleast_1d(util.asarray(x, fun_name=fun_name)) for x in xs]
+    batch = util.broadcast_shapes(*(x.shape[:-1] for x in xs), fun_name=fun_name)
+    return [util.broadcast_to_shape(x, batch + x.shape[-1:]) for x in xs]
+
+
+def _gather(v, index, valid=None):
+    """``out[..., i, j] = v[..., index[i, j]]`` for a static integer matrix ``index``, zero
+    where the boolean matrix ``valid`` is false."""
+    out = fnp.take(v, np.clip(index, 0, max(v.shape[-1] - 1, 0)), axis=-1, mode="clip")
+    return out if valid is None else fnp.where(valid, out, fnp.zeros((), v.dtype))
+
+
+def _grid(rows: int, cols: int):
+    return np.arange(rows)[:, None], np.arange(cols)[None, :]
+
+
+def toeplitz(c, r=None):
+    """The Toeplitz matrix with first column ``c`` and first row ``r``: ``T[i, j] = c[i - j]``
+    on and below the diagonal, ``r[j - i]`` above (``r[0]`` is ignored). ``r`` defaults to
+    ``conj(c)``, which makes the matrix Hermitian when ``c[0]`` is real.
+
+    ``c`` [..., N] and ``r`` [..., M] give [..., N, M] (a scalar is a 1-vector)."""
+    util.check_arraylike("toeplitz", *((c,) if r is None else (c, r)))
+    if r is None:
+        r = fnp.conj(util.asarray(c, fun_name="toeplitz"))
+    c, r = _vectors("toeplitz", *util.promote_dtypes(c, r, fun_name="toeplitz"))
+    n, m = c.shape[-1], r.shape[-1]
+    if n == 0 or m == 0:
+        return fnp.zeros(c.shape[:-1] + (n, m), c.dtype)
+    # v = [c[n-1], ..., c[0], r[1], ..., r[m-1]]: T[i, j] = v[n - 1 - i + j]
+    v = fnp.concatenate([fnp.flip(c, -1), r[..., 1:]], axis=-1)
+    i, j = _grid(n, m)
+    return _gather(v, n - 1 - i + j)
+
+
+def hankel(c, r=None):
+    """The Hankel matrix with first column ``c`` and last row ``r`` (default zeros; ``r[0]`` is
+    ignored): ``H[i, j] = v[i + j]`` for ``v = concatenate([c, r[1:]])``, constant
+    anti-diagonals. ``c`` [..., N] and ``r`` [..., M] give [..., N, M]; scalars are errors."""
+    util.check_arraylike("hankel", *((c,) if r is None else (c, r)))
+    for name, x in (("c", c), ("r", r)):
+        if x is not None and np.ndim(x) == 0:
+            raise ValueError(f"hankel: {name} must be at least 1-dimensional, got a scalar.")
+    if r is None:
+        r = fnp.zeros_like(util.asarray(c, fun_name="hankel"))
+    c, r = _vectors("hankel", *util.promote_dtypes(c, r, fun_name="hankel"))
+    n, m = c.shape[-1], r.shape[-1]
+    if n == 0 or m == 0:
+        return fnp.zeros(c.shape[:-1] + (n, m), c.dtype)
+    i, j = _grid(n, m)
+    return _gather(fnp.concatenate([c, r[..., 1:]], axis=-1), i + j)
+
+
+def circulant(c):
+    """The circulant matrix with first column ``c``: ``C[i, j] = c[(i - j) % N]``, each column
+    the previous one shifted down cyclically. ``c`` [..., N] gives [..., N, N]."""
+    util.check_arraylike("circulant", c)
+    (c,) = _vectors("circulant", c)
+    i, j = _grid(c.shape[-1], c.shape[-1])
+    return _gather(c, (i - j) % max(c.shape[-1], 1))
+
+
+def leslie(f, s):
+    """The Leslie matrix (age-structured population model): fecundities ``f`` [..., N] (N >= 2)
+    as the first row, survival rates ``s`` [..., N - 1] on the first subdiagonal, zeros
+    elsewhere; [..., N, N], ``f`` and ``s`` promoted together."""
+    util.check_arraylike("leslie", f, s)
+    f, s = _vectors("leslie", *util.promote_dtypes(f, s, fun_name="leslie"))
+    n = f.shape[-1]
+    if n < 2:
+        raise ValueError(
+            f"leslie: the length of f along the last axis must be at least 2; got shape {f.shape}."
+        )
+    if s.shape[-1] != n - 1:
+        raise ValueError(
+            "leslie: incorrect lengths for f and s. The length of s along the last axis must be "
+            f"one less than the length of f; got f shape {f.shape} and s shape {s.shape}."
+        )
+    i, j = _grid(n, n)
+    return fnp.where(i == 0, f[..., None, :], _gather(s, j, valid=i == j + 1))
+
+
+def companion(a):
+    """The companion matrix of the polynomial with coefficients ``a`` [..., N] (highest power
+    first, N >= 2): first row ``-a[1:] / a[0]``, ones on the first subdiagonal, [..., N-1, N-1];
+    its eigenvalues are the roots. Inexact (integers become floats). A zero ``a[0]`` gives
+    inf/nan entries rather than SciPy's error (values are not checked, as in JAX)."""
+    (a,) = util.promote_args_inexact("companion", a)
+    (a,) = _vectors("companion", a)
+    if a.shape[-1] < 2:
+        raise ValueError(
+            f"companion: the length of `a` along the last axis must be at least 2; got shape "
+            f"{a.shape}."
+        )
+    return polynomial._companion(a)
+
+
+def fiedler(a):
+    """The symmetric Fiedler matrix ``F[i, j] = |a[i] - a[j]|`` of ``a`` [..., N]: [..., N, N],
+    zero diagonal, ``a``'s dtype (bool is an error, as subtraction)."""
+    util.check_arraylike("fiedler", a)
+    (a,) = _vectors("fiedler", a)
+    return fnp.abs(a[..., :, None] - a[..., None, :])
+
+
+def _fiedler_companion_pattern(m: int):
+    """For the [m, m] Fiedler companion matrix: ``coef`` (the index k of the entry ``-a[k]``,
+    -1 elsewhere) and ``ones`` (where the entry is 1). Row 0 holds ``-a[1]`` and, in even
+    rows i, ``-a[i + 1]`` left of the diagonal and ``-a[i + 2]`` right of it; the ones sit two
+    columns right of even rows and two columns left of odd rows (and at [1, 0])."""
+    coef = np.full((m, m), -1)
+    ones = np.zeros((m, m), bool)
+    if m:
+        coef[0, 0] = 1
+    for i in range(0, m, 2):
+        if i >= 2:
+            coef[i, i - 1] = i + 1
+        if i + 1 < m:
+            coef[i, i + 1] = i + 2
+        if i + 2 < m:
+            ones[i, i + 2] = True
+    for i in range(1, m, 2):
+        ones[i, i - 2 if i >= 3 else 0] = True
+    return coef, ones
+
+
+def fiedler_companion(a):
+    """The Fiedler companion matrix of the polynomial with coefficients ``a`` [..., N] (highest
+    power first, N >= 1): a pentadiagonal [..., N-1, N-1] matrix with the polynomial's roots as
+    eigenvalues, sparser than :func:`companion`'s. Inexact; ``a[0]`` is not checked for zero."""
+    (a,) = util.promote_args_inexact("fiedler_companion", a)
+    (a,) = _vectors("fiedler_companion", a)
+    if a.shape[-1] == 0:
+        raise ValueError(
+            "fiedler_companion requires the last axis of 'a' to have nonzero length, but got an "
+            f"array of shape {a.shape}."
+        )
+    coef, ones = _fiedler_companion_pattern(a.shape[-1] - 1)
+    a = a / a[..., :1]
+    return fnp.where(ones, fnp.ones((), a.dtype), _gather(-a, coef, valid=coef >= 0))
+
+
+_CONVOLUTION_MODES = ("full", "valid", "same")
+
+
+def convolution_matrix(a, n: int, mode: str = "full"):
+    """The Toeplitz matrix ``A`` [..., k, n] with ``A @ v == convolve(a, v, mode)`` for ``a``
+    [..., m] (m >= 1) and ``v`` of length ``n`` (a positive static integer): ``k`` is
+    ``m + n - 1`` (``"full"``), ``max(m, n)`` (``"same"``) or ``max(m, n) - min(m, n) + 1``
+    (``"valid"``). Keeps ``a``'s dtype."""
+    n = operator.index(n)
+    if n <= 0:
+        raise ValueError(f"convolution_matrix: n must be a positive integer; got {n}.")
+    util.check_arraylike("convolution_matrix", a)
+    if np.ndim(a) == 0:
+        raise ValueError("convolution_matrix: a must be at least 1-dimensional, got a scalar.")
+    a = util.asarray(a, fun_name="convolution_matrix")
+    m = a.shape[-1]
+    if m < 1:
+        raise ValueError(f"convolution_matrix: len(a) must be at least 1; got shape {a.shape}.")
+    if mode not in _CONVOLUTION_MODES:
+        raise ValueError(
+            f"convolution_matrix: mode must be one of 'full', 'valid', 'same'; got {mode!r}."
+        )
+    # Row i of the full matrix (m + n - 1 rows) is a[i - j] over columns j; "same" and "valid"
+    # keep the rows from `first` on, the centre and the part where a and v overlap fully.
+    shortest, longest = min(m, n), max(m, n)
+    first, rows = {
+        "full": (0, m + n - 1),
+        "same": ((shortest - 1) // 2, longest),
+        "valid": (shortest - 1, longest - shortest + 1),
+    }[mode]
+    i, j = _grid(rows, n)
+    k = i + first - j
+    return _gather(a, k, valid=(k >= 0) & (k < m))
+
+
+def _order(fun_name: str, n) -> int:
+    try:
+        return operator.index(n)
+    except TypeError:
+        raise TypeError(f"{fun_name}: n must be a static integer, got {n!r}") from None
+
+
+def _constant(matrix: np.ndarray, dtype):
+    """The numpy constant ``matrix`` as an Array of ``dtype``, rounded once."""
+    return util.asarray(matrix, dtype=dtype)
+
+
+def _binomials(size: int) -> np.ndarray:
+    """``B[i, j] = C(i, j)`` for ``0 <= i, j < size`` in float64 by Pascal's rule: exact while
+    below 2**53, correctly rounded sums beyond."""
+    table = np.zeros((size, size))
+    table[:, :1] = 1.0
+    for i in range(1, size):
+        table[i, 1:] = table[i - 1, 1:] + table[i - 1, :-1]
+    return table
+
+
+def hilbert(n: int):
+    """The Hilbert matrix ``H[i, j] = 1 / (i + j + 1)`` of order ``n`` (default float dtype),
+    computed in that dtype as JAX does (one correctly rounded division per entry)."""
+    n = _order("hilbert", n)
+    if n < 0:
+        raise TypeError(f"hilbert: n must be non-negative, got {n}")
+    a = np.arange(n, dtype=dtypes.default_float_dtype())
+    return _constant(1 / (a[:, None] + a[None, :] + 1), a.dtype)
+
+
+def invhilbert(n: int):
+    """The inverse of the Hilbert matrix of order ``n`` (default float dtype; a negative ``n``
+    gives an empty matrix), from its closed form ``(-1)**(i+j) (i+j+1) C(n+i, n-j-1)
+    C(n+j, n-i-1) C(i+j, i)**2``. The entries grow fast: beyond n of about 14 (float64) they
+    cannot be represented exactly, and they overflow float32 near n = 30. SciPy's ``exact`` is
+    not supported (as in JAX)."""
+    n = max(_order("invhilbert", n), 0)
+    b = _binomials(2 * n)
+    i, j = _grid(n, n)
+    s = i + j
+    sign = np.where(s % 2 == 0, 1.0, -1.0)
+    with np.errstate(over="ignore"):
+        inv = sign * (s + 1) * b[n + i, n - j - 1] * b[n + j, n - i - 1] * b[s, i] ** 2
+    return _constant(inv, dtypes.default_float_dtype())
+
+
+_PASCAL_KINDS = ("symmetric", "lower", "upper")
+
+
+def _pascal_kind(fun_name: str, kind) -> str:
+    kind = "symmetric" if kind is None else kind
+    if kind not in _PASCAL_KINDS:
+        raise ValueError(
+            f"{fun_name}: Expected kind to be one of: {list(_PASCAL_KINDS)}; got {kind}"
+        )
+    return kind
+
+
+def pascal(n: int, kind: str | None = None):
+    """The Pascal matrix of order ``n``: binomial coefficients, ``C(i + j, i)``
+    (``kind="symmetric"``, the default), lower-triangular ``C(i, j)`` (``"lower"``) or its
+    transpose (``"upper"``). float32 whatever the x64 setting, as in JAX; the coefficients are
+    exact (JAX's come from lgamma and are off in the last digits), rounded to float32 above
+    2**24. A negative ``n`` gives an empty matrix."""
+    kind = _pascal_kind("pascal", kind)
+    n = max(_order("pascal", n), 0)
+    b = _binomials(2 * n)
+    if kind == "symmetric":
+        i, j = _grid(n, n)
+        mat = b[i + j, i]
+    else:
+        mat = b[:n, :n] if kind == "lower" else b[:n, :n].T
+    return _constant(mat, np.float32)
+
+
+def invpascal(n: int, kind: str | None = None):
+    """The inverse of :func:`pascal` ``(n, kind)`` (default float dtype): ``(-1)**(i - j)
+    C(i, j)`` for ``"lower"``, its transpose for ``"upper"``, and ``upper @ lower`` for
+    ``"symmetric"``, all integers computed exactly while they fit float64's 53 bits. SciPy's
+    ``exact`` is not supported (as in JAX)."""
+    kind = _pascal_kind("invpascal", kind)
+    n = max(_order("invpascal", n), 0)
+    i, j = _grid(n, n)
+    lower = np.where((i - j) % 2 == 0, 1.0, -1.0) * _binomials(n)
+    mat = {"lower": lower, "upper": lower.T}.get(kind)
+    if mat is None:
+        mat = lower.T @ lower
+    return _constant(mat, dtypes.default_float_dtype())
+
+
+def helmert(n: int, full: bool = False):
+    """The Helmert matrix of order ``n`` (a positive integer; default float dtype): orthonormal
+    contrasts, row ``k - 1`` being ``(1, ..., 1, -k, 0, ..., 0) / sqrt(k (k + 1))`` with ``k``
+    ones, [n - 1, n]; ``full=True`` puts the row ``1 / sqrt(n)`` first, giving an orthogonal
+    [n, n] matrix."""
+    n = _order("helmert", n)
+    if n < 1:
+        raise ValueError(f"helmert: n must be a positive integer; got {n}.")
+    i, j = _grid(n - 1, n)
+    k = i + 1.0
+    mat = np.where(j <= i, 1.0, np.where(j == k, -k, 0.0)) / np.sqrt(k * (k + 1))
+    if full:
+        mat = np.concatenate([np.full((1, n), 1 / np.sqrt(n)), mat])
+    return _constant(mat, dtypes.default_float_dtype())
+
+
+def hadamard(n: int, dtype=int):
+    """The Hadamard matrix of order ``n`` (a positive power of 2) by Sylvester's construction,
+    ``H_2m = [[H_m, H_m], [H_m, -H_m]]`` (``H @ H.T == n * I``), of ``dtype`` (default the
+    default integer dtype; -1 wraps in unsigned dtypes, and bool cannot hold it)."""
+    n = _order("hadamard", n)
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"hadamard: n must be a positive power of 2; got {n}.")
+    dt = (
+        dtypes.default_float_dtype()
+        if dtype is None
+        else dtypes.check_user_dtype(dtype, "hadamard")
+    )
+    if dt == np.bool_ and n > 1:
+        raise TypeError("hadamard: dtype bool cannot hold the -1 entries of a Hadamard matrix")
+    mat = np.ones((1, 1), np.int64)
+    while mat.shape[0] < n:
+        mat = np.block([[mat, mat], [mat, -mat]])
+    return _constant(mat, dt)
+
+
+_DFT_SCALES = (None, "sqrtn", "n")
+
+
+def dft(n: int, scale: str | None = None, *, dtype=None):
+    """The discrete Fourier transform matrix of order ``n``: ``W[i, j] = exp(-2 pi 1j i j / n)``
+    (``W @ x == fft(x)``), divided by ``sqrt(n)`` (``scale="sqrtn"``, unitary) or ``n``
+    (``"n"``). ``dtype`` must be complex (default: the default complex dtype). The angles are
+    reduced modulo ``n`` exactly before rounding, so large orders stay accurate."""
+    if scale not in _DFT_SCALES:
+        raise ValueError(f"dft: scale must be None, 'sqrtn', or 'n'; got {scale!r}.")
+    if dtype is None:
+        dt = dtypes.default_complex_dtype()
+    else:
+        dt = dtypes.check_user_dtype(dtype, "dft")
+        if dt.kind != "c":
+            raise ValueError(f"dft: dtype must be a complex floating-point type; got {dt}.")
+    n = max(_order("dft", n), 0)
+    i, j = _grid(n, n)
+    w = np.exp(-2j * np.pi * ((i * j) % max(n, 1)) / max(n, 1))
+    if scale is not None:
+        w = w / (np.sqrt(n) if scale == "sqrtn" else n)
+    return _constant(w, dt)
 
 
 _PADE13 = (

@@ -59,6 +59,9 @@ MODULES = [
         )
     ],
     ("fungrad.scipy.linalg", "dense solvers and decompositions (jax.scipy.linalg)"),
+    ("fungrad.scipy.ndimage", "map_coordinates: interpolation at given coordinates"),
+    ("fungrad.scipy.integrate", "trapezoid (jnp.trapezoid)"),
+    ("fungrad.scipy.fft", "discrete cosine transforms (type 2) and their inverses"),
     ("fungrad.scipy.optimize", "minimize (BFGS)"),
     ("fungrad.scipy.sparse.linalg", "conjugate gradients"),
     ("fungrad.random", "threefry-based random numbers"),

@@ -664,3 +664,25 @@ def test_jit_grad_and_vmap_along_other_axes_match_eager():
     np.testing.assert_allclose(fg.jit(fg.grad(loss))(x), eager, rtol=1e-5, atol=1e-5)
     mapped = fg.jit(fg.vmap(lambda v: fnp.fft.rfft(v, axis=0), in_axes=1, out_axes=1))(x)
     np.testing.assert_allclose(mapped, np.fft.rfft(x.astype(np.float64), axis=0), atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [2, 6, 8, 12])
+@pytest.mark.parametrize("axis", [-1, 0])
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_jit_rfft_of_values_near_the_largest_float_stays_finite(n, axis, norm):
+    """The real transform's even/odd split halves sums of two spectra: computed as (a + b) / 2
+    it overflowed where the result is finite (fuzz seed 368418: rfft of [3e38, 0, ...] was
+    inf + nan i under jit). (Samples that make the packed complex transform's parts exceed
+    the largest float, e.g. two neighbours of 1.5e38, still overflow there.)"""
+    rng = np.random.default_rng(n)
+    for first in ([3e38], [-3e38], [3e38, 0, -1e37]):
+        x = np.zeros((n, 4), np.float32)
+        x[: len(first)] = np.asarray(first[:n], np.float32)[:, None]
+        x += rng.standard_normal(x.shape).astype(np.float32)
+        x = x if axis == 0 else np.ascontiguousarray(x.T)
+        want = np.fft.rfft(x.astype(np.float64), axis=axis, norm=norm)
+        if not np.isfinite(want.astype(np.complex64)).all():
+            continue
+        got = np.asarray(fg.jit(lambda x: fnp.fft.rfft(x, axis=axis, norm=norm))(x))
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())

@@ -377,6 +377,24 @@ def _scaled(x, factor: float):
     return lax.mul(x, lax.full((), factor, core.get_aval(x).dtype))
 
 
+def _add_scaled(a, b, h):
+    """``(a + b) * h`` as ``a * h + b * h`` (``h`` at most 1/2): the sum of two spectra near the
+    largest float overflowed to inf (and inf - inf to NaN) where each half is finite: jit's
+    ``rfft`` of a float32 ``[3e38, 0, ...]`` was inf + nan i. (The packed complex transform
+    itself can still overflow where the real one would not, for neighbouring samples whose
+    sum of magnitudes exceeds the largest float.)"""
+    from fungrad import lax
+
+    return lax.add(lax.mul(a, h), lax.mul(b, h))
+
+
+def _sub_scaled(a, b, h):
+    """``(a - b) * h`` as ``a * h - b * h`` (see :func:`_add_scaled`)."""
+    from fungrad import lax
+
+    return lax.sub(lax.mul(a, h), lax.mul(b, h))
+
+
 def _twiddles(count: int, n: int, like):
     """``cos(2 pi k / n)`` and ``sin(2 pi k / n)`` for ``k < count`` (computed in float64),
     broadcast along the last axis of ``like``'s shape (whose last axis is ``count`` long)."""
@@ -419,8 +437,8 @@ def _rfft_last(x, n: int):
     ai = lax.concatenate([zi, _last(zi, 0, 1)], nd - 1)
     br, bi = lax.rev(ar, (nd - 1,)), lax.rev(ai, (nd - 1,))
     half = lax.full((), 0.5, aval.dtype)
-    er, ei = lax.mul(lax.add(ar, br), half), lax.mul(lax.sub(ai, bi), half)
-    o_r, o_i = lax.mul(lax.add(ai, bi), half), lax.mul(lax.sub(br, ar), half)
+    er, ei = _add_scaled(ar, br, half), _sub_scaled(ai, bi, half)
+    o_r, o_i = _add_scaled(ai, bi, half), _sub_scaled(br, ar, half)
     c, s = _twiddles(m + 1, n, er)  # e^(-i theta) = c - i s
     xr = lax.add(er, lax.add(lax.mul(c, o_r), lax.mul(s, o_i)))
     xi = lax.add(ei, lax.sub(lax.mul(c, o_i), lax.mul(s, o_r)))
@@ -456,8 +474,8 @@ def _rfft_column_pairs(x, axis: int, n: int):
             for p in (zr, zi)
         )
     half = lax.full((), 0.5, aval.dtype)
-    er, ei = lax.mul(lax.add(ar, br), half), lax.mul(lax.sub(ai, bi), half)
-    o_r, o_i = lax.mul(lax.add(ai, bi), half), lax.mul(lax.sub(br, ar), half)
+    er, ei = _add_scaled(ar, br, half), _sub_scaled(ai, bi, half)
+    o_r, o_i = _add_scaled(ai, bi, half), _sub_scaled(br, ar, half)
     out = shape[:axis] + (m,) + shape[axis + 1 : nd]
     return lax.reshape(_interleave(er, o_r), out), lax.reshape(_interleave(ei, o_i), out)
 
@@ -489,7 +507,7 @@ def _irfft_column_pairs(re, im, axis: int, n: int, lead: int):
 
     er, o_r, ei, o_i = extended(er, 1), extended(o_r, 1), extended(ei, -1), extended(o_i, -1)
     scale = lax.full((), 1 / (n * lead), aval.dtype)
-    zr, zi = lax.mul(lax.sub(er, o_i), scale), lax.mul(lax.add(ei, o_r), scale)
+    zr, zi = _sub_scaled(er, o_i, scale), _add_scaled(ei, o_r, scale)
     z = _c2c_along(_interleave(zr, zi), axis, True)
     return lax.reshape(z, shape[:axis] + (n,) + shape[axis + 1 :])
 
@@ -520,8 +538,8 @@ def _irfft_last(re, im, n: int, lead: int):
         br = lax.rev(_last(re, 1, m + 1), (nd - 1,))
         bi = lax.rev(_last(im, 1, m + 1), (nd - 1,))
         half = lax.full((), 0.5 / (m * lead), aval.dtype)  # the inverse's length is M
-        er, ei = lax.mul(lax.add(ar, br), half), lax.mul(lax.sub(ai, bi), half)
-        dr, di = lax.mul(lax.sub(ar, br), half), lax.mul(lax.add(ai, bi), half)
+        er, ei = _add_scaled(ar, br, half), _sub_scaled(ai, bi, half)
+        dr, di = _sub_scaled(ar, br, half), _add_scaled(ai, bi, half)
         c, s = _twiddles(m, n, er)  # O = D (c + i s)
         o_r = lax.sub(lax.mul(dr, c), lax.mul(di, s))
         o_i = lax.add(lax.mul(dr, s), lax.mul(di, c))

@@ -48,7 +48,7 @@ from fungrad.numpy.scalar_types import *  # noqa: F401,F403,E402  (fnp.int32(7) 
 integer, signedinteger, unsignedinteger = _np.integer, _np.signedinteger, _np.unsignedinteger
 floating, inexact, number, generic = _np.floating, _np.inexact, _np.number, _np.generic
 dtype = _np.dtype
-issubdtype = _np.issubdtype
+issubdtype = _dtypes.issubdtype  # (jax.dtypes.issubdtype is jnp.issubdtype)
 result_type = _dtypes.result_type
 finfo = _dtypes.finfo
 iinfo = _dtypes.iinfo

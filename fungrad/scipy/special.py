@@ -42,6 +42,7 @@ from fungrad.scipy._special_util import (  # noqa: F401  (gammasgn, gamma re-exp
     gammasgn,
     inexact,
     lists_as_arrays,
+    make_custom_jvp,
     ndtr_unchecked,
     normal_inexact,
 )
@@ -334,26 +335,58 @@ def betainc(a, b, x):
 # -- x log y ---------------------------------------------------------------------------------
 
 
-def xlogy(x, y):
-    """``x * log(y)``, defined as 0 where ``x == 0`` (unless ``y`` is NaN, as in SciPy)."""
-    util.check_arraylike("xlogy", x, y)
-    x, y = util.promote_args_inexact("xlogy", x, y)
+def _xlogy_value(x, y):
     x_ok = (x != 0) | fnp.isnan(y)
     return fnp.where(x_ok, x * fnp.log(y), fnp.zeros_like(x))
 
 
-def xlog1py(x, y):
-    """``x * log1p(y)``, defined as 0 where ``x == 0`` (unless ``y`` is NaN)."""
-    util.check_arraylike("xlog1py", x, y)
-    x, y = util.promote_args_inexact("xlog1py", x, y)
+def _xlogy_jvp(primals, tangents):
+    # JAX's rule: d/dx = log(y) and d/dy = x / y everywhere, also at x == 0 where the value is
+    # defined as 0 (the where's derivative would be 0 there: grad(xlogy)(0., 2.) is log 2)
+    (x, y), (dx, dy) = primals, tangents
+    return _xlogy(x, y), dx * fnp.log(y) + dy * x / y
+
+
+def _xlog1py_value(x, y):
     x_ok = (x != 0) | fnp.isnan(y)
     return fnp.where(x_ok, x * fnp.log1p(y), fnp.zeros_like(x))
 
 
+def _xlog1py_jvp(primals, tangents):
+    (x, y), (dx, dy) = primals, tangents
+    return _xlog1py(x, y), dx * fnp.log1p(y) + dy * x / (1 + y)
+
+
+def _xlogx_jvp(primals, tangents):
+    # d/dx x log x = log x + 1 (inf at 0: grad(entr)(0.) is +inf, as in JAX)
+    ((x,), (dx,)) = primals, tangents
+    return _xlogx(x), dx * (fnp.log(x) + 1)
+
+
+_xlogy = make_custom_jvp(_xlogy_value, _xlogy_jvp)
+_xlog1py = make_custom_jvp(_xlog1py_value, _xlog1py_jvp)
+_xlogx = make_custom_jvp(lambda x: _xlogy_value(x, x), _xlogx_jvp)
+
+
+def xlogy(x, y):
+    """``x * log(y)``, defined as 0 where ``x == 0`` (unless ``y`` is NaN, as in SciPy). Its
+    derivative is JAX's: ``log(y)`` in ``x`` and ``x / y`` in ``y`` everywhere, x == 0 included."""
+    util.check_arraylike("xlogy", x, y)
+    return _xlogy(*util.promote_args_inexact("xlogy", x, y))
+
+
+def xlog1py(x, y):
+    """``x * log1p(y)``, defined as 0 where ``x == 0`` (unless ``y`` is NaN); derivative
+    ``log1p(y)`` in ``x`` and ``x / (1 + y)`` in ``y`` everywhere, as in JAX."""
+    util.check_arraylike("xlog1py", x, y)
+    return _xlog1py(*util.promote_args_inexact("xlog1py", x, y))
+
+
 def entr(x):
-    """Elementwise entropy ``-x log x`` for ``x >= 0`` (0 at 0), ``-inf`` for ``x < 0``."""
+    """Elementwise entropy ``-x log x`` for ``x >= 0`` (0 at 0), ``-inf`` for ``x < 0``; its
+    derivative ``-(log x + 1)`` is ``+inf`` at 0, as in JAX."""
     x = inexact("entr", x)
-    return fnp.where(x < 0, -np.inf, -xlogy(x, x))
+    return fnp.where(x < 0, -np.inf, -_xlogx(x))
 
 
 # -- the normal distribution -----------------------------------------------------------------
@@ -540,7 +573,7 @@ def _log_ratio(p, q):
 
 def rel_entr(p, q):
     """Elementwise relative entropy: ``p log(p / q)`` for ``p, q > 0``, 0 at ``p == 0`` (for
-    ``q >= 0``), ``+inf`` otherwise."""
+    ``q >= 0``), ``+inf`` otherwise; NaN where either is NaN (SciPy's)."""
     util.check_arraylike("rel_entr", p, q)
     p, q = util.promote_args_inexact("rel_entr", p, q)
     both_pos = (p > 0) & (q > 0)
@@ -551,15 +584,14 @@ def rel_entr(p, q):
 
 
 def kl_div(p, q):
-    """Elementwise Kullback-Leibler term ``p log(p / q) - p + q`` for ``p, q > 0``; ``q`` at
-    ``p == 0`` (for ``q >= 0``), ``+inf`` otherwise."""
+    """Elementwise Kullback-Leibler term ``rel_entr(p, q) - p + q``: ``p log(p / q) - p + q``
+    for ``p, q > 0``, ``q`` at ``p == 0`` (for ``q >= 0``), ``+inf`` otherwise. Written as
+    JAX writes it, so its derivative in ``p`` at ``p == 0`` is JAX's ``-1`` (the ``- p``)."""
     util.check_arraylike("kl_div", p, q)
     p, q = util.promote_args_inexact("kl_div", p, q)
-    both_pos = (p > 0) & (q > 0)
-    safe_p, safe_q = fnp.where(both_pos, p, 1.0), fnp.where(both_pos, q, 1.0)
-    val = safe_p * _log_ratio(safe_p, safe_q) - safe_p + safe_q
-    out = fnp.where(both_pos, val, fnp.where((p == 0) & (q >= 0), q, np.inf))
-    return fnp.where(fnp.isnan(p) | fnp.isnan(q), np.nan, out)
+    defined = ((p > 0) & (q > 0)) | ((p == 0) & (q >= 0)) | fnp.isnan(p) | fnp.isnan(q)
+    # the documented +inf "otherwise" (rel_entr is inf there; minus an infinite p it was NaN)
+    return fnp.where(defined, rel_entr(p, q) - p + q, np.inf)
 
 
 def softmax(x, /, *, axis=None):

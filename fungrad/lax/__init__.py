@@ -45,4 +45,5 @@ _array_ops.register(
     transpose=transpose,  # noqa: F405
     broadcast_in_dim=broadcast_in_dim,  # noqa: F405
     reduce_sum=reduce_sum,  # noqa: F405
+    convert_element_type=convert_element_type,  # noqa: F405
 )

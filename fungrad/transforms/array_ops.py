@@ -1,8 +1,9 @@
 """The few array operations the transforms apply themselves.
 
 Instantiating a symbolic zero (``full``), adding two tangents (``add``), moving a batch
-dimension (``transpose``), broadcasting an unbatched value along one (``broadcast_in_dim``) and
-summing one away (``reduce_sum``) are lax's wrappers; the identity that ``jacfwd``/``jacrev``
+dimension (``transpose``), broadcasting an unbatched value along one (``broadcast_in_dim``),
+summing one away (``reduce_sum``) and giving a cotangent its primal's weak type
+(``convert_element_type``) are lax's wrappers; the identity that ``jacfwd``/``jacrev``
 take their basis from (``eye``) is fungrad.numpy's. The transforms sit below ``fungrad.lax``,
 which imports them to attach its rules, so they cannot import it: lax and fungrad.numpy hand
 their functions over with :func:`register` when they are imported (their ``__init__.py``),
@@ -11,7 +12,16 @@ and the transforms call them as ``array_ops.add(x, y)``.
 
 from __future__ import annotations
 
-__all__ = ["add", "broadcast_in_dim", "eye", "full", "reduce_sum", "register", "transpose"]
+__all__ = [
+    "add",
+    "broadcast_in_dim",
+    "convert_element_type",
+    "eye",
+    "full",
+    "reduce_sum",
+    "register",
+    "transpose",
+]
 
 
 def _not_registered(*args, **kwargs):
@@ -22,8 +32,11 @@ def _not_registered(*args, **kwargs):
 
 
 full = add = transpose = broadcast_in_dim = reduce_sum = eye = _not_registered
+convert_element_type = _not_registered
 
-_NAMES = frozenset({"full", "add", "transpose", "broadcast_in_dim", "reduce_sum", "eye"})
+_NAMES = frozenset(
+    {"full", "add", "transpose", "broadcast_in_dim", "reduce_sum", "eye", "convert_element_type"}
+)
 
 
 def register(**ops) -> None:

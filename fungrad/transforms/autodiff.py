@@ -206,11 +206,21 @@ def _vjp_flat(flat_fun, flat_p):
         args = [UndefPrimal(v.aval) for v in linear.jaxpr.invars]
         cts_in = backward_pass(linear.jaxpr, linear.consts, args, nonzero)
         return [
-            _zero_cotangent(a) if type(ct) is jvp_mod.Zero or not dtypes.is_inexact(a.dtype) else ct
+            _zero_cotangent(a)
+            if type(ct) is jvp_mod.Zero or not dtypes.is_inexact(a.dtype)
+            else _with_weak_type(ct, a)
             for ct, a in zip(cts_in, in_avals)
         ]
 
     return outs_p, vjp_flat
+
+
+def _with_weak_type(ct, aval):
+    """``ct`` weakly typed when its primal is (JAX: a cotangent has its primal's aval, so
+    ``grad(f)(1.)`` is weak and ``+ float16`` stays float16), else as it is."""
+    if aval.weak_type and not core.get_aval(ct).weak_type and ct.dtype == aval.dtype:
+        return array_ops.convert_element_type(ct, aval.dtype, weak_type=True)
+    return ct
 
 
 def _tape_cotangents(cts, primals) -> list:
@@ -222,7 +232,7 @@ def _tape_cotangents(cts, primals) -> list:
         out.append(
             _zero_cotangent(aval)
             if ct is None or not dtypes.is_inexact(aval.dtype)
-            else Array.from_impl(ct, aval.strip_weak_type())
+            else Array.from_impl(ct, aval)
         )
     return out
 

@@ -7,6 +7,7 @@ import fungrad.numpy as fnp
 from fungrad import (  # noqa: E402,F401
     ad_checkpoint,
     checkpoints,
+    custom_derivatives,
     debug,
     distributed,
     errors,

@@ -67,6 +67,10 @@ MODULES = [
     ("fungrad.random", "threefry-based random numbers"),
     ("fungrad.image", "image resizing and resampling (jax.image)"),
     ("fungrad.errors", "the exceptions of tracing, under jax.errors' names and hierarchy"),
+    (
+        "fungrad.custom_derivatives",
+        "custom_jvp, custom_vjp, custom_gradient under jax's module name",
+    ),
     # fungrad.dtypes is also the internal dtype module: list only the names jax.dtypes has.
     ("fungrad.dtypes", "dtype utilities (jax.dtypes)", "tests/jax_api/jax.dtypes.txt"),
     ("fungrad.tree_util", "pytrees"),

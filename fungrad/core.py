@@ -121,9 +121,16 @@ class ShapedArray:
             h = self._hash = hash((self.shape, self.dtype, self.weak_type))
         return h
 
+    def _long(self) -> str:
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+    def __str__(self):
+        """JAX's: ``float32[2,3]``, ``~float32[]`` when weakly typed (``str(typeof(x))``)."""
+        return ("~" if self.weak_type else "") + self._long()
+
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.str_short()}{weak})"
+        return f"ShapedArray({self._long()}{weak})"
 
     # Concretisation of an abstract value is always an error; the message says how to fix it.
     def _concretization_error(self, what: str, tracer=None, error=ConcretizationTypeError):

@@ -80,7 +80,10 @@ def _rpow(self, other, modulo=None):
 
 
 def _round_operator(self, ndigits=None):
-    return ufuncs.round(self, 0 if ndigits is None else ndigits)
+    """``round(x)`` (no digits) is an integer array, as Python's round of a float is an int
+    and as in JAX (the default integer dtype); ``round(x, n)`` keeps the dtype."""
+    out = ufuncs.round(self, 0 if ndigits is None else ndigits)
+    return out.astype(int) if ndigits is None else out
 
 
 def _getitem(self, key):
@@ -96,6 +99,18 @@ def _setitem(self, key, value):
 
 
 def _contains(self, element):
+    """``element in x``, as JAX's (which departs from numpy's on purpose): ``x`` must be 1-d
+    and ``element`` a scalar; strings and None are TypeErrors."""
+    if element is None or isinstance(element, str):
+        raise TypeError(f"Array.__contains__: unsupported operand type {type(element)}.")
+    query = np.shape(element)
+    if self.ndim != 1:
+        raise ValueError(
+            "Array.__contains__: search array must be one-dimensional, got "
+            f"arr.shape={self.shape}; use (x == value).any() to search every element"
+        )
+    if query != ():
+        raise ValueError(f"Array.__contains__: query value must be a scalar, got shape {query}")
     return bool(reductions.any(logic.equal(self, element)))
 
 

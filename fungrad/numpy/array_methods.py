@@ -225,6 +225,50 @@ def tolist(self):
     return np.asarray(self).tolist()
 
 
+def view(self, dtype=None, type=None):  # noqa: A002  (numpy's and JAX's name)
+    """The same bits read as ``dtype`` (``lax.bitcast_convert_type``), as JAX's: a wider or
+    narrower dtype changes the size of the last axis (``int16[1,2,3].view(int8)`` is
+    ``int8[1,2,6]``); bool counts as 8 bits (viewing bytes as bool is defined for 0 and 1)."""
+    if type is not None:
+        raise NotImplementedError("`type` argument of array.view() is not supported.")
+    if dtype is None:
+        return self
+    dt = dtypes.check_user_dtype(dtype, "view")
+    if dt == self.dtype:
+        return self
+    src = self if self.dtype != np.bool_ else lax.convert_element_type(self, np.uint8)
+    raw = np.dtype(np.uint8) if dt == np.bool_ else dt
+    a, b = src.dtype.itemsize, raw.itemsize
+    if a != b:
+        if self.ndim == 0:
+            raise ValueError(
+                f"view: a 0-d array of {self.dtype} cannot be viewed as {dt}, whose itemsize "
+                "differs; reshape it to 1-d first"
+            )
+        if (self.shape[-1] * a) % b:
+            raise ValueError(
+                f"view: the last axis ({self.shape[-1]} x {a} bytes of {self.dtype}) does not "
+                f"divide into {dt} elements of {b} bytes"
+            )
+    if a < b:  # several source elements make one
+        src = src.reshape(*self.shape[:-1], self.shape[-1] * a // b, b // a)
+    out = lax.bitcast_convert_type(src, raw)
+    if a > b:  # one source element makes several
+        out = out.reshape(*self.shape[:-1], self.shape[-1] * a // b)
+    return out != 0 if dt == np.bool_ else out
+
+
+def _flat_property(self):
+    raise NotImplementedError(
+        "JAX Arrays do not implement the arr.flat property: consider arr.flatten() instead."
+    )
+
+
+def tobytes(self, order: str = "C") -> bytes:
+    """The raw bytes of the (concrete) array, as ``np.ndarray.tobytes``."""
+    return np.asarray(self).tobytes(order=order)
+
+
 def _transpose_property(self):
     return lax.transpose(self, tuple(reversed(range(self.ndim))))
 
@@ -275,6 +319,15 @@ _METHODS = {
     "trace": _forward("trace"),
     "diagonal": _forward("diagonal"),
     "searchsorted": _forward("searchsorted"),
+    "compress": lambda self, condition, axis=None, **kw: _fnp().compress(
+        condition, self, axis=axis, **kw
+    ),
+    "choose": lambda self, choices, out=None, mode="raise": _fnp().choose(
+        self, choices, out=out, mode=mode
+    ),
+    "argpartition": lambda self, kth, axis=-1: _fnp().argpartition(self, kth, axis=axis),
+    "view": view,
+    "tobytes": tobytes,
 }
 
 _PROPERTIES = {
@@ -283,6 +336,7 @@ _PROPERTIES = {
     "real": complex_parts.real,
     "imag": complex_parts.imag,
     "at": lambda self: indexing.IndexUpdateHelper(self),
+    "flat": _flat_property,
 }
 
 # Tracer-only: Array defines these itself on its concrete value.

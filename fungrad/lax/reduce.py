@@ -7,8 +7,10 @@ XLA: ``reduce_max`` of an empty float axis is ``-inf`` (``iinfo.min`` for ints, 
 ``reduce_and`` of nothing is all ones. Float max/min propagate NaN; argmax/argmin return the
 index of the first NaN. The generic wrapper ``lax.reduce`` recognises
 ``lax.add``/``lax.mul``/``lax.max``/``lax.min``/``lax.bitwise_*`` with their identity as init
-value and binds the matching primitive (fungrad has no reduction over arbitrary computations);
-``lax.reduce_window`` shares its monoid helpers.
+value and binds the matching primitive; several operands (a variadic reduce, e.g. an argmax
+over ``(values, indices)``) are reduced with any computation on scalars by a pairwise tree of
+vmapped calls, with no primitive of their own. ``lax.reduce_window`` shares the monoid
+helpers.
 
 Every primitive has its jvp, transpose (the linear ones: reduce_sum, cumsum) and batching rules
 beside it. The rules are written with lax functions, so they are themselves differentiable and
@@ -732,26 +734,26 @@ _REDUCE_MONOIDS = (
 
 
 def reduce(operands, init_values, computation, dimensions):
-    """Reduce ``operands`` over ``dimensions`` with the monoid ``computation``.
+    """Reduce ``operands`` over ``dimensions`` with ``computation`` (``jax.lax.reduce``).
 
-    ``computation`` must be one of ``lax.add``, ``lax.mul``, ``lax.max``, ``lax.min``,
-    ``lax.bitwise_and``, ``lax.bitwise_or``, ``lax.bitwise_xor`` and ``init_values`` its
-    identity (e.g. 0 for add, -inf for a float max); it binds the matching reduce_* primitive.
-    A one-element sequence of operands is accepted and, as in JAX, gives a bare array.
-    The result is weakly typed only when both the operand and the init value are.
+    One operand: ``computation`` must be one of ``lax.add``, ``lax.mul``, ``lax.max``,
+    ``lax.min``, ``lax.bitwise_and``, ``lax.bitwise_or``, ``lax.bitwise_xor`` and
+    ``init_values`` its identity (e.g. 0 for add, -inf for a float max); it binds the matching
+    reduce_* primitive. A one-element sequence of operands is accepted and, as in JAX, gives a
+    bare array. The result is weakly typed only when both the operand and the init value are.
 
-    Example: ``reduce(x, 0., lax.add, (0,))`` is ``reduce_sum(x, (0,))``.
+    Several operands (a tuple, list or other pytree of arrays of one shape, with a matching
+    pytree of scalar init values of their dtypes): ``computation(a, b)`` takes two such
+    pytrees of scalars and returns one; it is vmapped over the pairs of a pairwise tree (see
+    ``_variadic_reduce``) and must be associative (XLA leaves the order unspecified). Works
+    under jit, grad and vmap with no primitive of its own.
+
+    Example: ``reduce(x, 0., lax.add, (0,))`` is ``reduce_sum(x, (0,))``; a variadic argmax is
+    ``reduce((x, iota), (-inf, 0), pick_larger_or_first, (0,))``.
     """
+    if _variadic(operands, init_values):
+        return _variadic_reduce(operands, init_values, computation, dimensions)
     if isinstance(operands, (list, tuple)):
-        if (
-            len(operands) != 1
-            or not isinstance(init_values, (list, tuple))
-            or len(init_values) != 1
-        ):
-            raise TypeError(
-                "reduce: fungrad reduces a single operand with a single init value "
-                f"(got {len(operands)} operands); reduce each one separately"
-            )
         operands, init_values = operands[0], init_values[0]
     x = operand(operands, "reduce")
     prim, identity = _monoid("reduce", computation, _REDUCE_MONOIDS)
@@ -762,6 +764,189 @@ def reduce(operands, init_values, computation, dimensions):
 
         out = elementwise.convert_element_type(out, out.dtype, weak_type=False)
     return out
+
+
+def _variadic(operands, init_values) -> bool:
+    """Whether ``reduce`` takes the variadic path: anything but one array (or a one-element
+    list/tuple of operands with a one-element list/tuple of init values)."""
+    from fungrad import tree_util
+
+    if isinstance(operands, (list, tuple)):
+        return not (
+            len(operands) == 1 and isinstance(init_values, (list, tuple)) and len(init_values) == 1
+        )
+    return not tree_util.treedef_is_leaf(tree_util.tree_structure(operands))
+
+
+def _variadic_reduce(operands, init_values, computation, dimensions):
+    """``reduce`` of several operands, as lax operations (so jit, grad and vmap need no rules).
+
+    The reduced dimensions are moved last and merged into one axis of ``N`` elements; then
+    adjacent pairs (element ``2i`` with ``2i + 1``, an odd last element passing through
+    unchanged) are combined until one is left: ``ceil(log2 N)`` levels, each one
+    ``vmap(computation)`` over all pairs, so ``computation`` sees scalars, as XLA's reducers
+    do. The elements keep their row-major order, so an associative computation that is not
+    commutative still gives the sequential fold's result. The init values are combined once,
+    in front (``computation(init, fold)``), as XLA's CPU reduction does, so an init value that
+    is not an identity gives what JAX gives; an empty reduction is the init values, and one of
+    a single element that element (XLA simplifies such a reduce to a reshape)."""
+    from fungrad import lax, tree_util
+    from fungrad.transforms.vmap_api import vmap
+
+    flat_ops, tree = tree_util.tree_flatten(operands)
+    flat_init, init_tree = tree_util.tree_flatten(init_values)
+    n = len(flat_ops)
+    if tree != init_tree:
+        raise ValueError(
+            f"lax.reduce: operands and init_values must have the same pytree structure, one "
+            f"scalar init value per operand; got {n} operands {tree} and {len(flat_init)} "
+            f"init values {init_tree}. Pass init_values as {tree_util._describe_node(tree)} "
+            "of scalars, e.g. (0., 0) for operands (x, i)"
+        )
+    if not n:
+        raise ValueError(
+            f"lax.reduce: no operands to reduce (got operands {tree}); pass at least one array"
+        )
+    ops = [operand(x, "lax.reduce operands") for x in flat_ops]
+    inits = [operand(x, "lax.reduce init_values") for x in flat_init]
+    avals = [core.get_aval(x) for x in ops]
+    init_avals = [core.get_aval(x) for x in inits]
+    if any(a.shape != () for a in init_avals):
+        raise ValueError(
+            "lax.reduce: init_values must be scalars, got shapes "
+            f"{[a.shape for a in init_avals]}; pass one 0-d value per operand"
+        )
+    shape = avals[0].shape
+    if any(a.shape != shape for a in avals):
+        raise ValueError(
+            "lax.reduce: the operands of a variadic reduce must have one shape, got "
+            f"{[a.shape for a in avals]}; broadcast them to a common shape first "
+            "(lax.broadcast_in_dim or fungrad.numpy.broadcast_arrays)"
+        )
+    if any(a.dtype != b.dtype for a, b in zip(avals, init_avals)):
+        raise TypeError(
+            "lax.reduce: each init value must have its operand's dtype, got operands "
+            f"{[a.str_short() for a in avals]} and init values "
+            f"{[a.str_short() for a in init_avals]}; give the init values those dtypes, "
+            "e.g. np.float16(0) or lax.convert_element_type(init, operand.dtype)"
+        )
+    dims = _int_tuple("reduce", "dimensions", dimensions)
+    _check_axes("lax.reduce", avals[0], dims)
+    if any(computation is getattr(lax, name, None) for name, _, _ in _REDUCE_MONOIDS):
+        raise TypeError(
+            f"lax.reduce: computation lax.{computation.__name__} combines two arrays, but "
+            f"with {n} operands it is called with two pytrees ({tree_util._describe_node(tree)}) "
+            f"of {n} arrays; pass a function of two such pytrees returning one, e.g. "
+            f"lambda a, b: (lax.{computation.__name__}(a[0], b[0]), "
+            f"lax.{computation.__name__}(a[1], b[1]), ...)"
+        )
+    out_tree = _check_computation(computation, tree, avals, init_avals)
+
+    kept = [d for d in range(len(shape)) if d not in dims]
+    kept_shape = tuple(shape[d] for d in kept)
+    rows, size = math.prod(kept_shape), math.prod(shape[d] for d in dims)
+
+    def flat_computation(*leaves):  # on scalars, mapped over the pairs by vmap
+        a, b = (tree_util.tree_unflatten(tree, leaves[i : i + n]) for i in (0, n))
+        return _computation_leaves(computation, computation(a, b), avals)
+
+    if size == 0:
+        outs = [lax.broadcast_in_dim(v, kept_shape, ()) for v in inits]
+    else:
+        perm = (*kept, *sorted(dims))
+        xs = [lax.transpose(x, perm) if perm != tuple(range(len(shape))) else x for x in ops]
+        xs = [lax.reshape(x, (rows, size)) for x in xs]
+        m = size
+        while m > 1:
+            h = m // 2
+            pairs = [
+                lax.reshape(
+                    x if m == 2 * h else lax.slice_in_dim(x, 0, 2 * h, axis=1), (rows * h, 2)
+                )
+                for x in xs
+            ]
+            halves = [lax.index_in_dim(p, j, 1, keepdims=False) for j in (0, 1) for p in pairs]
+            ys = [lax.reshape(y, (rows, h)) for y in vmap(flat_computation)(*halves)]
+            if m % 2:  # the last element passes through to the next level
+                ys = [
+                    lax.concatenate([y, lax.slice_in_dim(x, m - 1, m, axis=1)], 1)
+                    for y, x in zip(ys, xs)
+                ]
+            xs, m = ys, h + m % 2
+        outs = [lax.reshape(x, (rows,)) for x in xs]
+        if size > 1:
+            outs = vmap(flat_computation, in_axes=(None,) * n + (0,) * n)(*inits, *outs)
+        outs = [lax.reshape(y, kept_shape) for y in outs]
+    outs = [
+        _with_weak_type(y, a.dtype, a.weak_type and i.weak_type)
+        for y, a, i in zip(outs, avals, init_avals)
+    ]
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _computation_name(computation) -> str:
+    return getattr(computation, "__name__", repr(computation))
+
+
+def _computation_leaves(computation, out, avals):
+    """The leaves of ``computation``'s output on scalars, checked: one per operand, each a
+    scalar of its operand's dtype."""
+    from fungrad import tree_util
+
+    leaves, out_tree = tree_util.tree_flatten(out)
+    name = _computation_name(computation)
+    want = [a.dtype.name for a in avals]
+    if len(leaves) != len(avals):
+        raise TypeError(
+            f"lax.reduce: computation {name} must return one array per operand "
+            f"({len(avals)}, of dtypes {want}), got {len(leaves)} ({out_tree}); return the "
+            "combination of its two arguments as a pytree like the operands'"
+        )
+    leaves = [operand(y, f"lax.reduce: the output of computation {name}") for y in leaves]
+    got = [core.get_aval(y) for y in leaves]
+    if any(g.dtype != a.dtype for g, a in zip(got, avals)):
+        raise TypeError(
+            f"lax.reduce: computation {name} must return its operands' dtypes {want}, got "
+            f"{[g.dtype.name for g in got]}; convert its results "
+            "(lax.convert_element_type) to the operands' dtypes"
+        )
+    if any(g.shape != () for g in got):
+        raise ValueError(
+            f"lax.reduce: computation {name} must combine scalars into scalars, as XLA's "
+            f"reducers do, but returned shapes {[g.shape for g in got]}; do not broadcast "
+            "against closed-over arrays"
+        )
+    return leaves
+
+
+def _check_computation(computation, tree, avals, init_avals):
+    """Trace ``computation`` abstractly on two pytrees of scalars (as JAX traces its reducer)
+    to check its output; returns the output's pytree structure (the result's, as in JAX)."""
+    from fungrad import api, tree_util
+
+    scalars = [
+        api.ShapeDtypeStruct((), a.dtype, weak_type=i.weak_type) for a, i in zip(avals, init_avals)
+    ]
+    out_tree = []
+
+    def traced(a, b):
+        out = computation(a, b)
+        out_tree.append(tree_util.tree_structure(out))
+        return _computation_leaves(computation, out, avals)
+
+    arg = tree_util.tree_unflatten(tree, scalars)
+    api.eval_shape(traced, arg, arg)
+    return out_tree[0]
+
+
+def _with_weak_type(x, dtype, weak: bool):
+    """``x`` weakly typed exactly when ``weak`` (JAX's rule for reduce: operand and init value
+    both weak)."""
+    if core.get_aval(x).weak_type == weak:
+        return x
+    from fungrad.lax import elementwise
+
+    return elementwise.convert_element_type(x, dtype, weak_type=weak)
 
 
 # -- lowering (fungrad/lowering/kernel.py) ------------------------------------------------------

@@ -435,10 +435,75 @@ def _scan(f, init, xs, length, reverse, check: _CarryCheck):
     )
 
 
-def map(f, xs):  # noqa: A001  (lax.map, as JAX names it)
-    """``stack([f(x) for x in xs])`` as a scan (``jax.lax.map``)."""
+def map(f, xs, *, batch_size=None):  # noqa: A001  (lax.map, as JAX names it)
+    """``stack([f(x) for x in xs])`` as a scan (``jax.lax.map``).
+
+    With ``batch_size`` (an int >= 0) the leading axis is cut into ``n // batch_size`` chunks
+    of ``batch_size`` elements, each mapped by ``vmap(f)`` inside a scan over the chunks; the
+    last ``n % batch_size`` elements (when ``n`` is not a multiple) go through one more
+    ``vmap(f)`` and are concatenated after the chunks' results, so the result is in the
+    order of ``xs``, as JAX's. ``batch_size=0`` (or one at least ``n``) is a single
+    ``vmap(f)`` over the whole axis. ``f`` is thus traced at most twice: once per chunk shape.
+    """
     _check_callable("map", "f", f, "map(f, xs) with f(x) -> y")
-    _, ys = scan(lambda _, x: ((), f(x)), (), xs)
+    if batch_size is None:
+        _, ys = scan(lambda _, x: ((), f(x)), (), xs)
+        return ys
+    return _batched_map(f, xs, _batch_size(batch_size))
+
+
+def _batch_size(batch_size) -> int:
+    try:
+        size = operator.index(batch_size)
+    except TypeError:
+        raise TypeError(
+            f"lax.map: batch_size must be an int or None, got {batch_size!r:.40} (of type "
+            f"{type(batch_size).__name__}); pass e.g. batch_size=int({batch_size!r:.40})"
+        ) from None
+    if size < 0:
+        raise ValueError(
+            f"lax.map: batch_size must be nonnegative, got {size}; pass a positive chunk "
+            "size, 0 to map the whole axis with one vmap, or None for one element at a time"
+        )
+    return size
+
+
+def _batched_map(f, xs, batch_size: int):
+    from fungrad import lax
+    from fungrad.transforms.vmap_api import vmap
+
+    leaves, tree = tree_util.tree_flatten(xs)
+    if not leaves:
+        raise ValueError(
+            f"lax.map: xs ({tree_util._describe_node(tree)}) has no arrays to map over; pass "
+            "xs with at least one array leaf"
+        )
+    leaves = [operand(x, "lax.map xs") for x in leaves]
+    shapes = [x.shape for x in leaves]
+    if any(len(s) == 0 for s in shapes) or len({s[0] for s in shapes}) > 1:
+        raise ValueError(
+            f"lax.map: every leaf of xs needs a leading axis of one common length to map "
+            f"over, got leaves of shapes {shapes}"
+        )
+    n = shapes[0][0]
+    n_chunks, rest = (0, n) if batch_size == 0 else divmod(n, batch_size)
+    split = n_chunks * batch_size
+    vf = vmap(f)
+    ys = None
+    if n_chunks:
+        chunks = [
+            lax.reshape(lax.slice_in_dim(x, 0, split, axis=0), (n_chunks, batch_size, *s[1:]))
+            for x, s in zip(leaves, shapes)
+        ]
+        _, ys = scan(lambda _, c: ((), vf(c)), (), tree_util.tree_unflatten(tree, chunks))
+        ys = tree_util.tree_map(lambda y: lax.collapse(y, 0, 2), ys)
+    if rest or not n_chunks:
+        tail = [lax.slice_in_dim(x, split, n, axis=0) for x in leaves]
+        tail_ys = vf(tree_util.tree_unflatten(tree, tail))
+        if ys is None:
+            ys = tail_ys
+        else:
+            ys = tree_util.tree_map(lambda a, b: lax.concatenate([a, b], 0), ys, tail_ys)
     return ys
 
 

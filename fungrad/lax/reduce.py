@@ -922,20 +922,20 @@ def _computation_leaves(computation, out, avals):
 def _check_computation(computation, tree, avals, init_avals):
     """Trace ``computation`` abstractly on two pytrees of scalars (as JAX traces its reducer)
     to check its output; returns the output's pytree structure (the result's, as in JAX)."""
-    from fungrad import api, tree_util
+    from fungrad import tree_util
+    from fungrad.transforms.staging import trace_to_jaxpr
 
-    scalars = [
-        api.ShapeDtypeStruct((), a.dtype, weak_type=i.weak_type) for a, i in zip(avals, init_avals)
-    ]
+    scalars = [core.ShapedArray((), a.dtype, i.weak_type) for a, i in zip(avals, init_avals)]
     out_tree = []
 
-    def traced(a, b):
+    def traced(*flat):
+        a = tree_util.tree_unflatten(tree, flat[: len(scalars)])
+        b = tree_util.tree_unflatten(tree, flat[len(scalars) :])
         out = computation(a, b)
         out_tree.append(tree_util.tree_structure(out))
         return _computation_leaves(computation, out, avals)
 
-    arg = tree_util.tree_unflatten(tree, scalars)
-    api.eval_shape(traced, arg, arg)
+    trace_to_jaxpr(traced, scalars + scalars)  # (abstract: nothing is evaluated)
     return out_tree[0]
 
 

@@ -736,11 +736,13 @@ _REDUCE_MONOIDS = (
 def reduce(operands, init_values, computation, dimensions):
     """Reduce ``operands`` over ``dimensions`` with ``computation`` (``jax.lax.reduce``).
 
-    One operand: ``computation`` must be one of ``lax.add``, ``lax.mul``, ``lax.max``,
+    One operand: when ``computation`` is one of ``lax.add``, ``lax.mul``, ``lax.max``,
     ``lax.min``, ``lax.bitwise_and``, ``lax.bitwise_or``, ``lax.bitwise_xor`` and
-    ``init_values`` its identity (e.g. 0 for add, -inf for a float max); it binds the matching
-    reduce_* primitive. A one-element sequence of operands is accepted and, as in JAX, gives a
-    bare array. The result is weakly typed only when both the operand and the init value are.
+    ``init_values`` its identity (e.g. 0 for add, -inf for a float max), it binds the matching
+    reduce_* primitive; any other computation or init value takes the pairwise tree below
+    (the init value combined once, as JAX's generic reduce on the CPU). A one-element
+    sequence of operands is accepted and, as in JAX, gives a bare array. The result is weakly
+    typed only when both the operand and the init value are.
 
     Several operands (a tuple, list or other pytree of arrays of one shape, with a matching
     pytree of scalar init values of their dtypes): ``computation(a, b)`` takes two such
@@ -756,14 +758,34 @@ def reduce(operands, init_values, computation, dimensions):
     if isinstance(operands, (list, tuple)):
         operands, init_values = operands[0], init_values[0]
     x = operand(operands, "reduce")
-    prim, identity = _monoid("reduce", computation, _REDUCE_MONOIDS)
-    _check_identity("reduce", init_values, identity(x.dtype), computation, x.dtype)
+    prim = _monoid_primitive(computation, init_values, x.dtype)
+    if prim is None:  # any other computation, or an init value that is not the identity: as
+        # JAX's generic reduce (the init value combined once)
+        return _variadic_reduce(x, init_values, computation, dimensions)
     out = prim.bind(x, axes=_int_tuple("reduce", "dimensions", dimensions))
     if out.weak_type and not _weak(init_values):
         from fungrad.lax import elementwise
 
         out = elementwise.convert_element_type(out, out.dtype, weak_type=False)
     return out
+
+
+def _monoid_primitive(computation, init_value, dtype):
+    """The reduce_* primitive of ``computation`` when it is one of lax's monoids and
+    ``init_value`` is concretely its identity for ``dtype``; else None."""
+    from fungrad.lax import elementwise
+
+    for fn_name, prim, identity in _REDUCE_MONOIDS:
+        if computation is getattr(elementwise, fn_name, None):
+            if isinstance(init_value, core.Tracer) and init_value.to_concrete_value() is None:
+                return None
+            val = np.asarray(
+                init_value
+                if not isinstance(init_value, core.Tracer)
+                else init_value.to_concrete_value()
+            )
+            return prim if val.shape == () and np.equal(val, identity(dtype)) else None
+    return None
 
 
 def _variadic(operands, init_values) -> bool:
@@ -832,7 +854,7 @@ def _variadic_reduce(operands, init_values, computation, dimensions):
         )
     dims = _int_tuple("reduce", "dimensions", dimensions)
     _check_axes("lax.reduce", avals[0], dims)
-    if any(computation is getattr(lax, name, None) for name, _, _ in _REDUCE_MONOIDS):
+    if n > 1 and any(computation is getattr(lax, name, None) for name, _, _ in _REDUCE_MONOIDS):
         raise TypeError(
             f"lax.reduce: computation lax.{computation.__name__} combines two arrays, but "
             f"with {n} operands it is called with two pytrees ({tree_util._describe_node(tree)}) "

@@ -12,8 +12,10 @@ CPU, substitution loops on the GPU), batched over leading dimensions. ``solve``,
 ``lu``, ``lu_factor`` and ``lu_solve`` are the ``lu`` primitive (LAPACK getrf under jit on the
 CPU) with SciPy's result conventions; ``eigh``, ``svd``, ``qr`` wrap
 :mod:`fungrad.numpy.linalg_decomp` with SciPy's result conventions; ``expm`` is scaling and
-squaring with the degree-13 Pade approximant (Higham 2005). SciPy's ``overwrite_*`` and
-``check_finite`` arguments are accepted and ignored, as in JAX.
+squaring with the degree-13 Pade approximant (Higham 2005) and ``expm_frechet`` its forward
+derivative; ``polar`` runs QDWH (or the SVD) and ``eigh_tridiagonal`` is ``eigh`` of the dense
+tridiagonal matrix. SciPy's ``overwrite_*`` and ``check_finite`` arguments are accepted and
+ignored, as in JAX.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ __all__ = [
     "det",
     "dft",
     "eigh",
+    "eigh_tridiagonal",
     "expm",
+    "expm_frechet",
     "fiedler",
     "fiedler_companion",
     "hadamard",
@@ -57,6 +61,7 @@ __all__ = [
     "lu_factor",
     "lu_solve",
     "pascal",
+    "polar",
     "qr",
     "solve",
     "solve_triangular",
@@ -811,3 +816,210 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
         return fnp.where(keep, mm(r, r), r)
 
     return lax.fori_loop(0, int(max_squarings), square, r)
+
+
+def expm_frechet(A, E, *, method: str | None = None, compute_expm: bool = True):
+    """The Frechet derivative of ``expm`` at ``A`` in the direction ``E`` (both [..., n, n], one
+    dtype): ``(expm(A), L(A, E))``, or ``L(A, E)`` alone without ``compute_expm``. It is the
+    forward derivative (jvp) of :func:`expm`, as JAX's, so it is exactly consistent with
+    ``expm``'s own derivative and cheaper than ``expm`` of the 2n x 2n block matrix
+    ``[[A, E], [0, A]]``; ``method`` is ignored, as in JAX."""
+    del method
+    from fungrad import jvp
+
+    a = util.asarray(A, fun_name="expm_frechet")
+    e = util.asarray(E, fun_name="expm_frechet")
+    for name, x in (("A", a), ("E", e)):
+        if x.ndim < 2 or x.shape[-2] != x.shape[-1]:
+            raise ValueError(
+                f"expm_frechet: expected {name} to be a (batched) square matrix, got "
+                f"{name}.shape={x.shape}"
+            )
+    if a.shape != e.shape:
+        raise ValueError(
+            f"expm_frechet: expected A and E to be the same shape, got A.shape={a.shape} "
+            f"E.shape={e.shape}"
+        )
+    if a.dtype != e.dtype or not np.issubdtype(a.dtype, np.inexact):
+        raise TypeError(
+            "expm_frechet: A and E must have one floating or complex dtype (jvp's rule), "
+            f"got {a.dtype} and {e.dtype}"
+        )
+    expm_a, frechet = jvp(expm, (a,), (e,))
+    return (expm_a, frechet) if compute_expm else frechet
+
+
+def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterations=None):
+    """The polar decomposition ``(u, p)`` of [..., m, n] ``a``: ``a = u @ p`` (``side="right"``,
+    ``p`` [..., n, n]) or ``a = p @ u`` (``"left"``, ``p`` [..., m, m]), ``p`` Hermitian positive
+    semidefinite and ``u`` [..., m, n] with orthonormal columns (rows when ``n > m``).
+
+    ``method="svd"`` forms ``u = U Vh`` from the reduced SVD. ``method="qdwh"`` (the default)
+    runs the QR-based dynamically weighted Halley iteration (Nakatsukasa, Bai, Gygi 2010), which
+    needs only QR, Cholesky and matmuls; as in JAX it handles ``m >= n`` with ``side="right"``
+    and ``m < n`` with ``side="left"`` only, and ``eps`` (default: the dtype's) must be a
+    Python number. ``max_iterations`` (default 10) bounds the iterations; JAX 0.10 accepts and
+    ignores it."""
+    util.check_arraylike("polar", a)
+    x = util.asarray(a, fun_name="polar")
+    if x.ndim < 2:
+        raise ValueError("polar: the input `a` must be at least a 2-D array.")
+    if side not in ("right", "left"):
+        raise ValueError("polar: the argument `side` must be either 'right' or 'left'.")
+    if not np.issubdtype(x.dtype, np.inexact):
+        raise ValueError(f"polar: data type {x.dtype} not inexact")
+    if method == "svd":
+        u, s, vh = svd(x, full_matrices=False)
+        s = s.astype(x.dtype)[..., None, :]
+        unitary = u @ vh
+        posdef = (_adjoint(vh) * s) @ vh if side == "right" else (u * s) @ _adjoint(u)
+        return unitary, posdef
+    if method != "qdwh":
+        raise ValueError(f"polar: unknown polar decomposition method {method}.")
+    m, n = x.shape[-2:]
+    if side == "right" and m >= n:
+        return _qdwh(x, eps, max_iterations)
+    if side == "left" and m < n:
+        u, p = _qdwh(_adjoint(x), eps, max_iterations)
+        return _adjoint(u), p
+    raise NotImplementedError(
+        "polar: method='qdwh' supports m >= n with side='right' and m < n with side='left' "
+        f"(as JAX), got shape {x.shape} with side={side!r}; use method='svd'"
+    )
+
+
+def _qdwh_weights(l: float, tol_l: float, max_iterations: int) -> list:
+    """The dynamic Halley weights ``(a, b, c)`` while the lower bound ``l`` on the scaled
+    iterate's smallest singular value is below 1; each step maps ``l`` to
+    ``l (a + b l^2) / (1 + c l^2)``. They depend on ``l`` only, so they are Python numbers."""
+    weights = []
+    while l + tol_l < 1 and len(weights) < max_iterations:
+        l2 = l * l
+        d = (4 * (1 / l2 - 1) / l2) ** (1 / 3)
+        sqd = (1 + d) ** 0.5
+        wa = sqd + (8 - 4 * d + 8 * (2 - l2) / (l2 * sqd)) ** 0.5 / 2
+        wb = (wa - 1) ** 2 / 4
+        wc = wa + wb - 1
+        weights.append((wa, wb, wc))
+        l = l * (wa + wb * l2) / (1 + wc * l2)
+    return weights
+
+
+def _qdwh(x, eps, max_iterations):
+    """QDWH on tall [..., m, n] ``x`` (m >= n): ``(u, h)`` with ``x = u h``.
+
+    Each step is ``u <- (b/c) u + (a - b/c) u (I + c uᴴu)^-1``, a rational map that pushes all
+    singular values of ``u`` toward 1. Early steps (``c > 100``: ``I + c uᴴu`` badly
+    conditioned) use the QR form ``u (I + c uᴴu)^-1 = q1 q2ᴴ / sqrt(c)`` with
+    ``qr([sqrt(c) u; I]) = [q1; q2] r``, later ones a Cholesky factor of ``I + c uᴴu``. After
+    the weighted steps, plain Halley steps (3, 1, 3) run until the update is below
+    ``cbrt(5 eps)``. A Newton-Schulz step polishes ``u``; ``h = (uᴴx + xᴴu) / 2``."""
+    eps = float(np.finfo(x.dtype).eps) if eps is None else float(eps)
+    max_iterations = 10 if max_iterations is None else operator.index(max_iterations)
+    mm = fnp.matmul
+    n = x.shape[-1]
+    eye = fnp.eye(n, dtype=x.dtype)
+    # scale so that the largest singular value is at most 1: ||x||_2 <= sqrt(||x||_1 ||x||_inf)
+    one_norm = fnp.max(fnp.sum(fnp.abs(x), axis=-2), axis=-1)
+    inf_norm = fnp.max(fnp.sum(fnp.abs(x), axis=-1), axis=-1)
+    scale = fnp.sqrt(one_norm * inf_norm)
+    u = x / fnp.where(scale == 0, 1, scale).astype(x.dtype)[..., None, None]
+
+    def cholesky_step(u, wa, wb, wc):
+        w = np_linalg.cholesky(wc * mm(_adjoint(u), u) + eye)
+        z = _adjoint(cho_solve((w, True), _adjoint(u)))  # u (I + c uᴴu)^-1
+        return (wb / wc) * u + (wa - wb / wc) * z
+
+    def qr_step(u, wa, wb, wc):
+        q, _ = np_linalg.qr(
+            fnp.concatenate([wc**0.5 * u, fnp.broadcast_to(eye, u.shape[:-2] + (n, n))], axis=-2)
+        )
+        q1, q2 = q[..., :-n, :], q[..., -n:, :]
+        return (wb / wc) * u + (wa - wb / wc) / wc**0.5 * mm(q1, _adjoint(q2))
+
+    tol = np.cbrt(5 * eps)
+    weights = _qdwh_weights(eps, 5 * eps, max_iterations)
+    moved = fnp.array(True)
+    for wa, wb, wc in weights:
+        if wc > 100:
+            u = qr_step(u, wa, wb, wc)
+        else:
+            new = cholesky_step(u, wa, wb, wc)
+            moved = fnp.any(np_linalg.norm(new - u, axis=(-2, -1)) > tol)
+            u = new
+
+    def halley(state):
+        k, u, _ = state
+        new = cholesky_step(u, 3.0, 1.0, 3.0)
+        return k + 1, new, fnp.any(np_linalg.norm(new - u, axis=(-2, -1)) > tol)
+
+    _, u, _ = lax.while_loop(
+        lambda s: fnp.logical_and(s[2], s[0] < max_iterations),
+        halley,
+        (len(weights), u, moved),
+    )
+    u = 1.5 * u - 0.5 * mm(u, mm(_adjoint(u), u))
+    h = mm(_adjoint(u), x)
+    return u, (h + _adjoint(h)) / 2
+
+
+def eigh_tridiagonal(
+    d,
+    e,
+    *,
+    eigvals_only: bool = False,
+    select: str = "a",
+    select_range=None,
+    tol=None,
+    key=None,
+):
+    """Eigenvalues (ascending) and, unless ``eigvals_only``, eigenvectors (columns) of the
+    Hermitian tridiagonal matrix with diagonal ``d`` [n] and superdiagonal ``e`` [n - 1] (its
+    subdiagonal is ``conj(e)``; the imaginary part of a complex ``d`` is ignored, as JAX's).
+
+    ``select="a"`` gives all, ``select="i"`` those with indices ``select_range[0] <= i <=
+    select_range[1]`` (Python ints); ``select="v"`` raises NotImplementedError, as in JAX. It is
+    :func:`eigh` of the dense matrix: exact to rounding (``tol``, JAX's bisection tolerance, is
+    ignored) and needs no random start (``key``, JAX's inverse-iteration seed, is ignored)."""
+    del tol, key
+    util.check_arraylike("eigh_tridiagonal", d, e)
+    alpha = util.asarray(d, fun_name="eigh_tridiagonal")
+    beta = util.asarray(e, fun_name="eigh_tridiagonal")
+    if alpha.dtype != beta.dtype:
+        raise TypeError(
+            "eigh_tridiagonal: diagonal and off-diagonal values must have same dtype, "
+            f"got {alpha.dtype} and {beta.dtype}"
+        )
+    if not np.issubdtype(alpha.dtype, np.inexact) or alpha.dtype == np.float16:
+        raise TypeError(
+            "eigh_tridiagonal: only float32, float64, complex64 and complex128 inputs are "
+            f"supported, got {alpha.dtype} and {beta.dtype}"
+        )
+    n = alpha.shape[0] if alpha.ndim == 1 else -1
+    if n < 0 or beta.shape != (max(n - 1, 0),):
+        raise TypeError(
+            "eigh_tridiagonal: d must have shape (n,) and e shape (n - 1,), got "
+            f"{alpha.shape} and {beta.shape}"
+        )
+    if select == "a":
+        lo, hi = 0, n - 1
+    elif select == "i":
+        if select_range is None:
+            raise ValueError("eigh_tridiagonal: for select='i', select_range must be specified.")
+        lo, hi = (operator.index(i) for i in select_range)
+        if lo > hi:
+            raise ValueError("eigh_tridiagonal: got empty index range in select_range.")
+        if lo < 0 or hi >= n:
+            raise ValueError(
+                f"eigh_tridiagonal: select_range {select_range} is outside [0, {n - 1}]"
+            )
+    elif select == "v":
+        raise NotImplementedError("eigh_tridiagonal(..., select='v') is not implemented")
+    else:
+        raise ValueError("eigh_tridiagonal: select must have a value in {'a', 'i', 'v'}.")
+    t = fnp.diag(fnp.real(alpha).astype(alpha.dtype))
+    if n > 1:
+        t = t + fnp.diag(beta, 1) + fnp.diag(fnp.conj(beta), -1)
+    w, v = eigh(t)
+    w, v = w[lo : hi + 1], v[:, lo : hi + 1]
+    return w if eigvals_only else (w, v)

@@ -63,7 +63,7 @@ MODULES = [
     ("fungrad.scipy.integrate", "trapezoid (jnp.trapezoid)"),
     ("fungrad.scipy.fft", "discrete cosine transforms (type 2) and their inverses"),
     ("fungrad.scipy.optimize", "minimize (BFGS)"),
-    ("fungrad.scipy.sparse.linalg", "conjugate gradients"),
+    ("fungrad.scipy.sparse.linalg", "iterative solvers: cg, gmres, bicgstab"),
     ("fungrad.random", "threefry-based random numbers"),
     ("fungrad.image", "image resizing and resampling (jax.image)"),
     ("fungrad.errors", "the exceptions of tracing, under jax.errors' names and hierarchy"),

@@ -777,14 +777,11 @@ def _monoid_primitive(computation, init_value, dtype):
 
     for fn_name, prim, identity in _REDUCE_MONOIDS:
         if computation is getattr(elementwise, fn_name, None):
-            if isinstance(init_value, core.Tracer) and init_value.to_concrete_value() is None:
-                return None
-            val = np.asarray(
-                init_value
-                if not isinstance(init_value, core.Tracer)
-                else init_value.to_concrete_value()
-            )
-            return prim if val.shape == () and np.equal(val, identity(dtype)) else None
+            if isinstance(init_value, core.Tracer):
+                init_value = init_value.to_concrete_value()  # None when traced
+            val = np.asarray(init_value)
+            is_identity = init_value is not None and val.shape == ()
+            return prim if is_identity and np.equal(val, identity(dtype)) else None
     return None
 
 

@@ -825,7 +825,7 @@ def expm_frechet(A, E, *, method: str | None = None, compute_expm: bool = True):
     ``expm``'s own derivative and cheaper than ``expm`` of the 2n x 2n block matrix
     ``[[A, E], [0, A]]``; ``method`` is ignored, as in JAX."""
     del method
-    from fungrad import jvp
+    from fungrad.transforms.autodiff import jvp
 
     a = util.asarray(A, fun_name="expm_frechet")
     e = util.asarray(E, fun_name="expm_frechet")

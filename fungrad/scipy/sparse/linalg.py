@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import fungrad as fg
 import fungrad.numpy as fnp
-from fungrad import lax, tree_util
+from fungrad import api, lax, tree_util
 from fungrad.flatten_util import ravel_pytree
 from fungrad.scipy.linalg import solve_triangular
 
@@ -64,7 +63,7 @@ def _check_operator(name: str, label: str, op, b):
                 f"pass b with {n} rows so that {label} @ b is defined"
             )
     try:
-        out = fg.eval_shape(_as_matvec(name, label, op), b)
+        out = api.eval_shape(_as_matvec(name, label, op), b)
     except (TypeError, ValueError) as e:
         raise ValueError(
             f"{name}: {label} cannot be applied to a vector shaped like b ({_shapes(b)}): {e}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -425,6 +425,21 @@ class Array(metaclass=_ArrayMeta):
             *,
             method: str = "scan",
         ) -> Array: ...
+        def compress(
+            self,
+            condition: ArrayLike,
+            axis: int | None = None,
+            *,
+            size: int | None = None,
+            fill_value: ArrayLike = 0,
+            out: None = None,
+        ) -> Array: ...
+        def choose(
+            self, choices: Sequence[ArrayLike], out: None = None, mode: str = "raise"
+        ) -> Array: ...
+        def argpartition(self, kth: int, axis: int = -1) -> Array: ...
+        def view(self, dtype: DTypeLike | None = None, type: None = None) -> Array: ...
+        def tobytes(self, order: str = "C") -> bytes: ...
 
         @property
         def T(self) -> Array: ...
@@ -436,6 +451,8 @@ class Array(metaclass=_ArrayMeta):
         def imag(self) -> Array: ...
         @property
         def at(self) -> IndexUpdateHelper: ...
+        @property
+        def flat(self) -> NoReturn: ...  # raises, as JAX's: use flatten()
 
 
 class _DeletedValue:

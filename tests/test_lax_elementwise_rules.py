@@ -394,11 +394,11 @@ def test_convert_element_type_derivatives(x64):
         (x.astype(np.float64),),
         order=2,
     )
-    # to and from integers: zero derivative, and a weak input gets a strong cotangent
+    # to and from integers: zero derivative; a weak input's cotangent is weak (JAX 0.10.2)
     g = fg.grad(
         lambda x: lax.convert_element_type(lax.convert_element_type(x, np.int32), np.float32) + x
     )(2.7)
-    assert float(g) == 1.0 and not g.weak_type
+    assert float(g) == 1.0 and g.weak_type
     _, tangent = fg.jvp(lambda x: lax.convert_element_type(x, np.int32), (x,), (t,))
     assert not np.any(np.asarray(tangent))
     _, tangent = fg.jvp(lambda x: lax.bitcast_convert_type(x, np.int32), (x,), (t,))

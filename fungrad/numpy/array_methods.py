@@ -258,6 +258,22 @@ def view(self, dtype=None, type=None):  # noqa: A002  (numpy's and JAX's name)
     return out != 0 if dt == np.bool_ else out
 
 
+def compress(self, condition, axis=None, *, size=None, fill_value=0, out=None):
+    """``fnp.compress(condition, self, ...)``: the elements (along ``axis``) where
+    ``condition`` holds."""
+    return _fnp().compress(condition, self, axis=axis, size=size, fill_value=fill_value, out=out)
+
+
+def choose(self, choices, out=None, mode="raise"):
+    """``fnp.choose(self, choices, ...)``: ``choices[self[i]][i]`` elementwise."""
+    return _fnp().choose(self, choices, out=out, mode=mode)
+
+
+def argpartition(self, kth, axis=-1):
+    """``fnp.argpartition(self, kth, axis)``."""
+    return _fnp().argpartition(self, kth, axis=axis)
+
+
 def _flat_property(self):
     raise NotImplementedError(
         "JAX Arrays do not implement the arr.flat property: consider arr.flatten() instead."
@@ -319,13 +335,9 @@ _METHODS = {
     "trace": _forward("trace"),
     "diagonal": _forward("diagonal"),
     "searchsorted": _forward("searchsorted"),
-    "compress": lambda self, condition, axis=None, **kw: _fnp().compress(
-        condition, self, axis=axis, **kw
-    ),
-    "choose": lambda self, choices, out=None, mode="raise": _fnp().choose(
-        self, choices, out=out, mode=mode
-    ),
-    "argpartition": lambda self, kth, axis=-1: _fnp().argpartition(self, kth, axis=axis),
+    "compress": compress,
+    "choose": choose,
+    "argpartition": argpartition,
     "view": view,
     "tobytes": tobytes,
 }

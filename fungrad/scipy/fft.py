@@ -38,9 +38,7 @@ def dct(x, type: int = 2, n: int | None = None, axis: int = -1, norm: str | None
     (``jax.scipy.fft.dct``), after cropping or zero-padding that axis to length ``n``."""
     x = _check("dct", x, type, norm)
     if dtypes.is_complex(x.dtype):
-        return lax.complex(
-            dct(fnp.real(x), n=n, axis=axis, norm=norm), dct(fnp.imag(x), n=n, axis=axis, norm=norm)
-        )
+        return _by_parts(dct, x, n=n, axis=axis, norm=norm)
     return _along_axis(_dct_last_axis, "dct", x, n, axis, norm)
 
 
@@ -49,10 +47,7 @@ def idct(x, type: int = 2, n: int | None = None, axis: int = -1, norm: str | Non
     cropping or zero-padding that axis to length ``n``: ``idct(dct(x)) == x``."""
     x = _check("idct", x, type, norm)
     if dtypes.is_complex(x.dtype):
-        return lax.complex(
-            idct(fnp.real(x), n=n, axis=axis, norm=norm),
-            idct(fnp.imag(x), n=n, axis=axis, norm=norm),
-        )
+        return _by_parts(idct, x, n=n, axis=axis, norm=norm)
     return _along_axis(_idct_last_axis, "idct", x, n, axis, norm)
 
 
@@ -62,10 +57,7 @@ def dctn(x, type: int = 2, s=None, axes=None, norm: str | None = None):
     lengths ``s`` are given. ``axes=()`` returns ``x`` unchanged."""
     x = _check("dctn", x, type, norm)
     if dtypes.is_complex(x.dtype):
-        return lax.complex(
-            dctn(fnp.real(x), s=s, axes=axes, norm=norm),
-            dctn(fnp.imag(x), s=s, axes=axes, norm=norm),
-        )
+        return _by_parts(dctn, x, s=s, axes=axes, norm=norm)
     for axis, n in _axes_and_lengths("dctn", x.ndim, s, axes):
         x = _along_axis(_dct_last_axis, "dctn", x, n, axis, norm)
     return x
@@ -76,13 +68,15 @@ def idctn(x, type: int = 2, s=None, axes=None, norm: str | None = None):
     (``jax.scipy.fft.idctn``; ``s`` and ``axes`` as there): ``idctn(dctn(x)) == x``."""
     x = _check("idctn", x, type, norm)
     if dtypes.is_complex(x.dtype):
-        return lax.complex(
-            idctn(fnp.real(x), s=s, axes=axes, norm=norm),
-            idctn(fnp.imag(x), s=s, axes=axes, norm=norm),
-        )
+        return _by_parts(idctn, x, s=s, axes=axes, norm=norm)
     for axis, n in _axes_and_lengths("idctn", x.ndim, s, axes):
         x = _along_axis(_idct_last_axis, "idctn", x, n, axis, norm)
     return x
+
+
+def _by_parts(transform, x, **kw):
+    """A complex ``x`` transformed as its real and imaginary parts (the DCT is real-linear)."""
+    return lax.complex(transform(fnp.real(x), **kw), transform(fnp.imag(x), **kw))
 
 
 # -- arguments ----------------------------------------------------------------------------------

@@ -33,7 +33,11 @@ time per step, the fungrad/JAX ratios, the issue's target and whether it is met;
 temporaries of the compiled step (``jit(step).lower(*args).compile().memory_analysis()
 .temp_size_in_bytes`` on both sides); and (not with ``--no-first-call``) the first call (trace
 + compile + run) of the step in a fresh process per framework and workload, on-disk compilation
-caches off (``FUNGRAD_DISABLE_CACHE=1``, JAX's persistent cache off), import time excluded.
+caches of programs off (``FUNGRAD_DISABLE_CACHE=1``, JAX's persistent cache off), import time
+excluded. fungrad's own libraries (the matrix product, thread pool, FFTs: fixed code that JAX
+ships prebuilt in jaxlib) stay in fungrad's cache, filled by an unmeasured first child as an
+install would; with them compiled in the measured process too (``FUNGRAD_DISABLE_CACHE=all``)
+a first call costs ~55 ms more (the matrix-product library).
 
 Run:  PYTHONPATH=. /path/to/jax-venv/bin/python bench/models_bench.py [--only cnn,lstm]
       [--cores 1,0] [--quick] [--no-first-call]
@@ -519,7 +523,8 @@ _WARM = False  # whether a first unmeasured child per framework has filled that 
 
 
 def _child_env() -> dict:
-    """The children's environment: compilation caches off, bytecode cached in a temp dir."""
+    """The children's environment: programs' compilation caches off (fungrad's libraries
+    cached: see the module's docstring), bytecode cached in a temp dir."""
     global _PYC_DIR
     if _PYC_DIR is None:
         import atexit
@@ -545,6 +550,7 @@ def first_calls(frameworks, key: str, runs: int) -> dict:
     CPU affinity). The CPU time counts every thread (compilation threads included)."""
     global _WARM
     if not _WARM:  # unmeasured: fills the children's bytecode cache (as an install ships .pyc)
+        # and fungrad's library cache (as jaxlib ships its kernels compiled)
         _WARM = True
         first_calls(frameworks, "mlp_small", 1)
     out = {name: [] for name in frameworks}

@@ -26,8 +26,10 @@ _OPTIONS = {
     # dtype that its abstract_eval predicts. The test suite turns it on; it is cheap
     # enough to use while debugging a new primitive. JAX's name: jax_enable_checks.
     "check_impl_avals": False,
-    # Do not read or write the on-disk cache of compiled CPU code (fungrad/lowering/cache.py);
-    # the environment variable FUNGRAD_DISABLE_CACHE=1 does the same.
+    # Do not read or write the on-disk cache of compiled CPU programs
+    # (fungrad/lowering/cpu/cache.py); the environment variable FUNGRAD_DISABLE_CACHE=1 does the
+    # same. fungrad's own libraries (matrix product, FFTs...) stay cached unless
+    # FUNGRAD_DISABLE_CACHE=all.
     "disable_compile_cache": False,
     # Log (logger "fungrad.jit", level WARNING) why a jitted function is traced again: which
     # argument's shape, dtype, weak type or static value changed, or its pytree structure.

@@ -187,6 +187,7 @@ def _cache() -> dict:
     directory = cache.default_cache_dir()
     out = {
         "enabled": cache.cache_enabled(),
+        "libraries_enabled": cache.cache_enabled(library=True),
         "directory": str(directory),
         "exists": directory.is_dir(),
         "max_bytes": cache._max_bytes_from_env(),

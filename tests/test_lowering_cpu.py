@@ -254,6 +254,26 @@ def test_cache_disabled_by_env(cache_dir, monkeypatch):
     np.testing.assert_array_equal(run_affine(mod, x), x * 3)
 
 
+@pytest.mark.parametrize("setting", ["1", "all"])
+def test_libraries_stay_cached_unless_all(cache_dir, monkeypatch, setting):
+    """FUNGRAD_DISABLE_CACHE=1 turns caching off for programs only; fungrad's own libraries
+    (fixed code, JAX's are prebuilt) stay cached, and =all turns that off too."""
+    monkeypatch.setenv("FUNGRAD_DISABLE_CACHE", setting)
+    ir = affine_ir("7.0")
+    first = cpu.compile_module(ir, ["k"], name="lib", library=True)
+    again = cpu.compile_module(ir, ["k"], name="lib", library=True)
+    program = cpu.compile_module(affine_ir("8.0"), ["k"], name="prog")
+    assert cache.default_cache() is None
+    assert not first.stats.cache_hit and not program.stats.cache_hit
+    if setting == "all":
+        assert cache.default_cache(library=True) is None and not again.stats.cache_hit
+        assert not cache_dir.exists()
+    else:
+        assert again.stats.cache_hit and len(entries(cache_dir)) == 1  # the library's only
+    x = np.ones(3, dtype=np.float32)
+    np.testing.assert_array_equal(run_affine(again, x), x * 7 + 1)
+
+
 def test_cache_disabled_by_config(cache_dir):
     fg.config.update("disable_compile_cache", True)
     try:

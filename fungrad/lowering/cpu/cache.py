@@ -24,7 +24,12 @@ loading it into MCJIT takes ~1-2 ms where compiling takes 10-40 ms (LOWERING.md 
   (powers of 1024, optionally followed by ``B`` or ``iB``: ``512M``, ``1.5GiB``); default 512 MiB)
   evicts the least recently used entries first (a hit refreshes the entry's mtime). A value
   that is not a size warns (:class:`CacheWarning`) and the default is used.
-- ``FUNGRAD_DISABLE_CACHE=1`` or ``config.update("disable_compile_cache", True)`` turns it off.
+- ``FUNGRAD_DISABLE_CACHE=1`` or ``config.update("disable_compile_cache", True)`` turns it off
+  for programs. fungrad's own *libraries* (the matrix product, the FFTs, the thread pool, the
+  large-argument sin/cos/tan: fixed code that no program changes, compiled on first use where
+  JAX ships its kernels prebuilt) stay cached, as an install's prebuilt files would be;
+  ``FUNGRAD_DISABLE_CACHE=all`` turns the cache off for them too (each process then compiles
+  the libraries it uses again: ~55 ms for the matrix product).
 
 Failures are never cached: the compiler only calls :meth:`ObjectCache.put` after a successful load.
 """
@@ -73,11 +78,17 @@ class CacheWarning(UserWarning):
     """The compile cache could not be used or written; compilation goes on without it."""
 
 
-def cache_enabled() -> bool:
-    """False when ``FUNGRAD_DISABLE_CACHE`` is set to a true value or the config option
-    ``disable_compile_cache`` is on (read at every call, so tests can flip either)."""
-    raw = os.environ.get("FUNGRAD_DISABLE_CACHE", "")
-    if raw.strip().lower() in ("1", "true", "yes", "on"):
+def cache_enabled(library: bool = False) -> bool:
+    """Whether compiled programs (``library=False``) or fungrad's own libraries (True) are
+    cached: programs not when ``FUNGRAD_DISABLE_CACHE`` is set to a true value or ``all``, or
+    the config option ``disable_compile_cache`` is on; libraries only not with ``all``. Read at
+    every call, so tests can flip either."""
+    raw = os.environ.get("FUNGRAD_DISABLE_CACHE", "").strip().lower()
+    if raw == "all":
+        return False
+    if library:
+        return True
+    if raw in ("1", "true", "yes", "on"):
         return False
     return not config.disable_compile_cache
 
@@ -453,13 +464,14 @@ _caches: dict[tuple[Path, int], ObjectCache] = {}
 _caches_lock = threading.Lock()
 
 
-def default_cache() -> ObjectCache | None:
-    """The cache for the current :func:`default_cache_dir`, or None when caching is disabled.
+def default_cache(library: bool = False) -> ObjectCache | None:
+    """The cache for the current :func:`default_cache_dir`, or None when caching is disabled
+    (for programs, or with ``library`` for fungrad's own libraries: :func:`cache_enabled`).
 
     The directory and ``FUNGRAD_CACHE_MAX_BYTES`` are read at every call, so changing the
     environment switches to another (memoised) cache object with its own counters.
     """
-    if not cache_enabled():
+    if not cache_enabled(library):
         return None
     directory = default_cache_dir()
     max_bytes = _max_bytes_from_env()

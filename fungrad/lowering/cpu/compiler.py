@@ -306,6 +306,7 @@ def compile_module(
     opt_level: int = 3,
     passes: bool = True,
     debug_info: bool = False,
+    library: bool = False,
 ) -> CompiledModule:
     """Compile LLVM IR text for this CPU and return its native code.
 
@@ -323,6 +324,8 @@ def compile_module(
         compile.
       debug_info: keep the optimised IR and the assembly on the result (``optimized_ir``,
         ``assembly``); this bypasses the cache lookup, since a cached object has neither.
+      library: the module is one of fungrad's own libraries (fixed code, not a program's):
+        it stays cached when only programs' caching is off (cache.py).
 
     Returns:
       A :class:`CompiledModule`; ``.address(entry)`` gives the function pointers.
@@ -331,11 +334,17 @@ def compile_module(
       CompileError: LLVM failed at some step; nothing is cached.
     """
     return compile_modules(
-        [Part(ir_text, opt_level, passes)], entry_points, name=name, debug_info=debug_info
+        [Part(ir_text, opt_level, passes)],
+        entry_points,
+        name=name,
+        debug_info=debug_info,
+        library=library,
     )
 
 
-def compile_modules(parts, entry_points, *, name: str, debug_info: bool = False) -> CompiledModule:
+def compile_modules(
+    parts, entry_points, *, name: str, debug_info: bool = False, library: bool = False
+) -> CompiledModule:
     """Compile several modules, each at its own level, into one engine where they call each
     other's external functions (a program's glue at ``opt_level=0`` beside its kernels at 3:
     see llvm.py). Each part is cached on its own; arguments, result and errors are as for
@@ -349,7 +358,7 @@ def compile_modules(parts, entry_points, *, name: str, debug_info: bool = False)
     parts = list(parts)
     pipelines = [_pipeline_options(p.opt_level, p.passes) for p in parts]
     h = host()
-    store = cache.default_cache()
+    store = cache.default_cache(library)
     keys = [None] * len(parts)
     if store is not None:
         keys = [

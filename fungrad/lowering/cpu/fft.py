@@ -277,7 +277,9 @@ def ensure_library(dtype) -> None:
         if dt in _modules:
             return
         name, cols = symbol(dt), cols_symbol_of(dt)
-        module = cpu.compile_module(library_ir(dt), [name, cols], name=f"fungrad_fft_{name[-3:]}")
+        module = cpu.compile_module(
+            library_ir(dt), [name, cols], name=f"fungrad_fft_{name[-3:]}", library=True
+        )
         # generated code calls into it for the rest of the process: never free it
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(module))
         ptr = ctypes.c_void_p

@@ -1061,7 +1061,9 @@ def _compile() -> None:
     from fungrad.lowering.cpu import compiler as cpu
     from fungrad.lowering.cpu import llvm_capi
 
-    module = cpu.compile_module(library_ir(), [SYMBOL], name="fungrad_matmul", passes=False)
+    module = cpu.compile_module(
+        library_ir(), [SYMBOL], name="fungrad_matmul", passes=False, library=True
+    )
     # every program's code calls into this one: never free it (a CompiledModule frees its code
     # when collected, e.g. while modules are torn down at interpreter exit)
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(module))

@@ -215,7 +215,9 @@ def _register() -> None:
             )
         llvm_capi.add_symbol(f"fg_rt_{name}", ctypes.cast(fn, ctypes.c_void_p).value)
     # hand-written SSA at O0 (FastISel): 6 ms against 57 at O2, the same fork-join timings
-    module = cpu.compile_module(runtime_ir(), _ENTRY_POINTS, name="fungrad_runtime", opt_level=0)
+    module = cpu.compile_module(
+        runtime_ir(), _ENTRY_POINTS, name="fungrad_runtime", opt_level=0, library=True
+    )
     module.function("fg_runtime_init", [])()
     # NB: workers run this module's code until the process exits, so it must never be freed (a
     # CompiledModule frees its code when collected, e.g. while modules are torn down at exit).

@@ -321,7 +321,10 @@ def ensure_large_library(syms: Iterable[str]) -> None:
             if sym in _large_libraries:
                 continue
             module = cpu.compile_module(
-                large_library_ir(sym), large_symbols(sym), name=f"fungrad_{sym[3:]}"
+                large_library_ir(sym),
+                large_symbols(sym),
+                name=f"fungrad_{sym[3:]}",
+                library=True,
             )
             # every module using the function calls into it: never free it
             ctypes.pythonapi.Py_IncRef(ctypes.py_object(module))

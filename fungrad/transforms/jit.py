@@ -72,7 +72,11 @@ def jit(
     static_argnames=(),
     donate_argnums=(),
     donate_argnames=(),
+    keep_unused=False,
+    device=None,
     backend=None,
+    inline=False,
+    compiler_options=None,
 ) -> Any:
     """Compile ``fun`` to one native function per signature (``jax.jit``).
 
@@ -93,6 +97,16 @@ def jit(
         shaders through WebGPU: Vulkan, Metal, DirectX 12; float32/int32/uint32/bool
         programs). GPU results are :class:`~fungrad.devices.GpuArray` s: they stay on the
         device, and passing them to another GPU function copies nothing.
+      keep_unused: accepted for JAX's signature; fungrad always passes every argument to the
+        compiled program (unused ones cost nothing), so it changes nothing.
+      device: a device from ``fungrad.devices()``: its platform picks the backend (``cpu`` or
+        ``gpu``); give ``device`` or ``backend``, not both (JAX's ValueError).
+      inline: called while another function is traced (inside jit, grad, vmap...), run ``fun``
+        in that trace instead of binding a nested jit call, as JAX inlines it into the
+        enclosing jaxpr. Called at top level it compiles as usual.
+      compiler_options: XLA's per-compilation flags; fungrad compiles with LLVM and takes
+        none, so only ``None`` or an empty dict are accepted (any option raises a ValueError
+        naming it, as XLA rejects an option it does not know).
 
     Returns:
       A function with the signature of ``fun`` (``functools.wraps``), plus ``lower(*args,
@@ -116,9 +130,19 @@ def jit(
             static_argnames=static_argnames,
             donate_argnums=donate_argnums,
             donate_argnames=donate_argnames,
+            keep_unused=keep_unused,
+            device=device,
             backend=backend,
+            inline=inline,
+            compiler_options=compiler_options,
         )
     check_callable(fun, "jit", "pass the function to compile: jit(f), or use @jit")
+    backend = _device_backend(device, backend)
+    if compiler_options:
+        raise ValueError(
+            f"jit: compiler_options {sorted(compiler_options)} are XLA flags; fungrad compiles "
+            "with LLVM and takes no compiler options: remove compiler_options"
+        )
     info = JitFunction(
         fun,
         static_argnums,
@@ -207,9 +231,32 @@ def jit(
         whose ``as_text()`` shows the compiled program and ``compile()`` gives it."""
         return aot.lower(info, args, kwargs)
 
+    if inline:
+        compiled = jitted
+
+        def jitted(*args, **kwargs):
+            # inside another trace, fun runs in it (JAX inlines it into the enclosing jaxpr)
+            if type(state.trace) is not EvalTrace and not cfg.disable_jit:
+                return fun(*args, **kwargs)
+            return compiled(*args, **kwargs)
+
     functools.update_wrapper(jitted, fun)
     jitted.lower = lower
     jitted.clear_cache = info.clear_cache
     jitted.cache_info = info.cache_info
     jitted._cache_size = lambda: len(info.cache)
     return jitted
+
+
+def _device_backend(device, backend):
+    """The backend jit's ``device`` argument picks (its platform), or ``backend`` unchanged."""
+    if device is None:
+        return backend
+    if backend is not None:
+        raise ValueError("can't specify both a device and a backend for jit")
+    platform = getattr(device, "platform", None)
+    if platform not in ("cpu", "gpu"):
+        raise TypeError(
+            f"jit: device must be a device from fungrad.devices() (or None), got {device!r}"
+        )
+    return platform

@@ -517,6 +517,9 @@ SAMPLES = {
     "geev": _unary(
         lambda x: geev_p.bind(x, compute_left=True, compute_right=True), _rotation_block
     ),
+    # Schur and Hessenberg (LAPACK gees / gehrd; no derivative, as in JAX)
+    "schur": _unary(lambda x: lax.linalg.schur(x), lambda r: _unif(r, -1, 1, (3, 3))),
+    "hessenberg": _unary(lambda x: lax.linalg.hessenberg(x), lambda r: _unif(r, -1, 1, (4, 4))),
     "svd": _unary(_svd_fn, lambda r: _spread(r)[:, :2] + _unif(r, -0.5, 0.5, (3, 2))),
     # LU of a wide matrix (distinct pivot candidates: the pivots do not change nearby)
     "lu": _unary(lambda x: lax.linalg.lu(x), lambda r: _unif(r, -1, 1, (3, 4))),

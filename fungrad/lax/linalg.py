@@ -1,8 +1,9 @@
 """``fungrad.lax.linalg``: jax.lax.linalg's decompositions and triangular solve, with its
 signatures and result conventions: ``cholesky``, ``triangular_solve``
 (:mod:`fungrad.lax.linalg_primitives`), ``lu`` (:mod:`fungrad.lax.linalg_lu`) and ``qr``,
-``eigh``, ``svd`` (:mod:`fungrad.lax.linalg_decomp_primitives`) and ``eig``
-(:mod:`fungrad.lax.linalg_eig`) are primitives (LAPACK under jit on the CPU).
+``eigh``, ``svd`` (:mod:`fungrad.lax.linalg_decomp_primitives`), ``eig``
+(:mod:`fungrad.lax.linalg_eig`), ``schur`` and ``hessenberg`` (:mod:`fungrad.lax.linalg_schur`,
+CPU only, as in JAX) are primitives (LAPACK under jit on the CPU).
 
 The conventions differ from jax.numpy.linalg's, as in JAX: ``eigh`` returns
 ``(eigenvectors, eigenvalues)``, ``qr`` defaults to ``full_matrices=True``, ``lu`` returns
@@ -22,6 +23,7 @@ from fungrad.lax.linalg_decomp_primitives import eigh_p, geqrf_p, qr_p, svd_p
 from fungrad.lax.linalg_eig import eig_p
 from fungrad.lax.linalg_lu import lu_p
 from fungrad.lax.linalg_primitives import cholesky_p, triangular_solve_p
+from fungrad.lax.linalg_schur import hessenberg_p, schur_p
 from fungrad.numpy import linalg as _np_linalg
 from fungrad.numpy import linalg_decomp as _decomp
 from fungrad.numpy import util
@@ -35,11 +37,15 @@ __all__ = [
     "eigh_p",
     "geqrf",
     "geqrf_p",
+    "hessenberg",
+    "hessenberg_p",
     "lu",
     "lu_p",
     "lu_pivots_to_permutation",
     "qr",
     "qr_p",
+    "schur",
+    "schur_p",
     "svd",
     "svd_p",
     "triangular_solve",
@@ -147,6 +153,41 @@ def geqrf(a):
     a = _decomp._float_matrix("geqrf", a, square=False, complex_ok=True)
     packed, taus = geqrf_p.bind(a)
     return packed, taus
+
+
+def schur(
+    x,
+    *,
+    compute_schur_vectors: bool = True,
+    sort_eig_vals: bool = False,
+    select_callable=None,
+):
+    """The Schur decomposition ``x = q u qᴴ`` of a real or complex square matrix or stack
+    [..., n, n] (LAPACK's ``gees``; CPU only, as in JAX): ``(u, q)``, or ``[u]`` alone unless
+    ``compute_schur_vectors``. ``u`` is upper triangular (complex) or quasi-upper-triangular
+    (real: 2 x 2 diagonal blocks for complex conjugate eigenvalue pairs) and ``q`` unitary,
+    both of ``x``'s dtype; NaN where LAPACK does not converge. As in JAX, ``select_callable``
+    is unused and ``sort_eig_vals=True`` raises NotImplementedError when it runs; integer
+    matrices are a TypeError (no promotion). Not differentiable (as in JAX).
+
+    Example: ``u, q = schur(a)``; ``q @ u @ q.conj().T`` is ``a``."""
+    util.check_arraylike("schur", x)
+    return schur_p.bind(
+        util.asarray(x, fun_name="schur"),
+        compute_schur_vectors=bool(compute_schur_vectors),
+        sort_eig_vals=bool(sort_eig_vals),
+        select_callable=select_callable,
+    )
+
+
+def hessenberg(a):
+    """LAPACK's reduction (``gehrd``) of a real or complex square matrix or stack [..., n, n]
+    to upper Hessenberg form, in its own representation (CPU only, as in JAX): ``[a, taus]``,
+    the Hessenberg matrix on and above the first subdiagonal of ``a``, the Householder
+    reflectors' vectors below it and their scales ``taus`` [..., n - 1]. Not differentiable
+    (as in JAX). ``fungrad.scipy.linalg.hessenberg`` gives ``H`` and ``Q``."""
+    util.check_arraylike("hessenberg", a)
+    return hessenberg_p.bind(util.asarray(a, fun_name="hessenberg"))
 
 
 def svd(

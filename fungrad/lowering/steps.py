@@ -1,6 +1,6 @@
 """The program steps other than kernels and products, as plain data: control flow (cond,
 while, scan), sort, host calls and dense linear algebra (Cholesky, triangular solve, LU, QR,
-eigh, SVD, eig).
+eigh, SVD, eig, Schur, Hessenberg).
 
 A lowering rule that cannot be written element by element stores its operands in buffers and
 appends one of these steps to the program (``fusion.Planner.add_step``). A step says what it
@@ -45,6 +45,8 @@ __all__ = [
     "EighStep",
     "SVDStep",
     "GeevStep",
+    "SchurStep",
+    "HessenbergStep",
     "scratch_slots",
 ]
 
@@ -547,3 +549,45 @@ class GeevStep(_LibraryStep):
 
     READS = ("a",)
     WRITES = ("wr", "wi", "vl", "vr")
+
+
+@dataclass(eq=False)
+class SchurStep(_LibraryStep):
+    """The Schur decomposition ``a = z t zᴴ`` of each of ``batch`` row-major ``n x n``
+    matrices of ``a``, unsorted: the Schur form into ``t`` (quasi-upper-triangular for a real
+    matrix, 2 x 2 blocks for complex conjugate eigenvalue pairs) and, unless ``z`` is None, the
+    unitary Schur vectors into ``z``; NaN in both where it did not converge. Backends with a
+    library run it there (the CPU: LAPACK ``gees``). ``complex``: the buffers hold complex
+    numbers as interleaved (re, im) pairs of their real dtype (``cgees``/``zgees``)."""
+
+    name: str
+    a: Buffer
+    t: Buffer
+    z: Buffer | None
+    batch: int
+    n: int
+    complex: bool = False
+
+    READS = ("a",)
+    WRITES = ("t", "z")
+
+
+@dataclass(eq=False)
+class HessenbergStep(_LibraryStep):
+    """LAPACK's reduction of each of ``batch`` row-major ``n x n`` matrices of ``a`` to upper
+    Hessenberg form, in its own representation: ``packed`` (the Hessenberg matrix on and above
+    the first subdiagonal, the Householder vectors below it) and ``taus`` (``n - 1`` per
+    matrix); NaN in both where LAPACK reports an error. Backends with a library run it there
+    (the CPU: LAPACK ``gehrd``). ``complex``: the buffers hold complex numbers as interleaved
+    (re, im) pairs of their real dtype (``cgehrd``/``zgehrd``)."""
+
+    name: str
+    a: Buffer
+    packed: Buffer
+    taus: Buffer
+    batch: int
+    n: int
+    complex: bool = False
+
+    READS = ("a",)
+    WRITES = ("packed", "taus")

@@ -14,8 +14,10 @@ CPU) with SciPy's result conventions; ``eigh``, ``svd``, ``qr`` wrap
 :mod:`fungrad.numpy.linalg_decomp` with SciPy's result conventions; ``expm`` is scaling and
 squaring with the degree-13 Pade approximant (Higham 2005) and ``expm_frechet`` its forward
 derivative; ``polar`` runs QDWH (or the SVD) and ``eigh_tridiagonal`` is ``eigh`` of the dense
-tridiagonal matrix. SciPy's ``overwrite_*`` and ``check_finite`` arguments are accepted and
-ignored, as in JAX.
+tridiagonal matrix. ``schur``, ``rsf2csf``, ``hessenberg``, ``sqrtm``, ``funm`` and
+``solve_sylvester`` (:mod:`fungrad.scipy.linalg_schur`) are built on the ``schur`` and
+``hessenberg`` primitives (CPU only, as in JAX). SciPy's ``overwrite_*`` and ``check_finite``
+arguments are accepted and ignored, as in JAX.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from fungrad.lax.linalg_lu import lu_p
 from fungrad.lax.linalg_primitives import triangular_solve_p
 from fungrad.numpy import linalg as np_linalg
 from fungrad.numpy import polynomial, util
+from fungrad.scipy.linalg_schur import funm, hessenberg, rsf2csf, schur, solve_sylvester, sqrtm
 
 __all__ = [
     "block_diag",
@@ -49,9 +52,11 @@ __all__ = [
     "expm_frechet",
     "fiedler",
     "fiedler_companion",
+    "funm",
     "hadamard",
     "hankel",
     "helmert",
+    "hessenberg",
     "hilbert",
     "inv",
     "invhilbert",
@@ -63,8 +68,12 @@ __all__ = [
     "pascal",
     "polar",
     "qr",
+    "rsf2csf",
+    "schur",
     "solve",
+    "solve_sylvester",
     "solve_triangular",
+    "sqrtm",
     "svd",
     "toeplitz",
 ]

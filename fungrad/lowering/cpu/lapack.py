@@ -5,9 +5,9 @@ same symbol decoration as its cblas: where cblas ``sgemm`` is ``<prefix>cblas_sg
 the Fortran routine ``spotrf`` is ``<prefix>spotrf_<suffix>`` (``scipy_spotrf_64_`` in the
 ILP64 ``scipy-openblas64`` build) and cblas ``strsm`` is ``<prefix>cblas_strsm<suffix>``.
 :func:`find_lapack` resolves, for float32 and float64, ``potrf``, ``trsm`` (cblas), ``getrf``,
-``geqrf``, ``orgqr``, ``syevd``, ``gesdd`` and ``geev`` (:data:`ROUTINES`), and for complex64
-and complex128 (``c``/``z``) those of :data:`COMPLEX_ROUTINES`; a routine the library lacks is
-listed in :attr:`LapackInfo.missing` and only its callers raise
+``geqrf``, ``orgqr``, ``syevd``, ``gesdd``, ``geev``, ``gees`` and ``gehrd`` (:data:`ROUTINES`),
+and for complex64 and complex128 (``c``/``z``) those of :data:`COMPLEX_ROUTINES`; a routine the
+library lacks is listed in :attr:`LapackInfo.missing` and only its callers raise
 (:class:`LapackUnavailableError`). Complex matrices are numpy's interleaved (re, im) pairs.
 
 Calling convention. The Fortran routines take every argument by pointer, integers are
@@ -29,13 +29,13 @@ each routine meets the row-major buffer, which jitted code must reproduce:
   ``(m, n) := (n, m)``, LAPACK's ``VT`` buffer is the row-major ``u`` and its ``U`` buffer the
   row-major ``vt``; no copy is needed.
 - ``trsm``: cblas with ``CblasRowMajor``.
-- ``getrf`` / ``geqrf`` / ``orgqr`` / ``geev``: the transpose is a different factorisation, so
-  the matrix is copied to Fortran order (a transpose in jitted code) and the results copied
-  back.
-- complex ``geqrf`` / ``ungqr`` / ``heevd`` / ``gesdd`` / ``geev``: the same, Fortran order
-  for all of them (a Hermitian matrix's transpose is its conjugate, whose eigenvectors are
-  conjugated; the SVD of the transpose has conjugated factors). Complex ``gesdd``'s real
-  workspace has no query: :func:`gesdd_rwork` gives LAPACK's bound.
+- ``getrf`` / ``geqrf`` / ``orgqr`` / ``geev`` / ``gees`` / ``gehrd``: the transpose is a
+  different factorisation, so the matrix is copied to Fortran order (a transpose in jitted
+  code) and the results copied back.
+- complex ``geqrf`` / ``ungqr`` / ``heevd`` / ``gesdd`` / ``geev`` / ``gees`` / ``gehrd``: the
+  same, Fortran order for all of them (a Hermitian matrix's transpose is its conjugate, whose
+  eigenvectors are conjugated; the SVD of the transpose has conjugated factors). Complex
+  ``gesdd``'s real workspace has no query: :func:`gesdd_rwork` gives LAPACK's bound.
 
 Workspace sizes come from LAPACK's own query (``lwork = -1``).
 """
@@ -77,6 +77,8 @@ __all__ = [
     "gesdd_complex",
     "gesdd_rwork",
     "geev_complex",
+    "gees",
+    "gehrd",
 ]
 
 CBLAS_UPPER, CBLAS_LOWER = 121, 122
@@ -116,6 +118,10 @@ ROUTINES: dict[str, _Signature] = {
     "gesdd": _Signature("ciipippipipipi"),
     # jobvl, jobvr, n, a, lda, wr, wi, vl, ldvl, vr, ldvr, work, lwork, info
     "geev": _Signature("ccipipppipipii"),
+    # jobvs, sort, select, n, a, lda, sdim, wr, wi, vs, ldvs, work, lwork, bwork, info
+    "gees": _Signature("ccpipiipppipipi"),
+    # n, ilo, ihi, a, lda, tau, work, lwork, info
+    "gehrd": _Signature("iiipippii"),
 }
 """The routines bound here for float32 and float64 and their argument lists (see
 :class:`_Signature`)."""
@@ -137,6 +143,10 @@ COMPLEX_ROUTINES: dict[str, _Signature] = {
     "gesdd": _Signature("ciipippipipippi"),
     # jobvl, jobvr, n, a, lda, w, vl, ldvl, vr, ldvr, work, lwork, rwork, info
     "geev": _Signature("ccipippipipipi"),
+    # jobvs, sort, select, n, a, lda, sdim, w, vs, ldvs, work, lwork, rwork (real), bwork, info
+    "gees": _Signature("ccpipiippipippi"),
+    # n, ilo, ihi, a, lda, tau, work, lwork, info
+    "gehrd": _Signature("iiipippii"),
 }
 """The routines bound here for complex64 (``c``) and complex128 (``z``). Their arrays hold
 interleaved (re, im) pairs, numpy's complex layout; cblas passes complex scalars by pointer."""
@@ -719,3 +729,61 @@ def geev_complex(a, left: bool = True, right: bool = True):
         np.ascontiguousarray(vr) if right else None,
         int(st[0]),
     )
+
+
+def gees(a, compute_vectors: bool = True):
+    """Schur decomposition of the square ``a`` (``sgees``/``dgees``, ``cgees``/``zgees``),
+    unsorted: ``a = z t zᴴ`` with ``z`` unitary and ``t`` upper triangular (complex) or
+    quasi-upper-triangular (real: 2 x 2 diagonal blocks hold complex conjugate eigenvalue
+    pairs, each block with equal diagonal entries and off-diagonal entries of opposite signs,
+    LAPACK's standard form). Returns ``(t, z, info)``; ``z`` is None unless
+    ``compute_vectors``; ``info > 0`` when the QR algorithm failed to converge."""
+    f = _matrix("gees", a, square=True, order="F")
+    info = find_lapack()
+    fn = info.function("gees", f.dtype)
+    n = f.shape[0]
+    ints = _Ints(info.int_bits)
+    cplx = f.dtype.kind == "c"
+    rdt = np.float32 if f.dtype in (np.float32, np.complex64) else np.float64
+    z = np.zeros((n, n), f.dtype, order="F") if compute_vectors else np.zeros(1, f.dtype)
+    sdim, st = np.zeros(1, ints.np_type), np.zeros(1, ints.np_type)
+    eig = [np.zeros(n, f.dtype)] if cplx else [np.zeros(n, f.dtype), np.zeros(n, f.dtype)]
+    rwork = [np.zeros(max(1, n), rdt)] if cplx else []
+    bwork = np.zeros(max(1, n), ints.np_type)  # not referenced: no sorting
+    jobvs, sort = _chars("V" if compute_vectors else "N", "N")
+    head = (jobvs, sort, None, ints(n), _ptr(f), ints(max(1, n)), _ptr(sdim))
+    head += tuple(_ptr(w) for w in eig) + (_ptr(z), ints(max(1, n) if compute_vectors else 1))
+    tail = (*(_ptr(r) for r in rwork), _ptr(bwork), _ptr(st), 1, 1)
+    query = np.zeros(1, f.dtype)
+    fn(*head, _ptr(query), ints(-1), *tail)
+    if st[0] == 0:
+        work = np.zeros(_lwork(query[0]), f.dtype)
+        fn(*head, _ptr(work), ints(work.size), *tail)
+    return (
+        np.ascontiguousarray(f),
+        (np.ascontiguousarray(z) if compute_vectors else None),
+        int(st[0]),
+    )
+
+
+def gehrd(a):
+    """Householder reduction of the square ``a`` to upper Hessenberg form (``sgehrd``/
+    ``dgehrd``, ``cgehrd``/``zgehrd``, ``ilo = 1``, ``ihi = n``). Returns ``(packed, taus,
+    info)``: the Hessenberg matrix on and above the first subdiagonal of ``packed``, the
+    reflectors' vectors below it (reflector ``i`` is ``I - tau_i v vᴴ`` with ``v[i + 1] = 1``
+    implied and ``v[i + 2:]`` in column ``i``), their scales in ``taus`` (length ``n - 1``)."""
+    f = _matrix("gehrd", a, square=True, order="F")
+    info = find_lapack()
+    fn = info.function("gehrd", f.dtype)
+    n = f.shape[0]
+    ints = _Ints(info.int_bits)
+    tau = np.zeros(max(n - 1, 0), f.dtype)
+    tau_buf = tau if tau.size else np.zeros(1, f.dtype)
+    st = np.zeros(1, ints.np_type)
+    head = (ints(n), ints(1), ints(n), _ptr(f), ints(max(1, n)), _ptr(tau_buf))
+    query = np.zeros(1, f.dtype)
+    fn(*head, _ptr(query), ints(-1), _ptr(st))
+    if st[0] == 0:
+        work = np.zeros(_lwork(query[0]), f.dtype)
+        fn(*head, _ptr(work), ints(work.size), _ptr(st))
+    return np.ascontiguousarray(f), tau, int(st[0])

@@ -21,6 +21,7 @@ from fungrad import (  # noqa: E402,F401
     optim,
     random,
     scipy,
+    sharding,
     tree,
     tree_util,
     typing,
@@ -82,6 +83,10 @@ from fungrad.lowering.cpu.compiler import CompileError  # noqa: E402
 from fungrad.lowering.fusion import LoweringError  # noqa: E402
 from fungrad.parallel import pmap  # noqa: E402
 from fungrad.profiler import profile  # noqa: E402
+from fungrad.shard_map_impl import shard_map  # noqa: E402
+from fungrad.sharding import NamedSharding, reshard  # noqa: E402
+from fungrad.sharding import PartitionSpec as P  # noqa: E402
+from fungrad.sharding_impls import make_mesh, set_mesh  # noqa: E402
 from fungrad.transforms.autodiff import (  # noqa: E402
     grad,
     hessian,
@@ -119,6 +124,8 @@ __all__ = [
     "GpuArray",
     "Jaxpr",
     "LoweringError",
+    "NamedSharding",
+    "P",
     "ShapeDtypeStruct",
     "ShapedArray",
     "TracerArrayConversionError",
@@ -169,6 +176,7 @@ __all__ = [
     "local_device_count",
     "local_devices",
     "make_jaxpr",
+    "make_mesh",
     "named_call",
     "named_scope",
     "nn",
@@ -184,7 +192,11 @@ __all__ = [
     "pure_callback",
     "random",
     "remat",
+    "reshard",
     "scipy",
+    "set_mesh",
+    "shard_map",
+    "sharding",
     "stop_gradient",
     "tree",
     "tree_util",

@@ -140,6 +140,39 @@ class Array(metaclass=_ArrayMeta):
             )
         return self
 
+    @property
+    def sharding(self):
+        """How the value is laid out over devices (``jax.Array.sharding``): the NamedSharding
+        that ``device_put``, ``with_sharding_constraint``, ``jit(out_shardings=...)`` or
+        ``shard_map`` gave it, else the SingleDeviceSharding of its device."""
+        from fungrad import sharding_impls as sharding
+
+        return sharding.sharding_of(self)
+
+    @property
+    def addressable_shards(self) -> list:
+        """The pieces of the value this process holds (``jax.Array.addressable_shards``): a
+        :class:`~fungrad.sharding.Shard` per device of its sharding (one on fungrad's
+        one-device meshes, whose data is the whole array)."""
+        from fungrad import sharding_impls as sharding
+
+        return sharding.addressable_shards(self)
+
+    @property
+    def global_shards(self) -> list:
+        """Every piece of the value (``jax.Array.global_shards``): the addressable ones."""
+        return self.addressable_shards
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        """Whether this process holds every piece of the value: always, in one process."""
+        return True
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        """Whether every device of the sharding holds the whole value."""
+        return self.sharding.is_fully_replicated
+
     def item(self, *args) -> Any:
         return np.asarray(self._value).item(*args)
 

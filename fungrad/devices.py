@@ -134,10 +134,16 @@ def device_buffer(x):
 
 def device_put(x, device=None, *, backend: str | None = None):
     """Arrays of pytree ``x`` on ``device`` (a :class:`Device`, ``"cpu"`` or ``"gpu"``) or
-    ``backend``; the default is the CPU. On the GPU they stay there until read."""
-    from fungrad import tree_util
+    ``backend``; the default is the CPU. On the GPU they stay there until read. ``device``
+    may also be a ``jax.sharding`` Sharding or PartitionSpec (or a pytree prefix of ``x`` of
+    them, see fungrad/sharding_impls.py): the Arrays then carry it as their ``.sharding``."""
+    from fungrad import sharding_impls, tree_util
     from fungrad.operands import operand
 
+    if sharding_impls.is_sharding_target(device):
+        return sharding_impls.put_sharded(
+            x, device, lambda leaf, d: device_put(leaf, d, backend=backend)
+        )
     target = backend if device is None else device
     if isinstance(target, Device):
         if target.platform == "gpu" and not target.active:

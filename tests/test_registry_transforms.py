@@ -346,6 +346,12 @@ SAMPLES = {
     "square": _unary(lax.square, lambda r: _unif(r, -2, 2)),
     "stop_gradient": _unary(lax.stop_gradient, lambda r: _unif(r, -2, 2)),
     "name": _unary(lambda x: checkpoint_name(x, "h"), lambda r: _unif(r, -2, 2)),
+    "sharding_constraint": _unary(
+        lambda x: lax.with_sharding_constraint(
+            x, fg.NamedSharding(fg.make_mesh((1,), ("x",)), fg.P("x"))
+        ),
+        lambda r: _unif(r, -2, 2),
+    ),
     "optimization_barrier": _binary(
         lambda x, y: lax.mul(*lax.optimization_barrier((x, y))),
         lambda r: _unif(r, -2, 2),

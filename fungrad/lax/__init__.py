@@ -30,6 +30,7 @@ from fungrad.lax.reduce import *  # noqa: F401,F403
 from fungrad.lax.reduce_precision import *  # noqa: F401,F403
 from fungrad.lax.rng import *  # noqa: F401,F403
 from fungrad.lax.shape import *  # noqa: F401,F403
+from fungrad.lax.sharding import *  # noqa: F401,F403
 from fungrad.lax.slicing import *  # noqa: F401,F403
 from fungrad.lax.sort import *  # noqa: F401,F403
 from fungrad.lax.special import *  # noqa: F401,F403

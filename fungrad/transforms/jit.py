@@ -44,7 +44,7 @@ from fungrad import core
 from fungrad.array import Array
 from fungrad.config import config
 from fungrad.core import EvalTrace
-from fungrad.transforms import aot
+from fungrad.transforms import aot, jit_shardings
 from fungrad.transforms.api_util import check_callable
 from fungrad.transforms.jit_cache import JitFunction, check_backend, tree_key
 
@@ -77,6 +77,8 @@ def jit(
     backend=None,
     inline=False,
     compiler_options=None,
+    in_shardings=jit_shardings.UNSPECIFIED,
+    out_shardings=jit_shardings.UNSPECIFIED,
 ) -> Any:
     """Compile ``fun`` to one native function per signature (``jax.jit``).
 
@@ -107,6 +109,9 @@ def jit(
       compiler_options: XLA's per-compilation flags; fungrad compiles with LLVM and takes
         none, so only ``None`` or an empty dict are accepted (any option raises a ValueError
         naming it, as XLA rejects an option it does not know).
+      in_shardings, out_shardings: ``jax.sharding`` Shardings or PartitionSpecs (pytree
+        prefixes of the non-static positional arguments and of the results) checked as JAX
+        checks them; the results carry ``out_shardings`` (fungrad/transforms/jit_shardings.py).
 
     Returns:
       A function with the signature of ``fun`` (``functools.wraps``), plus ``lower(*args,
@@ -135,6 +140,8 @@ def jit(
             backend=backend,
             inline=inline,
             compiler_options=compiler_options,
+            in_shardings=in_shardings,
+            out_shardings=out_shardings,
         )
     check_callable(fun, "jit", "pass the function to compile: jit(f), or use @jit")
     backend = _device_backend(device, backend)
@@ -245,6 +252,10 @@ def jit(
     jitted.clear_cache = info.clear_cache
     jitted.cache_info = info.cache_info
     jitted._cache_size = lambda: len(info.cache)
+    if not (in_shardings is out_shardings is jit_shardings.UNSPECIFIED):
+        return jit_shardings.with_shardings(
+            jitted, fun, in_shardings, out_shardings, static_argnums, static_argnames
+        )
     return jitted
 
 

@@ -167,6 +167,8 @@ def _householder_product(v, taus):
         qv = fnp.matmul(q, vi[..., None], precision=_HIGHEST)
         return q - tau * qv * fnp.conj(vi)[..., None, :]
 
+    if taus.shape[-1] == 0:
+        return q
     return lax.fori_loop(0, taus.shape[-1], apply, q)
 
 

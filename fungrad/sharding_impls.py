@@ -140,13 +140,14 @@ class PartitionSpec:
         return hash((PartitionSpec, self._partitions, self.unreduced, self.reduced))
 
     def __repr__(self):
-        body = ", ".join(map(repr, self._partitions))
-        if len(self._partitions) == 1:
-            body += ","
-        for name in ("unreduced", "reduced"):
-            axes = getattr(self, name)
-            if axes:
-                body += f"{', ' if self._partitions else ''}{name}={set(sorted(axes))!r}"
+        extra = [
+            f"{name}={set(sorted(getattr(self, name)))!r}"
+            for name in ("unreduced", "reduced")
+            if getattr(self, name)
+        ]
+        body = ", ".join([*map(repr, self._partitions), *extra])
+        if len(self._partitions) == 1 and not extra:
+            body += ","  # P('x',), as a 1-tuple prints
         return f"P({body})"
 
     def __reduce__(self):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
-from fungrad import core
+from fungrad import core, dtypes
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -192,7 +192,7 @@ class Array(metaclass=_ArrayMeta):
         return complex(self._value)
 
     def __index__(self) -> int:
-        if self._value.dtype.kind not in "iub" or self._value.ndim:
+        if dtypes.kind(self._value.dtype) not in "iub" or self._value.ndim:
             raise TypeError(
                 f"only integer scalar arrays can be converted to a scalar index, "
                 f"got {self.aval.str_short()}"

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fungrad import dtypes, source_info
+from fungrad import dtypes, float_normalization, source_info
 from fungrad.config import config
 
 # ---------------------------------------------------------------------------------------------
@@ -479,8 +479,14 @@ class EvalTrace(Trace):
         # The shape rule runs first: bad input gets the primitive's own error (naming the
         # operation, shapes and dtypes), never numpy's, and the impl only sees valid input.
         out_avals = cached_abstract_eval(primitive, tuple(avals), params)
+        impl = primitive.impl
+        outs_avals = out_avals if primitive.multiple_results else (out_avals,)
+        for aval in (*avals, *outs_avals):
+            if aval.dtype.kind == "V":  # bfloat16 (or float0): computed in float32
+                impl = _bfloat16_impl(primitive, avals, params, out_avals)
+                break
         try:
-            out = primitive.impl(*vals, **params)
+            out = impl(*vals, **params)
         except FloatingPointError as e:  # debug_nans in a loop body: name the iteration too
             from fungrad import nan_hunt
 
@@ -494,6 +500,16 @@ class EvalTrace(Trace):
         if primitive.multiple_results:
             return [array_type.from_impl(o, a) for o, a in zip(out, out_avals)]
         return array_type.from_impl(out, out_avals)
+
+
+def _bfloat16_impl(primitive, avals, params, out_avals):
+    """``primitive``'s impl (called as ``impl(*vals, **params)``), computing in float32 and
+    rounding to bfloat16 where operands or results are bfloat16 (``float_normalization``)."""
+    outs = out_avals if primitive.multiple_results else [out_avals]
+    if not float_normalization.touches_narrow_float([*avals, *outs]):
+        return primitive.impl
+    fn = float_normalization.widened_impl(primitive, params, out_avals)
+    return lambda *vals, **_: fn(*vals)
 
 
 _array_type: type = type(None)
@@ -527,7 +543,7 @@ def check_nans_infs(where: str, values, inputs=None, params=None) -> None:
     primitive's numpy inputs; ``params`` its params); see :mod:`fungrad.nan_hunt`."""
     for i, v in enumerate(values):
         v = np.asarray(v)
-        if v.dtype.kind not in "fc" or v.size == 0:
+        if dtypes.kind(v.dtype) not in "fc" or v.size == 0:
             continue
         for on, kind, test in (
             (config.debug_nans, "nan", np.isnan),

@@ -14,14 +14,20 @@
 * jax.dtypes' queries: :func:`issubdtype`, :func:`scalar_type_of`, :func:`itemsize_bits`, and
   :class:`TypePromotionError`.
 
-bfloat16 is not supported (numpy has no bfloat16 without ml_dtypes), nor are JAX's extended
-dtypes (typed PRNG keys: fungrad's keys are uint32 arrays).
+* ``bfloat16`` is ml_dtypes' numpy dtype, as in JAX. Its numpy ``kind`` is ``"V"``, so code
+  asks :func:`kind` (``"f"`` for it) rather than ``dtype.kind``. It promotes as in JAX:
+  ``bfloat16 + float16 -> float32``, ``bfloat16 + int32 -> bfloat16``, ``bfloat16 + 1.0 ->
+  bfloat16``. Operations on it compute in float32 and round each result to bfloat16 (to nearest,
+  ties to even), as XLA's CPU backend does (see ``core``'s eager path and ``ir/bfloat16.py``).
+
+JAX's extended dtypes (typed PRNG keys: fungrad's keys are uint32 arrays) are not supported.
 """
 
 from __future__ import annotations
 
 import functools
 
+import ml_dtypes
 import numpy as np
 
 from fungrad.config import config
@@ -31,6 +37,10 @@ int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, 
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+
+_ML_FLOATS = frozenset({bfloat16})
+"""ml_dtypes' floating dtypes fungrad has (numpy kind ``"V"``; :func:`kind` says ``"f"``)."""
 
 float0 = np.dtype([("float0", np.void, 0)])
 """The dtype of cotangents of integer and bool inputs (JAX's ``jax.dtypes.float0``): a
@@ -47,6 +57,7 @@ SUPPORTED = (
     uint32,
     uint64,
     float16,
+    bfloat16,
     float32,
     float64,
     complex64,
@@ -65,6 +76,7 @@ _SHORT_NAMES = {
     uint32: "u32",
     uint64: "u64",
     float16: "f16",
+    bfloat16: "bf16",
     float32: "f32",
     float64: "f64",
     complex64: "c64",
@@ -82,7 +94,8 @@ def short_name(dtype: np.dtype) -> str:
 def canonicalize_dtype(dtype) -> np.dtype:
     """``dtype`` as fungrad stores it: 64-bit types become 32-bit unless x64 is enabled.
 
-    Raises TypeError for dtypes fungrad does not support (bfloat16, strings, objects).
+    Raises TypeError for dtypes fungrad does not support (strings, objects, JAX's sub-byte
+    integers).
     """
     if isinstance(dtype, np.dtype):  # the common case: a table lookup
         dt = (_CANONICAL_X64 if config.enable_x64 else _CANONICAL_32).get(dtype)
@@ -147,8 +160,21 @@ def default_uint_dtype() -> np.dtype:
     return uint64 if config.enable_x64 else uint32
 
 
+def kind(dtype) -> str:
+    """numpy's one-letter kind of ``dtype`` (``"b"``, ``"i"``, ``"u"``, ``"f"``, ``"c"``), with
+    ml_dtypes' floats (bfloat16; numpy says ``"V"``) as ``"f"``."""
+    k = dtype.kind if isinstance(dtype, np.dtype) else np.dtype(dtype).kind
+    return "f" if k == "V" and np.dtype(dtype) in _ML_FLOATS else k
+
+
+def is_ml_float(dtype) -> bool:
+    """True for ml_dtypes' floating dtypes (bfloat16): the ones numpy and LLVM do not compute
+    in, which operations widen to float32 and round back."""
+    return np.dtype(dtype) in _ML_FLOATS
+
+
 def is_float(dtype) -> bool:
-    return np.dtype(dtype).kind == "f"
+    return kind(dtype) == "f"
 
 
 def is_complex(dtype) -> bool:
@@ -157,7 +183,7 @@ def is_complex(dtype) -> bool:
 
 def is_inexact(dtype) -> bool:
     """True for floating and complex dtypes (the ones with a tangent space)."""
-    return np.dtype(dtype).kind in "fc"
+    return kind(dtype) in "fc"
 
 
 def real_dtype(dtype) -> np.dtype:
@@ -178,7 +204,7 @@ def complex_dtype(dtype) -> np.dtype:
 
 def is_int(dtype) -> bool:
     """True for signed and unsigned integers (not bool)."""
-    return np.dtype(dtype).kind in "iu"
+    return kind(dtype) in "iu"
 
 
 def is_signed(dtype) -> bool:
@@ -215,7 +241,7 @@ class TypePromotionError(ValueError):
 # -- the promotion lattice ---------------------------------------------------------------
 # Nodes are dtypes or the weak kinds "i*" (Python int), "f*" (Python float) and "c*"
 # (Python complex). An edge a -> b means "a promotes to b"; result_type is the least upper
-# bound. (JAX's lattice without bfloat16.)
+# bound. (JAX's lattice.)
 _I_WEAK, _F_WEAK, _C_WEAK = "i*", "f*", "c*"
 _LATTICE = {
     bool_: [_I_WEAK],
@@ -228,8 +254,9 @@ _LATTICE = {
     int16: [int32],
     int32: [int64],
     int64: [_F_WEAK],
-    _F_WEAK: [float16, _C_WEAK],
+    _F_WEAK: [float16, bfloat16, _C_WEAK],
     float16: [float32],
+    bfloat16: [float32],
     float32: [float64, complex64],
     float64: [complex128],
     _C_WEAK: [complex64],
@@ -267,17 +294,28 @@ def _join(nodes: frozenset):
 
 
 def _node(dtype: np.dtype, weak: bool):
-    if weak and dtype.kind in "iu":
-        return _I_WEAK
-    if weak and dtype.kind == "f":
-        return _F_WEAK
-    if weak and dtype.kind == "c":
-        return _C_WEAK
+    if weak:
+        k = kind(dtype)
+        if k in "iu":
+            return _I_WEAK
+        if k == "f":
+            return _F_WEAK
+        if k == "c":
+            return _C_WEAK
     return dtype
 
 
 @functools.lru_cache(maxsize=4096)
 def _promote(pairs: tuple, x64: bool) -> tuple[np.dtype, bool]:
+    dts = frozenset(dt for dt, _ in pairs)
+    if all(w for _, w in pairs):
+        # As JAX: all weak -> the join of their strong dtypes, weak (a weak bfloat16 stays
+        # bfloat16; weak int32 and weak float32 give weak float32).
+        node, _ = _promote(tuple((dt, False) for dt in dts), x64)
+        return node, True
+    if len(dts) == 1:  # one dtype, some operand strong: that dtype, strong
+        (node,) = dts
+        return (node if x64 else _X64_TO_32.get(node, node)), False
     node = _join(frozenset(_node(dt, w) for dt, w in pairs))
     if node == _I_WEAK:
         return (int64 if x64 else int32), True
@@ -324,8 +362,9 @@ def result_type(*args, return_weak_type_flag: bool = False):
 
 def finfo(dtype):
     """Machine limits of a floating (or complex: its real part's) dtype (numpy's finfo of the
-    canonical dtype)."""
-    return np.finfo(canonicalize_dtype(dtype))
+    canonical dtype; ml_dtypes' for bfloat16, as JAX)."""
+    dt = canonicalize_dtype(dtype)
+    return ml_dtypes.finfo(dt) if dt in _ML_FLOATS else np.finfo(dt)
 
 
 def iinfo(dtype):
@@ -336,11 +375,34 @@ def iinfo(dtype):
 # -- jax.dtypes' queries ------------------------------------------------------------------------
 
 
+_ML_FLOAT_PARENTS = (np.floating, np.inexact, np.number, np.generic)
+
+
+def _ml_float_or_none(x):
+    """The ml_dtypes float dtype ``x`` names (a dtype, a scalar type such as ``fnp.bfloat16``,
+    a name), else None."""
+    if isinstance(x, type) and issubclass(x, np.generic) and x.__module__ == "numpy":
+        return None  # numpy's own types (and its abstract ones, which np.dtype refuses)
+    try:
+        if x is None:
+            return None
+        dt = np.dtype(x.dtype if isinstance(x, type) and hasattr(x, "dtype") else x)
+    except TypeError:
+        return None
+    return dt if dt in _ML_FLOATS else None
+
+
 def issubdtype(a, b) -> bool:
     """Whether dtype (or scalar type, or dtype name) ``a`` is ``b`` or below it in numpy's type
     hierarchy: ``issubdtype(np.int8, np.integer)``, ``issubdtype(float, np.floating)``; ``None``
-    reads as float64, as in numpy. JAX's version departs from numpy's only for bfloat16, the
-    sub-byte and extended dtypes, none of which fungrad has, so numpy's answer is JAX's."""
+    reads as float64, as in numpy. As in JAX, bfloat16 sits under ``np.floating`` (numpy puts
+    ml_dtypes' types under ``np.generic`` only); JAX's sub-byte and extended dtypes fungrad
+    does not have, so elsewhere numpy's answer is JAX's."""
+    a_ml = _ml_float_or_none(a)
+    if a_ml is not None:
+        if b in _ML_FLOAT_PARENTS:
+            return True
+        return _ml_float_or_none(b) == a_ml
     return bool(np.issubdtype(a, b))
 
 
@@ -363,12 +425,12 @@ def scalar_type_of(x) -> type:
         if not isinstance(x, (str, type, np.dtype)):
             raise TypeError(f"Cannot determine dtype of {x}")
         dt = np.dtype(x)
-    kind = _SCALAR_TYPE_OF_KIND.get(dt.kind)
-    if kind is None or dt not in _SUPPORTED_SET:
+    kind_ = _SCALAR_TYPE_OF_KIND.get(kind(dt))
+    if kind_ is None or dt not in _SUPPORTED_SET:
         raise TypeError(
             f"Invalid scalar value {x!r}: dtype {dt} is not a numeric dtype fungrad has"
         )
-    return kind
+    return kind_
 
 
 def itemsize_bits(dtype) -> int:
@@ -378,6 +440,6 @@ def itemsize_bits(dtype) -> int:
     if dtype is None:
         raise ValueError("dtype cannot be None.")
     dt = np.dtype(dtype)
-    if dt.kind not in "biufc":
+    if kind(dt) not in "biufc":
         raise ValueError(f"itemsize_bits: unexpected input: dtype={dtype!r}")
     return 8 * dt.itemsize

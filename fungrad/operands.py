@@ -36,12 +36,12 @@ def operand(x, name: str = "operand"):
 def scalar(x, dt: np.dtype):
     """The Python scalar ``x`` as a numpy scalar of ``dt``; an OverflowError for an int that
     ``dt`` cannot hold, a TypeError for a complex number and a real ``dt``."""
-    if isinstance(x, complex) and dt.kind != "c":
+    if isinstance(x, complex) and dtypes.kind(dt) != "c":
         raise TypeError(
             f"cannot convert the Python complex {x} to dtype {dt.name} (the imaginary part "
             "would be lost); use a complex dtype, or take lax.real/lax.imag explicitly"
         )
-    if isinstance(x, int) and dt.kind in "iu":
+    if isinstance(x, int) and dtypes.kind(dt) in "iu":
         info = np.iinfo(dt)
         if not info.min <= x <= info.max:
             raise OverflowError(f"Python int {x} is too large to convert to {dt.name}")
@@ -56,7 +56,7 @@ def array_leaf(x, name: str):
     if type(x) is Array or isinstance(x, core.Tracer) or is_concrete_array(x):
         return x
     if isinstance(x, (np.ndarray, np.generic)):
-        if x.dtype.kind not in "biufc":
+        if dtypes.kind(x.dtype) not in "biufc":
             raise TypeError(f"{name}: numpy arrays of dtype {x.dtype} are not supported")
         with np.errstate(all="ignore"):
             return operand(x, name)

@@ -143,7 +143,7 @@ def _seed_array(name: str, seed):
             ) from None
     if isinstance(seed, np.integer):
         seed = np.asarray(seed)
-    if not _is_array(seed) or seed.dtype.kind not in "iu":
+    if not _is_array(seed) or dtypes.kind(seed.dtype) not in "iu":
         what = (
             core.get_aval(seed).str_short()
             if _is_array(seed) or isinstance(seed, float)
@@ -331,7 +331,7 @@ def bits(key, shape=(), dtype=None) -> Array:
     """Uniform random bits as unsigned integers (uint32 by default; uint64 with x64)."""
     key = _check_prng_key("bits", key)
     dtype = dtypes.default_uint_dtype() if dtype is None else _dtype("bits", dtype)
-    if dtype.kind != "u":
+    if dtypes.kind(dtype) != "u":
         raise ValueError(f"bits: dtype must be an unsigned integer dtype, got {dtype}")
     return _random_bits(key, dtype.itemsize * 8, _canonical_shape("bits", shape))
 
@@ -341,7 +341,7 @@ def bits(key, shape=(), dtype=None) -> Array:
 
 def _float_dtype(name: str, dtype) -> np.dtype:
     dt = _dtype(name, float if dtype is None else dtype)
-    if dt.kind != "f":
+    if dtypes.kind(dt) != "f":
         raise ValueError(f"{name}: dtype must be a float dtype, got {dt}")
     return dt
 
@@ -641,7 +641,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low") -> Array:
     key = _check_prng_key("bernoulli", key)
     util.check_arraylike("bernoulli", p)
     p = util.asarray(p)
-    if p.dtype.kind != "f":
+    if dtypes.kind(p.dtype) != "f":
         raise TypeError(f"bernoulli: the probability p must have a floating dtype, got {p.dtype}")
     dtype = p.dtype
     p = lax.convert_element_type(p, dtype)
@@ -688,7 +688,7 @@ def _randint_checked(key, shape, minval, maxval, dtype):
 
     key = _check_prng_key("randint", key)
     dtype = _dtype("randint", int if dtype is None else dtype)
-    if dtype.kind not in "iu":
+    if dtypes.kind(dtype) not in "iu":
         raise TypeError(f"randint: dtype must be an integer dtype, got {dtype}")
     shape = _canonical_shape("randint", shape)
     util.check_arraylike("randint", minval, maxval)
@@ -719,9 +719,9 @@ def _randint(key, shape, minval, maxval, dtype):
     maxval = util.asarray(maxval)
     _check_shape("randint", shape, minval.shape, maxval.shape)
     int_dtype = dtypes.default_int_dtype()
-    if minval.dtype.kind not in "iu":
+    if dtypes.kind(minval.dtype) not in "iu":
         minval = lax.convert_element_type(minval, int_dtype)
-    if maxval.dtype.kind not in "iu":
+    if dtypes.kind(maxval.dtype) not in "iu":
         maxval = lax.convert_element_type(maxval, int_dtype)
     # maxval beyond dtype's range (e.g. randint(key, shape, 0, 256, uint8)) widens the span.
     dtype_max = _convert_and_clip_integer(Array(np.array(np.iinfo(dtype).max, dtype)), maxval.dtype)
@@ -779,7 +779,7 @@ def permutation(key, x, axis=0, independent=False) -> Array:
     util.check_arraylike("permutation", x)
     x = util.asarray(x)
     if not x.ndim:
-        if x.dtype.kind not in "iu":
+        if dtypes.kind(x.dtype) not in "iu":
             raise TypeError(
                 f"permutation: x must be an integer or an array of at least one "
                 f"dimension, got {core.get_aval(x).str_short()}"
@@ -1251,7 +1251,7 @@ def ball(key, d, p=2, shape=(), dtype=None) -> Array:
 
 def _int_dtype(name: str, dtype) -> np.dtype:
     dt = _dtype(name, int if dtype is None else dtype)
-    if dt.kind not in "iu":
+    if dtypes.kind(dt) not in "iu":
         raise ValueError(f"{name}: dtype must be an integer dtype, got {dt}")
     return dt
 

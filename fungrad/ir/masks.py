@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fungrad import core
+from fungrad import core, dtypes
 
 __all__ = ["masks_from_outputs"]
 
@@ -73,7 +73,7 @@ def _relu(eqn: core.JaxprEqn, producer: dict):
     others = [v for v in mx.invars if v is not x]
     if len(others) != 1 or len(mx.invars) != 2 or not _same_literal(others[0], c):
         return None
-    if np.dtype(x.aval.dtype).kind != "f":
+    if dtypes.kind(np.dtype(x.aval.dtype)) != "f":
         return None
     return mask, eqn.outvars[0], c
 

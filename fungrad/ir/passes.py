@@ -26,11 +26,12 @@ will be differentiated again must not go through them.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
-from fungrad import core
+from fungrad import core, dtypes, float_normalization
 from fungrad.array import Array
 
 # ---------------------------------------------------------------------------------------------
@@ -534,8 +535,13 @@ def _eval_eqn(eqn: core.JaxprEqn, vals, out_avals) -> list[np.ndarray] | None:
     """The outputs of ``eqn``'s impl on numpy ``vals``, or None when one disagrees with
     ``out_avals`` in shape or dtype (then nothing is folded: the compiled program and the
     interpreter must agree on types, and the impl is the reference for values only)."""
+    impl = functools.partial(eqn.primitive.impl, **eqn.params)
+    if float_normalization.touches_narrow_float([v.aval for v in (*eqn.invars, *eqn.outvars)]):
+        # bfloat16: computed in float32, rounded back (as compiled and eager code)
+        outs_arg = out_avals if eqn.primitive.multiple_results else out_avals[0]
+        impl = float_normalization.widened_impl(eqn.primitive, eqn.params, outs_arg)
     with np.errstate(all="ignore"):
-        out = eqn.primitive.impl(*vals, **eqn.params)
+        out = impl(*vals)
     outs = out if eqn.primitive.multiple_results else [out]
     res = [np.asarray(v) for v in outs]
     if len(res) != len(out_avals) or any(
@@ -700,7 +706,7 @@ def _same(x):
 
 
 def _is_float(dtype) -> bool:
-    return dtype.kind == "f"
+    return dtypes.kind(dtype) == "f"
 
 
 def _add_rule(eqn, facts):
@@ -709,7 +715,7 @@ def _add_rule(eqn, facts):
         s = facts.scalar(c)
         if (
             s is not None
-            and s.dtype.kind in "iuf"
+            and dtypes.kind(s.dtype) in "iuf"
             and s == 0
             and (not _is_float(s.dtype) or np.signbit(s))
         ):
@@ -723,7 +729,7 @@ def _sub_rule(eqn, facts):
     s = facts.scalar(c)
     if (
         s is not None
-        and s.dtype.kind in "iuf"
+        and dtypes.kind(s.dtype) in "iuf"
         and s == 0
         and (not _is_float(s.dtype) or not np.signbit(s))
     ):
@@ -734,7 +740,7 @@ def _sub_rule(eqn, facts):
 def _mul_rule(eqn, facts):
     for x, c in (eqn.invars, eqn.invars[::-1]):
         s = facts.scalar(c)
-        if s is not None and s.dtype.kind in "iuf" and s == 1:
+        if s is not None and dtypes.kind(s.dtype) in "iuf" and s == 1:
             return _same(x)
     return None
 
@@ -742,7 +748,7 @@ def _mul_rule(eqn, facts):
 def _div_rule(eqn, facts):
     x, c = eqn.invars
     s = facts.scalar(c)
-    if s is not None and s.dtype.kind in "iuf" and s == 1:
+    if s is not None and dtypes.kind(s.dtype) in "iuf" and s == 1:
         return _same(x)
     return None
 
@@ -762,7 +768,7 @@ def _bitwise_rule(neutral_is_all_ones: bool):
             return _same(a) if eqn.primitive.name != "xor" else None
         for x, c in ((a, b), (b, a)):
             s = facts.scalar(c)
-            if s is not None and s.dtype.kind in "biu":
+            if s is not None and dtypes.kind(s.dtype) in "biu":
                 if (np.invert(s) == 0) if neutral_is_all_ones else (s == 0):
                     return _same(x)
         return None
@@ -903,7 +909,7 @@ def _reduce_rule(eqn, facts):
     x = eqn.invars[0]
     if tuple(eqn.params["axes"]):
         return _reduce_of_broadcast(eqn, facts)
-    if eqn.primitive.name == "reduce_sum" and x.aval.dtype.kind in "fc":
+    if eqn.primitive.name == "reduce_sum" and dtypes.kind(x.aval.dtype) in "fc":
         # NB: JAX returns x here, but fungrad's reduce_sum impl (np.sum) adds x to a zero,
         # turning -0.0 into 0.0; the impl is the reference, so the sum stays.
         return None
@@ -937,7 +943,7 @@ def _reduce_of_broadcast(eqn, facts):
         return None
     x, out = p.invars[0], eqn.outvars[0]
     dtype = out.aval.dtype
-    if how == "times" and (dtype.kind not in "iuf" or dtype == np.float16):
+    if how == "times" and (dtypes.kind(dtype) not in "iuf" or dtype == np.float16):
         return None
     axes = set(eqn.params["axes"])
     bdims = tuple(p.params["broadcast_dimensions"])
@@ -961,7 +967,7 @@ def _reduce_of_broadcast(eqn, facts):
     if how == "times" and count != 1:
         n = (
             np.array(count, np.uint64).astype(dtype)
-            if dtype.kind in "iu"
+            if dtypes.kind(dtype) in "iu"
             else np.asarray(count, dtype)
         )  # integers wrap modulo 2^bits
         weak = core.ShapedArray((), dtype, weak_type=z.aval.weak_type)
@@ -1086,13 +1092,16 @@ exact aval."""
 
 
 def optimize(closed: core.ClosedJaxpr, max_rounds: int = 8) -> core.ClosedJaxpr:
-    """The compiler's pipeline: :func:`inline_calls`, then rounds of :func:`fold_constants`,
+    """The compiler's pipeline: :func:`inline_calls`, bfloat16 computed in float32
+    (``float_normalization.normalize_floats``), then rounds of :func:`fold_constants`,
     :func:`simplify_algebra`, CSE and DCE (inside sub-jaxprs too) until a round changes
     nothing (at most ``max_rounds``), relu masks read from the relu's output
     (``masks.masks_from_outputs``), then unused consts are dropped everywhere. The result
     computes exactly the values ``closed`` computes; each round is linear in the program size.
     """
-    closed = inline_calls(closed)
+    from fungrad.ir.float_normalization import normalize_floats  # (it uses this module's _Run)
+
+    closed = normalize_floats(inline_calls(closed))
     for _ in range(max_rounds):
         changed = False
         for fn in (_fold_closed, _simplify_closed, _cse_closed, _dce_closed):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 
-from fungrad import core
+from fungrad import core, dtypes
 from fungrad.lax.elementwise import bitwise_not, neg
 from fungrad.lax.sort import top_k
 from fungrad.lax.utils import operand
@@ -66,6 +66,6 @@ def approx_min_k(
     aval, k, dim = _check("approx_min_k", x, k, reduction_dimension, recall_target)
     # an order-reversing map that top_k can rank: negation for floats, bitwise not for
     # integers (exact for signed and unsigned alike), logical not for bools
-    flip = neg if aval.dtype.kind == "f" else bitwise_not
+    flip = neg if dtypes.kind(aval.dtype) == "f" else bitwise_not
     values, indices = top_k(flip(x), k, axis=dim)
     return [flip(values), indices]

@@ -39,7 +39,7 @@ __all__ = ["real", "imag", "conj", "complex", "real_p", "imag_p", "conj_p", "com
 
 
 def _require(name: str, dtype: np.dtype, kinds: str, accepted: str) -> None:
-    if dtype.kind not in kinds:
+    if dtypes.kind(dtype) not in kinds:
         raise TypeError(
             f"{name} does not accept dtype {dtype.name}; accepted dtypes are {accepted}"
             + (

@@ -993,7 +993,7 @@ def _conv_general_dilated_lowering(
     if (
         bg == 1
         and fg == 1
-        and acc.kind == "f"
+        and dtypes.kind(acc) == "f"
         and lhs.dtype == rhs.dtype == out_dtype == acc
         and not single
         and m * k * acc.itemsize <= _GEMM_MAX_PATCH_BYTES

@@ -118,8 +118,8 @@ def check_preferred_element_type(name: str, input_dtype: np.dtype, preferred) ->
     if preferred is None:
         return input_dtype
     check_kinds(name, preferred, ANY_OR_COMPLEX, "preferred_element_type")
-    if input_dtype.kind in "iu" and (
-        preferred.kind == "b" or preferred.itemsize < input_dtype.itemsize
+    if dtypes.kind(input_dtype) in "iu" and (
+        dtypes.kind(preferred) == "b" or preferred.itemsize < input_dtype.itemsize
     ):
         raise TypeError(
             f"{name}: preferred_element_type {preferred.name} must not be narrower "
@@ -134,16 +134,16 @@ def accumulation_dtype(input_dtype: np.dtype, out_dtype: np.dtype) -> np.dtype:
     the final cast gives XLA's wrapped result) unless the result is float. A complex input or
     result contracts in complex64 or complex128 (the widest precision of the two); a real
     result of complex inputs is the real part, as in XLA."""
-    if "c" in (input_dtype.kind, out_dtype.kind):
+    if "c" in (dtypes.kind(input_dtype), dtypes.kind(out_dtype)):
         wide = np.dtype(np.float64) in (
             dtypes.real_dtype(input_dtype),
             dtypes.real_dtype(out_dtype),
         )
         return np.dtype(np.complex128 if wide else np.complex64)
-    if input_dtype.kind == "f" or out_dtype.kind == "f":
+    if dtypes.kind(input_dtype) == "f" or dtypes.kind(out_dtype) == "f":
         widest = max(
-            input_dtype.itemsize if input_dtype.kind == "f" else 0,
-            out_dtype.itemsize if out_dtype.kind == "f" else 0,
+            input_dtype.itemsize if dtypes.kind(input_dtype) == "f" else 0,
+            out_dtype.itemsize if dtypes.kind(out_dtype) == "f" else 0,
         )
         return np.dtype(np.float64 if widest == 8 else np.float32)
     return np.dtype(np.int64)
@@ -679,7 +679,7 @@ def stores_operands(policy, eqn) -> bool:
     lhs, rhs = (v.aval for v in eqn.invars)
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     out_dtype = eqn.params["preferred_element_type"] or lhs.dtype
-    if not (lhs.dtype == rhs.dtype == out_dtype and np.dtype(out_dtype).kind == "f"):
+    if not (lhs.dtype == rhs.dtype == out_dtype and dtypes.kind(np.dtype(out_dtype)) == "f"):
         return False
     lf, rf = _free_dims(len(lhs.shape), lc, lb), _free_dims(len(rhs.shape), rc, rb)
     b, m, n, k = (
@@ -709,7 +709,7 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision, prefer
     )
     policy = ctx.planner.policy
     if (
-        acc.kind == "f"
+        dtypes.kind(acc) == "f"
         and lhs.dtype == rhs.dtype == out_dtype == acc
         and min(m, n, k) > 0
         and policy.wants_gemm(m, n, k, b, acc)

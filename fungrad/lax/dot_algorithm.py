@@ -164,7 +164,7 @@ def apply_algorithm(fname: str, x, y, algorithm, preferred_element_type):
     from fungrad.lax.reduce_precision import reduce_precision
 
     dtype = get_aval(x).dtype
-    if dtype.kind != "f":
+    if dtypes.kind(dtype) != "f":
         _plan(fname, algorithm, _F32)  # unsupported algorithms are rejected all the same
         return x, y, preferred_element_type, lambda out: out
     weak = get_aval(x).weak_type and get_aval(y).weak_type

@@ -295,15 +295,15 @@ def _replace_zero(x):
 
 
 def _is_float(x) -> bool:
-    return core.get_aval(x).dtype.kind == "f"
+    return dtypes.kind(core.get_aval(x).dtype) == "f"
 
 
 def _is_inexact(x) -> bool:
-    return core.get_aval(x).dtype.kind in "fc"
+    return dtypes.kind(core.get_aval(x).dtype) in "fc"
 
 
 def _is_complex(x) -> bool:
-    return core.get_aval(x).dtype.kind == "c"
+    return dtypes.kind(core.get_aval(x).dtype) == "c"
 
 
 # -- arithmetic -----------------------------------------------------------------------------
@@ -329,7 +329,7 @@ def _multiply(x, y):
     (numpy's loop fuses a multiply-add, so it overflows differently: (-2.5+1j) * (inf+3e38j)
     is -inf+inf*j there, -inf+nan*j in XLA)."""
     x, y = np.asarray(x), np.asarray(y)
-    if x.dtype.kind != "c":
+    if dtypes.kind(x.dtype) != "c":
         return np.multiply(x, y)
     with np.errstate(all="ignore"):
         xr, xi, yr, yi = x.real, x.imag, y.real, y.imag
@@ -385,15 +385,15 @@ def _safe_divisor(x, y):
     """``y`` with the trapping integer divisors (0, and -1 under INT_MIN) replaced by 1."""
     zero = y == 0
     bad = zero
-    if x.dtype.kind == "i":
+    if dtypes.kind(x.dtype) == "i":
         bad = zero | ((x == np.iinfo(x.dtype).min) & (y == -1))
     return np.where(bad, 1, y).astype(x.dtype), zero
 
 
 def _div_impl(x, y):
-    if x.dtype.kind == "c":  # XLA's special values (numpy gives NaN for (-inf+inf*j) / 3)
+    if dtypes.kind(x.dtype) == "c":  # XLA's special values (numpy gives NaN for (-inf+inf*j) / 3)
         return complex_math.div(x, y)
-    if x.dtype.kind == "f":
+    if dtypes.kind(x.dtype) == "f":
         return np.true_divide(x, y)
     safe_y, zero = _safe_divisor(x, y)
     # C division truncates toward zero; x - fmod(x, y) is an exact multiple of y.
@@ -424,7 +424,7 @@ deflinear_transpose(div_p, _div_transpose)
 
 
 def _rem_impl(x, y):
-    if x.dtype.kind == "f":
+    if dtypes.kind(x.dtype) == "f":
         return np.fmod(x, y)
     safe_y, zero = _safe_divisor(x, y)
     return np.where(zero, x, np.fmod(x, safe_y))
@@ -462,7 +462,7 @@ def _pow_impl(x, y):
 def _pow_abstract_eval(x, y):
     check_kinds("pow", x.dtype, INEXACT, "base (first argument)")
     check_kinds("pow", y.dtype, NUMERIC_OR_COMPLEX, "exponent (second argument)")
-    if y.dtype.kind in "fc" and y.dtype != x.dtype:
+    if dtypes.kind(y.dtype) in "fc" and y.dtype != x.dtype:
         raise TypeError(
             f"pow: a floating or complex exponent must have the base's dtype, got "
             f"{x.dtype.name} and {y.dtype.name}; convert one of them, or use "
@@ -480,7 +480,7 @@ def _weak_float(v, other):
     complex dtype if it has one."""
     if isinstance(v, bool):
         return operand(v, "pow")
-    if not _is_python_scalar(other) and other.dtype.kind in "fc":
+    if not _is_python_scalar(other) and dtypes.kind(other.dtype) in "fc":
         return full_like_scalar(v if isinstance(v, complex) else float(v), other)
     if isinstance(v, complex) or isinstance(other, complex):
         return Array(dtypes.default_complex_dtype().type(v), True)
@@ -531,13 +531,13 @@ def _integer_pow_impl(x, *, y):
             if n:
                 x = _multiply(x, x)
         if y < 0:
-            return _complex_reciprocal(acc) if acc.dtype.kind == "c" else np.reciprocal(acc)
+            return _complex_reciprocal(acc) if dtypes.kind(acc.dtype) == "c" else np.reciprocal(acc)
         return acc
 
 
 def _integer_pow_abstract_eval(x, *, y):
     check_kinds("integer_pow", x.dtype, NUMERIC_OR_COMPLEX)
-    if y < 0 and x.dtype.kind in "iu":
+    if y < 0 and dtypes.kind(x.dtype) in "iu":
         raise TypeError(
             f"integer_pow: integers cannot be raised to negative powers, got "
             f"dtype {x.dtype.name} and y={y}; convert to a float dtype first"
@@ -584,9 +584,9 @@ deflinear_transpose(neg_p, lambda ct, x: [neg(ct)])
 
 
 def _sign_impl(x):
-    if x.dtype.kind == "f":  # keep the sign of zeros (numpy's sign(-0.0) is +0.0)
+    if dtypes.kind(x.dtype) == "f":  # keep the sign of zeros (numpy's sign(-0.0) is +0.0)
         return np.where(x == 0, x, np.sign(x))
-    if x.dtype.kind == "c":
+    if dtypes.kind(x.dtype) == "c":
         # XLA's rule: each part divided by |x| (so an infinite part gives NaN, a finite part
         # next to an infinite one 0, and |x| overflowing makes both 0); x itself at 0.
         a = np.abs(x)
@@ -654,7 +654,9 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
 @ignore_fp_errors
 def _abs_impl(x):
     # complex: the modulus in the real dtype of the same precision (hypot: no overflow)
-    return np.abs(x) if x.dtype.kind != "c" else np.abs(x).astype(dtypes.real_dtype(x.dtype))
+    return (
+        np.abs(x) if dtypes.kind(x.dtype) != "c" else np.abs(x).astype(dtypes.real_dtype(x.dtype))
+    )
 
 
 def _abs_abstract_eval(x):
@@ -687,9 +689,9 @@ defjvp2(abs_p, _abs_jvp)
 
 
 def _max_impl(x, y):
-    if x.dtype.kind == "c":  # lexicographic, as XLA
+    if dtypes.kind(x.dtype) == "c":  # lexicographic, as XLA
         return complex_math.maximum(x, y)
-    if x.dtype.kind != "f":
+    if dtypes.kind(x.dtype) != "f":
         return np.maximum(x, y)
     # NaN propagates, and +0.0 counts as larger than -0.0 (numpy returns either zero).
     take_x = (x > y) | np.isnan(x) | ((x == y) & ~np.signbit(x))
@@ -697,9 +699,9 @@ def _max_impl(x, y):
 
 
 def _min_impl(x, y):
-    if x.dtype.kind == "c":
+    if dtypes.kind(x.dtype) == "c":
         return complex_math.minimum(x, y)
-    if x.dtype.kind != "f":
+    if dtypes.kind(x.dtype) != "f":
         return np.minimum(x, y)
     take_x = (x < y) | np.isnan(x) | ((x == y) & np.signbit(x))
     return np.where(take_x, x, y)
@@ -812,7 +814,7 @@ def _float_unop(name: str, numpy_fn, doc: str, complex_fn=None):
     else:
 
         def numpy_or_complex(x):
-            return complex_fn(x) if x.dtype.kind == "c" else numpy_fn(x)
+            return complex_fn(x) if dtypes.kind(x.dtype) == "c" else numpy_fn(x)
 
         numpy_or_complex.__name__ = getattr(numpy_fn, "__name__", name)
         prim = standard_naryop(name, numpy_or_complex, INEXACT)
@@ -861,7 +863,7 @@ def _complex_reciprocal(x):
 
 
 def _rsqrt(x):
-    if np.asarray(x).dtype.kind == "c":
+    if dtypes.kind(np.asarray(x).dtype) == "c":
         return _complex_reciprocal(np.sqrt(x))
     return np.reciprocal(np.sqrt(x))
 
@@ -1055,7 +1057,7 @@ def polygamma(m, x):
     if order is None:
         return _polygamma_array_order(m, x)
     x = operand(x, "polygamma")
-    if x.dtype.kind != "f":
+    if dtypes.kind(x.dtype) != "f":
         raise TypeError(
             f"polygamma requires a floating-point x, got {x.dtype.name} (convert "
             "it with lax.convert_element_type)"
@@ -1101,12 +1103,12 @@ def _polygamma_array_order(m, x):
 
     x = operand(x, "polygamma")
     m = operand(m, "polygamma")
-    if x.dtype.kind != "f":
+    if dtypes.kind(x.dtype) != "f":
         raise TypeError(
             f"polygamma requires a floating-point x, got {x.dtype.name} (convert "
             "it with lax.convert_element_type)"
         )
-    if m.dtype.kind not in "fiu":
+    if dtypes.kind(m.dtype) not in "fiu":
         raise TypeError(
             f"polygamma: the order m must be a float or integer array, got {m.dtype.name}"
         )
@@ -1251,7 +1253,7 @@ for _p in (
 
 
 def _atan2_impl(x, y):
-    return complex_math.atan2(x, y) if x.dtype.kind == "c" else np.arctan2(x, y)
+    return complex_math.atan2(x, y) if dtypes.kind(x.dtype) == "c" else np.arctan2(x, y)
 
 
 atan2_p = standard_naryop("atan2", _atan2_impl, INEXACT)
@@ -1466,9 +1468,9 @@ def _select_n_abstract_eval(which, *cases):
     name = "select_n"
     if not cases:
         raise TypeError(f"{name} must have at least one case")
-    if which.dtype.kind not in "biu":
+    if dtypes.kind(which.dtype) not in "biu":
         raise TypeError(f"{name}: `which` must be boolean or integer, got {which.dtype.name}")
-    if which.dtype.kind == "b" and len(cases) > 2:
+    if dtypes.kind(which.dtype) == "b" and len(cases) > 2:
         raise TypeError(
             f"{name} with a boolean `which` takes at most 2 cases, got "
             f"{len(cases)}; use an integer `which`"
@@ -1658,10 +1660,10 @@ def _float_to_int(x, new_dtype):
 
 def _convert_element_type_impl(x, *, new_dtype, weak_type):
     with np.errstate(all="ignore"):
-        if x.dtype.kind == "c" and new_dtype.kind != "c":
+        if dtypes.kind(x.dtype) == "c" and dtypes.kind(new_dtype) != "c":
             # JAX (XLA) drops the imaginary part first, also for bool: 1j -> False.
             x = np.real(x)  # (the wrapper warns)
-        if x.dtype.kind == "f" and new_dtype.kind in "iu":
+        if dtypes.kind(x.dtype) == "f" and dtypes.kind(new_dtype) in "iu":
             return _float_to_int(x, new_dtype)
         return np.asarray(x).astype(new_dtype)[()]
 
@@ -1690,7 +1692,7 @@ def convert_element_type(operand_, new_dtype, weak_type: bool = False):
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return x
-    if aval.dtype.kind == "c" and new_dtype.kind != "c":
+    if dtypes.kind(aval.dtype) == "c" and dtypes.kind(new_dtype) != "c":
         import warnings
 
         warnings.warn(
@@ -1704,7 +1706,7 @@ def convert_element_type(operand_, new_dtype, weak_type: bool = False):
 def _convert_element_type_jvp(t, ans, x, *, new_dtype, weak_type):
     # Between float and complex dtypes it is linear (complex -> real keeps the real part);
     # to or from integers/bool the tangent is zero.
-    if new_dtype.kind not in "fc" or not _is_inexact(x):
+    if dtypes.kind(new_dtype) not in "fc" or not _is_inexact(x):
         return Zero(tangent_aval(core.get_aval(ans)))
     return _convert_quietly(t, new_dtype)
 
@@ -1712,7 +1714,7 @@ def _convert_element_type_jvp(t, ans, x, *, new_dtype, weak_type):
 def _convert_quietly(x, new_dtype):
     """``convert_element_type(x, new_dtype)`` without the complex -> real warning: the rules
     take the real part on purpose."""
-    if core.get_aval(x).dtype.kind == "c" and new_dtype.kind != "c":
+    if dtypes.kind(core.get_aval(x).dtype) == "c" and dtypes.kind(new_dtype) != "c":
         return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=False)
     return convert_element_type(x, new_dtype)
 
@@ -1720,7 +1722,7 @@ def _convert_quietly(x, new_dtype):
 def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type):
     # real -> complex transposes to the real part, complex -> real to ``ct + 0j`` (JAX)
     old = x.aval.strip_weak_type()
-    if new_dtype.kind not in "fc" or old.dtype.kind not in "fc":
+    if dtypes.kind(new_dtype) not in "fc" or dtypes.kind(old.dtype) not in "fc":
         return [Zero(old)]
     return [_convert_quietly(ct, old.dtype)]
 
@@ -1744,7 +1746,7 @@ def _bitcast_convert_type_abstract_eval(x, *, new_dtype):
     name = "bitcast_convert_type"
     check_kinds(name, x.dtype, ANY_OR_COMPLEX)
     check_kinds(name, new_dtype, ANY_OR_COMPLEX, "new_dtype")
-    if (x.dtype.kind in "bc" or new_dtype.kind in "bc") and x.dtype != new_dtype:
+    if (dtypes.kind(x.dtype) in "bc" or dtypes.kind(new_dtype) in "bc") and x.dtype != new_dtype:
         raise TypeError(
             f"{name} does not convert to or from bool or complex dtypes (got "
             f"{x.dtype.name} -> {new_dtype.name}), as in JAX; use convert_element_type, or "
@@ -1922,7 +1924,7 @@ def _select_n_lowering(ctx, which, *cases):
     def element(w, *cs):
         out = cs[0]
         for i, c in enumerate(cs[1:], start=1):
-            pred = w if w.dtype.kind == "b" else ctx.op("ge", w, ctx.const(i, w.dtype))
+            pred = w if dtypes.kind(w.dtype) == "b" else ctx.op("ge", w, ctx.const(i, w.dtype))
             out = ctx.select(pred, c, out)
         return out
 

@@ -633,7 +633,7 @@ def _extremum_at(ufunc, complex_fn):
     update by update in index order."""
 
     def combine(flat, lin, vals):
-        if flat.dtype.kind != "c":
+        if dtypes.kind(flat.dtype) != "c":
             return ufunc.at(flat, lin, vals)
         for i, v in zip(lin.tolist(), vals):
             flat[i] = complex_fn(flat[i], v)

@@ -214,7 +214,7 @@ def index_take(src, idxs, axes):
             f"index_take: axes {axes} must be distinct dimensions of an operand of rank {aval.ndim}"
         )
     shapes = {tuple(core.get_aval(i).shape) for i in idxs}
-    if len(shapes) != 1 or any(core.get_aval(i).dtype.kind not in "iu" for i in idxs):
+    if len(shapes) != 1 or any(dtypes.kind(core.get_aval(i).dtype) not in "iu" for i in idxs):
         raise TypeError(
             f"index_take: idxs must be integer arrays of one shape, got "
             f"{[core.get_aval(i).str_short() for i in idxs]}"
@@ -287,7 +287,7 @@ def mulhi(x, y, /):
     """
     x, y = operand(x, "mulhi"), operand(y, "mulhi")
     ax, ay = core.get_aval(x), core.get_aval(y)
-    if ax.dtype != ay.dtype or ax.dtype.kind not in "iu":
+    if ax.dtype != ay.dtype or dtypes.kind(ax.dtype) not in "iu":
         raise TypeError(
             f"mulhi: operands must be integers of one dtype, got {ax.str_short()} "
             f"and {ay.str_short()}"
@@ -303,7 +303,7 @@ def mulhi(x, y, /):
         for v, a in ((x, ax), (y, ay))
     )
     dt, bits = ax.dtype, 8 * ax.dtype.itemsize
-    if dt.kind == "u":
+    if dtypes.kind(dt) == "u":
         return _mulhi_unsigned(x, y, bits)
     udt = _unsigned(dt)
     ux, uy = convert_element_type(x, udt), convert_element_type(y, udt)

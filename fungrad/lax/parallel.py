@@ -228,7 +228,7 @@ def _scale(x, n: int):
 def _reduction_abstract_eval(name: str):
     def abstract_eval(*avals, axes, axis_index_groups):
         for a in avals:
-            if a.dtype.kind not in "iuf":
+            if dtypes.kind(a.dtype) not in "iuf":
                 raise TypeError(f"{name} takes numeric operands, got {a.str_short()}")
         return list(avals)
 
@@ -327,7 +327,7 @@ def _chooser_jvp(prim):
         outs = prim.bind(*primals, axes=axes, axis_index_groups=axis_index_groups)
         touts = []
         for x, t, o in zip(primals, tangents, outs):
-            if type(t) is Zero or get_aval(o).dtype.kind != "f":
+            if type(t) is Zero or dtypes.kind(get_aval(o).dtype) != "f":
                 touts.append(Zero(tangent_aval(get_aval(o))))
                 continue
             dt = get_aval(x).dtype
@@ -406,7 +406,7 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 
     def div(v):
         dt = get_aval(v).dtype
-        if dt.kind != "f":
+        if dtypes.kind(dt) != "f":
             v = lax.convert_element_type(v, dtypes.default_float_dtype())
             dt = get_aval(v).dtype
         return lax.div(v, lax.full((), n, dt))

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fungrad import core
+from fungrad import core, dtypes
 from fungrad.core import get_aval
 from fungrad.lax.utils import operand
 
@@ -97,7 +97,7 @@ def ragged_dot_general(
         )
     lhs, rhs = operand(lhs, fname), operand(rhs, fname)
     gs = operand(group_sizes, fname)
-    if get_aval(gs).dtype.kind not in "iu" or get_aval(gs).ndim < 1:
+    if dtypes.kind(get_aval(gs).dtype) not in "iu" or get_aval(gs).ndim < 1:
         raise TypeError(
             f"{fname}: group_sizes must be an integer array with a trailing group "
             f"dimension, got {get_aval(gs).str_short()}"

@@ -110,9 +110,9 @@ def max_identity(dtype: np.dtype):
     """The identity of ``max`` for ``dtype``: -inf (-inf+0j for complex), ``iinfo.min`` or
     False."""
     dtype = np.dtype(dtype)
-    if dtype.kind in "fc":
+    if dtypes.kind(dtype) in "fc":
         return dtype.type(-np.inf)
-    if dtype.kind in "iu":
+    if dtypes.kind(dtype) in "iu":
         return dtype.type(np.iinfo(dtype).min)
     return np.bool_(False)
 
@@ -121,9 +121,9 @@ def min_identity(dtype: np.dtype):
     """The identity of ``min`` for ``dtype``: inf (inf+0j for complex), ``iinfo.max`` or
     True."""
     dtype = np.dtype(dtype)
-    if dtype.kind in "fc":
+    if dtypes.kind(dtype) in "fc":
         return dtype.type(np.inf)
-    if dtype.kind in "iu":
+    if dtypes.kind(dtype) in "iu":
         return dtype.type(np.iinfo(dtype).max)
     return np.bool_(True)
 
@@ -131,7 +131,7 @@ def min_identity(dtype: np.dtype):
 def _and_identity(dtype: np.dtype):
     """All bits set: -1 for signed ints, ``iinfo.max`` for unsigned, True for bool."""
     dtype = np.dtype(dtype)
-    return np.bool_(True) if dtype.kind == "b" else np.array(-1).astype(dtype)[()]
+    return np.bool_(True) if dtypes.kind(dtype) == "b" else np.array(-1).astype(dtype)[()]
 
 
 def _zero(dtype):
@@ -193,7 +193,7 @@ def _sum_dtype(x: np.ndarray, axes) -> np.dtype:
     if acc in (np.float32, np.complex64) and not (
         tuple(axes) == (x.ndim - 1,) and x.flags.c_contiguous
     ):
-        return np.dtype(np.complex128 if acc.kind == "c" else np.float64)
+        return np.dtype(np.complex128 if dtypes.kind(acc) == "c" else np.float64)
     return acc
 
 
@@ -248,7 +248,7 @@ def reduce_prod(operand_, axes):
 
 
 def _reduce_max_impl(x, *, axes):
-    if x.dtype.kind == "c":
+    if dtypes.kind(x.dtype) == "c":
         return _pairwise_reduce(complex_math.maximum, x, axes, max_identity(x.dtype))
     return _ufunc_reduce(np.maximum, x, axes, max_identity(x.dtype))
 
@@ -267,7 +267,7 @@ def reduce_max(operand_, axes):
 
 
 def _reduce_min_impl(x, *, axes):
-    if x.dtype.kind == "c":
+    if dtypes.kind(x.dtype) == "c":
         return _pairwise_reduce(complex_math.minimum, x, axes, min_identity(x.dtype))
     return _ufunc_reduce(np.minimum, x, axes, min_identity(x.dtype))
 
@@ -499,7 +499,7 @@ def _cumsum_dtype(dtype: np.dtype) -> np.dtype:
     ones accumulate in float32 as before (far beyond float16's range; and double -> half has
     no instruction: the compiled code would need a runtime function)."""
     if dtype in (np.float32, np.complex64):
-        return np.dtype(np.complex128 if dtype.kind == "c" else np.float64)
+        return np.dtype(np.complex128 if dtypes.kind(dtype) == "c" else np.float64)
     return _accumulation_dtype(dtype)
 
 
@@ -507,11 +507,11 @@ def _cumlogsumexp(x, axis):
     # integers (JAX's shape rule takes them and keeps their dtype) are computed in float64
     # and converted back as convert_element_type does (truncated, saturated); complex values
     # in complex128: the principal log of the running sums of exponentials
-    if x.dtype.kind == "c":
+    if dtypes.kind(x.dtype) == "c":
         return _doubling_accumulate(complex_math.logaddexp, x.astype(np.complex128), axis)
-    acc = _accumulation_dtype(x.dtype) if x.dtype.kind == "f" else np.dtype(np.float64)
+    acc = _accumulation_dtype(x.dtype) if dtypes.kind(x.dtype) == "f" else np.dtype(np.float64)
     out = np.logaddexp.accumulate(x.astype(acc), axis)
-    if x.dtype.kind in "iu":
+    if dtypes.kind(x.dtype) in "iu":
         from fungrad.lax.elementwise import _float_to_int
 
         return _float_to_int(out, x.dtype)
@@ -519,13 +519,13 @@ def _cumlogsumexp(x, axis):
 
 
 def _cummax(x, axis):
-    if x.dtype.kind == "c":  # lexicographic, as lax.max
+    if dtypes.kind(x.dtype) == "c":  # lexicographic, as lax.max
         return _doubling_accumulate(complex_math.maximum, x, axis)
     return np.maximum.accumulate(x, axis)
 
 
 def _cummin(x, axis):
-    if x.dtype.kind == "c":
+    if dtypes.kind(x.dtype) == "c":
         return _doubling_accumulate(complex_math.minimum, x, axis)
     return np.minimum.accumulate(x, axis)
 
@@ -1036,7 +1036,7 @@ def _column_reduction(ctx, x, axes, op):
     kept = [d for d in range(x.ndim) if d not in axes]
     out_shape = tuple(x.shape[d] for d in kept)
     split = None
-    if op == "add" and x.dtype.kind == "f":
+    if op == "add" and dtypes.kind(x.dtype) == "f":
         split = _column_blocks(x.shape, axes)
     if split is None:
         loops, part_shape = x.shape, out_shape
@@ -1179,7 +1179,7 @@ def _scan_dtype(ctx, dtype: np.dtype, op: str) -> np.dtype:
     in float64) where the backend's policy ``has_float64``, else float32 (the GPU: WGSL has no
     float64; its scans reassociate their sums instead)."""
     wide = np.dtype(np.float64 if ctx.planner.policy.has_float64 else np.float32)
-    if op == "add" and dtype == np.float32 or op == "logaddexp" and dtype.kind in "iu":
+    if op == "add" and dtype == np.float32 or op == "logaddexp" and dtypes.kind(dtype) in "iu":
         return wide
     return _accumulation_dtype(dtype) if op in ("add", "mul", "logaddexp") else dtype
 

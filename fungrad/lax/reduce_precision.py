@@ -22,7 +22,7 @@ import operator
 
 import numpy as np
 
-from fungrad import core
+from fungrad import core, dtypes
 from fungrad.lax.utils import operand, standard_primitive
 from fungrad.lowering import kernel
 from fungrad.transforms.jvp import deflinear
@@ -134,7 +134,7 @@ def _reduce_precision_impl(x, *, exponent_bits, mantissa_bits):
 
 
 def _reduce_precision_abstract_eval(x, *, exponent_bits, mantissa_bits):
-    if x.dtype.kind != "f":
+    if dtypes.kind(x.dtype) != "f":
         raise TypeError(
             f"reduce_precision: operand must be a floating-point array, got "
             f"{x.str_short()}; convert it first (e.g. x.astype(float32))"
@@ -197,7 +197,7 @@ def reduce_precision(operand_, exponent_bits: int, mantissa_bits: int):
             f"got exponent_bits={e}, mantissa_bits={m}"
         )
     aval = core.get_aval(x)
-    if aval.dtype.kind == "f":
+    if dtypes.kind(aval.dtype) == "f":
         src_e, src_m, _ = _formats(aval.dtype)
         e, m = min(e, src_e), min(m, src_m)  # extra bits change nothing: one cache entry
     return reduce_precision_p.bind(x, exponent_bits=int(e), mantissa_bits=int(m))

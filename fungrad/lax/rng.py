@@ -281,7 +281,7 @@ def _generator() -> np.random.Generator:
 def _draw(a, b, shape, dtype):
     a, b = np.asarray(a), np.asarray(b)
     gen = _generator()
-    if dtype.kind == "f":
+    if dtypes.kind(dtype) == "f":
         with np.errstate(all="ignore"):
             u = gen.random(shape, dtype=np.float64)
             out = (a.astype(np.float64) + u * (b.astype(np.float64) - a)).astype(dtype)
@@ -313,7 +313,7 @@ def rng_uniform(a, b, shape):
         )
     if aa.shape != () or ba.shape != ():
         raise ValueError(f"{fname}: a and b must be scalars, got shapes {aa.shape} and {ba.shape}")
-    if aa.dtype.kind not in "fiu":
+    if dtypes.kind(aa.dtype) not in "fiu":
         raise TypeError(f"{fname}: a and b must be floats or integers, got {aa.dtype.name}")
     shape = _static_shape(fname, shape)
     dtype = aa.dtype

@@ -490,7 +490,7 @@ def _fill_scalar(name: str, fill_value, dtype: np.dtype, weak: bool):
     ``full((2,), 2**40, float32)`` works although 2**40 is no int32)."""
     from fungrad.lax import elementwise
 
-    if isinstance(fill_value, complex) and dtype.kind != "c":
+    if isinstance(fill_value, complex) and dtypes.kind(dtype) != "c":
         raise TypeError(
             f"{name}: cannot fill an array of dtype {dtype.name} with the complex number "
             f"{fill_value} (the imaginary part would be lost); ask for a complex dtype"
@@ -498,7 +498,7 @@ def _fill_scalar(name: str, fill_value, dtype: np.dtype, weak: bool):
     if (
         isinstance(fill_value, (int, float))
         and not isinstance(fill_value, (bool, np.generic))
-        and dtype.kind == "f"
+        and dtypes.kind(dtype) == "f"
     ):
         with np.errstate(over="ignore"):
             return Array(np.asarray(fill_value, np.float64).astype(dtype)[()], weak)

@@ -399,7 +399,7 @@ def _check_start_indices(name: str, x: ShapedArray, starts) -> None:
             f"{x.shape}; pass one per dimension"
         )
     for s in starts:
-        if s.shape or s.dtype.kind not in "iu":
+        if s.shape or dtypes.kind(s.dtype) not in "iu":
             raise TypeError(
                 f"{name}: start indices must be 0-d integer arrays, got "
                 + ", ".join(a.str_short() for a in starts)
@@ -457,11 +457,11 @@ def _dynamic_slice_indices(name: str, x, start_indices, allow_negative_indices):
             out.append(operand(i + n if (allow and i < 0) else i, name))
             continue
         i = operand(i, name)
-        if i.shape or i.dtype.kind not in "iu":
+        if i.shape or dtypes.kind(i.dtype) not in "iu":
             raise TypeError(
                 f"{name}: start indices must be integer scalars, got {i.aval.str_short()}"
             )
-        if allow and i.dtype.kind == "i":
+        if allow and dtypes.kind(i.dtype) == "i":
             size = Array(np.asarray(n, dtype=i.dtype)[()])
             i = elementwise.select_n(elementwise.lt(i, 0), i, elementwise.add(i, size))
         out.append(i)

@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from fungrad import core
+from fungrad import core, dtypes
 from fungrad.lax import elementwise as ew
 from fungrad.lax.control_flow import while_loop
 from fungrad.lax.reduce import reduce_or
@@ -71,7 +71,7 @@ def _float_operands(name: str, *args):
             + " (convert them with lax.convert_element_type)"
         )
     dt = dts.pop()
-    if dt.kind != "f":
+    if dtypes.kind(dt) != "f":
         raise TypeError(
             f"{name}: requires floating-point operands, got {dt.name} (convert "
             "them with lax.convert_element_type)"

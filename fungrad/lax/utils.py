@@ -53,9 +53,9 @@ def describe_kinds(kinds) -> str:
 
 
 def check_kinds(name: str, dtype: np.dtype, kinds, what: str = "operand") -> None:
-    if dtype.kind not in kinds:
+    if dtypes.kind(dtype) not in kinds:
         hint = ""
-        if dtype.kind == "c" and "f" in kinds:
+        if dtypes.kind(dtype) == "c" and "f" in kinds:
             hint = (
                 " (complex numbers are not supported here: apply it to lax.real(x), "
                 "lax.imag(x) or lax.abs(x))"
@@ -91,7 +91,7 @@ def operands_same_dtype(name: str, *args):
     out = []
     for a in args:
         if _is_python_scalar(a):
-            if isinstance(a, complex) and ref.dtype.kind != "c":
+            if isinstance(a, complex) and dtypes.kind(ref.dtype) != "c":
                 raise TypeError(
                     f"{name} requires arguments to have the same dtypes, got "
                     f"{ref.dtype.name} and a Python complex {a} (complex64); lax does not "

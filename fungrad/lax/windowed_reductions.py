@@ -28,7 +28,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from fungrad import core
+from fungrad import core, dtypes
 from fungrad.core import ShapedArray
 from fungrad.lax import complex_math
 from fungrad.lax import elementwise as _elementwise
@@ -166,7 +166,7 @@ def _reduce_window_impl(ufunc, identity):
             + tuple(slice(None, None, d) for d in window_dilation)
         ]
         with np.errstate(all="ignore"):
-            if x.dtype.kind == "c" and ufunc in _COMPLEX_EXTREMA:
+            if dtypes.kind(x.dtype) == "c" and ufunc in _COMPLEX_EXTREMA:
                 # XLA's lexicographic max/min, folded over the window in row-major order (a
                 # comparison with NaN takes the next element; numpy's propagates NaN)
                 flat = windows.reshape(windows.shape[: x.ndim] + (-1,))
@@ -307,9 +307,9 @@ def _reduce_window_chooser_jvp(prim, identity, better: str, select_prim_name: st
         (x,), (t,) = primals, tangents
         out = prim.bind(x, **params)
         out_aval = tangent_aval(core.get_aval(out))
-        if type(t) is Zero or 0 in out_aval.shape or out_aval.dtype.kind not in "fc":
+        if type(t) is Zero or 0 in out_aval.shape or dtypes.kind(out_aval.dtype) not in "fc":
             return out, Zero(out_aval)
-        if out_aval.dtype.kind == "c":
+        if dtypes.kind(out_aval.dtype) == "c":
             return out, _complex_chooser_tangent(x, t, identity, better, out_aval.shape, params)
         select_prim = getattr(_elementwise, select_prim_name + "_p")
         return out, select_and_gather_add_p.bind(t, x, select_prim=select_prim, **params)
@@ -750,7 +750,7 @@ def _selected_lowering(ctx, x, dims, o_idx, select_prim, window_dimensions, payl
             best, chosen = v, here
             continue
         take = ctx.op(cmp, v, best)
-        if acc.kind == "f":  # a NaN replaces a number
+        if dtypes.kind(acc) == "f":  # a NaN replaces a number
             nan_first = ctx.op("and", ctx.op("isnan", v), ctx.op("not", ctx.op("isnan", best)))
             take = ctx.op("or", take, nan_first)
         best, chosen = ctx.select(take, v, best), ctx.select(take, here, chosen)

@@ -67,7 +67,7 @@ def _any_dtype(name: str, dtype) -> np.dtype:
 def _dtype(name: str, dtype) -> np.dtype:
     """A float dtype for a random initializer (JAX's samplers take only floats)."""
     dt = _any_dtype(name, dtype)
-    if dt.kind != "f":
+    if dtypes.kind(dt) != "f":
         raise ValueError(f"nn.initializers.{name}: dtype must be a float dtype, got {dt}")
     return dt
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad import dtypes
 from fungrad import numpy as fnp
 from fungrad.numpy import util
 
@@ -25,7 +26,7 @@ def packbits(a, axis=None, bitorder: str = "big"):
     util.check_arraylike("packbits", a)
     bitorder = _bitorder("packbits", bitorder)
     a = util.asarray(a, fun_name="packbits")
-    if a.dtype.kind not in "biu":
+    if dtypes.kind(a.dtype) not in "biu":
         raise TypeError(f"packbits: expected an integer or boolean array, got {a.dtype}")
     if axis is None:
         a, axis = fnp.ravel(a), 0

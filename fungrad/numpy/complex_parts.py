@@ -38,7 +38,7 @@ def _array(x, fun_name: str):
 
 
 def _is_complex(x) -> bool:
-    return x.dtype.kind == "c"
+    return dtypes.kind(x.dtype) == "c"
 
 
 def _zeros_like(x):
@@ -105,14 +105,14 @@ def iscomplexobj(x) -> bool:
     dt = getattr(x, "dtype", None)
     if dt is not None:
         try:
-            return np.dtype(dt).kind == "c"
+            return dtypes.kind(np.dtype(dt)) == "c"
         except TypeError:
             return False
     if isinstance(x, complex):
         return True
     if isinstance(x, (bool, int, float)):
         return False
-    return util.asarray(x, fun_name="iscomplexobj").dtype.kind == "c"
+    return dtypes.kind(util.asarray(x, fun_name="iscomplexobj").dtype) == "c"
 
 
 def isrealobj(x) -> bool:
@@ -161,9 +161,9 @@ def real_for_cast(x, dtype: np.dtype, fun_name: str = "astype"):
     """``x`` ready to be cast to ``dtype``: a complex ``x`` cast to bool becomes ``x != 0``
     (either part nonzero, as ``jnp.astype``); cast to a real dtype it keeps its real part,
     with JAX's DeprecationWarning (JAX will make it a ValueError)."""
-    if x.dtype.kind == "c" and np.dtype(dtype).kind == "b":
+    if dtypes.kind(x.dtype) == "c" and dtypes.kind(np.dtype(dtype)) == "b":
         return lax.ne(x, lax.full_like(x, 0))
-    if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+    if dtypes.kind(x.dtype) == "c" and dtypes.kind(np.dtype(dtype)) != "c":
         warnings.warn(
             f"{fun_name}: casting from complex to real dtypes will soon raise a ValueError "
             "(as in JAX). Please first use fnp.real or fnp.imag to take the real/imaginary "

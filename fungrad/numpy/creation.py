@@ -293,7 +293,7 @@ def arange(start, stop=None, step=None, dtype=None) -> Array:
 def _scalar(v):
     """A concrete bound as a Python number (exact for ints)."""
     v = np.asarray(v)
-    return int(v) if v.dtype.kind in "biu" else float(v)
+    return int(v) if dtypes.kind(v.dtype) in "biu" else float(v)
 
 
 def _check_num(num, fun_name: str) -> int:

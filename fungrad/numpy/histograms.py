@@ -13,6 +13,7 @@ import operator
 
 import numpy as np
 
+from fungrad import dtypes
 from fungrad import numpy as fnp
 from fungrad.numpy import util
 
@@ -20,7 +21,7 @@ __all__ = ["histogram", "histogram2d", "histogram_bin_edges", "histogramdd"]
 
 
 def _float_dtype(a):
-    return util.inexact_dtype(a.dtype) if a.dtype.kind != "f" else a.dtype
+    return util.inexact_dtype(a.dtype) if dtypes.kind(a.dtype) != "f" else a.dtype
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):

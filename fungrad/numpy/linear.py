@@ -238,7 +238,7 @@ def dot(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type=No
 
 def _conj(x):
     """The complex conjugate of a complex ``x``; a real ``x`` itself."""
-    return lax.conj(x) if x.dtype.kind == "c" else x
+    return lax.conj(x) if dtypes.kind(x.dtype) == "c" else x
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
@@ -735,7 +735,7 @@ def _conv1d(fun_name, a, v, mode, flip, precision, preferred_element_type):
         )
         return lax.reshape(out, (out.shape[-1],))
 
-    if a.dtype.kind == "c":  # four real convolutions: (ar + i ai) * (vr + i vi)
+    if dtypes.kind(a.dtype) == "c":  # four real convolutions: (ar + i ai) * (vr + i vi)
         ar, ai, vr, vi = lax.real(a), lax.imag(a), lax.real(v), lax.imag(v)
         out = lax.complex(lax.sub(conv(ar, vr), conv(ai, vi)), lax.add(conv(ar, vi), conv(ai, vr)))
     else:

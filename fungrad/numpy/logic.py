@@ -72,7 +72,7 @@ def _comparison(name: str, lax_name: str, doc: str) -> Callable[[ArrayLike, Arra
 
     def fn(x1: ArrayLike, x2: ArrayLike, /) -> Array:
         x1, x2 = promote_args(name, x1, x2)
-        if ordered and x1.dtype.kind == "c":
+        if ordered and dtypes.kind(x1.dtype) == "c":
             # jnp orders complex numbers lexicographically: real parts, then imaginary parts.
             r1, r2 = lax.real(x1), lax.real(x2)
             return lax.select(lax.eq(r1, r2), lax_fn(lax.imag(x1), lax.imag(x2)), lax_fn(r1, r2))

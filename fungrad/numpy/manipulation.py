@@ -113,7 +113,11 @@ def _index_tuple(x, fun_name: str, what: str) -> tuple[int, ...]:
 def _count(x, fun_name: str, what: str) -> int:
     """A concrete count, ``int(x)`` as JAX takes it (so 2.0 is 2); non-numbers are refused."""
     v = util.concrete_or_error(x, f"the {what} argument of {fun_name}")
-    if isinstance(v, (str, bytes)) or np.ndim(v) != 0 or np.asarray(v).dtype.kind not in "biuf":
+    if (
+        isinstance(v, (str, bytes))
+        or np.ndim(v) != 0
+        or dtypes.kind(np.asarray(v).dtype) not in "biuf"
+    ):
         raise TypeError(
             f"{fun_name}: {what} must be an integer (a number of sections), got {x!r:.60}"
         )
@@ -776,7 +780,7 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
         if reps is None:
             return _repeat_traced(x, repeats, axis, total_repeat_length)
     reps = np.asarray(reps)
-    if reps.dtype.kind not in "iu":
+    if dtypes.kind(reps.dtype) not in "iu":
         raise TypeError(f"repeat: repeats must be integers, got dtype {reps.dtype}")
     if reps.ndim > 1 or reps.size not in (1, n):
         raise ValueError(
@@ -871,9 +875,9 @@ def roll(a, shift, axis=None):
     axes = np.asarray(_axis_tuple(axis))
     if shifts is None:
         return _roll_traced(x, shift, axes)
-    if shifts.dtype.kind == "f":  # JAX converts a non-integer shift on its dynamic path
+    if dtypes.kind(shifts.dtype) == "f":  # JAX converts a non-integer shift on its dynamic path
         return _roll_traced(x, shifts, axes)
-    if shifts.dtype.kind not in "biu" or shifts.ndim > 1:
+    if dtypes.kind(shifts.dtype) not in "biu" or shifts.ndim > 1:
         raise TypeError(
             f"roll: shift must be an integer or a 1-D sequence of integers, got {shift!r}"
         )
@@ -892,7 +896,7 @@ def roll(a, shift, axis=None):
 
 def _roll_traced(x, shift, axes):
     shift = util.asarray(shift, fun_name="roll")
-    if shift.dtype.kind not in "biuf" or shift.ndim > 1:
+    if dtypes.kind(shift.dtype) not in "biuf" or shift.ndim > 1:
         raise TypeError(
             f"roll: shift must be a real scalar or 1-D array, got {shift.aval.str_short()}"
         )
@@ -1048,7 +1052,7 @@ def delete(arr, obj, axis: int | None = None):
                     f"axis {axis} of size {n}"
                 )
             keep = ~idx
-        elif idx.dtype.kind in "iu" or idx.size == 0:
+        elif dtypes.kind(idx.dtype) in "iu" or idx.size == 0:
             idx = idx.astype(np.int64).reshape(-1)
             bad = idx[(idx < -n) | (idx >= n)]
             if bad.size:
@@ -1084,7 +1088,7 @@ def insert(arr, obj, values, axis: int | None = None):
         raise ValueError(
             f"insert: obj must be an int, a slice or 1-D indices, got shape {idx.shape}"
         )
-    if idx.dtype.kind not in "iu":
+    if dtypes.kind(idx.dtype) not in "iu":
         if idx.size:
             raise TypeError(f"insert: indices must be integers, got dtype {idx.dtype}")
         idx = idx.astype(np.int64)

@@ -47,7 +47,7 @@ def _pad_pairs(values, nd: int, name: str, integral: bool):
         raise TypeError(
             f"pad: {name} entries must all have the same shape, got {values!r}"
         ) from None
-    if integral and arr.size and arr.dtype.kind not in "iu":
+    if integral and arr.size and dtypes.kind(arr.dtype) not in "iu":
         raise TypeError(f"pad: {name} must be integers, got {values!r}")
     if arr.shape == (nd, 2) or (nd == 0 and arr.size == 0):
         pairs = arr.reshape(nd, 2)

@@ -147,7 +147,7 @@ def _identity(kind: str, dtype: np.dtype):
 
 def _promote_integer(dtype: np.dtype) -> np.dtype:
     """jnp's ``promote_integers``: bools and narrow ints accumulate in the default int."""
-    if dtype.kind == "f":
+    if dtypes.kind(dtype) == "f":
         return dtype
     if dtypes.is_bool(dtype):
         return dtypes.default_int_dtype()
@@ -159,7 +159,8 @@ def _promote_integer(dtype: np.dtype) -> np.dtype:
 
 
 def _upcast_f16(dtype: np.dtype) -> np.dtype:
-    return dtypes.float32 if dtype == dtypes.float16 else dtype
+    """jnp's ``upcast_f16_for_computation``: float16 and bfloat16 reduce in float32."""
+    return dtypes.float32 if dtype == dtypes.float16 or dtype == dtypes.bfloat16 else dtype
 
 
 _LAX_REDUCERS = {
@@ -272,7 +273,7 @@ def sum(
     if axis is None and out is None and initial is None and where is None and not keepdims:
         aval = a.aval
         if (
-            aval.dtype.kind == "f"
+            dtypes.kind(aval.dtype) == "f"
             and aval.dtype.itemsize > 2
             and not aval.weak_type
             and (dtype is None or dtype == aval.dtype)
@@ -488,7 +489,9 @@ def var(
     else:
         result_dtype = _dtype_arg("var", dtype)
     comp = _upcast_f16(ufuncs.inexact_dtype(result_dtype))
-    if a.dtype.kind == "c" and comp.kind != "c":  # centre in complex, sum |.|^2 in real
+    if (
+        dtypes.kind(a.dtype) == "c" and dtypes.kind(comp) != "c"
+    ):  # centre in complex, sum |.|^2 in real
         comp = dtypes.complex_dtype(comp)
     x = lax.convert_element_type(a, comp, False)
     if mean is None:
@@ -497,7 +500,7 @@ def var(
         util.check_arraylike("var", mean)
         centre = lax.convert_element_type(util.asarray(mean), comp, False)
     centered = ufuncs.subtract(x, centre)
-    if comp.kind == "c":
+    if dtypes.kind(comp) == "c":
         centered = lax.real(lax.mul(centered, lax.conj(centered)))
         comp = dtypes.real_dtype(comp)
     else:
@@ -523,25 +526,21 @@ def std(
     correction=None,
 ):
     """Standard deviation over ``axis``: ``sqrt(var(...))`` with the same arguments (real for
-    complex values)."""
+    complex values). As in JAX the square root is taken of the variance in the result dtype
+    (a float16/bfloat16 variance is rounded before it)."""
     a = _operand("std", a)
     _check_out("std", out)
-    if dtype is None:
-        result_dtype = dtypes.real_dtype(ufuncs.inexact_dtype(a.dtype))
-    else:
-        result_dtype = _dtype_arg("std", dtype)
-    comp = _upcast_f16(ufuncs.inexact_dtype(result_dtype))
     v = var(
         a,
         axis,
-        dtype=comp,
+        dtype=dtype,
         ddof=ddof,
         keepdims=keepdims,
         where=where,
         mean=mean,
         correction=correction,
     )
-    return lax.convert_element_type(lax.sqrt(v), result_dtype, False)
+    return lax.sqrt(v)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -826,7 +825,7 @@ def _quantile(fun_name: str, a, q, axis, out, overwrite_input, method, keepdims,
             f"{fun_name}: method must be one of {', '.join(_QUANTILE_METHODS)}; got {method!r}"
         )
     (a,) = ufuncs.promote_args_inexact(fun_name, a)
-    if a.dtype.kind == "c" or util.asarray(q).dtype.kind == "c":
+    if dtypes.kind(a.dtype) == "c" or dtypes.kind(util.asarray(q).dtype) == "c":
         raise ValueError(
             f"{fun_name}: quantiles of complex values are not defined (they have no "
             "order; as in jnp); take the real part, imaginary part or absolute value first"

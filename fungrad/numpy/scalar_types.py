@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad import dtypes as _dtypes  # noqa: F401  (imports ml_dtypes: np.dtype("bfloat16"))
+
 __all__ = [
     "bool_",
     "int8",
@@ -25,6 +27,7 @@ __all__ = [
     "uint32",
     "uint64",
     "float16",
+    "bfloat16",
     "float32",
     "float64",
     "complex64",
@@ -66,7 +69,7 @@ class _ScalarMeta(type):
 
 
 def _scalar_type(name: str) -> _ScalarMeta:
-    dtype = np.dtype(name.rstrip("_"))
+    dtype = np.dtype(name.rstrip("_"))  # (bfloat16: ml_dtypes' name, registered by fungrad.dtypes)
     return _ScalarMeta(
         name,
         (object,),
@@ -83,6 +86,7 @@ bool_ = _scalar_type("bool_")
 int8, int16, int32, int64 = (_scalar_type(n) for n in ("int8", "int16", "int32", "int64"))
 uint8, uint16, uint32, uint64 = (_scalar_type(n) for n in ("uint8", "uint16", "uint32", "uint64"))
 float16, float32, float64 = (_scalar_type(n) for n in ("float16", "float32", "float64"))
+bfloat16 = _scalar_type("bfloat16")
 complex64, complex128 = (_scalar_type(n) for n in ("complex64", "complex128"))
 
 # jax.numpy's aliases (the 64-bit ones are canonicalised to 32 bits when called without x64)

@@ -42,14 +42,14 @@ __all__ = [
 
 def _keys(x) -> list:
     """The sort keys of ``x``: itself, or its real and imaginary parts when complex."""
-    if x.dtype.kind == "c":
+    if dtypes.kind(x.dtype) == "c":
         return [lax.real(x), lax.imag(x)]
     return [x]
 
 
 def _sort_values(arr, dim: int, stable: bool = True):
     """``arr`` sorted along ``dim`` (complex lexicographically)."""
-    if arr.dtype.kind != "c":
+    if dtypes.kind(arr.dtype) != "c":
         return lax.sort(arr, dimension=dim, is_stable=stable)
     re, im = lax.sort(tuple(_keys(arr)), dimension=dim, is_stable=stable, num_keys=2)
     return lax.complex(re, im)
@@ -147,7 +147,7 @@ def lexsort(keys, axis=-1):
 def _lt_total(x, y):
     """``x < y`` in the sort order: NaN is larger than everything (and equal to NaN); complex
     values compare by real part, then imaginary part."""
-    if x.dtype.kind == "c":
+    if dtypes.kind(x.dtype) == "c":
         xr, yr, xi, yi = lax.real(x), lax.real(y), lax.imag(x), lax.imag(y)
         lt_re, gt_re = _lt_total(xr, yr), _lt_total(yr, xr)
         eq_re = lax.bitwise_not(lax.bitwise_or(lt_re, gt_re))

@@ -133,7 +133,7 @@ def cov(
             f = w_sum - ddof * reductions.sum(w * aweights) / w_sum
     X = X - avg
     X_T = (X if w is None else X * w).T
-    if X_T.dtype.kind == "c":
+    if dtypes.kind(X_T.dtype) == "c":
         X_T = lax.conj(X_T)
     return manipulation.squeeze(ufuncs.true_divide(linear.dot(X, X_T), f))
 
@@ -149,9 +149,9 @@ def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
     if c.ndim == 0:
         return c / c  # NaN for nan/inf/0 variance, 1 otherwise
     d = linear.diagonal(c)
-    stddev = ufuncs.sqrt(lax.real(d) if d.dtype.kind == "c" else d)
+    stddev = ufuncs.sqrt(lax.real(d) if dtypes.kind(d.dtype) == "c" else d)
     c = c / manipulation.expand_dims(stddev, 1) / manipulation.expand_dims(stddev, 0)
-    if c.dtype.kind == "c":  # numpy clips the real and imaginary parts
+    if dtypes.kind(c.dtype) == "c":  # numpy clips the real and imaginary parts
         return lax.complex(ufuncs.clip(lax.real(c), -1, 1), ufuncs.clip(lax.imag(c), -1, 1))
     return ufuncs.clip(c, -1, 1)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fungrad import core
+from fungrad import core, dtypes
 from fungrad import numpy as fnp
 from fungrad.array import Array
 from fungrad.numpy import util
@@ -38,13 +38,13 @@ def iterable(y) -> bool:
 
 
 _KINDS = {
-    "bool": lambda d: d.kind == "b",
-    "signed integer": lambda d: d.kind == "i",
-    "unsigned integer": lambda d: d.kind == "u",
-    "integral": lambda d: d.kind in "iu",
-    "real floating": lambda d: d.kind == "f",
-    "complex floating": lambda d: d.kind == "c",
-    "numeric": lambda d: d.kind in "iufc",
+    "bool": lambda d: dtypes.kind(d) == "b",
+    "signed integer": lambda d: dtypes.kind(d) == "i",
+    "unsigned integer": lambda d: dtypes.kind(d) == "u",
+    "integral": lambda d: dtypes.kind(d) in "iu",
+    "real floating": lambda d: dtypes.kind(d) == "f",
+    "complex floating": lambda d: dtypes.kind(d) == "c",
+    "numeric": lambda d: dtypes.kind(d) in "iufc",
 }
 
 

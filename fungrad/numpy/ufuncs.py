@@ -180,7 +180,7 @@ def _where(condition, x, y):
 
 
 def _require_kinds(fun_name: str, x, kinds: str, what: str) -> None:
-    if x.dtype.kind not in kinds:
+    if dtypes.kind(x.dtype) not in kinds:
         raise TypeError(f"{fun_name} requires {what} arguments, got dtype {x.dtype.name}")
 
 
@@ -189,14 +189,14 @@ def _is_float(x) -> bool:
 
 
 def _is_complex(x) -> bool:
-    return x.dtype.kind == "c"
+    return dtypes.kind(x.dtype) == "c"
 
 
 def _reject_complex(fun_name: str, x, error: type[Exception], message: str) -> None:
     """``error(message)`` when the argument ``x`` (array-like) is complex: functions with no
     complex definition, with JAX's exception type and message."""
     dt = getattr(x, "dtype", None)
-    if isinstance(x, complex) or (dt is not None and np.dtype(dt).kind == "c"):
+    if isinstance(x, complex) or (dt is not None and dtypes.kind(np.dtype(dt)) == "c"):
         raise error(f"{fun_name}: {message}")
 
 
@@ -214,7 +214,9 @@ def _inexact_unary(name: str, lax_name: str, doc: str) -> Callable[[ArrayLike], 
 
     def fn(x: ArrayLike, /) -> Array:
         y = util.plain_operand(x)
-        if y is None or y.aval.dtype.kind not in "fc":  # promotion (ints, scalars, lists...)
+        if (
+            y is None or dtypes.kind(y.aval.dtype) not in "fc"
+        ):  # promotion (ints, scalars, lists...)
             (y,) = promote_args_inexact(name, x)
         return lax_fn(y)
 
@@ -586,7 +588,7 @@ def _concrete_int_exponent(x):
     if isinstance(x, core.Tracer):
         return None
     if isinstance(x, (int, np.integer)) or (
-        isinstance(x, (Array, np.ndarray)) and x.ndim == 0 and x.dtype.kind in "biu"
+        isinstance(x, (Array, np.ndarray)) and x.ndim == 0 and dtypes.kind(x.dtype) in "biu"
     ):
         return operator.index(x) if not isinstance(x, (Array, np.ndarray)) else int(x)
     return None

@@ -70,7 +70,7 @@ def asarray(x, dtype=None, fun_name: str = "asarray"):
     if isinstance(x, (list, tuple)):
         return _asarray_sequence(x, dtype, fun_name)
     if isinstance(x, (np.ndarray, np.generic)):
-        if x.dtype.kind not in "biufc":
+        if dtypes.kind(x.dtype) not in "biufc":
             raise TypeError(f"{fun_name}: numpy arrays of dtype {x.dtype} are not supported")
         dt = dtypes.canonicalize_dtype(x.dtype if dtype is None else dtype)
         if dt == x.dtype:  # a copy, no conversion (Arrays freeze their buffer)
@@ -147,7 +147,7 @@ def python_scalar_as(x, dtype: np.dtype, weak: bool, fun_name: str = "promote"):
     default integer dtype (else OverflowError) and then wraps into narrower integer dtypes."""
     if (
         isinstance(x, float)
-        and dtype.kind == "f"
+        and dtypes.kind(dtype) == "f"
         and dtype.itemsize >= 4
         and (dtype.itemsize == 8 or not abs(x) > 3.4028234663852886e38)
     ):
@@ -292,7 +292,7 @@ def _promote_args_fast(fun_name: str, args):
     if ref is None:
         return None
     if scalars:
-        if ref.weak_type or ref.dtype.kind != "f":
+        if ref.weak_type or dtypes.kind(ref.dtype) != "f":
             return None
         args = [
             python_scalar_as(a, ref.dtype, False, fun_name)

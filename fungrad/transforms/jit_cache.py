@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fungrad import core, nan_hunt, tree_util
+from fungrad import core, dtypes, nan_hunt, tree_util
 from fungrad.array import Array, is_concrete_array
 from fungrad.config import config
 from fungrad.core import EvalTrace
@@ -100,7 +100,7 @@ def as_operand(x, info: JitFunction, path_of):
     ``path_of()`` names the argument in the error for anything else."""
     if is_concrete_array(x) or isinstance(x, core.Tracer):  # GpuArrays stay on the GPU
         return x
-    ok_numpy = isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc"
+    ok_numpy = isinstance(x, (np.ndarray, np.generic)) and dtypes.kind(x.dtype) in "biufc"
     if ok_numpy or (isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)):
         return operand(x, f"jit({info.name}) argument")
     path = path_of()

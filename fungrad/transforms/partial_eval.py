@@ -13,7 +13,7 @@ jaxpr gives the VJP (see transpose.py); this is how forward and reverse mode sha
 
 from __future__ import annotations
 
-from fungrad import core
+from fungrad import core, dtypes
 from fungrad.core import set_current_trace
 from fungrad.ir.passes import dce, drop_unused_consts, simplify
 from fungrad.transforms import jvp as jvp_mod
@@ -102,7 +102,9 @@ def linearize_flat(fun, primals):
     # Integer and bool inputs have no tangent space: their tangents are symbolic zeros (the
     # jaxpr keeps an unused input for them so its signature matches the primals).
     tracers = [
-        jvp_mod.JVPTracer(trace, p, t if t.aval.dtype.kind in "fc" else jvp_mod.Zero(t.aval))
+        jvp_mod.JVPTracer(
+            trace, p, t if dtypes.kind(t.aval.dtype) in "fc" else jvp_mod.Zero(t.aval)
+        )
         for p, t in zip(primals, tangent_args)
     ]
     with set_current_trace(trace):

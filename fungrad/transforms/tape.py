@@ -431,7 +431,7 @@ def tape_vjp_flat(fun, primals):
     per output and gives one numpy cotangent per primal (None where none flows), evaluating
     the tape right away: this is for a pullback used once, eagerly (grad's)."""
     trace = TapeTrace(core.current_trace())
-    tracers = [trace.new_tracer(p) if p.aval.dtype.kind in "fc" else p for p in primals]
+    tracers = [trace.new_tracer(p) if dtypes.kind(p.aval.dtype) in "fc" else p for p in primals]
     with set_current_trace(trace):
         outs = fun(*tracers)
     primals_out, out_nodes = [], []

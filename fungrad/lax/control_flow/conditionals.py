@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fungrad import core, tree_util
+from fungrad import core, dtypes, tree_util
 from fungrad.array import Array
 from fungrad.lax.control_flow.common import check_same_avals, check_same_outputs, eval_closed
 from fungrad.lax.utils import operand as as_operand  # (cond's keyword is named operand)
@@ -34,7 +34,7 @@ def _cond_impl(index, *ops, branches):
 
 
 def _cond_abstract_eval(index, *ops, branches):
-    if index.shape != () or index.dtype.kind not in "iu":
+    if index.shape != () or dtypes.kind(index.dtype) not in "iu":
         raise TypeError(
             f"cond: the branch index must be an integer scalar, got {index.str_short()}"
         )
@@ -89,7 +89,7 @@ def switch(index, branches, *operands, operand=_NO_OPERAND):
                 f"{type(b).__name__} ({b!r:.40})"
             )
     idx = as_operand(index, "switch index")
-    if idx.shape != () or idx.dtype.kind not in "iub":
+    if idx.shape != () or dtypes.kind(idx.dtype) not in "iub":
         raise TypeError(
             f"switch: the index must be an integer scalar, got {core.get_aval(idx).str_short()}"
         )

@@ -243,7 +243,7 @@ def _fori_bounds(lower, upper):
     hi_dt, hi_weak = dtypes.dtype_and_weak(upper)
     if lo_dt == hi_dt:
         return lo_dt
-    if lo_dt.kind == "i" and hi_dt.kind == "i" and lo_weak != hi_weak:
+    if dtypes.kind(lo_dt) == "i" and dtypes.kind(hi_dt) == "i" and lo_weak != hi_weak:
         return hi_dt if lo_weak else lo_dt
     raise TypeError(
         f"fori_loop: lower and upper must have equal types, got {lo_dt.name} and "

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad import dtypes
 from fungrad.lowering.cpu.llvm_types import literal, llvm_type, memory_type
 from fungrad.lowering.kernel import MATH_UNARY
 
@@ -183,6 +184,8 @@ class OpEmitter:
         return out
 
     def convert(self, lines, out, src, dst, x, kw) -> str:
+        if dtypes.is_ml_float(src) or dtypes.is_ml_float(dst):
+            return self._bfloat16_convert(lines, out, src, dst, x, kw)
         st, dt_ = _ty(src), _ty(dst)
         sk, dk = src.kind, dst.kind
         if sk == "f" and dk == "f":
@@ -213,6 +216,39 @@ class OpEmitter:
             else:
                 ins = "sext" if sk == "i" else "zext"
                 lines.append(f"  {out} = {ins} {st} {x} to {dt_}")
+        return out
+
+    def _bfloat16_convert(self, lines, out, src, dst, x, kw) -> str:
+        """Conversions to and from bfloat16 (held as ``i16`` bits) through float32, as JAX's
+        (so int32 and float64 values round twice, as there). bfloat16 -> float32 is exact (the
+        bits shifted up); float32 -> bfloat16 rounds to nearest, ties to even, on the bits
+        (``llvm.fptrunc`` to ``bfloat`` would call a runtime function the JIT lacks), overflow
+        gives inf and every NaN the quiet NaN ``0x7fc0`` with its sign, as XLA and ml_dtypes."""
+        f32 = np.dtype(np.float32)
+        if dtypes.is_ml_float(src):
+            wide, sh, f = self.tmp(), self.tmp(), self.tmp() if dst != f32 else out
+            lines += [
+                f"  {wide} = zext i16 {x} to i32",
+                f"  {sh} = shl i32 {wide}, 16",
+                f"  {f} = bitcast i32 {sh} to float",
+            ]
+            return f if dst == f32 else self.convert(lines, out, f32, dst, f, kw)
+        if src != f32:
+            x = self.convert(lines, self.tmp(), src, f32, x, kw)
+        u, lsb, odd, bias, r, hi, nan, sign, nanbits, sel = (self.tmp() for _ in range(10))
+        lines += [
+            f"  {u} = bitcast float {x} to i32",
+            f"  {lsb} = lshr i32 {u}, 16",
+            f"  {odd} = and i32 {lsb}, 1",
+            f"  {bias} = add i32 {odd}, 32767",
+            f"  {r} = add i32 {u}, {bias}",
+            f"  {hi} = lshr i32 {r}, 16",
+            f"  {nan} = fcmp uno float {x}, {x}",
+            f"  {sign} = and i32 {lsb}, 32768",
+            f"  {nanbits} = or i32 {sign}, 32704",
+            f"  {sel} = select i1 {nan}, i32 {nanbits}, i32 {hi}",
+            f"  {out} = trunc i32 {sel} to i16",
+        ]
         return out
 
     def _double_to_half(self, lines, out, x) -> str:

@@ -6,12 +6,18 @@ import struct
 
 import numpy as np
 
+from fungrad import dtypes
+
 __all__ = ["llvm_type", "memory_type", "literal"]
 
 
 def llvm_type(dtype: np.dtype) -> str:
-    """Register type of a dtype (bool is i1 in registers, i8 in memory)."""
+    """Register type of a dtype (bool is i1 in registers, i8 in memory; bfloat16 is its 16
+    bits, ``i16``: kernels only move it and convert it to and from float32, see
+    ``ir/float_normalization.py``)."""
     k, n = dtype.kind, dtype.itemsize
+    if dtypes.is_ml_float(dtype):
+        return f"i{8 * n}"
     if k == "b":
         return "i1"
     if k in "iu":
@@ -37,6 +43,8 @@ def literal(value, dtype: np.dtype) -> str:
         if v >= 1 << (bits - 1):
             v -= 1 << bits
         return str(v)
+    if dtypes.is_ml_float(dtype):  # its bits, as an integer
+        return str(int(np.asarray(value, dtype).view(f"i{dtype.itemsize}")))
     if dtype.itemsize == 2:
         return "0xH" + np.asarray(value, np.float16).view(np.uint16).item().to_bytes(2, "big").hex()
     # float and double constants are written as the hex of the (exactly representable) double

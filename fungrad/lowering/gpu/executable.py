@@ -41,7 +41,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from fungrad import core
+from fungrad import core, dtypes
 from fungrad.devices import GpuArray, device_buffer
 from fungrad.lowering import fusion
 from fungrad.lowering import profile as step_profile
@@ -64,11 +64,12 @@ def check_dtypes(jaxpr: core.ClosedJaxpr, name: str) -> None:
             aval = getattr(v, "aval", None)
             dt = getattr(aval, "dtype", None)
             if dt is not None and np.dtype(dt) not in DEVICE_DTYPES:
-                hint = (
-                    "use float32 (turn enable_x64 off, or astype(float32))"
-                    if np.dtype(dt).kind == "f"
-                    else "use int32/uint32 (turn enable_x64 off, or astype(int32))"
-                )
+                if dtypes.kind(dt) == "f" and np.dtype(dt).itemsize < 4:  # float16, bfloat16
+                    hint = "compute in float32 (astype(float32))"
+                elif dtypes.kind(dt) == "f":
+                    hint = "use float32 (turn enable_x64 off, or astype(float32))"
+                else:
+                    hint = "use int32/uint32 (turn enable_x64 off, or astype(int32))"
                 raise TypeError(
                     f"jit({name}, backend='gpu'): the program has {np.dtype(dt).name} values "
                     f"({aval.str_short()}), but WGSL has only 32-bit types (float32, int32, "

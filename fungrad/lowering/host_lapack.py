@@ -4,22 +4,20 @@
 Eager impls run on the host, in numpy; for most decompositions numpy's own ``linalg`` calls
 LAPACK for them. For these it has nothing, so their impls call the same routines of numpy's
 bundled OpenBLAS that compiled CPU code calls, through the ctypes callers of
-``lowering/cpu/lapack.py``. That module is loaded here by its import path on first use (as
-:data:`fungrad.lowering.BACKENDS` loads the executables), so that ``lax`` imports no backend
-and ``import fungrad`` loads no LAPACK: eager and jitted results then come from one library.
+``lowering/cpu/lapack.py``, imported on first use (so ``import fungrad`` loads no LAPACK):
+eager and jitted results then come from one library. ``lax`` reaches it only through this
+module (the import contract "lax imports no backend" forbids direct imports).
 """
 
 from __future__ import annotations
 
-import importlib
-
 __all__ = ["gees", "gehrd"]
-
-_MODULE = "fungrad.lowering.cpu.lapack"
 
 
 def _lapack():
-    return importlib.import_module(_MODULE)
+    from fungrad.lowering.cpu import lapack
+
+    return lapack
 
 
 def gees(a, compute_vectors: bool = True):

@@ -56,6 +56,7 @@ def test_name_lists_are_well_formed():
         "jax.ad_checkpoint",
         "jax.test_util",
         "jax.dtypes",
+        "jax.sharding",
         "jax.example_libraries.optimizers",
         "jax.example_libraries.stax",
     }

@@ -83,6 +83,8 @@ MODULES = [
         "multi-process jobs over MPI: initialize, process axes for pmap (docs/distributed.md)",
     ),
     ("fungrad.experimental", "jax.experimental's names (io_callback)"),
+    ("fungrad.experimental.shard_map", "the older spelling of shard_map (docs/sharding.md)"),
+    ("fungrad.sharding", "meshes, partition specs and shardings (jax.sharding, docs/sharding.md)"),
     ("fungrad.experimental.ode", "odeint"),
     ("fungrad.ops", "segment reductions (jax.ops)"),
     ("fungrad.lax.linalg", "jax.lax.linalg"),

@@ -53,6 +53,7 @@ MODULES = [
     "jax.ad_checkpoint",
     "jax.test_util",
     "jax.dtypes",
+    "jax.sharding",
     "jax.example_libraries.optimizers",
     "jax.example_libraries.stax",
 ]

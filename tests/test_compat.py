@@ -333,8 +333,11 @@ def test_enable_disable_in_process():
         assert "sum" in dir(jnp)
         with pytest.raises(AttributeError, match="jax.numpy.nope is not provided by fungrad"):
             jnp.nope  # noqa: B018
-        with pytest.raises(ModuleNotFoundError, match="jax.sharding is not provided"):
-            import jax.sharding  # noqa: F401
+        with pytest.raises(ModuleNotFoundError, match="jax.export is not provided"):
+            import jax.export  # noqa: F401
+        import jax.sharding
+
+        assert jax.sharding.PartitionSpec is fungrad.sharding.PartitionSpec
         assert jax.__version__ == fungrad.__version__
     finally:
         compat.disable()

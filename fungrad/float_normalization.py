@@ -115,7 +115,12 @@ def widened_impl(primitive, params: dict, out_avals):
     impl = primitive.impl
     if primitive.name in EXPANDED and params.get("y") != 0:
         expanded, dtype = EXPANDED[primitive.name], out_avals.dtype
-        return lambda x: expanded(np.asarray(x), dtype, **params)[()]
+
+        def expand(x):
+            with np.errstate(all="ignore"):
+                return expanded(np.asarray(x), dtype, **params)[()]
+
+        return expand
     if primitive.name in NATIVE or any(_holds_function(v) for v in params.values()):
         return lambda *vals: impl(*vals, **params)
     wide_params = {k: _widen_dtype(v) for k, v in params.items()}
@@ -123,11 +128,12 @@ def widened_impl(primitive, params: dict, out_avals):
     targets = [a.dtype for a in (out_avals if multiple else [out_avals])]
 
     def fn(*vals):
-        out = impl(*map(_widen_value, vals), **wide_params)
-        outs = [
-            np.asarray(o).astype(t)[()] if dtypes.is_ml_float(t) else o
-            for o, t in zip(out if multiple else [out], targets)
-        ]
+        with np.errstate(all="ignore"):  # (ml_dtypes' casts of NaN warn; impls never do)
+            out = impl(*map(_widen_value, vals), **wide_params)
+            outs = [
+                np.asarray(o).astype(t)[()] if dtypes.is_ml_float(t) else o
+                for o, t in zip(out if multiple else [out], targets)
+            ]
         return outs if multiple else outs[0]
 
     return fn

@@ -6,7 +6,7 @@ import scipy.special
 
 import fungrad as fg
 import fungrad.numpy as fnp
-from fungrad import lax
+from fungrad import dtypes, lax
 from fungrad.testing import check_grads
 
 rng = np.random.default_rng(0)
@@ -59,8 +59,10 @@ def test_scaled_dot():
     np.testing.assert_allclose(fg.jit(f)(a, b), f(a, b), rtol=1e-5, atol=1e-6)
     got = fg.vmap(f)(np.stack([a, 2 * a]), np.stack([b, b]))
     np.testing.assert_allclose(got[1], f(2 * a, b), rtol=1e-5, atol=1e-5)
-    with pytest.raises(TypeError, match="bfloat16"):
-        lax.scaled_dot(a, b)
+    default = lax.scaled_dot(a, b)  # JAX's default result dtype, bfloat16
+    assert default.dtype == dtypes.bfloat16
+    want = np.asarray(lax.scaled_dot(a, b, preferred_element_type=np.float32))
+    np.testing.assert_array_equal(np.asarray(default), want.astype(dtypes.bfloat16))
     with pytest.raises(ValueError, match="multiple"):
         lax.scaled_dot(a, b, lhs_scale=sa[..., :1].repeat(3, -1), preferred_element_type=np.float32)
 

@@ -116,7 +116,7 @@ def _plan(fname: str, algorithm, dtype: np.dtype):
             why = (
                 "needs float8 operands, which fungrad does not have"
                 if "F8" in name
-                else "accumulates in bfloat16, which fungrad does not have"
+                else "accumulates in bfloat16 (fungrad computes bfloat16 in float32)"
             )
             raise ValueError(
                 f"{fname}: the precision {name!r} is not supported: it {why} "

@@ -85,19 +85,15 @@ def scaled_dot(
     the contracting dimensions in blocks (sub-channels) of ``size / scale size``
     (``jax.lax.scaled_dot``). ``dimension_numbers`` defaults to a batched matmul (contract
     the last dimension of ``lhs`` with the second-to-last of ``rhs``, leading dimensions
-    batch). JAX's default ``preferred_element_type`` is bfloat16, which fungrad does not
-    have: pass one (float32, say). The products are exact float32 (the documented math);
-    JAX's CPU backend, which expects float8 operands, rounds float32 operands, scales and
-    their products to bfloat16 first, so its results differ by that rounding."""
+    batch). ``preferred_element_type`` defaults to bfloat16, as in JAX. The products are
+    exact float32 (the documented math), rounded once to the result dtype; JAX's CPU backend,
+    which expects float8 operands, rounds float32 operands, scales and their products to
+    bfloat16 first, so its results differ by that rounding."""
     from fungrad import lax
 
     fname = "scaled_dot"
     if preferred_element_type is None:
-        raise TypeError(
-            f"{fname}: preferred_element_type defaults to bfloat16 in JAX, which "
-            "fungrad does not support; pass preferred_element_type (e.g. "
-            "numpy.float32)"
-        )
+        preferred_element_type = dtypes.bfloat16
     out_dtype = dtypes.canonicalize_dtype(np.dtype(preferred_element_type))
     lhs, rhs = operand(lhs, fname), operand(rhs, fname)
     n = get_aval(lhs).ndim

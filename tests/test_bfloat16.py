@@ -379,3 +379,17 @@ def test_random_matches_jax():
 def test_gpu_refuses_bfloat16_with_the_fix(gpu):
     with pytest.raises(TypeError, match=r"bfloat16 values.*astype\(float32\)"):
         fg.jit(lambda a: a * 2, backend="gpu")(fnp.ones(3, fnp.bfloat16))
+
+
+def test_eager_and_jit_gradients_of_a_layer_match_jax():
+    rng = np.random.default_rng(1)
+    w = fnp.asarray(rng.standard_normal((5, 3)).astype(np.float32)).astype(fnp.bfloat16)
+    x = fnp.asarray(rng.standard_normal((4, 5)).astype(np.float32)).astype(fnp.bfloat16)
+    cases = [  # (loss, JAX 0.10.2's gradient's first five bit patterns)
+        (lambda v: fnp.sum(fnp.tanh(x @ v)), [49040, 16391, 16167, 48686, 49022]),
+        (lambda v: fnp.mean((x @ v - 0.5) ** 2), [16242, 16195, 16123, 48854, 15712]),
+        (lambda v: fnp.sum(fnp.exp(v) * v), [16372, 16516, 16365, 48552, 16534]),
+    ]
+    for loss, want in cases:
+        assert bits(fg.grad(loss)(w))[:5] == want  # the eager tape
+        assert bits(fg.jit(fg.grad(loss))(w))[:5] == want

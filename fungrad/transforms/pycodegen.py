@@ -13,7 +13,7 @@ import keyword
 import linecache
 import re
 
-from fungrad import core, impls
+from fungrad import core, float_normalization, impls
 from fungrad.array import Array
 from fungrad.config import config
 
@@ -68,7 +68,14 @@ def python_function(closed: core.ClosedJaxpr, name: str, out_positions=None):
         call_args = ", ".join([ins] * bool(ins) + kwargs)
         impl = impls.unguarded(prim.impl)
         specialize = impls.specialized_impls.get(prim)
-        if (
+        out_avals = [v.aval for v in e.outvars]
+        if float_normalization.touches_narrow_float([*(x.aval for x in e.invars), *out_avals]):
+            # bfloat16: computed in float32 and rounded back, as EvalTrace and jit do
+            widened = float_normalization.widened_impl(
+                prim, e.params, out_avals if prim.multiple_results else out_avals[0]
+            )
+            call = f"{glob(widened, 'f')}({ins})"
+        elif (
             impls.FP_STATE is not None
             and specialize is not None
             and not any(type(x) is core.Literal for x in e.invars)

@@ -76,13 +76,22 @@ class JaxprTypeError(TypeError):
 # Abstract values
 
 
-class ShapedArray:
+class AbstractValue:
+    """The base of abstract values (JAX's ``jax.core.AbstractValue``); fungrad's one kind is
+    :class:`ShapedArray`."""
+
+    __slots__ = ()
+
+
+class ShapedArray(AbstractValue):
     """The abstract value of an array: static shape, dtype and weak-type flag."""
 
     __slots__ = ("shape", "dtype", "weak_type", "_hash")
     array_abstraction_level = 1
 
-    def __init__(self, shape, dtype, weak_type: bool = False):
+    def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
+        # (``sharding``: JAX's avals carry one; fungrad's do not (one device, see
+        # docs/sharding.md), so it is accepted and dropped: ``.sharding`` is the unsharded one)
         if type(shape) is not tuple or not all(type(d) is int for d in shape):
             shape = tuple(map(operator.index, shape))
         self.shape = shape
@@ -93,7 +102,13 @@ class ShapedArray:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+    @property
+    def sharding(self):
+        """JAX's aval sharding: fungrad's values are unsharded, ``NamedSharding(AbstractMesh(()),
+        P(None, ...))`` (set by fungrad.sharding; None before it is imported)."""
+        return None if _unsharded is None else _unsharded(len(self.shape))
+
+    def update(self, shape=None, dtype=None, weak_type=None, sharding=None) -> ShapedArray:
         return ShapedArray(
             self.shape if shape is None else shape,
             self.dtype if dtype is None else dtype,
@@ -135,6 +150,16 @@ class ShapedArray:
     # Concretisation of an abstract value is always an error; the message says how to fix it.
     def _concretization_error(self, what: str, tracer=None, error=ConcretizationTypeError):
         raise error(concretization_message(what, self, tracer))
+
+
+_unsharded = None  # ndim -> the unsharded aval sharding (fungrad.sharding sets it)
+
+
+def set_aval_sharding(unsharded) -> None:
+    """Let ``ShapedArray.sharding`` answer ``unsharded(ndim)``: the sharding layer is above
+    this one, so it registers itself here (fungrad/sharding.py)."""
+    global _unsharded
+    _unsharded = unsharded
 
 
 _interned_avals: dict = {}
@@ -211,6 +236,22 @@ class Literal:
 
     def __repr__(self):
         return f"Literal({self.val!r}:{self.aval.str_short()})"
+
+
+Atom = Var | Literal  # an equation's input (JAX's jax.core.Atom)
+Value = Any  # what a jaxpr's variables hold when it is evaluated (JAX's jax.core.Value)
+ParamDict = dict[str, Any]  # an equation's parameters (JAX's jax.core.ParamDict)
+
+
+def max_dim(d1: int, d2: int) -> int:
+    """``max(d1, d2)`` of two dimension sizes (JAX's handles symbolic sizes; fungrad's sizes
+    are always integers)."""
+    return max(operator.index(d1), operator.index(d2))
+
+
+def min_dim(d1: int, d2: int) -> int:
+    """``min(d1, d2)`` of two dimension sizes (see :func:`max_dim`)."""
+    return min(operator.index(d1), operator.index(d2))
 
 
 class JaxprEqn:

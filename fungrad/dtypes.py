@@ -443,3 +443,16 @@ def itemsize_bits(dtype) -> int:
     if kind(dt) not in "biufc":
         raise ValueError(f"itemsize_bits: unexpected input: dtype={dtype!r}")
     return 8 * dt.itemsize
+
+
+class extended(np.generic):  # noqa: N801  (JAX's name)
+    """JAX's scalar type above its *extended* dtypes (typed PRNG keys and other dtypes that
+    libraries define): ``issubdtype(dt, extended)`` asks whether ``dt`` is one. fungrad has no
+    extended dtype (its PRNG keys are uint32 arrays), so the answer is False for every dtype
+    it has."""
+
+
+class prng_key(extended):  # noqa: N801  (JAX's name)
+    """JAX's scalar type of typed PRNG key dtypes (``jax.random.key``'s ``key<fry>``):
+    ``issubdtype(k.dtype, prng_key)`` tells typed keys from raw ones. fungrad's keys are raw
+    uint32 arrays (``fungrad.random.key`` as ``PRNGKey``), so it is False for all of them."""

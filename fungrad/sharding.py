@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 
+from fungrad import core
 from fungrad.lax.sharding import reshard
 from fungrad.sharding_impls import (
     AbstractMesh,
@@ -50,6 +51,16 @@ __all__ = [
     "set_mesh",
     "use_abstract_mesh",
 ]
+
+
+@functools.lru_cache(maxsize=64)
+def _unsharded(ndim: int) -> NamedSharding:
+    """An aval's sharding in fungrad (``typeof(x).sharding``): unsharded over the empty
+    abstract mesh, as JAX's of an array outside any mesh."""
+    return NamedSharding(AbstractMesh((), ()), PartitionSpec(*[None] * ndim))
+
+
+core.set_aval_sharding(_unsharded)
 
 
 def _check_axes(fname: str, axes) -> None:

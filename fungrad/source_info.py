@@ -39,6 +39,16 @@ def _is_internal(filename: str) -> bool:
     return internal
 
 
+def register_exclusion(path: str) -> None:
+    """Treat frames of files under ``path`` as internal, as fungrad's own: an equation's source
+    is then the first frame outside them (``jax.extend.source_info_util.register_exclusion``:
+    a library built on fungrad names its user's line, not its own)."""
+    global _INTERNAL
+    if path not in _INTERNAL:
+        _INTERNAL = (*_INTERNAL, path)
+        _internal_files.clear()  # (files classified before are classified again)
+
+
 class SourceInfo(tuple):
     """A user source location ``(code, lasti)``: the code object and the bytecode offset of
     the call, then, for an equation made while differentiating a primitive, that forward

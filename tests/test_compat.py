@@ -338,7 +338,21 @@ def test_enable_disable_in_process():
         import jax.sharding
 
         assert jax.sharding.PartitionSpec is fungrad.sharding.PartitionSpec
-        assert jax.__version__ == fungrad.__version__
+        # the JAX release whose API fungrad follows: libraries pick their code paths by it
+        assert jax.__version__ == "0.10.2" and jax.__version_info__ == (0, 10, 2)
+        import jax.version
+
+        assert jax.version.__version_info__ == (0, 10, 2)
+        # private modules that libraries import: mapped where fungrad has a counterpart
+        from jax._src import core as src_core
+        from jax._src import dtypes as src_dtypes
+        from jax._src import traceback_util
+
+        assert src_core.ShapedArray is fungrad.core.ShapedArray
+        assert issubclass(src_dtypes.ExtendedDType, object) and src_dtypes.DType is np.dtype
+        assert traceback_util.api_boundary(len) is len
+        with pytest.raises(ModuleNotFoundError, match="jax._src.pjit is not provided"):
+            import jax._src.pjit  # noqa: F401
     finally:
         compat.disable()
     assert not compat.enabled() and "jax" not in sys.modules and "jax.numpy" not in sys.modules

@@ -29,12 +29,33 @@ __all__ = ["disable", "enable", "enabled", "fungrad_module_name"]
 _HELP = "(running JAX code through fungrad.compat); see docs/porting.md"
 
 
+#: Private JAX modules that libraries built on JAX import, and the fungrad module standing for
+#: each (its own classes and functions under JAX's names: ``jax._src.core.ShapedArray``).
+#: Other ``jax._src.X`` are ``fungrad.compat.jax_src.X`` where that exists (stand-ins written
+#: for such libraries), else not provided.
+PRIVATE_MODULES = {
+    "jax._src.core": "fungrad.core",
+    "jax._src.tree_util": "fungrad.tree_util",
+}
+
+
 def fungrad_module_name(jax_name: str) -> str:
     """The fungrad module that stands for the jax module ``jax_name``: ``jax.X.Y`` ->
-    ``fungrad.X.Y``."""
+    ``fungrad.X.Y``; ``jax._src.X`` -> :data:`PRIVATE_MODULES` or ``fungrad.compat.jax_src.X``."""
     if jax_name != "jax" and not jax_name.startswith("jax."):
         raise ValueError(f"fungrad_module_name: {jax_name!r} is not a jax module name")
+    if jax_name == "jax._src" or jax_name.startswith("jax._src."):
+        return PRIVATE_MODULES.get(jax_name) or "fungrad.compat.jax_src" + jax_name[8:]
     return "fungrad" + jax_name[len("jax") :]
+
+
+def _jax_version() -> dict:
+    """``__version__`` and ``__version_info__`` of the JAX whose API fungrad follows: libraries
+    compare them to pick the JAX API they call, which must be the one fungrad provides."""
+    from fungrad.version import jax_api_version
+
+    info = tuple(int(p) for p in jax_api_version.split("."))
+    return {"__version__": jax_api_version, "__version_info__": info, "_version": jax_api_version}
 
 
 def _not_provided(jax_name: str) -> str:
@@ -54,6 +75,8 @@ class _JaxModule(types.ModuleType):
         super().__init__(name, target.__doc__)
         own = self.__dict__
         own["_fungrad_module"] = target
+        if name in ("jax", "jax.version"):
+            own.update(_jax_version())
         for attr, value in vars(target).items():
             if attr[:2] != "__" and not isinstance(value, types.ModuleType):
                 own.setdefault(attr, value)

@@ -198,12 +198,12 @@ def full_like(a, fill_value, dtype=None, shape=None):
         >>> fnp.full_like(fnp.arange(3), 2.5)
         Array([2, 2, 2], dtype=int32)
     """
-    util.check_arraylike("full_like", a, fill_value, names=["a", "fill_value"])
-    a_dtype, a_weak = dtypes.dtype_and_weak(a)
+    util.check_arraylike("full_like", fill_value, names=["fill_value"])
+    a_shape, a_dtype, a_weak = _prototype(a, "full_like", "a")
     dt = _user_dtype(dtype, "full_like")
     weak = a_weak and dt is None
     dt = a_dtype if dt is None else dt
-    shape = tuple(np.shape(a)) if shape is None else util.canonicalize_shape(shape, "full_like")
+    shape = a_shape if shape is None else util.canonicalize_shape(shape, "full_like")
     fill = util.asarray(fill_value, fun_name="full_like")
     # as in JAX, only a scalar fill keeps ``a``'s weak type
     fill = lax.convert_element_type(fill, dt, weak and fill.ndim == 0)
@@ -212,21 +212,34 @@ def full_like(a, fill_value, dtype=None, shape=None):
     return manipulation.broadcast_to(fill, shape)
 
 
+def _prototype(a, fun_name: str, name: str):
+    """``(shape, dtype, weak_type)`` of the prototype of a ``*_like`` function: an array-like,
+    or (as in JAX) a duck-typed array, any object with ``shape`` and ``dtype`` such as a
+    ``ShapeDtypeStruct``."""
+    if not util.is_arraylike(a) and hasattr(a, "shape") and hasattr(a, "dtype"):
+        dt = dtypes.check_user_dtype(a.dtype, fun_name)
+        return tuple(a.shape), dt, bool(getattr(a, "weak_type", False))
+    util.check_arraylike(fun_name, a, names=[name])
+    return tuple(np.shape(a)), *dtypes.dtype_and_weak(a)
+
+
 def zeros_like(a: ArrayLike, dtype=None, shape=None) -> Array:
-    """Zeros with ``a``'s shape and dtype (or the given ``shape``/``dtype``)."""
-    util.check_arraylike("zeros_like", a, names=["a"])
+    """Zeros with ``a``'s shape and dtype (or the given ``shape``/``dtype``); ``a`` may be an
+    array or anything with ``shape`` and ``dtype`` (a ``ShapeDtypeStruct``)."""
+    _prototype(a, "zeros_like", "a")
     return full_like(a, 0, dtype, shape)
 
 
 def ones_like(a: ArrayLike, dtype=None, shape=None) -> Array:
-    """Ones with ``a``'s shape and dtype (or the given ``shape``/``dtype``)."""
-    util.check_arraylike("ones_like", a, names=["a"])
+    """Ones with ``a``'s shape and dtype (or the given ``shape``/``dtype``); ``a`` as in
+    :func:`zeros_like`."""
+    _prototype(a, "ones_like", "a")
     return full_like(a, 1, dtype, shape)
 
 
 def empty_like(prototype, dtype=None, shape=None):
     """As :func:`zeros_like` (arrays are immutable: no uninitialised memory)."""
-    util.check_arraylike("empty_like", prototype, names=["prototype"])
+    _prototype(prototype, "empty_like", "prototype")
     return full_like(prototype, 0, dtype, shape)
 
 

@@ -563,9 +563,9 @@ def _einsum_prepare(x, labels, sizes):
     return x, [m for i, m in enumerate(labels) if i not in squeeze]
 
 
-def _einsum_contract(x, x_labels, y, y_labels, keep, out_dtype, precision):
+def _einsum_contract(x, x_labels, y, y_labels, keep, out_dtype, precision, dot_general=None):
     """One pairwise contraction: shared labels still needed (``keep``) are batch dims, the
-    other shared labels are contracted."""
+    other shared labels are contracted (by ``dot_general`` where einsum was given one)."""
     x, x_labels = _einsum_sum(
         x, x_labels, [m for m in x_labels if m not in y_labels and m not in keep]
     )
@@ -582,7 +582,12 @@ def _einsum_contract(x, x_labels, y, y_labels, keep, out_dtype, precision):
     def dims(labels):
         return [x_labels.index(m) for m in labels], [y_labels.index(m) for m in labels]
 
-    out = _dot_general(x, y, dims(contract), dims(batch), out_dtype, precision)
+    if dot_general is None:
+        out = _dot_general(x, y, dims(contract), dims(batch), out_dtype, precision)
+    else:
+        (xc, yc), (xb, yb) = dims(contract), dims(batch)
+        numbers = ((tuple(xc), tuple(yc)), (tuple(xb), tuple(yb)))
+        out = dot_general(x, y, numbers, precision, preferred_element_type=out_dtype)
     labels = (
         batch
         + [m for m in x_labels if m not in y_labels]
@@ -643,7 +648,15 @@ def _einsum_sublists(first, rest):
 
 
 def einsum(
-    subscripts, /, *operands, optimize="auto", precision=None, preferred_element_type=None
+    subscripts,
+    /,
+    *operands,
+    out=None,
+    optimize="auto",
+    precision=None,
+    preferred_element_type=None,
+    _dot_general=None,
+    out_sharding=None,
 ) -> Array:
     """Einstein summation: ``einsum("ij,jk->ik", a, b)`` is ``a @ b``.
 
@@ -661,7 +674,16 @@ def einsum(
       optimize: ``"auto"``, ``"greedy"`` or ``True`` (greedy order) or ``False``.
       precision, preferred_element_type: passed to ``lax.dot_general``;
         ``preferred_element_type`` is also the result dtype.
+      out: not supported (JAX's NotImplementedError): einsum returns a new array.
+      _dot_general: JAX's hook for the pairwise products, called as ``_dot_general(x, y,
+        dimension_numbers, precision, preferred_element_type=...)`` in place of
+        ``lax.dot_general`` (libraries pass their own, e.g. flax's quantised products).
+      out_sharding: accepted for JAX's signature; fungrad's results are unsharded (one
+        device, docs/sharding.md).
     """
+    del out_sharding
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
     if not isinstance(subscripts, str):
         subscripts, operands = _einsum_sublists(subscripts, operands)
     if optimize not in _OPTIMIZE:
@@ -685,7 +707,7 @@ def einsum(
     while len(terms) > 1:
         i, j = _einsum_pick(terms, out_labels, sizes, optimize is not False)
         keep = _einsum_needed(terms, (i, j), out_labels)
-        product = _einsum_contract(*terms[i], *terms[j], keep, out_dtype, precision)
+        product = _einsum_contract(*terms[i], *terms[j], keep, out_dtype, precision, _dot_general)
         terms = [t for k, t in enumerate(terms) if k not in (i, j)] + [product]
     x, labels = terms[0]
     x, labels = _einsum_sum(x, labels, [m for m in labels if m not in out_labels])

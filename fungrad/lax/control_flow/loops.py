@@ -344,13 +344,22 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, l
 scan_p = standard_primitive("scan", _scan_impl, _scan_abstract_eval, multiple_results=True)
 
 
-def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int = 1):
+def scan(
+    f,
+    init,
+    xs=None,
+    length=None,
+    reverse: bool = False,
+    unroll: int = 1,
+    _split_transpose: bool = False,
+):
     """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
     ``(final_carry, stacked_ys)`` (``jax.lax.scan``). ``f`` returns a pair (a tuple or list
     of two); the carry it returns must have ``init``'s pytree structure, shapes and dtypes (a
     weakly typed leaf of ``init``, a Python scalar, takes the dtype ``f`` gives it, as in JAX).
-    ``unroll`` is accepted for API compatibility and does not change the result."""
-    del unroll
+    ``unroll`` and JAX's ``_split_transpose`` (how XLA schedules the backward loop) are
+    accepted for API compatibility and do not change the result."""
+    del unroll, _split_transpose
     _check_callable("scan", "f", f, "scan(f, init, xs) with f(carry, x) -> (carry, y)")
     if length is not None:
         length = operator.index(length)

@@ -11,7 +11,8 @@ Array and its weak type, numpy array, numpy scalar, Python scalar) and each leaf
 Why this format: ``.npz`` is numpy's own, which fungrad already depends on (safetensors would
 be a new runtime dependency), it is portable and readable without fungrad
 (``numpy.load(path)``), and it stores every dtype fungrad has (bool, ints, floats, complex,
-``float0``) with its shape, 0-d and size-0 included. Nothing is pickled: files are written
+``float0``; bfloat16 as its 16-bit patterns, see ``_VERSION``) with its shape, 0-d and size-0
+included. Nothing is pickled: files are written
 with plain arrays and read with ``allow_pickle=False``, so loading a file runs no code.
 
 :func:`save` is atomic: the file is written to a temporary file in the same directory, flushed
@@ -46,7 +47,10 @@ from fungrad.array import Array
 __all__ = ["restore", "save"]
 
 _FORMAT = "fungrad.checkpoints"
-_VERSION = 1
+_VERSION = 2
+"""Version 2 stores a bfloat16 leaf as its 16-bit patterns (``.npy`` has no bfloat16: numpy
+would write an opaque ``|V2``) with ``"dtype": "bfloat16"`` in its record; a file without one
+is written as version 1, which older readers read."""
 _TREE_KEY = "__fungrad_tree__"
 _NAMEDTUPLE = tree_util._NAMEDTUPLE
 
@@ -283,7 +287,7 @@ def save(path: str | os.PathLike, tree: Any) -> None:
     leaves_with_paths, treedef = tree_util.tree_flatten_with_path(tree)
     record = {
         "format": _FORMAT,
-        "version": _VERSION,
+        "version": 1,
         "tree": _encode(treedef, "checkpoints.save"),
         "paths": [],
         "leaves": [],
@@ -293,6 +297,10 @@ def save(path: str | os.PathLike, tree: Any) -> None:
         where = tree_util.keystr(keys)
         rec, value = _leaf_record(leaf, where)
         _check_storable(value, where)
+        if dtypes.is_ml_float(value.dtype):  # as its bits (see _VERSION)
+            rec["dtype"] = value.dtype.name
+            value = value.view(f"u{value.dtype.itemsize}")
+            record["version"] = 2
         record["paths"].append(where)
         record["leaves"].append(rec)
         arrays[_leaf_key(i)] = value
@@ -366,6 +374,9 @@ def _read(path: str) -> tuple[dict, list]:
                 f"{_VERSION}"
             )
         arrays = [npz[_leaf_key(i)] for i in range(len(record["leaves"]))]
+    for i, rec in enumerate(record["leaves"]):
+        if "dtype" in rec:  # a bfloat16 leaf, stored as its bits
+            arrays[i] = arrays[i].view(np.dtype(rec["dtype"]))
     return record, arrays
 
 

@@ -393,3 +393,13 @@ def test_eager_and_jit_gradients_of_a_layer_match_jax():
     for loss, want in cases:
         assert bits(fg.grad(loss)(w))[:5] == want  # the eager tape
         assert bits(fg.jit(fg.grad(loss))(w))[:5] == want
+
+
+def test_checkpoint_round_trip(tmp_path):
+    tree = {"w": fnp.array([1.5, np.nan, -0.0], fnp.bfloat16), "s": np.asarray(2.5, BF)[()]}
+    path = str(tmp_path / "bf16.ckpt")
+    fg.checkpoints.save(path, tree)
+    back = fg.checkpoints.restore(path)
+    assert back["w"].dtype == BF and bits(back["w"]) == bits(tree["w"])
+    assert type(back["s"]) is type(tree["s"]) and float(back["s"]) == 2.5
+    assert np.load(path)["leaf_1"].dtype == np.uint16  # .npy has no bfloat16: its bits

@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-from fungrad import core, source_info
+from fungrad import core, dtypes, source_info
 from fungrad.config import config
 
 __all__ = [
@@ -47,22 +47,22 @@ def summarize(v) -> str:
     head = core.ShapedArray(v.shape, v.dtype).str_short()
     if v.size == 0:
         return f"{head} (empty)"
-    if v.dtype.kind == "c":
+    if dtypes.kind(v.dtype) == "c":
         parts = [f"{head} |x| in [{np.nanmin(np.abs(v)):.4g}, {np.nanmax(np.abs(v)):.4g}]"]
-    elif v.dtype.kind in "fiub":  # (a 1-entry value is shown whole)
+    elif dtypes.kind(v.dtype) in "fiub":  # (a 1-entry value is shown whole)
         if v.size == 1:
             return f"{head} = {v.reshape(()).item()!r}"
-        if v.dtype.kind == "b":
+        if dtypes.kind(v.dtype) == "b":
             return f"{head} with {int(v.sum())} True"
-        finite = v[np.isfinite(v)] if v.dtype.kind == "f" else v
-        what = "finite values" if v.dtype.kind == "f" else "values"
+        finite = v[np.isfinite(v)] if dtypes.kind(v.dtype) == "f" else v
+        what = "finite values" if dtypes.kind(v.dtype) == "f" else "values"
         if finite.size:
             parts = [f"{head} {what} in [{finite.min():.4g}, {finite.max():.4g}]"]
         else:
             parts = [f"{head} no finite value"]
     else:
         return head
-    if v.dtype.kind in "fc":
+    if dtypes.kind(v.dtype) in "fc":
         nan = int(np.isnan(v).sum())
         inf = int(np.isinf(v).sum())
         if nan:
@@ -217,7 +217,7 @@ def _invalid_inputs(inputs) -> str:
     """A sentence on an input that already held an invalid value, or ""."""
     for i, x in enumerate(inputs):
         x = np.asarray(x)
-        if x.dtype.kind not in "fc" or x.size == 0:
+        if dtypes.kind(x.dtype) not in "fc" or x.size == 0:
             continue
         if np.isnan(x).any():
             return (
@@ -251,7 +251,7 @@ def may_hold_invalid(values) -> bool:
     for v in values:
         value = getattr(v, "_value", None)  # an Array's numpy value, without a copy
         v = value if type(value) is np.ndarray else np.asarray(v)
-        kind = v.dtype.kind
+        kind = dtypes.kind(v.dtype)
         if kind == "f":
             if not v.size:
                 continue
@@ -272,7 +272,7 @@ def _first_invalid(values):
     """``(index, kind, mask)`` of the first output holding a checked invalid value, or None."""
     for i, v in enumerate(values):
         v = np.asarray(v)
-        if v.dtype.kind not in "fc" or v.size == 0:
+        if dtypes.kind(v.dtype) not in "fc" or v.size == 0:
             continue
         for on, kind, test in (
             (config.debug_nans, "nan", np.isnan),

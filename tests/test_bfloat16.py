@@ -403,3 +403,12 @@ def test_checkpoint_round_trip(tmp_path):
     assert back["w"].dtype == BF and bits(back["w"]) == bits(tree["w"])
     assert type(back["s"]) is type(tree["s"]) and float(back["s"]) == 2.5
     assert np.load(path)["leaf_1"].dtype == np.uint16  # .npy has no bfloat16: its bits
+
+
+def test_debug_nans_sees_bfloat16():
+    x = fnp.array([-1.0, 2.0], fnp.bfloat16)
+    with fg.debug_nans(True):
+        with pytest.raises(FloatingPointError, match=r"nan.*log"):
+            fnp.log(x)
+        with pytest.raises(FloatingPointError, match=r"bf16\[2\]"):
+            fg.jit(lambda a: fnp.log(a) * 2)(x)

@@ -109,6 +109,8 @@ class ModuleWriter:
         self.short_loops: set[int] = set()  # metadata ids of loops run fewer than SHORT_LOOP
         self.interleaved: set[int] = set()  # metadata ids of sum loops (INTERLEAVE_SUMS)
         self.serial_for = False  # @fg_serial_for added (parallel_for)
+        self.max_ctx = 0  # the most pointers a parallel_for passes (the entry's %pf.ctx)
+        self.input_helper = False  # @fg_input_data added (_input_pointer)
         self.large_libraries: set[str] = set()  # llvm_math's large-argument functions called
 
     def loop_md(self, trip: int | None = None, interleave: bool = False) -> str:
@@ -193,9 +195,11 @@ class ModuleWriter:
         attrs = "" if hot_entry else f" {_GLUE}"
         head = (
             f"define i32 @{prog.name}(ptr noalias %args, i64 %nthreads){attrs} {{\nentry:\n"
-            + "\n".join(entry)
+            + "\n".join([*self._entry_prologue(), *entry])
             + "\n  ret i32 0\n}\n"
         )
+        if self.input_helper:
+            self.add_function(_input_data_helper(abi.layout(), attrs), glue=not hot_entry)
         self.add_function(head, glue=not hot_entry)  # (external: nothing calls it)
         decls = "\n".join(sorted(self.externals.values()))
         novec = f"!{self.n_loops + 2}"  # the extra property of short loops
@@ -259,32 +263,38 @@ class ModuleWriter:
 
     def _input_pointer(self, i: int, obj: str, data: str, lay) -> list[str]:
         """Data pointer of input ``i``: an ndarray's data, or a numpy scalar's inline value;
-        non-contiguous or misaligned arrays make the entry return ``i + 1``."""
-        self.declare("fg_ndarray_type", "@fg_ndarray_type = external global ptr")
+        non-contiguous or misaligned arrays make the entry return ``i + 1``. The test is one
+        shared function (``@fg_input_data``, :func:`_input_data_helper`) called per input:
+        written out for each, it made up half of a large program's entry function, whose
+        code generation is most of the glue module's compile time."""
+        del lay  # (the helper reads the layout)
+        if not self.input_helper:
+            self.input_helper = True
+            self.declare("fg_ndarray_type", "@fg_ndarray_type = external global ptr")
         return [
-            f"  %tp{i} = getelementptr inbounds i8, ptr {obj}, i64 {lay.object_type}",
-            f"  %ty{i} = load ptr, ptr %tp{i}",
-            f"  %nd{i} = load ptr, ptr @fg_ndarray_type",
-            f"  %isarr{i} = icmp eq ptr %ty{i}, %nd{i}",
-            f"  br i1 %isarr{i}, label %arr{i}, label %scal{i}",
-            f"arr{i}:",
-            f"  %fp{i} = getelementptr inbounds i8, ptr {obj}, i64 {lay.array_flags}",
-            f"  %fl{i} = load i32, ptr %fp{i}",
-            f"  %ok{i}.m = and i32 %fl{i}, {lay.required_flags}",
-            f"  %ok{i} = icmp eq i32 %ok{i}.m, {lay.required_flags}",
-            f"  br i1 %ok{i}, label %arrok{i}, label %bad{i}",
+            f"  %in.ok{i} = call i1 @fg_input_data(ptr {obj}, ptr %in.data)",
+            f"  br i1 %in.ok{i}, label %got{i}, label %bad{i}",
             f"bad{i}:",
             f"  ret i32 {i + 1}",
-            f"arrok{i}:",
-            f"  %dp{i} = getelementptr inbounds i8, ptr {obj}, i64 {lay.array_data}",
-            f"  %ad{i} = load ptr, ptr %dp{i}",
-            f"  br label %got{i}",
-            f"scal{i}:",
-            f"  %sd{i} = getelementptr inbounds i8, ptr {obj}, i64 {lay.scalar_data}",
-            f"  br label %got{i}",
             f"got{i}:",
-            f"  {data} = phi ptr [%ad{i}, %arrok{i}], [%sd{i}, %scal{i}]",
+            f"  {data} = load ptr, ptr %in.data",
         ]
+
+    def _entry_prologue(self) -> list[str]:
+        """The entry's first lines: the slot :meth:`_input_pointer` reads data pointers
+        through, and what every :meth:`parallel_for` shares (the context array, sized for
+        the largest, and the pool-or-serial choice, made once per call)."""
+        lines = ["  %in.data = alloca ptr"] if self.input_helper else []
+        if self.serial_for:
+            lines += [
+                f"  %pf.ctx = alloca ptr, i64 {max(self.max_ctx, 1)}",
+                f"  %pf.pool = load ptr, ptr @{POOL_SYMBOL}",
+                "  %pf.nopool = icmp eq ptr %pf.pool, null",
+                "  %pf.one = icmp sle i64 %nthreads, 1",
+                "  %pf.serial = or i1 %pf.nopool, %pf.one",
+                "  %pf.for = select i1 %pf.serial, ptr @fg_serial_for, ptr %pf.pool",
+            ]
+        return lines
 
     def _kernel_call(self, kern: Kernel, ptr: dict[int, str]) -> list[str]:
         bufs = {s.buffer.id: s.buffer for s in kern.stores} | {b.id: b for b in kern.reads()}
@@ -391,24 +401,16 @@ class ModuleWriter:
             self.add_function(
                 _SERIAL_FOR, (("fg_serial_for", "void", "ptr, ptr, i64, i64"),), glue=True
             )
-        lines = [
-            f"  %{tag}.ss = call ptr @llvm.stacksave.p0()",
-            f"  %{tag}.ctx = alloca ptr, i64 {max(len(pointers), 1)}",
-        ]
+        # The calls are synchronous, so every one reuses the entry's context array and the
+        # pool-or-serial choice made at its start (_entry_prologue).
+        self.max_ctx = max(self.max_ctx, len(pointers))
+        lines = []
         for i, p in enumerate(pointers):
-            lines += [
-                f"  %{tag}.c{i} = getelementptr inbounds ptr, ptr %{tag}.ctx, i64 {i}",
-                f"  store ptr {p}, ptr %{tag}.c{i}",
-            ]
-        return lines + [
-            f"  %{tag}.pool = load ptr, ptr @{POOL_SYMBOL}",
-            f"  %{tag}.nopool = icmp eq ptr %{tag}.pool, null",
-            f"  %{tag}.one = icmp sle i64 %nthreads, 1",
-            f"  %{tag}.serial = or i1 %{tag}.nopool, %{tag}.one",
-            f"  %{tag}.for = select i1 %{tag}.serial, ptr @fg_serial_for, ptr %{tag}.pool",
-            f"  call void %{tag}.for(ptr @{fn}, ptr %{tag}.ctx, i64 {n}, i64 %nthreads)",
-            f"  call void @llvm.stackrestore.p0(ptr %{tag}.ss)",
-        ]
+            slot = f"%{tag}.c{i}" if i else "%pf.ctx"
+            if i:
+                lines.append(f"  {slot} = getelementptr inbounds ptr, ptr %pf.ctx, i64 {i}")
+            lines.append(f"  store ptr {p}, ptr {slot}")
+        return [*lines, f"  call void %pf.for(ptr @{fn}, ptr %pf.ctx, i64 {n}, i64 %nthreads)"]
 
 
 STEP_RENDERERS = StepRenderers(
@@ -470,6 +472,40 @@ _SERIAL_FOR = (
     "define internal void @fg_serial_for(ptr %fn, ptr %ctx, i64 %n, i64 %nthreads) "
     f"{_GLUE} {{\nentry:\n  call void %fn(ptr %ctx, i64 0, i64 %n)\n  ret void\n}}\n"
 )
+
+
+def _input_data_helper(lay, attrs: str) -> str:
+    """``i1 @fg_input_data(ptr %obj, ptr %out)``: stores the data pointer of the argument
+    object ``obj`` (an ndarray's data, or a numpy scalar's inline value) in ``out`` and returns
+    true, or returns false for an ndarray that is not C-contiguous and aligned (``lay``: the
+    object layout abi.py measured; ``attrs``: the entry function's, glue or optimised)."""
+    return f"""define internal i1 @fg_input_data(ptr %obj, ptr %out){attrs} {{
+entry:
+  %tp = getelementptr inbounds i8, ptr %obj, i64 {lay.object_type}
+  %ty = load ptr, ptr %tp
+  %nd = load ptr, ptr @fg_ndarray_type
+  %isarr = icmp eq ptr %ty, %nd
+  br i1 %isarr, label %arr, label %scal
+arr:
+  %fp = getelementptr inbounds i8, ptr %obj, i64 {lay.array_flags}
+  %fl = load i32, ptr %fp
+  %m = and i32 %fl, {lay.required_flags}
+  %ok = icmp eq i32 %m, {lay.required_flags}
+  br i1 %ok, label %arrok, label %bad
+bad:
+  ret i1 false
+arrok:
+  %dp = getelementptr inbounds i8, ptr %obj, i64 {lay.array_data}
+  %ad = load ptr, ptr %dp
+  store ptr %ad, ptr %out
+  ret i1 true
+scal:
+  %sd = getelementptr inbounds i8, ptr %obj, i64 {lay.scalar_data}
+  store ptr %sd, ptr %out
+  ret i1 true
+}}
+"""
+
 
 _pool_cell = ctypes.c_void_p(0)
 _pool_cell_registered = False

@@ -240,49 +240,57 @@ entry:
   ret void
 }
 
+define internal i1 @fg_input_data(ptr %obj, ptr %out) optnone noinline {
+entry:
+  %tp = getelementptr inbounds i8, ptr %obj, i64 8
+  %ty = load ptr, ptr %tp
+  %nd = load ptr, ptr @fg_ndarray_type
+  %isarr = icmp eq ptr %ty, %nd
+  br i1 %isarr, label %arr, label %scal
+arr:
+  %fp = getelementptr inbounds i8, ptr %obj, i64 64
+  %fl = load i32, ptr %fp
+  %m = and i32 %fl, 257
+  %ok = icmp eq i32 %m, 257
+  br i1 %ok, label %arrok, label %bad
+bad:
+  ret i1 false
+arrok:
+  %dp = getelementptr inbounds i8, ptr %obj, i64 16
+  %ad = load ptr, ptr %dp
+  store ptr %ad, ptr %out
+  ret i1 true
+scal:
+  %sd = getelementptr inbounds i8, ptr %obj, i64 16
+  store ptr %sd, ptr %out
+  ret i1 true
+}
+
 define i32 @main(ptr noalias %args, i64 %nthreads) optnone noinline {
 entry:
+  %in.data = alloca ptr
+  %pf.ctx = alloca ptr, i64 2
+  %pf.pool = load ptr, ptr @fg_parallel_for_fn
+  %pf.nopool = icmp eq ptr %pf.pool, null
+  %pf.one = icmp sle i64 %nthreads, 1
+  %pf.serial = or i1 %pf.nopool, %pf.one
+  %pf.for = select i1 %pf.serial, ptr @fg_serial_for, ptr %pf.pool
   %slot0 = getelementptr inbounds i8, ptr %args, i64 24
   %obj0 = load ptr, ptr %slot0
-  %tp0 = getelementptr inbounds i8, ptr %obj0, i64 8
-  %ty0 = load ptr, ptr %tp0
-  %nd0 = load ptr, ptr @fg_ndarray_type
-  %isarr0 = icmp eq ptr %ty0, %nd0
-  br i1 %isarr0, label %arr0, label %scal0
-arr0:
-  %fp0 = getelementptr inbounds i8, ptr %obj0, i64 64
-  %fl0 = load i32, ptr %fp0
-  %ok0.m = and i32 %fl0, 257
-  %ok0 = icmp eq i32 %ok0.m, 257
-  br i1 %ok0, label %arrok0, label %bad0
+  %in.ok0 = call i1 @fg_input_data(ptr %obj0, ptr %in.data)
+  br i1 %in.ok0, label %got0, label %bad0
 bad0:
   ret i32 1
-arrok0:
-  %dp0 = getelementptr inbounds i8, ptr %obj0, i64 16
-  %ad0 = load ptr, ptr %dp0
-  br label %got0
-scal0:
-  %sd0 = getelementptr inbounds i8, ptr %obj0, i64 16
-  br label %got0
 got0:
-  %buf0 = phi ptr [%ad0, %arrok0], [%sd0, %scal0]
+  %buf0 = load ptr, ptr %in.data
   %slot1 = getelementptr inbounds i8, ptr %args, i64 32
   %obj1 = load ptr, ptr %slot1
   %dp1 = getelementptr inbounds i8, ptr %obj1, i64 16
   %buf1 = load ptr, ptr %dp1
-  %k1.ss = call ptr @llvm.stacksave.p0()
-  %k1.ctx = alloca ptr, i64 2
-  %k1.c0 = getelementptr inbounds ptr, ptr %k1.ctx, i64 0
-  store ptr %buf0, ptr %k1.c0
-  %k1.c1 = getelementptr inbounds ptr, ptr %k1.ctx, i64 1
+  store ptr %buf0, ptr %pf.ctx
+  %k1.c1 = getelementptr inbounds ptr, ptr %pf.ctx, i64 1
   store ptr %buf1, ptr %k1.c1
-  %k1.pool = load ptr, ptr @fg_parallel_for_fn
-  %k1.nopool = icmp eq ptr %k1.pool, null
-  %k1.one = icmp sle i64 %nthreads, 1
-  %k1.serial = or i1 %k1.nopool, %k1.one
-  %k1.for = select i1 %k1.serial, ptr @fg_serial_for, ptr %k1.pool
-  call void %k1.for(ptr @k1.par, ptr %k1.ctx, i64 64, i64 %nthreads)
-  call void @llvm.stackrestore.p0(ptr %k1.ss)
+  call void %pf.for(ptr @k1.par, ptr %pf.ctx, i64 64, i64 %nthreads)
   ret i32 0
 }
 

@@ -202,32 +202,43 @@ done:
   ret void
 }
 
+define internal i1 @fg_input_data(ptr %obj, ptr %out) optnone noinline {
+entry:
+  %tp = getelementptr inbounds i8, ptr %obj, i64 8
+  %ty = load ptr, ptr %tp
+  %nd = load ptr, ptr @fg_ndarray_type
+  %isarr = icmp eq ptr %ty, %nd
+  br i1 %isarr, label %arr, label %scal
+arr:
+  %fp = getelementptr inbounds i8, ptr %obj, i64 64
+  %fl = load i32, ptr %fp
+  %m = and i32 %fl, 257
+  %ok = icmp eq i32 %m, 257
+  br i1 %ok, label %arrok, label %bad
+bad:
+  ret i1 false
+arrok:
+  %dp = getelementptr inbounds i8, ptr %obj, i64 16
+  %ad = load ptr, ptr %dp
+  store ptr %ad, ptr %out
+  ret i1 true
+scal:
+  %sd = getelementptr inbounds i8, ptr %obj, i64 16
+  store ptr %sd, ptr %out
+  ret i1 true
+}
+
 define i32 @main(ptr noalias %args, i64 %nthreads) optnone noinline {
 entry:
+  %in.data = alloca ptr
   %slot0 = getelementptr inbounds i8, ptr %args, i64 24
   %obj0 = load ptr, ptr %slot0
-  %tp0 = getelementptr inbounds i8, ptr %obj0, i64 8
-  %ty0 = load ptr, ptr %tp0
-  %nd0 = load ptr, ptr @fg_ndarray_type
-  %isarr0 = icmp eq ptr %ty0, %nd0
-  br i1 %isarr0, label %arr0, label %scal0
-arr0:
-  %fp0 = getelementptr inbounds i8, ptr %obj0, i64 64
-  %fl0 = load i32, ptr %fp0
-  %ok0.m = and i32 %fl0, 257
-  %ok0 = icmp eq i32 %ok0.m, 257
-  br i1 %ok0, label %arrok0, label %bad0
+  %in.ok0 = call i1 @fg_input_data(ptr %obj0, ptr %in.data)
+  br i1 %in.ok0, label %got0, label %bad0
 bad0:
   ret i32 1
-arrok0:
-  %dp0 = getelementptr inbounds i8, ptr %obj0, i64 16
-  %ad0 = load ptr, ptr %dp0
-  br label %got0
-scal0:
-  %sd0 = getelementptr inbounds i8, ptr %obj0, i64 16
-  br label %got0
 got0:
-  %buf0 = phi ptr [%ad0, %arrok0], [%sd0, %scal0]
+  %buf0 = load ptr, ptr %in.data
   %slot1 = getelementptr inbounds i8, ptr %args, i64 32
   %obj1 = load ptr, ptr %slot1
   %dp1 = getelementptr inbounds i8, ptr %obj1, i64 16

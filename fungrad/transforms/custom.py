@@ -21,6 +21,7 @@ rules see concrete primals too.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 
@@ -54,6 +55,71 @@ def _split_nondiff(args, nondiff_argnums):
 def _merge(static, dyn, nondiff_argnums, n):
     s, d = iter(static), iter(dyn)
     return [next(s) if i in nondiff_argnums else next(d) for i in range(n)]
+
+
+class SymbolicZero:
+    """A zero tangent or cotangent handed to a custom rule that asked for ``symbolic_zeros``
+    (``jax.custom_derivatives.SymbolicZero``): it stands for an array of zeros of ``aval``
+    without computing one, so the rule can skip the work it would do with it. Its ``shape``,
+    ``dtype``, ``ndim``, ... are the aval's. A rule may also return one for a zero output."""
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return "SymbolicZero"
+
+    def __getattr__(self, name):
+        if name == "aval":
+            raise AttributeError(name)
+        try:
+            return getattr(self.aval, name)
+        except AttributeError:
+            raise AttributeError(f"SymbolicZero has no attribute {name}") from None
+
+    @staticmethod
+    def from_primal_value(val) -> SymbolicZero:
+        """The symbolic zero tangent of primal ``val``."""
+        return SymbolicZero(tangent_aval(get_aval(val)))
+
+
+def zero_from_primal(val, symbolic_zeros: bool = False):
+    """Zero tangents for the primal pytree ``val``: SymbolicZeros, or arrays of zeros."""
+
+    def one(x):
+        aval = tangent_aval(get_aval(x))
+        return SymbolicZero(aval) if symbolic_zeros else array_ops.full(aval.shape, 0, aval.dtype)
+
+    return tree_util.tree_map(one, val)
+
+
+@dataclasses.dataclass(slots=True)
+class CustomVJPPrimal:
+    """A leaf of a ``custom_vjp`` fwd rule's arguments under ``defvjp(...,
+    symbolic_zeros=True)``: the primal ``value`` and whether it is ``perturbed`` (being
+    differentiated; False means its cotangent is never needed)."""
+
+    value: object
+    perturbed: bool
+
+
+def custom_vjp_primal_tree_values(tree):
+    """The fwd rule's argument ``tree`` with each CustomVJPPrimal replaced by its value."""
+
+    def value(leaf):
+        if type(leaf) is not CustomVJPPrimal:
+            raise TypeError(
+                f"custom_vjp_primal_tree_values: unexpected leaf type {type(leaf)}; it takes "
+                "the arguments a symbolic_zeros fwd rule receives (CustomVJPPrimal leaves)"
+            )
+        return leaf.value
+
+    return tree_util.tree_map(value, tree)
+
+
+def _to_symbolic(t):
+    """fungrad's internal Zero as the SymbolicZero a rule sees."""
+    return SymbolicZero(t.aval) if type(t) is Zero else t
 
 
 def _check_outputs(what, expected_tree, expected_avals, tree, leaves, fix):
@@ -325,10 +391,7 @@ class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
             ps = tree_util.tree_unflatten(in_tree, primals)
             ts = tree_util.tree_unflatten(
                 in_tree,
-                [
-                    _zero_tangent_value(t) if type(t) is Zero and not symbolic else t
-                    for t in tangents
-                ],
+                [_to_symbolic(t) if symbolic else instantiate_zeros(t) for t in tangents],
             )
             res = (
                 user_jvp(*static, tuple(ps), tuple(ts))
@@ -351,7 +414,10 @@ class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
                 [_as_array(o, name) for o in out_flat],
                 fix,
             )
-            t_flat = [_as_array(t, name) for t in t_flat]
+            t_flat = [
+                _zero_tangent_value(Zero(t.aval)) if type(t) is SymbolicZero else _as_array(t, name)
+                for t in t_flat
+            ]
             _check_outputs(
                 f"custom_jvp rule of {name} (tangent output)",
                 out_tree,
@@ -371,6 +437,29 @@ class custom_jvp(_CustomFunction):  # noqa: N801  (JAX's name)
             symbolic_zeros=symbolic,
         )
         return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _fill_zero_cotangents(ct, primal, name):
+    """A bwd rule's cotangent ``ct`` for the argument ``primal`` with its zeros made arrays: a
+    None standing for a whole subtree of ``primal`` and a SymbolicZero leaf (as JAX allows).
+    A ``ct`` that does not have ``primal``'s structure is returned as is, for the caller's
+    structure check to report."""
+    from fungrad.transforms.autodiff import _as_array
+
+    def fill(c, p):
+        if c is None:
+            return tree_util.tree_map(
+                lambda x: _zero_tangent_value(Zero(tangent_aval(get_aval(_as_array(x, name))))),
+                p,
+            )
+        if type(c) is SymbolicZero:
+            return _zero_tangent_value(Zero(c.aval))
+        return c
+
+    try:
+        return tree_util.tree_map(fill, ct, primal, is_leaf=lambda x: x is None)
+    except ValueError:
+        return ct
 
 
 def _zero_tangent_value(z: Zero):
@@ -413,7 +502,7 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
     if any(type(t) is not Zero for t in tangents[:num_consts]):
         raise _closure_error("custom_vjp")
     args, ts = primals[num_consts:], tangents[num_consts:]
-    out, res = fwd(list(args))
+    out, res = fwd(list(args), [type(t) is not Zero for t in ts])
     ts = [instantiate_zeros(t) for t in ts]
     t_out = custom_lin_p.bind(
         *res, *ts, num_res=len(res), bwd=bwd, out_avals=tuple(tangent_aval(a) for a in out_avals)
@@ -423,8 +512,9 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
     res = args[:num_res]
-    cts = [instantiate_zeros(c) if type(c) is Zero else c for c in cts]
-    return [None] * num_res + list(bwd(list(res), cts))
+    # A Zero cotangent reaches bwd as is: flat_bwd shows it as a SymbolicZero to a rule that
+    # asked for symbolic zeros and as an array of zeros otherwise.
+    return [None] * num_res + list(bwd(list(res), list(cts)))
 
 
 def _custom_vjp_call_batch(axis_size, args, dims, *, call_jaxpr, fwd, bwd, num_consts, out_avals):
@@ -434,17 +524,26 @@ def _custom_vjp_call_batch(axis_size, args, dims, *, call_jaxpr, fwd, bwd, num_c
     arg_axes = [0 if b else None for b in batched[num_consts:]]
     res_box = []
 
-    def batched_fwd(xs):
-        out, res = vmap(lambda a: tuple(fwd(list(a))), in_axes=(arg_axes,), axis_size=axis_size)(
-            list(xs)
-        )
+    def batched_fwd(xs, perturbed):
+        out, res = vmap(
+            lambda a: tuple(fwd(list(a), perturbed)), in_axes=(arg_axes,), axis_size=axis_size
+        )(list(xs))
         res_box[:] = [len(res)]
         return list(out), list(res)
 
     def batched_bwd(res, cts):
-        ct_in = vmap(lambda r, c: list(bwd(list(r), list(c))), axis_size=axis_size)(
-            list(res), list(cts)
-        )
+        # Zero cotangents stay symbolic: rebuilt per example with the unbatched aval.
+        zero_avals = [
+            ShapedArray(c.aval.shape[1:], c.aval.dtype) if type(c) is Zero else None for c in cts
+        ]
+        nonzero = [c for c in cts if type(c) is not Zero]
+
+        def per_example(r, c):
+            it = iter(c)
+            full = [next(it) if a is None else Zero(a) for a in zero_avals]
+            return list(bwd(list(r), full))
+
+        ct_in = vmap(per_example, axis_size=axis_size)(list(res), nonzero)
         # Arguments that were not batched get the sum of their per-example cotangents.
         return [
             c if b or c is None else array_ops.reduce_sum(c, (0,))
@@ -484,6 +583,7 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
         super().__init__(fun, nondiff_argnums)
         self.fwd = None
         self.bwd = None
+        self.symbolic_zeros = False
 
     def defvjp(self, fwd, bwd, symbolic_zeros: bool = False):
         """Set ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, ct) -> cts``."""
@@ -499,6 +599,7 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
             "bwd(residuals, cotangent) -> a tuple of cotangents, one per argument",
         )
         self.fwd, self.bwd = fwd, bwd
+        self.symbolic_zeros = symbolic_zeros
 
     def __call__(self, *args, **kwargs):
         if self.fwd is None:
@@ -509,11 +610,13 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
         name, static, dyn, leaves, in_tree, closed, hoisted, out_tree, merge = self._trace_call(
             args, kwargs
         )
-        user_fwd, user_bwd = self.fwd, self.bwd
+        user_fwd, user_bwd, symbolic = self.fwd, self.bwd, self.symbolic_zeros
         out_avals = closed.out_avals
         res_tree_box = []
 
-        def flat_fwd(xs):
+        def flat_fwd(xs, perturbed):
+            if symbolic:
+                xs = [CustomVJPPrimal(x, p) for x, p in zip(xs, perturbed)]
             res = user_fwd(*merge(tree_util.tree_unflatten(in_tree, xs)))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(
@@ -536,6 +639,7 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
 
         def flat_bwd(res, cts):
             residuals = tree_util.tree_unflatten(res_tree_box[0], res)
+            cts = [_to_symbolic(c) if symbolic else instantiate_zeros(c) for c in cts]
             ct = tree_util.tree_unflatten(out_tree, cts)
             out = (
                 user_bwd(*static, residuals, ct)
@@ -565,6 +669,7 @@ class custom_vjp(_CustomFunction):  # noqa: N801  (JAX's name)
                         for x in d_leaves
                     ]
                     continue
+                o = _fill_zero_cotangents(o, d, name)
                 o_leaves, o_tree = tree_util.tree_flatten(o)
                 a_leaves = [_as_array(x, name) for x in d_leaves]
                 _check_outputs(

@@ -46,6 +46,9 @@ EXEMPT = {
     # Staged by custom_vjp's linearization (the bwd function applied to the residuals); it
     # exists only inside linear jaxprs on the way to transposition and has no jvp/batch rule.
     "custom_lin",
+    # checkify's check: no outputs, an effect (raises on a failed check); its jvp, batching
+    # and discharge are tested in test_checkify.py.
+    "check",
     # Callbacks into Python (effects, no derivative): tested in test_debug_callbacks.py.
     "debug_callback",
     "pure_callback",

@@ -1,5 +1,7 @@
-"""``jax.experimental``'s names that fungrad has: :func:`io_callback`."""
+"""``jax.experimental``'s names that fungrad has: :func:`io_callback`, the ``checkify``
+module."""
 
 from fungrad.callback import io_callback
+from fungrad.experimental import checkify
 
-__all__ = ["io_callback"]
+__all__ = ["io_callback", "checkify"]

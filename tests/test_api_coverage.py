@@ -57,6 +57,7 @@ def test_name_lists_are_well_formed():
         "jax.test_util",
         "jax.dtypes",
         "jax.sharding",
+        "jax.experimental.checkify",
         "jax.example_libraries.optimizers",
         "jax.example_libraries.stax",
     }

@@ -54,6 +54,7 @@ MODULES = [
     "jax.test_util",
     "jax.dtypes",
     "jax.sharding",
+    "jax.experimental.checkify",
     "jax.example_libraries.optimizers",
     "jax.example_libraries.stax",
 ]

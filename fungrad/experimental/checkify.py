@@ -61,6 +61,8 @@ __all__ = [
     "OOBError",
     "BatchedError",
     "check_p",
+    "ErrorCategory",
+    "init_error",
     "user_checks",
     "nan_checks",
     "index_checks",
@@ -69,6 +71,9 @@ __all__ = [
     "automatic_checks",
     "all_checks",
 ]
+
+ErrorCategory = type[JaxException]
+"""The type of an error set's members (JAX's ``checkify.ErrorCategory``): an error class."""
 
 
 def checkify(f, errors: frozenset = user_checks):

@@ -47,8 +47,10 @@ def test_array_nested_lists_and_ndmin():
 def test_array_bad_input():
     with pytest.raises(TypeError, match="array"):
         fnp.array("abc")
-    with pytest.raises(TypeError, match="ragged"):
+    with pytest.raises(ValueError, match="ragged"):  # numpy's and JAX 0.10.2's class
         fnp.array([[1, 2], [3]])
+    with pytest.raises(ValueError, match="ragged"):
+        fnp.asarray([1, [2, 3]])
     with pytest.raises(ValueError, match="order"):
         fnp.array([1], order="F")
     with pytest.raises(TypeError, match="not supported"):

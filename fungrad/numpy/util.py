@@ -114,7 +114,10 @@ def _asarray_sequence(seq, dtype, fun_name):
         vals = np.array([np.asarray(e) if type(e) is Array else e for e in leaves], dtype=object)
         arr = np.array(_rebuild(seq, iter(vals)))
     except ValueError as e:
-        raise TypeError(f"{fun_name}: ragged nested sequence cannot become an array: {e}") from None
+        # numpy's (and JAX's) error class: code that catches ValueError keeps working.
+        raise ValueError(
+            f"{fun_name}: ragged nested sequence cannot become an array: {e}"
+        ) from None
     if dtype is None:
         dt, _ = (
             dtypes.result_type(*leaves, return_weak_type_flag=True)

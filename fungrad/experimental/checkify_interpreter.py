@@ -130,6 +130,19 @@ def trace_checked(fun, error: Error, arg_avals, err_pos: int, what: str) -> _Che
     return _Checked(closed, tree, n_out)
 
 
+def _with_slots_for(error: Error, trace):
+    """``(error, trace(error))`` where the traced body's output error has the same kinds as
+    its input: when a first trace shows the body adding kinds, the error gets placeholder
+    slots for them and the body is traced again. ``trace`` returns one :class:`_Checked` or a
+    list of them (a cond's branches)."""
+    first = trace(error)
+    effects = set().union(*(c.effects for c in (first if isinstance(first, list) else [first])))
+    if effects <= set(error._pred):
+        return error, first
+    error = error._add_placeholder_effects(effects)
+    return error, trace(error)
+
+
 def _interpret(closed: core.ClosedJaxpr, enabled):
     return lambda err, *args: checkify_jaxpr(closed.jaxpr, closed.consts, enabled, err, *args)
 
@@ -312,9 +325,7 @@ def _cond_rule(error, enabled, src, index, *ops, branches):
     def checked(err):
         return [trace_checked(_interpret(b, enabled), err, avals, 0, "cond") for b in branches]
 
-    effects = set().union(*(c.effects for c in checked(error)))
-    error = error._add_placeholder_effects(effects)
-    new = checked(error)
+    error, new = _with_slots_for(error, checked)
     outs = cond_p.bind(index, *_leaves(error), *ops, branches=tuple(c.jaxpr for c in new))
     ne = new[0].num_err_out
     out_err = new[0].out_error(outs[:ne])._replace(_metadata=_merged_metadata(new))
@@ -330,8 +341,7 @@ def _scan_rule(error, enabled, src, *args, jaxpr, num_consts, num_carry, linear,
     def checked(err):
         return trace_checked(_interpret(jaxpr, enabled), err, avals, num_consts, "scan")
 
-    error = error._add_placeholder_effects(checked(error).effects)
-    new = checked(error)
+    error, new = _with_slots_for(error, checked)
     err_leaves = _leaves(error)
     ne = len(err_leaves)
     consts, rest = args[:num_consts], args[num_consts:]
@@ -371,10 +381,9 @@ def _while_rule(error, enabled, src, *args, cond_jaxpr, body_jaxpr, cond_nconsts
         return Error({}, {}, {}, {}), pred
 
     body_in = [*cond_avals[:nc], *body_avals]
-    error = error._add_placeholder_effects(
-        trace_checked(body, error, body_in, nc + nb, "while_loop body").effects
+    error, new_body = _with_slots_for(
+        error, lambda err: trace_checked(body, err, body_in, nc + nb, "while_loop body")
     )
-    new_body = trace_checked(body, error, body_in, nc + nb, "while_loop body")
     new_cond = trace_checked(cond, error, cond_avals, nc, "while_loop cond")
     err_leaves = _leaves(error)
     ne = len(err_leaves)
@@ -422,8 +431,7 @@ def _custom_jvp_rule(error, enabled, src, *args, call_jaxpr, jvp, num_consts, sy
             _interpret(call_jaxpr, enabled), err, call_jaxpr.in_avals, num_consts, "custom_jvp"
         )
 
-    error = error._add_placeholder_effects(checked(error).effects)
-    new = checked(error)
+    error, new = _with_slots_for(error, checked)
     err_leaves = _leaves(error)
     ne = len(err_leaves)
 
@@ -453,8 +461,7 @@ def _custom_vjp_rule(error, enabled, src, *args, call_jaxpr, fwd, bwd, num_const
             _interpret(call_jaxpr, enabled), err, call_jaxpr.in_avals, num_consts, "custom_vjp"
         )
 
-    error = error._add_placeholder_effects(checked(error).effects)
-    new = checked(error)
+    error, new = _with_slots_for(error, checked)
     err_leaves = _leaves(error)
     ne = len(err_leaves)
 

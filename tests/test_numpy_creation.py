@@ -397,3 +397,22 @@ def test_creation_jaxprs():
     for got, want in zip(outs, f(2.0)):
         exact(got, np.asarray(want))
     exact(outs[3], np.array([0, 1, 2], np.float32))
+
+
+def test_python_integers_out_of_the_dtype_range_overflow():
+    # JAX 0.10.2 hands Python numbers to numpy's conversion: out of range is an OverflowError,
+    # not a wrapped value; numpy scalars and arrays convert (and wrap) as astype does.
+    for make in (
+        lambda: fnp.int8(200),
+        lambda: fnp.uint8(-1),
+        lambda: fnp.uint8(300.0),
+        lambda: fnp.array([100, 200], dtype=fnp.int8),
+        lambda: fnp.array([1, 2**40]),  # the default int32
+        lambda: fnp.asarray(2**31, dtype=fnp.int32),
+    ):
+        with pytest.raises(OverflowError):
+            make()
+    assert_array(fnp.int8(3.7), np.array(3, np.int8), dtype=np.int8)
+    assert_array(fnp.array(np.int64(300), dtype=fnp.int8), np.array(44, np.int8), dtype=np.int8)
+    assert_array(fnp.array([1.5, 2**40]), np.array([1.5, 2.0**40]), dtype=np.float32)
+    assert_array(fnp.array([True, 2], dtype=fnp.uint8), np.array([1, 2]), dtype=np.uint8)

@@ -106,7 +106,7 @@ def array(object, dtype=None, copy: bool = True, order: str | None = "K", ndmin:
         raise ValueError(
             f"array: order must be 'K', 'A' or 'C' (Arrays are C-ordered), got {order!r}"
         )
-    x = util.asarray(object, _user_dtype(dtype, "array"), "array")
+    x = util.asarray(object, _user_dtype(dtype, "array"), "array", check_range=True)
     ndmin = operator.index(ndmin)
     if ndmin > x.ndim:
         x = lax.reshape(x, (1,) * (ndmin - x.ndim) + tuple(x.shape))

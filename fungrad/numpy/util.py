@@ -60,15 +60,18 @@ def plain_operand(x):
 _SUPPORTED_DTYPES = frozenset(dtypes.SUPPORTED)
 
 
-def asarray(x, dtype=None, fun_name: str = "asarray"):
+def asarray(x, dtype=None, fun_name: str = "asarray", *, check_range: bool = False):
     """``x`` (array, scalar, nested list/tuple of them) as an Array/tracer; canonical dtypes.
 
-    Python scalars stay weakly typed unless ``dtype`` is given.
+    Python scalars stay weakly typed unless ``dtype`` is given. ``check_range`` (jnp.array,
+    jnp.asarray and the scalar types, as JAX) converts Python numbers with numpy's conversion:
+    an integer outside an integer dtype's range is an OverflowError; otherwise (``full``,
+    ``astype``, ... as ``lax.convert_element_type``) it wraps.
     """
     if type(x) is Array or isinstance(x, core.Tracer) or is_concrete_array(x):
         return x if dtype is None else lax.convert_element_type(x, dtype)
     if isinstance(x, (list, tuple)):
-        return _asarray_sequence(x, dtype, fun_name)
+        return _asarray_sequence(x, dtype, fun_name, check_range)
     if isinstance(x, (np.ndarray, np.generic)):
         if dtypes.kind(x.dtype) not in "biufc":
             raise TypeError(f"{fun_name}: numpy arrays of dtype {x.dtype} are not supported")
@@ -81,6 +84,10 @@ def asarray(x, dtype=None, fun_name: str = "asarray"):
         if dtype is not None:
             dt = dtypes.canonicalize_dtype(dtype)
             with np.errstate(all="ignore"):
+                if check_range and type(x) in (int, float):
+                    # numpy's conversion, as JAX: OverflowError for an integer (or a float's
+                    # integer part) outside an integer dtype's range, rather than wrapping.
+                    return Array(np.asarray(x, dtype=dt))
                 return Array(np.asarray(x).astype(dt)[()])
         return lax.utils.operand(x, fun_name)
     if hasattr(x, "__array__") and not isinstance(x, (str, bytes)):
@@ -88,7 +95,7 @@ def asarray(x, dtype=None, fun_name: str = "asarray"):
     raise TypeError(f"{fun_name}: cannot convert a value of type {type(x).__name__} to an array")
 
 
-def _asarray_sequence(seq, dtype, fun_name):
+def _asarray_sequence(seq, dtype, fun_name, check_range=False):
     leaves = []
 
     def collect(s):
@@ -127,6 +134,10 @@ def _asarray_sequence(seq, dtype, fun_name):
     else:
         dt = dtypes.canonicalize_dtype(dtype)
     with np.errstate(all="ignore"):
+        if check_range and not any(type(e) is Array for e in leaves):
+            # As JAX: numpy converts the nested numbers to dt itself, so an integer outside an
+            # integer dtype's range is an OverflowError (astype of the int64 array would wrap).
+            return Array(np.asarray(_rebuild(seq, iter(vals)), dtype=dt))
         return Array(arr.astype(dt))
 
 

@@ -281,6 +281,29 @@ def test_kernels_split_into_one_module_per_compile_thread(monkeypatch):
     np.testing.assert_allclose(out["1"], want, rtol=2e-4, atol=1e-3)
 
 
+def test_a_hot_entry_split_from_its_input_helper_still_links(monkeypatch):
+    """An entry point with a while loop (unknown trips: optimised, not glue) goes into the
+    optimised functions that are split over compile threads; the shared input helper
+    (@fg_input_data) may land in another module than the entry and must then be exported and
+    declared there (jit of jax.scipy.optimize.minimize failed to parse)."""
+    from fungrad.scipy.optimize import minimize
+
+    def rosen(x):
+        return fnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+    x0 = np.zeros(2, np.float32)
+    for n in ("2", "3"):  # (with 2 threads the helper and the entry were apart)
+        monkeypatch.setenv("FUNGRAD_NUM_THREADS", n)
+        jf = fg.jit(lambda x0: minimize(rosen, x0, method="BFGS").x)
+        parts = llvm.render(jf.lower(x0).compile()._exe.program)
+        assert len(parts) >= 2
+        for p in parts:
+            if "@fg_input_data(" in p.ir_text:
+                defined = r"^(define|declare) (internal )?i1 @fg_input_data\("
+                assert re.search(defined, p.ir_text, re.M), p.ir_text
+        np.testing.assert_allclose(np.asarray(jf(x0)), [1.0, 1.0], atol=1e-3)
+
+
 def test_split_balances_ir_size_and_keeps_small_programs_in_one_module():
     from fungrad.lowering.cpu.llvm import SPLIT_MAX, SPLIT_MIN_LINES, Function, _split
 

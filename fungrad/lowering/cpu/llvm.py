@@ -199,7 +199,13 @@ class ModuleWriter:
             + "\n  ret i32 0\n}\n"
         )
         if self.input_helper:
-            self.add_function(_input_data_helper(abi.layout(), attrs), glue=not hot_entry)
+            # (defines: the optimised functions may be split over several modules, and the
+            # entry need not land in the helper's)
+            self.add_function(
+                _input_data_helper(abi.layout(), attrs),
+                (("fg_input_data", "i1", "ptr, ptr"),),
+                glue=not hot_entry,
+            )
         self.add_function(head, glue=not hot_entry)  # (external: nothing calls it)
         decls = "\n".join(sorted(self.externals.values()))
         novec = f"!{self.n_loops + 2}"  # the extra property of short loops

@@ -714,6 +714,26 @@ def test_lower_with_abstract_arguments():
         fg.jit(lambda x: x)(fg.ShapedArray((2,), np.float32))
 
 
+def test_trace_stage_and_shape_dtype_struct_arguments():
+    # JAX's AOT stages: jit(f).trace(*args) -> .jaxpr / .out_info / .lower().compile(), with
+    # ShapeDtypeStructs standing for arguments (JAX 0.10.2's out_info printed below).
+    jf = fg.jit(lambda x, y: {"s": x * 2, "t": (x @ y).sum()})
+    traced = jf.trace(fnp.ones((2, 3)), fg.ShapeDtypeStruct((3, 4), np.float32))
+    assert [str(a.str_short()) for a in traced.jaxpr.in_avals] == ["f32[2,3]", "f32[3,4]"]
+    assert str(traced.out_info) == (
+        "{'s': ShapeDtypeStruct(shape=(2, 3), dtype=float32), "
+        "'t': ShapeDtypeStruct(shape=(), dtype=float32)}"
+    )
+    out = traced.lower().compile()(np.ones((2, 3), np.float32), np.ones((3, 4), np.float32))
+    assert_array(out["t"], np.float32(24.0))
+    weak = fg.jit(lambda x: x * 2).trace(1.0).out_info
+    assert repr(weak) == "ShapeDtypeStruct(shape=(), dtype=float32, weak_type=True)"
+    spec = fg.ShapeDtypeStruct((2,), np.float32)
+    assert_array(fg.jit(lambda x: x * 2).lower(spec).compile()(np.ones(2, np.float32)), [2.0, 2.0])
+    with pytest.raises(TypeError, match="argument x is a ShapeDtypeStruct"):
+        fg.jit(lambda x: x)(spec)  # only the AOT stages take abstract arguments
+
+
 def test_lower_shares_the_cache_with_calls():
     f, traces = counted(lambda x: x + 1)
     jf = fg.jit(f)

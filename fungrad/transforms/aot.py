@@ -1,5 +1,6 @@
-"""Ahead-of-time compilation: ``jit(f).lower(*args)`` gives a :class:`Lowered` (``f`` traced
-for one signature), whose ``compile()`` gives a :class:`Compiled` (``jax.stages``)."""
+"""Ahead-of-time compilation: ``jit(f).trace(*args)`` gives a :class:`TracedStage` (``f``'s
+jaxpr for one signature), ``jit(f).lower(*args)`` (or ``trace(...).lower()``) a
+:class:`Lowered`, whose ``compile()`` gives a :class:`Compiled` (``jax.stages``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,46 @@ from fungrad.lowering import profile as step_profile
 from fungrad.transforms import cost
 from fungrad.transforms.jit_cache import JitFunction, Traced, as_operand
 
-__all__ = ["Compiled", "Lowered", "lower"]
+__all__ = ["Compiled", "Lowered", "TracedStage", "lower", "trace"]
+
+
+class TracedStage:
+    """``jit(f).trace(*args)``: ``f`` traced for one signature (``jax.stages.Traced``).
+    ``jaxpr`` is the ClosedJaxpr, ``out_info`` the outputs as a pytree of ShapeDtypeStructs,
+    ``lower()`` the :class:`Lowered` stage (then ``compile()``), as in JAX's AOT API."""
+
+    def __init__(self, lowered: Lowered):
+        self._lowered = lowered
+
+    @property
+    def jaxpr(self) -> core.ClosedJaxpr:
+        return self._lowered.jaxpr
+
+    @property
+    def fun_name(self) -> str:
+        return self._lowered._info.name
+
+    @property
+    def out_avals(self):
+        return tree_util.tree_unflatten(self._lowered.out_tree, list(self._lowered.out_avals))
+
+    @property
+    def out_info(self):
+        from fungrad.shape_dtype_struct import ShapeDtypeStruct
+
+        return tree_util.tree_unflatten(
+            self._lowered.out_tree,
+            [
+                ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                for a in self._lowered.out_avals
+            ],
+        )
+
+    def lower(self, *, lowering_platforms=None) -> Lowered:
+        """The Lowered stage (``lowering_platforms`` is accepted for JAX's signature: fungrad
+        lowers for the backend the jitted function was created for)."""
+        del lowering_platforms
+        return self._lowered
 
 
 class Lowered:
@@ -117,3 +157,9 @@ def lower(info: JitFunction, args, kwargs) -> Lowered:
             "them as arguments instead"
         )
     return Lowered(info, traced, c.in_tree, avals, info.donated_leaves(c))
+
+
+def trace(info: JitFunction, args, kwargs) -> TracedStage:
+    """``jit(f).trace(*args, **kwargs)``: trace ``f`` for these arguments (ShapedArrays or
+    ShapeDtypeStructs may stand for arguments of that type); nothing is compiled yet."""
+    return TracedStage(lower(info, args, kwargs))

@@ -238,6 +238,11 @@ def jit(
         whose ``as_text()`` shows the compiled program and ``compile()`` gives it."""
         return aot.lower(info, args, kwargs)
 
+    def trace(*args, **kwargs) -> aot.TracedStage:
+        """Trace the function for these arguments (JAX's AOT ``trace`` stage): ``.jaxpr``,
+        ``.out_info``, and ``.lower()`` then ``.compile()``."""
+        return aot.trace(info, args, kwargs)
+
     if inline:
         compiled = jitted
 
@@ -249,6 +254,7 @@ def jit(
 
     functools.update_wrapper(jitted, fun)
     jitted.lower = lower
+    jitted.trace = trace
     jitted.clear_cache = info.clear_cache
     jitted.cache_info = info.cache_info
     jitted._cache_size = lambda: len(info.cache)

@@ -522,8 +522,13 @@ class JitFunction:
     # -- calling --------------------------------------------------------------------------------
     def prepare(self, args, kwargs, abstract: bool = False):
         """Split, convert and look up a call: ``(call, leaves, avals, traced)``. With
-        ``abstract`` (``lower``), ShapedArray leaves stand for arguments of that type."""
+        ``abstract`` (``lower``, ``trace``), ShapedArray and ShapeDtypeStruct leaves stand for
+        arguments of that type."""
         c = self.split(args, kwargs)
+        if abstract:
+            from fungrad.shape_dtype_struct import ShapeDtypeStruct
+
+            c.leaves = [x.aval if type(x) is ShapeDtypeStruct else x for x in c.leaves]
         leaves = [
             x
             if is_concrete_array(x) or (abstract and type(x) is core.ShapedArray)

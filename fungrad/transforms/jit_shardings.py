@@ -113,6 +113,6 @@ def with_shardings(jitted, fun, in_shardings, out_shardings, static_argnums, sta
             True,
         )
 
-    for attr in ("lower", "clear_cache", "cache_info", "_cache_size"):
+    for attr in ("lower", "trace", "clear_cache", "cache_info", "_cache_size"):
         setattr(sharded, attr, getattr(jitted, attr))
     return sharded

@@ -431,6 +431,71 @@ def test_interop_functions(tmp_path):
 # -- ufunc objects --------------------------------------------------------------------------------
 
 
+UFUNC_NAMES = [
+    "add",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "logaddexp",
+    "logaddexp2",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negative",
+    "subtract",
+]
+
+
+@pytest.mark.parametrize("name", UFUNC_NAMES)
+def test_jax_ufunc_objects_follow_numpy_s_methods(name):
+    # JAX 0.10.2 makes exactly these jnp.ufunc objects (nin, nout and identity as listed by
+    # JAX); calls and methods agree with numpy's ufunc of the same name.
+    u, nu = getattr(fnp, name), getattr(np, name)
+    assert isinstance(u, fnp.ufunc) and u.__name__ == name
+    assert (u.nin, u.nout) == (nu.nin, 1)
+    identities = {"add": 0, "multiply": 1, "bitwise_and": -1, "bitwise_or": 0}
+    identities.update(bitwise_xor=0, logical_and=True, logical_or=False, logical_xor=False)
+    identities.update(logaddexp=-np.inf, logaddexp2=-np.inf)
+    assert u.identity == identities.get(name)
+    logical = name.startswith(("bitwise", "logical"))
+    x = (
+        np.array([[1, 6, 3], [4, 5, 2]], np.int32)
+        if logical
+        else np.array([[1.0, 6.0, 3.0], [4.0, 5.0, 2.0]], F32)
+    )
+    if u.nin == 1:
+        assert_array(u(x), nu(x))
+        return
+    assert_array(u(x, x[::-1]), nu(x, x[::-1]))
+    assert_array(u.outer(x[0], x[1]), nu.outer(x[0], x[1]))
+    for axis in (0, 1) if name == "subtract" else (0, 1, None):  # (not reorderable)
+        want = nu.reduce(x, axis=axis)
+        assert_array(u.reduce(x, axis=axis), want, dtype=np.asarray(want).dtype, rtol=1e-6)
+    assert_array(u.reduce(x, axis=1, keepdims=True), nu.reduce(x, axis=1, keepdims=True))
+    assert_array(u.accumulate(x, axis=1), nu.accumulate(x, axis=1), rtol=1e-6)
+    if not name.startswith("logical"):  # JAX's reduceat keeps the input dtype (ints here)
+        assert_array(u.reduceat(x[0], np.array([0, 2])), nu.reduceat(x[0], [0, 2]), rtol=1e-6)
+    ref = x[0].astype(nu(x[0], x[0]).dtype)  # JAX computes at in func's result dtype
+    nu.at(ref, [0, 0, 2], x[1, :3])
+    assert_array(u.at(x[0], np.array([0, 0, 2]), x[1, :3], inplace=False), ref, rtol=1e-6)
+    assert_array(fg.jit(u.reduce)(x), nu.reduce(x), rtol=1e-6)
+
+
+def test_add_and_multiply_at_of_a_bool_array_and_ufunc_gradients():
+    # JAX computes add.at / multiply.at of a bool array in int32 and casts back.
+    b = np.array([True, False, False])
+    assert_array(fnp.add.at(b, np.array([1, 1]), True, inplace=False), [True, True, False])
+    assert_array(fnp.multiply.at(b, np.array([0]), False, inplace=False), [False, False, False])
+    assert_array(fnp.add.reduce(np.ones(3, np.int8)), np.int32(3), dtype=np.int32)  # as sum
+    v = np.array([2.0, 3.0, 4.0], F32)
+    assert_array(fg.grad(fnp.multiply.reduce)(v), [12.0, 8.0, 6.0])
+    assert_array(fg.grad(lambda v: fnp.add.accumulate(v).sum())(v), [3.0, 2.0, 1.0])
+    assert repr(fnp.add) == "<jnp.ufunc 'add'>" and fnp.add(1, 2).weak_type
+
+
 def test_frompyfunc_ufunc_methods_follow_numpy():
     f = lambda a, b: a * 2 + b  # noqa: E731  (not associative: order matters)
     u = fnp.frompyfunc(f, nin=2, nout=1)

@@ -66,6 +66,10 @@ def can_cast(from_, to, casting="safe"):
 
 _array_methods.install()
 
+# JAX's ufunc objects (jnp.add.reduce, jnp.multiply.outer, ...) replace the plain functions of
+# the same names; calling one calls the function.
+from fungrad.numpy.ufunc_instances import *  # noqa: F401,F403,E402
+
 # jacfwd/jacrev (fungrad/transforms/autodiff.py) take their basis from eye; the transforms sit
 # below fungrad.numpy, which hands it over here (see fungrad/transforms/array_ops.py).
 from fungrad.transforms import array_ops as _array_ops  # noqa: E402

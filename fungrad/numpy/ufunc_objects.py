@@ -80,6 +80,17 @@ class ufunc:  # noqa: N801  (numpy's and JAX's spelling)
         A, B = util.asarray(A), util.asarray(B)
         return self(A.reshape(A.shape + (1,) * B.ndim), B)
 
+    def _result_dtype(self, *xs):
+        """The dtype ``func`` returns for arguments of the dtypes of ``xs`` (traced, nothing
+        evaluated): the generic methods compute in it, as JAX's do (``logical_and.reduce`` of
+        integers is boolean, ``logaddexp.accumulate`` of integers float)."""
+        from fungrad.core import ShapedArray
+        from fungrad.transforms.staging import trace_to_jaxpr
+
+        avals = [ShapedArray((), util.asarray(x).dtype) for x in xs]
+        closed = trace_to_jaxpr(lambda *a: [util.asarray(self._func(*a))], avals)
+        return closed.out_avals[0].dtype
+
     def _fold(self, x, init):
         """Fold ``func`` over the leading axis of ``x`` starting from ``init``: the carries."""
 
@@ -101,8 +112,7 @@ class ufunc:  # noqa: N801  (numpy's and JAX's spelling)
             return self._reduce(a, axis, dtype, out, keepdims, initial, where)
         util.check_arraylike(f"{self.__name__}.reduce", a)
         x = util.asarray(a)
-        if dtype is not None:
-            x = x.astype(dtype)
+        x = x.astype(self._result_dtype(x, x) if dtype is None else dtype)
         ndim = x.ndim
         if axis is None:
             axes = tuple(range(ndim))
@@ -151,8 +161,7 @@ class ufunc:  # noqa: N801  (numpy's and JAX's spelling)
             return self._accumulate(a, axis, dtype, out)
         util.check_arraylike(f"{self.__name__}.accumulate", a)
         x = util.asarray(a)
-        if dtype is not None:
-            x = x.astype(dtype)
+        x = x.astype(self._result_dtype(x, x) if dtype is None else dtype)
         axis = util.canonicalize_axis(axis, x.ndim, f"{self.__name__}.accumulate")
         x = fnp.moveaxis(x, axis, 0)
         if x.shape[0] == 0:
@@ -181,6 +190,7 @@ class ufunc:  # noqa: N801  (numpy's and JAX's spelling)
         if self.nin == 2:
             if b is None:
                 raise TypeError(f"{self.__name__}.at: a binary ufunc needs the argument b")
+            x = x.astype(self._result_dtype(x, b))  # (JAX computes in func's result dtype)
             bb = util.asarray(b).astype(x.dtype)
             per_index = bb.ndim > 0 and bb.shape[0] == n and n > 1
         elif self.nin != 1 or b is not None:

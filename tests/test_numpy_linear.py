@@ -346,9 +346,24 @@ def test_einsum_errors(subscripts, shapes, match):
         fnp.einsum(subscripts, *[np.ones(s, np.float32) for s in shapes])
 
 
+def test_einsum_takes_opt_einsum_strategies_and_explicit_paths():
+    # JAX 0.10.2 hands optimize to opt_einsum: "optimal", "dp", ... and einsum_path's path
+    # (with or without numpy's leading "einsum_path") all give the product.
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in [(2, 3), (3, 4), (4, 5)])
+    want = a @ b @ c
+    path, _ = fnp.einsum_path("ij,jk,kl->il", a, b, c)
+    for optimize in ("optimal", "dp", "branch-2", path, ["einsum_path", (0, 1), (0, 1)]):
+        got = fnp.einsum("ij,jk,kl->il", a, b, c, optimize=optimize)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+
+
 def test_einsum_bad_arguments():
-    with pytest.raises(ValueError, match="einsum: optimize='optimal' is not supported"):
-        fnp.einsum("i->", np.ones(3), optimize="optimal")
+    with pytest.raises(ValueError, match="einsum: optimize='foo' is not supported"):
+        fnp.einsum("i->", np.ones(3), optimize="foo")
+    ops = [np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)]
+    with pytest.raises(ValueError, match=r"einsum: the path's pair \(0, 5\)"):
+        fnp.einsum("ij,jk->ik", *ops, optimize=[(0, 5)])
     with pytest.raises(TypeError, match="einsum"):
         fnp.einsum("i->", "abc")
 

@@ -442,6 +442,35 @@ def diagflat(v, k=0):
 # dims are right-aligned across operands, so dim -1 of every ellipsis shares label -1.
 
 _OPTIMIZE = (True, False, "auto", "greedy")
+#: opt_einsum's path strategies, which JAX passes on: fungrad orders the contractions greedily
+#: for each of them (the order changes the cost, not the value beyond float rounding)
+_STRATEGIES = (
+    "optimal",
+    "dp",
+    "branch-all",
+    "branch-2",
+    "branch-1",
+    "random-greedy",
+    "random-greedy-128",
+    "auto-hq",
+)
+
+
+def _einsum_path(optimize, n: int):
+    """An explicit contraction path (``einsum_path``'s, with or without its leading
+    ``"einsum_path"``) as a list of index pairs, or None for a strategy."""
+    if isinstance(optimize, (str, bool)) or optimize is None:
+        if optimize in _OPTIMIZE or optimize in _STRATEGIES:
+            return None
+    elif isinstance(optimize, (list, tuple)):
+        path = [tuple(p) for p in optimize if not (isinstance(p, str) and p == "einsum_path")]
+        if all(len(p) == 2 for p in path) and len(path) == max(n - 1, 0):
+            return path
+    raise ValueError(
+        f"einsum: optimize={optimize!r} is not supported; use one of "
+        f"{_OPTIMIZE + _STRATEGIES} (fungrad orders the contractions greedily for every "
+        "strategy, or left to right for False) or an explicit path of n-1 index pairs"
+    )
 
 
 def _einsum_tokens(spec: str, subscripts: str):
@@ -671,7 +700,9 @@ def einsum(
     Args:
       subscripts: the subscripts string (or the first operand of the sublist form).
       *operands: the arrays.
-      optimize: ``"auto"``, ``"greedy"`` or ``True`` (greedy order) or ``False``.
+      optimize: ``"auto"``, ``"greedy"``, ``True`` or one of opt_einsum's other strategies
+        (``"optimal"``, ``"dp"``, ...: greedy order), ``False`` (left to right), or an explicit
+        path of index pairs (``einsum_path``'s), followed as given.
       precision, preferred_element_type: passed to ``lax.dot_general``;
         ``preferred_element_type`` is also the result dtype.
       out: not supported (JAX's NotImplementedError): einsum returns a new array.
@@ -686,11 +717,7 @@ def einsum(
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
     if not isinstance(subscripts, str):
         subscripts, operands = _einsum_sublists(subscripts, operands)
-    if optimize not in _OPTIMIZE:
-        raise ValueError(
-            f"einsum: optimize={optimize!r} is not supported; use one of "
-            f"{_OPTIMIZE} (contraction order is greedy or left to right)"
-        )
+    path = _einsum_path(optimize, len(operands))
     if not operands:
         raise ValueError("einsum: at least one operand is required")
     arrays, out_dtype, weak = _promote("einsum", operands, preferred_element_type)
@@ -705,7 +732,15 @@ def einsum(
         for k, (x, labels) in enumerate(terms)
     ]
     while len(terms) > 1:
-        i, j = _einsum_pick(terms, out_labels, sizes, optimize is not False)
+        if path:
+            i, j = sorted(path.pop(0))
+            if i == j or not 0 <= i < j < len(terms):
+                raise ValueError(
+                    f"einsum: the path's pair {(i, j)} does not name two of the "
+                    f"{len(terms)} terms left (each step contracts two, appending the result)"
+                )
+        else:
+            i, j = _einsum_pick(terms, out_labels, sizes, optimize is not False)
         keep = _einsum_needed(terms, (i, j), out_labels)
         product = _einsum_contract(*terms[i], *terms[j], keep, out_dtype, precision, _dot_general)
         terms = [t for k, t in enumerate(terms) if k not in (i, j)] + [product]

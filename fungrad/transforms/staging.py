@@ -20,12 +20,12 @@ from fungrad.operands import operand
 
 
 class JaxprTracer(core.Tracer):
-    __slots__ = ("_aval", "var")
+    __slots__ = ("_aval", "_var")
 
     def __init__(self, trace: JaxprTrace, aval: core.ShapedArray, var: core.Var):
         self._trace = trace
         self._aval = aval
-        self.var = var
+        self._var = var
 
     @property
     def aval(self):
@@ -61,7 +61,7 @@ class JaxprTrace(core.Trace):
         """The Var or Literal that stands for ``x`` in an equation."""
         if isinstance(x, core.Tracer):
             if x._trace is self:
-                return x.var
+                return x._var
             if not core.is_ancestor(self, x._trace):
                 raise core.escaped_tracer_error(x)
             return self._const_var(x)
@@ -85,7 +85,7 @@ class JaxprTrace(core.Trace):
     # -- primitives ---------------------------------------------------------------------------
     def process_primitive(self, primitive, args, params):
         invars = [
-            a.var if type(a) is JaxprTracer and a._trace is self else self._input(a) for a in args
+            a._var if type(a) is JaxprTracer and a._trace is self else self._input(a) for a in args
         ]
         out = core.cached_abstract_eval(primitive, tuple([v.aval for v in invars]), params)
         src = source_info.current(3)  # skip bind: process_primitive is only called internally
@@ -99,7 +99,7 @@ class JaxprTrace(core.Trace):
 
     def to_jaxpr(self, in_tracers, out_tracers) -> core.ClosedJaxpr:
         jaxpr = core.Jaxpr(
-            self.constvars, [t.var for t in in_tracers], self.eqns, [t.var for t in out_tracers]
+            self.constvars, [t._var for t in in_tracers], self.eqns, [t._var for t in out_tracers]
         )
         return core.ClosedJaxpr(jaxpr, self.consts)
 

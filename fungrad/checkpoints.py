@@ -88,7 +88,7 @@ def _class_name(cls) -> str:
 
 def _encode_node(td, fun: str, path: str) -> dict:
     """The record of one treedef node (without its children)."""
-    kind, data = td.node_type, td.node_data
+    kind, data = td.node_type, td.node_aux
     if kind is None:
         return {"t": "leaf"}
     if kind is tuple or kind is list:

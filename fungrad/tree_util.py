@@ -396,11 +396,11 @@ class _Mismatch(Exception):
 class PyTreeDef:
     """The structure of a pytree: a node type, its aux data and child treedefs (leaf: None)."""
 
-    __slots__ = ("node_type", "node_data", "children", "num_leaves", "num_nodes", "_hash")
+    __slots__ = ("node_type", "node_aux", "children", "num_leaves", "num_nodes", "_hash")
 
     def __init__(self, node_type, node_data, children):
         self.node_type = node_type  # None for a leaf
-        self.node_data = node_data
+        self.node_aux = node_data  # the aux data (a namedtuple node: its class)
         self.children = children if type(children) is _Children else _Children(children)
         num_leaves, num_nodes = (1 if node_type is None else 0), 1
         for c in self.children:
@@ -409,6 +409,17 @@ class PyTreeDef:
         self.num_leaves = num_leaves
         self.num_nodes = num_nodes
         self._hash = None
+
+    def node_data(self):
+        """The root node's ``(type, aux data)`` as JAX gives it; None for a leaf. A dict's aux
+        is its sorted keys as a list, a namedtuple's None."""
+        if self.node_type is None:
+            return None
+        if self.node_type is _NAMEDTUPLE:
+            return (self.node_aux, None)
+        if self.node_type is dict:
+            return (dict, list(self.node_aux))
+        return (self.node_type, self.node_aux)
 
     def unflatten(self, leaves):
         """Rebuild a pytree with this structure from ``leaves`` (an iterable)."""
@@ -435,8 +446,8 @@ class PyTreeDef:
             return next(it)
         children = [c._build(it) for c in self.children]
         if self.node_type is _NAMEDTUPLE:
-            return self.node_data(*children)
-        return _registry[self.node_type].unflatten(self.node_data, children)
+            return self.node_aux(*children)
+        return _registry[self.node_type].unflatten(self.node_aux, children)
 
     def flatten_up_to(self, tree) -> list:
         """The subtrees of ``tree`` at this treedef's leaves (``tree`` must have this prefix)."""
@@ -449,7 +460,7 @@ class PyTreeDef:
         node_type, node_data, children = _node_info(tree)
         if (
             node_type != self.node_type
-            or node_data != self.node_data
+            or node_data != self.node_aux
             or len(children) != len(self.children)
         ):
             raise _Mismatch(self, tree)
@@ -464,19 +475,19 @@ class PyTreeDef:
         """This structure with every leaf replaced by ``inner``'s structure."""
         if self.node_type is None:
             return inner
-        return PyTreeDef(self.node_type, self.node_data, [c.compose(inner) for c in self.children])
+        return PyTreeDef(self.node_type, self.node_aux, [c.compose(inner) for c in self.children])
 
     def __eq__(self, other):
         return (
             isinstance(other, PyTreeDef)
             and self.node_type == other.node_type
-            and self.node_data == other.node_data
+            and self.node_aux == other.node_aux
             and self.children == other.children
         )
 
     def __hash__(self):
         if self._hash is None:
-            data = self.node_data
+            data = self.node_aux
             try:
                 hash(data)
             except TypeError:
@@ -493,12 +504,12 @@ class PyTreeDef:
         if self.node_type is list:
             return "[" + ", ".join(kids) + "]"
         if self.node_type is dict:
-            return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(self.node_data, kids)) + "}"
+            return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(self.node_aux, kids)) + "}"
         if self.node_type is type(None):
             return "None"
         if self.node_type is _NAMEDTUPLE:
-            return f"CustomNode(namedtuple[{self.node_data.__name__}], [{', '.join(kids)}])"
-        return f"CustomNode({self.node_type.__name__}[{self.node_data}], [{', '.join(kids)}])"
+            return f"CustomNode(namedtuple[{self.node_aux.__name__}], [{', '.join(kids)}])"
+        return f"CustomNode({self.node_type.__name__}[{self.node_aux}], [{', '.join(kids)}])"
 
     def __repr__(self):
         return f"PyTreeDef({self._repr()})"
@@ -941,7 +952,7 @@ register_pytree_node(
 def _path_segments(tree) -> list[str]:
     """How each child of a treedef node is reached: ``['w']`` (dict), ``.field`` (namedtuple),
     ``[0]`` (sequences and other nodes)."""
-    kind, data = tree.node_type, tree.node_data
+    kind, data = tree.node_type, tree.node_aux
     if kind in (dict, OrderedDict):
         return [f"[{k!r}]" for k in data]
     if kind == _NAMEDTUPLE:
@@ -958,9 +969,9 @@ def _describe_node(tree) -> str:
     if kind in (tuple, list):
         return f"a {kind.__name__} of length {len(tree.children)}"
     if kind in (dict, OrderedDict):
-        return f"a {kind.__name__} with keys {list(tree.node_data)}"
+        return f"a {kind.__name__} with keys {list(tree.node_aux)}"
     if kind == _NAMEDTUPLE:
-        return f"a {tree.node_data.__name__} namedtuple"
+        return f"a {tree.node_aux.__name__} namedtuple"
     if kind is type(None):
         return "None"
     return f"a {getattr(kind, '__name__', kind)}"
@@ -971,11 +982,7 @@ def _tree_difference(a, b, prefix: str) -> tuple[str, str, str] | None:
     or None when they are equal."""
     if a == b:
         return None
-    if (
-        a.node_type != b.node_type
-        or a.node_data != b.node_data
-        or len(a.children) != len(b.children)
-    ):
+    if a.node_type != b.node_type or a.node_aux != b.node_aux or len(a.children) != len(b.children):
         return prefix, _describe_node(a), _describe_node(b)
     for seg, ca, cb in zip(_path_segments(a), a.children, b.children):
         found = _tree_difference(ca, cb, prefix + seg)

@@ -408,3 +408,26 @@ def test_partial_under_jit_grad_vmap():
     xs = fnp.arange(4.0)
     out = fg.vmap(lambda f, x: f(x), in_axes=(None, 0))(tu.Partial(fnp.add, 10.0), xs)
     np.testing.assert_allclose(np.asarray(out), [10.0 + float(x) for x in np.asarray(xs)])
+
+
+def test_treedef_node_data_is_jax_s_method():
+    # PyTreeDef.node_data() gives the root's (type, aux data), as printed by JAX 0.10.2.
+    P = collections.namedtuple("P", "x y")
+
+    @functools.partial(fg.tree_util.register_dataclass, data_fields=["u"], meta_fields=["n"])
+    @dataclasses.dataclass
+    class DC:
+        u: int
+        n: str
+
+    def nd(tree):
+        return fg.tree_util.tree_structure(tree).node_data()
+
+    assert nd({"b": 1, "a": 2}) == (dict, ["a", "b"])
+    assert nd((1, 2)) == (tuple, None) and nd([1]) == (list, None)
+    assert nd(None) == (type(None), None) and nd(1) is None
+    assert nd(P(1, 2)) == (P, None)
+    assert nd(DC(1, "q")) == (DC, ("q",))
+    assert nd(collections.OrderedDict(z=1, a=2)) == (collections.OrderedDict, ("z", "a"))
+    assert nd(collections.defaultdict(int, {"a": 1})) == (collections.defaultdict, (int, ("a",)))
+    assert nd(fg.tree_util.Partial(max, 1)) == (fg.tree_util.Partial, max)

@@ -211,7 +211,7 @@ class _Call:
         paths = []
         for name, sub in zip(self.dyn_names, pos_tree.children):
             paths += tree_util._leaf_paths(sub, name)
-        for key, sub in zip(kw_tree.node_data, kw_tree.children):
+        for key, sub in zip(kw_tree.node_aux, kw_tree.children):
             paths += tree_util._leaf_paths(sub, key)
         return paths
 
@@ -331,7 +331,7 @@ class JitFunction:
             if i in donated:
                 out += range(start, start + sub.num_leaves)
             start += sub.num_leaves
-        for key, sub in zip(kw_tree.node_data, kw_tree.children):
+        for key, sub in zip(kw_tree.node_aux, kw_tree.children):
             if key in self.donate_names:
                 out += range(start, start + sub.num_leaves)
             start += sub.num_leaves
@@ -508,13 +508,13 @@ class JitFunction:
                         f"{tree_util.tree_unflatten(a, ['*'] * a.num_leaves)} to "
                         f"{tree_util.tree_unflatten(b, ['*'] * b.num_leaves)}"
                     )
-        if o_kw.node_data != n_kw.node_data:
+        if o_kw.node_aux != n_kw.node_aux:
             out.append(
-                f"the keyword arguments changed from {sorted(o_kw.node_data)} to "
-                f"{sorted(n_kw.node_data)}"
+                f"the keyword arguments changed from {sorted(o_kw.node_aux)} to "
+                f"{sorted(n_kw.node_aux)}"
             )
         else:
-            for key, a, b in zip(n_kw.node_data, o_kw.children, n_kw.children):
+            for key, a, b in zip(n_kw.node_aux, o_kw.children, n_kw.children):
                 if a != b:
                     out.append(f"the pytree structure of argument {key!r} changed")
         return out or [f"the pytree structure of the arguments changed from {o_tree} to {n_tree}"]

@@ -55,7 +55,7 @@ def _broadcast_axes(
             return
         if (
             v.node_type != s.node_type
-            or v.node_data != s.node_data
+            or v.node_aux != s.node_aux
             or len(v.children) != len(s.children)
         ):
             raise ValueError(
@@ -169,7 +169,7 @@ def vmap(
             spec = in_axes[i] if isinstance(in_axes, tuple) else in_axes
             _broadcast_axes(name, "in_axes", spec, f"in_axes[{i}]", sub, arg, axes)
             paths += _leaf_paths(sub, arg)
-        for key, sub in zip(kwargs_tree.node_data or (), kwargs_tree.children):
+        for key, sub in zip(kwargs_tree.node_aux or (), kwargs_tree.children):
             axes += [0] * sub.num_leaves  # keyword arguments are mapped along axis 0 (JAX)
             paths += _leaf_paths(sub, f"keyword argument {key}")
         # Unmapped leaves reach fun as they are (a Python int stays an int, as in JAX, so it

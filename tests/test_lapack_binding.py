@@ -309,15 +309,15 @@ def test_jitted_ir_calls_potrf(cache_dir, scalar):
 def test_jitted_ir_calling_an_unregistered_routine_fails_to_compile(cache_dir):
     lapack.register_llvm_symbols()
     ir = """
-declare void @fg_sgees(ptr, ptr)
+declare void @fg_sgbsv(ptr, ptr)
 define void @f(ptr %a) {
 entry:
-  call void @fg_sgees(ptr %a, ptr %a)
+  call void @fg_sgbsv(ptr %a, ptr %a)
   ret void
 }
 """
-    with pytest.raises(cpu.CompileError, match="fg_sgees"):
-        cpu.compile_module(ir, ["f"], name="no_gees")
+    with pytest.raises(cpu.CompileError, match="fg_sgbsv"):
+        cpu.compile_module(ir, ["f"], name="no_gbsv")
 
 
 # -- complex decompositions: geqrf + ungqr, heevd, gesdd, geev ----------------------------------

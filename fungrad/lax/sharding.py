@@ -15,6 +15,7 @@ from __future__ import annotations
 from fungrad import core, sharding_impls, tree_util
 from fungrad.lax.utils import operand, standard_primitive
 from fungrad.lowering import kernel
+from fungrad.lowering.complex_split import Pair, register_split_rule
 from fungrad.transforms.jvp import Zero, jvp_rules
 from fungrad.transforms.transpose import deflinear_transpose
 from fungrad.transforms.vmap import batch_rules
@@ -73,6 +74,16 @@ jvp_rules[sharding_constraint_p] = _jvp
 deflinear_transpose(sharding_constraint_p, _transpose)
 batch_rules[sharding_constraint_p] = _batch
 kernel.register_lowering(sharding_constraint_p, lambda ctx, x, **params: x)
+
+
+def _split(x, *, sharding):
+    """A complex value's parts, each constrained as the value is (the complex split)."""
+    if isinstance(x, Pair):
+        return [Pair(*(sharding_constraint_p.bind(part, sharding=sharding) for part in x))]
+    return [sharding_constraint_p.bind(x, sharding=sharding)]
+
+
+register_split_rule(sharding_constraint_p, _split)
 
 
 def _constrain(fname: str, what: str, x, shardings):

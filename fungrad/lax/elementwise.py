@@ -1121,19 +1121,20 @@ def _polygamma_array_order(m, x):
     x = lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - x.ndim, len(shape))))
     if not _POLYGAMMA_GENERAL:
         from fungrad.transforms.custom import custom_jvp
+        from fungrad.transforms.custom import SymbolicZero
         from fungrad.transforms.jvp import Zero
 
         fn = custom_jvp(_polygamma_zeta)
 
         def rule(primals, tangents):
             (mm, xx), (mt, xt) = primals, tangents
-            if type(mt) is not Zero:
+            if not isinstance(mt, (Zero, SymbolicZero)):
                 raise ValueError(
                     "polygamma gradient with respect to m is not supported (as "
                     "in JAX); apply lax.stop_gradient to m"
                 )
             out = fn(mm, xx)
-            if type(xt) is Zero:
+            if isinstance(xt, (Zero, SymbolicZero)):
                 return out, lax.full_like(out, 0)
             return out, mul(xt, fn(add(mm, _const(mm, 1)), xx))
 

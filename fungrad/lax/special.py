@@ -125,9 +125,12 @@ def iterate_elementwise(step, state, done, max_iter: int):
 
 
 def _tangent_is_zero(t) -> bool:
+    """Whether a custom_jvp rule's tangent is a zero (``symbolic_zeros=True`` rules get
+    SymbolicZero; the jvp trace's own Zero may reach them too)."""
+    from fungrad.transforms.custom import SymbolicZero
     from fungrad.transforms.jvp import Zero
 
-    return type(t) is Zero
+    return type(t) is Zero or isinstance(t, SymbolicZero)
 
 
 def _add_tangents(parts, like):

@@ -574,10 +574,11 @@ def reduce_window(
     """Reduce each window of ``operand_`` with the monoid ``computation``.
 
     Args:
-      operand_: the array.
-      init_value: the identity of ``computation`` (0 for ``lax.add``, -inf / ``iinfo.min`` /
-        False for ``lax.max``, inf / ``iinfo.max`` / True for ``lax.min``).
-      computation: ``lax.add``, ``lax.max`` or ``lax.min``.
+      operand_: the array (or a pytree of arrays of one shape: the generic path below).
+      init_value: for ``lax.add``, ``lax.max``, ``lax.min`` their identity (0, -inf /
+        ``iinfo.min`` / False, inf / ``iinfo.max`` / True); any scalar otherwise.
+      computation: ``lax.add``, ``lax.max`` or ``lax.min`` (a reduce_window primitive), or
+        any other function of two scalars (pytrees of scalars for a pytree of operands).
       window_dimensions: window size per dimension.
       window_strides: step between windows per dimension (default 1).
       padding: ``"VALID"``, ``"SAME"``, ``"SAME_LOWER"`` or ``(low, high)`` pairs; padding
@@ -585,8 +586,25 @@ def reduce_window(
       base_dilation: holes inserted between operand elements (default 1: none).
       window_dilation: spacing between window elements (default 1).
 
+    Any other ``computation``, or a pytree of operands (with a pytree of init values;
+    ``computation`` then takes and returns two such pytrees of scalars, as JAX's variadic
+    reduce_window), takes the generic path: each operand padded with its init value, its
+    windows gathered along a new last axis and reduced with ``lax.reduce`` (the init value
+    combined once per window, as XLA's CPU backend does).
+
     Example: ``reduce_window(x, -jnp.inf, lax.max, (2, 2), (2, 2), "VALID")`` is a 2x2 max pool.
     """
+    if _generic_window(operand_, computation):
+        return _generic_reduce_window(
+            operand_,
+            init_value,
+            computation,
+            window_dimensions,
+            window_strides,
+            padding,
+            base_dilation,
+            window_dilation,
+        )
     x = operand(operand_, "reduce_window")
     prim, identity = _monoid("reduce_window", computation, _WINDOW_MONOIDS)
     _check_identity("reduce_window", init_value, identity(x.dtype), computation, x.dtype)
@@ -619,6 +637,124 @@ def reduce_window(
         base_dilation=base_dilation,
         window_dilation=window_dilation,
     )
+
+
+def _generic_window(operand_, computation) -> bool:
+    """Whether reduce_window takes the generic path: a pytree of operands (not one array) or
+    a computation that is not one of the monoids with a reduce_window primitive."""
+    from fungrad import tree_util
+    from fungrad.lax import elementwise
+
+    if not tree_util.treedef_is_leaf(tree_util.tree_structure(operand_)):
+        return True
+    return not any(computation is getattr(elementwise, n, None) for n, _, _ in _WINDOW_MONOIDS)
+
+
+def _generic_reduce_window(
+    operands, init_values, computation, window_dimensions, strides, padding, base, wdil
+):
+    """reduce_window of any computation and any pytree of operands, as lax operations (so
+    jit, grad and vmap need no rules of their own): every operand is padded with its init
+    value (base dilation as interior padding), the ``prod(window_dimensions)`` strided slices
+    that hold each window's elements are stacked on a new last axis, and ``lax.reduce``
+    (the variadic pairwise tree) reduces that axis."""
+    from fungrad import tree_util
+    from fungrad.lax import slicing
+    from fungrad.lax.reduce import _variadic_reduce
+    from fungrad.lax.shape import broadcast_in_dim, expand_dims
+
+    leaves, tree = tree_util.tree_flatten(operands)
+    inits, init_tree = tree_util.tree_flatten(init_values)
+    if tree != init_tree:
+        raise ValueError(
+            f"reduce_window: operands and init_values must have the same pytree structure, one "
+            f"scalar init value per operand; got {tree} and {init_tree}"
+        )
+    xs = [operand(x, "reduce_window") for x in leaves]
+    inits = [operand(i, "reduce_window init_values") for i in inits]
+    # a weakly typed init value (a Python scalar) takes its operand's dtype of the same kind
+    inits = [
+        _elementwise.convert_element_type(i, x.dtype)
+        if i.weak_type and dtypes.kind(i.dtype) == dtypes.kind(x.dtype)
+        else i
+        for i, x in zip(inits, xs)
+    ]
+    if any(i.dtype != x.dtype for i, x in zip(inits, xs)):
+        raise TypeError(
+            "reduce_window got inconsistent dtypes for operands and init_values: got operand "
+            f"dtypes {[x.dtype.name for x in xs]} and init_value dtypes "
+            f"{[i.dtype.name for i in inits]}; give each init value its operand's dtype"
+        )
+    shapes = {tuple(x.shape) for x in xs}
+    if len(shapes) != 1:
+        raise ValueError(
+            f"reduce_window: all operands must have the same shape, got {sorted(shapes)}"
+        )
+    shape = xs[0].shape
+    dims = _int_tuple("reduce_window", "window_dimensions", window_dimensions)
+    ones = (1,) * len(dims)
+    strides = ones if strides is None else _int_tuple("reduce_window", "window_strides", strides)
+    base = ones if base is None else _int_tuple("reduce_window", "base_dilation", base)
+    wdil = ones if wdil is None else _int_tuple("reduce_window", "window_dilation", wdil)
+    if not len(dims) == len(strides) == len(base) == len(wdil) == len(shape):
+        raise TypeError(
+            f"reduce_window: window_dimensions {dims}, window_strides {strides}, "
+            f"base_dilation {base} and window_dilation {wdil} need one entry per dimension "
+            f"of the operand shape {tuple(shape)}"
+        )
+    if any(v < 1 for v in (*dims, *strides, *base, *wdil)):
+        raise TypeError(
+            f"reduce_window: window_dimensions {dims}, window_strides {strides}, base_dilation "
+            f"{base} and window_dilation {wdil} must be positive integers"
+        )
+    spans = [dilate_dim(w, d) for w, d in zip(dims, wdil)]
+    if isinstance(padding, str):  # (JAX pads for the undilated operand shape)
+        padding = padtype_to_pads(shape, spans, strides, padding)
+    padding = tuple(_int_tuple("reduce_window", "padding", p) for p in padding)
+    if not dims:  # a 0-d operand: nothing to reduce (JAX returns it unchanged)
+        return tree_util.tree_unflatten(tree, xs)
+    dilated = [dilate_dim(n, b) for n, b in zip(shape, base)]
+    out = [
+        max((n + lo + hi - span) // s + 1, 0)
+        for n, (lo, hi), span, s in zip(dilated, padding, spans, strides)
+    ]
+    config = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base)]
+    if 0 in out or 0 in shape:  # no windows, or windows of padding only: the init values
+        return tree_util.tree_unflatten(tree, [broadcast_in_dim(i, tuple(out), ()) for i in inits])
+
+    def windows_of(x, fill, head):
+        """``x`` padded (and base-dilated) with ``fill``, with ``head`` and then the window
+        elements on a new last axis: shape ``out + (1 + prod(dims),)``."""
+        p = slicing.pad(x, fill, config)
+        parts = [broadcast_in_dim(head, (*out, 1), ())]
+        for ks in itertools.product(*[range(w) for w in dims]):
+            begin = [k * d for k, d in zip(ks, wdil)]
+            limit = [b + (o - 1) * s + 1 for b, o, s in zip(begin, out, strides)]
+            parts.append(expand_dims(slicing.slice(p, begin, limit, strides), (len(shape),)))
+        return slicing.concatenate(parts, len(shape))
+
+    # Padding and base-dilation holes take no part (XLA's CPU reduce_window skips them) and
+    # the init value is combined once per window, also with a single element: each element
+    # carries a flag, True for the init value and the operand's elements, and the combine
+    # below keeps the valid side where only one is.
+    values = [windows_of(x, i, i) for x, i in zip(xs, inits)]
+    t = _elementwise.convert_element_type(True, np.bool_)
+    f = _elementwise.convert_element_type(False, np.bool_)
+    valid = windows_of(broadcast_in_dim(t, tuple(shape), ()), f, t)
+
+    def combine(a, b):
+        (av, am), (bv, bm) = a, b
+        out = computation(tree_util.tree_unflatten(tree, av), tree_util.tree_unflatten(tree, bv))
+        both = tree_util.tree_leaves(out)
+        both_ok = _elementwise.and_(am, bm)
+        picked = [
+            _elementwise.select(both_ok, c, _elementwise.select(am, x, y))
+            for c, x, y in zip(both, av, bv)
+        ]
+        return picked, _elementwise.or_(am, bm)
+
+    result, _ = _variadic_reduce((values, valid), (list(inits), f), combine, (len(shape),))
+    return tree_util.tree_unflatten(tree, result)
 
 
 # -- lowering (fungrad/lowering/kernel.py): an inline reduction over each window ---------------

@@ -521,15 +521,17 @@ class EvalTrace(Trace):
         # operation, shapes and dtypes), never numpy's, and the impl only sees valid input.
         out_avals = cached_abstract_eval(primitive, tuple(avals), params)
         impl = primitive.impl
-        for aval in avals:  # bfloat16 (numpy kind "V", as float0) is computed in float32
-            if aval.dtype.kind == "V":
+        # bfloat16 and float8 (numpy kind "V", as float0; float8_e5m2 alone is "f") are
+        # computed in float32
+        for aval in avals:
+            if aval.dtype.kind == "V" or aval.dtype is _F8E5M2:
                 impl = _bfloat16_impl(primitive, avals, params, out_avals)
                 break
         else:
             if primitive.multiple_results:
-                if any(a.dtype.kind == "V" for a in out_avals):
+                if any(a.dtype.kind == "V" or a.dtype is _F8E5M2 for a in out_avals):
                     impl = _bfloat16_impl(primitive, avals, params, out_avals)
-            elif out_avals.dtype.kind == "V":
+            elif out_avals.dtype.kind == "V" or out_avals.dtype is _F8E5M2:
                 impl = _bfloat16_impl(primitive, avals, params, out_avals)
         try:
             out = impl(*vals, **params)
@@ -546,6 +548,10 @@ class EvalTrace(Trace):
         if primitive.multiple_results:
             return [array_type.from_impl(o, a) for o, a in zip(out, out_avals)]
         return array_type.from_impl(out, out_avals)
+
+
+_F8E5M2 = dtypes.float8_e5m2
+"""ml_dtypes gives float8_e5m2 numpy kind "f" (its other floats are "V"), a singleton dtype."""
 
 
 def _bfloat16_impl(primitive, avals, params, out_avals):

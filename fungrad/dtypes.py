@@ -18,7 +18,14 @@
   asks :func:`kind` (``"f"`` for it) rather than ``dtype.kind``. It promotes as in JAX:
   ``bfloat16 + float16 -> float32``, ``bfloat16 + int32 -> bfloat16``, ``bfloat16 + 1.0 ->
   bfloat16``. Operations on it compute in float32 and round each result to bfloat16 (to nearest,
-  ties to even), as XLA's CPU backend does (see ``core``'s eager path and ``ir/bfloat16.py``).
+  ties to even), as XLA's CPU backend does (see ``float_normalization`` and
+  ``ir/float_normalization.py``).
+
+* JAX's float8 types (:data:`FLOAT8`: ``float8_e4m3fn``, ``float8_e5m2``, ... ml_dtypes'
+  dtypes) are handled as bfloat16 is (computed in float32, each result rounded as ml_dtypes'
+  and XLA's conversions round), but they are leaves of the lattice, as in JAX: ``float8 +
+  int32`` and ``float8 + 1.0`` stay float8, while ``float8 + float32``, ``float8 + bfloat16``
+  and two different float8 types raise :class:`TypePromotionError` (convert explicitly).
 
 JAX's extended dtypes (typed PRNG keys: fungrad's keys are uint32 arrays) are not supported.
 """
@@ -38,8 +45,29 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float8_e3m4 = np.dtype(ml_dtypes.float8_e3m4)
+float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3)
+float8_e4m3b11fnuz = np.dtype(ml_dtypes.float8_e4m3b11fnuz)
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e4m3fnuz = np.dtype(ml_dtypes.float8_e4m3fnuz)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+float8_e5m2fnuz = np.dtype(ml_dtypes.float8_e5m2fnuz)
+float8_e8m0fnu = np.dtype(ml_dtypes.float8_e8m0fnu)
 
-_ML_FLOATS = frozenset({bfloat16})
+FLOAT8 = (
+    float8_e3m4,
+    float8_e4m3,
+    float8_e4m3b11fnuz,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
+)
+"""JAX's 8-bit float dtypes (ml_dtypes'), those ``jax.numpy`` 0.10.2 exports."""
+_FLOAT8_SET = frozenset(FLOAT8)
+
+_ML_FLOATS = frozenset({bfloat16, *FLOAT8})
 """ml_dtypes' floating dtypes fungrad has (numpy kind ``"V"``; :func:`kind` says ``"f"``)."""
 
 float0 = np.dtype([("float0", np.void, 0)])
@@ -62,6 +90,7 @@ SUPPORTED = (
     float64,
     complex64,
     complex128,
+    *FLOAT8,
 )
 _SUPPORTED_SET = frozenset(SUPPORTED)
 
@@ -81,6 +110,8 @@ _SHORT_NAMES = {
     float64: "f64",
     complex64: "c64",
     complex128: "c128",
+    # JAX's jaxpr names: f8_e4m3fn, f8_e5m2, ...
+    **{dt: "f8_" + dt.name.removeprefix("float8_") for dt in FLOAT8},
 }
 
 _X64_TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
@@ -168,9 +199,14 @@ def kind(dtype) -> str:
 
 
 def is_ml_float(dtype) -> bool:
-    """True for ml_dtypes' floating dtypes (bfloat16): the ones numpy and LLVM do not compute
-    in, which operations widen to float32 and round back."""
+    """True for ml_dtypes' floating dtypes (bfloat16, the float8 types): the ones numpy and
+    LLVM do not compute in, which operations widen to float32 and round back."""
     return np.dtype(dtype) in _ML_FLOATS
+
+
+def is_float8(dtype) -> bool:
+    """True for JAX's 8-bit float dtypes (:data:`FLOAT8`)."""
+    return np.dtype(dtype) in _FLOAT8_SET
 
 
 def is_float(dtype) -> bool:
@@ -254,7 +290,10 @@ _LATTICE = {
     int16: [int32],
     int32: [int64],
     int64: [_F_WEAK],
-    _F_WEAK: [float16, bfloat16, _C_WEAK],
+    # The float8 types are leaves, as in JAX: only Python floats, ints and bools (and integer
+    # dtypes, through the weak float) promote to them, and they promote to nothing.
+    _F_WEAK: [*FLOAT8, float16, bfloat16, _C_WEAK],
+    **{dt: [] for dt in FLOAT8},
     float16: [float32],
     bfloat16: [float32],
     float32: [float64, complex64],
@@ -284,13 +323,23 @@ def _upper_sets():
 _UPPER = _upper_sets()
 
 
+_WEAK_NAMES = {_I_WEAK: "<class 'int'>", _F_WEAK: "<class 'float'>", _C_WEAK: "<class 'complex'>"}
+
+
 @functools.cache
 def _join(nodes: frozenset):
     common = functools.reduce(frozenset.intersection, (_UPPER[n] for n in nodes))
     for cand in common:
         if _UPPER[cand] == common:
             return cand
-    raise TypePromotionError(f"no common type for {sorted(map(str, nodes))}")  # unreachable here
+    # only the float8 leaves have no common upper bound with other types (JAX's message)
+    names = tuple(_WEAK_NAMES.get(n, str(n)) for n in nodes)
+    raise TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
+        "unintended promotion, 8-bit floats do not support implicit promotion. If you'd like "
+        "your inputs to be promoted to another type, you can do so explicitly using e.g. "
+        "x.astype('float32')"
+    )
 
 
 def _node(dtype: np.dtype, weak: bool):
@@ -362,7 +411,7 @@ def result_type(*args, return_weak_type_flag: bool = False):
 
 def finfo(dtype):
     """Machine limits of a floating (or complex: its real part's) dtype (numpy's finfo of the
-    canonical dtype; ml_dtypes' for bfloat16, as JAX)."""
+    canonical dtype; ml_dtypes' for bfloat16 and the float8 types, as JAX)."""
     dt = canonicalize_dtype(dtype)
     return ml_dtypes.finfo(dt) if dt in _ML_FLOATS else np.finfo(dt)
 
@@ -395,7 +444,8 @@ def _ml_float_or_none(x):
 def issubdtype(a, b) -> bool:
     """Whether dtype (or scalar type, or dtype name) ``a`` is ``b`` or below it in numpy's type
     hierarchy: ``issubdtype(np.int8, np.integer)``, ``issubdtype(float, np.floating)``; ``None``
-    reads as float64, as in numpy. As in JAX, bfloat16 sits under ``np.floating`` (numpy puts
+    reads as float64, as in numpy. As in JAX, bfloat16 and the float8 types sit under
+    ``np.floating`` (numpy puts
     ml_dtypes' types under ``np.generic`` only); JAX's sub-byte and extended dtypes fungrad
     does not have, so elsewhere numpy's answer is JAX's."""
     a_ml = _ml_float_or_none(a)

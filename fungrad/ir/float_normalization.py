@@ -1,5 +1,9 @@
 """bfloat16 equations rewritten to compute in float32 (XLA's ``FloatNormalization``).
 
+(bfloat16 is named below; JAX's float8 types go the same way, except that XLA's CPU backend
+computes them in float16: a float8 result is rounded from float32 to float16 and then to the
+float8 type, ``float_normalization.ROUNDS_THROUGH``. float8_e8m0fnu rounds from float32.)
+
 Neither backend computes in bfloat16: LLVM's ``bfloat`` arithmetic needs runtime functions the
 JIT does not have, and WGSL has no 16-bit types. XLA's CPU backend computes each bfloat16
 operation in float32 and rounds its result to bfloat16 (to nearest, ties to even), and so does
@@ -27,12 +31,18 @@ from __future__ import annotations
 import numpy as np
 
 from fungrad import core, dtypes
-from fungrad.float_normalization import NATIVE, integer_pow_steps
+from fungrad.float_normalization import (
+    NATIVE,
+    ROUNDS_THROUGH,
+    integer_pow_steps,
+    is_narrow_dtype,
+    to_float32,
+)
 from fungrad.ir.passes import _closed_with_jaxpr, _has_subjaxpr_or_function, _Run
 
 __all__ = ["normalize_floats"]
 
-_F32 = dtypes.float32
+_F32, _F16 = dtypes.float32, dtypes.float16
 
 
 def normalize_floats(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
@@ -43,7 +53,7 @@ def normalize_floats(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
 
 def _is_narrow(aval) -> bool:
     dt = getattr(aval, "dtype", None)
-    return dt is not None and dt.kind == "V" and dtypes.is_ml_float(dt)
+    return dt is not None and is_narrow_dtype(dt)
 
 
 def _normalize_closed(closed: core.ClosedJaxpr, run: _Run) -> core.ClosedJaxpr:
@@ -71,8 +81,9 @@ def _needs_rewrite(e: core.JaxprEqn) -> bool:
     if not any(_is_narrow(v.aval) for v in (*e.invars, *e.outvars)):
         return False
     if name == "convert_element_type":  # bfloat16 <-> float32 is the backends' own op
-        pair = (e.invars[0].aval.dtype, e.params["new_dtype"])
-        return not (pair[0] == _F32 or pair[1] == _F32)
+        src, dst = e.invars[0].aval.dtype, e.params["new_dtype"]
+        # (as are float8 <-> float32 and float16 -> float8, the second rounding of a result)
+        return not (src == _F32 or dst == _F32 or (src == _F16 and dst in ROUNDS_THROUGH))
     return True
 
 
@@ -88,6 +99,20 @@ def _convert(x, dtype, weak: bool, out: list, source_info) -> core.Var:
         )
     )
     return v
+
+
+def _round(x, narrow, weak: bool, out: list, src, o=None) -> core.Var:
+    """float32 ``x`` rounded to the narrow float ``narrow`` as XLA rounds an operation's result
+    (through float16 for most float8 types: ``float_normalization.ROUNDS_THROUGH``), into
+    ``o`` when given."""
+    via = ROUNDS_THROUGH.get(narrow)
+    if via is not None:
+        x = _convert(x, via, False, out, src)
+    if o is None:
+        return _convert(x, narrow, weak, out, src)
+    params = dict(new_dtype=narrow, weak_type=weak)
+    out.append(core.JaxprEqn(core.primitives["convert_element_type"], [x], params, [o], src))
+    return o
 
 
 def _widen_param(value):
@@ -114,21 +139,16 @@ def _rewrite_logistic(e: core.JaxprEqn, out: list) -> None:
     one = core.Literal(np.float32(1), x.aval.update(shape=(), weak_type=False))
 
     def rounded(v):
-        return _convert(_convert(v, narrow, False, out, src), _F32, False, out, src)
+        return _convert(_round(v, narrow, False, out, src), _F32, False, out, src)
 
-    ex = rounded(_bind("exp", [_bind("neg", [x], out, src)], out, src))
+    neg = _bind("neg", [x], out, src)
+    if narrow == dtypes.float8_e8m0fnu:  # (no sign: -x rounds to NaN there, as in XLA)
+        neg = rounded(neg)
+    ex = rounded(_bind("exp", [neg], out, src))
     d = rounded(_bind("add", [ex, one], out, src))
     r = core.Var(d.aval)
     out.append(core.JaxprEqn(core.primitives["div"], [one, d], {}, [r], src))
-    out.append(
-        core.JaxprEqn(
-            core.primitives["convert_element_type"],
-            [r],
-            dict(new_dtype=narrow, weak_type=o.aval.weak_type),
-            [o],
-            src,
-        )
-    )
+    _round(r, narrow, o.aval.weak_type, out, src, o)
 
 
 def _rewrite_integer_pow(e: core.JaxprEqn, out: list) -> None:
@@ -143,22 +163,14 @@ def _rewrite_integer_pow(e: core.JaxprEqn, out: list) -> None:
             vals[dst] = vals[a]
             continue
         v = _bind("mul", [vals[a], vals[b]], out, src)
-        vals[dst] = _convert(_convert(v, narrow, False, out, src), _F32, False, out, src)
+        vals[dst] = _convert(_round(v, narrow, False, out, src), _F32, False, out, src)
     r = vals["acc"]
     if y < 0:
         one = core.Literal(np.float32(1), r.aval.update(shape=(), weak_type=False))
         q = core.Var(r.aval)
         out.append(core.JaxprEqn(core.primitives["div"], [one, r], {}, [q], src))
         r = q
-    out.append(
-        core.JaxprEqn(
-            core.primitives["convert_element_type"],
-            [r],
-            dict(new_dtype=narrow, weak_type=o.aval.weak_type),
-            [o],
-            src,
-        )
-    )
+    _round(r, narrow, o.aval.weak_type, out, src, o)
 
 
 def _rewrite(e: core.JaxprEqn, out: list) -> None:
@@ -202,17 +214,9 @@ def _rewrite(e: core.JaxprEqn, out: list) -> None:
             outvars.append(o)
     out.append(core.JaxprEqn(e.primitive, invars, params, outvars, src))
     for w, o in rounds:
-        out.append(
-            core.JaxprEqn(
-                core.primitives["convert_element_type"],
-                [w],
-                dict(new_dtype=o.aval.dtype, weak_type=o.aval.weak_type),
-                [o],
-                src,
-            )
-        )
+        _round(w, o.aval.dtype, o.aval.weak_type, out, src, o)
 
 
 def _widen_literal(x: core.Literal) -> core.Literal:
-    val = np.asarray(x.val, x.aval.dtype).astype(_F32)[()]
+    val = to_float32(np.asarray(x.val, x.aval.dtype))[()]
     return core.Literal(val, x.aval.update(dtype=_F32))

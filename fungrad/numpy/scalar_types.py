@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fungrad import dtypes as _dtypes  # noqa: F401  (imports ml_dtypes: np.dtype("bfloat16"))
+from fungrad import dtypes as _dtypes  # noqa: F401  (imports ml_dtypes: np.dtype("bfloat16"), float8 names)
 
 __all__ = [
     "bool_",
@@ -28,6 +28,14 @@ __all__ = [
     "uint64",
     "float16",
     "bfloat16",
+    "float8_e3m4",
+    "float8_e4m3",
+    "float8_e4m3b11fnuz",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
     "float32",
     "float64",
     "complex64",
@@ -87,6 +95,15 @@ int8, int16, int32, int64 = (_scalar_type(n) for n in ("int8", "int16", "int32",
 uint8, uint16, uint32, uint64 = (_scalar_type(n) for n in ("uint8", "uint16", "uint32", "uint64"))
 float16, float32, float64 = (_scalar_type(n) for n in ("float16", "float32", "float64"))
 bfloat16 = _scalar_type("bfloat16")
+# JAX's float8 types (ml_dtypes' names, registered by fungrad.dtypes)
+float8_e3m4 = _scalar_type("float8_e3m4")
+float8_e4m3 = _scalar_type("float8_e4m3")
+float8_e4m3b11fnuz = _scalar_type("float8_e4m3b11fnuz")
+float8_e4m3fn = _scalar_type("float8_e4m3fn")
+float8_e4m3fnuz = _scalar_type("float8_e4m3fnuz")
+float8_e5m2 = _scalar_type("float8_e5m2")
+float8_e5m2fnuz = _scalar_type("float8_e5m2fnuz")
+float8_e8m0fnu = _scalar_type("float8_e8m0fnu")
 complex64, complex128 = (_scalar_type(n) for n in ("complex64", "complex128"))
 
 # jax.numpy's aliases (the 64-bit ones are canonicalised to 32 bits when called without x64)

@@ -27,6 +27,21 @@ _INTRINSIC_SUFFIX = {"half": "f16", "float": "f32", "double": "f64"}
 
 _ty = llvm_type
 
+_FLOAT8_FORMATS = {
+    # name: (mantissa bits, exponent bias, kind). "ieee": the top exponent holds inf and NaN;
+    # "fn": no inf, S.1111.111 is NaN; "fnuz": no inf, no -0, 0x80 is the only NaN;
+    # "e8m0": a bare exponent (no sign, no zero, 0xff is NaN)
+    "float8_e3m4": (4, 3, "ieee"),
+    "float8_e4m3": (3, 7, "ieee"),
+    "float8_e5m2": (2, 15, "ieee"),
+    "float8_e4m3fn": (3, 7, "fn"),
+    "float8_e4m3fnuz": (3, 8, "fnuz"),
+    "float8_e5m2fnuz": (2, 16, "fnuz"),
+    "float8_e4m3b11fnuz": (3, 11, "fnuz"),
+    "float8_e8m0fnu": (0, 127, "e8m0"),
+}
+"""The float8 formats the CPU backend converts (JAX's float8 types, ml_dtypes' encodings)."""
+
 
 def _lit(value, dtype):
     return literal(value, np.dtype(dtype))
@@ -184,6 +199,8 @@ class OpEmitter:
         return out
 
     def convert(self, lines, out, src, dst, x, kw) -> str:
+        if dtypes.is_float8(src) or dtypes.is_float8(dst):
+            return self._float8_convert(lines, out, src, dst, x, kw)
         if dtypes.is_ml_float(src) or dtypes.is_ml_float(dst):
             return self._bfloat16_convert(lines, out, src, dst, x, kw)
         st, dt_ = _ty(src), _ty(dst)
@@ -249,6 +266,188 @@ class OpEmitter:
             f"  {sel} = select i1 {nan}, i32 {nanbits}, i32 {hi}",
             f"  {out} = trunc i32 {sel} to i16",
         ]
+        return out
+
+    def _float8_convert(self, lines, out, src, dst, x, kw) -> str:
+        """Conversions to and from JAX's float8 types (held as ``i8`` bits) through float32, as
+        JAX's, in integer code (see :data:`_FLOAT8_FORMATS`)."""
+        f32 = np.dtype(np.float32)
+        if dtypes.is_float8(src):
+            f = out if dst == f32 else self.tmp()
+            self._float8_to_float(lines, f, src, x)
+            return f if dst == f32 else self.convert(lines, out, f32, dst, f, kw)
+        if src != f32:
+            x = self.convert(lines, self.tmp(), src, f32, x, kw)
+        return self._float_to_float8(lines, out, dst, x)
+
+    def _float8_to_float(self, lines, out, src, x) -> str:
+        """float8 bits -> float32, exact: a normal value's exponent is rebiased and its
+        mantissa shifted up, a subnormal's mantissa converted and scaled by a power of two
+        (exact); NaN is the positive quiet NaN ``0x7fc00000`` whatever its sign, as XLA's."""
+        m, bias, fmt = _FLOAT8_FORMATS[src.name]
+        t = [self.tmp() for _ in range(16)]
+        lines.append(f"  {t[0]} = zext i8 {x} to i32")
+        b = t[0]
+        if fmt == "e8m0":  # 2**(b - 127); 0 is 2**-127 (a float32 subnormal); 0xff is NaN
+            lines += [
+                f"  {t[1]} = shl i32 {b}, 23",
+                f"  {t[2]} = icmp eq i32 {b}, 0",
+                f"  {t[3]} = select i1 {t[2]}, i32 4194304, i32 {t[1]}",
+                f"  {t[4]} = icmp eq i32 {b}, 255",
+                f"  {t[5]} = select i1 {t[4]}, i32 2143289344, i32 {t[3]}",
+                f"  {out} = bitcast i32 {t[5]} to float",
+            ]
+            return out
+        lines += [
+            f"  {t[1]} = and i32 {b}, 128",
+            f"  {t[2]} = shl i32 {t[1]}, 24",  # the sign
+            f"  {t[3]} = and i32 {b}, 127",  # the magnitude's bits
+            f"  {t[4]} = lshr i32 {t[3]}, {m}",  # the exponent field
+            f"  {t[5]} = and i32 {t[3]}, {(1 << m) - 1}",  # the mantissa field
+            f"  {t[6]} = shl i32 {t[3]}, {23 - m}",
+            f"  {t[7]} = add i32 {t[6]}, {(127 - bias) << 23}",  # normal: rebiased
+            f"  {t[8]} = uitofp i32 {t[5]} to float",
+            f"  {t[9]} = fmul float {t[8]}, {_lit(2.0 ** (1 - bias - m), np.float32)}",
+            f"  {t[10]} = bitcast float {t[9]} to i32",  # subnormal: mantissa * 2**(1-bias-m)
+            f"  {t[11]} = icmp eq i32 {t[4]}, 0",
+            f"  {t[12]} = select i1 {t[11]}, i32 {t[10]}, i32 {t[7]}",
+        ]
+        mag = t[12]
+        if fmt == "ieee":  # the top exponent: inf (mantissa 0) or NaN
+            top = (1 << (7 - m)) - 1
+            inf_nan = [self.tmp() for _ in range(4)]
+            lines += [
+                f"  {inf_nan[0]} = icmp eq i32 {t[4]}, {top}",
+                f"  {inf_nan[1]} = icmp eq i32 {t[5]}, 0",
+                f"  {inf_nan[2]} = select i1 {inf_nan[1]}, i32 2139095040, i32 4290772992",
+                f"  {inf_nan[3]} = select i1 {inf_nan[0]}, i32 {inf_nan[2]}, i32 {mag}",
+            ]
+            mag = inf_nan[3]
+        elif fmt == "fn":  # S.1111.111 is NaN; no inf
+            isnan, v = self.tmp(), self.tmp()
+            lines += [
+                f"  {isnan} = icmp eq i32 {t[3]}, 127",
+                f"  {v} = select i1 {isnan}, i32 4290772992, i32 {mag}",
+            ]
+            mag = v
+        # (a NaN is marked 0xffc00000 above, which the sign's or keeps, then made 0x7fc00000)
+        lines.append(f"  {t[13]} = or i32 {t[2]}, {mag}")
+        bits = t[13]
+        if fmt != "fnuz":  # NaN loses its sign, as XLA's
+            isnan, v = self.tmp(), self.tmp()
+            lines += [
+                f"  {isnan} = icmp eq i32 {mag}, 4290772992",
+                f"  {v} = select i1 {isnan}, i32 2143289344, i32 {bits}",
+            ]
+            bits = v
+        else:  # 0x80 (the negative zero's pattern) is the only NaN
+            isnan, v = self.tmp(), self.tmp()
+            lines += [
+                f"  {isnan} = icmp eq i32 {b}, 128",
+                f"  {v} = select i1 {isnan}, i32 2143289344, i32 {bits}",
+            ]
+            bits = v
+        lines.append(f"  {out} = bitcast i32 {bits} to float")
+        return out
+
+    def _float_to_float8(self, lines, out, dst, x) -> str:
+        """float32 -> float8 bits, in integer code: to nearest, ties to even (a normal result
+        by adding half an ulp less one plus the kept lowest bit, as bfloat16's; a subnormal one
+        by the same on the full significand, shifted by a computed amount), then the format's
+        rules as ml_dtypes' and XLA's: overflow gives inf (IEEE-like types) or NaN (``fn``,
+        ``fnuz``), NaN the format's quiet NaN with the sign (none in ``fnuz``, where -0.0 is
+        0). float8_e8m0fnu (a power of two, no sign, no zero) has its own rule."""
+        m, bias, fmt = _FLOAT8_FORMATS[dst.name]
+        t = [self.tmp() for _ in range(12)]
+        lines += [
+            f"  {t[0]} = bitcast float {x} to i32",
+            f"  {t[1]} = and i32 {t[0]}, 2147483647",  # |x|'s bits
+            f"  {t[2]} = lshr i32 {t[1]}, 23",  # its biased exponent
+            f"  {t[3]} = icmp ugt i32 {t[1]}, 2139095040",  # NaN
+        ]
+        u, a, e, nan = t[0], t[1], t[2], t[3]
+        if fmt == "e8m0":
+            # ml_dtypes' and XLA's: a normal float32 rounds its exponent up from half way, a
+            # subnormal one to nearest with ties down (to 2**-127); NaN, 0, negatives, and
+            # values over 2**127 give NaN (0xff)
+            v = [self.tmp() for _ in range(10)]
+            lines += [
+                f"  {v[0]} = add i32 {a}, 4194304",
+                f"  {v[1]} = add i32 {a}, 4194303",
+                f"  {v[2]} = icmp eq i32 {e}, 0",
+                f"  {v[3]} = select i1 {v[2]}, i32 {v[1]}, i32 {v[0]}",
+                f"  {v[4]} = lshr i32 {v[3]}, 23",
+                f"  {v[5]} = icmp ugt i32 {v[4]}, 254",
+                f"  {v[6]} = icmp slt i32 {u}, 0",
+                f"  {v[7]} = icmp eq i32 {a}, 0",
+                f"  {v[8]} = or i1 {v[5]}, {v[6]}",
+                f"  {v[9]} = or i1 {v[7]}, {nan}",
+            ]
+            bad, r = self.tmp(), self.tmp()
+            lines += [
+                f"  {bad} = or i1 {v[8]}, {v[9]}",
+                f"  {r} = select i1 {bad}, i32 255, i32 {v[4]}",
+                f"  {out} = trunc i32 {r} to i8",
+            ]
+            return out
+        shift = 23 - m
+        lines += [
+            # a normal result: rounded on |x|'s bits, then the exponent rebiased
+            f"  {t[4]} = lshr i32 {a}, {shift}",
+            f"  {t[5]} = and i32 {t[4]}, 1",
+            f"  {t[6]} = add i32 {a}, {(1 << (shift - 1)) - 1}",
+            f"  {t[7]} = add i32 {t[6]}, {t[5]}",
+            f"  {t[8]} = lshr i32 {t[7]}, {shift}",
+            f"  {t[9]} = sub i32 {t[8]}, {(127 - bias) << m}",
+            f"  {t[10]} = icmp ult i32 {e}, {128 - bias}",  # the result is subnormal (or 0)
+            f"  {t[11]} = lshr i32 {t[0]}, 24",
+        ]
+        s = [self.tmp() for _ in range(16)]
+        lines += [
+            # a subnormal result: the significand (implicit bit set) shifted right by
+            # shift + 1 - (its exponent in the format's bias), at most 25 (all bits gone)
+            f"  {s[0]} = and i32 {a}, 8388607",
+            f"  {s[1]} = or i32 {s[0]}, 8388608",
+            f"  {s[2]} = sub i32 {shift + 128 - bias}, {e}",
+            f"  {s[3]} = icmp slt i32 {s[2]}, 1",
+            f"  {s[4]} = select i1 {s[3]}, i32 1, i32 {s[2]}",
+            f"  {s[5]} = icmp sgt i32 {s[4]}, 25",
+            f"  {s[6]} = select i1 {s[5]}, i32 25, i32 {s[4]}",
+            f"  {s[7]} = sub i32 {s[6]}, 1",
+            f"  {s[8]} = shl i32 1, {s[7]}",
+            f"  {s[9]} = sub i32 {s[8]}, 1",
+            f"  {s[10]} = lshr i32 {s[1]}, {s[6]}",
+            f"  {s[11]} = and i32 {s[10]}, 1",
+            f"  {s[12]} = add i32 {s[1]}, {s[9]}",
+            f"  {s[13]} = add i32 {s[12]}, {s[11]}",
+            f"  {s[14]} = lshr i32 {s[13]}, {s[6]}",
+            f"  {s[15]} = select i1 {t[10]}, i32 {s[14]}, i32 {t[9]}",
+        ]
+        r, sign = s[15], self.tmp()
+        lines.append(f"  {sign} = and i32 {t[11]}, 128")
+        f = [self.tmp() for _ in range(6)]
+        if fmt == "fnuz":  # overflow and NaN: 0x80; no negative zero
+            lines += [
+                f"  {f[0]} = icmp ugt i32 {r}, 127",
+                f"  {f[1]} = or i1 {f[0]}, {nan}",
+                f"  {f[2]} = icmp eq i32 {r}, 0",
+                f"  {f[3]} = or i32 {sign}, {r}",
+                f"  {f[4]} = select i1 {f[2]}, i32 0, i32 {f[3]}",
+                f"  {f[5]} = select i1 {f[1]}, i32 128, i32 {f[4]}",
+            ]
+        else:
+            if fmt == "ieee":  # overflow: inf; NaN: the quiet NaN
+                top = ((1 << (7 - m)) - 1) << m
+                big, nan_bits = top, top | (1 << (m - 1))
+            else:  # fn: overflow and NaN: S.1111.111
+                big = nan_bits = 127
+            lines += [
+                f"  {f[0]} = icmp ugt i32 {r}, {big}",
+                f"  {f[1]} = select i1 {f[0]}, i32 {big}, i32 {r}",
+                f"  {f[2]} = select i1 {nan}, i32 {nan_bits}, i32 {f[1]}",
+                f"  {f[5]} = or i32 {sign}, {f[2]}",
+            ]
+        lines.append(f"  {out} = trunc i32 {f[5]} to i8")
         return out
 
     def _double_to_half(self, lines, out, x) -> str:

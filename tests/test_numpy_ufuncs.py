@@ -686,3 +686,24 @@ def test_make_jaxpr_records_lax_ops_and_evaluates_to_eager():
     jaxpr = fg.make_jaxpr(lambda a: fnp.logaddexp(a, 1.0))(f)
     assert "log1p" in str(jaxpr) and "exp" in str(jaxpr)
     assert_array(jaxpr(f)[0], np.logaddexp(np.asarray(f), 1.0), dtype=F32)
+
+
+def test_weak_types_of_formula_ufuncs_and_logical_ops_as_jax():
+    # JAX 0.10.2: hypot, heaviside, logaddexp2, gcd and lcm are weak when every argument is
+    # (Python numbers, weak arrays) and strong otherwise, even where promotion alone would keep
+    # the flag (a bool array with a Python int); the logical ops and isnan of weak non-bool
+    # input are weak bools.
+    b = to_fnp(np.array([True, False]))
+    for f in (fnp.hypot, fnp.heaviside, fnp.logaddexp2):
+        assert f(2, 3).weak_type and f(2.0, 3.0).weak_type and f(fnp.asarray(1.0), 2).weak_type
+        assert not f(b, 2).weak_type and not f(np.float32(2), 3).weak_type
+    assert fnp.gcd(4, 6).weak_type and fnp.lcm(4, 6).weak_type
+    assert not fnp.gcd(to_fnp(np.array([4], I32)), 6).weak_type
+    assert_array(fnp.logical_or(1, 0), True, dtype=BOOL, weak_type=True)
+    assert_array(fnp.logical_xor(1.0, 0), True, dtype=BOOL, weak_type=True)
+    assert_array(fnp.logical_not(1), False, dtype=BOOL, weak_type=True)
+    assert_array(fnp.logical_and(True, False), False, dtype=BOOL, weak_type=False)
+    assert_array(fnp.logical_and(to_fnp(np.array([1], I32)), 0), [False], weak_type=False)
+    assert_array(fnp.isnan(3), False, dtype=BOOL, weak_type=True)
+    assert_array(fnp.isnan(True), False, dtype=BOOL, weak_type=False)
+    assert_array(fnp.isinf(2.0), False, dtype=BOOL, weak_type=False)

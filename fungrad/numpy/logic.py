@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fungrad import dtypes, lax
+from fungrad import core, dtypes, lax
 from fungrad.array import Array
 from fungrad.numpy import util
 from fungrad.numpy.ufuncs import (
@@ -92,8 +92,11 @@ greater_equal = _comparison("greater_equal", "ge", "Elementwise ``x1 >= x2``.")
 
 
 def _to_bool(x):
-    """``x != 0``, a strong bool as in jnp (which compares with a strongly typed zero)."""
-    return x if dtypes.is_bool(x.dtype) else lax.ne(x, Array(np.zeros((), x.dtype)))
+    """``x != 0`` as jnp computes it: weakly typed when ``x`` is (JAX 0.10.2:
+    ``logical_or(1, 0)`` is a weak bool, ``logical_and(int_array, 0)`` a strong one)."""
+    if dtypes.is_bool(x.dtype):
+        return x
+    return lax.ne(x, Array(np.zeros((), x.dtype), core.get_aval(x).weak_type))
 
 
 def logical_and(x1, x2, /):

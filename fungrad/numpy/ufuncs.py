@@ -150,11 +150,25 @@ def promote_args_numeric(fun_name: str, *args):
 
 
 def _strong(x):
-    """``x`` strongly typed. jnp's hypot, heaviside, logaddexp2, gcd and lcm give strong
-    results even for weak operands (``hypot(bool_array, 2)`` is float32, not weak): their
-    formulas build constants with ``lax._ones``/``_zeros`` or loop, which drop the flag; isinf,
-    isposinf, isneginf and signbit compare with strong constants."""
+    """``x`` strongly typed: isinf, isposinf, isneginf and signbit compare with strong
+    constants, as jnp does."""
     return lax.convert_element_type(x, x.dtype, False) if x.weak_type else x
+
+
+def _weak_only_if_all_weak(out, *args):
+    """``out`` weakly typed only when every argument is (Python numbers, weak arrays), as
+    jnp's hypot, heaviside, logaddexp2, gcd and lcm give (JAX 0.10.2: ``hypot(3, 4)`` is
+    weak, ``hypot(bool_array, 2)`` is not, though the promoted operands are weak)."""
+    if all(_is_weak_arg(a) for a in args):
+        return out
+    return _strong(out)
+
+
+def _is_weak_arg(a) -> bool:
+    if type(a) in (int, float, complex):
+        return True
+    aval = getattr(a, "aval", None)
+    return bool(getattr(aval, "weak_type", False))
 
 
 def _const(x, value) -> Array:
@@ -333,6 +347,7 @@ def float_power(x1, x2, /):
 
 def hypot(x1, x2, /):
     """Elementwise ``sqrt(x1**2 + x2**2)`` without intermediate overflow; inf wins over NaN."""
+    args = (x1, x2)
     x1, x2 = promote_args_inexact("hypot", x1, x2)
     if _is_complex(x1):
         raise ValueError(
@@ -347,7 +362,7 @@ def hypot(x1, x2, /):
     ratio = lax.div(small, safe_big)
     out = lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.mul(ratio, ratio))))
     out = _where(is_zero, big, out)
-    return _strong(_where(any_inf, _full_like(out, np.inf), out))
+    return _weak_only_if_all_weak(_where(any_inf, _full_like(out, np.inf), out), *args)
 
 
 def _logaddexp_value(x1, x2):
@@ -445,10 +460,11 @@ def logaddexp(x1, x2, /):
 
 def logaddexp2(x1, x2, /):
     """Elementwise ``log2(2**x1 + 2**x2)`` without overflow (derivative as for logaddexp)."""
+    args = (x1, x2)
     x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
     if _is_complex(x1):
-        return _strong(_logaddexp_complex(x1, x2, True))
-    return _strong(_logaddexp_fn("logaddexp2")(x1, x2))
+        return _weak_only_if_all_weak(_logaddexp_complex(x1, x2, True), *args)
+    return _weak_only_if_all_weak(_logaddexp_fn("logaddexp2")(x1, x2), *args)
 
 
 def sinc(x, /):
@@ -838,7 +854,8 @@ def isnan(x, /):
     (x,) = promote_args("isnan", x)
     if _is_complex(x):
         return lax.bitwise_or(isnan(lax.real(x)), isnan(lax.imag(x)))
-    return lax.ne(x, x) if _is_float(x) else _full_like(x, False, np.bool_)
+    # x != x for every real dtype, as jnp: False for integers, weak when x is (isnan(3))
+    return lax.ne(x, x)
 
 
 def isinf(x, /):
@@ -913,10 +930,11 @@ def copysign(x1, x2, /):
 def heaviside(x1, x2, /):
     """Heaviside step: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``,
     NaN where ``x1`` is NaN."""
+    args = (x1, x2)
     x1, x2 = promote_args_inexact("heaviside", x1, x2)
     zero = _const(x1, 0)
     out = _where(lax.gt(x1, zero), _full_like(x1, 1), _where(isnan(x1), x1, x2))
-    return _strong(_where(lax.lt(x1, zero), _full_like(x1, 0), out))
+    return _weak_only_if_all_weak(_where(lax.lt(x1, zero), _full_like(x1, 0), out), *args)
 
 
 def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
@@ -1022,16 +1040,19 @@ def _gcd_body(carry):
 def gcd(x1, x2, /):
     """Elementwise greatest common divisor of the absolute values (``gcd(0, 0) == 0``); a
     ``lax.while_loop`` of Euclid steps, as in jnp."""
+    args = (x1, x2)
     x1, x2 = _integer_args("gcd", x1, x2)
     x1, x2 = absolute(x1), absolute(x2)
-    return _strong(lax.while_loop(_gcd_cond, _gcd_body, (x1, x2))[0])
+    return _weak_only_if_all_weak(lax.while_loop(_gcd_cond, _gcd_body, (x1, x2))[0], *args)
 
 
 def lcm(x1, x2, /):
     """Elementwise least common multiple of the absolute values (0 if either is 0)."""
+    args = (x1, x2)
     x1, x2 = _integer_args("lcm", x1, x2)
     x1, x2 = absolute(x1), absolute(x2)
     d = gcd(x1, x2)
     is_zero = lax.eq(d, _const(d, 0))
     safe_d = _where(is_zero, _full_like(d, 1), d)
-    return _strong(_where(is_zero, _full_like(d, 0), lax.mul(x1, lax.div(x2, safe_d))))
+    out = _where(is_zero, _full_like(d, 0), lax.mul(x1, lax.div(x2, safe_d)))
+    return _weak_only_if_all_weak(out, *args)

@@ -5,6 +5,8 @@ sides and transposes; one gradient, vmap and jit check."""
 import numpy as np
 import pytest
 import scipy.linalg as sla
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fungrad as fg
 from fungrad.lax import linalg as L
@@ -70,3 +72,43 @@ def test_transforms_and_errors():
         L.qr(G, pivoting=True)
     with pytest.raises(ValueError, match="triangular_solve"):
         L.triangular_solve(G, np.ones(3))
+
+
+@settings(deadline=None, max_examples=30)
+@given(
+    st.integers(1, 6),
+    st.integers(1, 3),
+    st.sampled_from([(), (2,)]),
+    st.integers(0, 2**31 - 1),
+)
+def test_tridiagonal_solve_matches_a_dense_solve(m, n, batch, seed):
+    # jax.L.tridiagonal_solve: dl[..., 0] and du[..., m-1] are ignored (JAX 0.10.2
+    # solves the same system when they hold garbage); diagonally dominant, so no pivoting.
+    rng = np.random.default_rng(seed)
+    dl, du = (rng.uniform(-1, 1, (*batch, m)).astype(np.float32) for _ in range(2))
+    d = (rng.uniform(2.5, 4, (*batch, m)) * rng.choice([-1, 1], (*batch, m))).astype(np.float32)
+    b = rng.standard_normal((*batch, m, n)).astype(np.float32)
+    dense = np.zeros((*batch, m, m))
+    idx = np.arange(m)
+    dense[..., idx, idx] = d
+    dense[..., idx[1:], idx[:-1]] = dl[..., 1:]
+    dense[..., idx[:-1], idx[1:]] = du[..., :-1]
+    want = np.linalg.solve(dense, b.astype(np.float64))
+    dl_garbage = dl.copy()
+    dl_garbage[..., 0] = 9.0
+    got = L.tridiagonal_solve(dl_garbage, d, du, b)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+    jitted = fg.jit(L.tridiagonal_solve)(dl, d, du, b)
+    np.testing.assert_allclose(np.asarray(jitted), want, rtol=1e-5, atol=1e-5)
+
+
+def test_tridiagonal_solve_gradient_and_errors():
+    dl, d, du = np.array([0.0, 1.0, 1.0]), np.array([2.0, 2.0, 2.0]), np.array([1.0, 1.0, 0.0])
+    dl, d, du = (x.astype(np.float32) for x in (dl, d, du))
+    b = np.ones((3, 1), np.float32)
+    g = fg.grad(lambda d: L.tridiagonal_solve(dl, d, du, b).sum())(d)
+    np.testing.assert_allclose(np.asarray(g), [-0.25, 0.0, -0.25], atol=1e-6)  # JAX 0.10.2
+    with pytest.raises(TypeError, match="rank at least 2"):
+        L.tridiagonal_solve(dl, d, du, b[:, 0])
+    with pytest.raises(NotImplementedError, match="perturb_singular"):
+        L.tridiagonal_solve(dl, d, du, b, perturb_singular=True)

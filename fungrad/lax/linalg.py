@@ -50,6 +50,7 @@ __all__ = [
     "svd_p",
     "triangular_solve",
     "triangular_solve_p",
+    "tridiagonal_solve",
 ]
 
 
@@ -234,3 +235,85 @@ def lu(x):
     [min(m, n), n], both packed in ``lu``; ``pivots`` are 0-based row swaps)."""
     util.check_arraylike("lu", x)
     return tuple(_lu.lu_p.bind(util.asarray(x, fun_name="lu")))
+
+
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
+    """Solve the tridiagonal systems ``A x = b`` (``jax.lax.linalg.tridiagonal_solve``).
+
+    ``dl``, ``d``, ``du`` (shape [..., m]) are A's sub-, main and super-diagonals, each
+    aligned with the rows (``dl[..., 0]`` and ``du[..., m-1]`` are ignored); ``b`` is
+    [..., m, n]. The Thomas algorithm as two ``lax.scan``s (a forward elimination, a back
+    substitution), the algorithm JAX uses where it has no LAPACK kernel; jit, vmap and grad
+    go through the scans.
+
+    NB: JAX on the CPU calls LAPACK's gtsv, which pivots; without pivoting a zero pivot (say
+    ``d[0] == 0``) gives inf/NaN where gtsv may still solve the system, and the results agree
+    to float rounding otherwise. ``perturb_singular=True`` is a NotImplementedError (as JAX's
+    own fallback on platforms without that kernel).
+    """
+    if perturb_singular:
+        raise NotImplementedError(
+            "tridiagonal_solve: perturb_singular=True is not supported by fungrad (JAX "
+            "perturbs near-zero pivots in LAPACK's gtsv); pass perturb_singular=False"
+        )
+    util.check_arraylike("tridiagonal_solve", dl, d, du, b)
+    dl, d, du, b = (util.asarray(x, fun_name="tridiagonal_solve") for x in (dl, d, du, b))
+    if b.ndim < 2:
+        raise TypeError(
+            f"tridiagonal_solve: b must have rank at least 2 ([..., m, n]), got shape {b.shape}"
+        )
+    m = b.shape[-2]
+    for name, x in (("dl", dl), ("d", d), ("du", du)):
+        if x.shape != b.shape[:-1]:
+            raise TypeError(
+                f"tridiagonal_solve: {name} must have shape {b.shape[:-1]} (b's shape without "
+                f"its last axis), got {x.shape}"
+            )
+    kinds = {x.dtype for x in (dl, d, du, b)}
+    if len(kinds) != 1 or not np.issubdtype(b.dtype, np.inexact):
+        raise TypeError(
+            "tridiagonal_solve: dl, d, du and b must have one floating or complex dtype, got "
+            f"{sorted(str(t) for t in kinds)}"
+        )
+    if m == 0:
+        return b
+    # the row axis first: scans run over it; batch axes and b's columns ride along
+    dl_, d_, du_ = (lax.expand_dims(_move_last_first(x), (x.ndim,)) for x in (dl, d, du))
+    b_ = _move_last_first(_moveaxis(b, b.ndim - 2, b.ndim - 1))
+
+    def forward(carry, row):
+        cp, bp = carry
+        a, dd, c, bb = row
+        denom = dd - a * cp
+        new = (c / denom, (bb - a * bp) / denom)
+        return new, new
+
+    first = (du_[0] / d_[0], b_[0] / d_[0])
+    _, (cps, bps) = lax.scan(forward, first, (dl_[1:], d_[1:], du_[1:], b_[1:]))
+    cps = lax.concatenate([first[0][None], cps], 0)
+    bps = lax.concatenate([first[1][None], bps], 0)
+
+    def backward(x_next, row):
+        cp, bp = row
+        x = bp - cp * x_next
+        return x, x
+
+    last = bps[m - 1]
+    _, xs = lax.scan(backward, last, (cps[: m - 1], bps[: m - 1]), reverse=True)
+    x = lax.concatenate([xs, last[None]], 0)  # [m, ..., n]
+    return _moveaxis(_move_first_last(x), b.ndim - 1, b.ndim - 2)
+
+
+def _move_last_first(x):
+    return _moveaxis(x, x.ndim - 1, 0)
+
+
+def _move_first_last(x):
+    return _moveaxis(x, 0, x.ndim - 1)
+
+
+def _moveaxis(x, src: int, dst: int):
+    """``x`` with axis ``src`` moved to position ``dst`` (a transpose)."""
+    perm = [i for i in range(x.ndim) if i != src]
+    perm.insert(dst, src)
+    return lax.transpose(x, tuple(perm))

@@ -36,11 +36,20 @@ def _run(cmd, **kw) -> None:
     subprocess.run(cmd, check=True, **kw)
 
 
+#: Libraries built on JAX that tests/test_libraries.py runs through fungrad.compat, installed
+#: without their dependencies (they require jax and jaxlib, which fungrad stands for; their
+#: other dependencies are in pyproject's dev extra). Pinned: the test records their results.
+LIBRARIES = ["flax==0.12.8", "optax==0.2.8", "chex==0.1.92"]
+
+
 def setup() -> Path:
-    """Create .venv (if needed) and install fungrad editable with its test extra."""
+    """Create .venv (if needed) and install fungrad editable with its dev extra, and
+    :data:`LIBRARIES` without their dependencies."""
     if sys.version_info < (3, 10):  # noqa: UP036  (dev.py may run under any Python)
         sys.exit(f"fungrad needs Python >= 3.10, this is {sys.version.split()[0]}")
-    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    want = hashlib.sha256(
+        (ROOT / "pyproject.toml").read_bytes() + " ".join(LIBRARIES).encode()
+    ).hexdigest()
     py = _venv_python()
     if py.exists() and STAMP.exists() and STAMP.read_text() == want:
         return py
@@ -49,6 +58,7 @@ def setup() -> Path:
         venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
     _run([py, "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
     _run([py, "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[dev]"])
+    _run([py, "-m", "pip", "install", "--quiet", "--no-deps", *LIBRARIES])
     STAMP.write_text(want)
     return py
 

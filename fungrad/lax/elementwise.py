@@ -1120,8 +1120,7 @@ def _polygamma_array_order(m, x):
     )
     x = lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - x.ndim, len(shape))))
     if not _POLYGAMMA_GENERAL:
-        from fungrad.transforms.custom import custom_jvp
-        from fungrad.transforms.custom import SymbolicZero
+        from fungrad.transforms.custom import SymbolicZero, custom_jvp
         from fungrad.transforms.jvp import Zero
 
         fn = custom_jvp(_polygamma_zeta)

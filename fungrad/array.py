@@ -226,7 +226,7 @@ class Array(metaclass=_ArrayMeta):
         if self.weak_type:
             suffix += ", weak_type=True"
         if v.size == 0:
-            body = f"[], shape={v.shape}" if v.shape != (0,) else "[]"
+            body = f"[], shape={v.shape}"  # (JAX 0.10.2 shows the shape of every empty array)
         else:
             body = np.array2string(v, separator=", ", prefix="Array(")
         return f"Array({body}, {suffix})"

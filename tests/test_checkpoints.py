@@ -43,8 +43,9 @@ _SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3)
 
 
 def _arrays(dtype):
-    if dtype == dtypes.bfloat16:  # hypothesis has no bfloat16: any of its 16-bit patterns
-        return hnp.arrays(np.uint16, _SHAPES).map(lambda a: a.view(dtypes.bfloat16))
+    if dtypes.is_ml_float(dtype):  # hypothesis has no bfloat16/float8: any bit pattern
+        bits = np.dtype(f"uint{8 * np.dtype(dtype).itemsize}")
+        return hnp.arrays(bits, _SHAPES).map(lambda a: a.view(dtype))
     return hnp.arrays(dtype, _SHAPES)
 
 

@@ -307,12 +307,13 @@ class Jaxpr:
 
     __repr__ = __str__
 
-    def pretty_print(self, *, source_info: bool = False) -> str:
+    def pretty_print(self, *, source_info: bool = False, width: int = 80) -> str:
         """The jaxpr's text; ``source_info=True`` ends each equation with a comment naming
-        the user's line that produced it (``# model.py:42 (loss)``), as JAX does."""
+        the user's line that produced it (``# model.py:42 (loss)``), as JAX does. A jaxpr
+        that fits in ``width`` columns prints on one line (JAX's layout)."""
         from fungrad.pretty import pp_jaxpr
 
-        return pp_jaxpr(self, source_info=source_info)
+        return pp_jaxpr(self, source_info=source_info, width=width)
 
 
 class ClosedJaxpr:
@@ -347,10 +348,9 @@ class ClosedJaxpr:
 
     __repr__ = __str__
 
-    def pretty_print(self, *, source_info: bool = False) -> str:
-        """The jaxpr's text; ``source_info=True`` ends each equation with a comment naming
-        the user's line that produced it (``# model.py:42 (loss)``), as JAX does."""
-        return self.jaxpr.pretty_print(source_info=source_info)
+    def pretty_print(self, *, source_info: bool = False, width: int = 80) -> str:
+        """The jaxpr's text (see :meth:`Jaxpr.pretty_print`)."""
+        return self.jaxpr.pretty_print(source_info=source_info, width=width)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -199,3 +199,21 @@ def test_callers_numpy_arrays_stay_writeable():
         x = np.ones(3, np.float32)
         fn(x)
         x[0] = 5.0  # would raise "assignment destination is read-only"
+
+
+def test_short_jaxprs_print_on_one_line_and_sub_jaxprs_continue_the_names():
+    # JAX 0.10.2's layout: a jaxpr whose one-line form fits in 80 columns is printed on one
+    # line, and sub-jaxprs continue the enclosing jaxpr's names.
+    jaxpr = fg.make_jaxpr(lambda x: fnp.sin(x) * 2)(1.0)
+    assert (
+        str(jaxpr) == "{ lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }"
+    )
+    assert str(fg.make_jaxpr(lambda x: x)(1.0)) == "{ lambda ; a:f32[]. let  in (a,) }"
+    two = fg.make_jaxpr(lambda x, y: (x + y, x * y))(1.0, 2.0)
+    assert str(two) == (
+        "{ lambda ; a:f32[] b:f32[]. let c:f32[] = add a b; d:f32[] = mul a b in (c, d) }"
+    )
+    assert two.pretty_print(width=0).count("\n") == 3
+    text = str(fg.make_jaxpr(lambda x: lax.cond(x > 0, fnp.sin, fnp.cos, x))(1.0))
+    assert "{ lambda ; e:f32[]. let f:f32[] = cos e in (f,) }" in text
+    assert "{ lambda ; g:f32[]. let h:f32[] = sin g in (h,) }" in text

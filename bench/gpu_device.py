@@ -440,14 +440,14 @@ def bench_scatter(m: int, n: int) -> None:
 
 def section_bench() -> None:
     # 2^26 float32 (256 MiB), or what one binding of this adapter holds
-    big = min(1 << (22 if QUICK else 26), gpu.runtime().max_binding_bytes // 4)
+    big = min(1 << (20 if QUICK else 26), gpu.runtime().max_binding_bytes // 4)
     copy = 0.0
     with guarded("bench", "copy"):
         copy = bench_copy(big)
     with guarded("bench", "chain"):
         bench_chain(big, copy)
     with guarded("bench", "matmul"):
-        bench_matmul(512 if QUICK else 4096)
+        bench_matmul(256 if QUICK else 4096)
     with guarded("bench", "mlp"):
         bench_mlp()
     with guarded("bench", "reduce"):

@@ -778,3 +778,13 @@ def test_arithmetic_with_any_values_and_a_0d_operand_matches_numpy(name, ref, da
         got, want = got[ok], want[ok]
     for part in (np.real, np.imag):
         np.testing.assert_allclose(part(got), part(want), rtol=1e-6, equal_nan=True)
+
+
+def test_sign_of_a_subnormal_complex_has_unit_modulus():
+    # |8e-45 + 8e-45i| is 8 units of 2^-149: dividing by it gave 0.75 + 0.75i before the parts
+    # were scaled into the normal range first
+    z = np.array([8e-45 + 8e-45j, 1e-45 - 3e-45j, 2e-40j, 3 + 4j], np.complex64)
+    want = z.astype(np.complex128) / np.abs(z.astype(np.complex128))
+    for got in (fg.lax.sign(z), fg.jit(fg.lax.sign)(z)):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+        np.testing.assert_allclose(np.abs(np.asarray(got)), 1, rtol=1e-6)

@@ -588,12 +588,17 @@ def _sign_impl(x):
         return np.where(x == 0, x, np.sign(x))
     if dtypes.kind(x.dtype) == "c":
         # XLA's rule: each part divided by |x| (so an infinite part gives NaN, a finite part
-        # next to an infinite one 0, and |x| overflowing makes both 0); x itself at 0.
-        a = np.abs(x)
-        zero = a == 0
-        a = np.where(zero, 1, a)
-        out = np.empty_like(x)
-        out.real, out.imag = x.real / a, x.imag / a  # (not re + 1j*im: 1j*nan is nan+nanj)
+        # next to an infinite one 0, and |x| overflowing makes both 0); x itself at 0. A
+        # subnormal |x| has too few bits: x is first scaled, exactly, into the normal range.
+        info = np.finfo(x.real.dtype)
+        with np.errstate(over="ignore", invalid="ignore"):
+            tiny = np.abs(x) < info.tiny
+            y = np.where(tiny, x * x.real.dtype.type(2.0 ** (info.nmant + 1)), x)
+            a = np.abs(y)
+            zero = a == 0
+            a = np.where(zero, 1, a)
+            out = np.empty_like(x)
+            out.real, out.imag = y.real / a, y.imag / a  # (not re + 1j*im: 1j*nan is nan+nanj)
         return np.where(zero, x, out)
     return np.sign(x)
 

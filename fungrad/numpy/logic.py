@@ -92,11 +92,14 @@ greater_equal = _comparison("greater_equal", "ge", "Elementwise ``x1 >= x2``.")
 
 
 def _to_bool(x):
-    """``x != 0`` as jnp computes it: weakly typed when ``x`` is (JAX 0.10.2:
-    ``logical_or(1, 0)`` is a weak bool, ``logical_and(int_array, 0)`` a strong one)."""
+    """``x != 0`` as jnp computes it (against a constant of ``x``'s dtype): weakly typed only
+    for a weakly typed 0-d ``x``, as JAX 0.10.2's results are (``logical_or(1, 0)`` and
+    ``logical_and(jnp.int32(1), 2.0)`` are weak bools; ``logical_and(bool_array, 2.0)`` and
+    ``logical_and(int_array, 0)`` strong ones)."""
     if dtypes.is_bool(x.dtype):
         return x
-    return lax.ne(x, Array(np.zeros((), x.dtype), core.get_aval(x).weak_type))
+    aval = core.get_aval(x)
+    return lax.ne(x, Array(np.zeros((), x.dtype), aval.weak_type and not aval.shape))
 
 
 def logical_and(x1, x2, /):

@@ -26,7 +26,7 @@ class PartialVal(tuple):
 
     def __new__(cls, xs: tuple):
         aval, const = xs
-        if (aval is None) == (const is None) and aval is not None:
+        if aval is not None and const is not None:
             raise ValueError("PartialVal: give an abstract value or a known value, not both")
         return tuple.__new__(cls, xs)
 

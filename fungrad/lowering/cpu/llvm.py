@@ -151,7 +151,7 @@ class ModuleWriter:
             )
             entry.append(f"  {obj} = load ptr, ptr %slot{i}")
             if b.kind == "input":
-                entry.extend(self._input_pointer(i, obj, data, lay))
+                entry.extend(self._input_pointer(i, obj, data))
             else:
                 entry.append(
                     f"  %dp{i} = getelementptr inbounds i8, ptr {obj}, i64 {lay.array_data}"
@@ -267,13 +267,12 @@ class ModuleWriter:
                 )
         return lines
 
-    def _input_pointer(self, i: int, obj: str, data: str, lay) -> list[str]:
+    def _input_pointer(self, i: int, obj: str, data: str) -> list[str]:
         """Data pointer of input ``i``: an ndarray's data, or a numpy scalar's inline value;
         non-contiguous or misaligned arrays make the entry return ``i + 1``. The test is one
         shared function (``@fg_input_data``, :func:`_input_data_helper`) called per input:
         written out for each, it made up half of a large program's entry function, whose
         code generation is most of the glue module's compile time."""
-        del lay  # (the helper reads the layout)
         if not self.input_helper:
             self.input_helper = True
             self.declare("fg_ndarray_type", "@fg_ndarray_type = external global ptr")
